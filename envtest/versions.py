@@ -1,0 +1,3 @@
+"""The one place the test control plane's Kubernetes release is pinned."""
+
+KUBERNETES_VERSION = "v1.36.3"

@@ -1,0 +1,151 @@
+"""AdmissionReview ``admission.k8s.io/v1`` in, AdmissionReview out: no I/O, no HTTP.
+
+The webhook server and ``jobgate review`` both call ``parse_review`` then ``answer_review``,
+so the CLI prints byte for byte what the server would send. The contract (kubernetes/apiserver
+``VerifyAdmissionResponse``): same apiVersion and kind as received, ``uid`` echoed,
+``allowed`` always set, ``patch`` and ``patchType`` together and only from /mutate.
+"""
+
+from __future__ import annotations
+
+import base64
+import logging
+from enum import StrEnum
+from typing import Any, Literal
+
+import orjson
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from webhook.rules.engine import review_job
+from webhook.rules.registry import GroupVersionKind, lookup
+
+ADMISSION_API_VERSION = "admission.k8s.io/v1"
+log = logging.getLogger("jobgate.admission")
+
+
+class Webhook(StrEnum):
+    MUTATE = "mutate"
+    VALIDATE = "validate"
+
+
+class BadReview(ValueError):
+    """The body is not a well-formed AdmissionReview v1 with a uid (HTTP 400, CLI exit 2)."""
+
+
+class _Model(BaseModel):
+    model_config = ConfigDict(extra="allow")
+
+
+class RequestKind(_Model):
+    group: str = ""
+    version: str
+    kind: str
+
+
+class AdmissionRequest(_Model):
+    uid: str = Field(min_length=1)
+    kind: RequestKind
+    name: str | None = None
+    namespace: str | None = None
+    operation: Literal["CREATE", "UPDATE", "DELETE", "CONNECT"]
+    object: Any = None
+    oldObject: Any = None
+    dryRun: bool | None = None
+
+
+class AdmissionReview(_Model):
+    apiVersion: Literal["admission.k8s.io/v1"]
+    kind: Literal["AdmissionReview"]
+    request: AdmissionRequest
+
+
+class AdmissionResponse(BaseModel):
+    uid: str
+    allowed: bool
+    status: dict[str, Any] | None = None
+    patchType: Literal["JSONPatch"] | None = None
+    patch: str | None = None
+    warnings: list[str] | None = None
+
+
+class AdmissionReviewResponse(BaseModel):
+    apiVersion: str = ADMISSION_API_VERSION
+    kind: Literal["AdmissionReview"] = "AdmissionReview"
+    response: AdmissionResponse
+
+
+def parse_review(body: bytes | str) -> AdmissionReview:
+    try:
+        return AdmissionReview.model_validate_json(body)
+    except ValidationError as exc:
+        raise BadReview(_one_line(exc)) from None
+
+
+def _one_line(exc: ValidationError) -> str:
+    first = exc.errors(include_url=False, include_input=False)[0]
+    if first["type"] == "json_invalid":
+        return f"malformed JSON: {first['msg'].removeprefix('Invalid JSON: ')}"
+    location = ".".join(str(p) for p in first["loc"]) or "body"
+    if location in ("apiVersion", "kind") and first["type"] == "literal_error":
+        return f"not an AdmissionReview {ADMISSION_API_VERSION}: {location} {first['msg'].lower()}"
+    return f"not an AdmissionReview {ADMISSION_API_VERSION}: {location}: {first['msg'].lower()}"
+
+
+def answer_review(review: AdmissionReview, webhook: Webhook) -> AdmissionReviewResponse:
+    """The response to one review. An exception in the rules denies (fails closed) and is logged."""
+    request = review.request
+    try:
+        response = _decide(request, webhook)
+    except Exception:
+        log.exception("internal error while reviewing uid=%s kind=%s", request.uid, request.kind.kind)
+        response = AdmissionResponse(
+            uid=request.uid,
+            allowed=False,
+            status={
+                "metadata": {},
+                "status": "Failure",
+                "reason": "InternalError",
+                "code": 500,
+                "message": f"jobgate internal error while reviewing request {request.uid}; see the webhook log",
+            },
+        )
+    return AdmissionReviewResponse(apiVersion=review.apiVersion, response=response)
+
+
+def _decide(request: AdmissionRequest, webhook: Webhook) -> AdmissionResponse:
+    if request.operation not in ("CREATE", "UPDATE") or request.object is None:
+        return AdmissionResponse(uid=request.uid, allowed=True)
+    gvk = GroupVersionKind(request.kind.group, request.kind.version, request.kind.kind)
+    kind = lookup(gvk)
+    if kind is None:
+        return AdmissionResponse(
+            uid=request.uid,
+            allowed=True,
+            warnings=[f"jobgate does not serve {gvk.api_version} {gvk.kind}; admitted without checks"],
+        )
+    if not isinstance(request.object, dict):
+        raise BadReview("not an AdmissionReview v1: request.object must be an object")
+    old = request.oldObject if request.operation == "UPDATE" and isinstance(request.oldObject, dict) else None
+    verdict = review_job(kind, request.object, old)
+    response = AdmissionResponse(uid=request.uid, allowed=verdict.allowed, warnings=verdict.warnings or None)
+    if not verdict.allowed:
+        response.status = verdict.status()
+    elif webhook is Webhook.MUTATE and verdict.patch:
+        response.patchType = "JSONPatch"
+        response.patch = base64.b64encode(orjson.dumps(verdict.patch)).decode("ascii")
+    return response
+
+
+def encode_response(answer: AdmissionReviewResponse) -> bytes:
+    return answer.model_dump_json(exclude_none=True).encode()
+
+
+def review_body(body: bytes | str, webhook: Webhook) -> bytes:
+    """Body in, body out; raises BadReview for anything that is not an AdmissionReview v1."""
+    return encode_response(answer_review(parse_review(body), webhook))
+
+
+def decoded_patch(answer: dict[str, Any]) -> list[dict[str, Any]]:
+    """The JSON Patch carried by a response (tests and debugging)."""
+    patch = answer.get("response", {}).get("patch")
+    return orjson.loads(base64.b64decode(patch)) if patch else []

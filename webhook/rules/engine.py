@@ -1,0 +1,53 @@
+"""Mutate, then validate: the order the apiserver applies jobgate's webhooks in.
+
+Every transport calls ``review_job``: the webhook server for /mutate and /validate, the CLI
+for ``jobgate validate``/``default``/``review``, and the controller (which only needs the
+defaulted object). Validation always runs on the defaulted object, so /validate gives the
+same verdict as /mutate even for an object no mutating webhook has touched.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from webhook.rules.fielderrors import FieldError, invalid_status
+from webhook.rules.jobmeta import job_name
+from webhook.rules.jsonpatch import Patch, json_patch
+from webhook.rules.registry import GroupVersionKind, JobKind, lookup
+
+
+@dataclass(frozen=True, slots=True)
+class Verdict:
+    kind: JobKind
+    defaulted: dict[str, Any]
+    patch: Patch
+    errors: list[FieldError]
+    warnings: list[str]
+
+    @property
+    def allowed(self) -> bool:
+        return not self.errors
+
+    def status(self) -> dict[str, Any]:
+        """The ``metav1.Status`` of a denial (422, reason Invalid, one cause per error)."""
+        gvk = self.kind.gvk
+        return invalid_status(gvk.group, gvk.kind, job_name(self.defaulted), self.errors)
+
+
+def kind_of(obj: Any) -> JobKind | None:
+    gvk = GroupVersionKind.from_object(obj)
+    return lookup(gvk) if gvk is not None else None
+
+
+def review_job(kind: JobKind, obj: dict[str, Any], old: dict[str, Any] | None = None) -> Verdict:
+    defaulted = kind.default(obj)
+    old_defaulted = kind.default(old) if isinstance(old, dict) else None
+    found = kind.validate(defaulted, old_defaulted)
+    return Verdict(
+        kind=kind,
+        defaulted=defaulted,
+        patch=json_patch(obj, defaulted),
+        errors=found.errors,
+        warnings=list(dict.fromkeys(found.warnings)),
+    )

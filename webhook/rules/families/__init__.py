@@ -1,0 +1,5 @@
+"""One module per API family; importing them registers their kinds."""
+
+from webhook.rules.families import kubedl, mlkube
+
+__all__ = ["kubedl", "mlkube"]

@@ -1,0 +1,437 @@
+"""The KubeDL family (``training.kubedl.io/v1alpha1``): TFJob, PyTorchJob, XGBoostJob, MPIJob,
+XDLJob, MarsJob.
+
+Defaults follow KubeDL's ``*_defaults.go`` with two decisions of ours: ``cleanPodPolicy``
+defaults to Running for every kind, and a replica type KubeDL leaves without a restart
+policy gets Never. KubeDL itself validates nothing at admission; the role rules here are
+what its controllers assume (one PyTorch Master, one MPI Launcher, ...), checked up front.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from pydantic import BaseModel
+
+from webhook.api import kubedl as api
+from webhook.api.common import RESTART_POLICIES, JobStatus
+from webhook.rules.fielderrors import (
+    FieldError,
+    FieldPath,
+    Key,
+    duplicate,
+    forbidden,
+    invalid,
+    not_supported,
+    required,
+)
+from webhook.rules.jobmeta import as_int, check_job_name, check_spec_schema
+from webhook.rules.podtemplate import (
+    Findings,
+    check_pod_template,
+    clip_warning,
+    container_named,
+    containers_of,
+    default_pod_template,
+)
+from webhook.rules.registry import GroupVersionKind, register
+
+DEFAULT_CLEAN_POD_POLICY = "Running"
+# The fields of KubeDL's RunPolicy (inlined into spec, or under spec.runPolicy for MPIJob).
+RUN_POLICY_FIELDS = (
+    "cleanPodPolicy",
+    "ttlSecondsAfterFinished",
+    "activeDeadlineSeconds",
+    "backoffLimit",
+    "schedulingPolicy",
+)
+
+
+@dataclass(frozen=True)
+class Role:
+    """A replica type of a kind and what defaulting gives it."""
+
+    name: str
+    restart_policy: str
+    gets_port: bool = True
+    is_master: bool = False
+
+
+RoleRules = Callable[[dict[str, dict[str, Any]], FieldPath], list[FieldError]]
+ExtraDefaults = Callable[[dict[str, Any], dict[str, Any], dict[str, Any]], None]
+
+
+def _no_role_rules(replicas: dict[str, dict[str, Any]], path: FieldPath) -> list[FieldError]:
+    return []
+
+
+def _no_extra_defaults(spec: dict[str, Any], run_policy: dict[str, Any], replicas: dict[str, Any]) -> None:
+    return None
+
+
+@dataclass(frozen=True)
+class KubeDLKind:
+    kind: str
+    plural: str
+    short_names: tuple[str, ...]
+    replicas_field: str
+    spec_model: type[BaseModel]
+    container: str
+    port_name: str
+    port: int
+    roles: tuple[Role, ...]
+    require_container: bool = True
+    normalise_types: bool = True
+    port_requires_named_container: bool = False
+    role_rules: RoleRules = _no_role_rules
+    extra_defaults: ExtraDefaults = _no_extra_defaults
+    separate_run_policy: bool = False
+    family: str = "kubedl"
+    status_model: type[BaseModel] = JobStatus
+    gvk: GroupVersionKind = field(init=False)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "gvk", GroupVersionKind(api.GROUP, api.VERSION, self.kind))
+
+    def role(self, replica_type: str) -> Role | None:
+        return next((r for r in self.roles if r.name == replica_type), None)
+
+    def canonical_type(self, replica_type: str) -> str | None:
+        folded = replica_type.casefold()
+        return next((r.name for r in self.roles if r.name.casefold() == folded), None)
+
+    def run_policy(self, spec: dict[str, Any]) -> dict[str, Any]:
+        """Where this job's RunPolicy lives: inline in spec, or spec.runPolicy when an MPIJob uses it."""
+        if self.separate_run_policy and isinstance(spec.get("runPolicy"), dict):
+            return spec["runPolicy"]
+        return spec
+
+    # --- defaulting ------------------------------------------------------------------------
+
+    def default(self, obj: dict[str, Any]) -> dict[str, Any]:
+        if not isinstance(obj, dict) or not isinstance(obj.get("spec"), dict):
+            return obj
+        job = dict(obj)
+        spec = dict(job["spec"])
+        job["spec"] = spec
+        if self.separate_run_policy and isinstance(spec.get("runPolicy"), dict):
+            spec["runPolicy"] = dict(spec["runPolicy"])
+        run_policy = self.run_policy(spec)
+        if run_policy.get("cleanPodPolicy") in (None, ""):
+            run_policy["cleanPodPolicy"] = DEFAULT_CLEAN_POD_POLICY
+
+        replicas = spec.get(self.replicas_field)
+        if not isinstance(replicas, dict):
+            return job
+        replicas = self._normalised_types(replicas)
+        spec[self.replicas_field] = replicas
+        for replica_type, given in replicas.items():
+            if not isinstance(given, dict):
+                continue
+            replica = dict(given)
+            replicas[replica_type] = replica
+            role = self.role(replica_type)
+            if role is not None:
+                if replica.get("replicas") is None:
+                    replica["replicas"] = 1
+                if replica.get("restartPolicy") in (None, ""):
+                    replica["restartPolicy"] = role.restart_policy
+            default_pod_template(
+                replica,
+                container_name=self.container,
+                port=(self.port_name, self.port) if role is not None and role.gets_port else None,
+                port_requires_named_container=self.port_requires_named_container,
+            )
+        self.extra_defaults(spec, run_policy, replicas)
+        return job
+
+    def _normalised_types(self, replicas: dict[str, Any]) -> dict[str, Any]:
+        """``worker``/``WORKER`` -> ``Worker``, unless that would overwrite an existing key."""
+        if not self.normalise_types:
+            return dict(replicas)
+        renamed: dict[str, Any] = {}
+        for replica_type, replica in replicas.items():
+            canonical = self.canonical_type(replica_type) if isinstance(replica_type, str) else None
+            if (
+                canonical is not None
+                and canonical != replica_type
+                and canonical not in replicas
+                and canonical not in renamed
+            ):
+                renamed[canonical] = replica
+            else:
+                renamed[replica_type] = replica
+        return renamed
+
+    # --- validation ------------------------------------------------------------------------
+
+    def validate(self, obj: dict[str, Any], old: dict[str, Any] | None) -> Findings:
+        found = Findings()
+        spec = check_spec_schema(obj, self.spec_model, found)
+        replica_map = spec.get(self.replicas_field) if spec is not None else None
+        replicas = (
+            {t: r for t, r in replica_map.items() if isinstance(r, dict)} if isinstance(replica_map, dict) else {}
+        )
+        counts = [(t, as_int(r.get("replicas")) or 1) for t, r in replicas.items() if self.role(t) is not None]
+        found.errors[:0] = check_job_name(obj, counts)
+
+        base: FieldPath = ("spec", self.replicas_field)
+        if isinstance(replica_map, dict):
+            for replica_type in replica_map:
+                self._check_replica_type(replica_type, replica_map, base, found.errors)
+        for replica_type, replica in replicas.items():
+            self._check_replica(replica_type, replica, (*base, Key(replica_type)), found)
+        found.errors.extend(self.role_rules(replicas, base))
+        if spec is not None:
+            self._check_run_policy(spec, replicas, found)
+            if old is not None and isinstance(old.get("spec"), dict):
+                found.errors.extend(self._check_immutable(spec, old["spec"]))
+        return found
+
+    def _check_replica_type(
+        self, replica_type: str, replica_map: dict[str, Any], base: FieldPath, errors: list[FieldError]
+    ) -> None:
+        if self.role(replica_type) is not None:
+            return
+        canonical = self.canonical_type(replica_type)
+        path = (*base, Key(replica_type))
+        if canonical is not None and self.normalise_types and canonical in replica_map:
+            errors.append(duplicate(path, replica_type))
+        else:
+            errors.append(not_supported(path, replica_type, [r.name for r in self.roles]))
+
+    def _check_replica(self, replica_type: str, replica: dict[str, Any], path: FieldPath, found: Findings) -> None:
+        template = replica.get("template")
+        policy = replica.get("restartPolicy")
+        found.extend(
+            check_pod_template(
+                template,
+                (*path, "template"),
+                where=f"{self.replicas_field}[{replica_type}]",
+                replica_restart_policy=policy if policy in RESTART_POLICIES else None,
+            )
+        )
+        if self.require_container and containers_of(template) and container_named(template, self.container) is None:
+            found.errors.append(
+                required(
+                    (*path, "template", "spec", "containers"),
+                    f"must have at least one container with name {self.container}",
+                )
+            )
+
+    def _check_run_policy(self, spec: dict[str, Any], replicas: dict[str, dict[str, Any]], found: Findings) -> None:
+        run_policy = self.run_policy(spec)
+        policy_path: FieldPath = ("spec", "runPolicy") if run_policy is not spec else ("spec",)
+        if run_policy is not spec:
+            ignored = [f for f in RUN_POLICY_FIELDS if spec.get(f) is not None]
+            if ignored:
+                found.warnings.append(
+                    clip_warning(
+                        f"spec.runPolicy is set, so these inline spec fields are ignored: {', '.join(ignored)}"
+                    )
+                )
+        scheduling = run_policy.get("schedulingPolicy")
+        if not isinstance(scheduling, dict):
+            return
+        min_available = as_int(scheduling.get("minAvailable"))
+        total = sum(n for n in (as_int(r.get("replicas")) for r in replicas.values()) if n is not None and n > 0)
+        if min_available is not None and min_available > total:
+            found.errors.append(
+                invalid(
+                    (*policy_path, "schedulingPolicy", "minAvailable"),
+                    min_available,
+                    f"must be less than or equal to the total number of replicas ({total})",
+                )
+            )
+
+    def _check_immutable(self, spec: dict[str, Any], old_spec: dict[str, Any]) -> list[FieldError]:
+        new_queue, new_path = self._queue(spec)
+        old_queue, old_path = self._queue(old_spec)
+        if new_queue != old_queue:
+            return [invalid(new_path if new_queue is not None else old_path, new_queue, "field is immutable")]
+        return []
+
+    def _queue(self, spec: dict[str, Any]) -> tuple[Any, FieldPath]:
+        run_policy = self.run_policy(spec)
+        base: FieldPath = ("spec", "runPolicy") if run_policy is not spec else ("spec",)
+        path = (*base, "schedulingPolicy", "queue")
+        scheduling = run_policy.get("schedulingPolicy")
+        queue = scheduling.get("queue") if isinstance(scheduling, dict) else None
+        return (None if queue == "" else queue), path
+
+
+# --- role rules --------------------------------------------------------------------------------
+
+
+def _exactly_one(replicas: dict[str, dict[str, Any]], base: FieldPath, role: str) -> list[FieldError]:
+    if role not in replicas:
+        return [required((*base, Key(role)), "must be present")]
+    count = as_int(replicas[role].get("replicas"))
+    if count is not None and count != 1:
+        return [invalid((*base, Key(role), "replicas"), count, "must be 1")]
+    return []
+
+
+def _tfjob_roles(replicas: dict[str, dict[str, Any]], base: FieldPath) -> list[FieldError]:
+    errors = []
+    leaders = [t for t in ("Chief", "Master") if t in replicas]
+    if len(leaders) > 1:
+        errors.append(forbidden(base, "must not have more than 1 Chief or Master role"))
+    for leader in leaders:
+        count = as_int(replicas[leader].get("replicas"))
+        if count is not None and count > 1:
+            errors.append(invalid((*base, Key(leader), "replicas"), count, "must be less than or equal to 1"))
+    return errors
+
+
+def _pytorchjob_roles(replicas: dict[str, dict[str, Any]], base: FieldPath) -> list[FieldError]:
+    return _exactly_one(replicas, base, "Master")
+
+
+def _xgboostjob_roles(replicas: dict[str, dict[str, Any]], base: FieldPath) -> list[FieldError]:
+    return _exactly_one(replicas, base, "Master")
+
+
+def _mpijob_roles(replicas: dict[str, dict[str, Any]], base: FieldPath) -> list[FieldError]:
+    return _exactly_one(replicas, base, "Launcher")
+
+
+# --- per-kind extra defaults ---------------------------------------------------------------------
+
+XGBOOST_DEFAULT_TTL_SECONDS = 100
+XDL_DEFAULT_BACKOFF_LIMIT = 20
+XDL_DEFAULT_MIN_FINISH_WORK_RATE = 90
+
+
+def _default_xgboostjob(spec: dict[str, Any], run_policy: dict[str, Any], replicas: dict[str, Any]) -> None:
+    if run_policy.get("ttlSecondsAfterFinished") is None:
+        run_policy["ttlSecondsAfterFinished"] = XGBOOST_DEFAULT_TTL_SECONDS
+
+
+def _default_xdljob(spec: dict[str, Any], run_policy: dict[str, Any], replicas: dict[str, Any]) -> None:
+    if run_policy.get("backoffLimit") is None:
+        run_policy["backoffLimit"] = XDL_DEFAULT_BACKOFF_LIMIT
+    if spec.get("minFinishWorkNum") is None and spec.get("minFinishWorkRate") is None:
+        spec["minFinishWorkRate"] = XDL_DEFAULT_MIN_FINISH_WORK_RATE
+
+
+def _default_marsjob(spec: dict[str, Any], run_policy: dict[str, Any], replicas: dict[str, Any]) -> None:
+    if "Worker" not in replicas:
+        return
+    policy = spec.get("workerMemoryTuningPolicy")
+    if policy is None:
+        policy = {}
+    if not isinstance(policy, dict):
+        return
+    policy = dict(policy)
+    policy.setdefault("plasmaStore", "/dev/shm")
+    policy.setdefault("lockFreeFileIO", True)
+    spec["workerMemoryTuningPolicy"] = policy
+
+
+# --- the kinds -----------------------------------------------------------------------------------
+
+TFJOB = register(
+    KubeDLKind(
+        kind="TFJob",
+        plural="tfjobs",
+        short_names=("tfj",),
+        replicas_field="tfReplicaSpecs",
+        spec_model=api.TFJobSpec,
+        container="tensorflow",
+        port_name="tfjob-port",
+        port=2222,
+        roles=(
+            Role("PS", "ExitCode"),
+            Role("Worker", "ExitCode"),
+            Role("Chief", "ExitCode", is_master=True),
+            Role("Master", "ExitCode", is_master=True),
+            Role("Evaluator", "ExitCode"),
+        ),
+        role_rules=_tfjob_roles,
+    )
+)
+
+PYTORCHJOB = register(
+    KubeDLKind(
+        kind="PyTorchJob",
+        plural="pytorchjobs",
+        short_names=("ptj",),
+        replicas_field="pytorchReplicaSpecs",
+        spec_model=api.PyTorchJobSpec,
+        container="pytorch",
+        port_name="pytorchjob-port",
+        port=23456,
+        roles=(Role("Master", "ExitCode", is_master=True), Role("Worker", "OnFailure", gets_port=False)),
+        port_requires_named_container=True,
+        role_rules=_pytorchjob_roles,
+    )
+)
+
+XGBOOSTJOB = register(
+    KubeDLKind(
+        kind="XGBoostJob",
+        plural="xgboostjobs",
+        short_names=("xgbj",),
+        replicas_field="xgbReplicaSpecs",
+        spec_model=api.XGBoostJobSpec,
+        container="xgboostjob",
+        port_name="xgboostjob-port",
+        port=9999,
+        roles=(Role("Master", "Never", is_master=True), Role("Worker", "Never")),
+        role_rules=_xgboostjob_roles,
+        extra_defaults=_default_xgboostjob,
+    )
+)
+
+MPIJOB = register(
+    KubeDLKind(
+        kind="MPIJob",
+        plural="mpijobs",
+        short_names=("mpij",),
+        replicas_field="mpiReplicaSpecs",
+        spec_model=api.MPIJobSpec,
+        container="mpi",
+        port_name="mpi-port",
+        port=2222,
+        roles=(Role("Launcher", "Never", is_master=True), Role("Worker", "Never")),
+        require_container=False,
+        normalise_types=False,
+        role_rules=_mpijob_roles,
+        separate_run_policy=True,
+    )
+)
+
+XDLJOB = register(
+    KubeDLKind(
+        kind="XDLJob",
+        plural="xdljobs",
+        short_names=("xdlj",),
+        replicas_field="xdlReplicaSpecs",
+        spec_model=api.XDLJobSpec,
+        container="xdl",
+        port_name="xdljob-port",
+        port=2222,
+        roles=(Role("Worker", "Never"), Role("PS", "Never"), Role("Scheduler", "Never"), Role("ExtendRole", "Never")),
+        extra_defaults=_default_xdljob,
+    )
+)
+
+MARSJOB = register(
+    KubeDLKind(
+        kind="MarsJob",
+        plural="marsjobs",
+        short_names=("marsj",),
+        replicas_field="marsReplicaSpecs",
+        spec_model=api.MarsJobSpec,
+        container="mars",
+        port_name="mars-port",
+        port=11111,
+        roles=(Role("Scheduler", "Never", is_master=True), Role("Worker", "ExitCode"), Role("WebService", "Always")),
+        extra_defaults=_default_marsjob,
+    )
+)
+
+KINDS = (TFJOB, PYTORCHJOB, XGBOOSTJOB, MPIJOB, XDLJOB, MARSJOB)

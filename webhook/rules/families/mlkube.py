@@ -1,0 +1,129 @@
+"""The mlkube family (``mxnet.mlkube.io/v1beta1``): MxJob of the deepinsight mxnet-operator.
+
+Defaults are the operator's ``SetDefaults`` (replicas 1, PsRootPort 9091, type WORKER). The
+job-mode rules keep the operator's own sentences inside the field errors, so users who know
+the operator recognise them; unlike the operator, every violation is reported at once and
+nothing panics on a half-written spec.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from pydantic import BaseModel
+
+from webhook.api import mlkube as api
+from webhook.api.common import JobStatus
+from webhook.rules.fielderrors import FieldPath, duplicate, invalid, required
+from webhook.rules.jobmeta import as_int, check_job_name, check_spec_schema
+from webhook.rules.podtemplate import Findings, check_pod_template, container_named
+from webhook.rules.registry import GroupVersionKind, register
+
+DEFAULT_PS_ROOT_PORT = 9091
+DEFAULT_REPLICA_TYPE = "WORKER"
+MXNET_CONTAINER = "mxnet"
+
+
+@dataclass(frozen=True)
+class MxJobKind:
+    kind: str = "MxJob"
+    plural: str = "mxjobs"
+    short_names: tuple[str, ...] = ("mxj",)
+    family: str = "mlkube"
+    spec_model: type[BaseModel] = api.MxJobSpec
+    status_model: type[BaseModel] = JobStatus
+    gvk: GroupVersionKind = field(default=GroupVersionKind(api.GROUP, api.VERSION, "MxJob"))
+
+    def default(self, obj: dict[str, Any]) -> dict[str, Any]:
+        if not isinstance(obj, dict) or not isinstance(obj.get("spec"), dict):
+            return obj
+        replica_specs = obj["spec"].get("replicaSpecs")
+        if not isinstance(replica_specs, list):
+            return obj
+        defaulted = []
+        for given in replica_specs:
+            replica = given
+            if isinstance(given, dict):
+                replica = dict(given)
+                if replica.get("replicas") is None:
+                    replica["replicas"] = 1
+                if replica.get("PsRootPort") is None:
+                    replica["PsRootPort"] = DEFAULT_PS_ROOT_PORT
+                if replica.get("mxReplicaType") in (None, ""):
+                    replica["mxReplicaType"] = DEFAULT_REPLICA_TYPE
+            defaulted.append(replica)
+        return {**obj, "spec": {**obj["spec"], "replicaSpecs": defaulted}}
+
+    def validate(self, obj: dict[str, Any], old: dict[str, Any] | None) -> Findings:
+        found = Findings()
+        spec = check_spec_schema(obj, self.spec_model, found)
+        replica_specs = spec.get("replicaSpecs") if spec is not None else None
+        entries = (
+            [(i, r) for i, r in enumerate(replica_specs) if isinstance(r, dict)]
+            if isinstance(replica_specs, list)
+            else []
+        )
+        counts = [(r["mxReplicaType"], as_int(r.get("replicas")) or 1) for _, r in entries if _known_type(r)]
+        found.errors[:0] = check_job_name(obj, counts)
+
+        base: FieldPath = ("spec", "replicaSpecs")
+        by_type: dict[str, tuple[int, dict[str, Any]]] = {}
+        for index, replica in entries:
+            path = (*base, index)
+            replica_type = replica.get("mxReplicaType")
+            template = replica.get("template")
+            found.extend(
+                check_pod_template(
+                    template, (*path, "template"), where=f"replicaSpecs[{index}]", replica_restart_policy=None
+                )
+            )
+            if isinstance(template, dict) and container_named(template, MXNET_CONTAINER) is None:
+                found.errors.append(
+                    required(
+                        (*path, "template", "spec", "containers"),
+                        f"Replica type {replica_type} is missing a container for mxnet",
+                    )
+                )
+            if not _known_type(replica):
+                continue  # the schema check names the allowed types
+            if replica_type in by_type:
+                found.errors.append(duplicate((*path, "mxReplicaType"), replica_type))
+                continue
+            by_type[replica_type] = (index, replica)
+            count = as_int(replica.get("replicas"))
+            if replica_type == "SCHEDULER" and count is not None and count != 1:
+                found.errors.append(invalid((*path, "replicas"), count, "The SCHEDULER must have Replicas = 1"))
+
+        job_mode = spec.get("jobMode") if spec is not None else None
+        if job_mode == "local":
+            for replica_type in ("SCHEDULER", "SERVER"):
+                if replica_type in by_type:
+                    index, _ = by_type[replica_type]
+                    found.errors.append(
+                        invalid(
+                            (*base, index, "mxReplicaType"),
+                            replica_type,
+                            "job mode is local, but its replicas set have replicas type other than worker",
+                        )
+                    )
+            if "WORKER" in by_type:
+                index, worker = by_type["WORKER"]
+                count = as_int(worker.get("replicas"))
+                if count is not None and count > 1:
+                    found.errors.append(
+                        invalid((*base, index, "replicas"), count, "job mode is local, but it has more than 1 worker")
+                    )
+        elif job_mode == "dist" and isinstance(replica_specs, list):
+            for replica_type in api.MX_REPLICA_TYPES:
+                if replica_type not in by_type:
+                    found.errors.append(required(base, f"dist job mode without replica type {replica_type}"))
+        return found
+
+
+def _known_type(replica: dict[str, Any]) -> bool:
+    return replica.get("mxReplicaType") in api.MX_REPLICA_TYPES
+
+
+MXJOB = register(MxJobKind())
+KINDS = (MXJOB,)

@@ -1,0 +1,100 @@
+"""Checks every job kind shares: the job name, the names derived from it, the spec schema."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import Any
+
+from pydantic import BaseModel
+
+from webhook.rules.fielderrors import FieldError, FieldPath, invalid, render_path, required
+from webhook.rules.names import LABEL_MAX_LENGTH, dns1035_label_problems
+from webhook.rules.podtemplate import Findings, clip_warning
+from webhook.rules.schema import check_against_schema, structural_schema
+
+# generateName gets five random characters appended by the apiserver.
+_GENERATED_SUFFIX_LENGTH = 5
+
+
+def job_name(obj: dict[str, Any]) -> str:
+    metadata = obj.get("metadata")
+    if not isinstance(metadata, dict):
+        return ""
+    name = metadata.get("name")
+    if isinstance(name, str) and name:
+        return name
+    prefix = metadata.get("generateName")
+    return prefix if isinstance(prefix, str) else ""
+
+
+def pod_name(job: str, replica_type: str, index: int) -> str:
+    """``<job>-<type>-<index>``: the name of the pod and of its headless service."""
+    return f"{job}-{replica_type.lower()}-{index}"
+
+
+def check_job_name(obj: dict[str, Any], replica_counts: Iterable[tuple[str, int]]) -> list[FieldError]:
+    """The name is a DNS-1035 label and every pod/service name derived from it fits in 63 characters.
+
+    ``replica_counts`` gives (replica type, replicas) pairs; the highest index is replicas - 1.
+    """
+    metadata = obj.get("metadata")
+    path: FieldPath = ("metadata", "name")
+    if not isinstance(metadata, dict):
+        return [required(("metadata",))]
+    name = metadata.get("name")
+    generated = False
+    if name is None or name == "":
+        name = metadata.get("generateName")
+        path = ("metadata", "generateName")
+        generated = True
+        if name is None or name == "":
+            return [required(("metadata", "name"), "name or generateName is required")]
+    if not isinstance(name, str):
+        return [invalid(path, name, "must be of type string")]
+
+    full_name = name + "x" * _GENERATED_SUFFIX_LENGTH if generated else name
+    errors = [invalid(path, name, problem) for problem in dns1035_label_problems(full_name)]
+    if errors:
+        return errors
+    longest = max(
+        ((pod_name(full_name, rtype, max(count, 1) - 1)) for rtype, count in replica_counts),
+        key=len,
+        default="",
+    )
+    if len(longest) > LABEL_MAX_LENGTH:
+        budget = len(name) - (len(longest) - LABEL_MAX_LENGTH)
+        errors.append(
+            invalid(
+                path,
+                name,
+                f"must be no more than {budget} characters: the pod and service name "
+                f'"{longest}" derived from it must be no more than {LABEL_MAX_LENGTH} characters',
+            )
+        )
+    return errors
+
+
+def check_spec_schema(obj: dict[str, Any], spec_model: type[BaseModel], found: Findings) -> dict[str, Any] | None:
+    """Type, enum and range checks of ``spec``; returns the spec when it is an object."""
+    spec = obj.get("spec")
+    if spec is None:
+        found.errors.append(required(("spec",)))
+        return None
+    unknown: list[FieldPath] = []
+    check_against_schema(spec, structural_schema(spec_model), ("spec",), found.errors, unknown)
+    found.warnings.extend(
+        clip_warning(f"unknown field {render_path(p)}: the apiserver drops it or, with strict validation, refuses it")
+        for p in unknown
+    )
+    return spec if isinstance(spec, dict) else None
+
+
+def as_int(value: Any) -> int | None:
+    """An integer field's value; None when unset or of the wrong type (reported elsewhere)."""
+    if isinstance(value, bool):
+        return None
+    if isinstance(value, int):
+        return value
+    if isinstance(value, float) and value.is_integer():
+        return int(value)
+    return None

@@ -1,0 +1,74 @@
+"""Name checks with the wording of k8s.io/apimachinery/pkg/util/validation."""
+
+from __future__ import annotations
+
+import re
+
+_DNS1123_LABEL = re.compile(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?")
+_DNS1035_LABEL = re.compile(r"[a-z]([-a-z0-9]*[a-z0-9])?")
+_PORT_NAME_CHARSET = re.compile(r"[-a-z0-9]+")
+_HAS_LETTER = re.compile(r"[a-z]")
+
+LABEL_MAX_LENGTH = 63
+PORT_NAME_MAX_LENGTH = 15
+
+DNS1123_LABEL_MESSAGE = (
+    "a lowercase RFC 1123 label must consist of lower case alphanumeric characters or '-', and must start "
+    "and end with an alphanumeric character (e.g. 'my-name',  or '123-abc', regex used for validation is "
+    "'[a-z0-9]([-a-z0-9]*[a-z0-9])?')"
+)
+DNS1035_LABEL_MESSAGE = (
+    "a DNS-1035 label must consist of lower case alphanumeric characters or '-', start with an alphabetic "
+    "character, and end with an alphanumeric character (e.g. 'my-name',  or 'abc-123', regex used for "
+    "validation is '[a-z]([-a-z0-9]*[a-z0-9])?')"
+)
+ENV_VAR_NAME_MESSAGE = (
+    "a valid environment variable name must consist only of printable ASCII characters other than '='"
+)
+
+
+def max_length_message(limit: int) -> str:
+    return f"must be no more than {limit} characters"
+
+
+def dns1123_label_problems(value: str) -> list[str]:
+    problems = []
+    if len(value) > LABEL_MAX_LENGTH:
+        problems.append(max_length_message(LABEL_MAX_LENGTH))
+    if not _DNS1123_LABEL.fullmatch(value):
+        problems.append(DNS1123_LABEL_MESSAGE)
+    return problems
+
+
+def dns1035_label_problems(value: str) -> list[str]:
+    problems = []
+    if len(value) > LABEL_MAX_LENGTH:
+        problems.append(max_length_message(LABEL_MAX_LENGTH))
+    if not _DNS1035_LABEL.fullmatch(value):
+        problems.append(DNS1035_LABEL_MESSAGE)
+    return problems
+
+
+def port_name_problems(value: str) -> list[str]:
+    """IANA service name rules, which Kubernetes applies to container port names."""
+    problems = []
+    if len(value) > PORT_NAME_MAX_LENGTH:
+        problems.append(max_length_message(PORT_NAME_MAX_LENGTH))
+    if not _PORT_NAME_CHARSET.fullmatch(value):
+        problems.append("must contain only alpha-numeric characters (a-z, 0-9), and hyphens (-)")
+    if not _HAS_LETTER.search(value):
+        problems.append("must contain at least one letter (a-z)")
+    if "--" in value:
+        problems.append("must not contain consecutive hyphens")
+    if value and (value[0] == "-" or value[-1] == "-"):
+        problems.append("must not begin or end with a hyphen")
+    return problems
+
+
+def env_var_name_problems(value: str) -> list[str]:
+    """The relaxed rule, GA since Kubernetes 1.34: printable ASCII except '='."""
+    if not value:
+        return ["environment variable name must be non-empty"]
+    if any(not (32 <= ord(ch) <= 126) or ch == "=" for ch in value):
+        return [ENV_VAR_NAME_MESSAGE]
+    return []

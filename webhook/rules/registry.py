@@ -1,0 +1,82 @@
+"""The kinds jobgate serves, found by group + version + kind (never by kind alone).
+
+TFJob exists in ``training.kubedl.io`` and in ``kubeflow.org`` with different shapes and
+defaults, so every lookup takes the full group/version/kind.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+from pydantic import BaseModel
+
+from webhook.rules.podtemplate import Findings
+
+
+@dataclass(frozen=True, slots=True)
+class GroupVersionKind:
+    group: str
+    version: str
+    kind: str
+
+    @classmethod
+    def from_object(cls, obj: Any) -> GroupVersionKind | None:
+        if not isinstance(obj, dict):
+            return None
+        api_version, kind = obj.get("apiVersion"), obj.get("kind")
+        if not isinstance(api_version, str) or not isinstance(kind, str):
+            return None
+        group, _, version = api_version.rpartition("/")
+        return cls(group, version, kind)
+
+    @property
+    def api_version(self) -> str:
+        return f"{self.group}/{self.version}" if self.group else self.version
+
+    def __str__(self) -> str:
+        return f"{self.api_version}, Kind={self.kind}"
+
+
+class JobKind(Protocol):
+    """What a family adapter provides for each kind it serves."""
+
+    gvk: GroupVersionKind
+    family: str
+    plural: str
+    short_names: tuple[str, ...]
+    spec_model: type[BaseModel]
+    status_model: type[BaseModel]
+
+    def default(self, obj: dict[str, Any]) -> dict[str, Any]:
+        """The object as the mutating webhook stores it; ``obj`` itself is not modified."""
+        ...
+
+    def validate(self, obj: dict[str, Any], old: dict[str, Any] | None) -> Findings:
+        """Every violation in the (defaulted) object; ``old`` is the stored object on UPDATE."""
+        ...
+
+
+_KINDS: dict[GroupVersionKind, JobKind] = {}
+
+
+def register(kind: JobKind) -> JobKind:
+    if kind.gvk in _KINDS:
+        raise ValueError(f"{kind.gvk} is registered twice")
+    _KINDS[kind.gvk] = kind
+    return kind
+
+
+def lookup(gvk: GroupVersionKind) -> JobKind | None:
+    _load_families()
+    return _KINDS.get(gvk)
+
+
+def served_kinds() -> list[JobKind]:
+    _load_families()
+    return list(_KINDS.values())
+
+
+def _load_families() -> None:
+    # Importing the package registers every family; done lazily so this module has no cycle.
+    import webhook.rules.families  # noqa: F401
