@@ -96,6 +96,8 @@ def answer_review(review: AdmissionReview, webhook: Webhook) -> AdmissionReviewR
     request = review.request
     try:
         response = _decide(request, webhook)
+    except BadReview:
+        raise
     except Exception:
         log.exception("internal error while reviewing uid=%s kind=%s", request.uid, request.kind.kind)
         response = AdmissionResponse(

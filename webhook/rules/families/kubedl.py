@@ -301,8 +301,14 @@ def _mpijob_roles(replicas: dict[str, dict[str, Any]], base: FieldPath) -> list[
 # --- per-kind extra defaults ---------------------------------------------------------------------
 
 XGBOOST_DEFAULT_TTL_SECONDS = 100
+TFJOB_DEFAULT_SUCCESS_POLICY = ""  # KubeDL's SuccessPolicyDefault: Chief/Master, else worker 0
 XDL_DEFAULT_BACKOFF_LIMIT = 20
 XDL_DEFAULT_MIN_FINISH_WORK_RATE = 90
+
+
+def _default_tfjob(spec: dict[str, Any], run_policy: dict[str, Any], replicas: dict[str, Any]) -> None:
+    if spec.get("successPolicy") is None:
+        spec["successPolicy"] = TFJOB_DEFAULT_SUCCESS_POLICY
 
 
 def _default_xgboostjob(spec: dict[str, Any], run_policy: dict[str, Any], replicas: dict[str, Any]) -> None:
@@ -351,6 +357,7 @@ TFJOB = register(
             Role("Evaluator", "ExitCode"),
         ),
         role_rules=_tfjob_roles,
+        extra_defaults=_default_tfjob,
     )
 )
 

@@ -1,0 +1,172 @@
+"""Field errors, names, quantities, the structural schema and JSON Patch."""
+
+from __future__ import annotations
+
+from fractions import Fraction
+
+import pytest
+
+from webhook.api.kubedl import TFJobSpec
+from webhook.api.mlkube import MxJobSpec
+from webhook.rules.fielderrors import (
+    Key,
+    aggregate_message,
+    duplicate,
+    forbidden,
+    invalid,
+    not_found,
+    not_supported,
+    render_path,
+    required,
+)
+from webhook.rules.jsonpatch import apply_patch, json_patch
+from webhook.rules.names import dns1035_label_problems, dns1123_label_problems, port_name_problems
+from webhook.rules.quantity import parse_quantity
+from webhook.rules.schema import check_against_schema, structural_schema
+
+
+def test_paths_render_like_field_path():
+    assert render_path(("spec", "tfReplicaSpecs", Key("Worker"), "template", "spec", "containers", 0, "name")) == (
+        "spec.tfReplicaSpecs[Worker].template.spec.containers[0].name"
+    )
+
+
+@pytest.mark.parametrize(
+    ("error", "text"),
+    [
+        (required(("spec", "x")), "spec.x: Required value"),
+        (required(("spec",), "why"), "spec: Required value: why"),
+        (invalid(("a",), -1, "bad"), "a: Invalid value: -1: bad"),
+        (invalid(("a",), "s", "bad"), 'a: Invalid value: "s": bad'),
+        (invalid(("a",), True, "bad"), "a: Invalid value: true: bad"),
+        (invalid(("a",), None, "bad"), 'a: Invalid value: "null": bad'),
+        (invalid(("a",), {"k": [1]}, "bad"), 'a: Invalid value: {"k":[1]}: bad'),
+        (not_supported(("a",), "x", ["y", "z"]), 'a: Unsupported value: "x": supported values: "y", "z"'),
+        (forbidden(("a",), "no"), "a: Forbidden: no"),
+        (duplicate(("a",), "d"), 'a: Duplicate value: "d"'),
+        (not_found(("a",), "n"), 'a: Not found: "n"'),
+    ],
+)
+def test_error_text(error, text):
+    assert str(error) == text
+
+
+def test_aggregate_deduplicates_and_brackets():
+    one, two = required(("a",)), required(("b",))
+    assert aggregate_message([one]) == "a: Required value"
+    assert aggregate_message([one, two, one]) == "[a: Required value, b: Required value]"
+
+
+def test_label_checks():
+    assert dns1123_label_problems("123-abc") == []
+    assert dns1035_label_problems("123-abc") != []
+    assert dns1035_label_problems("abc-123") == []
+    assert len(dns1035_label_problems("a" * 64)) == 1
+    assert port_name_problems("tfjob-port") == []
+
+
+@pytest.mark.parametrize(
+    ("text", "value"),
+    [
+        ("1", Fraction(1)),
+        (2, Fraction(2)),
+        ("500m", Fraction(1, 2)),
+        ("1Gi", Fraction(2**30)),
+        ("1G", Fraction(10**9)),
+        ("1.5", Fraction(3, 2)),
+        ("1e3", Fraction(1000)),
+        ("100Mi", Fraction(100 * 2**20)),
+        (".5", Fraction(1, 2)),
+        ("-1", Fraction(-1)),
+    ],
+)
+def test_quantities(text, value):
+    assert parse_quantity(text) == value
+
+
+@pytest.mark.parametrize("text", ["", "lots", "1Gb", "1.2.3", "1e", None, True, [], "1e999"])
+def test_invalid_quantities(text):
+    assert parse_quantity(text) is None
+
+
+def _walk(schema, node):
+    yield node
+    for key in ("properties", "additionalProperties", "items"):
+        sub = node.get(key)
+        if isinstance(sub, dict):
+            children = sub.values() if key == "properties" else [sub]
+            for child in children:
+                yield from _walk(schema, child)
+
+
+@pytest.mark.parametrize("model", [TFJobSpec, MxJobSpec])
+def test_structural_schema_is_structural(model):
+    schema = structural_schema(model)
+    for node in _walk(schema, schema):
+        assert "anyOf" not in node and "$ref" not in node and "title" not in node and "default" not in node
+        assert "type" in node or node.get("x-kubernetes-preserve-unknown-fields")
+        assert node.get("type") != "null"
+
+
+def test_structural_schema_keeps_descriptions_enums_and_bounds():
+    schema = structural_schema(TFJobSpec)
+    props = schema["properties"]
+    assert props["cleanPodPolicy"]["enum"] == ["All", "Running", "None"]
+    assert props["activeDeadlineSeconds"] == {
+        "description": props["activeDeadlineSeconds"]["description"],
+        "type": "integer",
+        "format": "int64",
+        "minimum": 0,
+        "maximum": 2**63 - 1,
+        "exclusiveMinimum": True,
+    }
+    replica = props["tfReplicaSpecs"]["additionalProperties"]
+    assert replica["properties"]["template"]["x-kubernetes-preserve-unknown-fields"] is True
+    assert replica["required"] == ["template"]
+    assert props["tfReplicaSpecs"]["minProperties"] == 1
+    assert all(node.get("description") for node in props.values())
+
+
+def test_schema_walker_reports_unknown_fields_separately():
+    errors, unknown = [], []
+    check_against_schema({"backoffLimit": 1, "mystery": 2}, structural_schema(TFJobSpec), ("spec",), errors, unknown)
+    assert [str(e) for e in errors] == ["spec.tfReplicaSpecs: Required value"]
+    assert unknown == [("spec", "mystery")]
+
+
+def test_schema_walker_accepts_integral_floats_and_rejects_booleans():
+    errors, unknown = [], []
+    schema = structural_schema(TFJobSpec)
+    check_against_schema({"tfReplicaSpecs": {}, "backoffLimit": 2.0}, schema, ("spec",), errors, unknown)
+    check_against_schema({"tfReplicaSpecs": {"W": {"template": {}}}, "backoffLimit": True}, schema, ("s",), errors, [])
+    assert [str(e) for e in errors] == [
+        "spec.tfReplicaSpecs: Required value: must not be empty",
+        "s.backoffLimit: Invalid value: true: must be of type integer",
+    ]
+
+
+def test_patch_add_replace_and_move():
+    before = {"spec": {"worker": {"a": 1}, "list": [1], "x": 1}}
+    after = {"spec": {"Worker": {"a": 1, "b": 2}, "list": [1, 2], "x": "1"}}
+    patch = json_patch(before, after)
+    assert patch == [
+        {"op": "move", "from": "/spec/worker", "path": "/spec/Worker"},
+        {"op": "add", "path": "/spec/Worker/b", "value": 2},
+        {"op": "add", "path": "/spec/list/1", "value": 2},
+        {"op": "replace", "path": "/spec/x", "value": "1"},
+    ]
+    assert apply_patch(before, patch) == after
+
+
+def test_patch_escapes_pointer_tokens():
+    before = {"m": {}}
+    after = {"m": {"a/b": 1, "c~d": 2}}
+    patch = json_patch(before, after)
+    assert [op["path"] for op in patch] == ["/m/a~1b", "/m/c~0d"]
+    assert apply_patch(before, patch) == after
+
+
+def test_patch_distinguishes_json_types():
+    assert json_patch({"a": 1}, {"a": True}) == [{"op": "replace", "path": "/a", "value": True}]
+    assert json_patch({"a": 1}, {"a": 1.0}) == [{"op": "replace", "path": "/a", "value": 1.0}]
+    assert json_patch({"a": [1, 2]}, {"a": [1]}) == [{"op": "replace", "path": "/a", "value": [1]}]

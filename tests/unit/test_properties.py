@@ -1,0 +1,166 @@
+"""Properties that must hold for any input: no exception, idempotence, patch == defaulting."""
+
+from __future__ import annotations
+
+import copy
+
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from tests.builders import KUBEDL, MLKUBE, REPLICA_FIELDS, container, replica
+from webhook.admission import Webhook, answer_review, parse_review
+from webhook.rules.engine import kind_of, review_job
+from webhook.rules.jsonpatch import apply_patch
+
+scalars = st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False) | st.text(max_size=8)
+json_like = st.recursive(
+    scalars,
+    lambda children: st.lists(children, max_size=4) | st.dictionaries(st.text(max_size=8), children, max_size=4),
+    max_leaves=25,
+)
+field_names = st.sampled_from(
+    [
+        "replicas",
+        "template",
+        "restartPolicy",
+        "spec",
+        "containers",
+        "name",
+        "image",
+        "ports",
+        "resources",
+        "requests",
+        "limits",
+        "env",
+        "volumeMounts",
+        "volumes",
+        "mxReplicaType",
+        "PsRootPort",
+        "schedulingPolicy",
+        "minAvailable",
+        "queue",
+        "cleanPodPolicy",
+        "Worker",
+        "worker",
+        "Master",
+        "PS",
+        "Launcher",
+        "tensorflow",
+    ]
+)
+# Objects shaped like jobs, with wrong types and nulls anywhere: the realistic half-written input.
+job_like = st.recursive(
+    scalars,
+    lambda children: st.lists(children, max_size=3) | st.dictionaries(field_names, children, max_size=5),
+    max_leaves=40,
+)
+
+
+def kubedl_documents():
+    def build(kind, replicas, extra):
+        field, _ = REPLICA_FIELDS[kind]
+        return {"apiVersion": KUBEDL, "kind": kind, "metadata": {"name": "p"}, "spec": {field: replicas, **extra}}
+
+    return st.builds(
+        build,
+        st.sampled_from(sorted(REPLICA_FIELDS)),
+        st.dictionaries(field_names, job_like, max_size=3) | job_like,
+        st.dictionaries(field_names, job_like, max_size=3),
+    )
+
+
+def mx_documents():
+    def build(mode, specs):
+        return {"apiVersion": MLKUBE, "kind": "MxJob", "metadata": {"name": "p"}, "spec": {"jobMode": mode, "replicaSpecs": specs}}
+
+    return st.builds(build, st.sampled_from(["local", "dist", None, 3]), st.lists(job_like, max_size=3) | job_like)
+
+
+def valid_tfjobs():
+    roles = st.dictionaries(
+        st.sampled_from(["PS", "ps", "Worker", "WORKER", "Evaluator", "Chief"]),
+        st.builds(
+            lambda n, policy: replica(container(), replicas=n, **({"restartPolicy": policy} if policy else {})),
+            st.none() | st.integers(0, 5),
+            st.none() | st.sampled_from(["Always", "OnFailure", "Never", "ExitCode"]),
+        ),
+        min_size=1,
+        max_size=4,
+    )
+    return st.builds(
+        lambda r: {"apiVersion": KUBEDL, "kind": "TFJob", "metadata": {"name": "t"}, "spec": {"tfReplicaSpecs": r}},
+        roles,
+    )
+
+
+SETTINGS = settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+
+
+def _check_invariants(obj):
+    kind = kind_of(obj)
+    snapshot = copy.deepcopy(obj)
+    verdict = review_job(kind, obj)
+    assert obj == snapshot
+    assert apply_patch(obj, verdict.patch) == verdict.defaulted
+    again = review_job(kind, verdict.defaulted)
+    assert again.patch == []
+    assert again.defaulted == verdict.defaulted
+    assert [str(e) for e in again.errors] == [str(e) for e in verdict.errors]
+    for error in verdict.errors:
+        assert str(error)
+
+
+@SETTINGS
+@given(kubedl_documents())
+def test_kubedl_never_raises_and_patch_reproduces_defaults(obj):
+    _check_invariants(obj)
+
+
+@SETTINGS
+@given(mx_documents())
+def test_mxjob_never_raises_and_patch_reproduces_defaults(obj):
+    _check_invariants(obj)
+
+
+@SETTINGS
+@given(valid_tfjobs())
+def test_patch_applied_to_raw_equals_defaulted(obj):
+    _check_invariants(obj)
+
+
+@SETTINGS
+@given(st.sampled_from([KUBEDL, MLKUBE]), st.sampled_from(["TFJob", "MxJob", "MPIJob"]), json_like)
+def test_arbitrary_spec_and_metadata(api_version, kind_name, value):
+    obj = {"apiVersion": api_version, "kind": kind_name, "metadata": value, "spec": copy.deepcopy(value)}
+    if kind_of(obj) is not None:
+        _check_invariants(obj)
+
+
+@SETTINGS
+@given(json_like, st.sampled_from(list(Webhook)))
+def test_reviews_of_arbitrary_objects_always_answer(obj, webhook):
+    import json
+
+    body = json.dumps(
+        {
+            "apiVersion": "admission.k8s.io/v1",
+            "kind": "AdmissionReview",
+            "request": {
+                "uid": "u",
+                "kind": {"group": "training.kubedl.io", "version": "v1alpha1", "kind": "TFJob"},
+                "operation": "CREATE",
+                "object": {"apiVersion": KUBEDL, "kind": "TFJob", "spec": obj} if isinstance(obj, dict) else obj,
+            },
+        }
+    )
+    try:
+        review = parse_review(body)
+    except ValueError:
+        return
+    try:
+        answer = answer_review(review, webhook)
+    except ValueError:
+        assert not isinstance(review.request.object, dict)
+        return
+    assert answer.response.uid == "u"
+    assert answer.response.status is None or answer.response.status["code"] == 422
