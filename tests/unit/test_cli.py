@@ -92,7 +92,9 @@ def test_denied_file_exits_1_with_lines(tmp_path, capsys):
 
 
 def test_missing_field_points_at_the_deepest_existing_parent(tmp_path, capsys):
-    text = VALID.replace("            - name: tensorflow\n              image: tf:2\n", "            - name: tensorflow\n")
+    text = VALID.replace(
+        "            - name: tensorflow\n              image: tf:2\n", "            - name: tensorflow\n"
+    )
     path = write(tmp_path, "noimage.yaml", text)
     code, out, _ = run(["validate", path], capsys)
     assert code == 1
@@ -244,7 +246,9 @@ def test_review_prints_the_exact_response(tmp_path, capsys, webhook):
 
 
 def test_review_from_stdin(capsys, monkeypatch):
-    code, out, _ = run(["review", "mutate"], capsys, stdin=json.dumps(admission_review(tfjob())), monkeypatch=monkeypatch)
+    code, out, _ = run(
+        ["review", "mutate"], capsys, stdin=json.dumps(admission_review(tfjob())), monkeypatch=monkeypatch
+    )
     assert code == 0
     assert json.loads(out)["response"]["patchType"] == "JSONPatch"
 

@@ -141,7 +141,9 @@ def test_same_type_twice_in_different_case():
 
 
 def test_null_replica_is_reported():
-    assert errors_of(tfjob({"Worker": None})) == ['spec.tfReplicaSpecs[Worker]: Invalid value: "null": must not be null']
+    assert errors_of(tfjob({"Worker": None})) == [
+        'spec.tfReplicaSpecs[Worker]: Invalid value: "null": must not be null'
+    ]
 
 
 def test_replicas_must_not_be_negative():
@@ -211,14 +213,18 @@ def test_tfjob_leader_has_at_most_one_replica(leader):
     assert errors_of(tfjob({leader: replica(container(), replicas=0)})) == []
 
 
-@pytest.mark.parametrize(("kind", "leader"), [("PyTorchJob", "Master"), ("XGBoostJob", "Master"), ("MPIJob", "Launcher")])
+@pytest.mark.parametrize(
+    ("kind", "leader"), [("PyTorchJob", "Master"), ("XGBoostJob", "Master"), ("MPIJob", "Launcher")]
+)
 def test_leader_must_be_present(kind, leader):
     field, name = REPLICA_FIELDS[kind]
     obj = kubedl_job(kind, {"Worker": replica(container(name))})
     assert errors_of(obj) == [f"spec.{field}[{leader}]: Required value: must be present"]
 
 
-@pytest.mark.parametrize(("kind", "leader"), [("PyTorchJob", "Master"), ("XGBoostJob", "Master"), ("MPIJob", "Launcher")])
+@pytest.mark.parametrize(
+    ("kind", "leader"), [("PyTorchJob", "Master"), ("XGBoostJob", "Master"), ("MPIJob", "Launcher")]
+)
 @pytest.mark.parametrize("count", [0, 2])
 def test_leader_has_exactly_one_replica(kind, leader, count):
     field, name = REPLICA_FIELDS[kind]
@@ -346,7 +352,9 @@ def test_warning_for_gpu_requested_without_limit():
     resources = {"requests": {"nvidia.com/gpu": 1}}
     verdict = review(tfjob({"Worker": replica(container(resources=resources))}))
     assert verdict.allowed
-    assert verdict.warnings == ["GPU requested without a limit: nvidia.com/gpu in tfReplicaSpecs[Worker] container tensorflow"]
+    assert verdict.warnings == [
+        "GPU requested without a limit: nvidia.com/gpu in tfReplicaSpecs[Worker] container tensorflow"
+    ]
 
 
 def test_warning_for_unknown_fields():

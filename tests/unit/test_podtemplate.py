@@ -47,7 +47,9 @@ def test_container_port_required():
 
 def test_port_names_unique_within_a_container():
     ports = [{"name": "http", "containerPort": 80}, {"name": "http", "containerPort": 81}]
-    assert errors_of(worker(container(ports=ports))) == [f'{PREFIX}.containers[0].ports[1].name: Duplicate value: "http"']
+    assert errors_of(worker(container(ports=ports))) == [
+        f'{PREFIX}.containers[0].ports[1].name: Duplicate value: "http"'
+    ]
 
 
 @pytest.mark.parametrize(

@@ -71,7 +71,12 @@ def kubedl_documents():
 
 def mx_documents():
     def build(mode, specs):
-        return {"apiVersion": MLKUBE, "kind": "MxJob", "metadata": {"name": "p"}, "spec": {"jobMode": mode, "replicaSpecs": specs}}
+        return {
+            "apiVersion": MLKUBE,
+            "kind": "MxJob",
+            "metadata": {"name": "p"},
+            "spec": {"jobMode": mode, "replicaSpecs": specs},
+        }
 
     return st.builds(build, st.sampled_from(["local", "dist", None, 3]), st.lists(job_like, max_size=3) | job_like)
 
