@@ -77,6 +77,62 @@ def _review(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+def _webhook(args: argparse.Namespace) -> int:
+    from pathlib import Path
+
+    from webhook import logs
+    from webhook.server import WebhookServer, run
+
+    logs.configure(args.log_format, args.log_level)
+    server = WebhookServer(
+        Path(args.tls_dir),
+        args.host,
+        args.port,
+        cert_check_interval=args.cert_check_interval,
+        shutdown_timeout=args.shutdown_timeout,
+        shutdown_delay=args.shutdown_delay,
+    )
+    return run(server)
+
+
+def _certs_init(args: argparse.Namespace) -> int:
+    from pathlib import Path
+
+    from certs.authority import CertificateExists, init_directory, service_dns_names
+
+    dns_names = list(args.dns)
+    if args.service:
+        dns_names += service_dns_names(args.service, args.namespace)
+    ip_addresses = list(args.ip)
+    if not dns_names and not ip_addresses:
+        dns_names, ip_addresses = ["localhost"], ["127.0.0.1", "::1"]
+    try:
+        init_directory(Path(args.out), dns_names, ip_addresses, force=args.force, leaf_days=args.days)
+    except CertificateExists as exc:
+        print(f"jobgate: {exc}", file=sys.stderr)
+        return EXIT_DENIED
+    except ValueError as exc:
+        print(f"jobgate: {exc}", file=sys.stderr)
+        return EXIT_USAGE
+    names = ", ".join([*dns_names, *ip_addresses])
+    print(f"wrote ca.crt, ca.key, tls.crt, tls.key to {args.out} (names: {names})")
+    return EXIT_OK
+
+
+def _certs_renew(args: argparse.Namespace) -> int:
+    from pathlib import Path
+
+    from certs.authority import renew_directory
+
+    try:
+        result = renew_directory(Path(args.dir), within_days=args.within, rotate_ca=args.rotate_ca)
+    except (OSError, ValueError) as exc:
+        print(f"jobgate: cannot renew in {args.dir}: {exc}", file=sys.stderr)
+        return EXIT_USAGE
+    print(result.message)
+    return EXIT_OK
+
+
 def _as_json(text: str) -> str:
     """Reviews are JSON on the wire; a hand-written YAML review is accepted too."""
     import json
@@ -121,6 +177,48 @@ def build_parser() -> argparse.ArgumentParser:
     review.add_argument("webhook", choices=("mutate", "validate"))
     review.add_argument("file", nargs="?", default="-", metavar="FILE", help="AdmissionReview JSON (default: stdin)")
     review.set_defaults(handler=_review)
+
+    webhook = commands.add_parser("webhook", help="serve /mutate and /validate over TLS")
+    webhook.add_argument("--tls-dir", required=True, help="directory with tls.crt and tls.key (reloaded on change)")
+    webhook.add_argument("--host", default="0.0.0.0", help="address to listen on (default: 0.0.0.0)")
+    webhook.add_argument("--port", type=int, default=9443, help="port to listen on (default: 9443)")
+    webhook.add_argument("--log-format", choices=("text", "json"), default="text")
+    webhook.add_argument("--log-level", choices=("debug", "info", "warning", "error"), default="info")
+    webhook.add_argument(
+        "--cert-check-interval",
+        type=float,
+        default=2.0,
+        metavar="SECONDS",
+        help="how often to look for new certificates",
+    )
+    webhook.add_argument(
+        "--shutdown-delay",
+        type=float,
+        default=0.0,
+        metavar="SECONDS",
+        help="on SIGTERM, keep serving this long while not ready before closing the listener",
+    )
+    webhook.add_argument(
+        "--shutdown-timeout", type=float, default=10.0, metavar="SECONDS", help="how long in-flight reviews may take"
+    )
+    webhook.set_defaults(handler=_webhook)
+
+    certs = commands.add_parser("certs", help="certificates for the webhook")
+    certs_commands = certs.add_subparsers(dest="certs_command", required=True, metavar="COMMAND")
+    init = certs_commands.add_parser("init", help="create a CA and a serving certificate signed by it")
+    init.add_argument("--out", required=True, help="directory for ca.crt, ca.key, tls.crt, tls.key")
+    init.add_argument("--dns", action="append", default=[], metavar="NAME", help="DNS subject alternative name")
+    init.add_argument("--ip", action="append", default=[], metavar="ADDR", help="IP subject alternative name")
+    init.add_argument("--service", help="add the names of this Service (svc, svc.ns, svc.ns.svc, ...)")
+    init.add_argument("--namespace", default="default", help="namespace of --service (default: default)")
+    init.add_argument("--days", type=int, default=365, help="validity of the serving certificate (default: 365)")
+    init.add_argument("--force", action="store_true", help="replace existing keys")
+    init.set_defaults(handler=_certs_init)
+    renew = certs_commands.add_parser("renew", help="re-issue the serving certificate when it expires soon")
+    renew.add_argument("--dir", required=True, help="directory written by certs init")
+    renew.add_argument("--within", type=int, default=30, metavar="DAYS", help="renew when expiring within (default 30)")
+    renew.add_argument("--rotate-ca", action="store_true", help="also replace the CA; ca.crt bundles old and new")
+    renew.set_defaults(handler=_certs_renew)
     return parser
 
 

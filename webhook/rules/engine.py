@@ -14,7 +14,8 @@ from typing import Any
 from webhook.rules.fielderrors import FieldError, invalid_status
 from webhook.rules.jobmeta import job_name
 from webhook.rules.jsonpatch import Patch, json_patch
-from webhook.rules.registry import GroupVersionKind, JobKind, lookup
+from webhook.rules.registry import GroupVersionKind, JobKind, lookup, served_kinds
+from webhook.rules.schema import structural_schema
 
 
 @dataclass(frozen=True, slots=True)
@@ -33,6 +34,12 @@ class Verdict:
         """The ``metav1.Status`` of a denial (422, reason Invalid, one cause per error)."""
         gvk = self.kind.gvk
         return invalid_status(gvk.group, gvk.kind, job_name(self.defaulted), self.errors)
+
+
+def warm_up() -> None:
+    """Build every kind's schema now, so that the first review does not pay for it."""
+    for kind in served_kinds():
+        structural_schema(kind.spec_model)
 
 
 def kind_of(obj: Any) -> JobKind | None:

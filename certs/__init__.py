@@ -1,0 +1,1 @@
+"""Certificates for the webhook: a CA, serving certificates, renewal and CA rotation."""

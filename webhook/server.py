@@ -1,0 +1,302 @@
+"""``jobgate webhook``: AdmissionReviews over TLS with aiohttp.
+
+Transport only: HTTP method, content type, body size, TLS, health, metrics, logs and
+shutdown. What to answer is ``webhook.admission``'s business, shared with ``jobgate review``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import signal
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from aiohttp import web
+from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, Counter, Gauge, Histogram, generate_latest
+
+from webhook.admission import (
+    AdmissionReview,
+    AdmissionReviewResponse,
+    BadReview,
+    Webhook,
+    answer_review,
+    encode_response,
+    parse_review,
+)
+from webhook.rules.engine import warm_up
+from webhook.tlsreload import CertificateError, LoadedCertificate, ReloadingCertificate
+
+MAX_BODY_BYTES = 7 * 1024 * 1024  # object + oldObject of a 3 MiB apiserver request, as controller-runtime allows
+LATENCY_BUCKETS = (0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5)
+
+log = logging.getLogger("jobgate.webhook")
+review_log = logging.getLogger("jobgate.review")
+
+
+class Metrics:
+    def __init__(self) -> None:
+        self.registry = CollectorRegistry()
+        self.reviews = Counter(
+            "jobgate_admission_reviews",
+            "AdmissionReviews answered, by webhook, kind, operation and verdict.",
+            ["webhook", "kind", "operation", "verdict"],
+            registry=self.registry,
+        )
+        self.latency = Histogram(
+            "jobgate_admission_review_duration_seconds",
+            "Time from the request's arrival to the answer, by webhook.",
+            ["webhook"],
+            buckets=LATENCY_BUCKETS,
+            registry=self.registry,
+        )
+        self.rejected = Counter(
+            "jobgate_admission_rejected_requests",
+            "Requests refused before review (HTTP 400, 405, 413, 415), by status.",
+            ["code"],
+            registry=self.registry,
+        )
+        self.in_flight = Gauge("jobgate_admission_in_flight", "Reviews being answered.", registry=self.registry)
+        self.certificate_expiry = Gauge(
+            "jobgate_tls_certificate_expiry_timestamp_seconds",
+            "notAfter of the serving certificate, as a Unix time.",
+            registry=self.registry,
+        )
+        self.certificate_reloads = Counter(
+            "jobgate_tls_certificate_reloads",
+            "Serving-certificate reload attempts, by result.",
+            ["result"],
+            registry=self.registry,
+        )
+
+    def certificate_changed(self, loaded: LoadedCertificate | None, ok: bool) -> None:
+        self.certificate_reloads.labels("success" if ok else "failure").inc()
+        if loaded is not None:
+            self.certificate_expiry.set(loaded.not_after.timestamp())
+
+
+@dataclass
+class ServerState:
+    metrics: Metrics = field(default_factory=Metrics)
+    certificate_loaded: bool = False
+    serving: bool = False
+    draining: bool = False
+    in_flight: int = 0
+
+    @property
+    def ready(self) -> bool:
+        return self.serving and self.certificate_loaded and not self.draining
+
+
+def _plain(status: int, text: str, state: ServerState, *, close: bool = False) -> web.Response:
+    state.metrics.rejected.labels(str(status)).inc()
+    response = web.Response(status=status, text=text + "\n")
+    if close:
+        response.force_close()
+    return response
+
+
+def _verdict(answer: AdmissionReviewResponse) -> str:
+    response = answer.response
+    if not response.allowed:
+        return "error" if response.status and response.status.get("code") == 500 else "denied"
+    return "patched" if response.patch else "allowed"
+
+
+def _log_review(review: AdmissionReview, webhook: Webhook, verdict: str, seconds: float) -> None:
+    request = review.request
+    name = request.name or ""
+    if not name and isinstance(request.object, dict):
+        metadata = request.object.get("metadata")
+        if isinstance(metadata, dict):
+            name = str(metadata.get("name") or metadata.get("generateName") or "")
+    review_log.info(
+        "review",
+        extra={
+            "fields": {
+                "uid": request.uid,
+                "webhook": webhook.value,
+                "kind": request.kind.kind,
+                "object": f"{request.namespace}/{name}" if request.namespace else name,
+                "operation": request.operation,
+                "dryRun": bool(request.dryRun),
+                "verdict": verdict,
+                "ms": round(seconds * 1000, 3),
+            }
+        },
+    )
+
+
+def review_handler(webhook: Webhook, state: ServerState):
+    metrics = state.metrics
+    latency = metrics.latency.labels(webhook.value)
+
+    async def handle(request: web.Request) -> web.Response:
+        started = time.perf_counter()
+        if request.content_type != "application/json":
+            return _plain(415, f"unsupported content type {request.content_type!r}: send application/json", state)
+        if request.content_length is not None and request.content_length > MAX_BODY_BYTES:
+            return _plain(413, f"body larger than {MAX_BODY_BYTES} bytes", state, close=True)
+        metrics.in_flight.inc()
+        state.in_flight += 1
+        try:
+            try:
+                body = await request.read()
+            except web.HTTPRequestEntityTooLarge:
+                return _plain(413, f"body larger than {MAX_BODY_BYTES} bytes", state, close=True)
+            try:
+                review = parse_review(body)
+                answer = answer_review(review, webhook)
+            except BadReview as exc:
+                return _plain(400, str(exc), state)
+            payload = encode_response(answer)
+            verdict = _verdict(answer)
+            elapsed = time.perf_counter() - started
+            latency.observe(elapsed)
+            metrics.reviews.labels(webhook.value, review.request.kind.kind, review.request.operation, verdict).inc()
+            _log_review(review, webhook, verdict, elapsed)
+            return web.Response(body=payload, content_type="application/json")
+        finally:
+            metrics.in_flight.dec()
+            state.in_flight -= 1
+
+    return handle
+
+
+@web.middleware
+async def never_500(request: web.Request, handler):
+    """An unexpected failure is logged and answered 400 with a one-line reason, never a 500 or a traceback."""
+    try:
+        return await handler(request)
+    except web.HTTPException:
+        raise
+    except asyncio.CancelledError:
+        raise
+    except Exception:
+        log.exception("unexpected error handling %s %s", request.method, request.path)
+        return web.Response(status=400, text="jobgate could not process the request (internal error, see the log)\n")
+
+
+def build_app(state: ServerState) -> web.Application:
+    app = web.Application(client_max_size=MAX_BODY_BYTES, middlewares=[never_500])
+    for webhook in Webhook:
+        app.router.add_post(f"/{webhook.value}", review_handler(webhook, state))
+
+    async def healthz(request: web.Request) -> web.Response:
+        return web.Response(text="ok\n")
+
+    async def readyz(request: web.Request) -> web.Response:
+        if state.ready:
+            return web.Response(text="ok\n")
+        reason = (
+            "draining" if state.draining else "certificate not loaded" if not state.certificate_loaded else "starting"
+        )
+        return web.Response(status=503, text=f"not ready: {reason}\n")
+
+    async def metrics(request: web.Request) -> web.Response:
+        response = web.Response(body=generate_latest(state.metrics.registry))
+        response.headers["Content-Type"] = CONTENT_TYPE_LATEST
+        return response
+
+    app.router.add_get("/healthz", healthz)
+    app.router.add_get("/readyz", readyz)
+    app.router.add_get("/metrics", metrics)
+    return app
+
+
+class WebhookServer:
+    """The HTTPS server, its certificate watcher and its graceful shutdown."""
+
+    def __init__(
+        self,
+        tls_dir: Path,
+        host: str = "0.0.0.0",
+        port: int = 9443,
+        *,
+        cert_check_interval: float = 2.0,
+        shutdown_timeout: float = 10.0,
+        shutdown_delay: float = 0.0,
+        state: ServerState | None = None,
+    ) -> None:
+        self.state = state or ServerState()
+        self.certificate = ReloadingCertificate(tls_dir, on_change=self.state.metrics.certificate_changed)
+        self.host = host
+        self.port = port
+        self.cert_check_interval = cert_check_interval
+        self.shutdown_timeout = shutdown_timeout
+        self.shutdown_delay = shutdown_delay
+        self.app = build_app(self.state)
+        self._runner: web.AppRunner | None = None
+        self._watcher: asyncio.Task[None] | None = None
+
+    async def start(self) -> None:
+        warm_up()
+        self.certificate.check()
+        if self.certificate.current is None:
+            self.certificate.load()  # raises CertificateError with the reason
+        self.state.certificate_loaded = True
+        # Draining is done by shutdown() itself; aiohttp's own grace period only mops up.
+        self._runner = web.AppRunner(self.app, handle_signals=False, access_log=None, shutdown_timeout=1.0)
+        await self._runner.setup()
+        site = web.TCPSite(self._runner, self.host, self.port, ssl_context=self.certificate.context, backlog=1024)
+        await site.start()
+        if self.port == 0:
+            sockets = site._server.sockets if site._server else []  # type: ignore[union-attr]
+            self.port = sockets[0].getsockname()[1]
+        self._watcher = asyncio.create_task(self.certificate.watch(self.cert_check_interval))
+        self.state.serving = True
+        log.info("serving /mutate and /validate on https://%s:%d (TLS 1.2+)", self.host, self.port)
+
+    async def shutdown(self) -> None:
+        """Unready, keep serving for ``shutdown_delay``, stop accepting, let in-flight reviews finish.
+
+        aiohttp's own shutdown stops reading request bodies at once, which would strand a review
+        whose body is still arriving; so the listener is closed here and in-flight reviews are
+        awaited (up to ``shutdown_timeout``) before aiohttp closes the connections.
+        """
+        self.state.draining = True
+        log.info("draining: not ready; closing the listener in %.1f s", self.shutdown_delay)
+        if self.shutdown_delay:
+            await asyncio.sleep(self.shutdown_delay)
+        if self._watcher:
+            self._watcher.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._watcher
+        if self._runner:
+            for site in list(self._runner.sites):
+                await site.stop()
+            deadline = time.monotonic() + self.shutdown_timeout
+            while self.state.in_flight and time.monotonic() < deadline:
+                await asyncio.sleep(0.02)
+            if self.state.in_flight:
+                log.warning(
+                    "%d review(s) still in flight after %.1f s; closing", self.state.in_flight, self.shutdown_timeout
+                )
+            await self._runner.cleanup()
+        self.certificate.close()
+        self.state.serving = False
+        log.info("stopped")
+
+
+async def serve(server: WebhookServer) -> None:
+    await server.start()
+    stopping = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for signum in (signal.SIGTERM, signal.SIGINT):
+        loop.add_signal_handler(signum, stopping.set)
+    await stopping.wait()
+    await server.shutdown()
+
+
+def run(server: WebhookServer) -> int:
+    try:
+        asyncio.run(serve(server))
+    except CertificateError as exc:
+        log.error("cannot start: %s", exc)
+        return 2
+    except OSError as exc:
+        log.error("cannot listen on %s:%d: %s", server.host, server.port, exc.strerror or exc)
+        return 2
+    return 0
