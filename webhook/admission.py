@@ -11,7 +11,7 @@ from __future__ import annotations
 import base64
 import logging
 from enum import StrEnum
-from typing import Any, Literal
+from typing import Any, Literal, NotRequired, TypedDict
 
 import orjson
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
@@ -33,7 +33,8 @@ class BadReview(ValueError):
 
 
 class _Model(BaseModel):
-    model_config = ConfigDict(extra="allow")
+    # Fields jobgate does not read (userInfo, options, resource, ...) are ignored, not copied.
+    model_config = ConfigDict(extra="ignore")
 
 
 class RequestKind(_Model):
@@ -59,32 +60,40 @@ class AdmissionReview(_Model):
     request: AdmissionRequest
 
 
-class AdmissionResponse(BaseModel):
+# Responses are produced by jobgate itself, never parsed: typed dictionaries serialised by
+# orjson cost a fraction of building and dumping pydantic models on every review.
+class AdmissionResponse(TypedDict):
     uid: str
     allowed: bool
-    status: dict[str, Any] | None = None
-    patchType: Literal["JSONPatch"] | None = None
-    patch: str | None = None
-    warnings: list[str] | None = None
+    status: NotRequired[dict[str, Any]]
+    patchType: NotRequired[Literal["JSONPatch"]]
+    patch: NotRequired[str]
+    warnings: NotRequired[list[str]]
 
 
-class AdmissionReviewResponse(BaseModel):
-    apiVersion: str = ADMISSION_API_VERSION
-    kind: Literal["AdmissionReview"] = "AdmissionReview"
+class AdmissionReviewResponse(TypedDict):
+    apiVersion: str
+    kind: Literal["AdmissionReview"]
     response: AdmissionResponse
 
 
 def parse_review(body: bytes | str) -> AdmissionReview:
+    # orjson decodes a 5 KB review in about half the time pydantic's JSON parser takes; pydantic
+    # then only checks the envelope (the object is passed through untouched as ``Any``).
     try:
-        return AdmissionReview.model_validate_json(body)
+        document = orjson.loads(body)
+    except orjson.JSONDecodeError as exc:
+        raise BadReview(f"malformed JSON: {exc}") from None
+    if not isinstance(document, dict):
+        raise BadReview(f"not an AdmissionReview {ADMISSION_API_VERSION}: the body must be a JSON object")
+    try:
+        return AdmissionReview.model_validate(document)
     except ValidationError as exc:
         raise BadReview(_one_line(exc)) from None
 
 
 def _one_line(exc: ValidationError) -> str:
     first = exc.errors(include_url=False, include_input=False)[0]
-    if first["type"] == "json_invalid":
-        return f"malformed JSON: {first['msg'].removeprefix('Invalid JSON: ')}"
     location = ".".join(str(p) for p in first["loc"]) or "body"
     if location in ("apiVersion", "kind") and first["type"] == "literal_error":
         return f"not an AdmissionReview {ADMISSION_API_VERSION}: {location} {first['msg'].lower()}"
@@ -100,46 +109,45 @@ def answer_review(review: AdmissionReview, webhook: Webhook) -> AdmissionReviewR
         raise
     except Exception:
         log.exception("internal error while reviewing uid=%s kind=%s", request.uid, request.kind.kind)
-        response = AdmissionResponse(
-            uid=request.uid,
-            allowed=False,
-            status={
+        response = {
+            "uid": request.uid,
+            "allowed": False,
+            "status": {
                 "metadata": {},
                 "status": "Failure",
                 "reason": "InternalError",
                 "code": 500,
                 "message": f"jobgate internal error while reviewing request {request.uid}; see the webhook log",
             },
-        )
-    return AdmissionReviewResponse(apiVersion=review.apiVersion, response=response)
+        }
+    return {"apiVersion": review.apiVersion, "kind": "AdmissionReview", "response": response}
 
 
 def _decide(request: AdmissionRequest, webhook: Webhook) -> AdmissionResponse:
     if request.operation not in ("CREATE", "UPDATE") or request.object is None:
-        return AdmissionResponse(uid=request.uid, allowed=True)
+        return {"uid": request.uid, "allowed": True}
     gvk = GroupVersionKind(request.kind.group, request.kind.version, request.kind.kind)
     kind = lookup(gvk)
     if kind is None:
-        return AdmissionResponse(
-            uid=request.uid,
-            allowed=True,
-            warnings=[f"jobgate does not serve {gvk.api_version} {gvk.kind}; admitted without checks"],
-        )
+        warning = f"jobgate does not serve {gvk.api_version} {gvk.kind}; admitted without checks"
+        return {"uid": request.uid, "allowed": True, "warnings": [warning]}
     if not isinstance(request.object, dict):
         raise BadReview("not an AdmissionReview v1: request.object must be an object")
     old = request.oldObject if request.operation == "UPDATE" and isinstance(request.oldObject, dict) else None
-    verdict = review_job(kind, request.object, old)
-    response = AdmissionResponse(uid=request.uid, allowed=verdict.allowed, warnings=verdict.warnings or None)
+    verdict = review_job(kind, request.object, old, with_patch=webhook is Webhook.MUTATE)
+    response: AdmissionResponse = {"uid": request.uid, "allowed": verdict.allowed}
     if not verdict.allowed:
-        response.status = verdict.status()
+        response["status"] = verdict.status()
     elif webhook is Webhook.MUTATE and verdict.patch:
-        response.patchType = "JSONPatch"
-        response.patch = base64.b64encode(orjson.dumps(verdict.patch)).decode("ascii")
+        response["patchType"] = "JSONPatch"
+        response["patch"] = base64.b64encode(orjson.dumps(verdict.patch)).decode("ascii")
+    if verdict.warnings:
+        response["warnings"] = verdict.warnings
     return response
 
 
 def encode_response(answer: AdmissionReviewResponse) -> bytes:
-    return answer.model_dump_json(exclude_none=True).encode()
+    return orjson.dumps(answer)
 
 
 def review_body(body: bytes | str, webhook: Webhook) -> bytes:

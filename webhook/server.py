@@ -11,8 +11,10 @@ import contextlib
 import logging
 import signal
 import time
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from aiohttp import web
 from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, Counter, Gauge, Histogram, generate_latest
@@ -26,6 +28,7 @@ from webhook.admission import (
     encode_response,
     parse_review,
 )
+from webhook.logs import FastLine
 from webhook.rules.engine import warm_up
 from webhook.tlsreload import CertificateError, LoadedCertificate, ReloadingCertificate
 
@@ -33,7 +36,7 @@ MAX_BODY_BYTES = 7 * 1024 * 1024  # object + oldObject of a 3 MiB apiserver requ
 LATENCY_BUCKETS = (0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5)
 
 log = logging.getLogger("jobgate.webhook")
-review_log = logging.getLogger("jobgate.review")
+review_log = FastLine("jobgate.review")
 
 
 class Metrics:
@@ -99,10 +102,10 @@ def _plain(status: int, text: str, state: ServerState, *, close: bool = False) -
 
 
 def _verdict(answer: AdmissionReviewResponse) -> str:
-    response = answer.response
-    if not response.allowed:
-        return "error" if response.status and response.status.get("code") == 500 else "denied"
-    return "patched" if response.patch else "allowed"
+    response = answer["response"]
+    if not response["allowed"]:
+        return "error" if response["status"]["code"] == 500 else "denied"
+    return "patched" if "patch" in response else "allowed"
 
 
 def _log_review(review: AdmissionReview, webhook: Webhook, verdict: str, seconds: float) -> None:
@@ -114,24 +117,26 @@ def _log_review(review: AdmissionReview, webhook: Webhook, verdict: str, seconds
             name = str(metadata.get("name") or metadata.get("generateName") or "")
     review_log.info(
         "review",
-        extra={
-            "fields": {
-                "uid": request.uid,
-                "webhook": webhook.value,
-                "kind": request.kind.kind,
-                "object": f"{request.namespace}/{name}" if request.namespace else name,
-                "operation": request.operation,
-                "dryRun": bool(request.dryRun),
-                "verdict": verdict,
-                "ms": round(seconds * 1000, 3),
-            }
+        {
+            "uid": request.uid,
+            "webhook": webhook.value,
+            "kind": request.kind.kind,
+            "object": f"{request.namespace}/{name}" if request.namespace else name,
+            "operation": request.operation,
+            "dryRun": bool(request.dryRun),
+            "verdict": verdict,
+            "ms": round(seconds * 1000, 3),
         },
     )
 
 
-def review_handler(webhook: Webhook, state: ServerState):
+_INTERNAL_ERROR = "jobgate could not process the request (internal error, see the log)\n"
+
+
+def review_handler(webhook: Webhook, state: ServerState) -> Handler:
     metrics = state.metrics
     latency = metrics.latency.labels(webhook.value)
+    counters: dict[tuple[str, str, str], Any] = {}  # label children, looked up once per combination
 
     async def handle(request: web.Request) -> web.Response:
         started = time.perf_counter()
@@ -139,7 +144,6 @@ def review_handler(webhook: Webhook, state: ServerState):
             return _plain(415, f"unsupported content type {request.content_type!r}: send application/json", state)
         if request.content_length is not None and request.content_length > MAX_BODY_BYTES:
             return _plain(413, f"body larger than {MAX_BODY_BYTES} bytes", state, close=True)
-        metrics.in_flight.inc()
         state.in_flight += 1
         try:
             try:
@@ -155,32 +159,42 @@ def review_handler(webhook: Webhook, state: ServerState):
             verdict = _verdict(answer)
             elapsed = time.perf_counter() - started
             latency.observe(elapsed)
-            metrics.reviews.labels(webhook.value, review.request.kind.kind, review.request.operation, verdict).inc()
+            labels = (review.request.kind.kind, review.request.operation, verdict)
+            counter = counters.get(labels)
+            if counter is None:
+                counter = counters[labels] = metrics.reviews.labels(webhook.value, *labels)
+            counter.inc()
             _log_review(review, webhook, verdict, elapsed)
             return web.Response(body=payload, content_type="application/json")
+        except Exception:
+            # Fails visibly but never as a 500: the apiserver then reports a call failure.
+            log.exception("unexpected error handling %s %s", request.method, request.path)
+            return web.Response(status=400, text=_INTERNAL_ERROR)
         finally:
-            metrics.in_flight.dec()
             state.in_flight -= 1
 
     return handle
 
 
-@web.middleware
-async def never_500(request: web.Request, handler):
+Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
+
+
+def never_500(handler: Handler) -> Handler:
     """An unexpected failure is logged and answered 400 with a one-line reason, never a 500 or a traceback."""
-    try:
-        return await handler(request)
-    except web.HTTPException:
-        raise
-    except asyncio.CancelledError:
-        raise
-    except Exception:
-        log.exception("unexpected error handling %s %s", request.method, request.path)
-        return web.Response(status=400, text="jobgate could not process the request (internal error, see the log)\n")
+
+    async def guarded(request: web.Request) -> web.StreamResponse:
+        try:
+            return await handler(request)
+        except Exception:
+            log.exception("unexpected error handling %s %s", request.method, request.path)
+            return web.Response(status=400, text=_INTERNAL_ERROR)
+
+    return guarded
 
 
 def build_app(state: ServerState) -> web.Application:
-    app = web.Application(client_max_size=MAX_BODY_BYTES, middlewares=[never_500])
+    app = web.Application(client_max_size=MAX_BODY_BYTES)
+    state.metrics.in_flight.set_function(lambda: state.in_flight)
     for webhook in Webhook:
         app.router.add_post(f"/{webhook.value}", review_handler(webhook, state))
 
@@ -200,9 +214,9 @@ def build_app(state: ServerState) -> web.Application:
         response.headers["Content-Type"] = CONTENT_TYPE_LATEST
         return response
 
-    app.router.add_get("/healthz", healthz)
-    app.router.add_get("/readyz", readyz)
-    app.router.add_get("/metrics", metrics)
+    app.router.add_get("/healthz", never_500(healthz))
+    app.router.add_get("/readyz", never_500(readyz))
+    app.router.add_get("/metrics", never_500(metrics))
     return app
 
 

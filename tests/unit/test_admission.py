@@ -128,7 +128,7 @@ def test_bug_in_a_rule_fails_closed_with_the_uid(monkeypatch, caplog):
     ("body", "message"),
     [
         ("{", "malformed JSON"),
-        ("[]", "not an AdmissionReview admission.k8s.io/v1: body: input should be an object"),
+        ("[]", "not an AdmissionReview admission.k8s.io/v1: the body must be a JSON object"),
         ('{"apiVersion": "admission.k8s.io/v1beta1", "kind": "AdmissionReview", "request": {}}', "apiVersion"),
         ('{"apiVersion": "admission.k8s.io/v1", "kind": "Pod", "request": {}}', "kind"),
         ('{"apiVersion": "admission.k8s.io/v1", "kind": "AdmissionReview"}', "request: field required"),

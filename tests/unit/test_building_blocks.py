@@ -70,18 +70,25 @@ def test_label_checks():
     [
         ("1", Fraction(1)),
         (2, Fraction(2)),
+        (0.25, Fraction(1, 4)),
         ("500m", Fraction(1, 2)),
         ("1Gi", Fraction(2**30)),
+        ("1.5Gi", Fraction(3 * 2**29)),
         ("1G", Fraction(10**9)),
         ("1.5", Fraction(3, 2)),
         ("1e3", Fraction(1000)),
+        ("2.5E-3", Fraction(25, 10000)),
         ("100Mi", Fraction(100 * 2**20)),
         (".5", Fraction(1, 2)),
         ("-1", Fraction(-1)),
+        ("+3k", Fraction(3000)),
+        ("7n", Fraction(7, 10**9)),
+        ("1.5n", Fraction(2, 10**9)),  # rounded up to nano precision, as Kubernetes does
+        ("250u", Fraction(250, 10**6)),
     ],
 )
 def test_quantities(text, value):
-    assert parse_quantity(text) == value
+    assert parse_quantity(text) == value * 10**9
 
 
 @pytest.mark.parametrize("text", ["", "lots", "1Gb", "1.2.3", "1e", None, True, [], "1e999"])
@@ -150,10 +157,10 @@ def test_patch_add_replace_and_move():
     after = {"spec": {"Worker": {"a": 1, "b": 2}, "list": [1, 2], "x": "1"}}
     patch = json_patch(before, after)
     assert patch == [
-        {"op": "move", "from": "/spec/worker", "path": "/spec/Worker"},
-        {"op": "add", "path": "/spec/Worker/b", "value": 2},
         {"op": "add", "path": "/spec/list/1", "value": 2},
         {"op": "replace", "path": "/spec/x", "value": "1"},
+        {"op": "move", "from": "/spec/worker", "path": "/spec/Worker"},
+        {"op": "add", "path": "/spec/Worker/b", "value": 2},
     ]
     assert apply_patch(before, patch) == after
 

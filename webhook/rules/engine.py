@@ -13,9 +13,9 @@ from typing import Any
 
 from webhook.rules.fielderrors import FieldError, invalid_status
 from webhook.rules.jobmeta import job_name
-from webhook.rules.jsonpatch import Patch, json_patch
+from webhook.rules.jsonpatch import NO_PATCH, Patch, PatchRecorder
 from webhook.rules.registry import GroupVersionKind, JobKind, lookup, served_kinds
-from webhook.rules.schema import structural_schema
+from webhook.rules.schema import schema_checker
 
 
 @dataclass(frozen=True, slots=True)
@@ -39,7 +39,7 @@ class Verdict:
 def warm_up() -> None:
     """Build every kind's schema now, so that the first review does not pay for it."""
     for kind in served_kinds():
-        structural_schema(kind.spec_model)
+        schema_checker(kind.spec_model)
 
 
 def kind_of(obj: Any) -> JobKind | None:
@@ -47,14 +47,18 @@ def kind_of(obj: Any) -> JobKind | None:
     return lookup(gvk) if gvk is not None else None
 
 
-def review_job(kind: JobKind, obj: dict[str, Any], old: dict[str, Any] | None = None) -> Verdict:
-    defaulted = kind.default(obj)
+def review_job(
+    kind: JobKind, obj: dict[str, Any], old: dict[str, Any] | None = None, *, with_patch: bool = True
+) -> Verdict:
+    """Default, then validate; the patch (skipped by /validate, which never sends one) turns obj into defaulted."""
+    recorder = PatchRecorder() if with_patch else NO_PATCH
+    defaulted = kind.default(obj, recorder)
     old_defaulted = kind.default(old) if isinstance(old, dict) else None
     found = kind.validate(defaulted, old_defaulted)
     return Verdict(
         kind=kind,
         defaulted=defaulted,
-        patch=json_patch(obj, defaulted),
+        patch=recorder.ops if with_patch else [],
         errors=found.errors,
         warnings=list(dict.fromkeys(found.warnings)),
     )

@@ -10,7 +10,7 @@ from pydantic import BaseModel
 from webhook.rules.fielderrors import FieldError, FieldPath, invalid, render_path, required
 from webhook.rules.names import LABEL_MAX_LENGTH, dns1035_label_problems
 from webhook.rules.podtemplate import Findings, clip_warning
-from webhook.rules.schema import check_against_schema, structural_schema
+from webhook.rules.schema import schema_checker
 
 # generateName gets five random characters appended by the apiserver.
 _GENERATED_SUFFIX_LENGTH = 5
@@ -81,7 +81,7 @@ def check_spec_schema(obj: dict[str, Any], spec_model: type[BaseModel], found: F
         found.errors.append(required(("spec",)))
         return None
     unknown: list[FieldPath] = []
-    check_against_schema(spec, structural_schema(spec_model), ("spec",), found.errors, unknown)
+    schema_checker(spec_model)(spec, ("spec",), found.errors, unknown)
     found.warnings.extend(
         clip_warning(f"unknown field {render_path(p)}: the apiserver drops it or, with strict validation, refuses it")
         for p in unknown

@@ -8,6 +8,7 @@ _DNS1123_LABEL = re.compile(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?")
 _DNS1035_LABEL = re.compile(r"[a-z]([-a-z0-9]*[a-z0-9])?")
 _PORT_NAME_CHARSET = re.compile(r"[-a-z0-9]+")
 _HAS_LETTER = re.compile(r"[a-z]")
+_RELAXED_ENV_VAR_NAME = re.compile(r"[\x20-\x3c\x3e-\x7e]+")  # printable ASCII except '='
 
 LABEL_MAX_LENGTH = 63
 PORT_NAME_MAX_LENGTH = 15
@@ -25,6 +26,22 @@ DNS1035_LABEL_MESSAGE = (
 ENV_VAR_NAME_MESSAGE = (
     "a valid environment variable name must consist only of printable ASCII characters other than '='"
 )
+
+
+_PORT_NAME = re.compile(r"(?=[-a-z0-9]*[a-z])(?![-a-z0-9]*--)[a-z0-9](?:[-a-z0-9]{0,13}[a-z0-9])?")
+
+
+def is_dns1123_label(value: str) -> bool:
+    """Fast yes/no; the *_problems functions say why not."""
+    return len(value) <= LABEL_MAX_LENGTH and _DNS1123_LABEL.fullmatch(value) is not None
+
+
+def is_port_name(value: str) -> bool:
+    return _PORT_NAME.fullmatch(value) is not None
+
+
+def is_env_var_name(value: str) -> bool:
+    return _RELAXED_ENV_VAR_NAME.fullmatch(value) is not None
 
 
 def max_length_message(limit: int) -> str:
@@ -69,6 +86,6 @@ def env_var_name_problems(value: str) -> list[str]:
     """The relaxed rule, GA since Kubernetes 1.34: printable ASCII except '='."""
     if not value:
         return ["environment variable name must be non-empty"]
-    if any(not (32 <= ord(ch) <= 126) or ch == "=" for ch in value):
+    if not _RELAXED_ENV_VAR_NAME.fullmatch(value):
         return [ENV_VAR_NAME_MESSAGE]
     return []

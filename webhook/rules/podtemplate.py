@@ -7,8 +7,8 @@ container names, duplicate ports, requests above limits, mounts of volumes that 
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from dataclasses import dataclass, field
+from functools import lru_cache
 from typing import Any
 
 from webhook.rules.fielderrors import (
@@ -21,12 +21,16 @@ from webhook.rules.fielderrors import (
     not_supported,
     required,
 )
+from webhook.rules.jsonpatch import PatchRecorder
 from webhook.rules.names import (
     dns1123_label_problems,
     env_var_name_problems,
+    is_dns1123_label,
+    is_env_var_name,
+    is_port_name,
     port_name_problems,
 )
-from webhook.rules.quantity import QUANTITY_MESSAGE, parse_quantity
+from webhook.rules.quantity import NANO, QUANTITY_MESSAGE, parse_quantity
 
 FALLBACK_TO_LOGS = "FallbackToLogsOnError"
 POD_RESTART_POLICIES = ("Always", "OnFailure", "Never")
@@ -81,7 +85,8 @@ def container_port(container: dict[str, Any] | None, port_name: str) -> int | No
 # --- defaults (copy-on-write: only the containers on the way to a change are copied) ------
 
 
-def _copied_dict(parent: dict[str, Any], key: str) -> dict[str, Any] | None:
+def copied_dict(parent: dict[str, Any], key: str) -> dict[str, Any] | None:
+    """Replace ``parent[key]`` by a shallow copy and return it; None when it is not an object."""
     value = parent.get(key)
     if not isinstance(value, dict):
         return None
@@ -92,6 +97,8 @@ def _copied_dict(parent: dict[str, Any], key: str) -> dict[str, Any] | None:
 
 def default_pod_template(
     replica: dict[str, Any],
+    pointer: str,
+    recorder: PatchRecorder,
     *,
     container_name: str | None,
     port: tuple[str, int] | None,
@@ -103,20 +110,18 @@ def default_pod_template(
     unless ``port_requires_named_container``; an existing port of that name is left alone.
     Anything of an unexpected type is left untouched for validation to report.
     """
-    template = _copied_dict(replica, "template")
-    if template is None:
-        return
-    spec = _copied_dict(template, "spec")
-    if spec is None:
-        return
-    containers = spec.get("containers")
+    template = copied_dict(replica, "template")
+    spec = copied_dict(template, "spec") if template is not None else None
+    containers = spec.get("containers") if spec is not None else None
     if not isinstance(containers, list) or not containers:
         return
     containers = list(containers)
-    spec["containers"] = containers
-    for index, container in enumerate(containers):
-        if isinstance(container, dict) and container.get("terminationMessagePolicy") in (None, ""):
-            containers[index] = {**container, "terminationMessagePolicy": FALLBACK_TO_LOGS}
+    spec["containers"] = containers  # type: ignore[index]
+    containers_pointer = f"{pointer}/template/spec/containers"
+    for index, given in enumerate(containers):
+        if isinstance(given, dict) and given.get("terminationMessagePolicy") in (None, ""):
+            copy = containers[index] = dict(given)
+            recorder.set(copy, "terminationMessagePolicy", FALLBACK_TO_LOGS, f"{containers_pointer}/{index}")
     if port is None:
         return
     target = next(
@@ -131,14 +136,13 @@ def default_pod_template(
     if not isinstance(container, dict):
         return
     ports = container.get("ports")
-    if ports is None:
-        ports = []
-    if not isinstance(ports, list):
+    if ports is not None and not isinstance(ports, list):
         return
     name, number = port
-    if any(isinstance(p, dict) and p.get("name") == name for p in ports):
+    if ports and any(isinstance(p, dict) and p.get("name") == name for p in ports):
         return
-    containers[target] = {**container, "ports": [*ports, {"name": name, "containerPort": number}]}
+    container = containers[target] = dict(container)
+    recorder.append(container, "ports", {"name": name, "containerPort": number}, f"{containers_pointer}/{target}")
 
 
 # --- checks ---------------------------------------------------------------------------------
@@ -154,36 +158,35 @@ class Findings:
         self.warnings.extend(other.warnings)
 
 
-def _list_at(parent: dict[str, Any], key: str, path: FieldPath, errors: list[FieldError]) -> list[Any]:
-    value = parent.get(key)
-    if value is None:
-        return []
-    if not isinstance(value, list):
-        errors.append(invalid((*path, key), value, "must be of type array"))
-        return []
-    return value
+# The checks below run twice per review on the webhook's hot path: valid values take the
+# shortest way through (a type test and a regex), the *_problems helpers explain failures.
 
 
-def _dicts_at(
-    parent: dict[str, Any], key: str, path: FieldPath, errors: list[FieldError]
-) -> Iterator[tuple[int, dict]]:
-    for index, item in enumerate(_list_at(parent, key, path, errors)):
-        if isinstance(item, dict):
-            yield index, item
-        else:
-            errors.append(invalid((*path, key, index), item, "must be of type object"))
-
-
-def _string_at(item: dict[str, Any], key: str, path: FieldPath, errors: list[FieldError]) -> str | None:
+def _required_string(item: dict[str, Any], key: str, path: FieldPath, errors: list[FieldError]) -> str | None:
     """The non-empty string at ``key``; a Required or type error otherwise."""
     value = item.get(key)
+    if type(value) is str and value:
+        return value
     if value is None or value == "":
         errors.append(required((*path, key)))
-        return None
-    if not isinstance(value, str):
+    else:
         errors.append(invalid((*path, key), value, "must be of type string"))
-        return None
-    return value
+    return None
+
+
+def _objects(value: Any, path: FieldPath, errors: list[FieldError]) -> list[Any]:
+    """The list at ``path`` (a type error and nothing when it is not a list)."""
+    if type(value) is list:
+        return value
+    errors.append(invalid(path, value, "must be of type array"))
+    return []
+
+
+def _not_an_object(item: Any, path: FieldPath, errors: list[FieldError]) -> bool:
+    if type(item) is dict:
+        return False
+    errors.append(invalid(path, item, "must be of type object"))
+    return True
 
 
 def check_pod_template(
@@ -192,67 +195,77 @@ def check_pod_template(
     *,
     where: str,
     replica_restart_policy: str | None,
+    required_container: tuple[str, str] | None = None,
 ) -> Findings:
     """Everything the apiserver would refuse in pods created from ``template``.
 
-    ``where`` names the replica in warnings (e.g. ``tfReplicaSpecs[Worker]``).
+    ``where`` names the replica in warnings (e.g. ``tfReplicaSpecs[Worker]``);
+    ``required_container`` is (name, detail of the error when no container has that name).
     """
     found = Findings()
     errors = found.errors
-    if not isinstance(template, dict):
+    if type(template) is not dict:
         return found  # the schema check reports a missing or mistyped template
     spec_path = (*path, "spec")
     spec = template.get("spec")
     if spec is None:
         errors.append(required(spec_path))
         return found
-    if not isinstance(spec, dict):
+    if type(spec) is not dict:
         errors.append(invalid(spec_path, spec, "must be of type object"))
         return found
 
-    volume_names = _check_volumes(spec, spec_path, errors)
-    container_names: dict[str, FieldPath] = {}
-    containers = list(_dicts_at(spec, "containers", spec_path, errors))
-    if not containers and isinstance(spec.get("containers", []), list):
+    volume_names = _check_volumes(spec.get("volumes"), (*spec_path, "volumes"), errors)
+    seen: set[str] = set()
+    main_names: set[str] = set()
+    for key in ("initContainers", "containers"):
+        items = spec.get(key)
+        if items is None:
+            continue
+        list_path = (*spec_path, key)
+        for index, container in enumerate(_objects(items, list_path, errors)):
+            container_path = (*list_path, index)
+            if _not_an_object(container, container_path, errors):
+                continue
+            name = _check_container(container, container_path, found, seen=seen, volume_names=volume_names, where=where)
+            if name is not None and key == "containers":
+                main_names.add(name)
+    containers = spec.get("containers")
+    if not containers and (containers is None or type(containers) is list):
         errors.append(required((*spec_path, "containers"), "must have at least one container"))
-    init_containers = list(_dicts_at(spec, "initContainers", spec_path, errors))
-    for key, items in (("initContainers", init_containers), ("containers", containers)):
-        for index, container in items:
-            _check_container(
-                container,
-                (*spec_path, key, index),
-                found,
-                seen_names=container_names,
-                volume_names=volume_names,
-                where=where,
-            )
+    elif required_container is not None and main_names and required_container[0] not in main_names:
+        errors.append(required((*spec_path, "containers"), required_container[1]))
 
     pod_policy = spec.get("restartPolicy")
-    if pod_policy is not None and pod_policy not in POD_RESTART_POLICIES:
-        errors.append(not_supported((*spec_path, "restartPolicy"), pod_policy, POD_RESTART_POLICIES))
-    elif pod_policy is not None and replica_restart_policy is not None:
-        effective = "Never" if replica_restart_policy == "ExitCode" else replica_restart_policy
-        if pod_policy != effective:
-            found.warnings.append(
-                clip_warning(
-                    f"restartPolicy {replica_restart_policy} overrides the pod template's "
-                    f"restartPolicy {pod_policy} ({where})"
+    if pod_policy is not None:
+        if pod_policy not in POD_RESTART_POLICIES:
+            errors.append(not_supported((*spec_path, "restartPolicy"), pod_policy, POD_RESTART_POLICIES))
+        elif replica_restart_policy is not None:
+            effective = "Never" if replica_restart_policy == "ExitCode" else replica_restart_policy
+            if pod_policy != effective:
+                found.warnings.append(
+                    clip_warning(
+                        f"restartPolicy {replica_restart_policy} overrides the pod template's "
+                        f"restartPolicy {pod_policy} ({where})"
+                    )
                 )
-            )
     return found
 
 
-def _check_volumes(spec: dict[str, Any], spec_path: FieldPath, errors: list[FieldError]) -> set[str]:
+def _check_volumes(volumes: Any, path: FieldPath, errors: list[FieldError]) -> set[str]:
     names: set[str] = set()
-    for index, volume in _dicts_at(spec, "volumes", spec_path, errors):
-        name_path = (*spec_path, "volumes", index, "name")
-        name = _string_at(volume, "name", (*spec_path, "volumes", index), errors)
+    if volumes is None:
+        return names
+    for index, volume in enumerate(_objects(volumes, path, errors)):
+        if _not_an_object(volume, (*path, index), errors):
+            continue
+        name = _required_string(volume, "name", (*path, index), errors)
         if name is None:
             continue
-        for problem in dns1123_label_problems(name):
-            errors.append(invalid(name_path, name, problem))
+        if not is_dns1123_label(name):
+            errors.extend(invalid((*path, index, "name"), name, p) for p in dns1123_label_problems(name))
         if name in names:
-            errors.append(duplicate(name_path, name))
+            errors.append(duplicate((*path, index, "name"), name))
         names.add(name)
     return names
 
@@ -262,57 +275,77 @@ def _check_container(
     path: FieldPath,
     found: Findings,
     *,
-    seen_names: dict[str, FieldPath],
+    seen: set[str],
     volume_names: set[str],
     where: str,
-) -> None:
+) -> str | None:
+    """Check one container; returns its name when it has a usable one."""
     errors = found.errors
-    name = _string_at(container, "name", path, errors)
+    name = _required_string(container, "name", path, errors)
     if name is not None:
-        for problem in dns1123_label_problems(name):
-            errors.append(invalid((*path, "name"), name, problem))
-        if name in seen_names:
+        if not is_dns1123_label(name):
+            errors.extend(invalid((*path, "name"), name, p) for p in dns1123_label_problems(name))
+        if name in seen:
             errors.append(duplicate((*path, "name"), name))
-        seen_names[name] = path
-    _string_at(container, "image", path, errors)
+        seen.add(name)
+    image = container.get("image")
+    if type(image) is not str or not image:
+        _required_string(container, "image", path, errors)
 
-    port_names: set[str] = set()
-    for index, port in _dicts_at(container, "ports", path, errors):
-        port_path = (*path, "ports", index)
-        _check_port(port, port_path, port_names, errors)
+    ports = container.get("ports")
+    if ports is not None:
+        port_names: set[str] = set()
+        for index, port in enumerate(_objects(ports, (*path, "ports"), errors)):
+            if not _not_an_object(port, (*path, "ports", index), errors):
+                _check_port(port, (*path, "ports", index), port_names, errors)
 
     resources = container.get("resources")
     if resources is not None:
-        if isinstance(resources, dict):
+        if type(resources) is dict:
             _check_resources(resources, (*path, "resources"), f"{where} container {name}", found)
         else:
             errors.append(invalid((*path, "resources"), resources, "must be of type object"))
 
-    for index, mount in _dicts_at(container, "volumeMounts", path, errors):
-        mount_path = (*path, "volumeMounts", index)
-        mount_name = _string_at(mount, "name", mount_path, errors)
-        if mount_name is not None and mount_name not in volume_names:
-            errors.append(not_found((*mount_path, "name"), mount_name, "no volume of that name in the pod"))
-        _string_at(mount, "mountPath", mount_path, errors)
+    mounts = container.get("volumeMounts")
+    if mounts is not None:
+        for index, mount in enumerate(_objects(mounts, (*path, "volumeMounts"), errors)):
+            mount_path = (*path, "volumeMounts", index)
+            if _not_an_object(mount, mount_path, errors):
+                continue
+            mount_name = mount.get("name")
+            if type(mount_name) is not str or mount_name not in volume_names:
+                mount_name = _required_string(mount, "name", mount_path, errors)
+                if mount_name is not None and mount_name not in volume_names:
+                    errors.append(not_found((*mount_path, "name"), mount_name, "no volume of that name in the pod"))
+            target = mount.get("mountPath")
+            if type(target) is not str or not target:
+                _required_string(mount, "mountPath", mount_path, errors)
 
-    for index, env in _dicts_at(container, "env", path, errors):
-        env_path = (*path, "env", index)
-        env_name = _string_at(env, "name", env_path, errors)
-        if env_name is not None:
-            for problem in env_var_name_problems(env_name):
-                errors.append(invalid((*env_path, "name"), env_name, problem))
+    env = container.get("env")
+    if env is not None:
+        for index, variable in enumerate(_objects(env, (*path, "env"), errors)):
+            env_path = (*path, "env", index)
+            if _not_an_object(variable, env_path, errors):
+                continue
+            env_name = variable.get("name")
+            if type(env_name) is str and is_env_var_name(env_name):
+                continue
+            env_name = _required_string(variable, "name", env_path, errors)
+            if env_name is not None:
+                errors.extend(invalid((*env_path, "name"), env_name, p) for p in env_var_name_problems(env_name))
+    return name
 
 
 def _check_port(port: dict[str, Any], path: FieldPath, seen: set[str], errors: list[FieldError]) -> None:
     number = port.get("containerPort")
-    if number is None:
+    if type(number) is int and 1 <= number <= 65535:
+        pass
+    elif number is None:
         errors.append(required((*path, "containerPort")))
-    elif not isinstance(number, int) or isinstance(number, bool) or not 1 <= number <= 65535:
+    else:
         errors.append(invalid((*path, "containerPort"), number, "must be between 1 and 65535, inclusive"))
     host_port = port.get("hostPort")
-    if host_port not in (None, 0) and (
-        not isinstance(host_port, int) or isinstance(host_port, bool) or not 1 <= host_port <= 65535
-    ):
+    if host_port not in (None, 0) and (type(host_port) is not int or not 1 <= host_port <= 65535):
         errors.append(invalid((*path, "hostPort"), host_port, "must be between 1 and 65535, inclusive"))
     protocol = port.get("protocol")
     if protocol is not None and protocol not in _PORT_PROTOCOLS:
@@ -320,68 +353,71 @@ def _check_port(port: dict[str, Any], path: FieldPath, seen: set[str], errors: l
     name = port.get("name")
     if name is None or name == "":
         return
-    if not isinstance(name, str):
+    if type(name) is not str:
         errors.append(invalid((*path, "name"), name, "must be of type string"))
         return
-    for problem in port_name_problems(name):
-        errors.append(invalid((*path, "name"), name, problem))
+    if not is_port_name(name):
+        errors.extend(invalid((*path, "name"), name, problem) for problem in port_name_problems(name))
     if name in seen:
         errors.append(duplicate((*path, "name"), name))
     seen.add(name)
 
 
-def _is_native(resource: str) -> bool:
-    return "/" not in resource or "kubernetes.io/" in resource
-
-
-def _is_overcommittable(resource: str) -> bool:
-    return _is_native(resource) and not resource.startswith("hugepages-")
+@lru_cache(maxsize=256)
+def _resource_class(resource: str) -> tuple[bool, bool]:
+    """(native, overcommittable): extended resources (``vendor/name``) and hugepages are neither."""
+    native = "/" not in resource or "kubernetes.io/" in resource
+    return native, native and not resource.startswith("hugepages-")
 
 
 def is_gpu(resource: str) -> bool:
     return resource.endswith("/gpu")
 
 
-def _quantities(resources: dict[str, Any], key: str, path: FieldPath, errors: list[FieldError]) -> dict[str, Any]:
-    values = resources.get(key)
+def _quantities(values: Any, path: FieldPath, errors: list[FieldError]) -> dict[str, tuple[Any, int]]:
     if values is None:
         return {}
-    if not isinstance(values, dict):
-        errors.append(invalid((*path, key), values, "must be of type object"))
+    if type(values) is not dict:
+        errors.append(invalid(path, values, "must be of type object"))
         return {}
     parsed = {}
     for resource, raw in values.items():
-        quantity_path = (*path, key, Key(resource))
         quantity = parse_quantity(raw)
-        if quantity is None:
-            errors.append(invalid(quantity_path, raw, QUANTITY_MESSAGE))
-        elif quantity < 0:
-            errors.append(invalid(quantity_path, raw, "must be greater than or equal to 0"))
-        elif not _is_native(resource) and quantity.denominator != 1:
-            errors.append(invalid(quantity_path, raw, "must be an integer"))
-        else:
+        if quantity is not None and quantity >= 0 and (quantity % NANO == 0 or _resource_class(resource)[0]):
             parsed[resource] = (raw, quantity)
+        elif quantity is None:
+            errors.append(invalid((*path, Key(resource)), raw, QUANTITY_MESSAGE))
+        elif quantity < 0:
+            errors.append(invalid((*path, Key(resource)), raw, "must be greater than or equal to 0"))
+        else:
+            errors.append(invalid((*path, Key(resource)), raw, "must be an integer"))
     return parsed
 
 
 def _check_resources(resources: dict[str, Any], path: FieldPath, owner: str, found: Findings) -> None:
     errors = found.errors
-    limits = _quantities(resources, "limits", path, errors)
-    requests = _quantities(resources, "requests", path, errors)
+    limits = _quantities(resources.get("limits"), (*path, "limits"), errors)
+    requests = _quantities(resources.get("requests"), (*path, "requests"), errors)
     for resource, (raw, quantity) in requests.items():
-        request_path = (*path, "requests", Key(resource))
         limit = limits.get(resource)
+        _, overcommittable = _resource_class(resource)
         if limit is None:
-            if not _is_overcommittable(resource):
+            if not overcommittable:
                 # The apiserver refuses such pods ("Limit must be set for non overcommitable resources").
                 what = "GPU" if is_gpu(resource) else resource
                 found.warnings.append(clip_warning(f"{what} requested without a limit: {resource} in {owner}"))
             continue
         limit_raw, limit_quantity = limit
-        if _is_overcommittable(resource):
+        if overcommittable:
             if quantity > limit_quantity:
                 errors.append(
-                    invalid(request_path, raw, f"must be less than or equal to {resource} limit of {limit_raw}")
+                    invalid(
+                        (*path, "requests", Key(resource)),
+                        raw,
+                        f"must be less than or equal to {resource} limit of {limit_raw}",
+                    )
                 )
         elif quantity != limit_quantity:
-            errors.append(invalid(request_path, raw, f"must be equal to {resource} limit of {limit_raw}"))
+            errors.append(
+                invalid((*path, "requests", Key(resource)), raw, f"must be equal to {resource} limit of {limit_raw}")
+            )

@@ -11,6 +11,7 @@ from typing import Any, Protocol
 
 from pydantic import BaseModel
 
+from webhook.rules.jsonpatch import PatchRecorder
 from webhook.rules.podtemplate import Findings
 
 
@@ -48,8 +49,11 @@ class JobKind(Protocol):
     spec_model: type[BaseModel]
     status_model: type[BaseModel]
 
-    def default(self, obj: dict[str, Any]) -> dict[str, Any]:
-        """The object as the mutating webhook stores it; ``obj`` itself is not modified."""
+    def default(self, obj: dict[str, Any], recorder: PatchRecorder = ...) -> dict[str, Any]:
+        """The object as the mutating webhook stores it; ``obj`` itself is not modified.
+
+        Each change is made through ``recorder``, which collects the JSON Patch for /mutate.
+        """
         ...
 
     def validate(self, obj: dict[str, Any], old: dict[str, Any] | None) -> Findings:

@@ -9,6 +9,8 @@ jobgate's message with every violation at once.
 
 from __future__ import annotations
 
+import math
+from collections.abc import Callable
 from functools import cache
 from typing import Any
 
@@ -71,20 +73,13 @@ def _to_structural(node: Schema, defs: dict[str, Schema]) -> Schema:
     return out
 
 
-def _is_integer(value: Any) -> bool:
-    if isinstance(value, bool):
-        return False
-    return isinstance(value, int) or (isinstance(value, float) and value.is_integer())
+Checker = Callable[[Any, FieldPath, list[FieldError], list[FieldPath]], None]
 
 
-_TYPE_CHECKS = {
-    "object": lambda v: isinstance(v, dict),
-    "array": lambda v: isinstance(v, list),
-    "string": lambda v: isinstance(v, str),
-    "boolean": lambda v: isinstance(v, bool),
-    "integer": _is_integer,
-    "number": lambda v: isinstance(v, int | float) and not isinstance(v, bool),
-}
+@cache
+def schema_checker(model: type[BaseModel]) -> Checker:
+    """The model's structural schema compiled into nested closures, once per model."""
+    return compile_schema(structural_schema(model))
 
 
 def check_against_schema(
@@ -95,66 +90,126 @@ def check_against_schema(
     Fields the schema does not know are collected in ``unknown`` (the apiserver prunes them,
     or rejects them under strict field validation), never reported as errors here.
     """
-    expected = schema.get("type")
-    if expected is not None and not _TYPE_CHECKS[expected](value):
-        errors.append(invalid(path, value, f"must be of type {expected}"))
-        return
-    if expected == "object":
-        _check_object(value, schema, path, errors, unknown)
-    elif expected == "array":
-        items = schema.get("items")
-        if len(value) < schema.get("minItems", 0):
-            errors.append(required(path, f"must have at least {schema['minItems']} item(s)"))
+    compile_schema(schema)(value, path, errors, unknown)
+
+
+def compile_schema(schema: Schema) -> Checker:
+    # Compiled once, the checks run without looking anything up in the schema: this is on
+    # the webhook's hot path, once per review.
+    kind = schema.get("type")
+    if kind == "object":
+        return _object_checker(schema)
+    if kind == "array":
+        return _array_checker(schema)
+    if kind == "integer":
+        return _integer_checker(schema)
+    if kind == "string":
+        return _string_checker(schema)
+    if kind == "boolean":
+        return _type_checker(lambda v: isinstance(v, bool), "boolean")
+    if kind == "number":
+        return _type_checker(lambda v: isinstance(v, int | float) and not isinstance(v, bool), "number")
+    return _accept_anything
+
+
+def _accept_anything(value: Any, path: FieldPath, errors: list[FieldError], unknown: list[FieldPath]) -> None:
+    return None
+
+
+def _type_checker(accepts: Callable[[Any], bool], name: str) -> Checker:
+    def check(value: Any, path: FieldPath, errors: list[FieldError], unknown: list[FieldPath]) -> None:
+        if not accepts(value):
+            errors.append(invalid(path, value, f"must be of type {name}"))
+
+    return check
+
+
+def _object_checker(schema: Schema) -> Checker:
+    properties = (
+        {name: compile_schema(sub) for name, sub in schema["properties"].items()} if "properties" in schema else None
+    )
+    required_names = tuple(schema.get("required", ()))
+    preserve = bool(schema.get("x-kubernetes-preserve-unknown-fields"))
+    additional = compile_schema(schema["additionalProperties"]) if "additionalProperties" in schema else None
+    min_properties = schema.get("minProperties", 0)
+
+    def check(value: Any, path: FieldPath, errors: list[FieldError], unknown: list[FieldPath]) -> None:
+        if type(value) is not dict and not isinstance(value, dict):
+            errors.append(invalid(path, value, "must be of type object"))
+            return
+        if properties is not None:
+            for name in required_names:
+                if value.get(name) is None:
+                    errors.append(required((*path, name)))
+            for name, item in value.items():
+                sub = properties.get(name)
+                if sub is None:
+                    if not preserve:
+                        unknown.append((*path, name))
+                elif item is not None:
+                    # A null optional field is pruned by the apiserver, i.e. treated as unset.
+                    sub(item, (*path, name), errors, unknown)
+        if additional is not None:
+            for name, item in value.items():
+                if item is None:
+                    errors.append(invalid((*path, Key(name)), None, "must not be null"))
+                else:
+                    additional(item, (*path, Key(name)), errors, unknown)
+        if len(value) < min_properties:
+            errors.append(required(path, "must not be empty"))
+
+    return check
+
+
+def _array_checker(schema: Schema) -> Checker:
+    items = compile_schema(schema["items"]) if "items" in schema else None
+    min_items = schema.get("minItems", 0)
+
+    def check(value: Any, path: FieldPath, errors: list[FieldError], unknown: list[FieldPath]) -> None:
+        if not isinstance(value, list):
+            errors.append(invalid(path, value, "must be of type array"))
+            return
+        if len(value) < min_items:
+            errors.append(required(path, f"must have at least {min_items} item(s)"))
         if items is not None:
             for index, item in enumerate(value):
                 if item is None:
                     errors.append(invalid((*path, index), None, "must not be null"))
                 else:
-                    check_against_schema(item, items, (*path, index), errors, unknown)
-    else:
-        _check_scalar(value, schema, path, errors)
+                    items(item, (*path, index), errors, unknown)
+
+    return check
 
 
-def _check_object(
-    value: dict[str, Any], schema: Schema, path: FieldPath, errors: list[FieldError], unknown: list[FieldPath]
-) -> None:
-    properties = schema.get("properties")
-    if properties is not None:
-        for name in schema.get("required", ()):
-            if value.get(name) is None:
-                errors.append(required((*path, name)))
-        preserve = schema.get("x-kubernetes-preserve-unknown-fields", False)
-        for name, item in value.items():
-            sub = properties.get(name)
-            if sub is None:
-                if not preserve:
-                    unknown.append((*path, name))
-            elif item is not None:
-                # A null optional field is pruned by the apiserver, i.e. treated as unset.
-                check_against_schema(item, sub, (*path, name), errors, unknown)
-    additional = schema.get("additionalProperties")
-    if additional is not None:
-        for name, item in value.items():
-            if item is None:
-                errors.append(invalid((*path, Key(name)), None, "must not be null"))
-            else:
-                check_against_schema(item, additional, (*path, Key(name)), errors, unknown)
-    if len(value) < schema.get("minProperties", 0):
-        errors.append(required(path, "must not be empty"))
-
-
-def _check_scalar(value: Any, schema: Schema, path: FieldPath, errors: list[FieldError]) -> None:
-    enum = schema.get("enum")
-    if enum is not None and value not in enum:
-        errors.append(not_supported(path, value, enum))
-        return
+def _integer_checker(schema: Schema) -> Checker:
     minimum = schema.get("minimum")
-    if minimum is not None:
-        if schema.get("exclusiveMinimum"):
-            if value <= minimum:
-                errors.append(invalid(path, value, f"must be greater than {minimum}"))
-        elif value < minimum:
-            errors.append(invalid(path, value, f"must be greater than or equal to {minimum}"))
+    exclusive = bool(schema.get("exclusiveMinimum"))
     maximum = schema.get("maximum")
-    if maximum is not None and value > maximum:
-        errors.append(invalid(path, value, f"must be less than or equal to {maximum}"))
+    low = -math.inf if minimum is None else minimum + 1 if exclusive else minimum
+    high = math.inf if maximum is None else maximum
+
+    def check(value: Any, path: FieldPath, errors: list[FieldError], unknown: list[FieldPath]) -> None:
+        if type(value) is int and low <= value <= high:
+            return
+        if isinstance(value, bool) or not (isinstance(value, int) or (isinstance(value, float) and value.is_integer())):
+            errors.append(invalid(path, value, "must be of type integer"))
+        elif value < low:
+            bound = f"greater than {minimum}" if exclusive else f"greater than or equal to {minimum}"
+            errors.append(invalid(path, value, f"must be {bound}"))
+        elif value > high:
+            errors.append(invalid(path, value, f"must be less than or equal to {maximum}"))
+
+    return check
+
+
+def _string_checker(schema: Schema) -> Checker:
+    enum = schema.get("enum")
+    allowed = frozenset(enum) if enum is not None else None
+
+    def check(value: Any, path: FieldPath, errors: list[FieldError], unknown: list[FieldPath]) -> None:
+        if type(value) is not str and not isinstance(value, str):
+            errors.append(invalid(path, value, "must be of type string"))
+        elif allowed is not None and value not in allowed:
+            errors.append(not_supported(path, value, enum))
+
+    return check

@@ -28,12 +28,12 @@ from webhook.rules.fielderrors import (
     required,
 )
 from webhook.rules.jobmeta import as_int, check_job_name, check_spec_schema
+from webhook.rules.jsonpatch import NO_PATCH, PatchRecorder, escape_pointer_token
 from webhook.rules.podtemplate import (
     Findings,
     check_pod_template,
     clip_warning,
-    container_named,
-    containers_of,
+    copied_dict,
     default_pod_template,
 )
 from webhook.rules.registry import GroupVersionKind, register
@@ -60,14 +60,17 @@ class Role:
 
 
 RoleRules = Callable[[dict[str, dict[str, Any]], FieldPath], list[FieldError]]
-ExtraDefaults = Callable[[dict[str, Any], dict[str, Any], dict[str, Any]], None]
+# (spec, run policy, replica map, recorder, JSON pointer of the run policy)
+ExtraDefaults = Callable[[dict[str, Any], dict[str, Any], dict[str, Any], PatchRecorder, str], None]
 
 
 def _no_role_rules(replicas: dict[str, dict[str, Any]], path: FieldPath) -> list[FieldError]:
     return []
 
 
-def _no_extra_defaults(spec: dict[str, Any], run_policy: dict[str, Any], replicas: dict[str, Any]) -> None:
+def _no_extra_defaults(
+    spec: dict[str, Any], run_policy: dict[str, Any], replicas: dict[str, Any], recorder: PatchRecorder, pointer: str
+) -> None:
     return None
 
 
@@ -91,16 +94,22 @@ class KubeDLKind:
     family: str = "kubedl"
     status_model: type[BaseModel] = JobStatus
     gvk: GroupVersionKind = field(init=False)
+    _roles: dict[str, Role] = field(init=False, repr=False)
+    _canonical: dict[str, str] = field(init=False, repr=False)
+    _required_container: tuple[str, str] | None = field(init=False, repr=False)
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "gvk", GroupVersionKind(api.GROUP, api.VERSION, self.kind))
+        object.__setattr__(self, "_roles", {r.name: r for r in self.roles})
+        object.__setattr__(self, "_canonical", {r.name.casefold(): r.name for r in self.roles})
+        required_container = (self.container, f"must have at least one container with name {self.container}")
+        object.__setattr__(self, "_required_container", required_container if self.require_container else None)
 
     def role(self, replica_type: str) -> Role | None:
-        return next((r for r in self.roles if r.name == replica_type), None)
+        return self._roles.get(replica_type)
 
     def canonical_type(self, replica_type: str) -> str | None:
-        folded = replica_type.casefold()
-        return next((r.name for r in self.roles if r.name.casefold() == folded), None)
+        return self._canonical.get(replica_type.casefold())
 
     def run_policy(self, spec: dict[str, Any]) -> dict[str, Any]:
         """Where this job's RunPolicy lives: inline in spec, or spec.runPolicy when an MPIJob uses it."""
@@ -110,62 +119,59 @@ class KubeDLKind:
 
     # --- defaulting ------------------------------------------------------------------------
 
-    def default(self, obj: dict[str, Any]) -> dict[str, Any]:
+    def default(self, obj: dict[str, Any], recorder: PatchRecorder = NO_PATCH) -> dict[str, Any]:
         if not isinstance(obj, dict) or not isinstance(obj.get("spec"), dict):
             return obj
         job = dict(obj)
-        spec = dict(job["spec"])
-        job["spec"] = spec
-        if self.separate_run_policy and isinstance(spec.get("runPolicy"), dict):
-            spec["runPolicy"] = dict(spec["runPolicy"])
+        spec = copied_dict(job, "spec")
+        assert spec is not None
+        policy_pointer = "/spec"
+        if self.separate_run_policy and copied_dict(spec, "runPolicy") is not None:
+            policy_pointer = "/spec/runPolicy"
         run_policy = self.run_policy(spec)
         if run_policy.get("cleanPodPolicy") in (None, ""):
-            run_policy["cleanPodPolicy"] = DEFAULT_CLEAN_POD_POLICY
+            recorder.set(run_policy, "cleanPodPolicy", DEFAULT_CLEAN_POD_POLICY, policy_pointer)
 
         replicas = spec.get(self.replicas_field)
         if not isinstance(replicas, dict):
             return job
-        replicas = self._normalised_types(replicas)
+        replicas = self._normalised_types(replicas, f"/spec/{self.replicas_field}", recorder)
         spec[self.replicas_field] = replicas
         for replica_type, given in replicas.items():
             if not isinstance(given, dict):
                 continue
-            replica = dict(given)
-            replicas[replica_type] = replica
-            role = self.role(replica_type)
+            replica = replicas[replica_type] = dict(given)
+            pointer = f"/spec/{self.replicas_field}/{escape_pointer_token(replica_type)}"
+            role = self._roles.get(replica_type)
             if role is not None:
                 if replica.get("replicas") is None:
-                    replica["replicas"] = 1
+                    recorder.set(replica, "replicas", 1, pointer)
                 if replica.get("restartPolicy") in (None, ""):
-                    replica["restartPolicy"] = role.restart_policy
+                    recorder.set(replica, "restartPolicy", role.restart_policy, pointer)
             default_pod_template(
                 replica,
+                pointer,
+                recorder,
                 container_name=self.container,
                 port=(self.port_name, self.port) if role is not None and role.gets_port else None,
                 port_requires_named_container=self.port_requires_named_container,
             )
-        self.extra_defaults(spec, run_policy, replicas)
+        self.extra_defaults(spec, run_policy, replicas, recorder, policy_pointer)
         return job
 
-    def _normalised_types(self, replicas: dict[str, Any]) -> dict[str, Any]:
+    def _normalised_types(self, replicas: dict[str, Any], pointer: str, recorder: PatchRecorder) -> dict[str, Any]:
         """``worker``/``WORKER`` -> ``Worker``, unless that would overwrite an existing key."""
         if not self.normalise_types:
             return dict(replicas)
         renamed: dict[str, Any] = {}
         for replica_type, replica in replicas.items():
-            canonical = self.canonical_type(replica_type) if isinstance(replica_type, str) else None
-            if (
-                canonical is not None
-                and canonical != replica_type
-                and canonical not in replicas
-                and canonical not in renamed
-            ):
+            canonical = self._canonical.get(replica_type.casefold()) if isinstance(replica_type, str) else None
+            if canonical not in (None, replica_type) and canonical not in replicas and canonical not in renamed:
+                recorder.move(pointer, replica_type, canonical)
                 renamed[canonical] = replica
             else:
                 renamed[replica_type] = replica
         return renamed
-
-    # --- validation ------------------------------------------------------------------------
 
     def validate(self, obj: dict[str, Any], old: dict[str, Any] | None) -> Findings:
         found = Findings()
@@ -203,23 +209,16 @@ class KubeDLKind:
             errors.append(not_supported(path, replica_type, [r.name for r in self.roles]))
 
     def _check_replica(self, replica_type: str, replica: dict[str, Any], path: FieldPath, found: Findings) -> None:
-        template = replica.get("template")
         policy = replica.get("restartPolicy")
         found.extend(
             check_pod_template(
-                template,
+                replica.get("template"),
                 (*path, "template"),
                 where=f"{self.replicas_field}[{replica_type}]",
                 replica_restart_policy=policy if policy in RESTART_POLICIES else None,
+                required_container=self._required_container,
             )
         )
-        if self.require_container and containers_of(template) and container_named(template, self.container) is None:
-            found.errors.append(
-                required(
-                    (*path, "template", "spec", "containers"),
-                    f"must have at least one container with name {self.container}",
-                )
-            )
 
     def _check_run_policy(self, spec: dict[str, Any], replicas: dict[str, dict[str, Any]], found: Findings) -> None:
         run_policy = self.run_policy(spec)
@@ -306,35 +305,46 @@ XDL_DEFAULT_BACKOFF_LIMIT = 20
 XDL_DEFAULT_MIN_FINISH_WORK_RATE = 90
 
 
-def _default_tfjob(spec: dict[str, Any], run_policy: dict[str, Any], replicas: dict[str, Any]) -> None:
+def _default_tfjob(
+    spec: dict[str, Any], run_policy: dict[str, Any], replicas: dict[str, Any], recorder: PatchRecorder, pointer: str
+) -> None:
     if spec.get("successPolicy") is None:
-        spec["successPolicy"] = TFJOB_DEFAULT_SUCCESS_POLICY
+        recorder.set(spec, "successPolicy", TFJOB_DEFAULT_SUCCESS_POLICY, "/spec")
 
 
-def _default_xgboostjob(spec: dict[str, Any], run_policy: dict[str, Any], replicas: dict[str, Any]) -> None:
+def _default_xgboostjob(
+    spec: dict[str, Any], run_policy: dict[str, Any], replicas: dict[str, Any], recorder: PatchRecorder, pointer: str
+) -> None:
     if run_policy.get("ttlSecondsAfterFinished") is None:
-        run_policy["ttlSecondsAfterFinished"] = XGBOOST_DEFAULT_TTL_SECONDS
+        recorder.set(run_policy, "ttlSecondsAfterFinished", XGBOOST_DEFAULT_TTL_SECONDS, pointer)
 
 
-def _default_xdljob(spec: dict[str, Any], run_policy: dict[str, Any], replicas: dict[str, Any]) -> None:
+def _default_xdljob(
+    spec: dict[str, Any], run_policy: dict[str, Any], replicas: dict[str, Any], recorder: PatchRecorder, pointer: str
+) -> None:
     if run_policy.get("backoffLimit") is None:
-        run_policy["backoffLimit"] = XDL_DEFAULT_BACKOFF_LIMIT
+        recorder.set(run_policy, "backoffLimit", XDL_DEFAULT_BACKOFF_LIMIT, pointer)
     if spec.get("minFinishWorkNum") is None and spec.get("minFinishWorkRate") is None:
-        spec["minFinishWorkRate"] = XDL_DEFAULT_MIN_FINISH_WORK_RATE
+        recorder.set(spec, "minFinishWorkRate", XDL_DEFAULT_MIN_FINISH_WORK_RATE, "/spec")
 
 
-def _default_marsjob(spec: dict[str, Any], run_policy: dict[str, Any], replicas: dict[str, Any]) -> None:
+MARS_MEMORY_DEFAULTS = (("plasmaStore", "/dev/shm"), ("lockFreeFileIO", True))
+
+
+def _default_marsjob(
+    spec: dict[str, Any], run_policy: dict[str, Any], replicas: dict[str, Any], recorder: PatchRecorder, pointer: str
+) -> None:
     if "Worker" not in replicas:
         return
-    policy = spec.get("workerMemoryTuningPolicy")
-    if policy is None:
-        policy = {}
-    if not isinstance(policy, dict):
+    if spec.get("workerMemoryTuningPolicy") is None:
+        recorder.set(spec, "workerMemoryTuningPolicy", dict(MARS_MEMORY_DEFAULTS), "/spec")
         return
-    policy = dict(policy)
-    policy.setdefault("plasmaStore", "/dev/shm")
-    policy.setdefault("lockFreeFileIO", True)
-    spec["workerMemoryTuningPolicy"] = policy
+    policy = copied_dict(spec, "workerMemoryTuningPolicy")
+    if policy is None:
+        return
+    for key, value in MARS_MEMORY_DEFAULTS:
+        if policy.get(key) is None:
+            recorder.set(policy, key, value, "/spec/workerMemoryTuningPolicy")
 
 
 # --- the kinds -----------------------------------------------------------------------------------

@@ -17,7 +17,8 @@ from webhook.api import mlkube as api
 from webhook.api.common import JobStatus
 from webhook.rules.fielderrors import FieldPath, duplicate, invalid, required
 from webhook.rules.jobmeta import as_int, check_job_name, check_spec_schema
-from webhook.rules.podtemplate import Findings, check_pod_template, container_named
+from webhook.rules.jsonpatch import NO_PATCH, PatchRecorder
+from webhook.rules.podtemplate import Findings, check_pod_template
 from webhook.rules.registry import GroupVersionKind, register
 
 DEFAULT_PS_ROOT_PORT = 9091
@@ -35,23 +36,24 @@ class MxJobKind:
     status_model: type[BaseModel] = JobStatus
     gvk: GroupVersionKind = field(default=GroupVersionKind(api.GROUP, api.VERSION, "MxJob"))
 
-    def default(self, obj: dict[str, Any]) -> dict[str, Any]:
+    def default(self, obj: dict[str, Any], recorder: PatchRecorder = NO_PATCH) -> dict[str, Any]:
         if not isinstance(obj, dict) or not isinstance(obj.get("spec"), dict):
             return obj
         replica_specs = obj["spec"].get("replicaSpecs")
         if not isinstance(replica_specs, list):
             return obj
         defaulted = []
-        for given in replica_specs:
+        for index, given in enumerate(replica_specs):
             replica = given
             if isinstance(given, dict):
                 replica = dict(given)
+                pointer = f"/spec/replicaSpecs/{index}"
                 if replica.get("replicas") is None:
-                    replica["replicas"] = 1
+                    recorder.set(replica, "replicas", 1, pointer)
                 if replica.get("PsRootPort") is None:
-                    replica["PsRootPort"] = DEFAULT_PS_ROOT_PORT
+                    recorder.set(replica, "PsRootPort", DEFAULT_PS_ROOT_PORT, pointer)
                 if replica.get("mxReplicaType") in (None, ""):
-                    replica["mxReplicaType"] = DEFAULT_REPLICA_TYPE
+                    recorder.set(replica, "mxReplicaType", DEFAULT_REPLICA_TYPE, pointer)
             defaulted.append(replica)
         return {**obj, "spec": {**obj["spec"], "replicaSpecs": defaulted}}
 
@@ -75,16 +77,16 @@ class MxJobKind:
             template = replica.get("template")
             found.extend(
                 check_pod_template(
-                    template, (*path, "template"), where=f"replicaSpecs[{index}]", replica_restart_policy=None
+                    template,
+                    (*path, "template"),
+                    where=f"replicaSpecs[{index}]",
+                    replica_restart_policy=None,
+                    required_container=(
+                        MXNET_CONTAINER,
+                        f"Replica type {replica_type} is missing a container for mxnet",
+                    ),
                 )
             )
-            if isinstance(template, dict) and container_named(template, MXNET_CONTAINER) is None:
-                found.errors.append(
-                    required(
-                        (*path, "template", "spec", "containers"),
-                        f"Replica type {replica_type} is missing a container for mxnet",
-                    )
-                )
             if not _known_type(replica):
                 continue  # the schema check names the allowed types
             if replica_type in by_type:

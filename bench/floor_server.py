@@ -1,0 +1,51 @@
+"""The floor: a bare aiohttp TLS server that reads the body and answers a fixed AdmissionReview.
+
+Same TLS settings and aiohttp configuration as ``jobgate webhook``, no parsing, no rules:
+what any Python webhook on this stack costs before doing any work.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import signal
+from pathlib import Path
+
+from aiohttp import web
+
+from webhook.tlsreload import server_context
+
+FIXED_ANSWER = (
+    b'{"apiVersion":"admission.k8s.io/v1","kind":"AdmissionReview","response":'
+    b'{"uid":"705ab4f5-6393-11e8-b7cc-42010a800002","allowed":true}}'
+)
+
+
+async def answer(request: web.Request) -> web.Response:
+    await request.read()
+    return web.Response(body=FIXED_ANSWER, content_type="application/json")
+
+
+async def main(tls_dir: Path, host: str, port: int) -> None:
+    context = server_context()
+    context.load_cert_chain(tls_dir / "tls.crt", tls_dir / "tls.key")
+    app = web.Application(client_max_size=7 * 1024 * 1024)
+    app.router.add_post("/mutate", answer)
+    app.router.add_post("/validate", answer)
+    runner = web.AppRunner(app, handle_signals=False, access_log=None)
+    await runner.setup()
+    await web.TCPSite(runner, host, port, ssl_context=context, backlog=1024).start()
+    print(f"floor serving on https://{host}:{port}", flush=True)
+    stop = asyncio.Event()
+    asyncio.get_running_loop().add_signal_handler(signal.SIGTERM, stop.set)
+    await stop.wait()
+    await runner.cleanup()
+
+
+if __name__ == "__main__":
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--tls-dir", required=True, type=Path)
+    parser.add_argument("--host", default="127.0.0.1")
+    parser.add_argument("--port", type=int, required=True)
+    args = parser.parse_args()
+    asyncio.run(main(args.tls_dir, args.host, args.port))

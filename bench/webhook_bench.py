@@ -1,0 +1,229 @@
+"""Webhook throughput and latency: jobgate against the floor, measured in the same run.
+
+The server under test runs pinned to CPU 0, wrk (with a Lua script) pinned to CPU 1, over
+TLS keep-alive, sending a ~5 KB TFJob AdmissionReview (``bench/fixtures.py``). For each
+server it reports the maximum reviews/s and p50/p99 latency at about 1,000 reviews/s; the
+floor is a bare aiohttp TLS server answering a fixed AdmissionReview (``bench/floor_server.py``).
+
+    python -m bench.webhook_bench [--duration 10] [--connections 32] [--json]
+
+Needs ``wrk`` and ``taskset`` (Debian packages wrk and util-linux) and two CPUs.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import socket
+import ssl
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+from bench.fixtures import tfjob_review_bytes
+from certs.authority import init_directory
+
+REPO = Path(__file__).resolve().parents[1]
+SERVER_CPU, LOAD_CPU = "0", "1"
+FIXED_RATE = 1000.0
+RATE_CONNECTIONS = 10
+
+LUA = r"""
+local f = assert(io.open(os.getenv("JOBGATE_BENCH_BODY"), "rb"))
+wrk.method = "POST"
+wrk.body = f:read("*a")
+f:close()
+wrk.headers["Content-Type"] = "application/json"
+local delay_ms = tonumber(os.getenv("JOBGATE_BENCH_DELAY_MS") or "0")
+if delay_ms > 0 then
+  function delay() return delay_ms end
+end
+function done(summary, latency, requests)
+  local e = summary.errors
+  io.write(string.format(
+    'RESULT {"requests": %d, "duration_us": %d, "errors": %d, "p50_us": %d, "p99_us": %d}\n',
+    summary.requests, summary.duration, e.connect + e.read + e.write + e.timeout + e.status,
+    latency:percentile(50), latency:percentile(99)))
+end
+"""
+
+
+@dataclass
+class Run:
+    requests: int
+    duration_us: int
+    errors: int
+    p50_us: int
+    p99_us: int
+
+    @property
+    def rate(self) -> float:
+        return self.requests / (self.duration_us / 1e6)
+
+
+@dataclass
+class Figures:
+    name: str
+    max_rate: float
+    max_errors: int
+    fixed_rate: float
+    p50_ms: float
+    p99_ms: float
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def wait_until_serving(port: int, ca_file: Path, process: subprocess.Popen, timeout: float = 20) -> None:
+    context = ssl.create_default_context(cafile=str(ca_file))
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if process.poll() is not None:
+            raise RuntimeError(f"server exited with {process.returncode}")
+        try:
+            with (
+                socket.create_connection(("127.0.0.1", port), timeout=1) as raw,
+                context.wrap_socket(raw, server_hostname="127.0.0.1"),
+            ):
+                return
+        except OSError:
+            time.sleep(0.1)
+    raise RuntimeError("server did not start")
+
+
+def wrk(url: str, env: dict[str, str], *, connections: int, seconds: float, delay_ms: float = 0.0) -> Run:
+    command = [
+        "taskset", "-c", LOAD_CPU, "wrk", "-t1", f"-c{connections}", f"-d{round(seconds)}s", "--timeout", "5s",
+        "-s", env["JOBGATE_BENCH_SCRIPT"], url,
+    ]  # fmt: skip
+    result = subprocess.run(
+        command, env={**env, "JOBGATE_BENCH_DELAY_MS": f"{delay_ms:.3f}"}, capture_output=True, text=True, check=True
+    )
+    line = next(line for line in result.stdout.splitlines() if line.startswith("RESULT "))
+    return Run(**json.loads(line.removeprefix("RESULT ")))
+
+
+@dataclass
+class Target:
+    name: str
+    url: str
+    peaks: list[Run]
+    paced: list[Run]
+
+
+def start_server(command: list[str], port: int, directory: Path, log_name: str) -> subprocess.Popen:
+    log = open(directory / log_name, "w")  # noqa: SIM115 - closed with the process
+    process = subprocess.Popen(["taskset", "-c", SERVER_CPU, *command], cwd=REPO, stdout=log, stderr=log)
+    wait_until_serving(port, directory / "ca.crt", process)
+    return process
+
+
+def paced_run(url: str, env: dict[str, str], seconds: float) -> Run:
+    """Latency at about FIXED_RATE reviews/s, spread over RATE_CONNECTIONS keep-alive connections."""
+    interval_ms = RATE_CONNECTIONS / FIXED_RATE * 1000
+    probe = wrk(url, env, connections=RATE_CONNECTIONS, seconds=3, delay_ms=interval_ms)
+    # Each connection waits delay + round trip between requests; take the round trip off the delay.
+    overhead_ms = RATE_CONNECTIONS / probe.rate * 1000 - interval_ms
+    return wrk(url, env, connections=RATE_CONNECTIONS, seconds=seconds, delay_ms=max(interval_ms - overhead_ms, 0.1))
+
+
+def median(values: list[float]) -> float:
+    return statistics.median(values)
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--duration", type=float, default=10.0, help="seconds per measurement (default 10)")
+    parser.add_argument("--connections", type=int, default=32, help="keep-alive connections for max throughput")
+    parser.add_argument("--rounds", type=int, default=3, help="interleaved rounds; medians are reported (default 3)")
+    parser.add_argument("--json", action="store_true", help="print the figures as JSON too")
+    args = parser.parse_args()
+    missing = [tool for tool in ("wrk", "taskset") if shutil.which(tool) is None]
+    if missing:
+        print(f"missing tools: {', '.join(missing)} (apt-get install wrk util-linux)", file=sys.stderr)
+        return 2
+    if (os.cpu_count() or 1) < 2:
+        print("needs two CPUs: one for the server, one for wrk", file=sys.stderr)
+        return 2
+
+    with tempfile.TemporaryDirectory(prefix="jobgate-bench-") as tmp:
+        directory = Path(tmp)
+        init_directory(directory, ["localhost"], ["127.0.0.1"])
+        body = tfjob_review_bytes()
+        (directory / "review.json").write_bytes(body)
+        (directory / "post.lua").write_text(LUA)
+        env = {
+            **os.environ,
+            "JOBGATE_BENCH_BODY": str(directory / "review.json"),
+            "JOBGATE_BENCH_SCRIPT": str(directory / "post.lua"),
+            "JOBGATE_BENCH_DIR": str(directory),
+            "PYTHONPATH": str(REPO),
+        }
+        python = sys.executable
+        floor_port, jobgate_port = free_port(), free_port()
+        floor_command = [python, "-m", "bench.floor_server", "--tls-dir", tmp, "--port", str(floor_port)]
+        jobgate_command = [python, "-m", "webhook.cli", "webhook", "--tls-dir", tmp]
+        jobgate_command += ["--host", "127.0.0.1", "--port", str(jobgate_port)]
+        targets = [
+            Target("floor (fixed answer)", f"https://127.0.0.1:{floor_port}/mutate", [], []),
+            Target("jobgate /mutate", f"https://127.0.0.1:{jobgate_port}/mutate", [], []),
+            Target("jobgate /validate", f"https://127.0.0.1:{jobgate_port}/validate", [], []),
+        ]
+        servers = [
+            start_server(floor_command, floor_port, directory, "floor.log"),
+            start_server(jobgate_command, jobgate_port, directory, "jobgate.log"),
+        ]
+        try:
+            for target in targets:
+                wrk(target.url, env, connections=args.connections, seconds=2)  # warm up
+            # Rounds interleave the servers, so that drifts of this machine's speed hit them all alike.
+            for _ in range(args.rounds):
+                for target in targets:
+                    target.peaks.append(wrk(target.url, env, connections=args.connections, seconds=args.duration))
+                for target in targets:
+                    target.paced.append(paced_run(target.url, env, args.duration))
+        finally:
+            for server in servers:
+                server.terminate()
+                server.wait(timeout=20)
+
+    figures = [
+        Figures(
+            t.name,
+            median([r.rate for r in t.peaks]),
+            sum(r.errors for r in t.peaks + t.paced),
+            median([r.rate for r in t.paced]),
+            median([r.p50_us for r in t.paced]) / 1000,
+            median([r.p99_us for r in t.paced]) / 1000,
+        )
+        for t in targets
+    ]
+    floor_rate = figures[0].max_rate
+    print(
+        f"jobgate webhook benchmark: servers on CPU {SERVER_CPU}, wrk on CPU {LOAD_CPU}, TLS keep-alive, "
+        f"{len(body)}-byte TFJob AdmissionReview; median of {args.rounds} interleaved rounds of {args.duration:.0f} s"
+    )
+    header = f"{'server':24} {'max reviews/s':>14} {'ratio':>6}   {'at reviews/s':>12} {'p50 ms':>7} {'p99 ms':>7}"
+    print(f"{header} {'errors':>7}")
+    for f in figures:
+        ratio = f.max_rate / floor_rate
+        print(
+            f"{f.name:24} {f.max_rate:14,.0f} {ratio:6.2f}   {f.fixed_rate:12,.0f} {f.p50_ms:7.2f} {f.p99_ms:7.2f} "
+            f"{f.max_errors:7d}"
+        )
+    if args.json:
+        print(json.dumps([{**asdict(f), "ratio": f.max_rate / floor_rate} for f in figures], indent=2))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
