@@ -133,6 +133,42 @@ def _certs_renew(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+def _certs_inject(args: argparse.Namespace) -> int:
+    from pathlib import Path
+
+    from certs.inject import InjectError, inject_ca_bundle, store_tls_secret
+
+    try:
+        if args.secret:
+            if not args.tls_dir:
+                print("jobgate: --secret needs --tls-dir", file=sys.stderr)
+                return EXIT_USAGE
+            outcome = store_tls_secret(args.kubeconfig, args.secret, Path(args.tls_dir))
+            print(f"{outcome} Secret {args.secret}")
+        for done in inject_ca_bundle(args.kubeconfig, Path(args.ca_file), args.webhook):
+            print(f"caBundle set on {done.webhooks} webhook(s) of {done.kind} {done.configuration}")
+    except (InjectError, OSError) as exc:
+        print(f"jobgate: {exc}", file=sys.stderr)
+        return EXIT_DENIED
+    return EXIT_OK
+
+
+def _manifests(args: argparse.Namespace) -> int:
+    from pathlib import Path
+
+    from webhook.manifests import differences, write
+
+    directory = Path(args.dir)
+    if args.check:
+        stale = differences(directory)
+        for relative in stale:
+            print(f"{directory / relative}: differs from what `jobgate manifests generate` produces", file=sys.stderr)
+        return EXIT_DENIED if stale else EXIT_OK
+    for path in write(directory):
+        print(f"wrote {path}")
+    return EXIT_OK
+
+
 def _as_json(text: str) -> str:
     """Reviews are JSON on the wire; a hand-written YAML review is accepted too."""
     import json
@@ -203,6 +239,15 @@ def build_parser() -> argparse.ArgumentParser:
     )
     webhook.set_defaults(handler=_webhook)
 
+    manifests = commands.add_parser("manifests", help="generated CRDs and webhook configurations")
+    manifests_commands = manifests.add_subparsers(dest="manifests_command", required=True, metavar="COMMAND")
+    generate = manifests_commands.add_parser(
+        "generate", help="write the CRDs and webhook configurations derived from the API models"
+    )
+    generate.add_argument("--dir", default="manifests", help="the manifests directory (default: manifests)")
+    generate.add_argument("--check", action="store_true", help="write nothing; exit 1 if the files are stale")
+    generate.set_defaults(handler=_manifests)
+
     certs = commands.add_parser("certs", help="certificates for the webhook")
     certs_commands = certs.add_subparsers(dest="certs_command", required=True, metavar="COMMAND")
     init = certs_commands.add_parser("init", help="create a CA and a serving certificate signed by it")
@@ -219,6 +264,17 @@ def build_parser() -> argparse.ArgumentParser:
     renew.add_argument("--within", type=int, default=30, metavar="DAYS", help="renew when expiring within (default 30)")
     renew.add_argument("--rotate-ca", action="store_true", help="also replace the CA; ca.crt bundles old and new")
     renew.set_defaults(handler=_certs_renew)
+    inject = certs_commands.add_parser(
+        "inject", help="write the CA into webhook configurations (and optionally the pair into a Secret)"
+    )
+    inject.add_argument("--kubeconfig", help="kubeconfig file (default: in-cluster, then ~/.kube/config)")
+    inject.add_argument("--ca-file", required=True, help="PEM CA bundle to put into clientConfig.caBundle")
+    inject.add_argument(
+        "--webhook", action="append", required=True, metavar="NAME", help="webhook configuration name (repeatable)"
+    )
+    inject.add_argument("--secret", metavar="NAMESPACE/NAME", help="also store tls.crt/tls.key/ca.crt in this Secret")
+    inject.add_argument("--tls-dir", help="directory with the pair for --secret")
+    inject.set_defaults(handler=_certs_inject)
     return parser
 
 

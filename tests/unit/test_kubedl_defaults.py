@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import copy
+
 import pytest
 
 from tests.builders import REPLICA_FIELDS, container, kubedl_job, replica, review, tfjob
+from webhook.rules.jsonpatch import apply_patch
 
 FALLBACK = "FallbackToLogsOnError"
 
@@ -239,3 +242,29 @@ def test_patch_for_a_half_written_replica_leaves_it_untouched():
     verdict = review(obj)
     assert verdict.defaulted["spec"]["tfReplicaSpecs"]["PS"] is None
     assert all(not op["path"].startswith("/spec/tfReplicaSpecs/PS") for op in verdict.patch)
+
+
+def test_reapplied_lower_case_key_replaces_the_stored_entry_on_update():
+    """kubectl apply of a manifest saying `worker` re-adds it beside the stored `Worker`."""
+    stored = review(tfjob({"worker": replica(container(), replicas=2)})).defaulted
+    assert list(stored["spec"]["tfReplicaSpecs"]) == ["Worker"]
+    applied = copy.deepcopy(stored)
+    applied["spec"]["tfReplicaSpecs"]["worker"] = replica(container(), replicas=3)
+    verdict = review(applied, old=stored)
+    assert verdict.errors == []
+    replicas = verdict.defaulted["spec"]["tfReplicaSpecs"]
+    assert list(replicas) == ["Worker"]
+    assert replicas["Worker"]["replicas"] == 3
+    assert apply_patch(applied, verdict.patch) == verdict.defaulted
+    # Re-applying the unchanged manifest ends in the stored object again.
+    unchanged = copy.deepcopy(stored)
+    unchanged["spec"]["tfReplicaSpecs"]["worker"] = replica(container(), replicas=2)
+    assert review(unchanged, old=stored).defaulted == stored
+
+
+def test_both_spellings_given_on_purpose_stay_a_duplicate():
+    stored = review(tfjob({"Worker": replica(container(), replicas=2)})).defaulted
+    edited = copy.deepcopy(stored)
+    edited["spec"]["tfReplicaSpecs"]["Worker"]["replicas"] = 5  # the stored entry was changed too
+    edited["spec"]["tfReplicaSpecs"]["worker"] = replica(container())
+    assert [e.field for e in review(edited, old=stored).errors] == ["spec.tfReplicaSpecs[worker]"]

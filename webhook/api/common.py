@@ -13,10 +13,10 @@ from typing import Annotated, Any, Literal, get_args
 from pydantic import BaseModel, ConfigDict, Field
 
 INT32_MAX = 2**31 - 1
-INT64_MAX = 2**63 - 1
 
 Int32 = Annotated[int, Field(ge=-(2**31), le=INT32_MAX, json_schema_extra={"format": "int32"})]
-Int64 = Annotated[int, Field(ge=-(2**63), le=INT64_MAX, json_schema_extra={"format": "int64"})]
+# No explicit bounds: the apiserver reads schema bounds as float64, which cannot hold 2**63-1.
+Int64 = Annotated[int, Field(json_schema_extra={"format": "int64"})]
 DateTime = Annotated[str, Field(json_schema_extra={"format": "date-time"})]
 
 PodTemplate = Annotated[
@@ -75,3 +75,6 @@ class JobStatus(WireModel):
         None, description="Replica indices whose pod succeeded, per replica type; never recreated."
     )
     observedGeneration: Int64 | None = Field(None, description="The spec generation this status reflects.")
+    replicaSummary: str | None = Field(
+        None, description='Running and desired pods per replica type, e.g. "PS 2/2, Worker 3/4".'
+    )

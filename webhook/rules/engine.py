@@ -52,7 +52,7 @@ def review_job(
 ) -> Verdict:
     """Default, then validate; the patch (skipped by /validate, which never sends one) turns obj into defaulted."""
     recorder = PatchRecorder() if with_patch else NO_PATCH
-    defaulted = kind.default(obj, recorder)
+    defaulted = kind.default(obj, recorder, previous=old)
     old_defaulted = kind.default(old) if isinstance(old, dict) else None
     found = kind.validate(defaulted, old_defaulted)
     return Verdict(

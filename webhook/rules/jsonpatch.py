@@ -5,7 +5,8 @@ defaulted. Defaulting records each change as it makes it (``PatchRecorder``): on
 webhook's hot path that costs far less than diffing two 5 KB objects afterwards. The
 generic ``json_patch`` diff stays as the reference the tests hold the recorder to. Only
 ``add``, ``replace`` and ``move`` (a replica type renamed ``worker`` -> ``Worker``) are
-ever recorded: defaulting never removes a field.
+recorded, and ``remove`` in one case: on UPDATE, a stored ``Worker`` that a re-applied
+``worker`` replaces. Defaulting never removes a field it does not know.
 """
 
 from __future__ import annotations
@@ -47,6 +48,10 @@ class PatchRecorder:
         else:
             self.set(target, key, [item], pointer)
 
+    def remove(self, pointer: str, key: str) -> None:
+        """Record removing ``key`` (the caller builds the new container without it)."""
+        self.ops.append({"op": "remove", "path": f"{pointer}/{escape_pointer_token(key)}"})
+
     def move(self, pointer: str, old_key: str, new_key: str) -> None:
         self.ops.append(
             {
@@ -68,6 +73,9 @@ class NoPatch(PatchRecorder):
     def append(self, target: dict[str, Any], key: str, item: Any, pointer: str) -> None:
         existing = target.get(key)
         target[key] = [*existing, item] if isinstance(existing, list) else [item]
+
+    def remove(self, pointer: str, key: str) -> None:
+        return None
 
     def move(self, pointer: str, old_key: str, new_key: str) -> None:
         return None

@@ -49,10 +49,13 @@ class JobKind(Protocol):
     spec_model: type[BaseModel]
     status_model: type[BaseModel]
 
-    def default(self, obj: dict[str, Any], recorder: PatchRecorder = ...) -> dict[str, Any]:
+    def default(
+        self, obj: dict[str, Any], recorder: PatchRecorder = ..., previous: dict[str, Any] | None = None
+    ) -> dict[str, Any]:
         """The object as the mutating webhook stores it; ``obj`` itself is not modified.
 
-        Each change is made through ``recorder``, which collects the JSON Patch for /mutate.
+        Each change is made through ``recorder``, which collects the JSON Patch for /mutate;
+        ``previous`` is the stored object on UPDATE.
         """
         ...
 

@@ -119,7 +119,9 @@ class KubeDLKind:
 
     # --- defaulting ------------------------------------------------------------------------
 
-    def default(self, obj: dict[str, Any], recorder: PatchRecorder = NO_PATCH) -> dict[str, Any]:
+    def default(
+        self, obj: dict[str, Any], recorder: PatchRecorder = NO_PATCH, previous: dict[str, Any] | None = None
+    ) -> dict[str, Any]:
         if not isinstance(obj, dict) or not isinstance(obj.get("spec"), dict):
             return obj
         job = dict(obj)
@@ -135,7 +137,8 @@ class KubeDLKind:
         replicas = spec.get(self.replicas_field)
         if not isinstance(replicas, dict):
             return job
-        replicas = self._normalised_types(replicas, f"/spec/{self.replicas_field}", recorder)
+        previous_replicas = _get(previous, "spec", self.replicas_field)
+        replicas = self._normalised_types(replicas, f"/spec/{self.replicas_field}", recorder, previous_replicas)
         spec[self.replicas_field] = replicas
         for replica_type, given in replicas.items():
             if not isinstance(given, dict):
@@ -159,14 +162,38 @@ class KubeDLKind:
         self.extra_defaults(spec, run_policy, replicas, recorder, policy_pointer)
         return job
 
-    def _normalised_types(self, replicas: dict[str, Any], pointer: str, recorder: PatchRecorder) -> dict[str, Any]:
-        """``worker``/``WORKER`` -> ``Worker``, unless that would overwrite an existing key."""
+    def _normalised_types(
+        self, replicas: dict[str, Any], pointer: str, recorder: PatchRecorder, previous: Any
+    ) -> dict[str, Any]:
+        """``worker``/``WORKER`` -> ``Worker``, unless that would overwrite an existing key.
+
+        On UPDATE one exception: ``kubectl apply`` of a manifest that says ``worker`` re-adds
+        ``worker`` beside the stored ``Worker`` (its patch cannot know about the rename). When
+        ``Worker`` is exactly the stored entry and ``worker`` is the new one, the new one wins.
+        """
         if not self.normalise_types:
             return dict(replicas)
+        canonical_of = {
+            key: canonical
+            for key in replicas
+            if isinstance(key, str) and (canonical := self._canonical.get(key.casefold())) not in (None, key)
+        }
+        stale = {
+            canonical
+            for key, canonical in canonical_of.items()
+            if canonical in replicas
+            and isinstance(previous, dict)
+            and key not in previous
+            and previous.get(canonical) == replicas[canonical]
+        }
+        for canonical in stale:
+            recorder.remove(pointer, canonical)
         renamed: dict[str, Any] = {}
         for replica_type, replica in replicas.items():
-            canonical = self._canonical.get(replica_type.casefold()) if isinstance(replica_type, str) else None
-            if canonical not in (None, replica_type) and canonical not in replicas and canonical not in renamed:
+            if replica_type in stale:
+                continue
+            canonical = canonical_of.get(replica_type)
+            if canonical is not None and (canonical not in replicas or canonical in stale) and canonical not in renamed:
                 recorder.move(pointer, replica_type, canonical)
                 renamed[canonical] = replica
             else:
@@ -259,6 +286,14 @@ class KubeDLKind:
         scheduling = run_policy.get("schedulingPolicy")
         queue = scheduling.get("queue") if isinstance(scheduling, dict) else None
         return (None if queue == "" else queue), path
+
+
+def _get(obj: Any, *keys: str) -> Any:
+    for key in keys:
+        if not isinstance(obj, dict):
+            return None
+        obj = obj.get(key)
+    return obj
 
 
 # --- role rules --------------------------------------------------------------------------------

@@ -36,7 +36,9 @@ class MxJobKind:
     status_model: type[BaseModel] = JobStatus
     gvk: GroupVersionKind = field(default=GroupVersionKind(api.GROUP, api.VERSION, "MxJob"))
 
-    def default(self, obj: dict[str, Any], recorder: PatchRecorder = NO_PATCH) -> dict[str, Any]:
+    def default(
+        self, obj: dict[str, Any], recorder: PatchRecorder = NO_PATCH, previous: dict[str, Any] | None = None
+    ) -> dict[str, Any]:
         if not isinstance(obj, dict) or not isinstance(obj.get("spec"), dict):
             return obj
         replica_specs = obj["spec"].get("replicaSpecs")

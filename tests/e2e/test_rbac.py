@@ -1,0 +1,127 @@
+"""The RBAC in manifests/ grants each service account what it uses and nothing more."""
+
+from __future__ import annotations
+
+import subprocess
+
+import pytest
+from ruamel.yaml import YAML
+
+from tests.e2e.conftest import REPO, Cluster, WebhookProcess, jobgate
+
+RBAC_KINDS = {"Namespace", "ServiceAccount", "Role", "RoleBinding", "ClusterRole", "ClusterRoleBinding"}
+WEBHOOK = "system:serviceaccount:jobgate-system:jobgate-webhook"
+CERTS = "system:serviceaccount:jobgate-system:jobgate-certs"
+
+# (who, verb, resource, namespace or None, allowed)
+MATRIX = [
+    *[
+        (WEBHOOK, verb, resource, namespace, False)
+        for verb, resource, namespace in [
+            ("get", "pods", "default"),
+            ("list", "secrets", "jobgate-system"),
+            ("get", "secrets/jobgate-webhook-tls", "jobgate-system"),
+            ("create", "tfjobs.training.kubedl.io", "default"),
+            ("get", "mutatingwebhookconfigurations/jobgate-mutating", None),
+            ("patch", "mutatingwebhookconfigurations/jobgate-mutating", None),
+            ("list", "customresourcedefinitions.apiextensions.k8s.io", None),
+        ]
+    ],
+    (CERTS, "create", "secrets", "jobgate-system", True),
+    (CERTS, "get", "secrets/jobgate-webhook-tls", "jobgate-system", True),
+    (CERTS, "update", "secrets/jobgate-webhook-tls", "jobgate-system", True),
+    (CERTS, "get", "secrets/other", "jobgate-system", False),
+    (CERTS, "update", "secrets/other", "jobgate-system", False),
+    (CERTS, "delete", "secrets/jobgate-webhook-tls", "jobgate-system", False),
+    (CERTS, "list", "secrets", "jobgate-system", False),
+    (CERTS, "create", "secrets", "default", False),
+    (CERTS, "get", "mutatingwebhookconfigurations/jobgate-mutating", None, True),
+    (CERTS, "patch", "mutatingwebhookconfigurations/jobgate-mutating", None, True),
+    (CERTS, "patch", "validatingwebhookconfigurations/jobgate-validating", None, True),
+    (CERTS, "patch", "mutatingwebhookconfigurations/someone-else", None, False),
+    (CERTS, "delete", "mutatingwebhookconfigurations/jobgate-mutating", None, False),
+    (CERTS, "create", "mutatingwebhookconfigurations", None, False),
+    (CERTS, "list", "validatingwebhookconfigurations", None, False),
+    (CERTS, "get", "pods", "jobgate-system", False),
+]
+
+
+@pytest.fixture(scope="module")
+def rbac(cluster: Cluster) -> Cluster:
+    rendered = cluster.kubectl("kustomize", str(REPO / "manifests/overlays/self-signed"), check=True).stdout
+    documents = [d for d in YAML(typ="safe").load_all(rendered) if d and d["kind"] in RBAC_KINDS]
+    stream = __import__("io").StringIO()
+    YAML(typ="safe").dump_all(documents, stream)
+    cluster.kubectl("apply", "-f", "-", input=stream.getvalue(), check=True)
+    return cluster
+
+
+@pytest.mark.parametrize("case", MATRIX, ids=lambda c: f"{c[0].rsplit(':', 1)[1]}-{c[1]}-{c[2]}-{c[3]}")
+def test_can_i(rbac: Cluster, case: tuple[str, str, str, str | None, bool]):
+    who, verb, resource, namespace, allowed = case
+    args = ["auth", "can-i", verb, resource, "--as", who]
+    args += ["-n", namespace] if namespace else []
+    result = rbac.kubectl(*args)
+    assert result.stdout.strip() == ("yes" if allowed else "no"), (result.stdout, result.stderr)
+
+
+def token_kubeconfig(cluster: Cluster, account: str, path) -> str:
+    token = cluster.kubectl("create", "token", account, "-n", "jobgate-system", check=True).stdout.strip()
+    server = cluster.plane.server
+    ca = cluster.plane.work_dir / "pki" / "ca.crt"
+    path.write_text(
+        f"""apiVersion: v1
+kind: Config
+clusters: [{{name: c, cluster: {{server: "{server}", certificate-authority: "{ca}"}}}}]
+users: [{{name: {account}, user: {{token: "{token}"}}}}]
+contexts: [{{name: c, context: {{cluster: c, user: {account}}}}}]
+current-context: c
+"""
+    )
+    return str(path)
+
+
+def test_the_certs_job_can_do_its_work_with_its_own_identity(rbac: Cluster, webhook_process: WebhookProcess, tmp_path):
+    kubeconfig = token_kubeconfig(rbac, "jobgate-certs", tmp_path / "certs.kubeconfig")
+    tls_dir = webhook_process.tls_dir  # the webhook's own CA: injecting it changes nothing for the session
+    command = [
+        "certs", "inject", "--kubeconfig", kubeconfig, "--ca-file", str(tls_dir / "ca.crt"),
+        "--webhook", "jobgate-mutating", "--webhook", "jobgate-validating",
+        "--secret", "jobgate-system/jobgate-webhook-tls", "--tls-dir", str(tls_dir),
+    ]  # fmt: skip
+    first = jobgate(*command)
+    assert first.returncode == 0, first.stderr
+    assert "created Secret jobgate-system/jobgate-webhook-tls" in first.stdout
+    second = jobgate(*command)
+    assert second.returncode == 0, second.stderr
+    assert "replaced Secret" in second.stdout
+    secret = rbac.get_json("secret", "jobgate-webhook-tls", "-n", "jobgate-system")
+    assert secret["type"] == "kubernetes.io/tls"
+    assert set(secret["data"]) == {"tls.crt", "tls.key", "ca.crt"}
+
+
+def test_the_webhook_identity_cannot_inject(rbac: Cluster, webhook_process: WebhookProcess, tmp_path):
+    kubeconfig = token_kubeconfig(rbac, "jobgate-webhook", tmp_path / "webhook.kubeconfig")
+    result = jobgate(
+        "certs", "inject", "--kubeconfig", kubeconfig, "--ca-file", str(webhook_process.tls_dir / "ca.crt"),
+        "--webhook", "jobgate-mutating",
+    )  # fmt: skip
+    assert result.returncode == 1
+    assert "Forbidden" in result.stderr
+    assert "no MutatingWebhookConfiguration or ValidatingWebhookConfiguration named jobgate-mutating" in result.stderr
+
+
+def test_inject_names_a_missing_configuration(rbac: Cluster, webhook_process: WebhookProcess):
+    result = jobgate(
+        "certs", "inject", "--kubeconfig", rbac.kubeconfig, "--ca-file", str(webhook_process.tls_dir / "ca.crt"),
+        "--webhook", "no-such-webhook",
+    )  # fmt: skip
+    assert result.returncode == 1
+    assert "no MutatingWebhookConfiguration or ValidatingWebhookConfiguration named no-such-webhook" in result.stderr
+
+
+def test_kubectl_is_the_built_one(cluster: Cluster):
+    version = subprocess.run(
+        [str(cluster.plane.kubectl), "version", "--client"], capture_output=True, text=True, check=True
+    )
+    assert "v1.36.3" in version.stdout

@@ -1,0 +1,121 @@
+"""manifests/: generated parts are current; the hand-written parts keep their safety properties."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from ruamel.yaml import YAML
+
+from webhook.cli import main
+from webhook.manifests import differences, generated_files, webhook_configurations
+from webhook.rules.registry import served_kinds
+
+MANIFESTS = Path(__file__).resolve().parents[2] / "manifests"
+
+
+def load_all(path: Path) -> list[dict]:
+    return [d for d in YAML(typ="safe").load_all(path.read_text()) if d]
+
+
+def test_generated_manifests_are_current():
+    stale = differences(MANIFESTS)
+    assert stale == [], f"run `jobgate manifests generate`; stale: {stale}"
+
+
+def test_check_mode_reports_drift(tmp_path, capsys):
+    assert main(["manifests", "generate", "--dir", str(tmp_path)]) == 0
+    assert main(["manifests", "generate", "--dir", str(tmp_path), "--check"]) == 0
+    crd = next(tmp_path.glob("base/crds/training.kubedl.io_tfjobs.yaml"))
+    crd.write_text(crd.read_text().replace("minimum: 0", "minimum: 1", 1))
+    assert main(["manifests", "generate", "--dir", str(tmp_path), "--check"]) == 1
+    assert "training.kubedl.io_tfjobs.yaml: differs" in capsys.readouterr().err
+
+
+def test_a_crd_per_served_kind():
+    crds = {d["spec"]["names"]["kind"]: d for p in (MANIFESTS / "base/crds").glob("*_*.yaml") for d in load_all(p)}
+    assert set(crds) == {k.gvk.kind for k in served_kinds()}
+    for crd in crds.values():
+        (version,) = crd["spec"]["versions"]
+        assert version["subresources"] == {"status": {}}
+        assert [c["name"] for c in version["additionalPrinterColumns"]] == ["State", "Replicas", "Age"]
+        assert crd["spec"]["names"]["shortNames"]
+        schema = version["schema"]["openAPIV3Schema"]
+        assert schema["description"]
+        assert schema["properties"]["spec"]["description"]
+
+
+def _nodes(schema: dict, path: str = ""):
+    yield path, schema
+    for name, sub in schema.get("properties", {}).items():
+        yield from _nodes(sub, f"{path}.{name}")
+    if isinstance(schema.get("additionalProperties"), dict):
+        yield from _nodes(schema["additionalProperties"], f"{path}[*]")
+    if isinstance(schema.get("items"), dict):
+        yield from _nodes(schema["items"], f"{path}[]")
+
+
+@pytest.mark.parametrize("path", sorted((MANIFESTS / "base/crds").glob("*_*.yaml")), ids=lambda p: p.name)
+def test_crd_schemas_are_structural_with_unknown_fields_only_under_templates(path: Path):
+    (crd,) = load_all(path)
+    schema = crd["spec"]["versions"][0]["schema"]["openAPIV3Schema"]
+    for where, node in _nodes(schema):
+        assert "type" in node or node.get("x-kubernetes-preserve-unknown-fields"), where
+        for forbidden in ("$ref", "anyOf", "oneOf", "allOf", "default", "title", "nullable"):
+            assert forbidden not in node, where
+        if node.get("x-kubernetes-preserve-unknown-fields"):
+            assert where.endswith(".template"), where
+        named_field = not where.endswith(("[]", "[*]", ".template"))
+        if where.startswith(".spec.") and named_field:
+            assert node.get("description"), f"{where} has no description for kubectl explain"
+
+
+def test_webhook_configurations():
+    mutating, validating = webhook_configurations()
+    assert mutating["kind"] == "MutatingWebhookConfiguration"
+    assert validating["kind"] == "ValidatingWebhookConfiguration"
+    for configuration in (mutating, validating):
+        (webhook,) = configuration["webhooks"]
+        assert webhook["sideEffects"] == "None"
+        assert webhook["admissionReviewVersions"] == ["v1"]
+        assert webhook["failurePolicy"] == "Fail"
+        assert webhook["matchPolicy"] == "Equivalent"
+        assert webhook["timeoutSeconds"] <= 5
+        excluded = webhook["namespaceSelector"]["matchExpressions"][0]
+        assert excluded == {
+            "key": "kubernetes.io/metadata.name",
+            "operator": "NotIn",
+            "values": ["kube-system", "jobgate-system"],
+        }
+        resources = [r for rule in webhook["rules"] for r in rule["resources"]]
+        assert sorted(resources) == sorted(k.plural for k in served_kinds())
+        assert not any("/" in r for r in resources)  # no status subresource
+        for rule in webhook["rules"]:
+            assert rule["operations"] == ["CREATE", "UPDATE"]
+
+
+def test_generated_files_are_stable():
+    assert generated_files() == generated_files()
+
+
+def test_deployment_is_hardened():
+    (deployment,) = load_all(MANIFESTS / "base/deployment.yaml")
+    spec = deployment["spec"]
+    assert spec["replicas"] == 2
+    pod = spec["template"]["spec"]
+    assert pod["securityContext"]["runAsNonRoot"] is True
+    assert pod["securityContext"]["seccompProfile"] == {"type": "RuntimeDefault"}
+    assert pod["automountServiceAccountToken"] is False
+    (container,) = pod["containers"]
+    security = container["securityContext"]
+    assert security["readOnlyRootFilesystem"] is True
+    assert security["allowPrivilegeEscalation"] is False
+    assert security["capabilities"] == {"drop": ["ALL"]}
+    assert container["readinessProbe"]["httpGet"]["path"] == "/readyz"
+    assert container["livenessProbe"]["httpGet"]["path"] == "/healthz"
+    assert any(m["mountPath"] == "/tmp" for m in container["volumeMounts"])
+
+
+def test_pdb_keeps_a_webhook_replica():
+    (pdb,) = load_all(MANIFESTS / "base/pdb.yaml")
+    assert pdb["spec"]["minAvailable"] == 1
