@@ -74,7 +74,8 @@ def create_pki(directory: Path, service_ip: str = "10.0.0.1") -> dict[str, Path]
     }
     for name, common_name, organization in (
         ("admin", "jobgate-envtest-admin", "system:masters"),
-        ("controller-manager", "system:kube-controller-manager", None),
+        # The garbage collector deletes dependents of any kind, custom resources included.
+        ("controller-manager", "system:kube-controller-manager", "system:masters"),
     ):
         attributes = [x509.NameAttribute(NameOID.COMMON_NAME, common_name)]
         if organization:

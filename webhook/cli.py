@@ -169,6 +169,12 @@ def _manifests(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+def _controller(args: argparse.Namespace) -> int:
+    from controller.main import run
+
+    return run(args)
+
+
 def _as_json(text: str) -> str:
     """Reviews are JSON on the wire; a hand-written YAML review is accepted too."""
     import json
@@ -238,6 +244,12 @@ def build_parser() -> argparse.ArgumentParser:
         "--shutdown-timeout", type=float, default=10.0, metavar="SECONDS", help="how long in-flight reviews may take"
     )
     webhook.set_defaults(handler=_webhook)
+
+    controller = commands.add_parser("controller", help="reconcile jobs into pods and services")
+    from controller.main import add_arguments
+
+    add_arguments(controller)
+    controller.set_defaults(handler=_controller)
 
     manifests = commands.add_parser("manifests", help="generated CRDs and webhook configurations")
     manifests_commands = manifests.add_subparsers(dest="manifests_command", required=True, metavar="COMMAND")

@@ -157,6 +157,31 @@ def webhook_configurations() -> list[dict[str, Any]]:
     ]
 
 
+def controller_cluster_role() -> dict[str, Any]:
+    """What the controller reads and writes, and nothing else."""
+    by_group: dict[str, list[str]] = defaultdict(list)
+    for kind in served_kinds():
+        by_group[kind.gvk.group].append(kind.plural)
+    rules: list[dict[str, Any]] = []
+    for group, plurals in sorted(by_group.items()):
+        plurals.sort()
+        # delete: ttlSecondsAfterFinished; no create/update/patch of the jobs themselves.
+        rules.append({"apiGroups": [group], "resources": plurals, "verbs": ["get", "list", "watch", "delete"]})
+        rules.append({"apiGroups": [group], "resources": [f"{p}/status" for p in plurals], "verbs": ["get", "update"]})
+    rules += [
+        {"apiGroups": [""], "resources": ["pods", "services"], "verbs": ["get", "list", "watch", "create", "delete"]},
+        {"apiGroups": [""], "resources": ["configmaps"], "verbs": ["get", "create"]},  # MPI hostfiles
+        {"apiGroups": [""], "resources": ["events"], "verbs": ["create", "patch"]},
+        {"apiGroups": ["scheduling.volcano.sh"], "resources": ["podgroups"], "verbs": ["get", "create", "delete"]},
+    ]
+    return {
+        "apiVersion": "rbac.authorization.k8s.io/v1",
+        "kind": "ClusterRole",
+        "metadata": {"name": "jobgate-controller", "labels": dict(PART_OF)},
+        "rules": rules,
+    }
+
+
 def _dump(documents: list[dict[str, Any]]) -> str:
     yaml = YAML(typ="safe", pure=True)
     yaml.default_flow_style = False
@@ -178,6 +203,7 @@ def generated_files() -> dict[str, str]:
         [{"apiVersion": "kustomize.config.k8s.io/v1beta1", "kind": "Kustomization", "resources": names}]
     )
     files["base/webhook/webhooks.yaml"] = _dump(webhook_configurations())
+    files["base/controller/clusterrole.yaml"] = _dump([controller_cluster_role()])
     return files
 
 

@@ -137,9 +137,33 @@ def jobgate(*args: str, input: str | None = None) -> subprocess.CompletedProcess
     )
 
 
+# Volcano's PodGroup API, reduced to what the controller uses: enough for gang-scheduling tests.
+POD_GROUP_CRD = """
+apiVersion: apiextensions.k8s.io/v1
+kind: CustomResourceDefinition
+metadata: {name: podgroups.scheduling.volcano.sh}
+spec:
+  group: scheduling.volcano.sh
+  names: {kind: PodGroup, listKind: PodGroupList, plural: podgroups, singular: podgroup, shortNames: [pg]}
+  scope: Namespaced
+  versions:
+  - name: v1beta1
+    served: true
+    storage: true
+    subresources: {status: {}}
+    schema:
+      openAPIV3Schema:
+        type: object
+        properties:
+          spec: {type: object, x-kubernetes-preserve-unknown-fields: true}
+          status: {type: object, x-kubernetes-preserve-unknown-fields: true}
+"""
+
+
 @pytest.fixture(scope="session")
 def cluster(control_plane: Cluster, webhook_process: WebhookProcess) -> Cluster:
     """CRDs and webhook configurations installed, caBundle injected, webhook answering."""
+    control_plane.kubectl("apply", "-f", "-", input=POD_GROUP_CRD, check=True)
     control_plane.kubectl("apply", "-f", "-", input=url_overlay(webhook_process.port), check=True)
     injected = jobgate(
         "certs", "inject", "--kubeconfig", control_plane.kubeconfig,
@@ -149,6 +173,7 @@ def cluster(control_plane: Cluster, webhook_process: WebhookProcess) -> Cluster:
     assert injected.returncode == 0, injected.stderr
     control_plane.kubectl("wait", "--for=condition=Established", "crd", "-l", "app.kubernetes.io/part-of=jobgate",
                           "--timeout=60s", check=True)  # fmt: skip
+    control_plane.kubectl("wait", "--for=condition=Established", "crd/podgroups.scheduling.volcano.sh", check=True)
     control_plane.kubectl("create", "namespace", NAMESPACE, check=True)
     wait_for_webhook(control_plane)
     return control_plane
@@ -176,3 +201,82 @@ def wait_for_webhook(cluster: Cluster, timeout: float = 60) -> None:
             return
         time.sleep(0.5)
     raise AssertionError(f"the webhook never answered: {result.stderr}")
+
+
+RBAC_KINDS = {"Namespace", "ServiceAccount", "Role", "RoleBinding", "ClusterRole", "ClusterRoleBinding"}
+
+
+def apply_rbac_from(cluster: Cluster, overlay: str) -> None:
+    """Only the RBAC objects of an overlay (its webhook configurations would replace the test's)."""
+    import io
+
+    from ruamel.yaml import YAML
+
+    rendered = cluster.kubectl("kustomize", str(REPO / overlay), check=True).stdout
+    documents = [d for d in YAML(typ="safe").load_all(rendered) if d and d["kind"] in RBAC_KINDS]
+    stream = io.StringIO()
+    YAML(typ="safe").dump_all(documents, stream)
+    cluster.kubectl("apply", "-f", "-", input=stream.getvalue(), check=True)
+
+
+def token_kubeconfig(cluster: Cluster, account: str, path: Path) -> str:
+    """A kubeconfig that authenticates as a service account of jobgate-system."""
+    token = cluster.kubectl("create", "token", account, "-n", "jobgate-system", "--duration=24h", check=True)
+    ca = cluster.plane.work_dir / "pki" / "ca.crt"
+    path.write_text(
+        f"""apiVersion: v1
+kind: Config
+clusters: [{{name: c, cluster: {{server: "{cluster.plane.server}", certificate-authority: "{ca}"}}}}]
+users: [{{name: {account}, user: {{token: "{token.stdout.strip()}"}}}}]
+contexts: [{{name: c, context: {{cluster: c, user: {account}}}}}]
+current-context: c
+"""
+    )
+    return str(path)
+
+
+class ControllerProcess:
+    """``jobgate controller`` as the jobgate-controller service account, leader-elected."""
+
+    def __init__(self, kubeconfig: str, namespace: str, log: Path, *extra: str) -> None:
+        self.log = log
+        self.offset = log.stat().st_size if log.exists() else 0  # restarts append to the same log
+        command = [sys.executable, "-m", "webhook.cli", "controller", "--kubeconfig", kubeconfig]
+        command += ["--namespace", namespace, "--leader-elect", "--lease-namespace", "jobgate-system"]
+        command += ["--lease-duration", "4", "--renew-deadline", "3", "--retry-period", "0.5"]
+        command += ["--resync", "20", "--workers", "8", *extra]
+        self.process = subprocess.Popen(command, cwd=REPO, stderr=log.open("ab"))
+
+    def text(self) -> str:
+        with self.log.open("rb") as handle:
+            handle.seek(self.offset)
+            return handle.read().decode(errors="replace")
+
+    def is_leader(self) -> bool:
+        return "became leader" in self.text()
+
+    def identity(self) -> str:
+        match = re.search(r"identity (\S+)\)", self.text())
+        assert match, self.text()
+        return match.group(1)
+
+    def stop(self, signum: int = 15) -> int:
+        if self.process.poll() is None:
+            self.process.send_signal(signum)
+            try:
+                self.process.wait(timeout=20)
+            except subprocess.TimeoutExpired:
+                self.process.kill()
+                self.process.wait()
+        return self.process.returncode
+
+
+def wait_until(predicate, timeout: float = 30.0, interval: float = 0.2, message: str = "condition"):
+    deadline = time.monotonic() + timeout
+    last = None
+    while time.monotonic() < deadline:
+        last = predicate()
+        if last:
+            return last
+        time.sleep(interval)
+    raise AssertionError(f"{message} not reached within {timeout} s (last: {last!r})")

@@ -12,6 +12,7 @@ from tests.e2e.conftest import REPO, Cluster, WebhookProcess, jobgate
 RBAC_KINDS = {"Namespace", "ServiceAccount", "Role", "RoleBinding", "ClusterRole", "ClusterRoleBinding"}
 WEBHOOK = "system:serviceaccount:jobgate-system:jobgate-webhook"
 CERTS = "system:serviceaccount:jobgate-system:jobgate-certs"
+CONTROLLER = "system:serviceaccount:jobgate-system:jobgate-controller"
 
 # (who, verb, resource, namespace or None, allowed)
 MATRIX = [
@@ -43,6 +44,34 @@ MATRIX = [
     (CERTS, "create", "mutatingwebhookconfigurations", None, False),
     (CERTS, "list", "validatingwebhookconfigurations", None, False),
     (CERTS, "get", "pods", "jobgate-system", False),
+    (CONTROLLER, "list", "pods", None, True),
+    (CONTROLLER, "watch", "services", None, True),
+    (CONTROLLER, "create", "pods", "team-a", True),
+    (CONTROLLER, "delete", "pods", "team-a", True),
+    (CONTROLLER, "patch", "pods", "team-a", False),
+    (CONTROLLER, "update", "pods", "team-a", False),
+    (CONTROLLER, "create", "services", "team-a", True),
+    (CONTROLLER, "delete", "services", "team-a", True),
+    (CONTROLLER, "list", "tfjobs.training.kubedl.io", None, True),
+    (CONTROLLER, "watch", "mxjobs.mxnet.mlkube.io", None, True),
+    (CONTROLLER, "delete", "xgboostjobs.training.kubedl.io", "team-a", True),
+    (CONTROLLER, "update", "tfjobs.training.kubedl.io", "team-a", False),
+    (CONTROLLER, "patch", "tfjobs.training.kubedl.io", "team-a", False),
+    (CONTROLLER, "create", "tfjobs.training.kubedl.io", "team-a", False),
+    (CONTROLLER, "update", "tfjobs.training.kubedl.io/status", "team-a", True),
+    (CONTROLLER, "update", "mxjobs.mxnet.mlkube.io/status", "team-a", True),
+    (CONTROLLER, "create", "events", "team-a", True),
+    (CONTROLLER, "create", "configmaps", "team-a", True),
+    (CONTROLLER, "list", "configmaps", "team-a", False),
+    (CONTROLLER, "delete", "configmaps", "team-a", False),
+    (CONTROLLER, "get", "secrets", "team-a", False),
+    (CONTROLLER, "list", "secrets", None, False),
+    (CONTROLLER, "create", "podgroups.scheduling.volcano.sh", "team-a", True),
+    (CONTROLLER, "create", "leases.coordination.k8s.io", "jobgate-system", True),
+    (CONTROLLER, "update", "leases.coordination.k8s.io/jobgate-controller", "jobgate-system", True),
+    (CONTROLLER, "update", "leases.coordination.k8s.io/someone-else", "jobgate-system", False),
+    (CONTROLLER, "create", "leases.coordination.k8s.io", "team-a", False),
+    (CONTROLLER, "create", "mutatingwebhookconfigurations", None, False),
 ]
 
 
@@ -59,7 +88,8 @@ def rbac(cluster: Cluster) -> Cluster:
 @pytest.mark.parametrize("case", MATRIX, ids=lambda c: f"{c[0].rsplit(':', 1)[1]}-{c[1]}-{c[2]}-{c[3]}")
 def test_can_i(rbac: Cluster, case: tuple[str, str, str, str | None, bool]):
     who, verb, resource, namespace, allowed = case
-    args = ["auth", "can-i", verb, resource, "--as", who]
+    args = ["auth", "can-i", verb, resource.removesuffix("/status"), "--as", who]
+    args += ["--subresource", "status"] if resource.endswith("/status") else []
     args += ["-n", namespace] if namespace else []
     result = rbac.kubectl(*args)
     assert result.stdout.strip() == ("yes" if allowed else "no"), (result.stdout, result.stderr)

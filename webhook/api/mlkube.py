@@ -9,7 +9,7 @@ from typing import Literal, get_args
 
 from pydantic import Field
 
-from webhook.api.common import Int32, PodTemplate, WireModel
+from webhook.api.common import Int32, JobStatus, PodTemplate, WireModel
 
 GROUP = "mxnet.mlkube.io"
 VERSION = "v1beta1"
@@ -41,4 +41,15 @@ class MxJobSpec(WireModel):
     )
     replicaSpecs: list[MxReplicaSpec] = Field(
         description="The roles of the job, one entry per role.", json_schema_extra={"minItems": 1}
+    )
+
+
+class MxJobStatus(JobStatus):
+    """Observed state of the MxJob: jobgate's common job status plus the mxnet-operator's phase and state."""
+
+    phase: Literal["Creating", "Running", "CleanUp", "Failed", "Done"] | None = Field(
+        None, description="The mxnet-operator's phase: Creating, Running, Failed or Done."
+    )
+    state: Literal["Unknown", "Running", "Succeeded", "Failed"] | None = Field(
+        None, description="The mxnet-operator's state: Unknown, Running, Succeeded or Failed."
     )

@@ -14,7 +14,6 @@ from typing import Any
 from pydantic import BaseModel
 
 from webhook.api import mlkube as api
-from webhook.api.common import JobStatus
 from webhook.rules.fielderrors import FieldPath, duplicate, invalid, required
 from webhook.rules.jobmeta import as_int, check_job_name, check_spec_schema
 from webhook.rules.jsonpatch import NO_PATCH, PatchRecorder
@@ -33,7 +32,7 @@ class MxJobKind:
     short_names: tuple[str, ...] = ("mxj",)
     family: str = "mlkube"
     spec_model: type[BaseModel] = api.MxJobSpec
-    status_model: type[BaseModel] = JobStatus
+    status_model: type[BaseModel] = api.MxJobStatus
     gvk: GroupVersionKind = field(default=GroupVersionKind(api.GROUP, api.VERSION, "MxJob"))
 
     def default(

@@ -1,0 +1,86 @@
+"""``jobgate controller``: run the reconciler until SIGTERM, optionally behind leader election."""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import os
+import signal
+import socket
+import threading
+import uuid
+from pathlib import Path
+
+log = logging.getLogger("jobgate.controller")
+SERVICE_ACCOUNT_NAMESPACE = Path("/var/run/secrets/kubernetes.io/serviceaccount/namespace")
+
+
+def default_lease_namespace(namespace: str | None) -> str:
+    if SERVICE_ACCOUNT_NAMESPACE.exists():
+        return SERVICE_ACCOUNT_NAMESPACE.read_text().strip()
+    return namespace or "default"
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--kubeconfig", help="kubeconfig file (default: in-cluster, then ~/.kube/config)")
+    parser.add_argument("--namespace", help="reconcile jobs of this namespace only (default: all)")
+    parser.add_argument("--leader-elect", action="store_true", help="act only while holding the Lease")
+    parser.add_argument("--lease-namespace", help="namespace of the Lease (default: the pod's, else --namespace)")
+    parser.add_argument("--lease-name", default="jobgate-controller")
+    parser.add_argument("--lease-duration", type=float, default=15.0, metavar="SECONDS")
+    parser.add_argument("--renew-deadline", type=float, default=10.0, metavar="SECONDS")
+    parser.add_argument("--retry-period", type=float, default=2.0, metavar="SECONDS")
+    parser.add_argument("--workers", type=int, default=16, help="jobs reconciled concurrently (default 16)")
+    parser.add_argument("--resync", type=float, default=300.0, metavar="SECONDS", help="full resync period")
+    parser.add_argument("--identity", help="leader-election identity (default: host name, pid and a random tag)")
+    parser.add_argument("--log-format", choices=("text", "json"), default="text")
+    parser.add_argument("--log-level", choices=("debug", "info", "warning", "error"), default="info")
+
+
+def run(args: argparse.Namespace) -> int:
+    from controller.kube import Kube
+    from controller.leader import LeaderElector, LeaseTiming
+    from controller.runtime import Controller
+    from webhook import logs
+
+    logs.configure(args.log_format, args.log_level)
+    identity = args.identity or f"{socket.gethostname()}_{os.getpid()}_{uuid.uuid4().hex[:6]}"
+    kube = Kube(args.kubeconfig)
+    controller = Controller(
+        kube, namespace=args.namespace, workers=args.workers, resync_seconds=args.resync, identity=identity
+    )
+    stop = threading.Event()
+    signalled = threading.Event()
+
+    def on_signal(signum: int, frame: object) -> None:
+        signalled.set()
+        stop.set()
+
+    signal.signal(signal.SIGTERM, on_signal)
+    signal.signal(signal.SIGINT, on_signal)
+    controller.start_informers()
+    if not args.leader_elect:
+        controller.start_workers()
+        stop.wait()
+        controller.stop()
+        log.info("stopped")
+        return 0
+
+    timing = LeaseTiming(args.lease_duration, args.renew_deadline, args.retry_period)
+    elector = LeaderElector(
+        kube, args.lease_namespace or default_lease_namespace(args.namespace), args.lease_name, identity, timing
+    )
+    log.info("waiting to lead (identity %s)", identity)
+    election = threading.Thread(
+        target=elector.run, args=(controller.start_workers, stop.set), name="leader", daemon=True
+    )
+    election.start()
+    stop.wait()
+    elector.stop()
+    election.join(timeout=timing.retry_period + 10)
+    controller.stop()
+    if signalled.is_set():
+        log.info("stopped")
+        return 0
+    log.error("exiting: leadership lost")
+    return 1

@@ -1,0 +1,174 @@
+"""The common model every job kind is reduced to, and the status the engine computes.
+
+An adapter turns a job (already defaulted by the rule engine) into a ``JobModel``: ordered
+replica groups with their pod templates and restart rules, a run policy, and success and
+failure rules. The engine reconciles only this model; the adapter projects the engine's
+``JobStatusModel`` back into the job's own status shape.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from enum import StrEnum
+from typing import Any
+
+# Exit codes that mean "killed from outside, try again": SIGINT (130), SIGKILL (137, also the
+# OOM killer and node pressure), SIGUSR1 (138, a program asking to be retried), SIGTERM (143).
+# Every other code is the program's own failure and permanent (KubeDL's classification).
+RETRYABLE_EXIT_CODES = frozenset({130, 137, 138, 143})
+# Pod-level failures with no exit code of the program: the pod, not the program, failed.
+RETRYABLE_POD_REASONS = frozenset(
+    {"Evicted", "OOMKilled", "Killed", "UnexpectedAdmissionError", "NodeLost", "Shutdown"}
+)
+
+
+class RestartMode(StrEnum):
+    ALWAYS = "Always"
+    ON_FAILURE = "OnFailure"
+    NEVER = "Never"
+    EXIT_CODE = "ExitCode"
+
+
+class CleanPodPolicy(StrEnum):
+    ALL = "All"
+    RUNNING = "Running"
+    NONE = "None"
+
+
+class Outcome(StrEnum):
+    SUCCEEDED = "Succeeded"
+    FAILED = "Failed"
+
+
+# env(group, index) -> environment variables for the pod's containers
+EnvHook = Callable[["ReplicaGroup", int], dict[str, list[dict[str, Any]]]]
+
+
+def child_name(job_name: str, group_object_name: str, index: int) -> str:
+    """``<job>-<type>-<index>``: the name of a replica's pod and of its headless service."""
+    return f"{job_name}-{group_object_name}-{index}"
+
+
+@dataclass(frozen=True)
+class ReplicaGroup:
+    """One replica type: ``replicas`` pods from ``template``."""
+
+    name: str  # as in the job, e.g. "Worker"
+    replicas: int
+    template: dict[str, Any]
+    restart: RestartMode
+    default_container: str | None  # whose exit code decides, and which gets the framework env
+    port: tuple[str, int] | None = None  # the named port the per-replica service exposes
+    master_indices: frozenset[int] = frozenset()
+
+    @property
+    def object_name(self) -> str:
+        """The lower-case form used in pod names and labels."""
+        return self.name.lower()
+
+    @property
+    def pod_restart_policy(self) -> str:
+        """What goes on the pod: ExitCode restarts are the controller's, so the pod never restarts."""
+        if self.restart is RestartMode.EXIT_CODE:
+            return "Never"
+        return self.restart.value
+
+
+@dataclass(frozen=True)
+class Selector:
+    """Pods of ``group`` (all indices, or the given ones) that reached ``outcome``.
+
+    ``at_least`` turns the selector into a count: that many of the selected pods.
+    """
+
+    group: str
+    indices: tuple[int, ...] | None = None
+    outcome: Outcome = Outcome.SUCCEEDED
+    at_least: int | None = None
+
+
+@dataclass(frozen=True)
+class FinishRule:
+    """All selectors hold."""
+
+    selectors: tuple[Selector, ...]
+    description: str
+
+
+@dataclass(frozen=True)
+class RunPolicy:
+    clean_pod_policy: CleanPodPolicy = CleanPodPolicy.RUNNING
+    ttl_seconds_after_finished: int | None = None
+    active_deadline_seconds: int | None = None
+    backoff_limit: int | None = None
+    gang_min_member: int | None = None  # None: no gang scheduling
+    queue: str | None = None
+    priority_class: str | None = None
+
+
+@dataclass(frozen=True)
+class JobModel:
+    kind: str
+    api_version: str
+    namespace: str
+    name: str
+    uid: str
+    generation: int
+    groups: tuple[ReplicaGroup, ...]
+    run_policy: RunPolicy
+    success_rules: tuple[FinishRule, ...]  # any of them
+    labels: dict[str, str]  # on every child, besides the per-replica ones
+    env: EnvHook | None = None
+    extra_objects: tuple[dict[str, Any], ...] = ()  # e.g. the MPI hostfile ConfigMap
+    pod_decoration: Callable[[ReplicaGroup, int, dict[str, Any]], None] | None = None
+
+    def group(self, name: str) -> ReplicaGroup | None:
+        return next((g for g in self.groups if g.name == name), None)
+
+    @property
+    def total_replicas(self) -> int:
+        return sum(g.replicas for g in self.groups)
+
+
+@dataclass
+class Condition:
+    type: str
+    status: str
+    reason: str
+    message: str
+    last_update_time: str
+    last_transition_time: str
+
+
+@dataclass
+class ReplicaCounts:
+    active: int = 0
+    succeeded: int = 0
+    failed: int = 0
+    evicted: int = 0
+
+
+@dataclass
+class JobStatusModel:
+    conditions: list[Condition] = field(default_factory=list)
+    replica_statuses: dict[str, ReplicaCounts] = field(default_factory=dict)
+    start_time: str | None = None
+    completion_time: str | None = None
+    last_reconcile_time: str | None = None
+    restart_count: int = 0
+    completed_indices: dict[str, list[int]] = field(default_factory=dict)
+    restarting_pods: list[str] = field(default_factory=list)
+    observed_generation: int | None = None
+    replica_summary: str | None = None
+
+    def condition(self, kind: str) -> Condition | None:
+        return next((c for c in self.conditions if c.type == kind), None)
+
+    def is_true(self, kind: str) -> bool:
+        condition = self.condition(kind)
+        return condition is not None and condition.status == "True"
+
+    @property
+    def finished(self) -> bool:
+        return self.is_true("Succeeded") or self.is_true("Failed")

@@ -1,0 +1,349 @@
+"""The controller process: informers, a work queue, and the execution of the engine's plans.
+
+Each job is a key ``<Kind>/<namespace>/<name>``. Job, pod and service events enqueue the job
+(children are found through their controller ownerReference); workers take one key at a time
+and run one reconcile pass: read the job and its children from the caches, ask the engine for
+a plan, carry it out. The status goes first, so that a restart the engine counted is durable
+before its pod is deleted; a 409 on that write means the cache was stale and the key is simply
+retried. Children are created in parallel; expectations keep a pass from acting before the
+caches have seen the previous pass's writes.
+"""
+
+from __future__ import annotations
+
+import datetime
+import logging
+import threading
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any
+
+from controller.adapters import ADAPTERS, JOB_UID_LABEL, Adapter, read_status
+from controller.engine import Deletion, Event, Observed, Plan, reconcile, timestamp
+from controller.expectations import Expectations
+from controller.informer import Informer
+from controller.kube import EVENTS, KIND_RESOURCES, PODS, SERVICES, ApiError, Kube, Resource
+from controller.model import JobModel
+from webhook.rules.engine import review_job
+from webhook.rules.fielderrors import aggregate_message
+
+log = logging.getLogger("jobgate.controller")
+COMPONENT = "jobgate-controller"
+TRACKED_KINDS = ("Pod", "Service")  # children seen through informers (others are created once per job)
+
+
+def job_resource(adapter: Adapter) -> Resource:
+    gvk = adapter.gvk
+    return Resource(gvk.group, gvk.version, adapter.kind.plural)
+
+
+def _owner(obj: dict[str, Any]) -> dict[str, Any] | None:
+    for reference in obj.get("metadata", {}).get("ownerReferences") or []:
+        if reference.get("controller"):
+            return reference
+    return None
+
+
+class Controller:
+    def __init__(
+        self,
+        kube: Kube,
+        *,
+        namespace: str | None = None,
+        workers: int = 16,
+        resync_seconds: float = 300.0,
+        identity: str = COMPONENT,
+    ) -> None:
+        self.kube = kube
+        self.namespace = namespace
+        self.workers = workers
+        self.resync_seconds = resync_seconds
+        self.identity = identity
+        self.adapters: dict[str, Adapter] = {a.gvk.kind: a for a in ADAPTERS.values()}
+        self.job_informers = {
+            kind: Informer(kube, job_resource(a).path(namespace), name=kind.lower())
+            for kind, a in self.adapters.items()
+        }
+        selector = JOB_UID_LABEL
+        self.pods = Informer(kube, PODS.path(namespace), name="pods", label_selector=selector)
+        self.services = Informer(kube, SERVICES.path(namespace), name="services", label_selector=selector)
+        self.children: dict[str, dict[str, dict[str, dict[str, Any]]]] = {"Pod": {}, "Service": {}}
+        self._children_lock = threading.Lock()
+        from controller.workqueue import WorkQueue
+
+        self.queue = WorkQueue()
+        self.expectations = Expectations()
+        self.created_extras: set[tuple[str, str, str]] = set()  # (job uid, kind, name)
+        self.gang_supported = False
+        self._pool = ThreadPoolExecutor(max_workers=32, thread_name_prefix="create")
+        self._stop = threading.Event()
+        self._threads: list[threading.Thread] = []
+        self.reconciles = 0
+        for kind, informer in self.job_informers.items():
+            informer.handlers.append(self._job_handler(kind))
+        self.pods.handlers.append(self._child_handler("Pod"))
+        self.services.handlers.append(self._child_handler("Service"))
+
+    # --- events from the informers ----------------------------------------------------------------
+
+    def _job_handler(self, kind: str):
+        def handle(event: str, job: dict[str, Any], old: dict[str, Any] | None) -> None:
+            metadata = job.get("metadata", {})
+            key = f"{kind}/{metadata.get('namespace')}/{metadata.get('name')}"
+            if event == "DELETED":
+                self.expectations.forget(key)
+            elif event == "MODIFIED" and old is not None and _only_status_changed(old, job):
+                return  # our own status writes: nothing new to act on
+            self.queue.add(key)
+
+        return handle
+
+    def _child_handler(self, kind: str):
+        def handle(event: str, obj: dict[str, Any], old: dict[str, Any] | None) -> None:
+            metadata = obj.get("metadata", {})
+            owner = _owner(obj)
+            uid = (metadata.get("labels") or {}).get(JOB_UID_LABEL)
+            with self._children_lock:
+                bucket = self.children[kind].setdefault(uid or "", {})
+                if event == "DELETED":
+                    bucket.pop(metadata.get("name"), None)
+                else:
+                    bucket[metadata.get("name")] = obj
+            if owner is None or owner.get("kind") not in self.adapters:
+                return
+            key = f"{owner['kind']}/{metadata.get('namespace')}/{owner.get('name')}"
+            if event == "ADDED":
+                self.expectations.creation_observed(key, f"{kind}/{metadata.get('name')}")
+            elif event == "DELETED":
+                self.expectations.deletion_observed(key, metadata.get("uid", ""))
+            self.queue.add(key)
+
+        return handle
+
+    def owned(self, kind: str, uid: str) -> list[dict[str, Any]]:
+        with self._children_lock:
+            items = list(self.children[kind].get(uid, {}).values())
+        return [o for o in items if (_owner(o) or {}).get("uid") == uid]
+
+    # --- lifecycle -----------------------------------------------------------------------------------
+
+    def start_informers(self) -> None:
+        self.gang_supported = self._has_pod_groups()
+        for informer in [*self.job_informers.values(), self.pods, self.services]:
+            informer.start()
+
+    def wait_for_sync(self, timeout: float = 60.0) -> bool:
+        deadline = datetime.datetime.now().timestamp() + timeout
+        for informer in [*self.job_informers.values(), self.pods, self.services]:
+            remaining = deadline - datetime.datetime.now().timestamp()
+            if not informer.synced.wait(max(remaining, 0)):
+                return False
+        return True
+
+    def start_workers(self) -> None:
+        if not self.wait_for_sync():
+            log.warning("caches not synced after 60 s; starting anyway")
+        for number in range(self.workers):
+            thread = threading.Thread(target=self._work, name=f"worker-{number}", daemon=True)
+            thread.start()
+            self._threads.append(thread)
+        resync = threading.Thread(target=self._resync, name="resync", daemon=True)
+        resync.start()
+        self._threads.append(resync)
+        log.info("reconciling with %d workers (%s)", self.workers, self.namespace or "all namespaces")
+
+    def stop(self) -> None:
+        self._stop.set()
+        self.queue.shutdown()
+        for informer in [*self.job_informers.values(), self.pods, self.services]:
+            informer.stop()
+        self._pool.shutdown(wait=False, cancel_futures=True)
+
+    def _resync(self) -> None:
+        while not self._stop.wait(self.resync_seconds):
+            for kind, informer in self.job_informers.items():
+                for job in informer.items():
+                    self.queue.add(f"{kind}/{job['metadata']['namespace']}/{job['metadata']['name']}")
+
+    def _has_pod_groups(self) -> bool:
+        try:
+            discovery = self.kube.get("/apis/scheduling.volcano.sh/v1beta1")
+        except ApiError:
+            return False
+        return any(r.get("name") == "podgroups" for r in discovery.get("resources") or [])
+
+    def _work(self) -> None:
+        while not self._stop.is_set():
+            key = self.queue.get()
+            if key is None:
+                return
+            try:
+                self.reconcile_key(key)
+                self.queue.forget(key)
+            except Exception as exc:
+                failures = self.queue.failures(key)
+                level = logging.WARNING if failures < 5 else logging.ERROR
+                log.log(level, "reconcile %s failed (%s); retrying", key, exc, exc_info=failures >= 5)
+                self.queue.add_rate_limited(key)
+            finally:
+                self.queue.done(key)
+
+    # --- one pass ------------------------------------------------------------------------------------
+
+    def reconcile_key(self, key: str) -> None:
+        kind, namespace, name = key.split("/", 2)
+        adapter = self.adapters[kind]
+        job = self.job_informers[kind].get(f"{namespace}/{name}")
+        if job is None:
+            self.expectations.forget(key)
+            return
+        if job.get("metadata", {}).get("deletionTimestamp"):
+            return  # garbage collection removes the children
+        if not self.expectations.satisfied(key):
+            self.queue.add_after(key, 0.2)
+            return
+        self.reconciles += 1
+        verdict = review_job(adapter.kind, job, with_patch=False)
+        if not verdict.allowed:
+            self._refuse(adapter, job, aggregate_message(verdict.errors))
+            return
+        model = adapter.model(job)
+        uid = model.uid
+        observed = Observed(
+            pods=self.owned("Pod", uid),
+            services=self.owned("Service", uid),
+            existing=frozenset((k, n) for u, k, n in self.created_extras if u == uid),
+            now=datetime.datetime.now(datetime.UTC),
+            gang_supported=self.gang_supported,
+        )
+        plan = reconcile(model, read_status(job), observed)
+        self.execute(key, adapter, job, model, plan)
+
+    def execute(self, key: str, adapter: Adapter, job: dict[str, Any], model: JobModel, plan: Plan) -> None:
+        resource = job_resource(adapter)
+        if plan.status_changed:
+            body = {**job, "status": adapter.project(plan.status)}
+            try:
+                self.kube.replace(resource.path(model.namespace, model.name, "status"), body)
+            except ApiError as exc:
+                if exc.status == 409:  # a newer version exists: the next pass starts from it
+                    log.debug("%s: status conflict, requeued", key)
+                    self.queue.add_after(key, 0.05)
+                    return
+                if exc.status == 404:
+                    return
+                raise
+        for deletion in plan.delete:
+            self._delete(key, model, deletion)
+        self._create_all(key, model, plan.create)
+        for event in plan.events:
+            self._record(job, event)
+        if plan.delete_job:
+            try:
+                self.kube.delete(resource.path(model.namespace, model.name), uid=model.uid, propagation="Background")
+                log.info("%s: deleted after ttlSecondsAfterFinished", key)
+            except ApiError as exc:
+                if exc.status not in (404, 409):
+                    raise
+        if plan.requeue_after is not None:
+            self.queue.add_after(key, plan.requeue_after + 0.05)
+
+    def _delete(self, key: str, model: JobModel, deletion: Deletion) -> None:
+        resource = KIND_RESOURCES[deletion.kind]
+        if deletion.kind in TRACKED_KINDS and deletion.uid:
+            self.expectations.expect_deletions(key, [deletion.uid])
+        try:
+            self.kube.delete(resource.path(model.namespace, deletion.name), uid=deletion.uid)
+        except ApiError as exc:
+            if deletion.uid:
+                self.expectations.deletion_observed(key, deletion.uid)
+            if exc.status not in (404, 409):  # gone already, or replaced by a newer object
+                raise
+
+    def _create_all(self, key: str, model: JobModel, objects: list[dict[str, Any]]) -> None:
+        tracked = [f"{o['kind']}/{o['metadata']['name']}" for o in objects if o["kind"] in TRACKED_KINDS]
+        if tracked:
+            self.expectations.expect_creations(key, tracked)
+        futures = [self._pool.submit(self._create, key, model, o) for o in objects]
+        errors = [f.exception() for f in futures if f.exception() is not None]
+        if errors:
+            raise errors[0]
+
+    def _create(self, key: str, model: JobModel, obj: dict[str, Any]) -> None:
+        kind, name = obj["kind"], obj["metadata"]["name"]
+        resource = KIND_RESOURCES[kind]
+        try:
+            self.kube.create(resource.path(model.namespace), obj)
+        except ApiError as exc:
+            if exc.status != 409:
+                self.expectations.lower_creation(key, f"{kind}/{name}")
+                self._record_model(
+                    model, Event("Warning", f"FailedCreate{kind}", f"Error creating {kind} {name}: {exc}")
+                )
+                raise
+            # AlreadyExists: ours (the cache was behind) or somebody else's object in the way.
+            self.expectations.lower_creation(key, f"{kind}/{name}")
+            existing = self.kube.get(resource.path(model.namespace, name))
+            if (_owner(existing) or {}).get("uid") != model.uid:
+                message = f"{kind} {name} exists and does not belong to this job"
+                self._record_model(model, Event("Warning", f"FailedCreate{kind}", message))
+                raise RuntimeError(message) from None
+        if kind not in TRACKED_KINDS:
+            self.created_extras.add((model.uid, kind, name))
+
+    def _refuse(self, adapter: Adapter, job: dict[str, Any], message: str) -> None:
+        """A job the webhook never saw (created while it was bypassed) and that breaks the rules."""
+        status = read_status(job)
+        if status.is_true("Failed"):
+            return
+        from controller.engine import set_condition
+
+        now = timestamp(datetime.datetime.now(datetime.UTC))
+        set_condition(status, "Failed", "InvalidSpec", message, now)
+        status.completion_time = now
+        metadata = job["metadata"]
+        body = {**job, "status": adapter.project(status)}
+        self.kube.replace(job_resource(adapter).path(metadata["namespace"], metadata["name"], "status"), body)
+        self._record(job, Event("Warning", "InvalidSpec", message[:1000]))
+
+    def _record(self, job: dict[str, Any], event: Event) -> None:
+        metadata = job["metadata"]
+        involved = {"apiVersion": job["apiVersion"], "kind": job["kind"], "name": metadata["name"]}
+        self._post_event({**involved, "namespace": metadata["namespace"], "uid": metadata.get("uid")}, event)
+
+    def _record_model(self, model: JobModel, event: Event) -> None:
+        involved = {"apiVersion": model.api_version, "kind": model.kind, "name": model.name}
+        self._post_event({**involved, "namespace": model.namespace, "uid": model.uid}, event)
+
+    def _post_event(self, involved: dict[str, Any], event: Event) -> None:
+        """A core/v1 Event on the job, so that `kubectl describe` shows what the controller did."""
+        namespace, name = involved["namespace"], involved["name"]
+        now = timestamp(datetime.datetime.now(datetime.UTC))
+        body = {
+            "apiVersion": "v1",
+            "kind": "Event",
+            "metadata": {"generateName": f"{name}.", "namespace": namespace},
+            "involvedObject": involved,
+            "reason": event.reason,
+            "message": event.message,
+            "type": event.type,
+            "source": {"component": COMPONENT},
+            "reportingComponent": COMPONENT,
+            "reportingInstance": self.identity,
+            "firstTimestamp": now,
+            "lastTimestamp": now,
+            "count": 1,
+        }
+        try:
+            self.kube.create(EVENTS.path(namespace), body)
+        except ApiError as exc:
+            log.warning("could not record event %s on %s/%s: %s", event.reason, namespace, name, exc)
+
+
+def _only_status_changed(old: dict[str, Any], new: dict[str, Any]) -> bool:
+    before, after = old.get("metadata", {}), new.get("metadata", {})
+    return (
+        before.get("generation") == after.get("generation")
+        and before.get("labels") == after.get("labels")
+        and before.get("annotations") == after.get("annotations")
+        and before.get("deletionTimestamp") == after.get("deletionTimestamp")
+    )

@@ -1,0 +1,105 @@
+"""Work queue, expectations and status reading: the runtime's pieces that need no cluster."""
+
+from __future__ import annotations
+
+import threading
+import time
+
+from controller.adapters import common_status_document, read_status
+from controller.expectations import Expectations
+from controller.workqueue import WorkQueue
+
+
+def test_a_key_is_queued_once_and_held_by_one_worker():
+    queue = WorkQueue()
+    queue.add("a")
+    queue.add("a")
+    queue.add("b")
+    assert len(queue) == 2
+    key = queue.get(timeout=1)
+    assert key == "a"
+    queue.add("a")  # while a worker holds it: queued again only when it is done
+    assert queue.get(timeout=1) == "b"
+    assert queue.get(timeout=0.05) is None
+    queue.done("a")
+    assert queue.get(timeout=1) == "a"
+
+
+def test_delayed_keys_arrive_after_their_delay():
+    queue = WorkQueue()
+    started = time.monotonic()
+    queue.add_after("late", 0.2)
+    queue.add_after("early", 0.05)
+    assert queue.get(timeout=2) == "early"
+    assert queue.get(timeout=2) == "late"
+    assert time.monotonic() - started >= 0.2
+
+
+def test_rate_limited_retries_back_off_and_forget_resets():
+    queue = WorkQueue(base_delay=0.01)
+    delays = []
+    for _ in range(4):
+        started = time.monotonic()
+        queue.add_rate_limited("k")
+        assert queue.get(timeout=2) == "k"
+        queue.done("k")
+        delays.append(time.monotonic() - started)
+    assert delays[3] > delays[0]
+    assert queue.failures("k") == 4
+    queue.forget("k")
+    assert queue.failures("k") == 0
+
+
+def test_shutdown_wakes_waiting_workers():
+    queue = WorkQueue()
+    results = []
+    worker = threading.Thread(target=lambda: results.append(queue.get()))
+    worker.start()
+    time.sleep(0.05)
+    queue.shutdown()
+    worker.join(timeout=2)
+    assert results == [None]
+
+
+def test_expectations_hold_until_observed_or_expired():
+    expectations = Expectations(ttl=0.1)
+    assert expectations.satisfied("job")
+    expectations.expect_creations("job", ["Pod/a", "Pod/b"])
+    expectations.creation_observed("job", "Pod/a")
+    assert not expectations.satisfied("job")
+    expectations.lower_creation("job", "Pod/b")
+    assert expectations.satisfied("job")
+    expectations.expect_deletions("job", ["uid-1"])
+    assert not expectations.satisfied("job")
+    time.sleep(0.15)
+    assert expectations.satisfied("job")  # an event lost forever must not stall the job
+
+
+def test_status_round_trip():
+    status = {
+        "conditions": [
+            {
+                "type": "Created",
+                "status": "True",
+                "reason": "JobCreated",
+                "message": "m",
+                "lastUpdateTime": "2026-01-01T00:00:00Z",
+                "lastTransitionTime": "2026-01-01T00:00:00Z",
+            }
+        ],
+        "startTime": "2026-01-01T00:00:00Z",
+        "restartCount": 2,
+        "completedIndices": {"Worker": [0, 3]},
+        "restartingPods": ["u-1"],
+        "observedGeneration": 4,
+        "replicaSummary": "Worker 1/4",
+    }
+    model = read_status({"status": status})
+    document = common_status_document(model)
+    for key, value in status.items():
+        assert document[key] == value
+
+
+def test_unreadable_status_is_treated_as_empty():
+    model = read_status({"status": {"conditions": "nonsense", "restartCount": "x"}})
+    assert model.conditions == [] and model.restart_count == 0
