@@ -64,9 +64,19 @@ def read_status(job: dict[str, Any]) -> JobStatusModel:
         for k, v in (raw.get("completedIndices") or {}).items()
         if isinstance(v, list)
     }
+    replica_statuses = {
+        str(name): ReplicaCounts(
+            active=as_int(counts.get("active")) or 0,
+            succeeded=as_int(counts.get("succeeded")) or 0,
+            failed=as_int(counts.get("failed")) or 0,
+            evicted=as_int(counts.get("evicted")) or 0,
+        )
+        for name, counts in (raw.get("replicaStatuses") or {}).items()
+        if isinstance(counts, dict)
+    }
     return JobStatusModel(
         conditions=conditions,
-        replica_statuses={},
+        replica_statuses=replica_statuses,
         start_time=raw.get("startTime"),
         completion_time=raw.get("completionTime"),
         last_reconcile_time=raw.get("lastReconcileTime"),

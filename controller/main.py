@@ -10,6 +10,7 @@ import socket
 import threading
 import uuid
 from pathlib import Path
+from typing import Any
 
 log = logging.getLogger("jobgate.controller")
 SERVICE_ACCOUNT_NAMESPACE = Path("/var/run/secrets/kubernetes.io/serviceaccount/namespace")
@@ -63,7 +64,7 @@ def run(args: argparse.Namespace) -> int:
         controller.start_workers()
         stop.wait()
         controller.stop()
-        log.info("stopped")
+        _report(kube, controller)
         return 0
 
     timing = LeaseTiming(args.lease_duration, args.renew_deadline, args.retry_period)
@@ -79,8 +80,14 @@ def run(args: argparse.Namespace) -> int:
     elector.stop()
     election.join(timeout=timing.retry_period + 10)
     controller.stop()
+    _report(kube, controller)
     if signalled.is_set():
-        log.info("stopped")
         return 0
     log.error("exiting: leadership lost")
     return 1
+
+
+def _report(kube: Any, controller: Any) -> None:
+    """The API requests this process made, by verb, and its reconcile passes."""
+    fields = {f"requests_{verb.lower()}": n for verb, n in sorted(kube.requests.items())}
+    log.info("stopped", extra={"fields": {**fields, "reconciles": controller.reconciles}})

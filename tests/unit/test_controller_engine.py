@@ -45,6 +45,7 @@ class Sim:
         self.status = plan.status
         # What the runtime does: status first, then deletions, then creations.
         self.job["status"] = self.adapter.project(plan.status)
+        self.status = read_status(self.job)  # what the next pass reads back from the API
         for deletion in plan.delete:
             (self.pods if deletion.kind == "Pod" else self.services if deletion.kind == "Service" else {}).pop(
                 deletion.name, None

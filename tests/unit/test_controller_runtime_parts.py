@@ -87,6 +87,7 @@ def test_status_round_trip():
                 "lastTransitionTime": "2026-01-01T00:00:00Z",
             }
         ],
+        "replicaStatuses": {"Worker": {"active": 3, "succeeded": 1, "failed": 0, "evicted": 0}},
         "startTime": "2026-01-01T00:00:00Z",
         "restartCount": 2,
         "completedIndices": {"Worker": [0, 3]},
