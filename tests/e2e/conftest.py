@@ -239,6 +239,7 @@ class ControllerProcess:
     """``jobgate controller`` as the jobgate-controller service account, leader-elected."""
 
     def __init__(self, kubeconfig: str, namespace: str, log: Path, *extra: str) -> None:
+        self.arguments = (kubeconfig, namespace, log, *extra)
         self.log = log
         self.offset = log.stat().st_size if log.exists() else 0  # restarts append to the same log
         command = [sys.executable, "-m", "webhook.cli", "controller", "--kubeconfig", kubeconfig]
@@ -259,6 +260,11 @@ class ControllerProcess:
         match = re.search(r"identity (\S+)\)", self.text())
         assert match, self.text()
         return match.group(1)
+
+    def restart(self) -> None:
+        """Stop this process if it still runs and start a fresh one that appends to the same log."""
+        self.stop()
+        self.__init__(*self.arguments)
 
     def stop(self, signum: int = 15) -> int:
         if self.process.poll() is None:

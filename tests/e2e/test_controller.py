@@ -314,31 +314,35 @@ def test_pytorch_mxjob_and_mpi_children(cluster: Cluster, controller: Controller
 def test_sigkill_in_the_middle_of_creating_pods_converges_without_duplicates(
     cluster: Cluster, controller: ControllerProcess, controller_kubeconfig: str, tmp_path
 ):
-    apply(cluster, tfjob("crash", workers=60))
-    # Kill the leader as soon as the first pods appear: the job is half created.
-    wait_until(lambda: len(pods(cluster, "crash")) >= 1, 30, interval=0.02, message="first pods")
-    controller.stop(signal.SIGKILL)
-    survivors = {name: p["metadata"]["uid"] for name, p in pods(cluster, "crash").items()}
-    assert len(survivors) < 61, "the controller finished before it was killed; make the job bigger"
-    replacement = ControllerProcess(controller_kubeconfig, NS, tmp_path / "replacement.log")
+    workers = 200
+    total = workers + 1
+    apply(cluster, tfjob("crash", workers=workers))
+    replacement: ControllerProcess | None = None
     try:
+        # Kill the leader as soon as the first pods appear: the job is half created.
+        wait_until(lambda: len(pods(cluster, "crash")) >= 1, 30, interval=0.01, message="first pods")
+        controller.stop(signal.SIGKILL)
+        survivors = {name: p["metadata"]["uid"] for name, p in pods(cluster, "crash").items()}
+        assert len(survivors) < total, "the controller finished before it was killed; make the job bigger"
+        replacement = ControllerProcess(controller_kubeconfig, NS, tmp_path / "replacement.log")
         wait_until(replacement.is_leader, 30, message="new leader after the lease expired")
-        final = wait_until(lambda: len(pods(cluster, "crash")) == 61 and pods(cluster, "crash"), 60, message="all pods")
-        assert len(services(cluster, "crash")) == 61
+        final = wait_until(lambda: len(found := pods(cluster, "crash")) == total and found, 90, message="all pods")
+        assert len(services(cluster, "crash")) == total
         for name, uid in survivors.items():
             assert final[name]["metadata"]["uid"] == uid  # nothing created twice or replaced
         wait_until(
-            lambda: job_status(cluster, "tfjob", "crash").get("replicaSummary") == "PS 0/1, Worker 0/60",
+            lambda: job_status(cluster, "tfjob", "crash").get("replicaSummary") == f"PS 0/1, Worker 0/{workers}",
             30,
             message="status converged",
         )
         time.sleep(2)
-        assert len(pods(cluster, "crash")) == 61
+        assert len(pods(cluster, "crash")) == total
     finally:
         delete_job(cluster, "tfjob", "crash")
-        replacement.stop()
+        if replacement is not None:
+            replacement.stop()
         # Later tests use the module's controller again.
-        controller.__init__(controller_kubeconfig, NS, controller.log)
+        controller.restart()
         wait_until(controller.is_leader, 30, message="leadership back")
 
 
@@ -365,7 +369,7 @@ def test_only_the_leader_acts_and_a_standby_takes_over(
         for name in ("first", "second"):
             delete_job(cluster, "tfjob", name)
         standby.stop()
-        controller.__init__(controller_kubeconfig, NS, controller.log)
+        controller.restart()
         wait_until(controller.is_leader, 30, message="leadership back")
 
 
@@ -382,7 +386,7 @@ def test_sigterm_releases_the_lease_for_a_fast_handover(
         assert time.monotonic() - started < 3
     finally:
         standby.stop()
-        controller.__init__(controller_kubeconfig, NS, controller.log)
+        controller.restart()
         wait_until(controller.is_leader, 30, message="leadership back")
 
 
