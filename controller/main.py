@@ -10,7 +10,11 @@ import socket
 import threading
 import uuid
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from controller.kube import Kube
+    from controller.runtime import Controller
 
 log = logging.getLogger("jobgate.controller")
 SERVICE_ACCOUNT_NAMESPACE = Path("/var/run/secrets/kubernetes.io/serviceaccount/namespace")
@@ -87,7 +91,7 @@ def run(args: argparse.Namespace) -> int:
     return 1
 
 
-def _report(kube: Any, controller: Any) -> None:
+def _report(kube: Kube, controller: Controller) -> None:
     """The API requests this process made, by verb, and its reconcile passes."""
     fields = {f"requests_{verb.lower()}": n for verb, n in sorted(kube.requests.items())}
     log.info("stopped", extra={"fields": {**fields, "reconciles": controller.reconciles}})

@@ -14,15 +14,17 @@ from __future__ import annotations
 import datetime
 import logging
 import threading
+import time
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 from controller.adapters import ADAPTERS, JOB_UID_LABEL, Adapter, read_status
-from controller.engine import Deletion, Event, Observed, Plan, reconcile, timestamp
+from controller.engine import Deletion, Event, Observed, Plan, reconcile, set_condition, timestamp
 from controller.expectations import Expectations
 from controller.informer import Informer
 from controller.kube import EVENTS, KIND_RESOURCES, PODS, SERVICES, ApiError, Kube, Resource
 from controller.model import JobModel
+from controller.workqueue import WorkQueue
 from webhook.rules.engine import review_job
 from webhook.rules.fielderrors import aggregate_message
 
@@ -68,16 +70,17 @@ class Controller:
         self.services = Informer(kube, SERVICES.path(namespace), name="services", label_selector=selector)
         self.children: dict[str, dict[str, dict[str, dict[str, Any]]]] = {"Pod": {}, "Service": {}}
         self._children_lock = threading.Lock()
-        from controller.workqueue import WorkQueue
-
         self.queue = WorkQueue()
         self.expectations = Expectations()
-        self.created_extras: set[tuple[str, str, str]] = set()  # (job uid, kind, name)
+        # Children without an informer (PodGroup, ConfigMap, ...) this process created, by job uid.
+        self.created_extras: dict[str, set[tuple[str, str]]] = {}
+        self._extras_lock = threading.Lock()
         self.gang_supported = False
         self._pool = ThreadPoolExecutor(max_workers=32, thread_name_prefix="create")
         self._stop = threading.Event()
         self._threads: list[threading.Thread] = []
         self.reconciles = 0
+        self._reconciles_lock = threading.Lock()  # workers count concurrently
         for kind, informer in self.job_informers.items():
             informer.handlers.append(self._job_handler(kind))
         self.pods.handlers.append(self._child_handler("Pod"))
@@ -91,6 +94,8 @@ class Controller:
             key = f"{kind}/{metadata.get('namespace')}/{metadata.get('name')}"
             if event == "DELETED":
                 self.expectations.forget(key)
+                with self._extras_lock:
+                    self.created_extras.pop(metadata.get("uid", ""), None)
             elif event == "MODIFIED" and old is not None and _only_status_changed(old, job):
                 return  # our own status writes: nothing new to act on
             self.queue.add(key)
@@ -106,6 +111,8 @@ class Controller:
                 bucket = self.children[kind].setdefault(uid or "", {})
                 if event == "DELETED":
                     bucket.pop(metadata.get("name"), None)
+                    if not bucket:  # the job's last child of this kind: keep the index small
+                        del self.children[kind][uid or ""]
                 else:
                     bucket[metadata.get("name")] = obj
             if owner is None or owner.get("kind") not in self.adapters:
@@ -132,9 +139,9 @@ class Controller:
             informer.start()
 
     def wait_for_sync(self, timeout: float = 60.0) -> bool:
-        deadline = datetime.datetime.now().timestamp() + timeout
+        deadline = time.monotonic() + timeout
         for informer in [*self.job_informers.values(), self.pods, self.services]:
-            remaining = deadline - datetime.datetime.now().timestamp()
+            remaining = deadline - time.monotonic()
             if not informer.synced.wait(max(remaining, 0)):
                 return False
         return True
@@ -201,7 +208,8 @@ class Controller:
         if not self.expectations.satisfied(key):
             self.queue.add_after(key, 0.2)
             return
-        self.reconciles += 1
+        with self._reconciles_lock:
+            self.reconciles += 1
         verdict = review_job(adapter.kind, job, with_patch=False)
         if not verdict.allowed:
             self._refuse(adapter, job, aggregate_message(verdict.errors))
@@ -211,7 +219,7 @@ class Controller:
         observed = Observed(
             pods=self.owned("Pod", uid),
             services=self.owned("Service", uid),
-            existing=frozenset((k, n) for u, k, n in self.created_extras if u == uid),
+            existing=self._extras_of(uid),
             now=datetime.datetime.now(datetime.UTC),
             gang_supported=self.gang_supported,
         )
@@ -288,15 +296,18 @@ class Controller:
                 self._record_model(model, Event("Warning", f"FailedCreate{kind}", message))
                 raise RuntimeError(message) from None
         if kind not in TRACKED_KINDS:
-            self.created_extras.add((model.uid, kind, name))
+            with self._extras_lock:
+                self.created_extras.setdefault(model.uid, set()).add((kind, name))
+
+    def _extras_of(self, uid: str) -> frozenset[tuple[str, str]]:
+        with self._extras_lock:
+            return frozenset(self.created_extras.get(uid, ()))
 
     def _refuse(self, adapter: Adapter, job: dict[str, Any], message: str) -> None:
         """A job the webhook never saw (created while it was bypassed) and that breaks the rules."""
         status = read_status(job)
         if status.is_true("Failed"):
             return
-        from controller.engine import set_condition
-
         now = timestamp(datetime.datetime.now(datetime.UTC))
         set_condition(status, "Failed", "InvalidSpec", message, now)
         status.completion_time = now

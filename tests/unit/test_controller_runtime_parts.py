@@ -104,3 +104,42 @@ def test_status_round_trip():
 def test_unreadable_status_is_treated_as_empty():
     model = read_status({"status": {"conditions": "nonsense", "restartCount": "x"}})
     assert model.conditions == [] and model.restart_count == 0
+
+
+def test_per_job_bookkeeping_is_released_when_the_job_and_its_children_go(tmp_path):
+    from controller.adapters import JOB_UID_LABEL
+    from controller.kube import Kube
+    from controller.runtime import Controller
+
+    kubeconfig = tmp_path / "kubeconfig"
+    kubeconfig.write_text(
+        "apiVersion: v1\nkind: Config\ncurrent-context: c\n"
+        "clusters: [{name: c, cluster: {server: 'https://127.0.0.1:1'}}]\n"
+        "contexts: [{name: c, context: {cluster: c, user: u}}]\nusers: [{name: u, user: {token: t}}]\n"
+    )
+    controller = Controller(Kube(str(kubeconfig)), namespace="ns")  # nothing connects until started
+    job = {
+        "apiVersion": "training.kubedl.io/v1alpha1",
+        "kind": "TFJob",
+        "metadata": {"name": "j", "namespace": "ns", "uid": "u1"},
+    }
+    pod = {
+        "metadata": {
+            "name": "j-worker-0",
+            "namespace": "ns",
+            "uid": "p1",
+            "labels": {JOB_UID_LABEL: "u1"},
+            "ownerReferences": [{"kind": "TFJob", "name": "j", "uid": "u1", "controller": True}],
+        }
+    }
+    job_events = controller.job_informers["TFJob"].handlers[0]
+    pod_events = controller.pods.handlers[0]
+    pod_events("ADDED", pod, None)
+    controller.created_extras["u1"] = {("PodGroup", "j")}
+    assert [p["metadata"]["name"] for p in controller.owned("Pod", "u1")] == ["j-worker-0"]
+    assert controller._extras_of("u1") == {("PodGroup", "j")}
+    pod_events("DELETED", pod, None)
+    job_events("DELETED", job, None)
+    assert controller.children["Pod"] == {}
+    assert controller.created_extras == {}
+    controller.stop()
