@@ -5,6 +5,11 @@ Starts etcd + kube-apiserver + kube-controller-manager (envtest), installs the C
 threads, then measures the time until every pod and service exists and every job's status
 reports its five replicas; the controller's own API requests per job come from its exit log.
 
+Baseline, measured first in the same run on the same apiserver: the very pods and services
+the controller would create (built by the engine, without ownerReferences) POSTed straight
+from 32 threads, the controller's own creation concurrency. The ratio says how close the
+controller comes to the apiserver's own write throughput on this machine.
+
     python -m bench.controller_bench [--jobs 500] [--workers 16]
 """
 
@@ -21,15 +26,16 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
 NAMESPACE = "bench"
+BASELINE_NAMESPACE = "bench-baseline"
 REPLICAS = 5
 
 
-def tfjob(index: int) -> dict:
+def tfjob(index: int, namespace: str = NAMESPACE) -> dict:
     container = {"name": "tensorflow", "image": "tensorflow/tensorflow:2.16.1", "command": ["python", "train.py"]}
     return {
         "apiVersion": "training.kubedl.io/v1alpha1",
         "kind": "TFJob",
-        "metadata": {"name": f"job-{index:04d}", "namespace": NAMESPACE},
+        "metadata": {"name": f"job-{index:04d}", "namespace": namespace},
         "spec": {
             "tfReplicaSpecs": {
                 "PS": {"replicas": 1, "template": {"spec": {"containers": [container]}}},
@@ -37,6 +43,33 @@ def tfjob(index: int) -> dict:
             }
         },
     }
+
+
+def children_of(index: int) -> list[dict]:
+    """What the controller's first pass creates for job ``index``, as plain objects."""
+    import datetime
+
+    from controller.adapters import ADAPTERS, read_status
+    from controller.engine import Observed, reconcile
+
+    job = tfjob(index, BASELINE_NAMESPACE)
+    job["metadata"]["uid"] = f"baseline-{index}"
+    adapter = next(a for a in ADAPTERS.values() if a.gvk.kind == "TFJob")
+    now = datetime.datetime.now(datetime.UTC)
+    plan = reconcile(adapter.model(job), read_status(job), Observed([], [], frozenset(), now))
+    for obj in plan.create:
+        obj["metadata"].pop("ownerReferences", None)  # no owner exists: the GC would delete them
+    return plan.create
+
+
+def baseline_seconds(kube, jobs: int) -> float:
+    from controller.kube import KIND_RESOURCES
+
+    objects = [obj for index in range(jobs) for obj in children_of(index)]
+    started = time.monotonic()
+    with ThreadPoolExecutor(32) as pool:
+        list(pool.map(lambda o: kube.create(KIND_RESOURCES[o["kind"]].path(BASELINE_NAMESPACE), o), objects))
+    return time.monotonic() - started
 
 
 def count(kube, path: str) -> int:
@@ -71,8 +104,10 @@ def main() -> int:
         subprocess.run(kubectl("apply", "-k", str(REPO / "manifests/base/crds")), check=True, capture_output=True)
         subprocess.run(kubectl("wait", "--for=condition=Established", "crd", "-l", "app.kubernetes.io/part-of=jobgate"),
                        check=True, capture_output=True)  # fmt: skip
-        subprocess.run(kubectl("create", "namespace", NAMESPACE), check=True, capture_output=True)
+        for namespace in (NAMESPACE, BASELINE_NAMESPACE):
+            subprocess.run(kubectl("create", "namespace", namespace), check=True, capture_output=True)
         kube = Kube(str(plane.kubeconfig))
+        baseline = baseline_seconds(kube, args.jobs)
         log = Path(tmp) / "controller.log"
         controller = subprocess.Popen(
             [sys.executable, "-m", "webhook.cli", "controller", "--kubeconfig", str(plane.kubeconfig),
@@ -105,10 +140,13 @@ def main() -> int:
     reconciles = re.search(r"reconciles=(\d+)", text)
     total = sum(requests.values())
     print(f"controller benchmark: {args.jobs} TFJobs x {REPLICAS} replicas, {args.workers} workers, 2 CPUs")
+    print(f"  baseline: the same {wanted} pods + {wanted} services POSTed directly in {baseline:6.1f} s")
     print(f"  jobs submitted in            {submitted:6.1f} s")
     print(f"  all {wanted} pods exist after  {pods_done or float('nan'):6.1f} s")
     print(f"  all {wanted} services after    {services_done or float('nan'):6.1f} s")
     print(f"  every status correct after   {statuses_done or float('nan'):6.1f} s")
+    if statuses_done:
+        print(f"  baseline / controller        {baseline / statuses_done:6.2f}x")
     if requests:
         per_job = {verb: round(n / args.jobs, 2) for verb, n in requests.items()}
         print(f"  controller API requests      {total} ({total / args.jobs:.1f} per job: {per_job})")
