@@ -4,8 +4,10 @@ The server under test runs pinned to CPU 0, wrk (with a Lua script) pinned to CP
 TLS keep-alive, sending a ~5 KB TFJob AdmissionReview (``bench/fixtures.py``). For each
 server it reports the maximum reviews/s and p50/p99 latency at about 1,000 reviews/s; the
 floor is a bare aiohttp TLS server answering a fixed AdmissionReview (``bench/floor_server.py``).
+When mypy is installed (``pip install '.[compile]'``), a copy of the tree with the rule engine
+compiled by mypyc (as the container image ships it) is measured too, in the same rounds.
 
-    python -m bench.webhook_bench [--duration 10] [--connections 32] [--json]
+    python -m bench.webhook_bench [--duration 10] [--connections 32] [--no-compiled] [--json]
 
 Needs ``wrk`` and ``taskset`` (Debian packages wrk and util-linux) and two CPUs.
 """
@@ -13,6 +15,7 @@ Needs ``wrk`` and ``taskset`` (Debian packages wrk and util-linux) and two CPUs.
 from __future__ import annotations
 
 import argparse
+import importlib.util
 import json
 import os
 import shutil
@@ -120,9 +123,9 @@ class Target:
     paced: list[Run]
 
 
-def start_server(command: list[str], port: int, directory: Path, log_name: str) -> subprocess.Popen:
+def start_server(command: list[str], port: int, directory: Path, log_name: str, tree: Path = REPO) -> subprocess.Popen:
     log = open(directory / log_name, "w")  # noqa: SIM115 - closed with the process
-    process = subprocess.Popen(["taskset", "-c", SERVER_CPU, *command], cwd=REPO, stdout=log, stderr=log)
+    process = subprocess.Popen(["taskset", "-c", SERVER_CPU, *command], cwd=tree, stdout=log, stderr=log)
     wait_until_serving(port, directory / "ca.crt", process)
     return process
 
@@ -136,6 +139,16 @@ def paced_run(url: str, env: dict[str, str], seconds: float) -> Run:
     return wrk(url, env, connections=RATE_CONNECTIONS, seconds=seconds, delay_ms=max(interval_ms - overhead_ms, 0.1))
 
 
+def compiled_tree_or_none(destination: Path) -> Path | None:
+    if importlib.util.find_spec("mypyc") is None:
+        print("compiled rule engine not measured: mypy is not installed (pip install '.[compile]')", file=sys.stderr)
+        return None
+    from build_support.native import compiled_tree
+
+    print("compiling the rule engine with mypyc ...", file=sys.stderr)
+    return compiled_tree(destination)
+
+
 def median(values: list[float]) -> float:
     return statistics.median(values)
 
@@ -146,6 +159,7 @@ def main() -> int:
     parser.add_argument("--connections", type=int, default=32, help="keep-alive connections for max throughput")
     parser.add_argument("--rounds", type=int, default=3, help="interleaved rounds; medians are reported (default 3)")
     parser.add_argument("--json", action="store_true", help="print the figures as JSON too")
+    parser.add_argument("--no-compiled", action="store_true", help="skip the mypyc-compiled rule engine")
     args = parser.parse_args()
     missing = [tool for tool in ("wrk", "taskset") if shutil.which(tool) is None]
     if missing:
@@ -169,19 +183,21 @@ def main() -> int:
             "PYTHONPATH": str(REPO),
         }
         python = sys.executable
-        floor_port, jobgate_port = free_port(), free_port()
+        floor_port = free_port()
         floor_command = [python, "-m", "bench.floor_server", "--tls-dir", tmp, "--port", str(floor_port)]
-        jobgate_command = [python, "-m", "webhook.cli", "webhook", "--tls-dir", tmp]
-        jobgate_command += ["--host", "127.0.0.1", "--port", str(jobgate_port)]
-        targets = [
-            Target("floor (fixed answer)", f"https://127.0.0.1:{floor_port}/mutate", [], []),
-            Target("jobgate /mutate", f"https://127.0.0.1:{jobgate_port}/mutate", [], []),
-            Target("jobgate /validate", f"https://127.0.0.1:{jobgate_port}/validate", [], []),
-        ]
-        servers = [
-            start_server(floor_command, floor_port, directory, "floor.log"),
-            start_server(jobgate_command, jobgate_port, directory, "jobgate.log"),
-        ]
+        targets = [Target("floor (fixed answer)", f"https://127.0.0.1:{floor_port}/mutate", [], [])]
+        servers = [start_server(floor_command, floor_port, directory, "floor.log")]
+        builds = [("jobgate", REPO)]
+        if not args.no_compiled:
+            compiled = compiled_tree_or_none(directory / "compiled")
+            if compiled is not None:
+                builds.append(("jobgate compiled", compiled))
+        for label, tree in builds:
+            port = free_port()
+            command = [python, "-m", "webhook.cli", "webhook", "--tls-dir", tmp, "--host", "127.0.0.1"]
+            servers.append(start_server([*command, "--port", str(port)], port, directory, f"{label}.log", tree))
+            for webhook in ("mutate", "validate"):
+                targets.append(Target(f"{label} /{webhook}", f"https://127.0.0.1:{port}/{webhook}", [], []))
         try:
             for target in targets:
                 wrk(target.url, env, connections=args.connections, seconds=2)  # warm up
@@ -212,12 +228,12 @@ def main() -> int:
         f"jobgate webhook benchmark: servers on CPU {SERVER_CPU}, wrk on CPU {LOAD_CPU}, TLS keep-alive, "
         f"{len(body)}-byte TFJob AdmissionReview; median of {args.rounds} interleaved rounds of {args.duration:.0f} s"
     )
-    header = f"{'server':24} {'max reviews/s':>14} {'ratio':>6}   {'at reviews/s':>12} {'p50 ms':>7} {'p99 ms':>7}"
+    header = f"{'server':26} {'max reviews/s':>14} {'ratio':>6}   {'at reviews/s':>12} {'p50 ms':>7} {'p99 ms':>7}"
     print(f"{header} {'errors':>7}")
     for f in figures:
         ratio = f.max_rate / floor_rate
         print(
-            f"{f.name:24} {f.max_rate:14,.0f} {ratio:6.2f}   {f.fixed_rate:12,.0f} {f.p50_ms:7.2f} {f.p99_ms:7.2f} "
+            f"{f.name:26} {f.max_rate:14,.0f} {ratio:6.2f}   {f.fixed_rate:12,.0f} {f.p50_ms:7.2f} {f.p99_ms:7.2f} "
             f"{f.max_errors:7d}"
         )
     if args.json:

@@ -29,7 +29,7 @@ from webhook.admission import (
     parse_review,
 )
 from webhook.logs import FastLine
-from webhook.rules.engine import warm_up
+from webhook.rules.engine import engine_build, warm_up
 from webhook.tlsreload import CertificateError, LoadedCertificate, ReloadingCertificate
 
 MAX_BODY_BYTES = 7 * 1024 * 1024  # object + oldObject of a 3 MiB apiserver request, as controller-runtime allows
@@ -261,7 +261,12 @@ class WebhookServer:
             self.port = sockets[0].getsockname()[1]
         self._watcher = asyncio.create_task(self.certificate.watch(self.cert_check_interval))
         self.state.serving = True
-        log.info("serving /mutate and /validate on https://%s:%d (TLS 1.2+)", self.host, self.port)
+        log.info(
+            "serving /mutate and /validate on https://%s:%d (TLS 1.2+, rule engine: %s)",
+            self.host,
+            self.port,
+            engine_build(),
+        )
 
     async def shutdown(self) -> None:
         """Unready, keep serving for ``shutdown_delay``, stop accepting, let in-flight reviews finish.

@@ -36,6 +36,11 @@ class Verdict:
         return invalid_status(gvk.group, gvk.kind, job_name(self.defaulted), self.errors)
 
 
+def engine_build() -> str:
+    """How the rule engine runs here: as mypyc extension modules (``JOBGATE_COMPILE=1``) or not."""
+    return "pure Python" if __file__.endswith(".py") else "compiled (mypyc)"
+
+
 def warm_up() -> None:
     """Build every kind's schema now, so that the first review does not pay for it."""
     for kind in served_kinds():

@@ -42,12 +42,19 @@ class GroupVersionKind:
 class JobKind(Protocol):
     """What a family adapter provides for each kind it serves."""
 
-    gvk: GroupVersionKind
-    family: str
-    plural: str
-    short_names: tuple[str, ...]
-    spec_model: type[BaseModel]
-    status_model: type[BaseModel]
+    # Read-only members: adapters expose them as frozen dataclass fields or properties.
+    @property
+    def gvk(self) -> GroupVersionKind: ...
+    @property
+    def family(self) -> str: ...
+    @property
+    def plural(self) -> str: ...
+    @property
+    def short_names(self) -> tuple[str, ...]: ...
+    @property
+    def spec_model(self) -> type[BaseModel]: ...
+    @property
+    def status_model(self) -> type[BaseModel]: ...
 
     def default(
         self, obj: dict[str, Any], recorder: PatchRecorder = ..., previous: dict[str, Any] | None = None

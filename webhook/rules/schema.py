@@ -203,13 +203,13 @@ def _integer_checker(schema: Schema) -> Checker:
 
 
 def _string_checker(schema: Schema) -> Checker:
-    enum = schema.get("enum")
+    enum: list[str] | None = schema.get("enum")
     allowed = frozenset(enum) if enum is not None else None
 
     def check(value: Any, path: FieldPath, errors: list[FieldError], unknown: list[FieldPath]) -> None:
         if type(value) is not str and not isinstance(value, str):
             errors.append(invalid(path, value, "must be of type string"))
         elif allowed is not None and value not in allowed:
-            errors.append(not_supported(path, value, enum))
+            errors.append(not_supported(path, value, enum or ()))
 
     return check

@@ -88,7 +88,7 @@ class MxJobKind:
                     ),
                 )
             )
-            if not _known_type(replica):
+            if not isinstance(replica_type, str) or not _known_type(replica):
                 continue  # the schema check names the allowed types
             if replica_type in by_type:
                 found.errors.append(duplicate((*path, "mxReplicaType"), replica_type))

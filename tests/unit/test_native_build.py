@@ -1,0 +1,38 @@
+"""The optional mypyc build of the rule engine (``build_support/native.py``).
+
+CI builds a JOBGATE_COMPILE=1 wheel, installs it in its own environment and runs the unit and
+server tests against it with JOBGATE_EXPECT_COMPILED=1: the compiled modules pass the very
+tests the source passes.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+from build_support.native import COMPILED_MODULES, compile_requirements, is_compiled
+from webhook.rules.engine import engine_build
+
+REPO = Path(__file__).resolve().parents[2]
+EXPECT_COMPILED = os.environ.get("JOBGATE_EXPECT_COMPILED") == "1"
+
+
+def test_mypy_is_a_compile_requirement():
+    assert any(r.startswith("mypy") for r in compile_requirements())
+
+
+@pytest.mark.skipif(not EXPECT_COMPILED, reason="source tree (.ci/run compiles a copy)")
+def test_the_rule_engine_runs_compiled():
+    assert [m for m in COMPILED_MODULES if not is_compiled(m)] == []
+    assert engine_build() == "compiled (mypyc)"
+
+
+@pytest.mark.skipif(EXPECT_COMPILED, reason="compiled tree")
+def test_the_source_tree_runs_pure_python():
+    for module in COMPILED_MODULES:
+        assert (REPO / module).is_file(), module
+    # A stray extension module in the source tree would shadow edits of its .py file.
+    assert [m for m in COMPILED_MODULES if is_compiled(m)] == []
+    assert engine_build() == "pure Python"
