@@ -108,6 +108,20 @@ def test_invalid_example_is_refused_with_field_paths(cluster: Cluster, path: Pat
     assert stored(cluster, path) is None
 
 
+def test_applying_several_invalid_manifests_names_the_webhook_for_each(cluster: Cluster):
+    """With more than one failure kubectl prints each error whole: reason, file, webhook, message."""
+    result = cluster.kubectl("apply", "-f", str(REPO / "examples/invalid"))
+    assert result.returncode != 0
+    for path in INVALID:
+        line = next((x for x in result.stderr.splitlines() if f'"{path}"' in x), "")
+        assert line.startswith(f'Error from server (Invalid): error when creating "{path}": {DENIED_BY}: '), (
+            result.stderr
+        )
+        for error in offline(path)["errors"]:
+            assert error["field"] in line, line
+        assert stored(cluster, path) is None
+
+
 @pytest.mark.parametrize("path", INVALID[:3], ids=lambda p: p.name)
 def test_the_api_error_names_the_webhook_and_carries_the_causes(cluster: Cluster, path: Path):
     from kubernetes import client, config
