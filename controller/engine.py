@@ -17,6 +17,7 @@ import math
 from dataclasses import dataclass, field
 from typing import Any
 
+from controller.clock import parse_time, timestamp
 from controller.model import (
     RETRYABLE_EXIT_CODES,
     RETRYABLE_POD_REASONS,
@@ -76,19 +77,6 @@ class Plan:
     def requeue(self, seconds: float) -> None:
         seconds = max(seconds, 0.0)
         self.requeue_after = seconds if self.requeue_after is None else min(self.requeue_after, seconds)
-
-
-def timestamp(moment: datetime.datetime) -> str:
-    return moment.astimezone(datetime.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
-
-
-def parse_time(value: str | None) -> datetime.datetime | None:
-    if not value:
-        return None
-    try:
-        return datetime.datetime.fromisoformat(value.replace("Z", "+00:00"))
-    except ValueError:
-        return None
 
 
 # --- children ----------------------------------------------------------------------------------

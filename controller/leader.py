@@ -16,22 +16,10 @@ import threading
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from controller.clock import micro_timestamp, parse_time
 from controller.kube import LEASES, ApiError, Kube
 
 log = logging.getLogger("jobgate.leader")
-
-
-def _micro_time(moment: datetime.datetime) -> str:
-    return moment.astimezone(datetime.UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
-
-
-def _parse(value: str | None) -> datetime.datetime | None:
-    if not value:
-        return None
-    try:
-        return datetime.datetime.fromisoformat(value.replace("Z", "+00:00"))
-    except ValueError:
-        return None
 
 
 @dataclass
@@ -64,7 +52,7 @@ class LeaderElector:
         spec = {
             "holderIdentity": self.identity,
             "leaseDurationSeconds": max(1, round(self.timing.lease_duration)),
-            "renewTime": _micro_time(now),
+            "renewTime": micro_timestamp(now),
         }
         try:
             lease = self.kube.get(self.path)
@@ -75,7 +63,7 @@ class LeaderElector:
                 "apiVersion": "coordination.k8s.io/v1",
                 "kind": "Lease",
                 "metadata": {"name": self.name, "namespace": self.namespace},
-                "spec": {**spec, "acquireTime": _micro_time(now), "leaseTransitions": 0},
+                "spec": {**spec, "acquireTime": micro_timestamp(now), "leaseTransitions": 0},
             }
             try:
                 self.kube.create(LEASES.path(self.namespace), body)
@@ -86,16 +74,16 @@ class LeaderElector:
             return True
         current = lease.get("spec") or {}
         holder = current.get("holderIdentity")
-        renewed = _parse(current.get("renewTime")) or _parse(current.get("acquireTime"))
+        renewed = parse_time(current.get("renewTime")) or parse_time(current.get("acquireTime"))
         duration = float(current.get("leaseDurationSeconds") or self.timing.lease_duration)
         if holder and holder != self.identity and renewed is not None and (now - renewed).total_seconds() < duration:
             return False  # someone else holds a live lease
         transitions = int(current.get("leaseTransitions") or 0)
         if holder != self.identity:
-            spec["acquireTime"] = _micro_time(now)
+            spec["acquireTime"] = micro_timestamp(now)
             transitions += 1
         else:
-            spec["acquireTime"] = current.get("acquireTime") or _micro_time(now)
+            spec["acquireTime"] = current.get("acquireTime") or micro_timestamp(now)
         lease["spec"] = {**current, **spec, "leaseTransitions": transitions}
         try:
             self.kube.replace(self.path, lease)  # carries resourceVersion: a racing writer gets 409
@@ -111,7 +99,7 @@ class LeaderElector:
             if (lease.get("spec") or {}).get("holderIdentity") != self.identity:
                 return
             lease["spec"]["holderIdentity"] = ""
-            lease["spec"]["renewTime"] = _micro_time(self._now() - datetime.timedelta(days=1))
+            lease["spec"]["renewTime"] = micro_timestamp(self._now() - datetime.timedelta(days=1))
             self.kube.replace(self.path, lease)
             log.info("released lease %s/%s", self.namespace, self.name)
         except ApiError as exc:

@@ -19,7 +19,8 @@ from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 from controller.adapters import ADAPTERS, JOB_UID_LABEL, Adapter, read_status
-from controller.engine import Deletion, Event, Observed, Plan, reconcile, set_condition, timestamp
+from controller.clock import timestamp
+from controller.engine import Deletion, Event, Observed, Plan, reconcile, set_condition
 from controller.expectations import Expectations
 from controller.informer import Informer
 from controller.kube import EVENTS, KIND_RESOURCES, PODS, SERVICES, ApiError, Kube, Resource

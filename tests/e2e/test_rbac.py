@@ -7,7 +7,7 @@ import subprocess
 import pytest
 from ruamel.yaml import YAML
 
-from tests.e2e.conftest import REPO, Cluster, WebhookProcess, jobgate
+from tests.e2e.conftest import REPO, Cluster, WebhookProcess, jobgate, token_kubeconfig
 
 RBAC_KINDS = {"Namespace", "ServiceAccount", "Role", "RoleBinding", "ClusterRole", "ClusterRoleBinding"}
 WEBHOOK = "system:serviceaccount:jobgate-system:jobgate-webhook"
@@ -93,22 +93,6 @@ def test_can_i(rbac: Cluster, case: tuple[str, str, str, str | None, bool]):
     args += ["-n", namespace] if namespace else []
     result = rbac.kubectl(*args)
     assert result.stdout.strip() == ("yes" if allowed else "no"), (result.stdout, result.stderr)
-
-
-def token_kubeconfig(cluster: Cluster, account: str, path) -> str:
-    token = cluster.kubectl("create", "token", account, "-n", "jobgate-system", check=True).stdout.strip()
-    server = cluster.plane.server
-    ca = cluster.plane.work_dir / "pki" / "ca.crt"
-    path.write_text(
-        f"""apiVersion: v1
-kind: Config
-clusters: [{{name: c, cluster: {{server: "{server}", certificate-authority: "{ca}"}}}}]
-users: [{{name: {account}, user: {{token: "{token}"}}}}]
-contexts: [{{name: c, context: {{cluster: c, user: {account}}}}}]
-current-context: c
-"""
-    )
-    return str(path)
 
 
 def test_the_certs_job_can_do_its_work_with_its_own_identity(rbac: Cluster, webhook_process: WebhookProcess, tmp_path):
