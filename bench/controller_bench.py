@@ -49,12 +49,13 @@ def children_of(index: int) -> list[dict]:
     """What the controller's first pass creates for job ``index``, as plain objects."""
     import datetime
 
-    from controller.adapters import ADAPTERS, read_status
+    from controller.adapters import adapter_for, read_status
     from controller.engine import Observed, reconcile
 
     job = tfjob(index, BASELINE_NAMESPACE)
     job["metadata"]["uid"] = f"baseline-{index}"
-    adapter = next(a for a in ADAPTERS.values() if a.gvk.kind == "TFJob")
+    adapter = adapter_for(job)
+    assert adapter is not None
     now = datetime.datetime.now(datetime.UTC)
     plan = reconcile(adapter.model(job), read_status(job), Observed([], [], frozenset(), now))
     for obj in plan.create:

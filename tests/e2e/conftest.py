@@ -262,9 +262,10 @@ class ControllerProcess:
         return match.group(1)
 
     def restart(self) -> None:
-        """Stop this process if it still runs and start a fresh one that appends to the same log."""
+        """Stop this process if it still runs, start a fresh one (same log), wait until it leads."""
         self.stop()
         self.__init__(*self.arguments)
+        wait_until(self.is_leader, 30, message="leadership back")
 
     def stop(self, signum: int = 15) -> int:
         if self.process.poll() is None:

@@ -343,7 +343,6 @@ def test_sigkill_in_the_middle_of_creating_pods_converges_without_duplicates(
             replacement.stop()
         # Later tests use the module's controller again.
         controller.restart()
-        wait_until(controller.is_leader, 30, message="leadership back")
 
 
 def test_only_the_leader_acts_and_a_standby_takes_over(
@@ -370,7 +369,6 @@ def test_only_the_leader_acts_and_a_standby_takes_over(
             delete_job(cluster, "tfjob", name)
         standby.stop()
         controller.restart()
-        wait_until(controller.is_leader, 30, message="leadership back")
 
 
 def test_sigterm_releases_the_lease_for_a_fast_handover(
@@ -387,7 +385,6 @@ def test_sigterm_releases_the_lease_for_a_fast_handover(
     finally:
         standby.stop()
         controller.restart()
-        wait_until(controller.is_leader, 30, message="leadership back")
 
 
 def test_gang_scheduling_creates_a_pod_group(cluster: Cluster, controller: ControllerProcess):
