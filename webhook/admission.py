@@ -16,8 +16,8 @@ from typing import Any, Literal, NotRequired, TypedDict
 import orjson
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from webhook.rules.engine import review_job
-from webhook.rules.registry import GroupVersionKind, lookup
+from webhook.rules.engine import defaulting_patch, review_job
+from webhook.rules.registry import GroupVersionKind, JobKind, lookup
 
 ADMISSION_API_VERSION = "admission.k8s.io/v1"
 log = logging.getLogger("jobgate.admission")
@@ -134,15 +134,33 @@ def _decide(request: AdmissionRequest, webhook: Webhook) -> AdmissionResponse:
     if not isinstance(request.object, dict):
         raise BadReview("not an AdmissionReview v1: request.object must be an object")
     old = request.oldObject if request.operation == "UPDATE" and isinstance(request.oldObject, dict) else None
-    verdict = review_job(kind, request.object, old, with_patch=webhook is Webhook.MUTATE)
+    if webhook is Webhook.MUTATE:
+        return _mutate(request, kind, old)
+    verdict = review_job(kind, request.object, old, with_patch=False)
     response: AdmissionResponse = {"uid": request.uid, "allowed": verdict.allowed}
     if not verdict.allowed:
         response["status"] = verdict.status()
-    elif webhook is Webhook.MUTATE and verdict.patch:
-        response["patchType"] = "JSONPatch"
-        response["patch"] = base64.b64encode(orjson.dumps(verdict.patch)).decode("ascii")
     if verdict.warnings:
         response["warnings"] = verdict.warnings
+    return response
+
+
+def _mutate(request: AdmissionRequest, kind: JobKind, old: dict[str, Any] | None) -> AdmissionResponse:
+    """Defaults only: /mutate admits every well-formed review of a served kind, the verdict is /validate's.
+
+    Even a bug in a defaulting rule admits the object unpatched (with a warning): the validating
+    webhook, which defaults in memory first, meets the same bug and fails closed there.
+    """
+    try:
+        patch = defaulting_patch(kind, request.object, old)
+    except Exception:
+        log.exception("internal error while defaulting uid=%s kind=%s", request.uid, request.kind.kind)
+        warning = f"jobgate could not fill defaults (internal error, request {request.uid}); see the webhook log"
+        return {"uid": request.uid, "allowed": True, "warnings": [warning]}
+    response: AdmissionResponse = {"uid": request.uid, "allowed": True}
+    if patch:
+        response["patchType"] = "JSONPatch"
+        response["patch"] = base64.b64encode(orjson.dumps(patch)).decode("ascii")
     return response
 
 

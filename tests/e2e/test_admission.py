@@ -12,7 +12,7 @@ from tests.e2e.conftest import REPO, Cluster, WebhookProcess, jobgate, wait_for_
 
 VALID = sorted((REPO / "examples/valid").glob("*.yaml"))
 INVALID = sorted((REPO / "examples/invalid").glob("*.yaml"))
-DENIED_BY = 'admission webhook "mutate.jobgate.dev" denied the request'
+DENIED_BY = 'admission webhook "validate.jobgate.dev" denied the request'
 
 
 def assert_denied_like_offline(stderr: str, path: Path) -> None:

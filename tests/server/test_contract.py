@@ -51,10 +51,18 @@ async def test_validate_never_sends_a_patch(client):
     assert "patch" not in answer and "patchType" not in answer
 
 
-@pytest.mark.parametrize("path", ["/mutate", "/validate"])
-async def test_denial_is_a_200_with_status(client, path):
+async def test_mutate_patches_what_validate_denies(client):
     obj = tfjob({"Worker": replica(container(), replicas=-1)})
-    response = await post(client, path, admission_review(obj))
+    response = await post(client, "/mutate", admission_review(obj))
+    assert response.status == 200
+    answer = (await response.json())["response"]
+    assert answer["allowed"] is True
+    assert answer["patchType"] == "JSONPatch"
+
+
+async def test_denial_is_a_200_with_status(client):
+    obj = tfjob({"Worker": replica(container(), replicas=-1)})
+    response = await post(client, "/validate", admission_review(obj))
     assert response.status == 200
     answer = (await response.json())["response"]
     assert answer["allowed"] is False
@@ -65,7 +73,7 @@ async def test_denial_is_a_200_with_status(client, path):
 
 async def test_warnings_in_the_response(client):
     obj = tfjob({"Worker": replica(container(), pod_spec={"restartPolicy": "Always"})})
-    answer = (await (await post(client, "/mutate", admission_review(obj))).json())["response"]
+    answer = (await (await post(client, "/validate", admission_review(obj))).json())["response"]
     assert answer["warnings"] == [
         "restartPolicy ExitCode overrides the pod template's restartPolicy Always (tfReplicaSpecs[Worker])"
     ]
@@ -167,7 +175,7 @@ async def test_rule_bug_is_a_visible_denial_not_a_500(client, monkeypatch):
         raise KeyError("oops")
 
     monkeypatch.setattr(kubedl.KubeDLKind, "validate", broken)
-    response = await post(client, "/mutate", admission_review(tfjob(), uid="uid-bug"))
+    response = await post(client, "/validate", admission_review(tfjob(), uid="uid-bug"))
     assert response.status == 200
     answer = (await response.json())["response"]
     assert answer["allowed"] is False

@@ -49,10 +49,9 @@ def test_validate_never_returns_a_patch():
     assert "patch" not in response and "patchType" not in response
 
 
-@pytest.mark.parametrize("webhook", list(Webhook))
-def test_denial_has_the_invalid_status(webhook):
+def test_denial_has_the_invalid_status():
     obj = tfjob({"Worker": replica(container(), replicas=-1)}, name="mnist")
-    response = answer(admission_review(obj), webhook)["response"]
+    response = answer(admission_review(obj), Webhook.VALIDATE)["response"]
     assert response["allowed"] is False
     assert "patch" not in response
     status = response["status"]
@@ -67,12 +66,55 @@ def test_mutate_and_validate_agree_on_undefaulted_input():
     assert answer(admission_review(obj), Webhook.VALIDATE)["response"]["allowed"] is True
 
 
-def test_warnings_travel_in_the_response():
+def test_mutate_patches_an_invalid_job_and_leaves_the_verdict_to_validate():
+    obj = tfjob({"Worker": replica(container(), replicas=-1)}, backoffLimit=-1)
+    result = answer(admission_review(obj))
+    assert result["response"]["allowed"] is True
+    assert "status" not in result["response"]
+    patched = apply_patch(obj, decoded_patch(result))
+    assert patched == review(obj).defaulted
+    assert patched["spec"]["tfReplicaSpecs"]["Worker"]["replicas"] == -1  # left for /validate to refuse
+    assert answer(admission_review(obj), Webhook.VALIDATE)["response"]["allowed"] is False
+
+
+@pytest.mark.parametrize(
+    "spec",
+    [
+        None,
+        [],
+        "text",
+        {},
+        {"tfReplicaSpecs": []},
+        {"tfReplicaSpecs": {"Worker": None}},
+        {"tfReplicaSpecs": {"Worker": {"replicas": "two", "template": []}}},
+        {"tfReplicaSpecs": {"Worker": {"template": {"spec": {"containers": "x"}}}}},
+        {"tfReplicaSpecs": {"Worker": {"template": {"spec": {"containers": [None, 1, {"name": 5}]}}}}},
+    ],
+)
+def test_mutate_admits_half_written_jobs(spec):
+    obj = {"apiVersion": "training.kubedl.io/v1alpha1", "kind": "TFJob", "metadata": {"name": "x"}, "spec": spec}
+    result = answer(admission_review(obj))
+    assert result["response"]["allowed"] is True
+    assert apply_patch(obj, decoded_patch(result)) == review(obj).defaulted
+
+
+def test_half_written_mxjob_is_patched_not_denied():
+    obj = mxjob("dist", {"template": {}}, {"replicas": None}, "not a replica")
+    result = answer(admission_review(obj))
+    assert result["response"]["allowed"] is True
+    assert [op["path"] for op in decoded_patch(result)][:3] == [
+        "/spec/replicaSpecs/0/replicas",
+        "/spec/replicaSpecs/0/PsRootPort",
+        "/spec/replicaSpecs/0/mxReplicaType",
+    ]
+
+
+def test_warnings_come_from_validate_only():
     obj = tfjob({"Worker": replica(container(), pod_spec={"restartPolicy": "Always"})})
-    for webhook in Webhook:
-        assert answer(admission_review(obj), webhook)["response"]["warnings"] == [
-            "restartPolicy ExitCode overrides the pod template's restartPolicy Always (tfReplicaSpecs[Worker])"
-        ]
+    assert answer(admission_review(obj), Webhook.VALIDATE)["response"]["warnings"] == [
+        "restartPolicy ExitCode overrides the pod template's restartPolicy Always (tfReplicaSpecs[Worker])"
+    ]
+    assert "warnings" not in answer(admission_review(obj), Webhook.MUTATE)["response"]
 
 
 @pytest.mark.parametrize("webhook", list(Webhook))
@@ -104,7 +146,7 @@ def test_unserved_kind_is_allowed_with_a_warning():
 
 
 def test_mxjob_review():
-    response = answer(admission_review(mxjob("local", mx_replica("WORKER", 2))))["response"]
+    response = answer(admission_review(mxjob("local", mx_replica("WORKER", 2))), Webhook.VALIDATE)["response"]
     assert response["allowed"] is False
     assert "job mode is local, but it has more than 1 worker" in response["status"]["message"]
 
@@ -114,7 +156,7 @@ def test_bug_in_a_rule_fails_closed_with_the_uid(monkeypatch, caplog):
         raise RuntimeError("boom")
 
     monkeypatch.setattr(kubedl.KubeDLKind, "validate", broken)
-    response = answer(admission_review(tfjob(), uid="uid-42"))["response"]
+    response = answer(admission_review(tfjob(), uid="uid-42"), Webhook.VALIDATE)["response"]
     assert response["uid"] == "uid-42"
     assert response["allowed"] is False
     assert response["status"]["code"] == 500
@@ -155,3 +197,17 @@ def test_bad_reviews(body, message):
         review_body(body, Webhook.MUTATE)
     assert message in str(caught.value)
     assert "\n" not in str(caught.value)
+
+
+def test_bug_in_a_defaulting_rule_admits_unpatched_on_mutate_and_fails_closed_on_validate(monkeypatch, caplog):
+    def broken(self, obj, recorder=None, previous=None):
+        raise RuntimeError("boom")
+
+    monkeypatch.setattr(kubedl.KubeDLKind, "default", broken)
+    mutated = answer(admission_review(tfjob(), uid="uid-7"))["response"]
+    assert mutated["allowed"] is True
+    assert "patch" not in mutated
+    assert "uid-7" in mutated["warnings"][0]
+    assert "uid=uid-7" in caplog.text
+    validated = answer(admission_review(tfjob(), uid="uid-7"), Webhook.VALIDATE)["response"]
+    assert (validated["allowed"], validated["status"]["code"]) == (False, 500)

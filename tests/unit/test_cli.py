@@ -236,13 +236,13 @@ def test_default_on_unparseable_input_exits_2(tmp_path, capsys):
     assert "cannot parse YAML" in err
 
 
-@pytest.mark.parametrize("webhook", ["mutate", "validate"])
-def test_review_prints_the_exact_response(tmp_path, capsys, webhook):
+@pytest.mark.parametrize(("webhook", "allowed"), [("mutate", True), ("validate", False)])
+def test_review_prints_the_exact_response(tmp_path, capsys, webhook, allowed):
     path = write(tmp_path, "review.json", json.dumps(admission_review(tfjob(backoffLimit=-1), uid="u-1")))
     code, out, _ = run(["review", webhook, path], capsys)
     assert code == 0
     response = json.loads(out)["response"]
-    assert (response["uid"], response["allowed"]) == ("u-1", False)
+    assert (response["uid"], response["allowed"]) == ("u-1", allowed)
 
 
 def test_review_from_stdin(capsys, monkeypatch):

@@ -1,9 +1,10 @@
 """Mutate, then validate: the order the apiserver applies jobgate's webhooks in.
 
-Every transport calls ``review_job``: the webhook server for /mutate and /validate, the CLI
-for ``jobgate validate``/``default``/``review``, and the controller (which only needs the
-defaulted object). Validation always runs on the defaulted object, so /validate gives the
-same verdict as /mutate even for an object no mutating webhook has touched.
+``defaulting_patch`` is all /mutate does: it fills defaults and never judges, because other
+mutating webhooks may still complete the object after it (and the apiserver may call it
+again). ``review_job`` defaults in memory and then validates: /validate, ``jobgate
+validate``/``default`` and the controller call it, so a cluster without the mutating webhook
+gets the same verdict as one with it.
 """
 
 from __future__ import annotations
@@ -50,6 +51,13 @@ def warm_up() -> None:
 def kind_of(obj: Any) -> JobKind | None:
     gvk = GroupVersionKind.from_object(obj)
     return lookup(gvk) if gvk is not None else None
+
+
+def defaulting_patch(kind: JobKind, obj: dict[str, Any], old: dict[str, Any] | None = None) -> Patch:
+    """The JSON Patch /mutate sends: defaults only, whatever validation would say of the result."""
+    recorder = PatchRecorder()
+    kind.default(obj, recorder, previous=old)
+    return recorder.ops
 
 
 def review_job(
