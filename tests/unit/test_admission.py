@@ -56,8 +56,8 @@ def test_denial_has_the_invalid_status():
     assert "patch" not in response
     status = response["status"]
     assert (status["code"], status["reason"], status["status"]) == (422, "Invalid", "Failure")
-    assert status["message"].startswith('TFJob.training.kubedl.io "mnist" is invalid: spec.tfReplicaSpecs[Worker]')
-    assert status["details"]["causes"][0]["field"] == "spec.tfReplicaSpecs[Worker].replicas"
+    assert status["message"].startswith('TFJob.training.kubedl.io "mnist" is invalid: spec.tfReplicaSpecs.Worker')
+    assert status["details"]["causes"][0]["field"] == "spec.tfReplicaSpecs.Worker.replicas"
 
 
 def test_mutate_and_validate_agree_on_undefaulted_input():

@@ -146,8 +146,8 @@ def test_schema_walker_accepts_integral_floats_and_rejects_booleans():
     check_against_schema({"tfReplicaSpecs": {}, "backoffLimit": 2.0}, schema, ("spec",), errors, unknown)
     check_against_schema({"tfReplicaSpecs": {"W": {"template": {}}}, "backoffLimit": True}, schema, ("s",), errors, [])
     assert [str(e) for e in errors] == [
-        "spec.tfReplicaSpecs: Required value: must not be empty",
-        "s.backoffLimit: Invalid value: true: must be of type integer",
+        "spec.tfReplicaSpecs: Invalid value: 0: spec.tfReplicaSpecs in body should have at least 1 properties",
+        's.backoffLimit: Invalid value: "": s.backoffLimit in body must be of type int32: ""',
     ]
 
 

@@ -86,9 +86,9 @@ def test_denied_file_exits_1_with_lines(tmp_path, capsys):
     path = write(tmp_path, "bad.yaml", DENIED)
     code, out, _ = run(["validate", path], capsys)
     assert code == 1
-    assert f"{path}:6: error: spec.backoffLimit: Invalid value: -1: must be greater than or equal to 0" in out
+    assert f"{path}:6: error: spec.backoffLimit: Invalid value: -1: spec.backoffLimit in body should be" in out
     # Reported at the key as written (worker), although defaulting renamed it to Worker.
-    assert f"{path}:9: error: spec.tfReplicaSpecs[Worker].replicas: Invalid value: -3" in out
+    assert f"{path}:9: error: spec.tfReplicaSpecs.Worker.replicas: Invalid value: -3" in out
 
 
 def test_missing_field_points_at_the_deepest_existing_parent(tmp_path, capsys):
@@ -192,7 +192,8 @@ def test_json_output(tmp_path, capsys):
     assert denied["errors"][0] == {
         "line": 19,
         "field": "spec.backoffLimit",
-        "message": "spec.backoffLimit: Invalid value: -1: must be greater than or equal to 0",
+        "message": "spec.backoffLimit: Invalid value: -1: "
+        "spec.backoffLimit in body should be greater than or equal to 0",
     }
 
 

@@ -19,9 +19,10 @@ def test_all_violations_in_one_answer():
         backoffLimit=-1,
     )
     assert sorted(errors_of(obj)) == [
-        "spec.backoffLimit: Invalid value: -1: must be greater than or equal to 0",
+        "spec.backoffLimit: Invalid value: -1: spec.backoffLimit in body should be greater than or equal to 0",
+        "spec.tfReplicaSpecs.Worker.replicas: Invalid value: -1: "
+        "spec.tfReplicaSpecs.Worker.replicas in body should be greater than or equal to 0",
         "spec.tfReplicaSpecs[Chief].replicas: Invalid value: 3: must be less than or equal to 1",
-        "spec.tfReplicaSpecs[Worker].replicas: Invalid value: -1: must be greater than or equal to 0",
     ]
 
 
@@ -32,8 +33,8 @@ def test_status_is_422_invalid_with_causes():
     assert status["reason"] == "Invalid"
     assert status["status"] == "Failure"
     assert status["message"] == (
-        'TFJob.training.kubedl.io "mnist" is invalid: '
-        "spec.tfReplicaSpecs[Worker].replicas: Invalid value: -1: must be greater than or equal to 0"
+        'TFJob.training.kubedl.io "mnist" is invalid: spec.tfReplicaSpecs.Worker.replicas: Invalid value: -1: '
+        "spec.tfReplicaSpecs.Worker.replicas in body should be greater than or equal to 0"
     )
     assert status["details"] == {
         "name": "mnist",
@@ -42,8 +43,9 @@ def test_status_is_422_invalid_with_causes():
         "causes": [
             {
                 "reason": "FieldValueInvalid",
-                "message": "Invalid value: -1: must be greater than or equal to 0",
-                "field": "spec.tfReplicaSpecs[Worker].replicas",
+                "message": "Invalid value: -1: spec.tfReplicaSpecs.Worker.replicas in body should be greater than "
+                "or equal to 0",
+                "field": "spec.tfReplicaSpecs.Worker.replicas",
             }
         ],
     }
@@ -100,7 +102,9 @@ def test_replica_map_is_required():
 
 
 def test_replica_map_must_not_be_empty():
-    assert errors_of(tfjob({})) == ["spec.tfReplicaSpecs: Required value: must not be empty"]
+    assert errors_of(tfjob({})) == [
+        "spec.tfReplicaSpecs: Invalid value: 0: spec.tfReplicaSpecs in body should have at least 1 properties"
+    ]
 
 
 def test_spec_is_required():
@@ -140,32 +144,37 @@ def test_same_type_twice_in_different_case():
     assert errors_of(obj) == ['spec.tfReplicaSpecs[worker]: Duplicate value: "worker"']
 
 
-def test_null_replica_is_reported():
+def test_null_replica_is_pruned_as_the_apiserver_does():
+    # The apiserver drops a null map entry when it decodes the job: here the map is then empty.
     assert errors_of(tfjob({"Worker": None})) == [
-        'spec.tfReplicaSpecs[Worker]: Invalid value: "null": must not be null'
+        "spec.tfReplicaSpecs: Invalid value: 0: spec.tfReplicaSpecs in body should have at least 1 properties"
     ]
+    assert errors_of(tfjob({"Worker": replica(container()), "PS": None})) == []
 
 
 def test_replicas_must_not_be_negative():
     assert errors_of(tfjob({"Worker": replica(container(), replicas=-2)})) == [
-        "spec.tfReplicaSpecs[Worker].replicas: Invalid value: -2: must be greater than or equal to 0"
+        "spec.tfReplicaSpecs.Worker.replicas: Invalid value: -2: "
+        "spec.tfReplicaSpecs.Worker.replicas in body should be greater than or equal to 0"
     ]
 
 
 def test_replicas_must_be_an_integer():
     assert errors_of(tfjob({"Worker": replica(container(), replicas="2")})) == [
-        'spec.tfReplicaSpecs[Worker].replicas: Invalid value: "2": must be of type integer'
+        'spec.tfReplicaSpecs.Worker.replicas: Invalid value: "string": '
+        'spec.tfReplicaSpecs.Worker.replicas in body must be of type integer: "string"'
     ]
 
 
 def test_replicas_above_int32():
     assert errors_of(tfjob({"Worker": replica(container(), replicas=2**31)})) == [
-        "spec.tfReplicaSpecs[Worker].replicas: Invalid value: 2147483648: must be less than or equal to 2147483647"
+        "spec.tfReplicaSpecs.Worker.replicas: Invalid value: 2147483648: "
+        "spec.tfReplicaSpecs.Worker.replicas in body should be less than or equal to 2147483647"
     ]
 
 
 def test_template_is_required():
-    assert errors_of(tfjob({"Worker": {"replicas": 1}})) == ["spec.tfReplicaSpecs[Worker].template: Required value"]
+    assert errors_of(tfjob({"Worker": {"replicas": 1}})) == ["spec.tfReplicaSpecs.Worker.template: Required value"]
 
 
 def test_template_needs_a_container():
@@ -243,16 +252,18 @@ def test_leader_replicas_default_to_one():
     ("field", "value", "message"),
     [
         ("cleanPodPolicy", "Sometimes", 'Unsupported value: "Sometimes": supported values: "All", "Running", "None"'),
-        ("ttlSecondsAfterFinished", -1, "Invalid value: -1: must be greater than or equal to 0"),
-        ("activeDeadlineSeconds", 0, "Invalid value: 0: must be greater than 0"),
-        ("activeDeadlineSeconds", -5, "Invalid value: -5: must be greater than 0"),
-        ("backoffLimit", -1, "Invalid value: -1: must be greater than or equal to 0"),
-        ("backoffLimit", "3", 'Invalid value: "3": must be of type integer'),
-        ("schedulingPolicy", "gang", 'Invalid value: "gang": must be of type object'),
+        ("ttlSecondsAfterFinished", -1, "Invalid value: -1: {} in body should be greater than or equal to 0"),
+        ("activeDeadlineSeconds", 0, "Invalid value: 0: {} in body should be greater than 0"),
+        ("activeDeadlineSeconds", -5, "Invalid value: -5: {} in body should be greater than 0"),
+        ("backoffLimit", -1, "Invalid value: -1: {} in body should be greater than or equal to 0"),
+        ("backoffLimit", "3", 'Invalid value: "string": {} in body must be of type integer: "string"'),
+        ("backoffLimit", True, 'Invalid value: "": {} in body must be of type int32: ""'),
+        ("backoffLimit", 1.5, 'Invalid value: "float64": {} in body must be of type int32: "float64"'),
+        ("schedulingPolicy", "gang", 'Invalid value: "string": {} in body must be of type object: "string"'),
     ],
 )
 def test_run_policy_enums_and_ranges(field, value, message):
-    assert errors_of(tfjob(**{field: value})) == [f"spec.{field}: {message}"]
+    assert errors_of(tfjob(**{field: value})) == [f"spec.{field}: {message.format('spec.' + field)}"]
 
 
 @pytest.mark.parametrize("field", ["ttlSecondsAfterFinished", "backoffLimit"])
@@ -262,14 +273,15 @@ def test_run_policy_zero_is_allowed(field):
 
 def test_restart_policy_enum():
     assert errors_of(tfjob({"Worker": replica(container(), restartPolicy="OnError")})) == [
-        'spec.tfReplicaSpecs[Worker].restartPolicy: Unsupported value: "OnError": '
+        'spec.tfReplicaSpecs.Worker.restartPolicy: Unsupported value: "OnError": '
         'supported values: "Always", "OnFailure", "Never", "ExitCode"'
     ]
 
 
 def test_min_available_at_least_one():
     assert errors_of(tfjob(schedulingPolicy={"minAvailable": 0})) == [
-        "spec.schedulingPolicy.minAvailable: Invalid value: 0: must be greater than or equal to 1"
+        "spec.schedulingPolicy.minAvailable: Invalid value: 0: "
+        "spec.schedulingPolicy.minAvailable in body should be greater than or equal to 1"
     ]
 
 
@@ -290,7 +302,8 @@ def test_min_available_counts_defaulted_replicas():
 def test_mpijob_run_policy_block_is_validated():
     obj = kubedl_job("MPIJob", runPolicy={"backoffLimit": -1, "schedulingPolicy": {"minAvailable": 9}})
     assert errors_of(obj) == [
-        "spec.runPolicy.backoffLimit: Invalid value: -1: must be greater than or equal to 0",
+        "spec.runPolicy.backoffLimit: Invalid value: -1: "
+        "spec.runPolicy.backoffLimit in body should be greater than or equal to 0",
         "spec.runPolicy.schedulingPolicy.minAvailable: Invalid value: 9: must be less than or equal to the total "
         "number of replicas (1)",
     ]
@@ -298,7 +311,7 @@ def test_mpijob_run_policy_block_is_validated():
 
 def test_xdljob_min_finish_work_rate_range():
     assert errors_of(kubedl_job("XDLJob", minFinishWorkRate=101)) == [
-        "spec.minFinishWorkRate: Invalid value: 101: must be less than or equal to 100"
+        "spec.minFinishWorkRate: Invalid value: 101: spec.minFinishWorkRate in body should be less than or equal to 100"
     ]
 
 
@@ -322,7 +335,7 @@ def test_queue_cannot_be_added_on_update():
 def test_update_applies_the_create_rules():
     old = review(tfjob()).defaulted
     assert errors_of(tfjob(backoffLimit=-1), old) == [
-        "spec.backoffLimit: Invalid value: -1: must be greater than or equal to 0"
+        "spec.backoffLimit: Invalid value: -1: spec.backoffLimit in body should be greater than or equal to 0"
     ]
 
 

@@ -98,7 +98,9 @@ def test_a_role_appears_once():
 
 
 def test_replica_list_present_and_not_empty():
-    assert errors_of(mxjob("local")) == ["spec.replicaSpecs: Required value: must have at least 1 item(s)"]
+    assert errors_of(mxjob("local")) == [
+        "spec.replicaSpecs: Invalid value: 0: spec.replicaSpecs in body should have at least 1 items"
+    ]
     obj = mxjob("local")
     del obj["spec"]["replicaSpecs"]
     assert errors_of(obj) == ["spec.replicaSpecs: Required value"]
@@ -107,8 +109,10 @@ def test_replica_list_present_and_not_empty():
 def test_replicas_and_port_ranges():
     obj = mxjob("dist", mx_replica("SCHEDULER", PsRootPort=70000), mx_replica("SERVER", -1), mx_replica("WORKER"))
     assert errors_of(obj) == [
-        "spec.replicaSpecs[0].PsRootPort: Invalid value: 70000: must be less than or equal to 65535",
-        "spec.replicaSpecs[1].replicas: Invalid value: -1: must be greater than or equal to 0",
+        "spec.replicaSpecs[0].PsRootPort: Invalid value: 70000: "
+        "spec.replicaSpecs[0].PsRootPort in body should be less than or equal to 65535",
+        "spec.replicaSpecs[1].replicas: Invalid value: -1: "
+        "spec.replicaSpecs[1].replicas in body should be greater than or equal to 0",
     ]
 
 
@@ -116,7 +120,9 @@ def test_null_entries_are_reported_not_crashed_on():
     obj = mxjob("local", None, mx_replica("WORKER"))
     verdict = review(obj)
     assert verdict.defaulted["spec"]["replicaSpecs"][0] is None
-    assert [str(e) for e in verdict.errors] == ['spec.replicaSpecs[0]: Invalid value: "null": must not be null']
+    assert [str(e) for e in verdict.errors] == [
+        'spec.replicaSpecs[0]: Invalid value: "null": spec.replicaSpecs[0] in body must be of type object: "null"'
+    ]
 
 
 def test_derived_names_use_the_lower_case_role():

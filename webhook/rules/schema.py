@@ -2,13 +2,17 @@
 
 The same structural schema is emitted into the CRDs (``jobgate manifests crds``) and used
 here for type, enum and range checks, so the offline validator and the cluster agree on
-every field by construction. Messages follow the apiserver's wording, but the checker runs
-in the mutating webhook, before the apiserver's own schema validation, so users see
-jobgate's message with every violation at once.
+every field by construction. The apiserver checks this schema itself, after the mutating
+webhooks and before any validating webhook, so a job that breaks it is refused with the
+apiserver's own lines: this checker writes exactly those lines (dotted paths through maps,
+``<path> in body should be ...``), so ``jobgate validate`` shows what ``kubectl`` shows.
+Null values of fields and map entries are pruned by the apiserver when it decodes a custom
+resource, so they count as unset here; a null inside a list is an error, as there.
 """
 
 from __future__ import annotations
 
+import json
 import math
 from collections.abc import Callable
 from functools import cache
@@ -16,7 +20,7 @@ from typing import Any
 
 from pydantic import BaseModel
 
-from webhook.rules.fielderrors import FieldError, FieldPath, Key, invalid, not_supported, required
+from webhook.rules.fielderrors import FieldError, FieldPath, invalid, not_supported, render_path, required
 
 Schema = dict[str, Any]
 
@@ -105,10 +109,8 @@ def compile_schema(schema: Schema) -> Checker:
         return _integer_checker(schema)
     if kind == "string":
         return _string_checker(schema)
-    if kind == "boolean":
-        return _type_checker(lambda v: isinstance(v, bool), "boolean")
-    if kind == "number":
-        return _type_checker(lambda v: isinstance(v, int | float) and not isinstance(v, bool), "number")
+    if kind in ("boolean", "number"):
+        return _leaf_checker(kind, schema.get("format"))
     return _accept_anything
 
 
@@ -116,10 +118,57 @@ def _accept_anything(value: Any, path: FieldPath, errors: list[FieldError], unkn
     return None
 
 
-def _type_checker(accepts: Callable[[Any], bool], name: str) -> Checker:
+def _in_body(path: FieldPath, problem: str) -> str:
+    return f"{render_path(path)} in body {problem}"
+
+
+def _json_type(value: Any) -> tuple[str, str]:
+    """(type, format) of a decoded JSON value, as the apiserver's OpenAPI validator names them."""
+    if value is None:
+        return "null", ""
+    if isinstance(value, bool):
+        return "boolean", ""
+    if isinstance(value, int):
+        return "integer", "int64"
+    if isinstance(value, float):
+        return "number", "float64"
+    if isinstance(value, str):
+        return "string", ""
+    if isinstance(value, list):
+        return "array", ""
+    return "object", ""
+
+
+def type_error(value: Any, path: FieldPath, expected: str, expected_format: str | None) -> FieldError | None:
+    """The apiserver's error for a value of the wrong JSON type, or None when the type is right.
+
+    A field with a format is checked against the format first for anything but strings and
+    lists (go-openapi's order), which is why a boolean in an int32 field reads
+    ``must be of type int32: ""``; an integral float passes as an integer, as in JSON.
+    """
+    actual, actual_format = _json_type(value)
+    float_int = actual == "number" and expected == "integer" and math.isfinite(value) and float(value).is_integer()
+    int_float = actual == "integer" and expected == "number"
+    compatible = actual == expected or float_int or int_float
+    if (
+        expected_format
+        and actual not in ("string", "array", "null")
+        and not compatible
+        and actual_format != expected_format
+    ):
+        return invalid(
+            path, actual_format, _in_body(path, f"must be of type {expected_format}: {json.dumps(actual_format)}")
+        )
+    if not compatible:
+        return invalid(path, actual, _in_body(path, f"must be of type {expected}: {json.dumps(actual)}"))
+    return None
+
+
+def _leaf_checker(kind: str, fmt: str | None) -> Checker:
     def check(value: Any, path: FieldPath, errors: list[FieldError], unknown: list[FieldPath]) -> None:
-        if not accepts(value):
-            errors.append(invalid(path, value, f"must be of type {name}"))
+        error = type_error(value, path, kind, fmt)
+        if error is not None:
+            errors.append(error)
 
     return check
 
@@ -135,7 +184,7 @@ def _object_checker(schema: Schema) -> Checker:
 
     def check(value: Any, path: FieldPath, errors: list[FieldError], unknown: list[FieldPath]) -> None:
         if type(value) is not dict and not isinstance(value, dict):
-            errors.append(invalid(path, value, "must be of type object"))
+            errors.append(type_error(value, path, "object", None) or invalid(path, value, "must be an object"))
             return
         if properties is not None:
             for name in required_names:
@@ -147,34 +196,34 @@ def _object_checker(schema: Schema) -> Checker:
                     if not preserve:
                         unknown.append((*path, name))
                 elif item is not None:
-                    # A null optional field is pruned by the apiserver, i.e. treated as unset.
                     sub(item, (*path, name), errors, unknown)
         if additional is not None:
             for name, item in value.items():
-                if item is None:
-                    errors.append(invalid((*path, Key(name)), None, "must not be null"))
-                else:
-                    additional(item, (*path, Key(name)), errors, unknown)
-        if len(value) < min_properties:
-            errors.append(required(path, "must not be empty"))
-
+                if item is not None:
+                    additional(item, (*path, name), errors, unknown)
+        if min_properties and (present := sum(item is not None for item in value.values())) < min_properties:
+            errors.append(invalid(path, present, _in_body(path, f"should have at least {min_properties} properties")))
     return check
 
 
 def _array_checker(schema: Schema) -> Checker:
     items = compile_schema(schema["items"]) if "items" in schema else None
+    item_type = schema.get("items", {}).get("type", "object")
     min_items = schema.get("minItems", 0)
 
     def check(value: Any, path: FieldPath, errors: list[FieldError], unknown: list[FieldPath]) -> None:
         if not isinstance(value, list):
-            errors.append(invalid(path, value, "must be of type array"))
+            errors.append(type_error(value, path, "array", None) or invalid(path, value, "must be an array"))
             return
         if len(value) < min_items:
-            errors.append(required(path, f"must have at least {min_items} item(s)"))
+            errors.append(invalid(path, len(value), _in_body(path, f"should have at least {min_items} items")))
         if items is not None:
             for index, item in enumerate(value):
                 if item is None:
-                    errors.append(invalid((*path, index), None, "must not be null"))
+                    item_path = (*path, index)
+                    errors.append(
+                        invalid(item_path, "null", _in_body(item_path, f'must be of type {item_type}: "null"'))
+                    )
                 else:
                     items(item, (*path, index), errors, unknown)
 
@@ -185,19 +234,21 @@ def _integer_checker(schema: Schema) -> Checker:
     minimum = schema.get("minimum")
     exclusive = bool(schema.get("exclusiveMinimum"))
     maximum = schema.get("maximum")
+    fmt = schema.get("format")
     low = -math.inf if minimum is None else minimum + 1 if exclusive else minimum
     high = math.inf if maximum is None else maximum
 
     def check(value: Any, path: FieldPath, errors: list[FieldError], unknown: list[FieldPath]) -> None:
         if type(value) is int and low <= value <= high:
             return
-        if isinstance(value, bool) or not (isinstance(value, int) or (isinstance(value, float) and value.is_integer())):
-            errors.append(invalid(path, value, "must be of type integer"))
+        error = type_error(value, path, "integer", fmt)
+        if error is not None:
+            errors.append(error)
         elif value < low:
             bound = f"greater than {minimum}" if exclusive else f"greater than or equal to {minimum}"
-            errors.append(invalid(path, value, f"must be {bound}"))
+            errors.append(invalid(path, value, _in_body(path, f"should be {bound}")))
         elif value > high:
-            errors.append(invalid(path, value, f"must be less than or equal to {maximum}"))
+            errors.append(invalid(path, value, _in_body(path, f"should be less than or equal to {maximum}")))
 
     return check
 
@@ -208,7 +259,11 @@ def _string_checker(schema: Schema) -> Checker:
 
     def check(value: Any, path: FieldPath, errors: list[FieldError], unknown: list[FieldPath]) -> None:
         if type(value) is not str and not isinstance(value, str):
-            errors.append(invalid(path, value, "must be of type string"))
+            error = type_error(value, path, "string", None)
+            if error is not None:
+                errors.append(error)
+            if allowed is not None:  # the apiserver checks the enum on its own, whatever the type
+                errors.append(not_supported(path, value, enum or ()))
         elif allowed is not None and value not in allowed:
             errors.append(not_supported(path, value, enum or ()))
 
