@@ -203,6 +203,7 @@ def _object_checker(schema: Schema) -> Checker:
                     additional(item, (*path, name), errors, unknown)
         if min_properties and (present := sum(item is not None for item in value.values())) < min_properties:
             errors.append(invalid(path, present, _in_body(path, f"should have at least {min_properties} properties")))
+
     return check
 
 
