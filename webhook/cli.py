@@ -156,16 +156,22 @@ def _certs_inject(args: argparse.Namespace) -> int:
 def _manifests(args: argparse.Namespace) -> int:
     from pathlib import Path
 
-    from webhook.manifests import differences, write
+    from webhook.manifests import differences, schema_table_is_stale, write, write_schema_table
+    from webhook.rules.schema import SCHEMA_TABLE
 
     directory = Path(args.dir)
     if args.check:
-        stale = differences(directory)
-        for relative in stale:
-            print(f"{directory / relative}: differs from what `jobgate manifests generate` produces", file=sys.stderr)
+        stale = [str(directory / relative) for relative in differences(directory)]
+        if schema_table_is_stale():
+            stale.append(str(SCHEMA_TABLE))
+        for path in stale:
+            print(f"{path}: differs from what `jobgate manifests generate` produces", file=sys.stderr)
         return EXIT_DENIED if stale else EXIT_OK
     for path in write(directory):
         print(f"wrote {path}")
+    table = write_schema_table()
+    if table is not None:
+        print(f"wrote {table}")
     return EXIT_OK
 
 

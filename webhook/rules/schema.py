@@ -1,10 +1,15 @@
 """Structural schemas from the API models, and a checker that walks objects against them.
 
-The same structural schema is emitted into the CRDs (``jobgate manifests crds``) and used
+The same structural schema is emitted into the CRDs (``jobgate manifests generate``) and used
 here for type, enum and range checks, so the offline validator and the cluster agree on
 every field by construction. Messages follow the apiserver's wording, but the checker runs
 in the mutating webhook, before the apiserver's own schema validation, so users see
 jobgate's message with every violation at once.
+
+Building a schema from a pydantic model costs tens of milliseconds, too much for a command
+that checks one file: ``jobgate manifests generate`` also writes every served model's schema
+to ``structural_schemas.json`` (a test fails when it is stale), and ``schema_checker`` reads
+that table first, so the models are neither imported nor built at start-up.
 """
 
 from __future__ import annotations
@@ -12,11 +17,16 @@ from __future__ import annotations
 import math
 from collections.abc import Callable
 from functools import cache
-from typing import Any
-
-from pydantic import BaseModel
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 from webhook.rules.fielderrors import FieldError, FieldPath, Key, invalid, not_supported, required
+from webhook.rules.modelref import model_class, model_key
+
+if TYPE_CHECKING:
+    from pydantic import BaseModel
+
+SCHEMA_TABLE = Path(__file__).with_name("structural_schemas.json")
 
 Schema = dict[str, Any]
 
@@ -36,11 +46,43 @@ _KEPT_KEYWORDS = (
 )
 
 
+def structural_schema(model: Any) -> Schema:
+    """The model (a class or a ModelRef) as an apiextensions.k8s.io/v1 structural schema
+    (no $ref, no anyOf, no nulls), built from pydantic."""
+    return _built_schema(model_class(model))
+
+
 @cache
-def structural_schema(model: type[BaseModel]) -> Schema:
-    """The model as an apiextensions.k8s.io/v1 structural schema (no $ref, no anyOf, no nulls)."""
+def _built_schema(model: type[BaseModel]) -> Schema:
     raw = model.model_json_schema(by_alias=True, mode="validation")
     return _to_structural(raw, raw.get("$defs", {}))
+
+
+@cache
+def schema_table() -> dict[str, Schema]:
+    """The schemas written ahead of time by ``jobgate manifests generate``, by model key."""
+    try:
+        text = SCHEMA_TABLE.read_bytes()
+    except OSError:
+        return {}
+    import json
+
+    table: dict[str, Schema] = json.loads(text)
+    return table
+
+
+def schema_table_text(models: list[Any]) -> str:
+    """The content of ``structural_schemas.json`` for these models (sorted, stable)."""
+    import json
+
+    table = {model_key(m): structural_schema(m) for m in models}
+    return json.dumps(dict(sorted(table.items())), indent=1, sort_keys=True) + "\n"
+
+
+def schema_of(model: Any) -> Schema:
+    """The model's structural schema: from the generated table, else built from pydantic."""
+    found = schema_table().get(model_key(model))
+    return found if found is not None else structural_schema(model)
 
 
 def _to_structural(node: Schema, defs: dict[str, Schema]) -> Schema:
@@ -76,10 +118,16 @@ def _to_structural(node: Schema, defs: dict[str, Schema]) -> Schema:
 Checker = Callable[[Any, FieldPath, list[FieldError], list[FieldPath]], None]
 
 
-@cache
-def schema_checker(model: type[BaseModel]) -> Checker:
-    """The model's structural schema compiled into nested closures, once per model."""
-    return compile_schema(structural_schema(model))
+_CHECKERS: dict[str, Checker] = {}
+
+
+def schema_checker(model: Any) -> Checker:
+    """The model's (class or ModelRef) structural schema compiled into nested closures, once per model."""
+    key = model_key(model)
+    checker = _CHECKERS.get(key)
+    if checker is None:
+        checker = _CHECKERS[key] = compile_schema(schema_of(model))
+    return checker
 
 
 def check_against_schema(
