@@ -344,7 +344,7 @@ class _Resolver:
                 continue
             key = self.key(key_node, depth)
             if key in explicit:
-                raise LoadError(f'key "{key}" already set in map', self.line(key_node))
+                raise LoadError(f'cannot parse YAML: key "{key}" already set in map', self.line(key_node))
             explicit.add(key)
             out[key] = self.value(value_node, depth + 1)
         return out
