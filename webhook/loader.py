@@ -41,28 +41,87 @@ MAX_FILE_BYTES = 32 * 1024 * 1024
 MAX_DOCUMENT_BYTES = 3 * 1024 * 1024
 MAX_DEPTH = 100
 MAX_NUMBER_DIGITS = 1000
-# Deeper than this (by indentation and compact indicators) the Rust parser could exhaust its
-# stack, so such documents take the exact path, which fails cleanly past MAX_DEPTH.
-_FAST_PATH_MAX_INDENT = 1000
 
 _INT64_MIN, _INT64_MAX = -(2**63), 2**63 - 1
 _UINT64_MAX = 2**64 - 1
 
-# A token start where YAML 1.1 (go-yaml v2) and YAML 1.2 (yaml-rs) may read differently.
-# A scalar starts after indentation and block indicators, after ``: ``, or after a flow ``[``, ``{``, ``,``.
-_BOUNDARY = r"(?:^[ \t]*(?:[-?:][ \t]+)*|[:\[{,][ \t]*)"
-_END = r"(?=$|[\s,\]}#]|:(?:\s|$))"
-_YAML11_ONLY = re.compile(
-    _BOUNDARY + r"(?:(?:[yYnN]|yes|Yes|YES|no|No|NO|on|On|ON|off|Off|OFF)" + _END + r"|"
-    r"[-+]?0[0-9_]|"  # leading zero: octal in YAML 1.1
-    r"[-+]?_|"  # yaml-rs reads _1000 as a number, go-yaml as a string
-    r"[-+]?[0-9.][0-9.eE+-]*_|"  # underscores inside a number
-    r"[-+]0[xXoObB]|0[XOB]|"  # signed or upper-case radix prefixes
-    r"<<|!)",  # merge keys and tags
-    re.MULTILINE,
+# Where YAML 1.1 (go-yaml v2) and YAML 1.2 (yaml-rs) read a plain scalar differently, and how
+# the fast path notices (without a per-character regular expression, which costs more than the
+# parse itself):
+# - the 1.1 booleans (yes, on, y, ...) parse as strings in 1.2: every string value and key is
+#   looked up in _YAML11_WORDS after parsing (a quoted "yes" goes the exact way too, harmless);
+# - octal 0777, underscores (1_000, _1), signed or upper-case radix prefixes parse as other
+#   numbers: _ZERO_HINT and _UNDERSCORE_HINT find candidates, _YAML11_NUMBER confirms the token;
+# - tags (!!binary, !!str) and merge keys (<<): found by substring.
+_YAML11_WORDS = frozenset(
+    ("y", "Y", "yes", "Yes", "YES", "n", "N", "no", "No", "NO", "on", "On", "ON", "off", "Off", "OFF")
 )
-# Leading indentation plus block indicators (``- - - x``): an upper bound of block nesting.
-_BLOCK_PREFIX = re.compile(r"^[ \t]*(?:[-?:](?:[ \t]+|$))*", re.MULTILINE)
+# Patterns with a literal first character: the regular-expression engine skips to them at C speed.
+_ZERO_HINT = re.compile(r"0[0-9_xXoObB]")
+_UNDERSCORE_HINT = re.compile(r"_")
+_YAML11_NUMBER = re.compile(
+    r"[-+]?(?:0[0-9_][0-9a-zA-Z_.+-]*|_[0-9a-zA-Z_.+-]*|[0-9][0-9.eE+-]*_[0-9a-zA-Z_.+-]*|0[XOB][0-9a-fA-F_]*)"
+    r"|[-+]0[xXoObB][0-9a-fA-F_]*"
+)
+_TOKEN_DELIMITERS = frozenset(" \t\r\n[]{},#")
+_SCALAR_PREFIX = re.compile(r"[ \t]*(?:[-?:][ \t]+)*")
+# yaml-rs exhausts its stack somewhere between 10,000 and 14,000 levels (a crash, not an
+# exception), so only documents that cannot nest that deep take the fast path: nesting costs at
+# least one character per level and, in block style, one more column every two levels, so a
+# short document or one whose lines are all short stays far below it.
+_FAST_PATH_ANY_SHAPE = 8000
+_FAST_PATH_MAX_LINE = 2000
+
+
+def _starts_scalar(text: str, position: int) -> bool:
+    """Whether ``position`` begins a scalar: after indentation and block indicators, ``: `` or ``[ { ,``."""
+    line_start = text.rfind("\n", 0, position) + 1
+    prefix = text[line_start:position]
+    if _SCALAR_PREFIX.fullmatch(prefix):
+        return True
+    return prefix.rstrip(" \t").endswith((":", "[", "{", ","))
+
+
+def _token_at(text: str, position: int) -> tuple[int, str]:
+    start = position
+    while start > 0 and text[start - 1] not in _TOKEN_DELIMITERS:
+        start -= 1
+    end = position
+    while end < len(text) and text[end] not in _TOKEN_DELIMITERS:
+        end += 1
+    token = text[start:end]
+    if token.endswith(":"):
+        token = token[:-1]
+    # "key:value" is one plain scalar for YAML; only what follows a ": " is a value.
+    colon = token.rfind(": ")
+    if colon >= 0:
+        start, token = start + colon + 2, token[colon + 2 :]
+    return start, token
+
+
+def has_yaml11_numbers(text: str) -> bool:
+    """Whether a plain scalar of ``text`` is a number YAML 1.1 reads differently (0777, 1_000, -0x1F)."""
+    for match in _ZERO_HINT.finditer(text):
+        start, token = _token_at(text, match.start())
+        if _YAML11_NUMBER.fullmatch(token) and _starts_scalar(text, start):
+            return True
+    for match in _UNDERSCORE_HINT.finditer(text):
+        position = match.start()
+        before = text[position - 1 : position]
+        after = text[position + 1 : position + 2]
+        if not (before.isdigit() or after.isdigit()):
+            continue  # NCCL_DEBUG, not a number
+        start, token = _token_at(text, position)
+        if _YAML11_NUMBER.fullmatch(token) and _starts_scalar(text, start):
+            return True
+    return False
+
+
+def has_yaml11_tokens(text: str) -> bool:
+    """What the fast path cannot see after parsing: tags, merge keys, 1.1-only numbers."""
+    return "!" in text or "<<" in text or has_yaml11_numbers(text)
+
+
 _DOCUMENT_START = re.compile(r"^---(?=[ \t\r]|$)", re.MULTILINE)
 _SURROGATE = re.compile("[\ud800-\udfff]")
 
@@ -92,6 +151,8 @@ def split_documents(text: str) -> list[Chunk]:
     """Split at ``---`` lines, as kubectl's YAML reader does (only a comment may follow them)."""
     if text.startswith("\ufeff"):
         text = text[1:]
+    if "\n---" not in text and not text.startswith("---"):
+        return [Chunk(text, 1)]
     chunks: list[Chunk] = []
     start, line = 0, 1
     for match in _DOCUMENT_START.finditer(text):
@@ -127,9 +188,9 @@ def load_document(chunk: Chunk) -> Any:
 
 
 def _fast_path_applies(text: str) -> bool:
-    if _YAML11_ONLY.search(text) is not None:
+    if has_yaml11_tokens(text):
         return False
-    return max(map(len, _BLOCK_PREFIX.findall(text)), default=0) <= _FAST_PATH_MAX_INDENT
+    return len(text) <= _FAST_PATH_ANY_SHAPE or max(map(len, text.splitlines())) <= _FAST_PATH_MAX_LINE
 
 
 def _fast_json(text: str) -> Any:
@@ -154,29 +215,52 @@ def _fast_yaml(text: str) -> Any:
     return _to_json_data(data, 0)
 
 
-def _to_json_data(value: Any, depth: int) -> Any:
-    """yaml-rs's (or orjson's) result as JSON would carry it; anything unusual takes the exact path."""
-    kind = type(value)
-    if kind is str or kind is bool or value is None:
-        return value
-    if depth >= MAX_DEPTH:
-        raise _NeedsExactPath
-    if kind is dict:
-        out = {}
-        for key, item in value.items():
-            if type(key) is not str:
-                raise _NeedsExactPath
-            out[key] = _to_json_data(item, depth + 1)
-        return out
-    if kind is list:
-        return [_to_json_data(item, depth + 1) for item in value]
-    if kind is int:
-        if _INT64_MIN <= value <= _INT64_MAX:
-            return value
+def _to_json_data(data: Any, depth: int) -> Any:
+    """yaml-rs's (or orjson's) result as JSON carries it, fixed in place; anything unusual takes the exact path.
+
+    Integral floats become integers (Go's JSON writes ``2.0`` as ``2``); integers beyond int64,
+    infinities, NaN, non-string keys and nesting past MAX_DEPTH are left to the exact path,
+    which knows what kubectl does with each.
+    """
+    kind = type(data)
+    if kind is dict or kind is list:
+        _fix_container(data, depth)
+        return data
+    if kind is str and data in _YAML11_WORDS:
         raise _NeedsExactPath
     if kind is float:
-        return _json_number(value)
-    raise _NeedsExactPath
+        return _json_number(data)
+    if kind is int and not _INT64_MIN <= data <= _INT64_MAX:
+        raise _NeedsExactPath
+    return data
+
+
+def _fix_container(container: Any, depth: int) -> None:
+    # Hot: one call per mapping or list, leaves handled inline.
+    if depth >= MAX_DEPTH:
+        raise _NeedsExactPath
+    is_mapping = type(container) is dict
+    items = container.items() if is_mapping else enumerate(container)
+    words = _YAML11_WORDS
+    for key, item in items:
+        if is_mapping and (type(key) is not str or key in words):
+            raise _NeedsExactPath
+        kind = type(item)
+        if kind is str:
+            if item in words:
+                raise _NeedsExactPath
+            continue
+        if kind is bool or item is None:
+            continue
+        if kind is dict or kind is list:
+            _fix_container(item, depth + 1)
+        elif kind is int:
+            if not _INT64_MIN <= item <= _INT64_MAX:
+                raise _NeedsExactPath
+        elif kind is float:
+            container[key] = _json_number(item)  # replaces a value: the size does not change
+        else:
+            raise _NeedsExactPath
 
 
 def _json_number(value: float) -> int | float:

@@ -138,7 +138,10 @@ def evaluate(
     obj: Any,
     prefix: tuple[Any, ...],
     validation: FieldValidation = FieldValidation.STRICT,
+    *,
+    with_patch: bool = False,
 ) -> tuple[DocumentResult, Verdict | None]:
+    """The verdict on one object; ``with_patch`` also records the mutating patch (``jobgate default``)."""
     source = display_name(document.source)
     if not isinstance(obj, dict):
         line = document.line_of(prefix)
@@ -158,7 +161,7 @@ def evaluate(
         result = DocumentResult(source, document.index, line, Outcome.SKIPPED, api_version, kind_name, namespace, name)
         result.reason = f"jobgate does not serve {api_version} {kind_name}"
         return result, None
-    verdict = review_job(kind, obj)
+    verdict = review_job(kind, obj, with_patch=with_patch)
     unknown = [w.path for w in verdict.warnings if isinstance(w, UnknownField)]
     unknown += _unknown_top_level(obj)
     plain_warnings = [w for w in verdict.warnings if not isinstance(w, UnknownField)]

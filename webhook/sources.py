@@ -139,7 +139,7 @@ def read_source(source: str) -> str:
         raise SourceError(source, f"cannot read: {_os_message(exc)}") from None
     except ValueError:
         raise SourceError(source, "cannot read: invalid path") from None
-    with os.fdopen(descriptor, "rb") as handle:
+    try:
         info = os.fstat(descriptor)
         if stat.S_ISDIR(info.st_mode):
             raise SourceError(source, "is a directory")
@@ -147,11 +147,29 @@ def read_source(source: str) -> str:
             raise SourceError(source, "not a regular file (FIFO, socket or device)")
         if info.st_size > MAX_FILE_BYTES:
             raise SourceError(source, f"larger than {MAX_FILE_BYTES // (1024 * 1024)} MiB")
-        try:
-            raw = handle.read(MAX_FILE_BYTES + 1)
-        except OSError as exc:
-            raise SourceError(source, f"cannot read: {_os_message(exc)}") from None
+        raw = _read_bounded(descriptor, info.st_size)
+    except OSError as exc:
+        raise SourceError(source, f"cannot read: {_os_message(exc)}") from None
+    finally:
+        os.close(descriptor)
     return _decode(source, raw)
+
+
+def _read_bounded(descriptor: int, expected: int) -> bytes:
+    """At most MAX_FILE_BYTES + 1 bytes, asking for the size stat gave (asking for the maximum
+    would allocate 32 MiB per file); files that report no size (/proc) are read in pieces."""
+    first = os.read(descriptor, expected + 1 if expected else 65536)
+    if len(first) <= expected or not first:
+        return first
+    pieces = [first]
+    total = len(first)
+    while total <= MAX_FILE_BYTES:
+        piece = os.read(descriptor, min(1 << 20, MAX_FILE_BYTES + 1 - total))
+        if not piece:
+            break
+        pieces.append(piece)
+        total += len(piece)
+    return b"".join(pieces)
 
 
 def _decode(source: str, raw: bytes) -> str:
