@@ -146,11 +146,9 @@ class Measure:
 def measure(argv: list[str], cpu: int) -> Measure:
     """Wall time and peak RSS of one process pinned to ``cpu``."""
 
-    def pin() -> None:
-        os.sched_setaffinity(0, {cpu})
-
     started = time.perf_counter()
-    process = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, preexec_fn=pin, cwd=REPO)
+    pinned = ["taskset", "--cpu-list", str(cpu), *argv]
+    process = subprocess.Popen(pinned, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, cwd=REPO)
     _, status, usage = os.wait4(process.pid, 0)
     elapsed = time.perf_counter() - started
     process.returncode = os.waitstatus_to_exitcode(status)
