@@ -338,8 +338,11 @@ def resolve_plain(text: str, line: int | None = None) -> Any:
         if text.startswith(("+.", "-.")) and text in _SPECIAL_FLOATS:
             raise LoadError(f"json: unsupported value: {text} (kubectl cannot convert it to JSON)", line)
         return text
-    if first == "." and text in _SPECIAL_FLOATS:
-        raise LoadError(f"json: unsupported value: {text} (kubectl cannot convert it to JSON)", line)
+    if first == ".":
+        if text in _SPECIAL_FLOATS:
+            raise LoadError(f"json: unsupported value: {text} (kubectl cannot convert it to JSON)", line)
+        if _YAML_FLOAT.fullmatch(text):  # go-yaml's "." hint: strconv.ParseFloat, no underscores
+            return _json_number(float(text))
     return text
 
 
