@@ -187,8 +187,19 @@ def load_document(chunk: Chunk) -> Any:
     return _exact(chunk)
 
 
+# Characters YAML does not allow in a stream (go-yaml: "control characters are not allowed");
+# yaml-rs lets some through, ruamel refuses them with their line.
+_NOT_YAML_CHARACTERS = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x84\x86-\x9f\ud800-\udfff\ufffe\uffff]")
+
+
+def _has_control_characters(text: str) -> bool:
+    if text.isascii():  # the common case, at C speed
+        return not text.replace("\n", "").replace("\t", "").replace("\r", "").isprintable()
+    return _NOT_YAML_CHARACTERS.search(text) is not None
+
+
 def _fast_path_applies(text: str) -> bool:
-    if has_yaml11_tokens(text):
+    if has_yaml11_tokens(text) or _has_control_characters(text):
         return False
     return len(text) <= _FAST_PATH_ANY_SHAPE or max(map(len, text.splitlines())) <= _FAST_PATH_MAX_LINE
 
