@@ -168,8 +168,12 @@ def split_documents(text: str) -> list[Chunk]:
     return chunks
 
 
-def load_document(chunk: Chunk) -> Any:
-    """The document as the plain JSON data kubectl sends (None for an empty document)."""
+def load_document(chunk: Chunk, notes: list[tuple[int, str]] | None = None) -> Any:
+    """The document as the plain JSON data kubectl sends (None for an empty document).
+
+    ``notes`` receives (line, message) for what kubectl accepts silently but deserves a word:
+    a duplicate key (kubectl keeps the last value).
+    """
     text = chunk.text
     if len(text) > MAX_DOCUMENT_BYTES and len(text.encode("utf-8", "surrogatepass")) > MAX_DOCUMENT_BYTES:
         raise LoadError(f"document larger than {MAX_DOCUMENT_BYTES // (1024 * 1024)} MiB", chunk.first_line)
@@ -184,7 +188,7 @@ def load_document(chunk: Chunk) -> Any:
             return _fast_yaml(text)
         except _NeedsExactPath:
             pass
-    return _exact(chunk)
+    return _exact(chunk, notes)
 
 
 # Characters YAML does not allow in a stream (go-yaml: "control characters are not allowed");
@@ -367,8 +371,9 @@ def _allowed_alias_ratio(decode_count: int) -> float:
 
 
 class _Resolver:
-    def __init__(self, first_line: int) -> None:
+    def __init__(self, first_line: int, notes: list[tuple[int, str]] | None = None) -> None:
         self.first_line = first_line
+        self.notes = notes if notes is not None else []
         self.decoded = 0
         self.aliased = 0
         self.alias_depth = 0
@@ -442,7 +447,8 @@ class _Resolver:
                 continue
             key = self.key(key_node, depth)
             if key in explicit:
-                raise LoadError(f'cannot parse YAML: key "{key}" already set in map', self.line(key_node))
+                # kubectl (sigs.k8s.io/yaml, non-strict) keeps the last value, and so does the cluster.
+                self.notes.append((self.line(key_node), f'duplicate key "{key}": kubectl keeps the last value'))
             explicit.add(key)
             out[key] = self.value(value_node, depth + 1)
         return out
@@ -541,19 +547,19 @@ def _compose(chunk: Chunk) -> Any:
     return nodes[0] if nodes else None
 
 
-def _exact(chunk: Chunk) -> Any:
+def _exact(chunk: Chunk, notes: list[tuple[int, str]] | None = None) -> Any:
     node = _compose(chunk)
     if node is None:
         return None
     try:
-        return _Resolver(chunk.first_line).value(node, 0)
+        return _Resolver(chunk.first_line, notes).value(node, 0)
     except RecursionError:
         raise LoadError(f"nesting deeper than {MAX_DEPTH} levels", chunk.first_line) from None
 
 
-def load_exact(chunk: Chunk) -> Any:
+def load_exact(chunk: Chunk, notes: list[tuple[int, str]] | None = None) -> Any:
     """The exact path alone (for tests that compare both paths)."""
-    return _exact(chunk)
+    return _exact(chunk, notes)
 
 
 # --- lines, only for documents with something to report --------------------------------------

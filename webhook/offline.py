@@ -165,7 +165,8 @@ def evaluate(
     unknown = [w.path for w in verdict.warnings if isinstance(w, UnknownField)]
     unknown += _unknown_top_level(obj)
     plain_warnings = [w for w in verdict.warnings if not isinstance(w, UnknownField)]
-    if not verdict.errors and not plain_warnings and (not unknown or validation is FieldValidation.IGNORE):
+    quiet = not document.notes and (not unknown or validation is FieldValidation.IGNORE)
+    if not verdict.errors and not plain_warnings and quiet:
         # The common case, admitted without a word: no line numbers needed.
         line = document.chunk.first_line
         result = DocumentResult(source, document.index, line, Outcome.ADMITTED, api_version, kind_name, namespace, name)
@@ -173,7 +174,8 @@ def evaluate(
     line = document.line_of(prefix)
     result = DocumentResult(source, document.index, line, Outcome.ADMITTED, api_version, kind_name, namespace, name)
     errors = [Finding(document.line_of((*prefix, *e.path)), printable(str(e)), e.field) for e in verdict.errors]
-    warnings = [Finding(line, printable(w)) for w in plain_warnings]
+    warnings = [Finding(note_line, printable(note)) for note_line, note in document.notes]
+    warnings += [Finding(line, printable(w)) for w in plain_warnings]
     for path in unknown:
         where = document.line_of((*prefix, *path))
         if validation is FieldValidation.STRICT:

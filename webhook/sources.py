@@ -42,6 +42,7 @@ class Document:
     index: int
     chunk: Chunk
     data: Any  # the document as plain JSON data, as kubectl sends it
+    notes: list[tuple[int, str]] = field(default_factory=list)  # (line, warning) from reading it
     locator: Locator = field(init=False, repr=False)
 
     def __post_init__(self) -> None:
@@ -72,11 +73,12 @@ def iter_documents(text: str, source: str) -> Iterator[Document]:
     except LoadError as exc:
         raise SourceError(source, exc.message, exc.line) from None
     for index, chunk in enumerate(chunks):
+        notes: list[tuple[int, str]] = []
         try:
-            data = load_document(chunk)
+            data = load_document(chunk, notes)
         except LoadError as exc:
             raise SourceError(source, exc.message, exc.line) from None
-        yield Document(source, index, chunk, data)
+        yield Document(source, index, chunk, data, notes)
 
 
 def parse_documents(text: str, source: str) -> list[Document]:

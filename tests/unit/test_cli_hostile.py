@@ -71,7 +71,6 @@ HOSTILE_CONTENT = [
     ("binary.yaml", b"\xff\xfe\x00\x00garbage", "not UTF-8 text"),
     ("unhashable.yaml", b"? [a]\n: 1\n", "a mapping key must be a scalar"),
     ("unhashable-map.yaml", b"? {a: 1}\n: 1\n", "a mapping key must be a scalar"),
-    ("duplicate.yaml", b"apiVersion: v1\nkind: X\nkind: Y\n", 'key "kind" already set in map'),
     ("inf.yaml", (VALID + "  backoffLimit: .inf\n").encode(), "json: unsupported value"),
     ("separator.yaml", b"a: 1\n--- b: 2\n", "only a comment may follow ---"),
     ("nul.yaml", b"apiVersion: v1\x00\n", "cannot parse YAML"),

@@ -132,6 +132,16 @@ def test_keys_become_json_strings_as_sigs_k8s_yaml_writes_them(text, keys):
     assert list(document) == keys
 
 
+def test_duplicate_keys_keep_the_last_value_as_kubectl_does():
+    for loader in (load_document, load_exact):
+        notes: list[tuple[int, str]] = []
+        assert loader(split_documents("a: 1\nb: {c: 1}\na: 3\nb: {d: 2}\n")[0], notes) == {"a": 3, "b": {"d": 2}}
+        assert notes == [
+            (3, 'duplicate key "a": kubectl keeps the last value'),
+            (4, 'duplicate key "b": kubectl keeps the last value'),
+        ]
+
+
 def test_go_float_formatting():
     assert [go_format_float(v) for v in (1.0, 100000.0, 1e21, 1.5e-5, 0.0001, -2.5, math.inf)] == [
         "1",
@@ -156,7 +166,6 @@ def test_merge_keys_and_aliases():
 @pytest.mark.parametrize(
     ("text", "message", "line"),
     [
-        ("a: 1\nb: 2\na: 3\n", 'key "a" already set in map', 3),
         ("? [a]\n: 1\n", "a mapping key must be a scalar", 1),
         ("a: .inf\n", "json: unsupported value: .inf", 1),
         ("a:\n  b: -.Inf\n", "json: unsupported value: -.Inf", 2),
