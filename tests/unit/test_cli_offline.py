@@ -260,7 +260,10 @@ def test_light_constants_agree_with_the_models():
 def test_pre_commit_hook_definition():
     from ruamel.yaml import YAML
 
-    hooks = YAML(typ="safe").load((REPO / ".pre-commit-hooks.yaml").read_text())
+    definition = REPO / ".pre-commit-hooks.yaml"
+    if not definition.exists():
+        pytest.skip("not in this copy of the tree (CI's compiled run copies tests, not the repository root)")
+    hooks = YAML(typ="safe").load(definition.read_text())
     (hook,) = hooks
     assert hook["entry"].split()[:2] == ["jobgate", "validate"]
     assert hook["language"] == "python"
