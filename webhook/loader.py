@@ -3,26 +3,27 @@
 kubectl converts YAML to JSON with sigs.k8s.io/yaml, which parses with go-yaml v2: YAML 1.1
 scalars (``yes``/``on``/``y`` are booleans, ``0777`` is octal, underscores in numbers are
 dropped, no sexagesimal), timestamps kept as the string written, ``!!binary`` decoded,
-``<<`` merge keys, duplicate keys refused, "excessive aliasing" refused; then JSON turns
-every integral float into an integer, and ``.inf``/``.nan`` cannot be encoded at all.
+``<<`` merge keys, the last of duplicate keys kept, "excessive aliasing" refused; then JSON
+turns every integral float into an integer, and ``.inf``/``.nan`` cannot be encoded at all.
 
 Two paths produce exactly that data:
 
 - the fast path parses with yaml-rs (a Rust YAML 1.2 parser, about 50,000 small
-  documents/s) and fixes its result in one walk. A regular-expression pre-scan sends every
-  document that contains a token where YAML 1.1 and 1.2 disagree (``yes``, ``0777``,
-  ``1_000``, a tag, a merge key, ...) to the exact path instead, because after parsing a
-  quoted ``"yes"`` and a plain ``yes`` can no longer be told apart.
+  documents/s) and fixes its result in one walk. Documents where YAML 1.1 and 1.2 may
+  disagree (``yes``, ``0777``, ``1_000``, a tag, a merge key, ...) take the exact path
+  instead: a cheap pre-scan of the text and the walk over the result find them, because
+  after parsing a quoted ``"yes"`` and a plain ``yes`` can no longer be told apart.
 - the exact path composes the document with ruamel.yaml (which keeps each scalar's style
   and tag) and resolves every plain scalar with go-yaml v2's rules. It is ten times slower,
-  so it also serves only documents the fast path cannot take: the rare YAML 1.1 tokens,
-  parse errors (its messages and lines are the better ones), deep nesting.
+  so it serves only documents the fast path cannot take: the rare YAML 1.1 tokens, parse
+  errors (its messages and lines are the better ones), duplicate keys, deep nesting.
 
-Lines are found only when a document has something to report: ``locate`` composes it then.
+Lines are found only when a document has something to report: ``Locator`` composes it then.
 
-Every input is bounded (the limits are in the README): a file over ``MAX_FILE_BYTES``, a
-document over ``MAX_DOCUMENT_BYTES``, nesting deeper than ``MAX_DEPTH``, a number longer
-than ``MAX_NUMBER_DIGITS`` or excessive aliasing is refused with a one-line message.
+Every input is bounded (the limits are in the README): a document over
+``MAX_DOCUMENT_BYTES``, nesting deeper than ``MAX_DEPTH``, a number longer than
+``MAX_NUMBER_DIGITS`` or excessive aliasing is refused with a one-line message
+(``MAX_FILE_BYTES`` is enforced where files are read, ``webhook.sources``).
 """
 
 from __future__ import annotations
