@@ -34,7 +34,6 @@ import math
 import re
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
-from decimal import Decimal
 from typing import Any
 
 MAX_FILE_BYTES = 32 * 1024 * 1024
@@ -486,6 +485,8 @@ def go_format_float(value: float) -> str:
         return "+Inf" if value > 0 else "-Inf"
     if math.isnan(value):
         return "NaN"
+    from decimal import Decimal  # rare (float keys): not imported at start-up
+
     sign, digit_tuple, exponent = Decimal(repr(value)).normalize().as_tuple()
     digits = "".join(map(str, digit_tuple)) or "0"
     assert isinstance(exponent, int)

@@ -232,7 +232,7 @@ def schema_table() -> str:
     return schema_table_text([kind.spec_model for kind in served_kinds()])
 
 
-def write_schema_table(path: Path = SCHEMA_TABLE) -> Path | None:
+def write_schema_table(path: Path = Path(SCHEMA_TABLE)) -> Path | None:
     content = schema_table()
     if path.exists() and path.read_text() == content:
         return None
@@ -240,5 +240,5 @@ def write_schema_table(path: Path = SCHEMA_TABLE) -> Path | None:
     return path
 
 
-def schema_table_is_stale(path: Path = SCHEMA_TABLE) -> bool:
+def schema_table_is_stale(path: Path = Path(SCHEMA_TABLE)) -> bool:
     return not path.exists() or path.read_text() != schema_table()

@@ -9,7 +9,6 @@ from __future__ import annotations
 import json
 from collections.abc import Callable
 from typing import TextIO
-from xml.etree import ElementTree
 
 from webhook.offline import DocumentResult, Outcome, Run
 
@@ -98,6 +97,8 @@ def render_json(run: Run) -> str:
 
 
 def render_junit(run: Run) -> str:
+    from xml.etree import ElementTree
+
     suite = ElementTree.Element(
         "testsuite",
         name="jobgate validate",

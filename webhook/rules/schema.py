@@ -15,9 +15,9 @@ that table first, so the models are neither imported nor built at start-up.
 from __future__ import annotations
 
 import math
+import os
 from collections.abc import Callable
 from functools import cache
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from webhook.rules.fielderrors import FieldError, FieldPath, Key, invalid, not_supported, required
@@ -26,7 +26,7 @@ from webhook.rules.modelref import model_class, model_key
 if TYPE_CHECKING:
     from pydantic import BaseModel
 
-SCHEMA_TABLE = Path(__file__).with_name("structural_schemas.json")
+SCHEMA_TABLE = os.path.join(os.path.dirname(__file__), "structural_schemas.json")
 
 Schema = dict[str, Any]
 
@@ -62,7 +62,8 @@ def _built_schema(model: type[BaseModel]) -> Schema:
 def schema_table() -> dict[str, Schema]:
     """The schemas written ahead of time by ``jobgate manifests generate``, by model key."""
     try:
-        text = SCHEMA_TABLE.read_bytes()
+        with open(SCHEMA_TABLE, "rb") as handle:
+            text = handle.read()
     except OSError:
         return {}
     import json
