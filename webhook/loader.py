@@ -146,6 +146,19 @@ class Chunk:
     text: str
     first_line: int
 
+    @property
+    def content_line(self) -> int:
+        """The first line that is not blank or a comment: where the document starts for a reader."""
+        position, line = 0, self.first_line
+        while position < len(self.text):
+            end = self.text.find("\n", position)
+            end = len(self.text) if end < 0 else end
+            stripped = self.text[position:end].strip()
+            if stripped and not stripped.startswith(("#", "%")):
+                return line
+            position, line = end + 1, line + 1
+        return self.first_line
+
 
 def split_documents(text: str) -> list[Chunk]:
     """Split at ``---`` lines, as kubectl's YAML reader does (only a comment may follow them)."""

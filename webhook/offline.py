@@ -168,7 +168,7 @@ def evaluate(
     quiet = not document.notes and (not unknown or validation is FieldValidation.IGNORE)
     if not verdict.errors and not plain_warnings and quiet:
         # The common case, admitted without a word: no line numbers needed.
-        line = document.chunk.first_line
+        line = document.chunk.content_line
         result = DocumentResult(source, document.index, line, Outcome.ADMITTED, api_version, kind_name, namespace, name)
         return result, verdict
     line = document.line_of(prefix)

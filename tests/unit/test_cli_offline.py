@@ -268,3 +268,10 @@ def test_pre_commit_hook_definition():
     assert hook["entry"].split()[:2] == ["jobgate", "validate"]
     assert hook["language"] == "python"
     assert set(hook["types_or"]) == {"yaml", "json"}
+
+
+def test_admitted_documents_point_at_their_first_line(capsys):
+    path = str(REPO / "examples" / "valid" / "tfjob-mnist.yaml")  # three comment lines first
+    code, out, _ = run(["validate", path], capsys)
+    assert code == 0
+    assert out.startswith(f"{path}:4: TFJob default/mnist: admitted")

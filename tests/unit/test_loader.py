@@ -271,6 +271,11 @@ def test_json_documents():
     assert both('{"a": 2.0, "b": [1, true, null], "c": "yes"}') == [{"a": 2, "b": [1, True, None], "c": "yes"}]
 
 
+def test_where_a_document_starts():
+    chunks = split_documents("# header\n\n%YAML 1.1\n---\n# about\nkind: X\n---\n")
+    assert [c.content_line for c in chunks] == [1, 6, 8]
+
+
 def test_chunk_line_offsets_in_errors():
     with pytest.raises(LoadError) as failure:
         load_document(Chunk("a: 1\nb: .inf\n", 10))
