@@ -541,7 +541,20 @@ def _plain_marking_resolver() -> Any:
     return _RESOLVER
 
 
+# The last chunk composed and its node: a document that took the exact path and then has
+# findings to locate is composed once, not twice.
+_LAST_COMPOSED: list[Any] = [None, None]
+
+
 def _compose(chunk: Chunk) -> Any:
+    if _LAST_COMPOSED[0] is chunk:
+        return _LAST_COMPOSED[1]
+    node = _compose_uncached(chunk)
+    _LAST_COMPOSED[0], _LAST_COMPOSED[1] = chunk, node
+    return node
+
+
+def _compose_uncached(chunk: Chunk) -> Any:
     from ruamel.yaml import YAML
     from ruamel.yaml.error import MarkedYAMLError, YAMLError
 
