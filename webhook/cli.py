@@ -85,6 +85,10 @@ def _default(args: argparse.Namespace) -> int:
             objects.append(verdict.defaulted)
             if args.output == "json":
                 continue
+            if item.notes:
+                # ruamel keeps the first of duplicate keys, kubectl the last: print the object as stored.
+                trees.append(verdict.defaulted)
+                continue
             try:
                 tree = item.tree
                 for token in prefix:

@@ -275,3 +275,16 @@ def test_admitted_documents_point_at_their_first_line(capsys):
     code, out, _ = run(["validate", path], capsys)
     assert code == 0
     assert out.startswith(f"{path}:4: TFJob default/mnist: admitted")
+
+
+def test_default_yaml_keeps_the_last_of_duplicate_keys_as_kubectl(tmp_path, capsys):
+    from ruamel.yaml import YAML
+
+    path = tmp_path / "dup.yaml"
+    path.write_text(UNKNOWN_FIELD.replace("      replica: 2\n", "") + "  backoffLimit: 1\n  backoffLimit: 4\n")
+    code, out, _ = run(["default", str(path)], capsys)
+    assert code == 0
+    assert YAML(typ="safe").load(out)["spec"]["backoffLimit"] == 4
+    code, out, _ = run(["validate", str(path)], capsys)
+    assert code == 0
+    assert f'{path}:14: warning: duplicate key "backoffLimit": kubectl keeps the last value' in out
