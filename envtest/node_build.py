@@ -106,10 +106,11 @@ def cached_node(version: str = KUBERNETES_VERSION) -> Path | None:
     directory = cache_dir(version)
     wanted = [*NODE_COMMANDS, "coredns", "pause", "images/pause.tar", "images/job-python.tar", _STAMP]
     stamp = directory / _STAMP
-    if all((directory / name).is_file() for name in wanted):
-        # The job image embeds the test program: a changed program means a rebuilt image.
-        if json.loads(stamp.read_text()).get("job_program_sha256") == _sha256_file(JOB_PROGRAM):
-            return directory
+    # The job image embeds the test program: a changed program means a rebuilt image.
+    if all((directory / name).is_file() for name in wanted) and json.loads(stamp.read_text()).get(
+        "job_program_sha256"
+    ) == _sha256_file(JOB_PROGRAM):
+        return directory
     return None
 
 

@@ -26,7 +26,7 @@ Modes (add one parser per family; ``hosts`` covers any comma-separated host list
 Failure injection for restart-policy tests (the state directory is a hostPath, so it
 outlives the pod): ``--fail-once CODE --state-dir DIR`` exits CODE on the first run of this
 replica (keyed by hostname) and runs normally afterwards; ``--exit CODE`` exits CODE after
-the rendezvous; ``--sleep S`` sleeps first.
+the rendezvous; ``--sleep S`` sleeps first; ``--linger S`` stays up S seconds after it.
 """
 
 from __future__ import annotations
@@ -138,11 +138,11 @@ def plan_mxnet(args: argparse.Namespace) -> Plan:
 def _hostfile_hosts(path: str) -> list[str]:
     hosts = []
     with open(path) as handle:
-        for line in handle:
-            line = line.split("#")[0].strip()
-            if line:
+        for raw in handle:
+            entry = raw.split("#")[0].strip()
+            if entry:
                 # OpenMPI "host slots=N", Intel MPI / MPICH "host:N"
-                hosts.append(line.split()[0].split(":")[0])
+                hosts.append(entry.split()[0].split(":")[0])
     return hosts
 
 
@@ -264,6 +264,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--fail-once", type=int, default=None, metavar="CODE")
     parser.add_argument("--state-dir", default="/state")
     parser.add_argument("--exit", type=int, default=0, metavar="CODE", help="exit code after the rendezvous")
+    parser.add_argument("--linger", type=float, default=0.0, help="stay up this long after (a server that serves on)")
     args = parser.parse_args(argv)
     if args.sleep:
         time.sleep(args.sleep)
@@ -285,6 +286,8 @@ def main(argv: list[str] | None = None) -> int:
             print(f"rendezvous failed: {error}", file=sys.stderr, flush=True)
         return EXIT_TIMEOUT
     print(f"rendezvous complete: {plan.identity} with {len(plan.calls)} call(s) out", flush=True)
+    if args.linger:
+        time.sleep(args.linger)
     return args.exit
 
 
