@@ -609,6 +609,7 @@ disabled_plugins = ["io.containerd.snapshotter.v1.btrfs", "io.containerd.snapsho
         STATE_FILE.unlink(missing_ok=True)
         self.record = None
         if self._lock is not None:
+            LOCK_FILE.unlink(missing_ok=True)
             self._lock.close()  # type: ignore[attr-defined]
             self._lock = None
 
