@@ -10,6 +10,8 @@ because real processes exit. A later family needs one manifest and one test: a n
 from __future__ import annotations
 
 import json
+import os
+import signal
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -249,7 +251,7 @@ def test_active_deadline_stops_real_processes(node_cluster: Cluster, controller:
 
 def test_pod_deleted_by_hand_is_recreated(node_cluster: Cluster, controller: ControllerProcess) -> None:
     pod = template(container("tensorflow", "tf", "--sleep", "6"))
-    job = kubedl_job("TFJob", "tf-del", "tfReplicaSpecs", {"Worker": replica(2, pod)})
+    job = kubedl_job("TFJob", "tf-del", "tfReplicaSpecs", {"Worker": replica(2, pod)}, cleanPodPolicy="None")
     apply(node_cluster, job)
 
     def running_uid() -> str | None:
@@ -321,3 +323,53 @@ def test_kubectl_logs_describe_and_wait_as_a_user(node_cluster: Cluster, control
     # the master's pod: the worker's may be cleaned up (cleanPodPolicy Running) once the master succeeded
     described = node_cluster.kubectl("describe", "-n", NS, "pod", "pt-user-master-0", check=True).stdout
     assert "MASTER_ADDR:" in described and "RANK:" in described and "Exit Code:    0" in described, described
+
+
+def replica_pids(job: str, task: str) -> list[int]:
+    """Host PIDs of a TF replica's program, found by the TF_CONFIG jobgate gave it."""
+    found = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            environ = entry.joinpath("environ").read_bytes().split(b"\0")
+            cmdline = entry.joinpath("cmdline").read_bytes()
+        except OSError:
+            continue
+        if b"rendezvous.py" not in cmdline:
+            continue
+        for variable in environ:
+            if variable.startswith(b"TF_CONFIG="):
+                config = json.loads(variable.split(b"=", 1)[1])
+                member = f"{config['task']['type']}-{config['task']['index']}"
+                if member.lower() == task.lower() and any(
+                    f"{job}-" in h for hosts in config["cluster"].values() for h in hosts
+                ):
+                    found.append(int(entry.name))
+    return found
+
+
+def test_replica_killed_by_hand_is_recreated_per_exit_code_policy(
+    node_cluster: Cluster, controller: ControllerProcess
+) -> None:
+    # SIGKILL from the host, as an OOM kill would: exit code 137 is retryable under ExitCode.
+    pod = template(container("tensorflow", "tf", "--sleep", "8"))
+    job = kubedl_job(
+        "TFJob",
+        "tf-kill",
+        "tfReplicaSpecs",
+        {"Worker": replica(2, pod, "ExitCode")},
+        backoffLimit=3,
+        cleanPodPolicy="None",
+    )
+    apply(node_cluster, job)
+    pids = wait_until(lambda: replica_pids("tf-kill", "Worker-1"), 90, message="worker 1's process on the host")
+    first = job_pods(node_cluster, "tf-kill")["tf-kill-worker-1"]["metadata"]["uid"]
+    for pid in pids:
+        os.kill(pid, signal.SIGKILL)
+    wait_condition(node_cluster, "tfjob/tf-kill", "Succeeded")
+    again = job_pods(node_cluster, "tf-kill").get("tf-kill-worker-1")
+    assert again is not None and again["metadata"]["uid"] != first
+    # the controller said why, as a user sees it in kubectl describe
+    described = node_cluster.kubectl("describe", "-n", NS, "tfjob/tf-kill", check=True).stdout
+    assert "JobRestarting" in described and "exited with code 137" in described, described
