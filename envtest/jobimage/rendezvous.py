@@ -291,5 +291,18 @@ def main(argv: list[str] | None = None) -> int:
     return args.exit
 
 
+def run() -> None:
+    """Exit with main()'s code without interpreter finalization: listener threads may still be
+    answering, and a finalizing interpreter under daemon threads once turned an intended exit
+    code 137 into a SIGSEGV (139) on the node, which a restart-policy test must never see."""
+    try:
+        code = main()
+    except SystemExit as exit_request:
+        code = exit_request.code if isinstance(exit_request.code, int) else 1
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(code)
+
+
 if __name__ == "__main__":
-    sys.exit(main())
+    run()
