@@ -369,3 +369,42 @@ def test_replica_killed_by_hand_is_recreated_per_exit_code_policy(
     # the controller said why, as a user sees it in kubectl describe
     described = node_cluster.kubectl("describe", "-n", NS, "tfjob/tf-kill", check=True).stdout
     assert "JobRestarting" in described and "exited with code 137" in described, described
+
+
+PROBE = """
+import socket
+print("nameservers", [l.split()[1] for l in open("/etc/resolv.conf") if l.startswith("nameserver")])
+routes = [l.split() for l in open("/proc/net/route").read().splitlines()[1:]]
+print("default route", any(r[1] == "00000000" for r in routes))
+print("cluster name", socket.gethostbyname("kubernetes.default.svc.cluster.local"))
+try:
+    print("outside name", socket.gethostbyname("jobgate-probe.invalid"))
+except OSError as exc:
+    print("outside name refused", type(exc).__name__)
+"""
+
+
+def test_pods_reach_only_the_cluster(node_cluster: Cluster, controller: ControllerProcess) -> None:
+    """The safety settings hold inside a pod: cluster DNS only, no default route, no outside name."""
+    from envtest.node import NODE_IP
+
+    pod = {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {"name": "net-probe", "namespace": NS},
+        "spec": {
+            "restartPolicy": "Never",
+            "containers": [
+                {"name": "probe", "image": JOB_IMAGE, "imagePullPolicy": "Never", "command": ["python3", "-c", PROBE]}
+            ],
+        },
+    }
+    node_cluster.kubectl("apply", "-f", "-", input=json.dumps(pod), check=True)
+    node_cluster.kubectl(
+        "wait", "-n", NS, "--for=jsonpath={.status.phase}=Succeeded", "pod/net-probe", "--timeout=60s", check=True
+    )
+    text = logs(node_cluster, "net-probe")
+    assert f"nameservers ['{NODE_IP}']" in text, text
+    assert "default route False" in text, text
+    assert "cluster name 10.0.0.1" in text, text
+    assert "outside name refused" in text, text
