@@ -461,7 +461,12 @@ disabled_plugins = ["io.containerd.snapshotter.v1.btrfs", "io.containerd.snapsho
     endpoint = ["{closed}"]
 """
         (base / "config.toml").write_text(config)
-        self._spawn("containerd", ["containerd", "--config", str(base / "config.toml")])
+        # containerd 1.6 appends a registry's own host after its mirrors, so a pull of an image
+        # that is not imported would still resolve a registry name: every request of containerd
+        # goes to a closed loopback proxy instead, which resolves nothing.
+        blocked = {"HTTP_PROXY": closed, "HTTPS_PROXY": closed, "http_proxy": closed, "https_proxy": closed}
+        environment = {k: v for k, v in os.environ.items() if k.lower() not in ("no_proxy", "all_proxy")}
+        self._spawn("containerd", ["containerd", "--config", str(base / "config.toml")], env={**environment, **blocked})
         deadline = time.monotonic() + timeout
         while self._ctr("version", check=False).returncode != 0:
             self._check_alive()

@@ -408,3 +408,24 @@ def test_pods_reach_only_the_cluster(node_cluster: Cluster, controller: Controll
     assert "default route False" in text, text
     assert "cluster name 10.0.0.1" in text, text
     assert "outside name refused" in text, text
+
+
+def test_an_image_that_is_not_imported_is_never_pulled_from_outside(
+    node_cluster: Cluster, controller: ControllerProcess
+) -> None:
+    """containerd tries the registry's own host after the mirrors: it must end on the loopback proxy."""
+    node_cluster.kubectl(
+        "run", "pull-probe", "-n", NS, "--image=docker.io/library/busybox:1.36", "--image-pull-policy=IfNotPresent",
+        "--restart=Never", check=True,
+    )  # fmt: skip
+    log = node_cluster.plane.work_dir.parent / "containerd.log"  # type: ignore[union-attr]
+
+    def pull_failed() -> bool:
+        return 'PullImage \\"docker.io/library/busybox:1.36\\" failed' in log.read_text(errors="replace")
+
+    wait_until(pull_failed, 60, message="the pull attempt to fail")
+    attempts = [line for line in log.read_text(errors="replace").splitlines() if "trying next host" in line]
+    assert attempts, "containerd made no pull attempt"
+    for line in attempts:
+        assert "dial tcp 127.0.0.1:1: connect: connection refused" in line, line
+    node_cluster.kubectl("delete", "pod", "-n", NS, "pull-probe", "--wait=false")
