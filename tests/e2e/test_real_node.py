@@ -3,8 +3,13 @@
 Every replica runs the job image's ``rendezvous.py`` (envtest/jobimage): it reads only the
 environment jobgate's controller injected, reaches its peers over TCP through the headless
 services the controller created, and exits 0. Nothing here patches a status: jobs finish
-because real processes exit. A later family needs one manifest and one test: a new mode in
-``rendezvous.py`` (or the generic ``hosts`` mode) plus ``run_job`` below.
+because real processes exit.
+
+A later family needs one manifest and one test, built with ``container``/``template``/``replica``
+below. Host lists need no new code: Kubernetes expands ``$(VAR)`` in a container's command from
+its environment, so e.g. Volcano's ``container("main", "hosts", "--hosts", "$(VC_WORKER_HOSTS)",
+"--index", "$(VC_TASK_INDEX)", "--port", "2222", port=2222)`` meshes the workers; a variable with
+another shape (DI_NODES, T9k's substituted values) gets a small planner in ``rendezvous.py``.
 """
 
 from __future__ import annotations
