@@ -3,6 +3,11 @@
 python -m envtest build          build (or find) the cached binaries
 python -m envtest up [--dir D]   start etcd + kube-apiserver + kube-controller-manager,
                                  print the kubeconfig, keep running until Ctrl-C
+python -m envtest node-deps      install the node's Debian packages (containerd, runc, CNI plugins)
+python -m envtest build-node     build (or find) kubelet, kube-scheduler, CoreDNS and the images
+python -m envtest up --node      the control plane plus a real node (kubelet, containerd, bridge
+                                 CNI, cluster DNS, scheduler); Ctrl-C tears it all down
+     [--jobgate]                 and jobgate: CRDs, webhook and controller, ready for jobs
 """
 
 from __future__ import annotations
@@ -43,6 +48,57 @@ def up(directory: Path | None) -> int:
     return 0
 
 
+def up_node(with_jobgate: bool) -> int:
+    from envtest.jobgate_local import JobgateError, start_jobgate
+    from envtest.node import JOB_IMAGE, NODE_IP, NODE_NAME, Node, NodeError
+
+    node = Node()
+    jobgate: dict = {}
+    print("building (or finding) the node, starting control plane, containerd, DNS, scheduler, kubelet ...", flush=True)
+    try:
+        node.start()
+    except (NodeError, ControlPlaneError, RuntimeError) as exc:
+        print(f"node failed: {exc}", file=sys.stderr)
+        return 1
+    assert node.plane is not None and node.work_dir is not None
+    if with_jobgate:
+        try:
+            jobgate = start_jobgate(node.plane, node.work_dir)
+        except (JobgateError, OSError) as exc:
+            print(f"jobgate failed: {exc}", file=sys.stderr)
+            node.stop()
+            return 1
+        if node.record is not None:  # so that a killed run's leftovers are found by the next start
+            node.record.pids.extend(process.pid for process in jobgate.values())
+            node.record.save()
+        print("jobgate:    CRDs and webhooks installed; jobgate webhook and controller running locally")
+    kubectl = node.plane.kubectl
+    print(f"\napiserver:  {node.plane.server}\nkubeconfig: {node.kubeconfig}\nkubectl:    {kubectl}")
+    print(f"node:       {NODE_NAME} ({NODE_IP}); cluster DNS {NODE_IP}:53; image {JOB_IMAGE} (imagePullPolicy: Never)")
+    print(f"logs:       {node.work_dir}/*.log\n")
+    print(f"  export KUBECONFIG={node.kubeconfig}\n  {kubectl} get nodes -o wide\n")
+    print("running; Ctrl-C (or SIGTERM) stops everything and restores the host.", flush=True)
+    stop = threading.Event()
+    for signum in (signal.SIGINT, signal.SIGTERM):
+        signal.signal(signum, lambda *_: stop.set())
+    try:
+        while not stop.wait(1.0):
+            watched = [*node.processes.items(), *node.plane.processes.items(), *jobgate.items()]
+            for name, process in watched:
+                if process.poll() is not None:
+                    print(f"{name} exited with {process.returncode}", file=sys.stderr)
+                    return 1
+    finally:
+        for process in jobgate.values():
+            if process.poll() is None:
+                process.terminate()
+                process.wait(timeout=20)
+        node.stop()
+        for problem in node.teardown_problems:
+            print(f"teardown: {problem}", file=sys.stderr)
+    return 0
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(
         prog="python -m envtest", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
@@ -51,9 +107,33 @@ def main() -> int:
     commands.add_parser("build", help="build or find the cached binaries")
     start = commands.add_parser("up", help="run a control plane until interrupted")
     start.add_argument("--dir", type=Path, help="state directory to use and keep (default: a temporary one)")
+    start.add_argument("--node", action="store_true", help="add a real node (root; see README 'Real node')")
+    start.add_argument(
+        "--jobgate", action="store_true", help="with --node: install jobgate's CRDs and run its webhook and controller"
+    )
+    commands.add_parser("node-deps", help="apt-get install the node's Debian packages")
+    commands.add_parser("build-node", help="build or find the node's binaries and images")
     args = parser.parse_args()
     if args.command == "build":
         return build_main()
+    if args.command == "node-deps":
+        from envtest.node_build import install_packages
+
+        try:
+            install_packages()
+        except RuntimeError as exc:
+            print(f"package installation failed: {exc}", file=sys.stderr)
+            return 1
+        return 0
+    if args.command == "build-node":
+        from envtest.node_build import main as build_node_main
+
+        return build_node_main()
+    if args.node:
+        if args.dir is not None:
+            print("--dir is not supported with --node (the node uses its own directory)", file=sys.stderr)
+            return 2
+        return up_node(args.jobgate)
     return up(args.dir)
 
 

@@ -28,6 +28,9 @@ from envtest.build import build
 from envtest.pki import create_pki, kubeconfig
 
 SERVICE_CLUSTER_IP_RANGE = "10.0.0.0/24"
+DEFAULT_CONTROLLERS = (
+    "garbage-collector-controller,namespace-controller,serviceaccount-controller,serviceaccount-token-controller"
+)
 
 
 class ControlPlaneError(RuntimeError):
@@ -49,6 +52,9 @@ class ControlPlane:
     binaries: dict[str, Path] = field(default_factory=dict)
     api_port: int = 0
     processes: dict[str, subprocess.Popen] = field(default_factory=dict)
+    # A real node (envtest.node) needs the node-lifecycle and endpoint controllers as well.
+    controllers: str = DEFAULT_CONTROLLERS
+    extra_apiserver_args: tuple[str, ...] = ()
 
     @property
     def kubeconfig(self) -> Path:
@@ -131,6 +137,7 @@ class ControlPlane:
                 "--allow-privileged=true",
                 "--disable-admission-plugins", "ServiceAccount",
                 "--v", "1",
+                *self.extra_apiserver_args,
             ],
         )  # fmt: skip
         for name, cert, key, user in (
@@ -177,8 +184,7 @@ class ControlPlane:
                 "--bind-address", "127.0.0.1",
                 "--secure-port", str(free_port()),
                 "--leader-elect=false",
-                "--controllers", "garbage-collector-controller,namespace-controller,serviceaccount-controller,"
-                "serviceaccount-token-controller",
+                "--controllers", self.controllers,
                 "--service-account-private-key-file", str(pki["sa.key"]),
                 "--root-ca-file", str(pki["ca.crt"]),
                 "--use-service-account-credentials=false",

@@ -163,6 +163,11 @@ spec:
 @pytest.fixture(scope="session")
 def cluster(control_plane: Cluster, webhook_process: WebhookProcess) -> Cluster:
     """CRDs and webhook configurations installed, caBundle injected, webhook answering."""
+    return install_jobgate(control_plane, webhook_process)
+
+
+def install_jobgate(control_plane: Cluster, webhook_process: WebhookProcess) -> Cluster:
+    """CRDs and webhook configurations installed, caBundle injected, webhook answering."""
     control_plane.kubectl("apply", "-f", "-", input=POD_GROUP_CRD, check=True)
     control_plane.kubectl("apply", "-f", "-", input=url_overlay(webhook_process.port), check=True)
     injected = jobgate(
@@ -287,3 +292,31 @@ def wait_until(predicate, timeout: float = 30.0, interval: float = 0.2, message:
             return last
         time.sleep(interval)
     raise AssertionError(f"{message} not reached within {timeout} s (last: {last!r})")
+
+
+@pytest.fixture(scope="session")
+def node_cluster(webhook_process: WebhookProcess) -> Iterator[Cluster]:
+    """A control plane with a real node (kubelet, containerd, CNI, cluster DNS) and jobgate installed.
+
+    Its own control plane, separate from ``cluster``'s, so tests without a node keep theirs
+    small. Teardown restores the host (see ``envtest.node``) even when a test failed.
+    """
+    from envtest.node import Node, node_unavailable_reason
+
+    reason = node_unavailable_reason()
+    if reason and not IN_CI:
+        pytest.skip(f"no real node on this machine: {reason}")
+    node = Node()
+    try:
+        node.start()
+    except Exception as exc:
+        node.stop()
+        if IN_CI:
+            raise
+        pytest.skip(f"the real node could not be started here: {exc}")
+    try:
+        assert node.plane is not None
+        yield install_jobgate(Cluster(node.plane), webhook_process)
+    finally:
+        node.stop()
+        assert not node.teardown_problems, f"host state not restored: {node.teardown_problems}"
