@@ -11,7 +11,7 @@ from typing import Annotated, Any, Literal, get_args
 
 from pydantic import Field
 
-from webhook.api.common import DateTime, Int32, PodTemplate, WireModel
+from webhook.api.common import CLEAN_POD_POLICIES, CleanPodPolicy, DateTime, Int32, PodTemplate, WireModel
 
 GROUP = "diengine.opendilab.org"
 VERSION = "v2alpha1"
@@ -20,8 +20,9 @@ TaskType = Literal["learner", "collector", "evaluator", "none"]
 TASK_TYPES: tuple[str, ...] = get_args(TaskType)
 Priority = Literal["normal", "high"]
 PRIORITIES: tuple[str, ...] = get_args(Priority)
-DICleanPodPolicy = Literal["Running", "All", "None"]
-DI_CLEAN_POD_POLICIES: tuple[str, ...] = get_args(DICleanPodPolicy)
+# The same three values as the Kubeflow-style CleanPodPolicy (typing caches equal Literals, so one spelling).
+DICleanPodPolicy = CleanPodPolicy
+DI_CLEAN_POD_POLICIES: tuple[str, ...] = CLEAN_POD_POLICIES
 DIJobPhase = Literal["Pending", "Starting", "Running", "Restarting", "Rescheduling", "Succeeded", "Failed", "Unknown"]
 
 Volume = Annotated[dict[str, Any], Field(json_schema_extra={"x-kubernetes-preserve-unknown-fields": True})]
