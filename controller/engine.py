@@ -546,6 +546,12 @@ class _Pass:
         if removed:
             message = f"Deleted pod(s) per cleanPodPolicy {policy.value}: {', '.join(removed)}"
             plan.events.append(Event("Normal", "SuccessfulDeletePod", message))
+        if model.finish_deletes_extra_services:
+            extra_services = {e["metadata"]["name"] for e in model.extra_objects if e["kind"] == "Service"}
+            for service in observed.services:
+                name = service["metadata"]["name"]
+                if name in extra_services and not _terminating(service) and name not in deleting:
+                    plan.delete.append(Deletion("v1", "Service", name, service["metadata"].get("uid")))
         if ("PodGroup", model.name) in observed.existing:
             plan.delete.append(Deletion(POD_GROUP_API, "PodGroup", model.name, None))  # the gang is over
         ttl = model.run_policy.ttl_seconds_after_finished

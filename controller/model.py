@@ -138,6 +138,8 @@ class JobModel:
     paused: bool = False
     # Record every replica's pod (name, uid, phase) in the status: T9k ``tasks``, DI ``taskStatus``.
     track_pods: bool = False
+    # DI-orchestrator: the job's Services among ``extra_objects`` go when the job finishes.
+    finish_deletes_extra_services: bool = False
 
     def group(self, name: str) -> ReplicaGroup | None:
         return next((g for g in self.groups if g.name == name), None)

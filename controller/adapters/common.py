@@ -114,6 +114,8 @@ class Adapter:
     kind: JobKind
     build: Callable[[JobKind, dict[str, Any]], JobModel]
     project: Callable[[JobStatusModel], dict[str, Any]] = common_status_document
+    # The inverse of ``project``: a family with its own status shape (T9k) reads it back here.
+    read: Callable[[dict[str, Any]], JobStatusModel] = read_status
 
     @property
     def gvk(self) -> GroupVersionKind:
