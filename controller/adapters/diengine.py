@@ -15,7 +15,7 @@ from __future__ import annotations
 import copy
 from typing import Any
 
-from controller.adapters.common import Adapter, Env, common_status_document, env_var, job_identity
+from controller.adapters.common import Adapter, Env, common_status_document, env_var, job_identity, read_status
 from controller.model import (
     CleanPodPolicy,
     FinishRule,
@@ -217,16 +217,29 @@ def project_dijob(status: JobStatusModel) -> dict[str, Any]:
         readyReplicas=0 if finished else sum(1 for p in pods if p.phase == "Running"),
         restarts=status.restart_count,
     )
+    if status.completion_time:
+        document["completionTimestamp"] = status.completion_time
     if not finished:  # DI-orchestrator clears it on a finished job
         document["taskStatus"] = task_status
     return document
+
+
+def read_dijob_status(job: dict[str, Any]) -> JobStatusModel:
+    """The common reader, falling back on DI's own ``restarts`` and ``completionTimestamp``."""
+    status = read_status(job)
+    raw = job.get("status") if isinstance(job.get("status"), dict) else {}
+    if raw.get("restartCount") is None:
+        status.restart_count = as_int(raw.get("restarts")) or 0
+    if status.completion_time is None and isinstance(raw.get("completionTimestamp"), str):
+        status.completion_time = raw["completionTimestamp"]
+    return status
 
 
 def _adapters() -> tuple[Adapter, ...]:
     kind = lookup(DIJOB_GVK)
     if kind is None:  # the family's rules are not part of this build
         return ()
-    return (Adapter(kind, build_dijob, project_dijob),)
+    return (Adapter(kind, build_dijob, project_dijob, read_dijob_status),)
 
 
 ADAPTERS = _adapters()

@@ -239,11 +239,21 @@ def read_genericjob_status(job: dict[str, Any]) -> JobStatusModel:
         )
     status.conditions = conditions
     raw = job.get("status") if isinstance(job.get("status"), dict) else {}
+    derived: dict[str, list[int]] = {}
     for task in raw.get("tasks") or []:
         if isinstance(task, dict) and isinstance(task.get("type"), str):
             restarts = as_int(task.get("restartCount"))
             if restarts:
                 status.group_restarts[task["type"]] = restarts
+            replicas = task.get("replicas") if isinstance(task.get("replicas"), list) else []
+            done = [i for i, r in enumerate(replicas) if isinstance(r, dict) and r.get("phase") == "Succeeded"]
+            if done:
+                derived[task["type"]] = done
+    # tasks[].replicas lists every rank in order, so it also remembers which ranks succeeded.
+    for group, indices in derived.items():
+        status.completed_indices[group] = sorted(set(status.completed_indices.get(group, [])) | set(indices))
+    if not raw.get("restartCount"):
+        status.restart_count = sum(status.group_restarts.values())
     return status
 
 
