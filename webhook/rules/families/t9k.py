@@ -83,6 +83,7 @@ class GenericJobKind:
             else []
         )
         counts: dict[str, int] = {}
+        unnamable: set[str] = set()
         base: FieldPath = ("spec", "replicaSpecs")
         for index, replica in entries:
             path = (*base, index)
@@ -100,17 +101,18 @@ class GenericJobKind:
                 continue
             if not isinstance(replica_type, str):
                 continue  # the schema check reports the type
-            if not is_dns1123_label(replica_type):
-                found.errors.extend(
-                    invalid((*path, "type"), replica_type, p) for p in dns1123_label_problems(replica_type)
-                )
-                continue
             if replica_type in counts:
                 found.errors.append(duplicate((*path, "type"), replica_type))
                 continue
+            if not is_dns1123_label(replica_type):
+                # Reported once here; finish rules naming it still resolve, and no pod name is derived from it.
+                found.errors.extend(
+                    invalid((*path, "type"), replica_type, p) for p in dns1123_label_problems(replica_type)
+                )
+                unnamable.add(replica_type)
             count = as_int(replica.get("replicas"))
             counts[replica_type] = 1 if count is None else count
-        found.errors[:0] = check_job_name(obj, counts.items())
+        found.errors[:0] = check_job_name(obj, [(t, c) for t, c in counts.items() if t not in unnamable])
         if spec is None:
             return found
         for rules_key in FINISH_RULE_KEYS:
