@@ -522,7 +522,8 @@ class _Pass:
         set_condition(self.status, "Failed", reason, message, self.now)
         self.status.completion_time = self.now
         self.plan.events.append(Event("Warning", reason, message))
-        self.finish(limits_exceeded=reason in ("DeadlineExceeded", "BackoffLimitExceeded"))
+        over_limits = reason in ("DeadlineExceeded", "BackoffLimitExceeded")
+        self.finish(limits_exceeded=over_limits and self.model.run_policy.stop_pods_over_limits)
 
     def finish(self, *, limits_exceeded: bool) -> None:
         """Clean up per cleanPodPolicy and schedule the TTL; a job over its limits also stops its pods."""

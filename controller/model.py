@@ -112,6 +112,9 @@ class RunPolicy:
     gang_min_member: int | None = None  # None: no gang scheduling
     queue: str | None = None
     priority_class: str | None = None
+    # Kubeflow: a job over its deadline or backoff limit stops its pods whatever cleanPodPolicy says.
+    # DI-orchestrator applies cleanPodPolicy alone (None keeps them).
+    stop_pods_over_limits: bool = True
 
 
 @dataclass(frozen=True)

@@ -168,6 +168,7 @@ def build_dijob(kind: JobKind, job: dict[str, Any]) -> JobModel:
         run_policy=RunPolicy(
             clean_pod_policy=CleanPodPolicy(spec.get("cleanPodPolicy") or "Running"),
             backoff_limit=as_int(spec.get("backoffLimit")) if spec.get("backoffLimit") is not None else 3,
+            stop_pods_over_limits=False,
         ),
         success_rules=(success,) if groups else (),
         labels=labels,
