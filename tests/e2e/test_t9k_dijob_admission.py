@@ -167,4 +167,4 @@ def test_explain_describes_both_apis(cluster: Cluster):
     result = cluster.kubectl("explain", "genericjobs.spec.successRules", check=True)
     assert "The job succeeds when any rule is fulfilled" in result.stdout
     result = cluster.kubectl("explain", "dijobs.spec.tasks.name", check=True)
-    assert "Defaults to the type" in result.stdout
+    assert "Task name (a DNS-1123 label, unique)" in result.stdout
