@@ -204,7 +204,7 @@ def test_dijob_children_restarts_and_backoff(cluster: Cluster, controller: Contr
     assert (
         env["DI_COLLECT_A_NODES"]
         == f"dj-collect-a-0.di-dj.{NS}.svc.cluster.local,dj-collect-a-1.di-dj.{NS}.svc.cluster.local"
-    )  # noqa: E501
+    )
     assert (pod["spec"]["hostname"], pod["spec"]["subdomain"]) == ("dj-collect-a-1", "di-dj")
     assert pod["metadata"]["annotations"]["diengine/rank"] == "2"
     service = cluster.get_json("service", "di-dj", "-n", NS)
