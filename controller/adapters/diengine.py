@@ -189,12 +189,14 @@ def dijob_phase(status: JobStatusModel) -> str:
         return "Succeeded"
     if status.is_true("Failed"):
         return "Failed"
-    if status.is_true("Restarting"):
-        return "Restarting"
     pods = [p for group in status.replica_pods.values() for p in group]
+    all_exist = bool(pods) and all(p.phase not in ("Creating", "Deleted") for p in pods)
+    if status.is_true("Restarting"):
+        # DI: Restarting until no failed pod is left and every pod is back, then Starting.
+        return "Starting" if all_exist and not any(p.phase == "Failed" for p in pods) else "Restarting"
     if pods and all(p.phase in ("Running", "Succeeded") for p in pods) and status.is_true("Running"):
         return "Running"
-    if pods and all(p.phase not in ("Creating", "Deleted") for p in pods):
+    if all_exist:
         return "Starting"
     return "Pending"
 

@@ -136,6 +136,8 @@ def test_restarts_are_counted_against_the_backoff_limit() -> None:
         assert sim.job["status"]["restarts"] == attempt
         sim.step()  # recreated
         assert sim.pods["dj-collector-1"]["status"]["phase"] == "Pending"
+        sim.step()
+        assert sim.phase == "Starting"  # every pod is back, not all running
         sim.run_all()
         sim.step()
         assert sim.phase == "Running"
