@@ -604,7 +604,13 @@ class _Pass:
     def _replica_pod(self, group: ReplicaGroup, index: int, pod: dict[str, Any] | None) -> ReplicaPod:
         name = pod_name(self.model, group, index)
         if pod is not None:
-            return ReplicaPod(index, name, pod["metadata"].get("uid", ""), _phase(pod), _container_restarts(pod))
+            states = tuple(
+                (str(c.get("name", "")), c.get("state") or {})
+                for c in (pod.get("status") or {}).get("containerStatuses") or []
+                if isinstance(c, dict)
+            )
+            uid = pod["metadata"].get("uid", "")
+            return ReplicaPod(index, name, uid, _phase(pod), _container_restarts(pod), states)
         if index in self.status.completed_indices.get(group.name, []):
             return ReplicaPod(index, name, "", "Succeeded")
         if (group.object_name, index) in self.creating:
@@ -624,7 +630,10 @@ def _comparable(status: JobStatusModel) -> tuple[Any, ...]:
         status.observed_generation,
         status.replica_summary,
         status.group_restarts,
-        {k: [(p.index, p.name, p.uid, p.phase, p.restarts) for p in v] for k, v in status.replica_pods.items()},
+        {
+            k: [(p.index, p.name, p.uid, p.phase, p.restarts, p.containers) for p in v]
+            for k, v in status.replica_pods.items()
+        },
     )
 
 

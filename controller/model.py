@@ -179,6 +179,7 @@ class ReplicaPod:
     uid: str
     phase: str  # a pod phase, or Creating (this pass creates it) or Deleted (no pod)
     restarts: int = 0  # container restarts in place
+    containers: tuple[tuple[str, dict[str, Any]], ...] = ()  # (name, state) as the kubelet reports them
 
 
 @dataclass

@@ -200,6 +200,7 @@ def project_genericjob(status: JobStatusModel) -> dict[str, Any]:
                 "replicas": [
                     {"name": p.name, "rank": p.index, **({"uid": p.uid} if p.uid else {}), "phase": p.phase}
                     | {"restartCount": p.restarts}
+                    | ({"containers": [{"name": n, "state": st} for n, st in p.containers]} if p.containers else {})
                     for p in pods
                 ],
             }

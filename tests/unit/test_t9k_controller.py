@@ -349,6 +349,8 @@ def test_status_has_t9ks_shape() -> None:
         ("gj-worker-1", "Pending"),
     ]
     assert worker_replicas[0]["uid"] == sim.pods["gj-worker-0"]["metadata"]["uid"]
+    master = status["tasks"][0]["replicas"][0]
+    assert master["containers"] == [{"name": "main", "state": {"running": {}}}]
     assert {c["type"] for c in status["conditions"]} == {"Initialized"}
 
 
