@@ -13,7 +13,13 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from controller.adapters.common import Adapter, default_container_name, job_identity, read_status
+from controller.adapters.common import (
+    Adapter,
+    common_status_document,
+    default_container_name,
+    job_identity,
+    read_status,
+)
 from controller.model import (
     CleanPodPolicy,
     Condition,
@@ -22,6 +28,7 @@ from controller.model import (
     JobStatusModel,
     Outcome,
     ReplicaGroup,
+    ReplicaPod,
     RestartMode,
     RunPolicy,
     Selector,
@@ -215,10 +222,21 @@ def project_genericjob(status: JobStatusModel) -> dict[str, Any]:
         "lastReconcileTime": status.last_reconcile_time,
         "restartCount": status.restart_count,
         "completedIndices": status.completed_indices or None,
+        "replicaStatuses": common_status_document(status).get("replicaStatuses"),
         "observedGeneration": status.observed_generation,
         "replicaSummary": status.replica_summary,
     }
     return {k: v for k, v in document.items() if v is not None}
+
+
+def _replica_pod(index: int, raw: dict[str, Any]) -> ReplicaPod:
+    containers = tuple(
+        (str(c.get("name", "")), c.get("state") or {}) for c in raw.get("containers") or [] if isinstance(c, dict)
+    )
+    restarts = as_int(raw.get("restartCount")) or 0
+    return ReplicaPod(
+        index, str(raw.get("name", "")), str(raw.get("uid") or ""), str(raw.get("phase", "")), restarts, containers
+    )
 
 
 def read_genericjob_status(job: dict[str, Any]) -> JobStatusModel:
@@ -250,6 +268,9 @@ def read_genericjob_status(job: dict[str, Any]) -> JobStatusModel:
             done = [i for i, r in enumerate(replicas) if isinstance(r, dict) and r.get("phase") == "Succeeded"]
             if done:
                 derived[task["type"]] = done
+            status.replica_pods[task["type"]] = [
+                _replica_pod(i, r) for i, r in enumerate(replicas) if isinstance(r, dict)
+            ]
     # tasks[].replicas lists every rank in order, so it also remembers which ranks succeeded.
     for group, indices in derived.items():
         status.completed_indices[group] = sorted(set(status.completed_indices.get(group, [])) | set(indices))

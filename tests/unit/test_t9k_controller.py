@@ -373,3 +373,12 @@ def test_adapter_is_registered_for_genericjob() -> None:
     adapter = adapter_for(genericjob(t9k_replica("worker")))
     assert adapter is not None
     assert adapter.read is read_genericjob_status
+
+
+def test_a_pass_with_nothing_new_writes_no_status() -> None:
+    # The status read back from T9k's shape (tasks[].replicas included) equals what the pass computes.
+    sim = started(genericjob(t9k_replica("master"), t9k_replica("worker", 2)))
+    sim.step()
+    sim.run_all()
+    sim.step()
+    assert sim.step().status_changed is False
