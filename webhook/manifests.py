@@ -50,9 +50,22 @@ _PHASE_COLUMNS = {
         },
     ],
     "diengine": [
+        # DI-orchestrator's own columns.
         {"name": "Phase", "type": "string", "jsonPath": ".status.phase", "description": "DI-orchestrator phase."},
+        {
+            "name": "ReadyReplicas",
+            "type": "integer",
+            "jsonPath": ".status.readyReplicas",
+            "description": "Ready containers of the job's pods.",
+        },
         {"name": "Replicas", "type": "integer", "jsonPath": ".status.replicas", "description": "Pods of the job."},
         {"name": "Restarts", "type": "integer", "jsonPath": ".status.restarts", "description": "Restarts so far."},
+        {
+            "name": "Reschedules",
+            "type": "integer",
+            "jsonPath": ".status.reschedules",
+            "description": "Reschedules so far.",
+        },
     ],
 }
 

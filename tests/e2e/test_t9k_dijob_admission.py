@@ -81,7 +81,7 @@ def test_apply_stores_the_dijob_defaults_and_task_names(cluster: Cluster):
             ("collector", "collector", 2),
         ]
         columns = cluster.kubectl("get", "dij", "-n", NAMESPACE, check=True).stdout.splitlines()[0].split()
-        assert columns == ["NAME", "PHASE", "REPLICAS", "RESTARTS", "AGE"]
+        assert columns == ["NAME", "PHASE", "READYREPLICAS", "REPLICAS", "RESTARTS", "RESCHEDULES", "AGE"]
     finally:
         cluster.kubectl("delete", "dijob", "di-e2e", "-n", NAMESPACE, "--wait=false")
 
@@ -99,7 +99,8 @@ def test_apply_stores_the_dijob_defaults_and_task_names(cluster: Cluster):
         (
             REPO / "examples/invalid/dijob-two-learners.yaml",
             [
-                'spec.tasks[1].type: Invalid value: "learner": a DIJob has at most one learner task (tasks[0] is one)',
+                'spec.tasks[1].type: Invalid value: "learner": the number of learner task is more than one '
+                "(tasks[0] is one)",
                 'spec.tasks[1].name: Duplicate value: "learner"',
             ],
         ),

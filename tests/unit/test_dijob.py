@@ -114,7 +114,8 @@ def test_at_least_one_task():
 def test_at_most_one_task_of_each_singleton_type(task_type):
     errors = errors_of(dijob(task(task_type), task(task_type, name="second")))
     assert errors == [
-        f'spec.tasks[1].type: Invalid value: "{task_type}": a DIJob has at most one {task_type} task (tasks[0] is one)'
+        f'spec.tasks[1].type: Invalid value: "{task_type}": the number of {task_type} task is more than one '
+        "(tasks[0] is one)"
     ]
 
 
@@ -123,7 +124,7 @@ def test_several_none_tasks_are_allowed():
 
 
 def test_none_tasks_are_named():
-    assert errors_of(dijob(task("none"))) == ["spec.tasks[0].name: Required value: a task of type none must be named"]
+    assert errors_of(dijob(task("none"))) == ["spec.tasks[0].name: Required value: none type task has no name"]
 
 
 def test_task_names_are_unique():

@@ -67,6 +67,10 @@ class DIJobCondition(WireModel):
     lastTransitionTime: DateTime | None = Field(None, description="Last time the status changed.")
 
 
+class Profilings(WireModel):
+    """Profiling data reported by DI-engine jobs (empty in DI-orchestrator's v2alpha1)."""
+
+
 class DIJobStatus(WireModel):
     """Observed state of a DIJob, in DI-orchestrator's shape."""
 
@@ -82,5 +86,6 @@ class DIJobStatus(WireModel):
     allocation: list[str] | None = Field(None, description="Node of each rank (preemptible jobs).")
     restarts: Int32 | None = Field(None, description="Restarts so far; the job fails when it reaches backoffLimit.")
     reschedules: Int32 | None = Field(None, description="Reschedules so far.")
+    profilings: Profilings | None = Field(None, description="Profiling data reported by DI-engine.")
     completionTimestamp: DateTime | None = Field(None, description="When the job succeeded or failed.")
     observedGeneration: Int32 | None = Field(None, description="The spec generation this status reflects.")

@@ -88,14 +88,15 @@ class DIJobKind:
                         invalid(
                             (*path, "type"),
                             task_type,
-                            f"a DIJob has at most one {task_type} task (tasks[{typed[task_type]}] is one)",
+                            # DI-orchestrator's own sentence, with the task it collides with.
+                            f"the number of {task_type} task is more than one (tasks[{typed[task_type]}] is one)",
                         )
                     )
                 else:
                     typed[task_type] = index
             name = task.get("name")
             if name is None or name == "":
-                detail = "a task of type none must be named" if task_type == UNTYPED_TASK else ""
+                detail = "none type task has no name" if task_type == UNTYPED_TASK else ""
                 found.errors.append(required((*path, "name"), detail))
                 continue
             if not isinstance(name, str):
