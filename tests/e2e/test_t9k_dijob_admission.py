@@ -41,9 +41,14 @@ spec:
 
 
 def generic_job(
-    name: str = "gj-e2e", *, paused: str = "false", resume_arg: str = "--resume", image: str = "busybox:1.36"
+    name: str = "gj-e2e",
+    *,
+    paused: str = "false",
+    resume_arg: str = "--resume",
+    image: str = "busybox:1.36",
+    workers: int = 2,
 ) -> str:
-    return GENERIC_JOB.format(name=name, paused=paused, resume_arg=resume_arg, image=image, workers=2)
+    return GENERIC_JOB.format(name=name, paused=paused, resume_arg=resume_arg, image=image, workers=workers)
 
 
 def dijob(name: str = "di-e2e", collectors: int = 2) -> str:
@@ -136,6 +141,12 @@ def test_generic_job_update_rules(cluster: Cluster):
         template_changed = dry_run_apply(cluster, generic_job("gj-update", image="busybox:1.37"))
         assert template_changed.returncode != 0
         assert "spec.replicaSpecs: Forbidden: replica types and pod templates are immutable" in template_changed.stderr
+        scaled = cluster.kubectl(
+            "apply", "--server-side", "--dry-run=server", "-o", "json", "-f", "-",
+            input=generic_job("gj-update", workers=1),
+        )  # fmt: skip
+        assert scaled.returncode == 0, scaled.stderr
+        assert json.loads(scaled.stdout)["spec"]["successRules"] == [{"master": [0], "worker": [0]}]
         labelled = cluster.kubectl("label", "genericjob", "gj-update", "-n", NAMESPACE, "team=a")
         assert labelled.returncode == 0, labelled.stderr
         # Pausing for real, then resuming: both toggles are stored.

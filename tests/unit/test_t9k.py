@@ -303,3 +303,22 @@ def test_replicas_and_restart_policy_may_change_on_update():
     new = copy.deepcopy(old)
     new["spec"]["replicaSpecs"][0]["restartPolicy"] = {"policy": "Never", "limit": 0}
     assert errors_of(new, old) == []
+
+
+def test_default_finish_rules_follow_a_scale_and_given_rules_do_not():
+    old = stored()
+    new = copy.deepcopy(old)
+    new["spec"]["replicaSpecs"][0]["replicas"] = 1
+    verdict = review(new, old)
+    assert verdict.errors == []
+    assert verdict.defaulted["spec"]["successRules"] == [{"worker": [0]}]
+    assert verdict.defaulted["spec"]["failureRules"] == [{"worker": [0]}]
+    assert apply_patch(new, verdict.patch) == verdict.defaulted
+
+    # A rule that differs from the default was the user's: kept, and checked against the new count.
+    written = review(generic_job(t9k_replica("worker", 2), successRules=[{"worker": [1]}])).defaulted
+    scaled = copy.deepcopy(written)
+    scaled["spec"]["replicaSpecs"][0]["replicas"] = 1
+    assert errors_of(scaled, written) == [
+        "spec.successRules[0][worker][0]: Invalid value: 1: must be below replicas (1) of type worker: 0 to 0"
+    ]

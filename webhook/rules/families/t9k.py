@@ -62,15 +62,17 @@ class GenericJobKind:
         if t9k_scheduler is not None and t9k_scheduler.get("priority") is None:
             recorder.set(t9k_scheduler, "priority", DEFAULT_SCHEDULER_PRIORITY, "/spec/scheduler/t9kScheduler")
         counts = replica_counts(spec.get("replicaSpecs"))
+        old_spec = previous.get("spec") if isinstance(previous, dict) else None
+        old_counts = replica_counts(old_spec.get("replicaSpecs")) if isinstance(old_spec, dict) else {}
         if counts:
-            if spec.get("successRules") is None:
-                every_replica = {rtype: list(range(count)) for rtype, count in counts.items() if count > 0}
-                if every_replica:
-                    recorder.set(spec, "successRules", [every_replica], "/spec")
-            if spec.get("failureRules") is None:
-                each_replica = [{rtype: [index]} for rtype, count in counts.items() for index in range(count)]
-                if each_replica:
-                    recorder.set(spec, "failureRules", each_replica, "/spec")
+            for key, rules_for in (("successRules", default_success_rules), ("failureRules", default_failure_rules)):
+                given = spec.get(key)
+                # Rules jobgate wrote for the old replica counts follow a scale; rules a user wrote never change.
+                rescaled = old_counts and old_counts != counts and given == rules_for(old_counts)
+                if given is None or rescaled:
+                    rules = rules_for(counts)
+                    if rules:
+                        recorder.set(spec, key, rules, "/spec")
         return {**obj, "spec": spec}
 
     def validate(self, obj: dict[str, Any], old: dict[str, Any] | None) -> Findings:
@@ -140,6 +142,17 @@ def replica_counts(replica_specs: Any) -> dict[str, int]:
             return {}
         counts[replica_type] = count
     return counts
+
+
+def default_success_rules(counts: dict[str, int]) -> list[dict[str, list[int]]]:
+    """One rule listing every replica: the job succeeds when all of them succeeded."""
+    every_replica = {rtype: list(range(count)) for rtype, count in counts.items() if count > 0}
+    return [every_replica] if every_replica else []
+
+
+def default_failure_rules(counts: dict[str, int]) -> list[dict[str, list[int]]]:
+    """One rule per replica: the job fails when any replica failed beyond its restart limit."""
+    return [{rtype: [index]} for rtype, count in counts.items() for index in range(count)]
 
 
 def _default_replica(given: Any, pointer: str, recorder: PatchRecorder) -> Any:
