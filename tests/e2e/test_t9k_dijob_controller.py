@@ -174,6 +174,14 @@ def test_genericjob_pause_deletes_pods_and_resume_recreates_them(cluster: Cluste
     phase_is(cluster, GJ, "gj-pause", "Running")
 
 
+def test_genericjob_debug_mode_runs_sleep_instead_of_the_command(cluster: Cluster, controller: ControllerProcess):
+    debug = "runMode: {debug: {enabled: true, replicaSpecs: [{type: worker}]}}"
+    apply(cluster, genericjob("gj-debug", debug))
+    found = wait_pods(cluster, "gj-debug", ["gj-debug-master-0", "gj-debug-worker-0", "gj-debug-worker-1"])
+    assert found["gj-debug-worker-0"]["spec"]["containers"][0]["command"] == ["sleep", "inf"]
+    assert found["gj-debug-master-0"]["spec"]["containers"][0]["command"] == ["train", "--rank=0", "--of=2"]
+
+
 # --- DIJob ----------------------------------------------------------------------------------------
 
 
