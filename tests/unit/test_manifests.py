@@ -66,8 +66,8 @@ def test_crd_schemas_are_structural_with_unknown_fields_only_under_templates(pat
     (crd,) = load_all(path)
     schema = crd["spec"]["versions"][0]["schema"]["openAPIV3Schema"]
     for where, node in _nodes(schema):
-        assert "type" in node or node.get("x-kubernetes-preserve-unknown-fields") or node.get(
-            "x-kubernetes-int-or-string"
+        assert (
+            "type" in node or node.get("x-kubernetes-preserve-unknown-fields") or node.get("x-kubernetes-int-or-string")
         ), where
         for forbidden in ("$ref", "anyOf", "oneOf", "allOf", "default", "title", "nullable"):
             assert forbidden not in node, where

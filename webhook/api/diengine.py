@@ -11,7 +11,15 @@ from typing import Annotated, Any, Literal, get_args
 
 from pydantic import Field
 
-from webhook.api.common import CLEAN_POD_POLICIES, CleanPodPolicy, DateTime, Int32, PodTemplate, WireModel
+from webhook.api.common import (
+    CLEAN_POD_POLICIES,
+    CleanPodPolicy,
+    DateTime,
+    Int32,
+    JobStatus,
+    PodTemplate,
+    WireModel,
+)
 
 GROUP = "diengine.opendilab.org"
 VERSION = "v2alpha1"
@@ -71,13 +79,15 @@ class Profilings(WireModel):
     """Profiling data reported by DI-engine jobs (empty in DI-orchestrator's v2alpha1)."""
 
 
-class DIJobStatus(WireModel):
-    """Observed state of a DIJob, in DI-orchestrator's shape."""
+class DIJobStatus(JobStatus):
+    """Observed state of a DIJob: DI-orchestrator's fields plus jobgate's common job status."""
 
     phase: DIJobPhase | None = Field(
         None, description="Pending, Starting, Running, Restarting, Rescheduling, Succeeded, Failed or Unknown."
     )
-    conditions: list[DIJobCondition] | None = Field(None, description="Observed conditions, one per phase.")
+    conditions: list[DIJobCondition] | None = Field(  # type: ignore[assignment]
+        None, description="Observed conditions, one per phase."
+    )
     replicas: Int32 | None = Field(None, description="Pods of the job.")
     readyReplicas: Int32 | None = Field(None, description="Ready containers of the job's pods.")
     taskStatus: dict[str, dict[str, Int32]] | None = Field(
@@ -88,4 +98,3 @@ class DIJobStatus(WireModel):
     reschedules: Int32 | None = Field(None, description="Reschedules so far.")
     profilings: Profilings | None = Field(None, description="Profiling data reported by DI-engine.")
     completionTimestamp: DateTime | None = Field(None, description="When the job succeeded or failed.")
-    observedGeneration: Int32 | None = Field(None, description="The spec generation this status reflects.")

@@ -180,7 +180,9 @@ class T9kReplicaStatus(WireModel):
 
     name: str | None = Field(None, description="Pod name.")
     uid: str | None = Field(None, description="Pod uid.")
+    rank: Int32 | None = Field(None, description="Index of the replica within its type.")
     phase: str | None = Field(None, description="Pod phase, plus Creating and Deleted.")
+    restartCount: Int32 | None = Field(None, description="Restarts of this replica so far.")
     containers: list[ContainerStatus] | None = Field(None, description="Container states.")
 
 
@@ -198,6 +200,7 @@ class T9kJobCondition(WireModel):
     type: str = Field(description="Initialized, Running, ReplicaFailure, Completed, Failed or Paused.")
     status: Literal["True", "False", "Unknown"] = Field(description="Status of the condition.")
     lastTransitionTime: DateTime | None = Field(None, description="Last time the status changed.")
+    lastUpdateTime: DateTime | None = Field(None, description="Last time the condition was updated.")
     reason: str | None = Field(None, description="Brief reason for the last transition.")
     message: str | None = Field(None, description="Human-readable details of the last transition.")
 
@@ -214,3 +217,11 @@ class GenericJobStatus(WireModel):
     observedGeneration: Int32 | None = Field(None, description="The spec generation this status reflects.")
     startTime: DateTime | None = Field(None, description="When the controller first acknowledged the job.")
     completionTime: DateTime | None = Field(None, description="When the job succeeded or failed.")
+    lastReconcileTime: DateTime | None = Field(None, description="When the controller last reconciled the job.")
+    restartCount: Int32 | None = Field(None, description="Restarts decided by the controller so far, all types.")
+    completedIndices: dict[str, list[Int32]] | None = Field(
+        None, description="Replica indices whose pod succeeded, per replica type; never recreated."
+    )
+    replicaSummary: str | None = Field(
+        None, description='Running and desired pods per replica type, e.g. "master 1/1, worker 2/3".'
+    )
