@@ -11,7 +11,7 @@ from typing import Annotated, Any, Literal, get_args
 
 from pydantic import Field
 
-from webhook.api.common import DateTime, Int32, PodTemplate, WireModel
+from webhook.api.common import DateTime, Int32, Int64, PodTemplate, WireModel
 
 GROUP = "batch.tensorstack.dev"
 VERSION = "v1beta1"
@@ -214,7 +214,7 @@ class GenericJobStatus(WireModel):
     conditions: list[T9kJobCondition] | None = Field(None, description="The latest observations of the job.")
     tasks: list[Tasks] | None = Field(None, description="Status of each replica type.")
     aggregate: Aggregate | None = Field(None, description="Number of replicas in each phase.")
-    observedGeneration: Int32 | None = Field(None, description="The spec generation this status reflects.")
+    observedGeneration: Int64 | None = Field(None, description="The spec generation this status reflects.")
     startTime: DateTime | None = Field(None, description="When the controller first acknowledged the job.")
     completionTime: DateTime | None = Field(None, description="When the job succeeded or failed.")
     lastReconcileTime: DateTime | None = Field(None, description="When the controller last reconciled the job.")
