@@ -17,51 +17,105 @@ EXIT_USAGE = 2
 
 
 def _validate(args: argparse.Namespace) -> int:
-    from webhook.offline import validate_paths
-    from webhook.report import render
+    import gc
+    import time
 
-    run = validate_paths(args.paths)
-    sys.stdout.write(render(run, args.output))
-    return run.exit_code
+    from webhook.offline import iter_results
+    from webhook.report import Reporter
+
+    # Parsed documents hold no reference cycles and are freed by reference counting: the cyclic
+    # collector, triggered by every few hundred allocations, would only rescan the rule engine.
+    gc.freeze()
+    gc.set_threshold(50_000, 50, 100)
+    reporter = Reporter(args.output, sys.stdout)
+    progress = _Progress() if sys.stderr.isatty() else None
+    started = time.monotonic()
+    for done, results in enumerate(iter_results(args.paths, args.validate, args.jobs), start=1):
+        reporter.add(results)
+        if progress is not None:
+            progress.show(done, time.monotonic() - started)
+    if progress is not None:
+        progress.clear()
+    return reporter.finish()
+
+
+class _Progress:
+    """A progress line on a terminal, for runs longer than two seconds."""
+
+    AFTER_SECONDS = 2.0
+
+    def __init__(self) -> None:
+        self.shown_at = 0.0
+
+    def show(self, files: int, elapsed: float) -> None:
+        if elapsed < self.AFTER_SECONDS or elapsed - self.shown_at < 0.2:
+            return
+        self.shown_at = elapsed
+        sys.stderr.write(f"\rjobgate: {files} files checked ({files / elapsed:,.0f}/s)")
+        sys.stderr.flush()
+
+    def clear(self) -> None:
+        if self.shown_at:
+            sys.stderr.write("\r\033[K")
+            sys.stderr.flush()
 
 
 def _default(args: argparse.Namespace) -> int:
-    from ruamel.yaml import YAML
+    import json
 
     from webhook.offline import DocumentResult, Outcome, evaluate, job_documents, load
     from webhook.rules.jsonpatch import apply_patch
 
-    yaml = YAML(typ="rt")
-    yaml.width = 4096
     status = EXIT_OK
-    outputs = []
+    trees: list[object] = []
+    objects: list[object] = []
     for item in load(args.paths):
         if isinstance(item, DocumentResult):
-            print(f"jobgate: {item.source}:{item.line or 1}: {item.reason}", file=sys.stderr)
+            where = f"{item.source}:{item.line}" if item.line else item.source
+            print(f"jobgate: {where}: {item.reason}", file=sys.stderr)
             status = EXIT_USAGE
             continue
         for obj, prefix in job_documents(item):
-            result, verdict = evaluate(item, obj, prefix)
+            result, verdict = evaluate(item, obj, prefix, args.validate, with_patch=True)
             if verdict is None:
                 if result.outcome is Outcome.ERROR:
                     status = EXIT_USAGE
                 print(f"jobgate: {result.source}:{result.line}: {result.title}: {result.reason}", file=sys.stderr)
                 continue
-            tree = item.tree
-            for token in prefix:
-                tree = tree[token]
-            # Patching the round-trip tree keeps the author's comments and key order.
-            outputs.append(apply_patch(tree, verdict.patch))
-    buffer = io.StringIO()
-    if outputs:
-        yaml.dump_all(outputs, buffer)
-    sys.stdout.write(buffer.getvalue())
+            objects.append(verdict.defaulted)
+            if args.output == "json":
+                continue
+            if item.notes:
+                # ruamel keeps the first of duplicate keys, kubectl the last: print the object as stored.
+                trees.append(verdict.defaulted)
+                continue
+            try:
+                tree = item.tree
+                for token in prefix:
+                    tree = tree[token]
+                # Patching the round-trip tree keeps the author's comments and key order.
+                trees.append(apply_patch(tree, verdict.patch))
+            except (KeyError, IndexError, TypeError, ValueError):
+                trees.append(verdict.defaulted)  # keys kubectl renames (``on:``): the plain object
+    if args.output == "json":
+        if objects:
+            single = objects[0] if len(objects) == 1 else {"apiVersion": "v1", "kind": "List", "items": objects}
+            sys.stdout.write(json.dumps(single, indent=2, ensure_ascii=False) + "\n")
+        return status
+    if trees:
+        from ruamel.yaml import YAML
+
+        yaml = YAML(typ="rt")
+        yaml.width = 4096
+        buffer = io.StringIO()
+        yaml.dump_all(trees, buffer)
+        sys.stdout.write(buffer.getvalue())
     return status
 
 
 def _review(args: argparse.Namespace) -> int:
     from webhook.admission import BadReview, Webhook, review_body
-    from webhook.sources import SourceError, read_source
+    from webhook.sources import SourceError, display_name, printable, read_source
 
     try:
         text = read_source(args.file)
@@ -71,7 +125,10 @@ def _review(args: argparse.Namespace) -> int:
     try:
         body = review_body(_as_json(text), Webhook(args.webhook))
     except BadReview as exc:
-        print(f"jobgate: {exc}", file=sys.stderr)
+        print(f"jobgate: {printable(str(exc))}", file=sys.stderr)
+        return EXIT_USAGE
+    except RecursionError:
+        print(f"jobgate: {display_name(args.file)}: nesting too deep", file=sys.stderr)
         return EXIT_USAGE
     sys.stdout.write(body.decode() + "\n")
     return EXIT_OK
@@ -156,16 +213,22 @@ def _certs_inject(args: argparse.Namespace) -> int:
 def _manifests(args: argparse.Namespace) -> int:
     from pathlib import Path
 
-    from webhook.manifests import differences, write
+    from webhook.manifests import differences, schema_table_is_stale, write, write_schema_table
+    from webhook.rules.schema import SCHEMA_TABLE
 
     directory = Path(args.dir)
     if args.check:
-        stale = differences(directory)
-        for relative in stale:
-            print(f"{directory / relative}: differs from what `jobgate manifests generate` produces", file=sys.stderr)
+        stale = [str(directory / relative) for relative in differences(directory)]
+        if schema_table_is_stale():
+            stale.append(str(SCHEMA_TABLE))
+        for path in stale:
+            print(f"{path}: differs from what `jobgate manifests generate` produces", file=sys.stderr)
         return EXIT_DENIED if stale else EXIT_OK
     for path in write(directory):
         print(f"wrote {path}")
+    table = write_schema_table()
+    if table is not None:
+        print(f"wrote {table}")
     return EXIT_OK
 
 
@@ -186,14 +249,48 @@ def _as_json(text: str) -> str:
 
     try:
         documents = parse_documents(text, "review")
-    except SourceError:
+    except (SourceError, RecursionError):
         return text
     if len(documents) != 1:
         return text
     return json.dumps(documents[0].data)
 
 
-def build_parser() -> argparse.ArgumentParser:
+def _positive_int(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a number: {text!r}") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError("must be at least 1")
+    return value
+
+
+def _field_validation(text: str) -> object:
+    from webhook.offline import FieldValidation
+
+    try:
+        return FieldValidation.parse(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"must be strict, warn, ignore, true or false, not {text!r}") from None
+
+
+def _add_validation_flag(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--validate",
+        type=_field_validation,
+        default="strict",
+        metavar="MODE",
+        help="unknown fields, as kubectl's flag: strict (default: denied, as kubectl apply does), "
+        "warn, ignore; true=strict, false=ignore",
+    )
+
+
+# Commands that need nothing of the controller: their start-up skips importing it.
+OFFLINE_COMMANDS = frozenset(("validate", "default", "review", "manifests", "certs", "webhook"))
+
+
+def build_parser(with_controller_arguments: bool = True) -> argparse.ArgumentParser:
     from webhook.report import FORMATS
 
     parser = argparse.ArgumentParser(
@@ -209,10 +306,27 @@ def build_parser() -> argparse.ArgumentParser:
     )
     validate.add_argument("paths", nargs="+", metavar="PATH", help="file, directory (recursive) or - for stdin")
     validate.add_argument("-o", "--output", choices=FORMATS, default="text", help="output format (default: text)")
+    _add_validation_flag(validate)
+    validate.add_argument(
+        "-j",
+        "--jobs",
+        type=_positive_int,
+        default=None,
+        metavar="N",
+        help="files checked in parallel (default: the number of CPUs); output stays in input order",
+    )
     validate.set_defaults(handler=_validate)
 
     default = commands.add_parser("default", help="print job manifests as the mutating webhook would store them")
     default.add_argument("paths", nargs="+", metavar="PATH", help="file, directory (recursive) or - for stdin")
+    default.add_argument(
+        "-o",
+        "--output",
+        choices=("yaml", "json"),
+        default="yaml",
+        help="yaml keeps the author's comments and key order; json is the object as the apiserver stores it",
+    )
+    _add_validation_flag(default)
     default.set_defaults(handler=_default)
 
     review = commands.add_parser("review", help="answer an AdmissionReview request exactly as the webhook server would")
@@ -246,9 +360,10 @@ def build_parser() -> argparse.ArgumentParser:
     webhook.set_defaults(handler=_webhook)
 
     controller = commands.add_parser("controller", help="reconcile jobs into pods and services")
-    from controller.main import add_arguments
+    if with_controller_arguments:
+        from controller.main import add_arguments
 
-    add_arguments(controller)
+        add_arguments(controller)
     controller.set_defaults(handler=_controller)
 
     manifests = commands.add_parser("manifests", help="generated CRDs and webhook configurations")
@@ -291,8 +406,18 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = build_parser()
-    args = parser.parse_args(argv)
+    arguments = list(sys.argv[1:] if argv is None else argv)
+    parser = build_parser(with_controller_arguments=not arguments or arguments[0] not in OFFLINE_COMMANDS)
+    args = parser.parse_args(arguments)
+    if getattr(args, "jobs", 0) is None:
+        from webhook.offline import default_jobs
+
+        args.jobs = default_jobs()
+    for stream in (sys.stdout, sys.stderr):
+        # Never a UnicodeEncodeError while printing what a file contained.
+        reconfigure = getattr(stream, "reconfigure", None)
+        if reconfigure is not None:
+            reconfigure(errors="backslashreplace")
     try:
         return int(args.handler(args))
     except KeyboardInterrupt:

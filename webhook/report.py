@@ -1,38 +1,75 @@
-"""Output formats of ``jobgate validate``: text, json, junit, github."""
+"""Output formats of ``jobgate validate``: text, json, junit, github.
+
+text and github are written as each file's results arrive (memory stays flat however many
+files there are); json and junit need the whole run and are written at the end.
+"""
 
 from __future__ import annotations
 
 import json
-from xml.etree import ElementTree
+from collections.abc import Callable
+from typing import TextIO
 
 from webhook.offline import DocumentResult, Outcome, Run
 
 FORMATS = ("text", "json", "junit", "github")
+STREAMED_FORMATS = ("text", "github")
 
 
 def render(run: Run, fmt: str) -> str:
     return {"text": render_text, "json": render_json, "junit": render_junit, "github": render_github}[fmt](run)
 
 
+class Reporter:
+    """Writes a run in one format: streamed formats result by result, the others at the end."""
+
+    def __init__(self, fmt: str, out: TextIO) -> None:
+        self.fmt = fmt
+        self.out = out
+        self.run = Run(keep_results=fmt not in STREAMED_FORMATS)
+        self._lines: Callable[[DocumentResult], list[str]] | None = {
+            "text": text_lines,
+            "github": github_lines,
+        }.get(fmt)
+
+    def add(self, results: list[DocumentResult]) -> None:
+        for result in results:
+            self.run.add(result)
+            if self._lines is not None:
+                lines = self._lines(result)
+                if lines:
+                    self.out.write("\n".join(lines) + "\n")
+
+    def finish(self) -> int:
+        if self._lines is not None:
+            self.out.write(_summary(self.run) + "\n")
+        else:
+            self.out.write(render(self.run, self.fmt))
+        self.out.flush()
+        return self.run.exit_code
+
+
 def _summary(run: Run) -> str:
-    total = len(run.results)
+    total = run.total
     parts = [f"{run.count(o)} {o.value}" for o in Outcome if run.count(o) or o in (Outcome.ADMITTED, Outcome.DENIED)]
     return f"{total} document{'s' if total != 1 else ''}: {', '.join(parts)}"
 
 
+def text_lines(result: DocumentResult) -> list[str]:
+    where = f"{result.source}:{result.line}" if result.line else result.source
+    if result.outcome is Outcome.ERROR:
+        return [f"{where}: error: {result.reason}"]
+    header = f"{where}: {result.title}: {result.outcome.value}"
+    if result.reason:
+        header += f" ({result.reason})"
+    lines = [header]
+    lines.extend(f"{result.source}:{e.line}: error: {e.message}" for e in result.errors)
+    lines.extend(f"{result.source}:{w.line}: warning: {w.message}" for w in result.warnings)
+    return lines
+
+
 def render_text(run: Run) -> str:
-    lines = []
-    for result in run.results:
-        where = f"{result.source}:{result.line}" if result.line else result.source
-        if result.outcome is Outcome.ERROR:
-            lines.append(f"{where}: error: {result.reason}")
-            continue
-        header = f"{where}: {result.title}: {result.outcome.value}"
-        if result.reason:
-            header += f" ({result.reason})"
-        lines.append(header)
-        lines.extend(f"{result.source}:{e.line}: error: {e.message}" for e in result.errors)
-        lines.extend(f"{result.source}:{w.line}: warning: {w.message}" for w in result.warnings)
+    lines = [line for result in run.results for line in text_lines(result)]
     lines.append(_summary(run))
     return "\n".join(lines) + "\n"
 
@@ -60,10 +97,12 @@ def render_json(run: Run) -> str:
 
 
 def render_junit(run: Run) -> str:
+    from xml.etree import ElementTree
+
     suite = ElementTree.Element(
         "testsuite",
         name="jobgate validate",
-        tests=str(len(run.results)),
+        tests=str(run.total),
         failures=str(run.count(Outcome.DENIED)),
         errors=str(run.count(Outcome.ERROR)),
         skipped=str(run.count(Outcome.SKIPPED)),
@@ -105,14 +144,18 @@ def _annotation(level: str, source: str, line: int, title: str, message: str) ->
     return f"::{level} {properties}::{_escape_data(message)}"
 
 
-def render_github(run: Run) -> str:
+def github_lines(result: DocumentResult) -> list[str]:
     """GitHub Actions workflow commands: each error and warning annotates its line in the diff."""
     lines = []
-    for result in run.results:
-        title = f"jobgate: {result.title}"
-        if result.outcome is Outcome.ERROR:
-            lines.append(_annotation("error", result.source, result.line, "jobgate", result.reason))
-        lines.extend(_annotation("error", result.source, e.line, title, e.message) for e in result.errors)
-        lines.extend(_annotation("warning", result.source, w.line, title, w.message) for w in result.warnings)
+    title = f"jobgate: {result.title}"
+    if result.outcome is Outcome.ERROR:
+        lines.append(_annotation("error", result.source, result.line, "jobgate", result.reason))
+    lines.extend(_annotation("error", result.source, e.line, title, e.message) for e in result.errors)
+    lines.extend(_annotation("warning", result.source, w.line, title, w.message) for w in result.warnings)
+    return lines
+
+
+def render_github(run: Run) -> str:
+    lines = [line for result in run.results for line in github_lines(result)]
     lines.append(_summary(run))
     return "\n".join(lines) + "\n"

@@ -1,22 +1,21 @@
 """Reading manifests for the offline commands: files, directories, stdin; multi-document YAML.
 
-Documents are parsed with ruamel.yaml's round-trip loader, which remembers where every
-key and item came from, so an error on ``spec.tfReplicaSpecs[Worker].replicas`` can be
-reported at the line of that ``replicas:`` key. The rules themselves see plain JSON data.
+Values are read as kubectl reads them (``webhook.loader``); a document's lines are found
+only when it has something to report. Hostile input is bounded: special files (FIFOs,
+devices), files over ``MAX_FILE_BYTES``, undecodable bytes, symlink loops and overlong
+paths are each refused with a one-line message, never a traceback or a hang.
 """
 
 from __future__ import annotations
 
-import datetime
+import os
+import stat
 import sys
 from collections.abc import Iterator
-from dataclasses import dataclass
-from pathlib import Path
+from dataclasses import dataclass, field
 from typing import Any
 
-from ruamel.yaml import YAML
-from ruamel.yaml.error import MarkedYAMLError, YAMLError
-
+from webhook.loader import MAX_FILE_BYTES, Chunk, LoadError, Locator, load_document, split_documents
 from webhook.rules.fielderrors import FieldPath
 
 MANIFEST_SUFFIXES = (".yaml", ".yml", ".json")
@@ -33,7 +32,7 @@ class SourceError(Exception):
         self.message = message
 
     def __str__(self) -> str:
-        where = f"{self.source}:{self.line}" if self.line else self.source
+        where = f"{display_name(self.source)}:{self.line}" if self.line else display_name(self.source)
         return f"{where}: {self.message}"
 
 
@@ -41,138 +40,167 @@ class SourceError(Exception):
 class Document:
     source: str
     index: int
-    tree: Any  # the ruamel tree, which carries positions
-    data: Any  # the same document as plain JSON-compatible data
+    chunk: Chunk
+    data: Any  # the document as plain JSON data, as kubectl sends it
+    notes: list[tuple[int, str]] = field(default_factory=list)  # (line, warning) from reading it
+    locator: Locator = field(init=False, repr=False)
+
+    def __post_init__(self) -> None:
+        self.locator = Locator(self.chunk)
 
     @property
     def line(self) -> int:
-        return _line_of(self.tree) or 1
+        return self.locator.line
 
     def line_of(self, path: FieldPath) -> int:
         """Line of the deepest part of ``path`` that exists in the document."""
-        node = self.tree
-        line = self.line
-        for segment in path:
-            if isinstance(node, dict):
-                key = _matching_key(node, segment)
-                if key is None:
-                    break
-                line = _key_line(node, key) or line
-                node = node[key]
-            elif isinstance(node, list) and isinstance(segment, int) and 0 <= segment < len(node):
-                line = _item_line(node, segment) or line
-                node = node[segment]
-            else:
-                break
-        return line
+        return self.locator.line_of(path)
+
+    @property
+    def tree(self) -> Any:
+        """The document as ruamel's round-trip tree (comments, key order), for ``jobgate default``."""
+        from ruamel.yaml import YAML
+
+        yaml = YAML(typ="rt")
+        yaml.allow_duplicate_keys = True  # already refused by the loader
+        return yaml.load(self.chunk.text)
 
 
-def _matching_key(node: dict[Any, Any], segment: Any) -> Any:
-    if segment in node:
-        return segment
-    if isinstance(segment, str):
-        # Defaulting renames replica types (worker -> Worker); point at the key as written.
-        folded = segment.casefold()
-        return next((k for k in node if isinstance(k, str) and k.casefold() == folded), None)
-    return None
-
-
-def _line_of(node: Any) -> int | None:
-    lc = getattr(node, "lc", None)
-    return lc.line + 1 if lc is not None and lc.line is not None else None
-
-
-def _key_line(node: Any, key: Any) -> int | None:
+def iter_documents(text: str, source: str) -> Iterator[Document]:
+    """Every document of ``text``, parsed one at a time; SourceError at the first that fails."""
     try:
-        return node.lc.key(key)[0] + 1
-    except (AttributeError, KeyError, TypeError):
-        return None
-
-
-def _item_line(node: Any, index: int) -> int | None:
-    try:
-        return node.lc.item(index)[0] + 1
-    except (AttributeError, KeyError, TypeError, IndexError):
-        return None
-
-
-def to_plain(node: Any) -> Any:
-    """ruamel's tagged containers and scalars as plain JSON data, the way kubectl converts YAML."""
-    if isinstance(node, dict):
-        return {_plain_key(k): to_plain(v) for k, v in node.items()}
-    if isinstance(node, list | tuple):
-        return [to_plain(v) for v in node]
-    if isinstance(node, bool) or node is None:
-        return node
-    if isinstance(node, int):
-        return int(node)
-    if isinstance(node, float):
-        return float(node)
-    if isinstance(node, str):
-        return str(node)
-    if isinstance(node, datetime.datetime | datetime.date):
-        return node.isoformat()
-    if isinstance(node, bytes):
-        import base64
-
-        return base64.b64encode(node).decode("ascii")
-    tagged = getattr(node, "value", None)
-    return to_plain(tagged) if tagged is not None else str(node)
-
-
-def _plain_key(key: Any) -> str:
-    if isinstance(key, bool):
-        return "true" if key else "false"
-    if key is None:
-        return "null"
-    return str(key)
-
-
-def _yaml() -> YAML:
-    yaml = YAML(typ="rt")
-    yaml.allow_duplicate_keys = False
-    return yaml
+        chunks = split_documents(text)
+    except LoadError as exc:
+        raise SourceError(source, exc.message, exc.line) from None
+    for index, chunk in enumerate(chunks):
+        notes: list[tuple[int, str]] = []
+        try:
+            data = load_document(chunk, notes)
+        except LoadError as exc:
+            raise SourceError(source, exc.message, exc.line) from None
+        yield Document(source, index, chunk, data, notes)
 
 
 def parse_documents(text: str, source: str) -> list[Document]:
-    try:
-        trees = [tree for tree in _yaml().load_all(text)]
-    except MarkedYAMLError as exc:
-        mark = exc.problem_mark or exc.context_mark
-        line = mark.line + 1 if mark is not None else None
-        problem = exc.problem or exc.context or "invalid YAML"
-        raise SourceError(source, f"cannot parse YAML: {problem}", line) from None
-    except YAMLError as exc:
-        raise SourceError(source, f"cannot parse YAML: {exc}") from None
-    return [Document(source, index, tree, to_plain(tree)) for index, tree in enumerate(trees)]
+    return list(iter_documents(text, source))
 
 
 def expand_paths(paths: list[str]) -> Iterator[str]:
-    """Files as given; directories walked recursively for manifests, in sorted order."""
+    """Files as given; directories walked recursively for manifests, in sorted order.
+
+    Symbolic links to directories are not followed (no loops); a path that cannot be
+    examined raises SourceError.
+    """
     for raw in paths:
         if raw == STDIN:
             yield STDIN
             continue
-        path = Path(raw)
-        if path.is_dir():
-            found = sorted(p for p in path.rglob("*") if p.is_file() and p.suffix in MANIFEST_SUFFIXES)
-            yield from (str(p) for p in found)
-        elif path.exists():
-            yield raw
+        try:
+            info = os.stat(raw)
+        except OSError as exc:
+            raise SourceError(raw, _os_message(exc)) from None
+        except ValueError:  # embedded NUL
+            raise SourceError(raw, "invalid path") from None
+        if stat.S_ISDIR(info.st_mode):
+            yield from _walk(raw)
         else:
-            raise SourceError(raw, "no such file or directory")
+            yield raw
+
+
+def _walk(directory: str) -> Iterator[str]:
+    found: list[str] = []
+    errors: list[OSError] = []
+    for root, dirs, files in os.walk(directory, onerror=errors.append, followlinks=False):
+        dirs.sort()
+        found.extend(os.path.join(root, name) for name in files if name.endswith(MANIFEST_SUFFIXES))
+    if errors:
+        exc = errors[0]
+        raise SourceError(exc.filename or directory, _os_message(exc))
+    yield from sorted(found)
+
+
+def _os_message(exc: OSError) -> str:
+    message = exc.strerror or str(exc)
+    return message[:1].lower() + message[1:]
 
 
 def read_source(source: str) -> str:
+    """The text of a file or of stdin, at most MAX_FILE_BYTES, UTF-8; regular files only."""
+    if source == STDIN:
+        raw = sys.stdin.buffer.read(MAX_FILE_BYTES + 1) if hasattr(sys.stdin, "buffer") else None
+        if raw is None:  # a text stream without a buffer (tests)
+            text = sys.stdin.read(MAX_FILE_BYTES + 1)
+            if len(text) > MAX_FILE_BYTES:
+                raise SourceError(source, f"larger than {MAX_FILE_BYTES // (1024 * 1024)} MiB")
+            return text
+        return _decode(source, raw)
     try:
-        if source == STDIN:
-            return sys.stdin.read()
-        return Path(source).read_text(encoding="utf-8")
-    except UnicodeDecodeError:
-        raise SourceError(source, "not UTF-8 text") from None
+        # O_NONBLOCK: opening a FIFO must not wait for a writer; it is refused below anyway.
+        descriptor = os.open(source, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
     except OSError as exc:
-        raise SourceError(source, f"cannot read: {exc.strerror or exc}") from None
+        raise SourceError(source, f"cannot read: {_os_message(exc)}") from None
+    except ValueError:
+        raise SourceError(source, "cannot read: invalid path") from None
+    try:
+        info = os.fstat(descriptor)
+        if stat.S_ISDIR(info.st_mode):
+            raise SourceError(source, "is a directory")
+        if not stat.S_ISREG(info.st_mode):
+            raise SourceError(source, "not a regular file (FIFO, socket or device)")
+        if info.st_size > MAX_FILE_BYTES:
+            raise SourceError(source, f"larger than {MAX_FILE_BYTES // (1024 * 1024)} MiB")
+        raw = _read_bounded(descriptor, info.st_size)
+    except OSError as exc:
+        raise SourceError(source, f"cannot read: {_os_message(exc)}") from None
+    finally:
+        os.close(descriptor)
+    return _decode(source, raw)
+
+
+def _read_bounded(descriptor: int, expected: int) -> bytes:
+    """At most MAX_FILE_BYTES + 1 bytes, asking for the size stat gave (asking for the maximum
+    would allocate 32 MiB per file); files that report no size (/proc) are read in pieces."""
+    first = os.read(descriptor, expected + 1 if expected else 65536)
+    if len(first) <= expected or not first:
+        return first
+    pieces = [first]
+    total = len(first)
+    while total <= MAX_FILE_BYTES:
+        piece = os.read(descriptor, min(1 << 20, MAX_FILE_BYTES + 1 - total))
+        if not piece:
+            break
+        pieces.append(piece)
+        total += len(piece)
+    return b"".join(pieces)
+
+
+def _decode(source: str, raw: bytes) -> str:
+    if len(raw) > MAX_FILE_BYTES:
+        raise SourceError(source, f"larger than {MAX_FILE_BYTES // (1024 * 1024)} MiB")
+    try:
+        return raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        line = raw.count(b"\n", 0, exc.start) + 1
+        raise SourceError(source, f"not UTF-8 text: byte 0x{raw[exc.start]:02x} at offset {exc.start}", line) from None
 
 
 def display_name(source: str) -> str:
-    return "<stdin>" if source == STDIN else source
+    """The name printed for a source: stdin by name, anything unprintable escaped."""
+    if source == STDIN:
+        return "<stdin>"
+    return printable(source)
+
+
+def printable(text: str) -> str:
+    """Text safe to print on any terminal encoding: lone surrogates and controls escaped."""
+    if text.isprintable():
+        try:
+            text.encode("utf-8")
+            return text
+        except UnicodeEncodeError:
+            pass
+    return "".join(ch if ch.isprintable() and not 0xD800 <= ord(ch) <= 0xDFFF else _escaped(ch) for ch in text)
+
+
+def _escaped(ch: str) -> str:
+    return ch.encode("unicode_escape", "backslashreplace").decode("ascii")

@@ -147,7 +147,7 @@ def test_list_kind_is_expanded(tmp_path, capsys):
     ("text", "message"),
     [
         ("kind: [unclosed\n", "cannot parse YAML"),
-        ("a: 1\na: 2\n", "cannot parse YAML"),
+        ("a: 1\n  b: 2\n", "cannot parse YAML"),
         ("- just\n- a list\n", "not a Kubernetes object"),
         ("metadata: {name: x}\n", "apiVersion and kind are required"),
     ],

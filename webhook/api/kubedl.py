@@ -18,9 +18,10 @@ from webhook.api.common import (
     RestartPolicy,
     WireModel,
 )
+from webhook.api.constants import KUBEDL_GROUP, KUBEDL_VERSION
 
-GROUP = "training.kubedl.io"
-VERSION = "v1alpha1"
+GROUP = KUBEDL_GROUP
+VERSION = KUBEDL_VERSION
 
 
 class SchedulingPolicy(WireModel):

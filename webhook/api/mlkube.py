@@ -10,9 +10,10 @@ from typing import Literal, get_args
 from pydantic import Field
 
 from webhook.api.common import Int32, JobStatus, PodTemplate, WireModel
+from webhook.api.constants import MLKUBE_GROUP, MLKUBE_VERSION
 
-GROUP = "mxnet.mlkube.io"
-VERSION = "v1beta1"
+GROUP = MLKUBE_GROUP
+VERSION = MLKUBE_VERSION
 
 JobMode = Literal["local", "dist"]
 JOB_MODES: tuple[str, ...] = get_args(JobMode)

@@ -3,14 +3,18 @@
 from __future__ import annotations
 
 from collections.abc import Iterable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from pydantic import BaseModel
-
-from webhook.rules.fielderrors import FieldError, FieldPath, invalid, render_path, required
+from webhook.rules.fielderrors import FieldError, FieldPath, invalid, required
 from webhook.rules.names import LABEL_MAX_LENGTH, dns1035_label_problems
-from webhook.rules.podtemplate import Findings, clip_warning
+from webhook.rules.podtemplate import Findings
 from webhook.rules.schema import schema_checker
+from webhook.rules.unknownfields import UnknownField
+
+if TYPE_CHECKING:
+    from pydantic import BaseModel
+
+    from webhook.rules.modelref import ModelRef
 
 # generateName gets five random characters appended by the apiserver.
 _GENERATED_SUFFIX_LENGTH = 5
@@ -74,7 +78,9 @@ def check_job_name(obj: dict[str, Any], replica_counts: Iterable[tuple[str, int]
     return errors
 
 
-def check_spec_schema(obj: dict[str, Any], spec_model: type[BaseModel], found: Findings) -> dict[str, Any] | None:
+def check_spec_schema(
+    obj: dict[str, Any], spec_model: type[BaseModel] | ModelRef, found: Findings
+) -> dict[str, Any] | None:
     """Type, enum and range checks of ``spec``; returns the spec when it is an object."""
     spec = obj.get("spec")
     if spec is None:
@@ -82,10 +88,7 @@ def check_spec_schema(obj: dict[str, Any], spec_model: type[BaseModel], found: F
         return None
     unknown: list[FieldPath] = []
     schema_checker(spec_model)(spec, ("spec",), found.errors, unknown)
-    found.warnings.extend(
-        clip_warning(f"unknown field {render_path(p)}: the apiserver drops it or, with strict validation, refuses it")
-        for p in unknown
-    )
+    found.warnings.extend(UnknownField(p) for p in unknown)
     return spec if isinstance(spec, dict) else None
 
 

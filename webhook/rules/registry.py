@@ -7,12 +7,15 @@ defaults, so every lookup takes the full group/version/kind.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Protocol
-
-from pydantic import BaseModel
+from typing import TYPE_CHECKING, Any, Protocol
 
 from webhook.rules.jsonpatch import PatchRecorder
 from webhook.rules.podtemplate import Findings
+
+if TYPE_CHECKING:
+    from pydantic import BaseModel
+
+    from webhook.rules.modelref import ModelRef
 
 
 @dataclass(frozen=True, slots=True)
@@ -51,10 +54,11 @@ class JobKind(Protocol):
     def plural(self) -> str: ...
     @property
     def short_names(self) -> tuple[str, ...]: ...
+    # A ModelRef keeps pydantic out of start-up (see webhook/rules/modelref.py); a class works too.
     @property
-    def spec_model(self) -> type[BaseModel]: ...
+    def spec_model(self) -> type[BaseModel] | ModelRef: ...
     @property
-    def status_model(self) -> type[BaseModel]: ...
+    def status_model(self) -> type[BaseModel] | ModelRef: ...
 
     def default(
         self, obj: dict[str, Any], recorder: PatchRecorder = ..., previous: dict[str, Any] | None = None

@@ -1,6 +1,6 @@
 """Structural schemas from the API models, and a checker that walks objects against them.
 
-The same structural schema is emitted into the CRDs (``jobgate manifests crds``) and used
+The same structural schema is emitted into the CRDs (``jobgate manifests generate``) and used
 here for type, enum and range checks, so the offline validator and the cluster agree on
 every field by construction. The apiserver checks this schema itself, after the mutating
 webhooks and before any validating webhook, so a job that breaks it is refused with the
@@ -8,19 +8,29 @@ apiserver's own lines: this checker writes exactly those lines (dotted paths thr
 ``<path> in body should be ...``), so ``jobgate validate`` shows what ``kubectl`` shows.
 Null values of fields and map entries are pruned by the apiserver when it decodes a custom
 resource, so they count as unset here; a null inside a list is an error, as there.
+
+Building a schema from a pydantic model costs tens of milliseconds, too much for a command
+that checks one file: ``jobgate manifests generate`` also writes every served model's schema
+to ``structural_schemas.json`` (a test fails when it is stale), and ``schema_checker`` reads
+that table first, so the models are neither imported nor built at start-up.
 """
 
 from __future__ import annotations
 
 import json
 import math
+import os
 from collections.abc import Callable
 from functools import cache
-from typing import Any
-
-from pydantic import BaseModel
+from typing import TYPE_CHECKING, Any
 
 from webhook.rules.fielderrors import FieldError, FieldPath, invalid, not_supported, render_path, required
+from webhook.rules.modelref import model_class, model_key
+
+if TYPE_CHECKING:
+    from pydantic import BaseModel
+
+SCHEMA_TABLE = os.path.join(os.path.dirname(__file__), "structural_schemas.json")
 
 Schema = dict[str, Any]
 
@@ -40,11 +50,44 @@ _KEPT_KEYWORDS = (
 )
 
 
+def structural_schema(model: Any) -> Schema:
+    """The model (a class or a ModelRef) as an apiextensions.k8s.io/v1 structural schema
+    (no $ref, no anyOf, no nulls), built from pydantic."""
+    return _built_schema(model_class(model))
+
+
 @cache
-def structural_schema(model: type[BaseModel]) -> Schema:
-    """The model as an apiextensions.k8s.io/v1 structural schema (no $ref, no anyOf, no nulls)."""
+def _built_schema(model: type[BaseModel]) -> Schema:
     raw = model.model_json_schema(by_alias=True, mode="validation")
     return _to_structural(raw, raw.get("$defs", {}))
+
+
+@cache
+def schema_table() -> dict[str, Schema]:
+    """The schemas written ahead of time by ``jobgate manifests generate``, by model key."""
+    try:
+        with open(SCHEMA_TABLE, "rb") as handle:
+            text = handle.read()
+    except OSError:
+        return {}
+    import json
+
+    table: dict[str, Schema] = json.loads(text)
+    return table
+
+
+def schema_table_text(models: list[Any]) -> str:
+    """The content of ``structural_schemas.json`` for these models (sorted, stable)."""
+    import json
+
+    table = {model_key(m): structural_schema(m) for m in models}
+    return json.dumps(dict(sorted(table.items())), indent=1, sort_keys=True) + "\n"
+
+
+def schema_of(model: Any) -> Schema:
+    """The model's structural schema: from the generated table, else built from pydantic."""
+    found = schema_table().get(model_key(model))
+    return found if found is not None else structural_schema(model)
 
 
 def _to_structural(node: Schema, defs: dict[str, Schema]) -> Schema:
@@ -80,10 +123,16 @@ def _to_structural(node: Schema, defs: dict[str, Schema]) -> Schema:
 Checker = Callable[[Any, FieldPath, list[FieldError], list[FieldPath]], None]
 
 
-@cache
-def schema_checker(model: type[BaseModel]) -> Checker:
-    """The model's structural schema compiled into nested closures, once per model."""
-    return compile_schema(structural_schema(model))
+_CHECKERS: dict[str, Checker] = {}
+
+
+def schema_checker(model: Any) -> Checker:
+    """The model's (class or ModelRef) structural schema compiled into nested closures, once per model."""
+    key = model_key(model)
+    checker = _CHECKERS.get(key)
+    if checker is None:
+        checker = _CHECKERS[key] = compile_schema(schema_of(model))
+    return checker
 
 
 def check_against_schema(

@@ -13,10 +13,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from pydantic import BaseModel
-
-from webhook.api import kubedl as api
-from webhook.api.common import RESTART_POLICIES, JobStatus
+from webhook.api.constants import KUBEDL_GROUP, KUBEDL_VERSION, RESTART_POLICIES
 from webhook.rules.fielderrors import (
     FieldError,
     FieldPath,
@@ -29,6 +26,7 @@ from webhook.rules.fielderrors import (
 )
 from webhook.rules.jobmeta import as_int, check_job_name, check_spec_schema
 from webhook.rules.jsonpatch import NO_PATCH, PatchRecorder, escape_pointer_token
+from webhook.rules.modelref import ModelRef
 from webhook.rules.podtemplate import (
     Findings,
     check_pod_template,
@@ -39,6 +37,8 @@ from webhook.rules.podtemplate import (
 from webhook.rules.registry import GroupVersionKind, register
 
 DEFAULT_CLEAN_POD_POLICY = "Running"
+# Models are named, not imported: see webhook/rules/modelref.py.
+JOB_STATUS_MODEL = ModelRef("webhook.api.common:JobStatus")
 # The fields of KubeDL's RunPolicy (inlined into spec, or under spec.runPolicy for MPIJob).
 RUN_POLICY_FIELDS = (
     "cleanPodPolicy",
@@ -80,7 +80,7 @@ class KubeDLKind:
     plural: str
     short_names: tuple[str, ...]
     replicas_field: str
-    spec_model: type[BaseModel]
+    spec_model: ModelRef
     container: str
     port_name: str
     port: int
@@ -92,14 +92,14 @@ class KubeDLKind:
     extra_defaults: ExtraDefaults = _no_extra_defaults
     separate_run_policy: bool = False
     family: str = "kubedl"
-    status_model: type[BaseModel] = JobStatus
+    status_model: ModelRef = JOB_STATUS_MODEL
     gvk: GroupVersionKind = field(init=False)
     _roles: dict[str, Role] = field(init=False, repr=False)
     _canonical: dict[str, str] = field(init=False, repr=False)
     _required_container: tuple[str, str] | None = field(init=False, repr=False)
 
     def __post_init__(self) -> None:
-        object.__setattr__(self, "gvk", GroupVersionKind(api.GROUP, api.VERSION, self.kind))
+        object.__setattr__(self, "gvk", GroupVersionKind(KUBEDL_GROUP, KUBEDL_VERSION, self.kind))
         object.__setattr__(self, "_roles", {r.name: r for r in self.roles})
         object.__setattr__(self, "_canonical", {r.name.casefold(): r.name for r in self.roles})
         required_container = (self.container, f"must have at least one container with name {self.container}")
@@ -390,7 +390,7 @@ TFJOB = register(
         plural="tfjobs",
         short_names=("tfj",),
         replicas_field="tfReplicaSpecs",
-        spec_model=api.TFJobSpec,
+        spec_model=ModelRef("webhook.api.kubedl:TFJobSpec"),
         container="tensorflow",
         port_name="tfjob-port",
         port=2222,
@@ -412,7 +412,7 @@ PYTORCHJOB = register(
         plural="pytorchjobs",
         short_names=("ptj",),
         replicas_field="pytorchReplicaSpecs",
-        spec_model=api.PyTorchJobSpec,
+        spec_model=ModelRef("webhook.api.kubedl:PyTorchJobSpec"),
         container="pytorch",
         port_name="pytorchjob-port",
         port=23456,
@@ -428,7 +428,7 @@ XGBOOSTJOB = register(
         plural="xgboostjobs",
         short_names=("xgbj",),
         replicas_field="xgbReplicaSpecs",
-        spec_model=api.XGBoostJobSpec,
+        spec_model=ModelRef("webhook.api.kubedl:XGBoostJobSpec"),
         container="xgboostjob",
         port_name="xgboostjob-port",
         port=9999,
@@ -444,7 +444,7 @@ MPIJOB = register(
         plural="mpijobs",
         short_names=("mpij",),
         replicas_field="mpiReplicaSpecs",
-        spec_model=api.MPIJobSpec,
+        spec_model=ModelRef("webhook.api.kubedl:MPIJobSpec"),
         container="mpi",
         port_name="mpi-port",
         port=2222,
@@ -462,7 +462,7 @@ XDLJOB = register(
         plural="xdljobs",
         short_names=("xdlj",),
         replicas_field="xdlReplicaSpecs",
-        spec_model=api.XDLJobSpec,
+        spec_model=ModelRef("webhook.api.kubedl:XDLJobSpec"),
         container="xdl",
         port_name="xdljob-port",
         port=2222,
@@ -477,7 +477,7 @@ MARSJOB = register(
         plural="marsjobs",
         short_names=("marsj",),
         replicas_field="marsReplicaSpecs",
-        spec_model=api.MarsJobSpec,
+        spec_model=ModelRef("webhook.api.kubedl:MarsJobSpec"),
         container="mars",
         port_name="mars-port",
         port=11111,

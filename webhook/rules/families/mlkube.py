@@ -11,16 +11,18 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from pydantic import BaseModel
-
-from webhook.api import mlkube as api
+from webhook.api.constants import MLKUBE_GROUP, MLKUBE_VERSION, MX_REPLICA_TYPES
 from webhook.rules.fielderrors import FieldPath, duplicate, invalid, required
 from webhook.rules.jobmeta import as_int, check_job_name, check_spec_schema
 from webhook.rules.jsonpatch import NO_PATCH, PatchRecorder
+from webhook.rules.modelref import ModelRef
 from webhook.rules.podtemplate import Findings, check_pod_template
 from webhook.rules.registry import GroupVersionKind, register
 
 DEFAULT_PS_ROOT_PORT = 9091
+# Models are named, not imported: see webhook/rules/modelref.py.
+MXJOB_SPEC_MODEL = ModelRef("webhook.api.mlkube:MxJobSpec")
+MXJOB_STATUS_MODEL = ModelRef("webhook.api.mlkube:MxJobStatus")
 DEFAULT_REPLICA_TYPE = "WORKER"
 MXNET_CONTAINER = "mxnet"
 
@@ -31,9 +33,9 @@ class MxJobKind:
     plural: str = "mxjobs"
     short_names: tuple[str, ...] = ("mxj",)
     family: str = "mlkube"
-    spec_model: type[BaseModel] = api.MxJobSpec
-    status_model: type[BaseModel] = api.MxJobStatus
-    gvk: GroupVersionKind = field(default=GroupVersionKind(api.GROUP, api.VERSION, "MxJob"))
+    spec_model: ModelRef = MXJOB_SPEC_MODEL
+    status_model: ModelRef = MXJOB_STATUS_MODEL
+    gvk: GroupVersionKind = field(default=GroupVersionKind(MLKUBE_GROUP, MLKUBE_VERSION, "MxJob"))
 
     def default(
         self, obj: dict[str, Any], recorder: PatchRecorder = NO_PATCH, previous: dict[str, Any] | None = None
@@ -118,14 +120,14 @@ class MxJobKind:
                         invalid((*base, index, "replicas"), count, "job mode is local, but it has more than 1 worker")
                     )
         elif job_mode == "dist" and isinstance(replica_specs, list):
-            for replica_type in api.MX_REPLICA_TYPES:
+            for replica_type in MX_REPLICA_TYPES:
                 if replica_type not in by_type:
                     found.errors.append(required(base, f"dist job mode without replica type {replica_type}"))
         return found
 
 
 def _known_type(replica: dict[str, Any]) -> bool:
-    return replica.get("mxReplicaType") in api.MX_REPLICA_TYPES
+    return replica.get("mxReplicaType") in MX_REPLICA_TYPES
 
 
 MXJOB = register(MxJobKind())

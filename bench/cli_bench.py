@@ -1,0 +1,229 @@
+"""``jobgate validate`` against kubeconform and a bare parse of the same files, in one run.
+
+    python -m bench.cli_bench [--files 2000] [--rounds 3] [--cpu 1]
+
+Two sets of 2,000 distinct files are generated in a temporary directory: realistic TFJobs
+(~3.4 KB: PS + GPU workers, resources, env, volumes, tolerations) and copies of
+``examples/valid/tfjob-mnist.yaml`` (each with its own name). Every tool runs pinned to
+one CPU, one worker (``jobgate validate -j 1``, ``kubeconform -n 1``), in the same run,
+rounds interleaved; the table gives the medians: manifests/s, the wall time of one small
+file, peak RSS, and the ratios to kubeconform.
+
+kubeconform v0.8.0 is built from its Go module with ``go install`` (through the Go module
+proxy) into ``~/.cache/jobgate/tools/kubeconform-v0.8.0/`` on first use. It is fed JSON
+Schemas converted from jobgate's own CRDs (``manifests/base/crds/``), with ``-strict`` so
+that it refuses unknown fields as jobgate does. It checks the schema only; jobgate runs
+every rule (defaults, roles, pod templates, names, quantities) and locates every error.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from ruamel.yaml import YAML
+
+from bench.fixtures import tfjob_manifest
+
+REPO = Path(__file__).resolve().parents[1]
+KUBECONFORM_VERSION = "v0.8.0"
+KUBECONFORM_DIR = Path.home() / ".cache" / "jobgate" / "tools" / f"kubeconform-{KUBECONFORM_VERSION}"
+KUBECONFORM = KUBECONFORM_DIR / "kubeconform"
+
+PARSE_ONLY = """
+import sys, yaml_rs
+count = 0
+for path in sys.argv[1:]:
+    with open(path, encoding="utf-8") as handle:
+        data = yaml_rs.loads(handle.read(), parse_datetime=False)
+    count += 1
+print(count)
+"""
+
+PARSE_ONLY_PYYAML = """
+import sys, yaml
+loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+count = 0
+for path in sys.argv[1:]:
+    with open(path, encoding="utf-8") as handle:
+        yaml.load(handle.read(), Loader=loader)
+    count += 1
+print(count)
+"""
+
+
+def ensure_kubeconform() -> Path:
+    if KUBECONFORM.exists():
+        return KUBECONFORM
+    KUBECONFORM_DIR.mkdir(parents=True, exist_ok=True)
+    environment = {**os.environ, "GOBIN": str(KUBECONFORM_DIR), "CGO_ENABLED": "0"}
+    module = f"github.com/yannh/kubeconform/cmd/kubeconform@{KUBECONFORM_VERSION}"
+    print(f"building kubeconform {KUBECONFORM_VERSION} (go install {module}) ...", file=sys.stderr)
+    subprocess.run(["go", "install", module], check=True, env=environment, cwd=tempfile.gettempdir())
+    return KUBECONFORM
+
+
+def _json_schema(node: Any) -> Any:
+    """An apiextensions structural schema as the draft-4 JSON Schema kubeconform compiles (as openapi2jsonschema)."""
+    if isinstance(node, list):
+        return [_json_schema(item) for item in node]
+    if not isinstance(node, dict):
+        return node
+    out = {k: _json_schema(v) for k, v in node.items() if not k.startswith("x-kubernetes") and k != "nullable"}
+    if node.get("x-kubernetes-int-or-string"):
+        out["type"] = ["integer", "string"]
+    if node.get("x-kubernetes-preserve-unknown-fields"):
+        out.setdefault("additionalProperties", True)
+    return out
+
+
+def write_schemas(directory: Path) -> str:
+    """One JSON Schema per served kind from the CRDs; returns kubeconform's -schema-location template."""
+    yaml = YAML(typ="safe", pure=True)
+    for crd_path in sorted((REPO / "manifests" / "base" / "crds").glob("*_*.yaml")):
+        crd = yaml.load(crd_path.read_text())
+        if not isinstance(crd, dict) or crd.get("kind") != "CustomResourceDefinition":
+            continue
+        kind = crd["spec"]["names"]["kind"].lower()
+        for version in crd["spec"]["versions"]:
+            schema = _json_schema(version["schema"]["openAPIV3Schema"])
+            schema.setdefault("properties", {}).update(
+                {"apiVersion": {"type": "string"}, "kind": {"type": "string"}, "metadata": {"type": "object"}}
+            )
+            (directory / f"{kind}_{version['name']}.json").write_text(json.dumps(schema))
+    return str(directory / "{{ .ResourceKind }}_{{ .ResourceAPIVersion }}.json")
+
+
+def realistic_tfjob(index: int) -> dict[str, Any]:
+    manifest = tfjob_manifest()
+    manifest["metadata"]["name"] = f"imagenet-resnet50-{index}"
+    manifest["metadata"]["annotations"] = {"owner": f"vision-{index % 17}@example.com", "ticket": f"ML-{1000 + index}"}
+    for replica_type, replica in manifest["spec"]["tfReplicaSpecs"].items():
+        container = replica["template"]["spec"]["containers"][0]
+        container["image"] = f"registry.example.com/vision/resnet50:2.{index % 50}"
+        container["env"] += [
+            {"name": "RUN_ID", "value": f"run-{index}-{replica_type.lower()}"},
+            {"name": "DATA_DIR", "value": "/data/imagenet/train"},
+        ]
+    return manifest
+
+
+def generate(directory: Path, count: int) -> tuple[Path, Path, int, int]:
+    realistic, mnist = directory / "realistic", directory / "mnist"
+    realistic.mkdir()
+    mnist.mkdir()
+    yaml = YAML(typ="safe", pure=True)
+    yaml.default_flow_style = False
+    yaml.sort_base_mapping_type_on_output = False  # type: ignore[attr-defined]
+    sizes = []
+    for index in range(count):
+        path = realistic / f"tfjob-{index:05d}.yaml"
+        with path.open("w") as handle:
+            yaml.dump(realistic_tfjob(index), handle)
+        sizes.append(path.stat().st_size)
+    example = (REPO / "examples" / "valid" / "tfjob-mnist.yaml").read_text()
+    for index in range(count):
+        (mnist / f"mnist-{index:05d}.yaml").write_text(example.replace("name: mnist", f"name: mnist-{index}"))
+    return realistic, mnist, int(statistics.mean(sizes)), len(example)
+
+
+@dataclass
+class Measure:
+    seconds: float
+    max_rss_kb: int
+    returncode: int
+
+
+def measure(argv: list[str], cpu: int) -> Measure:
+    """Wall time and peak RSS of one process pinned to ``cpu``."""
+
+    started = time.perf_counter()
+    pinned = ["taskset", "--cpu-list", str(cpu), *argv]
+    process = subprocess.Popen(pinned, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, cwd=REPO)
+    _, status, usage = os.wait4(process.pid, 0)
+    elapsed = time.perf_counter() - started
+    process.returncode = os.waitstatus_to_exitcode(status)
+    return Measure(elapsed, usage.ru_maxrss, process.returncode)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--files", type=int, default=2000)
+    parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--single-runs", type=int, default=15, help="runs of the one-file measurement")
+    parser.add_argument("--cpu", type=int, default=max(os.sched_getaffinity(0)), help="CPU to pin every tool to")
+    args = parser.parse_args(argv)
+
+    kubeconform = ensure_kubeconform()
+    python = sys.executable
+    jobgate = [python, "-m", "webhook.cli", "validate", "-j", "1"]
+    with tempfile.TemporaryDirectory(prefix="jobgate-cli-bench-") as temporary:
+        root = Path(temporary)
+        (root / "schemas").mkdir()
+        location = write_schemas(root / "schemas")
+        realistic, mnist, realistic_size, mnist_size = generate(root, args.files)
+        kubeconform_argv = [str(kubeconform), "-n", "1", "-strict", "-summary", "-schema-location", location]
+        sets = {
+            f"realistic TFJobs (~{realistic_size / 1024:.1f} KB)": realistic,
+            f"tfjob-mnist.yaml copies ({mnist_size / 1024:.1f} KB)": mnist,
+        }
+        for label, directory in sets.items():
+            files = sorted(str(p) for p in directory.iterdir())
+            for name, argv_ in (
+                ("jobgate", [*jobgate, str(directory)]),
+                ("kubeconform", [*kubeconform_argv, str(directory)]),
+            ):
+                check = measure(argv_, args.cpu)
+                if check.returncode != 0:
+                    print(f"warning: {name} exited {check.returncode} on {label}", file=sys.stderr)
+            tools = {
+                "jobgate validate -j 1": [*jobgate, str(directory)],
+                "kubeconform -n 1 -strict": [*kubeconform_argv, str(directory)],
+                "bare parse, yaml-rs": [python, "-c", PARSE_ONLY, *files],
+                "bare parse, PyYAML C loader": [python, "-c", PARSE_ONLY_PYYAML, *files],
+            }
+            results: dict[str, list[Measure]] = {name: [] for name in tools}
+            for _ in range(args.rounds):
+                for name, tool_argv in tools.items():
+                    results[name].append(measure(tool_argv, args.cpu))
+            single = files[0]
+            one_file = {
+                "jobgate validate -j 1": [*jobgate, single],
+                "kubeconform -n 1 -strict": [*kubeconform_argv, single],
+            }
+            single_times = {
+                name: statistics.median(measure(a, args.cpu).seconds for _ in range(args.single_runs))
+                for name, a in one_file.items()
+            }
+            report(label, len(files), results, single_times)
+    load = os.getloadavg()
+    print(
+        f"\nload average during the run: {load[0]:.2f} {load[1]:.2f} {load[2]:.2f} "
+        f"({os.cpu_count()} CPUs; every tool pinned to CPU {args.cpu})"
+    )
+    return 0
+
+
+def report(label: str, count: int, results: dict[str, list[Measure]], single: dict[str, float]) -> None:
+    rates = {name: count / statistics.median(m.seconds for m in runs) for name, runs in results.items()}
+    reference = rates["kubeconform -n 1 -strict"]
+    print(f"\n{label}, {count} files")
+    print("| tool | manifests/s | × kubeconform | one file, wall | peak RSS |")
+    print("|---|---|---|---|---|")
+    for name, runs in results.items():
+        rss = max(m.max_rss_kb for m in runs) / 1024
+        one = f"{single[name] * 1000:.0f} ms" if name in single else ""
+        print(f"| {name} | {rates[name]:,.0f} | {rates[name] / reference:.2f} | {one} | {rss:.0f} MB |")
+
+
+if __name__ == "__main__":
+    sys.exit(main())

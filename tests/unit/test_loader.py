@@ -1,0 +1,282 @@
+"""The offline loader reads YAML as kubectl does (sigs.k8s.io/yaml: go-yaml v2, then JSON).
+
+Every case runs through both paths: the fast one (yaml-rs plus its fix-ups, or a detour to
+the exact one) and the exact one alone (ruamel's nodes resolved with go-yaml v2's rules).
+"""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+
+import pytest
+
+from webhook.loader import (
+    MAX_DEPTH,
+    Chunk,
+    LoadError,
+    go_format_float,
+    has_yaml11_tokens,
+    load_document,
+    load_exact,
+    split_documents,
+)
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+def both(text: str) -> list[object]:
+    """The document read by each path; the two must agree."""
+    fast = [load_document(chunk) for chunk in split_documents(text)]
+    exact = [load_exact(chunk) for chunk in split_documents(text)]
+    assert fast == exact
+    return fast
+
+
+# (YAML value, what kubectl sends the apiserver for it)
+SCALARS = [
+    # YAML 1.1 booleans (YAML 1.2 reads them as strings)
+    ("yes", True),
+    ("Yes", True),
+    ("YES", True),
+    ("y", True),
+    ("Y", True),
+    ("on", True),
+    ("On", True),
+    ("ON", True),
+    ("true", True),
+    ("True", True),
+    ("no", False),
+    ("N", False),
+    ("off", False),
+    ("OFF", False),
+    ("FALSE", False),
+    ("yEs", "yEs"),
+    ("'yes'", "yes"),
+    ('"on"', "on"),
+    # nulls
+    ("~", None),
+    ("null", None),
+    ("Null", None),
+    ("", None),
+    ("'null'", "null"),
+    # integers: Go's strconv with base 0 after dropping underscores
+    ("0777", 511),
+    ("-0777", -511),
+    ("0o17", 15),
+    ("0x1F", 31),
+    ("0X1F", 31),
+    ("-0x1F", -31),
+    ("+0x1F", 31),
+    ("0b101", 5),
+    ("+12", 12),
+    ("1_000", 1000),
+    ("1__0", 10),
+    ("0_777", 511),
+    ("_1000", "_1000"),
+    ("09", 9),  # not octal: a float, which JSON writes as 9
+    ("9223372036854775807", 2**63 - 1),
+    ("9223372036854775808", 9.223372036854775808e18),  # beyond int64: the apiserver reads a float
+    ("12345678901234567890123", 1.2345678901234568e22),
+    # floats: JSON writes integral ones as integers
+    ("2.0", 2),
+    ("1e3", 1000),
+    ("1.5", 1.5),
+    (".5", 0.5),
+    ("-.5", -0.5),
+    ("1_0.5", 10.5),
+    ("1e21", 1e21),
+    ("1e400", "1e400"),  # overflows float64: go-yaml keeps the string
+    # no sexagesimal in go-yaml v2, timestamps stay as written
+    ("1:20", "1:20"),
+    ("190:20:30.15", "190:20:30.15"),
+    ("2001-12-14", "2001-12-14"),
+    ("2001-12-14t21:59:43.10-05:00", "2001-12-14t21:59:43.10-05:00"),
+    # tags
+    ("!!str 123", "123"),
+    ("!!binary aGVsbG8=", "hello"),
+    ("!custom 5", "5"),
+    ("!!int '7'", 7),
+    # strings
+    ("'0777'", "0777"),
+    ("v1.2", "v1.2"),
+    ("1.2.3", "1.2.3"),
+    ("0x", "0x"),
+    ('"\\ud800"', "\ufffd"),  # a lone surrogate: Go's JSON writes U+FFFD
+]
+
+
+@pytest.mark.parametrize(("written", "read"), SCALARS, ids=[s for s, _ in SCALARS])
+def test_scalars_read_as_kubectl_reads_them(written, read):
+    for text in (f"a: {written}\n", f"a: [{written}]\n" if written else "a: [~]\n"):
+        (document,) = both(text)
+        value = document["a"][0] if isinstance(document["a"], list) else document["a"]
+        assert value == read
+        assert type(value) is type(read)
+
+
+@pytest.mark.parametrize(
+    ("text", "keys"),
+    [
+        ("on: 1\n", ["true"]),
+        ("y: 1\nn: 2\n", ["true", "false"]),
+        ("1: a\n", ["1"]),
+        ("2.0: a\n", ["2"]),
+        ("1.5e30: a\n", ["1.5e+30"]),
+        ("~: a\n", ["null"]),
+        ("'on': 1\n", ["on"]),
+    ],
+)
+def test_keys_become_json_strings_as_sigs_k8s_yaml_writes_them(text, keys):
+    (document,) = both(text)
+    assert list(document) == keys
+
+
+def test_duplicate_keys_keep_the_last_value_as_kubectl_does():
+    for loader in (load_document, load_exact):
+        notes: list[tuple[int, str]] = []
+        assert loader(split_documents("a: 1\nb: {c: 1}\na: 3\nb: {d: 2}\n")[0], notes) == {"a": 3, "b": {"d": 2}}
+        assert notes == [
+            (3, 'duplicate key "a": kubectl keeps the last value'),
+            (4, 'duplicate key "b": kubectl keeps the last value'),
+        ]
+
+
+def test_go_float_formatting():
+    assert [go_format_float(v) for v in (1.0, 100000.0, 1e21, 1.5e-5, 0.0001, -2.5, math.inf)] == [
+        "1",
+        "100000",
+        "1e+21",
+        "1.5e-05",
+        "0.0001",
+        "-2.5",
+        "+Inf",
+    ]
+
+
+def test_merge_keys_and_aliases():
+    (document,) = both("base: &b {cpu: 1, memory: 2Gi}\nuse:\n  <<: *b\n  cpu: 2\nsame: *b\n")
+    assert document == {
+        "base": {"cpu": 1, "memory": "2Gi"},
+        "use": {"cpu": 2, "memory": "2Gi"},
+        "same": {"cpu": 1, "memory": "2Gi"},
+    }
+
+
+@pytest.mark.parametrize(
+    ("text", "message", "line"),
+    [
+        ("? [a]\n: 1\n", "a mapping key must be a scalar", 1),
+        ("a: .inf\n", "json: unsupported value: .inf", 1),
+        ("a:\n  b: -.Inf\n", "json: unsupported value: -.Inf", 2),
+        ("a: .NaN\n", "json: unsupported value: .NaN", 1),
+        ("a: [1,\nb: 2\n", "cannot parse YAML", None),
+        ("a: " + "1" * 5000 + "\n", "longer than 1000", 1),
+    ],
+)
+def test_what_kubectl_cannot_convert_is_refused_with_its_line(text, message, line):
+    for loader in (load_document, load_exact):
+        with pytest.raises(LoadError) as failure:
+            loader(split_documents(text)[0])
+        assert message in failure.value.message
+        if line is not None:
+            assert failure.value.line == line
+
+
+def test_document_separators_split_as_kubectl_reads_them():
+    chunks = split_documents("a: 1\n---\nb: 2\n--- # comment\n\n---\nc: 3\n")
+    assert [c.first_line for c in chunks] == [1, 3, 5, 7]
+    assert [load_document(c) for c in chunks] == [{"a": 1}, {"b": 2}, None, {"c": 3}]
+    with pytest.raises(LoadError, match="only a comment may follow"):
+        split_documents("a: 1\n--- b: 2\n")
+
+
+def test_a_byte_order_mark_is_not_part_of_the_first_key():
+    assert both("\ufeffa: 1\n") == [{"a": 1}]
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "- " * (MAX_DEPTH + 5) + "x\n",
+        "- " * 20000 + "x\n",  # deep enough to crash a recursive native parser
+        "a: " + "[" * (MAX_DEPTH + 5) + "]" * (MAX_DEPTH + 5) + "\n",
+        "a: " + "[" * 5000 + "]" * 5000 + "\n",
+        "".join(" " * i + "k:\n" for i in range(MAX_DEPTH + 5)),
+        "".join(" " * i + "k:\n" for i in range(1500)),
+        "{" + '"a":' * 0 + '"k": ' * 1 + "[" * 2000 + "]" * 2000 + "}",
+    ],
+)
+def test_nesting_beyond_the_limit_is_refused(text):
+    with pytest.raises(LoadError, match=f"nesting deeper than {MAX_DEPTH} levels"):
+        load_document(split_documents(text)[0])
+
+
+def test_nesting_up_to_the_limit_is_read():
+    (document,) = both("a: " + "[" * (MAX_DEPTH - 2) + "1" + "]" * (MAX_DEPTH - 2) + "\n")
+    assert document["a"]
+
+
+def alias_bomb(levels: int) -> str:
+    lines = ["a0: &a0 [x, x, x, x, x, x, x, x, x]"]
+    for level in range(1, levels):
+        lines.append(f"a{level}: &a{level} [" + ", ".join([f"*a{level - 1}"] * 9) + "]")
+    return "\n".join(lines) + "\n"
+
+
+def test_alias_bombs_are_refused_quickly():
+    for loader in (load_document, load_exact):
+        with pytest.raises(LoadError, match="excessive aliasing"):
+            loader(split_documents(alias_bomb(10))[0])
+
+
+def test_moderate_aliasing_is_read():
+    (document,) = both(alias_bomb(3))
+    assert len(document["a2"]) == 9
+
+
+def test_the_pre_scan_sends_yaml11_numbers_and_tags_to_the_exact_path():
+    assert has_yaml11_tokens("a: 0777\n")
+    assert has_yaml11_tokens("a: [1, 1_000]\n")
+    assert has_yaml11_tokens("a: !!str 1\n")
+    assert has_yaml11_tokens("<<: *x\n")
+    # digits inside words, comments and quoted strings do not count
+    assert not has_yaml11_tokens("name: job-007\nimage: a:0.1\n# 0777\ntag: 'x'\nenv: NCCL_2\n")
+
+
+def test_a_realistic_job_takes_the_fast_path_and_reads_the_same():
+    from webhook import loader
+
+    for path in sorted((REPO / "examples").rglob("*.yaml")):
+        text = path.read_text()
+        for chunk in split_documents(text):
+            assert load_document(chunk) == load_exact(chunk), path
+    text = (REPO / "examples" / "valid" / "tfjob-mnist.yaml").read_text()
+    assert loader._fast_path_applies(text)
+
+
+def test_lines_of_fields():
+    from webhook.loader import Locator
+
+    text = "a: 1\n---\n# c\nkind: X\nspec:\n  list:\n    - x\n    - name: y\n      v: 2\n"
+    chunk = split_documents(text)[1]
+    locator = Locator(chunk)
+    assert locator.line == 4
+    assert locator.line_of(("spec", "list", 1, "v")) == 9
+    assert locator.line_of(("spec", "list", 1, "missing")) == 8
+    assert locator.line_of(("SPEC",)) == 5  # case-folded match (renamed replica types)
+
+
+def test_json_documents():
+    assert both('{"a": 2.0, "b": [1, true, null], "c": "yes"}') == [{"a": 2, "b": [1, True, None], "c": "yes"}]
+
+
+def test_where_a_document_starts():
+    chunks = split_documents("# header\n\n%YAML 1.1\n---\n# about\nkind: X\n---\n")
+    assert [c.content_line for c in chunks] == [1, 6, 8]
+
+
+def test_chunk_line_offsets_in_errors():
+    with pytest.raises(LoadError) as failure:
+        load_document(Chunk("a: 1\nb: .inf\n", 10))
+    assert failure.value.line == 11

@@ -1,0 +1,18 @@
+"""Names and enumerations of the job APIs, without pydantic: what the rule modules import.
+
+The pydantic models in this package import their groups and versions from here; their
+``Literal`` enumerations must equal the tuples below (tests/unit/test_loader_startup.py checks).
+"""
+
+from __future__ import annotations
+
+RESTART_POLICIES: tuple[str, ...] = ("Always", "OnFailure", "Never", "ExitCode")
+CLEAN_POD_POLICIES: tuple[str, ...] = ("All", "Running", "None")
+
+KUBEDL_GROUP = "training.kubedl.io"
+KUBEDL_VERSION = "v1alpha1"
+
+MLKUBE_GROUP = "mxnet.mlkube.io"
+MLKUBE_VERSION = "v1beta1"
+MX_JOB_MODES: tuple[str, ...] = ("local", "dist")
+MX_REPLICA_TYPES: tuple[str, ...] = ("SCHEDULER", "SERVER", "WORKER")
