@@ -225,6 +225,8 @@ class Controller:
             gang_supported=self.gang_supported,
         )
         plan = reconcile(model, adapter.read(job), observed)
+        if plan.status_changed and adapter.projection_unchanged(job, plan.status):
+            plan.status_changed = False
         self.execute(key, adapter, job, model, plan)
 
     def execute(self, key: str, adapter: Adapter, job: dict[str, Any], model: JobModel, plan: Plan) -> None:

@@ -242,7 +242,7 @@ def _adapters() -> tuple[Adapter, ...]:
     kind = lookup(DIJOB_GVK)
     if kind is None:  # the family's rules are not part of this build
         return ()
-    return (Adapter(kind, build_dijob, project_dijob, read_dijob_status),)
+    return (Adapter(kind, build_dijob, project_dijob, read_dijob_status, compare_projection=True),)
 
 
 ADAPTERS = _adapters()

@@ -277,24 +277,25 @@ def read_genericjob_status(job: dict[str, Any]) -> JobStatusModel:
         status.completed_indices[group] = sorted(set(status.completed_indices.get(group, [])) | set(indices))
     if not raw.get("restartCount"):
         status.restart_count = sum(status.group_restarts.values())
-    if raw.get("replicaSummary") is None and raw.get("replicaStatuses") is None:
-        _derive_counts(status)  # a status schema without them: both follow from tasks[].replicas
+    _derive_counts(status, counts=raw.get("replicaStatuses") is None, summary=raw.get("replicaSummary") is None)
     return status
 
 
-def _derive_counts(status: JobStatusModel) -> None:
-    """replicaStatuses and replicaSummary as the engine computes them, from the replicas' phases."""
-    summary = []
+def _derive_counts(status: JobStatusModel, *, counts: bool, summary: bool) -> None:
+    """replicaStatuses and replicaSummary as the engine computes them, from the replicas' phases,
+    for a status schema that does not keep them (T9k's own shape has neither)."""
+    parts = []
     for group, pods in status.replica_pods.items():
         phases = [p.phase for p in pods]
-        status.replica_statuses[group] = ReplicaCounts(
-            active=sum(phase in ("Pending", "Running", "Unknown", "Creating") for phase in phases),
-            succeeded=phases.count("Succeeded"),
-            failed=phases.count("Failed"),
-        )
-        summary.append(f"{group} {phases.count('Running')}/{len(phases)}")
-    if summary:
-        status.replica_summary = ", ".join(summary)
+        if counts:
+            status.replica_statuses[group] = ReplicaCounts(
+                active=sum(phase in ("Pending", "Running", "Unknown", "Creating") for phase in phases),
+                succeeded=phases.count("Succeeded"),
+                failed=phases.count("Failed"),
+            )
+        parts.append(f"{group} {phases.count('Running')}/{len(phases)}")
+    if summary and parts:
+        status.replica_summary = ", ".join(parts)
 
 
 def _adapters() -> tuple[Adapter, ...]:

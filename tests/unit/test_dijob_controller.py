@@ -8,6 +8,7 @@ import pytest
 
 from controller.adapters import adapter_for
 from controller.adapters.diengine import read_dijob_status, task_nodes_variable
+from controller.engine import Observed, reconcile
 from tests.unit.test_t9k_controller import T9kSim
 
 
@@ -180,3 +181,18 @@ def test_status_reader_falls_back_on_dis_fields() -> None:
 def test_adapter_is_registered_for_dijob() -> None:
     adapter = adapter_for(dijob(task("learner")))
     assert adapter is not None and adapter.read is read_dijob_status
+
+
+def test_an_idle_pass_is_recognised_on_the_projected_status() -> None:
+    # DI's status keeps no per-pod list, so the runtime compares the projected document instead.
+    sim = started(dijob(task("learner"), task("collector", 2)))
+    sim.step()
+    sim.run_all()
+    sim.step()
+    plan = sim.step()
+    assert sim.adapter.projection_unchanged(sim.job, plan.status)
+    sim.set_phase("dj-learner-0", "Succeeded", exit_code=0)
+    model = sim.adapter.model(sim.job)
+    observed = Observed(list(sim.pods.values()), list(sim.services.values()), frozenset(), sim.now)
+    changed = reconcile(model, sim.adapter.read(sim.job), observed)
+    assert not sim.adapter.projection_unchanged(sim.job, changed.status)
