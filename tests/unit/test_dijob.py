@@ -209,3 +209,9 @@ def test_scaling_a_task_is_allowed_but_not_to_zero():
     assert errors_of(new, old) == [
         "spec.tasks[0].replicas: Invalid value: 0: spec.tasks[0].replicas in body should be greater than or equal to 1"
     ]
+
+
+def test_light_constants_agree_with_the_model():
+    from webhook.api import constants, diengine
+
+    assert (diengine.GROUP, diengine.VERSION) == (constants.DIENGINE_GROUP, constants.DIENGINE_VERSION)

@@ -322,3 +322,9 @@ def test_default_finish_rules_follow_a_scale_and_given_rules_do_not():
     assert errors_of(scaled, written) == [
         "spec.successRules[0][worker][0]: Invalid value: 1: must be below replicas (1) of type worker: 0 to 0"
     ]
+
+
+def test_light_constants_agree_with_the_model():
+    from webhook.api import constants, t9k
+
+    assert (t9k.GROUP, t9k.VERSION) == (constants.T9K_GROUP, constants.T9K_VERSION)

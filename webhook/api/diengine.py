@@ -20,9 +20,10 @@ from webhook.api.common import (
     PodTemplate,
     WireModel,
 )
+from webhook.api.constants import DIENGINE_GROUP, DIENGINE_VERSION
 
-GROUP = "diengine.opendilab.org"
-VERSION = "v2alpha1"
+GROUP = DIENGINE_GROUP
+VERSION = DIENGINE_VERSION
 
 TaskType = Literal["learner", "collector", "evaluator", "none"]
 TASK_TYPES: tuple[str, ...] = get_args(TaskType)

@@ -12,9 +12,10 @@ from typing import Annotated, Any, Literal, get_args
 from pydantic import Field
 
 from webhook.api.common import DateTime, Int32, Int64, PodTemplate, WireModel
+from webhook.api.constants import T9K_GROUP, T9K_VERSION
 
-GROUP = "batch.tensorstack.dev"
-VERSION = "v1beta1"
+GROUP = T9K_GROUP
+VERSION = T9K_VERSION
 
 T9kRestartPolicyType = Literal["Always", "OnFailure", "Never"]
 T9K_RESTART_POLICIES: tuple[str, ...] = get_args(T9kRestartPolicyType)

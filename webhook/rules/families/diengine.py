@@ -12,12 +12,11 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from pydantic import BaseModel
-
-from webhook.api import diengine as api
+from webhook.api.constants import DIENGINE_GROUP, DIENGINE_VERSION
 from webhook.rules.fielderrors import FieldError, FieldPath, duplicate, invalid, required
 from webhook.rules.jobmeta import as_int, check_job_name, check_spec_schema
 from webhook.rules.jsonpatch import NO_PATCH, PatchRecorder
+from webhook.rules.modelref import ModelRef
 from webhook.rules.names import dns1123_label_problems, is_dns1123_label
 from webhook.rules.podtemplate import Findings, check_pod_template
 from webhook.rules.registry import GroupVersionKind, register
@@ -29,15 +28,20 @@ UNTYPED_TASK = "none"
 SINGLETON_TASK_TYPES = ("learner", "collector", "evaluator")
 
 
+# Models are named, not imported: see webhook/rules/modelref.py.
+DIJOB_SPEC_MODEL = ModelRef("webhook.api.diengine:DIJobSpec")
+DIJOB_STATUS_MODEL = ModelRef("webhook.api.diengine:DIJobStatus")
+
+
 @dataclass(frozen=True)
 class DIJobKind:
     kind: str = "DIJob"
     plural: str = "dijobs"
     short_names: tuple[str, ...] = ("dijob", "dij")
     family: str = "diengine"
-    spec_model: type[BaseModel] = api.DIJobSpec
-    status_model: type[BaseModel] = api.DIJobStatus
-    gvk: GroupVersionKind = field(default=GroupVersionKind(api.GROUP, api.VERSION, "DIJob"))
+    spec_model: ModelRef = DIJOB_SPEC_MODEL
+    status_model: ModelRef = DIJOB_STATUS_MODEL
+    gvk: GroupVersionKind = field(default=GroupVersionKind(DIENGINE_GROUP, DIENGINE_VERSION, "DIJob"))
 
     def default(
         self, obj: dict[str, Any], recorder: PatchRecorder = NO_PATCH, previous: dict[str, Any] | None = None

@@ -12,12 +12,11 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from pydantic import BaseModel
-
-from webhook.api import t9k as api
+from webhook.api.constants import T9K_GROUP, T9K_VERSION
 from webhook.rules.fielderrors import FieldPath, Key, duplicate, forbidden, invalid, not_found, required
 from webhook.rules.jobmeta import as_int, check_job_name, check_spec_schema
 from webhook.rules.jsonpatch import NO_PATCH, PatchRecorder
+from webhook.rules.modelref import ModelRef
 from webhook.rules.names import dns1123_label_problems, is_dns1123_label
 from webhook.rules.podtemplate import Findings, check_pod_template, copied_dict
 from webhook.rules.registry import GroupVersionKind, register
@@ -30,15 +29,20 @@ DEFAULT_SCHEDULER_PRIORITY = 0
 FINISH_RULE_KEYS = ("successRules", "failureRules")
 
 
+# Models are named, not imported: see webhook/rules/modelref.py.
+GENERIC_JOB_SPEC_MODEL = ModelRef("webhook.api.t9k:GenericJobSpec")
+GENERIC_JOB_STATUS_MODEL = ModelRef("webhook.api.t9k:GenericJobStatus")
+
+
 @dataclass(frozen=True)
 class GenericJobKind:
     kind: str = "GenericJob"
     plural: str = "genericjobs"
     short_names: tuple[str, ...] = ("gj",)
     family: str = "t9k"
-    spec_model: type[BaseModel] = api.GenericJobSpec
-    status_model: type[BaseModel] = api.GenericJobStatus
-    gvk: GroupVersionKind = field(default=GroupVersionKind(api.GROUP, api.VERSION, "GenericJob"))
+    spec_model: ModelRef = GENERIC_JOB_SPEC_MODEL
+    status_model: ModelRef = GENERIC_JOB_STATUS_MODEL
+    gvk: GroupVersionKind = field(default=GroupVersionKind(T9K_GROUP, T9K_VERSION, "GenericJob"))
 
     def default(
         self, obj: dict[str, Any], recorder: PatchRecorder = NO_PATCH, previous: dict[str, Any] | None = None
