@@ -328,3 +328,13 @@ def test_light_constants_agree_with_the_model():
     from webhook.api import constants, t9k
 
     assert (t9k.GROUP, t9k.VERSION) == (constants.T9K_GROUP, constants.T9K_VERSION)
+
+
+def test_a_finish_rule_cannot_name_a_type_without_replicas():
+    obj = generic_job(t9k_replica("master"), t9k_replica("spare", 0), successRules=[{"spare": [0]}])
+    assert errors_of(obj) == ["spec.successRules[0][spare][0]: Invalid value: 0: replica type spare has 0 replicas"]
+
+
+def test_a_badly_named_type_is_reported_once_even_when_rules_name_it():
+    (error,) = errors_of(generic_job(t9k_replica("Bad_Type"), successRules=[{"Bad_Type": [0]}]))
+    assert error.startswith('spec.replicaSpecs[0].type: Invalid value: "Bad_Type"')
