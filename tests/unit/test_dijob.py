@@ -215,3 +215,11 @@ def test_light_constants_agree_with_the_model():
     from webhook.api import constants, diengine
 
     assert (diengine.GROUP, diengine.VERSION) == (constants.DIENGINE_GROUP, constants.DIENGINE_VERSION)
+
+
+def test_a_template_restart_policy_is_said_to_be_replaced_by_never():
+    learner = task("learner")
+    learner["template"]["spec"]["restartPolicy"] = "OnFailure"
+    verdict = review(dijob(learner))
+    assert verdict.errors == []
+    assert verdict.warnings == ["restartPolicy Never overrides the pod template's restartPolicy OnFailure (tasks[0])"]

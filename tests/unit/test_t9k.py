@@ -338,3 +338,13 @@ def test_a_finish_rule_cannot_name_a_type_without_replicas():
 def test_a_badly_named_type_is_reported_once_even_when_rules_name_it():
     (error,) = errors_of(generic_job(t9k_replica("Bad_Type"), successRules=[{"Bad_Type": [0]}]))
     assert error.startswith('spec.replicaSpecs[0].type: Invalid value: "Bad_Type"')
+
+
+def test_a_template_restart_policy_is_said_to_be_replaced_by_never():
+    replica = t9k_replica()
+    replica["template"]["spec"]["restartPolicy"] = "Always"
+    verdict = review(generic_job(replica))
+    assert verdict.errors == []
+    assert verdict.warnings == [
+        "restartPolicy Never overrides the pod template's restartPolicy Always (replicaSpecs[0])"
+    ]

@@ -26,6 +26,8 @@ DEFAULT_CLEAN_POD_POLICY = "Running"
 DEFAULT_BACKOFF_LIMIT = 3
 UNTYPED_TASK = "none"
 SINGLETON_TASK_TYPES = ("learner", "collector", "evaluator")
+# The controller creates every pod with restartPolicy Never and restarts replicas itself.
+CONTROLLER_POD_RESTART_POLICY = "Never"
 
 
 # Models are named, not imported: see webhook/rules/modelref.py.
@@ -79,7 +81,7 @@ class DIJobKind:
                 _with_shared_volumes(task.get("template"), shared_volumes),
                 (*path, "template"),
                 where=f"tasks[{index}]",
-                replica_restart_policy=None,
+                replica_restart_policy=CONTROLLER_POD_RESTART_POLICY,
             )
             for error in _attribute_shared_volumes(task_found.errors, (*path, "template"), task.get("template")):
                 template_errors.setdefault(str(error), error)  # spec.volumes errors once, not once per task

@@ -27,6 +27,8 @@ DEFAULT_CLEAN_UP_POLICY = "None"
 DEFAULT_DEBUG_COMMAND = ("sleep", "inf")
 DEFAULT_SCHEDULER_PRIORITY = 0
 FINISH_RULE_KEYS = ("successRules", "failureRules")
+# The controller creates every pod with restartPolicy Never and restarts replicas itself.
+CONTROLLER_POD_RESTART_POLICY = "Never"
 
 
 # Models are named, not imported: see webhook/rules/modelref.py.
@@ -98,7 +100,7 @@ class GenericJobKind:
                     replica.get("template"),
                     (*path, "template"),
                     where=f"replicaSpecs[{index}]",
-                    replica_restart_policy=None,
+                    replica_restart_policy=CONTROLLER_POD_RESTART_POLICY,
                 )
             )
             replica_type = replica.get("type")
