@@ -29,6 +29,7 @@ from controller.model import (
     Outcome,
     ReplicaCounts,
     ReplicaGroup,
+    ReplicaPod,
     RestartMode,
     child_name,
 )
@@ -163,9 +164,17 @@ def build_pod(model: JobModel, group: ReplicaGroup, index: int, *, gang_schedule
     return pod
 
 
+def _wants_service(group: ReplicaGroup) -> bool:
+    return group.port is not None or bool(group.service_ports)
+
+
 def build_service(model: JobModel, group: ReplicaGroup, index: int) -> dict[str, Any]:
-    assert group.port is not None
-    port_name, port = group.port
+    if group.service_ports:
+        ports = [copy.deepcopy(p) for p in group.service_ports]
+    else:
+        assert group.port is not None
+        port_name, port = group.port
+        ports = [{"name": port_name, "port": port, "targetPort": port}]
     labels = replica_labels(model, group, index)
     return {
         "apiVersion": "v1",
@@ -181,7 +190,7 @@ def build_service(model: JobModel, group: ReplicaGroup, index: int) -> dict[str,
             # Replicas look each other up before they are ready (rendezvous happens at start).
             "publishNotReadyAddresses": True,
             "selector": {k: v for k, v in labels.items() if k != LABEL_JOB_ROLE},
-            "ports": [{"name": port_name, "port": port, "targetPort": port}],
+            "ports": ports,
         },
     }
 
@@ -276,6 +285,16 @@ def set_condition(status: JobStatusModel, kind: str, reason: str, message: str, 
     return True
 
 
+def set_false(status: JobStatusModel, kind: str, reason: str, message: str, now: str) -> bool:
+    """Turn a True condition False (pause, resume); absent or False conditions stay as they are."""
+    existing = status.condition(kind)
+    if existing is None or existing.status != "True":
+        return False
+    existing.status, existing.reason, existing.message = "False", reason, message
+    existing.last_update_time = existing.last_transition_time = now
+    return True
+
+
 # --- the pass ------------------------------------------------------------------------------------
 
 
@@ -326,6 +345,8 @@ class _Pass:
 
         if status.finished:
             self.finish(limits_exceeded=False)
+        elif self.model.paused:
+            self.pause()
         else:
             self.progress()
         self.count()
@@ -338,6 +359,9 @@ class _Pass:
         """A job still running: limits, pod outcomes, restarts, success, missing children."""
         model, status, plan = self.model, self.status, self.plan
         policy = model.run_policy
+        if status.is_true("Paused"):
+            set_false(status, "Paused", "JobResumed", f"{self.subject} is resumed.", self.now)
+            plan.events.append(Event("Normal", "JobResumed", f"{self.subject} is resumed: recreating its pods."))
         if policy.active_deadline_seconds is not None:
             start = parse_time(status.start_time) or self.observed.now
             remaining = (start - self.observed.now).total_seconds() + policy.active_deadline_seconds
@@ -365,7 +389,10 @@ class _Pass:
                     completed.add(index)
                 elif phase == "Failed":
                     failure = classify_failure(group, pod)
-                    if not failure.retryable:
+                    spent = group.restart_limit is not None and status.group_restarts.get(group.name, 0) >= (
+                        group.restart_limit
+                    )
+                    if not failure.retryable or (spent and failure.uid not in status.restarting_pods):
                         outcomes[key] = Outcome.FAILED
                         permanent.append(failure)
                     elif failure.uid in status.restarting_pods:
@@ -379,6 +406,7 @@ class _Pass:
                         return
                     else:
                         status.restart_count += 1
+                        status.group_restarts[group.name] = status.group_restarts.get(group.name, 0) + 1
                         status.restarting_pods.append(failure.uid)
                         plan.delete.append(Deletion("v1", "Pod", failure.pod, failure.uid))
                         restarted.append(failure)
@@ -395,7 +423,12 @@ class _Pass:
                 )
                 return
 
-        if permanent:
+        failed_rule = next((rule for rule in model.failure_rules if _rule_met(rule, outcomes, model)), None)
+        if failed_rule is not None:
+            self.fail("FailureRuleMet", failed_rule.description)
+            return
+
+        if permanent and model.fail_on_permanent_failure:
             first = permanent[0]
             count = sum(1 for f in permanent if f.group == first.group)
             self.fail("JobFailed", f"{self.subject} has failed because {count} {first.group} replica(s) failed: "
@@ -409,6 +442,13 @@ class _Pass:
             status.completion_time = self.now
             plan.events.append(Event("Normal", "JobSucceeded", message))
             self.finish(limits_exceeded=False)
+            return
+
+        if not model.fail_on_permanent_failure and all(
+            (g.object_name, i) in outcomes for g in model.groups for i in range(g.replicas)
+        ):
+            # Every replica is done for good and no rule decided: nothing more can happen.
+            self.fail("NoRuleMet", f"{self.subject} has failed: every replica finished and no success rule was met.")
             return
 
         if restarted:
@@ -438,13 +478,14 @@ class _Pass:
         existing_services = {s["metadata"]["name"] for s in observed.services}
         gang_scheduled = gang(model, observed)
         extras = [*model.extra_objects, *([build_pod_group(model)] if gang_scheduled else [])]
-        plan.create.extend(e for e in extras if (e["kind"], e["metadata"]["name"]) not in observed.existing)
+        present = observed.existing | {("Service", name) for name in existing_services}
+        plan.create.extend(e for e in extras if (e["kind"], e["metadata"]["name"]) not in present)
         created: list[str] = []
         for group in model.groups:
             completed = set(self.status.completed_indices.get(group.name, []))
             for index in range(group.replicas):
                 name = pod_name(model, group, index)
-                if group.port is not None and name not in existing_services:
+                if _wants_service(group) and name not in existing_services:
                     plan.create.append(build_service(model, group, index))
                 if index in completed or name in existing_pods:
                     continue
@@ -453,6 +494,7 @@ class _Pass:
                 created.append(name)
         # Scale down: pods and services beyond a group's replicas, or of groups no longer in the job.
         wanted = {pod_name(model, g, i) for g in model.groups for i in range(g.replicas)}
+        wanted |= {e["metadata"]["name"] for e in model.extra_objects if e["kind"] == "Service"}
         for kind, items in (("Pod", observed.pods), ("Service", observed.services)):
             for item in items:
                 name = item["metadata"]["name"]
@@ -462,11 +504,26 @@ class _Pass:
             shown = ", ".join(created[:10]) + (f" and {len(created) - 10} more" if len(created) > 10 else "")
             plan.events.append(Event("Normal", "SuccessfulCreatePod", f"Created pod(s): {shown}"))
 
+    def pause(self) -> None:
+        """Paused (T9k): delete every pod, create none; completed indices stay remembered."""
+        status, plan = self.status, self.plan
+        removed = []
+        for pod in self.observed.pods:
+            if not _terminating(pod):
+                plan.delete.append(Deletion("v1", "Pod", pod["metadata"]["name"], pod["metadata"].get("uid")))
+                removed.append(pod["metadata"]["name"])
+        for kind in ("Running", "Restarting"):
+            set_false(status, kind, "JobPaused", f"{self.subject} is paused.", self.now)
+        if set_condition(status, "Paused", "JobPaused", f"{self.subject} is paused.", self.now):
+            message = f"{self.subject} is paused" + (f": deleting pod(s) {', '.join(removed)}." if removed else ".")
+            plan.events.append(Event("Normal", "JobPaused", message))
+
     def fail(self, reason: str, message: str) -> None:
         set_condition(self.status, "Failed", reason, message, self.now)
         self.status.completion_time = self.now
         self.plan.events.append(Event("Warning", reason, message))
-        self.finish(limits_exceeded=reason in ("DeadlineExceeded", "BackoffLimitExceeded"))
+        over_limits = reason in ("DeadlineExceeded", "BackoffLimitExceeded")
+        self.finish(limits_exceeded=over_limits and self.model.run_policy.stop_pods_over_limits)
 
     def finish(self, *, limits_exceeded: bool) -> None:
         """Clean up per cleanPodPolicy and schedule the TTL; a job over its limits also stops its pods."""
@@ -490,6 +547,12 @@ class _Pass:
         if removed:
             message = f"Deleted pod(s) per cleanPodPolicy {policy.value}: {', '.join(removed)}"
             plan.events.append(Event("Normal", "SuccessfulDeletePod", message))
+        if model.finish_deletes_extra_services:
+            extra_services = {e["metadata"]["name"] for e in model.extra_objects if e["kind"] == "Service"}
+            for service in observed.services:
+                name = service["metadata"]["name"]
+                if name in extra_services and not _terminating(service) and name not in deleting:
+                    plan.delete.append(Deletion("v1", "Service", name, service["metadata"].get("uid")))
         if ("PodGroup", model.name) in observed.existing:
             plan.delete.append(Deletion(POD_GROUP_API, "PodGroup", model.name, None))  # the gang is over
         ttl = model.run_policy.ttl_seconds_after_finished
@@ -506,6 +569,7 @@ class _Pass:
         counts: dict[str, ReplicaCounts] = {}
         summary = []
         deleting = {d.name for d in self.plan.delete if d.kind == "Pod"}
+        tracked: dict[str, list[ReplicaPod]] = {}
         for group in self.model.groups:
             c = ReplicaCounts()
             running = 0
@@ -513,6 +577,8 @@ class _Pass:
                 pod = self.pod_at.get((group.object_name, index))
                 if pod is not None and pod["metadata"]["name"] in deleting:
                     pod = None
+                if self.model.track_pods:
+                    tracked.setdefault(group.name, []).append(self._replica_pod(group, index, pod))
                 if pod is None:
                     if index in self.status.completed_indices.get(group.name, []):
                         c.succeeded += 1
@@ -532,6 +598,24 @@ class _Pass:
             summary.append(f"{group.name} {running}/{group.replicas}")
         self.status.replica_statuses = counts
         self.status.replica_summary = ", ".join(summary)
+        if self.model.track_pods:
+            self.status.replica_pods = tracked
+
+    def _replica_pod(self, group: ReplicaGroup, index: int, pod: dict[str, Any] | None) -> ReplicaPod:
+        name = pod_name(self.model, group, index)
+        if pod is not None:
+            states = tuple(
+                (str(c.get("name", "")), c.get("state") or {})
+                for c in (pod.get("status") or {}).get("containerStatuses") or []
+                if isinstance(c, dict)
+            )
+            uid = pod["metadata"].get("uid", "")
+            return ReplicaPod(index, name, uid, _phase(pod), _container_restarts(pod), states)
+        if index in self.status.completed_indices.get(group.name, []):
+            return ReplicaPod(index, name, "", "Succeeded")
+        if (group.object_name, index) in self.creating:
+            return ReplicaPod(index, name, "", "Creating")
+        return ReplicaPod(index, name, "", "Deleted")
 
 
 def _comparable(status: JobStatusModel) -> tuple[Any, ...]:
@@ -545,6 +629,11 @@ def _comparable(status: JobStatusModel) -> tuple[Any, ...]:
         status.restarting_pods,
         status.observed_generation,
         status.replica_summary,
+        status.group_restarts,
+        {
+            k: [(p.index, p.name, p.uid, p.phase, p.restarts, p.containers) for p in v]
+            for k, v in status.replica_pods.items()
+        },
     )
 
 

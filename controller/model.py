@@ -61,6 +61,13 @@ class ReplicaGroup:
     default_container: str | None  # whose exit code decides, and which gets the framework env
     port: tuple[str, int] | None = None  # the named port the per-replica service exposes
     master_indices: frozenset[int] = frozenset()
+    # The controller, not the kubelet, restarts this group's pods (T9k, DIJob): the pod gets
+    # restartPolicy Never and a failed pod is recreated while the budget lasts.
+    controller_restarts: bool = False
+    # Restarts allowed for this group (T9k's per-type ``limit``); None: only the job's budget.
+    restart_limit: int | None = None
+    # Ports of a per-replica service (T9k ``spec.service.ports``); used instead of ``port``.
+    service_ports: tuple[dict[str, Any], ...] = ()
 
     @property
     def object_name(self) -> str:
@@ -70,7 +77,7 @@ class ReplicaGroup:
     @property
     def pod_restart_policy(self) -> str:
         """What goes on the pod: ExitCode restarts are the controller's, so the pod never restarts."""
-        if self.restart is RestartMode.EXIT_CODE:
+        if self.restart is RestartMode.EXIT_CODE or self.controller_restarts:
             return "Never"
         return self.restart.value
 
@@ -105,6 +112,9 @@ class RunPolicy:
     gang_min_member: int | None = None  # None: no gang scheduling
     queue: str | None = None
     priority_class: str | None = None
+    # Kubeflow: a job over its deadline or backoff limit stops its pods whatever cleanPodPolicy says.
+    # DI-orchestrator applies cleanPodPolicy alone (None keeps them).
+    stop_pods_over_limits: bool = True
 
 
 @dataclass(frozen=True)
@@ -122,6 +132,17 @@ class JobModel:
     env: EnvHook | None = None
     extra_objects: tuple[dict[str, Any], ...] = ()  # e.g. the MPI hostfile ConfigMap
     pod_decoration: Callable[[ReplicaGroup, int, dict[str, Any]], None] | None = None
+    # Any of these met fails the job (T9k ``failureRules``); a replica counts as failed when its
+    # pod failed for good or its group's restart limit is spent.
+    failure_rules: tuple[FinishRule, ...] = ()
+    # KubeDL/Kubeflow: one permanently failed replica fails the job. T9k leaves that to failureRules.
+    fail_on_permanent_failure: bool = True
+    # T9k ``runMode.pause.enabled``: no pods while paused; they are recreated on resume.
+    paused: bool = False
+    # Record every replica's pod (name, uid, phase) in the status: T9k ``tasks``, DI ``taskStatus``.
+    track_pods: bool = False
+    # DI-orchestrator: the job's Services among ``extra_objects`` go when the job finishes.
+    finish_deletes_extra_services: bool = False
 
     def group(self, name: str) -> ReplicaGroup | None:
         return next((g for g in self.groups if g.name == name), None)
@@ -150,6 +171,18 @@ class ReplicaCounts:
 
 
 @dataclass
+class ReplicaPod:
+    """The pod of one replica index as the last pass saw it (only with ``JobModel.track_pods``)."""
+
+    index: int
+    name: str
+    uid: str
+    phase: str  # a pod phase, or Creating (this pass creates it) or Deleted (no pod)
+    restarts: int = 0  # container restarts in place
+    containers: tuple[tuple[str, dict[str, Any]], ...] = ()  # (name, state) as the kubelet reports them
+
+
+@dataclass
 class JobStatusModel:
     conditions: list[Condition] = field(default_factory=list)
     replica_statuses: dict[str, ReplicaCounts] = field(default_factory=dict)
@@ -161,6 +194,8 @@ class JobStatusModel:
     restarting_pods: list[str] = field(default_factory=list)
     observed_generation: int | None = None
     replica_summary: str | None = None
+    group_restarts: dict[str, int] = field(default_factory=dict)  # restarts per group (per-group limits)
+    replica_pods: dict[str, list[ReplicaPod]] = field(default_factory=dict)
 
     def condition(self, kind: str) -> Condition | None:
         return next((c for c in self.conditions if c.type == kind), None)

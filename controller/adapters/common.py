@@ -114,10 +114,25 @@ class Adapter:
     kind: JobKind
     build: Callable[[JobKind, dict[str, Any]], JobModel]
     project: Callable[[JobStatusModel], dict[str, Any]] = common_status_document
+    # The inverse of ``project``: a family with its own status shape (T9k) reads it back here.
+    read: Callable[[dict[str, Any]], JobStatusModel] = read_status
+    # A family whose stored status cannot carry everything the engine compares (DIJob keeps no
+    # per-pod list) decides "changed" on the projected document instead.
+    compare_projection: bool = False
 
     @property
     def gvk(self) -> GroupVersionKind:
         return self.kind.gvk
+
+    def projection_unchanged(self, job: dict[str, Any], status: JobStatusModel) -> bool:
+        """The status document ``status`` projects to is the one stored (its reconcile time aside)."""
+        if not self.compare_projection:
+            return False
+        stored = job.get("status") if isinstance(job.get("status"), dict) else {}
+        new = self.project(status)
+        return {k: v for k, v in new.items() if k != "lastReconcileTime"} == {
+            k: v for k, v in stored.items() if k != "lastReconcileTime"
+        }
 
     def model(self, job: dict[str, Any]) -> JobModel:
         return self.build(self.kind, self.kind.default(job))

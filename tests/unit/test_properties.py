@@ -46,6 +46,31 @@ field_names = st.sampled_from(
         "PS",
         "Launcher",
         "tensorflow",
+        # GenericJob and DIJob fields
+        "type",
+        "successRules",
+        "failureRules",
+        "runMode",
+        "debug",
+        "pause",
+        "enabled",
+        "resumeSpecs",
+        "replicaSpecs",
+        "command",
+        "service",
+        "port",
+        "scheduler",
+        "t9kScheduler",
+        "priority",
+        "policy",
+        "limit",
+        "cleanUpPolicy",
+        "tasks",
+        "backoffLimit",
+        "preemptible",
+        "learner",
+        "collector",
+        "none",
     ]
 )
 # Objects shaped like jobs, with wrong types and nulls anywhere: the realistic half-written input.
@@ -79,6 +104,82 @@ def mx_documents():
         }
 
     return st.builds(build, st.sampled_from(["local", "dist", None, 3]), st.lists(job_like, max_size=3) | job_like)
+
+
+T9K = "batch.tensorstack.dev/v1beta1"
+DIENGINE = "diengine.opendilab.org/v2alpha1"
+
+
+def generic_job_documents():
+    def build(specs, extra):
+        return {
+            "apiVersion": T9K,
+            "kind": "GenericJob",
+            "metadata": {"name": "g"},
+            "spec": {**extra, "replicaSpecs": specs},
+        }
+
+    return st.builds(
+        build, st.lists(job_like, max_size=3) | job_like, st.dictionaries(field_names, job_like, max_size=4)
+    )
+
+
+def dijob_documents():
+    def build(tasks, extra):
+        return {"apiVersion": DIENGINE, "kind": "DIJob", "metadata": {"name": "d"}, "spec": {**extra, "tasks": tasks}}
+
+    return st.builds(
+        build, st.lists(job_like, max_size=3) | job_like, st.dictionaries(field_names, job_like, max_size=4)
+    )
+
+
+def valid_generic_jobs():
+    policies = st.none() | st.fixed_dictionaries(
+        {}, optional={"policy": st.sampled_from(["Always", "OnFailure", "Never"]), "limit": st.integers(0, 5)}
+    )
+    replica_specs = st.lists(
+        st.builds(
+            lambda t, n, policy: {
+                "type": t,
+                "template": {"spec": {"containers": [container("main")]}},
+                **({"replicas": n} if n is not None else {}),
+                **({"restartPolicy": policy} if policy is not None else {}),
+            },
+            st.sampled_from(["master", "worker", "ps", "chief"]),
+            st.none() | st.integers(0, 4),
+            policies,
+        ),
+        min_size=1,
+        max_size=4,
+        unique_by=lambda r: r["type"],
+    )
+    return st.builds(
+        lambda r, cleanup: {
+            "apiVersion": T9K,
+            "kind": "GenericJob",
+            "metadata": {"name": "g"},
+            "spec": {"replicaSpecs": r, **({"cleanUpPolicy": cleanup} if cleanup else {})},
+        },
+        replica_specs,
+        st.none() | st.sampled_from(["None", "Unfinished", "All"]),
+    )
+
+
+def valid_dijobs():
+    def build(types, untyped, replicas):
+        tasks = [{"type": t} for t in types] + [{"name": f"extra-{i}"} for i in range(untyped)]
+        for index, task in enumerate(tasks):
+            task["template"] = {"spec": {"containers": [container("di-container")]}}
+            if replicas[index % len(replicas)] is not None:
+                task["replicas"] = replicas[index % len(replicas)]
+        return {"apiVersion": DIENGINE, "kind": "DIJob", "metadata": {"name": "d"}, "spec": {"tasks": tasks}}
+
+    return st.builds(
+        build,
+        st.lists(st.sampled_from(["learner", "collector", "evaluator"]), unique=True, max_size=3),
+        st.integers(0, 2),
+        st.lists(st.none() | st.integers(1, 4), min_size=1, max_size=3),
+    ).filter(lambda obj: obj["spec"]["tasks"])
 
 
 def valid_tfjobs():
@@ -134,7 +235,30 @@ def test_patch_applied_to_raw_equals_defaulted(obj):
 
 
 @SETTINGS
-@given(st.sampled_from([KUBEDL, MLKUBE]), st.sampled_from(["TFJob", "MxJob", "MPIJob"]), json_like)
+@given(generic_job_documents())
+def test_generic_job_never_raises_and_patch_reproduces_defaults(obj):
+    _check_invariants(obj)
+
+
+@SETTINGS
+@given(dijob_documents())
+def test_dijob_never_raises_and_patch_reproduces_defaults(obj):
+    _check_invariants(obj)
+
+
+@SETTINGS
+@given(st.one_of(valid_generic_jobs(), valid_dijobs()))
+def test_well_formed_generic_jobs_and_dijobs_are_admitted_with_their_defaults(obj):
+    _check_invariants(obj)
+    assert review_job(kind_of(obj), obj).errors == []
+
+
+@SETTINGS
+@given(
+    st.sampled_from([KUBEDL, MLKUBE, T9K, DIENGINE]),
+    st.sampled_from(["TFJob", "MxJob", "MPIJob", "GenericJob", "DIJob"]),
+    json_like,
+)
 def test_arbitrary_spec_and_metadata(api_version, kind_name, value):
     obj = {"apiVersion": api_version, "kind": kind_name, "metadata": value, "spec": copy.deepcopy(value)}
     if kind_of(obj) is not None:

@@ -16,3 +16,9 @@ MLKUBE_GROUP = "mxnet.mlkube.io"
 MLKUBE_VERSION = "v1beta1"
 MX_JOB_MODES: tuple[str, ...] = ("local", "dist")
 MX_REPLICA_TYPES: tuple[str, ...] = ("SCHEDULER", "SERVER", "WORKER")
+
+T9K_GROUP = "batch.tensorstack.dev"
+T9K_VERSION = "v1beta1"
+
+DIENGINE_GROUP = "diengine.opendilab.org"
+DIENGINE_VERSION = "v2alpha1"
