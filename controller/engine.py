@@ -324,11 +324,14 @@ class _Pass:
         live_uids = {p["metadata"].get("uid") for p in self.observed.pods}
         status.restarting_pods = [uid for uid in status.restarting_pods if uid in live_uids]
 
-        if status.finished:
-            self.finish(limits_exceeded=False)
+        if self.model.lifecycle is not None:
+            self.model.lifecycle(self)  # the family's state machine does its own accounting
         else:
-            self.progress()
-        self.count()
+            if status.finished:
+                self.finish(limits_exceeded=False)
+            else:
+                self.progress()
+            self.count()
         self.plan.status_changed = _comparable(status) != _comparable(self.previous)
         if self.plan.status_changed:
             status.last_reconcile_time = self.now
@@ -545,6 +548,9 @@ def _comparable(status: JobStatusModel) -> tuple[Any, ...]:
         status.restarting_pods,
         status.observed_generation,
         status.replica_summary,
+        status.phase,
+        status.run_version,
+        status.extra,
     )
 
 

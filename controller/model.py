@@ -122,6 +122,10 @@ class JobModel:
     env: EnvHook | None = None
     extra_objects: tuple[dict[str, Any], ...] = ()  # e.g. the MPI hostfile ConfigMap
     pod_decoration: Callable[[ReplicaGroup, int, dict[str, Any]], None] | None = None
+    # A family with its own job state machine (Volcano's lifecycle policies) takes over the
+    # progress of a pass: the engine hands it the pass (children builders, plan, status) instead
+    # of running its restart/success logic. None keeps the engine's own behaviour.
+    lifecycle: Callable[[Any], None] | None = None
 
     def group(self, name: str) -> ReplicaGroup | None:
         return next((g for g in self.groups if g.name == name), None)
@@ -161,6 +165,11 @@ class JobStatusModel:
     restarting_pods: list[str] = field(default_factory=list)
     observed_generation: int | None = None
     replica_summary: str | None = None
+    # Used by families with a lifecycle hook: their phase, run version (bumped on every full
+    # restart and stamped on pods) and whatever else they keep across passes.
+    phase: str | None = None
+    run_version: int = 0
+    extra: dict[str, Any] = field(default_factory=dict)
 
     def condition(self, kind: str) -> Condition | None:
         return next((c for c in self.conditions if c.type == kind), None)

@@ -18,7 +18,7 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
-from controller.adapters import ADAPTERS, JOB_UID_LABEL, Adapter, read_status
+from controller.adapters import ADAPTERS, JOB_UID_LABEL, Adapter
 from controller.clock import timestamp
 from controller.engine import Deletion, Event, Observed, Plan, reconcile, set_condition
 from controller.expectations import Expectations
@@ -224,7 +224,7 @@ class Controller:
             now=datetime.datetime.now(datetime.UTC),
             gang_supported=self.gang_supported,
         )
-        plan = reconcile(model, read_status(job), observed)
+        plan = reconcile(model, adapter.read(job), observed)
         self.execute(key, adapter, job, model, plan)
 
     def execute(self, key: str, adapter: Adapter, job: dict[str, Any], model: JobModel, plan: Plan) -> None:
@@ -306,11 +306,13 @@ class Controller:
 
     def _refuse(self, adapter: Adapter, job: dict[str, Any], message: str) -> None:
         """A job the webhook never saw (created while it was bypassed) and that breaks the rules."""
-        status = read_status(job)
-        if status.is_true("Failed"):
+        status = adapter.read(job)
+        if status.is_true("Failed") or status.phase == "Failed":
             return
         now = timestamp(datetime.datetime.now(datetime.UTC))
         set_condition(status, "Failed", "InvalidSpec", message, now)
+        status.phase = "Failed"  # families with their own phase (Volcano) show it there
+        status.extra.update(reason="InvalidSpec", message=message[:1000], lastTransitionTime=now)
         status.completion_time = now
         metadata = job["metadata"]
         body = {**job, "status": adapter.project(status)}

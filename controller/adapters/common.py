@@ -114,6 +114,7 @@ class Adapter:
     kind: JobKind
     build: Callable[[JobKind, dict[str, Any]], JobModel]
     project: Callable[[JobStatusModel], dict[str, Any]] = common_status_document
+    read: Callable[[dict[str, Any]], JobStatusModel] = read_status  # the job's status as the engine sees it
 
     @property
     def gvk(self) -> GroupVersionKind:
