@@ -30,6 +30,8 @@ VALIDATING_WEBHOOK = "validate.jobgate.dev"
 _KIND_DESCRIPTIONS = {
     "kubedl": "{kind} of the KubeDL API ({group}/{version}): a distributed training job of replica types, "
     "defaulted and validated by jobgate's admission webhooks and run by its controller.",
+    "volcano": "{kind} of Volcano's batch API ({group}/{version}): tasks of pods scheduled together, with "
+    "lifecycle policies and plugins, defaulted and validated by jobgate's admission webhooks, run by its controller.",
     "mlkube": "{kind} of the mxnet-operator API ({group}/{version}): an MXNet training job in local or dist "
     "(parameter-server) mode, defaulted and validated by jobgate's admission webhooks and run by its controller.",
 }
@@ -62,23 +64,7 @@ def custom_resource_definition(kind: JobKind) -> dict[str, Any]:
                     "served": True,
                     "storage": True,
                     "subresources": {"status": {}},
-                    "additionalPrinterColumns": [
-                        {
-                            "name": "State",
-                            "type": "string",
-                            "jsonPath": ".status.conditions[-1:].type",
-                            "description": "The latest condition of the job.",
-                        },
-                        {
-                            # A printer column shows one JSONPath match only, so the controller keeps
-                            # a one-line summary of all replica types in the status.
-                            "name": "Replicas",
-                            "type": "string",
-                            "jsonPath": ".status.replicaSummary",
-                            "description": "Running and desired pods per replica type.",
-                        },
-                        {"name": "Age", "type": "date", "jsonPath": ".metadata.creationTimestamp"},
-                    ],
+                    "additionalPrinterColumns": _printer_columns(kind),
                     "schema": {
                         "openAPIV3Schema": {
                             "description": description,
@@ -100,6 +86,30 @@ def custom_resource_definition(kind: JobKind) -> dict[str, Any]:
             ],
         },
     }
+
+
+def _printer_columns(kind: JobKind) -> list[dict[str, Any]]:
+    # A family may bring its own columns (Volcano's, so `kubectl get vcjob` reads as with Volcano).
+    own = getattr(kind, "printer_columns", None)
+    if own:
+        return [dict(column) for column in own]
+    return [
+        {
+            "name": "State",
+            "type": "string",
+            "jsonPath": ".status.conditions[-1:].type",
+            "description": "The latest condition of the job.",
+        },
+        {
+            # A printer column shows one JSONPath match only, so the controller keeps
+            # a one-line summary of all replica types in the status.
+            "name": "Replicas",
+            "type": "string",
+            "jsonPath": ".status.replicaSummary",
+            "description": "Running and desired pods per replica type.",
+        },
+        {"name": "Age", "type": "date", "jsonPath": ".metadata.creationTimestamp"},
+    ]
 
 
 def _rules() -> list[dict[str, Any]]:
