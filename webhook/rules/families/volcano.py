@@ -101,7 +101,8 @@ class VolcanoJobKind:
                     task_min_sum += as_int(task.get("minAvailable")) or 0
                 defaulted_tasks.append(task)
             spec["tasks"] = defaulted_tasks
-        if _zero_or_unset(spec.get("minAvailable")) and isinstance(tasks, list):
+        given_min = spec.get("minAvailable")
+        if isinstance(tasks, list) and _zero_or_unset(given_min) and given_min != task_min_sum:
             recorder.set(spec, "minAvailable", task_min_sum, "/spec")
 
         plugins = spec.get("plugins")
