@@ -442,6 +442,8 @@ class Step:
         status.extra["knownPods"] = {
             p["metadata"]["name"]: _task_of(p) for p in self.pods if self.alive(p) and self.current(p)
         }
+        for key in [k for k, v in status.extra.items() if v in ({}, [], None)]:
+            del status.extra[key]  # the status leaves empty fields out: keep passes comparable
         handled = {p["metadata"].get("uid") for p in self.pods}
         status.restarting_pods = [u for u in status.restarting_pods if u in handled]
 

@@ -64,6 +64,13 @@ def plugin_args(spec: dict[str, Any], plugin: str) -> dict[str, str] | None:
     return args
 
 
+def _int_arg(args: dict[str, str], name: str, default: int) -> int:
+    try:
+        return int(args.get(name) or default)
+    except ValueError:
+        return default  # plugin arguments are not validated at admission (as in Volcano)
+
+
 def _flag(args: dict[str, str], name: str, default: bool) -> bool:
     value = args.get(name)
     return default if value is None else value.lower() not in ("false", "0")
@@ -147,7 +154,7 @@ def ssh_secret(
     private, public = args.get("ssh-private-key"), args.get("ssh-public-key")
     if not private or not public:
         private, public = ssh_key_pair()
-    port = as_int(args.get("ssh-port")) or SSH_DEFAULT_PORT
+    port = _int_arg(args, "ssh-port", SSH_DEFAULT_PORT)
     config = ["StrictHostKeyChecking no", "UserKnownHostsFile /dev/null"]
     for task in tasks:
         for i in range(as_int(task.get("replicas")) or 0):
@@ -306,7 +313,7 @@ class PodDecoration:
                     _set_env(container, [{"name": "MPI_HOST", "value": ",".join(self.hosts(worker))}])
 
     def tensorflow(self, args: dict[str, str], group: ReplicaGroup, index: int, pod: dict[str, Any]) -> None:
-        port = as_int(args.get("port")) or TENSORFLOW_DEFAULT_PORT
+        port = _int_arg(args, "port", TENSORFLOW_DEFAULT_PORT)
         task_of_role = {role: args.get(role) or role for role in TENSORFLOW_ROLES}
         role = next((r for r, t in task_of_role.items() if t == group.name), None)
         if role is None:
@@ -320,7 +327,7 @@ class PodDecoration:
         master, worker = args.get("master") or "master", args.get("worker") or "worker"
         if group.name not in (master, worker):
             return
-        port = as_int(args.get("port")) or PYTORCH_DEFAULT_PORT
+        port = _int_arg(args, "port", PYTORCH_DEFAULT_PORT)
         masters = self.replicas.get(master, 0)
         rank = index if group.name == master else index + masters
         env = [
