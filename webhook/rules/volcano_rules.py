@@ -608,9 +608,15 @@ def _immutable_view(spec: dict[str, Any]) -> Any:
     return _semantic(view)
 
 
-def _semantic(value: Any) -> Any:
+# Go maps among the spec's fields: a key with an empty value differs from no key (unlike a struct field).
+_MAP_FIELDS = frozenset({"plugins", "labels", "annotations", "nodeSelector", "requests", "limits"})
+
+
+def _semantic(value: Any, *, is_map: bool = False) -> Any:
     if isinstance(value, dict):
-        cleaned = {k: _semantic(v) for k, v in value.items()}
+        cleaned = {k: _semantic(v, is_map=k in _MAP_FIELDS) for k, v in value.items()}
+        if is_map:
+            return {k: v for k, v in cleaned.items() if v is not None}
         return {k: v for k, v in cleaned.items() if v is not None and v not in ({}, [])}
     if isinstance(value, list):
         return [_semantic(v) for v in value]
