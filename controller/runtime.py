@@ -55,13 +55,16 @@ class Controller:
         workers: int = 16,
         resync_seconds: float = 300.0,
         identity: str = COMPONENT,
+        families: frozenset[str] | None = None,  # None: every family; else only these (``--families``)
     ) -> None:
         self.kube = kube
         self.namespace = namespace
         self.workers = workers
         self.resync_seconds = resync_seconds
         self.identity = identity
-        self.adapters: dict[str, Adapter] = {a.gvk.kind: a for a in ADAPTERS.values()}
+        self.adapters: dict[str, Adapter] = {
+            a.gvk.kind: a for a in ADAPTERS.values() if families is None or a.kind.family in families
+        }
         self.job_informers = {
             kind: Informer(kube, job_resource(a).path(namespace), name=kind.lower())
             for kind, a in self.adapters.items()

@@ -648,3 +648,17 @@ def test_status_reads_back_as_written() -> None:
     sim.run_all()
     status = sim.adapter.read(sim.job)
     assert sim.adapter.project(status) == sim.job["status"]
+
+
+def test_controller_serves_only_the_families_asked_for() -> None:
+    from controller.main import served_families
+    from controller.runtime import Controller
+
+    class NoKube:  # the constructor only builds informers; nothing talks to the API before start
+        pass
+
+    only = Controller(NoKube(), families=served_families("volcano"))  # type: ignore[arg-type]
+    assert set(only.adapters) == {"Job"}
+    everything = Controller(NoKube(), families=served_families(None))  # type: ignore[arg-type]
+    assert {"Job", "TFJob", "MxJob"} <= set(everything.adapters)
+    assert served_families(" kubedl , volcano ") == frozenset({"kubedl", "volcano"})
