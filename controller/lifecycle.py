@@ -402,7 +402,8 @@ class Step:
     def run(self) -> None:
         status, rules = self.status, self.rules
         status.conditions = []  # Volcano keeps its own phase history, not the common conditions
-        if status.phase is None:
+        if status.phase not in Phase._value2member_map_:  # new job, or a phase this controller never writes
+            status.phase = None
             self.set_phase(Phase.PENDING, "", "")
         phase = Phase(status.phase or Phase.PENDING)
 

@@ -270,6 +270,9 @@ class Controller:
                 self.expectations.deletion_observed(key, deletion.uid)
             if exc.status not in (404, 409):  # gone already, or replaced by a newer object
                 raise
+        if deletion.kind not in TRACKED_KINDS:  # no informer tells: forget it, so it can be created again
+            with self._extras_lock:
+                self.created_extras.get(model.uid, set()).discard((deletion.kind, deletion.name))
 
     def _create_all(self, key: str, model: JobModel, objects: list[dict[str, Any]]) -> None:
         tracked = [f"{o['kind']}/{o['metadata']['name']}" for o in objects if o["kind"] in TRACKED_KINDS]

@@ -662,3 +662,34 @@ def test_controller_serves_only_the_families_asked_for() -> None:
     everything = Controller(NoKube(), families=served_families(None))  # type: ignore[arg-type]
     assert {"Job", "TFJob", "MxJob"} <= set(everything.adapters)
     assert served_families(" kubedl , volcano ") == frozenset({"kubedl", "volcano"})
+
+
+def test_an_unknown_phase_in_the_status_starts_over_as_pending() -> None:
+    job = vcjob(task("worker", 1))
+    job["status"] = {"state": {"phase": "Bogus"}, "retryCount": "x"}
+    sim = Sim(job)
+    sim.settle()
+    assert sim.phase == "Pending" and len(sim.pods) == 1
+
+
+def test_a_deleted_pod_group_is_forgotten_so_a_restart_creates_it_again() -> None:
+    from controller.engine import Deletion
+    from controller.runtime import Controller
+
+    class Kube:
+        def __init__(self) -> None:
+            self.deleted: list[str] = []
+
+        def delete(self, path: str, uid: str | None = None) -> None:
+            self.deleted.append(path)
+
+    kube = Kube()
+    controller = Controller(kube)  # type: ignore[arg-type]
+    model = adapter_for(vcjob())
+    assert model is not None
+    job_model = model.model(vcjob())
+    controller.created_extras[job_model.uid] = {("PodGroup", "demo-uid-1"), ("ConfigMap", "demo-svc")}
+    controller._delete(
+        "Job/ns/demo", job_model, Deletion("scheduling.volcano.sh/v1beta1", "PodGroup", "demo-uid-1", None)
+    )
+    assert kube.deleted and controller._extras_of(job_model.uid) == {("ConfigMap", "demo-svc")}
