@@ -121,6 +121,27 @@ class QueueView(Protocol):
     def queue(self, name: str) -> QueueInfo | None: ...
 
 
+class QueueSource:
+    """Where the webhook puts its Queue cache; the rules only read it.
+
+    Unset offline and in clusters without Volcano's Queue CRD: the queue check is then
+    skipped, and ``skipped`` tells the CLI to say so (once).
+    """
+
+    def __init__(self) -> None:
+        self.view: QueueView | None = None
+        self.skipped = False
+
+    def install(self, view: QueueView | None) -> None:
+        self.view = view
+
+
+QUEUES = QueueSource()
+QUEUE_CHECK_SKIPPED = (
+    "the Volcano queue check (queue exists, is Open, is a leaf) was skipped: it needs the cluster's Queues"
+)
+
+
 def check_queue(obj: dict[str, Any], queues: QueueView) -> list[FieldError]:
     """The job's queue exists, is Open, is not root and is a leaf (Volcano's order)."""
     spec = obj.get("spec")
@@ -184,8 +205,11 @@ def validate_job(
         found.errors.extend(_update_errors(obj, old, spec))
         return found
     found.errors.extend(_create_errors(obj, spec, found))
+    queues = queues if queues is not None else QUEUES.view
     if queues is not None:
         found.errors.extend(check_queue(obj, queues))
+    else:
+        QUEUES.skipped = True
     return found
 
 
