@@ -693,3 +693,63 @@ def test_a_deleted_pod_group_is_forgotten_so_a_restart_creates_it_again() -> Non
         "Job/ns/demo", job_model, Deletion("scheduling.volcano.sh/v1beta1", "PodGroup", "demo-uid-1", None)
     )
     assert kube.deleted and controller._extras_of(job_model.uid) == {("ConfigMap", "demo-svc")}
+
+
+# --- any sequence of kubelet reports ---------------------------------------------------------------
+
+EVENTS = ["PodFailed", "PodEvicted", "TaskCompleted", "TaskFailed", "*"]
+ACTIONS = ["RestartJob", "RestartTask", "RestartPod", "AbortJob", "TerminateJob", "CompleteJob"]
+
+
+def _policy_strategy():
+    from hypothesis import strategies as st
+
+    by_event = st.builds(lambda e, a: {"event": e, "action": a}, st.sampled_from(EVENTS), st.sampled_from(ACTIONS))
+    by_code = st.builds(lambda c, a: {"exitCode": c, "action": a}, st.integers(1, 3), st.sampled_from(ACTIONS))
+    return st.lists(st.one_of(by_event, by_code), max_size=2)
+
+
+def _kubelet_strategy():
+    from hypothesis import strategies as st
+
+    report = st.tuples(
+        st.integers(0, 2),
+        st.sampled_from(["Running", "Succeeded", "Failed", "Gone", "Restarted"]),
+        st.integers(1, 3),
+    )
+    return st.lists(report, max_size=12)
+
+
+def test_any_sequence_keeps_volcano_invariants() -> None:
+    from hypothesis import HealthCheck, given, settings
+
+    from controller.lifecycle import FINISHED, Phase
+
+    @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+    @given(_policy_strategy(), _policy_strategy(), _kubelet_strategy())
+    def check(job_policies: list, task_policies: list, reports: list) -> None:
+        sim = Sim(vcjob(task("worker", 3, policies=task_policies), policies=job_policies, maxRetry=2, minAvailable=2))
+        sim.settle()
+        finished_as = None
+        for which, what, code in reports:
+            names = sorted(sim.pods)
+            if names:
+                name = names[which % len(names)]
+                if what == "Gone":
+                    del sim.pods[name]
+                elif what == "Restarted":
+                    sim.kubelet(name, "Running", restarts=code)
+                else:
+                    sim.kubelet(name, what, code if what == "Failed" else (0 if what == "Succeeded" else None))
+            sim.settle(30)
+            current = Phase(sim.phase)
+            assert sim.status["retryCount"] <= 2
+            if finished_as is not None:
+                assert current is finished_as  # finished jobs stay finished
+            elif current in FINISHED:
+                finished_as = current
+            if current in FINISHED:
+                alive = [p for p in sim.pods.values() if p["status"]["phase"] in ("Pending", "Running")]
+                assert not alive  # a finished job keeps no unfinished pod
+
+    check()
