@@ -210,3 +210,18 @@ def test_queue_check_from_the_watch_cache(cluster: Cluster, queue_checking_webho
 
 def test_webhook_without_queue_crd_logs_that_the_check_is_off(webhook_process: WebhookProcess):
     assert re.search(r"Volcano queue check off", webhook_process.log.read_text())
+
+
+def test_volcano_admission_only_overlay(cluster: Cluster):
+    """The overlay for clusters running Volcano: webhook only, volcano family only, Volcano's CRD untouched."""
+    overlay = str(REPO / "manifests/overlays/volcano-admission-only")
+    documents = list(yaml.safe_load_all(cluster.kubectl("kustomize", overlay, check=True).stdout))
+    crds = {d["metadata"]["name"] for d in documents if d["kind"] == "CustomResourceDefinition"}
+    assert "jobs.batch.volcano.sh" not in crds
+    (deployment,) = [d for d in documents if d["kind"] == "Deployment"]
+    assert "--families=volcano" in deployment["spec"]["template"]["spec"]["containers"][0]["args"]
+    for configuration in (d for d in documents if d["kind"].endswith("WebhookConfiguration")):
+        (rule,) = configuration["webhooks"][0]["rules"]
+        assert (rule["apiGroups"], rule["resources"]) == (["batch.volcano.sh"], ["jobs"])
+    reader = next(d for d in documents if d["metadata"]["name"] == "jobgate-volcano-queue-reader")
+    assert reader["kind"] in ("ClusterRole", "ClusterRoleBinding")
