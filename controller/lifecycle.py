@@ -126,7 +126,7 @@ class JobRules:
     children: tuple[Child, ...] = ()
     pod_group: Child | None = None  # only created when the PodGroup API exists
     priority_class: str | None = None
-    extra_labels: dict[str, str] = field(default_factory=dict)
+    controlled_resources: dict[str, str] = field(default_factory=dict)  # ``plugin-<name>: <name>``
 
     def task(self, name: str) -> TaskRules | None:
         return next((t for t in self.tasks if t.name == name), None)
@@ -437,6 +437,7 @@ class Step:
         counts = self.counts()
         status.extra["counts"] = counts
         status.extra["minAvailable"] = rules.min_available
+        status.extra["controlledResources"] = dict(rules.controlled_resources)
         status.extra["taskStatusCount"] = {
             t: {"phase": dict(sorted(c.items()))} for t, c in sorted(self.per_task.items())
         }

@@ -313,11 +313,12 @@ class PodDecoration:
                     _set_env(container, [{"name": "MPI_HOST", "value": ",".join(self.hosts(worker))}])
 
     def tensorflow(self, args: dict[str, str], group: ReplicaGroup, index: int, pod: dict[str, Any]) -> None:
+        if len(self.tasks) == 1 and sum(self.replicas.values()) == 1:
+            return  # a stand-alone TensorFlow job needs no cluster spec
         port = _int_arg(args, "port", TENSORFLOW_DEFAULT_PORT)
         task_of_role = {role: args.get(role) or role for role in TENSORFLOW_ROLES}
-        role = next((r for r, t in task_of_role.items() if t == group.name), None)
-        if role is None:
-            return
+        # A task that plays no role keeps its own name as the type (as Volcano's plugin does).
+        role = next((r for r, t in task_of_role.items() if t == group.name), group.name)
         cluster = {r: [f"{h}:{port}" for h in self.hosts(t)] for r, t in task_of_role.items() if self.replicas.get(t)}
         config = json.dumps({"cluster": cluster, "task": {"type": role, "index": index}}, separators=(",", ":"))
         for container in pod["spec"].get("containers") or []:
@@ -325,17 +326,22 @@ class PodDecoration:
 
     def pytorch(self, args: dict[str, str], group: ReplicaGroup, index: int, pod: dict[str, Any]) -> None:
         master, worker = args.get("master") or "master", args.get("worker") or "worker"
-        if group.name not in (master, worker):
-            return
+        master_task = next((t for t in self.tasks if t.get("name") == master), None)
+        if master_task is None:
+            return  # Volcano's plugin does nothing without its master task
         port = _int_arg(args, "port", PYTORCH_DEFAULT_PORT)
-        masters = self.replicas.get(master, 0)
-        rank = index if group.name == master else index + masters
+        template_spec = (master_task.get("template") or {}).get("spec") or {}
+        host = template_spec.get("hostname") or f"{self.job}-{master}-0"
         env = [
-            {"name": "MASTER_ADDR", "value": f"{self.job}-{master}-0.{self.job}"},
+            {"name": "MASTER_ADDR", "value": f"{host}.{template_spec.get('subdomain') or self.job}"},
             {"name": "MASTER_PORT", "value": str(port)},
-            {"name": "WORLD_SIZE", "value": str(masters + self.replicas.get(worker, 0))},
-            {"name": "RANK", "value": str(rank)},
+            # Every task's replicas, as Volcano counts them.
+            {"name": "WORLD_SIZE", "value": str(sum(self.replicas.values()))},
         ]
+        if group.name == worker:
+            env.append({"name": "RANK", "value": str(index + 1)})
+        elif group.name == master:
+            env.append({"name": "RANK", "value": "0"})
         for container in pod["spec"].get("containers") or []:
             _set_env(container, env)
             ports = container.get("ports") or []
@@ -417,6 +423,7 @@ def build_volcano_job(kind: JobKind, job: dict[str, Any]) -> JobModel:
         policies=_policies(spec.get("policies")),
         tasks=tuple(task_rules),
         children=tuple(children),
+        controlled_resources={f"plugin-{name}": name for name in sorted(spec.get("plugins") or {})},
         pod_group=Child("PodGroup", pod_group_name(identity), lambda: pod_group(full_identity, labels, spec)),
     )
     return JobModel(

@@ -250,7 +250,14 @@ def test_tensorflow_plugin_tf_config() -> None:
         "cluster": {"ps": ["demo-ps-0.demo:3333"], "worker": ["demo-worker-0.demo:3333", "demo-worker-1.demo:3333"]},
         "task": {"type": "worker", "index": 1},
     }
-    assert "svc" in sim.job["spec"]["plugins"] or ("ConfigMap", "demo-svc") in sim.extras
+    assert ("ConfigMap", "demo-svc") in sim.extras  # tensorflow implies svc
+    assert sim.status["controlledResources"] == {"plugin-svc": "svc", "plugin-tensorflow": "tensorflow"}
+
+
+def test_tensorflow_plugin_leaves_a_stand_alone_job_alone() -> None:
+    sim = Sim(vcjob(task("worker", 1), plugins={"tensorflow": []}))
+    sim.settle()
+    assert "TF_CONFIG" not in env_of(sim.pods["demo-worker-0"]["spec"]["containers"][0])
 
 
 def test_pytorch_plugin_master_addr_world_size_rank() -> None:
@@ -261,10 +268,15 @@ def test_pytorch_plugin_master_addr_world_size_rank() -> None:
     assert master["MASTER_ADDR"] == worker["MASTER_ADDR"] == "demo-master-0.demo"
     assert master["MASTER_PORT"] == "23456"
     assert master["WORLD_SIZE"] == worker["WORLD_SIZE"] == "3"
-    assert (master["RANK"], worker["RANK"]) == ("0", "2")
-    assert {"name": "pytorchjob-port", "containerPort": 23456} in sim.pods["demo-master-0"]["spec"]["containers"][0][
-        "ports"
-    ]
+    assert (master["RANK"], worker["RANK"]) == ("0", "2")  # workers count from 1
+    ports = sim.pods["demo-master-0"]["spec"]["containers"][0]["ports"]
+    assert {"name": "pytorchjob-port", "containerPort": 23456} in ports
+
+
+def test_pytorch_plugin_needs_its_master_task() -> None:
+    sim = Sim(vcjob(task("worker", 2), plugins={"pytorch": []}))
+    sim.settle()
+    assert "MASTER_ADDR" not in env_of(sim.pods["demo-worker-0"]["spec"]["containers"][0])
 
 
 def test_mpi_plugin_mpi_host_on_the_master_only() -> None:
