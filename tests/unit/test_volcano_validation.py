@@ -409,3 +409,13 @@ def test_update_does_not_rerun_create_only_rules():
     new = copy.deepcopy(old)
     new["spec"]["tasks"][0]["replicas"] = 2
     assert errors_of(new, old) == []
+
+
+def test_exit_code_policy_action_is_not_checked_but_warned():
+    obj = vcjob(vc_task("w", 1), policies=[{"exitCode": 3, "action": "Explode"}, {"exitCode": 4}])
+    verdict = review(obj)
+    assert verdict.errors == []
+    assert verdict.warnings == [
+        'spec.policies[0]: exit-code policy with action "Explode": Volcano runs none',
+        "spec.policies[1]: exit-code policy with no action: Volcano runs none",
+    ]

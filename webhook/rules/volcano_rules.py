@@ -9,6 +9,7 @@ Queues: the transport hands in a read-only ``QueueView``; without one the check 
 
 from __future__ import annotations
 
+import json
 import re
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -205,6 +206,8 @@ def validate_job(
         found.errors.extend(_update_errors(obj, old, spec))
         return found
     found.errors.extend(_create_errors(obj, spec, found))
+    if spec is not None:
+        found.warnings.extend(policy_warnings(spec))
     queues = queues if queues is not None else QUEUES.view
     if queues is not None:
         found.errors.extend(check_queue(obj, queues))
@@ -439,7 +442,8 @@ def policy_warnings(spec: dict[str, Any]) -> list[str]:
             if isinstance(policy, dict) and policy.get("exitCode") is not None:
                 action = policy.get("action")
                 if action not in USER_ACTIONS:
-                    warnings.append(clip_warning(f"{where}[{index}].action {action!r} is not an action Volcano runs"))
+                    what = f"action {json.dumps(action)}" if action not in (None, "") else "no action"
+                    warnings.append(clip_warning(f"{where}[{index}]: exit-code policy with {what}: Volcano runs none"))
     return warnings
 
 
