@@ -21,6 +21,8 @@ def _validate(args: argparse.Namespace) -> int:
     from webhook.report import render
     from webhook.rules.volcano_rules import QUEUE_CHECK_SKIPPED, QUEUES
 
+    if not _load_queues(args.queues):
+        return EXIT_USAGE
     run = validate_paths(args.paths)
     sys.stdout.write(render(run, args.output))
     if QUEUES.skipped:
@@ -62,10 +64,36 @@ def _default(args: argparse.Namespace) -> int:
     return status
 
 
+def _load_queues(path: str | None) -> bool:
+    """``--queues FILE``: Volcano Queues (e.g. ``kubectl get queues -o yaml``) for the queue check offline."""
+    if path is None:
+        return True
+    from ruamel.yaml import YAML, YAMLError
+
+    from webhook.rules.volcano_rules import QUEUES, QueueSnapshot
+
+    try:
+        with open(path, encoding="utf-8") as handle:
+            documents = [d for d in YAML(typ="safe", pure=True).load_all(handle) if d is not None]
+    except (OSError, YAMLError, UnicodeDecodeError) as exc:
+        print(f"jobgate: --queues {path}: {exc}", file=sys.stderr)
+        return False
+    queues: list = []
+    for document in documents:
+        items = (
+            document.get("items") if isinstance(document, dict) and str(document.get("kind")).endswith("List") else None
+        )
+        queues.extend(items if isinstance(items, list) else [document])
+    QUEUES.install(QueueSnapshot(queues))
+    return True
+
+
 def _review(args: argparse.Namespace) -> int:
     from webhook.admission import BadReview, Webhook, review_body
     from webhook.sources import SourceError, read_source
 
+    if not _load_queues(args.queues):
+        return EXIT_USAGE
     try:
         text = read_source(args.file)
     except SourceError as exc:
@@ -123,6 +151,14 @@ def _add_families_flag(parser: argparse.ArgumentParser) -> None:
         metavar="LIST",
         help="comma-separated job API families to serve, e.g. volcano,kubedl (default: all); "
         "kinds of other families are admitted without checks",
+    )
+
+
+def _add_queues_flag(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--queues",
+        metavar="FILE",
+        help="Volcano Queues (YAML/JSON, e.g. `kubectl get queues -o yaml`) to check Volcano jobs' queues against",
     )
 
 
@@ -243,6 +279,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     validate.add_argument("paths", nargs="+", metavar="PATH", help="file, directory (recursive) or - for stdin")
     validate.add_argument("-o", "--output", choices=FORMATS, default="text", help="output format (default: text)")
+    _add_queues_flag(validate)
     validate.set_defaults(handler=_validate)
 
     default = commands.add_parser("default", help="print job manifests as the mutating webhook would store them")
@@ -252,6 +289,7 @@ def build_parser() -> argparse.ArgumentParser:
     review = commands.add_parser("review", help="answer an AdmissionReview request exactly as the webhook server would")
     review.add_argument("webhook", choices=("mutate", "validate"))
     review.add_argument("file", nargs="?", default="-", metavar="FILE", help="AdmissionReview JSON (default: stdin)")
+    _add_queues_flag(review)
     review.set_defaults(handler=_review)
 
     webhook = commands.add_parser("webhook", help="serve /mutate and /validate over TLS")

@@ -80,3 +80,48 @@ def test_offline_validate_warns_once_that_the_queue_check_is_skipped(tmp_path, c
     assert main(["validate", str(path)]) == 0
     err = capsys.readouterr().err
     assert err.count("queue check (queue exists, is Open, is a leaf) was skipped") == 1
+
+
+QUEUE_LIST = {
+    "apiVersion": "v1",
+    "kind": "List",
+    "items": [
+        {"kind": "Queue", "metadata": {"name": "default"}, "status": {"state": "Open"}},
+        {"kind": "Queue", "metadata": {"name": "closed"}, "status": {"state": "Closed"}},
+        {"kind": "Queue", "metadata": {"name": "child"}, "spec": {"parent": "default"}, "status": {"state": "Open"}},
+    ],
+}
+
+
+@pytest.mark.parametrize(
+    ("queue", "fragment"),
+    [
+        ("child", None),
+        ("default", "can only submit job to leaf queue, queue `default` has 1 child queues"),
+        ("closed", "queue `closed` status is `Closed`"),
+        ("nowhere", "unable to find job queue"),
+    ],
+)
+def test_validate_and_review_check_queues_from_a_file(tmp_path, capsys, queue, fragment):
+    queues = tmp_path / "queues.yaml"
+    queues.write_text(yaml.safe_dump(QUEUE_LIST))
+    job = tmp_path / "job.yaml"
+    job.write_text(yaml.safe_dump(vcjob(vc_task("w", 1), queue=queue)))
+    try:
+        code = main(["validate", "--queues", str(queues), str(job)])
+        out = capsys.readouterr().out
+        assert code == (0 if fragment is None else 1)
+        if fragment:
+            assert fragment in out
+        review = tmp_path / "review.json"
+        review.write_text(json.dumps(admission_review(vcjob(vc_task("w", 1), queue=queue))))
+        assert main(["review", "validate", str(review), "--queues", str(queues)]) == 0
+        response = json.loads(capsys.readouterr().out)["response"]
+        assert response["allowed"] is (fragment is None)
+    finally:
+        QUEUES.install(None)
+
+
+def test_unreadable_queues_file_exits_2(tmp_path, capsys):
+    assert main(["validate", "--queues", str(tmp_path / "missing.yaml"), str(tmp_path)]) == 2
+    assert "--queues" in capsys.readouterr().err

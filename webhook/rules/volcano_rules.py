@@ -122,6 +122,32 @@ class QueueView(Protocol):
     def queue(self, name: str) -> QueueInfo | None: ...
 
 
+class QueueSnapshot:
+    """A ``QueueView`` over Queue objects given at once (``jobgate validate --queues``, tests)."""
+
+    def __init__(self, queues: list[Any]) -> None:
+        self._by_name: dict[str, dict[str, Any]] = {}
+        self._children: dict[str, int] = {}
+        for obj in queues:
+            metadata = obj.get("metadata") if isinstance(obj, dict) else None
+            name = metadata.get("name") if isinstance(metadata, dict) else None
+            if not isinstance(name, str):
+                continue
+            self._by_name[name] = obj
+            spec = obj.get("spec")
+            parent = spec.get("parent") if isinstance(spec, dict) else None
+            if isinstance(parent, str) and parent:
+                self._children[parent] = self._children.get(parent, 0) + 1
+
+    def queue(self, name: str) -> QueueInfo | None:
+        obj = self._by_name.get(name)
+        if obj is None:
+            return None
+        status = obj.get("status")
+        state = status.get("state") if isinstance(status, dict) else None
+        return QueueInfo(name, state if isinstance(state, str) else "", self._children.get(name, 0))
+
+
 class QueueSource:
     """Where the webhook puts its Queue cache; the rules only read it.
 
