@@ -31,6 +31,7 @@ from webhook.rules.fielderrors import aggregate_message
 
 log = logging.getLogger("jobgate.controller")
 COMPONENT = "jobgate-controller"
+CREATE_ONLY_KINDS = ("Secret",)  # RBAC grants create only: no owner check on AlreadyExists
 TRACKED_KINDS = ("Pod", "Service")  # children seen through informers (others are created once per job)
 
 
@@ -297,8 +298,10 @@ class Controller:
                 raise
             # AlreadyExists: ours (the cache was behind) or somebody else's object in the way.
             self.expectations.lower_creation(key, f"{kind}/{name}")
-            existing = self.kube.get(resource.path(model.namespace, name))
-            if (_owner(existing) or {}).get("uid") != model.uid:
+            # Secrets are create-only for the controller (no cluster-wide read): one of that name is taken as
+            # the job's — anyone able to create it could mount it in a pod of that namespace anyway.
+            existing = {} if kind in CREATE_ONLY_KINDS else self.kube.get(resource.path(model.namespace, name))
+            if kind not in CREATE_ONLY_KINDS and (_owner(existing) or {}).get("uid") != model.uid:
                 message = f"{kind} {name} exists and does not belong to this job"
                 self._record_model(model, Event("Warning", f"FailedCreate{kind}", message))
                 raise RuntimeError(message) from None

@@ -180,8 +180,9 @@ def controller_cluster_role() -> dict[str, Any]:
         rules.append({"apiGroups": [group], "resources": [f"{p}/status" for p in plurals], "verbs": ["get", "update"]})
     rules += [
         {"apiGroups": [""], "resources": ["pods", "services"], "verbs": ["get", "list", "watch", "create", "delete"]},
-        {"apiGroups": [""], "resources": ["configmaps"], "verbs": ["get", "create", "delete"]},  # hostfiles, svc hosts
-        {"apiGroups": [""], "resources": ["secrets"], "verbs": ["get", "create", "delete"]},  # Volcano ssh plugin keys
+        {"apiGroups": [""], "resources": ["configmaps"], "verbs": ["get", "create"]},  # MPI hostfiles, svc hosts
+        # Volcano's ssh plugin: create only — reading secrets cluster-wide is not worth an owner check.
+        {"apiGroups": [""], "resources": ["secrets"], "verbs": ["create"]},
         {"apiGroups": [""], "resources": ["events"], "verbs": ["create", "patch"]},
         {"apiGroups": ["scheduling.volcano.sh"], "resources": ["podgroups"], "verbs": ["get", "create", "delete"]},
     ]
