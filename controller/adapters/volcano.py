@@ -475,7 +475,8 @@ def read_volcano_status(job: dict[str, Any]) -> JobStatusModel:
     for key in ("taskStatusCount", "conditions", "runningDuration", "controlledResources", "knownPods", "minAvailable"):
         if raw.get(key) not in (None, {}, []):
             extra[key] = raw[key]
-    start = raw.get("startTime")
+    # Volcano measures runningDuration from the job's creation; that is also the start when none was written.
+    start = raw.get("startTime") or (job.get("metadata") or {}).get("creationTimestamp")
     return JobStatusModel(
         start_time=start if isinstance(start, str) and parse_time(start) is not None else None,
         restart_count=as_int(raw.get("retryCount")) or 0,

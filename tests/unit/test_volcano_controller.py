@@ -765,3 +765,12 @@ def test_any_sequence_keeps_volcano_invariants() -> None:
                 assert not alive  # a finished job keeps no unfinished pod
 
     check()
+
+
+def test_start_falls_back_to_the_creation_time() -> None:
+    job = vcjob()
+    job["metadata"]["creationTimestamp"] = "2026-11-21T11:00:00Z"
+    job["status"] = {"state": {"phase": "Running"}}
+    adapter = adapter_for(job)
+    assert adapter is not None
+    assert adapter.read(job).start_time == "2026-11-21T11:00:00Z"
