@@ -224,6 +224,7 @@ def test_no_policy_waits_for_every_pod_then_decides(cluster: Cluster, controller
 def test_pod_evicted_policy(cluster: Cluster, controller: ControllerProcess) -> None:
     apply(cluster, job("evict", worker(), "policies: [{event: PodEvicted, action: AbortJob}]"))
     started(cluster, "evict", 2)
+    wait_until(lambda: status(cluster, "evict").get("running") == 2, message="the running pods written")
     cluster.kubectl("delete", "pod", "evict-worker-1", "-n", NS, "--wait=false", check=True)
     wait_phase(cluster, "evict", "Aborted")
 
