@@ -343,13 +343,16 @@ class _Pass:
         live_uids = {p["metadata"].get("uid") for p in self.observed.pods}
         status.restarting_pods = [uid for uid in status.restarting_pods if uid in live_uids]
 
-        if status.finished:
-            self.finish(limits_exceeded=False)
-        elif self.model.paused:
-            self.pause()
+        if self.model.lifecycle is not None:
+            self.model.lifecycle(self)  # the family's state machine does its own accounting
         else:
-            self.progress()
-        self.count()
+            if status.finished:
+                self.finish(limits_exceeded=False)
+            elif self.model.paused:
+                self.pause()
+            else:
+                self.progress()
+            self.count()
         self.plan.status_changed = _comparable(status) != _comparable(self.previous)
         if self.plan.status_changed:
             status.last_reconcile_time = self.now
@@ -634,6 +637,9 @@ def _comparable(status: JobStatusModel) -> tuple[Any, ...]:
             k: [(p.index, p.name, p.uid, p.phase, p.restarts, p.containers) for p in v]
             for k, v in status.replica_pods.items()
         },
+        status.phase,
+        status.run_version,
+        status.extra,
     )
 
 

@@ -51,8 +51,9 @@ CONFIG_MAPS = Resource("", "v1", "configmaps")
 EVENTS = Resource("", "v1", "events")
 LEASES = Resource("coordination.k8s.io", "v1", "leases")
 POD_GROUPS = Resource("scheduling.volcano.sh", "v1beta1", "podgroups")
+SECRETS = Resource("", "v1", "secrets")  # the Volcano ssh plugin's key pair
 
-KIND_RESOURCES = {"Pod": PODS, "Service": SERVICES, "ConfigMap": CONFIG_MAPS, "PodGroup": POD_GROUPS}
+KIND_RESOURCES = {"Pod": PODS, "Service": SERVICES, "ConfigMap": CONFIG_MAPS, "PodGroup": POD_GROUPS, "Secret": SECRETS}
 
 
 class Kube:

@@ -26,6 +26,13 @@ def default_lease_namespace(namespace: str | None) -> str:
     return namespace or "default"
 
 
+def served_families(value: str | frozenset[str] | None) -> frozenset[str] | None:
+    """``--families`` as the CLI left it (checked there: unknown names exit 2); None serves all."""
+    if value is None or isinstance(value, frozenset):
+        return value
+    return frozenset(part.strip() for part in value.split(",") if part.strip()) or None
+
+
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--kubeconfig", help="kubeconfig file (default: in-cluster, then ~/.kube/config)")
     parser.add_argument("--namespace", help="reconcile jobs of this namespace only (default: all)")
@@ -52,7 +59,12 @@ def run(args: argparse.Namespace) -> int:
     identity = args.identity or f"{socket.gethostname()}_{os.getpid()}_{uuid.uuid4().hex[:6]}"
     kube = Kube(args.kubeconfig)
     controller = Controller(
-        kube, namespace=args.namespace, workers=args.workers, resync_seconds=args.resync, identity=identity
+        kube,
+        namespace=args.namespace,
+        workers=args.workers,
+        resync_seconds=args.resync,
+        identity=identity,
+        families=served_families(getattr(args, "families", None)),
     )
     stop = threading.Event()
     signalled = threading.Event()

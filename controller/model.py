@@ -143,6 +143,10 @@ class JobModel:
     track_pods: bool = False
     # DI-orchestrator: the job's Services among ``extra_objects`` go when the job finishes.
     finish_deletes_extra_services: bool = False
+    # A family with its own job state machine (Volcano's lifecycle policies) takes over the
+    # progress of a pass: the engine hands it the pass (children builders, plan, status) instead
+    # of running its restart/success logic. None keeps the engine's own behaviour.
+    lifecycle: Callable[[Any], None] | None = None
 
     def group(self, name: str) -> ReplicaGroup | None:
         return next((g for g in self.groups if g.name == name), None)
@@ -196,6 +200,11 @@ class JobStatusModel:
     replica_summary: str | None = None
     group_restarts: dict[str, int] = field(default_factory=dict)  # restarts per group (per-group limits)
     replica_pods: dict[str, list[ReplicaPod]] = field(default_factory=dict)
+    # Used by families with a lifecycle hook: their phase, run version (bumped on every full
+    # restart and stamped on pods) and whatever else they keep across passes.
+    phase: str | None = None
+    run_version: int = 0
+    extra: dict[str, Any] = field(default_factory=dict)
 
     def condition(self, kind: str) -> Condition | None:
         return next((c for c in self.conditions if c.type == kind), None)

@@ -31,6 +31,7 @@ from webhook.rules.fielderrors import aggregate_message
 
 log = logging.getLogger("jobgate.controller")
 COMPONENT = "jobgate-controller"
+CREATE_ONLY_KINDS = ("Secret",)  # RBAC grants create only: no owner check on AlreadyExists
 TRACKED_KINDS = ("Pod", "Service")  # children seen through informers (others are created once per job)
 
 
@@ -55,13 +56,16 @@ class Controller:
         workers: int = 16,
         resync_seconds: float = 300.0,
         identity: str = COMPONENT,
+        families: frozenset[str] | None = None,  # None: every family; else only these (``--families``)
     ) -> None:
         self.kube = kube
         self.namespace = namespace
         self.workers = workers
         self.resync_seconds = resync_seconds
         self.identity = identity
-        self.adapters: dict[str, Adapter] = {a.gvk.kind: a for a in ADAPTERS.values()}
+        self.adapters: dict[str, Adapter] = {
+            a.gvk.kind: a for a in ADAPTERS.values() if families is None or a.kind.family in families
+        }
         self.job_informers = {
             kind: Informer(kube, job_resource(a).path(namespace), name=kind.lower())
             for kind, a in self.adapters.items()
@@ -269,6 +273,9 @@ class Controller:
                 self.expectations.deletion_observed(key, deletion.uid)
             if exc.status not in (404, 409):  # gone already, or replaced by a newer object
                 raise
+        if deletion.kind not in TRACKED_KINDS:  # no informer tells: forget it, so it can be created again
+            with self._extras_lock:
+                self.created_extras.get(model.uid, set()).discard((deletion.kind, deletion.name))
 
     def _create_all(self, key: str, model: JobModel, objects: list[dict[str, Any]]) -> None:
         tracked = [f"{o['kind']}/{o['metadata']['name']}" for o in objects if o["kind"] in TRACKED_KINDS]
@@ -293,8 +300,10 @@ class Controller:
                 raise
             # AlreadyExists: ours (the cache was behind) or somebody else's object in the way.
             self.expectations.lower_creation(key, f"{kind}/{name}")
-            existing = self.kube.get(resource.path(model.namespace, name))
-            if (_owner(existing) or {}).get("uid") != model.uid:
+            # Secrets are create-only for the controller (no cluster-wide read): one of that name is taken as
+            # the job's — anyone able to create it could mount it in a pod of that namespace anyway.
+            existing = {} if kind in CREATE_ONLY_KINDS else self.kube.get(resource.path(model.namespace, name))
+            if kind not in CREATE_ONLY_KINDS and (_owner(existing) or {}).get("uid") != model.uid:
                 message = f"{kind} {name} exists and does not belong to this job"
                 self._record_model(model, Event("Warning", f"FailedCreate{kind}", message))
                 raise RuntimeError(message) from None
@@ -309,10 +318,12 @@ class Controller:
     def _refuse(self, adapter: Adapter, job: dict[str, Any], message: str) -> None:
         """A job the webhook never saw (created while it was bypassed) and that breaks the rules."""
         status = adapter.read(job)
-        if status.is_true("Failed"):
+        if status.is_true("Failed") or status.phase == "Failed":
             return
         now = timestamp(datetime.datetime.now(datetime.UTC))
         set_condition(status, "Failed", "InvalidSpec", message, now)
+        status.phase = "Failed"  # families with their own phase (Volcano) show it there
+        status.extra.update(reason="InvalidSpec", message=message[:1000], lastTransitionTime=now)
         status.completion_time = now
         metadata = job["metadata"]
         body = {**job, "status": adapter.project(status)}

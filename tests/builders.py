@@ -10,6 +10,7 @@ from webhook.rules.engine import Verdict, kind_of, review_job
 
 KUBEDL = "training.kubedl.io/v1alpha1"
 MLKUBE = "mxnet.mlkube.io/v1beta1"
+VOLCANO = "batch.volcano.sh/v1alpha1"
 
 REPLICA_FIELDS = {
     "TFJob": ("tfReplicaSpecs", "tensorflow"),
@@ -121,4 +122,25 @@ def admission_review(
             "oldObject": old,
             "dryRun": dry_run,
         },
+    }
+
+
+def vc_task(name: str | None = "worker", replicas: int | None = 1, **fields: Any) -> dict[str, Any]:
+    """A Volcano task with a minimal valid pod template."""
+    task: dict[str, Any] = {"replicas": replicas, "template": {"spec": {"containers": [container("main")]}}}
+    if name is not None:
+        task["name"] = name
+    if replicas is None:
+        del task["replicas"]
+    task.update(fields)
+    return task
+
+
+def vcjob(*tasks: dict[str, Any], name: str = "job", **spec: Any) -> dict[str, Any]:
+    """A ``batch.volcano.sh/v1alpha1`` Job in namespace ``default``."""
+    return {
+        "apiVersion": VOLCANO,
+        "kind": "Job",
+        "metadata": {"name": name, "namespace": "default"},
+        "spec": {"tasks": list(tasks), **spec},
     }

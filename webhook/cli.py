@@ -20,8 +20,13 @@ def _validate(args: argparse.Namespace) -> int:
     import gc
     import time
 
+    from webhook.api.constants import VOLCANO_GROUP, VOLCANO_VERSION
     from webhook.offline import iter_results
     from webhook.report import Reporter
+    from webhook.rules.volcano_rules import QUEUE_CHECK_SKIPPED
+
+    if not _load_queues(args.queues):
+        return EXIT_USAGE
 
     # Parsed documents hold no reference cycles and are freed by reference counting: the cyclic
     # collector, triggered by every few hundred allocations, would only rescan the rule engine.
@@ -30,12 +35,20 @@ def _validate(args: argparse.Namespace) -> int:
     reporter = Reporter(args.output, sys.stdout)
     progress = _Progress() if sys.stderr.isatty() else None
     started = time.monotonic()
+    volcano_jobs = 0
     for done, results in enumerate(iter_results(args.paths, args.validate, args.jobs), start=1):
         reporter.add(results)
+        # Counted here, not in the rules: with -j the rules run in worker processes.
+        volcano_jobs += sum(r.api_version == f"{VOLCANO_GROUP}/{VOLCANO_VERSION}" and r.kind == "Job" for r in results)
         if progress is not None:
             progress.show(done, time.monotonic() - started)
     if progress is not None:
         progress.clear()
+    if volcano_jobs and args.queues is None:
+        print(
+            f"jobgate: warning: {QUEUE_CHECK_SKIPPED} (offline; --queues FILE checks against exported Queues)",
+            file=sys.stderr,
+        )
     return reporter.finish()
 
 
@@ -113,10 +126,36 @@ def _default(args: argparse.Namespace) -> int:
     return status
 
 
+def _load_queues(path: str | None) -> bool:
+    """``--queues FILE``: Volcano Queues (e.g. ``kubectl get queues -o yaml``) for the queue check offline."""
+    if path is None:
+        return True
+    from ruamel.yaml import YAML, YAMLError
+
+    from webhook.rules.volcano_rules import QUEUES, QueueSnapshot
+
+    try:
+        with open(path, encoding="utf-8") as handle:
+            documents = [d for d in YAML(typ="safe", pure=True).load_all(handle) if d is not None]
+    except (OSError, YAMLError, UnicodeDecodeError) as exc:
+        print(f"jobgate: --queues {path}: {exc}", file=sys.stderr)
+        return False
+    queues: list = []
+    for document in documents:
+        items = (
+            document.get("items") if isinstance(document, dict) and str(document.get("kind")).endswith("List") else None
+        )
+        queues.extend(items if isinstance(items, list) else [document])
+    QUEUES.install(QueueSnapshot(queues))
+    return True
+
+
 def _review(args: argparse.Namespace) -> int:
     from webhook.admission import BadReview, Webhook, review_body
     from webhook.sources import SourceError, display_name, printable, read_source
 
+    if not _load_queues(args.queues):
+        return EXIT_USAGE
     try:
         text = read_source(args.file)
     except SourceError as exc:
@@ -140,7 +179,12 @@ def _webhook(args: argparse.Namespace) -> int:
     from webhook import logs
     from webhook.server import WebhookServer, run
 
+    if not _serve_families(args):
+        return EXIT_USAGE
     logs.configure(args.log_format, args.log_level)
+    from webhook.queues import start_queue_check
+
+    start_queue_check(args.kubeconfig)
     server = WebhookServer(
         Path(args.tls_dir),
         args.host,
@@ -150,6 +194,37 @@ def _webhook(args: argparse.Namespace) -> int:
         shutdown_delay=args.shutdown_delay,
     )
     return run(server)
+
+
+def _serve_families(args: argparse.Namespace) -> bool:
+    """Apply ``--families`` (webhook and controller); False after printing why it is wrong."""
+    from webhook.rules.registry import parse_families, serve_families
+
+    if args.families is None:
+        return True
+    try:
+        serve_families(parse_families(args.families))
+    except ValueError as exc:
+        print(f"jobgate: --families: {exc}", file=sys.stderr)
+        return False
+    return True
+
+
+def _add_families_flag(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--families",
+        metavar="LIST",
+        help="comma-separated job API families to serve, e.g. volcano,kubedl (default: all); "
+        "kinds of other families are admitted without checks",
+    )
+
+
+def _add_queues_flag(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--queues",
+        metavar="FILE",
+        help="Volcano Queues (YAML/JSON, e.g. `kubectl get queues -o yaml`) to check Volcano jobs' queues against",
+    )
 
 
 def _certs_init(args: argparse.Namespace) -> int:
@@ -235,6 +310,9 @@ def _manifests(args: argparse.Namespace) -> int:
 def _controller(args: argparse.Namespace) -> int:
     from controller.main import run
 
+    # args.families is applied here for the rules; the controller picks its adapters from it.
+    if not _serve_families(args):
+        return EXIT_USAGE
     return run(args)
 
 
@@ -315,6 +393,7 @@ def build_parser(with_controller_arguments: bool = True) -> argparse.ArgumentPar
         metavar="N",
         help="files checked in parallel (default: the number of CPUs); output stays in input order",
     )
+    _add_queues_flag(validate)
     validate.set_defaults(handler=_validate)
 
     default = commands.add_parser("default", help="print job manifests as the mutating webhook would store them")
@@ -332,6 +411,7 @@ def build_parser(with_controller_arguments: bool = True) -> argparse.ArgumentPar
     review = commands.add_parser("review", help="answer an AdmissionReview request exactly as the webhook server would")
     review.add_argument("webhook", choices=("mutate", "validate"))
     review.add_argument("file", nargs="?", default="-", metavar="FILE", help="AdmissionReview JSON (default: stdin)")
+    _add_queues_flag(review)
     review.set_defaults(handler=_review)
 
     webhook = commands.add_parser("webhook", help="serve /mutate and /validate over TLS")
@@ -357,6 +437,11 @@ def build_parser(with_controller_arguments: bool = True) -> argparse.ArgumentPar
     webhook.add_argument(
         "--shutdown-timeout", type=float, default=10.0, metavar="SECONDS", help="how long in-flight reviews may take"
     )
+    webhook.add_argument(
+        "--kubeconfig",
+        help="kubeconfig of the cluster (default: in-cluster when run in a pod); used for Volcano's queue check",
+    )
+    _add_families_flag(webhook)
     webhook.set_defaults(handler=_webhook)
 
     controller = commands.add_parser("controller", help="reconcile jobs into pods and services")
@@ -364,6 +449,7 @@ def build_parser(with_controller_arguments: bool = True) -> argparse.ArgumentPar
         from controller.main import add_arguments
 
         add_arguments(controller)
+    _add_families_flag(controller)
     controller.set_defaults(handler=_controller)
 
     manifests = commands.add_parser("manifests", help="generated CRDs and webhook configurations")

@@ -30,6 +30,8 @@ VALIDATING_WEBHOOK = "validate.jobgate.dev"
 _KIND_DESCRIPTIONS = {
     "kubedl": "{kind} of the KubeDL API ({group}/{version}): a distributed training job of replica types, "
     "defaulted and validated by jobgate's admission webhooks and run by its controller.",
+    "volcano": "{kind} of Volcano's batch API ({group}/{version}): tasks of pods scheduled together, with "
+    "lifecycle policies and plugins, defaulted and validated by jobgate's admission webhooks, run by its controller.",
     "mlkube": "{kind} of the mxnet-operator API ({group}/{version}): an MXNet training job in local or dist "
     "(parameter-server) mode, defaulted and validated by jobgate's admission webhooks and run by its controller.",
     "t9k": "{kind} of the T9k API ({group}/{version}): a general-purpose batch job of replica types with finish "
@@ -37,60 +39,6 @@ _KIND_DESCRIPTIONS = {
     "diengine": "{kind} of the DI-orchestrator API ({group}/{version}): a DI-engine job of learner, collector, "
     "evaluator and other tasks, defaulted and validated by jobgate's admission webhooks and run by its controller.",
 }
-
-# Families whose status has its own shape show their own phase instead of jobgate's common columns.
-_PHASE_COLUMNS = {
-    "t9k": [
-        {"name": "Phase", "type": "string", "jsonPath": ".status.phase", "description": "T9k phase of the job."},
-        {
-            "name": "Running",
-            "type": "integer",
-            "jsonPath": ".status.aggregate.running",
-            "description": "Replica pods running.",
-        },
-    ],
-    "diengine": [
-        # DI-orchestrator's own columns.
-        {"name": "Phase", "type": "string", "jsonPath": ".status.phase", "description": "DI-orchestrator phase."},
-        {
-            "name": "ReadyReplicas",
-            "type": "integer",
-            "jsonPath": ".status.readyReplicas",
-            "description": "Ready containers of the job's pods.",
-        },
-        {"name": "Replicas", "type": "integer", "jsonPath": ".status.replicas", "description": "Pods of the job."},
-        {"name": "Restarts", "type": "integer", "jsonPath": ".status.restarts", "description": "Restarts so far."},
-        {
-            "name": "Reschedules",
-            "type": "integer",
-            "jsonPath": ".status.reschedules",
-            "description": "Reschedules so far.",
-        },
-    ],
-}
-
-
-def _printer_columns(family: str) -> list[dict[str, Any]]:
-    age = {"name": "Age", "type": "date", "jsonPath": ".metadata.creationTimestamp"}
-    if family in _PHASE_COLUMNS:
-        return [*_PHASE_COLUMNS[family], age]
-    return [
-        {
-            "name": "State",
-            "type": "string",
-            "jsonPath": ".status.conditions[-1:].type",
-            "description": "The latest condition of the job.",
-        },
-        {
-            # A printer column shows one JSONPath match only, so the controller keeps
-            # a one-line summary of all replica types in the status.
-            "name": "Replicas",
-            "type": "string",
-            "jsonPath": ".status.replicaSummary",
-            "description": "Running and desired pods per replica type.",
-        },
-        {"name": "Age", "type": "date", "jsonPath": ".metadata.creationTimestamp"},
-    ]
 
 
 def custom_resource_definition(kind: JobKind) -> dict[str, Any]:
@@ -120,7 +68,7 @@ def custom_resource_definition(kind: JobKind) -> dict[str, Any]:
                     "served": True,
                     "storage": True,
                     "subresources": {"status": {}},
-                    "additionalPrinterColumns": _printer_columns(kind.family),
+                    "additionalPrinterColumns": _printer_columns(kind),
                     "schema": {
                         "openAPIV3Schema": {
                             "description": description,
@@ -142,6 +90,30 @@ def custom_resource_definition(kind: JobKind) -> dict[str, Any]:
             ],
         },
     }
+
+
+def _printer_columns(kind: JobKind) -> list[dict[str, Any]]:
+    # A family may bring its own columns (Volcano's, so `kubectl get vcjob` reads as with Volcano).
+    own = getattr(kind, "printer_columns", None)
+    if own:
+        return [dict(column) for column in own]
+    return [
+        {
+            "name": "State",
+            "type": "string",
+            "jsonPath": ".status.conditions[-1:].type",
+            "description": "The latest condition of the job.",
+        },
+        {
+            # A printer column shows one JSONPath match only, so the controller keeps
+            # a one-line summary of all replica types in the status.
+            "name": "Replicas",
+            "type": "string",
+            "jsonPath": ".status.replicaSummary",
+            "description": "Running and desired pods per replica type.",
+        },
+        {"name": "Age", "type": "date", "jsonPath": ".metadata.creationTimestamp"},
+    ]
 
 
 def _rules() -> list[dict[str, Any]]:
@@ -212,7 +184,9 @@ def controller_cluster_role() -> dict[str, Any]:
         rules.append({"apiGroups": [group], "resources": [f"{p}/status" for p in plurals], "verbs": ["get", "update"]})
     rules += [
         {"apiGroups": [""], "resources": ["pods", "services"], "verbs": ["get", "list", "watch", "create", "delete"]},
-        {"apiGroups": [""], "resources": ["configmaps"], "verbs": ["get", "create"]},  # MPI hostfiles
+        {"apiGroups": [""], "resources": ["configmaps"], "verbs": ["get", "create"]},  # MPI hostfiles, svc hosts
+        # Volcano's ssh plugin: create only — reading secrets cluster-wide is not worth an owner check.
+        {"apiGroups": [""], "resources": ["secrets"], "verbs": ["create"]},
         {"apiGroups": [""], "resources": ["events"], "verbs": ["create", "patch"]},
         {"apiGroups": ["scheduling.volcano.sh"], "resources": ["podgroups"], "verbs": ["get", "create", "delete"]},
     ]

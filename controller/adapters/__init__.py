@@ -8,12 +8,12 @@ from __future__ import annotations
 
 from typing import Any
 
-from controller.adapters import diengine, kubedl, mlkube, t9k
+from controller.adapters import diengine, kubedl, mlkube, t9k, volcano
 from controller.adapters.common import JOB_UID_LABEL, Adapter, common_status_document, read_status
 from webhook.rules.registry import GroupVersionKind
 
 ADAPTERS: dict[GroupVersionKind, Adapter] = {
-    adapter.gvk: adapter for family in (kubedl, mlkube, t9k, diengine) for adapter in family.ADAPTERS
+    adapter.gvk: adapter for family in (kubedl, mlkube, t9k, diengine, volcano) for adapter in family.ADAPTERS
 }
 
 

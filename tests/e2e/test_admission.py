@@ -98,6 +98,10 @@ def test_valid_example_applies_with_the_defaults(cluster: Cluster, path: Path):
             field = next(k for k in job["spec"] if k.endswith("ReplicaSpecs"))
             for replica in job["spec"][field].values():
                 assert replica["replicas"] >= 1 and replica["restartPolicy"]
+        elif job["apiVersion"].startswith("batch.volcano.sh/"):
+            assert job["spec"]["queue"] and job["spec"]["schedulerName"] and job["spec"]["minAvailable"] >= 1
+            for task in job["spec"]["tasks"]:
+                assert task["name"] and task["maxRetry"] >= 1 and "minAvailable" in task
         elif job["kind"] == "MxJob":
             for replica in job["spec"]["replicaSpecs"]:
                 assert replica["replicas"] >= 1 and replica["PsRootPort"] and replica["mxReplicaType"]

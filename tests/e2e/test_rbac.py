@@ -65,6 +65,8 @@ MATRIX = [
     (CONTROLLER, "list", "configmaps", "team-a", False),
     (CONTROLLER, "delete", "configmaps", "team-a", False),
     (CONTROLLER, "get", "secrets", "team-a", False),
+    (CONTROLLER, "create", "secrets", "team-a", True),  # Volcano's ssh plugin
+    (CONTROLLER, "delete", "secrets", "team-a", False),
     (CONTROLLER, "list", "secrets", None, False),
     (CONTROLLER, "create", "podgroups.scheduling.volcano.sh", "team-a", True),
     (CONTROLLER, "create", "leases.coordination.k8s.io", "jobgate-system", True),

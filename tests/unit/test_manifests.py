@@ -38,9 +38,12 @@ def test_a_crd_per_served_kind():
     for crd in crds.values():
         (version,) = crd["spec"]["versions"]
         assert version["subresources"] == {"status": {}}
-        # T9k and DI-orchestrator have a phase of their own; the other families show jobgate's columns.
+        # Volcano, T9k and DI-orchestrator show their own columns; the other families jobgate's.
         columns = [c["name"] for c in version["additionalPrinterColumns"]]
-        if crd["spec"]["group"] in ("batch.tensorstack.dev", "diengine.opendilab.org"):
+        group = crd["spec"]["group"]
+        if group == "batch.volcano.sh":
+            assert columns == ["STATUS", "MINAVAILABLE", "RUNNINGS", "AGE", "QUEUE"]
+        elif group in ("batch.tensorstack.dev", "diengine.opendilab.org"):
             assert columns[0] == "Phase" and columns[-1] == "Age"
             assert version["additionalPrinterColumns"][0]["jsonPath"] == ".status.phase"
         else:
@@ -72,8 +75,9 @@ def test_crd_schemas_are_structural_with_unknown_fields_only_under_templates(pat
         for forbidden in ("$ref", "anyOf", "oneOf", "allOf", "default", "title", "nullable"):
             assert forbidden not in node, where
         if node.get("x-kubernetes-preserve-unknown-fields"):
-            # Core/v1 objects held whole: pod templates, DIJob's shared volumes, T9k's container states.
-            assert where.endswith((".template", ".spec.volumes[]", ".containers[].state")), where
+            # Core/v1 objects held whole: pod templates, DIJob's shared volumes, T9k's container states,
+            # Volcano's PVC specs.
+            assert where.endswith((".template", ".spec.volumes[]", ".containers[].state", ".volumeClaim")), where
         named_field = not where.endswith(("[]", "[*]", ".template"))
         if where.startswith(".spec.") and named_field:
             assert node.get("description"), f"{where} has no description for kubectl explain"

@@ -7,7 +7,7 @@ import copy
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from tests.builders import KUBEDL, MLKUBE, REPLICA_FIELDS, container, replica
+from tests.builders import KUBEDL, MLKUBE, REPLICA_FIELDS, VOLCANO, container, replica
 from webhook.admission import Webhook, answer_review, parse_review
 from webhook.rules.engine import kind_of, review_job
 from webhook.rules.jsonpatch import apply_patch
@@ -71,6 +71,29 @@ field_names = st.sampled_from(
         "learner",
         "collector",
         "none",
+        # Volcano Job fields
+        "policies",
+        "event",
+        "events",
+        "exitCode",
+        "action",
+        "plugins",
+        "mpi",
+        "maxRetry",
+        "partitionPolicy",
+        "totalPartitions",
+        "partitionSize",
+        "minPartitions",
+        "dependsOn",
+        "hostNetwork",
+        "dnsPolicy",
+        "topologyPolicy",
+        "networkTopology",
+        "highestTierAllowed",
+        "highestTierName",
+        "mountPath",
+        "volumeClaim",
+        "volumeClaimName",
     ]
 )
 # Objects shaped like jobs, with wrong types and nulls anywhere: the realistic half-written input.
@@ -182,6 +205,34 @@ def valid_dijobs():
     ).filter(lambda obj: obj["spec"]["tasks"])
 
 
+def volcano_documents():
+    """Volcano Jobs with half-written tasks, plugins, policies and volumes, plus unknown fields."""
+
+    def build(tasks, plugins, policies, volumes, extra):
+        spec = {"tasks": tasks, "plugins": plugins, "policies": policies, "volumes": volumes, **extra}
+        return {"apiVersion": VOLCANO, "kind": "Job", "metadata": {"name": "v", "namespace": "n"}, "spec": spec}
+
+    task = st.dictionaries(field_names, job_like, max_size=6) | st.builds(
+        lambda n, name, extra: {
+            "name": name,
+            "replicas": n,
+            "template": {"spec": {"containers": [container()]}},
+            **extra,
+        },
+        st.none() | st.integers(-1, 4),
+        st.none() | st.sampled_from(["master", "worker", "ps", "", "Bad_Name"]),
+        st.dictionaries(field_names, job_like, max_size=2),
+    )
+    return st.builds(
+        build,
+        st.lists(task, max_size=3) | job_like,
+        st.none() | st.dictionaries(st.sampled_from(["mpi", "svc", "ssh", "tensorflow", "env", "x"]), job_like),
+        st.none() | st.lists(st.dictionaries(field_names, job_like, max_size=4), max_size=3),
+        st.none() | job_like,
+        st.dictionaries(field_names, job_like, max_size=3),
+    )
+
+
 def valid_tfjobs():
     roles = st.dictionaries(
         st.sampled_from(["PS", "ps", "Worker", "WORKER", "Evaluator", "Chief"]),
@@ -229,6 +280,29 @@ def test_mxjob_never_raises_and_patch_reproduces_defaults(obj):
 
 
 @SETTINGS
+@given(volcano_documents())
+def test_volcano_job_never_raises_and_patch_reproduces_defaults(obj):
+    _check_invariants(obj)
+
+
+@SETTINGS
+@given(volcano_documents(), st.text(max_size=8), job_like)
+def test_volcano_unknown_fields_survive_defaulting(obj, name, value):
+    obj["spec"][f"x-{name}"] = value
+    verdict = review_job(kind_of(obj), obj)
+    assert verdict.defaulted["spec"][f"x-{name}"] == value
+
+
+@SETTINGS
+@given(volcano_documents(), volcano_documents())
+def test_volcano_update_never_raises(obj, old):
+    kind = kind_of(obj)
+    verdict = review_job(kind, obj, old)
+    for error in verdict.errors:
+        assert str(error)
+
+
+@SETTINGS
 @given(valid_tfjobs())
 def test_patch_applied_to_raw_equals_defaulted(obj):
     _check_invariants(obj)
@@ -255,8 +329,8 @@ def test_well_formed_generic_jobs_and_dijobs_are_admitted_with_their_defaults(ob
 
 @SETTINGS
 @given(
-    st.sampled_from([KUBEDL, MLKUBE, T9K, DIENGINE]),
-    st.sampled_from(["TFJob", "MxJob", "MPIJob", "GenericJob", "DIJob"]),
+    st.sampled_from([KUBEDL, MLKUBE, T9K, DIENGINE, VOLCANO]),
+    st.sampled_from(["TFJob", "MxJob", "MPIJob", "GenericJob", "DIJob", "Job"]),
     json_like,
 )
 def test_arbitrary_spec_and_metadata(api_version, kind_name, value):

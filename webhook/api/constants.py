@@ -22,3 +22,6 @@ T9K_VERSION = "v1beta1"
 
 DIENGINE_GROUP = "diengine.opendilab.org"
 DIENGINE_VERSION = "v2alpha1"
+
+VOLCANO_GROUP = "batch.volcano.sh"
+VOLCANO_VERSION = "v1alpha1"

@@ -85,14 +85,42 @@ def register(kind: JobKind) -> JobKind:
     return kind
 
 
+# The families this process serves (``--families``); None: all. Kinds of other families are
+# answered like unknown kinds, so a cluster running Volcano can leave its Job to Volcano.
+_served_families: frozenset[str] | None = None
+
+
+def known_families() -> list[str]:
+    _load_families()
+    return sorted({kind.family for kind in _KINDS.values()})
+
+
+def parse_families(text: str) -> frozenset[str]:
+    """``volcano,kubedl`` -> the set; ValueError naming the unknown ones and the known ones."""
+    names = frozenset(part.strip() for part in text.split(",") if part.strip())
+    known = known_families()
+    unknown = sorted(names - set(known))
+    if unknown or not names:
+        raise ValueError(f"unknown families {unknown or [text]}: choose from {', '.join(known)}")
+    return names
+
+
+def serve_families(families: frozenset[str] | None) -> None:
+    global _served_families  # noqa: PLW0603 - one setting for the process, made once at start-up
+    _served_families = families
+
+
 def lookup(gvk: GroupVersionKind) -> JobKind | None:
     _load_families()
-    return _KINDS.get(gvk)
+    kind = _KINDS.get(gvk)
+    if kind is not None and _served_families is not None and kind.family not in _served_families:
+        return None
+    return kind
 
 
 def served_kinds() -> list[JobKind]:
     _load_families()
-    return list(_KINDS.values())
+    return [k for k in _KINDS.values() if _served_families is None or k.family in _served_families]
 
 
 def _load_families() -> None:

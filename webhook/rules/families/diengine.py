@@ -40,6 +40,25 @@ class DIJobKind:
     kind: str = "DIJob"
     plural: str = "dijobs"
     short_names: tuple[str, ...] = ("dijob", "dij")
+    # DI-orchestrator's own columns.
+    printer_columns: tuple[dict[str, str], ...] = (
+        {"name": "Phase", "type": "string", "jsonPath": ".status.phase", "description": "DI-orchestrator phase."},
+        {
+            "name": "ReadyReplicas",
+            "type": "integer",
+            "jsonPath": ".status.readyReplicas",
+            "description": "Ready containers of the job's pods.",
+        },
+        {"name": "Replicas", "type": "integer", "jsonPath": ".status.replicas", "description": "Pods of the job."},
+        {"name": "Restarts", "type": "integer", "jsonPath": ".status.restarts", "description": "Restarts so far."},
+        {
+            "name": "Reschedules",
+            "type": "integer",
+            "jsonPath": ".status.reschedules",
+            "description": "Reschedules so far.",
+        },
+        {"name": "Age", "type": "date", "jsonPath": ".metadata.creationTimestamp"},
+    )
     family: str = "diengine"
     spec_model: ModelRef = DIJOB_SPEC_MODEL
     status_model: ModelRef = DIJOB_STATUS_MODEL

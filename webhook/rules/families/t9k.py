@@ -41,6 +41,17 @@ class GenericJobKind:
     kind: str = "GenericJob"
     plural: str = "genericjobs"
     short_names: tuple[str, ...] = ("gj",)
+    # T9k's phase instead of jobgate's common columns.
+    printer_columns: tuple[dict[str, str], ...] = (
+        {"name": "Phase", "type": "string", "jsonPath": ".status.phase", "description": "T9k phase of the job."},
+        {
+            "name": "Running",
+            "type": "integer",
+            "jsonPath": ".status.aggregate.running",
+            "description": "Replica pods running.",
+        },
+        {"name": "Age", "type": "date", "jsonPath": ".metadata.creationTimestamp"},
+    )
     family: str = "t9k"
     spec_model: ModelRef = GENERIC_JOB_SPEC_MODEL
     status_model: ModelRef = GENERIC_JOB_STATUS_MODEL

@@ -1,0 +1,508 @@
+"""Volcano's job state machine as a pure step over one reconcile pass.
+
+The engine calls ``run(pass_, rules)`` through ``JobModel.lifecycle``. Volcano is event driven
+(an informer event becomes a bus event, a policy turns it into an action, the job's phase
+decides what the action does); jobgate is level driven, so each pass derives the events from
+what it sees (a Failed pod of the current run, a pod that vanished without the controller
+deleting it, a task whose pods all succeeded, a task over its in-place restart budget), picks
+the first one a policy turns into an action (task policies before job policies), and applies
+it as Volcano's state for the current phase would. At most one action runs per pass; a phase
+change requeues the job at once so the next state's step follows.
+
+Everything kept across passes lives in the status: phase, ``retryCount`` (``restart_count``),
+``version`` (``run_version``, stamped on pods; events of pods from an older run are ignored),
+the pods this controller deleted (``restarting_pods``, so their disappearance is no eviction)
+and the pods it last saw (``extra["knownPods"]``, so a pod deleted by someone else is one).
+"""
+
+from __future__ import annotations
+
+import datetime
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from enum import StrEnum
+from typing import Any
+
+from controller.clock import parse_time
+from controller.engine import ACTIVE_PHASES, Deletion, Event, build_pod, exit_code, pod_name
+
+# Pod labels and annotations Volcano puts on a job's pods.
+JOB_NAME_KEY = "volcano.sh/job-name"
+JOB_NAMESPACE_KEY = "volcano.sh/job-namespace"
+TASK_SPEC_KEY = "volcano.sh/task-spec"
+TASK_INDEX_KEY = "volcano.sh/task-index"
+QUEUE_NAME_KEY = "volcano.sh/queue-name"
+JOB_VERSION_KEY = "volcano.sh/job-version"
+RETRY_COUNT_KEY = "volcano.sh/job-retry-count"
+TEMPLATE_UID_KEY = "volcano.sh/template-uid"
+GROUP_NAME_KEY = "scheduling.k8s.io/group-name"
+POD_GROUP_API = "scheduling.volcano.sh/v1beta1"
+
+
+class Phase(StrEnum):
+    PENDING = "Pending"
+    RUNNING = "Running"
+    RESTARTING = "Restarting"
+    COMPLETING = "Completing"
+    COMPLETED = "Completed"
+    ABORTING = "Aborting"
+    ABORTED = "Aborted"
+    TERMINATING = "Terminating"
+    TERMINATED = "Terminated"
+    FAILED = "Failed"
+
+
+class Action(StrEnum):
+    SYNC = "SyncJob"
+    RESTART_JOB = "RestartJob"
+    RESTART_TASK = "RestartTask"
+    RESTART_POD = "RestartPod"
+    ABORT_JOB = "AbortJob"
+    TERMINATE_JOB = "TerminateJob"
+    COMPLETE_JOB = "CompleteJob"
+
+
+POD_FAILED = "PodFailed"
+POD_EVICTED = "PodEvicted"
+TASK_COMPLETED = "TaskCompleted"
+TASK_FAILED = "TaskFailed"
+ANY_EVENT = "*"
+
+# Once here, a finished job only has its unfinished pods killed (policies no longer apply).
+FINISHED = frozenset({Phase.COMPLETED, Phase.FAILED, Phase.TERMINATED, Phase.ABORTED})
+# Phases the ttlSecondsAfterFinished collector deletes (Volcano's garbage collector).
+TTL_PHASES = frozenset({Phase.COMPLETED, Phase.FAILED, Phase.TERMINATED})
+# Actions that wait for the pods to go before reaching their final phase.
+STOPPING = {Phase.ABORTING: Phase.ABORTED, Phase.TERMINATING: Phase.TERMINATED, Phase.COMPLETING: Phase.COMPLETED}
+STOP_ACTIONS = {
+    Action.ABORT_JOB: Phase.ABORTING,
+    Action.TERMINATE_JOB: Phase.TERMINATING,
+    Action.COMPLETE_JOB: Phase.COMPLETING,
+}
+RESTART_ACTIONS = frozenset({Action.RESTART_JOB, Action.RESTART_TASK, Action.RESTART_POD})
+
+
+@dataclass(frozen=True)
+class Policy:
+    """One ``LifecyclePolicy``: events (or ``*``) or one exit code, mapped to an action."""
+
+    action: Action
+    events: frozenset[str] = frozenset()
+    exit_code: int | None = None
+
+    def matches(self, event: str, code: int | None) -> bool:
+        if self.exit_code is not None:
+            return event == POD_FAILED and code == self.exit_code
+        return event in self.events or ANY_EVENT in self.events
+
+
+@dataclass(frozen=True)
+class TaskRules:
+    name: str
+    replicas: int
+    min_available: int
+    max_retry: int  # in-place container restarts before TaskFailed; -1 = never
+    policies: tuple[Policy, ...] = ()
+    depends_on: tuple[str, ...] = ()
+    depends_on_any: bool = False
+
+
+@dataclass(frozen=True)
+class Child:
+    """A job-level child (Service, ConfigMap, Secret, PodGroup) built only when missing."""
+
+    kind: str
+    name: str
+    build: Callable[[], dict[str, Any]]
+
+
+@dataclass(frozen=True)
+class JobRules:
+    min_available: int
+    max_retry: int
+    min_success: int | None
+    policies: tuple[Policy, ...]
+    tasks: tuple[TaskRules, ...]
+    children: tuple[Child, ...] = ()
+    pod_group: Child | None = None  # only created when the PodGroup API exists
+    priority_class: str | None = None
+    controlled_resources: dict[str, str] = field(default_factory=dict)  # ``plugin-<name>: <name>``
+
+    def task(self, name: str) -> TaskRules | None:
+        return next((t for t in self.tasks if t.name == name), None)
+
+    @property
+    def total_replicas(self) -> int:
+        return sum(t.replicas for t in self.tasks)
+
+
+@dataclass(frozen=True)
+class BusEvent:
+    event: str
+    task: str
+    pod: str | None = None
+    uid: str | None = None
+    exit_code: int | None = None
+
+    def describe(self) -> str:
+        where = f"pod {self.pod}" if self.pod else f"task {self.task}"
+        code = f" (exit code {self.exit_code})" if self.exit_code is not None else ""
+        return f"{self.event} of {where}{code}"
+
+
+def resolve(events: list[BusEvent], rules: JobRules) -> tuple[Action, BusEvent | None]:
+    """The first event a policy maps to an action: the task's policies first, then the job's."""
+    for event in events:
+        task = rules.task(event.task)
+        for policy in (*(task.policies if task else ()), *rules.policies):
+            if policy.matches(event.event, event.exit_code):
+                return policy.action, event
+    return Action.SYNC, None
+
+
+# --- reading the pass -----------------------------------------------------------------------------
+
+
+def _pod_phase(pod: dict[str, Any]) -> str:
+    return (pod.get("status") or {}).get("phase") or "Pending"
+
+
+def _version(pod: dict[str, Any]) -> int:
+    try:
+        return int((pod["metadata"].get("annotations") or {}).get(JOB_VERSION_KEY, "0"))
+    except ValueError:
+        return 0
+
+
+def _task_of(pod: dict[str, Any]) -> str | None:
+    labels = pod["metadata"].get("labels") or {}
+    return labels.get(TASK_SPEC_KEY)
+
+
+def _restarts(pod: dict[str, Any]) -> int:
+    statuses = (pod.get("status") or {}).get("containerStatuses") or []
+    return sum(int(s.get("restartCount") or 0) for s in statuses)
+
+
+def _first_container_exit_code(pod: dict[str, Any]) -> int | None:
+    """Volcano reports the exit code of the pod's first container."""
+    containers = (pod.get("spec") or {}).get("containers") or []
+    first = containers[0].get("name") if containers else None
+    return exit_code(pod, first)
+
+
+def go_duration(seconds: float) -> str:
+    """A duration as Go prints it (``1h2m3s``), as Volcano's ``runningDuration`` reads."""
+    total = max(int(seconds), 0)
+    hours, rest = divmod(total, 3600)
+    minutes, secs = divmod(rest, 60)
+    if hours:
+        return f"{hours}h{minutes}m{secs}s"
+    if minutes:
+        return f"{minutes}m{secs}s"
+    return f"{secs}s"
+
+
+class Step:
+    """One pass of Volcano's state machine over the engine's pass ``p``."""
+
+    def __init__(self, p: Any, rules: JobRules) -> None:
+        self.p = p
+        self.rules = rules
+        self.model = p.model
+        self.status = p.status
+        self.plan = p.plan
+        self.now: datetime.datetime = p.observed.now
+        self.deleting: set[str] = {d.name for d in self.plan.delete if d.kind == "Pod"}
+        self.creating: dict[str, str] = {}  # pod name -> task, pods this pass creates
+        self.pods = [pod for pod in p.observed.pods if _task_of(pod) is not None]
+        self.by_name = {pod["metadata"]["name"]: pod for pod in self.pods}
+
+    # --- helpers ---
+
+    def current(self, pod: dict[str, Any]) -> bool:
+        return _version(pod) >= self.status.run_version
+
+    def alive(self, pod: dict[str, Any]) -> bool:
+        """Neither terminating nor deleted by this pass."""
+        return not pod["metadata"].get("deletionTimestamp") and pod["metadata"]["name"] not in self.deleting
+
+    def set_phase(self, phase: Phase, reason: str, message: str) -> None:
+        status = self.status
+        if status.phase == phase:
+            return
+        now = self.p.now
+        status.phase = phase.value
+        status.extra.update(reason=reason, message=message, lastTransitionTime=now)
+        history = [c for c in status.extra.get("conditions", []) if c.get("status") != phase.value]
+        status.extra["conditions"] = [*history, {"status": phase.value, "lastTransitionTime": now}]
+        start = parse_time(status.start_time)
+        if start is not None:
+            status.extra["runningDuration"] = go_duration((self.now - start).total_seconds())
+        self.plan.requeue(0)  # the next state's step runs on the next pass
+
+    def kill(self, pods: list[dict[str, Any]], *, retain_finished: bool) -> list[str]:
+        killed = []
+        for pod in pods:
+            if not self.alive(pod):
+                continue
+            if retain_finished and _pod_phase(pod) in ("Succeeded", "Failed"):
+                continue
+            name, uid = pod["metadata"]["name"], pod["metadata"].get("uid")
+            self.plan.delete.append(Deletion("v1", "Pod", name, uid))
+            self.deleting.add(name)
+            if uid and uid not in self.status.restarting_pods:
+                self.status.restarting_pods.append(uid)
+            killed.append(name)
+        if killed:
+            shown = ", ".join(killed[:10]) + (f" and {len(killed) - 10} more" if len(killed) > 10 else "")
+            self.plan.events.append(Event("Normal", "SuccessfulDeletePod", f"Deleted pod(s): {shown}"))
+        return killed
+
+    def kill_job(self, *, retain_finished: bool) -> None:
+        self.kill(self.pods, retain_finished=retain_finished)
+
+    # --- events ---
+
+    def events(self) -> list[BusEvent]:
+        found: list[BusEvent] = []
+        handled = set(self.status.restarting_pods)
+        for pod in self.pods:
+            uid = pod["metadata"].get("uid")
+            if not self.current(pod) or uid in handled:
+                continue
+            task, name = _task_of(pod) or "", pod["metadata"]["name"]
+            if pod["metadata"].get("deletionTimestamp"):
+                found.append(BusEvent(POD_EVICTED, task, name, uid))
+            elif _pod_phase(pod) == "Failed":
+                found.append(BusEvent(POD_FAILED, task, name, uid, _first_container_exit_code(pod)))
+        for name, task in sorted((self.status.extra.get("knownPods") or {}).items()):
+            if name not in self.by_name:
+                found.append(BusEvent(POD_EVICTED, task, name))
+        for task in self.rules.tasks:
+            pods = [p for p in self.pods if _task_of(p) == task.name and self.current(p)]
+            if task.replicas and len(pods) >= task.replicas and all(_pod_phase(p) == "Succeeded" for p in pods):
+                found.append(BusEvent(TASK_COMPLETED, task.name))
+            active = [p for p in pods if _pod_phase(p) in ("Pending", "Running")]
+            if task.max_retry != -1 and active and sum(_restarts(p) for p in active) >= task.max_retry:
+                found.append(BusEvent(TASK_FAILED, task.name))
+        return found
+
+    # --- actions ---
+
+    def act(self, action: Action, cause: BusEvent) -> None:
+        status, rules = self.status, self.rules
+        self.plan.events.append(
+            Event("Normal", "ExecuteAction", f"Start to execute action {action.value} on {cause.describe()}")
+        )
+        message = f"{action.value} on {cause.describe()}"
+        if action in STOP_ACTIONS:
+            self.kill_job(retain_finished=True)
+            self.set_phase(STOP_ACTIONS[action], action.value, message)
+            return
+        if action is Action.RESTART_JOB:
+            # At the last retry finished pods are kept, so that their logs survive the failure.
+            self.kill_job(retain_finished=status.restart_count >= rules.max_retry - 1)
+            status.run_version += 1
+            self.delete_pod_group()
+        elif action is Action.RESTART_TASK:
+            self.kill([p for p in self.pods if _task_of(p) == cause.task], retain_finished=False)
+        elif action is Action.RESTART_POD and cause.pod is not None and cause.pod in self.by_name:
+            self.kill([self.by_name[cause.pod]], retain_finished=False)
+        status.restart_count += 1
+        self.set_phase(Phase.RESTARTING, action.value, message)
+
+    def delete_pod_group(self) -> None:
+        group = self.rules.pod_group
+        if group is not None and (group.kind, group.name) in self.p.observed.existing:
+            self.plan.delete.append(Deletion(POD_GROUP_API, group.kind, group.name, None))
+
+    # --- sync ---
+
+    def ready(self, task_name: str) -> bool:
+        """A task others depend on is ready when enough of its pods run or have succeeded."""
+        task = self.rules.task(task_name)
+        if task is None:
+            return True
+        up = sum(
+            1
+            for p in self.pods
+            if _task_of(p) == task_name and self.alive(p) and _pod_phase(p) in ("Running", "Succeeded")
+        )
+        return up >= max(task.min_available, 1)
+
+    def sync(self) -> None:
+        """Create what is missing (job children, then pods), delete pods beyond the replicas."""
+        observed, plan, model = self.p.observed, self.plan, self.model
+        services = {s["metadata"]["name"] for s in observed.services}
+        wanted = [
+            *self.rules.children,
+            *([self.rules.pod_group] if self.rules.pod_group and observed.gang_supported else []),
+        ]
+        for child in wanted:
+            present = (
+                child.name in services if child.kind == "Service" else (child.kind, child.name) in observed.existing
+            )
+            if not present:
+                plan.create.append(child.build())
+        names: set[str] = set()
+        created = []
+        for group in model.groups:
+            task = self.rules.task(group.name)
+            blocked = False
+            if task is not None and task.depends_on:
+                ready = [self.ready(d) for d in task.depends_on]
+                blocked = not (any(ready) if task.depends_on_any else all(ready))
+            for index in range(group.replicas):
+                name = pod_name(model, group, index)
+                names.add(name)
+                if name in self.by_name or blocked:
+                    continue
+                pod = build_pod(model, group, index)
+                annotations = pod["metadata"]["annotations"]
+                annotations[JOB_VERSION_KEY] = str(self.status.run_version)
+                annotations[RETRY_COUNT_KEY] = str(self.status.restart_count)
+                if self.rules.pod_group is not None and observed.gang_supported:
+                    annotations[GROUP_NAME_KEY] = self.rules.pod_group.name
+                plan.create.append(pod)
+                self.creating[name] = group.name
+                created.append(name)
+        self.kill([p for p in self.pods if p["metadata"]["name"] not in names], retain_finished=False)
+        if created:
+            shown = ", ".join(created[:10]) + (f" and {len(created) - 10} more" if len(created) > 10 else "")
+            plan.events.append(Event("Normal", "SuccessfulCreatePod", f"Created pod(s): {shown}"))
+
+    # --- counting ---
+
+    def counts(self) -> dict[str, int]:
+        counts = dict.fromkeys(("pending", "running", "succeeded", "failed", "terminating", "unknown"), 0)
+        per_task: dict[str, dict[str, int]] = {}
+        for pod in self.pods:
+            task = _task_of(pod) or ""
+            if not self.alive(pod):
+                counts["terminating"] += 1
+                continue
+            phase = _pod_phase(pod)
+            key = phase.lower() if phase.lower() in counts else "unknown"
+            counts[key] += 1
+            per_task.setdefault(task, {})
+            per_task[task][phase] = per_task[task].get(phase, 0) + 1
+        for task in self.creating.values():
+            counts["pending"] += 1
+            per_task.setdefault(task, {})
+            per_task[task]["Pending"] = per_task[task].get("Pending", 0) + 1
+        self.per_task = per_task
+        return counts
+
+    def task_succeeded(self, task: str) -> int:
+        return self.per_task.get(task, {}).get("Succeeded", 0)
+
+    # --- the step ---
+
+    def run(self) -> None:
+        status, rules = self.status, self.rules
+        status.conditions = []  # Volcano keeps its own phase history, not the common conditions
+        if status.phase not in Phase._value2member_map_:  # new job, or a phase this controller never writes
+            status.phase = None
+            self.set_phase(Phase.PENDING, "", "")
+        phase = Phase(status.phase or Phase.PENDING)
+
+        if phase in (Phase.PENDING, Phase.RUNNING):
+            action, cause = resolve(self.events(), rules)
+            if cause is not None and action is not Action.SYNC:
+                self.act(action, cause)
+            else:
+                self.sync()
+                self.running_rules(phase)
+        elif phase is Phase.RESTARTING:
+            terminating = sum(1 for p in self.pods if not self.alive(p))
+            if status.restart_count >= rules.max_retry:
+                self.kill_job(retain_finished=True)
+                message = f"Job failed on action {status.extra.get('reason') or 'restart'} for retry limit reached"
+                self.plan.events.append(Event("Warning", "ExecuteAction", message))
+                self.set_phase(Phase.FAILED, "RetryLimitReached", message)
+            elif rules.total_replicas - terminating >= rules.min_available:
+                self.set_phase(Phase.PENDING, "Restarted", "the killed pods are gone; recreating them")
+        elif phase in STOPPING:
+            self.kill_job(retain_finished=True)
+            if not any(self.alive(p) and _pod_phase(p) in ACTIVE_PHASES for p in self.pods) and all(
+                self.alive(p) for p in self.pods
+            ):
+                self.set_phase(STOPPING[phase], status.extra.get("reason") or "", status.extra.get("message") or "")
+        else:  # finished: policies no longer apply; unfinished pods go, finished ones stay for their logs
+            self.kill_job(retain_finished=True)
+            self.delete_pod_group()
+            self.schedule_ttl(phase)
+
+        counts = self.counts()
+        status.extra["counts"] = counts
+        status.extra["minAvailable"] = rules.min_available
+        status.extra["controlledResources"] = dict(rules.controlled_resources)
+        status.extra["taskStatusCount"] = {
+            t: {"phase": dict(sorted(c.items()))} for t, c in sorted(self.per_task.items())
+        }
+        status.extra["knownPods"] = {
+            p["metadata"]["name"]: _task_of(p) for p in self.pods if self.alive(p) and self.current(p)
+        }
+        for key in [k for k, v in status.extra.items() if v in ({}, [], None)]:
+            del status.extra[key]  # the status leaves empty fields out: keep passes comparable
+        handled = {p["metadata"].get("uid") for p in self.pods}
+        status.restarting_pods = [u for u in status.restarting_pods if u in handled]
+
+    def running_rules(self, phase: Phase) -> None:
+        """Volcano's Pending and Running sync rules, over the counts after this pass's changes."""
+        rules = self.rules
+        counts = self.counts()
+        total = rules.total_replicas
+        started = counts["running"] + counts["succeeded"] + counts["failed"]
+        if phase is Phase.PENDING:
+            if rules.min_available <= started and total:
+                self.set_phase(Phase.RUNNING, "", "")
+            return
+        if total == 0:
+            return
+        succeeded, failed = counts["succeeded"], counts["failed"]
+        if rules.min_success is not None and succeeded >= rules.min_success:
+            self.kill_job(retain_finished=True)
+            self.set_phase(
+                Phase.COMPLETED, "MinSuccess", f"{succeeded} pod(s) succeeded, minSuccess {rules.min_success}"
+            )
+            return
+        if succeeded + failed == total:
+            short = []
+            if rules.min_available >= sum(t.min_available for t in rules.tasks):
+                short = [
+                    t.name for t in rules.tasks if t.min_available and self.task_succeeded(t.name) < t.min_available
+                ]
+            if short:
+                self.set_phase(
+                    Phase.FAILED, "TaskMinAvailable", f"too few pods succeeded in task(s) {', '.join(short)}"
+                )
+            elif rules.min_success is not None and succeeded < rules.min_success:
+                self.set_phase(
+                    Phase.FAILED, "MinSuccess", f"{succeeded} pod(s) succeeded, minSuccess {rules.min_success}"
+                )
+            elif succeeded >= rules.min_available:
+                self.set_phase(Phase.COMPLETED, "Completed", f"{succeeded} pod(s) succeeded")
+            else:
+                self.set_phase(
+                    Phase.FAILED, "MinAvailable", f"{succeeded} pod(s) succeeded, minAvailable {rules.min_available}"
+                )
+            return
+        if counts["pending"] > total - rules.min_available:
+            self.set_phase(Phase.PENDING, "", "")
+
+    def schedule_ttl(self, phase: Phase) -> None:
+        ttl = self.model.run_policy.ttl_seconds_after_finished
+        finished_at = parse_time(self.status.extra.get("lastTransitionTime"))
+        if ttl is None or phase not in TTL_PHASES or finished_at is None:
+            return
+        remaining = (finished_at - self.now).total_seconds() + ttl
+        if remaining <= 0:
+            self.plan.delete_job = True
+        else:
+            self.plan.requeue(remaining)
+
+
+def run(p: Any, rules: JobRules) -> None:
+    Step(p, rules).run()

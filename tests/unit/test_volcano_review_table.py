@@ -1,0 +1,227 @@
+"""Volcano's own webhook test cases (admit_job_test.go, mutate_job_test.go), restated as AdmissionReviews.
+
+Each case goes through the webhook's answer path (/mutate, then /validate) with a queue view
+holding Volcano's fixture (queue ``default``, Open): /mutate admits everything, /validate
+gives Volcano's verdict with Volcano's words in the message.
+"""
+
+from __future__ import annotations
+
+import base64
+import copy
+import json
+
+import pytest
+
+from tests.builders import admission_review
+from webhook.admission import Webhook, answer_review, parse_review
+from webhook.rules.jsonpatch import apply_patch
+from webhook.rules.volcano_rules import QUEUES, QueueSnapshot
+
+
+def task(name="task-1", replicas=1, **fields):
+    template = {
+        "metadata": {"labels": {"name": "test"}},
+        "spec": {"containers": [{"name": "fake-name", "image": "busybox:1.24"}]},
+    }
+    return {"name": name, "replicas": replicas, "template": template, **fields}
+
+
+def job(name="valid-job", tasks=None, **spec):
+    return {
+        "apiVersion": "batch.volcano.sh/v1alpha1",
+        "kind": "Job",
+        "metadata": {"name": name, "namespace": "test"},
+        "spec": {"minAvailable": 1, "queue": "default", "tasks": [task()] if tasks is None else tasks, **spec},
+    }
+
+
+@pytest.fixture(autouse=True)
+def volcano_fixture_queue():
+    QUEUES.install(QueueSnapshot([{"metadata": {"name": "default"}, "status": {"state": "Open"}}]))
+    yield
+    QUEUES.install(None)
+
+
+def respond(obj, webhook, *, operation="CREATE", old=None):
+    review = admission_review(obj, operation=operation, old=old)
+    return answer_review(parse_review(json.dumps(review).encode()), webhook)["response"]
+
+
+def mutate_then_validate(obj, *, operation="CREATE", old=None):
+    mutated = respond(obj, Webhook.MUTATE, operation=operation, old=old)
+    assert mutated["allowed"] is True  # where Volcano's mutating webhook denies nothing, nor does jobgate's
+    patch = json.loads(base64.b64decode(mutated["patch"])) if "patch" in mutated else []
+    patched = apply_patch(obj, patch)
+    return patched, respond(patched, Webhook.VALIDATE, operation=operation, old=old)
+
+
+CREATE_CASES = [
+    ("valid job", job(policies=[{"event": "PodEvicted", "action": "RestartTask"}]), None),
+    (
+        "duplicate task name",
+        job(tasks=[task("duplicated-task-1"), task("duplicated-task-1")]),
+        "duplicated task name duplicated-task-1",
+    ),
+    (
+        "duplicated policy event",
+        job(policies=[{"event": "PodFailed", "action": "AbortJob"}, {"event": "PodFailed", "action": "RestartJob"}]),
+        "duplicate",
+    ),
+    ("minAvailable illegal", job(minAvailable=2), "'minAvailable' should not be greater than total replicas in tasks"),
+    ("plugin illegal", job(plugins={"big_plugin": []}), "unable to find job plugin: big_plugin"),
+    ("ttl illegal", job(ttlSecondsAfterFinished=-1), "'ttlSecondsAfterFinished' cannot be less than zero"),
+    ("minAvailable < 0", job(minAvailable=-1), "'minAvailable' must be >= 0"),
+    ("maxRetry < 0", job(maxRetry=-1), "'maxRetry' cannot be less than zero."),
+    ("no task", job(tasks=[]), "No task specified in job spec"),
+    ("replicas < 0", job(tasks=[task(replicas=-1)]), "'replicas' < 0 in task: task-1"),
+    ("task name not DNS", job(tasks=[task("Task-1")]), "RFC 1123 label must consist of lower case alphanumeric"),
+    (
+        "event with exit code",
+        job(policies=[{"event": "PodFailed", "action": "AbortJob", "exitCode": -1}]),
+        "must not specify event and exitCode simultaneously",
+    ),
+    ("no event no exit code", job(policies=[{"action": "AbortJob"}]), "either event and exitCode should be specified"),
+    ("invalid event", job(policies=[{"event": "someFakeEvent", "action": "AbortJob"}]), "invalid policy event"),
+    ("invalid action", job(policies=[{"event": "PodEvicted", "action": "someFakeAction"}]), "invalid policy action"),
+    ("exit code 0", job(policies=[{"exitCode": 0, "action": "AbortJob"}]), "0 is not a valid error code"),
+    ("duplicate exit code", job(policies=[{"exitCode": 1}, {"exitCode": 1}]), "duplicate exitCode 1"),
+    (
+        "any event with others",
+        job(policies=[{"event": "*", "action": "AbortJob"}, {"event": "PodFailed", "action": "RestartJob"}]),
+        "if there's * here, no other policy should be here",
+    ),
+    ("empty mount path", job(volumes=[{"mountPath": ""}]), "mountPath is required"),
+    (
+        "duplicate mount path",
+        job(
+            volumes=[{"mountPath": "/var", "volumeClaimName": "pvc1"}, {"mountPath": "/var", "volumeClaimName": "pvc2"}]
+        ),
+        "duplicated mountPath: /var",
+    ),
+    (
+        "volume without claim",
+        job(volumes=[{"mountPath": "/var"}]),
+        "either VolumeClaim or VolumeClaimName must be specified",
+    ),
+    (
+        "task policy any with others",
+        job(
+            tasks=[
+                task(policies=[{"event": "*", "action": "AbortJob"}, {"event": "PodFailed", "action": "RestartJob"}])
+            ]
+        ),
+        "if there's * here, no other policy should be here",
+    ),
+    ("queue missing", job(queue="jobQueue"), "unable to find job queue"),
+    (
+        "privileged container",
+        job(
+            tasks=[
+                task(
+                    template={
+                        "spec": {
+                            "containers": [{"name": "c", "image": "busybox", "securityContext": {"privileged": True}}]
+                        }
+                    }
+                )
+            ]
+        ),
+        None,
+    ),
+    (
+        "mpi master missing",
+        job(plugins={"mpi": ["--master=master", "--worker=worker"]}),
+        "The specified mpi master task was not found",
+    ),
+    (
+        "mpi master present",
+        job(tasks=[task("master"), task("worker")], plugins={"mpi": ["--master=master", "--worker=worker"]}),
+        None,
+    ),
+    (
+        "dependsOn cycle",
+        job(tasks=[task("a", dependsOn={"name": ["b"]}), task("b", dependsOn={"name": ["a"]})]),
+        "doesn't form a directed acyclic graph(DAG)",
+    ),
+    (
+        "numa policy with fractional cpu",
+        job(
+            tasks=[
+                task(
+                    topologyPolicy="single-numa-node",
+                    template={
+                        "spec": {
+                            "containers": [{"name": "c", "image": "b", "resources": {"requests": {"cpu": "1500m"}}}]
+                        }
+                    },
+                )
+            ]
+        ),
+        "the cpu request isn't an integer in spec.task[0] container[0].",
+    ),
+    (
+        "partition replicas mismatch",
+        job(tasks=[task(replicas=5, partitionPolicy={"totalPartitions": 2, "partitionSize": 2})]),
+        "'Replicas' are not equal to TotalPartitions*PartitionSize in task: task-1, job: valid-job",
+    ),
+    (
+        "tier fields together",
+        job(networkTopology={"mode": "hard", "highestTierAllowed": 1, "highestTierName": "tier"}),
+        "must not specify 'highestTierAllowed' and 'highestTierName' in networkTopology simultaneously",
+    ),
+    (
+        "task minAvailable greater than replicas",
+        job(tasks=[task(replicas=1, minAvailable=2)]),
+        "'minAvailable' is greater than 'replicas' in task: task-1, job: valid-job",
+    ),
+]
+
+
+@pytest.mark.parametrize(("obj", "fragment"), [c[1:] for c in CREATE_CASES], ids=[c[0] for c in CREATE_CASES])
+def test_create(obj, fragment):
+    _, response = mutate_then_validate(obj)
+    if fragment is None:
+        assert response["allowed"] is True, response
+    else:
+        assert response["allowed"] is False
+        assert fragment in response["status"]["message"], response["status"]["message"]
+
+
+def stored_job():
+    patched, response = mutate_then_validate(
+        job(minAvailable=5, tasks=[task(replicas=5)], policies=[{"event": "PodEvicted", "action": "RestartTask"}])
+    )
+    assert response["allowed"] is True
+    return patched
+
+
+UPDATE_CASES = [
+    # (name, replicas, minAvailable, add task, rename task, change queue, expect denial)
+    ("scale up", 6, 5, False, False, False, False),
+    ("scale down below minAvailable", 4, 5, False, False, False, True),
+    ("scale down", 4, 3, False, False, False, False),
+    ("negative minAvailable", 4, -1, False, False, False, True),
+    ("add task", 4, 5, True, False, False, True),
+    ("rename task", 5, 5, False, True, False, True),
+    ("change queue", 5, 5, False, False, True, True),
+]
+
+
+@pytest.mark.parametrize("case", UPDATE_CASES, ids=[c[0] for c in UPDATE_CASES])
+def test_update(case):
+    _, replicas, min_available, add, rename, queue, denied = case
+    old = stored_job()
+    new = copy.deepcopy(old)
+    new["spec"]["minAvailable"] = min_available
+    new["spec"]["tasks"][0]["replicas"] = replicas
+    del new["spec"]["tasks"][0]["minAvailable"]  # as in Volcano's table: only replicas is set
+    new["status"] = {"succeeded": 2}
+    if add:
+        new["spec"]["tasks"].append(task("task-2", 5))
+    if rename:
+        new["spec"]["tasks"][0]["name"] = "mutated-name"
+    if queue:
+        new["spec"]["queue"] = "mutated-queue"
+    _, response = mutate_then_validate(new, operation="UPDATE", old=old)
+    assert response["allowed"] is (not denied), response
