@@ -92,6 +92,7 @@ class Controller:
         self._stop = threading.Event()
         self._threads: list[threading.Thread] = []
         self.reconciles = 0
+        self.status_conflicts = 0  # status writes refused with 409 (reported on stop)
         self._kill_after_pod_creates = _kill_after_pod_creates()
         self._pod_creates = 0
         self._reconciles_lock = threading.Lock()  # workers count concurrently
@@ -248,6 +249,8 @@ class Controller:
                 self.kube.replace(resource.path(model.namespace, model.name, "status"), body)
             except ApiError as exc:
                 if exc.status == 409:  # a newer version exists: the next pass starts from it
+                    with self._reconciles_lock:
+                        self.status_conflicts += 1
                     log.debug("%s: status conflict, requeued", key)
                     self.queue.add_after(key, 0.05)
                     return
