@@ -50,12 +50,18 @@ def admin(cluster: Cluster) -> Kube:
 
 
 @pytest.fixture
-def controllers(faults_kubeconfig: str, tmp_path: Path) -> Iterator[list[ControllerProcess]]:
-    """Controllers a test starts; all stopped at its end, and the namespace emptied of jobs."""
+def controllers(cluster: Cluster, faults_kubeconfig: str, tmp_path: Path) -> Iterator[list[ControllerProcess]]:
+    """Controllers a test starts, all stopped at its end. Their logs' tails (and the apiserver's)
+    are printed then: pytest shows them when the test failed."""
     started: list[ControllerProcess] = []
     yield started
     for process in started:
         process.stop()
+    for process in {p.log: p for p in started}.values():
+        print(f"--- {process.log} (last 60 lines) ---")
+        print("\n".join(process.log.read_text(errors="replace").splitlines()[-60:]))
+    print("--- kube-apiserver (last 20 lines) ---")
+    print(cluster.plane.log_tail("kube-apiserver", 20))
 
 
 def start_controller(
