@@ -209,7 +209,7 @@ class ControlPlane:
         """Start kube-apiserver again: same etcd, port, certificates and flags; wait until ready."""
         if "kube-apiserver" in self.processes and self.processes["kube-apiserver"].poll() is None:
             return
-        # The stopped process's listening socket may linger a moment; the new one retries its bind.
+        # Go listeners set SO_REUSEADDR: the port is free again once the old process has exited.
         self._spawn("kube-apiserver", self._apiserver_command)
         self._wait_ready(self._pki, timeout)
 
