@@ -317,7 +317,15 @@ def test_etcd_compaction_forces_410_and_the_informers_relist_without_missing_eve
             assert succeeded
             # cleanPodPolicy Running: only the succeeded pod of gone-b stays.
             wait_until(lambda: sorted(pods_by_name(admin, "gone-b")) == ["gone-b-worker-0"], 60, message="cleanup")
-            wait_until(lambda: not pods_by_name(admin, "gone-d"), 90, message="gone-d collected")
+            # Garbage collection removes a deleted job's pods and services asynchronously.
+            wait_until(
+                lambda: (
+                    not pods_by_name(admin, "gone-d")
+                    and not admin.get(SERVICES, labelSelector="job-name=gone-d").get("items")
+                ),
+                90,
+                message="gone-d's pods and services collected",
+            )
             assert children_invariants(admin) == []
         assert monitor.regressions == []
         relisted = set(re.findall(r"(\w+): resource version \S+ too old \(410\)", controller.text()))
