@@ -10,18 +10,26 @@ the controller would create (built by the engine, without ownerReferences) POSTe
 from 32 threads, the controller's own creation concurrency. The ratio says how close the
 controller comes to the apiserver's own write throughput on this machine.
 
-    python -m bench.controller_bench [--jobs 500] [--workers 16]
+The scale curve: ``--sizes 500,1000,2000`` runs each size on a fresh control plane, one after
+the other, and prints a table at the end. Per size: time until all children exist and until
+every status is correct, the controller's peak RSS and CPU seconds (from /proc, so Linux only),
+its API requests per job, the baseline, and the load average at the end of the run (the
+machine may be shared: read the figures with it).
+
+    python -m bench.controller_bench [--jobs 500 | --sizes 500,1000,2000] [--workers 16]
 """
 
 from __future__ import annotations
 
 import argparse
+import os
 import re
 import subprocess
 import sys
 import tempfile
 import time
 from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
@@ -90,13 +98,34 @@ def converged_jobs(kube) -> int:
     return done
 
 
-def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--jobs", type=int, default=500)
-    parser.add_argument("--workers", type=int, default=16, help="controller workers")
-    parser.add_argument("--timeout", type=float, default=600.0)
-    args = parser.parse_args()
+@dataclass
+class Result:
+    jobs: int
+    baseline: float
+    submitted: float
+    pods_done: float | None
+    services_done: float | None
+    statuses_done: float | None
+    peak_rss_mib: float
+    cpu_seconds: float
+    requests: dict[str, int] = field(default_factory=dict)
+    reconciles: int | None = None
+    load: tuple[float, float, float] = (0.0, 0.0, 0.0)
 
+
+def process_usage(pid: int) -> tuple[float, float]:
+    """Peak resident memory (MiB) and CPU seconds (user + system) of a running process."""
+    peak_kib = 0
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith("VmHWM:"):
+            peak_kib = int(line.split()[1])
+    # Fields after the command name (which may contain spaces): utime and stime are 14 and 15.
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    ticks = int(fields[11]) + int(fields[12])
+    return peak_kib / 1024, ticks / os.sysconf("SC_CLK_TCK")
+
+
+def run_size(jobs: int, workers: int, timeout: float) -> Result:
     from controller.kube import Kube
     from envtest.harness import ControlPlane
 
@@ -108,11 +137,11 @@ def main() -> int:
         for namespace in (NAMESPACE, BASELINE_NAMESPACE):
             subprocess.run(kubectl("create", "namespace", namespace), check=True, capture_output=True)
         kube = Kube(str(plane.kubeconfig))
-        baseline = baseline_seconds(kube, args.jobs)
+        baseline = baseline_seconds(kube, jobs)
         log = Path(tmp) / "controller.log"
         controller = subprocess.Popen(
             [sys.executable, "-m", "webhook.cli", "controller", "--kubeconfig", str(plane.kubeconfig),
-             "--namespace", NAMESPACE, "--workers", str(args.workers)],
+             "--namespace", NAMESPACE, "--workers", str(workers)],
             cwd=REPO, stderr=log.open("wb"),
         )  # fmt: skip
         while "reconciling with" not in log.read_text():
@@ -120,41 +149,85 @@ def main() -> int:
         jobs_path = f"/apis/training.kubedl.io/v1alpha1/namespaces/{NAMESPACE}/tfjobs"
         started = time.monotonic()
         with ThreadPoolExecutor(16) as pool:
-            list(pool.map(lambda i: kube.create(jobs_path, tfjob(i)), range(args.jobs)))
+            list(pool.map(lambda i: kube.create(jobs_path, tfjob(i)), range(jobs)))
         submitted = time.monotonic() - started
-        wanted = args.jobs * REPLICAS
+        wanted = jobs * REPLICAS
         pods_done = services_done = statuses_done = None
-        while time.monotonic() - started < args.timeout:
+        while time.monotonic() - started < timeout:
             elapsed = time.monotonic() - started
             if pods_done is None and count(kube, f"/api/v1/namespaces/{NAMESPACE}/pods") >= wanted:
                 pods_done = elapsed
             if services_done is None and count(kube, f"/api/v1/namespaces/{NAMESPACE}/services") >= wanted:
                 services_done = elapsed
-            if pods_done and services_done and converged_jobs(kube) == args.jobs:
+            if pods_done and services_done and converged_jobs(kube) == jobs:
                 statuses_done = time.monotonic() - started
                 break
             time.sleep(0.5)
+        peak_rss, cpu = process_usage(controller.pid)
         controller.terminate()
         controller.wait(timeout=30)
         text = log.read_text()
     requests = {verb.upper(): int(n) for verb, n in re.findall(r"requests_(\w+)=(\d+)", text)}
     reconciles = re.search(r"reconciles=(\d+)", text)
-    total = sum(requests.values())
-    print(f"controller benchmark: {args.jobs} TFJobs x {REPLICAS} replicas, {args.workers} workers, 2 CPUs")
-    print(f"  baseline: the same {wanted} pods + {wanted} services POSTed directly in {baseline:6.1f} s")
-    print(f"  jobs submitted in            {submitted:6.1f} s")
-    print(f"  all {wanted} pods exist after  {pods_done or float('nan'):6.1f} s")
-    print(f"  all {wanted} services after    {services_done or float('nan'):6.1f} s")
-    print(f"  every status correct after   {statuses_done or float('nan'):6.1f} s")
-    if statuses_done:
-        print(f"  baseline / controller        {baseline / statuses_done:6.2f}x")
-    if requests:
-        per_job = {verb: round(n / args.jobs, 2) for verb, n in requests.items()}
-        print(f"  controller API requests      {total} ({total / args.jobs:.1f} per job: {per_job})")
-    if reconciles:
-        passes = int(reconciles.group(1))
-        print(f"  reconcile passes             {passes} ({passes / args.jobs:.1f} per job)")
-    return 0 if statuses_done is not None else 1
+    return Result(
+        jobs, baseline, submitted, pods_done, services_done, statuses_done, peak_rss, cpu, requests,
+        int(reconciles.group(1)) if reconciles else None, os.getloadavg(),
+    )  # fmt: skip
+
+
+def report(result: Result, workers: int) -> None:
+    jobs, wanted = result.jobs, result.jobs * REPLICAS
+    nan = float("nan")
+    print(f"controller benchmark: {jobs} TFJobs x {REPLICAS} replicas, {workers} workers, {os.cpu_count()} CPUs")
+    print(f"  baseline: the same {wanted} pods + {wanted} services POSTed directly in {result.baseline:6.1f} s")
+    print(f"  jobs submitted in            {result.submitted:6.1f} s")
+    print(f"  all {wanted} pods exist after  {result.pods_done or nan:6.1f} s")
+    print(f"  all {wanted} services after    {result.services_done or nan:6.1f} s")
+    print(f"  every status correct after   {result.statuses_done or nan:6.1f} s")
+    if result.statuses_done:
+        print(f"  baseline / controller        {result.baseline / result.statuses_done:6.2f}x")
+    print(f"  controller peak RSS          {result.peak_rss_mib:6.0f} MiB")
+    print(f"  controller CPU               {result.cpu_seconds:6.1f} s")
+    if result.requests:
+        total = sum(result.requests.values())
+        per_job = {verb: round(n / jobs, 2) for verb, n in result.requests.items()}
+        print(f"  controller API requests      {total} ({total / jobs:.1f} per job: {per_job})")
+    if result.reconciles is not None:
+        print(f"  reconcile passes             {result.reconciles} ({result.reconciles / jobs:.1f} per job)")
+    print("  load average (1/5/15 min)    {:.2f} {:.2f} {:.2f}".format(*result.load))
+
+
+def table(results: list[Result]) -> None:
+    print()
+    print("| jobs × 5 | children | statuses | baseline | RSS MiB | CPU s | requests/job | load 1/5/15 |")
+    print("|---:|---:|---:|---:|---:|---:|---:|---|")
+    for r in results:
+        children = max(r.pods_done or float("nan"), r.services_done or float("nan"))
+        per_job = sum(r.requests.values()) / r.jobs if r.requests else float("nan")
+        load = " ".join(f"{x:.1f}" for x in r.load)
+        print(
+            f"| {r.jobs} | {children:.1f} s | {r.statuses_done or float('nan'):.1f} s | {r.baseline:.1f} s "
+            f"| {r.peak_rss_mib:.0f} | {r.cpu_seconds:.1f} | {per_job:.1f} | {load} |"
+        )
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--jobs", type=int, default=500)
+    parser.add_argument("--sizes", help="comma-separated job counts, e.g. 500,1000,2000 (overrides --jobs)")
+    parser.add_argument("--workers", type=int, default=16, help="controller workers")
+    parser.add_argument("--timeout", type=float, default=600.0, help="seconds per size")
+    args = parser.parse_args()
+    sizes = [int(n) for n in args.sizes.split(",")] if args.sizes else [args.jobs]
+    results = []
+    for jobs in sizes:
+        result = run_size(jobs, args.workers, args.timeout)
+        report(result, args.workers)
+        results.append(result)
+        sys.stdout.flush()
+    if len(results) > 1:
+        table(results)
+    return 0 if all(r.statuses_done is not None for r in results) else 1
 
 
 if __name__ == "__main__":

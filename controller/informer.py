@@ -11,6 +11,7 @@ from __future__ import annotations
 import logging
 import random
 import threading
+import time
 from collections.abc import Callable
 from typing import Any
 
@@ -18,6 +19,8 @@ from controller.kube import ApiError, Kube
 
 log = logging.getLogger("jobgate.informer")
 
+HEALTHY_WATCH_SECONDS = 10.0  # a watch that lasted this long was healthy: restart the backoff
+SHORT_WATCH_SECONDS = 1.0  # a watch that ended sooner without an error is backed off like a failure
 Handler = Callable[[str, dict[str, Any], dict[str, Any] | None], None]
 
 
@@ -72,25 +75,41 @@ class Informer:
         return {"labelSelector": self.label_selector} if self.label_selector else {}
 
     def _run(self) -> None:
+        # Backoff between failed attempts: 0.5 s doubling to 30 s with jitter, as client-go's
+        # reflector; back to 0.5 s after a successful list or a watch that stayed up a while,
+        # so that one outage does not slow the recovery from the next one.
         delay = 0.5
         resource_version: str | None = None
         while not self._stop.is_set():
+            opened = time.monotonic()
             try:
                 if resource_version is None:
                     resource_version = self._list()
                     delay = 0.5
+                    opened = time.monotonic()
                 resource_version = self._watch(resource_version)
+                if time.monotonic() - opened < SHORT_WATCH_SECONDS:
+                    # Ended at once without an error (a server shutting down): wait as after a
+                    # failure, never spin.
+                    self._stop.wait(delay * random.uniform(0.8, 1.2))
+                    delay = min(delay * 2, 30.0)
+                else:
+                    delay = 0.5
             except ApiError as exc:
                 if exc.status == 410:
-                    log.info("%s: resource version too old, listing again", self.name)
+                    log.info("%s: resource version %s too old (410), listing again", self.name, resource_version)
                     resource_version = None
                     continue
+                if time.monotonic() - opened > HEALTHY_WATCH_SECONDS:
+                    delay = 0.5
                 log.warning("%s: %s; retrying in %.1f s", self.name, exc, delay)
                 self._stop.wait(delay)
                 delay = min(delay * 2, 30.0)
             except Exception as exc:  # connection reset, timeouts: resume the watch
                 if self._stop.is_set():
                     return
+                if time.monotonic() - opened > HEALTHY_WATCH_SECONDS:
+                    delay = 0.5
                 log.warning("%s: watch interrupted (%s); resuming in %.1f s", self.name, exc, delay)
                 self._stop.wait(delay * random.uniform(0.8, 1.2))
                 delay = min(delay * 2, 30.0)

@@ -104,6 +104,7 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _report(kube: Kube, controller: Controller) -> None:
-    """The API requests this process made, by verb, and its reconcile passes."""
+    """The API requests this process made, by verb, its reconcile passes and its status conflicts."""
     fields = {f"requests_{verb.lower()}": n for verb, n in sorted(kube.requests.items())}
-    log.info("stopped", extra={"fields": {**fields, "reconciles": controller.reconciles}})
+    counts = {"reconciles": controller.reconciles, "status_conflicts": controller.status_conflicts}
+    log.info("stopped", extra={"fields": {**fields, **counts}})

@@ -13,6 +13,8 @@ from __future__ import annotations
 
 import datetime
 import logging
+import os
+import signal
 import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
@@ -33,6 +35,15 @@ log = logging.getLogger("jobgate.controller")
 COMPONENT = "jobgate-controller"
 CREATE_ONLY_KINDS = ("Secret",)  # RBAC grants create only: no owner check on AlreadyExists
 TRACKED_KINDS = ("Pod", "Service")  # children seen through informers (others are created once per job)
+# Test-only fault hook: with this variable set to N, the process SIGKILLs itself right after its
+# N-th successful pod create, before any later write (status included). Unset in every deployment;
+# tests/e2e/test_controller_faults.py uses it to crash at a chosen point deterministically.
+KILL_AFTER_POD_CREATES_VARIABLE = "JOBGATE_TEST_KILL_AFTER_POD_CREATES"
+
+
+def _kill_after_pod_creates() -> int | None:
+    value = os.environ.get(KILL_AFTER_POD_CREATES_VARIABLE, "")
+    return int(value) if value.isdigit() and int(value) > 0 else None
 
 
 def job_resource(adapter: Adapter) -> Resource:
@@ -85,6 +96,9 @@ class Controller:
         self._stop = threading.Event()
         self._threads: list[threading.Thread] = []
         self.reconciles = 0
+        self.status_conflicts = 0  # status writes refused with 409 (reported on stop)
+        self._kill_after_pod_creates = _kill_after_pod_creates()
+        self._pod_creates = 0
         self._reconciles_lock = threading.Lock()  # workers count concurrently
         for kind, informer in self.job_informers.items():
             informer.handlers.append(self._job_handler(kind))
@@ -241,6 +255,8 @@ class Controller:
                 self.kube.replace(resource.path(model.namespace, model.name, "status"), body)
             except ApiError as exc:
                 if exc.status == 409:  # a newer version exists: the next pass starts from it
+                    with self._reconciles_lock:
+                        self.status_conflicts += 1
                     log.debug("%s: status conflict, requeued", key)
                     self.queue.add_after(key, 0.05)
                     return
@@ -307,9 +323,19 @@ class Controller:
                 message = f"{kind} {name} exists and does not belong to this job"
                 self._record_model(model, Event("Warning", f"FailedCreate{kind}", message))
                 raise RuntimeError(message) from None
+        if kind == "Pod" and self._kill_after_pod_creates is not None:
+            self._count_pod_create_for_fault()
         if kind not in TRACKED_KINDS:
             with self._extras_lock:
                 self.created_extras.setdefault(model.uid, set()).add((kind, name))
+
+    def _count_pod_create_for_fault(self) -> None:
+        with self._reconciles_lock:
+            self._pod_creates += 1
+            reached = self._pod_creates >= (self._kill_after_pod_creates or 0)
+        if reached:
+            log.warning("%s reached: killing this process (test fault)", KILL_AFTER_POD_CREATES_VARIABLE)
+            os.kill(os.getpid(), signal.SIGKILL)
 
     def _extras_of(self, uid: str) -> frozenset[tuple[str, str]]:
         with self._extras_lock:

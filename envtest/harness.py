@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import atexit
 import contextlib
+import json
 import os
 import shutil
 import signal
@@ -51,10 +52,14 @@ class ControlPlane:
     keep_work_dir: bool = False
     binaries: dict[str, Path] = field(default_factory=dict)
     api_port: int = 0
+    etcd_url: str = ""
     processes: dict[str, subprocess.Popen] = field(default_factory=dict)
     # A real node (envtest.node) needs the node-lifecycle and endpoint controllers as well.
     controllers: str = DEFAULT_CONTROLLERS
     extra_apiserver_args: tuple[str, ...] = ()
+    # The apiserver's command line, kept so that fault tests can stop and start it again.
+    _apiserver_command: list[str] = field(default_factory=list)
+    _pki: dict[str, Path] = field(default_factory=dict)
 
     @property
     def kubeconfig(self) -> Path:
@@ -75,9 +80,9 @@ class ControlPlane:
             self.work_dir = Path(tempfile.mkdtemp(prefix="jobgate-envtest-"))
         self.work_dir.mkdir(parents=True, exist_ok=True)
         atexit.register(self.stop)
-        pki = create_pki(self.work_dir / "pki")
+        pki = self._pki = create_pki(self.work_dir / "pki")
         try:
-            etcd_url = self._start_etcd()
+            etcd_url = self.etcd_url = self._start_etcd()
             self._start_apiserver(etcd_url, pki)
             self._wait_ready(pki, timeout)
             self._start_controller_manager(pki)
@@ -88,7 +93,7 @@ class ControlPlane:
 
     def _spawn(self, name: str, command: list[str]) -> subprocess.Popen:
         assert self.work_dir is not None
-        log = open(self.work_dir / f"{name}.log", "wb")  # noqa: SIM115 - closed with the process
+        log = open(self.work_dir / f"{name}.log", "ab")  # noqa: SIM115 - closed with the process; restarts append
         process = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
         self.processes[name] = process
         return process
@@ -117,9 +122,7 @@ class ControlPlane:
     def _start_apiserver(self, etcd_url: str, pki: dict[str, Path]) -> None:
         assert self.work_dir is not None
         self.api_port = free_port()
-        self._spawn(
-            "kube-apiserver",
-            [
+        self._apiserver_command = [
                 str(self.binaries["kube-apiserver"]),
                 "--etcd-servers", etcd_url,
                 "--bind-address", "127.0.0.1",
@@ -138,8 +141,8 @@ class ControlPlane:
                 "--disable-admission-plugins", "ServiceAccount",
                 "--v", "1",
                 *self.extra_apiserver_args,
-            ],
-        )  # fmt: skip
+        ]  # fmt: skip
+        self._spawn("kube-apiserver", self._apiserver_command)
         for name, cert, key, user in (
             ("admin", "admin.crt", "admin.key", "admin"),
             (
@@ -192,6 +195,48 @@ class ControlPlane:
                 "--v", "1",
             ],
         )  # fmt: skip
+
+    # --- faults (tests only) -------------------------------------------------------------------
+
+    def stop_apiserver(self) -> None:
+        """Stop kube-apiserver (SIGTERM, then SIGKILL); etcd and the controller-manager keep running."""
+        process = self.processes.pop("kube-apiserver")
+        if process.poll() is None:
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(process.pid, signal.SIGTERM)
+            try:
+                process.wait(timeout=30)
+            except subprocess.TimeoutExpired:
+                with contextlib.suppress(ProcessLookupError):
+                    os.killpg(process.pid, signal.SIGKILL)
+                process.wait(timeout=10)
+
+    def start_apiserver(self, timeout: float = 120.0) -> None:
+        """Start kube-apiserver again: same etcd, port, certificates and flags; wait until ready."""
+        if "kube-apiserver" in self.processes and self.processes["kube-apiserver"].poll() is None:
+            return
+        # Go listeners set SO_REUSEADDR: the port is free again once the old process has exited.
+        self._spawn("kube-apiserver", self._apiserver_command)
+        self._wait_ready(self._pki, timeout)
+
+    def etcd_revision(self) -> int:
+        """The current revision of etcd's keyspace (through etcd's JSON gateway)."""
+        answer = self._etcd_call("/v3/kv/range", {"key": "AA==", "limit": 1})  # key "\0": any key
+        return int(answer["header"]["revision"])
+
+    def compact_etcd(self, revision: int | None = None) -> int:
+        """Compact etcd up to ``revision`` (default: the current one): older versions are gone, so a
+        watch or list from a resourceVersion before it gets 410 Gone. Returns the revision."""
+        target = revision if revision is not None else self.etcd_revision()
+        self._etcd_call("/v3/kv/compaction", {"revision": str(target), "physical": True})
+        return target
+
+    def _etcd_call(self, path: str, body: dict) -> dict:
+        request = urllib.request.Request(
+            f"{self.etcd_url}{path}", data=json.dumps(body).encode(), headers={"Content-Type": "application/json"}
+        )
+        with urllib.request.urlopen(request, timeout=30) as response:
+            return json.loads(response.read())
 
     def log_tail(self, name: str, lines: int = 40) -> str:
         assert self.work_dir is not None

@@ -243,15 +243,19 @@ current-context: c
 class ControllerProcess:
     """``jobgate controller`` as the jobgate-controller service account, leader-elected."""
 
-    def __init__(self, kubeconfig: str, namespace: str, log: Path, *extra: str) -> None:
+    def __init__(
+        self, kubeconfig: str, namespace: str, log: Path, *extra: str, env: dict[str, str] | None = None
+    ) -> None:
         self.arguments = (kubeconfig, namespace, log, *extra)
+        self.env = env  # extra environment variables (the runtime's test-only fault hooks)
         self.log = log
         self.offset = log.stat().st_size if log.exists() else 0  # restarts append to the same log
         command = [sys.executable, "-m", "webhook.cli", "controller", "--kubeconfig", kubeconfig]
         command += ["--namespace", namespace, "--leader-elect", "--lease-namespace", "jobgate-system"]
         command += ["--lease-duration", "4", "--renew-deadline", "3", "--retry-period", "0.5"]
         command += ["--resync", "20", "--workers", "8", *extra]
-        self.process = subprocess.Popen(command, cwd=REPO, stderr=log.open("ab"))
+        environment = {**os.environ, **env} if env else None
+        self.process = subprocess.Popen(command, cwd=REPO, stderr=log.open("ab"), env=environment)
 
     def text(self) -> str:
         with self.log.open("rb") as handle:
@@ -269,7 +273,7 @@ class ControllerProcess:
     def restart(self) -> None:
         """Stop this process if it still runs, start a fresh one (same log), wait until it leads."""
         self.stop()
-        self.__init__(*self.arguments)
+        self.__init__(*self.arguments, env=self.env)
         wait_until(self.is_leader, 30, message="leadership back")
 
     def stop(self, signum: int = 15) -> int:

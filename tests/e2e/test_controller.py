@@ -211,9 +211,9 @@ def test_retryable_exit_codes_restart_until_the_backoff_limit(cluster: Cluster, 
             old = pods(cluster, "retry")["retry-worker-0"]["metadata"]["uid"]
             set_pod(cluster, "retry-worker-0", "Failed", exit_code=137)
             wait_until(
+                # One listing per check: the pod may go between two listings.
                 lambda old=old: (
-                    "retry-worker-0" in pods(cluster, "retry")
-                    and pods(cluster, "retry")["retry-worker-0"]["metadata"]["uid"] != old
+                    (pod := pods(cluster, "retry").get("retry-worker-0")) is not None and pod["metadata"]["uid"] != old
                 ),
                 message="recreated pod",
             )
