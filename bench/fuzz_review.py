@@ -27,7 +27,7 @@ from pathlib import Path
 # Runs as a script too (python bench/fuzz_review.py): the repository root must be importable.
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from tests.fuzz.review_mutator import check_both, encode, inputs, mutate_review, seed_reviews  # noqa: E402
+from tests.fuzz.review_mutator import check_both, encode, inputs, mutate_review, seed_reviews
 
 
 def _save(findings: Path, body: bytes, error: BaseException) -> None:

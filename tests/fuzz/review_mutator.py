@@ -185,8 +185,8 @@ def _mutate_node(node: Any, rng: random.Random, everything: list[Any]) -> None:
         elif keys and everything and op == 4:  # a subtree from elsewhere in the review (types meet other places)
             node[rng.choice(keys)] = copy.deepcopy(rng.choice(everything)) if len(everything) < 2000 else {}
         elif op == 5:
-            node[rng.choice(_STRINGS[14:30] + ["replicas", "template", "spec", "containers", "env"])] = (
-                random_value(rng)
+            node[rng.choice([*_STRINGS[14:30], "replicas", "template", "spec", "containers", "env"])] = random_value(
+                rng
             )
         elif keys and op == 6:  # the same subtree under many keys: wide objects
             key = rng.choice(keys)

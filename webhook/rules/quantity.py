@@ -81,9 +81,7 @@ def _parse_text(text: str) -> int | None:
         nanos = 1
     else:
         numerator = int(significant) * multiplier
-        if exponent >= 0:
-            nanos = numerator * 10**exponent
-        else:
-            nanos = -(-numerator // 10**-exponent)  # round up, as Kubernetes does below its precision
+        # Below nano precision Kubernetes rounds up: a ceiling division.
+        nanos = numerator * 10**exponent if exponent >= 0 else -(-numerator // 10**-exponent)
         nanos = min(nanos, MAX_NANOS)
     return -nanos if negative else nanos
