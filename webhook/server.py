@@ -200,9 +200,18 @@ class LargeReviewPool:
             return review_outcome(body, webhook)
 
     def stop(self) -> None:
-        if self._executor is not None:
-            self._executor.shutdown(wait=True, cancel_futures=False)
-            self._executor = None
+        """Called once in-flight reviews are answered (or their time is up): nothing left is worth waiting for."""
+        executor, self._executor = self._executor, None
+        if executor is None:
+            return
+        # ProcessPoolExecutor cannot interrupt a running review; its worker is ended directly so
+        # that a stuck review never holds the process past its shutdown timeout.
+        workers = list(getattr(executor, "_processes", {}).values())
+        executor.shutdown(wait=False, cancel_futures=True)
+        for worker in workers:
+            worker.terminate()
+        for worker in workers:
+            worker.join(5)
 
 
 _INTERNAL_ERROR = "jobgate could not process the request (internal error, see the log)\n"
