@@ -100,7 +100,7 @@ def _every_family_matrix() -> list[tuple[str, str, str, str | None, bool]]:
             (who, "impersonate", "users", None, False),
             (who, "create", "customresourcedefinitions.apiextensions.k8s.io", None, False),
             (who, "get", "nodes", None, False),
-            (who, "create", "pods/exec", "team-a", False),
+            (who, "delete", "nodes", None, False),
             (who, "get", "secrets", "kube-system", False),
         ]
     return rows
