@@ -15,8 +15,8 @@ from __future__ import annotations
 
 import argparse
 import collections
+import concurrent.futures
 import hashlib
-import multiprocessing
 import os
 import random
 import sys
@@ -43,6 +43,12 @@ def run_random(seed: int, count: int, seconds: float, findings: Path) -> dict[st
     for index, body in enumerate(inputs(seed, count)):
         if index % 256 == 0 and time.monotonic() > deadline:
             break
+        if index and index % 10_000 == 0:  # progress survives a worker that is killed (OOM, ^C)
+            print(
+                f"seed {seed}: {index:,} inputs, {sum(v for k, v in outcomes.items() if 'FINDING' in k)} findings",
+                file=sys.stderr,
+                flush=True,
+            )
         try:
             mutate_outcome, validate_outcome = check_both(body)
             outcomes[f"mutate {mutate_outcome}"] += 1
@@ -109,8 +115,9 @@ def main() -> int:
     if args.workers == 1:
         results = [_worker(jobs[0])]
     else:
-        with multiprocessing.Pool(args.workers) as pool:
-            results = pool.map(_worker, jobs)
+        # A worker that dies (e.g. killed by the OOM killer) raises here instead of hanging the run.
+        with concurrent.futures.ProcessPoolExecutor(args.workers) as pool:
+            results = list(pool.map(_worker, jobs))
     total: collections.Counter[str] = collections.Counter()
     for result in results:
         total.update(result)
