@@ -188,7 +188,9 @@ def _mutate_node(node: Any, rng: random.Random, everything: list[Any]) -> None:
             node[rng.choice([*_STRINGS[14:30], "replicas", "template", "spec", "containers", "env"])] = random_value(
                 rng
             )
-        elif keys and op == 6:  # the same subtree under many keys: wide objects
+        elif keys and op == 6 and _size(node) < 2000:  # the same subtree under many keys: wide objects
+            # Shared references: repeated widening of a shared subtree grows exponentially when encoded,
+            # hence the size check on this node and the node budget in inputs().
             key = rng.choice(keys)
             for index in range(rng.choice([2, 10, 200])):
                 node[f"{key}{index}"] = node[key]
@@ -246,6 +248,23 @@ def encode(review: dict[str, Any], rng: random.Random) -> bytes:
     return body.replace(b":1,", b":" + b"9" * rng.choice([20, 400, 5000]) + b",", 1)
 
 
+MAX_NODES = 300_000  # values in one review, counted with repeats: a 7 MiB body holds fewer
+
+
+def _size(tree: Any, budget: int = MAX_NODES + 1) -> int:
+    """Values in the tree, shared subtrees counted each time they appear; stops counting past ``budget``."""
+    count = 0
+    stack = [tree]
+    while stack and count < budget:
+        node = stack.pop()
+        count += 1
+        if isinstance(node, dict):
+            stack.extend(node.values())
+        elif isinstance(node, list):
+            stack.extend(node)
+    return count
+
+
 MAX_BODY_BYTES = 7 * 1024 * 1024  # the server answers 413 to anything larger, before any parsing
 
 
@@ -253,8 +272,11 @@ def inputs(seed: int, count: int) -> Iterator[bytes]:
     rng = random.Random(seed)
     seeds = seed_reviews()
     for _ in range(count):
-        body = encode(mutate_review(rng.choice(seeds), rng), rng)
-        while len(body) > MAX_BODY_BYTES:  # repeated widening can explode; the server never reviews those
+        review = mutate_review(rng.choice(seeds), rng)
+        while _size(review) > MAX_NODES:  # encoding a tree with shared subtrees could exhaust memory
+            review = mutate_review(rng.choice(seeds), rng)
+        body = encode(review, rng)
+        while len(body) > MAX_BODY_BYTES:  # the server answers 413 before any parsing
             body = encode(mutate_review(rng.choice(seeds), rng), rng)
         yield body
 
