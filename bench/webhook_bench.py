@@ -3,7 +3,9 @@
 The server under test runs pinned to CPU 0, wrk (with a Lua script) pinned to CPU 1, over
 TLS keep-alive, sending a ~5 KB TFJob AdmissionReview (``bench/fixtures.py``). For each
 server it reports the maximum reviews/s and p50/p99 latency at about 1,000 reviews/s; the
-floor is a bare aiohttp TLS server answering a fixed AdmissionReview (``bench/floor_server.py``).
+floor is a bare aiohttp TLS server answering a fixed AdmissionReview (``bench/floor_server.py``),
+and the physical floor a Go ``net/http`` TLS server doing the same (``bench/gofloor``, built with
+the machine's Go toolchain into ``~/.cache/jobgate/tools/``, not into the repository).
 When mypy is installed (``pip install '.[compile]'``), a copy of the tree with the rule engine
 compiled by mypyc (as the container image ships it) is measured too, in the same rounds.
 
@@ -15,6 +17,7 @@ Needs ``wrk`` and ``taskset`` (Debian packages wrk and util-linux) and two CPUs.
 from __future__ import annotations
 
 import argparse
+import hashlib
 import importlib.util
 import json
 import os
@@ -139,6 +142,28 @@ def paced_run(url: str, env: dict[str, str], seconds: float) -> Run:
     return wrk(url, env, connections=RATE_CONNECTIONS, seconds=seconds, delay_ms=max(interval_ms - overhead_ms, 0.1))
 
 
+GO_FLOOR_SOURCE = REPO / "bench" / "gofloor"
+TOOLS_CACHE = Path(os.environ.get("JOBGATE_TOOLS_CACHE", Path.home() / ".cache" / "jobgate" / "tools"))
+
+
+def go_floor_binary() -> Path | None:
+    """Build the Go floor (bench/gofloor) once per source version into the tools cache, outside the repo."""
+    go = shutil.which("go")
+    if go is None:
+        print("Go floor not measured: no Go toolchain on PATH", file=sys.stderr)
+        return None
+    digest = hashlib.sha256()
+    for source in sorted(GO_FLOOR_SOURCE.iterdir()):
+        digest.update(source.name.encode() + source.read_bytes())
+    binary = TOOLS_CACHE / f"gofloor-{digest.hexdigest()[:12]}"
+    if not binary.exists():
+        TOOLS_CACHE.mkdir(parents=True, exist_ok=True)
+        print(f"building the Go floor into {binary} ...", file=sys.stderr)
+        env = {**os.environ, "CGO_ENABLED": "0", "GOFLAGS": "-mod=mod", "GOTOOLCHAIN": "local"}
+        subprocess.run([go, "build", "-trimpath", "-o", str(binary), "."], cwd=GO_FLOOR_SOURCE, env=env, check=True)
+    return binary
+
+
 def compiled_tree_or_none(destination: Path) -> Path | None:
     if importlib.util.find_spec("mypyc") is None:
         print("compiled rule engine not measured: mypy is not installed (pip install '.[compile]')", file=sys.stderr)
@@ -169,6 +194,7 @@ def main() -> int:
         print("needs two CPUs: one for the server, one for wrk", file=sys.stderr)
         return 2
 
+    load_before = os.getloadavg()
     with tempfile.TemporaryDirectory(prefix="jobgate-bench-") as tmp:
         directory = Path(tmp)
         init_directory(directory, ["localhost"], ["127.0.0.1"])
@@ -187,6 +213,13 @@ def main() -> int:
         floor_command = [python, "-m", "bench.floor_server", "--tls-dir", tmp, "--port", str(floor_port)]
         targets = [Target("floor (fixed answer)", f"https://127.0.0.1:{floor_port}/mutate", [], [])]
         servers = [start_server(floor_command, floor_port, directory, "floor.log")]
+        go_floor = go_floor_binary()
+        if go_floor is not None:
+            go_port = free_port()
+            # One OS thread for Go code, as the Python servers have one event loop (both pinned to one CPU).
+            go_command = ["env", "GOMAXPROCS=1", str(go_floor), "--tls-dir", tmp, "--port", str(go_port)]
+            targets.append(Target("Go net/http floor", f"https://127.0.0.1:{go_port}/mutate", [], []))
+            servers.append(start_server(go_command, go_port, directory, "gofloor.log"))
         builds = [("jobgate", REPO)]
         if not args.no_compiled:
             compiled = compiled_tree_or_none(directory / "compiled")
@@ -224,20 +257,28 @@ def main() -> int:
         for t in targets
     ]
     floor_rate = figures[0].max_rate
+    go_rate = next((f.max_rate for f in figures if f.name.startswith("Go ")), None)
     print(
         f"jobgate webhook benchmark: servers on CPU {SERVER_CPU}, wrk on CPU {LOAD_CPU}, TLS keep-alive, "
         f"{len(body)}-byte TFJob AdmissionReview; median of {args.rounds} interleaved rounds of {args.duration:.0f} s"
     )
-    header = f"{'server':26} {'max reviews/s':>14} {'ratio':>6}   {'at reviews/s':>12} {'p50 ms':>7} {'p99 ms':>7}"
-    print(f"{header} {'errors':>7}")
+    # The machine may be shared: the load average says how far the figures can be trusted.
+    print(f"load average before/after: {load_before} / {os.getloadavg()}")
+    header = f"{'server':26} {'max reviews/s':>14} {'x aiohttp':>9} {'x Go':>6}   {'at reviews/s':>12} {'p50 ms':>7}"
+    print(f"{header} {'p99 ms':>7} {'errors':>7}")
     for f in figures:
         ratio = f.max_rate / floor_rate
+        go_ratio = f"{f.max_rate / go_rate:6.2f}" if go_rate else f"{'-':>6}"
         print(
-            f"{f.name:26} {f.max_rate:14,.0f} {ratio:6.2f}   {f.fixed_rate:12,.0f} {f.p50_ms:7.2f} {f.p99_ms:7.2f} "
-            f"{f.max_errors:7d}"
+            f"{f.name:26} {f.max_rate:14,.0f} {ratio:9.2f} {go_ratio}   {f.fixed_rate:12,.0f} {f.p50_ms:7.2f} "
+            f"{f.p99_ms:7.2f} {f.max_errors:7d}"
         )
     if args.json:
-        print(json.dumps([{**asdict(f), "ratio": f.max_rate / floor_rate} for f in figures], indent=2))
+        rows = [
+            {**asdict(f), "ratio": f.max_rate / floor_rate, "ratio_go": f.max_rate / go_rate if go_rate else None}
+            for f in figures
+        ]
+        print(json.dumps({"load_average": os.getloadavg(), "servers": rows}, indent=2))
     return 0
 
 

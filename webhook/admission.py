@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import base64
 import logging
+import sys
 from enum import StrEnum
 from typing import Any, Literal, NotRequired, TypedDict
 
@@ -21,6 +22,16 @@ from webhook.rules.registry import GroupVersionKind, JobKind, lookup
 
 ADMISSION_API_VERSION = "admission.k8s.io/v1"
 log = logging.getLogger("jobgate.admission")
+
+# Nesting is bounded by the JSON parser: orjson refuses documents nested deeper than 1024
+# levels (a 400 "depth limit exceeded"). Everything that walks a parsed review (the schema
+# check, the rules, the JSON rendering of an invalid value in a field error) recurses once per
+# level, so Python's own limit (1000 frames by default) must sit above the parser's: then the
+# parser's limit is the only one, and a value nested 1,023 levels deep gets a field error.
+MAX_NESTING_DEPTH = 1024
+_RECURSION_LIMIT = 4 * MAX_NESTING_DEPTH + 1000
+if sys.getrecursionlimit() < _RECURSION_LIMIT:
+    sys.setrecursionlimit(_RECURSION_LIMIT)
 
 
 class Webhook(StrEnum):

@@ -7,8 +7,10 @@ shutdown. What to answer is ``webhook.admission``'s business, shared with ``jobg
 from __future__ import annotations
 
 import asyncio
+import concurrent.futures
 import contextlib
 import logging
+import multiprocessing
 import signal
 import time
 from collections.abc import Awaitable, Callable
@@ -33,6 +35,9 @@ from webhook.rules.engine import engine_build, warm_up
 from webhook.tlsreload import CertificateError, LoadedCertificate, ReloadingCertificate
 
 MAX_BODY_BYTES = 7 * 1024 * 1024  # object + oldObject of a 3 MiB apiserver request, as controller-runtime allows
+# Bodies from this size on are reviewed in the worker process (LargeReviewPool). A 5 KB review
+# takes ~1 ms inline; 256 KiB (~50 replica types) takes ~30 ms, the most one review may hold the loop.
+OFFLOAD_BYTES = 256 * 1024
 LATENCY_BUCKETS = (0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5)
 
 log = logging.getLogger("jobgate.webhook")
@@ -87,6 +92,7 @@ class ServerState:
     serving: bool = False
     draining: bool = False
     in_flight: int = 0
+    large_reviews: LargeReviewPool = field(default_factory=lambda: LargeReviewPool())  # noqa: PLW0108 (defined below)
 
     @property
     def ready(self) -> bool:
@@ -108,26 +114,104 @@ def _verdict(answer: AdmissionReviewResponse) -> str:
     return "patched" if "patch" in response else "allowed"
 
 
-def _log_review(review: AdmissionReview, webhook: Webhook, verdict: str, seconds: float) -> None:
+@dataclass(frozen=True, slots=True)
+class ReviewOutcome:
+    """What one body leads to: a 400 with ``message``, or the answer with its metric labels and log fields.
+
+    Plain data, so that it crosses the process boundary when a large body is reviewed in the pool.
+    """
+
+    status: int
+    payload: bytes = b""
+    message: str = ""
+    labels: tuple[str, str, str] = ("", "", "")  # kind, operation, verdict
+    log_fields: dict[str, Any] = field(default_factory=dict)
+
+
+def review_outcome(body: bytes, webhook: Webhook) -> ReviewOutcome:
+    """Parse, review and encode one body: the whole CPU cost of a review, with no I/O."""
+    try:
+        review = parse_review(body)
+        answer = answer_review(review, webhook)
+    except BadReview as exc:
+        return ReviewOutcome(400, message=str(exc))
+    verdict = _verdict(answer)
+    request = review.request
+    return ReviewOutcome(
+        200,
+        payload=encode_response(answer),
+        labels=(request.kind.kind, request.operation, verdict),
+        log_fields=_log_fields(review, webhook, verdict),
+    )
+
+
+def _review_in_worker(body: bytes, webhook_value: str) -> ReviewOutcome:
+    return review_outcome(body, Webhook(webhook_value))
+
+
+def _log_fields(review: AdmissionReview, webhook: Webhook, verdict: str) -> dict[str, Any]:
     request = review.request
     name = request.name or ""
     if not name and isinstance(request.object, dict):
         metadata = request.object.get("metadata")
         if isinstance(metadata, dict):
             name = str(metadata.get("name") or metadata.get("generateName") or "")
-    review_log.info(
-        "review",
-        {
-            "uid": request.uid,
-            "webhook": webhook.value,
-            "kind": request.kind.kind,
-            "object": f"{request.namespace}/{name}" if request.namespace else name,
-            "operation": request.operation,
-            "dryRun": bool(request.dryRun),
-            "verdict": verdict,
-            "ms": round(seconds * 1000, 3),
-        },
-    )
+    return {
+        "uid": request.uid,
+        "webhook": webhook.value,
+        "kind": request.kind.kind,
+        "object": f"{request.namespace}/{name}" if request.namespace else name,
+        "operation": request.operation,
+        "dryRun": bool(request.dryRun),
+        "verdict": verdict,
+    }
+
+
+class LargeReviewPool:
+    """Reviews of large bodies run in a separate process, so that they never hold the event loop.
+
+    A 3 MB review costs the rules 0.3-0.8 s of CPU; on the event loop every small review queued
+    behind it would wait that long. In a worker process it only shares the CPU with the loop
+    (time slices of a few ms), and small reviews keep their latency. Small bodies stay inline:
+    the round trip to a process (pickling, a pipe, a context switch) costs more than their review.
+    """
+
+    def __init__(self, workers: int = 1) -> None:
+        self.workers = workers
+        self._executor: concurrent.futures.ProcessPoolExecutor | None = None
+
+    def start(self) -> None:
+        context = multiprocessing.get_context("spawn")  # no fork of a process with an event loop and threads
+        self._executor = concurrent.futures.ProcessPoolExecutor(self.workers, mp_context=context, initializer=warm_up)
+        # Start the worker now (and build its schemas), not on the first large review.
+        self._executor.submit(warm_up).result()
+
+    async def review(self, body: bytes, webhook: Webhook) -> ReviewOutcome:
+        if self._executor is None:
+            return review_outcome(body, webhook)
+        loop = asyncio.get_running_loop()
+        try:
+            return await loop.run_in_executor(self._executor, _review_in_worker, body, webhook.value)
+        except concurrent.futures.process.BrokenProcessPool:
+            # The worker died (e.g. killed by the OOM killer): answer this one inline, start a new worker.
+            log.error("the large-review worker died; restarting it")
+            self.stop()
+            self.start()
+            return review_outcome(body, webhook)
+
+    def stop(self) -> None:
+        """Called once in-flight reviews are answered (or their time is up): nothing left is worth waiting for."""
+        executor, self._executor = self._executor, None
+        if executor is None:
+            return
+        # ProcessPoolExecutor cannot interrupt a running review; its worker is ended directly so
+        # that a stuck review never holds the process past its shutdown timeout.
+        workers = list(getattr(executor, "_processes", {}).values())
+        executor.shutdown(wait=False, cancel_futures=True)
+        for worker in workers:
+            worker.terminate()
+        for worker in workers:
+            worker.join(5)
 
 
 _INTERNAL_ERROR = "jobgate could not process the request (internal error, see the log)\n"
@@ -150,22 +234,20 @@ def review_handler(webhook: Webhook, state: ServerState) -> Handler:
                 body = await request.read()
             except web.HTTPRequestEntityTooLarge:
                 return _plain(413, f"body larger than {MAX_BODY_BYTES} bytes", state, close=True)
-            try:
-                review = parse_review(body)
-                answer = answer_review(review, webhook)
-            except BadReview as exc:
-                return _plain(400, str(exc), state)
-            payload = encode_response(answer)
-            verdict = _verdict(answer)
+            if len(body) >= OFFLOAD_BYTES:
+                outcome = await state.large_reviews.review(body, webhook)
+            else:
+                outcome = review_outcome(body, webhook)
+            if outcome.status != 200:
+                return _plain(outcome.status, outcome.message, state)
             elapsed = time.perf_counter() - started
             latency.observe(elapsed)
-            labels = (review.request.kind.kind, review.request.operation, verdict)
-            counter = counters.get(labels)
+            counter = counters.get(outcome.labels)
             if counter is None:
-                counter = counters[labels] = metrics.reviews.labels(webhook.value, *labels)
+                counter = counters[outcome.labels] = metrics.reviews.labels(webhook.value, *outcome.labels)
             counter.inc()
-            _log_review(review, webhook, verdict, elapsed)
-            return web.Response(body=payload, content_type="application/json")
+            review_log.info("review", {**outcome.log_fields, "ms": round(elapsed * 1000, 3)})
+            return web.Response(body=outcome.payload, content_type="application/json")
         except Exception:
             # Fails visibly but never as a 500: the apiserver then reports a call failure.
             log.exception("unexpected error handling %s %s", request.method, request.path)
@@ -247,6 +329,7 @@ class WebhookServer:
 
     async def start(self) -> None:
         warm_up()
+        self.state.large_reviews.start()
         self.certificate.check()
         if self.certificate.current is None:
             self.certificate.load()  # raises CertificateError with the reason
@@ -294,6 +377,7 @@ class WebhookServer:
                     "%d review(s) still in flight after %.1f s; closing", self.state.in_flight, self.shutdown_timeout
                 )
             await self._runner.cleanup()
+        self.state.large_reviews.stop()
         self.certificate.close()
         self.state.serving = False
         log.info("stopped")

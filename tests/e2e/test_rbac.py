@@ -8,6 +8,7 @@ import pytest
 from ruamel.yaml import YAML
 
 from tests.e2e.conftest import REPO, Cluster, WebhookProcess, jobgate, token_kubeconfig
+from webhook.rules.registry import served_kinds
 
 RBAC_KINDS = {"Namespace", "ServiceAccount", "Role", "RoleBinding", "ClusterRole", "ClusterRoleBinding"}
 WEBHOOK = "system:serviceaccount:jobgate-system:jobgate-webhook"
@@ -75,6 +76,39 @@ MATRIX = [
     (CONTROLLER, "create", "leases.coordination.k8s.io", "team-a", False),
     (CONTROLLER, "create", "mutatingwebhookconfigurations", None, False),
 ]
+
+
+def _every_family_matrix() -> list[tuple[str, str, str, str | None, bool]]:
+    """Every served kind's resources: the controller reads, deletes and writes status, nothing else;
+    the webhook and the certificate job get nothing at all. Families added later are covered too."""
+    rows: list[tuple[str, str, str, str | None, bool]] = []
+    for kind in served_kinds():
+        resource = f"{kind.plural}.{kind.gvk.group}"
+        for verb in ("get", "list", "watch", "delete"):
+            rows.append((CONTROLLER, verb, resource, "team-a", True))
+        for verb in ("create", "update", "patch", "deletecollection"):
+            rows.append((CONTROLLER, verb, resource, "team-a", False))
+        rows.append((CONTROLLER, "update", f"{resource}/status", "team-a", True))
+        rows.append((CONTROLLER, "patch", f"{resource}/status", "team-a", False))
+        for who in (WEBHOOK, CERTS):
+            for verb in ("get", "list", "watch", "create", "update", "delete"):
+                rows.append((who, verb, resource, "team-a", False))
+            rows.append((who, "update", f"{resource}/status", "team-a", False))
+    # Cluster-wide things nobody needs.
+    for who in (WEBHOOK, CERTS, CONTROLLER):
+        rows += [
+            (who, "create", "clusterrolebindings.rbac.authorization.k8s.io", None, False),
+            (who, "escalate", "clusterroles.rbac.authorization.k8s.io", None, False),
+            (who, "impersonate", "users", None, False),
+            (who, "create", "customresourcedefinitions.apiextensions.k8s.io", None, False),
+            (who, "get", "nodes", None, False),
+            (who, "delete", "nodes", None, False),
+            (who, "get", "secrets", "kube-system", False),
+        ]
+    return rows
+
+
+MATRIX += _every_family_matrix()
 
 
 @pytest.fixture(scope="module")

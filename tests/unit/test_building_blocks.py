@@ -91,9 +91,38 @@ def test_quantities(text, value):
     assert parse_quantity(text) == value * 10**9
 
 
-@pytest.mark.parametrize("text", ["", "lots", "1Gb", "1.2.3", "1e", None, True, [], "1e999"])
+@pytest.mark.parametrize("text", ["", "lots", "1Gb", "1.2.3", "1e", None, True, [], "1e1234567890123456789"])
 def test_invalid_quantities(text):
     assert parse_quantity(text) is None
+
+
+MAX_NANOS = (2**63 - 1) * 10**9  # apimachinery caps magnitudes at max int64 units
+
+
+@pytest.mark.parametrize(
+    "value",
+    ["1e400", "1e999", "9" * 5000, "9" * 5000 + "Ei", "1" + "0" * 5000 + ".5", 1e300, 2**70, "9223372036854775808"],
+)
+def test_huge_quantities_are_capped_like_the_apiserver(value):
+    assert parse_quantity(value) == MAX_NANOS
+
+
+@pytest.mark.parametrize("value", ["-1e400", "-" + "9" * 5000, -(2**70)])
+def test_huge_negative_quantities_are_capped(value):
+    assert parse_quantity(value) == -MAX_NANOS
+
+
+@pytest.mark.parametrize("value", ["1e-400", "0." + "0" * 5000 + "1", 1e-300, "1e-" + "0" * 5000 + "30"])
+def test_tiny_quantities_round_up_to_one_nano(value):
+    assert parse_quantity(value) == 1
+
+
+@pytest.mark.parametrize(
+    ("value", "nanos"),
+    [("0e400", 0), ("1e" + "0" * 5000 + "3", 10**12), ("1." + "0" * 5000, 10**9), (2.5, 25 * 10**8), ("1e+3", 10**12)],
+)
+def test_long_but_ordinary_quantities(value, nanos):
+    assert parse_quantity(value) == nanos
 
 
 def _walk(schema, node):

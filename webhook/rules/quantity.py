@@ -2,6 +2,11 @@
 
 Kubernetes itself keeps quantities at nano precision; integers compare fast, which matters
 because every container's requests and limits are compared on each review.
+
+Out-of-range values are handled as k8s.io/apimachinery's ``ParseQuantity`` does, so that a
+hostile value costs no more than a normal one and gets the apiserver's verdict: a magnitude
+beyond 2^63-1 units is capped there (``1e400`` == 9223372036854775807), a non-zero magnitude
+below 1n rounds up to 1n, and an exponent that does not fit a 64-bit integer is malformed.
 """
 
 from __future__ import annotations
@@ -12,10 +17,14 @@ from functools import lru_cache
 
 QUANTITY_MESSAGE = "quantities must match the regular expression '^([+-]?[0-9.]+)([eEinumkKMGTP]*[-+]?[0-9]*)$'"
 NANO = 10**9
+MAX_UNITS = 2**63 - 1  # apimachinery's maxAllowed: larger magnitudes are capped to it
+MAX_NANOS = MAX_UNITS * NANO
 
 _QUANTITY = re.compile(r"([+-]?(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+))(Ki|Mi|Gi|Ti|Pi|Ei|[eE][+-]?[0-9]+|[numkMGTPE]?)")
 _BINARY = {"Ki": 2**10, "Mi": 2**20, "Gi": 2**30, "Ti": 2**40, "Pi": 2**50, "Ei": 2**60}
 _DECIMAL_EXPONENT = {"n": -9, "u": -6, "m": -3, "": 0, "k": 3, "M": 6, "G": 9, "T": 12, "P": 15, "E": 18}
+_MAX_EXPONENT_DIGITS = 18  # strconv.ParseInt(..., 64) fails beyond; apimachinery then reports a bad suffix
+_KEPT_DIGITS = 64  # more significant digits than a capped result has (28) plus the largest multiplier (19)
 
 
 def parse_quantity(value: object) -> int | None:
@@ -31,30 +40,48 @@ def _parse_cached(value: str | int | float) -> int | None:
     if isinstance(value, bool):
         return None
     if isinstance(value, int):
-        return value * NANO
+        return max(-MAX_NANOS, min(MAX_NANOS, value * NANO))
     if isinstance(value, float):
-        return math.ceil(value * NANO) if math.isfinite(value) else None
-    match = _QUANTITY.fullmatch(value.strip())
+        # A JSON number is parsed from its text by the apiserver; repr gives that text back.
+        return _parse_text(repr(value)) if math.isfinite(value) else None
+    return _parse_text(value.strip())
+
+
+def _parse_text(text: str) -> int | None:
+    match = _QUANTITY.fullmatch(text)
     if match is None:
         return None
     number, suffix = match.groups()
     negative = number.startswith("-")
     whole, _, fraction = number.lstrip("+-").partition(".")
-    digits = int((whole or "0") + fraction)  # the number times 10**len(fraction)
-    scale = len(fraction)
+    significant = ((whole or "0") + fraction).lstrip("0")
+    exponent = -len(fraction)  # the number == int(whole + fraction) * 10**exponent
+    multiplier = 1
     if suffix in _BINARY:
-        numerator, exponent = digits * _BINARY[suffix], -scale
+        multiplier = _BINARY[suffix]
     elif suffix and suffix[0] in "eE":
-        exponent = int(suffix[1:]) - scale
-        if abs(exponent) > 100:
+        exponent_text = suffix[1:].lstrip("+-").lstrip("0") or "0"
+        if len(exponent_text) > _MAX_EXPONENT_DIGITS:
             return None
-        numerator = digits
+        exponent += -int(exponent_text) if suffix[1] == "-" else int(exponent_text)
     else:
-        numerator, exponent = digits, _DECIMAL_EXPONENT[suffix] - scale
+        exponent += _DECIMAL_EXPONENT[suffix]
+    if not significant:
+        return 0
     exponent += 9  # to nano-units
-    if exponent >= 0:
-        nanos = numerator * 10**exponent
+    if len(significant) > _KEPT_DIGITS:
+        # Only the leading digits can matter below the cap; a trailing non-zero digit still rounds up.
+        dropped = significant[_KEPT_DIGITS:]
+        significant = significant[:_KEPT_DIGITS] + ("1" if dropped.strip("0") else "0")
+        exponent += len(dropped) - 1
+    magnitude_digits = len(significant) + exponent  # decimal digits of the integer part, +-1
+    if magnitude_digits > 48:  # beyond 10**47 > MAX_NANOS even with a multiplier of 1
+        nanos = MAX_NANOS
+    elif magnitude_digits < -20:  # below 1n even times 2**60: rounds up to 1n
+        nanos = 1
     else:
-        divisor = 10**-exponent
-        nanos = -(-numerator // divisor)  # round up, as Kubernetes does below its precision
+        numerator = int(significant) * multiplier
+        # Below nano precision Kubernetes rounds up: a ceiling division.
+        nanos = numerator * 10**exponent if exponent >= 0 else -(-numerator // 10**-exponent)
+        nanos = min(nanos, MAX_NANOS)
     return -nanos if negative else nanos

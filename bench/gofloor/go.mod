@@ -1,0 +1,3 @@
+module jobgate.dev/bench/gofloor
+
+go 1.22

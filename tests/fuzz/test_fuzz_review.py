@@ -1,0 +1,72 @@
+"""The CI slice of the review fuzzer (fixed seeds), and each finding of longer runs as a regression test."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from tests.fuzz.review_mutator import check, check_both, deep_value, inputs, review_of, seed_reviews
+from webhook.admission import Webhook
+
+SLICE_SEEDS = [1, 2, 3]
+SLICE_SIZE = 300
+
+
+@pytest.mark.parametrize("seed", SLICE_SEEDS)
+def test_fixed_seed_slice(seed):
+    outcomes = {check_both(body) for body in inputs(seed, SLICE_SIZE)}
+    # The slice must reach the rules (patches and denials), not only the parser's 400s.
+    assert ("patched", "denied") in outcomes
+    assert ("400", "400") in outcomes
+
+
+def _tfjob_review() -> dict:
+    return next(r for r in seed_reviews() if r["request"]["kind"]["kind"] == "TFJob")
+
+
+def _first_container(review: dict) -> dict:
+    replicas = review["request"]["object"]["spec"]["tfReplicaSpecs"]
+    return next(iter(replicas.values()))["template"]["spec"]["containers"][0]
+
+
+def _body(review: dict) -> bytes:
+    return json.dumps(review).encode()
+
+
+@pytest.mark.parametrize("quantity", ["1e400", "9" * 5000, "9" * 5000 + "Ei", "1e-400"])
+def test_regression_huge_quantities_get_a_verdict(quantity):
+    # Found by fuzzing: "1e400" overflowed, 5000-digit quantities hit int()'s digit limit (internal errors).
+    review = _tfjob_review()
+    _first_container(review)["resources"] = {"limits": {"cpu": quantity}}
+    assert check(_body(review), Webhook.VALIDATE) in ("allowed", "denied")
+    assert check(_body(review), Webhook.MUTATE) in ("allowed", "patched")
+
+
+def test_regression_float_quantity_past_float_range_after_scaling():
+    # 1e300 CPUs as a JSON number: math.ceil(1e300 * 1e9) raised OverflowError.
+    review = _tfjob_review()
+    _first_container(review)["resources"] = {"limits": {"cpu": 1e300}}
+    assert check(_body(review), Webhook.VALIDATE) in ("allowed", "denied")
+
+
+@pytest.mark.parametrize("place", ["backoffLimit", "env", "spec", "schedulingPolicy"])
+@pytest.mark.parametrize("as_list", [True, False])
+def test_regression_values_nested_just_below_the_parser_limit(place, as_list):
+    # 990-1018 levels: the parser accepts them, Python's default recursion limit did not (internal errors).
+    review = _tfjob_review()
+    job = review["request"]["object"]
+    value = deep_value(1005, as_list)  # plus the ~15 levels above env: just under 1024
+    if place == "env":
+        _first_container(review)["env"] = value
+    elif place == "spec":
+        job["spec"] = value
+    else:
+        job["spec"][place] = value
+    assert check(_body(review), Webhook.VALIDATE) == "denied"
+    assert check(_body(review), Webhook.MUTATE) in ("allowed", "patched")
+
+
+def test_nesting_past_the_parser_limit_is_a_400():
+    review = review_of({"apiVersion": "training.kubedl.io/v1alpha1", "kind": "TFJob", "spec": deep_value(1100, True)})
+    assert check_both(_body(review)) == ("400", "400")
