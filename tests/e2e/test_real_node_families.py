@@ -40,8 +40,11 @@ def apply(cluster: Cluster, job: dict) -> None:
     cluster.kubectl("apply", "-f", "-", input=json.dumps(job), check=True)
 
 
-def wait_phase(cluster: Cluster, resource: str, path: str, wanted: str, *, pods: str, timeout: int = 150) -> None:
-    """``kubectl wait --for=jsonpath`` as a user runs it; on failure, say what the job and its pods looked like."""
+def wait_phase(cluster: Cluster, resource: str, path: str, wanted: str, *, pods: str, timeout: int = 100) -> None:
+    """``kubectl wait --for=jsonpath`` as a user runs it; on failure, say what the job and its pods looked like.
+
+    The timeout stays under ``Cluster.kubectl``'s own 120 s limit, so a stuck job fails with that report.
+    """
     result = cluster.kubectl("wait", "-n", NS, f"--for=jsonpath={{{path}}}={wanted}", resource, f"--timeout={timeout}s")
     if result.returncode != 0:
         got = cluster.kubectl("get", "-n", NS, resource, "-o", "yaml").stdout
