@@ -95,7 +95,7 @@ def job_pods(cluster: Cluster, name: str) -> dict[str, dict]:
     return {p["metadata"]["name"]: p for p in listing["items"]}
 
 
-def wait_condition(cluster: Cluster, resource: str, condition: str, timeout: int = 240) -> None:
+def wait_condition(cluster: Cluster, resource: str, condition: str, timeout: int = 100) -> None:
     """``kubectl wait`` as a user runs it; on failure, say what the job and its pods looked like."""
     result = cluster.kubectl("wait", "-n", NS, f"--for=condition={condition}", resource, f"--timeout={timeout}s")
     if result.returncode != 0:
@@ -243,7 +243,7 @@ def test_active_deadline_stops_real_processes(node_cluster: Cluster, controller:
     pod = template(container("tensorflow", "tf", "--sleep", "600"))
     job = kubedl_job("TFJob", "tf-deadline", "tfReplicaSpecs", {"Worker": replica(2, pod)}, activeDeadlineSeconds=8)
     apply(node_cluster, job)
-    wait_condition(node_cluster, "tfjob/tf-deadline", "Failed", timeout=120)
+    wait_condition(node_cluster, "tfjob/tf-deadline", "Failed", timeout=100)
     status = node_cluster.get_json("tfjob/tf-deadline", "-n", NS)["status"]
     failed = next(c for c in status["conditions"] if c["type"] == "Failed")
     assert "DeadlineExceeded" in failed.get("reason", "") + failed.get("message", ""), failed
@@ -316,7 +316,7 @@ def test_kubectl_logs_describe_and_wait_as_a_user(node_cluster: Cluster, control
     )
     apply(node_cluster, job)
     waited = node_cluster.kubectl(
-        "wait", "-n", NS, "--for=condition=Succeeded", "pytorchjob/pt-user", "--timeout=180s", check=True
+        "wait", "-n", NS, "--for=condition=Succeeded", "pytorchjob/pt-user", "--timeout=100s", check=True
     )
     assert "condition met" in waited.stdout
     by_label = node_cluster.kubectl("logs", "-n", NS, "-l", "job-name=pt-user", "--prefix", check=True).stdout
