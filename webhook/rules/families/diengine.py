@@ -177,12 +177,11 @@ def _attribute_shared_volumes(errors: list[FieldError], template_path: FieldPath
     attributed = []
     for error in errors:
         path = error.path
-        if path[:depth] == volumes_path and len(path) > depth and isinstance(path[depth], int):
-            position = path[depth]
-            if position >= own_count:
-                shared_path = ("spec", "volumes", position - own_count, *path[depth + 1 :])
-                attributed.append(FieldError(error.type, shared_path, error.value, error.detail))
-                continue
+        position = path[depth] if path[:depth] == volumes_path and len(path) > depth else None
+        if isinstance(position, int) and position >= own_count:
+            shared_path = ("spec", "volumes", position - own_count, *path[depth + 1 :])
+            attributed.append(FieldError(error.type, shared_path, error.value, error.detail))
+            continue
         attributed.append(error)
     return attributed
 
