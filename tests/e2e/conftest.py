@@ -240,6 +240,20 @@ current-context: c
     return str(path)
 
 
+def controller_namespace(cluster: Cluster, namespace: str, directory: Path) -> str:
+    """A namespace for a module's controller tests; returns a kubeconfig of the controller's own account."""
+    apply_rbac_from(cluster, "manifests/base")
+    cluster.kubectl("create", "namespace", namespace)
+    return token_kubeconfig(cluster, "jobgate-controller", directory / "controller.kubeconfig")
+
+
+def leading_controller(kubeconfig: str, namespace: str, log: Path) -> ControllerProcess:
+    """A controller watching ``namespace``, returned once it holds the Lease."""
+    process = ControllerProcess(kubeconfig, namespace, log)
+    wait_until(process.is_leader, 30, message="controller leadership")
+    return process
+
+
 class ControllerProcess:
     """``jobgate controller`` as the jobgate-controller service account, leader-elected."""
 

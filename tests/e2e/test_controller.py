@@ -10,28 +10,19 @@ from collections.abc import Iterator
 
 import pytest
 
-from tests.e2e.conftest import (
-    Cluster,
-    ControllerProcess,
-    apply_rbac_from,
-    token_kubeconfig,
-    wait_until,
-)
+from tests.e2e.conftest import Cluster, ControllerProcess, controller_namespace, leading_controller, wait_until
 
 NS = "ctrl"
 
 
 @pytest.fixture(scope="module")
 def controller_kubeconfig(cluster: Cluster, tmp_path_factory: pytest.TempPathFactory) -> str:
-    apply_rbac_from(cluster, "manifests/base")
-    cluster.kubectl("create", "namespace", NS)
-    return token_kubeconfig(cluster, "jobgate-controller", tmp_path_factory.mktemp("ctrl") / "controller.kubeconfig")
+    return controller_namespace(cluster, NS, tmp_path_factory.mktemp("ctrl"))
 
 
 @pytest.fixture(scope="module")
 def controller(controller_kubeconfig: str, tmp_path_factory: pytest.TempPathFactory) -> Iterator[ControllerProcess]:
-    process = ControllerProcess(controller_kubeconfig, NS, tmp_path_factory.mktemp("ctrl-log") / "controller.log")
-    wait_until(process.is_leader, 30, message="controller leadership")
+    process = leading_controller(controller_kubeconfig, NS, tmp_path_factory.mktemp("ctrl-log") / "controller.log")
     yield process
     process.stop()
 

@@ -12,7 +12,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from tests.e2e.conftest import Cluster, ControllerProcess, apply_rbac_from, token_kubeconfig, wait_until
+from tests.e2e.conftest import Cluster, ControllerProcess, controller_namespace, leading_controller, wait_until
 
 NS = "t9kdi"
 GJ = "genericjobs.batch.tensorstack.dev"
@@ -21,11 +21,8 @@ DJ = "dijobs.diengine.opendilab.org"
 
 @pytest.fixture(scope="module")
 def controller(cluster: Cluster, tmp_path_factory: pytest.TempPathFactory) -> Iterator[ControllerProcess]:
-    apply_rbac_from(cluster, "manifests/base")
-    cluster.kubectl("create", "namespace", NS)
-    kubeconfig = token_kubeconfig(cluster, "jobgate-controller", tmp_path_factory.mktemp("t9kdi") / "kubeconfig")
-    process = ControllerProcess(kubeconfig, NS, tmp_path_factory.mktemp("t9kdi-log") / "controller.log")
-    wait_until(process.is_leader, 30, message="controller leadership")
+    kubeconfig = controller_namespace(cluster, NS, tmp_path_factory.mktemp("t9kdi"))
+    process = leading_controller(kubeconfig, NS, tmp_path_factory.mktemp("t9kdi-log") / "controller.log")
     yield process
     process.stop()
 

@@ -10,22 +10,15 @@ from collections.abc import Iterator
 
 import pytest
 
-from tests.e2e.conftest import Cluster, ControllerProcess, apply_rbac_from, token_kubeconfig, wait_until
+from tests.e2e.conftest import Cluster, ControllerProcess, controller_namespace, leading_controller, wait_until
 
 NS = "vc"
 
 
 @pytest.fixture(scope="module")
-def vc_kubeconfig(cluster: Cluster, tmp_path_factory: pytest.TempPathFactory) -> str:
-    apply_rbac_from(cluster, "manifests/base")
-    cluster.kubectl("create", "namespace", NS)
-    return token_kubeconfig(cluster, "jobgate-controller", tmp_path_factory.mktemp("vc") / "controller.kubeconfig")
-
-
-@pytest.fixture(scope="module")
-def controller(vc_kubeconfig: str, tmp_path_factory: pytest.TempPathFactory) -> Iterator[ControllerProcess]:
-    process = ControllerProcess(vc_kubeconfig, NS, tmp_path_factory.mktemp("vc-log") / "controller.log")
-    wait_until(process.is_leader, 30, message="controller leadership")
+def controller(cluster: Cluster, tmp_path_factory: pytest.TempPathFactory) -> Iterator[ControllerProcess]:
+    kubeconfig = controller_namespace(cluster, NS, tmp_path_factory.mktemp("vc"))
+    process = leading_controller(kubeconfig, NS, tmp_path_factory.mktemp("vc-log") / "controller.log")
     yield process
     process.stop()
 
