@@ -38,3 +38,38 @@ def test_json_lines_carry_the_fields():
         "uid": "u-1",
         "ms": 1.25,
     }
+
+
+class CountingStream:
+    def __init__(self) -> None:
+        self.writes: list[str] = []
+
+    def write(self, text: str) -> None:
+        self.writes.append(text)
+
+
+def test_fast_lines_of_one_loop_iteration_are_written_together(monkeypatch):
+    import asyncio
+
+    from webhook import logs
+
+    stream = CountingStream()
+    monkeypatch.setattr(logs._output, "stream", stream)
+    monkeypatch.setattr(logs._output, "render", logs._text_line)
+    line = logs.FastLine("jobgate.test")
+    line.logger.setLevel(logging.INFO)
+
+    async def three_reviews() -> int:
+        for uid in ("a", "b", "c"):
+            line.info("review", {"uid": uid})
+        written_before_the_iteration_ended = len(stream.writes)
+        await asyncio.sleep(0)
+        return written_before_the_iteration_ended
+
+    assert asyncio.run(three_reviews()) == 0
+    assert len(stream.writes) == 1
+    assert [text.rsplit("uid=", 1)[1] for text in stream.writes[0].splitlines()] == ["a", "b", "c"]
+    # Outside an event loop nothing would flush later: the line is written at once.
+    line.info("review", {"uid": "d"})
+    assert len(stream.writes) == 2
+    assert stream.writes[1].endswith("uid=d\n")
