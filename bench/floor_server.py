@@ -13,6 +13,7 @@ from pathlib import Path
 
 from aiohttp import web
 
+from webhook.server import EVENT_LOOPS, loop_factory
 from webhook.tlsreload import server_context
 
 FIXED_ANSWER = (
@@ -47,5 +48,7 @@ if __name__ == "__main__":
     parser.add_argument("--tls-dir", required=True, type=Path)
     parser.add_argument("--host", default="127.0.0.1")
     parser.add_argument("--port", type=int, required=True)
+    parser.add_argument("--event-loop", choices=EVENT_LOOPS, default="asyncio", help="as jobgate webhook's option")
     args = parser.parse_args()
-    asyncio.run(main(args.tls_dir, args.host, args.port))
+    with asyncio.Runner(loop_factory=loop_factory(args.event_loop)) as runner:
+        runner.run(main(args.tls_dir, args.host, args.port))

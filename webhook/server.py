@@ -347,10 +347,11 @@ class WebhookServer:
         self._watcher = asyncio.create_task(self.certificate.watch(self.cert_check_interval))
         self.state.serving = True
         log.info(
-            "serving /mutate and /validate on https://%s:%d (TLS 1.2+, rule engine: %s)",
+            "serving /mutate and /validate on https://%s:%d (TLS 1.2+, rule engine: %s, event loop: %s)",
             self.host,
             self.port,
             engine_build(),
+            "uvloop" if type(asyncio.get_running_loop()).__module__.startswith("uvloop") else "asyncio",
         )
 
     async def shutdown(self) -> None:
@@ -396,9 +397,30 @@ async def serve(server: WebhookServer) -> None:
     await server.shutdown()
 
 
-def run(server: WebhookServer) -> int:
+EVENT_LOOPS = ("asyncio", "uvloop")
+
+
+def loop_factory(event_loop: str) -> Callable[[], asyncio.AbstractEventLoop] | None:
+    """The event loop to serve on: asyncio's own, or uvloop's (libuv; ``pip install uvloop``).
+
+    Raises ImportError when uvloop is asked for and not installed.
+    """
+    if event_loop == "uvloop":
+        import uvloop
+
+        return uvloop.new_event_loop
+    return None
+
+
+def run(server: WebhookServer, event_loop: str = "asyncio") -> int:
     try:
-        asyncio.run(serve(server))
+        factory = loop_factory(event_loop)
+    except ImportError:
+        log.error("cannot start: --event-loop uvloop needs the uvloop package (pip install uvloop)")
+        return 2
+    try:
+        with asyncio.Runner(loop_factory=factory) as runner:
+            runner.run(serve(server))
     except CertificateError as exc:
         log.error("cannot start: %s", exc)
         return 2

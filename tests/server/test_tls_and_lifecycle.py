@@ -295,6 +295,39 @@ def test_sigterm_lets_an_in_flight_review_finish_and_exits_0(tls_dir):
     assert "draining" in log and "stopped" in log
 
 
+def test_uvloop_serves_reloads_certificates_and_drains(tls_dir, tmp_path):
+    pytest.importorskip("uvloop")
+    webhook = RunningWebhook(tls_dir, "--event-loop", "uvloop", "--cert-check-interval", "0.05")
+    assert "event loop: uvloop" in "".join(webhook.lines)
+    body = json.dumps(admission_review(tfjob(), uid="on-uvloop")).encode()
+    request = (
+        f"POST /mutate HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: {len(body)}\r\n"
+        f"\r\n".encode()
+        + body
+    )
+    connection = open_tls(webhook.port, tls_dir / "ca.crt")
+    connection.sendall(request)
+    status, answer = read_http_response(connection)
+    assert (status, json.loads(answer)["response"]["uid"]) == (200, "on-uvloop")
+    bundle, cert, key = new_pair(tls_dir, new_ca=True)
+    trust = tmp_path / "bundle.crt"
+    trust.write_bytes(bundle)
+    write_atomically(tls_dir / "tls.key", key, 0o600)
+    write_atomically(tls_dir / "tls.crt", cert, 0o644)
+    new_digest = file_digest(tls_dir / "tls.crt")
+    deadline = time.monotonic() + 10
+    while peer_certificate_digest(webhook.port, trust) != new_digest:
+        assert time.monotonic() < deadline, "the new certificate was not served"
+        time.sleep(0.05)
+    connection.sendall(request)  # the connection opened before the reload keeps working
+    assert read_http_response(connection)[0] == 200
+    connection.close()
+    webhook.process.send_signal(signal.SIGTERM)
+    code, log = webhook.finish()
+    assert code == 0, log
+    assert "stopped" in log
+
+
 def test_readiness_turns_false_while_draining(tls_dir):
     webhook = RunningWebhook(tls_dir, "--shutdown-delay", "2")
 
