@@ -9,7 +9,12 @@ the machine's Go toolchain into ``~/.cache/jobgate/tools/``, not into the reposi
 When mypy is installed (``pip install '.[compile]'``), a copy of the tree with the rule engine
 compiled by mypyc (as the container image ships it) is measured too, in the same rounds.
 
-    python -m bench.webhook_bench [--duration 10] [--connections 32] [--no-compiled] [--json]
+    python -m bench.webhook_bench [--duration 10] [--rounds 3] [--connections 32] [--event-loop asyncio|uvloop]
+                                  [--no-compiled] [--no-pure] [--no-paced] [--json]
+
+Besides reviews/s, it reports each server's CPU time per review at saturation (from /proc):
+on a machine shared with other work the wall-clock rates fall with the load, the CPU a review
+costs much less, so its ratio to the floor's is the steadier figure.
 
 Needs ``wrk`` and ``taskset`` (Debian packages wrk and util-linux) and two CPUs.
 """
@@ -213,6 +218,12 @@ def main() -> int:
     parser.add_argument("--no-compiled", action="store_true", help="skip the mypyc-compiled rule engine")
     parser.add_argument("--no-pure", action="store_true", help="skip the pure-Python rule engine")
     parser.add_argument("--no-paced", action="store_true", help="skip the latency runs at a fixed rate")
+    parser.add_argument(
+        "--event-loop",
+        choices=("asyncio", "uvloop"),
+        default="asyncio",
+        help="event loop of the aiohttp floor and of jobgate alike (default asyncio)",
+    )
     args = parser.parse_args()
     missing = [tool for tool in ("wrk", "taskset") if shutil.which(tool) is None]
     if missing:
@@ -238,7 +249,8 @@ def main() -> int:
         }
         python = sys.executable
         floor_port = free_port()
-        floor_command = [python, "-m", "bench.floor_server", "--tls-dir", tmp, "--port", str(floor_port)]
+        loop_option = ["--event-loop", args.event_loop]
+        floor_command = [python, "-m", "bench.floor_server", "--tls-dir", tmp, "--port", str(floor_port), *loop_option]
         servers = [start_server(floor_command, floor_port, directory, "floor.log")]
         targets = [Target("floor (fixed answer)", f"https://127.0.0.1:{floor_port}/mutate", [servers[-1].pid], [], [])]
         go_floor = go_floor_binary()
@@ -257,7 +269,7 @@ def main() -> int:
                 builds.append(("jobgate compiled", compiled))
         for label, tree in builds:
             port = free_port()
-            command = [python, "-m", "webhook.cli", "webhook", "--tls-dir", tmp, "--host", "127.0.0.1"]
+            command = [python, "-m", "webhook.cli", "webhook", "--tls-dir", tmp, "--host", "127.0.0.1", *loop_option]
             servers.append(start_server([*command, "--port", str(port)], port, directory, f"{label}.log", tree))
             for webhook in ("mutate", "validate"):
                 url = f"https://127.0.0.1:{port}/{webhook}"
@@ -296,7 +308,8 @@ def main() -> int:
     go_rate = next((f.max_rate for f in figures if f.name.startswith("Go ")), None)
     print(
         f"jobgate webhook benchmark: servers on CPU {SERVER_CPU}, wrk on CPU {LOAD_CPU}, TLS keep-alive, "
-        f"{len(body)}-byte TFJob AdmissionReview; median of {args.rounds} interleaved rounds of {args.duration:.0f} s"
+        f"{len(body)}-byte TFJob AdmissionReview; median of {args.rounds} interleaved rounds of {args.duration:.0f} s; "
+        f"Python servers on {args.event_loop}"
     )
     # The machine may be shared: the load average says how far the figures can be trusted.
     print(f"load average before/after: {load_before} / {os.getloadavg()}")
