@@ -27,20 +27,32 @@ def _timestamp(created: float) -> str:
     return f"{_seconds_cache[1]}.{int((created - seconds) * 1000):03d}Z"
 
 
+# Most values of a review line (webhook, kind, operation, verdict, namespace/name) repeat from
+# line to line: their quoted form is remembered (the table is emptied when full, so that unique
+# values such as uids cannot make it grow).
+_QUOTED_MAX = 4096
+_quoted_text: dict[str, str] = {}
+
+
 def _quoted(value: Any) -> str:
-    if type(value) is not str:
-        if type(value) in (int, float, bool):
-            return str(value)
-        value = str(value)
-    if _BARE.fullmatch(value):
-        return value
-    return orjson.dumps(value).decode()
+    kind = type(value)
+    if kind is str:
+        quoted = _quoted_text.get(value)
+        if quoted is None:
+            quoted = value if _BARE.fullmatch(value) else orjson.dumps(value).decode()
+            if len(_quoted_text) >= _QUOTED_MAX:
+                _quoted_text.clear()
+            _quoted_text[value] = quoted
+        return quoted
+    if kind is int or kind is float or kind is bool:
+        return str(value)
+    return _quoted(str(value))
 
 
 def _text_line(created: float, level: str, name: str, message: str, fields: dict[str, Any] | None) -> str:
     line = f"{_timestamp(created)} {level:5} {name}: {message}"
     if fields:
-        line += " " + " ".join([f"{k}={_quoted(v)}" for k, v in fields.items()])
+        line += "".join([f" {k}={_quoted(v)}" for k, v in fields.items()])
     return line
 
 

@@ -73,3 +73,13 @@ def test_fast_lines_of_one_loop_iteration_are_written_together(monkeypatch):
     line.info("review", {"uid": "d"})
     assert len(stream.writes) == 2
     assert stream.writes[1].endswith("uid=d\n")
+
+
+def test_remembered_quoting_stays_bounded_and_right():
+    from webhook import logs
+
+    for index in range(logs._QUOTED_MAX + 10):
+        assert logs._quoted(f"uid-{index}") == f"uid-{index}"
+    assert len(logs._quoted_text) <= logs._QUOTED_MAX
+    assert logs._quoted("a b") == logs._quoted("a b") == '"a b"'
+    assert logs._quoted(False) == "False"
