@@ -1,6 +1,6 @@
 """The controller process: informers, a work queue, and the execution of the engine's plans.
 
-Each job is a key ``<Kind>/<namespace>/<name>``. Job, pod and service events enqueue the job
+Each job is a key ``<Kind>.<version>.<group>/<namespace>/<name>``. Job, pod and service events enqueue the job
 (children are found through their controller ownerReference); workers take one key at a time
 and run one reconcile pass: read the job and its children from the caches, ask the engine for
 a plan, carry it out. The status goes first, so that a restart the engine counted is durable
@@ -30,6 +30,7 @@ from controller.model import JobModel
 from controller.workqueue import WorkQueue
 from webhook.rules.engine import review_job
 from webhook.rules.fielderrors import aggregate_message
+from webhook.rules.registry import GroupVersionKind
 
 log = logging.getLogger("jobgate.controller")
 COMPONENT = "jobgate-controller"
@@ -44,6 +45,22 @@ KILL_AFTER_POD_CREATES_VARIABLE = "JOBGATE_TEST_KILL_AFTER_POD_CREATES"
 def _kill_after_pod_creates() -> int | None:
     value = os.environ.get(KILL_AFTER_POD_CREATES_VARIABLE, "")
     return int(value) if value.isdigit() and int(value) > 0 else None
+
+
+def job_key(gvk: GroupVersionKind, namespace: str, name: str) -> str:
+    """``<Kind>.<version>.<group>/<namespace>/<name>``: the kind alone is ambiguous (Volcano's ``Job``
+    and ``batch/v1`` Job; KubeDL's and Kubeflow's ``TFJob``), so a key always carries the group."""
+    return f"{gvk.kind}.{gvk.version}.{gvk.group}/{namespace}/{name}"
+
+
+def split_key(key: str) -> tuple[GroupVersionKind, str, str]:
+    kind_version_group, namespace, name = key.split("/", 2)
+    kind, version, group = kind_version_group.split(".", 2)
+    return GroupVersionKind(group, version, kind), namespace, name
+
+
+def owner_gvk(reference: dict[str, Any]) -> GroupVersionKind | None:
+    return GroupVersionKind.from_object(reference)
 
 
 def job_resource(adapter: Adapter) -> Resource:
@@ -74,12 +91,12 @@ class Controller:
         self.workers = workers
         self.resync_seconds = resync_seconds
         self.identity = identity
-        self.adapters: dict[str, Adapter] = {
-            a.gvk.kind: a for a in ADAPTERS.values() if families is None or a.kind.family in families
+        self.adapters: dict[GroupVersionKind, Adapter] = {
+            gvk: a for gvk, a in ADAPTERS.items() if families is None or a.kind.family in families
         }
         self.job_informers = {
-            kind: Informer(kube, job_resource(a).path(namespace), name=kind.lower())
-            for kind, a in self.adapters.items()
+            gvk: Informer(kube, job_resource(a).path(namespace), name=f"{gvk.kind}.{gvk.group}".lower())
+            for gvk, a in self.adapters.items()
         }
         selector = JOB_UID_LABEL
         self.pods = Informer(kube, PODS.path(namespace), name="pods", label_selector=selector)
@@ -100,17 +117,17 @@ class Controller:
         self._kill_after_pod_creates = _kill_after_pod_creates()
         self._pod_creates = 0
         self._reconciles_lock = threading.Lock()  # workers count concurrently
-        for kind, informer in self.job_informers.items():
-            informer.handlers.append(self._job_handler(kind))
+        for gvk, informer in self.job_informers.items():
+            informer.handlers.append(self._job_handler(gvk))
         self.pods.handlers.append(self._child_handler("Pod"))
         self.services.handlers.append(self._child_handler("Service"))
 
     # --- events from the informers ----------------------------------------------------------------
 
-    def _job_handler(self, kind: str):
+    def _job_handler(self, gvk: GroupVersionKind):
         def handle(event: str, job: dict[str, Any], old: dict[str, Any] | None) -> None:
             metadata = job.get("metadata", {})
-            key = f"{kind}/{metadata.get('namespace')}/{metadata.get('name')}"
+            key = job_key(gvk, metadata.get("namespace", ""), metadata.get("name", ""))
             if event == "DELETED":
                 self.expectations.forget(key)
                 with self._extras_lock:
@@ -134,9 +151,10 @@ class Controller:
                         del self.children[kind][uid or ""]
                 else:
                     bucket[metadata.get("name")] = obj
-            if owner is None or owner.get("kind") not in self.adapters:
+            gvk = owner_gvk(owner) if owner is not None else None
+            if owner is None or gvk is None or gvk not in self.adapters:
                 return
-            key = f"{owner['kind']}/{metadata.get('namespace')}/{owner.get('name')}"
+            key = job_key(gvk, metadata.get("namespace", ""), owner.get("name", ""))
             if event == "ADDED":
                 self.expectations.creation_observed(key, f"{kind}/{metadata.get('name')}")
             elif event == "DELETED":
@@ -186,9 +204,9 @@ class Controller:
 
     def _resync(self) -> None:
         while not self._stop.wait(self.resync_seconds):
-            for kind, informer in self.job_informers.items():
+            for gvk, informer in self.job_informers.items():
                 for job in informer.items():
-                    self.queue.add(f"{kind}/{job['metadata']['namespace']}/{job['metadata']['name']}")
+                    self.queue.add(job_key(gvk, job["metadata"]["namespace"], job["metadata"]["name"]))
 
     def _has_pod_groups(self) -> bool:
         try:
@@ -216,9 +234,9 @@ class Controller:
     # --- one pass ------------------------------------------------------------------------------------
 
     def reconcile_key(self, key: str) -> None:
-        kind, namespace, name = key.split("/", 2)
-        adapter = self.adapters[kind]
-        job = self.job_informers[kind].get(f"{namespace}/{name}")
+        gvk, namespace, name = split_key(key)
+        adapter = self.adapters[gvk]
+        job = self.job_informers[gvk].get(f"{namespace}/{name}")
         if job is None:
             self.expectations.forget(key)
             return
