@@ -184,11 +184,20 @@ def controller_cluster_role() -> dict[str, Any]:
         rules.append({"apiGroups": [group], "resources": [f"{p}/status" for p in plurals], "verbs": ["get", "update"]})
     rules += [
         {"apiGroups": [""], "resources": ["pods", "services"], "verbs": ["get", "list", "watch", "create", "delete"]},
-        {"apiGroups": [""], "resources": ["configmaps"], "verbs": ["get", "create"]},  # MPI hostfiles, svc hosts
+        # MPI hostfiles, svc hosts (rewritten when a Volcano task is scaled)
+        {"apiGroups": [""], "resources": ["configmaps"], "verbs": ["get", "create", "update"]},
         # Volcano's ssh plugin: create only — reading secrets cluster-wide is not worth an owner check.
         {"apiGroups": [""], "resources": ["secrets"], "verbs": ["create"]},
         {"apiGroups": [""], "resources": ["events"], "verbs": ["create", "patch"]},
-        {"apiGroups": ["scheduling.volcano.sh"], "resources": ["podgroups"], "verbs": ["get", "create", "delete"]},
+        {
+            "apiGroups": ["scheduling.volcano.sh"],
+            "resources": ["podgroups"],
+            "verbs": ["get", "list", "watch", "create", "delete"],
+        },
+        # Volcano's svc plugin: one NetworkPolicy per job unless --disable-network-policy.
+        {"apiGroups": ["networking.k8s.io"], "resources": ["networkpolicies"], "verbs": ["get", "create"]},
+        # Volcano's commands (vcctl job resume/suspend): each is deleted once taken, so it runs once.
+        {"apiGroups": ["bus.volcano.sh"], "resources": ["commands"], "verbs": ["list", "watch", "delete"]},
     ]
     return {
         "apiVersion": "rbac.authorization.k8s.io/v1",
