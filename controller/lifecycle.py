@@ -489,12 +489,15 @@ class Step:
             present = (
                 child.name in services if child.kind == "Service" else (child.kind, child.name) in observed.existing
             )
-            if not present:
+            key = f"{child.kind}/{child.name}"
+            written = digests.get(key)
+            if child.digest is not None and written != child.digest and (present or written is not None):
+                # The spec changed (a task scaled) since the content was written: rewrite it in place.
+                # Also when this process has not seen the child (a restarted controller), as it exists.
+                plan.update.append(child.build())
+            elif not present:
                 plan.create.append(child.build())
             if child.digest is not None:
-                key = f"{child.kind}/{child.name}"
-                if present and digests.get(key) != child.digest:
-                    plan.update.append(child.build())  # the spec changed (a task scaled): rewrite in place
                 digests[key] = child.digest
         self.status.extra["childDigests"] = digests
         gated = self.waits_for_pod_group()

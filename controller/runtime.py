@@ -375,6 +375,8 @@ class Controller:
             raise RuntimeError(f"{kind} {name} exists and does not belong to this job")
         body = {**obj, "metadata": {**obj["metadata"], "resourceVersion": existing["metadata"].get("resourceVersion")}}
         self.kube.replace(path, body)
+        with self._extras_lock:
+            self.created_extras.setdefault(model.uid, set()).add((kind, name))
 
     def _delete(self, key: str, model: JobModel, deletion: Deletion) -> None:
         resource = KIND_RESOURCES[deletion.kind]

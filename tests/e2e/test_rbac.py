@@ -70,6 +70,12 @@ MATRIX = [
     (CONTROLLER, "delete", "secrets", "team-a", False),
     (CONTROLLER, "list", "secrets", None, False),
     (CONTROLLER, "create", "podgroups.scheduling.volcano.sh", "team-a", True),
+    (CONTROLLER, "watch", "podgroups.scheduling.volcano.sh", None, True),  # gating on the PodGroup phase
+    (CONTROLLER, "update", "configmaps", "team-a", True),  # Volcano svc hosts after a scale
+    (CONTROLLER, "create", "networkpolicies.networking.k8s.io", "team-a", True),  # Volcano svc plugin
+    (CONTROLLER, "delete", "networkpolicies.networking.k8s.io", "team-a", False),
+    (CONTROLLER, "delete", "commands.bus.volcano.sh", "team-a", True),  # taken once, as Volcano does
+    (CONTROLLER, "create", "commands.bus.volcano.sh", "team-a", False),
     (CONTROLLER, "create", "leases.coordination.k8s.io", "jobgate-system", True),
     (CONTROLLER, "update", "leases.coordination.k8s.io/jobgate-controller", "jobgate-system", True),
     (CONTROLLER, "update", "leases.coordination.k8s.io/someone-else", "jobgate-system", False),

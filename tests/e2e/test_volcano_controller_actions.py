@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 import time
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 
@@ -34,8 +35,8 @@ spec:
 """
 
 
-def _leading(kubeconfig: str, namespace: str, log, *extra: str) -> ControllerProcess:  # type: ignore[no-untyped-def]
-    process = ControllerProcess(kubeconfig, namespace, log, "--lease-name", f"jobgate-{namespace}", *extra)
+def _leading(kubeconfig: str, namespace: str, log: Path, *extra: str) -> ControllerProcess:
+    process = ControllerProcess(kubeconfig, namespace, log, *extra)
     wait_until(process.is_leader, 30, message="controller leadership")
     return process
 
@@ -52,9 +53,12 @@ def controller(cluster: Cluster, tmp_path_factory: pytest.TempPathFactory) -> It
 
 @pytest.fixture(scope="module")
 def gated_controller(cluster: Cluster, tmp_path_factory: pytest.TempPathFactory) -> Iterator[ControllerProcess]:
-    kubeconfig = controller_namespace(cluster, GATED_NS, tmp_path_factory.mktemp("vcg"))
+    controller_namespace(cluster, GATED_NS, tmp_path_factory.mktemp("vcg"))
     log = tmp_path_factory.mktemp("vcg-log") / "controller.log"
-    process = _leading(kubeconfig, GATED_NS, log, "--wait-for-pod-group")
+    # The service account may only hold the one jobgate-controller Lease, which this module's other
+    # controller holds: this second one runs as the cluster admin, under a Lease of its own.
+    lease = ("--lease-name", "jobgate-gated-test")
+    process = _leading(cluster.kubeconfig, GATED_NS, log, *lease, "--wait-for-pod-group")
     yield process
     process.stop()
 

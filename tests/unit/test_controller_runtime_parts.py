@@ -196,3 +196,26 @@ def test_job_keys_carry_group_version_and_kind():
     key = job_key(volcano, "ns", "a.b")
     assert split_key(key) == (volcano, "ns", "a.b")
     assert job_key(GroupVersionKind("batch", "v1", "Job"), "ns", "a.b") != key
+
+
+def test_volcano_commands_are_taken_once_and_only_while_leading(tmp_path):
+    controller = _offline_controller(tmp_path)
+    deleted: list[str] = []
+    controller.kube.delete = lambda path, uid=None, propagation=None: deleted.append(path)  # type: ignore[method-assign]
+    queued: list[str] = []
+    controller.queue.add = queued.append  # type: ignore[method-assign]
+
+    def command(api_version: str, action: str = "ResumeJob") -> dict:
+        target = {"apiVersion": api_version, "kind": "Job", "name": "j", "uid": "u1"}
+        return {"metadata": {"name": "c", "namespace": "ns", "uid": "c1"}, "action": action, "targetObject": target}
+
+    controller._command_handler("ADDED", command("batch.volcano.sh/v1alpha1"), None)
+    assert deleted == [] and controller.pending_commands == {}  # a standby replica leaves it to the leader
+    controller._acting.set()
+    controller._command_handler("ADDED", command("batch/v1"), None)
+    controller._command_handler("ADDED", command("batch.volcano.sh/v1alpha1"), None)
+    controller._pool.shutdown(wait=True)
+    assert deleted == ["/apis/bus.volcano.sh/v1alpha1/namespaces/ns/commands/c"]
+    assert controller.pending_commands == {"Job.v1alpha1.batch.volcano.sh/ns/j": "ResumeJob"}
+    assert queued == ["Job.v1alpha1.batch.volcano.sh/ns/j"]
+    controller.stop()

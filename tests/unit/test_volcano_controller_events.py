@@ -349,3 +349,17 @@ def test_scaling_a_task_rewrites_the_hosts_config_map() -> None:
     sim.settle()
     assert sim.extras[("ConfigMap", "demo-svc")]["data"]["VC_WORKER_NUM"] == "1"
     assert sorted(sim.pods) == ["demo-ps-0", "demo-worker-0"]
+
+
+def test_a_restarted_controller_still_rewrites_hosts_changed_while_it_was_away() -> None:
+    sim = VolcanoSim(vcjob(task("worker", 2), plugins={"svc": []}))
+    sim.run_all()
+    sim.scale("worker", 3)
+    # A new process: it has not seen the ConfigMap yet (no informer for it), the status says what was written.
+    restarted = VolcanoSim(sim.job)
+    restarted.pods, restarted.services, restarted.now = sim.pods, sim.services, sim.now
+    restarted.extras = {k: v for k, v in sim.extras.items() if k[0] != "ConfigMap"}
+    plan = restarted.step()
+    assert [o["kind"] for o in plan.update] == ["ConfigMap"]
+    assert plan.update[0]["data"]["VC_WORKER_NUM"] == "3"
+    assert not [o for o in plan.create if o["kind"] == "ConfigMap"]
