@@ -247,7 +247,8 @@ class Controller:
     def _command_handler(self, event: str, command: dict[str, Any], old: dict[str, Any] | None) -> None:
         if event == "DELETED" or not self._acting.is_set():
             return
-        target = command.get("targetObject") if isinstance(command.get("targetObject"), dict) else {}
+        raw_target = command.get("targetObject")
+        target: dict[str, Any] = raw_target if isinstance(raw_target, dict) else {}
         gvk = GroupVersionKind.from_object(target)
         action = command.get("action")
         if gvk is None or gvk not in self.adapters or not isinstance(action, str) or not target.get("name"):
