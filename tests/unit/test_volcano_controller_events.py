@@ -363,3 +363,12 @@ def test_a_restarted_controller_still_rewrites_hosts_changed_while_it_was_away()
     assert [o["kind"] for o in plan.update] == ["ConfigMap"]
     assert plan.update[0]["data"]["VC_WORKER_NUM"] == "3"
     assert not [o for o in plan.create if o["kind"] == "ConfigMap"]
+
+
+@pytest.mark.parametrize("event", ["OutOfSync", "CommandIssued", "PodRunning"])
+def test_internal_events_match_no_policy_not_even_the_wildcard(event: str) -> None:
+    from controller.lifecycle import Action, Policy
+
+    assert not Policy(Action.RESTART_JOB, frozenset({"*"})).matches(event, None)
+    assert not Policy(Action.RESTART_JOB, frozenset({event})).matches(event, None)
+    assert Policy(Action.RESTART_JOB, frozenset({"*"})).matches("PodFailed", 1)
