@@ -96,7 +96,7 @@ class Controller:
             gvk: a for gvk, a in ADAPTERS.items() if families is None or a.kind.family in families
         }
         self.job_informers = {
-            gvk: Informer(kube, job_resource(a).path(namespace), name=f"{gvk.kind}.{gvk.group}".lower())
+            gvk: Informer(kube, job_resource(a).path(namespace), name=gvk.kind.lower())  # a log label only
             for gvk, a in self.adapters.items()
         }
         selector = JOB_UID_LABEL
