@@ -57,7 +57,9 @@ def test_duplicated_task_name_reported_with_all_other_problems():
 
 
 def test_task_name_must_be_dns1123_label():
-    (error,) = errors_of(vcjob(vc_task("Bad_Name", 1)))
+    # The CRD pattern's line (what Volcano 1.14+ users get from the apiserver), then the webhook's.
+    schema, error = errors_of(vcjob(vc_task("Bad_Name", 1)))
+    assert schema.endswith("spec.tasks[0].name in body should match '^[a-z0-9]([-a-z0-9]*[a-z0-9])?$'")
     assert error.startswith('spec.tasks[0].name: Invalid value: "Bad_Name": [a lowercase RFC 1123 label')
 
 
@@ -196,6 +198,7 @@ def test_volume_rules_all_reported():
     ]
     errors = errors_of(vcjob(vc_task("w", 1), volumes=volumes))
     # Volcano ends these three sentences with ';' (how it joins its messages); its users grep for that.
+    assert errors.pop(0).endswith("spec.volumes[0].mountPath in body should be at least 1 chars long")  # CRD's line
     assert errors[0] == "spec.volumes[0].mountPath: Required value: mountPath is required;"
     assert errors[1] == 'spec.volumes[2].mountPath: Duplicate value: "/data": duplicated mountPath: /data;'
     assert errors[2] == "spec.volumes[3]: Required value: either VolumeClaim or VolumeClaimName must be specified;"

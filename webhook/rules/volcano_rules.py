@@ -84,6 +84,7 @@ _GENERATED_SUFFIX_LENGTH = 5
 # words, so the detail carries them too, after the current wording, as "(before Volcano X: ...)".
 LEGACY = "before Volcano"
 _RFC1123_LABEL = "a lowercase RFC 1123 label"
+_TASK_NAME_PATTERN = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
 _DNS1123_LABEL = "a DNS-1123 label"
 
 
@@ -277,7 +278,15 @@ def _create_errors(obj: dict[str, Any], spec: dict[str, Any] | None, found: Find
             yield FieldError(ErrorType.DUPLICATE, (*path, "name"), name, f"duplicated task name {name}")
         seen_names.add(name)
         if name:
-            for problem in dns1123_label_problems(name):
+            problems = dns1123_label_problems(name)
+            if problems and not _TASK_NAME_PATTERN.fullmatch(name):
+                # What Volcano's CRD (1.14+) makes the apiserver say before its webhook runs.
+                yield invalid(
+                    (*path, "name"),
+                    name,
+                    f"spec.tasks[{index}].name in body should match '{_TASK_NAME_PATTERN.pattern}'",
+                )
+            for problem in problems:
                 yield invalid((*path, "name"), name, _task_name_detail(problem))
         yield from _policy_errors(task.get("policies"), (*path, "policies"))
         yield from _pod_name_errors(job, name, index, replicas, path)
@@ -698,6 +707,11 @@ def _volume_errors(volumes: Any) -> Iterator[FieldError]:
             continue
         path: FieldPath = ("spec", "volumes", index)
         mount_path = volume.get("mountPath")
+        if mount_path == "":
+            # What Volcano's CRD (1.14+) makes the apiserver say before its webhook runs.
+            yield invalid(
+                (*path, "mountPath"), "", f"spec.volumes[{index}].mountPath in body should be at least 1 chars long"
+            )
         if mount_path in (None, ""):
             yield required((*path, "mountPath"), "mountPath is required;")
         elif isinstance(mount_path, str):
