@@ -426,3 +426,34 @@ def test_exit_code_policy_action_is_not_checked_but_warned():
         'spec.policies[0]: exit-code policy with action "Explode": Volcano runs none',
         "spec.policies[1]: exit-code policy with no action: Volcano runs none",
     ]
+
+
+def _pod_level(pod_resources, containers, init=()):
+    task = vc_task("w", 1)
+    spec = task["template"]["spec"]
+    spec["resources"] = pod_resources
+    spec["containers"] = [{"name": f"c{i}", "image": "b", "resources": r} for i, r in enumerate(containers)]
+    if init:
+        spec["initContainers"] = [{"name": f"i{i}", "image": "b", **extra} for i, extra in enumerate(init)]
+    return errors_of(vcjob(task))
+
+
+def test_pod_level_resources_against_the_containers():
+    # Sidecars (restartable init containers) add to the containers; an ordinary init container
+    # runs beside the sidecars started before it, and only raises the total if it is bigger.
+    sidecar = {"restartPolicy": "Always", "resources": {"requests": {"memory": "1Gi"}}}
+    big_init = {"resources": {"requests": {"memory": "3Gi"}}}
+    (error,) = _pod_level({"requests": {"memory": "2Gi"}}, [{"requests": {"memory": "1Gi"}}], [sidecar, big_init])
+    assert error.endswith(
+        'spec.task[0].template.spec.resources.requests[memory]: Invalid value: "2Gi": '
+        "must be greater than or equal to aggregate container requests of 4Gi"
+    )
+    assert _pod_level({"requests": {"memory": "4Gi"}}, [{"requests": {"memory": "1Gi"}}], [sidecar, big_init]) == []
+    (error,) = _pod_level({"limits": {"hugepages-2Mi": "2Mi"}}, [{"limits": {"hugepages-2Mi": "2Mi"}}] * 2)
+    assert (
+        'limits[hugepages-2Mi]: Invalid value: "2Mi": '
+        "must be greater than or equal to aggregate container limits of 4Mi" in error
+    )
+    (error,) = _pod_level({"limits": {"cpu": "1"}}, [{"limits": {"cpu": "2"}}])
+    assert error.startswith("spec.tasks[0].template.spec.containers[0].resources.limits[cpu]")
+    assert error.endswith("must be less than or equal to pod limits of 1")
