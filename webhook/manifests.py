@@ -207,6 +207,33 @@ def controller_cluster_role() -> dict[str, Any]:
     }
 
 
+QUEUE_READER = "jobgate-webhook-volcano-queues"
+WEBHOOK_ACCOUNT = "jobgate-webhook"  # manifests/base/rbac.yaml
+
+
+def webhook_queue_reader() -> list[dict[str, Any]]:
+    """The webhook's one read of the API: the watch behind Volcano's queue check (no call per review).
+
+    Harmless where Volcano is absent: the webhook then finds no Queue CRD and leaves the check off.
+    """
+    metadata = {"name": QUEUE_READER, "labels": dict(PART_OF)}
+    return [
+        {
+            "apiVersion": "rbac.authorization.k8s.io/v1",
+            "kind": "ClusterRole",
+            "metadata": metadata,
+            "rules": [{"apiGroups": ["scheduling.volcano.sh"], "resources": ["queues"], "verbs": ["list", "watch"]}],
+        },
+        {
+            "apiVersion": "rbac.authorization.k8s.io/v1",
+            "kind": "ClusterRoleBinding",
+            "metadata": metadata,
+            "subjects": [{"kind": "ServiceAccount", "name": WEBHOOK_ACCOUNT, "namespace": NAMESPACE}],
+            "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": QUEUE_READER},
+        },
+    ]
+
+
 def _dump(documents: list[dict[str, Any]]) -> str:
     yaml = YAML(typ="safe", pure=True)
     yaml.default_flow_style = False
@@ -228,6 +255,7 @@ def generated_files() -> dict[str, str]:
         [{"apiVersion": "kustomize.config.k8s.io/v1beta1", "kind": "Kustomization", "resources": names}]
     )
     files["base/webhook/webhooks.yaml"] = _dump(webhook_configurations())
+    files["base/webhook/queue-reader.yaml"] = _dump(webhook_queue_reader())
     files["base/controller/clusterrole.yaml"] = _dump([controller_cluster_role()])
     return files
 

@@ -29,6 +29,16 @@ MATRIX = [
             ("list", "customresourcedefinitions.apiextensions.k8s.io", None),
         ]
     ],
+    # The webhook's one right: the watch behind Volcano's queue check.
+    (WEBHOOK, "list", "queues.scheduling.volcano.sh", None, True),
+    (WEBHOOK, "watch", "queues.scheduling.volcano.sh", None, True),
+    *[
+        (WEBHOOK, verb, "queues.scheduling.volcano.sh", None, False)
+        for verb in ("get", "create", "update", "patch", "delete", "deletecollection")
+    ],
+    (WEBHOOK, "list", "podgroups.scheduling.volcano.sh", None, False),
+    (CERTS, "list", "queues.scheduling.volcano.sh", None, False),
+    (CONTROLLER, "list", "queues.scheduling.volcano.sh", None, False),
     (CERTS, "create", "secrets", "jobgate-system", True),
     (CERTS, "get", "secrets/jobgate-webhook-tls", "jobgate-system", True),
     (CERTS, "update", "secrets/jobgate-webhook-tls", "jobgate-system", True),
