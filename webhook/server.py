@@ -170,6 +170,17 @@ def _log_fields(review: AdmissionReview, webhook: Webhook, verdict: str) -> dict
     }
 
 
+# Workers run at a lower priority than the event loop: on a CPU they share, the scheduler
+# gives the loop (and its small reviews) the time it asks for, and the worker the rest.
+WORKER_NICENESS = 10
+
+
+def _start_worker() -> None:
+    with contextlib.suppress(OSError):
+        os.nice(WORKER_NICENESS)
+    warm_up()
+
+
 def large_review_workers() -> int:
     """One worker per CPU this process may use, less the one the event loop needs, at most 4.
 
@@ -216,7 +227,9 @@ class LargeReviewPool:
 
     def start(self) -> None:
         context = multiprocessing.get_context("spawn")  # no fork of a process with an event loop and threads
-        self._executor = concurrent.futures.ProcessPoolExecutor(self.workers, mp_context=context, initializer=warm_up)
+        self._executor = concurrent.futures.ProcessPoolExecutor(
+            self.workers, mp_context=context, initializer=_start_worker
+        )
         # Start every worker now (and build its schemas), not on the first large reviews.
         for started in [self._executor.submit(warm_up) for _ in range(self.workers)]:
             started.result()

@@ -17,7 +17,14 @@ import pytest
 from certs.authority import init_directory
 from tests.builders import admission_review, container, replica, tfjob
 from webhook.admission import Webhook
-from webhook.server import OFFLOAD_BYTES, LargeReviewPool, ServerState, WebhookServer, large_review_workers
+from webhook.server import (
+    OFFLOAD_BYTES,
+    WORKER_NICENESS,
+    LargeReviewPool,
+    ServerState,
+    WebhookServer,
+    large_review_workers,
+)
 
 
 def large_body(types: int = 2_500) -> bytes:
@@ -120,3 +127,14 @@ async def test_the_server_answers_429_with_retry_after_then_reviews_again(server
         "jobgate_admission_rejected_requests_total", {"code": "429"}
     )
     assert metrics == 1.0
+
+
+def test_workers_run_below_the_event_loops_priority():
+    pool = LargeReviewPool(workers=1)
+    pool.start()
+    try:
+        assert pool._executor is not None
+        worker_niceness = pool._executor.submit(os.nice, 0).result()
+        assert worker_niceness == min(19, os.nice(0) + WORKER_NICENESS)
+    finally:
+        pool.stop()
