@@ -6,8 +6,9 @@ the worst shapes: 10,000 replica types (valid where the family allows that many,
 invalid), 5,000 containers, 10,000 env entries, and an UPDATE carrying the old object (a
 ~6 MB body). Each body is reviewed
 
-- inline, with no server: the whole CPU cost of one review (parse, rules, encode), for
-  /mutate and /validate, in CPU time (``time.process_time``), with the time per MB of body;
+- inline, with no server: the whole CPU cost of one review (parse, rules, encode) as a
+  large-review worker runs it, for /mutate and /validate, in CPU time
+  (``time.process_time``), with the time per MB of body;
 - through ``jobgate webhook`` over HTTPS (unless ``--no-server``): the answer time (wall
   time) seen by a client, one review at a time, then ``--concurrent`` of the largest at once
   (those the server cannot answer within its budget get 429 at once).
@@ -43,7 +44,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from webhook.admission import Webhook
 from webhook.rules.engine import engine_build, warm_up
-from webhook.server import review_outcome
+from webhook.server import _review_in_worker, review_outcome
 
 REPO = Path(__file__).resolve().parents[1]
 EXAMPLES = REPO / "examples" / "valid"
@@ -237,7 +238,8 @@ def inline_figures(body: bytes, repeats: int) -> dict[str, Any]:
     row: dict[str, Any] = {"body_mb": round(len(body) / MB, 2), "baseline_ms": round(baseline * 1000, 1)}
     for webhook in Webhook:
         outcome = review_outcome(body, webhook)
-        seconds = _best(lambda webhook=webhook: review_outcome(body, webhook), repeats)  # type: ignore[misc]
+        # What a large-review worker runs (the cyclic collector paused), in this process.
+        seconds = _best(lambda webhook=webhook: _review_in_worker(body, webhook.value), repeats)  # type: ignore[misc]
         verdict = outcome.labels[2] if outcome.status == 200 else f"HTTP {outcome.status}"
         row[webhook.value] = {
             "ms": round(seconds * 1000, 1),
@@ -303,6 +305,27 @@ async def server_figures(bodies: dict[str, bytes], concurrent: int, repeats: int
     return results
 
 
+def scaling(families: list[Family], repeats: int) -> dict[str, dict[int, float]]:
+    """/validate CPU ms per 1,000 replica types at 2,500, 5,000 and 10,000 (all invalid, unpadded):
+    flat when the cost is linear in the count."""
+    result: dict[str, dict[int, float]] = {}
+    for family in families:
+        base = _base(family)
+        first = _first(base, family)
+        row: dict[int, float] = {}
+        for count in (2_500, 5_000, 10_000):
+            job = copy.deepcopy(base)
+            items = [family.item(first, index) for index in range(count)]
+            for _, item in items:
+                family.breaks(item)
+            job["spec"][family.collection] = dict(items) if family.is_map else [item for _, item in items]
+            body = review(job)
+            seconds = _best(lambda body=body: _review_in_worker(body, "validate"), repeats)  # type: ignore[misc]
+            row[count] = round(seconds * 1000 / (count / 1000), 1)
+        result[family.label] = row
+    return result
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repeats", type=int, default=3, help="runs per figure; the fastest is kept")
@@ -334,6 +357,11 @@ def main(argv: list[str] | None = None) -> int:
                     ),
                     flush=True,
                 )
+    report["scaling_ms_per_1000_types"] = scale = scaling(families, args.repeats)
+    if not args.json:
+        print("/validate CPU ms per 1,000 invalid replica types, at 2,500 / 5,000 / 10,000 (flat = linear):")
+        for label, row in scale.items():
+            print(f"  {label:<16} " + " / ".join(f"{ms:.1f}" for ms in row.values()))
     if not args.no_server:
         report["server"] = asyncio.run(server_figures(all_bodies, args.concurrent, args.repeats))
         if not args.json:

@@ -9,6 +9,7 @@ from __future__ import annotations
 import asyncio
 import concurrent.futures
 import contextlib
+import gc
 import logging
 import multiprocessing
 import os
@@ -147,8 +148,19 @@ def review_outcome(body: bytes, webhook: Webhook) -> ReviewOutcome:
 
 
 def _review_in_worker(body: bytes, webhook_value: str) -> tuple[ReviewOutcome, float]:
+    """One large review, and its time in the worker, with the cyclic garbage collector paused.
+
+    A review's objects are trees that reference counting frees. The collector, triggered by
+    allocation counts, would rescan the whole growing object graph again and again during a
+    3 MB review: with it, the cost per replica type grows with their number (20 -> 36 CPU ms
+    per 1,000 Volcano tasks from 2,500 to 10,000); without it, it stays flat.
+    """
     started = time.perf_counter()
-    outcome = review_outcome(body, Webhook(webhook_value))
+    gc.disable()
+    try:
+        outcome = review_outcome(body, Webhook(webhook_value))
+    finally:
+        gc.enable()
     return outcome, time.perf_counter() - started
 
 
@@ -179,6 +191,7 @@ def _start_worker() -> None:
     with contextlib.suppress(OSError):
         os.nice(WORKER_NICENESS)
     warm_up()
+    gc.freeze()  # the schemas built above live as long as the worker: never rescan them
 
 
 def large_review_workers() -> int:

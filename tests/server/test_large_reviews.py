@@ -7,6 +7,7 @@ which reviews are accepted.
 from __future__ import annotations
 
 import asyncio
+import gc
 import json
 import os
 import ssl
@@ -23,6 +24,7 @@ from webhook.server import (
     LargeReviewPool,
     ServerState,
     WebhookServer,
+    _review_in_worker,
     large_review_workers,
 )
 
@@ -138,3 +140,17 @@ def test_workers_run_below_the_event_loops_priority():
         assert worker_niceness == min(19, os.nice(0) + WORKER_NICENESS)
     finally:
         pool.stop()
+
+
+def test_a_large_review_runs_with_the_cyclic_collector_paused():
+    body = large_body()
+    automatic: list[bool] = []  # a collection while the collector is enabled is an automatic one
+    gc.callbacks.append(lambda phase, info: automatic.append(gc.isenabled()) if phase == "start" else None)
+    try:
+        outcome, _ = _review_in_worker(body, "validate")
+    finally:
+        gc.callbacks.pop()
+    assert outcome.status == 200
+    # None during the review (~40 without the pause); at most the one due when it is enabled again.
+    assert sum(automatic) <= 1
+    assert gc.isenabled()
