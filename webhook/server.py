@@ -198,7 +198,7 @@ def large_review_workers() -> int:
     """One worker per CPU this process may use, less the one the event loop needs, at most 4.
 
     A worker beside the loop on the loop's own CPU would take its time slices from the small
-    reviews; past 4, six 6 MB reviews at once are rare and each worker costs ~60 MB at rest.
+    reviews; past 4, more 6 MB reviews at once are rare and each worker costs ~50 MiB at rest.
     """
     return max(1, min(4, len(os.sched_getaffinity(0)) - 1))
 
@@ -206,7 +206,7 @@ def large_review_workers() -> int:
 class LargeReviewPool:
     """Reviews of large bodies run in worker processes, so that they never hold the event loop.
 
-    A 3 MB review costs the rules up to ~0.5 s of CPU; on the event loop every small review
+    A 3 MB review costs the rules 0.1-0.3 s of CPU; on the event loop every small review
     queued behind it would wait that long. In a worker process it only shares the CPU with the
     loop (time slices of a few ms), and small reviews keep their latency. Small bodies stay
     inline: the round trip to a process (pickling, a pipe, a context switch) costs more than
@@ -264,14 +264,17 @@ class LargeReviewPool:
                 f"{self.estimate(len(body)):.1f} s, past the {self.budget_seconds:.1f} s budget; retry",
             )
         self.pending_seconds += cost
+        executor = self._executor
         loop = asyncio.get_running_loop()
         try:
-            outcome, seconds = await loop.run_in_executor(self._executor, _review_in_worker, body, webhook.value)
+            outcome, seconds = await loop.run_in_executor(executor, _review_in_worker, body, webhook.value)
         except concurrent.futures.process.BrokenProcessPool:
-            # A worker died (e.g. killed by the OOM killer): answer this one inline, start new workers.
-            log.error("a large-review worker died; restarting the workers")
-            self.stop()
-            self.start()
+            # A worker died (e.g. killed by the OOM killer): every review it held fails at once, and
+            # the first of them starts new workers (off the loop); each is answered inline.
+            if self._executor is executor:
+                log.error("a large-review worker died; restarting the workers")
+                self.stop()
+                await asyncio.to_thread(self.start)
             return review_outcome(body, webhook)
         finally:
             self.pending_seconds = max(0.0, self.pending_seconds - cost)

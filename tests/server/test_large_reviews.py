@@ -154,3 +154,24 @@ def test_a_large_review_runs_with_the_cyclic_collector_paused():
     # None during the review (~40 without the pause); at most the one due when it is enabled again.
     assert sum(automatic) <= 1
     assert gc.isenabled()
+
+
+async def test_a_worker_dying_under_reviews_is_replaced_once_and_they_are_answered(caplog):
+    pool = LargeReviewPool(workers=1)
+    pool.start()
+    try:
+        assert pool._executor is not None
+        old_executor = pool._executor
+        (worker,) = old_executor._processes.values()
+        body = large_body(10_000)  # six of these keep the worker busy ~0.5 s: several fail together
+        reviews = [asyncio.ensure_future(pool.review(body, Webhook.VALIDATE)) for _ in range(6)]
+        await asyncio.sleep(0.05)
+        assert pool.pending_seconds > 0
+        worker.kill()
+        outcomes = await asyncio.gather(*reviews)
+        assert [o.status for o in outcomes] == [200] * 6
+        assert pool._executor is not None and pool._executor is not old_executor
+        assert sum("worker died" in r.getMessage() for r in caplog.records) == 1
+        assert (await pool.review(body, Webhook.VALIDATE)).status == 200  # through the new worker
+    finally:
+        pool.stop()
