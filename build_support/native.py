@@ -33,6 +33,10 @@ COMPILED_MODULES = (
     "webhook/rules/podtemplate.py",
     "webhook/rules/families/kubedl.py",
     "webhook/rules/families/mlkube.py",
+    "webhook/rules/families/t9k.py",
+    "webhook/rules/families/diengine.py",
+    "webhook/rules/volcano_rules.py",
+    "webhook/rules/families/volcano.py",
     "webhook/rules/engine.py",
 )
 SWITCH = "JOBGATE_COMPILE"

@@ -48,6 +48,9 @@ class Observed:
     existing: frozenset[tuple[str, str]]  # other owned objects present: (kind, name)
     now: datetime.datetime
     gang_supported: bool = False  # the scheduling.volcano.sh PodGroup API exists
+    pod_groups: tuple[dict[str, Any], ...] = ()  # the job's PodGroups with their status (when watched)
+    wait_for_pod_group: bool = False  # a gang scheduler runs: pods wait for their PodGroup to leave Pending
+    command: str | None = None  # the action of a bus.volcano.sh Command addressed to the job
 
 
 @dataclass(frozen=True)
@@ -70,6 +73,7 @@ class Plan:
     status: JobStatusModel
     status_changed: bool
     create: list[dict[str, Any]] = field(default_factory=list)
+    update: list[dict[str, Any]] = field(default_factory=list)  # children rewritten whole (PUT)
     delete: list[Deletion] = field(default_factory=list)
     events: list[Event] = field(default_factory=list)
     delete_job: bool = False

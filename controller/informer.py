@@ -132,7 +132,7 @@ class Informer:
         for event in self.kube.watch(self.path, resource_version, self.watch_timeout, **self._query()):
             if self._stop.is_set():
                 break
-            kind, obj = event.get("type"), event.get("object") or {}
+            kind, obj = str(event.get("type") or ""), event.get("object") or {}
             if kind == "ERROR":
                 code = obj.get("code") or 0
                 raise ApiError(int(code), obj.get("reason", "Error"), obj)

@@ -53,7 +53,17 @@ LEASES = Resource("coordination.k8s.io", "v1", "leases")
 POD_GROUPS = Resource("scheduling.volcano.sh", "v1beta1", "podgroups")
 SECRETS = Resource("", "v1", "secrets")  # the Volcano ssh plugin's key pair
 
-KIND_RESOURCES = {"Pod": PODS, "Service": SERVICES, "ConfigMap": CONFIG_MAPS, "PodGroup": POD_GROUPS, "Secret": SECRETS}
+NETWORK_POLICIES = Resource("networking.k8s.io", "v1", "networkpolicies")  # the Volcano svc plugin's
+COMMANDS = Resource("bus.volcano.sh", "v1alpha1", "commands")
+
+KIND_RESOURCES = {
+    "Pod": PODS,
+    "Service": SERVICES,
+    "ConfigMap": CONFIG_MAPS,
+    "PodGroup": POD_GROUPS,
+    "Secret": SECRETS,
+    "NetworkPolicy": NETWORK_POLICIES,
+}
 
 
 class Kube:

@@ -18,6 +18,7 @@ and the pods it last saw (``extra["knownPods"]``, so a pod deleted by someone el
 from __future__ import annotations
 
 import datetime
+import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from enum import StrEnum
@@ -36,6 +37,7 @@ JOB_VERSION_KEY = "volcano.sh/job-version"
 RETRY_COUNT_KEY = "volcano.sh/job-retry-count"
 TEMPLATE_UID_KEY = "volcano.sh/template-uid"
 GROUP_NAME_KEY = "scheduling.k8s.io/group-name"
+PARTITION_KEY = "volcano.sh/partition-id"
 POD_GROUP_API = "scheduling.volcano.sh/v1beta1"
 
 
@@ -60,13 +62,22 @@ class Action(StrEnum):
     ABORT_JOB = "AbortJob"
     TERMINATE_JOB = "TerminateJob"
     COMPLETE_JOB = "CompleteJob"
+    RESUME_JOB = "ResumeJob"
+    RESTART_PARTITION = "RestartPartition"
 
 
 POD_FAILED = "PodFailed"
 POD_EVICTED = "PodEvicted"
 TASK_COMPLETED = "TaskCompleted"
 TASK_FAILED = "TaskFailed"
+POD_PENDING = "PodPending"
+# Volcano's JobUnknownEvent: one name for a pod the kubelet lost (jobgate) and a job that cannot be judged.
+UNKNOWN = "Unknown"
+OUT_OF_SYNC = "OutOfSync"
+COMMAND_ISSUED = "CommandIssued"
 ANY_EVENT = "*"
+# Volcano turns these into SyncJob whatever the policies say (``*`` included).
+INTERNAL_EVENTS = frozenset({OUT_OF_SYNC, COMMAND_ISSUED, "PodRunning"})
 
 # Once here, a finished job only has its unfinished pods killed (policies no longer apply).
 FINISHED = frozenset({Phase.COMPLETED, Phase.FAILED, Phase.TERMINATED, Phase.ABORTED})
@@ -79,7 +90,32 @@ STOP_ACTIONS = {
     Action.TERMINATE_JOB: Phase.TERMINATING,
     Action.COMPLETE_JOB: Phase.COMPLETING,
 }
-RESTART_ACTIONS = frozenset({Action.RESTART_JOB, Action.RESTART_TASK, Action.RESTART_POD})
+RESTART_ACTIONS = frozenset({Action.RESTART_JOB, Action.RESTART_TASK, Action.RESTART_POD, Action.RESTART_PARTITION})
+TARGETED_RESTARTS = frozenset({Action.RESTART_TASK, Action.RESTART_POD, Action.RESTART_PARTITION})
+# Pod group phases in which Volcano's syncJob leaves the pods alone (the scheduler has not admitted the gang).
+POD_GROUP_WAITING = frozenset({"", "Pending"})
+DELAYED_ACTIONS_KEY = "delayedActions"
+
+_GO_DURATION_PART = re.compile(r"(\d+(?:\.\d*)?|\.\d+)(ns|us|µs|ms|s|m|h)")
+_GO_UNITS = {"ns": 1e-9, "us": 1e-6, "µs": 1e-6, "ms": 1e-3, "s": 1.0, "m": 60.0, "h": 3600.0}
+
+
+def parse_go_duration(value: object) -> float | None:
+    """A metav1.Duration (``30s``, ``1m30s``, ``1h``) in seconds; None when absent or unreadable."""
+    if not isinstance(value, str) or not value:
+        return None
+    text, sign = value, 1.0
+    if text[0] in "+-":
+        sign, text = (-1.0 if text[0] == "-" else 1.0), text[1:]
+    if text == "0":
+        return 0.0
+    position, total = 0, 0.0
+    for match in _GO_DURATION_PART.finditer(text):
+        if match.start() != position:
+            return None
+        total += float(match.group(1)) * _GO_UNITS[match.group(2)]
+        position = match.end()
+    return sign * total if position == len(text) and position else None
 
 
 @dataclass(frozen=True)
@@ -89,10 +125,15 @@ class Policy:
     action: Action
     events: frozenset[str] = frozenset()
     exit_code: int | None = None
+    timeout: float | None = None  # seconds the event must still hold before the action runs
 
     def matches(self, event: str, code: int | None) -> bool:
+        if event in INTERNAL_EVENTS:
+            return False
         if self.exit_code is not None:
             return event == POD_FAILED and code == self.exit_code
+        if event == POD_PENDING and self.timeout is None:
+            return False  # every pod starts Pending: Volcano only acts on one that stays so
         return event in self.events or ANY_EVENT in self.events
 
 
@@ -103,6 +144,7 @@ class TaskRules:
     min_available: int
     max_retry: int  # in-place container restarts before TaskFailed; -1 = never
     policies: tuple[Policy, ...] = ()
+    partition_size: int | None = None  # pods ``index // size`` form a partition (RestartPartition)
     depends_on: tuple[str, ...] = ()
     depends_on_any: bool = False
 
@@ -114,6 +156,9 @@ class Child:
     kind: str
     name: str
     build: Callable[[], dict[str, Any]]
+    # Set for a child whose content follows the spec (the svc hosts ConfigMap): a digest of that
+    # content; when it changes the child is rewritten in place.
+    digest: str | None = None
 
 
 @dataclass(frozen=True)
@@ -127,6 +172,7 @@ class JobRules:
     pod_group: Child | None = None  # only created when the PodGroup API exists
     priority_class: str | None = None
     controlled_resources: dict[str, str] = field(default_factory=dict)  # ``plugin-<name>: <name>``
+    scheduler_name: str | None = None
 
     def task(self, name: str) -> TaskRules | None:
         return next((t for t in self.tasks if t.name == name), None)
@@ -143,20 +189,36 @@ class BusEvent:
     pod: str | None = None
     uid: str | None = None
     exit_code: int | None = None
+    partition: str | None = None
+    detail: str = ""
 
     def describe(self) -> str:
-        where = f"pod {self.pod}" if self.pod else f"task {self.task}"
+        where = f"pod {self.pod}" if self.pod else f"task {self.task}" if self.task else "the job"
         code = f" (exit code {self.exit_code})" if self.exit_code is not None else ""
-        return f"{self.event} of {where}{code}"
+        detail = f" ({self.detail})" if self.detail else ""
+        return f"{self.event} of {where}{code}{detail}"
+
+    @property
+    def timer(self) -> str:
+        """What a delayed action waits on: this event of this pod (uid: a new pod starts over) or task."""
+        return "/".join((self.event, self.task, self.pod or "", self.uid or ""))
+
+
+def policy_for(event: BusEvent, rules: JobRules) -> Policy | None:
+    """The policy that turns ``event`` into an action: the task's policies first, then the job's."""
+    task = rules.task(event.task) if event.task else None
+    for policy in (*(task.policies if task else ()), *rules.policies):
+        if policy.matches(event.event, event.exit_code):
+            return policy
+    return None
 
 
 def resolve(events: list[BusEvent], rules: JobRules) -> tuple[Action, BusEvent | None]:
-    """The first event a policy maps to an action: the task's policies first, then the job's."""
+    """The first event a policy maps to an action (timeouts aside)."""
     for event in events:
-        task = rules.task(event.task)
-        for policy in (*(task.policies if task else ()), *rules.policies):
-            if policy.matches(event.event, event.exit_code):
-                return policy.action, event
+        policy = policy_for(event, rules)
+        if policy is not None:
+            return policy.action, event
     return Action.SYNC, None
 
 
@@ -177,6 +239,12 @@ def _version(pod: dict[str, Any]) -> int:
 def _task_of(pod: dict[str, Any]) -> str | None:
     labels = pod["metadata"].get("labels") or {}
     return labels.get(TASK_SPEC_KEY)
+
+
+def _partition_of(pod: dict[str, Any]) -> str | None:
+    labels = pod["metadata"].get("labels") or {}
+    value = labels.get(PARTITION_KEY)
+    return value if isinstance(value, str) else None
 
 
 def _restarts(pod: dict[str, Any]) -> int:
@@ -217,6 +285,16 @@ class Step:
         self.creating: dict[str, str] = {}  # pod name -> task, pods this pass creates
         self.pods = [pod for pod in p.observed.pods if _task_of(pod) is not None]
         self.by_name = {pod["metadata"]["name"]: pod for pod in self.pods}
+        self.group_phase = self._pod_group_phase()
+
+    def _pod_group_phase(self) -> str | None:
+        """The PodGroup's ``status.phase`` ("" when it has none); None when it is not seen."""
+        group = self.rules.pod_group
+        for found in getattr(self.p.observed, "pod_groups", ()) or ():
+            if group is not None and found.get("metadata", {}).get("name") == group.name:
+                phase = (found.get("status") or {}).get("phase")
+                return phase if isinstance(phase, str) else ""
+        return None
 
     # --- helpers ---
 
@@ -266,16 +344,22 @@ class Step:
 
     def events(self) -> list[BusEvent]:
         found: list[BusEvent] = []
+        pending: list[BusEvent] = []  # last: a pod that stays Pending matters least
         handled = set(self.status.restarting_pods)
         for pod in self.pods:
             uid = pod["metadata"].get("uid")
             if not self.current(pod) or uid in handled:
                 continue
-            task, name = _task_of(pod) or "", pod["metadata"]["name"]
+            task, name, partition = _task_of(pod) or "", pod["metadata"]["name"], _partition_of(pod)
+            phase = _pod_phase(pod)
             if pod["metadata"].get("deletionTimestamp"):
-                found.append(BusEvent(POD_EVICTED, task, name, uid))
-            elif _pod_phase(pod) == "Failed":
-                found.append(BusEvent(POD_FAILED, task, name, uid, _first_container_exit_code(pod)))
+                found.append(BusEvent(POD_EVICTED, task, name, uid, partition=partition))
+            elif phase == "Failed":
+                found.append(BusEvent(POD_FAILED, task, name, uid, _first_container_exit_code(pod), partition))
+            elif phase == "Unknown":
+                found.append(BusEvent(UNKNOWN, task, name, uid, partition=partition, detail="pod phase Unknown"))
+            elif phase == "Pending":
+                pending.append(BusEvent(POD_PENDING, task, name, uid, partition=partition))
         for name, task in sorted((self.status.extra.get("knownPods") or {}).items()):
             if name not in self.by_name:
                 found.append(BusEvent(POD_EVICTED, task, name))
@@ -286,7 +370,64 @@ class Step:
             active = [p for p in pods if _pod_phase(p) in ("Pending", "Running")]
             if task.max_retry != -1 and active and sum(_restarts(p) for p in active) >= task.max_retry:
                 found.append(BusEvent(TASK_FAILED, task.name))
-        return found
+        job_unknown = self.job_unknown()
+        if job_unknown:
+            found.append(BusEvent(UNKNOWN, "", detail=job_unknown))
+        return found + pending
+
+    def job_unknown(self) -> str:
+        """Why the job cannot be judged ("" when it can): Volcano's JobUnknown.
+
+        Volcano raises it when its scheduler sets the PodGroup's phase to Unknown (part of the gang
+        runs, the rest cannot be placed). Without that scheduler nobody sets the phase, so jobgate
+        also raises it when pods of the current run are in phase Unknown and the others alone do
+        not reach ``minAvailable``: whether the job runs depends on pods nobody can see.
+        """
+        if self.group_phase == "Unknown":
+            return "PodGroup phase Unknown"
+        current = [p for p in self.pods if self.current(p) and self.alive(p)]
+        unknown = sum(1 for p in current if _pod_phase(p) == "Unknown")
+        known = sum(1 for p in current if _pod_phase(p) in ("Running", "Succeeded"))
+        if unknown and known < self.rules.min_available:
+            return f"{unknown} pod(s) Unknown, {known} running or succeeded of minAvailable {self.rules.min_available}"
+        return ""
+
+    def decide(self, events: list[BusEvent]) -> tuple[Action, BusEvent] | None:
+        """The first event whose policy's action is due; delayed ones wait in the status.
+
+        A policy with a ``timeout`` runs its action only once its event has held for that long:
+        the first pass that sees the event writes when (``delayedActions``) and asks to be
+        requeued at the deadline, so no reconcile sleeps and a restarted controller keeps the
+        clock. An event that stops holding (the pod left Pending, was replaced) drops its timer,
+        as Volcano cancels a delayed action when the pod moves on.
+        """
+        before: dict[str, str] = self.status.extra.get(DELAYED_ACTIONS_KEY) or {}
+        timers: dict[str, str] = {}
+        chosen: tuple[Action, BusEvent] | None = None
+        for event in events:
+            policy = policy_for(event, self.rules)
+            if policy is None:
+                continue
+            if not policy.timeout or policy.timeout <= 0:
+                chosen = chosen or (policy.action, event)
+                continue
+            since = before.get(event.timer) or self.p.now
+            timers[event.timer] = since
+            started = parse_time(since) or self.now
+            remaining = (started - self.now).total_seconds() + policy.timeout
+            if remaining > 0:
+                self.plan.requeue(remaining)
+            elif chosen is None:
+                chosen = (policy.action, event)
+                self.plan.events.append(
+                    Event(
+                        "Normal",
+                        "ExecuteAction",
+                        f"Execute action {policy.action.value} after {go_duration(policy.timeout)}",
+                    )
+                )
+        self.status.extra[DELAYED_ACTIONS_KEY] = timers
+        return chosen
 
     # --- actions ---
 
@@ -296,6 +437,7 @@ class Step:
             Event("Normal", "ExecuteAction", f"Start to execute action {action.value} on {cause.describe()}")
         )
         message = f"{action.value} on {cause.describe()}"
+        self.status.extra.pop(DELAYED_ACTIONS_KEY, None)  # an action cancels the delayed ones (as Volcano)
         if action in STOP_ACTIONS:
             self.kill_job(retain_finished=True)
             self.set_phase(STOP_ACTIONS[action], action.value, message)
@@ -309,6 +451,9 @@ class Step:
             self.kill([p for p in self.pods if _task_of(p) == cause.task], retain_finished=False)
         elif action is Action.RESTART_POD and cause.pod is not None and cause.pod in self.by_name:
             self.kill([self.by_name[cause.pod]], retain_finished=False)
+        elif action is Action.RESTART_PARTITION and cause.partition is not None:
+            partition = [p for p in self.pods if _task_of(p) == cause.task and _partition_of(p) == cause.partition]
+            self.kill(partition, retain_finished=False)
         status.restart_count += 1
         self.set_phase(Phase.RESTARTING, action.value, message)
 
@@ -339,12 +484,32 @@ class Step:
             *self.rules.children,
             *([self.rules.pod_group] if self.rules.pod_group and observed.gang_supported else []),
         ]
+        digests: dict[str, str] = dict(self.status.extra.get("childDigests") or {})
         for child in wanted:
             present = (
                 child.name in services if child.kind == "Service" else (child.kind, child.name) in observed.existing
             )
-            if not present:
+            key = f"{child.kind}/{child.name}"
+            written = digests.get(key)
+            if child.digest is not None and written != child.digest and (present or written is not None):
+                # The spec changed (a task scaled) since the content was written: rewrite it in place.
+                # Also when this process has not seen the child (a restarted controller), as it exists.
+                plan.update.append(child.build())
+            elif not present:
                 plan.create.append(child.build())
+            if child.digest is not None:
+                digests[key] = child.digest
+        self.status.extra["childDigests"] = digests
+        gated = self.waits_for_pod_group()
+        if gated and self.rules.pod_group is not None and any(o.get("kind") == "PodGroup" for o in plan.create):
+            plan.events.append(
+                Event(
+                    "Normal",
+                    "PodGroupPending",
+                    f"PodGroup {self.model.namespace}:{self.rules.pod_group.name} created; "
+                    "pods are created once the scheduler moves it out of Pending",
+                )
+            )
         names: set[str] = set()
         created = []
         for group in model.groups:
@@ -356,7 +521,7 @@ class Step:
             for index in range(group.replicas):
                 name = pod_name(model, group, index)
                 names.add(name)
-                if name in self.by_name or blocked:
+                if name in self.by_name or blocked or gated:
                     continue
                 pod = build_pod(model, group, index)
                 annotations = pod["metadata"]["annotations"]
@@ -371,6 +536,36 @@ class Step:
         if created:
             shown = ", ".join(created[:10]) + (f" and {len(created) - 10} more" if len(created) > 10 else "")
             plan.events.append(Event("Normal", "SuccessfulCreatePod", f"Created pod(s): {shown}"))
+
+    def waits_for_pod_group(self) -> bool:
+        """Volcano's syncJob creates no pod while the job's PodGroup is Pending (the gang is not admitted).
+
+        Only the Volcano scheduler moves a PodGroup on, so jobgate waits only when told that it runs
+        (``jobgate controller --wait-for-pod-group``), the PodGroup API exists and the job asks for
+        that scheduler; otherwise nobody would ever release the pods.
+        """
+        observed = self.p.observed
+        return (
+            bool(getattr(observed, "wait_for_pod_group", False))
+            and observed.gang_supported
+            and self.rules.pod_group is not None
+            and self.rules.scheduler_name == "volcano"
+            and (self.group_phase is None or self.group_phase in POD_GROUP_WAITING)
+        )
+
+    def command(self) -> Action | None:
+        """The action of a ``bus.volcano.sh`` Command addressed to this job, if one arrived."""
+        value = getattr(self.p.observed, "command", None)
+        if not value:
+            return None
+        try:
+            action = Action(value)
+        except ValueError:
+            self.plan.events.append(Event("Warning", COMMAND_ISSUED, f"Ignored command with unknown action {value}"))
+            return None
+        message = f"Start to execute command {action.value}, and clean it up to make sure executed not more than once."
+        self.plan.events.append(Event("Normal", COMMAND_ISSUED, message))
+        return action
 
     # --- counting ---
 
@@ -406,15 +601,34 @@ class Step:
             status.phase = None
             self.set_phase(Phase.PENDING, "", "")
         phase = Phase(status.phase or Phase.PENDING)
+        command = self.command()
+        previous_generation = self.p.previous.observed_generation
+        if previous_generation is not None and previous_generation != self.model.generation:
+            # Volcano's OutOfSync: internal, so always a plain sync (new pods, rewritten hosts ConfigMap).
+            message = f"job spec changed (generation {previous_generation} -> {self.model.generation}): syncing"
+            self.plan.events.append(Event("Normal", OUT_OF_SYNC, message))
+        if phase not in (Phase.PENDING, Phase.RUNNING):
+            status.extra.pop(DELAYED_ACTIONS_KEY, None)
 
         if phase in (Phase.PENDING, Phase.RUNNING):
-            action, cause = resolve(self.events(), rules)
-            if cause is not None and action is not Action.SYNC:
-                self.act(action, cause)
+            if command is not None and command not in (Action.SYNC, Action.RESUME_JOB):
+                self.act(command, BusEvent(COMMAND_ISSUED, ""))
             else:
-                self.sync()
-                self.running_rules(phase)
+                chosen = self.decide(self.events())
+                if chosen is not None and chosen[0] not in (Action.SYNC, Action.RESUME_JOB):
+                    self.act(*chosen)
+                else:  # ResumeJob on a job that runs: nothing to resume (Volcano syncs)
+                    self.sync()
+                    self.running_rules(phase)
+        elif phase in (Phase.ABORTING, Phase.ABORTED) and command is Action.RESUME_JOB:
+            # Volcano's resume: finished pods stay, the rest go, and the job restarts through Restarting.
+            self.kill_job(retain_finished=True)
+            status.run_version += 1
+            status.restart_count += 1
+            self.set_phase(Phase.RESTARTING, Action.RESUME_JOB.value, "resumed by a ResumeJob command")
         elif phase is Phase.RESTARTING:
+            if command is not None and command not in TARGETED_RESTARTS:
+                self.kill_job(retain_finished=False)  # Volcano: any whole-job action while restarting kills all
             terminating = sum(1 for p in self.pods if not self.alive(p))
             if status.restart_count >= rules.max_retry:
                 self.kill_job(retain_finished=True)

@@ -45,6 +45,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--workers", type=int, default=16, help="jobs reconciled concurrently (default 16)")
     parser.add_argument("--resync", type=float, default=300.0, metavar="SECONDS", help="full resync period")
     parser.add_argument("--identity", help="leader-election identity (default: host name, pid and a random tag)")
+    parser.add_argument(
+        "--wait-for-pod-group",
+        action="store_true",
+        help="Volcano Jobs with schedulerName volcano get no pods while their PodGroup is Pending "
+        "(only when Volcano's scheduler runs: it is what moves PodGroups on)",
+    )
     parser.add_argument("--log-format", choices=("text", "json"), default="text")
     parser.add_argument("--log-level", choices=("debug", "info", "warning", "error"), default="info")
 
@@ -65,6 +71,7 @@ def run(args: argparse.Namespace) -> int:
         resync_seconds=args.resync,
         identity=identity,
         families=served_families(getattr(args, "families", None)),
+        wait_for_pod_group=args.wait_for_pod_group,
     )
     stop = threading.Event()
     signalled = threading.Event()

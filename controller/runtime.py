@@ -1,6 +1,6 @@
 """The controller process: informers, a work queue, and the execution of the engine's plans.
 
-Each job is a key ``<Kind>/<namespace>/<name>``. Job, pod and service events enqueue the job
+Each job is a key ``<Kind>.<version>.<group>/<namespace>/<name>``. Job, pod and service events enqueue the job
 (children are found through their controller ownerReference); workers take one key at a time
 and run one reconcile pass: read the job and its children from the caches, ask the engine for
 a plan, carry it out. The status goes first, so that a restart the engine counted is durable
@@ -25,11 +25,12 @@ from controller.clock import timestamp
 from controller.engine import Deletion, Event, Observed, Plan, reconcile, set_condition
 from controller.expectations import Expectations
 from controller.informer import Informer
-from controller.kube import EVENTS, KIND_RESOURCES, PODS, SERVICES, ApiError, Kube, Resource
+from controller.kube import COMMANDS, EVENTS, KIND_RESOURCES, POD_GROUPS, PODS, SERVICES, ApiError, Kube, Resource
 from controller.model import JobModel
 from controller.workqueue import WorkQueue
 from webhook.rules.engine import review_job
 from webhook.rules.fielderrors import aggregate_message
+from webhook.rules.registry import GroupVersionKind
 
 log = logging.getLogger("jobgate.controller")
 COMPONENT = "jobgate-controller"
@@ -44,6 +45,22 @@ KILL_AFTER_POD_CREATES_VARIABLE = "JOBGATE_TEST_KILL_AFTER_POD_CREATES"
 def _kill_after_pod_creates() -> int | None:
     value = os.environ.get(KILL_AFTER_POD_CREATES_VARIABLE, "")
     return int(value) if value.isdigit() and int(value) > 0 else None
+
+
+def job_key(gvk: GroupVersionKind, namespace: str, name: str) -> str:
+    """``<Kind>.<version>.<group>/<namespace>/<name>``: the kind alone is ambiguous (Volcano's ``Job``
+    and ``batch/v1`` Job; KubeDL's and Kubeflow's ``TFJob``), so a key always carries the group."""
+    return f"{gvk.kind}.{gvk.version}.{gvk.group}/{namespace}/{name}"
+
+
+def split_key(key: str) -> tuple[GroupVersionKind, str, str]:
+    kind_version_group, namespace, name = key.split("/", 2)
+    kind, version, group = kind_version_group.split(".", 2)
+    return GroupVersionKind(group, version, kind), namespace, name
+
+
+def owner_gvk(reference: dict[str, Any]) -> GroupVersionKind | None:
+    return GroupVersionKind.from_object(reference)
 
 
 def job_resource(adapter: Adapter) -> Resource:
@@ -68,23 +85,32 @@ class Controller:
         resync_seconds: float = 300.0,
         identity: str = COMPONENT,
         families: frozenset[str] | None = None,  # None: every family; else only these (``--families``)
+        wait_for_pod_group: bool = False,  # ``--wait-for-pod-group``: a gang scheduler moves PodGroups on
     ) -> None:
         self.kube = kube
         self.namespace = namespace
         self.workers = workers
         self.resync_seconds = resync_seconds
         self.identity = identity
-        self.adapters: dict[str, Adapter] = {
-            a.gvk.kind: a for a in ADAPTERS.values() if families is None or a.kind.family in families
+        self.adapters: dict[GroupVersionKind, Adapter] = {
+            gvk: a for gvk, a in ADAPTERS.items() if families is None or a.kind.family in families
         }
         self.job_informers = {
-            kind: Informer(kube, job_resource(a).path(namespace), name=kind.lower())
-            for kind, a in self.adapters.items()
+            gvk: Informer(kube, job_resource(a).path(namespace), name=gvk.kind.lower())  # a log label only
+            for gvk, a in self.adapters.items()
         }
         selector = JOB_UID_LABEL
         self.pods = Informer(kube, PODS.path(namespace), name="pods", label_selector=selector)
         self.services = Informer(kube, SERVICES.path(namespace), name="services", label_selector=selector)
-        self.children: dict[str, dict[str, dict[str, dict[str, Any]]]] = {"Pod": {}, "Service": {}}
+        self.children: dict[str, dict[str, dict[str, dict[str, Any]]]] = {"Pod": {}, "Service": {}, "PodGroup": {}}
+        self.wait_for_pod_group = wait_for_pod_group
+        # Started once discovery shows the APIs (Volcano's PodGroup and Command CRDs may be absent).
+        self.pod_groups: Informer | None = None
+        self.commands: Informer | None = None
+        # Actions of bus.volcano.sh Commands taken (deleted) and not yet carried out, by job key.
+        self.pending_commands: dict[str, str] = {}
+        self._commands_lock = threading.Lock()
+        self._acting = threading.Event()  # workers run (this replica leads): only then are Commands taken
         self._children_lock = threading.Lock()
         self.queue = WorkQueue()
         self.expectations = Expectations()
@@ -100,17 +126,17 @@ class Controller:
         self._kill_after_pod_creates = _kill_after_pod_creates()
         self._pod_creates = 0
         self._reconciles_lock = threading.Lock()  # workers count concurrently
-        for kind, informer in self.job_informers.items():
-            informer.handlers.append(self._job_handler(kind))
+        for gvk, informer in self.job_informers.items():
+            informer.handlers.append(self._job_handler(gvk))
         self.pods.handlers.append(self._child_handler("Pod"))
         self.services.handlers.append(self._child_handler("Service"))
 
     # --- events from the informers ----------------------------------------------------------------
 
-    def _job_handler(self, kind: str):
+    def _job_handler(self, gvk: GroupVersionKind):
         def handle(event: str, job: dict[str, Any], old: dict[str, Any] | None) -> None:
             metadata = job.get("metadata", {})
-            key = f"{kind}/{metadata.get('namespace')}/{metadata.get('name')}"
+            key = job_key(gvk, metadata.get("namespace", ""), metadata.get("name", ""))
             if event == "DELETED":
                 self.expectations.forget(key)
                 with self._extras_lock:
@@ -134,9 +160,10 @@ class Controller:
                         del self.children[kind][uid or ""]
                 else:
                     bucket[metadata.get("name")] = obj
-            if owner is None or owner.get("kind") not in self.adapters:
+            gvk = owner_gvk(owner) if owner is not None else None
+            if owner is None or gvk is None or gvk not in self.adapters:
                 return
-            key = f"{owner['kind']}/{metadata.get('namespace')}/{owner.get('name')}"
+            key = job_key(gvk, metadata.get("namespace", ""), owner.get("name", ""))
             if event == "ADDED":
                 self.expectations.creation_observed(key, f"{kind}/{metadata.get('name')}")
             elif event == "DELETED":
@@ -152,14 +179,26 @@ class Controller:
 
     # --- lifecycle -----------------------------------------------------------------------------------
 
+    def _informers(self) -> list[Informer]:
+        optional = [i for i in (self.pod_groups, self.commands) if i is not None]
+        return [*self.job_informers.values(), self.pods, self.services, *optional]
+
     def start_informers(self) -> None:
         self.gang_supported = self._has_pod_groups()
-        for informer in [*self.job_informers.values(), self.pods, self.services]:
+        if self.gang_supported:
+            self.pod_groups = Informer(
+                self.kube, POD_GROUPS.path(self.namespace), name="podgroups", label_selector=JOB_UID_LABEL
+            )
+            self.pod_groups.handlers.append(self._child_handler("PodGroup"))
+        if any(gvk.group == "batch.volcano.sh" for gvk in self.adapters) and self._serves(COMMANDS):
+            self.commands = Informer(self.kube, COMMANDS.path(self.namespace), name="commands")
+            self.commands.handlers.append(self._command_handler)
+        for informer in self._informers():
             informer.start()
 
     def wait_for_sync(self, timeout: float = 60.0) -> bool:
         deadline = time.monotonic() + timeout
-        for informer in [*self.job_informers.values(), self.pods, self.services]:
+        for informer in self._informers():
             remaining = deadline - time.monotonic()
             if not informer.synced.wait(max(remaining, 0)):
                 return False
@@ -172,6 +211,9 @@ class Controller:
             thread = threading.Thread(target=self._work, name=f"worker-{number}", daemon=True)
             thread.start()
             self._threads.append(thread)
+        self._acting.set()
+        for command in self.commands.items() if self.commands is not None else []:
+            self._command_handler("ADDED", command, None)  # those that arrived before this replica led
         resync = threading.Thread(target=self._resync, name="resync", daemon=True)
         resync.start()
         self._threads.append(resync)
@@ -180,22 +222,52 @@ class Controller:
     def stop(self) -> None:
         self._stop.set()
         self.queue.shutdown()
-        for informer in [*self.job_informers.values(), self.pods, self.services]:
+        for informer in self._informers():
             informer.stop()
         self._pool.shutdown(wait=False, cancel_futures=True)
 
     def _resync(self) -> None:
         while not self._stop.wait(self.resync_seconds):
-            for kind, informer in self.job_informers.items():
+            for gvk, informer in self.job_informers.items():
                 for job in informer.items():
-                    self.queue.add(f"{kind}/{job['metadata']['namespace']}/{job['metadata']['name']}")
+                    self.queue.add(job_key(gvk, job["metadata"]["namespace"], job["metadata"]["name"]))
 
     def _has_pod_groups(self) -> bool:
+        return self._serves(POD_GROUPS)
+
+    def _serves(self, resource: Resource) -> bool:
         try:
-            discovery = self.kube.get("/apis/scheduling.volcano.sh/v1beta1")
+            discovery = self.kube.get(f"/apis/{resource.group}/{resource.version}")
         except ApiError:
             return False
-        return any(r.get("name") == "podgroups" for r in discovery.get("resources") or [])
+        return any(r.get("name") == resource.plural for r in discovery.get("resources") or [])
+
+    # --- Volcano's commands --------------------------------------------------------------------------
+
+    def _command_handler(self, event: str, command: dict[str, Any], old: dict[str, Any] | None) -> None:
+        if event == "DELETED" or not self._acting.is_set():
+            return
+        raw_target = command.get("targetObject")
+        target: dict[str, Any] = raw_target if isinstance(raw_target, dict) else {}
+        gvk = GroupVersionKind.from_object(target)
+        action = command.get("action")
+        if gvk is None or gvk not in self.adapters or not isinstance(action, str) or not target.get("name"):
+            return  # a command for a queue, or for a job kind this controller does not serve
+        metadata = command.get("metadata", {})
+        key = job_key(gvk, metadata.get("namespace", ""), str(target["name"]))
+        self._pool.submit(self._take_command, key, metadata, action)
+
+    def _take_command(self, key: str, metadata: dict[str, Any], action: str) -> None:
+        """Delete the Command first, as Volcano does, so that it runs at most once."""
+        try:
+            self.kube.delete(COMMANDS.path(metadata.get("namespace"), metadata.get("name")), uid=metadata.get("uid"))
+        except ApiError as exc:
+            if exc.status not in (404, 409):
+                log.warning("could not take command %s/%s: %s", metadata.get("namespace"), metadata.get("name"), exc)
+            return  # gone: another replica or an earlier event took it
+        with self._commands_lock:
+            self.pending_commands[key] = action
+        self.queue.add(key)
 
     def _work(self) -> None:
         while not self._stop.is_set():
@@ -216,9 +288,9 @@ class Controller:
     # --- one pass ------------------------------------------------------------------------------------
 
     def reconcile_key(self, key: str) -> None:
-        kind, namespace, name = key.split("/", 2)
-        adapter = self.adapters[kind]
-        job = self.job_informers[kind].get(f"{namespace}/{name}")
+        gvk, namespace, name = split_key(key)
+        adapter = self.adapters[gvk]
+        job = self.job_informers[gvk].get(f"{namespace}/{name}")
         if job is None:
             self.expectations.forget(key)
             return
@@ -235,20 +307,31 @@ class Controller:
             return
         model = adapter.model(job)
         uid = model.uid
+        with self._commands_lock:
+            command = self.pending_commands.get(key)
         observed = Observed(
             pods=self.owned("Pod", uid),
             services=self.owned("Service", uid),
             existing=self._extras_of(uid),
             now=datetime.datetime.now(datetime.UTC),
             gang_supported=self.gang_supported,
+            pod_groups=tuple(self.owned("PodGroup", uid)),
+            wait_for_pod_group=self.wait_for_pod_group,
+            command=command,
         )
         plan = reconcile(model, adapter.read(job), observed)
         if plan.status_changed and adapter.projection_unchanged(job, plan.status):
             plan.status_changed = False
-        self.execute(key, adapter, job, model, plan)
+        if self.execute(key, adapter, job, model, plan) and command is not None:
+            with self._commands_lock:
+                if self.pending_commands.get(key) == command:
+                    del self.pending_commands[key]
 
-    def execute(self, key: str, adapter: Adapter, job: dict[str, Any], model: JobModel, plan: Plan) -> None:
+    def execute(self, key: str, adapter: Adapter, job: dict[str, Any], model: JobModel, plan: Plan) -> bool:
+        """Carry the plan out; False when the status write lost a race and the pass is to be redone."""
         resource = job_resource(adapter)
+        for obj in plan.update:  # whole rewrites, idempotent: safe before the status, redone on a conflict
+            self._replace(key, model, obj)
         if plan.status_changed:
             body = {**job, "status": adapter.project(plan.status)}
             try:
@@ -259,9 +342,9 @@ class Controller:
                         self.status_conflicts += 1
                     log.debug("%s: status conflict, requeued", key)
                     self.queue.add_after(key, 0.05)
-                    return
+                    return False
                 if exc.status == 404:
-                    return
+                    return False
                 raise
         for deletion in plan.delete:
             self._delete(key, model, deletion)
@@ -277,6 +360,24 @@ class Controller:
                     raise
         if plan.requeue_after is not None:
             self.queue.add_after(key, plan.requeue_after + 0.05)
+        return True
+
+    def _replace(self, key: str, model: JobModel, obj: dict[str, Any]) -> None:
+        kind, name = obj["kind"], obj["metadata"]["name"]
+        path = KIND_RESOURCES[kind].path(model.namespace, name)
+        try:
+            existing = self.kube.get(path)
+        except ApiError as exc:
+            if exc.status != 404:
+                raise
+            self._create(key, model, obj)
+            return
+        if (_owner(existing) or {}).get("uid") != model.uid:
+            raise RuntimeError(f"{kind} {name} exists and does not belong to this job")
+        body = {**obj, "metadata": {**obj["metadata"], "resourceVersion": existing["metadata"].get("resourceVersion")}}
+        self.kube.replace(path, body)
+        with self._extras_lock:
+            self.created_extras.setdefault(model.uid, set()).add((kind, name))
 
     def _delete(self, key: str, model: JobModel, deletion: Deletion) -> None:
         resource = KIND_RESOURCES[deletion.kind]

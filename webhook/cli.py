@@ -219,10 +219,11 @@ def _add_families_flag(parser: argparse.ArgumentParser) -> None:
     )
 
 
-def _add_queues_flag(parser: argparse.ArgumentParser) -> None:
+def _add_queues_flag(parser: argparse.ArgumentParser, default: object = None) -> None:
     parser.add_argument(
         "--queues",
         metavar="FILE",
+        default=default,
         help="Volcano Queues (YAML/JSON, e.g. `kubectl get queues -o yaml`) to check Volcano jobs' queues against",
     )
 
@@ -409,9 +410,13 @@ def build_parser(with_controller_arguments: bool = True) -> argparse.ArgumentPar
     default.set_defaults(handler=_default)
 
     review = commands.add_parser("review", help="answer an AdmissionReview request exactly as the webhook server would")
-    review.add_argument("webhook", choices=("mutate", "validate"))
-    review.add_argument("file", nargs="?", default="-", metavar="FILE", help="AdmissionReview JSON (default: stdin)")
     _add_queues_flag(review)
+    # One sub-command per webhook, so that flags may come before or after FILE.
+    webhooks = review.add_subparsers(dest="webhook", metavar="{mutate,validate}", required=True)
+    for name in ("mutate", "validate"):
+        answer = webhooks.add_parser(name, help=f"answer as /{name} would")
+        answer.add_argument("file", nargs="?", default="-", metavar="FILE", help="AdmissionReview JSON (stdin if -)")
+        _add_queues_flag(answer, default=argparse.SUPPRESS)
     review.set_defaults(handler=_review)
 
     webhook = commands.add_parser("webhook", help="serve /mutate and /validate over TLS")

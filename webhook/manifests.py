@@ -184,11 +184,20 @@ def controller_cluster_role() -> dict[str, Any]:
         rules.append({"apiGroups": [group], "resources": [f"{p}/status" for p in plurals], "verbs": ["get", "update"]})
     rules += [
         {"apiGroups": [""], "resources": ["pods", "services"], "verbs": ["get", "list", "watch", "create", "delete"]},
-        {"apiGroups": [""], "resources": ["configmaps"], "verbs": ["get", "create"]},  # MPI hostfiles, svc hosts
+        # MPI hostfiles, svc hosts (rewritten when a Volcano task is scaled)
+        {"apiGroups": [""], "resources": ["configmaps"], "verbs": ["get", "create", "update"]},
         # Volcano's ssh plugin: create only — reading secrets cluster-wide is not worth an owner check.
         {"apiGroups": [""], "resources": ["secrets"], "verbs": ["create"]},
         {"apiGroups": [""], "resources": ["events"], "verbs": ["create", "patch"]},
-        {"apiGroups": ["scheduling.volcano.sh"], "resources": ["podgroups"], "verbs": ["get", "create", "delete"]},
+        {
+            "apiGroups": ["scheduling.volcano.sh"],
+            "resources": ["podgroups"],
+            "verbs": ["get", "list", "watch", "create", "delete"],
+        },
+        # Volcano's svc plugin: one NetworkPolicy per job unless --disable-network-policy.
+        {"apiGroups": ["networking.k8s.io"], "resources": ["networkpolicies"], "verbs": ["get", "create"]},
+        # Volcano's commands (vcctl job resume/suspend): each is deleted once taken, so it runs once.
+        {"apiGroups": ["bus.volcano.sh"], "resources": ["commands"], "verbs": ["list", "watch", "delete"]},
     ]
     return {
         "apiVersion": "rbac.authorization.k8s.io/v1",
@@ -196,6 +205,33 @@ def controller_cluster_role() -> dict[str, Any]:
         "metadata": {"name": "jobgate-controller", "labels": dict(PART_OF)},
         "rules": rules,
     }
+
+
+QUEUE_READER = "jobgate-webhook-volcano-queues"
+WEBHOOK_ACCOUNT = "jobgate-webhook"  # manifests/base/rbac.yaml
+
+
+def webhook_queue_reader() -> list[dict[str, Any]]:
+    """The webhook's one read of the API: the watch behind Volcano's queue check (no call per review).
+
+    Harmless where Volcano is absent: the webhook then finds no Queue CRD and leaves the check off.
+    """
+    metadata = {"name": QUEUE_READER, "labels": dict(PART_OF)}
+    return [
+        {
+            "apiVersion": "rbac.authorization.k8s.io/v1",
+            "kind": "ClusterRole",
+            "metadata": metadata,
+            "rules": [{"apiGroups": ["scheduling.volcano.sh"], "resources": ["queues"], "verbs": ["list", "watch"]}],
+        },
+        {
+            "apiVersion": "rbac.authorization.k8s.io/v1",
+            "kind": "ClusterRoleBinding",
+            "metadata": metadata,
+            "subjects": [{"kind": "ServiceAccount", "name": WEBHOOK_ACCOUNT, "namespace": NAMESPACE}],
+            "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": QUEUE_READER},
+        },
+    ]
 
 
 def _dump(documents: list[dict[str, Any]]) -> str:
@@ -219,6 +255,7 @@ def generated_files() -> dict[str, str]:
         [{"apiVersion": "kustomize.config.k8s.io/v1beta1", "kind": "Kustomization", "resources": names}]
     )
     files["base/webhook/webhooks.yaml"] = _dump(webhook_configurations())
+    files["base/webhook/queue-reader.yaml"] = _dump(webhook_queue_reader())
     files["base/controller/clusterrole.yaml"] = _dump([controller_cluster_role()])
     return files
 

@@ -2,7 +2,9 @@
 
 The webhook starts it only when it can reach a cluster (``--kubeconfig`` or in-cluster) and the
 Queue CRD is served there; each review then reads the cache, never the API. Without the CRD the
-check is skipped and a line at start-up says so.
+check is skipped and a line at start-up says so; discovery is asked again every
+``JOBGATE_QUEUE_CRD_RECHECK_SECONDS`` (default 60), so Volcano installed after the webhook is
+picked up without a restart.
 """
 
 from __future__ import annotations
@@ -57,24 +59,74 @@ def in_cluster() -> bool:
     return bool(os.environ.get("KUBERNETES_SERVICE_HOST"))
 
 
-def start_queue_check(kubeconfig: str | None) -> QueueCache | None:
-    """Install the Queue cache for the Volcano rules when a cluster with the Queue CRD is reachable."""
+RECHECK_ENV = "JOBGATE_QUEUE_CRD_RECHECK_SECONDS"
+DEFAULT_RECHECK_SECONDS = 60.0
+
+
+def recheck_interval() -> float:
+    raw = os.environ.get(RECHECK_ENV, "")
+    try:
+        value = float(raw) if raw else DEFAULT_RECHECK_SECONDS
+    except ValueError:
+        log.warning("%s=%r is not a number of seconds: using %s", RECHECK_ENV, raw, DEFAULT_RECHECK_SECONDS)
+        return DEFAULT_RECHECK_SECONDS
+    return value if value > 0 else DEFAULT_RECHECK_SECONDS
+
+
+def start_queue_check(kubeconfig: str | None, *, stop: threading.Event | None = None) -> QueueCache | None:
+    """Install the Queue cache for the Volcano rules when a cluster with the Queue CRD is reachable.
+
+    Without the CRD (or with the cluster unreachable) the check is off, said once, and a daemon
+    thread asks discovery again every ``recheck_interval()`` seconds until the CRD is served.
+    """
     if kubeconfig is None and not in_cluster():
         log.info("Volcano queue check off: no --kubeconfig and not in a cluster")
         return None
     try:
         kube = Kube(kubeconfig)
-        if not queue_crd_served(kube):
-            log.info("Volcano queue check off: the scheduling.volcano.sh Queue CRD is not served by this cluster")
-            return None
+        served = queue_crd_served(kube)
     except Exception as exc:  # an unreachable cluster must not stop admission
-        log.warning("Volcano queue check off: cannot reach the cluster (%s)", exc)
+        log.warning("Volcano queue check off: cannot reach the cluster (%s); retrying in the background", exc)
+        _watch_for_crd(kubeconfig, None, stop)
         return None
+    if not served:
+        log.info(
+            "Volcano queue check off: the scheduling.volcano.sh Queue CRD is not served by this cluster "
+            "(checking again every %gs)",
+            recheck_interval(),
+        )
+        _watch_for_crd(kubeconfig, kube, stop)
+        return None
+    return _start_cache(kube)
+
+
+def _start_cache(kube: Kube) -> QueueCache:
     cache = QueueCache(kube)
     cache.informer.start()
     # Installed once the first list is in: an empty cache would refuse every queue as missing.
     threading.Thread(target=_install_when_synced, args=(cache,), name="queues-sync", daemon=True).start()
     return cache
+
+
+def _watch_for_crd(kubeconfig: str | None, kube: Kube | None, stop: threading.Event | None) -> None:
+    threading.Thread(
+        target=_wait_for_crd, args=(kubeconfig, kube, stop or threading.Event()), name="queues-crd", daemon=True
+    ).start()
+
+
+def _wait_for_crd(kubeconfig: str | None, kube: Kube | None, stop: threading.Event) -> None:
+    """Ask discovery until the Queue CRD is served, then start the cache. Quiet on failures: the
+    start-up line already said the check is off."""
+    interval = recheck_interval()
+    while not stop.wait(interval):
+        try:
+            kube = kube or Kube(kubeconfig)
+            if queue_crd_served(kube):
+                log.info("Volcano's Queue CRD is now served: starting the queue check")
+                _start_cache(kube)
+                return
+        except Exception as exc:
+            log.debug("Volcano queue CRD check failed: %s", exc)
 
 
 def _install_when_synced(cache: QueueCache) -> None:

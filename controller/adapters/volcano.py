@@ -10,7 +10,9 @@ Volcano's own shape so that ``kubectl get vcjob`` reads as it does with Volcano.
 from __future__ import annotations
 
 import base64
+import copy
 import functools
+import hashlib
 import json
 from typing import Any
 
@@ -19,6 +21,7 @@ from controller.clock import parse_time
 from controller.lifecycle import (
     JOB_NAME_KEY,
     JOB_NAMESPACE_KEY,
+    PARTITION_KEY,
     POD_GROUP_API,
     QUEUE_NAME_KEY,
     TASK_INDEX_KEY,
@@ -29,6 +32,7 @@ from controller.lifecycle import (
     JobRules,
     Policy,
     TaskRules,
+    parse_go_duration,
 )
 from controller.lifecycle import run as run_lifecycle
 from controller.model import JobModel, JobStatusModel, ReplicaGroup, RestartMode, RunPolicy
@@ -134,6 +138,25 @@ def svc_config_map(identity: dict[str, Any], labels: dict[str, str], tasks: list
     }
 
 
+def svc_network_policy(identity: dict[str, Any], labels: dict[str, str]) -> dict[str, Any]:
+    """Volcano's svc NetworkPolicy ``<job>``: the job's pods accept traffic from the job's pods only."""
+    job_pods = {"matchLabels": {JOB_NAME_KEY: identity["name"], JOB_NAMESPACE_KEY: identity["namespace"]}}
+    return {
+        "apiVersion": "networking.k8s.io/v1",
+        "kind": "NetworkPolicy",
+        "metadata": _metadata(identity, identity["name"], labels),
+        "spec": {
+            "podSelector": job_pods,
+            "ingress": [{"from": [{"podSelector": job_pods}]}],
+            "policyTypes": ["Ingress"],
+        },
+    }
+
+
+def content_digest(obj: dict[str, Any]) -> str:
+    return hashlib.sha256(json.dumps(obj.get("data"), sort_keys=True).encode()).hexdigest()[:16]
+
+
 def ssh_key_pair() -> tuple[str, str]:
     """A fresh RSA-2048 key: PKCS#1 PEM private key and OpenSSH public key."""
     from cryptography.hazmat.primitives import serialization
@@ -221,6 +244,11 @@ class PodDecoration:
         self.spec = spec
         self.tasks = [t for t in spec.get("tasks") or [] if isinstance(t, dict)]
         self.replicas = {t.get("name"): as_int(t.get("replicas")) or 0 for t in self.tasks}
+        self.partition_sizes = {
+            t.get("name"): as_int(t["partitionPolicy"].get("partitionSize")) or 0
+            for t in self.tasks
+            if isinstance(t.get("partitionPolicy"), dict)
+        }
 
     def hosts(self, task: str) -> list[str]:
         found = next((t for t in self.tasks if t.get("name") == task), None)
@@ -238,6 +266,9 @@ class PodDecoration:
         }
         metadata["labels"].update(keys)
         metadata["annotations"].update(keys)
+        size = self.partition_sizes.get(group.name)
+        if size is not None:
+            metadata["labels"][PARTITION_KEY] = str(index // size if size > 0 else 0)
         metadata["annotations"][TEMPLATE_UID_KEY] = f"{self.job}-{group.name}"
         if self.spec.get("schedulerName") and not spec.get("schedulerName"):
             spec["schedulerName"] = self.spec["schedulerName"]
@@ -360,11 +391,12 @@ def _policies(raw: Any) -> tuple[Policy, ...]:
         try:
             action = Action(item.get("action"))
         except ValueError:
-            continue  # ResumeJob, RestartPartition: not run by this controller
+            continue  # admission refuses unknown actions; one that slipped through does nothing
         events = {e for e in item.get("events") or [] if isinstance(e, str)}
         if isinstance(item.get("event"), str):
             events.add(item["event"])
-        policies.append(Policy(action, frozenset(events), as_int(item.get("exitCode"))))
+        timeout = parse_go_duration(item.get("timeout"))
+        policies.append(Policy(action, frozenset(events), as_int(item.get("exitCode")), timeout))
     return tuple(policies)
 
 
@@ -400,6 +432,11 @@ def build_volcano_job(kind: JobKind, job: dict[str, Any]) -> JobModel:
                 policies=_policies(task.get("policies")),
                 depends_on=tuple(str(n) for n in depends.get("name") or []),
                 depends_on_any=depends.get("iteration") == "any",
+                partition_size=(
+                    as_int(task["partitionPolicy"].get("partitionSize"))
+                    if isinstance(task.get("partitionPolicy"), dict)
+                    else None
+                ),
             )
         )
     full_identity = {**identity, "labels": labels}
@@ -407,9 +444,12 @@ def build_volcano_job(kind: JobKind, job: dict[str, Any]) -> JobModel:
     svc = plugin_args(spec, "svc")
     if svc is not None:
         children.append(Child("Service", identity["name"], lambda: svc_service(full_identity, labels, svc)))
+        hosts = svc_config_map(full_identity, labels, tasks)
         children.append(
-            Child("ConfigMap", f"{identity['name']}-svc", lambda: svc_config_map(full_identity, labels, tasks))
+            Child("ConfigMap", hosts["metadata"]["name"], lambda: copy.deepcopy(hosts), digest=content_digest(hosts))
         )
+        if not _flag(svc, "disable-network-policy", False):
+            children.append(Child("NetworkPolicy", identity["name"], lambda: svc_network_policy(full_identity, labels)))
     ssh = plugin_args(spec, "ssh")
     if ssh is not None:
         children.append(
@@ -424,6 +464,7 @@ def build_volcano_job(kind: JobKind, job: dict[str, Any]) -> JobModel:
         tasks=tuple(task_rules),
         children=tuple(children),
         controlled_resources={f"plugin-{name}": name for name in sorted(spec.get("plugins") or {})},
+        scheduler_name=spec.get("schedulerName") if isinstance(spec.get("schedulerName"), str) else None,
         pod_group=Child("PodGroup", pod_group_name(identity), lambda: pod_group(full_identity, labels, spec)),
     )
     return JobModel(
@@ -462,6 +503,8 @@ def project_volcano_status(status: JobStatusModel, min_available: int | None = N
         "observedGeneration": status.observed_generation,
         "handledPods": status.restarting_pods or None,
         "knownPods": extra.get("knownPods") or None,
+        "delayedActions": extra.get("delayedActions") or None,
+        "childDigests": extra.get("childDigests") or None,
     }
     return {k: v for k, v in document.items() if v is not None}
 
@@ -472,7 +515,16 @@ def read_volcano_status(job: dict[str, Any]) -> JobStatusModel:
     extra: dict[str, Any] = {k: state[k] for k in STATE_FIELDS if state.get(k)}
     if raw.get("state") is not None or raw.get("pending") is not None:
         extra["counts"] = {k: as_int(raw.get(k)) or 0 for k in COUNT_FIELDS}
-    for key in ("taskStatusCount", "conditions", "runningDuration", "controlledResources", "knownPods", "minAvailable"):
+    for key in (
+        "taskStatusCount",
+        "conditions",
+        "runningDuration",
+        "controlledResources",
+        "knownPods",
+        "minAvailable",
+        "delayedActions",
+        "childDigests",
+    ):
         if raw.get(key) not in (None, {}, []):
             extra[key] = raw[key]
     # Volcano measures runningDuration from the job's creation; that is also the start when none was written.

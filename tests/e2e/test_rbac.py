@@ -29,6 +29,16 @@ MATRIX = [
             ("list", "customresourcedefinitions.apiextensions.k8s.io", None),
         ]
     ],
+    # The webhook's one right: the watch behind Volcano's queue check.
+    (WEBHOOK, "list", "queues.scheduling.volcano.sh", None, True),
+    (WEBHOOK, "watch", "queues.scheduling.volcano.sh", None, True),
+    *[
+        (WEBHOOK, verb, "queues.scheduling.volcano.sh", None, False)
+        for verb in ("get", "create", "update", "patch", "delete", "deletecollection")
+    ],
+    (WEBHOOK, "list", "podgroups.scheduling.volcano.sh", None, False),
+    (CERTS, "list", "queues.scheduling.volcano.sh", None, False),
+    (CONTROLLER, "list", "queues.scheduling.volcano.sh", None, False),
     (CERTS, "create", "secrets", "jobgate-system", True),
     (CERTS, "get", "secrets/jobgate-webhook-tls", "jobgate-system", True),
     (CERTS, "update", "secrets/jobgate-webhook-tls", "jobgate-system", True),
@@ -70,6 +80,12 @@ MATRIX = [
     (CONTROLLER, "delete", "secrets", "team-a", False),
     (CONTROLLER, "list", "secrets", None, False),
     (CONTROLLER, "create", "podgroups.scheduling.volcano.sh", "team-a", True),
+    (CONTROLLER, "watch", "podgroups.scheduling.volcano.sh", None, True),  # gating on the PodGroup phase
+    (CONTROLLER, "update", "configmaps", "team-a", True),  # Volcano svc hosts after a scale
+    (CONTROLLER, "create", "networkpolicies.networking.k8s.io", "team-a", True),  # Volcano svc plugin
+    (CONTROLLER, "delete", "networkpolicies.networking.k8s.io", "team-a", False),
+    # bus.volcano.sh Commands (list, watch, delete): kubectl cannot ask about a resource this cluster does
+    # not serve; test_volcano_controller_actions.py runs the controller as this account and sees it take one.
     (CONTROLLER, "create", "leases.coordination.k8s.io", "jobgate-system", True),
     (CONTROLLER, "update", "leases.coordination.k8s.io/jobgate-controller", "jobgate-system", True),
     (CONTROLLER, "update", "leases.coordination.k8s.io/someone-else", "jobgate-system", False),

@@ -3,16 +3,27 @@
 from __future__ import annotations
 
 import json
+import os
 import re
 import subprocess
 import sys
 import time
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 import yaml
 
-from tests.e2e.conftest import NAMESPACE, REPO, Cluster, WebhookProcess, wait_for_webhook
+from tests.e2e.conftest import (
+    NAMESPACE,
+    REPO,
+    Cluster,
+    WebhookProcess,
+    apply_rbac_from,
+    token_kubeconfig,
+    wait_for_webhook,
+)
+from webhook.manifests import QUEUE_READER
 
 UPDATE_FORBIDDEN = "job updates may not change fields other than `minAvailable`"
 
@@ -108,7 +119,7 @@ def test_update_rules(cluster: Cluster):
     assert "spec.tasks: Forbidden: job updates may not add or remove tasks" in result.stderr, result.stderr
 
 
-# --- the queue check: a webhook started with --kubeconfig in a cluster with Volcano's Queue CRD ------------
+# --- the queue check: the webhook of a default install, before and after Volcano's Queue CRD arrives ------
 
 QUEUE_CRD = """
 apiVersion: apiextensions.k8s.io/v1
@@ -142,29 +153,64 @@ def queue(name: str, state: str, parent: str | None = None) -> dict:
     }
 
 
-class QueueCheckingWebhook(WebhookProcess):
-    """The session's webhook restarted on its port with --kubeconfig, so it watches Queues."""
+class DefaultInstallWebhook(WebhookProcess):
+    """The session's webhook restarted on its port as a default install runs it: with the token of
+    its own service account (RBAC from manifests/base), so the queue check has exactly the rights
+    the base manifests give. Discovery is asked again every second, not every minute."""
 
     def __init__(self, base: WebhookProcess, kubeconfig: str) -> None:
         super().__init__(base.tls_dir, base.port)
         self.kubeconfig = kubeconfig
+        self.log = base.tls_dir.parent / "webhook-default-install.log"
 
     def start(self) -> None:
         command = [sys.executable, "-m", "webhook.cli", "webhook", "--tls-dir", str(self.tls_dir)]
         command += ["--host", "127.0.0.1", "--port", str(self.port), "--kubeconfig", self.kubeconfig]
-        self.process = subprocess.Popen(command, cwd=REPO, stderr=self.log.open("ab"))
-        deadline = time.monotonic() + 30
+        env = {**os.environ, "JOBGATE_QUEUE_CRD_RECHECK_SECONDS": "1"}
+        self.process = subprocess.Popen(command, cwd=REPO, stderr=self.log.open("ab"), env=env)
+        self.wait_for_log(r"https://127\.0\.0\.1:")
+
+    def wait_for_log(self, pattern: str, timeout: float = 30) -> None:
+        deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
+            assert self.process is not None
             if self.process.poll() is not None:
                 raise AssertionError(f"webhook exited: {self.log.read_text()[-2000:]}")
-            if "Volcano queue check on" in self.log.read_text():
+            if re.search(pattern, self.log.read_text()):
                 return
             time.sleep(0.1)
-        raise AssertionError(f"queue check did not start: {self.log.read_text()[-2000:]}")
+        raise AssertionError(f"no {pattern!r} in the webhook's log: {self.log.read_text()[-2000:]}")
 
 
 @pytest.fixture
-def queue_checking_webhook(cluster: Cluster, webhook_process: WebhookProcess) -> Iterator[None]:
+def default_install_webhook(
+    cluster: Cluster, webhook_process: WebhookProcess, tmp_path: Path
+) -> Iterator[DefaultInstallWebhook]:
+    apply_rbac_from(cluster, "manifests/base")
+    kubeconfig = token_kubeconfig(cluster, "jobgate-webhook", tmp_path / "webhook.kubeconfig")
+    # The webhook must first meet a cluster without Volcano.
+    cluster.kubectl("delete", "crd", "queues.scheduling.volcano.sh", "--ignore-not-found", "--wait", check=True)
+    webhook_process.stop()
+    replacement = DefaultInstallWebhook(webhook_process, kubeconfig)
+    replacement.start()
+    wait_for_webhook(cluster)
+    try:
+        yield replacement
+    finally:
+        replacement.stop()
+        webhook_process.start()
+        wait_for_webhook(cluster)
+
+
+def test_default_install_picks_up_the_queue_check_when_volcano_arrives(
+    cluster: Cluster, default_install_webhook: DefaultInstallWebhook
+):
+    webhook = default_install_webhook
+    # No Queue CRD: one line at start-up, and the webhook serves as usual without the check.
+    webhook.wait_for_log(r"Volcano queue check off: the scheduling.volcano.sh Queue CRD is not served")
+    assert webhook.log.read_text().count("Volcano queue check off") == 1
+    assert kubectl_apply(cluster, job("vc-queue-before", queue="nowhere"), "--dry-run=server").returncode == 0
+
     cluster.kubectl("apply", "-f", "-", input=QUEUE_CRD, check=True)
     cluster.kubectl("wait", "--for=condition=Established", "crd/queues.scheduling.volcano.sh", check=True)
     queues = [
@@ -175,19 +221,10 @@ def queue_checking_webhook(cluster: Cluster, webhook_process: WebhookProcess) ->
         queue("child-b", "Open", "parent"),
     ]
     cluster.kubectl("apply", "-f", "-", input=yaml.safe_dump_all(queues), check=True)
-    webhook_process.stop()
-    replacement = QueueCheckingWebhook(webhook_process, cluster.kubeconfig)
-    replacement.start()
-    wait_for_webhook(cluster)
-    try:
-        yield
-    finally:
-        replacement.stop()
-        webhook_process.start()
-        wait_for_webhook(cluster)
+    # Picked up without a restart, with the service account's own rights (list/watch queues).
+    webhook.wait_for_log(r"Volcano queue check on")
+    assert "Forbidden" not in webhook.log.read_text()
 
-
-def test_queue_check_from_the_watch_cache(cluster: Cluster, queue_checking_webhook: None):
     assert kubectl_apply(cluster, job("vc-queue-ok", queue="child-a")).returncode == 0
     cases = {
         "missing": 'spec.queue: Not found: "missing": unable to find job queue',
@@ -223,5 +260,6 @@ def test_volcano_admission_only_overlay(cluster: Cluster):
     for configuration in (d for d in documents if d["kind"].endswith("WebhookConfiguration")):
         (rule,) = configuration["webhooks"][0]["rules"]
         assert (rule["apiGroups"], rule["resources"]) == (["batch.volcano.sh"], ["jobs"])
-    reader = next(d for d in documents if d["metadata"]["name"] == "jobgate-volcano-queue-reader")
-    assert reader["kind"] in ("ClusterRole", "ClusterRoleBinding")
+    # The queue reader comes with the base, so the overlay keeps it.
+    readers = {d["kind"] for d in documents if d["metadata"]["name"] == QUEUE_READER}
+    assert readers == {"ClusterRole", "ClusterRoleBinding"}

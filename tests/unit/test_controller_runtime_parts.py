@@ -8,6 +8,7 @@ import time
 from controller.adapters import common_status_document, read_status
 from controller.expectations import Expectations
 from controller.workqueue import WorkQueue
+from webhook.rules.registry import GroupVersionKind
 
 
 def test_a_key_is_queued_once_and_held_by_one_worker():
@@ -129,10 +130,18 @@ def test_per_job_bookkeeping_is_released_when_the_job_and_its_children_go(tmp_pa
             "namespace": "ns",
             "uid": "p1",
             "labels": {JOB_UID_LABEL: "u1"},
-            "ownerReferences": [{"kind": "TFJob", "name": "j", "uid": "u1", "controller": True}],
+            "ownerReferences": [
+                {
+                    "apiVersion": "training.kubedl.io/v1alpha1",
+                    "kind": "TFJob",
+                    "name": "j",
+                    "uid": "u1",
+                    "controller": True,
+                }
+            ],
         }
     }
-    job_events = controller.job_informers["TFJob"].handlers[0]
+    job_events = controller.job_informers[GroupVersionKind("training.kubedl.io", "v1alpha1", "TFJob")].handlers[0]
     pod_events = controller.pods.handlers[0]
     pod_events("ADDED", pod, None)
     controller.created_extras["u1"] = {("PodGroup", "j")}
@@ -142,4 +151,71 @@ def test_per_job_bookkeeping_is_released_when_the_job_and_its_children_go(tmp_pa
     job_events("DELETED", job, None)
     assert controller.children["Pod"] == {}
     assert controller.created_extras == {}
+    controller.stop()
+
+
+def _offline_controller(tmp_path):
+    from controller.kube import Kube
+    from controller.runtime import Controller
+
+    kubeconfig = tmp_path / "kubeconfig"
+    kubeconfig.write_text(
+        "apiVersion: v1\nkind: Config\ncurrent-context: c\n"
+        "clusters: [{name: c, cluster: {server: 'https://127.0.0.1:1'}}]\n"
+        "contexts: [{name: c, context: {cluster: c, user: u}}]\nusers: [{name: u, user: {token: t}}]\n"
+    )
+    return Controller(Kube(str(kubeconfig)), namespace="ns")  # nothing connects until started
+
+
+def test_a_batch_v1_job_is_never_taken_for_a_volcano_job(tmp_path):
+    from controller.adapters import JOB_UID_LABEL, adapter_for
+
+    assert adapter_for({"apiVersion": "batch/v1", "kind": "Job"}) is None
+    assert adapter_for({"apiVersion": "batch.volcano.sh/v1alpha1", "kind": "Job"}) is not None
+    controller = _offline_controller(tmp_path)
+    queued: list[str] = []
+    controller.queue.add = queued.append  # type: ignore[method-assign]
+
+    def pod(owner_api_version: str) -> dict:
+        reference = {"apiVersion": owner_api_version, "kind": "Job", "name": "j", "uid": "u1", "controller": True}
+        labels = {JOB_UID_LABEL: "u1"}
+        metadata = {"name": "j-x", "namespace": "ns", "uid": "p", "labels": labels, "ownerReferences": [reference]}
+        return {"metadata": metadata}
+
+    controller.pods.handlers[0]("ADDED", pod("batch/v1"), None)
+    assert queued == []  # a Kubernetes Job's pod: not ours, whatever its kind name
+    controller.pods.handlers[0]("ADDED", pod("batch.volcano.sh/v1alpha1"), None)
+    assert queued == ["Job.v1alpha1.batch.volcano.sh/ns/j"]
+    controller.stop()
+
+
+def test_job_keys_carry_group_version_and_kind():
+    from controller.runtime import job_key, split_key
+
+    volcano = GroupVersionKind("batch.volcano.sh", "v1alpha1", "Job")
+    key = job_key(volcano, "ns", "a.b")
+    assert split_key(key) == (volcano, "ns", "a.b")
+    assert job_key(GroupVersionKind("batch", "v1", "Job"), "ns", "a.b") != key
+
+
+def test_volcano_commands_are_taken_once_and_only_while_leading(tmp_path):
+    controller = _offline_controller(tmp_path)
+    deleted: list[str] = []
+    controller.kube.delete = lambda path, uid=None, propagation=None: deleted.append(path)  # type: ignore[method-assign]
+    queued: list[str] = []
+    controller.queue.add = queued.append  # type: ignore[method-assign]
+
+    def command(api_version: str, action: str = "ResumeJob") -> dict:
+        target = {"apiVersion": api_version, "kind": "Job", "name": "j", "uid": "u1"}
+        return {"metadata": {"name": "c", "namespace": "ns", "uid": "c1"}, "action": action, "targetObject": target}
+
+    controller._command_handler("ADDED", command("batch.volcano.sh/v1alpha1"), None)
+    assert deleted == [] and controller.pending_commands == {}  # a standby replica leaves it to the leader
+    controller._acting.set()
+    controller._command_handler("ADDED", command("batch/v1"), None)
+    controller._command_handler("ADDED", command("batch.volcano.sh/v1alpha1"), None)
+    controller._pool.shutdown(wait=True)
+    assert deleted == ["/apis/bus.volcano.sh/v1alpha1/namespaces/ns/commands/c"]
+    assert controller.pending_commands == {"Job.v1alpha1.batch.volcano.sh/ns/j": "ResumeJob"}
+    assert queued == ["Job.v1alpha1.batch.volcano.sh/ns/j"]
     controller.stop()

@@ -118,7 +118,8 @@ def test_deployment_is_hardened():
     pod = spec["template"]["spec"]
     assert pod["securityContext"]["runAsNonRoot"] is True
     assert pod["securityContext"]["seccompProfile"] == {"type": "RuntimeDefault"}
-    assert pod["automountServiceAccountToken"] is False
+    # The token serves the watch on Volcano's Queues, the webhook's only right (see below).
+    assert pod["automountServiceAccountToken"] is True
     (container,) = pod["containers"]
     security = container["securityContext"]
     assert security["readOnlyRootFilesystem"] is True
@@ -132,3 +133,13 @@ def test_deployment_is_hardened():
 def test_pdb_keeps_a_webhook_replica():
     (pdb,) = load_all(MANIFESTS / "base/pdb.yaml")
     assert pdb["spec"]["minAvailable"] == 1
+
+
+def test_the_webhook_account_may_only_list_and_watch_volcano_queues():
+    role, binding = load_all(MANIFESTS / "base/webhook/queue-reader.yaml")
+    assert role["rules"] == [
+        {"apiGroups": ["scheduling.volcano.sh"], "resources": ["queues"], "verbs": ["list", "watch"]}
+    ]
+    assert binding["subjects"] == [{"kind": "ServiceAccount", "name": "jobgate-webhook", "namespace": "jobgate-system"}]
+    assert binding["roleRef"]["name"] == role["metadata"]["name"]
+    assert "queue-reader.yaml" in (MANIFESTS / "base/webhook/kustomization.yaml").read_text()

@@ -115,9 +115,16 @@ def test_validate_and_review_check_queues_from_a_file(tmp_path, capsys, queue, f
             assert fragment in out
         review = tmp_path / "review.json"
         review.write_text(json.dumps(admission_review(vcjob(vc_task("w", 1), queue=queue))))
-        assert main(["review", "validate", str(review), "--queues", str(queues)]) == 0
-        response = json.loads(capsys.readouterr().out)["response"]
-        assert response["allowed"] is (fragment is None)
+        # The flag is taken before the sub-command, before FILE and after it.
+        for argv in (
+            ["review", "--queues", str(queues), "validate", str(review)],
+            ["review", "validate", "--queues", str(queues), str(review)],
+            ["review", "validate", str(review), "--queues", str(queues)],
+        ):
+            QUEUES.install(None)
+            assert main(argv) == 0
+            response = json.loads(capsys.readouterr().out)["response"]
+            assert response["allowed"] is (fragment is None), argv
     finally:
         QUEUES.install(None)
 

@@ -57,8 +57,10 @@ def test_duplicated_task_name_reported_with_all_other_problems():
 
 
 def test_task_name_must_be_dns1123_label():
-    (error,) = errors_of(vcjob(vc_task("Bad_Name", 1)))
-    assert error.startswith('spec.tasks[0].name: Invalid value: "Bad_Name": a lowercase RFC 1123 label')
+    # The CRD pattern's line (what Volcano 1.14+ users get from the apiserver), then the webhook's.
+    schema, error = errors_of(vcjob(vc_task("Bad_Name", 1)))
+    assert schema.endswith("spec.tasks[0].name in body should match '^[a-z0-9]([-a-z0-9]*[a-z0-9])?$'")
+    assert error.startswith('spec.tasks[0].name: Invalid value: "Bad_Name": [a lowercase RFC 1123 label')
 
 
 def test_pod_name_must_fit_63_characters():
@@ -195,9 +197,11 @@ def test_volume_rules_all_reported():
         {"mountPath": "/z", "volumeClaimName": "Bad_Claim"},
     ]
     errors = errors_of(vcjob(vc_task("w", 1), volumes=volumes))
-    assert errors[0] == "spec.volumes[0].mountPath: Required value: mountPath is required"
-    assert errors[1] == 'spec.volumes[2].mountPath: Duplicate value: "/data": duplicated mountPath: /data'
-    assert errors[2] == "spec.volumes[3]: Required value: either VolumeClaim or VolumeClaimName must be specified"
+    # Volcano ends these three sentences with ';' (how it joins its messages); its users grep for that.
+    assert errors.pop(0).endswith("spec.volumes[0].mountPath in body should be at least 1 chars long")  # CRD's line
+    assert errors[0] == "spec.volumes[0].mountPath: Required value: mountPath is required;"
+    assert errors[1] == 'spec.volumes[2].mountPath: Duplicate value: "/data": duplicated mountPath: /data;'
+    assert errors[2] == "spec.volumes[3]: Required value: either VolumeClaim or VolumeClaimName must be specified;"
     assert errors[3].startswith('spec.volumes[4].volumeClaimName: Invalid value: "c": conflict: If you want to use')
     assert errors[4].startswith('spec.volumes[5].volumeClaimName: Invalid value: "Bad_Claim": invalid VolumeClaimName')
     assert len(errors) == 5
@@ -268,9 +272,12 @@ def test_numa_topology_policy_needs_whole_cpus():
     assert errors_of(vcjob(task)) == []
 
 
-def test_queue_and_priority_class_are_dns_subdomains():
-    errors = errors_of(vcjob(vc_task("w", 1), queue="Bad_Queue", priorityClassName="Bad_Class"))
-    assert [e.split(":")[0] for e in errors] == ["spec.queue", "spec.priorityClassName"]
+def test_priority_class_is_a_dns_subdomain_and_a_bad_queue_name_only_warned():
+    # Volcano's webhook admits any queue name (its tables use "childQueue"); only its CRD has the pattern.
+    obj = vcjob(vc_task("w", 1), queue="Bad_Queue", priorityClassName="Bad_Class")
+    errors = errors_of(obj)
+    assert [e.split(":")[0] for e in errors] == ["spec.priorityClassName"]
+    assert any(w.startswith("spec.queue: 'Bad_Queue': Volcano's CRD refuses it") for w in review(obj).warnings)
 
 
 def test_all_violations_in_one_answer():
@@ -419,3 +426,34 @@ def test_exit_code_policy_action_is_not_checked_but_warned():
         'spec.policies[0]: exit-code policy with action "Explode": Volcano runs none',
         "spec.policies[1]: exit-code policy with no action: Volcano runs none",
     ]
+
+
+def _pod_level(pod_resources, containers, init=()):
+    task = vc_task("w", 1)
+    spec = task["template"]["spec"]
+    spec["resources"] = pod_resources
+    spec["containers"] = [{"name": f"c{i}", "image": "b", "resources": r} for i, r in enumerate(containers)]
+    if init:
+        spec["initContainers"] = [{"name": f"i{i}", "image": "b", **extra} for i, extra in enumerate(init)]
+    return errors_of(vcjob(task))
+
+
+def test_pod_level_resources_against_the_containers():
+    # Sidecars (restartable init containers) add to the containers; an ordinary init container
+    # runs beside the sidecars started before it, and only raises the total if it is bigger.
+    sidecar = {"restartPolicy": "Always", "resources": {"requests": {"memory": "1Gi"}}}
+    big_init = {"resources": {"requests": {"memory": "3Gi"}}}
+    (error,) = _pod_level({"requests": {"memory": "2Gi"}}, [{"requests": {"memory": "1Gi"}}], [sidecar, big_init])
+    assert error.endswith(
+        'spec.task[0].template.spec.resources.requests[memory]: Invalid value: "2Gi": '
+        "must be greater than or equal to aggregate container requests of 4Gi"
+    )
+    assert _pod_level({"requests": {"memory": "4Gi"}}, [{"requests": {"memory": "1Gi"}}], [sidecar, big_init]) == []
+    (error,) = _pod_level({"limits": {"hugepages-2Mi": "2Mi"}}, [{"limits": {"hugepages-2Mi": "2Mi"}}] * 2)
+    assert (
+        'limits[hugepages-2Mi]: Invalid value: "2Mi": '
+        "must be greater than or equal to aggregate container limits of 4Mi" in error
+    )
+    (error,) = _pod_level({"limits": {"cpu": "1"}}, [{"limits": {"cpu": "2"}}])
+    assert error.startswith("spec.tasks[0].template.spec.containers[0].resources.limits[cpu]")
+    assert error.endswith("must be less than or equal to pod limits of 1")

@@ -191,3 +191,10 @@ class VolcanoJobStatus(WireModel):
         None,
         description="Live pods the controller last saw, by name (their task): one that vanishes counts as evicted.",
     )
+    delayedActions: dict[str, DateTime] | None = Field(
+        None,
+        description="Events a policy with a timeout waits on (event/task/pod/uid), with when each was first seen.",
+    )
+    childDigests: dict[str, str] | None = Field(
+        None, description="Digest of each spec-derived child's content (the svc hosts ConfigMap) as last written."
+    )

@@ -12,6 +12,7 @@ import json
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from enum import Enum
+from functools import lru_cache
 from typing import Any
 
 
@@ -110,8 +111,13 @@ def invalid(path: FieldPath, value: Any, detail: str) -> FieldError:
 
 
 def not_supported(path: FieldPath, value: Any, supported: Iterable[str]) -> FieldError:
-    listed = ", ".join(json.dumps(s) for s in supported)
-    return FieldError(ErrorType.NOT_SUPPORTED, path, value, f"supported values: {listed}")
+    return FieldError(ErrorType.NOT_SUPPORTED, path, value, _supported_values(tuple(supported)))
+
+
+@lru_cache(maxsize=256)
+def _supported_values(supported: tuple[str, ...]) -> str:
+    # The same few lists are rendered for every bad entry of a big map: once each is enough.
+    return "supported values: " + ", ".join(json.dumps(s) for s in supported)
 
 
 def forbidden(path: FieldPath, detail: str) -> FieldError:
@@ -126,20 +132,42 @@ def not_found(path: FieldPath, value: Any, detail: str = "") -> FieldError:
     return FieldError(ErrorType.NOT_FOUND, path, value, detail)
 
 
+# The apiserver lists every error of an Invalid status (apierrors.NewInvalid has no limit), but
+# a job with 10,000 bad replica types would make a 10 MB answer that no client can show and that
+# costs most of a review's time to render. A denial lists the first ones and counts the rest;
+# no job of a realistic size comes near this, so its answer is the apiserver's, unabridged.
+MAX_LISTED_ERRORS = 1000
+
+
 def aggregate_message(errors: Sequence[FieldError]) -> str:
-    """Join errors as k8s.io/apimachinery's aggregate error does: deduplicated, bracketed."""
-    messages = list(dict.fromkeys(str(e) for e in errors))
+    """Join errors as k8s.io/apimachinery's aggregate error does: deduplicated, bracketed.
+
+    Past ``MAX_LISTED_ERRORS`` the rest are counted, not listed.
+    """
+    return _aggregate([str(e) for e in errors[:MAX_LISTED_ERRORS]], len(errors) - MAX_LISTED_ERRORS)
+
+
+def _aggregate(lines: list[str], not_listed: int) -> str:
+    messages = list(dict.fromkeys(lines))
+    if not_listed > 0:
+        messages.append(f"and {not_listed} more {'error' if not_listed == 1 else 'errors'} not listed")
     if len(messages) == 1:
         return messages[0]
     return "[" + ", ".join(messages) + "]"
 
 
 def invalid_status(group: str, kind: str, name: str, errors: Sequence[FieldError]) -> dict[str, Any]:
-    """A ``metav1.Status`` equal to what apierrors.NewInvalid builds."""
+    """A ``metav1.Status`` equal to what apierrors.NewInvalid builds, with at most ``MAX_LISTED_ERRORS`` causes.
+
+    The verdict stays exact however many errors there are: only their listing is cut short.
+    """
     qualified = f"{kind}.{group}" if group else kind
     message = f"{qualified} {json.dumps(name)} is invalid"
-    if errors:
-        message += f": {aggregate_message(errors)}"
+    # Each listed error's path and body are rendered once, for both the message and its cause.
+    rendered = [(e.type.cause, e.field, e.body) for e in errors[:MAX_LISTED_ERRORS]]
+    if rendered:
+        lines = [f"{field}: {body}" for _, field, body in rendered]
+        message += f": {_aggregate(lines, len(errors) - len(rendered))}"
     return {
         "metadata": {},
         "status": "Failure",
@@ -149,7 +177,7 @@ def invalid_status(group: str, kind: str, name: str, errors: Sequence[FieldError
             "name": name,
             "group": group,
             "kind": kind,
-            "causes": [{"reason": e.type.cause, "message": e.body, "field": e.field} for e in errors],
+            "causes": [{"reason": cause, "message": body, "field": field} for cause, field, body in rendered],
         },
         "code": 422,
     }

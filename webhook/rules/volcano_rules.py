@@ -80,6 +80,12 @@ _DNS1123_SUBDOMAIN_MESSAGE = (
     "'[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*')"
 )
 _GENERATED_SUFFIX_LENGTH = 5
+# Older Volcano releases worded several messages differently; their users' scripts may grep for the old
+# words, so the detail carries them too, after the current wording, as "(before Volcano X: ...)".
+LEGACY = "before Volcano"
+_RFC1123_LABEL = "a lowercase RFC 1123 label"
+_TASK_NAME_PATTERN = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
+_DNS1123_LABEL = "a DNS-1123 label"
 
 
 def qualified_name_problems(value: str) -> list[str]:
@@ -272,8 +278,16 @@ def _create_errors(obj: dict[str, Any], spec: dict[str, Any] | None, found: Find
             yield FieldError(ErrorType.DUPLICATE, (*path, "name"), name, f"duplicated task name {name}")
         seen_names.add(name)
         if name:
-            for problem in dns1123_label_problems(name):
-                yield invalid((*path, "name"), name, problem)
+            problems = dns1123_label_problems(name)
+            if problems and not _TASK_NAME_PATTERN.fullmatch(name):
+                # What Volcano's CRD (1.14+) makes the apiserver say before its webhook runs.
+                yield invalid(
+                    (*path, "name"),
+                    name,
+                    f"spec.tasks[{index}].name in body should match '{_TASK_NAME_PATTERN.pattern}'",
+                )
+            for problem in problems:
+                yield invalid((*path, "name"), name, _task_name_detail(problem))
         yield from _policy_errors(task.get("policies"), (*path, "policies"))
         yield from _pod_name_errors(job, name, index, replicas, path)
         template = task.get("template")
@@ -287,6 +301,7 @@ def _create_errors(obj: dict[str, Any], spec: dict[str, Any] | None, found: Find
             yield from template_found.errors
             if not template_found.errors:
                 yield from _numa_errors(task, index, path)
+                yield from _pod_level_resource_errors(template, index, path)
         yield from _partition_errors(task, path, name=name, job=job, replicas=replicas, min_available=min_available)
 
     job_min = as_int(spec.get("minAvailable"))
@@ -297,7 +312,15 @@ def _create_errors(obj: dict[str, Any], spec: dict[str, Any] | None, found: Find
     yield from _policy_errors(spec.get("policies"), ("spec", "policies"))
     yield from _volume_errors(spec.get("volumes"))
     yield from _dag_errors(tasks)
-    yield from _name_field_errors(spec)
+    yield from _name_field_errors(spec, found)
+
+
+def _task_name_detail(problem: str) -> str:
+    """Volcano prints the problem list as Go does (``[...];``); before 1.9 the apimachinery of its day said DNS-1123."""
+    detail = f"[{problem}];"
+    if problem.startswith(_RFC1123_LABEL):
+        detail += f" ({LEGACY} 1.9: [{_DNS1123_LABEL}{problem[len(_RFC1123_LABEL) :]}];)"
+    return detail
 
 
 def _job_name_errors(obj: dict[str, Any]) -> Iterator[FieldError]:
@@ -338,7 +361,7 @@ def _pod_name_errors(job: str, task: str, index: int, replicas: int, path: Field
 def _negative_errors(spec: dict[str, Any], tasks: list[tuple[int, dict[str, Any]]], job: str) -> Iterator[FieldError]:
     # The CRD schema refuses these too; Volcano's webhook (before 1.14) said it in these words.
     checks = (
-        ("minAvailable", "job 'minAvailable' must be >= 0."),
+        ("minAvailable", f"job 'minAvailable' must be >= 0. ({LEGACY} 1.0: 'minAvailable' must be greater than zero.)"),
         ("maxRetry", "'maxRetry' cannot be less than zero."),
         ("ttlSecondsAfterFinished", "'ttlSecondsAfterFinished' cannot be less than zero."),
     )
@@ -346,20 +369,43 @@ def _negative_errors(spec: dict[str, Any], tasks: list[tuple[int, dict[str, Any]
         value = as_int(spec.get(key))
         if value is not None and value < 0:
             yield invalid(("spec", key), value, message)
+    total_replicas = sum(as_int(task.get("replicas")) or 0 for _, task in tasks)
+    job_min = as_int(spec.get("minAvailable"))
     for index, task in tasks:
-        for key in ("replicas", "minAvailable"):
-            value = as_int(task.get(key))
-            if value is not None and value < 0:
-                yield invalid(("spec", "tasks", index, key), value, f"'{key}' < 0 in task: {_name(task)}, job: {job}")
+        name = _name(task)
+        replicas = as_int(task.get("replicas"))
+        if replicas is not None and replicas < 0:
+            detail = f"'replicas' < 0 in task: {name}, job: {job};"
+            if job_min is not None and job_min > total_replicas:
+                # Volcano 1.9-1.13 said both problems in one sentence, in this order.
+                detail += " job 'minAvailable' should not be greater than total replicas in tasks;"
+            detail += (
+                f" ({LEGACY} 1.9: 'replicas' < 0 in task: {name}; "
+                f"{LEGACY} 1.0: 'replicas' is not set positive in task: {name};)"
+            )
+            yield invalid(("spec", "tasks", index, "replicas"), replicas, detail)
+        min_available = as_int(task.get("minAvailable"))
+        if min_available is not None and min_available < 0:
+            yield invalid(
+                ("spec", "tasks", index, "minAvailable"),
+                min_available,
+                f"'minAvailable' < 0 in task: {name}, job: {job};",
+            )
 
 
-def _name_field_errors(spec: dict[str, Any]) -> Iterator[FieldError]:
+def _name_field_errors(spec: dict[str, Any], found: Findings) -> Iterator[FieldError]:
     # Patterns and lengths of Volcano's CRD, which the structural schema checker leaves to the rules.
-    for key in ("queue", "priorityClassName"):
-        value = spec.get(key)
-        if isinstance(value, str) and value:
-            for problem in dns1123_subdomain_problems(value):
-                yield invalid(("spec", key), value, problem)
+    priority_class = spec.get("priorityClassName")
+    if isinstance(priority_class, str) and priority_class:
+        for problem in dns1123_subdomain_problems(priority_class):
+            yield invalid(("spec", "priorityClassName"), priority_class, problem)
+    # Volcano's webhook admits any queue name (its own tables submit to "childQueue"); only its CRD
+    # (1.14 and later) has the pattern, and the apiserver applies that one before any webhook. So a
+    # warning here, never a verdict of the webhook's own.
+    queue = spec.get("queue")
+    if isinstance(queue, str) and queue:
+        for problem in dns1123_subdomain_problems(queue):
+            found.warnings.append(clip_warning(f"spec.queue: {queue!r}: Volcano's CRD refuses it: {problem}"))
     scheduler = spec.get("schedulerName")
     if isinstance(scheduler, str) and len(scheduler) > 63:
         yield FieldError(ErrorType.TOO_LONG, ("spec", "schedulerName"), detail="may not be more than 63 bytes")
@@ -501,8 +547,127 @@ def _numa_errors(task: dict[str, Any], index: int, path: FieldPath) -> Iterator[
             yield invalid(
                 (*path, "template", "spec", key, i, "resources"),
                 cpu,
-                f"the cpu request isn't an integer in spec.task[{index}] container[{position}].",
+                f"the cpu request isn't an integer in spec.task[{index}] container[{position}]. "
+                f"({LEGACY} 1.14: the cpu request isn't  an integer in spec.task[{index}] container[{position}].)",
             )
+
+
+_BINARY_SUFFIXES = (("Ei", 2**60), ("Pi", 2**50), ("Ti", 2**40), ("Gi", 2**30), ("Mi", 2**20), ("Ki", 2**10))
+_NANO = 10**9
+
+
+def _format_quantity(nanos: int, binary: bool) -> str:
+    """A quantity as Kubernetes prints a sum (the largest exact suffix)."""
+    if nanos % _NANO == 0:
+        whole = nanos // _NANO
+        if binary:
+            for suffix, size in _BINARY_SUFFIXES:
+                if whole and whole % size == 0:
+                    return f"{whole // size}{suffix}"
+        return str(whole)
+    if nanos % 10**6 == 0:
+        return f"{nanos // 10**6}m"
+    return f"{nanos}n"
+
+
+def _resource_map(resources: Any, key: str) -> dict[str, tuple[str, int]]:
+    values = resources.get(key) if isinstance(resources, dict) else None
+    if not isinstance(values, dict):
+        return {}
+    parsed = {}
+    for resource, raw in values.items():
+        quantity = parse_quantity(raw)
+        if isinstance(resource, str) and quantity is not None:
+            parsed[resource] = (str(raw), quantity)
+    return parsed
+
+
+def _aggregate(pod_spec: dict[str, Any], key: str) -> dict[str, tuple[int, bool]]:
+    """What the containers ask for together: regular and sidecar containers add up, and each
+    ordinary init container (which runs alone, beside the sidecars started before it) raises the total."""
+    totals: dict[str, int] = {}
+    binary: dict[str, bool] = {}
+    sidecars: dict[str, int] = {}
+    init_peaks: dict[str, int] = {}
+
+    def note(resource: str, raw: str) -> None:
+        binary[resource] = binary.get(resource, False) or raw.endswith("i")
+
+    for init in pod_spec.get("initContainers") or []:
+        if not isinstance(init, dict):
+            continue
+        values = _resource_map(init.get("resources"), key)
+        if init.get("restartPolicy") == "Always":
+            for resource, (raw, quantity) in values.items():
+                sidecars[resource] = sidecars.get(resource, 0) + quantity
+                note(resource, raw)
+            continue
+        for resource, (raw, quantity) in values.items():
+            init_peaks[resource] = max(init_peaks.get(resource, 0), quantity + sidecars.get(resource, 0))
+            note(resource, raw)
+    for container in pod_spec.get("containers") or []:
+        if not isinstance(container, dict):
+            continue
+        for resource, (raw, quantity) in _resource_map(container.get("resources"), key).items():
+            totals[resource] = totals.get(resource, 0) + quantity
+            note(resource, raw)
+    for resource, quantity in sidecars.items():
+        totals[resource] = totals.get(resource, 0) + quantity
+    for resource, peak in init_peaks.items():
+        totals[resource] = max(totals.get(resource, 0), peak)
+    return {resource: (quantity, binary.get(resource, False)) for resource, quantity in totals.items()}
+
+
+def _pod_level_resource_errors(template: Any, index: int, path: FieldPath) -> Iterator[FieldError]:
+    """Pod-level ``resources`` (PodLevelResources) agree with the containers', as the apiserver's pod
+    validation that Volcano's webhook runs on each task says it (with ``spec.task[i]`` paths)."""
+    pod_spec = template.get("spec") if isinstance(template, dict) else None
+    resources = pod_spec.get("resources") if isinstance(pod_spec, dict) else None
+    if not isinstance(pod_spec, dict) or not isinstance(resources, dict):
+        return
+    volcano_path = f"spec.task[{index}].template.spec.resources"
+    resources_path = (*path, "template", "spec", "resources")
+    requests = _resource_map(resources, "requests")
+    limits = _resource_map(resources, "limits")
+    for resource, (raw, quantity) in requests.items():
+        limit = limits.get(resource)
+        if limit is not None and quantity > limit[1]:
+            yield invalid(
+                (*resources_path, "requests"),
+                raw,
+                f'{volcano_path}.requests: Invalid value: "{raw}": must be less than or equal to {resource} limit '
+                f"of {limit[0]}",
+            )
+    for resource, (total, binary) in _aggregate(pod_spec, "requests").items():
+        request = requests.get(resource)
+        if request is not None and total > request[1]:
+            yield invalid(
+                (*resources_path, "requests", Key(resource)),
+                request[0],
+                f'{volcano_path}.requests[{resource}]: Invalid value: "{request[0]}": must be greater than or equal '
+                f"to aggregate container requests of {_format_quantity(total, binary)}",
+            )
+    for resource, (total, binary) in _aggregate(pod_spec, "limits").items():
+        limit = limits.get(resource)
+        if resource.startswith("hugepages-") and limit is not None and total > limit[1]:
+            yield invalid(
+                (*resources_path, "limits", Key(resource)),
+                limit[0],
+                f'{volcano_path}.limits[{resource}]: Invalid value: "{limit[0]}": must be greater than or equal '
+                f"to aggregate container limits of {_format_quantity(total, binary)}",
+            )
+    for position, container in enumerate(pod_spec.get("containers") or []):
+        if not isinstance(container, dict):
+            continue
+        for resource, (raw, quantity) in _resource_map(container.get("resources"), "limits").items():
+            limit = limits.get(resource)
+            if limit is not None and quantity > limit[1]:
+                yield invalid(
+                    (*path, "template", "spec", "containers", position, "resources", "limits", Key(resource)),
+                    raw,
+                    f"spec.task[{index}].template.spec.containers[{position}][{resource}].limits: Invalid value: "
+                    f'"{raw}": must be less than or equal to pod limits of {limit[0]}',
+                )
 
 
 def _partition_errors(
@@ -542,18 +707,23 @@ def _volume_errors(volumes: Any) -> Iterator[FieldError]:
             continue
         path: FieldPath = ("spec", "volumes", index)
         mount_path = volume.get("mountPath")
+        if mount_path == "":
+            # What Volcano's CRD (1.14+) makes the apiserver say before its webhook runs.
+            yield invalid(
+                (*path, "mountPath"), "", f"spec.volumes[{index}].mountPath in body should be at least 1 chars long"
+            )
         if mount_path in (None, ""):
-            yield required((*path, "mountPath"), "mountPath is required")
+            yield required((*path, "mountPath"), "mountPath is required;")
         elif isinstance(mount_path, str):
             if mount_path in mount_paths:
                 yield FieldError(
-                    ErrorType.DUPLICATE, (*path, "mountPath"), mount_path, f"duplicated mountPath: {mount_path}"
+                    ErrorType.DUPLICATE, (*path, "mountPath"), mount_path, f"duplicated mountPath: {mount_path};"
                 )
             mount_paths.add(mount_path)
         claim = volume.get("volumeClaim")
         claim_name = volume.get("volumeClaimName")
         if claim is None and claim_name in (None, ""):
-            yield required(path, "either VolumeClaim or VolumeClaimName must be specified")
+            yield required(path, "either VolumeClaim or VolumeClaimName must be specified;")
         elif claim is not None and claim_name not in (None, ""):
             yield invalid((*path, "volumeClaimName"), claim_name, CLAIM_CONFLICT)
         elif isinstance(claim_name, str) and claim_name:

@@ -1,0 +1,263 @@
+"""Volcano's remaining events and actions on the real control plane: Unknown, PodPending and
+delayed actions, RestartPartition, Commands (suspend/resume), PodGroup gating, the svc
+NetworkPolicy and the hosts ConfigMap after a scale. The tests play the kubelet and the scheduler."""
+
+from __future__ import annotations
+
+import datetime
+import json
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from tests.e2e.conftest import Cluster, ControllerProcess, controller_namespace, wait_until
+from tests.e2e.test_volcano_controller import job, uids, worker
+
+NS = "vc-actions"
+GATED_NS = "vc-gated"
+
+# Volcano's Command API (bus.volcano.sh), reduced to what the controller reads: vcctl writes these.
+COMMAND_CRD = """
+apiVersion: apiextensions.k8s.io/v1
+kind: CustomResourceDefinition
+metadata: {name: commands.bus.volcano.sh}
+spec:
+  group: bus.volcano.sh
+  names: {kind: Command, listKind: CommandList, plural: commands, singular: command}
+  scope: Namespaced
+  versions:
+  - name: v1alpha1
+    served: true
+    storage: true
+    schema:
+      openAPIV3Schema: {type: object, x-kubernetes-preserve-unknown-fields: true}
+"""
+
+
+def _leading(kubeconfig: str, namespace: str, log: Path, *extra: str) -> ControllerProcess:
+    process = ControllerProcess(kubeconfig, namespace, log, *extra)
+    wait_until(process.is_leader, 30, message="controller leadership")
+    return process
+
+
+@pytest.fixture(scope="module")
+def controller(cluster: Cluster, tmp_path_factory: pytest.TempPathFactory) -> Iterator[ControllerProcess]:
+    cluster.kubectl("apply", "-f", "-", input=COMMAND_CRD, check=True)
+    cluster.kubectl("wait", "--for=condition=Established", "crd/commands.bus.volcano.sh", check=True)
+    kubeconfig = controller_namespace(cluster, NS, tmp_path_factory.mktemp("vca"))
+    process = _leading(kubeconfig, NS, tmp_path_factory.mktemp("vca-log") / "controller.log")
+    yield process
+    process.stop()
+
+
+@pytest.fixture(scope="module")
+def gated_controller(cluster: Cluster, tmp_path_factory: pytest.TempPathFactory) -> Iterator[ControllerProcess]:
+    controller_namespace(cluster, GATED_NS, tmp_path_factory.mktemp("vcg"))
+    log = tmp_path_factory.mktemp("vcg-log") / "controller.log"
+    # The service account may only hold the one jobgate-controller Lease, which this module's other
+    # controller holds: this second one runs as the cluster admin, under a Lease of its own.
+    lease = ("--lease-name", "jobgate-gated-test")
+    process = _leading(cluster.kubeconfig, GATED_NS, log, *lease, "--wait-for-pod-group")
+    yield process
+    process.stop()
+
+
+def apply(cluster: Cluster, manifest: str, namespace: str = NS) -> None:
+    result = cluster.kubectl("apply", "-n", namespace, "-f", "-", input=manifest)
+    assert result.returncode == 0, result.stderr + manifest
+
+
+def pods(cluster: Cluster, name: str, namespace: str = NS) -> dict[str, dict]:
+    listing = cluster.get_json("pods", "-n", namespace, "-l", f"volcano.sh/job-name={name}")
+    return {p["metadata"]["name"]: p for p in listing["items"] if not p["metadata"].get("deletionTimestamp")}
+
+
+def status(cluster: Cluster, name: str, namespace: str = NS) -> dict:
+    result = cluster.kubectl("get", "vcjob", name, "-n", namespace, "-o", "json")
+    return json.loads(result.stdout).get("status", {}) if result.returncode == 0 else {}
+
+
+def phase(cluster: Cluster, name: str, namespace: str = NS) -> str | None:
+    return status(cluster, name, namespace).get("state", {}).get("phase")
+
+
+def wait_phase(cluster: Cluster, name: str, wanted: str, timeout: float = 30, namespace: str = NS) -> dict:
+    wait_until(
+        lambda: phase(cluster, name, namespace) == wanted,
+        timeout,
+        message=f"{name} {wanted} (now {phase(cluster, name, namespace)})",
+    )
+    return status(cluster, name, namespace)
+
+
+def set_phase_of(cluster: Cluster, pod: str, pod_phase: str) -> None:
+    patch = json.dumps({"status": {"phase": pod_phase}})
+    cluster.kubectl("patch", "pod", pod, "-n", NS, "--subresource=status", "--type=merge", "-p", patch, check=True)
+
+
+def started(cluster: Cluster, name: str, count: int) -> dict[str, dict]:
+    current = wait_until(lambda: len(pods(cluster, name)) == count and pods(cluster, name), message=f"{count} pods")
+    for pod in current:
+        set_pod_ns(cluster, pod, "Running")
+    wait_phase(cluster, name, "Running")
+    return pods(cluster, name)
+
+
+def set_pod_ns(cluster: Cluster, pod: str, pod_phase: str, exit_code: int | None = None) -> None:
+    """What a kubelet would write in this module's namespace: the phase and the first container's state."""
+    found = cluster.get_json("pod", pod, "-n", NS)
+    now = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
+    if exit_code is not None:
+        state: dict = {"terminated": {"exitCode": exit_code, "startedAt": now, "finishedAt": now}}
+    else:
+        state = {"running": {"startedAt": now}} if pod_phase == "Running" else {"waiting": {"reason": "Creating"}}
+    container = found["spec"]["containers"][0]
+    statuses = [
+        {
+            "name": container["name"],
+            "image": container["image"],
+            "imageID": "",
+            "ready": pod_phase == "Running",
+            "restartCount": 0,
+            "state": state,
+        }
+    ]
+    patch = json.dumps({"status": {"phase": pod_phase, "containerStatuses": statuses}})
+    cluster.kubectl("patch", "pod", pod, "-n", NS, "--subresource=status", "--type=merge", "-p", patch, check=True)
+
+
+def test_a_pod_in_phase_unknown_is_replaced_by_its_policy(cluster: Cluster, controller: ControllerProcess) -> None:
+    apply(cluster, job("unk", worker(extra="policies: [{event: Unknown, action: RestartPod}]"), "minAvailable: 1"))
+    before = uids(started(cluster, "unk", 2))
+    set_phase_of(cluster, "unk-worker-1", "Unknown")
+    wait_until(
+        lambda: (
+            (current := uids(pods(cluster, "unk"))).get("unk-worker-1") not in (None, before["unk-worker-1"])
+            and current
+        ),
+        message="unk-worker-1 replaced",
+    )
+    assert uids(pods(cluster, "unk"))["unk-worker-0"] == before["unk-worker-0"]
+    assert status(cluster, "unk")["retryCount"] == 1
+
+
+def test_a_delayed_restart_waits_for_its_timeout(cluster: Cluster, controller: ControllerProcess) -> None:
+    apply(cluster, job("late", worker(), "policies: [{event: PodFailed, action: RestartJob, timeout: 6s}]"))
+    started(cluster, "late", 2)
+    set_pod_ns(cluster, "late-worker-0", "Failed", exit_code=1)
+    timers = wait_until(lambda: status(cluster, "late").get("delayedActions"), message="the delayed action recorded")
+    assert phase(cluster, "late") == "Running" and status(cluster, "late").get("version", 0) == 0
+    wait_until(lambda: status(cluster, "late").get("version") == 1, 40, message="restarted after the timeout")
+    restarted = status(cluster, "late")
+    assert restarted["retryCount"] == 1 and "delayedActions" not in restarted
+    # The controller's own timestamps (not this test's clock): the restart came no sooner than 6 s after.
+    seen = datetime.datetime.fromisoformat(next(iter(timers.values())).replace("Z", "+00:00"))
+    restarting = next(c for c in restarted["conditions"] if c["status"] == "Restarting")
+    acted = datetime.datetime.fromisoformat(restarting["lastTransitionTime"].replace("Z", "+00:00"))
+    assert (acted - seen).total_seconds() >= 6
+
+
+def test_a_pod_pending_too_long_aborts_the_job(cluster: Cluster, controller: ControllerProcess) -> None:
+    apply(cluster, job("stuck", worker(), "policies: [{event: PodPending, action: AbortJob, timeout: 3s}]"))
+    wait_until(lambda: len(pods(cluster, "stuck")) == 2, message="2 pods")
+    wait_phase(cluster, "stuck", "Aborted", timeout=40)
+    assert pods(cluster, "stuck") == {}
+
+
+def test_restart_partition(cluster: Cluster, controller: ControllerProcess) -> None:
+    extra = """
+    partitionPolicy: {totalPartitions: 2, partitionSize: 2}
+    policies: [{event: PodFailed, action: RestartPartition}]
+    """
+    apply(cluster, job("part", worker(replicas=4, extra=extra), "minAvailable: 2"))
+    before = uids(started(cluster, "part", 4))
+    assert {n: p["metadata"]["labels"]["volcano.sh/partition-id"] for n, p in pods(cluster, "part").items()} == {
+        "part-worker-0": "0",
+        "part-worker-1": "0",
+        "part-worker-2": "1",
+        "part-worker-3": "1",
+    }
+    set_pod_ns(cluster, "part-worker-2", "Failed", exit_code=1)
+    wait_until(
+        lambda: (
+            len(current := uids(pods(cluster, "part"))) == 4
+            and current["part-worker-3"] != before["part-worker-3"]
+            and current
+        ),
+        message="partition 1 recreated",
+    )
+    current = uids(pods(cluster, "part"))
+    assert current["part-worker-0"] == before["part-worker-0"] and current["part-worker-1"] == before["part-worker-1"]
+
+
+def command(name: str, target: str, uid: str, action: str) -> str:
+    return json.dumps(
+        {
+            "apiVersion": "bus.volcano.sh/v1alpha1",
+            "kind": "Command",
+            "metadata": {"name": name},
+            "action": action,
+            "targetObject": {"apiVersion": "batch.volcano.sh/v1alpha1", "kind": "Job", "name": target, "uid": uid},
+        }
+    )
+
+
+def test_suspend_and_resume_through_commands(cluster: Cluster, controller: ControllerProcess) -> None:
+    apply(cluster, job("susp", worker()))
+    started(cluster, "susp", 2)
+    uid = cluster.get_json("vcjob", "susp", "-n", NS)["metadata"]["uid"]
+    apply(cluster, command("susp-abort", "susp", uid, "AbortJob"))
+    wait_phase(cluster, "susp", "Aborted")
+    assert cluster.kubectl("get", "commands.bus.volcano.sh", "susp-abort", "-n", NS).returncode != 0  # taken once
+    assert pods(cluster, "susp") == {}
+    apply(cluster, command("susp-resume", "susp", uid, "ResumeJob"))
+    wait_until(lambda: len(pods(cluster, "susp")) == 2, message="pods back after resume")
+    resumed = status(cluster, "susp")
+    assert resumed["retryCount"] == 1 and resumed["version"] == 1
+    assert resumed["state"]["phase"] in ("Pending", "Running")
+
+
+def test_svc_network_policy_and_hosts_after_a_scale(cluster: Cluster, controller: ControllerProcess) -> None:
+    apply(cluster, job("scale", worker(), "plugins: {svc: []}"))
+    started(cluster, "scale", 2)
+    policy = cluster.get_json("networkpolicy", "scale", "-n", NS)
+    selector = {"matchLabels": {"volcano.sh/job-name": "scale", "volcano.sh/job-namespace": NS}}
+    assert policy["spec"]["podSelector"] == selector
+    assert policy["spec"]["ingress"] == [{"from": [{"podSelector": selector}]}]
+    patch = json.dumps([{"op": "replace", "path": "/spec/tasks/0/replicas", "value": 3}])
+    cluster.kubectl("patch", "vcjob", "scale", "-n", NS, "--type=json", "-p", patch, check=True)
+    wait_until(
+        lambda: cluster.get_json("configmap", "scale-svc", "-n", NS)["data"].get("VC_WORKER_NUM") == "3",
+        message="hosts ConfigMap rewritten",
+    )
+    hosts = cluster.get_json("configmap", "scale-svc", "-n", NS)["data"]
+    assert hosts["VC_WORKER_HOSTS"] == "scale-worker-0.scale,scale-worker-1.scale,scale-worker-2.scale"
+    wait_until(lambda: "scale-worker-2" in pods(cluster, "scale"), message="third pod")
+
+
+def test_svc_network_policy_disabled(cluster: Cluster, controller: ControllerProcess) -> None:
+    apply(cluster, job("nonet", worker(), "plugins: {svc: [--disable-network-policy=true]}"))
+    wait_until(lambda: len(pods(cluster, "nonet")) == 2, message="2 pods")
+    assert cluster.kubectl("get", "configmap", "nonet-svc", "-n", NS).returncode == 0
+    assert cluster.kubectl("get", "networkpolicy", "nonet", "-n", NS).returncode != 0
+
+
+def test_pods_wait_for_the_pod_group_with_the_gang_scheduler_flag(
+    cluster: Cluster, gated_controller: ControllerProcess
+) -> None:
+    apply(cluster, job("gang", worker(), "schedulerName: volcano"), GATED_NS)
+    uid = wait_until(lambda: cluster.get_json("vcjob", "gang", "-n", GATED_NS)["metadata"]["uid"], message="job")
+    group = f"gang-{uid}"
+    wait_until(lambda: cluster.kubectl("get", "podgroup", group, "-n", GATED_NS).returncode == 0, message="podgroup")
+    wait_until(
+        lambda: cluster.get_json("events", "-n", GATED_NS, "--field-selector", "reason=PodGroupPending")["items"],
+        message="PodGroupPending event",
+    )
+    assert pods(cluster, "gang", GATED_NS) == {}  # the pass that created the PodGroup created no pod
+    patch = json.dumps({"status": {"phase": "Inqueue"}})  # what Volcano's scheduler writes
+    cluster.kubectl(
+        "patch", "podgroup", group, "-n", GATED_NS, "--subresource=status", "--type=merge", "-p", patch, check=True
+    )
+    wait_until(lambda: len(pods(cluster, "gang", GATED_NS)) == 2, message="pods once the PodGroup is Inqueue")
