@@ -86,3 +86,24 @@ def test_regression_volcano_min_available_defaulted_from_a_count_beyond_int64(re
         task["partitionPolicy"] = {"minPartitions": replicas, "partitionSize": replicas, "totalPartitions": 1}
     assert check(_body(review), Webhook.MUTATE) in ("allowed", "patched")
     assert check(_body(review), Webhook.VALIDATE) == "denied"
+
+
+def _genericjob_review() -> dict:
+    return next(r for r in seed_reviews() if r["request"]["kind"]["kind"] == "GenericJob")
+
+
+@pytest.mark.parametrize("replicas", [2**31 - 1, 2**63 - 1, 10**30, 1e300])
+@pytest.mark.parametrize("operation", ["CREATE", "UPDATE"])
+def test_regression_genericjob_huge_replicas_do_not_expand_into_rules(replicas, operation):
+    # Found by fuzzing: the default finish rules list every replica, so "replicas: 2000000000" made
+    # /mutate and /validate allocate gigabytes (MemoryError, OverflowError: internal errors).
+    review = _genericjob_review()
+    job = review["request"]["object"]
+    for key in ("successRules", "failureRules"):
+        job["spec"].pop(key, None)
+    if operation == "UPDATE":
+        review["request"]["operation"] = "UPDATE"
+        review["request"]["oldObject"] = json.loads(json.dumps(job))
+    job["spec"]["replicaSpecs"][0]["replicas"] = replicas
+    assert check(_body(review), Webhook.MUTATE) in ("allowed", "patched")
+    assert check(_body(review), Webhook.VALIDATE) in ("allowed", "denied")
