@@ -10,7 +10,8 @@ traceback under ``--findings DIR`` to become a regression test.
 
 Engines: ``random`` (default: a seeded loop, reproducible input by input; ``--workers N`` runs
 seeds ``seed..seed+N-1`` in parallel) or ``atheris`` (coverage-guided libFuzzer with the same
-mutator, if ``pip install atheris``).
+mutator, if ``pip install atheris``). ``--differential`` checks instead that the loader's two
+YAML readers (libyaml where it agrees with ruamel, ruamel otherwise) read every input alike.
 """
 
 from __future__ import annotations
@@ -39,7 +40,18 @@ def _save(findings: Path, raw: bytes, error: BaseException) -> None:
     (findings / f"{name}.txt").write_text("".join(traceback.format_exception(error)))
 
 
-def run_random(seed: int, count: int, seconds: float, findings: Path) -> dict[str, int]:
+def check_differential(raw: bytes) -> str:
+    """libyaml's reading against ruamel's (``webhook/loader.py`` uses libyaml only where they agree)."""
+    from tests.fuzz.loader_differential import differences
+    from tests.fuzz.review_mutator import Finding
+
+    difference = differences(raw.decode("utf-8", "replace"))
+    if difference is not None:
+        raise Finding(difference)
+    return "same reading"
+
+
+def run_random(seed: int, count: int, seconds: float, findings: Path, differential: bool = False) -> dict[str, int]:
     import gc
     import warnings
 
@@ -60,16 +72,16 @@ def run_random(seed: int, count: int, seconds: float, findings: Path) -> dict[st
             print(f"seed {seed}: {index:,} inputs ({rate:,.0f}/s), {found} findings", file=sys.stderr, flush=True)
         outcomes["inputs"] += 1
         try:
-            outcomes[check(raw)] += 1
+            outcomes[check_differential(raw) if differential else check(raw)] += 1
         except Exception as exc:  # every exception is a finding, not only the oracle's
             outcomes[f"FINDING {type(exc).__name__}"] += 1
             _save(findings, raw, exc)
     return dict(outcomes)
 
 
-def _worker(args: tuple[int, int, float, str]) -> dict[str, int]:
-    seed, count, seconds, findings = args
-    return run_random(seed, count, seconds, Path(findings))
+def _worker(args: tuple[int, int, float, str, bool]) -> dict[str, int]:
+    seed, count, seconds, findings, differential = args
+    return run_random(seed, count, seconds, Path(findings), differential)
 
 
 def run_atheris(count: int, seconds: float, findings: Path) -> None:  # pragma: no cover - optional engine
@@ -106,13 +118,18 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--workers", type=int, default=1, help="processes, each with its own seed")
     parser.add_argument("--engine", choices=["random", "atheris"], default="random")
     parser.add_argument("--findings", type=Path, default=Path("fuzz-findings-offline"))
+    parser.add_argument(
+        "--differential", action="store_true", help="compare the loader's libyaml and ruamel readings instead"
+    )
     args = parser.parse_args(argv)
     started = time.monotonic()
     if args.engine == "atheris":
         run_atheris(args.count, args.seconds, args.findings)
         return 0
     per_worker = -(-args.count // args.workers)
-    jobs = [(args.seed + n, per_worker, args.seconds, str(args.findings)) for n in range(args.workers)]
+    jobs = [
+        (args.seed + n, per_worker, args.seconds, str(args.findings), args.differential) for n in range(args.workers)
+    ]
     if args.workers == 1:
         results = [_worker(jobs[0])]
     else:
@@ -125,7 +142,8 @@ def main(argv: list[str] | None = None) -> int:
     elapsed = time.monotonic() - started
     findings = sum(n for key, n in total.items() if key.startswith("FINDING"))
     seeds = f"{args.seed}..{args.seed + args.workers - 1}"
-    print(f"offline fuzz: engine random, seeds {seeds}, {args.workers} workers, load average {os.getloadavg()}")
+    what = "libyaml/ruamel differential" if args.differential else "offline fuzz"
+    print(f"{what}: engine random, seeds {seeds}, {args.workers} workers, load average {os.getloadavg()}")
     print(f"{total['inputs']:,} inputs in {elapsed:.0f} s ({total['inputs'] / elapsed:,.0f}/s), {findings} findings")
     for key in sorted(total):
         if key != "inputs":
