@@ -61,6 +61,7 @@ def run_random(seed: int, count: int, seconds: float, findings: Path, differenti
     gc.freeze()
     gc.set_threshold(50_000, 50, 100)
     outcomes: collections.Counter[str] = collections.Counter()
+    cpu_started = time.process_time()
     started = time.monotonic()
     deadline = started + seconds
     for index, raw in enumerate(inputs(seed, count)):
@@ -76,6 +77,7 @@ def run_random(seed: int, count: int, seconds: float, findings: Path, differenti
         except Exception as exc:  # every exception is a finding, not only the oracle's
             outcomes[f"FINDING {type(exc).__name__}"] += 1
             _save(findings, raw, exc)
+    outcomes["cpu_ms"] = round((time.process_time() - cpu_started) * 1000)
     return dict(outcomes)
 
 
@@ -145,8 +147,11 @@ def main(argv: list[str] | None = None) -> int:
     what = "libyaml/ruamel differential" if args.differential else "offline fuzz"
     print(f"{what}: engine random, seeds {seeds}, {args.workers} workers, load average {os.getloadavg()}")
     print(f"{total['inputs']:,} inputs in {elapsed:.0f} s ({total['inputs'] / elapsed:,.0f}/s), {findings} findings")
+    # CPU seconds, not wall time, say how fast the harness is on a machine shared with other work.
+    cpu = total.pop("cpu_ms", 0) / 1000
+    print(f"  {cpu:,.0f} CPU seconds in the workers: {total['inputs'] / max(cpu, 0.001):,.0f} inputs per CPU second")
     for key in sorted(total):
-        if key != "inputs":
+        if key not in ("inputs", "cpu_ms"):
             print(f"  {key}: {total[key]:,}")
     if findings:
         print(f"findings written to {args.findings}/")
