@@ -8,6 +8,9 @@ import pytest
 
 from tests.fuzz.offline_mutator import check, inputs
 
+# The mutator reuses anchors on purpose; ruamel's warning about each says nothing here.
+pytestmark = pytest.mark.filterwarnings("ignore::ruamel.yaml.error.ReusedAnchorWarning")
+
 SLICE_SEEDS = [1, 2]
 SLICE_SIZE = 150
 
