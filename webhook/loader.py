@@ -236,9 +236,9 @@ def _fast_yaml(text: str) -> Any:
 
     try:
         data = yaml_rs.loads(text, parse_datetime=False)
-    except (ValueError, RecursionError):
-        # Parse errors, duplicate keys, aliasing past yaml-rs's limits, overlong integers:
-        # the exact path says which, with the line.
+    except (ValueError, RecursionError, TypeError):
+        # Parse errors, duplicate keys, aliasing past yaml-rs's limits, overlong integers, a key
+        # that holds a list (TypeError: unhashable): the exact path says which, with the line.
         raise _NeedsExactPath from None
     return _to_json_data(data, 0)
 
