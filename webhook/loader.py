@@ -236,9 +236,10 @@ def _fast_yaml(text: str) -> Any:
 
     try:
         data = yaml_rs.loads(text, parse_datetime=False)
-    except (ValueError, RecursionError, TypeError):
+    except Exception:
         # Parse errors, duplicate keys, aliasing past yaml-rs's limits, overlong integers, a key
-        # that holds a list (TypeError: unhashable): the exact path says which, with the line.
+        # that holds a list (TypeError: unhashable), whatever else yaml-rs may raise on hostile
+        # text: the exact path (the reference) says what it is, with the line.
         raise _NeedsExactPath from None
     return _to_json_data(data, 0)
 
