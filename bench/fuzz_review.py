@@ -39,6 +39,7 @@ def _save(findings: Path, body: bytes, error: BaseException) -> None:
 
 def run_random(seed: int, count: int, seconds: float, findings: Path) -> dict[str, int]:
     outcomes: collections.Counter[str] = collections.Counter()
+    cpu_started = time.process_time()
     deadline = time.monotonic() + seconds
     for index, body in enumerate(inputs(seed, count)):
         if index % 256 == 0 and time.monotonic() > deadline:
@@ -58,6 +59,7 @@ def run_random(seed: int, count: int, seconds: float, findings: Path) -> dict[st
             outcomes["inputs"] += 1
             outcomes[f"FINDING {type(exc).__name__}"] += 1
             _save(findings, body, exc)
+    outcomes["cpu_ms"] = round((time.process_time() - cpu_started) * 1000)
     return dict(outcomes)
 
 
@@ -125,8 +127,11 @@ def main() -> int:
     findings = sum(n for key, n in total.items() if key.startswith("FINDING"))
     print(f"engine random, seeds {args.seed}..{args.seed + args.workers - 1}, load average {os.getloadavg()}")
     print(f"{total['inputs']:,} inputs in {elapsed:.0f} s ({total['inputs'] / elapsed:,.0f}/s), {findings} findings")
+    # CPU seconds, not wall time, say how fast the harness is on a machine shared with other work.
+    cpu = total.pop("cpu_ms", 0) / 1000
+    print(f"  {cpu:,.0f} CPU seconds in the workers: {total['inputs'] / max(cpu, 0.001):,.0f} inputs per CPU second")
     for key in sorted(total):
-        if key != "inputs":
+        if key not in ("inputs", "cpu_ms"):
             print(f"  {key}: {total[key]:,}")
     if findings:
         print(f"findings written to {args.findings}/")

@@ -236,9 +236,10 @@ def _fast_yaml(text: str) -> Any:
 
     try:
         data = yaml_rs.loads(text, parse_datetime=False)
-    except (ValueError, RecursionError):
-        # Parse errors, duplicate keys, aliasing past yaml-rs's limits, overlong integers:
-        # the exact path says which, with the line.
+    except Exception:
+        # Parse errors, duplicate keys, aliasing past yaml-rs's limits, overlong integers, a key
+        # that holds a list (TypeError: unhashable), whatever else yaml-rs may raise on hostile
+        # text: the exact path (the reference) says what it is, with the line.
         raise _NeedsExactPath from None
     return _to_json_data(data, 0)
 
@@ -396,13 +397,12 @@ class _Resolver:
         return self.first_line + node.start_mark.line
 
     def value(self, node: Any, depth: int) -> Any:
-        from ruamel.yaml.nodes import MappingNode, ScalarNode, SequenceNode
-
         if depth > MAX_DEPTH:
             raise LoadError(f"nesting deeper than {MAX_DEPTH} levels", self.line(node))
         self.decoded += 1
         identity = id(node)
-        aliased = identity in self.seen and not isinstance(node, ScalarNode)
+        kind = node.id  # "scalar", "sequence" or "mapping": the same in ruamel's nodes and PyYAML's
+        aliased = identity in self.seen and kind != "scalar"
         if aliased:
             self.alias_depth += 1
         self.seen.add(identity)
@@ -415,11 +415,11 @@ class _Resolver:
             ):
                 raise LoadError("document contains excessive aliasing", self.line(node))
         try:
-            if isinstance(node, ScalarNode):
+            if kind == "scalar":
                 return self.scalar(node)
-            if isinstance(node, SequenceNode):
+            if kind == "sequence":
                 return [self.value(item, depth + 1) for item in node.value]
-            if isinstance(node, MappingNode):
+            if kind == "mapping":
                 return self.mapping(node, depth)
             raise LoadError(f"unsupported YAML node {type(node).__name__}", self.line(node))
         finally:
@@ -446,15 +446,13 @@ class _Resolver:
         return text
 
     def mapping(self, node: Any, depth: int) -> dict[str, Any]:
-        from ruamel.yaml.nodes import MappingNode, SequenceNode
-
         out: dict[str, Any] = {}
         explicit: set[str] = set()
         for key_node, value_node in node.value:
             if str(key_node.tag) in (_TAG + "merge", _PLAIN) and key_node.value == "<<":
-                sources = value_node.value if isinstance(value_node, SequenceNode) else [value_node]
+                sources = value_node.value if value_node.id == "sequence" else [value_node]
                 for source in sources:
-                    if not isinstance(source, MappingNode):
+                    if source.id != "mapping":
                         raise LoadError("map merge requires map or sequence of maps as the value", self.line(source))
                     out.update(self.value(source, depth + 1))
                 continue
@@ -467,9 +465,7 @@ class _Resolver:
         return out
 
     def key(self, node: Any, depth: int) -> str:
-        from ruamel.yaml.nodes import ScalarNode
-
-        if not isinstance(node, ScalarNode):
+        if node.id != "scalar":
             raise LoadError("a mapping key must be a scalar (JSON has only string keys)", self.line(node))
         key = self.value(node, depth + 1)
         return _json_key(key, self.line(node))
@@ -554,7 +550,79 @@ def _compose(chunk: Chunk) -> Any:
     return node
 
 
+# libyaml composes in C, about a hundred times faster than ruamel. It is used only where it reads
+# a document exactly as ruamel does (tests/unit/test_loader_libyaml.py compares both node graphs,
+# lines included, over the examples and the fuzzer's inputs); everything else goes to ruamel,
+# whose error messages are the reference:
+# - non-ASCII text (YAML 1.1 and 1.2 differ on the line breaks \x85, \u2028, \u2029);
+# - a document libyaml refuses, or one with a tab (libyaml accepts some that ruamel refuses);
+# - an empty plain value (``key:`` and nothing): libyaml puts it on the key's line, ruamel on
+#   the next token's, and a message may name that line;
+# - a document that may nest deeper than _LIBYAML_MAX_NESTING levels (each level needs one of
+#   ``[{-?:`` or a line break): libyaml's composer recurses in C without a limit (a segmentation
+#   fault past ~100,000 levels).
+_LIBYAML_MAX_NESTING = 20_000
+_NESTING_CHARACTERS = "[{-?:\n"
+_LIBYAML_LOADER: Any = None
+
+
+def _libyaml_loader() -> Any:
+    global _LIBYAML_LOADER  # noqa: PLW0603 - built once, on the first document that needs it
+    if _LIBYAML_LOADER is None:
+        try:
+            from yaml import ScalarNode
+            from yaml.cyaml import CParser
+            from yaml.resolver import BaseResolver
+        except ImportError:  # PyYAML built without libyaml: ruamel does all the work
+            _LIBYAML_LOADER = False
+            return _LIBYAML_LOADER
+
+        class PlainMarkingCLoader(CParser, BaseResolver):  # type: ignore[misc]
+            def __init__(self, stream: str) -> None:
+                CParser.__init__(self, stream)
+                BaseResolver.__init__(self)
+                self.empty_plain_scalars = False
+
+            def resolve(self, kind: Any, value: Any, implicit: Any) -> Any:
+                if kind is ScalarNode and implicit[0]:
+                    if not value:
+                        self.empty_plain_scalars = True
+                    return _PLAIN
+                return super().resolve(kind, value, implicit)
+
+        _LIBYAML_LOADER = PlainMarkingCLoader
+    return _LIBYAML_LOADER
+
+
+def _compose_libyaml(text: str) -> tuple[bool, Any]:
+    """(True, node) when libyaml composes ``text`` as ruamel would; (False, None) to ask ruamel."""
+    if not text.isascii() or "\t" in text or sum(map(text.count, _NESTING_CHARACTERS)) > _LIBYAML_MAX_NESTING:
+        return False, None
+    loader_class = _libyaml_loader()
+    if not loader_class:
+        return False, None
+    loader = loader_class(text)
+    try:
+        nodes = []
+        while loader.check_node():
+            nodes.append(loader.get_node())
+    except Exception:  # any refusal is ruamel's to explain
+        return False, None
+    finally:
+        loader.dispose()
+    if loader.empty_plain_scalars:
+        return False, None
+    return True, nodes[0] if nodes else None
+
+
 def _compose_uncached(chunk: Chunk) -> Any:
+    composed, node = _compose_libyaml(chunk.text)
+    if composed:
+        return node
+    return _compose_ruamel(chunk)
+
+
+def _compose_ruamel(chunk: Chunk) -> Any:
     from ruamel.yaml import YAML
     from ruamel.yaml.error import MarkedYAMLError, YAMLError
 
@@ -619,20 +687,18 @@ class Locator:
 
     def line_of(self, path: Sequence[Any]) -> int:
         """Line of the deepest part of ``path`` that exists in the document."""
-        from ruamel.yaml.nodes import MappingNode, SequenceNode
-
         node = self._node()
         if node is None:
             return self.chunk.first_line
         line = self.chunk.first_line + node.start_mark.line
         for segment in path:
-            if isinstance(node, MappingNode):
+            if node.id == "mapping":
                 pair = _matching_pair(node, segment)
                 if pair is None:
                     break
                 line = self.chunk.first_line + pair[0].start_mark.line
                 node = pair[1]
-            elif isinstance(node, SequenceNode) and isinstance(segment, int) and 0 <= segment < len(node.value):
+            elif node.id == "sequence" and isinstance(segment, int) and 0 <= segment < len(node.value):
                 node = node.value[segment]
                 line = self.chunk.first_line + node.start_mark.line
             else:

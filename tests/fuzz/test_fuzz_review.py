@@ -70,3 +70,40 @@ def test_regression_values_nested_just_below_the_parser_limit(place, as_list):
 def test_nesting_past_the_parser_limit_is_a_400():
     review = review_of({"apiVersion": "training.kubedl.io/v1alpha1", "kind": "TFJob", "spec": deep_value(1100, True)})
     assert check_both(_body(review)) == ("400", "400")
+
+
+@pytest.mark.parametrize("replicas", [99999999999999999999, 2**63, -(2**63) - 1, 1e300])
+@pytest.mark.parametrize("where", ["task", "partition"])
+def test_regression_volcano_min_available_defaulted_from_a_count_beyond_int64(replicas, where):
+    # Found by fuzzing: minAvailable defaulted from replicas 1e20 was an int beyond int64, which the
+    # patch encoder cannot write (internal error on /mutate).
+    review = next(r for r in seed_reviews() if r["request"]["kind"]["kind"] == "Job")
+    task = review["request"]["object"]["spec"]["tasks"][0]
+    task.pop("minAvailable", None)
+    if where == "task":
+        task["replicas"] = replicas
+    else:
+        task["partitionPolicy"] = {"minPartitions": replicas, "partitionSize": replicas, "totalPartitions": 1}
+    assert check(_body(review), Webhook.MUTATE) in ("allowed", "patched")
+    assert check(_body(review), Webhook.VALIDATE) == "denied"
+
+
+def _genericjob_review() -> dict:
+    return next(r for r in seed_reviews() if r["request"]["kind"]["kind"] == "GenericJob")
+
+
+@pytest.mark.parametrize("replicas", [2**31 - 1, 2**63 - 1, 10**30, 1e300])
+@pytest.mark.parametrize("operation", ["CREATE", "UPDATE"])
+def test_regression_genericjob_huge_replicas_do_not_expand_into_rules(replicas, operation):
+    # Found by fuzzing: the default finish rules list every replica, so "replicas: 2000000000" made
+    # /mutate and /validate allocate gigabytes (MemoryError, OverflowError: internal errors).
+    review = _genericjob_review()
+    job = review["request"]["object"]
+    for key in ("successRules", "failureRules"):
+        job["spec"].pop(key, None)
+    if operation == "UPDATE":
+        review["request"]["operation"] = "UPDATE"
+        review["request"]["oldObject"] = json.loads(json.dumps(job))
+    job["spec"]["replicaSpecs"][0]["replicas"] = replicas
+    assert check(_body(review), Webhook.MUTATE) in ("allowed", "patched")
+    assert check(_body(review), Webhook.VALIDATE) in ("allowed", "denied")

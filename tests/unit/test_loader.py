@@ -167,6 +167,10 @@ def test_merge_keys_and_aliases():
     ("text", "message", "line"),
     [
         ("? [a]\n: 1\n", "a mapping key must be a scalar", 1),
+        # Found by fuzzing: yaml-rs raised TypeError (unhashable list) on a key holding a list.
+        ("? a c: [1]\n", "a mapping key must be a scalar", 1),
+        ("x:\n  - y: 1\n? a  c: ['s']\n", "a mapping key must be a scalar", 3),
+        ("? a: {b: 1}\n", "a mapping key must be a scalar", 1),
         ("a: .inf\n", "json: unsupported value: .inf", 1),
         ("a:\n  b: -.Inf\n", "json: unsupported value: -.Inf", 2),
         ("a: .NaN\n", "json: unsupported value: .NaN", 1),

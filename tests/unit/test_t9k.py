@@ -51,6 +51,15 @@ def test_defaults_are_written_out_and_idempotent():
     assert verdict.errors == []
 
 
+def test_default_rules_are_written_up_to_ten_thousand_replicas_in_all():
+    # Rules list every replica: past the bound they would outgrow any object the apiserver stores.
+    at_bound = defaulted(generic_job(t9k_replica("master"), t9k_replica("worker", 9_999)))
+    assert len(at_bound["failureRules"]) == 10_000
+    assert at_bound["successRules"][0]["worker"][-1] == 9_998
+    past_bound = defaulted(generic_job(t9k_replica("master"), t9k_replica("worker", 10_000)))
+    assert "successRules" not in past_bound and "failureRules" not in past_bound
+
+
 @pytest.mark.parametrize(
     ("given", "expected"),
     [

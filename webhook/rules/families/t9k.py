@@ -78,9 +78,9 @@ class GenericJobKind:
         t9k_scheduler = copied_dict(scheduler, "t9kScheduler") if scheduler is not None else None
         if t9k_scheduler is not None and t9k_scheduler.get("priority") is None:
             recorder.set(t9k_scheduler, "priority", DEFAULT_SCHEDULER_PRIORITY, "/spec/scheduler/t9kScheduler")
-        counts = replica_counts(spec.get("replicaSpecs"))
+        counts = _writable(replica_counts(spec.get("replicaSpecs")))
         old_spec = previous.get("spec") if isinstance(previous, dict) else None
-        old_counts = replica_counts(old_spec.get("replicaSpecs")) if isinstance(old_spec, dict) else {}
+        old_counts = _writable(replica_counts(old_spec.get("replicaSpecs")) if isinstance(old_spec, dict) else {})
         if counts:
             for key, rules_for in (("successRules", default_success_rules), ("failureRules", default_failure_rules)):
                 given = spec.get(key)
@@ -159,6 +159,18 @@ def replica_counts(replica_specs: Any) -> dict[str, int]:
             return {}
         counts[replica_type] = count
     return counts
+
+
+# Default rules list every replica, so their size follows the replica counts, not the object's
+# size: a "replicas: 2000000000" of a few bytes would make a patch of gigabytes. Past this many
+# replicas in all the rules are not written (the object could not be stored anyway: 100,000
+# replicas make failure rules larger than etcd's 1.5 MiB), and the controller applies the same
+# rules to a job without any.
+MAX_WRITTEN_RULE_REPLICAS = 10_000
+
+
+def _writable(counts: dict[str, int]) -> dict[str, int]:
+    return counts if sum(counts.values()) <= MAX_WRITTEN_RULE_REPLICAS else {}
 
 
 def default_success_rules(counts: dict[str, int]) -> list[dict[str, list[int]]]:

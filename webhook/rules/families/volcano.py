@@ -12,6 +12,7 @@ absent); task ``minAvailable: 0`` is kept, as it is a pointer there.
 
 from __future__ import annotations
 
+import sys
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -57,15 +58,33 @@ def _zero_or_unset(value: Any) -> bool:
     return value is None or (as_int(value) == 0 and not isinstance(value, bool))
 
 
-def default_task_min_available(task: dict[str, Any]) -> int:
+_INT64_MIN, _INT64_MAX = -(2**63), 2**63 - 1
+_FLOAT_MAX = int(sys.float_info.max)
+
+
+def json_count(value: int) -> int | float:
+    """A computed count as the apiserver's JSON carries it: beyond int64 only as a float.
+
+    A replicas of 1e20 arrives as an integral float; a default copied from it (or summed over
+    it) must stay writable in the patch, and /validate then reports it like the replicas.
+    """
+    if _INT64_MIN <= value <= _INT64_MAX:
+        return value
+    # A product of two such floats can pass even the float range: the largest float stands for it.
+    if abs(value) <= _FLOAT_MAX:
+        return float(value)
+    return sys.float_info.max if value > 0 else -sys.float_info.max
+
+
+def default_task_min_available(task: dict[str, Any]) -> int | float:
     """minPartitions x partitionSize when minPartitions > 0, else replicas (Volcano >= 1.15)."""
     partition = task.get("partitionPolicy")
     if isinstance(partition, dict):
         min_partitions = as_int(partition.get("minPartitions")) or 0
         size = as_int(partition.get("partitionSize")) or 0
         if min_partitions > 0:
-            return min_partitions * size
-    return as_int(task.get("replicas")) or 0
+            return json_count(min_partitions * size)
+    return json_count(as_int(task.get("replicas")) or 0)
 
 
 @dataclass(frozen=True)
@@ -106,7 +125,7 @@ class VolcanoJobKind:
             spec["tasks"] = defaulted_tasks
         given_min = spec.get("minAvailable")
         if isinstance(tasks, list) and _zero_or_unset(given_min) and given_min != task_min_sum:
-            recorder.set(spec, "minAvailable", task_min_sum, "/spec")
+            recorder.set(spec, "minAvailable", json_count(task_min_sum), "/spec")
 
         plugins = spec.get("plugins")
         if isinstance(plugins, dict):
