@@ -307,7 +307,7 @@ def _rule_met(rule: FinishRule, outcomes: dict[tuple[str, int], Outcome], model:
         group = model.group(selector.group)
         if group is None or group.replicas == 0:
             return False
-        indices = selector.indices if selector.indices is not None else tuple(range(group.replicas))
+        indices = selector.indices if selector.indices is not None else range(group.replicas)
         hits = sum(1 for i in indices if outcomes.get((group.object_name, i)) is selector.outcome)
         needed = selector.at_least if selector.at_least is not None else len(indices)
         if needed <= 0 or hits < needed:

@@ -36,6 +36,7 @@ from controller.model import (
 )
 from controller.runmodes import apply_override, debug_override, resume_override
 from controller.substitution import SubstitutionContext, substitute_pod
+from webhook.rules.families.t9k import MAX_WRITTEN_RULE_REPLICAS
 from webhook.rules.jobmeta import as_int
 from webhook.rules.registry import GroupVersionKind, JobKind, lookup
 
@@ -76,6 +77,8 @@ def _rules(spec: dict[str, Any], counts: dict[str, int]) -> tuple[tuple[FinishRu
     success_raw = [r for r in spec.get("successRules") or [] if isinstance(r, dict) and r]
     failure_raw = [r for r in spec.get("failureRules") or [] if isinstance(r, dict) and r]
     if not success_raw and not failure_raw:
+        if sum(counts.values()) > MAX_WRITTEN_RULE_REPLICAS:
+            return _unlisted_default_rules(counts)
         # Not defaulted (webhook bypassed): the same rules the webhook writes out.
         success_raw = [{t: list(range(n)) for t, n in counts.items() if n > 0}]
         failure_raw = [{t: [i]} for t, n in counts.items() for i in range(n)]
@@ -83,6 +86,26 @@ def _rules(spec: dict[str, Any], counts: dict[str, int]) -> tuple[tuple[FinishRu
     failed = "The job is failed with rule: "
     failure = tuple(_finish_rule(r, Outcome.FAILED, failed + rule_text(r)) for r in failure_raw)
     return success, failure
+
+
+def _unlisted_default_rules(counts: dict[str, int]) -> tuple[tuple[FinishRule, ...], tuple[FinishRule, ...]]:
+    """The default rules for a job too large for the webhook to list them: the same meaning, no index lists.
+
+    Listing every index of a job with millions of replicas would cost gigabytes on every pass.
+    """
+    groups = [t for t, n in counts.items() if n > 0]
+    success = FinishRule(
+        tuple(Selector(t, None, Outcome.SUCCEEDED) for t in groups),
+        "rule { " + ", ".join(f"{json.dumps(t)}: [all]" for t in groups) + " }",
+    )
+    failure = tuple(
+        FinishRule(
+            (Selector(t, None, Outcome.FAILED, at_least=1),),
+            "The job is failed with rule: { " + json.dumps(t) + ": [any] }",
+        )
+        for t in groups
+    )
+    return (success,), failure
 
 
 def _was_paused(job: dict[str, Any]) -> bool:

@@ -141,6 +141,36 @@ def test_default_rules_succeed_when_every_replica_succeeded() -> None:
     assert sim.condition("Completed")["status"] == "True"
 
 
+def test_default_rules_of_a_huge_job_are_not_listed_index_by_index() -> None:
+    from controller.adapters.t9k import _rules
+
+    success, failure = _rules({}, {"worker": 20_001, "ps": 3})  # listed, these would be 20,004 rules
+    assert [len(rule.selectors) for rule in success] == [2]
+    assert [rule.description for rule in failure] == [
+        'The job is failed with rule: { "worker": [any] }',
+        'The job is failed with rule: { "ps": [any] }',
+    ]
+
+
+@pytest.mark.parametrize("fails", [False, True])
+def test_unlisted_default_rules_mean_what_the_listed_ones_do(monkeypatch: pytest.MonkeyPatch, fails: bool) -> None:
+    monkeypatch.setattr("controller.adapters.t9k.MAX_WRITTEN_RULE_REPLICAS", 1)
+    sim = started(genericjob(t9k_replica("worker", 2)))
+    sim.run_all()
+    sim.step()
+    sim.set_phase("gj-worker-0", "Succeeded", exit_code=0)
+    sim.step()
+    assert sim.phase == "Running"
+    if fails:
+        sim.set_phase("gj-worker-1", "Failed", exit_code=1)
+        sim.step()
+        assert sim.phase == "Failed"
+    else:
+        sim.set_phase("gj-worker-1", "Succeeded", exit_code=0)
+        sim.step()
+        assert sim.phase == "Succeeded"
+
+
 def test_a_success_rule_over_some_indices_finishes_the_job_and_cleanup_unfinished_deletes_the_rest() -> None:
     sim = started(
         genericjob(
