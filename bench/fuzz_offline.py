@@ -16,11 +16,8 @@ YAML readers (libyaml where it agrees with ruamel, ruamel otherwise) read every 
 
 from __future__ import annotations
 
-import argparse
 import collections
-import concurrent.futures
 import hashlib
-import os
 import random
 import sys
 import time
@@ -30,6 +27,7 @@ from pathlib import Path
 # Runs as a script too (python bench/fuzz_offline.py): the repository root must be importable.
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from bench.fuzzrun import fuzz_arguments, report, run_workers
 from tests.fuzz.offline_mutator import check, damage, example_texts, inputs, mutate_text
 
 
@@ -113,13 +111,7 @@ def run_atheris(count: int, seconds: float, findings: Path) -> None:  # pragma: 
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--count", type=int, default=1_000_000, help="inputs in all (default 1,000,000)")
-    parser.add_argument("--seconds", type=float, default=3600, help="stop after this long (default 3600)")
-    parser.add_argument("--seed", type=int, default=1)
-    parser.add_argument("--workers", type=int, default=1, help="processes, each with its own seed")
-    parser.add_argument("--engine", choices=["random", "atheris"], default="random")
-    parser.add_argument("--findings", type=Path, default=Path("fuzz-findings-offline"))
+    parser = fuzz_arguments(__doc__.splitlines()[0], "fuzz-findings-offline")
     parser.add_argument(
         "--differential", action="store_true", help="compare the loader's libyaml and ruamel readings instead"
     )
@@ -128,34 +120,8 @@ def main(argv: list[str] | None = None) -> int:
     if args.engine == "atheris":
         run_atheris(args.count, args.seconds, args.findings)
         return 0
-    per_worker = -(-args.count // args.workers)
-    jobs = [
-        (args.seed + n, per_worker, args.seconds, str(args.findings), args.differential) for n in range(args.workers)
-    ]
-    if args.workers == 1:
-        results = [_worker(jobs[0])]
-    else:
-        # A worker that dies (e.g. killed by the OOM killer) raises here instead of hanging the run.
-        with concurrent.futures.ProcessPoolExecutor(args.workers) as pool:
-            results = list(pool.map(_worker, jobs))
-    total: collections.Counter[str] = collections.Counter()
-    for result in results:
-        total.update(result)
-    elapsed = time.monotonic() - started
-    findings = sum(n for key, n in total.items() if key.startswith("FINDING"))
-    seeds = f"{args.seed}..{args.seed + args.workers - 1}"
-    what = "libyaml/ruamel differential" if args.differential else "offline fuzz"
-    print(f"{what}: engine random, seeds {seeds}, {args.workers} workers, load average {os.getloadavg()}")
-    print(f"{total['inputs']:,} inputs in {elapsed:.0f} s ({total['inputs'] / elapsed:,.0f}/s), {findings} findings")
-    # CPU seconds, not wall time, say how fast the harness is on a machine shared with other work.
-    cpu = total.pop("cpu_ms", 0) / 1000
-    print(f"  {cpu:,.0f} CPU seconds in the workers: {total['inputs'] / max(cpu, 0.001):,.0f} inputs per CPU second")
-    for key in sorted(total):
-        if key not in ("inputs", "cpu_ms"):
-            print(f"  {key}: {total[key]:,}")
-    if findings:
-        print(f"findings written to {args.findings}/")
-    return 1 if findings else 0
+    total = run_workers(_worker, args, (args.differential,))
+    return report("libyaml/ruamel differential" if args.differential else "offline fuzz", args, total, started)
 
 
 if __name__ == "__main__":

@@ -13,11 +13,8 @@ Findings are written to ``--findings DIR`` as the exact bodies, to become regres
 
 from __future__ import annotations
 
-import argparse
 import collections
-import concurrent.futures
 import hashlib
-import os
 import random
 import sys
 import time
@@ -27,6 +24,7 @@ from pathlib import Path
 # Runs as a script too (python bench/fuzz_review.py): the repository root must be importable.
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from bench.fuzzrun import fuzz_arguments, report, run_workers
 from tests.fuzz.review_mutator import check_both, encode, inputs, mutate_review, seed_reviews
 
 
@@ -100,42 +98,12 @@ def run_atheris(count: int, seconds: float, findings: Path) -> None:  # pragma: 
 
 
 def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--count", type=int, default=1_000_000, help="inputs in all (default 1,000,000)")
-    parser.add_argument("--seconds", type=float, default=3600, help="stop after this long (default 3600)")
-    parser.add_argument("--seed", type=int, default=1)
-    parser.add_argument("--workers", type=int, default=1, help="processes, each with its own seed")
-    parser.add_argument("--engine", choices=["random", "atheris"], default="random")
-    parser.add_argument("--findings", type=Path, default=Path("fuzz-findings"))
-    args = parser.parse_args()
+    args = fuzz_arguments(__doc__.splitlines()[0], "fuzz-findings").parse_args()
     started = time.monotonic()
     if args.engine == "atheris":
         run_atheris(args.count, args.seconds, args.findings)
         return 0
-    per_worker = -(-args.count // args.workers)
-    jobs = [(args.seed + n, per_worker, args.seconds, str(args.findings)) for n in range(args.workers)]
-    if args.workers == 1:
-        results = [_worker(jobs[0])]
-    else:
-        # A worker that dies (e.g. killed by the OOM killer) raises here instead of hanging the run.
-        with concurrent.futures.ProcessPoolExecutor(args.workers) as pool:
-            results = list(pool.map(_worker, jobs))
-    total: collections.Counter[str] = collections.Counter()
-    for result in results:
-        total.update(result)
-    elapsed = time.monotonic() - started
-    findings = sum(n for key, n in total.items() if key.startswith("FINDING"))
-    print(f"engine random, seeds {args.seed}..{args.seed + args.workers - 1}, load average {os.getloadavg()}")
-    print(f"{total['inputs']:,} inputs in {elapsed:.0f} s ({total['inputs'] / elapsed:,.0f}/s), {findings} findings")
-    # CPU seconds, not wall time, say how fast the harness is on a machine shared with other work.
-    cpu = total.pop("cpu_ms", 0) / 1000
-    print(f"  {cpu:,.0f} CPU seconds in the workers: {total['inputs'] / max(cpu, 0.001):,.0f} inputs per CPU second")
-    for key in sorted(total):
-        if key not in ("inputs", "cpu_ms"):
-            print(f"  {key}: {total[key]:,}")
-    if findings:
-        print(f"findings written to {args.findings}/")
-    return 1 if findings else 0
+    return report("review fuzz", args, run_workers(_worker, args), started)
 
 
 if __name__ == "__main__":
