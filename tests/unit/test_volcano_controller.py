@@ -52,13 +52,15 @@ class Sim:
         self.gang = gang
         self.plans: list[Plan] = []
 
+    def observe(self) -> Observed:
+        return Observed(
+            list(self.pods.values()), list(self.services.values()), frozenset(self.extras), self.now, self.gang
+        )
+
     def step(self, seconds: float = 0) -> Plan:
         self.now += datetime.timedelta(seconds=seconds)
         model = self.adapter.model(self.job)
-        observed = Observed(
-            list(self.pods.values()), list(self.services.values()), frozenset(self.extras), self.now, self.gang
-        )
-        plan = reconcile(model, self.adapter.read(self.job), observed)
+        plan = reconcile(model, self.adapter.read(self.job), self.observe())
         if plan.status_changed:
             self.job["status"] = json.loads(json.dumps(self.adapter.project(plan.status)))
         for deletion in plan.delete:
@@ -76,6 +78,8 @@ class Sim:
                 self.services[name] = obj
             else:
                 self.extras[(obj["kind"], name)] = obj
+        for updated in plan.update:
+            self.extras[(updated["kind"], updated["metadata"]["name"])] = copy.deepcopy(updated)
         self.plans.append(plan)
         return plan
 

@@ -26,11 +26,7 @@ class VolcanoSim(Sim):
         self.group_phase: str | None = None
         self.updated: list[dict[str, Any]] = []
 
-    def step(self, seconds: float = 0) -> Plan:
-        import datetime
-
-        self.now += datetime.timedelta(seconds=seconds)
-        model = self.adapter.model(self.job)
+    def observe(self) -> Observed:
         groups = [copy.deepcopy(o) for (kind, _), o in self.extras.items() if kind == "PodGroup"]
         for group in groups:
             if self.group_phase is not None:
@@ -46,28 +42,11 @@ class VolcanoSim(Sim):
             command=self.command,
         )
         self.command = None  # the runtime forgets a command once its pass is carried out
-        plan = reconcile(model, self.adapter.read(self.job), observed)
-        if plan.status_changed:
-            self.job["status"] = json.loads(json.dumps(self.adapter.project(plan.status)))
-        for deletion in plan.delete:
-            {"Pod": self.pods, "Service": self.services}.get(deletion.kind, {}).pop(deletion.name, None)
-            self.extras.pop((deletion.kind, deletion.name), None)
-        for created in plan.create:
-            self.uids += 1
-            obj = copy.deepcopy(created)
-            obj["metadata"]["uid"] = f"child-{self.uids}"
-            name = obj["metadata"]["name"]
-            if obj["kind"] == "Pod":
-                obj["status"] = {"phase": "Pending"}
-                self.pods[name] = obj
-            elif obj["kind"] == "Service":
-                self.services[name] = obj
-            else:
-                self.extras[(obj["kind"], name)] = obj
-        for updated in plan.update:
-            self.updated.append(updated)
-            self.extras[(updated["kind"], updated["metadata"]["name"])] = copy.deepcopy(updated)
-        self.plans.append(plan)
+        return observed
+
+    def step(self, seconds: float = 0) -> Plan:
+        plan = super().step(seconds)
+        self.updated.extend(plan.update)
         return plan
 
     def scale(self, task_name: str, replicas: int) -> None:
