@@ -92,6 +92,61 @@ def custom_resource_definition(kind: JobKind) -> dict[str, Any]:
     }
 
 
+def command_custom_resource_definition() -> dict[str, Any]:
+    """Volcano's Command API (``vcctl job suspend|resume``), so that ResumeJob works without Volcano installed.
+
+    Same group, version, names and fields as Volcano's own CRD, so either may replace the other.
+    Not a JobKind: no webhook rule, no category ``jobgate`` (``kubectl get jobgate`` lists jobs).
+    """
+    from webhook.api import volcano_bus
+
+    properties = {
+        "apiVersion": {"description": "APIVersion of this representation of the object.", "type": "string"},
+        "kind": {"description": "Kind of the object.", "type": "string"},
+        "metadata": {"type": "object"},
+        **structural_schema(volcano_bus.Command)["properties"],
+    }
+    return {
+        "apiVersion": "apiextensions.k8s.io/v1",
+        "kind": "CustomResourceDefinition",
+        "metadata": {"name": f"{volcano_bus.PLURAL}.{volcano_bus.GROUP}", "labels": dict(PART_OF)},
+        "spec": {
+            "group": volcano_bus.GROUP,
+            "names": {
+                "kind": volcano_bus.KIND,
+                "listKind": f"{volcano_bus.KIND}List",
+                "plural": volcano_bus.PLURAL,
+                "singular": volcano_bus.KIND.lower(),
+            },
+            "scope": "Namespaced",
+            "versions": [
+                {
+                    "name": volcano_bus.VERSION,
+                    "served": True,
+                    "storage": True,
+                    # A command is taken within a pass, but one left behind (no controller) shows what it was for.
+                    "additionalPrinterColumns": [
+                        {"name": "Action", "type": "string", "jsonPath": ".action"},
+                        {"name": "Target", "type": "string", "jsonPath": ".target.name"},
+                        {"name": "Age", "type": "date", "jsonPath": ".metadata.creationTimestamp"},
+                    ],
+                    "schema": {
+                        "openAPIV3Schema": {
+                            "description": "Command of Volcano's bus API (bus.volcano.sh/v1alpha1): an action "
+                            "(suspend, resume) on a job, taken and carried out once by the job's controller.",
+                            "type": "object",
+                            "properties": properties,
+                        }
+                    },
+                }
+            ],
+        },
+    }
+
+
+COMMAND_CRD_FILE = "bus.volcano.sh_commands.yaml"
+
+
 def _printer_columns(kind: JobKind) -> list[dict[str, Any]]:
     # A family may bring its own columns (Volcano's, so `kubectl get vcjob` reads as with Volcano).
     own = getattr(kind, "printer_columns", None)
@@ -250,7 +305,8 @@ def generated_files() -> dict[str, str]:
     kinds = sorted(served_kinds(), key=lambda k: (k.gvk.group, k.gvk.kind))
     for kind in kinds:
         files[f"base/crds/{kind.gvk.group}_{kind.plural}.yaml"] = _dump([custom_resource_definition(kind)])
-    names = [f"{k.gvk.group}_{k.plural}.yaml" for k in kinds]
+    files[f"base/crds/{COMMAND_CRD_FILE}"] = _dump([command_custom_resource_definition()])
+    names = [f"{k.gvk.group}_{k.plural}.yaml" for k in kinds] + [COMMAND_CRD_FILE]
     files["base/crds/kustomization.yaml"] = _dump(
         [{"apiVersion": "kustomize.config.k8s.io/v1beta1", "kind": "Kustomization", "resources": names}]
     )
