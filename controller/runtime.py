@@ -40,6 +40,23 @@ TRACKED_KINDS = ("Pod", "Service")  # children seen through informers (others ar
 # N-th successful pod create, before any later write (status included). Unset in every deployment;
 # tests/e2e/test_controller_faults.py uses it to crash at a chosen point deterministically.
 KILL_AFTER_POD_CREATES_VARIABLE = "JOBGATE_TEST_KILL_AFTER_POD_CREATES"
+# How often discovery is asked again for Volcano's Command API while it is not served, so that the
+# Command CRD applied after the controller started (jobgate's or Volcano's) is picked up without a restart.
+COMMAND_CRD_RECHECK_VARIABLE = "JOBGATE_COMMAND_CRD_RECHECK_SECONDS"
+DEFAULT_COMMAND_CRD_RECHECK_SECONDS = 60.0
+
+
+def command_crd_recheck_seconds() -> float:
+    raw = os.environ.get(COMMAND_CRD_RECHECK_VARIABLE, "")
+    try:
+        value = float(raw) if raw else DEFAULT_COMMAND_CRD_RECHECK_SECONDS
+    except ValueError:
+        value = 0.0
+    if not 0 < value < float("inf"):  # NaN included
+        default = DEFAULT_COMMAND_CRD_RECHECK_SECONDS
+        log.warning("%s=%r is not a number of seconds: using %g", COMMAND_CRD_RECHECK_VARIABLE, raw, default)
+        return default
+    return value
 
 
 def _kill_after_pod_creates() -> int | None:
@@ -190,11 +207,44 @@ class Controller:
                 self.kube, POD_GROUPS.path(self.namespace), name="podgroups", label_selector=JOB_UID_LABEL
             )
             self.pod_groups.handlers.append(self._child_handler("PodGroup"))
-        if any(gvk.group == "batch.volcano.sh" for gvk in self.adapters) and self._serves(COMMANDS):
-            self.commands = Informer(self.kube, COMMANDS.path(self.namespace), name="commands")
-            self.commands.handlers.append(self._command_handler)
+        takes_commands = any(gvk.group == "batch.volcano.sh" for gvk in self.adapters)
+        if takes_commands and self._serves(COMMANDS):
+            self.commands = self._command_informer()
         for informer in self._informers():
             informer.start()
+        if takes_commands and self.commands is None:
+            interval = command_crd_recheck_seconds()
+            log.info("Volcano's Command API (bus.volcano.sh) is not served: checking again every %gs", interval)
+            thread = threading.Thread(
+                target=self._wait_for_command_api, args=(interval,), name="commands-crd", daemon=True
+            )
+            thread.start()
+            self._threads.append(thread)
+
+    def _command_informer(self) -> Informer:
+        informer = Informer(self.kube, COMMANDS.path(self.namespace), name="commands")
+        informer.handlers.append(self._command_handler)
+        return informer
+
+    def _wait_for_command_api(self, interval: float) -> None:
+        """Start the Command watch once discovery serves the API. A replica already leading takes the
+        Commands from the first list (the handler acts once ``_acting`` is set)."""
+        while not self._stop.wait(interval):
+            try:
+                served = self._serves(COMMANDS)
+            except Exception as exc:  # apiserver unreachable: the informers say so; ask again next time
+                log.debug("discovery of bus.volcano.sh failed: %s", exc)
+                continue
+            if not served:
+                continue
+            informer = self._command_informer()
+            with self._commands_lock:
+                if self._stop.is_set():
+                    return
+                self.commands = informer
+                informer.start()
+            log.info("Volcano's Command API is now served: taking Commands (suspend, resume)")
+            return
 
     def wait_for_sync(self, timeout: float = 60.0) -> bool:
         deadline = time.monotonic() + timeout
@@ -220,7 +270,8 @@ class Controller:
         log.info("reconciling with %d workers (%s)", self.workers, self.namespace or "all namespaces")
 
     def stop(self) -> None:
-        self._stop.set()
+        with self._commands_lock:  # a Command watch started late is either seen here or never started
+            self._stop.set()
         self.queue.shutdown()
         for informer in self._informers():
             informer.stop()
@@ -247,7 +298,8 @@ class Controller:
     def _command_handler(self, event: str, command: dict[str, Any], old: dict[str, Any] | None) -> None:
         if event == "DELETED" or not self._acting.is_set():
             return
-        raw_target = command.get("targetObject")
+        # Volcano's wire name for the Go field TargetObject (vcctl writes `target`).
+        raw_target = command.get("target")
         target: dict[str, Any] = raw_target if isinstance(raw_target, dict) else {}
         gvk = GroupVersionKind.from_object(target)
         action = command.get("action")

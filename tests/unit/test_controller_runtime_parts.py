@@ -207,7 +207,7 @@ def test_volcano_commands_are_taken_once_and_only_while_leading(tmp_path):
 
     def command(api_version: str, action: str = "ResumeJob") -> dict:
         target = {"apiVersion": api_version, "kind": "Job", "name": "j", "uid": "u1"}
-        return {"metadata": {"name": "c", "namespace": "ns", "uid": "c1"}, "action": action, "targetObject": target}
+        return {"metadata": {"name": "c", "namespace": "ns", "uid": "c1"}, "action": action, "target": target}
 
     controller._command_handler("ADDED", command("batch.volcano.sh/v1alpha1"), None)
     assert deleted == [] and controller.pending_commands == {}  # a standby replica leaves it to the leader
@@ -219,3 +219,80 @@ def test_volcano_commands_are_taken_once_and_only_while_leading(tmp_path):
     assert controller.pending_commands == {"Job.v1alpha1.batch.volcano.sh/ns/j": "ResumeJob"}
     assert queued == ["Job.v1alpha1.batch.volcano.sh/ns/j"]
     controller.stop()
+
+
+def test_a_command_naming_its_job_under_the_go_field_name_is_not_taken(tmp_path):
+    """Volcano's wire name is ``target`` (Go ``TargetObject``); the apiserver prunes anything else."""
+    controller = _offline_controller(tmp_path)
+    controller._acting.set()
+    submitted: list[tuple] = []
+    controller._pool.submit = lambda *args: submitted.append(args)  # type: ignore[method-assign,assignment]
+    target = {"apiVersion": "batch.volcano.sh/v1alpha1", "kind": "Job", "name": "j", "uid": "u1"}
+    metadata = {"name": "c", "namespace": "ns", "uid": "c1"}
+    controller._command_handler("ADDED", {"metadata": metadata, "action": "AbortJob", "targetObject": target}, None)
+    assert submitted == []
+    controller._command_handler("ADDED", {"metadata": metadata, "action": "AbortJob", "target": target}, None)
+    assert [args[1] for args in submitted] == ["Job.v1alpha1.batch.volcano.sh/ns/j"]
+    controller.stop()
+
+
+def test_a_command_api_served_after_start_up_is_watched_without_a_restart(tmp_path, monkeypatch):
+    from controller.informer import Informer
+
+    started: list[str] = []
+    monkeypatch.setattr(Informer, "start", lambda self: started.append(self.name))
+    monkeypatch.setenv("JOBGATE_COMMAND_CRD_RECHECK_SECONDS", "0.01")
+    controller = _offline_controller(tmp_path)
+    answers = iter([False, False, ConnectionError("apiserver down"), True])
+
+    def serves(resource) -> bool:
+        if resource.group != "bus.volcano.sh":
+            return False
+        answer = next(answers)
+        if isinstance(answer, Exception):
+            raise answer
+        return answer
+
+    controller._serves = serves  # type: ignore[method-assign]
+    controller.start_informers()
+    assert controller.commands is None and "commands" not in started
+    (recheck,) = [t for t in controller._threads if t.name == "commands-crd"]
+    recheck.join(timeout=10)
+    assert not recheck.is_alive()
+    assert controller.commands is not None and started.count("commands") == 1
+    assert controller.commands.handlers == [controller._command_handler]
+    assert controller.commands in controller._informers()  # stopped with the others
+    controller.stop()
+
+
+def test_no_command_watch_is_started_after_stop_nor_without_volcano(tmp_path, monkeypatch):
+    from controller.informer import Informer
+    from controller.runtime import Controller
+
+    started: list[str] = []
+    monkeypatch.setattr(Informer, "start", lambda self: started.append(self.name))
+    monkeypatch.setenv("JOBGATE_COMMAND_CRD_RECHECK_SECONDS", "0.01")
+    controller = _offline_controller(tmp_path)
+    controller._serves = lambda resource: False  # type: ignore[method-assign]
+    controller.start_informers()
+    controller.stop()
+    controller._serves = lambda resource: True  # type: ignore[method-assign]
+    (recheck,) = [t for t in controller._threads if t.name == "commands-crd"]
+    recheck.join(timeout=10)
+    assert controller.commands is None and "commands" not in started
+
+    without_volcano = Controller(controller.kube, namespace="ns", families=frozenset({"kubedl"}))
+    without_volcano._serves = lambda resource: False  # type: ignore[method-assign]
+    without_volcano.start_informers()
+    assert [t.name for t in without_volcano._threads] == []
+    without_volcano.stop()
+
+
+def test_command_crd_recheck_interval_from_the_environment(monkeypatch):
+    from controller.runtime import DEFAULT_COMMAND_CRD_RECHECK_SECONDS, command_crd_recheck_seconds
+
+    default = DEFAULT_COMMAND_CRD_RECHECK_SECONDS
+    for raw, expected in [("", default), ("2.5", 2.5), ("-1", default), ("nan", default), ("inf", default),
+                          ("soon", default), ("0", default)]:  # fmt: skip
+        monkeypatch.setenv("JOBGATE_COMMAND_CRD_RECHECK_SECONDS", raw)
+        assert command_crd_recheck_seconds() == expected, raw
