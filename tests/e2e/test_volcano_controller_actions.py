@@ -12,28 +12,20 @@ from pathlib import Path
 
 import pytest
 
-from tests.e2e.conftest import Cluster, ControllerProcess, controller_namespace, wait_until
+from tests.e2e.conftest import REPO, Cluster, ControllerProcess, controller_namespace, wait_until
 from tests.e2e.test_volcano_controller import job, uids, worker
 
 NS = "vc-actions"
 GATED_NS = "vc-gated"
+LATE_NS = "vc-late-commands"
 
-# Volcano's Command API (bus.volcano.sh), reduced to what the controller reads: vcctl writes these.
-COMMAND_CRD = """
-apiVersion: apiextensions.k8s.io/v1
-kind: CustomResourceDefinition
-metadata: {name: commands.bus.volcano.sh}
-spec:
-  group: bus.volcano.sh
-  names: {kind: Command, listKind: CommandList, plural: commands, singular: command}
-  scope: Namespaced
-  versions:
-  - name: v1alpha1
-    served: true
-    storage: true
-    schema:
-      openAPIV3Schema: {type: object, x-kubernetes-preserve-unknown-fields: true}
-"""
+# Volcano's Command API (bus.volcano.sh), as jobgate ships it: vcctl job suspend|resume writes these.
+COMMAND_CRD = REPO / "manifests/base/crds/bus.volcano.sh_commands.yaml"
+
+
+def install_command_crd(cluster: Cluster) -> None:
+    cluster.kubectl("apply", "-f", str(COMMAND_CRD), check=True)
+    cluster.kubectl("wait", "--for=condition=Established", "crd/commands.bus.volcano.sh", check=True)
 
 
 def _leading(kubeconfig: str, namespace: str, log: Path, *extra: str) -> ControllerProcess:
@@ -44,8 +36,7 @@ def _leading(kubeconfig: str, namespace: str, log: Path, *extra: str) -> Control
 
 @pytest.fixture(scope="module")
 def controller(cluster: Cluster, tmp_path_factory: pytest.TempPathFactory) -> Iterator[ControllerProcess]:
-    cluster.kubectl("apply", "-f", "-", input=COMMAND_CRD, check=True)
-    cluster.kubectl("wait", "--for=condition=Established", "crd/commands.bus.volcano.sh", check=True)
+    install_command_crd(cluster)
     kubeconfig = controller_namespace(cluster, NS, tmp_path_factory.mktemp("vca"))
     process = _leading(kubeconfig, NS, tmp_path_factory.mktemp("vca-log") / "controller.log")
     yield process
@@ -193,13 +184,16 @@ def test_restart_partition(cluster: Cluster, controller: ControllerProcess) -> N
 
 
 def command(name: str, target: str, uid: str, action: str) -> str:
+    """A Command as vcctl writes it: the job as its target and as its controlling owner."""
+    reference = {"apiVersion": "batch.volcano.sh/v1alpha1", "kind": "Job", "name": target, "uid": uid}
+    owner = {**reference, "controller": True, "blockOwnerDeletion": True}
     return json.dumps(
         {
             "apiVersion": "bus.volcano.sh/v1alpha1",
             "kind": "Command",
-            "metadata": {"name": name},
+            "metadata": {"name": name, "ownerReferences": [owner]},
             "action": action,
-            "targetObject": {"apiVersion": "batch.volcano.sh/v1alpha1", "kind": "Job", "name": target, "uid": uid},
+            "target": {**owner},
         }
     )
 
@@ -261,3 +255,35 @@ def test_pods_wait_for_the_pod_group_with_the_gang_scheduler_flag(
         "patch", "podgroup", group, "-n", GATED_NS, "--subresource=status", "--type=merge", "-p", patch, check=True
     )
     wait_until(lambda: len(pods(cluster, "gang", GATED_NS)) == 2, message="pods once the PodGroup is Inqueue")
+
+
+def test_a_command_crd_applied_after_the_controller_started_is_picked_up(
+    cluster: Cluster, tmp_path_factory: pytest.TempPathFactory
+) -> None:
+    """Without Volcano's Command API at start-up the controller asks discovery again and takes Commands
+    once the shipped CRD is applied, without a restart. Last in this module: it deletes the CRD for a while."""
+    cluster.kubectl("delete", "crd", "commands.bus.volcano.sh", "--wait=true", check=True)
+    wait_until(
+        lambda: cluster.kubectl("api-resources", "--api-group=bus.volcano.sh", "-o", "name").stdout.strip() == "",
+        message="Command API gone from discovery",
+    )
+    controller_namespace(cluster, LATE_NS, tmp_path_factory.mktemp("vcl"))
+    log = tmp_path_factory.mktemp("vcl-log") / "controller.log"
+    process = ControllerProcess(
+        cluster.kubeconfig, LATE_NS, log, "--lease-name", "jobgate-late-commands-test",
+        env={"JOBGATE_COMMAND_CRD_RECHECK_SECONDS": "1"},
+    )  # fmt: skip
+    try:
+        wait_until(process.is_leader, 30, message="controller leadership")
+        assert "Command API (bus.volcano.sh) is not served: checking again every 1s" in process.text()
+        install_command_crd(cluster)
+        wait_until(lambda: "Command API is now served" in process.text(), message="Command watch started")
+        apply(cluster, job("late", worker()), LATE_NS)
+        wait_until(lambda: len(pods(cluster, "late", LATE_NS)) == 2, message="2 pods")
+        uid = cluster.get_json("vcjob", "late", "-n", LATE_NS)["metadata"]["uid"]
+        apply(cluster, command("late-abort", "late", uid, "AbortJob"), LATE_NS)
+        wait_phase(cluster, "late", "Aborted", namespace=LATE_NS)
+        assert cluster.kubectl("get", "commands.bus.volcano.sh", "late-abort", "-n", LATE_NS).returncode != 0
+    finally:
+        process.stop()
+        install_command_crd(cluster)  # the session's other modules expect the shipped CRD
