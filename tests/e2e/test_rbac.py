@@ -84,8 +84,14 @@ MATRIX = [
     (CONTROLLER, "update", "configmaps", "team-a", True),  # Volcano svc hosts after a scale
     (CONTROLLER, "create", "networkpolicies.networking.k8s.io", "team-a", True),  # Volcano svc plugin
     (CONTROLLER, "delete", "networkpolicies.networking.k8s.io", "team-a", False),
-    # bus.volcano.sh Commands (list, watch, delete): kubectl cannot ask about a resource this cluster does
-    # not serve; test_volcano_controller_actions.py runs the controller as this account and sees it take one.
+    # Volcano's Commands (the shipped CRD): the controller takes (deletes) them, never writes one.
+    *[(CONTROLLER, verb, "commands.bus.volcano.sh", None, True) for verb in ("list", "watch")],
+    (CONTROLLER, "delete", "commands.bus.volcano.sh", "team-a", True),
+    *[
+        (CONTROLLER, verb, "commands.bus.volcano.sh", "team-a", False)
+        for verb in ("get", "create", "update", "patch", "deletecollection")
+    ],
+    *[(who, "list", "commands.bus.volcano.sh", None, False) for who in (WEBHOOK, CERTS)],
     (CONTROLLER, "create", "leases.coordination.k8s.io", "jobgate-system", True),
     (CONTROLLER, "update", "leases.coordination.k8s.io/jobgate-controller", "jobgate-system", True),
     (CONTROLLER, "update", "leases.coordination.k8s.io/someone-else", "jobgate-system", False),
