@@ -332,7 +332,10 @@ class Controller:
             except Exception as exc:
                 failures = self.queue.failures(key)
                 level = logging.WARNING if failures < 5 else logging.ERROR
-                log.log(level, "reconcile %s failed (%s); retrying", key, exc, exc_info=failures >= 5)
+                # An apiserver answer (e.g. 403 while its RBAC caches warm up after a restart) says
+                # all there is to say; a traceback is kept for the failures nobody expected.
+                traceback = failures >= 5 and not isinstance(exc, ApiError)
+                log.log(level, "reconcile %s failed (%s); retrying", key, exc, exc_info=traceback)
                 self.queue.add_rate_limited(key)
             finally:
                 self.queue.done(key)

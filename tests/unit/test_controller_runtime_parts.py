@@ -296,3 +296,31 @@ def test_command_crd_recheck_interval_from_the_environment(monkeypatch):
                           ("soon", default), ("0", default)]:  # fmt: skip
         monkeypatch.setenv("JOBGATE_COMMAND_CRD_RECHECK_SECONDS", raw)
         assert command_crd_recheck_seconds() == expected, raw
+
+
+def test_repeated_apiserver_refusals_are_logged_without_a_traceback(tmp_path, caplog):
+    import logging
+
+    from controller.kube import ApiError
+
+    controller = _offline_controller(tmp_path)
+    failures = iter([ApiError(403, "Forbidden", None)] * 6 + [RuntimeError("a bug")] * 6)
+
+    def reconcile_key(key: str) -> None:
+        raise next(failures)
+
+    controller.reconcile_key = reconcile_key  # type: ignore[method-assign]
+    controller.queue._base_delay = 0.0001  # the real backoff, counting failures, only shorter
+    worker = threading.Thread(target=controller._work)
+    with caplog.at_level(logging.WARNING, logger="jobgate.controller"):
+        worker.start()
+        controller.queue.add("TFJob.v1alpha1.training.kubedl.io/ns/j")
+        deadline = time.monotonic() + 10
+        while len(caplog.records) < 12 and time.monotonic() < deadline:
+            time.sleep(0.01)
+        controller.stop()
+        worker.join(5)
+    refusals, bugs = caplog.records[:6], caplog.records[6:12]
+    assert [bool(r.exc_info) for r in refusals] == [False] * 6  # ERROR from the 5th on, never a traceback
+    assert refusals[-1].levelno == logging.ERROR
+    assert bugs[-1].exc_info  # an unexpected exception keeps its traceback
