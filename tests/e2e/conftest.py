@@ -338,3 +338,30 @@ def node_cluster(webhook_process: WebhookProcess) -> Iterator[Cluster]:
     finally:
         node.stop()
         assert not node.teardown_problems, f"host state not restored: {node.teardown_problems}"
+
+
+# Volcano's Queue CRD (scheduling.volcano.sh), reduced to what the webhook's queue check reads.
+QUEUE_CRD = """
+apiVersion: apiextensions.k8s.io/v1
+kind: CustomResourceDefinition
+metadata: {name: queues.scheduling.volcano.sh}
+spec:
+  group: scheduling.volcano.sh
+  names: {kind: Queue, listKind: QueueList, plural: queues, singular: queue, shortNames: [q]}
+  scope: Cluster
+  versions:
+  - name: v1beta1
+    served: true
+    storage: true
+    schema:
+      openAPIV3Schema:
+        type: object
+        properties:
+          spec: {type: object, x-kubernetes-preserve-unknown-fields: true}
+          status: {type: object, x-kubernetes-preserve-unknown-fields: true}
+"""
+
+
+def install_queue_crd(cluster: Cluster) -> None:
+    cluster.kubectl("apply", "-f", "-", input=QUEUE_CRD, check=True)
+    cluster.kubectl("wait", "--for=condition=Established", "crd/queues.scheduling.volcano.sh", check=True)

@@ -20,6 +20,7 @@ from tests.e2e.conftest import (
     Cluster,
     WebhookProcess,
     apply_rbac_from,
+    install_queue_crd,
     token_kubeconfig,
     wait_for_webhook,
 )
@@ -121,26 +122,6 @@ def test_update_rules(cluster: Cluster):
 
 # --- the queue check: the webhook of a default install, before and after Volcano's Queue CRD arrives ------
 
-QUEUE_CRD = """
-apiVersion: apiextensions.k8s.io/v1
-kind: CustomResourceDefinition
-metadata: {name: queues.scheduling.volcano.sh}
-spec:
-  group: scheduling.volcano.sh
-  names: {kind: Queue, listKind: QueueList, plural: queues, singular: queue, shortNames: [q]}
-  scope: Cluster
-  versions:
-  - name: v1beta1
-    served: true
-    storage: true
-    schema:
-      openAPIV3Schema:
-        type: object
-        properties:
-          spec: {type: object, x-kubernetes-preserve-unknown-fields: true}
-          status: {type: object, x-kubernetes-preserve-unknown-fields: true}
-"""
-
 
 def queue(name: str, state: str, parent: str | None = None) -> dict:
     spec = {"weight": 1, **({"parent": parent} if parent else {})}
@@ -211,8 +192,7 @@ def test_default_install_picks_up_the_queue_check_when_volcano_arrives(
     assert webhook.log.read_text().count("Volcano queue check off") == 1
     assert kubectl_apply(cluster, job("vc-queue-before", queue="nowhere"), "--dry-run=server").returncode == 0
 
-    cluster.kubectl("apply", "-f", "-", input=QUEUE_CRD, check=True)
-    cluster.kubectl("wait", "--for=condition=Established", "crd/queues.scheduling.volcano.sh", check=True)
+    install_queue_crd(cluster)
     queues = [
         queue("default", "Open"),
         queue("closed", "Closed"),
