@@ -257,6 +257,12 @@ def _check_volumes(volumes: Any, path: FieldPath, errors: list[FieldError]) -> s
     if volumes is None:
         return names
     for index, volume in enumerate(_objects(volumes, path, errors)):
+        if type(volume) is dict:
+            name = volume.get("name")
+            # The usual case, a new valid name, in one go; anything else takes the long way.
+            if type(name) is str and name not in names and name and is_dns1123_label(name):
+                names.add(name)
+                continue
         if _not_an_object(volume, (*path, index), errors):
             continue
         name = _required_string(volume, "name", (*path, index), errors)
@@ -295,9 +301,10 @@ def _check_container(
     ports = container.get("ports")
     if ports is not None:
         port_names: set[str] = set()
-        for index, port in enumerate(_objects(ports, (*path, "ports"), errors)):
-            if not _not_an_object(port, (*path, "ports", index), errors):
-                _check_port(port, (*path, "ports", index), port_names, errors)
+        ports_path = (*path, "ports")
+        for index, port in enumerate(_objects(ports, ports_path, errors)):
+            if not _not_an_object(port, (*ports_path, index), errors):
+                _check_port(port, (*ports_path, index), port_names, errors)
 
     resources = container.get("resources")
     if resources is not None:
@@ -308,8 +315,15 @@ def _check_container(
 
     mounts = container.get("volumeMounts")
     if mounts is not None:
-        for index, mount in enumerate(_objects(mounts, (*path, "volumeMounts"), errors)):
-            mount_path = (*path, "volumeMounts", index)
+        mounts_path = (*path, "volumeMounts")
+        for index, mount in enumerate(_objects(mounts, mounts_path, errors)):
+            if type(mount) is dict:
+                # The usual case, a mount of a declared volume at a path, skips the path tuple.
+                mount_name = mount.get("name")
+                target = mount.get("mountPath")
+                if type(mount_name) is str and mount_name in volume_names and type(target) is str and target:
+                    continue
+            mount_path = (*mounts_path, index)
             if _not_an_object(mount, mount_path, errors):
                 continue
             mount_name = mount.get("name")
@@ -323,12 +337,14 @@ def _check_container(
 
     env = container.get("env")
     if env is not None:
-        for index, variable in enumerate(_objects(env, (*path, "env"), errors)):
-            env_path = (*path, "env", index)
+        env_list_path = (*path, "env")
+        for index, variable in enumerate(_objects(env, env_list_path, errors)):
+            if type(variable) is dict:
+                env_name = variable.get("name")
+                if type(env_name) is str and is_env_var_name(env_name):
+                    continue
+            env_path = (*env_list_path, index)
             if _not_an_object(variable, env_path, errors):
-                continue
-            env_name = variable.get("name")
-            if type(env_name) is str and is_env_var_name(env_name):
                 continue
             env_name = _required_string(variable, "name", env_path, errors)
             if env_name is not None:
