@@ -215,7 +215,8 @@ def check_pod_template(
         errors.append(invalid(spec_path, spec, "must be of type object"))
         return found
 
-    volume_names = _check_volumes(spec.get("volumes"), (*spec_path, "volumes"), errors)
+    volumes = spec.get("volumes")
+    volume_names = _check_volumes(volumes, (*spec_path, "volumes"), errors) if volumes is not None else set()
     seen: set[str] = set()
     main_names: set[str] = set()
     for key in ("initContainers", "containers"):
@@ -287,7 +288,9 @@ def _check_container(
 ) -> str | None:
     """Check one container; returns its name when it has a usable one."""
     errors = found.errors
-    name = _required_string(container, "name", path, errors)
+    name = container.get("name")
+    if type(name) is not str or not name:
+        name = _required_string(container, "name", path, errors)
     if name is not None:
         if not is_dns1123_label(name):
             errors.extend(invalid((*path, "name"), name, p) for p in dns1123_label_problems(name))
@@ -309,7 +312,7 @@ def _check_container(
     resources = container.get("resources")
     if resources is not None:
         if type(resources) is dict:
-            _check_resources(resources, (*path, "resources"), f"{where} container {name}", found)
+            _check_resources(resources, (*path, "resources"), where, name, found)
         else:
             errors.append(invalid((*path, "resources"), resources, "must be of type object"))
 
@@ -410,7 +413,10 @@ def _quantities(values: Any, path: FieldPath, errors: list[FieldError]) -> dict[
     return parsed
 
 
-def _check_resources(resources: dict[str, Any], path: FieldPath, owner: str, found: Findings) -> None:
+def _check_resources(
+    resources: dict[str, Any], path: FieldPath, where: str, container_name: str | None, found: Findings
+) -> None:
+    """``where`` and ``container_name`` name the owner in warnings (built only when one is due)."""
     errors = found.errors
     limits = _quantities(resources.get("limits"), (*path, "limits"), errors)
     requests = _quantities(resources.get("requests"), (*path, "requests"), errors)
@@ -421,6 +427,7 @@ def _check_resources(resources: dict[str, Any], path: FieldPath, owner: str, fou
             if not overcommittable:
                 # The apiserver refuses such pods ("Limit must be set for non overcommitable resources").
                 what = "GPU" if is_gpu(resource) else resource
+                owner = f"{where} container {container_name}"
                 found.warnings.append(clip_warning(f"{what} requested without a limit: {resource} in {owner}"))
             continue
         limit_raw, limit_quantity = limit
