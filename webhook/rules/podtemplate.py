@@ -30,7 +30,7 @@ from webhook.rules.names import (
     is_port_name,
     port_name_problems,
 )
-from webhook.rules.quantity import NANO, QUANTITY_MESSAGE, parse_quantity
+from webhook.rules.quantity import NANO, QUANTITY_MESSAGE, parse_cached, parse_quantity
 
 FALLBACK_TO_LOGS = "FallbackToLogsOnError"
 POD_RESTART_POLICIES = ("Always", "OnFailure", "Never")
@@ -219,8 +219,8 @@ def check_pod_template(
     volume_names = _check_volumes(volumes, (*spec_path, "volumes"), errors) if volumes is not None else set()
     seen: set[str] = set()
     main_names: set[str] = set()
-    for key in ("initContainers", "containers"):
-        items = spec.get(key)
+    containers = spec.get("containers")
+    for key, items in (("initContainers", spec.get("initContainers")), ("containers", containers)):
         if items is None:
             continue
         list_path = (*spec_path, key)
@@ -231,7 +231,6 @@ def check_pod_template(
             name = _check_container(container, container_path, found, seen=seen, volume_names=volume_names, where=where)
             if name is not None and key == "containers":
                 main_names.add(name)
-    containers = spec.get("containers")
     if not containers and (containers is None or type(containers) is list):
         errors.append(required((*spec_path, "containers"), "must have at least one container"))
     elif required_container is not None and main_names and required_container[0] not in main_names:
@@ -401,7 +400,7 @@ def _quantities(values: Any, path: FieldPath, errors: list[FieldError]) -> dict[
         return {}
     parsed = {}
     for resource, raw in values.items():
-        quantity = parse_quantity(raw)
+        quantity = parse_cached(raw) if type(raw) is str else parse_quantity(raw)
         if quantity is not None and quantity >= 0 and (quantity % NANO == 0 or _resource_class(resource)[0]):
             parsed[resource] = (raw, quantity)
         elif quantity is None:
