@@ -31,17 +31,46 @@ ENV_VAR_NAME_MESSAGE = (
 _PORT_NAME = re.compile(r"(?=[-a-z0-9]*[a-z])(?![-a-z0-9]*--)[a-z0-9](?:[-a-z0-9]{0,13}[a-z0-9])?")
 
 
+# Pod templates repeat the same few names (containers, volumes, ports, env vars) in every
+# replica and every review: a set lookup answers the ones already seen valid without the
+# regex. Only valid names are kept, none longer than a short limit, and no more than a fixed
+# count, so hostile input can neither grow the memory nor change an answer.
+_KNOWN_NAMES_MAX = 4096
+_KNOWN_ENV_VAR_NAME_MAX_LENGTH = 256
+_known_labels: set[str] = set()
+_known_port_names: set[str] = set()
+_known_env_var_names: set[str] = set()
+
+
 def is_dns1123_label(value: str) -> bool:
     """Fast yes/no; the *_problems functions say why not."""
-    return len(value) <= LABEL_MAX_LENGTH and _DNS1123_LABEL.fullmatch(value) is not None
+    if value in _known_labels:
+        return True
+    if len(value) > LABEL_MAX_LENGTH or _DNS1123_LABEL.fullmatch(value) is None:
+        return False
+    if len(_known_labels) < _KNOWN_NAMES_MAX:
+        _known_labels.add(value)
+    return True
 
 
 def is_port_name(value: str) -> bool:
-    return _PORT_NAME.fullmatch(value) is not None
+    if value in _known_port_names:
+        return True
+    if _PORT_NAME.fullmatch(value) is None:
+        return False
+    if len(_known_port_names) < _KNOWN_NAMES_MAX:
+        _known_port_names.add(value)
+    return True
 
 
 def is_env_var_name(value: str) -> bool:
-    return _RELAXED_ENV_VAR_NAME.fullmatch(value) is not None
+    if value in _known_env_var_names:
+        return True
+    if _RELAXED_ENV_VAR_NAME.fullmatch(value) is None:
+        return False
+    if len(value) <= _KNOWN_ENV_VAR_NAME_MAX_LENGTH and len(_known_env_var_names) < _KNOWN_NAMES_MAX:
+        _known_env_var_names.add(value)
+    return True
 
 
 def max_length_message(limit: int) -> str:

@@ -30,7 +30,7 @@ from webhook.rules.names import (
     is_port_name,
     port_name_problems,
 )
-from webhook.rules.quantity import NANO, QUANTITY_MESSAGE, parse_quantity
+from webhook.rules.quantity import NANO, QUANTITY_MESSAGE, parse_cached, parse_quantity
 
 FALLBACK_TO_LOGS = "FallbackToLogsOnError"
 POD_RESTART_POLICIES = ("Always", "OnFailure", "Never")
@@ -215,11 +215,12 @@ def check_pod_template(
         errors.append(invalid(spec_path, spec, "must be of type object"))
         return found
 
-    volume_names = _check_volumes(spec.get("volumes"), (*spec_path, "volumes"), errors)
+    volumes = spec.get("volumes")
+    volume_names = _check_volumes(volumes, (*spec_path, "volumes"), errors) if volumes is not None else set()
     seen: set[str] = set()
     main_names: set[str] = set()
-    for key in ("initContainers", "containers"):
-        items = spec.get(key)
+    containers = spec.get("containers")
+    for key, items in (("initContainers", spec.get("initContainers")), ("containers", containers)):
         if items is None:
             continue
         list_path = (*spec_path, key)
@@ -230,7 +231,6 @@ def check_pod_template(
             name = _check_container(container, container_path, found, seen=seen, volume_names=volume_names, where=where)
             if name is not None and key == "containers":
                 main_names.add(name)
-    containers = spec.get("containers")
     if not containers and (containers is None or type(containers) is list):
         errors.append(required((*spec_path, "containers"), "must have at least one container"))
     elif required_container is not None and main_names and required_container[0] not in main_names:
@@ -257,6 +257,12 @@ def _check_volumes(volumes: Any, path: FieldPath, errors: list[FieldError]) -> s
     if volumes is None:
         return names
     for index, volume in enumerate(_objects(volumes, path, errors)):
+        if type(volume) is dict:
+            name = volume.get("name")
+            # The usual case, a new valid name, in one go; anything else takes the long way.
+            if type(name) is str and name not in names and name and is_dns1123_label(name):
+                names.add(name)
+                continue
         if _not_an_object(volume, (*path, index), errors):
             continue
         name = _required_string(volume, "name", (*path, index), errors)
@@ -281,7 +287,9 @@ def _check_container(
 ) -> str | None:
     """Check one container; returns its name when it has a usable one."""
     errors = found.errors
-    name = _required_string(container, "name", path, errors)
+    name = container.get("name")
+    if type(name) is not str or not name:
+        name = _required_string(container, "name", path, errors)
     if name is not None:
         if not is_dns1123_label(name):
             errors.extend(invalid((*path, "name"), name, p) for p in dns1123_label_problems(name))
@@ -295,21 +303,29 @@ def _check_container(
     ports = container.get("ports")
     if ports is not None:
         port_names: set[str] = set()
-        for index, port in enumerate(_objects(ports, (*path, "ports"), errors)):
-            if not _not_an_object(port, (*path, "ports", index), errors):
-                _check_port(port, (*path, "ports", index), port_names, errors)
+        ports_path = (*path, "ports")
+        for index, port in enumerate(_objects(ports, ports_path, errors)):
+            if not _not_an_object(port, (*ports_path, index), errors):
+                _check_port(port, (*ports_path, index), port_names, errors)
 
     resources = container.get("resources")
     if resources is not None:
         if type(resources) is dict:
-            _check_resources(resources, (*path, "resources"), f"{where} container {name}", found)
+            _check_resources(resources, (*path, "resources"), where, name, found)
         else:
             errors.append(invalid((*path, "resources"), resources, "must be of type object"))
 
     mounts = container.get("volumeMounts")
     if mounts is not None:
-        for index, mount in enumerate(_objects(mounts, (*path, "volumeMounts"), errors)):
-            mount_path = (*path, "volumeMounts", index)
+        mounts_path = (*path, "volumeMounts")
+        for index, mount in enumerate(_objects(mounts, mounts_path, errors)):
+            if type(mount) is dict:
+                # The usual case, a mount of a declared volume at a path, skips the path tuple.
+                mount_name = mount.get("name")
+                target = mount.get("mountPath")
+                if type(mount_name) is str and mount_name in volume_names and type(target) is str and target:
+                    continue
+            mount_path = (*mounts_path, index)
             if _not_an_object(mount, mount_path, errors):
                 continue
             mount_name = mount.get("name")
@@ -323,12 +339,14 @@ def _check_container(
 
     env = container.get("env")
     if env is not None:
-        for index, variable in enumerate(_objects(env, (*path, "env"), errors)):
-            env_path = (*path, "env", index)
+        env_list_path = (*path, "env")
+        for index, variable in enumerate(_objects(env, env_list_path, errors)):
+            if type(variable) is dict:
+                env_name = variable.get("name")
+                if type(env_name) is str and is_env_var_name(env_name):
+                    continue
+            env_path = (*env_list_path, index)
             if _not_an_object(variable, env_path, errors):
-                continue
-            env_name = variable.get("name")
-            if type(env_name) is str and is_env_var_name(env_name):
                 continue
             env_name = _required_string(variable, "name", env_path, errors)
             if env_name is not None:
@@ -382,7 +400,7 @@ def _quantities(values: Any, path: FieldPath, errors: list[FieldError]) -> dict[
         return {}
     parsed = {}
     for resource, raw in values.items():
-        quantity = parse_quantity(raw)
+        quantity = parse_cached(raw) if type(raw) is str else parse_quantity(raw)
         if quantity is not None and quantity >= 0 and (quantity % NANO == 0 or _resource_class(resource)[0]):
             parsed[resource] = (raw, quantity)
         elif quantity is None:
@@ -394,7 +412,10 @@ def _quantities(values: Any, path: FieldPath, errors: list[FieldError]) -> dict[
     return parsed
 
 
-def _check_resources(resources: dict[str, Any], path: FieldPath, owner: str, found: Findings) -> None:
+def _check_resources(
+    resources: dict[str, Any], path: FieldPath, where: str, container_name: str | None, found: Findings
+) -> None:
+    """``where`` and ``container_name`` name the owner in warnings (built only when one is due)."""
     errors = found.errors
     limits = _quantities(resources.get("limits"), (*path, "limits"), errors)
     requests = _quantities(resources.get("requests"), (*path, "requests"), errors)
@@ -405,6 +426,7 @@ def _check_resources(resources: dict[str, Any], path: FieldPath, owner: str, fou
             if not overcommittable:
                 # The apiserver refuses such pods ("Limit must be set for non overcommitable resources").
                 what = "GPU" if is_gpu(resource) else resource
+                owner = f"{where} container {container_name}"
                 found.warnings.append(clip_warning(f"{what} requested without a limit: {resource} in {owner}"))
             continue
         limit_raw, limit_quantity = limit

@@ -30,12 +30,13 @@ _KEPT_DIGITS = 64  # more significant digits than a capped result has (28) plus 
 def parse_quantity(value: object) -> int | None:
     """The quantity in nano-units (1 == 1n, 10**9 == 1), rounded up; None when not a valid quantity."""
     if isinstance(value, str | int | float):
-        return _parse_cached(value)
+        return parse_cached(value)
     return None
 
 
 @lru_cache(maxsize=4096, typed=True)
-def _parse_cached(value: str | int | float) -> int | None:
+def parse_cached(value: str | int | float) -> int | None:
+    """``parse_quantity`` for a value already known to be a str, int or float (saves a call)."""
     # Pod templates repeat the same few quantities ("4", "16Gi"): parse each once.
     if isinstance(value, bool):
         return None

@@ -230,6 +230,17 @@ def _object_checker(schema: Schema) -> Checker:
     preserve = bool(schema.get("x-kubernetes-preserve-unknown-fields"))
     additional = compile_schema(schema["additionalProperties"]) if "additionalProperties" in schema else None
     min_properties = schema.get("minProperties", 0)
+    # Leaf properties whose valid values are known without calling their checker (which would
+    # build the child's path first): strings (with their enum, if any) and bounded integers.
+    # Only values their checker provably accepts in silence skip it.
+    string_values: dict[str, frozenset[str] | None] = {}
+    integer_bounds: dict[str, tuple[Any, Any]] = {}
+    for name, sub_schema in schema.get("properties", {}).items():
+        if sub_schema.get("type") == "string":
+            enum = sub_schema.get("enum")
+            string_values[name] = frozenset(enum) if enum is not None else None
+        elif sub_schema.get("type") == "integer":
+            integer_bounds[name] = _integer_bounds(sub_schema)
 
     def check(value: Any, path: FieldPath, errors: list[FieldError], unknown: list[FieldPath]) -> None:
         if type(value) is not dict and not isinstance(value, dict):
@@ -245,6 +256,15 @@ def _object_checker(schema: Schema) -> Checker:
                     if not preserve:
                         unknown.append((*path, name))
                 elif item is not None:
+                    if type(item) is str:
+                        if name in string_values:
+                            allowed = string_values[name]
+                            if allowed is None or item in allowed:
+                                continue
+                    elif type(item) is int and name in integer_bounds:
+                        low, high = integer_bounds[name]
+                        if low <= item <= high:
+                            continue
                     sub(item, (*path, name), errors, unknown)
         if additional is not None:
             for name, item in value.items():
@@ -280,13 +300,20 @@ def _array_checker(schema: Schema) -> Checker:
     return check
 
 
+def _integer_bounds(schema: Schema) -> tuple[Any, Any]:
+    """(lowest, highest) integer the schema accepts; infinite when unbounded."""
+    minimum = schema.get("minimum")
+    maximum = schema.get("maximum")
+    low = -math.inf if minimum is None else minimum + 1 if schema.get("exclusiveMinimum") else minimum
+    return low, math.inf if maximum is None else maximum
+
+
 def _integer_checker(schema: Schema) -> Checker:
     minimum = schema.get("minimum")
     exclusive = bool(schema.get("exclusiveMinimum"))
     maximum = schema.get("maximum")
     fmt = schema.get("format")
-    low = -math.inf if minimum is None else minimum + 1 if exclusive else minimum
-    high = math.inf if maximum is None else maximum
+    low, high = _integer_bounds(schema)
 
     def check(value: Any, path: FieldPath, errors: list[FieldError], unknown: list[FieldPath]) -> None:
         if type(value) is int and low <= value <= high:
