@@ -28,6 +28,7 @@ from controller.informer import Informer
 from controller.kube import COMMANDS, EVENTS, KIND_RESOURCES, POD_GROUPS, PODS, SERVICES, ApiError, Kube, Resource
 from controller.model import JobModel
 from controller.workqueue import WorkQueue
+from webhook.envconfig import seconds_from_environment
 from webhook.rules.engine import review_job
 from webhook.rules.fielderrors import aggregate_message
 from webhook.rules.registry import GroupVersionKind
@@ -47,16 +48,7 @@ DEFAULT_COMMAND_CRD_RECHECK_SECONDS = 60.0
 
 
 def command_crd_recheck_seconds() -> float:
-    raw = os.environ.get(COMMAND_CRD_RECHECK_VARIABLE, "")
-    try:
-        value = float(raw) if raw else DEFAULT_COMMAND_CRD_RECHECK_SECONDS
-    except ValueError:
-        value = 0.0
-    if not 0 < value < float("inf"):  # NaN included
-        default = DEFAULT_COMMAND_CRD_RECHECK_SECONDS
-        log.warning("%s=%r is not a number of seconds: using %g", COMMAND_CRD_RECHECK_VARIABLE, raw, default)
-        return default
-    return value
+    return seconds_from_environment(COMMAND_CRD_RECHECK_VARIABLE, DEFAULT_COMMAND_CRD_RECHECK_SECONDS)
 
 
 def _kill_after_pod_creates() -> int | None:

@@ -15,6 +15,7 @@ import threading
 
 from controller.informer import Informer
 from controller.kube import ApiError, Kube, Resource
+from webhook.envconfig import seconds_from_environment
 from webhook.rules.volcano_rules import QUEUES, QueueInfo
 
 log = logging.getLogger("jobgate.queues")
@@ -64,13 +65,7 @@ DEFAULT_RECHECK_SECONDS = 60.0
 
 
 def recheck_interval() -> float:
-    raw = os.environ.get(RECHECK_ENV, "")
-    try:
-        value = float(raw) if raw else DEFAULT_RECHECK_SECONDS
-    except ValueError:
-        log.warning("%s=%r is not a number of seconds: using %s", RECHECK_ENV, raw, DEFAULT_RECHECK_SECONDS)
-        return DEFAULT_RECHECK_SECONDS
-    return value if value > 0 else DEFAULT_RECHECK_SECONDS
+    return seconds_from_environment(RECHECK_ENV, DEFAULT_RECHECK_SECONDS)
 
 
 def start_queue_check(kubeconfig: str | None, *, stop: threading.Event | None = None) -> QueueCache | None:

@@ -137,27 +137,33 @@ def jobgate(*args: str, input: str | None = None) -> subprocess.CompletedProcess
     )
 
 
-# Volcano's PodGroup API, reduced to what the controller uses: enough for gang-scheduling tests.
-POD_GROUP_CRD = """
+def volcano_scheduling_crd(kind: str, short_name: str, scope: str, status_subresource: bool) -> str:
+    """A ``scheduling.volcano.sh`` CRD reduced to an open spec and status: what jobgate reads of them."""
+    plural = kind.lower() + "s"
+    subresources = "\n    subresources: {status: {}}" if status_subresource else ""
+    return f"""
 apiVersion: apiextensions.k8s.io/v1
 kind: CustomResourceDefinition
-metadata: {name: podgroups.scheduling.volcano.sh}
+metadata: {{name: {plural}.scheduling.volcano.sh}}
 spec:
   group: scheduling.volcano.sh
-  names: {kind: PodGroup, listKind: PodGroupList, plural: podgroups, singular: podgroup, shortNames: [pg]}
-  scope: Namespaced
+  names: {{kind: {kind}, listKind: {kind}List, plural: {plural}, singular: {kind.lower()}, shortNames: [{short_name}]}}
+  scope: {scope}
   versions:
   - name: v1beta1
     served: true
-    storage: true
-    subresources: {status: {}}
+    storage: true{subresources}
     schema:
       openAPIV3Schema:
         type: object
         properties:
-          spec: {type: object, x-kubernetes-preserve-unknown-fields: true}
-          status: {type: object, x-kubernetes-preserve-unknown-fields: true}
+          spec: {{type: object, x-kubernetes-preserve-unknown-fields: true}}
+          status: {{type: object, x-kubernetes-preserve-unknown-fields: true}}
 """
+
+
+# Volcano's PodGroup API, reduced to what the controller uses: enough for gang-scheduling tests.
+POD_GROUP_CRD = volcano_scheduling_crd("PodGroup", "pg", "Namespaced", status_subresource=True)
 
 
 @pytest.fixture(scope="session")
@@ -340,26 +346,8 @@ def node_cluster(webhook_process: WebhookProcess) -> Iterator[Cluster]:
         assert not node.teardown_problems, f"host state not restored: {node.teardown_problems}"
 
 
-# Volcano's Queue CRD (scheduling.volcano.sh), reduced to what the webhook's queue check reads.
-QUEUE_CRD = """
-apiVersion: apiextensions.k8s.io/v1
-kind: CustomResourceDefinition
-metadata: {name: queues.scheduling.volcano.sh}
-spec:
-  group: scheduling.volcano.sh
-  names: {kind: Queue, listKind: QueueList, plural: queues, singular: queue, shortNames: [q]}
-  scope: Cluster
-  versions:
-  - name: v1beta1
-    served: true
-    storage: true
-    schema:
-      openAPIV3Schema:
-        type: object
-        properties:
-          spec: {type: object, x-kubernetes-preserve-unknown-fields: true}
-          status: {type: object, x-kubernetes-preserve-unknown-fields: true}
-"""
+# Volcano's Queue CRD, reduced to what the webhook's queue check reads.
+QUEUE_CRD = volcano_scheduling_crd("Queue", "q", "Cluster", status_subresource=False)
 
 
 def install_queue_crd(cluster: Cluster) -> None:
