@@ -21,6 +21,7 @@ AdmissionReview that is not an internal error. Anything else raises: a finding.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import random
 from collections.abc import Iterator
@@ -157,6 +158,23 @@ def _dump(document: Any, rng: random.Random) -> str:
         return json.dumps(str(document)[:2000])
 
 
+# Mutations may share one subtree among several parents; a few of them nested give a graph whose
+# written form grows exponentially (a run once spent 20 minutes in json.dumps on one input).
+MAX_WRITTEN_NODES = 20_000
+
+
+def _bounded(tree: Any, budget: list[int]) -> Any:
+    """A copy of ``tree`` as it would be written, cut (to null) after ``MAX_WRITTEN_NODES`` nodes."""
+    budget[0] -= 1
+    if budget[0] < 0:
+        return None
+    if isinstance(tree, dict):
+        return {key: _bounded(value, budget) for key, value in tree.items()}
+    if isinstance(tree, list):
+        return [_bounded(value, budget) for value in tree]
+    return tree
+
+
 def mutate_structure(document: Any, rng: random.Random) -> str:
     tree = json.loads(json.dumps(document))
     if rng.random() < 0.05:
@@ -169,6 +187,8 @@ def mutate_structure(document: Any, rng: random.Random) -> str:
         mutate_node(rng.choice(everything), rng, everything if len(everything) < 500 else [])
     if rng.random() < 0.03:
         tree = {"apiVersion": "v1", "kind": "List", "items": [tree, random_value(rng)]}
+    with contextlib.suppress(RecursionError):  # nesting deeper than Python's stack: _dump copes
+        tree = _bounded(tree, [MAX_WRITTEN_NODES])
     return _dump(tree, rng)
 
 
