@@ -422,7 +422,9 @@ def test_sigkill_between_pod_create_and_status_write(
             create_job(admin, name, 8)
             assert crashing.process.wait(timeout=60) == -signal.SIGKILL
             survivors = {n: p["metadata"]["uid"] for n, p in pods_by_name(admin, name).items()}
-            assert 3 <= len(survivors) < 9
+            # Usually some pods are missing; on a loaded machine the creates already in flight in the
+            # pool may all land before the kill — the status write after them is lost either way.
+            assert 3 <= len(survivors) <= 9
             start_controller(faults_kubeconfig, log, controllers)
             wait_until(lambda: converged(admin, {name: 9}), 90, interval=0.5, message="convergence after the kill")
             final = pods_by_name(admin, name)
