@@ -12,18 +12,10 @@ from typing import Any
 import aiohttp
 import pytest
 
-from certs.authority import init_directory
 from tests.builders import admission_review, container, replica, tfjob
 from webhook.server import MAX_BODY_BYTES, OFFLOAD_BYTES, WebhookServer
 
 EIGHT_MIB = 8 * 1024 * 1024
-
-
-@pytest.fixture(scope="module")
-def tls_dir(tmp_path_factory):
-    directory = tmp_path_factory.mktemp("tls")
-    init_directory(directory, ["localhost"], ["127.0.0.1"])
-    return directory
 
 
 @pytest.fixture

@@ -15,7 +15,6 @@ import ssl
 import aiohttp
 import pytest
 
-from certs.authority import init_directory
 from tests.builders import admission_review, container, replica, tfjob
 from webhook.admission import Webhook
 from webhook.server import (
@@ -33,13 +32,6 @@ def large_body(types: int = 2_500) -> bytes:
     body = json.dumps(admission_review(tfjob({f"Worker{i}": replica(container()) for i in range(types)}))).encode()
     assert len(body) >= OFFLOAD_BYTES
     return body
-
-
-@pytest.fixture(scope="module")
-def tls_dir(tmp_path_factory):
-    directory = tmp_path_factory.mktemp("tls")
-    init_directory(directory, ["localhost"], ["127.0.0.1"])
-    return directory
 
 
 @pytest.fixture
