@@ -75,12 +75,7 @@ def custom_resource_definition(kind: JobKind) -> dict[str, Any]:
                             "type": "object",
                             "required": ["spec"],
                             "properties": {
-                                "apiVersion": {
-                                    "description": "APIVersion of this representation of the object.",
-                                    "type": "string",
-                                },
-                                "kind": {"description": "Kind of the object.", "type": "string"},
-                                "metadata": {"type": "object"},
+                                **_object_header_properties(),
                                 "spec": spec_schema,
                                 "status": status_schema,
                             },
@@ -92,6 +87,15 @@ def custom_resource_definition(kind: JobKind) -> dict[str, Any]:
     }
 
 
+def _object_header_properties() -> dict[str, Any]:
+    """The schema of what every object has beside its own fields: apiVersion, kind, metadata."""
+    return {
+        "apiVersion": {"description": "APIVersion of this representation of the object.", "type": "string"},
+        "kind": {"description": "Kind of the object.", "type": "string"},
+        "metadata": {"type": "object"},
+    }
+
+
 def command_custom_resource_definition() -> dict[str, Any]:
     """Volcano's Command API (``vcctl job suspend|resume``), so that ResumeJob works without Volcano installed.
 
@@ -100,12 +104,7 @@ def command_custom_resource_definition() -> dict[str, Any]:
     """
     from webhook.api import volcano_bus
 
-    properties = {
-        "apiVersion": {"description": "APIVersion of this representation of the object.", "type": "string"},
-        "kind": {"description": "Kind of the object.", "type": "string"},
-        "metadata": {"type": "object"},
-        **structural_schema(volcano_bus.Command)["properties"],
-    }
+    properties = {**_object_header_properties(), **structural_schema(volcano_bus.Command)["properties"]}
     return {
         "apiVersion": "apiextensions.k8s.io/v1",
         "kind": "CustomResourceDefinition",
