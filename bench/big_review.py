@@ -22,7 +22,6 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import contextlib
 import copy
 import json
 import os
@@ -254,7 +253,7 @@ def inline_figures(body: bytes, repeats: int) -> dict[str, Any]:
 async def server_figures(bodies: dict[str, bytes], concurrent: int, repeats: int) -> dict[str, Any]:
     import aiohttp
 
-    from bench.soak import free_port
+    from bench.soak import free_port, wait_ready
     from certs.authority import init_directory
 
     with tempfile.TemporaryDirectory(prefix="jobgate-big-") as directory:
@@ -270,12 +269,7 @@ async def server_figures(bodies: dict[str, bytes], concurrent: int, repeats: int
         try:
             connector = aiohttp.TCPConnector(ssl=context, limit=concurrent + 2)
             async with aiohttp.ClientSession(connector=connector, timeout=aiohttp.ClientTimeout(total=60)) as session:
-                for _ in range(300):
-                    with contextlib.suppress(aiohttp.ClientError, OSError):
-                        async with session.get(f"{url}/readyz") as response:
-                            if response.status == 200:
-                                break
-                    await asyncio.sleep(0.1)
+                await wait_ready(session, url)
 
                 async def post(body: bytes) -> tuple[float, int]:
                     started = time.perf_counter()

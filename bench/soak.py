@@ -88,6 +88,17 @@ def rss_kib(pid: int) -> int:
     return 0
 
 
+async def wait_ready(session: aiohttp.ClientSession, url: str) -> None:
+    """Until the webhook at ``url`` says it is ready (30 s at most)."""
+    for _ in range(300):
+        with contextlib.suppress(aiohttp.ClientError, OSError):
+            async with session.get(f"{url}/readyz") as response:
+                if response.status == 200:
+                    return
+        await asyncio.sleep(0.1)
+    raise SystemExit("the server did not become ready in 30 s")
+
+
 @dataclass
 class Window:
     started: float
@@ -149,13 +160,7 @@ class Soak:
         self.process = subprocess.Popen(command, cwd=REPO, stdout=log, stderr=subprocess.STDOUT)
 
     async def wait_ready(self, session: aiohttp.ClientSession) -> None:
-        for _ in range(300):
-            with contextlib.suppress(aiohttp.ClientError, OSError):
-                async with session.get(f"{self.url}/readyz") as response:
-                    if response.status == 200:
-                        return
-            await asyncio.sleep(0.1)
-        raise SystemExit("the server did not become ready in 30 s")
+        await wait_ready(session, self.url)
 
     def window(self) -> Window:
         now = time.monotonic()
