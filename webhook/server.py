@@ -13,6 +13,7 @@ import gc
 import logging
 import multiprocessing
 import os
+import re
 import signal
 import time
 from collections.abc import Awaitable, Callable
@@ -213,9 +214,10 @@ class LargeReviewPool:
     their review.
 
     The backlog is bounded in time, not in count: each large body is priced by its size at the
-    slowest rate (seconds per byte) seen lately, and a body whose answer would come after
-    ``budget_seconds`` (the shortest webhook timeout jobgate's configurations set, less a
-    margin) is refused at once with 429 and ``Retry-After``. The apiserver's client retries such
+    slowest rate (seconds per byte) seen lately, and a body whose answer would come after the
+    request's budget (the apiserver's ``?timeout=`` less a margin; without it ``budget_seconds``,
+    the shortest webhook timeout jobgate's configurations set, less a margin) is refused at once
+    with 429 and ``Retry-After``. The apiserver's client retries such
     an answer within its own timeout; a review answered after that timeout would only have
     held a worker that the reviews behind it needed.
     """
@@ -252,16 +254,18 @@ class LargeReviewPool:
         # Those ahead share the workers; this one runs on one of them.
         return self.pending_seconds / self.workers + size * self.seconds_per_byte
 
-    async def review(self, body: bytes, webhook: Webhook) -> ReviewOutcome:
+    async def review(self, body: bytes, webhook: Webhook, budget_seconds: float | None = None) -> ReviewOutcome:
+        """``budget_seconds``: this request's own budget (from the apiserver's timeout), else the pool's."""
         if self._executor is None:
             return review_outcome(body, webhook)
+        budget = self.budget_seconds if budget_seconds is None else budget_seconds
         cost = len(body) * self.seconds_per_byte
-        if self.pending_seconds and self.estimate(len(body)) > self.budget_seconds:
+        if self.pending_seconds and self.estimate(len(body)) > budget:
             self.refused += 1
             return ReviewOutcome(
                 429,
                 message=f"too many large reviews in progress: this one would be answered in about "
-                f"{self.estimate(len(body)):.1f} s, past the {self.budget_seconds:.1f} s budget; retry",
+                f"{self.estimate(len(body)):.1f} s, past the {budget:.1f} s budget; retry",
             )
         self.pending_seconds += cost
         executor = self._executor
@@ -302,6 +306,27 @@ class LargeReviewPool:
 
 _INTERNAL_ERROR = "jobgate could not process the request (internal error, see the log)\n"
 
+_GO_DURATION = re.compile(r"(?:(\d+(?:\.\d*)?|\.\d+)(h|m|s|ms|us|\u00b5s|ns))+")
+_GO_DURATION_PART = re.compile(r"(\d+(?:\.\d*)?|\.\d+)(h|ms|m|s|us|\u00b5s|ns)")
+_GO_UNIT_SECONDS = {"h": 3600.0, "m": 60.0, "s": 1.0, "ms": 1e-3, "us": 1e-6, "\u00b5s": 1e-6, "ns": 1e-9}
+# The apiserver stops waiting at the webhook's timeoutSeconds (1-30 s); the answer must leave
+# this much before, to cross the network and be read.
+TIMEOUT_MARGIN_SECONDS = 0.5
+MIN_BUDGET_SECONDS = 0.5
+
+
+def budget_from_timeout(timeout: str | None) -> float | None:
+    """The large-review budget for a request whose URL carries the apiserver's ``?timeout=``.
+
+    The apiserver appends the webhook's ``timeoutSeconds`` as a Go duration (``timeout=10s``);
+    a review answered after it is wasted work. None (the pool's own budget) when the parameter
+    is absent or not a duration.
+    """
+    if not timeout or len(timeout) > 32 or not _GO_DURATION.fullmatch(timeout):
+        return None
+    seconds = sum(float(number) * _GO_UNIT_SECONDS[unit] for number, unit in _GO_DURATION_PART.findall(timeout))
+    return max(min(seconds, 30.0) - TIMEOUT_MARGIN_SECONDS, MIN_BUDGET_SECONDS)
+
 
 def review_handler(webhook: Webhook, state: ServerState) -> Handler:
     metrics = state.metrics
@@ -323,7 +348,8 @@ def review_handler(webhook: Webhook, state: ServerState) -> Handler:
             except web.HTTPRequestEntityTooLarge:
                 return _plain(413, f"body larger than {MAX_BODY_BYTES} bytes", state, close=True)
             if len(body) >= OFFLOAD_BYTES:
-                outcome = await state.large_reviews.review(body, webhook)
+                budget = budget_from_timeout(request.query.get("timeout"))
+                outcome = await state.large_reviews.review(body, webhook, budget)
             else:
                 outcome = review_outcome(body, webhook)
             if outcome.status != 200:

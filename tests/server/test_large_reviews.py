@@ -24,6 +24,7 @@ from webhook.server import (
     ServerState,
     WebhookServer,
     _review_in_worker,
+    budget_from_timeout,
     large_review_workers,
 )
 
@@ -63,6 +64,42 @@ async def test_a_review_is_refused_when_the_backlog_would_answer_it_past_the_bud
         assert again.status == 200
     finally:
         pool.stop()
+
+
+async def test_a_request_budget_replaces_the_pools():
+    pool = LargeReviewPool(workers=1, budget_seconds=1.0)
+    pool.start()
+    try:
+        body = large_body()
+        pool.seconds_per_byte = 0.6 / len(body)  # the second waits 1.2 s: past 1.0, within 5.0
+        first, second = await asyncio.gather(
+            pool.review(body, Webhook.VALIDATE, 5.0), pool.review(body, Webhook.VALIDATE, 5.0)
+        )
+        assert (first.status, second.status) == (200, 200)
+    finally:
+        pool.stop()
+
+
+@pytest.mark.parametrize(
+    ("timeout", "budget"),
+    [
+        ("10s", 9.5),  # the apiserver's form: the webhook's timeoutSeconds as a Go duration
+        ("3s", 2.5),
+        ("1s", 0.5),  # never below the minimum
+        ("1.5s", 1.0),
+        ("1500ms", 1.0),
+        ("1m0s", 29.5),  # the apiserver allows at most 30 s
+        ("45s", 29.5),
+        (None, None),  # no parameter: the pool's own budget
+        ("", None),
+        ("10", None),  # not a duration
+        ("-1s", None),
+        ("s", None),
+        ("9" * 40 + "s", None),
+    ],
+)
+def test_the_budget_follows_the_apiservers_timeout(timeout, budget):
+    assert budget_from_timeout(timeout) == (pytest.approx(budget) if budget is not None else None)
 
 
 async def test_a_review_alone_is_accepted_whatever_its_price():
@@ -112,6 +149,9 @@ async def test_the_server_answers_429_with_retry_after_then_reviews_again(server
             assert response.headers["Retry-After"] == "1"
             text = await response.text()
             assert text.count("\n") == 1 and "too many large reviews" in text
+        # The same backlog within the budget of an apiserver that waits 30 s (timeoutSeconds: 30).
+        async with session.post(f"{url}?timeout=30s", data=body, headers=headers) as response:
+            assert response.status == 200
         pool.pending_seconds = 0.0
         async with session.post(url, data=body, headers=headers) as response:
             assert response.status == 200

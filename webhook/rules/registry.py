@@ -123,6 +123,15 @@ def served_kinds() -> list[JobKind]:
     return [k for k in _KINDS.values() if _served_families is None or k.family in _served_families]
 
 
+_families_loaded = False
+
+
 def _load_families() -> None:
     # Importing the package registers every family; done lazily so this module has no cycle.
+    # The flag spares every review the import statement's look-up (lookup() runs per review).
+    global _families_loaded  # noqa: PLW0603 - set once, when the families have registered
+    if _families_loaded:
+        return
     import webhook.rules.families  # noqa: F401
+
+    _families_loaded = True
