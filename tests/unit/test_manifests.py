@@ -73,6 +73,7 @@ def test_volcanos_command_crd_is_shipped_and_is_no_job():
     assert set(properties) == {"apiVersion", "kind", "metadata", "action", "target", "reason", "message"}
     assert properties["action"] == {**properties["action"], "type": "string"} and "enum" not in properties["action"]
     assert properties["target"]["required"] == ["apiVersion", "kind", "name", "uid"]
+    assert properties["target"]["x-kubernetes-map-type"] == "atomic"  # as metav1.OwnerReference
     assert "bus.volcano.sh_commands.yaml" in load_all(MANIFESTS / "base/crds/kustomization.yaml")[0]["resources"]
     # Neither reviewed by the webhooks nor reconciled as a job.
     assert all(k.gvk.group != "bus.volcano.sh" for k in served_kinds())

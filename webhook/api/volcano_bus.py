@@ -11,7 +11,7 @@ because queue commands (``OpenQueue``, ``CloseQueue``) share the API.
 
 from __future__ import annotations
 
-from pydantic import Field
+from pydantic import ConfigDict, Field
 
 from webhook.api.common import WireModel
 
@@ -22,7 +22,12 @@ PLURAL = "commands"
 
 
 class OwnerReference(WireModel):
-    """A reference to the object the command acts on (a metav1.OwnerReference)."""
+    """A reference to the object the command acts on (a metav1.OwnerReference).
+
+    Atomic, as metav1.OwnerReference is: a server-side apply replaces it whole, never field by field.
+    """
+
+    model_config = ConfigDict(populate_by_name=True, json_schema_extra={"x-kubernetes-map-type": "atomic"})
 
     apiVersion: str = Field(description="API version of the referent.")
     kind: str = Field(description="Kind of the referent.")

@@ -47,6 +47,7 @@ _KEPT_KEYWORDS = (
     "maxLength",
     "x-kubernetes-preserve-unknown-fields",
     "x-kubernetes-int-or-string",
+    "x-kubernetes-map-type",
 )
 
 
