@@ -306,8 +306,9 @@ class LargeReviewPool:
 
 _INTERNAL_ERROR = "jobgate could not process the request (internal error, see the log)\n"
 
-_GO_DURATION = re.compile(r"(?:(\d+(?:\.\d*)?|\.\d+)(h|m|s|ms|us|\u00b5s|ns))+")
-_GO_DURATION_PART = re.compile(r"(\d+(?:\.\d*)?|\.\d+)(h|ms|m|s|us|\u00b5s|ns)")
+_GO_DURATION_PART_PATTERN = r"(\d+(?:\.\d*)?|\.\d+)(h|ms|m|s|us|\u00b5s|ns)"
+_GO_DURATION_PART = re.compile(_GO_DURATION_PART_PATTERN)
+_GO_DURATION = re.compile(f"(?:{_GO_DURATION_PART_PATTERN})+")
 _GO_UNIT_SECONDS = {"h": 3600.0, "m": 60.0, "s": 1.0, "ms": 1e-3, "us": 1e-6, "\u00b5s": 1e-6, "ns": 1e-9}
 # The apiserver stops waiting at the webhook's timeoutSeconds (1-30 s); the answer must leave
 # this much before, to cross the network and be read.

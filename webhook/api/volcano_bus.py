@@ -27,7 +27,8 @@ class OwnerReference(WireModel):
     Atomic, as metav1.OwnerReference is: a server-side apply replaces it whole, never field by field.
     """
 
-    model_config = ConfigDict(populate_by_name=True, json_schema_extra={"x-kubernetes-map-type": "atomic"})
+    # Merged with WireModel's configuration by pydantic.
+    model_config = ConfigDict(json_schema_extra={"x-kubernetes-map-type": "atomic"})
 
     apiVersion: str = Field(description="API version of the referent.")
     kind: str = Field(description="Kind of the referent.")
