@@ -33,6 +33,7 @@ from webhook.admission import (
     encode_response,
     parse_review,
 )
+from webhook.fastpath import FastLane
 from webhook.logs import FastLine
 from webhook.rules.engine import engine_build, warm_up
 from webhook.tlsreload import CertificateError, LoadedCertificate, ReloadingCertificate
@@ -329,10 +330,43 @@ def budget_from_timeout(timeout: str | None) -> float | None:
     return max(min(seconds, 30.0) - TIMEOUT_MARGIN_SECONDS, MIN_BUDGET_SECONDS)
 
 
-def review_handler(webhook: Webhook, state: ServerState) -> Handler:
-    metrics = state.metrics
-    latency = metrics.latency.labels(webhook.value)
-    counters: dict[tuple[str, str, str], Any] = {}  # label children, looked up once per combination
+class ReviewEndpoint:
+    """One webhook's reviews: the answer, its metrics and its log line, whichever HTTP layer carried the body."""
+
+    def __init__(self, webhook: Webhook, state: ServerState) -> None:
+        self.webhook = webhook
+        self.state = state
+        self.latency = state.metrics.latency.labels(webhook.value)
+        self.counters: dict[tuple[str, str, str], Any] = {}  # label children, looked up once per combination
+
+    def answered(self, outcome: ReviewOutcome, started: float) -> None:
+        elapsed = time.perf_counter() - started
+        self.latency.observe(elapsed)
+        counter = self.counters.get(outcome.labels)
+        if counter is None:
+            counter = self.counters[outcome.labels] = self.state.metrics.reviews.labels(
+                self.webhook.value, *outcome.labels
+            )
+        counter.inc()
+        review_log.info("review", {**outcome.log_fields, "ms": round(elapsed * 1000, 3)})
+
+    def review_inline(self, body: bytes) -> tuple[int, bytes]:
+        """A small body reviewed on the spot (``webhook.fastpath``): the HTTP status and the answer."""
+        started = time.perf_counter()
+        try:
+            outcome = review_outcome(body, self.webhook)
+            if outcome.status != 200:
+                self.state.metrics.rejected.labels(str(outcome.status)).inc()
+                return outcome.status, outcome.message.encode() + b"\n"
+            self.answered(outcome, started)
+        except Exception:
+            log.exception("unexpected error handling POST /%s", self.webhook.value)
+            return 400, _INTERNAL_ERROR.encode()
+        return 200, outcome.payload
+
+
+def review_handler(endpoint: ReviewEndpoint) -> Handler:
+    state = endpoint.state
 
     async def handle(request: web.Request) -> web.Response:
         started = time.perf_counter()
@@ -350,21 +384,15 @@ def review_handler(webhook: Webhook, state: ServerState) -> Handler:
                 return _plain(413, f"body larger than {MAX_BODY_BYTES} bytes", state, close=True)
             if len(body) >= OFFLOAD_BYTES:
                 budget = budget_from_timeout(request.query.get("timeout"))
-                outcome = await state.large_reviews.review(body, webhook, budget)
+                outcome = await state.large_reviews.review(body, endpoint.webhook, budget)
             else:
-                outcome = review_outcome(body, webhook)
+                outcome = review_outcome(body, endpoint.webhook)
             if outcome.status != 200:
                 refused = _plain(outcome.status, outcome.message, state)
                 if outcome.status == 429:
                     refused.headers["Retry-After"] = "1"
                 return refused
-            elapsed = time.perf_counter() - started
-            latency.observe(elapsed)
-            counter = counters.get(outcome.labels)
-            if counter is None:
-                counter = counters[outcome.labels] = metrics.reviews.labels(webhook.value, *outcome.labels)
-            counter.inc()
-            review_log.info("review", {**outcome.log_fields, "ms": round(elapsed * 1000, 3)})
+            endpoint.answered(outcome, started)
             return web.Response(body=outcome.payload, content_type="application/json")
         except Exception:
             # Fails visibly but never as a 500: the apiserver then reports a call failure.
@@ -392,11 +420,16 @@ def never_500(handler: Handler) -> Handler:
     return guarded
 
 
-def build_app(state: ServerState) -> web.Application:
+def review_endpoints(state: ServerState) -> dict[str, ReviewEndpoint]:
+    """Each webhook's endpoint by its path."""
+    return {f"/{webhook.value}": ReviewEndpoint(webhook, state) for webhook in Webhook}
+
+
+def build_app(state: ServerState, endpoints: dict[str, ReviewEndpoint] | None = None) -> web.Application:
     app = web.Application(client_max_size=MAX_BODY_BYTES)
     state.metrics.in_flight.set_function(lambda: state.in_flight)
-    for webhook in Webhook:
-        app.router.add_post(f"/{webhook.value}", review_handler(webhook, state))
+    for path, endpoint in (endpoints or review_endpoints(state)).items():
+        app.router.add_post(path, review_handler(endpoint))
 
     async def healthz(request: web.Request) -> web.Response:
         return web.Response(text="ok\n")
@@ -441,8 +474,12 @@ class WebhookServer:
         self.cert_check_interval = cert_check_interval
         self.shutdown_timeout = shutdown_timeout
         self.shutdown_delay = shutdown_delay
-        self.app = build_app(self.state)
+        endpoints = review_endpoints(self.state)
+        self.app = build_app(self.state, endpoints)
+        self.fast_reviews = {path: endpoint.review_inline for path, endpoint in endpoints.items()}
         self._runner: web.AppRunner | None = None
+        self._lane: FastLane | None = None
+        self._listener: asyncio.Server | None = None
         self._watcher: asyncio.Task[None] | None = None
 
     async def start(self) -> None:
@@ -455,11 +492,14 @@ class WebhookServer:
         # Draining is done by shutdown() itself; aiohttp's own grace period only mops up.
         self._runner = web.AppRunner(self.app, handle_signals=False, access_log=None, shutdown_timeout=1.0)
         await self._runner.setup()
-        site = web.TCPSite(self._runner, self.host, self.port, ssl_context=self.certificate.context, backlog=1024)
-        await site.start()
+        assert self._runner.server is not None
+        # Connections start on the fast path and go to aiohttp's handler for anything else.
+        self._lane = FastLane(self.fast_reviews, self._runner.server, offload_bytes=OFFLOAD_BYTES)
+        self._listener = await asyncio.get_running_loop().create_server(
+            self._lane, self.host, self.port, ssl=self.certificate.context, backlog=1024, reuse_address=True
+        )
         if self.port == 0:
-            sockets = site._server.sockets if site._server else []  # type: ignore[union-attr]
-            self.port = sockets[0].getsockname()[1]
+            self.port = self._listener.sockets[0].getsockname()[1]
         self._watcher = asyncio.create_task(self.certificate.watch(self.cert_check_interval))
         self.state.serving = True
         log.info(
@@ -485,22 +525,26 @@ class WebhookServer:
             self._watcher.cancel()
             with contextlib.suppress(asyncio.CancelledError):
                 await self._watcher
+        if self._listener:
+            self._listener.close()
         if self._runner:
-            for site in list(self._runner.sites):
-                await site.stop()
             deadline = time.monotonic() + self.shutdown_timeout
-            while self.state.in_flight and time.monotonic() < deadline:
+            while self._reviews_in_flight() and time.monotonic() < deadline:
                 await asyncio.sleep(0.02)
-            if self.state.in_flight:
-                log.warning(
-                    "%d review(s) still in flight after %.1f s; closing", self.state.in_flight, self.shutdown_timeout
-                )
+            if left := self._reviews_in_flight():
+                log.warning("%d review(s) still in flight after %.1f s; closing", left, self.shutdown_timeout)
+            if self._lane:
+                self._lane.close()
             await self._runner.cleanup()
         self.state.large_reviews.stop()
         review_log.flush()
         self.certificate.close()
         self.state.serving = False
         log.info("stopped")
+
+    def _reviews_in_flight(self) -> int:
+        """Reviews started and not answered: aiohttp's handlers', and a fast-path request still arriving."""
+        return self.state.in_flight + (self._lane.arriving if self._lane is not None else 0)
 
 
 async def serve(server: WebhookServer) -> None:

@@ -1,0 +1,269 @@
+"""The admission fast path: small reviews on keep-alive connections, answered without aiohttp's server.
+
+Every connection starts here. A request of the one shape apiservers send — ``POST /mutate`` or
+``POST /validate`` over HTTP/1.1 with a ``Content-Length`` below the offload size and
+``Content-Type: application/json``, no transfer coding, expectation, upgrade or ``Connection:
+close`` — is reviewed and answered from the protocol's own callback: no task, request, response
+or stream object, one ``write`` for the answer. Anything else hands the connection, from that
+request's first byte on, to aiohttp's request handler for good: health, metrics, every refusal
+(400, 404, 405, 413, 415, 431), bodies for the large-review workers, chunked bodies, pipelined
+oddities. aiohttp so stays the reference for every edge of HTTP, and this module only answers
+what aiohttp would have answered with a review.
+
+Why: measured on one core, aiohttp's request machinery (parser, request and response objects,
+handler task, stream writer) cost more per review than the rules themselves.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import email.utils
+import logging
+import re
+import time
+from collections.abc import Callable
+
+from aiohttp.http import SERVER_SOFTWARE
+
+# body -> (HTTP status, answer). 200 carries an AdmissionReview (JSON), anything else a line of text.
+InlineReview = Callable[[bytes], tuple[int, bytes]]
+
+# aiohttp's own limit for the request line and each header; a longer head goes to aiohttp, which refuses it.
+MAX_HEAD_BYTES = 8190
+# A connection that sends nothing for this long is closed, as aiohttp's keep-alive timeout does.
+IDLE_TIMEOUT_SECONDS = 3630.0
+
+_HEAD_END = b"\r\n\r\n"
+# What RFC 9110 allows in a header name, and the control characters it forbids in a value
+# (HTAB aside; CR and LF only as line ends): a head with anything else is not the fast path's to judge.
+_TOKEN_BYTES = b"!#$%&'*+-.^_`|~0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz"
+_CONTROL = re.compile(rb"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]")
+_SERVER = SERVER_SOFTWARE.encode()
+_REASONS = {200: b"OK", 400: b"Bad Request"}
+
+log = logging.getLogger("jobgate.webhook")
+
+
+class _HandOver:
+    """The request is not one the fast path answers: aiohttp takes the connection."""
+
+
+HAND_OVER = _HandOver()
+
+
+def parse_head(
+    buffer: bytes | bytearray, reviews: dict[bytes, InlineReview], offload_bytes: int
+) -> tuple[InlineReview, int, int] | _HandOver | None:
+    """The review, body offset and body length of the request at the start of ``buffer``.
+
+    None while the head is incomplete; ``HAND_OVER`` when the request is not of the fast path's
+    one shape (anything unusual, malformed or not a small review), whatever aiohttp makes of it.
+    """
+    end = buffer.find(_HEAD_END, 0, MAX_HEAD_BYTES + 4)
+    if end < 0:
+        return None if len(buffer) <= MAX_HEAD_BYTES else HAND_OVER
+    head = bytes(buffer[: end + 2])  # each line with its CRLF
+    line_end = head.find(b"\r\n")
+    request_line = head[:line_end]
+    if not request_line.startswith(b"POST ") or not request_line.endswith(b" HTTP/1.1"):
+        return HAND_OVER
+    path = request_line[5:-9].partition(b"?")[0]
+    review = reviews.get(path)
+    if review is None:
+        return HAND_OVER
+    fields = head[line_end + 2 :]
+    if _CONTROL.search(fields):
+        return HAND_OVER
+    length = -1
+    json_body = False
+    for line in fields.split(b"\r\n")[:-1]:
+        name, colon, value = line.partition(b":")
+        if not colon or not name or name.translate(None, _TOKEN_BYTES) or b"\r" in value or b"\n" in value:
+            return HAND_OVER
+        key = name.lower()
+        if key == b"content-length":
+            value = value.strip(b" \t")
+            if length >= 0 or not value.isdigit() or len(value) > 10:
+                return HAND_OVER
+            length = int(value)
+        elif key == b"content-type":
+            if json_body or value.strip(b" \t") != b"application/json":
+                return HAND_OVER
+            json_body = True
+        elif key == b"connection":
+            if value.strip(b" \t").lower() != b"keep-alive":
+                return HAND_OVER
+        elif key in (b"transfer-encoding", b"expect", b"upgrade"):
+            return HAND_OVER
+    if not json_body or not 0 <= length < offload_bytes:
+        return HAND_OVER
+    return review, end + 4, length
+
+
+class _HttpDate:
+    """The ``Date`` header's value, formatted once per second."""
+
+    def __init__(self) -> None:
+        self.second = -1
+        self.value = b""
+
+    def now(self) -> bytes:
+        second = int(time.time())
+        if second != self.second:
+            self.second = second
+            self.value = email.utils.formatdate(second, usegmt=True).encode()
+        return self.value
+
+
+def http_response(status: int, body: bytes, date: bytes) -> bytes:
+    content_type = b"application/json" if status == 200 else b"text/plain; charset=utf-8"
+    return b"".join(
+        (
+            b"HTTP/1.1 %d %s\r\nContent-Type: %s\r\nContent-Length: %d\r\nDate: %s\r\nServer: %s\r\n\r\n"
+            % (status, _REASONS[status], content_type, len(body), date, _SERVER),
+            body,
+        )
+    )
+
+
+class FastLane:
+    """The fast path's connections, what they answer, and where the others go.
+
+    ``fallback`` makes aiohttp's protocol for a connection handed over (``web.Server``).
+    """
+
+    def __init__(
+        self,
+        reviews: dict[str, InlineReview],
+        fallback: Callable[[], asyncio.Protocol],
+        *,
+        offload_bytes: int,
+        idle_timeout: float = IDLE_TIMEOUT_SECONDS,
+    ) -> None:
+        self.reviews = {path.encode(): review for path, review in reviews.items()}
+        self.fallback = fallback
+        self.offload_bytes = offload_bytes
+        self.idle_timeout = idle_timeout
+        self.connections: set[AdmissionConnection] = set()
+        self.date = _HttpDate()
+
+    def __call__(self) -> AdmissionConnection:
+        return AdmissionConnection(self)
+
+    @property
+    def arriving(self) -> int:
+        """Requests that have started arriving on the fast path's connections and are not answered yet."""
+        return sum(1 for connection in self.connections if connection.buffer)
+
+    def close(self) -> None:
+        """Close every connection still on the fast path (its answers already written are sent first)."""
+        for connection in list(self.connections):
+            connection.close()
+
+
+class AdmissionConnection(asyncio.Protocol):
+    """One connection while it stays on the fast path."""
+
+    def __init__(self, lane: FastLane) -> None:
+        self.lane = lane
+        self.transport: asyncio.Transport | None = None
+        self.buffer = bytearray()
+        # (review, body offset, body length) of the request at the buffer's start, once its head is read
+        self.pending: tuple[InlineReview, int, int] | None = None
+        self.write_paused = False
+        self.activity = 0  # data arrivals, for the idle timer
+        self.idle_timer: asyncio.TimerHandle | None = None
+
+    def connection_made(self, transport: asyncio.BaseTransport) -> None:
+        self.transport = transport  # type: ignore[assignment]
+        self.lane.connections.add(self)
+        self._arm_idle_timer(self.activity)
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        self._leave()
+        self.transport = None
+
+    def data_received(self, data: bytes) -> None:
+        self.activity += 1
+        self.buffer += data
+        if not self.write_paused:
+            self._answer_buffered()
+
+    def eof_received(self) -> bool | None:
+        return None  # the transport closes; a request cut short gets no answer, as with aiohttp
+
+    def pause_writing(self) -> None:
+        # The client does not read its answers: stop reading its requests until it does.
+        self.write_paused = True
+        if self.transport is not None:
+            self.transport.pause_reading()
+
+    def resume_writing(self) -> None:
+        self.write_paused = False
+        if self.transport is not None:
+            self.transport.resume_reading()
+            self._answer_buffered()
+
+    def close(self) -> None:
+        if self.transport is not None:
+            self.transport.close()
+        self._leave()
+
+    def _answer_buffered(self) -> None:
+        buffer = self.buffer
+        lane = self.lane
+        transport = self.transport
+        start = 0
+        try:
+            while buffer and not self.write_paused and transport is not None:
+                request = self.pending or parse_head(buffer, lane.reviews, lane.offload_bytes)
+                if request is None:
+                    return
+                if request is HAND_OVER:
+                    self._hand_over()
+                    return
+                review, body_start, length = request  # type: ignore[misc]
+                start = body_start + length
+                if len(buffer) < start:
+                    self.pending = request  # type: ignore[assignment]
+                    return
+                self.pending = None
+                status, answer = review(bytes(buffer[body_start:start]))
+                del buffer[:start]
+                transport.write(http_response(status, answer, lane.date.now()))
+        except Exception:
+            # Not expected: the reviews catch their own failures. The connection is dropped, logged,
+            # rather than left half-parsed.
+            log.exception("unexpected error on an admission connection; closing it")
+            self.close()
+
+    def _hand_over(self) -> None:
+        transport, rest = self.transport, bytes(self.buffer)
+        self._leave()
+        self.transport = None
+        if transport is None:
+            return
+        handler = self.lane.fallback()
+        transport.set_protocol(handler)
+        handler.connection_made(transport)
+        handler.data_received(rest)
+
+    def _leave(self) -> None:
+        self.lane.connections.discard(self)
+        self.buffer.clear()
+        self.pending = None
+        if self.idle_timer is not None:
+            self.idle_timer.cancel()
+            self.idle_timer = None
+
+    def _arm_idle_timer(self, seen: int) -> None:
+        loop = asyncio.get_running_loop()
+        self.idle_timer = loop.call_later(self.lane.idle_timeout, self._idle_check, seen)
+
+    def _idle_check(self, seen: int) -> None:
+        if self.transport is None:
+            return
+        if self.activity == seen:
+            self.close()
+        else:
+            self._arm_idle_timer(self.activity)
