@@ -1,7 +1,9 @@
 """The floor: a bare aiohttp TLS server that reads the body and answers a fixed AdmissionReview.
 
-Same TLS settings and aiohttp configuration as ``jobgate webhook``, no parsing, no rules:
-what any Python webhook on this stack costs before doing any work.
+Same TLS settings as ``jobgate webhook``, no parsing, no rules: what any Python webhook on this
+stack costs before doing any work. With ``--fast-path`` the fixed answer goes out through
+jobgate's own admission fast path (``webhook/fastpath.py``) instead of aiohttp's handler: what
+jobgate's HTTP and TLS layer costs a review before the review itself.
 """
 
 from __future__ import annotations
@@ -13,7 +15,8 @@ from pathlib import Path
 
 from aiohttp import web
 
-from webhook.server import EVENT_LOOPS, loop_factory
+from webhook.fastpath import FastLane
+from webhook.server import EVENT_LOOPS, OFFLOAD_BYTES, loop_factory
 from webhook.tlsreload import server_context
 
 FIXED_ANSWER = (
@@ -27,7 +30,11 @@ async def answer(request: web.Request) -> web.Response:
     return web.Response(body=FIXED_ANSWER, content_type="application/json")
 
 
-async def main(tls_dir: Path, host: str, port: int) -> None:
+def fixed_answer(body: bytes) -> tuple[int, bytes]:
+    return 200, FIXED_ANSWER
+
+
+async def main(tls_dir: Path, host: str, port: int, fast_path: bool) -> None:
     context = server_context()
     context.load_cert_chain(tls_dir / "tls.crt", tls_dir / "tls.key")
     app = web.Application(client_max_size=7 * 1024 * 1024)
@@ -35,7 +42,13 @@ async def main(tls_dir: Path, host: str, port: int) -> None:
     app.router.add_post("/validate", answer)
     runner = web.AppRunner(app, handle_signals=False, access_log=None)
     await runner.setup()
-    await web.TCPSite(runner, host, port, ssl_context=context, backlog=1024).start()
+    if fast_path:
+        assert runner.server is not None
+        answers = {"/mutate": fixed_answer, "/validate": fixed_answer}
+        lane = FastLane(answers, runner.server, offload_bytes=OFFLOAD_BYTES)
+        await asyncio.get_running_loop().create_server(lane, host, port, ssl=context, backlog=1024)
+    else:
+        await web.TCPSite(runner, host, port, ssl_context=context, backlog=1024).start()
     print(f"floor serving on https://{host}:{port}", flush=True)
     stop = asyncio.Event()
     asyncio.get_running_loop().add_signal_handler(signal.SIGTERM, stop.set)
@@ -49,6 +62,7 @@ if __name__ == "__main__":
     parser.add_argument("--host", default="127.0.0.1")
     parser.add_argument("--port", type=int, required=True)
     parser.add_argument("--event-loop", choices=EVENT_LOOPS, default="asyncio", help="as jobgate webhook's option")
+    parser.add_argument("--fast-path", action="store_true", help="answer through jobgate's fast path, not aiohttp's")
     args = parser.parse_args()
     with asyncio.Runner(loop_factory=loop_factory(args.event_loop)) as runner:
-        runner.run(main(args.tls_dir, args.host, args.port))
+        runner.run(main(args.tls_dir, args.host, args.port, args.fast_path))

@@ -4,6 +4,7 @@ The server under test runs pinned to CPU 0, wrk (with a Lua script) pinned to CP
 TLS keep-alive, sending a ~5 KB TFJob AdmissionReview (``bench/fixtures.py``). For each
 server it reports the maximum reviews/s and p50/p99 latency at about 1,000 reviews/s; the
 floor is a bare aiohttp TLS server answering a fixed AdmissionReview (``bench/floor_server.py``),
+jobgate's own floor the same fixed answer through its admission fast path (``--fast-path``),
 and the physical floor a Go ``net/http`` TLS server doing the same (``bench/gofloor``, built with
 the machine's Go toolchain into ``~/.cache/jobgate/tools/``, not into the repository).
 When mypy is installed (``pip install '.[compile]'``), a copy of the tree with the rule engine
@@ -262,6 +263,12 @@ def main() -> int:
             targets.append(
                 Target("Go net/http floor", f"https://127.0.0.1:{go_port}/mutate", [servers[-1].pid], [], [])
             )
+        fast_port = free_port()
+        fast_command = [python, "-m", "bench.floor_server", "--tls-dir", tmp, "--port", str(fast_port), "--fast-path"]
+        servers.append(start_server([*fast_command, *loop_option], fast_port, directory, "fastfloor.log"))
+        targets.append(
+            Target("fast-path floor (fixed)", f"https://127.0.0.1:{fast_port}/mutate", [servers[-1].pid], [], [])
+        )
         builds = [] if args.no_pure else [("jobgate", REPO)]
         if not args.no_compiled:
             compiled = compiled_tree_or_none(directory / "compiled")
