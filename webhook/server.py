@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from aiohttp import web
+from aiohttp.http_exceptions import HttpProcessingError
 from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, Counter, Gauge, Histogram, generate_latest
 
 from webhook.admission import (
@@ -46,6 +47,23 @@ LATENCY_BUCKETS = (0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0
 
 log = logging.getLogger("jobgate.webhook")
 review_log = FastLine("jobgate.review")
+
+
+class MalformedHttpLine(logging.Filter):
+    """aiohttp logs a malformed request (bad request line, header too long, two lengths) with a
+    traceback at ERROR; it is the client's fault, answered 400: one WARNING line says so instead."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        error = record.exc_info[1] if record.exc_info else None
+        if isinstance(error, HttpProcessingError):
+            reason = (error.message or type(error).__name__).splitlines()[0][:200]
+            record.msg, record.args = "malformed HTTP request refused with %d: %s", (error.code, reason)
+            record.levelno, record.levelname = logging.WARNING, "WARNING"
+            record.exc_info = record.exc_text = None
+        return True
+
+
+_MALFORMED_HTTP_LINE = MalformedHttpLine()
 
 
 class Metrics:
@@ -489,6 +507,9 @@ class WebhookServer:
         if self.certificate.current is None:
             self.certificate.load()  # raises CertificateError with the reason
         self.state.certificate_loaded = True
+        aiohttp_server_log = logging.getLogger("aiohttp.server")
+        if _MALFORMED_HTTP_LINE not in aiohttp_server_log.filters:
+            aiohttp_server_log.addFilter(_MALFORMED_HTTP_LINE)
         # Draining is done by shutdown() itself; aiohttp's own grace period only mops up.
         self._runner = web.AppRunner(self.app, handle_signals=False, access_log=None, shutdown_timeout=1.0)
         await self._runner.setup()

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import logging
 import re
 import socket
 import ssl
@@ -350,7 +351,7 @@ async def test_one_connection_goes_from_the_fast_path_to_aiohttp_and_keeps_answe
 
 
 @pytest.mark.parametrize(
-    ("payload", "statuses"),
+    ("payload", "status", "malformed"),
     [
         # chunked body: aiohttp reads it
         (
@@ -359,23 +360,33 @@ async def test_one_connection_goes_from_the_fast_path_to_aiohttp_and_keeps_answe
             + f"{len(BODIES['valid']):x}\r\n".encode()
             + BODIES["valid"]
             + b"\r\n0\r\n\r\n",
-            [200],
+            200,
+            False,
         ),
-        (b"POST /validate HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n\r\n", [400]),  # no body at all
-        (b"GET /mutate HTTP/1.1\r\nHost: x\r\n\r\n", [405]),
-        (review_request("/elsewhere", b"{}"), [404]),
+        (b"POST /validate HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n\r\n", 400, False),  # no body
+        (b"GET /mutate HTTP/1.1\r\nHost: x\r\n\r\n", 405, False),
+        (review_request("/elsewhere", b"{}"), 404, False),
         (
             b"POST /validate HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: 2\r\n"
             b"Content-Length: 3\r\n\r\n{}",
-            [400],
+            400,
+            True,
         ),
-        (b"POST /validate HTTP/1.1\r\nHost: x\r\nX: " + b"a" * 10000 + b"\r\n\r\n", [400]),  # aiohttp: line too long
+        (b"POST /validate HTTP/1.1\r\nHost: x\r\nX: " + b"a" * 10000 + b"\r\n\r\n", 400, True),  # line too long
+        (b"POST /validate HTTP/1.1 extra\r\nHost: x\r\n\r\n", 400, True),
     ],
-    ids=["chunked", "no length", "wrong method", "unknown path", "two lengths", "huge header"],
+    ids=["chunked", "no length", "wrong method", "unknown path", "two lengths", "huge header", "bad request line"],
 )
-async def test_requests_the_fast_path_does_not_take_get_aiohttps_answers(server, tls_dir, payload, statuses):
-    answers = await asyncio.to_thread(exchange, server.port, tls_dir / "ca.crt", payload, len(statuses))
-    assert [status for status, _, _ in answers] == statuses
+async def test_requests_the_fast_path_does_not_take_get_aiohttps_answers(
+    server, tls_dir, caplog, *, payload, status, malformed
+):
+    answers = await asyncio.to_thread(exchange, server.port, tls_dir / "ca.crt", payload, 1)
+    assert [answer_status for answer_status, _, _ in answers] == [status]
+    # A malformed request is the client's fault: one warning line, no traceback.
+    assert not [record for record in caplog.records if record.exc_info or record.levelno >= logging.ERROR]
+    lines = [record.getMessage() for record in caplog.records if "malformed HTTP" in record.getMessage()]
+    assert len(lines) == (1 if malformed else 0), lines
+    assert all(line.startswith("malformed HTTP request refused with 400: ") for line in lines)
 
 
 async def test_a_body_to_offload_goes_to_the_large_review_workers(server, tls_dir):
