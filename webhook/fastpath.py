@@ -34,10 +34,14 @@ MAX_HEAD_BYTES = 8190
 IDLE_TIMEOUT_SECONDS = 3630.0
 
 _HEAD_END = b"\r\n\r\n"
-# What RFC 9110 allows in a header name, and the control characters it forbids in a value
-# (HTAB aside; CR and LF only as line ends): a head with anything else is not the fast path's to judge.
-_TOKEN_BYTES = b"!#$%&'*+-.^_`|~0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz"
-_CONTROL = re.compile(rb"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]")
+_TOKEN = rb"[!#$%&'*+\-.^_`|~0-9A-Za-z]+"
+# Header lines as RFC 9110 allows them (a token, a colon, a value without control characters
+# but HTAB), without obsolete line folding: a head with anything else is not the fast path's to judge.
+_FIELD_LINES = re.compile(rb"(?:" + _TOKEN + rb":[\t\x20-\x7e\x80-\xff]*\r\n)*")
+# The fields the fast path reads or refuses to handle; every other one is ignored, as aiohttp does.
+_FIELDS_READ = re.compile(
+    rb"^(content-length|content-type|connection|transfer-encoding|expect|upgrade):[ \t]*([^\r]*)\r$", re.I | re.M
+)
 _SERVER = SERVER_SOFTWARE.encode()
 _REASONS = {200: b"OK", 400: b"Bad Request"}
 
@@ -72,29 +76,23 @@ def parse_head(
     if review is None:
         return HAND_OVER
     fields = head[line_end + 2 :]
-    if _CONTROL.search(fields):
+    if not _FIELD_LINES.fullmatch(fields):
         return HAND_OVER
     length = -1
     json_body = False
-    for line in fields.split(b"\r\n")[:-1]:
-        name, colon, value = line.partition(b":")
-        if not colon or not name or name.translate(None, _TOKEN_BYTES) or b"\r" in value or b"\n" in value:
-            return HAND_OVER
+    for name, raw_value in _FIELDS_READ.findall(fields):
         key = name.lower()
+        value = raw_value.rstrip(b" \t")
         if key == b"content-length":
-            value = value.strip(b" \t")
             if length >= 0 or not value.isdigit() or len(value) > 10:
                 return HAND_OVER
             length = int(value)
         elif key == b"content-type":
-            if json_body or value.strip(b" \t") != b"application/json":
+            if json_body or value != b"application/json":
                 return HAND_OVER
             json_body = True
-        elif key == b"connection":
-            if value.strip(b" \t").lower() != b"keep-alive":
-                return HAND_OVER
-        elif key in (b"transfer-encoding", b"expect", b"upgrade"):
-            return HAND_OVER
+        elif key != b"connection" or value.lower() != b"keep-alive":
+            return HAND_OVER  # a transfer coding, an expectation, an upgrade, or Connection: close
     if not json_body or not 0 <= length < offload_bytes:
         return HAND_OVER
     return review, end + 4, length

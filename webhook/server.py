@@ -89,6 +89,12 @@ class Metrics:
             registry=self.registry,
         )
         self.in_flight = Gauge("jobgate_admission_in_flight", "Reviews being answered.", registry=self.registry)
+        self.general_handler_reviews = Counter(
+            "jobgate_admission_general_handler_reviews",
+            "Reviews answered by aiohttp's general request handler rather than the admission fast path: "
+            "bodies of 256 KiB or more, chunked bodies, requests of another shape.",
+            registry=self.registry,
+        )
         self.certificate_expiry = Gauge(
             "jobgate_tls_certificate_expiry_timestamp_seconds",
             "notAfter of the serving certificate, as a Unix time.",
@@ -411,6 +417,7 @@ def review_handler(endpoint: ReviewEndpoint) -> Handler:
                     refused.headers["Retry-After"] = "1"
                 return refused
             endpoint.answered(outcome, started)
+            state.metrics.general_handler_reviews.inc()
             return web.Response(body=outcome.payload, content_type="application/json")
         except Exception:
             # Fails visibly but never as a 500: the apiserver then reports a call failure.

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+import ssl
+import urllib.request
 from pathlib import Path
 
 import pytest
@@ -306,3 +308,28 @@ def test_webhook_down_with_fail_policy_refuses_and_recovers(cluster: Cluster, we
     result = cluster.kubectl("apply", "-f", str(path))
     assert result.returncode == 0, result.stderr
     delete(cluster, path)
+
+
+def webhook_metric(webhook_process: WebhookProcess, name: str) -> float:
+    """The sum of a counter's samples on the webhook's /metrics."""
+    context = ssl.create_default_context(cafile=str(webhook_process.tls_dir / "ca.crt"))
+    url = f"https://127.0.0.1:{webhook_process.port}/metrics"
+    with urllib.request.urlopen(url, context=context, timeout=10) as response:
+        text = response.read().decode()
+    return sum(float(line.rpartition(" ")[2]) for line in text.splitlines() if line.startswith(f"{name}_total"))
+
+
+def test_the_apiservers_calls_take_the_fast_path(cluster: Cluster, webhook_process: WebhookProcess):
+    # What the apiserver sends (HTTP/1.1, Content-Length, application/json) is answered without
+    # aiohttp's general handler: the reviews counted rise, the general handler's do not.
+    reviews_before = webhook_metric(webhook_process, "jobgate_admission_reviews")
+    general_before = webhook_metric(webhook_process, "jobgate_admission_general_handler_reviews")
+    valid, invalid = REPO / "examples/valid/tfjob-mnist.yaml", INVALID[0]
+    try:
+        assert cluster.kubectl("apply", "-f", str(valid)).returncode == 0
+        assert cluster.kubectl("apply", "-f", str(invalid)).returncode != 0
+        assert cluster.kubectl("apply", "--dry-run=server", "-f", str(valid)).returncode == 0
+    finally:
+        delete(cluster, valid)
+    assert webhook_metric(webhook_process, "jobgate_admission_reviews") >= reviews_before + 5  # 2 + 1 + 2
+    assert webhook_metric(webhook_process, "jobgate_admission_general_handler_reviews") == general_before

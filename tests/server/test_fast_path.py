@@ -348,6 +348,8 @@ async def test_one_connection_goes_from_the_fast_path_to_aiohttp_and_keeps_answe
         in (metrics)
     )
     assert 'jobgate_admission_rejected_requests_total{code="415"} 1.0' in metrics
+    # The two reviews before /healthz took the fast path, the one after it aiohttp's handler.
+    assert "jobgate_admission_general_handler_reviews_total 1.0" in metrics
 
 
 @pytest.mark.parametrize(
