@@ -22,7 +22,7 @@ import email.utils
 import logging
 import re
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from http import HTTPStatus
 
 from aiohttp.http import SERVER_SOFTWARE
@@ -134,7 +134,7 @@ class FastLane:
 
     def __init__(
         self,
-        reviews: dict[str, InlineReview],
+        reviews: Mapping[str, InlineReview],
         fallback: Callable[[], asyncio.Protocol],
         *,
         offload_bytes: int,

@@ -265,7 +265,7 @@ def exchange(port: int, ca_file: Path, payload: bytes, responses: int) -> list[t
     ):
         connection.sendall(payload)
         data = b""
-        answers = []
+        answers: list[tuple[int, dict[str, str], bytes]] = []
         while len(answers) < responses:
             while b"\r\n\r\n" not in data:
                 chunk = connection.recv(65536)
