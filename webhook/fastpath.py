@@ -44,6 +44,8 @@ _FIELD_LINES = re.compile(rb"(?:" + _TOKEN + rb":[\t\x20-\x7e\x80-\xff]*\r\n)*")
 _FIELDS_READ = re.compile(
     rb"^(content-length|content-type|connection|transfer-encoding|expect|upgrade):[ \t]*([^\r]*)\r$", re.I | re.M
 )
+# A query of visible ASCII only (the apiserver's is ``timeout=10s``); aiohttp judges anything else.
+_QUERY = re.compile(rb"[\x21-\x7e]*")
 _SERVER = SERVER_SOFTWARE.encode()
 _REASONS = {status.value: status.phrase.encode() for status in HTTPStatus}
 
@@ -73,8 +75,10 @@ def parse_head(
     request_line = head[:line_end]
     if not request_line.startswith(b"POST ") or not request_line.endswith(b" HTTP/1.1"):
         return HAND_OVER
-    path = request_line[5:-9].partition(b"?")[0]
+    path, _, query = request_line[5:-9].partition(b"?")
     review = reviews.get(path)
+    if query and not _QUERY.fullmatch(query):
+        return HAND_OVER
     if review is None:
         return HAND_OVER
     fields = head[line_end + 2 :]

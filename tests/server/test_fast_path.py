@@ -64,6 +64,9 @@ def test_an_incomplete_head_waits_for_more():
         ("POST /validate HTTP/1.0", JSON_HEAD),
         ("POST  /validate HTTP/1.1", JSON_HEAD),
         ("post /validate HTTP/1.1", JSON_HEAD),
+        ("POST /validate?timeout=5s extra HTTP/1.1", JSON_HEAD),
+        ("POST /validate?timeout=\x7f HTTP/1.1", JSON_HEAD),
+        ("POST /validate?caf\u00e9 HTTP/1.1", JSON_HEAD),
         ("POST /validate HTTP/1.1", ("Content-Type: application/json",)),  # no length
         ("POST /validate HTTP/1.1", ("Content-Length: 2",)),  # no type
         ("POST /validate HTTP/1.1", ("Content-Type: application/json; charset=utf-8", "Content-Length: 2")),
