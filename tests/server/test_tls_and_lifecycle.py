@@ -321,6 +321,11 @@ def test_uvloop_serves_reloads_certificates_and_drains(tls_dir, tmp_path):
         time.sleep(0.05)
     connection.sendall(request)  # the connection opened before the reload keeps working
     assert read_http_response(connection)[0] == 200
+    # Handed from the fast path to aiohttp's handler on uvloop's transport, it keeps answering.
+    connection.sendall(b"GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n")
+    assert read_http_response(connection) == (200, b"ok\n")
+    connection.sendall(request)
+    assert read_http_response(connection)[0] == 200
     connection.close()
     webhook.process.send_signal(signal.SIGTERM)
     code, log = webhook.finish()
