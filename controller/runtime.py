@@ -17,6 +17,7 @@ import os
 import signal
 import threading
 import time
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
@@ -119,6 +120,7 @@ class Controller:
         # Actions of bus.volcano.sh Commands taken (deleted) and not yet carried out, by job key.
         self.pending_commands: dict[str, str] = {}
         self._commands_lock = threading.Lock()
+        self._late_lock = threading.Lock()  # watches of APIs that appeared after start-up, against stop()
         self._acting = threading.Event()  # workers run (this replica leads): only then are Commands taken
         self._children_lock = threading.Lock()
         self.queue = WorkQueue()
@@ -195,48 +197,79 @@ class Controller:
     def start_informers(self) -> None:
         self.gang_supported = self._has_pod_groups()
         if self.gang_supported:
-            self.pod_groups = Informer(
-                self.kube, POD_GROUPS.path(self.namespace), name="podgroups", label_selector=JOB_UID_LABEL
-            )
-            self.pod_groups.handlers.append(self._child_handler("PodGroup"))
+            self.pod_groups = self._pod_group_informer()
         takes_commands = any(gvk.group == "batch.volcano.sh" for gvk in self.adapters)
         if takes_commands and self._serves(COMMANDS):
             self.commands = self._command_informer()
         for informer in self._informers():
             informer.start()
-        if takes_commands and self.commands is None:
-            interval = command_crd_recheck_seconds()
-            log.info("Volcano's Command API (bus.volcano.sh) is not served: checking again every %gs", interval)
-            thread = threading.Thread(
-                target=self._wait_for_command_api, args=(interval,), name="commands-crd", daemon=True
+        interval = command_crd_recheck_seconds()
+        if not self.gang_supported:
+            # Volcano is often installed after jobgate: gang scheduling starts when its API appears.
+            log.info(
+                "Volcano's PodGroup API (scheduling.volcano.sh) is not served: no gang scheduling; "
+                "checking again every %gs",
+                interval,
             )
-            thread.start()
-            self._threads.append(thread)
+            self._watch_for_api(POD_GROUPS, self._start_late_pod_groups, interval, "podgroups-crd")
+        if takes_commands and self.commands is None:
+            log.info("Volcano's Command API (bus.volcano.sh) is not served: checking again every %gs", interval)
+            self._watch_for_api(COMMANDS, self._start_late_commands, interval, "commands-crd")
+
+    def _pod_group_informer(self) -> Informer:
+        informer = Informer(self.kube, POD_GROUPS.path(self.namespace), name="podgroups", label_selector=JOB_UID_LABEL)
+        informer.handlers.append(self._child_handler("PodGroup"))
+        return informer
 
     def _command_informer(self) -> Informer:
         informer = Informer(self.kube, COMMANDS.path(self.namespace), name="commands")
         informer.handlers.append(self._command_handler)
         return informer
 
-    def _wait_for_command_api(self, interval: float) -> None:
-        """Start the Command watch once discovery serves the API. A replica already leading takes the
-        Commands from the first list (the handler acts once ``_acting`` is set)."""
+    def _watch_for_api(self, resource: Resource, start: Callable[[], None], interval: float, name: str) -> None:
+        thread = threading.Thread(target=self._wait_for_api, args=(resource, start, interval), name=name, daemon=True)
+        thread.start()
+        self._threads.append(thread)
+
+    def _wait_for_api(self, resource: Resource, start: Callable[[], None], interval: float) -> None:
+        """Ask discovery every ``interval`` until it serves ``resource``, then ``start`` its watch (once)."""
         while not self._stop.wait(interval):
             try:
-                served = self._serves(COMMANDS)
+                served = self._serves(resource)
             except Exception as exc:  # apiserver unreachable: the informers say so; ask again next time
-                log.debug("discovery of bus.volcano.sh failed: %s", exc)
+                log.debug("discovery of %s failed: %s", resource.group, exc)
                 continue
-            if not served:
-                continue
-            informer = self._command_informer()
-            with self._commands_lock:
-                if self._stop.is_set():
-                    return
-                self.commands = informer
-                informer.start()
-            log.info("Volcano's Command API is now served: taking Commands (suspend, resume)")
-            return
+            if served:
+                start()
+                return
+
+    def _start_late_commands(self) -> None:
+        """A replica already leading takes the Commands from the first list (the handler acts once
+        ``_acting`` is set)."""
+        informer = self._command_informer()
+        with self._late_lock:
+            if self._stop.is_set():
+                return
+            self.commands = informer
+            informer.start()
+        log.info("Volcano's Command API is now served: taking Commands (suspend, resume)")
+
+    def _start_late_pod_groups(self) -> None:
+        """Watch PodGroups, and once their cache is filled turn gang scheduling on and look at every
+        job again: those asking for a gang get their PodGroup (pods already running keep going)."""
+        informer = self._pod_group_informer()
+        with self._late_lock:
+            if self._stop.is_set():
+                return
+            self.pod_groups = informer
+            informer.start()
+        if not informer.synced.wait(60):
+            log.warning("PodGroup cache not synced after 60 s; turning gang scheduling on anyway")
+        self.gang_supported = True
+        for gvk, jobs in self.job_informers.items():
+            for job in jobs.items():
+                self.queue.add(job_key(gvk, job["metadata"]["namespace"], job["metadata"]["name"]))
+        log.info("Volcano's PodGroup API is now served: gang scheduling on")
 
     def wait_for_sync(self, timeout: float = 60.0) -> bool:
         deadline = time.monotonic() + timeout
@@ -262,7 +295,7 @@ class Controller:
         log.info("reconciling with %d workers (%s)", self.workers, self.namespace or "all namespaces")
 
     def stop(self) -> None:
-        with self._commands_lock:  # a Command watch started late is either seen here or never started
+        with self._late_lock:  # a watch started late is either seen here or never started
             self._stop.set()
         self.queue.shutdown()
         for informer in self._informers():

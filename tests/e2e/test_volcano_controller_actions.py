@@ -12,12 +12,13 @@ from pathlib import Path
 
 import pytest
 
-from tests.e2e.conftest import REPO, Cluster, ControllerProcess, controller_namespace, wait_until
+from tests.e2e.conftest import POD_GROUP_CRD, REPO, Cluster, ControllerProcess, controller_namespace, wait_until
 from tests.e2e.test_volcano_controller import job, uids, worker
 
 NS = "vc-actions"
 GATED_NS = "vc-gated"
 LATE_NS = "vc-late-commands"
+LATE_PG_NS = "vc-late-podgroups"
 
 # Volcano's Command API (bus.volcano.sh), as jobgate ships it: vcctl job suspend|resume writes these.
 COMMAND_CRD = REPO / "manifests/base/crds/bus.volcano.sh_commands.yaml"
@@ -287,3 +288,48 @@ def test_a_command_crd_applied_after_the_controller_started_is_picked_up(
     finally:
         process.stop()
         install_command_crd(cluster)  # the session's other modules expect the shipped CRD
+
+
+def install_pod_group_crd(cluster: Cluster) -> None:
+    cluster.kubectl("apply", "-f", "-", input=POD_GROUP_CRD, check=True)
+    cluster.kubectl("wait", "--for=condition=Established", "crd/podgroups.scheduling.volcano.sh", check=True)
+
+
+def test_a_pod_group_crd_applied_after_the_controller_started_turns_gang_scheduling_on(
+    cluster: Cluster, tmp_path_factory: pytest.TempPathFactory
+) -> None:
+    """Volcano installed after jobgate: without the PodGroup API at start-up the controller runs jobs
+    without gangs, asks discovery again, and gives each job its PodGroup once the API is served, without
+    a restart and without touching the running pods. Last in this module: it deletes the CRD for a while."""
+    cluster.kubectl("delete", "crd", "podgroups.scheduling.volcano.sh", "--wait=true", check=True)
+    try:
+        wait_until(
+            lambda: (
+                cluster.kubectl("api-resources", "--api-group=scheduling.volcano.sh", "-o", "name").stdout.strip() == ""
+            ),
+            message="PodGroup API gone from discovery",
+        )
+        controller_namespace(cluster, LATE_PG_NS, tmp_path_factory.mktemp("vcp"))
+        log = tmp_path_factory.mktemp("vcp-log") / "controller.log"
+        process = ControllerProcess(
+            cluster.kubeconfig, LATE_PG_NS, log, "--lease-name", "jobgate-late-podgroups-test",
+            env={"JOBGATE_COMMAND_CRD_RECHECK_SECONDS": "1"},
+        )  # fmt: skip
+        try:
+            wait_until(process.is_leader, 30, message="controller leadership")
+            assert "PodGroup API (scheduling.volcano.sh) is not served: no gang scheduling" in process.text()
+            apply(cluster, job("early", worker()), LATE_PG_NS)
+            before = wait_until(lambda: uids(pods(cluster, "early", LATE_PG_NS)), message="2 pods")
+            assert len(before) == 2
+            install_pod_group_crd(cluster)
+            wait_until(lambda: "PodGroup API is now served: gang scheduling on" in process.text(), message="gang on")
+            uid = cluster.get_json("vcjob", "early", "-n", LATE_PG_NS)["metadata"]["uid"]
+            wait_until(
+                lambda: cluster.kubectl("get", "podgroup", f"early-{uid}", "-n", LATE_PG_NS).returncode == 0,
+                message="the job's PodGroup",
+            )
+            assert uids(pods(cluster, "early", LATE_PG_NS)) == before  # the running pods are kept
+        finally:
+            process.stop()
+    finally:
+        install_pod_group_crd(cluster)  # the session's other modules expect it

@@ -284,8 +284,48 @@ def test_no_command_watch_is_started_after_stop_nor_without_volcano(tmp_path, mo
     without_volcano = Controller(controller.kube, namespace="ns", families=frozenset({"kubedl"}))
     without_volcano._serves = lambda resource: False  # type: ignore[method-assign]
     without_volcano.start_informers()
-    assert [t.name for t in without_volcano._threads] == []
+    # KubeDL jobs use Volcano's PodGroups for gang scheduling, never its Commands.
+    assert [t.name for t in without_volcano._threads] == ["podgroups-crd"]
     without_volcano.stop()
+
+
+def test_a_pod_group_api_served_after_start_up_turns_gang_scheduling_on_without_a_restart(tmp_path, monkeypatch):
+    from controller.informer import Informer
+    from controller.runtime import job_key
+    from webhook.rules.registry import GroupVersionKind
+
+    started: list[str] = []
+
+    def start(self) -> None:
+        started.append(self.name)
+        self.synced.set()
+
+    monkeypatch.setattr(Informer, "start", start)
+    monkeypatch.setenv("JOBGATE_COMMAND_CRD_RECHECK_SECONDS", "0.01")
+    controller = _offline_controller(tmp_path)
+    tfjobs = GroupVersionKind("training.kubedl.io", "v1alpha1", "TFJob")
+    job = {"apiVersion": "training.kubedl.io/v1alpha1", "kind": "TFJob", "metadata": {"namespace": "ns", "name": "t"}}
+    controller.job_informers[tfjobs]._cache["ns/t"] = job
+    answers = iter([False, ConnectionError("apiserver down"), True])
+
+    def serves(resource) -> bool:
+        if resource.group != "scheduling.volcano.sh":
+            return True  # Commands are served: only the PodGroup API comes late
+        answer = next(answers, True)
+        if isinstance(answer, Exception):
+            raise answer
+        return answer
+
+    controller._serves = serves  # type: ignore[method-assign]
+    controller.start_informers()
+    assert controller.gang_supported is False and controller.pod_groups is None
+    (recheck,) = [t for t in controller._threads if t.name == "podgroups-crd"]
+    recheck.join(timeout=10)
+    assert not recheck.is_alive()
+    assert controller.gang_supported is True and started.count("podgroups") == 1
+    assert controller.pod_groups in controller._informers()  # stopped with the others
+    assert controller.queue.get() == job_key(tfjobs, "ns", "t")  # every job looked at again
+    controller.stop()
 
 
 def test_command_crd_recheck_interval_from_the_environment(monkeypatch):
