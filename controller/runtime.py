@@ -243,32 +243,31 @@ class Controller:
                 start()
                 return
 
+    def _start_late(self, informer: Informer, attribute: str) -> bool:
+        """Start ``informer`` as ``self.<attribute>`` unless the controller is stopping (then False)."""
+        with self._late_lock:
+            if self._stop.is_set():
+                return False
+            setattr(self, attribute, informer)
+            informer.start()
+        return True
+
     def _start_late_commands(self) -> None:
         """A replica already leading takes the Commands from the first list (the handler acts once
         ``_acting`` is set)."""
-        informer = self._command_informer()
-        with self._late_lock:
-            if self._stop.is_set():
-                return
-            self.commands = informer
-            informer.start()
-        log.info("Volcano's Command API is now served: taking Commands (suspend, resume)")
+        if self._start_late(self._command_informer(), "commands"):
+            log.info("Volcano's Command API is now served: taking Commands (suspend, resume)")
 
     def _start_late_pod_groups(self) -> None:
         """Watch PodGroups, and once their cache is filled turn gang scheduling on and look at every
         job again: those asking for a gang get their PodGroup (pods already running keep going)."""
         informer = self._pod_group_informer()
-        with self._late_lock:
-            if self._stop.is_set():
-                return
-            self.pod_groups = informer
-            informer.start()
+        if not self._start_late(informer, "pod_groups"):
+            return
         if not informer.synced.wait(60):
             log.warning("PodGroup cache not synced after 60 s; turning gang scheduling on anyway")
         self.gang_supported = True
-        for gvk, jobs in self.job_informers.items():
-            for job in jobs.items():
-                self.queue.add(job_key(gvk, job["metadata"]["namespace"], job["metadata"]["name"]))
+        self._requeue_all_jobs()
         log.info("Volcano's PodGroup API is now served: gang scheduling on")
 
     def wait_for_sync(self, timeout: float = 60.0) -> bool:
@@ -304,9 +303,12 @@ class Controller:
 
     def _resync(self) -> None:
         while not self._stop.wait(self.resync_seconds):
-            for gvk, informer in self.job_informers.items():
-                for job in informer.items():
-                    self.queue.add(job_key(gvk, job["metadata"]["namespace"], job["metadata"]["name"]))
+            self._requeue_all_jobs()
+
+    def _requeue_all_jobs(self) -> None:
+        for gvk, informer in self.job_informers.items():
+            for job in informer.items():
+                self.queue.add(job_key(gvk, job["metadata"]["namespace"], job["metadata"]["name"]))
 
     def _has_pod_groups(self) -> bool:
         return self._serves(POD_GROUPS)

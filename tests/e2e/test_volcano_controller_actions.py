@@ -258,35 +258,49 @@ def test_pods_wait_for_the_pod_group_with_the_gang_scheduler_flag(
     wait_until(lambda: len(pods(cluster, "gang", GATED_NS)) == 2, message="pods once the PodGroup is Inqueue")
 
 
+def controller_without_api(
+    cluster: Cluster, tmp_path_factory: pytest.TempPathFactory, crd: str, group: str, namespace: str
+) -> ControllerProcess:
+    """A leading controller for ``namespace`` started while ``crd`` (of API group ``group``) is deleted,
+    asking discovery again every second."""
+    cluster.kubectl("delete", "crd", crd, "--wait=true", check=True)
+    wait_until(
+        lambda: cluster.kubectl("api-resources", f"--api-group={group}", "-o", "name").stdout.strip() == "",
+        message=f"{group} gone from discovery",
+    )
+    controller_namespace(cluster, namespace, tmp_path_factory.mktemp(namespace))
+    log = tmp_path_factory.mktemp(f"{namespace}-log") / "controller.log"
+    process = ControllerProcess(
+        cluster.kubeconfig, namespace, log, "--lease-name", f"jobgate-{namespace}-test",
+        env={"JOBGATE_COMMAND_CRD_RECHECK_SECONDS": "1"},
+    )  # fmt: skip
+    wait_until(process.is_leader, 30, message="controller leadership")
+    return process
+
+
 def test_a_command_crd_applied_after_the_controller_started_is_picked_up(
     cluster: Cluster, tmp_path_factory: pytest.TempPathFactory
 ) -> None:
     """Without Volcano's Command API at start-up the controller asks discovery again and takes Commands
-    once the shipped CRD is applied, without a restart. Last in this module: it deletes the CRD for a while."""
-    cluster.kubectl("delete", "crd", "commands.bus.volcano.sh", "--wait=true", check=True)
-    wait_until(
-        lambda: cluster.kubectl("api-resources", "--api-group=bus.volcano.sh", "-o", "name").stdout.strip() == "",
-        message="Command API gone from discovery",
-    )
-    controller_namespace(cluster, LATE_NS, tmp_path_factory.mktemp("vcl"))
-    log = tmp_path_factory.mktemp("vcl-log") / "controller.log"
-    process = ControllerProcess(
-        cluster.kubeconfig, LATE_NS, log, "--lease-name", "jobgate-late-commands-test",
-        env={"JOBGATE_COMMAND_CRD_RECHECK_SECONDS": "1"},
-    )  # fmt: skip
+    once the shipped CRD is applied, without a restart. Near the end of this module: it deletes the CRD
+    for a while."""
     try:
-        wait_until(process.is_leader, 30, message="controller leadership")
-        assert "Command API (bus.volcano.sh) is not served: checking again every 1s" in process.text()
-        install_command_crd(cluster)
-        wait_until(lambda: "Command API is now served" in process.text(), message="Command watch started")
-        apply(cluster, job("late", worker()), LATE_NS)
-        wait_until(lambda: len(pods(cluster, "late", LATE_NS)) == 2, message="2 pods")
-        uid = cluster.get_json("vcjob", "late", "-n", LATE_NS)["metadata"]["uid"]
-        apply(cluster, command("late-abort", "late", uid, "AbortJob"), LATE_NS)
-        wait_phase(cluster, "late", "Aborted", namespace=LATE_NS)
-        assert cluster.kubectl("get", "commands.bus.volcano.sh", "late-abort", "-n", LATE_NS).returncode != 0
+        process = controller_without_api(
+            cluster, tmp_path_factory, "commands.bus.volcano.sh", "bus.volcano.sh", LATE_NS
+        )
+        try:
+            assert "Command API (bus.volcano.sh) is not served: checking again every 1s" in process.text()
+            install_command_crd(cluster)
+            wait_until(lambda: "Command API is now served" in process.text(), message="Command watch started")
+            apply(cluster, job("late", worker()), LATE_NS)
+            wait_until(lambda: len(pods(cluster, "late", LATE_NS)) == 2, message="2 pods")
+            uid = cluster.get_json("vcjob", "late", "-n", LATE_NS)["metadata"]["uid"]
+            apply(cluster, command("late-abort", "late", uid, "AbortJob"), LATE_NS)
+            wait_phase(cluster, "late", "Aborted", namespace=LATE_NS)
+            assert cluster.kubectl("get", "commands.bus.volcano.sh", "late-abort", "-n", LATE_NS).returncode != 0
+        finally:
+            process.stop()
     finally:
-        process.stop()
         install_command_crd(cluster)  # the session's other modules expect the shipped CRD
 
 
@@ -301,26 +315,17 @@ def test_a_pod_group_crd_applied_after_the_controller_started_turns_gang_schedul
     """Volcano installed after jobgate: without the PodGroup API at start-up the controller runs jobs
     without gangs, asks discovery again, and gives each job its PodGroup once the API is served, without
     a restart and without touching the running pods. Last in this module: it deletes the CRD for a while."""
-    cluster.kubectl("delete", "crd", "podgroups.scheduling.volcano.sh", "--wait=true", check=True)
     try:
-        wait_until(
-            lambda: (
-                cluster.kubectl("api-resources", "--api-group=scheduling.volcano.sh", "-o", "name").stdout.strip() == ""
-            ),
-            message="PodGroup API gone from discovery",
+        process = controller_without_api(
+            cluster, tmp_path_factory, "podgroups.scheduling.volcano.sh", "scheduling.volcano.sh", LATE_PG_NS
         )
-        controller_namespace(cluster, LATE_PG_NS, tmp_path_factory.mktemp("vcp"))
-        log = tmp_path_factory.mktemp("vcp-log") / "controller.log"
-        process = ControllerProcess(
-            cluster.kubeconfig, LATE_PG_NS, log, "--lease-name", "jobgate-late-podgroups-test",
-            env={"JOBGATE_COMMAND_CRD_RECHECK_SECONDS": "1"},
-        )  # fmt: skip
         try:
-            wait_until(process.is_leader, 30, message="controller leadership")
             assert "PodGroup API (scheduling.volcano.sh) is not served: no gang scheduling" in process.text()
             apply(cluster, job("early", worker()), LATE_PG_NS)
-            before = wait_until(lambda: uids(pods(cluster, "early", LATE_PG_NS)), message="2 pods")
-            assert len(before) == 2
+            before = wait_until(
+                lambda: found if len(found := uids(pods(cluster, "early", LATE_PG_NS))) == 2 else None,
+                message="2 pods",
+            )
             install_pod_group_crd(cluster)
             wait_until(lambda: "PodGroup API is now served: gang scheduling on" in process.text(), message="gang on")
             uid = cluster.get_json("vcjob", "early", "-n", LATE_PG_NS)["metadata"]["uid"]
