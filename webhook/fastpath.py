@@ -77,9 +77,7 @@ def parse_head(
         return HAND_OVER
     path, _, query = request_line[5:-9].partition(b"?")
     review = reviews.get(path)
-    if query and not _QUERY.fullmatch(query):
-        return HAND_OVER
-    if review is None:
+    if review is None or (query and not _QUERY.fullmatch(query)):
         return HAND_OVER
     fields = head[line_end + 2 :]
     if not _FIELD_LINES.fullmatch(fields):
@@ -217,7 +215,6 @@ class AdmissionConnection(asyncio.Protocol):
         buffer = self.buffer
         lane = self.lane
         transport = self.transport
-        start = 0
         try:
             while buffer and not self.write_paused and transport is not None:
                 request = self.pending or parse_head(buffer, lane.reviews, lane.offload_bytes)

@@ -107,6 +107,10 @@ class Metrics:
             registry=self.registry,
         )
 
+    def refused(self, status: int) -> None:
+        """A request refused before or instead of a review (400, 405, 413, 415, 429)."""
+        self.rejected.labels(str(status)).inc()
+
     def certificate_changed(self, loaded: LoadedCertificate | None, ok: bool) -> None:
         self.certificate_reloads.labels("success" if ok else "failure").inc()
         if loaded is not None:
@@ -128,7 +132,7 @@ class ServerState:
 
 
 def _plain(status: int, text: str, state: ServerState, *, close: bool = False) -> web.Response:
-    state.metrics.rejected.labels(str(status)).inc()
+    state.metrics.refused(status)
     response = web.Response(status=status, text=text + "\n")
     if close:
         response.force_close()
@@ -380,7 +384,7 @@ class ReviewEndpoint:
         try:
             outcome = review_outcome(body, self.webhook)
             if outcome.status != 200:
-                self.state.metrics.rejected.labels(str(outcome.status)).inc()
+                self.state.metrics.refused(outcome.status)
                 return outcome.status, outcome.message.encode() + b"\n"
             self.answered(outcome, started)
         except Exception:

@@ -144,9 +144,10 @@ class RecordingProtocol(asyncio.Protocol):
         self.received += data
 
 
-def request(path: str, body: bytes) -> bytes:
+def review_request(path: str, body: bytes, content_type: str = "application/json") -> bytes:
     return (
-        f"POST {path} HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: {len(body)}\r\n\r\n"
+        f"POST {path} HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: {content_type}\r\n"
+        f"Content-Length: {len(body)}\r\n\r\n"
     ).encode() + body
 
 
@@ -167,7 +168,9 @@ def bodies_of(written: list[bytes]) -> list[bytes]:
 
 async def test_requests_split_anywhere_and_pipelined_are_answered_in_order():
     lane, handed = echo_lane()
-    stream = request("/validate", b"{1}") + request("/validate", b"{22}") + request("/mutate", b"{}")
+    stream = b"".join(
+        (review_request("/validate", b"{1}"), review_request("/validate", b"{22}"), review_request("/mutate", b"{}"))
+    )
     for piece in (1, 2, 7, 64, len(stream)):
         connection, transport = lane(), RecordingTransport()
         connection.connection_made(transport)
@@ -186,8 +189,8 @@ async def test_the_first_request_it_does_not_take_hands_the_connection_over_with
     lane, handed = echo_lane()
     connection, transport = lane(), RecordingTransport()
     connection.connection_made(transport)
-    rest = b"GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n" + request("/validate", b"{3}")
-    connection.data_received(request("/validate", b"{1}") + rest[:10])
+    rest = b"GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n" + review_request("/validate", b"{3}")
+    connection.data_received(review_request("/validate", b"{1}") + rest[:10])
     connection.data_received(rest[10:])
     assert bodies_of(transport.written) == [b"echo {1}"]
     assert len(handed) == 1 and handed[0].received == rest
@@ -201,7 +204,7 @@ async def test_a_client_that_does_not_read_is_not_read_from():
     connection.connection_made(transport)
     connection.pause_writing()
     assert not transport.reading
-    connection.data_received(request("/validate", b"{1}") + request("/validate", b"{2}"))
+    connection.data_received(review_request("/validate", b"{1}") + review_request("/validate", b"{2}"))
     assert transport.written == []
     connection.resume_writing()
     assert transport.reading
@@ -215,7 +218,7 @@ async def test_an_unexpected_failure_closes_the_connection_and_is_logged(caplog)
     lane = FastLane({"/validate": broken}, RecordingProtocol, offload_bytes=OFFLOAD_BYTES)
     connection, transport = lane(), RecordingTransport()
     connection.connection_made(transport)
-    connection.data_received(request("/validate", b"{}"))
+    connection.data_received(review_request("/validate", b"{}"))
     assert transport.closed and transport.written == []
     assert "unexpected error on an admission connection" in caplog.text
 
@@ -228,7 +231,7 @@ async def test_idle_connections_are_closed_and_busy_ones_kept():
     busy.connection_made(busy_transport)
     for _ in range(4):
         await asyncio.sleep(0.06)
-        busy.data_received(request("/validate", b"{}"))
+        busy.data_received(review_request("/validate", b"{}"))
     assert idle_transport.closed and not busy_transport.closed
     assert lane.connections == {busy}
     await asyncio.sleep(0.25)
@@ -239,7 +242,7 @@ async def test_requests_still_arriving_are_counted_for_the_drain():
     lane, _ = echo_lane()
     connection, transport = lane(), RecordingTransport()
     connection.connection_made(transport)
-    whole = request("/validate", b"{12345}")
+    whole = review_request("/validate", b"{12345}")
     connection.data_received(whole[:-3])
     assert lane.arriving == 1
     connection.data_received(whole[-3:])
@@ -284,13 +287,6 @@ def exchange(port: int, ca_file: Path, payload: bytes, responses: int) -> list[t
             answers.append((int(status_line.split()[1]), headers, data[:length]))
             data = data[length:]
         return answers
-
-
-def review_request(path: str, body: bytes, content_type: str = "application/json") -> bytes:
-    return (
-        f"POST {path} HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: {content_type}\r\n"
-        f"Content-Length: {len(body)}\r\n\r\n"
-    ).encode() + body
 
 
 def invalid_tfjob() -> dict:
