@@ -16,10 +16,9 @@ from enum import StrEnum
 from typing import Any, Literal, NotRequired, TypedDict
 
 import orjson
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from webhook.rules.engine import defaulting_patch, review_job
-from webhook.rules.registry import GroupVersionKind, JobKind, lookup
+from webhook.rules.registry import GroupVersionKind, JobKind, lookup_names
 
 ADMISSION_API_VERSION = "admission.k8s.io/v1"
 log = logging.getLogger("jobgate.admission")
@@ -42,37 +41,6 @@ class Webhook(StrEnum):
 
 class BadReview(ValueError):
     """The body is not a well-formed AdmissionReview v1 with a uid (HTTP 400, CLI exit 2)."""
-
-
-class _Schema(BaseModel):
-    # Fields jobgate does not read (userInfo, options, resource, ...) are ignored, not copied.
-    model_config = ConfigDict(extra="ignore")
-
-
-# The envelope's schema, as pydantic models: the reference for what a well-formed review is and
-# the source of every message about a malformed one. Well-formed reviews rarely need it (see
-# ``_well_formed``): validating the envelope with pydantic costs more than the rest of parsing.
-class _KindSchema(_Schema):
-    group: str = ""
-    version: str
-    kind: str
-
-
-class _RequestSchema(_Schema):
-    uid: str = Field(min_length=1)
-    kind: _KindSchema
-    name: str | None = None
-    namespace: str | None = None
-    operation: Literal["CREATE", "UPDATE", "DELETE", "CONNECT"]
-    object: Any = None
-    oldObject: Any = None
-    dryRun: bool | None = None
-
-
-class _ReviewSchema(_Schema):
-    apiVersion: Literal["admission.k8s.io/v1"]
-    kind: Literal["AdmissionReview"]
-    request: _RequestSchema
 
 
 # The envelope's dataclasses are built for every review: not frozen, because a frozen
@@ -98,7 +66,7 @@ class AdmissionRequest:
 
 @dataclass(slots=True)
 class AdmissionReview:
-    """A well-formed review, as ``_ReviewSchema`` would accept it (the object passed through untouched)."""
+    """A well-formed review, as ``ReviewSchema`` (envelope_schema.py) accepts it; the object passed through as is."""
 
     apiVersion: str
     request: AdmissionRequest
@@ -133,26 +101,11 @@ def parse_review(body: bytes | str) -> AdmissionReview:
     review = _well_formed(document)
     if review is not None:
         return review
-    try:
-        checked = _ReviewSchema.model_validate(document)
-    except ValidationError as exc:
-        raise BadReview(_one_line(exc)) from None
-    # Accepted by pydantic but not by the strict check: a value pydantic converts (dryRun "true").
-    request = checked.request
-    kind = RequestKind(request.kind.group, request.kind.version, request.kind.kind)
-    return AdmissionReview(
-        checked.apiVersion,
-        AdmissionRequest(
-            request.uid,
-            kind,
-            request.name,
-            request.namespace,
-            request.operation,
-            request.object,
-            request.oldObject,
-            request.dryRun,
-        ),
-    )
+    # Not the usual shape: the schema decides, and words the 400. Imported only here, so that
+    # well-formed reviews (and the start of ``jobgate review``) never load pydantic.
+    from webhook.envelope_schema import checked_review
+
+    return checked_review(document)
 
 
 _OPERATIONS = frozenset(("CREATE", "UPDATE", "DELETE", "CONNECT"))
@@ -161,7 +114,7 @@ _OPTIONAL_FLAG = (bool, type(None))
 
 
 def _well_formed(document: dict[str, Any]) -> AdmissionReview | None:
-    """The review when every envelope field has exactly the JSON type ``_ReviewSchema`` asks for, else None.
+    """The review when every envelope field has exactly the JSON type ``ReviewSchema`` asks for, else None.
 
     Strictly narrower than the schema: None sends the document to pydantic, which either accepts
     it (converting a value, e.g. dryRun "true") or gives the message. Whatever is accepted here
@@ -211,14 +164,6 @@ def _well_formed(document: dict[str, Any]) -> AdmissionReview | None:
     )
 
 
-def _one_line(exc: ValidationError) -> str:
-    first = exc.errors(include_url=False, include_input=False)[0]
-    location = ".".join(str(p) for p in first["loc"]) or "body"
-    if location in ("apiVersion", "kind") and first["type"] == "literal_error":
-        return f"not an AdmissionReview {ADMISSION_API_VERSION}: {location} {first['msg'].lower()}"
-    return f"not an AdmissionReview {ADMISSION_API_VERSION}: {location}: {first['msg'].lower()}"
-
-
 def answer_review(review: AdmissionReview, webhook: Webhook) -> AdmissionReviewResponse:
     """The response to one review. An exception in the rules denies (fails closed) and is logged."""
     request = review.request
@@ -245,9 +190,9 @@ def answer_review(review: AdmissionReview, webhook: Webhook) -> AdmissionReviewR
 def _decide(request: AdmissionRequest, webhook: Webhook) -> AdmissionResponse:
     if request.operation not in ("CREATE", "UPDATE") or request.object is None:
         return {"uid": request.uid, "allowed": True}
-    gvk = GroupVersionKind(request.kind.group, request.kind.version, request.kind.kind)
-    kind = lookup(gvk)
+    kind = lookup_names(request.kind.group, request.kind.version, request.kind.kind)
     if kind is None:
+        gvk = GroupVersionKind(request.kind.group, request.kind.version, request.kind.kind)
         warning = f"jobgate does not serve {gvk.api_version} {gvk.kind}; admitted without checks"
         return {"uid": request.uid, "allowed": True, "warnings": [warning]}
     if not isinstance(request.object, dict):

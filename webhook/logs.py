@@ -18,13 +18,14 @@ import orjson
 # avoid datetime objects and per-character loops (a second's timestamp prefix is reused).
 _BARE = re.compile(r'[^\s"=\\]+')
 _seconds_cache: list[Any] = [None, ""]
+_MILLISECONDS = [f".{milliseconds:03d}Z" for milliseconds in range(1000)]
 
 
 def _timestamp(created: float) -> str:
     seconds = int(created)
     if _seconds_cache[0] != seconds:
         _seconds_cache[:] = [seconds, time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(seconds))]
-    return f"{_seconds_cache[1]}.{int((created - seconds) * 1000):03d}Z"
+    return _seconds_cache[1] + _MILLISECONDS[int((created - seconds) * 1000)]
 
 
 # Most values of a review line (webhook, kind, operation, verdict, namespace/name) repeat from
@@ -50,10 +51,14 @@ def _quoted(value: Any) -> str:
 
 
 def _text_line(created: float, level: str, name: str, message: str, fields: dict[str, Any] | None) -> str:
-    line = f"{_timestamp(created)} {level:5} {name}: {message}"
+    parts = [_timestamp(created), f"{level:5}", f"{name}:", message]
     if fields:
-        line += "".join([f" {k}={_quoted(v)}" for k, v in fields.items()])
-    return line
+        quoted_text = _quoted_text
+        for key, value in fields.items():
+            # Inline the usual case of _quoted, a string seen before: this runs for every field of every review.
+            quoted = quoted_text.get(value) if type(value) is str else None
+            parts.append(f"{key}={quoted if quoted is not None else _quoted(value)}")
+    return " ".join(parts)
 
 
 def _json_line(created: float, level: str, name: str, message: str, fields: dict[str, Any] | None) -> str:

@@ -23,7 +23,7 @@ from typing import Any
 
 from aiohttp import web
 from aiohttp.http_exceptions import HttpProcessingError
-from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, Counter, Gauge, Histogram, generate_latest
+from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, Counter, Gauge, generate_latest
 
 from webhook.admission import (
     AdmissionReview,
@@ -36,6 +36,7 @@ from webhook.admission import (
 )
 from webhook.fastpath import FastLane
 from webhook.logs import FastLine
+from webhook.review_metrics import ReviewCount, ReviewMetrics
 from webhook.rules.engine import engine_build, warm_up
 from webhook.tlsreload import CertificateError, LoadedCertificate, ReloadingCertificate
 
@@ -69,19 +70,9 @@ _MALFORMED_HTTP_LINE = MalformedHttpLine()
 class Metrics:
     def __init__(self) -> None:
         self.registry = CollectorRegistry()
-        self.reviews = Counter(
-            "jobgate_admission_reviews",
-            "AdmissionReviews answered, by webhook, kind, operation and verdict.",
-            ["webhook", "kind", "operation", "verdict"],
-            registry=self.registry,
-        )
-        self.latency = Histogram(
-            "jobgate_admission_review_duration_seconds",
-            "Time from the request's arrival to the answer, by webhook.",
-            ["webhook"],
-            buckets=LATENCY_BUCKETS,
-            registry=self.registry,
-        )
+        # The two metrics every review updates, without prometheus-client's locks (review_metrics.py).
+        self.reviews = ReviewMetrics(LATENCY_BUCKETS)
+        self.registry.register(self.reviews)
         self.rejected = Counter(
             "jobgate_admission_rejected_requests",
             "Requests refused before review (HTTP 400, 405, 413, 415), by status.",
@@ -364,15 +355,15 @@ class ReviewEndpoint:
     def __init__(self, webhook: Webhook, state: ServerState) -> None:
         self.webhook = webhook
         self.state = state
-        self.latency = state.metrics.latency.labels(webhook.value)
-        self.counters: dict[tuple[str, str, str], Any] = {}  # label children, looked up once per combination
+        self.latency = state.metrics.reviews.latency(webhook.value)
+        self.counters: dict[tuple[str, str, str], ReviewCount] = {}  # by (kind, operation, verdict)
 
     def answered(self, outcome: ReviewOutcome, started: float) -> None:
         elapsed = time.perf_counter() - started
         self.latency.observe(elapsed)
         counter = self.counters.get(outcome.labels)
         if counter is None:
-            counter = self.counters[outcome.labels] = self.state.metrics.reviews.labels(
+            counter = self.counters[outcome.labels] = self.state.metrics.reviews.count(
                 self.webhook.value, *outcome.labels
             )
         counter.inc()

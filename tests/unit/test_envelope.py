@@ -9,10 +9,9 @@ import orjson
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from pydantic import ValidationError
 
 from tests.builders import admission_review, tfjob
-from webhook import admission
+from webhook import envelope_schema
 from webhook.admission import AdmissionReview, BadReview, parse_review
 
 # Values a field of the envelope may be given: right and wrong JSON types, convertible and not.
@@ -34,18 +33,9 @@ def reference(document: Any) -> AdmissionReview | str:
     if not isinstance(document, dict):
         return "not a JSON object"
     try:
-        checked = admission._ReviewSchema.model_validate(document)
-    except ValidationError as exc:
-        return admission._one_line(exc)
-    request = checked.request
-    kind = admission.RequestKind(request.kind.group, request.kind.version, request.kind.kind)
-    return AdmissionReview(
-        checked.apiVersion,
-        admission.AdmissionRequest(
-            request.uid, kind, request.name, request.namespace, request.operation, request.object,
-            request.oldObject, request.dryRun,
-        ),
-    )  # fmt: skip
+        return envelope_schema.checked_review(document)
+    except BadReview as exc:
+        return str(exc)
 
 
 def parsed(document: Any) -> AdmissionReview | str:
@@ -97,7 +87,7 @@ def test_well_formed_reviews_do_not_need_the_schema(monkeypatch):
     def refuse(document):
         raise AssertionError("the schema was asked about a well-formed review")
 
-    monkeypatch.setattr(admission._ReviewSchema, "model_validate", refuse)
+    monkeypatch.setattr(envelope_schema.ReviewSchema, "model_validate", refuse)
     review = parse_review(orjson.dumps(BASE))
     assert review.request.uid == "uid-1"
     assert review.request.kind.kind == "TFJob"

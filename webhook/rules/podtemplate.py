@@ -8,7 +8,6 @@ container names, duplicate ports, requests above limits, mounts of volumes that 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from functools import lru_cache
 from typing import Any
 
 from webhook.rules.fielderrors import (
@@ -30,7 +29,7 @@ from webhook.rules.names import (
     is_port_name,
     port_name_problems,
 )
-from webhook.rules.quantity import NANO, QUANTITY_MESSAGE, parse_cached, parse_quantity
+from webhook.rules.quantity import NANO, QUANTITY_MESSAGE, parse_quantity, parse_text_cached
 
 FALLBACK_TO_LOGS = "FallbackToLogsOnError"
 POD_RESTART_POLICIES = ("Always", "OnFailure", "Never")
@@ -381,34 +380,47 @@ def _check_port(port: dict[str, Any], path: FieldPath, seen: set[str], errors: l
     seen.add(name)
 
 
-@lru_cache(maxsize=256)
+# (native, overcommittable) by resource name: extended resources (``vendor/name``) and hugepages
+# are neither. A dict, emptied when full: resource names come from the objects under review.
+_RESOURCE_CLASS_MAX = 1024
+_resource_classes: dict[str, tuple[bool, bool]] = {}
+
+
 def _resource_class(resource: str) -> tuple[bool, bool]:
-    """(native, overcommittable): extended resources (``vendor/name``) and hugepages are neither."""
+    known = _resource_classes.get(resource)
+    if known is not None:
+        return known
     native = "/" not in resource or "kubernetes.io/" in resource
-    return native, native and not resource.startswith("hugepages-")
+    known = (native, native and not resource.startswith("hugepages-"))
+    if len(_resource_classes) >= _RESOURCE_CLASS_MAX:
+        _resource_classes.clear()
+    _resource_classes[resource] = known
+    return known
 
 
 def is_gpu(resource: str) -> bool:
     return resource.endswith("/gpu")
 
 
-def _quantities(values: Any, path: FieldPath, errors: list[FieldError]) -> dict[str, tuple[Any, int]]:
+def _quantities(values: Any, path: FieldPath, key: str, errors: list[FieldError]) -> dict[str, tuple[Any, int]]:
+    """The valid quantities of ``values`` (requests or limits, at ``path`` + ``key``), by resource."""
     if values is None:
         return {}
     if type(values) is not dict:
-        errors.append(invalid(path, values, "must be of type object"))
+        errors.append(invalid((*path, key), values, "must be of type object"))
         return {}
     parsed = {}
     for resource, raw in values.items():
-        quantity = parse_cached(raw) if type(raw) is str else parse_quantity(raw)
-        if quantity is not None and quantity >= 0 and (quantity % NANO == 0 or _resource_class(resource)[0]):
+        quantity = parse_text_cached(raw) if type(raw) is str else parse_quantity(raw)
+        # A native resource (cpu, memory) may be fractional; the modulo is only paid by others.
+        if quantity is not None and quantity >= 0 and (_resource_class(resource)[0] or quantity % NANO == 0):
             parsed[resource] = (raw, quantity)
         elif quantity is None:
-            errors.append(invalid((*path, Key(resource)), raw, QUANTITY_MESSAGE))
+            errors.append(invalid((*path, key, Key(resource)), raw, QUANTITY_MESSAGE))
         elif quantity < 0:
-            errors.append(invalid((*path, Key(resource)), raw, "must be greater than or equal to 0"))
+            errors.append(invalid((*path, key, Key(resource)), raw, "must be greater than or equal to 0"))
         else:
-            errors.append(invalid((*path, Key(resource)), raw, "must be an integer"))
+            errors.append(invalid((*path, key, Key(resource)), raw, "must be an integer"))
     return parsed
 
 
@@ -417,8 +429,8 @@ def _check_resources(
 ) -> None:
     """``where`` and ``container_name`` name the owner in warnings (built only when one is due)."""
     errors = found.errors
-    limits = _quantities(resources.get("limits"), (*path, "limits"), errors)
-    requests = _quantities(resources.get("requests"), (*path, "requests"), errors)
+    limits = _quantities(resources.get("limits"), path, "limits", errors)
+    requests = _quantities(resources.get("requests"), path, "requests", errors)
     for resource, (raw, quantity) in requests.items():
         limit = limits.get(resource)
         _, overcommittable = _resource_class(resource)

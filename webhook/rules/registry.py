@@ -76,12 +76,16 @@ class JobKind(Protocol):
 
 
 _KINDS: dict[GroupVersionKind, JobKind] = {}
+# The same kinds by (group, version, kind): a review's look-up then builds a tuple, not a
+# frozen dataclass (whose __init__ and __hash__ cost a microsecond together).
+_KINDS_BY_NAMES: dict[tuple[str, str, str], JobKind] = {}
 
 
 def register(kind: JobKind) -> JobKind:
     if kind.gvk in _KINDS:
         raise ValueError(f"{kind.gvk} is registered twice")
     _KINDS[kind.gvk] = kind
+    _KINDS_BY_NAMES[kind.gvk.group, kind.gvk.version, kind.gvk.kind] = kind
     return kind
 
 
@@ -111,8 +115,13 @@ def serve_families(families: frozenset[str] | None) -> None:
 
 
 def lookup(gvk: GroupVersionKind) -> JobKind | None:
+    return lookup_names(gvk.group, gvk.version, gvk.kind)
+
+
+def lookup_names(group: str, version: str, kind_name: str) -> JobKind | None:
+    """``lookup`` of GroupVersionKind(group, version, kind_name)."""
     _load_families()
-    kind = _KINDS.get(gvk)
+    kind = _KINDS_BY_NAMES.get((group, version, kind_name))
     if kind is not None and _served_families is not None and kind.family not in _served_families:
         return None
     return kind
