@@ -60,12 +60,18 @@ def check_job_name(obj: dict[str, Any], replica_counts: Iterable[tuple[str, int]
     errors = [invalid(path, name, problem) for problem in dns1035_label_problems(full_name)]
     if errors:
         return errors
-    longest = max(
-        ((pod_name(full_name, rtype, max(count, 1) - 1)) for rtype, count in replica_counts),
-        key=len,
-        default="",
-    )
-    if len(longest) > LABEL_MAX_LENGTH:
+    # The longest derived name, measured before it is built: built only for the message.
+    longest_length = 0
+    longest_type = ""
+    longest_index = 0
+    for replica_type, count in replica_counts:
+        index = max(count, 1) - 1
+        lowered_length = len(replica_type) if replica_type.isascii() else len(replica_type.lower())
+        length = len(full_name) + lowered_length + len(str(index)) + 2
+        if length > longest_length:
+            longest_length, longest_type, longest_index = length, replica_type, index
+    if longest_length > LABEL_MAX_LENGTH:
+        longest = pod_name(full_name, longest_type, longest_index)
         budget = len(name) - (len(longest) - LABEL_MAX_LENGTH)
         errors.append(
             invalid(

@@ -195,13 +195,16 @@ def check_pod_template(
     where: str,
     replica_restart_policy: str | None,
     required_container: tuple[str, str] | None = None,
+    found: Findings | None = None,
 ) -> Findings:
     """Everything the apiserver would refuse in pods created from ``template``.
 
     ``where`` names the replica in warnings (e.g. ``tfReplicaSpecs[Worker]``);
     ``required_container`` is (name, detail of the error when no container has that name).
+    The findings are added to ``found`` when given (and returned), else to new ones.
     """
-    found = Findings()
+    if found is None:
+        found = Findings()
     errors = found.errors
     if type(template) is not dict:
         return found  # the schema check reports a missing or mistyped template

@@ -127,12 +127,22 @@ Checker = Callable[[Any, FieldPath, list[FieldError], list[FieldPath]], None]
 _CHECKERS: dict[str, Checker] = {}
 
 
+# The checker of each model object a kind holds, found by identity: model_key and the hash of a
+# ModelRef cost more than the look-up itself, and schema_checker runs once per review. The
+# model is kept in the entry, so that an id reused by a later object cannot match.
+_CHECKERS_BY_ID: dict[int, tuple[Any, Checker]] = {}
+
+
 def schema_checker(model: Any) -> Checker:
     """The model's (class or ModelRef) structural schema compiled into nested closures, once per model."""
+    known = _CHECKERS_BY_ID.get(id(model))
+    if known is not None and known[0] is model:
+        return known[1]
     key = model_key(model)
     checker = _CHECKERS.get(key)
     if checker is None:
         checker = _CHECKERS[key] = compile_schema(schema_of(model))
+    _CHECKERS_BY_ID[id(model)] = (model, checker)
     return checker
 
 

@@ -237,14 +237,13 @@ class KubeDLKind:
 
     def _check_replica(self, replica_type: str, replica: dict[str, Any], path: FieldPath, found: Findings) -> None:
         policy = replica.get("restartPolicy")
-        found.extend(
-            check_pod_template(
-                replica.get("template"),
-                (*path, "template"),
-                where=f"{self.replicas_field}[{replica_type}]",
-                replica_restart_policy=policy if policy in RESTART_POLICIES else None,
-                required_container=self._required_container,
-            )
+        check_pod_template(
+            replica.get("template"),
+            (*path, "template"),
+            where=f"{self.replicas_field}[{replica_type}]",
+            replica_restart_policy=policy if policy in RESTART_POLICIES else None,
+            required_container=self._required_container,
+            found=found,
         )
 
     def _check_run_policy(self, spec: dict[str, Any], replicas: dict[str, dict[str, Any]], found: Findings) -> None:
