@@ -44,8 +44,9 @@ _FIELD_LINES = re.compile(rb"(?:" + _TOKEN + rb":[\t\x20-\x7e\x80-\xff]*\r\n)*")
 _FIELDS_READ = re.compile(
     rb"^(content-length|content-type|connection|transfer-encoding|expect|upgrade):[ \t]*([^\r]*)\r$", re.I | re.M
 )
-# A query of visible ASCII only (the apiserver's is ``timeout=10s``); aiohttp judges anything else.
-_QUERY = re.compile(rb"[\x21-\x7e]*")
+# ``POST <path>[?<query>] HTTP/1.1``, the query of visible ASCII only (the apiserver's is
+# ``timeout=10s``); aiohttp judges anything else.
+_REQUEST_LINE = re.compile(rb"POST ([^ ?]*)(?:\?[\x21-\x7e]*)? HTTP/1\.1\r\n")
 _SERVER = SERVER_SOFTWARE.encode()
 _REASONS = {status.value: status.phrase.encode() for status in HTTPStatus}
 
@@ -70,21 +71,20 @@ def parse_head(
     end = buffer.find(_HEAD_END, 0, MAX_HEAD_BYTES + 4)
     if end < 0:
         return None if len(buffer) <= MAX_HEAD_BYTES else HAND_OVER
-    head = bytes(buffer[: end + 2])  # each line with its CRLF
-    line_end = head.find(b"\r\n")
-    request_line = head[:line_end]
-    if not request_line.startswith(b"POST ") or not request_line.endswith(b" HTTP/1.1"):
+    # The head is read in place (the patterns take a start and an end): no copy of it is made.
+    request_line = _REQUEST_LINE.match(buffer, 0, end + 2)
+    if request_line is None:
         return HAND_OVER
-    path, _, query = request_line[5:-9].partition(b"?")
-    review = reviews.get(path)
-    if review is None or (query and not _QUERY.fullmatch(query)):
+    # Only a known path goes on, so the match ended at the request line's own CRLF.
+    review = reviews.get(request_line.group(1))
+    if review is None:
         return HAND_OVER
-    fields = head[line_end + 2 :]
-    if not _FIELD_LINES.fullmatch(fields):
+    fields_start = request_line.end()
+    if not _FIELD_LINES.fullmatch(buffer, fields_start, end + 2):
         return HAND_OVER
     length = -1
     json_body = False
-    for name, raw_value in _FIELDS_READ.findall(fields):
+    for name, raw_value in _FIELDS_READ.findall(buffer, fields_start, end + 2):
         key = name.lower()
         value = raw_value.rstrip(b" \t")
         if key == b"content-length":

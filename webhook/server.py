@@ -194,7 +194,7 @@ def _log_fields(review: AdmissionReview, webhook: Webhook, verdict: str) -> dict
             name = str(metadata.get("name") or metadata.get("generateName") or "")
     return {
         "uid": request.uid,
-        "webhook": webhook.value,
+        "webhook": str(webhook),  # the StrEnum's value; Enum.value is a Python-level property
         "kind": request.kind.kind,
         "object": f"{request.namespace}/{name}" if request.namespace else name,
         "operation": request.operation,
