@@ -30,7 +30,7 @@ async def answer(request: web.Request) -> web.Response:
     return web.Response(body=FIXED_ANSWER, content_type="application/json")
 
 
-def fixed_answer(body: bytes) -> tuple[int, bytes]:
+def fixed_answer(body: bytes, arrived: float) -> tuple[int, bytes]:
     return 200, FIXED_ANSWER
 
 

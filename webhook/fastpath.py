@@ -27,8 +27,9 @@ from http import HTTPStatus
 
 from aiohttp.http import SERVER_SOFTWARE
 
-# body -> (HTTP status, answer). 200 carries an AdmissionReview (JSON), anything else a line of text.
-InlineReview = Callable[[bytes], tuple[int, bytes]]
+# (body, arrival time from time.perf_counter) -> (HTTP status, answer). 200 carries an
+# AdmissionReview (JSON), anything else a line of text.
+InlineReview = Callable[[bytes, float], tuple[int, bytes]]
 
 # aiohttp's own limit for the request line and each header; a longer head goes to aiohttp, which refuses it.
 MAX_HEAD_BYTES = 8190
@@ -148,6 +149,8 @@ class FastLane:
         self.idle_timeout = idle_timeout
         self.connections: set[AdmissionConnection] = set()
         self.date = _HttpDate()
+        # Requests read in this event-loop iteration, reviewed together when it ends.
+        self.queued: list[tuple[AdmissionConnection, InlineReview, bytes, float]] = []
 
     def __call__(self) -> AdmissionConnection:
         return AdmissionConnection(self)
@@ -155,7 +158,43 @@ class FastLane:
     @property
     def arriving(self) -> int:
         """Requests that have started arriving on the fast path's connections and are not answered yet."""
-        return sum(1 for connection in self.connections if connection.buffer)
+        return sum(1 for connection in self.connections if connection.buffer or connection.queued)
+
+    def enqueue(self, connection: AdmissionConnection, review: InlineReview, body: bytes) -> None:
+        if not self.queued:
+            asyncio.get_running_loop().call_soon(self.review_queued)
+        self.queued.append((connection, review, body, time.perf_counter()))
+        connection.queued += 1
+
+    def review_queued(self) -> None:
+        """Review every request queued, then write every answer, then read on.
+
+        Why in one go rather than as each request is read: measured on one core under load, the
+        same reviews cost a third less CPU when the loop decrypts all the requests that arrived,
+        then runs the rules on all of them, then encrypts and sends all the answers — each
+        stage's code and data stay in the CPU's caches instead of evicting each other at every
+        request. The answers wait for the rest of the loop iteration, a fraction of a review.
+        """
+        queued, self.queued = self.queued, []
+        answers: list[tuple[int, bytes] | None] = []
+        for connection, review, body, arrived in queued:
+            try:
+                answers.append(review(body, arrived))
+            except Exception:
+                # Not expected: the reviews catch their own failures. The connection is dropped,
+                # logged, rather than left without an answer.
+                log.exception("unexpected error reviewing a request on an admission connection; closing it")
+                answers.append(None)
+                connection.close()
+        date = self.date.now()
+        for (connection, _, _, _), answer in zip(queued, answers, strict=True):
+            connection.queued -= 1
+            if answer is not None and connection.transport is not None:
+                connection.transport.write(http_response(answer[0], answer[1], date))
+        for connection, _, _, _ in queued:
+            # Whatever waited behind the answers: pipelined requests, a hand-over to aiohttp.
+            if connection.buffer and not connection.queued:
+                connection.answer_buffered()
 
     def close(self) -> None:
         """Close every connection still on the fast path (its answers already written are sent first)."""
@@ -173,6 +212,7 @@ class AdmissionConnection(asyncio.Protocol):
         # (review, body offset, body length) of the request at the buffer's start, once its head is read
         self.pending: tuple[InlineReview, int, int] | None = None
         self.write_paused = False
+        self.queued = 0  # requests of this connection waiting in the lane's queue
         self.activity = 0  # data arrivals, for the idle timer
         self.idle_timer: asyncio.TimerHandle | None = None
 
@@ -189,7 +229,7 @@ class AdmissionConnection(asyncio.Protocol):
         self.activity += 1
         self.buffer += data
         if not self.write_paused:
-            self._answer_buffered()
+            self.answer_buffered()
 
     def eof_received(self) -> bool | None:
         return None  # the transport closes; a request cut short gets no answer, as with aiohttp
@@ -204,24 +244,25 @@ class AdmissionConnection(asyncio.Protocol):
         self.write_paused = False
         if self.transport is not None:
             self.transport.resume_reading()
-            self._answer_buffered()
+            self.answer_buffered()
 
     def close(self) -> None:
         if self.transport is not None:
             self.transport.close()
         self._leave()
 
-    def _answer_buffered(self) -> None:
+    def answer_buffered(self) -> None:
+        """Queue every complete request in the buffer for review; hand the connection over at the first other one."""
         buffer = self.buffer
         lane = self.lane
-        transport = self.transport
         try:
-            while buffer and not self.write_paused and transport is not None:
+            while buffer and not self.write_paused and self.transport is not None:
                 request = self.pending or parse_head(buffer, lane.reviews, lane.offload_bytes)
                 if request is None:
                     return
                 if request is HAND_OVER:
-                    self._hand_over()
+                    if not self.queued:  # else after the answers queued before it (review_queued)
+                        self._hand_over()
                     return
                 review, body_start, length = request  # type: ignore[misc]
                 start = body_start + length
@@ -229,11 +270,11 @@ class AdmissionConnection(asyncio.Protocol):
                     self.pending = request  # type: ignore[assignment]
                     return
                 self.pending = None
-                status, answer = review(bytes(buffer[body_start:start]))
+                body = bytes(buffer[body_start:start])
                 del buffer[:start]
-                transport.write(http_response(status, answer, lane.date.now()))
+                lane.enqueue(self, review, body)
         except Exception:
-            # Not expected: the reviews catch their own failures. The connection is dropped, logged,
+            # Not expected: parsing a head does not raise. The connection is dropped, logged,
             # rather than left half-parsed.
             log.exception("unexpected error on an admission connection; closing it")
             self.close()

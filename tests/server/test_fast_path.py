@@ -17,7 +17,7 @@ from tests.builders import admission_review, tfjob
 from webhook.fastpath import HAND_OVER, MAX_HEAD_BYTES, FastLane, parse_head
 from webhook.server import OFFLOAD_BYTES, WebhookServer
 
-REVIEWS = {b"/mutate": lambda body: (200, b"m"), b"/validate": lambda body: (200, b"v")}
+REVIEWS = {b"/mutate": lambda body, arrived: (200, b"m"), b"/validate": lambda body, arrived: (200, b"v")}
 
 
 def head(*lines: str, request_line: str = "POST /validate HTTP/1.1") -> bytes:
@@ -130,6 +130,7 @@ class RecordingTransport(asyncio.Transport):
 
     def set_protocol(self, protocol: asyncio.BaseProtocol) -> None:
         self.protocol = protocol
+        self.written_before_hand_over = len(self.written)
 
 
 class RecordingProtocol(asyncio.Protocol):
@@ -158,8 +159,16 @@ def echo_lane(idle_timeout: float = 3600.0) -> tuple[FastLane, list[RecordingPro
         handed.append(RecordingProtocol())
         return handed[-1]
 
-    reviews = {"/validate": lambda body: (200, b"echo " + body), "/mutate": lambda body: (400, b"no\n")}
+    reviews = {
+        "/validate": lambda body, arrived: (200, b"echo " + body),
+        "/mutate": lambda body, arrived: (400, b"no\n"),
+    }
     return FastLane(reviews, fallback, offload_bytes=OFFLOAD_BYTES, idle_timeout=idle_timeout), handed
+
+
+async def reviewed() -> None:
+    """Let the loop end its iteration: the requests queued in it are reviewed and answered."""
+    await asyncio.sleep(0)
 
 
 def bodies_of(written: list[bytes]) -> list[bytes]:
@@ -176,6 +185,7 @@ async def test_requests_split_anywhere_and_pipelined_are_answered_in_order():
         connection.connection_made(transport)
         for start in range(0, len(stream), piece):
             connection.data_received(stream[start : start + piece])
+        await reviewed()
         assert bodies_of(transport.written) == [b"echo {1}", b"echo {22}", b"no\n"], piece
         assert transport.written[0].startswith(b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\n")
         assert transport.written[2].startswith(b"HTTP/1.1 400 Bad Request\r\nContent-Type: text/plain; charset=utf-8")
@@ -192,7 +202,10 @@ async def test_the_first_request_it_does_not_take_hands_the_connection_over_with
     rest = b"GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n" + review_request("/validate", b"{3}")
     connection.data_received(review_request("/validate", b"{1}") + rest[:10])
     connection.data_received(rest[10:])
+    assert not handed  # not before the answer to the request queued ahead of it
+    await reviewed()
     assert bodies_of(transport.written) == [b"echo {1}"]
+    assert transport.written_before_hand_over == 1
     assert len(handed) == 1 and handed[0].received == rest
     assert transport.protocol is handed[0] and handed[0].transport is transport
     assert connection not in lane.connections
@@ -208,19 +221,51 @@ async def test_a_client_that_does_not_read_is_not_read_from():
     assert transport.written == []
     connection.resume_writing()
     assert transport.reading
+    await reviewed()
     assert bodies_of(transport.written) == [b"echo {1}", b"echo {2}"]
 
 
 async def test_an_unexpected_failure_closes_the_connection_and_is_logged(caplog):
-    def broken(body: bytes) -> tuple[int, bytes]:
+    def broken(body: bytes, arrived: float) -> tuple[int, bytes]:
         raise RuntimeError("boom")
 
-    lane = FastLane({"/validate": broken}, RecordingProtocol, offload_bytes=OFFLOAD_BYTES)
+    lane = FastLane(
+        {"/validate": broken, "/mutate": REVIEWS[b"/mutate"]}, RecordingProtocol, offload_bytes=OFFLOAD_BYTES
+    )
     connection, transport = lane(), RecordingTransport()
     connection.connection_made(transport)
+    other, other_transport = lane(), RecordingTransport()
+    other.connection_made(other_transport)
     connection.data_received(review_request("/validate", b"{}"))
+    other.data_received(review_request("/mutate", b"{}"))
+    await reviewed()
     assert transport.closed and transport.written == []
-    assert "unexpected error on an admission connection" in caplog.text
+    assert "unexpected error reviewing a request on an admission connection" in caplog.text
+    assert bodies_of(other_transport.written) == [b"m"]  # the rest of the queue is answered
+
+
+async def test_the_requests_read_in_one_loop_iteration_are_all_reviewed_then_all_answered():
+    events: list[str] = []
+
+    class EventTransport(RecordingTransport):
+        def write(self, data: bytes) -> None:  # type: ignore[override]
+            events.append("answer")
+            super().write(data)
+
+    def review(body: bytes, arrived: float) -> tuple[int, bytes]:
+        events.append("review")
+        return 200, body
+
+    lane = FastLane({"/validate": review}, RecordingProtocol, offload_bytes=OFFLOAD_BYTES)
+    transports = [EventTransport() for _ in range(3)]
+    for transport in transports:
+        connection = lane()
+        connection.connection_made(transport)
+        connection.data_received(review_request("/validate", b"{}"))
+    assert events == []
+    await reviewed()
+    assert events == ["review"] * 3 + ["answer"] * 3
+    assert all(bodies_of(t.written) == [b"{}"] for t in transports)
 
 
 async def test_idle_connections_are_closed_and_busy_ones_kept():
@@ -246,6 +291,8 @@ async def test_requests_still_arriving_are_counted_for_the_drain():
     connection.data_received(whole[:-3])
     assert lane.arriving == 1
     connection.data_received(whole[-3:])
+    assert lane.arriving == 1  # read, queued for review, not answered yet
+    await reviewed()
     assert lane.arriving == 0
     lane.close()
     assert transport.closed and not lane.connections

@@ -8,6 +8,7 @@ import pytest
 
 from webhook.api.kubedl import TFJobSpec
 from webhook.api.mlkube import MxJobSpec
+from webhook.rules import podtemplate, quantity
 from webhook.rules.fielderrors import (
     Key,
     aggregate_message,
@@ -20,9 +21,10 @@ from webhook.rules.fielderrors import (
     required,
 )
 from webhook.rules.jsonpatch import apply_patch, json_patch
+from webhook.rules.modelref import ModelRef
 from webhook.rules.names import dns1035_label_problems, dns1123_label_problems, port_name_problems
 from webhook.rules.quantity import parse_quantity
-from webhook.rules.schema import check_against_schema, structural_schema
+from webhook.rules.schema import check_against_schema, schema_checker, structural_schema
 
 
 def test_paths_render_like_field_path():
@@ -205,3 +207,29 @@ def test_patch_distinguishes_json_types():
     assert json_patch({"a": 1}, {"a": True}) == [{"op": "replace", "path": "/a", "value": True}]
     assert json_patch({"a": 1}, {"a": 1.0}) == [{"op": "replace", "path": "/a", "value": 1.0}]
     assert json_patch({"a": [1, 2]}, {"a": [1]}) == [{"op": "replace", "path": "/a", "value": [1]}]
+
+
+def test_the_quantity_cache_stays_bounded_and_keeps_no_long_text():
+    for number in range(quantity.TEXT_CACHE_MAX + 10):
+        assert parse_quantity(f"{number}Mi") == number * 2**20 * 10**9
+    assert len(quantity._parsed_texts) <= quantity.TEXT_CACHE_MAX
+    long_text = "1" + "0" * quantity.TEXT_CACHE_MAX_LENGTH
+    assert parse_quantity(long_text) == int(long_text) * 10**9
+    assert long_text not in quantity._parsed_texts
+    assert parse_quantity("16Gi") == parse_quantity("16Gi") == 16 * 2**30 * 10**9  # the second one cached
+
+
+def test_every_reference_to_a_model_gets_its_one_checker():
+    first = schema_checker(ModelRef("webhook.api.kubedl:TFJobSpec"))
+    assert schema_checker(ModelRef("webhook.api.kubedl:TFJobSpec")) is first
+    assert schema_checker(TFJobSpec) is schema_checker(TFJobSpec)
+    assert schema_checker(ModelRef("webhook.api.mlkube:MxJobSpec")) is not first
+
+
+def test_resource_classes_stay_bounded():
+    for number in range(2000):
+        assert podtemplate._resource_class(f"example.com/device-{number}") == (False, False)
+    assert len(podtemplate._resource_classes) <= podtemplate._RESOURCE_CLASS_MAX
+    assert podtemplate._resource_class("cpu") == (True, True)
+    assert podtemplate._resource_class("hugepages-2Mi") == (True, False)
+    assert podtemplate._resource_class("nvidia.com/gpu") == (False, False)

@@ -38,7 +38,9 @@ def parse_quantity(value: object) -> int | None:
 
 # Pod templates repeat the same few quantities ("4", "16Gi"): each text is parsed once. A plain
 # dict, emptied when full, costs a third of an lru_cache look-up (typed=True builds a key tuple).
-_TEXT_CACHE_MAX = 4096
+# Only short texts are kept: real quantities are, and hostile long ones must not pile up.
+TEXT_CACHE_MAX = 4096
+TEXT_CACHE_MAX_LENGTH = 64
 _parsed_texts: dict[str, int | None] = {}
 
 
@@ -49,9 +51,10 @@ def parse_text_cached(value: str) -> int | None:
     except KeyError:
         pass
     nanos = _parse_text(value.strip())
-    if len(_parsed_texts) >= _TEXT_CACHE_MAX:
-        _parsed_texts.clear()
-    _parsed_texts[value] = nanos
+    if len(value) <= TEXT_CACHE_MAX_LENGTH:
+        if len(_parsed_texts) >= TEXT_CACHE_MAX:
+            _parsed_texts.clear()
+        _parsed_texts[value] = nanos
     return nanos
 
 

@@ -129,8 +129,10 @@ _CHECKERS: dict[str, Checker] = {}
 
 # The checker of each model object a kind holds, found by identity: model_key and the hash of a
 # ModelRef cost more than the look-up itself, and schema_checker runs once per review. The
-# model is kept in the entry, so that an id reused by a later object cannot match.
+# entry keeps its model alive, so that no later object can be given the same id; kinds hold a
+# few dozen models, and objects beyond the bound are simply found by key.
 _CHECKERS_BY_ID: dict[int, tuple[Any, Checker]] = {}
+_CHECKERS_BY_ID_MAX = 256
 
 
 def schema_checker(model: Any) -> Checker:
@@ -142,7 +144,8 @@ def schema_checker(model: Any) -> Checker:
     checker = _CHECKERS.get(key)
     if checker is None:
         checker = _CHECKERS[key] = compile_schema(schema_of(model))
-    _CHECKERS_BY_ID[id(model)] = (model, checker)
+    if len(_CHECKERS_BY_ID) < _CHECKERS_BY_ID_MAX:
+        _CHECKERS_BY_ID[id(model)] = (model, checker)
     return checker
 
 
