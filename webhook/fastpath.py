@@ -3,11 +3,12 @@
 Every connection starts here. A request of the one shape apiservers send — ``POST /mutate`` or
 ``POST /validate`` over HTTP/1.1 with a ``Content-Length`` below the offload size and
 ``Content-Type: application/json``, no transfer coding, expectation, upgrade or ``Connection:
-close`` — is reviewed and answered from the protocol's own callback: no task, request, response
-or stream object, one ``write`` for the answer. Anything else hands the connection, from that
-request's first byte on, to aiohttp's request handler for good: health, metrics, every refusal
-(400, 404, 405, 413, 415), bodies for the large-review workers, chunked bodies, pipelined
-oddities. aiohttp so stays the reference for every edge of HTTP, and this module only answers
+close`` — is reviewed and answered by this protocol: no task, request, response or stream
+object, one ``write`` for the answer. The requests read in one event-loop iteration are reviewed
+together when it ends, then all answered (see ``FastLane.review_queued``). Anything else hands
+the connection, from that request's first byte on, to aiohttp's request handler for good:
+health, metrics, every refusal (400, 404, 405, 413, 415), bodies for the large-review workers,
+chunked bodies, pipelined oddities. aiohttp so stays the reference for every edge of HTTP, and this module only answers
 what aiohttp would have answered with a review.
 
 Why: measured on one core, aiohttp's request machinery (parser, request and response objects,
