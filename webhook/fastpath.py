@@ -8,8 +8,8 @@ object, one ``write`` for the answer. The requests read in one event-loop iterat
 together when it ends, then all answered (see ``FastLane.review_queued``). Anything else hands
 the connection, from that request's first byte on, to aiohttp's request handler for good:
 health, metrics, every refusal (400, 404, 405, 413, 415), bodies for the large-review workers,
-chunked bodies, pipelined oddities. aiohttp so stays the reference for every edge of HTTP, and this module only answers
-what aiohttp would have answered with a review.
+chunked bodies, pipelined oddities. aiohttp so stays the reference for every edge of HTTP, and
+this module only answers what aiohttp would have answered with a review.
 
 Why: measured on one core, aiohttp's request machinery (parser, request and response objects,
 handler task, stream writer) cost more per review than the rules themselves: a fixed answer
