@@ -98,10 +98,11 @@ class ReloadingCertificate:
             if self._on_change:
                 self._on_change(self.current, False)
             return
-        if changed:
-            log.info("serving certificate loaded from %s (valid until %s)", self.cert_path, self.current.not_after)
+        loaded = self.current
+        if changed and loaded is not None:  # load() sets current whenever it returns True
+            log.info("serving certificate loaded from %s (valid until %s)", self.cert_path, loaded.not_after)
             if self._on_change:
-                self._on_change(self.current, True)
+                self._on_change(loaded, True)
 
     async def watch(self, interval: float) -> None:
         while True:
