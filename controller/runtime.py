@@ -21,6 +21,8 @@ from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
+from urllib3.exceptions import HTTPError
+
 from controller.adapters import ADAPTERS, JOB_UID_LABEL, Adapter
 from controller.clock import timestamp
 from controller.engine import Deletion, Event, Observed, Plan, reconcile, set_condition
@@ -359,9 +361,10 @@ class Controller:
             except Exception as exc:
                 failures = self.queue.failures(key)
                 level = logging.WARNING if failures < 5 else logging.ERROR
-                # An apiserver answer (e.g. 403 while its RBAC caches warm up after a restart) says
-                # all there is to say; a traceback is kept for the failures nobody expected.
-                traceback = failures >= 5 and not isinstance(exc, ApiError)
+                # An apiserver answer (e.g. 403 while its RBAC caches warm up after a restart) or an
+                # apiserver out of reach (connection refused, reset, timed out) says all there is to
+                # say; a traceback is kept for the failures nobody expected.
+                traceback = failures >= 5 and not isinstance(exc, ApiError | HTTPError)
                 log.log(level, "reconcile %s failed (%s); retrying", key, exc, exc_info=traceback)
                 self.queue.add_rate_limited(key)
             finally:

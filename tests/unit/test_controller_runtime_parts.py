@@ -341,10 +341,14 @@ def test_command_crd_recheck_interval_from_the_environment(monkeypatch):
 def test_repeated_apiserver_refusals_are_logged_without_a_traceback(tmp_path, caplog):
     import logging
 
+    from urllib3.exceptions import MaxRetryError, NewConnectionError
+
     from controller.kube import ApiError
 
     controller = _offline_controller(tmp_path)
-    failures = iter([ApiError(403, "Forbidden", None)] * 6 + [RuntimeError("a bug")] * 6)
+    # The apiserver refusing (403), then out of reach (what urllib3 raises for a refused connection).
+    unreachable = MaxRetryError(None, "/apis/x", NewConnectionError(None, "Connection refused"))  # type: ignore[arg-type]
+    failures = iter([ApiError(403, "Forbidden", None)] * 6 + [unreachable] * 6 + [RuntimeError("a bug")] * 6)
 
     def reconcile_key(key: str) -> None:
         raise next(failures)
@@ -356,11 +360,12 @@ def test_repeated_apiserver_refusals_are_logged_without_a_traceback(tmp_path, ca
         worker.start()
         controller.queue.add("TFJob.v1alpha1.training.kubedl.io/ns/j")
         deadline = time.monotonic() + 10
-        while len(caplog.records) < 12 and time.monotonic() < deadline:
+        while len(caplog.records) < 18 and time.monotonic() < deadline:
             time.sleep(0.01)
         controller.stop()
         worker.join(5)
-    refusals, bugs = caplog.records[:6], caplog.records[6:12]
+    refusals, out_of_reach, bugs = caplog.records[:6], caplog.records[6:12], caplog.records[12:18]
     assert [bool(r.exc_info) for r in refusals] == [False] * 6  # ERROR from the 5th on, never a traceback
     assert refusals[-1].levelno == logging.ERROR
+    assert [bool(r.exc_info) for r in out_of_reach] == [False] * 6
     assert bugs[-1].exc_info  # an unexpected exception keeps its traceback
