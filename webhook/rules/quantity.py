@@ -29,10 +29,10 @@ _KEPT_DIGITS = 64  # more significant digits than a capped result has (28) plus 
 
 def parse_quantity(value: object) -> int | None:
     """The quantity in nano-units (1 == 1n, 10**9 == 1), rounded up; None when not a valid quantity."""
-    if type(value) is str:
+    if isinstance(value, str):
         return parse_text_cached(value)
-    if isinstance(value, str | int | float):
-        return parse_cached(value)
+    if isinstance(value, int | float):
+        return _parse_number_cached(value)
     return None
 
 
@@ -58,17 +58,15 @@ def parse_text_cached(value: str) -> int | None:
     return nanos
 
 
-@lru_cache(maxsize=4096, typed=True)
-def parse_cached(value: str | int | float) -> int | None:
-    """``parse_quantity`` for a value already known to be a str, int or float (saves a call)."""
+@lru_cache(maxsize=4096, typed=True)  # typed: True, 1 and 1.0 are equal keys but not equal quantities
+def _parse_number_cached(value: int | float) -> int | None:
+    """``parse_quantity`` of a JSON number (a bool is none)."""
     if isinstance(value, bool):
         return None
     if isinstance(value, int):
         return max(-MAX_NANOS, min(MAX_NANOS, value * NANO))
-    if isinstance(value, float):
-        # A JSON number is parsed from its text by the apiserver; repr gives that text back.
-        return _parse_text(repr(value)) if math.isfinite(value) else None
-    return _parse_text(value.strip())
+    # A JSON number is parsed from its text by the apiserver; repr gives that text back.
+    return _parse_text(repr(value)) if math.isfinite(value) else None
 
 
 def _parse_text(text: str) -> int | None:
