@@ -5,6 +5,7 @@ FROM python:3.11 AS build
 WORKDIR /src
 COPY pyproject.toml setup.py MANIFEST.in README.md ./
 COPY build_support build_support
+COPY jobgate jobgate
 COPY webhook webhook
 COPY controller controller
 COPY certs certs

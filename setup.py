@@ -2,14 +2,18 @@
 
 from __future__ import annotations
 
+import shutil
+from pathlib import Path
+
 from setuptools import setup
 
-from build_support.native import COMPILED_MODULES, requested
+from build_support.native import extensions, requested, stage_package
 
 ext_modules = []
 if requested():
-    from mypyc.build import mypycify
-
-    ext_modules = mypycify(list(COMPILED_MODULES), opt_level="3")
+    # mypyc needs the package in its installed layout (jobgate/webhook/…), not the repository's.
+    staged = Path("build", "native").resolve()
+    shutil.rmtree(staged, ignore_errors=True)
+    ext_modules = extensions(stage_package(staged))
 
 setup(ext_modules=ext_modules)

@@ -41,9 +41,9 @@ from ruamel.yaml import YAML
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from webhook.admission import Webhook
-from webhook.rules.engine import engine_build, warm_up
-from webhook.server import _review_in_worker, review_outcome
+from jobgate.webhook.admission import Webhook
+from jobgate.webhook.rules.engine import engine_build, warm_up
+from jobgate.webhook.server import _review_in_worker, review_outcome
 
 REPO = Path(__file__).resolve().parents[1]
 EXAMPLES = REPO / "examples" / "valid"
@@ -254,13 +254,13 @@ async def server_figures(bodies: dict[str, bytes], concurrent: int, repeats: int
     import aiohttp
 
     from bench.soak import free_port, wait_ready
-    from certs.authority import init_directory
+    from jobgate.certs.authority import init_directory
 
     with tempfile.TemporaryDirectory(prefix="jobgate-big-") as directory:
         tls_dir = Path(directory) / "tls"
         init_directory(tls_dir, ["localhost"], ["127.0.0.1"])
         port = free_port()
-        command = [sys.executable, "-m", "webhook.cli", "webhook", "--tls-dir", str(tls_dir)]
+        command = [sys.executable, "-m", "jobgate", "webhook", "--tls-dir", str(tls_dir)]
         command += ["--host", "127.0.0.1", "--port", str(port)]
         process = subprocess.Popen(command, cwd=REPO, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         url = f"https://127.0.0.1:{port}"

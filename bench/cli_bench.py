@@ -165,7 +165,7 @@ def main(argv: list[str] | None = None) -> int:
 
     kubeconform = ensure_kubeconform()
     python = sys.executable
-    jobgate = [python, "-m", "webhook.cli", "validate", "-j", "1"]
+    jobgate = [python, "-m", "jobgate", "validate", "-j", "1"]
     with tempfile.TemporaryDirectory(prefix="jobgate-cli-bench-") as temporary:
         root = Path(temporary)
         (root / "schemas").mkdir()

@@ -57,8 +57,8 @@ def children_of(index: int) -> list[dict]:
     """What the controller's first pass creates for job ``index``, as plain objects."""
     import datetime
 
-    from controller.adapters import adapter_for, read_status
-    from controller.engine import Observed, reconcile
+    from jobgate.controller.adapters import adapter_for, read_status
+    from jobgate.controller.engine import Observed, reconcile
 
     job = tfjob(index, BASELINE_NAMESPACE)
     job["metadata"]["uid"] = f"baseline-{index}"
@@ -72,7 +72,7 @@ def children_of(index: int) -> list[dict]:
 
 
 def baseline_seconds(kube, jobs: int) -> float:
-    from controller.kube import KIND_RESOURCES
+    from jobgate.controller.resources import KIND_RESOURCES
 
     objects = [obj for index in range(jobs) for obj in children_of(index)]
     started = time.monotonic()
@@ -126,8 +126,8 @@ def process_usage(pid: int) -> tuple[float, float]:
 
 
 def run_size(jobs: int, workers: int, timeout: float) -> Result:
-    from controller.kube import Kube
     from envtest.harness import ControlPlane
+    from jobgate.kube.client import Kube
 
     with ControlPlane() as plane, tempfile.TemporaryDirectory(prefix="jobgate-ctrl-bench-") as tmp:
         kubectl = plane.kubectl_command
@@ -140,7 +140,7 @@ def run_size(jobs: int, workers: int, timeout: float) -> Result:
         baseline = baseline_seconds(kube, jobs)
         log = Path(tmp) / "controller.log"
         controller = subprocess.Popen(
-            [sys.executable, "-m", "webhook.cli", "controller", "--kubeconfig", str(plane.kubeconfig),
+            [sys.executable, "-m", "jobgate", "controller", "--kubeconfig", str(plane.kubeconfig),
              "--namespace", NAMESPACE, "--workers", str(workers)],
             cwd=REPO, stderr=log.open("wb"),
         )  # fmt: skip

@@ -15,9 +15,9 @@ from pathlib import Path
 
 from aiohttp import web
 
-from webhook.fastpath import FastLane
-from webhook.server import EVENT_LOOPS, OFFLOAD_BYTES, loop_factory
-from webhook.tlsreload import server_context
+from jobgate.webhook.fastpath import FastLane
+from jobgate.webhook.server import EVENT_LOOPS, OFFLOAD_BYTES, loop_factory
+from jobgate.webhook.tlsreload import server_context
 
 FIXED_ANSWER = (
     b'{"apiVersion":"admission.k8s.io/v1","kind":"AdmissionReview","response":'

@@ -39,7 +39,7 @@ import aiohttp
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from bench.fixtures import tfjob_review
-from certs.authority import (
+from jobgate.certs.authority import (
     cert_pem,
     init_directory,
     issue_serving_cert,

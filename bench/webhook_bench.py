@@ -40,7 +40,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 
 from bench.fixtures import tfjob_review_bytes
-from certs.authority import init_directory
+from jobgate.certs.authority import init_directory
 
 REPO = Path(__file__).resolve().parents[1]
 SERVER_CPU, LOAD_CPU = "0", "1"
@@ -276,7 +276,7 @@ def main() -> int:
                 builds.append(("jobgate compiled", compiled))
         for label, tree in builds:
             port = free_port()
-            command = [python, "-m", "webhook.cli", "webhook", "--tls-dir", tmp, "--host", "127.0.0.1", *loop_option]
+            command = [python, "-m", "jobgate", "webhook", "--tls-dir", tmp, "--host", "127.0.0.1", *loop_option]
             servers.append(start_server([*command, "--port", str(port)], port, directory, f"{label}.log", tree))
             for webhook in ("mutate", "validate"):
                 url = f"https://127.0.0.1:{port}/{webhook}"

@@ -17,29 +17,38 @@ import subprocess
 import sys
 import tomllib
 from pathlib import Path
+from typing import Any
 
 REPO = Path(__file__).resolve().parents[1]
-TREE = ("pyproject.toml", "setup.py", "build_support", "webhook", "controller", "certs", "envtest", "bench",
-        "tests", "examples", "manifests")  # fmt: skip
+# The installed package and where each of its parts lives in the repository (pyproject.toml's
+# package-dir): compiling needs the installed layout, so that mypyc names every module
+# ``jobgate.…`` (it derives names from directories).
+PACKAGE_DIRS = {"jobgate": "jobgate", "jobgate/webhook": "webhook", "jobgate/controller": "controller",
+                "jobgate/certs": "certs"}  # fmt: skip
+TREE = ("pyproject.toml", "setup.py", "build_support", "envtest", "bench", "tests", "examples", "manifests")
 
 # Hot per-review code. Left out: fielderrors (a str subclass, which mypyc cannot compile
 # natively) and registry (a Protocol with ``...`` defaults), both cheap.
 COMPILED_MODULES = (
-    "webhook/rules/quantity.py",
-    "webhook/rules/names.py",
-    "webhook/rules/jsonpatch.py",
-    "webhook/rules/schema.py",
-    "webhook/rules/jobmeta.py",
-    "webhook/rules/podtemplate.py",
-    "webhook/rules/families/kubedl.py",
-    "webhook/rules/families/mlkube.py",
-    "webhook/rules/families/t9k.py",
-    "webhook/rules/families/diengine.py",
-    "webhook/rules/volcano_rules.py",
-    "webhook/rules/families/volcano.py",
-    "webhook/rules/engine.py",
+    "jobgate.webhook.rules.quantity",
+    "jobgate.webhook.rules.names",
+    "jobgate.webhook.rules.jsonpatch",
+    "jobgate.webhook.rules.schema",
+    "jobgate.webhook.rules.jobmeta",
+    "jobgate.webhook.rules.podtemplate",
+    "jobgate.webhook.rules.families.kubedl",
+    "jobgate.webhook.rules.families.mlkube",
+    "jobgate.webhook.rules.families.t9k",
+    "jobgate.webhook.rules.families.diengine",
+    "jobgate.webhook.rules.volcano_rules",
+    "jobgate.webhook.rules.families.volcano",
+    "jobgate.webhook.rules.engine",
 )
+# mypyc's shared library (every compiled module's code) lives inside the package, not beside it
+# in site-packages under a hash of the module names.
+SHARED_LIBRARY_GROUP = "jobgate.rules_native"
 SWITCH = "JOBGATE_COMPILE"
+_IGNORED = shutil.ignore_patterns("__pycache__", "*.so", ".hypothesis", ".pytest_cache")
 
 
 def compile_requirements() -> list[str]:
@@ -48,23 +57,67 @@ def compile_requirements() -> list[str]:
     return list(project["project"]["optional-dependencies"]["compile"])
 
 
+def module_path(module: str) -> str:
+    """``jobgate.webhook.rules.engine`` → ``jobgate/webhook/rules/engine.py`` (the installed layout)."""
+    return module.replace(".", "/") + ".py"
+
+
+def source_path(module: str) -> Path:
+    """Where ``module`` is in the repository."""
+    relative = module_path(module)
+    for installed, repository in sorted(PACKAGE_DIRS.items(), key=lambda item: -len(item[0])):
+        if relative.startswith(installed + "/"):
+            return REPO / repository / relative.removeprefix(installed + "/")
+    raise ValueError(f"{module} is not in the jobgate package")
+
+
+def stage_package(destination: Path) -> Path:
+    """Copy the package's sources to ``destination`` in the installed layout (``destination/jobgate/…``)."""
+    for installed, repository in PACKAGE_DIRS.items():
+        shutil.copytree(REPO / repository, destination / installed, ignore=_IGNORED, dirs_exist_ok=True)
+    return destination
+
+
+def extensions(staged: Path) -> list[Any]:
+    """mypyc's extension modules for COMPILED_MODULES of a package staged at ``staged``.
+
+    Their C sources are written under ``staged/build`` and named by absolute path, so setuptools
+    may build them from any directory.
+    """
+    from mypyc.build import mypycify
+
+    here = Path.cwd()
+    os.chdir(staged)
+    try:
+        return list(
+            mypycify(
+                [module_path(m) for m in COMPILED_MODULES],
+                opt_level="3",
+                target_dir=str(staged / "build"),
+                group_name=SHARED_LIBRARY_GROUP,
+            )
+        )
+    finally:
+        os.chdir(here)
+
+
 def compiled_tree(destination: Path) -> Path:
-    """A copy of the tree at ``destination`` with the modules above compiled in place.
+    """A copy of the tree at ``destination``, the package in its installed layout with the modules
+    above compiled in place: ``python -m jobgate`` run there uses them.
 
     Needs the ``compile`` extra and a C compiler; raises CalledProcessError with mypyc's output.
     """
     destination.mkdir(parents=True, exist_ok=True)
-    ignore = shutil.ignore_patterns("__pycache__", "*.so", ".hypothesis", ".pytest_cache")
     for name in TREE:
         source = REPO / name
         if source.is_dir():
-            shutil.copytree(source, destination / name, ignore=ignore, dirs_exist_ok=True)
+            shutil.copytree(source, destination / name, ignore=_IGNORED, dirs_exist_ok=True)
         else:
             shutil.copy2(source, destination / name)
+    stage_package(destination)
     subprocess.run(
-        [sys.executable, "setup.py", "--quiet", "build_ext", "--inplace"],
+        [sys.executable, "-m", "build_support.native", "--in-place", str(destination)],
         cwd=destination,
-        env={**os.environ, SWITCH: "1"},
         check=True,
         capture_output=True,
         text=True,
@@ -72,21 +125,31 @@ def compiled_tree(destination: Path) -> Path:
     return destination
 
 
-def is_compiled(module_path: str) -> bool:
-    """Whether ``module_path`` (e.g. ``webhook/rules/engine.py``) is imported from an extension module."""
+def _build_in_place(staged: Path) -> None:
+    from setuptools import setup
+
+    os.chdir(staged)
+    setup(name="jobgate-native", ext_modules=extensions(staged), script_args=["--quiet", "build_ext", "--inplace"])
+
+
+def is_compiled(module: str) -> bool:
+    """Whether ``module`` (e.g. ``jobgate.webhook.rules.engine``) is imported from an extension module."""
     import importlib
 
-    module = importlib.import_module(module_path.removesuffix(".py").replace("/", "."))
-    return not (module.__file__ or "").endswith(".py")
+    imported = importlib.import_module(module)
+    return not (imported.__file__ or "").endswith(".py")
+
+
+def requested() -> bool:
+    return os.environ.get(SWITCH, "") == "1"
 
 
 if __name__ == "__main__":
+    if sys.argv[1:2] == ["--in-place"]:
+        _build_in_place(Path(sys.argv[2]).resolve())
+        sys.exit(0)
     try:
         print(compiled_tree(Path(sys.argv[1]).resolve()))
     except subprocess.CalledProcessError as failure:
         sys.exit(f"compiling the rule engine failed (needs: {', '.join(compile_requirements())}):\n"
                  f"{failure.stdout}{failure.stderr}")  # fmt: skip
-
-
-def requested() -> bool:
-    return os.environ.get(SWITCH, "") == "1"

@@ -17,8 +17,8 @@ import math
 from dataclasses import dataclass, field
 from typing import Any
 
-from controller.clock import parse_time, timestamp
-from controller.model import (
+from jobgate.controller.clock import parse_time, timestamp
+from jobgate.controller.model import (
     RETRYABLE_EXIT_CODES,
     RETRYABLE_POD_REASONS,
     CleanPodPolicy,

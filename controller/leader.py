@@ -16,8 +16,9 @@ import threading
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from controller.clock import micro_timestamp, parse_time
-from controller.kube import LEASES, ApiError, Kube
+from jobgate.controller.clock import micro_timestamp, parse_time
+from jobgate.controller.resources import LEASES
+from jobgate.kube.client import ApiError, Kube
 
 log = logging.getLogger("jobgate.leader")
 

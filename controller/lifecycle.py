@@ -24,8 +24,8 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any
 
-from controller.clock import parse_time
-from controller.engine import ACTIVE_PHASES, Deletion, Event, build_pod, exit_code, pod_name
+from jobgate.controller.clock import parse_time
+from jobgate.controller.engine import ACTIVE_PHASES, Deletion, Event, build_pod, exit_code, pod_name
 
 # Pod labels and annotations Volcano puts on a job's pods.
 JOB_NAME_KEY = "volcano.sh/job-name"

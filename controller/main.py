@@ -13,8 +13,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from controller.kube import Kube
-    from controller.runtime import Controller
+    from jobgate.controller.runtime import Controller
+    from jobgate.kube.client import Kube
 
 log = logging.getLogger("jobgate.controller")
 SERVICE_ACCOUNT_NAMESPACE = Path("/var/run/secrets/kubernetes.io/serviceaccount/namespace")
@@ -56,10 +56,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from controller.kube import Kube
-    from controller.leader import LeaderElector, LeaseTiming
-    from controller.runtime import Controller
-    from webhook import logs
+    from jobgate.controller.leader import LeaderElector, LeaseTiming
+    from jobgate.controller.runtime import Controller
+    from jobgate.kube.client import Kube
+    from jobgate.webhook import logs
 
     logs.configure(args.log_format, args.log_level)
     identity = args.identity or f"{socket.gethostname()}_{os.getpid()}_{uuid.uuid4().hex[:6]}"

@@ -23,18 +23,19 @@ from typing import Any
 
 from urllib3.exceptions import HTTPError
 
-from controller.adapters import ADAPTERS, JOB_UID_LABEL, Adapter
-from controller.clock import timestamp
-from controller.engine import Deletion, Event, Observed, Plan, reconcile, set_condition
-from controller.expectations import Expectations
-from controller.informer import Informer
-from controller.kube import COMMANDS, EVENTS, KIND_RESOURCES, POD_GROUPS, PODS, SERVICES, ApiError, Kube, Resource
-from controller.model import JobModel
-from controller.workqueue import WorkQueue
-from webhook.envconfig import seconds_from_environment
-from webhook.rules.engine import review_job
-from webhook.rules.fielderrors import aggregate_message
-from webhook.rules.registry import GroupVersionKind
+from jobgate.controller.adapters import ADAPTERS, JOB_UID_LABEL, Adapter
+from jobgate.controller.clock import timestamp
+from jobgate.controller.engine import Deletion, Event, Observed, Plan, reconcile, set_condition
+from jobgate.controller.expectations import Expectations
+from jobgate.controller.model import JobModel
+from jobgate.controller.resources import COMMANDS, EVENTS, KIND_RESOURCES, POD_GROUPS, PODS, SERVICES
+from jobgate.controller.workqueue import WorkQueue
+from jobgate.kube.client import ApiError, Kube, Resource
+from jobgate.kube.informer import Informer
+from jobgate.webhook.envconfig import seconds_from_environment
+from jobgate.webhook.rules.engine import review_job
+from jobgate.webhook.rules.fielderrors import aggregate_message
+from jobgate.webhook.rules.registry import GroupVersionKind
 
 log = logging.getLogger("jobgate.controller")
 COMPONENT = "jobgate-controller"

@@ -45,28 +45,28 @@ def _wait_port(port: int, process: subprocess.Popen, log: Path, timeout: float =
 
 def start_jobgate(plane: ControlPlane, work_dir: Path) -> dict[str, subprocess.Popen]:
     """Install and run jobgate against ``plane``; returns the processes (the caller stops them)."""
-    from certs.authority import init_directory
+    from jobgate.certs.authority import init_directory
 
     tls_dir = work_dir / "jobgate-tls"
     init_directory(tls_dir, ["localhost"], ["127.0.0.1"])
     port = free_port()
     processes: dict[str, subprocess.Popen] = {}
     webhook_log = work_dir / "jobgate-webhook.log"
-    command = [sys.executable, "-m", "webhook.cli", "webhook", "--tls-dir", str(tls_dir)]
+    command = [sys.executable, "-m", "jobgate", "webhook", "--tls-dir", str(tls_dir)]
     command += ["--host", "127.0.0.1", "--port", str(port)]
     with webhook_log.open("ab") as log:
         processes["jobgate-webhook"] = subprocess.Popen(command, cwd=REPO, stdout=log, stderr=subprocess.STDOUT)
     _wait_port(port, processes["jobgate-webhook"], webhook_log)
     rendered = _kubectl(plane, "kustomize", str(REPO / "manifests" / "overlays" / "url"))
     _kubectl(plane, "apply", "-f", "-", input=rendered.replace("https://127.0.0.1:9443/", f"https://127.0.0.1:{port}/"))
-    inject = [sys.executable, "-m", "webhook.cli", "certs", "inject", "--kubeconfig", str(plane.kubeconfig)]
+    inject = [sys.executable, "-m", "jobgate", "certs", "inject", "--kubeconfig", str(plane.kubeconfig)]
     inject += ["--ca-file", str(tls_dir / "ca.crt"), "--webhook", "jobgate-mutating", "--webhook", "jobgate-validating"]
     proc = subprocess.run(inject, cwd=REPO, capture_output=True, text=True, check=False)
     if proc.returncode != 0:
         raise JobgateError(f"jobgate certs inject failed: {proc.stderr.strip()}")
     _kubectl(plane, "wait", "--for=condition=Established", "crd", "-l", "app.kubernetes.io/part-of=jobgate")
     controller_log = work_dir / "jobgate-controller.log"
-    command = [sys.executable, "-m", "webhook.cli", "controller", "--kubeconfig", str(plane.kubeconfig)]
+    command = [sys.executable, "-m", "jobgate", "controller", "--kubeconfig", str(plane.kubeconfig)]
     with controller_log.open("ab") as log:
         processes["jobgate-controller"] = subprocess.Popen(command, cwd=REPO, stdout=log, stderr=subprocess.STDOUT)
     return processes

@@ -11,7 +11,7 @@ from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import ec, rsa
 from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
 
-from certs.authority import cert_pem, create_ca, key_pem
+from jobgate.certs.authority import cert_pem, create_ca, key_pem
 
 
 def _leaf(

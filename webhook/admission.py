@@ -17,8 +17,8 @@ from typing import Any, Literal, NotRequired, TypedDict
 
 import orjson
 
-from webhook.rules.engine import defaulting_patch, review_job
-from webhook.rules.registry import GroupVersionKind, JobKind, lookup_names
+from jobgate.webhook.rules.engine import defaulting_patch, review_job
+from jobgate.webhook.rules.registry import GroupVersionKind, JobKind, lookup_names
 
 ADMISSION_API_VERSION = "admission.k8s.io/v1"
 log = logging.getLogger("jobgate.admission")
@@ -103,7 +103,7 @@ def parse_review(body: bytes | str) -> AdmissionReview:
         return review
     # Not the usual shape: the schema decides, and words the 400. Imported only here, so that
     # well-formed reviews (and the start of ``jobgate review``) never load pydantic.
-    from webhook.envelope_schema import checked_review
+    from jobgate.webhook.envelope_schema import checked_review
 
     return checked_review(document)
 

@@ -11,7 +11,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from webhook.admission import (
+from jobgate.webhook.admission import (
     ADMISSION_API_VERSION,
     AdmissionRequest,
     AdmissionReview,

@@ -12,10 +12,10 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any
 
-from webhook.rules.engine import Verdict, review_job
-from webhook.rules.registry import GroupVersionKind, lookup
-from webhook.rules.unknownfields import UnknownField, kubectl_path
-from webhook.sources import (
+from jobgate.webhook.rules.engine import Verdict, review_job
+from jobgate.webhook.rules.registry import GroupVersionKind, lookup
+from jobgate.webhook.rules.unknownfields import UnknownField, kubectl_path
+from jobgate.webhook.sources import (
     STDIN,
     Document,
     SourceError,

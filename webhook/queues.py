@@ -13,10 +13,10 @@ import logging
 import os
 import threading
 
-from controller.informer import Informer
-from controller.kube import ApiError, Kube, Resource
-from webhook.envconfig import seconds_from_environment
-from webhook.rules.volcano_rules import QUEUES, QueueInfo
+from jobgate.kube.client import ApiError, Kube, Resource
+from jobgate.kube.informer import Informer
+from jobgate.webhook.envconfig import seconds_from_environment
+from jobgate.webhook.rules.volcano_rules import QUEUES, QueueInfo
 
 log = logging.getLogger("jobgate.queues")
 

@@ -10,7 +10,7 @@ import json
 from collections.abc import Callable
 from typing import TextIO
 
-from webhook.offline import DocumentResult, Outcome, Run
+from jobgate.webhook.offline import DocumentResult, Outcome, Run
 
 FORMATS = ("text", "json", "junit", "github")
 STREAMED_FORMATS = ("text", "github")

@@ -25,7 +25,7 @@ from aiohttp import web
 from aiohttp.http_exceptions import HttpProcessingError
 from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, Counter, Gauge, generate_latest
 
-from webhook.admission import (
+from jobgate.webhook.admission import (
     AdmissionReview,
     AdmissionReviewResponse,
     BadReview,
@@ -34,11 +34,11 @@ from webhook.admission import (
     encode_response,
     parse_review,
 )
-from webhook.fastpath import FastLane
-from webhook.logs import FastLine
-from webhook.review_metrics import ReviewCount, ReviewMetrics
-from webhook.rules.engine import engine_build, warm_up
-from webhook.tlsreload import CertificateError, LoadedCertificate, ReloadingCertificate
+from jobgate.webhook.fastpath import FastLane
+from jobgate.webhook.logs import FastLine
+from jobgate.webhook.review_metrics import ReviewCount, ReviewMetrics
+from jobgate.webhook.rules.engine import engine_build, warm_up
+from jobgate.webhook.tlsreload import CertificateError, LoadedCertificate, ReloadingCertificate
 
 MAX_BODY_BYTES = 7 * 1024 * 1024  # object + oldObject of a 3 MiB apiserver request, as controller-runtime allows
 # Bodies from this size on are reviewed in worker processes (LargeReviewPool). A 5 KB review

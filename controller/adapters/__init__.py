@@ -8,9 +8,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from controller.adapters import diengine, kubedl, mlkube, t9k, volcano
-from controller.adapters.common import JOB_UID_LABEL, Adapter, common_status_document, read_status
-from webhook.rules.registry import GroupVersionKind
+from jobgate.controller.adapters import diengine, kubedl, mlkube, t9k, volcano
+from jobgate.controller.adapters.common import JOB_UID_LABEL, Adapter, common_status_document, read_status
+from jobgate.webhook.rules.registry import GroupVersionKind
 
 ADAPTERS: dict[GroupVersionKind, Adapter] = {
     adapter.gvk: adapter for family in (kubedl, mlkube, t9k, diengine, volcano) for adapter in family.ADAPTERS

@@ -11,7 +11,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from controller.model import (
+from jobgate.controller.model import (
     Condition,
     FinishRule,
     JobModel,
@@ -19,9 +19,9 @@ from controller.model import (
     ReplicaCounts,
     Selector,
 )
-from webhook.rules.jobmeta import as_int
-from webhook.rules.podtemplate import container_named, containers_of
-from webhook.rules.registry import GroupVersionKind, JobKind
+from jobgate.webhook.rules.jobmeta import as_int
+from jobgate.webhook.rules.podtemplate import container_named, containers_of
+from jobgate.webhook.rules.registry import GroupVersionKind, JobKind
 
 JOB_UID_LABEL = "jobgate.dev/job-uid"
 Env = dict[str, list[dict[str, Any]]]

@@ -15,8 +15,8 @@ from __future__ import annotations
 import copy
 from typing import Any
 
-from controller.adapters.common import Adapter, Env, common_status_document, env_var, job_identity, read_status
-from controller.model import (
+from jobgate.controller.adapters.common import Adapter, Env, common_status_document, env_var, job_identity, read_status
+from jobgate.controller.model import (
     CleanPodPolicy,
     FinishRule,
     JobModel,
@@ -27,8 +27,8 @@ from controller.model import (
     Selector,
     child_name,
 )
-from webhook.rules.jobmeta import as_int
-from webhook.rules.registry import GroupVersionKind, JobKind, lookup
+from jobgate.webhook.rules.jobmeta import as_int
+from jobgate.webhook.rules.registry import GroupVersionKind, JobKind, lookup
 
 DIJOB_GVK = GroupVersionKind("diengine.opendilab.org", "v2alpha1", "DIJob")
 

@@ -6,7 +6,7 @@ import json
 from collections.abc import Callable
 from typing import Any
 
-from controller.adapters.common import (
+from jobgate.controller.adapters.common import (
     Adapter,
     Env,
     all_succeeded,
@@ -14,8 +14,8 @@ from controller.adapters.common import (
     env_var,
     job_identity,
 )
-from controller.engine import ceil_fraction
-from controller.model import (
+from jobgate.controller.engine import ceil_fraction
+from jobgate.controller.model import (
     CleanPodPolicy,
     FinishRule,
     JobModel,
@@ -25,10 +25,10 @@ from controller.model import (
     Selector,
     child_name,
 )
-from webhook.rules.families import kubedl
-from webhook.rules.jobmeta import as_int
-from webhook.rules.podtemplate import container_named, container_port
-from webhook.rules.registry import JobKind
+from jobgate.webhook.rules.families import kubedl
+from jobgate.webhook.rules.jobmeta import as_int
+from jobgate.webhook.rules.podtemplate import container_named, container_port
+from jobgate.webhook.rules.registry import JobKind
 
 
 def _kubedl_groups(kind: kubedl.KubeDLKind, spec: dict[str, Any]) -> tuple[ReplicaGroup, ...]:

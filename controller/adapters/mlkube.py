@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from controller.adapters.common import (
+from jobgate.controller.adapters.common import (
     Adapter,
     Env,
     all_succeeded,
@@ -13,10 +13,18 @@ from controller.adapters.common import (
     env_var,
     job_identity,
 )
-from controller.model import CleanPodPolicy, JobModel, JobStatusModel, ReplicaGroup, RestartMode, RunPolicy, child_name
-from webhook.rules.families import mlkube
-from webhook.rules.jobmeta import as_int
-from webhook.rules.registry import JobKind
+from jobgate.controller.model import (
+    CleanPodPolicy,
+    JobModel,
+    JobStatusModel,
+    ReplicaGroup,
+    RestartMode,
+    RunPolicy,
+    child_name,
+)
+from jobgate.webhook.rules.families import mlkube
+from jobgate.webhook.rules.jobmeta import as_int
+from jobgate.webhook.rules.registry import JobKind
 
 
 def build_mxjob(kind: JobKind, job: dict[str, Any]) -> JobModel:

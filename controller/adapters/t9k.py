@@ -13,14 +13,14 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from controller.adapters.common import (
+from jobgate.controller.adapters.common import (
     Adapter,
     common_status_document,
     default_container_name,
     job_identity,
     read_status,
 )
-from controller.model import (
+from jobgate.controller.model import (
     CleanPodPolicy,
     Condition,
     FinishRule,
@@ -34,11 +34,11 @@ from controller.model import (
     RunPolicy,
     Selector,
 )
-from controller.runmodes import apply_override, debug_override, resume_override
-from controller.substitution import SubstitutionContext, substitute_pod
-from webhook.rules.families.t9k import MAX_WRITTEN_RULE_REPLICAS
-from webhook.rules.jobmeta import as_int
-from webhook.rules.registry import GroupVersionKind, JobKind, lookup
+from jobgate.controller.runmodes import apply_override, debug_override, resume_override
+from jobgate.controller.substitution import SubstitutionContext, substitute_pod
+from jobgate.webhook.rules.families.t9k import MAX_WRITTEN_RULE_REPLICAS
+from jobgate.webhook.rules.jobmeta import as_int
+from jobgate.webhook.rules.registry import GroupVersionKind, JobKind, lookup
 
 GENERICJOB_GVK = GroupVersionKind("batch.tensorstack.dev", "v1beta1", "GenericJob")
 

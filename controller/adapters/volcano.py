@@ -16,9 +16,9 @@ import hashlib
 import json
 from typing import Any
 
-from controller.adapters.common import Adapter, job_identity
-from controller.clock import parse_time
-from controller.lifecycle import (
+from jobgate.controller.adapters.common import Adapter, job_identity
+from jobgate.controller.clock import parse_time
+from jobgate.controller.lifecycle import (
     JOB_NAME_KEY,
     JOB_NAMESPACE_KEY,
     PARTITION_KEY,
@@ -34,11 +34,11 @@ from controller.lifecycle import (
     TaskRules,
     parse_go_duration,
 )
-from controller.lifecycle import run as run_lifecycle
-from controller.model import JobModel, JobStatusModel, ReplicaGroup, RestartMode, RunPolicy
-from webhook.rules.families import volcano
-from webhook.rules.jobmeta import as_int
-from webhook.rules.registry import JobKind
+from jobgate.controller.lifecycle import run as run_lifecycle
+from jobgate.controller.model import JobModel, JobStatusModel, ReplicaGroup, RestartMode, RunPolicy
+from jobgate.webhook.rules.families import volcano
+from jobgate.webhook.rules.jobmeta import as_int
+from jobgate.webhook.rules.registry import JobKind
 
 SVC_MOUNT_PATH = "/etc/volcano"
 SSH_DEFAULT_PATH = "/root/.ssh"

@@ -20,8 +20,8 @@ from pathlib import Path
 
 import pytest
 
-from certs.authority import init_directory
 from envtest.harness import ControlPlane, free_port
+from jobgate.certs.authority import init_directory
 
 REPO = Path(__file__).resolve().parents[2]
 IN_CI = os.environ.get("CI", "").lower() in ("1", "true", "yes")
@@ -85,7 +85,7 @@ class WebhookProcess:
         self.log = tls_dir.parent / "webhook.log"
 
     def start(self) -> None:
-        command = [sys.executable, "-m", "webhook.cli", "webhook", "--tls-dir", str(self.tls_dir)]
+        command = [sys.executable, "-m", "jobgate", "webhook", "--tls-dir", str(self.tls_dir)]
         command += ["--host", "127.0.0.1", "--port", str(self.port), "--cert-check-interval", "0.5"]
         self.process = subprocess.Popen(command, cwd=REPO, stderr=self.log.open("ab"))
         deadline = time.monotonic() + 30
@@ -133,7 +133,7 @@ def url_overlay(port: int) -> str:
 
 def jobgate(*args: str, input: str | None = None) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
-        [sys.executable, "-m", "webhook.cli", *args], cwd=REPO, capture_output=True, text=True, input=input, check=False
+        [sys.executable, "-m", "jobgate", *args], cwd=REPO, capture_output=True, text=True, input=input, check=False
     )
 
 
@@ -270,7 +270,7 @@ class ControllerProcess:
         self.env = env  # extra environment variables (the runtime's test-only fault hooks)
         self.log = log
         self.offset = log.stat().st_size if log.exists() else 0  # restarts append to the same log
-        command = [sys.executable, "-m", "webhook.cli", "controller", "--kubeconfig", kubeconfig]
+        command = [sys.executable, "-m", "jobgate", "controller", "--kubeconfig", kubeconfig]
         command += ["--namespace", namespace, "--leader-elect", "--lease-namespace", "jobgate-system"]
         command += ["--lease-duration", "4", "--renew-deadline", "3", "--retry-period", "0.5"]
         command += ["--resync", "20", "--workers", "8", *extra]

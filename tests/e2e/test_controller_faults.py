@@ -24,8 +24,8 @@ from pathlib import Path
 
 import pytest
 
-from controller.kube import ApiError, Kube
-from controller.runtime import KILL_AFTER_POD_CREATES_VARIABLE
+from jobgate.controller.runtime import KILL_AFTER_POD_CREATES_VARIABLE
+from jobgate.kube.client import ApiError, Kube
 from tests.e2e.conftest import Cluster, ControllerProcess, apply_rbac_from, token_kubeconfig, wait_until
 
 NS = "faults"

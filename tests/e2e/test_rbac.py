@@ -7,8 +7,8 @@ import subprocess
 import pytest
 from ruamel.yaml import YAML
 
+from jobgate.webhook.rules.registry import served_kinds
 from tests.e2e.conftest import REPO, Cluster, WebhookProcess, install_queue_crd, jobgate, token_kubeconfig
-from webhook.rules.registry import served_kinds
 
 RBAC_KINDS = {"Namespace", "ServiceAccount", "Role", "RoleBinding", "ClusterRole", "ClusterRoleBinding"}
 WEBHOOK = "system:serviceaccount:jobgate-system:jobgate-webhook"

@@ -14,6 +14,7 @@ from pathlib import Path
 import pytest
 import yaml
 
+from jobgate.webhook.manifests import QUEUE_READER
 from tests.e2e.conftest import (
     NAMESPACE,
     REPO,
@@ -24,7 +25,6 @@ from tests.e2e.conftest import (
     token_kubeconfig,
     wait_for_webhook,
 )
-from webhook.manifests import QUEUE_READER
 
 UPDATE_FORBIDDEN = "job updates may not change fields other than `minAvailable`"
 
@@ -145,7 +145,7 @@ class DefaultInstallWebhook(WebhookProcess):
         self.log = base.tls_dir.parent / "webhook-default-install.log"
 
     def start(self) -> None:
-        command = [sys.executable, "-m", "webhook.cli", "webhook", "--tls-dir", str(self.tls_dir)]
+        command = [sys.executable, "-m", "jobgate", "webhook", "--tls-dir", str(self.tls_dir)]
         command += ["--host", "127.0.0.1", "--port", str(self.port), "--kubeconfig", self.kubeconfig]
         env = {**os.environ, "JOBGATE_QUEUE_CRD_RECHECK_SECONDS": "1"}
         self.process = subprocess.Popen(command, cwd=REPO, stderr=self.log.open("ab"), env=env)

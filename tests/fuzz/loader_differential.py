@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from webhook import loader
-from webhook.loader import Chunk, LoadError
+from jobgate.webhook import loader
+from jobgate.webhook.loader import Chunk, LoadError
 
 
 def shape(node: Any, seen: dict[int, tuple[int, int]] | None = None) -> Any:

@@ -223,12 +223,12 @@ def inputs(seed: int, count: int) -> Iterator[bytes]:
 
 def check(raw: bytes) -> str:
     """What ``jobgate validate`` and ``jobgate review`` do with one file; the outcome class, or ``Finding``."""
+    from jobgate.cli import _as_json
+    from jobgate.webhook.admission import BadReview, Webhook
+    from jobgate.webhook.offline import FieldValidation, Outcome, Run, check_text
+    from jobgate.webhook.report import render
+    from jobgate.webhook.sources import SourceError, _decode
     from tests.fuzz.review_mutator import check as check_review
-    from webhook.admission import BadReview, Webhook
-    from webhook.cli import _as_json
-    from webhook.offline import FieldValidation, Outcome, Run, check_text
-    from webhook.report import render
-    from webhook.sources import SourceError, _decode
 
     try:
         text = _decode(SOURCE, raw)

@@ -23,7 +23,7 @@ from typing import Any
 import orjson
 import yaml
 
-from webhook.admission import BadReview, Webhook, review_body
+from jobgate.webhook.admission import BadReview, Webhook, review_body
 
 REPO = Path(__file__).resolve().parents[2]
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from certs.authority import init_directory
+from jobgate.certs.authority import init_directory
 
 
 @pytest.fixture(scope="module")

@@ -12,8 +12,8 @@ from typing import Any
 import aiohttp
 import pytest
 
+from jobgate.webhook.server import MAX_BODY_BYTES, OFFLOAD_BYTES, WebhookServer
 from tests.builders import admission_review, container, replica, tfjob
-from webhook.server import MAX_BODY_BYTES, OFFLOAD_BYTES, WebhookServer
 
 EIGHT_MIB = 8 * 1024 * 1024
 

@@ -7,9 +7,9 @@ import json
 
 import pytest
 
+from jobgate.webhook.rules.families import kubedl
+from jobgate.webhook.server import MAX_BODY_BYTES, ServerState, build_app
 from tests.builders import admission_review, container, replica, review, tfjob
-from webhook.rules.families import kubedl
-from webhook.server import MAX_BODY_BYTES, ServerState, build_app
 
 
 @pytest.fixture

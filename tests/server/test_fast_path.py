@@ -13,9 +13,9 @@ from pathlib import Path
 
 import pytest
 
+from jobgate.webhook.fastpath import HAND_OVER, MAX_HEAD_BYTES, FastLane, parse_head
+from jobgate.webhook.server import OFFLOAD_BYTES, WebhookServer
 from tests.builders import admission_review, tfjob
-from webhook.fastpath import HAND_OVER, MAX_HEAD_BYTES, FastLane, parse_head
-from webhook.server import OFFLOAD_BYTES, WebhookServer
 
 REVIEWS = {b"/mutate": lambda body, arrived: (200, b"m"), b"/validate": lambda body, arrived: (200, b"v")}
 

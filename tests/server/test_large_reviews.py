@@ -15,9 +15,8 @@ import ssl
 import aiohttp
 import pytest
 
-from tests.builders import admission_review, container, replica, tfjob
-from webhook.admission import Webhook
-from webhook.server import (
+from jobgate.webhook.admission import Webhook
+from jobgate.webhook.server import (
     OFFLOAD_BYTES,
     WORKER_NICENESS,
     LargeReviewPool,
@@ -27,6 +26,7 @@ from webhook.server import (
     budget_from_timeout,
     large_review_workers,
 )
+from tests.builders import admission_review, container, replica, tfjob
 
 
 def large_body(types: int = 2_500) -> bytes:

@@ -19,7 +19,7 @@ from pathlib import Path
 import aiohttp
 import pytest
 
-from certs.authority import (
+from jobgate.certs.authority import (
     cert_pem,
     create_ca,
     init_directory,
@@ -28,8 +28,8 @@ from certs.authority import (
     load_cert_bundle,
     write_atomically,
 )
+from jobgate.webhook.server import WebhookServer
 from tests.builders import admission_review, tfjob
-from webhook.server import WebhookServer
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -129,7 +129,7 @@ async def test_plain_http_gets_no_http_answer(server):
 
 def new_pair(tls_dir: Path, *, new_ca: bool) -> tuple[bytes, bytes, bytes]:
     """(ca bundle, cert, key): a new leaf, signed by a new CA or by the existing one."""
-    from certs.authority import load_key
+    from jobgate.certs.authority import load_key
 
     if new_ca:
         ca_key, ca_cert = create_ca()
@@ -198,7 +198,7 @@ async def test_a_mismatched_pair_is_not_loaded(server, tls_dir):
 
 
 async def test_missing_certificate_refuses_to_start(tmp_path):
-    from webhook.tlsreload import CertificateError
+    from jobgate.webhook.tlsreload import CertificateError
 
     server = WebhookServer(tmp_path, "127.0.0.1", 0)
     with pytest.raises(CertificateError, match=r"cannot read .*tls\.crt"):
@@ -214,7 +214,7 @@ class RunningWebhook:
             [
                 sys.executable,
                 "-m",
-                "webhook.cli",
+                "jobgate",
                 "webhook",
                 "--tls-dir",
                 str(tls_dir),
@@ -376,7 +376,7 @@ def test_json_logs_one_line_per_review(tls_dir):
 
 def test_webhook_without_certificates_exits_2(tmp_path):
     result = subprocess.run(
-        [sys.executable, "-m", "webhook.cli", "webhook", "--tls-dir", str(tmp_path), "--port", "0"],
+        [sys.executable, "-m", "jobgate", "webhook", "--tls-dir", str(tmp_path), "--port", "0"],
         cwd=REPO,
         capture_output=True,
         text=True,

@@ -7,10 +7,10 @@ import json
 
 import pytest
 
+from jobgate.webhook.admission import BadReview, Webhook, decoded_patch, review_body
+from jobgate.webhook.rules.families import kubedl
+from jobgate.webhook.rules.jsonpatch import apply_patch
 from tests.builders import admission_review, container, mx_replica, mxjob, replica, review, tfjob
-from webhook.admission import BadReview, Webhook, decoded_patch, review_body
-from webhook.rules.families import kubedl
-from webhook.rules.jsonpatch import apply_patch
 
 
 def answer(review_request, webhook=Webhook.MUTATE):

@@ -6,10 +6,10 @@ from fractions import Fraction
 
 import pytest
 
-from webhook.api.kubedl import TFJobSpec
-from webhook.api.mlkube import MxJobSpec
-from webhook.rules import podtemplate, quantity
-from webhook.rules.fielderrors import (
+from jobgate.webhook.api.kubedl import TFJobSpec
+from jobgate.webhook.api.mlkube import MxJobSpec
+from jobgate.webhook.rules import podtemplate, quantity
+from jobgate.webhook.rules.fielderrors import (
     Key,
     aggregate_message,
     duplicate,
@@ -20,11 +20,11 @@ from webhook.rules.fielderrors import (
     render_path,
     required,
 )
-from webhook.rules.jsonpatch import apply_patch, json_patch
-from webhook.rules.modelref import ModelRef
-from webhook.rules.names import dns1035_label_problems, dns1123_label_problems, port_name_problems
-from webhook.rules.quantity import parse_quantity
-from webhook.rules.schema import check_against_schema, schema_checker, structural_schema
+from jobgate.webhook.rules.jsonpatch import apply_patch, json_patch
+from jobgate.webhook.rules.modelref import ModelRef
+from jobgate.webhook.rules.names import dns1035_label_problems, dns1123_label_problems, port_name_problems
+from jobgate.webhook.rules.quantity import parse_quantity
+from jobgate.webhook.rules.schema import check_against_schema, schema_checker, structural_schema
 
 
 def test_paths_render_like_field_path():
@@ -220,10 +220,10 @@ def test_the_quantity_cache_stays_bounded_and_keeps_no_long_text():
 
 
 def test_every_reference_to_a_model_gets_its_one_checker():
-    first = schema_checker(ModelRef("webhook.api.kubedl:TFJobSpec"))
-    assert schema_checker(ModelRef("webhook.api.kubedl:TFJobSpec")) is first
+    first = schema_checker(ModelRef("jobgate.webhook.api.kubedl:TFJobSpec"))
+    assert schema_checker(ModelRef("jobgate.webhook.api.kubedl:TFJobSpec")) is first
     assert schema_checker(TFJobSpec) is schema_checker(TFJobSpec)
-    assert schema_checker(ModelRef("webhook.api.mlkube:MxJobSpec")) is not first
+    assert schema_checker(ModelRef("jobgate.webhook.api.mlkube:MxJobSpec")) is not first
 
 
 def test_resource_classes_stay_bounded():

@@ -10,7 +10,7 @@ import pytest
 from cryptography import x509
 from cryptography.x509.verification import PolicyBuilder, Store, VerificationError
 
-from certs.authority import (
+from jobgate.certs.authority import (
     CertificateExists,
     create_ca,
     init_directory,
@@ -20,7 +20,7 @@ from certs.authority import (
     service_dns_names,
     subject_alternative_names,
 )
-from webhook.cli import main
+from jobgate.cli import main
 
 
 def verify(leaf: x509.Certificate, trusted: list[x509.Certificate], name: str = "localhost") -> None:

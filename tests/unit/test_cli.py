@@ -13,8 +13,8 @@ from xml.etree import ElementTree
 import pytest
 from ruamel.yaml import YAML
 
+from jobgate.cli import main
 from tests.builders import admission_review, tfjob
-from webhook.cli import main
 
 REPO = Path(__file__).resolve().parents[2]
 EXAMPLES = REPO / "examples"
@@ -275,7 +275,7 @@ def test_offline_path_imports_no_server_or_cluster_client(tmp_path):
     script = textwrap.dedent(
         f"""
         import sys
-        from webhook.cli import main
+        from jobgate.cli import main
         code = main(["validate", {path!r}])
         heavy = sorted(m for m in sys.modules if m.split(".")[0] in ("aiohttp", "kubernetes", "prometheus_client"))
         assert not heavy, heavy

@@ -36,7 +36,7 @@ spec:
 
 def jobgate(*argv: str, stdin: bytes | None = None, timeout: float = 60) -> subprocess.CompletedProcess[str]:
     result = subprocess.run(
-        [sys.executable, "-m", "webhook.cli", *argv],
+        [sys.executable, "-m", "jobgate", *argv],
         cwd=REPO,
         input=stdin.decode("utf-8", "surrogateescape") if stdin is not None else None,
         capture_output=True,
@@ -183,7 +183,7 @@ def test_permission_denied(tmp_path):
 
 def test_permission_denied_message(monkeypatch, tmp_path):
     """The same path as above for root, which the kernel lets read anything."""
-    from webhook import sources
+    from jobgate.webhook import sources
 
     def refuse(*args, **kwargs):
         raise PermissionError(13, "Permission denied")

@@ -11,7 +11,7 @@ from typing import get_args
 
 import pytest
 
-from webhook.cli import main
+from jobgate.cli import main
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -80,8 +80,8 @@ def test_bad_validate_mode_is_a_usage_error(typo, capsys):
 
 
 def test_the_webhook_still_only_warns_about_unknown_fields():
+    from jobgate.webhook.rules.engine import kind_of, review_job
     from tests.builders import tfjob
-    from webhook.rules.engine import kind_of, review_job
 
     job = tfjob()
     job["spec"]["tfReplicaSpecs"]["Worker"]["replica"] = 2
@@ -122,7 +122,7 @@ def test_parallel_output_is_the_serial_output(tmp_path, capsys, fmt):
 
 
 def test_default_jobs_is_the_number_of_cpus(tmp_path, capsys, monkeypatch):
-    from webhook import offline
+    from jobgate.webhook import offline
 
     seen = []
     real = offline.iter_results
@@ -145,8 +145,8 @@ def test_jobs_must_be_positive(capsys):
 
 def test_text_output_is_streamed_and_results_are_not_kept(tmp_path, monkeypatch):
     """Memory follows the largest file: text output keeps no result once written."""
-    from webhook.offline import iter_results
-    from webhook.report import Reporter
+    from jobgate.webhook.offline import iter_results
+    from jobgate.webhook.report import Reporter
 
     make_tree(tmp_path, 12)
     written = []
@@ -167,7 +167,7 @@ def test_text_output_is_streamed_and_results_are_not_kept(tmp_path, monkeypatch)
 
 
 def test_progress_line_only_after_two_seconds(capsys):
-    from webhook.cli import _Progress
+    from jobgate.cli import _Progress
 
     progress = _Progress()
     progress.show(10, 1.0)
@@ -197,10 +197,11 @@ def test_one_small_file_imports_nothing_heavy(tmp_path):
     script = textwrap.dedent(
         f"""
         import sys
-        from webhook.cli import main
+        from jobgate.cli import main
         code = main(["validate", {str(path)!r}])
-        roots = ("pydantic", "pydantic_core", "aiohttp", "kubernetes", "prometheus_client", "controller")
-        heavy = sorted(m for m in sys.modules if m.split(".")[0] in roots)
+        roots = ("pydantic", "pydantic_core", "aiohttp", "kubernetes", "prometheus_client")
+        servers = ("jobgate.controller", "jobgate.kube", "jobgate.webhook.server")
+        heavy = sorted(m for m in sys.modules if m.split(".")[0] in roots or m.startswith(servers))
         assert not heavy, heavy
         sys.exit(code)
         """
@@ -210,14 +211,14 @@ def test_one_small_file_imports_nothing_heavy(tmp_path):
 
 
 def test_the_generated_schema_table_is_current():
-    from webhook.manifests import schema_table_is_stale
+    from jobgate.webhook.manifests import schema_table_is_stale
 
     assert not schema_table_is_stale(), "run `jobgate manifests generate`"
 
 
 def test_the_schema_table_is_what_the_models_give():
-    from webhook.rules.registry import served_kinds
-    from webhook.rules.schema import schema_table, structural_schema
+    from jobgate.webhook.rules.registry import served_kinds
+    from jobgate.webhook.rules.schema import schema_table, structural_schema
 
     table = schema_table()
     for kind in served_kinds():
@@ -226,21 +227,21 @@ def test_the_schema_table_is_what_the_models_give():
 
 def test_a_family_naming_its_model_class_still_works():
     """Families written in the older style (spec_model=SomeSpec, a class) keep working."""
-    from webhook.api.kubedl import TFJobSpec
-    from webhook.rules.modelref import ModelRef, model_key
-    from webhook.rules.schema import schema_checker
+    from jobgate.webhook.api.kubedl import TFJobSpec
+    from jobgate.webhook.rules.modelref import ModelRef, model_key
+    from jobgate.webhook.rules.schema import schema_checker
 
-    assert model_key(TFJobSpec) == "webhook.api.kubedl:TFJobSpec"
+    assert model_key(TFJobSpec) == "jobgate.webhook.api.kubedl:TFJobSpec"
     errors: list = []
     schema_checker(TFJobSpec)({"backoffLimit": "x"}, ("spec",), errors, [])
     assert any(str(e).startswith("spec.backoffLimit: Invalid value") for e in errors), errors
-    assert ModelRef("webhook.api.kubedl:TFJobSpec").resolve() is TFJobSpec
+    assert ModelRef("jobgate.webhook.api.kubedl:TFJobSpec").resolve() is TFJobSpec
 
 
 def test_a_model_missing_from_the_table_is_built_from_pydantic():
     from pydantic import BaseModel
 
-    from webhook.rules.schema import schema_checker
+    from jobgate.webhook.rules.schema import schema_checker
 
     class Fresh(BaseModel):
         count: int
@@ -251,7 +252,7 @@ def test_a_model_missing_from_the_table_is_built_from_pydantic():
 
 
 def test_light_constants_agree_with_the_models():
-    from webhook.api import common, constants, kubedl, mlkube
+    from jobgate.webhook.api import common, constants, kubedl, mlkube
 
     assert get_args(common.RestartPolicy) == constants.RESTART_POLICIES
     assert get_args(common.CleanPodPolicy) == constants.CLEAN_POD_POLICIES

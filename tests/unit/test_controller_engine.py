@@ -7,9 +7,9 @@ import json
 
 import pytest
 
-from controller.adapters import adapter_for, read_status
-from controller.engine import Observed, Plan, reconcile
-from controller.model import JobStatusModel
+from jobgate.controller.adapters import adapter_for, read_status
+from jobgate.controller.engine import Observed, Plan, reconcile
+from jobgate.controller.model import JobStatusModel
 from tests.builders import container, kubedl_job, mx_replica, mxjob, replica, tfjob
 
 T0 = datetime.datetime(2026, 11, 21, 12, 0, tzinfo=datetime.UTC)

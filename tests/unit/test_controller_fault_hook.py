@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from controller.runtime import KILL_AFTER_POD_CREATES_VARIABLE, _kill_after_pod_creates
+from jobgate.controller.runtime import KILL_AFTER_POD_CREATES_VARIABLE, _kill_after_pod_creates
 
 
 def test_off_by_default(monkeypatch: pytest.MonkeyPatch):

@@ -5,10 +5,10 @@ from __future__ import annotations
 import threading
 import time
 
-from controller.adapters import common_status_document, read_status
-from controller.expectations import Expectations
-from controller.workqueue import WorkQueue
-from webhook.rules.registry import GroupVersionKind
+from jobgate.controller.adapters import common_status_document, read_status
+from jobgate.controller.expectations import Expectations
+from jobgate.controller.workqueue import WorkQueue
+from jobgate.webhook.rules.registry import GroupVersionKind
 
 
 def test_a_key_is_queued_once_and_held_by_one_worker():
@@ -108,9 +108,9 @@ def test_unreadable_status_is_treated_as_empty():
 
 
 def test_per_job_bookkeeping_is_released_when_the_job_and_its_children_go(tmp_path):
-    from controller.adapters import JOB_UID_LABEL
-    from controller.kube import Kube
-    from controller.runtime import Controller
+    from jobgate.controller.adapters import JOB_UID_LABEL
+    from jobgate.controller.runtime import Controller
+    from jobgate.kube.client import Kube
 
     kubeconfig = tmp_path / "kubeconfig"
     kubeconfig.write_text(
@@ -155,8 +155,8 @@ def test_per_job_bookkeeping_is_released_when_the_job_and_its_children_go(tmp_pa
 
 
 def _offline_controller(tmp_path):
-    from controller.kube import Kube
-    from controller.runtime import Controller
+    from jobgate.controller.runtime import Controller
+    from jobgate.kube.client import Kube
 
     kubeconfig = tmp_path / "kubeconfig"
     kubeconfig.write_text(
@@ -168,7 +168,7 @@ def _offline_controller(tmp_path):
 
 
 def test_a_batch_v1_job_is_never_taken_for_a_volcano_job(tmp_path):
-    from controller.adapters import JOB_UID_LABEL, adapter_for
+    from jobgate.controller.adapters import JOB_UID_LABEL, adapter_for
 
     assert adapter_for({"apiVersion": "batch/v1", "kind": "Job"}) is None
     assert adapter_for({"apiVersion": "batch.volcano.sh/v1alpha1", "kind": "Job"}) is not None
@@ -190,7 +190,7 @@ def test_a_batch_v1_job_is_never_taken_for_a_volcano_job(tmp_path):
 
 
 def test_job_keys_carry_group_version_and_kind():
-    from controller.runtime import job_key, split_key
+    from jobgate.controller.runtime import job_key, split_key
 
     volcano = GroupVersionKind("batch.volcano.sh", "v1alpha1", "Job")
     key = job_key(volcano, "ns", "a.b")
@@ -237,7 +237,7 @@ def test_a_command_naming_its_job_under_the_go_field_name_is_not_taken(tmp_path)
 
 
 def test_a_command_api_served_after_start_up_is_watched_without_a_restart(tmp_path, monkeypatch):
-    from controller.informer import Informer
+    from jobgate.kube.informer import Informer
 
     started: list[str] = []
     monkeypatch.setattr(Informer, "start", lambda self: started.append(self.name))
@@ -266,8 +266,8 @@ def test_a_command_api_served_after_start_up_is_watched_without_a_restart(tmp_pa
 
 
 def test_no_command_watch_is_started_after_stop_nor_without_volcano(tmp_path, monkeypatch):
-    from controller.informer import Informer
-    from controller.runtime import Controller
+    from jobgate.controller.runtime import Controller
+    from jobgate.kube.informer import Informer
 
     started: list[str] = []
     monkeypatch.setattr(Informer, "start", lambda self: started.append(self.name))
@@ -290,9 +290,9 @@ def test_no_command_watch_is_started_after_stop_nor_without_volcano(tmp_path, mo
 
 
 def test_a_pod_group_api_served_after_start_up_turns_gang_scheduling_on_without_a_restart(tmp_path, monkeypatch):
-    from controller.informer import Informer
-    from controller.runtime import job_key
-    from webhook.rules.registry import GroupVersionKind
+    from jobgate.controller.runtime import job_key
+    from jobgate.kube.informer import Informer
+    from jobgate.webhook.rules.registry import GroupVersionKind
 
     started: list[str] = []
 
@@ -329,7 +329,7 @@ def test_a_pod_group_api_served_after_start_up_turns_gang_scheduling_on_without_
 
 
 def test_command_crd_recheck_interval_from_the_environment(monkeypatch):
-    from controller.runtime import DEFAULT_COMMAND_CRD_RECHECK_SECONDS, command_crd_recheck_seconds
+    from jobgate.controller.runtime import DEFAULT_COMMAND_CRD_RECHECK_SECONDS, command_crd_recheck_seconds
 
     default = DEFAULT_COMMAND_CRD_RECHECK_SECONDS
     for raw, expected in [("", default), ("2.5", 2.5), ("-1", default), ("nan", default), ("inf", default),
@@ -343,7 +343,7 @@ def test_repeated_apiserver_refusals_are_logged_without_a_traceback(tmp_path, ca
 
     from urllib3.exceptions import MaxRetryError, NewConnectionError
 
-    from controller.kube import ApiError
+    from jobgate.kube.client import ApiError
 
     controller = _offline_controller(tmp_path)
     # The apiserver refusing (403), then out of reach (what urllib3 raises for a refused connection).

@@ -7,8 +7,8 @@ from typing import Any
 
 import pytest
 
+from jobgate.webhook.rules.jsonpatch import apply_patch
 from tests.builders import container, errors_of, review
-from webhook.rules.jsonpatch import apply_patch
 
 
 def task(task_type: str | None = None, name: str | None = None, replicas: int | None = None, **extra: Any) -> dict:
@@ -212,7 +212,7 @@ def test_scaling_a_task_is_allowed_but_not_to_zero():
 
 
 def test_light_constants_agree_with_the_model():
-    from webhook.api import constants, diengine
+    from jobgate.webhook.api import constants, diengine
 
     assert (diengine.GROUP, diengine.VERSION) == (constants.DIENGINE_GROUP, constants.DIENGINE_VERSION)
 

@@ -6,9 +6,9 @@ from typing import Any
 
 import pytest
 
-from controller.adapters import adapter_for
-from controller.adapters.diengine import read_dijob_status, task_nodes_variable
-from controller.engine import Observed, reconcile
+from jobgate.controller.adapters import adapter_for
+from jobgate.controller.adapters.diengine import read_dijob_status, task_nodes_variable
+from jobgate.controller.engine import Observed, reconcile
 from tests.unit.test_t9k_controller import T9kSim
 
 

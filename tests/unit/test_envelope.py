@@ -10,9 +10,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from jobgate.webhook import envelope_schema
+from jobgate.webhook.admission import AdmissionReview, BadReview, parse_review
 from tests.builders import admission_review, tfjob
-from webhook import envelope_schema
-from webhook.admission import AdmissionReview, BadReview, parse_review
 
 # Values a field of the envelope may be given: right and wrong JSON types, convertible and not.
 ODD_VALUES: list[Any] = [

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from webhook.rules import names
-from webhook.rules.names import is_dns1123_label, is_env_var_name, is_port_name
-from webhook.rules.podtemplate import check_pod_template
+from jobgate.webhook.rules import names
+from jobgate.webhook.rules.names import is_dns1123_label, is_env_var_name, is_port_name
+from jobgate.webhook.rules.podtemplate import check_pod_template
 
 
 def test_remembered_names_are_bounded_and_never_change_an_answer() -> None:

@@ -6,8 +6,8 @@ import copy
 
 import pytest
 
+from jobgate.webhook.rules.jsonpatch import apply_patch
 from tests.builders import REPLICA_FIELDS, container, kubedl_job, replica, review, tfjob
-from webhook.rules.jsonpatch import apply_patch
 
 FALLBACK = "FallbackToLogsOnError"
 

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from webhook.loader import (
+from jobgate.webhook.loader import (
     MAX_DEPTH,
     Chunk,
     LoadError,
@@ -249,7 +249,7 @@ def test_the_pre_scan_sends_yaml11_numbers_and_tags_to_the_exact_path():
 
 
 def test_a_realistic_job_takes_the_fast_path_and_reads_the_same():
-    from webhook import loader
+    from jobgate.webhook import loader
 
     for path in sorted((REPO / "examples").rglob("*.yaml")):
         text = path.read_text()
@@ -260,7 +260,7 @@ def test_a_realistic_job_takes_the_fast_path_and_reads_the_same():
 
 
 def test_lines_of_fields():
-    from webhook.loader import Locator
+    from jobgate.webhook.loader import Locator
 
     text = "a: 1\n---\n# c\nkind: X\nspec:\n  list:\n    - x\n    - name: y\n      v: 2\n"
     chunk = split_documents(text)[1]

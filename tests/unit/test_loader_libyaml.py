@@ -9,10 +9,10 @@ from __future__ import annotations
 
 import pytest
 
+from jobgate.webhook import loader
+from jobgate.webhook.loader import Chunk
 from tests.fuzz.loader_differential import differences
 from tests.fuzz.offline_mutator import example_texts, inputs
-from webhook import loader
-from webhook.loader import Chunk
 
 
 @pytest.mark.parametrize("index", range(len(example_texts())))

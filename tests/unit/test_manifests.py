@@ -7,9 +7,9 @@ from pathlib import Path
 import pytest
 from ruamel.yaml import YAML
 
-from webhook.cli import main
-from webhook.manifests import differences, generated_files, schema_table, webhook_configurations
-from webhook.rules.registry import served_kinds
+from jobgate.cli import main
+from jobgate.webhook.manifests import differences, generated_files, schema_table, webhook_configurations
+from jobgate.webhook.rules.registry import served_kinds
 
 MANIFESTS = Path(__file__).resolve().parents[2] / "manifests"
 

@@ -8,14 +8,12 @@ tests the source passes.
 from __future__ import annotations
 
 import os
-from pathlib import Path
 
 import pytest
 
-from build_support.native import COMPILED_MODULES, compile_requirements, is_compiled
-from webhook.rules.engine import engine_build
+from build_support.native import COMPILED_MODULES, compile_requirements, is_compiled, source_path
+from jobgate.webhook.rules.engine import engine_build
 
-REPO = Path(__file__).resolve().parents[2]
 EXPECT_COMPILED = os.environ.get("JOBGATE_EXPECT_COMPILED") == "1"
 
 
@@ -32,7 +30,16 @@ def test_the_rule_engine_runs_compiled():
 @pytest.mark.skipif(EXPECT_COMPILED, reason="compiled tree")
 def test_the_source_tree_runs_pure_python():
     for module in COMPILED_MODULES:
-        assert (REPO / module).is_file(), module
+        assert source_path(module).is_file(), module
     # A stray extension module in the source tree would shadow edits of its .py file.
     assert [m for m in COMPILED_MODULES if is_compiled(m)] == []
     assert engine_build() == "pure Python"
+
+
+@pytest.mark.skipif(not EXPECT_COMPILED, reason="source tree (.ci/run installs the compiled wheel)")
+def test_the_compiled_wheel_installs_one_top_level_name():
+    from importlib.metadata import distribution
+
+    dist = distribution("jobgate")
+    roots = {file.parts[0] for file in dist.files or [] if file.parts[0] != ".."}  # ../../bin/jobgate
+    assert roots == {"jobgate", f"jobgate-{dist.version}.dist-info"}

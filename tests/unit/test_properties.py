@@ -7,10 +7,10 @@ import copy
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from jobgate.webhook.admission import Webhook, answer_review, parse_review
+from jobgate.webhook.rules.engine import kind_of, review_job
+from jobgate.webhook.rules.jsonpatch import apply_patch
 from tests.builders import KUBEDL, MLKUBE, REPLICA_FIELDS, VOLCANO, container, replica
-from webhook.admission import Webhook, answer_review, parse_review
-from webhook.rules.engine import kind_of, review_job
-from webhook.rules.jsonpatch import apply_patch
 
 scalars = st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False) | st.text(max_size=8)
 json_like = st.recursive(

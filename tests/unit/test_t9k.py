@@ -7,8 +7,8 @@ from typing import Any
 
 import pytest
 
+from jobgate.webhook.rules.jsonpatch import apply_patch
 from tests.builders import container, errors_of, review
-from webhook.rules.jsonpatch import apply_patch
 
 
 def t9k_replica(replica_type: str | None = "worker", replicas: int | None = None, **extra: Any) -> dict[str, Any]:
@@ -334,7 +334,7 @@ def test_default_finish_rules_follow_a_scale_and_given_rules_do_not():
 
 
 def test_light_constants_agree_with_the_model():
-    from webhook.api import constants, t9k
+    from jobgate.webhook.api import constants, t9k
 
     assert (t9k.GROUP, t9k.VERSION) == (constants.T9K_GROUP, constants.T9K_VERSION)
 

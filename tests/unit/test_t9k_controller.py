@@ -6,11 +6,11 @@ from typing import Any
 
 import pytest
 
-from controller.adapters import adapter_for
-from controller.adapters.t9k import read_genericjob_status, rule_text
-from controller.engine import Plan
-from controller.runmodes import DEBUG_COMMAND, apply_override, debug_override
-from controller.substitution import SubstitutionContext, substitute
+from jobgate.controller.adapters import adapter_for
+from jobgate.controller.adapters.t9k import read_genericjob_status, rule_text
+from jobgate.controller.engine import Plan
+from jobgate.controller.runmodes import DEBUG_COMMAND, apply_override, debug_override
+from jobgate.controller.substitution import SubstitutionContext, substitute
 from tests.unit.test_controller_engine import Sim
 
 
@@ -142,7 +142,7 @@ def test_default_rules_succeed_when_every_replica_succeeded() -> None:
 
 
 def test_default_rules_of_a_huge_job_are_not_listed_index_by_index() -> None:
-    from controller.adapters.t9k import _rules
+    from jobgate.controller.adapters.t9k import _rules
 
     success, failure = _rules({}, {"worker": 20_001, "ps": 3})  # listed, these would be 20,004 rules
     assert [len(rule.selectors) for rule in success] == [2]
@@ -154,7 +154,7 @@ def test_default_rules_of_a_huge_job_are_not_listed_index_by_index() -> None:
 
 @pytest.mark.parametrize("fails", [False, True])
 def test_unlisted_default_rules_mean_what_the_listed_ones_do(monkeypatch: pytest.MonkeyPatch, fails: bool) -> None:
-    monkeypatch.setattr("controller.adapters.t9k.MAX_WRITTEN_RULE_REPLICAS", 1)
+    monkeypatch.setattr("jobgate.controller.adapters.t9k.MAX_WRITTEN_RULE_REPLICAS", 1)
     sim = started(genericjob(t9k_replica("worker", 2)))
     sim.run_all()
     sim.step()

@@ -7,11 +7,11 @@ import json
 import pytest
 import yaml
 
+from jobgate.cli import main
+from jobgate.webhook.admission import Webhook, answer_review, parse_review
+from jobgate.webhook.rules import registry
+from jobgate.webhook.rules.volcano_rules import QUEUES, QueueInfo
 from tests.builders import admission_review, vc_task, vcjob
-from webhook.admission import Webhook, answer_review, parse_review
-from webhook.cli import main
-from webhook.rules import registry
-from webhook.rules.volcano_rules import QUEUES, QueueInfo
 
 
 @pytest.fixture

@@ -10,9 +10,9 @@ from typing import Any
 
 import pytest
 
-from controller.adapters import adapter_for
-from controller.engine import Observed, Plan, reconcile
-from controller.lifecycle import Action, BusEvent, JobRules, Policy, TaskRules, go_duration, resolve
+from jobgate.controller.adapters import adapter_for
+from jobgate.controller.engine import Observed, Plan, reconcile
+from jobgate.controller.lifecycle import Action, BusEvent, JobRules, Policy, TaskRules, go_duration, resolve
 
 T0 = datetime.datetime(2026, 11, 21, 12, 0, tzinfo=datetime.UTC)
 API = "batch.volcano.sh/v1alpha1"
@@ -667,8 +667,8 @@ def test_status_reads_back_as_written() -> None:
 
 
 def test_controller_serves_only_the_families_asked_for() -> None:
-    from controller.main import served_families
-    from controller.runtime import Controller
+    from jobgate.controller.main import served_families
+    from jobgate.controller.runtime import Controller
 
     class NoKube:  # the constructor only builds informers; nothing talks to the API before start
         pass
@@ -689,8 +689,8 @@ def test_an_unknown_phase_in_the_status_starts_over_as_pending() -> None:
 
 
 def test_a_deleted_pod_group_is_forgotten_so_a_restart_creates_it_again() -> None:
-    from controller.engine import Deletion
-    from controller.runtime import Controller
+    from jobgate.controller.engine import Deletion
+    from jobgate.controller.runtime import Controller
 
     class Kube:
         def __init__(self) -> None:
@@ -739,7 +739,7 @@ def _kubelet_strategy():
 def test_any_sequence_keeps_volcano_invariants() -> None:
     from hypothesis import HealthCheck, given, settings
 
-    from controller.lifecycle import FINISHED, Phase
+    from jobgate.controller.lifecycle import FINISHED, Phase
 
     @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
     @given(_policy_strategy(), _policy_strategy(), _kubelet_strategy())

@@ -10,8 +10,8 @@ from typing import Any
 
 import pytest
 
-from controller.engine import Observed, Plan, reconcile
-from controller.lifecycle import parse_go_duration
+from jobgate.controller.engine import Observed, Plan, reconcile
+from jobgate.controller.lifecycle import parse_go_duration
 from tests.unit.test_volcano_controller import Sim, task, vcjob
 
 
@@ -93,7 +93,7 @@ def test_job_unknown_when_the_pod_group_phase_is_unknown() -> None:
 
 
 def test_job_unknown_when_unknown_pods_leave_too_few_known_ones() -> None:
-    from controller.lifecycle import Step
+    from jobgate.controller.lifecycle import Step
 
     sim = VolcanoSim(vcjob(task("worker", 3), minAvailable=3))
     sim.run_all()
@@ -346,7 +346,7 @@ def test_a_restarted_controller_still_rewrites_hosts_changed_while_it_was_away()
 
 @pytest.mark.parametrize("event", ["OutOfSync", "CommandIssued", "PodRunning"])
 def test_internal_events_match_no_policy_not_even_the_wildcard(event: str) -> None:
-    from controller.lifecycle import Action, Policy
+    from jobgate.controller.lifecycle import Action, Policy
 
     assert not Policy(Action.RESTART_JOB, frozenset({"*"})).matches(event, None)
     assert not Policy(Action.RESTART_JOB, frozenset({event})).matches(event, None)

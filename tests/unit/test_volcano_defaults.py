@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 
+from jobgate.webhook.rules.engine import defaulting_patch, kind_of
+from jobgate.webhook.rules.jsonpatch import apply_patch
 from tests.builders import review, vc_task, vcjob
-from webhook.rules.engine import defaulting_patch, kind_of
-from webhook.rules.jsonpatch import apply_patch
 
 
 def defaulted(obj):

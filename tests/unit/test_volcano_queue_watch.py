@@ -7,7 +7,7 @@ import threading
 
 import pytest
 
-from webhook import queues
+from jobgate.webhook import queues
 
 
 class FakeKube:

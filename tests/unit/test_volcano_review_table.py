@@ -13,10 +13,10 @@ import json
 
 import pytest
 
+from jobgate.webhook.admission import Webhook, answer_review, parse_review
+from jobgate.webhook.rules.jsonpatch import apply_patch
+from jobgate.webhook.rules.volcano_rules import QUEUES, QueueSnapshot
 from tests.builders import admission_review
-from webhook.admission import Webhook, answer_review, parse_review
-from webhook.rules.jsonpatch import apply_patch
-from webhook.rules.volcano_rules import QUEUES, QueueSnapshot
 
 
 def task(name="task-1", replicas=1, **fields):

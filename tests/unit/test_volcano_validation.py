@@ -6,8 +6,8 @@ import copy
 
 import pytest
 
+from jobgate.webhook.rules.volcano_rules import QueueInfo, check_queue
 from tests.builders import errors_of, review, vc_task, vcjob
-from webhook.rules.volcano_rules import QueueInfo, check_queue
 
 
 def one_error_with(obj, fragment, old=None):

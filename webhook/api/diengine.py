@@ -11,7 +11,7 @@ from typing import Annotated, Any, Literal, get_args
 
 from pydantic import Field
 
-from webhook.api.common import (
+from jobgate.webhook.api.common import (
     CLEAN_POD_POLICIES,
     CleanPodPolicy,
     DateTime,
@@ -20,7 +20,7 @@ from webhook.api.common import (
     PodTemplate,
     WireModel,
 )
-from webhook.api.constants import DIENGINE_GROUP, DIENGINE_VERSION
+from jobgate.webhook.api.constants import DIENGINE_GROUP, DIENGINE_VERSION
 
 GROUP = DIENGINE_GROUP
 VERSION = DIENGINE_VERSION

@@ -10,7 +10,7 @@ from typing import Literal
 
 from pydantic import Field
 
-from webhook.api.common import (
+from jobgate.webhook.api.common import (
     CleanPodPolicy,
     Int32,
     Int64,
@@ -18,7 +18,7 @@ from webhook.api.common import (
     RestartPolicy,
     WireModel,
 )
-from webhook.api.constants import KUBEDL_GROUP, KUBEDL_VERSION
+from jobgate.webhook.api.constants import KUBEDL_GROUP, KUBEDL_VERSION
 
 GROUP = KUBEDL_GROUP
 VERSION = KUBEDL_VERSION

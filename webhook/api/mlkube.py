@@ -9,8 +9,8 @@ from typing import Literal, get_args
 
 from pydantic import Field
 
-from webhook.api.common import Int32, JobStatus, PodTemplate, WireModel
-from webhook.api.constants import MLKUBE_GROUP, MLKUBE_VERSION
+from jobgate.webhook.api.common import Int32, JobStatus, PodTemplate, WireModel
+from jobgate.webhook.api.constants import MLKUBE_GROUP, MLKUBE_VERSION
 
 GROUP = MLKUBE_GROUP
 VERSION = MLKUBE_VERSION

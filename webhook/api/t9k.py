@@ -11,8 +11,8 @@ from typing import Annotated, Any, Literal, get_args
 
 from pydantic import Field
 
-from webhook.api.common import DateTime, Int32, Int64, PodTemplate, WireModel
-from webhook.api.constants import T9K_GROUP, T9K_VERSION
+from jobgate.webhook.api.common import DateTime, Int32, Int64, PodTemplate, WireModel
+from jobgate.webhook.api.constants import T9K_GROUP, T9K_VERSION
 
 GROUP = T9K_GROUP
 VERSION = T9K_VERSION

@@ -13,8 +13,8 @@ from typing import Any, Literal, get_args
 
 from pydantic import Field
 
-from webhook.api.common import DateTime, Int32, Int64, PodTemplate, WireModel
-from webhook.api.constants import VOLCANO_GROUP, VOLCANO_VERSION
+from jobgate.webhook.api.common import DateTime, Int32, Int64, PodTemplate, WireModel
+from jobgate.webhook.api.constants import VOLCANO_GROUP, VOLCANO_VERSION
 
 GROUP = VOLCANO_GROUP
 VERSION = VOLCANO_VERSION

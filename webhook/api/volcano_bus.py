@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from pydantic import ConfigDict, Field
 
-from webhook.api.common import WireModel
+from jobgate.webhook.api.common import WireModel
 
 GROUP = "bus.volcano.sh"
 VERSION = "v1alpha1"

@@ -12,11 +12,11 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from webhook.rules.fielderrors import FieldError, invalid_status
-from webhook.rules.jobmeta import job_name
-from webhook.rules.jsonpatch import NO_PATCH, Patch, PatchRecorder
-from webhook.rules.registry import GroupVersionKind, JobKind, lookup, served_kinds
-from webhook.rules.schema import schema_checker
+from jobgate.webhook.rules.fielderrors import FieldError, invalid_status
+from jobgate.webhook.rules.jobmeta import job_name
+from jobgate.webhook.rules.jsonpatch import NO_PATCH, Patch, PatchRecorder
+from jobgate.webhook.rules.registry import GroupVersionKind, JobKind, lookup, served_kinds
+from jobgate.webhook.rules.schema import schema_checker
 
 
 @dataclass(frozen=True, slots=True)

@@ -5,16 +5,16 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any
 
-from webhook.rules.fielderrors import FieldError, FieldPath, invalid, required
-from webhook.rules.names import LABEL_MAX_LENGTH, dns1035_label_problems
-from webhook.rules.podtemplate import Findings
-from webhook.rules.schema import schema_checker
-from webhook.rules.unknownfields import UnknownField
+from jobgate.webhook.rules.fielderrors import FieldError, FieldPath, invalid, required
+from jobgate.webhook.rules.names import LABEL_MAX_LENGTH, dns1035_label_problems
+from jobgate.webhook.rules.podtemplate import Findings
+from jobgate.webhook.rules.schema import schema_checker
+from jobgate.webhook.rules.unknownfields import UnknownField
 
 if TYPE_CHECKING:
     from pydantic import BaseModel
 
-    from webhook.rules.modelref import ModelRef
+    from jobgate.webhook.rules.modelref import ModelRef
 
 # generateName gets five random characters appended by the apiserver.
 _GENERATED_SUFFIX_LENGTH = 5

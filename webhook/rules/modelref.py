@@ -1,6 +1,6 @@
 """Pydantic models named, not imported: the rule engine starts without building any model.
 
-A family declares ``spec_model=ModelRef("webhook.api.kubedl:TFJobSpec")``. The admission
+A family declares ``spec_model=ModelRef("jobgate.webhook.api.kubedl:TFJobSpec")``. The admission
 checks need only the model's structural schema, which ``jobgate manifests generate`` writes
 ahead of time into ``structural_schemas.json``; the class itself is imported only by what
 needs it (CRD generation, a schema missing from the table). A family that still names the

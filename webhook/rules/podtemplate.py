@@ -10,7 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from webhook.rules.fielderrors import (
+from jobgate.webhook.rules.fielderrors import (
     FieldError,
     FieldPath,
     Key,
@@ -20,8 +20,8 @@ from webhook.rules.fielderrors import (
     not_supported,
     required,
 )
-from webhook.rules.jsonpatch import PatchRecorder
-from webhook.rules.names import (
+from jobgate.webhook.rules.jsonpatch import PatchRecorder
+from jobgate.webhook.rules.names import (
     dns1123_label_problems,
     env_var_name_problems,
     is_dns1123_label,
@@ -29,7 +29,7 @@ from webhook.rules.names import (
     is_port_name,
     port_name_problems,
 )
-from webhook.rules.quantity import NANO, QUANTITY_MESSAGE, parse_quantity, parse_text_cached
+from jobgate.webhook.rules.quantity import NANO, QUANTITY_MESSAGE, parse_quantity, parse_text_cached
 
 FALLBACK_TO_LOGS = "FallbackToLogsOnError"
 POD_RESTART_POLICIES = ("Always", "OnFailure", "Never")

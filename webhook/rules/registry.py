@@ -9,13 +9,13 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol
 
-from webhook.rules.jsonpatch import PatchRecorder
-from webhook.rules.podtemplate import Findings
+from jobgate.webhook.rules.jsonpatch import PatchRecorder
+from jobgate.webhook.rules.podtemplate import Findings
 
 if TYPE_CHECKING:
     from pydantic import BaseModel
 
-    from webhook.rules.modelref import ModelRef
+    from jobgate.webhook.rules.modelref import ModelRef
 
 
 @dataclass(frozen=True, slots=True)
@@ -141,6 +141,6 @@ def _load_families() -> None:
     global _families_loaded  # noqa: PLW0603 - set once, when the families have registered
     if _families_loaded:
         return
-    import webhook.rules.families  # noqa: F401
+    import jobgate.webhook.rules.families  # noqa: F401
 
     _families_loaded = True

@@ -24,8 +24,8 @@ from collections.abc import Callable
 from functools import cache
 from typing import TYPE_CHECKING, Any
 
-from webhook.rules.fielderrors import FieldError, FieldPath, invalid, not_supported, render_path, required
-from webhook.rules.modelref import model_class, model_key
+from jobgate.webhook.rules.fielderrors import FieldError, FieldPath, invalid, not_supported, render_path, required
+from jobgate.webhook.rules.modelref import model_class, model_key
 
 if TYPE_CHECKING:
     from pydantic import BaseModel

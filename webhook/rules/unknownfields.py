@@ -5,8 +5,8 @@ Kept out of the compiled rule modules: mypyc does not compile subclasses of ``st
 
 from __future__ import annotations
 
-from webhook.rules.fielderrors import FieldPath, render_path
-from webhook.rules.podtemplate import clip_warning
+from jobgate.webhook.rules.fielderrors import FieldPath, render_path
+from jobgate.webhook.rules.podtemplate import clip_warning
 
 
 class UnknownField(str):

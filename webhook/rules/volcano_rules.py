@@ -15,7 +15,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any, Protocol
 
-from webhook.rules.fielderrors import (
+from jobgate.webhook.rules.fielderrors import (
     ErrorType,
     FieldError,
     FieldPath,
@@ -24,11 +24,11 @@ from webhook.rules.fielderrors import (
     invalid,
     required,
 )
-from webhook.rules.jobmeta import as_int, check_spec_schema, job_name
-from webhook.rules.modelref import ModelRef
-from webhook.rules.names import dns1123_label_problems
-from webhook.rules.podtemplate import Findings, check_pod_template, clip_warning
-from webhook.rules.quantity import parse_quantity
+from jobgate.webhook.rules.jobmeta import as_int, check_spec_schema, job_name
+from jobgate.webhook.rules.modelref import ModelRef
+from jobgate.webhook.rules.names import dns1123_label_problems
+from jobgate.webhook.rules.podtemplate import Findings, check_pod_template, clip_warning
+from jobgate.webhook.rules.quantity import parse_quantity
 
 # Events and actions a user may write (volcano-sh/apis bus/v1alpha1, as the webhook filters them).
 USER_EVENTS: tuple[str, ...] = (

@@ -12,14 +12,14 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from webhook.api.constants import DIENGINE_GROUP, DIENGINE_VERSION
-from webhook.rules.fielderrors import FieldError, FieldPath, duplicate, invalid, required
-from webhook.rules.jobmeta import as_int, check_job_name, check_spec_schema
-from webhook.rules.jsonpatch import NO_PATCH, PatchRecorder
-from webhook.rules.modelref import ModelRef
-from webhook.rules.names import dns1123_label_problems, is_dns1123_label
-from webhook.rules.podtemplate import Findings, check_pod_template
-from webhook.rules.registry import GroupVersionKind, register
+from jobgate.webhook.api.constants import DIENGINE_GROUP, DIENGINE_VERSION
+from jobgate.webhook.rules.fielderrors import FieldError, FieldPath, duplicate, invalid, required
+from jobgate.webhook.rules.jobmeta import as_int, check_job_name, check_spec_schema
+from jobgate.webhook.rules.jsonpatch import NO_PATCH, PatchRecorder
+from jobgate.webhook.rules.modelref import ModelRef
+from jobgate.webhook.rules.names import dns1123_label_problems, is_dns1123_label
+from jobgate.webhook.rules.podtemplate import Findings, check_pod_template
+from jobgate.webhook.rules.registry import GroupVersionKind, register
 
 DEFAULT_PRIORITY = "normal"
 DEFAULT_CLEAN_POD_POLICY = "Running"
@@ -31,8 +31,8 @@ CONTROLLER_POD_RESTART_POLICY = "Never"
 
 
 # Models are named, not imported: see webhook/rules/modelref.py.
-DIJOB_SPEC_MODEL = ModelRef("webhook.api.diengine:DIJobSpec")
-DIJOB_STATUS_MODEL = ModelRef("webhook.api.diengine:DIJobStatus")
+DIJOB_SPEC_MODEL = ModelRef("jobgate.webhook.api.diengine:DIJobSpec")
+DIJOB_STATUS_MODEL = ModelRef("jobgate.webhook.api.diengine:DIJobStatus")
 
 
 @dataclass(frozen=True)

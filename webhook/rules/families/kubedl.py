@@ -13,8 +13,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from webhook.api.constants import KUBEDL_GROUP, KUBEDL_VERSION, RESTART_POLICIES
-from webhook.rules.fielderrors import (
+from jobgate.webhook.api.constants import KUBEDL_GROUP, KUBEDL_VERSION, RESTART_POLICIES
+from jobgate.webhook.rules.fielderrors import (
     FieldError,
     FieldPath,
     Key,
@@ -24,21 +24,21 @@ from webhook.rules.fielderrors import (
     not_supported,
     required,
 )
-from webhook.rules.jobmeta import as_int, check_job_name, check_spec_schema
-from webhook.rules.jsonpatch import NO_PATCH, PatchRecorder, escape_pointer_token
-from webhook.rules.modelref import ModelRef
-from webhook.rules.podtemplate import (
+from jobgate.webhook.rules.jobmeta import as_int, check_job_name, check_spec_schema
+from jobgate.webhook.rules.jsonpatch import NO_PATCH, PatchRecorder, escape_pointer_token
+from jobgate.webhook.rules.modelref import ModelRef
+from jobgate.webhook.rules.podtemplate import (
     Findings,
     check_pod_template,
     clip_warning,
     copied_dict,
     default_pod_template,
 )
-from webhook.rules.registry import GroupVersionKind, register
+from jobgate.webhook.rules.registry import GroupVersionKind, register
 
 DEFAULT_CLEAN_POD_POLICY = "Running"
 # Models are named, not imported: see webhook/rules/modelref.py.
-JOB_STATUS_MODEL = ModelRef("webhook.api.common:JobStatus")
+JOB_STATUS_MODEL = ModelRef("jobgate.webhook.api.common:JobStatus")
 # The fields of KubeDL's RunPolicy (inlined into spec, or under spec.runPolicy for MPIJob).
 RUN_POLICY_FIELDS = (
     "cleanPodPolicy",
@@ -389,7 +389,7 @@ TFJOB = register(
         plural="tfjobs",
         short_names=("tfj",),
         replicas_field="tfReplicaSpecs",
-        spec_model=ModelRef("webhook.api.kubedl:TFJobSpec"),
+        spec_model=ModelRef("jobgate.webhook.api.kubedl:TFJobSpec"),
         container="tensorflow",
         port_name="tfjob-port",
         port=2222,
@@ -411,7 +411,7 @@ PYTORCHJOB = register(
         plural="pytorchjobs",
         short_names=("ptj",),
         replicas_field="pytorchReplicaSpecs",
-        spec_model=ModelRef("webhook.api.kubedl:PyTorchJobSpec"),
+        spec_model=ModelRef("jobgate.webhook.api.kubedl:PyTorchJobSpec"),
         container="pytorch",
         port_name="pytorchjob-port",
         port=23456,
@@ -427,7 +427,7 @@ XGBOOSTJOB = register(
         plural="xgboostjobs",
         short_names=("xgbj",),
         replicas_field="xgbReplicaSpecs",
-        spec_model=ModelRef("webhook.api.kubedl:XGBoostJobSpec"),
+        spec_model=ModelRef("jobgate.webhook.api.kubedl:XGBoostJobSpec"),
         container="xgboostjob",
         port_name="xgboostjob-port",
         port=9999,
@@ -443,7 +443,7 @@ MPIJOB = register(
         plural="mpijobs",
         short_names=("mpij",),
         replicas_field="mpiReplicaSpecs",
-        spec_model=ModelRef("webhook.api.kubedl:MPIJobSpec"),
+        spec_model=ModelRef("jobgate.webhook.api.kubedl:MPIJobSpec"),
         container="mpi",
         port_name="mpi-port",
         port=2222,
@@ -461,7 +461,7 @@ XDLJOB = register(
         plural="xdljobs",
         short_names=("xdlj",),
         replicas_field="xdlReplicaSpecs",
-        spec_model=ModelRef("webhook.api.kubedl:XDLJobSpec"),
+        spec_model=ModelRef("jobgate.webhook.api.kubedl:XDLJobSpec"),
         container="xdl",
         port_name="xdljob-port",
         port=2222,
@@ -476,7 +476,7 @@ MARSJOB = register(
         plural="marsjobs",
         short_names=("marsj",),
         replicas_field="marsReplicaSpecs",
-        spec_model=ModelRef("webhook.api.kubedl:MarsJobSpec"),
+        spec_model=ModelRef("jobgate.webhook.api.kubedl:MarsJobSpec"),
         container="mars",
         port_name="mars-port",
         port=11111,

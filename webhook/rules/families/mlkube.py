@@ -11,18 +11,18 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from webhook.api.constants import MLKUBE_GROUP, MLKUBE_VERSION, MX_REPLICA_TYPES
-from webhook.rules.fielderrors import FieldPath, duplicate, invalid, required
-from webhook.rules.jobmeta import as_int, check_job_name, check_spec_schema
-from webhook.rules.jsonpatch import NO_PATCH, PatchRecorder
-from webhook.rules.modelref import ModelRef
-from webhook.rules.podtemplate import Findings, check_pod_template
-from webhook.rules.registry import GroupVersionKind, register
+from jobgate.webhook.api.constants import MLKUBE_GROUP, MLKUBE_VERSION, MX_REPLICA_TYPES
+from jobgate.webhook.rules.fielderrors import FieldPath, duplicate, invalid, required
+from jobgate.webhook.rules.jobmeta import as_int, check_job_name, check_spec_schema
+from jobgate.webhook.rules.jsonpatch import NO_PATCH, PatchRecorder
+from jobgate.webhook.rules.modelref import ModelRef
+from jobgate.webhook.rules.podtemplate import Findings, check_pod_template
+from jobgate.webhook.rules.registry import GroupVersionKind, register
 
 DEFAULT_PS_ROOT_PORT = 9091
 # Models are named, not imported: see webhook/rules/modelref.py.
-MXJOB_SPEC_MODEL = ModelRef("webhook.api.mlkube:MxJobSpec")
-MXJOB_STATUS_MODEL = ModelRef("webhook.api.mlkube:MxJobStatus")
+MXJOB_SPEC_MODEL = ModelRef("jobgate.webhook.api.mlkube:MxJobSpec")
+MXJOB_STATUS_MODEL = ModelRef("jobgate.webhook.api.mlkube:MxJobStatus")
 DEFAULT_REPLICA_TYPE = "WORKER"
 MXNET_CONTAINER = "mxnet"
 

@@ -12,14 +12,14 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from webhook.api.constants import T9K_GROUP, T9K_VERSION
-from webhook.rules.fielderrors import FieldPath, Key, duplicate, forbidden, invalid, not_found, required
-from webhook.rules.jobmeta import as_int, check_job_name, check_spec_schema
-from webhook.rules.jsonpatch import NO_PATCH, PatchRecorder
-from webhook.rules.modelref import ModelRef
-from webhook.rules.names import dns1123_label_problems, is_dns1123_label
-from webhook.rules.podtemplate import Findings, check_pod_template, copied_dict
-from webhook.rules.registry import GroupVersionKind, register
+from jobgate.webhook.api.constants import T9K_GROUP, T9K_VERSION
+from jobgate.webhook.rules.fielderrors import FieldPath, Key, duplicate, forbidden, invalid, not_found, required
+from jobgate.webhook.rules.jobmeta import as_int, check_job_name, check_spec_schema
+from jobgate.webhook.rules.jsonpatch import NO_PATCH, PatchRecorder
+from jobgate.webhook.rules.modelref import ModelRef
+from jobgate.webhook.rules.names import dns1123_label_problems, is_dns1123_label
+from jobgate.webhook.rules.podtemplate import Findings, check_pod_template, copied_dict
+from jobgate.webhook.rules.registry import GroupVersionKind, register
 
 DEFAULT_RESTART_POLICY = "OnFailure"
 DEFAULT_RESTART_LIMIT = 0
@@ -32,8 +32,8 @@ CONTROLLER_POD_RESTART_POLICY = "Never"
 
 
 # Models are named, not imported: see webhook/rules/modelref.py.
-GENERIC_JOB_SPEC_MODEL = ModelRef("webhook.api.t9k:GenericJobSpec")
-GENERIC_JOB_STATUS_MODEL = ModelRef("webhook.api.t9k:GenericJobStatus")
+GENERIC_JOB_SPEC_MODEL = ModelRef("jobgate.webhook.api.t9k:GenericJobSpec")
+GENERIC_JOB_STATUS_MODEL = ModelRef("jobgate.webhook.api.t9k:GenericJobStatus")
 
 
 @dataclass(frozen=True)

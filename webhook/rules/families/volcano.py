@@ -16,13 +16,13 @@ import sys
 from dataclasses import dataclass, field
 from typing import Any
 
-from webhook.api.constants import VOLCANO_GROUP, VOLCANO_VERSION
-from webhook.rules.jobmeta import as_int
-from webhook.rules.jsonpatch import NO_PATCH, PatchRecorder
-from webhook.rules.modelref import ModelRef
-from webhook.rules.podtemplate import Findings, copied_dict
-from webhook.rules.registry import GroupVersionKind, register
-from webhook.rules.volcano_rules import QueueView, validate_job
+from jobgate.webhook.api.constants import VOLCANO_GROUP, VOLCANO_VERSION
+from jobgate.webhook.rules.jobmeta import as_int
+from jobgate.webhook.rules.jsonpatch import NO_PATCH, PatchRecorder
+from jobgate.webhook.rules.modelref import ModelRef
+from jobgate.webhook.rules.podtemplate import Findings, copied_dict
+from jobgate.webhook.rules.registry import GroupVersionKind, register
+from jobgate.webhook.rules.volcano_rules import QueueView, validate_job
 
 DEFAULT_QUEUE = "default"
 DEFAULT_SCHEDULER = "volcano"
@@ -38,8 +38,8 @@ IMPLIED_PLUGINS: dict[str, tuple[str, ...]] = {
 }
 
 # Models are named, not imported: see webhook/rules/modelref.py.
-VOLCANO_JOB_SPEC_MODEL = ModelRef("webhook.api.volcano:VolcanoJobSpec")
-VOLCANO_JOB_STATUS_MODEL = ModelRef("webhook.api.volcano:VolcanoJobStatus")
+VOLCANO_JOB_SPEC_MODEL = ModelRef("jobgate.webhook.api.volcano:VolcanoJobSpec")
+VOLCANO_JOB_STATUS_MODEL = ModelRef("jobgate.webhook.api.volcano:VolcanoJobStatus")
 
 PRINTER_COLUMNS: tuple[dict[str, str], ...] = (
     {"name": "STATUS", "type": "string", "jsonPath": ".status.state.phase", "description": "Phase of the job."},

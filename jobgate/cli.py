@@ -20,10 +20,10 @@ def _validate(args: argparse.Namespace) -> int:
     import gc
     import time
 
-    from webhook.api.constants import VOLCANO_GROUP, VOLCANO_VERSION
-    from webhook.offline import iter_results
-    from webhook.report import Reporter
-    from webhook.rules.volcano_rules import QUEUE_CHECK_SKIPPED
+    from jobgate.webhook.api.constants import VOLCANO_GROUP, VOLCANO_VERSION
+    from jobgate.webhook.offline import iter_results
+    from jobgate.webhook.report import Reporter
+    from jobgate.webhook.rules.volcano_rules import QUEUE_CHECK_SKIPPED
 
     if not _load_queues(args.queues):
         return EXIT_USAGE
@@ -76,8 +76,8 @@ class _Progress:
 def _default(args: argparse.Namespace) -> int:
     import json
 
-    from webhook.offline import DocumentResult, Outcome, evaluate, job_documents, load
-    from webhook.rules.jsonpatch import apply_patch
+    from jobgate.webhook.offline import DocumentResult, Outcome, evaluate, job_documents, load
+    from jobgate.webhook.rules.jsonpatch import apply_patch
 
     status = EXIT_OK
     trees: list[object] = []
@@ -132,7 +132,7 @@ def _load_queues(path: str | None) -> bool:
         return True
     from ruamel.yaml import YAML, YAMLError
 
-    from webhook.rules.volcano_rules import QUEUES, QueueSnapshot
+    from jobgate.webhook.rules.volcano_rules import QUEUES, QueueSnapshot
 
     try:
         with open(path, encoding="utf-8") as handle:
@@ -151,8 +151,8 @@ def _load_queues(path: str | None) -> bool:
 
 
 def _review(args: argparse.Namespace) -> int:
-    from webhook.admission import BadReview, Webhook, review_body
-    from webhook.sources import SourceError, display_name, printable, read_source
+    from jobgate.webhook.admission import BadReview, Webhook, review_body
+    from jobgate.webhook.sources import SourceError, display_name, printable, read_source
 
     if not _load_queues(args.queues):
         return EXIT_USAGE
@@ -176,13 +176,13 @@ def _review(args: argparse.Namespace) -> int:
 def _webhook(args: argparse.Namespace) -> int:
     from pathlib import Path
 
-    from webhook import logs
-    from webhook.server import WebhookServer, run
+    from jobgate.webhook import logs
+    from jobgate.webhook.server import WebhookServer, run
 
     if not _serve_families(args):
         return EXIT_USAGE
     logs.configure(args.log_format, args.log_level)
-    from webhook.queues import start_queue_check
+    from jobgate.webhook.queues import start_queue_check
 
     start_queue_check(args.kubeconfig)
     server = WebhookServer(
@@ -198,7 +198,7 @@ def _webhook(args: argparse.Namespace) -> int:
 
 def _serve_families(args: argparse.Namespace) -> bool:
     """Apply ``--families`` (webhook and controller); False after printing why it is wrong."""
-    from webhook.rules.registry import parse_families, serve_families
+    from jobgate.webhook.rules.registry import parse_families, serve_families
 
     if args.families is None:
         return True
@@ -231,7 +231,7 @@ def _add_queues_flag(parser: argparse.ArgumentParser, default: object = None) ->
 def _certs_init(args: argparse.Namespace) -> int:
     from pathlib import Path
 
-    from certs.authority import CertificateExists, init_directory, service_dns_names
+    from jobgate.certs.authority import CertificateExists, init_directory, service_dns_names
 
     dns_names = list(args.dns)
     if args.service:
@@ -255,7 +255,7 @@ def _certs_init(args: argparse.Namespace) -> int:
 def _certs_renew(args: argparse.Namespace) -> int:
     from pathlib import Path
 
-    from certs.authority import renew_directory
+    from jobgate.certs.authority import renew_directory
 
     try:
         result = renew_directory(Path(args.dir), within_days=args.within, rotate_ca=args.rotate_ca)
@@ -269,7 +269,7 @@ def _certs_renew(args: argparse.Namespace) -> int:
 def _certs_inject(args: argparse.Namespace) -> int:
     from pathlib import Path
 
-    from certs.inject import InjectError, inject_ca_bundle, store_tls_secret
+    from jobgate.certs.inject import InjectError, inject_ca_bundle, store_tls_secret
 
     try:
         if args.secret:
@@ -289,8 +289,8 @@ def _certs_inject(args: argparse.Namespace) -> int:
 def _manifests(args: argparse.Namespace) -> int:
     from pathlib import Path
 
-    from webhook.manifests import differences, schema_table_is_stale, write, write_schema_table
-    from webhook.rules.schema import SCHEMA_TABLE
+    from jobgate.webhook.manifests import differences, schema_table_is_stale, write, write_schema_table
+    from jobgate.webhook.rules.schema import SCHEMA_TABLE
 
     directory = Path(args.dir)
     if args.check:
@@ -309,7 +309,7 @@ def _manifests(args: argparse.Namespace) -> int:
 
 
 def _controller(args: argparse.Namespace) -> int:
-    from controller.main import run
+    from jobgate.controller.main import run
 
     # args.families is applied here for the rules; the controller picks its adapters from it.
     if not _serve_families(args):
@@ -324,7 +324,7 @@ def _as_json(text: str) -> str:
     stripped = text.lstrip()
     if not stripped or stripped[0] in "{[":
         return text
-    from webhook.sources import SourceError, parse_documents
+    from jobgate.webhook.sources import SourceError, parse_documents
 
     try:
         documents = parse_documents(text, "review")
@@ -346,7 +346,7 @@ def _positive_int(text: str) -> int:
 
 
 def _field_validation(text: str) -> object:
-    from webhook.offline import FieldValidation
+    from jobgate.webhook.offline import FieldValidation
 
     try:
         return FieldValidation.parse(text)
@@ -370,7 +370,7 @@ OFFLINE_COMMANDS = frozenset(("validate", "default", "review", "manifests", "cer
 
 
 def build_parser(with_controller_arguments: bool = True) -> argparse.ArgumentParser:
-    from webhook.report import FORMATS
+    from jobgate.webhook.report import FORMATS
 
     parser = argparse.ArgumentParser(
         prog="jobgate",
@@ -457,7 +457,7 @@ def build_parser(with_controller_arguments: bool = True) -> argparse.ArgumentPar
 
     controller = commands.add_parser("controller", help="reconcile jobs into pods and services")
     if with_controller_arguments:
-        from controller.main import add_arguments
+        from jobgate.controller.main import add_arguments
 
         add_arguments(controller)
     _add_families_flag(controller)
@@ -507,7 +507,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser(with_controller_arguments=not arguments or arguments[0] not in OFFLINE_COMMANDS)
     args = parser.parse_args(arguments)
     if getattr(args, "jobs", 0) is None:
-        from webhook.offline import default_jobs
+        from jobgate.webhook.offline import default_jobs
 
         args.jobs = default_jobs()
     for stream in (sys.stdout, sys.stderr):

@@ -15,7 +15,7 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from controller.kube import ApiError, Kube
+from jobgate.kube.client import ApiError, Kube
 
 log = logging.getLogger("jobgate.informer")
 
