@@ -8,8 +8,9 @@ from __future__ import annotations
 
 import argparse
 import io
+import os
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 EXIT_OK = 0
 EXIT_DENIED = 1
@@ -23,7 +24,6 @@ def _validate(args: argparse.Namespace) -> int:
     from jobgate.webhook.api.constants import VOLCANO_GROUP, VOLCANO_VERSION
     from jobgate.webhook.offline import iter_results
     from jobgate.webhook.report import Reporter
-    from jobgate.webhook.rules.volcano_rules import QUEUE_CHECK_SKIPPED
 
     if not _load_queues(args.queues):
         return EXIT_USAGE
@@ -45,6 +45,10 @@ def _validate(args: argparse.Namespace) -> int:
     if progress is not None:
         progress.clear()
     if volcano_jobs and args.queues is None:
+        # Imported here: the queue check's module loads the Volcano family, which a run without
+        # Volcano jobs does not need.
+        from jobgate.webhook.rules.families.volcano.queue_check import QUEUE_CHECK_SKIPPED
+
         print(
             f"jobgate: warning: {QUEUE_CHECK_SKIPPED} (offline; --queues FILE checks against exported Queues)",
             file=sys.stderr,
@@ -132,7 +136,7 @@ def _load_queues(path: str | None) -> bool:
         return True
     from ruamel.yaml import YAML, YAMLError
 
-    from jobgate.webhook.rules.volcano_rules import QUEUES, QueueSnapshot
+    from jobgate.webhook.rules.families.volcano.queue_check import QUEUES, QueueSnapshot
 
     try:
         with open(path, encoding="utf-8") as handle:
@@ -289,21 +293,18 @@ def _certs_inject(args: argparse.Namespace) -> int:
 def _manifests(args: argparse.Namespace) -> int:
     from pathlib import Path
 
-    from jobgate.webhook.manifests import differences, schema_table_is_stale, write, write_schema_table
-    from jobgate.webhook.rules.schema import SCHEMA_TABLE
+    from jobgate.webhook.manifests import differences, stale_package_tables, write, write_package_tables
 
     directory = Path(args.dir)
     if args.check:
         stale = [str(directory / relative) for relative in differences(directory)]
-        if schema_table_is_stale():
-            stale.append(str(SCHEMA_TABLE))
+        stale += [str(path) for path in stale_package_tables()]
         for path in stale:
             print(f"{path}: differs from what `jobgate manifests generate` produces", file=sys.stderr)
         return EXIT_DENIED if stale else EXIT_OK
     for path in write(directory):
         print(f"wrote {path}")
-    table = write_schema_table()
-    if table is not None:
+    for table in write_package_tables():
         print(f"wrote {table}")
     return EXIT_OK
 
@@ -365,24 +366,10 @@ def _add_validation_flag(parser: argparse.ArgumentParser) -> None:
     )
 
 
-# Commands that need nothing of the controller: their start-up skips importing it.
-OFFLINE_COMMANDS = frozenset(("validate", "default", "review", "manifests", "certs", "webhook"))
-
-
-def build_parser(with_controller_arguments: bool = True) -> argparse.ArgumentParser:
+def _validate_arguments(validate: argparse.ArgumentParser) -> None:
     from jobgate.webhook.report import FORMATS
 
-    parser = argparse.ArgumentParser(
-        prog="jobgate",
-        description="Admission rules for distributed-training jobs: offline checks, webhook server, controller.",
-    )
-    commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
-
-    validate = commands.add_parser(
-        "validate",
-        help="mutate then validate job manifests offline, as the cluster would",
-        description="Exit status: 0 all admitted, 1 any denied, 2 usage error or unreadable input.",
-    )
+    validate.description = "Exit status: 0 all admitted, 1 any denied, 2 usage error or unreadable input."
     validate.add_argument("paths", nargs="+", metavar="PATH", help="file, directory (recursive) or - for stdin")
     validate.add_argument("-o", "--output", choices=FORMATS, default="text", help="output format (default: text)")
     _add_validation_flag(validate)
@@ -397,7 +384,8 @@ def build_parser(with_controller_arguments: bool = True) -> argparse.ArgumentPar
     _add_queues_flag(validate)
     validate.set_defaults(handler=_validate)
 
-    default = commands.add_parser("default", help="print job manifests as the mutating webhook would store them")
+
+def _default_arguments(default: argparse.ArgumentParser) -> None:
     default.add_argument("paths", nargs="+", metavar="PATH", help="file, directory (recursive) or - for stdin")
     default.add_argument(
         "-o",
@@ -409,7 +397,8 @@ def build_parser(with_controller_arguments: bool = True) -> argparse.ArgumentPar
     _add_validation_flag(default)
     default.set_defaults(handler=_default)
 
-    review = commands.add_parser("review", help="answer an AdmissionReview request exactly as the webhook server would")
+
+def _review_arguments(review: argparse.ArgumentParser) -> None:
     _add_queues_flag(review)
     # One sub-command per webhook, so that flags may come before or after FILE.
     webhooks = review.add_subparsers(dest="webhook", metavar="{mutate,validate}", required=True)
@@ -419,7 +408,8 @@ def build_parser(with_controller_arguments: bool = True) -> argparse.ArgumentPar
         _add_queues_flag(answer, default=argparse.SUPPRESS)
     review.set_defaults(handler=_review)
 
-    webhook = commands.add_parser("webhook", help="serve /mutate and /validate over TLS")
+
+def _webhook_arguments(webhook: argparse.ArgumentParser) -> None:
     webhook.add_argument("--tls-dir", required=True, help="directory with tls.crt and tls.key (reloaded on change)")
     webhook.add_argument("--host", default="0.0.0.0", help="address to listen on (default: 0.0.0.0)")
     webhook.add_argument("--port", type=int, default=9443, help="port to listen on (default: 9443)")
@@ -455,15 +445,16 @@ def build_parser(with_controller_arguments: bool = True) -> argparse.ArgumentPar
     _add_families_flag(webhook)
     webhook.set_defaults(handler=_webhook)
 
-    controller = commands.add_parser("controller", help="reconcile jobs into pods and services")
-    if with_controller_arguments:
-        from jobgate.controller.main import add_arguments
 
-        add_arguments(controller)
+def _controller_arguments(controller: argparse.ArgumentParser) -> None:
+    from jobgate.controller.main import add_arguments
+
+    add_arguments(controller)
     _add_families_flag(controller)
     controller.set_defaults(handler=_controller)
 
-    manifests = commands.add_parser("manifests", help="generated CRDs and webhook configurations")
+
+def _manifests_arguments(manifests: argparse.ArgumentParser) -> None:
     manifests_commands = manifests.add_subparsers(dest="manifests_command", required=True, metavar="COMMAND")
     generate = manifests_commands.add_parser(
         "generate", help="write the CRDs and webhook configurations derived from the API models"
@@ -472,7 +463,8 @@ def build_parser(with_controller_arguments: bool = True) -> argparse.ArgumentPar
     generate.add_argument("--check", action="store_true", help="write nothing; exit 1 if the files are stale")
     generate.set_defaults(handler=_manifests)
 
-    certs = commands.add_parser("certs", help="certificates for the webhook")
+
+def _certs_arguments(certs: argparse.ArgumentParser) -> None:
     certs_commands = certs.add_subparsers(dest="certs_command", required=True, metavar="COMMAND")
     init = certs_commands.add_parser("init", help="create a CA and a serving certificate signed by it")
     init.add_argument("--out", required=True, help="directory for ca.crt, ca.key, tls.crt, tls.key")
@@ -499,12 +491,62 @@ def build_parser(with_controller_arguments: bool = True) -> argparse.ArgumentPar
     inject.add_argument("--secret", metavar="NAMESPACE/NAME", help="also store tls.crt/tls.key/ca.crt in this Secret")
     inject.add_argument("--tls-dir", help="directory with the pair for --secret")
     inject.set_defaults(handler=_certs_inject)
+
+
+# One entry per command: its help line, and what adds its arguments.
+COMMANDS: dict[str, tuple[str, Callable[[argparse.ArgumentParser], None]]] = {
+    "validate": ("mutate then validate job manifests offline, as the cluster would", _validate_arguments),
+    "default": ("print job manifests as the mutating webhook would store them", _default_arguments),
+    "review": ("answer an AdmissionReview request exactly as the webhook server would", _review_arguments),
+    "webhook": ("serve /mutate and /validate over TLS", _webhook_arguments),
+    "controller": ("reconcile jobs into pods and services", _controller_arguments),
+    "manifests": ("generated CRDs and webhook configurations", _manifests_arguments),
+    "certs": ("certificates for the webhook", _certs_arguments),
+}
+
+
+def build_parser(command: str | None = None) -> argparse.ArgumentParser:
+    """The parser of every command, or only of ``command`` with the others listed by name.
+
+    A run uses one command: the others' arguments (and what they import, the controller's
+    among them) are not built, which saves most of the parser's cost at start-up.
+    """
+    parser = argparse.ArgumentParser(
+        prog="jobgate",
+        description="Admission rules for distributed-training jobs: offline checks, webhook server, controller.",
+        formatter_class=_HelpFormatter,
+    )
+    commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    for name, (help_text, add_arguments) in COMMANDS.items():
+        subparser = commands.add_parser(name, help=help_text, formatter_class=_HelpFormatter)
+        if command is None or command == name:
+            add_arguments(subparser)
     return parser
+
+
+class _HelpFormatter(argparse.HelpFormatter):
+    """argparse's formatter, with the terminal's width read from os: argparse's own reads it
+    through shutil, an import (and its compression modules) every run would pay for."""
+
+    def __init__(self, prog: str) -> None:
+        super().__init__(prog, width=_terminal_columns() - 2)
+
+
+def _terminal_columns() -> int:
+    """shutil.get_terminal_size's answer: $COLUMNS, else the terminal's, else 80."""
+    try:
+        return int(os.environ["COLUMNS"])
+    except (KeyError, ValueError):
+        pass
+    try:
+        return os.get_terminal_size(sys.__stdout__.fileno()).columns or 80  # type: ignore[union-attr]
+    except (AttributeError, ValueError, OSError):
+        return 80
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     arguments = list(sys.argv[1:] if argv is None else argv)
-    parser = build_parser(with_controller_arguments=not arguments or arguments[0] not in OFFLINE_COMMANDS)
+    parser = build_parser(arguments[0] if arguments and arguments[0] in COMMANDS else None)
     args = parser.parse_args(arguments)
     if getattr(args, "jobs", 0) is None:
         from jobgate.webhook.offline import default_jobs

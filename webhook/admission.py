@@ -11,16 +11,15 @@ from __future__ import annotations
 import base64
 import logging
 import sys
-from dataclasses import dataclass
 from enum import StrEnum
 from typing import Any, Literal, NotRequired, TypedDict
 
 import orjson
 
+from jobgate.webhook.envelope import ADMISSION_API_VERSION, AdmissionRequest, AdmissionReview, BadReview, RequestKind
 from jobgate.webhook.rules.engine import defaulting_patch, review_job
 from jobgate.webhook.rules.registry import GroupVersionKind, JobKind, lookup_names
 
-ADMISSION_API_VERSION = "admission.k8s.io/v1"
 log = logging.getLogger("jobgate.admission")
 
 # Nesting is bounded by the JSON parser: orjson refuses documents nested deeper than 1024
@@ -37,39 +36,6 @@ if sys.getrecursionlimit() < _RECURSION_LIMIT:
 class Webhook(StrEnum):
     MUTATE = "mutate"
     VALIDATE = "validate"
-
-
-class BadReview(ValueError):
-    """The body is not a well-formed AdmissionReview v1 with a uid (HTTP 400, CLI exit 2)."""
-
-
-# The envelope's dataclasses are built for every review: not frozen, because a frozen
-# dataclass's __init__ sets each field through object.__setattr__ (5x slower). Never mutated.
-@dataclass(slots=True)
-class RequestKind:
-    group: str
-    version: str
-    kind: str
-
-
-@dataclass(slots=True)
-class AdmissionRequest:
-    uid: str
-    kind: RequestKind
-    name: str | None
-    namespace: str | None
-    operation: str
-    object: Any
-    oldObject: Any
-    dryRun: bool | None
-
-
-@dataclass(slots=True)
-class AdmissionReview:
-    """A well-formed review, as ``ReviewSchema`` (envelope_schema.py) accepts it; the object passed through as is."""
-
-    apiVersion: str
-    request: AdmissionRequest
 
 
 # Responses are produced by jobgate itself, never parsed: typed dictionaries serialised by

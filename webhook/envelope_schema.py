@@ -1,8 +1,8 @@
 """The AdmissionReview envelope as pydantic models: what a well-formed review is, and the words of every 400.
 
-``webhook.admission`` checks the usual shape by hand and comes here only when that check fails:
+``jobgate.webhook.admission`` checks the usual shape by hand and comes here only when that check fails:
 this module (and pydantic) is then imported for the first time. Kept apart so that the
-per-review code in ``webhook.admission`` compiles with mypyc, which cannot build pydantic models.
+per-review code in ``jobgate.webhook.admission`` compiles with mypyc, which cannot build pydantic models.
 """
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from jobgate.webhook.admission import (
+from jobgate.webhook.envelope import (
     ADMISSION_API_VERSION,
     AdmissionRequest,
     AdmissionReview,

@@ -26,14 +26,13 @@ from aiohttp.http_exceptions import HttpProcessingError
 from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, Counter, Gauge, generate_latest
 
 from jobgate.webhook.admission import (
-    AdmissionReview,
     AdmissionReviewResponse,
-    BadReview,
     Webhook,
     answer_review,
     encode_response,
     parse_review,
 )
+from jobgate.webhook.envelope import AdmissionReview, BadReview
 from jobgate.webhook.fastpath import FastLane
 from jobgate.webhook.logs import FastLine
 from jobgate.webhook.review_metrics import ReviewCount, ReviewMetrics

@@ -2,13 +2,15 @@
 
 from __future__ import annotations
 
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
 from ruamel.yaml import YAML
 
 from jobgate.cli import main
-from jobgate.webhook.manifests import differences, generated_files, schema_table, webhook_configurations
+from jobgate.webhook.manifests import differences, generated_files, package_tables, webhook_configurations
 from jobgate.webhook.rules.registry import served_kinds
 
 MANIFESTS = Path(__file__).resolve().parents[2] / "manifests"
@@ -79,7 +81,7 @@ def test_volcanos_command_crd_is_shipped_and_is_no_job():
     assert all(k.gvk.group != "bus.volcano.sh" for k in served_kinds())
     for configuration in webhook_configurations():
         assert all(rule["apiGroups"] != ["bus.volcano.sh"] for rule in configuration["webhooks"][0]["rules"])
-    assert "volcano_bus" not in schema_table()
+    assert all("volcano_bus" not in table for table in package_tables().values())
 
 
 def _nodes(schema: dict, path: str = ""):
@@ -171,3 +173,21 @@ def test_the_webhook_account_may_only_list_and_watch_volcano_queues():
     assert binding["subjects"] == [{"kind": "ServiceAccount", "name": "jobgate-webhook", "namespace": "jobgate-system"}]
     assert binding["roleRef"]["name"] == role["metadata"]["name"]
     assert "queue-reader.yaml" in (MANIFESTS / "base/webhook/kustomization.yaml").read_text()
+
+
+def test_the_family_index_names_every_kind_and_loads_only_the_family_met(tmp_path):
+    """The index is generated from the family modules; one document loads one family."""
+    from jobgate.webhook.manifests import every_family_kind
+    from jobgate.webhook.rules.family_index import KIND_FAMILIES
+
+    assert {(k.gvk.group, k.gvk.version, k.gvk.kind): k.family for k in every_family_kind()} == KIND_FAMILIES
+    script = (
+        "import sys\n"
+        "from jobgate.webhook.rules.registry import lookup_names\n"
+        "assert lookup_names('mxnet.mlkube.io', 'v1beta1', 'MxJob').family == 'mlkube'\n"
+        "assert lookup_names('example.com', 'v1', 'MxJob') is None\n"
+        "print(sorted(m.rsplit('.', 1)[1] for m in sys.modules if m.startswith('jobgate.webhook.rules.families.')))\n"
+    )
+    result = subprocess.run([sys.executable, "-c", script], cwd=tmp_path, capture_output=True, text=True, check=False)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.strip() == "['mlkube']"

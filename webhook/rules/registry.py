@@ -2,6 +2,11 @@
 
 TFJob exists in ``training.kubedl.io`` and in ``kubeflow.org`` with different shapes and
 defaults, so every lookup takes the full group/version/kind.
+
+A family registers its kinds when its module (``families/<family>``) is imported. The registry
+imports a family the first time one of its kinds is looked up, through ``family_index`` (a
+table generated from the family modules), so that checking one file loads one family; the
+webhook and the controller load every family they serve at start (``served_kinds``).
 """
 
 from __future__ import annotations
@@ -9,6 +14,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol
 
+from jobgate.webhook.rules.family_index import KIND_FAMILIES
 from jobgate.webhook.rules.jsonpatch import PatchRecorder
 from jobgate.webhook.rules.podtemplate import Findings
 
@@ -89,14 +95,15 @@ def register(kind: JobKind) -> JobKind:
     return kind
 
 
+FAMILIES_PACKAGE = "jobgate.webhook.rules.families"
+
 # The families this process serves (``--families``); None: all. Kinds of other families are
 # answered like unknown kinds, so a cluster running Volcano can leave its Job to Volcano.
 _served_families: frozenset[str] | None = None
 
 
 def known_families() -> list[str]:
-    _load_families()
-    return sorted({kind.family for kind in _KINDS.values()})
+    return sorted(set(KIND_FAMILIES.values()))
 
 
 def parse_families(text: str) -> frozenset[str]:
@@ -120,27 +127,36 @@ def lookup(gvk: GroupVersionKind) -> JobKind | None:
 
 def lookup_names(group: str, version: str, kind_name: str) -> JobKind | None:
     """``lookup`` of GroupVersionKind(group, version, kind_name)."""
-    _load_families()
-    kind = _KINDS_BY_NAMES.get((group, version, kind_name))
-    if kind is not None and _served_families is not None and kind.family not in _served_families:
+    key = (group, version, kind_name)
+    kind = _KINDS_BY_NAMES.get(key)
+    if kind is None:
+        family = KIND_FAMILIES.get(key)
+        if family is None:
+            return None
+        load_family(family)
+        kind = _KINDS_BY_NAMES.get(key)
+        if kind is None:
+            raise RuntimeError(f"{family_module(family)} registers no {key}: run `jobgate manifests generate`")
+    if _served_families is not None and kind.family not in _served_families:
         return None
     return kind
 
 
 def served_kinds() -> list[JobKind]:
-    _load_families()
+    for family in known_families() if _served_families is None else sorted(_served_families):
+        load_family(family)
     return [k for k in _KINDS.values() if _served_families is None or k.family in _served_families]
 
 
-_families_loaded = False
+def registered_kinds() -> list[JobKind]:
+    """The kinds of the families imported so far, served or not."""
+    return list(_KINDS.values())
 
 
-def _load_families() -> None:
-    # Importing the package registers every family; done lazily so this module has no cycle.
-    # The flag spares every review the import statement's look-up (lookup() runs per review).
-    global _families_loaded  # noqa: PLW0603 - set once, when the families have registered
-    if _families_loaded:
-        return
-    import jobgate.webhook.rules.families  # noqa: F401
+def family_module(family: str) -> str:
+    return f"{FAMILIES_PACKAGE}.{family}"
 
-    _families_loaded = True
+
+def load_family(family: str) -> None:
+    # __import__ rather than importlib: one builtin call, nothing more imported at start-up.
+    __import__(family_module(family))

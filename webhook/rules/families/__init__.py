@@ -1,5 +1,3 @@
-"""One module per API family; importing them registers their kinds."""
-
-from jobgate.webhook.rules.families import diengine, kubedl, mlkube, t9k, volcano
-
-__all__ = ["diengine", "kubedl", "mlkube", "t9k", "volcano"]
+"""One module (or package) per API family, named by the family: ``families/kubedl.py`` serves the
+family ``kubedl``. Importing it registers the family's kinds (``registry.register``); nothing
+imports every family here, the registry loads each when it is first needed (``family_index``)."""
