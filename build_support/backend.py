@@ -8,6 +8,7 @@ compiled module in the source tree would shadow later edits of its ``.py`` file.
 from __future__ import annotations
 
 import os
+import shutil
 import sys
 from typing import Any
 
@@ -47,3 +48,10 @@ def build_editable(
 ) -> str:
     _pure_python()
     return _setuptools.build_editable(wheel_directory, config_settings, metadata_directory)
+
+
+def build_wheel(wheel_directory: str, config_settings: Settings = None, metadata_directory: str | None = None) -> str:
+    # setuptools copies the package into build/ and never removes a module deleted from the tree
+    # since the last build: without a fresh build/, a wheel could ship a module that is gone.
+    shutil.rmtree("build", ignore_errors=True)
+    return _setuptools.build_wheel(wheel_directory, config_settings, metadata_directory)
