@@ -28,7 +28,10 @@ PACKAGE_DIRS = {"jobgate": "jobgate", "jobgate/webhook": "webhook", "jobgate/con
 TREE = ("pyproject.toml", "setup.py", "build_support", "envtest", "bench", "tests", "examples", "manifests")
 
 # Hot per-review code. Left out: fielderrors (a str subclass, which mypyc cannot compile
-# natively) and registry (a Protocol with ``...`` defaults), both cheap.
+# natively) and registry (a Protocol with ``...`` defaults), both cheap; and the ``__init__`` of
+# a family package (``families.volcano``: its kind, whose methods call the compiled modules):
+# compiled, mypyc would give the package a ``__path__`` derived from the shared library's place,
+# wrong with the library inside the package: a submodule not yet imported could not be found.
 COMPILED_MODULES = (
     "jobgate.webhook.rules.quantity",
     "jobgate.webhook.rules.names",
@@ -40,8 +43,14 @@ COMPILED_MODULES = (
     "jobgate.webhook.rules.families.mlkube",
     "jobgate.webhook.rules.families.t9k",
     "jobgate.webhook.rules.families.diengine",
-    "jobgate.webhook.rules.volcano_rules",
-    "jobgate.webhook.rules.families.volcano",
+    "jobgate.webhook.rules.families.volcano.defaults",
+    "jobgate.webhook.rules.families.volcano.tasks",
+    "jobgate.webhook.rules.families.volcano.job",
+    "jobgate.webhook.rules.families.volcano.update",
+    "jobgate.webhook.rules.families.volcano.policies",
+    "jobgate.webhook.rules.families.volcano.plugins",
+    "jobgate.webhook.rules.families.volcano.resources",
+    "jobgate.webhook.rules.families.volcano.queue_check",
     "jobgate.webhook.rules.engine",
 )
 # mypyc's shared library (every compiled module's code) lives inside the package, not beside it
@@ -129,7 +138,10 @@ def _build_in_place(staged: Path) -> None:
     from setuptools import setup
 
     os.chdir(staged)
-    setup(name="jobgate-native", ext_modules=extensions(staged), script_args=["--quiet", "build_ext", "--inplace"])
+    # The extensions go beside their sources by module name (build-lib = the staged root), not by
+    # ``--inplace``: that places them by the staged pyproject.toml's package-dir (webhook/…, absent here).
+    script_args = ["--quiet", "build_ext", "--build-lib", str(staged)]
+    setup(name="jobgate-native", ext_modules=extensions(staged), script_args=script_args)
 
 
 def is_compiled(module: str) -> bool:

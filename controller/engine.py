@@ -6,7 +6,8 @@ events to record, whether to delete the job (TTL), and when to look again. Nothi
 talks to the API or reads a clock: the runtime passes ``observed.now`` and carries the plan
 out. Everything the engine remembers across passes lives in the status it returns
 (restart count, completed indices, pods being restarted), so a restarted controller picks
-up exactly where the last one stopped.
+up exactly where the last one stopped. What the children look like is ``children``'s; the
+engine decides which to create and which to delete.
 """
 
 from __future__ import annotations
@@ -17,6 +18,16 @@ import math
 from dataclasses import dataclass, field
 from typing import Any
 
+from jobgate.controller.children import (
+    LABEL_REPLICA_INDEX,
+    LABEL_REPLICA_TYPE,
+    POD_GROUP_API,
+    build_pod,
+    build_pod_group,
+    build_service,
+    pod_name,
+    wants_service,
+)
 from jobgate.controller.clock import parse_time, timestamp
 from jobgate.controller.model import (
     RETRYABLE_EXIT_CODES,
@@ -31,12 +42,7 @@ from jobgate.controller.model import (
     ReplicaGroup,
     ReplicaPod,
     RestartMode,
-    child_name,
 )
-
-LABEL_REPLICA_TYPE = "replica-type"
-LABEL_REPLICA_INDEX = "replica-index"
-LABEL_JOB_ROLE = "job-role"
 
 ACTIVE_PHASES = ("Pending", "Running", "Unknown")
 
@@ -84,119 +90,8 @@ class Plan:
         self.requeue_after = seconds if self.requeue_after is None else min(self.requeue_after, seconds)
 
 
-# --- children ----------------------------------------------------------------------------------
-
-
-def pod_name(model: JobModel, group: ReplicaGroup, index: int) -> str:
-    return child_name(model.name, group.object_name, index)
-
-
-def owner_reference(model: JobModel) -> dict[str, Any]:
-    return {
-        "apiVersion": model.api_version,
-        "kind": model.kind,
-        "name": model.name,
-        "uid": model.uid,
-        "controller": True,
-        "blockOwnerDeletion": True,
-    }
-
-
-def replica_labels(model: JobModel, group: ReplicaGroup, index: int) -> dict[str, str]:
-    labels = {**model.labels, LABEL_REPLICA_TYPE: group.object_name, LABEL_REPLICA_INDEX: str(index)}
-    if index in group.master_indices:
-        labels[LABEL_JOB_ROLE] = "master"
-    return labels
-
-
-POD_GROUP_API = "scheduling.volcano.sh/v1beta1"
-GROUP_NAME_ANNOTATION = "scheduling.k8s.io/group-name"
-
-
 def gang(model: JobModel, observed: Observed) -> bool:
     return model.run_policy.gang_min_member is not None and observed.gang_supported
-
-
-def build_pod_group(model: JobModel) -> dict[str, Any]:
-    policy = model.run_policy
-    spec: dict[str, Any] = {"minMember": policy.gang_min_member}
-    if policy.queue:
-        spec["queue"] = policy.queue
-    if policy.priority_class:
-        spec["priorityClassName"] = policy.priority_class
-    return {
-        "apiVersion": POD_GROUP_API,
-        "kind": "PodGroup",
-        "metadata": {
-            "name": model.name,
-            "namespace": model.namespace,
-            "labels": dict(model.labels),
-            "ownerReferences": [owner_reference(model)],
-        },
-        "spec": spec,
-    }
-
-
-def build_pod(model: JobModel, group: ReplicaGroup, index: int, *, gang_scheduled: bool = False) -> dict[str, Any]:
-    template = copy.deepcopy(group.template)
-    metadata = template.get("metadata") if isinstance(template.get("metadata"), dict) else {}
-    spec = template.get("spec") if isinstance(template.get("spec"), dict) else {}
-    spec["restartPolicy"] = group.pod_restart_policy
-    env = model.env(group, index) if model.env else {}
-    for container in spec.get("containers", []):
-        additions = env.get(container.get("name")) or env.get("*")
-        if additions:
-            given = [e for e in container.get("env", []) if e.get("name") not in {a["name"] for a in additions}]
-            container["env"] = given + additions
-    pod = {
-        "apiVersion": "v1",
-        "kind": "Pod",
-        "metadata": {
-            "name": pod_name(model, group, index),
-            "namespace": model.namespace,
-            "labels": {**(metadata.get("labels") or {}), **replica_labels(model, group, index)},
-            "annotations": dict(metadata.get("annotations") or {}),
-            "ownerReferences": [owner_reference(model)],
-        },
-        "spec": spec,
-    }
-    if gang_scheduled:
-        pod["metadata"]["annotations"][GROUP_NAME_ANNOTATION] = model.name
-        spec.setdefault("schedulerName", "volcano")
-    if model.pod_decoration:
-        model.pod_decoration(group, index, pod)
-    return pod
-
-
-def _wants_service(group: ReplicaGroup) -> bool:
-    return group.port is not None or bool(group.service_ports)
-
-
-def build_service(model: JobModel, group: ReplicaGroup, index: int) -> dict[str, Any]:
-    if group.service_ports:
-        ports = [copy.deepcopy(p) for p in group.service_ports]
-    else:
-        assert group.port is not None
-        port_name, port = group.port
-        ports = [{"name": port_name, "port": port, "targetPort": port}]
-    labels = replica_labels(model, group, index)
-    return {
-        "apiVersion": "v1",
-        "kind": "Service",
-        "metadata": {
-            "name": pod_name(model, group, index),
-            "namespace": model.namespace,
-            "labels": labels,
-            "ownerReferences": [owner_reference(model)],
-        },
-        "spec": {
-            "clusterIP": "None",
-            # Replicas look each other up before they are ready (rendezvous happens at start).
-            "publishNotReadyAddresses": True,
-            "selector": {k: v for k, v in labels.items() if k != LABEL_JOB_ROLE},
-            "ports": ports,
-        },
-    }
 
 
 # --- reading pods ------------------------------------------------------------------------------
@@ -492,7 +387,7 @@ class _Pass:
             completed = set(self.status.completed_indices.get(group.name, []))
             for index in range(group.replicas):
                 name = pod_name(model, group, index)
-                if _wants_service(group) and name not in existing_services:
+                if wants_service(group) and name not in existing_services:
                     plan.create.append(build_service(model, group, index))
                 if index in completed or name in existing_pods:
                     continue

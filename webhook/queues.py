@@ -16,7 +16,7 @@ import threading
 from jobgate.kube.client import ApiError, Kube, Resource
 from jobgate.kube.informer import Informer
 from jobgate.webhook.envconfig import seconds_from_environment
-from jobgate.webhook.rules.volcano_rules import QUEUES, QueueInfo
+from jobgate.webhook.rules.families.volcano.queue_check import QUEUES, QueueInfo
 
 log = logging.getLogger("jobgate.queues")
 

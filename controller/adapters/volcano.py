@@ -18,7 +18,8 @@ from typing import Any
 
 from jobgate.controller.adapters.common import Adapter, job_identity
 from jobgate.controller.clock import parse_time
-from jobgate.controller.lifecycle import (
+from jobgate.controller.lifecycle import run as run_lifecycle
+from jobgate.controller.lifecycle_policy import (
     JOB_NAME_KEY,
     JOB_NAMESPACE_KEY,
     PARTITION_KEY,
@@ -34,9 +35,9 @@ from jobgate.controller.lifecycle import (
     TaskRules,
     parse_go_duration,
 )
-from jobgate.controller.lifecycle import run as run_lifecycle
 from jobgate.controller.model import JobModel, JobStatusModel, ReplicaGroup, RestartMode, RunPolicy
 from jobgate.webhook.rules.families import volcano
+from jobgate.webhook.rules.families.volcano.defaults import DEFAULT_MAX_RETRY, DEFAULT_QUEUE
 from jobgate.webhook.rules.jobmeta import as_int
 from jobgate.webhook.rules.registry import JobKind
 
@@ -198,7 +199,7 @@ def pod_group(identity: dict[str, Any], labels: dict[str, str], spec: dict[str, 
     group_spec: dict[str, Any] = {
         "minMember": as_int(spec.get("minAvailable")) or 0,
         "minTaskMember": {t.get("name"): as_int(t.get("minAvailable")) or 0 for t in tasks},
-        "queue": spec.get("queue") or volcano.DEFAULT_QUEUE,
+        "queue": spec.get("queue") or DEFAULT_QUEUE,
     }
     if spec.get("priorityClassName"):
         group_spec["priorityClassName"] = spec["priorityClassName"]
@@ -256,7 +257,7 @@ class PodDecoration:
 
     def __call__(self, group: ReplicaGroup, index: int, pod: dict[str, Any]) -> None:
         metadata, spec = pod["metadata"], pod["spec"]
-        queue = self.spec.get("queue") or volcano.DEFAULT_QUEUE
+        queue = self.spec.get("queue") or DEFAULT_QUEUE
         keys = {
             JOB_NAME_KEY: self.job,
             JOB_NAMESPACE_KEY: self.namespace,
@@ -428,7 +429,7 @@ def build_volcano_job(kind: JobKind, job: dict[str, Any]) -> JobModel:
                 name=name,
                 replicas=replicas,
                 min_available=as_int(task.get("minAvailable")) or 0,
-                max_retry=as_int(task.get("maxRetry")) or volcano.DEFAULT_MAX_RETRY,
+                max_retry=as_int(task.get("maxRetry")) or DEFAULT_MAX_RETRY,
                 policies=_policies(task.get("policies")),
                 depends_on=tuple(str(n) for n in depends.get("name") or []),
                 depends_on_any=depends.get("iteration") == "any",
@@ -458,7 +459,7 @@ def build_volcano_job(kind: JobKind, job: dict[str, Any]) -> JobModel:
     min_success = as_int(spec.get("minSuccess"))
     rules = JobRules(
         min_available=as_int(spec.get("minAvailable")) or 0,
-        max_retry=as_int(spec.get("maxRetry")) or volcano.DEFAULT_MAX_RETRY,
+        max_retry=as_int(spec.get("maxRetry")) or DEFAULT_MAX_RETRY,
         min_success=min_success if min_success and min_success > 0 else None,
         policies=_policies(spec.get("policies")),
         tasks=tuple(task_rules),

@@ -10,7 +10,7 @@ import yaml
 from jobgate.cli import main
 from jobgate.webhook.admission import Webhook, answer_review, parse_review
 from jobgate.webhook.rules import registry
-from jobgate.webhook.rules.volcano_rules import QUEUES, QueueInfo
+from jobgate.webhook.rules.families.volcano.queue_check import QUEUES, QueueInfo
 from tests.builders import admission_review, vc_task, vcjob
 
 

@@ -12,7 +12,7 @@ import pytest
 
 from jobgate.controller.adapters import adapter_for
 from jobgate.controller.engine import Observed, Plan, reconcile
-from jobgate.controller.lifecycle import Action, BusEvent, JobRules, Policy, TaskRules, go_duration, resolve
+from jobgate.controller.lifecycle_policy import Action, BusEvent, JobRules, Policy, TaskRules, go_duration, resolve
 
 T0 = datetime.datetime(2026, 11, 21, 12, 0, tzinfo=datetime.UTC)
 API = "batch.volcano.sh/v1alpha1"
@@ -739,7 +739,8 @@ def _kubelet_strategy():
 def test_any_sequence_keeps_volcano_invariants() -> None:
     from hypothesis import HealthCheck, given, settings
 
-    from jobgate.controller.lifecycle import FINISHED, Phase
+    from jobgate.controller.lifecycle import FINISHED
+    from jobgate.controller.lifecycle_policy import Phase
 
     @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
     @given(_policy_strategy(), _policy_strategy(), _kubelet_strategy())

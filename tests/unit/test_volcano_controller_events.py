@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 
 from jobgate.controller.engine import Observed, Plan, reconcile
-from jobgate.controller.lifecycle import parse_go_duration
+from jobgate.controller.lifecycle_policy import parse_go_duration
 from tests.unit.test_volcano_controller import Sim, task, vcjob
 
 
@@ -346,7 +346,7 @@ def test_a_restarted_controller_still_rewrites_hosts_changed_while_it_was_away()
 
 @pytest.mark.parametrize("event", ["OutOfSync", "CommandIssued", "PodRunning"])
 def test_internal_events_match_no_policy_not_even_the_wildcard(event: str) -> None:
-    from jobgate.controller.lifecycle import Action, Policy
+    from jobgate.controller.lifecycle_policy import Action, Policy
 
     assert not Policy(Action.RESTART_JOB, frozenset({"*"})).matches(event, None)
     assert not Policy(Action.RESTART_JOB, frozenset({event})).matches(event, None)

@@ -14,8 +14,8 @@ import json
 import pytest
 
 from jobgate.webhook.admission import Webhook, answer_review, parse_review
+from jobgate.webhook.rules.families.volcano.queue_check import QUEUES, QueueSnapshot
 from jobgate.webhook.rules.jsonpatch import apply_patch
-from jobgate.webhook.rules.volcano_rules import QUEUES, QueueSnapshot
 from tests.builders import admission_review
 
 

@@ -6,7 +6,7 @@ import copy
 
 import pytest
 
-from jobgate.webhook.rules.volcano_rules import QueueInfo, check_queue
+from jobgate.webhook.rules.families.volcano.queue_check import QueueInfo, check_queue
 from tests.builders import errors_of, review, vc_task, vcjob
 
 

@@ -1,41 +1,36 @@
-"""The Volcano family (``batch.volcano.sh/v1alpha1`` Job).
+"""The Volcano family (``batch.volcano.sh/v1alpha1`` Job): the kind, registered on import.
 
 Defaults are those of Volcano's mutating webhook and CRD; the rules are those of its
 validating webhook (``pkg/webhooks/admission/jobs``), with Volcano's own sentences inside
 apiserver-style field errors so its users recognise them. Unlike Volcano, every violation
 is reported at once, on CREATE and on UPDATE, and half-written input never crashes.
 
-Explicit zeros: like Volcano's webhook, job ``maxRetry: 0``, job ``minAvailable: 0`` and task
-``maxRetry: 0`` count as unset and are defaulted (Volcano's Go fields cannot tell 0 from
-absent); task ``minAvailable: 0`` is kept, as it is a pointer there.
+Volcano's webhook is larger than the other families' adapters, so its parts are modules here:
+
+- ``defaults``: the mutating webhook's defaults;
+- ``job``: ``validate_job``, the CREATE rules of the job, its tasks, names, volumes and DAG;
+- ``update``: what an UPDATE may change;
+- ``tasks``: the task list as the rules read it, and the rules CREATE and UPDATE share
+  (partition policy, network topology);
+- ``policies``: lifecycle policies (events, actions, exit codes);
+- ``plugins``: job plugins and the MPI master task;
+- ``resources``: NUMA CPUs and pod-level resources of a task's template;
+- ``queue_check``: the job's Queue (exists, is Open, is a leaf) and the views of Queues it reads.
 """
 
 from __future__ import annotations
 
-import sys
 from dataclasses import dataclass, field
 from typing import Any
 
 from jobgate.webhook.api.constants import VOLCANO_GROUP, VOLCANO_VERSION
-from jobgate.webhook.rules.jobmeta import as_int
+from jobgate.webhook.rules.families.volcano.defaults import default_job
+from jobgate.webhook.rules.families.volcano.job import validate_job
+from jobgate.webhook.rules.families.volcano.queue_check import QueueView
 from jobgate.webhook.rules.jsonpatch import NO_PATCH, PatchRecorder
 from jobgate.webhook.rules.modelref import ModelRef
-from jobgate.webhook.rules.podtemplate import Findings, copied_dict
+from jobgate.webhook.rules.podtemplate import Findings
 from jobgate.webhook.rules.registry import GroupVersionKind, register
-from jobgate.webhook.rules.volcano_rules import QueueView, validate_job
-
-DEFAULT_QUEUE = "default"
-DEFAULT_SCHEDULER = "volcano"
-DEFAULT_MAX_RETRY = 3
-DEFAULT_TASK_PREFIX = "default"
-HOST_NETWORK_DNS_POLICY = "ClusterFirstWithHostNet"
-# Framework plugins and the plugins their pods need (Volcano's mutate_job.go).
-IMPLIED_PLUGINS: dict[str, tuple[str, ...]] = {
-    "tensorflow": ("svc",),
-    "pytorch": ("svc",),
-    "ray": ("svc",),
-    "mpi": ("svc", "ssh"),
-}
 
 # Models are named, not imported: see webhook/rules/modelref.py.
 VOLCANO_JOB_SPEC_MODEL = ModelRef("jobgate.webhook.api.volcano:VolcanoJobSpec")
@@ -48,43 +43,6 @@ PRINTER_COLUMNS: tuple[dict[str, str], ...] = (
     {"name": "AGE", "type": "date", "jsonPath": ".metadata.creationTimestamp"},
     {"name": "QUEUE", "type": "string", "jsonPath": ".spec.queue", "priority": 1},  # type: ignore[dict-item]
 )
-
-
-def _unset(value: Any) -> bool:
-    return value is None or value == ""
-
-
-def _zero_or_unset(value: Any) -> bool:
-    return value is None or (as_int(value) == 0 and not isinstance(value, bool))
-
-
-_INT64_MIN, _INT64_MAX = -(2**63), 2**63 - 1
-_FLOAT_MAX = int(sys.float_info.max)
-
-
-def json_count(value: int) -> int | float:
-    """A computed count as the apiserver's JSON carries it: beyond int64 only as a float.
-
-    A replicas of 1e20 arrives as an integral float; a default copied from it (or summed over
-    it) must stay writable in the patch, and /validate then reports it like the replicas.
-    """
-    if _INT64_MIN <= value <= _INT64_MAX:
-        return value
-    # A product of two such floats can pass even the float range: the largest float stands for it.
-    if abs(value) <= _FLOAT_MAX:
-        return float(value)
-    return sys.float_info.max if value > 0 else -sys.float_info.max
-
-
-def default_task_min_available(task: dict[str, Any]) -> int | float:
-    """minPartitions x partitionSize when minPartitions > 0, else replicas (Volcano >= 1.15)."""
-    partition = task.get("partitionPolicy")
-    if isinstance(partition, dict):
-        min_partitions = as_int(partition.get("minPartitions")) or 0
-        size = as_int(partition.get("partitionSize")) or 0
-        if min_partitions > 0:
-            return json_count(min_partitions * size)
-    return json_count(as_int(task.get("replicas")) or 0)
 
 
 @dataclass(frozen=True)
@@ -101,56 +59,7 @@ class VolcanoJobKind:
     def default(
         self, obj: dict[str, Any], recorder: PatchRecorder = NO_PATCH, previous: dict[str, Any] | None = None
     ) -> dict[str, Any]:
-        if not isinstance(obj, dict) or not isinstance(obj.get("spec"), dict):
-            return obj
-        spec = dict(obj["spec"])
-        if _unset(spec.get("queue")):
-            recorder.set(spec, "queue", DEFAULT_QUEUE, "/spec")
-        if _unset(spec.get("schedulerName")):
-            recorder.set(spec, "schedulerName", DEFAULT_SCHEDULER, "/spec")
-        if _zero_or_unset(spec.get("maxRetry")):
-            recorder.set(spec, "maxRetry", DEFAULT_MAX_RETRY, "/spec")
-
-        tasks = spec.get("tasks")
-        task_min_sum = 0
-        if isinstance(tasks, list):
-            defaulted_tasks = []
-            for index, given in enumerate(tasks):
-                task = given
-                if isinstance(given, dict):
-                    task = dict(given)
-                    self._default_task(task, index, recorder)
-                    task_min_sum += as_int(task.get("minAvailable")) or 0
-                defaulted_tasks.append(task)
-            spec["tasks"] = defaulted_tasks
-        given_min = spec.get("minAvailable")
-        if isinstance(tasks, list) and _zero_or_unset(given_min) and given_min != task_min_sum:
-            recorder.set(spec, "minAvailable", json_count(task_min_sum), "/spec")
-
-        plugins = spec.get("plugins")
-        if isinstance(plugins, dict):
-            plugins = dict(plugins)
-            for framework, needed in IMPLIED_PLUGINS.items():
-                if framework in plugins:
-                    for plugin in needed:
-                        if plugin not in plugins:
-                            recorder.set(plugins, plugin, [], "/spec/plugins")
-            spec["plugins"] = plugins
-        return {**obj, "spec": spec}
-
-    @staticmethod
-    def _default_task(task: dict[str, Any], index: int, recorder: PatchRecorder) -> None:
-        pointer = f"/spec/tasks/{index}"
-        if _unset(task.get("name")):
-            recorder.set(task, "name", f"{DEFAULT_TASK_PREFIX}{index}", pointer)
-        template = copied_dict(task, "template")
-        pod_spec = copied_dict(template, "spec") if template is not None else None
-        if pod_spec is not None and pod_spec.get("hostNetwork") is True and _unset(pod_spec.get("dnsPolicy")):
-            recorder.set(pod_spec, "dnsPolicy", HOST_NETWORK_DNS_POLICY, f"{pointer}/template/spec")
-        if task.get("minAvailable") is None:
-            recorder.set(task, "minAvailable", default_task_min_available(task), pointer)
-        if _zero_or_unset(task.get("maxRetry")):
-            recorder.set(task, "maxRetry", DEFAULT_MAX_RETRY, pointer)
+        return default_job(obj, recorder)
 
     def validate(self, obj: dict[str, Any], old: dict[str, Any] | None, queues: QueueView | None = None) -> Findings:
         return validate_job(obj, old, self.spec_model, queues)
