@@ -56,6 +56,15 @@ def test_the_wheel_holds_one_top_level_name(wheel: Path):
                "webhook/rules/structural_schemas.json")  # fmt: skip
     assert [m for m in shipped if f"jobgate/{m}" not in names] == []
     assert not [n for n in names if n.startswith(("jobgate/envtest", "jobgate/bench", "jobgate/build_support"))]
+    # pyproject.toml lists the packages: a new subpackage missing there would be left out.
+    package_dirs = {"jobgate": "jobgate", "jobgate/webhook": "webhook", "jobgate/controller": "controller",
+                    "jobgate/certs": "certs"}  # fmt: skip
+    sources = {
+        f"{installed}/{path.relative_to(REPO / directory).as_posix()}"
+        for installed, directory in package_dirs.items()
+        for path in (REPO / directory).rglob("*.py")
+    }
+    assert sorted(sources - names) == []
 
 
 def test_the_installed_command_validates_the_examples(installed: Path, tmp_path: Path):
