@@ -18,7 +18,8 @@ Two paths produce exactly that data:
   so it serves only documents the fast path cannot take: the rare YAML 1.1 tokens, parse
   errors (its messages and lines are the better ones), duplicate keys, deep nesting.
 
-Lines are found only when a document has something to report: ``Locator`` composes it then.
+Lines are found only when a document has something to report: ``Locator`` composes it then and
+``webhook.lines`` follows each finding's path in the node graph.
 
 Every input is bounded (the limits are in the README): a document over
 ``MAX_DOCUMENT_BYTES``, nesting deeper than ``MAX_DEPTH``, a number longer than
@@ -34,7 +35,10 @@ import math
 import re
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from jobgate.webhook.lines import NodeLines
 
 MAX_FILE_BYTES = 32 * 1024 * 1024
 # The apiserver refuses request bodies over 3 MiB; a manifest larger than that cannot be applied.
@@ -542,10 +546,10 @@ def _plain_marking_resolver() -> Any:
 _LAST_COMPOSED: list[Any] = [None, None]
 
 
-def _compose(chunk: Chunk) -> Any:
+def _compose(chunk: Chunk, nesting_checked: bool = False) -> Any:
     if _LAST_COMPOSED[0] is chunk:
         return _LAST_COMPOSED[1]
-    node = _compose_uncached(chunk)
+    node = _compose_uncached(chunk, nesting_checked)
     _LAST_COMPOSED[0], _LAST_COMPOSED[1] = chunk, node
     return node
 
@@ -560,7 +564,10 @@ def _compose(chunk: Chunk) -> Any:
 #   the next token's, and a message may name that line;
 # - a document that may nest deeper than _LIBYAML_MAX_NESTING levels (each level needs one of
 #   ``[{-?:`` or a line break): libyaml's composer recurses in C without a limit (a segmentation
-#   fault past ~100,000 levels).
+#   fault past ~100,000 levels). That count is a crude bound, passed by any large document; a
+#   document whose data was read without error nests at most MAX_DEPTH levels (1,024 for a value
+#   that orjson read and a later duplicate key replaced), so it may skip the count unless a
+#   document end marker (``...``) hides further, unread documents after it.
 _LIBYAML_MAX_NESTING = 20_000
 _NESTING_CHARACTERS = "[{-?:\n"
 _LIBYAML_LOADER: Any = None
@@ -594,9 +601,15 @@ def _libyaml_loader() -> Any:
     return _LIBYAML_LOADER
 
 
-def _compose_libyaml(text: str) -> tuple[bool, Any]:
-    """(True, node) when libyaml composes ``text`` as ruamel would; (False, None) to ask ruamel."""
-    if not text.isascii() or "\t" in text or sum(map(text.count, _NESTING_CHARACTERS)) > _LIBYAML_MAX_NESTING:
+def _compose_libyaml(text: str, nesting_checked: bool = False) -> tuple[bool, Any]:
+    """(True, node) when libyaml composes ``text`` as ruamel would; (False, None) to ask ruamel.
+
+    ``nesting_checked``: the document's data was read without error (see _LIBYAML_MAX_NESTING).
+    """
+    if not text.isascii() or "\t" in text:
+        return False, None
+    bounded = nesting_checked and not (text.startswith("...") or "\n..." in text)
+    if not bounded and sum(map(text.count, _NESTING_CHARACTERS)) > _LIBYAML_MAX_NESTING:
         return False, None
     loader_class = _libyaml_loader()
     if not loader_class:
@@ -615,21 +628,82 @@ def _compose_libyaml(text: str) -> tuple[bool, Any]:
     return True, nodes[0] if nodes else None
 
 
-def _compose_uncached(chunk: Chunk) -> Any:
-    composed, node = _compose_libyaml(chunk.text)
+def _compose_uncached(chunk: Chunk, nesting_checked: bool = False) -> Any:
+    composed, node = _compose_libyaml(chunk.text, nesting_checked)
     if composed:
         return node
     return _compose_ruamel(chunk)
 
 
+# ruamel's scanner keeps a possible simple key for every flow level (a ``[`` may start a key) until
+# it is resolved or stale (past the line or 1,024 characters), and walks all of them for every
+# token: ``[`` * 50,000 took 16 s before its composer ran out of recursion. The scanner below
+# applies ruamel's rules in constant (amortised) time per token, and stops flow nesting where
+# ruamel's composer, which recurses at least twice per level, could not finish at Python's
+# default recursion limit (1,000 frames): the answer is the one its RecursionError gives, found
+# before a deep graph is built.
+_RUAMEL_MAX_FLOW_LEVEL = 1000
+
+
+class _FlowTooDeep(Exception):
+    pass
+
+
+_SCANNER: Any = None
+
+
+def _bounded_scanner() -> Any:
+    global _SCANNER  # noqa: PLW0603 - built once, on the first document that needs it
+    if _SCANNER is None:
+        from ruamel.yaml.scanner import RoundTripScanner, ScannerError
+
+        # possible_simple_keys (flow level → key) gains a key only after removing that level's
+        # old one, so its order is the text's: the first key is the nearest, and the stale ones
+        # (an earlier line, or more than 1,024 characters back) come first.
+        class BoundedScanner(RoundTripScanner):  # type: ignore[misc]
+            def fetch_flow_collection_start(self, TokenClass: Any, to_push: str) -> None:
+                if self.flow_level >= _RUAMEL_MAX_FLOW_LEVEL:
+                    raise _FlowTooDeep
+                super().fetch_flow_collection_start(TokenClass, to_push)
+
+            def next_possible_simple_key(self) -> int | None:
+                for key in self.possible_simple_keys.values():
+                    return int(key.token_number)
+                return None
+
+            def stale_possible_simple_keys(self) -> None:
+                keys = self.possible_simple_keys
+                reader = self.reader
+                while keys:
+                    level = next(iter(keys))
+                    key = keys[level]
+                    if key.line == reader.line and reader.index - key.index <= 1024:
+                        return  # and so are all later keys
+                    if key.required:
+                        raise ScannerError(
+                            "while scanning a simple key", key.mark, "could not find expected ':'", reader.get_mark()
+                        )
+                    del keys[level]
+
+        _SCANNER = BoundedScanner
+    return _SCANNER
+
+
 def _compose_ruamel(chunk: Chunk) -> Any:
+    import warnings
+
     from ruamel.yaml import YAML
-    from ruamel.yaml.error import MarkedYAMLError, YAMLError
+    from ruamel.yaml.error import MarkedYAMLError, ReusedAnchorWarning, YAMLError
 
     yaml = YAML(typ="rt")
     yaml.Resolver = _plain_marking_resolver()
+    yaml.Scanner = _bounded_scanner()
     try:
-        nodes = list(yaml.compose_all(chunk.text))
+        with warnings.catch_warnings():
+            # go-yaml lets an anchor be defined again (the latest counts), as ruamel does; its
+            # warning would only add a multi-line report to a one-line answer.
+            warnings.simplefilter("ignore", ReusedAnchorWarning)
+            nodes = list(yaml.compose_all(chunk.text))
     except MarkedYAMLError as exc:
         mark = exc.problem_mark or exc.context_mark
         line = chunk.first_line + mark.line if mark is not None else chunk.first_line
@@ -637,7 +711,7 @@ def _compose_ruamel(chunk: Chunk) -> Any:
         raise LoadError(f"cannot parse YAML: {problem}", line) from None
     except YAMLError as exc:
         raise LoadError(f"cannot parse YAML: {str(exc).splitlines()[0]}", chunk.first_line) from None
-    except RecursionError:
+    except (RecursionError, _FlowTooDeep):
         raise LoadError(f"nesting deeper than {MAX_DEPTH} levels", chunk.first_line) from None
     # go-yaml reads the first document of a chunk; a chunk has one unless ``...`` ends it early.
     return nodes[0] if nodes else None
@@ -662,64 +736,45 @@ def load_exact(chunk: Chunk, notes: list[tuple[int, str]] | None = None) -> Any:
 
 
 class Locator:
-    """Field path → line of a document, composed on first use."""
+    """Field path → line of a document, composed on first use.
 
-    def __init__(self, chunk: Chunk) -> None:
+    ``loaded``: the chunk's data was read without error (``load_document``), which bounds its
+    nesting; libyaml may then compose it whatever its size (see _LIBYAML_MAX_NESTING).
+    """
+
+    def __init__(self, chunk: Chunk, *, loaded: bool = False) -> None:
         self.chunk = chunk
-        self._root: Any = None
+        self.loaded = loaded
+        self._lines: NodeLines | None = None
         self._composed = False
 
-    def _node(self) -> Any:
+    def _node_lines(self) -> NodeLines | None:
         if not self._composed:
             self._composed = True
             try:
-                self._root = _compose(self.chunk)
+                root = _compose(self.chunk, self.loaded)
             except LoadError:
-                self._root = None
-        return self._root
+                root = None
+            if _LAST_COMPOSED[0] is self.chunk:
+                # Located once: the graph now lives as long as this locator, not until the next
+                # document is composed (or, for the last one, until the interpreter exits, where
+                # freeing a large graph cost seconds).
+                _LAST_COMPOSED[0] = _LAST_COMPOSED[1] = None
+            if root is not None:
+                from jobgate.webhook.lines import NodeLines  # only documents with findings need it
+
+                self._lines = NodeLines(root, self.chunk.first_line)
+        return self._lines
 
     @property
     def line(self) -> int:
-        root = self._node()
-        if root is None:
-            return self.chunk.first_line
-        return self.chunk.first_line + root.start_mark.line
+        lines = self._node_lines()
+        return self.chunk.first_line if lines is None else lines.line
 
     def line_of(self, path: Sequence[Any]) -> int:
         """Line of the deepest part of ``path`` that exists in the document."""
-        node = self._node()
-        if node is None:
-            return self.chunk.first_line
-        line = self.chunk.first_line + node.start_mark.line
-        for segment in path:
-            if node.id == "mapping":
-                pair = _matching_pair(node, segment)
-                if pair is None:
-                    break
-                line = self.chunk.first_line + pair[0].start_mark.line
-                node = pair[1]
-            elif node.id == "sequence" and isinstance(segment, int) and 0 <= segment < len(node.value):
-                node = node.value[segment]
-                line = self.chunk.first_line + node.start_mark.line
-            else:
-                break
-        return line
-
-
-def _matching_pair(node: Any, segment: Any) -> tuple[Any, Any] | None:
-    text = str(segment)
-    folded = text.casefold()
-    fallback = None
-    for key_node, value_node in node.value:
-        value = key_node.value
-        if not isinstance(value, str):
-            continue
-        if value == text:
-            return key_node, value_node
-        # Defaulting renames replica types (worker -> Worker); point at the key as written.
-        if fallback is None and value.casefold() == folded:
-            fallback = key_node, value_node
-    return fallback
+        lines = self._node_lines()
+        return self.chunk.first_line if lines is None else lines.line_of(path)
 
 
 def iter_documents(text: str) -> Iterator[tuple[Chunk, Any]]:

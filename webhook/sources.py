@@ -46,7 +46,8 @@ class Document:
     locator: Locator = field(init=False, repr=False)
 
     def __post_init__(self) -> None:
-        self.locator = Locator(self.chunk)
+        # Documents are made of chunks load_document read without error (iter_documents).
+        self.locator = Locator(self.chunk, loaded=True)
 
     @property
     def line(self) -> int:

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.builders import admission_review, tfjob
+from tests.builders import admission_review, container, replica, tfjob
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -236,3 +236,75 @@ def test_a_deeply_nested_job_in_a_review_is_answered(tmp_path):
         result = jobgate("review", webhook, str(path))
         assert result.returncode in (0, 2)
         assert len((result.stdout + result.stderr).strip().splitlines()) == 1
+
+
+# Hostile files that took seconds each answer within HOSTILE_TIME_LIMIT: not a performance figure
+# (they answer in well under a second on a quiet machine), a bound for a loaded two-core CI
+# machine that a regression to the old costs (15 to 60 s here) cannot meet.
+HOSTILE_TIME_LIMIT = 10
+MANY_TYPES = 10_000
+
+
+def job_with_many_findings() -> dict[str, object]:
+    """A TFJob of MANY_TYPES replica types, each with two findings (its name, its replicas)."""
+    return tfjob({f"Worker{i}": replica(container(), replicas=-1) for i in range(MANY_TYPES)})
+
+
+@pytest.mark.parametrize("suffix", [".json", ".yaml"])
+def test_thousands_of_findings_are_located_in_time(tmp_path, suffix):
+    """Each finding's line is looked up in the document: once per finding, not once per key."""
+    import yaml
+
+    job = job_with_many_findings()
+    dumper = getattr(yaml, "CSafeDumper", yaml.SafeDumper)
+    text = json.dumps(job) if suffix == ".json" else yaml.dump(job, Dumper=dumper, sort_keys=False)
+    path = tmp_path / f"types{suffix}"
+    path.write_text(text)
+    result = jobgate("validate", str(path), timeout=HOSTILE_TIME_LIMIT)
+    assert result.returncode == 1, result.stdout[-2000:]
+    errors = [line for line in result.stdout.splitlines() if ": error: " in line]
+    assert len(errors) == 2 * MANY_TYPES
+    written = text.splitlines()
+    for i in (0, MANY_TYPES // 2, MANY_TYPES - 1):
+        if suffix == ".json":
+            type_line = replicas_line = 1
+        else:
+            type_line = written.index(f"    Worker{i}:") + 1
+            replicas_line = written.index("      replicas: -1", type_line) + 1
+        assert f"{path}:{type_line}: error: spec.tfReplicaSpecs[Worker{i}]: Unsupported value" in result.stdout
+        assert f"{path}:{replicas_line}: error: spec.tfReplicaSpecs.Worker{i}.replicas: Invalid value" in result.stdout
+
+
+DEPTH = 50_000
+# A YAML AdmissionReview whose request nests far past the limit, in each style.
+DEEP_YAML_REQUESTS = [
+    ("flow-sequences", " " + "[" * DEPTH + "]" * DEPTH + "\n"),
+    ("flow-mappings", " " + "{" * DEPTH + "}" * DEPTH + "\n"),
+    ("flow-items", " " + "[a, " * DEPTH + "]" * DEPTH + "\n"),
+    ("flow-pairs", " " + "[{a: " * (DEPTH // 2) + "1" + "}]" * (DEPTH // 2) + "\n"),
+    ("flow-anchors", " " + "&a [" * DEPTH + "]" * DEPTH + "\n"),
+    ("flow-lines", "\n" + " [\n" * DEPTH + " ]\n" * DEPTH),
+    ("block-sequences", "\n  " + "- " * DEPTH + "x\n"),
+    ("block-mappings", "\n" + "".join(" " * level + "k:\n" for level in range(1, 1200)) + " " * 1200 + "x\n"),
+]
+
+
+@pytest.mark.parametrize(("name", "request_text"), DEEP_YAML_REQUESTS, ids=[c[0] for c in DEEP_YAML_REQUESTS])
+@pytest.mark.parametrize("webhook", ["mutate", "validate"])
+def test_deeply_nested_yaml_reviews_are_refused_in_time(tmp_path, name, request_text, webhook):
+    path = tmp_path / f"{name}.yaml"
+    path.write_text("apiVersion: admission.k8s.io/v1\nkind: AdmissionReview\nrequest:" + request_text)
+    result = jobgate("review", webhook, str(path), timeout=HOSTILE_TIME_LIMIT)
+    assert result.returncode == 2, result.stdout
+    assert result.stdout == ""
+    # Not YAML the loader accepts, so read as JSON, which it is not either: the review's answer.
+    assert result.stderr.startswith("jobgate: malformed JSON: "), result.stderr
+    assert len(result.stderr.strip().splitlines()) == 1, result.stderr
+
+
+def test_deeply_nested_flow_collections_are_refused_in_time(tmp_path):
+    path = tmp_path / "deep.yaml"
+    path.write_text("apiVersion: v1\nkind: X\nspec: " + "[a, " * DEPTH + "]" * DEPTH + "\n")
+    result = jobgate("validate", str(path), timeout=HOSTILE_TIME_LIMIT)
+    assert result.returncode == 2
+    assert f"{path}:1: error: nesting deeper than 100 levels" in result.stdout

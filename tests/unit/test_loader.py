@@ -284,3 +284,130 @@ def test_chunk_line_offsets_in_errors():
     with pytest.raises(LoadError) as failure:
         load_document(Chunk("a: 1\nb: .inf\n", 10))
     assert failure.value.line == 11
+
+
+def test_lines_of_fields_among_many_keys():
+    """Keys as written first, then case-folded; of duplicates, the first written."""
+    from jobgate.webhook.loader import Locator
+
+    types = "".join(f"  T{i}:\n    replicas: {i}\n" for i in range(3000))
+    text = "kind: X\nspec:\n  worker: 1\n  Worker: 2\n  ps: 3\n  ps: 4\n" + types
+    locator = Locator(split_documents(text)[0], loaded=True)
+    assert locator.line_of(("spec", "Worker")) == 4  # as written, though "worker" above folds to it
+    assert locator.line_of(("spec", "WORKER")) == 3
+    assert locator.line_of(("spec", "ps")) == 5
+    assert locator.line_of(("spec", "T2999", "replicas")) == 6 + 2 * 2999 + 2
+    assert locator.line_of(("spec", "t1500", "missing")) == 6 + 2 * 1500 + 1
+
+
+def big_document(types: int = 5000) -> str:
+    """Far more nesting characters than the crude bound that keeps unread text from libyaml."""
+    return "kind: X\nspec:\n" + "".join(f"  T{i}:\n    replicas: [{i}]\n" for i in range(types))
+
+
+def test_a_loaded_document_is_located_by_libyaml_whatever_its_size(monkeypatch):
+    from jobgate.webhook import loader
+
+    text = big_document()
+    assert sum(map(text.count, loader._NESTING_CHARACTERS)) > loader._LIBYAML_MAX_NESTING
+
+    def refuse(chunk: Chunk) -> None:
+        raise AssertionError("ruamel composed a document libyaml can read")
+
+    monkeypatch.setattr(loader, "_compose_ruamel", refuse)
+    locator = loader.Locator(Chunk(text, 10), loaded=True)
+    assert locator.line == 10
+    assert locator.line_of(("spec", "T2000", "replicas", 0)) == 10 + 2 + 2 * 2000 + 1
+    # Located once: the shared graph cache no longer holds it.
+    assert loader._LAST_COMPOSED[0] is None
+
+
+def test_text_after_a_document_end_is_not_given_to_libyaml_unbounded(monkeypatch):
+    """``...`` may hide further documents that no reading has checked: the crude bound applies."""
+    from jobgate.webhook import loader
+
+    text = big_document() + "...\n" + "[" * 30_000 + "]" * 30_000 + "\n"
+    composed: list[str] = []
+    monkeypatch.setattr(loader, "_compose_ruamel", lambda chunk: composed.append(chunk.text))
+    loader.Locator(Chunk(text, 1), loaded=True).line_of(("spec",))
+    assert composed == [text]
+
+
+def test_deep_flow_nesting_stops_ruamel_at_once():
+    from ruamel.yaml import YAML
+
+    from jobgate.webhook import loader
+
+    def scan(text: str) -> int:
+        yaml = YAML(typ="rt")
+        yaml.Scanner = loader._bounded_scanner()
+        return len(list(yaml.scan(text)))
+
+    limit = loader._RUAMEL_MAX_FLOW_LEVEL
+    assert scan("[" * limit + "]" * limit) == 2 * limit + 2
+    with pytest.raises(loader._FlowTooDeep):
+        scan("[" * (limit + 1))
+    with pytest.raises(LoadError, match=f"nesting deeper than {MAX_DEPTH} levels") as failure:
+        loader._compose_ruamel(Chunk("a: " + "[a, " * 50_000 + "]" * 50_000 + "\n", 7))
+    assert failure.value.line == 7
+
+
+def ruamel_reading(text: str, scanner: object) -> object:
+    """ruamel's node graph of ``text`` (lines included) or its error, with the given scanner."""
+    import warnings
+
+    from ruamel.yaml import YAML
+    from ruamel.yaml.error import YAMLError
+
+    from jobgate.webhook import loader
+    from tests.fuzz.loader_differential import shape
+
+    yaml = YAML(typ="rt")
+    yaml.Resolver = loader._plain_marking_resolver()
+    if scanner is not None:
+        yaml.Scanner = scanner
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            return [shape(node) for node in yaml.compose_all(text)]
+    except YAMLError as exc:
+        return ("error", str(exc))
+    except (RecursionError, loader._FlowTooDeep):
+        return ("too deep",)
+
+
+SIMPLE_KEYS = [
+    "a: 1\nb\nc: 2\n",  # a required key that never finds its ':'
+    "a:\n  b\n  c: 1\n",
+    "[a\n: 1]\n",  # a flow key may not span lines
+    "{a: 1, b\n: 2}\n",
+    "[" + "x" * 1100 + ": 1]\n",  # nor exceed 1,024 characters
+    "[" + "x" * 1000 + ": 1]\n",
+    "{[a, b]: c, {d: e}: f}\n",
+    "[[a]: b, [c, [d]]: e]\n",
+    "? a\n: b\n",
+    "a: [b, {c: d}, [e: f]]\n",
+    "x: " + "[" * 50 + ("[" * 50 + "]" * 50 + ",") * 30 + "]" * 50 + "\n",
+    "x: " + "[a: " * 120 + "1" + "]" * 120 + "\n",
+]
+
+
+def test_the_bounded_scanner_reads_as_ruamel_does():
+    """Simple keys found in constant time per token, by ruamel's rules: same graphs, same errors."""
+    from jobgate.webhook import loader
+    from tests.fuzz.offline_mutator import example_texts, inputs
+
+    texts = SIMPLE_KEYS + example_texts()[:10]
+    texts += [raw.decode("utf-8", "replace") for raw in inputs(13, 60)]
+    for text in texts:
+        bounded = ruamel_reading(text, loader._bounded_scanner())
+        if bounded != ("too deep",):
+            assert bounded == ruamel_reading(text, None), text[:300]
+
+
+def test_an_anchor_defined_again_is_read_without_a_warning():
+    import warnings
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        assert both("a: &x 1\nb: &x 2\nc: *x\n") == [{"a": 1, "b": 2, "c": 2}]
