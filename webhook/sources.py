@@ -15,7 +15,8 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
-from jobgate.webhook.loader import MAX_FILE_BYTES, Chunk, LoadError, Locator, load_document, split_documents
+from jobgate.webhook.documents import MAX_FILE_BYTES, Chunk, LoadError, split_documents
+from jobgate.webhook.loader import Locator, load_document
 from jobgate.webhook.rules.fielderrors import FieldPath
 
 MANIFEST_SUFFIXES = (".yaml", ".yml", ".json")

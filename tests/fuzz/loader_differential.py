@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from jobgate.webhook import loader
-from jobgate.webhook.loader import Chunk, LoadError
+from jobgate.webhook import exact_yaml
+from jobgate.webhook.documents import Chunk, LoadError, split_documents
 
 
 def shape(node: Any, seen: dict[int, tuple[int, int]] | None = None) -> Any:
@@ -26,7 +26,7 @@ def shape(node: Any, seen: dict[int, tuple[int, int]] | None = None) -> Any:
 
 def _resolved(node: Any, chunk: Chunk) -> Any:
     try:
-        return loader._Resolver(chunk.first_line).value(node, 0) if node is not None else None
+        return exact_yaml._Resolver(chunk.first_line).value(node, 0) if node is not None else None
     except LoadError as exc:
         return ("LoadError", exc.message, exc.line)
     except RecursionError:
@@ -36,15 +36,15 @@ def _resolved(node: Any, chunk: Chunk) -> Any:
 def differences(text: str) -> str | None:
     """Why libyaml's reading of ``text`` differs from ruamel's, or None (also when libyaml declines)."""
     try:
-        chunks = loader.split_documents(text)
+        chunks = split_documents(text)
     except LoadError:
         return None
     for chunk in chunks:
-        composed, node = loader._compose_libyaml(chunk.text)
+        composed, node = exact_yaml._compose_libyaml(chunk.text)
         if not composed:
             continue
         try:
-            reference = loader._compose_ruamel(chunk)
+            reference = exact_yaml._compose_ruamel(chunk)
         except LoadError as exc:
             return f"libyaml composed what ruamel refuses: {exc.message} (line {exc.line})"
         except RecursionError:

@@ -11,16 +11,9 @@ from pathlib import Path
 
 import pytest
 
-from jobgate.webhook.loader import (
-    MAX_DEPTH,
-    Chunk,
-    LoadError,
-    go_format_float,
-    has_yaml11_tokens,
-    load_document,
-    load_exact,
-    split_documents,
-)
+from jobgate.webhook.documents import MAX_DEPTH, Chunk, LoadError, split_documents
+from jobgate.webhook.exact_yaml import go_format_float, load_exact
+from jobgate.webhook.loader import has_yaml11_tokens, load_document
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -87,6 +80,8 @@ SCALARS = [
     ("1_0.5", 10.5),
     ("1e21", 1e21),
     ("1e400", "1e400"),  # overflows float64: go-yaml keeps the string
+    (".5e999", ".5e999"),  # the same with go-yaml's "." hint
+    ("-.5e999", "-.5e999"),
     # no sexagesimal in go-yaml v2, timestamps stay as written
     ("1:20", "1:20"),
     ("190:20:30.15", "190:20:30.15"),
@@ -306,29 +301,29 @@ def big_document(types: int = 5000) -> str:
 
 
 def test_a_loaded_document_is_located_by_libyaml_whatever_its_size(monkeypatch):
-    from jobgate.webhook import loader
+    from jobgate.webhook import exact_yaml, loader
 
     text = big_document()
-    assert sum(map(text.count, loader._NESTING_CHARACTERS)) > loader._LIBYAML_MAX_NESTING
+    assert sum(map(text.count, exact_yaml._NESTING_CHARACTERS)) > exact_yaml._LIBYAML_MAX_NESTING
 
     def refuse(chunk: Chunk) -> None:
         raise AssertionError("ruamel composed a document libyaml can read")
 
-    monkeypatch.setattr(loader, "_compose_ruamel", refuse)
+    monkeypatch.setattr(exact_yaml, "_compose_ruamel", refuse)
     locator = loader.Locator(Chunk(text, 10), loaded=True)
     assert locator.line == 10
     assert locator.line_of(("spec", "T2000", "replicas", 0)) == 10 + 2 + 2 * 2000 + 1
     # Located once: the shared graph cache no longer holds it.
-    assert loader._LAST_COMPOSED[0] is None
+    assert exact_yaml._LAST_COMPOSED[0] is None
 
 
 def test_text_after_a_document_end_is_not_given_to_libyaml_unbounded(monkeypatch):
     """``...`` may hide further documents that no reading has checked: the crude bound applies."""
-    from jobgate.webhook import loader
+    from jobgate.webhook import exact_yaml, loader
 
     text = big_document() + "...\n" + "[" * 30_000 + "]" * 30_000 + "\n"
     composed: list[str] = []
-    monkeypatch.setattr(loader, "_compose_ruamel", lambda chunk: composed.append(chunk.text))
+    monkeypatch.setattr(exact_yaml, "_compose_ruamel", lambda chunk: composed.append(chunk.text))
     loader.Locator(Chunk(text, 1), loaded=True).line_of(("spec",))
     assert composed == [text]
 
@@ -336,19 +331,19 @@ def test_text_after_a_document_end_is_not_given_to_libyaml_unbounded(monkeypatch
 def test_deep_flow_nesting_stops_ruamel_at_once():
     from ruamel.yaml import YAML
 
-    from jobgate.webhook import loader
+    from jobgate.webhook import exact_yaml
 
     def scan(text: str) -> int:
         yaml = YAML(typ="rt")
-        yaml.Scanner = loader._bounded_scanner()
+        yaml.Scanner = exact_yaml._bounded_scanner()
         return len(list(yaml.scan(text)))
 
-    limit = loader._RUAMEL_MAX_FLOW_LEVEL
+    limit = exact_yaml._RUAMEL_MAX_FLOW_LEVEL
     assert scan("[" * limit + "]" * limit) == 2 * limit + 2
-    with pytest.raises(loader._FlowTooDeep):
+    with pytest.raises(exact_yaml._FlowTooDeep):
         scan("[" * (limit + 1))
     with pytest.raises(LoadError, match=f"nesting deeper than {MAX_DEPTH} levels") as failure:
-        loader._compose_ruamel(Chunk("a: " + "[a, " * 50_000 + "]" * 50_000 + "\n", 7))
+        exact_yaml._compose_ruamel(Chunk("a: " + "[a, " * 50_000 + "]" * 50_000 + "\n", 7))
     assert failure.value.line == 7
 
 
@@ -359,11 +354,11 @@ def ruamel_reading(text: str, scanner: object) -> object:
     from ruamel.yaml import YAML
     from ruamel.yaml.error import YAMLError
 
-    from jobgate.webhook import loader
+    from jobgate.webhook import exact_yaml
     from tests.fuzz.loader_differential import shape
 
     yaml = YAML(typ="rt")
-    yaml.Resolver = loader._plain_marking_resolver()
+    yaml.Resolver = exact_yaml._plain_marking_resolver()
     if scanner is not None:
         yaml.Scanner = scanner
     try:
@@ -372,7 +367,7 @@ def ruamel_reading(text: str, scanner: object) -> object:
             return [shape(node) for node in yaml.compose_all(text)]
     except YAMLError as exc:
         return ("error", str(exc))
-    except (RecursionError, loader._FlowTooDeep):
+    except (RecursionError, exact_yaml._FlowTooDeep):
         return ("too deep",)
 
 
@@ -394,13 +389,13 @@ SIMPLE_KEYS = [
 
 def test_the_bounded_scanner_reads_as_ruamel_does():
     """Simple keys found in constant time per token, by ruamel's rules: same graphs, same errors."""
-    from jobgate.webhook import loader
+    from jobgate.webhook import exact_yaml
     from tests.fuzz.offline_mutator import example_texts, inputs
 
     texts = SIMPLE_KEYS + example_texts()[:10]
     texts += [raw.decode("utf-8", "replace") for raw in inputs(13, 60)]
     for text in texts:
-        bounded = ruamel_reading(text, loader._bounded_scanner())
+        bounded = ruamel_reading(text, exact_yaml._bounded_scanner())
         if bounded != ("too deep",):
             assert bounded == ruamel_reading(text, None), text[:300]
 

@@ -9,8 +9,8 @@ from __future__ import annotations
 
 import pytest
 
-from jobgate.webhook import loader
-from jobgate.webhook.loader import Chunk
+from jobgate.webhook import exact_yaml, loader
+from jobgate.webhook.documents import Chunk
 from tests.fuzz.loader_differential import differences
 from tests.fuzz.offline_mutator import example_texts, inputs
 
@@ -18,7 +18,7 @@ from tests.fuzz.offline_mutator import example_texts, inputs
 @pytest.mark.parametrize("index", range(len(example_texts())))
 def test_examples_read_the_same(index):
     text = example_texts()[index]
-    assert loader._compose_libyaml(text)[0]
+    assert exact_yaml._compose_libyaml(text)[0]
     assert differences(text) is None
 
 
@@ -41,12 +41,12 @@ def test_fuzzed_inputs_read_the_same(seed):
 )
 def test_left_to_ruamel(text):
     text = text.replace("\\u00e9", "\u00e9")
-    assert not loader._compose_libyaml(text)[0]
+    assert not exact_yaml._compose_libyaml(text)[0]
 
 
 def test_lines_of_a_document_composed_by_libyaml():
     text = "# c\napiVersion: v1\nkind: X\nspec:\n  list:\n  - a: 1\n    b: [1,\n      2]\n"
-    composed, _ = loader._compose_libyaml(text)
+    composed, _ = exact_yaml._compose_libyaml(text)
     locator = loader.Locator(Chunk(text, 10))
     assert composed
     assert locator.line == 11

@@ -1,0 +1,93 @@
+"""A manifest file's documents, as kubectl's YAML reader splits them, and the limits on reading one.
+
+A file is split at ``---`` lines into chunks, each with the line of the file it starts on;
+``webhook.loader`` reads each one's data (its fast path, or ``webhook.exact_yaml``, the exact
+path). Both readers refuse what kubectl cannot turn into JSON with a ``LoadError``, and both write
+numbers as Go's JSON does (``json_number``).
+
+Every input is bounded (the limits are in the README): a document over
+``MAX_DOCUMENT_BYTES``, nesting deeper than ``MAX_DEPTH``, a number longer than
+``MAX_NUMBER_DIGITS`` or excessive aliasing is refused with a one-line message
+(``MAX_FILE_BYTES`` is enforced where files are read, ``webhook.sources``).
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from dataclasses import dataclass
+
+MAX_FILE_BYTES = 32 * 1024 * 1024
+# The apiserver refuses request bodies over 3 MiB; a manifest larger than that cannot be applied.
+MAX_DOCUMENT_BYTES = 3 * 1024 * 1024
+MAX_DEPTH = 100
+MAX_NUMBER_DIGITS = 1000
+
+INT64_MIN, INT64_MAX = -(2**63), 2**63 - 1
+
+_DOCUMENT_START = re.compile(r"^---(?=[ \t\r]|$)", re.MULTILINE)
+
+
+class LoadError(Exception):
+    """A document that kubectl could not turn into JSON, or one past a stated limit."""
+
+    def __init__(self, message: str, line: int | None = None) -> None:
+        super().__init__(message)
+        self.message = message
+        self.line = line
+
+
+class NeedsExactPath(Exception):
+    """The fast path cannot tell what kubectl reads here: the exact path reads the document."""
+
+
+@dataclass(frozen=True, slots=True)
+class Chunk:
+    """One document's text and the line (1-based) of the file it starts on."""
+
+    text: str
+    first_line: int
+
+    @property
+    def content_line(self) -> int:
+        """The first line that is not blank or a comment: where the document starts for a reader."""
+        position, line = 0, self.first_line
+        while position < len(self.text):
+            end = self.text.find("\n", position)
+            end = len(self.text) if end < 0 else end
+            stripped = self.text[position:end].strip()
+            if stripped and not stripped.startswith(("#", "%")):
+                return line
+            position, line = end + 1, line + 1
+        return self.first_line
+
+
+def split_documents(text: str) -> list[Chunk]:
+    """Split at ``---`` lines, as kubectl's YAML reader does (only a comment may follow them)."""
+    if text.startswith("\ufeff"):
+        text = text[1:]
+    if "\n---" not in text and not text.startswith("---"):
+        return [Chunk(text, 1)]
+    chunks: list[Chunk] = []
+    start, line = 0, 1
+    for match in _DOCUMENT_START.finditer(text):
+        end_of_line = text.find("\n", match.end())
+        end_of_line = len(text) if end_of_line < 0 else end_of_line
+        rest = text[match.end() : end_of_line].strip()
+        separator_line = line + text.count("\n", start, match.start())
+        if rest and not rest.startswith("#"):
+            raise LoadError("invalid YAML document separator: only a comment may follow ---", separator_line)
+        chunks.append(Chunk(text[start : match.start()], line))
+        start, line = end_of_line + 1, separator_line + 1
+    chunks.append(Chunk(text[start:], line))
+    return chunks
+
+
+def json_number(value: float) -> int | float:
+    """A float as Go's JSON writes it; JSON has no infinity or NaN (``NeedsExactPath``)."""
+    if math.isinf(value) or math.isnan(value):
+        raise NeedsExactPath
+    # Go's JSON writes an integral float without a fraction; the apiserver reads it as an integer.
+    if value.is_integer() and INT64_MIN <= value <= INT64_MAX and abs(value) < 1e21:
+        return int(value)
+    return value
