@@ -4,10 +4,14 @@ python -m envtest build          build (or find) the cached binaries
 python -m envtest up [--dir D]   start etcd + kube-apiserver + kube-controller-manager,
                                  print the kubeconfig, keep running until Ctrl-C
 python -m envtest node-deps      install the node's Debian packages (containerd, runc, CNI plugins)
-python -m envtest build-node     build (or find) kubelet, kube-scheduler, CoreDNS and the images
+python -m envtest build-node     build (or find) kubelet, kube-scheduler, kube-proxy, CoreDNS and the images
+python -m envtest build-image    build (or find) jobgate's image jobgate.local/jobgate:<version>, an OCI
+     [--rebuild]                 archive (Debian 12 root filesystem + the compiled wheel; envtest/image.py)
 python -m envtest up --node      the control plane plus a real node (kubelet, containerd, bridge
                                  CNI, cluster DNS, scheduler); Ctrl-C tears it all down
      [--jobgate]                 and jobgate: CRDs, webhook and controller, ready for jobs
+     [--in-cluster]              the node in in-cluster mode: apiserver on the bridge address,
+                                 service-account tokens, kube-proxy, workload controllers
 """
 
 from __future__ import annotations
@@ -48,11 +52,11 @@ def up(directory: Path | None) -> int:
     return 0
 
 
-def up_node(with_jobgate: bool) -> int:
+def up_node(with_jobgate: bool, in_cluster: bool = False) -> int:
     from envtest.jobgate_local import JobgateError, start_jobgate
     from envtest.node import JOB_IMAGE, NODE_IP, NODE_NAME, Node, NodeError
 
-    node = Node()
+    node = Node(in_cluster=in_cluster)
     jobgate: dict = {}
     print("building (or finding) the node, starting control plane, containerd, DNS, scheduler, kubelet ...", flush=True)
     try:
@@ -75,6 +79,10 @@ def up_node(with_jobgate: bool) -> int:
     kubectl = node.plane.kubectl
     print(f"\napiserver:  {node.plane.server}\nkubeconfig: {node.kubeconfig}\nkubectl:    {kubectl}")
     print(f"node:       {NODE_NAME} ({NODE_IP}); cluster DNS {NODE_IP}:53; image {JOB_IMAGE} (imagePullPolicy: Never)")
+    if in_cluster:
+        from envtest.node import SERVICE_CIDR
+
+        print(f"in-cluster: kube-proxy (iptables); Services {SERVICE_CIDR} reachable from pods and this host")
     print(f"logs:       {node.work_dir}/*.log\n")
     print(f"  export KUBECONFIG={node.kubeconfig}\n  {kubectl} get nodes -o wide\n")
     print("running; Ctrl-C (or SIGTERM) stops everything and restores the host.", flush=True)
@@ -111,8 +119,15 @@ def main() -> int:
     start.add_argument(
         "--jobgate", action="store_true", help="with --node: install jobgate's CRDs and run its webhook and controller"
     )
+    start.add_argument(
+        "--in-cluster",
+        action="store_true",
+        help="with --node: apiserver on the node's address, service-account tokens, kube-proxy (pods use the cluster)",
+    )
     commands.add_parser("node-deps", help="apt-get install the node's Debian packages")
     commands.add_parser("build-node", help="build or find the node's binaries and images")
+    image = commands.add_parser("build-image", help="build or find jobgate's container image (OCI archive)")
+    image.add_argument("--rebuild", action="store_true", help="ignore the cache: take Debian's and PyPI's newest")
     args = parser.parse_args()
     if args.command == "build":
         return build_main()
@@ -125,6 +140,10 @@ def main() -> int:
             print(f"package installation failed: {exc}", file=sys.stderr)
             return 1
         return 0
+    if args.command == "build-image":
+        from envtest.image import main as build_image_main
+
+        return build_image_main(["build", *(["--rebuild"] if args.rebuild else [])])
     if args.command == "build-node":
         from envtest.node_build import main as build_node_main
 
@@ -133,7 +152,10 @@ def main() -> int:
         if args.dir is not None:
             print("--dir is not supported with --node (the node uses its own directory)", file=sys.stderr)
             return 2
-        return up_node(args.jobgate)
+        return up_node(args.jobgate, args.in_cluster)
+    if args.in_cluster:
+        print("--in-cluster needs --node", file=sys.stderr)
+        return 2
     return up(args.dir)
 
 

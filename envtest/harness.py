@@ -1,9 +1,10 @@
 """A real control plane on loopback: etcd, kube-apiserver and kube-controller-manager.
 
 The envtest approach of controller-runtime, with binaries built from source (``envtest.build``).
-Every component listens on free 127.0.0.1 ports, keeps its state in a temporary directory and
-writes its log there; ``stop()`` (also run by the context manager, and at interpreter exit)
-terminates them and removes the directory. RBAC is enforced, so permission tests mean
+Every component listens on free 127.0.0.1 ports (the apiserver on ``bind_address`` when a
+real node's pods must reach it), keeps its state in a temporary directory and writes its log
+there; ``stop()`` (also run by the context manager, and at interpreter exit) terminates them
+and removes the directory. RBAC is enforced, so permission tests mean
 something; the admin kubeconfig belongs to ``system:masters``.
 """
 
@@ -11,6 +12,7 @@ from __future__ import annotations
 
 import atexit
 import contextlib
+import ipaddress
 import json
 import os
 import shutil
@@ -25,8 +27,13 @@ import urllib.request
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from cryptography import x509
+from cryptography.hazmat.primitives.serialization import load_pem_private_key
+from cryptography.x509.oid import ExtendedKeyUsageOID
+
 from envtest.build import build
-from envtest.pki import create_pki, kubeconfig
+from envtest.pki import _leaf, create_pki, kubeconfig
+from jobgate.certs.authority import cert_pem, key_pem
 
 SERVICE_CLUSTER_IP_RANGE = "10.0.0.0/24"
 DEFAULT_CONTROLLERS = (
@@ -38,10 +45,29 @@ class ControlPlaneError(RuntimeError):
     pass
 
 
-def free_port() -> int:
+def free_port(host: str = "127.0.0.1") -> int:
     with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
+        sock.bind((host, 0))
         return sock.getsockname()[1]
+
+
+def _add_serving_address(pki: dict[str, Path], address: str) -> None:
+    """Re-issue the apiserver's serving certificate with ``address`` among its names: an
+    apiserver bound there (not on loopback) is reached there by every client on the host."""
+    current = x509.load_pem_x509_certificate(pki["apiserver.crt"].read_bytes())
+    names = list(current.extensions.get_extension_for_class(x509.SubjectAlternativeName).value)
+    names.append(x509.IPAddress(ipaddress.ip_address(address)))
+    ca_cert = x509.load_pem_x509_certificate(pki["ca.crt"].read_bytes())
+    ca_key = load_pem_private_key(pki["ca.key"].read_bytes(), password=None)
+    key, cert = _leaf(
+        ca_key,  # type: ignore[arg-type]
+        ca_cert,
+        current.subject,
+        usage=ExtendedKeyUsageOID.SERVER_AUTH,
+        alternative_names=names,
+    )
+    pki["apiserver.crt"].write_bytes(cert_pem(cert))
+    pki["apiserver.key"].write_bytes(key_pem(key))
 
 
 @dataclass
@@ -57,6 +83,12 @@ class ControlPlane:
     # A real node (envtest.node) needs the node-lifecycle and endpoint controllers as well.
     controllers: str = DEFAULT_CONTROLLERS
     extra_apiserver_args: tuple[str, ...] = ()
+    # The apiserver's only listening (and advertised) address. An in-cluster node sets its bridge
+    # address: the ``kubernetes`` Service's endpoint must be one that pods can reach.
+    bind_address: str = "127.0.0.1"
+    # Off by default (pods without service-account tokens start faster and need no token
+    # controller); an in-cluster node turns it on so that pods get their tokens like in a cluster.
+    service_account_admission: bool = False
     # The apiserver's command line, kept so that fault tests can stop and start it again.
     _apiserver_command: list[str] = field(default_factory=list)
     _pki: dict[str, Path] = field(default_factory=dict)
@@ -68,7 +100,7 @@ class ControlPlane:
 
     @property
     def server(self) -> str:
-        return f"https://127.0.0.1:{self.api_port}"
+        return f"https://{self.bind_address}:{self.api_port}"
 
     @property
     def kubectl(self) -> Path:
@@ -81,6 +113,8 @@ class ControlPlane:
         self.work_dir.mkdir(parents=True, exist_ok=True)
         atexit.register(self.stop)
         pki = self._pki = create_pki(self.work_dir / "pki")
+        if self.bind_address != "127.0.0.1":
+            _add_serving_address(pki, self.bind_address)
         try:
             etcd_url = self.etcd_url = self._start_etcd()
             self._start_apiserver(etcd_url, pki)
@@ -121,12 +155,12 @@ class ControlPlane:
 
     def _start_apiserver(self, etcd_url: str, pki: dict[str, Path]) -> None:
         assert self.work_dir is not None
-        self.api_port = free_port()
+        self.api_port = free_port(self.bind_address)
         self._apiserver_command = [
                 str(self.binaries["kube-apiserver"]),
                 "--etcd-servers", etcd_url,
-                "--bind-address", "127.0.0.1",
-                "--advertise-address", "127.0.0.1",
+                "--bind-address", self.bind_address,
+                "--advertise-address", self.bind_address,
                 "--secure-port", str(self.api_port),
                 "--cert-dir", str(self.work_dir / "apiserver-certs"),
                 "--tls-cert-file", str(pki["apiserver.crt"]),
@@ -138,7 +172,7 @@ class ControlPlane:
                 "--service-cluster-ip-range", SERVICE_CLUSTER_IP_RANGE,
                 "--authorization-mode", "RBAC",
                 "--allow-privileged=true",
-                "--disable-admission-plugins", "ServiceAccount",
+                *(() if self.service_account_admission else ("--disable-admission-plugins", "ServiceAccount")),
                 "--v", "1",
                 *self.extra_apiserver_args,
         ]  # fmt: skip

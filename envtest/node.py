@@ -15,9 +15,26 @@ Layout (all on this machine, nothing reachable from or leading off it):
 - containerd never pulls: the sandbox image is imported before the kubelet starts, every
   registry is mirrored to a closed loopback port, and tests use ``imagePullPolicy: Never``.
 
-Host state the kubelet and containerd change is recorded before start and restored by
+In-cluster mode (``Node(in_cluster=True)``) makes the node behave like a cluster's for pods that
+talk to the apiserver and to Services, as jobgate's own pods will:
+
+- the apiserver binds (and advertises) ``NODE_IP`` only, so the ``kubernetes`` Service's
+  endpoint is reachable from pods; its serving certificate names ``NODE_IP`` too;
+- the ServiceAccount admission plugin is on and the controller-manager runs what Deployments,
+  ReplicaSets, Jobs, Endpoints/EndpointSlices, PDBs and Evictions, service-account tokens and
+  ``kube-root-ca.crt`` need (``IN_CLUSTER_CONTROLLERS``);
+- kube-proxy (iptables mode, ``masqueradeAll``) translates ClusterIPs for pods and for the
+  host (the apiserver calls webhooks through their Service's ClusterIP, as in a cluster);
+- pods get one route, the Service CIDR via ``NODE_IP`` (still no default route); the host
+  routes the Service CIDR onto the bridge (never towards its default gateway) and forwards
+  only packets that arrive on the bridge (``net.ipv4.conf.jgbr0.forwarding``, not
+  ``net.ipv4.ip_forward``), and a mangle-table rule drops anything forwarded between the bridge
+  and another interface.
+
+Host state the kubelet, kube-proxy and containerd change is recorded before start and restored by
 ``stop()`` (also at interpreter exit, and at the next start when a killed run left a record
-in ``STATE_FILE``): sysctls, ``KUBE-*`` iptables chains, directories created outside the
+in ``STATE_FILE``): sysctls, ``KUBE-*`` iptables chains (and the nftables tables iptables-nft
+created for them), the harness's own rules and routes, directories created outside the
 work directory, mounts, network namespaces, the bridge, cgroup directories; every process
 (ours, containerd's shims, the containers') is stopped by PID.
 """
@@ -32,13 +49,16 @@ import os
 import shlex
 import shutil
 import signal
+import socket
+import struct
 import subprocess
 import tempfile
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import ClassVar
 
-from envtest.harness import ControlPlane, ControlPlaneError, free_port
+from envtest.harness import SERVICE_CLUSTER_IP_RANGE, ControlPlane, ControlPlaneError, free_port
 from envtest.node_build import JOB_IMAGE, PAUSE_IMAGE, build, missing_packages
 
 BRIDGE = "jgbr0"
@@ -69,6 +89,39 @@ CGROUP_NAMES = ("kubepods", "k8s.io")
 CONTROLLERS = (
     "garbage-collector-controller,namespace-controller,serviceaccount-controller,serviceaccount-token-controller,"
     "node-lifecycle-controller,taint-eviction-controller,endpoints-controller,endpointslice-controller"
+)
+# What a cluster runs for the workloads an in-cluster jobgate uses: its Deployments (and their
+# ReplicaSets), the certificate Job (and a CronJob, should renewal run as one), PDBs and the
+# Eviction API (disruption), tokens and the kube-root-ca.crt ConfigMap every token volume
+# mounts (root-ca publisher), terminated and orphaned pods cleaned up, aggregated ClusterRoles.
+IN_CLUSTER_CONTROLLERS = CONTROLLERS + (
+    ",deployment-controller,replicaset-controller,job-controller,cronjob-controller,ttl-after-finished-controller,"
+    "disruption-controller,root-ca-certificate-publisher-controller,pod-garbage-collector-controller,"
+    "clusterrole-aggregation-controller"
+)
+SERVICE_CIDR = SERVICE_CLUSTER_IP_RANGE
+# Sysctls kube-proxy writes when configured to (conntrack sizes and timeouts, route_localnet for
+# localhost NodePorts) or reads (bridge netfilter): it is configured to leave them alone, and
+# they are recorded and restored all the same. Only those this kernel has are recorded.
+PROXY_SYSCTLS = (
+    "net.ipv4.conf.all.route_localnet",
+    "net.ipv4.conf.all.forwarding",
+    "net.netfilter.nf_conntrack_max",
+    "net.netfilter.nf_conntrack_tcp_timeout_established",
+    "net.netfilter.nf_conntrack_tcp_timeout_close_wait",
+    "net.netfilter.nf_conntrack_tcp_be_liberal",
+    "net.netfilter.nf_conntrack_udp_timeout",
+    "net.netfilter.nf_conntrack_udp_timeout_stream",
+    "net.bridge.bridge-nf-call-iptables",
+    "net.bridge.bridge-nf-call-ip6tables",
+)
+# Forwarding is on for packets arriving on the bridge only (pods to ClusterIPs DNATed to other
+# pods); these make sure nothing is ever forwarded between the bridge and another interface,
+# whatever a pod's routes or a Service's endpoints say. The mangle table's FORWARD chain is
+# traversed before the filter table's, where kube-proxy prepends its ACCEPT rules.
+ISOLATION_RULES = (
+    ("-i", BRIDGE, "!", "-o", BRIDGE),
+    ("!", "-i", BRIDGE, "-o", BRIDGE),
 )
 
 
@@ -153,6 +206,80 @@ def _remove_kube_chains(save: str, restore: str, before: dict[str, list[str]]) -
             _run([tool, "-t", table, "-X", chain], check=False)
 
 
+def _nft_tables() -> list[str] | None:
+    """The nftables tables ("family name"), or None without the nft command."""
+    if shutil.which("nft") is None:
+        return None
+    out = _run(["nft", "list", "tables"], check=False).stdout
+    return sorted(line.removeprefix("table ").strip() for line in out.splitlines() if line.startswith("table "))
+
+
+def _remove_new_nft_tables(before: list[str]) -> None:
+    """Delete the tables that appeared (iptables-nft creates ``ip filter``, ``ip6 nat``, ... for
+    the first rule in them) once nothing but empty base chains is left in them."""
+    for table in sorted(set(_nft_tables() or []) - set(before)):
+        family, name = table.split(maxsplit=1)
+        listing = _run(["nft", "-j", "list", "table", family, name], check=False)
+        try:
+            objects = json.loads(listing.stdout)["nftables"]
+        except (ValueError, KeyError):
+            continue
+        if not any("rule" in item for item in objects):
+            _run(["nft", "delete", "table", family, name], check=False)
+
+
+def _nfacct(command: int, name: str | None = None) -> list[str]:
+    """One nfnetlink_acct request (no nfacct command on the machine): the names of a dump, or
+    nothing for a delete. kube-proxy creates its packet counters this way; iptables rules use
+    them (``-m nfacct``), and they outlive kube-proxy."""
+    netlink_netfilter, subsystem_acct, attribute_name = 12, 7, 1
+    request, ack, dump, error_message, done_message = 0x1, 0x4, 0x300, 2, 3
+    attributes = b""
+    if name is not None:
+        data = name.encode() + b"\0"
+        attributes = struct.pack("=HH", 4 + len(data), attribute_name) + data + b"\0" * (-len(data) % 4)
+    body = struct.pack("=BBH", socket.AF_UNSPEC, 0, 0) + attributes
+    flags = request | (dump if name is None else ack)
+    header = struct.pack("=IHHII", 16 + len(body), (subsystem_acct << 8) | command, flags, 1, 0)
+    names: list[str] = []
+    with socket.socket(socket.AF_NETLINK, socket.SOCK_RAW, netlink_netfilter) as sock:
+        sock.settimeout(5)
+        sock.bind((0, 0))
+        sock.send(header + body)
+        while True:
+            data = sock.recv(65536)
+            offset = 0
+            while offset < len(data):
+                length, kind = struct.unpack_from("=IH", data, offset)
+                if kind == error_message:
+                    (error,) = struct.unpack_from("=i", data, offset + 16)
+                    if error:
+                        raise OSError(-error, os.strerror(-error))
+                    return names
+                if kind == done_message:
+                    return names
+                at = offset + 20  # after the netlink and nfgenmsg headers
+                while at < offset + length:
+                    size, kind = struct.unpack_from("=HH", data, at)
+                    if kind & 0x3FFF == attribute_name:
+                        names.append(data[at + 4 : at + size].rstrip(b"\0").decode())
+                    at += (size + 3) & ~3
+                offset += (length + 3) & ~3
+
+
+def _nfacct_names() -> list[str] | None:
+    try:
+        return sorted(_nfacct(1))  # NFNL_MSG_ACCT_GET
+    except OSError:  # no nfnetlink_acct in this kernel: nothing can create counters either
+        return None
+
+
+def _remove_new_nfacct(before: list[str]) -> None:
+    for name in sorted(set(_nfacct_names() or []) - set(before)):
+        with contextlib.suppress(OSError):  # EBUSY while a rule still uses it
+            _nfacct(3, name)  # NFNL_MSG_ACCT_DEL
+
+
 def _mounts_under(prefixes: list[str]) -> list[str]:
     points = []
     for line in Path("/proc/self/mountinfo").read_text().splitlines():
@@ -221,19 +348,28 @@ class HostRecord:
     cgroups: list[str] = field(default_factory=list)
     bridge_existed: bool = False
     pids: list[int] = field(default_factory=list)
+    # Added by the harness itself (in-cluster mode), each recorded before it is made:
+    # ``ip route`` specs, and iptables rules as [command, table, chain, *match].
+    routes: list[list[str]] = field(default_factory=list)
+    rules: list[list[str]] = field(default_factory=list)
+    nft_tables: list[str] | None = None
+    nfacct: list[str] | None = None
 
     @classmethod
-    def take(cls, work_dir: Path, socket_path: Path) -> HostRecord:
+    def take(cls, work_dir: Path, socket_path: Path, sysctls: tuple[str, ...] = SYSCTLS) -> HostRecord:
+        present = [name for name in sysctls if Path("/proc/sys", *name.split(".")).exists()]
         return cls(
             work_dir=str(work_dir),
             containerd_socket=str(socket_path),
-            sysctls={name: _read_sysctl(name) for name in SYSCTLS},
+            sysctls={name: _read_sysctl(name) for name in present},
             iptables=_iptables_state("iptables-save"),
             ip6tables=_iptables_state("ip6tables-save"),
             absent_dirs=[d for d in OUTSIDE_DIRS if not os.path.lexists(d)],
             netns=sorted(_netns_names()),
             cgroups=_cgroup_dirs(),
             bridge_existed=Path("/sys/class/net", BRIDGE).exists(),
+            nft_tables=_nft_tables(),
+            nfacct=_nfacct_names(),
         )
 
     def save(self) -> None:
@@ -274,10 +410,30 @@ class HostRecord:
         for name in sorted(_netns_names() - set(self.netns)):
             with contextlib.suppress(OSError):
                 os.unlink(Path("/run/netns") / name)
+        for command, table, chain, *match in self.rules:
+            for _ in range(10):  # once per copy, should a rule have been added twice
+                if _run([command, "-t", table, "-C", chain, *match], check=False).returncode != 0:
+                    break
+                _run([command, "-t", table, "-D", chain, *match], check=False)
+        for route in self.routes:
+            _run(["ip", "route", "del", *route], check=False)
         if not self.bridge_existed and Path("/sys/class/net", BRIDGE).exists():
             _run(["ip", "link", "delete", BRIDGE], check=False)
         _remove_kube_chains("iptables-save", "iptables-save", self.iptables)
         _remove_kube_chains("ip6tables-save", "ip6tables-save", self.ip6tables)
+        if self.nft_tables is not None:
+            _remove_new_nft_tables(self.nft_tables)
+        if self.nfacct is not None:  # after the rules that count with them
+            _remove_new_nfacct(self.nfacct)
+            left = sorted(set(_nfacct_names() or []) - set(self.nfacct))
+            if left:
+                problems.append(f"nfacct counters remain: {left}")
+        for command, table, chain, *match in self.rules:
+            if _run([command, "-t", table, "-C", chain, *match], check=False).returncode == 0:
+                problems.append(f"{command} -t {table} rule remains: {chain} {shlex.join(match)}")
+        for route in self.routes:
+            if _run(["ip", "route", "show", route[0]], check=False).stdout.strip():
+                problems.append(f"route {route[0]} remains")
         for name, value in self.sysctls.items():
             _write_sysctl(name, value)
             if _read_sysctl(name) != value:
@@ -299,8 +455,16 @@ class HostRecord:
 
 @dataclass
 class Node:
-    """The control plane plus one real node. ``with Node() as node:`` or ``start()``/``stop()``."""
+    """The control plane plus one real node. ``with Node() as node:`` or ``start()``/``stop()``.
 
+    ``in_cluster=True``: the apiserver on ``NODE_IP``, service-account tokens, kube-proxy and the
+    controllers of workloads (see the module's docstring), for pods that use the cluster.
+    """
+
+    in_cluster: bool = False
+    # A node that a session's fixture keeps but need not hold to the end: another Node started
+    # in this process stops it instead of failing on the machine's lock (one node at a time).
+    give_way: bool = False
     work_dir: Path | None = None
     plane: ControlPlane | None = None
     cache: Path | None = None
@@ -308,6 +472,9 @@ class Node:
     record: HostRecord | None = None
     teardown_problems: list[str] = field(default_factory=list)
     _lock: object | None = None
+    # The node this process started (one per machine, see LOCK_FILE): tests outside the e2e
+    # suite's session use it instead of failing on the lock.
+    running: ClassVar[Node | None] = None
 
     @property
     def kubeconfig(self) -> Path:
@@ -328,6 +495,9 @@ class Node:
         if reason:
             raise NodeError(reason)
         self.cache = self.cache or build(log=lambda message: None)
+        running = Node.running
+        if running is not None and running is not self and running.give_way:
+            running.stop()
         self._take_lock()
         stale = HostRecord.load()
         if stale is not None:  # a previous run was killed before its teardown
@@ -335,8 +505,10 @@ class Node:
             STATE_FILE.unlink(missing_ok=True)
         self.work_dir = Path(tempfile.mkdtemp(prefix="jobgate-node-"))
         self.work_dir.chmod(0o755)
-        self.record = HostRecord.take(self.work_dir, self.containerd_socket)
+        sysctls = SYSCTLS + PROXY_SYSCTLS if self.in_cluster else SYSCTLS
+        self.record = HostRecord.take(self.work_dir, self.containerd_socket, sysctls)
         self.record.save()
+        Node.running = self
         atexit.register(self.stop)
         try:
             self._make_bridge()
@@ -344,7 +516,10 @@ class Node:
             self.plane = ControlPlane(
                 work_dir=self.work_dir / "plane",
                 keep_work_dir=True,
-                controllers=CONTROLLERS,
+                controllers=IN_CLUSTER_CONTROLLERS if self.in_cluster else CONTROLLERS,
+                # The bridge exists by now: the apiserver binds its address and nothing else.
+                bind_address=NODE_IP if self.in_cluster else "127.0.0.1",
+                service_account_admission=self.in_cluster,
                 extra_apiserver_args=(
                     "--kubelet-preferred-address-types=InternalIP",
                     # logs/exec/attach: the apiserver authenticates to the kubelet as admin.
@@ -358,8 +533,12 @@ class Node:
             self._import_images()
             self._start_coredns()
             self._start_scheduler()
+            if self.in_cluster:
+                self._start_kube_proxy()
             self._start_kubelet()
             self._wait_node_ready(timeout)
+            if self.in_cluster:
+                self._wait_in_cluster_ready(timeout)
         except BaseException:
             self.stop()
             raise
@@ -394,6 +573,29 @@ class Node:
         _run(["ip", "link", "add", BRIDGE, "type", "bridge"])
         _run(["ip", "addr", "add", f"{NODE_IP}/24", "dev", BRIDGE])
         _run(["ip", "link", "set", BRIDGE, "up"])
+        if self.in_cluster:
+            self._route_services()
+
+    def _route_services(self) -> None:
+        """Service traffic stays on the bridge: the host forwards what pods send to ClusterIPs
+        (kube-proxy DNATs it to a pod, back out of the bridge), and its own packets to the Service
+        CIDR leave by the bridge, never by the default route, whether kube-proxy has a rule for
+        the address or not."""
+        assert self.record is not None
+        # Per interface, unlike net.ipv4.ip_forward: only packets arriving on the bridge are
+        # forwarded, never those arriving on the machine's own interfaces.
+        _write_sysctl(f"net.ipv4.conf.{BRIDGE}.forwarding", "1")
+        if _read_sysctl(f"net.ipv4.conf.{BRIDGE}.forwarding") != "1":
+            raise NodeError(f"could not turn on forwarding on {BRIDGE}")
+        for match in ISOLATION_RULES:
+            rule = ["iptables", "mangle", "FORWARD", *match, "-m", "comment", "--comment", "jobgate-node", "-j", "DROP"]
+            self.record.rules.append(rule)
+            self.record.save()
+            _run([rule[0], "-t", rule[1], "-I", rule[2], "1", *rule[3:]])
+        route = [SERVICE_CIDR, "dev", BRIDGE, "src", NODE_IP]
+        self.record.routes.append(route)
+        self.record.save()
+        _run(["ip", "route", "add", *route])
 
     def _start_containerd(self, timeout: float) -> None:
         assert self.work_dir is not None and self.cache is not None
@@ -415,7 +617,9 @@ class Node:
                     "ipam": {
                         "type": "host-local",
                         "ranges": [[{"subnet": POD_SUBNET, "rangeStart": "10.213.0.10", "rangeEnd": "10.213.0.250"}]],
-                        "routes": [],
+                        # In-cluster: the Service CIDR through the node, where kube-proxy
+                        # translates it; still no default route.
+                        "routes": [{"dst": SERVICE_CIDR, "gw": NODE_IP}] if self.in_cluster else [],
                         "dataDir": str(self.work_dir / "ipam"),
                     },
                 }
@@ -479,12 +683,16 @@ disabled_plugins = ["io.containerd.snapshotter.v1.btrfs", "io.containerd.snapsho
 
     def _import_images(self) -> None:
         assert self.cache is not None
-        for archive in ("pause.tar", "job-python.tar"):
-            self._ctr("images", "import", "--no-unpack", str(self.cache / "images" / archive))
+        for archive, image in (("pause.tar", PAUSE_IMAGE), ("job-python.tar", JOB_IMAGE)):
+            self.import_image(self.cache / "images" / archive, image)
+
+    def import_image(self, archive: Path, image: str) -> None:
+        """Import an OCI archive named ``image`` (``io.containerd.image.name``) into containerd's
+        k8s.io namespace, where the kubelet finds it; pods use ``imagePullPolicy: Never``."""
+        self._ctr("images", "import", "--no-unpack", str(archive))
         listed = self._ctr("images", "ls", "-q").stdout.split()
-        for image in (PAUSE_IMAGE, JOB_IMAGE):
-            if image not in listed:
-                raise NodeError(f"{image} is not in containerd after import: {listed}")
+        if image not in listed:
+            raise NodeError(f"{image} is not in containerd after importing {archive}: {listed}")
 
     def _start_coredns(self) -> None:
         assert self.work_dir is not None and self.cache is not None
@@ -521,6 +729,62 @@ disabled_plugins = ["io.containerd.snapshotter.v1.btrfs", "io.containerd.snapsho
                 "--v", "1",
             ],
         )  # fmt: skip
+
+    def _start_kube_proxy(self) -> None:
+        assert self.work_dir is not None and self.cache is not None
+        config = {
+            "apiVersion": "kubeproxy.config.k8s.io/v1alpha1",
+            "kind": "KubeProxyConfiguration",
+            "clientConnection": {"kubeconfig": str(self.kubeconfig)},
+            "mode": "iptables",
+            "hostnameOverride": NODE_NAME,
+            # Its idea of the node's primary IP (it listens on nothing there).
+            "bindAddress": NODE_IP,
+            "healthzBindAddress": f"127.0.0.1:{free_port()}",
+            "metricsBindAddress": f"127.0.0.1:{free_port()}",
+            "clusterCIDR": POD_SUBNET,
+            "detectLocalMode": "ClusterCIDR",
+            # NodePorts on the bridge address only. IPv6 needs an entry too (a family without one
+            # gets every address, the machine's own interfaces included): the discard prefix of
+            # RFC 6666, which no address of this host is in, so no IPv6 NodePorts at all.
+            "nodePortAddresses": [f"{NODE_IP}/32", "100::/64"],
+            "iptables": {
+                # Every Service packet is SNATed to the node: a pod reaching its own Service
+                # (hairpin) or a peer on the bridge gets the answer back through the host's
+                # conntrack, with no need for br_netfilter or a promiscuous bridge.
+                "masqueradeAll": True,
+                # On, it would set net.ipv4.conf.all.route_localnet=1 for the whole host.
+                "localhostNodePorts": False,
+            },
+            # 0: leave nf_conntrack_max, its hash size and the timeouts as the host has them.
+            "conntrack": {"maxPerCore": 0, "min": 0, "tcpEstablishedTimeout": "0s", "tcpCloseWaitTimeout": "0s"},
+            # Lowering it (the default, -999) needs CAP_SYS_RESOURCE, which root lacks here.
+            "oomScoreAdj": 0,
+        }
+        config_file = self.work_dir / "kube-proxy-config.json"
+        config_file.write_text(json.dumps(config, indent=2))
+        self._spawn("kube-proxy", [str(self.cache / "kube-proxy"), "--config", str(config_file), "--v", "1"])
+
+    def _wait_in_cluster_ready(self, timeout: float) -> None:
+        """kube-proxy has written the ``kubernetes`` Service's rules, and the default namespace's
+        ServiceAccount exists (until it does, the admission plugin refuses pods there)."""
+        deadline = time.monotonic() + timeout
+        proxied = account = False
+        while time.monotonic() < deadline:
+            self._check_alive()
+            if not proxied:
+                rules = _run(["iptables", "-t", "nat", "-S", "KUBE-SERVICES"], check=False).stdout
+                proxied = "default/kubernetes:https" in rules
+            if not account:
+                command = self.kubectl_command("get", "serviceaccount", "default", "-n", "default")
+                account = _run(command, check=False).returncode == 0
+            if proxied and account:
+                return
+            time.sleep(0.3)
+        raise NodeError(
+            f"in-cluster mode not ready after {timeout:.0f} s (kube-proxy rules: {proxied}, "
+            f"default ServiceAccount: {account}):\n{self.log_tail('kube-proxy')}"
+        )
 
     def _start_kubelet(self) -> None:
         assert self.work_dir is not None and self.cache is not None and self.plane is not None
@@ -603,7 +867,7 @@ disabled_plugins = ["io.containerd.snapshotter.v1.btrfs", "io.containerd.snapsho
             return
         # The kubelet first (so it does not restart containers), then the pods' containers
         # through containerd, then containerd and the others.
-        for name in ("kubelet", "kube-scheduler", "coredns"):
+        for name in ("kubelet", "kube-proxy", "kube-scheduler", "coredns"):
             self._stop_process(name)
         if "containerd" in self.processes and self.processes["containerd"].poll() is None:
             self._remove_containers()
@@ -613,6 +877,8 @@ disabled_plugins = ["io.containerd.snapshotter.v1.btrfs", "io.containerd.snapsho
         self.teardown_problems = self.record.restore()
         STATE_FILE.unlink(missing_ok=True)
         self.record = None
+        if Node.running is self:
+            Node.running = None
         if self._lock is not None:
             LOCK_FILE.unlink(missing_ok=True)
             self._lock.close()  # type: ignore[attr-defined]
@@ -650,4 +916,4 @@ disabled_plugins = ["io.containerd.snapshotter.v1.btrfs", "io.containerd.snapsho
         self.stop()
 
 
-__all__ = ["JOB_IMAGE", "NODE_IP", "NODE_NAME", "PAUSE_IMAGE", "ControlPlaneError", "Node", "NodeError"]
+__all__ = ["JOB_IMAGE", "NODE_IP", "NODE_NAME", "PAUSE_IMAGE", "SERVICE_CIDR", "ControlPlaneError", "Node", "NodeError"]

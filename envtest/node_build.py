@@ -1,9 +1,10 @@
 """Build what a real test node needs, from sources and Debian packages only; cache it.
 
-- kubelet and kube-scheduler from ``k8s.io/kubernetes`` at the control plane's pinned release
-  (same wrapper-module technique as ``envtest.build``). No kube-proxy: every service jobgate
-  creates is headless, so peers resolve straight to pod IPs through the cluster DNS and no
-  ClusterIP has to be translated.
+- kubelet, kube-scheduler and kube-proxy from ``k8s.io/kubernetes`` at the control plane's
+  pinned release (same wrapper-module technique as ``envtest.build``). The default node runs
+  no kube-proxy (every service jobgate's controller creates is headless: peers resolve
+  straight to pod IPs); the in-cluster node (``Node(in_cluster=True)``) runs it so that
+  ClusterIPs, the ``kubernetes`` Service among them, work for pods and for the apiserver.
 - CoreDNS from its Go module, compiled with only the plugins the node uses (``bind``,
   ``errors``, ``kubernetes``, ``ready``): the binary cannot forward a query anywhere, whatever
   its Corefile says.
@@ -36,7 +37,7 @@ from envtest.build import _kubernetes_gomod, _module_published, _parse_gomod, _r
 from envtest.versions import COREDNS_VERSION, KUBERNETES_VERSION
 
 DEBIAN_PACKAGES = ("containerd", "runc", "containernetworking-plugins", "iptables", "iproute2")
-NODE_COMMANDS = ("kubelet", "kube-scheduler")
+NODE_COMMANDS = ("kubelet", "kube-scheduler", "kube-proxy")
 PAUSE_IMAGE = "jobgate.local/pause:1"
 JOB_IMAGE = "jobgate.local/job-python:1"
 JOB_PROGRAM = Path(__file__).parent / "jobimage" / "rendezvous.py"
@@ -143,7 +144,7 @@ def _sha256_file(path: Path) -> str:
     return hashlib.sha256(path.read_bytes()).hexdigest()
 
 
-def _build_kubernetes_commands(version: str, workdir: Path, target: Path) -> None:
+def _build_kubernetes_commands(version: str, workdir: Path, target: Path, commands: tuple[str, ...]) -> None:
     (workdir / "go.mod").write_text("module jobgate.invalid/nodebuild\n")
     go_version, staging, _ = _parse_gomod(_kubernetes_gomod(version, workdir))
     staging_version = _staging_version(version)
@@ -156,7 +157,7 @@ def _build_kubernetes_commands(version: str, workdir: Path, target: Path) -> Non
     ]
     (workdir / "go.mod").write_text("\n".join(lines) + "\n")
     _run(["go", "mod", "download", "k8s.io/kubernetes"], workdir)
-    packages = [f"k8s.io/kubernetes/cmd/{c}" for c in NODE_COMMANDS]
+    packages = [f"k8s.io/kubernetes/cmd/{c}" for c in commands]
     _run(["go", "build", "-ldflags=-s -w " + _version_ldflags(version), "-o", str(target) + "/", *packages], workdir)
 
 
@@ -344,15 +345,15 @@ def build(version: str = KUBERNETES_VERSION, *, log=print) -> Path:
     started = time.monotonic()
     timings: dict[str, float] = {}
     with tempfile.TemporaryDirectory(prefix="jobgate-node-build-") as tmp:
+        # Only the missing commands: a cache from before kube-proxy was added gains just it.
+        commands = tuple(c for c in NODE_COMMANDS if not (target / c).is_file())
         steps = (
-            ("pause", lambda d: _build_pause(d, target), "pause"),
-            ("coredns", lambda d: _build_coredns(d, target), "coredns"),
-            ("kubelet+kube-scheduler", lambda d: _build_kubernetes_commands(version, d, target), "kubelet"),
+            ("pause", lambda d: _build_pause(d, target), ("pause",)),
+            ("coredns", lambda d: _build_coredns(d, target), ("coredns",)),
+            ("+".join(commands), lambda d: _build_kubernetes_commands(version, d, target, commands), commands),
         )
-        for label, step, product in steps:
-            if (target / product).is_file() and label != "kubelet+kube-scheduler":
-                continue
-            if label == "kubelet+kube-scheduler" and all((target / c).is_file() for c in NODE_COMMANDS):
+        for label, step, products in steps:
+            if all((target / product).is_file() for product in products):
                 continue
             log(f"building {label}")
             step_started = time.monotonic()

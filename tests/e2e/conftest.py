@@ -346,6 +346,41 @@ def node_cluster(webhook_process: WebhookProcess) -> Iterator[Cluster]:
         assert not node.teardown_problems, f"host state not restored: {node.teardown_problems}"
 
 
+@pytest.fixture(scope="session")
+def in_cluster_node() -> Iterator[Cluster]:
+    """A control plane with a real node in in-cluster mode (``Node(in_cluster=True)``): the
+    apiserver on the node's address, service-account tokens, kube-proxy, the controllers of
+    Deployments, Jobs, EndpointSlices and PDBs; pods use the cluster as jobgate's own pods will.
+    Nothing of jobgate is installed.
+
+    One node runs on a machine at a time, and pytest keeps session fixtures to the end: this
+    node gives way when ``node_cluster`` starts its own later in the session, and a node still
+    running when this one is needed gives way to it. Modules run one after another, so each
+    group of tests finds its node; a module must not use both fixtures.
+    """
+    from envtest.node import Node, node_unavailable_reason
+
+    reason = node_unavailable_reason()
+    if reason and not IN_CI:
+        pytest.skip(f"no real node on this machine: {reason}")
+    if Node.running is not None:  # node_cluster's, whose modules have run
+        Node.running.give_way = True
+    node = Node(in_cluster=True, give_way=True)
+    try:
+        node.start()
+    except Exception as exc:
+        node.stop()
+        if IN_CI:
+            raise
+        pytest.skip(f"the in-cluster node could not be started here: {exc}")
+    try:
+        assert node.plane is not None
+        yield Cluster(node.plane)
+    finally:
+        node.stop()
+        assert not node.teardown_problems, f"host state not restored: {node.teardown_problems}"
+
+
 # Volcano's Queue CRD, reduced to what the webhook's queue check reads.
 QUEUE_CRD = volcano_scheduling_crd("Queue", "q", "Cluster", status_subresource=False)
 
