@@ -290,6 +290,29 @@ def _certs_inject(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+def _certs_setup(args: argparse.Namespace) -> int:
+    """init, then inject with --secret: one process, for a Job whose image has no shell."""
+    from pathlib import Path
+
+    from jobgate.certs.authority import CertificateExists, init_directory, service_dns_names
+    from jobgate.certs.inject import InjectError, inject_ca_bundle, store_tls_secret
+
+    out = Path(args.out)
+    try:
+        init_directory(out, service_dns_names(args.service, args.namespace), [], force=True, leaf_days=args.days)
+    except (CertificateExists, OSError, ValueError) as exc:
+        print(f"jobgate: {exc}", file=sys.stderr)
+        return EXIT_USAGE
+    try:
+        print(f"{store_tls_secret(args.kubeconfig, args.secret, out)} Secret {args.secret}")
+        for done in inject_ca_bundle(args.kubeconfig, out / "ca.crt", args.webhook):
+            print(f"caBundle set on {done.webhooks} webhook(s) of {done.kind} {done.configuration}")
+    except (InjectError, OSError) as exc:
+        print(f"jobgate: {exc}", file=sys.stderr)
+        return EXIT_DENIED
+    return EXIT_OK
+
+
 def _manifests(args: argparse.Namespace) -> int:
     from pathlib import Path
 
@@ -491,6 +514,17 @@ def _certs_arguments(certs: argparse.ArgumentParser) -> None:
     inject.add_argument("--secret", metavar="NAMESPACE/NAME", help="also store tls.crt/tls.key/ca.crt in this Secret")
     inject.add_argument("--tls-dir", help="directory with the pair for --secret")
     inject.set_defaults(handler=_certs_inject)
+    setup = certs_commands.add_parser(
+        "setup", help="init and inject in one step: a CA and serving certificate, its Secret, the caBundle"
+    )
+    setup.add_argument("--out", required=True, help="working directory for ca.crt, ca.key, tls.crt, tls.key")
+    setup.add_argument("--service", required=True, help="the webhook's Service (its DNS names go into the certificate)")
+    setup.add_argument("--namespace", required=True, help="namespace of --service")
+    setup.add_argument("--secret", required=True, metavar="NAMESPACE/NAME", help="the TLS Secret to write")
+    setup.add_argument("--webhook", action="append", required=True, metavar="NAME", help="webhook configuration name")
+    setup.add_argument("--days", type=int, default=365, help="validity of the serving certificate (default: 365)")
+    setup.add_argument("--kubeconfig", help="kubeconfig file (default: in-cluster, then ~/.kube/config)")
+    setup.set_defaults(handler=_certs_setup)
 
 
 # One entry per command: its help line, and what adds its arguments.
@@ -506,10 +540,12 @@ COMMANDS: dict[str, tuple[str, Callable[[argparse.ArgumentParser], None]]] = {
 
 
 def build_parser(command: str | None = None) -> argparse.ArgumentParser:
-    """The parser of every command, or only of ``command`` with the others listed by name.
+    """The parser of every command, or only of ``command``.
 
-    A run uses one command: the others' arguments (and what they import, the controller's
-    among them) are not built, which saves most of the parser's cost at start-up.
+    A run uses one command: the others' parsers (and what their arguments import, the
+    controller's among them) are not built, which saves most of the parser's cost at start-up.
+    The output stays the same: the command list shows only in ``jobgate -h`` and in the error
+    for an unknown command, and both of those build every command.
     """
     parser = argparse.ArgumentParser(
         prog="jobgate",
@@ -518,9 +554,8 @@ def build_parser(command: str | None = None) -> argparse.ArgumentParser:
     )
     commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     for name, (help_text, add_arguments) in COMMANDS.items():
-        subparser = commands.add_parser(name, help=help_text, formatter_class=_HelpFormatter)
         if command is None or command == name:
-            add_arguments(subparser)
+            add_arguments(commands.add_parser(name, help=help_text, formatter_class=_HelpFormatter))
     return parser
 
 

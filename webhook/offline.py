@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import os
 from collections.abc import Iterable, Iterator
-from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any
 
@@ -54,26 +53,116 @@ class FieldValidation(StrEnum):
 _TOP_LEVEL_FIELDS = frozenset(("apiVersion", "kind", "metadata", "spec", "status"))
 
 
-@dataclass(frozen=True)
+# The classes below are written out, not dataclasses: importing ``dataclasses`` costs a
+# one-file ``jobgate validate`` more than the rules it runs.
+
+
 class Finding:
+    """An error or a warning at a line; read-only, compared by value."""
+
+    __slots__ = ("field", "line", "message")
     line: int
     message: str
-    field: str = ""
+    field: str
+
+    def __init__(self, line: int, message: str, field: str = "") -> None:
+        object.__setattr__(self, "line", line)
+        object.__setattr__(self, "message", message)
+        object.__setattr__(self, "field", field)
+
+    def __setattr__(self, name: str, value: object) -> None:
+        raise AttributeError(f"cannot assign to field {name!r}")
+
+    def __delattr__(self, name: str) -> None:
+        raise AttributeError(f"cannot delete field {name!r}")
+
+    def __eq__(self, other: object) -> bool:
+        if type(other) is not Finding:
+            return NotImplemented
+        return (self.line, self.message, self.field) == (other.line, other.message, other.field)
+
+    def __hash__(self) -> int:
+        return hash((self.line, self.message, self.field))
+
+    def __repr__(self) -> str:
+        return f"Finding(line={self.line!r}, message={self.message!r}, field={self.field!r})"
+
+    def __reduce__(self) -> tuple[type[Finding], tuple[int, str, str]]:
+        # Pickled to the parent by ``-j`` workers: unpickling would otherwise assign the slots.
+        return Finding, (self.line, self.message, self.field)
 
 
-@dataclass
+_RESULT_FIELDS = (
+    "source",
+    "index",
+    "line",
+    "outcome",
+    "api_version",
+    "kind",
+    "namespace",
+    "name",
+    "reason",
+    "errors",
+    "warnings",
+)
+
+
+def _values(result: DocumentResult) -> tuple[object, ...]:
+    return tuple(getattr(result, name) for name in _RESULT_FIELDS)
+
+
 class DocumentResult:
-    source: str
-    index: int
-    line: int
-    outcome: Outcome
-    api_version: str = ""
-    kind: str = ""
-    namespace: str = ""
-    name: str = ""
-    reason: str = ""
-    errors: list[Finding] = field(default_factory=list)
-    warnings: list[Finding] = field(default_factory=list)
+    __slots__ = (
+        "api_version",
+        "errors",
+        "index",
+        "kind",
+        "line",
+        "name",
+        "namespace",
+        "outcome",
+        "reason",
+        "source",
+        "warnings",
+    )
+
+    # The signature of the dataclass this was, positional fields included.
+    def __init__(  # noqa: PLR0917
+        self,
+        source: str,
+        index: int,
+        line: int,
+        outcome: Outcome,
+        api_version: str = "",
+        kind: str = "",
+        namespace: str = "",
+        name: str = "",
+        reason: str = "",
+        errors: list[Finding] | None = None,
+        warnings: list[Finding] | None = None,
+    ) -> None:
+        self.source = source
+        self.index = index
+        self.line = line
+        self.outcome = outcome
+        self.api_version = api_version
+        self.kind = kind
+        self.namespace = namespace
+        self.name = name
+        self.reason = reason
+        self.errors: list[Finding] = [] if errors is None else errors
+        self.warnings: list[Finding] = [] if warnings is None else warnings
+
+    def __eq__(self, other: object) -> bool:
+        if type(other) is not DocumentResult:
+            return NotImplemented
+        return _values(self) == _values(other)
+
+    def __repr__(self) -> str:
+        shown = ", ".join(f"{name}={value!r}" for name, value in zip(_RESULT_FIELDS, _values(self), strict=True))
+        return f"DocumentResult({shown})"
+
+    __hash__ = None  # type: ignore[assignment]  # mutable: unhashable, as the dataclass was
 
     @property
     def title(self) -> str:
@@ -81,13 +170,20 @@ class DocumentResult:
         return f"{self.kind} {who}".strip() if self.kind else f"document {self.index + 1}"
 
 
-@dataclass
 class Run:
     """Counts of a run; the results themselves only when the output format needs them all."""
 
-    results: list[DocumentResult] = field(default_factory=list)
-    counts: dict[Outcome, int] = field(default_factory=lambda: dict.fromkeys(Outcome, 0))
-    keep_results: bool = True
+    __slots__ = ("counts", "keep_results", "results")
+
+    def __init__(
+        self,
+        results: list[DocumentResult] | None = None,
+        counts: dict[Outcome, int] | None = None,
+        keep_results: bool = True,
+    ) -> None:
+        self.results: list[DocumentResult] = [] if results is None else results
+        self.counts: dict[Outcome, int] = dict.fromkeys(Outcome, 0) if counts is None else counts
+        self.keep_results = keep_results
 
     def add(self, result: DocumentResult) -> None:
         self.counts[result.outcome] += 1

@@ -6,7 +6,6 @@ files there are); json and junit need the whole run and are written at the end.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable
 from typing import TextIO
 
@@ -91,6 +90,8 @@ def _as_dict(result: DocumentResult) -> dict[str, object]:
 
 
 def render_json(run: Run) -> str:
+    import json  # only -o json needs it
+
     summary = {o.value: run.count(o) for o in Outcome}
     document = {"documents": [_as_dict(r) for r in run.results], "summary": summary, "exitCode": run.exit_code}
     return json.dumps(document, indent=2) + "\n"

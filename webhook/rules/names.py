@@ -4,11 +4,13 @@ from __future__ import annotations
 
 import re
 
-_DNS1123_LABEL = re.compile(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?")
-_DNS1035_LABEL = re.compile(r"[a-z]([-a-z0-9]*[a-z0-9])?")
-_PORT_NAME_CHARSET = re.compile(r"[-a-z0-9]+")
-_HAS_LETTER = re.compile(r"[a-z]")
-_RELAXED_ENV_VAR_NAME = re.compile(r"[\x20-\x3c\x3e-\x7e]+")  # printable ASCII except '='
+# Patterns, not compiled ones: re compiles (and caches) each when a name first needs it, so that
+# start-up does not compile the patterns a run never uses (up to a million instructions each).
+_DNS1123_LABEL = r"[a-z0-9]([-a-z0-9]*[a-z0-9])?"
+_DNS1035_LABEL = r"[a-z]([-a-z0-9]*[a-z0-9])?"
+_PORT_NAME_CHARSET = r"[-a-z0-9]+"
+_HAS_LETTER = r"[a-z]"
+_RELAXED_ENV_VAR_NAME = r"[\x20-\x3c\x3e-\x7e]+"  # printable ASCII except '='
 
 LABEL_MAX_LENGTH = 63
 PORT_NAME_MAX_LENGTH = 15
@@ -28,7 +30,7 @@ ENV_VAR_NAME_MESSAGE = (
 )
 
 
-_PORT_NAME = re.compile(r"(?=[-a-z0-9]*[a-z])(?![-a-z0-9]*--)[a-z0-9](?:[-a-z0-9]{0,13}[a-z0-9])?")
+_PORT_NAME = r"(?=[-a-z0-9]*[a-z])(?![-a-z0-9]*--)[a-z0-9](?:[-a-z0-9]{0,13}[a-z0-9])?"
 
 
 # Pod templates repeat the same few names (containers, volumes, ports, env vars) in every
@@ -46,7 +48,7 @@ def is_dns1123_label(value: str) -> bool:
     """Fast yes/no; the *_problems functions say why not."""
     if value in _known_labels:
         return True
-    if len(value) > LABEL_MAX_LENGTH or _DNS1123_LABEL.fullmatch(value) is None:
+    if len(value) > LABEL_MAX_LENGTH or re.fullmatch(_DNS1123_LABEL, value) is None:
         return False
     if len(_known_labels) < _KNOWN_NAMES_MAX:
         _known_labels.add(value)
@@ -56,7 +58,7 @@ def is_dns1123_label(value: str) -> bool:
 def is_port_name(value: str) -> bool:
     if value in _known_port_names:
         return True
-    if _PORT_NAME.fullmatch(value) is None:
+    if re.fullmatch(_PORT_NAME, value) is None:
         return False
     if len(_known_port_names) < _KNOWN_NAMES_MAX:
         _known_port_names.add(value)
@@ -66,7 +68,7 @@ def is_port_name(value: str) -> bool:
 def is_env_var_name(value: str) -> bool:
     if value in _known_env_var_names:
         return True
-    if _RELAXED_ENV_VAR_NAME.fullmatch(value) is None:
+    if re.fullmatch(_RELAXED_ENV_VAR_NAME, value) is None:
         return False
     if len(value) <= _KNOWN_ENV_VAR_NAME_MAX_LENGTH and len(_known_env_var_names) < _KNOWN_NAMES_MAX:
         _known_env_var_names.add(value)
@@ -81,7 +83,7 @@ def dns1123_label_problems(value: str) -> list[str]:
     problems = []
     if len(value) > LABEL_MAX_LENGTH:
         problems.append(max_length_message(LABEL_MAX_LENGTH))
-    if not _DNS1123_LABEL.fullmatch(value):
+    if not re.fullmatch(_DNS1123_LABEL, value):
         problems.append(DNS1123_LABEL_MESSAGE)
     return problems
 
@@ -90,7 +92,7 @@ def dns1035_label_problems(value: str) -> list[str]:
     problems = []
     if len(value) > LABEL_MAX_LENGTH:
         problems.append(max_length_message(LABEL_MAX_LENGTH))
-    if not _DNS1035_LABEL.fullmatch(value):
+    if not re.fullmatch(_DNS1035_LABEL, value):
         problems.append(DNS1035_LABEL_MESSAGE)
     return problems
 
@@ -100,9 +102,9 @@ def port_name_problems(value: str) -> list[str]:
     problems = []
     if len(value) > PORT_NAME_MAX_LENGTH:
         problems.append(max_length_message(PORT_NAME_MAX_LENGTH))
-    if not _PORT_NAME_CHARSET.fullmatch(value):
+    if not re.fullmatch(_PORT_NAME_CHARSET, value):
         problems.append("must contain only alpha-numeric characters (a-z, 0-9), and hyphens (-)")
-    if not _HAS_LETTER.search(value):
+    if not re.search(_HAS_LETTER, value):
         problems.append("must contain at least one letter (a-z)")
     if "--" in value:
         problems.append("must not contain consecutive hyphens")
@@ -115,6 +117,6 @@ def env_var_name_problems(value: str) -> list[str]:
     """The relaxed rule, GA since Kubernetes 1.34: printable ASCII except '='."""
     if not value:
         return ["environment variable name must be non-empty"]
-    if not _RELAXED_ENV_VAR_NAME.fullmatch(value):
+    if not re.fullmatch(_RELAXED_ENV_VAR_NAME, value):
         return [ENV_VAR_NAME_MESSAGE]
     return []

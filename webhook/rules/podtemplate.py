@@ -7,7 +7,6 @@ container names, duplicate ports, requests above limits, mounts of volumes that 
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
 from typing import Any
 
 from jobgate.webhook.rules.fielderrors import (
@@ -147,10 +146,17 @@ def default_pod_template(
 # --- checks ---------------------------------------------------------------------------------
 
 
-@dataclass
 class Findings:
-    errors: list[FieldError] = field(default_factory=list)
-    warnings: list[str] = field(default_factory=list)
+    # Not a dataclass: importing ``dataclasses`` costs a one-file ``jobgate validate`` more
+    # than the rules it runs.
+    __slots__ = ("errors", "warnings")
+
+    def __init__(self, errors: list[FieldError] | None = None, warnings: list[str] | None = None) -> None:
+        self.errors: list[FieldError] = [] if errors is None else errors
+        self.warnings: list[str] = [] if warnings is None else warnings
+
+    def __repr__(self) -> str:
+        return f"Findings(errors={self.errors!r}, warnings={self.warnings!r})"
 
     def extend(self, other: Findings) -> None:
         self.errors.extend(other.errors)

@@ -20,7 +20,9 @@ NANO = 10**9
 MAX_UNITS = 2**63 - 1  # apimachinery's maxAllowed: larger magnitudes are capped to it
 MAX_NANOS = MAX_UNITS * NANO
 
-_QUANTITY = re.compile(r"([+-]?(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+))(Ki|Mi|Gi|Ti|Pi|Ei|[eE][+-]?[0-9]+|[numkMGTPE]?)")
+# A pattern, not a compiled one: re compiles (and caches) it when a quantity is first parsed, so
+# that a run without any does not pay for it at start-up.
+_QUANTITY = r"([+-]?(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+))(Ki|Mi|Gi|Ti|Pi|Ei|[eE][+-]?[0-9]+|[numkMGTPE]?)"
 _BINARY = {"Ki": 2**10, "Mi": 2**20, "Gi": 2**30, "Ti": 2**40, "Pi": 2**50, "Ei": 2**60}
 _DECIMAL_EXPONENT = {"n": -9, "u": -6, "m": -3, "": 0, "k": 3, "M": 6, "G": 9, "T": 12, "P": 15, "E": 18}
 _MAX_EXPONENT_DIGITS = 18  # strconv.ParseInt(..., 64) fails beyond; apimachinery then reports a bad suffix
@@ -70,7 +72,7 @@ def _parse_number_cached(value: int | float) -> int | None:
 
 
 def _parse_text(text: str) -> int | None:
-    match = _QUANTITY.fullmatch(text)
+    match = re.fullmatch(_QUANTITY, text)
     if match is None:
         return None
     number, suffix = match.groups()

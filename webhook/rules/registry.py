@@ -11,7 +11,6 @@ webhook and the controller load every family they serve at start (``served_kinds
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol
 
 from jobgate.webhook.rules.family_index import KIND_FAMILIES
@@ -24,11 +23,44 @@ if TYPE_CHECKING:
     from jobgate.webhook.rules.modelref import ModelRef
 
 
-@dataclass(frozen=True, slots=True)
 class GroupVersionKind:
+    """Equal, hashed and read-only by value: a dict key.
+
+    Written out rather than a frozen dataclass: importing ``dataclasses`` (and the ``inspect``
+    and ``ast`` it imports), then building each class, is a large part of the start-up of a
+    one-file ``jobgate validate``.
+    """
+
+    __slots__ = ("group", "kind", "version")
     group: str
     version: str
     kind: str
+
+    def __init__(self, group: str, version: str, kind: str) -> None:
+        object.__setattr__(self, "group", group)
+        object.__setattr__(self, "version", version)
+        object.__setattr__(self, "kind", kind)
+
+    def __setattr__(self, name: str, value: object) -> None:
+        raise AttributeError(f"cannot assign to field {name!r}")
+
+    def __delattr__(self, name: str) -> None:
+        raise AttributeError(f"cannot delete field {name!r}")
+
+    def __eq__(self, other: object) -> bool:
+        if type(other) is not GroupVersionKind:
+            return NotImplemented
+        return (self.group, self.version, self.kind) == (other.group, other.version, other.kind)
+
+    def __hash__(self) -> int:
+        return hash((self.group, self.version, self.kind))
+
+    def __repr__(self) -> str:
+        return f"GroupVersionKind(group={self.group!r}, version={self.version!r}, kind={self.kind!r})"
+
+    def __reduce__(self) -> tuple[type[GroupVersionKind], tuple[str, str, str]]:
+        # Read-only slots: pickle and copy would otherwise assign them.
+        return GroupVersionKind, (self.group, self.version, self.kind)
 
     @classmethod
     def from_object(cls, obj: Any) -> GroupVersionKind | None:
@@ -51,7 +83,7 @@ class GroupVersionKind:
 class JobKind(Protocol):
     """What a family adapter provides for each kind it serves."""
 
-    # Read-only members: adapters expose them as frozen dataclass fields or properties.
+    # Read-only members: adapters expose them as attributes or properties.
     @property
     def gvk(self) -> GroupVersionKind: ...
     @property
@@ -83,7 +115,7 @@ class JobKind(Protocol):
 
 _KINDS: dict[GroupVersionKind, JobKind] = {}
 # The same kinds by (group, version, kind): a review's look-up then builds a tuple, not a
-# frozen dataclass (whose __init__ and __hash__ cost a microsecond together).
+# GroupVersionKind (whose __init__ and __hash__ cost a microsecond together).
 _KINDS_BY_NAMES: dict[tuple[str, str, str], JobKind] = {}
 
 

@@ -24,13 +24,17 @@ from collections.abc import Callable
 from functools import cache
 from typing import TYPE_CHECKING, Any
 
+from jobgate.webhook import rules
 from jobgate.webhook.rules.fielderrors import FieldError, FieldPath, invalid, not_supported, render_path, required
 from jobgate.webhook.rules.modelref import model_class, model_key
 
 if TYPE_CHECKING:
     from pydantic import BaseModel
 
-SCHEMA_TABLE = os.path.join(os.path.dirname(__file__), "structural_schemas.json")
+# Found from the package, not from this module's __file__: compiled by mypyc, the module's
+# __file__ while it is imported is derived from the shared library's place (a directory too deep),
+# the table was then not found and every schema was built from pydantic, imported for one file.
+SCHEMA_TABLE = os.path.join(os.path.dirname(rules.__file__), "structural_schemas.json")
 
 Schema = dict[str, Any]
 

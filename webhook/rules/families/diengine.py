@@ -9,7 +9,6 @@ violation at once. Validation runs on the defaulted task names and types.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
 from typing import Any
 
 from jobgate.webhook.api.constants import DIENGINE_GROUP, DIENGINE_VERSION
@@ -35,8 +34,9 @@ DIJOB_SPEC_MODEL = ModelRef("jobgate.webhook.api.diengine:DIJobSpec")
 DIJOB_STATUS_MODEL = ModelRef("jobgate.webhook.api.diengine:DIJobStatus")
 
 
-@dataclass(frozen=True)
 class DIJobKind:
+    # Not a dataclass: importing ``dataclasses`` costs a one-file ``jobgate validate`` more
+    # than the rules it runs. One instance, registered below: its fields are class-level.
     kind: str = "DIJob"
     plural: str = "dijobs"
     short_names: tuple[str, ...] = ("dijob", "dij")
@@ -62,7 +62,7 @@ class DIJobKind:
     family: str = "diengine"
     spec_model: ModelRef = DIJOB_SPEC_MODEL
     status_model: ModelRef = DIJOB_STATUS_MODEL
-    gvk: GroupVersionKind = field(default=GroupVersionKind(DIENGINE_GROUP, DIENGINE_VERSION, "DIJob"))
+    gvk: GroupVersionKind = GroupVersionKind(DIENGINE_GROUP, DIENGINE_VERSION, "DIJob")
 
     def default(
         self, obj: dict[str, Any], recorder: PatchRecorder = NO_PATCH, previous: dict[str, Any] | None = None

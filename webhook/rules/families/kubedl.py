@@ -10,7 +10,6 @@ what its controllers assume (one PyTorch Master, one MPI Launcher, ...), checked
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass, field
 from typing import Any
 
 from jobgate.webhook.api.constants import KUBEDL_GROUP, KUBEDL_VERSION, RESTART_POLICIES
@@ -49,14 +48,37 @@ RUN_POLICY_FIELDS = (
 )
 
 
-@dataclass(frozen=True)
+# The classes here are written out, not dataclasses: importing ``dataclasses`` costs a
+# one-file ``jobgate validate`` more than the rules it runs.
+
+
 class Role:
     """A replica type of a kind and what defaulting gives it."""
 
-    name: str
-    restart_policy: str
-    gets_port: bool = True
-    is_master: bool = False
+    __slots__ = ("gets_port", "is_master", "name", "restart_policy")
+
+    def __init__(self, name: str, restart_policy: str, gets_port: bool = True, is_master: bool = False) -> None:
+        self.name = name
+        self.restart_policy = restart_policy
+        self.gets_port = gets_port
+        self.is_master = is_master
+
+    def _values(self) -> tuple[str, str, bool, bool]:
+        return (self.name, self.restart_policy, self.gets_port, self.is_master)
+
+    def __eq__(self, other: object) -> bool:
+        if type(other) is not Role:
+            return NotImplemented
+        return self._values() == other._values()
+
+    def __hash__(self) -> int:
+        return hash(self._values())
+
+    def __repr__(self) -> str:
+        return (
+            f"Role(name={self.name!r}, restart_policy={self.restart_policy!r}, "
+            f"gets_port={self.gets_port!r}, is_master={self.is_master!r})"
+        )
 
 
 RoleRules = Callable[[dict[str, dict[str, Any]], FieldPath], list[FieldError]]
@@ -74,36 +96,77 @@ def _no_extra_defaults(
     return None
 
 
-@dataclass(frozen=True)
 class KubeDLKind:
-    kind: str
-    plural: str
-    short_names: tuple[str, ...]
-    replicas_field: str
-    spec_model: ModelRef
-    container: str
-    port_name: str
-    port: int
-    roles: tuple[Role, ...]
-    require_container: bool = True
-    normalise_types: bool = True
-    port_requires_named_container: bool = False
-    role_rules: RoleRules = _no_role_rules
-    extra_defaults: ExtraDefaults = _no_extra_defaults
-    separate_run_policy: bool = False
-    family: str = "kubedl"
-    status_model: ModelRef = JOB_STATUS_MODEL
-    gvk: GroupVersionKind = field(init=False)
-    _roles: dict[str, Role] = field(init=False, repr=False)
-    _canonical: dict[str, str] = field(init=False, repr=False)
-    _required_container: tuple[str, str] | None = field(init=False, repr=False)
+    __slots__ = (
+        "_canonical",
+        "_required_container",
+        "_roles",
+        "container",
+        "extra_defaults",
+        "family",
+        "gvk",
+        "kind",
+        "normalise_types",
+        "plural",
+        "port",
+        "port_name",
+        "port_requires_named_container",
+        "replicas_field",
+        "require_container",
+        "role_rules",
+        "roles",
+        "separate_run_policy",
+        "short_names",
+        "spec_model",
+        "status_model",
+    )
 
-    def __post_init__(self) -> None:
-        object.__setattr__(self, "gvk", GroupVersionKind(KUBEDL_GROUP, KUBEDL_VERSION, self.kind))
-        object.__setattr__(self, "_roles", {r.name: r for r in self.roles})
-        object.__setattr__(self, "_canonical", {r.name.casefold(): r.name for r in self.roles})
-        required_container = (self.container, f"must have at least one container with name {self.container}")
-        object.__setattr__(self, "_required_container", required_container if self.require_container else None)
+    # The signature of the dataclass this was, positional fields included.
+    def __init__(  # noqa: PLR0917
+        self,
+        kind: str,
+        plural: str,
+        short_names: tuple[str, ...],
+        replicas_field: str,
+        spec_model: ModelRef,
+        container: str,
+        port_name: str,
+        port: int,
+        roles: tuple[Role, ...],
+        require_container: bool = True,
+        normalise_types: bool = True,
+        port_requires_named_container: bool = False,
+        role_rules: RoleRules = _no_role_rules,
+        extra_defaults: ExtraDefaults = _no_extra_defaults,
+        separate_run_policy: bool = False,
+        family: str = "kubedl",
+        status_model: ModelRef = JOB_STATUS_MODEL,
+    ) -> None:
+        self.kind = kind
+        self.plural = plural
+        self.short_names = short_names
+        self.replicas_field = replicas_field
+        self.spec_model = spec_model
+        self.container = container
+        self.port_name = port_name
+        self.port = port
+        self.roles = roles
+        self.require_container = require_container
+        self.normalise_types = normalise_types
+        self.port_requires_named_container = port_requires_named_container
+        self.role_rules = role_rules
+        self.extra_defaults = extra_defaults
+        self.separate_run_policy = separate_run_policy
+        self.family = family
+        self.status_model = status_model
+        self.gvk = GroupVersionKind(KUBEDL_GROUP, KUBEDL_VERSION, kind)
+        self._roles: dict[str, Role] = {r.name: r for r in roles}
+        self._canonical: dict[str, str] = {r.name.casefold(): r.name for r in roles}
+        required_container = (container, f"must have at least one container with name {container}")
+        self._required_container: tuple[str, str] | None = required_container if require_container else None
+
+    def __repr__(self) -> str:
+        return f"KubeDLKind(kind={self.kind!r})"
 
     def role(self, replica_type: str) -> Role | None:
         return self._roles.get(replica_type)

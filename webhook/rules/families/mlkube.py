@@ -8,7 +8,6 @@ nothing panics on a half-written spec.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
 from typing import Any
 
 from jobgate.webhook.api.constants import MLKUBE_GROUP, MLKUBE_VERSION, MX_REPLICA_TYPES
@@ -27,15 +26,16 @@ DEFAULT_REPLICA_TYPE = "WORKER"
 MXNET_CONTAINER = "mxnet"
 
 
-@dataclass(frozen=True)
 class MxJobKind:
+    # Not a dataclass: importing ``dataclasses`` costs a one-file ``jobgate validate`` more
+    # than the rules it runs. One instance, registered below: its fields are class-level.
     kind: str = "MxJob"
     plural: str = "mxjobs"
     short_names: tuple[str, ...] = ("mxj",)
     family: str = "mlkube"
     spec_model: ModelRef = MXJOB_SPEC_MODEL
     status_model: ModelRef = MXJOB_STATUS_MODEL
-    gvk: GroupVersionKind = field(default=GroupVersionKind(MLKUBE_GROUP, MLKUBE_VERSION, "MxJob"))
+    gvk: GroupVersionKind = GroupVersionKind(MLKUBE_GROUP, MLKUBE_VERSION, "MxJob")
 
     def default(
         self, obj: dict[str, Any], recorder: PatchRecorder = NO_PATCH, previous: dict[str, Any] | None = None

@@ -9,7 +9,6 @@ when any replica failed beyond its restart limit).
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
 from typing import Any
 
 from jobgate.webhook.api.constants import T9K_GROUP, T9K_VERSION
@@ -36,8 +35,9 @@ GENERIC_JOB_SPEC_MODEL = ModelRef("jobgate.webhook.api.t9k:GenericJobSpec")
 GENERIC_JOB_STATUS_MODEL = ModelRef("jobgate.webhook.api.t9k:GenericJobStatus")
 
 
-@dataclass(frozen=True)
 class GenericJobKind:
+    # Not a dataclass: importing ``dataclasses`` costs a one-file ``jobgate validate`` more
+    # than the rules it runs. One instance, registered below: its fields are class-level.
     kind: str = "GenericJob"
     plural: str = "genericjobs"
     short_names: tuple[str, ...] = ("gj",)
@@ -55,7 +55,7 @@ class GenericJobKind:
     family: str = "t9k"
     spec_model: ModelRef = GENERIC_JOB_SPEC_MODEL
     status_model: ModelRef = GENERIC_JOB_STATUS_MODEL
-    gvk: GroupVersionKind = field(default=GroupVersionKind(T9K_GROUP, T9K_VERSION, "GenericJob"))
+    gvk: GroupVersionKind = GroupVersionKind(T9K_GROUP, T9K_VERSION, "GenericJob")
 
     def default(
         self, obj: dict[str, Any], recorder: PatchRecorder = NO_PATCH, previous: dict[str, Any] | None = None

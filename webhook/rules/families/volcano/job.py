@@ -38,13 +38,14 @@ CLAIM_CONFLICT = (
     "If you want to create a new PVC, you do not need to specify VolumeClaimName"
 )
 
-_QUALIFIED_NAME = re.compile(r"([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]")
+# Patterns, not compiled ones: re compiles (and caches) each when first needed, not at start-up.
+_QUALIFIED_NAME = r"([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]"
 _QUALIFIED_NAME_MESSAGE = (
     "name part must consist of alphanumeric characters, '-', '_' or '.', and must start and end with an "
     "alphanumeric character (e.g. 'MyName',  or 'my.name',  or '123-abc', regex used for validation is "
     "'([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]')"
 )
-_DNS1123_SUBDOMAIN = re.compile(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*")
+_DNS1123_SUBDOMAIN = r"[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*"
 _DNS1123_SUBDOMAIN_MESSAGE = (
     "a lowercase RFC 1123 subdomain must consist of lower case alphanumeric characters, '-' or '.', and must "
     "start and end with an alphanumeric character (e.g. 'example.com', regex used for validation is "
@@ -52,7 +53,7 @@ _DNS1123_SUBDOMAIN_MESSAGE = (
 )
 _GENERATED_SUFFIX_LENGTH = 5
 _RFC1123_LABEL = "a lowercase RFC 1123 label"
-_TASK_NAME_PATTERN = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
+_TASK_NAME_PATTERN = r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$"
 _DNS1123_LABEL = "a DNS-1123 label"
 
 
@@ -63,7 +64,7 @@ def qualified_name_problems(value: str) -> list[str]:
     problems = []
     if len(value) > 63:
         problems.append("name part must be no more than 63 characters")
-    if not _QUALIFIED_NAME.fullmatch(value):
+    if not re.fullmatch(_QUALIFIED_NAME, value):
         problems.append(_QUALIFIED_NAME_MESSAGE)
     return problems
 
@@ -72,7 +73,7 @@ def dns1123_subdomain_problems(value: str) -> list[str]:
     problems = []
     if len(value) > 253:
         problems.append("must be no more than 253 characters")
-    if not _DNS1123_SUBDOMAIN.fullmatch(value):
+    if not re.fullmatch(_DNS1123_SUBDOMAIN, value):
         problems.append(_DNS1123_SUBDOMAIN_MESSAGE)
     return problems
 
@@ -133,12 +134,12 @@ def _create_errors(obj: dict[str, Any], spec: dict[str, Any] | None, found: Find
         seen_names.add(name)
         if name:
             problems = dns1123_label_problems(name)
-            if problems and not _TASK_NAME_PATTERN.fullmatch(name):
+            if problems and not re.fullmatch(_TASK_NAME_PATTERN, name):
                 # What Volcano's CRD (1.14+) makes the apiserver say before its webhook runs.
                 yield invalid(
                     (*path, "name"),
                     name,
-                    f"spec.tasks[{index}].name in body should match '{_TASK_NAME_PATTERN.pattern}'",
+                    f"spec.tasks[{index}].name in body should match '{_TASK_NAME_PATTERN}'",
                 )
             for problem in problems:
                 yield invalid((*path, "name"), name, _task_name_detail(problem))
