@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import math
 import re
-from dataclasses import dataclass
 
 MAX_FILE_BYTES = 32 * 1024 * 1024
 # The apiserver refuses request bodies over 3 MiB; a manifest larger than that cannot be applied.
@@ -41,12 +40,19 @@ class NeedsExactPath(Exception):
     """The fast path cannot tell what kubectl reads here: the exact path reads the document."""
 
 
-@dataclass(frozen=True, slots=True)
 class Chunk:
     """One document's text and the line (1-based) of the file it starts on."""
 
-    text: str
-    first_line: int
+    # A plain class, not a dataclass: importing dataclasses costs a one-file check a fifth of
+    # its start-up (it imports inspect, ast, dis and tokenize).
+    __slots__ = ("first_line", "text")
+
+    def __init__(self, text: str, first_line: int) -> None:
+        self.text = text
+        self.first_line = first_line
+
+    def __repr__(self) -> str:
+        return f"Chunk(text={self.text!r}, first_line={self.first_line!r})"
 
     @property
     def content_line(self) -> int:

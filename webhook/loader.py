@@ -56,14 +56,16 @@ _YAML11_WORDS = frozenset(
     ("y", "Y", "yes", "Yes", "YES", "n", "N", "no", "No", "NO", "on", "On", "ON", "off", "Off", "OFF")
 )
 # Patterns with a literal first character: the regular-expression engine skips to them at C speed.
-_ZERO_HINT = re.compile(r"0[0-9_xXoObB]")
-_UNDERSCORE_HINT = re.compile(r"_")
-_YAML11_NUMBER = re.compile(
+# Kept as text: re compiles (and caches) each the first time it is used, so that a run whose
+# documents never need one does not compile it at start-up.
+_ZERO_HINT = r"0[0-9_xXoObB]"
+_UNDERSCORE_HINT = r"_"
+_YAML11_NUMBER = (
     r"[-+]?(?:0[0-9_][0-9a-zA-Z_.+-]*|_[0-9a-zA-Z_.+-]*|[0-9][0-9.eE+-]*_[0-9a-zA-Z_.+-]*|0[XOB][0-9a-fA-F_]*)"
     r"|[-+]0[xXoObB][0-9a-fA-F_]*"
 )
 _TOKEN_DELIMITERS = frozenset(" \t\r\n[]{},#")
-_SCALAR_PREFIX = re.compile(r"[ \t]*(?:[-?:][ \t]+)*")
+_SCALAR_PREFIX = r"[ \t]*(?:[-?:][ \t]+)*"
 # yaml-rs exhausts its stack somewhere between 10,000 and 14,000 levels (a crash, not an
 # exception), so only documents that cannot nest that deep take the fast path: nesting costs at
 # least one character per level and, in block style, one more column every two levels, so a
@@ -76,7 +78,7 @@ def _starts_scalar(text: str, position: int) -> bool:
     """Whether ``position`` begins a scalar: after indentation and block indicators, ``: `` or ``[ { ,``."""
     line_start = text.rfind("\n", 0, position) + 1
     prefix = text[line_start:position]
-    if _SCALAR_PREFIX.fullmatch(prefix):
+    if re.fullmatch(_SCALAR_PREFIX, prefix):
         return True
     return prefix.rstrip(" \t").endswith((":", "[", "{", ","))
 
@@ -100,18 +102,18 @@ def _token_at(text: str, position: int) -> tuple[int, str]:
 
 def has_yaml11_numbers(text: str) -> bool:
     """Whether a plain scalar of ``text`` is a number YAML 1.1 reads differently (0777, 1_000, -0x1F)."""
-    for match in _ZERO_HINT.finditer(text):
+    for match in re.finditer(_ZERO_HINT, text):
         start, token = _token_at(text, match.start())
-        if _YAML11_NUMBER.fullmatch(token) and _starts_scalar(text, start):
+        if re.fullmatch(_YAML11_NUMBER, token) and _starts_scalar(text, start):
             return True
-    for match in _UNDERSCORE_HINT.finditer(text):
+    for match in re.finditer(_UNDERSCORE_HINT, text):
         position = match.start()
         before = text[position - 1 : position]
         after = text[position + 1 : position + 2]
         if not (before.isdigit() or after.isdigit()):
             continue  # NCCL_DEBUG, not a number
         start, token = _token_at(text, position)
-        if _YAML11_NUMBER.fullmatch(token) and _starts_scalar(text, start):
+        if re.fullmatch(_YAML11_NUMBER, token) and _starts_scalar(text, start):
             return True
     return False
 
@@ -148,13 +150,13 @@ def load_document(chunk: Chunk, notes: list[tuple[int, str]] | None = None) -> A
 
 # Characters YAML does not allow in a stream (go-yaml: "control characters are not allowed");
 # yaml-rs lets some through, ruamel refuses them with their line.
-_NOT_YAML_CHARACTERS = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x84\x86-\x9f\ud800-\udfff\ufffe\uffff]")
+_NOT_YAML_CHARACTERS = "[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x84\x86-\x9f\ud800-\udfff\ufffe\uffff]"
 
 
 def _has_control_characters(text: str) -> bool:
     if text.isascii():  # the common case, at C speed
         return not text.replace("\n", "").replace("\t", "").replace("\r", "").isprintable()
-    return _NOT_YAML_CHARACTERS.search(text) is not None
+    return re.search(_NOT_YAML_CHARACTERS, text) is not None
 
 
 def _fast_path_applies(text: str) -> bool:

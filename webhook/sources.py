@@ -12,7 +12,6 @@ import os
 import stat
 import sys
 from collections.abc import Iterator
-from dataclasses import dataclass, field
 from typing import Any
 
 from jobgate.webhook.documents import MAX_FILE_BYTES, Chunk, LoadError, split_documents
@@ -37,18 +36,21 @@ class SourceError(Exception):
         return f"{where}: {self.message}"
 
 
-@dataclass
 class Document:
-    source: str
-    index: int
-    chunk: Chunk
-    data: Any  # the document as plain JSON data, as kubectl sends it
-    notes: list[tuple[int, str]] = field(default_factory=list)  # (line, warning) from reading it
-    locator: Locator = field(init=False, repr=False)
+    """One document of a source, as read (plain class: see Chunk in documents.py)."""
 
-    def __post_init__(self) -> None:
+    __slots__ = ("chunk", "data", "index", "locator", "notes", "source")
+
+    def __init__(
+        self, source: str, index: int, chunk: Chunk, data: Any, notes: list[tuple[int, str]] | None = None
+    ) -> None:
+        self.source = source
+        self.index = index
+        self.chunk = chunk
+        self.data = data  # the document as plain JSON data, as kubectl sends it
+        self.notes = [] if notes is None else notes  # (line, warning) from reading it
         # Documents are made of chunks load_document read without error (iter_documents).
-        self.locator = Locator(self.chunk, loaded=True)
+        self.locator = Locator(chunk, loaded=True)
 
     @property
     def line(self) -> int:

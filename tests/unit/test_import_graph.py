@@ -8,6 +8,8 @@ import ast
 from collections.abc import Iterator
 from pathlib import Path
 
+import pytest
+
 REPO = Path(__file__).resolve().parents[2]
 # Where each part of the installed package lives in the repository (pyproject.toml's package-dir).
 PACKAGE_DIRS = {"jobgate": "jobgate", "jobgate.webhook": "webhook", "jobgate.controller": "controller",
@@ -33,6 +35,9 @@ def imported_names(path: Path) -> Iterator[str]:
 
 
 def import_graph() -> dict[str, set[str]]:
+    if not (REPO / "webhook").is_dir():
+        # .ci/run's second pass tests the installed compiled wheel from a tree without sources.
+        pytest.skip("no source tree here: the graph is read from the sources")
     known = modules()
     return {name: {t for t in imported_names(path) if t in known and t != name} for name, path in known.items()}
 
