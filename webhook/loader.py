@@ -26,7 +26,10 @@ A file's documents, the limits on reading them and ``LoadError`` are ``webhook.d
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator, Sequence
+import sys
+from collections.abc import Callable, Iterator, Sequence
+from functools import partial
+from importlib.machinery import PathFinder
 from typing import TYPE_CHECKING, Any
 
 from jobgate.webhook.documents import (
@@ -175,11 +178,49 @@ def _fast_json(text: str) -> Any:
     return _to_json_data(data, 0)
 
 
-def _fast_yaml(text: str) -> Any:
-    import yaml_rs
+def _yaml_rs_parser() -> Callable[[str], Any]:
+    """yaml-rs's parse function, found once.
 
+    The package's Python layer (``yaml_rs/_lib.py``) imports pathlib and typing, which together
+    cost a one-file check about a fifth of its wall time, only to wrap this call: the extension
+    module is loaded by itself and registered under its name (a later ``import yaml_rs`` then
+    uses it, so it is never initialised twice). Should a release of yaml-rs not have it, the
+    package's own ``loads`` serves.
+    """
+    global _YAML_RS_PARSE  # noqa: PLW0603 - found once per process
+    if _YAML_RS_PARSE is not None:
+        return _YAML_RS_PARSE
     try:
-        data = yaml_rs.loads(text, parse_datetime=False)
+        extension = sys.modules.get("yaml_rs._yaml_rs")
+        if extension is None:
+            package = PathFinder.find_spec("yaml_rs")
+            spec = PathFinder.find_spec("yaml_rs._yaml_rs", package.submodule_search_locations if package else None)
+            if spec is None or spec.loader is None:
+                raise ImportError("yaml_rs._yaml_rs")
+            extension = spec.loader.create_module(spec)
+            spec.loader.exec_module(extension)  # type: ignore[arg-type]
+            sys.modules["yaml_rs._yaml_rs"] = extension
+        raw = extension._loads
+
+        def parse(text: str) -> Any:
+            return raw(text, parse_datetime=False, alias_limits=None, duplicate_key_policy="error")
+
+        parse("a: [1]\n")  # the private signature, checked once
+        _YAML_RS_PARSE = parse
+    except Exception:
+        import yaml_rs
+
+        _YAML_RS_PARSE = partial(yaml_rs.loads, parse_datetime=False)
+    return _YAML_RS_PARSE
+
+
+_YAML_RS_PARSE: Callable[[str], Any] | None = None
+
+
+def _fast_yaml(text: str) -> Any:
+    parse = _YAML_RS_PARSE or _yaml_rs_parser()
+    try:
+        data = parse(text)
     except Exception:
         # Parse errors, duplicate keys, aliasing past yaml-rs's limits, overlong integers, a key
         # that holds a list (TypeError: unhashable), whatever else yaml-rs may raise on hostile
