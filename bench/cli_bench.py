@@ -198,6 +198,14 @@ def one_file_figures(jobgate: Path, kubeconform_argv: list[str], runs: int, cpu:
                 times[tool].append(measure(argv_, cpu).seconds)
         ours, theirs = statistics.median(times["jobgate"]), statistics.median(times["kubeconform"])
         print(f"| {family} | {name} | {ours * 1000:.1f} ms | {theirs * 1000:.1f} ms | {ours / theirs:.2f} |")
+    # What any Python command costs here before its own code: the interpreter, and the modules
+    # the console script (re) and an argparse command line need.
+    python = str(jobgate.parent / "python")
+    floors = {"python -c pass": [python, "-c", "pass"],
+              "python -c 'import re, argparse'": [python, "-c", "import re, argparse"]}  # fmt: skip
+    for label, argv_ in floors.items():
+        floor = statistics.median(measure(argv_, cpu).seconds for _ in range(runs))
+        print(f"| (floor) | {label} | {floor * 1000:.1f} ms | | |")
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -119,15 +119,18 @@ class _HttpDate:
         return self.value
 
 
-def http_response(status: int, body: bytes, date: bytes) -> bytes:
+def http_response(status: int, body: bytes, date: bytes, *, closing: bool = False) -> bytes:
     content_type = b"application/json" if status == 200 else b"text/plain; charset=utf-8"
     return b"".join(
         (
-            b"HTTP/1.1 %d %s\r\nContent-Type: %s\r\nContent-Length: %d\r\nDate: %s\r\nServer: %s\r\n\r\n"
-            % (status, _REASONS[status], content_type, len(body), date, _SERVER),
+            b"HTTP/1.1 %d %s\r\nContent-Type: %s\r\nContent-Length: %d\r\nDate: %s\r\nServer: %s\r\n%s\r\n"
+            % (status, _REASONS[status], content_type, len(body), date, _SERVER, _CLOSE if closing else b""),
             body,
         )
     )
+
+
+_CLOSE = b"Connection: close\r\n"
 
 
 class FastLane:
@@ -152,6 +155,10 @@ class FastLane:
         self.date = _HttpDate()
         # Requests read in this event-loop iteration, reviewed together when it ends.
         self.queued: list[tuple[AdmissionConnection, InlineReview, bytes, float]] = []
+        # Set when the server drains: each answer then closes its connection, so that a client
+        # (the apiserver) opens its next one to a replica still in the Service's endpoints
+        # instead of sending it here as the connection is closed under it (which it does not retry).
+        self.draining = False
 
     def __call__(self) -> AdmissionConnection:
         return AdmissionConnection(self)
@@ -188,10 +195,13 @@ class FastLane:
                 answers.append(None)
                 connection.close()
         date = self.date.now()
+        closing = self.draining
         for (connection, _, _, _), answer in zip(queued, answers, strict=True):
             connection.queued -= 1
             if answer is not None and connection.transport is not None:
-                connection.transport.write(http_response(answer[0], answer[1], date))
+                connection.transport.write(http_response(answer[0], answer[1], date, closing=closing))
+                if closing:
+                    connection.close()  # after the answer: the transport flushes what it holds first
         for connection, _, _, _ in queued:
             # Whatever waited behind the answers: pipelined requests, a hand-over to aiohttp.
             if connection.buffer and not connection.queued:

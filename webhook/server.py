@@ -414,7 +414,10 @@ def review_handler(endpoint: ReviewEndpoint) -> Handler:
                 return refused
             endpoint.answered(outcome, started)
             state.metrics.general_handler_reviews.inc()
-            return web.Response(body=outcome.payload, content_type="application/json")
+            answer = web.Response(body=outcome.payload, content_type="application/json")
+            if state.draining:
+                answer.force_close()  # Connection: close, as the fast path answers while draining
+            return answer
         except Exception:
             # Fails visibly but never as a 500: the apiserver then reports a call failure.
             log.exception("unexpected error handling %s %s", request.method, request.path)
@@ -542,6 +545,8 @@ class WebhookServer:
         awaited (up to ``shutdown_timeout``) before aiohttp closes the connections.
         """
         self.state.draining = True
+        if self._lane:
+            self._lane.draining = True
         log.info("draining: not ready; closing the listener in %.1f s", self.shutdown_delay)
         if self.shutdown_delay:
             await asyncio.sleep(self.shutdown_delay)

@@ -12,10 +12,8 @@ errors, and a job's pods run to completion under the in-cluster controller.
 from __future__ import annotations
 
 import json
-import os
 import subprocess
 from collections.abc import Iterator
-from pathlib import Path
 
 import pytest
 
@@ -30,57 +28,21 @@ EXAMPLES = REPO / "examples"
 # One example of each family, valid and invalid (the invalid ones are denied by the webhook).
 VALID = ("xgboostjob-higgs.yaml", "mxjob-local.yaml", "t9k-genericjob-ps.yaml", "dijob-gobigger.yaml",
          "volcano-pytorch.yaml")  # fmt: skip
-# Only jobgate knows this rule, so a denial proves the webhook answered through the Service.
-PROBE = f"""
-apiVersion: training.kubedl.io/v1alpha1
-kind: TFJob
-metadata: {{name: probe, namespace: {NS}}}
-spec:
-  tfReplicaSpecs:
-    Chief: {{template: {{spec: {{containers: [{{name: tensorflow, image: x}}]}}}}}}
-    Master: {{template: {{spec: {{containers: [{{name: tensorflow, image: x}}]}}}}}}
-"""
-PROBE_DENIAL = "must not have more than 1 Chief or Master role"
-
-
-def image_overlay(directory: Path, image: str) -> Path:
-    """A kustomization of the self-signed overlay that changes only the image's name."""
-    name, _, tag = image.rpartition(":")
-    directory.mkdir(parents=True, exist_ok=True)
-    (directory / "kustomization.yaml").write_text(
-        "apiVersion: kustomize.config.k8s.io/v1beta1\n"
-        "kind: Kustomization\n"
-        # kustomize takes a base by a relative path only.
-        f"resources:\n  - {os.path.relpath(REPO / 'manifests' / 'overlays' / 'self-signed', directory)}\n"
-        f"images:\n  - name: ghcr.io/jobgate/jobgate\n    newName: {name}\n    newTag: {tag}\n"
-    )
-    return directory
 
 
 @pytest.fixture(scope="module")
-def deployed(in_cluster_node: Cluster, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
+def deployed(in_cluster_node: Cluster) -> Iterator[Cluster]:
     from envtest import image
+    from envtest.deploy import deploy
     from envtest.node import Node
 
     reason = image.build_unavailable_reason()
     if reason and not IN_CI:
         pytest.skip(f"jobgate's image cannot be built here: {reason}")
-    node = Node.running
-    assert node is not None
-    name = image.import_image(node, image.build())
-    cluster = in_cluster_node
-    overlay = image_overlay(tmp_path_factory.mktemp("overlay"), name)
-    # Server-side: the CRDs are too large for the last-applied annotation of a client-side apply.
-    applied = cluster.kubectl("apply", "--server-side", "-k", str(overlay))
-    assert applied.returncode == 0, applied.stderr
-    cluster.kubectl("wait", "--for=condition=Complete", "job/jobgate-certs", "-n", SYSTEM, "--timeout=180s",
-                    check=True)  # fmt: skip
-    for deployment in ("jobgate", "jobgate-controller"):
-        cluster.kubectl("rollout", "status", f"deployment/{deployment}", "-n", SYSTEM, "--timeout=180s", check=True)
-    cluster.kubectl("create", "namespace", NS, check=True)
-    wait_until(lambda: PROBE_DENIAL in cluster.kubectl("create", "--dry-run=server", "-f", "-", input=PROBE).stderr,
-               60, message="the in-cluster webhook answering")  # fmt: skip
-    yield cluster
+    assert Node.running is not None
+    in_cluster_node.kubectl("create", "namespace", NS, check=True)
+    deploy(Node.running, probe_namespace=NS)
+    yield in_cluster_node
 
 
 def pods(cluster: Cluster, namespace: str, selector: str | None = None) -> list[dict]:

@@ -352,6 +352,43 @@ def test_readiness_turns_false_while_draining(tls_dir):
     assert code == 0, log
 
 
+def test_answers_while_draining_close_their_keep_alive_connection(tls_dir):
+    """A connection opened before SIGTERM gets its answers with ``Connection: close`` and is then
+    closed: the apiserver's next request opens a new connection, which the Service sends to a
+    replica still serving, instead of reusing one that this replica will close under it."""
+    webhook = RunningWebhook(tls_dir, "--shutdown-delay", "3")
+    body = json.dumps(admission_review(tfjob(name="drain"), uid="uid-drain")).encode()
+    request = (
+        f"POST /validate HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: {len(body)}\r\n\r\n"
+    ).encode() + body
+    fast, chunked = open_tls(webhook.port, tls_dir / "ca.crt"), open_tls(webhook.port, tls_dir / "ca.crt")
+    fast.sendall(request)
+    assert read_http_response(fast)[0] == 200  # keep-alive before SIGTERM
+
+    webhook.process.send_signal(signal.SIGTERM)
+    time.sleep(0.5)
+    fast.sendall(request)
+    answer = b""
+    while chunk := fast.recv(65536):  # until the server closes the connection
+        answer += chunk
+    head = answer.partition(b"\r\n\r\n")[0].lower()
+    assert head.startswith(b"http/1.1 200") and b"connection: close" in head, head
+    # aiohttp's handler (a chunked body is not the fast path's) answers the same way.
+    chunked.sendall(
+        b"POST /validate HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nTransfer-Encoding: chunked\r\n\r\n"
+        + b"%x\r\n" % len(body)
+        + body
+        + b"\r\n0\r\n\r\n"
+    )
+    answer = b""
+    while chunk := chunked.recv(65536):
+        answer += chunk
+    head = answer.partition(b"\r\n\r\n")[0].lower()
+    assert head.startswith(b"http/1.1 200") and b"connection: close" in head, head
+    code, log = webhook.finish()
+    assert code == 0, log
+
+
 def test_json_logs_one_line_per_review(tls_dir):
     webhook = RunningWebhook(tls_dir, "--log-format", "json")
     body = json.dumps(admission_review(tfjob(name="jsonlog"), uid="uid-json")).encode()

@@ -1,0 +1,95 @@
+"""jobgate deployed on the in-cluster test node as users deploy it: its image imported into the
+node's containerd, an overlay of ``manifests/overlays/`` applied with ``kubectl apply -k``
+through a kustomization that changes only the image's name, then waited for (the certificate
+Job, the Deployments' rollouts, the webhook answering through its Service).
+
+Used by the end-to-end tests and by ``python -m envtest up --node --in-cluster --deploy``.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import tempfile
+import time
+from pathlib import Path
+
+from envtest.harness import ControlPlane
+from envtest.node import Node
+
+REPO = Path(__file__).resolve().parents[1]
+SYSTEM_NAMESPACE = "jobgate-system"
+PUBLISHED_IMAGE = "ghcr.io/jobgate/jobgate"  # the name manifests/base gives the image
+# Only jobgate knows this rule, so a denial proves the webhook answered through the Service.
+PROBE = """
+apiVersion: training.kubedl.io/v1alpha1
+kind: TFJob
+metadata: {{name: probe, namespace: {namespace}}}
+spec:
+  tfReplicaSpecs:
+    Chief: {{template: {{spec: {{containers: [{{name: tensorflow, image: x}}]}}}}}}
+    Master: {{template: {{spec: {{containers: [{{name: tensorflow, image: x}}]}}}}}}
+"""
+PROBE_DENIAL = "must not have more than 1 Chief or Master role"
+
+
+class DeployError(RuntimeError):
+    pass
+
+
+def image_overlay(directory: Path, image: str, overlay: str = "self-signed") -> Path:
+    """A kustomization of ``manifests/overlays/<overlay>`` that changes only the image's name."""
+    name, _, tag = image.rpartition(":")
+    directory.mkdir(parents=True, exist_ok=True)
+    base = os.path.relpath(REPO / "manifests" / "overlays" / overlay, directory)  # kustomize takes relative bases only
+    (directory / "kustomization.yaml").write_text(
+        "apiVersion: kustomize.config.k8s.io/v1beta1\n"
+        "kind: Kustomization\n"
+        f"resources:\n  - {base}\n"
+        f"images:\n  - name: {PUBLISHED_IMAGE}\n    newName: {name}\n    newTag: {tag}\n"
+    )
+    return directory
+
+
+def _kubectl(plane: ControlPlane, *args: str, input: str | None = None) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        plane.kubectl_command(*args), input=input, capture_output=True, text=True, timeout=300, check=False
+    )
+
+
+def _checked(plane: ControlPlane, *args: str) -> str:
+    result = _kubectl(plane, *args)
+    if result.returncode != 0:
+        raise DeployError(f"kubectl {' '.join(args)}: {result.stderr.strip() or result.stdout.strip()}")
+    return result.stdout
+
+
+def deploy(node: Node, overlay: str = "self-signed", probe_namespace: str = "default", log=print) -> str:
+    """Build (or take from the cache) jobgate's image, import it, apply ``overlay`` and wait until
+    jobgate answers; returns the image's name."""
+    from envtest import image
+
+    plane = node.plane
+    if plane is None:
+        raise DeployError("the node is not running")
+    log("building (or finding) jobgate's image ...")
+    name = image.import_image(node, image.build(log=log), log=log)
+    with tempfile.TemporaryDirectory(prefix="jobgate-overlay-") as directory:
+        kustomization = image_overlay(Path(directory), name, overlay)
+        log(f"kubectl apply --server-side -k manifests/overlays/{overlay} (image {name}) ...")
+        # Server-side: the CRDs are too large for a client-side apply's last-applied annotation.
+        _checked(plane, "apply", "--server-side", "-k", str(kustomization))
+    deployments = _checked(plane, "get", "deployments", "-n", SYSTEM_NAMESPACE, "-o", "name").split()
+    if _kubectl(plane, "get", "job/jobgate-certs", "-n", SYSTEM_NAMESPACE).returncode == 0:
+        _checked(plane, "wait", "--for=condition=Complete", "job/jobgate-certs", "-n", SYSTEM_NAMESPACE,
+                 "--timeout=180s")  # fmt: skip
+    for deployment in deployments:
+        _checked(plane, "rollout", "status", deployment, "-n", SYSTEM_NAMESPACE, "--timeout=180s")
+    deadline = time.monotonic() + 60
+    probe = PROBE.format(namespace=probe_namespace)
+    while PROBE_DENIAL not in (answer := _kubectl(plane, "create", "--dry-run=server", "-f", "-", input=probe)).stderr:
+        if time.monotonic() > deadline:
+            raise DeployError(f"the in-cluster webhook never answered: {answer.stderr.strip()}")
+        time.sleep(0.5)
+    log(f"jobgate is running in {SYSTEM_NAMESPACE}: {', '.join(deployments)}")
+    return name
