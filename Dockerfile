@@ -3,10 +3,11 @@
 # It is the image `python -m envtest build-image` writes without Docker (envtest/image.py):
 # Debian 12's python3.11; jobgate's wheel, with the rule engine compiled by mypyc, and its
 # dependencies from PyPI in the virtual environment /opt/jobgate, without pip; and only what
-# the runtime needs, chosen by the same code (envtest/image.py's `assemble`, run in the build
-# stage): no shell, no package manager, user 65532, bytecode compiled for a read-only root
-# filesystem. tests/envtest/test_image.py keeps this file's packages, paths, user, entrypoint
-# and environment equal to envtest/image.py's.
+# the runtime needs, chosen by the same code (envtest/image_contents.py's `assemble`, standard
+# library only, copied alone and run in the build stage): no shell, no package manager, user
+# 65532, bytecode compiled for a read-only root filesystem. tests/envtest/test_image.py keeps
+# this file's packages, paths, user, entrypoint and environment equal to the image's facts in
+# envtest/image_contents.py.
 
 FROM debian:bookworm AS build
 # The runtime's packages, then what compiling the wheel needs.
@@ -31,8 +32,8 @@ RUN python3.11 -m venv --without-pip /opt/jobgate \
  && /opt/jobgate/bin/python "$(echo /installer/pip-*.whl)/pip" install --no-cache-dir --no-index \
       --find-links /wheels jobgate
 # Only what the runtime uses, chosen as the local build chooses it.
-COPY envtest/image.py envtest/image.py
-RUN python3.11 envtest/image.py assemble / /rootfs
+COPY envtest/image_contents.py envtest/image_contents.py
+RUN python3.11 envtest/image_contents.py assemble / /rootfs
 
 FROM scratch
 COPY --from=build /rootfs /

@@ -1,8 +1,11 @@
-"""jobgate's image (envtest/image.py, ``python -m envtest build-image``).
+"""jobgate's image (envtest/image.py builds it, ``python -m envtest build-image``; its facts and
+files are envtest/image_contents.py's).
 
 - The Dockerfile describes the same image: its user, entrypoint, command, environment, working
   directory, Debian release and packages, venv path and file selection are checked against
-  envtest/image.py's constants and the OCI config it writes. Fast: nothing is built.
+  envtest/image_contents.py's facts and the OCI config envtest/image.py writes; the file selection
+  it runs is image_contents.py alone, which needs nothing but the standard library; the image's
+  cache key covers the builder's own code. Fast: nothing is built.
 - The built image (taken from the cache when the sources have not changed): its OCI config,
   every file of its layer (owners, modes, programs, bytecode), its size; run in a chroot as
   65532 with no shell in it.
@@ -16,6 +19,7 @@ Locally these skip with the reason when the image or the node cannot be built or
 
 from __future__ import annotations
 
+import ast
 import contextlib
 import gzip
 import hashlib
@@ -28,6 +32,7 @@ import shutil
 import ssl
 import struct
 import subprocess
+import sys
 import tarfile
 import time
 from collections.abc import Iterator
@@ -38,15 +43,17 @@ from typing import TYPE_CHECKING
 
 import pytest
 
-from envtest import image
+from envtest import image, image_contents
 
 if TYPE_CHECKING:
     from envtest.node import Node
 
 REPO = Path(__file__).resolve().parents[2]
+# The file selection, as the Dockerfile copies and runs it (relative to the repository).
+CONTENTS = str(Path(image_contents.__file__).resolve().relative_to(REPO))
 IN_CI = os.environ.get("CI", "").lower() in ("1", "true", "yes")
-SITE_PACKAGES = f"{image.VENV.strip('/')}/lib/{image.PYTHON}/site-packages"
-PYC_TAG = f"cpython-{image.PYTHON.removeprefix('python').replace('.', '')}"
+SITE_PACKAGES = f"{image_contents.VENV.strip('/')}/lib/{image_contents.PYTHON}/site-packages"
+PYC_TAG = f"cpython-{image_contents.PYTHON.removeprefix('python').replace('.', '')}"
 # Budgets, not measurements (README: the measured sizes): a dependency that balloons fails here.
 MAX_ARCHIVE_BYTES = 60_000_000
 MAX_UNPACKED_BYTES = 240_000_000
@@ -90,15 +97,15 @@ def test_the_dockerfile_runs_the_image_as_the_local_build_configures_it() -> Non
             name, equals, value = pair.partition("=")
             assert equals, f"ENV {arguments}: use the NAME=value form"
             env[name] = value
-    assert env == image.ENV
+    assert env == image_contents.ENV
     assert [f"{k}={v}" for k, v in env.items()] == config["Env"]
-    assert last(final, "USER") == image.USER == config["User"]
-    assert json.loads(last(final, "ENTRYPOINT")) == list(image.ENTRYPOINT) == config["Entrypoint"]
-    assert json.loads(last(final, "CMD")) == list(image.CMD) == config["Cmd"]
-    assert last(final, "WORKDIR") == image.WORKDIR == config["WorkingDir"]
+    assert last(final, "USER") == image_contents.USER == config["User"]
+    assert json.loads(last(final, "ENTRYPOINT")) == list(image_contents.ENTRYPOINT) == config["Entrypoint"]
+    assert json.loads(last(final, "CMD")) == list(image_contents.CMD) == config["Cmd"]
+    assert last(final, "WORKDIR") == image_contents.WORKDIR == config["WorkingDir"]
     # runAsNonRoot can only check a numeric user; the entrypoint is the venv's script, on PATH.
-    assert all(part.isdigit() for part in image.USER.split(":"))
-    assert image.ENV["PATH"].split(":")[0] == f"{image.VENV}/bin"
+    assert all(part.isdigit() for part in image_contents.USER.split(":"))
+    assert image_contents.ENV["PATH"].split(":")[0] == f"{image_contents.VENV}/bin"
 
 
 def test_the_dockerfile_builds_the_same_files() -> None:
@@ -106,36 +113,83 @@ def test_the_dockerfile_builds_the_same_files() -> None:
     assert last(final, "FROM") == "scratch"
     assert [i for i in final if i[0] in ("COPY", "ADD", "RUN")] == [("COPY", "--from=build /rootfs /")]
     build = next(stage for stage in builds if last(stage, "FROM").endswith(" AS build"))
-    assert last(build, "FROM") == f"debian:{image.SUITE} AS build"
+    assert last(build, "FROM") == f"debian:{image_contents.SUITE} AS build"
     runs = [arguments for name, arguments in build if name == "RUN"]
     install = next(shlex.split(r) for r in runs if "apt-get install" in r)
-    assert set(image.DEBIAN_PACKAGES) <= set(install)
+    assert set(image_contents.DEBIAN_PACKAGES) <= set(install)
     copied = {word for name, arguments in build if name == "COPY" for word in arguments.split()[:-1]}
     assert set(image.PACKAGE_SOURCES) <= copied
-    assert "envtest/image.py" in copied
+    # of the harness, the file selection alone: it runs with the build stage's bare python3.11
+    assert {word for word in copied if word.startswith("envtest")} == {CONTENTS}
     # the same compiled wheel, venv (made by the image's interpreter, without pip) and selection
     assert any("JOBGATE_COMPILE=1" in r and "pip wheel --no-deps" in r for r in runs)
-    assert any(f"{image.PYTHON} -m venv --without-pip {image.VENV} " in r for r in runs)
-    assert any(f"{image.VENV}/bin/python " in r and " install " in r and "--no-index" in r for r in runs)
-    assert runs[-1] == f"{image.PYTHON} envtest/image.py assemble / /rootfs"
+    assert any(f"{image_contents.PYTHON} -m venv --without-pip {image_contents.VENV} " in r for r in runs)
+    assert any(f"{image_contents.VENV}/bin/python " in r and " install " in r and "--no-index" in r for r in runs)
+    assert runs[-1] == f"{image_contents.PYTHON} {CONTENTS} assemble / /rootfs"
+
+
+def imported_modules(path: Path) -> set[str]:
+    """The modules ``path`` imports when it runs (not those imported for type checking only)."""
+    tree = ast.parse(path.read_text())
+    for node in ast.walk(tree):
+        if isinstance(node, ast.If) and ast.unparse(node.test) == "TYPE_CHECKING":
+            node.body = []
+    names: set[str] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            names.update(alias.name for alias in node.names)
+        elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+            names.add(node.module)
+            names.update(f"{node.module}.{alias.name}" for alias in node.names)
+    return names
+
+
+def test_the_file_selection_runs_alone_with_the_standard_library(tmp_path: Path) -> None:
+    """What the Dockerfile's build stage needs: image_contents.py with no other file of the repository."""
+    source = REPO / CONTENTS
+    outside = {name for name in imported_modules(source) if name.split(".")[0] not in sys.stdlib_module_names}
+    assert outside == set()
+    alone = tmp_path / CONTENTS
+    alone.parent.mkdir()
+    shutil.copy(source, alone)
+    empty_root = tmp_path / "root"
+    (empty_root / "var/lib/dpkg").mkdir(parents=True)
+    (empty_root / "var/lib/dpkg/status").write_text("")
+    ran = subprocess.run(
+        [sys.executable, "-I", CONTENTS, "assemble", str(empty_root), str(tmp_path / "rootfs")],
+        cwd=tmp_path, capture_output=True, text=True, timeout=60, check=False,
+    )  # fmt: skip
+    # It ran as far as reading the (empty) package database: the interpreter and the venv are missing.
+    assert ran.returncode == 1, ran.stderr
+    assert f"ImageBuildError: packages missing from {empty_root}: {image_contents.PYTHON}-minimal" in ran.stderr
+
+
+def test_the_cache_key_covers_the_builders_own_code() -> None:
+    """A change to the builder or to what it imports of the harness (the image's facts, its file
+    selection) makes a new image, not the cached one."""
+    harness = {name for name in imported_modules(REPO / "envtest/image.py") if name.startswith("envtest.")}
+    imported_files = {REPO / (name.replace(".", "/") + ".py") for name in harness}
+    hashed = set(image.BUILDER_FILES)
+    assert {REPO / "envtest/image.py", REPO / CONTENTS} <= hashed
+    assert {path for path in imported_files if path.is_file()} <= hashed
 
 
 def test_elf_needs_reads_a_binary_of_this_machine(tmp_path: Path) -> None:
     ls = shutil.which("ls")
     assert ls is not None
-    found = image.elf_needs(Path(ls))
+    found = image_contents.elf_needs(Path(ls))
     assert found is not None and "libc.so.6" in found[0]
     (tmp_path / "script").write_text("#!/bin/sh\n")
-    assert image.elf_needs(tmp_path / "script") is None
+    assert image_contents.elf_needs(tmp_path / "script") is None
 
 
 def test_what_assemble_leaves_out() -> None:
-    excluded = image._excluded
-    assert not excluded(f"usr/bin/{image.PYTHON}")
+    excluded, python = image_contents._excluded, image_contents.PYTHON
+    assert not excluded(f"usr/bin/{python}")
     assert excluded("usr/bin/openssl") and excluded("usr/sbin/ldconfig") and excluded("bin/sh")
     assert not excluded("usr/share/doc/libc6/copyright") and not excluded("usr/share/doc/libc6")
     assert excluded("usr/share/doc/libc6/changelog.Debian.gz") and excluded("usr/share/man/man1/python3.11.1.gz")
-    assert not excluded("usr/lib/x86_64-linux-gnu/libc.so.6") and not excluded(f"usr/lib/{image.PYTHON}/base64.py")
+    assert not excluded("usr/lib/x86_64-linux-gnu/libc.so.6") and not excluded(f"usr/lib/{python}/base64.py")
 
 
 # --- the built image ---
@@ -206,7 +260,7 @@ def test_the_config_is_what_the_deployments_run(layer: Layer) -> None:
     config = layer.config["config"]
     assert config["User"] == "65532:65532"
     assert config["Entrypoint"] == ["jobgate"]
-    assert config["Env"] == [f"{k}={v}" for k, v in image.ENV.items()]
+    assert config["Env"] == [f"{k}={v}" for k, v in image_contents.ENV.items()]
     assert "PYTHONDONTWRITEBYTECODE=1" in config["Env"]
     assert layer.config["rootfs"]["diff_ids"] == [layer.diff_id]
     assert layer.config["os"] == "linux"
@@ -220,13 +274,13 @@ def test_no_shell_no_setuid_and_no_program_but_the_interpreter(layer: Layer) -> 
     programs = [
         m.name
         for m in members.values()
-        if m.isreg() and m.mode & 0o111 and m.name.rsplit("/", 1)[0] in image.PROGRAM_DIRS
+        if m.isreg() and m.mode & 0o111 and m.name.rsplit("/", 1)[0] in image_contents.PROGRAM_DIRS
     ]
-    assert programs == [f"usr/bin/{image.PYTHON}"]
+    assert programs == [f"usr/bin/{image_contents.PYTHON}"]
     assert not [n for n in members if n.startswith(("usr/share/man/", "var/lib/apt/", "var/cache/apt/"))]
     assert not [n for n in members if n.startswith("usr/share/doc/") and n.count("/") == 4 and "copyright" not in n]
     # root owns everything but the user's home
-    home = image.HOME.strip("/")
+    home = image_contents.HOME.strip("/")
     assert {(m.uid, m.gid) for n, m in members.items() if n != home} == {(0, 0)}
     assert (members[home].uid, members[home].gid) == (65532, 65532)
     assert "nonroot:x:65532:65532:" in layer.texts["etc/passwd"]
@@ -238,7 +292,7 @@ def test_the_dpkg_status_lists_the_packages_inside(archive: Path, layer: Layer) 
     listed = [line.split(": ", 1)[1] for line in layer.texts["var/lib/dpkg/status"].splitlines()
               if line.startswith("Package: ")]  # fmt: skip
     assert sorted(listed) == sorted(image.build_info(archive)["debian_packages"])
-    assert set(image.RUNTIME_PACKAGES) <= set(listed)
+    assert set(image_contents.RUNTIME_PACKAGES) <= set(listed)
     assert not {"bash", "dash", "dpkg", "apt", "perl-base", "coreutils", "util-linux", "login"} & set(listed)
 
 
@@ -246,7 +300,7 @@ def test_every_module_has_valid_bytecode(layer: Layer) -> None:
     """A read-only root filesystem: what Python cannot find compiled it compiles at every start."""
     missing, stale = [], []
     for name, member in layer.members.items():
-        if not name.endswith(".py") or not name.startswith((f"usr/lib/{image.PYTHON}/", SITE_PACKAGES + "/")):
+        if not name.endswith(".py") or not name.startswith((f"usr/lib/{image_contents.PYTHON}/", SITE_PACKAGES + "/")):
             continue
         directory, module = name.rsplit("/", 1)
         header = layer.pyc_headers.get(f"{directory}/__pycache__/{module[:-3]}.{PYC_TAG}.pyc")
@@ -272,7 +326,7 @@ def test_the_rule_engine_is_compiled(layer: Layer) -> None:
     for module in (*COMPILED_MODULES, SHARED_LIBRARY_GROUP + "__mypyc"):
         assert f"{SITE_PACKAGES}/{module.replace('.', '/')}" in extensions, module
     assert not [n for n in layer.members if n.startswith(f"{SITE_PACKAGES}/pip/")]
-    assert not [n for n in layer.members for p in image.PRUNED if n.startswith(f"{SITE_PACKAGES}/{p}/")]
+    assert not [n for n in layer.members for p in image_contents.PRUNED if n.startswith(f"{SITE_PACKAGES}/{p}/")]
 
 
 def test_size(archive: Path, layer: Layer) -> None:
@@ -305,12 +359,12 @@ def unpacked(archive: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 def in_chroot(root: Path, *command: str) -> subprocess.CompletedProcess[str]:
-    env = dict(image.ENV)
-    uid, gid = (int(n) for n in image.USER.split(":"))
+    env = dict(image_contents.ENV)
+    uid, gid = (int(n) for n in image_contents.USER.split(":"))
 
     def enter() -> None:
         os.chroot(root)
-        os.chdir(image.WORKDIR)
+        os.chdir(image_contents.WORKDIR)
         os.setgroups([])
         os.setgid(gid)
         os.setuid(uid)
@@ -336,13 +390,13 @@ def test_in_a_chroot_as_65532_without_a_shell(unpacked: Path) -> None:
     examples = unpacked / "tmp" / "examples"
     shutil.copytree(REPO / "examples", examples)
     try:
-        imported = in_chroot(unpacked, f"{image.VENV}/bin/python", "-c", IMPORT_EVERYTHING)
+        imported = in_chroot(unpacked, f"{image_contents.VENV}/bin/python", "-c", IMPORT_EVERYTHING)
         assert imported.returncode == 0, imported.stderr
         assert "compiled (mypyc) 65532 65532" in imported.stdout, imported.stdout
         # One process: files checked in parallel need /dev/shm (a pod has it, this chroot not).
-        valid = in_chroot(unpacked, *image.ENTRYPOINT, "validate", "--jobs=1", "/tmp/examples/valid")
+        valid = in_chroot(unpacked, *image_contents.ENTRYPOINT, "validate", "--jobs=1", "/tmp/examples/valid")
         assert valid.returncode == 0, valid.stdout + valid.stderr
-        invalid = in_chroot(unpacked, *image.ENTRYPOINT, "validate", "--jobs=1", "/tmp/examples/invalid")
+        invalid = in_chroot(unpacked, *image_contents.ENTRYPOINT, "validate", "--jobs=1", "/tmp/examples/invalid")
         assert invalid.returncode == 1, invalid.stdout + invalid.stderr
         assert " denied" in invalid.stdout
     finally:
