@@ -52,7 +52,7 @@ def up(directory: Path | None) -> int:
     return 0
 
 
-def up_node(with_jobgate: bool, in_cluster: bool = False) -> int:
+def up_node(with_jobgate: bool, in_cluster: bool = False, deploy_overlay: str | None = None) -> int:
     from envtest.jobgate_local import JobgateError, start_jobgate
     from envtest.node import JOB_IMAGE, NODE_IP, NODE_NAME, Node, NodeError
 
@@ -76,6 +76,16 @@ def up_node(with_jobgate: bool, in_cluster: bool = False) -> int:
             node.record.pids.extend(process.pid for process in jobgate.values())
             node.record.save()
         print("jobgate:    CRDs and webhooks installed; jobgate webhook and controller running locally")
+    if deploy_overlay is not None:
+        from envtest.deploy import DeployError, deploy
+
+        try:
+            image = deploy(node, deploy_overlay)
+        except (DeployError, RuntimeError, OSError) as exc:
+            print(f"deploying jobgate failed: {exc}", file=sys.stderr)
+            node.stop()
+            return 1
+        print(f"jobgate:    deployed in jobgate-system from {image} (manifests/overlays/{deploy_overlay})")
     kubectl = node.plane.kubectl
     print(f"\napiserver:  {node.plane.server}\nkubeconfig: {node.kubeconfig}\nkubectl:    {kubectl}")
     print(f"node:       {NODE_NAME} ({NODE_IP}); cluster DNS {NODE_IP}:53; image {JOB_IMAGE} (imagePullPolicy: Never)")
@@ -124,6 +134,14 @@ def main() -> int:
         action="store_true",
         help="with --node: apiserver on the node's address, service-account tokens, kube-proxy (pods use the cluster)",
     )
+    start.add_argument(
+        "--deploy",
+        nargs="?",
+        const="self-signed",
+        metavar="OVERLAY",
+        help="with --node --in-cluster: deploy jobgate from its image with manifests/overlays/OVERLAY "
+        "(default self-signed), as users apply it",
+    )
     commands.add_parser("node-deps", help="apt-get install the node's Debian packages")
     commands.add_parser("build-node", help="build or find the node's binaries and images")
     image = commands.add_parser("build-image", help="build or find jobgate's container image (OCI archive)")
@@ -152,7 +170,11 @@ def main() -> int:
         if args.dir is not None:
             print("--dir is not supported with --node (the node uses its own directory)", file=sys.stderr)
             return 2
-        return up_node(args.jobgate, args.in_cluster)
+        if args.deploy is not None and (args.jobgate or not args.in_cluster):
+            print("--deploy needs --in-cluster, and runs jobgate in pods instead of --jobgate's local processes",
+                  file=sys.stderr)  # fmt: skip
+            return 2
+        return up_node(args.jobgate, args.in_cluster, args.deploy)
     if args.in_cluster:
         print("--in-cluster needs --node", file=sys.stderr)
         return 2
