@@ -22,13 +22,17 @@ class Injected:
 def _client(kubeconfig: str | None) -> Any:
     from kubernetes import client, config
 
-    if kubeconfig:
-        config.load_kube_config(config_file=kubeconfig)
-    else:
-        try:
-            config.load_incluster_config()
-        except config.ConfigException:
-            config.load_kube_config()
+    try:
+        if kubeconfig:
+            config.load_kube_config(config_file=kubeconfig)
+        else:
+            try:
+                config.load_incluster_config()
+            except config.ConfigException:
+                config.load_kube_config()
+    except (config.ConfigException, OSError) as exc:
+        where = kubeconfig or "in-cluster or ~/.kube/config"
+        raise InjectError(f"no usable cluster configuration ({where}): {exc}") from None
     return client
 
 

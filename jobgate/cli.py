@@ -273,6 +273,8 @@ def _certs_renew(args: argparse.Namespace) -> int:
 def _certs_inject(args: argparse.Namespace) -> int:
     from pathlib import Path
 
+    from urllib3.exceptions import HTTPError
+
     from jobgate.certs.inject import InjectError, inject_ca_bundle, store_tls_secret
 
     try:
@@ -287,6 +289,9 @@ def _certs_inject(args: argparse.Namespace) -> int:
     except (InjectError, OSError) as exc:
         print(f"jobgate: {exc}", file=sys.stderr)
         return EXIT_DENIED
+    except HTTPError as exc:  # urllib3's: the apiserver out of reach
+        print(f"jobgate: cannot reach the cluster: {exc}", file=sys.stderr)
+        return EXIT_DENIED
     return EXIT_OK
 
 
@@ -295,7 +300,6 @@ def _certs_setup(args: argparse.Namespace) -> int:
     from pathlib import Path
 
     from jobgate.certs.authority import CertificateExists, init_directory, service_dns_names
-    from jobgate.certs.inject import InjectError, inject_ca_bundle, store_tls_secret
 
     out = Path(args.out)
     try:
@@ -303,14 +307,8 @@ def _certs_setup(args: argparse.Namespace) -> int:
     except (CertificateExists, OSError, ValueError) as exc:
         print(f"jobgate: {exc}", file=sys.stderr)
         return EXIT_USAGE
-    try:
-        print(f"{store_tls_secret(args.kubeconfig, args.secret, out)} Secret {args.secret}")
-        for done in inject_ca_bundle(args.kubeconfig, out / "ca.crt", args.webhook):
-            print(f"caBundle set on {done.webhooks} webhook(s) of {done.kind} {done.configuration}")
-    except (InjectError, OSError) as exc:
-        print(f"jobgate: {exc}", file=sys.stderr)
-        return EXIT_DENIED
-    return EXIT_OK
+    args.ca_file, args.tls_dir = str(out / "ca.crt"), str(out)
+    return _certs_inject(args)
 
 
 def _manifests(args: argparse.Namespace) -> int:

@@ -7,6 +7,7 @@ missing control plane is a failure, never a skip.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import re
@@ -14,14 +15,18 @@ import shutil
 import subprocess
 import sys
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import pytest
 
 from envtest.harness import ControlPlane, free_port
 from jobgate.certs.authority import init_directory
+
+if TYPE_CHECKING:
+    from envtest.node import Node
 
 REPO = Path(__file__).resolve().parents[2]
 IN_CI = os.environ.get("CI", "").lower() in ("1", "true", "yes")
@@ -325,12 +330,23 @@ def node_cluster(webhook_process: WebhookProcess) -> Iterator[Cluster]:
     Its own control plane, separate from ``cluster``'s, so tests without a node keep theirs
     small. Teardown restores the host (see ``envtest.node``) even when a test failed.
     """
-    from envtest.node import Node, node_unavailable_reason
+    from envtest.node import Node
+
+    with running_node(Node) as node:
+        assert node.plane is not None
+        yield install_jobgate(Cluster(node.plane), webhook_process)
+
+
+@contextlib.contextmanager
+def running_node(make: Callable[[], Node]) -> Iterator[Node]:
+    """A started node, stopped (and the host checked) at the end; a skip with the reason where
+    no node can run here, except under CI."""
+    from envtest.node import node_unavailable_reason
 
     reason = node_unavailable_reason()
     if reason and not IN_CI:
         pytest.skip(f"no real node on this machine: {reason}")
-    node = Node()
+    node = make()
     try:
         node.start()
     except Exception as exc:
@@ -339,8 +355,7 @@ def node_cluster(webhook_process: WebhookProcess) -> Iterator[Cluster]:
             raise
         pytest.skip(f"the real node could not be started here: {exc}")
     try:
-        assert node.plane is not None
-        yield install_jobgate(Cluster(node.plane), webhook_process)
+        yield node
     finally:
         node.stop()
         assert not node.teardown_problems, f"host state not restored: {node.teardown_problems}"
@@ -358,27 +373,29 @@ def in_cluster_node() -> Iterator[Cluster]:
     running when this one is needed gives way to it. Modules run one after another, so each
     group of tests finds its node; a module must not use both fixtures.
     """
-    from envtest.node import Node, node_unavailable_reason
+    from envtest.node import Node
 
-    reason = node_unavailable_reason()
-    if reason and not IN_CI:
-        pytest.skip(f"no real node on this machine: {reason}")
     if Node.running is not None:  # node_cluster's, whose modules have run
         Node.running.give_way = True
-    node = Node(in_cluster=True, give_way=True)
-    try:
-        node.start()
-    except Exception as exc:
-        node.stop()
-        if IN_CI:
-            raise
-        pytest.skip(f"the in-cluster node could not be started here: {exc}")
-    try:
+    with running_node(lambda: Node(in_cluster=True, give_way=True)) as node:
         assert node.plane is not None
         yield Cluster(node.plane)
-    finally:
-        node.stop()
-        assert not node.teardown_problems, f"host state not restored: {node.teardown_problems}"
+
+
+@pytest.fixture(scope="session")
+def jobgate_in_cluster(in_cluster_node: Cluster) -> Cluster:
+    """jobgate deployed on the in-cluster node as users deploy it: its image, and
+    ``manifests/overlays/self-signed`` applied with ``kubectl apply -k`` (``envtest.deploy``)."""
+    from envtest import image
+    from envtest.deploy import deploy
+    from envtest.node import Node
+
+    reason = image.build_unavailable_reason()
+    if reason and not IN_CI:
+        pytest.skip(f"jobgate's image cannot be built here: {reason}")
+    assert Node.running is not None
+    deploy(Node.running)
+    return in_cluster_node
 
 
 # Volcano's Queue CRD, reduced to what the webhook's queue check reads.

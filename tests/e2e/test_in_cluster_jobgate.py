@@ -13,12 +13,11 @@ from __future__ import annotations
 
 import json
 import subprocess
-from collections.abc import Iterator
 
 import pytest
 
 from envtest.node import JOB_IMAGE
-from tests.e2e.conftest import IN_CI, REPO, Cluster, jobgate, wait_until
+from tests.e2e.conftest import REPO, Cluster, jobgate, wait_until
 
 pytestmark = [pytest.mark.e2e, pytest.mark.node]
 
@@ -31,18 +30,9 @@ VALID = ("xgboostjob-higgs.yaml", "mxjob-local.yaml", "t9k-genericjob-ps.yaml", 
 
 
 @pytest.fixture(scope="module")
-def deployed(in_cluster_node: Cluster) -> Iterator[Cluster]:
-    from envtest import image
-    from envtest.deploy import deploy
-    from envtest.node import Node
-
-    reason = image.build_unavailable_reason()
-    if reason and not IN_CI:
-        pytest.skip(f"jobgate's image cannot be built here: {reason}")
-    assert Node.running is not None
-    in_cluster_node.kubectl("create", "namespace", NS, check=True)
-    deploy(Node.running, probe_namespace=NS)
-    yield in_cluster_node
+def deployed(jobgate_in_cluster: Cluster) -> Cluster:
+    jobgate_in_cluster.kubectl("create", "namespace", NS, check=True)
+    return jobgate_in_cluster
 
 
 def pods(cluster: Cluster, namespace: str, selector: str | None = None) -> list[dict]:

@@ -16,13 +16,12 @@ import signal
 import threading
 import time
 from collections import Counter
-from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import pytest
 
-from tests.e2e.conftest import IN_CI, Cluster, wait_until
+from tests.e2e.conftest import Cluster, wait_until
 
 pytestmark = [pytest.mark.e2e, pytest.mark.node]
 
@@ -131,18 +130,9 @@ def summary(answers: list[Answer]) -> str:
 
 
 @pytest.fixture(scope="module")
-def deployed(in_cluster_node: Cluster) -> Iterator[Cluster]:
-    from envtest import image
-    from envtest.deploy import deploy
-    from envtest.node import Node
-
-    reason = image.build_unavailable_reason()
-    if reason and not IN_CI:
-        pytest.skip(f"jobgate's image cannot be built here: {reason}")
-    assert Node.running is not None
-    in_cluster_node.kubectl("create", "namespace", NS)
-    deploy(Node.running, probe_namespace=NS)
-    yield in_cluster_node
+def deployed(jobgate_in_cluster: Cluster) -> Cluster:
+    jobgate_in_cluster.kubectl("create", "namespace", NS)
+    return jobgate_in_cluster
 
 
 def webhook_pods(cluster: Cluster) -> list[dict]:

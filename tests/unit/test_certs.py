@@ -145,3 +145,24 @@ def test_cli_init_and_renew(tmp_path, capsys):
 def test_cli_init_defaults_to_loopback_names(tmp_path):
     assert main(["certs", "init", "--out", str(tmp_path)]) == 0
     assert subject_alternative_names(load_cert_bundle(tmp_path / "tls.crt")[0]) == (["localhost"], ["127.0.0.1", "::1"])
+
+
+def test_certs_setup_without_a_usable_kubeconfig_says_so(tmp_path, capsys):
+    code = main(["certs", "setup", "--out", str(tmp_path / "out"), "--service", "s", "--namespace", "n",
+                 "--secret", "n/s", "--webhook", "w", "--kubeconfig", str(tmp_path / "missing")])  # fmt: skip
+    assert code == 1
+    assert "no usable cluster configuration" in capsys.readouterr().err
+    assert (tmp_path / "out" / "ca.crt").exists()  # the pair was made before the cluster was asked
+
+
+def test_certs_setup_with_the_cluster_out_of_reach_says_so(tmp_path, capsys):
+    kubeconfig = tmp_path / "kubeconfig"
+    kubeconfig.write_text(
+        "apiVersion: v1\nkind: Config\nclusters: [{name: c, cluster: {server: 'https://127.0.0.1:1'}}]\n"
+        "users: [{name: u, user: {token: x}}]\ncontexts: [{name: c, context: {cluster: c, user: u}}]\n"
+        "current-context: c\n"
+    )
+    code = main(["certs", "setup", "--out", str(tmp_path / "out"), "--service", "s", "--namespace", "n",
+                 "--secret", "n/s", "--webhook", "w", "--kubeconfig", str(kubeconfig)])  # fmt: skip
+    assert code == 1
+    assert "cannot reach the cluster" in capsys.readouterr().err
