@@ -239,3 +239,52 @@ def test_a_sigkilled_webhook_fails_only_what_reached_it_until_its_endpoint_went(
     assert load.rate >= 20
     assert all(answer[3] >= killed[0] for answer in failed), "a failure before the kill"
     assert window < 15, f"requests still failed {window:.1f} s after the kill: {failed[-3:]}"
+
+
+def lease_holder(cluster: Cluster) -> str:
+    lease = cluster.kubectl("get", "lease", "jobgate-controller", "-n", SYSTEM, "-o", "json")
+    return json.loads(lease.stdout)["spec"].get("holderIdentity", "") if lease.returncode == 0 else ""
+
+
+def test_the_controller_leader_deleted_mid_reconcile_is_replaced_without_double_or_orphan_pods(deployed: Cluster):
+    from envtest.node import JOB_IMAGE
+
+    controllers = [p["metadata"]["name"] for p in deployed.get_json(
+        "pods", "-n", SYSTEM, "-l", "app.kubernetes.io/name=jobgate-controller")["items"]]  # fmt: skip
+    wait_until(lambda: any(lease_holder(deployed).startswith(name) for name in controllers), 60, message="a leader")
+    leader = next(name for name in controllers if lease_holder(deployed).startswith(name))
+    names = [f"takeover-{i}" for i in range(4)]
+    container = {"name": "tensorflow", "image": JOB_IMAGE, "imagePullPolicy": "Never",
+                 "command": ["python3", "-c", "import time; time.sleep(8)"]}  # fmt: skip
+    for name in names:
+        job = {
+            "apiVersion": f"{GROUP}/{VERSION}",
+            "kind": "TFJob",
+            "metadata": {"name": name, "namespace": NS},
+            # cleanPodPolicy None: every pod stays after the job ends, so all can be counted.
+            "spec": {"cleanPodPolicy": "None", "tfReplicaSpecs": {"Worker": {"replicas": 2, "restartPolicy": "Never",
+                "template": {"spec": {"terminationGracePeriodSeconds": 1, "containers": [container]}}}}},
+        }  # fmt: skip
+        deployed.kubectl("create", "-f", "-", input=json.dumps(job), check=True)
+    deleted_at = time.monotonic()
+    deployed.kubectl("delete", "pod", leader, "-n", SYSTEM, "--wait=false", check=True)
+    wait_until(lambda: lease_holder(deployed) and not lease_holder(deployed).startswith(leader), 60,
+               message="another controller replica taking the Lease")  # fmt: skip
+    takeover = time.monotonic() - deleted_at
+    print(f"\ncontroller leader {leader} deleted: the Lease changed hands after {takeover:.1f} s")
+    assert takeover < 15 + 10, takeover  # the lease duration, and the time a graceful stop may take
+
+    def all_succeeded() -> bool:
+        for name in names:
+            status = deployed.get_json("tfjob", name, "-n", NS).get("status", {})
+            if not any(c["type"] == "Succeeded" and c["status"] == "True" for c in status.get("conditions", [])):
+                return False
+        return True
+
+    wait_until(all_succeeded, 180, message="every job to succeed under the new leader")
+    for name in names:
+        pods = deployed.get_json("pods", "-n", NS, "-l", f"job-name={name}")["items"]
+        assert len(pods) == 2, [p["metadata"]["name"] for p in pods]  # none created twice
+        for pod in pods:
+            owners = [o for o in pod["metadata"].get("ownerReferences", []) if o.get("controller")]
+            assert [(o["kind"], o["name"]) for o in owners] == [("TFJob", name)]  # none orphaned
