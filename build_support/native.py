@@ -20,11 +20,18 @@ from pathlib import Path
 from typing import Any
 
 REPO = Path(__file__).resolve().parents[1]
-# The installed package and where each of its parts lives in the repository (pyproject.toml's
-# package-dir): compiling needs the installed layout, so that mypyc names every module
-# ``jobgate.…`` (it derives names from directories).
-PACKAGE_DIRS = {"jobgate": "jobgate", "jobgate/webhook": "webhook", "jobgate/controller": "controller",
-                "jobgate/certs": "certs"}  # fmt: skip
+
+
+def package_dirs() -> dict[str, str]:
+    """pyproject.toml's package-dir as paths: installed (``jobgate/webhook``) -> in the repository
+    (``webhook``). Compiling needs the installed layout, so that mypyc names every module
+    ``jobgate.…`` (it derives names from directories)."""
+    project = tomllib.loads((REPO / "pyproject.toml").read_text())
+    mapping = project["tool"]["setuptools"]["package-dir"]
+    return {package.replace(".", "/"): directory for package, directory in mapping.items()}
+
+
+PACKAGE_DIRS = package_dirs()
 TREE = ("pyproject.toml", "setup.py", "build_support", "envtest", "bench", "tests", "examples", "manifests")
 
 # Hot per-review code. Left out: fielderrors (a str subclass, which mypyc cannot compile

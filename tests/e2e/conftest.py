@@ -22,6 +22,8 @@ from typing import TYPE_CHECKING
 
 import pytest
 
+from envtest.deploy import PROBE as DEPLOY_PROBE
+from envtest.deploy import PROBE_DENIAL
 from envtest.harness import ControlPlane, free_port
 from jobgate.certs.authority import init_directory
 
@@ -196,16 +198,7 @@ def install_jobgate(control_plane: Cluster, webhook_process: WebhookProcess) -> 
 
 
 # Only jobgate knows this rule (no schema can express it), so a denial proves the webhook answered.
-PROBE = """
-apiVersion: training.kubedl.io/v1alpha1
-kind: TFJob
-metadata: {name: probe, namespace: e2e}
-spec:
-  tfReplicaSpecs:
-    Chief: {template: {spec: {containers: [{name: tensorflow, image: x}]}}}
-    Master: {template: {spec: {containers: [{name: tensorflow, image: x}]}}}
-"""
-PROBE_DENIAL = "must not have more than 1 Chief or Master role"
+PROBE = DEPLOY_PROBE.format(namespace=NAMESPACE)
 
 
 def wait_for_webhook(cluster: Cluster, timeout: float = 60) -> None:

@@ -16,6 +16,8 @@ from pathlib import Path
 
 import pytest
 
+from build_support.native import PACKAGE_DIRS
+
 REPO = Path(__file__).resolve().parents[2]
 
 
@@ -57,11 +59,9 @@ def test_the_wheel_holds_one_top_level_name(wheel: Path):
     assert [m for m in shipped if f"jobgate/{m}" not in names] == []
     assert not [n for n in names if n.startswith(("jobgate/envtest", "jobgate/bench", "jobgate/build_support"))]
     # pyproject.toml lists the packages: a new subpackage missing there would be left out.
-    package_dirs = {"jobgate": "jobgate", "jobgate/webhook": "webhook", "jobgate/controller": "controller",
-                    "jobgate/certs": "certs"}  # fmt: skip
     sources = {
         f"{installed}/{path.relative_to(REPO / directory).as_posix()}"
-        for installed, directory in package_dirs.items()
+        for installed, directory in PACKAGE_DIRS.items()
         for path in (REPO / directory).rglob("*.py")
     }
     assert sorted(sources - names) == []

@@ -10,15 +10,15 @@ from pathlib import Path
 
 import pytest
 
+from build_support.native import PACKAGE_DIRS
+
 REPO = Path(__file__).resolve().parents[2]
-# Where each part of the installed package lives in the repository (pyproject.toml's package-dir).
-PACKAGE_DIRS = {"jobgate": "jobgate", "jobgate.webhook": "webhook", "jobgate.controller": "controller",
-                "jobgate.certs": "certs"}  # fmt: skip
 
 
 def modules() -> dict[str, Path]:
     found = {}
-    for package, directory in PACKAGE_DIRS.items():
+    for installed, directory in PACKAGE_DIRS.items():
+        package = installed.replace("/", ".")
         for path in (REPO / directory).rglob("*.py"):
             parts = [p for p in path.relative_to(REPO / directory).with_suffix("").parts if p != "__init__"]
             found[".".join([package, *parts])] = path
