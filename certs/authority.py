@@ -27,7 +27,7 @@ CA_VALIDITY_DAYS = 3650
 LEAF_VALIDITY_DAYS = 365
 DEFAULT_RENEW_WITHIN_DAYS = 30
 # Tolerate clocks that run a little behind ours.
-_BACKDATE = datetime.timedelta(minutes=5)
+BACKDATE = datetime.timedelta(minutes=5)
 
 CA_CERT, CA_KEY, TLS_CERT, TLS_KEY = "ca.crt", "ca.key", "tls.crt", "tls.key"
 
@@ -50,18 +50,25 @@ def new_key() -> PrivateKey:
     return ec.generate_private_key(ec.SECP256R1())
 
 
-def create_ca(common_name: str = "jobgate-ca", days: int = CA_VALIDITY_DAYS) -> tuple[PrivateKey, x509.Certificate]:
+def create_ca(
+    common_name: str = "jobgate-ca",
+    days: int = CA_VALIDITY_DAYS,
+    *,
+    lifetime: datetime.timedelta | None = None,
+    now: datetime.datetime | None = None,
+) -> tuple[PrivateKey, x509.Certificate]:
+    """A self-signed CA; its common name carries its creation time, so rotated CAs tell apart."""
     key = new_key()
-    name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, common_name)])
-    now = _now()
+    now = now or _now()
+    name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, f"{common_name} {now:%Y-%m-%dT%H:%M:%SZ}")])
     cert = (
         x509.CertificateBuilder()
         .subject_name(name)
         .issuer_name(name)
         .public_key(key.public_key())
         .serial_number(x509.random_serial_number())
-        .not_valid_before(now - _BACKDATE)
-        .not_valid_after(now + datetime.timedelta(days=days))
+        .not_valid_before(now - BACKDATE)
+        .not_valid_after(now + (lifetime or datetime.timedelta(days=days)))
         .add_extension(x509.BasicConstraints(ca=True, path_length=0), critical=True)
         .add_extension(_key_usage(signs_certificates=True), critical=True)
         .add_extension(x509.SubjectKeyIdentifier.from_public_key(key.public_key()), critical=False)
@@ -99,19 +106,22 @@ def issue_serving_cert(
     dns_names: Sequence[str],
     ip_addresses: Sequence[str] = (),
     days: int = LEAF_VALIDITY_DAYS,
+    *,
+    lifetime: datetime.timedelta | None = None,
+    now: datetime.datetime | None = None,
 ) -> tuple[PrivateKey, x509.Certificate]:
     key = new_key()
     alternative_names = _alternative_names(dns_names, ip_addresses)
     common_name = dns_names[0] if dns_names else str(ip_addresses[0])
-    now = _now()
-    not_after = min(now + datetime.timedelta(days=days), ca_cert.not_valid_after_utc)
+    now = now or _now()
+    not_after = min(now + (lifetime or datetime.timedelta(days=days)), ca_cert.not_valid_after_utc)
     cert = (
         x509.CertificateBuilder()
         .subject_name(x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, common_name[:64])]))
         .issuer_name(ca_cert.subject)
         .public_key(key.public_key())
         .serial_number(x509.random_serial_number())
-        .not_valid_before(now - _BACKDATE)
+        .not_valid_before(now - BACKDATE)
         .not_valid_after(not_after)
         .add_extension(x509.SubjectAlternativeName(alternative_names), critical=False)
         .add_extension(x509.BasicConstraints(ca=False, path_length=None), critical=True)

@@ -257,6 +257,12 @@ def _certs_init(args: argparse.Namespace) -> int:
 
 
 def _certs_renew(args: argparse.Namespace) -> int:
+    if args.dir:
+        return _certs_renew_directory(args)
+    return _certs_renew_cluster(args)
+
+
+def _certs_renew_directory(args: argparse.Namespace) -> int:
     from pathlib import Path
 
     from jobgate.certs.authority import renew_directory
@@ -267,6 +273,62 @@ def _certs_renew(args: argparse.Namespace) -> int:
         print(f"jobgate: cannot renew in {args.dir}: {exc}", file=sys.stderr)
         return EXIT_USAGE
     print(result.message)
+    return EXIT_OK
+
+
+def _certs_renew_cluster(args: argparse.Namespace) -> int:
+    from urllib3.exceptions import HTTPError
+
+    from jobgate.certs.authority import service_dns_names
+    from jobgate.certs.inject import InjectError, renew_in_cluster
+    from jobgate.certs.renewal import Lifetimes, parse_duration
+
+    missing = [flag for flag, value in (("--secret", args.secret), ("--service", args.service),
+               ("--webhook", args.webhook)) if not value]  # fmt: skip
+    if missing:
+        print(f"jobgate: certs renew needs --dir, or {', '.join(missing)} to renew in the cluster", file=sys.stderr)
+        return EXIT_USAGE
+    namespace = args.namespace or args.secret.partition("/")[0]
+    try:
+        lifetimes = Lifetimes(
+            ca=parse_duration(args.ca_lifetime),
+            ca_renew_before=parse_duration(args.ca_renew_before),
+            serving=parse_duration(args.cert_lifetime),
+            serving_renew_before=parse_duration(args.cert_renew_before),
+            ca_overlap=parse_duration(args.ca_overlap),
+        )
+    except ValueError as exc:
+        print(f"jobgate: {exc}", file=sys.stderr)
+        return EXIT_USAGE
+    if problems := lifetimes.problems():
+        print(f"jobgate: {'; '.join(problems)}", file=sys.stderr)
+        return EXIT_USAGE
+    try:
+        outcome = renew_in_cluster(
+            args.kubeconfig,
+            secret=args.secret,
+            ca_secret=args.ca_secret or f"{namespace}/jobgate-ca",
+            dns_names=service_dns_names(args.service, namespace),
+            webhooks=args.webhook,
+            lifetimes=lifetimes,
+            rotate_ca=args.rotate_ca,
+        )
+    except (InjectError, OSError) as exc:
+        print(f"jobgate: {exc}", file=sys.stderr)
+        return EXIT_DENIED
+    except HTTPError as exc:  # urllib3's: the apiserver out of reach
+        print(f"jobgate: cannot reach the cluster: {exc}", file=sys.stderr)
+        return EXIT_DENIED
+    for reason in outcome.plan.reasons or ["every certificate is valid beyond its renewal margin: nothing to do"]:
+        print(reason)
+    state = outcome.plan.state
+    assert state.serving is not None and state.authority is not None
+    print(
+        f"serving certificate valid until {state.serving.cert.not_valid_after_utc:%Y-%m-%d %H:%M:%S}Z; "
+        f"CA until {state.authority.cert.not_valid_after_utc:%Y-%m-%d %H:%M:%S}Z; {len(state.trusted)} CA(s) trusted"
+    )
+    for done in outcome.injected:
+        print(f"caBundle current on {done.webhooks} webhook(s) of {done.kind} {done.configuration}")
     return EXIT_OK
 
 
@@ -284,7 +346,8 @@ def _certs_inject(args: argparse.Namespace) -> int:
                 return EXIT_USAGE
             outcome = store_tls_secret(args.kubeconfig, args.secret, Path(args.tls_dir))
             print(f"{outcome} Secret {args.secret}")
-        for done in inject_ca_bundle(args.kubeconfig, Path(args.ca_file), args.webhook):
+        bundle = Path(args.ca_file).read_bytes()
+        for done in inject_ca_bundle(args.kubeconfig, bundle, args.webhook, source=args.ca_file):
             print(f"caBundle set on {done.webhooks} webhook(s) of {done.kind} {done.configuration}")
     except (InjectError, OSError) as exc:
         print(f"jobgate: {exc}", file=sys.stderr)
@@ -293,22 +356,6 @@ def _certs_inject(args: argparse.Namespace) -> int:
         print(f"jobgate: cannot reach the cluster: {exc}", file=sys.stderr)
         return EXIT_DENIED
     return EXIT_OK
-
-
-def _certs_setup(args: argparse.Namespace) -> int:
-    """init, then inject with --secret: one process, for a Job whose image has no shell."""
-    from pathlib import Path
-
-    from jobgate.certs.authority import CertificateExists, init_directory, service_dns_names
-
-    out = Path(args.out)
-    try:
-        init_directory(out, service_dns_names(args.service, args.namespace), [], force=True, leaf_days=args.days)
-    except (CertificateExists, OSError, ValueError) as exc:
-        print(f"jobgate: {exc}", file=sys.stderr)
-        return EXIT_USAGE
-    args.ca_file, args.tls_dir = str(out / "ca.crt"), str(out)
-    return _certs_inject(args)
 
 
 def _manifests(args: argparse.Namespace) -> int:
@@ -496,10 +543,35 @@ def _certs_arguments(certs: argparse.ArgumentParser) -> None:
     init.add_argument("--days", type=int, default=365, help="validity of the serving certificate (default: 365)")
     init.add_argument("--force", action="store_true", help="replace existing keys")
     init.set_defaults(handler=_certs_init)
-    renew = certs_commands.add_parser("renew", help="re-issue the serving certificate when it expires soon")
-    renew.add_argument("--dir", required=True, help="directory written by certs init")
-    renew.add_argument("--within", type=int, default=30, metavar="DAYS", help="renew when expiring within (default 30)")
-    renew.add_argument("--rotate-ca", action="store_true", help="also replace the CA; ca.crt bundles old and new")
+    renew = certs_commands.add_parser(
+        "renew",
+        help="renew the serving certificate (and the CA) when they expire soon: in the cluster, or in a --dir",
+        description="In the cluster (what jobgate's certificate Job and CronJob run): keep the CA in --ca-secret, "
+        "the serving pair in --secret and the trusted CAs in the webhooks' caBundle current; create what is "
+        "missing. Idempotent: run it as often as you like. With --dir: re-issue the files of certs init.",
+    )
+    renew.add_argument("--dir", help="renew the files written by certs init in this directory instead")
+    renew.add_argument("--within", type=int, default=30, metavar="DAYS", help="--dir: renew when expiring within")
+    renew.add_argument("--rotate-ca", action="store_true", help="replace the CA now; the old one stays trusted a while")
+    renew.add_argument("--secret", metavar="NAMESPACE/NAME", help="the webhook's TLS Secret (tls.crt, tls.key, ca.crt)")
+    renew.add_argument("--ca-secret", metavar="NAMESPACE/NAME", help="the CA's Secret (default: NAMESPACE/jobgate-ca)")
+    renew.add_argument("--service", help="the webhook's Service (its DNS names go into the certificate)")
+    renew.add_argument("--namespace", help="namespace of --service (default: --secret's)")
+    renew.add_argument("--webhook", action="append", metavar="NAME", help="webhook configuration name (repeatable)")
+    renew.add_argument("--ca-lifetime", default="365d", metavar="DURATION", help="a new CA's lifetime (default 365d)")
+    renew.add_argument(
+        "--ca-renew-before", default="60d", metavar="DURATION", help="replace the CA this long before it ends (60d)"
+    )
+    renew.add_argument(
+        "--cert-lifetime", default="150d", metavar="DURATION", help="a serving certificate's lifetime (default 150d)"
+    )
+    renew.add_argument(
+        "--cert-renew-before", default="30d", metavar="DURATION", help="re-issue it this long before it ends (30d)"
+    )
+    renew.add_argument(
+        "--ca-overlap", default="24h", metavar="DURATION", help="how long a replaced CA stays trusted (default 24h)"
+    )
+    renew.add_argument("--kubeconfig", help="kubeconfig file (default: in-cluster, then ~/.kube/config)")
     renew.set_defaults(handler=_certs_renew)
     inject = certs_commands.add_parser(
         "inject", help="write the CA into webhook configurations (and optionally the pair into a Secret)"
@@ -512,17 +584,6 @@ def _certs_arguments(certs: argparse.ArgumentParser) -> None:
     inject.add_argument("--secret", metavar="NAMESPACE/NAME", help="also store tls.crt/tls.key/ca.crt in this Secret")
     inject.add_argument("--tls-dir", help="directory with the pair for --secret")
     inject.set_defaults(handler=_certs_inject)
-    setup = certs_commands.add_parser(
-        "setup", help="init and inject in one step: a CA and serving certificate, its Secret, the caBundle"
-    )
-    setup.add_argument("--out", required=True, help="working directory for ca.crt, ca.key, tls.crt, tls.key")
-    setup.add_argument("--service", required=True, help="the webhook's Service (its DNS names go into the certificate)")
-    setup.add_argument("--namespace", required=True, help="namespace of --service")
-    setup.add_argument("--secret", required=True, metavar="NAMESPACE/NAME", help="the TLS Secret to write")
-    setup.add_argument("--webhook", action="append", required=True, metavar="NAME", help="webhook configuration name")
-    setup.add_argument("--days", type=int, default=365, help="validity of the serving certificate (default: 365)")
-    setup.add_argument("--kubeconfig", help="kubeconfig file (default: in-cluster, then ~/.kube/config)")
-    setup.set_defaults(handler=_certs_setup)
 
 
 # One entry per command: its help line, and what adds its arguments.

@@ -147,22 +147,41 @@ def test_cli_init_defaults_to_loopback_names(tmp_path):
     assert subject_alternative_names(load_cert_bundle(tmp_path / "tls.crt")[0]) == (["localhost"], ["127.0.0.1", "::1"])
 
 
-def test_certs_setup_without_a_usable_kubeconfig_says_so(tmp_path, capsys):
-    code = main(["certs", "setup", "--out", str(tmp_path / "out"), "--service", "s", "--namespace", "n",
-                 "--secret", "n/s", "--webhook", "w", "--kubeconfig", str(tmp_path / "missing")])  # fmt: skip
+CLUSTER_RENEW = ["certs", "renew", "--secret", "n/s", "--service", "s", "--webhook", "w"]
+
+
+def test_certs_renew_in_the_cluster_without_a_usable_kubeconfig_says_so(tmp_path, capsys):
+    code = main([*CLUSTER_RENEW, "--kubeconfig", str(tmp_path / "missing")])
     assert code == 1
     assert "no usable cluster configuration" in capsys.readouterr().err
-    assert (tmp_path / "out" / "ca.crt").exists()  # the pair was made before the cluster was asked
 
 
-def test_certs_setup_with_the_cluster_out_of_reach_says_so(tmp_path, capsys):
+def test_certs_renew_with_the_cluster_out_of_reach_says_so(tmp_path, capsys):
     kubeconfig = tmp_path / "kubeconfig"
     kubeconfig.write_text(
         "apiVersion: v1\nkind: Config\nclusters: [{name: c, cluster: {server: 'https://127.0.0.1:1'}}]\n"
         "users: [{name: u, user: {token: x}}]\ncontexts: [{name: c, context: {cluster: c, user: u}}]\n"
         "current-context: c\n"
     )
-    code = main(["certs", "setup", "--out", str(tmp_path / "out"), "--service", "s", "--namespace", "n",
-                 "--secret", "n/s", "--webhook", "w", "--kubeconfig", str(kubeconfig)])  # fmt: skip
+    code = main([*CLUSTER_RENEW, "--kubeconfig", str(kubeconfig)])
     assert code == 1
     assert "cannot reach the cluster" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize(
+    ("argv", "message"),
+    [
+        (["certs", "renew", "--service", "s", "--webhook", "w"], "--secret"),
+        (["certs", "renew", "--secret", "n/s", "--webhook", "w"], "--service"),
+        ([*CLUSTER_RENEW, "--cert-lifetime", "ten days"], "is not a duration"),
+        ([*CLUSTER_RENEW, "--cert-lifetime", "0d"], "is not a duration"),
+        ([*CLUSTER_RENEW, "--cert-lifetime", "10m", "--cert-renew-before", "1h"], "margin must be shorter"),
+        ([*CLUSTER_RENEW, "--ca-lifetime", "30d"], "the CA's renewal margin"),
+        (["certs", "renew", "--secret", "no-slash", "--service", "s", "--webhook", "w"], "NAMESPACE/NAME"),
+    ],
+)
+def test_certs_renew_refuses_bad_arguments_with_a_clear_line(argv, message, capsys, tmp_path):
+    code = main([*argv, "--kubeconfig", str(tmp_path / "missing")])
+    assert code in (1, 2)
+    err = capsys.readouterr().err
+    assert message in err and "Traceback" not in err
