@@ -197,6 +197,8 @@ def _webhook(args: argparse.Namespace) -> int:
         shutdown_timeout=args.shutdown_timeout,
         shutdown_delay=args.shutdown_delay,
     )
+    server.state.unready_while_draining = "readiness" not in args.drain_omit
+    server.state.close_while_draining = "connection-close" not in args.drain_omit
     return run(server, args.event_loop)
 
 
@@ -505,6 +507,10 @@ def _webhook_arguments(webhook: argparse.ArgumentParser) -> None:
     )
     webhook.add_argument(
         "--shutdown-timeout", type=float, default=10.0, metavar="SECONDS", help="how long in-flight reviews may take"
+    )
+    # Only to measure what each piece of a clean drain is worth (bench/drain_pieces.py): never in production.
+    webhook.add_argument(
+        "--drain-omit", action="append", default=[], choices=("readiness", "connection-close"), help=argparse.SUPPRESS
     )
     webhook.add_argument(
         "--kubeconfig",

@@ -113,12 +113,15 @@ class ServerState:
     certificate_loaded: bool = False
     serving: bool = False
     draining: bool = False
+    # Both pieces of a clean drain, on unless measured without (`jobgate webhook --drain-omit`).
+    unready_while_draining: bool = True
+    close_while_draining: bool = True
     in_flight: int = 0
     large_reviews: LargeReviewPool = field(default_factory=lambda: LargeReviewPool())  # noqa: PLW0108 (defined below)
 
     @property
     def ready(self) -> bool:
-        return self.serving and self.certificate_loaded and not self.draining
+        return self.serving and self.certificate_loaded and not (self.draining and self.unready_while_draining)
 
 
 def _plain(status: int, text: str, state: ServerState, *, close: bool = False) -> web.Response:
@@ -415,7 +418,7 @@ def review_handler(endpoint: ReviewEndpoint) -> Handler:
             endpoint.answered(outcome, started)
             state.metrics.general_handler_reviews.inc()
             answer = web.Response(body=outcome.payload, content_type="application/json")
-            if state.draining:
+            if state.draining and state.close_while_draining:
                 answer.force_close()  # Connection: close, as the fast path answers while draining
             return answer
         except Exception:
@@ -545,7 +548,7 @@ class WebhookServer:
         awaited (up to ``shutdown_timeout``) before aiohttp closes the connections.
         """
         self.state.draining = True
-        if self._lane:
+        if self._lane and self.state.close_while_draining:
             self._lane.draining = True
         log.info("draining: not ready; closing the listener in %.1f s", self.shutdown_delay)
         if self.shutdown_delay:

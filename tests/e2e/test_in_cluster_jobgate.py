@@ -48,6 +48,22 @@ def test_the_certificate_job_set_the_secret_and_both_ca_bundles(deployed: Cluste
                        ("validatingwebhookconfiguration", "jobgate-validating")):  # fmt: skip
         configuration = deployed.get_json(kind, name)
         assert all(w["clientConfig"].get("caBundle") == secret["data"]["ca.crt"] for w in configuration["webhooks"])
+    # The CA's key is kept apart, in a Secret no webhook pod mounts.
+    authority = deployed.get_json("secret", "jobgate-ca", "-n", SYSTEM)
+    assert set(authority["data"]) == {"ca.crt", "ca.key", "trusted.crt"}
+    assert authority["data"]["trusted.crt"] == secret["data"]["ca.crt"]
+    for pod in pods(deployed, SYSTEM, "app.kubernetes.io/name=jobgate"):
+        mounted = {v.get("secret", {}).get("secretName") for v in pod["spec"]["volumes"]}
+        assert "jobgate-ca" not in mounted and "jobgate-webhook-tls" in mounted
+
+
+def test_the_renewal_cronjob_runs_the_install_jobs_pod_template(deployed: Cluster):
+    job = deployed.get_json("job", "jobgate-certs", "-n", SYSTEM)
+    cronjob = deployed.get_json("cronjob", "jobgate-certs-renew", "-n", SYSTEM)
+    assert cronjob["spec"]["concurrencyPolicy"] == "Forbid" and not cronjob["spec"].get("suspend")
+    container = cronjob["spec"]["jobTemplate"]["spec"]["template"]["spec"]["containers"][0]
+    assert container["args"] == job["spec"]["template"]["spec"]["containers"][0]["args"]
+    assert container["args"][:2] == ["certs", "renew"]
 
 
 def test_every_jobgate_pod_runs_under_pod_security_restricted(deployed: Cluster):

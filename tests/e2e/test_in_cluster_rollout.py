@@ -13,120 +13,18 @@ from __future__ import annotations
 import json
 import os
 import signal
-import threading
 import time
-from collections import Counter
-from dataclasses import dataclass, field
 from pathlib import Path
 
 import pytest
 
+from envtest.admission_load import GROUP, VERSION, Load, failures, summary
+from envtest.admission_load import NAMESPACE as NS
 from tests.e2e.conftest import Cluster, wait_until
 
 pytestmark = [pytest.mark.e2e, pytest.mark.node]
 
 SYSTEM = "jobgate-system"
-NS = "rollout-load"
-RATE = 25.0  # requests per second, all clients together
-CLIENTS = 5
-GROUP, VERSION, PLURAL = "training.kubedl.io", "v1alpha1", "tfjobs"
-DENIAL = "must not have more than 1 Chief or Master role"
-
-
-def tfjob(name: str, *, valid: bool) -> dict:
-    # Pods of the real creates stay Pending (no node matches): the controller creates them, the
-    # node runs nothing, and the load stays on admission.
-    container = {"name": "tensorflow", "image": "jobgate.local/none:0"}
-    template = {"spec": {"containers": [container], "nodeSelector": {"jobgate.test/none": "none"}}}
-    replicas = {"Worker": {"replicas": 1, "template": template}}
-    if not valid:
-        replicas = {"Chief": {"template": template}, "Master": {"template": template}}
-    return {
-        "apiVersion": f"{GROUP}/{VERSION}",
-        "kind": "TFJob",
-        "metadata": {"name": name, "namespace": NS},
-        "spec": {"tfReplicaSpecs": replicas},
-    }
-
-
-Answer = tuple[str, str, str, float]  # kind, outcome, detail, when it came (time.monotonic())
-
-
-@dataclass
-class Load:
-    """Clients sending jobs at ``RATE`` until stopped; every answer kept."""
-
-    kubeconfig: str
-    run: str  # names the real creates, unique across runs
-    answers: list[Answer] = field(default_factory=list)
-    started: float = 0.0
-    stopped: float = 0.0
-    stop: threading.Event = field(default_factory=threading.Event)
-    threads: list[threading.Thread] = field(default_factory=list)
-    lock: threading.Lock = field(default_factory=threading.Lock)
-
-    def start(self) -> Load:
-        self.started = time.monotonic()
-        for index in range(CLIENTS):
-            thread = threading.Thread(target=self._client, args=(index,), daemon=True)
-            thread.start()
-            self.threads.append(thread)
-        return self
-
-    def finish(self) -> list[Answer]:
-        self.stop.set()
-        for thread in self.threads:
-            thread.join(timeout=60)
-        self.stopped = time.monotonic()
-        return self.answers
-
-    @property
-    def rate(self) -> float:
-        return len(self.answers) / (self.stopped - self.started)
-
-    def _client(self, index: int) -> None:
-        from kubernetes import client, config
-
-        configuration = client.Configuration()
-        config.load_kube_config(config_file=self.kubeconfig, client_configuration=configuration)
-        api = client.CustomObjectsApi(client.ApiClient(configuration))  # one connection pool per client
-        interval = CLIENTS / RATE
-        sent = 0
-        next_at = time.monotonic() + index * interval / CLIENTS
-        while not self.stop.is_set():
-            time.sleep(max(0.0, next_at - time.monotonic()))
-            next_at += interval
-            sent += 1
-            # Of every 8 requests: 3 dry-run valid, 3 dry-run invalid, 1 real invalid, 1 real valid.
-            kind = ("dry-valid", "dry-invalid", "dry-valid", "real-invalid", "dry-invalid", "dry-valid",
-                    "dry-invalid", "real-valid")[sent % 8]  # fmt: skip
-            self._record(kind, api, f"{self.run}-c{index}-{sent}")
-
-    def _record(self, kind: str, api, name: str) -> None:
-        from kubernetes.client.exceptions import ApiException
-
-        body = tfjob(name, valid=kind.endswith("-valid") and not kind.endswith("invalid"))
-        dry_run = "All" if kind.startswith("dry") else None
-        try:
-            api.create_namespaced_custom_object(GROUP, VERSION, NS, PLURAL, body, dry_run=dry_run, _request_timeout=30)
-            outcome, detail = "admitted", ""
-        except ApiException as exc:
-            detail = exc.body if isinstance(exc.body, str) else str(exc)
-            outcome = "refused" if exc.status == 422 and DENIAL in detail else f"failed {exc.status}"
-        except Exception as exc:  # the connection itself: counted, never lost
-            outcome, detail = "failed", repr(exc)
-        with self.lock:
-            self.answers.append((kind, outcome, detail[:300], time.monotonic()))
-
-
-def failures(answers: list[Answer]) -> list[Answer]:
-    expected = {"dry-valid": "admitted", "real-valid": "admitted", "dry-invalid": "refused", "real-invalid": "refused"}
-    return [a for a in answers if a[1] != expected[a[0]]]
-
-
-def summary(answers: list[Answer]) -> str:
-    counts = Counter((kind, outcome) for kind, outcome, _, _ in answers)
-    return ", ".join(f"{kind} {outcome}: {n}" for (kind, outcome), n in sorted(counts.items()))
 
 
 @pytest.fixture(scope="module")
@@ -288,3 +186,107 @@ def test_the_controller_leader_deleted_mid_reconcile_is_replaced_without_double_
         for pod in pods:
             owners = [o for o in pod["metadata"].get("ownerReferences", []) if o.get("controller")]
             assert [(o["kind"], o["name"]) for o in owners] == [("TFJob", name)]  # none orphaned
+
+
+def served_serials(cluster: Cluster) -> dict[str, int]:
+    """The serial number of the certificate each webhook pod serves, asked of the pod itself."""
+    import socket
+    import ssl
+
+    from cryptography import x509
+
+    context = ssl.create_default_context()
+    context.check_hostname, context.verify_mode = False, ssl.CERT_NONE  # who signed it is checked elsewhere
+    serials = {}
+    for pod in webhook_pods(cluster):
+        ip = pod["status"].get("podIP")
+        if not ip or pod["status"]["phase"] != "Running":
+            continue
+        try:
+            with socket.create_connection((ip, 9443), timeout=2) as raw, context.wrap_socket(raw) as tls:
+                der = tls.getpeercert(binary_form=True)
+        except OSError:
+            continue
+        serials[pod["metadata"]["name"]] = x509.load_der_x509_certificate(der).serial_number
+    return serials
+
+
+def secret_certificates(cluster: Cluster) -> tuple[int, list[bytes]]:
+    """The serving certificate's serial in Secret jobgate-webhook-tls, and the CAs its ca.crt trusts."""
+    import base64
+
+    from cryptography import x509
+
+    data = cluster.get_json("secret", "jobgate-webhook-tls", "-n", SYSTEM)["data"]
+    serving = x509.load_pem_x509_certificates(base64.b64decode(data["tls.crt"]))[0]
+    trusted = x509.load_pem_x509_certificates(base64.b64decode(data["ca.crt"]))
+    return serving.serial_number, [c.fingerprint(c.signature_hash_algorithm) for c in trusted]  # type: ignore[arg-type]
+
+
+def certs_args(cluster: Cluster) -> list[str]:
+    cronjob = cluster.get_json("cronjob", "jobgate-certs-renew", "-n", SYSTEM)
+    return cronjob["spec"]["jobTemplate"]["spec"]["template"]["spec"]["containers"][0]["args"]
+
+
+def set_cronjob(cluster: Cluster, args: list[str], schedule: str) -> None:
+    patch = [
+        {"op": "replace", "path": "/spec/jobTemplate/spec/template/spec/containers/0/args", "value": args},
+        {"op": "replace", "path": "/spec/schedule", "value": schedule},
+    ]
+    cluster.kubectl("patch", "cronjob", "jobgate-certs-renew", "-n", SYSTEM, "--type=json", "-p", json.dumps(patch),
+                    check=True)  # fmt: skip
+
+
+def test_certificate_renewal_and_ca_rotation_lose_no_admission(deployed: Cluster):
+    """The CronJob's own command, with lifetimes of minutes: a CA rotation (a Job made from the
+    CronJob, as a user forces one), then a renewal the schedule starts by itself. Every webhook pod
+    must come to serve each new certificate, and no admission may fail on the way."""
+    # The kubelet puts a changed Secret into the pods at its next sync of each pod (syncFrequency,
+    # 5 s on the test node, 1 min by default); the webhook polls its files every 2 s.
+    pickup_bound = 5 + 2 + 20
+    original = certs_args(deployed)
+    short = [a for a in original if not a.startswith(("--cert-lifetime", "--cert-renew-before", "--ca-overlap"))]
+    # A pair of 3 minutes is due 10 s after it is made: the next scheduled run renews it.
+    short += ["--cert-lifetime=3m", "--cert-renew-before=2m50s", "--ca-overlap=30m"]
+    pickups: list[tuple[str, float]] = []
+    runs: list[str] = []
+
+    def wait_for_pods_serving(serial: int, what: str) -> None:
+        since = time.monotonic()
+        wait_until(lambda: set(served_serials(deployed).values()) == {serial} and len(served_serials(deployed)) >= 2,
+                   pickup_bound + 30, message=f"every webhook pod serving the {what} certificate")  # fmt: skip
+        pickups.append((what, time.monotonic() - since))
+
+    def renewals() -> None:
+        serial_before, trusted_before = secret_certificates(deployed)
+        assert set(served_serials(deployed).values()) == {serial_before}
+        # 1. CA rotation, forced: a Job from the CronJob with --rotate-ca added.
+        set_cronjob(deployed, [*short, "--rotate-ca"], "17 * * * *")
+        deployed.kubectl("create", "job", "--from=cronjob/jobgate-certs-renew", "jobgate-certs-rotate", "-n", SYSTEM,
+                         check=True)  # fmt: skip
+        deployed.kubectl("wait", "--for=condition=Complete", "job/jobgate-certs-rotate", "-n", SYSTEM,
+                         "--timeout=120s", check=True)  # fmt: skip
+        runs.append("jobgate-certs-rotate")
+        serial_rotated, trusted_rotated = secret_certificates(deployed)
+        assert serial_rotated != serial_before
+        assert len(trusted_rotated) == 2 and trusted_rotated[1] == trusted_before[0], "both CAs trusted"
+        wait_for_pods_serving(serial_rotated, "rotated CA's")
+        # 2. Renewal by the schedule, with nobody running a command.
+        set_cronjob(deployed, short, "* * * * *")
+        wait_until(lambda: secret_certificates(deployed)[0] != serial_rotated, 150,
+                   message="a scheduled run renewing the serving certificate")  # fmt: skip
+        serial_renewed, trusted_renewed = secret_certificates(deployed)
+        assert trusted_renewed == trusted_rotated  # the same CA signed it; the old one is still in its overlap
+        wait_for_pods_serving(serial_renewed, "scheduled renewal's")
+        set_cronjob(deployed, original, "17 * * * *")
+        jobs = deployed.get_json("jobs", "-n", SYSTEM)["items"]
+        runs.extend(j["metadata"]["name"] for j in jobs if j["metadata"]["name"].startswith("jobgate-certs-renew-"))
+
+    load = under_load(deployed, renewals, "renewal", settle=5.0)
+    answers = load.answers
+    print(f"\ncertificate renewals ({', '.join(runs)}): {len(answers)} requests at {load.rate:.1f}/s: "
+          f"{summary(answers)}; every pod serving the new certificate after "
+          + ", ".join(f"{what} {seconds:.1f} s" for what, seconds in pickups))  # fmt: skip
+    assert any(run.startswith("jobgate-certs-renew-") for run in runs), f"no run of the schedule: {runs}"
+    assert all(seconds <= pickup_bound for _, seconds in pickups), pickups
+    check(load, "certificate renewal and CA rotation")

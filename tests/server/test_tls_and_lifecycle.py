@@ -352,6 +352,34 @@ def test_readiness_turns_false_while_draining(tls_dir):
     assert code == 0, log
 
 
+def test_drain_omit_readiness_keeps_readyz_answering_ok_while_draining(tls_dir):
+    """The measurement knob does what it says (bench/drain_pieces.py compares with and without)."""
+    webhook = RunningWebhook(tls_dir, "--shutdown-delay", "2", "--drain-omit", "readiness")
+    webhook.process.send_signal(signal.SIGTERM)
+    time.sleep(0.5)
+    connection = open_tls(webhook.port, tls_dir / "ca.crt")
+    connection.sendall(b"GET /readyz HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
+    assert read_http_response(connection)[0] == 200
+    connection.close()
+    assert webhook.finish()[0] == 0
+
+
+def test_drain_omit_connection_close_keeps_connections_open_while_draining(tls_dir):
+    webhook = RunningWebhook(tls_dir, "--shutdown-delay", "3", "--drain-omit", "connection-close")
+    body = json.dumps(admission_review(tfjob(name="drain"), uid="uid-drain")).encode()
+    request = (
+        f"POST /validate HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: {len(body)}\r\n\r\n"
+    ).encode() + body
+    connection = open_tls(webhook.port, tls_dir / "ca.crt")
+    webhook.process.send_signal(signal.SIGTERM)
+    time.sleep(0.5)
+    for _ in range(2):  # the same connection answers twice: it was not closed
+        connection.sendall(request)
+        assert read_http_response(connection)[0] == 200
+    connection.close()
+    assert webhook.finish()[0] == 0
+
+
 def test_answers_while_draining_close_their_keep_alive_connection(tls_dir):
     """A connection opened before SIGTERM gets its answers with ``Connection: close`` and is then
     closed: the apiserver's next request opens a new connection, which the Service sends to a
