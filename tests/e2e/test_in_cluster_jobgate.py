@@ -131,6 +131,9 @@ def test_a_job_runs_to_completion_under_the_in_cluster_controller(deployed: Clus
         "kind": "TFJob",
         "metadata": {"name": "in-cluster-run", "namespace": NS},
         "spec": {
+            # Both pods stay to be counted: with the default (Running) worker 1 is deleted if it
+            # is still running when worker 0's success ends the job.
+            "cleanPodPolicy": "None",
             "tfReplicaSpecs": {
                 "Worker": {
                     "replicas": 2,
