@@ -53,9 +53,14 @@ VARIANTS = (
     Variant(SHIPPED),
     Variant(
         "no shutdown delay (no preStop wait)", args_without=("--shutdown-delay",), args_with=("--shutdown-delay=0",)
-    ),  # noqa: E501
+    ),
     Variant("readiness stays true while draining", args_with=("--drain-omit=readiness",)),
     Variant("no Connection: close while draining", args_with=("--drain-omit=connection-close",)),
+    Variant(
+        "none of the three (exits its listener at SIGTERM, ready, keep-alive)",
+        args_without=("--shutdown-delay",),
+        args_with=("--shutdown-delay=0", "--drain-omit=readiness", "--drain-omit=connection-close"),
+    ),
     Variant("maxUnavailable 1, maxSurge 0", strategy={"maxUnavailable": 1, "maxSurge": 0}),
     Variant("one replica, maxUnavailable 0, maxSurge 1", replicas=1),
     Variant("one replica, maxUnavailable 1, maxSurge 0", replicas=1, strategy={"maxUnavailable": 1, "maxSurge": 0}),
