@@ -317,8 +317,8 @@ def _manifests(args: argparse.Namespace) -> int:
     from jobgate.webhook.manifests import (
         TEST_CRDS_DIR,
         differences,
-        stale_package_tables,
         e2e_crd_files,
+        stale_package_tables,
         write,
         write_package_tables,
     )

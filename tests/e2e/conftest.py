@@ -173,6 +173,10 @@ spec:
 POD_GROUP_CRD = volcano_scheduling_crd("PodGroup", "pg", "Namespaced", status_subresource=True)
 
 
+# CRDs of Kubeflow's kinds generated from jobgate's models (jobgate ships none): see the README's Kubeflow section.
+KUBEFLOW_TEST_CRDS = REPO / "tests/e2e/crds/kubeflow"
+
+
 @pytest.fixture(scope="session")
 def cluster(control_plane: Cluster, webhook_process: WebhookProcess) -> Cluster:
     """CRDs and webhook configurations installed, caBundle injected, webhook answering."""
@@ -182,6 +186,8 @@ def cluster(control_plane: Cluster, webhook_process: WebhookProcess) -> Cluster:
 def install_jobgate(control_plane: Cluster, webhook_process: WebhookProcess) -> Cluster:
     """CRDs and webhook configurations installed, caBundle injected, webhook answering."""
     control_plane.kubectl("apply", "-f", "-", input=POD_GROUP_CRD, check=True)
+    # kubeflow.org/v1 for the Kubeflow examples: jobgate's stand-in CRDs, as Kubeflow's operator would install its own.
+    control_plane.kubectl("apply", "-k", str(KUBEFLOW_TEST_CRDS), check=True)
     control_plane.kubectl("apply", "-f", "-", input=url_overlay(webhook_process.port), check=True)
     injected = jobgate(
         "certs", "inject", "--kubeconfig", control_plane.kubeconfig,

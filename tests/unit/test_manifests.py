@@ -14,9 +14,9 @@ from jobgate.webhook.manifests import (
     admission_only,
     controller_cluster_role,
     differences,
+    e2e_crd_files,
     generated_files,
     package_tables,
-    e2e_crd_files,
     webhook_configurations,
 )
 from jobgate.webhook.rules.registry import served_kinds
