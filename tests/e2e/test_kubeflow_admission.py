@@ -320,3 +320,26 @@ def test_jobs_of_the_other_families_are_untouched(kubeflow_cluster: Setup):
     spec = cluster.get_json("tfjobs.training.kubedl.io", "kubedl-untouched", "-n", NAMESPACE)["spec"]
     assert "cleanPodPolicy" not in spec
     assert "kubedl-untouched" not in kubeflow_cluster.webhook_log.read_text()
+
+
+@pytest.mark.parametrize("path", sorted((REPO / "examples").glob("*/kubeflow-*.yaml")), ids=lambda p: p.name)
+def test_kubeflow_examples_get_the_offline_verdict_and_object(kubeflow_cluster: Setup, path: Path):
+    cluster = kubeflow_cluster.cluster
+    manifest = yaml.safe_load(path.read_text())
+    manifest["metadata"]["namespace"] = NAMESPACE
+    report = json.loads(jobgate("validate", "-o", "json", str(path)).stdout)["documents"][0]
+    result = cluster.kubectl("apply", "-f", "-", input=json.dumps(manifest))
+    if path.parent.name == "valid":
+        assert result.returncode == 0, result.stderr
+        assert report["outcome"] == "admitted"
+        resource = f"{manifest['kind'].lower()}s.kubeflow.org"
+        stored_spec = cluster.get_json(resource, manifest["metadata"]["name"], "-n", NAMESPACE)["spec"]
+        offline = json.loads(jobgate("default", "-o", "json", str(path)).stdout)
+        assert stored_spec == offline["spec"]
+    else:
+        assert result.returncode != 0
+        assert report["outcome"] == "denied"
+        # jobgate's denial or Kubeflow's (the PyTorchJob): every field error shown is one offline reports.
+        offline_messages = {e["message"] for e in report["errors"]}
+        shown = [line for line in offline_messages if line in result.stderr]
+        assert shown, (result.stderr, sorted(offline_messages))
