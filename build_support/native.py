@@ -46,6 +46,7 @@ COMPILED_MODULES = (
     "jobgate.webhook.rules.schema",
     "jobgate.webhook.rules.jobmeta",
     "jobgate.webhook.rules.podtemplate",
+    "jobgate.webhook.rules.replicajobs",
     "jobgate.webhook.rules.families.kubedl",
     "jobgate.webhook.rules.families.mlkube",
     "jobgate.webhook.rules.families.t9k",

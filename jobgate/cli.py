@@ -363,16 +363,27 @@ def _certs_inject(args: argparse.Namespace) -> int:
 def _manifests(args: argparse.Namespace) -> int:
     from pathlib import Path
 
-    from jobgate.webhook.manifests import differences, stale_package_tables, write, write_package_tables
+    from jobgate.webhook.manifests import (
+        TEST_CRDS_DIR,
+        differences,
+        e2e_crd_files,
+        stale_package_tables,
+        write,
+        write_package_tables,
+    )
 
     directory = Path(args.dir)
+    test_crds = Path(args.test_crds) if args.test_crds else directory.absolute().parent / TEST_CRDS_DIR
     if args.check:
         stale = [str(directory / relative) for relative in differences(directory)]
+        stale += [str(test_crds / relative) for relative in differences(test_crds, e2e_crd_files())]
         stale += [str(path) for path in stale_package_tables()]
         for path in stale:
             print(f"{path}: differs from what `jobgate manifests generate` produces", file=sys.stderr)
         return EXIT_DENIED if stale else EXIT_OK
     for path in write(directory):
+        print(f"wrote {path}")
+    for path in write(test_crds, e2e_crd_files()):
         print(f"wrote {path}")
     for table in write_package_tables():
         print(f"wrote {table}")
@@ -534,6 +545,12 @@ def _manifests_arguments(manifests: argparse.ArgumentParser) -> None:
         "generate", help="write the CRDs and webhook configurations derived from the API models"
     )
     generate.add_argument("--dir", default="manifests", help="the manifests directory (default: manifests)")
+    generate.add_argument(
+        "--test-crds",
+        default=None,
+        help="where the CRDs of admission-only kinds (Kubeflow's) go, for the end-to-end tests "
+        "(default: tests/e2e/crds beside the manifests directory)",
+    )
     generate.add_argument("--check", action="store_true", help="write nothing; exit 1 if the files are stale")
     generate.set_defaults(handler=_manifests)
 

@@ -39,6 +39,8 @@ _KIND_DESCRIPTIONS = {
     "(parameter-server) mode, defaulted and validated by jobgate's admission webhooks and run by its controller.",
     "t9k": "{kind} of the T9k API ({group}/{version}): a general-purpose batch job of replica types with finish "
     "rules and run modes, defaulted and validated by jobgate's admission webhooks and run by its controller.",
+    "kubeflow": "{kind} of Kubeflow's training-operator API ({group}/{version}), as jobgate's models describe it: "
+    "a stand-in for Kubeflow's own CRD in jobgate's end-to-end tests (jobgate ships no Kubeflow CRD).",
     "diengine": "{kind} of the DI-orchestrator API ({group}/{version}): a DI-engine job of learner, collector, "
     "evaluator and other tasks, defaulted and validated by jobgate's admission webhooks and run by its controller.",
 }
@@ -232,7 +234,8 @@ def controller_cluster_role() -> dict[str, Any]:
     """What the controller reads and writes, and nothing else."""
     by_group: dict[str, list[str]] = defaultdict(list)
     for kind in every_family_kind():
-        by_group[kind.gvk.group].append(kind.plural)
+        if not admission_only(kind):  # run by their peer's operator, never by jobgate's controller
+            by_group[kind.gvk.group].append(kind.plural)
     rules: list[dict[str, Any]] = []
     for group, plurals in sorted(by_group.items()):
         plurals.sort()
@@ -301,10 +304,33 @@ def _dump(documents: list[dict[str, Any]]) -> str:
     return GENERATED_HEADER + buffer.getvalue()
 
 
+def admission_only(kind: JobKind) -> bool:
+    """A kind jobgate only admits: its peer's CRD and operator run it (Kubeflow's), so jobgate ships
+    neither a CRD nor controller permissions for it."""
+    return bool(getattr(kind, "admission_only", False))
+
+
+# Where `jobgate manifests generate` writes the CRDs of admission-only kinds, for the tests only.
+TEST_CRDS_DIR = "tests/e2e/crds"
+
+
+def e2e_crd_files() -> dict[str, str]:
+    """Relative path under ``tests/e2e/crds/`` -> content: the admission-only kinds' CRDs, generated
+    from jobgate's models so that the end-to-end tests can serve those kinds without their peer."""
+    kinds = sorted((k for k in every_family_kind() if admission_only(k)), key=lambda k: (k.gvk.group, k.gvk.kind))
+    files = {f"{k.family}/{k.gvk.group}_{k.plural}.yaml": _dump([custom_resource_definition(k)]) for k in kinds}
+    for family in sorted({k.family for k in kinds}):
+        names = [f"{k.gvk.group}_{k.plural}.yaml" for k in kinds if k.family == family]
+        files[f"{family}/kustomization.yaml"] = _dump(
+            [{"apiVersion": "kustomize.config.k8s.io/v1beta1", "kind": "Kustomization", "resources": names}]
+        )
+    return files
+
+
 def generated_files() -> dict[str, str]:
     """Relative path under ``manifests/`` -> content."""
     files: dict[str, str] = {}
-    kinds = sorted(every_family_kind(), key=lambda k: (k.gvk.group, k.gvk.kind))
+    kinds = sorted((k for k in every_family_kind() if not admission_only(k)), key=lambda k: (k.gvk.group, k.gvk.kind))
     for kind in kinds:
         files[f"base/crds/{kind.gvk.group}_{kind.plural}.yaml"] = _dump([custom_resource_definition(kind)])
     files[f"base/crds/{COMMAND_CRD_FILE}"] = _dump([command_custom_resource_definition()])
@@ -318,9 +344,9 @@ def generated_files() -> dict[str, str]:
     return files
 
 
-def write(directory: Path) -> list[Path]:
+def write(directory: Path, files: dict[str, str] | None = None) -> list[Path]:
     written = []
-    for relative, content in generated_files().items():
+    for relative, content in (generated_files() if files is None else files).items():
         path = directory / relative
         path.parent.mkdir(parents=True, exist_ok=True)
         if not path.exists() or path.read_text() != content:
@@ -329,11 +355,11 @@ def write(directory: Path) -> list[Path]:
     return written
 
 
-def differences(directory: Path) -> list[str]:
+def differences(directory: Path, files: dict[str, str] | None = None) -> list[str]:
     """Generated files that are missing or differ under ``directory``."""
     return [
         relative
-        for relative, content in generated_files().items()
+        for relative, content in (generated_files() if files is None else files).items()
         if not (directory / relative).exists() or (directory / relative).read_text() != content
     ]
 

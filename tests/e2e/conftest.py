@@ -173,6 +173,12 @@ spec:
 POD_GROUP_CRD = volcano_scheduling_crd("PodGroup", "pg", "Namespaced", status_subresource=True)
 
 
+# CRDs of Kubeflow's kinds generated from jobgate's models (jobgate ships none): see the README's Kubeflow
+# section. Not installed in the shared cluster: beside the KubeDL CRDs they would make `kubectl get tfjobs`
+# ambiguous; tests/e2e/test_kubeflow_admission.py installs them on a control plane of its own.
+KUBEFLOW_TEST_CRDS = REPO / "tests/e2e/crds/kubeflow"
+
+
 @pytest.fixture(scope="session")
 def cluster(control_plane: Cluster, webhook_process: WebhookProcess) -> Cluster:
     """CRDs and webhook configurations installed, caBundle injected, webhook answering."""

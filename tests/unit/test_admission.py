@@ -139,10 +139,10 @@ def test_delete_is_allowed_without_looking():
 
 
 def test_unserved_kind_is_allowed_with_a_warning():
-    obj = {"apiVersion": "kubeflow.org/v1", "kind": "TFJob", "metadata": {"name": "x"}, "spec": {}}
+    obj = {"apiVersion": "kubeflow.org/v2", "kind": "TFJob", "metadata": {"name": "x"}, "spec": {}}
     response = answer(admission_review(obj))["response"]
     assert response["allowed"] is True
-    assert response["warnings"] == ["jobgate does not serve kubeflow.org/v1 TFJob; admitted without checks"]
+    assert response["warnings"] == ["jobgate does not serve kubeflow.org/v2 TFJob; admitted without checks"]
 
 
 def test_mxjob_review():

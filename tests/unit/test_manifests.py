@@ -10,7 +10,15 @@ import pytest
 from ruamel.yaml import YAML
 
 from jobgate.cli import main
-from jobgate.webhook.manifests import differences, generated_files, package_tables, webhook_configurations
+from jobgate.webhook.manifests import (
+    admission_only,
+    controller_cluster_role,
+    differences,
+    e2e_crd_files,
+    generated_files,
+    package_tables,
+    webhook_configurations,
+)
 from jobgate.webhook.rules.registry import served_kinds
 
 MANIFESTS = Path(__file__).resolve().parents[2] / "manifests"
@@ -35,9 +43,14 @@ def test_check_mode_reports_drift(tmp_path, capsys):
 
 
 def test_a_crd_per_served_kind():
-    crds = {d["spec"]["names"]["kind"]: d for p in (MANIFESTS / "base/crds").glob("*_*.yaml") for d in load_all(p)}
-    assert crds.pop("Command")["spec"]["group"] == "bus.volcano.sh"  # not a job: see the next test
-    assert set(crds) == {k.gvk.kind for k in served_kinds()}
+    crds = {
+        (d["spec"]["group"], d["spec"]["names"]["kind"]): d
+        for p in (MANIFESTS / "base/crds").glob("*_*.yaml")
+        for d in load_all(p)
+    }
+    assert crds.pop(("bus.volcano.sh", "Command"))  # not a job: see the next test
+    # Kubeflow's kinds are admitted only: their CRDs are Kubeflow's, never shipped (see the test below).
+    assert set(crds) == {(k.gvk.group, k.gvk.kind) for k in served_kinds() if not admission_only(k)}
     for crd in crds.values():
         (version,) = crd["spec"]["versions"]
         assert version["subresources"] == {"status": {}}
@@ -135,6 +148,40 @@ def test_webhook_configurations():
         assert not any("/" in r for r in resources)  # no status subresource
         for rule in webhook["rules"]:
             assert rule["operations"] == ["CREATE", "UPDATE"]
+
+
+TEST_CRDS = MANIFESTS.parent / "tests/e2e/crds"
+
+
+def test_kubeflow_kinds_are_admitted_but_get_no_shipped_crd_nor_controller_rights():
+    kubeflow = {k.plural for k in served_kinds() if k.gvk.group == "kubeflow.org"}
+    assert kubeflow == {"tfjobs", "pytorchjobs", "xgboostjobs", "paddlejobs", "jaxjobs", "mpijobs"}
+    assert all(admission_only(k) for k in served_kinds() if k.gvk.group == "kubeflow.org")
+    assert not list((MANIFESTS / "base/crds").glob("kubeflow.org_*"))
+    for configuration in webhook_configurations():
+        (rule,) = [r for r in configuration["webhooks"][0]["rules"] if r["apiGroups"] == ["kubeflow.org"]]
+        assert rule["apiVersions"] == ["v1"] and set(rule["resources"]) == kubeflow
+    assert all("kubeflow.org" not in rule["apiGroups"] for rule in controller_cluster_role()["rules"])
+
+
+def test_kubeflow_test_crds_are_current_and_only_for_the_tests():
+    assert differences(TEST_CRDS, e2e_crd_files()) == [], "run `jobgate manifests generate`"
+    crds = [d for p in sorted((TEST_CRDS / "kubeflow").glob("kubeflow.org_*.yaml")) for d in load_all(p)]
+    assert sorted(c["spec"]["names"]["kind"] for c in crds) == [
+        "JAXJob",
+        "MPIJob",
+        "PaddleJob",
+        "PyTorchJob",
+        "TFJob",
+        "XGBoostJob",
+    ]
+    for crd in crds:
+        (version,) = crd["spec"]["versions"]
+        assert version["name"] == "v1"
+        assert [c["name"] for c in version["additionalPrinterColumns"]] == ["State", "Age"]  # Kubeflow's columns
+        spec = version["schema"]["openAPIV3Schema"]["properties"]["spec"]
+        assert "runPolicy" in spec["properties"]
+        assert "stand-in" in version["schema"]["openAPIV3Schema"]["description"]
 
 
 def test_generated_files_are_stable():

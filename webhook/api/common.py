@@ -40,6 +40,46 @@ class WireModel(BaseModel):
     model_config = ConfigDict(populate_by_name=True)
 
 
+# --- jobs of a map of replica types (the KubeDL and Kubeflow families) -------------------------
+
+
+class RunPolicyBase(WireModel):
+    """The run-time policies every replica-map family has (KubeDL inlines them into spec, Kubeflow
+    keeps them under spec.runPolicy); each family adds its own scheduling policy."""
+
+    cleanPodPolicy: CleanPodPolicy | None = Field(
+        None,
+        description=(
+            "Which pods to delete when the job finishes: All, Running (pods still running) or None. "
+            "Defaults to Running."
+        ),
+    )
+    ttlSecondsAfterFinished: Int32 | None = Field(
+        None, ge=0, description="Seconds after the job finished before it is deleted. Unset: never deleted."
+    )
+    activeDeadlineSeconds: Int64 | None = Field(
+        None, gt=0, description="Seconds from the job's start time after which it is failed (reason DeadlineExceeded)."
+    )
+    backoffLimit: Int32 | None = Field(
+        None, ge=0, description="Number of pod restarts allowed before the job is failed (reason BackoffLimitExceeded)."
+    )
+
+
+class ReplicaSpec(WireModel):
+    """Pods of one replica type."""
+
+    replicas: Int32 | None = Field(None, ge=0, description="Number of pods of this replica type. Defaults to 1.")
+    template: PodTemplate
+    restartPolicy: RestartPolicy | None = Field(
+        None,
+        description=(
+            "What happens when a pod of this replica fails: Always, OnFailure, Never, or ExitCode "
+            "(the pod runs with restartPolicy Never and the controller recreates it when the exit code "
+            "is retryable). Defaults per kind."
+        ),
+    )
+
+
 class JobCondition(WireModel):
     """One observed condition of the job."""
 

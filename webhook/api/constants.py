@@ -25,3 +25,8 @@ DIENGINE_VERSION = "v2alpha1"
 
 VOLCANO_GROUP = "batch.volcano.sh"
 VOLCANO_VERSION = "v1alpha1"
+
+KUBEFLOW_GROUP = "kubeflow.org"
+KUBEFLOW_VERSION = "v1"
+# spec.runPolicy.managedBy: the controllers Kubeflow's webhooks accept (Kubeflow's operator, Kueue's MultiKueue).
+KUBEFLOW_MANAGED_BY: tuple[str, ...] = ("kubeflow.org/training-operator", "kueue.x-k8s.io/multikueue")

@@ -10,14 +10,7 @@ from typing import Literal
 
 from pydantic import Field
 
-from jobgate.webhook.api.common import (
-    CleanPodPolicy,
-    Int32,
-    Int64,
-    PodTemplate,
-    RestartPolicy,
-    WireModel,
-)
+from jobgate.webhook.api.common import Int32, ReplicaSpec, RunPolicyBase, WireModel
 from jobgate.webhook.api.constants import KUBEDL_GROUP, KUBEDL_VERSION
 
 GROUP = KUBEDL_GROUP
@@ -40,41 +33,10 @@ class SchedulingPolicy(WireModel):
     priority: Int32 | None = Field(None, description="Priority value, filled from priorityClassName when unset.")
 
 
-class RunPolicy(WireModel):
+class RunPolicy(RunPolicyBase):
     """Run-time policies of the job; KubeDL inlines these fields into spec."""
 
-    cleanPodPolicy: CleanPodPolicy | None = Field(
-        None,
-        description=(
-            "Which pods to delete when the job finishes: All, Running (pods still running) or None. "
-            "Defaults to Running."
-        ),
-    )
-    ttlSecondsAfterFinished: Int32 | None = Field(
-        None, ge=0, description="Seconds after the job finished before it is deleted. Unset: never deleted."
-    )
-    activeDeadlineSeconds: Int64 | None = Field(
-        None, gt=0, description="Seconds from the job's start time after which it is failed (reason DeadlineExceeded)."
-    )
-    backoffLimit: Int32 | None = Field(
-        None, ge=0, description="Number of pod restarts allowed before the job is failed (reason BackoffLimitExceeded)."
-    )
     schedulingPolicy: SchedulingPolicy | None = Field(None, description="Scheduling settings, e.g. gang scheduling.")
-
-
-class ReplicaSpec(WireModel):
-    """Pods of one replica type."""
-
-    replicas: Int32 | None = Field(None, ge=0, description="Number of pods of this replica type. Defaults to 1.")
-    template: PodTemplate
-    restartPolicy: RestartPolicy | None = Field(
-        None,
-        description=(
-            "What happens when a pod of this replica fails: Always, OnFailure, Never, or ExitCode "
-            "(the pod runs with restartPolicy Never and the controller recreates it when the exit code "
-            "is retryable). Defaults per kind."
-        ),
-    )
 
 
 ReplicaSpecs = dict[str, ReplicaSpec]

@@ -101,8 +101,10 @@ def default_pod_template(
     container_name: str | None,
     port: tuple[str, int] | None,
     port_requires_named_container: bool = False,
+    termination_message_policy: bool = True,
 ) -> None:
-    """Fill terminationMessagePolicy and the framework port, in place on ``replica`` (a copy).
+    """Fill terminationMessagePolicy (unless ``termination_message_policy`` is false) and the
+    framework port, in place on ``replica`` (a copy).
 
     The port goes to the container named ``container_name``, else to the first container,
     unless ``port_requires_named_container``; an existing port of that name is left alone.
@@ -117,6 +119,8 @@ def default_pod_template(
     spec["containers"] = containers  # type: ignore[index]
     containers_pointer = f"{pointer}/template/spec/containers"
     for index, given in enumerate(containers):
+        if not termination_message_policy:
+            break
         if isinstance(given, dict) and given.get("terminationMessagePolicy") in (None, ""):
             copy = containers[index] = dict(given)
             recorder.set(copy, "terminationMessagePolicy", FALLBACK_TO_LOGS, f"{containers_pointer}/{index}")
@@ -202,12 +206,16 @@ def check_pod_template(
     replica_restart_policy: str | None,
     required_container: tuple[str, str] | None = None,
     found: Findings | None = None,
+    required_container_when_unnamed: bool = False,
+    missing_containers_detail: str | None = None,
 ) -> Findings:
     """Everything the apiserver would refuse in pods created from ``template``.
 
     ``where`` names the replica in warnings (e.g. ``tfReplicaSpecs[Worker]``);
-    ``required_container`` is (name, detail of the error when no container has that name).
-    The findings are added to ``found`` when given (and returned), else to new ones.
+    ``required_container`` is (name, detail of the error when no container has that name), an
+    error reported when containers have names (``required_container_when_unnamed``: also when
+    none has one); ``missing_containers_detail`` replaces the detail of the error for a template
+    without containers. The findings are added to ``found`` when given (and returned), else to new ones.
     """
     if found is None:
         found = Findings()
@@ -240,8 +248,14 @@ def check_pod_template(
             if name is not None and key == "containers":
                 main_names.add(name)
     if not containers and (containers is None or type(containers) is list):
-        errors.append(required((*spec_path, "containers"), "must have at least one container"))
-    elif required_container is not None and main_names and required_container[0] not in main_names:
+        errors.append(
+            required((*spec_path, "containers"), missing_containers_detail or "must have at least one container")
+        )
+    elif (
+        required_container is not None
+        and (main_names or (required_container_when_unnamed and type(containers) is list))
+        and required_container[0] not in main_names
+    ):
         errors.append(required((*spec_path, "containers"), required_container[1]))
 
     pod_policy = spec.get("restartPolicy")
