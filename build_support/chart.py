@@ -220,14 +220,21 @@ def to_yaml(value: Any) -> str:
 # --- reading the manifests ---------------------------------------------------------------------
 
 
+def _shown(path: Path) -> str:
+    try:
+        return str(path.relative_to(REPO))
+    except ValueError:  # a copy of manifests/ elsewhere (the tests')
+        return str(path)
+
+
 def load_documents(path: Path) -> list[dict[str, Any]]:
     try:
         documents = [d for d in yaml.safe_load_all(path.read_text()) if d is not None]
     except yaml.YAMLError as exc:
-        raise ChartError(f"{path.relative_to(REPO)}: not YAML: {exc}") from None
+        raise ChartError(f"{_shown(path)}: not YAML: {exc}") from None
     for document in documents:
         if not isinstance(document, dict) or "kind" not in document or "metadata" not in document:
-            raise ChartError(f"{path.relative_to(REPO)}: a document that is no Kubernetes object")
+            raise ChartError(f"{_shown(path)}: a document that is no Kubernetes object")
     return documents
 
 
@@ -245,7 +252,7 @@ def kustomization(directory: Path) -> dict[str, Any]:
     unknown = set(document) - KNOWN_KUSTOMIZATION_KEYS
     if unknown:
         raise ChartError(
-            f"{(directory / 'kustomization.yaml').relative_to(REPO)}: {sorted(unknown)} not supported by "
+            f"{_shown(directory / 'kustomization.yaml')}: {sorted(unknown)} not supported by "
             "build_support/chart.py: teach it how they map onto the chart"
         )
     return document
@@ -260,7 +267,7 @@ def resource_files(directory: Path, skip: Path | None = None) -> Iterator[Path]:
             continue
         if path.is_dir():
             if kustomization(path).get("patches"):
-                raise ChartError(f"{path.relative_to(REPO)}: patches in a nested kustomization are not supported")
+                raise ChartError(f"{_shown(path)}: patches in a nested kustomization are not supported")
             yield from resource_files(path, skip)
         else:
             yield path
@@ -481,10 +488,10 @@ def apply_patch(documents: list[Document], patch: dict[str, Any], condition: str
 # --- the chart ----------------------------------------------------------------------------------
 
 
-def documents_of(paths: list[Path], condition: str | None = None) -> list[tuple[str, list[Document]]]:
+def documents_of(paths: list[Path], manifests: Path, condition: str | None = None) -> list[tuple[str, list[Document]]]:
     files = []
     for path in paths:
-        source = str(path.relative_to(MANIFESTS))
+        source = str(path.relative_to(manifests.resolve()))
         files.append((source, [Document(source, obj, condition) for obj in load_documents(path)]))
     return files
 
@@ -493,9 +500,9 @@ def template_name(source: str) -> str:
     return "templates/" + source.removeprefix("overlays/")
 
 
-def build_templates() -> tuple[dict[str, str], Defaults]:
-    base_dir = (MANIFESTS / "base").resolve()
-    base_files = documents_of(list(resource_files(base_dir)))
+def build_templates(manifests: Path = MANIFESTS) -> tuple[dict[str, str], Defaults]:
+    base_dir = (manifests / "base").resolve()
+    base_files = documents_of(list(resource_files(base_dir)), manifests)
     base = [d for _, documents in base_files for d in documents]
     defaults = read_defaults(base)
     image = base_image(base)
@@ -538,9 +545,9 @@ def build_templates() -> tuple[dict[str, str], Defaults]:
 
     files = list(base_files)
     for overlay, mode in CERT_MODES.items():
-        directory = MANIFESTS / "overlays" / overlay
+        directory = manifests / "overlays" / overlay
         condition = f'eq .Values.certificates.mode "{mode}"'
-        overlay_files = documents_of(list(resource_files(directory, skip=base_dir)), condition)
+        overlay_files = documents_of(list(resource_files(directory, skip=base_dir)), manifests, condition)
         for _, documents in overlay_files:
             for document in documents:
                 name = document.obj["metadata"]["name"]
@@ -557,11 +564,11 @@ def build_templates() -> tuple[dict[str, str], Defaults]:
     return templates, defaults
 
 
-def chart_files() -> dict[str, str]:
+def chart_files(manifests: Path = MANIFESTS) -> dict[str, str]:
     """Every file of the chart but ``tests/``, by chart-relative path."""
     from build_support import chart_static
 
-    templates, defaults = build_templates()
+    templates, defaults = build_templates(manifests)
     return {
         "Chart.yaml": chart_static.chart_yaml(defaults.tag),
         "values.yaml": chart_static.values_yaml(defaults, to_yaml),
@@ -583,9 +590,9 @@ def _managed(directory: Path) -> set[str]:
     }
 
 
-def differences(directory: Path = CHART) -> list[str]:
+def differences(directory: Path = CHART, manifests: Path = MANIFESTS) -> list[str]:
     """What differs between ``directory`` and a fresh generation: empty when current."""
-    wanted = chart_files()
+    wanted = chart_files(manifests)
     found = _managed(directory)
     problems = [f"{name}: missing" for name in sorted(set(wanted) - found)]
     problems += [f"{name}: not generated (remove it)" for name in sorted(found - set(wanted))]
@@ -595,8 +602,8 @@ def differences(directory: Path = CHART) -> list[str]:
     return problems
 
 
-def write(directory: Path = CHART) -> list[str]:
-    wanted = chart_files()
+def write(directory: Path = CHART, manifests: Path = MANIFESTS) -> list[str]:
+    wanted = chart_files(manifests)
     for stale in _managed(directory) - set(wanted):
         (directory / stale).unlink()
     templates = directory / "templates"
@@ -618,16 +625,17 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m build_support.chart", description=__doc__.split("\n")[0])
     parser.add_argument("--check", action="store_true", help="only report what differs; exit 1 when stale")
     parser.add_argument("--dir", type=Path, default=CHART, help=f"the chart directory (default {CHART})")
+    parser.add_argument("--manifests", type=Path, default=MANIFESTS, help="the kustomize tree to read")
     args = parser.parse_args(argv)
     try:
         if args.check:
-            stale = differences(args.dir)
+            stale = differences(args.dir, args.manifests)
             for line in stale:
                 print(f"{args.dir}/{line}", file=sys.stderr)
             if stale:
                 print("the chart is stale: run `python -m build_support.chart`", file=sys.stderr)
             return 1 if stale else 0
-        for name in write(args.dir):
+        for name in write(args.dir, args.manifests):
             print(f"wrote {args.dir / name}")
     except ChartError as exc:
         print(f"error: {exc}", file=sys.stderr)

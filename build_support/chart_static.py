@@ -53,7 +53,7 @@ def values_yaml(defaults: Defaults, dump: Callable[[Any], str]) -> str:
   resources:{_block(values["resources"], dump, 4)}
   nodeSelector:{_block(values["nodeSelector"], dump, 4)}
   tolerations:{_block(values["tolerations"], dump, 4)}
-  # The base spreads the replicas over nodes; {{}} removes that.
+  # The base spreads the replicas over nodes; null removes that ({{}} is merged into it, as any map).
   affinity:{_block(values["affinity"], dump, 4)}
   priorityClassName: ""
   # Appended to the container's arguments (`jobgate {name} --help`){families_note}.
