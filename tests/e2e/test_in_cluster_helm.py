@@ -21,6 +21,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+import yaml
 
 from envtest.deploy import PROBE, PROBE_DENIAL
 from envtest.node import JOB_IMAGE
@@ -149,7 +150,9 @@ def test_the_values_reached_the_cluster(installed: Cluster):
 def test_a_valid_job_is_admitted_with_jobgates_defaults(installed: Cluster):
     path = REPO / "examples" / "valid" / "xgboostjob-higgs.yaml"
     expected = json.loads(jobgate("default", "-o", "json", str(path)).stdout)
-    stored = installed.kubectl("create", "-n", CHECKED, "-f", str(path), "-o", "json")
+    job = yaml.safe_load(path.read_text())
+    job["metadata"]["namespace"] = CHECKED  # the example says default, which the selector leaves out
+    stored = installed.kubectl("create", "-f", "-", "-o", "json", input=json.dumps(job))
     assert stored.returncode == 0, stored.stderr
     assert json.loads(stored.stdout)["spec"] == expected["spec"]
 
