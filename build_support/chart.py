@@ -230,6 +230,8 @@ def _shown(path: Path) -> str:
 def load_documents(path: Path) -> list[dict[str, Any]]:
     try:
         documents = [d for d in yaml.safe_load_all(path.read_text()) if d is not None]
+    except OSError as exc:
+        raise ChartError(f"{_shown(path)}: cannot read it: {exc.strerror}") from None
     except yaml.YAMLError as exc:
         raise ChartError(f"{_shown(path)}: not YAML: {exc}") from None
     for document in documents:
@@ -468,9 +470,12 @@ def apply_patch(documents: list[Document], patch: dict[str, Any], condition: str
         *parents, last = [t.replace("~1", "/").replace("~0", "~") for t in operation["path"].split("/")[1:]]
         node: Any = matches[0]
         for token in parents:
-            node = node[int(token)] if isinstance(node, list) else node.get(token)
+            try:
+                node = node[int(token)] if isinstance(node, list) else node.get(token)
+            except (ValueError, IndexError):
+                node = None
             if not isinstance(node, dict | list):
-                raise ChartError(f"{where}: {operation['path']} goes through a value the chart templates")
+                raise ChartError(f"{where}: {operation['path']}: no such place, or one the chart templates")
         if isinstance(node, list):
             if last != "-":
                 raise ChartError(f"{where}: {operation['path']}: only appending (/-) to a list is supported")

@@ -146,6 +146,12 @@ STRATEGIC_MERGE = "apiVersion: v1\nkind: Service\nmetadata: {name: jobgate-webho
         ("self-signed", _patches(WEBHOOK_DEPLOYMENT, "- {op: remove, path: /spec/replicas}"), "op 'remove' is not"),
         (
             "self-signed",
+            _patches(WEBHOOK_DEPLOYMENT, "- {op: add, path: /spec/template/spec/containers/9/args/-, value: x}"),
+            "containers/9/args/-: no such place",
+        ),
+        ("self-signed", lambda k: k["resources"].append("missing.yaml"), "missing.yaml: cannot read it"),
+        (
+            "self-signed",
             _patches(WEBHOOK_DEPLOYMENT, "- {op: replace, path: /spec/replicas, value: 5}"),
             "/spec/replicas is already templated by the chart",
         ),
