@@ -5,6 +5,7 @@ python -m envtest up [--dir D]   start etcd + kube-apiserver + kube-controller-m
                                  print the kubeconfig, keep running until Ctrl-C
 python -m envtest node-deps      install the node's Debian packages (containerd, runc, CNI plugins)
 python -m envtest build-node     build (or find) kubelet, kube-scheduler, kube-proxy, CoreDNS and the images
+python -m envtest build-tools    build (or find) helm and the helm-unittest plugin (envtest/tools.py)
 python -m envtest build-image    build (or find) jobgate's image jobgate.local/jobgate:<version>, an OCI
      [--rebuild]                 archive (Debian 12 root filesystem + the compiled wheel; envtest/image.py)
 python -m envtest up --node      the control plane plus a real node (kubelet, containerd, bridge
@@ -144,6 +145,7 @@ def main() -> int:
     )
     commands.add_parser("node-deps", help="apt-get install the node's Debian packages")
     commands.add_parser("build-node", help="build or find the node's binaries and images")
+    commands.add_parser("build-tools", help="build or find helm and the helm-unittest plugin")
     image = commands.add_parser("build-image", help="build or find jobgate's container image (OCI archive)")
     image.add_argument("--rebuild", action="store_true", help="ignore the cache: take Debian's and PyPI's newest")
     args = parser.parse_args()
@@ -162,6 +164,10 @@ def main() -> int:
         from envtest.image import main as build_image_main
 
         return build_image_main(["build", *(["--rebuild"] if args.rebuild else [])])
+    if args.command == "build-tools":
+        from envtest.tools import main as build_tools_main
+
+        return build_tools_main()
     if args.command == "build-node":
         from envtest.node_build import main as build_node_main
 
