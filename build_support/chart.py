@@ -240,7 +240,7 @@ def load_documents(path: Path) -> list[dict[str, Any]]:
     return documents
 
 
-KNOWN_KUSTOMIZATION_KEYS = {"apiVersion", "kind", "resources", "patches"}
+KNOWN_KUSTOMIZATION_KEYS = {"apiVersion", "kind", "resources", "patches", "replacements"}
 
 
 def kustomization(directory: Path) -> dict[str, Any]:
@@ -281,7 +281,7 @@ def resource_files(directory: Path, skip: Path | None = None) -> Iterator[Path]:
 def find(documents: list[Document], kind: str, name: str) -> dict[str, Any]:
     found = [d.obj for d in documents if d.obj["kind"] == kind and d.obj["metadata"]["name"] == name]
     if len(found) != 1:
-        raise ChartError(f"expected one {kind} {name} in manifests/base, found {len(found)}")
+        raise ChartError(f"expected one {kind} {name} in the manifests, found {len(found)}")
     return found[0]
 
 
@@ -493,6 +493,39 @@ def apply_patch(documents: list[Document], patch: dict[str, Any], condition: str
 # --- the chart ----------------------------------------------------------------------------------
 
 
+def _field(obj: dict[str, Any], field_path: str, where: str) -> tuple[dict[str, Any], str]:
+    """The mapping that holds the last key of a dotted ``fieldPath``, and that key."""
+    *parents, last = field_path.split(".")
+    holder = obj
+    for key in parents:
+        holder = holder.get(key) if isinstance(holder, dict) else None  # type: ignore[assignment]
+        if not isinstance(holder, dict):
+            raise ChartError(f"{where}: {field_path} leads nowhere in {obj['kind']} {obj['metadata']['name']}")
+    return holder, last
+
+
+def apply_replacements(documents: list[Document], replacements: list[dict[str, Any]], where: str) -> None:
+    """kustomize's replacements, for what the overlays use: a subtree of one object copied into others."""
+    import copy
+
+    for number, replacement in enumerate(replacements):
+        at = f"{where} replacement {number}"
+        source = replacement.get("source", {})
+        if set(source) - {"kind", "name", "fieldPath"} or "fieldPath" not in source:
+            raise ChartError(f"{at}: only a source by kind, name and fieldPath is supported")
+        holder, key = _field(find(documents, source["kind"], source["name"]), source["fieldPath"], at)
+        if key not in holder:
+            raise ChartError(f"{at}: the source has no {source['fieldPath']}")
+        for target in replacement.get("targets", []):
+            select = target.get("select", {})
+            if set(select) - {"kind", "name"} or set(target) - {"select", "fieldPaths"}:
+                raise ChartError(f"{at}: only targets selected by kind and name, with fieldPaths, are supported")
+            obj = find(documents, select["kind"], select["name"])
+            for field_path in target.get("fieldPaths", []):
+                into, last = _field(obj, field_path, at)
+                into[last] = copy.deepcopy(holder[key])
+
+
 def documents_of(paths: list[Path], manifests: Path, condition: str | None = None) -> list[tuple[str, list[Document]]]:
     files = []
     for path in paths:
@@ -553,6 +586,11 @@ def build_templates(manifests: Path = MANIFESTS) -> tuple[dict[str, str], Defaul
         directory = manifests / "overlays" / overlay
         condition = f'eq .Values.certificates.mode "{mode}"'
         overlay_files = documents_of(list(resource_files(directory, skip=base_dir)), manifests, condition)
+        apply_replacements(
+            [d for _, documents in overlay_files for d in documents],
+            kustomization(directory).get("replacements", []),
+            f"overlays/{overlay}",
+        )
         for _, documents in overlay_files:
             for document in documents:
                 name = document.obj["metadata"]["name"]

@@ -23,6 +23,7 @@ OVERLAYS = {
     "self-signed": (),
     "cert-manager": ("certificates.mode=certManager",),
     "volcano-admission-only": ("families={volcano}", "admissionOnly=true"),
+    "kubeflow-admission-only": ("families={kubeflow}", "admissionOnly=true", "crds.install=false"),
 }
 
 # A values file that changes every knob at once (lint and unittest-independent rendering).
@@ -88,11 +89,11 @@ def _manifests_copy(tmp_path: Path) -> Path:
     return copied
 
 
-RENEWAL = """\
+ADDED_CRONJOB = """\
 apiVersion: batch/v1
 kind: CronJob
 metadata:
-  name: jobgate-certs-renew
+  name: jobgate-certs-report
   namespace: jobgate-system
 spec:
   schedule: "17 3 * * *"
@@ -109,10 +110,10 @@ spec:
 
 
 def test_an_object_added_to_the_self_signed_overlay_is_in_the_next_chart(tmp_path):
-    """Generic: a renewal CronJob added to overlays/self-signed needs no change to the generator."""
+    """Generic: a CronJob added to overlays/self-signed needs no change to the generator."""
     manifests = _manifests_copy(tmp_path)
     overlay = manifests / "overlays/self-signed"
-    (overlay / "renew.yaml").write_text(RENEWAL)
+    (overlay / "renew.yaml").write_text(ADDED_CRONJOB)
     kustomization = yaml.safe_load((overlay / "kustomization.yaml").read_text())
     kustomization["resources"].append("renew.yaml")
     (overlay / "kustomization.yaml").write_text(yaml.safe_dump(kustomization))
@@ -122,7 +123,7 @@ def test_an_object_added_to_the_self_signed_overlay_is_in_the_next_chart(tmp_pat
     assert '{{- if eq .Values.certificates.mode "selfSigned" }}' in text
     assert 'image: {{ include "jobgate.image" . | quote }}' in text
     assert '"--secret={{ .Release.Namespace }}/jobgate-webhook-tls"' in text
-    assert '(index .Values.certificates.selfSigned.extraArgs "jobgate-certs-renew")' in text  # the args hook
+    assert '(index .Values.certificates.selfSigned.extraArgs "jobgate-certs-report")' in text  # the args hook
 
 
 def _patches(target: dict[str, str], patch: str) -> Callable[[dict], None]:
@@ -201,7 +202,7 @@ def test_helm_lint_with_every_value_changed(helm: Helm, tmp_path):
     ("values", "message"),
     [
         ({"admission": {"failurePolicy": "Sometimes"}}, "failurePolicy"),
-        ({"families": ["kubeflow"]}, "families"),
+        ({"families": ["kubeflow-v2"]}, "families"),
         ({"webhook": {"replica": 3}}, "replica"),  # a typo: additional properties are refused
         ({"certificates": {"mode": "vault"}}, "mode"),
         ({"admission": {"validatingTimeoutSeconds": 31}}, "validatingTimeoutSeconds"),

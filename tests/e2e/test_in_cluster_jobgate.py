@@ -152,7 +152,7 @@ def test_a_job_runs_to_completion_under_the_in_cluster_controller(deployed: Clus
                         }
                     },
                 }
-            }
+            },
         },
     }
     created = deployed.kubectl("create", "-f", "-", input=json.dumps(job))
