@@ -31,6 +31,41 @@ spec:
     Master: {{template: {{spec: {{containers: [{{name: tensorflow, image: x}}]}}}}}}
 """
 PROBE_DENIAL = "must not have more than 1 Chief or Master role"
+# The admission-only overlays serve one family, whose CRDs (Volcano's, Kubeflow's) they do not
+# ship: each gets a probe of its own family, and, on the test node where that project is not
+# installed, jobgate's copies of its CRDs as stand-ins.
+OVERLAY_PROBES = {
+    "volcano-admission-only": (
+        """
+apiVersion: batch.volcano.sh/v1alpha1
+kind: Job
+metadata: {{name: probe, namespace: {namespace}}}
+spec:
+  tasks:
+    - {{name: worker, replicas: 1, template: {{spec: {{containers: [{{name: main, image: x}}]}}}}}}
+    - {{name: worker, replicas: 1, template: {{spec: {{containers: [{{name: main, image: x}}]}}}}}}
+""",
+        "duplicated task name worker",
+    ),
+    "kubeflow-admission-only": (
+        """
+apiVersion: kubeflow.org/v1
+kind: MPIJob
+metadata: {{name: probe, namespace: {namespace}}}
+spec:
+  mpiReplicaSpecs:
+    Worker: {{replicas: 1, template: {{spec: {{containers: [{{name: worker, image: x}}]}}}}}}
+""",
+        "Master ReplicaSpec must be present",
+    ),
+}
+STAND_IN_CRDS = {
+    "volcano-admission-only": [
+        REPO / "manifests/base/crds/batch.volcano.sh_jobs.yaml",
+        REPO / "manifests/base/crds/bus.volcano.sh_commands.yaml",
+    ],
+    "kubeflow-admission-only": sorted((REPO / "tests/e2e/crds/kubeflow").glob("kubeflow.org_*.yaml")),
+}
 
 
 class DeployError(RuntimeError):
@@ -64,9 +99,15 @@ def _checked(plane: ControlPlane, *args: str) -> str:
     return result.stdout
 
 
-def deploy(node: Node, overlay: str = "self-signed", probe_namespace: str = "default", log=print) -> str:
+def deploy(
+    node: Node,
+    overlay: str = "self-signed",
+    probe_namespace: str = "default",
+    log=print,
+) -> str:
     """Build (or take from the cache) jobgate's image, import it, apply ``overlay`` and wait until
-    jobgate answers; returns the image's name."""
+    jobgate answers (a job only jobgate refuses, of a family the overlay serves, is refused);
+    returns the image's name."""
     from envtest import image
 
     plane = node.plane
@@ -74,6 +115,12 @@ def deploy(node: Node, overlay: str = "self-signed", probe_namespace: str = "def
         raise DeployError("the node is not running")
     log("building (or finding) jobgate's image ...")
     name = image.import_image(node, image.build(log=log), log=log)
+    for crd in STAND_IN_CRDS.get(overlay, []):
+        found = _kubectl(plane, "get", "-f", str(crd))
+        if found.returncode != 0:
+            log(f"the cluster has no {crd.name.removesuffix('.yaml')}: applying jobgate's copy as a stand-in")
+            _checked(plane, "apply", "--server-side", "-f", str(crd))
+            _checked(plane, "wait", "--for=condition=Established", "-f", str(crd), "--timeout=60s")
     with tempfile.TemporaryDirectory(prefix="jobgate-overlay-") as directory:
         kustomization = image_overlay(Path(directory), name, overlay)
         log(f"kubectl apply --server-side -k manifests/overlays/{overlay} (image {name}) ...")
@@ -86,8 +133,9 @@ def deploy(node: Node, overlay: str = "self-signed", probe_namespace: str = "def
     for deployment in deployments:
         _checked(plane, "rollout", "status", deployment, "-n", SYSTEM_NAMESPACE, "--timeout=180s")
     deadline = time.monotonic() + 60
-    probe = PROBE.format(namespace=probe_namespace)
-    while PROBE_DENIAL not in (answer := _kubectl(plane, "create", "--dry-run=server", "-f", "-", input=probe)).stderr:
+    probe, denial = OVERLAY_PROBES.get(overlay, (PROBE, PROBE_DENIAL))
+    probe = probe.format(namespace=probe_namespace)
+    while denial not in (answer := _kubectl(plane, "create", "--dry-run=server", "-f", "-", input=probe)).stderr:
         if time.monotonic() > deadline:
             raise DeployError(f"the in-cluster webhook never answered: {answer.stderr.strip()}")
         time.sleep(0.5)
