@@ -48,6 +48,7 @@ COMPILED_MODULES = (
     "jobgate.webhook.rules.podtemplate",
     "jobgate.webhook.rules.replicajobs",
     "jobgate.webhook.rules.families.kubedl",
+    "jobgate.webhook.rules.families.kubeflow",
     "jobgate.webhook.rules.families.mlkube",
     "jobgate.webhook.rules.families.t9k",
     "jobgate.webhook.rules.families.diengine",

@@ -43,3 +43,18 @@ def test_the_compiled_wheel_installs_one_top_level_name():
     dist = distribution("jobgate")
     roots = {file.parts[0] for file in dist.files or [] if file.parts[0] != ".."}  # ../../bin/jobgate
     assert roots == {"jobgate", f"jobgate-{dist.version}.dist-info"}
+
+
+def test_every_family_module_is_compiled():
+    """A family's rule classes subclass compiled ones (replicajobs, podtemplate): left interpreted,
+    its module would fail to import from a compiled wheel ("interpreted classes cannot inherit
+    from compiled"), as a new family once did in the image."""
+    if EXPECT_COMPILED:
+        pytest.skip("compiled tree: no sources to list")
+    families = source_path("jobgate.webhook.rules.families.kubedl").parent
+    modules = {
+        "jobgate.webhook.rules.families." + ".".join(path.relative_to(families).with_suffix("").parts)
+        for path in families.rglob("*.py")
+        if path.name != "__init__.py"
+    }
+    assert sorted(modules - set(COMPILED_MODULES)) == []
