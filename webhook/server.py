@@ -580,11 +580,12 @@ class WebhookServer:
 
 
 async def serve(server: WebhookServer) -> None:
-    await server.start()
+    # The handlers before start(): a SIGTERM just after "serving" was logged must drain, not kill.
     stopping = asyncio.Event()
     loop = asyncio.get_running_loop()
     for signum in (signal.SIGTERM, signal.SIGINT):
         loop.add_signal_handler(signum, stopping.set)
+    await server.start()
     await stopping.wait()
     await server.shutdown()
 

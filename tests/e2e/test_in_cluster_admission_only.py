@@ -54,7 +54,6 @@ def deployed(request: pytest.FixtureRequest) -> Iterator[tuple[str, Cluster]]:
     with running_node(lambda: Node(in_cluster=True, give_way=True)) as node:
         cluster = Cluster(node.plane)  # type: ignore[arg-type]
         cluster.kubectl("create", "namespace", NS, check=True)
-        # The base's KubeDL CRDs stay: a job of that family tells whether the webhooks match it.
         deploy(node, overlay, probe_namespace=NS, log=lambda _line: None)
         yield overlay, cluster
 
@@ -104,9 +103,13 @@ def test_the_familys_invalid_job_is_refused_with_jobgates_field_errors(deployed:
 
 
 def test_another_familys_job_is_not_sent_to_jobgate(deployed: tuple[str, Cluster]):
-    """KubeDL's CRD is installed (the base's), but the webhooks match only the overlay's family:
-    a TFJob that jobgate would refuse is stored, and without jobgate's defaults."""
+    """With KubeDL's TFJob served (the volcano overlay keeps the base's CRD; the kubeflow overlay
+    ships none, so it is applied here), the webhooks match only the overlay's family: a TFJob that
+    jobgate would refuse is stored, and without jobgate's defaults."""
     _, cluster = deployed
+    crd = str(REPO / "manifests/base/crds/training.kubedl.io_tfjobs.yaml")
+    cluster.kubectl("apply", "--server-side", "-f", crd, check=True)
+    cluster.kubectl("wait", "--for=condition=Established", "-f", crd, "--timeout=60s", check=True)
     probe = yaml.safe_load(PROBE.format(namespace=NS))
     created = cluster.kubectl("create", "-f", "-", "-o", "json", input=json.dumps(probe))
     assert created.returncode == 0 and PROBE_DENIAL not in created.stderr, created.stderr
