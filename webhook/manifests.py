@@ -16,6 +16,7 @@ from typing import Any
 
 from ruamel.yaml import YAML
 
+from jobgate.webhook.cel.generate import with_rules
 from jobgate.webhook.rules import family_index
 from jobgate.webhook.rules.registry import JobKind, family_module, load_family, registered_kinds
 from jobgate.webhook.rules.schema import SCHEMA_TABLE, schema_table_text, structural_schema
@@ -75,16 +76,19 @@ def custom_resource_definition(kind: JobKind) -> dict[str, Any]:
                     "subresources": {"status": {}},
                     "additionalPrinterColumns": _printer_columns(kind),
                     "schema": {
-                        "openAPIV3Schema": {
-                            "description": description,
-                            "type": "object",
-                            "required": ["spec"],
-                            "properties": {
-                                **_object_header_properties(),
-                                "spec": spec_schema,
-                                "status": status_schema,
+                        "openAPIV3Schema": with_rules(
+                            kind,
+                            {
+                                "description": description,
+                                "type": "object",
+                                "required": ["spec"],
+                                "properties": {
+                                    **_object_header_properties(),
+                                    "spec": spec_schema,
+                                    "status": status_schema,
+                                },
                             },
-                        }
+                        )
                     },
                 }
             ],

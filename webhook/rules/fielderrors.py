@@ -47,6 +47,7 @@ class ErrorType(Enum):
     DUPLICATE = ("Duplicate value", "FieldValueDuplicate")
     NOT_FOUND = ("Not found", "FieldValueNotFound")
     TOO_LONG = ("Too long", "FieldValueTooLong")
+    TOO_MANY = ("Too many", "FieldValueTooMany")
 
     @property
     def text(self) -> str:
@@ -160,6 +161,16 @@ def duplicate(path: FieldPath, value: Any) -> FieldError:
 
 def not_found(path: FieldPath, value: Any, detail: str = "") -> FieldError:
     return FieldError(ErrorType.NOT_FOUND, path, value, detail)
+
+
+def too_long(path: FieldPath, limit: int) -> FieldError:
+    """A string longer than its schema's maxLength, in the apiserver's words."""
+    return FieldError(ErrorType.TOO_LONG, path, detail=f"may not be more than {limit} bytes")
+
+
+def too_many(path: FieldPath, count: int, limit: int) -> FieldError:
+    """A list longer than its schema's maxItems, in the apiserver's words."""
+    return FieldError(ErrorType.TOO_MANY, path, count, f"must have at most {limit} items")
 
 
 # The apiserver lists every error of an Invalid status (apierrors.NewInvalid has no limit), but

@@ -18,6 +18,8 @@ from jobgate.webhook.rules.fielderrors import (
     not_found,
     not_supported,
     required,
+    too_long,
+    too_many,
 )
 from jobgate.webhook.rules.jsonpatch import PatchRecorder
 from jobgate.webhook.rules.names import (
@@ -28,11 +30,28 @@ from jobgate.webhook.rules.names import (
     is_port_name,
     port_name_problems,
 )
-from jobgate.webhook.rules.quantity import NANO, QUANTITY_MESSAGE, parse_quantity, parse_text_cached
+from jobgate.webhook.rules.quantity import (
+    NANO,
+    QUANTITY_MAX_LENGTH,
+    QUANTITY_MESSAGE,
+    parse_quantity,
+    parse_text_cached,
+)
 
 FALLBACK_TO_LOGS = "FallbackToLogsOnError"
 POD_RESTART_POLICIES = ("Always", "OnFailure", "Never")
-_PORT_PROTOCOLS = ("TCP", "UDP", "SCTP")
+PORT_PROTOCOLS = ("TCP", "UDP", "SCTP")
+# The longest lists a pod template may hold. Kubernetes sets none, but the CRDs' CEL rules
+# (webhook/cel/podtemplate.py) need bounds for the apiserver's cost estimate; no real pod comes
+# near these, and the webhook refuses a longer list as the apiserver does, so that both agree.
+POD_TEMPLATE_BOUNDS = {
+    "containers": 16,
+    "initContainers": 16,
+    "volumes": 64,
+    "ports": 32,
+    "volumeMounts": 32,
+    "resources": 32,
+}
 WARNING_MAX_LENGTH = 120
 
 
@@ -183,9 +202,13 @@ def _required_string(item: dict[str, Any], key: str, path: FieldPath, errors: li
     return None
 
 
-def _objects(value: Any, path: FieldPath, errors: list[FieldError]) -> list[Any]:
-    """The list at ``path`` (a type error and nothing when it is not a list)."""
+def _objects(value: Any, path: FieldPath, errors: list[FieldError], bound: str | None = None) -> list[Any]:
+    """The list at ``path`` (a type error and nothing when it is not a list); one longer than
+    ``POD_TEMPLATE_BOUNDS[bound]`` is refused, its items still checked."""
     if type(value) is list:
+        limit = POD_TEMPLATE_BOUNDS.get(bound) if bound is not None else None
+        if limit is not None and len(value) > limit:
+            errors.append(too_many(path, len(value), limit))
         return value
     errors.append(invalid(path, value, "must be of type array"))
     return []
@@ -240,7 +263,7 @@ def check_pod_template(
         if items is None:
             continue
         list_path = (*spec_path, key)
-        for index, container in enumerate(_objects(items, list_path, errors)):
+        for index, container in enumerate(_objects(items, list_path, errors, key)):
             container_path = (*list_path, index)
             if _not_an_object(container, container_path, errors):
                 continue
@@ -278,7 +301,7 @@ def _check_volumes(volumes: Any, path: FieldPath, errors: list[FieldError]) -> s
     names: set[str] = set()
     if volumes is None:
         return names
-    for index, volume in enumerate(_objects(volumes, path, errors)):
+    for index, volume in enumerate(_objects(volumes, path, errors, "volumes")):
         if type(volume) is dict:
             name = volume.get("name")
             # The usual case, a new valid name, in one go; anything else takes the long way.
@@ -326,7 +349,7 @@ def _check_container(
     if ports is not None:
         port_names: set[str] = set()
         ports_path = (*path, "ports")
-        for index, port in enumerate(_objects(ports, ports_path, errors)):
+        for index, port in enumerate(_objects(ports, ports_path, errors, "ports")):
             if not _not_an_object(port, (*ports_path, index), errors):
                 _check_port(port, (*ports_path, index), port_names, errors)
 
@@ -340,7 +363,7 @@ def _check_container(
     mounts = container.get("volumeMounts")
     if mounts is not None:
         mounts_path = (*path, "volumeMounts")
-        for index, mount in enumerate(_objects(mounts, mounts_path, errors)):
+        for index, mount in enumerate(_objects(mounts, mounts_path, errors, "volumeMounts")):
             if type(mount) is dict:
                 # The usual case, a mount of a declared volume at a path, skips the path tuple.
                 mount_name = mount.get("name")
@@ -388,8 +411,8 @@ def _check_port(port: dict[str, Any], path: FieldPath, seen: set[str], errors: l
     if host_port not in (None, 0) and (type(host_port) is not int or not 1 <= host_port <= 65535):
         errors.append(invalid((*path, "hostPort"), host_port, "must be between 1 and 65535, inclusive"))
     protocol = port.get("protocol")
-    if protocol is not None and protocol not in _PORT_PROTOCOLS:
-        errors.append(not_supported((*path, "protocol"), protocol, _PORT_PROTOCOLS))
+    if protocol is not None and protocol not in PORT_PROTOCOLS:
+        errors.append(not_supported((*path, "protocol"), protocol, PORT_PROTOCOLS))
     name = port.get("name")
     if name is None or name == "":
         return
@@ -432,9 +455,21 @@ def _quantities(values: Any, path: FieldPath, key: str, errors: list[FieldError]
     if type(values) is not dict:
         errors.append(invalid((*path, key), values, "must be of type object"))
         return {}
+    if len(values) > POD_TEMPLATE_BOUNDS["resources"]:
+        errors.append(too_many((*path, key), len(values), POD_TEMPLATE_BOUNDS["resources"]))
     parsed = {}
     for resource, raw in values.items():
-        quantity = parse_text_cached(raw) if type(raw) is str else parse_quantity(raw)
+        # A string or an integer, as the CRDs declare it (x-kubernetes-int-or-string, maxLength).
+        if type(raw) is str:
+            if len(raw.encode()) > QUANTITY_MAX_LENGTH:
+                errors.append(too_long((*path, key, Key(resource)), QUANTITY_MAX_LENGTH))
+                continue
+            quantity = parse_text_cached(raw)
+        elif type(raw) is int:
+            quantity = parse_quantity(raw)
+        else:
+            errors.append(invalid((*path, key, Key(resource)), raw, "must be of type integer or string"))
+            continue
         # A native resource (cpu, memory) may be fractional; the modulo is only paid by others.
         if quantity is not None and quantity >= 0 and (_resource_class(resource)[0] or quantity % NANO == 0):
             parsed[resource] = (raw, quantity)

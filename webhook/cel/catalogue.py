@@ -1,0 +1,210 @@
+"""The rule catalogue: each rule of the webhook, where the apiserver enforces it, and how.
+
+jobgate's rules run in Python (the webhook, ``jobgate validate``); this catalogue gives each of
+them a name and says where else it holds:
+
+- ``CRD schema``: structural-schema keywords (type, enum, bounds, pattern, required), checked by
+  the apiserver for every write, no webhook needed;
+- ``CRD validation rule`` / ``CRD transition rule``: CEL in the CRD's ``x-kubernetes-validations``
+  (a transition rule reads ``oldSelf``, the stored object, on UPDATE);
+- ``ValidatingAdmissionPolicy``: CEL in a generated policy, for what a CRD rule cannot reach;
+- ``webhook only``: with the reason (it reads another object, no cost bound admits it, ...).
+
+A rule also says which of the webhook's field errors it produces (``Produces``), so that every
+error jobgate reports is traced to one rule, and the differential end-to-end suite can check
+that the apiserver refuses the same job at the same field. The CEL is generated into the CRDs
+and policies by ``jobgate manifests generate`` (``webhook/cel/generate.py``); nothing is
+written by hand in ``manifests/``.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from enum import Enum
+from typing import Any
+
+from jobgate.webhook.rules.fielderrors import FieldError, FieldPath, Key, render_path
+
+
+class Where(Enum):
+    SCHEMA = "CRD schema"
+    CRD_RULE = "CRD validation rule"
+    TRANSITION = "CRD transition rule"
+    POLICY = "ValidatingAdmissionPolicy"
+    WEBHOOK = "webhook only"
+
+    @property
+    def in_apiserver(self) -> bool:
+        return self is not Where.WEBHOOK
+
+
+# A place in a CRD's openAPIV3Schema: property names, "*" for a map's values
+# (additionalProperties) and "[]" for a list's items.
+Location = tuple[str, ...]
+MAP_VALUES = "*"
+LIST_ITEMS = "[]"
+
+
+@dataclass(frozen=True)
+class Validation:
+    """One ``x-kubernetes-validations`` entry (``self`` is the value at its location)."""
+
+    rule: str
+    message: str = ""
+    message_expression: str = ""
+    field_path: str = ""
+    reason: str = ""  # FieldValueInvalid (default), FieldValueRequired, FieldValueForbidden, FieldValueDuplicate
+    optional_old_self: bool = False
+
+    def as_schema(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"rule": self.rule}
+        if self.message:
+            out["message"] = self.message
+        if self.message_expression:
+            out["messageExpression"] = self.message_expression
+        if self.field_path:
+            out["fieldPath"] = self.field_path
+        if self.reason:
+            out["reason"] = self.reason
+        if self.optional_old_self:
+            out["optionalOldSelf"] = True
+        return out
+
+
+@dataclass(frozen=True)
+class Placement:
+    """What a rule adds to the CRD schema at one location: keywords, a CEL validation, or both."""
+
+    at: Location
+    keywords: Mapping[str, Any] = field(default_factory=dict)
+    validation: Validation | None = None
+
+
+@dataclass(frozen=True)
+class PolicyValidation:
+    """One validation of a generated ValidatingAdmissionPolicy (``object``, ``oldObject``)."""
+
+    expression: str
+    message_expression: str
+    operations: tuple[str, ...] = ("CREATE", "UPDATE")
+
+
+class PathPattern:
+    """A field path with wildcards: ``spec.tasks[*].template.spec.containers[*].name``.
+
+    ``[*]`` matches one map key or list index, ``*`` one field name, ``**`` any run of segments.
+    """
+
+    __slots__ = ("segments", "text")
+
+    _TOKEN = re.compile(r"\[\*\]|\[[^\]]*\]|\*\*|[^.\[\]]+")
+
+    def __init__(self, text: str) -> None:
+        self.text = text
+        self.segments: tuple[str, ...] = tuple(self._TOKEN.findall(text))
+
+    def matches(self, path: FieldPath) -> bool:
+        return _match(self.segments, tuple(path))
+
+    def __repr__(self) -> str:
+        return f"PathPattern({self.text!r})"
+
+
+def _match(pattern: tuple[str, ...], path: FieldPath) -> bool:
+    if not pattern:
+        return not path
+    head, rest = pattern[0], pattern[1:]
+    if head == "**":
+        return any(_match(rest, path[i:]) for i in range(len(path) + 1))
+    if not path:
+        return False
+    segment = path[0]
+    keyed = isinstance(segment, Key | int)
+    if head == "[*]":
+        ok = keyed
+    elif head == "*":
+        ok = not keyed
+    elif head.startswith("["):
+        ok = keyed and str(segment) == head[1:-1]
+    else:
+        ok = not keyed and segment == head
+    return ok and _match(rest, path[1:])
+
+
+@dataclass(frozen=True)
+class Produces:
+    """A field error of the webhook that the rule explains: its path, type and detail.
+
+    ``apiserver_drops``: how many trailing segments the apiserver's field lacks (a CEL rule
+    placed on a list or map cannot name the item's index or key; the rule sits on the list).
+    """
+
+    path: str
+    type: str  # an ErrorType name: REQUIRED, INVALID, NOT_SUPPORTED, FORBIDDEN, DUPLICATE, NOT_FOUND, TOO_MANY, ...
+    detail: str = ""  # a regular expression searched in the error's detail
+    apiserver_drops: int = 0
+
+    def explains(self, error: FieldError) -> bool:
+        if error.type.name != self.type or not PathPattern(self.path).matches(error.path):
+            return False
+        return not self.detail or re.search(self.detail, error.detail) is not None
+
+    def apiserver_field(self, error: FieldError) -> str:
+        """The field at which the apiserver reports the error this explains."""
+        path = error.path[: len(error.path) - self.apiserver_drops] if self.apiserver_drops else error.path
+        return render_path(path)
+
+
+@dataclass(frozen=True)
+class Rule:
+    """One rule of the webhook and where the apiserver enforces it."""
+
+    id: str
+    summary: str
+    where: Where
+    produces: tuple[Produces, ...]
+    placements: tuple[Placement, ...] = ()
+    policy: tuple[PolicyValidation, ...] = ()
+    why: str = ""  # webhook only: the reason; otherwise a note on how the apiserver reports it
+
+    def __post_init__(self) -> None:
+        if self.where is Where.WEBHOOK and not self.why:
+            raise ValueError(f"rule {self.id}: a webhook-only rule must say why")
+        if self.where in (Where.CRD_RULE, Where.TRANSITION) and not any(p.validation for p in self.placements):
+            raise ValueError(f"rule {self.id}: enforced by a CRD rule but places no validation")
+        if self.where is Where.POLICY and not self.policy:
+            raise ValueError(f"rule {self.id}: enforced by a policy but has no policy validation")
+
+    def explains(self, error: FieldError) -> Produces | None:
+        return next((p for p in self.produces if p.explains(error)), None)
+
+
+def explaining_rule(rules: Iterable[Rule], error: FieldError) -> tuple[Rule, Produces] | None:
+    """The first rule that explains the error, with the pattern that matched."""
+    for rule in rules:
+        produced = rule.explains(error)
+        if produced is not None:
+            return rule, produced
+    return None
+
+
+# --- writing CEL ---------------------------------------------------------------------------------
+
+
+def cel_string(text: str) -> str:
+    """A CEL string literal."""
+    escaped = text.replace("\\", "\\\\").replace("'", "\\'").replace("\n", "\\n")
+    return f"'{escaped}'"
+
+
+def cel_list(items: Iterable[str]) -> str:
+    return "[" + ", ".join(cel_string(i) for i in items) + "]"
+
+
+def cel_raw_string(pattern: str) -> str:
+    """A regular expression as a CEL raw string (no escapes to double)."""
+    if "'" in pattern:
+        raise ValueError(f"pattern with a quote: {pattern}")
+    return f"r'{pattern}'"

@@ -1,0 +1,143 @@
+"""From the catalogue to the apiserver: CRD schemas with the rules' keywords and CEL, the policies,
+and the table of where each rule is enforced.
+"""
+
+from __future__ import annotations
+
+import copy
+import importlib
+from collections.abc import Iterable
+from typing import Any
+
+from jobgate.webhook.cel.catalogue import LIST_ITEMS, MAP_VALUES, Location, Rule, Where
+from jobgate.webhook.cel.jobmeta import job_name_rule, schema_rules
+from jobgate.webhook.cel.podtemplate import pod_template_schema
+from jobgate.webhook.rules.registry import JobKind
+
+CEL_FAMILIES_PACKAGE = "jobgate.webhook.cel.families"
+POD_TEMPLATE_DESCRIPTION_START = "Pod template ("
+NAME_MAX_LENGTH = 253
+
+
+class CatalogueError(ValueError):
+    """A rule that does not fit the schema it is generated into."""
+
+
+def family_rules(kind: JobKind) -> list[Rule] | None:
+    """The family's own rules for the kind; None when the family has no CEL module (webhook only)."""
+    try:
+        module = importlib.import_module(f"{CEL_FAMILIES_PACKAGE}.{kind.family}")
+    except ModuleNotFoundError as error:
+        if error.name != f"{CEL_FAMILIES_PACKAGE}.{kind.family}":
+            raise
+        return None
+    rules: list[Rule] = module.rules(kind)
+    return rules
+
+
+def rules_for(kind: JobKind) -> list[Rule]:
+    """Every rule of the kind, the specific ones first (an error is explained by the first that matches)."""
+    own = family_rules(kind)
+    rules = [*([job_name_rule()] if own is not None else []), *(own or []), *schema_rules()]
+    seen: set[str] = set()
+    for rule in rules:
+        if rule.id in seen:
+            raise CatalogueError(f"{kind.gvk}: rule {rule.id} is listed twice")
+        seen.add(rule.id)
+    return rules
+
+
+def enforced_in_apiserver(kind: JobKind) -> bool:
+    return family_rules(kind) is not None
+
+
+# --- CRD schemas ------------------------------------------------------------------------------
+
+
+def _node(schema: dict[str, Any], at: Location, kind: JobKind) -> dict[str, Any]:
+    node = schema
+    for step in at:
+        if step == MAP_VALUES:
+            child = node.get("additionalProperties")
+        elif step == LIST_ITEMS:
+            child = node.get("items")
+        else:
+            child = node.get("properties", {}).get(step)
+        if not isinstance(child, dict):
+            raise CatalogueError(f"{kind.gvk}: no schema at {'/'.join(at) or '(root)'} (stopped at {step!r})")
+        node = child
+    return node
+
+
+def _template_locations(node: dict[str, Any], at: Location = ()) -> Iterable[Location]:
+    if str(node.get("description", "")).startswith(POD_TEMPLATE_DESCRIPTION_START):
+        yield at
+        return
+    for name, child in node.get("properties", {}).items():
+        yield from _template_locations(child, (*at, name))
+    if isinstance(node.get("additionalProperties"), dict):
+        yield from _template_locations(node["additionalProperties"], (*at, MAP_VALUES))
+    if isinstance(node.get("items"), dict):
+        yield from _template_locations(node["items"], (*at, LIST_ITEMS))
+
+
+def with_rules(kind: JobKind, root: dict[str, Any]) -> dict[str, Any]:
+    """The CRD's openAPIV3Schema with the kind's rules: pod templates typed where the rules read
+    them, keywords merged, CEL validations added. ``root`` is not modified."""
+    rules = family_rules(kind)
+    if rules is None:
+        return root
+    root = copy.deepcopy(root)
+    for at in _template_locations(root):
+        parent = _node(root, at[:-1], kind)
+        key = at[-1]
+        holder = parent["properties"] if key not in (MAP_VALUES, LIST_ITEMS) else parent
+        slot = key if key not in (MAP_VALUES, LIST_ITEMS) else {"*": "additionalProperties", "[]": "items"}[key]
+        holder[slot] = pod_template_schema(holder[slot]["description"])
+    # The name is read by the rules on it (fieldPath .metadata.name must name a field of the schema).
+    # maxLength: the apiserver's own limit of a name (a DNS-1123 subdomain), a bound for the cost estimate.
+    root["properties"]["metadata"] = {
+        "type": "object",
+        "properties": {
+            "name": {"type": "string", "maxLength": NAME_MAX_LENGTH},
+            "generateName": {"type": "string", "maxLength": NAME_MAX_LENGTH},
+        },
+    }
+    for rule in [job_name_rule(), *rules]:
+        for placement in rule.placements:
+            node = _node(root, placement.at, kind)
+            for keyword, value in placement.keywords.items():
+                if keyword == "required":
+                    node["required"] = sorted({*node.get("required", ()), *value})
+                elif keyword in node and node[keyword] != value:
+                    raise CatalogueError(
+                        f"{kind.gvk}: rule {rule.id} sets {keyword}={value!r} at {'/'.join(placement.at)}, "
+                        f"where the schema has {node[keyword]!r}"
+                    )
+                else:
+                    node[keyword] = value
+            if placement.validation is not None:
+                node.setdefault("x-kubernetes-validations", []).append(placement.validation.as_schema())
+    return root
+
+
+# --- the table ------------------------------------------------------------------------------------
+
+
+def enforcement_rows(kinds: Iterable[JobKind]) -> list[tuple[str, str, str, str, str]]:
+    """(family, rule, summary, where, why) of every rule, once per family."""
+    rows: dict[tuple[str, str], tuple[str, str, str, str, str]] = {}
+    for kind in kinds:
+        for rule in rules_for(kind):
+            rows.setdefault((kind.family, rule.id), (kind.family, rule.id, rule.summary, rule.where.value, rule.why))
+    return [rows[key] for key in sorted(rows)]
+
+
+def enforcement_summary(kinds: Iterable[JobKind]) -> list[tuple[str, int, int]]:
+    """(family, rules, enforced in the apiserver) per family."""
+    counts: dict[str, list[int]] = {}
+    for family, _, _, where, _ in enforcement_rows(kinds):
+        entry = counts.setdefault(family, [0, 0])
+        entry[0] += 1
+        entry[1] += where != Where.WEBHOOK.value
+    return [(family, total, enforced) for family, (total, enforced) in sorted(counts.items())]

@@ -1,0 +1,494 @@
+"""The pod template's rules (``rules/podtemplate.py``) for the apiserver.
+
+A job's pod templates are kept whole by the CRDs (``x-kubernetes-preserve-unknown-fields``), so
+the apiserver sees nothing in them that CEL could read. Each template location gets the part of
+a ``PodSpec`` that the rules read, typed, with every other field kept as it is, and the bounds
+that the CEL cost estimator needs (``POD_TEMPLATE_BOUNDS``: lists a real pod never comes near;
+the webhook refuses a longer list with the apiserver's words, so that both agree).
+
+Most of the rules are structural-schema keywords (required fields, patterns, ranges, enums):
+they cost no CEL. What needs more than one field (unique names, a mount of a declared volume,
+requests within limits, the framework container) is CEL at the narrowest location that sees
+every field it needs; such a rule on a list cannot name the item's index, so the apiserver
+reports it at the list.
+"""
+
+from __future__ import annotations
+
+import copy
+import re
+from typing import Any
+
+from jobgate.webhook.cel.catalogue import (
+    LIST_ITEMS,
+    MAP_VALUES,
+    Location,
+    Placement,
+    Produces,
+    Rule,
+    Validation,
+    Where,
+    cel_raw_string,
+    cel_string,
+)
+from jobgate.webhook.rules.names import (
+    DNS1123_LABEL_MESSAGE,
+    ENV_VAR_NAME_MESSAGE,
+    LABEL_MAX_LENGTH,
+    PORT_NAME_MAX_LENGTH,
+)
+from jobgate.webhook.rules.podtemplate import POD_RESTART_POLICIES, POD_TEMPLATE_BOUNDS, PORT_PROTOCOLS
+from jobgate.webhook.rules.quantity import QUANTITY_MAX_LENGTH, QUANTITY_MESSAGE
+
+DNS1123_LABEL_PATTERN = "^[a-z0-9]([-a-z0-9]*[a-z0-9])?$"
+# The IANA service name rules without look-arounds (the schema's regular expressions are RE2): groups
+# of letters and digits joined by single hyphens, one letter at least; empty means no name.
+PORT_NAME_PATTERN = "^(([a-z0-9]+-)*[0-9]*[a-z][a-z0-9]*(-[a-z0-9]+)*)?$"
+ENV_VAR_NAME_PATTERN = "^[ -<>-~]+$"  # printable ASCII except '='
+
+
+def _kept(properties: dict[str, Any], **keywords: Any) -> dict[str, Any]:
+    """An object whose listed fields are typed and every other field is kept as it is."""
+    return {"type": "object", "x-kubernetes-preserve-unknown-fields": True, "properties": properties, **keywords}
+
+
+def _list_of(item: dict[str, Any], max_items: int) -> dict[str, Any]:
+    return {"type": "array", "maxItems": max_items, "items": item}
+
+
+_QUANTITIES = {
+    "type": "object",
+    "maxProperties": POD_TEMPLATE_BOUNDS["resources"],
+    # A quantity is a string or an integer, as in Kubernetes' own schemas (CEL reads no untyped value).
+    "additionalProperties": {"x-kubernetes-int-or-string": True, "maxLength": QUANTITY_MAX_LENGTH},
+}
+
+
+def _container() -> dict[str, Any]:
+    bounds = POD_TEMPLATE_BOUNDS
+    return _kept(
+        {
+            "name": {"type": "string"},
+            "image": {"type": "string"},
+            "ports": _list_of(
+                _kept(
+                    {
+                        "containerPort": {"type": "integer", "format": "int32"},
+                        "hostPort": {"type": "integer", "format": "int32"},
+                        "protocol": {"type": "string"},
+                        "name": {"type": "string"},
+                    }
+                ),
+                bounds["ports"],
+            ),
+            "resources": _kept({"limits": copy.deepcopy(_QUANTITIES), "requests": copy.deepcopy(_QUANTITIES)}),
+            # A mount's name is compared with the volumes' (at most 63 characters): one longer names none.
+            "volumeMounts": _list_of(
+                _kept({"name": {"type": "string", "maxLength": LABEL_MAX_LENGTH}, "mountPath": {"type": "string"}}),
+                bounds["volumeMounts"],
+            ),
+            # No rule reads the list, only each name (a pattern): no bound needed.
+            "env": {"type": "array", "items": _kept({"name": {"type": "string"}})},
+        }
+    )
+
+
+def pod_template_schema(description: str) -> dict[str, Any]:
+    """The schema of a template location: what the rules read, typed; the rest kept."""
+    bounds = POD_TEMPLATE_BOUNDS
+    return _kept(
+        {
+            "metadata": {"type": "object", "x-kubernetes-preserve-unknown-fields": True},
+            "spec": _kept(
+                {
+                    "containers": _list_of(_container(), bounds["containers"]),
+                    "initContainers": _list_of(_container(), bounds["initContainers"]),
+                    "volumes": _list_of(_kept({"name": {"type": "string"}}), bounds["volumes"]),
+                    "restartPolicy": {"type": "string"},
+                }
+            ),
+        },
+        description=description,
+    )
+
+
+class TemplateSite:
+    """Where a kind keeps its pod templates, and the options its webhook checks them with."""
+
+    __slots__ = ("location", "missing_containers_detail", "path", "required_container", "when_unnamed")
+
+    def __init__(
+        self,
+        location: Location,
+        path: str,
+        *,
+        required_container: tuple[str, str] | None = None,
+        when_unnamed: bool = False,
+        missing_containers_detail: str | None = None,
+    ) -> None:
+        self.location = location  # the template's location in the CRD schema
+        self.path = path  # the template's field path, with wildcards
+        self.required_container = required_container  # (name, the error's detail)
+        self.when_unnamed = when_unnamed
+        self.missing_containers_detail = missing_containers_detail or "must have at least one container"
+
+
+def _has_name(variable: str) -> str:
+    return f"has({variable}.name)"
+
+
+def _named(variable: str, name: str) -> str:
+    return f"(has({variable}.name) && {variable}.name == {name})"
+
+
+_CONTAINER_LISTS = ("containers", "initContainers")
+
+
+def pod_template_rules(site: TemplateSite) -> list[Rule]:
+    """The rules of ``rules/podtemplate.py`` for the templates at ``site``."""
+    at = site.location
+    spec = (*at, "spec")
+    path = f"{site.path}.spec"
+    bounds = POD_TEMPLATE_BOUNDS
+    rules: list[Rule] = [
+        Rule(
+            "pod-template/spec",
+            "a template has a pod spec",
+            Where.SCHEMA,
+            (Produces(path, "REQUIRED", "^$"),),
+            (Placement(at, {"required": ["spec"]}),),
+        ),
+        Rule(
+            "pod-template/containers",
+            "a pod spec has at least one container",
+            Where.SCHEMA,
+            (Produces(f"{path}.containers", "REQUIRED", f"^{re.escape(site.missing_containers_detail)}$"),),
+            (Placement(spec, {"required": ["containers"]}), Placement((*spec, "containers"), {"minItems": 1})),
+            why="the apiserver says it with its own words: Required value, or should have at least 1 items",
+        ),
+        Rule(
+            "pod-template/bounds",
+            "lists of a pod spec within bounds: " + ", ".join(f"{k} {v}" for k, v in bounds.items()),
+            Where.SCHEMA,
+            (Produces(f"{path}.**", "TOO_MANY"),),
+            why="bounds the CEL cost estimator needs; no real pod comes near them",
+        ),
+    ]
+    for key in _CONTAINER_LISTS:
+        item = (*spec, key, LIST_ITEMS)
+        each = f"{path}.{key}[*]"
+        rules += [
+            Rule(
+                f"pod-template/{key}/name",
+                f"{key}: a name, a DNS-1123 label",
+                Where.SCHEMA,
+                (
+                    Produces(f"{each}.name", "REQUIRED"),
+                    Produces(f"{each}.name", "INVALID", "^(" + re.escape(DNS1123_LABEL_MESSAGE) + "|must be no more)"),
+                ),
+                (
+                    Placement(item, {"required": ["name"]}),
+                    Placement((*item, "name"), {"pattern": DNS1123_LABEL_PATTERN, "maxLength": LABEL_MAX_LENGTH}),
+                ),
+            ),
+            Rule(
+                f"pod-template/{key}/image",
+                f"{key}: an image",
+                Where.SCHEMA,
+                (Produces(f"{each}.image", "REQUIRED"),),
+                (Placement(item, {"required": ["image"]}), Placement((*item, "image"), {"minLength": 1})),
+            ),
+            Rule(
+                f"pod-template/{key}/ports",
+                f"{key}: container ports 1-65535, host ports 0-65535, protocols TCP/UDP/SCTP, IANA port names",
+                Where.SCHEMA,
+                (
+                    Produces(f"{each}.ports[*].containerPort", "REQUIRED"),
+                    Produces(f"{each}.ports[*].containerPort", "INVALID", "^must be between"),
+                    Produces(f"{each}.ports[*].hostPort", "INVALID", "^must be between"),
+                    Produces(f"{each}.ports[*].protocol", "NOT_SUPPORTED"),
+                    Produces(f"{each}.ports[*].name", "INVALID", "^must (contain|not|be no more)"),
+                ),
+                (
+                    Placement((*item, "ports", LIST_ITEMS), {"required": ["containerPort"]}),
+                    Placement((*item, "ports", LIST_ITEMS, "containerPort"), {"minimum": 1, "maximum": 65535}),
+                    Placement((*item, "ports", LIST_ITEMS, "hostPort"), {"minimum": 0, "maximum": 65535}),
+                    Placement((*item, "ports", LIST_ITEMS, "protocol"), {"enum": list(PORT_PROTOCOLS)}),
+                    Placement(
+                        (*item, "ports", LIST_ITEMS, "name"),
+                        {"pattern": PORT_NAME_PATTERN, "maxLength": PORT_NAME_MAX_LENGTH},
+                    ),
+                ),
+            ),
+            Rule(
+                f"pod-template/{key}/port-names-unique",
+                f"{key}: port names unique in a container",
+                Where.CRD_RULE,
+                (Produces(f"{each}.ports[*].name", "DUPLICATE", apiserver_drops=2),),
+                (
+                    Placement(
+                        (*item, "ports"),
+                        validation=Validation(
+                            rule="self.all(p, !has(p.name) || p.name == '' || "
+                            "self.exists_one(q, has(q.name) && q.name == p.name))",
+                            message_expression=_first_duplicate("p", "q"),
+                        ),
+                    ),
+                ),
+                why="reported at the container's ports (a rule on a list cannot name the item)",
+            ),
+            Rule(
+                f"pod-template/{key}/mounts",
+                f"{key}: volume mounts name a volume and a mount path",
+                Where.SCHEMA,
+                (
+                    Produces(f"{each}.volumeMounts[*].name", "REQUIRED"),
+                    Produces(f"{each}.volumeMounts[*].mountPath", "REQUIRED"),
+                ),
+                (
+                    Placement((*item, "volumeMounts", LIST_ITEMS), {"required": ["name", "mountPath"]}),
+                    Placement((*item, "volumeMounts", LIST_ITEMS, "mountPath"), {"minLength": 1}),
+                ),
+            ),
+            Rule(
+                f"pod-template/{key}/mounted-volumes",
+                f"{key}: every volume mount names a volume of the pod",
+                Where.CRD_RULE,
+                (Produces(f"{each}.volumeMounts[*].name", "NOT_FOUND", apiserver_drops=4),),
+                (Placement(spec, validation=_mounted_volumes(key)),),
+                why=f"reported at the pod's {key} (a rule on a list cannot name the item)",
+            ),
+            Rule(
+                f"pod-template/{key}/env",
+                f"{key}: environment variable names are printable ASCII without '='",
+                Where.SCHEMA,
+                (
+                    Produces(f"{each}.env[*].name", "REQUIRED"),
+                    Produces(f"{each}.env[*].name", "INVALID", re.escape(ENV_VAR_NAME_MESSAGE)),
+                ),
+                (
+                    Placement((*item, "env", LIST_ITEMS), {"required": ["name"]}),
+                    Placement((*item, "env", LIST_ITEMS, "name"), {"pattern": ENV_VAR_NAME_PATTERN}),
+                ),
+            ),
+            *_resource_rules(key, item, each),
+        ]
+    rules += [
+        Rule(
+            "pod-template/container-names-unique",
+            "container names unique in a pod (init containers included)",
+            Where.CRD_RULE,
+            tuple(Produces(f"{path}.{key}[*].name", "DUPLICATE", apiserver_drops=2) for key in _CONTAINER_LISTS),
+            (
+                Placement(
+                    spec,
+                    validation=Validation(
+                        rule="!has(self.initContainers) || self.initContainers.all(c, !has(c.name) || "
+                        "self.initContainers.exists_one(d, has(d.name) && d.name == c.name))",
+                        message="Duplicate value: init containers share a name",
+                        field_path=".initContainers",
+                    ),
+                ),
+                Placement(
+                    spec,
+                    validation=Validation(
+                        rule="!has(self.containers) || self.containers.all(c, !has(c.name) || "
+                        "(self.containers.exists_one(d, has(d.name) && d.name == c.name) && "
+                        "(!has(self.initContainers) || !self.initContainers.exists(d, has(d.name) && d.name == c.name))))",
+                        message="Duplicate value: containers share a name (with each other or an init container)",
+                        field_path=".containers",
+                    ),
+                ),
+            ),
+            why="reported at the list (a rule on a list cannot name the item)",
+        ),
+        Rule(
+            "pod-template/volumes",
+            "volumes have unique names, DNS-1123 labels",
+            Where.CRD_RULE,
+            (
+                Produces(f"{path}.volumes[*].name", "REQUIRED"),
+                Produces(f"{path}.volumes[*].name", "INVALID", "^(" + re.escape(DNS1123_LABEL_MESSAGE) + "|must be no more)"),
+                Produces(f"{path}.volumes[*].name", "DUPLICATE", apiserver_drops=2),
+            ),
+            (
+                Placement((*spec, "volumes", LIST_ITEMS), {"required": ["name"]}),
+                Placement(
+                    (*spec, "volumes", LIST_ITEMS, "name"),
+                    {"pattern": DNS1123_LABEL_PATTERN, "maxLength": LABEL_MAX_LENGTH},
+                ),
+                Placement(
+                    (*spec, "volumes"),
+                    validation=Validation(
+                        rule="self.all(v, !has(v.name) || self.exists_one(w, has(w.name) && w.name == v.name))",
+                        message_expression=_first_duplicate("v", "w"),
+                    ),
+                ),
+            ),
+            why="a duplicate is reported at the list (a rule on a list cannot name the item)",
+        ),
+        Rule(
+            "pod-template/restart-policy",
+            "the pod's restartPolicy is Always, OnFailure or Never",
+            Where.SCHEMA,
+            (Produces(f"{path}.restartPolicy", "NOT_SUPPORTED"),),
+            (Placement((*spec, "restartPolicy"), {"enum": list(POD_RESTART_POLICIES)}),),
+        ),
+    ]
+    if site.required_container is not None:
+        rules.append(_required_container_rule(site, spec, path))
+    return rules
+
+
+# CEL's cost estimator knows the size of a string taken from a list made by map(), not from one
+# made by filter(): a message quotes a value as list.map(x, x.field).filter(...)[0], never as
+# list.filter(...)[0].field (which the estimator counts as unbounded, refusing the CRD).
+
+
+def _first_duplicate(item: str, other: str) -> str:
+    """CEL of 'Duplicate value: "<the first name used twice>"' for a list of named objects."""
+    return (
+        f"'Duplicate value: \"' + self.map({item}, has({item}.name) ? {item}.name : '').filter(n, n != '' && "
+        f"self.filter({other}, has({other}.name) && {other}.name == n).size() > 1)[0] + '\"'"
+    )
+
+
+def _mounted_volumes(key: str) -> Validation:
+    def missing(name: str) -> str:
+        return f"!(has(self.volumes) && self.volumes.exists(v, has(v.name) && v.name == {name}))"
+
+    unmounted = f"c.volumeMounts.exists(m, has(m.name) && m.name != '' && {missing('m.name')})"
+    return Validation(
+        rule=f"!has(self.{key}) || self.{key}.all(c, !has(c.volumeMounts) || !{unmounted})",
+        message_expression=f"'Not found: \"' + self.{key}.map(c, has(c.volumeMounts) && {unmounted} ? "
+        f"c.volumeMounts.map(m, has(m.name) ? m.name : '').filter(n, n != '' && {missing('n')})[0] : '')"
+        ".filter(n, n != '')[0] + '\": no volume of that name in the pod'",
+        field_path=f".{key}",
+    )
+
+
+def _required_container_rule(site: TemplateSite, spec: Location, path: str) -> Rule:
+    assert site.required_container is not None
+    name, detail = site.required_container
+    has_it = f"self.containers.exists(c, {_named('c', cel_string(name))})"
+    if site.when_unnamed:
+        rule = f"!has(self.containers) || size(self.containers) == 0 || {has_it}"
+    else:
+        rule = f"!has(self.containers) || !self.containers.exists(c, has(c.name) && c.name != '') || {has_it}"
+    return Rule(
+        "pod-template/framework-container",
+        f"a container named {name}",
+        Where.CRD_RULE,
+        (Produces(f"{path}.containers", "REQUIRED", f"^{re.escape(detail)}$"),),
+        (
+            Placement(
+                spec,
+                validation=Validation(rule=rule, message=detail, field_path=".containers", reason="FieldValueRequired"),
+            ),
+        ),
+    )
+
+
+# --- resources -----------------------------------------------------------------------------------
+
+# A quantity in the template: a string the apiserver parses (the webhook trims it first, as the
+# apiserver's JSON decoding does) or an integer.
+_IS_QUANTITY = "(type({v}) == int || isQuantity({v}.trim()))"
+_QUANTITY = "(type({v}) == int ? quantity(string({v})) : quantity({v}.trim()))"
+# Native resources (cpu, memory, kubernetes.io/...) may be fractional and are overcommittable,
+# unless they are huge pages; extended resources (vendor/name) are neither.
+_NATIVE = "(!{k}.contains('/') || {k}.contains('kubernetes.io/'))"
+_OVERCOMMITTABLE = "(" + _NATIVE + " && !{k}.startsWith('hugepages-'))"
+
+
+def _is_quantity(value: str) -> str:
+    return _IS_QUANTITY.format(v=value)
+
+
+def _quantity(value: str) -> str:
+    return _QUANTITY.format(v=value)
+
+
+def _resource_rules(key: str, item: Location, each: str) -> list[Rule]:
+    resources = (*item, "resources")
+    produces_values = []
+    placements = []
+    for which in ("limits", "requests"):
+        value = (*resources, which, MAP_VALUES)
+        produces_values += [
+            Produces(f"{each}.resources.{which}[*]", "INVALID", f"^{re.escape(QUANTITY_MESSAGE)}$"),
+            Produces(f"{each}.resources.{which}[*]", "INVALID", "^must be greater than or equal to 0$"),
+        ]
+        placements += [
+            Placement(value, validation=Validation(rule=_is_quantity("self"), message=QUANTITY_MESSAGE)),
+            Placement(
+                value,
+                validation=Validation(
+                    rule=f"!{_is_quantity('self')} || (type(self) == int ? self >= 0 : sign(quantity(self.trim())) >= 0)",
+                    message="must be greater than or equal to 0",
+                ),
+            ),
+        ]
+    whole = (
+        f"!{_is_quantity('self[k]')} || {_NATIVE.format(k='k')} || "
+        f"type(self[k]) == int || {_quantity('self[k]')}.isInteger()"
+    )
+    integer_placements = tuple(
+        Placement(
+            (*resources, which),
+            validation=Validation(
+                rule=f"self.all(k, {whole})",
+                message_expression=f"self.filter(k, !({whole}))[0] + ': must be an integer'",
+            ),
+        )
+        for which in ("limits", "requests")
+    )
+    within = (
+        f"!(k in self.limits) || !{_is_quantity('self.requests[k]')} || !{_is_quantity('self.limits[k]')} || "
+        f"({_OVERCOMMITTABLE.format(k='k')} ? "
+        f"{_quantity('self.requests[k]')}.compareTo({_quantity('self.limits[k]')}) <= 0 : "
+        f"{_quantity('self.requests[k]')}.compareTo({_quantity('self.limits[k]')}) == 0)"
+    )
+    first_over = f"self.requests.filter(k, !({within}))[0]"
+    return [
+        Rule(
+            f"pod-template/{key}/quantities",
+            f"{key}: resource quantities are valid and not negative",
+            Where.CRD_RULE,
+            tuple(produces_values),
+            tuple(placements),
+        ),
+        Rule(
+            f"pod-template/{key}/whole-extended-resources",
+            f"{key}: extended resources (vendor/name) are whole numbers",
+            Where.CRD_RULE,
+            tuple(
+                Produces(f"{each}.resources.{which}[*]", "INVALID", "^must be an integer$", apiserver_drops=1)
+                for which in ("limits", "requests")
+            ),
+            integer_placements,
+            why="reported at the map (a rule on a map cannot name the key)",
+        ),
+        Rule(
+            f"pod-template/{key}/requests-within-limits",
+            f"{key}: requests at most their limits (equal for resources that cannot be overcommitted)",
+            Where.CRD_RULE,
+            (Produces(f"{each}.resources.requests[*]", "INVALID", " limit of ", apiserver_drops=1),),
+            (
+                Placement(
+                    resources,
+                    validation=Validation(
+                        rule=f"!has(self.requests) || !has(self.limits) || self.requests.all(k, {within})",
+                        message_expression=f"{first_over} + ': must be ' + "
+                        f"({_OVERCOMMITTABLE.format(k=first_over)} ? 'less than or equal to' : 'equal to') + "
+                        "' its limit'",
+                        field_path=".requests",
+                    ),
+                ),
+            ),
+            why="reported at the requests (a rule on a map cannot name the key)",
+        ),
+    ]
+
+
+__all__ = ["TemplateSite", "cel_raw_string", "pod_template_rules", "pod_template_schema"]

@@ -1,0 +1,305 @@
+"""The rules of jobs of a map of replica types (``rules/replicajobs.py``) for the apiserver, from the
+same kind objects the webhook checks with: the roles, the replica map's field, the run policy's place.
+"""
+
+from __future__ import annotations
+
+import re
+
+from jobgate.webhook.cel.catalogue import (
+    MAP_VALUES,
+    Placement,
+    Produces,
+    Rule,
+    Validation,
+    Where,
+    cel_list,
+    cel_string,
+)
+from jobgate.webhook.cel.jobmeta import NAME, derived_names_rule
+from jobgate.webhook.cel.podtemplate import TemplateSite, pod_template_rules
+from jobgate.webhook.rules.names import LABEL_MAX_LENGTH
+from jobgate.webhook.rules.replicajobs import ReplicaJobKind
+
+
+class RunPolicyPlace:
+    """Where a kind's run policy is: ``spec`` itself, ``spec.runPolicy``, or either (KubeDL's MPIJob
+    reads spec.runPolicy when it is there). CEL cannot pick one of two differently typed objects, so
+    each rule on the run policy is written once per place, guarded by ``when``."""
+
+    __slots__ = ("field_path", "self_path", "when")
+
+    def __init__(self, self_path: str, field_path: str, when: str) -> None:
+        self.self_path = self_path  # CEL of the run policy, from spec's self (or oldSelf: "{self}")
+        self.field_path = field_path  # its fieldPath from spec
+        self.when = when  # CEL true when this is where the run policy is ("{self}": self or oldSelf)
+
+    def of(self, variable: str) -> str:
+        return self.self_path.format(self=variable)
+
+    def holds(self, variable: str) -> str:
+        return self.when.format(self=variable)
+
+
+def run_policy_places(kind: ReplicaJobKind) -> tuple[RunPolicyPlace, ...]:
+    inline = RunPolicyPlace("{self}", "", "true")
+    separate = RunPolicyPlace("{self}.runPolicy", ".runPolicy", "has({self}.runPolicy)")
+    if getattr(kind, "separate_run_policy", False):
+        return (separate, RunPolicyPlace("{self}", "", "!has({self}.runPolicy)"))
+    return (inline,)
+
+
+def _replicas(replica_map: str, replica_type: str, count_unset: str) -> str:
+    """CEL of a replica type's count as the webhook counts it (its default when unset)."""
+    entry = f"{replica_map}[{replica_type}]"
+    return f"(has({entry}.replicas) ? {entry}.replicas : {count_unset})"
+
+
+def replica_job_rules(kind: ReplicaJobKind, site: TemplateSite) -> list[Rule]:
+    field = kind.replicas_field
+    roles = [role.name for role in kind.roles]
+    replica_map = f"self.spec.{field}"
+    rules = [
+        _types_rule(kind),
+        _min_available_rule(kind),
+        _queue_rule(kind),
+        _derived_names(kind, replica_map, roles),
+        *pod_template_rules(site),
+    ]
+    return rules
+
+
+def _types_rule(kind: ReplicaJobKind) -> Rule:
+    roles = [role.name for role in kind.roles]
+    lowered = {role.casefold(): role for role in roles}
+    field = kind.replicas_field
+    if kind.normalise_types:
+        # ``worker`` is renamed Worker by the defaults when no Worker is there; beside a Worker it is a duplicate.
+        unsupported = f"!(k.lowerAscii() in {cel_list(lowered)})"
+        canonical = "{" + ", ".join(f"{cel_string(k)}: {cel_string(v)}" for k, v in lowered.items()) + "}"
+        duplicate = f"!(k in {cel_list(roles)}) && k.lowerAscii() in {cel_list(lowered)} && {canonical}[k.lowerAscii()] in self"
+    else:
+        unsupported = f"!(k in {cel_list(roles)})"
+        duplicate = "false"
+    supported = ", ".join(f'"{r}"' for r in roles)
+    placements = [
+        # A valid job has each role once at most: the bound the CEL cost estimate needs.
+        Placement(("spec", field), {"maxProperties": len(roles)}),
+        Placement(
+            ("spec", field),
+            validation=Validation(
+                rule=f"!self.exists(k, {unsupported})",
+                message_expression=f"'Unsupported value: \"' + self.filter(k, {unsupported})[0] + "
+                f"'\": supported values: {supported}'",
+            ),
+        )
+    ]
+    produces = [Produces(f"spec.{field}[*]", "NOT_SUPPORTED", apiserver_drops=1)]
+    if kind.normalise_types:
+        placements.append(
+            Placement(
+                ("spec", field),
+                validation=Validation(
+                    rule=f"!self.exists(k, {duplicate})",
+                    message_expression=f"'Duplicate value: \"' + self.filter(k, {duplicate})[0] + '\"'",
+                ),
+            )
+        )
+        produces.append(Produces(f"spec.{field}[*]", "DUPLICATE", apiserver_drops=1))
+    return Rule(
+        "replicas/types",
+        f"replica types are {', '.join(roles)} (any case, once each)",
+        Where.CRD_RULE,
+        tuple(produces),
+        tuple(placements),
+        why="reported at the map (a rule on a map cannot name the key)",
+    )
+
+
+def _total(kind: ReplicaJobKind, replica_map: str) -> str:
+    """CEL of the total of all replicas, as the webhook adds them after defaulting."""
+    defaults = {role.name: role.default_replicas for role in kind.roles}
+    unknown = 1 if kind.unknown_type_restart_policy is not None else 0
+    unset = " : ".join(f"t == {cel_string(name)} ? {n}" for name, n in defaults.items()) + f" : {unknown}"
+    count = _replicas(replica_map, "t", f"({unset})")
+    return f"{replica_map}.map(t, {count} > 0 ? {count} : 0).sum()"
+
+
+def _min_available_rule(kind: ReplicaJobKind) -> Rule:
+    field = kind.replicas_field
+    replica_map = f"self.{field}"
+    total = _total(kind, replica_map)
+    placements = []
+    produces = []
+    for place in run_policy_places(kind):
+        policy = place.of("self")
+        scheduling = f"{policy}.schedulingPolicy"
+        placements.append(
+            Placement(
+                ("spec",),
+                validation=Validation(
+                    rule=f"!{place.holds('self')} || !has({scheduling}) || !has({scheduling}.minAvailable) || "
+                    f"!has({replica_map}) || {scheduling}.minAvailable <= {total}",
+                    # CEL's cost estimator cannot size string(int): the message cannot quote the total.
+                    message="must be less than or equal to the total number of replicas",
+                    field_path=f"{place.field_path}.schedulingPolicy.minAvailable",
+                ),
+            )
+        )
+        produces.append(
+            Produces(f"spec{place.field_path}.schedulingPolicy.minAvailable", "INVALID", "total number of replicas")
+        )
+    return Rule(
+        "run-policy/min-available",
+        "the gang (schedulingPolicy.minAvailable) is at most the total of all replicas",
+        Where.CRD_RULE,
+        tuple(produces),
+        tuple(placements),
+    )
+
+
+def _queue(place: RunPolicyPlace, variable: str) -> str:
+    scheduling = f"{place.of(variable)}.schedulingPolicy"
+    return f"(has({scheduling}) && has({scheduling}.queue) ? {scheduling}.queue : '')"
+
+
+def _queue_rule(kind: ReplicaJobKind) -> Rule:
+    """schedulingPolicy.queue never changes; the error is where the new queue is, else where the old was."""
+    places = run_policy_places(kind)
+    new = _either(places, "self")
+    old = _either(places, "oldSelf")
+    placements = []
+    produces = []
+    for place in places:
+        here = f"{place.field_path}.schedulingPolicy.queue"
+        for condition in (f"{new} != '' && {place.holds('self')}", f"{new} == '' && {place.holds('oldSelf')}"):
+            placements.append(
+                Placement(
+                    ("spec",),
+                    validation=Validation(
+                        rule=f"!({condition}) || {new} == {old}",
+                        message="field is immutable",
+                        field_path=here,
+                    ),
+                )
+            )
+        produces.append(Produces(f"spec{place.field_path}.schedulingPolicy.queue", "INVALID", "^field is immutable$"))
+    return Rule(
+        "run-policy/queue-immutable",
+        "schedulingPolicy.queue does not change once the job exists",
+        Where.TRANSITION,
+        tuple(produces),
+        tuple(placements),
+    )
+
+
+def _either(places: tuple[RunPolicyPlace, ...], variable: str) -> str:
+    if len(places) == 1:
+        return _queue(places[0], variable)
+    first, second = places
+    return f"({first.holds(variable)} ? {_queue(first, variable)} : {_queue(second, variable)})"
+
+
+def _derived_names(kind: ReplicaJobKind, replica_map: str, roles: list[str]) -> Rule:
+    """``<job>-<type>-<index>`` of every replica of a role fits in a label (``rules/jobmeta.check_job_name``)."""
+    count = _replicas(replica_map, "t", "1")
+    index = f"string(({count} > 0 ? {count} : 1) - 1)"
+    length = f"(size({NAME}) + size(t) + size({index}) + 2)"
+    counted = f"{replica_map}.filter(t, t in {cel_list(roles)})"
+    longest_type = f"{counted}.filter(t, {length} == {counted}.map(t, {length}).max())[0]"
+    fits = f"!has({replica_map}) || {counted}.all(t, {length} <= {LABEL_MAX_LENGTH})"
+    return derived_names_rule(
+        "job/derived-names",
+        "the pods' and services' names (<job>-<type>-<index>) fit in 63 characters",
+        f"{NAME} + '-' + {longest_type}.lowerAscii() + '-<index>'",
+        fits,
+    )
+
+
+def role_rules(kind: ReplicaJobKind, *, exactly_one: str | None = None, one_leader_of: tuple[str, ...] = ()) -> list[Rule]:
+    """The kind's role rules: a role present with one replica, or at most one leader of a set."""
+    field = kind.replicas_field
+    at = ("spec", field)
+    rules = []
+    if exactly_one is not None:
+        role = cel_string(exactly_one)
+        rules.append(
+            Rule(
+                f"roles/{exactly_one.lower()}",
+                f"exactly one {exactly_one}",
+                Where.CRD_RULE,
+                (
+                    Produces(f"spec.{field}[{exactly_one}]", "REQUIRED", "^must be present$"),
+                    Produces(f"spec.{field}[{exactly_one}].replicas", "INVALID", "^must be 1$"),
+                ),
+                (
+                    Placement(
+                        at,
+                        validation=Validation(
+                            rule=f"{role} in self",
+                            message="must be present",
+                            field_path=f"[{role}]",
+                            reason="FieldValueRequired",
+                        ),
+                    ),
+                    Placement(
+                        at,
+                        validation=Validation(
+                            rule=f"!({role} in self) || !has(self[{role}].replicas) || self[{role}].replicas == 1",
+                            message="must be 1",
+                            field_path=f"[{role}].replicas",
+                        ),
+                    ),
+                ),
+            )
+        )
+    if one_leader_of:
+        leaders = cel_list(one_leader_of)
+        rules.append(
+            Rule(
+                "roles/one-leader",
+                f"at most one of {' and '.join(one_leader_of)}, with one replica",
+                Where.CRD_RULE,
+                (
+                    Produces(f"spec.{field}", "FORBIDDEN", re.escape(f"more than 1 {' or '.join(one_leader_of)}")),
+                    *(
+                        Produces(f"spec.{field}[{leader}].replicas", "INVALID", "^must be less than or equal to 1$")
+                        for leader in one_leader_of
+                    ),
+                ),
+                (
+                    Placement(
+                        at,
+                        validation=Validation(
+                            rule=f"{leaders}.filter(r, r in self).size() <= 1",
+                            message=f"must not have more than 1 {' or '.join(one_leader_of)} role",
+                            reason="FieldValueForbidden",
+                        ),
+                    ),
+                    *(
+                        Placement(
+                            at,
+                            validation=Validation(
+                                rule=f"!({cel_string(leader)} in self) || !has(self[{cel_string(leader)}].replicas) || "
+                                f"self[{cel_string(leader)}].replicas <= 1",
+                                message="must be less than or equal to 1",
+                                field_path=f"[{cel_string(leader)}].replicas",
+                            ),
+                        )
+                        for leader in one_leader_of
+                    ),
+                ),
+            )
+        )
+    return rules
+
+
+def replica_template_site(kind: ReplicaJobKind) -> TemplateSite:
+    required = kind._required_container
+    return TemplateSite(
+        ("spec", kind.replicas_field, MAP_VALUES, "template"),
+        f"spec.{kind.replicas_field}[*].template",
+        required_container=required,
+        when_unnamed=kind.required_container_when_unnamed,
+        missing_containers_detail=kind._missing_containers,
+    )
