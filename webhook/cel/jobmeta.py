@@ -53,9 +53,9 @@ def job_name_rule() -> Rule:
         Where.CRD_RULE,
         (
             Produces("metadata.name", "REQUIRED", "name or generateName is required"),
-            Produces("metadata.name", "INVALID", "^(" + re.escape(DNS1035_LABEL_MESSAGE) + "|must be no more than 63 "),
+            Produces("metadata.name", "INVALID", "^(" + re.escape(DNS1035_LABEL_MESSAGE) + "|must be no more than 63 )"),
             Produces(
-                "metadata.generateName", "INVALID", "^(" + re.escape(DNS1035_LABEL_MESSAGE) + "|must be no more than 63 "
+                "metadata.generateName", "INVALID", "^(" + re.escape(DNS1035_LABEL_MESSAGE) + "|must be no more than 63 )"
             ),
         ),
         tuple(placements),

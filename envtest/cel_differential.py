@@ -1,0 +1,202 @@
+"""The apiserver against the webhook: the same job to both, verdicts and field paths compared.
+
+With jobgate's webhooks absent and only the generated CRDs (and policies) in force, a job goes to
+the real apiserver (a dry run, or a real create then a dry-run update); the same job goes through
+``review_job`` (the rules the webhook runs). Each error of the webhook is traced to its rule in the
+catalogue (``webhook/cel``); for every rule the catalogue says the apiserver enforces, the
+apiserver must refuse the job at that rule's field. And the apiserver may refuse nothing the
+webhook admits: each of its causes must stand at (or above) a field the webhook reports.
+
+Used by tests/e2e/test_cel_enforcement.py and by ``python -m envtest cel-diff`` (by hand).
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+import re
+from dataclasses import dataclass, field
+from typing import Any
+
+from jobgate.webhook.cel.catalogue import Where, explaining_rule
+from jobgate.webhook.cel.generate import rules_for
+from jobgate.webhook.rules.engine import kind_of, review_job
+from jobgate.webhook.rules.fielderrors import FieldError
+
+# What the apiserver adds when a schema error (a wrong type, a missing field, a value outside its
+# enum, a list or string too long) stopped it from running the CRD's rules: then only the schema's
+# own checks can be compared.
+NOT_CHECKED = "some validation rules were not checked because the object was invalid"
+
+
+@dataclass
+class Case:
+    """A job (and, for an UPDATE, the stored job it replaces) with its name in the report."""
+
+    name: str
+    obj: dict[str, Any]
+    old: dict[str, Any] | None = None
+
+
+@dataclass
+class Outcome:
+    case: Case
+    webhook_errors: list[FieldError]
+    apiserver_status: int
+    apiserver_causes: list[tuple[str, str]]  # (field, message)
+    stored: dict[str, Any] | None  # what the apiserver would store (its dry run's answer)
+    disagreements: list[str] = field(default_factory=list)
+    enforced_rules: set[str] = field(default_factory=set)  # rules the apiserver was expected to enforce here
+
+    @property
+    def apiserver_allowed(self) -> bool:
+        return self.apiserver_status < 300
+
+
+class Apiserver:
+    """Custom objects through the kubernetes client (one connection pool)."""
+
+    def __init__(self, kubeconfig: str) -> None:
+        from kubernetes import client, config
+
+        configuration = client.Configuration()
+        config.load_kube_config(config_file=kubeconfig, client_configuration=configuration)
+        self.api = client.CustomObjectsApi(client.ApiClient(configuration))
+
+    @staticmethod
+    def _where(obj: dict[str, Any]) -> tuple[str, str, str]:
+        group, _, version = obj["apiVersion"].rpartition("/")
+        kind = kind_of(obj)
+        assert kind is not None, obj.get("kind")
+        return group, version, kind.plural
+
+    def create(self, obj: dict[str, Any], namespace: str, *, dry_run: bool) -> tuple[int, dict[str, Any]]:
+        group, version, plural = self._where(obj)
+        return self._call(
+            lambda: self.api.create_namespaced_custom_object(
+                group, version, namespace, plural, obj, dry_run="All" if dry_run else None, field_validation="Strict"
+            )
+        )
+
+    def replace(self, obj: dict[str, Any], namespace: str, *, dry_run: bool) -> tuple[int, dict[str, Any]]:
+        group, version, plural = self._where(obj)
+        name = obj["metadata"]["name"]
+        return self._call(
+            lambda: self.api.replace_namespaced_custom_object(
+                group, version, namespace, plural, name, obj, dry_run="All" if dry_run else None, field_validation="Strict"
+            )
+        )
+
+    def delete(self, obj: dict[str, Any], namespace: str) -> None:
+        group, version, plural = self._where(obj)
+        self._call(lambda: self.api.delete_namespaced_custom_object(group, version, namespace, plural, obj["metadata"]["name"]))
+
+    @staticmethod
+    def _call(request: Any) -> tuple[int, dict[str, Any]]:
+        from kubernetes.client.exceptions import ApiException
+
+        try:
+            return 200, request()
+        except ApiException as exc:
+            try:
+                body = json.loads(exc.body)
+            except (TypeError, ValueError):
+                body = {"message": str(exc.body)}
+            return exc.status, body
+
+
+def causes_of(status: dict[str, Any]) -> list[tuple[str, str]]:
+    causes = status.get("details", {}).get("causes") or []
+    if causes:
+        return [(apiserver_field(c.get("field", "")), c.get("message", "")) for c in causes]
+    return [("", status.get("message", ""))]
+
+
+def apiserver_field(text: str) -> str:
+    return "" if text == "<nil>" else text
+
+
+def comparable(path: str) -> str:
+    """A field as both sides can be compared: the apiserver writes map keys ``.Worker`` in its
+    schema errors and ``[Worker]`` (or ``.[Worker]``, joining a rule's place and its fieldPath) in
+    its rules' errors; the webhook writes them as the apiserver does for each. List indexes stay."""
+    return re.sub(r"\.?\[([^\]]*[^\]0-9][^\]]*|)\]", r".\1", path)
+
+
+def run_case(apiserver: Apiserver, case: Case, namespace: str) -> Outcome:
+    obj = copy.deepcopy(case.obj)
+    obj.setdefault("metadata", {})["namespace"] = namespace
+    kind = kind_of(obj)
+    assert kind is not None, f"{case.name}: not a kind jobgate serves"
+    old = None
+    if case.old is not None:
+        old = copy.deepcopy(case.old)
+        old.setdefault("metadata", {})["namespace"] = namespace
+        status, stored = apiserver.create(old, namespace, dry_run=False)
+        if status >= 300:
+            raise AssertionError(f"{case.name}: the stored job of the update was refused: {causes_of(stored)}")
+        obj["metadata"]["resourceVersion"] = stored["metadata"]["resourceVersion"]
+    try:
+        if old is None:
+            status, answer = apiserver.create(obj, namespace, dry_run=True)
+        else:
+            status, answer = apiserver.replace(obj, namespace, dry_run=True)
+    finally:
+        if old is not None:
+            apiserver.delete(old, namespace)
+    verdict = review_job(kind, case.obj, case.old, with_patch=False)
+    outcome = Outcome(
+        case=case,
+        webhook_errors=verdict.errors,
+        apiserver_status=status,
+        apiserver_causes=[] if status < 300 else causes_of(answer),
+        stored=answer if status < 300 else None,
+    )
+    compare(outcome)
+    return outcome
+
+
+def compare(outcome: Outcome) -> None:
+    """Fill ``outcome.disagreements``: what the apiserver did not refuse where the catalogue says it
+    does, and what it refused that the webhook admits."""
+    kind = kind_of(outcome.case.obj)
+    assert kind is not None
+    rules = rules_for(kind)
+    causes = [(comparable(f), m) for f, m in outcome.apiserver_causes if NOT_CHECKED not in m]
+    fields = {f for f, _ in causes}
+    blocked = len(causes) < len(outcome.apiserver_causes)
+    expected_fields: set[str] = set()
+    webhook_fields: set[str] = set()
+    for error in outcome.webhook_errors:
+        found = explaining_rule(rules, error)
+        webhook_fields.add(comparable(error.field))
+        if found is None:
+            outcome.disagreements.append(f"no rule of the catalogue explains the webhook's {error}")
+            continue
+        rule, produced = found
+        if not rule.where.in_apiserver:
+            continue
+        expected = comparable(produced.apiserver_field(error))
+        expected_fields.add(expected)
+        if blocked and rule.where is not Where.SCHEMA:
+            continue
+        outcome.enforced_rules.add(rule.id)
+        if expected not in fields:
+            outcome.disagreements.append(
+                f"rule {rule.id} ({rule.where.value}): the webhook refuses {error}; "
+                f"the apiserver reports nothing at {expected}"
+            )
+    for cause_field, message in causes:
+        if not any(_covers(cause_field, f) for f in expected_fields | webhook_fields):
+            outcome.disagreements.append(
+                f"the apiserver refuses what the webhook admits: {cause_field or '(no field)'}: {message[:300]}"
+            )
+    if not outcome.webhook_errors and not outcome.apiserver_allowed and not outcome.disagreements:
+        outcome.disagreements.append(f"the apiserver refuses a job the webhook admits: {outcome.apiserver_causes}")
+
+
+def _covers(cause_field: str, webhook_field: str) -> bool:
+    """The apiserver's field names the webhook's field or a field above it (a list, a map)."""
+    if not cause_field:
+        return False
+    return webhook_field == cause_field or webhook_field.startswith((f"{cause_field}.", f"{cause_field}["))
