@@ -83,13 +83,22 @@ class Apiserver:
         name = obj["metadata"]["name"]
         return self._call(
             lambda: self.api.replace_namespaced_custom_object(
-                group, version, namespace, plural, name, obj, dry_run="All" if dry_run else None, field_validation="Strict"
+                group,
+                version,
+                namespace,
+                plural,
+                name,
+                obj,
+                dry_run="All" if dry_run else None,
+                field_validation="Strict",
             )
         )
 
     def delete(self, obj: dict[str, Any], namespace: str) -> None:
         group, version, plural = self._where(obj)
-        self._call(lambda: self.api.delete_namespaced_custom_object(group, version, namespace, plural, obj["metadata"]["name"]))
+        self._call(
+            lambda: self.api.delete_namespaced_custom_object(group, version, namespace, plural, obj["metadata"]["name"])
+        )
 
     @staticmethod
     def _call(request: Any) -> tuple[int, dict[str, Any]]:

@@ -16,7 +16,7 @@ from typing import Any
 
 from ruamel.yaml import YAML
 
-from jobgate.webhook.cel.generate import with_rules
+from jobgate.webhook.cel.generate import mutating_policy, with_rules
 from jobgate.webhook.rules import family_index
 from jobgate.webhook.rules.registry import JobKind, family_module, load_family, registered_kinds
 from jobgate.webhook.rules.schema import SCHEMA_TABLE, schema_table_text, structural_schema
@@ -341,6 +341,14 @@ def generated_files() -> dict[str, str]:
     names = [f"{k.gvk.group}_{k.plural}.yaml" for k in kinds] + [COMMAND_CRD_FILE]
     files["base/crds/kustomization.yaml"] = _dump(
         [{"apiVersion": "kustomize.config.k8s.io/v1beta1", "kind": "Kustomization", "resources": names}]
+    )
+    mutating = [(k, mutating_policy(k, PART_OF)) for k in kinds]
+    mutating_files = [f"{k.gvk.group}_{k.plural}.yaml" for k, documents in mutating if documents]
+    for kind, documents in mutating:
+        if documents:
+            files[f"policies/mutating/{kind.gvk.group}_{kind.plural}.yaml"] = _dump(documents)
+    files["policies/mutating/kustomization.yaml"] = _dump(
+        [{"apiVersion": "kustomize.config.k8s.io/v1beta1", "kind": "Kustomization", "resources": mutating_files}]
     )
     files["base/webhook/webhooks.yaml"] = _dump(webhook_configurations())
     files["base/webhook/queue-reader.yaml"] = _dump(webhook_queue_reader())

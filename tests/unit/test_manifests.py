@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -10,11 +11,13 @@ import pytest
 from ruamel.yaml import YAML
 
 from jobgate.cli import main
+from jobgate.webhook.cel.generate import family_defaults
 from jobgate.webhook.manifests import (
     admission_only,
     controller_cluster_role,
     differences,
     e2e_crd_files,
+    every_family_kind,
     generated_files,
     package_tables,
     webhook_configurations,
@@ -111,19 +114,32 @@ def _nodes(schema: dict, path: str = ""):
 def test_crd_schemas_are_structural_with_unknown_fields_only_under_templates(path: Path):
     (crd,) = load_all(path)
     schema = crd["spec"]["versions"][0]["schema"]["openAPIV3Schema"]
+    kinds = [k for k in every_family_kind() if f"{k.plural}.{k.gvk.group}" == crd["metadata"]["name"]]
+    placed_defaults = {
+        placement.at for kind in kinds for default in family_defaults(kind) or () for placement in default.placements
+    }
     for where, node in _nodes(schema):
         assert (
             "type" in node or node.get("x-kubernetes-preserve-unknown-fields") or node.get("x-kubernetes-int-or-string")
         ), where
-        for forbidden in ("$ref", "anyOf", "oneOf", "allOf", "default", "title", "nullable"):
+        for forbidden in ("$ref", "anyOf", "oneOf", "allOf", "title", "nullable"):
             assert forbidden not in node, where
-        if node.get("x-kubernetes-preserve-unknown-fields"):
-            # Core/v1 objects held whole: pod templates, DIJob's shared volumes, T9k's container states,
-            # Volcano's PVC specs.
+        if "default" in node:
+            # Only the defaults of the catalogue (webhook/cel), each the webhook's own.
+            assert _location(where) in placed_defaults, where
+        in_template = ".template." in where
+        if node.get("x-kubernetes-preserve-unknown-fields") and not in_template:
+            # Core/v1 objects held whole: pod templates (what the rules read of them is typed), DIJob's
+            # shared volumes, T9k's container states, Volcano's PVC specs.
             assert where.endswith((".template", ".spec.volumes[]", ".containers[].state", ".volumeClaim")), where
-        named_field = not where.endswith(("[]", "[*]", ".template"))
+        named_field = not where.endswith(("[]", "[*]", ".template")) and not in_template
         if where.startswith(".spec.") and named_field:
             assert node.get("description"), f"{where} has no description for kubectl explain"
+
+
+def _location(where: str) -> tuple[str, ...]:
+    """``.spec.x[*].y[]`` -> ("spec", "x", "*", "y", "[]")."""
+    return tuple("*" if step == "[*]" else step for step in re.findall(r"\[\*\]|\[\]|[^.\[\]]+", where))
 
 
 def test_webhook_configurations():

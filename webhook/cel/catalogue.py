@@ -33,6 +33,8 @@ class Where(Enum):
     CRD_RULE = "CRD validation rule"
     TRANSITION = "CRD transition rule"
     POLICY = "ValidatingAdmissionPolicy"
+    MUTATING_POLICY = "MutatingAdmissionPolicy"
+    SCHEMA_DEFAULT = "CRD schema default + MutatingAdmissionPolicy"
     WEBHOOK = "webhook only"
 
     @property
@@ -188,6 +190,33 @@ def explaining_rule(rules: Iterable[Rule], error: FieldError) -> tuple[Rule, Pro
         if produced is not None:
             return rule, produced
     return None
+
+
+@dataclass(frozen=True)
+class Default:
+    """A default of the mutating webhook and where the apiserver applies it.
+
+    ``patches``: CEL expressions of a MutatingAdmissionPolicy (``object``, ``oldObject``), each a
+    list of JSONPatch operations, run in order, each on the object the previous ones made.
+    ``placements``: structural-schema ``default`` keywords, which also serve clusters without
+    MutatingAdmissionPolicy (before 1.36) for a field that is absent; the policy still covers the
+    rest (a field set to "", a default that depends on another field).
+    """
+
+    id: str
+    summary: str
+    where: Where
+    patches: tuple[str, ...] = ()
+    placements: tuple[Placement, ...] = ()
+    why: str = ""
+
+    def __post_init__(self) -> None:
+        if self.where is Where.WEBHOOK and not self.why:
+            raise ValueError(f"default {self.id}: a webhook-only default must say why")
+        if self.where in (Where.MUTATING_POLICY, Where.SCHEMA_DEFAULT) and not self.patches:
+            raise ValueError(f"default {self.id}: applied by a policy but has no patch")
+        if self.where is Where.SCHEMA_DEFAULT and not self.placements:
+            raise ValueError(f"default {self.id}: a schema default places none")
 
 
 # --- writing CEL ---------------------------------------------------------------------------------

@@ -9,7 +9,7 @@ import importlib
 from collections.abc import Iterable
 from typing import Any
 
-from jobgate.webhook.cel.catalogue import LIST_ITEMS, MAP_VALUES, Location, Rule, Where
+from jobgate.webhook.cel.catalogue import LIST_ITEMS, MAP_VALUES, Default, Location, Placement, Rule, Where
 from jobgate.webhook.cel.jobmeta import job_name_rule, schema_rules
 from jobgate.webhook.cel.podtemplate import pod_template_schema
 from jobgate.webhook.rules.registry import JobKind
@@ -33,6 +33,15 @@ def family_rules(kind: JobKind) -> list[Rule] | None:
         return None
     rules: list[Rule] = module.rules(kind)
     return rules
+
+
+def family_defaults(kind: JobKind) -> list[Default] | None:
+    """The family's defaults for the kind; None when the family has no CEL module (webhook only)."""
+    if family_rules(kind) is None:
+        return None
+    module = importlib.import_module(f"{CEL_FAMILIES_PACKAGE}.{kind.family}")
+    defaults: list[Default] = module.defaults(kind)
+    return defaults
 
 
 def rules_for(kind: JobKind) -> list[Rule]:
@@ -103,33 +112,90 @@ def with_rules(kind: JobKind, root: dict[str, Any]) -> dict[str, Any]:
             "generateName": {"type": "string", "maxLength": NAME_MAX_LENGTH},
         },
     }
-    for rule in [job_name_rule(), *rules]:
-        for placement in rule.placements:
-            node = _node(root, placement.at, kind)
-            for keyword, value in placement.keywords.items():
-                if keyword == "required":
-                    node["required"] = sorted({*node.get("required", ()), *value})
-                elif keyword in node and node[keyword] != value:
-                    raise CatalogueError(
-                        f"{kind.gvk}: rule {rule.id} sets {keyword}={value!r} at {'/'.join(placement.at)}, "
-                        f"where the schema has {node[keyword]!r}"
-                    )
-                else:
-                    node[keyword] = value
-            if placement.validation is not None:
-                node.setdefault("x-kubernetes-validations", []).append(placement.validation.as_schema())
+    placed: list[tuple[str, Placement]] = [(r.id, p) for r in [job_name_rule(), *rules] for p in r.placements]
+    placed += [(d.id, p) for d in family_defaults(kind) or () for p in d.placements]
+    for owner, placement in placed:
+        node = _node(root, placement.at, kind)
+        for keyword, value in placement.keywords.items():
+            if keyword == "required":
+                node["required"] = sorted({*node.get("required", ()), *value})
+            elif keyword in node and node[keyword] != value:
+                raise CatalogueError(
+                    f"{kind.gvk}: {owner} sets {keyword}={value!r} at {'/'.join(placement.at)}, "
+                    f"where the schema has {node[keyword]!r}"
+                )
+            else:
+                node[keyword] = value
+        if placement.validation is not None:
+            node.setdefault("x-kubernetes-validations", []).append(placement.validation.as_schema())
     return root
+
+
+# --- admission policies ---------------------------------------------------------------------------
+
+POLICY_PREFIX = "jobgate"
+
+
+def policy_name(kind: JobKind) -> str:
+    return f"{POLICY_PREFIX}.{kind.plural}.{kind.gvk.group}"
+
+
+def _match(kind: JobKind) -> dict[str, Any]:
+    return {
+        "resourceRules": [
+            {
+                "apiGroups": [kind.gvk.group],
+                "apiVersions": [kind.gvk.version],
+                "resources": [kind.plural],
+                "operations": ["CREATE", "UPDATE"],
+            }
+        ]
+    }
+
+
+def mutating_policy(kind: JobKind, labels: dict[str, str]) -> list[dict[str, Any]]:
+    """The kind's defaults as a MutatingAdmissionPolicy (admissionregistration.k8s.io/v1, Kubernetes
+    1.36+) and its binding; [] when none is applied by a policy."""
+    patches = [patch for d in family_defaults(kind) or () if d.where.in_apiserver for patch in d.patches]
+    if not patches:
+        return []
+    name = policy_name(kind)
+    metadata = {"name": name, "labels": dict(labels)}
+    return [
+        {
+            "apiVersion": "admissionregistration.k8s.io/v1",
+            "kind": "MutatingAdmissionPolicy",
+            "metadata": metadata,
+            "spec": {
+                "matchConstraints": _match(kind),
+                # A patch that cannot apply (a job of the wrong shape) is skipped: the CRD's schema and
+                # rules then refuse the job with its fields, rather than the policy with its own error.
+                "failurePolicy": "Ignore",
+                # Defaulting is idempotent: run again when a later mutation changed the job.
+                "reinvocationPolicy": "IfNeeded",
+                "mutations": [{"patchType": "JSONPatch", "jsonPatch": {"expression": p}} for p in patches],
+            },
+        },
+        {
+            "apiVersion": "admissionregistration.k8s.io/v1",
+            "kind": "MutatingAdmissionPolicyBinding",
+            "metadata": metadata,
+            "spec": {"policyName": name},
+        },
+    ]
 
 
 # --- the table ------------------------------------------------------------------------------------
 
 
 def enforcement_rows(kinds: Iterable[JobKind]) -> list[tuple[str, str, str, str, str]]:
-    """(family, rule, summary, where, why) of every rule, once per family."""
+    """(family, rule or default, summary, where, why) of every rule and default, once per family."""
     rows: dict[tuple[str, str], tuple[str, str, str, str, str]] = {}
     for kind in kinds:
-        for rule in rules_for(kind):
-            rows.setdefault((kind.family, rule.id), (kind.family, rule.id, rule.summary, rule.where.value, rule.why))
+        entries: list[Rule | Default] = [*rules_for(kind), *(family_defaults(kind) or ())]
+        for entry in entries:
+            name = entry.id if isinstance(entry, Rule) else f"default: {entry.id}"
+            rows.setdefault((kind.family, name), (kind.family, name, entry.summary, entry.where.value, entry.why))
     return [rows[key] for key in sorted(rows)]
 
 

@@ -53,9 +53,13 @@ def job_name_rule() -> Rule:
         Where.CRD_RULE,
         (
             Produces("metadata.name", "REQUIRED", "name or generateName is required"),
-            Produces("metadata.name", "INVALID", "^(" + re.escape(DNS1035_LABEL_MESSAGE) + "|must be no more than 63 )"),
             Produces(
-                "metadata.generateName", "INVALID", "^(" + re.escape(DNS1035_LABEL_MESSAGE) + "|must be no more than 63 )"
+                "metadata.name", "INVALID", "^(" + re.escape(DNS1035_LABEL_MESSAGE) + "|must be no more than 63 )"
+            ),
+            Produces(
+                "metadata.generateName",
+                "INVALID",
+                "^(" + re.escape(DNS1035_LABEL_MESSAGE) + "|must be no more than 63 )",
             ),
         ),
         tuple(placements),
@@ -105,7 +109,12 @@ def schema_rules() -> list[Rule]:
             Where.SCHEMA,
             (Produces("**", "INVALID", "must be of type |^must be an (object|array)$"),),
         ),
-        Rule("schema/enums", "enumerated fields hold one of their values", Where.SCHEMA, (Produces("**", "NOT_SUPPORTED"),)),
+        Rule(
+            "schema/enums",
+            "enumerated fields hold one of their values",
+            Where.SCHEMA,
+            (Produces("**", "NOT_SUPPORTED"),),
+        ),
         Rule(
             "schema/ranges",
             "numbers within their bounds, lists and maps not empty where they must not be",

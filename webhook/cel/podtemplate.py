@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import copy
 import re
+from collections.abc import Callable
 from typing import Any
 
 from jobgate.webhook.cel.catalogue import (
@@ -37,7 +38,12 @@ from jobgate.webhook.rules.names import (
     LABEL_MAX_LENGTH,
     PORT_NAME_MAX_LENGTH,
 )
-from jobgate.webhook.rules.podtemplate import POD_RESTART_POLICIES, POD_TEMPLATE_BOUNDS, PORT_PROTOCOLS
+from jobgate.webhook.rules.podtemplate import (
+    FALLBACK_TO_LOGS,
+    POD_RESTART_POLICIES,
+    POD_TEMPLATE_BOUNDS,
+    PORT_PROTOCOLS,
+)
 from jobgate.webhook.rules.quantity import QUANTITY_MAX_LENGTH, QUANTITY_MESSAGE
 
 DNS1123_LABEL_PATTERN = "^[a-z0-9]([-a-z0-9]*[a-z0-9])?$"
@@ -294,7 +300,8 @@ def pod_template_rules(site: TemplateSite) -> list[Rule]:
                     validation=Validation(
                         rule="!has(self.containers) || self.containers.all(c, !has(c.name) || "
                         "(self.containers.exists_one(d, has(d.name) && d.name == c.name) && "
-                        "(!has(self.initContainers) || !self.initContainers.exists(d, has(d.name) && d.name == c.name))))",
+                        "(!has(self.initContainers) || "
+                        "!self.initContainers.exists(d, has(d.name) && d.name == c.name))))",
                         message="Duplicate value: containers share a name (with each other or an init container)",
                         field_path=".containers",
                     ),
@@ -308,7 +315,9 @@ def pod_template_rules(site: TemplateSite) -> list[Rule]:
             Where.CRD_RULE,
             (
                 Produces(f"{path}.volumes[*].name", "REQUIRED"),
-                Produces(f"{path}.volumes[*].name", "INVALID", "^(" + re.escape(DNS1123_LABEL_MESSAGE) + "|must be no more)"),
+                Produces(
+                    f"{path}.volumes[*].name", "INVALID", "^(" + re.escape(DNS1123_LABEL_MESSAGE) + "|must be no more)"
+                ),
                 Produces(f"{path}.volumes[*].name", "DUPLICATE", apiserver_drops=2),
             ),
             (
@@ -424,7 +433,8 @@ def _resource_rules(key: str, item: Location, each: str) -> list[Rule]:
             Placement(
                 value,
                 validation=Validation(
-                    rule=f"!{_is_quantity('self')} || (type(self) == int ? self >= 0 : sign(quantity(self.trim())) >= 0)",
+                    rule=f"!{_is_quantity('self')} || "
+                    "(type(self) == int ? self >= 0 : sign(quantity(self.trim())) >= 0)",
                     message="must be greater than or equal to 0",
                 ),
             ),
@@ -492,3 +502,55 @@ def _resource_rules(key: str, item: Location, each: str) -> list[Rule]:
 
 
 __all__ = ["TemplateSite", "cel_raw_string", "pod_template_rules", "pod_template_schema"]
+
+
+# --- defaults (rules/podtemplate.default_pod_template) -------------------------------------------
+
+
+class TemplatePatches:
+    """How a MutatingAdmissionPolicy reaches each pod template of a kind: ``each(condition, body)``
+    is CEL of the flattened list of the patches ``body`` makes for every template (in scope as
+    ``template``, with its JSON pointer as ``pointer``) that ``condition`` admits."""
+
+    __slots__ = ("each",)
+
+    def __init__(self, each: Callable[[str, str], str]) -> None:
+        self.each = each
+
+
+def _dyn_map(entries: dict[str, str]) -> str:
+    # The apiserver's CEL wants literals of one type: a port's name and number are made dyn.
+    return "{" + ", ".join(f"{cel_string(k)}: dyn({v})" for k, v in entries.items()) + "}"
+
+
+def termination_message_policy_patch(templates: TemplatePatches) -> str:
+    """terminationMessagePolicy FallbackToLogsOnError on every container that has none."""
+    body = (
+        "template.spec.containers.transformList(i, c, "
+        "!has(c.terminationMessagePolicy) || c.terminationMessagePolicy == '', "
+        "JSONPatch{op: 'add', path: pointer + '/spec/containers/' + string(i) + '/terminationMessagePolicy', "
+        f"value: {cel_string(FALLBACK_TO_LOGS)}}})"
+    )
+    return templates.each("has(template.spec) && has(template.spec.containers)", body)
+
+
+def framework_port_patch(
+    templates: TemplatePatches, condition: str, container: str, port_name: str, port: int, *, requires_named: bool
+) -> str:
+    """The framework's port on the container named ``container`` (else the first, unless
+    ``requires_named``), unless a port of that name is there; for templates ``condition`` admits."""
+    named = f"has(c.name) && c.name == {cel_string(container)}"
+    needs = f"!(has(c.ports) && c.ports.exists(p, has(p.name) && p.name == {cel_string(port_name)}))"
+    value = _dyn_map({"name": cel_string(port_name), "containerPort": str(port)})
+    add = (
+        "(has(c.ports) ? "
+        f"JSONPatch{{op: 'add', path: pointer + '/spec/containers/' + string(i) + '/ports/-', value: {value}}} : "
+        f"JSONPatch{{op: 'add', path: pointer + '/spec/containers/' + string(i) + '/ports', value: [{value}]}})"
+    )
+    on_named = f"template.spec.containers.transformList(i, c, {named} && {needs}, {add})"
+    on_first = "[]" if requires_named else f"template.spec.containers.transformList(i, c, i == 0 && {needs}, {add})"
+    body = f"(template.spec.containers.exists(c, {named}) ? {on_named} : {on_first})"
+    return templates.each(
+        f"{condition} && has(template.spec) && has(template.spec.containers) && size(template.spec.containers) > 0",
+        body,
+    )

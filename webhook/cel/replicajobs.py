@@ -8,6 +8,7 @@ import re
 
 from jobgate.webhook.cel.catalogue import (
     MAP_VALUES,
+    Default,
     Placement,
     Produces,
     Rule,
@@ -17,7 +18,13 @@ from jobgate.webhook.cel.catalogue import (
     cel_string,
 )
 from jobgate.webhook.cel.jobmeta import NAME, derived_names_rule
-from jobgate.webhook.cel.podtemplate import TemplateSite, pod_template_rules
+from jobgate.webhook.cel.podtemplate import (
+    TemplatePatches,
+    TemplateSite,
+    framework_port_patch,
+    pod_template_rules,
+    termination_message_policy_patch,
+)
 from jobgate.webhook.rules.names import LABEL_MAX_LENGTH
 from jobgate.webhook.rules.replicajobs import ReplicaJobKind
 
@@ -77,7 +84,9 @@ def _types_rule(kind: ReplicaJobKind) -> Rule:
         # ``worker`` is renamed Worker by the defaults when no Worker is there; beside a Worker it is a duplicate.
         unsupported = f"!(k.lowerAscii() in {cel_list(lowered)})"
         canonical = "{" + ", ".join(f"{cel_string(k)}: {cel_string(v)}" for k, v in lowered.items()) + "}"
-        duplicate = f"!(k in {cel_list(roles)}) && k.lowerAscii() in {cel_list(lowered)} && {canonical}[k.lowerAscii()] in self"
+        duplicate = (
+            f"!(k in {cel_list(roles)}) && k.lowerAscii() in {cel_list(lowered)} && {canonical}[k.lowerAscii()] in self"
+        )
     else:
         unsupported = f"!(k in {cel_list(roles)})"
         duplicate = "false"
@@ -92,7 +101,7 @@ def _types_rule(kind: ReplicaJobKind) -> Rule:
                 message_expression=f"'Unsupported value: \"' + self.filter(k, {unsupported})[0] + "
                 f"'\": supported values: {supported}'",
             ),
-        )
+        ),
     ]
     produces = [Produces(f"spec.{field}[*]", "NOT_SUPPORTED", apiserver_drops=1)]
     if kind.normalise_types:
@@ -216,7 +225,9 @@ def _derived_names(kind: ReplicaJobKind, replica_map: str, roles: list[str]) -> 
     )
 
 
-def role_rules(kind: ReplicaJobKind, *, exactly_one: str | None = None, one_leader_of: tuple[str, ...] = ()) -> list[Rule]:
+def role_rules(
+    kind: ReplicaJobKind, *, exactly_one: str | None = None, one_leader_of: tuple[str, ...] = ()
+) -> list[Rule]:
     """The kind's role rules: a role present with one replica, or at most one leader of a set."""
     field = kind.replicas_field
     at = ("spec", field)
@@ -303,3 +314,172 @@ def replica_template_site(kind: ReplicaJobKind) -> TemplateSite:
         when_unnamed=kind.required_container_when_unnamed,
         missing_containers_detail=kind._missing_containers,
     )
+
+
+# --- defaults (ReplicaJobKind.default) ---------------------------------------------------------------
+
+
+def replica_templates(kind: ReplicaJobKind) -> TemplatePatches:
+    """Each replica's pod template, for the defaults' patches (``k``: the replica type)."""
+    field = kind.replicas_field
+    template = f"object.spec.{field}[k].template"
+    pointer = f"'/spec/{field}/' + jsonpatch.escapeKey(k) + '/template'"
+
+    def each(condition: str, body: str) -> str:
+        def bind(text: str) -> str:
+            return re.sub(r"\bpointer\b", pointer, re.sub(r"\btemplate\b", template, text))
+
+        return (
+            f"(has(object.spec.{field}) ? object.spec.{field}.filter(k, has({template}) && {bind(condition)})"
+            f".map(k, {bind(body)}).flatten() : [])"
+        )
+
+    return TemplatePatches(each)
+
+
+def place_pointer(place: RunPolicyPlace) -> str:
+    return "/spec" + place.field_path.replace(".", "/")
+
+
+def run_policy_default(kind: ReplicaJobKind, name: str, value: str, *, empty_is_unset: bool) -> str:
+    """CEL patches setting the run policy's ``name`` to ``value`` (CEL) where it is unset."""
+    parts = []
+    for place in run_policy_places(kind):
+        policy = place.of("object.spec")
+        unset = f"!has({policy}.{name})" + (f" || {policy}.{name} == ''" if empty_is_unset else "")
+        parts.append(
+            f"({place.holds('object.spec')} && ({unset}) ? "
+            f"[JSONPatch{{op: 'add', path: '{place_pointer(place)}/{name}', value: {value}}}] : [])"
+        )
+    return " + ".join(parts)
+
+
+def replica_job_defaults(kind: ReplicaJobKind, clean_pod_policy: str | None) -> list[Default]:
+    """The defaults every replica-map kind shares: the replica types' spelling, each replica's
+    count and restart policy, its pods' terminationMessagePolicy and framework port, and the run
+    policy's cleanPodPolicy (``clean_pod_policy``; None: the family leaves it)."""
+    field = kind.replicas_field
+    replicas = f"object.spec.{field}"
+    entry = "'/spec/" + field + "/' + jsonpatch.escapeKey(k)"
+    roles = [role.name for role in kind.roles]
+    defaults: list[Default] = []
+    if kind.normalise_types:
+        canonical = "{" + ", ".join(f"{cel_string(r.casefold())}: {cel_string(r)}" for r in roles) + "}"
+        to = f"{canonical}[k.lowerAscii()]"
+        old = "oldObject.spec." + field
+        stale = (
+            f"(oldObject != null && has(oldObject.spec.{field}) && !(k in {old}) && {to} in {old} && "
+            f"{replicas}[{to}] == {old}[{to}])"
+        )
+        movable = (
+            f"!(k in {cel_list(roles)}) && k.lowerAscii() in {cel_list(r.casefold() for r in roles)} && "
+            f"{replicas}.filter(j, !(j in {cel_list(roles)}) && j.lowerAscii() == k.lowerAscii()).size() == 1 && "
+            f"(!({to} in {replicas}) || {stale})"
+        )
+        defaults.append(
+            Default(
+                "replicas/type-spelling",
+                f"a replica type spelled in another case ({roles[0].lower()}) takes the role's name ({roles[0]})",
+                Where.MUTATING_POLICY,
+                (
+                    f"has({replicas}) ? {replicas}.filter(k, {movable}).map(k, "
+                    f"({stale} ? [JSONPatch{{op: 'remove', path: '/spec/{field}/' + {to}}}] : []) + "
+                    f"[JSONPatch{{op: 'move', from: {entry}, path: '/spec/{field}/' + {to}}}]).flatten() : []",
+                ),
+            )
+        )
+    counts = {role.name: role.default_replicas for role in kind.roles}
+    policies = {role.name: role.restart_policy for role in kind.roles}
+    known = f"k in {cel_list(roles)}" if kind.unknown_type_restart_policy is None else "true"
+
+    def per_role(table: dict[str, object], unknown: object) -> str:
+        if kind.unknown_type_restart_policy is None:
+            return "{" + ", ".join(f"{cel_string(k)}: {_cel_value(v)}" for k, v in table.items()) + "}[k]"
+        cases = " : ".join(f"k == {cel_string(k)} ? {_cel_value(v)}" for k, v in table.items())
+        return f"({cases} : {_cel_value(unknown)})"
+
+    uniform_count = len(set(counts.values())) == 1 and kind.unknown_type_restart_policy is None
+    defaults += [
+        Default(
+            "replicas/count",
+            "each replica type's replicas: " + ", ".join(f"{k} {v}" for k, v in counts.items()),
+            Where.SCHEMA_DEFAULT if uniform_count else Where.MUTATING_POLICY,
+            (
+                f"has({replicas}) ? {replicas}.filter(k, {known} && !has({replicas}[k].replicas))"
+                f".map(k, JSONPatch{{op: 'add', path: {entry} + '/replicas', value: {per_role(counts, 1)}}}) : []",
+            ),
+            (Placement(("spec", field, MAP_VALUES, "replicas"), {"default": next(iter(counts.values()))}),)
+            if uniform_count
+            else (),
+        ),
+        Default(
+            "replicas/restart-policy",
+            "each replica type's restartPolicy: " + ", ".join(f"{k} {v}" for k, v in policies.items()),
+            Where.MUTATING_POLICY,
+            (
+                f"has({replicas}) ? {replicas}.filter(k, {known} && (!has({replicas}[k].restartPolicy) || "
+                f"{replicas}[k].restartPolicy == '')).map(k, JSONPatch{{op: 'add', path: {entry} + '/restartPolicy', "
+                f"value: {per_role(policies, kind.unknown_type_restart_policy)}}}) : []",
+            ),
+        ),
+    ]
+    templates = replica_templates(kind)
+    if kind.termination_message_policy:
+        defaults.append(
+            Default(
+                "pod-template/termination-message-policy",
+                "every container's terminationMessagePolicy: FallbackToLogsOnError",
+                Where.MUTATING_POLICY,
+                (termination_message_policy_patch(templates),),
+            )
+        )
+    port_roles = [role.name for role in kind.roles if role.gets_port]
+    defaults.append(
+        Default(
+            "pod-template/framework-port",
+            f"the {kind.port_name} port ({kind.port}) on the {kind.container} container of "
+            + ", ".join(port_roles)
+            + (
+                ""
+                if kind.port_requires_named_container
+                else f" (the first container when none is named {kind.container})"
+            ),
+            Where.MUTATING_POLICY,
+            (
+                framework_port_patch(
+                    templates,
+                    f"k in {cel_list(port_roles)}",
+                    kind.container,
+                    kind.port_name,
+                    kind.port,
+                    requires_named=kind.port_requires_named_container,
+                ),
+            ),
+        )
+    )
+    if clean_pod_policy is not None:
+        places = run_policy_places(kind)
+        defaults.append(
+            Default(
+                "run-policy/clean-pod-policy",
+                f"cleanPodPolicy: {clean_pod_policy}",
+                Where.SCHEMA_DEFAULT if len(places) == 1 else Where.MUTATING_POLICY,
+                (run_policy_default(kind, "cleanPodPolicy", cel_string(clean_pod_policy), empty_is_unset=True),),
+                (
+                    Placement(
+                        ("spec", *places[0].field_path.split(".")[1:], "cleanPodPolicy"), {"default": clean_pod_policy}
+                    ),
+                )
+                if len(places) == 1
+                else (),
+            )
+        )
+    return defaults
+
+
+def _cel_value(value: object) -> str:
+    if isinstance(value, str):
+        return cel_string(value)
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    return str(value)
