@@ -55,7 +55,8 @@ def _extra_defaults(kind: kubedl.KubeDLKind) -> list[Default]:
                 'successPolicy: "" (the Chief or Master, else worker 0)',
                 Where.SCHEMA_DEFAULT,
                 (
-                    f"!has(object.spec.successPolicy) ? [JSONPatch{{op: 'add', path: '/spec/successPolicy', value: {success}}}] : []",
+                    "!has(object.spec.successPolicy) ? "
+                    f"[JSONPatch{{op: 'add', path: '/spec/successPolicy', value: {success}}}] : []",
                 ),
                 (Placement(("spec", "successPolicy"), {"default": kubedl.TFJOB_DEFAULT_SUCCESS_POLICY}),),
             )
