@@ -147,16 +147,18 @@ class Produces:
     type: str  # an ErrorType name: REQUIRED, INVALID, NOT_SUPPORTED, FORBIDDEN, DUPLICATE, NOT_FOUND, TOO_MANY, ...
     detail: str = ""  # a regular expression searched in the error's detail
     apiserver_drops: int = 0
+    # Another field at which the apiserver may report it instead (its own check of the same value).
+    apiserver_instead: str = ""
 
     def explains(self, error: FieldError) -> bool:
         if error.type.name != self.type or not PathPattern(self.path).matches(error.path):
             return False
         return not self.detail or re.search(self.detail, error.detail) is not None
 
-    def apiserver_field(self, error: FieldError) -> str:
-        """The field at which the apiserver reports the error this explains."""
+    def apiserver_fields(self, error: FieldError) -> tuple[str, ...]:
+        """The fields at which the apiserver reports the error this explains (one of them)."""
         path = error.path[: len(error.path) - self.apiserver_drops] if self.apiserver_drops else error.path
-        return render_path(path)
+        return (render_path(path), self.apiserver_instead) if self.apiserver_instead else (render_path(path),)
 
 
 @dataclass(frozen=True)

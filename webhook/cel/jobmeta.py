@@ -56,14 +56,16 @@ def job_name_rule() -> Rule:
             Produces(
                 "metadata.name", "INVALID", "^(" + re.escape(DNS1035_LABEL_MESSAGE) + "|must be no more than 63 )"
             ),
+            # The apiserver checks the name it generated (a DNS-1123 subdomain) before any rule.
             Produces(
                 "metadata.generateName",
                 "INVALID",
                 "^(" + re.escape(DNS1035_LABEL_MESSAGE) + "|must be no more than 63 )",
+                apiserver_instead="metadata.name",
             ),
         ),
         tuple(placements),
-        why="a missing name is refused by the apiserver itself, in the same words",
+        why="a missing name, or a generated one that is no DNS-1123 subdomain, is refused by the apiserver itself",
     )
 
 

@@ -311,14 +311,11 @@ def pod_template_rules(site: TemplateSite) -> list[Rule]:
         ),
         Rule(
             "pod-template/volumes",
-            "volumes have unique names, DNS-1123 labels",
-            Where.CRD_RULE,
+            "volumes have names, DNS-1123 labels",
+            Where.SCHEMA,
             (
                 Produces(f"{path}.volumes[*].name", "REQUIRED"),
-                Produces(
-                    f"{path}.volumes[*].name", "INVALID", "^(" + re.escape(DNS1123_LABEL_MESSAGE) + "|must be no more)"
-                ),
-                Produces(f"{path}.volumes[*].name", "DUPLICATE", apiserver_drops=2),
+                Produces(f"{path}.volumes[*].name", "INVALID", "^(" + re.escape(DNS1123_LABEL_MESSAGE) + "|must be no more)"),
             ),
             (
                 Placement((*spec, "volumes", LIST_ITEMS), {"required": ["name"]}),
@@ -326,6 +323,14 @@ def pod_template_rules(site: TemplateSite) -> list[Rule]:
                     (*spec, "volumes", LIST_ITEMS, "name"),
                     {"pattern": DNS1123_LABEL_PATTERN, "maxLength": LABEL_MAX_LENGTH},
                 ),
+            ),
+        ),
+        Rule(
+            "pod-template/volume-names-unique",
+            "volume names unique in a pod",
+            Where.CRD_RULE,
+            (Produces(f"{path}.volumes[*].name", "DUPLICATE", apiserver_drops=2),),
+            (
                 Placement(
                     (*spec, "volumes"),
                     validation=Validation(
@@ -334,7 +339,7 @@ def pod_template_rules(site: TemplateSite) -> list[Rule]:
                     ),
                 ),
             ),
-            why="a duplicate is reported at the list (a rule on a list cannot name the item)",
+            why="reported at the list (a rule on a list cannot name the item)",
         ),
         Rule(
             "pod-template/restart-policy",

@@ -369,7 +369,7 @@ def replica_job_defaults(kind: ReplicaJobKind, clean_pod_policy: str | None) -> 
         old = "oldObject.spec." + field
         stale = (
             f"(oldObject != null && has(oldObject.spec.{field}) && !(k in {old}) && {to} in {old} && "
-            f"{replicas}[{to}] == {old}[{to}])"
+            f"{to} in {replicas} && {replicas}[{to}] == {old}[{to}])"
         )
         movable = (
             f"!(k in {cel_list(roles)}) && k.lowerAscii() in {cel_list(r.casefold() for r in roles)} && "
