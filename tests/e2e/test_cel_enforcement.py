@@ -11,6 +11,7 @@ from __future__ import annotations
 import copy
 import os
 import shutil
+import subprocess
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -67,16 +68,15 @@ def cel_only() -> Iterator[Apiserver]:
     try:
 
         def kubectl(*args: str) -> str:
-            import subprocess
-
-            result = subprocess.run(plane.kubectl_command(*args), capture_output=True, text=True, timeout=120)
+            command = plane.kubectl_command(*args)
+            result = subprocess.run(command, capture_output=True, text=True, timeout=120, check=False)
             assert result.returncode == 0, f"kubectl {' '.join(args)}: {result.stdout}{result.stderr}"
             return result.stdout
 
         # Server-side: the CRDs are too large for a client-side apply's annotation. A CRD whose rule
         # the apiserver refuses (over the cost limit, a function it does not know) fails here.
         kubectl("apply", "--server-side", "-k", str(REPO / "manifests/overlays/cel-only"))
-        kubectl("wait", "--for=condition=Established", "crd", "-l", "app.kubernetes.io/part-of=jobgate", "--timeout=60s")
+        kubectl("wait", "--for=condition=Established", "crd", "-l", "app.kubernetes.io/part-of=jobgate", "--timeout=1m")
         kubectl("create", "namespace", NAMESPACE)
         apiserver = Apiserver(str(plane.kubeconfig))
         _wait_for_policies(apiserver)

@@ -51,6 +51,8 @@ DNS1123_LABEL_PATTERN = "^[a-z0-9]([-a-z0-9]*[a-z0-9])?$"
 # of letters and digits joined by single hyphens, one letter at least; empty means no name.
 PORT_NAME_PATTERN = "^(([a-z0-9]+-)*[0-9]*[a-z][a-z0-9]*(-[a-z0-9]+)*)?$"
 ENV_VAR_NAME_PATTERN = "^[ -<>-~]+$"  # printable ASCII except '='
+# The details of the webhook's errors of a name that is no DNS-1123 label.
+_LABEL_PROBLEM = "^(" + re.escape(DNS1123_LABEL_MESSAGE) + "|must be no more than 63 )"
 
 
 def _kept(properties: dict[str, Any], **keywords: Any) -> dict[str, Any]:
@@ -190,7 +192,7 @@ def pod_template_rules(site: TemplateSite) -> list[Rule]:
                 Where.SCHEMA,
                 (
                     Produces(f"{each}.name", "REQUIRED"),
-                    Produces(f"{each}.name", "INVALID", "^(" + re.escape(DNS1123_LABEL_MESSAGE) + "|must be no more)"),
+                    Produces(f"{each}.name", "INVALID", _LABEL_PROBLEM),
                 ),
                 (
                     Placement(item, {"required": ["name"]}),
@@ -315,7 +317,7 @@ def pod_template_rules(site: TemplateSite) -> list[Rule]:
             Where.SCHEMA,
             (
                 Produces(f"{path}.volumes[*].name", "REQUIRED"),
-                Produces(f"{path}.volumes[*].name", "INVALID", "^(" + re.escape(DNS1123_LABEL_MESSAGE) + "|must be no more)"),
+                Produces(f"{path}.volumes[*].name", "INVALID", _LABEL_PROBLEM),
             ),
             (
                 Placement((*spec, "volumes", LIST_ITEMS), {"required": ["name"]}),
