@@ -1,8 +1,11 @@
 """``python -m envtest``: build the binaries, or run a control plane to explore by hand.
 
 python -m envtest build          build (or find) the cached binaries
+     [--oldest | --version V]    of the oldest supported release (envtest/versions.py) or of
+                                 release V instead: etcd, kube-apiserver and kubectl only
 python -m envtest up [--dir D]   start etcd + kube-apiserver + kube-controller-manager,
                                  print the kubeconfig, keep running until Ctrl-C
+     [--oldest | --version V]    etcd + kube-apiserver of that release instead (no controller-manager)
 python -m envtest node-deps      install the node's Debian packages (containerd, runc, CNI plugins)
 python -m envtest build-node     build (or find) kubelet, kube-scheduler, kube-proxy, CoreDNS and the images
 python -m envtest build-tools    build (or find) helm and the helm-unittest plugin (envtest/tools.py)
@@ -23,16 +26,27 @@ import sys
 import threading
 from pathlib import Path
 
+from envtest.build import add_version_arguments, release_problem
 from envtest.build import main as build_main
 from envtest.harness import ControlPlane, ControlPlaneError
+from envtest.versions import KUBERNETES_VERSION
 
 
-def up(directory: Path | None) -> int:
-    plane = ControlPlane(work_dir=directory, keep_work_dir=directory is not None)
-    print("starting etcd, kube-apiserver and kube-controller-manager ...", flush=True)
+def up(directory: Path | None, version: str = KUBERNETES_VERSION) -> int:
+    # Only the pinned release runs a controller-manager; another one (--oldest) serves the API only.
+    plane = ControlPlane(
+        work_dir=directory,
+        keep_work_dir=directory is not None,
+        version=version,
+        controller_manager=version == KUBERNETES_VERSION,
+    )
+    if plane.controller_manager:
+        print("starting etcd, kube-apiserver and kube-controller-manager ...", flush=True)
+    else:
+        print(f"building (or finding) and starting etcd and kube-apiserver {version} ...", flush=True)
     try:
         plane.start()
-    except ControlPlaneError as exc:
+    except RuntimeError as exc:  # ControlPlaneError, or a failed build (envtest.build)
         print(f"control plane failed: {exc}", file=sys.stderr)
         return 1
     kubectl = plane.kubectl
@@ -123,8 +137,10 @@ def main() -> int:
         prog="python -m envtest", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
     commands = parser.add_subparsers(dest="command", required=True)
-    commands.add_parser("build", help="build or find the cached binaries")
+    build = commands.add_parser("build", help="build or find the cached binaries")
+    add_version_arguments(build)
     start = commands.add_parser("up", help="run a control plane until interrupted")
+    add_version_arguments(start)
     start.add_argument("--dir", type=Path, help="state directory to use and keep (default: a temporary one)")
     start.add_argument("--node", action="store_true", help="add a real node (root; see README 'Real node')")
     start.add_argument(
@@ -150,7 +166,7 @@ def main() -> int:
     image.add_argument("--rebuild", action="store_true", help="ignore the cache: take Debian's and PyPI's newest")
     args = parser.parse_args()
     if args.command == "build":
-        return build_main()
+        return build_main(["--version", args.version])
     if args.command == "node-deps":
         from envtest.node_build import install_packages
 
@@ -172,6 +188,14 @@ def main() -> int:
         from envtest.node_build import main as build_node_main
 
         return build_node_main()
+    if args.version != KUBERNETES_VERSION and (args.node or args.jobgate or args.in_cluster or args.deploy):
+        print(f"--oldest/--version run etcd and kube-apiserver only; the node and jobgate need {KUBERNETES_VERSION}",
+              file=sys.stderr)  # fmt: skip
+        return 2
+    problem = release_problem(args.version)
+    if problem:
+        print(problem, file=sys.stderr)
+        return 2
     if args.node:
         if args.dir is not None:
             print("--dir is not supported with --node (the node uses its own directory)", file=sys.stderr)
@@ -184,7 +208,7 @@ def main() -> int:
     if args.in_cluster:
         print("--in-cluster needs --node", file=sys.stderr)
         return 2
-    return up(args.dir)
+    return up(args.dir, args.version)
 
 
 if __name__ == "__main__":

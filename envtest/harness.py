@@ -6,6 +6,11 @@ real node's pods must reach it), keeps its state in a temporary directory and wr
 there; ``stop()`` (also run by the context manager, and at interpreter exit) terminates them
 and removes the directory. RBAC is enforced, so permission tests mean
 something; the admin kubeconfig belongs to ``system:masters``.
+
+``ControlPlane.oldest()`` is etcd and kube-apiserver of the oldest Kubernetes release jobgate
+supports (``OLDEST_KUBERNETES_VERSION``), built and cached the same way and started with the
+same flags (every one of them exists in 1.30), without a controller-manager: it is there to
+prove that jobgate's CRD validation rules and admission policies load on that release.
 """
 
 from __future__ import annotations
@@ -33,6 +38,7 @@ from cryptography.x509.oid import ExtendedKeyUsageOID
 
 from envtest.build import build
 from envtest.pki import _leaf, create_pki, kubeconfig
+from envtest.versions import KUBERNETES_VERSION, OLDEST_KUBERNETES_VERSION
 from jobgate.certs.authority import cert_pem, key_pem
 
 SERVICE_CLUSTER_IP_RANGE = "10.0.0.0/24"
@@ -89,9 +95,19 @@ class ControlPlane:
     # Off by default (pods without service-account tokens start faster and need no token
     # controller); an in-cluster node turns it on so that pods get their tokens like in a cluster.
     service_account_admission: bool = False
+    # The Kubernetes release to build (or find) and run; with controller_manager=False, only etcd
+    # and kube-apiserver run (and kube-controller-manager is not built).
+    version: str = KUBERNETES_VERSION
+    controller_manager: bool = True
     # The apiserver's command line, kept so that fault tests can stop and start it again.
     _apiserver_command: list[str] = field(default_factory=list)
     _pki: dict[str, Path] = field(default_factory=dict)
+
+    @classmethod
+    def oldest(cls, **fields: object) -> ControlPlane:
+        """The oldest supported release's etcd + kube-apiserver (see the module's docstring)."""
+        settings: dict = {"version": OLDEST_KUBERNETES_VERSION, "controller_manager": False, **fields}
+        return cls(**settings)
 
     @property
     def kubeconfig(self) -> Path:
@@ -107,7 +123,9 @@ class ControlPlane:
         return self.binaries["kubectl"]
 
     def start(self, timeout: float = 120.0) -> ControlPlane:
-        self.binaries = self.binaries or build(log=lambda message: None)
+        self.binaries = self.binaries or build(
+            self.version, controller_manager=self.controller_manager, log=lambda message: None
+        )
         if self.work_dir is None:
             self.work_dir = Path(tempfile.mkdtemp(prefix="jobgate-envtest-"))
         self.work_dir.mkdir(parents=True, exist_ok=True)
@@ -119,7 +137,8 @@ class ControlPlane:
             etcd_url = self.etcd_url = self._start_etcd()
             self._start_apiserver(etcd_url, pki)
             self._wait_ready(pki, timeout)
-            self._start_controller_manager(pki)
+            if self.controller_manager:
+                self._start_controller_manager(pki)
         except BaseException:
             self.stop()
             raise

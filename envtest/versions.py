@@ -2,6 +2,12 @@
 
 KUBERNETES_VERSION = "v1.36.3"
 
+# The oldest release jobgate supports (the first with ValidatingAdmissionPolicy GA): the CRD CEL
+# rules and admission policies jobgate generates must load on it. ``python -m envtest build
+# --oldest`` builds it and ``python -m envtest up --oldest`` runs it (etcd + kube-apiserver only);
+# tests/envtest/test_oldest_plane.py proves it really is that release.
+OLDEST_KUBERNETES_VERSION = "v1.30.14"
+
 COREDNS_VERSION = "v1.14.7"
 
 # The chart's tools (envtest/tools.py): helm from its Go module, and the helm-unittest plugin.
