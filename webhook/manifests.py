@@ -16,7 +16,7 @@ from typing import Any
 
 from ruamel.yaml import YAML
 
-from jobgate.webhook.cel.generate import mutating_policy, with_rules
+from jobgate.webhook.cel.generate import mutating_policy, validating_policy, with_rules
 from jobgate.webhook.rules import family_index
 from jobgate.webhook.rules.registry import JobKind, family_module, load_family, registered_kinds
 from jobgate.webhook.rules.schema import SCHEMA_TABLE, schema_table_text, structural_schema
@@ -342,14 +342,17 @@ def generated_files() -> dict[str, str]:
     files["base/crds/kustomization.yaml"] = _dump(
         [{"apiVersion": "kustomize.config.k8s.io/v1beta1", "kind": "Kustomization", "resources": names}]
     )
-    mutating = [(k, mutating_policy(k, PART_OF)) for k in kinds]
-    mutating_files = [f"{k.gvk.group}_{k.plural}.yaml" for k, documents in mutating if documents]
-    for kind, documents in mutating:
-        if documents:
-            files[f"policies/mutating/{kind.gvk.group}_{kind.plural}.yaml"] = _dump(documents)
-    files["policies/mutating/kustomization.yaml"] = _dump(
-        [{"apiVersion": "kustomize.config.k8s.io/v1beta1", "kind": "Kustomization", "resources": mutating_files}]
-    )
+    for directory, policy in (("base/policies", validating_policy), ("mutating-policies", mutating_policy)):
+        written = []
+        for kind in kinds:
+            documents = policy(kind, PART_OF)
+            if documents:
+                name = f"{kind.gvk.group}_{kind.plural}.yaml"
+                files[f"{directory}/{name}"] = _dump(documents)
+                written.append(name)
+        files[f"{directory}/kustomization.yaml"] = _dump(
+            [{"apiVersion": "kustomize.config.k8s.io/v1beta1", "kind": "Kustomization", "resources": written}]
+        )
     files["base/webhook/webhooks.yaml"] = _dump(webhook_configurations())
     files["base/webhook/queue-reader.yaml"] = _dump(webhook_queue_reader())
     files["base/controller/clusterrole.yaml"] = _dump([controller_cluster_role()])

@@ -61,6 +61,27 @@ class Cluster:
         return str(self.plane.kubeconfig)
 
 
+@contextlib.contextmanager
+def started(plane: ControlPlane) -> Iterator[ControlPlane]:
+    """The plane, started and stopped; locally a plane that cannot be built or started skips the
+    tests with the reason, with CI=true it fails them."""
+    from envtest.build import cached_binaries
+
+    if shutil.which("go") is None and not IN_CI and cached_binaries(plane.version) is None:
+        pytest.skip(f"no Go toolchain to build Kubernetes {plane.version}, and no cached binaries")
+    try:
+        plane.start()
+    except Exception as exc:  # a build or start failure
+        plane.stop()
+        if IN_CI:
+            raise
+        pytest.skip(f"the {plane.version} control plane could not be started here: {exc}")
+    try:
+        yield plane
+    finally:
+        plane.stop()
+
+
 @pytest.fixture(scope="session")
 def control_plane() -> Iterator[Cluster]:
     if shutil.which("go") is None and not IN_CI:

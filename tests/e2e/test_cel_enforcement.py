@@ -9,24 +9,22 @@ admits; and it stores a valid job as ``jobgate default`` prints it.
 from __future__ import annotations
 
 import copy
-import os
-import shutil
 import subprocess
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
 import yaml
 
-from envtest.cel_differential import Apiserver, Case, Outcome, run_case
+from envtest.cel_differential import Apiserver, Case, Outcome, install, run_case
 from envtest.harness import ControlPlane
 from jobgate.webhook.cel.generate import family_rules, rules_for
 from jobgate.webhook.manifests import every_family_kind
 from jobgate.webhook.rules.engine import kind_of
 from tests.cel_vectors import example_files, vectors
+from tests.e2e.conftest import started
 
 REPO = Path(__file__).resolve().parents[2]
-IN_CI = os.environ.get("CI", "").lower() in ("1", "true", "yes")
 NAMESPACE = "cel"
 
 
@@ -52,37 +50,22 @@ EXAMPLES = _examples()
 
 @pytest.fixture(scope="module")
 def cel_only() -> Iterator[Apiserver]:
-    if shutil.which("go") is None and not IN_CI:
-        from envtest.build import cached_binaries
-
-        if cached_binaries() is None:
-            pytest.skip("no Go toolchain to build etcd/kube-apiserver, and no cached binaries")
-    plane = ControlPlane()
-    try:
-        plane.start()
-    except Exception as exc:
-        plane.stop()
-        if IN_CI:
-            raise
-        pytest.skip(f"the control plane could not be started here: {exc}")
-    try:
-
-        def kubectl(*args: str) -> str:
-            command = plane.kubectl_command(*args)
-            result = subprocess.run(command, capture_output=True, text=True, timeout=120, check=False)
-            assert result.returncode == 0, f"kubectl {' '.join(args)}: {result.stdout}{result.stderr}"
-            return result.stdout
-
-        # Server-side: the CRDs are too large for a client-side apply's annotation. A CRD whose rule
-        # the apiserver refuses (over the cost limit, a function it does not know) fails here.
-        kubectl("apply", "--server-side", "-k", str(REPO / "manifests/overlays/cel-only"))
-        kubectl("wait", "--for=condition=Established", "crd", "-l", "app.kubernetes.io/part-of=jobgate", "--timeout=1m")
+    with started(ControlPlane()) as plane:
+        kubectl = plane_kubectl(plane)
+        install(kubectl, str(REPO / "manifests/overlays/cel-only"))
         kubectl("create", "namespace", NAMESPACE)
         apiserver = Apiserver(str(plane.kubeconfig))
         _wait_for_policies(apiserver)
         yield apiserver
-    finally:
-        plane.stop()
+
+
+def plane_kubectl(plane: ControlPlane) -> Callable[..., str]:
+    def kubectl(*args: str) -> str:
+        result = subprocess.run(plane.kubectl_command(*args), capture_output=True, text=True, timeout=120, check=False)
+        assert result.returncode == 0, f"kubectl {' '.join(args)}: {result.stdout}{result.stderr}"
+        return result.stdout
+
+    return kubectl
 
 
 def _wait_for_policies(apiserver: Apiserver, timeout: float = 60) -> None:

@@ -20,7 +20,7 @@ written by hand in ``manifests/``.
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from enum import Enum
 from typing import Any
@@ -86,11 +86,35 @@ class Placement:
 
 @dataclass(frozen=True)
 class PolicyValidation:
-    """One validation of a generated ValidatingAdmissionPolicy (``object``, ``oldObject``)."""
+    """One validation of a generated ValidatingAdmissionPolicy: ``message`` is CEL (``object``,
+    ``oldObject``) of the webhook's line for the first violation (``<field>: <error>``), or '' when
+    there is none. A policy's denial names no field: its message carries it, in the webhook's words,
+    and it reports the first violation only."""
 
-    expression: str
-    message_expression: str
-    operations: tuple[str, ...] = ("CREATE", "UPDATE")
+    message: str
+
+
+def first_message(location: Location, body: Callable[[str, str], str], *, root: str = "object") -> str:
+    """CEL of the first non-empty message ``body(value, path)`` gives for each value at ``location``
+    (every map value, every list item on the way), '' when none: ``value`` is CEL of the value,
+    ``path`` CEL of its field path as the webhook writes it. Written for Kubernetes 1.30's CEL (no
+    two-variable comprehensions, no flatten): each level keeps its first message."""
+
+    def walk(steps: Location, value: str, path: str, depth: int) -> str:
+        if not steps:
+            return body(value, path)
+        step, rest = steps[0], steps[1:]
+        name = f"v{depth}"
+        if step == MAP_VALUES:
+            inner = walk(rest, f"{value}[{name}]", f"{path} + '[' + {name} + ']'", depth + 1)
+            return f"({value}.map({name}, {inner}).filter(m, m != '') + [''])[0]"
+        if step == LIST_ITEMS:
+            inner = walk(rest, name, f"{path} + '[' + string({value}.indexOf({name})) + ']'", depth + 1)
+            return f"({value}.map({name}, {inner}).filter(m, m != '') + [''])[0]"
+        joined = f"{path} + '.{step}'" if path != "''" else f"'{step}'"
+        return f"(has({value}.{step}) ? {walk(rest, f'{value}.{step}', joined, depth)} : '')"
+
+    return walk(location, root, "''", 0)
 
 
 class PathPattern:

@@ -153,6 +153,41 @@ def _match(kind: JobKind) -> dict[str, Any]:
     }
 
 
+def validating_policy(kind: JobKind, labels: dict[str, str]) -> list[dict[str, Any]]:
+    """The kind's rules that no CRD rule can carry, as a ValidatingAdmissionPolicy
+    (admissionregistration.k8s.io/v1, Kubernetes 1.30+) and its binding; [] when there is none."""
+    validations = [
+        {"expression": f"{check.message} == ''", "messageExpression": check.message, "reason": "Invalid"}
+        for rule in family_rules(kind) or ()
+        if rule.where is Where.POLICY
+        for check in rule.policy
+    ]
+    if not validations:
+        return []
+    name = policy_name(kind)
+    metadata = {"name": name, "labels": dict(labels)}
+    return [
+        {
+            "apiVersion": "admissionregistration.k8s.io/v1",
+            "kind": "ValidatingAdmissionPolicy",
+            "metadata": metadata,
+            "spec": {
+                "matchConstraints": _match(kind),
+                # A job the policy cannot evaluate (a field of the wrong type) is refused by the CRD's
+                # schema before the policy runs; an evaluation error otherwise refuses the job.
+                "failurePolicy": "Fail",
+                "validations": validations,
+            },
+        },
+        {
+            "apiVersion": "admissionregistration.k8s.io/v1",
+            "kind": "ValidatingAdmissionPolicyBinding",
+            "metadata": metadata,
+            "spec": {"policyName": name, "validationActions": ["Deny"]},
+        },
+    ]
+
+
 def mutating_policy(kind: JobKind, labels: dict[str, str]) -> list[dict[str, Any]]:
     """The kind's defaults as a MutatingAdmissionPolicy (admissionregistration.k8s.io/v1, Kubernetes
     1.36+) and its binding; [] when none is applied by a policy."""

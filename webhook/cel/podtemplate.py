@@ -25,12 +25,13 @@ from jobgate.webhook.cel.catalogue import (
     MAP_VALUES,
     Location,
     Placement,
+    PolicyValidation,
     Produces,
     Rule,
     Validation,
     Where,
-    cel_raw_string,
     cel_string,
+    first_message,
 )
 from jobgate.webhook.rules.names import (
     DNS1123_LABEL_MESSAGE,
@@ -44,7 +45,7 @@ from jobgate.webhook.rules.podtemplate import (
     POD_TEMPLATE_BOUNDS,
     PORT_PROTOCOLS,
 )
-from jobgate.webhook.rules.quantity import QUANTITY_MAX_LENGTH, QUANTITY_MESSAGE
+from jobgate.webhook.rules.quantity import QUANTITY_MESSAGE
 
 DNS1123_LABEL_PATTERN = "^[a-z0-9]([-a-z0-9]*[a-z0-9])?$"
 # The IANA service name rules without look-arounds (the schema's regular expressions are RE2): groups
@@ -64,12 +65,8 @@ def _list_of(item: dict[str, Any], max_items: int) -> dict[str, Any]:
     return {"type": "array", "maxItems": max_items, "items": item}
 
 
-_QUANTITIES = {
-    "type": "object",
-    "maxProperties": POD_TEMPLATE_BOUNDS["resources"],
-    # A quantity is a string or an integer, as in Kubernetes' own schemas (CEL reads no untyped value).
-    "additionalProperties": {"x-kubernetes-int-or-string": True, "maxLength": QUANTITY_MAX_LENGTH},
-}
+# A quantity is a string or an integer, as in Kubernetes' own schemas.
+_QUANTITIES = {"type": "object", "additionalProperties": {"x-kubernetes-int-or-string": True}}
 
 
 def _container() -> dict[str, Any]:
@@ -407,22 +404,40 @@ def _required_container_rule(site: TemplateSite, spec: Location, path: str) -> R
 
 # --- resources -----------------------------------------------------------------------------------
 
-# A quantity in the template: a string the apiserver parses (the webhook trims it first, as the
-# apiserver's JSON decoding does) or an integer.
-_IS_QUANTITY = "(type({v}) == int || isQuantity({v}.trim()))"
-_QUANTITY = "(type({v}) == int ? quantity(string({v})) : quantity({v}.trim()))"
-# Native resources (cpu, memory, kubernetes.io/...) may be fractional and are overcommittable,
-# unless they are huge pages; extended resources (vendor/name) are neither.
+# A quantity as a string, as apimachinery parses it (rules/quantity.py's grammar; the exponent of at
+# most 18 digits it accepts), not negative: "-0" is zero.
+_NUMBER = r"([0-9]+(\.[0-9]*)?|\.[0-9]+)"
+_SUFFIX = r"(Ki|Mi|Gi|Ti|Pi|Ei|[eE][+-]?0*[0-9]{1,18}|[numkMGTPE]?)"
+QUANTITY_PATTERN = rf"^(\+?{_NUMBER}|-(0+(\.0*)?|\.0+)){_SUFFIX}$"
+
+# CEL of a quantity of the template (an integer, or a string the webhook trims as the apiserver's
+# JSON decoding does), in ValidatingAdmissionPolicies: they have no static cost limit, where a CRD
+# rule reading an int-or-string value is refused by Kubernetes 1.30's cost estimate.
 _NATIVE = "(!{k}.contains('/') || {k}.contains('kubernetes.io/'))"
 _OVERCOMMITTABLE = "(" + _NATIVE + " && !{k}.startsWith('hugepages-'))"
 
 
-def _is_quantity(value: str) -> str:
-    return _IS_QUANTITY.format(v=value)
+def _quantity(v: str) -> str:
+    return f"(type({v}) == int ? quantity(string({v})) : quantity({v}.trim()))"
 
 
-def _quantity(value: str) -> str:
-    return _QUANTITY.format(v=value)
+def _counted(v: str, k: str) -> str:
+    """The webhook compares only valid quantities: not negative, whole for extended resources."""
+    valid = f"(type({v}) == int ? {v} >= 0 : (isQuantity({v}.trim()) && sign(quantity({v}.trim())) >= 0))"
+    return f"({valid} && ({_NATIVE.format(k=k)} || type({v}) == int || {_quantity(v)}.isInteger()))"
+
+
+def _shown(v: str) -> str:
+    """A value as the webhook's message shows it: a string quoted, a number bare."""
+    return f"(type({v}) == int ? string({v}) : '\"' + {v} + '\"')"
+
+
+def _bare(v: str) -> str:
+    return f"(type({v}) == int ? string({v}) : {v})"
+
+
+def _first(messages: list[str]) -> str:
+    return "([" + ", ".join(messages) + "].filter(m, m != '') + [''])[0]"
 
 
 def _resource_rules(key: str, item: Location, each: str) -> list[Rule]:
@@ -430,85 +445,79 @@ def _resource_rules(key: str, item: Location, each: str) -> list[Rule]:
     produces_values = []
     placements = []
     for which in ("limits", "requests"):
-        value = (*resources, which, MAP_VALUES)
         produces_values += [
             Produces(f"{each}.resources.{which}[*]", "INVALID", f"^{re.escape(QUANTITY_MESSAGE)}$"),
             Produces(f"{each}.resources.{which}[*]", "INVALID", "^must be greater than or equal to 0$"),
         ]
-        placements += [
-            Placement(value, validation=Validation(rule=_is_quantity("self"), message=QUANTITY_MESSAGE)),
-            Placement(
-                value,
-                validation=Validation(
-                    rule=f"!{_is_quantity('self')} || "
-                    "(type(self) == int ? self >= 0 : sign(quantity(self.trim())) >= 0)",
-                    message="must be greater than or equal to 0",
-                ),
-            ),
-        ]
-    whole = (
-        f"!{_is_quantity('self[k]')} || {_NATIVE.format(k='k')} || "
-        f"type(self[k]) == int || {_quantity('self[k]')}.isInteger()"
-    )
-    integer_placements = tuple(
-        Placement(
-            (*resources, which),
-            validation=Validation(
-                rule=f"self.all(k, {whole})",
-                message_expression=f"self.filter(k, !({whole}))[0] + ': must be an integer'",
-            ),
+        placements.append(
+            Placement((*resources, which, MAP_VALUES), {"pattern": QUANTITY_PATTERN, "minimum": 0}),
         )
-        for which in ("limits", "requests")
-    )
-    within = (
-        f"!(k in self.limits) || !{_is_quantity('self.requests[k]')} || !{_is_quantity('self.limits[k]')} || "
-        f"({_OVERCOMMITTABLE.format(k='k')} ? "
-        f"{_quantity('self.requests[k]')}.compareTo({_quantity('self.limits[k]')}) <= 0 : "
-        f"{_quantity('self.requests[k]')}.compareTo({_quantity('self.limits[k]')}) == 0)"
-    )
-    first_over = f"self.requests.filter(k, !({within}))[0]"
+
+    def fractional(container: str, path: str) -> str:
+        messages = []
+        for which in ("limits", "requests"):
+            values = f"{container}.resources.{which}"
+            value = f"{values}[k]"
+            bad = (
+                f"(type({value}) == int ? false : isQuantity({value}.trim()) && sign(quantity({value}.trim())) >= 0 && "
+                f"!{_NATIVE.format(k='k')} && !quantity({value}.trim()).isInteger())"
+            )
+            message = (
+                f"{path} + '.resources.{which}[' + k + ']: Invalid value: ' + {_shown(value)} + ': must be an integer'"
+            )
+            messages.append(
+                f"(has({container}.resources) && has({values}) ? "
+                f"({values}.map(k, {bad} ? {message} : '').filter(m, m != '') + [''])[0] : '')"
+            )
+        return _first(messages)
+
+    def over(container: str, path: str) -> str:
+        requests, limits = f"{container}.resources.requests", f"{container}.resources.limits"
+        request, limit = f"{requests}[k]", f"{limits}[k]"
+        overcommittable = _OVERCOMMITTABLE.format(k="k")
+        bad = (
+            f"k in {limits} && {_counted(request, 'k')} && {_counted(limit, 'k')} && "
+            f"({overcommittable} ? {_quantity(request)}.compareTo({_quantity(limit)}) > 0 : "
+            f"{_quantity(request)}.compareTo({_quantity(limit)}) != 0)"
+        )
+        message = (
+            f"{path} + '.resources.requests[' + k + ']: Invalid value: ' + {_shown(request)} + ': must be ' + "
+            f"({overcommittable} ? 'less than or equal to ' : 'equal to ') + k + ' limit of ' + {_bare(limit)}"
+        )
+        return (
+            f"(has({container}.resources) && has({requests}) && has({limits}) ? "
+            f"({requests}.map(k, {bad} ? {message} : '').filter(m, m != '') + [''])[0] : '')"
+        )
+
     return [
         Rule(
             f"pod-template/{key}/quantities",
             f"{key}: resource quantities are valid and not negative",
-            Where.CRD_RULE,
+            Where.SCHEMA,
             tuple(produces_values),
             tuple(placements),
+            why="a pattern of the quantity's grammar (strings) and a minimum (integers)",
         ),
         Rule(
             f"pod-template/{key}/whole-extended-resources",
             f"{key}: extended resources (vendor/name) are whole numbers",
-            Where.CRD_RULE,
+            Where.POLICY,
             tuple(
-                Produces(f"{each}.resources.{which}[*]", "INVALID", "^must be an integer$", apiserver_drops=1)
+                Produces(f"{each}.resources.{which}[*]", "INVALID", "^must be an integer$")
                 for which in ("limits", "requests")
             ),
-            integer_placements,
-            why="reported at the map (a rule on a map cannot name the key)",
+            policy=(PolicyValidation(first_message(item, fractional)),),
+            why="reads an integer-or-string value, which Kubernetes 1.30's CRD cost estimate cannot bound",
         ),
         Rule(
             f"pod-template/{key}/requests-within-limits",
             f"{key}: requests at most their limits (equal for resources that cannot be overcommitted)",
-            Where.CRD_RULE,
-            (Produces(f"{each}.resources.requests[*]", "INVALID", " limit of ", apiserver_drops=1),),
-            (
-                Placement(
-                    resources,
-                    validation=Validation(
-                        rule=f"!has(self.requests) || !has(self.limits) || self.requests.all(k, {within})",
-                        message_expression=f"{first_over} + ': must be ' + "
-                        f"({_OVERCOMMITTABLE.format(k=first_over)} ? 'less than or equal to' : 'equal to') + "
-                        "' its limit'",
-                        field_path=".requests",
-                    ),
-                ),
-            ),
-            why="reported at the requests (a rule on a map cannot name the key)",
+            Where.POLICY,
+            (Produces(f"{each}.resources.requests[*]", "INVALID", " limit of "),),
+            policy=(PolicyValidation(first_message(item, over)),),
+            why="reads integer-or-string values, which Kubernetes 1.30's CRD cost estimate cannot bound",
         ),
     ]
-
-
-__all__ = ["TemplateSite", "cel_raw_string", "pod_template_rules", "pod_template_schema"]
 
 
 # --- defaults (rules/podtemplate.default_pod_template) -------------------------------------------

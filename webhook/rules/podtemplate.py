@@ -18,7 +18,6 @@ from jobgate.webhook.rules.fielderrors import (
     not_found,
     not_supported,
     required,
-    too_long,
     too_many,
 )
 from jobgate.webhook.rules.jsonpatch import PatchRecorder
@@ -32,7 +31,6 @@ from jobgate.webhook.rules.names import (
 )
 from jobgate.webhook.rules.quantity import (
     NANO,
-    QUANTITY_MAX_LENGTH,
     QUANTITY_MESSAGE,
     parse_quantity,
     parse_text_cached,
@@ -50,7 +48,6 @@ POD_TEMPLATE_BOUNDS = {
     "volumes": 64,
     "ports": 32,
     "volumeMounts": 32,
-    "resources": 32,
 }
 WARNING_MAX_LENGTH = 120
 
@@ -455,15 +452,10 @@ def _quantities(values: Any, path: FieldPath, key: str, errors: list[FieldError]
     if type(values) is not dict:
         errors.append(invalid((*path, key), values, "must be of type object"))
         return {}
-    if len(values) > POD_TEMPLATE_BOUNDS["resources"]:
-        errors.append(too_many((*path, key), len(values), POD_TEMPLATE_BOUNDS["resources"]))
     parsed = {}
     for resource, raw in values.items():
-        # A string or an integer, as the CRDs declare it (x-kubernetes-int-or-string, maxLength).
+        # A string or an integer, as the CRDs declare it (x-kubernetes-int-or-string).
         if type(raw) is str:
-            if len(raw.encode()) > QUANTITY_MAX_LENGTH:
-                errors.append(too_long((*path, key, Key(resource)), QUANTITY_MAX_LENGTH))
-                continue
             quantity = parse_text_cached(raw)
         elif type(raw) is int:
             quantity = parse_quantity(raw)

@@ -15,9 +15,6 @@ import math
 import re
 from functools import lru_cache
 
-# A quantity written as a string is at most this long in a pod template: the bound the CRDs' CEL
-# cost estimate needs (webhook/cel/podtemplate.py); real quantities are a few characters.
-QUANTITY_MAX_LENGTH = 64
 QUANTITY_MESSAGE = "quantities must match the regular expression '^([+-]?[0-9.]+)([eEinumkKMGTP]*[-+]?[0-9]*)$'"
 NANO = 10**9
 MAX_UNITS = 2**63 - 1  # apimachinery's maxAllowed: larger magnitudes are capped to it
