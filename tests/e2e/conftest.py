@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING
 import pytest
 
 from envtest.deploy import PROBE as DEPLOY_PROBE
-from envtest.deploy import PROBE_DENIAL
+from envtest.deploy import PROBE_SIGN
 from envtest.harness import ControlPlane, free_port
 from jobgate.certs.authority import init_directory
 
@@ -224,7 +224,7 @@ def install_jobgate(control_plane: Cluster, webhook_process: WebhookProcess) -> 
     return control_plane
 
 
-# Only jobgate knows this rule (no schema can express it), so a denial proves the webhook answered.
+# A warning only the webhook gives: it proves the webhook answered (envtest/deploy.py).
 PROBE = DEPLOY_PROBE.format(namespace=NAMESPACE)
 
 
@@ -233,7 +233,7 @@ def wait_for_webhook(cluster: Cluster, timeout: float = 60) -> None:
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         result = cluster.kubectl("create", "--dry-run=server", "-f", "-", input=PROBE)
-        if PROBE_DENIAL in result.stderr:
+        if PROBE_SIGN in result.stderr:
             return
         time.sleep(0.5)
     raise AssertionError(f"the webhook never answered: {result.stderr}")
