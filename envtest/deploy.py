@@ -75,18 +75,21 @@ class DeployError(RuntimeError):
     pass
 
 
+def without_jobgate_rules(node: object) -> object:
+    """An object (a CRD, or a part of one) without jobgate's CEL rules and schema defaults."""
+    if isinstance(node, dict):
+        return {
+            k: without_jobgate_rules(v) for k, v in node.items() if k not in ("x-kubernetes-validations", "default")
+        }
+    if isinstance(node, list):
+        return [without_jobgate_rules(v) for v in node]
+    return node
+
+
 def stand_in(crd: Path) -> str:
     """A CRD of jobgate's as the peer's own would be (Volcano's, KubeDL's): the same schema without
     jobgate's CEL rules and defaults, so that only the webhook judges jobs of that kind."""
-
-    def strip(node: object) -> object:
-        if isinstance(node, dict):
-            return {k: strip(v) for k, v in node.items() if k not in ("x-kubernetes-validations", "default")}
-        if isinstance(node, list):
-            return [strip(v) for v in node]
-        return node
-
-    return json.dumps(strip(yaml.safe_load(crd.read_text())))
+    return json.dumps(without_jobgate_rules(yaml.safe_load(crd.read_text())))
 
 
 def image_overlay(directory: Path, image: str, overlay: str = "self-signed") -> Path:

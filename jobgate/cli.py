@@ -390,6 +390,38 @@ def _manifests(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+def _enforcement(args: argparse.Namespace) -> int:
+    from jobgate.webhook.cel.generate import enforcement_rows, enforcement_summary
+    from jobgate.webhook.manifests import every_family_kind
+
+    kinds = [k for k in every_family_kind() if not args.family or k.family in args.family]
+    if args.family and not kinds:
+        print(f"jobgate: no family {', '.join(args.family)}", file=sys.stderr)
+        return EXIT_USAGE
+    if args.summary:
+        print("| family | rules and defaults | enforced by the apiserver | webhook only |")
+        print("|---|---:|---:|---:|")
+        for family, total, enforced in enforcement_summary(kinds):
+            if total:
+                print(f"| {family} | {total} | {enforced} | {total - enforced} |")
+            else:
+                print(f"| {family} | every rule | 0 | every rule |")
+        return EXIT_OK
+    print("| family | rule | what it checks | where the apiserver enforces it | note |")
+    print("|---|---|---|---|---|")
+    for family, rule, summary, where, why in enforcement_rows(kinds):
+        print(f"| {family} | {rule} | {summary} | {where} | {why} |")
+    return EXIT_OK
+
+
+def _policies(args: argparse.Namespace) -> int:
+    from jobgate.webhook.manifests import policy_documents, yaml_documents
+
+    documents = policy_documents(mutating=args.kind != "validating", validating=args.kind != "mutating")
+    sys.stdout.write(yaml_documents(documents))
+    return EXIT_OK
+
+
 def _controller(args: argparse.Namespace) -> int:
     from jobgate.controller.main import run
 
@@ -553,6 +585,22 @@ def _manifests_arguments(manifests: argparse.ArgumentParser) -> None:
     )
     generate.add_argument("--check", action="store_true", help="write nothing; exit 1 if the files are stale")
     generate.set_defaults(handler=_manifests)
+    enforcement = manifests_commands.add_parser(
+        "enforcement", help="print where each rule and default is enforced: the CRDs, a policy, or the webhook only"
+    )
+    enforcement.add_argument("--family", action="append", default=[], help="only this family (repeatable)")
+    enforcement.add_argument("--summary", action="store_true", help="per family: how many the apiserver enforces")
+    enforcement.set_defaults(handler=_enforcement)
+    policies = manifests_commands.add_parser(
+        "policies", help="print the generated admission policies alone (for users who manage admission otherwise)"
+    )
+    policies.add_argument(
+        "--kind",
+        choices=("all", "validating", "mutating"),
+        default="all",
+        help="ValidatingAdmissionPolicies (Kubernetes 1.30+), MutatingAdmissionPolicies (1.36+), or both",
+    )
+    policies.set_defaults(handler=_policies)
 
 
 def _certs_arguments(certs: argparse.ArgumentParser) -> None:
@@ -616,7 +664,7 @@ COMMANDS: dict[str, tuple[str, Callable[[argparse.ArgumentParser], None]]] = {
     "review": ("answer an AdmissionReview request exactly as the webhook server would", _review_arguments),
     "webhook": ("serve /mutate and /validate over TLS", _webhook_arguments),
     "controller": ("reconcile jobs into pods and services", _controller_arguments),
-    "manifests": ("generated CRDs and webhook configurations", _manifests_arguments),
+    "manifests": ("generated CRDs, policies and webhook configurations", _manifests_arguments),
     "certs": ("certificates for the webhook", _certs_arguments),
 }
 

@@ -359,6 +359,20 @@ def generated_files() -> dict[str, str]:
     return files
 
 
+def policy_documents(*, validating: bool = True, mutating: bool = True) -> list[dict[str, Any]]:
+    """The generated admission policies and their bindings, of every kind jobgate installs a CRD for."""
+    kinds = sorted((k for k in every_family_kind() if not admission_only(k)), key=lambda k: (k.gvk.group, k.gvk.kind))
+    documents: list[dict[str, Any]] = []
+    for kind in kinds:
+        documents += validating_policy(kind, PART_OF) if validating else []
+        documents += mutating_policy(kind, PART_OF) if mutating else []
+    return documents
+
+
+def yaml_documents(documents: list[dict[str, Any]]) -> str:
+    return _dump(documents)
+
+
 def write(directory: Path, files: dict[str, str] | None = None) -> list[Path]:
     written = []
     for relative, content in (generated_files() if files is None else files).items():

@@ -21,9 +21,10 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 import pytest
+import yaml
 
 from envtest.deploy import PROBE as DEPLOY_PROBE
-from envtest.deploy import PROBE_SIGN
+from envtest.deploy import PROBE_SIGN, without_jobgate_rules
 from envtest.harness import ControlPlane, free_port
 from jobgate.certs.authority import init_directory
 
@@ -145,7 +146,10 @@ def webhook_process(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Webhoo
 
 
 def url_overlay(port: int) -> str:
-    """The url overlay, rendered by kubectl's kustomize, pointed at the webhook's port."""
+    """The url overlay, rendered by kubectl's kustomize, pointed at the webhook's port, its CRDs
+    without jobgate's CEL rules and schema defaults: the suites on this cluster test the webhook's
+    own answers, its every line; the rules in the apiserver are tested by test_cel_enforcement.py
+    (alone) and the in-cluster suites (with the webhook, as the base installs them)."""
     from envtest.build import cached_binaries
 
     binaries = cached_binaries()
@@ -156,7 +160,10 @@ def url_overlay(port: int) -> str:
         text=True,
         check=True,
     ).stdout
-    return rendered.replace("https://127.0.0.1:9443/", f"https://127.0.0.1:{port}/")
+    documents = [without_jobgate_rules(d) for d in yaml.safe_load_all(rendered) if d]
+    return json.dumps({"apiVersion": "v1", "kind": "List", "items": documents}).replace(
+        "https://127.0.0.1:9443/", f"https://127.0.0.1:{port}/"
+    )
 
 
 def jobgate(*args: str, input: str | None = None) -> subprocess.CompletedProcess[str]:

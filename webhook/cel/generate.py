@@ -224,21 +224,38 @@ def mutating_policy(kind: JobKind, labels: dict[str, str]) -> list[dict[str, Any
 
 
 def enforcement_rows(kinds: Iterable[JobKind]) -> list[tuple[str, str, str, str, str]]:
-    """(family, rule or default, summary, where, why) of every rule and default, once per family."""
-    rows: dict[tuple[str, str], tuple[str, str, str, str, str]] = {}
+    """(family, rule or default, summary, where, why) of every rule and default, once per family
+    (a rule that differs by kind lists each kind's summary)."""
+    from jobgate.webhook.cel.families import WEBHOOK_ONLY
+
+    rows: dict[tuple[str, str], tuple[str, list[str], str, str]] = {}
     for kind in kinds:
+        if family_rules(kind) is None:
+            reason = WEBHOOK_ONLY.get(kind.family, "no rule of this family is generated for the apiserver")
+            rows.setdefault(
+                (kind.family, "(every rule)"),
+                ("", ["every rule and default of the family"], Where.WEBHOOK.value, reason),
+            )
+            continue
         entries: list[Rule | Default] = [*rules_for(kind), *(family_defaults(kind) or ())]
         for entry in entries:
             name = entry.id if isinstance(entry, Rule) else f"default: {entry.id}"
-            rows.setdefault((kind.family, name), (kind.family, name, entry.summary, entry.where.value, entry.why))
-    return [rows[key] for key in sorted(rows)]
+            _, summaries, _, _ = rows.setdefault((kind.family, name), (name, [], entry.where.value, entry.why))
+            if entry.summary not in summaries:
+                summaries.append(entry.summary)
+    return [
+        (family, name, "; ".join(summaries), where, why)
+        for (family, name), (_, summaries, where, why) in sorted(rows.items())
+    ]
 
 
 def enforcement_summary(kinds: Iterable[JobKind]) -> list[tuple[str, int, int]]:
-    """(family, rules, enforced in the apiserver) per family."""
+    """(family, rules and defaults, enforced in the apiserver) per family; a family left to the
+    webhook counts as (family, 0, 0)."""
     counts: dict[str, list[int]] = {}
-    for family, _, _, where, _ in enforcement_rows(kinds):
+    for family, name, _, where, _ in enforcement_rows(kinds):
         entry = counts.setdefault(family, [0, 0])
-        entry[0] += 1
-        entry[1] += where != Where.WEBHOOK.value
+        if name != "(every rule)":
+            entry[0] += 1
+            entry[1] += where != Where.WEBHOOK.value
     return [(family, total, enforced) for family, (total, enforced) in sorted(counts.items())]

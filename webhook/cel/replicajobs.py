@@ -117,7 +117,7 @@ def _types_rule(kind: ReplicaJobKind) -> Rule:
         produces.append(Produces(f"spec.{field}[*]", "DUPLICATE", apiserver_drops=1))
     return Rule(
         "replicas/types",
-        f"replica types are {', '.join(roles)} (any case, once each)",
+        f"replica types are {', '.join(roles)}" + (" (any case, once each)" if kind.normalise_types else ""),
         Where.CRD_RULE,
         tuple(produces),
         tuple(placements),
