@@ -75,21 +75,24 @@ class DeployError(RuntimeError):
     pass
 
 
-def without_jobgate_rules(node: object) -> object:
-    """An object (a CRD, or a part of one) without jobgate's CEL rules and schema defaults."""
-    if isinstance(node, dict):
-        return {
-            k: without_jobgate_rules(v) for k, v in node.items() if k not in ("x-kubernetes-validations", "default")
-        }
-    if isinstance(node, list):
-        return [without_jobgate_rules(v) for v in node]
-    return node
+def without_jobgate_rules(documents: list[dict]) -> list[dict]:
+    """The documents with each job kind's CRD as a peer's own would be (Volcano's, KubeDL's): the
+    models' schema without jobgate's CEL rules and defaults (webhook/cel), so that only the
+    webhook judges jobs of those kinds; no admission policies."""
+    from jobgate.webhook.manifests import plain_crd
+
+    kept = []
+    for document in documents:
+        if document.get("kind") in ("ValidatingAdmissionPolicy", "ValidatingAdmissionPolicyBinding"):
+            continue
+        plain = plain_crd(document["metadata"]["name"]) if document.get("kind") == "CustomResourceDefinition" else None
+        kept.append(plain or document)
+    return kept
 
 
 def stand_in(crd: Path) -> str:
-    """A CRD of jobgate's as the peer's own would be (Volcano's, KubeDL's): the same schema without
-    jobgate's CEL rules and defaults, so that only the webhook judges jobs of that kind."""
-    return json.dumps(without_jobgate_rules(yaml.safe_load(crd.read_text())))
+    """A CRD file of jobgate's as the peer's own CRD would be (see without_jobgate_rules)."""
+    return json.dumps(without_jobgate_rules([yaml.safe_load(crd.read_text())])[0])
 
 
 def image_overlay(directory: Path, image: str, overlay: str = "self-signed") -> Path:

@@ -47,7 +47,9 @@ _KIND_DESCRIPTIONS = {
 }
 
 
-def custom_resource_definition(kind: JobKind) -> dict[str, Any]:
+def custom_resource_definition(kind: JobKind, *, with_catalogue: bool = True) -> dict[str, Any]:
+    """The kind's CRD; ``with_catalogue=False``: without the rules and defaults of webhook/cel (the
+    schema of the models alone, pod templates kept whole), as a peer's own CRD of the kind would be."""
     gvk = kind.gvk
     singular = gvk.kind.lower()
     spec_schema = structural_schema(kind.spec_model)
@@ -76,7 +78,7 @@ def custom_resource_definition(kind: JobKind) -> dict[str, Any]:
                     "subresources": {"status": {}},
                     "additionalPrinterColumns": _printer_columns(kind),
                     "schema": {
-                        "openAPIV3Schema": with_rules(
+                        "openAPIV3Schema": (with_rules if with_catalogue else _as_is)(
                             kind,
                             {
                                 "description": description,
@@ -94,6 +96,19 @@ def custom_resource_definition(kind: JobKind) -> dict[str, Any]:
             ],
         },
     }
+
+
+def _as_is(kind: JobKind, schema: dict[str, Any]) -> dict[str, Any]:
+    return schema
+
+
+def plain_crd(name: str) -> dict[str, Any] | None:
+    """The CRD of that name (``tfjobs.training.kubedl.io``) without the catalogue's rules and
+    defaults; None when it is no job kind's."""
+    for kind in every_family_kind():
+        if f"{kind.plural}.{kind.gvk.group}" == name:
+            return custom_resource_definition(kind, with_catalogue=False)
+    return None
 
 
 def _object_header_properties() -> dict[str, Any]:

@@ -147,9 +147,10 @@ def webhook_process(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Webhoo
 
 def url_overlay(port: int) -> str:
     """The url overlay, rendered by kubectl's kustomize, pointed at the webhook's port, its CRDs
-    without jobgate's CEL rules and schema defaults: the suites on this cluster test the webhook's
-    own answers, its every line; the rules in the apiserver are tested by test_cel_enforcement.py
-    (alone) and the in-cluster suites (with the webhook, as the base installs them)."""
+    without jobgate's CEL rules, schema keywords and defaults (the models' schema alone): the suites
+    on this cluster test the webhook's own answers, its every line; the rules in the apiserver are
+    tested by test_cel_enforcement.py (alone) and the in-cluster suites (with the webhook, as the
+    base installs them)."""
     from envtest.build import cached_binaries
 
     binaries = cached_binaries()
@@ -160,7 +161,7 @@ def url_overlay(port: int) -> str:
         text=True,
         check=True,
     ).stdout
-    documents = [without_jobgate_rules(d) for d in yaml.safe_load_all(rendered) if d]
+    documents = without_jobgate_rules([d for d in yaml.safe_load_all(rendered) if d])
     return json.dumps({"apiVersion": "v1", "kind": "List", "items": documents}).replace(
         "https://127.0.0.1:9443/", f"https://127.0.0.1:{port}/"
     )

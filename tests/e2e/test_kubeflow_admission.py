@@ -26,6 +26,7 @@ from pathlib import Path
 import pytest
 import yaml
 
+from envtest.deploy import stand_in
 from envtest.harness import ControlPlane, free_port
 from jobgate.certs.authority import init_directory
 from tests.e2e.conftest import KUBEFLOW_TEST_CRDS, REPO, Cluster, jobgate
@@ -306,7 +307,9 @@ def test_what_only_jobgate_refuses(kubeflow_cluster: Setup):
 
 def test_jobs_of_the_other_families_are_untouched(kubeflow_cluster: Setup):
     cluster = kubeflow_cluster.cluster
-    cluster.kubectl("apply", "-f", str(REPO / "manifests/base/crds/training.kubedl.io_tfjobs.yaml"), check=True)
+    # KubeDL's own CRD, as KubeDL installs it: without jobgate's rules and defaults.
+    crd = stand_in(REPO / "manifests/base/crds/training.kubedl.io_tfjobs.yaml")
+    cluster.kubectl("apply", "-f", "-", input=crd, check=True)
     cluster.kubectl("wait", "--for=condition=Established", "crd/tfjobs.training.kubedl.io", check=True)
     # Invalid for jobgate's kubedl family (no tensorflow container): admitted as written, no defaults.
     tfjob = {
