@@ -128,7 +128,7 @@ def _types_rule(kind: ReplicaJobKind) -> Rule:
 def _total(kind: ReplicaJobKind, replica_map: str) -> str:
     """CEL of the total of all replicas, as the webhook adds them after defaulting."""
     defaults = {role.name: role.default_replicas for role in kind.roles}
-    unknown = 1 if kind.unknown_type_restart_policy is not None else 0
+    unknown = 1 if kind.unknown_type_restart_policy() is not None else 0
     unset = " : ".join(f"t == {cel_string(name)} ? {n}" for name, n in defaults.items()) + f" : {unknown}"
     count = _replicas(replica_map, "t", f"({unset})")
     return f"{replica_map}.map(t, {count} > 0 ? {count} : 0).sum()"
@@ -390,15 +390,15 @@ def replica_job_defaults(kind: ReplicaJobKind, clean_pod_policy: str | None) -> 
         )
     counts = {role.name: role.default_replicas for role in kind.roles}
     policies = {role.name: role.restart_policy for role in kind.roles}
-    known = f"k in {cel_list(roles)}" if kind.unknown_type_restart_policy is None else "true"
+    known = f"k in {cel_list(roles)}" if kind.unknown_type_restart_policy() is None else "true"
 
     def per_role(table: dict[str, object], unknown: object) -> str:
-        if kind.unknown_type_restart_policy is None:
+        if kind.unknown_type_restart_policy() is None:
             return "{" + ", ".join(f"{cel_string(k)}: {_cel_value(v)}" for k, v in table.items()) + "}[k]"
         cases = " : ".join(f"k == {cel_string(k)} ? {_cel_value(v)}" for k, v in table.items())
         return f"({cases} : {_cel_value(unknown)})"
 
-    uniform_count = len(set(counts.values())) == 1 and kind.unknown_type_restart_policy is None
+    uniform_count = len(set(counts.values())) == 1 and kind.unknown_type_restart_policy() is None
     defaults += [
         Default(
             "replicas/count",
@@ -419,7 +419,7 @@ def replica_job_defaults(kind: ReplicaJobKind, clean_pod_policy: str | None) -> 
             (
                 f"has({replicas}) ? {replicas}.filter(k, {known} && (!has({replicas}[k].restartPolicy) || "
                 f"{replicas}[k].restartPolicy == '')).map(k, JSONPatch{{op: 'add', path: {entry} + '/restartPolicy', "
-                f"value: {per_role(policies, kind.unknown_type_restart_policy)}}}) : []",
+                f"value: {per_role(policies, kind.unknown_type_restart_policy())}}}) : []",
             ),
         ),
     ]

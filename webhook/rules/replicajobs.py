@@ -124,9 +124,14 @@ class ReplicaJobKind:
 
     # Defaulting of every container's terminationMessagePolicy (KubeDL does it, Kubeflow not).
     termination_message_policy = True
-    # The restart policy given to a replica type the kind does not know (None: such types are
-    # left alone, as KubeDL does; Kubeflow's defaulters default every entry of the map).
-    unknown_type_restart_policy: str | None = None
+    def unknown_type_restart_policy(self) -> str | None:
+        """The restart policy given to a replica type the kind does not know (None: such types are
+        left alone, as KubeDL does; Kubeflow's defaulters default every entry of the map).
+
+        A method, not a class attribute a subclass overrides: compiled by mypyc, a base class's
+        attribute is read natively and a subclass's override is not seen."""
+        return None
+
     # Whether a framework container is still required when no container has a name.
     required_container_when_unnamed = False
 
@@ -222,8 +227,9 @@ class ReplicaJobKind:
             replica = replicas[replica_type] = dict(given)
             pointer = f"/spec/{self.replicas_field}/{escape_pointer_token(replica_type)}"
             role = self._roles.get(replica_type)
-            if role is None and self.unknown_type_restart_policy is not None:
-                role = Role(replica_type, self.unknown_type_restart_policy)
+            unknown_policy = self.unknown_type_restart_policy() if role is None else None
+            if unknown_policy is not None:
+                role = Role(replica_type, unknown_policy)
             if role is not None:
                 if replica.get("replicas") is None:
                     recorder.set(replica, "replicas", role.default_replicas, pointer)
