@@ -74,5 +74,7 @@ def test_a_placement_where_the_schema_has_nothing_is_a_clear_error(monkeypatch):
 
 
 def test_the_readme_tables_are_current():
+    if not readme_tables.README.exists():
+        pytest.skip("no README.md here (the compiled pass copies the tests, not the README)")
     text = readme_tables.README.read_text()
     assert readme_tables.updated(text) == text, "run `python -m build_support.readme_tables`"
