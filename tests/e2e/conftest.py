@@ -68,7 +68,8 @@ def started(plane: ControlPlane) -> Iterator[ControlPlane]:
     tests with the reason, with CI=true it fails them."""
     from envtest.build import cached_binaries
 
-    if shutil.which("go") is None and not IN_CI and cached_binaries(plane.version) is None:
+    cached = cached_binaries(plane.version, controller_manager=plane.controller_manager)
+    if shutil.which("go") is None and not IN_CI and cached is None:
         pytest.skip(f"no Go toolchain to build Kubernetes {plane.version}, and no cached binaries")
     try:
         plane.start()
@@ -85,23 +86,8 @@ def started(plane: ControlPlane) -> Iterator[ControlPlane]:
 
 @pytest.fixture(scope="session")
 def control_plane() -> Iterator[Cluster]:
-    if shutil.which("go") is None and not IN_CI:
-        from envtest.build import cached_binaries
-
-        if cached_binaries() is None:
-            pytest.skip("no Go toolchain to build etcd/kube-apiserver, and no cached binaries")
-    plane = ControlPlane()
-    try:
-        plane.start()
-    except Exception as exc:  # a build or start failure
-        plane.stop()
-        if IN_CI:
-            raise
-        pytest.skip(f"the control plane could not be started here: {exc}")
-    try:
+    with started(ControlPlane()) as plane:
         yield Cluster(plane)
-    finally:
-        plane.stop()
 
 
 class WebhookProcess:

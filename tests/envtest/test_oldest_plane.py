@@ -11,17 +11,15 @@ which Kubernetes 1.31 added, is refused. Locally they skip when the binaries can
 from __future__ import annotations
 
 import json
-import shutil
 import subprocess
 import sys
 from collections.abc import Iterator
 
 import pytest
 
-from envtest.build import cached_binaries
 from envtest.harness import ControlPlane
 from envtest.versions import KUBERNETES_VERSION, OLDEST_KUBERNETES_VERSION
-from tests.e2e.conftest import IN_CI, REPO, Cluster
+from tests.e2e.conftest import REPO, Cluster, started
 
 pytestmark = pytest.mark.e2e
 
@@ -30,21 +28,8 @@ GROUP = "oldest.jobgate.test"
 
 @pytest.fixture(scope="module")
 def oldest() -> Iterator[Cluster]:
-    cached = cached_binaries(OLDEST_KUBERNETES_VERSION, controller_manager=False)
-    if shutil.which("go") is None and cached is None and not IN_CI:
-        pytest.skip(f"no Go toolchain to build Kubernetes {OLDEST_KUBERNETES_VERSION}, and no cached binaries")
-    plane = ControlPlane.oldest()
-    try:
-        plane.start()
-    except Exception as exc:  # a build or start failure
-        plane.stop()
-        if IN_CI:
-            raise
-        pytest.skip(f"the {OLDEST_KUBERNETES_VERSION} control plane could not be built or started here: {exc}")
-    try:
+    with started(ControlPlane.oldest()) as plane:
         yield Cluster(plane)
-    finally:
-        plane.stop()
 
 
 def crd(plural: str, rule: str) -> str:

@@ -164,26 +164,29 @@ def validating_policy(kind: JobKind, labels: dict[str, str]) -> list[dict[str, A
     ]
     if not validations:
         return []
+    spec = {
+        "matchConstraints": _match(kind),
+        # A job the policy cannot evaluate (a field of the wrong type) is refused by the CRD's
+        # schema before the policy runs; an evaluation error otherwise refuses the job.
+        "failurePolicy": "Fail",
+        "validations": validations,
+    }
+    return _policy_and_binding(kind, "ValidatingAdmissionPolicy", spec, {"validationActions": ["Deny"]}, labels)
+
+
+def _policy_and_binding(
+    kind: JobKind, policy_kind: str, spec: dict[str, Any], binding: dict[str, Any], labels: dict[str, str]
+) -> list[dict[str, Any]]:
     name = policy_name(kind)
     metadata = {"name": name, "labels": dict(labels)}
+    version = "admissionregistration.k8s.io/v1"
     return [
+        {"apiVersion": version, "kind": policy_kind, "metadata": metadata, "spec": spec},
         {
-            "apiVersion": "admissionregistration.k8s.io/v1",
-            "kind": "ValidatingAdmissionPolicy",
+            "apiVersion": version,
+            "kind": f"{policy_kind}Binding",
             "metadata": metadata,
-            "spec": {
-                "matchConstraints": _match(kind),
-                # A job the policy cannot evaluate (a field of the wrong type) is refused by the CRD's
-                # schema before the policy runs; an evaluation error otherwise refuses the job.
-                "failurePolicy": "Fail",
-                "validations": validations,
-            },
-        },
-        {
-            "apiVersion": "admissionregistration.k8s.io/v1",
-            "kind": "ValidatingAdmissionPolicyBinding",
-            "metadata": metadata,
-            "spec": {"policyName": name, "validationActions": ["Deny"]},
+            "spec": {"policyName": name, **binding},
         },
     ]
 
@@ -194,30 +197,16 @@ def mutating_policy(kind: JobKind, labels: dict[str, str]) -> list[dict[str, Any
     patches = [patch for d in family_defaults(kind) or () if d.where.in_apiserver for patch in d.patches]
     if not patches:
         return []
-    name = policy_name(kind)
-    metadata = {"name": name, "labels": dict(labels)}
-    return [
-        {
-            "apiVersion": "admissionregistration.k8s.io/v1",
-            "kind": "MutatingAdmissionPolicy",
-            "metadata": metadata,
-            "spec": {
-                "matchConstraints": _match(kind),
-                # A patch that cannot apply (a job of the wrong shape) is skipped: the CRD's schema and
-                # rules then refuse the job with its fields, rather than the policy with its own error.
-                "failurePolicy": "Ignore",
-                # Defaulting is idempotent: run again when a later mutation changed the job.
-                "reinvocationPolicy": "IfNeeded",
-                "mutations": [{"patchType": "JSONPatch", "jsonPatch": {"expression": p}} for p in patches],
-            },
-        },
-        {
-            "apiVersion": "admissionregistration.k8s.io/v1",
-            "kind": "MutatingAdmissionPolicyBinding",
-            "metadata": metadata,
-            "spec": {"policyName": name},
-        },
-    ]
+    spec = {
+        "matchConstraints": _match(kind),
+        # A patch that cannot apply (a job of the wrong shape) is skipped: the CRD's schema and
+        # rules then refuse the job with its fields, rather than the policy with its own error.
+        "failurePolicy": "Ignore",
+        # Defaulting is idempotent: run again when a later mutation changed the job.
+        "reinvocationPolicy": "IfNeeded",
+        "mutations": [{"patchType": "JSONPatch", "jsonPatch": {"expression": p}} for p in patches],
+    }
+    return _policy_and_binding(kind, "MutatingAdmissionPolicy", spec, {}, labels)
 
 
 # --- the table ------------------------------------------------------------------------------------

@@ -124,6 +124,7 @@ class ReplicaJobKind:
 
     # Defaulting of every container's terminationMessagePolicy (KubeDL does it, Kubeflow not).
     termination_message_policy = True
+
     def unknown_type_restart_policy(self) -> str | None:
         """The restart policy given to a replica type the kind does not know (None: such types are
         left alone, as KubeDL does; Kubeflow's defaulters default every entry of the map).
