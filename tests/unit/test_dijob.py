@@ -193,6 +193,19 @@ def test_shared_volume_errors_point_at_spec_volumes_once():
     assert len(errors) == 2
 
 
+def test_tasks_and_shared_volumes_within_the_crds_bounds():
+    # The bounds of the CRD's schema (the CEL cost estimate needs them), in the apiserver's words.
+    from jobgate.webhook.rules.families.diengine import MAX_SHARED_VOLUMES, MAX_TASKS
+
+    tasks = [task(name=f"t{i}") for i in range(MAX_TASKS)]
+    volumes = [{"name": f"v{i}", "emptyDir": {}} for i in range(MAX_SHARED_VOLUMES)]
+    assert errors_of(dijob(*tasks, volumes=volumes)) == []
+    assert errors_of(dijob(*tasks, task(name="more"), volumes=[*volumes, {"name": "more", "emptyDir": {}}])) == [
+        f"spec.tasks: Too many: {MAX_TASKS + 1}: must have at most {MAX_TASKS} items",
+        f"spec.volumes: Too many: {MAX_SHARED_VOLUMES + 1}: must have at most {MAX_SHARED_VOLUMES} items",
+    ]
+
+
 def test_all_violations_in_one_answer():
     assert len(errors_of(dijob(task("learner"), task("learner"), task(), priority="x"))) == 4
 

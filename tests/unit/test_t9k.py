@@ -259,6 +259,28 @@ def test_pod_template_checks_apply():
     ]
 
 
+def test_replica_specs_finish_rules_and_service_ports_within_the_crds_bounds():
+    # The bounds of the CRD's schema (the CEL cost estimate needs them), in the apiserver's words.
+    from jobgate.webhook.rules.families.t9k import MAX_REPLICA_SPECS, MAX_SERVICE_PORTS, MAX_WRITTEN_RULE_REPLICAS
+
+    replicas = [t9k_replica(f"t{i}") for i in range(MAX_REPLICA_SPECS)]
+    ports = [{"name": f"p{i}", "port": 1000 + i} for i in range(MAX_SERVICE_PORTS)]
+    rules = [{"t0": [0]}] * MAX_WRITTEN_RULE_REPLICAS
+    assert errors_of(generic_job(*replicas, service={"ports": ports}, failureRules=rules)) == []
+    more = generic_job(
+        *replicas,
+        t9k_replica("more"),
+        service={"ports": [*ports, {"name": "more", "port": 999}]},
+        successRules=[*rules, {"t0": [0]}],
+    )
+    assert errors_of(more) == [
+        f"spec.replicaSpecs: Too many: {MAX_REPLICA_SPECS + 1}: must have at most {MAX_REPLICA_SPECS} items",
+        f"spec.successRules: Too many: {MAX_WRITTEN_RULE_REPLICAS + 1}: must have at most "
+        f"{MAX_WRITTEN_RULE_REPLICAS} items",
+        f"spec.service.ports: Too many: {MAX_SERVICE_PORTS + 1}: must have at most {MAX_SERVICE_PORTS} items",
+    ]
+
+
 def test_all_violations_in_one_answer():
     obj = generic_job(t9k_replica("worker"), t9k_replica("worker"), cleanUpPolicy="x", successRules=[{}])
     assert len(errors_of(obj)) == 3

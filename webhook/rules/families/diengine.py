@@ -12,7 +12,7 @@ from __future__ import annotations
 from typing import Any
 
 from jobgate.webhook.api.constants import DIENGINE_GROUP, DIENGINE_VERSION
-from jobgate.webhook.rules.fielderrors import FieldError, FieldPath, duplicate, invalid, required
+from jobgate.webhook.rules.fielderrors import FieldError, FieldPath, duplicate, invalid, required, too_many
 from jobgate.webhook.rules.jobmeta import as_int, check_job_name, check_spec_schema
 from jobgate.webhook.rules.jsonpatch import NO_PATCH, PatchRecorder
 from jobgate.webhook.rules.modelref import ModelRef
@@ -27,6 +27,11 @@ UNTYPED_TASK = "none"
 SINGLETON_TASK_TYPES = ("learner", "collector", "evaluator")
 # The controller creates every pod with restartPolicy Never and restarts replicas itself.
 CONTROLLER_POD_RESTART_POLICY = "Never"
+# The longest lists of tasks and of shared volumes. DI-orchestrator sets none, but the CRD's CEL
+# rules (webhook/cel/families/diengine.py) need bounds for the apiserver's cost estimate; no real
+# job comes near these, and a longer list is refused here as the apiserver does, so that both agree.
+MAX_TASKS = 16
+MAX_SHARED_VOLUMES = 16
 
 
 # Models are named, not imported: see webhook/rules/modelref.py.
@@ -91,6 +96,10 @@ class DIJobKind:
         entries = [(i, t) for i, t in enumerate(tasks) if isinstance(t, dict)] if isinstance(tasks, list) else []
         shared_volumes = spec.get("volumes") if spec is not None else None
         base: FieldPath = ("spec", "tasks")
+        if isinstance(tasks, list) and len(tasks) > MAX_TASKS:
+            found.errors.append(too_many(base, len(tasks), MAX_TASKS))
+        if isinstance(shared_volumes, list) and len(shared_volumes) > MAX_SHARED_VOLUMES:
+            found.errors.append(too_many(("spec", "volumes"), len(shared_volumes), MAX_SHARED_VOLUMES))
         counts: dict[str, int] = {}
         typed: dict[str, int] = {}
         template_errors: dict[str, FieldError] = {}

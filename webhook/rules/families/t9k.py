@@ -12,7 +12,16 @@ from __future__ import annotations
 from typing import Any
 
 from jobgate.webhook.api.constants import T9K_GROUP, T9K_VERSION
-from jobgate.webhook.rules.fielderrors import FieldPath, Key, duplicate, forbidden, invalid, not_found, required
+from jobgate.webhook.rules.fielderrors import (
+    FieldPath,
+    Key,
+    duplicate,
+    forbidden,
+    invalid,
+    not_found,
+    required,
+    too_many,
+)
 from jobgate.webhook.rules.jobmeta import as_int, check_job_name, check_spec_schema
 from jobgate.webhook.rules.jsonpatch import NO_PATCH, PatchRecorder
 from jobgate.webhook.rules.modelref import ModelRef
@@ -28,6 +37,14 @@ DEFAULT_SCHEDULER_PRIORITY = 0
 FINISH_RULE_KEYS = ("successRules", "failureRules")
 # The controller creates every pod with restartPolicy Never and restarts replicas itself.
 CONTROLLER_POD_RESTART_POLICY = "Never"
+# The longest lists of replica specs and of service ports. T9k sets none, but the CRD's CEL rules
+# (webhook/cel/families/t9k.py) need bounds for the apiserver's cost estimate: every pod-template
+# rule counts once per replica spec, and the apiserver allows no more than 8 of its costliest (a
+# mount of a declared volume). No real job comes near these, and a longer list is refused here as
+# the apiserver does, so that both agree. The finish rules' bound is MAX_WRITTEN_RULE_REPLICAS
+# (below): the most the defaults write.
+MAX_REPLICA_SPECS = 8
+MAX_SERVICE_PORTS = 128
 
 
 # Models are named, not imported: see webhook/rules/modelref.py.
@@ -104,6 +121,8 @@ class GenericJobKind:
         counts: dict[str, int] = {}
         unnamable: set[str] = set()
         base: FieldPath = ("spec", "replicaSpecs")
+        if isinstance(replica_specs, list) and len(replica_specs) > MAX_REPLICA_SPECS:
+            found.errors.append(too_many(base, len(replica_specs), MAX_REPLICA_SPECS))
         for index, replica in entries:
             path = (*base, index)
             found.extend(
@@ -165,7 +184,7 @@ def replica_counts(replica_specs: Any) -> dict[str, int]:
 # size: a "replicas: 2000000000" of a few bytes would make a patch of gigabytes. Past this many
 # replicas in all the rules are not written (the object could not be stored anyway: 100,000
 # replicas make failure rules larger than etcd's 1.5 MiB), and the controller applies the same
-# rules to a job without any.
+# rules to a job without any. It is also the most finish rules a job may list (the CRD's bound).
 MAX_WRITTEN_RULE_REPLICAS = 10_000
 
 
@@ -221,6 +240,8 @@ def _check_finish_rules(rules: Any, path: FieldPath, counts: dict[str, int]) -> 
     errors: list[Any] = []
     if not isinstance(rules, list):
         return errors  # absent (nothing to check) or mistyped (the schema check says so)
+    if len(rules) > MAX_WRITTEN_RULE_REPLICAS:
+        errors.append(too_many(path, len(rules), MAX_WRITTEN_RULE_REPLICAS))
     for index, rule in enumerate(rules):
         rule_path = (*path, index)
         if not isinstance(rule, dict):
@@ -288,6 +309,8 @@ def _check_service(service: Any, found: Findings) -> None:
     ports = service.get("ports") if isinstance(service, dict) else None
     if not isinstance(ports, list):
         return
+    if len(ports) > MAX_SERVICE_PORTS:
+        found.errors.append(too_many(("spec", "service", "ports"), len(ports), MAX_SERVICE_PORTS))
     names: set[str] = set()
     for index, port in enumerate(ports):
         if not isinstance(port, dict):
