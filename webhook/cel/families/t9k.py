@@ -103,6 +103,7 @@ def _bounds() -> Rule:
         (
             Produces("spec.replicaSpecs", "TOO_MANY"),
             *(Produces(f"spec.{key}", "TOO_MANY") for key in FINISH_RULES),
+            *(Produces(f"spec.{key}[*]", "TOO_MANY") for key in FINISH_RULES),
             Produces("spec.service.ports", "TOO_MANY"),
         ),
         (

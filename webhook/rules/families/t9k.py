@@ -250,6 +250,8 @@ def _check_finish_rules(rules: Any, path: FieldPath, counts: dict[str, int]) -> 
         if not listed:
             errors.append(required(rule_path, "a finish rule must name at least one replica"))
             continue
+        if len(listed) > MAX_REPLICA_SPECS:  # the CRD's bound (a rule of a valid job names each type once)
+            errors.append(too_many(rule_path, len(listed), MAX_REPLICA_SPECS))
         for replica_type, indices in listed.items():
             type_path = (*rule_path, Key(replica_type))
             if replica_type not in counts:
