@@ -127,6 +127,12 @@ def with_rules(kind: JobKind, root: dict[str, Any]) -> dict[str, Any]:
         for keyword, value in placement.keywords.items():
             if keyword == "required":
                 node["required"] = sorted({*node.get("required", ()), *value})
+            elif keyword == "properties":
+                # Fields a family's rules read beyond the shared ones (in a pod template): added, never replaced.
+                known = node.setdefault("properties", {})
+                if set(known) & set(value):
+                    raise CatalogueError(f"{kind.gvk}: {owner} retypes {sorted(set(known) & set(value))}")
+                known.update(copy.deepcopy(value))
             elif keyword in node and node[keyword] != value:
                 raise CatalogueError(
                     f"{kind.gvk}: {owner} sets {keyword}={value!r} at {'/'.join(placement.at)}, "

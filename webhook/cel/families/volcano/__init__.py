@@ -1,15 +1,15 @@
 """The Volcano family's rules and defaults (``rules/families/volcano``) for the apiserver.
 
 Its modules follow the webhook's: ``job`` (the job as a whole, its plugins and volumes), ``tasks``
-(each task), ``policies`` (lifecycle policies), ``update`` (what an UPDATE may change) and
-``defaults``; the pod templates get the shared pod-template rules.
+(each task), ``resources`` (pod-level resources), ``policies`` (lifecycle policies), ``update``
+(what an UPDATE may change) and ``defaults``; the pod templates get the shared pod-template rules.
 """
 
 from __future__ import annotations
 
 from jobgate.webhook.cel.catalogue import Default, Rule
 from jobgate.webhook.cel.families.volcano import defaults as _defaults
-from jobgate.webhook.cel.families.volcano import job, policies, tasks, update
+from jobgate.webhook.cel.families.volcano import job, policies, resources, tasks, update
 from jobgate.webhook.cel.podtemplate import TemplateSite, pod_template_rules
 from jobgate.webhook.rules.families import volcano
 from jobgate.webhook.rules.registry import JobKind
@@ -39,6 +39,7 @@ def rules(kind: JobKind) -> list[Rule]:
         tasks.task_min_available_rule(),
         tasks.partition_rule(),
         tasks.numa_rule(),
+        *resources.pod_level_resources_rules(),
         *policies.policy_rules(),
         *update.update_rules(),
         job.bounds_rule(),

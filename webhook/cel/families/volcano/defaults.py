@@ -80,7 +80,9 @@ def defaults() -> list[Default]:
     plugins = f"{_SPEC}.plugins"
     implied = sorted({p for needed in IMPLIED_PLUGINS.values() for p in needed})
     needs = {
-        plugin: " || ".join(f"{cel_string(f)} in {plugins}" for f, needed in IMPLIED_PLUGINS.items() if plugin in needed)
+        plugin: " || ".join(
+            f"{cel_string(f)} in {plugins}" for f, needed in IMPLIED_PLUGINS.items() if plugin in needed
+        )
         for plugin in implied
     }
     missing = " + ".join(
@@ -124,7 +126,12 @@ def defaults() -> list[Default]:
             "volcano/task-max-retry",
             f"a task's maxRetry: {DEFAULT_MAX_RETRY} (when unset or 0)",
             Where.SCHEMA_DEFAULT,
-            (_each_task("!has(t.maxRetry) || t.maxRetry == 0", _patch(f"{_TASK_POINTER} + '/maxRetry'", str(DEFAULT_MAX_RETRY))),),
+            (
+                _each_task(
+                    "!has(t.maxRetry) || t.maxRetry == 0",
+                    _patch(f"{_TASK_POINTER} + '/maxRetry'", str(DEFAULT_MAX_RETRY)),
+                ),
+            ),
             (Placement((*TASK, "maxRetry"), {"default": DEFAULT_MAX_RETRY}),),
         ),
         Default(

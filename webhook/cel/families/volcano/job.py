@@ -297,7 +297,9 @@ def mpi_master_rule() -> Rule:
     with_value = cel_raw_string(f"^-+{DEFAULT_MPI_MASTER}=")
     bare = cel_raw_string(f"^-+{DEFAULT_MPI_MASTER}$")
     indexes = "[" + ", ".join(str(i) for i in range(bounds.VOLCANO_BOUNDS["pluginArguments"])) + "]"
-    sets = f"p < size({args}) && ({args}[p].matches({with_value}) || ({args}[p].matches({bare}) && p + 1 < size({args})))"
+    sets = (
+        f"p < size({args}) && ({args}[p].matches({with_value}) || ({args}[p].matches({bare}) && p + 1 < size({args})))"
+    )
     value = f"({args}[p].matches({with_value}) ? {args}[p].substring({args}[p].indexOf('=') + 1) : {args}[p + 1])"
     default = cel_string(DEFAULT_MPI_MASTER)
     master = f"({value} == '' ? {default} : {value})"

@@ -48,8 +48,11 @@ def _exit_code_only(p: str) -> str:
     return f"(!{_on_events(p)} && has({p}.exitCode))"
 
 
-def _each(check: str, at: Location, **validation: str) -> Placement:
-    return Placement((*at, LIST_ITEMS), validation=Validation(rule=check, **validation))
+def _each(check: str, at: Location, message: str, field_path: str = "", reason: str = "") -> Placement:
+    """A validation of each policy of the list at ``at``."""
+    return Placement(
+        (*at, LIST_ITEMS), validation=Validation(rule=check, message=message, field_path=field_path, reason=reason)
+    )
 
 
 def policy_rules() -> list[Rule]:

@@ -37,8 +37,7 @@ def task_name_rule() -> Rule:
 def task_names_unique_rule() -> Rule:
     named = "has(t.name) && t.name != ''"
     first = (
-        f"self.map(t, {name_of('t')}).filter(n, n != '' && "
-        "self.filter(u, has(u.name) && u.name == n).size() > 1)[0]"
+        f"self.map(t, {name_of('t')}).filter(n, n != '' && self.filter(u, has(u.name) && u.name == n).size() > 1)[0]"
     )
     return Rule(
         "volcano/task-names-unique",

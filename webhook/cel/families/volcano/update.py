@@ -19,6 +19,7 @@ from jobgate.webhook.rules.families.volcano.update import UPDATE_FORBIDDEN
 
 _POLICY_INDEXES = "[" + ", ".join(str(i) for i in range(VOLCANO_BOUNDS["policies"])) + "]"
 _VOLUME_INDEXES = "[" + ", ".join(str(i) for i in range(VOLCANO_BOUNDS["volumes"])) + "]"
+_SAME_COUNT = "(has(self.tasks) ? size(self.tasks) : 0) == (has(oldSelf.tasks) ? size(oldSelf.tasks) : 0)"
 
 
 def _same(a: str, b: str, path: str, *, non_empty: bool = False) -> str:
@@ -30,12 +31,12 @@ def _same(a: str, b: str, path: str, *, non_empty: bool = False) -> str:
     return f"({set_a} == {set_b} && (!{set_a} || {a}.{path} == {b}.{path}))"
 
 
-def _same_list(a: str, b: str, indexes: str, same_item: str) -> str:
-    """Two lists (empty and unset alike) of the same length with ``same_item`` (CEL of ``x``, ``y``)
-    true of the items at each index."""
+def _same_list(a: str, b: str, indexes: str, same_item: str, index: str) -> str:
+    """Two lists (empty and unset alike) of the same length with ``same_item`` (CEL of ``{x}``, ``{y}``)
+    true of the items at each index (the variable ``index``, distinct from any enclosing one)."""
     size_a, size_b = f"(has({a}) ? size({a}) : 0)", f"(has({b}) ? size({b}) : 0)"
-    item = same_item.replace("{x}", f"{a}[i]").replace("{y}", f"{b}[i]")
-    return f"({size_a} == {size_b} && ({size_a} == 0 || {indexes}.all(i, i >= {size_a} || {item})))"
+    item = same_item.replace("{x}", f"{a}[{index}]").replace("{y}", f"{b}[{index}]")
+    return f"({size_a} == {size_b} && ({size_a} == 0 || {indexes}.all({index}, {index} >= {size_a} || {item})))"
 
 
 def _topology(a: str, b: str, at: str) -> str:
@@ -48,7 +49,7 @@ def _policy(a: str, b: str) -> str:
 
 
 def _policies(a: str, b: str) -> str:
-    return _same_list(f"{a}.policies", f"{b}.policies", _POLICY_INDEXES, _policy("{x}", "{y}"))
+    return _same_list(f"{a}.policies", f"{b}.policies", _POLICY_INDEXES, _policy("{x}", "{y}"), "pi")
 
 
 def _task_fields(a: str, b: str) -> list[tuple[str, str]]:
@@ -84,14 +85,13 @@ def _spec_fields() -> list[tuple[str, str]]:
         ("networkTopology", _topology(a, b, "networkTopology")),
         ("plugins", _same(a, b, "plugins", non_empty=True)),
         ("policies", _policies(a, b)),
-        ("volumes", _same_list(f"{a}.volumes", f"{b}.volumes", _VOLUME_INDEXES, _volume("{x}", "{y}"))),
+        ("volumes", _same_list(f"{a}.volumes", f"{b}.volumes", _VOLUME_INDEXES, _volume("{x}", "{y}"), "vi")),
     ]
-    same_count = "(has(self.tasks) ? size(self.tasks) : 0) == (has(oldSelf.tasks) ? size(oldSelf.tasks) : 0)"
     # A task's fields are compared when the tasks are as many (else the count is reported), each
     # field by a rule of its own.
     fields += [
-        ("tasks", f"!({same_count}) || !has(self.tasks) || {TASK_INDEXES}.all(i, i >= size(self.tasks) || ({same}))")
-        for _, same in _task_fields("self.tasks[i]", "oldSelf.tasks[i]")
+        ("tasks", f"!({_SAME_COUNT}) || !has(self.tasks) || {TASK_INDEXES}.all(ti, ti >= size(self.tasks) || ({same}))")
+        for _, same in _task_fields("self.tasks[ti]", "oldSelf.tasks[ti]")
     ]
     return fields
 
@@ -111,7 +111,7 @@ def update_rules() -> list[Rule]:
                 Placement(
                     SPEC,
                     validation=Validation(
-                        rule="(has(self.tasks) ? size(self.tasks) : 0) == (has(oldSelf.tasks) ? size(oldSelf.tasks) : 0)",
+                        rule=_SAME_COUNT,
                         message="job updates may not add or remove tasks",
                         field_path=".tasks",
                         reason="FieldValueForbidden",

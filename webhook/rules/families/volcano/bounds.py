@@ -12,6 +12,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import Any
 
+from jobgate.webhook.rules.families.volcano.resources import typed_template_errors
 from jobgate.webhook.rules.fielderrors import FieldError, FieldPath, too_long, too_many
 from jobgate.webhook.rules.names import LABEL_MAX_LENGTH
 
@@ -55,7 +56,8 @@ def _policies(policies: Any, path: FieldPath) -> Iterator[FieldError]:
 
 
 def bound_errors(spec: dict[str, Any]) -> Iterator[FieldError]:
-    """Every list and string of the spec beyond its bound."""
+    """Every list and string of the spec beyond its bound, and every value of a pod template of
+    another type than the CRD gives it (``resources.typed_template_errors``)."""
     tasks = spec.get("tasks")
     yield from _list(tasks, ("spec", "tasks"), "tasks")
     yield from _policies(spec.get("policies"), ("spec", "policies"))
@@ -82,3 +84,4 @@ def bound_errors(spec: dict[str, Any]) -> Iterator[FieldError]:
         yield from _list(names, (*path, "dependsOn", "name"), "dependsOn")
         for position, name in enumerate(names if isinstance(names, list) else []):
             yield from _string(name, (*path, "dependsOn", "name", position), DEPENDENCY_NAME_MAX_LENGTH)
+        yield from typed_template_errors(task.get("template"), (*path, "template"))
