@@ -198,5 +198,6 @@ def numa_rule() -> Rule:
         Where.CRD_RULE,
         tuple(produces),
         tuple(placements),
-        why="reported at the task's containers (a rule on a list cannot name the item)",
+        why="reported at the task's containers (a rule on a list cannot name the item); checked whatever else is "
+        "wrong with the template (the webhook: on a template without errors only)",
     )
