@@ -140,7 +140,9 @@ def update_rules() -> list[Rule]:
                 for field, same in _spec_fields()
             ),
             why="reported at the spec's field (the webhook names the field inside it); a pod template or a claim "
-            "spec is compared as the apiserver compares objects: an UPDATE that only adds or drops an empty list or "
-            "object inside one (env: []) is refused, where the webhook's comparison (Volcano's) admits it",
+            "spec is compared as the apiserver compares objects (CEL cannot see into their unknown fields): an UPDATE "
+            "that only adds or drops an empty list or object, or a null, inside one (env: [], metadata: {}, "
+            "metadata.creationTimestamp: null as Go clients write it) is refused, where the webhook's comparison "
+            "(Volcano's) admits it",
         ),
     ]
