@@ -1,15 +1,16 @@
 """The Volcano family's rules and defaults (``rules/families/volcano``) for the apiserver.
 
-Its modules follow the webhook's: ``job`` (the job as a whole, its plugins and volumes), ``tasks``
-(each task), ``resources`` (pod-level resources), ``policies`` (lifecycle policies), ``update``
-(what an UPDATE may change) and ``defaults``; the pod templates get the shared pod-template rules.
+Its modules follow the webhook's: ``job`` (the job as a whole: its name, tasks, plugins, DAG),
+``volumes``, ``tasks`` (each task), ``resources`` (pod-level resources), ``policies`` (lifecycle
+policies), ``update`` (what an UPDATE may change), ``bounds`` (of lists and strings) and
+``defaults``; the pod templates get the shared pod-template rules.
 """
 
 from __future__ import annotations
 
 from jobgate.webhook.cel.catalogue import Default, Rule
+from jobgate.webhook.cel.families.volcano import bounds, job, policies, resources, tasks, update, volumes
 from jobgate.webhook.cel.families.volcano import defaults as _defaults
-from jobgate.webhook.cel.families.volcano import job, policies, resources, tasks, update
 from jobgate.webhook.cel.podtemplate import TemplateSite, pod_template_rules
 from jobgate.webhook.rules.families import volcano
 from jobgate.webhook.rules.registry import JobKind
@@ -32,7 +33,7 @@ def rules(kind: JobKind) -> list[Rule]:
         job.priority_class_rule(),
         job.scheduler_name_rule(),
         job.queue_rule(),
-        *job.volume_rules(),
+        *volumes.volume_rules(),
         tasks.task_name_rule(),
         tasks.task_names_unique_rule(),
         tasks.template_required_rule(),
@@ -42,7 +43,7 @@ def rules(kind: JobKind) -> list[Rule]:
         *resources.pod_level_resources_rules(),
         *policies.policy_rules(),
         *update.update_rules(),
-        job.bounds_rule(),
+        bounds.bounds_rule(),
         *pod_template_rules(TEMPLATES),
     ]
 

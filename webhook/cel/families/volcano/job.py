@@ -1,5 +1,6 @@
 """The rules of a Volcano job as a whole (``rules/families/volcano/job.py``, ``plugins.py``,
-``tasks.py``'s network topology, ``queue_check.py``) for the apiserver.
+``tasks.py``'s network topology, ``queue_check.py``) for the apiserver; its volumes are in
+``volumes``.
 
 Volcano checks most of them on CREATE only. Where a rule reads a field that an UPDATE may change
 (replicas, minAvailable, priorityClassName, a volume's claim name, which the controller fills in),
@@ -13,8 +14,6 @@ from __future__ import annotations
 import re
 
 from jobgate.webhook.cel.catalogue import (
-    LIST_ITEMS,
-    MAP_VALUES,
     Placement,
     Produces,
     Rule,
@@ -29,7 +28,6 @@ from jobgate.webhook.cel.families.volcano.common import (
     SPEC,
     TASK,
     TASK_INDEXES,
-    TASKS,
     name_of,
     replicas_of,
 )
@@ -40,7 +38,6 @@ from jobgate.webhook.rules.families.volcano.job import (
     _DNS1123_SUBDOMAIN_MESSAGE,
     _QUALIFIED_NAME,
     _QUALIFIED_NAME_MESSAGE,
-    CLAIM_CONFLICT,
     DAG_MESSAGE,
 )
 from jobgate.webhook.rules.families.volcano.plugins import DEFAULT_MPI_MASTER, PLUGINS
@@ -54,7 +51,8 @@ SUBDOMAIN_MAX_LENGTH = 253
 _TOO_LONG_NAME = f"name part must be no more than {LABEL_MAX_LENGTH} characters"
 
 
-def _create_only(rule: str) -> str:
+def create_only(rule: str) -> str:
+    """CEL of ``rule`` on CREATE, true on UPDATE (a validation with ``optionalOldSelf``)."""
     return CREATE_ONLY + "(" + rule + ")"
 
 
@@ -207,7 +205,7 @@ def pod_names_rule() -> Rule:
             Placement(
                 (),
                 validation=Validation(
-                    rule=_create_only(
+                    rule=create_only(
                         f"!has(self.spec.tasks) || {TASK_INDEXES}.all(i, i >= size(self.spec.tasks) || ({fits}))"
                     ),
                     # CEL's cost estimator cannot size string(int): the message names the index.
@@ -251,7 +249,7 @@ def dag_rule() -> Rule:
             Placement(
                 SPEC,
                 validation=Validation(
-                    rule=_create_only(f"!has(self.tasks) || {expression}"),
+                    rule=create_only(f"!has(self.tasks) || {expression}"),
                     message_expression=f"{cel_string(DAG_MESSAGE)} + (size({first_missing}) > 0 ? "
                     f"' (no task named ' + {first_missing}[0] + ')' : '')",
                     field_path=".tasks",
@@ -320,7 +318,7 @@ def mpi_master_rule() -> Rule:
             Placement(
                 SPEC,
                 validation=Validation(
-                    rule=_create_only(rule),
+                    rule=create_only(rule),
                     message="The specified mpi master task was not found",
                     field_path=".plugins['mpi']",
                     optional_old_self=True,
@@ -379,7 +377,7 @@ def priority_class_rule() -> Rule:
             Placement(
                 SPEC,
                 validation=Validation(
-                    rule=_create_only(unset + rule),
+                    rule=create_only(unset + rule),
                     message=message,
                     field_path=".priorityClassName",
                     optional_old_self=True,
@@ -414,168 +412,4 @@ def queue_rule() -> Rule:
         Where.WEBHOOK,
         (Produces("spec.queue", "NOT_FOUND"), Produces("spec.queue", "INVALID")),
         why="it reads the cluster's Queue objects (scheduling.volcano.sh), which no CRD rule can see",
-    )
-
-
-# --- volumes -----------------------------------------------------------------------------------
-
-VOLUMES = (*SPEC, "volumes")
-VOLUME = (*VOLUMES, LIST_ITEMS)
-
-
-def volume_rules() -> list[Rule]:
-    claim_name_set = "has(self.volumeClaimName) && self.volumeClaimName != ''"
-    first_duplicate = (
-        "self.map(v, has(v.mountPath) ? v.mountPath : '')"
-        ".filter(p, p != '' && self.filter(w, has(w.mountPath) && w.mountPath == p).size() > 1)[0]"
-    )
-    checked_name = f"has(self.volumeClaim) || !({claim_name_set}) || "
-    return [
-        Rule(
-            "volcano/volumes/mount-path",
-            "a volume has a mount path",
-            Where.SCHEMA,
-            (
-                Produces("spec.volumes[*].mountPath", "REQUIRED", "^mountPath is required;$"),
-                Produces("spec.volumes[*].mountPath", "INVALID", "should be at least 1 chars long$"),
-            ),
-            (Placement((*VOLUME, "mountPath"), {"minLength": 1}),),
-            why="as Volcano's CRD does it (required, minLength 1)",
-        ),
-        Rule(
-            "volcano/volumes/mount-paths-unique",
-            "volumes have distinct mount paths",
-            Where.CRD_RULE,
-            (Produces("spec.volumes[*].mountPath", "DUPLICATE", apiserver_drops=2),),
-            (
-                Placement(
-                    VOLUMES,
-                    validation=Validation(
-                        rule="self.all(v, !has(v.mountPath) || v.mountPath == '' || "
-                        "self.exists_one(w, has(w.mountPath) && w.mountPath == v.mountPath))",
-                        message_expression=f"'duplicated mountPath: ' + {first_duplicate} + ';'",
-                    ),
-                ),
-            ),
-            why="reported at the list (a rule on a list cannot name the item)",
-        ),
-        Rule(
-            "volcano/volumes/claim-required",
-            "a volume has a volumeClaim or a volumeClaimName",
-            Where.CRD_RULE,
-            (Produces("spec.volumes[*]", "REQUIRED", "^either VolumeClaim or VolumeClaimName must be specified;$"),),
-            (
-                Placement(
-                    VOLUME,
-                    validation=Validation(
-                        rule=f"has(self.volumeClaim) || ({claim_name_set})",
-                        message="either VolumeClaim or VolumeClaimName must be specified;",
-                        reason="FieldValueRequired",
-                    ),
-                ),
-            ),
-        ),
-        Rule(
-            "volcano/volumes/claim-conflict",
-            "a volume has a volumeClaim or a volumeClaimName, not both",
-            Where.CRD_RULE,
-            (Produces("spec.volumes[*].volumeClaimName", "INVALID", "^conflict: ", apiserver_drops=2),),
-            (
-                Placement(
-                    SPEC,
-                    validation=Validation(
-                        rule=_create_only(
-                            "!has(self.volumes) || !self.volumes.exists(v, has(v.volumeClaim) && "
-                            "has(v.volumeClaimName) && v.volumeClaimName != '')"
-                        ),
-                        message=CLAIM_CONFLICT,
-                        field_path=".volumes",
-                        optional_old_self=True,
-                    ),
-                ),
-            ),
-            why="CREATE only (the controller writes the name of the claim it creates); reported at the volumes "
-            "(a rule on a list cannot name the item)",
-        ),
-        Rule(
-            "volcano/volumes/claim-name",
-            "a volumeClaimName (without a volumeClaim) is a DNS-1123 subdomain",
-            Where.CRD_RULE,
-            (Produces("spec.volumes[*].volumeClaimName", "INVALID", "^invalid VolumeClaimName "),),
-            tuple(
-                Placement(
-                    VOLUME,
-                    validation=Validation(
-                        rule=checked_name + rule,
-                        message_expression=f"'invalid VolumeClaimName ' + self.volumeClaimName + "
-                        f"{cel_string(' : [' + problem + ']')}",
-                        field_path=".volumeClaimName",
-                    ),
-                )
-                for rule, problem in (
-                    (
-                        f"size(self.volumeClaimName) <= {SUBDOMAIN_MAX_LENGTH}",
-                        f"must be no more than {SUBDOMAIN_MAX_LENGTH} characters",
-                    ),
-                    (f"self.volumeClaimName.matches({cel_raw_string(SUBDOMAIN_PATTERN)})", _DNS1123_SUBDOMAIN_MESSAGE),
-                )
-            ),
-            why="not with a volumeClaim, whose claim's name the controller writes on UPDATE",
-        ),
-    ]
-
-
-# --- bounds --------------------------------------------------------------------------------------
-
-
-def bounds_rule() -> Rule:
-    """The bounds of ``rules/families/volcano/bounds.py``, which the webhook checks too."""
-    limits = bounds.VOLCANO_BOUNDS
-    policies = ((*SPEC, "policies"), (*TASK, "policies"))
-    keywords = [
-        (TASKS, {"maxItems": limits["tasks"]}),
-        *((at, {"maxItems": limits["policies"]}) for at in policies),
-        *(((*at, LIST_ITEMS, "events"), {"maxItems": limits["events"]}) for at in policies),
-        *(
-            ((*at, LIST_ITEMS, key), {"maxLength": bounds.POLICY_STRING_MAX_LENGTH})
-            for at in policies
-            for key in ("action", "timeout")
-        ),
-        (VOLUMES, {"maxItems": limits["volumes"]}),
-        ((*VOLUME, "mountPath"), {"maxLength": bounds.MOUNT_PATH_MAX_LENGTH}),
-        ((*VOLUME, "volumeClaimName"), {"maxLength": bounds.VOLUME_CLAIM_NAME_MAX_LENGTH}),
-        ((*SPEC, "plugins", MAP_VALUES), {"maxItems": limits["pluginArguments"]}),
-        ((*SPEC, "plugins", MAP_VALUES, LIST_ITEMS), {"maxLength": bounds.PLUGIN_ARGUMENT_MAX_LENGTH}),
-        ((*TASK, "dependsOn", "name"), {"maxItems": limits["dependsOn"]}),
-        ((*TASK, "dependsOn", "name", LIST_ITEMS), {"maxLength": bounds.DEPENDENCY_NAME_MAX_LENGTH}),
-    ]
-    return Rule(
-        "volcano/bounds",
-        "lists and strings within bounds: "
-        + ", ".join(f"{k} {v}" for k, v in limits.items())
-        + f", mountPath {bounds.MOUNT_PATH_MAX_LENGTH}, plugin argument {bounds.PLUGIN_ARGUMENT_MAX_LENGTH}, "
-        f"volumeClaimName {bounds.VOLUME_CLAIM_NAME_MAX_LENGTH}, dependency {bounds.DEPENDENCY_NAME_MAX_LENGTH}, "
-        f"policy action and timeout {bounds.POLICY_STRING_MAX_LENGTH}",
-        Where.SCHEMA,
-        (
-            Produces("spec.tasks", "TOO_MANY"),
-            Produces("spec.policies", "TOO_MANY"),
-            Produces("spec.policies[*].events", "TOO_MANY"),
-            Produces("spec.tasks[*].policies", "TOO_MANY"),
-            Produces("spec.tasks[*].policies[*].events", "TOO_MANY"),
-            Produces("spec.policies[*].action", "TOO_LONG"),
-            Produces("spec.policies[*].timeout", "TOO_LONG"),
-            Produces("spec.tasks[*].policies[*].action", "TOO_LONG"),
-            Produces("spec.tasks[*].policies[*].timeout", "TOO_LONG"),
-            Produces("spec.volumes", "TOO_MANY"),
-            Produces("spec.volumes[*].mountPath", "TOO_LONG"),
-            Produces("spec.volumes[*].volumeClaimName", "TOO_LONG"),
-            Produces("spec.plugins.*", "TOO_MANY"),
-            Produces("spec.plugins.*[*]", "TOO_LONG"),
-            Produces("spec.tasks[*].dependsOn.name", "TOO_MANY"),
-            Produces("spec.tasks[*].dependsOn.name[*]", "TOO_LONG"),
-        ),
-        tuple(Placement(at, keyword) for at, keyword in keywords),
-        why=f"bounds the CEL cost estimator needs (tasks: {MAX_TASKS}, as the shared pod-template rules allow); "
-        "no real job comes near them, and the webhook refuses beyond them too",
     )
