@@ -60,6 +60,7 @@ COMPILED_MODULES = (
     "jobgate.webhook.rules.families.volcano.plugins",
     "jobgate.webhook.rules.families.volcano.resources",
     "jobgate.webhook.rules.families.volcano.queue_check",
+    "jobgate.webhook.rules.families.volcano.bounds",
     "jobgate.webhook.rules.engine",
 )
 # mypyc's shared library (every compiled module's code) lives inside the package, not beside it

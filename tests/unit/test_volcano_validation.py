@@ -457,3 +457,39 @@ def test_pod_level_resources_against_the_containers():
     (error,) = _pod_level({"limits": {"cpu": "1"}}, [{"limits": {"cpu": "2"}}])
     assert error.startswith("spec.tasks[0].template.spec.containers[0].resources.limits[cpu]")
     assert error.endswith("must be less than or equal to pod limits of 1")
+
+
+# --- what the CRD bounds and types for its CEL rules (bounds.py), on CREATE and UPDATE -------------
+
+
+def test_lists_and_strings_beyond_the_crds_bounds():
+    many = vcjob(*(vc_task(f"t{i}", 1) for i in range(9)))
+    assert errors_of(many) == ["spec.tasks: Too many: 9: must have at most 8 items"]
+    long_argument = vcjob(vc_task("w", 1), plugins={"env": ["x" * 1025]})
+    assert errors_of(long_argument) == ["spec.plugins.env[0]: Too long: may not be more than 1024 bytes"]
+    obj = vcjob(vc_task("w", 1, dependsOn={"name": ["m"] * 17}), vc_task("m", 1))
+    assert "spec.tasks[0].dependsOn.name: Too many: 17: must have at most 16 items" in errors_of(obj)
+    policy = vcjob(vc_task("w", 1), policies=[{"exitCode": 3, "action": "x" * 129}])
+    assert errors_of(policy) == ["spec.policies[0].action: Too long: may not be more than 128 bytes"]
+    within = vcjob(*(vc_task(f"t{i}", 1) for i in range(8)), plugins={"env": ["x" * 1024]})
+    assert errors_of(within) == []
+
+
+def test_bounds_hold_on_update_too():
+    old = vcjob(vc_task("w", 1), volumes=[{"mountPath": "/d", "volumeClaim": {}}])
+    new = copy.deepcopy(old)
+    new["spec"]["volumes"][0]["volumeClaimName"] = "c" * 254  # the controller's to write, but not that long
+    assert errors_of(new, old) == ["spec.volumes[0].volumeClaimName: Too long: may not be more than 253 bytes"]
+
+
+def test_pod_level_resources_and_init_restart_policy_have_the_crds_types():
+    task = vc_task("w", 1)
+    task["template"]["spec"]["resources"] = {"requests": {"cpu": 1.5, "memory": "1Gi"}, "limits": ["cpu"]}
+    task["template"]["spec"]["initContainers"] = [{"name": "i", "image": "i", "restartPolicy": 1}]
+    assert errors_of(vcjob(task)) == [
+        "spec.tasks[0].template.spec.resources.requests[cpu]: Invalid value: 1.5: must be of type integer or string",
+        'spec.tasks[0].template.spec.resources.limits: Invalid value: "array": '
+        'spec.tasks[0].template.spec.resources.limits in body must be of type object: "array"',
+        'spec.tasks[0].template.spec.initContainers[0].restartPolicy: Invalid value: "integer": '
+        'spec.tasks[0].template.spec.initContainers[0].restartPolicy in body must be of type string: "integer"',
+    ]

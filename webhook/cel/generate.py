@@ -44,10 +44,16 @@ def family_defaults(kind: JobKind) -> list[Default] | None:
     return defaults
 
 
+def _shared_job_name_rule(own: list[Rule]) -> list[Rule]:
+    """The shared rule of the job's name, unless the family gives its own (a rule of the same id)."""
+    shared = job_name_rule()
+    return [] if any(rule.id == shared.id for rule in own) else [shared]
+
+
 def rules_for(kind: JobKind) -> list[Rule]:
     """Every rule of the kind, the specific ones first (an error is explained by the first that matches)."""
     own = family_rules(kind)
-    rules = [*([job_name_rule()] if own is not None else []), *(own or []), *schema_rules()]
+    rules = [*(_shared_job_name_rule(own) if own is not None else []), *(own or []), *schema_rules()]
     seen: set[str] = set()
     for rule in rules:
         if rule.id in seen:
@@ -112,13 +118,21 @@ def with_rules(kind: JobKind, root: dict[str, Any]) -> dict[str, Any]:
             "generateName": {"type": "string", "maxLength": NAME_MAX_LENGTH},
         },
     }
-    placed: list[tuple[str, Placement]] = [(r.id, p) for r in [job_name_rule(), *rules] for p in r.placements]
+    placed: list[tuple[str, Placement]] = [
+        (r.id, p) for r in [*_shared_job_name_rule(rules), *rules] for p in r.placements
+    ]
     placed += [(d.id, p) for d in family_defaults(kind) or () for p in d.placements]
     for owner, placement in placed:
         node = _node(root, placement.at, kind)
         for keyword, value in placement.keywords.items():
             if keyword == "required":
                 node["required"] = sorted({*node.get("required", ()), *value})
+            elif keyword == "properties":
+                # Fields a family's rules read beyond the shared ones (in a pod template): added, never replaced.
+                known = node.setdefault("properties", {})
+                if set(known) & set(value):
+                    raise CatalogueError(f"{kind.gvk}: {owner} retypes {sorted(set(known) & set(value))}")
+                known.update(copy.deepcopy(value))
             elif keyword in node and node[keyword] != value:
                 raise CatalogueError(
                     f"{kind.gvk}: {owner} sets {keyword}={value!r} at {'/'.join(placement.at)}, "

@@ -15,7 +15,9 @@ Volcano's webhook is larger than the other families' adapters, so its parts are 
 - ``policies``: lifecycle policies (events, actions, exit codes);
 - ``plugins``: job plugins and the MPI master task;
 - ``resources``: NUMA CPUs and pod-level resources of a task's template;
-- ``queue_check``: the job's Queue (exists, is Open, is a leaf) and the views of Queues it reads.
+- ``queue_check``: the job's Queue (exists, is Open, is a leaf) and the views of Queues it reads;
+- ``bounds``: the bounds of lists and strings (and the types in pod templates) that the CRD
+  declares for its CEL rules (``webhook/cel/families/volcano``), checked here too.
 """
 
 from __future__ import annotations

@@ -14,6 +14,7 @@ import re
 from collections.abc import Iterator
 from typing import Any
 
+from jobgate.webhook.rules.families.volcano.bounds import bound_errors
 from jobgate.webhook.rules.families.volcano.plugins import plugin_errors
 from jobgate.webhook.rules.families.volcano.policies import policy_errors, policy_warnings
 from jobgate.webhook.rules.families.volcano.queue_check import QUEUES, QueueView, check_queue
@@ -88,6 +89,8 @@ def validate_job(
     """
     found = Findings()
     spec = check_spec_schema(obj, spec_model, found)
+    if spec is not None:
+        found.errors.extend(bound_errors(spec))
     if old is not None:
         found.errors.extend(update_errors(obj, old, spec))
         return found

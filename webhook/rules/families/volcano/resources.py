@@ -10,8 +10,10 @@ from collections.abc import Iterator
 from typing import Any
 
 from jobgate.webhook.rules.families.volcano.tasks import LEGACY
-from jobgate.webhook.rules.fielderrors import FieldError, FieldPath, Key, invalid
-from jobgate.webhook.rules.quantity import parse_quantity
+from jobgate.webhook.rules.fielderrors import FieldError, FieldPath, Key, invalid, too_long, too_many
+from jobgate.webhook.rules.podtemplate import POD_TEMPLATE_BOUNDS
+from jobgate.webhook.rules.quantity import QUANTITY_MAX_LENGTH, parse_quantity
+from jobgate.webhook.rules.schema import type_error
 
 
 def numa_errors(task: dict[str, Any], index: int, path: FieldPath) -> Iterator[FieldError]:
@@ -164,3 +166,47 @@ def pod_level_resource_errors(template: Any, index: int, path: FieldPath) -> Ite
                     f"spec.task[{index}].template.spec.containers[{position}][{resource}].limits: Invalid value: "
                     f'"{raw}": must be less than or equal to pod limits of {limit[0]}',
                 )
+
+
+def typed_template_errors(template: Any, path: FieldPath) -> Iterator[FieldError]:
+    """What the CRD types in a task's pod template for the rules above, beyond the shared pod-template
+    fields: the pod-level ``resources`` (quantities, as in a container) and an init container's
+    ``restartPolicy`` (a string). The apiserver refuses anything else before any rule; so does the
+    webhook, on CREATE and on UPDATE as the apiserver does."""
+    pod_spec = template.get("spec") if isinstance(template, dict) else None
+    if not isinstance(pod_spec, dict):
+        return
+    spec_path = (*path, "spec")
+    resources = pod_spec.get("resources")
+    if resources is not None:
+        error = type_error(resources, (*spec_path, "resources"), "object", None)
+        if error is not None:
+            yield error
+        else:
+            for key in ("requests", "limits"):
+                yield from _typed_quantities(resources.get(key), (*spec_path, "resources", key))
+    init_containers = pod_spec.get("initContainers")
+    for index, container in enumerate(init_containers if isinstance(init_containers, list) else []):
+        policy = container.get("restartPolicy") if isinstance(container, dict) else None
+        if policy is not None:
+            error = type_error(policy, (*spec_path, "initContainers", index, "restartPolicy"), "string", None)
+            if error is not None:
+                yield error
+
+
+def _typed_quantities(values: Any, path: FieldPath) -> Iterator[FieldError]:
+    if values is None:
+        return
+    error = type_error(values, path, "object", None)
+    if error is not None:
+        yield error
+        return
+    limit = POD_TEMPLATE_BOUNDS["resources"]
+    if len(values) > limit:
+        yield too_many(path, len(values), limit)
+    for resource, raw in values.items():
+        if type(raw) is str:
+            if len(raw.encode()) > QUANTITY_MAX_LENGTH:
+                yield too_long((*path, Key(resource)), QUANTITY_MAX_LENGTH)
+        elif type(raw) is not int and raw is not None:
+            yield invalid((*path, Key(resource)), raw, "must be of type integer or string")
