@@ -227,8 +227,10 @@ def compare(outcome: Outcome) -> None:
             )
     for line in policy_lines:
         field = comparable(line.split(": ", 1)[0])
-        if field in policy_errors:
-            outcome.enforced_rules.add(policy_errors[field])
+        # The policy names the webhook's field, or (a rule carried from a CRD rule) the list above it.
+        explained = [rule for error_field, rule in policy_errors.items() if _covers(field, error_field)]
+        if explained:
+            outcome.enforced_rules.update(explained)
         else:
             outcome.disagreements.append(f"a policy refuses what the webhook admits: {line[:300]}")
     if policy_errors and not causes and not policy_lines:

@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from envtest.cel_differential import Apiserver, Case, Outcome, install, run_case
+from envtest.cel_differential import POLICY_DENIAL, Apiserver, Case, Outcome, install, run_case
 from envtest.harness import ControlPlane
 from jobgate.webhook.cel.generate import family_rules, rules_for
 from jobgate.webhook.manifests import every_family_kind
@@ -55,7 +55,7 @@ def cel_only() -> Iterator[Apiserver]:
         install(kubectl, str(REPO / "manifests/overlays/cel-only"))
         kubectl("create", "namespace", NAMESPACE)
         apiserver = Apiserver(str(plane.kubeconfig))
-        _wait_for_policies(apiserver)
+        wait_for_policies(apiserver, mutating=True)
         yield apiserver
 
 
@@ -68,19 +68,29 @@ def plane_kubectl(plane: ControlPlane) -> Callable[..., str]:
     return kubectl
 
 
-def _wait_for_policies(apiserver: Apiserver, timeout: float = 60) -> None:
-    """Policies take effect a moment after they are written: wait until a default is applied."""
+def wait_for_policies(
+    apiserver: Apiserver, *, mutating: bool, namespace: str = NAMESPACE, timeout: float = 120
+) -> None:
+    """Policies take effect a moment after they are written (ValidatingAdmissionPolicies seconds after
+    the MutatingAdmissionPolicies): wait until a job only a ValidatingAdmissionPolicy refuses is
+    refused and, with ``mutating``, a default is applied."""
     import time
 
-    job = copy.deepcopy(next(v.obj for v in VECTORS if v.name == "tfjob valid as given"))
+    defaulted = next(v for v in VECTORS if v.name == "tfjob valid as given")
+    refused = next(v for v in VECTORS if v.name == "fractional GPU" and v.family == "kubedl")
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
-        status, stored = apiserver.create(dict(job, metadata={"name": "probe", "namespace": NAMESPACE}), NAMESPACE,
-                                          dry_run=True)  # fmt: skip
-        if status < 300 and "Worker" in stored["spec"]["tfReplicaSpecs"]:  # the policy renamed worker to Worker
+        status, stored = apiserver.create(
+            dict(defaulted.obj, metadata={"name": "probe", "namespace": namespace}), namespace, dry_run=True
+        )
+        renamed = not mutating or (status < 300 and "Worker" in stored["spec"]["tfReplicaSpecs"])  # worker renamed
+        status, answer = apiserver.create(
+            dict(refused.obj, metadata={"name": "probe", "namespace": namespace}), namespace, dry_run=True
+        )
+        if renamed and POLICY_DENIAL in str(answer.get("message", "")):
             return
         time.sleep(0.5)
-    raise AssertionError("the MutatingAdmissionPolicies never took effect")
+    raise AssertionError("the admission policies never took effect")
 
 
 def _check(outcome: Outcome) -> None:

@@ -19,7 +19,7 @@ from envtest.harness import ControlPlane
 from envtest.versions import OLDEST_KUBERNETES_VERSION
 from jobgate.webhook.rules.engine import kind_of
 from tests.e2e.conftest import started
-from tests.e2e.test_cel_enforcement import EXAMPLES, REPO, VECTORS, plane_kubectl
+from tests.e2e.test_cel_enforcement import EXAMPLES, REPO, VECTORS, plane_kubectl, wait_for_policies
 
 NAMESPACE = "cel-oldest"
 
@@ -31,7 +31,9 @@ def oldest() -> Iterator[Apiserver]:
         assert OLDEST_KUBERNETES_VERSION in kubectl("version", "-o", "json")
         install(kubectl, str(REPO / "manifests/overlays/cel-only-validation"))
         kubectl("create", "namespace", NAMESPACE)
-        yield Apiserver(str(plane.kubeconfig))
+        apiserver = Apiserver(str(plane.kubeconfig))
+        wait_for_policies(apiserver, mutating=False, namespace=NAMESPACE)
+        yield apiserver
 
 
 def _defaulted(case: Case) -> Case:

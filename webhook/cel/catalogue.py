@@ -94,6 +94,25 @@ class PolicyValidation:
     message: str
 
 
+def policy_message(at: Location, validation: Validation) -> str:
+    """A CRD-style validation (``self`` the value at ``at``) carried by a ValidatingAdmissionPolicy
+    instead: CEL of '<field>: <message>' for the first value that breaks it. For rules whose reads
+    the CRD cost estimate of Kubernetes 1.30 cannot bound (integer-or-string quantities)."""
+    field_path = re.sub(r"\['([^']*)'\]", r"[\1]", validation.field_path)
+
+    def body(value: str, path: str) -> str:
+        def bound(text: str) -> str:
+            return re.sub(r"\bself\b", value, text)
+
+        message = (
+            bound(validation.message_expression) if validation.message_expression else cel_string(validation.message)
+        )
+        field = f"{path} + {cel_string(field_path)}" if field_path else path
+        return f"(({bound(validation.rule)}) ? '' : {field} + ': Invalid value: ' + {message})"
+
+    return first_message(at, body)
+
+
 def first_message(location: Location, body: Callable[[str, str], str], *, root: str = "object") -> str:
     """CEL of the first non-empty message ``body(value, path)`` gives for each value at ``location``
     (every map value, every list item on the way), '' when none: ``value`` is CEL of the value,
@@ -202,7 +221,7 @@ class Rule:
             raise ValueError(f"rule {self.id}: a webhook-only rule must say why")
         if self.where in (Where.CRD_RULE, Where.TRANSITION) and not any(p.validation for p in self.placements):
             raise ValueError(f"rule {self.id}: enforced by a CRD rule but places no validation")
-        if self.where is Where.POLICY and not self.policy:
+        if self.where is Where.POLICY and not (self.policy or any(p.validation for p in self.placements)):
             raise ValueError(f"rule {self.id}: enforced by a policy but has no policy validation")
 
     def explains(self, error: FieldError) -> Produces | None:

@@ -9,7 +9,16 @@ import importlib
 from collections.abc import Iterable
 from typing import Any
 
-from jobgate.webhook.cel.catalogue import LIST_ITEMS, MAP_VALUES, Default, Location, Placement, Rule, Where
+from jobgate.webhook.cel.catalogue import (
+    LIST_ITEMS,
+    MAP_VALUES,
+    Default,
+    Location,
+    Placement,
+    Rule,
+    Where,
+    policy_message,
+)
 from jobgate.webhook.cel.jobmeta import job_name_rule, schema_rules
 from jobgate.webhook.cel.podtemplate import pod_template_schema
 from jobgate.webhook.rules.registry import JobKind
@@ -122,6 +131,8 @@ def with_rules(kind: JobKind, root: dict[str, Any]) -> dict[str, Any]:
         (r.id, p) for r in [*_shared_job_name_rule(rules), *rules] for p in r.placements
     ]
     placed += [(d.id, p) for d in family_defaults(kind) or () for p in d.placements]
+    # A policy's rule keeps its keywords in the CRD; its validations go to the policy.
+    policy_rules = {r.id for r in rules if r.where is Where.POLICY}
     for owner, placement in placed:
         node = _node(root, placement.at, kind)
         for keyword, value in placement.keywords.items():
@@ -140,7 +151,7 @@ def with_rules(kind: JobKind, root: dict[str, Any]) -> dict[str, Any]:
                 )
             else:
                 node[keyword] = value
-        if placement.validation is not None:
+        if placement.validation is not None and owner not in policy_rules:
             node.setdefault("x-kubernetes-validations", []).append(placement.validation.as_schema())
     return root
 
@@ -170,12 +181,16 @@ def _match(kind: JobKind) -> dict[str, Any]:
 def validating_policy(kind: JobKind, labels: dict[str, str]) -> list[dict[str, Any]]:
     """The kind's rules that no CRD rule can carry, as a ValidatingAdmissionPolicy
     (admissionregistration.k8s.io/v1, Kubernetes 1.30+) and its binding; [] when there is none."""
-    validations = [
-        {"expression": f"{check.message} == ''", "messageExpression": check.message, "reason": "Invalid"}
+    messages = [
+        message
         for rule in family_rules(kind) or ()
         if rule.where is Where.POLICY
-        for check in rule.policy
+        for message in [
+            *(check.message for check in rule.policy),
+            *(policy_message(p.at, p.validation) for p in rule.placements if p.validation is not None),
+        ]
     ]
+    validations = [{"expression": f"{m} == ''", "messageExpression": m, "reason": "Invalid"} for m in messages]
     if not validations:
         return []
     spec = {

@@ -66,7 +66,7 @@ def _list_of(item: dict[str, Any], max_items: int) -> dict[str, Any]:
 
 
 # A quantity is a string or an integer, as in Kubernetes' own schemas.
-_QUANTITIES = {"type": "object", "additionalProperties": {"x-kubernetes-int-or-string": True}}
+QUANTITIES = {"type": "object", "additionalProperties": {"x-kubernetes-int-or-string": True}}
 
 
 def _container() -> dict[str, Any]:
@@ -86,7 +86,7 @@ def _container() -> dict[str, Any]:
                 ),
                 bounds["ports"],
             ),
-            "resources": _kept({"limits": copy.deepcopy(_QUANTITIES), "requests": copy.deepcopy(_QUANTITIES)}),
+            "resources": _kept({"limits": copy.deepcopy(QUANTITIES), "requests": copy.deepcopy(QUANTITIES)}),
             # A mount's name is compared with the volumes' (at most 63 characters): one longer names none.
             "volumeMounts": _list_of(
                 _kept({"name": {"type": "string", "maxLength": LABEL_MAX_LENGTH}, "mountPath": {"type": "string"}}),
@@ -417,14 +417,20 @@ _NATIVE = "(!{k}.contains('/') || {k}.contains('kubernetes.io/'))"
 _OVERCOMMITTABLE = "(" + _NATIVE + " && !{k}.startsWith('hugepages-'))"
 
 
-def _quantity(v: str) -> str:
+def quantity_of(v: str) -> str:
+    """CEL of the quantity ``v`` holds (an integer, or a string the webhook trims)."""
     return f"(type({v}) == int ? quantity(string({v})) : quantity({v}.trim()))"
+
+
+def is_quantity(v: str) -> str:
+    """CEL true when ``v`` holds a quantity."""
+    return f"(type({v}) == int || isQuantity({v}.trim()))"
 
 
 def _counted(v: str, k: str) -> str:
     """The webhook compares only valid quantities: not negative, whole for extended resources."""
     valid = f"(type({v}) == int ? {v} >= 0 : (isQuantity({v}.trim()) && sign(quantity({v}.trim())) >= 0))"
-    return f"({valid} && ({_NATIVE.format(k=k)} || type({v}) == int || {_quantity(v)}.isInteger()))"
+    return f"({valid} && ({_NATIVE.format(k=k)} || type({v}) == int || {quantity_of(v)}.isInteger()))"
 
 
 def _shown(v: str) -> str:
@@ -477,8 +483,8 @@ def _resource_rules(key: str, item: Location, each: str) -> list[Rule]:
         overcommittable = _OVERCOMMITTABLE.format(k="k")
         bad = (
             f"k in {limits} && {_counted(request, 'k')} && {_counted(limit, 'k')} && "
-            f"({overcommittable} ? {_quantity(request)}.compareTo({_quantity(limit)}) > 0 : "
-            f"{_quantity(request)}.compareTo({_quantity(limit)}) != 0)"
+            f"({overcommittable} ? {quantity_of(request)}.compareTo({quantity_of(limit)}) > 0 : "
+            f"{quantity_of(request)}.compareTo({quantity_of(limit)}) != 0)"
         )
         message = (
             f"{path} + '.resources.requests[' + k + ']: Invalid value: ' + {_shown(request)} + ': must be ' + "

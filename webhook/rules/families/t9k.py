@@ -189,7 +189,11 @@ MAX_WRITTEN_RULE_REPLICAS = 10_000
 
 
 def _writable(counts: dict[str, int]) -> dict[str, int]:
-    return counts if sum(counts.values()) <= MAX_WRITTEN_RULE_REPLICAS else {}
+    """The counts default rules are written for: none past the bounds the CRD (and the webhook) set,
+    a job refused for its replica specs alone (the MutatingAdmissionPolicy writes none for it either)."""
+    if len(counts) > MAX_REPLICA_SPECS or sum(counts.values()) > MAX_WRITTEN_RULE_REPLICAS:
+        return {}
+    return counts
 
 
 def default_success_rules(counts: dict[str, int]) -> list[dict[str, list[int]]]:

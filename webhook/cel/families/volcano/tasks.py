@@ -195,7 +195,7 @@ def numa_rule() -> Rule:
     return Rule(
         "volcano/numa-cpu",
         "with a NUMA topologyPolicy, every container asks for whole CPUs (requests, else limits)",
-        Where.CRD_RULE,
+        Where.POLICY,
         tuple(produces),
         tuple(placements),
         why="reported at the task's containers (a rule on a list cannot name the item); checked whatever else is "

@@ -10,9 +10,8 @@ from collections.abc import Iterator
 from typing import Any
 
 from jobgate.webhook.rules.families.volcano.tasks import LEGACY
-from jobgate.webhook.rules.fielderrors import FieldError, FieldPath, Key, invalid, too_long, too_many
-from jobgate.webhook.rules.podtemplate import POD_TEMPLATE_BOUNDS
-from jobgate.webhook.rules.quantity import QUANTITY_MAX_LENGTH, parse_quantity
+from jobgate.webhook.rules.fielderrors import FieldError, FieldPath, Key, invalid
+from jobgate.webhook.rules.quantity import parse_quantity
 from jobgate.webhook.rules.schema import type_error
 
 
@@ -201,12 +200,6 @@ def _typed_quantities(values: Any, path: FieldPath) -> Iterator[FieldError]:
     if error is not None:
         yield error
         return
-    limit = POD_TEMPLATE_BOUNDS["resources"]
-    if len(values) > limit:
-        yield too_many(path, len(values), limit)
     for resource, raw in values.items():
-        if type(raw) is str:
-            if len(raw.encode()) > QUANTITY_MAX_LENGTH:
-                yield too_long((*path, Key(resource)), QUANTITY_MAX_LENGTH)
-        elif type(raw) is not int and raw is not None:
+        if type(raw) is not str and type(raw) is not int and raw is not None:
             yield invalid((*path, Key(resource)), raw, "must be of type integer or string")
