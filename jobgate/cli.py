@@ -1,23 +1,30 @@
 """``jobgate``: the command-line front end.
 
 The offline commands (validate, default, review) import neither aiohttp nor the
-kubernetes client; the serving and cluster commands import theirs lazily.
+kubernetes client; the serving and cluster commands import theirs lazily. The common
+``jobgate validate [-o FORMAT] [-j N] PATH...`` does not import argparse either (see
+``_quick_validate_arguments``).
 """
 
 from __future__ import annotations
 
-import argparse
 import io
 import os
 import sys
-from collections.abc import Callable, Sequence
+
+# typing.TYPE_CHECKING without importing typing (a one-file check does not otherwise need it);
+# type checkers treat any name TYPE_CHECKING as true.
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    import argparse
+    from collections.abc import Callable, Sequence
 
 EXIT_OK = 0
 EXIT_DENIED = 1
 EXIT_USAGE = 2
 
 
-def _validate(args: argparse.Namespace) -> int:
+def _validate(args: argparse.Namespace | _QuickArguments) -> int:
     import gc
     import time
 
@@ -418,6 +425,8 @@ def _as_json(text: str) -> str:
 
 
 def _positive_int(text: str) -> int:
+    import argparse
+
     try:
         value = int(text)
     except ValueError:
@@ -428,6 +437,8 @@ def _positive_int(text: str) -> int:
 
 
 def _field_validation(text: str) -> object:
+    import argparse
+
     from jobgate.webhook.offline import FieldValidation
 
     try:
@@ -480,6 +491,8 @@ def _default_arguments(default: argparse.ArgumentParser) -> None:
 
 
 def _review_arguments(review: argparse.ArgumentParser) -> None:
+    import argparse
+
     _add_queues_flag(review)
     # One sub-command per webhook, so that flags may come before or after FILE.
     webhooks = review.add_subparsers(dest="webhook", metavar="{mutate,validate}", required=True)
@@ -491,6 +504,8 @@ def _review_arguments(review: argparse.ArgumentParser) -> None:
 
 
 def _webhook_arguments(webhook: argparse.ArgumentParser) -> None:
+    import argparse
+
     webhook.add_argument("--tls-dir", required=True, help="directory with tls.crt and tls.key (reloaded on change)")
     webhook.add_argument("--host", default="0.0.0.0", help="address to listen on (default: 0.0.0.0)")
     webhook.add_argument("--port", type=int, default=9443, help="port to listen on (default: 9443)")
@@ -629,24 +644,25 @@ def build_parser(command: str | None = None) -> argparse.ArgumentParser:
     The output stays the same: the command list shows only in ``jobgate -h`` and in the error
     for an unknown command, and both of those build every command.
     """
+    import argparse
+
+    class HelpFormatter(argparse.HelpFormatter):
+        """argparse's formatter, with the terminal's width read from os: argparse's own reads it
+        through shutil, an import (and its compression modules) every run would pay for."""
+
+        def __init__(self, prog: str) -> None:
+            super().__init__(prog, width=_terminal_columns() - 2)
+
     parser = argparse.ArgumentParser(
         prog="jobgate",
         description="Admission rules for distributed-training jobs: offline checks, webhook server, controller.",
-        formatter_class=_HelpFormatter,
+        formatter_class=HelpFormatter,
     )
     commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     for name, (help_text, add_arguments) in COMMANDS.items():
         if command is None or command == name:
-            add_arguments(commands.add_parser(name, help=help_text, formatter_class=_HelpFormatter))
+            add_arguments(commands.add_parser(name, help=help_text, formatter_class=HelpFormatter))
     return parser
-
-
-class _HelpFormatter(argparse.HelpFormatter):
-    """argparse's formatter, with the terminal's width read from os: argparse's own reads it
-    through shutil, an import (and its compression modules) every run would pay for."""
-
-    def __init__(self, prog: str) -> None:
-        super().__init__(prog, width=_terminal_columns() - 2)
 
 
 def _terminal_columns() -> int:
@@ -661,10 +677,76 @@ def _terminal_columns() -> int:
         return 80
 
 
+class _QuickArguments:
+    """The namespace argparse gives ``jobgate validate`` when only -o, -j and paths are given."""
+
+    def __init__(self, paths: list[str], output: str, jobs: int | None) -> None:
+        from jobgate.webhook.offline import FieldValidation
+
+        self.command = "validate"
+        self.paths = paths
+        self.output = output
+        self.validate = FieldValidation.STRICT  # --validate's default, as its type= gives it
+        self.jobs = jobs
+        self.queues = None
+        self.handler = _validate
+
+
+def _quick_validate_arguments(arguments: list[str]) -> _QuickArguments | None:
+    """``jobgate validate [-o FORMAT] [-j N] PATH...``, what a pre-commit hook or a CI step runs,
+    read without argparse; None for anything else, which argparse then parses.
+
+    Importing argparse (and gettext, and the locale look-ups of its messages when a parser is
+    built) costs a one-file check more than its rules. Only the plain forms are read here: a
+    flag and its value as two words, each value valid (argparse checks every occurrence, the
+    last one wins), the paths in one run (argparse refuses paths on both sides of a flag). Any
+    other word (--output=json, -j2, --, -h, a path starting with "-"), a bad value or no path
+    at all is left to argparse, so that every usage error keeps argparse's message and exit
+    status 2.
+    """
+    if arguments[:1] != ["validate"]:
+        return None
+    from jobgate.webhook.report import FORMATS
+
+    output, jobs = "text", None
+    paths: list[str] = []
+    index, after_path = 1, False
+    while index < len(arguments):
+        word = arguments[index]
+        if word in ("-o", "--output", "-j", "--jobs"):
+            value = arguments[index + 1] if index + 1 < len(arguments) else "-"
+            if value.startswith("-"):
+                return None
+            if word in ("-o", "--output"):
+                if value not in FORMATS:
+                    return None
+                output = value
+            else:
+                try:
+                    jobs = int(value)  # as _positive_int reads it
+                except ValueError:
+                    return None
+                if jobs < 1:
+                    return None
+            index, after_path = index + 2, False
+            continue
+        if word.startswith("-") and word != "-":
+            return None
+        if paths and not after_path:
+            return None
+        paths.append(word)
+        index, after_path = index + 1, True
+    if not paths:
+        return None
+    return _QuickArguments(paths, output, jobs)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     arguments = list(sys.argv[1:] if argv is None else argv)
-    parser = build_parser(arguments[0] if arguments and arguments[0] in COMMANDS else None)
-    args = parser.parse_args(arguments)
+    args: argparse.Namespace | _QuickArguments | None = _quick_validate_arguments(arguments)
+    if args is None:
+        parser = build_parser(arguments[0] if arguments and arguments[0] in COMMANDS else None)
+        args = parser.parse_args(arguments)
     if getattr(args, "jobs", 0) is None:
         from jobgate.webhook.offline import default_jobs
 

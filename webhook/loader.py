@@ -29,8 +29,6 @@ import re
 import sys
 from collections.abc import Callable, Iterator, Sequence
 from functools import partial
-from importlib.machinery import PathFinder
-from typing import TYPE_CHECKING, Any
 
 from jobgate.webhook.documents import (
     INT64_MAX,
@@ -44,7 +42,10 @@ from jobgate.webhook.documents import (
     split_documents,
 )
 
+TYPE_CHECKING = False  # typing.TYPE_CHECKING, without importing typing at run time (start-up)
 if TYPE_CHECKING:
+    from typing import Any
+
     from jobgate.webhook.lines import NodeLines
 
 # Where YAML 1.1 (go-yaml v2) and YAML 1.2 (yaml-rs) read a plain scalar differently, and how
@@ -193,8 +194,9 @@ def _yaml_rs_parser() -> Callable[[str], Any]:
     try:
         extension = sys.modules.get("yaml_rs._yaml_rs")
         if extension is None:
-            package = PathFinder.find_spec("yaml_rs")
-            spec = PathFinder.find_spec("yaml_rs._yaml_rs", package.submodule_search_locations if package else None)
+            finder = _path_finder()
+            package = finder.find_spec("yaml_rs")
+            spec = finder.find_spec("yaml_rs._yaml_rs", package.submodule_search_locations if package else None)
             if spec is None or spec.loader is None:
                 raise ImportError("yaml_rs._yaml_rs")
             extension = spec.loader.create_module(spec)
@@ -215,6 +217,20 @@ def _yaml_rs_parser() -> Callable[[str], Any]:
 
 
 _YAML_RS_PARSE: Callable[[str], Any] | None = None
+
+
+def _path_finder() -> Any:
+    """``importlib.machinery.PathFinder``, without importing importlib.machinery.
+
+    That import also imports importlib and warnings: a tenth of what a one-file check costs
+    beyond the interpreter. The class is the import system's own, in the frozen module every
+    interpreter has loaded at start (importlib.machinery re-exports it from there).
+    """
+    bootstrap = sys.modules.get("_frozen_importlib_external")
+    finder = getattr(bootstrap, "PathFinder", None)
+    if finder is None:
+        from importlib.machinery import PathFinder as finder
+    return finder
 
 
 def _fast_yaml(text: str) -> Any:

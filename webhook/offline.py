@@ -9,7 +9,6 @@ from __future__ import annotations
 import os
 from collections.abc import Iterable, Iterator
 from enum import StrEnum
-from typing import Any
 
 from jobgate.webhook.rules.engine import Verdict, review_job
 from jobgate.webhook.rules.registry import GroupVersionKind, lookup
@@ -24,6 +23,10 @@ from jobgate.webhook.sources import (
     printable,
     read_source,
 )
+
+TYPE_CHECKING = False  # typing.TYPE_CHECKING, without importing typing at run time (start-up)
+if TYPE_CHECKING:
+    from typing import Any
 
 
 class Outcome(StrEnum):

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from collections.abc import Iterable
-from typing import TYPE_CHECKING, Any
 
 from jobgate.webhook.rules.fielderrors import FieldError, FieldPath, invalid, required
 from jobgate.webhook.rules.names import LABEL_MAX_LENGTH, dns1035_label_problems
@@ -11,7 +10,10 @@ from jobgate.webhook.rules.podtemplate import Findings
 from jobgate.webhook.rules.schema import schema_checker
 from jobgate.webhook.rules.unknownfields import UnknownField
 
+TYPE_CHECKING = False  # typing.TYPE_CHECKING, without importing typing at run time (start-up)
 if TYPE_CHECKING:
+    from typing import Any
+
     from pydantic import BaseModel
 
     from jobgate.webhook.rules.modelref import ModelRef

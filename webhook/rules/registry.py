@@ -11,16 +11,21 @@ webhook and the controller load every family they serve at start (``served_kinds
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Protocol
-
 from jobgate.webhook.rules.family_index import KIND_FAMILIES
 from jobgate.webhook.rules.jsonpatch import PatchRecorder
 from jobgate.webhook.rules.podtemplate import Findings
 
+TYPE_CHECKING = False  # typing.TYPE_CHECKING, without importing typing at run time (start-up)
 if TYPE_CHECKING:
+    from typing import Any, Protocol
+
     from pydantic import BaseModel
 
     from jobgate.webhook.rules.modelref import ModelRef
+else:
+    # JobKind is a protocol for type checkers only (nothing checks isinstance against it): at run
+    # time a plain class, so that looking a kind up does not import typing.
+    Protocol = object
 
 
 class GroupVersionKind:

@@ -12,11 +12,10 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterator
-from typing import Any
 
 from jobgate.webhook.rules.families.volcano.plugins import plugin_errors
 from jobgate.webhook.rules.families.volcano.policies import policy_errors, policy_warnings
-from jobgate.webhook.rules.families.volcano.queue_check import QUEUES, QueueView, check_queue
+from jobgate.webhook.rules.families.volcano.queue_check import QUEUES, check_queue
 from jobgate.webhook.rules.families.volcano.resources import numa_errors, pod_level_resource_errors
 from jobgate.webhook.rules.families.volcano.tasks import (
     LEGACY,
@@ -31,6 +30,12 @@ from jobgate.webhook.rules.jobmeta import as_int, check_spec_schema, job_name
 from jobgate.webhook.rules.modelref import ModelRef
 from jobgate.webhook.rules.names import dns1123_label_problems
 from jobgate.webhook.rules.podtemplate import Findings, check_pod_template, clip_warning
+
+TYPE_CHECKING = False  # typing.TYPE_CHECKING, without importing typing at run time (start-up)
+if TYPE_CHECKING:
+    from typing import Any
+
+    from jobgate.webhook.rules.families.volcano.queue_check import QueueView
 
 DAG_MESSAGE = "job has dependencies between tasks, but doesn't form a directed acyclic graph(DAG)"
 CLAIM_CONFLICT = (
