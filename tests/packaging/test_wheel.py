@@ -87,6 +87,38 @@ def test_the_installed_command_validates_the_examples(installed: Path, tmp_path:
     assert valid.returncode == 0, valid.stdout + valid.stderr
 
 
+# One small valid example of each family, as bench/cli_bench.py times them.
+ONE_FILE_EXAMPLES = (
+    "xgboostjob-higgs.yaml",
+    "mxjob-local.yaml",
+    "t9k-genericjob-ps.yaml",
+    "dijob-gobigger.yaml",
+    "volcano-pytorch.yaml",
+    "kubeflow-pytorchjob-elastic.yaml",
+)
+# What `jobgate validate FILE` does not import, the command run as users run it (pip's console
+# script): each of these costs a one-file check about as much as its rules, or more. argparse
+# with gettext and locale (the command line is read by hand), typing (annotations only), json
+# (messages only), importlib and warnings, dataclasses, and threading (whose absence lets the
+# command skip the interpreter's teardown: jobgate/cli.py's console_main).
+NOT_IMPORTED_BY_ONE_FILE = (
+    "argparse", "gettext", "locale", "typing", "json", "importlib", "warnings", "dataclasses", "threading",
+    "pydantic", "ruamel", "yaml", "aiohttp", "kubernetes",
+)  # fmt: skip
+
+
+@pytest.mark.parametrize("name", ONE_FILE_EXAMPLES)
+def test_one_file_of_each_family_imports_nothing_it_does_not_need(installed: Path, tmp_path: Path, name: str):
+    path = REPO / "examples" / "valid" / name
+    command = [installed / "python", "-X", "importtime", installed / "jobgate", "validate", str(path)]
+    result = subprocess.run(command, cwd=tmp_path, capture_output=True, text=True, check=False)
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert result.stdout.rstrip().endswith("1 admitted, 0 denied"), result.stdout
+    imported = {line.split("|")[-1].strip() for line in result.stderr.splitlines() if line.startswith("import time:")}
+    assert "jobgate.webhook.rules.engine" in imported, "the importtime output changed shape"
+    assert sorted(m for m in imported if m.split(".")[0] in NOT_IMPORTED_BY_ONE_FILE) == []
+
+
 def test_the_installed_environment_has_no_bare_webhook_controller_or_certs(installed: Path, tmp_path: Path):
     probe = (
         "import importlib.util, jobgate.webhook, jobgate.controller, jobgate.certs, jobgate.kube;"

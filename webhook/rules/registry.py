@@ -23,8 +23,10 @@ if TYPE_CHECKING:
 
     from jobgate.webhook.rules.modelref import ModelRef
 else:
-    # JobKind is a protocol for type checkers only (nothing checks isinstance against it): at run
-    # time a plain class, so that looking a kind up does not import typing.
+    # The rules' protocols (JobKind here, QueueView in the Volcano family) are for type checkers:
+    # nothing checks isinstance against them. At run time their base is a plain class, so that
+    # checking a file does not import typing. Compiled modules take this Protocol from here: mypyc
+    # compiles neither a class under TYPE_CHECKING nor an else branch like this one.
     Protocol = object
 
 

@@ -23,6 +23,7 @@ from __future__ import annotations
 from jobgate.webhook.api.constants import VOLCANO_GROUP, VOLCANO_VERSION
 from jobgate.webhook.rules.families.volcano.defaults import default_job
 from jobgate.webhook.rules.families.volcano.job import validate_job
+from jobgate.webhook.rules.families.volcano.queue_check import QueueView
 from jobgate.webhook.rules.jsonpatch import NO_PATCH, PatchRecorder
 from jobgate.webhook.rules.modelref import ModelRef
 from jobgate.webhook.rules.podtemplate import Findings
@@ -31,8 +32,6 @@ from jobgate.webhook.rules.registry import GroupVersionKind, register
 TYPE_CHECKING = False  # typing.TYPE_CHECKING, without importing typing at run time (start-up)
 if TYPE_CHECKING:
     from typing import Any
-
-    from jobgate.webhook.rules.families.volcano.queue_check import QueueView
 
 # Models are named, not imported: see webhook/rules/modelref.py.
 VOLCANO_JOB_SPEC_MODEL = ModelRef("jobgate.webhook.api.volcano:VolcanoJobSpec")

@@ -15,7 +15,7 @@ from collections.abc import Iterator
 
 from jobgate.webhook.rules.families.volcano.plugins import plugin_errors
 from jobgate.webhook.rules.families.volcano.policies import policy_errors, policy_warnings
-from jobgate.webhook.rules.families.volcano.queue_check import QUEUES, check_queue
+from jobgate.webhook.rules.families.volcano.queue_check import QUEUES, QueueView, check_queue
 from jobgate.webhook.rules.families.volcano.resources import numa_errors, pod_level_resource_errors
 from jobgate.webhook.rules.families.volcano.tasks import (
     LEGACY,
@@ -34,8 +34,6 @@ from jobgate.webhook.rules.podtemplate import Findings, check_pod_template, clip
 TYPE_CHECKING = False  # typing.TYPE_CHECKING, without importing typing at run time (start-up)
 if TYPE_CHECKING:
     from typing import Any
-
-    from jobgate.webhook.rules.families.volcano.queue_check import QueueView
 
 DAG_MESSAGE = "job has dependencies between tasks, but doesn't form a directed acyclic graph(DAG)"
 CLAIM_CONFLICT = (

@@ -7,17 +7,11 @@ watch-backed cache, or ``jobgate validate --queues``); without one the check is 
 from __future__ import annotations
 
 from jobgate.webhook.rules.fielderrors import ErrorType, FieldError, FieldPath, invalid
+from jobgate.webhook.rules.registry import Protocol  # typing's for type checkers, not imported at run time
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING, without importing typing at run time (start-up)
 if TYPE_CHECKING:
-    from typing import Any, Protocol
-
-    # For type checkers only (imported under TYPE_CHECKING everywhere): a Protocol class at run
-    # time would import typing, which a one-file check does not otherwise need.
-    class QueueView(Protocol):
-        """Read-only view of the cluster's Queues (a watch-backed cache in the webhook)."""
-
-        def queue(self, name: str) -> QueueInfo | None: ...
+    from typing import Any
 
 
 class QueueInfo:
@@ -47,6 +41,12 @@ class QueueInfo:
 
     def __repr__(self) -> str:
         return f"QueueInfo(name={self.name!r}, state={self.state!r}, child_count={self.child_count!r})"
+
+
+class QueueView(Protocol):
+    """Read-only view of the cluster's Queues (a watch-backed cache in the webhook)."""
+
+    def queue(self, name: str) -> QueueInfo | None: ...
 
 
 class QueueSnapshot:
