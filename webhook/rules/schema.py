@@ -17,7 +17,6 @@ it from there first, so the models are neither imported nor built at start-up.
 
 from __future__ import annotations
 
-import math
 import os
 from collections.abc import Callable
 from functools import cache
@@ -31,6 +30,8 @@ if TYPE_CHECKING:
     from typing import Any
 
     from pydantic import BaseModel
+
+INFINITY = float("inf")  # math.inf, without loading the math module (a shared library) at start-up
 
 # The generated module, where `jobgate manifests generate` writes it. Found from the package, not
 # from this module's __file__: compiled by mypyc, the module's __file__ while it is imported is
@@ -255,7 +256,9 @@ def type_error(value: Any, path: FieldPath, expected: str, expected_format: str 
     ``must be of type int32: ""``; an integral float passes as an integer, as in JSON.
     """
     actual, actual_format = _json_type(value)
-    float_int = actual == "number" and expected == "integer" and math.isfinite(value) and float(value).is_integer()
+    # -inf < value < inf: math.isfinite, without loading the math module (a shared library) at start-up.
+    finite = actual == "number" and -INFINITY < value < INFINITY
+    float_int = finite and expected == "integer" and float(value).is_integer()
     int_float = actual == "integer" and expected == "number"
     compatible = actual == expected or float_int or int_float
     if (
@@ -367,8 +370,8 @@ def _integer_bounds(schema: Schema) -> tuple[Any, Any]:
     """(lowest, highest) integer the schema accepts; infinite when unbounded."""
     minimum = schema.get("minimum")
     maximum = schema.get("maximum")
-    low = -math.inf if minimum is None else minimum + 1 if schema.get("exclusiveMinimum") else minimum
-    return low, math.inf if maximum is None else maximum
+    low = -INFINITY if minimum is None else minimum + 1 if schema.get("exclusiveMinimum") else minimum
+    return low, INFINITY if maximum is None else maximum
 
 
 def _integer_checker(schema: Schema) -> Checker:

@@ -28,7 +28,7 @@ from jobgate.webhook.rules.families.volcano.update import update_errors
 from jobgate.webhook.rules.fielderrors import ErrorType, FieldError, FieldPath, invalid, required
 from jobgate.webhook.rules.jobmeta import as_int, check_spec_schema, job_name
 from jobgate.webhook.rules.modelref import ModelRef
-from jobgate.webhook.rules.names import dns1123_label_problems
+from jobgate.webhook.rules.names import dns1123_label_problems, matches_dns1123_subdomain, matches_qualified_name
 from jobgate.webhook.rules.podtemplate import Findings, check_pod_template, clip_warning
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING, without importing typing at run time (start-up)
@@ -41,14 +41,12 @@ CLAIM_CONFLICT = (
     "If you want to create a new PVC, you do not need to specify VolumeClaimName"
 )
 
-# Patterns, not compiled ones: re compiles (and caches) each when first needed, not at start-up.
-_QUALIFIED_NAME = r"([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]"
+# The names' patterns are names.QUALIFIED_NAME and names.DNS1123_SUBDOMAIN, matched without re.
 _QUALIFIED_NAME_MESSAGE = (
     "name part must consist of alphanumeric characters, '-', '_' or '.', and must start and end with an "
     "alphanumeric character (e.g. 'MyName',  or 'my.name',  or '123-abc', regex used for validation is "
     "'([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]')"
 )
-_DNS1123_SUBDOMAIN = r"[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*"
 _DNS1123_SUBDOMAIN_MESSAGE = (
     "a lowercase RFC 1123 subdomain must consist of lower case alphanumeric characters, '-' or '.', and must "
     "start and end with an alphanumeric character (e.g. 'example.com', regex used for validation is "
@@ -67,7 +65,7 @@ def qualified_name_problems(value: str) -> list[str]:
     problems = []
     if len(value) > 63:
         problems.append("name part must be no more than 63 characters")
-    if not re.fullmatch(_QUALIFIED_NAME, value):
+    if not matches_qualified_name(value):
         problems.append(_QUALIFIED_NAME_MESSAGE)
     return problems
 
@@ -76,7 +74,7 @@ def dns1123_subdomain_problems(value: str) -> list[str]:
     problems = []
     if len(value) > 253:
         problems.append("must be no more than 253 characters")
-    if not re.fullmatch(_DNS1123_SUBDOMAIN, value):
+    if not matches_dns1123_subdomain(value):
         problems.append(_DNS1123_SUBDOMAIN_MESSAGE)
     return problems
 
