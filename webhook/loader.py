@@ -27,7 +27,6 @@ from __future__ import annotations
 
 import re
 import sys
-from collections.abc import Callable, Iterator, Sequence
 from functools import partial
 
 from jobgate.webhook.documents import (
@@ -44,6 +43,7 @@ from jobgate.webhook.documents import (
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING, without importing typing at run time (start-up)
 if TYPE_CHECKING:
+    from collections.abc import Callable, Iterator, Sequence
     from typing import Any
 
     from jobgate.webhook.lines import NodeLines

@@ -7,7 +7,6 @@ streamed in input order, so memory follows the largest file, not the number of f
 from __future__ import annotations
 
 import os
-from collections.abc import Iterable, Iterator
 from enum import StrEnum
 
 from jobgate.webhook.rules.engine import Verdict, review_job
@@ -25,6 +24,7 @@ from jobgate.webhook.sources import (
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING, without importing typing at run time (start-up)
 if TYPE_CHECKING:
+    from collections.abc import Iterable, Iterator
     from typing import Any
 
 

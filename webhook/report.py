@@ -6,12 +6,11 @@ files there are); json and junit need the whole run and are written at the end.
 
 from __future__ import annotations
 
-from collections.abc import Callable
-
 from jobgate.webhook.offline import DocumentResult, Outcome, Run
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING, without importing typing at run time (start-up)
 if TYPE_CHECKING:
+    from collections.abc import Callable
     from typing import TextIO
 
 FORMATS = ("text", "json", "junit", "github")

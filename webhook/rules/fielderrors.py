@@ -8,12 +8,12 @@ other apiserver validation error.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Sequence
 from enum import Enum
 from functools import lru_cache
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING, without importing typing at run time (start-up)
 if TYPE_CHECKING:
+    from collections.abc import Callable, Iterable, Sequence
     from typing import Any
 
 

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable
-
 from jobgate.webhook.rules.fielderrors import FieldError, FieldPath, invalid, required
 from jobgate.webhook.rules.names import LABEL_MAX_LENGTH, dns1035_label_problems
 from jobgate.webhook.rules.podtemplate import Findings
@@ -11,6 +9,7 @@ from jobgate.webhook.rules.schema import schema_checker
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING, without importing typing at run time (start-up)
 if TYPE_CHECKING:
+    from collections.abc import Iterable
     from typing import Any
 
     from pydantic import BaseModel

@@ -18,7 +18,6 @@ it from there first, so the models are neither imported nor built at start-up.
 from __future__ import annotations
 
 import os
-from collections.abc import Callable
 from functools import cache
 
 from jobgate.webhook import rules
@@ -27,7 +26,8 @@ from jobgate.webhook.rules.modelref import model_class, model_key
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING, without importing typing at run time (start-up)
 if TYPE_CHECKING:
-    from typing import Any
+    from collections.abc import Callable
+    from typing import Any, TypeAlias
 
     from pydantic import BaseModel
 
@@ -167,7 +167,8 @@ def _to_structural(node: Schema, defs: dict[str, Schema]) -> Schema:
     return out
 
 
-Checker = Callable[["Any", FieldPath, list[FieldError], list[FieldPath]], None]
+# Text: at run time neither typing nor collections.abc is imported (start-up).
+Checker: TypeAlias = "Callable[[Any, FieldPath, list[FieldError], list[FieldPath]], None]"
 
 
 _CHECKERS: dict[str, Checker] = {}

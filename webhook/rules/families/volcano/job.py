@@ -11,7 +11,6 @@ policies, plugins, resources and queue check in modules of their own.
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator
 
 from jobgate.webhook.rules.families.volcano.plugins import plugin_errors
 from jobgate.webhook.rules.families.volcano.policies import policy_errors, policy_warnings
@@ -33,6 +32,7 @@ from jobgate.webhook.rules.podtemplate import Findings, check_pod_template, clip
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING, without importing typing at run time (start-up)
 if TYPE_CHECKING:
+    from collections.abc import Iterator
     from typing import Any
 
 DAG_MESSAGE = "job has dependencies between tasks, but doesn't form a directed acyclic graph(DAG)"

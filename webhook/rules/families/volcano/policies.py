@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-
 from jobgate.webhook.rules.families.volcano.tasks import job_tasks
 from jobgate.webhook.rules.fielderrors import ErrorType, FieldError, FieldPath, forbidden, invalid, required
 from jobgate.webhook.rules.jobmeta import as_int
@@ -11,6 +9,7 @@ from jobgate.webhook.rules.podtemplate import clip_warning
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING, without importing typing at run time (start-up)
 if TYPE_CHECKING:
+    from collections.abc import Iterator
     from typing import Any
 
 # Events and actions a user may write (volcano-sh/apis bus/v1alpha1, as the webhook filters them).
