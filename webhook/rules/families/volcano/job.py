@@ -23,7 +23,6 @@ from jobgate.webhook.rules.families.volcano.tasks import (
     partition_errors,
     task_name,
 )
-from jobgate.webhook.rules.families.volcano.update import update_errors
 from jobgate.webhook.rules.fielderrors import ErrorType, FieldError, FieldPath, invalid, required
 from jobgate.webhook.rules.jobmeta import as_int, check_spec_schema, job_name
 from jobgate.webhook.rules.modelref import ModelRef
@@ -90,6 +89,10 @@ def validate_job(
     found = Findings()
     spec = check_spec_schema(obj, spec_model, found)
     if old is not None:
+        # Imported on the first UPDATE: jobgate validate checks creations only, and a one-file
+        # check pays for every module it imports.
+        from jobgate.webhook.rules.families.volcano.update import update_errors
+
         found.errors.extend(update_errors(obj, old, spec))
         return found
     found.errors.extend(_create_errors(obj, spec, found))
