@@ -127,9 +127,6 @@ class ReplicaJobKind:
 
     # Defaulting of every container's terminationMessagePolicy (KubeDL does it, Kubeflow not).
     termination_message_policy = True
-    # The restart policy given to a replica type the kind does not know (None: such types are
-    # left alone, as KubeDL does; Kubeflow's defaulters default every entry of the map).
-    unknown_type_restart_policy: str | None = None
     # Whether a framework container is still required when no container has a name.
     required_container_when_unnamed = False
 
@@ -189,6 +186,16 @@ class ReplicaJobKind:
 
     def canonical_type(self, replica_type: str) -> str | None:
         return self._canonical.get(replica_type.casefold())
+
+    @property
+    def unknown_type_restart_policy(self) -> str | None:
+        """The restart policy given to a replica type the kind does not know (None: such types are
+        left alone, as KubeDL does; Kubeflow's defaulters default every entry of the map).
+
+        A property, not a class attribute, so that a subclass overrides it compiled too: mypyc reads
+        a class attribute of a compiled class directly, and KubeflowKind's property was ignored.
+        """
+        return None
 
     def run_policy(self, spec: dict[str, Any]) -> dict[str, Any]:
         """The object holding this job's run policy (``spec`` itself when it is inlined)."""

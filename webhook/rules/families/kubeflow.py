@@ -114,7 +114,7 @@ class KubeflowKind(ReplicaJobKind):
         self.check_types = check_types
 
     @property
-    def unknown_type_restart_policy(self) -> str | None:  # type: ignore[override]
+    def unknown_type_restart_policy(self) -> str | None:
         # Kubeflow's defaulters default every entry of the map (MPIJob's only Launcher and Worker).
         return self.roles[0].restart_policy if self.normalise_types else None
 
