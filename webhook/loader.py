@@ -54,7 +54,7 @@ if TYPE_CHECKING:
 # - the 1.1 booleans (yes, on, y, ...) parse as strings in 1.2: every string value and key is
 #   looked up in _YAML11_WORDS after parsing (a quoted "yes" goes the exact way too, harmless);
 # - octal 0777, underscores (1_000, _1), signed or upper-case radix prefixes parse as other
-#   numbers: _ZERO_HINT and _UNDERSCORE_HINT find candidates, _YAML11_NUMBER confirms the token;
+#   numbers: _ZERO_HINT and each _ find candidates, _YAML11_NUMBER confirms the token;
 # - tags (!!binary, !!str) and merge keys (<<): found by substring.
 _YAML11_WORDS = frozenset(
     ("y", "Y", "yes", "Yes", "YES", "n", "N", "no", "No", "NO", "on", "On", "ON", "off", "Off", "OFF")
@@ -63,7 +63,6 @@ _YAML11_WORDS = frozenset(
 # Kept as text: re compiles (and caches) each the first time it is used, so that a run whose
 # documents never need one does not compile it at start-up.
 _ZERO_HINT = r"0[0-9_xXoObB]"
-_UNDERSCORE_HINT = r"_"
 _YAML11_NUMBER = (
     r"[-+]?(?:0[0-9_][0-9a-zA-Z_.+-]*|_[0-9a-zA-Z_.+-]*|[0-9][0-9.eE+-]*_[0-9a-zA-Z_.+-]*|0[XOB][0-9a-fA-F_]*)"
     r"|[-+]0[xXoObB][0-9a-fA-F_]*"
@@ -123,15 +122,16 @@ def has_yaml11_numbers(text: str) -> bool:
         start, token = _token_at(text, match.start())
         if _yaml11_number(token) and _starts_scalar(text, start):
             return True
-    for match in re.finditer(_UNDERSCORE_HINT, text):
-        position = match.start()
+    # Each _ found with str.find (no pattern to compile for one character).
+    position = text.find("_")
+    while position >= 0:
         before = text[position - 1 : position]
         after = text[position + 1 : position + 2]
-        if not (before.isdigit() or after.isdigit()):
-            continue  # NCCL_DEBUG, not a number
-        start, token = _token_at(text, position)
-        if _yaml11_number(token) and _starts_scalar(text, start):
-            return True
+        if before.isdigit() or after.isdigit():  # not NCCL_DEBUG
+            start, token = _token_at(text, position)
+            if _yaml11_number(token) and _starts_scalar(text, start):
+                return True
+        position = text.find("_", position + 1)
     return False
 
 
