@@ -2,8 +2,8 @@
 
 The offline commands (validate, default, review) import neither aiohttp nor the
 kubernetes client; the serving and cluster commands import theirs lazily. The common
-``jobgate validate [-o FORMAT] [-j N] PATH...`` does not import argparse either (see
-``_quick_validate_arguments``).
+``jobgate validate [-o FORMAT] [-j N] [--validate MODE] PATH...`` does not import argparse
+either (see ``_quick_validate_arguments``).
 """
 
 from __future__ import annotations
@@ -18,6 +18,8 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:
     import argparse
     from collections.abc import Callable, Sequence
+
+    from jobgate.webhook.offline import FieldValidation
 
 EXIT_OK = 0
 EXIT_DENIED = 1
@@ -678,57 +680,70 @@ def _terminal_columns() -> int:
 
 
 class _QuickArguments:
-    """The namespace argparse gives ``jobgate validate`` when only -o, -j and paths are given."""
+    """The namespace argparse gives ``jobgate validate`` when only -o, -j, --validate and paths are given."""
 
-    def __init__(self, paths: list[str], output: str, jobs: int | None) -> None:
-        from jobgate.webhook.offline import FieldValidation
-
+    def __init__(self, paths: list[str], output: str, validate: FieldValidation, jobs: int | None) -> None:
         self.command = "validate"
         self.paths = paths
         self.output = output
-        self.validate = FieldValidation.STRICT  # --validate's default, as its type= gives it
+        self.validate = validate
         self.jobs = jobs
         self.queues = None
         self.handler = _validate
 
 
+# The flags the quick parse reads, by the attribute each sets.
+_QUICK_FLAGS = {"-o": "output", "--output": "output", "-j": "jobs", "--jobs": "jobs", "--validate": "validate"}
+
+
 def _quick_validate_arguments(arguments: list[str]) -> _QuickArguments | None:
-    """``jobgate validate [-o FORMAT] [-j N] PATH...``, what a pre-commit hook or a CI step runs,
-    read without argparse; None for anything else, which argparse then parses.
+    """``jobgate validate [-o FORMAT] [-j N] [--validate MODE] PATH...``, what a pre-commit hook or
+    a CI step runs, read without argparse; None for anything else, which argparse then parses.
 
     Importing argparse (and gettext, and the locale look-ups of its messages when a parser is
     built) costs a one-file check more than its rules. Only the plain forms are read here: a
-    flag and its value as two words, each value valid (argparse checks every occurrence, the
-    last one wins), the paths in one run (argparse refuses paths on both sides of a flag). Any
-    other word (--output=json, -j2, --, -h, a path starting with "-"), a bad value or no path
-    at all is left to argparse, so that every usage error keeps argparse's message and exit
-    status 2.
+    flag and its value as two words, or a long flag and its value joined by "=", each value
+    valid (argparse checks every occurrence, the last one wins), the paths in one run (argparse
+    refuses paths on both sides of a flag). Any other word (--queues, -j2, an abbreviation, --,
+    -h, a path starting with "-"), a bad value or no path at all is left to argparse, so that
+    every usage error keeps argparse's message and exit status 2.
     """
     if arguments[:1] != ["validate"]:
         return None
+    from jobgate.webhook.offline import FieldValidation
     from jobgate.webhook.report import FORMATS
 
-    output, jobs = "text", None
+    output, validation, jobs = "text", FieldValidation.STRICT, None
     paths: list[str] = []
     index, after_path = 1, False
     while index < len(arguments):
         word = arguments[index]
-        if word in ("-o", "--output", "-j", "--jobs"):
-            value = arguments[index + 1] if index + 1 < len(arguments) else "-"
-            if value.startswith("-"):
-                return None
-            if word in ("-o", "--output"):
+        flag, joined, value = word.partition("=") if word.startswith("--") else (word, "", "")
+        if flag in _QUICK_FLAGS:
+            if not joined:
+                value = arguments[index + 1] if index + 1 < len(arguments) else "-"
+                if value.startswith("-"):
+                    return None
+                index += 1
+            # Each value as argparse's choices= or type= takes it (FORMATS, _field_validation,
+            # _positive_int); one argparse would refuse is left to it.
+            if _QUICK_FLAGS[flag] == "output":
                 if value not in FORMATS:
                     return None
                 output = value
+            elif _QUICK_FLAGS[flag] == "validate":
+                try:
+                    validation = FieldValidation.parse(value)
+                except ValueError:
+                    return None
             else:
                 try:
-                    jobs = int(value)  # as _positive_int reads it
+                    jobs = int(value)
                 except ValueError:
                     return None
                 if jobs < 1:
                     return None
-            index, after_path = index + 2, False
+            index, after_path = index + 1, False
             continue
         if word.startswith("-") and word != "-":
             return None
@@ -738,7 +753,7 @@ def _quick_validate_arguments(arguments: list[str]) -> _QuickArguments | None:
         index, after_path = index + 1, True
     if not paths:
         return None
-    return _QuickArguments(paths, output, jobs)
+    return _QuickArguments(paths, output, validation, jobs)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
