@@ -2,6 +2,6 @@
 
 import sys
 
-from jobgate.cli import main
+from jobgate.cli import console_main
 
-sys.exit(main())
+sys.exit(console_main())

@@ -1,23 +1,32 @@
 """``jobgate``: the command-line front end.
 
 The offline commands (validate, default, review) import neither aiohttp nor the
-kubernetes client; the serving and cluster commands import theirs lazily.
+kubernetes client; the serving and cluster commands import theirs lazily. The common
+``jobgate validate [-o FORMAT] [-j N] [--validate MODE] PATH...`` does not import argparse
+either (see ``_quick_validate_arguments``).
 """
 
 from __future__ import annotations
 
-import argparse
 import io
 import os
 import sys
-from collections.abc import Callable, Sequence
+
+# typing.TYPE_CHECKING without importing typing (a one-file check does not otherwise need it);
+# type checkers treat any name TYPE_CHECKING as true.
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    import argparse
+    from collections.abc import Callable, Sequence
+
+    from jobgate.webhook.offline import FieldValidation
 
 EXIT_OK = 0
 EXIT_DENIED = 1
 EXIT_USAGE = 2
 
 
-def _validate(args: argparse.Namespace) -> int:
+def _validate(args: argparse.Namespace | _QuickArguments) -> int:
     import gc
     import time
 
@@ -450,6 +459,8 @@ def _as_json(text: str) -> str:
 
 
 def _positive_int(text: str) -> int:
+    import argparse
+
     try:
         value = int(text)
     except ValueError:
@@ -460,6 +471,8 @@ def _positive_int(text: str) -> int:
 
 
 def _field_validation(text: str) -> object:
+    import argparse
+
     from jobgate.webhook.offline import FieldValidation
 
     try:
@@ -512,6 +525,8 @@ def _default_arguments(default: argparse.ArgumentParser) -> None:
 
 
 def _review_arguments(review: argparse.ArgumentParser) -> None:
+    import argparse
+
     _add_queues_flag(review)
     # One sub-command per webhook, so that flags may come before or after FILE.
     webhooks = review.add_subparsers(dest="webhook", metavar="{mutate,validate}", required=True)
@@ -523,6 +538,8 @@ def _review_arguments(review: argparse.ArgumentParser) -> None:
 
 
 def _webhook_arguments(webhook: argparse.ArgumentParser) -> None:
+    import argparse
+
     webhook.add_argument("--tls-dir", required=True, help="directory with tls.crt and tls.key (reloaded on change)")
     webhook.add_argument("--host", default="0.0.0.0", help="address to listen on (default: 0.0.0.0)")
     webhook.add_argument("--port", type=int, default=9443, help="port to listen on (default: 9443)")
@@ -677,24 +694,25 @@ def build_parser(command: str | None = None) -> argparse.ArgumentParser:
     The output stays the same: the command list shows only in ``jobgate -h`` and in the error
     for an unknown command, and both of those build every command.
     """
+    import argparse
+
+    class HelpFormatter(argparse.HelpFormatter):
+        """argparse's formatter, with the terminal's width read from os: argparse's own reads it
+        through shutil, an import (and its compression modules) every run would pay for."""
+
+        def __init__(self, prog: str) -> None:
+            super().__init__(prog, width=_terminal_columns() - 2)
+
     parser = argparse.ArgumentParser(
         prog="jobgate",
         description="Admission rules for distributed-training jobs: offline checks, webhook server, controller.",
-        formatter_class=_HelpFormatter,
+        formatter_class=HelpFormatter,
     )
     commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     for name, (help_text, add_arguments) in COMMANDS.items():
         if command is None or command == name:
-            add_arguments(commands.add_parser(name, help=help_text, formatter_class=_HelpFormatter))
+            add_arguments(commands.add_parser(name, help=help_text, formatter_class=HelpFormatter))
     return parser
-
-
-class _HelpFormatter(argparse.HelpFormatter):
-    """argparse's formatter, with the terminal's width read from os: argparse's own reads it
-    through shutil, an import (and its compression modules) every run would pay for."""
-
-    def __init__(self, prog: str) -> None:
-        super().__init__(prog, width=_terminal_columns() - 2)
 
 
 def _terminal_columns() -> int:
@@ -709,10 +727,89 @@ def _terminal_columns() -> int:
         return 80
 
 
+class _QuickArguments:
+    """The namespace argparse gives ``jobgate validate`` when only -o, -j, --validate and paths are given."""
+
+    def __init__(self, paths: list[str], output: str, validate: FieldValidation, jobs: int | None) -> None:
+        self.command = "validate"
+        self.paths = paths
+        self.output = output
+        self.validate = validate
+        self.jobs = jobs
+        self.queues = None
+        self.handler = _validate
+
+
+# The flags the quick parse reads, by the attribute each sets.
+_QUICK_FLAGS = {"-o": "output", "--output": "output", "-j": "jobs", "--jobs": "jobs", "--validate": "validate"}
+
+
+def _quick_validate_arguments(arguments: list[str]) -> _QuickArguments | None:
+    """``jobgate validate [-o FORMAT] [-j N] [--validate MODE] PATH...``, what a pre-commit hook or
+    a CI step runs, read without argparse; None for anything else, which argparse then parses.
+
+    Importing argparse (and gettext, and the locale look-ups of its messages when a parser is
+    built) costs a one-file check more than its rules. Only the plain forms are read here: a
+    flag and its value as two words, or a long flag and its value joined by "=", each value
+    valid (argparse checks every occurrence, the last one wins), the paths in one run (argparse
+    refuses paths on both sides of a flag). Any other word (--queues, -j2, an abbreviation, --,
+    -h, a path starting with "-"), a bad value or no path at all is left to argparse, so that
+    every usage error keeps argparse's message and exit status 2.
+    """
+    if arguments[:1] != ["validate"]:
+        return None
+    from jobgate.webhook.offline import FieldValidation
+    from jobgate.webhook.report import FORMATS
+
+    output, validation, jobs = "text", FieldValidation.STRICT, None
+    paths: list[str] = []
+    index, after_path = 1, False
+    while index < len(arguments):
+        word = arguments[index]
+        flag, joined, value = word.partition("=") if word.startswith("--") else (word, "", "")
+        if flag in _QUICK_FLAGS:
+            if not joined:
+                value = arguments[index + 1] if index + 1 < len(arguments) else "-"
+                if value.startswith("-"):
+                    return None
+                index += 1
+            # Each value as argparse's choices= or type= takes it (FORMATS, _field_validation,
+            # _positive_int); one argparse would refuse is left to it.
+            if _QUICK_FLAGS[flag] == "output":
+                if value not in FORMATS:
+                    return None
+                output = value
+            elif _QUICK_FLAGS[flag] == "validate":
+                try:
+                    validation = FieldValidation.parse(value)
+                except ValueError:
+                    return None
+            else:
+                try:
+                    jobs = int(value)
+                except ValueError:
+                    return None
+                if jobs < 1:
+                    return None
+            index, after_path = index + 1, False
+            continue
+        if word.startswith("-") and word != "-":
+            return None
+        if paths and not after_path:
+            return None
+        paths.append(word)
+        index, after_path = index + 1, True
+    if not paths:
+        return None
+    return _QuickArguments(paths, output, validation, jobs)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     arguments = list(sys.argv[1:] if argv is None else argv)
-    parser = build_parser(arguments[0] if arguments and arguments[0] in COMMANDS else None)
-    args = parser.parse_args(arguments)
+    args: argparse.Namespace | _QuickArguments | None = _quick_validate_arguments(arguments)
+    if args is None:
+        parser = build_parser(arguments[0] if arguments and arguments[0] in COMMANDS else None)
+        args = parser.parse_args(arguments)
     if getattr(args, "jobs", 0) is None:
         from jobgate.webhook.offline import default_jobs
 
@@ -730,5 +827,34 @@ def main(argv: Sequence[str] | None = None) -> int:
         return EXIT_OK
 
 
+def console_main() -> int:
+    """The ``jobgate`` command (pyproject.toml's script) and ``python -m jobgate``: ``main()``, and
+    for ``jobgate validate`` an exit that skips the interpreter's teardown.
+
+    Once validate has printed everything, what is left is freeing every object one by one, a
+    seventh of what a one-file check costs beyond the interpreter: ``os._exit`` ends the process
+    with the same status instead. Only for validate, whose only output is stdout and stderr
+    (flushed here first), and only while the process has one thread and nothing that registers
+    exit handlers (``-j N`` starts multiprocessing's, which imports threading); a stream that
+    cannot be flushed leaves the exit to the interpreter, which reports it as it always has.
+    """
+    validate = sys.argv[1:2] == ["validate"]
+    if validate:
+        # _validate's setting of the cyclic collector, from the start: the imports of a one-file
+        # check would otherwise set it off a few dozen times, to find nothing to free.
+        import gc
+
+        gc.set_threshold(50_000, 50, 100)
+    code = main()
+    if not validate or "threading" in sys.modules:
+        return code
+    try:
+        sys.stdout.flush()
+        sys.stderr.flush()
+    except (OSError, ValueError):
+        return code
+    os._exit(code)
+
+
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(console_main())

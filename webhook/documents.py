@@ -13,7 +13,6 @@ Every input is bounded (the limits are in the README): a document over
 
 from __future__ import annotations
 
-import math
 import re
 
 MAX_FILE_BYTES = 32 * 1024 * 1024
@@ -23,8 +22,11 @@ MAX_DEPTH = 100
 MAX_NUMBER_DIGITS = 1000
 
 INT64_MIN, INT64_MAX = -(2**63), 2**63 - 1
+# math.inf: the math module is a shared library that a one-file check need not load for this.
+INFINITY = float("inf")
 
-_DOCUMENT_START = re.compile(r"^---(?=[ \t\r]|$)", re.MULTILINE)
+# A pattern, not a compiled one: re compiles (and caches) it when a file first has a separator.
+_DOCUMENT_START = r"(?m)^---(?=[ \t\r]|$)"
 
 
 class LoadError(Exception):
@@ -76,7 +78,7 @@ def split_documents(text: str) -> list[Chunk]:
         return [Chunk(text, 1)]
     chunks: list[Chunk] = []
     start, line = 0, 1
-    for match in _DOCUMENT_START.finditer(text):
+    for match in re.finditer(_DOCUMENT_START, text):
         end_of_line = text.find("\n", match.end())
         end_of_line = len(text) if end_of_line < 0 else end_of_line
         rest = text[match.end() : end_of_line].strip()
@@ -91,7 +93,7 @@ def split_documents(text: str) -> list[Chunk]:
 
 def json_number(value: float) -> int | float:
     """A float as Go's JSON writes it; JSON has no infinity or NaN (``NeedsExactPath``)."""
-    if math.isinf(value) or math.isnan(value):
+    if not -INFINITY < value < INFINITY:  # infinite, or NaN (no comparison holds)
         raise NeedsExactPath
     # Go's JSON writes an integral float without a fraction; the apiserver reads it as an integer.
     if value.is_integer() and INT64_MIN <= value <= INT64_MAX and abs(value) < 1e21:

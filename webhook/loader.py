@@ -27,10 +27,7 @@ from __future__ import annotations
 
 import re
 import sys
-from collections.abc import Callable, Iterator, Sequence
 from functools import partial
-from importlib.machinery import PathFinder
-from typing import TYPE_CHECKING, Any
 
 from jobgate.webhook.documents import (
     INT64_MAX,
@@ -44,7 +41,11 @@ from jobgate.webhook.documents import (
     split_documents,
 )
 
+TYPE_CHECKING = False  # typing.TYPE_CHECKING, without importing typing at run time (start-up)
 if TYPE_CHECKING:
+    from collections.abc import Callable, Iterator, Sequence
+    from typing import Any
+
     from jobgate.webhook.lines import NodeLines
 
 # Where YAML 1.1 (go-yaml v2) and YAML 1.2 (yaml-rs) read a plain scalar differently, and how
@@ -53,7 +54,7 @@ if TYPE_CHECKING:
 # - the 1.1 booleans (yes, on, y, ...) parse as strings in 1.2: every string value and key is
 #   looked up in _YAML11_WORDS after parsing (a quoted "yes" goes the exact way too, harmless);
 # - octal 0777, underscores (1_000, _1), signed or upper-case radix prefixes parse as other
-#   numbers: _ZERO_HINT and _UNDERSCORE_HINT find candidates, _YAML11_NUMBER confirms the token;
+#   numbers: _ZERO_HINT and each _ find candidates, _YAML11_NUMBER confirms the token;
 # - tags (!!binary, !!str) and merge keys (<<): found by substring.
 _YAML11_WORDS = frozenset(
     ("y", "Y", "yes", "Yes", "YES", "n", "N", "no", "No", "NO", "on", "On", "ON", "off", "Off", "OFF")
@@ -62,7 +63,6 @@ _YAML11_WORDS = frozenset(
 # Kept as text: re compiles (and caches) each the first time it is used, so that a run whose
 # documents never need one does not compile it at start-up.
 _ZERO_HINT = r"0[0-9_xXoObB]"
-_UNDERSCORE_HINT = r"_"
 _YAML11_NUMBER = (
     r"[-+]?(?:0[0-9_][0-9a-zA-Z_.+-]*|_[0-9a-zA-Z_.+-]*|[0-9][0-9.eE+-]*_[0-9a-zA-Z_.+-]*|0[XOB][0-9a-fA-F_]*)"
     r"|[-+]0[xXoObB][0-9a-fA-F_]*"
@@ -103,21 +103,35 @@ def _token_at(text: str, position: int) -> tuple[int, str]:
     return start, token
 
 
+def _yaml11_number(token: str) -> bool:
+    """``re.fullmatch(_YAML11_NUMBER, token)``, asked only of tokens that can match.
+
+    Every branch of the pattern starts (after a sign) with 0 or _, or holds a _: other tokens,
+    such as the 3600 that the hint 00 finds, are answered without compiling the pattern (more
+    instructions than a one-file check's rules).
+    """
+    body = token[1:] if token.startswith(("+", "-")) else token
+    if not body.startswith(("0", "_")) and "_" not in body:
+        return False
+    return re.fullmatch(_YAML11_NUMBER, token) is not None
+
+
 def has_yaml11_numbers(text: str) -> bool:
     """Whether a plain scalar of ``text`` is a number YAML 1.1 reads differently (0777, 1_000, -0x1F)."""
     for match in re.finditer(_ZERO_HINT, text):
         start, token = _token_at(text, match.start())
-        if re.fullmatch(_YAML11_NUMBER, token) and _starts_scalar(text, start):
+        if _yaml11_number(token) and _starts_scalar(text, start):
             return True
-    for match in re.finditer(_UNDERSCORE_HINT, text):
-        position = match.start()
+    # Each _ found with str.find (no pattern to compile for one character).
+    position = text.find("_")
+    while position >= 0:
         before = text[position - 1 : position]
         after = text[position + 1 : position + 2]
-        if not (before.isdigit() or after.isdigit()):
-            continue  # NCCL_DEBUG, not a number
-        start, token = _token_at(text, position)
-        if re.fullmatch(_YAML11_NUMBER, token) and _starts_scalar(text, start):
-            return True
+        if before.isdigit() or after.isdigit():  # not NCCL_DEBUG
+            start, token = _token_at(text, position)
+            if _yaml11_number(token) and _starts_scalar(text, start):
+                return True
+        position = text.find("_", position + 1)
     return False
 
 
@@ -193,8 +207,9 @@ def _yaml_rs_parser() -> Callable[[str], Any]:
     try:
         extension = sys.modules.get("yaml_rs._yaml_rs")
         if extension is None:
-            package = PathFinder.find_spec("yaml_rs")
-            spec = PathFinder.find_spec("yaml_rs._yaml_rs", package.submodule_search_locations if package else None)
+            finder = _path_finder()
+            package = finder.find_spec("yaml_rs")
+            spec = finder.find_spec("yaml_rs._yaml_rs", package.submodule_search_locations if package else None)
             if spec is None or spec.loader is None:
                 raise ImportError("yaml_rs._yaml_rs")
             extension = spec.loader.create_module(spec)
@@ -215,6 +230,20 @@ def _yaml_rs_parser() -> Callable[[str], Any]:
 
 
 _YAML_RS_PARSE: Callable[[str], Any] | None = None
+
+
+def _path_finder() -> Any:
+    """``importlib.machinery.PathFinder``, without importing importlib.machinery.
+
+    That import also imports importlib and warnings: a tenth of what a one-file check costs
+    beyond the interpreter. The class is the import system's own, in the frozen module every
+    interpreter has loaded at start (importlib.machinery re-exports it from there).
+    """
+    bootstrap = sys.modules.get("_frozen_importlib_external")
+    finder = getattr(bootstrap, "PathFinder", None)
+    if finder is None:
+        from importlib.machinery import PathFinder as finder
+    return finder
 
 
 def _fast_yaml(text: str) -> Any:

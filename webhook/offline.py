@@ -7,13 +7,10 @@ streamed in input order, so memory follows the largest file, not the number of f
 from __future__ import annotations
 
 import os
-from collections.abc import Iterable, Iterator
 from enum import StrEnum
-from typing import Any
 
 from jobgate.webhook.rules.engine import Verdict, review_job
 from jobgate.webhook.rules.registry import GroupVersionKind, lookup
-from jobgate.webhook.rules.unknownfields import UnknownField, kubectl_path
 from jobgate.webhook.sources import (
     STDIN,
     Document,
@@ -24,6 +21,11 @@ from jobgate.webhook.sources import (
     printable,
     read_source,
 )
+
+TYPE_CHECKING = False  # typing.TYPE_CHECKING, without importing typing at run time (start-up)
+if TYPE_CHECKING:
+    from collections.abc import Iterable, Iterator
+    from typing import Any
 
 
 class Outcome(StrEnum):
@@ -258,9 +260,15 @@ def evaluate(
         result.reason = f"jobgate does not serve {api_version} {kind_name}"
         return result, None
     verdict = review_job(kind, obj, with_patch=with_patch)
-    unknown = [w.path for w in verdict.warnings if isinstance(w, UnknownField)]
+    unknown: list[tuple[Any, ...]] = []
+    plain_warnings: list[str] = []
+    if verdict.warnings:
+        # Imported only for warnings: one module fewer for a check without any.
+        from jobgate.webhook.rules.unknownfields import UnknownField
+
+        unknown = [w.path for w in verdict.warnings if isinstance(w, UnknownField)]
+        plain_warnings = [w for w in verdict.warnings if not isinstance(w, UnknownField)]
     unknown += _unknown_top_level(obj)
-    plain_warnings = [w for w in verdict.warnings if not isinstance(w, UnknownField)]
     quiet = not document.notes and (not unknown or validation is FieldValidation.IGNORE)
     if not verdict.errors and not plain_warnings and quiet:
         # The common case, admitted without a word: no line numbers needed.
@@ -272,6 +280,8 @@ def evaluate(
     errors = [Finding(document.line_of((*prefix, *e.path)), printable(str(e)), e.field) for e in verdict.errors]
     warnings = [Finding(note_line, printable(note)) for note_line, note in document.notes]
     warnings += [Finding(line, printable(w)) for w in plain_warnings]
+    from jobgate.webhook.rules.unknownfields import kubectl_path  # see above
+
     for path in unknown:
         where = document.line_of((*prefix, *path))
         if validation is FieldValidation.STRICT:

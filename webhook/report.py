@@ -6,10 +6,12 @@ files there are); json and junit need the whole run and are written at the end.
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from typing import TextIO
-
 from jobgate.webhook.offline import DocumentResult, Outcome, Run
+
+TYPE_CHECKING = False  # typing.TYPE_CHECKING, without importing typing at run time (start-up)
+if TYPE_CHECKING:
+    from collections.abc import Callable
+    from typing import TextIO
 
 FORMATS = ("text", "json", "junit", "github")
 STREAMED_FORMATS = ("text", "github")

@@ -11,12 +11,15 @@ from __future__ import annotations
 import os
 import stat
 import sys
-from collections.abc import Iterator
-from typing import Any
 
 from jobgate.webhook.documents import MAX_FILE_BYTES, Chunk, LoadError, split_documents
 from jobgate.webhook.loader import Locator, load_document
 from jobgate.webhook.rules.fielderrors import FieldPath
+
+TYPE_CHECKING = False  # typing.TYPE_CHECKING, without importing typing at run time (start-up)
+if TYPE_CHECKING:
+    from collections.abc import Iterator
+    from typing import Any
 
 MANIFEST_SUFFIXES = (".yaml", ".yml", ".json")
 STDIN = "-"

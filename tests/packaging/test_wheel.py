@@ -55,7 +55,7 @@ def test_the_wheel_holds_one_top_level_name(wheel: Path):
     # The three parts kept at the repository's root are inside the package; the test harness,
     # the benchmarks and the build helpers are not shipped.
     shipped = ("webhook/server.py", "controller/engine.py", "certs/authority.py", "kube/client.py", "cli.py",
-               "webhook/rules/structural_schemas.json")  # fmt: skip
+               "webhook/rules/structural_schemas.py")  # fmt: skip
     assert [m for m in shipped if f"jobgate/{m}" not in names] == []
     assert not [n for n in names if n.startswith(("jobgate/envtest", "jobgate/bench", "jobgate/build_support"))]
     # pyproject.toml lists the packages: a new subpackage missing there would be left out.
@@ -85,6 +85,40 @@ def test_the_installed_command_validates_the_examples(installed: Path, tmp_path:
         check=False,
     )
     assert valid.returncode == 0, valid.stdout + valid.stderr
+
+
+# One small valid example of each family, as bench/cli_bench.py times them.
+ONE_FILE_EXAMPLES = (
+    "xgboostjob-higgs.yaml",
+    "mxjob-local.yaml",
+    "t9k-genericjob-ps.yaml",
+    "dijob-gobigger.yaml",
+    "volcano-pytorch.yaml",
+    "kubeflow-pytorchjob-elastic.yaml",
+)
+# What `jobgate validate FILE` does not import, the command run as users run it (pip's console
+# script): each of these costs a one-file check about as much as its rules, or more. argparse
+# with gettext and locale (the command line is read by hand), typing and collections.abc
+# (annotations only), json (messages only), importlib and warnings, math, dataclasses, and
+# threading (whose absence lets the command skip the interpreter's teardown: console_main in
+# jobgate/cli.py); a module named here stands for its submodules too.
+NOT_IMPORTED_BY_ONE_FILE = (
+    "argparse", "gettext", "locale", "typing", "collections.abc", "json", "importlib", "warnings", "math",
+    "dataclasses", "threading", "pydantic", "ruamel", "yaml", "aiohttp", "kubernetes",
+)  # fmt: skip
+NOT_IMPORTED_DOTTED = tuple(f"{name}." for name in NOT_IMPORTED_BY_ONE_FILE)
+
+
+@pytest.mark.parametrize("name", ONE_FILE_EXAMPLES)
+def test_one_file_of_each_family_imports_nothing_it_does_not_need(installed: Path, tmp_path: Path, name: str):
+    path = REPO / "examples" / "valid" / name
+    command = [installed / "python", "-X", "importtime", installed / "jobgate", "validate", str(path)]
+    result = subprocess.run(command, cwd=tmp_path, capture_output=True, text=True, check=False)
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert result.stdout.rstrip().endswith("1 admitted, 0 denied"), result.stdout
+    imported = {line.split("|")[-1].strip() for line in result.stderr.splitlines() if line.startswith("import time:")}
+    assert "jobgate.webhook.rules.engine" in imported, "the importtime output changed shape"
+    assert sorted(m for m in imported if m in NOT_IMPORTED_BY_ONE_FILE or m.startswith(NOT_IMPORTED_DOTTED)) == []
 
 
 def test_the_installed_environment_has_no_bare_webhook_controller_or_certs(installed: Path, tmp_path: Path):

@@ -11,6 +11,8 @@ from pathlib import Path
 from xml.etree import ElementTree
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from ruamel.yaml import YAML
 
 from jobgate.cli import main
@@ -179,6 +181,45 @@ def test_usage_errors_exit_2(argv, capsys):
     with pytest.raises(SystemExit) as exit_info:
         main(argv)
     assert exit_info.value.code == 2
+
+
+# Words a `jobgate validate` command line is made of, the odd ones included.
+QUICK_WORDS = ["-o", "--output", "-j", "--jobs", "--validate", "--queues", "-h", "--", "-", "--out", "-oj", "-j2",
+               "--output=json", "--output=", "--jobs=2", "--jobs=0", "--validate=warn", "--validate=no", "text",
+               "json", "junit", "github", "xml", "1", "2", "0", "-1", " 3", "1_0", "strict", "warn", "ignore",
+               "true", "false", "a.yaml", "dir/", "", "--x=y", "-x"]  # fmt: skip
+
+
+@settings(max_examples=500, deadline=None)
+@given(words=st.lists(st.sampled_from(QUICK_WORDS), max_size=7))
+def test_the_quick_parse_reads_what_argparse_reads(words):
+    """`jobgate validate` without argparse (jobgate/cli.py): whatever it accepts, argparse accepts
+    and reads the same; the rest it leaves to argparse."""
+    from jobgate.cli import _quick_validate_arguments, build_parser
+
+    arguments = ["validate", *words]
+    quick = _quick_validate_arguments(arguments)
+    if quick is None:
+        return
+    parsed = build_parser("validate").parse_args(arguments)  # SystemExit: the quick parse took a usage error
+    fields = ("command", "paths", "output", "validate", "jobs", "queues", "handler")
+    assert [getattr(quick, f) for f in fields] == [getattr(parsed, f) for f in fields]
+
+
+@pytest.mark.parametrize(
+    "words",
+    [
+        ["a.yaml"],
+        ["-o", "json", "a.yaml", "b.yaml"],
+        ["a.yaml", "-j", "1"],
+        ["--output=github", "--jobs=3", "--validate=false", "a.yaml"],
+        ["--validate", "warn", "-o", "junit", "-"],
+    ],
+)
+def test_the_quick_parse_takes_the_common_command_lines(words):
+    from jobgate.cli import _quick_validate_arguments
+
+    assert _quick_validate_arguments(["validate", *words]) is not None
 
 
 def test_json_output(tmp_path, capsys):

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 import textwrap
@@ -206,11 +207,38 @@ def test_one_small_file_imports_nothing_heavy(tmp_path):
         # dataclasses imports inspect, ast, dis and tokenize, and builds each class from source
         # text: more than the rules of a small file cost.
         assert "dataclasses" not in sys.modules, "imported by a module of a one-file check"
+        # Nor what the quick path of `jobgate validate` leaves out (jobgate/cli.py): argparse and
+        # its gettext and locale, typing (annotations only), json (messages only). Each of these
+        # costs a one-file check as much as its rules (tests/packaging checks the installed command).
+        skipped = ("argparse", "gettext", "locale", "typing", "json")
+        assert not [m for m in skipped if m in sys.modules], [m for m in skipped if m in sys.modules]
         sys.exit(code)
         """
     )
     result = subprocess.run([sys.executable, "-c", script], cwd=REPO, capture_output=True, text=True, check=False)
     assert result.returncode == 0, result.stdout + result.stderr
+
+
+@pytest.mark.parametrize(
+    ("paths", "code"),
+    [
+        (["examples/valid/mxjob-local.yaml"], 0),
+        (["examples/valid", "examples/invalid"], 1),
+        (["examples/valid/mxjob-local.yaml", "no-such-file.yaml"], 2),
+    ],
+)
+def test_the_command_exits_with_every_line_written(paths, code):
+    """``python -m jobgate validate`` (console_main, as the installed command) skips the
+    interpreter's teardown: its output, block-buffered into a pipe, and its status are still
+    those of main() run in this process."""
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONUNBUFFERED"}
+    argv = ["validate", "-j", "1", *(str(REPO / p) for p in paths)]
+    command = [sys.executable, "-m", "jobgate", *argv]
+    result = subprocess.run(command, cwd=REPO, capture_output=True, text=True, check=False, env=env)
+    script = f"import sys; from jobgate.cli import main; sys.exit(main({argv!r}))"
+    expected = subprocess.run([sys.executable, "-c", script], cwd=REPO, capture_output=True, text=True, check=False)
+    assert (result.returncode, result.stdout, result.stderr) == (code, expected.stdout, expected.stderr)
+    assert expected.returncode == code
 
 
 def test_the_generated_schema_table_is_current():

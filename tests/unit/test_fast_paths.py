@@ -2,9 +2,15 @@
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
-from jobgate.webhook.rules import names
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from jobgate.webhook import loader
+from jobgate.webhook.rules import names, quantity
 from jobgate.webhook.rules.names import is_dns1123_label, is_env_var_name, is_port_name
 from jobgate.webhook.rules.podtemplate import check_pod_template
 
@@ -28,6 +34,61 @@ def test_remembered_names_are_bounded_and_never_change_an_answer() -> None:
     names._known_env_var_names.clear()
     assert is_env_var_name(long_name)
     assert long_name not in names._known_env_var_names
+
+
+# Mostly the characters that decide, with the odd other one (upper case, '_', '.', non-ASCII).
+label_like = st.text(st.sampled_from("abz09-A_.é=~ \n\x7f") | st.characters(), max_size=18)
+# What a quantity or a YAML 1.1 number is made of, with the odd other character.
+number_like = st.text(st.sampled_from("0123456789.+-_eEKMGTPiunmkxXoObBaf") | st.characters(), max_size=10)
+
+# Each check written without re (compiling a pattern costs a one-file check more than its rules)
+# against the pattern it stands for.
+NAME_CHECKS = [
+    (names.matches_dns1123_label, names._DNS1123_LABEL),
+    (names.matches_dns1035_label, names._DNS1035_LABEL),
+    (names.matches_dns1123_subdomain, names.DNS1123_SUBDOMAIN),
+    (names.matches_qualified_name, names.QUALIFIED_NAME),
+    (names.matches_port_name, names._PORT_NAME),
+    (names.matches_relaxed_env_var_name, names._RELAXED_ENV_VAR_NAME),
+]
+
+
+@pytest.mark.parametrize(("matches", "pattern"), NAME_CHECKS)
+@given(value=label_like)
+def test_the_name_checks_without_re_answer_as_the_patterns(matches: Any, pattern: str, value: str) -> None:
+    assert matches(value) == (re.fullmatch(pattern, value) is not None)
+
+
+NAME_EDGES = ["a", "0", "-", "a-", "-a", "a-b", "a--b", "0a", "a0", "ab-cd-9", "A", "a_b", "", "a\n", "é", "a.b",
+              "a..b", ".a", "a.", "A.b_C-d", "_a", "a_", "123456789012345", "1234567890123456", "abcdefghijklmnop",
+              "a=b", " ", "~", "\x7f", "\t"]  # fmt: skip
+
+
+@pytest.mark.parametrize(("matches", "pattern"), NAME_CHECKS)
+@pytest.mark.parametrize("value", NAME_EDGES)
+def test_the_name_checks_without_re_on_the_edges(matches: Any, pattern: str, value: str) -> None:
+    assert matches(value) == (re.fullmatch(pattern, value) is not None)
+
+
+QUANTITY_EDGES = ["1", "+1", "-1", "1.", ".5", ".", "+.", "1.5.", "1e3", "1E3", "1E", "1e", "1e+3", "1e-", "1Ki",
+                  "1.5Gi", "5m", "1k", "1K", "", "e3", "1Kib", "1 ", "1.2.3", "+", "1ee3", "0x10", "١"]  # fmt: skip
+
+
+@given(text=number_like)
+def test_the_quantity_split_without_re_answers_as_the_pattern(text: str) -> None:
+    match = re.fullmatch(quantity._QUANTITY, text)
+    assert quantity._split(text) == (None if match is None else match.groups())
+
+
+@pytest.mark.parametrize("text", QUANTITY_EDGES)
+def test_the_quantity_split_without_re_on_the_edges(text: str) -> None:
+    match = re.fullmatch(quantity._QUANTITY, text)
+    assert quantity._split(text) == (None if match is None else match.groups())
+
+
+@given(token=number_like)
+def test_the_yaml11_number_check_asks_the_pattern_only_when_it_can_match(token: str) -> None:
+    assert loader._yaml11_number(token) == (re.fullmatch(loader._YAML11_NUMBER, token) is not None)
 
 
 def _template(volumes: list[Any], mounts: list[Any], env: list[Any]) -> dict[str, Any]:

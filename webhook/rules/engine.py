@@ -9,13 +9,15 @@ gets the same verdict as one with it.
 
 from __future__ import annotations
 
-from typing import Any
-
 from jobgate.webhook.rules.fielderrors import FieldError, invalid_status
 from jobgate.webhook.rules.jobmeta import job_name
 from jobgate.webhook.rules.jsonpatch import NO_PATCH, Patch, PatchRecorder
 from jobgate.webhook.rules.registry import GroupVersionKind, JobKind, lookup, served_kinds
 from jobgate.webhook.rules.schema import schema_checker
+
+TYPE_CHECKING = False  # typing.TYPE_CHECKING, without importing typing at run time (start-up)
+if TYPE_CHECKING:
+    from typing import Any
 
 
 class Verdict:

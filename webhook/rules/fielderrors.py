@@ -8,11 +8,13 @@ other apiserver validation error.
 
 from __future__ import annotations
 
-import json
-from collections.abc import Callable, Iterable, Sequence
 from enum import Enum
 from functools import lru_cache
-from typing import Any
+
+TYPE_CHECKING = False  # typing.TYPE_CHECKING, without importing typing at run time (start-up)
+if TYPE_CHECKING:
+    from collections.abc import Callable, Iterable, Sequence
+    from typing import Any
 
 
 class Key(str):
@@ -71,6 +73,10 @@ def format_value(value: Any) -> str:
         return "true" if value else "false"
     if isinstance(value, int | float):
         return repr(value)
+    # Imported here: only messages need json, and importing it (it compiles six regular
+    # expressions) costs a one-file check more than its rules.
+    import json
+
     if isinstance(value, str):
         return json.dumps(value, ensure_ascii=False)
     try:
@@ -148,6 +154,8 @@ def not_supported(path: FieldPath, value: Any, supported: Iterable[str]) -> Fiel
 @lru_cache(maxsize=256)
 def _supported_values(supported: tuple[str, ...]) -> str:
     # The same few lists are rendered for every bad entry of a big map: once each is enough.
+    import json  # see format_value
+
     return "supported values: " + ", ".join(json.dumps(s) for s in supported)
 
 
@@ -202,6 +210,8 @@ def invalid_status(group: str, kind: str, name: str, errors: Sequence[FieldError
 
     The verdict stays exact however many errors there are: only their listing is cut short.
     """
+    import json  # see format_value
+
     qualified = f"{kind}.{group}" if group else kind
     message = f"{qualified} {json.dumps(name)} is invalid"
     # Each listed error's path and body are rendered once, for both the message and its cause.

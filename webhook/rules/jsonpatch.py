@@ -11,9 +11,12 @@ recorded, and ``remove`` in one case: on UPDATE, a stored ``Worker`` that a re-a
 
 from __future__ import annotations
 
-from typing import Any
+TYPE_CHECKING = False  # typing.TYPE_CHECKING, without importing typing at run time (start-up)
+if TYPE_CHECKING:
+    from typing import Any
 
-Patch = list[dict[str, Any]]
+# "Any" quoted: the alias is evaluated at run time, where typing is not imported.
+Patch = list[dict[str, "Any"]]
 
 
 _MISSING: Any = object()

@@ -2,17 +2,17 @@
 
 A family declares ``spec_model=ModelRef("jobgate.webhook.api.kubedl:TFJobSpec")``. The admission
 checks need only the model's structural schema, which ``jobgate manifests generate`` writes
-ahead of time into ``structural_schemas.json``; the class itself is imported only by what
+ahead of time into ``structural_schemas.py``; the class itself is imported only by what
 needs it (CRD generation, a schema missing from the table). A family that still names the
 class directly (``spec_model=api.TFJobSpec``) keeps working, it just starts slower.
 """
 
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING, Any
-
+TYPE_CHECKING = False  # typing.TYPE_CHECKING, without importing typing at run time (start-up)
 if TYPE_CHECKING:
+    from typing import Any
+
     from pydantic import BaseModel
 
 
@@ -51,6 +51,9 @@ class ModelRef:
         return ModelRef, (self.path,)
 
     def resolve(self) -> type[BaseModel]:
+        # Imported here: importlib (and the warnings module it imports) is not needed to check a file.
+        import importlib
+
         module_name, _, qualname = self.path.partition(":")
         target: Any = importlib.import_module(module_name)
         for part in qualname.split("."):

@@ -11,6 +11,8 @@ _DNS1035_LABEL = r"[a-z]([-a-z0-9]*[a-z0-9])?"
 _PORT_NAME_CHARSET = r"[-a-z0-9]+"
 _HAS_LETTER = r"[a-z]"
 _RELAXED_ENV_VAR_NAME = r"[\x20-\x3c\x3e-\x7e]+"  # printable ASCII except '='
+QUALIFIED_NAME = r"([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]"
+DNS1123_SUBDOMAIN = r"[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*"
 
 LABEL_MAX_LENGTH = 63
 PORT_NAME_MAX_LENGTH = 15
@@ -32,6 +34,56 @@ ENV_VAR_NAME_MESSAGE = (
 
 _PORT_NAME = r"(?=[-a-z0-9]*[a-z])(?![-a-z0-9]*--)[a-z0-9](?:[-a-z0-9]{0,13}[a-z0-9])?"
 
+# The patterns every job's names meet are matched without re: compiling one costs a one-file
+# check from a third to a half of a million instructions, more than its rules. Each function
+# below answers as re.fullmatch of its pattern (tests/unit/test_fast_paths.py holds them to it).
+_LETTERS = frozenset("abcdefghijklmnopqrstuvwxyz")
+_ALPHANUMERIC = _LETTERS | frozenset("0123456789")
+_LABEL_CHARACTERS = _ALPHANUMERIC | {"-"}
+_MIXED_CASE_ALPHANUMERIC = _ALPHANUMERIC | frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZ")
+_QUALIFIED_NAME_CHARACTERS = _MIXED_CASE_ALPHANUMERIC | {"-", "_", "."}
+
+
+def matches_dns1123_label(value: str) -> bool:
+    """``re.fullmatch(_DNS1123_LABEL, value) is not None``."""
+    if value == "" or value[0] not in _ALPHANUMERIC or value[-1] not in _ALPHANUMERIC:
+        return False
+    return _LABEL_CHARACTERS.issuperset(value)
+
+
+def matches_dns1035_label(value: str) -> bool:
+    """``re.fullmatch(_DNS1035_LABEL, value) is not None``."""
+    if value == "" or value[0] not in _LETTERS or value[-1] not in _ALPHANUMERIC:
+        return False
+    return _LABEL_CHARACTERS.issuperset(value)
+
+
+def matches_dns1123_subdomain(value: str) -> bool:
+    """``re.fullmatch(DNS1123_SUBDOMAIN, value) is not None``: labels joined by dots."""
+    return all(matches_dns1123_label(label) for label in value.split("."))
+
+
+def matches_qualified_name(value: str) -> bool:
+    """``re.fullmatch(QUALIFIED_NAME, value) is not None`` (a name without prefix)."""
+    if value == "" or value[0] not in _MIXED_CASE_ALPHANUMERIC or value[-1] not in _MIXED_CASE_ALPHANUMERIC:
+        return False
+    return _QUALIFIED_NAME_CHARACTERS.issuperset(value)
+
+
+def matches_port_name(value: str) -> bool:
+    """``re.fullmatch(_PORT_NAME, value) is not None``: at most 15 characters, a letter, no "--"."""
+    return (
+        len(value) <= PORT_NAME_MAX_LENGTH
+        and matches_dns1123_label(value)
+        and "--" not in value
+        and any(character in _LETTERS for character in value)
+    )
+
+
+def matches_relaxed_env_var_name(value: str) -> bool:
+    """``re.fullmatch(_RELAXED_ENV_VAR_NAME, value) is not None``: printable ASCII but '='."""
+    return value != "" and value.isascii() and value.isprintable() and "=" not in value
+
 
 # Pod templates repeat the same few names (containers, volumes, ports, env vars) in every
 # replica and every review: a set lookup answers the ones already seen valid without the
@@ -48,7 +100,7 @@ def is_dns1123_label(value: str) -> bool:
     """Fast yes/no; the *_problems functions say why not."""
     if value in _known_labels:
         return True
-    if len(value) > LABEL_MAX_LENGTH or re.fullmatch(_DNS1123_LABEL, value) is None:
+    if len(value) > LABEL_MAX_LENGTH or not matches_dns1123_label(value):
         return False
     if len(_known_labels) < _KNOWN_NAMES_MAX:
         _known_labels.add(value)
@@ -58,7 +110,7 @@ def is_dns1123_label(value: str) -> bool:
 def is_port_name(value: str) -> bool:
     if value in _known_port_names:
         return True
-    if re.fullmatch(_PORT_NAME, value) is None:
+    if not matches_port_name(value):
         return False
     if len(_known_port_names) < _KNOWN_NAMES_MAX:
         _known_port_names.add(value)
@@ -68,7 +120,7 @@ def is_port_name(value: str) -> bool:
 def is_env_var_name(value: str) -> bool:
     if value in _known_env_var_names:
         return True
-    if re.fullmatch(_RELAXED_ENV_VAR_NAME, value) is None:
+    if not matches_relaxed_env_var_name(value):
         return False
     if len(value) <= _KNOWN_ENV_VAR_NAME_MAX_LENGTH and len(_known_env_var_names) < _KNOWN_NAMES_MAX:
         _known_env_var_names.add(value)
@@ -83,7 +135,7 @@ def dns1123_label_problems(value: str) -> list[str]:
     problems = []
     if len(value) > LABEL_MAX_LENGTH:
         problems.append(max_length_message(LABEL_MAX_LENGTH))
-    if not re.fullmatch(_DNS1123_LABEL, value):
+    if not matches_dns1123_label(value):
         problems.append(DNS1123_LABEL_MESSAGE)
     return problems
 
@@ -92,7 +144,7 @@ def dns1035_label_problems(value: str) -> list[str]:
     problems = []
     if len(value) > LABEL_MAX_LENGTH:
         problems.append(max_length_message(LABEL_MAX_LENGTH))
-    if not re.fullmatch(_DNS1035_LABEL, value):
+    if not matches_dns1035_label(value):
         problems.append(DNS1035_LABEL_MESSAGE)
     return problems
 
@@ -117,6 +169,6 @@ def env_var_name_problems(value: str) -> list[str]:
     """The relaxed rule, GA since Kubernetes 1.34: printable ASCII except '='."""
     if not value:
         return ["environment variable name must be non-empty"]
-    if not re.fullmatch(_RELAXED_ENV_VAR_NAME, value):
+    if not matches_relaxed_env_var_name(value):
         return [ENV_VAR_NAME_MESSAGE]
     return []

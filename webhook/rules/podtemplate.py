@@ -7,8 +7,6 @@ container names, duplicate ports, requests above limits, mounts of volumes that 
 
 from __future__ import annotations
 
-from typing import Any
-
 from jobgate.webhook.rules.fielderrors import (
     FieldError,
     FieldPath,
@@ -35,6 +33,10 @@ from jobgate.webhook.rules.quantity import (
     parse_quantity,
     parse_text_cached,
 )
+
+TYPE_CHECKING = False  # typing.TYPE_CHECKING, without importing typing at run time (start-up)
+if TYPE_CHECKING:
+    from typing import Any
 
 FALLBACK_TO_LOGS = "FallbackToLogsOnError"
 POD_RESTART_POLICIES = ("Always", "OnFailure", "Never")

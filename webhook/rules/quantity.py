@@ -11,18 +11,19 @@ below 1n rounds up to 1n, and an exponent that does not fit a 64-bit integer is 
 
 from __future__ import annotations
 
-import math
-import re
 from functools import lru_cache
 
 QUANTITY_MESSAGE = "quantities must match the regular expression '^([+-]?[0-9.]+)([eEinumkKMGTP]*[-+]?[0-9]*)$'"
 NANO = 10**9
 MAX_UNITS = 2**63 - 1  # apimachinery's maxAllowed: larger magnitudes are capped to it
 MAX_NANOS = MAX_UNITS * NANO
+_INFINITY = float("inf")
 
-# A pattern, not a compiled one: re compiles (and caches) it when a quantity is first parsed, so
-# that a run without any does not pay for it at start-up.
+# What a quantity's text must match (number, suffix): read by _split, without re (compiling this
+# pattern costs a one-file check more than its rules; a test holds _split to re.fullmatch).
 _QUANTITY = r"([+-]?(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+))(Ki|Mi|Gi|Ti|Pi|Ei|[eE][+-]?[0-9]+|[numkMGTPE]?)"
+_DIGITS = frozenset("0123456789")
+_SUFFIXES = frozenset(("Ki", "Mi", "Gi", "Ti", "Pi", "Ei", "n", "u", "m", "k", "M", "G", "T", "P", "E", ""))
 _BINARY = {"Ki": 2**10, "Mi": 2**20, "Gi": 2**30, "Ti": 2**40, "Pi": 2**50, "Ei": 2**60}
 _DECIMAL_EXPONENT = {"n": -9, "u": -6, "m": -3, "": 0, "k": 3, "M": 6, "G": 9, "T": 12, "P": 15, "E": 18}
 _MAX_EXPONENT_DIGITS = 18  # strconv.ParseInt(..., 64) fails beyond; apimachinery then reports a bad suffix
@@ -68,14 +69,44 @@ def _parse_number_cached(value: int | float) -> int | None:
     if isinstance(value, int):
         return max(-MAX_NANOS, min(MAX_NANOS, value * NANO))
     # A JSON number is parsed from its text by the apiserver; repr gives that text back.
-    return _parse_text(repr(value)) if math.isfinite(value) else None
+    # -inf < value < inf: math.isfinite, without loading the math module (a shared library) at start-up.
+    return _parse_text(repr(value)) if -_INFINITY < value < _INFINITY else None
+
+
+def _split(text: str) -> tuple[str, str] | None:
+    """``re.fullmatch(_QUANTITY, text).groups()``, or None where the pattern does not match.
+
+    The number is read greedily: no suffix starts with a digit or a dot, so no shorter number
+    could leave a suffix that matches.
+    """
+    length = len(text)
+    end = 1 if text[:1] in ("+", "-") else 0
+    first_digit = end
+    while end < length and text[end] in _DIGITS:
+        end += 1
+    has_digits = end > first_digit
+    if end < length and text[end] == ".":
+        end += 1
+        first_fraction_digit = end
+        while end < length and text[end] in _DIGITS:
+            end += 1
+        has_digits = has_digits or end > first_fraction_digit
+    if not has_digits:
+        return None
+    suffix = text[end:]
+    if suffix in _SUFFIXES:
+        return text[:end], suffix
+    exponent = suffix[2:] if suffix[1:2] in ("+", "-") else suffix[1:]
+    if suffix[:1] in ("e", "E") and exponent != "" and _DIGITS.issuperset(exponent):
+        return text[:end], suffix
+    return None
 
 
 def _parse_text(text: str) -> int | None:
-    match = re.fullmatch(_QUANTITY, text)
-    if match is None:
+    split = _split(text)
+    if split is None:
         return None
-    number, suffix = match.groups()
+    number, suffix = split
     negative = number.startswith("-")
     whole, _, fraction = number.lstrip("+-").partition(".")
     significant = ((whole or "0") + fraction).lstrip("0")

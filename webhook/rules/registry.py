@@ -11,16 +11,23 @@ webhook and the controller load every family they serve at start (``served_kinds
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Protocol
-
 from jobgate.webhook.rules.family_index import KIND_FAMILIES
 from jobgate.webhook.rules.jsonpatch import PatchRecorder
 from jobgate.webhook.rules.podtemplate import Findings
 
+TYPE_CHECKING = False  # typing.TYPE_CHECKING, without importing typing at run time (start-up)
 if TYPE_CHECKING:
+    from typing import Any, Protocol
+
     from pydantic import BaseModel
 
     from jobgate.webhook.rules.modelref import ModelRef
+else:
+    # The rules' protocols (JobKind here, QueueView in the Volcano family) are for type checkers:
+    # nothing checks isinstance against them. At run time their base is a plain class, so that
+    # checking a file does not import typing. Compiled modules take this Protocol from here: mypyc
+    # compiles neither a class under TYPE_CHECKING nor an else branch like this one.
+    Protocol = object
 
 
 class GroupVersionKind:

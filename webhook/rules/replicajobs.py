@@ -11,9 +11,6 @@ module subclasses it with its own hooks (``families/kubedl.py``, ``families/kube
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from typing import Any
-
 from jobgate.webhook.api.constants import RESTART_POLICIES
 from jobgate.webhook.rules.fielderrors import (
     FieldError,
@@ -29,6 +26,11 @@ from jobgate.webhook.rules.jsonpatch import NO_PATCH, PatchRecorder, escape_poin
 from jobgate.webhook.rules.modelref import ModelRef
 from jobgate.webhook.rules.podtemplate import Findings, check_pod_template, copied_dict, default_pod_template
 from jobgate.webhook.rules.registry import GroupVersionKind
+
+TYPE_CHECKING = False  # typing.TYPE_CHECKING, without importing typing at run time (start-up)
+if TYPE_CHECKING:
+    from collections.abc import Callable
+    from typing import Any, TypeAlias
 
 # Models are named, not imported: see webhook/rules/modelref.py.
 JOB_STATUS_MODEL = ModelRef("jobgate.webhook.api.common:JobStatus")
@@ -75,9 +77,10 @@ class Role:
         )
 
 
-RoleRules = Callable[[dict[str, dict[str, Any]], FieldPath], list[FieldError]]
+# Aliases as text: at run time neither typing nor collections.abc is imported (start-up).
+RoleRules: TypeAlias = "Callable[[dict[str, dict[str, Any]], FieldPath], list[FieldError]]"
 # (spec, run policy, replica map, recorder, JSON pointer of the run policy)
-ExtraDefaults = Callable[[dict[str, Any], dict[str, Any], dict[str, Any], PatchRecorder, str], None]
+ExtraDefaults: TypeAlias = "Callable[[dict[str, Any], dict[str, Any], dict[str, Any], PatchRecorder, str], None]"
 
 
 def no_role_rules(replicas: dict[str, dict[str, Any]], path: FieldPath) -> list[FieldError]:

@@ -9,8 +9,6 @@ violation at once. Validation runs on the defaulted task names and types.
 
 from __future__ import annotations
 
-from typing import Any
-
 from jobgate.webhook.api.constants import DIENGINE_GROUP, DIENGINE_VERSION
 from jobgate.webhook.rules.fielderrors import FieldError, FieldPath, duplicate, invalid, required, too_many
 from jobgate.webhook.rules.jobmeta import as_int, check_job_name, check_spec_schema
@@ -19,6 +17,10 @@ from jobgate.webhook.rules.modelref import ModelRef
 from jobgate.webhook.rules.names import dns1123_label_problems, is_dns1123_label
 from jobgate.webhook.rules.podtemplate import Findings, check_pod_template
 from jobgate.webhook.rules.registry import GroupVersionKind, register
+
+TYPE_CHECKING = False  # typing.TYPE_CHECKING, without importing typing at run time (start-up)
+if TYPE_CHECKING:
+    from typing import Any
 
 DEFAULT_PRIORITY = "normal"
 DEFAULT_CLEAN_POD_POLICY = "Running"

@@ -9,8 +9,6 @@ what its controllers assume (one PyTorch Master, one MPI Launcher, ...), checked
 
 from __future__ import annotations
 
-from typing import Any
-
 from jobgate.webhook.api.constants import KUBEDL_GROUP, KUBEDL_VERSION
 from jobgate.webhook.rules.fielderrors import FieldError, FieldPath, Key, forbidden, invalid
 from jobgate.webhook.rules.jobmeta import as_int
@@ -28,6 +26,10 @@ from jobgate.webhook.rules.replicajobs import (
     no_extra_defaults,
     no_role_rules,
 )
+
+TYPE_CHECKING = False  # typing.TYPE_CHECKING, without importing typing at run time (start-up)
+if TYPE_CHECKING:
+    from typing import Any
 
 DEFAULT_CLEAN_POD_POLICY = "Running"
 # The fields of KubeDL's RunPolicy (inlined into spec, or under spec.runPolicy for MPIJob).

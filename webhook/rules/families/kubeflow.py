@@ -13,8 +13,6 @@ jobgate ships no CRD and no controller for these kinds: Kubeflow's operator runs
 
 from __future__ import annotations
 
-from typing import Any
-
 from jobgate.webhook.api.constants import KUBEFLOW_GROUP, KUBEFLOW_MANAGED_BY, KUBEFLOW_VERSION
 from jobgate.webhook.rules.fielderrors import (
     FieldError,
@@ -40,6 +38,10 @@ from jobgate.webhook.rules.replicajobs import (
     no_extra_defaults,
     no_role_rules,
 )
+
+TYPE_CHECKING = False  # typing.TYPE_CHECKING, without importing typing at run time (start-up)
+if TYPE_CHECKING:
+    from typing import Any
 
 DEFAULT_CLEAN_POD_POLICY = "None"
 STATUS_MODEL = ModelRef("jobgate.webhook.api.kubeflow:JobStatus")

@@ -8,8 +8,6 @@ nothing panics on a half-written spec.
 
 from __future__ import annotations
 
-from typing import Any
-
 from jobgate.webhook.api.constants import MLKUBE_GROUP, MLKUBE_VERSION, MX_REPLICA_TYPES
 from jobgate.webhook.rules.fielderrors import FieldPath, duplicate, invalid, required
 from jobgate.webhook.rules.jobmeta import as_int, check_job_name, check_spec_schema
@@ -17,6 +15,10 @@ from jobgate.webhook.rules.jsonpatch import NO_PATCH, PatchRecorder
 from jobgate.webhook.rules.modelref import ModelRef
 from jobgate.webhook.rules.podtemplate import Findings, check_pod_template
 from jobgate.webhook.rules.registry import GroupVersionKind, register
+
+TYPE_CHECKING = False  # typing.TYPE_CHECKING, without importing typing at run time (start-up)
+if TYPE_CHECKING:
+    from typing import Any
 
 DEFAULT_PS_ROOT_PORT = 9091
 # Models are named, not imported: see webhook/rules/modelref.py.

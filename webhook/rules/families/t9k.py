@@ -9,8 +9,6 @@ when any replica failed beyond its restart limit).
 
 from __future__ import annotations
 
-from typing import Any
-
 from jobgate.webhook.api.constants import T9K_GROUP, T9K_VERSION
 from jobgate.webhook.rules.fielderrors import (
     FieldPath,
@@ -28,6 +26,10 @@ from jobgate.webhook.rules.modelref import ModelRef
 from jobgate.webhook.rules.names import dns1123_label_problems, is_dns1123_label
 from jobgate.webhook.rules.podtemplate import Findings, check_pod_template, copied_dict
 from jobgate.webhook.rules.registry import GroupVersionKind, register
+
+TYPE_CHECKING = False  # typing.TYPE_CHECKING, without importing typing at run time (start-up)
+if TYPE_CHECKING:
+    from typing import Any
 
 DEFAULT_RESTART_POLICY = "OnFailure"
 DEFAULT_RESTART_LIMIT = 0

@@ -34,19 +34,19 @@ from jobgate.webhook.cel.families.volcano.common import (
 from jobgate.webhook.cel.jobmeta import GENERATED_SUFFIX_LENGTH, NAME, PREFIX
 from jobgate.webhook.rules.families.volcano import bounds
 from jobgate.webhook.rules.families.volcano.job import (
-    _DNS1123_SUBDOMAIN,
-    _DNS1123_SUBDOMAIN_MESSAGE,
-    _QUALIFIED_NAME,
-    _QUALIFIED_NAME_MESSAGE,
     DAG_MESSAGE,
+    DNS1123_SUBDOMAIN_MESSAGE,
+    DNS1123_SUBDOMAIN_REGEX,
+    QUALIFIED_NAME_MESSAGE,
+    QUALIFIED_NAME_REGEX,
 )
 from jobgate.webhook.rules.families.volcano.plugins import DEFAULT_MPI_MASTER, PLUGINS
 from jobgate.webhook.rules.families.volcano.tasks import TIER_CONFLICT
 from jobgate.webhook.rules.names import LABEL_MAX_LENGTH
 
 CREATE_ONLY = "oldSelf.hasValue() || "
-QUALIFIED_NAME_PATTERN = f"^{_QUALIFIED_NAME}$"
-SUBDOMAIN_PATTERN = f"^{_DNS1123_SUBDOMAIN}$"
+QUALIFIED_NAME_PATTERN = f"^{QUALIFIED_NAME_REGEX}$"
+SUBDOMAIN_PATTERN = f"^{DNS1123_SUBDOMAIN_REGEX}$"
 SUBDOMAIN_MAX_LENGTH = 253
 _TOO_LONG_NAME = f"name part must be no more than {LABEL_MAX_LENGTH} characters"
 
@@ -85,7 +85,7 @@ def job_name_rule() -> Rule:
         unless = f"!{GENERATED}" if generated else GENERATED
         for rule, problem in (
             (f"size({CHECKED_NAME}) <= {LABEL_MAX_LENGTH}", _TOO_LONG_NAME),
-            (f"{CHECKED_NAME}.matches({cel_raw_string(QUALIFIED_NAME_PATTERN)})", _QUALIFIED_NAME_MESSAGE),
+            (f"{CHECKED_NAME}.matches({cel_raw_string(QUALIFIED_NAME_PATTERN)})", QUALIFIED_NAME_MESSAGE),
         ):
             placements.append(
                 Placement(
@@ -388,7 +388,7 @@ def priority_class_rule() -> Rule:
                     f"size(self.priorityClassName) <= {SUBDOMAIN_MAX_LENGTH}",
                     f"must be no more than {SUBDOMAIN_MAX_LENGTH} characters",
                 ),
-                (f"self.priorityClassName.matches({cel_raw_string(SUBDOMAIN_PATTERN)})", _DNS1123_SUBDOMAIN_MESSAGE),
+                (f"self.priorityClassName.matches({cel_raw_string(SUBDOMAIN_PATTERN)})", DNS1123_SUBDOMAIN_MESSAGE),
             )
         ),
         why="CREATE only",

@@ -18,7 +18,7 @@ from jobgate.webhook.cel.families.volcano.job import (
     SUBDOMAIN_PATTERN,
     create_only,
 )
-from jobgate.webhook.rules.families.volcano.job import _DNS1123_SUBDOMAIN_MESSAGE, CLAIM_CONFLICT
+from jobgate.webhook.rules.families.volcano.job import CLAIM_CONFLICT, DNS1123_SUBDOMAIN_MESSAGE
 
 VOLUMES = (*SPEC, "volumes")
 VOLUME = (*VOLUMES, LIST_ITEMS)
@@ -118,7 +118,7 @@ def volume_rules() -> list[Rule]:
                         f"size(self.volumeClaimName) <= {SUBDOMAIN_MAX_LENGTH}",
                         f"must be no more than {SUBDOMAIN_MAX_LENGTH} characters",
                     ),
-                    (f"self.volumeClaimName.matches({cel_raw_string(SUBDOMAIN_PATTERN)})", _DNS1123_SUBDOMAIN_MESSAGE),
+                    (f"self.volumeClaimName.matches({cel_raw_string(SUBDOMAIN_PATTERN)})", DNS1123_SUBDOMAIN_MESSAGE),
                 )
             ),
             why="not with a volumeClaim, whose claim's name the controller writes on UPDATE",

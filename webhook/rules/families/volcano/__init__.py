@@ -22,8 +22,6 @@ Volcano's webhook is larger than the other families' adapters, so its parts are 
 
 from __future__ import annotations
 
-from typing import Any
-
 from jobgate.webhook.api.constants import VOLCANO_GROUP, VOLCANO_VERSION
 from jobgate.webhook.rules.families.volcano.defaults import default_job
 from jobgate.webhook.rules.families.volcano.job import validate_job
@@ -32,6 +30,10 @@ from jobgate.webhook.rules.jsonpatch import NO_PATCH, PatchRecorder
 from jobgate.webhook.rules.modelref import ModelRef
 from jobgate.webhook.rules.podtemplate import Findings
 from jobgate.webhook.rules.registry import GroupVersionKind, register
+
+TYPE_CHECKING = False  # typing.TYPE_CHECKING, without importing typing at run time (start-up)
+if TYPE_CHECKING:
+    from typing import Any
 
 # Models are named, not imported: see webhook/rules/modelref.py.
 VOLCANO_JOB_SPEC_MODEL = ModelRef("jobgate.webhook.api.volcano:VolcanoJobSpec")

@@ -9,12 +9,16 @@ CREATE and on UPDATE as the apiserver does, so that both agree.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-from typing import Any
-
 from jobgate.webhook.rules.families.volcano.resources import typed_template_errors
-from jobgate.webhook.rules.fielderrors import FieldError, FieldPath, too_long, too_many
+from jobgate.webhook.rules.fielderrors import too_long, too_many
 from jobgate.webhook.rules.names import LABEL_MAX_LENGTH
+
+TYPE_CHECKING = False  # typing.TYPE_CHECKING, without importing typing at run time (start-up)
+if TYPE_CHECKING:
+    from collections.abc import Iterator
+    from typing import Any
+
+    from jobgate.webhook.rules.fielderrors import FieldError, FieldPath
 
 # The most list items. ``tasks``: each task's pod template carries the shared pod-template rules,
 # the dearest of which (a mount names a volume of the pod) may run 8 times within the apiserver's

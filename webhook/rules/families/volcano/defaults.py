@@ -8,11 +8,14 @@ absent); task ``minAvailable: 0`` is kept, as it is a pointer there.
 from __future__ import annotations
 
 import sys
-from typing import Any
 
 from jobgate.webhook.rules.jobmeta import as_int
 from jobgate.webhook.rules.jsonpatch import PatchRecorder
 from jobgate.webhook.rules.podtemplate import copied_dict
+
+TYPE_CHECKING = False  # typing.TYPE_CHECKING, without importing typing at run time (start-up)
+if TYPE_CHECKING:
+    from typing import Any
 
 DEFAULT_QUEUE = "default"
 DEFAULT_SCHEDULER = "volcano"

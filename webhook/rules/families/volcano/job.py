@@ -11,8 +11,6 @@ policies, plugins, resources and queue check in modules of their own.
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator
-from typing import Any
 
 from jobgate.webhook.rules.families.volcano.bounds import bound_errors
 from jobgate.webhook.rules.families.volcano.plugins import plugin_errors
@@ -26,12 +24,16 @@ from jobgate.webhook.rules.families.volcano.tasks import (
     partition_errors,
     task_name,
 )
-from jobgate.webhook.rules.families.volcano.update import update_errors
 from jobgate.webhook.rules.fielderrors import ErrorType, FieldError, FieldPath, invalid, required
 from jobgate.webhook.rules.jobmeta import as_int, check_spec_schema, job_name
 from jobgate.webhook.rules.modelref import ModelRef
-from jobgate.webhook.rules.names import dns1123_label_problems
+from jobgate.webhook.rules.names import dns1123_label_problems, matches_dns1123_subdomain, matches_qualified_name
 from jobgate.webhook.rules.podtemplate import Findings, check_pod_template, clip_warning
+
+TYPE_CHECKING = False  # typing.TYPE_CHECKING, without importing typing at run time (start-up)
+if TYPE_CHECKING:
+    from collections.abc import Iterator
+    from typing import Any
 
 DAG_MESSAGE = "job has dependencies between tasks, but doesn't form a directed acyclic graph(DAG)"
 CLAIM_CONFLICT = (
@@ -39,15 +41,17 @@ CLAIM_CONFLICT = (
     "If you want to create a new PVC, you do not need to specify VolumeClaimName"
 )
 
-# Patterns, not compiled ones: re compiles (and caches) each when first needed, not at start-up.
-_QUALIFIED_NAME = r"([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]"
-_QUALIFIED_NAME_MESSAGE = (
+# The names' patterns are names.QUALIFIED_NAME and names.DNS1123_SUBDOMAIN, matched without re.
+# The name rules as regular expressions: the CRD's patterns (webhook/cel); the webhook checks names
+# by string operations, compiling nothing at start-up.
+QUALIFIED_NAME_REGEX = r"([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]"
+DNS1123_SUBDOMAIN_REGEX = r"[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*"
+QUALIFIED_NAME_MESSAGE = (
     "name part must consist of alphanumeric characters, '-', '_' or '.', and must start and end with an "
     "alphanumeric character (e.g. 'MyName',  or 'my.name',  or '123-abc', regex used for validation is "
     "'([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]')"
 )
-_DNS1123_SUBDOMAIN = r"[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*"
-_DNS1123_SUBDOMAIN_MESSAGE = (
+DNS1123_SUBDOMAIN_MESSAGE = (
     "a lowercase RFC 1123 subdomain must consist of lower case alphanumeric characters, '-' or '.', and must "
     "start and end with an alphanumeric character (e.g. 'example.com', regex used for validation is "
     "'[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*')"
@@ -65,8 +69,8 @@ def qualified_name_problems(value: str) -> list[str]:
     problems = []
     if len(value) > 63:
         problems.append("name part must be no more than 63 characters")
-    if not re.fullmatch(_QUALIFIED_NAME, value):
-        problems.append(_QUALIFIED_NAME_MESSAGE)
+    if not matches_qualified_name(value):
+        problems.append(QUALIFIED_NAME_MESSAGE)
     return problems
 
 
@@ -74,8 +78,8 @@ def dns1123_subdomain_problems(value: str) -> list[str]:
     problems = []
     if len(value) > 253:
         problems.append("must be no more than 253 characters")
-    if not re.fullmatch(_DNS1123_SUBDOMAIN, value):
-        problems.append(_DNS1123_SUBDOMAIN_MESSAGE)
+    if not matches_dns1123_subdomain(value):
+        problems.append(DNS1123_SUBDOMAIN_MESSAGE)
     return problems
 
 
@@ -92,6 +96,10 @@ def validate_job(
     if spec is not None:
         found.errors.extend(bound_errors(spec))
     if old is not None:
+        # Imported on the first UPDATE: jobgate validate checks creations only, and a one-file
+        # check pays for every module it imports.
+        from jobgate.webhook.rules.families.volcano.update import update_errors
+
         found.errors.extend(update_errors(obj, old, spec))
         return found
     found.errors.extend(_create_errors(obj, spec, found))

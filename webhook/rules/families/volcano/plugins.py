@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-from typing import Any
-
 from jobgate.webhook.rules.families.volcano.tasks import task_name
 from jobgate.webhook.rules.fielderrors import FieldError, Key, invalid
+
+TYPE_CHECKING = False  # typing.TYPE_CHECKING, without importing typing at run time (start-up)
+if TYPE_CHECKING:
+    from collections.abc import Iterator
+    from typing import Any
 
 PLUGINS: tuple[str, ...] = ("ssh", "env", "svc", "tensorflow", "mpi", "pytorch", "hcclrank", "ray")
 DEFAULT_MPI_MASTER = "master"

@@ -2,14 +2,15 @@
 
 from __future__ import annotations
 
-import json
-from collections.abc import Iterator
-from typing import Any
-
 from jobgate.webhook.rules.families.volcano.tasks import job_tasks
 from jobgate.webhook.rules.fielderrors import ErrorType, FieldError, FieldPath, forbidden, invalid, required
 from jobgate.webhook.rules.jobmeta import as_int
 from jobgate.webhook.rules.podtemplate import clip_warning
+
+TYPE_CHECKING = False  # typing.TYPE_CHECKING, without importing typing at run time (start-up)
+if TYPE_CHECKING:
+    from collections.abc import Iterator
+    from typing import Any
 
 # Events and actions a user may write (volcano-sh/apis bus/v1alpha1, as the webhook filters them).
 USER_EVENTS: tuple[str, ...] = (
@@ -103,6 +104,8 @@ def policy_warnings(spec: dict[str, Any]) -> list[str]:
             if isinstance(policy, dict) and policy.get("exitCode") is not None:
                 action = policy.get("action")
                 if action not in USER_ACTIONS:
+                    import json  # only this warning needs it: not imported at start-up
+
                     what = f"action {json.dumps(action)}" if action not in (None, "") else "no action"
                     warnings.append(clip_warning(f"{where}[{index}]: exit-code policy with {what}: Volcano runs none"))
     return warnings

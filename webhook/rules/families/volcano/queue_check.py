@@ -6,9 +6,12 @@ watch-backed cache, or ``jobgate validate --queues``); without one the check is 
 
 from __future__ import annotations
 
-from typing import Any, Protocol
-
 from jobgate.webhook.rules.fielderrors import ErrorType, FieldError, FieldPath, invalid
+from jobgate.webhook.rules.registry import Protocol  # typing's for type checkers, not imported at run time
+
+TYPE_CHECKING = False  # typing.TYPE_CHECKING, without importing typing at run time (start-up)
+if TYPE_CHECKING:
+    from typing import Any
 
 
 class QueueInfo:

@@ -6,13 +6,15 @@ containers' (the apiserver's pod validation, which Volcano's webhook runs on eac
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-from typing import Any
-
 from jobgate.webhook.rules.families.volcano.tasks import LEGACY
 from jobgate.webhook.rules.fielderrors import FieldError, FieldPath, Key, invalid
 from jobgate.webhook.rules.quantity import parse_quantity
 from jobgate.webhook.rules.schema import type_error
+
+TYPE_CHECKING = False  # typing.TYPE_CHECKING, without importing typing at run time (start-up)
+if TYPE_CHECKING:
+    from collections.abc import Iterator
+    from typing import Any
 
 
 def numa_errors(task: dict[str, Any], index: int, path: FieldPath) -> Iterator[FieldError]:

@@ -8,11 +8,13 @@ topologies on both operations (``util.go``); the other rules are in ``job`` (CRE
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-from typing import Any
-
 from jobgate.webhook.rules.fielderrors import FieldError, FieldPath, forbidden, invalid
 from jobgate.webhook.rules.jobmeta import as_int
+
+TYPE_CHECKING = False  # typing.TYPE_CHECKING, without importing typing at run time (start-up)
+if TYPE_CHECKING:
+    from collections.abc import Iterator
+    from typing import Any
 
 TIER_CONFLICT = "must not specify 'highestTierAllowed' and 'highestTierName' in networkTopology simultaneously"
 # Older Volcano releases worded several messages differently; their users' scripts may grep for the old

@@ -7,9 +7,6 @@ topologies still hold. Every changed field is reported, not only the first.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-from typing import Any
-
 from jobgate.webhook.rules.families.volcano.tasks import (
     job_tasks,
     network_topology_errors,
@@ -18,6 +15,11 @@ from jobgate.webhook.rules.families.volcano.tasks import (
 )
 from jobgate.webhook.rules.fielderrors import FieldError, FieldPath, forbidden, invalid
 from jobgate.webhook.rules.jobmeta import as_int, job_name
+
+TYPE_CHECKING = False  # typing.TYPE_CHECKING, without importing typing at run time (start-up)
+if TYPE_CHECKING:
+    from collections.abc import Iterator
+    from typing import Any
 
 UPDATE_FORBIDDEN = (
     "job updates may not change fields other than `minAvailable`, `tasks[*].replicas under spec` and "
