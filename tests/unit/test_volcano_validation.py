@@ -463,15 +463,15 @@ def test_pod_level_resources_against_the_containers():
 
 
 def test_lists_and_strings_beyond_the_crds_bounds():
-    many = vcjob(*(vc_task(f"t{i}", 1) for i in range(9)))
-    assert errors_of(many) == ["spec.tasks: Too many: 9: must have at most 8 items"]
+    many = vcjob(*(vc_task(f"t{i}", 1) for i in range(31)))
+    assert errors_of(many) == ["spec.tasks: Too many: 31: must have at most 30 items"]
     long_argument = vcjob(vc_task("w", 1), plugins={"env": ["x" * 1025]})
     assert errors_of(long_argument) == ["spec.plugins.env[0]: Too long: may not be more than 1024 bytes"]
     obj = vcjob(vc_task("w", 1, dependsOn={"name": ["m"] * 17}), vc_task("m", 1))
     assert "spec.tasks[0].dependsOn.name: Too many: 17: must have at most 16 items" in errors_of(obj)
     policy = vcjob(vc_task("w", 1), policies=[{"exitCode": 3, "action": "x" * 129}])
     assert errors_of(policy) == ["spec.policies[0].action: Too long: may not be more than 128 bytes"]
-    within = vcjob(*(vc_task(f"t{i}", 1) for i in range(8)), plugins={"env": ["x" * 1024]})
+    within = vcjob(*(vc_task(f"t{i}", 1) for i in range(30)), plugins={"env": ["x" * 1024]})
     assert errors_of(within) == []
 
 

@@ -258,10 +258,11 @@ def pod_template_rules(site: TemplateSite) -> list[Rule]:
             Rule(
                 f"pod-template/{key}/mounted-volumes",
                 f"{key}: every volume mount names a volume of the pod",
-                Where.CRD_RULE,
+                Where.POLICY,
                 (Produces(f"{each}.volumeMounts[*].name", "NOT_FOUND", apiserver_drops=4),),
                 (Placement(spec, validation=_mounted_volumes(key)),),
-                why=f"reported at the pod's {key} (a rule on a list cannot name the item)",
+                why="a ValidatingAdmissionPolicy: containers x mounts x volumes comparisons, the dearest rule of a "
+                f"pod template, would bound the number of templates a CRD rule allows; reported at the pod's {key}",
             ),
             Rule(
                 f"pod-template/{key}/env",

@@ -40,9 +40,9 @@ FINISH_RULE_KEYS = ("successRules", "failureRules")
 # The controller creates every pod with restartPolicy Never and restarts replicas itself.
 CONTROLLER_POD_RESTART_POLICY = "Never"
 # The longest lists of replica specs and of service ports. T9k sets none, but the CRD's CEL rules
-# (webhook/cel/families/t9k.py) need bounds for the apiserver's cost estimate: every pod-template
-# rule counts once per replica spec, and the apiserver allows no more than 8 of its costliest (a
-# mount of a declared volume). No real job comes near these, and a longer list is refused here as
+# (webhook/cel/families/t9k.py) need bounds for the apiserver's cost estimate: the finish rules'
+# check of the replica types they name grows with the square of the replica specs (16 would cost
+# twice the per-rule limit). No real job comes near these, and a longer list is refused here as
 # the apiserver does, so that both agree. The finish rules' bound is MAX_WRITTEN_RULE_REPLICAS
 # (below): the most the defaults write.
 MAX_REPLICA_SPECS = 8

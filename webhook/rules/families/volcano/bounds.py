@@ -21,10 +21,10 @@ if TYPE_CHECKING:
     from jobgate.webhook.rules.fielderrors import FieldError, FieldPath
 
 # The most list items. ``tasks``: each task's pod template carries the shared pod-template rules,
-# the dearest of which (a mount names a volume of the pod) may run 8 times within the apiserver's
+# the dearest of which (an UPDATE comparing every task with the stored one) may run 30 times within the apiserver's
 # per-rule cost limit.
 VOLCANO_BOUNDS = {
-    "tasks": 8,
+    "tasks": 30,
     "policies": 32,  # a job's, or a task's
     "events": 16,  # of one policy (there are 11 events)
     "volumes": 32,
