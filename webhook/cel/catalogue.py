@@ -94,6 +94,22 @@ class PolicyValidation:
     message: str
 
 
+def unique_field(field: str = "name", *, empty_counts: bool = True) -> Validation:
+    """On a list of objects (``self``): no two items with the same ``field``; an item without it (or,
+    unless ``empty_counts``, with it empty) counts for nothing. Reported at the list, the message
+    naming the first value used twice.
+
+    CEL's cost estimator knows the size of a string taken from a list made by map(), not from one
+    made by filter(): a message quotes a value as list.map(x, x.field).filter(...)[0], never as
+    list.filter(...)[0].field (which the estimator counts as unbounded, refusing the CRD)."""
+    unset = f"!has(a.{field})" if empty_counts else f"!has(a.{field}) || a.{field} == ''"
+    return Validation(
+        rule=f"self.all(a, {unset} || self.exists_one(b, has(b.{field}) && b.{field} == a.{field}))",
+        message_expression=f"'Duplicate value: \"' + self.map(a, has(a.{field}) ? a.{field} : '').filter(n, n != '' && "
+        f"self.filter(b, has(b.{field}) && b.{field} == n).size() > 1)[0] + '\"'",
+    )
+
+
 def policy_message(at: Location, validation: Validation) -> str:
     """A CRD-style validation (``self`` the value at ``at``) carried by a ValidatingAdmissionPolicy
     instead: CEL of '<field>: <message>' for the first value that breaks it. For rules whose reads

@@ -32,6 +32,7 @@ from jobgate.webhook.cel.catalogue import (
     Where,
     cel_string,
     first_message,
+    unique_field,
 )
 from jobgate.webhook.rules.names import (
     DNS1123_LABEL_MESSAGE,
@@ -233,11 +234,7 @@ def pod_template_rules(site: TemplateSite) -> list[Rule]:
                 (
                     Placement(
                         (*item, "ports"),
-                        validation=Validation(
-                            rule="self.all(p, !has(p.name) || p.name == '' || "
-                            "self.exists_one(q, has(q.name) && q.name == p.name))",
-                            message_expression=_first_duplicate("p", "q"),
-                        ),
+                        validation=unique_field("name", empty_counts=False),
                     ),
                 ),
                 why="reported at the container's ports (a rule on a list cannot name the item)",
@@ -333,10 +330,7 @@ def pod_template_rules(site: TemplateSite) -> list[Rule]:
             (
                 Placement(
                     (*spec, "volumes"),
-                    validation=Validation(
-                        rule="self.all(v, !has(v.name) || self.exists_one(w, has(w.name) && w.name == v.name))",
-                        message_expression=_first_duplicate("v", "w"),
-                    ),
+                    validation=unique_field("name"),
                 ),
             ),
             why="reported at the list (a rule on a list cannot name the item)",
@@ -352,19 +346,6 @@ def pod_template_rules(site: TemplateSite) -> list[Rule]:
     if site.required_container is not None:
         rules.append(_required_container_rule(site, spec, path))
     return rules
-
-
-# CEL's cost estimator knows the size of a string taken from a list made by map(), not from one
-# made by filter(): a message quotes a value as list.map(x, x.field).filter(...)[0], never as
-# list.filter(...)[0].field (which the estimator counts as unbounded, refusing the CRD).
-
-
-def _first_duplicate(item: str, other: str) -> str:
-    """CEL of 'Duplicate value: "<the first name used twice>"' for a list of named objects."""
-    return (
-        f"'Duplicate value: \"' + self.map({item}, has({item}.name) ? {item}.name : '').filter(n, n != '' && "
-        f"self.filter({other}, has({other}.name) && {other}.name == n).size() > 1)[0] + '\"'"
-    )
 
 
 def _mounted_volumes(key: str) -> Validation:

@@ -27,6 +27,7 @@ from jobgate.webhook.cel.catalogue import (
     Where,
     cel_list,
     cel_string,
+    unique_field,
 )
 from jobgate.webhook.cel.jobmeta import NAME, derived_names_rule
 from jobgate.webhook.cel.podtemplate import DNS1123_LABEL_PATTERN, TemplateSite, pod_template_rules
@@ -188,13 +189,6 @@ def _name_is_label() -> Rule:
     )
 
 
-def _first_duplicate(item: str, other: str) -> str:
-    return (
-        f"'Duplicate value: \"' + self.map({item}, has({item}.name) ? {item}.name : '').filter(n, n != '' && "
-        f"self.filter({other}, has({other}.name) && {other}.name == n).size() > 1)[0] + '\"'"
-    )
-
-
 def _names_unique() -> Rule:
     return Rule(
         "dijob/task-names-unique",
@@ -204,11 +198,7 @@ def _names_unique() -> Rule:
         (
             Placement(
                 TASKS,
-                validation=Validation(
-                    rule="self.all(t, !has(t.name) || t.name == '' || "
-                    "self.exists_one(q, has(q.name) && q.name == t.name))",
-                    message_expression=_first_duplicate("t", "q"),
-                ),
+                validation=unique_field("name", empty_counts=False),
             ),
         ),
         why="reported at the tasks (a rule on a list cannot name the item)",
@@ -256,10 +246,7 @@ def _shared_volume_names_unique() -> Rule:
         (
             Placement(
                 SHARED,
-                validation=Validation(
-                    rule="self.all(v, !has(v.name) || self.exists_one(w, has(w.name) && w.name == v.name))",
-                    message_expression=_first_duplicate("v", "w"),
-                ),
+                validation=unique_field("name"),
             ),
             Placement(
                 ("spec",),

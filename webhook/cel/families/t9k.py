@@ -24,6 +24,7 @@ from jobgate.webhook.cel.catalogue import (
     Validation,
     Where,
     cel_string,
+    unique_field,
 )
 from jobgate.webhook.cel.jobmeta import NAME, derived_names_rule
 from jobgate.webhook.cel.podtemplate import TemplateSite, pod_template_rules
@@ -125,14 +126,6 @@ def _bounds() -> Rule:
     )
 
 
-def _first_duplicate(item: str, other: str, field: str) -> str:
-    """CEL of 'Duplicate value: "<the first value of field used twice>"' for a list (self)."""
-    return (
-        f"'Duplicate value: \"' + self.map({item}, has({item}.{field}) ? {item}.{field} : '').filter(n, n != '' && "
-        f"self.filter({other}, has({other}.{field}) && {other}.{field} == n).size() > 1)[0] + '\"'"
-    )
-
-
 def _replica_type_rules() -> list[Rule]:
     return [
         Rule(
@@ -167,11 +160,7 @@ def _replica_type_rules() -> list[Rule]:
             (
                 Placement(
                     SPECS,
-                    validation=Validation(
-                        rule="self.all(r, !has(r.type) || r.type == '' || "
-                        "self.exists_one(q, has(q.type) && q.type == r.type))",
-                        message_expression=_first_duplicate("r", "q", "type"),
-                    ),
+                    validation=unique_field("type", empty_counts=False),
                 ),
             ),
             why="reported at the list (a rule on a list cannot name the item)",
@@ -397,11 +386,7 @@ def _service_port_rules() -> list[Rule]:
             (
                 Placement(
                     PORTS,
-                    validation=Validation(
-                        rule="self.all(p, !has(p.name) || p.name == '' || "
-                        "self.exists_one(q, has(q.name) && q.name == p.name))",
-                        message_expression=_first_duplicate("p", "q", "name"),
-                    ),
+                    validation=unique_field("name", empty_counts=False),
                 ),
             ),
             why="reported at the list (a rule on a list cannot name the item)",
