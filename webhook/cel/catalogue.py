@@ -92,6 +92,8 @@ class PolicyValidation:
     and it reports the first violation only."""
 
     message: str
+    # (name, CEL) the message reads as variables.<name>: evaluated once per request, not per item.
+    variables: tuple[tuple[str, str], ...] = ()
 
 
 def unique_field(field: str = "name", *, empty_counts: bool = True) -> Validation:

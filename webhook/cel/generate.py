@@ -15,6 +15,7 @@ from jobgate.webhook.cel.catalogue import (
     Default,
     Location,
     Placement,
+    PolicyValidation,
     Rule,
     Where,
     policy_message,
@@ -181,23 +182,31 @@ def _match(kind: JobKind) -> dict[str, Any]:
 def validating_policy(kind: JobKind, labels: dict[str, str]) -> list[dict[str, Any]]:
     """The kind's rules that no CRD rule can carry, as a ValidatingAdmissionPolicy
     (admissionregistration.k8s.io/v1, Kubernetes 1.30+) and its binding; [] when there is none."""
-    messages = [
-        message
+    checks = [
+        check
         for rule in family_rules(kind) or ()
         if rule.where is Where.POLICY
-        for message in [
-            *(check.message for check in rule.policy),
-            *(policy_message(p.at, p.validation) for p in rule.placements if p.validation is not None),
+        for check in [
+            *rule.policy,
+            *(
+                PolicyValidation(policy_message(p.at, p.validation))
+                for p in rule.placements
+                if p.validation is not None
+            ),
         ]
     ]
-    validations = [{"expression": f"{m} == ''", "messageExpression": m, "reason": "Invalid"} for m in messages]
+    validations = [
+        {"expression": f"{c.message} == ''", "messageExpression": c.message, "reason": "Invalid"} for c in checks
+    ]
     if not validations:
         return []
+    variables = {name: expression for c in checks for name, expression in c.variables}
     spec = {
         "matchConstraints": _match(kind),
         # A job the policy cannot evaluate (a field of the wrong type) is refused by the CRD's
         # schema before the policy runs; an evaluation error otherwise refuses the job.
         "failurePolicy": "Fail",
+        **({"variables": [{"name": n, "expression": e} for n, e in sorted(variables.items())]} if variables else {}),
         "validations": validations,
     }
     return _policy_and_binding(kind, "ValidatingAdmissionPolicy", spec, {"validationActions": ["Deny"]}, labels)

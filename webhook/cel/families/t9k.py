@@ -19,11 +19,13 @@ from jobgate.webhook.cel.catalogue import (
     LIST_ITEMS,
     Default,
     Placement,
+    PolicyValidation,
     Produces,
     Rule,
     Validation,
     Where,
     cel_string,
+    first_message,
     unique_field,
 )
 from jobgate.webhook.cel.jobmeta import NAME, derived_names_rule
@@ -253,18 +255,48 @@ def _finish_rule_rules() -> list[Rule]:
         Rule(
             "genericjob/finish-rule-indices",
             "a finish rule's indices are replicas of the type (0 to replicas - 1)",
-            Where.WEBHOOK,
+            Where.POLICY,
             tuple(
                 Produces(f"{p}[*][*][*]", "INVALID", "^(must be below replicas|replica type .* has 0 replicas)")
                 for p in paths
             ),
-            why="no bound admits the rules the defaults write and keeps the check within the apiserver's cost "
-            f"limit: up to {t9k.MAX_WRITTEN_RULE_REPLICAS} rules (one per replica) or lists of as many indices "
-            "(every replica of a type), each index compared with its type's replicas; a CRD rule is costed for "
-            "the largest of each at once (rules × types × indices): about 1.6 billion, 160 times the limit of a "
-            "rule (10 million)",
+            policy=tuple(
+                PolicyValidation(first_message(("spec", key, LIST_ITEMS), _bad_index), variables=_REPLICA_COUNTS)
+                for key in FINISH_RULES
+            ),
+            why=f"a ValidatingAdmissionPolicy: up to {t9k.MAX_WRITTEN_RULE_REPLICAS} rules (one per replica, as the "
+            "defaults write them) or lists of as many indices, each compared with its type's replicas: a CRD rule "
+            "is costed for the largest of each at once, about 160 times the limit of a rule",
         ),
     ]
+
+
+# Each replica type and its count, computed once per request (10,000 default rules read them).
+_REPLICA_COUNTS = (
+    (
+        "replicaTypes",
+        "has(object.spec.replicaSpecs) ? object.spec.replicaSpecs.map(r, has(r.type) ? r.type : '') : []",
+    ),
+    (
+        "replicaCounts",
+        "has(object.spec.replicaSpecs) ? object.spec.replicaSpecs.map(r, has(r.replicas) ? r.replicas : 1) : []",
+    ),
+)
+
+
+def _bad_index(rule: str, path: str) -> str:
+    """CEL of the webhook's line for the first index of a finish rule that is no replica of its type,
+    '' when none (a policy has no static cost limit, and sees the replica specs from the object)."""
+    replicas = "variables.replicaCounts[variables.replicaTypes.indexOf(t)]"
+    detail = (
+        f"({replicas} > 0 ? 'must be below replicas (' + string({replicas}) + ') of type ' + t + ': 0 to ' + "
+        f"string({replicas} - 1) : 'replica type ' + t + ' has 0 replicas')"
+    )
+    line = (
+        f"{path} + '[' + t + '][' + string({rule}[t].indexOf(i)) + ']: Invalid value: ' + string(i) + ': ' + {detail}"
+    )
+    per_type = f"(({rule}[t].map(i, i < 0 || i >= {replicas} ? {line} : '').filter(m, m != '') + [''])[0])"
+    return f"(({rule}.map(t, t in variables.replicaTypes ? {per_type} : '').filter(m, m != '') + [''])[0])"
 
 
 def _run_mode_rules() -> list[Rule]:
