@@ -49,7 +49,10 @@ def test_the_wheel_holds_one_top_level_name(wheel: Path):
     with zipfile.ZipFile(wheel) as archive:
         roots = {name.split("/")[0] for name in archive.namelist()}
         (dist_info,) = (r for r in roots if r.endswith(".dist-info"))
-        assert roots == {"jobgate", dist_info}
+        data = dist_info.replace(".dist-info", ".data")
+        assert roots == {"jobgate", dist_info, data}
+        # The command: one script, installed into the environment's bin (not site-packages).
+        assert [n for n in archive.namelist() if n.startswith(f"{data}/")] == [f"{data}/scripts/jobgate"]
         assert archive.read(f"{dist_info}/top_level.txt").decode().split() == ["jobgate"]
         names = set(archive.namelist())
     # The three parts kept at the repository's root are inside the package; the test harness,
