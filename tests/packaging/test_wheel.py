@@ -134,3 +134,32 @@ def test_the_installed_environment_has_no_bare_webhook_controller_or_certs(insta
     result = subprocess.run(command, cwd=tmp_path, capture_output=True, text=True, check=False)
     assert result.returncode == 0, result.stderr
     assert result.stdout.strip() == "[]"
+
+
+def test_the_installed_command_serves_the_webhook(installed: Path, tmp_path: Path):
+    """The webhook starts its large-review workers with multiprocessing's spawn, which imports the
+    command's script as the main module: unguarded, each worker ran the command again."""
+    import signal
+    import time
+
+    from jobgate.certs.authority import init_directory
+
+    tls = tmp_path / "tls"
+    init_directory(tls, ["localhost"], ["127.0.0.1"])
+    log = tmp_path / "webhook.log"
+    with log.open("wb") as sink:
+        process = subprocess.Popen(
+            [installed / "jobgate", "webhook", f"--tls-dir={tls}", "--host=127.0.0.1", "--port=0"],
+            cwd=tmp_path,
+            stdout=sink,
+            stderr=subprocess.STDOUT,
+        )
+        try:
+            deadline = time.monotonic() + 60
+            while "serving /mutate and /validate" not in log.read_text() and time.monotonic() < deadline:
+                assert process.poll() is None, log.read_text()
+                time.sleep(0.2)
+            assert "serving /mutate and /validate" in log.read_text(), log.read_text()
+        finally:
+            process.send_signal(signal.SIGTERM)
+            process.wait(timeout=30)
