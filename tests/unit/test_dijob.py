@@ -236,3 +236,14 @@ def test_a_template_restart_policy_is_said_to_be_replaced_by_never():
     verdict = review(dijob(learner))
     assert verdict.errors == []
     assert verdict.warnings == ["restartPolicy Never overrides the pod template's restartPolicy OnFailure (tasks[0])"]
+
+
+def test_shared_volumes_are_checked_when_no_task_carries_them():
+    """Without a pod spec in any task, ``spec.volumes`` reach no pod's volume list; still checked."""
+    obj = dijob({"type": "learner", "template": {"metadata": {}}}, volumes=[{"emptyDir": {}}, {"name": "Data"}])
+    errors = errors_of(obj)
+    assert "spec.volumes[0].name: Required value" in errors
+    assert any(e.startswith('spec.volumes[1].name: Invalid value: "Data": a lowercase RFC 1123 label') for e in errors)
+    # Carried by a task, they are reported once, at spec.volumes as well.
+    carried = errors_of(dijob(task("learner"), task(name="server"), volumes=[{"emptyDir": {}}]))
+    assert carried.count("spec.volumes[0].name: Required value") == 1

@@ -86,6 +86,19 @@ def test_generate_name_is_checked_with_room_for_the_suffix():
     assert error.startswith("metadata.generateName: Invalid value:")
 
 
+def test_generate_name_beside_a_name_is_a_subdomain_prefix_on_create():
+    """The apiserver checks every object's generateName on CREATE, even when a name is given."""
+    obj = tfjob()
+    obj["metadata"]["generateName"] = "Mnist-"
+    (error,) = errors_of(obj)
+    assert error.startswith('metadata.generateName: Invalid value: "Mnist-": a lowercase RFC 1123 subdomain ')
+    obj["metadata"]["generateName"] = "mnist-"  # a trailing dash is allowed: the suffix follows it
+    assert errors_of(obj) == []
+    stored = tfjob()
+    obj["metadata"]["generateName"] = "Mnist-"
+    assert errors_of(obj, stored) == []  # not on UPDATE
+
+
 def test_name_is_required():
     obj = tfjob()
     obj["metadata"] = {"namespace": "default"}

@@ -79,6 +79,12 @@ def test_job_name_must_be_a_qualified_name():
     assert f"create job with name {'j' * 64} validate failed [name part must be no more than 63 characters" in error
 
 
+def test_job_name_is_also_a_dns_subdomain():
+    """Volcano's qualified names allow capitals; the apiserver's check of every custom object does not."""
+    (error,) = errors_of(vcjob(vc_task("w", 1), name="Job"))
+    assert error.startswith('metadata.name: Invalid value: "Job": a lowercase RFC 1123 subdomain ')
+
+
 def test_negative_values_with_volcano_legacy_words():
     obj = vcjob(vc_task("w", -1), maxRetry=-1, ttlSecondsAfterFinished=-1)
     obj["spec"]["tasks"][0]["minAvailable"] = -2

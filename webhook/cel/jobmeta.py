@@ -7,11 +7,20 @@ from __future__ import annotations
 import re
 
 from jobgate.webhook.cel.catalogue import Placement, Produces, Rule, Validation, Where, cel_raw_string
-from jobgate.webhook.rules.names import DNS1035_LABEL_MESSAGE, LABEL_MAX_LENGTH, max_length_message
+from jobgate.webhook.rules.names import (
+    DNS1035_LABEL_MESSAGE,
+    DNS1123_SUBDOMAIN_MESSAGE,
+    LABEL_MAX_LENGTH,
+    SUBDOMAIN_MAX_LENGTH,
+    max_length_message,
+)
 
 DNS1035_LABEL_PATTERN = "^[a-z]([-a-z0-9]*[a-z0-9])?$"
 # generateName gets five characters appended by the apiserver (rules/jobmeta.py).
 GENERATED_SUFFIX_LENGTH = 5
+
+# What the apiserver says of a name that is no DNS-1123 subdomain (names.dns1123_subdomain_problems).
+SUBDOMAIN_PROBLEM = f"^({re.escape(DNS1123_SUBDOMAIN_MESSAGE)}|{re.escape(max_length_message(SUBDOMAIN_MAX_LENGTH))})$"
 
 NAME = "self.metadata.name"
 PREFIX = "self.metadata.generateName"
@@ -125,4 +134,14 @@ def schema_rules() -> list[Rule]:
         ),
         Rule("schema/required", "required fields are present", Where.SCHEMA, (Produces("**", "REQUIRED", "^$"),)),
         Rule("schema/lengths", "strings within their maximum length", Where.SCHEMA, (Produces("**", "TOO_LONG"),)),
+        Rule(
+            "schema/object-names",
+            "the name is a DNS-1123 subdomain and generateName one once its trailing dash is masked",
+            Where.SCHEMA,
+            (
+                Produces("metadata.name", "INVALID", SUBDOMAIN_PROBLEM),
+                Produces("metadata.generateName", "INVALID", SUBDOMAIN_PROBLEM),
+            ),
+            why="the apiserver's own check of every object's metadata",
+        ),
     ]

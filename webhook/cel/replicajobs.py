@@ -81,11 +81,13 @@ def _types_rule(kind: ReplicaJobKind) -> Rule:
     lowered = {role.casefold(): role for role in roles}
     field = kind.replicas_field
     if kind.normalise_types:
-        # ``worker`` is renamed Worker by the defaults when no Worker is there; beside a Worker it is a duplicate.
+        # ``worker`` is renamed Worker by the defaults when no Worker is there; beside a Worker it is a
+        # duplicate, and so is the second of two (``worker`` and ``WORKER``: the first one is renamed).
         unsupported = f"!(k.lowerAscii() in {cel_list(lowered)})"
         canonical = "{" + ", ".join(f"{cel_string(k)}: {cel_string(v)}" for k, v in lowered.items()) + "}"
         duplicate = (
-            f"!(k in {cel_list(roles)}) && k.lowerAscii() in {cel_list(lowered)} && {canonical}[k.lowerAscii()] in self"
+            f"!(k in {cel_list(roles)}) && k.lowerAscii() in {cel_list(lowered)} && "
+            f"({canonical}[k.lowerAscii()] in self || self.exists(j, j != k && j.lowerAscii() == k.lowerAscii()))"
         )
     else:
         unsupported = f"!(k in {cel_list(roles)})"

@@ -10,7 +10,7 @@ gets the same verdict as one with it.
 from __future__ import annotations
 
 from jobgate.webhook.rules.fielderrors import FieldError, invalid_status
-from jobgate.webhook.rules.jobmeta import job_name
+from jobgate.webhook.rules.jobmeta import generate_name_errors, job_name
 from jobgate.webhook.rules.jsonpatch import NO_PATCH, Patch, PatchRecorder
 from jobgate.webhook.rules.registry import GroupVersionKind, JobKind, lookup, served_kinds
 from jobgate.webhook.rules.schema import schema_checker
@@ -75,6 +75,8 @@ def review_job(
     defaulted = kind.default(obj, recorder, previous=old)
     old_defaulted = kind.default(old) if isinstance(old, dict) else None
     found = kind.validate(defaulted, old_defaulted)
+    if old is None:
+        found.errors.extend(generate_name_errors(defaulted.get("metadata")))
     return Verdict(
         kind=kind,
         defaulted=defaulted,

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from jobgate.webhook.rules.fielderrors import FieldError, FieldPath, invalid, required
-from jobgate.webhook.rules.names import LABEL_MAX_LENGTH, dns1035_label_problems
+from jobgate.webhook.rules.names import LABEL_MAX_LENGTH, dns1035_label_problems, dns1123_subdomain_problems
 from jobgate.webhook.rules.podtemplate import Findings
 from jobgate.webhook.rules.schema import schema_checker
 
@@ -29,6 +29,20 @@ def job_name(obj: dict[str, Any]) -> str:
         return name
     prefix = metadata.get("generateName")
     return prefix if isinstance(prefix, str) else ""
+
+
+def generate_name_errors(metadata: Any) -> list[FieldError]:
+    """generateName beside a name: the apiserver checks it still on CREATE (every object's metadata),
+    as a DNS-1123 subdomain once a trailing dash is masked. Without a name the job's own, stricter
+    name rules check the generated name instead."""
+    if not isinstance(metadata, dict) or not metadata.get("name"):
+        return []
+    prefix = metadata.get("generateName")
+    if not isinstance(prefix, str) or not prefix:
+        return []
+    # apimachinery's maskTrailingDash, its quirk included: the last two characters become one "a".
+    masked = prefix[:-2] + "a" if len(prefix) > 1 and prefix.endswith("-") else prefix
+    return [invalid(("metadata", "generateName"), prefix, problem) for problem in dns1123_subdomain_problems(masked)]
 
 
 def pod_name(job: str, replica_type: str, index: int) -> str:

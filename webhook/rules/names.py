@@ -16,6 +16,12 @@ DNS1123_SUBDOMAIN = r"[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9
 
 LABEL_MAX_LENGTH = 63
 PORT_NAME_MAX_LENGTH = 15
+SUBDOMAIN_MAX_LENGTH = 253
+DNS1123_SUBDOMAIN_MESSAGE = (
+    "a lowercase RFC 1123 subdomain must consist of lower case alphanumeric characters, '-' or '.', and must "
+    "start and end with an alphanumeric character (e.g. 'example.com', regex used for validation is "
+    f"'{DNS1123_SUBDOMAIN}')"
+)
 
 DNS1123_LABEL_MESSAGE = (
     "a lowercase RFC 1123 label must consist of lower case alphanumeric characters or '-', and must start "
@@ -125,6 +131,15 @@ def is_env_var_name(value: str) -> bool:
     if len(value) <= _KNOWN_ENV_VAR_NAME_MAX_LENGTH and len(_known_env_var_names) < _KNOWN_NAMES_MAX:
         _known_env_var_names.add(value)
     return True
+
+
+def dns1123_subdomain_problems(value: str) -> list[str]:
+    problems = []
+    if len(value) > SUBDOMAIN_MAX_LENGTH:
+        problems.append(max_length_message(SUBDOMAIN_MAX_LENGTH))
+    if not matches_dns1123_subdomain(value):
+        problems.append(DNS1123_SUBDOMAIN_MESSAGE)
+    return problems
 
 
 def max_length_message(limit: int) -> str:

@@ -296,6 +296,13 @@ def check_pod_template(
     return found
 
 
+def volume_errors(volumes: Any, path: FieldPath) -> list[FieldError]:
+    """A list of pod volumes on its own: objects, each with a name that is a DNS-1123 label, unique."""
+    errors: list[FieldError] = []
+    _check_volumes(volumes, path, errors)
+    return errors
+
+
 def _check_volumes(volumes: Any, path: FieldPath, errors: list[FieldError]) -> set[str]:
     names: set[str] = set()
     if volumes is None:

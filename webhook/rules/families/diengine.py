@@ -15,7 +15,7 @@ from jobgate.webhook.rules.jobmeta import as_int, check_job_name, check_spec_sch
 from jobgate.webhook.rules.jsonpatch import NO_PATCH, PatchRecorder
 from jobgate.webhook.rules.modelref import ModelRef
 from jobgate.webhook.rules.names import dns1123_label_problems, is_dns1123_label
-from jobgate.webhook.rules.podtemplate import Findings, check_pod_template
+from jobgate.webhook.rules.podtemplate import Findings, check_pod_template, volume_errors
 from jobgate.webhook.rules.registry import GroupVersionKind, register
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING, without importing typing at run time (start-up)
@@ -145,6 +145,10 @@ class DIJobKind:
                 continue
             count = as_int(task.get("replicas"))
             counts[name] = 1 if count is None else count
+        # The shared volumes on their own too: a job whose tasks have no pod spec to carry them
+        # (reported there already, then) still has them checked, as the CRD's schema does.
+        for error in volume_errors(shared_volumes, ("spec", "volumes")) if isinstance(shared_volumes, list) else ():
+            template_errors.setdefault(str(error), error)
         found.errors[:0] = check_job_name(obj, counts.items())
         found.errors.extend(template_errors.values())
         return found

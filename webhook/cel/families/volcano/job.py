@@ -35,19 +35,21 @@ from jobgate.webhook.cel.jobmeta import GENERATED_SUFFIX_LENGTH, NAME, PREFIX
 from jobgate.webhook.rules.families.volcano import bounds
 from jobgate.webhook.rules.families.volcano.job import (
     DAG_MESSAGE,
-    DNS1123_SUBDOMAIN_MESSAGE,
-    DNS1123_SUBDOMAIN_REGEX,
     QUALIFIED_NAME_MESSAGE,
     QUALIFIED_NAME_REGEX,
 )
 from jobgate.webhook.rules.families.volcano.plugins import DEFAULT_MPI_MASTER, PLUGINS
 from jobgate.webhook.rules.families.volcano.tasks import TIER_CONFLICT
-from jobgate.webhook.rules.names import LABEL_MAX_LENGTH
+from jobgate.webhook.rules.names import (
+    DNS1123_SUBDOMAIN,
+    DNS1123_SUBDOMAIN_MESSAGE,
+    LABEL_MAX_LENGTH,
+    SUBDOMAIN_MAX_LENGTH,
+)
 
 CREATE_ONLY = "oldSelf.hasValue() || "
 QUALIFIED_NAME_PATTERN = f"^{QUALIFIED_NAME_REGEX}$"
-SUBDOMAIN_PATTERN = f"^{DNS1123_SUBDOMAIN_REGEX}$"
-SUBDOMAIN_MAX_LENGTH = 253
+SUBDOMAIN_PATTERN = f"^{DNS1123_SUBDOMAIN}$"
 _TOO_LONG_NAME = f"name part must be no more than {LABEL_MAX_LENGTH} characters"
 
 
@@ -185,17 +187,24 @@ def pod_names_rule() -> Rule:
     """``<job>-<task>-<index>`` of the last pod of each task fits in 63 characters (CREATE only:
     an UPDATE of the replicas is not checked by Volcano). The job is generateName's prefix when
     the name was generated; a task's pods are numbered up to its replicas, and the webhook
-    counts at least the task's position. A qualified name otherwise: the apiserver admits only
-    names (and task names, by the schema) that make one."""
+    counts at least the task's position. And a qualified name: the schema's pattern of task names
+    admits none that would not make one, but reports at the name, this rule at the tasks."""
     job = JOB
     task = "self.spec.tasks[i]"
     replicas = replicas_of(task)
     last = f"(i > {replicas} - 1 ? i : {replicas} - 1)"
+    # The pod name's characters: the job's name begins it, the index (digits) ends it.
+    job_characters = f"{job}.matches({cel_raw_string('^[A-Za-z0-9][-A-Za-z0-9_.]*$')})"
+    task_characters = cel_raw_string("^[-A-Za-z0-9_.]*$")
     fits = (
-        f"!has({task}.name) || {task}.name == '' || "
-        f"size({job}) + size({task}.name) + size(string({last})) + 2 <= {LABEL_MAX_LENGTH}"
+        f"!has({task}.name) || {task}.name == '' || ({job_characters} && {task}.name.matches({task_characters}) && "
+        f"size({job}) + size({task}.name) + size(string({last})) + 2 <= {LABEL_MAX_LENGTH})"
     )
     first = f"{TASK_INDEXES}.filter(i, i < size(self.spec.tasks) && !({fits})).map(i, {task}.name)[0]"
+    problem = (
+        f"({job_characters} && {first}.matches({task_characters}) ? "
+        f"{cel_string(_TOO_LONG_NAME)} : {cel_string(QUALIFIED_NAME_MESSAGE)})"
+    )
     return Rule(
         "volcano/pod-names",
         "the name of each task's last pod (<job>-<task>-<index>) is a qualified name of 63 characters at most",
@@ -210,7 +219,7 @@ def pod_names_rule() -> Rule:
                     ),
                     # CEL's cost estimator cannot size string(int): the message names the index.
                     message_expression=f"'create pod with name ' + {job} + '-' + {first} + "
-                    + cel_string(f"-<index> validate failed [{_TOO_LONG_NAME}]"),
+                    f"'-<index> validate failed [' + {problem} + ']'",
                     field_path=".spec.tasks",
                     optional_old_self=True,
                 ),

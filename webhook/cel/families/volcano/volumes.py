@@ -13,12 +13,9 @@ from jobgate.webhook.cel.catalogue import (
     cel_string,
 )
 from jobgate.webhook.cel.families.volcano.common import SPEC
-from jobgate.webhook.cel.families.volcano.job import (
-    SUBDOMAIN_MAX_LENGTH,
-    SUBDOMAIN_PATTERN,
-    create_only,
-)
-from jobgate.webhook.rules.families.volcano.job import CLAIM_CONFLICT, DNS1123_SUBDOMAIN_MESSAGE
+from jobgate.webhook.cel.families.volcano.job import SUBDOMAIN_PATTERN, create_only
+from jobgate.webhook.rules.families.volcano.job import CLAIM_CONFLICT
+from jobgate.webhook.rules.names import DNS1123_SUBDOMAIN_MESSAGE, SUBDOMAIN_MAX_LENGTH
 
 VOLUMES = (*SPEC, "volumes")
 VOLUME = (*VOLUMES, LIST_ITEMS)

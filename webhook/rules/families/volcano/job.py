@@ -27,7 +27,7 @@ from jobgate.webhook.rules.families.volcano.tasks import (
 from jobgate.webhook.rules.fielderrors import ErrorType, FieldError, FieldPath, invalid, required
 from jobgate.webhook.rules.jobmeta import as_int, check_spec_schema, job_name
 from jobgate.webhook.rules.modelref import ModelRef
-from jobgate.webhook.rules.names import dns1123_label_problems, matches_dns1123_subdomain, matches_qualified_name
+from jobgate.webhook.rules.names import dns1123_label_problems, dns1123_subdomain_problems, matches_qualified_name
 from jobgate.webhook.rules.podtemplate import Findings, check_pod_template, clip_warning
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING, without importing typing at run time (start-up)
@@ -41,20 +41,13 @@ CLAIM_CONFLICT = (
     "If you want to create a new PVC, you do not need to specify VolumeClaimName"
 )
 
-# The names' patterns are names.QUALIFIED_NAME and names.DNS1123_SUBDOMAIN, matched without re.
 # The name rules as regular expressions: the CRD's patterns (webhook/cel); the webhook checks names
 # by string operations, compiling nothing at start-up.
 QUALIFIED_NAME_REGEX = r"([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]"
-DNS1123_SUBDOMAIN_REGEX = r"[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*"
 QUALIFIED_NAME_MESSAGE = (
     "name part must consist of alphanumeric characters, '-', '_' or '.', and must start and end with an "
     "alphanumeric character (e.g. 'MyName',  or 'my.name',  or '123-abc', regex used for validation is "
     "'([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]')"
-)
-DNS1123_SUBDOMAIN_MESSAGE = (
-    "a lowercase RFC 1123 subdomain must consist of lower case alphanumeric characters, '-' or '.', and must "
-    "start and end with an alphanumeric character (e.g. 'example.com', regex used for validation is "
-    "'[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*')"
 )
 _GENERATED_SUFFIX_LENGTH = 5
 _RFC1123_LABEL = "a lowercase RFC 1123 label"
@@ -71,15 +64,6 @@ def qualified_name_problems(value: str) -> list[str]:
         problems.append("name part must be no more than 63 characters")
     if not matches_qualified_name(value):
         problems.append(QUALIFIED_NAME_MESSAGE)
-    return problems
-
-
-def dns1123_subdomain_problems(value: str) -> list[str]:
-    problems = []
-    if len(value) > 253:
-        problems.append("must be no more than 253 characters")
-    if not matches_dns1123_subdomain(value):
-        problems.append(DNS1123_SUBDOMAIN_MESSAGE)
     return problems
 
 
@@ -210,6 +194,10 @@ def _job_name_errors(obj: dict[str, Any]) -> Iterator[FieldError]:
     problems = qualified_name_problems(full)
     if problems:
         yield invalid(path, name, f"create job with name {name} validate failed [{', '.join(problems)}]")
+    # The apiserver's own checks of any custom object's names, which Volcano's qualified names
+    # (capitals, underscores) can pass.
+    if path[-1] == "name":
+        yield from (invalid(path, name, problem) for problem in dns1123_subdomain_problems(full))
 
 
 def _pod_name_errors(job: str, task: str, index: int, replicas: int, path: FieldPath) -> Iterator[FieldError]:

@@ -1,0 +1,260 @@
+"""The apiserver against the webhook on jobs nobody wrote: ``python -m bench.cel_fuzz``.
+
+Starts a control plane of its own (Kubernetes 1.36 with ``manifests/overlays/cel-only``, or with
+``--oldest`` 1.30 with ``cel-only-validation``), no webhook, and sends it jobs mutated from the
+corpus (the examples and the CEL test vectors of every family whose rules the apiserver enforces).
+Each goes through ``envtest/cel_differential.py``: where the catalogue places a rule in the
+apiserver, the apiserver must refuse the job at that rule's field; it may refuse nothing the
+webhook admits; and a job both admit is stored as ``jobgate default`` prints it.
+
+The mutations keep to what a person could write: a value replaced by one seen under the same key
+elsewhere in the corpus or by a boundary (0, -1, a name of 64 characters, ...), a key removed or
+copied in from another job, a list item dropped or repeated, a replica type renamed. A quarter of
+the cases are UPDATEs of a valid job stored first. Seeded, bounded in count and time; each
+disagreement is written to ``--findings`` as the job (and the stored job) plus what differed.
+"""
+
+from __future__ import annotations
+
+import argparse
+import collections
+import copy
+import os
+import random
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from envtest.cel_differential import Apiserver, Case, install, run_case
+from envtest.harness import ControlPlane
+from jobgate.webhook.rules.engine import kind_of, review_job
+from tests.e2e.test_cel_enforcement import EXAMPLES, REPO, VECTORS, plane_kubectl, wait_for_policies
+from tests.e2e.test_cel_oldest_release import _defaulted
+
+NAMESPACE = "cel-fuzz"
+STRICT_DECODING = "strict decoding error: unknown field"
+_NAMES = ["a", "x" * 20, "x" * 40, "x" * 50, "x" * 52, "x" * 53, "x" * 60, "x" * 63, "x" * 64, "Upper", "a_b", "a.b"]
+_INTEGERS = [-1, 0, 1, 2, 3, 4, 8, 100, 2**31 - 1, 2**31]
+_STRINGS = ["", "a", "A", "0", "-1", "x" * 64, "a/b", "1.5", "500m", "1Gi", "-1Gi"]
+
+
+def _scalars_by_key(documents: list[Any]) -> dict[str, list[Any]]:
+    """Every scalar of the corpus under the key it stands at (list items under their list's key)."""
+    seen: dict[str, list[Any]] = collections.defaultdict(list)
+
+    def walk(node: Any, key: str) -> None:
+        if isinstance(node, dict):
+            for k, v in node.items():
+                walk(v, str(k))
+        elif isinstance(node, list):
+            for v in node:
+                walk(v, key)
+        elif node not in seen[key]:
+            seen[key].append(node)
+
+    for document in documents:
+        walk(document, "")
+    return seen
+
+
+def _subtrees_by_key(documents: list[Any]) -> dict[str, list[Any]]:
+    """Every dict or list of the corpus under its key: to be copied in where that key is missing."""
+    seen: dict[str, list[Any]] = collections.defaultdict(list)
+    stack = [("", d) for d in documents]
+    while stack:
+        key, node = stack.pop()
+        if isinstance(node, dict):
+            if key:
+                seen[key].append(node)
+            stack.extend((str(k), v) for k, v in node.items())
+        elif isinstance(node, list):
+            if key:
+                seen[key].append(node)
+            stack.extend((key, v) for v in node)
+    return seen
+
+
+def _places(tree: Any) -> list[tuple[Any, Any, str]]:
+    """(container, index or key, the key it stands under) for every value below the root's spec and metadata."""
+    places = []
+    stack: list[tuple[Any, str]] = [(tree, "")]
+    while stack:
+        node, key = stack.pop()
+        if isinstance(node, dict):
+            for k, v in node.items():
+                if node is tree and k in ("apiVersion", "kind"):
+                    continue
+                places.append((node, k, str(k)))
+                stack.append((v, str(k)))
+        elif isinstance(node, list):
+            for i, v in enumerate(node):
+                places.append((node, i, key))
+                stack.append((v, key))
+    return places
+
+
+class Mutator:
+    """Values from jobs of the same family, subtrees from jobs of the same kind: what is copied in
+    stays within the kind's schema, so that the apiserver's strict decoding seldom answers first."""
+
+    def __init__(self, seeds: list[dict[str, Any]]) -> None:
+        families: dict[str, list[Any]] = collections.defaultdict(list)
+        kinds: dict[tuple[str, str], list[Any]] = collections.defaultdict(list)
+        for seed_job in seeds:
+            families[str(seed_job.get("apiVersion"))].append(seed_job)
+            kinds[(str(seed_job.get("apiVersion")), str(seed_job.get("kind")))].append(seed_job)
+        self._scalars = {family: _scalars_by_key(jobs) for family, jobs in families.items()}
+        self._subtrees = {kind: _subtrees_by_key(jobs) for kind, jobs in kinds.items()}
+        self.scalars: dict[str, list[Any]] = {}
+        self.subtrees: dict[str, list[Any]] = {}
+
+    def _value_like(self, rng: random.Random, key: str, current: Any) -> Any:
+        seen = self.scalars.get(key, [])
+        if seen and rng.random() < 0.6:
+            return rng.choice(seen)
+        if key == "name":
+            return rng.choice(_NAMES)
+        if isinstance(current, bool):
+            return not current
+        if isinstance(current, int):
+            return rng.choice(_INTEGERS)
+        return rng.choice(_STRINGS + _NAMES)
+
+    def mutate(self, obj: dict[str, Any], rng: random.Random) -> str:
+        self.scalars = self._scalars[str(obj.get("apiVersion"))]
+        self.subtrees = self._subtrees[(str(obj.get("apiVersion")), str(obj.get("kind")))]
+        places = _places(obj)
+        container, index, key = rng.choice(places)
+        value = container[index]
+        op = rng.randrange(6)
+        if op == 0 and isinstance(container, dict) and container is not obj and index != "name":
+            del container[index]
+            return f"removed {key}"
+        if op == 0 and isinstance(container, list):
+            del container[index]
+            return f"dropped an item of {key}"
+        if op == 1 and isinstance(container, list):
+            container.insert(index, copy.deepcopy(value))
+            return f"repeated an item of {key}"
+        if op == 2 and isinstance(value, dict):
+            candidates = [t for t in self.subtrees.get(key, []) if isinstance(t, dict)]
+            if candidates:
+                donor = rng.choice(candidates)
+                if donor:
+                    k = rng.choice(list(donor))
+                    value[k] = copy.deepcopy(donor[k])
+                    return f"copied {key}.{k} from another job"
+        if op == 3 and isinstance(value, dict) and value and all(isinstance(v, dict) for v in value.values()):
+            old_key = rng.choice(list(value))
+            new_key = rng.choice(
+                [k for t in self.subtrees.get(key, []) if isinstance(t, dict) for k in t] or [old_key.lower()]
+            )
+            value[new_key] = value.pop(old_key)
+            return f"renamed {key}.{old_key} to {new_key}"
+        if op == 4 and isinstance(value, dict | list):
+            candidates = [t for t in self.subtrees.get(key, []) if type(t) is type(value)]
+            if candidates:
+                container[index] = copy.deepcopy(rng.choice(candidates))
+                return f"replaced {key} by another job's"
+        if not isinstance(value, dict | list):
+            container[index] = self._value_like(rng, key, value)
+            return f"set {key} to {container[index]!r}"[:120]
+        return "unchanged"
+
+
+def cases(seed: int, count: int) -> Iterator[Case]:
+    seeds = [copy.deepcopy(v.obj) for v in VECTORS] + [copy.deepcopy(c.obj) for c in EXAMPLES]
+    for seed_job in seeds:
+        seed_job.setdefault("metadata", {}).setdefault("name", "job")
+    valid = [s for s in seeds if _admitted(s)]
+    mutator = Mutator(seeds)
+    rng = random.Random(seed)
+    for number in range(count):
+        update = rng.random() < 0.25
+        base = rng.choice(valid if update else seeds)
+        obj = copy.deepcopy(base)
+        steps = [mutator.mutate(obj, rng) for _ in range(rng.choice([1, 1, 1, 2, 3]))]
+        if not isinstance(obj.get("metadata"), dict):
+            obj["metadata"] = {}
+        if update or not obj["metadata"].get("name"):
+            obj["metadata"]["name"] = base["metadata"]["name"]
+        if kind_of(obj) is None:
+            continue
+        name = f"#{number} {base.get('kind')} {base.get('metadata', {}).get('name')}: {'; '.join(steps)}"
+        yield Case(name, obj, copy.deepcopy(base) if update else None)
+
+
+def _admitted(obj: dict[str, Any]) -> bool:
+    kind = kind_of(obj)
+    return kind is not None and not review_job(kind, obj, None, with_patch=False).errors
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--count", type=int, default=2000)
+    parser.add_argument("--seconds", type=float, default=600)
+    parser.add_argument("--seed", type=int, default=1)
+    parser.add_argument("--oldest", action="store_true", help="Kubernetes 1.30 with cel-only-validation")
+    parser.add_argument("--findings", type=Path, default=Path("cel-fuzz-findings"))
+    args = parser.parse_args()
+    plane = ControlPlane.oldest() if args.oldest else ControlPlane()
+    overlay = "cel-only-validation" if args.oldest else "cel-only"
+    totals: collections.Counter[str] = collections.Counter()
+    by_rule: collections.Counter[str] = collections.Counter()
+    started = time.monotonic()
+    try:
+        plane.start()
+        kubectl = plane_kubectl(plane)
+        install(kubectl, str(REPO / "manifests/overlays" / overlay))
+        kubectl("create", "namespace", NAMESPACE)
+        apiserver = Apiserver(str(plane.kubeconfig))
+        wait_for_policies(apiserver, mutating=not args.oldest, namespace=NAMESPACE)
+        for generated in cases(args.seed, args.count):
+            if time.monotonic() - started > args.seconds:
+                break
+            case = _defaulted(generated) if args.oldest else generated
+            try:
+                outcome = run_case(apiserver, case, NAMESPACE)
+            except AssertionError as exc:  # the stored job of an update refused: a finding too
+                totals["finding"] += 1
+                _save(args.findings, case, [str(exc)])
+                continue
+            totals["cases"] += 1
+            if any(STRICT_DECODING in message for _, message in outcome.apiserver_causes):
+                totals["unknown field (the apiserver's strict decoding, not a rule)"] += 1
+                continue
+            totals["update" if case.old is not None else "create"] += 1
+            totals["admitted" if not outcome.webhook_errors else "refused by the webhook"] += 1
+            by_rule.update(outcome.enforced_rules)
+            if outcome.disagreements:
+                totals["finding"] += 1
+                _save(args.findings, case, outcome.disagreements)
+    finally:
+        plane.stop()
+    elapsed = time.monotonic() - started
+    print(f"cel fuzz ({overlay}, seed {args.seed}): {totals['cases']:,} cases in {elapsed:.0f} s, "
+          f"load average {os.getloadavg()}")  # fmt: skip
+    for key in sorted(totals):
+        print(f"  {key}: {totals[key]:,}")
+    print(f"  apiserver rules seen refusing: {len(by_rule)}")
+    if totals["finding"]:
+        print(f"findings written to {args.findings}/")
+    return 1 if totals["finding"] else 0
+
+
+def _save(findings: Path, case: Case, disagreements: list[str]) -> None:
+    findings.mkdir(parents=True, exist_ok=True)
+    number = case.name.split(" ", 1)[0].lstrip("#")
+    record = {"case": case.name, "disagreements": disagreements, "object": case.obj, "old": case.old}
+    (findings / f"{number}.yaml").write_text(yaml.safe_dump(record, sort_keys=False, width=120))
+    print(f"FINDING {case.name}\n  " + "\n  ".join(d[:400] for d in disagreements), flush=True)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
