@@ -96,7 +96,12 @@ def test_generate_name_beside_a_name_is_a_subdomain_prefix_on_create():
     assert errors_of(obj) == []
     stored = tfjob()
     obj["metadata"]["generateName"] = "Mnist-"
-    assert errors_of(obj, stored) == []  # not on UPDATE
+    assert errors_of(obj, stored) == []  # on UPDATE only a path segment's characters
+    obj["metadata"]["generateName"] = "a/b%"
+    assert errors_of(obj, stored) == [
+        "metadata.generateName: Invalid value: \"a/b%\": may not contain '/'",
+        "metadata.generateName: Invalid value: \"a/b%\": may not contain '%'",
+    ]
 
 
 def test_name_is_required():

@@ -97,6 +97,14 @@ def test_a_role_appears_once():
     assert errors_of(obj) == ['spec.replicaSpecs[3].mxReplicaType: Duplicate value: "WORKER"']
 
 
+def test_a_second_scheduler_is_a_duplicate_and_still_has_one_replica():
+    obj = mxjob("dist", mx_replica("SCHEDULER"), mx_replica("SERVER"), mx_replica("WORKER"), mx_replica("SCHEDULER", 2))
+    assert errors_of(obj) == [
+        "spec.replicaSpecs[3].replicas: Invalid value: 2: The SCHEDULER must have Replicas = 1",
+        'spec.replicaSpecs[3].mxReplicaType: Duplicate value: "SCHEDULER"',
+    ]
+
+
 def test_replica_list_present_and_not_empty():
     assert errors_of(mxjob("local")) == [
         "spec.replicaSpecs: Invalid value: 0: spec.replicaSpecs in body should have at least 1 items"

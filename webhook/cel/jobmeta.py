@@ -136,11 +136,12 @@ def schema_rules() -> list[Rule]:
         Rule("schema/lengths", "strings within their maximum length", Where.SCHEMA, (Produces("**", "TOO_LONG"),)),
         Rule(
             "schema/object-names",
-            "the name is a DNS-1123 subdomain and generateName one once its trailing dash is masked",
+            "the name is a DNS-1123 subdomain, generateName one with its trailing dash masked (UPDATE: no / or %)",
             Where.SCHEMA,
             (
                 Produces("metadata.name", "INVALID", SUBDOMAIN_PROBLEM),
                 Produces("metadata.generateName", "INVALID", SUBDOMAIN_PROBLEM),
+                Produces("metadata.generateName", "INVALID", "^may not contain '[/%]'$"),
             ),
             why="the apiserver's own check of every object's metadata",
         ),

@@ -75,8 +75,7 @@ def review_job(
     defaulted = kind.default(obj, recorder, previous=old)
     old_defaulted = kind.default(old) if isinstance(old, dict) else None
     found = kind.validate(defaulted, old_defaulted)
-    if old is None:
-        found.errors.extend(generate_name_errors(defaulted.get("metadata")))
+    found.errors.extend(generate_name_errors(defaulted.get("metadata"), creating=old is None))
     return Verdict(
         kind=kind,
         defaulted=defaulted,

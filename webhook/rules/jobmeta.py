@@ -31,18 +31,21 @@ def job_name(obj: dict[str, Any]) -> str:
     return prefix if isinstance(prefix, str) else ""
 
 
-def generate_name_errors(metadata: Any) -> list[FieldError]:
-    """generateName beside a name: the apiserver checks it still on CREATE (every object's metadata),
-    as a DNS-1123 subdomain once a trailing dash is masked. Without a name the job's own, stricter
-    name rules check the generated name instead."""
+def generate_name_errors(metadata: Any, *, creating: bool) -> list[FieldError]:
+    """generateName beside a name, as the apiserver checks every object's: on CREATE a DNS-1123
+    subdomain once a trailing dash is masked, on UPDATE only no '/' or '%' (a path segment's
+    prefix). Without a name the job's own, stricter name rules check the generated name instead."""
     if not isinstance(metadata, dict) or not metadata.get("name"):
         return []
     prefix = metadata.get("generateName")
     if not isinstance(prefix, str) or not prefix:
         return []
+    path = ("metadata", "generateName")
+    if not creating:
+        return [invalid(path, prefix, f"may not contain '{c}'") for c in "/%" if c in prefix]
     # apimachinery's maskTrailingDash, its quirk included: the last two characters become one "a".
     masked = prefix[:-2] + "a" if len(prefix) > 1 and prefix.endswith("-") else prefix
-    return [invalid(("metadata", "generateName"), prefix, problem) for problem in dns1123_subdomain_problems(masked)]
+    return [invalid(path, prefix, problem) for problem in dns1123_subdomain_problems(masked)]
 
 
 def pod_name(job: str, replica_type: str, index: int) -> str:

@@ -94,13 +94,14 @@ class MxJobKind:
             )
             if not isinstance(replica_type, str) or not _known_type(replica):
                 continue  # the schema check names the allowed types
+            count = as_int(replica.get("replicas"))
+            # Every SCHEDULER entry, a duplicate one too (the CRD's rule reads each item).
+            if replica_type == "SCHEDULER" and count is not None and count != 1:
+                found.errors.append(invalid((*path, "replicas"), count, "The SCHEDULER must have Replicas = 1"))
             if replica_type in by_type:
                 found.errors.append(duplicate((*path, "mxReplicaType"), replica_type))
                 continue
             by_type[replica_type] = (index, replica)
-            count = as_int(replica.get("replicas"))
-            if replica_type == "SCHEDULER" and count is not None and count != 1:
-                found.errors.append(invalid((*path, "replicas"), count, "The SCHEDULER must have Replicas = 1"))
 
         job_mode = spec.get("jobMode") if spec is not None else None
         if job_mode == "local":
