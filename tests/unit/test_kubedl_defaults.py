@@ -66,6 +66,12 @@ def test_normalisation_never_overwrites_an_existing_type():
     assert spec["worker"]["template"]
 
 
+def test_two_other_spellings_of_one_type_are_both_kept():
+    """Which of two would be renamed would depend on the order of the keys: neither is."""
+    obj = tfjob({"worker": replica(container()), "WORKER": replica(container()), "ps": replica(container())})
+    assert set(defaulted(obj)["spec"]["tfReplicaSpecs"]) == {"worker", "WORKER", "PS"}
+
+
 def test_port_goes_to_the_framework_container_not_the_first():
     obj = tfjob({"Worker": replica(container("sidecar"), container("tensorflow"))})
     sidecar, tensorflow = defaulted(obj)["spec"]["tfReplicaSpecs"]["Worker"]["template"]["spec"]["containers"]

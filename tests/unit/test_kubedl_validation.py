@@ -162,6 +162,14 @@ def test_same_type_twice_in_different_case():
     assert errors_of(obj) == ['spec.tfReplicaSpecs[worker]: Duplicate value: "worker"']
 
 
+def test_two_other_spellings_of_one_type_are_both_duplicates():
+    obj = tfjob({"worker": replica(container()), "WORKER": replica(container())})
+    assert errors_of(obj) == [
+        'spec.tfReplicaSpecs[worker]: Duplicate value: "worker"',
+        'spec.tfReplicaSpecs[WORKER]: Duplicate value: "WORKER"',
+    ]
+
+
 def test_null_replica_is_pruned_as_the_apiserver_does():
     # The apiserver drops a null map entry when it decodes the job: here the map is then empty.
     assert errors_of(tfjob({"Worker": None})) == [

@@ -267,6 +267,12 @@ class ReplicaJobKind:
             for key in replicas
             if isinstance(key, str) and (canonical := self._canonical.get(key.casefold())) not in (None, key)
         }
+        # Two other spellings of one type (``worker`` and ``WORKER``): neither is renamed, whichever
+        # came first in the object; both are duplicates then.
+        spellings: dict[str, int] = {}
+        for canonical in canonical_of.values():
+            spellings[canonical] = spellings.get(canonical, 0) + 1
+        canonical_of = {key: canonical for key, canonical in canonical_of.items() if spellings[canonical] == 1}
         stale = {
             canonical
             for key, canonical in canonical_of.items()
@@ -329,7 +335,11 @@ class ReplicaJobKind:
             return
         canonical = self.canonical_type(replica_type)
         path = (*base, Key(replica_type))
-        if canonical is not None and self.normalise_types and canonical in replica_map:
+        if (
+            canonical is not None
+            and self.normalise_types
+            and any(key != replica_type and self.canonical_type(key) == canonical for key in replica_map)
+        ):
             found.errors.append(duplicate(path, replica_type))
         else:
             found.errors.append(not_supported(path, replica_type, [r.name for r in self.roles]))

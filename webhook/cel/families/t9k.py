@@ -24,6 +24,7 @@ from jobgate.webhook.cel.catalogue import (
     Rule,
     Validation,
     Where,
+    cel_raw_string,
     cel_string,
     first_message,
     unique_field,
@@ -75,9 +76,14 @@ def rules(kind: JobKind) -> list[Rule]:
 
 
 def _derived_names() -> Rule:
-    """``<job>-<type>-<index>`` of every replica (the first replica spec of a type counts)."""
+    """``<job>-<type>-<index>`` of every replica (the first replica spec of a type counts); a type
+    that is no DNS-1123 label names no pod (its own rule refuses it)."""
     specs = "self.spec.replicaSpecs"
-    named = "(has({r}.type) && {r}.type != '')"
+    label = cel_raw_string(OPTIONAL_LABEL_PATTERN)
+    named = (
+        f"(has({{r}}.type) && {{r}}.type != '' && size({{r}}.type) <= {LABEL_MAX_LENGTH} && "
+        f"{{r}}.type.matches({label}))"
+    )
 
     def length(replica: str) -> str:
         first = f"{specs}.filter(q, has(q.type) && q.type == {replica}.type)[0]"
