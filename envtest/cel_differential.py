@@ -23,7 +23,7 @@ from typing import Any
 from jobgate.webhook.cel.catalogue import Where, explaining_rule
 from jobgate.webhook.cel.generate import rules_for
 from jobgate.webhook.rules.engine import kind_of, review_job
-from jobgate.webhook.rules.fielderrors import FieldError
+from jobgate.webhook.rules.fielderrors import FieldError, render_path
 
 # What the apiserver adds when a schema error (a wrong type, a missing field, a value outside its
 # enum, a list or string too long) stopped it from running the CRD's rules: then only the schema's
@@ -212,9 +212,13 @@ def compare(outcome: Outcome) -> None:
     blocked = any(NOT_CHECKED in m for _, m in outcome.apiserver_causes)
     expected_fields: set[str] = set()
     webhook_fields: set[str] = set()
-    # A change the webhook forbids whole (Volcano's templates on UPDATE): the apiserver may also name
-    # what is wrong inside it.
-    forbidden_fields = {comparable(e.field) for e in outcome.webhook_errors if e.type.name == "FORBIDDEN"}
+    # A change the webhook forbids (Volcano's templates and policies on UPDATE): the apiserver may
+    # also name what is wrong inside it or beside it (another field of the same policy).
+    forbidden_fields = {
+        comparable(render_path(e.path[:-1]))
+        for e in outcome.webhook_errors
+        if e.type.name == "FORBIDDEN" and len(e.path) > 1
+    }
     policy_errors: dict[str, str] = {}  # field -> rule
     for error in outcome.webhook_errors:
         found = explaining_rule(rules, error)

@@ -463,6 +463,15 @@ def test_pod_level_resources_against_the_containers():
     (error,) = _pod_level({"limits": {"cpu": "1"}}, [{"limits": {"cpu": "2"}}])
     assert error.startswith("spec.tasks[0].template.spec.containers[0].resources.limits[cpu]")
     assert error.endswith("must be less than or equal to pod limits of 1")
+    # Beside another error of the template, as Kubernetes' pod validation collects them all.
+    errors = _pod_level(
+        {"limits": {"hugepages-2Mi": "2Mi"}},
+        [{"limits": {"hugepages-2Mi": "2Mi"}}, {"limits": {"hugepages-2Mi": "2Mi", "nvidia.com/gpu": "0.5"}}],
+    )
+    assert [e.split(": Invalid value")[0] for e in errors] == [
+        "spec.tasks[0].template.spec.containers[1].resources.limits[nvidia.com/gpu]",
+        "spec.tasks[0].template.spec.resources.limits[hugepages-2Mi]",
+    ]
 
 
 # --- what the CRD bounds and types for its CEL rules (bounds.py), on CREATE and UPDATE -------------

@@ -149,9 +149,10 @@ def _create_errors(obj: dict[str, Any], spec: dict[str, Any] | None, found: Find
             )
             found.warnings.extend(template_found.warnings)
             yield from template_found.errors
-            if not template_found.errors:
-                yield from numa_errors(task, index, path)
-                yield from pod_level_resource_errors(template, index, path)
+            # Beside the template's other errors, as Kubernetes' pod validation (which Volcano runs)
+            # collects them all, and as the apiserver's policy reports them.
+            yield from numa_errors(task, index, path)
+            yield from pod_level_resource_errors(template, index, path)
         yield from partition_errors(task, path, name=name, job=job, replicas=replicas, min_available=min_available)
 
     job_min = as_int(spec.get("minAvailable"))
