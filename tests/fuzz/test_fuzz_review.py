@@ -107,3 +107,20 @@ def test_regression_genericjob_huge_replicas_do_not_expand_into_rules(replicas, 
     job["spec"]["replicaSpecs"][0]["replicas"] = replicas
     assert check(_body(review), Webhook.MUTATE) in ("allowed", "patched")
     assert check(_body(review), Webhook.VALIDATE) in ("allowed", "denied")
+
+
+@pytest.mark.parametrize("field", ["Worker replicas", "minReplicas", "maxReplicas"])
+def test_regression_kubeflow_elastic_policy_copies_only_integers(field):
+    # Found by fuzzing: a deep list as the Worker's replicas was copied into the elastic policy's
+    # defaults, and the patch was too deep for the JSON encoder (internal errors on /mutate).
+    review = next(r for r in seed_reviews() if r["request"]["kind"]["group"] == "kubeflow.org"
+                  and r["request"]["kind"]["kind"] == "PyTorchJob")  # fmt: skip
+    spec = review["request"]["object"]["spec"]
+    deep = deep_value(300, True)
+    if field == "Worker replicas":
+        spec["elasticPolicy"] = {}
+        spec["pytorchReplicaSpecs"]["Worker"]["replicas"] = deep
+    else:
+        spec["elasticPolicy"] = {field: deep}
+    assert check(_body(review), Webhook.MUTATE) in ("allowed", "patched")
+    assert check(_body(review), Webhook.VALIDATE) == "denied"

@@ -291,16 +291,24 @@ def _default_elastic_policy(spec: dict[str, Any], replicas: dict[str, Any], reco
     pointer = "/spec/elasticPolicy"
     if low is not None and high is not None:
         return
+    # Only integers are copied: Kubeflow's int32 fields never hold anything else (the schema
+    # check refuses the rest), and a copied list or object could be any size or depth.
     if high is not None:
-        recorder.set(policy, "minReplicas", high, pointer)
+        if _is_int(high):
+            recorder.set(policy, "minReplicas", high, pointer)
     elif low is not None:
-        recorder.set(policy, "maxReplicas", low, pointer)
+        if _is_int(low):
+            recorder.set(policy, "maxReplicas", low, pointer)
     else:
         worker = replicas.get("Worker")
         count = worker.get("replicas") if isinstance(worker, dict) else None
-        if count is not None:
+        if _is_int(count):
             recorder.set(policy, "maxReplicas", count, pointer)
             recorder.set(policy, "minReplicas", count, pointer)
+
+
+def _is_int(value: Any) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
 
 
 def _default_pytorchjob(
