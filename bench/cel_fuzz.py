@@ -9,9 +9,10 @@ webhook admits; and a job both admit is stored as ``jobgate default`` prints it.
 
 The mutations keep to what a person could write: a value replaced by one seen under the same key
 elsewhere in the corpus or by a boundary (0, -1, a name of 64 characters, ...), a key removed or
-copied in from another job, a list item dropped or repeated, a replica type renamed. A quarter of
-the cases are UPDATEs of a valid job stored first. Seeded, bounded in count and time; each
-disagreement is written to ``--findings`` as the job (and the stored job) plus what differed.
+copied in from another job, a list item dropped, repeated or taken from another job, a replica type
+renamed; one to six of them per job. A quarter of the cases are UPDATEs of a valid job stored
+first. Seeded, bounded in count and time; each disagreement is written to ``--findings`` as the
+job (and the stored job) plus what differed.
 """
 
 from __future__ import annotations
@@ -140,6 +141,10 @@ class Mutator:
             del container[index]
             return f"dropped an item of {key}"
         if op == 1 and isinstance(container, list):
+            donors = [item for t in self.subtrees.get(key, []) if isinstance(t, list) for item in t]
+            if donors and rng.random() < 0.5:
+                container.insert(index, copy.deepcopy(rng.choice(donors)))
+                return f"added another job's item to {key}"
             container.insert(index, copy.deepcopy(value))
             return f"repeated an item of {key}"
         if op == 2 and isinstance(value, dict):
@@ -179,7 +184,7 @@ def cases(seed: int, count: int) -> Iterator[Case]:
         update = rng.random() < 0.25
         base = rng.choice(valid if update else seeds)
         obj = copy.deepcopy(base)
-        steps = [mutator.mutate(obj, rng) for _ in range(rng.choice([1, 1, 1, 2, 3]))]
+        steps = [mutator.mutate(obj, rng) for _ in range(rng.choice([1, 1, 1, 2, 2, 3, 4, 6]))]
         if not isinstance(obj.get("metadata"), dict):
             obj["metadata"] = {}
         if update or not obj["metadata"].get("name"):
