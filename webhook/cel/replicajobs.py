@@ -82,7 +82,7 @@ def _types_rule(kind: ReplicaJobKind) -> Rule:
     field = kind.replicas_field
     if kind.normalise_types:
         # ``worker`` is renamed Worker by the defaults when no Worker is there; beside a Worker it is a
-        # duplicate, and so is the second of two (``worker`` and ``WORKER``: the first one is renamed).
+        # duplicate, and so are two other spellings of one type (``worker``, ``WORKER``: neither renamed).
         unsupported = f"!(k.lowerAscii() in {cel_list(lowered)})"
         canonical = "{" + ", ".join(f"{cel_string(k)}: {cel_string(v)}" for k, v in lowered.items()) + "}"
         duplicate = (
