@@ -110,13 +110,11 @@ class Mutator:
         for seed_job in seeds:
             families[str(seed_job.get("apiVersion"))].append(seed_job)
             kinds[(str(seed_job.get("apiVersion")), str(seed_job.get("kind")))].append(seed_job)
-        self._scalars = {family: _scalars_by_key(jobs) for family, jobs in families.items()}
-        self._subtrees = {kind: _subtrees_by_key(jobs) for kind, jobs in kinds.items()}
-        self.scalars: dict[str, list[Any]] = {}
-        self.subtrees: dict[str, list[Any]] = {}
+        self.scalars = {family: _scalars_by_key(jobs) for family, jobs in families.items()}
+        self.subtrees = {kind: _subtrees_by_key(jobs) for kind, jobs in kinds.items()}
 
-    def _value_like(self, rng: random.Random, key: str, current: Any) -> Any:
-        seen = self.scalars.get(key, [])
+    @staticmethod
+    def _value_like(rng: random.Random, seen: list[Any], key: str, current: Any) -> Any:
         if seen and rng.random() < 0.6:
             return rng.choice(seen)
         if key == "name":
@@ -128,8 +126,8 @@ class Mutator:
         return rng.choice(_STRINGS + _NAMES)
 
     def mutate(self, obj: dict[str, Any], rng: random.Random) -> str:
-        self.scalars = self._scalars[str(obj.get("apiVersion"))]
-        self.subtrees = self._subtrees[(str(obj.get("apiVersion")), str(obj.get("kind")))]
+        scalars = self.scalars[str(obj.get("apiVersion"))]
+        subtrees = self.subtrees[(str(obj.get("apiVersion")), str(obj.get("kind")))]
         places = _places(obj)
         container, index, key = rng.choice(places)
         value = container[index]
@@ -141,14 +139,14 @@ class Mutator:
             del container[index]
             return f"dropped an item of {key}"
         if op == 1 and isinstance(container, list):
-            donors = [item for t in self.subtrees.get(key, []) if isinstance(t, list) for item in t]
+            donors = [item for t in subtrees.get(key, []) if isinstance(t, list) for item in t]
             if donors and rng.random() < 0.5:
                 container.insert(index, copy.deepcopy(rng.choice(donors)))
                 return f"added another job's item to {key}"
             container.insert(index, copy.deepcopy(value))
             return f"repeated an item of {key}"
         if op == 2 and isinstance(value, dict):
-            candidates = [t for t in self.subtrees.get(key, []) if isinstance(t, dict)]
+            candidates = [t for t in subtrees.get(key, []) if isinstance(t, dict)]
             if candidates:
                 donor = rng.choice(candidates)
                 if donor:
@@ -158,17 +156,17 @@ class Mutator:
         if op == 3 and isinstance(value, dict) and value and all(isinstance(v, dict) for v in value.values()):
             old_key = rng.choice(list(value))
             new_key = rng.choice(
-                [k for t in self.subtrees.get(key, []) if isinstance(t, dict) for k in t] or [old_key.lower()]
+                [k for t in subtrees.get(key, []) if isinstance(t, dict) for k in t] or [old_key.lower()]
             )
             value[new_key] = value.pop(old_key)
             return f"renamed {key}.{old_key} to {new_key}"
         if op == 4 and isinstance(value, dict | list):
-            candidates = [t for t in self.subtrees.get(key, []) if type(t) is type(value)]
+            candidates = [t for t in subtrees.get(key, []) if type(t) is type(value)]
             if candidates:
                 container[index] = copy.deepcopy(rng.choice(candidates))
                 return f"replaced {key} by another job's"
         if not isinstance(value, dict | list):
-            container[index] = self._value_like(rng, key, value)
+            container[index] = self._value_like(rng, scalars.get(key, []), key, value)
             return f"set {key} to {container[index]!r}"[:120]
         return "unchanged"
 
