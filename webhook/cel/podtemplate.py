@@ -249,6 +249,7 @@ def pod_template_rules(site: TemplateSite) -> list[Rule]:
                 ),
                 (
                     Placement((*item, "volumeMounts", LIST_ITEMS), {"required": ["name", "mountPath"]}),
+                    Placement((*item, "volumeMounts", LIST_ITEMS, "name"), {"minLength": 1}),
                     Placement((*item, "volumeMounts", LIST_ITEMS, "mountPath"), {"minLength": 1}),
                 ),
             ),
