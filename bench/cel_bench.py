@@ -154,7 +154,7 @@ def small_job() -> dict[str, Any]:
 
 def large_job() -> dict[str, Any]:
     """A valid TFJob at the pod-template bounds: every rule runs over every item."""
-    from jobgate.webhook.rules.podtemplate import POD_TEMPLATE_BOUNDS as BOUNDS
+    from jobgate.rules.podtemplate import POD_TEMPLATE_BOUNDS as BOUNDS
 
     volumes = [{"name": f"data-{i:02d}", "emptyDir": {}} for i in range(BOUNDS["volumes"])]
 
@@ -197,7 +197,7 @@ def large_job() -> dict[str, Any]:
 
 def check_offline(job: dict[str, Any]) -> None:
     """The job as ``jobgate validate`` sees it: admitted, or the bench measures refusals."""
-    from jobgate.webhook.rules.engine import kind_of, review_job
+    from jobgate.engine.review import kind_of, review_job
 
     kind = kind_of(job)
     assert kind is not None

@@ -34,7 +34,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from envtest.cel_differential import Apiserver, Case, install, run_case
 from envtest.harness import ControlPlane
-from jobgate.webhook.rules.engine import kind_of, review_job
+from jobgate.engine.review import kind_of, review_job
 from tests.e2e.test_cel_enforcement import EXAMPLES, REPO, VECTORS, plane_kubectl, wait_for_policies
 from tests.e2e.test_cel_oldest_release import _defaulted
 

@@ -39,7 +39,7 @@ def _save(findings: Path, raw: bytes, error: BaseException) -> None:
 
 
 def check_differential(raw: bytes) -> str:
-    """libyaml's reading against ruamel's (``webhook/exact_yaml.py`` uses libyaml only where they agree)."""
+    """libyaml's reading against ruamel's (``jobgate/offline/exact_yaml.py`` uses libyaml only where they agree)."""
     from tests.fuzz.loader_differential import differences
     from tests.fuzz.review_mutator import Finding
 

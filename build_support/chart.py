@@ -321,7 +321,7 @@ class Defaults:
 
 
 def families_by_group() -> dict[str, str]:
-    from jobgate.webhook.manifests import every_family_kind
+    from jobgate.generate.manifests import every_family_kind
 
     groups = {k.gvk.group: k.family for k in every_family_kind()}
     return {**groups, **EXTRA_CRD_FAMILIES}

@@ -39,30 +39,32 @@ TREE = ("pyproject.toml", "setup.py", "build_support", "envtest", "bench", "test
 # a family package (``families.volcano``: its kind, whose methods call the compiled modules):
 # compiled, mypyc would give the package a ``__path__`` derived from the shared library's place,
 # wrong with the library inside the package: a submodule not yet imported could not be found.
-COMPILED_MODULES = (
-    "jobgate.webhook.rules.quantity",
-    "jobgate.webhook.rules.names",
-    "jobgate.webhook.rules.jsonpatch",
-    "jobgate.webhook.rules.schema",
-    "jobgate.webhook.rules.jobmeta",
-    "jobgate.webhook.rules.podtemplate",
-    "jobgate.webhook.rules.replicajobs",
-    "jobgate.webhook.rules.families.kubedl",
-    "jobgate.webhook.rules.families.kubeflow",
-    "jobgate.webhook.rules.families.mlkube",
-    "jobgate.webhook.rules.families.t9k",
-    "jobgate.webhook.rules.families.diengine",
-    "jobgate.webhook.rules.families.volcano.defaults",
-    "jobgate.webhook.rules.families.volcano.tasks",
-    "jobgate.webhook.rules.families.volcano.job",
-    "jobgate.webhook.rules.families.volcano.update",
-    "jobgate.webhook.rules.families.volcano.policies",
-    "jobgate.webhook.rules.families.volcano.plugins",
-    "jobgate.webhook.rules.families.volcano.resources",
-    "jobgate.webhook.rules.families.volcano.queue_check",
-    "jobgate.webhook.rules.families.volcano.bounds",
-    "jobgate.webhook.rules.engine",
+# The engine's and the shared rules' hot modules; each family names its own in its record.
+SHARED_COMPILED_MODULES = (
+    "jobgate.rules.quantity",
+    "jobgate.rules.names",
+    "jobgate.engine.jsonpatch",
+    "jobgate.engine.findings",
+    "jobgate.engine.schema",
+    "jobgate.rules.dicts",
+    "jobgate.rules.jobmeta",
+    "jobgate.rules.podtemplate",
+    "jobgate.rules.replicajobs",
+    "jobgate.engine.review",
 )
+
+
+def compiled_modules() -> tuple[str, ...]:
+    """Every module the compiled build compiles: the shared ones, then each family's (its record's)."""
+    sys.path.insert(0, str(REPO))
+    try:
+        from jobgate.families import every_family
+    finally:
+        sys.path.remove(str(REPO))
+    return SHARED_COMPILED_MODULES + tuple(m for record in every_family() for m in record.compiled_modules)
+
+
+COMPILED_MODULES = compiled_modules()
 # mypyc's shared library (every compiled module's code) lives inside the package, not beside it
 # in site-packages under a hash of the module names.
 SHARED_LIBRARY_GROUP = "jobgate.rules_native"
@@ -77,7 +79,7 @@ def compile_requirements() -> list[str]:
 
 
 def module_path(module: str) -> str:
-    """``jobgate.webhook.rules.engine`` → ``jobgate/webhook/rules/engine.py`` (the installed layout)."""
+    """``jobgate.engine.review`` → ``jobgate/engine/review.py`` (the installed layout)."""
     return module.replace(".", "/") + ".py"
 
 
@@ -155,7 +157,7 @@ def _build_in_place(staged: Path) -> None:
 
 
 def is_compiled(module: str) -> bool:
-    """Whether ``module`` (e.g. ``jobgate.webhook.rules.engine``) is imported from an extension module."""
+    """Whether ``module`` (e.g. ``jobgate.engine.review``) is imported from an extension module."""
     import importlib
 
     imported = importlib.import_module(module)

@@ -56,10 +56,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    from jobgate.common import logs
     from jobgate.controller.leader import LeaderElector, LeaseTiming
     from jobgate.controller.runtime import Controller
     from jobgate.kube.client import Kube
-    from jobgate.webhook import logs
 
     logs.configure(args.log_format, args.log_level)
     identity = args.identity or f"{socket.gethostname()}_{os.getpid()}_{uuid.uuid4().hex[:6]}"

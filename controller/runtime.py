@@ -23,6 +23,7 @@ from typing import Any
 
 from urllib3.exceptions import HTTPError
 
+from jobgate.common.envconfig import seconds_from_environment
 from jobgate.controller.adapters import ADAPTERS, JOB_UID_LABEL, Adapter
 from jobgate.controller.clock import timestamp
 from jobgate.controller.engine import Deletion, Event, Observed, Plan, reconcile, set_condition
@@ -30,12 +31,12 @@ from jobgate.controller.expectations import Expectations
 from jobgate.controller.model import JobModel
 from jobgate.controller.resources import COMMANDS, EVENTS, KIND_RESOURCES, POD_GROUPS, PODS, SERVICES
 from jobgate.controller.workqueue import WorkQueue
+from jobgate.engine.context import ReviewContext
+from jobgate.engine.fielderrors import aggregate_message
+from jobgate.engine.registry import GroupVersionKind
+from jobgate.engine.review import review_job
 from jobgate.kube.client import ApiError, Kube, Resource
 from jobgate.kube.informer import Informer
-from jobgate.webhook.envconfig import seconds_from_environment
-from jobgate.webhook.rules.engine import review_job
-from jobgate.webhook.rules.fielderrors import aggregate_message
-from jobgate.webhook.rules.registry import GroupVersionKind
 
 log = logging.getLogger("jobgate.controller")
 COMPONENT = "jobgate-controller"
@@ -387,7 +388,9 @@ class Controller:
             return
         with self._reconciles_lock:
             self.reconciles += 1
-        verdict = review_job(adapter.kind, job, with_patch=False)
+        # The stored job judged as on its creation: the controller has no request, and reads no Queue.
+        context = ReviewContext(namespace=job.get("metadata", {}).get("namespace"))
+        verdict = review_job(adapter.kind, job, context=context, with_patch=False)
         if not verdict.allowed:
             self._refuse(adapter, job, aggregate_message(verdict.errors))
             return

@@ -20,10 +20,10 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from jobgate.webhook.cel.catalogue import Where, explaining_rule
-from jobgate.webhook.cel.generate import rules_for
-from jobgate.webhook.rules.engine import kind_of, review_job
-from jobgate.webhook.rules.fielderrors import FieldError, render_path
+from jobgate.engine.fielderrors import FieldError, render_path
+from jobgate.engine.review import kind_of, review_job
+from jobgate.generate.cel.catalogue import Where, explaining_rule
+from jobgate.generate.cel.generate import rules_for
 
 # What the apiserver adds when a schema error (a wrong type, a missing field, a value outside its
 # enum, a list or string too long) stopped it from running the CRD's rules: then only the schema's

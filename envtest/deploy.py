@@ -79,7 +79,7 @@ def without_jobgate_rules(documents: list[dict]) -> list[dict]:
     """The documents with each job kind's CRD as a peer's own would be (Volcano's, KubeDL's): the
     models' schema without jobgate's CEL rules and defaults (webhook/cel), so that only the
     webhook judges jobs of those kinds; no admission policies."""
-    from jobgate.webhook.manifests import plain_crd
+    from jobgate.generate.manifests import plain_crd
 
     kept = []
     for document in documents:

@@ -19,7 +19,8 @@ if TYPE_CHECKING:
     import argparse
     from collections.abc import Callable, Sequence
 
-    from jobgate.webhook.offline import FieldValidation
+    from jobgate.engine.views import ClusterViews, QueueSnapshot
+    from jobgate.offline.results import FieldValidation
 
 EXIT_OK = 0
 EXIT_DENIED = 1
@@ -30,11 +31,12 @@ def _validate(args: argparse.Namespace | _QuickArguments) -> int:
     import gc
     import time
 
-    from jobgate.webhook.api.constants import VOLCANO_GROUP, VOLCANO_VERSION
-    from jobgate.webhook.offline import iter_results
-    from jobgate.webhook.report import Reporter
+    from jobgate.api.constants import VOLCANO_GROUP, VOLCANO_VERSION
+    from jobgate.offline.report import Reporter
+    from jobgate.offline.results import iter_results
 
-    if not _load_queues(args.queues):
+    views = _cluster_views(args.queues)
+    if views is None:
         return EXIT_USAGE
 
     # Parsed documents hold no reference cycles and are freed by reference counting: the cyclic
@@ -45,7 +47,7 @@ def _validate(args: argparse.Namespace | _QuickArguments) -> int:
     progress = _Progress() if sys.stderr.isatty() else None
     started = time.monotonic()
     volcano_jobs = 0
-    for done, results in enumerate(iter_results(args.paths, args.validate, args.jobs), start=1):
+    for done, results in enumerate(iter_results(args.paths, args.validate, args.jobs, views), start=1):
         reporter.add(results)
         # Counted here, not in the rules: with -j the rules run in worker processes.
         volcano_jobs += sum(r.api_version == f"{VOLCANO_GROUP}/{VOLCANO_VERSION}" and r.kind == "Job" for r in results)
@@ -56,7 +58,7 @@ def _validate(args: argparse.Namespace | _QuickArguments) -> int:
     if volcano_jobs and args.queues is None:
         # Imported here: the queue check's module loads the Volcano family, which a run without
         # Volcano jobs does not need.
-        from jobgate.webhook.rules.families.volcano.queue_check import QUEUE_CHECK_SKIPPED
+        from jobgate.families.volcano.rules.queue_check import QUEUE_CHECK_SKIPPED
 
         print(
             f"jobgate: warning: {QUEUE_CHECK_SKIPPED} (offline; --queues FILE checks against exported Queues)",
@@ -89,8 +91,8 @@ class _Progress:
 def _default(args: argparse.Namespace) -> int:
     import json
 
-    from jobgate.webhook.offline import DocumentResult, Outcome, evaluate, job_documents, load
-    from jobgate.webhook.rules.jsonpatch import apply_patch
+    from jobgate.engine.jsonpatch import apply_patch
+    from jobgate.offline.results import DocumentResult, Outcome, evaluate, job_documents, load
 
     status = EXIT_OK
     trees: list[object] = []
@@ -139,35 +141,45 @@ def _default(args: argparse.Namespace) -> int:
     return status
 
 
-def _load_queues(path: str | None) -> bool:
+def _cluster_views(queues_path: str | None) -> ClusterViews | None:
+    """The cluster objects given on the command line for the rules to read; None after printing why not."""
+    from jobgate.engine.views import ClusterViews
+
+    views = ClusterViews()
+    if queues_path is not None:
+        views.queues = _load_queues(queues_path)
+        if views.queues is None:
+            return None
+    return views
+
+
+def _load_queues(path: str) -> QueueSnapshot | None:
     """``--queues FILE``: Volcano Queues (e.g. ``kubectl get queues -o yaml``) for the queue check offline."""
-    if path is None:
-        return True
     from ruamel.yaml import YAML, YAMLError
 
-    from jobgate.webhook.rules.families.volcano.queue_check import QUEUES, QueueSnapshot
+    from jobgate.engine.views import QueueSnapshot
 
     try:
         with open(path, encoding="utf-8") as handle:
             documents = [d for d in YAML(typ="safe", pure=True).load_all(handle) if d is not None]
     except (OSError, YAMLError, UnicodeDecodeError) as exc:
         print(f"jobgate: --queues {path}: {exc}", file=sys.stderr)
-        return False
+        return None
     queues: list = []
     for document in documents:
         items = (
             document.get("items") if isinstance(document, dict) and str(document.get("kind")).endswith("List") else None
         )
         queues.extend(items if isinstance(items, list) else [document])
-    QUEUES.install(QueueSnapshot(queues))
-    return True
+    return QueueSnapshot(queues)
 
 
 def _review(args: argparse.Namespace) -> int:
+    from jobgate.offline.sources import SourceError, display_name, printable, read_source
     from jobgate.webhook.admission import BadReview, Webhook, review_body
-    from jobgate.webhook.sources import SourceError, display_name, printable, read_source
 
-    if not _load_queues(args.queues):
+    views = _cluster_views(args.queues)
+    if views is None:
         return EXIT_USAGE
     try:
         text = read_source(args.file)
@@ -175,7 +187,7 @@ def _review(args: argparse.Namespace) -> int:
         print(f"jobgate: {exc}", file=sys.stderr)
         return EXIT_USAGE
     try:
-        body = review_body(_as_json(text), Webhook(args.webhook))
+        body = review_body(_as_json(text), Webhook(args.webhook), views)
     except BadReview as exc:
         print(f"jobgate: {printable(str(exc))}", file=sys.stderr)
         return EXIT_USAGE
@@ -189,7 +201,7 @@ def _review(args: argparse.Namespace) -> int:
 def _webhook(args: argparse.Namespace) -> int:
     from pathlib import Path
 
-    from jobgate.webhook import logs
+    from jobgate.common import logs
     from jobgate.webhook.server import WebhookServer, run
 
     if not _serve_families(args):
@@ -197,7 +209,6 @@ def _webhook(args: argparse.Namespace) -> int:
     logs.configure(args.log_format, args.log_level)
     from jobgate.webhook.queues import start_queue_check
 
-    start_queue_check(args.kubeconfig)
     server = WebhookServer(
         Path(args.tls_dir),
         args.host,
@@ -206,6 +217,7 @@ def _webhook(args: argparse.Namespace) -> int:
         shutdown_timeout=args.shutdown_timeout,
         shutdown_delay=args.shutdown_delay,
     )
+    start_queue_check(args.kubeconfig, server.state.views)
     server.state.unready_while_draining = "readiness" not in args.drain_omit
     server.state.close_while_draining = "connection-close" not in args.drain_omit
     return run(server, args.event_loop)
@@ -213,7 +225,7 @@ def _webhook(args: argparse.Namespace) -> int:
 
 def _serve_families(args: argparse.Namespace) -> bool:
     """Apply ``--families`` (webhook and controller); False after printing why it is wrong."""
-    from jobgate.webhook.rules.registry import parse_families, serve_families
+    from jobgate.engine.registry import parse_families, serve_families
 
     if args.families is None:
         return True
@@ -372,7 +384,7 @@ def _certs_inject(args: argparse.Namespace) -> int:
 def _manifests(args: argparse.Namespace) -> int:
     from pathlib import Path
 
-    from jobgate.webhook.manifests import (
+    from jobgate.generate.manifests import (
         TEST_CRDS_DIR,
         differences,
         e2e_crd_files,
@@ -400,8 +412,8 @@ def _manifests(args: argparse.Namespace) -> int:
 
 
 def _enforcement(args: argparse.Namespace) -> int:
-    from jobgate.webhook.cel.generate import enforcement_rows, enforcement_summary
-    from jobgate.webhook.manifests import every_family_kind
+    from jobgate.generate.cel.generate import enforcement_rows, enforcement_summary
+    from jobgate.generate.manifests import every_family_kind
 
     kinds = [k for k in every_family_kind() if not args.family or k.family in args.family]
     if args.family and not kinds:
@@ -424,7 +436,7 @@ def _enforcement(args: argparse.Namespace) -> int:
 
 
 def _policies(args: argparse.Namespace) -> int:
-    from jobgate.webhook.manifests import policy_documents, yaml_documents
+    from jobgate.generate.manifests import policy_documents, yaml_documents
 
     documents = policy_documents(mutating=args.kind != "validating", validating=args.kind != "mutating")
     sys.stdout.write(yaml_documents(documents))
@@ -447,7 +459,7 @@ def _as_json(text: str) -> str:
     stripped = text.lstrip()
     if not stripped or stripped[0] in "{[":
         return text
-    from jobgate.webhook.sources import SourceError, parse_documents
+    from jobgate.offline.sources import SourceError, parse_documents
 
     try:
         documents = parse_documents(text, "review")
@@ -473,7 +485,7 @@ def _positive_int(text: str) -> int:
 def _field_validation(text: str) -> object:
     import argparse
 
-    from jobgate.webhook.offline import FieldValidation
+    from jobgate.offline.results import FieldValidation
 
     try:
         return FieldValidation.parse(text)
@@ -493,7 +505,7 @@ def _add_validation_flag(parser: argparse.ArgumentParser) -> None:
 
 
 def _validate_arguments(validate: argparse.ArgumentParser) -> None:
-    from jobgate.webhook.report import FORMATS
+    from jobgate.offline.report import FORMATS
 
     validate.description = "Exit status: 0 all admitted, 1 any denied, 2 usage error or unreadable input."
     validate.add_argument("paths", nargs="+", metavar="PATH", help="file, directory (recursive) or - for stdin")
@@ -758,8 +770,8 @@ def _quick_validate_arguments(arguments: list[str]) -> _QuickArguments | None:
     """
     if arguments[:1] != ["validate"]:
         return None
-    from jobgate.webhook.offline import FieldValidation
-    from jobgate.webhook.report import FORMATS
+    from jobgate.offline.report import FORMATS
+    from jobgate.offline.results import FieldValidation
 
     output, validation, jobs = "text", FieldValidation.STRICT, None
     paths: list[str] = []
@@ -811,7 +823,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         parser = build_parser(arguments[0] if arguments and arguments[0] in COMMANDS else None)
         args = parser.parse_args(arguments)
     if getattr(args, "jobs", 0) is None:
-        from jobgate.webhook.offline import default_jobs
+        from jobgate.offline.results import default_jobs
 
         args.jobs = default_jobs()
     for stream in (sys.stdout, sys.stderr):

@@ -12,13 +12,17 @@ import base64
 import logging
 import sys
 from enum import StrEnum
-from typing import Any, Literal, NotRequired, TypedDict
+from typing import TYPE_CHECKING, Any, Literal, NotRequired, TypedDict
 
 import orjson
 
+from jobgate.engine.context import ReviewContext
+from jobgate.engine.registry import GroupVersionKind, JobKind, lookup_names
+from jobgate.engine.review import defaulting_patch, review_job
 from jobgate.webhook.envelope import ADMISSION_API_VERSION, AdmissionRequest, AdmissionReview, BadReview, RequestKind
-from jobgate.webhook.rules.engine import defaulting_patch, review_job
-from jobgate.webhook.rules.registry import GroupVersionKind, JobKind, lookup_names
+
+if TYPE_CHECKING:
+    from jobgate.engine.views import ClusterViews
 
 log = logging.getLogger("jobgate.admission")
 
@@ -108,6 +112,8 @@ def _well_formed(document: dict[str, Any]) -> AdmissionReview | None:
         return None
     name = request.get("name")
     namespace = request.get("namespace")
+    user_info = request.get("userInfo")
+    user = user_info.get("username") if type(user_info) is dict else None
     dry_run = request.get("dryRun")
     if (
         not isinstance(name, _OPTIONAL_TEXT)
@@ -126,15 +132,22 @@ def _well_formed(document: dict[str, Any]) -> AdmissionReview | None:
             request.get("object"),
             request.get("oldObject"),
             dry_run,
+            user if type(user) is str else None,
         ),
     )
 
 
-def answer_review(review: AdmissionReview, webhook: Webhook) -> AdmissionReviewResponse:
-    """The response to one review. An exception in the rules denies (fails closed) and is logged."""
+def answer_review(
+    review: AdmissionReview, webhook: Webhook, views: ClusterViews | None = None
+) -> AdmissionReviewResponse:
+    """The response to one review. An exception in the rules denies (fails closed) and is logged.
+
+    ``views``: the cluster objects the transport can show the rules (the webhook's caches, the
+    files given to ``jobgate review``); none by default.
+    """
     request = review.request
     try:
-        response = _decide(request, webhook)
+        response = _decide(request, webhook, views)
     except BadReview:
         raise
     except Exception:
@@ -153,7 +166,18 @@ def answer_review(review: AdmissionReview, webhook: Webhook) -> AdmissionReviewR
     return {"apiVersion": review.apiVersion, "kind": "AdmissionReview", "response": response}
 
 
-def _decide(request: AdmissionRequest, webhook: Webhook) -> AdmissionResponse:
+def review_context(request: AdmissionRequest, views: ClusterViews | None) -> ReviewContext:
+    """What the rules may know of this request: its operation, namespace, user and dry run, and the views."""
+    return ReviewContext(
+        operation=request.operation,
+        namespace=request.namespace,
+        user=request.user,
+        dry_run=bool(request.dryRun),
+        queues=views.queues if views is not None else None,
+    )
+
+
+def _decide(request: AdmissionRequest, webhook: Webhook, views: ClusterViews | None) -> AdmissionResponse:
     if request.operation not in ("CREATE", "UPDATE") or request.object is None:
         return {"uid": request.uid, "allowed": True}
     kind = lookup_names(request.kind.group, request.kind.version, request.kind.kind)
@@ -166,7 +190,7 @@ def _decide(request: AdmissionRequest, webhook: Webhook) -> AdmissionResponse:
     old = request.oldObject if request.operation == "UPDATE" and isinstance(request.oldObject, dict) else None
     if webhook is Webhook.MUTATE:
         return _mutate(request, kind, old)
-    verdict = review_job(kind, request.object, old, with_patch=False)
+    verdict = review_job(kind, request.object, old, context=review_context(request, views), with_patch=False)
     response: AdmissionResponse = {"uid": request.uid, "allowed": verdict.allowed}
     if not verdict.allowed:
         response["status"] = verdict.status()
@@ -198,9 +222,9 @@ def encode_response(answer: AdmissionReviewResponse) -> bytes:
     return orjson.dumps(answer)
 
 
-def review_body(body: bytes | str, webhook: Webhook) -> bytes:
+def review_body(body: bytes | str, webhook: Webhook, views: ClusterViews | None = None) -> bytes:
     """Body in, body out; raises BadReview for anything that is not an AdmissionReview v1."""
-    return encode_response(answer_review(parse_review(body), webhook))
+    return encode_response(answer_review(parse_review(body), webhook, views))
 
 
 def decoded_patch(answer: dict[str, Any]) -> list[dict[str, Any]]:

@@ -35,6 +35,8 @@ class AdmissionRequest:
     object: Any
     oldObject: Any
     dryRun: bool | None
+    # request.userInfo.username, for the review's context; never judged (a review without it is well formed).
+    user: str | None = None
 
 
 @dataclass(slots=True)

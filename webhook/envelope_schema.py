@@ -67,8 +67,15 @@ def checked_review(document: dict[str, Any]) -> AdmissionReview:
             request.object,
             request.oldObject,
             request.dryRun,
+            _user(document["request"]),
         ),
     )
+
+
+def _user(request: dict[str, Any]) -> str | None:
+    user_info = request.get("userInfo")
+    user = user_info.get("username") if type(user_info) is dict else None
+    return user if type(user) is str else None
 
 
 def one_line(exc: ValidationError) -> str:

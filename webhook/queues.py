@@ -13,10 +13,10 @@ import logging
 import os
 import threading
 
+from jobgate.common.envconfig import seconds_from_environment
+from jobgate.engine.views import ClusterViews, QueueInfo
 from jobgate.kube.client import ApiError, Kube, Resource
 from jobgate.kube.informer import Informer
-from jobgate.webhook.envconfig import seconds_from_environment
-from jobgate.webhook.rules.families.volcano.queue_check import QUEUES, QueueInfo
 
 log = logging.getLogger("jobgate.queues")
 
@@ -68,8 +68,10 @@ def recheck_interval() -> float:
     return seconds_from_environment(RECHECK_ENV, DEFAULT_RECHECK_SECONDS)
 
 
-def start_queue_check(kubeconfig: str | None, *, stop: threading.Event | None = None) -> QueueCache | None:
-    """Install the Queue cache for the Volcano rules when a cluster with the Queue CRD is reachable.
+def start_queue_check(
+    kubeconfig: str | None, views: ClusterViews, *, stop: threading.Event | None = None
+) -> QueueCache | None:
+    """Put a Queue cache into ``views`` for the Volcano rules when a cluster with the Queue CRD is reachable.
 
     Without the CRD (or with the cluster unreachable) the check is off, said once, and a daemon
     thread asks discovery again every ``recheck_interval()`` seconds until the CRD is served.
@@ -82,7 +84,7 @@ def start_queue_check(kubeconfig: str | None, *, stop: threading.Event | None = 
         served = queue_crd_served(kube)
     except Exception as exc:  # an unreachable cluster must not stop admission
         log.warning("Volcano queue check off: cannot reach the cluster (%s); retrying in the background", exc)
-        _watch_for_crd(kubeconfig, None, stop)
+        _watch_for_crd(kubeconfig, None, views, stop)
         return None
     if not served:
         log.info(
@@ -90,26 +92,31 @@ def start_queue_check(kubeconfig: str | None, *, stop: threading.Event | None = 
             "(checking again every %gs)",
             recheck_interval(),
         )
-        _watch_for_crd(kubeconfig, kube, stop)
+        _watch_for_crd(kubeconfig, kube, views, stop)
         return None
-    return _start_cache(kube)
+    return _start_cache(kube, views)
 
 
-def _start_cache(kube: Kube) -> QueueCache:
+def _start_cache(kube: Kube, views: ClusterViews) -> QueueCache:
     cache = QueueCache(kube)
     cache.informer.start()
     # Installed once the first list is in: an empty cache would refuse every queue as missing.
-    threading.Thread(target=_install_when_synced, args=(cache,), name="queues-sync", daemon=True).start()
+    threading.Thread(target=_install_when_synced, args=(cache, views), name="queues-sync", daemon=True).start()
     return cache
 
 
-def _watch_for_crd(kubeconfig: str | None, kube: Kube | None, stop: threading.Event | None) -> None:
+def _watch_for_crd(
+    kubeconfig: str | None, kube: Kube | None, views: ClusterViews, stop: threading.Event | None
+) -> None:
     threading.Thread(
-        target=_wait_for_crd, args=(kubeconfig, kube, stop or threading.Event()), name="queues-crd", daemon=True
+        target=_wait_for_crd,
+        args=(kubeconfig, kube, views, stop or threading.Event()),
+        name="queues-crd",
+        daemon=True,
     ).start()
 
 
-def _wait_for_crd(kubeconfig: str | None, kube: Kube | None, stop: threading.Event) -> None:
+def _wait_for_crd(kubeconfig: str | None, kube: Kube | None, views: ClusterViews, stop: threading.Event) -> None:
     """Ask discovery until the Queue CRD is served, then start the cache. Quiet on failures: the
     start-up line already said the check is off."""
     interval = recheck_interval()
@@ -118,13 +125,13 @@ def _wait_for_crd(kubeconfig: str | None, kube: Kube | None, stop: threading.Eve
             kube = kube or Kube(kubeconfig)
             if queue_crd_served(kube):
                 log.info("Volcano's Queue CRD is now served: starting the queue check")
-                _start_cache(kube)
+                _start_cache(kube, views)
                 return
         except Exception as exc:
             log.debug("Volcano queue CRD check failed: %s", exc)
 
 
-def _install_when_synced(cache: QueueCache) -> None:
+def _install_when_synced(cache: QueueCache, views: ClusterViews) -> None:
     cache.informer.synced.wait()
-    QUEUES.install(cache)
+    views.queues = cache
     log.info("Volcano queue check on: watching scheduling.volcano.sh Queues")

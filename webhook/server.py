@@ -25,6 +25,9 @@ from aiohttp import web
 from aiohttp.http_exceptions import HttpProcessingError
 from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, Counter, Gauge, generate_latest
 
+from jobgate.common.logs import FastLine
+from jobgate.engine.review import engine_build, warm_up
+from jobgate.engine.views import ClusterViews
 from jobgate.webhook.admission import (
     AdmissionReviewResponse,
     Webhook,
@@ -34,9 +37,7 @@ from jobgate.webhook.admission import (
 )
 from jobgate.webhook.envelope import AdmissionReview, BadReview
 from jobgate.webhook.fastpath import FastLane
-from jobgate.webhook.logs import FastLine
 from jobgate.webhook.review_metrics import ReviewCount, ReviewMetrics
-from jobgate.webhook.rules.engine import engine_build, warm_up
 from jobgate.webhook.tlsreload import CertificateError, LoadedCertificate, ReloadingCertificate
 
 MAX_BODY_BYTES = 7 * 1024 * 1024  # object + oldObject of a 3 MiB apiserver request, as controller-runtime allows
@@ -118,6 +119,9 @@ class ServerState:
     close_while_draining: bool = True
     in_flight: int = 0
     large_reviews: LargeReviewPool = field(default_factory=lambda: LargeReviewPool())  # noqa: PLW0108 (defined below)
+    # The cluster objects this process's reviews may read (Volcano's Queues once their cache
+    # syncs). Reviews sent to the large-review pool's processes see none of them.
+    views: ClusterViews = field(default_factory=ClusterViews)
 
     @property
     def ready(self) -> bool:
@@ -153,11 +157,11 @@ class ReviewOutcome:
     log_fields: dict[str, Any] = field(default_factory=dict)
 
 
-def review_outcome(body: bytes, webhook: Webhook) -> ReviewOutcome:
+def review_outcome(body: bytes, webhook: Webhook, views: ClusterViews | None = None) -> ReviewOutcome:
     """Parse, review and encode one body: the whole CPU cost of a review, with no I/O."""
     try:
         review = parse_review(body)
-        answer = answer_review(review, webhook)
+        answer = answer_review(review, webhook, views)
     except BadReview as exc:
         return ReviewOutcome(400, message=str(exc))
     verdict = _verdict(answer)
@@ -377,7 +381,7 @@ class ReviewEndpoint:
         ``started``: when the request had arrived, from ``time.perf_counter``.
         """
         try:
-            outcome = review_outcome(body, self.webhook)
+            outcome = review_outcome(body, self.webhook, self.state.views)
             if outcome.status != 200:
                 self.state.metrics.refused(outcome.status)
                 return outcome.status, outcome.message.encode() + b"\n"
@@ -409,7 +413,7 @@ def review_handler(endpoint: ReviewEndpoint) -> Handler:
                 budget = budget_from_timeout(request.query.get("timeout"))
                 outcome = await state.large_reviews.review(body, endpoint.webhook, budget)
             else:
-                outcome = review_outcome(body, endpoint.webhook)
+                outcome = review_outcome(body, endpoint.webhook, state.views)
             if outcome.status != 200:
                 refused = _plain(outcome.status, outcome.message, state)
                 if outcome.status == 429:

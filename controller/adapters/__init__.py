@@ -1,19 +1,23 @@
 """One adapter per API family: job -> common model, and the engine's status -> the job's status.
 
-Each family has its own module here, mirroring ``webhook/rules/families/``; a module exposes
-``ADAPTERS``, and adding a family is one module plus one line below.
+Each family jobgate's controller runs has its own module here, named by its record
+(``Family.controller``); a module exposes ``ADAPTERS``.
 """
 
 from __future__ import annotations
 
+import importlib
 from typing import Any
 
-from jobgate.controller.adapters import diengine, kubedl, mlkube, t9k, volcano
 from jobgate.controller.adapters.common import JOB_UID_LABEL, Adapter, common_status_document, read_status
-from jobgate.webhook.rules.registry import GroupVersionKind
+from jobgate.engine.registry import GroupVersionKind
+from jobgate.families import every_family
 
 ADAPTERS: dict[GroupVersionKind, Adapter] = {
-    adapter.gvk: adapter for family in (kubedl, mlkube, t9k, diengine, volcano) for adapter in family.ADAPTERS
+    adapter.gvk: adapter
+    for record in every_family()
+    if record.controller is not None
+    for adapter in importlib.import_module(record.controller).ADAPTERS
 }
 
 

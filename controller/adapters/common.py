@@ -19,9 +19,9 @@ from jobgate.controller.model import (
     ReplicaCounts,
     Selector,
 )
-from jobgate.webhook.rules.jobmeta import as_int
-from jobgate.webhook.rules.podtemplate import container_named, containers_of
-from jobgate.webhook.rules.registry import GroupVersionKind, JobKind
+from jobgate.engine.registry import GroupVersionKind, JobKind
+from jobgate.rules.dicts import container_named, containers_of
+from jobgate.rules.jobmeta import as_int
 
 JOB_UID_LABEL = "jobgate.dev/job-uid"
 Env = dict[str, list[dict[str, Any]]]

@@ -27,8 +27,8 @@ from jobgate.controller.model import (
     Selector,
     child_name,
 )
-from jobgate.webhook.rules.jobmeta import as_int
-from jobgate.webhook.rules.registry import GroupVersionKind, JobKind, lookup
+from jobgate.engine.registry import GroupVersionKind, JobKind, lookup
+from jobgate.rules.jobmeta import as_int
 
 DIJOB_GVK = GroupVersionKind("diengine.opendilab.org", "v2alpha1", "DIJob")
 

@@ -25,10 +25,10 @@ from jobgate.controller.model import (
     Selector,
     child_name,
 )
-from jobgate.webhook.rules.families import kubedl
-from jobgate.webhook.rules.jobmeta import as_int
-from jobgate.webhook.rules.podtemplate import container_named, container_port
-from jobgate.webhook.rules.registry import JobKind
+from jobgate.engine.registry import JobKind
+from jobgate.families.kubedl import rules as kubedl
+from jobgate.rules.dicts import container_named, container_port
+from jobgate.rules.jobmeta import as_int
 
 
 def _kubedl_groups(kind: kubedl.KubeDLKind, spec: dict[str, Any]) -> tuple[ReplicaGroup, ...]:

@@ -22,9 +22,9 @@ from jobgate.controller.model import (
     RunPolicy,
     child_name,
 )
-from jobgate.webhook.rules.families import mlkube
-from jobgate.webhook.rules.jobmeta import as_int
-from jobgate.webhook.rules.registry import JobKind
+from jobgate.engine.registry import JobKind
+from jobgate.families.mlkube import rules as mlkube
+from jobgate.rules.jobmeta import as_int
 
 
 def build_mxjob(kind: JobKind, job: dict[str, Any]) -> JobModel:

@@ -36,9 +36,9 @@ from jobgate.controller.model import (
 )
 from jobgate.controller.runmodes import apply_override, debug_override, resume_override
 from jobgate.controller.substitution import SubstitutionContext, substitute_pod
-from jobgate.webhook.rules.families.t9k import MAX_WRITTEN_RULE_REPLICAS
-from jobgate.webhook.rules.jobmeta import as_int
-from jobgate.webhook.rules.registry import GroupVersionKind, JobKind, lookup
+from jobgate.engine.registry import GroupVersionKind, JobKind, lookup
+from jobgate.families.t9k.rules import MAX_WRITTEN_RULE_REPLICAS
+from jobgate.rules.jobmeta import as_int
 
 GENERICJOB_GVK = GroupVersionKind("batch.tensorstack.dev", "v1beta1", "GenericJob")
 

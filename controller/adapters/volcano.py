@@ -36,10 +36,10 @@ from jobgate.controller.lifecycle_policy import (
     parse_go_duration,
 )
 from jobgate.controller.model import JobModel, JobStatusModel, ReplicaGroup, RestartMode, RunPolicy
-from jobgate.webhook.rules.families import volcano
-from jobgate.webhook.rules.families.volcano.defaults import DEFAULT_MAX_RETRY, DEFAULT_QUEUE
-from jobgate.webhook.rules.jobmeta import as_int
-from jobgate.webhook.rules.registry import JobKind
+from jobgate.engine.registry import JobKind
+from jobgate.families.volcano import rules as volcano
+from jobgate.families.volcano.rules.defaults import DEFAULT_MAX_RETRY, DEFAULT_QUEUE
+from jobgate.rules.jobmeta import as_int
 
 SVC_MOUNT_PATH = "/etc/volcano"
 SSH_DEFAULT_PATH = "/root/.ssh"

@@ -17,9 +17,9 @@ import yaml
 
 from envtest.cel_differential import POLICY_DENIAL, Apiserver, Case, Outcome, install, run_case
 from envtest.harness import ControlPlane
-from jobgate.webhook.cel.generate import family_rules, rules_for
-from jobgate.webhook.manifests import every_family_kind
-from jobgate.webhook.rules.engine import kind_of
+from jobgate.engine.review import kind_of
+from jobgate.generate.cel.generate import family_rules, rules_for
+from jobgate.generate.manifests import every_family_kind
 from tests.cel_vectors import example_files, vectors
 from tests.e2e.conftest import started
 

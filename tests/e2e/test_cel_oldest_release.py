@@ -17,7 +17,7 @@ import pytest
 from envtest.cel_differential import Apiserver, Case, install, run_case
 from envtest.harness import ControlPlane
 from envtest.versions import OLDEST_KUBERNETES_VERSION
-from jobgate.webhook.rules.engine import kind_of
+from jobgate.engine.review import kind_of
 from tests.e2e.conftest import started
 from tests.e2e.test_cel_enforcement import EXAMPLES, REPO, VECTORS, plane_kubectl, wait_for_policies
 

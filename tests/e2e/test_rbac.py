@@ -7,8 +7,8 @@ import subprocess
 import pytest
 from ruamel.yaml import YAML
 
-from jobgate.webhook.manifests import admission_only
-from jobgate.webhook.rules.registry import served_kinds
+from jobgate.engine.registry import served_kinds
+from jobgate.generate.manifests import admission_only
 from tests.e2e.conftest import REPO, Cluster, WebhookProcess, install_queue_crd, jobgate, token_kubeconfig
 
 RBAC_KINDS = {"Namespace", "ServiceAccount", "Role", "RoleBinding", "ClusterRole", "ClusterRoleBinding"}

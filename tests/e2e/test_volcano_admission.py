@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from jobgate.webhook.manifests import QUEUE_READER
+from jobgate.generate.manifests import QUEUE_READER
 from tests.e2e.conftest import (
     NAMESPACE,
     REPO,

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from jobgate.webhook import exact_yaml
-from jobgate.webhook.documents import Chunk, LoadError, split_documents
+from jobgate.offline import exact_yaml
+from jobgate.offline.documents import Chunk, LoadError, split_documents
 
 
 def shape(node: Any, seen: dict[int, tuple[int, int]] | None = None) -> Any:

@@ -224,10 +224,10 @@ def inputs(seed: int, count: int) -> Iterator[bytes]:
 def check(raw: bytes) -> str:
     """What ``jobgate validate`` and ``jobgate review`` do with one file; the outcome class, or ``Finding``."""
     from jobgate.cli import _as_json
+    from jobgate.offline.report import render
+    from jobgate.offline.results import FieldValidation, Outcome, Run, check_text
+    from jobgate.offline.sources import SourceError, _decode
     from jobgate.webhook.admission import BadReview, Webhook
-    from jobgate.webhook.offline import FieldValidation, Outcome, Run, check_text
-    from jobgate.webhook.report import render
-    from jobgate.webhook.sources import SourceError, _decode
     from tests.fuzz.review_mutator import check as check_review
 
     try:

@@ -7,7 +7,7 @@ import json
 
 import pytest
 
-from jobgate.webhook.rules.families import kubedl
+from jobgate.families.kubedl import rules as kubedl
 from jobgate.webhook.server import MAX_BODY_BYTES, ServerState, build_app
 from tests.builders import admission_review, container, replica, review, tfjob
 

@@ -7,9 +7,9 @@ import json
 
 import pytest
 
+from jobgate.engine.jsonpatch import apply_patch
+from jobgate.families.kubedl import rules as kubedl
 from jobgate.webhook.admission import BadReview, Webhook, decoded_patch, review_body
-from jobgate.webhook.rules.families import kubedl
-from jobgate.webhook.rules.jsonpatch import apply_patch
 from tests.builders import admission_review, container, mx_replica, mxjob, replica, review, tfjob
 
 

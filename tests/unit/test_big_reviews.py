@@ -7,9 +7,9 @@ import copy
 import orjson
 
 from bench.big_review import FAMILIES, review, types_job
+from jobgate.engine.fielderrors import MAX_LISTED_ERRORS, aggregate_message, invalid_status, required
+from jobgate.engine.review import kind_of, review_job
 from jobgate.webhook.admission import Webhook, review_body
-from jobgate.webhook.rules.engine import kind_of, review_job
-from jobgate.webhook.rules.fielderrors import MAX_LISTED_ERRORS, aggregate_message, invalid_status, required
 
 
 def _errors(count: int) -> list:

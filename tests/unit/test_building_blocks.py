@@ -6,10 +6,7 @@ from fractions import Fraction
 
 import pytest
 
-from jobgate.webhook.api.kubedl import TFJobSpec
-from jobgate.webhook.api.mlkube import MxJobSpec
-from jobgate.webhook.rules import podtemplate, quantity
-from jobgate.webhook.rules.fielderrors import (
+from jobgate.engine.fielderrors import (
     Key,
     aggregate_message,
     duplicate,
@@ -20,11 +17,14 @@ from jobgate.webhook.rules.fielderrors import (
     render_path,
     required,
 )
-from jobgate.webhook.rules.jsonpatch import apply_patch, json_patch
-from jobgate.webhook.rules.modelref import ModelRef
-from jobgate.webhook.rules.names import dns1035_label_problems, dns1123_label_problems, port_name_problems
-from jobgate.webhook.rules.quantity import parse_quantity
-from jobgate.webhook.rules.schema import check_against_schema, schema_checker, structural_schema
+from jobgate.engine.jsonpatch import apply_patch, json_patch
+from jobgate.engine.modelref import ModelRef
+from jobgate.engine.schema import check_against_schema, schema_checker, structural_schema
+from jobgate.families.kubedl.models import TFJobSpec
+from jobgate.families.mlkube.models import MxJobSpec
+from jobgate.rules import podtemplate, quantity
+from jobgate.rules.names import dns1035_label_problems, dns1123_label_problems, port_name_problems
+from jobgate.rules.quantity import parse_quantity
 
 
 def test_paths_render_like_field_path():
@@ -220,10 +220,10 @@ def test_the_quantity_cache_stays_bounded_and_keeps_no_long_text():
 
 
 def test_every_reference_to_a_model_gets_its_one_checker():
-    first = schema_checker(ModelRef("jobgate.webhook.api.kubedl:TFJobSpec"))
-    assert schema_checker(ModelRef("jobgate.webhook.api.kubedl:TFJobSpec")) is first
+    first = schema_checker(ModelRef("jobgate.families.kubedl.models:TFJobSpec"))
+    assert schema_checker(ModelRef("jobgate.families.kubedl.models:TFJobSpec")) is first
     assert schema_checker(TFJobSpec) is schema_checker(TFJobSpec)
-    assert schema_checker(ModelRef("jobgate.webhook.api.mlkube:MxJobSpec")) is not first
+    assert schema_checker(ModelRef("jobgate.families.mlkube.models:MxJobSpec")) is not first
 
 
 def test_resource_classes_stay_bounded():

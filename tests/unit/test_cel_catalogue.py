@@ -7,10 +7,10 @@ import json
 import pytest
 
 from build_support import readme_tables
-from jobgate.webhook.cel.catalogue import PathPattern, Rule, Where
-from jobgate.webhook.cel.generate import CatalogueError, enforcement_rows, rules_for
-from jobgate.webhook.manifests import custom_resource_definition, every_family_kind, plain_crd
-from jobgate.webhook.rules.fielderrors import Key
+from jobgate.engine.fielderrors import Key
+from jobgate.generate.cel.catalogue import PathPattern, Rule, Where
+from jobgate.generate.cel.generate import CatalogueError, enforcement_rows, rules_for
+from jobgate.generate.manifests import custom_resource_definition, every_family_kind, plain_crd
 
 
 @pytest.mark.parametrize(
@@ -60,9 +60,9 @@ def test_every_family_is_in_the_table():
 
 
 def test_a_placement_where_the_schema_has_nothing_is_a_clear_error(monkeypatch):
-    from jobgate.webhook.cel import generate
-    from jobgate.webhook.cel.catalogue import Placement, Produces
-    from jobgate.webhook.rules.families import kubedl
+    from jobgate.families.kubedl import rules as kubedl
+    from jobgate.generate.cel import generate
+    from jobgate.generate.cel.catalogue import Placement, Produces
 
     stray = Rule(
         "x/stray", "x", Where.SCHEMA, (Produces("**", "INVALID"),), (Placement(("spec", "nowhere"), {"maxLength": 1}),)

@@ -183,7 +183,7 @@ def test_permission_denied(tmp_path):
 
 def test_permission_denied_message(monkeypatch, tmp_path):
     """The same path as above for root, which the kernel lets read anything."""
-    from jobgate.webhook import sources
+    from jobgate.offline import sources
 
     def refuse(*args, **kwargs):
         raise PermissionError(13, "Permission denied")

@@ -81,7 +81,7 @@ def test_bad_validate_mode_is_a_usage_error(typo, capsys):
 
 
 def test_the_webhook_still_only_warns_about_unknown_fields():
-    from jobgate.webhook.rules.engine import kind_of, review_job
+    from jobgate.engine.review import kind_of, review_job
     from tests.builders import tfjob
 
     job = tfjob()
@@ -123,14 +123,14 @@ def test_parallel_output_is_the_serial_output(tmp_path, capsys, fmt):
 
 
 def test_default_jobs_is_the_number_of_cpus(tmp_path, capsys, monkeypatch):
-    from jobgate.webhook import offline
+    from jobgate.offline import results as offline
 
     seen = []
     real = offline.iter_results
 
-    def spy(paths, validation, jobs):
+    def spy(paths, validation, jobs, views=None):
         seen.append(jobs)
-        return real(paths, validation, jobs)
+        return real(paths, validation, jobs, views)
 
     monkeypatch.setattr(offline, "iter_results", spy)
     make_tree(tmp_path, 2)
@@ -146,8 +146,8 @@ def test_jobs_must_be_positive(capsys):
 
 def test_text_output_is_streamed_and_results_are_not_kept(tmp_path, monkeypatch):
     """Memory follows the largest file: text output keeps no result once written."""
-    from jobgate.webhook.offline import iter_results
-    from jobgate.webhook.report import Reporter
+    from jobgate.offline.report import Reporter
+    from jobgate.offline.results import iter_results
 
     make_tree(tmp_path, 12)
     written = []
@@ -242,14 +242,14 @@ def test_the_command_exits_with_every_line_written(paths, code):
 
 
 def test_the_generated_schema_table_is_current():
-    from jobgate.webhook.manifests import stale_package_tables
+    from jobgate.generate.manifests import stale_package_tables
 
     assert stale_package_tables() == [], "run `jobgate manifests generate`"
 
 
 def test_the_schema_table_is_what_the_models_give():
-    from jobgate.webhook.rules.registry import served_kinds
-    from jobgate.webhook.rules.schema import schema_table, structural_schema
+    from jobgate.engine.registry import served_kinds
+    from jobgate.engine.schema import schema_table, structural_schema
 
     table = schema_table()
     for kind in served_kinds():
@@ -258,21 +258,21 @@ def test_the_schema_table_is_what_the_models_give():
 
 def test_a_family_naming_its_model_class_still_works():
     """Families written in the older style (spec_model=SomeSpec, a class) keep working."""
-    from jobgate.webhook.api.kubedl import TFJobSpec
-    from jobgate.webhook.rules.modelref import ModelRef, model_key
-    from jobgate.webhook.rules.schema import schema_checker
+    from jobgate.engine.modelref import ModelRef, model_key
+    from jobgate.engine.schema import schema_checker
+    from jobgate.families.kubedl.models import TFJobSpec
 
-    assert model_key(TFJobSpec) == "jobgate.webhook.api.kubedl:TFJobSpec"
+    assert model_key(TFJobSpec) == "jobgate.families.kubedl.models:TFJobSpec"
     errors: list = []
     schema_checker(TFJobSpec)({"backoffLimit": "x"}, ("spec",), errors, [])
     assert any(str(e).startswith("spec.backoffLimit: Invalid value") for e in errors), errors
-    assert ModelRef("jobgate.webhook.api.kubedl:TFJobSpec").resolve() is TFJobSpec
+    assert ModelRef("jobgate.families.kubedl.models:TFJobSpec").resolve() is TFJobSpec
 
 
 def test_a_model_missing_from_the_table_is_built_from_pydantic():
     from pydantic import BaseModel
 
-    from jobgate.webhook.rules.schema import schema_checker
+    from jobgate.engine.schema import schema_checker
 
     class Fresh(BaseModel):
         count: int
@@ -283,7 +283,9 @@ def test_a_model_missing_from_the_table_is_built_from_pydantic():
 
 
 def test_light_constants_agree_with_the_models():
-    from jobgate.webhook.api import common, constants, kubedl, mlkube
+    from jobgate.api import common, constants
+    from jobgate.families.kubedl import models as kubedl
+    from jobgate.families.mlkube import models as mlkube
 
     assert get_args(common.RestartPolicy) == constants.RESTART_POLICIES
     assert get_args(common.CleanPodPolicy) == constants.CLEAN_POD_POLICIES

@@ -8,7 +8,7 @@ import time
 from jobgate.controller.adapters import common_status_document, read_status
 from jobgate.controller.expectations import Expectations
 from jobgate.controller.workqueue import WorkQueue
-from jobgate.webhook.rules.registry import GroupVersionKind
+from jobgate.engine.registry import GroupVersionKind
 
 
 def test_a_key_is_queued_once_and_held_by_one_worker():
@@ -291,8 +291,8 @@ def test_no_command_watch_is_started_after_stop_nor_without_volcano(tmp_path, mo
 
 def test_a_pod_group_api_served_after_start_up_turns_gang_scheduling_on_without_a_restart(tmp_path, monkeypatch):
     from jobgate.controller.runtime import job_key
+    from jobgate.engine.registry import GroupVersionKind
     from jobgate.kube.informer import Informer
-    from jobgate.webhook.rules.registry import GroupVersionKind
 
     started: list[str] = []
 

@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from jobgate.webhook.rules.jsonpatch import apply_patch
+from jobgate.engine.jsonpatch import apply_patch
 from tests.builders import container, errors_of, review
 
 
@@ -195,7 +195,7 @@ def test_shared_volume_errors_point_at_spec_volumes_once():
 
 def test_tasks_and_shared_volumes_within_the_crds_bounds():
     # The bounds of the CRD's schema (the CEL cost estimate needs them), in the apiserver's words.
-    from jobgate.webhook.rules.families.diengine import MAX_SHARED_VOLUMES, MAX_TASKS
+    from jobgate.families.diengine.rules import MAX_SHARED_VOLUMES, MAX_TASKS
 
     tasks = [task(name=f"t{i}") for i in range(MAX_TASKS)]
     volumes = [{"name": f"v{i}", "emptyDir": {}} for i in range(MAX_SHARED_VOLUMES)]
@@ -225,7 +225,8 @@ def test_scaling_a_task_is_allowed_but_not_to_zero():
 
 
 def test_light_constants_agree_with_the_model():
-    from jobgate.webhook.api import constants, diengine
+    from jobgate.api import constants
+    from jobgate.families.diengine import models as diengine
 
     assert (diengine.GROUP, diengine.VERSION) == (constants.DIENGINE_GROUP, constants.DIENGINE_VERSION)
 

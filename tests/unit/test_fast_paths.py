@@ -9,10 +9,10 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from jobgate.webhook import loader
-from jobgate.webhook.rules import names, quantity
-from jobgate.webhook.rules.names import is_dns1123_label, is_env_var_name, is_port_name
-from jobgate.webhook.rules.podtemplate import check_pod_template
+from jobgate.offline import loader
+from jobgate.rules import names, quantity
+from jobgate.rules.names import is_dns1123_label, is_env_var_name, is_port_name
+from jobgate.rules.podtemplate import check_pod_template
 
 
 def test_remembered_names_are_bounded_and_never_change_an_answer() -> None:

@@ -98,7 +98,7 @@ def test_nothing_on_the_admission_side_imports_the_controller():
 
 def test_the_rules_import_no_transport():
     graph = import_graph()
-    rules = [name for name in graph if name.startswith("jobgate.webhook.rules")]
+    rules = [name for name in graph if name.startswith("jobgate.rules")]
     transports = ("jobgate.webhook.server", "jobgate.webhook.admission", "jobgate.cli", "jobgate.controller")
     assert [(a, b) for a in rules for b in graph[a] if b.startswith(transports)] == []
 

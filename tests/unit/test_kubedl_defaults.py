@@ -6,7 +6,7 @@ import copy
 
 import pytest
 
-from jobgate.webhook.rules.jsonpatch import apply_patch
+from jobgate.engine.jsonpatch import apply_patch
 from tests.builders import REPLICA_FIELDS, container, kubedl_job, replica, review, tfjob
 
 FALLBACK = "FallbackToLogsOnError"

@@ -7,11 +7,11 @@ from typing import Any
 
 import pytest
 
-from jobgate.webhook.api import kubeflow as models
-from jobgate.webhook.api.constants import KUBEFLOW_MANAGED_BY
-from jobgate.webhook.rules.engine import defaulting_patch, kind_of, review_job
-from jobgate.webhook.rules.families import kubeflow
-from jobgate.webhook.rules.fielderrors import ErrorType
+from jobgate.api.constants import KUBEFLOW_MANAGED_BY
+from jobgate.engine.fielderrors import ErrorType
+from jobgate.engine.review import defaulting_patch, kind_of, review_job
+from jobgate.families.kubeflow import models
+from jobgate.families.kubeflow import rules as kubeflow
 
 KF = "kubeflow.org/v1"
 FIELDS = {k.kind: (k.replicas_field, k.container) for k in kubeflow.KINDS}

@@ -23,7 +23,7 @@ from typing import Any
 import pytest
 
 from jobgate.cli import main
-from jobgate.webhook.rules.jsonpatch import apply_patch
+from jobgate.engine.jsonpatch import apply_patch
 from tests.builders import admission_review
 
 KF = "kubeflow.org/v1"

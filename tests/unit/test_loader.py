@@ -11,9 +11,9 @@ from pathlib import Path
 
 import pytest
 
-from jobgate.webhook.documents import MAX_DEPTH, Chunk, LoadError, split_documents
-from jobgate.webhook.exact_yaml import go_format_float, load_exact
-from jobgate.webhook.loader import has_yaml11_tokens, load_document
+from jobgate.offline.documents import MAX_DEPTH, Chunk, LoadError, split_documents
+from jobgate.offline.exact_yaml import go_format_float, load_exact
+from jobgate.offline.loader import has_yaml11_tokens, load_document
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -244,7 +244,7 @@ def test_the_pre_scan_sends_yaml11_numbers_and_tags_to_the_exact_path():
 
 
 def test_a_realistic_job_takes_the_fast_path_and_reads_the_same():
-    from jobgate.webhook import loader
+    from jobgate.offline import loader
 
     for path in sorted((REPO / "examples").rglob("*.yaml")):
         text = path.read_text()
@@ -255,7 +255,7 @@ def test_a_realistic_job_takes_the_fast_path_and_reads_the_same():
 
 
 def test_lines_of_fields():
-    from jobgate.webhook.loader import Locator
+    from jobgate.offline.loader import Locator
 
     text = "a: 1\n---\n# c\nkind: X\nspec:\n  list:\n    - x\n    - name: y\n      v: 2\n"
     chunk = split_documents(text)[1]
@@ -283,7 +283,7 @@ def test_chunk_line_offsets_in_errors():
 
 def test_lines_of_fields_among_many_keys():
     """Keys as written first, then case-folded; of duplicates, the first written."""
-    from jobgate.webhook.loader import Locator
+    from jobgate.offline.loader import Locator
 
     types = "".join(f"  T{i}:\n    replicas: {i}\n" for i in range(3000))
     text = "kind: X\nspec:\n  worker: 1\n  Worker: 2\n  ps: 3\n  ps: 4\n" + types
@@ -301,7 +301,7 @@ def big_document(types: int = 5000) -> str:
 
 
 def test_a_loaded_document_is_located_by_libyaml_whatever_its_size(monkeypatch):
-    from jobgate.webhook import exact_yaml, loader
+    from jobgate.offline import exact_yaml, loader
 
     text = big_document()
     assert sum(map(text.count, exact_yaml._NESTING_CHARACTERS)) > exact_yaml._LIBYAML_MAX_NESTING
@@ -319,7 +319,7 @@ def test_a_loaded_document_is_located_by_libyaml_whatever_its_size(monkeypatch):
 
 def test_text_after_a_document_end_is_not_given_to_libyaml_unbounded(monkeypatch):
     """``...`` may hide further documents that no reading has checked: the crude bound applies."""
-    from jobgate.webhook import exact_yaml, loader
+    from jobgate.offline import exact_yaml, loader
 
     text = big_document() + "...\n" + "[" * 30_000 + "]" * 30_000 + "\n"
     composed: list[str] = []
@@ -331,7 +331,7 @@ def test_text_after_a_document_end_is_not_given_to_libyaml_unbounded(monkeypatch
 def test_deep_flow_nesting_stops_ruamel_at_once():
     from ruamel.yaml import YAML
 
-    from jobgate.webhook import exact_yaml
+    from jobgate.offline import exact_yaml
 
     def scan(text: str) -> int:
         yaml = YAML(typ="rt")
@@ -354,7 +354,7 @@ def ruamel_reading(text: str, scanner: object) -> object:
     from ruamel.yaml import YAML
     from ruamel.yaml.error import YAMLError
 
-    from jobgate.webhook import exact_yaml
+    from jobgate.offline import exact_yaml
     from tests.fuzz.loader_differential import shape
 
     yaml = YAML(typ="rt")
@@ -389,7 +389,7 @@ SIMPLE_KEYS = [
 
 def test_the_bounded_scanner_reads_as_ruamel_does():
     """Simple keys found in constant time per token, by ruamel's rules: same graphs, same errors."""
-    from jobgate.webhook import exact_yaml
+    from jobgate.offline import exact_yaml
     from tests.fuzz.offline_mutator import example_texts, inputs
 
     texts = SIMPLE_KEYS + example_texts()[:10]

@@ -9,8 +9,8 @@ from __future__ import annotations
 
 import pytest
 
-from jobgate.webhook import exact_yaml, loader
-from jobgate.webhook.documents import Chunk
+from jobgate.offline import exact_yaml, loader
+from jobgate.offline.documents import Chunk
 from tests.fuzz.loader_differential import differences
 from tests.fuzz.offline_mutator import example_texts, inputs
 

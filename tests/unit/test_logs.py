@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 import logging
 
-from jobgate.webhook.logs import JsonFormatter, TextFormatter
+from jobgate.common.logs import JsonFormatter, TextFormatter
 
 
 def record(message="review", **fields):
@@ -51,7 +51,7 @@ class CountingStream:
 def test_fast_lines_of_one_loop_iteration_are_written_together(monkeypatch):
     import asyncio
 
-    from jobgate.webhook import logs
+    from jobgate.common import logs
 
     stream = CountingStream()
     monkeypatch.setattr(logs._output, "stream", stream)
@@ -76,7 +76,7 @@ def test_fast_lines_of_one_loop_iteration_are_written_together(monkeypatch):
 
 
 def test_remembered_quoting_stays_bounded_and_right():
-    from jobgate.webhook import logs
+    from jobgate.common import logs
 
     for index in range(logs._QUOTED_MAX + 10):
         assert logs._quoted(f"uid-{index}") == f"uid-{index}"

@@ -11,8 +11,9 @@ import pytest
 from ruamel.yaml import YAML
 
 from jobgate.cli import main
-from jobgate.webhook.cel.generate import family_defaults
-from jobgate.webhook.manifests import (
+from jobgate.engine.registry import served_kinds
+from jobgate.generate.cel.generate import family_defaults
+from jobgate.generate.manifests import (
     admission_only,
     controller_cluster_role,
     differences,
@@ -22,7 +23,6 @@ from jobgate.webhook.manifests import (
     package_tables,
     webhook_configurations,
 )
-from jobgate.webhook.rules.registry import served_kinds
 
 MANIFESTS = Path(__file__).resolve().parents[2] / "manifests"
 
@@ -240,16 +240,16 @@ def test_the_webhook_account_may_only_list_and_watch_volcano_queues():
 
 def test_the_family_index_names_every_kind_and_loads_only_the_family_met(tmp_path):
     """The index is generated from the family modules; one document loads one family."""
-    from jobgate.webhook.manifests import every_family_kind
-    from jobgate.webhook.rules.family_index import KIND_FAMILIES
+    from jobgate._generated.family_index import KIND_FAMILIES
+    from jobgate.generate.manifests import every_family_kind
 
     assert {(k.gvk.group, k.gvk.version, k.gvk.kind): k.family for k in every_family_kind()} == KIND_FAMILIES
     script = (
         "import sys\n"
-        "from jobgate.webhook.rules.registry import lookup_names\n"
+        "from jobgate.engine.registry import lookup_names\n"
         "assert lookup_names('mxnet.mlkube.io', 'v1beta1', 'MxJob').family == 'mlkube'\n"
         "assert lookup_names('example.com', 'v1', 'MxJob') is None\n"
-        "print(sorted(m.rsplit('.', 1)[1] for m in sys.modules if m.startswith('jobgate.webhook.rules.families.')))\n"
+        "print(sorted({m.split('.')[2] for m in sys.modules if m.startswith('jobgate.families.')}))\n"
     )
     result = subprocess.run([sys.executable, "-c", script], cwd=tmp_path, capture_output=True, text=True, check=False)
     assert result.returncode == 0, result.stderr

@@ -7,9 +7,9 @@ import copy
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from jobgate.engine.jsonpatch import apply_patch
+from jobgate.engine.review import kind_of, review_job
 from jobgate.webhook.admission import Webhook, answer_review, parse_review
-from jobgate.webhook.rules.engine import kind_of, review_job
-from jobgate.webhook.rules.jsonpatch import apply_patch
 from tests.builders import KUBEDL, MLKUBE, REPLICA_FIELDS, VOLCANO, container, replica
 
 scalars = st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False) | st.text(max_size=8)

@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from jobgate.webhook.rules.jsonpatch import apply_patch
+from jobgate.engine.jsonpatch import apply_patch
 from tests.builders import container, errors_of, review
 
 
@@ -261,7 +261,7 @@ def test_pod_template_checks_apply():
 
 def test_replica_specs_finish_rules_and_service_ports_within_the_crds_bounds():
     # The bounds of the CRD's schema (the CEL cost estimate needs them), in the apiserver's words.
-    from jobgate.webhook.rules.families.t9k import MAX_REPLICA_SPECS, MAX_SERVICE_PORTS, MAX_WRITTEN_RULE_REPLICAS
+    from jobgate.families.t9k.rules import MAX_REPLICA_SPECS, MAX_SERVICE_PORTS, MAX_WRITTEN_RULE_REPLICAS
 
     replicas = [t9k_replica(f"t{i}") for i in range(MAX_REPLICA_SPECS)]
     ports = [{"name": f"p{i}", "port": 1000 + i} for i in range(MAX_SERVICE_PORTS)]
@@ -356,7 +356,8 @@ def test_default_finish_rules_follow_a_scale_and_given_rules_do_not():
 
 
 def test_light_constants_agree_with_the_model():
-    from jobgate.webhook.api import constants, t9k
+    from jobgate.api import constants
+    from jobgate.families.t9k import models as t9k
 
     assert (t9k.GROUP, t9k.VERSION) == (constants.T9K_GROUP, constants.T9K_VERSION)
 

@@ -8,9 +8,9 @@ import pytest
 import yaml
 
 from jobgate.cli import main
+from jobgate.engine import registry
+from jobgate.engine.views import ClusterViews, QueueInfo
 from jobgate.webhook.admission import Webhook, answer_review, parse_review
-from jobgate.webhook.rules import registry
-from jobgate.webhook.rules.families.volcano.queue_check import QUEUES, QueueInfo
 from tests.builders import admission_review, vc_task, vcjob
 
 
@@ -22,19 +22,17 @@ def only_kubedl():
 
 
 @pytest.fixture
-def queues():
+def queues() -> ClusterViews:
     class View:
         def queue(self, name: str) -> QueueInfo | None:
             return QueueInfo(name, "Closed", 0) if name == "closed" else None
 
-    QUEUES.install(View())
-    yield
-    QUEUES.install(None)
+    return ClusterViews(queues=View())
 
 
-def answer(obj, webhook=Webhook.VALIDATE):
+def answer(obj, webhook=Webhook.VALIDATE, views=None):
     body = json.dumps(admission_review(obj)).encode()
-    return answer_review(parse_review(body), webhook)["response"]
+    return answer_review(parse_review(body), webhook, views)["response"]
 
 
 def test_unserved_family_is_answered_like_an_unknown_kind(only_kubedl):
@@ -65,16 +63,27 @@ def test_bad_families_flag_exits_2(command, capsys):
     assert "--families: unknown families ['nope']" in capsys.readouterr().err
 
 
-def test_installed_queue_view_is_used_by_validate(queues):
-    response = answer(vcjob(vc_task("w", 1), queue="closed"))
+def test_the_transports_queue_view_is_used_by_validate(queues):
+    response = answer(vcjob(vc_task("w", 1), queue="closed"), views=queues)
     assert response["allowed"] is False
     assert "can only submit job to queue with state `Open`" in response["status"]["message"]
-    response = answer(vcjob(vc_task("w", 1), queue="gone"))
+    response = answer(vcjob(vc_task("w", 1), queue="gone"), views=queues)
     assert 'unable to find job queue: queue.scheduling.volcano.sh "gone" not found' in response["status"]["message"]
 
 
+def test_a_review_without_a_queue_view_skips_the_check_and_says_so_in_its_verdict():
+    from jobgate.engine.context import ReviewContext
+    from jobgate.engine.review import kind_of, review_job
+    from jobgate.families.volcano.rules.queue_check import QUEUE_CHECK
+
+    job = vcjob(vc_task("w", 1), queue="gone")
+    verdict = review_job(kind_of(job), job, context=ReviewContext())
+    assert verdict.allowed
+    assert verdict.skipped == {QUEUE_CHECK}
+    assert answer(job)["allowed"] is True
+
+
 def test_offline_validate_warns_once_that_the_queue_check_is_skipped(tmp_path, capsys):
-    QUEUES.skipped = False
     path = tmp_path / "jobs.yaml"
     path.write_text(yaml.safe_dump_all([vcjob(vc_task("w", 1), name="a"), vcjob(vc_task("w", 1), name="b")]))
     assert main(["validate", str(path)]) == 0
@@ -107,7 +116,7 @@ def test_validate_and_review_check_queues_from_a_file(tmp_path, capsys, queue, f
     queues.write_text(yaml.safe_dump(QUEUE_LIST))
     job = tmp_path / "job.yaml"
     job.write_text(yaml.safe_dump(vcjob(vc_task("w", 1), queue=queue)))
-    try:
+    if True:
         code = main(["validate", "--queues", str(queues), str(job)])
         out = capsys.readouterr().out
         assert code == (0 if fragment is None else 1)
@@ -121,12 +130,9 @@ def test_validate_and_review_check_queues_from_a_file(tmp_path, capsys, queue, f
             ["review", "validate", "--queues", str(queues), str(review)],
             ["review", "validate", str(review), "--queues", str(queues)],
         ):
-            QUEUES.install(None)
             assert main(argv) == 0
             response = json.loads(capsys.readouterr().out)["response"]
             assert response["allowed"] is (fragment is None), argv
-    finally:
-        QUEUES.install(None)
 
 
 def test_unreadable_queues_file_exits_2(tmp_path, capsys):

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from jobgate.webhook.rules.engine import defaulting_patch, kind_of
-from jobgate.webhook.rules.jsonpatch import apply_patch
+from jobgate.engine.jsonpatch import apply_patch
+from jobgate.engine.review import defaulting_patch, kind_of
 from tests.builders import review, vc_task, vcjob
 
 

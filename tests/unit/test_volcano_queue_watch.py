@@ -7,6 +7,7 @@ import threading
 
 import pytest
 
+from jobgate.engine.views import ClusterViews
 from jobgate.webhook import queues
 
 
@@ -29,7 +30,7 @@ def cluster(monkeypatch):
 
     monkeypatch.setattr(queues, "Kube", lambda kubeconfig: kube)
     monkeypatch.setattr(queues, "queue_crd_served", served)
-    monkeypatch.setattr(queues, "_start_cache", lambda k: started.set())
+    monkeypatch.setattr(queues, "_start_cache", lambda k, views: started.set())
     monkeypatch.setenv(queues.RECHECK_ENV, "0.01")
     return kube, started
 
@@ -38,7 +39,7 @@ def test_the_check_starts_when_the_crd_appears(cluster, caplog):
     kube, started = cluster
     stop = threading.Event()
     with caplog.at_level(logging.INFO, logger="jobgate.queues"):
-        assert queues.start_queue_check("kubeconfig", stop=stop) is None
+        assert queues.start_queue_check("kubeconfig", ClusterViews(), stop=stop) is None
         assert started.wait(5), "the queue check never started"
     stop.set()
     assert kube.asks == 3
@@ -51,7 +52,7 @@ def test_stopping_ends_the_rechecks(cluster):
     kube, started = cluster
     kube.absent_for = 10**9
     stop = threading.Event()
-    queues.start_queue_check("kubeconfig", stop=stop)
+    queues.start_queue_check("kubeconfig", ClusterViews(), stop=stop)
     stop.set()
     asks = kube.asks
     assert not started.wait(0.1)

@@ -13,9 +13,9 @@ import json
 
 import pytest
 
+from jobgate.engine.jsonpatch import apply_patch
+from jobgate.engine.views import ClusterViews, QueueSnapshot
 from jobgate.webhook.admission import Webhook, answer_review, parse_review
-from jobgate.webhook.rules.families.volcano.queue_check import QUEUES, QueueSnapshot
-from jobgate.webhook.rules.jsonpatch import apply_patch
 from tests.builders import admission_review
 
 
@@ -36,24 +36,21 @@ def job(name="valid-job", tasks=None, **spec):
     }
 
 
-@pytest.fixture(autouse=True)
-def volcano_fixture_queue():
-    QUEUES.install(QueueSnapshot([{"metadata": {"name": "default"}, "status": {"state": "Open"}}]))
-    yield
-    QUEUES.install(None)
+# The queue Volcano's fixtures submit to, as the webhook's Queue cache would show it.
+DEFAULT_QUEUE = ClusterViews(QueueSnapshot([{"metadata": {"name": "default"}, "status": {"state": "Open"}}]))
 
 
-def respond(obj, webhook, *, operation="CREATE", old=None):
+def respond(obj, webhook, *, operation="CREATE", old=None, views=DEFAULT_QUEUE):
     review = admission_review(obj, operation=operation, old=old)
-    return answer_review(parse_review(json.dumps(review).encode()), webhook)["response"]
+    return answer_review(parse_review(json.dumps(review).encode()), webhook, views)["response"]
 
 
-def mutate_then_validate(obj, *, operation="CREATE", old=None):
-    mutated = respond(obj, Webhook.MUTATE, operation=operation, old=old)
+def mutate_then_validate(obj, *, operation="CREATE", old=None, views=DEFAULT_QUEUE):
+    mutated = respond(obj, Webhook.MUTATE, operation=operation, old=old, views=views)
     assert mutated["allowed"] is True  # where Volcano's mutating webhook denies nothing, nor does jobgate's
     patch = json.loads(base64.b64decode(mutated["patch"])) if "patch" in mutated else []
     patched = apply_patch(obj, patch)
-    return patched, respond(patched, Webhook.VALIDATE, operation=operation, old=old)
+    return patched, respond(patched, Webhook.VALIDATE, operation=operation, old=old, views=views)
 
 
 CREATE_CASES = [
@@ -179,8 +176,8 @@ CREATE_CASES = [
 
 
 @pytest.mark.parametrize(("obj", "fragment"), [c[1:] for c in CREATE_CASES], ids=[c[0] for c in CREATE_CASES])
-def test_create(obj, fragment):
-    _, response = mutate_then_validate(obj)
+def test_create(obj, fragment, views=DEFAULT_QUEUE):
+    _, response = mutate_then_validate(obj, views=views)
     if fragment is None:
         assert response["allowed"] is True, response
     else:
@@ -385,8 +382,7 @@ HIERARCHY = [
     ],
 )
 def test_hierarchical_queues(queue, fragment):
-    QUEUES.install(QueueSnapshot(HIERARCHY))
-    test_create(job(queue=queue), fragment)
+    test_create(job(queue=queue), fragment, views=ClusterViews(QueueSnapshot(HIERARCHY)))
 
 
 def test_numa_policy_with_whole_cpus_is_admitted():

@@ -6,7 +6,8 @@ import copy
 
 import pytest
 
-from jobgate.webhook.rules.families.volcano.queue_check import QueueInfo, check_queue
+from jobgate.engine.views import QueueInfo
+from jobgate.families.volcano.rules.queue_check import check_queue
 from tests.builders import errors_of, review, vc_task, vcjob
 
 

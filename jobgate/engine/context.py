@@ -1,0 +1,61 @@
+"""What one review knows about its request and the cluster: built per request, read by the rules.
+
+The engine keeps no state between reviews. Each transport builds a ``ReviewContext`` its own way:
+the webhook from the AdmissionReview and its watch-backed caches, ``jobgate validate`` from the
+files it is given (``--queues``, ``--namespace``), the controller from the job it reconciles.
+A rule reads the context it is handed and never a module global (as controller-runtime passes
+the admission request in ``ctx`` and Kyverno a ``PolicyContext``).
+"""
+
+from __future__ import annotations
+
+TYPE_CHECKING = False  # typing.TYPE_CHECKING, without importing typing at run time (start-up)
+if TYPE_CHECKING:
+    from collections.abc import Mapping
+
+    from jobgate.engine.views import QueueView
+
+CREATE = "CREATE"
+UPDATE = "UPDATE"
+
+
+class ReviewContext:
+    """One review's request (operation, namespace, user, dry run) and read-only views of cluster objects.
+
+    ``skipped`` is the one thing a rule may write: the checks it could not run because the
+    context had no view of the objects they read (offline without ``--queues``, say), so that the
+    transport can say so. It belongs to this review alone.
+
+    Not a dataclass: importing ``dataclasses`` costs a one-file ``jobgate validate`` more than the
+    rules it runs.
+    """
+
+    __slots__ = ("dry_run", "groups", "namespace", "namespace_labels", "operation", "queues", "skipped", "user")
+
+    def __init__(
+        self,
+        *,
+        operation: str = CREATE,
+        namespace: str | None = None,
+        namespace_labels: Mapping[str, str] | None = None,
+        user: str | None = None,
+        groups: tuple[str, ...] = (),
+        dry_run: bool = False,
+        queues: QueueView | None = None,
+    ) -> None:
+        self.operation = operation
+        self.namespace = namespace
+        # None: the namespace's labels are not known here (offline without --namespaces).
+        self.namespace_labels = namespace_labels
+        self.user = user
+        self.groups = groups
+        self.dry_run = dry_run
+        # Volcano's Queues (scheduling.volcano.sh); None: no view, the queue check is skipped.
+        self.queues = queues
+        self.skipped: set[str] = set()
+
+    def __repr__(self) -> str:
+        return (
+            f"ReviewContext(operation={self.operation!r}, namespace={self.namespace!r}, user={self.user!r}, "
+            f"dry_run={self.dry_run!r}, queues={'yes' if self.queues is not None else 'none'})"
+        )

@@ -1,0 +1,107 @@
+"""Mutate, then validate: the order the apiserver applies jobgate's webhooks in.
+
+``defaulting_patch`` is all /mutate does: it fills defaults and never judges, because other
+mutating webhooks may still complete the object after it (and the apiserver may call it
+again). ``review_job`` defaults in memory and then validates: /validate, ``jobgate
+validate``/``default`` and the controller call it, so a cluster without the mutating webhook
+gets the same verdict as one with it.
+"""
+
+from __future__ import annotations
+
+from jobgate.engine.context import CREATE, UPDATE, ReviewContext
+from jobgate.engine.fielderrors import FieldError, invalid_status
+from jobgate.engine.jsonpatch import NO_PATCH, Patch, PatchRecorder
+from jobgate.engine.registry import GroupVersionKind, JobKind, lookup, served_kinds
+from jobgate.engine.schema import schema_checker
+from jobgate.rules.jobmeta import generate_name_errors, job_name
+
+TYPE_CHECKING = False  # typing.TYPE_CHECKING, without importing typing at run time (start-up)
+if TYPE_CHECKING:
+    from typing import Any
+
+
+class Verdict:
+    # Not a dataclass: importing ``dataclasses`` costs a one-file ``jobgate validate`` more
+    # than the rules it runs.
+    __slots__ = ("defaulted", "errors", "kind", "patch", "skipped", "warnings")
+
+    def __init__(
+        self,
+        kind: JobKind,
+        defaulted: dict[str, Any],
+        patch: Patch,
+        errors: list[FieldError],
+        warnings: list[str],
+        *,
+        skipped: frozenset[str] = frozenset(),
+    ) -> None:
+        self.kind = kind
+        self.defaulted = defaulted
+        self.patch = patch
+        self.errors = errors
+        self.warnings = warnings
+        # The checks the review's context could not support (no view of the objects they read).
+        self.skipped = skipped
+
+    @property
+    def allowed(self) -> bool:
+        return not self.errors
+
+    def status(self) -> dict[str, Any]:
+        """The ``metav1.Status`` of a denial (422, reason Invalid, one cause per error)."""
+        gvk = self.kind.gvk
+        return invalid_status(gvk.group, gvk.kind, job_name(self.defaulted), self.errors)
+
+
+def engine_build() -> str:
+    """How the rule engine runs here: as mypyc extension modules (``JOBGATE_COMPILE=1``) or not."""
+    return "pure Python" if __file__.endswith(".py") else "compiled (mypyc)"
+
+
+def warm_up() -> None:
+    """Build every kind's schema now, so that the first review does not pay for it."""
+    for kind in served_kinds():
+        schema_checker(kind.spec_model)
+
+
+def kind_of(obj: Any) -> JobKind | None:
+    gvk = GroupVersionKind.from_object(obj)
+    return lookup(gvk) if gvk is not None else None
+
+
+def defaulting_patch(kind: JobKind, obj: dict[str, Any], old: dict[str, Any] | None = None) -> Patch:
+    """The JSON Patch /mutate sends: defaults only, whatever validation would say of the result."""
+    recorder = PatchRecorder()
+    kind.default(obj, recorder, previous=old)
+    return recorder.ops
+
+
+def review_job(
+    kind: JobKind,
+    obj: dict[str, Any],
+    old: dict[str, Any] | None = None,
+    *,
+    context: ReviewContext | None = None,
+    with_patch: bool = True,
+) -> Verdict:
+    """Default, then validate; the patch (skipped by /validate, which never sends one) turns obj into defaulted.
+
+    ``context`` is what the transport knows of the request and the cluster; without one, the
+    review knows only the operation (UPDATE when ``old`` is given) and no cluster object.
+    """
+    if context is None:
+        context = ReviewContext(operation=CREATE if old is None else UPDATE)
+    recorder = PatchRecorder() if with_patch else NO_PATCH
+    defaulted = kind.default(obj, recorder, previous=old)
+    old_defaulted = kind.default(old) if isinstance(old, dict) else None
+    found = kind.validate(defaulted, old_defaulted, context)
+    found.errors.extend(generate_name_errors(defaulted.get("metadata"), creating=old is None))
+    return Verdict(
+        kind=kind,
+        defaulted=defaulted,
+        patch=recorder.ops if with_patch else [],
+        errors=found.errors,
+        warnings=list(dict.fromkeys(found.warnings)),
+        skipped=frozenset(context.skipped),
+    )

@@ -1,0 +1,88 @@
+"""Read-only views of cluster objects that a review's context offers the rules.
+
+The webhook backs them with watch caches, ``jobgate validate`` with objects read from files
+(``--queues``), tests with plain lists; the rules only ever call their read methods.
+"""
+
+from __future__ import annotations
+
+TYPE_CHECKING = False  # typing.TYPE_CHECKING, without importing typing at run time (start-up)
+if TYPE_CHECKING:
+    from typing import Any, Protocol
+else:
+    # For type checkers only; at run time a plain base, so that checking a file imports no typing.
+    Protocol = object
+
+
+class QueueInfo:
+    """What the queue check needs of a ``scheduling.volcano.sh`` Queue.
+
+    Not a dataclass: importing ``dataclasses`` costs a one-file ``jobgate validate`` more than
+    the rules it runs.
+    """
+
+    __slots__ = ("child_count", "name", "state")
+
+    def __init__(self, name: str, state: str, child_count: int) -> None:
+        self.name = name
+        self.state = state
+        self.child_count = child_count
+
+    def _values(self) -> tuple[str, str, int]:
+        return (self.name, self.state, self.child_count)
+
+    def __eq__(self, other: object) -> bool:
+        if type(other) is not QueueInfo:
+            return NotImplemented
+        return self._values() == other._values()
+
+    def __hash__(self) -> int:
+        return hash(self._values())
+
+    def __repr__(self) -> str:
+        return f"QueueInfo(name={self.name!r}, state={self.state!r}, child_count={self.child_count!r})"
+
+
+class QueueView(Protocol):
+    """Read-only view of the cluster's Queues (a watch-backed cache in the webhook)."""
+
+    def queue(self, name: str) -> QueueInfo | None: ...
+
+
+class QueueSnapshot:
+    """A ``QueueView`` over Queue objects given at once (``jobgate validate --queues``, tests)."""
+
+    def __init__(self, queues: list[Any]) -> None:
+        self._by_name: dict[str, dict[str, Any]] = {}
+        self._children: dict[str, int] = {}
+        for obj in queues:
+            metadata = obj.get("metadata") if isinstance(obj, dict) else None
+            name = metadata.get("name") if isinstance(metadata, dict) else None
+            if not isinstance(name, str):
+                continue
+            self._by_name[name] = obj
+            spec = obj.get("spec")
+            parent = spec.get("parent") if isinstance(spec, dict) else None
+            if isinstance(parent, str) and parent:
+                self._children[parent] = self._children.get(parent, 0) + 1
+
+    def queue(self, name: str) -> QueueInfo | None:
+        obj = self._by_name.get(name)
+        if obj is None:
+            return None
+        status = obj.get("status")
+        state = status.get("state") if isinstance(status, dict) else None
+        return QueueInfo(name, state if isinstance(state, str) else "", self._children.get(name, 0))
+
+
+class ClusterViews:
+    """The views a transport holds for its reviews, each None until it has one.
+
+    Owned by the transport (the webhook server's state, a ``jobgate validate`` run), which fills it
+    as its caches sync; each review copies what it needs into its ``ReviewContext``.
+    """
+
+    __slots__ = ("queues",)
+
+    def __init__(self, queues: QueueView | None = None) -> None:
+        self.queues = queues

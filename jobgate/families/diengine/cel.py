@@ -1,0 +1,362 @@
+"""The DI-engine family's rules and defaults (``rules/families/diengine.py``: DIJob) for the apiserver.
+
+``tasks`` is a list (at most ``MAX_TASKS``, a bound the webhook checks too); each task's pods
+get ``spec.volumes`` (at most ``MAX_SHARED_VOLUMES``) after their own volumes. What the pod-template
+rules say of a pod's volumes therefore reads both lists: the names of the shared volumes are
+checked where they are written (``spec.volumes[i].name``), a shared volume may not share its name
+with a pod's own, the two lists together stay within the pod's bound, and a mount may name a
+volume of either list. A rule that reads both sits on ``spec``, the narrowest place that sees
+both, and reports at ``spec.tasks`` or ``spec.volumes``.
+
+A mount of a volume that is not there is checked once per task index (a rule for task 0, one
+for task 1, ...): one rule over every task would cost more than the apiserver allows a rule
+(every container × every mount × every volume of both lists, for every task).
+"""
+
+from __future__ import annotations
+
+import re
+
+from jobgate.engine.registry import JobKind
+from jobgate.families.diengine import rules as diengine
+from jobgate.generate.cel.catalogue import (
+    LIST_ITEMS,
+    Default,
+    Placement,
+    Produces,
+    Rule,
+    Validation,
+    Where,
+    cel_list,
+    cel_string,
+    unique_field,
+)
+from jobgate.generate.cel.jobmeta import NAME, derived_names_rule
+from jobgate.generate.cel.podtemplate import DNS1123_LABEL_PATTERN, TemplateSite, pod_template_rules
+from jobgate.rules.names import DNS1123_LABEL_MESSAGE, LABEL_MAX_LENGTH
+from jobgate.rules.podtemplate import POD_TEMPLATE_BOUNDS
+
+TASKS = ("spec", "tasks")
+TASK = (*TASKS, LIST_ITEMS)
+SHARED = ("spec", "volumes")
+# A DNS-1123 label or empty (an empty name is refused by the rule that requires a name, with its words).
+OPTIONAL_LABEL_PATTERN = "^([a-z0-9]([-a-z0-9]*[a-z0-9])?)?$"
+_LABEL_PROBLEM = "^(" + re.escape(DNS1123_LABEL_MESSAGE) + "|must be no more than 63 )"
+_CONTAINER_LISTS = ("containers", "initContainers")
+
+
+def _type(task: str) -> str:
+    """CEL of a task's type as the webhook reads it once defaulted (none when unset)."""
+    untyped = cel_string(diengine.UNTYPED_TASK)
+    return f"(has({task}.type) && {task}.type != '' ? {task}.type : {untyped})"
+
+
+def _named(task: str) -> str:
+    return f"(has({task}.name) && {task}.name != '')"
+
+
+def rules(kind: JobKind) -> list[Rule]:
+    assert kind is diengine.DIJOB
+    site = TemplateSite((*TASK, "template"), "spec.tasks[*].template")
+    template_rules = [r for r in pod_template_rules(site) if not r.id.endswith("/mounted-volumes")]
+    return [
+        _derived_names(),
+        _bounds(),
+        _pod_volumes_bound(),
+        _singleton_types(),
+        _name_required(),
+        _name_is_label(),
+        _names_unique(),
+        _shared_volume_names(),
+        _shared_volume_names_unique(),
+        *(_mounted_volumes(key) for key in _CONTAINER_LISTS),
+        *template_rules,
+    ]
+
+
+def _derived_names() -> Rule:
+    """``<job>-<name>-<index>`` of every task's pods (the first task of a name counts)."""
+    tasks = "self.spec.tasks"
+
+    def length(task: str) -> str:
+        first = f"{tasks}.filter(q, has(q.name) && q.name == {task}.name)[0]"
+        count = f"(has({first}.replicas) && {first}.replicas > 0 ? {first}.replicas : 1)"
+        return f"(size({NAME}) + size({task}.name) + size(string({count} - 1)) + 2)"
+
+    longest = f"{tasks}.map(q, {_named('q')} ? {length('q')} : 0).max()"
+    longest_name = f"{tasks}.map(t, {_named('t')} && {length('t')} == {longest} ? t.name : '').filter(n, n != '')[0]"
+    return derived_names_rule(
+        "job/derived-names",
+        "the pods' and services' names (<job>-<task name>-<index>) fit in 63 characters",
+        f"{NAME} + '-' + {longest_name} + '-<index>'",
+        f"!has({tasks}) || {tasks}.all(t, !{_named('t')} || {length('t')} <= {LABEL_MAX_LENGTH})",
+    )
+
+
+def _bounds() -> Rule:
+    return Rule(
+        "dijob/bounds",
+        f"at most {diengine.MAX_TASKS} tasks and {diengine.MAX_SHARED_VOLUMES} shared volumes",
+        Where.SCHEMA,
+        (Produces("spec.tasks", "TOO_MANY"), Produces("spec.volumes", "TOO_MANY")),
+        (
+            Placement(TASKS, {"maxItems": diengine.MAX_TASKS}),
+            Placement(SHARED, {"maxItems": diengine.MAX_SHARED_VOLUMES}),
+        ),
+        why="bounds the CEL cost estimator needs; no real job comes near them (the webhook checks them too)",
+    )
+
+
+def _pod_volumes_bound() -> Rule:
+    limit = POD_TEMPLATE_BOUNDS["volumes"]
+    own = "(has(t.template.spec.volumes) ? size(t.template.spec.volumes) : 0)"
+    return Rule(
+        "dijob/pod-volumes-bound",
+        f"a pod's volumes and spec.volumes together: at most {limit}",
+        Where.CRD_RULE,
+        # A pod's own list too long on its own is refused by the schema there (pod-template/bounds' keyword).
+        (Produces("spec.tasks[*].template.spec.volumes", "TOO_MANY", apiserver_drops=4),),
+        (
+            Placement(
+                ("spec",),
+                validation=Validation(
+                    rule="!has(self.volumes) || size(self.volumes) == 0 || !has(self.tasks) || self.tasks.all(t, "
+                    f"!has(t.template) || !has(t.template.spec) || {own} + size(self.volumes) <= {limit})",
+                    message=f"Too many: must have at most {limit} items: a pod's volumes with spec.volumes",
+                    field_path=".tasks",
+                ),
+            ),
+        ),
+        why="reported at the tasks (a rule on a list cannot name the item)",
+    )
+
+
+def _singleton_types() -> Rule:
+    return Rule(
+        "dijob/one-task-per-type",
+        "at most one task of each of the types " + ", ".join(diengine.SINGLETON_TASK_TYPES),
+        Where.CRD_RULE,
+        (
+            Produces(
+                "spec.tasks[*].type",
+                "INVALID",
+                "^the number of (" + "|".join(diengine.SINGLETON_TASK_TYPES) + ") task is more than one",
+                apiserver_drops=2,
+            ),
+        ),
+        tuple(
+            Placement(
+                TASKS,
+                validation=Validation(
+                    rule=f"self.filter(t, has(t.type) && t.type == {cel_string(task_type)}).size() <= 1",
+                    # The webhook also names the first task of the type: CEL's cost estimator cannot size an index.
+                    message=f"the number of {task_type} task is more than one",
+                ),
+            )
+            for task_type in diengine.SINGLETON_TASK_TYPES
+        ),
+        why="reported at the tasks (a rule on a list cannot name the item)",
+    )
+
+
+def _name_required() -> Rule:
+    return Rule(
+        "dijob/task-name-required",
+        "an untyped task has a name (a typed one is named after its type)",
+        Where.CRD_RULE,
+        (Produces("spec.tasks[*].name", "REQUIRED", "^(none type task has no name)?$"),),
+        (
+            Placement(
+                TASK,
+                validation=Validation(
+                    rule=f"{_type('self')} != {cel_string(diengine.UNTYPED_TASK)} || {_named('self')}",
+                    message="none type task has no name",
+                    field_path=".name",
+                    reason="FieldValueRequired",
+                ),
+            ),
+        ),
+    )
+
+
+def _name_is_label() -> Rule:
+    return Rule(
+        "dijob/task-name",
+        "a task's name is a DNS-1123 label",
+        Where.SCHEMA,
+        (Produces("spec.tasks[*].name", "INVALID", _LABEL_PROBLEM),),
+        (Placement((*TASK, "name"), {"pattern": OPTIONAL_LABEL_PATTERN, "maxLength": LABEL_MAX_LENGTH}),),
+    )
+
+
+def _names_unique() -> Rule:
+    return Rule(
+        "dijob/task-names-unique",
+        "task names unique in the job",
+        Where.CRD_RULE,
+        (Produces("spec.tasks[*].name", "DUPLICATE", apiserver_drops=2),),
+        (
+            Placement(
+                TASKS,
+                validation=unique_field("name", empty_counts=False),
+            ),
+        ),
+        why="reported at the tasks (a rule on a list cannot name the item)",
+    )
+
+
+def _shared_volume_names() -> Rule:
+    return Rule(
+        "dijob/shared-volumes",
+        "shared volumes have names, DNS-1123 labels",
+        Where.SCHEMA,
+        (
+            Produces("spec.volumes[*].name", "REQUIRED"),
+            Produces("spec.volumes[*].name", "INVALID", _LABEL_PROBLEM),
+        ),
+        (
+            Placement(
+                (*SHARED, LIST_ITEMS),
+                {
+                    "properties": {
+                        "name": {
+                            "description": "Name of the volume: a DNS-1123 label, unique among each pod's volumes.",
+                            "type": "string",
+                            "pattern": DNS1123_LABEL_PATTERN,
+                            "maxLength": LABEL_MAX_LENGTH,
+                        }
+                    },
+                    "required": ["name"],
+                },
+            ),
+        ),
+    )
+
+
+def _shared_volume_names_unique() -> Rule:
+    own = "t.template.spec.volumes"
+    in_pod = (
+        f"(has(t.template) && has(t.template.spec) && has({own}) && {own}.exists(w, has(w.name) && w.name == {{n}}))"
+    )
+    return Rule(
+        "dijob/shared-volume-names-unique",
+        "shared volume names unique, and none the name of a pod's own volume",
+        Where.CRD_RULE,
+        (Produces("spec.volumes[*].name", "DUPLICATE", apiserver_drops=2),),
+        (
+            Placement(
+                SHARED,
+                validation=unique_field("name"),
+            ),
+            Placement(
+                ("spec",),
+                validation=Validation(
+                    rule="!has(self.volumes) || !has(self.tasks) || "
+                    f"!self.volumes.exists(v, has(v.name) && self.tasks.exists(t, {in_pod.format(n='v.name')}))",
+                    message_expression="'Duplicate value: \"' + self.volumes.map(v, has(v.name) ? v.name : '')"
+                    f".filter(n, n != '' && self.tasks.exists(t, {in_pod.format(n='n')}))[0] + '\"'",
+                    field_path=".volumes",
+                ),
+            ),
+        ),
+        why="reported at the list (a rule on a list cannot name the item)",
+    )
+
+
+def _mounted_volumes(key: str) -> Rule:
+    """Every mount names a volume of the pod or of spec.volumes: one rule per task index."""
+    placements = []
+    for index in range(diengine.MAX_TASKS):
+        spec = f"self.tasks[{index}].template.spec"
+
+        def missing(name: str, spec: str = spec) -> str:
+            return (
+                f"!(has({spec}.volumes) && {spec}.volumes.exists(v, has(v.name) && v.name == {name})) && "
+                f"!(has(self.volumes) && self.volumes.exists(v, has(v.name) && v.name == {name}))"
+            )
+
+        unmounted = f"c.volumeMounts.exists(m, has(m.name) && m.name != '' && {missing('m.name')})"
+        placements.append(
+            Placement(
+                ("spec",),
+                validation=Validation(
+                    rule=f"!has(self.tasks) || size(self.tasks) <= {index} || "
+                    f"!has(self.tasks[{index}].template) || !has({spec}) || !has({spec}.{key}) || "
+                    f"{spec}.{key}.all(c, !has(c.volumeMounts) || !{unmounted})",
+                    # The webhook names the mount: a message naming it costs as much as the rule again,
+                    # which, for every task, the apiserver's limit of all rules of the CRD does not allow.
+                    message="Not found: a volume mount names no volume of the pod nor of spec.volumes",
+                    field_path=".tasks",
+                ),
+            )
+        )
+    return Rule(
+        f"pod-template/{key}/mounted-volumes",
+        f"{key}: every volume mount names a volume of the pod or of spec.volumes",
+        Where.CRD_RULE,
+        (Produces(f"spec.tasks[*].template.spec.{key}[*].volumeMounts[*].name", "NOT_FOUND", apiserver_drops=8),),
+        tuple(placements),
+        why="reported at the tasks (a rule on spec, which sees spec.volumes, cannot name the task)",
+    )
+
+
+# --- defaults (DIJobKind.default: dijob_types.go's defaults and the task names) -----------------
+
+
+def _spec_default(default_id: str, name: str, value: object, *, empty_is_unset: bool) -> Default:
+    literal = _literal(value)
+    unset = f"!has(object.spec.{name})" + (f" || object.spec.{name} == ''" if empty_is_unset else "")
+    return Default(
+        default_id,
+        f"{name}: {literal}" + (' (also when "")' if empty_is_unset else ""),
+        Where.SCHEMA_DEFAULT,
+        (f"{unset} ? [JSONPatch{{op: 'add', path: '/spec/{name}', value: {literal}}}] : []",),
+        (Placement(("spec", name), {"default": value}),),
+    )
+
+
+def _each_task(condition: str, field: str, value: str) -> str:
+    return (
+        "has(object.spec.tasks) ? object.spec.tasks.transformList(i, t, "
+        f"{condition}, JSONPatch{{op: 'add', path: '/spec/tasks/' + string(i) + '/{field}', value: {value}}}) : []"
+    )
+
+
+def _literal(value: object) -> str:
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, int):
+        return str(value)
+    return cel_string(str(value))
+
+
+def defaults(kind: JobKind) -> list[Default]:
+    assert kind is diengine.DIJOB
+    singletons = cel_list(diengine.SINGLETON_TASK_TYPES)
+    clean_pod_policy = diengine.DEFAULT_CLEAN_POD_POLICY
+    return [
+        _spec_default("dijob/priority", "priority", diengine.DEFAULT_PRIORITY, empty_is_unset=True),
+        _spec_default("dijob/clean-pod-policy", "cleanPodPolicy", clean_pod_policy, empty_is_unset=True),
+        _spec_default("dijob/preemptible", "preemptible", False, empty_is_unset=False),
+        _spec_default("dijob/backoff-limit", "backoffLimit", diengine.DEFAULT_BACKOFF_LIMIT, empty_is_unset=False),
+        Default(
+            "replicas/count",
+            "each task's replicas: 1",
+            Where.SCHEMA_DEFAULT,
+            (_each_task("!has(t.replicas)", "replicas", "1"),),
+            (Placement((*TASK, "replicas"), {"default": 1}),),
+        ),
+        Default(
+            "dijob/task-type",
+            f'each task\'s type: {diengine.UNTYPED_TASK} (also when "")',
+            Where.SCHEMA_DEFAULT,
+            (_each_task("!has(t.type) || t.type == ''", "type", cel_string(diengine.UNTYPED_TASK)),),
+            (Placement((*TASK, "type"), {"default": diengine.UNTYPED_TASK}),),
+        ),
+        Default(
+            "dijob/task-name",
+            "an unnamed task of type " + ", ".join(diengine.SINGLETON_TASK_TYPES) + " is named after its type",
+            Where.MUTATING_POLICY,
+            (_each_task(f"!{_named('t')} && has(t.type) && t.type in {singletons}", "name", "t.type"),),
+        ),
+    ]

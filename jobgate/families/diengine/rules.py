@@ -1,0 +1,208 @@
+"""The DI-engine family (``diengine.opendilab.org/v2alpha1``): DIJob of opendilab's DI-orchestrator.
+
+DI-orchestrator has no admission webhook: it validates inside its reconciler (a bad job is
+stored, then marked Failed) and writes the missing task names back into the user's spec.
+Here both happen at admission: the defaults of ``dijob_types.go`` and the task names are
+filled by /mutate, and /validate refuses what the reconciler would fail, with every
+violation at once. Validation runs on the defaulted task names and types.
+"""
+
+from __future__ import annotations
+
+from jobgate.api.constants import DIENGINE_GROUP, DIENGINE_VERSION
+from jobgate.engine.fielderrors import FieldError, FieldPath, duplicate, invalid, required, too_many
+from jobgate.engine.findings import Findings
+from jobgate.engine.jsonpatch import NO_PATCH, PatchRecorder
+from jobgate.engine.modelref import ModelRef
+from jobgate.engine.registry import GroupVersionKind, register
+from jobgate.rules.jobmeta import as_int, check_job_name, check_spec_schema
+from jobgate.rules.names import dns1123_label_problems, is_dns1123_label
+from jobgate.rules.podtemplate import check_pod_template, volume_errors
+
+TYPE_CHECKING = False  # typing.TYPE_CHECKING, without importing typing at run time (start-up)
+if TYPE_CHECKING:
+    from typing import Any
+
+    from jobgate.engine.context import ReviewContext
+
+DEFAULT_PRIORITY = "normal"
+DEFAULT_CLEAN_POD_POLICY = "Running"
+DEFAULT_BACKOFF_LIMIT = 3
+UNTYPED_TASK = "none"
+SINGLETON_TASK_TYPES = ("learner", "collector", "evaluator")
+# The controller creates every pod with restartPolicy Never and restarts replicas itself.
+CONTROLLER_POD_RESTART_POLICY = "Never"
+# The longest lists of tasks and of shared volumes. DI-orchestrator sets none, but the CRD's CEL
+# rules (jobgate/families/diengine/cel.py) need bounds for the apiserver's cost estimate; no real
+# job comes near these, and a longer list is refused here as the apiserver does, so that both agree.
+MAX_TASKS = 16
+MAX_SHARED_VOLUMES = 16
+
+
+# Models are named, not imported: see jobgate/engine/modelref.py.
+DIJOB_SPEC_MODEL = ModelRef("jobgate.families.diengine.models:DIJobSpec")
+DIJOB_STATUS_MODEL = ModelRef("jobgate.families.diengine.models:DIJobStatus")
+
+
+class DIJobKind:
+    # Not a dataclass: importing ``dataclasses`` costs a one-file ``jobgate validate`` more
+    # than the rules it runs. One instance, registered below: its fields are class-level.
+    kind: str = "DIJob"
+    plural: str = "dijobs"
+    short_names: tuple[str, ...] = ("dijob", "dij")
+    # DI-orchestrator's own columns.
+    printer_columns: tuple[dict[str, str], ...] = (
+        {"name": "Phase", "type": "string", "jsonPath": ".status.phase", "description": "DI-orchestrator phase."},
+        {
+            "name": "ReadyReplicas",
+            "type": "integer",
+            "jsonPath": ".status.readyReplicas",
+            "description": "Ready containers of the job's pods.",
+        },
+        {"name": "Replicas", "type": "integer", "jsonPath": ".status.replicas", "description": "Pods of the job."},
+        {"name": "Restarts", "type": "integer", "jsonPath": ".status.restarts", "description": "Restarts so far."},
+        {
+            "name": "Reschedules",
+            "type": "integer",
+            "jsonPath": ".status.reschedules",
+            "description": "Reschedules so far.",
+        },
+        {"name": "Age", "type": "date", "jsonPath": ".metadata.creationTimestamp"},
+    )
+    family: str = "diengine"
+    spec_model: ModelRef = DIJOB_SPEC_MODEL
+    status_model: ModelRef = DIJOB_STATUS_MODEL
+    gvk: GroupVersionKind = GroupVersionKind(DIENGINE_GROUP, DIENGINE_VERSION, "DIJob")
+
+    def default(
+        self, obj: dict[str, Any], recorder: PatchRecorder = NO_PATCH, previous: dict[str, Any] | None = None
+    ) -> dict[str, Any]:
+        if not isinstance(obj, dict) or not isinstance(obj.get("spec"), dict):
+            return obj
+        spec = dict(obj["spec"])
+        if spec.get("priority") in (None, ""):
+            recorder.set(spec, "priority", DEFAULT_PRIORITY, "/spec")
+        # DI-orchestrator's Go type reads an empty string as unset.
+        if spec.get("cleanPodPolicy") in (None, ""):
+            recorder.set(spec, "cleanPodPolicy", DEFAULT_CLEAN_POD_POLICY, "/spec")
+        if spec.get("preemptible") is None:
+            recorder.set(spec, "preemptible", False, "/spec")
+        if spec.get("backoffLimit") is None:
+            recorder.set(spec, "backoffLimit", DEFAULT_BACKOFF_LIMIT, "/spec")
+        tasks = spec.get("tasks")
+        if isinstance(tasks, list):
+            spec["tasks"] = [_default_task(task, f"/spec/tasks/{index}", recorder) for index, task in enumerate(tasks)]
+        return {**obj, "spec": spec}
+
+    def validate(self, obj: dict[str, Any], old: dict[str, Any] | None, context: ReviewContext) -> Findings:
+        found = Findings()
+        spec = check_spec_schema(obj, self.spec_model, found)
+        tasks = spec.get("tasks") if spec is not None else None
+        entries = [(i, t) for i, t in enumerate(tasks) if isinstance(t, dict)] if isinstance(tasks, list) else []
+        shared_volumes = spec.get("volumes") if spec is not None else None
+        base: FieldPath = ("spec", "tasks")
+        if isinstance(tasks, list) and len(tasks) > MAX_TASKS:
+            found.errors.append(too_many(base, len(tasks), MAX_TASKS))
+        if isinstance(shared_volumes, list) and len(shared_volumes) > MAX_SHARED_VOLUMES:
+            found.errors.append(too_many(("spec", "volumes"), len(shared_volumes), MAX_SHARED_VOLUMES))
+        counts: dict[str, int] = {}
+        typed: dict[str, int] = {}
+        template_errors: dict[str, FieldError] = {}
+        for index, task in entries:
+            path = (*base, index)
+            task_found = check_pod_template(
+                _with_shared_volumes(task.get("template"), shared_volumes),
+                (*path, "template"),
+                where=f"tasks[{index}]",
+                replica_restart_policy=CONTROLLER_POD_RESTART_POLICY,
+            )
+            for error in _attribute_shared_volumes(task_found.errors, (*path, "template"), task.get("template")):
+                template_errors.setdefault(str(error), error)  # spec.volumes errors once, not once per task
+            found.warnings.extend(task_found.warnings)
+
+            task_type = task.get("type")
+            if task_type in SINGLETON_TASK_TYPES:
+                if task_type in typed:
+                    found.errors.append(
+                        invalid(
+                            (*path, "type"),
+                            task_type,
+                            # DI-orchestrator's own sentence, with the task it collides with.
+                            f"the number of {task_type} task is more than one (tasks[{typed[task_type]}] is one)",
+                        )
+                    )
+                else:
+                    typed[task_type] = index
+            name = task.get("name")
+            if name is None or name == "":
+                detail = "none type task has no name" if task_type == UNTYPED_TASK else ""
+                found.errors.append(required((*path, "name"), detail))
+                continue
+            if not isinstance(name, str):
+                continue  # the schema check reports the type
+            if not is_dns1123_label(name):
+                found.errors.extend(invalid((*path, "name"), name, p) for p in dns1123_label_problems(name))
+                continue
+            if name in counts:
+                found.errors.append(duplicate((*path, "name"), name))
+                continue
+            count = as_int(task.get("replicas"))
+            counts[name] = 1 if count is None else count
+        # The shared volumes on their own too: a job whose tasks have no pod spec to carry them
+        # (reported there already, then) still has them checked, as the CRD's schema does.
+        for error in volume_errors(shared_volumes, ("spec", "volumes")) if isinstance(shared_volumes, list) else ():
+            template_errors.setdefault(str(error), error)
+        found.errors[:0] = check_job_name(obj, counts.items())
+        found.errors.extend(template_errors.values())
+        return found
+
+
+def _default_task(given: Any, pointer: str, recorder: PatchRecorder) -> Any:
+    if not isinstance(given, dict):
+        return given
+    task = dict(given)
+    if task.get("replicas") is None:
+        recorder.set(task, "replicas", 1, pointer)
+    if task.get("type") in (None, ""):
+        recorder.set(task, "type", UNTYPED_TASK, pointer)
+    task_type = task["type"]
+    # DI-orchestrator names an unnamed typed task after its type (and writes it back to the spec).
+    if task.get("name") in (None, "") and isinstance(task_type, str) and task_type in SINGLETON_TASK_TYPES:
+        recorder.set(task, "name", task_type, pointer)
+    return task
+
+
+def _with_shared_volumes(template: Any, shared_volumes: Any) -> Any:
+    """The template as the pods get it: ``spec.volumes`` appended to the pod's volumes."""
+    if not isinstance(shared_volumes, list) or not shared_volumes or not isinstance(template, dict):
+        return template
+    pod_spec = template.get("spec")
+    if not isinstance(pod_spec, dict):
+        return template
+    own = pod_spec.get("volumes")
+    if own is not None and not isinstance(own, list):
+        return template
+    return {**template, "spec": {**pod_spec, "volumes": [*(own or []), *shared_volumes]}}
+
+
+def _attribute_shared_volumes(errors: list[FieldError], template_path: FieldPath, template: Any) -> list[FieldError]:
+    """Errors about appended volumes point at ``spec.volumes[i]``, not past the pod's own list."""
+    pod_spec = template.get("spec") if isinstance(template, dict) else None
+    own = pod_spec.get("volumes") if isinstance(pod_spec, dict) else None
+    own_count = len(own) if isinstance(own, list) else 0
+    volumes_path = (*template_path, "spec", "volumes")
+    depth = len(volumes_path)
+    attributed = []
+    for error in errors:
+        path = error.path
+        position = path[depth] if path[:depth] == volumes_path and len(path) > depth else None
+        if isinstance(position, int) and position >= own_count:
+            shared_path = ("spec", "volumes", position - own_count, *path[depth + 1 :])
+            attributed.append(FieldError(error.type, shared_path, error.value, error.detail))
+            continue
+        attributed.append(error)
+    return attributed
+
+
+DIJOB = register(DIJobKind())
+KINDS = (DIJOB,)

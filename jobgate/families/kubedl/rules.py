@@ -1,0 +1,303 @@
+"""The KubeDL family (``training.kubedl.io/v1alpha1``): TFJob, PyTorchJob, XGBoostJob, MPIJob,
+XDLJob, MarsJob.
+
+Defaults follow KubeDL's ``*_defaults.go`` with two decisions of ours: ``cleanPodPolicy``
+defaults to Running for every kind, and a replica type KubeDL leaves without a restart
+policy gets Never. KubeDL itself validates nothing at admission; the role rules here are
+what its controllers assume (one PyTorch Master, one MPI Launcher, ...), checked up front.
+"""
+
+from __future__ import annotations
+
+from jobgate.api.constants import KUBEDL_GROUP, KUBEDL_VERSION
+from jobgate.engine.fielderrors import FieldError, FieldPath, Key, forbidden, invalid
+from jobgate.engine.findings import Findings, clip_warning
+from jobgate.engine.jsonpatch import PatchRecorder
+from jobgate.engine.modelref import ModelRef
+from jobgate.engine.registry import register
+from jobgate.rules.dicts import copied_dict
+from jobgate.rules.jobmeta import as_int
+from jobgate.rules.replicajobs import (
+    JOB_STATUS_MODEL,
+    ExtraDefaults,
+    ReplicaJobKind,
+    Role,
+    RoleRules,
+    exactly_one,
+    no_extra_defaults,
+    no_role_rules,
+)
+
+TYPE_CHECKING = False  # typing.TYPE_CHECKING, without importing typing at run time (start-up)
+if TYPE_CHECKING:
+    from typing import Any
+
+DEFAULT_CLEAN_POD_POLICY = "Running"
+# The fields of KubeDL's RunPolicy (inlined into spec, or under spec.runPolicy for MPIJob).
+RUN_POLICY_FIELDS = (
+    "cleanPodPolicy",
+    "ttlSecondsAfterFinished",
+    "activeDeadlineSeconds",
+    "backoffLimit",
+    "schedulingPolicy",
+)
+
+
+class KubeDLKind(ReplicaJobKind):
+    """A KubeDL kind: the run policy inlined into ``spec`` (an MPIJob may use ``spec.runPolicy``)."""
+
+    __slots__ = ()
+
+    # The signature of the dataclass this was, positional fields included.
+    def __init__(  # noqa: PLR0917
+        self,
+        kind: str,
+        plural: str,
+        short_names: tuple[str, ...],
+        replicas_field: str,
+        spec_model: ModelRef,
+        container: str,
+        port_name: str,
+        port: int,
+        roles: tuple[Role, ...],
+        require_container: bool = True,
+        normalise_types: bool = True,
+        port_requires_named_container: bool = False,
+        role_rules: RoleRules = no_role_rules,
+        extra_defaults: ExtraDefaults = no_extra_defaults,
+        separate_run_policy: bool = False,
+        family: str = "kubedl",
+        status_model: ModelRef = JOB_STATUS_MODEL,
+    ) -> None:
+        super().__init__(
+            kind,
+            plural,
+            short_names,
+            replicas_field,
+            spec_model,
+            container,
+            port_name,
+            port,
+            roles,
+            require_container,
+            normalise_types,
+            port_requires_named_container,
+            role_rules,
+            extra_defaults,
+            group=KUBEDL_GROUP,
+            version=KUBEDL_VERSION,
+            family=family,
+            status_model=status_model,
+            separate_run_policy=separate_run_policy,
+        )
+
+    def run_policy(self, spec: dict[str, Any]) -> dict[str, Any]:
+        """Where this job's RunPolicy lives: inline in spec, or spec.runPolicy when an MPIJob uses it."""
+        if self.separate_run_policy and isinstance(spec.get("runPolicy"), dict):
+            return spec["runPolicy"]
+        return spec
+
+    def _default_run_policy(self, spec: dict[str, Any], recorder: PatchRecorder) -> tuple[dict[str, Any], str]:
+        policy_pointer = "/spec"
+        if self.separate_run_policy and copied_dict(spec, "runPolicy") is not None:
+            policy_pointer = "/spec/runPolicy"
+        run_policy = self.run_policy(spec)
+        if run_policy.get("cleanPodPolicy") in (None, ""):
+            recorder.set(run_policy, "cleanPodPolicy", DEFAULT_CLEAN_POD_POLICY, policy_pointer)
+        return run_policy, policy_pointer
+
+    def _check_run_policy(self, spec: dict[str, Any], replicas: dict[str, dict[str, Any]], found: Findings) -> None:
+        run_policy = self.run_policy(spec)
+        if run_policy is not spec:
+            ignored = [f for f in RUN_POLICY_FIELDS if spec.get(f) is not None]
+            if ignored:
+                found.warnings.append(
+                    clip_warning(
+                        f"spec.runPolicy is set, so these inline spec fields are ignored: {', '.join(ignored)}"
+                    )
+                )
+        super()._check_run_policy(spec, replicas, found)
+
+
+# --- role rules --------------------------------------------------------------------------------
+
+
+def _tfjob_roles(replicas: dict[str, dict[str, Any]], base: FieldPath) -> list[FieldError]:
+    errors = []
+    leaders = [t for t in ("Chief", "Master") if t in replicas]
+    if len(leaders) > 1:
+        errors.append(forbidden(base, "must not have more than 1 Chief or Master role"))
+    for leader in leaders:
+        count = as_int(replicas[leader].get("replicas"))
+        if count is not None and count > 1:
+            errors.append(invalid((*base, Key(leader), "replicas"), count, "must be less than or equal to 1"))
+    return errors
+
+
+def _pytorchjob_roles(replicas: dict[str, dict[str, Any]], base: FieldPath) -> list[FieldError]:
+    return exactly_one(replicas, base, "Master")
+
+
+def _xgboostjob_roles(replicas: dict[str, dict[str, Any]], base: FieldPath) -> list[FieldError]:
+    return exactly_one(replicas, base, "Master")
+
+
+def _mpijob_roles(replicas: dict[str, dict[str, Any]], base: FieldPath) -> list[FieldError]:
+    return exactly_one(replicas, base, "Launcher")
+
+
+# --- per-kind extra defaults ---------------------------------------------------------------------
+
+XGBOOST_DEFAULT_TTL_SECONDS = 100
+TFJOB_DEFAULT_SUCCESS_POLICY = ""  # KubeDL's SuccessPolicyDefault: Chief/Master, else worker 0
+XDL_DEFAULT_BACKOFF_LIMIT = 20
+XDL_DEFAULT_MIN_FINISH_WORK_RATE = 90
+
+
+def _default_tfjob(
+    spec: dict[str, Any], run_policy: dict[str, Any], replicas: dict[str, Any], recorder: PatchRecorder, pointer: str
+) -> None:
+    if spec.get("successPolicy") is None:
+        recorder.set(spec, "successPolicy", TFJOB_DEFAULT_SUCCESS_POLICY, "/spec")
+
+
+def _default_xgboostjob(
+    spec: dict[str, Any], run_policy: dict[str, Any], replicas: dict[str, Any], recorder: PatchRecorder, pointer: str
+) -> None:
+    if run_policy.get("ttlSecondsAfterFinished") is None:
+        recorder.set(run_policy, "ttlSecondsAfterFinished", XGBOOST_DEFAULT_TTL_SECONDS, pointer)
+
+
+def _default_xdljob(
+    spec: dict[str, Any], run_policy: dict[str, Any], replicas: dict[str, Any], recorder: PatchRecorder, pointer: str
+) -> None:
+    if run_policy.get("backoffLimit") is None:
+        recorder.set(run_policy, "backoffLimit", XDL_DEFAULT_BACKOFF_LIMIT, pointer)
+    if spec.get("minFinishWorkNum") is None and spec.get("minFinishWorkRate") is None:
+        recorder.set(spec, "minFinishWorkRate", XDL_DEFAULT_MIN_FINISH_WORK_RATE, "/spec")
+
+
+MARS_MEMORY_DEFAULTS = (("plasmaStore", "/dev/shm"), ("lockFreeFileIO", True))
+
+
+def _default_marsjob(
+    spec: dict[str, Any], run_policy: dict[str, Any], replicas: dict[str, Any], recorder: PatchRecorder, pointer: str
+) -> None:
+    if "Worker" not in replicas:
+        return
+    if spec.get("workerMemoryTuningPolicy") is None:
+        recorder.set(spec, "workerMemoryTuningPolicy", dict(MARS_MEMORY_DEFAULTS), "/spec")
+        return
+    policy = copied_dict(spec, "workerMemoryTuningPolicy")
+    if policy is None:
+        return
+    for key, value in MARS_MEMORY_DEFAULTS:
+        if policy.get(key) is None:
+            recorder.set(policy, key, value, "/spec/workerMemoryTuningPolicy")
+
+
+# --- the kinds -----------------------------------------------------------------------------------
+
+TFJOB = register(
+    KubeDLKind(
+        kind="TFJob",
+        plural="tfjobs",
+        short_names=("tfj",),
+        replicas_field="tfReplicaSpecs",
+        spec_model=ModelRef("jobgate.families.kubedl.models:TFJobSpec"),
+        container="tensorflow",
+        port_name="tfjob-port",
+        port=2222,
+        roles=(
+            Role("PS", "ExitCode"),
+            Role("Worker", "ExitCode"),
+            Role("Chief", "ExitCode", is_master=True),
+            Role("Master", "ExitCode", is_master=True),
+            Role("Evaluator", "ExitCode"),
+        ),
+        role_rules=_tfjob_roles,
+        extra_defaults=_default_tfjob,
+    )
+)
+
+PYTORCHJOB = register(
+    KubeDLKind(
+        kind="PyTorchJob",
+        plural="pytorchjobs",
+        short_names=("ptj",),
+        replicas_field="pytorchReplicaSpecs",
+        spec_model=ModelRef("jobgate.families.kubedl.models:PyTorchJobSpec"),
+        container="pytorch",
+        port_name="pytorchjob-port",
+        port=23456,
+        roles=(Role("Master", "ExitCode", is_master=True), Role("Worker", "OnFailure", gets_port=False)),
+        port_requires_named_container=True,
+        role_rules=_pytorchjob_roles,
+    )
+)
+
+XGBOOSTJOB = register(
+    KubeDLKind(
+        kind="XGBoostJob",
+        plural="xgboostjobs",
+        short_names=("xgbj",),
+        replicas_field="xgbReplicaSpecs",
+        spec_model=ModelRef("jobgate.families.kubedl.models:XGBoostJobSpec"),
+        container="xgboostjob",
+        port_name="xgboostjob-port",
+        port=9999,
+        roles=(Role("Master", "Never", is_master=True), Role("Worker", "Never")),
+        role_rules=_xgboostjob_roles,
+        extra_defaults=_default_xgboostjob,
+    )
+)
+
+MPIJOB = register(
+    KubeDLKind(
+        kind="MPIJob",
+        plural="mpijobs",
+        short_names=("mpij",),
+        replicas_field="mpiReplicaSpecs",
+        spec_model=ModelRef("jobgate.families.kubedl.models:MPIJobSpec"),
+        container="mpi",
+        port_name="mpi-port",
+        port=2222,
+        roles=(Role("Launcher", "Never", is_master=True), Role("Worker", "Never")),
+        require_container=False,
+        normalise_types=False,
+        role_rules=_mpijob_roles,
+        separate_run_policy=True,
+    )
+)
+
+XDLJOB = register(
+    KubeDLKind(
+        kind="XDLJob",
+        plural="xdljobs",
+        short_names=("xdlj",),
+        replicas_field="xdlReplicaSpecs",
+        spec_model=ModelRef("jobgate.families.kubedl.models:XDLJobSpec"),
+        container="xdl",
+        port_name="xdljob-port",
+        port=2222,
+        roles=(Role("Worker", "Never"), Role("PS", "Never"), Role("Scheduler", "Never"), Role("ExtendRole", "Never")),
+        extra_defaults=_default_xdljob,
+    )
+)
+
+MARSJOB = register(
+    KubeDLKind(
+        kind="MarsJob",
+        plural="marsjobs",
+        short_names=("marsj",),
+        replicas_field="marsReplicaSpecs",
+        spec_model=ModelRef("jobgate.families.kubedl.models:MarsJobSpec"),
+        container="mars",
+        port_name="mars-port",
+        port=11111,
+        roles=(Role("Scheduler", "Never", is_master=True), Role("Worker", "ExitCode"), Role("WebService", "Always")),
+        extra_defaults=_default_marsjob,
+    )
+)
+
+KINDS = (TFJOB, PYTORCHJOB, XGBOOSTJOB, MPIJOB, XDLJOB, MARSJOB)

@@ -1,0 +1,672 @@
+"""The T9k family's rules and defaults (``rules/families/t9k.py``: GenericJob) for the apiserver.
+
+``replicaSpecs`` is a list of replica types, which the finish rules (maps of replica type to
+indices), the debug and resume settings and the derived pod names refer to: those rules read the
+replica types from ``spec``, the narrowest place that sees both, and report at the list they
+check. What may not change on UPDATE (the replica types and pod templates, the resume settings)
+is a transition rule on ``spec``.
+
+The defaults of the finish rules (one rule listing every replica, one rule per replica) and
+their rescaling when the replica counts change are a MutatingAdmissionPolicy: they depend on
+every replica spec, and on the stored job.
+"""
+
+from __future__ import annotations
+
+import re
+
+from jobgate.engine.registry import JobKind
+from jobgate.families.t9k import rules as t9k
+from jobgate.generate.cel.catalogue import (
+    LIST_ITEMS,
+    Default,
+    Placement,
+    PolicyValidation,
+    Produces,
+    Rule,
+    Validation,
+    Where,
+    cel_raw_string,
+    cel_string,
+    first_message,
+    unique_field,
+)
+from jobgate.generate.cel.jobmeta import NAME, derived_names_rule
+from jobgate.generate.cel.podtemplate import TemplateSite, pod_template_rules
+from jobgate.rules.names import DNS1123_LABEL_MESSAGE, LABEL_MAX_LENGTH
+
+SPECS = ("spec", "replicaSpecs")
+SPEC = (*SPECS, LIST_ITEMS)
+PORTS = ("spec", "service", "ports")
+# A DNS-1123 label or empty (an empty name is refused by the rule that requires one, with its words).
+OPTIONAL_LABEL_PATTERN = "^([a-z0-9]([-a-z0-9]*[a-z0-9])?)?$"
+_LABEL_PROBLEM = "^(" + re.escape(DNS1123_LABEL_MESSAGE) + "|must be no more than 63 )"
+FINISH_RULES = t9k.FINISH_RULE_KEYS
+# (mode, its list of per-type settings)
+RUN_MODE_LISTS = (("debug", "replicaSpecs"), ("pause", "resumeSpecs"))
+NO_TYPE_DETAIL = "no replica spec of this type"
+
+
+def _known(name: str) -> str:
+    """CEL true when a replica spec has the type ``name`` (CEL of a string)."""
+    return f"self.replicaSpecs.exists(r, has(r.type) && r.type == {name})"
+
+
+def _has_path(variable: str, *steps: str) -> str:
+    """CEL true when every field of the path is there (``has`` of each step)."""
+    parts = []
+    for index in range(1, len(steps) + 1):
+        parts.append(f"has({variable}.{'.'.join(steps[:index])})")
+    return "(" + " && ".join(parts) + ")"
+
+
+def rules(kind: JobKind) -> list[Rule]:
+    assert kind is t9k.GENERIC_JOB
+    site = TemplateSite((*SPEC, "template"), "spec.replicaSpecs[*].template")
+    return [
+        _derived_names(),
+        _bounds(),
+        *_replica_type_rules(),
+        *_finish_rule_rules(),
+        *_run_mode_rules(),
+        *_service_port_rules(),
+        *_update_rules(),
+        *pod_template_rules(site),
+    ]
+
+
+def _derived_names() -> Rule:
+    """``<job>-<type>-<index>`` of every replica (the first replica spec of a type counts); a type
+    that is no DNS-1123 label names no pod (its own rule refuses it)."""
+    specs = "self.spec.replicaSpecs"
+    label = cel_raw_string(OPTIONAL_LABEL_PATTERN)
+    named = (
+        f"(has({{r}}.type) && {{r}}.type != '' && size({{r}}.type) <= {LABEL_MAX_LENGTH} && "
+        f"{{r}}.type.matches({label}))"
+    )
+
+    def length(replica: str) -> str:
+        first = f"{specs}.filter(q, has(q.type) && q.type == {replica}.type)[0]"
+        count = f"(has({first}.replicas) && {first}.replicas > 0 ? {first}.replicas : 1)"
+        return f"(size({NAME}) + size({replica}.type) + size(string({count} - 1)) + 2)"
+
+    longest = f"{specs}.map(q, {named.format(r='q')} ? {length('q')} : 0).max()"
+    longest_type = (
+        f"{specs}.map(r, {named.format(r='r')} && {length('r')} == {longest} ? r.type : '').filter(t, t != '')[0]"
+    )
+    return derived_names_rule(
+        "job/derived-names",
+        "the pods' and services' names (<job>-<type>-<index>) fit in 63 characters",
+        f"{NAME} + '-' + {longest_type} + '-<index>'",
+        f"!has({specs}) || {specs}.all(r, !{named.format(r='r')} || {length('r')} <= {LABEL_MAX_LENGTH})",
+    )
+
+
+def _bounds() -> Rule:
+    finish = t9k.MAX_WRITTEN_RULE_REPLICAS
+    replicas = t9k.MAX_REPLICA_SPECS
+    return Rule(
+        "genericjob/bounds",
+        f"at most {replicas} replica specs, {finish} rules of each kind, {t9k.MAX_SERVICE_PORTS} service ports",
+        Where.SCHEMA,
+        (
+            Produces("spec.replicaSpecs", "TOO_MANY"),
+            *(Produces(f"spec.{key}", "TOO_MANY") for key in FINISH_RULES),
+            *(Produces(f"spec.{key}[*]", "TOO_MANY") for key in FINISH_RULES),
+            Produces("spec.service.ports", "TOO_MANY"),
+        ),
+        (
+            Placement(SPECS, {"maxItems": replicas}),
+            Placement(PORTS, {"maxItems": t9k.MAX_SERVICE_PORTS}),
+            *(Placement(("spec", key), {"maxItems": finish}) for key in FINISH_RULES),
+            # A finish rule names replica types, a debug or resume setting one: a valid job has no more
+            # of them than replica specs (a longer one names a type twice or one that is not there).
+            *(Placement(("spec", key, LIST_ITEMS), {"maxProperties": replicas}) for key in FINISH_RULES),
+            *(Placement(("spec", "runMode", mode, items), {"maxItems": replicas}) for mode, items in RUN_MODE_LISTS),
+            # A replica type is a label: a longer one names no replica spec.
+            *(
+                Placement(("spec", "runMode", mode, items, LIST_ITEMS, "type"), {"maxLength": LABEL_MAX_LENGTH})
+                for mode, items in RUN_MODE_LISTS
+            ),
+        ),
+        why="bounds the CEL cost estimator needs; no real job comes near them (the webhook checks those a valid "
+        "job could reach: the replica specs, the finish rules the defaults write, the service ports)",
+    )
+
+
+def _replica_type_rules() -> list[Rule]:
+    return [
+        Rule(
+            "genericjob/replica-type-required",
+            "every replica spec has a type",
+            Where.CRD_RULE,
+            (Produces("spec.replicaSpecs[*].type", "REQUIRED", "^every replica spec needs a type$"),),
+            (
+                Placement(
+                    SPEC,
+                    validation=Validation(
+                        rule="has(self.type) && self.type != ''",
+                        message="every replica spec needs a type",
+                        field_path=".type",
+                        reason="FieldValueRequired",
+                    ),
+                ),
+            ),
+        ),
+        Rule(
+            "genericjob/replica-type",
+            "a replica type is a DNS-1123 label",
+            Where.SCHEMA,
+            (Produces("spec.replicaSpecs[*].type", "INVALID", _LABEL_PROBLEM),),
+            (Placement((*SPEC, "type"), {"pattern": OPTIONAL_LABEL_PATTERN, "maxLength": LABEL_MAX_LENGTH}),),
+        ),
+        Rule(
+            "genericjob/replica-types-unique",
+            "replica types unique in the job",
+            Where.CRD_RULE,
+            (Produces("spec.replicaSpecs[*].type", "DUPLICATE", apiserver_drops=2),),
+            (
+                Placement(
+                    SPECS,
+                    validation=unique_field("type", empty_counts=False),
+                ),
+            ),
+            why="reported at the list (a rule on a list cannot name the item)",
+        ),
+    ]
+
+
+def _types_text() -> str:
+    """CEL of the replica types joined by ', ' (the webhook lists each type once: a type written twice, or
+    not at all, is refused by its own rule). CEL's cost estimator cannot size join(): each item is written
+    out, up to the bound of the list (at least one replica spec: the schema's minItems)."""
+    specs = "self.replicaSpecs"
+
+    def item(index: int) -> str:
+        value = f"(has({specs}[{index}].type) ? {specs}[{index}].type : '')"
+        joined = value if index == 0 else "', ' + " + value
+        return f"(size({specs}) > {index} ? {joined} : '')"
+
+    parts = [item(index) for index in range(t9k.MAX_REPLICA_SPECS)]
+    return "(" + " + ".join(parts) + ")"
+
+
+def _types_message(unknown: str) -> str:
+    """CEL of the webhook's words for a replica type that no replica spec has (``unknown``: CEL of it)."""
+    return f"'Not found: \"' + {unknown} + '\": {NO_TYPE_DETAIL} (types: ' + {_types_text()} + ')'"
+
+
+def _finish_rule_rules() -> list[Rule]:
+    paths = [f"spec.{key}" for key in FINISH_RULES]
+    return [
+        Rule(
+            "genericjob/finish-rule-not-empty",
+            "a finish rule names a replica type at least",
+            Where.CRD_RULE,
+            tuple(Produces(f"{p}[*]", "REQUIRED", "^a finish rule must name at least one replica$") for p in paths),
+            tuple(
+                Placement(
+                    ("spec", key, LIST_ITEMS),
+                    validation=Validation(
+                        rule="size(self) > 0",
+                        message="a finish rule must name at least one replica",
+                        reason="FieldValueRequired",
+                    ),
+                )
+                for key in FINISH_RULES
+            ),
+        ),
+        Rule(
+            "genericjob/finish-rule-types",
+            "a finish rule names replica types of the job",
+            Where.CRD_RULE,
+            tuple(Produces(f"{p}[*][*]", "NOT_FOUND", f"^{NO_TYPE_DETAIL} ", apiserver_drops=2) for p in paths),
+            tuple(
+                Placement(
+                    ("spec",),
+                    validation=Validation(
+                        rule=f"!has(self.{key}) || !has(self.replicaSpecs) || "
+                        f"self.{key}.all(rule, rule.all(t, {_known('t')}))",
+                        # The webhook names the type too: CEL's cost estimator cannot size a key of a map in a list.
+                        message_expression=f"'Not found: {NO_TYPE_DETAIL} (types: ' + {_types_text()} + ')'",
+                        field_path=f".{key}",
+                    ),
+                )
+                for key in FINISH_RULES
+            ),
+            why="reported at the rules (a rule on spec, which sees the replica types, cannot name the item)",
+        ),
+        Rule(
+            "genericjob/finish-rule-indices-listed",
+            "a finish rule lists a replica index at least for each type it names",
+            Where.CRD_RULE,
+            tuple(
+                Produces(f"{p}[*][*]", "REQUIRED", "^must list at least one replica index$", apiserver_drops=1)
+                for p in paths
+            ),
+            tuple(
+                Placement(
+                    ("spec", key, LIST_ITEMS),
+                    validation=Validation(
+                        rule="self.all(t, size(self[t]) > 0)",
+                        message_expression="self.filter(t, size(self[t]) == 0)[0] + "
+                        "': must list at least one replica index'",
+                        reason="FieldValueRequired",
+                    ),
+                )
+                for key in FINISH_RULES
+            ),
+            why="reported at the rule (a rule on a map cannot name the key)",
+        ),
+        Rule(
+            "genericjob/finish-rule-indices",
+            "a finish rule's indices are replicas of the type (0 to replicas - 1)",
+            Where.POLICY,
+            tuple(
+                Produces(f"{p}[*][*][*]", "INVALID", "^(must be below replicas|replica type .* has 0 replicas)")
+                for p in paths
+            ),
+            policy=tuple(
+                PolicyValidation(first_message(("spec", key, LIST_ITEMS), _bad_index), variables=_REPLICA_COUNTS)
+                for key in FINISH_RULES
+            ),
+            why=f"a ValidatingAdmissionPolicy: up to {t9k.MAX_WRITTEN_RULE_REPLICAS} rules (one per replica, as the "
+            "defaults write them) or lists of as many indices, each compared with its type's replicas: a CRD rule "
+            "is costed for the largest of each at once, about 160 times the limit of a rule",
+        ),
+    ]
+
+
+# Each replica type and its count, computed once per request (10,000 default rules read them).
+_REPLICA_COUNTS = (
+    (
+        "replicaTypes",
+        "has(object.spec.replicaSpecs) ? object.spec.replicaSpecs.map(r, has(r.type) ? r.type : '') : []",
+    ),
+    (
+        "replicaCounts",
+        "has(object.spec.replicaSpecs) ? object.spec.replicaSpecs.map(r, has(r.replicas) ? r.replicas : 1) : []",
+    ),
+)
+
+
+def _bad_index(rule: str, path: str) -> str:
+    """CEL of the webhook's line for the first index of a finish rule that is no replica of its type,
+    '' when none (a policy has no static cost limit, and sees the replica specs from the object)."""
+    replicas = "variables.replicaCounts[variables.replicaTypes.indexOf(t)]"
+    detail = (
+        f"({replicas} > 0 ? 'must be below replicas (' + string({replicas}) + ') of type ' + t + ': 0 to ' + "
+        f"string({replicas} - 1) : 'replica type ' + t + ' has 0 replicas')"
+    )
+    line = (
+        f"{path} + '[' + t + '][' + string({rule}[t].indexOf(i)) + ']: Invalid value: ' + string(i) + ': ' + {detail}"
+    )
+    per_type = f"(({rule}[t].map(i, i < 0 || i >= {replicas} ? {line} : '').filter(m, m != '') + [''])[0])"
+    return f"(({rule}.map(t, t in variables.replicaTypes ? {per_type} : '').filter(m, m != '') + [''])[0])"
+
+
+def _run_mode_rules() -> list[Rule]:
+    lists = [(("runMode", mode, items), f"spec.runMode.{mode}.{items}") for mode, items in RUN_MODE_LISTS]
+
+    def present(steps: tuple[str, ...]) -> str:
+        return _has_path("self", *steps)
+
+    def of(steps: tuple[str, ...]) -> str:
+        return "self." + ".".join(steps)
+
+    return [
+        Rule(
+            "genericjob/run-mode-type-required",
+            "a debug or resume setting names its replica type",
+            Where.CRD_RULE,
+            tuple(Produces(f"{p}[*].type", "REQUIRED", "^names the replica type it applies to$") for _, p in lists),
+            tuple(
+                Placement(
+                    ("spec", *steps, LIST_ITEMS),
+                    validation=Validation(
+                        rule="has(self.type) && self.type != ''",
+                        message="names the replica type it applies to",
+                        field_path=".type",
+                        reason="FieldValueRequired",
+                    ),
+                )
+                for steps, _ in lists
+            ),
+        ),
+        Rule(
+            "genericjob/run-mode-types",
+            "a debug or resume setting names a replica type of the job",
+            Where.CRD_RULE,
+            tuple(Produces(f"{p}[*].type", "NOT_FOUND", f"^{NO_TYPE_DETAIL} ", apiserver_drops=2) for _, p in lists),
+            tuple(
+                Placement(
+                    ("spec",),
+                    validation=Validation(
+                        rule=f"!{present(steps)} || !has(self.replicaSpecs) || "
+                        f"{of(steps)}.all(e, !has(e.type) || e.type == '' || {_known('e.type')})",
+                        message_expression=_types_message(
+                            f"{of(steps)}.map(e, has(e.type) ? e.type : '').filter(t, t != '' && !{_known('t')})[0]"
+                        ),
+                        field_path="." + ".".join(steps),
+                    ),
+                )
+                for steps, _ in lists
+            ),
+            why="reported at the list (a rule on spec, which sees the replica types, cannot name the item)",
+        ),
+        Rule(
+            "genericjob/run-mode-types-unique",
+            "one debug or resume setting per replica type",
+            Where.CRD_RULE,
+            tuple(Produces(f"{p}[*].type", "DUPLICATE", apiserver_drops=2) for _, p in lists),
+            tuple(
+                Placement(
+                    ("spec",),
+                    validation=Validation(
+                        # The webhook reports a type the job does not have as not found, not twice.
+                        rule=f"!{present(steps)} || !has(self.replicaSpecs) || {of(steps)}.all(e, !has(e.type) || "
+                        f"!{_known('e.type')} || {of(steps)}.exists_one(f, has(f.type) && f.type == e.type))",
+                        message_expression="'Duplicate value: \"' + "
+                        f"{of(steps)}.map(e, has(e.type) ? e.type : '').filter(t, {_known('t')} && "
+                        f"{of(steps)}.filter(f, has(f.type) && f.type == t).size() > 1)[0] + '\"'",
+                        field_path="." + ".".join(steps),
+                    ),
+                )
+                for steps, _ in lists
+            ),
+            why="reported at the list (a rule on spec, which sees the replica types, cannot name the item)",
+        ),
+    ]
+
+
+def _service_port_rules() -> list[Rule]:
+    return [
+        Rule(
+            "genericjob/service-port-names-required",
+            "each port of a service of more than one port has a name",
+            Where.CRD_RULE,
+            (
+                Produces(
+                    "spec.service.ports[*].name",
+                    "REQUIRED",
+                    "^a service with more than one port needs a name for each$",
+                    apiserver_drops=2,
+                ),
+            ),
+            (
+                Placement(
+                    PORTS,
+                    validation=Validation(
+                        rule="size(self) <= 1 || self.all(p, has(p.name) && p.name != '')",
+                        message="a service with more than one port needs a name for each",
+                        reason="FieldValueRequired",
+                    ),
+                ),
+            ),
+            why="reported at the list (a rule on a list cannot name the item)",
+        ),
+        Rule(
+            "genericjob/service-port-names",
+            "service port names are DNS-1123 labels",
+            Where.SCHEMA,
+            (Produces("spec.service.ports[*].name", "INVALID", _LABEL_PROBLEM),),
+            (
+                Placement(
+                    (*PORTS, LIST_ITEMS, "name"), {"pattern": OPTIONAL_LABEL_PATTERN, "maxLength": LABEL_MAX_LENGTH}
+                ),
+            ),
+        ),
+        Rule(
+            "genericjob/service-port-names-unique",
+            "service port names unique",
+            Where.CRD_RULE,
+            (Produces("spec.service.ports[*].name", "DUPLICATE", apiserver_drops=2),),
+            (
+                Placement(
+                    PORTS,
+                    validation=unique_field("name", empty_counts=False),
+                ),
+            ),
+            why="reported at the list (a rule on a list cannot name the item)",
+        ),
+    ]
+
+
+def _update_rules() -> list[Rule]:
+    types = "{s}.replicaSpecs.map(r, has(r.type) ? r.type : '')"
+    templates = "{s}.replicaSpecs.map(r, r.template)"
+    resume = ("runMode", "pause", "resumeSpecs")
+    has_new, has_old = _has_path("self", *resume), _has_path("oldSelf", *resume)
+    return [
+        Rule(
+            "genericjob/replicas-immutable",
+            "the replica types and pod templates do not change once the job exists",
+            Where.TRANSITION,
+            (
+                Produces(
+                    "spec.replicaSpecs",
+                    "FORBIDDEN",
+                    "^replica types and pod templates are immutable once the job exists$",
+                ),
+            ),
+            (
+                Placement(
+                    ("spec",),
+                    validation=Validation(
+                        rule="!has(oldSelf.replicaSpecs) || !has(self.replicaSpecs) || "
+                        f"({types.format(s='self')} == {types.format(s='oldSelf')} && "
+                        f"{templates.format(s='self')} == {templates.format(s='oldSelf')})",
+                        message="replica types and pod templates are immutable once the job exists",
+                        field_path=".replicaSpecs",
+                        reason="FieldValueForbidden",
+                    ),
+                ),
+            ),
+        ),
+        Rule(
+            "genericjob/resume-specs-immutable",
+            "the resume settings do not change once the job exists",
+            Where.TRANSITION,
+            (
+                Produces(
+                    "spec.runMode.pause.resumeSpecs",
+                    "FORBIDDEN",
+                    "^field is immutable: only pause.enabled may change while the job exists$",
+                ),
+            ),
+            (
+                Placement(
+                    ("spec",),
+                    validation=Validation(
+                        rule=f"{has_new} == {has_old} && "
+                        f"(!{has_new} || self.{'.'.join(resume)} == oldSelf.{'.'.join(resume)})",
+                        message="field is immutable: only pause.enabled may change while the job exists",
+                        field_path="." + ".".join(resume),
+                        reason="FieldValueForbidden",
+                    ),
+                ),
+            ),
+        ),
+    ]
+
+
+# --- defaults (GenericJobKind.default) -----------------------------------------------------------
+
+OBJECT_SPECS = "object.spec.replicaSpecs"
+OLD_SPECS = "oldObject.spec.replicaSpecs"
+
+
+def _each(list_cel: str, pointer: str, condition: str, field: str, value: str) -> str:
+    return (
+        f"{list_cel}.transformList(i, r, {condition}, "
+        f"JSONPatch{{op: 'add', path: '{pointer}/' + string(i) + '/{field}', value: {value}}})"
+    )
+
+
+def _literal(value: object) -> str:
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, int):
+        return str(value)
+    if isinstance(value, list | tuple):
+        return "[" + ", ".join(_literal(v) for v in value) + "]"
+    return cel_string(str(value))
+
+
+def _count(replica: str) -> str:
+    return f"(has({replica}.replicas) ? {replica}.replicas : 1)"
+
+
+def _counted(specs: str) -> str:
+    """CEL true when the replica counts are what the webhook writes rules for (replica_counts, _writable):
+    every replica spec with a type of its own and a count of at least 0, at most MAX_WRITTEN_RULE_REPLICAS in all.
+    Unlike the webhook, no rules for more replica specs than the CRD admits: the job is refused for its replica
+    specs alone, not also for a rule naming more types than a rule may (their bound is the same)."""
+    return (
+        f"(has({specs}) && size({specs}) > 0 && size({specs}) <= {t9k.MAX_REPLICA_SPECS} && "
+        f"{specs}.all(r, has(r.type) && r.type != '' && "
+        f"(!has(r.replicas) || r.replicas >= 0) && {specs}.exists_one(q, has(q.type) && q.type == r.type)) && "
+        f"{specs}.map(r, {_count('r')}).sum() <= {t9k.MAX_WRITTEN_RULE_REPLICAS})"
+    )
+
+
+def _success_matches(rules: str, specs: str) -> str:
+    """CEL true when ``rules`` are the default success rules of ``specs``' counts."""
+    counted = f"{specs}.filter(r, {_count('r')} > 0)"
+    return (
+        f"({counted}.size() == 0 ? size({rules}) == 0 : (size({rules}) == 1 && size({rules}[0]) == {counted}.size() && "
+        f"{counted}.all(r, r.type in {rules}[0] && {rules}[0][r.type] == lists.range({_count('r')}))))"
+    )
+
+
+def _failure_rules(specs: str) -> str:
+    return f"{specs}.map(r, lists.range({_count('r')}).map(i, {{r.type: [i]}})).flatten()"
+
+
+def _counts_differ(new: str, old: str) -> str:
+    return (
+        f"(size({new}) != size({old}) || "
+        f"{new}.exists(r, !{old}.exists(q, q.type == r.type && {_count('q')} == {_count('r')})))"
+    )
+
+
+def _finish_rules_default(key: str) -> str:
+    given = f"object.spec.{key}"
+    if key == "successRules":
+        matches_old = _success_matches(given, OLD_SPECS)
+        positive = f"{OBJECT_SPECS}.filter(r, {_count('r')} > 0)"
+        write = (
+            f"({positive}.size() == 0 ? [] : [JSONPatch{{op: 'add', path: '/spec/{key}', value: [{{}}]}}] + "
+            f"{positive}.map(r, JSONPatch{{op: 'add', path: '/spec/{key}/0/' + jsonpatch.escapeKey(r.type), "
+            f"value: lists.range({_count('r')})}}))"
+        )
+    else:
+        matches_old = f"{given} == {_failure_rules(OLD_SPECS)}"
+        write = (
+            f"({OBJECT_SPECS}.map(r, {_count('r')}).sum() == 0 ? [] : "
+            f"[JSONPatch{{op: 'add', path: '/spec/{key}', value: {_failure_rules(OBJECT_SPECS)}}}])"
+        )
+    # Rules jobgate wrote for the stored replica counts follow a scale; rules a user wrote never change.
+    rescaled = (
+        f"(oldObject != null && has(oldObject.spec) && {_counted(OLD_SPECS)} && "
+        f"{_counts_differ(OBJECT_SPECS, OLD_SPECS)} && has({given}) && {matches_old})"
+    )
+    return f"{_counted(OBJECT_SPECS)} && (!has({given}) || {rescaled}) ? {write} : []"
+
+
+def defaults(kind: JobKind) -> list[Default]:
+    assert kind is t9k.GENERIC_JOB
+    policy = cel_string(t9k.DEFAULT_RESTART_POLICY)
+    limit = t9k.DEFAULT_RESTART_LIMIT
+    whole = f"{{'policy': dyn({policy}), 'limit': dyn({limit})}}"
+    debug = ("runMode", "debug", "replicaSpecs")
+    debug_list = "object.spec." + ".".join(debug)
+    replicas_pointer = "/spec/replicaSpecs"
+    no_policy = "has(r.restartPolicy) && (!has(r.restartPolicy.policy) || r.restartPolicy.policy == '')"
+    no_limit = "has(r.restartPolicy) && !has(r.restartPolicy.limit)"
+    restart_policy = " + ".join(
+        (
+            _each(OBJECT_SPECS, replicas_pointer, "!has(r.restartPolicy)", "restartPolicy", whole),
+            _each(OBJECT_SPECS, replicas_pointer, no_policy, "restartPolicy/policy", policy),
+            _each(OBJECT_SPECS, replicas_pointer, no_limit, "restartPolicy/limit", str(limit)),
+        )
+    )
+    debug_command = _each(
+        debug_list,
+        "/spec/runMode/debug/replicaSpecs",
+        "!has(r.command)",
+        "command",
+        _literal(t9k.DEFAULT_DEBUG_COMMAND),
+    )
+    t9k_scheduler = "object.spec.scheduler.t9kScheduler"
+    return [
+        Default(
+            "replicas/count",
+            "each replica spec's replicas: 1",
+            Where.SCHEMA_DEFAULT,
+            (
+                f"has({OBJECT_SPECS}) ? {_each(OBJECT_SPECS, replicas_pointer, '!has(r.replicas)', 'replicas', '1')} "
+                ": []",
+            ),
+            (Placement((*SPEC, "replicas"), {"default": 1}),),
+        ),
+        Default(
+            "genericjob/restart-policy",
+            f"each replica spec's restartPolicy: {{policy: {t9k.DEFAULT_RESTART_POLICY}, limit: {limit}}} "
+            '(each of the two when unset, the policy also when "")',
+            Where.SCHEMA_DEFAULT,
+            (f"has({OBJECT_SPECS}) ? {restart_policy} : []",),
+            (
+                # An absent restartPolicy becomes {} and gets both nested defaults.
+                Placement((*SPEC, "restartPolicy"), {"default": {}}),
+                Placement((*SPEC, "restartPolicy", "policy"), {"default": t9k.DEFAULT_RESTART_POLICY}),
+                Placement((*SPEC, "restartPolicy", "limit"), {"default": limit}),
+            ),
+        ),
+        Default(
+            "genericjob/clean-up-policy",
+            f"cleanUpPolicy: {t9k.DEFAULT_CLEAN_UP_POLICY}",
+            Where.SCHEMA_DEFAULT,
+            (
+                "!has(object.spec.cleanUpPolicy) ? [JSONPatch{op: 'add', path: '/spec/cleanUpPolicy', "
+                f"value: {cel_string(t9k.DEFAULT_CLEAN_UP_POLICY)}}}] : []",
+            ),
+            (Placement(("spec", "cleanUpPolicy"), {"default": t9k.DEFAULT_CLEAN_UP_POLICY}),),
+        ),
+        Default(
+            "genericjob/debug-command",
+            f"each debug setting's command: {list(t9k.DEFAULT_DEBUG_COMMAND)}",
+            Where.SCHEMA_DEFAULT,
+            (f"{_has_path('object.spec', *debug)} ? {debug_command} : []",),
+            (Placement(("spec", *debug, LIST_ITEMS, "command"), {"default": list(t9k.DEFAULT_DEBUG_COMMAND)}),),
+        ),
+        Default(
+            "genericjob/scheduler-priority",
+            f"scheduler.t9kScheduler.priority: {t9k.DEFAULT_SCHEDULER_PRIORITY}",
+            Where.SCHEMA_DEFAULT,
+            (
+                f"{_has_path('object.spec', 'scheduler', 't9kScheduler')} && !has({t9k_scheduler}.priority) ? "
+                "[JSONPatch{op: 'add', path: '/spec/scheduler/t9kScheduler/priority', "
+                f"value: {t9k.DEFAULT_SCHEDULER_PRIORITY}}}] : []",
+            ),
+            (
+                Placement(
+                    ("spec", "scheduler", "t9kScheduler", "priority"), {"default": t9k.DEFAULT_SCHEDULER_PRIORITY}
+                ),
+            ),
+        ),
+        Default(
+            "genericjob/success-rules",
+            "successRules: one rule listing every replica (rewritten when the replica counts change, if they were "
+            "the defaults of the stored counts)",
+            Where.MUTATING_POLICY,
+            (_finish_rules_default("successRules"),),
+        ),
+        Default(
+            "genericjob/failure-rules",
+            "failureRules: one rule per replica (rewritten when the replica counts change, if they were the "
+            "defaults of the stored counts)",
+            Where.MUTATING_POLICY,
+            (_finish_rules_default("failureRules"),),
+        ),
+    ]

@@ -1,0 +1,374 @@
+"""The T9k family (``batch.tensorstack.dev/v1beta1``): GenericJob.
+
+T9k's controller is closed and has no admission webhook, so its documented defaults are filled
+here, written out in full so that users see what the controller will do: every replica's
+restart policy, the clean-up policy, the debug command, the scheduler priority and, for a job
+without finish rules, the rules jobgate chose (success when every replica succeeded, failure
+when any replica failed beyond its restart limit).
+"""
+
+from __future__ import annotations
+
+from jobgate.api.constants import T9K_GROUP, T9K_VERSION
+from jobgate.engine.fielderrors import (
+    FieldPath,
+    Key,
+    duplicate,
+    forbidden,
+    invalid,
+    not_found,
+    required,
+    too_many,
+)
+from jobgate.engine.findings import Findings
+from jobgate.engine.jsonpatch import NO_PATCH, PatchRecorder
+from jobgate.engine.modelref import ModelRef
+from jobgate.engine.registry import GroupVersionKind, register
+from jobgate.rules.dicts import copied_dict
+from jobgate.rules.jobmeta import as_int, check_job_name, check_spec_schema
+from jobgate.rules.names import dns1123_label_problems, is_dns1123_label
+from jobgate.rules.podtemplate import check_pod_template
+
+TYPE_CHECKING = False  # typing.TYPE_CHECKING, without importing typing at run time (start-up)
+if TYPE_CHECKING:
+    from typing import Any
+
+    from jobgate.engine.context import ReviewContext
+
+DEFAULT_RESTART_POLICY = "OnFailure"
+DEFAULT_RESTART_LIMIT = 0
+DEFAULT_CLEAN_UP_POLICY = "None"
+DEFAULT_DEBUG_COMMAND = ("sleep", "inf")
+DEFAULT_SCHEDULER_PRIORITY = 0
+FINISH_RULE_KEYS = ("successRules", "failureRules")
+# The controller creates every pod with restartPolicy Never and restarts replicas itself.
+CONTROLLER_POD_RESTART_POLICY = "Never"
+# The longest lists of replica specs and of service ports. T9k sets none, but the CRD's CEL rules
+# (jobgate/families/t9k/cel.py) need bounds for the apiserver's cost estimate: the finish rules'
+# check of the replica types they name grows with the square of the replica specs (16 would cost
+# twice the per-rule limit). No real job comes near these, and a longer list is refused here as
+# the apiserver does, so that both agree. The finish rules' bound is MAX_WRITTEN_RULE_REPLICAS
+# (below): the most the defaults write.
+MAX_REPLICA_SPECS = 8
+MAX_SERVICE_PORTS = 128
+
+
+# Models are named, not imported: see jobgate/engine/modelref.py.
+GENERIC_JOB_SPEC_MODEL = ModelRef("jobgate.families.t9k.models:GenericJobSpec")
+GENERIC_JOB_STATUS_MODEL = ModelRef("jobgate.families.t9k.models:GenericJobStatus")
+
+
+class GenericJobKind:
+    # Not a dataclass: importing ``dataclasses`` costs a one-file ``jobgate validate`` more
+    # than the rules it runs. One instance, registered below: its fields are class-level.
+    kind: str = "GenericJob"
+    plural: str = "genericjobs"
+    short_names: tuple[str, ...] = ("gj",)
+    # T9k's phase instead of jobgate's common columns.
+    printer_columns: tuple[dict[str, str], ...] = (
+        {"name": "Phase", "type": "string", "jsonPath": ".status.phase", "description": "T9k phase of the job."},
+        {
+            "name": "Running",
+            "type": "integer",
+            "jsonPath": ".status.aggregate.running",
+            "description": "Replica pods running.",
+        },
+        {"name": "Age", "type": "date", "jsonPath": ".metadata.creationTimestamp"},
+    )
+    family: str = "t9k"
+    spec_model: ModelRef = GENERIC_JOB_SPEC_MODEL
+    status_model: ModelRef = GENERIC_JOB_STATUS_MODEL
+    gvk: GroupVersionKind = GroupVersionKind(T9K_GROUP, T9K_VERSION, "GenericJob")
+
+    def default(
+        self, obj: dict[str, Any], recorder: PatchRecorder = NO_PATCH, previous: dict[str, Any] | None = None
+    ) -> dict[str, Any]:
+        # Every step copies what it changes and skips what has an unexpected type: /mutate
+        # never denies, validation reports the bad value.
+        if not isinstance(obj, dict) or not isinstance(obj.get("spec"), dict):
+            return obj
+        spec = dict(obj["spec"])
+        replica_specs = spec.get("replicaSpecs")
+        if isinstance(replica_specs, list):
+            spec["replicaSpecs"] = [
+                _default_replica(given, f"/spec/replicaSpecs/{index}", recorder)
+                for index, given in enumerate(replica_specs)
+            ]
+        if spec.get("cleanUpPolicy") is None:
+            recorder.set(spec, "cleanUpPolicy", DEFAULT_CLEAN_UP_POLICY, "/spec")
+        _default_debug_commands(spec, recorder)
+        scheduler = copied_dict(spec, "scheduler")
+        t9k_scheduler = copied_dict(scheduler, "t9kScheduler") if scheduler is not None else None
+        if t9k_scheduler is not None and t9k_scheduler.get("priority") is None:
+            recorder.set(t9k_scheduler, "priority", DEFAULT_SCHEDULER_PRIORITY, "/spec/scheduler/t9kScheduler")
+        counts = _writable(replica_counts(spec.get("replicaSpecs")))
+        old_spec = previous.get("spec") if isinstance(previous, dict) else None
+        old_counts = _writable(replica_counts(old_spec.get("replicaSpecs")) if isinstance(old_spec, dict) else {})
+        if counts:
+            for key, rules_for in (("successRules", default_success_rules), ("failureRules", default_failure_rules)):
+                given = spec.get(key)
+                # Rules jobgate wrote for the old replica counts follow a scale; rules a user wrote never change.
+                rescaled = old_counts and old_counts != counts and given == rules_for(old_counts)
+                if given is None or rescaled:
+                    rules = rules_for(counts)
+                    if rules:
+                        recorder.set(spec, key, rules, "/spec")
+        return {**obj, "spec": spec}
+
+    def validate(self, obj: dict[str, Any], old: dict[str, Any] | None, context: ReviewContext) -> Findings:
+        found = Findings()
+        spec = check_spec_schema(obj, self.spec_model, found)
+        replica_specs = spec.get("replicaSpecs") if spec is not None else None
+        entries = (
+            [(i, r) for i, r in enumerate(replica_specs) if isinstance(r, dict)]
+            if isinstance(replica_specs, list)
+            else []
+        )
+        counts: dict[str, int] = {}
+        unnamable: set[str] = set()
+        base: FieldPath = ("spec", "replicaSpecs")
+        if isinstance(replica_specs, list) and len(replica_specs) > MAX_REPLICA_SPECS:
+            found.errors.append(too_many(base, len(replica_specs), MAX_REPLICA_SPECS))
+        for index, replica in entries:
+            path = (*base, index)
+            found.extend(
+                check_pod_template(
+                    replica.get("template"),
+                    (*path, "template"),
+                    where=f"replicaSpecs[{index}]",
+                    replica_restart_policy=CONTROLLER_POD_RESTART_POLICY,
+                )
+            )
+            replica_type = replica.get("type")
+            if replica_type is None or replica_type == "":
+                found.errors.append(required((*path, "type"), "every replica spec needs a type"))
+                continue
+            if not isinstance(replica_type, str):
+                continue  # the schema check reports the type
+            if replica_type in counts:
+                found.errors.append(duplicate((*path, "type"), replica_type))
+                continue
+            if not is_dns1123_label(replica_type):
+                # Reported once here; finish rules naming it still resolve, and no pod name is derived from it.
+                found.errors.extend(
+                    invalid((*path, "type"), replica_type, p) for p in dns1123_label_problems(replica_type)
+                )
+                unnamable.add(replica_type)
+            count = as_int(replica.get("replicas"))
+            counts[replica_type] = 1 if count is None else count
+        found.errors[:0] = check_job_name(obj, [(t, c) for t, c in counts.items() if t not in unnamable])
+        if spec is None:
+            return found
+        for rules_key in FINISH_RULE_KEYS:
+            found.errors.extend(_check_finish_rules(spec.get(rules_key), ("spec", rules_key), counts))
+        _check_run_mode(spec.get("runMode"), counts, found)
+        _check_service(spec.get("service"), found)
+        if old is not None and isinstance(old.get("spec"), dict):
+            _check_update(spec, old["spec"], found)
+        return found
+
+
+def replica_counts(replica_specs: Any) -> dict[str, int]:
+    """Replica type -> replicas (an absent count is 1); empty when any entry is malformed."""
+    counts: dict[str, int] = {}
+    if not isinstance(replica_specs, list):
+        return counts
+    for replica in replica_specs:
+        if not isinstance(replica, dict):
+            return {}
+        replica_type, count = replica.get("type"), replica.get("replicas", 1)
+        if not isinstance(replica_type, str) or not replica_type or replica_type in counts:
+            return {}
+        count = as_int(count) if count is not None else 1
+        if count is None or count < 0:
+            return {}
+        counts[replica_type] = count
+    return counts
+
+
+# Default rules list every replica, so their size follows the replica counts, not the object's
+# size: a "replicas: 2000000000" of a few bytes would make a patch of gigabytes. Past this many
+# replicas in all the rules are not written (the object could not be stored anyway: 100,000
+# replicas make failure rules larger than etcd's 1.5 MiB), and the controller applies the same
+# rules to a job without any. It is also the most finish rules a job may list (the CRD's bound).
+MAX_WRITTEN_RULE_REPLICAS = 10_000
+
+
+def _writable(counts: dict[str, int]) -> dict[str, int]:
+    """The counts default rules are written for: none past the bounds the CRD (and the webhook) set,
+    a job refused for its replica specs alone (the MutatingAdmissionPolicy writes none for it either)."""
+    if len(counts) > MAX_REPLICA_SPECS or sum(counts.values()) > MAX_WRITTEN_RULE_REPLICAS:
+        return {}
+    return counts
+
+
+def default_success_rules(counts: dict[str, int]) -> list[dict[str, list[int]]]:
+    """One rule listing every replica: the job succeeds when all of them succeeded."""
+    every_replica = {rtype: list(range(count)) for rtype, count in counts.items() if count > 0}
+    return [every_replica] if every_replica else []
+
+
+def default_failure_rules(counts: dict[str, int]) -> list[dict[str, list[int]]]:
+    """One rule per replica: the job fails when any replica failed beyond its restart limit."""
+    return [{rtype: [index]} for rtype, count in counts.items() for index in range(count)]
+
+
+def _default_replica(given: Any, pointer: str, recorder: PatchRecorder) -> Any:
+    if not isinstance(given, dict):
+        return given
+    replica = dict(given)
+    if replica.get("replicas") is None:
+        recorder.set(replica, "replicas", 1, pointer)
+    policy = replica.get("restartPolicy")
+    if policy is None:
+        recorder.set(
+            replica, "restartPolicy", {"policy": DEFAULT_RESTART_POLICY, "limit": DEFAULT_RESTART_LIMIT}, pointer
+        )
+    elif isinstance(policy, dict):
+        policy = replica["restartPolicy"] = dict(policy)
+        if policy.get("policy") in (None, ""):
+            recorder.set(policy, "policy", DEFAULT_RESTART_POLICY, f"{pointer}/restartPolicy")
+        if policy.get("limit") is None:
+            recorder.set(policy, "limit", DEFAULT_RESTART_LIMIT, f"{pointer}/restartPolicy")
+    return replica
+
+
+def _default_debug_commands(spec: dict[str, Any], recorder: PatchRecorder) -> None:
+    run_mode = copied_dict(spec, "runMode")
+    debug = copied_dict(run_mode, "debug") if run_mode is not None else None
+    debug_specs = debug.get("replicaSpecs") if debug is not None else None
+    if debug is None or not isinstance(debug_specs, list):
+        return
+    debug_specs = debug["replicaSpecs"] = list(debug_specs)
+    for index, given in enumerate(debug_specs):
+        if isinstance(given, dict) and given.get("command") is None:
+            entry = debug_specs[index] = dict(given)
+            recorder.set(entry, "command", list(DEFAULT_DEBUG_COMMAND), f"/spec/runMode/debug/replicaSpecs/{index}")
+
+
+def _check_finish_rules(rules: Any, path: FieldPath, counts: dict[str, int]) -> list[Any]:
+    errors: list[Any] = []
+    if not isinstance(rules, list):
+        return errors  # absent (nothing to check) or mistyped (the schema check says so)
+    if len(rules) > MAX_WRITTEN_RULE_REPLICAS:
+        errors.append(too_many(path, len(rules), MAX_WRITTEN_RULE_REPLICAS))
+    for index, rule in enumerate(rules):
+        rule_path = (*path, index)
+        if not isinstance(rule, dict):
+            continue
+        listed = {k: v for k, v in rule.items() if v is not None}
+        if not listed:
+            errors.append(required(rule_path, "a finish rule must name at least one replica"))
+            continue
+        if len(listed) > MAX_REPLICA_SPECS:  # the CRD's bound (a rule of a valid job names each type once)
+            errors.append(too_many(rule_path, len(listed), MAX_REPLICA_SPECS))
+        for replica_type, indices in listed.items():
+            type_path = (*rule_path, Key(replica_type))
+            if replica_type not in counts:
+                known = ", ".join(counts) or "none"
+                errors.append(not_found(type_path, replica_type, f"no replica spec of this type (types: {known})"))
+                continue
+            if not isinstance(indices, list):
+                continue
+            if not indices:
+                errors.append(required(type_path, "must list at least one replica index"))
+            replicas = counts[replica_type]
+            for position, replica_index in enumerate(indices):
+                value = as_int(replica_index)
+                if value is not None and (value < 0 or value >= replicas):
+                    errors.append(
+                        invalid(
+                            (*type_path, position),
+                            value,
+                            f"must be below replicas ({replicas}) of type {replica_type}: 0 to {replicas - 1}"
+                            if replicas > 0
+                            else f"replica type {replica_type} has 0 replicas",
+                        )
+                    )
+    return errors
+
+
+def _check_run_mode(run_mode: Any, counts: dict[str, int], found: Findings) -> None:
+    if not isinstance(run_mode, dict):
+        return
+    for mode, list_key in (("debug", "replicaSpecs"), ("pause", "resumeSpecs")):
+        settings = run_mode.get(mode)
+        entries = settings.get(list_key) if isinstance(settings, dict) else None
+        if not isinstance(entries, list):
+            continue
+        seen: set[str] = set()
+        for index, entry in enumerate(entries):
+            if not isinstance(entry, dict):
+                continue
+            type_path: FieldPath = ("spec", "runMode", mode, list_key, index, "type")
+            replica_type = entry.get("type")
+            if replica_type is None or replica_type == "":
+                found.errors.append(required(type_path, "names the replica type it applies to"))
+            elif not isinstance(replica_type, str):
+                continue
+            elif replica_type not in counts:
+                known = ", ".join(counts) or "none"
+                found.errors.append(
+                    not_found(type_path, replica_type, f"no replica spec of this type (types: {known})")
+                )
+            elif replica_type in seen:
+                found.errors.append(duplicate(type_path, replica_type))
+            else:
+                seen.add(replica_type)
+
+
+def _check_service(service: Any, found: Findings) -> None:
+    ports = service.get("ports") if isinstance(service, dict) else None
+    if not isinstance(ports, list):
+        return
+    if len(ports) > MAX_SERVICE_PORTS:
+        found.errors.append(too_many(("spec", "service", "ports"), len(ports), MAX_SERVICE_PORTS))
+    names: set[str] = set()
+    for index, port in enumerate(ports):
+        if not isinstance(port, dict):
+            continue
+        path: FieldPath = ("spec", "service", "ports", index, "name")
+        name = port.get("name")
+        if name is None or name == "":
+            if len(ports) > 1:
+                found.errors.append(required(path, "a service with more than one port needs a name for each"))
+            continue
+        if not isinstance(name, str):
+            continue
+        if not is_dns1123_label(name):
+            found.errors.extend(invalid(path, name, p) for p in dns1123_label_problems(name))
+        if name in names:
+            found.errors.append(duplicate(path, name))
+        names.add(name)
+
+
+def _immutable_replicas(replica_specs: Any) -> list[tuple[Any, Any]]:
+    if not isinstance(replica_specs, list):
+        return []
+    return [(r.get("type"), r.get("template")) if isinstance(r, dict) else (r, None) for r in replica_specs]
+
+
+def _check_update(spec: dict[str, Any], old_spec: dict[str, Any], found: Findings) -> None:
+    # The controller does not roll running pods: a changed template or replica type would leave
+    # pods that no longer match the job. Replica counts and restart policies may change.
+    if _immutable_replicas(spec.get("replicaSpecs")) != _immutable_replicas(old_spec.get("replicaSpecs")):
+        found.errors.append(
+            forbidden(("spec", "replicaSpecs"), "replica types and pod templates are immutable once the job exists")
+        )
+
+    def resume_specs(job_spec: dict[str, Any]) -> Any:
+        run_mode = job_spec.get("runMode")
+        pause = run_mode.get("pause") if isinstance(run_mode, dict) else None
+        return pause.get("resumeSpecs") if isinstance(pause, dict) else None
+
+    if resume_specs(spec) != resume_specs(old_spec):
+        found.errors.append(
+            forbidden(
+                ("spec", "runMode", "pause", "resumeSpecs"),
+                "field is immutable: only pause.enabled may change while the job exists",
+            )
+        )
+
+
+GENERIC_JOB = register(GenericJobKind())
+KINDS = (GENERIC_JOB,)

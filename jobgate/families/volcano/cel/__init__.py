@@ -1,0 +1,53 @@
+"""The Volcano family's rules and defaults (``rules/families/volcano``) for the apiserver.
+
+Its modules follow the webhook's: ``job`` (the job as a whole: its name, tasks, plugins, DAG),
+``volumes``, ``tasks`` (each task), ``resources`` (pod-level resources), ``policies`` (lifecycle
+policies), ``update`` (what an UPDATE may change), ``bounds`` (of lists and strings) and
+``defaults``; the pod templates get the shared pod-template rules.
+"""
+
+from __future__ import annotations
+
+from jobgate.engine.registry import JobKind
+from jobgate.families.volcano import rules as volcano
+from jobgate.families.volcano.cel import bounds, job, policies, resources, tasks, update, volumes
+from jobgate.families.volcano.cel import defaults as _defaults
+from jobgate.generate.cel.catalogue import Default, Rule
+from jobgate.generate.cel.podtemplate import TemplateSite, pod_template_rules
+
+TEMPLATES = TemplateSite(("spec", "tasks", "[]", "template"), "spec.tasks[*].template")
+
+
+def rules(kind: JobKind) -> list[Rule]:
+    assert kind is volcano.VOLCANO_JOB
+    return [
+        job.job_name_rule(),
+        job.tasks_required_rule(),
+        job.counts_rule(),
+        job.min_available_rule(),
+        job.pod_names_rule(),
+        job.dag_rule(),
+        job.plugins_rule(),
+        job.mpi_master_rule(),
+        job.network_topology_rule(),
+        job.priority_class_rule(),
+        job.scheduler_name_rule(),
+        job.queue_rule(),
+        *volumes.volume_rules(),
+        tasks.task_name_rule(),
+        tasks.task_names_unique_rule(),
+        tasks.template_required_rule(),
+        tasks.task_min_available_rule(),
+        tasks.partition_rule(),
+        tasks.numa_rule(),
+        *resources.pod_level_resources_rules(),
+        *policies.policy_rules(),
+        *update.update_rules(),
+        bounds.bounds_rule(),
+        *pod_template_rules(TEMPLATES),
+    ]
+
+
+def defaults(kind: JobKind) -> list[Default]:
+    assert kind is volcano.VOLCANO_JOB
+    return _defaults.defaults()

@@ -1,0 +1,424 @@
+"""The rules of a Volcano job as a whole (``rules/families/volcano/job.py``, ``plugins.py``,
+``tasks.py``'s network topology, ``queue_check.py``) for the apiserver; its volumes are in
+``volumes``.
+
+Volcano checks most of them on CREATE only. Where a rule reads a field that an UPDATE may change
+(replicas, minAvailable, priorityClassName, a volume's claim name, which the controller fills in),
+its CEL has ``optionalOldSelf``: it runs on CREATE (``oldSelf`` has no value) and holds on every
+UPDATE, as the webhook's does. A rule that reads only what no UPDATE may change runs on both: on
+an UPDATE it can only fail where the immutability rule fails too.
+"""
+
+from __future__ import annotations
+
+import re
+
+from jobgate.families.volcano.cel.common import (
+    MAX_TASKS,
+    SPEC,
+    TASK,
+    TASK_INDEXES,
+    name_of,
+    replicas_of,
+)
+from jobgate.families.volcano.rules import bounds
+from jobgate.families.volcano.rules.job import (
+    DAG_MESSAGE,
+    QUALIFIED_NAME_MESSAGE,
+    QUALIFIED_NAME_REGEX,
+)
+from jobgate.families.volcano.rules.plugins import DEFAULT_MPI_MASTER, PLUGINS
+from jobgate.families.volcano.rules.tasks import TIER_CONFLICT
+from jobgate.generate.cel.catalogue import (
+    Placement,
+    Produces,
+    Rule,
+    Validation,
+    Where,
+    cel_list,
+    cel_raw_string,
+    cel_string,
+)
+from jobgate.generate.cel.jobmeta import GENERATED_SUFFIX_LENGTH, NAME, PREFIX
+from jobgate.rules.names import (
+    DNS1123_SUBDOMAIN,
+    DNS1123_SUBDOMAIN_MESSAGE,
+    LABEL_MAX_LENGTH,
+    SUBDOMAIN_MAX_LENGTH,
+)
+
+CREATE_ONLY = "oldSelf.hasValue() || "
+QUALIFIED_NAME_PATTERN = f"^{QUALIFIED_NAME_REGEX}$"
+SUBDOMAIN_PATTERN = f"^{DNS1123_SUBDOMAIN}$"
+_TOO_LONG_NAME = f"name part must be no more than {LABEL_MAX_LENGTH} characters"
+
+
+def create_only(rule: str) -> str:
+    """CEL of ``rule`` on CREATE, true on UPDATE (a validation with ``optionalOldSelf``)."""
+    return CREATE_ONLY + "(" + rule + ")"
+
+
+# The apiserver generates a name from at most 58 characters of generateName (then five random
+# ones); the webhook, which reads generateName, counts all of it with five characters more.
+_KEPT_PREFIX_LENGTH = LABEL_MAX_LENGTH - GENERATED_SUFFIX_LENGTH
+_KEPT_PREFIX = f"(size({PREFIX}) > {_KEPT_PREFIX_LENGTH} ? {PREFIX}.substring(0, {_KEPT_PREFIX_LENGTH}) : {PREFIX})"
+# The name was generated (CEL sees the generated name; the webhook reads generateName).
+GENERATED = (
+    f"(has({PREFIX}) && {PREFIX} != '' && size({NAME}) == size({_KEPT_PREFIX}) + {GENERATED_SUFFIX_LENGTH} && "
+    f"{NAME}.startsWith({_KEPT_PREFIX}))"
+)
+# The job's name as the webhook reads it: generateName when the name was generated.
+JOB = f"({GENERATED} ? {PREFIX} : {NAME})"
+# The name the webhook checks: generateName with five characters.
+CHECKED_NAME = f"({GENERATED} ? {PREFIX} + {cel_string('x' * GENERATED_SUFFIX_LENGTH)} : {NAME})"
+
+
+# --- the job's name (job.py _job_name_errors) ---------------------------------------------------
+
+
+def job_name_rule() -> Rule:
+    """Volcano's: the name (generateName with five characters) is a qualified name of 63 at most.
+    It replaces the shared rule of the job's name (a DNS-1035 label), which Volcano does not have."""
+    placements = []
+    for generated, field_path, shown in (
+        (False, ".metadata.name", NAME),
+        (True, ".metadata.generateName", PREFIX),
+    ):
+        unless = f"!{GENERATED}" if generated else GENERATED
+        for rule, problem in (
+            (f"size({CHECKED_NAME}) <= {LABEL_MAX_LENGTH}", _TOO_LONG_NAME),
+            (f"{CHECKED_NAME}.matches({cel_raw_string(QUALIFIED_NAME_PATTERN)})", QUALIFIED_NAME_MESSAGE),
+        ):
+            placements.append(
+                Placement(
+                    (),
+                    validation=Validation(
+                        rule=f"{unless} || {rule}",
+                        message_expression=f"'create job with name ' + {shown} + "
+                        f"{cel_string(' validate failed [' + problem + ']')}",
+                        field_path=field_path,
+                    ),
+                )
+            )
+    return Rule(
+        "job/name",
+        "the job's name is a qualified name of 63 characters at most (Volcano's)",
+        Where.CRD_RULE,
+        (
+            Produces("metadata.name", "REQUIRED", "name or generateName is required"),
+            Produces("metadata.name", "INVALID", "^create job with name "),
+            Produces("metadata.generateName", "INVALID", "^create job with name ", apiserver_instead="metadata.name"),
+        ),
+        tuple(placements),
+        why="a missing name, or a generated one that is no DNS-1123 subdomain, is refused by the apiserver itself",
+    )
+
+
+# --- the tasks as a whole ----------------------------------------------------------------------
+
+
+def tasks_required_rule() -> Rule:
+    return Rule(
+        "volcano/tasks-required",
+        "a job has tasks",
+        Where.CRD_RULE,
+        (Produces("spec.tasks", "REQUIRED", "^No task specified in job spec$"),),
+        (
+            Placement(
+                SPEC,
+                validation=Validation(
+                    rule="has(self.tasks)",
+                    message="No task specified in job spec",
+                    field_path=".tasks",
+                    reason="FieldValueRequired",
+                ),
+            ),
+        ),
+        why="an empty list is refused by the schema (minItems 1), in the apiserver's words",
+    )
+
+
+def counts_rule() -> Rule:
+    """Counts that may not be negative: the schema's minimum, which Volcano also says in its words."""
+    fields = (
+        ((*SPEC, "minAvailable"), "spec.minAvailable", "^job 'minAvailable' must be >= 0"),
+        ((*SPEC, "maxRetry"), "spec.maxRetry", "^'maxRetry' cannot be less than zero"),
+        ((*SPEC, "ttlSecondsAfterFinished"), "spec.ttlSecondsAfterFinished", "^'ttlSecondsAfterFinished' cannot be"),
+        ((*TASK, "replicas"), "spec.tasks[*].replicas", "^'replicas' (< 0|must be >= 0) in task"),
+        ((*TASK, "minAvailable"), "spec.tasks[*].minAvailable", "^'minAvailable' (< 0|must be >= 0) in task"),
+    )
+    return Rule(
+        "volcano/counts",
+        "minAvailable, maxRetry, ttlSecondsAfterFinished and each task's replicas and minAvailable are not negative",
+        Where.SCHEMA,
+        tuple(Produces(path, "INVALID", detail) for _, path, detail in fields),
+        tuple(Placement(at, {"minimum": 0}) for at, _, _ in fields),
+        why="the apiserver says it in its words: should be greater than or equal to 0",
+    )
+
+
+def min_available_rule() -> Rule:
+    total = f"(has(self.tasks) ? self.tasks.map(t, {replicas_of('t')}).sum() : 0)"
+    return Rule(
+        "volcano/min-available",
+        "the job's minAvailable is at most the total of the tasks' replicas",
+        Where.CRD_RULE,
+        (Produces("spec.minAvailable", "INVALID", "not be greater than total replicas"),),
+        # The words of the operation: Volcano says it otherwise on CREATE and on UPDATE.
+        tuple(
+            Placement(
+                SPEC,
+                validation=Validation(
+                    rule=f"{when} || !has(self.minAvailable) || self.minAvailable <= {total}",
+                    message=message,
+                    field_path=".minAvailable",
+                    optional_old_self=True,
+                ),
+            )
+            for when, message in (
+                ("oldSelf.hasValue()", "job 'minAvailable' should not be greater than total replicas in tasks"),
+                ("!oldSelf.hasValue()", "job 'minAvailable' must not be greater than total replicas"),
+            )
+        ),
+    )
+
+
+def pod_names_rule() -> Rule:
+    """``<job>-<task>-<index>`` of the last pod of each task fits in 63 characters (CREATE only:
+    an UPDATE of the replicas is not checked by Volcano). The job is generateName's prefix when
+    the name was generated; a task's pods are numbered up to its replicas, and the webhook
+    counts at least the task's position. And a qualified name: the schema's pattern of task names
+    admits none that would not make one, but reports at the name, this rule at the tasks."""
+    job = JOB
+    task = "self.spec.tasks[i]"
+    replicas = replicas_of(task)
+    last = f"(i > {replicas} - 1 ? i : {replicas} - 1)"
+    # The pod name's characters: the job's name begins it, the index (digits) ends it.
+    job_characters = f"{job}.matches({cel_raw_string('^[A-Za-z0-9][-A-Za-z0-9_.]*$')})"
+    task_characters = cel_raw_string("^[-A-Za-z0-9_.]*$")
+    fits = (
+        f"!has({task}.name) || {task}.name == '' || ({job_characters} && {task}.name.matches({task_characters}) && "
+        f"size({job}) + size({task}.name) + size(string({last})) + 2 <= {LABEL_MAX_LENGTH})"
+    )
+    first = f"{TASK_INDEXES}.filter(i, i < size(self.spec.tasks) && !({fits})).map(i, {task}.name)[0]"
+    problem = (
+        f"({job_characters} && {first}.matches({task_characters}) ? "
+        f"{cel_string(_TOO_LONG_NAME)} : {cel_string(QUALIFIED_NAME_MESSAGE)})"
+    )
+    return Rule(
+        "volcano/pod-names",
+        "the name of each task's last pod (<job>-<task>-<index>) is a qualified name of 63 characters at most",
+        Where.CRD_RULE,
+        (Produces("spec.tasks[*].name", "INVALID", "^create pod with name ", apiserver_drops=2),),
+        (
+            Placement(
+                (),
+                validation=Validation(
+                    rule=create_only(
+                        f"!has(self.spec.tasks) || {TASK_INDEXES}.all(i, i >= size(self.spec.tasks) || ({fits}))"
+                    ),
+                    # CEL's cost estimator cannot size string(int): the message names the index.
+                    message_expression=f"'create pod with name ' + {job} + '-' + {first} + "
+                    f"'-<index> validate failed [' + {problem} + ']'",
+                    field_path=".spec.tasks",
+                    optional_old_self=True,
+                ),
+            ),
+        ),
+        why="CREATE only; reported at the tasks (a rule on a list cannot name the item)",
+    )
+
+
+def dag_rule() -> Rule:
+    """The tasks' ``dependsOn`` form a DAG of existing tasks (CREATE only). Kahn's algorithm as the
+    webhook runs it, in at most as many rounds as there may be tasks: round k keeps the names of
+    the tasks whose dependencies are all among the names of round k-1. CEL of 1.30 has no
+    cel.bind: each round's list is bound to a variable as the one item of a list (``[x].all(s,
+    ...)``), so that it is computed once, not once per use."""
+    deps = "has(t.dependsOn) && has(t.dependsOn.name)"
+
+    def sortable(names: str) -> str:
+        return f"!({deps} && ({name_of('t')} in t.dependsOn.name || t.dependsOn.name.exists(d, !(d in {names}))))"
+
+    expression = f"self.tasks.all(t, {sortable(f's{MAX_TASKS}')})"
+    for k in range(MAX_TASKS, 0, -1):
+        previous = "[]" if k == 1 else f"s{k - 1}"
+        expression = f"[self.tasks.filter(t, {sortable(previous)}).map(t, {name_of('t')})].all(s{k}, {expression})"
+    missing = "!self.tasks.exists(u, has(u.name) && u.name == d)"
+    first_missing = (
+        f"self.tasks.map(t, {deps} && t.dependsOn.name.exists(d, {missing}) ? "
+        f"t.dependsOn.name.filter(d, {missing})[0] : '').filter(n, n != '')"
+    )
+    return Rule(
+        "volcano/dag",
+        "the tasks' dependencies (dependsOn) name tasks of the job and form no cycle",
+        Where.CRD_RULE,
+        (Produces("spec.tasks[*].dependsOn.name", "INVALID", "^" + re.escape(DAG_MESSAGE), apiserver_drops=3),),
+        (
+            Placement(
+                SPEC,
+                validation=Validation(
+                    rule=create_only(f"!has(self.tasks) || {expression}"),
+                    message_expression=f"{cel_string(DAG_MESSAGE)} + (size({first_missing}) > 0 ? "
+                    f"' (no task named ' + {first_missing}[0] + ')' : '')",
+                    field_path=".tasks",
+                    optional_old_self=True,
+                ),
+            ),
+        ),
+        why="CREATE only; reported at the tasks (a rule on a list cannot name the item)",
+    )
+
+
+# --- plugins -----------------------------------------------------------------------------------
+
+
+def plugins_rule() -> Rule:
+    known = cel_list(PLUGINS)
+    return Rule(
+        "volcano/plugins",
+        "plugins are " + ", ".join(PLUGINS),
+        Where.CRD_RULE,
+        (Produces("spec.plugins[*]", "INVALID", "^unable to find job plugin: ", apiserver_drops=1),),
+        (
+            # A valid job has each plugin once at most: the bound the CEL cost estimate needs.
+            Placement((*SPEC, "plugins"), {"maxProperties": len(PLUGINS)}),
+            Placement(
+                (*SPEC, "plugins"),
+                validation=Validation(
+                    rule=f"self.all(k, k in {known})",
+                    message_expression=f"'unable to find job plugin: ' + self.filter(k, !(k in {known}))[0]",
+                ),
+            ),
+        ),
+        why="reported at the map (a rule on a map cannot name the key)",
+    )
+
+
+def mpi_master_rule() -> Rule:
+    """The mpi plugin's master task (``--master=<task>``, ``-master <task>``, else "master") is a
+    task of the job (CREATE only). CEL of 1.30 has no index in a comprehension: the arguments are
+    walked by the literal list of the indexes their maxItems allows, and the first that sets the
+    flag is bound by its index (``[ps[0]].all(p, ...)``): an integer, which the cost estimator sizes."""
+    args = "self.plugins['mpi']"
+    with_value = cel_raw_string(f"^-+{DEFAULT_MPI_MASTER}=")
+    bare = cel_raw_string(f"^-+{DEFAULT_MPI_MASTER}$")
+    indexes = "[" + ", ".join(str(i) for i in range(bounds.VOLCANO_BOUNDS["pluginArguments"])) + "]"
+    sets = (
+        f"p < size({args}) && ({args}[p].matches({with_value}) || ({args}[p].matches({bare}) && p + 1 < size({args})))"
+    )
+    value = f"({args}[p].matches({with_value}) ? {args}[p].substring({args}[p].indexOf('=') + 1) : {args}[p + 1])"
+    default = cel_string(DEFAULT_MPI_MASTER)
+    master = f"({value} == '' ? {default} : {value})"
+
+    def named(master: str) -> str:
+        return f"(has(self.tasks) && self.tasks.exists(t, has(t.name) && t.name == {master}))"
+
+    rule = (
+        f"!has(self.plugins) || !('mpi' in self.plugins) || [{indexes}.filter(p, {sets})].all(ps, size(ps) == 0 ? "
+        f"{named(default)} : [ps[0]].all(p, {named(master)}))"
+    )
+    return Rule(
+        "volcano/mpi-master",
+        "the mpi plugin's master task (--master, else master) is a task of the job",
+        Where.CRD_RULE,
+        (Produces("spec.plugins[mpi]", "INVALID", "^The specified mpi master task was not found$"),),
+        (
+            Placement(
+                SPEC,
+                validation=Validation(
+                    rule=create_only(rule),
+                    message="The specified mpi master task was not found",
+                    field_path=".plugins['mpi']",
+                    optional_old_self=True,
+                ),
+            ),
+        ),
+        why="CREATE only",
+    )
+
+
+# --- other fields ------------------------------------------------------------------------------
+
+
+def network_topology_rule() -> Rule:
+    """highestTierAllowed and highestTierName not both (the job's and each partition's topology)."""
+    places = (
+        ((*SPEC, "networkTopology"), "spec.networkTopology"),
+        ((*TASK, "partitionPolicy", "networkTopology"), "spec.tasks[*].partitionPolicy.networkTopology"),
+    )
+    return Rule(
+        "volcano/network-topology",
+        "a network topology has highestTierAllowed or highestTierName, not both",
+        Where.CRD_RULE,
+        tuple(Produces(f"{path}.highestTierName", "FORBIDDEN", "^" + re.escape(TIER_CONFLICT)) for _, path in places),
+        tuple(
+            Placement(
+                at,
+                validation=Validation(
+                    rule="!(has(self.highestTierAllowed) && has(self.highestTierName) && self.highestTierName != '')",
+                    message=TIER_CONFLICT,
+                    field_path=".highestTierName",
+                    reason="FieldValueForbidden",
+                ),
+            )
+            for at, _ in places
+        ),
+    )
+
+
+def priority_class_rule() -> Rule:
+    """priorityClassName is a DNS-1123 subdomain (CREATE only: an UPDATE may change it unchecked,
+    which is also why it has no maxLength)."""
+    unset = "!has(self.priorityClassName) || self.priorityClassName == '' || "
+    return Rule(
+        "volcano/priority-class-name",
+        "priorityClassName is a DNS-1123 subdomain",
+        Where.CRD_RULE,
+        (
+            Produces(
+                "spec.priorityClassName",
+                "INVALID",
+                f"^(must be no more than {SUBDOMAIN_MAX_LENGTH} characters|a lowercase RFC 1123 subdomain )",
+            ),
+        ),
+        tuple(
+            Placement(
+                SPEC,
+                validation=Validation(
+                    rule=create_only(unset + rule),
+                    message=message,
+                    field_path=".priorityClassName",
+                    optional_old_self=True,
+                ),
+            )
+            for rule, message in (
+                (
+                    f"size(self.priorityClassName) <= {SUBDOMAIN_MAX_LENGTH}",
+                    f"must be no more than {SUBDOMAIN_MAX_LENGTH} characters",
+                ),
+                (f"self.priorityClassName.matches({cel_raw_string(SUBDOMAIN_PATTERN)})", DNS1123_SUBDOMAIN_MESSAGE),
+            )
+        ),
+        why="CREATE only",
+    )
+
+
+def scheduler_name_rule() -> Rule:
+    return Rule(
+        "volcano/scheduler-name",
+        f"schedulerName is {LABEL_MAX_LENGTH} bytes at most",
+        Where.SCHEMA,
+        (Produces("spec.schedulerName", "TOO_LONG"),),
+        (Placement((*SPEC, "schedulerName"), {"maxLength": LABEL_MAX_LENGTH}),),
+    )
+
+
+def queue_rule() -> Rule:
+    return Rule(
+        "volcano/queue",
+        "the job's Queue exists, is Open, is not root and has no child queues",
+        Where.WEBHOOK,
+        (Produces("spec.queue", "NOT_FOUND"), Produces("spec.queue", "INVALID")),
+        why="it reads the cluster's Queue objects (scheduling.volcano.sh), which no CRD rule can see",
+    )

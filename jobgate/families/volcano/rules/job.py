@@ -1,0 +1,334 @@
+"""Validation rules of the Volcano Job (``batch.volcano.sh/v1alpha1``), pure functions.
+
+Each rule mirrors one check of Volcano's validating webhook (``admit_job.go``, ``util.go``)
+and keeps Volcano's sentence inside the detail of an apiserver-style field error. Where
+Volcano stops at the first problem (UPDATE, a list of policies, volumes, duplicate task
+names), these rules go on and report every problem. ``validate_job`` is the entry point; the
+CREATE rules of the job and of each task are here, the UPDATE rules in ``update``, and the
+policies, plugins, resources and queue check in modules of their own.
+"""
+
+from __future__ import annotations
+
+import re
+
+from jobgate.engine.fielderrors import ErrorType, FieldError, FieldPath, invalid, required
+from jobgate.engine.findings import Findings, clip_warning
+from jobgate.engine.modelref import ModelRef
+from jobgate.families.volcano.rules.bounds import bound_errors
+from jobgate.families.volcano.rules.plugins import plugin_errors
+from jobgate.families.volcano.rules.policies import policy_errors, policy_warnings
+from jobgate.families.volcano.rules.queue_check import QUEUE_CHECK, check_queue
+from jobgate.families.volcano.rules.resources import numa_errors, pod_level_resource_errors
+from jobgate.families.volcano.rules.tasks import (
+    LEGACY,
+    job_tasks,
+    network_topology_errors,
+    partition_errors,
+    task_name,
+)
+from jobgate.rules.jobmeta import as_int, check_spec_schema, job_name
+from jobgate.rules.names import dns1123_label_problems, dns1123_subdomain_problems, matches_qualified_name
+from jobgate.rules.podtemplate import check_pod_template
+
+TYPE_CHECKING = False  # typing.TYPE_CHECKING, without importing typing at run time (start-up)
+if TYPE_CHECKING:
+    from collections.abc import Iterator
+    from typing import Any
+
+    from jobgate.engine.context import ReviewContext
+
+DAG_MESSAGE = "job has dependencies between tasks, but doesn't form a directed acyclic graph(DAG)"
+CLAIM_CONFLICT = (
+    "conflict: If you want to use an existing PVC, just specify VolumeClaimName."
+    "If you want to create a new PVC, you do not need to specify VolumeClaimName"
+)
+
+# The name rules as regular expressions: the CRD's patterns (webhook/cel); the webhook checks names
+# by string operations, compiling nothing at start-up.
+QUALIFIED_NAME_REGEX = r"([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]"
+QUALIFIED_NAME_MESSAGE = (
+    "name part must consist of alphanumeric characters, '-', '_' or '.', and must start and end with an "
+    "alphanumeric character (e.g. 'MyName',  or 'my.name',  or '123-abc', regex used for validation is "
+    "'([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]')"
+)
+_GENERATED_SUFFIX_LENGTH = 5
+_RFC1123_LABEL = "a lowercase RFC 1123 label"
+_TASK_NAME_PATTERN = r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$"
+_DNS1123_LABEL = "a DNS-1123 label"
+
+
+def qualified_name_problems(value: str) -> list[str]:
+    """k8s IsQualifiedName for a name without prefix (what Volcano checks job and pod names with)."""
+    if not value:
+        return ["name part must be non-empty"]
+    problems = []
+    if len(value) > 63:
+        problems.append("name part must be no more than 63 characters")
+    if not matches_qualified_name(value):
+        problems.append(QUALIFIED_NAME_MESSAGE)
+    return problems
+
+
+def validate_job(
+    obj: dict[str, Any], old: dict[str, Any] | None, spec_model: ModelRef, context: ReviewContext
+) -> Findings:
+    """Every violation of the (defaulted) job; UPDATE rules when ``old`` is given, CREATE rules otherwise.
+
+    Like Volcano, UPDATE does not re-run the CREATE-only checks (policies, plugins, volumes,
+    templates, DAG, queue): the immutability rule keeps those parts as they were admitted.
+    """
+    found = Findings()
+    spec = check_spec_schema(obj, spec_model, found)
+    if spec is not None:
+        found.errors.extend(bound_errors(spec))
+    if old is not None:
+        # Imported on the first UPDATE: jobgate validate checks creations only, and a one-file
+        # check pays for every module it imports.
+        from jobgate.families.volcano.rules.update import update_errors
+
+        found.errors.extend(update_errors(obj, old, spec))
+        return found
+    found.errors.extend(_create_errors(obj, spec, found))
+    if spec is not None:
+        found.warnings.extend(policy_warnings(spec))
+    if context.queues is not None:
+        found.errors.extend(check_queue(obj, context.queues))
+    else:
+        context.skipped.add(QUEUE_CHECK)
+    return found
+
+
+def _create_errors(obj: dict[str, Any], spec: dict[str, Any] | None, found: Findings) -> Iterator[FieldError]:
+    job = job_name(obj)
+    yield from _job_name_errors(obj)
+    if spec is None:
+        return
+    tasks = job_tasks(spec)
+    raw_tasks = spec.get("tasks")
+    if raw_tasks is None or (isinstance(raw_tasks, list) and not raw_tasks):
+        yield required(("spec", "tasks"), "No task specified in job spec")
+    yield from _negative_errors(spec, tasks, job)
+    yield from plugin_errors(spec, tasks)
+    yield from network_topology_errors(spec.get("networkTopology"), ("spec", "networkTopology"))
+
+    total_replicas = 0
+    seen_names: set[str] = set()
+    for index, task in tasks:
+        path: FieldPath = ("spec", "tasks", index)
+        name = task_name(task)
+        replicas = as_int(task.get("replicas")) or 0
+        min_available = as_int(task.get("minAvailable"))
+        total_replicas += replicas
+        if min_available is not None and min_available > replicas:
+            yield invalid(
+                (*path, "minAvailable"),
+                min_available,
+                f"'minAvailable' is greater than 'replicas' in task: {name}, job: {job}",
+            )
+        if name in seen_names:
+            yield FieldError(ErrorType.DUPLICATE, (*path, "name"), name, f"duplicated task name {name}")
+        seen_names.add(name)
+        if name:
+            problems = dns1123_label_problems(name)
+            if problems and not re.fullmatch(_TASK_NAME_PATTERN, name):
+                # What Volcano's CRD (1.14+) makes the apiserver say before its webhook runs.
+                yield invalid(
+                    (*path, "name"),
+                    name,
+                    f"spec.tasks[{index}].name in body should match '{_TASK_NAME_PATTERN}'",
+                )
+            for problem in problems:
+                yield invalid((*path, "name"), name, _task_name_detail(problem))
+        yield from policy_errors(task.get("policies"), (*path, "policies"))
+        yield from _pod_name_errors(job, name, index, replicas, path)
+        template = task.get("template")
+        if template is None:
+            yield required((*path, "template"), f"spec.task[{index}].template.spec.containers: Required value")
+        else:
+            template_found = check_pod_template(
+                template, (*path, "template"), where=f"tasks[{name or index}]", replica_restart_policy=None
+            )
+            found.warnings.extend(template_found.warnings)
+            yield from template_found.errors
+            # Beside the template's other errors, as Kubernetes' pod validation (which Volcano runs)
+            # collects them all, and as the apiserver's policy reports them.
+            yield from numa_errors(task, index, path)
+            yield from pod_level_resource_errors(template, index, path)
+        yield from partition_errors(task, path, name=name, job=job, replicas=replicas, min_available=min_available)
+
+    job_min = as_int(spec.get("minAvailable"))
+    if job_min is not None and job_min > total_replicas:
+        yield invalid(
+            ("spec", "minAvailable"), job_min, "job 'minAvailable' should not be greater than total replicas in tasks"
+        )
+    yield from policy_errors(spec.get("policies"), ("spec", "policies"))
+    yield from _volume_errors(spec.get("volumes"))
+    yield from _dag_errors(tasks)
+    yield from _name_field_errors(spec, found)
+
+
+def _task_name_detail(problem: str) -> str:
+    """Volcano prints the problem list as Go does (``[...];``); before 1.9 the apimachinery of its day said DNS-1123."""
+    detail = f"[{problem}];"
+    if problem.startswith(_RFC1123_LABEL):
+        detail += f" ({LEGACY} 1.9: [{_DNS1123_LABEL}{problem[len(_RFC1123_LABEL) :]}];)"
+    return detail
+
+
+def _job_name_errors(obj: dict[str, Any]) -> Iterator[FieldError]:
+    metadata = obj.get("metadata")
+    if not isinstance(metadata, dict):
+        yield required(("metadata",))
+        return
+    path: FieldPath = ("metadata", "name")
+    name = metadata.get("name")
+    full = name
+    if name in (None, ""):
+        name = metadata.get("generateName")
+        path = ("metadata", "generateName")
+        if name in (None, ""):
+            yield required(("metadata", "name"), "name or generateName is required")
+            return
+        full = f"{name}{'x' * _GENERATED_SUFFIX_LENGTH}" if isinstance(name, str) else name
+    if not isinstance(full, str):
+        yield invalid(path, name, "must be of type string")
+        return
+    problems = qualified_name_problems(full)
+    if problems:
+        yield invalid(path, name, f"create job with name {name} validate failed [{', '.join(problems)}]")
+    # The apiserver's own checks of any custom object's names, which Volcano's qualified names
+    # (capitals, underscores) can pass.
+    if path[-1] == "name":
+        yield from (invalid(path, name, problem) for problem in dns1123_subdomain_problems(full))
+
+
+def _pod_name_errors(job: str, task: str, index: int, replicas: int, path: FieldPath) -> Iterator[FieldError]:
+    # Volcano checks "<job>-<task>-<task position>"; the pods are named with the replica index,
+    # so the longer of the two is checked: the name of the last pod the controller creates.
+    if not job or not task:
+        return
+    last = max(index, replicas - 1)
+    pod = f"{job}-{task}-{last}"
+    problems = qualified_name_problems(pod)
+    if problems:
+        yield invalid((*path, "name"), task, f"create pod with name {pod} validate failed [{', '.join(problems)}]")
+
+
+def _negative_errors(spec: dict[str, Any], tasks: list[tuple[int, dict[str, Any]]], job: str) -> Iterator[FieldError]:
+    # The CRD schema refuses these too; Volcano's webhook (before 1.14) said it in these words.
+    checks = (
+        ("minAvailable", f"job 'minAvailable' must be >= 0. ({LEGACY} 1.0: 'minAvailable' must be greater than zero.)"),
+        ("maxRetry", "'maxRetry' cannot be less than zero."),
+        ("ttlSecondsAfterFinished", "'ttlSecondsAfterFinished' cannot be less than zero."),
+    )
+    for key, message in checks:
+        value = as_int(spec.get(key))
+        if value is not None and value < 0:
+            yield invalid(("spec", key), value, message)
+    total_replicas = sum(as_int(task.get("replicas")) or 0 for _, task in tasks)
+    job_min = as_int(spec.get("minAvailable"))
+    for index, task in tasks:
+        name = task_name(task)
+        replicas = as_int(task.get("replicas"))
+        if replicas is not None and replicas < 0:
+            detail = f"'replicas' < 0 in task: {name}, job: {job};"
+            if job_min is not None and job_min > total_replicas:
+                # Volcano 1.9-1.13 said both problems in one sentence, in this order.
+                detail += " job 'minAvailable' should not be greater than total replicas in tasks;"
+            detail += (
+                f" ({LEGACY} 1.9: 'replicas' < 0 in task: {name}; "
+                f"{LEGACY} 1.0: 'replicas' is not set positive in task: {name};)"
+            )
+            yield invalid(("spec", "tasks", index, "replicas"), replicas, detail)
+        min_available = as_int(task.get("minAvailable"))
+        if min_available is not None and min_available < 0:
+            yield invalid(
+                ("spec", "tasks", index, "minAvailable"),
+                min_available,
+                f"'minAvailable' < 0 in task: {name}, job: {job};",
+            )
+
+
+def _name_field_errors(spec: dict[str, Any], found: Findings) -> Iterator[FieldError]:
+    # Patterns and lengths of Volcano's CRD, which the structural schema checker leaves to the rules.
+    priority_class = spec.get("priorityClassName")
+    if isinstance(priority_class, str) and priority_class:
+        for problem in dns1123_subdomain_problems(priority_class):
+            yield invalid(("spec", "priorityClassName"), priority_class, problem)
+    # Volcano's webhook admits any queue name (its own tables submit to "childQueue"); only its CRD
+    # (1.14 and later) has the pattern, and the apiserver applies that one before any webhook. So a
+    # warning here, never a verdict of the webhook's own.
+    queue = spec.get("queue")
+    if isinstance(queue, str) and queue:
+        for problem in dns1123_subdomain_problems(queue):
+            found.warnings.append(clip_warning(f"spec.queue: {queue!r}: Volcano's CRD refuses it: {problem}"))
+    scheduler = spec.get("schedulerName")
+    if isinstance(scheduler, str) and len(scheduler) > 63:
+        yield FieldError(ErrorType.TOO_LONG, ("spec", "schedulerName"), detail="may not be more than 63 bytes")
+
+
+def _volume_errors(volumes: Any) -> Iterator[FieldError]:
+    if not isinstance(volumes, list):
+        return
+    mount_paths: set[str] = set()
+    for index, volume in enumerate(volumes):
+        if not isinstance(volume, dict):
+            continue
+        path: FieldPath = ("spec", "volumes", index)
+        mount_path = volume.get("mountPath")
+        if mount_path == "":
+            # What Volcano's CRD (1.14+) makes the apiserver say before its webhook runs.
+            yield invalid(
+                (*path, "mountPath"), "", f"spec.volumes[{index}].mountPath in body should be at least 1 chars long"
+            )
+        if mount_path in (None, ""):
+            yield required((*path, "mountPath"), "mountPath is required;")
+        elif isinstance(mount_path, str):
+            if mount_path in mount_paths:
+                yield FieldError(
+                    ErrorType.DUPLICATE, (*path, "mountPath"), mount_path, f"duplicated mountPath: {mount_path};"
+                )
+            mount_paths.add(mount_path)
+        claim = volume.get("volumeClaim")
+        claim_name = volume.get("volumeClaimName")
+        if claim is None and claim_name in (None, ""):
+            yield required(path, "either VolumeClaim or VolumeClaimName must be specified;")
+        elif claim is not None and claim_name not in (None, ""):
+            yield invalid((*path, "volumeClaimName"), claim_name, CLAIM_CONFLICT)
+        elif isinstance(claim_name, str) and claim_name:
+            problems = dns1123_subdomain_problems(claim_name)
+            if problems:
+                yield invalid(
+                    (*path, "volumeClaimName"),
+                    claim_name,
+                    f"invalid VolumeClaimName {claim_name} : [{', '.join(problems)}]",
+                )
+
+
+def _dag_errors(tasks: list[tuple[int, dict[str, Any]]]) -> Iterator[FieldError]:
+    """``dependsOn`` edges form a DAG over existing tasks (Kahn's algorithm, as Volcano's topo sort)."""
+    depends = {}
+    for index, task in tasks:
+        spec = task.get("dependsOn")
+        if spec is None:
+            continue
+        names = spec.get("name") if isinstance(spec, dict) else None
+        depends[index] = [n for n in names if isinstance(n, str)] if isinstance(names, list) else []
+    if not depends:
+        return
+    by_name = {task_name(t): i for i, t in tasks}
+    remaining = {i: set(depends.get(i, ())) for i, _ in tasks}
+    sorted_names: set[str] = set()
+    progress = True
+    while progress:
+        progress = False
+        for index in list(remaining):
+            if remaining[index] <= sorted_names and task_name(dict(tasks)[index]) not in remaining[index]:
+                sorted_names.add(task_name(dict(tasks)[index]))
+                del remaining[index]
+                progress = True
+    for index in sorted(remaining):
+        missing = sorted(n for n in remaining[index] if n not in by_name)
+        why = f" (no task named {', '.join(missing)})" if missing else ""
+        yield invalid(("spec", "tasks", index, "dependsOn", "name"), depends.get(index, []), DAG_MESSAGE + why)

@@ -1,0 +1,69 @@
+"""What the Volcano rule modules share: the task list as they read it, the rules CREATE and
+UPDATE both run, and how a sentence of an older Volcano release is quoted (``LEGACY``).
+
+Volcano's webhook checks a task's partition policy and the job's and partitions' network
+topologies on both operations (``util.go``); the other rules are in ``job`` (CREATE) and
+``update`` (UPDATE).
+"""
+
+from __future__ import annotations
+
+from jobgate.engine.fielderrors import FieldError, FieldPath, forbidden, invalid
+from jobgate.rules.jobmeta import as_int
+
+TYPE_CHECKING = False  # typing.TYPE_CHECKING, without importing typing at run time (start-up)
+if TYPE_CHECKING:
+    from collections.abc import Iterator
+    from typing import Any
+
+TIER_CONFLICT = "must not specify 'highestTierAllowed' and 'highestTierName' in networkTopology simultaneously"
+# Older Volcano releases worded several messages differently; their users' scripts may grep for the old
+# words, so the detail carries them too, after the current wording, as "(before Volcano X: ...)".
+LEGACY = "before Volcano"
+
+
+def job_tasks(spec: dict[str, Any] | None) -> list[tuple[int, dict[str, Any]]]:
+    tasks = spec.get("tasks") if spec is not None else None
+    if not isinstance(tasks, list):
+        return []
+    return [(i, t) for i, t in enumerate(tasks) if isinstance(t, dict)]
+
+
+def task_name(task: dict[str, Any]) -> str:
+    name = task.get("name")
+    return name if isinstance(name, str) else ""
+
+
+def partition_errors(
+    task: dict[str, Any], path: FieldPath, *, name: str, job: str, replicas: int, min_available: int | None
+) -> Iterator[FieldError]:
+    partition = task.get("partitionPolicy")
+    if not isinstance(partition, dict):
+        return
+    where = f"in task: {name}, job: {job}"
+    partition_path = (*path, "partitionPolicy")
+    total = as_int(partition.get("totalPartitions")) or 0
+    size = as_int(partition.get("partitionSize")) or 0
+    min_partitions = as_int(partition.get("minPartitions")) or 0
+    if total <= 0:
+        yield invalid((*partition_path, "totalPartitions"), total, f"'TotalPartitions' must be greater than 0 {where}")
+    elif size <= 0:
+        yield invalid((*partition_path, "partitionSize"), size, f"'PartitionSize' must be greater than 0 {where}")
+    elif replicas != total * size:
+        yield invalid(
+            (*path, "replicas"), replicas, f"'Replicas' are not equal to TotalPartitions*PartitionSize {where}"
+        )
+    elif min_available is not None and min_partitions > 0 and min_partitions * size != min_available:
+        yield invalid(
+            (*path, "minAvailable"),
+            min_available,
+            f"'MinAvailable' is not equal to MinPartitions*PartitionSize {where}",
+        )
+    yield from network_topology_errors(partition.get("networkTopology"), (*partition_path, "networkTopology"))
+
+
+def network_topology_errors(topology: Any, path: FieldPath) -> Iterator[FieldError]:
+    if not isinstance(topology, dict):
+        return
+    if topology.get("highestTierAllowed") is not None and topology.get("highestTierName") not in (None, ""):
+        yield forbidden((*path, "highestTierName"), TIER_CONFLICT)

@@ -1,0 +1,286 @@
+"""From the catalogue to the apiserver: CRD schemas with the rules' keywords and CEL, the policies,
+and the table of where each rule is enforced.
+"""
+
+from __future__ import annotations
+
+import copy
+import importlib
+from collections.abc import Iterable
+from typing import Any
+
+from jobgate.engine.registry import JobKind
+from jobgate.families import family as family_record
+from jobgate.generate.cel.catalogue import (
+    LIST_ITEMS,
+    MAP_VALUES,
+    Default,
+    Location,
+    Placement,
+    PolicyValidation,
+    Rule,
+    Where,
+    policy_message,
+)
+from jobgate.generate.cel.jobmeta import job_name_rule, schema_rules
+from jobgate.generate.cel.podtemplate import pod_template_schema
+
+POD_TEMPLATE_DESCRIPTION_START = "Pod template ("
+NAME_MAX_LENGTH = 253
+
+
+class CatalogueError(ValueError):
+    """A rule that does not fit the schema it is generated into."""
+
+
+def family_rules(kind: JobKind) -> list[Rule] | None:
+    """The family's own rules for the kind; None when the family has no CEL module (webhook only)."""
+    module = family_record(kind.family).cel
+    if module is None:
+        return None
+    rules: list[Rule] = importlib.import_module(module).rules(kind)
+    return rules
+
+
+def family_defaults(kind: JobKind) -> list[Default] | None:
+    """The family's defaults for the kind; None when the family has no CEL module (webhook only)."""
+    module = family_record(kind.family).cel
+    if module is None:
+        return None
+    defaults: list[Default] = importlib.import_module(module).defaults(kind)
+    return defaults
+
+
+def _shared_job_name_rule(own: list[Rule]) -> list[Rule]:
+    """The shared rule of the job's name, unless the family gives its own (a rule of the same id)."""
+    shared = job_name_rule()
+    return [] if any(rule.id == shared.id for rule in own) else [shared]
+
+
+def rules_for(kind: JobKind) -> list[Rule]:
+    """Every rule of the kind, the specific ones first (an error is explained by the first that matches)."""
+    own = family_rules(kind)
+    rules = [*(_shared_job_name_rule(own) if own is not None else []), *(own or []), *schema_rules()]
+    seen: set[str] = set()
+    for rule in rules:
+        if rule.id in seen:
+            raise CatalogueError(f"{kind.gvk}: rule {rule.id} is listed twice")
+        seen.add(rule.id)
+    return rules
+
+
+def enforced_in_apiserver(kind: JobKind) -> bool:
+    return family_rules(kind) is not None
+
+
+# --- CRD schemas ------------------------------------------------------------------------------
+
+
+def _node(schema: dict[str, Any], at: Location, kind: JobKind) -> dict[str, Any]:
+    node = schema
+    for step in at:
+        if step == MAP_VALUES:
+            child = node.get("additionalProperties")
+        elif step == LIST_ITEMS:
+            child = node.get("items")
+        else:
+            child = node.get("properties", {}).get(step)
+        if not isinstance(child, dict):
+            raise CatalogueError(f"{kind.gvk}: no schema at {'/'.join(at) or '(root)'} (stopped at {step!r})")
+        node = child
+    return node
+
+
+def _template_locations(node: dict[str, Any], at: Location = ()) -> Iterable[Location]:
+    if str(node.get("description", "")).startswith(POD_TEMPLATE_DESCRIPTION_START):
+        yield at
+        return
+    for name, child in node.get("properties", {}).items():
+        yield from _template_locations(child, (*at, name))
+    if isinstance(node.get("additionalProperties"), dict):
+        yield from _template_locations(node["additionalProperties"], (*at, MAP_VALUES))
+    if isinstance(node.get("items"), dict):
+        yield from _template_locations(node["items"], (*at, LIST_ITEMS))
+
+
+def with_rules(kind: JobKind, root: dict[str, Any]) -> dict[str, Any]:
+    """The CRD's openAPIV3Schema with the kind's rules: pod templates typed where the rules read
+    them, keywords merged, CEL validations added. ``root`` is not modified."""
+    rules = family_rules(kind)
+    if rules is None:
+        return root
+    root = copy.deepcopy(root)
+    for at in _template_locations(root):
+        parent = _node(root, at[:-1], kind)
+        key = at[-1]
+        holder = parent["properties"] if key not in (MAP_VALUES, LIST_ITEMS) else parent
+        slot = key if key not in (MAP_VALUES, LIST_ITEMS) else {"*": "additionalProperties", "[]": "items"}[key]
+        holder[slot] = pod_template_schema(holder[slot]["description"])
+    # The name is read by the rules on it (fieldPath .metadata.name must name a field of the schema).
+    # maxLength: the apiserver's own limit of a name (a DNS-1123 subdomain), a bound for the cost estimate.
+    root["properties"]["metadata"] = {
+        "type": "object",
+        "properties": {
+            "name": {"type": "string", "maxLength": NAME_MAX_LENGTH},
+            "generateName": {"type": "string", "maxLength": NAME_MAX_LENGTH},
+        },
+    }
+    placed: list[tuple[str, Placement]] = [
+        (r.id, p) for r in [*_shared_job_name_rule(rules), *rules] for p in r.placements
+    ]
+    placed += [(d.id, p) for d in family_defaults(kind) or () for p in d.placements]
+    # A policy's rule keeps its keywords in the CRD; its validations go to the policy.
+    policy_rules = {r.id for r in rules if r.where is Where.POLICY}
+    for owner, placement in placed:
+        node = _node(root, placement.at, kind)
+        for keyword, value in placement.keywords.items():
+            if keyword == "required":
+                node["required"] = sorted({*node.get("required", ()), *value})
+            elif keyword == "properties":
+                # Fields a family's rules read beyond the shared ones (in a pod template): added, never replaced.
+                known = node.setdefault("properties", {})
+                if set(known) & set(value):
+                    raise CatalogueError(f"{kind.gvk}: {owner} retypes {sorted(set(known) & set(value))}")
+                known.update(copy.deepcopy(value))
+            elif keyword in node and node[keyword] != value:
+                raise CatalogueError(
+                    f"{kind.gvk}: {owner} sets {keyword}={value!r} at {'/'.join(placement.at)}, "
+                    f"where the schema has {node[keyword]!r}"
+                )
+            else:
+                node[keyword] = value
+        if placement.validation is not None and owner not in policy_rules:
+            node.setdefault("x-kubernetes-validations", []).append(placement.validation.as_schema())
+    return root
+
+
+# --- admission policies ---------------------------------------------------------------------------
+
+POLICY_PREFIX = "jobgate"
+
+
+def policy_name(kind: JobKind) -> str:
+    return f"{POLICY_PREFIX}.{kind.plural}.{kind.gvk.group}"
+
+
+def _match(kind: JobKind) -> dict[str, Any]:
+    return {
+        "resourceRules": [
+            {
+                "apiGroups": [kind.gvk.group],
+                "apiVersions": [kind.gvk.version],
+                "resources": [kind.plural],
+                "operations": ["CREATE", "UPDATE"],
+            }
+        ]
+    }
+
+
+def validating_policy(kind: JobKind, labels: dict[str, str]) -> list[dict[str, Any]]:
+    """The kind's rules that no CRD rule can carry, as a ValidatingAdmissionPolicy
+    (admissionregistration.k8s.io/v1, Kubernetes 1.30+) and its binding; [] when there is none."""
+    checks = [
+        check
+        for rule in family_rules(kind) or ()
+        if rule.where is Where.POLICY
+        for check in [
+            *rule.policy,
+            *(
+                PolicyValidation(policy_message(p.at, p.validation))
+                for p in rule.placements
+                if p.validation is not None
+            ),
+        ]
+    ]
+    validations = [
+        {"expression": f"{c.message} == ''", "messageExpression": c.message, "reason": "Invalid"} for c in checks
+    ]
+    if not validations:
+        return []
+    variables = {name: expression for c in checks for name, expression in c.variables}
+    spec = {
+        "matchConstraints": _match(kind),
+        # A job the policy cannot evaluate (a field of the wrong type) is refused by the CRD's
+        # schema before the policy runs; an evaluation error otherwise refuses the job.
+        "failurePolicy": "Fail",
+        **({"variables": [{"name": n, "expression": e} for n, e in sorted(variables.items())]} if variables else {}),
+        "validations": validations,
+    }
+    return _policy_and_binding(kind, "ValidatingAdmissionPolicy", spec, {"validationActions": ["Deny"]}, labels)
+
+
+def _policy_and_binding(
+    kind: JobKind, policy_kind: str, spec: dict[str, Any], binding: dict[str, Any], labels: dict[str, str]
+) -> list[dict[str, Any]]:
+    name = policy_name(kind)
+    metadata = {"name": name, "labels": dict(labels)}
+    version = "admissionregistration.k8s.io/v1"
+    return [
+        {"apiVersion": version, "kind": policy_kind, "metadata": metadata, "spec": spec},
+        {
+            "apiVersion": version,
+            "kind": f"{policy_kind}Binding",
+            "metadata": metadata,
+            "spec": {"policyName": name, **binding},
+        },
+    ]
+
+
+def mutating_policy(kind: JobKind, labels: dict[str, str]) -> list[dict[str, Any]]:
+    """The kind's defaults as a MutatingAdmissionPolicy (admissionregistration.k8s.io/v1, Kubernetes
+    1.36+) and its binding; [] when none is applied by a policy."""
+    patches = [patch for d in family_defaults(kind) or () if d.where.in_apiserver for patch in d.patches]
+    if not patches:
+        return []
+    spec = {
+        "matchConstraints": _match(kind),
+        # A patch that cannot apply (a job of the wrong shape) is skipped: the CRD's schema and
+        # rules then refuse the job with its fields, rather than the policy with its own error.
+        "failurePolicy": "Ignore",
+        # Defaulting is idempotent: run again when a later mutation changed the job.
+        "reinvocationPolicy": "IfNeeded",
+        "mutations": [{"patchType": "JSONPatch", "jsonPatch": {"expression": p}} for p in patches],
+    }
+    return _policy_and_binding(kind, "MutatingAdmissionPolicy", spec, {}, labels)
+
+
+# --- the table ------------------------------------------------------------------------------------
+
+
+def enforcement_rows(kinds: Iterable[JobKind]) -> list[tuple[str, str, str, str, str]]:
+    """(family, rule or default, summary, where, why) of every rule and default, once per family
+    (a rule that differs by kind lists each kind's summary)."""
+    rows: dict[tuple[str, str], tuple[str, list[str], str, str]] = {}
+    for kind in kinds:
+        if family_rules(kind) is None:
+            reason = (
+                family_record(kind.family).webhook_only_reason
+                or "no rule of this family is generated for the apiserver"
+            )
+            rows.setdefault(
+                (kind.family, "(every rule)"),
+                ("", ["every rule and default of the family"], Where.WEBHOOK.value, reason),
+            )
+            continue
+        entries: list[Rule | Default] = [*rules_for(kind), *(family_defaults(kind) or ())]
+        for entry in entries:
+            name = entry.id if isinstance(entry, Rule) else f"default: {entry.id}"
+            _, summaries, _, _ = rows.setdefault((kind.family, name), (name, [], entry.where.value, entry.why))
+            if entry.summary not in summaries:
+                summaries.append(entry.summary)
+    return [
+        (family, name, "; ".join(summaries), where, why)
+        for (family, name), (_, summaries, where, why) in sorted(rows.items())
+    ]
+
+
+def enforcement_summary(kinds: Iterable[JobKind]) -> list[tuple[str, int, int]]:
+    """(family, rules and defaults, enforced in the apiserver) per family; a family left to the
+    webhook counts as (family, 0, 0)."""
+    counts: dict[str, list[int]] = {}
+    for family, name, _, where, _ in enforcement_rows(kinds):
+        entry = counts.setdefault(family, [0, 0])
+        if name != "(every rule)":
+            entry[0] += 1
+            entry[1] += where != Where.WEBHOOK.value
+    return [(family, total, enforced) for family, (total, enforced) in sorted(counts.items())]

@@ -1,0 +1,415 @@
+"""The offline verdict of ``jobgate validate``: each document through mutate-then-validate.
+
+Files are checked one at a time (or by ``-j N`` worker processes) and their results
+streamed in input order, so memory follows the largest file, not the number of files.
+"""
+
+from __future__ import annotations
+
+import os
+from enum import StrEnum
+
+from jobgate.engine.context import ReviewContext
+from jobgate.engine.registry import GroupVersionKind, lookup
+from jobgate.engine.review import Verdict, review_job
+from jobgate.offline.sources import (
+    STDIN,
+    Document,
+    SourceError,
+    display_name,
+    expand_paths,
+    iter_documents,
+    printable,
+    read_source,
+)
+
+TYPE_CHECKING = False  # typing.TYPE_CHECKING, without importing typing at run time (start-up)
+if TYPE_CHECKING:
+    from collections.abc import Iterable, Iterator
+    from typing import Any
+
+    from jobgate.engine.views import ClusterViews
+
+
+class Outcome(StrEnum):
+    ADMITTED = "admitted"
+    DENIED = "denied"
+    SKIPPED = "skipped"
+    ERROR = "error"
+
+
+class FieldValidation(StrEnum):
+    """kubectl's ``--validate``: what an unknown field does (strict: kubectl's default)."""
+
+    STRICT = "strict"
+    WARN = "warn"
+    IGNORE = "ignore"
+
+    @classmethod
+    def parse(cls, text: str) -> FieldValidation:
+        # kubectl also takes the older booleans.
+        aliases = {"true": cls.STRICT, "false": cls.IGNORE}
+        if text in aliases:
+            return aliases[text]
+        return cls(text)
+
+
+# The fields of every custom resource's top level (the CRD schema knows nothing else).
+_TOP_LEVEL_FIELDS = frozenset(("apiVersion", "kind", "metadata", "spec", "status"))
+
+
+# The classes below are written out, not dataclasses: importing ``dataclasses`` costs a
+# one-file ``jobgate validate`` more than the rules it runs.
+
+
+class Finding:
+    """An error or a warning at a line; read-only, compared by value."""
+
+    __slots__ = ("field", "line", "message")
+    line: int
+    message: str
+    field: str
+
+    def __init__(self, line: int, message: str, field: str = "") -> None:
+        object.__setattr__(self, "line", line)
+        object.__setattr__(self, "message", message)
+        object.__setattr__(self, "field", field)
+
+    def __setattr__(self, name: str, value: object) -> None:
+        raise AttributeError(f"cannot assign to field {name!r}")
+
+    def __delattr__(self, name: str) -> None:
+        raise AttributeError(f"cannot delete field {name!r}")
+
+    def __eq__(self, other: object) -> bool:
+        if type(other) is not Finding:
+            return NotImplemented
+        return (self.line, self.message, self.field) == (other.line, other.message, other.field)
+
+    def __hash__(self) -> int:
+        return hash((self.line, self.message, self.field))
+
+    def __repr__(self) -> str:
+        return f"Finding(line={self.line!r}, message={self.message!r}, field={self.field!r})"
+
+    def __reduce__(self) -> tuple[type[Finding], tuple[int, str, str]]:
+        # Pickled to the parent by ``-j`` workers: unpickling would otherwise assign the slots.
+        return Finding, (self.line, self.message, self.field)
+
+
+_RESULT_FIELDS = (
+    "source",
+    "index",
+    "line",
+    "outcome",
+    "api_version",
+    "kind",
+    "namespace",
+    "name",
+    "reason",
+    "errors",
+    "warnings",
+)
+
+
+def _values(result: DocumentResult) -> tuple[object, ...]:
+    return tuple(getattr(result, name) for name in _RESULT_FIELDS)
+
+
+class DocumentResult:
+    __slots__ = (
+        "api_version",
+        "errors",
+        "index",
+        "kind",
+        "line",
+        "name",
+        "namespace",
+        "outcome",
+        "reason",
+        "source",
+        "warnings",
+    )
+
+    # The signature of the dataclass this was, positional fields included.
+    def __init__(  # noqa: PLR0917
+        self,
+        source: str,
+        index: int,
+        line: int,
+        outcome: Outcome,
+        api_version: str = "",
+        kind: str = "",
+        namespace: str = "",
+        name: str = "",
+        reason: str = "",
+        errors: list[Finding] | None = None,
+        warnings: list[Finding] | None = None,
+    ) -> None:
+        self.source = source
+        self.index = index
+        self.line = line
+        self.outcome = outcome
+        self.api_version = api_version
+        self.kind = kind
+        self.namespace = namespace
+        self.name = name
+        self.reason = reason
+        self.errors: list[Finding] = [] if errors is None else errors
+        self.warnings: list[Finding] = [] if warnings is None else warnings
+
+    def __eq__(self, other: object) -> bool:
+        if type(other) is not DocumentResult:
+            return NotImplemented
+        return _values(self) == _values(other)
+
+    def __repr__(self) -> str:
+        shown = ", ".join(f"{name}={value!r}" for name, value in zip(_RESULT_FIELDS, _values(self), strict=True))
+        return f"DocumentResult({shown})"
+
+    __hash__ = None  # type: ignore[assignment]  # mutable: unhashable, as the dataclass was
+
+    @property
+    def title(self) -> str:
+        who = f"{self.namespace}/{self.name}" if self.namespace else self.name
+        return f"{self.kind} {who}".strip() if self.kind else f"document {self.index + 1}"
+
+
+class Run:
+    """Counts of a run; the results themselves only when the output format needs them all."""
+
+    __slots__ = ("counts", "keep_results", "results")
+
+    def __init__(
+        self,
+        results: list[DocumentResult] | None = None,
+        counts: dict[Outcome, int] | None = None,
+        keep_results: bool = True,
+    ) -> None:
+        self.results: list[DocumentResult] = [] if results is None else results
+        self.counts: dict[Outcome, int] = dict.fromkeys(Outcome, 0) if counts is None else counts
+        self.keep_results = keep_results
+
+    def add(self, result: DocumentResult) -> None:
+        self.counts[result.outcome] += 1
+        if self.keep_results:
+            self.results.append(result)
+
+    def count(self, outcome: Outcome) -> int:
+        return self.counts[outcome]
+
+    @property
+    def total(self) -> int:
+        return sum(self.counts.values())
+
+    @property
+    def exit_code(self) -> int:
+        if self.count(Outcome.ERROR):
+            return 2
+        if self.count(Outcome.DENIED):
+            return 1
+        return 0
+
+
+def _metadata(obj: dict[str, Any]) -> tuple[str, str]:
+    metadata = obj.get("metadata")
+    if not isinstance(metadata, dict):
+        return "", ""
+    name = metadata.get("name") or metadata.get("generateName") or ""
+    namespace = metadata.get("namespace") or ""
+    return printable(str(name)), printable(str(namespace))
+
+
+def job_documents(document: Document) -> Iterator[tuple[Any, tuple[Any, ...]]]:
+    """(object, path prefix) for a document, expanding ``kind: List`` into its items."""
+    data = document.data
+    if isinstance(data, dict) and data.get("kind") == "List" and isinstance(data.get("items"), list):
+        for index, item in enumerate(data["items"]):
+            yield item, ("items", index)
+    else:
+        yield data, ()
+
+
+def _unknown_top_level(obj: dict[str, Any]) -> list[tuple[Any, ...]]:
+    return [(key,) for key in obj if key not in _TOP_LEVEL_FIELDS]
+
+
+def evaluate(
+    document: Document,
+    obj: Any,
+    prefix: tuple[Any, ...],
+    validation: FieldValidation = FieldValidation.STRICT,
+    *,
+    with_patch: bool = False,
+    views: ClusterViews | None = None,
+) -> tuple[DocumentResult, Verdict | None]:
+    """The verdict on one object; ``with_patch`` also records the mutating patch (``jobgate default``).
+
+    ``views``: the cluster objects given on the command line (``--queues``), which the review's
+    context shows the rules.
+    """
+    source = display_name(document.source)
+    if not isinstance(obj, dict):
+        line = document.line_of(prefix)
+        result = DocumentResult(source, document.index, line, Outcome.ERROR, reason="not a Kubernetes object")
+        return result, None
+    gvk = GroupVersionKind.from_object(obj)
+    name, namespace = _metadata(obj)
+    if gvk is None or not gvk.version or not gvk.kind:
+        reason = "not a Kubernetes object: apiVersion and kind are required"
+        line = document.line_of(prefix)
+        return DocumentResult(source, document.index, line, Outcome.ERROR, name=name, reason=reason), None
+    api_version, kind_name = printable(gvk.api_version), printable(gvk.kind)
+    kind = lookup(gvk)
+    if kind is None:
+        # The line of a document is only looked up when there is something to say about it.
+        line = document.line_of(prefix)
+        result = DocumentResult(source, document.index, line, Outcome.SKIPPED, api_version, kind_name, namespace, name)
+        result.reason = f"jobgate does not serve {api_version} {kind_name}"
+        return result, None
+    context = ReviewContext(namespace=namespace or None, queues=views.queues if views is not None else None)
+    verdict = review_job(kind, obj, context=context, with_patch=with_patch)
+    unknown: list[tuple[Any, ...]] = []
+    plain_warnings: list[str] = []
+    if verdict.warnings:
+        # Imported only for warnings: one module fewer for a check without any.
+        from jobgate.engine.unknownfields import UnknownField
+
+        unknown = [w.path for w in verdict.warnings if isinstance(w, UnknownField)]
+        plain_warnings = [w for w in verdict.warnings if not isinstance(w, UnknownField)]
+    unknown += _unknown_top_level(obj)
+    quiet = not document.notes and (not unknown or validation is FieldValidation.IGNORE)
+    if not verdict.errors and not plain_warnings and quiet:
+        # The common case, admitted without a word: no line numbers needed.
+        line = document.chunk.content_line
+        result = DocumentResult(source, document.index, line, Outcome.ADMITTED, api_version, kind_name, namespace, name)
+        return result, verdict
+    line = document.line_of(prefix)
+    result = DocumentResult(source, document.index, line, Outcome.ADMITTED, api_version, kind_name, namespace, name)
+    errors = [Finding(document.line_of((*prefix, *e.path)), printable(str(e)), e.field) for e in verdict.errors]
+    warnings = [Finding(note_line, printable(note)) for note_line, note in document.notes]
+    warnings += [Finding(line, printable(w)) for w in plain_warnings]
+    from jobgate.engine.unknownfields import kubectl_path  # see above
+
+    for path in unknown:
+        where = document.line_of((*prefix, *path))
+        if validation is FieldValidation.STRICT:
+            # kubectl apply's default (--validate=strict), in the apiserver's words.
+            message = f'strict decoding error: unknown field "{printable(kubectl_path(path))}"'
+            errors.append(Finding(where, message, kubectl_path(path)))
+        elif validation is FieldValidation.WARN:
+            warnings.append(Finding(where, f'unknown field "{printable(kubectl_path(path))}"'))
+    result.errors = sorted(errors, key=lambda f: f.line)
+    result.warnings = warnings
+    if result.errors:
+        result.outcome = Outcome.DENIED
+    return result, verdict
+
+
+def check_text(
+    text: str, source: str, validation: FieldValidation, views: ClusterViews | None = None
+) -> list[DocumentResult]:
+    """Every document of one file's text, checked."""
+    results: list[DocumentResult] = []
+    try:
+        for document in iter_documents(text, source):
+            if document.data is None:
+                continue
+            for obj, prefix in job_documents(document):
+                results.append(evaluate(document, obj, prefix, validation, views=views)[0])
+    except SourceError as exc:
+        results.append(DocumentResult(display_name(source), 0, exc.line or 0, Outcome.ERROR, reason=exc.message))
+    except RecursionError:  # a bound missed somewhere: still one line, never a traceback
+        results.append(DocumentResult(display_name(source), 0, 0, Outcome.ERROR, reason="nesting too deep"))
+    return results
+
+
+def check_file(
+    source: str, validation: FieldValidation = FieldValidation.STRICT, views: ClusterViews | None = None
+) -> list[DocumentResult]:
+    try:
+        text = read_source(source)
+    except SourceError as exc:
+        return [DocumentResult(display_name(source), 0, exc.line or 0, Outcome.ERROR, reason=exc.message)]
+    return check_text(text, source, validation, views)
+
+
+def _check_file_task(task: tuple[str, FieldValidation, ClusterViews | None]) -> list[DocumentResult]:
+    return check_file(*task)
+
+
+def _sources(paths: list[str]) -> Iterator[str | DocumentResult]:
+    for raw in paths:
+        try:
+            yield from expand_paths([raw])
+        except SourceError as exc:
+            yield DocumentResult(display_name(exc.source), 0, 0, Outcome.ERROR, reason=exc.message)
+
+
+def default_jobs() -> int:
+    try:
+        return len(os.sched_getaffinity(0))
+    except AttributeError:
+        return os.cpu_count() or 1
+
+
+def iter_results(
+    paths: list[str],
+    validation: FieldValidation = FieldValidation.STRICT,
+    jobs: int = 1,
+    views: ClusterViews | None = None,
+) -> Iterator[list[DocumentResult]]:
+    """The results of each file, in input order, as they are ready."""
+    sources = list(_sources(paths))  # names only: a few bytes per file
+    files = [s for s in sources if isinstance(s, str) and s != STDIN]
+    if jobs <= 1 or len(files) < 2:
+        for item in sources:
+            yield [item] if isinstance(item, DocumentResult) else check_file(item, validation, views)
+        return
+    yield from _parallel(sources, validation, jobs, views)
+
+
+def _parallel(
+    sources: list[str | DocumentResult], validation: FieldValidation, jobs: int, views: ClusterViews | None
+) -> Iterator[list[Any]]:
+    import multiprocessing
+
+    files = [(s, validation, views) for s in sources if isinstance(s, str) and s != STDIN]
+    # fork: the workers inherit the loaded rule engine; imap keeps input order and a bounded queue.
+    context = multiprocessing.get_context("fork")
+    chunksize = max(1, min(32, len(files) // (jobs * 8)))
+    with context.Pool(jobs) as pool:
+        checked: Iterable[list[DocumentResult]] = pool.imap(_check_file_task, files, chunksize)
+        iterator = iter(checked)
+        for item in sources:
+            if isinstance(item, DocumentResult):
+                yield [item]
+            elif item == STDIN:
+                yield check_file(item, validation, views)
+            else:
+                yield next(iterator)
+
+
+def validate_paths(paths: list[str], validation: FieldValidation = FieldValidation.STRICT, jobs: int = 1) -> Run:
+    run = Run()
+    for results in iter_results(paths, validation, jobs):
+        for result in results:
+            run.add(result)
+    return run
+
+
+def load(paths: list[str]) -> Iterator[Document | DocumentResult]:
+    """Every non-empty document under ``paths`` (for ``jobgate default``); failures as ERROR results."""
+    for item in _sources(paths):
+        if isinstance(item, DocumentResult):
+            yield item
+            continue
+        try:
+            documents = list(iter_documents(read_source(item), item))
+        except SourceError as exc:
+            yield DocumentResult(display_name(item), 0, exc.line or 0, Outcome.ERROR, reason=exc.message)
+            continue
+        except RecursionError:
+            yield DocumentResult(display_name(item), 0, 0, Outcome.ERROR, reason="nesting too deep")
+            continue
+        yield from (d for d in documents if d.data is not None)

@@ -1,0 +1,444 @@
+"""Pod-template defaults and checks shared by every job family.
+
+The checks catch, at admission time, what the apiserver would otherwise only refuse when
+the controller creates the pods (long after ``kubectl apply`` reported success): bad
+container names, duplicate ports, requests above limits, mounts of volumes that do not exist.
+"""
+
+from __future__ import annotations
+
+from jobgate.engine.fielderrors import (
+    FieldError,
+    FieldPath,
+    Key,
+    duplicate,
+    invalid,
+    not_found,
+    not_supported,
+    required,
+    too_many,
+)
+from jobgate.engine.findings import Findings, clip_warning
+from jobgate.engine.jsonpatch import PatchRecorder
+from jobgate.rules.dicts import copied_dict
+from jobgate.rules.names import (
+    dns1123_label_problems,
+    env_var_name_problems,
+    is_dns1123_label,
+    is_env_var_name,
+    is_port_name,
+    port_name_problems,
+)
+from jobgate.rules.quantity import (
+    NANO,
+    QUANTITY_MESSAGE,
+    parse_quantity,
+    parse_text_cached,
+)
+
+TYPE_CHECKING = False  # typing.TYPE_CHECKING, without importing typing at run time (start-up)
+if TYPE_CHECKING:
+    from typing import Any
+
+FALLBACK_TO_LOGS = "FallbackToLogsOnError"
+POD_RESTART_POLICIES = ("Always", "OnFailure", "Never")
+PORT_PROTOCOLS = ("TCP", "UDP", "SCTP")
+# The longest lists a pod template may hold. Kubernetes sets none, but the CRDs' CEL rules
+# (jobgate/generate/cel/podtemplate.py) need bounds for the apiserver's cost estimate; no real pod comes
+# near these, and the webhook refuses a longer list as the apiserver does, so that both agree.
+POD_TEMPLATE_BOUNDS = {
+    "containers": 16,
+    "initContainers": 16,
+    "volumes": 64,
+    "ports": 32,
+    "volumeMounts": 32,
+}
+# --- defaults (copy-on-write: only the containers on the way to a change are copied) ------
+
+
+def default_pod_template(
+    replica: dict[str, Any],
+    pointer: str,
+    recorder: PatchRecorder,
+    *,
+    container_name: str | None,
+    port: tuple[str, int] | None,
+    port_requires_named_container: bool = False,
+    termination_message_policy: bool = True,
+) -> None:
+    """Fill terminationMessagePolicy (unless ``termination_message_policy`` is false) and the
+    framework port, in place on ``replica`` (a copy).
+
+    The port goes to the container named ``container_name``, else to the first container,
+    unless ``port_requires_named_container``; an existing port of that name is left alone.
+    Anything of an unexpected type is left untouched for validation to report.
+    """
+    template = copied_dict(replica, "template")
+    spec = copied_dict(template, "spec") if template is not None else None
+    containers = spec.get("containers") if spec is not None else None
+    if not isinstance(containers, list) or not containers:
+        return
+    containers = list(containers)
+    spec["containers"] = containers  # type: ignore[index]
+    containers_pointer = f"{pointer}/template/spec/containers"
+    for index, given in enumerate(containers):
+        if not termination_message_policy:
+            break
+        if isinstance(given, dict) and given.get("terminationMessagePolicy") in (None, ""):
+            copy = containers[index] = dict(given)
+            recorder.set(copy, "terminationMessagePolicy", FALLBACK_TO_LOGS, f"{containers_pointer}/{index}")
+    if port is None:
+        return
+    target = next(
+        (i for i, c in enumerate(containers) if isinstance(c, dict) and c.get("name") == container_name),
+        None,
+    )
+    if target is None:
+        if port_requires_named_container:
+            return
+        target = 0
+    container = containers[target]
+    if not isinstance(container, dict):
+        return
+    ports = container.get("ports")
+    if ports is not None and not isinstance(ports, list):
+        return
+    name, number = port
+    if ports and any(isinstance(p, dict) and p.get("name") == name for p in ports):
+        return
+    container = containers[target] = dict(container)
+    recorder.append(container, "ports", {"name": name, "containerPort": number}, f"{containers_pointer}/{target}")
+
+
+# --- checks ---------------------------------------------------------------------------------
+
+
+# The checks below run twice per review on the webhook's hot path: valid values take the
+# shortest way through (a type test and a regex), the *_problems helpers explain failures.
+
+
+def _required_string(item: dict[str, Any], key: str, path: FieldPath, errors: list[FieldError]) -> str | None:
+    """The non-empty string at ``key``; a Required or type error otherwise."""
+    value = item.get(key)
+    if type(value) is str and value:
+        return value
+    if value is None or value == "":
+        errors.append(required((*path, key)))
+    else:
+        errors.append(invalid((*path, key), value, "must be of type string"))
+    return None
+
+
+def _objects(value: Any, path: FieldPath, errors: list[FieldError], bound: str | None = None) -> list[Any]:
+    """The list at ``path`` (a type error and nothing when it is not a list); one longer than
+    ``POD_TEMPLATE_BOUNDS[bound]`` is refused, its items still checked."""
+    if type(value) is list:
+        limit = POD_TEMPLATE_BOUNDS.get(bound) if bound is not None else None
+        if limit is not None and len(value) > limit:
+            errors.append(too_many(path, len(value), limit))
+        return value
+    errors.append(invalid(path, value, "must be of type array"))
+    return []
+
+
+def _not_an_object(item: Any, path: FieldPath, errors: list[FieldError]) -> bool:
+    if type(item) is dict:
+        return False
+    errors.append(invalid(path, item, "must be of type object"))
+    return True
+
+
+def check_pod_template(
+    template: Any,
+    path: FieldPath,
+    *,
+    where: str,
+    replica_restart_policy: str | None,
+    required_container: tuple[str, str] | None = None,
+    found: Findings | None = None,
+    required_container_when_unnamed: bool = False,
+    missing_containers_detail: str | None = None,
+) -> Findings:
+    """Everything the apiserver would refuse in pods created from ``template``.
+
+    ``where`` names the replica in warnings (e.g. ``tfReplicaSpecs[Worker]``);
+    ``required_container`` is (name, detail of the error when no container has that name), an
+    error reported when containers have names (``required_container_when_unnamed``: also when
+    none has one); ``missing_containers_detail`` replaces the detail of the error for a template
+    without containers. The findings are added to ``found`` when given (and returned), else to new ones.
+    """
+    if found is None:
+        found = Findings()
+    errors = found.errors
+    if type(template) is not dict:
+        return found  # the schema check reports a missing or mistyped template
+    spec_path = (*path, "spec")
+    spec = template.get("spec")
+    if spec is None:
+        errors.append(required(spec_path))
+        return found
+    if type(spec) is not dict:
+        errors.append(invalid(spec_path, spec, "must be of type object"))
+        return found
+
+    volumes = spec.get("volumes")
+    volume_names = _check_volumes(volumes, (*spec_path, "volumes"), errors) if volumes is not None else set()
+    seen: set[str] = set()
+    main_names: set[str] = set()
+    containers = spec.get("containers")
+    for key, items in (("initContainers", spec.get("initContainers")), ("containers", containers)):
+        if items is None:
+            continue
+        list_path = (*spec_path, key)
+        for index, container in enumerate(_objects(items, list_path, errors, key)):
+            container_path = (*list_path, index)
+            if _not_an_object(container, container_path, errors):
+                continue
+            name = _check_container(container, container_path, found, seen=seen, volume_names=volume_names, where=where)
+            if name is not None and key == "containers":
+                main_names.add(name)
+    if not containers and (containers is None or type(containers) is list):
+        errors.append(
+            required((*spec_path, "containers"), missing_containers_detail or "must have at least one container")
+        )
+    elif (
+        required_container is not None
+        and (main_names or (required_container_when_unnamed and type(containers) is list))
+        and required_container[0] not in main_names
+    ):
+        errors.append(required((*spec_path, "containers"), required_container[1]))
+
+    pod_policy = spec.get("restartPolicy")
+    if pod_policy is not None:
+        if pod_policy not in POD_RESTART_POLICIES:
+            errors.append(not_supported((*spec_path, "restartPolicy"), pod_policy, POD_RESTART_POLICIES))
+        elif replica_restart_policy is not None:
+            effective = "Never" if replica_restart_policy == "ExitCode" else replica_restart_policy
+            if pod_policy != effective:
+                found.warnings.append(
+                    clip_warning(
+                        f"restartPolicy {replica_restart_policy} overrides the pod template's "
+                        f"restartPolicy {pod_policy} ({where})"
+                    )
+                )
+    return found
+
+
+def volume_errors(volumes: Any, path: FieldPath) -> list[FieldError]:
+    """A list of pod volumes on its own: objects, each with a name that is a DNS-1123 label, unique."""
+    errors: list[FieldError] = []
+    _check_volumes(volumes, path, errors)
+    return errors
+
+
+def _check_volumes(volumes: Any, path: FieldPath, errors: list[FieldError]) -> set[str]:
+    names: set[str] = set()
+    if volumes is None:
+        return names
+    for index, volume in enumerate(_objects(volumes, path, errors, "volumes")):
+        if type(volume) is dict:
+            name = volume.get("name")
+            # The usual case, a new valid name, in one go; anything else takes the long way.
+            if type(name) is str and name not in names and name and is_dns1123_label(name):
+                names.add(name)
+                continue
+        if _not_an_object(volume, (*path, index), errors):
+            continue
+        name = _required_string(volume, "name", (*path, index), errors)
+        if name is None:
+            continue
+        if not is_dns1123_label(name):
+            errors.extend(invalid((*path, index, "name"), name, p) for p in dns1123_label_problems(name))
+        if name in names:
+            errors.append(duplicate((*path, index, "name"), name))
+        names.add(name)
+    return names
+
+
+def _check_container(
+    container: dict[str, Any],
+    path: FieldPath,
+    found: Findings,
+    *,
+    seen: set[str],
+    volume_names: set[str],
+    where: str,
+) -> str | None:
+    """Check one container; returns its name when it has a usable one."""
+    errors = found.errors
+    name = container.get("name")
+    if type(name) is not str or not name:
+        name = _required_string(container, "name", path, errors)
+    if name is not None:
+        if not is_dns1123_label(name):
+            errors.extend(invalid((*path, "name"), name, p) for p in dns1123_label_problems(name))
+        if name in seen:
+            errors.append(duplicate((*path, "name"), name))
+        seen.add(name)
+    image = container.get("image")
+    if type(image) is not str or not image:
+        _required_string(container, "image", path, errors)
+
+    ports = container.get("ports")
+    if ports is not None:
+        port_names: set[str] = set()
+        ports_path = (*path, "ports")
+        for index, port in enumerate(_objects(ports, ports_path, errors, "ports")):
+            if not _not_an_object(port, (*ports_path, index), errors):
+                _check_port(port, (*ports_path, index), port_names, errors)
+
+    resources = container.get("resources")
+    if resources is not None:
+        if type(resources) is dict:
+            _check_resources(resources, (*path, "resources"), where, name, found)
+        else:
+            errors.append(invalid((*path, "resources"), resources, "must be of type object"))
+
+    mounts = container.get("volumeMounts")
+    if mounts is not None:
+        mounts_path = (*path, "volumeMounts")
+        for index, mount in enumerate(_objects(mounts, mounts_path, errors, "volumeMounts")):
+            if type(mount) is dict:
+                # The usual case, a mount of a declared volume at a path, skips the path tuple.
+                mount_name = mount.get("name")
+                target = mount.get("mountPath")
+                if type(mount_name) is str and mount_name in volume_names and type(target) is str and target:
+                    continue
+            mount_path = (*mounts_path, index)
+            if _not_an_object(mount, mount_path, errors):
+                continue
+            mount_name = mount.get("name")
+            if type(mount_name) is not str or mount_name not in volume_names:
+                mount_name = _required_string(mount, "name", mount_path, errors)
+                if mount_name is not None and mount_name not in volume_names:
+                    errors.append(not_found((*mount_path, "name"), mount_name, "no volume of that name in the pod"))
+            target = mount.get("mountPath")
+            if type(target) is not str or not target:
+                _required_string(mount, "mountPath", mount_path, errors)
+
+    env = container.get("env")
+    if env is not None:
+        env_list_path = (*path, "env")
+        for index, variable in enumerate(_objects(env, env_list_path, errors)):
+            if type(variable) is dict:
+                env_name = variable.get("name")
+                if type(env_name) is str and is_env_var_name(env_name):
+                    continue
+            env_path = (*env_list_path, index)
+            if _not_an_object(variable, env_path, errors):
+                continue
+            env_name = _required_string(variable, "name", env_path, errors)
+            if env_name is not None:
+                errors.extend(invalid((*env_path, "name"), env_name, p) for p in env_var_name_problems(env_name))
+    return name
+
+
+def _check_port(port: dict[str, Any], path: FieldPath, seen: set[str], errors: list[FieldError]) -> None:
+    number = port.get("containerPort")
+    if type(number) is int and 1 <= number <= 65535:
+        pass
+    elif number is None:
+        errors.append(required((*path, "containerPort")))
+    else:
+        errors.append(invalid((*path, "containerPort"), number, "must be between 1 and 65535, inclusive"))
+    host_port = port.get("hostPort")
+    if host_port not in (None, 0) and (type(host_port) is not int or not 1 <= host_port <= 65535):
+        errors.append(invalid((*path, "hostPort"), host_port, "must be between 1 and 65535, inclusive"))
+    protocol = port.get("protocol")
+    if protocol is not None and protocol not in PORT_PROTOCOLS:
+        errors.append(not_supported((*path, "protocol"), protocol, PORT_PROTOCOLS))
+    name = port.get("name")
+    if name is None or name == "":
+        return
+    if type(name) is not str:
+        errors.append(invalid((*path, "name"), name, "must be of type string"))
+        return
+    if not is_port_name(name):
+        errors.extend(invalid((*path, "name"), name, problem) for problem in port_name_problems(name))
+    if name in seen:
+        errors.append(duplicate((*path, "name"), name))
+    seen.add(name)
+
+
+# (native, overcommittable) by resource name: extended resources (``vendor/name``) and hugepages
+# are neither. A dict, emptied when full: resource names come from the objects under review.
+_RESOURCE_CLASS_MAX = 1024
+_resource_classes: dict[str, tuple[bool, bool]] = {}
+
+
+def _resource_class(resource: str) -> tuple[bool, bool]:
+    known = _resource_classes.get(resource)
+    if known is not None:
+        return known
+    native = "/" not in resource or "kubernetes.io/" in resource
+    known = (native, native and not resource.startswith("hugepages-"))
+    if len(_resource_classes) >= _RESOURCE_CLASS_MAX:
+        _resource_classes.clear()
+    _resource_classes[resource] = known
+    return known
+
+
+def is_gpu(resource: str) -> bool:
+    return resource.endswith("/gpu")
+
+
+def _quantities(values: Any, path: FieldPath, key: str, errors: list[FieldError]) -> dict[str, tuple[Any, int]]:
+    """The valid quantities of ``values`` (requests or limits, at ``path`` + ``key``), by resource."""
+    if values is None:
+        return {}
+    if type(values) is not dict:
+        errors.append(invalid((*path, key), values, "must be of type object"))
+        return {}
+    parsed = {}
+    for resource, raw in values.items():
+        # A string or an integer, as the CRDs declare it (x-kubernetes-int-or-string).
+        if type(raw) is str:
+            quantity = parse_text_cached(raw)
+        elif type(raw) is int:
+            quantity = parse_quantity(raw)
+        else:
+            errors.append(invalid((*path, key, Key(resource)), raw, "must be of type integer or string"))
+            continue
+        # A native resource (cpu, memory) may be fractional; the modulo is only paid by others.
+        if quantity is not None and quantity >= 0 and (_resource_class(resource)[0] or quantity % NANO == 0):
+            parsed[resource] = (raw, quantity)
+        elif quantity is None:
+            errors.append(invalid((*path, key, Key(resource)), raw, QUANTITY_MESSAGE))
+        elif quantity < 0:
+            errors.append(invalid((*path, key, Key(resource)), raw, "must be greater than or equal to 0"))
+        else:
+            errors.append(invalid((*path, key, Key(resource)), raw, "must be an integer"))
+    return parsed
+
+
+def _check_resources(
+    resources: dict[str, Any], path: FieldPath, where: str, container_name: str | None, found: Findings
+) -> None:
+    """``where`` and ``container_name`` name the owner in warnings (built only when one is due)."""
+    errors = found.errors
+    limits = _quantities(resources.get("limits"), path, "limits", errors)
+    requests = _quantities(resources.get("requests"), path, "requests", errors)
+    for resource, (raw, quantity) in requests.items():
+        limit = limits.get(resource)
+        _, overcommittable = _resource_class(resource)
+        if limit is None:
+            if not overcommittable:
+                # The apiserver refuses such pods ("Limit must be set for non overcommitable resources").
+                what = "GPU" if is_gpu(resource) else resource
+                owner = f"{where} container {container_name}"
+                found.warnings.append(clip_warning(f"{what} requested without a limit: {resource} in {owner}"))
+            continue
+        limit_raw, limit_quantity = limit
+        if overcommittable:
+            if quantity > limit_quantity:
+                errors.append(
+                    invalid(
+                        (*path, "requests", Key(resource)),
+                        raw,
+                        f"must be less than or equal to {resource} limit of {limit_raw}",
+                    )
+                )
+        elif quantity != limit_quantity:
+            errors.append(
+                invalid((*path, "requests", Key(resource)), raw, f"must be equal to {resource} limit of {limit_raw}")
+            )

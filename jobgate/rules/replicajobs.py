@@ -1,0 +1,426 @@
+"""Jobs of a map of replica types (``{Worker: {replicas, restartPolicy, template}}``) with a run
+policy: what the KubeDL family (``training.kubedl.io``) and the Kubeflow family (``kubeflow.org``)
+share.
+
+Both families have the same kind names (TFJob, PyTorchJob, ...), the same ``ReplicaSpec`` and
+nearly the same ``RunPolicy``; they differ in their group, in where the run policy sits (KubeDL
+inlines it into ``spec``, Kubeflow keeps it under ``spec.runPolicy``), in their kinds and in a few
+defaults and messages. ``ReplicaJobKind`` holds the common defaulting and checks; each family's
+module subclasses it with its own hooks (``families/kubedl.py``, ``families/kubeflow.py``).
+"""
+
+from __future__ import annotations
+
+from jobgate.api.constants import RESTART_POLICIES
+from jobgate.engine.fielderrors import (
+    FieldError,
+    FieldPath,
+    Key,
+    duplicate,
+    invalid,
+    not_supported,
+    required,
+)
+from jobgate.engine.findings import Findings
+from jobgate.engine.jsonpatch import NO_PATCH, PatchRecorder, escape_pointer_token
+from jobgate.engine.modelref import ModelRef
+from jobgate.engine.registry import GroupVersionKind
+from jobgate.rules.dicts import copied_dict
+from jobgate.rules.jobmeta import as_int, check_job_name, check_spec_schema
+from jobgate.rules.podtemplate import check_pod_template, default_pod_template
+
+TYPE_CHECKING = False  # typing.TYPE_CHECKING, without importing typing at run time (start-up)
+if TYPE_CHECKING:
+    from collections.abc import Callable
+    from typing import Any, TypeAlias
+
+    from jobgate.engine.context import ReviewContext
+
+# Models are named, not imported: see jobgate/engine/modelref.py.
+JOB_STATUS_MODEL = ModelRef("jobgate.api.common:JobStatus")
+
+
+# The classes here are written out, not dataclasses: importing ``dataclasses`` costs a
+# one-file ``jobgate validate`` more than the rules it runs.
+
+
+class Role:
+    """A replica type of a kind and what defaulting gives it."""
+
+    __slots__ = ("default_replicas", "gets_port", "is_master", "name", "restart_policy")
+
+    def __init__(
+        self,
+        name: str,
+        restart_policy: str,
+        gets_port: bool = True,
+        is_master: bool = False,
+        default_replicas: int = 1,
+    ) -> None:
+        self.name = name
+        self.restart_policy = restart_policy
+        self.gets_port = gets_port
+        self.is_master = is_master
+        self.default_replicas = default_replicas
+
+    def _values(self) -> tuple[str, str, bool, bool, int]:
+        return (self.name, self.restart_policy, self.gets_port, self.is_master, self.default_replicas)
+
+    def __eq__(self, other: object) -> bool:
+        if type(other) is not Role:
+            return NotImplemented
+        return self._values() == other._values()
+
+    def __hash__(self) -> int:
+        return hash(self._values())
+
+    def __repr__(self) -> str:
+        return (
+            f"Role(name={self.name!r}, restart_policy={self.restart_policy!r}, "
+            f"gets_port={self.gets_port!r}, is_master={self.is_master!r}, default_replicas={self.default_replicas!r})"
+        )
+
+
+# Aliases as text: at run time neither typing nor collections.abc is imported (start-up).
+RoleRules: TypeAlias = "Callable[[dict[str, dict[str, Any]], FieldPath], list[FieldError]]"
+# (spec, run policy, replica map, recorder, JSON pointer of the run policy)
+ExtraDefaults: TypeAlias = "Callable[[dict[str, Any], dict[str, Any], dict[str, Any], PatchRecorder, str], None]"
+
+
+def no_role_rules(replicas: dict[str, dict[str, Any]], path: FieldPath) -> list[FieldError]:
+    return []
+
+
+def no_extra_defaults(
+    spec: dict[str, Any], run_policy: dict[str, Any], replicas: dict[str, Any], recorder: PatchRecorder, pointer: str
+) -> None:
+    return None
+
+
+class ReplicaJobKind:
+    """A kind whose spec holds a map of replica type to ``ReplicaSpec`` and a run policy.
+
+    Subclasses say where the run policy is and what it defaults to (``_default_run_policy``,
+    ``run_policy_path``), and may refine the checks (``_check_name``, ``_check_replica_type``,
+    ``_check_family_rules``, ``_check_update``).
+    """
+
+    __slots__ = (
+        "_canonical",
+        "_missing_containers",
+        "_required_container",
+        "_roles",
+        "container",
+        "extra_defaults",
+        "family",
+        "gvk",
+        "kind",
+        "normalise_types",
+        "plural",
+        "port",
+        "port_name",
+        "port_requires_named_container",
+        "printer_columns",
+        "replicas_field",
+        "require_container",
+        "role_rules",
+        "roles",
+        "separate_run_policy",
+        "short_names",
+        "spec_model",
+        "status_model",
+    )
+
+    # Defaulting of every container's terminationMessagePolicy (KubeDL does it, Kubeflow not).
+    termination_message_policy = True
+
+    def unknown_type_restart_policy(self) -> str | None:
+        """The restart policy given to a replica type the kind does not know (None: such types are
+        left alone, as KubeDL does; Kubeflow's defaulters default every entry of the map).
+
+        A method, not a class attribute a subclass overrides: compiled by mypyc, a base class's
+        attribute is read natively and a subclass's override is not seen."""
+        return None
+
+    # Whether a framework container is still required when no container has a name.
+    required_container_when_unnamed = False
+
+    # The signature of the dataclass this was, positional fields included.
+    def __init__(  # noqa: PLR0917
+        self,
+        kind: str,
+        plural: str,
+        short_names: tuple[str, ...],
+        replicas_field: str,
+        spec_model: ModelRef,
+        container: str,
+        port_name: str,
+        port: int,
+        roles: tuple[Role, ...],
+        require_container: bool = True,
+        normalise_types: bool = True,
+        port_requires_named_container: bool = False,
+        role_rules: RoleRules = no_role_rules,
+        extra_defaults: ExtraDefaults = no_extra_defaults,
+        *,
+        group: str,
+        version: str,
+        family: str,
+        status_model: ModelRef = JOB_STATUS_MODEL,
+        required_container_detail: str | None = None,
+        missing_containers_detail: str | None = None,
+        separate_run_policy: bool = False,
+        printer_columns: tuple[dict[str, Any], ...] = (),
+    ) -> None:
+        self.kind = kind
+        self.plural = plural
+        self.short_names = short_names
+        self.replicas_field = replicas_field
+        self.spec_model = spec_model
+        self.container = container
+        self.port_name = port_name
+        self.port = port
+        self.roles = roles
+        self.require_container = require_container
+        self.normalise_types = normalise_types
+        self.port_requires_named_container = port_requires_named_container
+        self.role_rules = role_rules
+        self.extra_defaults = extra_defaults
+        self.family = family
+        self.status_model = status_model
+        self.gvk = GroupVersionKind(group, version, kind)
+        self._roles: dict[str, Role] = {r.name: r for r in roles}
+        self._canonical: dict[str, str] = {r.name.casefold(): r.name for r in roles}
+        detail = required_container_detail or f"must have at least one container with name {container}"
+        self._required_container: tuple[str, str] | None = (container, detail) if require_container else None
+        self._missing_containers = missing_containers_detail
+        # The run policy may be at spec.runPolicy instead of inline in spec (KubeDL's MPIJob).
+        self.separate_run_policy = separate_run_policy
+        # The CRD's printer columns; empty: jobgate's default ones.
+        self.printer_columns = printer_columns
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}(kind={self.kind!r})"
+
+    def role(self, replica_type: str) -> Role | None:
+        return self._roles.get(replica_type)
+
+    def canonical_type(self, replica_type: str) -> str | None:
+        return self._canonical.get(replica_type.casefold())
+
+    def run_policy(self, spec: dict[str, Any]) -> dict[str, Any]:
+        """The object holding this job's run policy (``spec`` itself when it is inlined)."""
+        raise NotImplementedError
+
+    def run_policy_path(self, spec: dict[str, Any]) -> FieldPath:
+        return ("spec", "runPolicy") if self.run_policy(spec) is not spec else ("spec",)
+
+    # --- defaulting ------------------------------------------------------------------------
+
+    def _default_run_policy(self, spec: dict[str, Any], recorder: PatchRecorder) -> tuple[dict[str, Any], str]:
+        """Fill the run policy's defaults in place on ``spec`` (a copy); (run policy, its JSON pointer)."""
+        raise NotImplementedError
+
+    def default(
+        self, obj: dict[str, Any], recorder: PatchRecorder = NO_PATCH, previous: dict[str, Any] | None = None
+    ) -> dict[str, Any]:
+        if not isinstance(obj, dict) or not isinstance(obj.get("spec"), dict):
+            return obj
+        job = dict(obj)
+        spec = copied_dict(job, "spec")
+        assert spec is not None
+        run_policy, policy_pointer = self._default_run_policy(spec, recorder)
+
+        replicas = spec.get(self.replicas_field)
+        if not isinstance(replicas, dict):
+            return job
+        previous_replicas = _get(previous, "spec", self.replicas_field)
+        replicas = self._normalised_types(replicas, f"/spec/{self.replicas_field}", recorder, previous_replicas)
+        spec[self.replicas_field] = replicas
+        for replica_type, given in replicas.items():
+            if not isinstance(given, dict):
+                continue
+            replica = replicas[replica_type] = dict(given)
+            pointer = f"/spec/{self.replicas_field}/{escape_pointer_token(replica_type)}"
+            role = self._roles.get(replica_type)
+            unknown_policy = self.unknown_type_restart_policy() if role is None else None
+            if unknown_policy is not None:
+                role = Role(replica_type, unknown_policy)
+            if role is not None:
+                if replica.get("replicas") is None:
+                    recorder.set(replica, "replicas", role.default_replicas, pointer)
+                if replica.get("restartPolicy") in (None, ""):
+                    recorder.set(replica, "restartPolicy", role.restart_policy, pointer)
+            default_pod_template(
+                replica,
+                pointer,
+                recorder,
+                container_name=self.container,
+                port=(self.port_name, self.port) if role is not None and role.gets_port else None,
+                port_requires_named_container=self.port_requires_named_container,
+                termination_message_policy=self.termination_message_policy,
+            )
+        self.extra_defaults(spec, run_policy, replicas, recorder, policy_pointer)
+        return job
+
+    def _normalised_types(
+        self, replicas: dict[str, Any], pointer: str, recorder: PatchRecorder, previous: Any
+    ) -> dict[str, Any]:
+        """``worker``/``WORKER`` -> ``Worker``, unless that would overwrite an existing key.
+
+        On UPDATE one exception: ``kubectl apply`` of a manifest that says ``worker`` re-adds
+        ``worker`` beside the stored ``Worker`` (its patch cannot know about the rename). When
+        ``Worker`` is exactly the stored entry and ``worker`` is the new one, the new one wins.
+        """
+        if not self.normalise_types:
+            return dict(replicas)
+        canonical_of = {
+            key: canonical
+            for key in replicas
+            if isinstance(key, str) and (canonical := self._canonical.get(key.casefold())) not in (None, key)
+        }
+        # Two other spellings of one type (``worker`` and ``WORKER``): neither is renamed, whichever
+        # came first in the object; both are duplicates then.
+        spellings: dict[str, int] = {}
+        for canonical in canonical_of.values():
+            spellings[canonical] = spellings.get(canonical, 0) + 1
+        canonical_of = {key: canonical for key, canonical in canonical_of.items() if spellings[canonical] == 1}
+        stale = {
+            canonical
+            for key, canonical in canonical_of.items()
+            if canonical in replicas
+            and isinstance(previous, dict)
+            and key not in previous
+            and previous.get(canonical) == replicas[canonical]
+        }
+        for canonical in stale:
+            recorder.remove(pointer, canonical)
+        renamed: dict[str, Any] = {}
+        for replica_type, replica in replicas.items():
+            if replica_type in stale:
+                continue
+            canonical = canonical_of.get(replica_type)
+            if canonical is not None and (canonical not in replicas or canonical in stale) and canonical not in renamed:
+                recorder.move(pointer, replica_type, canonical)
+                renamed[canonical] = replica
+            else:
+                renamed[replica_type] = replica
+        return renamed
+
+    # --- validation --------------------------------------------------------------------------
+
+    def validate(self, obj: dict[str, Any], old: dict[str, Any] | None, context: ReviewContext) -> Findings:
+        found = Findings()
+        spec = check_spec_schema(obj, self.spec_model, found)
+        replica_map = spec.get(self.replicas_field) if spec is not None else None
+        replicas = (
+            {t: r for t, r in replica_map.items() if isinstance(r, dict)} if isinstance(replica_map, dict) else {}
+        )
+        counts = [(t, as_int(r.get("replicas")) or 1) for t, r in replicas.items() if self._counts_for_name(t)]
+        found.errors[:0] = self._check_name(obj, counts)
+
+        base: FieldPath = ("spec", self.replicas_field)
+        if isinstance(replica_map, dict):
+            for replica_type in replica_map:
+                self._check_replica_type(replica_type, replica_map, base, found)
+        for replica_type, replica in replicas.items():
+            self._check_replica(replica_type, replica, (*base, Key(replica_type)), found)
+        found.errors.extend(self.role_rules(replicas, base))
+        if spec is not None:
+            self._check_run_policy(spec, replicas, found)
+            self._check_family_rules(spec, replicas, found)
+            if old is not None and isinstance(old.get("spec"), dict):
+                found.errors.extend(self._check_update(spec, old["spec"]))
+        return found
+
+    def _counts_for_name(self, replica_type: str) -> bool:
+        """Whether pods of this replica type are named after the job (checked for length)."""
+        return self.role(replica_type) is not None
+
+    def _check_name(self, obj: dict[str, Any], counts: list[tuple[str, int]]) -> list[FieldError]:
+        return check_job_name(obj, counts)
+
+    def _check_replica_type(
+        self, replica_type: str, replica_map: dict[str, Any], base: FieldPath, found: Findings
+    ) -> None:
+        if self.role(replica_type) is not None:
+            return
+        canonical = self.canonical_type(replica_type)
+        path = (*base, Key(replica_type))
+        if (
+            canonical is not None
+            and self.normalise_types
+            and any(key != replica_type and self.canonical_type(key) == canonical for key in replica_map)
+        ):
+            found.errors.append(duplicate(path, replica_type))
+        else:
+            found.errors.append(not_supported(path, replica_type, [r.name for r in self.roles]))
+
+    def _check_replica(self, replica_type: str, replica: dict[str, Any], path: FieldPath, found: Findings) -> None:
+        policy = replica.get("restartPolicy")
+        check_pod_template(
+            replica.get("template"),
+            (*path, "template"),
+            where=f"{self.replicas_field}[{replica_type}]",
+            replica_restart_policy=policy if policy in RESTART_POLICIES else None,
+            required_container=self._required_container,
+            found=found,
+            required_container_when_unnamed=self.required_container_when_unnamed,
+            missing_containers_detail=self._missing_containers,
+        )
+
+    def _check_run_policy(self, spec: dict[str, Any], replicas: dict[str, dict[str, Any]], found: Findings) -> None:
+        """The gang size fits in the job: ``schedulingPolicy.minAvailable`` ≤ the total of all replicas."""
+        run_policy = self.run_policy(spec)
+        scheduling = run_policy.get("schedulingPolicy")
+        if not isinstance(scheduling, dict):
+            return
+        min_available = as_int(scheduling.get("minAvailable"))
+        total = sum(n for n in (as_int(r.get("replicas")) for r in replicas.values()) if n is not None and n > 0)
+        if min_available is not None and min_available > total:
+            found.errors.append(
+                invalid(
+                    (*self.run_policy_path(spec), "schedulingPolicy", "minAvailable"),
+                    min_available,
+                    f"must be less than or equal to the total number of replicas ({total})",
+                )
+            )
+
+    def _check_family_rules(self, spec: dict[str, Any], replicas: dict[str, dict[str, Any]], found: Findings) -> None:
+        return None
+
+    def _check_update(self, spec: dict[str, Any], old_spec: dict[str, Any]) -> list[FieldError]:
+        """``schedulingPolicy.queue`` is immutable (any change, setting or removing it included)."""
+        new_queue, new_path = self.queue(spec)
+        old_queue, old_path = self.queue(old_spec)
+        if new_queue != old_queue:
+            return [invalid(new_path if new_queue is not None else old_path, new_queue, "field is immutable")]
+        return []
+
+    def queue(self, spec: dict[str, Any]) -> tuple[Any, FieldPath]:
+        """The job's scheduling queue (None when unset or empty) and its field path."""
+        path = (*self.run_policy_path(spec), "schedulingPolicy", "queue")
+        scheduling = self.run_policy(spec).get("schedulingPolicy")
+        queue = scheduling.get("queue") if isinstance(scheduling, dict) else None
+        return (None if queue == "" else queue), path
+
+
+def _get(obj: Any, *keys: str) -> Any:
+    for key in keys:
+        if not isinstance(obj, dict):
+            return None
+        obj = obj.get(key)
+    return obj
+
+
+# --- role rules shared by the families --------------------------------------------------------
+
+
+def exactly_one(replicas: dict[str, dict[str, Any]], base: FieldPath, role: str) -> list[FieldError]:
+    """``role`` is present with 1 replica (an unset count is 1 once defaulted)."""
+    if role not in replicas:
+        return [required((*base, Key(role)), "must be present")]
+    count = as_int(replicas[role].get("replicas"))
+    if count is not None and count != 1:
+        return [invalid((*base, Key(role), "replicas"), count, "must be 1")]
+    return []
