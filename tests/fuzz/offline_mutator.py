@@ -223,7 +223,7 @@ def inputs(seed: int, count: int) -> Iterator[bytes]:
 
 def check(raw: bytes) -> str:
     """What ``jobgate validate`` and ``jobgate review`` do with one file; the outcome class, or ``Finding``."""
-    from jobgate.cli import _as_json
+    from jobgate.cli.offline import _as_json
     from jobgate.offline.report import render
     from jobgate.offline.results import FieldValidation, Outcome, Run, check_text
     from jobgate.offline.sources import SourceError, _decode

@@ -168,7 +168,7 @@ def test_text_output_is_streamed_and_results_are_not_kept(tmp_path, monkeypatch)
 
 
 def test_progress_line_only_after_two_seconds(capsys):
-    from jobgate.cli import _Progress
+    from jobgate.cli.offline import _Progress
 
     progress = _Progress()
     progress.show(10, 1.0)
@@ -207,7 +207,7 @@ def test_one_small_file_imports_nothing_heavy(tmp_path):
         # dataclasses imports inspect, ast, dis and tokenize, and builds each class from source
         # text: more than the rules of a small file cost.
         assert "dataclasses" not in sys.modules, "imported by a module of a one-file check"
-        # Nor what the quick path of `jobgate validate` leaves out (jobgate/cli.py): argparse and
+        # Nor what the quick path of `jobgate validate` leaves out (jobgate/cli/quick.py): argparse and
         # its gettext and locale, typing (annotations only), json (messages only). Each of these
         # costs a one-file check as much as its rules (tests/packaging checks the installed command).
         skipped = ("argparse", "gettext", "locale", "typing", "json")

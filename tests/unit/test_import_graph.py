@@ -1,6 +1,9 @@
-"""The package's import graph, read from the sources: the admission side never imports the
-controller, and no two modules import each other, directly or through others (function-level
-imports included: a late import is still a dependency)."""
+"""The package's import graph, read from the sources: the layers hold, nothing imports upward, no
+circle, and the tooling keeps apart from the product and from itself.
+
+Every import counts, function-level and type-checking ones included: a late import is still a
+dependency, and an annotation names what a reader must open.
+"""
 
 from __future__ import annotations
 
@@ -14,6 +17,56 @@ from build_support.native import PACKAGE_DIRS
 
 REPO = Path(__file__).resolve().parents[2]
 
+# Lowest first. A module may import its own layer and the layers below; ``*`` is a family's name.
+# The most specific pattern decides (``jobgate.families.kubedl.models`` is a model, the record
+# ``jobgate.families.kubedl`` is the engine's).
+LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
+    (
+        "models and shared helpers",
+        (
+            "jobgate.api",
+            "jobgate.families.*.models",
+            "jobgate.families.*.bus_models",
+            "jobgate.common",
+            "jobgate.kube",
+            "jobgate.certs",
+        ),
+    ),
+    (
+        "engine",
+        (
+            "jobgate.engine",
+            "jobgate.rules",
+            "jobgate._generated",
+            "jobgate.families",
+            "jobgate.families.*",
+            "jobgate.families.*.rules",
+            "jobgate.policy",
+        ),
+    ),
+    (
+        "generators and transports",
+        (
+            "jobgate.generate",
+            "jobgate.families.*.cel",
+            "jobgate.offline",
+            "jobgate.webhook",
+            "jobgate.controller",
+        ),
+    ),
+    ("command", ("jobgate.cli", "jobgate.__main__")),
+)
+# The parts of the third layer stand beside each other: none imports another.
+SIBLINGS: dict[str, tuple[str, ...]] = {
+    "generators": ("jobgate.generate", "jobgate.families.*.cel"),
+    "offline command": ("jobgate.offline",),
+    "webhook server": ("jobgate.webhook",),
+    "controller": ("jobgate.controller",),
+}
+# The only module-level state the engine keeps, written at start-up, never by a rule: the kinds
+# families register on import, and the families a process serves (``--families``).
+ENGINE_GLOBALS = {("jobgate.engine.registry", "serve_families")}
+
 
 def modules() -> dict[str, Path]:
     found = {}
@@ -25,7 +78,7 @@ def modules() -> dict[str, Path]:
     return found
 
 
-def imported_names(path: Path) -> Iterator[str]:
+def imported_names(path: Path, module: str = "") -> Iterator[str]:
     for node in ast.walk(ast.parse(path.read_text())):
         if isinstance(node, ast.Import):
             yield from (alias.name for alias in node.names)
@@ -40,6 +93,32 @@ def import_graph() -> dict[str, set[str]]:
         pytest.skip("no source tree here: the graph is read from the sources")
     known = modules()
     return {name: {t for t in imported_names(path) if t in known and t != name} for name, path in known.items()}
+
+
+def _matches(module: str, pattern: str) -> int:
+    """How specific a match ``pattern`` is for ``module`` (its number of parts), 0 for none."""
+    parts, wanted = module.split("."), pattern.split(".")
+    if len(parts) < len(wanted):
+        return 0
+    if all(w in ("*", p) for w, p in zip(wanted, parts, strict=False)):
+        return len(wanted)
+    return 0
+
+
+def _best(module: str, table: dict[str, tuple[str, ...]]) -> str | None:
+    scored = [(_matches(module, p), name) for name, patterns in table.items() for p in patterns]
+    score, name = max(scored, default=(0, None))
+    return name if score else None
+
+
+def layer_of(module: str) -> int:
+    if module == "jobgate":
+        return 0
+    table = {str(index): patterns for index, (_, patterns) in enumerate(LAYERS)}
+    found = _best(module, table)
+    if found is None:
+        raise AssertionError(f"{module} is in no layer: add it to LAYERS")
+    return int(found)
 
 
 def cycles(graph: dict[str, set[str]]) -> list[list[str]]:
@@ -64,7 +143,7 @@ def cycles(graph: dict[str, set[str]]) -> list[list[str]]:
                     index[child] = low[child] = len(index)
                     stack.append(child)
                     on_stack.add(child)
-                    work.append((child, iter(sorted(graph[child]))))
+                    work.append((child, iter(sorted(graph.get(child, ())))))
                 elif child in on_stack:
                     low[node] = min(low[node], index[child])
                 continue
@@ -89,19 +168,104 @@ def test_the_cycle_finder_finds_a_cycle():
     assert cycles({"a": {"b"}, "b": set()}) == []
 
 
-def test_nothing_on_the_admission_side_imports_the_controller():
-    graph = import_graph()
-    admission_side = [name for name in graph if name.startswith(("jobgate.webhook", "jobgate.certs", "jobgate.kube"))]
-    assert admission_side, "no modules found"
-    assert [(a, b) for a in admission_side for b in graph[a] if b.startswith("jobgate.controller")] == []
+def test_the_layer_table_places_modules_by_their_most_specific_pattern():
+    assert layer_of("jobgate.families.kubedl.models") == 0
+    assert layer_of("jobgate.families.kubedl") == 1
+    assert layer_of("jobgate.families.volcano.rules.job") == 1
+    assert layer_of("jobgate.families.volcano.cel.job") == 2
+    assert layer_of("jobgate.controller.adapters.kubedl") == 2
+    assert layer_of("jobgate.cli.offline") == 3
+    assert _best("jobgate.families.t9k.cel", SIBLINGS) == "generators"
 
 
-def test_the_rules_import_no_transport():
+def test_every_module_is_in_a_layer():
+    assert [m for m in import_graph() if m != "jobgate" and _best(m, dict(enumerate(p for _, p in LAYERS))) is None] == []
+
+
+def test_nothing_imports_upward():
     graph = import_graph()
-    rules = [name for name in graph if name.startswith("jobgate.rules")]
-    transports = ("jobgate.webhook.server", "jobgate.webhook.admission", "jobgate.cli", "jobgate.controller")
-    assert [(a, b) for a in rules for b in graph[a] if b.startswith(transports)] == []
+    upward = [
+        f"{a} ({LAYERS[layer_of(a)][0]}) imports {b} ({LAYERS[layer_of(b)][0]})"
+        for a, targets in sorted(graph.items())
+        for b in sorted(targets)
+        if layer_of(b) > layer_of(a)
+    ]
+    assert upward == []
+
+
+def test_generators_offline_command_webhook_and_controller_stand_apart():
+    graph = import_graph()
+    crossing = [
+        f"{a} ({_best(a, SIBLINGS)}) imports {b} ({_best(b, SIBLINGS)})"
+        for a, targets in sorted(graph.items())
+        if _best(a, SIBLINGS) is not None
+        for b in sorted(targets)
+        if _best(b, SIBLINGS) not in (None, _best(a, SIBLINGS))
+    ]
+    assert crossing == []
+
+
+def test_the_controller_never_imports_the_webhook_server():
+    graph = import_graph()
+    controller = [name for name in graph if name.startswith("jobgate.controller")]
+    assert controller, "no modules found"
+    assert [(a, b) for a in controller for b in graph[a] if b.startswith("jobgate.webhook")] == []
 
 
 def test_no_import_cycle():
     assert cycles(import_graph()) == []
+
+
+def test_the_engine_keeps_no_state_a_rule_could_read():
+    """No ``global`` statement in the engine, the rules or a family's rules, but the registry's
+    start-up setting: what a review needs of its request and the cluster comes in its context."""
+    graph = import_graph()
+    found = []
+    for name, path in modules().items():
+        if name not in graph or layer_of(name) != 1:
+            continue
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
+                for inner in ast.walk(node):
+                    if isinstance(inner, ast.Global) and (name, node.name) not in ENGINE_GLOBALS:
+                        found.append(f"{name}.{node.name}: global {', '.join(inner.names)}")
+    assert found == []
+
+
+# --- the tooling ---------------------------------------------------------------------------------
+
+
+def tooling_imports(directory: str) -> dict[str, set[str]]:
+    """Every import of the modules under ``directory`` of the repository, by file."""
+    found = {}
+    for path in sorted((REPO / directory).rglob("*.py")):
+        found[str(path.relative_to(REPO))] = set(imported_names(path))
+    return found
+
+
+def _importing(directory: str, prefixes: tuple[str, ...]) -> list[str]:
+    return [
+        f"{file} imports {name}"
+        for file, names in tooling_imports(directory).items()
+        for name in sorted(names)
+        if name in prefixes or name.startswith(tuple(f"{p}." for p in prefixes))
+    ]
+
+
+def test_unit_tests_import_neither_the_benchmarks_nor_other_test_tiers():
+    if not (REPO / "bench").is_dir():
+        pytest.skip("no bench/ here")
+    tiers = ("bench", "tests.e2e", "tests.envtest", "tests.fuzz", "tests.chart", "tests.packaging", "tests.server")
+    assert _importing("tests/unit", tiers) == []
+
+
+def test_the_benchmarks_import_no_test_module():
+    if not (REPO / "bench").is_dir():
+        pytest.skip("no bench/ here")
+    assert _importing("bench", ("tests",)) == []
+
+
+def test_the_harness_imports_neither_tests_nor_benchmarks():
+    if not (REPO / "envtest").is_dir():
+        pytest.skip("no envtest/ here")
+    assert _importing("envtest", ("tests", "bench")) == []

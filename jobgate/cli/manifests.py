@@ -1,0 +1,73 @@
+"""``jobgate manifests``: the generated CRDs, policies and webhook configurations, and where each rule holds."""
+
+from __future__ import annotations
+
+import sys
+
+from jobgate.cli.exits import EXIT_DENIED, EXIT_OK, EXIT_USAGE
+
+TYPE_CHECKING = False  # typing.TYPE_CHECKING, without importing typing at run time (start-up)
+if TYPE_CHECKING:
+    import argparse
+
+
+def _manifests(args: argparse.Namespace) -> int:
+    from pathlib import Path
+
+    from jobgate.generate.manifests import (
+        TEST_CRDS_DIR,
+        differences,
+        e2e_crd_files,
+        stale_package_tables,
+        write,
+        write_package_tables,
+    )
+
+    directory = Path(args.dir)
+    test_crds = Path(args.test_crds) if args.test_crds else directory.absolute().parent / TEST_CRDS_DIR
+    if args.check:
+        stale = [str(directory / relative) for relative in differences(directory)]
+        stale += [str(test_crds / relative) for relative in differences(test_crds, e2e_crd_files())]
+        stale += [str(path) for path in stale_package_tables()]
+        for path in stale:
+            print(f"{path}: differs from what `jobgate manifests generate` produces", file=sys.stderr)
+        return EXIT_DENIED if stale else EXIT_OK
+    for path in write(directory):
+        print(f"wrote {path}")
+    for path in write(test_crds, e2e_crd_files()):
+        print(f"wrote {path}")
+    for table in write_package_tables():
+        print(f"wrote {table}")
+    return EXIT_OK
+
+
+def _enforcement(args: argparse.Namespace) -> int:
+    from jobgate.generate.cel.generate import enforcement_rows, enforcement_summary
+    from jobgate.generate.manifests import every_family_kind
+
+    kinds = [k for k in every_family_kind() if not args.family or k.family in args.family]
+    if args.family and not kinds:
+        print(f"jobgate: no family {', '.join(args.family)}", file=sys.stderr)
+        return EXIT_USAGE
+    if args.summary:
+        print("| family | rules and defaults | enforced by the apiserver | webhook only |")
+        print("|---|---:|---:|---:|")
+        for family, total, enforced in enforcement_summary(kinds):
+            if total:
+                print(f"| {family} | {total} | {enforced} | {total - enforced} |")
+            else:
+                print(f"| {family} | every rule | 0 | every rule |")
+        return EXIT_OK
+    print("| family | rule | what it checks | where the apiserver enforces it | note |")
+    print("|---|---|---|---|---|")
+    for family, rule, summary, where, why in enforcement_rows(kinds):
+        print(f"| {family} | {rule} | {summary} | {where} | {why} |")
+    return EXIT_OK
+
+
+def _policies(args: argparse.Namespace) -> int:
+    from jobgate.generate.manifests import policy_documents, yaml_documents
+
+    documents = policy_documents(mutating=args.kind != "validating", validating=args.kind != "mutating")
+    sys.stdout.write(yaml_documents(documents))
+    return EXIT_OK

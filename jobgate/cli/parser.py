@@ -1,0 +1,303 @@
+"""The argument parser of every command (argparse, built only when the quick parse of ``validate`` does not apply)."""
+
+from __future__ import annotations
+
+import os
+import sys
+
+from jobgate.cli.certs import _certs_init, _certs_inject, _certs_renew
+from jobgate.cli.manifests import _enforcement, _manifests, _policies
+from jobgate.cli.offline import _default, _review, _validate
+from jobgate.cli.serve import _controller, _webhook
+
+TYPE_CHECKING = False  # typing.TYPE_CHECKING, without importing typing at run time (start-up)
+if TYPE_CHECKING:
+    import argparse
+    from collections.abc import Callable
+
+
+def _add_families_flag(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--families",
+        metavar="LIST",
+        help="comma-separated job API families to serve, e.g. volcano,kubedl (default: all); "
+        "kinds of other families are admitted without checks",
+    )
+
+
+def _add_queues_flag(parser: argparse.ArgumentParser, default: object = None) -> None:
+    parser.add_argument(
+        "--queues",
+        metavar="FILE",
+        default=default,
+        help="Volcano Queues (YAML/JSON, e.g. `kubectl get queues -o yaml`) to check Volcano jobs' queues against",
+    )
+
+
+def _positive_int(text: str) -> int:
+    import argparse
+
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a number: {text!r}") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError("must be at least 1")
+    return value
+
+
+def _field_validation(text: str) -> object:
+    import argparse
+
+    from jobgate.offline.results import FieldValidation
+
+    try:
+        return FieldValidation.parse(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"must be strict, warn, ignore, true or false, not {text!r}") from None
+
+
+def _add_validation_flag(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--validate",
+        type=_field_validation,
+        default="strict",
+        metavar="MODE",
+        help="unknown fields, as kubectl's flag: strict (default: denied, as kubectl apply does), "
+        "warn, ignore; true=strict, false=ignore",
+    )
+
+
+def _validate_arguments(validate: argparse.ArgumentParser) -> None:
+    from jobgate.offline.report import FORMATS
+
+    validate.description = "Exit status: 0 all admitted, 1 any denied, 2 usage error or unreadable input."
+    validate.add_argument("paths", nargs="+", metavar="PATH", help="file, directory (recursive) or - for stdin")
+    validate.add_argument("-o", "--output", choices=FORMATS, default="text", help="output format (default: text)")
+    _add_validation_flag(validate)
+    validate.add_argument(
+        "-j",
+        "--jobs",
+        type=_positive_int,
+        default=None,
+        metavar="N",
+        help="files checked in parallel (default: the number of CPUs); output stays in input order",
+    )
+    _add_queues_flag(validate)
+    validate.set_defaults(handler=_validate)
+
+
+def _default_arguments(default: argparse.ArgumentParser) -> None:
+    default.add_argument("paths", nargs="+", metavar="PATH", help="file, directory (recursive) or - for stdin")
+    default.add_argument(
+        "-o",
+        "--output",
+        choices=("yaml", "json"),
+        default="yaml",
+        help="yaml keeps the author's comments and key order; json is the object as the apiserver stores it",
+    )
+    _add_validation_flag(default)
+    default.set_defaults(handler=_default)
+
+
+def _review_arguments(review: argparse.ArgumentParser) -> None:
+    import argparse
+
+    _add_queues_flag(review)
+    # One sub-command per webhook, so that flags may come before or after FILE.
+    webhooks = review.add_subparsers(dest="webhook", metavar="{mutate,validate}", required=True)
+    for name in ("mutate", "validate"):
+        answer = webhooks.add_parser(name, help=f"answer as /{name} would")
+        answer.add_argument("file", nargs="?", default="-", metavar="FILE", help="AdmissionReview JSON (stdin if -)")
+        _add_queues_flag(answer, default=argparse.SUPPRESS)
+    review.set_defaults(handler=_review)
+
+
+def _webhook_arguments(webhook: argparse.ArgumentParser) -> None:
+    import argparse
+
+    webhook.add_argument("--tls-dir", required=True, help="directory with tls.crt and tls.key (reloaded on change)")
+    webhook.add_argument("--host", default="0.0.0.0", help="address to listen on (default: 0.0.0.0)")
+    webhook.add_argument("--port", type=int, default=9443, help="port to listen on (default: 9443)")
+    webhook.add_argument("--log-format", choices=("text", "json"), default="text")
+    webhook.add_argument("--log-level", choices=("debug", "info", "warning", "error"), default="info")
+    webhook.add_argument(
+        "--event-loop",
+        choices=("asyncio", "uvloop"),
+        default="asyncio",
+        help="asyncio's event loop, or uvloop's (needs the uvloop package; see the README's throughput figures)",
+    )
+    webhook.add_argument(
+        "--cert-check-interval",
+        type=float,
+        default=2.0,
+        metavar="SECONDS",
+        help="how often to look for new certificates",
+    )
+    webhook.add_argument(
+        "--shutdown-delay",
+        type=float,
+        default=0.0,
+        metavar="SECONDS",
+        help="on SIGTERM, keep serving this long while not ready before closing the listener",
+    )
+    webhook.add_argument(
+        "--shutdown-timeout", type=float, default=10.0, metavar="SECONDS", help="how long in-flight reviews may take"
+    )
+    # Only to measure what each piece of a clean drain is worth (bench/drain_pieces.py): never in production.
+    webhook.add_argument(
+        "--drain-omit", action="append", default=[], choices=("readiness", "connection-close"), help=argparse.SUPPRESS
+    )
+    webhook.add_argument(
+        "--kubeconfig",
+        help="kubeconfig of the cluster (default: in-cluster when run in a pod); used for Volcano's queue check",
+    )
+    _add_families_flag(webhook)
+    webhook.set_defaults(handler=_webhook)
+
+
+def _controller_arguments(controller: argparse.ArgumentParser) -> None:
+    from jobgate.controller.main import add_arguments
+
+    add_arguments(controller)
+    _add_families_flag(controller)
+    controller.set_defaults(handler=_controller)
+
+
+def _manifests_arguments(manifests: argparse.ArgumentParser) -> None:
+    manifests_commands = manifests.add_subparsers(dest="manifests_command", required=True, metavar="COMMAND")
+    generate = manifests_commands.add_parser(
+        "generate", help="write the CRDs and webhook configurations derived from the API models"
+    )
+    generate.add_argument("--dir", default="manifests", help="the manifests directory (default: manifests)")
+    generate.add_argument(
+        "--test-crds",
+        default=None,
+        help="where the CRDs of admission-only kinds (Kubeflow's) go, for the end-to-end tests "
+        "(default: tests/e2e/crds beside the manifests directory)",
+    )
+    generate.add_argument("--check", action="store_true", help="write nothing; exit 1 if the files are stale")
+    generate.set_defaults(handler=_manifests)
+    enforcement = manifests_commands.add_parser(
+        "enforcement", help="print where each rule and default is enforced: the CRDs, a policy, or the webhook only"
+    )
+    enforcement.add_argument("--family", action="append", default=[], help="only this family (repeatable)")
+    enforcement.add_argument("--summary", action="store_true", help="per family: how many the apiserver enforces")
+    enforcement.set_defaults(handler=_enforcement)
+    policies = manifests_commands.add_parser(
+        "policies", help="print the generated admission policies alone (for users who manage admission otherwise)"
+    )
+    policies.add_argument(
+        "--kind",
+        choices=("all", "validating", "mutating"),
+        default="all",
+        help="ValidatingAdmissionPolicies (Kubernetes 1.30+), MutatingAdmissionPolicies (1.36+), or both",
+    )
+    policies.set_defaults(handler=_policies)
+
+
+def _certs_arguments(certs: argparse.ArgumentParser) -> None:
+    certs_commands = certs.add_subparsers(dest="certs_command", required=True, metavar="COMMAND")
+    init = certs_commands.add_parser("init", help="create a CA and a serving certificate signed by it")
+    init.add_argument("--out", required=True, help="directory for ca.crt, ca.key, tls.crt, tls.key")
+    init.add_argument("--dns", action="append", default=[], metavar="NAME", help="DNS subject alternative name")
+    init.add_argument("--ip", action="append", default=[], metavar="ADDR", help="IP subject alternative name")
+    init.add_argument("--service", help="add the names of this Service (svc, svc.ns, svc.ns.svc, ...)")
+    init.add_argument("--namespace", default="default", help="namespace of --service (default: default)")
+    init.add_argument("--days", type=int, default=365, help="validity of the serving certificate (default: 365)")
+    init.add_argument("--force", action="store_true", help="replace existing keys")
+    init.set_defaults(handler=_certs_init)
+    renew = certs_commands.add_parser(
+        "renew",
+        help="renew the serving certificate (and the CA) when they expire soon: in the cluster, or in a --dir",
+        description="In the cluster (what jobgate's certificate Job and CronJob run): keep the CA in --ca-secret, "
+        "the serving pair in --secret and the trusted CAs in the webhooks' caBundle current; create what is "
+        "missing. Idempotent: run it as often as you like. With --dir: re-issue the files of certs init.",
+    )
+    renew.add_argument("--dir", help="renew the files written by certs init in this directory instead")
+    renew.add_argument("--within", type=int, default=30, metavar="DAYS", help="--dir: renew when expiring within")
+    renew.add_argument("--rotate-ca", action="store_true", help="replace the CA now; the old one stays trusted a while")
+    renew.add_argument("--secret", metavar="NAMESPACE/NAME", help="the webhook's TLS Secret (tls.crt, tls.key, ca.crt)")
+    renew.add_argument("--ca-secret", metavar="NAMESPACE/NAME", help="the CA's Secret (default: NAMESPACE/jobgate-ca)")
+    renew.add_argument("--service", help="the webhook's Service (its DNS names go into the certificate)")
+    renew.add_argument("--namespace", help="namespace of --service (default: --secret's)")
+    renew.add_argument("--webhook", action="append", metavar="NAME", help="webhook configuration name (repeatable)")
+    renew.add_argument("--ca-lifetime", default="365d", metavar="DURATION", help="a new CA's lifetime (default 365d)")
+    renew.add_argument(
+        "--ca-renew-before", default="60d", metavar="DURATION", help="replace the CA this long before it ends (60d)"
+    )
+    renew.add_argument(
+        "--cert-lifetime", default="150d", metavar="DURATION", help="a serving certificate's lifetime (default 150d)"
+    )
+    renew.add_argument(
+        "--cert-renew-before", default="30d", metavar="DURATION", help="re-issue it this long before it ends (30d)"
+    )
+    renew.add_argument(
+        "--ca-overlap", default="24h", metavar="DURATION", help="how long a replaced CA stays trusted (default 24h)"
+    )
+    renew.add_argument("--kubeconfig", help="kubeconfig file (default: in-cluster, then ~/.kube/config)")
+    renew.set_defaults(handler=_certs_renew)
+    inject = certs_commands.add_parser(
+        "inject", help="write the CA into webhook configurations (and optionally the pair into a Secret)"
+    )
+    inject.add_argument("--kubeconfig", help="kubeconfig file (default: in-cluster, then ~/.kube/config)")
+    inject.add_argument("--ca-file", required=True, help="PEM CA bundle to put into clientConfig.caBundle")
+    inject.add_argument(
+        "--webhook", action="append", required=True, metavar="NAME", help="webhook configuration name (repeatable)"
+    )
+    inject.add_argument("--secret", metavar="NAMESPACE/NAME", help="also store tls.crt/tls.key/ca.crt in this Secret")
+    inject.add_argument("--tls-dir", help="directory with the pair for --secret")
+    inject.set_defaults(handler=_certs_inject)
+
+
+# One entry per command: its help line, and what adds its arguments.
+COMMANDS: dict[str, tuple[str, Callable[[argparse.ArgumentParser], None]]] = {
+    "validate": ("mutate then validate job manifests offline, as the cluster would", _validate_arguments),
+    "default": ("print job manifests as the mutating webhook would store them", _default_arguments),
+    "review": ("answer an AdmissionReview request exactly as the webhook server would", _review_arguments),
+    "webhook": ("serve /mutate and /validate over TLS", _webhook_arguments),
+    "controller": ("reconcile jobs into pods and services", _controller_arguments),
+    "manifests": ("generated CRDs, policies and webhook configurations", _manifests_arguments),
+    "certs": ("certificates for the webhook", _certs_arguments),
+}
+
+
+def build_parser(command: str | None = None) -> argparse.ArgumentParser:
+    """The parser of every command, or only of ``command``.
+
+    A run uses one command: the others' parsers (and what their arguments import, the
+    controller's among them) are not built, which saves most of the parser's cost at start-up.
+    The output stays the same: the command list shows only in ``jobgate -h`` and in the error
+    for an unknown command, and both of those build every command.
+    """
+    import argparse
+
+    class HelpFormatter(argparse.HelpFormatter):
+        """argparse's formatter, with the terminal's width read from os: argparse's own reads it
+        through shutil, an import (and its compression modules) every run would pay for."""
+
+        def __init__(self, prog: str) -> None:
+            super().__init__(prog, width=_terminal_columns() - 2)
+
+    parser = argparse.ArgumentParser(
+        prog="jobgate",
+        description="Admission rules for distributed-training jobs: offline checks, webhook server, controller.",
+        formatter_class=HelpFormatter,
+    )
+    commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    for name, (help_text, add_arguments) in COMMANDS.items():
+        if command is None or command == name:
+            add_arguments(commands.add_parser(name, help=help_text, formatter_class=HelpFormatter))
+    return parser
+
+
+def _terminal_columns() -> int:
+    """shutil.get_terminal_size's answer: $COLUMNS, else the terminal's, else 80."""
+    try:
+        return int(os.environ["COLUMNS"])
+    except (KeyError, ValueError):
+        pass
+    try:
+        return os.get_terminal_size(sys.__stdout__.fileno()).columns or 80  # type: ignore[union-attr]
+    except (AttributeError, ValueError, OSError):
+        return 80

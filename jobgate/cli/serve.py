@@ -1,0 +1,59 @@
+"""The serving commands: ``jobgate webhook`` and ``jobgate controller`` (their modules imported lazily)."""
+
+from __future__ import annotations
+
+import sys
+
+from jobgate.cli.exits import EXIT_USAGE
+
+TYPE_CHECKING = False  # typing.TYPE_CHECKING, without importing typing at run time (start-up)
+if TYPE_CHECKING:
+    import argparse
+
+
+def _webhook(args: argparse.Namespace) -> int:
+    from pathlib import Path
+
+    from jobgate.common import logs
+    from jobgate.webhook.server import WebhookServer, run
+
+    if not _serve_families(args):
+        return EXIT_USAGE
+    logs.configure(args.log_format, args.log_level)
+    from jobgate.webhook.queues import start_queue_check
+
+    server = WebhookServer(
+        Path(args.tls_dir),
+        args.host,
+        args.port,
+        cert_check_interval=args.cert_check_interval,
+        shutdown_timeout=args.shutdown_timeout,
+        shutdown_delay=args.shutdown_delay,
+    )
+    start_queue_check(args.kubeconfig, server.state.views)
+    server.state.unready_while_draining = "readiness" not in args.drain_omit
+    server.state.close_while_draining = "connection-close" not in args.drain_omit
+    return run(server, args.event_loop)
+
+
+def _serve_families(args: argparse.Namespace) -> bool:
+    """Apply ``--families`` (webhook and controller); False after printing why it is wrong."""
+    from jobgate.engine.registry import parse_families, serve_families
+
+    if args.families is None:
+        return True
+    try:
+        serve_families(parse_families(args.families))
+    except ValueError as exc:
+        print(f"jobgate: --families: {exc}", file=sys.stderr)
+        return False
+    return True
+
+
+def _controller(args: argparse.Namespace) -> int:
+    from jobgate.controller.main import run
+
+    # args.families is applied here for the rules; the controller picks its adapters from it.
+    if not _serve_families(args):
+        return EXIT_USAGE
+    return run(args)
