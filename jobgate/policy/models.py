@@ -156,9 +156,7 @@ class PolicyDefaults(PolicyModel):
         description="Labels added to the job when it lacks the key.",
         json_schema_extra=_x(
             _cel(f"self.all(k, k.matches('{LABEL_KEY_RE}'))", "label keys must be valid qualified names"),
-            _cel(
-                f"self.all(k, self[k].matches('{LABEL_VALUE_RE}'))", "label values must be valid label values"
-            ),
+            _cel(f"self.all(k, self[k].matches('{LABEL_VALUE_RE}'))", "label values must be valid label values"),
         ),
     )
     kueueQueueName: Name | None = Field(
@@ -184,8 +182,7 @@ class GPUResource(PolicyModel):
         json_schema_extra=_x(
             _cel("self.weight > 0.0", "weight must be greater than 0"),
             _cel(
-                f"self.name.matches('{GPU_NAME_RE}') && (!self.name.contains('*') || "
-                "self.name.matches('^[^*]+[*]$'))",
+                f"self.name.matches('{GPU_NAME_RE}') && (!self.name.contains('*') || self.name.matches('^[^*]+[*]$'))",
                 "name must be a resource name, optionally ending in a single '*'",
             ),
         ),

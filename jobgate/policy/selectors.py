@@ -22,9 +22,7 @@ def selector_errors(selector: Any) -> list[str]:
         return ["must be an object"]
     errors: list[str] = []
     labels = selector.get("matchLabels")
-    if labels is not None and (
-        not isinstance(labels, Mapping) or not all(isinstance(v, str) for v in labels.values())
-    ):
+    if labels is not None and (not isinstance(labels, Mapping) or not all(isinstance(v, str) for v in labels.values())):
         errors.append("matchLabels must map keys to strings")
     expressions = selector.get("matchExpressions")
     if expressions is None:
