@@ -38,6 +38,7 @@ from typing import Any
 
 from jobgate.policy.fieldmap import KINDS, kind_map
 from jobgate.policy.gpu import DEFAULT_GPU_RESOURCES
+from jobgate.policy.images import entry_prefix
 from jobgate.policy.selectors import selector_matches
 
 CLUSTER_KIND = "ClusterTrainingJobPolicy"
@@ -238,15 +239,6 @@ def prune(entries: list[Sourced], numeric: bool = True) -> list[Sourced]:
     return kept
 
 
-def registry_entry_prefix(entry: str) -> str:
-    """An allow-list entry as a prefix of normalised image names: an exact host ``h`` is ``h/``."""
-    entry = entry.strip()
-    if "/" not in entry:
-        return entry.lower() + "/"
-    host, _, rest = entry.partition("/")
-    return f"{host.lower()}/{rest}"
-
-
 def _intersect(field_name: str, lists: list[Sourced]) -> set[str]:
     """The values every list allows (registries: prefixes, the narrower of two nested ones)."""
     if field_name != "imageRegistries":
@@ -254,9 +246,9 @@ def _intersect(field_name: str, lists: list[Sourced]) -> set[str]:
         for entry in lists[1:]:
             result &= set(entry.value)
         return result
-    current = {registry_entry_prefix(v) for v in lists[0].value}
+    current = {entry_prefix(v) for v in lists[0].value}
     for entry in lists[1:]:
-        other = {registry_entry_prefix(v) for v in entry.value}
+        other = {entry_prefix(v) for v in entry.value}
         nxt = set()
         for a in current:
             for b in other:
