@@ -155,8 +155,8 @@ class PolicyDefaults(PolicyModel):
         None,
         description="Labels added to the job when it lacks the key.",
         json_schema_extra=_x(
-            _cel(f"self.all(k, k.matches('{LABEL_KEY_RE}'))", "label keys must be valid qualified names"),
-            _cel(f"self.all(k, self[k].matches('{LABEL_VALUE_RE}'))", "label values must be valid label values"),
+            _cel(f"self.all(k, k.matches(r'{LABEL_KEY_RE}'))", "label keys must be valid qualified names"),
+            _cel(f"self.all(k, self[k].matches(r'{LABEL_VALUE_RE}'))", "label values must be valid label values"),
         ),
     )
     kueueQueueName: Name | None = Field(
@@ -182,7 +182,8 @@ class GPUResource(PolicyModel):
         json_schema_extra=_x(
             _cel("self.weight > 0.0", "weight must be greater than 0"),
             _cel(
-                f"self.name.matches('{GPU_NAME_RE}') && (!self.name.contains('*') || self.name.matches('^[^*]+[*]$'))",
+                f"self.name.matches(r'{GPU_NAME_RE}') && "
+                "(!self.name.contains('*') || self.name.matches(r'^[^*]+[*]$'))",
                 "name must be a resource name, optionally ending in a single '*'",
             ),
         ),
@@ -249,7 +250,7 @@ class RequiredLabel(PolicyModel):
 
     key: Name = Field(
         description="Label key.",
-        json_schema_extra=_x(_cel(f"self.matches('{LABEL_KEY_RE}')", "must be a valid label key")),
+        json_schema_extra=_x(_cel(f"self.matches(r'{LABEL_KEY_RE}')", "must be a valid label key")),
     )
     values: Annotated[list[Annotated[str, Field(max_length=63)]], Field(max_length=MAX_LIST)] | None = Field(
         None,
@@ -298,7 +299,7 @@ class PolicyRequire(PolicyModel):
             "x-kubernetes-list-type": "set",
             "items": _x(
                 _cel(
-                    f"self.matches('{REGISTRY_RE}')",
+                    f"self.matches(r'{REGISTRY_RE}')",
                     "must be a host[:port], or a host[:port]/path/ prefix ending in '/'",
                 )
             ),
