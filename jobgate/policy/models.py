@@ -70,6 +70,7 @@ def _x(*rules: dict[str, str], **extra: Any) -> dict[str, Any]:
 
 
 Name = Annotated[str, Field(min_length=1, max_length=MAX_NAME)]
+LabelValue = Annotated[str, Field(max_length=63)]
 NonNegInt32 = Annotated[int, Field(ge=0, le=2**31 - 1, json_schema_extra={"format": "int32"})]
 NonNegInt64 = Annotated[int, Field(ge=0, json_schema_extra={"format": "int64"})]
 
@@ -110,7 +111,7 @@ class LabelSelector(PolicyModel):
         ),
     )
 
-    matchLabels: Annotated[dict[str, str], Field(max_length=MAX_LIST)] | None = Field(
+    matchLabels: Annotated[dict[str, LabelValue], Field(max_length=MAX_LIST)] | None = Field(
         None, description="Labels that must all be present with these values."
     )
     matchExpressions: Annotated[list[LabelSelectorRequirement], Field(max_length=MAX_LIST)] | None = Field(
@@ -151,7 +152,7 @@ class PolicyDefaults(PolicyModel):
     activeDeadlineSeconds: Annotated[int, Field(ge=1, json_schema_extra={"format": "int64"})] | None = Field(
         None, description="Seconds a job may run."
     )
-    labels: Annotated[dict[str, str], Field(max_length=MAX_LIST)] | None = Field(
+    labels: Annotated[dict[str, LabelValue], Field(max_length=MAX_LIST)] | None = Field(
         None,
         description="Labels added to the job when it lacks the key.",
         json_schema_extra=_x(
@@ -180,7 +181,6 @@ class GPUResource(PolicyModel):
     model_config = ConfigDict(
         extra="forbid",
         json_schema_extra=_x(
-            _cel("self.weight > 0.0", "weight must be greater than 0"),
             _cel(
                 f"self.name.matches(r'{GPU_NAME_RE}') && "
                 "(!self.name.contains('*') || self.name.matches(r'^[^*]+[*]$'))",
@@ -190,6 +190,7 @@ class GPUResource(PolicyModel):
     )
 
     name: Name = Field(description="Resource name, e.g. nvidia.com/gpu; a trailing '*' matches any suffix.")
+    # gt=0 becomes the schema's exclusive minimum: the apiserver refuses 0 without a CEL rule.
     weight: float = Field(1.0, gt=0, description="GPUs one unit of the resource counts as. Defaults to 1.")
 
     @field_validator("name")
@@ -252,7 +253,7 @@ class RequiredLabel(PolicyModel):
         description="Label key.",
         json_schema_extra=_x(_cel(f"self.matches(r'{LABEL_KEY_RE}')", "must be a valid label key")),
     )
-    values: Annotated[list[Annotated[str, Field(max_length=63)]], Field(max_length=MAX_LIST)] | None = Field(
+    values: Annotated[list[LabelValue], Field(max_length=MAX_LIST)] | None = Field(
         None,
         description="Allowed values; absent = any value.",
         json_schema_extra={"x-kubernetes-list-type": "set"},
