@@ -1,0 +1,585 @@
+"""Judging a job against its effective policy, and the defaults a policy writes into it.
+
+:func:`policy_findings` gives every violation of a job, each with the field path in the
+apiserver's style, a Kubernetes field-error type, a message naming the policy, the action of that
+policy (Deny/Warn/Audit) and a rule id. It expects the job as it will be stored (family and policy
+defaults applied), as the validating webhook sees it.
+
+``existingViolations: Allow`` (the default). On UPDATE (``old_job`` given) a finding is dropped
+when the old job already had the same violation of the same policy and the update does not make
+it worse: each finding carries an ``identity`` (rule, policy and what is violated: the role, the
+image, the label key, …) and a ``measure`` (a count compared with ``<=``, or a value compared with
+``==``). So a controller adding a finalizer to an old 64-GPU job passes, scaling it to 72 GPUs does
+not, swapping its image for another one from a refused registry does not (a different image is a
+new violation). ``Deny`` keeps every finding. Conflicts are never dropped.
+
+A requirement or limit on a field the kind does not have (a TTL on MxJob, GenericJob, DIJob; an
+active deadline on a Volcano Job; a queue on MxJob or DIJob) gives a Warn finding with rule
+``policy/not-applicable`` — never a denial the user cannot fix, never a silent pass.
+
+:func:`policy_defaults` gives the (path, value) pairs to set on CREATE, only where the job leaves
+the field unset, written where its family keeps it (:mod:`.fieldmap`). Intermediate objects may be
+missing: :func:`apply_defaults` (or the caller's patch builder) creates them. Call it on the job as
+received, *before* the family's built-in defaults, so that a platform default beats a built-in one
+(Volcano's webhook would otherwise set ``schedulerName: volcano`` first and the policy's scheduler
+default could never apply); the family defaults then fill what is left.
+
+The Volcano trap: Volcano's CRD schema defaults ``spec.queue`` to ``default``, so with Volcano's CRD
+a job arrives at admission with ``queue: default`` whether or not its author wrote it. When a policy
+gives a queue default, a Volcano job whose queue is exactly ``default`` is treated as unset and gets
+the policy's queue. The cost, stated: an author who explicitly writes ``queue: default`` in such a
+namespace is moved to the policy's queue too (indistinguishable at admission); to stay in ``default``
+the policy must not default the queue, or must list ``default`` as its default. Only Volcano, only
+the queue, only the exact value ``default``.
+"""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from fractions import Fraction
+from typing import Any
+
+from jobgate.policy.fieldmap import (
+    KUEUE_LABEL,
+    VOLCANO_SCHEMA_DEFAULT_QUEUE,
+    FieldPath,
+    Key,
+    KindMap,
+    ReplicaGroup,
+    get_path,
+    kind_map,
+    render_path,
+)
+from jobgate.policy.gpu import format_gpus, pod_gpus
+from jobgate.policy.images import image_allowed, normalise_image
+from jobgate.policy.resolve import ACTION_RANK, EffectivePolicy, Sourced
+
+INVALID = "Invalid value"
+REQUIRED = "Required value"
+FORBIDDEN = "Forbidden"
+UNSUPPORTED = "Unsupported value"
+_VALUELESS = (REQUIRED, FORBIDDEN)
+
+# What an unset template field means for the pods (the apiserver defaults it on the Pod).
+DEFAULT_SCHEDULER = "default-scheduler"
+
+
+@dataclass(frozen=True)
+class PolicyFinding:
+    """One violation (or warning) of a policy on a job."""
+
+    path: str  # apiserver style: spec.tfReplicaSpecs[Worker].template.spec.containers[0].image
+    type: str  # Invalid value | Required value | Forbidden | Unsupported value
+    message: str  # the detail, naming the policy
+    action: str  # Deny | Warn | Audit
+    policy: str  # e.g. "ClusterTrainingJobPolicy research-gpus" (several, comma-separated, for conflicts)
+    rule: str  # e.g. policy/max-gpus-per-job
+    value: Any = None  # the offending value (shown for Invalid/Unsupported value)
+    identity: tuple[Any, ...] = ()
+    measure: Any = None
+    existing_violations: str = "Deny"
+
+    def text(self) -> str:
+        """The line as the apiserver prints a field error."""
+        if self.type in _VALUELESS:
+            return f"{self.path}: {self.type}: {self.message}"
+        return f"{self.path}: {self.type}: {_show(self.value)}: {self.message}"
+
+
+def _show(value: Any) -> str:
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, int | float):
+        return repr(value)
+    if isinstance(value, Fraction):
+        return format_gpus(value)
+    return '"' + str(value).replace('"', '\\"') + '"'
+
+
+def _finding(  # noqa: PLR0917 (the checks pass value, identity, measure in that order)
+    entry: Sourced,
+    path: FieldPath | str,
+    kind: str,
+    message: str,
+    rule: str,
+    value: Any = None,
+    identity: tuple[Any, ...] = (),
+    measure: Any = None,
+    action: str | None = None,
+) -> PolicyFinding:
+    return PolicyFinding(
+        path if isinstance(path, str) else render_path(path),
+        kind,
+        f"{message} ({entry.source})",
+        action or entry.action,
+        str(entry.source),
+        rule,
+        value,
+        (rule, entry.source, *identity),
+        measure,
+        entry.existing_violations,
+    )
+
+
+def _weaker(action: str, cap: str = "Warn") -> str:
+    """A not-applicable notice is at most a warning (an Audit policy's stays Audit)."""
+    return action if ACTION_RANK[action] < ACTION_RANK[cap] else cap
+
+
+def _not_applicable(entry: Sourced, kmap: KindMap, what: str, field: str) -> PolicyFinding:
+    return _finding(
+        entry,
+        "spec",
+        FORBIDDEN,
+        f"{what} is not applicable: {kmap.kind} ({kmap.group}) has no {field}",
+        "policy/not-applicable",
+        identity=(field, what),
+        action=_weaker(entry.action),
+    )
+
+
+# --- the checks --------------------------------------------------------------------------------
+
+
+def _replica_checks(eff: EffectivePolicy, groups: list[ReplicaGroup], out: list[PolicyFinding]) -> None:
+    for entry in eff.limits.get("maxReplicasPerRole", []):
+        for g in groups:
+            if g.largest > entry.value:
+                out.append(
+                    _finding(
+                        entry,
+                        g.largest_path,
+                        INVALID,
+                        f"role {g.role} may reach {g.largest} replicas, exceeds {entry.value} per role",
+                        "policy/max-replicas-per-role",
+                        g.largest,
+                        (g.role,),
+                        g.largest,
+                    )
+                )
+    total = sum(g.largest for g in groups)
+    base: FieldPath = groups[0].path[:-1] if groups else ("spec",)
+    for entry in eff.limits.get("maxReplicasPerJob", []):
+        if total > entry.value:
+            out.append(
+                _finding(
+                    entry,
+                    base,
+                    INVALID,
+                    f"the job may reach {total} replicas in all, exceeds {entry.value} per job",
+                    "policy/max-replicas-per-job",
+                    total,
+                    (),
+                    total,
+                )
+            )
+
+
+def _gpu_checks(eff: EffectivePolicy, groups: list[ReplicaGroup], out: list[PolicyFinding]) -> None:
+    per_pod = eff.limits.get("maxGPUsPerPod", [])
+    per_job = eff.limits.get("maxGPUsPerJob", [])
+    if not per_pod and not per_job:
+        return
+    total = Fraction(0)
+    parts = []
+    uncounted: list[str] = []
+    for g in groups:
+        count = pod_gpus(g.template, eff.gpu_resources, render_path(g.template_path))
+        uncounted.extend(count.uncounted)
+        if count.gpus:
+            total += count.gpus * g.largest
+            parts.append(f"{g.role} {g.largest} × {format_gpus(count.gpus)}")
+        for entry in per_pod:
+            if count.gpus > entry.value:
+                out.append(
+                    _finding(
+                        entry,
+                        (*g.template_path, "spec"),
+                        INVALID,
+                        f"a pod of role {g.role} requests {format_gpus(count.gpus)} GPUs, "
+                        f"exceeds {entry.value} GPUs per pod",
+                        "policy/max-gpus-per-pod",
+                        count.gpus,
+                        (g.role,),
+                        count.gpus,
+                    )
+                )
+    for entry in per_job:
+        if total > entry.value:
+            out.append(
+                _finding(
+                    entry,
+                    "spec",
+                    INVALID,
+                    f"the job requests {format_gpus(total)} GPUs at its largest ({', '.join(parts)}), "
+                    f"exceeds {entry.value} GPUs per job",
+                    "policy/max-gpus-per-job",
+                    total,
+                    (),
+                    total,
+                )
+            )
+    if uncounted:
+        entry = (per_job or per_pod)[0]
+        for problem in dict.fromkeys(uncounted):
+            path, _, detail = problem.partition(": ")
+            out.append(
+                _finding(
+                    entry,
+                    path,
+                    FORBIDDEN,
+                    f"{detail}; the GPU limits of this policy do not include them",
+                    "policy/gpu-uncounted",
+                    identity=(path,),
+                    action=_weaker(entry.action),
+                )
+            )
+
+
+_FIELD_RULES = {
+    "ttlSecondsAfterFinished": ("maxTTLSecondsAfterFinished", "policy/max-ttl", "policy/require-ttl"),
+    "activeDeadlineSeconds": ("maxActiveDeadlineSeconds", "policy/max-active-deadline", "policy/require-deadline"),
+}
+
+
+def _lifetime_checks(eff: EffectivePolicy, kmap: KindMap, job: dict[str, Any], out: list[PolicyFinding]) -> None:
+    for field, (limit_name, max_rule, require_rule) in _FIELD_RULES.items():
+        required = eff.required_fields.get(field, [])
+        maxima = eff.limits.get(limit_name, [])
+        if not required and not maxima:
+            continue
+        places = kmap.locator(field) and _locations(kmap, field, job)
+        if not places:
+            for entry in required:
+                out.append(_not_applicable(entry, kmap, f"require.{field}", field))
+            for entry in maxima:
+                out.append(_not_applicable(entry, kmap, f"limits.{limit_name}", field))
+            continue
+        path, value = places[0]
+        number = value if isinstance(value, int) and not isinstance(value, bool) else None
+        for entry in required:
+            if number is None:
+                out.append(_finding(entry, path, REQUIRED, f"the policy requires {field}", require_rule, identity=()))
+        for entry in maxima:
+            if number is not None and number > entry.value:
+                out.append(
+                    _finding(
+                        entry,
+                        path,
+                        INVALID,
+                        f"must be less than or equal to {entry.value}",
+                        max_rule,
+                        number,
+                        (),
+                        number,
+                    )
+                )
+
+
+def _locations(kmap: KindMap, field: str, job: dict[str, Any]) -> list[tuple[FieldPath, Any]] | None:
+    from jobgate.policy.fieldmap import field_locations
+
+    return field_locations(kmap, field, job)
+
+
+_ALLOW_TO_FIELD = {"queues": "queue", "priorityClassNames": "priorityClassName", "schedulerNames": "schedulerName"}
+
+
+def _allow_checks(eff: EffectivePolicy, kmap: KindMap, job: dict[str, Any], out: list[PolicyFinding]) -> None:
+    for list_name, field in _ALLOW_TO_FIELD.items():
+        entries = eff.allow.get(list_name, [])
+        if not entries:
+            continue
+        places = _locations(kmap, field, job)
+        if places is None:
+            for entry in entries:
+                out.append(_not_applicable(entry, kmap, f"require.{list_name}", field))
+            continue
+        template_level = kmap.locator(field) == "template"
+        for path, current in places:
+            value = current
+            if value is None and template_level and field == "schedulerName":
+                value = DEFAULT_SCHEDULER  # what the pods will run with
+            for entry in entries:
+                if value is None:
+                    out.append(
+                        _finding(
+                            entry,
+                            path,
+                            REQUIRED,
+                            f"must be one of: {', '.join(entry.value)}",
+                            f"policy/allowed-{_kebab(list_name)}",
+                            identity=(path,),
+                        )
+                    )
+                elif value not in entry.value:
+                    out.append(
+                        _finding(
+                            entry,
+                            path,
+                            UNSUPPORTED,
+                            f"supported values: {', '.join(map(_show, entry.value))}",
+                            f"policy/allowed-{_kebab(list_name)}",
+                            value,
+                            (path,),
+                            value,
+                        )
+                    )
+
+
+def _kebab(name: str) -> str:
+    return {"queues": "queues", "priorityClassNames": "priority-classes", "schedulerNames": "schedulers"}.get(
+        name, name
+    )
+
+
+def _label_checks(eff: EffectivePolicy, job: dict[str, Any], out: list[PolicyFinding]) -> None:
+    labels = get_path(job, ("metadata", "labels"))
+    labels = labels if isinstance(labels, dict) else {}
+    for key, entries in eff.required_labels.items():
+        path = ("metadata", "labels", Key(key))
+        for entry in entries:
+            if key not in labels:
+                out.append(
+                    _finding(
+                        entry, path, REQUIRED, "the policy requires this label", "policy/required-label", None, (key,)
+                    )
+                )
+            elif entry.value is not None and labels[key] not in entry.value:
+                out.append(
+                    _finding(
+                        entry,
+                        path,
+                        UNSUPPORTED,
+                        f"supported values: {', '.join(map(_show, entry.value))}",
+                        "policy/required-label",
+                        labels[key],
+                        (key,),
+                        labels[key],
+                    )
+                )
+
+
+_CONTAINER_LISTS = ("initContainers", "containers", "ephemeralContainers")
+
+
+def _containers(g: ReplicaGroup) -> Iterable[tuple[FieldPath, dict[str, Any]]]:
+    spec = get_path(g.template, ("spec",))
+    if not isinstance(spec, dict):
+        return
+    for list_name in _CONTAINER_LISTS:
+        items = spec.get(list_name)
+        for i, container in enumerate(items if isinstance(items, list) else []):
+            if isinstance(container, dict):
+                yield (*g.template_path, "spec", list_name, i), container
+
+
+def _image_checks(eff: EffectivePolicy, groups: list[ReplicaGroup], out: list[PolicyFinding]) -> None:
+    entries = eff.allow.get("imageRegistries", [])
+    if not entries:
+        return
+    for g in groups:
+        for path, container in _containers(g):
+            image = container.get("image")
+            if not isinstance(image, str):
+                continue
+            name = normalise_image(image)
+            for entry in entries:
+                if image_allowed(image, entry.value):
+                    continue
+                where = f"it comes from {name.rsplit('/', 1)[0]}/" if name else "its registry cannot be determined"
+                out.append(
+                    _finding(
+                        entry,
+                        (*path, "image"),
+                        INVALID,
+                        f"{where}; images must come from: {', '.join(entry.value)}",
+                        "policy/image-registries",
+                        image,
+                        (image,),
+                        None,
+                    )
+                )
+
+
+def _forbid_checks(
+    eff: EffectivePolicy, job: dict[str, Any], groups: list[ReplicaGroup], out: list[PolicyFinding]
+) -> None:
+    if not eff.forbid:
+        return
+    for item, entries in eff.forbid.items():
+        hits: list[tuple[FieldPath, tuple[Any, ...]]] = []
+        for g in groups:
+            spec = get_path(g.template, ("spec",))
+            if not isinstance(spec, dict):
+                continue
+            base = (*g.template_path, "spec")
+            if item in ("hostNetwork", "hostPID", "hostIPC") and spec.get(item) is True:
+                hits.append(((*base, item), (g.role,)))
+            elif item == "hostPath":
+                volumes = spec.get("volumes")
+                for i, volume in enumerate(volumes if isinstance(volumes, list) else []):
+                    if isinstance(volume, dict) and volume.get("hostPath") is not None:
+                        hits.append(((*base, "volumes", i, "hostPath"), (g.role, volume.get("name"))))
+            elif item == "privileged":
+                for path, container in _containers(g):
+                    if get_path(container, ("securityContext", "privileged")) is True:
+                        hits.append(((*path, "securityContext", "privileged"), (g.role, container.get("name"))))
+        if item == "hostPath":
+            # DIJob adds spec.volumes (core Volumes) to every pod of the job.
+            volumes = get_path(job, ("spec", "volumes"))
+            for i, volume in enumerate(volumes if isinstance(volumes, list) else []):
+                if isinstance(volume, dict) and volume.get("hostPath") is not None:
+                    hits.append((("spec", "volumes", i, "hostPath"), ("", volume.get("name"))))
+        for path, identity in hits:
+            for entry in entries:
+                out.append(
+                    _finding(
+                        entry,
+                        path,
+                        FORBIDDEN,
+                        f"{item} is forbidden by policy",
+                        f"policy/forbid-{item.lower()}",
+                        None,
+                        identity,
+                    )
+                )
+
+
+def _conflict_findings(eff: EffectivePolicy, out: list[PolicyFinding]) -> None:
+    for conflict in eff.conflicts:
+        if conflict.action is None:
+            continue  # a default conflict: no default is applied, reported on the policies' status
+        names = ", ".join(str(p) for p in conflict.policies)
+        out.append(
+            PolicyFinding(
+                "spec",
+                FORBIDDEN,
+                f"the policies {names} conflict: {conflict.message}",
+                conflict.action,
+                names,
+                "policy/conflict",
+                identity=("policy/conflict", conflict.field, conflict.policies),
+            )
+        )
+
+
+def _all_findings(job: dict[str, Any], eff: EffectivePolicy) -> list[PolicyFinding]:
+    kmap = kind_map(job)
+    if kmap is None:
+        return []
+    groups = kmap.groups(job)
+    out: list[PolicyFinding] = []
+    _conflict_findings(eff, out)
+    _replica_checks(eff, groups, out)
+    _gpu_checks(eff, groups, out)
+    _lifetime_checks(eff, kmap, job, out)
+    _allow_checks(eff, kmap, job, out)
+    _label_checks(eff, job, out)
+    _image_checks(eff, groups, out)
+    _forbid_checks(eff, job, groups, out)
+    return out
+
+
+def _not_worse(new: Any, old: Any) -> bool:
+    if isinstance(new, int | Fraction) and isinstance(old, int | Fraction) and not isinstance(new, bool):
+        return new <= old
+    return new == old
+
+
+def policy_findings(
+    job: dict[str, Any],
+    old_job: dict[str, Any] | None,
+    family: str,
+    effective: EffectivePolicy,
+) -> list[PolicyFinding]:
+    """Every finding of ``effective`` on ``job``; on UPDATE (``old_job``), minus the existing violations
+    the policies allow (see the module docstring). ``family`` must be the job's family (a mismatch
+    finds nothing: the caller dispatched on group and kind)."""
+    kmap = kind_map(job)
+    if kmap is None or kmap.family != family:
+        return []
+    found = _all_findings(job, effective)
+    if old_job is None:
+        return found
+    old = {}
+    for f in _all_findings(old_job, effective):
+        old.setdefault(f.identity, []).append(f)
+    kept = []
+    for f in found:
+        if f.existing_violations == "Allow" and f.rule != "policy/conflict":
+            previous = old.get(f.identity, [])
+            if any(_not_worse(f.measure, o.measure) for o in previous):
+                continue
+        kept.append(f)
+    return kept
+
+
+# --- defaults ----------------------------------------------------------------------------------
+
+
+def policy_defaults(
+    job: dict[str, Any], family: str, effective: EffectivePolicy
+) -> list[tuple[list[str | int], object]]:
+    """(path segments, value) to set on CREATE, only where the job leaves the field unset."""
+    kmap = kind_map(job)
+    if kmap is None or kmap.family != family:
+        return []
+    ops: list[tuple[list[str | int], object]] = []
+    for field in ("queue", "priorityClassName", "schedulerName", "ttlSecondsAfterFinished", "activeDeadlineSeconds"):
+        chosen = effective.defaults.get(field)
+        if chosen is None:
+            continue
+        places = _locations(kmap, field, job)
+        if not places:
+            continue  # the kind has no such field: nothing to write (explain says so)
+        for path, current in places:
+            value = current
+            if field == "queue" and kmap.family == "volcano" and value == VOLCANO_SCHEMA_DEFAULT_QUEUE:
+                value = None  # Volcano's CRD schema default, not the author's choice (module docstring)
+            if (
+                field == "queue"
+                and kmap.family == "t9k"
+                and not isinstance(get_path(job, ("spec", "scheduler", "t9kScheduler")), dict)
+            ):
+                continue  # creating t9kScheduler would switch the job to T9k's scheduler
+            if kmap.locator(field) == "template" and not isinstance(get_path(job, path[:-1]), dict):
+                continue  # a template without a spec: the family's validation reports it
+            if value is None:
+                ops.append(([str(s) if isinstance(s, Key) else s for s in path], chosen.value))
+    labels = get_path(job, ("metadata", "labels"))
+    labels = labels if isinstance(labels, dict) else {}
+    wanted: dict[str, Any] = {key: s.value for key, s in effective.default_labels.items()}
+    kueue = effective.defaults.get("kueueQueueName")
+    if kueue is not None and kmap.kueue:
+        wanted[KUEUE_LABEL] = kueue.value  # the specific field beats a same-key entry of defaults.labels
+    for key, value in wanted.items():
+        if key not in labels:
+            ops.append((["metadata", "labels", key], value))
+    return ops
+
+
+def apply_defaults(job: dict[str, Any], ops: Iterable[tuple[list[str | int], object]]) -> dict[str, Any]:
+    """A copy of ``job`` with ``ops`` set, creating missing intermediate objects."""
+    out = copy.deepcopy(job)
+    for path, value in ops:
+        node: Any = out
+        for segment in path[:-1]:
+            if isinstance(segment, int):
+                node = node[segment]
+                continue
+            if not isinstance(node.get(segment), dict):
+                node[segment] = {}
+            node = node[segment]
+        node[path[-1]] = value
+    return out
+
+
+def findings_by_action(findings: Iterable[PolicyFinding]) -> Mapping[str, list[PolicyFinding]]:
+    """Findings grouped Deny / Warn / Audit (the webhook denies, warns, annotates)."""
+    grouped: dict[str, list[PolicyFinding]] = {"Deny": [], "Warn": [], "Audit": []}
+    for f in findings:
+        grouped[f.action].append(f)
+    return grouped

@@ -1,0 +1,342 @@
+"""Where each job kind keeps the fields a policy reads or writes.
+
+The field names follow jobgate's own job models (``jobgate/webhook/api``), which are the project's
+truth, without importing them (this package stays free of the engine). Per family:
+
+==================  =========================================  ==========================================
+field               where                                       kinds without it (→ "not applicable")
+==================  =========================================  ==========================================
+queue               kubeflow ``spec.runPolicy.schedulingPolicy.queue``; kubedl ``spec.schedulingPolicy.queue``
+                    (an MPIJob using ``spec.runPolicy``: there); t9k ``spec.scheduler.t9kScheduler.queue``;
+                    volcano ``spec.queue``                                    MxJob, DIJob
+priorityClassName   kubeflow ``…schedulingPolicy.priorityClass``; kubedl ``…schedulingPolicy.priorityClassName``;
+                    volcano ``spec.priorityClassName``; MxJob, GenericJob, DIJob: each pod template's
+                    ``spec.priorityClassName`` (their job-level priorities are not PriorityClasses)
+schedulerName       volcano ``spec.schedulerName``; every other kind: each pod template's ``spec.schedulerName``
+ttl / deadline      kubeflow ``spec.runPolicy.*``; kubedl inline ``spec.*`` (MPIJob: ``spec.runPolicy.*`` when
+                    present); volcano ``spec.ttlSecondsAfterFinished``       MxJob, GenericJob, DIJob (both);
+                                                                              volcano (deadline)
+kueue label         ``metadata.labels["kueue.x-k8s.io/queue-name"]``         every family but kubeflow.org
+==================  =========================================  ==========================================
+
+Replica groups give the largest pod count the job may reach, because a limit must hold at the
+job's largest size: a PyTorchJob's or PaddleJob's Worker may grow to ``elasticPolicy.maxReplicas``;
+a Volcano task runs ``replicas`` pods (``minAvailable`` is only the gang's floor). An unset count
+is the family's default (1; a Volcano task's and a Kubeflow MPIJob Worker's is 0).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+
+class Key(str):
+    """A map key inside a field path, rendered ``[key]`` as the apiserver does (``tfReplicaSpecs[Worker]``)."""
+
+    __slots__ = ()
+
+
+PathSegment = str | int
+FieldPath = tuple[PathSegment, ...]
+
+KUEUE_LABEL = "kueue.x-k8s.io/queue-name"
+
+
+def render_path(path: FieldPath) -> str:
+    """``("spec", "tasks", 0, "template")`` → ``spec.tasks[0].template``."""
+    out: list[str] = []
+    for segment in path:
+        if isinstance(segment, Key | int):
+            out.append(f"[{segment}]")
+        else:
+            out.append(f".{segment}" if out else segment)
+    return "".join(out)
+
+
+def get_path(obj: Any, path: FieldPath) -> Any:
+    """The value at ``path`` or None when any step is missing or of the wrong type."""
+    for segment in path:
+        if isinstance(segment, int):
+            if not isinstance(obj, list) or not 0 <= segment < len(obj):
+                return None
+            obj = obj[segment]
+        else:
+            if not isinstance(obj, dict):
+                return None
+            obj = obj.get(segment)
+    return obj
+
+
+def as_count(value: Any) -> int | None:
+    """An integer count, or None for anything else (bool is not a count)."""
+    return value if isinstance(value, int) and not isinstance(value, bool) else None
+
+
+@dataclass(frozen=True)
+class ReplicaGroup:
+    """One group of identical pods (a role, a task, a replica type)."""
+
+    role: str
+    path: FieldPath  # the group object, e.g. spec.tfReplicaSpecs[Worker]
+    replicas: int  # the count as written (family default when unset)
+    largest: int  # the largest count the job may reach
+    largest_path: FieldPath  # the field that gives ``largest``
+    template: dict[str, Any] | None
+    template_path: FieldPath
+
+
+# A job-level field: the path of the value in this job (it may depend on the job, e.g. KubeDL's
+# MPIJob with spec.runPolicy). "template" places the field in each pod template's spec instead.
+Locator = Callable[[dict[str, Any]], FieldPath]
+TEMPLATE = "template"
+
+
+@dataclass(frozen=True)
+class KindMap:
+    family: str
+    group: str
+    kind: str
+    groups: Callable[[dict[str, Any]], list[ReplicaGroup]]
+    queue: Locator | None
+    priority_class: Locator | str | None
+    scheduler: Locator | str | None
+    ttl: Locator | None
+    deadline: Locator | None
+    kueue: bool = False
+
+    def locator(self, field: str) -> Locator | str | None:
+        return {
+            "queue": self.queue,
+            "priorityClassName": self.priority_class,
+            "schedulerName": self.scheduler,
+            "ttlSecondsAfterFinished": self.ttl,
+            "activeDeadlineSeconds": self.deadline,
+        }[field]
+
+
+def _fixed(*path: PathSegment) -> Locator:
+    return lambda job: path
+
+
+def _map_groups(field: str, elastic: bool = False, default_zero: tuple[str, ...] = ()) -> Callable:
+    def groups(job: dict[str, Any]) -> list[ReplicaGroup]:
+        specs = get_path(job, ("spec", field))
+        if not isinstance(specs, dict):
+            return []
+        out = []
+        for role, spec in specs.items():
+            if not isinstance(spec, dict):
+                continue
+            path: FieldPath = ("spec", field, Key(role))
+            count = as_count(spec.get("replicas"))
+            if count is None:
+                count = 0 if role in default_zero else 1
+            largest, largest_path = count, (*path, "replicas")
+            if elastic and role == "Worker":
+                high = as_count(get_path(job, ("spec", "elasticPolicy", "maxReplicas")))
+                if high is not None and high > largest:
+                    largest, largest_path = high, ("spec", "elasticPolicy", "maxReplicas")
+            template = spec.get("template")
+            out.append(
+                ReplicaGroup(
+                    role,
+                    path,
+                    count,
+                    largest,
+                    largest_path,
+                    template if isinstance(template, dict) else None,
+                    (*path, "template"),
+                )
+            )
+        return out
+
+    return groups
+
+
+def _list_groups(field: str, role_of: Callable[[dict[str, Any], int], str], default_count: int) -> Callable:
+    def groups(job: dict[str, Any]) -> list[ReplicaGroup]:
+        items = get_path(job, ("spec", field))
+        if not isinstance(items, list):
+            return []
+        out = []
+        for i, spec in enumerate(items):
+            if not isinstance(spec, dict):
+                continue
+            path: FieldPath = ("spec", field, i)
+            count = as_count(spec.get("replicas"))
+            if count is None:
+                count = default_count
+            template = spec.get("template")
+            out.append(
+                ReplicaGroup(
+                    role_of(spec, i),
+                    path,
+                    count,
+                    count,
+                    (*path, "replicas"),
+                    template if isinstance(template, dict) else None,
+                    (*path, "template"),
+                )
+            )
+        return out
+
+    return groups
+
+
+def _kubedl_run_policy(kind: str) -> Callable[[str], Locator]:
+    """KubeDL inlines RunPolicy into spec; an MPIJob may keep it under spec.runPolicy (then inline is ignored)."""
+
+    def at(*rest: str) -> Locator:
+        def locate(job: dict[str, Any]) -> FieldPath:
+            if kind == "MPIJob" and isinstance(get_path(job, ("spec", "runPolicy")), dict):
+                return ("spec", "runPolicy", *rest)
+            return ("spec", *rest)
+
+        return locate
+
+    return lambda field: at(*field.split("."))
+
+
+KUBEDL_GROUP = "training.kubedl.io"
+KUBEFLOW_GROUP = "kubeflow.org"
+MLKUBE_GROUP = "mxnet.mlkube.io"
+T9K_GROUP = "batch.tensorstack.dev"
+DIENGINE_GROUP = "diengine.opendilab.org"
+VOLCANO_GROUP = "batch.volcano.sh"
+
+_KUBEDL_KINDS = {
+    "TFJob": "tfReplicaSpecs",
+    "PyTorchJob": "pytorchReplicaSpecs",
+    "XGBoostJob": "xgbReplicaSpecs",
+    "MPIJob": "mpiReplicaSpecs",
+    "XDLJob": "xdlReplicaSpecs",
+    "MarsJob": "marsReplicaSpecs",
+}
+_KUBEFLOW_KINDS = {
+    "TFJob": "tfReplicaSpecs",
+    "PyTorchJob": "pytorchReplicaSpecs",
+    "XGBoostJob": "xgbReplicaSpecs",
+    "PaddleJob": "paddleReplicaSpecs",
+    "JAXJob": "jaxReplicaSpecs",
+    "MPIJob": "mpiReplicaSpecs",
+}
+
+
+def _build() -> dict[tuple[str, str], KindMap]:
+    table: dict[tuple[str, str], KindMap] = {}
+    for kind, field in _KUBEDL_KINDS.items():
+        rp = _kubedl_run_policy(kind)
+        table[KUBEDL_GROUP, kind] = KindMap(
+            "kubedl",
+            KUBEDL_GROUP,
+            kind,
+            _map_groups(field),
+            queue=rp("schedulingPolicy.queue"),
+            priority_class=rp("schedulingPolicy.priorityClassName"),
+            scheduler=TEMPLATE,
+            ttl=rp("ttlSecondsAfterFinished"),
+            deadline=rp("activeDeadlineSeconds"),
+        )
+    for kind, field in _KUBEFLOW_KINDS.items():
+        table[KUBEFLOW_GROUP, kind] = KindMap(
+            "kubeflow",
+            KUBEFLOW_GROUP,
+            kind,
+            _map_groups(
+                field,
+                elastic=kind in ("PyTorchJob", "PaddleJob"),
+                # Kubeflow's MPIJob Worker defaults to 0 replicas (the launcher may run alone).
+                default_zero=("Worker",) if kind == "MPIJob" else (),
+            ),
+            queue=_fixed("spec", "runPolicy", "schedulingPolicy", "queue"),
+            priority_class=_fixed("spec", "runPolicy", "schedulingPolicy", "priorityClass"),
+            scheduler=TEMPLATE,
+            ttl=_fixed("spec", "runPolicy", "ttlSecondsAfterFinished"),
+            deadline=_fixed("spec", "runPolicy", "activeDeadlineSeconds"),
+            kueue=True,
+        )
+    table[MLKUBE_GROUP, "MxJob"] = KindMap(
+        "mlkube",
+        MLKUBE_GROUP,
+        "MxJob",
+        _list_groups("replicaSpecs", lambda s, i: str(s.get("mxReplicaType") or "WORKER"), 1),
+        queue=None,
+        priority_class=TEMPLATE,
+        scheduler=TEMPLATE,
+        ttl=None,
+        deadline=None,
+    )
+    table[T9K_GROUP, "GenericJob"] = KindMap(
+        "t9k",
+        T9K_GROUP,
+        "GenericJob",
+        _list_groups("replicaSpecs", lambda s, i: str(s.get("type") or i), 1),
+        queue=_fixed("spec", "scheduler", "t9kScheduler", "queue"),
+        priority_class=TEMPLATE,
+        scheduler=TEMPLATE,
+        ttl=None,
+        deadline=None,
+    )
+    table[DIENGINE_GROUP, "DIJob"] = KindMap(
+        "diengine",
+        DIENGINE_GROUP,
+        "DIJob",
+        _list_groups("tasks", lambda s, i: str(s.get("name") or s.get("type") or "none"), 1),
+        queue=None,
+        priority_class=TEMPLATE,
+        scheduler=TEMPLATE,
+        ttl=None,
+        deadline=None,
+    )
+    table[VOLCANO_GROUP, "Job"] = KindMap(
+        "volcano",
+        VOLCANO_GROUP,
+        "Job",
+        # Volcano's task replicas is a plain int32: unset is 0 (its CRD has no default).
+        _list_groups("tasks", lambda s, i: str(s.get("name") or f"default{i}"), 0),
+        queue=_fixed("spec", "queue"),
+        priority_class=_fixed("spec", "priorityClassName"),
+        scheduler=_fixed("spec", "schedulerName"),
+        ttl=_fixed("spec", "ttlSecondsAfterFinished"),
+        deadline=None,
+    )
+    return table
+
+
+KINDS: dict[tuple[str, str], KindMap] = _build()
+
+# Volcano's own CRD schema defaults spec.queue to this value, so a job reaches admission with it set.
+VOLCANO_SCHEMA_DEFAULT_QUEUE = "default"
+
+
+def group_kind(job: dict[str, Any]) -> tuple[str, str]:
+    """(group, kind) of a job object; the version is not needed (one served version per group)."""
+    api_version = job.get("apiVersion") if isinstance(job, dict) else None
+    group = api_version.rsplit("/", 1)[0] if isinstance(api_version, str) and "/" in api_version else ""
+    kind = job.get("kind") if isinstance(job, dict) else None
+    return group, kind if isinstance(kind, str) else ""
+
+
+def kind_map(job: dict[str, Any]) -> KindMap | None:
+    """The field map of the job's kind, or None for a kind jobgate does not serve."""
+    return KINDS.get(group_kind(job))
+
+
+def field_locations(kmap: KindMap, field: str, job: dict[str, Any]) -> list[tuple[FieldPath, Any]] | None:
+    """Every place ``field`` lives in this job with its current value; None = the kind has no such field.
+
+    A template-level field gives one place per replica group that has a template.
+    """
+    locator = kmap.locator(field)
+    if locator is None:
+        return None
+    if locator == TEMPLATE:
+        return [
+            ((*g.template_path, "spec", field), get_path(g.template, ("spec", field)))
+            for g in kmap.groups(job)
+            if g.template is not None
+        ]
+    path = locator(job)  # type: ignore[operator]
+    return [(path, get_path(job, path))]

@@ -1,0 +1,221 @@
+"""GPU arithmetic: a pod's request as Kubernetes computes it, weighted by the resources counted as GPUs.
+
+A pod's request follows k8s.io/component-helpers ``resource.PodRequests`` (with sidecars):
+
+- app containers are summed;
+- init containers run in order; a sidecar (an init container with ``restartPolicy: Always``) keeps
+  running, so it is added to the sum *and* to every later init container's peak; a plain init
+  container's peak is its own request plus the sidecars started before it;
+- the pod's request is, per resource, the larger of the sum and the highest init peak, plus the
+  RuntimeClass ``overhead``.
+
+Per container and resource, ``requests`` counts, else ``limits``: pod templates inside CRDs are not
+defaulted by the apiserver (it copies limits into requests only when it creates the Pod).
+
+Which resources are GPUs, and how much one unit weighs, comes from the policy's ``gpuResources``
+(a name may end in ``*``); an exact name beats a pattern, a longer pattern beats a shorter one.
+DRA claims (``spec.resourceClaims``, a container's ``resources.claims``) hold devices that do not
+show as resources: they cannot be counted, and :func:`pod_gpus` says so instead of passing silently.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from fractions import Fraction
+from typing import Any
+
+# The default list: NVIDIA (whole GPUs and MIG profiles), AMD, Intel (i915 and xe drivers), Habana
+# Gaudi, AWS Neuron (devices and cores), Volcano's vGPU count. vgpu-memory and vgpu-cores are sizes
+# of a vGPU, not GPUs, and are deliberately absent.
+DEFAULT_GPU_RESOURCES: tuple[tuple[str, float], ...] = (
+    ("nvidia.com/gpu", 1),
+    ("nvidia.com/mig-*", 1),
+    ("amd.com/gpu", 1),
+    ("gpu.intel.com/i915", 1),
+    ("gpu.intel.com/xe", 1),
+    ("habana.ai/gaudi", 1),
+    ("aws.amazon.com/neuron*", 1),
+    ("volcano.sh/vgpu-number", 1),
+)
+
+
+class QuantityError(ValueError):
+    """A string that is not a Kubernetes quantity."""
+
+
+_QUANTITY = re.compile(r"^([+-]?(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+))(?:([eE][+-]?[0-9]+)|([a-zA-Z]*))$")
+_SUFFIX = {
+    "": Fraction(1),
+    "n": Fraction(1, 10**9),
+    "u": Fraction(1, 10**6),
+    "m": Fraction(1, 1000),
+    "k": Fraction(10**3),
+    "M": Fraction(10**6),
+    "G": Fraction(10**9),
+    "T": Fraction(10**12),
+    "P": Fraction(10**15),
+    "E": Fraction(10**18),
+    "Ki": Fraction(2**10),
+    "Mi": Fraction(2**20),
+    "Gi": Fraction(2**30),
+    "Ti": Fraction(2**40),
+    "Pi": Fraction(2**50),
+    "Ei": Fraction(2**60),
+}
+_MAX_EXPONENT = 30  # far beyond any real quantity; bounds the work a hostile "1e999999999" could cause
+
+
+def parse_quantity(value: Any) -> Fraction:
+    """A Kubernetes quantity (``2``, ``"2"``, ``"500m"``, ``"1Ki"``, ``"1e3"``) as an exact fraction.
+
+    Raises :class:`QuantityError` for anything else (a bool, a list, ``"two"``, ``"1.2.3"``, ``"1 Gi"``).
+    """
+    if isinstance(value, bool) or value is None:
+        raise QuantityError(f"{value!r} is not a quantity")
+    if isinstance(value, int):
+        return Fraction(value)
+    if isinstance(value, float):
+        if not math.isfinite(value):
+            raise QuantityError(f"{value!r} is not a quantity")
+        return Fraction(str(value))
+    if not isinstance(value, str) or len(value) > 64:
+        raise QuantityError(f"{value!r} is not a quantity")
+    match = _QUANTITY.match(value)
+    if not match:
+        raise QuantityError(f"{value!r} is not a quantity: it must match the regular expression of resource.Quantity")
+    number, exponent, suffix = match.groups()
+    base = Fraction(number)
+    if exponent:
+        power = int(exponent[1:])
+        if abs(power) > _MAX_EXPONENT:
+            raise QuantityError(f"{value!r} is out of range")
+        return base * Fraction(10) ** power
+    if suffix not in _SUFFIX:
+        raise QuantityError(f"{value!r} is not a quantity: unknown suffix {suffix!r}")
+    return base * _SUFFIX[suffix]
+
+
+@dataclass
+class PodCount:
+    """The weighted GPUs of one pod template, and what could not be counted."""
+
+    gpus: Fraction = Fraction(0)
+    by_resource: dict[str, Fraction] = field(default_factory=dict)
+    uncounted: list[str] = field(default_factory=list)  # DRA claims, unparseable quantities
+
+
+def gpu_weight(name: str, resources: Iterable[tuple[str, float]]) -> Fraction | None:
+    """The weight of resource ``name`` under ``resources`` (``(name-or-pattern, weight)``), None if not a GPU."""
+    best: tuple[int, Fraction] | None = None
+    for pattern, weight in resources:
+        if pattern.endswith("*"):
+            if name.startswith(pattern[:-1]):
+                rank = len(pattern) - 1
+            else:
+                continue
+        elif name == pattern:
+            rank = 10**6  # an exact name beats every pattern
+        else:
+            continue
+        if best is None or rank > best[0]:
+            best = (rank, Fraction(str(weight)) if isinstance(weight, float) else Fraction(weight))
+    return best[1] if best else None
+
+
+def _container_requests(container: Mapping[str, Any], problems: list[str], where: str) -> dict[str, Fraction]:
+    resources = container.get("resources")
+    if not isinstance(resources, Mapping):
+        return {}
+    requests = resources.get("requests") if isinstance(resources.get("requests"), Mapping) else {}
+    limits = resources.get("limits") if isinstance(resources.get("limits"), Mapping) else {}
+    if resources.get("claims"):
+        problems.append(f"{where}.resources.claims: DRA claims cannot be counted as GPUs")
+    out: dict[str, Fraction] = {}
+    for name in {*requests, *limits}:
+        raw = requests[name] if name in requests else limits[name]
+        try:
+            out[name] = parse_quantity(raw)
+        except QuantityError as err:
+            problems.append(f"{where}.resources: {name}: {err}")
+    return out
+
+
+def _add(a: dict[str, Fraction], b: Mapping[str, Fraction]) -> dict[str, Fraction]:
+    out = dict(a)
+    for name, value in b.items():
+        out[name] = out.get(name, Fraction(0)) + value
+    return out
+
+
+def _max(a: dict[str, Fraction], b: Mapping[str, Fraction]) -> dict[str, Fraction]:
+    out = dict(a)
+    for name, value in b.items():
+        if value > out.get(name, Fraction(0)):
+            out[name] = value
+    return out
+
+
+def pod_requests(
+    pod_spec: Mapping[str, Any], problems: list[str] | None = None, where: str = "spec"
+) -> dict[str, Fraction]:
+    """Per-resource request of a pod spec, as ``resource.PodRequests`` computes it (sidecars included)."""
+    problems = problems if problems is not None else []
+    total: dict[str, Fraction] = {}
+    containers = pod_spec.get("containers")
+    for i, container in enumerate(containers if isinstance(containers, list) else []):
+        if isinstance(container, Mapping):
+            total = _add(total, _container_requests(container, problems, f"{where}.containers[{i}]"))
+    sidecars: dict[str, Fraction] = {}
+    init_peak: dict[str, Fraction] = {}
+    inits = pod_spec.get("initContainers")
+    for i, container in enumerate(inits if isinstance(inits, list) else []):
+        if not isinstance(container, Mapping):
+            continue
+        own = _container_requests(container, problems, f"{where}.initContainers[{i}]")
+        if container.get("restartPolicy") == "Always":
+            # A sidecar runs alongside the app containers and every later init container.
+            total = _add(total, own)
+            sidecars = _add(sidecars, own)
+            peak = sidecars
+        else:
+            peak = _add(own, sidecars)
+        init_peak = _max(init_peak, peak)
+    total = _max(total, init_peak)
+    overhead = pod_spec.get("overhead")
+    if isinstance(overhead, Mapping):
+        parsed: dict[str, Fraction] = {}
+        for name, raw in overhead.items():
+            try:
+                parsed[name] = parse_quantity(raw)
+            except QuantityError as err:
+                problems.append(f"{where}.overhead: {name}: {err}")
+        total = _add(total, parsed)
+    return total
+
+
+def pod_gpus(template: Mapping[str, Any] | None, resources: Iterable[tuple[str, float]], where: str) -> PodCount:
+    """The weighted GPUs of one pod template (``where`` is its field path, for the messages)."""
+    count = PodCount()
+    spec = template.get("spec") if isinstance(template, Mapping) else None
+    if not isinstance(spec, Mapping):
+        return count
+    resources = list(resources)
+    if spec.get("resourceClaims"):
+        count.uncounted.append(f"{where}.spec.resourceClaims: DRA claims cannot be counted as GPUs")
+    requests = pod_requests(spec, count.uncounted, f"{where}.spec")
+    for name, value in sorted(requests.items()):
+        weight = gpu_weight(name, resources)
+        if weight is not None and value:
+            count.by_resource[name] = value
+            count.gpus += value * weight
+    return count
+
+
+def format_gpus(value: Fraction) -> str:
+    """``Fraction(3)`` → ``"3"``; ``Fraction(3, 2)`` → ``"1.5"`` (weights may be fractional)."""
+    if value.denominator == 1:
+        return str(value.numerator)
+    return f"{float(value):g}"

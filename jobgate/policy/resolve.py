@@ -1,0 +1,426 @@
+"""One resolution of the policies that apply to a job: the effective policy.
+
+Selection. A ``ClusterTrainingJobPolicy`` applies in the namespaces its ``namespaceSelector``
+selects (absent = every namespace); a ``TrainingJobPolicy`` applies in its own namespace. Then
+``spec.match`` narrows to jobs: ``families``, ``kinds`` and ``objectSelector`` must each hold when
+given (absent = every job jobgate serves).
+
+Combination. Every resolved value keeps the policy it came from (:class:`Sourced`), for messages
+and ``explain``. Enforcement actions are never merged into one: a constraint is combined per
+(policy, constraint), so that a ``Warn`` policy's limit can only ever warn.
+
+- Limits (``max*``), ``require.ttlSecondsAfterFinished``/``activeDeadlineSeconds`` and ``forbid``
+  items: an entry is kept unless another entry *dominates* it, i.e. is at least as restrictive, with
+  an action at least as strong (Deny > Warn > Audit) and an ``existingViolations`` at least as strict
+  (Deny > Allow). What remains is at most one entry per (action, existingViolations) tier, each
+  stricter than every stronger tier: e.g. Deny at 32 GPUs and Warn at 16 — a job of 20 GPUs is
+  warned, one of 40 is denied (and warned). The first remaining Deny entry is "the" most
+  restrictive value that ``explain`` shows.
+- Allow-lists (``queues``, ``priorityClassNames``, ``schedulerNames``, ``imageRegistries``) and
+  required labels stay per policy: a job must satisfy each, which is their intersection, and a
+  violation names the very policy whose list refuses the value. When the intersection is empty no
+  job can satisfy them: a :class:`Conflict` names the policies, with the strongest action whose
+  policies alone already have an empty intersection (a Deny/Warn clash can only warn).
+- ``gpuResources``: the union of the lists the matching policies give, the largest weight per name
+  (counting more is the restrictive side); the built-in list when none gives one.
+- Defaults (``queue``, ``priorityClassName``, ``schedulerName``, the TTL and deadline, each label,
+  ``kueueQueueName``): a ``TrainingJobPolicy`` beats a ``ClusterTrainingJobPolicy``; within a scope the
+  higher ``priority`` wins; equal priority with different values is a Conflict and no default for
+  that field (never an order-dependent pick). Defaults apply whatever the policy's
+  ``enforcementAction``: the action governs limits and requirements only.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from jobgate.policy.fieldmap import KINDS, kind_map
+from jobgate.policy.gpu import DEFAULT_GPU_RESOURCES
+from jobgate.policy.images import entry_prefix
+from jobgate.policy.selectors import selector_matches
+
+CLUSTER_KIND = "ClusterTrainingJobPolicy"
+NAMESPACED_KIND = "TrainingJobPolicy"
+ACTION_RANK = {"Audit": 0, "Warn": 1, "Deny": 2}
+EXISTING_RANK = {"Allow": 0, "Deny": 1}
+
+LIMIT_FIELDS = (
+    "maxReplicasPerRole",
+    "maxReplicasPerJob",
+    "maxGPUsPerPod",
+    "maxGPUsPerJob",
+    "maxTTLSecondsAfterFinished",
+    "maxActiveDeadlineSeconds",
+)
+ALLOW_FIELDS = ("queues", "priorityClassNames", "schedulerNames", "imageRegistries")
+REQUIRED_FIELDS = ("ttlSecondsAfterFinished", "activeDeadlineSeconds")
+DEFAULT_FIELDS = (
+    "queue",
+    "priorityClassName",
+    "schedulerName",
+    "ttlSecondsAfterFinished",
+    "activeDeadlineSeconds",
+    "kueueQueueName",
+)
+
+
+@dataclass(frozen=True, order=True)
+class PolicyRef:
+    """Which policy a value came from."""
+
+    kind: str
+    namespace: str
+    name: str
+
+    def __str__(self) -> str:
+        return f"{self.kind} {self.namespace}/{self.name}" if self.namespace else f"{self.kind} {self.name}"
+
+
+@dataclass(frozen=True)
+class Sourced:
+    """A value with the policy that gave it and that policy's enforcement settings."""
+
+    value: Any
+    source: PolicyRef
+    action: str = "Deny"
+    existing_violations: str = "Allow"
+    priority: int = 0
+
+
+@dataclass(frozen=True)
+class Conflict:
+    """Policies that cannot all be satisfied (allow-lists) or disagree on a default."""
+
+    field: str  # e.g. "require.queues", "defaults.queue", "defaults.labels[team]"
+    policies: tuple[PolicyRef, ...]
+    message: str
+    action: str | None = None  # for allow-lists: the action a job gets; None for defaults
+
+
+@dataclass
+class EffectivePolicy:
+    """What applies to one job (or, without a job, to a namespace): see the module docstring."""
+
+    namespace: str
+    policies: list[PolicyRef] = field(default_factory=list)
+    limits: dict[str, list[Sourced]] = field(default_factory=dict)
+    gpu_resources: list[tuple[str, float]] = field(default_factory=lambda: list(DEFAULT_GPU_RESOURCES))
+    gpu_resources_sources: list[PolicyRef] = field(default_factory=list)  # empty = the built-in list
+    allow: dict[str, list[Sourced]] = field(default_factory=dict)
+    required_fields: dict[str, list[Sourced]] = field(default_factory=dict)
+    required_labels: dict[str, list[Sourced]] = field(default_factory=dict)  # value: allowed values or None
+    forbid: dict[str, list[Sourced]] = field(default_factory=dict)
+    defaults: dict[str, Sourced] = field(default_factory=dict)  # "queue", ..., "labels[<key>]"
+    default_labels: dict[str, Sourced] = field(default_factory=dict)
+    conflicts: list[Conflict] = field(default_factory=list)
+
+    def limit(self, name: str) -> Sourced | None:
+        """The most restrictive Deny value of a limit (else the strictest entry), for display."""
+        entries = self.limits.get(name) or []
+        deny = [e for e in entries if e.action == "Deny"]
+        return (deny or entries or [None])[0]
+
+
+# --- reading policy objects (plain dicts, parsed or as the apiserver stores them) ----------------
+
+
+def policy_ref(policy: Mapping[str, Any]) -> PolicyRef:
+    meta = policy.get("metadata") or {}
+    kind = policy.get("kind") or ""
+    namespace = meta.get("namespace") or "" if kind == NAMESPACED_KIND else ""
+    return PolicyRef(str(kind), str(namespace), str(meta.get("name") or ""))
+
+
+def _spec(policy: Mapping[str, Any]) -> Mapping[str, Any]:
+    spec = policy.get("spec")
+    return spec if isinstance(spec, Mapping) else {}
+
+
+def _section(policy: Mapping[str, Any], name: str) -> Mapping[str, Any]:
+    section = _spec(policy).get(name)
+    return section if isinstance(section, Mapping) else {}
+
+
+def _sourced(policy: Mapping[str, Any], value: Any) -> Sourced:
+    spec = _spec(policy)
+    action = spec.get("enforcementAction") or "Deny"
+    existing = spec.get("existingViolations") or "Allow"
+    priority = spec.get("priority")
+    return Sourced(
+        value,
+        policy_ref(policy),
+        action if action in ACTION_RANK else "Deny",  # an unknown action fails closed
+        existing if existing in EXISTING_RANK else "Deny",
+        priority if isinstance(priority, int) and not isinstance(priority, bool) else 0,
+    )
+
+
+# --- selection ---------------------------------------------------------------------------------
+
+
+def policy_applies(
+    policy: Mapping[str, Any],
+    namespace: str,
+    namespace_labels: Mapping[str, str] | None,
+    job: Mapping[str, Any] | None,
+) -> bool:
+    """Whether ``policy`` applies to ``job`` in ``namespace``; ``job=None`` ignores ``spec.match``."""
+    kind = policy.get("kind")
+    spec = _spec(policy)
+    if kind == CLUSTER_KIND:
+        if not selector_matches(spec.get("namespaceSelector"), namespace_labels):
+            return False
+    elif kind == NAMESPACED_KIND:
+        if (policy.get("metadata") or {}).get("namespace") != namespace:
+            return False
+    else:
+        return False
+    if job is None:
+        return True
+    return job_matches(spec.get("match"), job)
+
+
+def job_matches(match: Mapping[str, Any] | None, job: Mapping[str, Any]) -> bool:
+    """``spec.match`` against a job: each condition given must hold."""
+    if not isinstance(match, Mapping):
+        return True
+    kmap = kind_map(dict(job))
+    families = match.get("families")
+    if families is not None and (kmap is None or kmap.family not in families):
+        return False
+    kinds = match.get("kinds")
+    if kinds is not None:
+        wanted = {(k.get("group"), k.get("kind")) for k in kinds if isinstance(k, Mapping)}
+        if kmap is None or (kmap.group, kmap.kind) not in wanted:
+            return False
+    labels = (job.get("metadata") or {}).get("labels") or {}
+    return selector_matches(match.get("objectSelector"), labels)
+
+
+def select_policies(
+    policies: Iterable[Mapping[str, Any]],
+    namespace: str,
+    namespace_labels: Mapping[str, str] | None,
+    job: Mapping[str, Any] | None,
+) -> list[Mapping[str, Any]]:
+    """The policies that apply, in a stable order (scope, then name) so that results never depend on input order."""
+    chosen = [p for p in policies if policy_applies(p, namespace, namespace_labels, job)]
+    return sorted(chosen, key=policy_ref)
+
+
+# --- combination -------------------------------------------------------------------------------
+
+
+def _dominates(a: Sourced, b: Sourced, stricter_or_equal: bool) -> bool:
+    return (
+        stricter_or_equal
+        and ACTION_RANK[a.action] >= ACTION_RANK[b.action]
+        and EXISTING_RANK[a.existing_violations] >= EXISTING_RANK[b.existing_violations]
+    )
+
+
+def prune(entries: list[Sourced], numeric: bool = True) -> list[Sourced]:
+    """Drop every entry another one dominates (see the module docstring); strictest first."""
+    ordered = sorted(
+        entries,
+        key=lambda e: (
+            e.value if numeric else 0,
+            -ACTION_RANK[e.action],
+            -EXISTING_RANK[e.existing_violations],
+            e.source,
+        ),
+    )
+    kept: list[Sourced] = []
+    for entry in ordered:
+        if not any(_dominates(k, entry, (not numeric) or k.value <= entry.value) for k in kept):
+            kept.append(entry)
+    return kept
+
+
+def _intersect(field_name: str, lists: list[Sourced]) -> set[str]:
+    """The values every list allows (registries: prefixes, the narrower of two nested ones)."""
+    if field_name != "imageRegistries":
+        result = set(lists[0].value)
+        for entry in lists[1:]:
+            result &= set(entry.value)
+        return result
+    current = {entry_prefix(v) for v in lists[0].value}
+    for entry in lists[1:]:
+        other = {entry_prefix(v) for v in entry.value}
+        nxt = set()
+        for a in current:
+            for b in other:
+                if a.startswith(b):
+                    nxt.add(a)
+                elif b.startswith(a):
+                    nxt.add(b)
+        current = nxt
+    return current
+
+
+def _allow_conflict(field_name: str, entries: list[Sourced]) -> Conflict | None:
+    if len(entries) < 2 or _intersect(field_name, entries):
+        return None
+    action = "Audit"
+    for rank_name in ("Deny", "Warn"):
+        strong = [e for e in entries if ACTION_RANK[e.action] >= ACTION_RANK[rank_name]]
+        if len(strong) >= 2 and not _intersect(field_name, strong):
+            action = rank_name
+            break
+    sources = tuple(sorted({e.source for e in entries}))
+    described = "; ".join(f"{e.source}: [{', '.join(map(str, e.value))}]" for e in entries)
+    return Conflict(
+        f"require.{field_name}",
+        sources,
+        f"no value satisfies every policy's require.{field_name} ({described})",
+        action,
+    )
+
+
+def _pick_default(field_name: str, candidates: list[Sourced]) -> tuple[Sourced | None, Conflict | None]:
+    if not candidates:
+        return None, None
+    namespaced = [c for c in candidates if c.source.kind == NAMESPACED_KIND]
+    pool = namespaced or candidates
+    top = max(c.priority for c in pool)
+    best = sorted((c for c in pool if c.priority == top), key=lambda c: c.source)
+    values = {repr(c.value) for c in best}
+    if len(values) > 1:
+        sources = tuple(c.source for c in best)
+        described = "; ".join(f"{c.source}: {c.value!r}" for c in best)
+        return None, Conflict(
+            f"defaults.{field_name}",
+            sources,
+            f"policies of equal priority {top} set different defaults for {field_name} ({described}); "
+            "no default is applied",
+        )
+    return best[0], None
+
+
+def combine(selected: Iterable[Mapping[str, Any]], namespace: str) -> EffectivePolicy:
+    """The effective policy of already selected policies (cacheable per namespace and selection)."""
+    selected = sorted(selected, key=policy_ref)
+    eff = EffectivePolicy(namespace, [policy_ref(p) for p in selected])
+    limits: dict[str, list[Sourced]] = {}
+    required: dict[str, list[Sourced]] = {}
+    forbid: dict[str, list[Sourced]] = {}
+    defaults: dict[str, list[Sourced]] = {}
+    default_labels: dict[str, list[Sourced]] = {}
+    gpu: dict[str, float] = {}
+    for policy in selected:
+        lim, req, dflt = _section(policy, "limits"), _section(policy, "require"), _section(policy, "defaults")
+        for name in LIMIT_FIELDS:
+            value = lim.get(name)
+            if isinstance(value, int) and not isinstance(value, bool):
+                limits.setdefault(name, []).append(_sourced(policy, value))
+        resources = lim.get("gpuResources")
+        if isinstance(resources, list) and resources:
+            eff.gpu_resources_sources.append(policy_ref(policy))
+            for item in resources:
+                if isinstance(item, Mapping) and isinstance(item.get("name"), str):
+                    weight = item.get("weight", 1)
+                    gpu[item["name"]] = max(gpu.get(item["name"], 0), weight)
+        for name in REQUIRED_FIELDS:
+            if req.get(name) is True:
+                required.setdefault(name, []).append(_sourced(policy, True))
+        for item in req.get("forbid") or []:
+            forbid.setdefault(item, []).append(_sourced(policy, True))
+        for name in ALLOW_FIELDS:
+            values = req.get(name)
+            if isinstance(values, list):
+                eff.allow.setdefault(name, []).append(_sourced(policy, list(values)))
+        for label in req.get("labels") or []:
+            if isinstance(label, Mapping) and isinstance(label.get("key"), str):
+                values = label.get("values")
+                eff.required_labels.setdefault(label["key"], []).append(
+                    _sourced(policy, list(values) if isinstance(values, list) else None)
+                )
+        for name in DEFAULT_FIELDS:
+            if dflt.get(name) is not None:
+                defaults.setdefault(name, []).append(_sourced(policy, dflt[name]))
+        labels = dflt.get("labels")
+        if isinstance(labels, Mapping):
+            for key, value in labels.items():
+                default_labels.setdefault(key, []).append(_sourced(policy, value))
+    eff.limits = {name: prune(entries) for name, entries in limits.items()}
+    eff.required_fields = {name: prune(entries, numeric=False) for name, entries in required.items()}
+    eff.forbid = {name: prune(entries, numeric=False) for name, entries in forbid.items()}
+    if gpu:
+        eff.gpu_resources = sorted(gpu.items())
+    for name, entries in eff.allow.items():
+        conflict = _allow_conflict(name, entries)
+        if conflict:
+            eff.conflicts.append(conflict)
+    for name, entries in eff.required_labels.items():
+        with_values = [e for e in entries if e.value is not None]
+        conflict = _allow_conflict("labels", with_values) if len(with_values) > 1 else None
+        if conflict:
+            eff.conflicts.append(
+                Conflict(f"require.labels[{name}]", conflict.policies, conflict.message, conflict.action)
+            )
+    for name, entries in defaults.items():
+        winner, conflict = _pick_default(name, entries)
+        if winner:
+            eff.defaults[name] = winner
+        if conflict:
+            eff.conflicts.append(conflict)
+    for key, entries in default_labels.items():
+        winner, conflict = _pick_default(f"labels[{key}]", entries)
+        if winner:
+            eff.default_labels[key] = winner
+        if conflict:
+            eff.conflicts.append(conflict)
+    return eff
+
+
+def effective_policy(
+    policies: Iterable[Mapping[str, Any]],
+    namespace: str,
+    namespace_labels: Mapping[str, str] | None,
+    job: Mapping[str, Any] | None,
+) -> EffectivePolicy:
+    """The effective policy for ``job`` in ``namespace`` (``job=None``: every policy of the namespace)."""
+    return combine(select_policies(policies, namespace, namespace_labels, job), namespace)
+
+
+def conflicts(
+    policies: Iterable[Mapping[str, Any]],
+    namespaces: Mapping[str, Mapping[str, str]] | None = None,
+) -> list[Conflict]:
+    """Every conflict between policies that can apply together, for the policies' status.
+
+    ``namespaces`` maps each namespace to its labels. Without it, every cluster policy is taken to
+    apply everywhere (selectors unknown: report what *could* clash) and the namespaces are those
+    of the namespaced policies, plus one with no namespaced policy. Policies are grouped per kind
+    jobgate serves (``match.families``/``kinds``); ``objectSelector`` is assumed to overlap.
+    """
+    policies = list(policies)
+    if namespaces is None:
+        names = sorted({(p.get("metadata") or {}).get("namespace") or "" for p in policies} - {""})
+        scopes: list[tuple[str, Mapping[str, str] | None]] = [(n, None) for n in [*names, ""]]
+    else:
+        scopes = list(namespaces.items())
+    found: dict[tuple[str, tuple[PolicyRef, ...]], Conflict] = {}
+    for namespace, labels in scopes:
+        for kmap in KINDS.values():
+            probe = {"apiVersion": f"{kmap.group}/v", "kind": kmap.kind}
+            chosen = []
+            for p in policies:
+                kind = p.get("kind")
+                if kind == NAMESPACED_KIND and (p.get("metadata") or {}).get("namespace") != namespace:
+                    continue
+                if kind == CLUSTER_KIND and labels is not None and not policy_applies(p, namespace, labels, None):
+                    continue
+                if kind not in (CLUSTER_KIND, NAMESPACED_KIND):
+                    continue
+                match = _spec(p).get("match")
+                loose = (
+                    {k: v for k, v in match.items() if k != "objectSelector"} if isinstance(match, Mapping) else None
+                )
+                if job_matches(loose, probe):
+                    chosen.append(p)
+            for conflict in combine(chosen, namespace).conflicts:
+                found.setdefault((conflict.field, conflict.policies), conflict)
+    return list(found.values())
