@@ -433,8 +433,17 @@ def webhook_configuration(obj: dict[str, Any], timeout: str, groups: dict[str, s
         hook["rules"] = rules
 
 
+# CRDs of jobgate's own APIs, installed with the others whatever families are served.
+OWN_CRD_GROUPS = ("policy.jobgate.io",)
+
+
 def crd(obj: dict[str, Any], groups: dict[str, str]) -> str:
     group = obj["spec"]["group"]
+    if group in OWN_CRD_GROUPS:
+        metadata = obj["metadata"]
+        keep = {"helm.sh/resource-policy": "keep"}
+        metadata["annotations"] = When(".Values.crds.keep", keep)
+        return ".Values.crds.install"
     family = groups.get(group)
     if family is None:
         raise ChartError(f"CRD {obj['metadata']['name']}: no family serves group {group}")

@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any, Literal, NotRequired, TypedDict
 
 import orjson
 
-from jobgate.engine.context import ReviewContext
+from jobgate.engine.context import ReviewContext, context_for
 from jobgate.engine.registry import GroupVersionKind, JobKind, lookup_names
 from jobgate.engine.review import defaulting_patch, review_job
 from jobgate.webhook.envelope import ADMISSION_API_VERSION, AdmissionRequest, AdmissionReview, BadReview, RequestKind
@@ -25,6 +25,9 @@ if TYPE_CHECKING:
     from jobgate.engine.views import ClusterViews
 
 log = logging.getLogger("jobgate.admission")
+
+# The audit annotation an Audit policy's findings go under (the apiserver prefixes the webhook's name).
+AUDIT_ANNOTATION = "policy-violations"
 
 # Nesting is bounded by the JSON parser: orjson refuses documents nested deeper than 1024
 # levels (a 400 "depth limit exceeded"). Everything that walks a parsed review (the schema
@@ -51,6 +54,7 @@ class AdmissionResponse(TypedDict):
     patchType: NotRequired[Literal["JSONPatch"]]
     patch: NotRequired[str]
     warnings: NotRequired[list[str]]
+    auditAnnotations: NotRequired[dict[str, str]]
 
 
 class AdmissionReviewResponse(TypedDict):
@@ -168,12 +172,12 @@ def answer_review(
 
 def review_context(request: AdmissionRequest, views: ClusterViews | None) -> ReviewContext:
     """What the rules may know of this request: its operation, namespace, user and dry run, and the views."""
-    return ReviewContext(
+    return context_for(
+        views,
         operation=request.operation,
         namespace=request.namespace,
         user=request.user,
         dry_run=bool(request.dryRun),
-        queues=views.queues if views is not None else None,
     )
 
 
@@ -189,24 +193,29 @@ def _decide(request: AdmissionRequest, webhook: Webhook, views: ClusterViews | N
         raise BadReview("not an AdmissionReview v1: request.object must be an object")
     old = request.oldObject if request.operation == "UPDATE" and isinstance(request.oldObject, dict) else None
     if webhook is Webhook.MUTATE:
-        return _mutate(request, kind, old)
+        return _mutate(request, kind, old, views)
     verdict = review_job(kind, request.object, old, context=review_context(request, views), with_patch=False)
     response: AdmissionResponse = {"uid": request.uid, "allowed": verdict.allowed}
     if not verdict.allowed:
         response["status"] = verdict.status()
     if verdict.warnings:
         response["warnings"] = verdict.warnings
+    if verdict.audit:
+        # Audit policies: admitted, recorded in the apiserver's audit log under this key.
+        response["auditAnnotations"] = {AUDIT_ANNOTATION: "; ".join(verdict.audit)}
     return response
 
 
-def _mutate(request: AdmissionRequest, kind: JobKind, old: dict[str, Any] | None) -> AdmissionResponse:
+def _mutate(
+    request: AdmissionRequest, kind: JobKind, old: dict[str, Any] | None, views: ClusterViews | None
+) -> AdmissionResponse:
     """Defaults only: /mutate admits every well-formed review of a served kind, the verdict is /validate's.
 
     Even a bug in a defaulting rule admits the object unpatched (with a warning): the validating
     webhook, which defaults in memory first, meets the same bug and fails closed there.
     """
     try:
-        patch = defaulting_patch(kind, request.object, old)
+        patch = defaulting_patch(kind, request.object, old, review_context(request, views))
     except Exception:
         log.exception("internal error while defaulting uid=%s kind=%s", request.uid, request.kind.kind)
         warning = f"jobgate could not fill defaults (internal error, request {request.uid}); see the webhook log"

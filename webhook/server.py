@@ -122,10 +122,14 @@ class ServerState:
     # The cluster objects this process's reviews may read (Volcano's Queues once their cache
     # syncs). Reviews sent to the large-review pool's processes see none of them.
     views: ClusterViews = field(default_factory=ClusterViews)
+    # False while a cache the reviews need is still listing (the platform policies'): not Ready then.
+    caches_synced: Callable[[], bool] = lambda: True
 
     @property
     def ready(self) -> bool:
-        return self.serving and self.certificate_loaded and not (self.draining and self.unready_while_draining)
+        if self.draining and self.unready_while_draining:
+            return False
+        return self.serving and self.certificate_loaded and self.caches_synced()
 
 
 def _plain(status: int, text: str, state: ServerState, *, close: bool = False) -> web.Response:

@@ -13,8 +13,9 @@ from jobgate.cli.exits import EXIT_OK, EXIT_USAGE
 TYPE_CHECKING = False  # typing.TYPE_CHECKING, without importing typing at run time (start-up)
 if TYPE_CHECKING:
     import argparse
+    from typing import Any
 
-    from jobgate.engine.views import ClusterViews, QueueSnapshot
+    from jobgate.engine.views import ClusterViews, PolicySnapshot, QueueSnapshot
     from jobgate.offline.results import FieldValidation
 
 
@@ -26,7 +27,7 @@ def _validate(args: argparse.Namespace | QuickArguments) -> int:
     from jobgate.offline.report import Reporter
     from jobgate.offline.results import iter_results
 
-    views = _cluster_views(args.queues)
+    views = _cluster_views(args)
     if views is None:
         return EXIT_USAGE
 
@@ -85,6 +86,9 @@ def _default(args: argparse.Namespace) -> int:
     from jobgate.engine.jsonpatch import apply_patch
     from jobgate.offline.results import DocumentResult, Outcome, evaluate, job_documents, load
 
+    views = _cluster_views(args)
+    if views is None:
+        return EXIT_USAGE
     status = EXIT_OK
     trees: list[object] = []
     objects: list[object] = []
@@ -95,7 +99,7 @@ def _default(args: argparse.Namespace) -> int:
             status = EXIT_USAGE
             continue
         for obj, prefix in job_documents(item):
-            result, verdict = evaluate(item, obj, prefix, args.validate, with_patch=True)
+            result, verdict = evaluate(item, obj, prefix, args.validate, with_patch=True, views=views)
             if verdict is None:
                 if result.outcome is Outcome.ERROR:
                     status = EXIT_USAGE
@@ -132,44 +136,102 @@ def _default(args: argparse.Namespace) -> int:
     return status
 
 
-def _cluster_views(queues_path: str | None) -> ClusterViews | None:
+def _cluster_views(args: argparse.Namespace | QuickArguments) -> ClusterViews | None:
     """The cluster objects given on the command line for the rules to read; None after printing why not."""
     from jobgate.engine.views import ClusterViews
 
-    views = ClusterViews()
+    views = ClusterViews(default_namespace=getattr(args, "namespace", None) or "default")
+    queues_path = getattr(args, "queues", None)
     if queues_path is not None:
         views.queues = _load_queues(queues_path)
         if views.queues is None:
             return None
+    policy_paths = getattr(args, "policies", None)
+    namespaces_path = getattr(args, "namespaces", None)
+    if policy_paths or namespaces_path:
+        views.policies = _load_policies(policy_paths or [], namespaces_path)
+        if views.policies is None:
+            return None
     return views
 
 
-def _load_queues(path: str) -> QueueSnapshot | None:
-    """``--queues FILE``: Volcano Queues (e.g. ``kubectl get queues -o yaml``) for the queue check offline."""
+def _objects_of(path: str, flag: str) -> list[dict[str, Any]] | None:
+    """Every object in a YAML/JSON file (``List`` items unwrapped); None after printing why not."""
     from ruamel.yaml import YAML, YAMLError
-
-    from jobgate.engine.views import QueueSnapshot
 
     try:
         with open(path, encoding="utf-8") as handle:
             documents = [d for d in YAML(typ="safe", pure=True).load_all(handle) if d is not None]
     except (OSError, YAMLError, UnicodeDecodeError) as exc:
-        print(f"jobgate: --queues {path}: {exc}", file=sys.stderr)
+        print(f"jobgate: {flag} {path}: {exc}", file=sys.stderr)
         return None
-    queues: list = []
+    objects: list[dict[str, Any]] = []
     for document in documents:
         items = (
             document.get("items") if isinstance(document, dict) and str(document.get("kind")).endswith("List") else None
         )
-        queues.extend(items if isinstance(items, list) else [document])
-    return QueueSnapshot(queues)
+        objects.extend(item for item in (items if isinstance(items, list) else [document]) if isinstance(item, dict))
+    return objects
+
+
+def _load_queues(path: str) -> QueueSnapshot | None:
+    """``--queues FILE``: Volcano Queues (e.g. ``kubectl get queues -o yaml``) for the queue check offline."""
+    from jobgate.engine.views import QueueSnapshot
+
+    queues = _objects_of(path, "--queues")
+    return None if queues is None else QueueSnapshot(queues)
+
+
+def _load_policies(paths: list[str], namespaces_path: str | None) -> PolicySnapshot | None:
+    """``--policies FILE|DIR`` (repeatable) and ``--namespaces FILE``: checked as the apiserver would
+    admit them (a malformed policy is a usage error, exit 2), and the namespaces' labels."""
+    from pydantic import ValidationError
+
+    from jobgate.engine.views import PolicySnapshot
+    from jobgate.offline.sources import SourceError, expand_paths
+    from jobgate.policy.models import POLICY_KINDS, parse_policy
+
+    policies: list[dict[str, Any]] = []
+    for given in paths:
+        try:
+            files = list(expand_paths([given]))
+        except SourceError as exc:
+            print(f"jobgate: --policies {given}: {exc.message}", file=sys.stderr)
+            return None
+        for path in files:
+            objects = _objects_of(path, "--policies")
+            if objects is None:
+                return None
+            for obj in objects:
+                if obj.get("kind") not in POLICY_KINDS:
+                    continue  # other objects of an export (e.g. the jobs themselves) are not policies
+                try:
+                    policies.append(parse_policy(obj))
+                except (ValidationError, ValueError) as exc:
+                    name = (obj.get("metadata") or {}).get("name", "?")
+                    first = str(exc).splitlines()
+                    print(f"jobgate: --policies {path}: {obj.get('kind')} {name} is invalid: "
+                          f"{'; '.join(first[:3])}", file=sys.stderr)  # fmt: skip
+                    return None
+    namespaces: dict[str, dict[str, str]] = {}
+    if namespaces_path is not None:
+        objects = _objects_of(namespaces_path, "--namespaces")
+        if objects is None:
+            return None
+        for obj in objects:
+            metadata = obj.get("metadata") if obj.get("kind") in (None, "Namespace") else None
+            name = metadata.get("name") if isinstance(metadata, dict) else None
+            if isinstance(name, str):
+                labels = metadata.get("labels") if isinstance(metadata, dict) else None
+                namespaces[name] = {str(k): str(v) for k, v in (labels or {}).items()}
+    return PolicySnapshot(policies, namespaces)
 
 
 def _review(args: argparse.Namespace) -> int:
     from jobgate.offline.sources import SourceError, display_name, printable, read_source
     from jobgate.webhook.admission import BadReview, Webhook, review_body
 
-    views = _cluster_views(args.queues)
+    views = _cluster_views(args)
     if views is None:
         return EXIT_USAGE
     try:
@@ -217,4 +279,7 @@ class QuickArguments:
         self.validate = validate
         self.jobs = jobs
         self.queues = None
+        self.policies = None
+        self.namespaces = None
+        self.namespace = None
         self.handler = _validate

@@ -8,6 +8,7 @@ import sys
 from jobgate.cli.certs import _certs_init, _certs_inject, _certs_renew
 from jobgate.cli.manifests import _enforcement, _manifests, _policies
 from jobgate.cli.offline import _default, _review, _validate
+from jobgate.cli.policy import _explain
 from jobgate.cli.serve import _controller, _webhook
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING, without importing typing at run time (start-up)
@@ -25,12 +26,35 @@ def _add_families_flag(parser: argparse.ArgumentParser) -> None:
     )
 
 
-def _add_queues_flag(parser: argparse.ArgumentParser, default: object = None) -> None:
+def _add_cluster_flags(parser: argparse.ArgumentParser, default: object = None) -> None:
+    """The cluster objects an offline verdict needs, exported to files (``default``: argparse.SUPPRESS
+    on a sub-command, so that the flag may come before or after it)."""
     parser.add_argument(
         "--queues",
         metavar="FILE",
         default=default,
         help="Volcano Queues (YAML/JSON, e.g. `kubectl get queues -o yaml`) to check Volcano jobs' queues against",
+    )
+    parser.add_argument(
+        "--policies",
+        metavar="FILE|DIR",
+        action="append",
+        default=default,
+        help="platform policies to enforce (ClusterTrainingJobPolicy, TrainingJobPolicy; e.g. `kubectl get "
+        "clustertrainingjobpolicies,trainingjobpolicies -A -o yaml`); may be given again",
+    )
+    parser.add_argument(
+        "--namespaces",
+        metavar="FILE",
+        default=default,
+        help="Namespace objects (e.g. `kubectl get namespaces -o yaml`) whose labels the policies' "
+        "namespaceSelector reads",
+    )
+    parser.add_argument(
+        "--namespace",
+        metavar="NS",
+        default=default,
+        help="the namespace of a job that names none (default: default)",
     )
 
 
@@ -83,7 +107,7 @@ def _validate_arguments(validate: argparse.ArgumentParser) -> None:
         metavar="N",
         help="files checked in parallel (default: the number of CPUs); output stays in input order",
     )
-    _add_queues_flag(validate)
+    _add_cluster_flags(validate)
     validate.set_defaults(handler=_validate)
 
 
@@ -97,19 +121,20 @@ def _default_arguments(default: argparse.ArgumentParser) -> None:
         help="yaml keeps the author's comments and key order; json is the object as the apiserver stores it",
     )
     _add_validation_flag(default)
+    _add_cluster_flags(default)
     default.set_defaults(handler=_default)
 
 
 def _review_arguments(review: argparse.ArgumentParser) -> None:
     import argparse
 
-    _add_queues_flag(review)
+    _add_cluster_flags(review)
     # One sub-command per webhook, so that flags may come before or after FILE.
     webhooks = review.add_subparsers(dest="webhook", metavar="{mutate,validate}", required=True)
     for name in ("mutate", "validate"):
         answer = webhooks.add_parser(name, help=f"answer as /{name} would")
         answer.add_argument("file", nargs="?", default="-", metavar="FILE", help="AdmissionReview JSON (stdin if -)")
-        _add_queues_flag(answer, default=argparse.SUPPRESS)
+        _add_cluster_flags(answer, default=argparse.SUPPRESS)
     review.set_defaults(handler=_review)
 
 
@@ -250,6 +275,27 @@ def _certs_arguments(certs: argparse.ArgumentParser) -> None:
     inject.set_defaults(handler=_certs_inject)
 
 
+def _policy_arguments(policy: argparse.ArgumentParser) -> None:
+    actions = policy.add_subparsers(dest="action", metavar="{explain}", required=True)
+    explain = actions.add_parser(
+        "explain", help="print a namespace's effective policy, each value with the policy that gave it"
+    )
+    explain.description = (
+        "Reads the policies from the cluster (--kubeconfig, or in-cluster), or from files with --policies. "
+        "Exit status: 0 printed, 2 usage error or unreadable input."
+    )
+    explain.add_argument("--namespace", required=True, metavar="NS", help="the namespace whose jobs it is for")
+    explain.add_argument(
+        "--policies",
+        metavar="FILE|DIR",
+        action="append",
+        help="policy objects from files instead of the cluster; may be given again",
+    )
+    explain.add_argument("--namespaces", metavar="FILE", help="Namespace objects, for the policies' namespaceSelector")
+    explain.add_argument("--kubeconfig", help="kubeconfig file (default: in-cluster configuration)")
+    explain.set_defaults(handler=_explain)
+
+
 # One entry per command: its help line, and what adds its arguments.
 COMMANDS: dict[str, tuple[str, Callable[[argparse.ArgumentParser], None]]] = {
     "validate": ("mutate then validate job manifests offline, as the cluster would", _validate_arguments),
@@ -259,6 +305,7 @@ COMMANDS: dict[str, tuple[str, Callable[[argparse.ArgumentParser], None]]] = {
     "controller": ("reconcile jobs into pods and services", _controller_arguments),
     "manifests": ("generated CRDs, policies and webhook configurations", _manifests_arguments),
     "certs": ("certificates for the webhook", _certs_arguments),
+    "policy": ("platform policies: a namespace's effective policy", _policy_arguments),
 }
 
 

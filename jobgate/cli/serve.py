@@ -31,6 +31,12 @@ def _webhook(args: argparse.Namespace) -> int:
         shutdown_delay=args.shutdown_delay,
     )
     start_queue_check(args.kubeconfig, server.state.views)
+    from jobgate.webhook.policies import PolicyEnforcement
+    from jobgate.webhook.queues import in_cluster
+
+    policies = PolicyEnforcement(server.state.views)
+    policies.start(args.kubeconfig, in_cluster())
+    server.state.caches_synced = policies.ready
     server.state.unready_while_draining = "readiness" not in args.drain_omit
     server.state.close_while_draining = "connection-close" not in args.drain_omit
     return run(server, args.event_loop)

@@ -11,9 +11,10 @@ from __future__ import annotations
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING, without importing typing at run time (start-up)
 if TYPE_CHECKING:
-    from collections.abc import Mapping
+    from collections.abc import Mapping, Sequence
+    from typing import Any
 
-    from jobgate.engine.views import QueueView
+    from jobgate.engine.views import ClusterViews, QueueView
 
 CREATE = "CREATE"
 UPDATE = "UPDATE"
@@ -30,7 +31,17 @@ class ReviewContext:
     rules it runs.
     """
 
-    __slots__ = ("dry_run", "groups", "namespace", "namespace_labels", "operation", "queues", "skipped", "user")
+    __slots__ = (
+        "dry_run",
+        "groups",
+        "namespace",
+        "namespace_labels",
+        "operation",
+        "policies",
+        "queues",
+        "skipped",
+        "user",
+    )
 
     def __init__(
         self,
@@ -42,6 +53,7 @@ class ReviewContext:
         groups: tuple[str, ...] = (),
         dry_run: bool = False,
         queues: QueueView | None = None,
+        policies: Sequence[Mapping[str, Any]] | None = None,
     ) -> None:
         self.operation = operation
         self.namespace = namespace
@@ -52,6 +64,9 @@ class ReviewContext:
         self.dry_run = dry_run
         # Volcano's Queues (scheduling.volcano.sh); None: no view, the queue check is skipped.
         self.queues = queues
+        # The platform policies (ClusterTrainingJobPolicy, TrainingJobPolicy objects) that may apply;
+        # None: policy enforcement is off for this review (no view of them), () none exist.
+        self.policies = policies
         self.skipped: set[str] = set()
 
     def __repr__(self) -> str:
@@ -59,3 +74,26 @@ class ReviewContext:
             f"ReviewContext(operation={self.operation!r}, namespace={self.namespace!r}, user={self.user!r}, "
             f"dry_run={self.dry_run!r}, queues={'yes' if self.queues is not None else 'none'})"
         )
+
+
+def context_for(
+    views: ClusterViews | None,
+    *,
+    operation: str = CREATE,
+    namespace: str | None = None,
+    user: str | None = None,
+    dry_run: bool = False,
+) -> ReviewContext:
+    """A review's context with what the transport's views show of the cluster for this namespace."""
+    if views is None:
+        return ReviewContext(operation=operation, namespace=namespace, user=user, dry_run=dry_run)
+    policies = views.policies
+    return ReviewContext(
+        operation=operation,
+        namespace=namespace,
+        namespace_labels=policies.namespace_labels(namespace) if policies is not None and namespace else None,
+        user=user,
+        dry_run=dry_run,
+        queues=views.queues,
+        policies=policies.policies() if policies is not None else None,
+    )

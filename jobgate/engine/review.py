@@ -24,7 +24,7 @@ if TYPE_CHECKING:
 class Verdict:
     # Not a dataclass: importing ``dataclasses`` costs a one-file ``jobgate validate`` more
     # than the rules it runs.
-    __slots__ = ("defaulted", "errors", "kind", "patch", "skipped", "warnings")
+    __slots__ = ("audit", "defaulted", "errors", "kind", "patch", "skipped", "warnings")
 
     def __init__(
         self,
@@ -35,6 +35,7 @@ class Verdict:
         warnings: list[str],
         *,
         skipped: frozenset[str] = frozenset(),
+        audit: list[str] | None = None,
     ) -> None:
         self.kind = kind
         self.defaulted = defaulted
@@ -43,6 +44,8 @@ class Verdict:
         self.warnings = warnings
         # The checks the review's context could not support (no view of the objects they read).
         self.skipped = skipped
+        # Findings of Audit policies: recorded (the webhook's audit annotations), never shown as denials.
+        self.audit = audit if audit is not None else []
 
     @property
     def allowed(self) -> bool:
@@ -70,9 +73,16 @@ def kind_of(obj: Any) -> JobKind | None:
     return lookup(gvk) if gvk is not None else None
 
 
-def defaulting_patch(kind: JobKind, obj: dict[str, Any], old: dict[str, Any] | None = None) -> Patch:
-    """The JSON Patch /mutate sends: defaults only, whatever validation would say of the result."""
+def defaulting_patch(
+    kind: JobKind, obj: dict[str, Any], old: dict[str, Any] | None = None, context: ReviewContext | None = None
+) -> Patch:
+    """The JSON Patch /mutate sends: defaults only (the platform policies' first, on CREATE), whatever
+    validation would say of the result."""
     recorder = PatchRecorder()
+    if context is not None and context.policies is not None:
+        from jobgate.policy.review import with_policy_defaults
+
+        obj = with_policy_defaults(kind.family, obj, context, recorder)
     kind.default(obj, recorder, previous=old)
     return recorder.ops
 
@@ -93,10 +103,24 @@ def review_job(
     if context is None:
         context = ReviewContext(operation=CREATE if old is None else UPDATE)
     recorder = PatchRecorder() if with_patch else NO_PATCH
+    if context.policies is not None:
+        # Imported only for a review that carries policies: a plain one-file check never loads them.
+        from jobgate.policy.review import with_policy_defaults
+
+        obj = with_policy_defaults(kind.family, obj, context, recorder)
     defaulted = kind.default(obj, recorder, previous=old)
     old_defaulted = kind.default(old) if isinstance(old, dict) else None
     found = kind.validate(defaulted, old_defaulted, context)
     found.errors.extend(generate_name_errors(defaulted.get("metadata"), creating=old is None))
+    audit: list[str] = []
+    if context.policies is not None:
+        from jobgate.policy.review import judge
+
+        judged = judge(kind.family, defaulted, old_defaulted, context)
+        if judged is not None:
+            found.errors.extend(judged.errors)
+            found.warnings.extend(judged.warnings)
+            audit = judged.audit
     return Verdict(
         kind=kind,
         defaulted=defaulted,
@@ -104,4 +128,5 @@ def review_job(
         errors=found.errors,
         warnings=list(dict.fromkeys(found.warnings)),
         skipped=frozenset(context.skipped),
+        audit=audit,
     )

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING, without importing typing at run time (start-up)
 if TYPE_CHECKING:
+    from collections.abc import Mapping, Sequence
     from typing import Any, Protocol
 else:
     # For type checkers only; at run time a plain base, so that checking a file imports no typing.
@@ -75,6 +76,39 @@ class QueueSnapshot:
         return QueueInfo(name, state if isinstance(state, str) else "", self._children.get(name, 0))
 
 
+class PolicyView(Protocol):
+    """Read-only view of the platform policies and the namespaces' labels they select by."""
+
+    def policies(self) -> Sequence[Mapping[str, Any]]: ...
+
+    def namespace_labels(self, namespace: str) -> Mapping[str, str] | None: ...
+
+
+# The label the apiserver sets on every namespace (NamespaceDefaultLabelName, 1.21+).
+NAMESPACE_NAME_LABEL = "kubernetes.io/metadata.name"
+
+
+class PolicySnapshot:
+    """A ``PolicyView`` over objects given at once (``jobgate validate --policies --namespaces``, tests).
+
+    A namespace missing from ``namespaces`` has only the label the apiserver gives every namespace.
+    """
+
+    __slots__ = ("_namespaces", "_policies")
+
+    def __init__(
+        self, policies: Sequence[Mapping[str, Any]], namespaces: Mapping[str, Mapping[str, str]] | None = None
+    ) -> None:
+        self._policies = tuple(policies)
+        self._namespaces = dict(namespaces or {})
+
+    def policies(self) -> Sequence[Mapping[str, Any]]:
+        return self._policies
+
+    def namespace_labels(self, namespace: str) -> Mapping[str, str] | None:
+        return {**self._namespaces.get(namespace, {}), NAMESPACE_NAME_LABEL: namespace}
+
+
 class ClusterViews:
     """The views a transport holds for its reviews, each None until it has one.
 
@@ -82,7 +116,12 @@ class ClusterViews:
     as its caches sync; each review copies what it needs into its ``ReviewContext``.
     """
 
-    __slots__ = ("queues",)
+    __slots__ = ("default_namespace", "policies", "queues")
 
-    def __init__(self, queues: QueueView | None = None) -> None:
+    def __init__(
+        self, queues: QueueView | None = None, policies: PolicyView | None = None, default_namespace: str = "default"
+    ) -> None:
         self.queues = queues
+        self.policies = policies
+        # The namespace of a job that names none (offline: kubectl's, ``--namespace``).
+        self.default_namespace = default_namespace

@@ -9,7 +9,7 @@ from __future__ import annotations
 import os
 from enum import StrEnum
 
-from jobgate.engine.context import ReviewContext
+from jobgate.engine.context import context_for
 from jobgate.engine.registry import GroupVersionKind, lookup
 from jobgate.engine.review import Verdict, review_job
 from jobgate.offline.sources import (
@@ -267,7 +267,7 @@ def evaluate(
         result = DocumentResult(source, document.index, line, Outcome.SKIPPED, api_version, kind_name, namespace, name)
         result.reason = f"jobgate does not serve {api_version} {kind_name}"
         return result, None
-    context = ReviewContext(namespace=namespace or None, queues=views.queues if views is not None else None)
+    context = context_for(views, namespace=namespace or (views.default_namespace if views is not None else None))
     verdict = review_job(kind, obj, context=context, with_patch=with_patch)
     unknown: list[tuple[Any, ...]] = []
     plain_warnings: list[str] = []

@@ -41,6 +41,7 @@ from dataclasses import dataclass
 from fractions import Fraction
 from typing import Any
 
+from jobgate.engine.fielderrors import render_path
 from jobgate.policy.fieldmap import (
     KUEUE_LABEL,
     VOLCANO_SCHEMA_DEFAULT_QUEUE,
@@ -50,7 +51,6 @@ from jobgate.policy.fieldmap import (
     ReplicaGroup,
     get_path,
     kind_map,
-    render_path,
 )
 from jobgate.policy.gpu import format_gpus, pod_gpus
 from jobgate.policy.images import image_allowed, normalise_image
@@ -80,6 +80,8 @@ class PolicyFinding:
     identity: tuple[Any, ...] = ()
     measure: Any = None
     existing_violations: str = "Deny"
+    # The path as segments, for the engine's field errors (and the offline command's line numbers).
+    segments: FieldPath = ()
 
     def text(self) -> str:
         """The line as the apiserver prints a field error."""
@@ -120,6 +122,7 @@ def _finding(  # noqa: PLR0917 (the checks pass value, identity, measure in that
         (rule, entry.source, *identity),
         measure,
         entry.existing_violations,
+        () if isinstance(path, str) else path,
     )
 
 

@@ -1,7 +1,7 @@
 """Where each job kind keeps the fields a policy reads or writes.
 
-The field names follow jobgate's own job models (``jobgate/webhook/api``), which are the project's
-truth, without importing them (this package stays free of the engine). Per family:
+The field names follow jobgate's own job models (``jobgate/families/<name>/models.py``), the
+project's truth, read here from the plain dicts the rules see. Per family:
 
 ==================  =========================================  ==========================================
 field               where                                       kinds without it (→ "not applicable")
@@ -31,28 +31,10 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-
-class Key(str):
-    """A map key inside a field path, rendered ``[key]`` as the apiserver does (``tfReplicaSpecs[Worker]``)."""
-
-    __slots__ = ()
-
-
-PathSegment = str | int
-FieldPath = tuple[PathSegment, ...]
+# The engine's field paths: a map key renders ``[key]`` as the apiserver does (``tfReplicaSpecs[Worker]``).
+from jobgate.engine.fielderrors import FieldPath, Key, PathSegment
 
 KUEUE_LABEL = "kueue.x-k8s.io/queue-name"
-
-
-def render_path(path: FieldPath) -> str:
-    """``("spec", "tasks", 0, "template")`` → ``spec.tasks[0].template``."""
-    out: list[str] = []
-    for segment in path:
-        if isinstance(segment, Key | int):
-            out.append(f"[{segment}]")
-        else:
-            out.append(f".{segment}" if out else segment)
-    return "".join(out)
 
 
 def get_path(obj: Any, path: FieldPath) -> Any:

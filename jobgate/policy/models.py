@@ -451,6 +451,9 @@ class TrainingJobPolicy(_PolicyObject):
     spec: TrainingJobPolicySpec = Field(default_factory=TrainingJobPolicySpec)
 
 
+POLICY_KINDS = (CLUSTER_KIND, NAMESPACED_KIND)
+
+
 def parse_policy(obj: dict[str, Any]) -> dict[str, Any]:
     """Validate a policy object (either kind) and give it back as the plain dict the pure modules read.
 

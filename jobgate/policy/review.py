@@ -1,0 +1,105 @@
+"""Platform policy inside a review: the defaults it writes and the verdict it adds.
+
+``review_job`` calls these only when the review's context carries policies (the webhook with its
+policy caches, ``jobgate validate --policies``, the controller's audit); a review without them
+imports nothing of this package. The effective policy is resolved once per review from the
+context's policies, the job's namespace and that namespace's labels.
+
+Order: on CREATE the policy's defaults are written first, then the family's. A platform default
+must beat a built-in one (Volcano's webhook sets ``schedulerName: volcano``; a policy's scheduler
+default written after it could never apply); the family's defaults then fill what is left, and
+the family's validation judges the result. Both go into the one JSON Patch /mutate answers.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from jobgate.engine.context import CREATE, ReviewContext
+from jobgate.engine.fielderrors import ErrorType, FieldError
+from jobgate.engine.jsonpatch import PatchRecorder, escape_pointer_token
+from jobgate.policy.check import PolicyFinding, policy_defaults, policy_findings
+from jobgate.policy.resolve import EffectivePolicy, effective_policy
+
+_ERROR_TYPES = {error_type.text: error_type for error_type in ErrorType}
+
+
+def effective_for(job: dict[str, Any], context: ReviewContext) -> EffectivePolicy | None:
+    """The job's effective policy, or None when the review carries no policies."""
+    if context.policies is None:
+        return None
+    metadata = job.get("metadata")
+    namespace = metadata.get("namespace") if isinstance(metadata, dict) else None
+    namespace = namespace if isinstance(namespace, str) and namespace else context.namespace or "default"
+    return effective_policy(context.policies, namespace, context.namespace_labels, job)
+
+
+def with_policy_defaults(
+    family: str, obj: dict[str, Any], context: ReviewContext, recorder: PatchRecorder
+) -> dict[str, Any]:
+    """``obj`` with its effective policy's defaults (CREATE only), each change recorded; ``obj`` itself
+    is not modified."""
+    if context.operation != CREATE or not isinstance(obj, dict):
+        return obj
+    effective = effective_for(obj, context)
+    if effective is None:
+        return obj
+    for path, value in policy_defaults(obj, family, effective):
+        obj = _set_path(obj, path, value, recorder)
+    return obj
+
+
+def _set_path(obj: dict[str, Any], path: list[str | int], value: object, recorder: PatchRecorder) -> dict[str, Any]:
+    """Copy on write down ``path``, creating missing objects, and set the value at its end."""
+    root = dict(obj)
+    node: Any = root
+    pointer = ""
+    for segment in path[:-1]:
+        child = node[segment] if isinstance(node, list) else node.get(segment)
+        if isinstance(child, dict | list):
+            copy: Any = dict(child) if isinstance(child, dict) else list(child)
+            node[segment] = copy
+        else:
+            recorder.set(node, str(segment), {}, pointer)
+            copy = node[segment]
+        pointer = f"{pointer}/{escape_pointer_token(str(segment))}"
+        node = copy
+    recorder.set(node, str(path[-1]), value, pointer)
+    return root
+
+
+class PolicyVerdict:
+    """What the policies add to a review: errors (Deny), warnings (Warn), audit lines (Audit)."""
+
+    __slots__ = ("audit", "errors", "warnings")
+
+    def __init__(self) -> None:
+        self.errors: list[FieldError] = []
+        self.warnings: list[str] = []
+        self.audit: list[str] = []
+
+
+def judge(
+    family: str, defaulted: dict[str, Any], old: dict[str, Any] | None, context: ReviewContext
+) -> PolicyVerdict | None:
+    """The policies' verdict on the job as it will be stored; None when the review carries no policies."""
+    effective = effective_for(defaulted, context)
+    if effective is None:
+        return None
+    verdict = PolicyVerdict()
+    for finding in policy_findings(defaulted, old, family, effective):
+        if finding.action == "Deny":
+            verdict.errors.append(field_error(finding))
+        elif finding.action == "Warn":
+            verdict.warnings.append(finding.text())
+        else:
+            verdict.audit.append(finding.text())
+    return verdict
+
+
+def field_error(finding: PolicyFinding) -> FieldError:
+    error_type = _ERROR_TYPES.get(finding.type, ErrorType.INVALID)
+    path = finding.segments or (finding.path,)
+    if error_type in (ErrorType.REQUIRED, ErrorType.FORBIDDEN):
+        return FieldError(error_type, path, detail=finding.message)
+    return FieldError(error_type, path, finding.value, finding.message)
