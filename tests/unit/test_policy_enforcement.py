@@ -1,0 +1,244 @@
+"""Platform policy through the engine and its transports: ``jobgate validate|default|review
+--policies --namespaces``, the webhook's answers, and the order of defaults."""
+
+from __future__ import annotations
+
+import base64
+import json
+from pathlib import Path
+
+import pytest
+import yaml
+
+from jobgate.cli import main
+from jobgate.engine.context import ReviewContext
+from jobgate.engine.jsonpatch import apply_patch
+from jobgate.engine.review import defaulting_patch, kind_of, review_job
+from jobgate.engine.views import ClusterViews, PolicySnapshot
+from jobgate.webhook.admission import AUDIT_ANNOTATION, Webhook, answer_review, parse_review
+from tests.builders import admission_review, vc_task, vcjob
+
+REPO = Path(__file__).resolve().parents[2]
+EXAMPLE_POLICIES = REPO / "examples" / "policies"
+
+
+def policy(name: str, spec: dict, *, namespace: str | None = None) -> dict:
+    metadata = {"name": name} if namespace is None else {"name": name, "namespace": namespace}
+    kind = "ClusterTrainingJobPolicy" if namespace is None else "TrainingJobPolicy"
+    return {"apiVersion": "policy.jobgate.io/v1alpha1", "kind": kind, "metadata": metadata, "spec": spec}
+
+
+def tfjob(namespace: str = "team-a", gpus: int = 1, workers: int = 2, labels: dict | None = None) -> dict:
+    container = {
+        "name": "tensorflow",
+        "image": "registry.example.com/ml/tf:2",
+        "resources": {"limits": {"nvidia.com/gpu": gpus}},
+    }
+    return {
+        "apiVersion": "training.kubedl.io/v1alpha1",
+        "kind": "TFJob",
+        "metadata": {"name": "train", "namespace": namespace, "labels": labels or {}},
+        "spec": {
+            "tfReplicaSpecs": {"Worker": {"replicas": workers, "template": {"spec": {"containers": [container]}}}}
+        },
+    }
+
+
+GPU_CAP = policy("gpu-cap", {"limits": {"maxGPUsPerJob": 4, "maxGPUsPerPod": 2}})
+QUEUE_DEFAULT = policy("team-a", {"defaults": {"queue": "team-a", "labels": {"team": "a"}}}, namespace="team-a")
+
+
+def context(*policies: dict, operation: str = "CREATE", namespace: str = "team-a") -> ReviewContext:
+    snapshot = PolicySnapshot(policies)
+    return ReviewContext(
+        operation=operation,
+        namespace=namespace,
+        namespace_labels=snapshot.namespace_labels(namespace),
+        policies=snapshot.policies(),
+    )
+
+
+def test_a_job_over_a_limit_is_denied_with_the_policy_named():
+    job = tfjob(gpus=2, workers=3)
+    verdict = review_job(kind_of(job), job, context=context(GPU_CAP))
+    assert [str(e) for e in verdict.errors] == [
+        'spec: Invalid value: "6": the job requests 6 GPUs at its largest (Worker 3 × 2), exceeds 4 GPUs per job '
+        "(ClusterTrainingJobPolicy gpu-cap)"
+    ]
+    assert not verdict.allowed
+
+
+def test_without_policies_in_the_context_the_same_job_is_admitted():
+    job = tfjob(gpus=2, workers=3)
+    assert review_job(kind_of(job), job).allowed
+    assert review_job(kind_of(job), job, context=context()).allowed  # policies on, none exist
+
+
+def test_warn_and_audit_policies_admit():
+    job = tfjob(gpus=2, workers=3)
+    warn = policy("gpu-warn", {"enforcementAction": "Warn", "limits": {"maxGPUsPerJob": 4}})
+    audit = policy("gpu-audit", {"enforcementAction": "Audit", "limits": {"maxGPUsPerJob": 4}})
+    warned = review_job(kind_of(job), job, context=context(warn))
+    assert warned.allowed
+    assert any("gpu-warn" in w for w in warned.warnings)
+    audited = review_job(kind_of(job), job, context=context(audit))
+    assert audited.allowed
+    assert audited.warnings == []
+    assert any("gpu-audit" in line for line in audited.audit)
+
+
+def test_policy_defaults_come_first_and_go_into_the_one_patch():
+    job = tfjob()
+    ctx = context(QUEUE_DEFAULT)
+    patch = defaulting_patch(kind_of(job), job, None, ctx)
+    stored = apply_patch(job, patch)
+    assert stored["spec"]["schedulingPolicy"]["queue"] == "team-a"
+    assert stored["metadata"]["labels"]["team"] == "a"
+    # The family's defaults are in the same patch, after the policy's.
+    assert stored["spec"]["tfReplicaSpecs"]["Worker"]["restartPolicy"]
+    paths = [op["path"] for op in patch]
+    assert paths.index("/metadata/labels/team") < paths.index("/spec/tfReplicaSpecs/Worker/restartPolicy")
+    # The validating side defaults in memory the same way, and the verdict is on that object.
+    verdict = review_job(kind_of(job), job, context=ctx)
+    assert verdict.defaulted == stored
+
+
+def test_policy_defaults_apply_on_create_only():
+    job = tfjob()
+    ctx = context(QUEUE_DEFAULT, operation="UPDATE")
+    assert defaulting_patch(kind_of(job), job, job, ctx) == defaulting_patch(kind_of(job), job, job)
+
+
+def test_a_default_never_overwrites_what_the_job_says():
+    job = tfjob(labels={"team": "b"})
+    stored = apply_patch(job, defaulting_patch(kind_of(job), job, None, context(QUEUE_DEFAULT)))
+    assert stored["metadata"]["labels"]["team"] == "b"
+
+
+def test_volcanos_schema_default_queue_counts_as_unset():
+    """Volcano's CRD stores ``queue: default`` before any webhook runs (documented in
+    jobgate/policy/check.py): a policy's queue default replaces exactly that value."""
+    job = vcjob(vc_task("w", 1), queue="default")
+    job["metadata"]["namespace"] = "team-a"
+    stored = apply_patch(job, defaulting_patch(kind_of(job), job, None, context(QUEUE_DEFAULT)))
+    assert stored["spec"]["queue"] == "team-a"
+    job["spec"]["queue"] = "other"
+    stored = apply_patch(job, defaulting_patch(kind_of(job), job, None, context(QUEUE_DEFAULT)))
+    assert stored["spec"]["queue"] == "other"
+
+
+def test_existing_violations_are_allowed_on_update_unless_made_worse():
+    old = tfjob(gpus=2, workers=3)
+    labelled = tfjob(gpus=2, workers=3, labels={"touched": "yes"})
+    ctx = context(GPU_CAP, operation="UPDATE")
+    assert review_job(kind_of(labelled), labelled, old, context=ctx).allowed
+    bigger = tfjob(gpus=2, workers=4)
+    assert not review_job(kind_of(bigger), bigger, old, context=ctx).allowed
+    strict = policy("gpu-strict", {"existingViolations": "Deny", "limits": {"maxGPUsPerJob": 4}})
+    assert not review_job(kind_of(labelled), labelled, old, context=context(strict, operation="UPDATE")).allowed
+
+
+def review_response(obj: dict, webhook: Webhook, views: ClusterViews, **kwargs) -> dict:
+    body = json.dumps(admission_review(obj, **kwargs)).encode()
+    return answer_review(parse_review(body), webhook, views)["response"]
+
+
+def test_the_webhook_denies_warns_and_annotates_from_its_views():
+    job = tfjob(gpus=2, workers=3)
+    views = ClusterViews(policies=PolicySnapshot([GPU_CAP]))
+    denied = review_response(job, Webhook.VALIDATE, views)
+    assert denied["allowed"] is False
+    assert denied["status"]["code"] == 422
+    assert "gpu-cap" in denied["status"]["message"]
+    audit = policy("gpu-audit", {"enforcementAction": "Audit", "limits": {"maxGPUsPerJob": 4}})
+    annotated = review_response(job, Webhook.VALIDATE, ClusterViews(policies=PolicySnapshot([audit])))
+    assert annotated["allowed"] is True
+    assert "gpu-audit" in annotated["auditAnnotations"][AUDIT_ANNOTATION]
+    mutated = review_response(tfjob(), Webhook.MUTATE, ClusterViews(policies=PolicySnapshot([QUEUE_DEFAULT])))
+    ops = json.loads(base64.b64decode(mutated["patch"]))
+    assert {"op": "add", "path": "/metadata/labels/team", "value": "a"} in ops
+
+
+def test_namespace_selectors_read_the_namespaces_labels():
+    research = policy("research", {"namespaceSelector": {"matchLabels": {"tier": "research"}}, **GPU_CAP["spec"]})
+    job = tfjob(gpus=2, workers=3, namespace="lab")
+    plain = ClusterViews(policies=PolicySnapshot([research], {"lab": {}}))
+    assert review_response(job, Webhook.VALIDATE, plain)["allowed"] is True
+    labelled = ClusterViews(policies=PolicySnapshot([research], {"lab": {"tier": "research"}}))
+    assert review_response(job, Webhook.VALIDATE, labelled)["allowed"] is False
+
+
+# --- the offline command ------------------------------------------------------------------------
+
+
+@pytest.fixture
+def files(tmp_path: Path) -> Path:
+    (tmp_path / "policies.yaml").write_text(yaml.safe_dump_all([GPU_CAP, QUEUE_DEFAULT]))
+    namespaces = {"apiVersion": "v1", "kind": "List", "items": [{"kind": "Namespace", "metadata": {"name": "team-a"}}]}
+    (tmp_path / "namespaces.yaml").write_text(yaml.safe_dump(namespaces))
+    (tmp_path / "big.yaml").write_text(yaml.safe_dump(tfjob(gpus=2, workers=3)))
+    (tmp_path / "small.yaml").write_text(yaml.safe_dump(tfjob()))
+    return tmp_path
+
+
+def test_validate_with_policies_gives_the_clusters_verdict(files: Path, capsys):
+    flags = ["--policies", str(files / "policies.yaml"), "--namespaces", str(files / "namespaces.yaml")]
+    assert main(["validate", *flags, str(files / "big.yaml")]) == 1
+    out = capsys.readouterr().out
+    assert "gpu-cap" in out
+    assert main(["validate", *flags, str(files / "small.yaml")]) == 0
+    assert main(["validate", str(files / "big.yaml")]) == 0  # no policies given: none enforced
+
+
+def test_default_with_policies_prints_the_stored_object(files: Path, capsys):
+    assert main(["default", "-o", "json", "--policies", str(files), str(files / "small.yaml")]) == 0
+    stored = json.loads(capsys.readouterr().out)
+    assert stored["spec"]["schedulingPolicy"]["queue"] == "team-a"
+    assert stored["metadata"]["labels"]["team"] == "a"
+
+
+def test_a_job_without_a_namespace_takes_the_namespace_flag(files: Path, capsys):
+    job = tfjob(gpus=2, workers=3)
+    del job["metadata"]["namespace"]
+    (files / "bare.yaml").write_text(yaml.safe_dump(job))
+    only_team_a = policy("cap", GPU_CAP["spec"], namespace="team-a")
+    (files / "team-a.yaml").write_text(yaml.safe_dump(only_team_a))
+    assert main(["validate", "--policies", str(files / "team-a.yaml"), str(files / "bare.yaml")]) == 0
+    flags = ["--policies", str(files / "team-a.yaml"), "--namespace", "team-a"]
+    assert main(["validate", *flags, str(files / "bare.yaml")]) == 1
+
+
+def test_review_with_policies_answers_as_the_webhook(files: Path, capsys):
+    review = files / "review.json"
+    review.write_text(json.dumps(admission_review(tfjob(gpus=2, workers=3))))
+    assert main(["review", "validate", str(review), "--policies", str(files / "policies.yaml")]) == 0
+    response = json.loads(capsys.readouterr().out)["response"]
+    assert response["allowed"] is False
+    assert "gpu-cap" in response["status"]["message"]
+
+
+def test_a_malformed_policy_is_a_usage_error(files: Path, capsys):
+    bad = policy("bad", {"limits": {"maxGPUsPerJob": -1}})
+    (files / "bad.yaml").write_text(yaml.safe_dump(bad))
+    assert main(["validate", "--policies", str(files / "bad.yaml"), str(files / "small.yaml")]) == 2
+    err = capsys.readouterr().err
+    assert "ClusterTrainingJobPolicy bad is invalid" in err
+    assert "Traceback" not in err
+
+
+def test_missing_policy_files_are_a_usage_error(files: Path, capsys):
+    assert main(["validate", "--policies", str(files / "nowhere"), str(files / "small.yaml")]) == 2
+    assert "--policies" in capsys.readouterr().err
+
+
+def test_policy_explain_names_the_source_of_every_value(files: Path, capsys):
+    flags = ["--policies", str(files / "policies.yaml"), "--namespaces", str(files / "namespaces.yaml")]
+    assert main(["policy", "explain", "--namespace", "team-a", *flags]) == 0
+    out = capsys.readouterr().out
+    assert "queue: 'team-a' from TrainingJobPolicy team-a/team-a" in out
+    assert "maxGPUsPerJob: 4 from ClusterTrainingJobPolicy gpu-cap" in out
+
+
+def test_the_example_policies_are_accepted_offline(capsys):
+    job = REPO / "examples" / "valid" / "tfjob-mnist.yaml"
+    assert main(["validate", "--policies", str(EXAMPLE_POLICIES), str(job)]) == 0
