@@ -98,10 +98,11 @@ class WebhookProcess:
         self.port = port
         self.process: subprocess.Popen | None = None
         self.log = tls_dir.parent / "webhook.log"
+        self.extra: tuple[str, ...] = ()  # more flags (e.g. --kubeconfig), kept across restarts
 
     def start(self) -> None:
         command = [sys.executable, "-m", "jobgate", "webhook", "--tls-dir", str(self.tls_dir)]
-        command += ["--host", "127.0.0.1", "--port", str(self.port), "--cert-check-interval", "0.5"]
+        command += ["--host", "127.0.0.1", "--port", str(self.port), "--cert-check-interval", "0.5", *self.extra]
         self.process = subprocess.Popen(command, cwd=REPO, stderr=self.log.open("ab"))
         deadline = time.monotonic() + 30
         while time.monotonic() < deadline:

@@ -1,0 +1,192 @@
+"""Platform policy on a real apiserver: the policy CRDs refuse malformed policies, the webhook
+(watching policies and namespaces through ``--kubeconfig``) defaults, denies, warns and records,
+``jobgate validate|default --policies --namespaces`` on the exported objects gives the same verdict
+and stored object, and a namespace holding a policy deletes."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+import yaml
+
+from tests.e2e.conftest import Cluster, WebhookProcess, wait_for_webhook, wait_until
+
+REPO = Path(__file__).resolve().parents[2]
+RESEARCH = "policy-research"
+TEAM = "policy-team"
+
+CLUSTER_POLICY = {
+    "apiVersion": "policy.jobgate.io/v1alpha1",
+    "kind": "ClusterTrainingJobPolicy",
+    "metadata": {"name": "e2e-research-gpus"},
+    "spec": {
+        "namespaceSelector": {"matchLabels": {"tier": "research"}},
+        "limits": {"maxGPUsPerJob": 4, "maxGPUsPerPod": 2},
+        "require": {"labels": [{"key": "team"}]},
+    },
+}
+TEAM_POLICY = {
+    "apiVersion": "policy.jobgate.io/v1alpha1",
+    "kind": "TrainingJobPolicy",
+    "metadata": {"name": "team-defaults", "namespace": TEAM},
+    "spec": {
+        "defaults": {"queue": "team-q", "labels": {"team": "team"}, "ttlSecondsAfterFinished": 3600},
+        "limits": {"maxReplicasPerRole": 2},
+        "enforcementAction": "Warn",
+    },
+}
+
+
+def tfjob(namespace: str, name: str, *, gpus: int = 1, workers: int = 1, labels: dict | None = None) -> dict:
+    container = {
+        "name": "tensorflow",
+        "image": "registry.example.com/tf:2",
+        "resources": {"limits": {"nvidia.com/gpu": gpus}},
+    }
+    return {
+        "apiVersion": "training.kubedl.io/v1alpha1",
+        "kind": "TFJob",
+        "metadata": {"name": name, "namespace": namespace, "labels": labels or {}},
+        "spec": {
+            "tfReplicaSpecs": {"Worker": {"replicas": workers, "template": {"spec": {"containers": [container]}}}}
+        },
+    }
+
+
+def jobgate(*args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "jobgate", *args], capture_output=True, text=True, check=False)
+
+
+@pytest.fixture(scope="module")
+def policy_cluster(cluster: Cluster, webhook_process: WebhookProcess) -> Iterator[Cluster]:
+    """The session's webhook restarted with --kubeconfig (its policy caches on), and two namespaces."""
+    webhook_process.stop()
+    webhook_process.extra = ("--kubeconfig", cluster.kubeconfig)
+    webhook_process.start()
+    try:
+        wait_until(lambda: "platform policy on" in webhook_process.log.read_text(), 60, message="policy caches")
+        wait_for_webhook(cluster)
+        cluster.kubectl("create", "namespace", RESEARCH, check=True)
+        cluster.kubectl("label", "namespace", RESEARCH, "tier=research", check=True)
+        cluster.kubectl("create", "namespace", TEAM, check=True)
+        cluster.kubectl("apply", "-f", "-", input=yaml.safe_dump_all([CLUSTER_POLICY, TEAM_POLICY]), check=True)
+        yield cluster
+    finally:
+        cluster.kubectl("delete", "clustertrainingjobpolicy", CLUSTER_POLICY["metadata"]["name"], "--ignore-not-found")
+        webhook_process.stop()
+        webhook_process.extra = ()
+        webhook_process.start()
+        wait_for_webhook(cluster)
+
+
+def apply(cluster: Cluster, obj: dict, *flags: str) -> subprocess.CompletedProcess[str]:
+    return cluster.kubectl("apply", *flags, "-f", "-", input=yaml.safe_dump(obj))
+
+
+def until_denied(cluster: Cluster, obj: dict, fragment: str) -> subprocess.CompletedProcess[str]:
+    """The webhook's caches follow the policies by watch: a moment after they are written."""
+    deadline = time.monotonic() + 30
+    while True:
+        result = apply(cluster, obj, "--dry-run=server")
+        if (result.returncode != 0 and fragment in result.stderr) or time.monotonic() > deadline:
+            return result
+        time.sleep(0.5)
+
+
+def exported(cluster: Cluster, tmp_path: Path) -> list[str]:
+    """The cluster's policies and namespaces as files, as a user exports them for CI."""
+    policies = cluster.kubectl("get", "clustertrainingjobpolicies,trainingjobpolicies", "-A", "-o", "yaml", check=True)
+    namespaces = cluster.kubectl("get", "namespaces", "-o", "yaml", check=True)
+    (tmp_path / "policies.yaml").write_text(policies.stdout)
+    (tmp_path / "namespaces.yaml").write_text(namespaces.stdout)
+    return ["--policies", str(tmp_path / "policies.yaml"), "--namespaces", str(tmp_path / "namespaces.yaml")]
+
+
+def test_a_job_over_the_limit_is_refused_at_apply_and_offline_alike(policy_cluster: Cluster, tmp_path: Path):
+    job = tfjob(RESEARCH, "too-big", gpus=2, workers=3, labels={"team": "x"})
+    refused = until_denied(policy_cluster, job, "e2e-research-gpus")
+    assert refused.returncode != 0
+    assert 'The TFJob "too-big" is invalid' in refused.stderr
+    assert "exceeds 4 GPUs per job (ClusterTrainingJobPolicy e2e-research-gpus)" in refused.stderr
+    (tmp_path / "job.yaml").write_text(yaml.safe_dump(job))
+    offline = jobgate("validate", "-o", "json", *exported(policy_cluster, tmp_path), str(tmp_path / "job.yaml"))
+    assert offline.returncode == 1, offline.stderr
+    fields = [e["field"] for d in json.loads(offline.stdout)["documents"] for e in d["errors"]]
+    assert fields == ["spec"]
+    assert "spec: Invalid value" in refused.stderr
+    # The same job in a namespace the policy does not select is admitted.
+    assert apply(policy_cluster, tfjob(TEAM, "too-big", gpus=2, workers=1), "--dry-run=server").returncode == 0
+
+
+def test_a_required_label_is_refused_with_its_field(policy_cluster: Cluster):
+    refused = until_denied(policy_cluster, tfjob(RESEARCH, "unlabelled"), "metadata.labels[team]")
+    assert "metadata.labels[team]: Required value" in refused.stderr
+
+
+def test_defaults_are_stored_as_jobgate_default_prints_them(policy_cluster: Cluster, tmp_path: Path):
+    job = tfjob(TEAM, "defaulted")
+    deadline = time.monotonic() + 30
+    while True:  # until the webhook's cache holds the team's policy
+        created = apply(policy_cluster, job)
+        assert created.returncode == 0, created.stderr
+        stored = policy_cluster.get_json("tfjob.training.kubedl.io", "defaulted", "-n", TEAM)
+        if stored["spec"].get("schedulingPolicy", {}).get("queue") == "team-q" or time.monotonic() > deadline:
+            break
+        policy_cluster.kubectl("delete", "tfjob.training.kubedl.io", "defaulted", "-n", TEAM, "--wait", check=True)
+        time.sleep(0.5)
+    assert stored["spec"]["schedulingPolicy"]["queue"] == "team-q"
+    assert stored["metadata"]["labels"]["team"] == "team"
+    assert stored["spec"]["ttlSecondsAfterFinished"] == 3600
+    (tmp_path / "job.yaml").write_text(yaml.safe_dump(job))
+    offline = jobgate("default", "-o", "json", *exported(policy_cluster, tmp_path), str(tmp_path / "job.yaml"))
+    assert offline.returncode == 0, offline.stderr
+    printed = json.loads(offline.stdout)
+    assert printed["spec"] == stored["spec"]
+    assert printed["metadata"]["labels"] == stored["metadata"]["labels"]
+
+
+def test_a_warn_policy_admits_with_a_warning(policy_cluster: Cluster):
+    job = tfjob(TEAM, "wide", workers=3)
+    deadline = time.monotonic() + 30
+    while True:
+        result = apply(policy_cluster, job, "--dry-run=server")
+        if "TrainingJobPolicy policy-team/team-defaults" in result.stderr or time.monotonic() > deadline:
+            break
+        time.sleep(0.5)
+    assert result.returncode == 0, result.stderr
+    assert "Warning:" in result.stderr
+    assert "TrainingJobPolicy policy-team/team-defaults" in result.stderr
+    # A dry run writes nothing.
+    assert policy_cluster.kubectl("get", "tfjob.training.kubedl.io", "wide", "-n", TEAM).returncode != 0
+
+
+@pytest.mark.parametrize(
+    ("limits", "fragment"),
+    [
+        ({"gpuResources": [{"name": "nvidia.com/gpu", "weight": 0}]}, "weight"),
+        ({"maxGPUsPerJob": -1}, "maxGPUsPerJob"),
+        ({"maxGPUsPerPod": 8, "maxGPUsPerJob": 4}, "maxGPUsPerPod"),
+    ],
+)
+def test_a_malformed_policy_is_refused_by_its_crd(policy_cluster: Cluster, limits: dict, fragment: str):
+    bad = {**CLUSTER_POLICY, "metadata": {"name": "malformed"}, "spec": {"limits": limits}}
+    result = apply(policy_cluster, bad)
+    assert result.returncode != 0
+    assert fragment in result.stderr
+
+
+def test_a_namespace_holding_a_policy_deletes(policy_cluster: Cluster):
+    namespace = "policy-doomed"
+    policy_cluster.kubectl("create", "namespace", namespace, check=True)
+    policy = {**TEAM_POLICY, "metadata": {"name": "doomed", "namespace": namespace}}
+    apply(policy_cluster, policy).check_returncode()
+    policy_cluster.kubectl("delete", "namespace", namespace, "--wait=false", check=True)
+    wait_until(
+        lambda: policy_cluster.kubectl("get", "namespace", namespace).returncode != 0, 90, message="namespace deleted"
+    )
