@@ -242,7 +242,7 @@ def controller_cluster_role() -> dict[str, Any]:
     """What the controller reads and writes, and nothing else."""
     by_group: dict[str, list[str]] = defaultdict(list)
     for kind in every_family_kind():
-        if not admission_only(kind):  # run by their peer's operator, never by jobgate's controller
+        if family_record(kind.family).controller is not None:  # the kinds jobgate's controller runs
             by_group[kind.gvk.group].append(kind.plural)
     rules: list[dict[str, Any]] = []
     for group, plurals in sorted(by_group.items()):

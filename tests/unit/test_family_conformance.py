@@ -1,0 +1,60 @@
+"""Every registered family provides every part its record names (tests/family_conformance.py)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+import yaml
+
+from jobgate.engine.family import Family
+from jobgate.families import FAMILY_NAMES, every_family, family
+from tests.family_conformance import problems
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+@pytest.mark.parametrize("name", FAMILY_NAMES)
+def test_the_family_provides_every_part(name: str):
+    record = family(name)
+    assert record.name == name
+    assert problems(record) == []
+
+
+def test_a_missing_part_is_found():
+    broken = Family(
+        name="kubedl",
+        group="training.kubedl.io",
+        version="v1alpha1",
+        kinds=("TFJob", "NoSuchJob"),
+        description="no placeholder",
+        models="jobgate.families.kubedl.models",
+        rules="jobgate.families.kubedl.rules",
+        cel="jobgate.families.kubedl.cel",
+        controller="jobgate.controller.adapters.kubedl",
+    )
+    found = problems(broken)
+    assert any("no {kind} placeholder" in p for p in found)
+    assert any("register" in p for p in found)
+    assert any("adapters for" in p for p in found)
+
+
+def test_a_record_must_say_where_its_rules_are_enforced():
+    with pytest.raises(ValueError, match="either a CEL module or the reason"):
+        Family(name="x", group="g", version="v", kinds=("K",), description="{kind}", models="m", rules="r")
+
+
+def test_every_served_kind_has_a_valid_example():
+    """Each kind of a family jobgate installs has an admitted example in examples/valid/."""
+    shown = set()
+    for path in (REPO / "examples" / "valid").glob("*.yaml"):
+        for document in yaml.safe_load_all(path.read_text()):
+            if isinstance(document, dict):
+                shown.add((document.get("apiVersion"), document.get("kind")))
+    missing = [
+        f"{record.group}/{record.version} {kind}"
+        for record in every_family()
+        for kind in record.kinds
+        if not record.admission_only and (f"{record.group}/{record.version}", kind) not in shown
+    ]
+    assert missing == []
