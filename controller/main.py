@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
+    from jobgate.controller.policy_audit import PolicyAudit
     from jobgate.controller.runtime import Controller
     from jobgate.kube.client import Kube
 
@@ -51,6 +52,21 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="Volcano Jobs with schedulerName volcano get no pods while their PodGroup is Pending "
         "(only when Volcano's scheduler runs: it is what moves PodGroups on)",
     )
+    parser.add_argument(
+        "--policy-audit-interval",
+        type=float,
+        default=300.0,
+        metavar="SECONDS",
+        help="audit stored jobs against the platform policies on every policy or namespace change and "
+        "this often (default 300; 0: no audit)",
+    )
+    parser.add_argument(
+        "--metrics-port",
+        type=int,
+        default=0,
+        metavar="PORT",
+        help="serve Prometheus metrics (jobgate_policy_violations) on this port (default 0: not served)",
+    )
     parser.add_argument("--log-format", choices=("text", "json"), default="text")
     parser.add_argument("--log-level", choices=("debug", "info", "warning", "error"), default="info")
 
@@ -82,10 +98,19 @@ def run(args: argparse.Namespace) -> int:
 
     signal.signal(signal.SIGTERM, on_signal)
     signal.signal(signal.SIGINT, on_signal)
+    if args.metrics_port:
+        from prometheus_client import start_http_server
+
+        start_http_server(args.metrics_port)
+    audit = _policy_audit(kube, controller, args)
     controller.start_informers()
     if not args.leader_elect:
         controller.start_workers()
+        if audit is not None:
+            audit.start()
         stop.wait()
+        if audit is not None:
+            audit.stop()
         controller.stop()
         _report(kube, controller)
         return 0
@@ -95,19 +120,35 @@ def run(args: argparse.Namespace) -> int:
         kube, args.lease_namespace or default_lease_namespace(args.namespace), args.lease_name, identity, timing
     )
     log.info("waiting to lead (identity %s)", identity)
-    election = threading.Thread(
-        target=elector.run, args=(controller.start_workers, stop.set), name="leader", daemon=True
-    )
+
+    def lead() -> None:
+        controller.start_workers()
+        if audit is not None:
+            audit.start()  # the audit writes policies' status: the leader's alone
+
+    election = threading.Thread(target=elector.run, args=(lead, stop.set), name="leader", daemon=True)
     election.start()
     stop.wait()
     elector.stop()
     election.join(timeout=timing.retry_period + 10)
+    if audit is not None:
+        audit.stop()
     controller.stop()
     _report(kube, controller)
     if signalled.is_set():
         return 0
     log.error("exiting: leadership lost")
     return 1
+
+
+def _policy_audit(kube: Kube, controller: Controller, args: argparse.Namespace) -> PolicyAudit | None:
+    """The audit of stored jobs against the platform policies, over the kinds this controller runs."""
+    if args.policy_audit_interval <= 0:
+        return None
+    from jobgate.controller.policy_audit import PolicyAudit
+
+    kinds = [adapter.kind for adapter in controller.adapters.values()]
+    return PolicyAudit(kube, kinds, interval=args.policy_audit_interval, namespace=args.namespace)
 
 
 def _report(kube: Kube, controller: Controller) -> None:

@@ -266,6 +266,18 @@ def controller_cluster_role() -> dict[str, Any]:
         {"apiGroups": ["networking.k8s.io"], "resources": ["networkpolicies"], "verbs": ["get", "create"]},
         # Volcano's commands (vcctl job resume/suspend): each is deleted once taken, so it runs once.
         {"apiGroups": ["bus.volcano.sh"], "resources": ["commands"], "verbs": ["list", "watch", "delete"]},
+        # The policy audit: it reads the policies and the namespaces' labels, writes the policies' status.
+        {
+            "apiGroups": [POLICY_GROUP],
+            "resources": ["clustertrainingjobpolicies", "trainingjobpolicies"],
+            "verbs": ["list", "watch"],
+        },
+        {
+            "apiGroups": [POLICY_GROUP],
+            "resources": ["clustertrainingjobpolicies/status", "trainingjobpolicies/status"],
+            "verbs": ["update"],
+        },
+        {"apiGroups": [""], "resources": ["namespaces"], "verbs": ["list", "watch"]},
     ]
     return {
         "apiVersion": "rbac.authorization.k8s.io/v1",
