@@ -15,7 +15,14 @@ from pathlib import Path
 import pytest
 import yaml
 
-from tests.e2e.conftest import Cluster, WebhookProcess, wait_for_webhook, wait_until
+from tests.e2e.conftest import (
+    Cluster,
+    ControllerProcess,
+    WebhookProcess,
+    controller_namespace,
+    wait_for_webhook,
+    wait_until,
+)
 
 REPO = Path(__file__).resolve().parents[2]
 RESEARCH = "policy-research"
@@ -190,3 +197,51 @@ def test_a_namespace_holding_a_policy_deletes(policy_cluster: Cluster):
     wait_until(
         lambda: policy_cluster.kubectl("get", "namespace", namespace).returncode != 0, 90, message="namespace deleted"
     )
+
+
+AUDITED = "policy-audited"
+
+
+def test_a_tightened_policy_lists_the_stored_jobs_it_now_refuses(policy_cluster: Cluster, tmp_path: Path):
+    """The controller's audit: the policy's status and an Event name the job, and the job's own
+    controller (and its users' updates) go on as before."""
+    kubeconfig = controller_namespace(policy_cluster, AUDITED, tmp_path)
+    job = tfjob(AUDITED, "grown", gpus=1, workers=2)
+    apply(policy_cluster, job).check_returncode()
+    controller = ControllerProcess(kubeconfig, AUDITED, tmp_path / "controller.log", "--policy-audit-interval", "2")
+    try:
+        wait_until(controller.is_leader, 30, message="controller leadership")
+        tightened = {
+            **TEAM_POLICY,
+            "metadata": {"name": "tightened", "namespace": AUDITED},
+            "spec": {"limits": {"maxGPUsPerJob": 1}},
+        }
+        apply(policy_cluster, tightened).check_returncode()
+
+        def status() -> dict:
+            got = policy_cluster.get_json("trainingjobpolicy", "tightened", "-n", AUDITED)
+            return got.get("status") or {}
+
+        wait_until(lambda: status().get("totalViolations") == 1, 60, message="the audit's status")
+        assert [v["name"] for v in status()["violations"]] == ["grown"]
+        assert (
+            "exceeds 1 GPUs per job (TrainingJobPolicy policy-audited/tightened)"
+            in status()["violations"][0]["message"]
+        )
+
+        def violation_events() -> list[dict]:
+            listed = policy_cluster.get_json("events", "-n", AUDITED, "--field-selector", "reason=PolicyViolation")
+            return [e for e in listed["items"] if e["involvedObject"]["name"] == "grown"]
+
+        wait_until(lambda: len(violation_events()) == 1, 30, message="a PolicyViolation event")
+        # The job's controller keeps running it: its pods exist, and a user's label update passes.
+        wait_until(
+            lambda: len(policy_cluster.get_json("pods", "-n", AUDITED)["items"]) == 2, 60, message="the job's pods"
+        )
+        labelled = policy_cluster.kubectl("label", "tfjob.training.kubedl.io", "grown", "-n", AUDITED, "seen=yes")
+        assert labelled.returncode == 0, labelled.stderr
+        # A new job over the limit is refused.
+        refused = until_denied(policy_cluster, tfjob(AUDITED, "new", gpus=1, workers=2), "tightened")
+        assert refused.returncode != 0
+    finally:
+        controller.stop()
