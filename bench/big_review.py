@@ -43,7 +43,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from jobgate.engine.review import engine_build, warm_up
 from jobgate.webhook.admission import Webhook
-from jobgate.webhook.server import _review_in_worker, review_outcome
+from jobgate.webhook.outcome import _review_in_worker, review_outcome
 
 REPO = Path(__file__).resolve().parents[1]
 EXAMPLES = REPO / "examples" / "valid"

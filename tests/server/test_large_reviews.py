@@ -16,16 +16,9 @@ import aiohttp
 import pytest
 
 from jobgate.webhook.admission import Webhook
-from jobgate.webhook.server import (
-    OFFLOAD_BYTES,
-    WORKER_NICENESS,
-    LargeReviewPool,
-    ServerState,
-    WebhookServer,
-    _review_in_worker,
-    budget_from_timeout,
-    large_review_workers,
-)
+from jobgate.webhook.large_reviews import WORKER_NICENESS, LargeReviewPool, budget_from_timeout, large_review_workers
+from jobgate.webhook.outcome import _review_in_worker
+from jobgate.webhook.server import OFFLOAD_BYTES, ServerState, WebhookServer
 from tests.builders import admission_review, container, replica, tfjob
 
 

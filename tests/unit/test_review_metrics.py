@@ -6,8 +6,8 @@ import re
 
 from prometheus_client import CollectorRegistry, Counter, Histogram, generate_latest
 
+from jobgate.webhook.metrics import LATENCY_BUCKETS
 from jobgate.webhook.review_metrics import DURATION, DURATION_HELP, REVIEW_LABELS, REVIEWS, REVIEWS_HELP, ReviewMetrics
-from jobgate.webhook.server import LATENCY_BUCKETS
 
 # Durations below, on and above bounds (a value equal to a bound is counted in that bucket).
 DURATIONS = (0.0, 0.0004, 0.0005, 0.00050001, 0.001, 0.02, 0.025, 1.0, 2.5, 2.6, 100.0)
