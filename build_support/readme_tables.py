@@ -1,40 +1,23 @@
-"""Keep the README's enforcement tables equal to ``jobgate manifests enforcement``'s output.
+"""Keep the README's generated tables current: now part of ``build_support/docs.py``.
 
-``python -m build_support.readme_tables`` rewrites the text between the README's markers;
-``--check`` only reports a difference (tests/unit/test_cel_catalogue.py runs it).
+``python -m build_support.readme_tables [--check]`` rewrites (or checks) the README's marked
+tables only; ``python -m build_support.docs`` does the same for every generated page.
 """
 
 from __future__ import annotations
 
 import argparse
-import contextlib
-import io
-import re
 import sys
-from pathlib import Path
 
-README = Path(__file__).resolve().parents[1] / "README.md"
-TABLES = {"enforcement-summary": ["manifests", "enforcement", "--summary"], "enforcement": ["manifests", "enforcement"]}
+from build_support.docs import REPO
+from build_support.docs import updated as _updated
 
-
-def table(arguments: list[str]) -> str:
-    from jobgate.cli import main
-
-    output = io.StringIO()
-    with contextlib.redirect_stdout(output):
-        status = main(arguments)
-    if status != 0:
-        raise RuntimeError(f"jobgate {' '.join(arguments)} exited {status}")
-    return output.getvalue()
+README = REPO / "README.md"
 
 
 def updated(text: str) -> str:
-    for marker, arguments in TABLES.items():
-        pattern = re.compile(rf"(<!-- {marker} -->\n).*?(<!-- /{marker} -->)", re.S)
-        if not pattern.search(text):
-            raise RuntimeError(f"README.md has no <!-- {marker} --> ... <!-- /{marker} --> markers")
-        text = pattern.sub(lambda m, a=arguments: m.group(1) + table(a) + m.group(2), text)
-    return text
+    """The README's text with its marked tables (served kinds, overlays, enforcement summary) rewritten."""
+    return _updated(text, "README.md")
 
 
 def main() -> int:
@@ -45,9 +28,7 @@ def main() -> int:
     new = updated(text)
     if args.check:
         if new != text:
-            print(
-                "README.md's enforcement tables are stale: run `python -m build_support.readme_tables`", file=sys.stderr
-            )
+            print("README.md's tables are stale: run `python -m build_support.docs`", file=sys.stderr)
             return 1
         return 0
     if new != text:

@@ -142,7 +142,7 @@ def main() -> int:
     start = commands.add_parser("up", help="run a control plane until interrupted")
     add_version_arguments(start)
     start.add_argument("--dir", type=Path, help="state directory to use and keep (default: a temporary one)")
-    start.add_argument("--node", action="store_true", help="add a real node (root; see README 'Real node')")
+    start.add_argument("--node", action="store_true", help="add a real node (root; see docs/testing.md)")
     start.add_argument(
         "--jobgate", action="store_true", help="with --node: install jobgate's CRDs and run its webhook and controller"
     )

@@ -150,7 +150,7 @@ def _webhook_arguments(webhook: argparse.ArgumentParser) -> None:
         "--event-loop",
         choices=("asyncio", "uvloop"),
         default="asyncio",
-        help="asyncio's event loop, or uvloop's (needs the uvloop package; see the README's throughput figures)",
+        help="asyncio's event loop, or uvloop's (needs the uvloop package; see docs/performance.md)",
     )
     webhook.add_argument(
         "--cert-check-interval",

@@ -5,7 +5,7 @@ A file is split at ``---`` lines into chunks, each with the line of the file it 
 path). Both readers refuse what kubectl cannot turn into JSON with a ``LoadError``, and both write
 numbers as Go's JSON does (``json_number``).
 
-Every input is bounded (the limits are in the README): a document over
+Every input is bounded (the limits are in docs/offline.md): a document over
 ``MAX_DOCUMENT_BYTES``, nesting deeper than ``MAX_DEPTH``, a number longer than
 ``MAX_NUMBER_DIGITS`` or excessive aliasing is refused with a one-line message
 (``MAX_FILE_BYTES`` is enforced where files are read, ``webhook.sources``).

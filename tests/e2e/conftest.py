@@ -189,7 +189,7 @@ spec:
 POD_GROUP_CRD = volcano_scheduling_crd("PodGroup", "pg", "Namespaced", status_subresource=True)
 
 
-# CRDs of Kubeflow's kinds generated from jobgate's models (jobgate ships none): see the README's Kubeflow
+# CRDs of Kubeflow's kinds generated from jobgate's models (jobgate ships none): see docs/families.md, Kubeflow
 # section. Not installed in the shared cluster: beside the KubeDL CRDs they would make `kubectl get tfjobs`
 # ambiguous; tests/e2e/test_kubeflow_admission.py installs them on a control plane of its own.
 KUBEFLOW_TEST_CRDS = REPO / "tests/e2e/crds/kubeflow"

@@ -54,7 +54,7 @@ CONTENTS = str(Path(image_contents.__file__).resolve().relative_to(REPO))
 IN_CI = os.environ.get("CI", "").lower() in ("1", "true", "yes")
 SITE_PACKAGES = f"{image_contents.VENV.strip('/')}/lib/{image_contents.PYTHON}/site-packages"
 PYC_TAG = f"cpython-{image_contents.PYTHON.removeprefix('python').replace('.', '')}"
-# Budgets, not measurements (README: the measured sizes): a dependency that balloons fails here.
+# Budgets, not measurements (docs/performance.md: the measured sizes): a dependency that balloons fails here.
 MAX_ARCHIVE_BYTES = 60_000_000
 MAX_UNPACKED_BYTES = 240_000_000
 

@@ -6,7 +6,7 @@ storage); jobgate applies them at admission so the stored object shows them. Che
 Kubeflow's validating webhooks (``pkg/webhooks/<kind>``), in their wording, plus MPIJob's
 reconciler-time ``ValidateV1MpiJobSpec`` moved to admission, ``spec.runPolicy.managedBy`` for
 every kind, and jobgate's shared pod-template checks. Where Kubeflow panics or its checks
-disagree, jobgate gives one clear error (see the README's Kubeflow section).
+disagree, jobgate gives one clear error (see docs/families.md, Kubeflow).
 
 jobgate ships no CRD and no controller for these kinds: Kubeflow's operator runs them.
 """
