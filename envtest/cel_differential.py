@@ -7,8 +7,9 @@ catalogue (``webhook/cel``); for every rule the catalogue says the apiserver enf
 apiserver must refuse the job at that rule's field. And the apiserver may refuse nothing the
 webhook admits: each of its causes must stand at (or above) a field the webhook reports.
 
-Used by tests/e2e/test_cel_enforcement.py, tests/e2e/test_cel_oldest_release.py and
-``python -m bench.cel_fuzz`` (jobs mutated from the corpus, by hand).
+Used by tests/e2e/test_cel_enforcement.py, tests/e2e/test_cel_oldest_release.py,
+tests/e2e/test_in_cluster_jobgate.py and ``python -m bench.cel_fuzz`` (jobs mutated from the corpus,
+``envtest/fuzzing/cel_cases.py``); the corpus itself is ``envtest/cel_corpus.py``.
 """
 
 from __future__ import annotations
@@ -16,14 +17,18 @@ from __future__ import annotations
 import copy
 import json
 import re
+import subprocess
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from jobgate.engine.fielderrors import FieldError, render_path
 from jobgate.engine.review import kind_of, review_job
 from jobgate.generate.cel.catalogue import Where, explaining_rule
 from jobgate.generate.cel.generate import rules_for
+
+if TYPE_CHECKING:
+    from envtest.harness import ControlPlane
 
 # What the apiserver adds when a schema error (a wrong type, a missing field, a value outside its
 # enum, a list or string too long) stopped it from running the CRD's rules: then only the schema's
@@ -144,6 +149,26 @@ def comparable(path: str) -> str:
     schema errors and ``[Worker]`` (or ``.[Worker]``, joining a rule's place and its fieldPath) in
     its rules' errors; the webhook writes them as the apiserver does for each. List indexes stay."""
     return re.sub(r"\.?\[([^\]]*[^\]0-9][^\]]*|)\]", r".\1", path)
+
+
+def plane_kubectl(plane: ControlPlane) -> Callable[..., str]:
+    """``kubectl`` against ``plane``: its output, or an AssertionError with what it printed."""
+
+    def kubectl(*args: str) -> str:
+        result = subprocess.run(plane.kubectl_command(*args), capture_output=True, text=True, timeout=120, check=False)
+        assert result.returncode == 0, f"kubectl {' '.join(args)}: {result.stdout}{result.stderr}"
+        return result.stdout
+
+    return kubectl
+
+
+def defaulted(case: Case) -> Case:
+    """The case as the webhook's defaults leave it (``jobgate default``), its stored job too: what is
+    sent where no MutatingAdmissionPolicy applies them (Kubernetes 1.30, ``cel-only-validation``)."""
+    kind = kind_of(case.obj)
+    assert kind is not None
+    old = kind.default(copy.deepcopy(case.old)) if case.old is not None else None
+    return Case(case.name, kind.default(copy.deepcopy(case.obj), previous=old), old)
 
 
 def install(kubectl: Callable[..., str], *paths: str) -> None:

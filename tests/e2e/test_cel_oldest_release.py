@@ -9,19 +9,21 @@ the stored objects are not compared: this shows the validation, the rules of all
 
 from __future__ import annotations
 
-import copy
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 
-from envtest.cel_differential import Apiserver, Case, install, run_case
+from envtest.cel_corpus import enforced_examples, enforced_vectors, wait_for_policies
+from envtest.cel_differential import Apiserver, Case, defaulted, install, plane_kubectl, run_case
 from envtest.harness import ControlPlane
 from envtest.versions import OLDEST_KUBERNETES_VERSION
-from jobgate.engine.review import kind_of
 from tests.e2e.conftest import started
-from tests.e2e.test_cel_enforcement import EXAMPLES, REPO, VECTORS, plane_kubectl, wait_for_policies
 
+REPO = Path(__file__).resolve().parents[2]
 NAMESPACE = "cel-oldest"
+VECTORS = enforced_vectors()
+EXAMPLES = enforced_examples()
 
 
 @pytest.fixture(scope="module")
@@ -36,14 +38,7 @@ def oldest() -> Iterator[Apiserver]:
         yield apiserver
 
 
-def _defaulted(case: Case) -> Case:
-    kind = kind_of(case.obj)
-    assert kind is not None
-    old = kind.default(copy.deepcopy(case.old)) if case.old is not None else None
-    return Case(case.name, kind.default(copy.deepcopy(case.obj), previous=old), old)
-
-
 @pytest.mark.parametrize("case", [Case(v.id, v.obj, v.old) for v in VECTORS] + EXAMPLES, ids=lambda c: c.name)
 def test_the_apiserver_agrees_with_the_webhook(oldest: Apiserver, case: Case):
-    outcome = run_case(oldest, _defaulted(case), NAMESPACE)
+    outcome = run_case(oldest, defaulted(case), NAMESPACE)
     assert not outcome.disagreements, "\n".join(outcome.disagreements)

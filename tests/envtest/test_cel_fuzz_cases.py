@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from bench.cel_fuzz import cases
+from envtest.fuzzing.cel_cases import cases
 from jobgate.engine.review import kind_of
 
 

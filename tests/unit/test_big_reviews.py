@@ -6,7 +6,7 @@ import copy
 
 import orjson
 
-from bench.big_review import FAMILIES, review, types_job
+from envtest.big_jobs import FAMILIES, review, types_job
 from jobgate.engine.fielderrors import MAX_LISTED_ERRORS, aggregate_message, invalid_status, required
 from jobgate.engine.review import kind_of, review_job
 from jobgate.webhook.admission import Webhook, review_body
