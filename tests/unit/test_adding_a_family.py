@@ -50,6 +50,8 @@ def run(tree: Path, *args: str) -> subprocess.CompletedProcess[str]:
 
 
 def test_the_guide_has_every_part():
+    if not GUIDE.is_file():
+        pytest.skip("no docs/ here (the compiled wheel's pass)")
     files, registration, commands = guide_parts()
     assert set(files) == {
         "jobgate/families/toy/__init__.py",

@@ -7,9 +7,13 @@ from pathlib import Path
 
 import pytest
 
-from build_support import docs
+REPO = Path(__file__).resolve().parents[2]
+if not (REPO / "docs").is_dir() or not (REPO / "jobgate").is_dir():
+    # .ci/run's compiled-wheel pass runs the unit tests from a tree without sources or docs.
+    pytest.skip("no documentation or sources here (the compiled wheel's pass)", allow_module_level=True)
 
-REPO = docs.REPO
+from build_support import docs  # noqa: E402 (after the skip: it reads the tree)
+
 # Pages other changes are writing; linked already, checked once they exist.
 PENDING = {"docs/controller-scale.md"}
 
