@@ -9,9 +9,9 @@ from __future__ import annotations
 import importlib
 import inspect
 
-from jobgate.engine.family import Family
 from jobgate.engine.modelref import ModelRef, model_class
 from jobgate.engine.registry import load_family, registered_kinds
+from jobgate.families import Family
 
 KIND_ATTRIBUTES = ("kind", "plural", "short_names", "family", "spec_model", "status_model", "gvk", "printer_columns")
 

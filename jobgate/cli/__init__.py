@@ -1,6 +1,6 @@
 """``jobgate``: the command-line front end.
 
-``main`` reads the common ``jobgate validate`` without argparse (``quick``) and every other
+``main`` reads the common ``jobgate validate`` without argparse (``offline.quick_validate_arguments``) and every other
 command line with the parser (``parser``); each command's handler is in the module of its concern:
 ``offline`` (validate, default, review), ``serve`` (webhook, controller), ``certs``, ``manifests``.
 The offline commands import neither aiohttp nor the kubernetes client.
@@ -11,21 +11,21 @@ from __future__ import annotations
 import os
 import sys
 
-from jobgate.cli.exits import EXIT_DENIED, EXIT_OK, EXIT_USAGE
+from jobgate.cli.offline import EXIT_DENIED, EXIT_OK, EXIT_USAGE
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING, without importing typing at run time (start-up)
 if TYPE_CHECKING:
     import argparse
     from collections.abc import Sequence
 
-    from jobgate.cli.quick import QuickArguments
+    from jobgate.cli.offline import QuickArguments
 
 __all__ = ["EXIT_DENIED", "EXIT_OK", "EXIT_USAGE", "console_main", "main"]
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     arguments = list(sys.argv[1:] if argv is None else argv)
-    from jobgate.cli.quick import quick_validate_arguments
+    from jobgate.cli.offline import quick_validate_arguments
 
     args: argparse.Namespace | QuickArguments | None = quick_validate_arguments(arguments)
     if args is None:

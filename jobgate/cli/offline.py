@@ -1,4 +1,5 @@
-"""The offline commands: ``jobgate validate``, ``default`` and ``review``.
+"""The offline commands: ``jobgate validate``, ``default`` and ``review``, and the quick read of
+the common ``jobgate validate [-o FORMAT] [-j N] [--validate MODE] PATH...`` without argparse.
 
 They import neither aiohttp nor the kubernetes client.
 """
@@ -8,7 +9,11 @@ from __future__ import annotations
 import io
 import sys
 
-from jobgate.cli.exits import EXIT_OK, EXIT_USAGE
+# The exit statuses every command shares (design.md's contract), here with the command that needs
+# them first: a one-file ``jobgate validate`` loads this module and no other of the command's.
+EXIT_OK = 0
+EXIT_DENIED = 1
+EXIT_USAGE = 2
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING, without importing typing at run time (start-up)
 if TYPE_CHECKING:
@@ -27,8 +32,8 @@ def _validate(args: argparse.Namespace | QuickArguments) -> int:
     from jobgate.offline.report import Reporter
     from jobgate.offline.results import iter_results
 
-    views = _cluster_views(args)
-    if views is None:
+    views, readable = _cluster_views(args)
+    if not readable:
         return EXIT_USAGE
 
     # Parsed documents hold no reference cycles and are freed by reference counting: the cyclic
@@ -86,8 +91,8 @@ def _default(args: argparse.Namespace) -> int:
     from jobgate.engine.jsonpatch import apply_patch
     from jobgate.offline.results import DocumentResult, Outcome, evaluate, job_documents, load
 
-    views = _cluster_views(args)
-    if views is None:
+    views, readable = _cluster_views(args)
+    if not readable:
         return EXIT_USAGE
     status = EXIT_OK
     trees: list[object] = []
@@ -136,23 +141,28 @@ def _default(args: argparse.Namespace) -> int:
     return status
 
 
-def _cluster_views(args: argparse.Namespace | QuickArguments) -> ClusterViews | None:
-    """The cluster objects given on the command line for the rules to read; None after printing why not."""
+def _cluster_views(args: argparse.Namespace | QuickArguments) -> tuple[ClusterViews | None, bool]:
+    """The cluster objects given on the command line for the rules to read, and whether they could
+    be read (False after printing why not). None when no flag gives any: a plain check imports no
+    more than it needs."""
+    queues_path = getattr(args, "queues", None)
+    policy_paths = getattr(args, "policies", None)
+    namespaces_path = getattr(args, "namespaces", None)
+    namespace = getattr(args, "namespace", None)
+    if queues_path is None and not policy_paths and namespaces_path is None and namespace is None:
+        return None, True
     from jobgate.engine.views import ClusterViews
 
-    views = ClusterViews(default_namespace=getattr(args, "namespace", None) or "default")
-    queues_path = getattr(args, "queues", None)
+    views = ClusterViews(default_namespace=namespace or "default")
     if queues_path is not None:
         views.queues = _load_queues(queues_path)
         if views.queues is None:
-            return None
-    policy_paths = getattr(args, "policies", None)
-    namespaces_path = getattr(args, "namespaces", None)
+            return None, False
     if policy_paths or namespaces_path:
         views.policies = _load_policies(policy_paths or [], namespaces_path)
         if views.policies is None:
-            return None
-    return views
+            return None, False
+    return views, True
 
 
 def _objects_of(path: str, flag: str) -> list[dict[str, Any]] | None:
@@ -231,8 +241,8 @@ def _review(args: argparse.Namespace) -> int:
     from jobgate.offline.sources import SourceError, display_name, printable, read_source
     from jobgate.webhook.admission import BadReview, Webhook, review_body
 
-    views = _cluster_views(args)
-    if views is None:
+    views, readable = _cluster_views(args)
+    if not readable:
         return EXIT_USAGE
     try:
         text = read_source(args.file)
@@ -283,3 +293,67 @@ class QuickArguments:
         self.namespaces = None
         self.namespace = None
         self.handler = _validate
+
+
+# The flags the quick parse reads, by the attribute each sets.
+_QUICK_FLAGS = {"-o": "output", "--output": "output", "-j": "jobs", "--jobs": "jobs", "--validate": "validate"}
+
+
+def quick_validate_arguments(arguments: list[str]) -> QuickArguments | None:
+    """``jobgate validate [-o FORMAT] [-j N] [--validate MODE] PATH...``, what a pre-commit hook or
+    a CI step runs, read without argparse; None for anything else, which argparse then parses.
+
+    Importing argparse (and gettext, and the locale look-ups of its messages when a parser is
+    built) costs a one-file check more than its rules. Only the plain forms are read here: a
+    flag and its value as two words, or a long flag and its value joined by "=", each value
+    valid (argparse checks every occurrence, the last one wins), the paths in one run (argparse
+    refuses paths on both sides of a flag). Any other word (--queues, -j2, an abbreviation, --,
+    -h, a path starting with "-"), a bad value or no path at all is left to argparse, so that
+    every usage error keeps argparse's message and exit status 2.
+    """
+    if arguments[:1] != ["validate"]:
+        return None
+    from jobgate.offline.report import FORMATS
+    from jobgate.offline.results import FieldValidation
+
+    output, validation, jobs = "text", FieldValidation.STRICT, None
+    paths: list[str] = []
+    index, after_path = 1, False
+    while index < len(arguments):
+        word = arguments[index]
+        flag, joined, value = word.partition("=") if word.startswith("--") else (word, "", "")
+        if flag in _QUICK_FLAGS:
+            if not joined:
+                value = arguments[index + 1] if index + 1 < len(arguments) else "-"
+                if value.startswith("-"):
+                    return None
+                index += 1
+            # Each value as argparse's choices= or type= takes it (FORMATS, _field_validation,
+            # _positive_int); one argparse would refuse is left to it.
+            if _QUICK_FLAGS[flag] == "output":
+                if value not in FORMATS:
+                    return None
+                output = value
+            elif _QUICK_FLAGS[flag] == "validate":
+                try:
+                    validation = FieldValidation.parse(value)
+                except ValueError:
+                    return None
+            else:
+                try:
+                    jobs = int(value)
+                except ValueError:
+                    return None
+                if jobs < 1:
+                    return None
+            index, after_path = index + 1, False
+            continue
+        if word.startswith("-") and word != "-":
+            return None
+        if paths and not after_path:
+            return None
+        paths.append(word)
+        index, after_path = index + 1, True
+    if not paths:
+        return None
+    return QuickArguments(paths, output, validation, jobs)

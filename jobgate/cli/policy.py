@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import sys
 
-from jobgate.cli.exits import EXIT_OK, EXIT_USAGE
+from jobgate.cli.offline import EXIT_OK, EXIT_USAGE
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING, without importing typing at run time (start-up)
 if TYPE_CHECKING:

@@ -193,10 +193,10 @@ QUICK_WORDS = ["-o", "--output", "-j", "--jobs", "--validate", "--queues", "-h",
 @settings(max_examples=500, deadline=None)
 @given(words=st.lists(st.sampled_from(QUICK_WORDS), max_size=7))
 def test_the_quick_parse_reads_what_argparse_reads(words):
-    """`jobgate validate` without argparse (jobgate/cli/quick.py): whatever it accepts, argparse accepts
+    """`jobgate validate` without argparse (jobgate/cli/offline.py): whatever it accepts, argparse accepts
     and reads the same; the rest it leaves to argparse."""
+    from jobgate.cli.offline import quick_validate_arguments as _quick_validate_arguments
     from jobgate.cli.parser import build_parser
-    from jobgate.cli.quick import quick_validate_arguments as _quick_validate_arguments
 
     arguments = ["validate", *words]
     quick = _quick_validate_arguments(arguments)
@@ -218,7 +218,7 @@ def test_the_quick_parse_reads_what_argparse_reads(words):
     ],
 )
 def test_the_quick_parse_takes_the_common_command_lines(words):
-    from jobgate.cli.quick import quick_validate_arguments as _quick_validate_arguments
+    from jobgate.cli.offline import quick_validate_arguments as _quick_validate_arguments
 
     assert _quick_validate_arguments(["validate", *words]) is not None
 

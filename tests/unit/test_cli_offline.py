@@ -207,7 +207,7 @@ def test_one_small_file_imports_nothing_heavy(tmp_path):
         # dataclasses imports inspect, ast, dis and tokenize, and builds each class from source
         # text: more than the rules of a small file cost.
         assert "dataclasses" not in sys.modules, "imported by a module of a one-file check"
-        # Nor what the quick path of `jobgate validate` leaves out (jobgate/cli/quick.py): argparse and
+        # Nor what the quick path of `jobgate validate` leaves out (jobgate/cli/offline.py): argparse and
         # its gettext and locale, typing (annotations only), json (messages only). Each of these
         # costs a one-file check as much as its rules (tests/packaging checks the installed command).
         skipped = ("argparse", "gettext", "locale", "typing", "json")

@@ -7,8 +7,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from jobgate.engine.family import Family
-from jobgate.families import FAMILY_NAMES, every_family, family
+from jobgate.families import FAMILY_NAMES, Family, every_family, family
 from tests.family_conformance import problems
 
 REPO = Path(__file__).resolve().parents[2]

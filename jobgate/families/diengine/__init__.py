@@ -1,7 +1,7 @@
 """DI-orchestrator (diengine.opendilab.org/v2alpha1): DIJob."""
 
 from jobgate.api.constants import DIENGINE_GROUP, DIENGINE_VERSION
-from jobgate.engine.family import Family
+from jobgate.families import Family
 
 FAMILY = Family(
     name="diengine",

@@ -1,7 +1,7 @@
 """KubeDL (training.kubedl.io/v1alpha1): TFJob, PyTorchJob, XGBoostJob, MPIJob, XDLJob, MarsJob."""
 
 from jobgate.api.constants import KUBEDL_GROUP, KUBEDL_VERSION
-from jobgate.engine.family import Family
+from jobgate.families import Family
 
 FAMILY = Family(
     name="kubedl",

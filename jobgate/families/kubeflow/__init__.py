@@ -1,7 +1,7 @@
 """Kubeflow's training-operator (kubeflow.org/v1), admission only: Kubeflow's operator runs the jobs."""
 
 from jobgate.api.constants import KUBEFLOW_GROUP, KUBEFLOW_VERSION
-from jobgate.engine.family import Family
+from jobgate.families import Family
 
 FAMILY = Family(
     name="kubeflow",

@@ -1,7 +1,7 @@
 """mxnet-operator (mxnet.mlkube.io/v1beta1): MxJob."""
 
 from jobgate.api.constants import MLKUBE_GROUP, MLKUBE_VERSION
-from jobgate.engine.family import Family
+from jobgate.families import Family
 
 FAMILY = Family(
     name="mlkube",

@@ -1,7 +1,7 @@
 """T9k (batch.tensorstack.dev/v1beta1): GenericJob."""
 
 from jobgate.api.constants import T9K_GROUP, T9K_VERSION
-from jobgate.engine.family import Family
+from jobgate.families import Family
 
 FAMILY = Family(
     name="t9k",

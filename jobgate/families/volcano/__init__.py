@@ -1,7 +1,7 @@
 """Volcano (batch.volcano.sh/v1alpha1): Job."""
 
 from jobgate.api.constants import VOLCANO_GROUP, VOLCANO_VERSION
-from jobgate.engine.family import Family
+from jobgate.families import Family
 
 FAMILY = Family(
     name="volcano",
