@@ -507,7 +507,7 @@ def policy_findings(
     found = _all_findings(job, effective)
     if old_job is None:
         return found
-    old = {}
+    old: dict[tuple[Any, ...], list[PolicyFinding]] = {}
     for f in _all_findings(old_job, effective):
         old.setdefault(f.identity, []).append(f)
     kept = []

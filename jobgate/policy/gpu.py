@@ -129,8 +129,9 @@ def _container_requests(container: Mapping[str, Any], problems: list[str], where
     resources = container.get("resources")
     if not isinstance(resources, Mapping):
         return {}
-    requests = resources.get("requests") if isinstance(resources.get("requests"), Mapping) else {}
-    limits = resources.get("limits") if isinstance(resources.get("limits"), Mapping) else {}
+    given_requests, given_limits = resources.get("requests"), resources.get("limits")
+    requests: Mapping[str, Any] = given_requests if isinstance(given_requests, Mapping) else {}
+    limits: Mapping[str, Any] = given_limits if isinstance(given_limits, Mapping) else {}
     if resources.get("claims"):
         problems.append(f"{where}.resources.claims: DRA claims cannot be counted as GPUs")
     out: dict[str, Fraction] = {}

@@ -120,7 +120,8 @@ class EffectivePolicy:
         """The most restrictive Deny value of a limit (else the strictest entry), for display."""
         entries = self.limits.get(name) or []
         deny = [e for e in entries if e.action == "Deny"]
-        return (deny or entries or [None])[0]
+        chosen = deny or entries
+        return chosen[0] if chosen else None
 
 
 # --- reading policy objects (plain dicts, parsed or as the apiserver stores them) ----------------

@@ -55,7 +55,7 @@ def _set_path(obj: dict[str, Any], path: list[str | int], value: object, recorde
     node: Any = root
     pointer = ""
     for segment in path[:-1]:
-        child = node[segment] if isinstance(node, list) else node.get(segment)
+        child = node[int(segment)] if isinstance(node, list) else node.get(segment)
         if isinstance(child, dict | list):
             copy: Any = dict(child) if isinstance(child, dict) else list(child)
             node[segment] = copy
