@@ -236,6 +236,7 @@ def test_json_output(tmp_path, capsys):
         "field": "spec.backoffLimit",
         "message": "spec.backoffLimit: Invalid value: -1: "
         "spec.backoffLimit in body should be greater than or equal to 0",
+        "rule": "schema/ranges",
     }
 
 
@@ -259,6 +260,7 @@ def test_github_output(tmp_path, capsys):
     assert code == 1
     escaped = path.replace(":", "%3A").replace(",", "%2C")
     assert f"::error file={escaped},line=6,title=jobgate%3A TFJob bad::spec.backoffLimit: Invalid value: -1" in out
+    assert "in body should be greater than or equal to 0 [schema/ranges]\n" in out
 
 
 def test_default_prints_the_stored_object(tmp_path, capsys):
