@@ -290,6 +290,19 @@ def test_review_prints_the_exact_response(tmp_path, capsys, webhook, allowed):
     assert (response["uid"], response["allowed"]) == ("u-1", allowed)
 
 
+def test_review_names_the_rules_of_a_denial_on_stderr_only(tmp_path, capsys):
+    from jobgate.webhook.admission import Webhook, review_body
+
+    review = json.dumps(admission_review(tfjob(backoffLimit=-1), uid="u-1"))
+    path = write(tmp_path, "review.json", review)
+    code, out, err = run(["review", "validate", path], capsys)
+    assert code == 0
+    assert out == review_body(review, Webhook.VALIDATE).decode() + "\n"
+    assert "jobgate: spec.backoffLimit: rule schema/ranges" in err
+    _, _, err = run(["review", "mutate", path], capsys)
+    assert "rule" not in err
+
+
 def test_review_from_stdin(capsys, monkeypatch):
     code, out, _ = run(
         ["review", "mutate"], capsys, stdin=json.dumps(admission_review(tfjob())), monkeypatch=monkeypatch
