@@ -6,6 +6,7 @@ import os
 import sys
 
 from jobgate.cli.certs import _certs_init, _certs_inject, _certs_renew
+from jobgate.cli.explain import _explain
 from jobgate.cli.manifests import _enforcement, _manifests, _policies
 from jobgate.cli.offline import _default, _review, _validate
 from jobgate.cli.serve import _controller, _webhook
@@ -250,6 +251,17 @@ def _certs_arguments(certs: argparse.ArgumentParser) -> None:
     inject.set_defaults(handler=_certs_inject)
 
 
+def _explain_arguments(explain: argparse.ArgumentParser) -> None:
+    explain.description = (
+        "Print a rule's documentation: what it checks, the errors it produces, where it is enforced, "
+        "examples (from a checkout) and its page in docs/rules/. RULE is the id after an error's message "
+        "(`jobgate validate`), e.g. roles/one-leader, or FAMILY/ID."
+    )
+    explain.add_argument("rule", metavar="RULE", help="a rule id, as `jobgate manifests enforcement` lists them")
+    explain.add_argument("--family", help="only this family's rule of that id")
+    explain.set_defaults(handler=_explain)
+
+
 # One entry per command: its help line, and what adds its arguments.
 COMMANDS: dict[str, tuple[str, Callable[[argparse.ArgumentParser], None]]] = {
     "validate": ("mutate then validate job manifests offline, as the cluster would", _validate_arguments),
@@ -259,6 +271,7 @@ COMMANDS: dict[str, tuple[str, Callable[[argparse.ArgumentParser], None]]] = {
     "controller": ("reconcile jobs into pods and services", _controller_arguments),
     "manifests": ("generated CRDs, policies and webhook configurations", _manifests_arguments),
     "certs": ("certificates for the webhook", _certs_arguments),
+    "explain": ("print a rule's documentation: what it checks, where it is enforced, examples", _explain_arguments),
 }
 
 

@@ -17,67 +17,18 @@ and policies in force.
 
 from __future__ import annotations
 
-import copy
-from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
-import yaml
+from jobgate.generate.cel.vectors import Vector, load_vectors, merge_patch
 
 REPO = Path(__file__).resolve().parents[2]
 HERE = Path(__file__).resolve().parent
 
-
-@dataclass
-class Vector:
-    family: str
-    name: str
-    obj: dict[str, Any]
-    old: dict[str, Any] | None
-    rules: list[str]
-
-    @property
-    def id(self) -> str:
-        return f"{self.family}:{self.name}"
-
-
-def merge_patch(target: Any, patch: Any) -> Any:
-    """RFC 7386: objects merge, null removes, anything else replaces."""
-    if not isinstance(patch, dict):
-        return copy.deepcopy(patch)
-    result = dict(target) if isinstance(target, dict) else {}
-    for key, value in patch.items():
-        if value is None:
-            result.pop(key, None)
-        else:
-            result[key] = merge_patch(result.get(key), value)
-    return result
-
-
-def _base(entry: dict[str, Any]) -> dict[str, Any]:
-    if "object" in entry:
-        return copy.deepcopy(entry["object"])
-    documents = [d for d in yaml.safe_load_all((REPO / entry["base"]).read_text()) if d]
-    return documents[entry.get("document", 0)]
+__all__ = ["HERE", "REPO", "Vector", "example_files", "merge_patch", "vectors"]
 
 
 def vectors(family: str | None = None) -> list[Vector]:
-    found = []
-    for path in sorted(HERE.glob("*.yaml")):
-        if family is not None and path.stem != family:
-            continue
-        for entry in yaml.safe_load_all(path.read_text()):
-            if not entry:
-                continue
-            base = _base(entry)
-            obj = merge_patch(base, entry.get("patch", {}))
-            old = None
-            if "old" in entry:
-                old = entry["old"]
-            elif "old_patch" in entry:
-                old = merge_patch(base, entry["old_patch"])
-            found.append(Vector(path.stem, entry["name"], obj, old, list(entry.get("rules", []))))
-    return found
+    return load_vectors(HERE, REPO, family)
 
 
 def example_files() -> list[Path]:
