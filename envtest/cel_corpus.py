@@ -19,73 +19,25 @@ each example) to a real apiserver with only the generated CRDs and policies in f
 
 from __future__ import annotations
 
-import copy
 import time
-from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 import yaml
 
 from envtest.cel_differential import POLICY_DENIAL, Apiserver, Case
 from jobgate.engine.review import kind_of
 from jobgate.generate.cel.generate import family_rules
+from jobgate.generate.cel.vectors import Vector, load_vectors
 from jobgate.generate.manifests import every_family_kind
 
 REPO = Path(__file__).resolve().parents[1]
 VECTORS_DIR = REPO / "tests" / "cel_vectors"
 
 
-@dataclass
-class Vector:
-    family: str
-    name: str
-    obj: dict[str, Any]
-    old: dict[str, Any] | None
-    rules: list[str]
-
-    @property
-    def id(self) -> str:
-        return f"{self.family}:{self.name}"
-
-
-def merge_patch(target: Any, patch: Any) -> Any:
-    """RFC 7386: objects merge, null removes, anything else replaces."""
-    if not isinstance(patch, dict):
-        return copy.deepcopy(patch)
-    result = dict(target) if isinstance(target, dict) else {}
-    for key, value in patch.items():
-        if value is None:
-            result.pop(key, None)
-        else:
-            result[key] = merge_patch(result.get(key), value)
-    return result
-
-
-def _base(entry: dict[str, Any]) -> dict[str, Any]:
-    if "object" in entry:
-        return copy.deepcopy(entry["object"])
-    documents = [d for d in yaml.safe_load_all((REPO / entry["base"]).read_text()) if d]
-    return documents[entry.get("document", 0)]
-
-
 def vectors(family: str | None = None) -> list[Vector]:
-    found = []
-    for path in sorted(VECTORS_DIR.glob("*.yaml")):
-        if family is not None and path.stem != family:
-            continue
-        for entry in yaml.safe_load_all(path.read_text()):
-            if not entry:
-                continue
-            base = _base(entry)
-            obj = merge_patch(base, entry.get("patch", {}))
-            old = None
-            if "old" in entry:
-                old = entry["old"]
-            elif "old_patch" in entry:
-                old = merge_patch(base, entry["old_patch"])
-            found.append(Vector(path.stem, entry["name"], obj, old, list(entry.get("rules", []))))
-    return found
+    """The vectors of the checkout (one loader: ``jobgate.generate.cel.vectors``, which ``jobgate
+    explain`` reads its examples with)."""
+    return load_vectors(VECTORS_DIR, REPO, family)
 
 
 def example_files() -> list[Path]:

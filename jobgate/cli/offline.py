@@ -258,7 +258,35 @@ def _review(args: argparse.Namespace) -> int:
         print(f"jobgate: {display_name(args.file)}: nesting too deep", file=sys.stderr)
         return EXIT_USAGE
     sys.stdout.write(body.decode() + "\n")
+    _review_rule_ids(text, args, views)
     return EXIT_OK
+
+
+def _review_rule_ids(text: str, args: argparse.Namespace, views: ClusterViews | None) -> None:
+    """The rule id of each error of a denial, on stderr: the AdmissionReview on stdout stays
+    byte-identical to the webhook's answer (whose messages name no rule)."""
+    from jobgate.engine.registry import lookup_names
+    from jobgate.engine.review import review_job
+    from jobgate.engine.ruleids import rule_id
+    from jobgate.offline.sources import printable
+    from jobgate.webhook.admission import Webhook, parse_review, review_context
+
+    if Webhook(args.webhook) is not Webhook.VALIDATE:
+        return
+    try:
+        request = parse_review(_as_json(text)).request
+        if request.operation not in ("CREATE", "UPDATE") or not isinstance(request.object, dict):
+            return
+        kind = lookup_names(request.kind.group, request.kind.version, request.kind.kind)
+        if kind is None:
+            return
+        old = request.oldObject if request.operation == "UPDATE" and isinstance(request.oldObject, dict) else None
+        verdict = review_job(kind, request.object, old, context=review_context(request, views), with_patch=False)
+    except Exception:  # the answer is printed already; ids are a courtesy, never a second failure
+        return
+    gvk = (kind.gvk.group, kind.gvk.version, kind.gvk.kind)
+    for error in verdict.errors:
+        print(f"jobgate: {printable(error.field)}: rule {rule_id(gvk, error) or '(none)'}", file=sys.stderr)
 
 
 def _as_json(text: str) -> str:

@@ -6,9 +6,10 @@ import os
 import sys
 
 from jobgate.cli.certs import _certs_init, _certs_inject, _certs_renew
+from jobgate.cli.explain import _explain
 from jobgate.cli.manifests import _enforcement, _manifests, _policies
 from jobgate.cli.offline import _default, _review, _validate
-from jobgate.cli.policy import _explain
+from jobgate.cli.policy import _policy_explain
 from jobgate.cli.serve import _controller, _webhook
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING, without importing typing at run time (start-up)
@@ -293,6 +294,17 @@ def _policy_arguments(policy: argparse.ArgumentParser) -> None:
     )
     explain.add_argument("--namespaces", metavar="FILE", help="Namespace objects, for the policies' namespaceSelector")
     explain.add_argument("--kubeconfig", help="kubeconfig file (default: in-cluster configuration)")
+    explain.set_defaults(handler=_policy_explain)
+
+
+def _explain_arguments(explain: argparse.ArgumentParser) -> None:
+    explain.description = (
+        "Print a rule's documentation: what it checks, the errors it produces, where it is enforced, "
+        "examples (from a checkout) and its page in docs/rules/. RULE is the id after an error's message "
+        "(`jobgate validate`), e.g. roles/one-leader, or FAMILY/ID."
+    )
+    explain.add_argument("rule", metavar="RULE", help="a rule id, as `jobgate manifests enforcement` lists them")
+    explain.add_argument("--family", help="only this family's rule of that id")
     explain.set_defaults(handler=_explain)
 
 
@@ -305,6 +317,7 @@ COMMANDS: dict[str, tuple[str, Callable[[argparse.ArgumentParser], None]]] = {
     "controller": ("reconcile jobs into pods and services", _controller_arguments),
     "manifests": ("generated CRDs, policies and webhook configurations", _manifests_arguments),
     "certs": ("certificates for the webhook", _certs_arguments),
+    "explain": ("print a rule's documentation: what it checks, where it is enforced, examples", _explain_arguments),
     "policy": ("platform policies: a namespace's effective policy", _policy_arguments),
 }
 

@@ -13,7 +13,7 @@ if TYPE_CHECKING:
     from typing import Any
 
 
-def _explain(args: argparse.Namespace) -> int:
+def _policy_explain(args: argparse.Namespace) -> int:
     from jobgate.policy.explain import explain_text
     from jobgate.policy.resolve import effective_policy
 

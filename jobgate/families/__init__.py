@@ -24,6 +24,7 @@ class Family:
 
     __slots__ = (
         "admission_only",
+        "catalogue",
         "cel",
         "compiled_modules",
         "controller",
@@ -49,12 +50,15 @@ class Family:
         rules: str,
         cel: str | None = None,
         webhook_only_reason: str | None = None,
+        catalogue: str | None = None,
         controller: str | None = None,
         compiled_modules: tuple[str, ...] = (),
         admission_only: bool = False,
     ) -> None:
         if (cel is None) == (webhook_only_reason is None):
             raise ValueError(f"family {name}: give either a CEL module or the reason its rules stay with the webhook")
+        if catalogue is not None and cel is not None:
+            raise ValueError(f"family {name}: a family with a CEL module lists its rules there, not in a catalogue")
         if admission_only and controller is not None:
             raise ValueError(f"family {name}: an admission-only family has no controller adapter")
         self.name = name
@@ -71,6 +75,9 @@ class Family:
         self.rules = rules
         self.cel = cel
         self.webhook_only_reason = webhook_only_reason
+        # A webhook-only family: the module whose ``rules(kind)`` names its rules (every one
+        # ``Where.WEBHOOK``), for the rule ids of its findings and ``jobgate explain``.
+        self.catalogue = catalogue
         self.controller = controller
         # Modules of the review's hot path that ``JOBGATE_COMPILE=1`` builds with mypyc.
         self.compiled_modules = compiled_modules

@@ -22,6 +22,7 @@ from jobgate.engine.schema import structural_schema
 from jobgate.families import every_family
 from jobgate.families import family as family_record
 from jobgate.generate.cel.generate import mutating_policy, validating_policy, with_rules
+from jobgate.generate.rule_ids import RULE_ID_TABLE, rule_ids_text
 from jobgate.generate.schemas import SCHEMA_TABLE, schema_table_text
 from jobgate.policy.crds import policy_crds
 from jobgate.policy.models import GROUP as POLICY_GROUP
@@ -484,11 +485,12 @@ def family_index_text(kinds: list[JobKind]) -> str:
 
 
 def package_tables() -> dict[Path, str]:
-    """The tables generated into the package: the family index and every kind's spec schema."""
+    """The tables generated into the package: the family index, every kind's spec schema and the rule ids."""
     kinds = every_family_kind()
     return {
         Path(FAMILY_INDEX): family_index_text(kinds),
         Path(SCHEMA_TABLE): schema_table_text([kind.spec_model for kind in kinds]),
+        Path(RULE_ID_TABLE): rule_ids_text(kinds),
     }
 
 

@@ -6,7 +6,7 @@ files there are); json and junit need the whole run and are written at the end.
 
 from __future__ import annotations
 
-from jobgate.offline.results import DocumentResult, Outcome, Run
+from jobgate.offline.results import DocumentResult, Finding, Outcome, Run
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING, without importing typing at run time (start-up)
 if TYPE_CHECKING:
@@ -64,9 +64,14 @@ def text_lines(result: DocumentResult) -> list[str]:
     if result.reason:
         header += f" ({result.reason})"
     lines = [header]
-    lines.extend(f"{result.source}:{e.line}: error: {e.message}" for e in result.errors)
+    lines.extend(f"{result.source}:{e.line}: error: {_labelled(e)}" for e in result.errors)
     lines.extend(f"{result.source}:{w.line}: warning: {w.message}" for w in result.warnings)
     return lines
+
+
+def _labelled(finding: Finding) -> str:
+    """The message with its rule id after it: ``... must be 1 [roles/master]``."""
+    return f"{finding.message} [{finding.rule}]" if finding.rule else finding.message
 
 
 def render_text(run: Run) -> str:
@@ -86,7 +91,7 @@ def _as_dict(result: DocumentResult) -> dict[str, object]:
         "name": result.name,
         "outcome": result.outcome.value,
         "reason": result.reason,
-        "errors": [{"line": e.line, "field": e.field, "message": e.message} for e in result.errors],
+        "errors": [{"line": e.line, "field": e.field, "message": e.message, "rule": e.rule} for e in result.errors],
         "warnings": [{"line": w.line, "message": w.message} for w in result.warnings],
     }
 
@@ -116,7 +121,7 @@ def render_junit(run: Run) -> str:
         )
         if result.outcome is Outcome.DENIED:
             failure = ElementTree.SubElement(case, "failure", message=f"{len(result.errors)} error(s)", type="denied")
-            failure.text = "\n".join(f"{result.source}:{e.line}: {e.message}" for e in result.errors)
+            failure.text = "\n".join(f"{result.source}:{e.line}: {_labelled(e)}" for e in result.errors)
         elif result.outcome is Outcome.ERROR:
             ElementTree.SubElement(case, "error", message=result.reason, type="unreadable")
         elif result.outcome is Outcome.SKIPPED:
@@ -153,7 +158,7 @@ def github_lines(result: DocumentResult) -> list[str]:
     title = f"jobgate: {result.title}"
     if result.outcome is Outcome.ERROR:
         lines.append(_annotation("error", result.source, result.line, "jobgate", result.reason))
-    lines.extend(_annotation("error", result.source, e.line, title, e.message) for e in result.errors)
+    lines.extend(_annotation("error", result.source, e.line, title, _labelled(e)) for e in result.errors)
     lines.extend(_annotation("warning", result.source, w.line, title, w.message) for w in result.warnings)
     return lines
 

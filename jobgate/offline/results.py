@@ -63,17 +63,20 @@ _TOP_LEVEL_FIELDS = frozenset(("apiVersion", "kind", "metadata", "spec", "status
 
 
 class Finding:
-    """An error or a warning at a line; read-only, compared by value."""
+    """An error or a warning at a line, with the id of the rule that produced it (errors: always;
+    warnings: '' today); read-only, compared by value."""
 
-    __slots__ = ("field", "line", "message")
+    __slots__ = ("field", "line", "message", "rule")
     line: int
     message: str
     field: str
+    rule: str
 
-    def __init__(self, line: int, message: str, field: str = "") -> None:
+    def __init__(self, line: int, message: str, field: str = "", rule: str = "") -> None:
         object.__setattr__(self, "line", line)
         object.__setattr__(self, "message", message)
         object.__setattr__(self, "field", field)
+        object.__setattr__(self, "rule", rule)
 
     def __setattr__(self, name: str, value: object) -> None:
         raise AttributeError(f"cannot assign to field {name!r}")
@@ -84,17 +87,17 @@ class Finding:
     def __eq__(self, other: object) -> bool:
         if type(other) is not Finding:
             return NotImplemented
-        return (self.line, self.message, self.field) == (other.line, other.message, other.field)
+        return (self.line, self.message, self.field, self.rule) == (other.line, other.message, other.field, other.rule)
 
     def __hash__(self) -> int:
-        return hash((self.line, self.message, self.field))
+        return hash((self.line, self.message, self.field, self.rule))
 
     def __repr__(self) -> str:
-        return f"Finding(line={self.line!r}, message={self.message!r}, field={self.field!r})"
+        return f"Finding(line={self.line!r}, message={self.message!r}, field={self.field!r}, rule={self.rule!r})"
 
-    def __reduce__(self) -> tuple[type[Finding], tuple[int, str, str]]:
+    def __reduce__(self) -> tuple[type[Finding], tuple[int, str, str, str]]:
         # Pickled to the parent by ``-j`` workers: unpickling would otherwise assign the slots.
-        return Finding, (self.line, self.message, self.field)
+        return Finding, (self.line, self.message, self.field, self.rule)
 
 
 _RESULT_FIELDS = (
@@ -286,9 +289,19 @@ def evaluate(
         return result, verdict
     line = document.line_of(prefix)
     result = DocumentResult(source, document.index, line, Outcome.ADMITTED, api_version, kind_name, namespace, name)
-    errors = [Finding(document.line_of((*prefix, *e.path)), printable(str(e)), e.field) for e in verdict.errors]
+    errors: list[Finding] = []
+    if verdict.errors:
+        # The rule-id table is read only when there is an error to label.
+        from jobgate.engine.ruleids import rule_id
+
+        gvk = (kind.gvk.group, kind.gvk.version, kind.gvk.kind)
+        errors = [
+            Finding(document.line_of((*prefix, *e.path)), printable(str(e)), e.field, rule_id(gvk, e))
+            for e in verdict.errors
+        ]
     warnings = [Finding(note_line, printable(note)) for note_line, note in document.notes]
     warnings += [Finding(line, printable(w)) for w in plain_warnings]
+    from jobgate.engine.ruleids import STRICT_DECODING
     from jobgate.engine.unknownfields import kubectl_path  # see above
 
     for path in unknown:
@@ -296,7 +309,7 @@ def evaluate(
         if validation is FieldValidation.STRICT:
             # kubectl apply's default (--validate=strict), in the apiserver's words.
             message = f'strict decoding error: unknown field "{printable(kubectl_path(path))}"'
-            errors.append(Finding(where, message, kubectl_path(path)))
+            errors.append(Finding(where, message, kubectl_path(path), STRICT_DECODING))
         elif validation is FieldValidation.WARN:
             warnings.append(Finding(where, f'unknown field "{printable(kubectl_path(path))}"'))
     result.errors = sorted(errors, key=lambda f: f.line)

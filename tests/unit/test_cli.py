@@ -236,6 +236,7 @@ def test_json_output(tmp_path, capsys):
         "field": "spec.backoffLimit",
         "message": "spec.backoffLimit: Invalid value: -1: "
         "spec.backoffLimit in body should be greater than or equal to 0",
+        "rule": "schema/ranges",
     }
 
 
@@ -259,6 +260,7 @@ def test_github_output(tmp_path, capsys):
     assert code == 1
     escaped = path.replace(":", "%3A").replace(",", "%2C")
     assert f"::error file={escaped},line=6,title=jobgate%3A TFJob bad::spec.backoffLimit: Invalid value: -1" in out
+    assert "in body should be greater than or equal to 0 [schema/ranges]\n" in out
 
 
 def test_default_prints_the_stored_object(tmp_path, capsys):
@@ -286,6 +288,19 @@ def test_review_prints_the_exact_response(tmp_path, capsys, webhook, allowed):
     assert code == 0
     response = json.loads(out)["response"]
     assert (response["uid"], response["allowed"]) == ("u-1", allowed)
+
+
+def test_review_names_the_rules_of_a_denial_on_stderr_only(tmp_path, capsys):
+    from jobgate.webhook.admission import Webhook, review_body
+
+    review = json.dumps(admission_review(tfjob(backoffLimit=-1), uid="u-1"))
+    path = write(tmp_path, "review.json", review)
+    code, out, err = run(["review", "validate", path], capsys)
+    assert code == 0
+    assert out == review_body(review, Webhook.VALIDATE).decode() + "\n"
+    assert "jobgate: spec.backoffLimit: rule schema/ranges" in err
+    _, _, err = run(["review", "mutate", path], capsys)
+    assert "rule" not in err
 
 
 def test_review_from_stdin(capsys, monkeypatch):

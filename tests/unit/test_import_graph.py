@@ -49,6 +49,7 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
         (
             "jobgate.generate",
             "jobgate.families.*.cel",
+            "jobgate.families.*.catalogue",
             "jobgate.offline",
             "jobgate.webhook",
             "jobgate.controller",
@@ -58,7 +59,7 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
 )
 # The parts of the third layer stand beside each other: none imports another.
 SIBLINGS: dict[str, tuple[str, ...]] = {
-    "generators": ("jobgate.generate", "jobgate.families.*.cel"),
+    "generators": ("jobgate.generate", "jobgate.families.*.cel", "jobgate.families.*.catalogue"),
     "offline command": ("jobgate.offline",),
     "webhook server": ("jobgate.webhook",),
     "controller": ("jobgate.controller",),

@@ -18,6 +18,7 @@ FAMILY = Family(
         "Kubeflow's CRDs are Kubeflow's, not jobgate's (it installs none for kubeflow.org): its rules would "
         "need admission policies over another project's kinds, which jobgate does not generate"
     ),
+    catalogue="jobgate.families.kubeflow.catalogue",
     admission_only=True,
     compiled_modules=("jobgate.families.kubeflow.rules",),
 )

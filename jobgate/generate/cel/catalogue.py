@@ -25,7 +25,10 @@ from dataclasses import dataclass, field
 from enum import Enum
 from typing import Any
 
-from jobgate.engine.fielderrors import FieldError, FieldPath, Key, render_path
+from jobgate.engine.fielderrors import FieldError, render_path
+from jobgate.engine.pathpattern import PathPattern, rule_anchor
+
+__all__ = ["PathPattern", "rule_anchor"]  # re-exported: the catalogue's readers find them here
 
 
 class Where(Enum):
@@ -152,48 +155,6 @@ def first_message(location: Location, body: Callable[[str, str], str], *, root: 
         return f"(has({value}.{step}) ? {walk(rest, f'{value}.{step}', joined, depth)} : '')"
 
     return walk(location, root, "''", 0)
-
-
-class PathPattern:
-    """A field path with wildcards: ``spec.tasks[*].template.spec.containers[*].name``.
-
-    ``[*]`` matches one map key or list index, ``*`` one field name, ``**`` any run of segments.
-    """
-
-    __slots__ = ("segments", "text")
-
-    _TOKEN = re.compile(r"\[\*\]|\[[^\]]*\]|\*\*|[^.\[\]]+")
-
-    def __init__(self, text: str) -> None:
-        self.text = text
-        self.segments: tuple[str, ...] = tuple(self._TOKEN.findall(text))
-
-    def matches(self, path: FieldPath) -> bool:
-        return _match(self.segments, tuple(path))
-
-    def __repr__(self) -> str:
-        return f"PathPattern({self.text!r})"
-
-
-def _match(pattern: tuple[str, ...], path: FieldPath) -> bool:
-    if not pattern:
-        return not path
-    head, rest = pattern[0], pattern[1:]
-    if head == "**":
-        return any(_match(rest, path[i:]) for i in range(len(path) + 1))
-    if not path:
-        return False
-    segment = path[0]
-    keyed = isinstance(segment, Key | int)
-    if head == "[*]":
-        ok = keyed
-    elif head == "*":
-        ok = not keyed
-    elif head.startswith("["):
-        ok = keyed and str(segment) == head[1:-1]
-    else:
-        ok = not keyed and segment == head
-    return ok and _match(rest, path[1:])
 
 
 @dataclass(frozen=True)

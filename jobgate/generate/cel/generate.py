@@ -57,10 +57,30 @@ def _shared_job_name_rule(own: list[Rule]) -> list[Rule]:
     return [] if any(rule.id == shared.id for rule in own) else [shared]
 
 
+def webhook_only_rules(kind: JobKind) -> list[Rule] | None:
+    """A webhook-only family's rules for the kind (its record's ``catalogue``), every one
+    ``Where.WEBHOOK``; None for a family with a CEL module or without a catalogue."""
+    record = family_record(kind.family)
+    if record.cel is not None or record.catalogue is None:
+        return None
+    rules: list[Rule] = importlib.import_module(record.catalogue).rules(kind)
+    return rules
+
+
+def _webhook_schema_rules(why: str) -> list[Rule]:
+    """The structural schema's checks of a kind whose CRD jobgate does not ship: the webhook's."""
+    return [Rule(r.id, r.summary, Where.WEBHOOK, r.produces, why=why) for r in schema_rules()]
+
+
 def rules_for(kind: JobKind) -> list[Rule]:
     """Every rule of the kind, the specific ones first (an error is explained by the first that matches)."""
     own = family_rules(kind)
-    rules = [*(_shared_job_name_rule(own) if own is not None else []), *(own or []), *schema_rules()]
+    listed = webhook_only_rules(kind) if own is None else None
+    if listed is not None:
+        reason = family_record(kind.family).webhook_only_reason or ""
+        rules = [*listed, *_webhook_schema_rules(reason)]
+    else:
+        rules = [*(_shared_job_name_rule(own) if own is not None else []), *(own or []), *schema_rules()]
     seen: set[str] = set()
     for rule in rules:
         if rule.id in seen:
@@ -252,7 +272,7 @@ def enforcement_rows(kinds: Iterable[JobKind]) -> list[tuple[str, str, str, str,
     (a rule that differs by kind lists each kind's summary)."""
     rows: dict[tuple[str, str], tuple[str, list[str], str, str]] = {}
     for kind in kinds:
-        if family_rules(kind) is None:
+        if family_rules(kind) is None and webhook_only_rules(kind) is None:
             reason = (
                 family_record(kind.family).webhook_only_reason
                 or "no rule of this family is generated for the apiserver"
@@ -263,6 +283,11 @@ def enforcement_rows(kinds: Iterable[JobKind]) -> list[tuple[str, str, str, str,
             )
             continue
         entries: list[Rule | Default] = [*rules_for(kind), *(family_defaults(kind) or ())]
+        if family_rules(kind) is None:
+            rows.setdefault(
+                (kind.family, "(every rule)"),
+                ("", ["every rule and default of the family"], Where.WEBHOOK.value, entries[0].why if entries else ""),
+            )
         for entry in entries:
             name = entry.id if isinstance(entry, Rule) else f"default: {entry.id}"
             _, summaries, _, _ = rows.setdefault((kind.family, name), (name, [], entry.where.value, entry.why))
@@ -278,9 +303,12 @@ def enforcement_summary(kinds: Iterable[JobKind]) -> list[tuple[str, int, int]]:
     """(family, rules and defaults, enforced in the apiserver) per family; a family left to the
     webhook counts as (family, 0, 0)."""
     counts: dict[str, list[int]] = {}
-    for family, name, _, where, _ in enforcement_rows(kinds):
+    rows = enforcement_rows(kinds)
+    # A family left to the webhook lists its rules (for their ids) but counts as every rule.
+    webhook_only = {family for family, name, _, _, _ in rows if name == "(every rule)"}
+    for family, _, _, where, _ in rows:
         entry = counts.setdefault(family, [0, 0])
-        if name != "(every rule)":
+        if family not in webhook_only:
             entry[0] += 1
             entry[1] += where != Where.WEBHOOK.value
     return [(family, total, enforced) for family, (total, enforced) in sorted(counts.items())]

@@ -1,0 +1,69 @@
+"""``jobgate explain RULE``: a rule's documentation, its examples from the checkout, its docs link."""
+
+from __future__ import annotations
+
+import pytest
+
+from jobgate.cli import main
+from jobgate.cli.explain import UNKNOWN, catalogue
+from jobgate.engine.pathpattern import rule_anchor
+
+
+def run(argv, capsys):
+    code = main(argv)
+    captured = capsys.readouterr()
+    return code, captured.out, captured.err
+
+
+def test_explain_prints_the_rule(capsys):
+    code, out, _ = run(["explain", "roles/one-leader"], capsys)
+    assert code == 0
+    assert out.startswith("roles/one-leader\n  family:    kubedl (TFJob)\n")
+    assert "spec.tfReplicaSpecs: Forbidden" in out
+    assert "enforced:  CRD validation rule" in out
+    assert "refused example:\n    (tests/cel_vectors/kubedl.yaml)" in out
+    assert (
+        "jobgate says:\n      spec.tfReplicaSpecs: Forbidden: must not have more than 1 Chief or Master role\n" in out
+    )
+    assert "admitted example:" in out
+    assert out.rstrip().endswith("docs/rules/kubedl.md#roles-one-leader")
+
+
+def test_a_webhook_only_rule_says_why_and_takes_its_examples_from_examples(capsys):
+    code, out, _ = run(["explain", "kubeflow/one-launcher"], capsys)
+    assert code == 0
+    assert "enforced:  webhook only: Kubeflow's CRDs are Kubeflow's" in out
+    assert "(examples/invalid/kubeflow-mpijob-no-launcher.yaml)" in out
+    assert "docs/rules/kubeflow.md#kubeflow-one-launcher" in out
+
+
+def test_an_id_of_several_families_is_explained_for_each_unless_one_is_named(capsys):
+    _, every, _ = run(["explain", "schema/ranges"], capsys)
+    families = [line.split()[1] for line in every.splitlines() if line.startswith("  family:")]
+    assert len(families) == len(set(families)) > 1
+    code, one, _ = run(["explain", "schema/ranges", "--family", "t9k"], capsys)
+    assert code == 0 and one.count("  family:") == 1 and "family:    t9k" in one
+    _, qualified, _ = run(["explain", "t9k/schema/ranges"], capsys)
+    assert qualified == one
+
+
+def test_an_unknown_id_exits_2_with_close_matches(capsys):
+    code, out, err = run(["explain", "roles/one-leadr"], capsys)
+    assert code == 2 and out == ""
+    assert UNKNOWN in err
+    assert "did you mean: roles/one-leader" in err
+
+
+def test_every_rule_id_is_explained(capsys):
+    """Every id the catalogue gives (each family's), explained without failing."""
+    for family, rule_id in catalogue():
+        code, out, _ = run(["explain", rule_id, "--family", family], capsys)
+        assert code == 0, (family, rule_id)
+        assert f"docs/rules/{family}.md#{rule_anchor(rule_id)}" in out
+
+
+@pytest.mark.parametrize("command", [["--help"], ["explain", "--help"]])
+def test_the_command_is_listed(command, capsys):
+    with pytest.raises(SystemExit):
+        main(command)
+    assert "explain" in capsys.readouterr().out
