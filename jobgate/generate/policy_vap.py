@@ -76,7 +76,8 @@ def _at(root: str, path: Iterable[str]) -> str:
 def _selector(sel: str, labels: str) -> str:
     """A metav1 LabelSelector ``sel`` (present) against the label map ``labels``."""
     return (
-        f"((!has({sel}.matchLabels) || {sel}.matchLabels.all(lk, lk in {labels} && {labels}[lk] == {sel}.matchLabels[lk]))"
+        f"((!has({sel}.matchLabels) || {sel}.matchLabels.all(lk, lk in {labels} && {labels}[lk] == "
+        f"{sel}.matchLabels[lk]))"
         f" && (!has({sel}.matchExpressions) || {sel}.matchExpressions.all(e, "
         f"e.operator == 'In' ? (has(e.values) && e.key in {labels} && {labels}[e.key] in e.values) : "
         f"e.operator == 'NotIn' ? !(has(e.values) && e.key in {labels} && {labels}[e.key] in e.values) : "
@@ -144,7 +145,8 @@ def _weight(k: str) -> str:
     own = (
         f"({lst}.exists(gw, gw.name == {k}) ? {lst}.filter(gw, gw.name == {k}).map(gw, {w})[0] : "
         f"[{lst}.filter(gw, gw.name.endsWith('*') && {k}.startsWith(gw.name.substring(0, size(gw.name) - 1)))]"
-        f".map(gm, size(gm) == 0 ? -1.0 : gm.filter(gw, gm.all(gh, size(gh.name) <= size(gw.name))).map(gw, {w})[0])[0])"
+        ".map(gm, size(gm) == 0 ? -1.0 : gm.filter(gw, gm.all(gh, size(gh.name) <= size(gw.name))).map(gw, "
+        f"{w})[0])[0])"
     )
     return f"(has(params.spec.limits) && has({lst}) ? {own} : {_default_weight(k)})"
 
@@ -176,7 +178,8 @@ def pod_gpus(spec: str) -> str:
     )
     only_overhead = (
         f"(has({spec}.overhead) ? ([0.0] + {spec}.overhead.filter(rn, !{every}.exists(cd, {_has_resource('cd', 'rn')}))"
-        f".map(rn, [{_weight('rn')}].map(wt, wt < 0.0 ? 0.0 : wt * {_quantity(f'{spec}.overhead[rn]')})[0])).sum() : 0.0)"
+        f".map(rn, [{_weight('rn')}].map(wt, wt < 0.0 ? 0.0 : wt * "
+        f"{_quantity(f'{spec}.overhead[rn]')})[0])).sum() : 0.0)"
     )
     return f"({in_containers} + {only_overhead})"
 
@@ -249,8 +252,10 @@ class KindCel:
     def old_group(self, var: str, body: Callable[[str], str]) -> str:
         """``body(old var)`` for the old object's group of the same role (false when there is none)."""
         if self.is_map:
-            return f"({_has('oldObject', ('spec', self.k.replica_field))} && {var} in oldObject.spec.{self.k.replica_field} && {body(var)})"
-        return f"{self.groups('oldObject')}.exists(og, {self.role('oldObject', 'og')} == {self.role('object', var)} && {body('og')})"
+            field = self.k.replica_field
+            return f"({_has('oldObject', ('spec', field))} && {var} in oldObject.spec.{field} && {body(var)})"
+        same_role = f"{self.role('oldObject', 'og')} == {self.role('object', var)}"
+        return f"{self.groups('oldObject')}.exists(og, {same_role} && {body('og')})"
 
     def old_group_at_index(self, var: str, body: Callable[[str], str]) -> str:
         """The old object's group at the same place (the key; the index of a list)."""
@@ -312,7 +317,8 @@ def _registry_prefix(entry: str) -> str:
 
 
 def _image_allowed(image: str, entries: str) -> str:
-    return f"[{_image_name(image)}].all(iname, iname != '' && {entries}.exists(re, iname.startsWith({_registry_prefix('re')})))"
+    prefix = _registry_prefix("re")
+    return f"[{_image_name(image)}].all(iname, iname != '' && {entries}.exists(re, iname.startsWith({prefix})))"
 
 
 class Validation:
@@ -366,7 +372,8 @@ def validations(kc: KindCel) -> list[Validation]:
             f"!{groups}.exists(g, {bad})",
             _msg(
                 f"[{groups}.filter(g, {bad})].map(bg, size(bg) == 0 ? {first_role} : "
-                f"{path_of_group('bg[0]')} + ': Invalid value: ' + string({kc.largest('object', 'bg[0]')}) + ': role ' + "
+                f"{path_of_group('bg[0]')} + ': Invalid value: ' + string({kc.largest('object', 'bg[0]')}) + "
+                "': role ' + "
                 f"{kc.role('object', 'bg[0]')} + ' may reach ' + string({kc.largest('object', 'bg[0]')}) + "
                 f"' replicas, exceeds ' + string({lim}.maxReplicasPerRole) + ' per role')[0]"
             ),
@@ -381,7 +388,8 @@ def validations(kc: KindCel) -> list[Validation]:
             f"{total} <= {lim}.maxReplicasPerJob || ({allow_old} && {old_total} > {lim}.maxReplicasPerJob && "
             f"{total} <= {old_total})",
             _msg(
-                f"'spec.{k.replica_field}: Invalid value: ' + string({total}) + ': the job may reach ' + string({total}) + "
+                f"'spec.{k.replica_field}: Invalid value: ' + string({total}) + ': the job may reach ' + "
+                f"string({total}) + "
                 f"' replicas in all, exceeds ' + string({lim}.maxReplicasPerJob) + ' per job'"
             ),
         )
@@ -401,7 +409,8 @@ def validations(kc: KindCel) -> list[Validation]:
             _msg(
                 f"([{groups}.map(g, [{kc.gpus('object', 'g')}].map(gn, gn > {cap} ? "
                 f"{path_of_group('g')} + '.template.spec: Invalid value: a pod of role ' + {kc.role('object', 'g')} + "
-                f"' requests ' + string(gn) + ' GPUs, exceeds ' + string({lim}.maxGPUsPerPod) + ' GPUs per pod' : '')[0])"
+                f"' requests ' + string(gn) + ' GPUs, exceeds ' + string({lim}.maxGPUsPerPod) + ' GPUs per "
+                "pod' : '')[0])"
                 f".filter(m, m != '')] + [['?']])[0][0]"
             ),
         )
@@ -465,9 +474,12 @@ def validations(kc: KindCel) -> list[Validation]:
             f"has({req}) && has({req}.labels)",
             f"!{req}.labels.exists(rl, {bad_label})",
             _msg(
-                f"[{req}.labels.filter(rl, {bad_label})].map(bl, size(bl) == 0 ? '?' : 'metadata.labels[' + bl[0].key + "
-                f"']: ' + (bl[0].key in {labels} ? 'Unsupported value: \"' + {labels}[bl[0].key] + '\": supported values: ' + "
-                f"bl[0].values.map(x, '\"' + x + '\"').join(', ') : 'Required value: the policy requires this label'))[0]"
+                f"[{req}.labels.filter(rl, {bad_label})].map(bl, size(bl) == 0 ? '?' : 'metadata.labels[' + "
+                "bl[0].key + "
+                f"']: ' + (bl[0].key in {labels} ? 'Unsupported value: \"' + {labels}[bl[0].key] + '\": "
+                "supported values: ' + "
+                "bl[0].values.map(x, '\"' + x + '\"').join(', ') : 'Required value: the policy requires this "
+                "label'))[0]"
             ),
         )
     )
@@ -510,7 +522,8 @@ def validations(kc: KindCel) -> list[Validation]:
                     f"!{groups}.exists(g, {bad})",
                     _msg(
                         f"[{groups}.filter(g, {bad})].map(bg, size(bg) == 0 ? '?' : {path_of_group('bg[0]')} + "
-                        f"'.template.spec.{field}: ' + ({tstate('object', 'bg[0]')} == {ABSENT} ? 'Required value: must be one of: ' : "
+                        f"'.template.spec.{field}: ' + ({tstate('object', 'bg[0]')} == {ABSENT} ? 'Required "
+                        "value: must be one of: ' : "
                         f"'Unsupported value: \"' + {tstate('object', 'bg[0]')} + '\": supported values: ') + "
                         f"{allowed}.join(', '))[0]"
                     ),
@@ -535,7 +548,8 @@ def validations(kc: KindCel) -> list[Validation]:
     entries = f"{req}.imageRegistries"
     bad_image = (
         f"has(ct.image) && !{_image_allowed('ct.image', entries)} && !({allow_old} && "
-        f"{kc.groups('oldObject')}.exists(og, {kc.containers('oldObject', 'og')}.exists(oc, has(oc.image) && oc.image == ct.image)))"
+        f"{kc.groups('oldObject')}.exists(og, {kc.containers('oldObject', 'og')}.exists(oc, has(oc.image) && "
+        "oc.image == ct.image)))"
     )
     out.append(
         _v(
@@ -543,7 +557,8 @@ def validations(kc: KindCel) -> list[Validation]:
             f"has({req}) && has({entries})",
             f"!{groups}.exists(g, {kc.containers('object', 'g')}.exists(ct, {bad_image}))",
             _msg(
-                f"[{groups}.filter(g, {kc.containers('object', 'g')}.exists(ct, {bad_image}))].map(bg, size(bg) == 0 ? '?' : "
+                f"[{groups}.filter(g, {kc.containers('object', 'g')}.exists(ct, {bad_image}))].map(bg, "
+                "size(bg) == 0 ? '?' : "
                 f"{path_of_group('bg[0]')} + '.template.spec: Invalid value: \"' + "
                 f"{kc.containers('object', 'bg[0]')}.filter(ct, {bad_image})[0].image + "
                 f"'\": images must come from: ' + {entries}.join(', '))[0]"
@@ -573,7 +588,8 @@ def _forbid(kc: KindCel) -> list[Validation]:
                 f"has({req}) && has({req}.forbid) && '{item}' in {req}.forbid",
                 f"!{groups}.exists(g, {bad})",
                 _msg(
-                    f"[{groups}.filter(g, {bad})].map(bg, size(bg) == 0 ? '?' : 'role ' + {kc.role('object', 'bg[0]')} + ': {item} is forbidden by policy')[0]"
+                    f"[{groups}.filter(g, {bad})].map(bg, size(bg) == 0 ? '?' : 'role ' + "
+                    f"{kc.role('object', 'bg[0]')} + ': {item} is forbidden by policy')[0]"
                 ),
                 "Forbidden",
             )
@@ -613,7 +629,8 @@ def _forbid(kc: KindCel) -> list[Validation]:
     )
 
     def privileged(c: str) -> str:
-        return f"(has({c}.securityContext) && has({c}.securityContext.privileged) && {c}.securityContext.privileged == true)"
+        sc = f"{c}.securityContext"
+        return f"(has({sc}) && has({sc}.privileged) && {sc}.privileged == true)"
 
     def cname(c: str) -> str:
         return f"(has({c}.name) ? {c}.name : {ABSENT})"
@@ -634,7 +651,8 @@ def _forbid(kc: KindCel) -> list[Validation]:
             f"has({req}) && has({req}.forbid) && 'privileged' in {req}.forbid",
             f"!{groups}.exists(g, {bad})",
             _msg(
-                f"[{groups}.filter(g, {bad})].map(bg, size(bg) == 0 ? '?' : 'role ' + {kc.role('object', 'bg[0]')} + ': privileged is forbidden by policy')[0]"
+                f"[{groups}.filter(g, {bad})].map(bg, size(bg) == 0 ? '?' : 'role ' + "
+                f"{kc.role('object', 'bg[0]')} + ': privileged is forbidden by policy')[0]"
             ),
             "Forbidden",
         )
@@ -658,8 +676,10 @@ def _variables(kc: KindCel, scope: str, action: str) -> list[dict[str, str]]:
         "params != null && has(params.spec)",
         f"(has({p}.enforcementAction) ? {p}.enforcementAction : 'Deny') == '{action}'",
         f"(!has({p}.match) || !has({match}.families) || '{k.family}' in {match}.families)",
-        f"(!has({p}.match) || !has({match}.kinds) || {match}.kinds.exists(mk, mk.group == '{k.group}' && mk.kind == '{k.kind}'))",
-        f"(!has({p}.match) || !has({match}.objectSelector) || {_selector(f'{match}.objectSelector', _labels('object'))})",
+        f"(!has({p}.match) || !has({match}.kinds) || {match}.kinds.exists(mk, mk.group == '{k.group}' && "
+        f"mk.kind == '{k.kind}'))",
+        f"(!has({p}.match) || !has({match}.objectSelector) || "
+        f"{_selector(f'{match}.objectSelector', _labels('object'))})",
     ]
     if scope == "cluster":
         ns_labels = (
@@ -673,7 +693,8 @@ def _variables(kc: KindCel, scope: str, action: str) -> list[dict[str, str]]:
         {"name": "applies", "expression": " && ".join(conditions)},
         {
             "name": "allowOld",
-            "expression": f"oldObject != null && (has({p}.existingViolations) ? {p}.existingViolations : 'Allow') == 'Allow'",
+            "expression": f"oldObject != null && (has({p}.existingViolations) ? {p}.existingViolations : "
+            "'Allow') == 'Allow'",
         },
         {"name": "who", "expression": who},
         {"name": "jobReplicas", "expression": kc.total_replicas("object")},

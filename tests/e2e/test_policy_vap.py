@@ -36,7 +36,12 @@ NAMED = re.compile(r"\((ClusterTrainingJobPolicy [\w.-]+|TrainingJobPolicy [\w.-
 
 
 def _cluster(name: str, spec: dict[str, Any]) -> dict[str, Any]:
-    return {"apiVersion": "policy.jobgate.io/v1alpha1", "kind": "ClusterTrainingJobPolicy", "metadata": {"name": name}, "spec": spec}
+    return {
+        "apiVersion": "policy.jobgate.io/v1alpha1",
+        "kind": "ClusterTrainingJobPolicy",
+        "metadata": {"name": name},
+        "spec": spec,
+    }
 
 
 def _namespaced(name: str, namespace: str, spec: dict[str, Any]) -> dict[str, Any]:
@@ -70,7 +75,9 @@ POLICY_SETS: dict[str, list[dict[str, Any]]] = {
         _cluster(
             "pv-labels",
             {
-                "namespaceSelector": {"matchExpressions": [{"key": "tier", "operator": "In", "values": ["research", "prod"]}]},
+                "namespaceSelector": {
+                    "matchExpressions": [{"key": "tier", "operator": "In", "values": ["research", "prod"]}]
+                },
                 "require": {"labels": [{"key": "team"}, {"key": "tier", "values": ["gold", "silver"]}]},
             },
         ),
@@ -104,7 +111,10 @@ POLICY_SETS: dict[str, list[dict[str, Any]]] = {
                 "match": {"objectSelector": {"matchExpressions": [{"key": "skip-policy", "operator": "DoesNotExist"}]}},
                 "limits": {
                     "maxGPUsPerPod": 2,
-                    "gpuResources": [{"name": "nvidia.com/gpu", "weight": 1}, {"name": "nvidia.com/mig-*", "weight": 0.5}],
+                    "gpuResources": [
+                        {"name": "nvidia.com/gpu", "weight": 1},
+                        {"name": "nvidia.com/mig-*", "weight": 0.5},
+                    ],
                 },
                 "require": {"schedulerNames": ["default-scheduler", "volcano"], "queues": ["default", "team-q"]},
             },
@@ -338,11 +348,12 @@ def _compare(server: Server, name: str, job: dict[str, Any], namespace: str, pol
     status, body, warnings = _send(server, job, namespace)
     allowed = status < 300
     if allowed != want.allowed:
-        return f"{name} in {namespace}: apiserver {'admits' if allowed else 'refuses'}, webhook {'admits' if want.allowed else 'refuses'}: {body[:600]}"
+        verdicts = f"apiserver {'admits' if allowed else 'refuses'}, webhook {'admits' if want.allowed else 'refuses'}"
+        return f"{name} in {namespace}: {verdicts}: {body[:600]}"
     if not allowed:
         named = set(NAMED.findall(body))
         if not named or not named <= want.refusing:
-            return f"{name} in {namespace}: apiserver names {named}, policies that refuse alone: {want.refusing}: {body[:600]}"
+            return f"{name} in {namespace}: apiserver names {named}, refusing alone: {want.refusing}: {body[:600]}"
     elif bool(warnings) != want.warns:
         return f"{name} in {namespace}: apiserver warnings {warnings}, webhook warns: {want.warns}"
     return None

@@ -16,10 +16,14 @@ REPO = Path(__file__).resolve().parents[2]
 
 def _probe(kmap: KindMap) -> dict:
     group = {"template": {"spec": {"containers": [{"name": "c", "image": "x"}]}}}
-    groups = {"Worker": dict(group), "PS": {**group, "replicas": 3}} if kmap.replica_layout == "map" else [
-        dict(group),
-        {**group, "replicas": 3},
-    ]
+    groups = (
+        {"Worker": dict(group), "PS": {**group, "replicas": 3}}
+        if kmap.replica_layout == "map"
+        else [
+            dict(group),
+            {**group, "replicas": 3},
+        ]
+    )
     return {"apiVersion": f"{kmap.group}/v1", "kind": kmap.kind, "spec": {kmap.replica_field: groups}}
 
 
@@ -48,7 +52,9 @@ def test_six_policies_and_bindings_per_kind_with_the_safe_param_settings():
             applies = next(v for v in policy["spec"]["variables"] if v["name"] == "applies")["expression"]
             action = policy["metadata"]["name"].split(".")[2].capitalize()
             assert f"== '{action}'" in applies
-            assert ("namespaceSelector" in applies) == (policy["spec"]["paramKind"]["kind"] == "ClusterTrainingJobPolicy")
+            assert ("namespaceSelector" in applies) == (
+                policy["spec"]["paramKind"]["kind"] == "ClusterTrainingJobPolicy"
+            )
 
 
 def test_the_policy_vaps_are_generated_outside_the_base_and_in_the_webhookless_overlays():
