@@ -41,8 +41,21 @@ def _manifests(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+def policy_enforcement_table() -> str:
+    """The platform-policy enforcement table (Markdown), as docs/policy-enforcement.md carries it."""
+    from jobgate.generate.policy_vap import enforcement_rows
+
+    lines = ["| constraint | where (without the webhook) | note |", "|---|---|---|"]
+    lines += [f"| {what} | {where} | {note} |" for what, where, note in enforcement_rows()]
+    return "\n".join(lines) + "\n"
+
+
 def _enforcement(args: argparse.Namespace) -> int:
     from jobgate.generate.cel.generate import enforcement_rows, enforcement_summary
+
+    if args.policy:
+        sys.stdout.write(policy_enforcement_table())
+        return EXIT_OK
     from jobgate.generate.manifests import every_family_kind
 
     kinds = [k for k in every_family_kind() if not args.family or k.family in args.family]

@@ -209,6 +209,11 @@ def _manifests_arguments(manifests: argparse.ArgumentParser) -> None:
     )
     enforcement.add_argument("--family", action="append", default=[], help="only this family (repeatable)")
     enforcement.add_argument("--summary", action="store_true", help="per family: how many the apiserver enforces")
+    enforcement.add_argument(
+        "--policy",
+        action="store_true",
+        help="platform policy (policy.jobgate.io): what manifests/policy-vaps enforces and what only the webhook does",
+    )
     enforcement.set_defaults(handler=_enforcement)
     policies = manifests_commands.add_parser(
         "policies", help="print the generated admission policies alone (for users who manage admission otherwise)"

@@ -87,6 +87,14 @@ class KindMap:
     ttl: Locator | None
     deadline: Locator | None
     kueue: bool = False
+    # How ``groups`` reads the job, for the generated admission policies (jobgate.generate.policy_vap):
+    # the field under ``spec``, a map of roles ("map") or a list ("list"), the count of an unset
+    # ``replicas``, roles whose unset count is 0, and whether the Worker may grow to elasticPolicy.maxReplicas.
+    replica_field: str = ""
+    replica_layout: str = "map"
+    default_count: int = 1
+    default_zero: tuple[str, ...] = ()
+    elastic: bool = False
 
     def locator(self, field: str) -> Locator | str | None:
         return {
@@ -220,6 +228,7 @@ def _build() -> dict[tuple[str, str], KindMap]:
             scheduler=TEMPLATE,
             ttl=rp("ttlSecondsAfterFinished"),
             deadline=rp("activeDeadlineSeconds"),
+            replica_field=field,
         )
     for kind, field in _KUBEFLOW_KINDS.items():
         table[KUBEFLOW_GROUP, kind] = KindMap(
@@ -238,6 +247,9 @@ def _build() -> dict[tuple[str, str], KindMap]:
             ttl=_fixed("spec", "runPolicy", "ttlSecondsAfterFinished"),
             deadline=_fixed("spec", "runPolicy", "activeDeadlineSeconds"),
             kueue=True,
+            replica_field=field,
+            default_zero=("Worker",) if kind == "MPIJob" else (),
+            elastic=kind in ("PyTorchJob", "PaddleJob"),
         )
     table[MLKUBE_GROUP, "MxJob"] = KindMap(
         "mlkube",
@@ -249,6 +261,9 @@ def _build() -> dict[tuple[str, str], KindMap]:
         scheduler=TEMPLATE,
         ttl=None,
         deadline=None,
+        replica_field="replicaSpecs",
+        replica_layout="list",
+        default_count=1,
     )
     table[T9K_GROUP, "GenericJob"] = KindMap(
         "t9k",
@@ -260,6 +275,9 @@ def _build() -> dict[tuple[str, str], KindMap]:
         scheduler=TEMPLATE,
         ttl=None,
         deadline=None,
+        replica_field="replicaSpecs",
+        replica_layout="list",
+        default_count=1,
     )
     table[DIENGINE_GROUP, "DIJob"] = KindMap(
         "diengine",
@@ -271,6 +289,9 @@ def _build() -> dict[tuple[str, str], KindMap]:
         scheduler=TEMPLATE,
         ttl=None,
         deadline=None,
+        replica_field="tasks",
+        replica_layout="list",
+        default_count=1,
     )
     table[VOLCANO_GROUP, "Job"] = KindMap(
         "volcano",
@@ -283,6 +304,9 @@ def _build() -> dict[tuple[str, str], KindMap]:
         scheduler=_fixed("spec", "schedulerName"),
         ttl=_fixed("spec", "ttlSecondsAfterFinished"),
         deadline=None,
+        replica_field="tasks",
+        replica_layout="list",
+        default_count=0,
     )
     return table
 

@@ -1,0 +1,844 @@
+"""Platform policy in the apiserver: ValidatingAdmissionPolicies with ``paramKind``.
+
+For every job kind (the field map of :mod:`jobgate.policy.fieldmap`), for each policy kind and each
+enforcement action, one ValidatingAdmissionPolicy and its binding:
+
+- ``paramKind: ClusterTrainingJobPolicy``, binding ``paramRef.selector: {}`` (every cluster policy).
+  A binding cannot read each param's ``spec.namespaceSelector``, so the CEL evaluates it against
+  ``namespaceObject.metadata.labels`` (matchLabels; matchExpressions In/NotIn/Exists/DoesNotExist).
+  The binding's ``matchResources.namespaceSelector`` is the webhook's (not kube-system, not jobgate-system).
+- ``paramKind: TrainingJobPolicy``, ``paramRef`` without a namespace: the request namespace's policies.
+- ``parameterNotFoundAction: Allow`` on both: with ``Deny`` a namespace without a policy would refuse
+  every job, and a namespace holding one could not delete (kubernetes/kubernetes#129883: the param goes
+  first, then every finalizer removal is refused).
+- One binding cannot vary its ``validationActions`` per param, so each action has its own policy and
+  binding (``Deny``, ``Warn``, ``Audit``), and the policy's variable ``applies`` keeps only the params
+  whose ``spec.enforcementAction`` is that action (absent = Deny).
+- ``spec.match`` (``families``, ``kinds``, ``objectSelector``) is evaluated in ``applies`` too.
+- ``existingViolations: Allow`` (the default) is written on ``oldObject``: on UPDATE a violation the
+  old object already had, under the same param, is excused unless the update makes it worse — the
+  same identities and measures as :func:`jobgate.policy.check.policy_findings` (per role for the
+  per-role caps, the total for the job's, the value for the TTL and deadline caps, the label's value,
+  the field's value at the same place for the allow-lists, the image string, the role and volume or
+  container name for ``forbid``).
+
+What the policies carry and what stays in the webhook: :func:`enforcement_rows` (printed by
+``jobgate manifests enforcement --policy``, and in docs/policy-enforcement.md).
+
+Each (policy, binding, param) is evaluated on its own and every one must pass, so these are the
+constraints that combine as AND across policies: caps, totals, required labels and fields,
+allow-lists (a job satisfying each list satisfies their intersection), ``forbid``. A VAP reports the
+first failing validation of each param; the webhook reports every finding.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+from typing import Any
+
+from jobgate.policy.fieldmap import KINDS, TEMPLATE, KindMap
+from jobgate.policy.gpu import DEFAULT_GPU_RESOURCES
+from jobgate.policy.models import API_VERSION, CLUSTER_KIND, NAMESPACED_KIND
+
+ACTIONS = ("Deny", "Warn", "Audit")
+SCOPES = (("cluster", CLUSTER_KIND), ("namespaced", NAMESPACED_KIND))
+PREFIX = "jobgate-policy"
+# The namespaces the webhook does not review (manifests.py _webhook): the bindings skip them too.
+EXCLUDED_NAMESPACES = ("kube-system", "jobgate-system")
+# Weighted GPUs are computed in double precision: a total is over a cap only by more than this.
+EPSILON = "0.000000001"
+ABSENT = "'<absent>'"  # no label value, queue, class or scheduler can contain '<'
+
+# The role of a list-layout group, as fieldmap's ``role_of`` gives it ({g}: the item, {i}: its index).
+_LIST_ROLES = {
+    ("mxnet.mlkube.io", "MxJob"): "(has({g}.mxReplicaType) && {g}.mxReplicaType != '' ? {g}.mxReplicaType : 'WORKER')",
+    ("batch.tensorstack.dev", "GenericJob"): "(has({g}.type) && {g}.type != '' ? {g}.type : string({i}))",
+    ("diengine.opendilab.org", "DIJob"): (
+        "(has({g}.name) && {g}.name != '' ? {g}.name : (has({g}.type) && {g}.type != '' ? {g}.type : 'none'))"
+    ),
+    ("batch.volcano.sh", "Job"): "(has({g}.name) && {g}.name != '' ? {g}.name : 'default' + string({i}))",
+}
+
+
+def _has(root: str, path: Iterable[str]) -> str:
+    """``has(a.b) && has(a.b.c) …`` for a path of plain field names (true for an empty path)."""
+    parts, current = [], root
+    for step in path:
+        current = f"{current}.{step}"
+        parts.append(f"has({current})")
+    return "(" + " && ".join(parts) + ")" if parts else "true"
+
+
+def _at(root: str, path: Iterable[str]) -> str:
+    return ".".join([root, *path])
+
+
+def _selector(sel: str, labels: str) -> str:
+    """A metav1 LabelSelector ``sel`` (present) against the label map ``labels``."""
+    return (
+        f"((!has({sel}.matchLabels) || {sel}.matchLabels.all(lk, lk in {labels} && {labels}[lk] == "
+        f"{sel}.matchLabels[lk]))"
+        f" && (!has({sel}.matchExpressions) || {sel}.matchExpressions.all(e, "
+        f"e.operator == 'In' ? (has(e.values) && e.key in {labels} && {labels}[e.key] in e.values) : "
+        f"e.operator == 'NotIn' ? !(has(e.values) && e.key in {labels} && {labels}[e.key] in e.values) : "
+        f"e.operator == 'Exists' ? e.key in {labels} : "
+        f"e.operator == 'DoesNotExist' ? !(e.key in {labels}) : false)))"
+    )
+
+
+def _labels(root: str) -> str:
+    return f"(has({root}.metadata) && has({root}.metadata.labels) ? {root}.metadata.labels : {{}})"
+
+
+# --- quantities and GPUs ----------------------------------------------------------------------------
+
+
+def _quantity(value: str) -> str:
+    """A resource quantity (int or string) as a double; 0.0 when it is not a quantity (the webhook
+    does not count it either, and warns)."""
+    return (
+        f"[{value}].map(qv, type(qv) == int || type(qv) == double ? double(qv) : "
+        f"(type(qv) == string && isQuantity(qv) ? quantity(qv).asApproximateFloat() : 0.0))[0]"
+    )
+
+
+def _container_value(c: str, k: str) -> str:
+    """Container ``c``'s amount of resource ``k``: requests, else limits (templates are not defaulted)."""
+    return (
+        f"(has({c}.resources) && has({c}.resources.requests) && {k} in {c}.resources.requests ? "
+        f"{_quantity(f'{c}.resources.requests[{k}]')} : "
+        f"(has({c}.resources) && has({c}.resources.limits) && {k} in {c}.resources.limits ? "
+        f"{_quantity(f'{c}.resources.limits[{k}]')} : 0.0))"
+    )
+
+
+def _has_resource(c: str, k: str) -> str:
+    return (
+        f"(has({c}.resources) && ((has({c}.resources.requests) && {k} in {c}.resources.requests) || "
+        f"(has({c}.resources.limits) && {k} in {c}.resources.limits)))"
+    )
+
+
+def _resource_names(c: str) -> str:
+    return (
+        f"((has({c}.resources) && has({c}.resources.requests) ? {c}.resources.requests.map(rk, rk) : []) + "
+        f"(has({c}.resources) && has({c}.resources.limits) ? {c}.resources.limits.filter(rk, "
+        f"!(has({c}.resources.requests) && rk in {c}.resources.requests)) : []))"
+    )
+
+
+def _default_weight(k: str) -> str:
+    exact = {name: weight for name, weight in DEFAULT_GPU_RESOURCES if not name.endswith("*")}
+    patterns = sorted(((n, w) for n, w in DEFAULT_GPU_RESOURCES if n.endswith("*")), key=lambda p: -len(p[0]))
+    literal = "{" + ", ".join(f"'{n}': {float(w)!r}" for n, w in exact.items()) + "}"
+    out = "-1.0"
+    for name, weight in reversed(patterns):
+        out = f"({k}.startsWith('{name[:-1]}') ? {float(weight)!r} : {out})"
+    return f"({k} in {literal} ? {literal}[{k}] : {out})"
+
+
+def _weight(k: str) -> str:
+    """The weight of resource ``k`` under the param's ``gpuResources`` (else the built-in list); -1.0 when
+    ``k`` is not counted as GPUs. An exact name beats a pattern, a longer pattern a shorter one."""
+    lst = "params.spec.limits.gpuResources"
+    w = "(has(gw.weight) ? double(gw.weight) : 1.0)"
+    own = (
+        f"({lst}.exists(gw, gw.name == {k}) ? {lst}.filter(gw, gw.name == {k}).map(gw, {w})[0] : "
+        f"[{lst}.filter(gw, gw.name.endsWith('*') && {k}.startsWith(gw.name.substring(0, size(gw.name) - 1)))]"
+        ".map(gm, size(gm) == 0 ? -1.0 : gm.filter(gw, gm.all(gh, size(gh.name) <= size(gw.name))).map(gw, "
+        f"{w})[0])[0])"
+    )
+    return f"(has(params.spec.limits) && has({lst}) ? {own} : {_default_weight(k)})"
+
+
+def _is_sidecar(c: str) -> str:
+    return f"(has({c}.restartPolicy) && {c}.restartPolicy == 'Always')"
+
+
+def pod_gpus(spec: str) -> str:
+    """Weighted GPUs of a pod spec ``spec`` (present), as resource.PodRequests computes the pod's request."""
+    apps = f"(has({spec}.containers) ? {spec}.containers : [])"
+    inits = f"(has({spec}.initContainers) ? {spec}.initContainers : [])"
+    every = f"({inits} + {apps})"
+    app_sum = f"([0.0] + {apps}.map(ca, {_container_value('ca', 'rn')})).sum()"
+    side_sum = f"([0.0] + {inits}.filter(cs, {_is_sidecar('cs')}).map(cs, {_container_value('cs', 'rn')})).sum()"
+    before = (
+        f"([0.0] + {inits}.filter(cs, {_is_sidecar('cs')} && {inits}.indexOf(cs) < {inits}.indexOf(ci))"
+        f".map(cs, {_container_value('cs', 'rn')})).sum()"
+    )
+    peak = (
+        f"([0.0] + {inits}.filter(ci, !{_is_sidecar('ci')}).map(ci, {_container_value('ci', 'rn')} + {before})).max()"
+    )
+    overhead = f"(has({spec}.overhead) && rn in {spec}.overhead ? {_quantity(f'{spec}.overhead[rn]')} : 0.0)"
+    per_resource = f"([{app_sum} + {side_sum}, {peak}].max() + {overhead})"
+    first = f"!{every}.exists(cd, {every}.indexOf(cd) < {every}.indexOf(cc) && {_has_resource('cd', 'rn')})"
+    in_containers = (
+        f"([0.0] + {every}.map(cc, ([0.0] + {_resource_names('cc')}.filter(rn, {first})"
+        f".map(rn, [{_weight('rn')}].map(wt, wt < 0.0 ? 0.0 : wt * {per_resource})[0])).sum())).sum()"
+    )
+    only_overhead = (
+        f"(has({spec}.overhead) ? ([0.0] + {spec}.overhead.filter(rn, !{every}.exists(cd, {_has_resource('cd', 'rn')}))"
+        f".map(rn, [{_weight('rn')}].map(wt, wt < 0.0 ? 0.0 : wt * "
+        f"{_quantity(f'{spec}.overhead[rn]')})[0])).sum() : 0.0)"
+    )
+    return f"({in_containers} + {only_overhead})"
+
+
+# --- one kind ---------------------------------------------------------------------------------------
+
+
+class KindCel:
+    """CEL of one kind, for the new object or the old one (``root``: ``object`` or ``oldObject``)."""
+
+    def __init__(self, kmap: KindMap) -> None:
+        self.k = kmap
+        if not kmap.replica_field:
+            raise ValueError(f"{kmap.group}/{kmap.kind}: the field map gives no replica field")
+
+    # The groups: a map (iterate its keys; the group is groups[key]) or a list (iterate its items).
+    @property
+    def is_map(self) -> bool:
+        return self.k.replica_layout == "map"
+
+    def groups(self, root: str) -> str:
+        empty = "{}" if self.is_map else "[]"
+        f = self.k.replica_field
+        return f"({_has(root, ('spec', f))} ? {root}.spec.{f} : {empty})"
+
+    def group(self, root: str, var: str) -> str:
+        return f"{self.groups(root)}[{var}]" if self.is_map else var
+
+    def role(self, root: str, var: str) -> str:
+        if self.is_map:
+            return var
+        return _LIST_ROLES[self.k.group, self.k.kind].format(g=var, i=f"{self.groups(root)}.indexOf({var})")
+
+    def replicas(self, root: str, var: str) -> str:
+        g = self.group(root, var)
+        default = self.k.default_count
+        if self.k.default_zero:
+            default_expr = f"({var} in {list(self.k.default_zero)!r} ? 0 : {default})"
+        else:
+            default_expr = str(default)
+        return f"(has({g}.replicas) && type({g}.replicas) == int ? {g}.replicas : {default_expr})"
+
+    def largest(self, root: str, var: str) -> str:
+        own = self.replicas(root, var)
+        if not self.k.elastic:
+            return own
+        high = f"{root}.spec.elasticPolicy.maxReplicas"
+        return (
+            f"({var} == 'Worker' && {_has(root, ('spec', 'elasticPolicy', 'maxReplicas'))} && type({high}) == int"
+            f" && {high} > {own} ? {high} : {own})"
+        )
+
+    def pod(self, root: str, var: str) -> str:
+        """The group's pod spec is present."""
+        g = self.group(root, var)
+        return f"(has({g}.template) && has({g}.template.spec))"
+
+    def gpus(self, root: str, var: str) -> str:
+        g = self.group(root, var)
+        return f"({self.pod(root, var)} ? [{g}.template.spec].map(ps, {pod_gpus('ps')})[0] : 0.0)"
+
+    def total_replicas(self, root: str) -> str:
+        return f"([0] + {self.groups(root)}.map(rg, {self.largest(root, 'rg')})).sum()"
+
+    def total_gpus(self, root: str) -> str:
+        return (
+            f"([0.0] + {self.groups(root)}.map(rg, double({self.largest(root, 'rg')}) * {self.gpus(root, 'rg')})).sum()"
+        )
+
+    def old_group(self, var: str, body: Callable[[str], str]) -> str:
+        """``body(old var)`` for the old object's group of the same role (false when there is none)."""
+        if self.is_map:
+            field = self.k.replica_field
+            return f"({_has('oldObject', ('spec', field))} && {var} in oldObject.spec.{field} && {body(var)})"
+        same_role = f"{self.role('oldObject', 'og')} == {self.role('object', var)}"
+        return f"{self.groups('oldObject')}.exists(og, {same_role} && {body('og')})"
+
+    def old_group_at_index(self, var: str, body: Callable[[str], str]) -> str:
+        """The old object's group at the same place (the key; the index of a list)."""
+        if self.is_map:
+            return self.old_group(var, body)
+        idx = f"{self.groups('object')}.indexOf({var})"
+        old = self.groups("oldObject")
+        return f"(size({old}) > {idx} && [{old}[{idx}]].all(og, {body('og')}))"
+
+    # Job-level fields: (present, value) per root; None when the kind has no such field.
+    def field(self, name: str, root: str) -> tuple[str, str] | None:
+        locator = self.k.locator(name)
+        if locator is None or locator == TEMPLATE:
+            return None
+        plain = [str(s) for s in locator({})]  # type: ignore[operator]
+        run_policy = [str(s) for s in locator({"spec": {"runPolicy": {}}})]  # type: ignore[operator]
+        if plain == run_policy:
+            return _has(root, plain), _at(root, plain)
+        cond = _has(root, ("spec", "runPolicy"))
+        return (
+            f"({cond} ? {_has(root, run_policy)} : {_has(root, plain)})",
+            f"({cond} ? {_at(root, run_policy)} : {_at(root, plain)})",
+        )
+
+    def containers(self, root: str, var: str) -> str:
+        g = self.group(root, var)
+        s = f"{g}.template.spec"
+        return (
+            f"({self.pod(root, var)} ? (has({s}.initContainers) ? {s}.initContainers : []) + "
+            f"(has({s}.containers) ? {s}.containers : []) + "
+            f"(has({s}.ephemeralContainers) ? {s}.ephemeralContainers : []) : [])"
+        )
+
+
+# --- validations -------------------------------------------------------------------------------------
+
+
+def _image_name(image: str) -> str:
+    """distribution/reference's normalised ``host/path`` of ``image``, '' when malformed (jobgate.policy.images)."""
+    name = f"{image}.trim().split('@')[0]"
+    return (
+        f"[{name}].map(nm, [nm.split('/')[0]].map(fc, [nm.contains('/') && (fc.contains('.') || fc.contains(':') || "
+        f"fc == 'localhost' || fc.lowerAscii() != fc)].map(reg, "
+        f"[reg ? (fc.lowerAscii() == 'index.docker.io' ? 'docker.io' : fc.lowerAscii()) : 'docker.io'].map(hs, "
+        f"[reg ? nm.substring(size(fc) + 1) : nm].map(pt, "
+        f"[pt.lastIndexOf(':') > pt.lastIndexOf('/') ? pt.substring(0, pt.lastIndexOf(':')) : pt].map(ph, "
+        f"ph == '' || ph.startsWith('/') || ph.endsWith('/') || ph.contains('//') || nm == '' || "
+        f"{image}.trim().matches('\\\\s') ? '' : "
+        f"hs + '/' + (hs == 'docker.io' && !ph.contains('/') ? 'library/' + ph : ph))[0])[0])[0])[0])[0])[0]"
+    )
+
+
+def _registry_prefix(entry: str) -> str:
+    return (
+        f"[{entry}.trim()].map(en, [en.split('/')[0].lowerAscii()].map(eh, "
+        f"[eh == 'index.docker.io' ? 'docker.io' : eh].map(eh2, "
+        f"en.contains('/') ? eh2 + '/' + en.substring(size(eh) + 1) : eh2 + '/')[0])[0])[0]"
+    )
+
+
+def _image_allowed(image: str, entries: str) -> str:
+    prefix = _registry_prefix("re")
+    return f"[{_image_name(image)}].all(iname, iname != '' && {entries}.exists(re, iname.startsWith({prefix})))"
+
+
+class Validation:
+    def __init__(self, rule: str, expression: str, message: str, reason: str = "Invalid") -> None:
+        self.rule, self.expression, self.message, self.reason = rule, expression, message, reason
+
+
+def _v(rule: str, guard: str, ok: str, message: str, reason: str = "Invalid") -> Validation:
+    return Validation(rule, f"!variables.applies || !({guard}) || ({ok})", message, reason)
+
+
+def _msg(*parts: str) -> str:
+    return " + ".join(parts) + " + ' (' + variables.who + ')'"
+
+
+def _q(text: str) -> str:
+    return "'" + text.replace("\\", "\\\\").replace("'", "\\'") + "'"
+
+
+def validations(kc: KindCel) -> list[Validation]:
+    k = kc.k
+    out: list[Validation] = []
+    lim = "params.spec.limits"
+    req = "params.spec.require"
+    allow_old = "variables.allowOld"
+    groups = kc.groups("object")
+    first_role = "'?'"
+
+    def path_of_group(var: str) -> str:
+        if kc.is_map:
+            return f"'spec.{k.replica_field}[' + {var} + ']'"
+        return f"'spec.{k.replica_field}[' + string({groups}.indexOf({var})) + ']'"
+
+    # maxReplicasPerRole
+    has_l = f"has({lim}) && has({lim}.maxReplicasPerRole)"
+    bad = (
+        f"{kc.largest('object', 'g')} > {lim}.maxReplicasPerRole && !({allow_old} && "
+        + kc.old_group(
+            "g",
+            lambda o: (
+                f"{kc.largest('oldObject', o)} > {lim}.maxReplicasPerRole && "
+                f"{kc.largest('object', 'g')} <= {kc.largest('oldObject', o)}"
+            ),
+        )
+        + ")"
+    )
+    out.append(
+        _v(
+            "policy/max-replicas-per-role",
+            has_l,
+            f"!{groups}.exists(g, {bad})",
+            _msg(
+                f"[{groups}.filter(g, {bad})].map(bg, size(bg) == 0 ? {first_role} : "
+                f"{path_of_group('bg[0]')} + ': Invalid value: ' + string({kc.largest('object', 'bg[0]')}) + "
+                "': role ' + "
+                f"{kc.role('object', 'bg[0]')} + ' may reach ' + string({kc.largest('object', 'bg[0]')}) + "
+                f"' replicas, exceeds ' + string({lim}.maxReplicasPerRole) + ' per role')[0]"
+            ),
+        )
+    )
+    # maxReplicasPerJob
+    total, old_total = "variables.jobReplicas", "variables.oldJobReplicas"
+    out.append(
+        _v(
+            "policy/max-replicas-per-job",
+            f"has({lim}) && has({lim}.maxReplicasPerJob)",
+            f"{total} <= {lim}.maxReplicasPerJob || ({allow_old} && {old_total} > {lim}.maxReplicasPerJob && "
+            f"{total} <= {old_total})",
+            _msg(
+                f"'spec.{k.replica_field}: Invalid value: ' + string({total}) + ': the job may reach ' + "
+                f"string({total}) + "
+                f"' replicas in all, exceeds ' + string({lim}.maxReplicasPerJob) + ' per job'"
+            ),
+        )
+    )
+    # maxGPUsPerPod (each pod's GPUs computed once per group: the [x].all(v, …) binding)
+    cap = f"(double({lim}.maxGPUsPerPod) + {EPSILON})"
+    bad = (
+        f"[{kc.gpus('object', 'g')}].all(gn, gn > {cap} && !({allow_old} && "
+        + kc.old_group("g", lambda o: f"[{kc.gpus('oldObject', o)}].all(go, go > {cap} && gn <= go + {EPSILON})")
+        + "))"
+    )
+    out.append(
+        _v(
+            "policy/max-gpus-per-pod",
+            f"has({lim}) && has({lim}.maxGPUsPerPod)",
+            f"!{groups}.exists(g, {bad})",
+            _msg(
+                f"([{groups}.map(g, [{kc.gpus('object', 'g')}].map(gn, gn > {cap} ? "
+                f"{path_of_group('g')} + '.template.spec: Invalid value: a pod of role ' + {kc.role('object', 'g')} + "
+                f"' requests ' + string(gn) + ' GPUs, exceeds ' + string({lim}.maxGPUsPerPod) + ' GPUs per "
+                "pod' : '')[0])"
+                f".filter(m, m != '')] + [['?']])[0][0]"
+            ),
+        )
+    )
+    # maxGPUsPerJob
+    total, old_total = "variables.jobGpus", "variables.oldJobGpus"
+    cap = f"(double({lim}.maxGPUsPerJob) + {EPSILON})"
+    out.append(
+        _v(
+            "policy/max-gpus-per-job",
+            f"has({lim}) && has({lim}.maxGPUsPerJob)",
+            f"{total} <= {cap} || ({allow_old} && {old_total} > {cap} && {total} <= {old_total} + {EPSILON})",
+            _msg(
+                f"'spec: Invalid value: the job requests ' + string({total}) + ' GPUs at its largest, exceeds ' + "
+                f"string({lim}.maxGPUsPerJob) + ' GPUs per job'"
+            ),
+        )
+    )
+    # TTL and deadline: required, and at most
+    for field, limit, max_rule, require_rule in (
+        ("ttlSecondsAfterFinished", "maxTTLSecondsAfterFinished", "policy/max-ttl", "policy/require-ttl"),
+        ("activeDeadlineSeconds", "maxActiveDeadlineSeconds", "policy/max-active-deadline", "policy/require-deadline"),
+    ):
+        new, old = kc.field(field, "object"), kc.field(field, "oldObject")
+        if new is None or old is None:
+            continue  # not applicable: the webhook warns (enforcement table)
+        (present, value), (old_present, old_value) = new, old
+        number = f"({present} && type({value}) == int)"
+        old_number = f"({old_present} && type({old_value}) == int)"
+        where = _q(_render(kc, field))
+        out.append(
+            _v(
+                require_rule,
+                f"has({req}) && has({req}.{field}) && {req}.{field} == true",
+                f"{number} || ({allow_old} && !{old_number})",
+                _msg(f"{where} + ': Required value: the policy requires {field}'"),
+                "Invalid",
+            )
+        )
+        out.append(
+            _v(
+                max_rule,
+                f"has({lim}) && has({lim}.{limit})",
+                f"!{number} || {value} <= {lim}.{limit} || ({allow_old} && {old_number} && {old_value} > {lim}.{limit} "
+                f"&& {value} <= {old_value})",
+                _msg(
+                    f"{where} + ': Invalid value: ' + string({value}) + ': must be less than or equal to ' + "
+                    f"string({lim}.{limit})"
+                ),
+            )
+        )
+    # required labels
+    labels, old_labels = _labels("object"), _labels("oldObject")
+    state = f"(rl.key in {labels} ? {labels}[rl.key] : {ABSENT})"
+    old_state = f"(oldObject != null && rl.key in {old_labels} ? {old_labels}[rl.key] : {ABSENT})"
+    ok_label = f"(rl.key in {labels} && (!has(rl.values) || {labels}[rl.key] in rl.values))"
+    bad_label = f"!{ok_label} && !({allow_old} && {old_state} == {state})"
+    out.append(
+        _v(
+            "policy/required-label",
+            f"has({req}) && has({req}.labels)",
+            f"!{req}.labels.exists(rl, {bad_label})",
+            _msg(
+                f"[{req}.labels.filter(rl, {bad_label})].map(bl, size(bl) == 0 ? '?' : 'metadata.labels[' + "
+                "bl[0].key + "
+                f"']: ' + (bl[0].key in {labels} ? 'Unsupported value: \"' + {labels}[bl[0].key] + '\": "
+                "supported values: ' + "
+                "bl[0].values.map(x, '\"' + x + '\"').join(', ') : 'Required value: the policy requires this "
+                "label'))[0]"
+            ),
+        )
+    )
+    # allow-lists: queue, priorityClassName, schedulerName
+    for list_name, field, rule in (
+        ("queues", "queue", "policy/allowed-queues"),
+        ("priorityClassNames", "priorityClassName", "policy/allowed-priority-classes"),
+        ("schedulerNames", "schedulerName", "policy/allowed-schedulers"),
+    ):
+        allowed = f"{req}.{list_name}"
+        guard = f"has({req}) && has({allowed})"
+        locator = k.locator(field)
+        if locator is None:
+            continue  # not applicable: the webhook warns
+        if locator == TEMPLATE:
+            default = "'default-scheduler'" if field == "schedulerName" else ABSENT
+
+            def tstate(root: str, var: str, field: str = field, default: str = default) -> str:
+                g = kc.group(root, var)
+                return (
+                    f"({kc.pod(root, var)} && has({g}.template.spec.{field}) ? {g}.template.spec.{field} : {default})"
+                )
+
+            def has_template(root: str, var: str) -> str:
+                g = kc.group(root, var)
+                return f"has({g}.template)"
+
+            bad = (
+                f"{has_template('object', 'g')} && !({tstate('object', 'g')} in {allowed}) && !({allow_old} && "
+                + kc.old_group_at_index(
+                    "g",
+                    lambda o: f"{has_template('oldObject', o)} && {tstate('oldObject', o)} == {tstate('object', 'g')}",
+                )
+                + ")"
+            )
+            out.append(
+                _v(
+                    rule,
+                    guard,
+                    f"!{groups}.exists(g, {bad})",
+                    _msg(
+                        f"[{groups}.filter(g, {bad})].map(bg, size(bg) == 0 ? '?' : {path_of_group('bg[0]')} + "
+                        f"'.template.spec.{field}: ' + ({tstate('object', 'bg[0]')} == {ABSENT} ? 'Required "
+                        "value: must be one of: ' : "
+                        f"'Unsupported value: \"' + {tstate('object', 'bg[0]')} + '\": supported values: ') + "
+                        f"{allowed}.join(', '))[0]"
+                    ),
+                )
+            )
+            continue
+        (present, value), (old_present, old_value) = kc.field(field, "object"), kc.field(field, "oldObject")  # type: ignore[misc]
+        st = f"({present} ? string({value}) : {ABSENT})"
+        old_st = f"(oldObject != null && {old_present} ? string({old_value}) : {ABSENT})"
+        out.append(
+            _v(
+                rule,
+                guard,
+                f"({present} && {value} in {allowed}) || ({allow_old} && {old_st} == {st})",
+                _msg(
+                    f"{_q(_render(kc, field))} + ': ' + ({present} ? 'Unsupported value: \"' + string({value}) + "
+                    f"'\": supported values: ' : 'Required value: must be one of: ') + {allowed}.join(', ')"
+                ),
+            )
+        )
+    # image registries
+    entries = f"{req}.imageRegistries"
+    bad_image = (
+        f"has(ct.image) && !{_image_allowed('ct.image', entries)} && !({allow_old} && "
+        f"{kc.groups('oldObject')}.exists(og, {kc.containers('oldObject', 'og')}.exists(oc, has(oc.image) && "
+        "oc.image == ct.image)))"
+    )
+    out.append(
+        _v(
+            "policy/image-registries",
+            f"has({req}) && has({entries})",
+            f"!{groups}.exists(g, {kc.containers('object', 'g')}.exists(ct, {bad_image}))",
+            _msg(
+                f"[{groups}.filter(g, {kc.containers('object', 'g')}.exists(ct, {bad_image}))].map(bg, "
+                "size(bg) == 0 ? '?' : "
+                f"{path_of_group('bg[0]')} + '.template.spec: Invalid value: \"' + "
+                f"{kc.containers('object', 'bg[0]')}.filter(ct, {bad_image})[0].image + "
+                f"'\": images must come from: ' + {entries}.join(', '))[0]"
+            ),
+        )
+    )
+    # forbid
+    out.extend(_forbid(kc))
+    return out
+
+
+def _forbid(kc: KindCel) -> list[Validation]:
+    out = []
+    req = "params.spec.require"
+    allow_old = "variables.allowOld"
+    groups = kc.groups("object")
+    for item in ("hostNetwork", "hostPID", "hostIPC"):
+
+        def on(root: str, var: str, item: str = item) -> str:
+            g = kc.group(root, var)
+            return f"({kc.pod(root, var)} && has({g}.template.spec.{item}) && {g}.template.spec.{item} == true)"
+
+        bad = f"{on('object', 'g')} && !({allow_old} && " + kc.old_group("g", lambda o: on("oldObject", o)) + ")"
+        out.append(
+            _v(
+                f"policy/forbid-{item.lower()}",
+                f"has({req}) && has({req}.forbid) && '{item}' in {req}.forbid",
+                f"!{groups}.exists(g, {bad})",
+                _msg(
+                    f"[{groups}.filter(g, {bad})].map(bg, size(bg) == 0 ? '?' : 'role ' + "
+                    f"{kc.role('object', 'bg[0]')} + ': {item} is forbidden by policy')[0]"
+                ),
+                "Forbidden",
+            )
+        )
+
+    def volumes(root: str, var: str) -> str:
+        g = kc.group(root, var)
+        return f"({kc.pod(root, var)} && has({g}.template.spec.volumes) ? {g}.template.spec.volumes : [])"
+
+    def job_volumes(root: str) -> str:
+        if kc.k.family != "diengine":
+            return "[]"
+        return f"({_has(root, ('spec', 'volumes'))} ? {root}.spec.volumes : [])"
+
+    def vname(v: str) -> str:
+        return f"(has({v}.name) ? {v}.name : {ABSENT})"
+
+    bad = (
+        f"{volumes('object', 'g')}.exists(vl, has(vl.hostPath) && !({allow_old} && "
+        + kc.old_group(
+            "g", lambda o: f"{volumes('oldObject', o)}.exists(ov, has(ov.hostPath) && {vname('ov')} == {vname('vl')})"
+        )
+        + "))"
+    )
+    job_bad = (
+        f"{job_volumes('object')}.exists(vl, has(vl.hostPath) && !({allow_old} && "
+        f"{job_volumes('oldObject')}.exists(ov, has(ov.hostPath) && {vname('ov')} == {vname('vl')})))"
+    )
+    out.append(
+        _v(
+            "policy/forbid-hostpath",
+            f"has({req}) && has({req}.forbid) && 'hostPath' in {req}.forbid",
+            f"!{groups}.exists(g, {bad}) && !({job_bad})",
+            _msg("'hostPath is forbidden by policy'"),
+            "Forbidden",
+        )
+    )
+
+    def privileged(c: str) -> str:
+        sc = f"{c}.securityContext"
+        return f"(has({sc}) && has({sc}.privileged) && {sc}.privileged == true)"
+
+    def cname(c: str) -> str:
+        return f"(has({c}.name) ? {c}.name : {ABSENT})"
+
+    bad = (
+        f"{kc.containers('object', 'g')}.exists(ct, {privileged('ct')} && !({allow_old} && "
+        + kc.old_group(
+            "g",
+            lambda o: (
+                f"{kc.containers('oldObject', o)}.exists(oc, {privileged('oc')} && {cname('oc')} == {cname('ct')})"
+            ),
+        )
+        + "))"
+    )
+    out.append(
+        _v(
+            "policy/forbid-privileged",
+            f"has({req}) && has({req}.forbid) && 'privileged' in {req}.forbid",
+            f"!{groups}.exists(g, {bad})",
+            _msg(
+                f"[{groups}.filter(g, {bad})].map(bg, size(bg) == 0 ? '?' : 'role ' + "
+                f"{kc.role('object', 'bg[0]')} + ': privileged is forbidden by policy')[0]"
+            ),
+            "Forbidden",
+        )
+    )
+    return out
+
+
+def _render(kc: KindCel, field: str) -> str:
+    locator = kc.k.locator(field)
+    return ".".join(str(s) for s in locator({}))  # type: ignore[operator]
+
+
+# --- the objects -------------------------------------------------------------------------------------
+
+
+def _variables(kc: KindCel, scope: str, action: str) -> list[dict[str, str]]:
+    k = kc.k
+    p = "params.spec"
+    match = f"{p}.match"
+    conditions = [
+        "params != null && has(params.spec)",
+        f"(has({p}.enforcementAction) ? {p}.enforcementAction : 'Deny') == '{action}'",
+        f"(!has({p}.match) || !has({match}.families) || '{k.family}' in {match}.families)",
+        f"(!has({p}.match) || !has({match}.kinds) || {match}.kinds.exists(mk, mk.group == '{k.group}' && "
+        f"mk.kind == '{k.kind}'))",
+        f"(!has({p}.match) || !has({match}.objectSelector) || "
+        f"{_selector(f'{match}.objectSelector', _labels('object'))})",
+    ]
+    if scope == "cluster":
+        ns_labels = (
+            "(namespaceObject != null && has(namespaceObject.metadata.labels) ? namespaceObject.metadata.labels : {})"
+        )
+        conditions.append(f"(!has({p}.namespaceSelector) || {_selector(f'{p}.namespaceSelector', ns_labels)})")
+        who = f"'{CLUSTER_KIND} ' + params.metadata.name"
+    else:
+        who = f"'{NAMESPACED_KIND} ' + params.metadata.namespace + '/' + params.metadata.name"
+    return [
+        {"name": "applies", "expression": " && ".join(conditions)},
+        {
+            "name": "allowOld",
+            "expression": f"oldObject != null && (has({p}.existingViolations) ? {p}.existingViolations : "
+            "'Allow') == 'Allow'",
+        },
+        {"name": "who", "expression": who},
+        {"name": "jobReplicas", "expression": kc.total_replicas("object")},
+        {"name": "oldJobReplicas", "expression": f"oldObject == null ? 0 : {kc.total_replicas('oldObject')}"},
+        {"name": "jobGpus", "expression": kc.total_gpus("object")},
+        {"name": "oldJobGpus", "expression": f"oldObject == null ? 0.0 : {kc.total_gpus('oldObject')}"},
+    ]
+
+
+def policy_name(kmap: KindMap, plural: str, scope: str, action: str) -> str:
+    return f"{PREFIX}.{scope}.{action.lower()}.{plural}.{kmap.group}"
+
+
+def kind_documents(kmap: KindMap, plural: str, version: str, labels: dict[str, str]) -> list[dict[str, Any]]:
+    """The six policies and bindings of one kind (two policy kinds × three actions)."""
+    kc = KindCel(kmap)
+    checks = validations(kc)
+    documents: list[dict[str, Any]] = []
+    for scope, param_kind in SCOPES:
+        for action in ACTIONS:
+            name = policy_name(kmap, plural, scope, action)
+            metadata = {"name": name, "labels": dict(labels)}
+            spec = {
+                "paramKind": {"apiVersion": API_VERSION, "kind": param_kind},
+                "matchConstraints": {
+                    "resourceRules": [
+                        {
+                            "apiGroups": [kmap.group],
+                            "apiVersions": [version],
+                            "resources": [plural],
+                            "operations": ["CREATE", "UPDATE"],
+                        }
+                    ]
+                },
+                # An evaluation error refuses the job (a limit fails closed), as the webhook's failurePolicy.
+                "failurePolicy": "Fail",
+                "variables": _variables(kc, scope, action),
+                "validations": [
+                    {
+                        "expression": c.expression,
+                        "messageExpression": c.message,
+                        "message": f"{c.rule}: the job violates a {param_kind}",
+                        "reason": c.reason,
+                    }
+                    for c in checks
+                ],
+            }
+            param_ref: dict[str, Any] = {"selector": {}, "parameterNotFoundAction": "Allow"}
+            documents.append(
+                {
+                    "apiVersion": "admissionregistration.k8s.io/v1",
+                    "kind": "ValidatingAdmissionPolicy",
+                    "metadata": metadata,
+                    "spec": spec,
+                }
+            )
+            documents.append(
+                {
+                    "apiVersion": "admissionregistration.k8s.io/v1",
+                    "kind": "ValidatingAdmissionPolicyBinding",
+                    "metadata": metadata,
+                    "spec": {
+                        "policyName": name,
+                        "paramRef": param_ref,
+                        "matchResources": {
+                            "namespaceSelector": {
+                                "matchExpressions": [
+                                    {
+                                        "key": "kubernetes.io/metadata.name",
+                                        "operator": "NotIn",
+                                        "values": list(EXCLUDED_NAMESPACES),
+                                    }
+                                ]
+                            }
+                        },
+                        "validationActions": [action],
+                    },
+                }
+            )
+    return documents
+
+
+def policy_vap_kinds() -> list[KindMap]:
+    return sorted(KINDS.values(), key=lambda m: (m.group, m.kind))
+
+
+# --- the table ---------------------------------------------------------------------------------------
+
+APISERVER = "apiserver (manifests/policy-vaps)"
+WEBHOOK = "webhook"
+
+_ROWS: tuple[tuple[str, str, str], ...] = (
+    ("limits.maxReplicasPerRole", APISERVER, "per role, at the largest count (elasticPolicy.maxReplicas)"),
+    ("limits.maxReplicasPerJob", APISERVER, "sum over the roles at their largest"),
+    (
+        "limits.maxGPUsPerPod",
+        APISERVER,
+        "requests else limits, sidecars and init containers as resource.PodRequests, overhead; each param "
+        "with its own gpuResources (exact names and '*' patterns, weights) or the built-in list",
+    ),
+    ("limits.maxGPUsPerJob", APISERVER, "Σ roles largest × pod; weights in double precision (1e-9 tolerance)"),
+    (
+        "limits.gpuResources across policies",
+        WEBHOOK,
+        "the webhook counts with the union of the matching policies' lists (largest weight per name); a VAP param "
+        "counts with its own list: the two agree when every matching policy that sets a GPU limit or gpuResources "
+        "gives the same list (or none does)",
+    ),
+    ("limits.maxTTLSecondsAfterFinished", APISERVER, "where the kind has the field"),
+    ("limits.maxActiveDeadlineSeconds", APISERVER, "where the kind has the field"),
+    ("require.ttlSecondsAfterFinished", APISERVER, "where the kind has the field"),
+    ("require.activeDeadlineSeconds", APISERVER, "where the kind has the field"),
+    ("require.labels (key, values)", APISERVER, "each param's list; several lists = their intersection"),
+    ("require.queues", APISERVER, "job-level field (kinds without a queue: webhook warning)"),
+    ("require.priorityClassNames", APISERVER, "job-level, or each pod template's for MxJob, GenericJob, DIJob"),
+    ("require.schedulerNames", APISERVER, "job-level (Volcano) or each pod template's (unset = default-scheduler)"),
+    ("require.imageRegistries", APISERVER, "init, app and ephemeral containers; docker.io normalisation"),
+    ("require.forbid", APISERVER, "hostNetwork, hostPID, hostIPC, hostPath (and DIJob spec.volumes), privileged"),
+    ("match.families / kinds / objectSelector", APISERVER, "CEL guard per param"),
+    ("namespaceSelector (cluster policies)", APISERVER, "CEL against namespaceObject's labels"),
+    ("enforcementAction", APISERVER, "one policy + binding per action, CEL keeps the params of that action"),
+    ("existingViolations", APISERVER, "CEL on oldObject: same identity, not worse"),
+    (
+        "defaults (queue, priorityClassName, schedulerName, TTL, deadline, labels, kueueQueueName)",
+        WEBHOOK,
+        "CREATE-only, one winner by scope and priority; a MutatingAdmissionPolicy cannot order params",
+    ),
+    (
+        "conflicts (empty allow-list intersection, equal-priority defaults)",
+        WEBHOOK,
+        "needs every policy at once; in the apiserver a job fails each list separately (still refused, other message), "
+        "but a kind without the field is not refused there",
+    ),
+    ("not-applicable notices (a TTL on MxJob, a queue on DIJob …)", WEBHOOK, "a warning; the VAPs skip the field"),
+    ("DRA claims, unparseable quantities", WEBHOOK, "a warning; the VAPs count them as 0, as the webhook"),
+    (
+        "dominated Warn entries",
+        WEBHOOK,
+        "the webhook drops a Warn limit a stricter Deny one covers; the apiserver warns for it as well",
+    ),
+    ("policy status, violations of stored jobs, events, metrics", "controller", "section 4"),
+)
+
+
+def enforcement_rows() -> list[tuple[str, str, str]]:
+    """(constraint, where it is enforced when the webhook is absent, note)."""
+    return list(_ROWS)

@@ -1,0 +1,423 @@
+"""Platform policy enforced by the apiserver alone: ``manifests/policy-vaps`` (ValidatingAdmissionPolicies
+with policy.jobgate.io params) and the CRDs, NO jobgate webhook. For a matrix of policy sets (caps,
+totals, GPU weights and patterns, required labels, allow-lists, forbid; Deny and Warn; cluster
+policies selected by namespace labels, namespaced ones) × a corpus (the valid examples of the
+families whose CRDs jobgate installs, and copies mutated over each limit), a server-side dry run's
+verdict is compared with ``review_job`` given the same policies and namespace labels: the same
+allowed/refused, the refusal naming a policy that alone refuses the job, and on an admitted job a
+warning exactly when the webhook warns. The jobs are sent as the webhook's family defaults leave them
+(no MutatingAdmissionPolicy here); the policies carry no defaults (those stay in the webhook).
+"""
+
+from __future__ import annotations
+
+import copy
+import re
+import subprocess
+import time
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from envtest.cel_differential import Apiserver
+from envtest.harness import ControlPlane
+from jobgate.engine.context import CREATE, UPDATE, ReviewContext
+from jobgate.engine.review import kind_of, review_job
+from jobgate.policy.fieldmap import kind_map
+from tests.e2e.conftest import started
+
+REPO = Path(__file__).resolve().parents[2]
+NAMESPACES = {"pv-research": {"tier": "research"}, "pv-team": {"tier": "prod", "team": "a"}}
+NAMED = re.compile(r"\((ClusterTrainingJobPolicy [\w.-]+|TrainingJobPolicy [\w.-]+/[\w.-]+)\)")
+
+
+def _cluster(name: str, spec: dict[str, Any]) -> dict[str, Any]:
+    return {
+        "apiVersion": "policy.jobgate.io/v1alpha1",
+        "kind": "ClusterTrainingJobPolicy",
+        "metadata": {"name": name},
+        "spec": spec,
+    }
+
+
+def _namespaced(name: str, namespace: str, spec: dict[str, Any]) -> dict[str, Any]:
+    return {
+        "apiVersion": "policy.jobgate.io/v1alpha1",
+        "kind": "TrainingJobPolicy",
+        "metadata": {"name": name, "namespace": namespace},
+        "spec": spec,
+    }
+
+
+POLICY_SETS: dict[str, list[dict[str, Any]]] = {
+    "caps-and-forbid": [
+        _cluster(
+            "pv-research-caps",
+            {
+                "namespaceSelector": {"matchLabels": {"tier": "research"}},
+                "limits": {
+                    "maxReplicasPerRole": 4,
+                    "maxReplicasPerJob": 6,
+                    "maxGPUsPerPod": 2,
+                    "maxGPUsPerJob": 4,
+                    "maxTTLSecondsAfterFinished": 86400,
+                },
+                "require": {"forbid": ["hostNetwork", "privileged", "hostPath", "hostPID", "hostIPC"]},
+            },
+        ),
+        _namespaced("team-caps", "pv-team", {"limits": {"maxReplicasPerJob": 5, "maxGPUsPerJob": 3}}),
+    ],
+    "requirements": [
+        _cluster(
+            "pv-labels",
+            {
+                "namespaceSelector": {
+                    "matchExpressions": [{"key": "tier", "operator": "In", "values": ["research", "prod"]}]
+                },
+                "require": {"labels": [{"key": "team"}, {"key": "tier", "values": ["gold", "silver"]}]},
+            },
+        ),
+        _namespaced(
+            "team-registries",
+            "pv-team",
+            {"require": {"imageRegistries": ["docker.io/library/", "registry.example.com/", "ghcr.io/"]}},
+        ),
+        _cluster(
+            "pv-no-prod-kubedl-ttl",
+            {
+                "namespaceSelector": {"matchExpressions": [{"key": "team", "operator": "Exists"}]},
+                "match": {"families": ["kubedl", "volcano"]},
+                "require": {"ttlSecondsAfterFinished": True},
+            },
+        ),
+    ],
+    "warn-and-weights": [
+        _cluster(
+            "pv-warn-gpus",
+            {
+                "namespaceSelector": {"matchExpressions": [{"key": "tier", "operator": "NotIn", "values": ["prod"]}]},
+                "enforcementAction": "Warn",
+                "limits": {"maxGPUsPerJob": 1, "maxReplicasPerRole": 2},
+            },
+        ),
+        _namespaced(
+            "team-mig",
+            "pv-team",
+            {
+                "match": {"objectSelector": {"matchExpressions": [{"key": "skip-policy", "operator": "DoesNotExist"}]}},
+                "limits": {
+                    "maxGPUsPerPod": 2,
+                    "gpuResources": [
+                        {"name": "nvidia.com/gpu", "weight": 1},
+                        {"name": "nvidia.com/mig-*", "weight": 0.5},
+                    ],
+                },
+                "require": {"schedulerNames": ["default-scheduler", "volcano"], "queues": ["default", "team-q"]},
+            },
+        ),
+    ],
+}
+
+
+# --- the corpus -------------------------------------------------------------------------------------
+
+
+def _crd_groups() -> set[str]:
+    groups = set()
+    for path in (REPO / "manifests/base/crds").glob("*.yaml"):
+        for doc in yaml.safe_load_all(path.read_text()):
+            if doc and doc.get("kind") == "CustomResourceDefinition":
+                groups.add((doc["spec"]["group"], doc["spec"]["names"]["kind"]))
+    return groups
+
+
+def _examples() -> list[tuple[str, dict[str, Any]]]:
+    served = _crd_groups()
+    out = []
+    for path in sorted((REPO / "examples/valid").glob("*.yaml")):
+        for index, doc in enumerate(d for d in yaml.safe_load_all(path.read_text()) if d):
+            kmap = kind_map(doc)
+            if kmap is not None and (kmap.group, kmap.kind) in served:
+                out.append((f"{path.stem}#{index}", doc))
+    return out
+
+
+def _first_group(job: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
+    kmap = kind_map(job)
+    assert kmap is not None
+    group = kmap.groups(job)[0]
+    node: Any = job
+    for step in group.path:
+        node = node[step]
+    template = node.setdefault("template", {})
+    return node, template.setdefault("spec", {})
+
+
+def _container(job: dict[str, Any]) -> dict[str, Any]:
+    return _first_group(job)[1]["containers"][0]
+
+
+def _gpus(resource: str, amount: Any) -> Callable[[dict[str, Any]], None]:
+    def mutate(job: dict[str, Any]) -> None:
+        _container(job).setdefault("resources", {}).setdefault("limits", {})[resource] = amount
+
+    return mutate
+
+
+def _replicas(n: int) -> Callable[[dict[str, Any]], None]:
+    def mutate(job: dict[str, Any]) -> None:
+        _first_group(job)[0]["replicas"] = n
+
+    return mutate
+
+
+def _set(key: str, value: Any) -> Callable[[dict[str, Any]], None]:
+    def mutate(job: dict[str, Any]) -> None:
+        _first_group(job)[1][key] = value
+
+    return mutate
+
+
+def _labels(labels: dict[str, str]) -> Callable[[dict[str, Any]], None]:
+    def mutate(job: dict[str, Any]) -> None:
+        job.setdefault("metadata", {}).setdefault("labels", {}).update(labels)
+
+    return mutate
+
+
+def _image(image: str) -> Callable[[dict[str, Any]], None]:
+    def mutate(job: dict[str, Any]) -> None:
+        _container(job)["image"] = image
+
+    return mutate
+
+
+def _privileged(job: dict[str, Any]) -> None:
+    _container(job)["securityContext"] = {"privileged": True}
+
+
+def _host_path(job: dict[str, Any]) -> None:
+    spec = _first_group(job)[1]
+    spec.setdefault("volumes", []).append({"name": "host", "hostPath": {"path": "/var/run"}})
+
+
+def _ttl(job: dict[str, Any]) -> None:
+    kmap = kind_map(job)
+    assert kmap is not None
+    if kmap.ttl is not None:
+        path = kmap.ttl(job)
+        node = job
+        for step in path[:-1]:
+            node = node.setdefault(step, {})
+        node[path[-1]] = 10**6
+
+
+MUTATIONS: dict[str, Callable[[dict[str, Any]], None]] = {
+    "as-is": lambda job: None,
+    "replicas-5": _replicas(5),
+    "replicas-9": _replicas(9),
+    "gpus-2": _gpus("nvidia.com/gpu", 2),
+    "gpus-3": _gpus("nvidia.com/gpu", 3),
+    "gpus-8": _gpus("nvidia.com/gpu", "8"),
+    "mig-5": _gpus("nvidia.com/mig-1g.5gb", 5),
+    "amd-500m": _gpus("amd.com/gpu", "500m"),
+    "host-network": _set("hostNetwork", True),
+    "host-ipc": _set("hostIPC", True),
+    "privileged": _privileged,
+    "host-path": _host_path,
+    "labelled": _labels({"team": "x", "tier": "gold"}),
+    "bad-tier": _labels({"team": "x", "tier": "bronze"}),
+    "skip-policy": _labels({"skip-policy": "yes"}),
+    "image-evil": _image("evil.example.org/x/y:1"),
+    "image-hub": _image("python:3.12"),
+    "image-ghcr": _image("ghcr.io/org/img@sha256:" + "a" * 64),
+    "scheduler-other": _set("schedulerName", "kube-batch"),
+    "ttl-long": _ttl,
+}
+
+
+def corpus() -> list[tuple[str, dict[str, Any]]]:
+    out = []
+    for name, job in _examples():
+        for mutation, mutate in MUTATIONS.items():
+            mutated = copy.deepcopy(job)
+            mutate(mutated)
+            out.append((f"{name}/{mutation}", mutated))
+    return out
+
+
+# --- the comparison ---------------------------------------------------------------------------------
+
+
+@dataclass
+class Expected:
+    allowed: bool
+    refusing: set[str]  # policies that alone refuse the job
+    warns: bool  # the webhook's policies warn (job admitted)
+    family_valid: bool
+
+
+def _review(job: dict[str, Any], namespace: str, policies: list[dict[str, Any]] | None, old: Any = None) -> Any:
+    kind = kind_of(job)
+    assert kind is not None
+    context = ReviewContext(
+        operation=UPDATE if old is not None else CREATE,
+        namespace=namespace,
+        namespace_labels={**NAMESPACES[namespace], "kubernetes.io/metadata.name": namespace},
+        policies=policies,
+    )
+    job = copy.deepcopy(job)
+    job.setdefault("metadata", {})["namespace"] = namespace
+    return review_job(kind, job, copy.deepcopy(old) if old is not None else None, context=context)
+
+
+def _policy_only(lines: list[str]) -> list[str]:
+    return [line for line in lines if "is not applicable" not in line and "cannot be counted" not in line]
+
+
+def expected(job: dict[str, Any], namespace: str, policies: list[dict[str, Any]], old: Any = None) -> Expected:
+    plain = _review(job, namespace, [], old)
+    judged = _review(job, namespace, policies, old)
+    base = {str(e) for e in plain.errors}
+    errors = [str(e) for e in judged.errors if str(e) not in base]
+    warnings = _policy_only([w for w in judged.warnings if w not in plain.warnings])
+    refusing = set()
+    for policy in policies:
+        alone = _review(job, namespace, [policy], old)
+        if any(str(e) not in base for e in alone.errors):
+            refusing.update(NAMED.findall(" ".join(str(e) for e in alone.errors if str(e) not in base)))
+    return Expected(not errors, refusing, bool(warnings), not plain.errors)
+
+
+class Server(Apiserver):
+    def dry_run(self, obj: dict[str, Any], namespace: str, *, replace: bool = False) -> tuple[int, str, list[str]]:
+        from kubernetes.client.exceptions import ApiException
+
+        group, version, plural = self._where(obj)
+        try:
+            if replace:
+                _, status, headers = self.api.replace_namespaced_custom_object_with_http_info(
+                    group, version, namespace, plural, obj["metadata"]["name"], obj, dry_run="All"
+                )
+            else:
+                _, status, headers = self.api.create_namespaced_custom_object_with_http_info(
+                    group, version, namespace, plural, obj, dry_run="All"
+                )
+            return status, "", [v for k, v in (headers or {}).items() if k.lower() == "warning"]
+        except ApiException as exc:
+            return exc.status, str(exc.body), []
+
+
+@pytest.fixture(scope="module")
+def server() -> Iterator[tuple[Server, Callable[..., subprocess.CompletedProcess[str]]]]:
+    with started(ControlPlane()) as plane:
+
+        def kubectl(*args: str, input: str | None = None) -> subprocess.CompletedProcess[str]:
+            return subprocess.run(
+                plane.kubectl_command(*args), input=input, capture_output=True, text=True, timeout=600, check=False
+            )
+
+        for path in ("manifests/base/crds", "manifests/policy-vaps"):
+            result = kubectl("apply", "--server-side", "-k", str(REPO / path))
+            assert result.returncode == 0, result.stderr[-2000:]
+        kubectl("wait", "--for=condition=Established", "crd", "-l", "app.kubernetes.io/part-of=jobgate", "--timeout=2m")
+        for namespace, labels in NAMESPACES.items():
+            kubectl("create", "namespace", namespace).check_returncode()
+            kubectl("label", "namespace", namespace, *(f"{k}={v}" for k, v in labels.items())).check_returncode()
+        apiserver = Server(str(plane.kubeconfig))
+        _warm_up(apiserver, kubectl)
+        yield apiserver, kubectl
+
+
+def _warm_up(apiserver: Server, kubectl: Callable[..., subprocess.CompletedProcess[str]]) -> None:
+    """The apiserver compiles the many policies in the background (minutes on a loaded machine): wait
+    until a policy refusing every job refuses one example of every kind, then remove it."""
+    everything = _cluster("pv-warm-up", {"limits": {"maxReplicasPerJob": 0}})
+    kubectl("apply", "-f", "-", input=yaml.safe_dump(everything)).check_returncode()
+    pending = {kind_map(job).kind + kind_map(job).group: job for _, job in _examples()}  # type: ignore[union-attr]
+    deadline = time.monotonic() + 900
+    while pending and time.monotonic() < deadline:
+        for key, job in list(pending.items()):
+            if _send(apiserver, job, "pv-team")[0] >= 300:
+                del pending[key]
+        time.sleep(2)
+    kubectl("delete", "-f", "-", "--wait", input=yaml.safe_dump(everything))
+    assert not pending, f"the policies of {sorted(pending)} never took effect"
+    time.sleep(5)
+
+
+def _send(server: Server, job: dict[str, Any], namespace: str) -> tuple[int, str, list[str]]:
+    kind = kind_of(job)
+    assert kind is not None
+    obj = kind.default(copy.deepcopy(job))
+    obj.setdefault("metadata", {})["namespace"] = namespace
+    obj["metadata"].setdefault("name", "pv-job")
+    obj["metadata"].pop("generateName", None)
+    return server.dry_run(obj, namespace)
+
+
+def _compare(server: Server, name: str, job: dict[str, Any], namespace: str, policies: list[dict]) -> str | None:
+    want = expected(job, namespace, policies)
+    if not want.family_valid:
+        return None  # not the policies' business: the family's rules (another suite) refuse it
+    status, body, warnings = _send(server, job, namespace)
+    allowed = status < 300
+    if allowed != want.allowed:
+        verdicts = f"apiserver {'admits' if allowed else 'refuses'}, webhook {'admits' if want.allowed else 'refuses'}"
+        return f"{name} in {namespace}: {verdicts}: {body[:600]}"
+    if not allowed:
+        named = set(NAMED.findall(body))
+        if not named or not named <= want.refusing:
+            return f"{name} in {namespace}: apiserver names {named}, refusing alone: {want.refusing}: {body[:600]}"
+    elif bool(warnings) != want.warns:
+        return f"{name} in {namespace}: apiserver warnings {warnings}, webhook warns: {want.warns}"
+    return None
+
+
+def _wait_in_force(server: Server, policies: list[dict]) -> None:
+    """Params reach the admission plugin through an informer: wait until a job one of them refuses is refused."""
+    probe = ("probe", _examples()[0][1])
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        job = copy.deepcopy(probe[1])
+        _gpus("nvidia.com/gpu", 50)(job)
+        _replicas(50)(job)
+        _set("hostNetwork", True)(job)
+        if all(_compare(server, *probe, ns, policies) is None for ns in NAMESPACES) and all(
+            _compare(server, "probe", job, ns, policies) is None for ns in NAMESPACES
+        ):
+            return
+        time.sleep(1)
+    raise AssertionError("the policy set never took effect")
+
+
+RESULTS: dict[str, tuple[int, int, int]] = {}
+
+
+@pytest.mark.parametrize("policy_set", sorted(POLICY_SETS))
+def test_the_apiserver_agrees_with_the_webhook(server: tuple[Server, Callable], policy_set: str) -> None:
+    apiserver, kubectl = server
+    policies = POLICY_SETS[policy_set]
+    kubectl("apply", "-f", "-", input=yaml.safe_dump_all(policies)).check_returncode()
+    try:
+        _wait_in_force(apiserver, policies)
+        disagreements, compared, refused = [], 0, 0
+        for name, job in corpus():
+            for namespace in NAMESPACES:
+                want = expected(job, namespace, policies)
+                if not want.family_valid:
+                    continue  # refused by the family's rules: another suite's business
+                problem = _compare(apiserver, name, job, namespace, policies)
+                compared += 1
+                refused += not want.allowed
+                if problem:
+                    disagreements.append(problem)
+        RESULTS[policy_set] = (compared, refused, len(disagreements))
+        print(f"{policy_set}: {compared} compared, {refused} refused by both, {len(disagreements)} disagreements")
+        assert not disagreements, "\n".join(disagreements[:30])
+    finally:
+        kubectl("delete", "-f", "-", "--wait", input=yaml.safe_dump_all(policies))
