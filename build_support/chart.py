@@ -443,7 +443,7 @@ def crd(obj: dict[str, Any], groups: dict[str, str]) -> str:
         metadata = obj["metadata"]
         keep = {"helm.sh/resource-policy": "keep"}
         metadata["annotations"] = When(".Values.crds.keep", keep)
-        return ".Values.crds.install"
+        return ".Values.crds.installPolicies"
     family = groups.get(group)
     if family is None:
         raise ChartError(f"CRD {obj['metadata']['name']}: no family serves group {group}")

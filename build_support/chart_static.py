@@ -103,6 +103,10 @@ crds:
   # helm.sh/resource-policy: keep, so that `helm uninstall` never deletes the CRDs and with
   # them every job stored in the cluster. Delete them by hand to remove the jobs.
   keep: true
+  # The platform-policy CRDs (ClusterTrainingJobPolicy, TrainingJobPolicy), whatever families are
+  # served and whether or not the job CRDs are installed: policies apply to every family,
+  # Kubeflow's included (docs/policy.md).
+  installPolicies: true
 
 certificates:
   # selfSigned: a Job (`jobgate certs setup`) makes a CA and the serving certificate, stores the
@@ -203,7 +207,13 @@ def values_schema(defaults: Defaults) -> dict[str, Any]:
                 "namespace": obj({"create": {"type": "boolean"}}),
                 "families": {"type": "array", "uniqueItems": True, "items": {"enum": defaults.families}},
                 "admissionOnly": {"type": "boolean"},
-                "crds": obj({"install": {"type": "boolean"}, "keep": {"type": "boolean"}}),
+                "crds": obj(
+                    {
+                        "install": {"type": "boolean"},
+                        "keep": {"type": "boolean"},
+                        "installPolicies": {"type": "boolean"},
+                    }
+                ),
                 "certificates": obj(
                     {
                         "mode": {"enum": list(CERT_MODES)},
