@@ -3,7 +3,7 @@
 With jobgate's webhooks absent and only the generated CRDs (and policies) in force, a job goes to
 the real apiserver (a dry run, or a real create then a dry-run update); the same job goes through
 ``review_job`` (the rules the webhook runs). Each error of the webhook is traced to its rule in the
-catalogue (``webhook/cel``); for every rule the catalogue says the apiserver enforces, the
+catalogue (``jobgate/generate/cel``); for every rule the catalogue says the apiserver enforces, the
 apiserver must refuse the job at that rule's field. And the apiserver may refuse nothing the
 webhook admits: each of its causes must stand at (or above) a field the webhook reports.
 

@@ -77,7 +77,7 @@ class DeployError(RuntimeError):
 
 def without_jobgate_rules(documents: list[dict]) -> list[dict]:
     """The documents with each job kind's CRD as a peer's own would be (Volcano's, KubeDL's): the
-    models' schema without jobgate's CEL rules and defaults (webhook/cel), so that only the
+    models' schema without jobgate's CEL rules and defaults (jobgate/generate/cel), so that only the
     webhook judges jobs of those kinds; no admission policies."""
     from jobgate.generate.manifests import plain_crd
 

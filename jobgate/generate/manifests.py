@@ -40,7 +40,7 @@ FAMILY_INDEX = family_index.__file__
 
 
 def custom_resource_definition(kind: JobKind, *, with_catalogue: bool = True) -> dict[str, Any]:
-    """The kind's CRD; ``with_catalogue=False``: without the rules and defaults of webhook/cel (the
+    """The kind's CRD; ``with_catalogue=False``: without the rules and defaults of jobgate/generate/cel (the
     schema of the models alone, pod templates kept whole), as a peer's own CRD of the kind would be."""
     gvk = kind.gvk
     singular = gvk.kind.lower()

@@ -1,4 +1,4 @@
-"""The catalogue of where each rule is enforced (webhook/cel): its parts, and what it generates."""
+"""The catalogue of where each rule is enforced (jobgate/generate/cel): its parts, and what it generates."""
 
 from __future__ import annotations
 

@@ -131,7 +131,7 @@ def test_crd_schemas_are_structural_with_unknown_fields_only_under_templates(pat
         for forbidden in ("$ref", "anyOf", "oneOf", "allOf", "title", "nullable"):
             assert forbidden not in node, where
         if "default" in node:
-            # Only the defaults of the catalogue (webhook/cel), each the webhook's own.
+            # Only the defaults of the catalogue (jobgate/generate/cel), each the webhook's own.
             assert _location(where) in placed_defaults, where
         in_template = ".template." in where
         if node.get("x-kubernetes-preserve-unknown-fields") and not in_template:

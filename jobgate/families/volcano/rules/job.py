@@ -44,7 +44,7 @@ CLAIM_CONFLICT = (
     "If you want to create a new PVC, you do not need to specify VolumeClaimName"
 )
 
-# The name rules as regular expressions: the CRD's patterns (webhook/cel); the webhook checks names
+# The name rules as regular expressions: the CRD's patterns (jobgate/generate/cel); the webhook checks names
 # by string operations, compiling nothing at start-up.
 QUALIFIED_NAME_REGEX = r"([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]"
 QUALIFIED_NAME_MESSAGE = (
