@@ -9,6 +9,7 @@ import signal
 import socket
 import threading
 import uuid
+from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -82,8 +83,8 @@ def run(args: argparse.Namespace) -> int:
 
     signal.signal(signal.SIGTERM, on_signal)
     signal.signal(signal.SIGINT, on_signal)
-    controller.start_informers()
     if not args.leader_elect:
+        controller.start_informers()
         controller.start_workers()
         stop.wait()
         controller.stop()
@@ -96,7 +97,7 @@ def run(args: argparse.Namespace) -> int:
     )
     log.info("waiting to lead (identity %s)", identity)
     election = threading.Thread(
-        target=elector.run, args=(controller.start_workers, stop.set), name="leader", daemon=True
+        target=elector.run, args=(start_when_leading(controller, stop), stop.set), name="leader", daemon=True
     )
     election.start()
     stop.wait()
@@ -108,6 +109,28 @@ def run(args: argparse.Namespace) -> int:
         return 0
     log.error("exiting: leadership lost")
     return 1
+
+
+def start_when_leading(controller: Controller, stop: threading.Event) -> Callable[[], None]:
+    """The elector's ``on_started``: fill the caches and start the workers once this replica leads.
+
+    A standby replica caches nothing: a pass needs the caches only to act, and it acts only while
+    leading, so watching every job, pod and service while waiting for the Lease would cost the
+    standby as much memory as the leader's caches for nothing. The price is the takeover: the new
+    leader lists before its first pass, as a restarted controller does. The lists run in their own thread, so that the elector keeps
+    renewing the Lease however long they take.
+    """
+
+    def start() -> None:
+        if stop.is_set():
+            return
+        controller.start_informers()
+        controller.start_workers()
+
+    def on_started() -> None:
+        threading.Thread(target=start, name="start-leading", daemon=True).start()
+
+    return on_started
 
 
 def _report(kube: Kube, controller: Controller) -> None:
