@@ -117,8 +117,8 @@ def start_when_leading(controller: Controller, stop: threading.Event) -> Callabl
     A standby replica caches nothing: a pass needs the caches only to act, and it acts only while
     leading, so watching every job, pod and service while waiting for the Lease would cost the
     standby as much memory as the leader's caches for nothing. The price is the takeover: the new
-    leader lists before its first pass, as a restarted controller does. The lists run in their own thread, so that the elector keeps
-    renewing the Lease however long they take.
+    leader lists before its first pass, as a restarted controller does. The lists run in their own
+    thread, so that the elector keeps renewing the Lease however long they take.
     """
 
     def start() -> None:
