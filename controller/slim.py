@@ -24,11 +24,19 @@ when an update leaves them out).
 
 Repeated strings (the namespace, label keys and values, the job's uid in every child's label and
 owner reference, owner kinds) are interned, so that the 10 children of a job share one copy.
+Repeated small structures are shared the same way: the owner reference list (one per job, not
+one per child), a pod's ``spec`` stub (one per container name) and a status that holds only a
+phase (one per phase). Cached objects are read-only (no pass writes to what it observed); the
+shared parts are ``Shared``/``SharedList`` instances, held weakly by their table so that they go
+with the last child using them.
 """
 
 from __future__ import annotations
 
 import sys
+import threading
+import weakref
+from collections.abc import Callable, Hashable
 from typing import Any
 
 from jobgate.controller.lifecycle_policy import JOB_VERSION_KEY
@@ -37,6 +45,33 @@ from jobgate.controller.lifecycle_policy import JOB_VERSION_KEY
 # (user annotations, scheduler hints) is written to the pod and never read back.
 READ_ANNOTATIONS = (JOB_VERSION_KEY,)
 _intern = sys.intern
+# The fields of an owner reference (meta/v1 OwnerReference): a reference with exactly these is shared.
+OWNER_FIELDS = ("apiVersion", "kind", "name", "uid", "controller", "blockOwnerDeletion")
+_ABSENT = object()
+
+
+class Shared(dict[str, Any]):
+    """A dict that several cached objects share: never to be modified."""
+
+    __slots__ = ("__weakref__",)
+
+
+class SharedList(list[Any]):
+    """A list that several cached objects share: never to be modified."""
+
+    __slots__ = ("__weakref__",)
+
+
+_shared: weakref.WeakValueDictionary[Hashable, Any] = weakref.WeakValueDictionary()
+_shared_lock = threading.Lock()  # informers transform in their own threads
+
+
+def _share(key: Hashable, build: Callable[[], Any]) -> Any:
+    with _shared_lock:
+        value = _shared.get(key)
+        if value is None:
+            value = _shared[key] = build()
+        return value
 
 
 def _string(value: Any) -> Any:
@@ -52,6 +87,11 @@ def _strings(mapping: Any) -> dict[str, Any]:
 def _owner_references(references: Any) -> list[dict[str, Any]]:
     if not isinstance(references, list):
         return []
+    if len(references) == 1 and isinstance(references[0], dict) and references[0].keys() <= set(OWNER_FIELDS):
+        # The common case, a job's children: one list for all of them.
+        reference = references[0]
+        key = ("ownerReferences", *(_string(reference.get(f, _ABSENT)) for f in OWNER_FIELDS))
+        return _share(key, lambda: SharedList([Shared(_strings(reference))]))
     return [_strings(r) for r in references if isinstance(r, dict)]
 
 
@@ -97,7 +137,8 @@ def slim_pod(pod: dict[str, Any]) -> dict[str, Any]:
     slim: dict[str, Any] = {"metadata": slim_metadata(pod.get("metadata"))}
     containers = (pod.get("spec") or {}).get("containers")
     if isinstance(containers, list) and containers and isinstance(containers[0], dict):
-        slim["spec"] = {"containers": [{"name": _string(containers[0].get("name"))}]}
+        name = _string(containers[0].get("name"))
+        slim["spec"] = _share(("spec", name), lambda: Shared(containers=SharedList([Shared(name=name)])))
     status = pod.get("status")
     if isinstance(status, dict):
         kept: dict[str, Any] = {}
@@ -109,6 +150,9 @@ def slim_pod(pod: dict[str, Any]) -> dict[str, Any]:
             statuses = status.get(field)
             if isinstance(statuses, list) and statuses:
                 kept[field] = [_container_status(s) for s in statuses]
+        if kept.keys() == {"phase"}:  # a pod no kubelet has reported on yet, or one with no container status
+            phase = kept["phase"]
+            kept = _share(("status", phase), lambda: Shared(phase=phase))
         slim["status"] = kept
     return slim
 

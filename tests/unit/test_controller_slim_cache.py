@@ -119,6 +119,30 @@ def test_repeated_strings_are_shared_between_a_jobs_children():
     assert a["ownerReferences"][0]["uid"] is b["ownerReferences"][0]["uid"]
 
 
+def test_a_jobs_children_share_one_owner_reference_list_and_pending_pods_one_status():
+    import gc
+
+    from jobgate.controller import slim
+
+    first, second = stored_pod(), stored_pod()
+    second["metadata"]["ownerReferences"] = [{**OWNER, "uid": "".join(["u", "1"])}]
+    for pod in (first, second):
+        pod["status"] = {"phase": "Pending"}
+    a, b = slim_pod(first), slim_pod(second)
+    assert a["metadata"]["ownerReferences"] is b["metadata"]["ownerReferences"]
+    assert a["status"] is b["status"] and a["spec"] is b["spec"]
+    other_job = slim_service({"metadata": {"name": "s", "ownerReferences": [{**OWNER, "uid": "u2"}]}})
+    assert other_job["metadata"]["ownerReferences"] is not a["metadata"]["ownerReferences"]
+    assert other_job["metadata"]["ownerReferences"] == [{**OWNER, "uid": "u2"}]
+    two = [{**OWNER}, {**OWNER, "controller": False, "uid": "u3"}]  # not the common case: a copy of its own
+    assert slim_service({"metadata": {"ownerReferences": two}})["metadata"]["ownerReferences"] == two
+    key = ("ownerReferences", *(OWNER.get(f) for f in slim.OWNER_FIELDS))
+    assert key in slim._shared
+    del a, b
+    gc.collect()
+    assert key not in slim._shared  # gone with the last child that used it
+
+
 def test_a_cached_job_is_whole_but_for_managed_fields():
     job = {"metadata": {"name": "j", "namespace": "ns", "managedFields": MANAGED}, "spec": {"x": 1}, "status": {}}
     assert strip_managed_fields(job) == {"metadata": {"name": "j", "namespace": "ns"}, "spec": {"x": 1}, "status": {}}
