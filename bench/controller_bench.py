@@ -16,7 +16,13 @@ every status is correct, the controller's peak RSS and CPU seconds (from /proc, 
 its API requests per job, the baseline, and the load average at the end of the run (the
 machine may be shared: read the figures with it).
 
-    python -m bench.controller_bench [--jobs 500 | --sizes 500,1000,2000] [--workers 16]
+With ``--restart``, once every status is right the controller is stopped and a new one started
+on the same cluster (a new leader taking over N jobs): its time until its caches are filled and
+its workers run, its peak RSS (the initial LIST of every pod and service is where it peaks) and
+CPU, and its API requests and passes until it goes idle. A correct resync writes nothing: no
+POST, no PUT.
+
+    python -m bench.controller_bench [--jobs 500 | --sizes 500,1000,2000] [--workers 16] [--restart]
 """
 
 from __future__ import annotations
@@ -82,8 +88,18 @@ def baseline_seconds(kube, jobs: int) -> float:
 
 
 def count(kube, path: str) -> int:
-    listing = kube.get(path, limit=10000)
-    return len(listing.get("items") or [])
+    """Objects at ``path``, in pages of metadata only: one LIST with ``limit=10000`` (as before)
+    could never count the 25,000 pods of 5,000 jobs, and whole pods cost the apiserver more."""
+    from jobgate.kube.informer import METADATA_ONLY_LIST
+
+    total, query = 0, {"limit": 5000}
+    while True:
+        page = kube.get(path, accept=METADATA_ONLY_LIST, **query)
+        total += len(page.get("items") or [])
+        token = (page.get("metadata") or {}).get("continue")
+        if not token:
+            return total
+        query["continue"] = token
 
 
 def converged_jobs(kube) -> int:
@@ -111,6 +127,18 @@ class Result:
     requests: dict[str, int] = field(default_factory=dict)
     reconciles: int | None = None
     load: tuple[float, float, float] = (0.0, 0.0, 0.0)
+    restart: Restart | None = None
+
+
+@dataclass
+class Restart:
+    """A second controller started on the converged cluster."""
+
+    synced: float  # seconds until its workers run (every cache listed)
+    peak_rss_mib: float
+    cpu_seconds: float
+    requests: dict[str, int]
+    reconciles: int | None
 
 
 def process_usage(pid: int) -> tuple[float, float]:
@@ -125,7 +153,42 @@ def process_usage(pid: int) -> tuple[float, float]:
     return peak_kib / 1024, ticks / os.sysconf("SC_CLK_TCK")
 
 
-def run_size(jobs: int, workers: int, timeout: float) -> Result:
+def start_controller(kubeconfig: Path, workers: int, log: Path) -> subprocess.Popen:
+    return subprocess.Popen(
+        [sys.executable, "-m", "jobgate", "controller", "--kubeconfig", str(kubeconfig),
+         "--namespace", NAMESPACE, "--workers", str(workers)],
+        cwd=REPO, stderr=log.open("wb"),
+    )  # fmt: skip
+
+
+def exit_counts(text: str) -> tuple[dict[str, int], int | None]:
+    """The API requests by verb and the reconcile passes from a controller's exit log."""
+    requests = {verb.upper(): int(n) for verb, n in re.findall(r"requests_(\w+)=(\d+)", text)}
+    reconciles = re.search(r"reconciles=(\d+)", text)
+    return requests, int(reconciles.group(1)) if reconciles else None
+
+
+def restart(kubeconfig: Path, workers: int, log: Path, timeout: float) -> Restart:
+    """A new controller on the converged cluster, until it has been idle for 3 s (its resync done)."""
+    started = time.monotonic()
+    controller = start_controller(kubeconfig, workers, log)
+    while "reconciling with" not in log.read_text() and time.monotonic() - started < timeout:
+        time.sleep(0.05)
+    synced = time.monotonic() - started
+    idle_since, last_cpu = time.monotonic(), -1.0
+    while time.monotonic() - idle_since < 3 and time.monotonic() - started < timeout:
+        time.sleep(0.5)
+        _, cpu = process_usage(controller.pid)
+        if cpu - last_cpu > 0.05:  # still working (a tick is 0.01 s)
+            idle_since, last_cpu = time.monotonic(), cpu
+    peak_rss, cpu = process_usage(controller.pid)
+    controller.terminate()
+    controller.wait(timeout=30)
+    requests, reconciles = exit_counts(log.read_text())
+    return Restart(synced, peak_rss, cpu, requests, reconciles)
+
+
+def run_size(jobs: int, workers: int, timeout: float, with_restart: bool = False) -> Result:
     from envtest.harness import ControlPlane
     from jobgate.kube.client import Kube
 
@@ -139,11 +202,7 @@ def run_size(jobs: int, workers: int, timeout: float) -> Result:
         kube = Kube(str(plane.kubeconfig))
         baseline = baseline_seconds(kube, jobs)
         log = Path(tmp) / "controller.log"
-        controller = subprocess.Popen(
-            [sys.executable, "-m", "jobgate", "controller", "--kubeconfig", str(plane.kubeconfig),
-             "--namespace", NAMESPACE, "--workers", str(workers)],
-            cwd=REPO, stderr=log.open("wb"),
-        )  # fmt: skip
+        controller = start_controller(plane.kubeconfig, workers, log)
         while "reconciling with" not in log.read_text():
             time.sleep(0.1)
         jobs_path = f"/apis/training.kubedl.io/v1alpha1/namespaces/{NAMESPACE}/tfjobs"
@@ -166,12 +225,11 @@ def run_size(jobs: int, workers: int, timeout: float) -> Result:
         peak_rss, cpu = process_usage(controller.pid)
         controller.terminate()
         controller.wait(timeout=30)
-        text = log.read_text()
-    requests = {verb.upper(): int(n) for verb, n in re.findall(r"requests_(\w+)=(\d+)", text)}
-    reconciles = re.search(r"reconciles=(\d+)", text)
+        requests, reconciles = exit_counts(log.read_text())
+        second = restart(plane.kubeconfig, workers, Path(tmp) / "restarted.log", timeout) if with_restart else None
     return Result(
         jobs, baseline, submitted, pods_done, services_done, statuses_done, peak_rss, cpu, requests,
-        int(reconciles.group(1)) if reconciles else None, os.getloadavg(),
+        reconciles, os.getloadavg(), second,
     )  # fmt: skip
 
 
@@ -195,6 +253,14 @@ def report(result: Result, workers: int) -> None:
     if result.reconciles is not None:
         print(f"  reconcile passes             {result.reconciles} ({result.reconciles / jobs:.1f} per job)")
     print("  load average (1/5/15 min)    {:.2f} {:.2f} {:.2f}".format(*result.load))
+    if result.restart is not None:
+        second = result.restart
+        print(f"  restarted controller: workers run after {second.synced:.1f} s (caches listed)")
+        print(f"    peak RSS                   {second.peak_rss_mib:6.0f} MiB")
+        print(f"    CPU                        {second.cpu_seconds:6.1f} s")
+        print(f"    API requests               {second.requests} (writes: "
+              f"{sum(n for verb, n in second.requests.items() if verb != 'GET')})")  # fmt: skip
+        print(f"    reconcile passes           {second.reconciles}")
 
 
 def table(results: list[Result]) -> None:
@@ -217,11 +283,12 @@ def main() -> int:
     parser.add_argument("--sizes", help="comma-separated job counts, e.g. 500,1000,2000 (overrides --jobs)")
     parser.add_argument("--workers", type=int, default=16, help="controller workers")
     parser.add_argument("--timeout", type=float, default=600.0, help="seconds per size")
+    parser.add_argument("--restart", action="store_true", help="then start a second controller on the converged jobs")
     args = parser.parse_args()
     sizes = [int(n) for n in args.sizes.split(",")] if args.sizes else [args.jobs]
     results = []
     for jobs in sizes:
-        result = run_size(jobs, args.workers, args.timeout)
+        result = run_size(jobs, args.workers, args.timeout, args.restart)
         report(result, args.workers)
         results.append(result)
         sys.stdout.flush()

@@ -9,6 +9,7 @@ import signal
 import socket
 import threading
 import uuid
+from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -103,8 +104,8 @@ def run(args: argparse.Namespace) -> int:
 
         start_http_server(args.metrics_port)
     audit = _policy_audit(kube, controller, args)
-    controller.start_informers()
     if not args.leader_elect:
+        controller.start_informers()
         controller.start_workers()
         if audit is not None:
             audit.start()
@@ -120,13 +121,9 @@ def run(args: argparse.Namespace) -> int:
         kube, args.lease_namespace or default_lease_namespace(args.namespace), args.lease_name, identity, timing
     )
     log.info("waiting to lead (identity %s)", identity)
-
-    def lead() -> None:
-        controller.start_workers()
-        if audit is not None:
-            audit.start()  # the audit writes policies' status: the leader's alone
-
-    election = threading.Thread(target=elector.run, args=(lead, stop.set), name="leader", daemon=True)
+    election = threading.Thread(
+        target=elector.run, args=(start_when_leading(controller, stop, audit), stop.set), name="leader", daemon=True
+    )
     election.start()
     stop.wait()
     elector.stop()
@@ -149,6 +146,32 @@ def _policy_audit(kube: Kube, controller: Controller, args: argparse.Namespace) 
 
     kinds = [adapter.kind for adapter in controller.adapters.values()]
     return PolicyAudit(kube, kinds, interval=args.policy_audit_interval, namespace=args.namespace)
+
+
+def start_when_leading(
+    controller: Controller, stop: threading.Event, audit: PolicyAudit | None = None
+) -> Callable[[], None]:
+    """The elector's ``on_started``: fill the caches and start the workers once this replica leads.
+
+    A standby replica caches nothing: a pass needs the caches only to act, and it acts only while
+    leading, so watching every job, pod and service while waiting for the Lease would cost the
+    standby as much memory as the leader's caches for nothing. The price is the takeover: the new
+    leader lists before its first pass, as a restarted controller does. The lists run in their own
+    thread, so that the elector keeps renewing the Lease however long they take.
+    """
+
+    def start() -> None:
+        if stop.is_set():
+            return
+        controller.start_informers()
+        controller.start_workers()
+        if audit is not None:
+            audit.start()  # the audit writes the policies' status: the leader's alone
+
+    def on_started() -> None:
+        threading.Thread(target=start, name="start-leading", daemon=True).start()
+
+    return on_started
 
 
 def _report(kube: Kube, controller: Controller) -> None:

@@ -30,6 +30,7 @@ from jobgate.controller.engine import Deletion, Event, Observed, Plan, reconcile
 from jobgate.controller.expectations import Expectations
 from jobgate.controller.model import JobModel
 from jobgate.controller.resources import COMMANDS, EVENTS, KIND_RESOURCES, POD_GROUPS, PODS, SERVICES
+from jobgate.controller.slim import slim_pod, slim_pod_group, slim_service, strip_managed_fields
 from jobgate.controller.workqueue import WorkQueue
 from jobgate.engine.context import ReviewContext
 from jobgate.engine.fielderrors import aggregate_message
@@ -109,13 +110,24 @@ class Controller:
         self.adapters: dict[GroupVersionKind, Adapter] = {
             gvk: a for gvk, a in ADAPTERS.items() if families is None or a.kind.family in families
         }
+        # Each cache keeps only what a pass reads (controller/slim.py): jobs whole but for managedFields,
+        # pods their identity, owner, labels and status, services (watched metadata-only) their identity.
         self.job_informers = {
-            gvk: Informer(kube, job_resource(a).path(namespace), name=gvk.kind.lower())  # a log label only
+            gvk: Informer(
+                kube, job_resource(a).path(namespace), name=gvk.kind.lower(), transform=strip_managed_fields
+            )  # the name is a log label only
             for gvk, a in self.adapters.items()
         }
         selector = JOB_UID_LABEL
-        self.pods = Informer(kube, PODS.path(namespace), name="pods", label_selector=selector)
-        self.services = Informer(kube, SERVICES.path(namespace), name="services", label_selector=selector)
+        self.pods = Informer(kube, PODS.path(namespace), name="pods", label_selector=selector, transform=slim_pod)
+        self.services = Informer(
+            kube,
+            SERVICES.path(namespace),
+            name="services",
+            label_selector=selector,
+            transform=slim_service,
+            metadata_only=True,
+        )
         self.children: dict[str, dict[str, dict[str, dict[str, Any]]]] = {"Pod": {}, "Service": {}, "PodGroup": {}}
         self.wait_for_pod_group = wait_for_pod_group
         # Started once discovery shows the APIs (Volcano's PodGroup and Command CRDs may be absent).
@@ -221,7 +233,13 @@ class Controller:
             self._watch_for_api(COMMANDS, self._start_late_commands, interval, "commands-crd")
 
     def _pod_group_informer(self) -> Informer:
-        informer = Informer(self.kube, POD_GROUPS.path(self.namespace), name="podgroups", label_selector=JOB_UID_LABEL)
+        informer = Informer(
+            self.kube,
+            POD_GROUPS.path(self.namespace),
+            name="podgroups",
+            label_selector=JOB_UID_LABEL,
+            transform=slim_pod_group,
+        )
         informer.handlers.append(self._child_handler("PodGroup"))
         return informer
 

@@ -72,10 +72,11 @@ class Kube:
         content_type: str = "application/json",
         timeout: float | tuple[float, float] = 30.0,
         stream: bool = False,
+        accept: str = "application/json",
     ) -> Any:
         with self._lock:
             self.requests[method] += 1
-        headers = {"Accept": "application/json", "Content-Type": content_type}
+        headers = {"Accept": accept, "Content-Type": content_type}
         method, url, headers, body, _ = self._client.param_serialize(
             method=method,
             resource_path=path,
@@ -97,8 +98,8 @@ class Kube:
             raise ApiError(raw.status, raw.reason or "", detail if isinstance(detail, dict) else None)
         return orjson.loads(data) if data else {}
 
-    def get(self, path: str, **query: Any) -> dict[str, Any]:
-        return self.request("GET", path, query=query)
+    def get(self, path: str, *, accept: str = "application/json", **query: Any) -> dict[str, Any]:
+        return self.request("GET", path, query=query, accept=accept)
 
     def create(self, path: str, body: dict[str, Any]) -> dict[str, Any]:
         return self.request("POST", path, body=body)
@@ -114,7 +115,15 @@ class Kube:
             options["propagationPolicy"] = propagation
         return self.request("DELETE", path, body=options)
 
-    def watch(self, path: str, resource_version: str, timeout_seconds: int, **query: Any) -> Iterator[dict[str, Any]]:
+    def watch(
+        self,
+        path: str,
+        resource_version: str,
+        timeout_seconds: int,
+        *,
+        accept: str = "application/json",
+        **query: Any,
+    ) -> Iterator[dict[str, Any]]:
         """Watch events, one dict per line, until the server ends the watch."""
         params = {
             "watch": "true",
@@ -123,7 +132,9 @@ class Kube:
             "timeoutSeconds": timeout_seconds,
             **query,
         }
-        response = self.request("GET", path, query=params, stream=True, timeout=(10.0, timeout_seconds + 30))
+        response = self.request(
+            "GET", path, query=params, stream=True, timeout=(10.0, timeout_seconds + 30), accept=accept
+        )
         try:
             buffer = b""
             for chunk in response.stream(65536, decode_content=False):

@@ -4,6 +4,13 @@ The cache is filled by a LIST; a WATCH from the list's resourceVersion keeps it 
 Bookmarks move the resourceVersion forward; a watch that ends is resumed from the last
 version; "410 Gone" (the version is too old) triggers a fresh LIST. Handlers are called
 with (event type, object, old object) for every change, including the LIST's additions.
+
+What is cached is the informer's ``transform`` of each object (controller-runtime's cache
+transforms): only what its readers need, so that thousands of pods do not cost their whole
+apiserver representation. ``metadata_only`` asks the apiserver for ``PartialObjectMetadata``
+(client-go's metadata informers) where nobody reads the spec or status. The LIST is read in
+pages of ``page_size``, each transformed and dropped before the next is fetched, so that a
+restart at scale never holds the whole collection as the apiserver sent it.
 """
 
 from __future__ import annotations
@@ -22,6 +29,11 @@ log = logging.getLogger("jobgate.informer")
 HEALTHY_WATCH_SECONDS = 10.0  # a watch that lasted this long was healthy: restart the backoff
 SHORT_WATCH_SECONDS = 1.0  # a watch that ended sooner without an error is backed off like a failure
 Handler = Callable[[str, dict[str, Any], dict[str, Any] | None], None]
+Transform = Callable[[dict[str, Any]], dict[str, Any]]
+# client-go's reflector lists in pages of 500 too.
+DEFAULT_PAGE_SIZE = 500
+METADATA_ONLY_LIST = "application/json;as=PartialObjectMetadataList;g=meta.k8s.io;v=v1"
+METADATA_ONLY_WATCH = "application/json;as=PartialObjectMetadata;g=meta.k8s.io;v=v1"
 
 
 def object_key(obj: dict[str, Any]) -> str:
@@ -38,12 +50,18 @@ class Informer:
         name: str,
         label_selector: str | None = None,
         watch_timeout: int = 300,
+        transform: Transform | None = None,
+        metadata_only: bool = False,
+        page_size: int | None = DEFAULT_PAGE_SIZE,
     ) -> None:
         self.kube = kube
         self.path = path
         self.name = name
         self.label_selector = label_selector
         self.watch_timeout = watch_timeout
+        self.transform = transform
+        self.metadata_only = metadata_only
+        self.page_size = page_size
         self.handlers: list[Handler] = []
         self.synced = threading.Event()
         self._cache: dict[str, dict[str, Any]] = {}
@@ -114,9 +132,28 @@ class Informer:
                 self._stop.wait(delay * random.uniform(0.8, 1.2))
                 delay = min(delay * 2, 30.0)
 
+    def _keep(self, obj: dict[str, Any]) -> dict[str, Any]:
+        return self.transform(obj) if self.transform is not None else obj
+
     def _list(self) -> str:
-        listing = self.kube.get(self.path, **self._query())
-        fresh = {object_key(o): o for o in listing.get("items") or []}
+        fresh: dict[str, dict[str, Any]] = {}
+        accept = METADATA_ONLY_LIST if self.metadata_only else "application/json"
+        query = self._query()
+        if self.page_size:
+            query["limit"] = self.page_size
+        while True:
+            page = self.kube.get(self.path, accept=accept, **query)
+            for item in page.get("items") or []:
+                kept = self._keep(item)
+                fresh[object_key(kept)] = kept
+            page_metadata = page.get("metadata") or {}
+            resource_version = str(page_metadata.get("resourceVersion", ""))
+            token = page_metadata.get("continue")
+            del page  # the page as the apiserver sent it: only the transformed items stay
+            if not token:
+                break
+            # An expired token answers 410 Gone: _run lists again from the start.
+            query["continue"] = token
         with self._lock:
             previous, self._cache = self._cache, fresh
         self.relists += 1
@@ -126,10 +163,12 @@ class Informer:
             if key not in fresh:
                 self._notify("DELETED", obj, None)
         self.synced.set()
-        return str(listing.get("metadata", {}).get("resourceVersion", ""))
+        return resource_version
 
     def _watch(self, resource_version: str) -> str:
-        for event in self.kube.watch(self.path, resource_version, self.watch_timeout, **self._query()):
+        accept = METADATA_ONLY_WATCH if self.metadata_only else "application/json"
+        events = self.kube.watch(self.path, resource_version, self.watch_timeout, accept=accept, **self._query())
+        for event in events:
             if self._stop.is_set():
                 break
             kind, obj = str(event.get("type") or ""), event.get("object") or {}
@@ -140,6 +179,7 @@ class Informer:
             if kind == "BOOKMARK":
                 resource_version = version or resource_version
                 continue
+            obj = self._keep(obj)
             key = object_key(obj)
             with self._lock:
                 old = self._cache.get(key)
