@@ -17,21 +17,20 @@ import os
 import signal
 import threading
 import time
-from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 from urllib3.exceptions import HTTPError
 
-from jobgate.common.envconfig import seconds_from_environment
 from jobgate.controller.adapters import ADAPTERS, JOB_UID_LABEL, Adapter
 from jobgate.controller.clock import timestamp
 from jobgate.controller.engine import Deletion, Event, Observed, Plan, reconcile, set_condition
 from jobgate.controller.expectations import Expectations
 from jobgate.controller.model import JobModel
 from jobgate.controller.resources import COMMANDS, EVENTS, KIND_RESOURCES, POD_GROUPS, PODS, SERVICES
-from jobgate.controller.slim import slim_pod, slim_pod_group, slim_service, strip_managed_fields
-from jobgate.controller.workqueue import WorkQueue
+from jobgate.controller.slim import slim_pod, slim_service, strip_managed_fields
+from jobgate.controller.volcano_apis import VolcanoApis, command_crd_recheck_seconds
+from jobgate.controller.workqueue import WorkQueue, job_key, split_key
 from jobgate.engine.context import ReviewContext
 from jobgate.engine.fielderrors import aggregate_message
 from jobgate.engine.registry import GroupVersionKind
@@ -47,31 +46,11 @@ TRACKED_KINDS = ("Pod", "Service")  # children seen through informers (others ar
 # N-th successful pod create, before any later write (status included). Unset in every deployment;
 # tests/e2e/test_controller_faults.py uses it to crash at a chosen point deterministically.
 KILL_AFTER_POD_CREATES_VARIABLE = "JOBGATE_TEST_KILL_AFTER_POD_CREATES"
-# How often discovery is asked again for Volcano's Command API while it is not served, so that the
-# Command CRD applied after the controller started (jobgate's or Volcano's) is picked up without a restart.
-COMMAND_CRD_RECHECK_VARIABLE = "JOBGATE_COMMAND_CRD_RECHECK_SECONDS"
-DEFAULT_COMMAND_CRD_RECHECK_SECONDS = 60.0
-
-
-def command_crd_recheck_seconds() -> float:
-    return seconds_from_environment(COMMAND_CRD_RECHECK_VARIABLE, DEFAULT_COMMAND_CRD_RECHECK_SECONDS)
 
 
 def _kill_after_pod_creates() -> int | None:
     value = os.environ.get(KILL_AFTER_POD_CREATES_VARIABLE, "")
     return int(value) if value.isdigit() and int(value) > 0 else None
-
-
-def job_key(gvk: GroupVersionKind, namespace: str, name: str) -> str:
-    """``<Kind>.<version>.<group>/<namespace>/<name>``: the kind alone is ambiguous (Volcano's ``Job``
-    and ``batch/v1`` Job; KubeDL's and Kubeflow's ``TFJob``), so a key always carries the group."""
-    return f"{gvk.kind}.{gvk.version}.{gvk.group}/{namespace}/{name}"
-
-
-def split_key(key: str) -> tuple[GroupVersionKind, str, str]:
-    kind_version_group, namespace, name = key.split("/", 2)
-    kind, version, group = kind_version_group.split(".", 2)
-    return GroupVersionKind(group, version, kind), namespace, name
 
 
 def owner_gvk(reference: dict[str, Any]) -> GroupVersionKind | None:
@@ -90,7 +69,7 @@ def _owner(obj: dict[str, Any]) -> dict[str, Any] | None:
     return None
 
 
-class Controller:
+class Controller(VolcanoApis):
     def __init__(
         self,
         kube: Kube,
@@ -232,66 +211,6 @@ class Controller:
             log.info("Volcano's Command API (bus.volcano.sh) is not served: checking again every %gs", interval)
             self._watch_for_api(COMMANDS, self._start_late_commands, interval, "commands-crd")
 
-    def _pod_group_informer(self) -> Informer:
-        informer = Informer(
-            self.kube,
-            POD_GROUPS.path(self.namespace),
-            name="podgroups",
-            label_selector=JOB_UID_LABEL,
-            transform=slim_pod_group,
-        )
-        informer.handlers.append(self._child_handler("PodGroup"))
-        return informer
-
-    def _command_informer(self) -> Informer:
-        informer = Informer(self.kube, COMMANDS.path(self.namespace), name="commands")
-        informer.handlers.append(self._command_handler)
-        return informer
-
-    def _watch_for_api(self, resource: Resource, start: Callable[[], None], interval: float, name: str) -> None:
-        thread = threading.Thread(target=self._wait_for_api, args=(resource, start, interval), name=name, daemon=True)
-        thread.start()
-        self._threads.append(thread)
-
-    def _wait_for_api(self, resource: Resource, start: Callable[[], None], interval: float) -> None:
-        """Ask discovery every ``interval`` until it serves ``resource``, then ``start`` its watch (once)."""
-        while not self._stop.wait(interval):
-            try:
-                served = self._serves(resource)
-            except Exception as exc:  # apiserver unreachable: the informers say so; ask again next time
-                log.debug("discovery of %s failed: %s", resource.group, exc)
-                continue
-            if served:
-                start()
-                return
-
-    def _start_late(self, informer: Informer, attribute: str) -> bool:
-        """Start ``informer`` as ``self.<attribute>`` unless the controller is stopping (then False)."""
-        with self._late_lock:
-            if self._stop.is_set():
-                return False
-            setattr(self, attribute, informer)
-            informer.start()
-        return True
-
-    def _start_late_commands(self) -> None:
-        """A replica already leading takes the Commands from the first list (the handler acts once
-        ``_acting`` is set)."""
-        if self._start_late(self._command_informer(), "commands"):
-            log.info("Volcano's Command API is now served: taking Commands (suspend, resume)")
-
-    def _start_late_pod_groups(self) -> None:
-        """Watch PodGroups, and once their cache is filled turn gang scheduling on and look at every
-        job again: those asking for a gang get their PodGroup (pods already running keep going)."""
-        informer = self._pod_group_informer()
-        if not self._start_late(informer, "pod_groups"):
-            return
-        if not informer.synced.wait(60):
-            log.warning("PodGroup cache not synced after 60 s; turning gang scheduling on anyway")
-        self.gang_supported = True
-        self._requeue_all_jobs()
-        log.info("Volcano's PodGroup API is now served: gang scheduling on")
-
     def wait_for_sync(self, timeout: float = 60.0) -> bool:
         deadline = time.monotonic() + timeout
         for informer in self._informers():
@@ -331,44 +250,6 @@ class Controller:
         for gvk, informer in self.job_informers.items():
             for job in informer.items():
                 self.queue.add(job_key(gvk, job["metadata"]["namespace"], job["metadata"]["name"]))
-
-    def _has_pod_groups(self) -> bool:
-        return self._serves(POD_GROUPS)
-
-    def _serves(self, resource: Resource) -> bool:
-        try:
-            discovery = self.kube.get(f"/apis/{resource.group}/{resource.version}")
-        except ApiError:
-            return False
-        return any(r.get("name") == resource.plural for r in discovery.get("resources") or [])
-
-    # --- Volcano's commands --------------------------------------------------------------------------
-
-    def _command_handler(self, event: str, command: dict[str, Any], old: dict[str, Any] | None) -> None:
-        if event == "DELETED" or not self._acting.is_set():
-            return
-        # Volcano's wire name for the Go field TargetObject (vcctl writes `target`).
-        raw_target = command.get("target")
-        target: dict[str, Any] = raw_target if isinstance(raw_target, dict) else {}
-        gvk = GroupVersionKind.from_object(target)
-        action = command.get("action")
-        if gvk is None or gvk not in self.adapters or not isinstance(action, str) or not target.get("name"):
-            return  # a command for a queue, or for a job kind this controller does not serve
-        metadata = command.get("metadata", {})
-        key = job_key(gvk, metadata.get("namespace", ""), str(target["name"]))
-        self._pool.submit(self._take_command, key, metadata, action)
-
-    def _take_command(self, key: str, metadata: dict[str, Any], action: str) -> None:
-        """Delete the Command first, as Volcano does, so that it runs at most once."""
-        try:
-            self.kube.delete(COMMANDS.path(metadata.get("namespace"), metadata.get("name")), uid=metadata.get("uid"))
-        except ApiError as exc:
-            if exc.status not in (404, 409):
-                log.warning("could not take command %s/%s: %s", metadata.get("namespace"), metadata.get("name"), exc)
-            return  # gone: another replica or an earlier event took it
-        with self._commands_lock:
-            self.pending_commands[key] = action
-        self.queue.add(key)
 
     def _work(self) -> None:
         while not self._stop.is_set():

@@ -12,6 +12,8 @@ import threading
 import time
 from collections import deque
 
+from jobgate.engine.registry import GroupVersionKind
+
 
 class WorkQueue:
     def __init__(self, *, base_delay: float = 0.005, max_delay: float = 300.0) -> None:
@@ -106,3 +108,15 @@ class WorkQueue:
     def __len__(self) -> int:
         with self._condition:
             return len(self._queue)
+
+
+def job_key(gvk: GroupVersionKind, namespace: str, name: str) -> str:
+    """``<Kind>.<version>.<group>/<namespace>/<name>``: the kind alone is ambiguous (Volcano's ``Job``
+    and ``batch/v1`` Job; KubeDL's and Kubeflow's ``TFJob``), so a key always carries the group."""
+    return f"{gvk.kind}.{gvk.version}.{gvk.group}/{namespace}/{name}"
+
+
+def split_key(key: str) -> tuple[GroupVersionKind, str, str]:
+    kind_version_group, namespace, name = key.split("/", 2)
+    kind, version, group = kind_version_group.split(".", 2)
+    return GroupVersionKind(group, version, kind), namespace, name

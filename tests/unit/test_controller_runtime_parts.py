@@ -190,7 +190,7 @@ def test_a_batch_v1_job_is_never_taken_for_a_volcano_job(tmp_path):
 
 
 def test_job_keys_carry_group_version_and_kind():
-    from jobgate.controller.runtime import job_key, split_key
+    from jobgate.controller.workqueue import job_key, split_key
 
     volcano = GroupVersionKind("batch.volcano.sh", "v1alpha1", "Job")
     key = job_key(volcano, "ns", "a.b")
@@ -290,7 +290,7 @@ def test_no_command_watch_is_started_after_stop_nor_without_volcano(tmp_path, mo
 
 
 def test_a_pod_group_api_served_after_start_up_turns_gang_scheduling_on_without_a_restart(tmp_path, monkeypatch):
-    from jobgate.controller.runtime import job_key
+    from jobgate.controller.workqueue import job_key
     from jobgate.engine.registry import GroupVersionKind
     from jobgate.kube.informer import Informer
 
@@ -329,7 +329,7 @@ def test_a_pod_group_api_served_after_start_up_turns_gang_scheduling_on_without_
 
 
 def test_command_crd_recheck_interval_from_the_environment(monkeypatch):
-    from jobgate.controller.runtime import DEFAULT_COMMAND_CRD_RECHECK_SECONDS, command_crd_recheck_seconds
+    from jobgate.controller.volcano_apis import DEFAULT_COMMAND_CRD_RECHECK_SECONDS, command_crd_recheck_seconds
 
     default = DEFAULT_COMMAND_CRD_RECHECK_SECONDS
     for raw, expected in [("", default), ("2.5", 2.5), ("-1", default), ("nan", default), ("inf", default),
