@@ -290,7 +290,9 @@ def test_a_command_crd_applied_after_the_controller_started_is_picked_up(
             cluster, tmp_path_factory, "commands.bus.volcano.sh", "bus.volcano.sh", LATE_NS
         )
         try:
-            assert "Command API (bus.volcano.sh) is not served: checking again every 1s" in process.text()
+            # Logged once the replica leads (a standby watches nothing), just after "became leader".
+            notice = "Command API (bus.volcano.sh) is not served: checking again every 1s"
+            wait_until(lambda: notice in process.text(), message="the Command API noticed missing")
             install_command_crd(cluster)
             wait_until(lambda: "Command API is now served" in process.text(), message="Command watch started")
             apply(cluster, job("late", worker()), LATE_NS)
@@ -321,7 +323,8 @@ def test_a_pod_group_crd_applied_after_the_controller_started_turns_gang_schedul
             cluster, tmp_path_factory, "podgroups.scheduling.volcano.sh", "scheduling.volcano.sh", LATE_PG_NS
         )
         try:
-            assert "PodGroup API (scheduling.volcano.sh) is not served: no gang scheduling" in process.text()
+            notice = "PodGroup API (scheduling.volcano.sh) is not served: no gang scheduling"
+            wait_until(lambda: notice in process.text(), message="the PodGroup API noticed missing")
             apply(cluster, job("early", worker()), LATE_PG_NS)
             before = wait_until(
                 lambda: found if len(found := uids(pods(cluster, "early", LATE_PG_NS))) == 2 else None,
