@@ -263,6 +263,8 @@ def evaluate(
         line = document.line_of(prefix)
         return DocumentResult(source, document.index, line, Outcome.ERROR, name=name, reason=reason), None
     api_version, kind_name = printable(gvk.api_version), printable(gvk.kind)
+    if gvk.group == POLICY_GROUP and gvk.kind in POLICY_KINDS:
+        return _policy_result(document, obj, prefix, source, (api_version, kind_name, namespace, name)), None
     kind = lookup(gvk)
     if kind is None:
         # The line of a document is only looked up when there is something to say about it.
@@ -317,6 +319,36 @@ def evaluate(
     if result.errors:
         result.outcome = Outcome.DENIED
     return result, verdict
+
+
+# Platform policies: checked as their CRDs check them, so that CI catches a malformed policy too.
+POLICY_GROUP = "policy.jobgate.io"
+POLICY_KINDS = ("ClusterTrainingJobPolicy", "TrainingJobPolicy")
+
+
+def _policy_result(
+    document: Document, obj: dict[str, Any], prefix: tuple[Any, ...], source: str, names: tuple[str, str, str, str]
+) -> DocumentResult:
+    """A policy document: admitted when its CRD (and the command's ``--policies``) would take it."""
+    from pydantic import ValidationError
+
+    from jobgate.policy.models import parse_policy
+
+    line = document.line_of(prefix)
+    result = DocumentResult(source, document.index, line, Outcome.ADMITTED, *names)
+    try:
+        parse_policy(obj)
+    except ValidationError as exc:
+        errors = []
+        for error in exc.errors(include_url=False, include_input=False):
+            path = tuple(part for part in error["loc"] if not isinstance(part, str) or not part.startswith("function-"))
+            field = "".join(f"[{p}]" if isinstance(p, int) else f".{p}" for p in path).lstrip(".") or "spec"
+            detail = error["msg"].removeprefix("Value error, ")
+            message = printable(f"{field}: Invalid value: {detail}")
+            errors.append(Finding(document.line_of((*prefix, *path)), message, field, "policy/schema"))
+        result.errors = sorted(errors, key=lambda f: f.line)
+        result.outcome = Outcome.DENIED
+    return result
 
 
 def check_text(

@@ -242,3 +242,13 @@ def test_policy_explain_names_the_source_of_every_value(files: Path, capsys):
 def test_the_example_policies_are_accepted_offline(capsys):
     job = REPO / "examples" / "valid" / "tfjob-mnist.yaml"
     assert main(["validate", "--policies", str(EXAMPLE_POLICIES), str(job)]) == 0
+
+
+def test_validate_checks_policy_documents_as_their_crd_would(tmp_path: Path, capsys):
+    bad = policy("bad", {"limits": {"maxGPUsPerJob": -1, "gpuResources": [{"name": "a*b", "weight": 1}]}})
+    (tmp_path / "bad.yaml").write_text(yaml.safe_dump(bad))
+    assert main(["validate", "-o", "json", str(tmp_path / "bad.yaml")]) == 1
+    errors = json.loads(capsys.readouterr().out)["documents"][0]["errors"]
+    assert sorted(e["field"] for e in errors) == ["spec.limits.gpuResources[0].name", "spec.limits.maxGPUsPerJob"]
+    assert {e["rule"] for e in errors} == {"policy/schema"}
+    assert main(["validate", str(EXAMPLE_POLICIES)]) == 0
