@@ -179,19 +179,14 @@ class PolicyAudit:
                 return
         self.changed.set()
 
-    def served(self, kube: Kube) -> bool:
-        try:
-            listing = kube.get(f"/apis/{GROUP}/{VERSION}")
-        except ApiError:
-            return False
-        return {r.get("name") for r in listing.get("resources") or []} >= {
-            CLUSTER_POLICIES.plural,
-            POLICIES.plural,
-        }
-
     def start(self) -> bool:
         """Start when the policy CRDs are served; False (and a log line) when they are not."""
-        if not self.served(self.kube):
+        try:
+            served = self.kube.serves(GROUP, VERSION, CLUSTER_POLICIES.plural, POLICIES.plural)
+        except ApiError as exc:
+            log.warning("policy audit off: discovery of %s failed: %s", GROUP, exc)
+            return False
+        if not served:
             log.info("policy audit off: the %s CRDs are not served", GROUP)
             return False
         for informer in self.informers.values():

@@ -125,10 +125,9 @@ class VolcanoApis:
 
     def _serves(self, resource: Resource) -> bool:
         try:
-            discovery = self.kube.get(f"/apis/{resource.group}/{resource.version}")
+            return self.kube.serves(resource.group, resource.version, resource.plural)
         except ApiError:
             return False
-        return any(r.get("name") == resource.plural for r in discovery.get("resources") or [])
 
     def _command_handler(self, event: str, command: dict[str, Any], old: dict[str, Any] | None) -> None:
         if event == "DELETED" or not self._acting.is_set():

@@ -16,7 +16,7 @@ from typing import Any
 
 from jobgate.common.envconfig import seconds_from_environment
 from jobgate.engine.views import NAMESPACE_NAME_LABEL, ClusterViews
-from jobgate.kube.client import ApiError, Kube, Resource
+from jobgate.kube.client import Kube, Resource
 from jobgate.kube.informer import Informer
 from jobgate.policy.models import GROUP, VERSION
 
@@ -71,14 +71,7 @@ class PolicyCache:
 
 
 def policy_crds_served(kube: Kube) -> bool:
-    try:
-        listing = kube.get(f"/apis/{GROUP}/{VERSION}")
-    except ApiError as exc:
-        if exc.status == 404:
-            return False
-        raise
-    served = {r.get("name") for r in listing.get("resources") or []}
-    return {CLUSTER_POLICIES.plural, POLICIES.plural} <= served
+    return kube.serves(GROUP, VERSION, CLUSTER_POLICIES.plural, POLICIES.plural)
 
 
 class PolicyEnforcement:

@@ -15,7 +15,7 @@ import threading
 
 from jobgate.common.envconfig import seconds_from_environment
 from jobgate.engine.views import ClusterViews, QueueInfo
-from jobgate.kube.client import ApiError, Kube, Resource
+from jobgate.kube.client import Kube, Resource
 from jobgate.kube.informer import Informer
 
 log = logging.getLogger("jobgate.queues")
@@ -47,13 +47,7 @@ class QueueCache:
 
 
 def queue_crd_served(kube: Kube) -> bool:
-    try:
-        listing = kube.get(f"/apis/{QUEUE_RESOURCE.group}/{QUEUE_RESOURCE.version}")
-    except ApiError as exc:
-        if exc.status == 404:
-            return False
-        raise
-    return any(r.get("name") == QUEUE_RESOURCE.plural for r in listing.get("resources") or [])
+    return kube.serves(QUEUE_RESOURCE.group, QUEUE_RESOURCE.version, QUEUE_RESOURCE.plural)
 
 
 def in_cluster() -> bool:

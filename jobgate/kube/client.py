@@ -101,6 +101,18 @@ class Kube:
     def get(self, path: str, *, accept: str = "application/json", **query: Any) -> dict[str, Any]:
         return self.request("GET", path, query=query, accept=accept)
 
+    def serves(self, group: str, version: str, *plurals: str) -> bool:
+        """Whether discovery lists every one of ``plurals`` in ``group/version`` (False when the group
+        version is not served at all; any other error is raised)."""
+        try:
+            listing = self.get(f"/apis/{group}/{version}")
+        except ApiError as exc:
+            if exc.status == 404:
+                return False
+            raise
+        served = {r.get("name") for r in listing.get("resources") or []}
+        return set(plurals) <= served
+
     def create(self, path: str, body: dict[str, Any]) -> dict[str, Any]:
         return self.request("POST", path, body=body)
 
