@@ -6,6 +6,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
+
 from jobgate.cli.manifests import policy_enforcement_table
 from jobgate.generate.manifests import generated_files
 from jobgate.generate.policy_vap import ACTIONS, kind_documents
@@ -70,5 +72,6 @@ def test_the_policy_vaps_are_generated_apart_and_named_by_the_webhookless_overla
         assert "manifests/policy-vaps" in text
 
 
+@pytest.mark.skipif(not (REPO / "docs").is_dir(), reason="no docs/ here (the compiled wheel's pass)")
 def test_the_docs_carry_the_enforcement_table():
     assert policy_enforcement_table() in (REPO / "docs/policy-enforcement.md").read_text()
