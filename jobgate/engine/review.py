@@ -24,7 +24,7 @@ if TYPE_CHECKING:
 class Verdict:
     # Not a dataclass: importing ``dataclasses`` costs a one-file ``jobgate validate`` more
     # than the rules it runs.
-    __slots__ = ("audit", "defaulted", "errors", "kind", "patch", "skipped", "warnings")
+    __slots__ = ("audit", "defaulted", "errors", "kind", "patch", "rules", "skipped", "warnings")
 
     def __init__(
         self,
@@ -36,6 +36,7 @@ class Verdict:
         *,
         skipped: frozenset[str] = frozenset(),
         audit: list[str] | None = None,
+        rules: dict[int, str] | None = None,
     ) -> None:
         self.kind = kind
         self.defaulted = defaulted
@@ -46,6 +47,10 @@ class Verdict:
         self.skipped = skipped
         # Findings of Audit policies: recorded (the webhook's audit annotations), never shown as denials.
         self.audit = audit if audit is not None else []
+        # The rule behind an error where the review knows it (the platform policies'), by the id()
+        # of the error in ``errors``; the others' are looked up in the catalogue's table when
+        # reported (jobgate.engine.ruleids).
+        self.rules = rules if rules is not None else {}
 
     @property
     def allowed(self) -> bool:
@@ -113,6 +118,7 @@ def review_job(
     found = kind.validate(defaulted, old_defaulted, context)
     found.errors.extend(generate_name_errors(defaulted.get("metadata"), creating=old is None))
     audit: list[str] = []
+    rules: dict[int, str] = {}
     if context.policies is not None:
         from jobgate.policy.review import judge
 
@@ -121,6 +127,7 @@ def review_job(
             found.errors.extend(judged.errors)
             found.warnings.extend(judged.warnings)
             audit = judged.audit
+            rules = judged.rules
     return Verdict(
         kind=kind,
         defaulted=defaulted,
@@ -129,4 +136,5 @@ def review_job(
         warnings=list(dict.fromkeys(found.warnings)),
         skipped=frozenset(context.skipped),
         audit=audit,
+        rules=rules,
     )

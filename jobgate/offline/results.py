@@ -298,7 +298,12 @@ def evaluate(
 
         gvk = (kind.gvk.group, kind.gvk.version, kind.gvk.kind)
         errors = [
-            Finding(document.line_of((*prefix, *e.path)), printable(str(e)), e.field, rule_id(gvk, e))
+            Finding(
+                document.line_of((*prefix, *e.path)),
+                printable(str(e)),
+                e.field,
+                verdict.rules.get(id(e)) or rule_id(gvk, e),
+            )
             for e in verdict.errors
         ]
     warnings = [Finding(note_line, printable(note)) for note_line, note in document.notes]

@@ -71,10 +71,13 @@ def _set_path(obj: dict[str, Any], path: list[str | int], value: object, recorde
 class PolicyVerdict:
     """What the policies add to a review: errors (Deny), warnings (Warn), audit lines (Audit)."""
 
-    __slots__ = ("audit", "errors", "warnings")
+    __slots__ = ("audit", "errors", "rules", "warnings")
 
     def __init__(self) -> None:
         self.errors: list[FieldError] = []
+        # The id of the policy rule behind each error (``policy/max-gpus-per-job``, ...), by the
+        # error's identity: a field error holding a list or a map as its value is not hashable.
+        self.rules: dict[int, str] = {}
         self.warnings: list[str] = []
         self.audit: list[str] = []
 
@@ -89,7 +92,9 @@ def judge(
     verdict = PolicyVerdict()
     for finding in policy_findings(defaulted, old, family, effective):
         if finding.action == "Deny":
-            verdict.errors.append(field_error(finding))
+            error = field_error(finding)
+            verdict.errors.append(error)
+            verdict.rules[id(error)] = finding.rule
         elif finding.action == "Warn":
             verdict.warnings.append(finding.text())
         else:

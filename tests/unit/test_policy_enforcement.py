@@ -186,6 +186,9 @@ def test_validate_with_policies_gives_the_clusters_verdict(files: Path, capsys):
     assert main(["validate", *flags, str(files / "big.yaml")]) == 1
     out = capsys.readouterr().out
     assert "gpu-cap" in out
+    assert main(["validate", "-o", "json", *flags, str(files / "big.yaml")]) == 1
+    (error,) = json.loads(capsys.readouterr().out)["documents"][0]["errors"]
+    assert error["rule"] == "policy/max-gpus-per-job"
     assert main(["validate", *flags, str(files / "small.yaml")]) == 0
     assert main(["validate", str(files / "big.yaml")]) == 0  # no policies given: none enforced
 
