@@ -32,18 +32,16 @@ from typing import Any
 from prometheus_client import Gauge
 
 from jobgate.engine.registry import JobKind
-from jobgate.engine.views import NAMESPACE_NAME_LABEL
+from jobgate.engine.views import namespace_labels
 from jobgate.kube.client import ApiError, Kube, Resource
 from jobgate.kube.informer import Informer
 from jobgate.policy.check import policy_findings
 from jobgate.policy.models import GROUP, VERSION
 from jobgate.policy.resolve import conflicts, effective_policy, policy_ref
+from jobgate.policy.resources import CLUSTER_POLICIES, NAMESPACES, POLICIES
 
 log = logging.getLogger("jobgate.policy_audit")
 
-CLUSTER_POLICIES = Resource(GROUP, VERSION, "clustertrainingjobpolicies", namespaced=False)
-POLICIES = Resource(GROUP, VERSION, "trainingjobpolicies", namespaced=True)
-NAMESPACES = Resource("", "v1", "namespaces", namespaced=False)
 CAP = 20  # violating jobs listed in a policy's status (the total is always exact)
 # Findings about a constraint's reach, not a job's fault: shown at admission, not counted here.
 NOT_VIOLATIONS = frozenset(("policy/not-applicable", "policy/gpu-uncounted"))
@@ -86,14 +84,14 @@ class Violations:
 def audit(
     jobs: Iterable[tuple[JobKind, Mapping[str, Any]]],
     policies: list[Mapping[str, Any]],
-    namespace_labels: Mapping[str, Mapping[str, str]],
+    namespaces: Mapping[str, Mapping[str, str]],
 ) -> Violations:
     """Every stored job judged against its effective policy, as the webhook would judge it stored."""
     found = Violations()
     for kind, job in jobs:
         metadata = job.get("metadata") or {}
         namespace = metadata.get("namespace") or "default"
-        labels = {**namespace_labels.get(namespace, {}), NAMESPACE_NAME_LABEL: namespace}
+        labels = namespace_labels(namespace, namespaces.get(namespace))
         effective = effective_policy(policies, namespace, labels, job)
         if not effective.policies:
             continue
@@ -254,7 +252,7 @@ class PolicyAudit:
             matched = sum(
                 1
                 for ns, labels in namespaces.items()
-                if effective_policy([policy], ns, {**labels, NAMESPACE_NAME_LABEL: ns}, None).policies
+                if effective_policy([policy], ns, namespace_labels(ns, labels), None).policies
             )
             status = policy_status(policy, violations, matched, "; ".join(clashes[name]) if name in clashes else None)
             VIOLATIONS.labels(name).set(len(violations))

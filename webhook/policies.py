@@ -15,16 +15,14 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from jobgate.common.envconfig import seconds_from_environment
-from jobgate.engine.views import NAMESPACE_NAME_LABEL, ClusterViews
-from jobgate.kube.client import Kube, Resource
+from jobgate.engine.views import ClusterViews, namespace_labels
+from jobgate.kube.client import Kube
 from jobgate.kube.informer import Informer
 from jobgate.policy.models import GROUP, VERSION
+from jobgate.policy.resources import CLUSTER_POLICIES, NAMESPACES, POLICIES
 
 log = logging.getLogger("jobgate.policies")
 
-CLUSTER_POLICIES = Resource(GROUP, VERSION, "clustertrainingjobpolicies", namespaced=False)
-POLICIES = Resource(GROUP, VERSION, "trainingjobpolicies", namespaced=True)
-NAMESPACES = Resource("", "v1", "namespaces", namespaced=False)
 RECHECK_ENV = "JOBGATE_POLICY_CRD_RECHECK_SECONDS"
 
 
@@ -67,7 +65,7 @@ class PolicyCache:
         obj = self.namespaces.get(f"/{namespace}")
         metadata = obj.get("metadata") if obj is not None else None
         labels = metadata.get("labels") if isinstance(metadata, dict) else None
-        return {**(labels if isinstance(labels, dict) else {}), NAMESPACE_NAME_LABEL: namespace}
+        return namespace_labels(namespace, labels if isinstance(labels, dict) else None)
 
 
 def policy_crds_served(kube: Kube) -> bool:

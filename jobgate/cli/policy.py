@@ -37,9 +37,9 @@ def _policy_explain(args: argparse.Namespace) -> int:
 
 def _from_cluster(kubeconfig: str | None, namespace: str) -> tuple[list[Mapping[str, Any]], Mapping[str, str]] | None:
     """The cluster's policies and the namespace's labels, read once; None after printing why not."""
-    from jobgate.engine.views import NAMESPACE_NAME_LABEL
+    from jobgate.engine.views import namespace_labels
     from jobgate.kube.client import ApiError, Kube
-    from jobgate.webhook.policies import CLUSTER_POLICIES, NAMESPACES, POLICIES
+    from jobgate.policy.resources import CLUSTER_POLICIES, NAMESPACES, POLICIES
 
     try:
         kube = Kube(kubeconfig)
@@ -57,4 +57,4 @@ def _from_cluster(kubeconfig: str | None, namespace: str) -> tuple[list[Mapping[
     except Exception as exc:  # no kubeconfig, unreachable cluster: a message, never a traceback
         print(f"jobgate: cannot reach the cluster: {exc}", file=sys.stderr)
         return None
-    return policies, {**labels, NAMESPACE_NAME_LABEL: namespace}
+    return policies, namespace_labels(namespace, labels)

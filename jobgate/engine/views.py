@@ -88,6 +88,11 @@ class PolicyView(Protocol):
 NAMESPACE_NAME_LABEL = "kubernetes.io/metadata.name"
 
 
+def namespace_labels(namespace: str, labels: Mapping[str, str] | None) -> dict[str, str]:
+    """A namespace's labels as selectors see them: with the name label the apiserver always sets."""
+    return {**(labels or {}), NAMESPACE_NAME_LABEL: namespace}
+
+
 class PolicySnapshot:
     """A ``PolicyView`` over objects given at once (``jobgate validate --policies --namespaces``, tests).
 
@@ -106,7 +111,7 @@ class PolicySnapshot:
         return self._policies
 
     def namespace_labels(self, namespace: str) -> Mapping[str, str] | None:
-        return {**self._namespaces.get(namespace, {}), NAMESPACE_NAME_LABEL: namespace}
+        return namespace_labels(namespace, self._namespaces.get(namespace))
 
 
 class ClusterViews:
