@@ -37,7 +37,7 @@ from jobgate.kube.client import ApiError, Kube, Resource
 from jobgate.kube.informer import Informer
 from jobgate.policy.check import policy_findings
 from jobgate.policy.models import GROUP, VERSION
-from jobgate.policy.resolve import conflicts, effective_policy, policy_ref
+from jobgate.policy.resolve import PolicySet, conflicts, effective_policy, policy_ref
 from jobgate.policy.resources import CLUSTER_POLICIES, NAMESPACES, POLICIES
 
 log = logging.getLogger("jobgate.policy_audit")
@@ -241,7 +241,8 @@ class PolicyAudit:
             (n.get("metadata") or {}).get("name", ""): (n.get("metadata") or {}).get("labels") or {}
             for n in self.informers["namespaces"].items()
         }
-        found = audit(self.jobs(), policies, namespaces)
+        # One set per audit: jobs of a namespace that select the same policies share one resolution.
+        found = audit(self.jobs(), PolicySet(policies), namespaces)
         clashes: dict[str, list[str]] = {}
         for clash in conflicts(policies, namespaces):
             for ref in clash.policies:

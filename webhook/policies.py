@@ -19,6 +19,7 @@ from jobgate.engine.views import ClusterViews, namespace_labels
 from jobgate.kube.client import Kube
 from jobgate.kube.informer import Informer
 from jobgate.policy.models import GROUP, VERSION
+from jobgate.policy.resolve import PolicySet
 from jobgate.policy.resources import CLUSTER_POLICIES, NAMESPACES, POLICIES
 
 log = logging.getLogger("jobgate.policies")
@@ -36,7 +37,7 @@ class PolicyCache:
         ]
         self.namespaces = Informer(kube, NAMESPACES.path(), name="namespaces")
         self._lock = threading.Lock()
-        self._policies: tuple[Mapping[str, Any], ...] | None = None
+        self._policies: PolicySet | None = None
         for informer in self.informers:
             informer.handlers.append(self._changed)
 
@@ -58,7 +59,8 @@ class PolicyCache:
     def policies(self) -> Sequence[Mapping[str, Any]]:
         with self._lock:
             if self._policies is None:
-                self._policies = tuple(obj for informer in self.informers for obj in informer.items())
+                # A new set per change: the resolutions it remembers never outlive the policies.
+                self._policies = PolicySet(obj for informer in self.informers for obj in informer.items())
             return self._policies
 
     def namespace_labels(self, namespace: str) -> Mapping[str, str] | None:

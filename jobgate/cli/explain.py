@@ -66,10 +66,15 @@ def find(entries: dict[tuple[str, str], Entry], wanted: str, family: str | None)
 def _explain(args: argparse.Namespace) -> int:
     import difflib
 
+    from jobgate.policy.ruleids import POLICY_RULES
+
+    if args.rule in POLICY_RULES:
+        sys.stdout.write(describe_policy_rule(args.rule))
+        return EXIT_OK
     entries = catalogue()
     found = find(entries, args.rule, args.family)
     if not found:
-        names = sorted({i for _, i in entries} | {f"{f}/{i}" for f, i in entries})
+        names = sorted({i for _, i in entries} | {f"{f}/{i}" for f, i in entries} | set(POLICY_RULES))
         close = difflib.get_close_matches(args.rule, names, n=5, cutoff=0.6)
         print(f"jobgate: {args.rule}: {UNKNOWN}", file=sys.stderr)
         if close:
@@ -102,6 +107,27 @@ def describe(entry: Entry) -> str:
     if refused is None and admitted is None:
         lines.append("  examples:  in the rule reference (the test vectors are not installed with the wheel)")
     lines.append(f"  docs:      docs/rules/{entry.family}.md#{rule_anchor(entry.id)}")
+    return "\n".join(lines) + "\n"
+
+
+def describe_policy_rule(rule_id: str) -> str:
+    """A platform-policy rule: what states it, what it checks, the error it gives, where it is enforced."""
+    from jobgate.generate.policy_vap import enforcement_rows
+    from jobgate.policy.ruleids import DOCUMENTATION, POLICY_RULES
+
+    rule = POLICY_RULES[rule_id]
+    lines = [
+        rule.id,
+        f"  stated by: {rule.constraint} of a ClusterTrainingJobPolicy or TrainingJobPolicy",
+        f"  checks:    {rule.checks}",
+        f"  error:     {rule.error_type}, at the job's field, the message naming the policy; "
+        "Deny refuses, Warn warns, Audit records (the policy's enforcementAction)",
+        "  enforced:  the jobgate webhook, and offline by jobgate validate|default|review --policies",
+    ]
+    apiserver = [f"{where} ({note})" for constraint, where, note in enforcement_rows() if constraint == rule.constraint]
+    if apiserver:
+        lines.append(f"  without the webhook: {'; '.join(apiserver)}")
+    lines.append(f"  docs:      {DOCUMENTATION} and docs/policy-enforcement.md")
     return "\n".join(lines) + "\n"
 
 

@@ -167,12 +167,16 @@ def _cluster_views(args: argparse.Namespace | QuickArguments) -> tuple[ClusterVi
 
 def _objects_of(path: str, flag: str) -> list[dict[str, Any]] | None:
     """Every object in a YAML/JSON file (``List`` items unwrapped); None after printing why not."""
-    from ruamel.yaml import YAML, YAMLError
+    # libyaml (PyYAML's C loader): these are exports of cluster objects (``kubectl get -o yaml``),
+    # read whole before the first job is checked; ruamel's pure-Python parser took longer than
+    # checking hundreds of jobs. YAML 1.1, as kubectl reads what it applies.
+    import yaml
 
+    loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
     try:
         with open(path, encoding="utf-8") as handle:
-            documents = [d for d in YAML(typ="safe", pure=True).load_all(handle) if d is not None]
-    except (OSError, YAMLError, UnicodeDecodeError) as exc:
+            documents = [d for d in yaml.load_all(handle, Loader=loader) if d is not None]
+    except (OSError, yaml.YAMLError, UnicodeDecodeError) as exc:
         print(f"jobgate: {flag} {path}: {exc}", file=sys.stderr)
         return None
     objects: list[dict[str, Any]] = []

@@ -104,7 +104,10 @@ class PolicySnapshot:
     def __init__(
         self, policies: Sequence[Mapping[str, Any]], namespaces: Mapping[str, Mapping[str, str]] | None = None
     ) -> None:
-        self._policies = tuple(policies)
+        # Imported here: only a run given policies needs them (a plain check stays lean).
+        from jobgate.policy.resolve import PolicySet
+
+        self._policies = PolicySet(policies)
         self._namespaces = dict(namespaces or {})
 
     def policies(self) -> Sequence[Mapping[str, Any]]:

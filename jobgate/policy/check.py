@@ -52,8 +52,8 @@ from jobgate.policy.fieldmap import (
     get_path,
     kind_map,
 )
-from jobgate.policy.gpu import format_gpus, pod_gpus
-from jobgate.policy.images import image_allowed, normalise_image
+from jobgate.policy.gpu import Amount, format_gpus, pod_gpus
+from jobgate.policy.images import name_allowed, normalise_image
 from jobgate.policy.resolve import ACTION_RANK, EffectivePolicy, Sourced
 
 INVALID = "Invalid value"
@@ -185,11 +185,11 @@ def _gpu_checks(eff: EffectivePolicy, groups: list[ReplicaGroup], out: list[Poli
     per_job = eff.limits.get("maxGPUsPerJob", [])
     if not per_pod and not per_job:
         return
-    total = Fraction(0)
+    total: Amount = 0
     parts = []
     uncounted: list[str] = []
     for g in groups:
-        count = pod_gpus(g.template, eff.gpu_resources, render_path(g.template_path))
+        count = pod_gpus(g.template, eff.gpu_resources, render_path(g.template_path), eff.gpu_weights)
         uncounted.extend(count.uncounted)
         if count.gpus:
             total += count.gpus * g.largest
@@ -204,7 +204,7 @@ def _gpu_checks(eff: EffectivePolicy, groups: list[ReplicaGroup], out: list[Poli
                         f"a pod of role {g.role} requests {format_gpus(count.gpus)} GPUs, "
                         f"exceeds {entry.value} GPUs per pod",
                         "policy/max-gpus-per-pod",
-                        count.gpus,
+                        Fraction(count.gpus),  # shown as the apiserver shows a quantity: quoted
                         (g.role,),
                         count.gpus,
                     )
@@ -219,7 +219,7 @@ def _gpu_checks(eff: EffectivePolicy, groups: list[ReplicaGroup], out: list[Poli
                     f"the job requests {format_gpus(total)} GPUs at its largest ({', '.join(parts)}), "
                     f"exceeds {entry.value} GPUs per job",
                     "policy/max-gpus-per-job",
-                    total,
+                    Fraction(total),
                     (),
                     total,
                 )
@@ -390,7 +390,7 @@ def _image_checks(eff: EffectivePolicy, groups: list[ReplicaGroup], out: list[Po
                 continue
             name = normalise_image(image)
             for entry in entries:
-                if image_allowed(image, entry.value):
+                if name_allowed(name, entry.value):
                     continue
                 where = f"it comes from {name.rsplit('/', 1)[0]}/" if name else "its registry cannot be determined"
                 out.append(

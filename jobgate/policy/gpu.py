@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import math
 import re
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from fractions import Fraction
 from typing import Any
@@ -40,6 +40,11 @@ DEFAULT_GPU_RESOURCES: tuple[tuple[str, float], ...] = (
     ("aws.amazon.com/neuron*", 1),
     ("volcano.sh/vgpu-number", 1),
 )
+
+
+# An exact quantity: an int where it is whole, which is nearly always (Fraction arithmetic costs a
+# review more than the rest of the GPU count), a Fraction otherwise. The two compare and add exactly.
+Amount = Fraction | int
 
 
 class QuantityError(ValueError):
@@ -68,7 +73,7 @@ _SUFFIX = {
 _MAX_EXPONENT = 30  # far beyond any real quantity; bounds the work a hostile "1e999999999" could cause
 
 
-def parse_quantity(value: Any) -> Fraction:
+def parse_quantity(value: Any) -> Amount:
     """A Kubernetes quantity (``2``, ``"2"``, ``"500m"``, ``"1Ki"``, ``"1e3"``) as an exact fraction.
 
     Raises :class:`QuantityError` for anything else (a bool, a list, ``"two"``, ``"1.2.3"``, ``"1 Gi"``).
@@ -76,7 +81,7 @@ def parse_quantity(value: Any) -> Fraction:
     if isinstance(value, bool) or value is None:
         raise QuantityError(f"{value!r} is not a quantity")
     if isinstance(value, int):
-        return Fraction(value)
+        return value
     if isinstance(value, float):
         if not math.isfinite(value):
             raise QuantityError(f"{value!r} is not a quantity")
@@ -87,6 +92,8 @@ def parse_quantity(value: Any) -> Fraction:
     if not match:
         raise QuantityError(f"{value!r} is not a quantity: it must match the regular expression of resource.Quantity")
     number, exponent, suffix = match.groups()
+    if not exponent and not suffix and number.isdigit():
+        return int(number)
     base = Fraction(number)
     if exponent:
         power = int(exponent[1:])
@@ -102,14 +109,14 @@ def parse_quantity(value: Any) -> Fraction:
 class PodCount:
     """The weighted GPUs of one pod template, and what could not be counted."""
 
-    gpus: Fraction = Fraction(0)
-    by_resource: dict[str, Fraction] = field(default_factory=dict)
+    gpus: Amount = 0
+    by_resource: dict[str, Amount] = field(default_factory=dict)
     uncounted: list[str] = field(default_factory=list)  # DRA claims, unparseable quantities
 
 
-def gpu_weight(name: str, resources: Iterable[tuple[str, float]]) -> Fraction | None:
+def gpu_weight(name: str, resources: Iterable[tuple[str, float]]) -> Amount | None:
     """The weight of resource ``name`` under ``resources`` (``(name-or-pattern, weight)``), None if not a GPU."""
-    best: tuple[int, Fraction] | None = None
+    best: tuple[int, Amount] | None = None
     for pattern, weight in resources:
         if pattern.endswith("*"):
             if name.startswith(pattern[:-1]):
@@ -121,11 +128,19 @@ def gpu_weight(name: str, resources: Iterable[tuple[str, float]]) -> Fraction | 
         else:
             continue
         if best is None or rank > best[0]:
-            best = (rank, Fraction(str(weight)) if isinstance(weight, float) else Fraction(weight))
+            best = (rank, _exact(weight))
     return best[1] if best else None
 
 
-def _container_requests(container: Mapping[str, Any], problems: list[str], where: str) -> dict[str, Fraction]:
+def _exact(weight: float) -> Amount:
+    if isinstance(weight, int):
+        return weight
+    return int(weight) if weight.is_integer() else Fraction(str(weight))
+
+
+def _container_requests(
+    container: Mapping[str, Any], problems: list[str], where: str, counted: Callable[[str], bool] | None = None
+) -> dict[str, Amount]:
     resources = container.get("resources")
     if not isinstance(resources, Mapping):
         return {}
@@ -134,8 +149,10 @@ def _container_requests(container: Mapping[str, Any], problems: list[str], where
     limits: Mapping[str, Any] = given_limits if isinstance(given_limits, Mapping) else {}
     if resources.get("claims"):
         problems.append(f"{where}.resources.claims: DRA claims cannot be counted as GPUs")
-    out: dict[str, Fraction] = {}
+    out: dict[str, Amount] = {}
     for name in {*requests, *limits}:
+        if counted is not None and not counted(name):
+            continue
         raw = requests[name] if name in requests else limits[name]
         try:
             out[name] = parse_quantity(raw)
@@ -144,38 +161,44 @@ def _container_requests(container: Mapping[str, Any], problems: list[str], where
     return out
 
 
-def _add(a: dict[str, Fraction], b: Mapping[str, Fraction]) -> dict[str, Fraction]:
+def _add(a: dict[str, Amount], b: Mapping[str, Amount]) -> dict[str, Amount]:
     out = dict(a)
     for name, value in b.items():
-        out[name] = out.get(name, Fraction(0)) + value
+        out[name] = out.get(name, 0) + value
     return out
 
 
-def _max(a: dict[str, Fraction], b: Mapping[str, Fraction]) -> dict[str, Fraction]:
+def _max(a: dict[str, Amount], b: Mapping[str, Amount]) -> dict[str, Amount]:
     out = dict(a)
     for name, value in b.items():
-        if value > out.get(name, Fraction(0)):
+        if value > out.get(name, 0):
             out[name] = value
     return out
 
 
 def pod_requests(
-    pod_spec: Mapping[str, Any], problems: list[str] | None = None, where: str = "spec"
-) -> dict[str, Fraction]:
-    """Per-resource request of a pod spec, as ``resource.PodRequests`` computes it (sidecars included)."""
+    pod_spec: Mapping[str, Any],
+    problems: list[str] | None = None,
+    where: str = "spec",
+    counted: Callable[[str], bool] | None = None,
+) -> dict[str, Amount]:
+    """Per-resource request of a pod spec, as ``resource.PodRequests`` computes it (sidecars included).
+
+    ``counted``: the resources to compute (default: every one); each resource's total depends on
+    its own quantities only, so leaving the others out changes no result."""
     problems = problems if problems is not None else []
-    total: dict[str, Fraction] = {}
+    total: dict[str, Amount] = {}
     containers = pod_spec.get("containers")
     for i, container in enumerate(containers if isinstance(containers, list) else []):
         if isinstance(container, Mapping):
-            total = _add(total, _container_requests(container, problems, f"{where}.containers[{i}]"))
-    sidecars: dict[str, Fraction] = {}
-    init_peak: dict[str, Fraction] = {}
+            total = _add(total, _container_requests(container, problems, f"{where}.containers[{i}]", counted))
+    sidecars: dict[str, Amount] = {}
+    init_peak: dict[str, Amount] = {}
     inits = pod_spec.get("initContainers")
     for i, container in enumerate(inits if isinstance(inits, list) else []):
         if not isinstance(container, Mapping):
             continue
-        own = _container_requests(container, problems, f"{where}.initContainers[{i}]")
+        own = _container_requests(container, problems, f"{where}.initContainers[{i}]", counted)
         if container.get("restartPolicy") == "Always":
             # A sidecar runs alongside the app containers and every later init container.
             total = _add(total, own)
@@ -187,8 +210,10 @@ def pod_requests(
     total = _max(total, init_peak)
     overhead = pod_spec.get("overhead")
     if isinstance(overhead, Mapping):
-        parsed: dict[str, Fraction] = {}
+        parsed: dict[str, Amount] = {}
         for name, raw in overhead.items():
+            if counted is not None and not counted(name):
+                continue
             try:
                 parsed[name] = parse_quantity(raw)
             except QuantityError as err:
@@ -197,8 +222,16 @@ def pod_requests(
     return total
 
 
-def pod_gpus(template: Mapping[str, Any] | None, resources: Iterable[tuple[str, float]], where: str) -> PodCount:
-    """The weighted GPUs of one pod template (``where`` is its field path, for the messages)."""
+def pod_gpus(
+    template: Mapping[str, Any] | None,
+    resources: Iterable[tuple[str, float]],
+    where: str,
+    weights: dict[str, Amount | None] | None = None,
+) -> PodCount:
+    """The weighted GPUs of one pod template (``where`` is its field path, for the messages).
+
+    ``weights``: each resource name's weight under ``resources`` as found so far, kept by the caller
+    for as long as ``resources`` stays the same."""
     count = PodCount()
     spec = template.get("spec") if isinstance(template, Mapping) else None
     if not isinstance(spec, Mapping):
@@ -206,16 +239,26 @@ def pod_gpus(template: Mapping[str, Any] | None, resources: Iterable[tuple[str, 
     resources = list(resources)
     if spec.get("resourceClaims"):
         count.uncounted.append(f"{where}.spec.resourceClaims: DRA claims cannot be counted as GPUs")
-    requests = pod_requests(spec, count.uncounted, f"{where}.spec")
+    if weights is None:
+        weights = {}
+
+    def weight_of(name: str) -> Amount | None:
+        if name not in weights:
+            weights[name] = gpu_weight(name, resources)
+        return weights[name]
+
+    # Only GPU resources are parsed: a CPU or memory quantity (checked by the family's rules) never
+    # counts, so it is neither parsed nor reported here.
+    requests = pod_requests(spec, count.uncounted, f"{where}.spec", counted=lambda name: weight_of(name) is not None)
     for name, value in sorted(requests.items()):
-        weight = gpu_weight(name, resources)
+        weight = weight_of(name)
         if weight is not None and value:
             count.by_resource[name] = value
             count.gpus += value * weight
     return count
 
 
-def format_gpus(value: Fraction) -> str:
+def format_gpus(value: Amount) -> str:
     """``Fraction(3)`` → ``"3"``; ``Fraction(3, 2)`` → ``"1.5"`` (weights may be fractional)."""
     if value.denominator == 1:
         return str(value.numerator)

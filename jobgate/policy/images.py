@@ -16,7 +16,8 @@ DOCKER_HUB = "docker.io"
 def normalise_image(image: str) -> str | None:
     """``host/path`` of an image reference, or None when it is empty or malformed."""
     ref = image.strip()
-    if not ref or any(c.isspace() for c in ref):
+    # Stripped, so whitespace left splits it: the reference has a space inside.
+    if not ref or len(ref.split()) != 1:
         return None
     name = ref.split("@", 1)[0]
     first, sep, rest = name.partition("/")
@@ -51,7 +52,11 @@ def entry_prefix(entry: str) -> str:
 
 def image_allowed(image: str, entries: list[str]) -> bool:
     """Whether the image comes from one of ``entries`` (exact hosts or ``host/path/`` prefixes)."""
-    name = normalise_image(image)
+    return name_allowed(normalise_image(image), entries)
+
+
+def name_allowed(name: str | None, entries: list[str]) -> bool:
+    """Whether a normalised image name (``normalise_image``'s) comes from one of ``entries``."""
     if name is None:
         return False
     return any(name.startswith(entry_prefix(e)) for e in entries)

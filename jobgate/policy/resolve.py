@@ -32,11 +32,11 @@ and ``explain``. Enforcement actions are never merged into one: a constraint is 
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Hashable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from jobgate.policy.fieldmap import KINDS, kind_map
+from jobgate.policy.fieldmap import KINDS, KindMap, kind_map
 from jobgate.policy.gpu import DEFAULT_GPU_RESOURCES
 from jobgate.policy.images import entry_prefix
 from jobgate.policy.selectors import selector_matches
@@ -108,6 +108,8 @@ class EffectivePolicy:
     limits: dict[str, list[Sourced]] = field(default_factory=dict)
     gpu_resources: list[tuple[str, float]] = field(default_factory=lambda: list(DEFAULT_GPU_RESOURCES))
     gpu_resources_sources: list[PolicyRef] = field(default_factory=list)  # empty = the built-in list
+    # Each resource name's weight under gpu_resources, found once for every job this policy judges.
+    gpu_weights: dict[str, Any] = field(default_factory=dict, compare=False, repr=False)
     allow: dict[str, list[Sourced]] = field(default_factory=dict)
     required_fields: dict[str, list[Sourced]] = field(default_factory=dict)
     required_labels: dict[str, list[Sourced]] = field(default_factory=dict)  # value: allowed values or None
@@ -183,11 +185,12 @@ def policy_applies(
     return job_matches(spec.get("match"), job)
 
 
-def job_matches(match: Mapping[str, Any] | None, job: Mapping[str, Any]) -> bool:
-    """``spec.match`` against a job: each condition given must hold."""
+def job_matches(match: Mapping[str, Any] | None, job: Mapping[str, Any], kmap: KindMap | None = None) -> bool:
+    """``spec.match`` against a job: each condition given must hold (``kmap``: the job's, when known)."""
     if not isinstance(match, Mapping):
         return True
-    kmap = kind_map(dict(job))
+    if kmap is None:
+        kmap = kind_map(dict(job))
     families = match.get("families")
     if families is not None and (kmap is None or kmap.family not in families):
         return False
@@ -382,8 +385,90 @@ def effective_policy(
     namespace_labels: Mapping[str, str] | None,
     job: Mapping[str, Any] | None,
 ) -> EffectivePolicy:
-    """The effective policy for ``job`` in ``namespace`` (``job=None``: every policy of the namespace)."""
+    """The effective policy for ``job`` in ``namespace`` (``job=None``: every policy of the namespace).
+
+    From a :class:`PolicySet`, the result is shared with every other job that selects the same
+    policies: read it, never change it.
+    """
+    if isinstance(policies, PolicySet):
+        return policies.effective(namespace, namespace_labels, job)
     return combine(select_policies(policies, namespace, namespace_labels, job), namespace)
+
+
+class PolicySet(tuple[Mapping[str, Any], ...]):
+    """The policies in force at one moment, remembering what was resolved from them.
+
+    A review resolves the effective policy twice (defaults, then the verdict) and the webhook does
+    it for every request, while policies and namespace labels change rarely: the set remembers
+    which policies apply in a namespace with given labels, and the effective policy of each
+    selection. A change of any policy makes a new set (the webhook's cache builds one per change),
+    so nothing here is ever stale; a namespace's labels are part of the key, so a relabelled
+    namespace is looked up afresh. Each memo is cleared when it reaches ``MEMO_LIMIT`` entries
+    (label sets seen over a long run, objectSelector combinations). The objects must not change
+    while in a set: entries are keyed by their identity.
+    """
+
+    MEMO_LIMIT = 4096
+
+    def __new__(cls, policies: Iterable[Mapping[str, Any]] = ()) -> PolicySet:
+        self = super().__new__(cls, policies)
+        self._in_namespace: dict[Hashable, list[Mapping[str, Any]]] = {}
+        self._combined: dict[Hashable, EffectivePolicy] = {}
+        self._effective: dict[Hashable, EffectivePolicy] = {}
+        return self
+
+    def effective(
+        self, namespace: str, namespace_labels: Mapping[str, str] | None, job: Mapping[str, Any] | None
+    ) -> EffectivePolicy:
+        try:
+            key = (namespace, _frozen(namespace_labels), _match_key(job))
+        except TypeError:  # a label value that is not a string (a malformed job): resolve without the memo
+            return combine(select_policies(self, namespace, namespace_labels, job), namespace)
+        effective = self._effective.get(key)
+        if effective is None:
+            effective = self._resolve(namespace, namespace_labels, job)
+            _remember(self._effective, key, effective, self.MEMO_LIMIT)
+        return effective
+
+    def _resolve(
+        self, namespace: str, namespace_labels: Mapping[str, str] | None, job: Mapping[str, Any] | None
+    ) -> EffectivePolicy:
+        namespace_key = (namespace, _frozen(namespace_labels))
+        candidates = self._in_namespace.get(namespace_key)
+        if candidates is None:
+            candidates = select_policies(self, namespace, namespace_labels, None)
+            _remember(self._in_namespace, namespace_key, candidates, self.MEMO_LIMIT)
+        if job is None:
+            chosen = candidates
+        else:
+            kmap = kind_map(dict(job))
+            chosen = [p for p in candidates if job_matches(_spec(p).get("match"), job, kmap)]
+        # Jobs with other labels or kinds often select the same policies: one effective policy each.
+        selection = (namespace, tuple(map(id, chosen)))
+        effective = self._combined.get(selection)
+        if effective is None:
+            effective = combine(chosen, namespace)
+            _remember(self._combined, selection, effective, self.MEMO_LIMIT)
+        return effective
+
+
+def _frozen(labels: Mapping[str, Any] | None) -> frozenset[tuple[str, Any]] | None:
+    return frozenset(labels.items()) if isinstance(labels, Mapping) else None
+
+
+def _match_key(job: Mapping[str, Any] | None) -> Hashable:
+    """What ``spec.match`` reads of a job: its kind (families and kinds) and its labels (objectSelector)."""
+    if job is None:
+        return None
+    metadata = job.get("metadata")
+    labels = metadata.get("labels") if isinstance(metadata, Mapping) else None
+    return (job.get("apiVersion"), job.get("kind"), _frozen(labels))
+
+
+def _remember(memo: dict[Any, Any], key: Any, value: Any, limit: int) -> None:
+    if len(memo) >= limit:
+        memo.clear()
+    memo[key] = value
 
 
 def conflicts(

@@ -1,0 +1,48 @@
+"""Every platform-policy rule id a finding can carry has its record, and ``jobgate explain`` prints it."""
+
+from __future__ import annotations
+
+import ast
+import re
+from pathlib import Path
+
+import pytest
+
+from jobgate.cli import main
+from jobgate.policy import check
+from jobgate.policy.models import FORBIDDEN_ITEMS
+from jobgate.policy.ruleids import POLICY_RULES
+
+SOURCES = [Path(check.__file__), Path(check.__file__).parents[1] / "offline" / "results.py"]
+
+
+def emitted_ids() -> set[str]:
+    """The ids the checks spell: literals, and the two templates over what they expand to."""
+    found: set[str] = set()
+    for source in SOURCES:
+        for node in ast.walk(ast.parse(source.read_text())):
+            # "policy/forbid-" alone is the head of a template, expanded below.
+            text = node.value if isinstance(node, ast.Constant) else None
+            if isinstance(text, str) and re.fullmatch(r"policy/[a-z-]*[a-z]", text):
+                found.add(text)
+    found |= {f"policy/allowed-{check._kebab(name)}" for name in check._ALLOW_TO_FIELD}
+    found |= {f"policy/forbid-{item.lower()}" for item in FORBIDDEN_ITEMS}
+    return found
+
+
+def test_every_emitted_id_has_a_record_and_every_record_is_emitted() -> None:
+    emitted = emitted_ids()
+    assert len(emitted) > 15
+    assert emitted == set(POLICY_RULES)
+
+
+@pytest.mark.parametrize("rule_id", sorted(POLICY_RULES))
+def test_explain_prints_each_policy_rule(rule_id: str, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["explain", rule_id]) == 0
+    out = capsys.readouterr().out
+    assert out.startswith(f"{rule_id}\n") and POLICY_RULES[rule_id].constraint in out and "docs/policy.md" in out
+
+
+def test_a_misspelt_policy_rule_is_a_usage_error_with_suggestions(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["explain", "policy/max-gpus-per-jb"]) == 2
+    assert "did you mean: policy/max-gpus-per-job" in capsys.readouterr().err

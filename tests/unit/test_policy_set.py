@@ -1,0 +1,104 @@
+"""``PolicySet``: the resolutions it remembers equal a fresh resolution, for every job, namespace and label set."""
+
+from __future__ import annotations
+
+import itertools
+from typing import Any
+
+from jobgate.engine.views import PolicySnapshot
+from jobgate.policy.gpu import DEFAULT_GPU_RESOURCES, pod_gpus
+from jobgate.policy.images import normalise_image
+from jobgate.policy.resolve import PolicySet, combine, effective_policy, select_policies
+from tests.unit.test_policy_fixtures import cluster, kubedl, kubeflow, namespaced, volcano
+
+POLICIES = [
+    cluster("gpus", {"limits": {"maxGPUsPerJob": 8}}),
+    cluster("research", {"namespaceSelector": {"matchLabels": {"tier": "research"}}, "limits": {"maxGPUsPerPod": 2}}),
+    cluster("kubeflow-only", {"match": {"families": ["kubeflow"]}, "require": {"labels": [{"key": "team"}]}}),
+    cluster("vision", {"match": {"objectSelector": {"matchLabels": {"team": "vision"}}}, "defaults": {"queue": "v"}}),
+    cluster("low", {"priority": 1, "defaults": {"queue": "low"}}),
+    namespaced("local", "team-a", {"require": {"queues": ["v", "low", "a"]}}),
+    namespaced("elsewhere", "team-b", {"limits": {"maxReplicasPerJob": 1}}),
+]
+NAMESPACES: list[tuple[str, dict[str, str] | None]] = [
+    ("team-a", {"tier": "research"}),
+    ("team-a", {"tier": "prod"}),
+    ("team-b", None),
+    ("other", {}),
+]
+
+
+def labelled(job: dict[str, Any], labels: dict[str, Any] | None) -> dict[str, Any]:
+    if labels is not None:
+        job["metadata"]["labels"] = labels
+    return job
+
+
+def jobs() -> list[dict[str, Any] | None]:
+    return [
+        None,
+        kubedl(),
+        labelled(kubedl(), {"team": "vision"}),
+        labelled(kubedl(), {"team": "audio"}),
+        kubeflow(),
+        labelled(kubeflow(), {"team": "vision"}),
+        volcano(),
+    ]
+
+
+def as_dict(effective: Any) -> dict[str, Any]:
+    return {name: getattr(effective, name) for name in effective.__dataclass_fields__}
+
+
+def test_a_remembered_resolution_equals_a_fresh_one() -> None:
+    policy_set = PolicySet(POLICIES)
+    for _ in range(2):  # the second pass reads every result from the memo
+        for (namespace, labels), job in itertools.product(NAMESPACES, jobs()):
+            fresh = combine(select_policies(POLICIES, namespace, labels, job), namespace)
+            assert as_dict(effective_policy(policy_set, namespace, labels, job)) == as_dict(fresh), (namespace, job)
+
+
+def test_the_memo_is_used_and_shared_between_jobs_selecting_the_same_policies() -> None:
+    policy_set = PolicySet(POLICIES)
+    first = policy_set.effective("team-a", {"tier": "research"}, kubedl())
+    assert policy_set.effective("team-a", {"tier": "research"}, kubedl()) is first
+    other_labels = policy_set.effective("team-a", {"tier": "research"}, labelled(kubedl(), {"team": "audio"}))
+    assert other_labels is first  # the objectSelector misses both: one selection, one effective policy
+    assert policy_set.effective("team-a", {"tier": "research"}, labelled(kubedl(), {"team": "vision"})) is not first
+
+
+def test_relabelling_a_namespace_resolves_afresh() -> None:
+    policy_set = PolicySet(POLICIES)
+    research = policy_set.effective("team-a", {"tier": "research"}, kubedl())
+    prod = policy_set.effective("team-a", {"tier": "prod"}, kubedl())
+    assert "maxGPUsPerPod" in research.limits and "maxGPUsPerPod" not in prod.limits
+
+
+def test_a_job_with_unhashable_labels_is_still_resolved() -> None:
+    job = labelled(kubedl(), {"team": ["not", "a", "string"]})
+    effective = PolicySet(POLICIES).effective("team-a", {"tier": "prod"}, job)
+    assert [ref.name for ref in effective.policies] == ["gpus", "low", "local"]
+
+
+def test_the_memo_is_bounded() -> None:
+    policy_set = PolicySet(POLICIES)
+    policy_set.MEMO_LIMIT = 3
+    for index in range(10):
+        policy_set.effective("team-a", {"tier": "prod", "n": str(index)}, kubedl())
+    assert all(len(memo) <= 3 for memo in (policy_set._effective, policy_set._in_namespace, policy_set._combined))
+
+
+def test_a_snapshot_gives_one_set_for_all_its_reviews() -> None:
+    snapshot = PolicySnapshot(POLICIES, {"team-a": {"tier": "research"}})
+    assert isinstance(snapshot.policies(), PolicySet) and snapshot.policies() is snapshot.policies()
+
+
+def test_non_gpu_quantities_are_not_parsed_for_the_gpu_count() -> None:
+    container = {"name": "a", "resources": {"limits": {"cpu": "lots", "nvidia.com/gpu": 2}}}
+    count = pod_gpus({"spec": {"containers": [container]}}, DEFAULT_GPU_RESOURCES, "t")
+    assert count.gpus == 2 and count.uncounted == []
+
+
+def test_an_image_with_a_space_inside_is_malformed() -> None:
+    assert normalise_image("registry.example.com/a b:1") is None
+    assert normalise_image(" registry.example.com/ab:1\t") == "registry.example.com/ab"
