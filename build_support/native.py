@@ -51,6 +51,11 @@ SHARED_COMPILED_MODULES = (
     "jobgate.rules.podtemplate",
     "jobgate.rules.replicajobs",
     "jobgate.engine.review",
+    # Platform policy's per-review checks (resolution is remembered; these run for every job).
+    "jobgate.policy.check",
+    "jobgate.policy.gpu",
+    "jobgate.policy.images",
+    "jobgate.policy.fieldmap",
 )
 
 

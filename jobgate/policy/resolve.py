@@ -409,12 +409,15 @@ class PolicySet(tuple[Mapping[str, Any], ...]):
     """
 
     MEMO_LIMIT = 4096
+    _in_namespace: dict[Hashable, list[Mapping[str, Any]]]
+    _combined: dict[Hashable, EffectivePolicy]
+    _effective: dict[Hashable, EffectivePolicy]
 
     def __new__(cls, policies: Iterable[Mapping[str, Any]] = ()) -> PolicySet:
         self = super().__new__(cls, policies)
-        self._in_namespace: dict[Hashable, list[Mapping[str, Any]]] = {}
-        self._combined: dict[Hashable, EffectivePolicy] = {}
-        self._effective: dict[Hashable, EffectivePolicy] = {}
+        self._in_namespace = {}
+        self._combined = {}
+        self._effective = {}
         return self
 
     def effective(

@@ -13,11 +13,14 @@ from jobgate.policy import check
 from jobgate.policy.models import FORBIDDEN_ITEMS
 from jobgate.policy.ruleids import POLICY_RULES
 
-SOURCES = [Path(check.__file__), Path(check.__file__).parents[1] / "offline" / "results.py"]
+PACKAGE = Path(check.__file__).parents[1]
+SOURCES = [PACKAGE / "policy" / "check.py", PACKAGE / "offline" / "results.py"]
 
 
 def emitted_ids() -> set[str]:
     """The ids the checks spell: literals, and the two templates over what they expand to."""
+    if not all(source.is_file() for source in SOURCES):
+        pytest.skip("the sources are not here (the compiled wheel's pass): the ids are read from them")
     found: set[str] = set()
     for source in SOURCES:
         for node in ast.walk(ast.parse(source.read_text())):
