@@ -50,6 +50,16 @@ def main(argv: Sequence[str] | None = None) -> int:
         return EXIT_OK
 
 
+def _exit_handlers_may_run() -> bool:
+    """Whether the interpreter's exit has work beyond freeing objects: multiprocessing's exit handlers
+    (``-j N``), another thread to wait for, or logging's handlers to flush. Importing threading alone
+    (pydantic does, for ``--policies``) starts no thread."""
+    if "multiprocessing" in sys.modules or "logging" in sys.modules:
+        return True
+    threading = sys.modules.get("threading")
+    return threading is not None and threading.active_count() > 1
+
+
 def console_main() -> int:
     """The ``jobgate`` command (pyproject.toml's script) and ``python -m jobgate``: ``main()``, and
     for ``jobgate validate`` an exit that skips the interpreter's teardown.
@@ -58,7 +68,7 @@ def console_main() -> int:
     seventh of what a one-file check costs beyond the interpreter: ``os._exit`` ends the process
     with the same status instead. Only for validate, whose only output is stdout and stderr
     (flushed here first), and only while the process has one thread and nothing that registers
-    exit handlers (``-j N`` starts multiprocessing's, which imports threading); a stream that
+    exit handlers (``_exit_handlers_may_run``); a stream that
     cannot be flushed leaves the exit to the interpreter, which reports it as it always has.
     """
     validate = sys.argv[1:2] == ["validate"]
@@ -69,7 +79,7 @@ def console_main() -> int:
 
         gc.set_threshold(50_000, 50, 100)
     code = main()
-    if not validate or "threading" in sys.modules:
+    if not validate or _exit_handlers_may_run():
         return code
     try:
         sys.stdout.flush()
