@@ -13,3 +13,7 @@ COREDNS_VERSION = "v1.14.7"
 # The chart's tools (envtest/tools.py): helm from its Go module, and the helm-unittest plugin.
 HELM_VERSION = "v3.22.0"
 HELM_UNITTEST_VERSION = "v1.1.2"
+
+# Volcano's own Job CRD (its Go module's config/crd/volcano/bases), for the tests that check
+# jobgate against the CRD a Volcano install brings rather than jobgate's copy of it.
+VOLCANO_VERSION = "v1.10.0"

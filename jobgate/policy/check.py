@@ -24,8 +24,9 @@ received, *before* the family's built-in defaults, so that a platform default be
 (Volcano's webhook would otherwise set ``schedulerName: volcano`` first and the policy's scheduler
 default could never apply); the family defaults then fill what is left.
 
-The Volcano trap: Volcano's CRD schema defaults ``spec.queue`` to ``default``, so with Volcano's CRD
-a job arrives at admission with ``queue: default`` whether or not its author wrote it. When a policy
+The Volcano trap: jobgate's Volcano Job CRD defaults ``spec.queue`` to ``default`` in its schema, and
+beside Volcano's own CRD (which has no such default) Volcano's mutating webhook sets it, so a job may
+arrive at admission with ``queue: default`` whether or not its author wrote it. When a policy
 gives a queue default, a Volcano job whose queue is exactly ``default`` is treated as unset and gets
 the policy's queue. The cost, stated: an author who explicitly writes ``queue: default`` in such a
 namespace is moved to the policy's queue too (indistinguishable at admission); to stay in ``default``
@@ -541,7 +542,7 @@ def policy_defaults(
         for path, current in places:
             value = current
             if field == "queue" and kmap.family == "volcano" and value == VOLCANO_SCHEMA_DEFAULT_QUEUE:
-                value = None  # Volcano's CRD schema default, not the author's choice (module docstring)
+                value = None  # a schema's or Volcano webhook's default, not the author's choice (module docstring)
             if (
                 field == "queue"
                 and kmap.family == "t9k"

@@ -313,7 +313,8 @@ def _build() -> dict[tuple[str, str], KindMap]:
 
 KINDS: dict[tuple[str, str], KindMap] = _build()
 
-# Volcano's own CRD schema defaults spec.queue to this value, so a job reaches admission with it set.
+# jobgate's Volcano CRD defaults spec.queue to this value (Volcano's own webhook sets it beside Volcano's
+# CRD), so a job may reach admission with it set.
 VOLCANO_SCHEMA_DEFAULT_QUEUE = "default"
 
 

@@ -16,6 +16,7 @@ import pytest
 import yaml
 
 from tests.e2e.conftest import (
+    IN_CI,
     Cluster,
     ControllerProcess,
     WebhookProcess,
@@ -245,3 +246,108 @@ def test_a_tightened_policy_lists_the_stored_jobs_it_now_refuses(policy_cluster:
         assert refused.returncode != 0
     finally:
         controller.stop()
+
+
+UPDATED = "policy-update"
+
+
+def test_an_update_of_a_job_that_already_violates_is_judged_on_what_it_makes_worse(policy_cluster: Cluster):
+    """existingViolations: Allow lets a job stored before the policy take a label, refuses it more
+    GPUs; Deny refuses even the label."""
+    policy_cluster.kubectl("create", "namespace", UPDATED, check=True)
+    stored = tfjob(UPDATED, "before", gpus=2, workers=2)
+    apply(policy_cluster, stored).check_returncode()
+    policy = {
+        **TEAM_POLICY,
+        "metadata": {"name": "update-cap", "namespace": UPDATED},
+        "spec": {"limits": {"maxGPUsPerJob": 2}},
+    }
+    apply(policy_cluster, policy).check_returncode()
+    named = "(TrainingJobPolicy policy-update/update-cap)"
+    assert named in until_denied(policy_cluster, tfjob(UPDATED, "probe", gpus=2, workers=2), named).stderr
+    labelled = json.loads(json.dumps(stored))
+    labelled["metadata"]["labels"] = {"touched": "yes"}
+    result = apply(policy_cluster, labelled)
+    assert result.returncode == 0, result.stderr
+    worse = json.loads(json.dumps(labelled))
+    worse["spec"]["tfReplicaSpecs"]["Worker"]["replicas"] = 3
+    result = apply(policy_cluster, worse)
+    assert result.returncode != 0 and named in result.stderr
+    assert "the job requests 6 GPUs at its largest" in result.stderr
+    strict = {**policy, "spec": {**policy["spec"], "existingViolations": "Deny"}}
+    apply(policy_cluster, strict).check_returncode()
+    relabelled = json.loads(json.dumps(labelled))
+    relabelled["metadata"]["labels"] = {"touched": "again"}
+    result = until_denied(policy_cluster, relabelled, named)
+    assert result.returncode != 0 and "the job requests 4 GPUs at its largest" in result.stderr
+
+
+def _volcano_crd(source: str) -> str:
+    if source == "jobgate":
+        return (REPO / "manifests" / "base" / "crds" / "batch.volcano.sh_jobs.yaml").read_text()
+    from envtest.upstream import UpstreamUnavailable, volcano_job_crd
+
+    try:
+        return volcano_job_crd().read_text()
+    except UpstreamUnavailable as exc:
+        if IN_CI:
+            raise
+        pytest.skip(f"Volcano's own CRD cannot be had here: {exc}")
+
+
+def _install_crd(cluster: Cluster, text: str, *, jobgates: bool) -> None:
+    """The Volcano Job CRD replaced in place, and waited for until it is the one in force: jobgate's
+    refuses duplicate task names itself (a rule on the list, before any validating webhook);
+    Volcano's leaves them to the webhook, which names the duplicate's own field."""
+    # Replaced whole: an apply would merge the two schemas where other managers own fields.
+    cluster.kubectl("replace", "-f", "-", input=text, check=True)
+    duplicate = (REPO / "examples/invalid/volcano-duplicate-task.yaml").read_text()
+
+    answers: list[str] = []
+
+    def in_force() -> bool:
+        result = cluster.kubectl("create", "--dry-run=server", "-n", "default", "-f", "-", input=duplicate)
+        answers.append(result.stderr)
+        return result.returncode != 0 and ("spec.tasks[1].name: Duplicate value" not in result.stderr) == jobgates
+
+    try:
+        wait_until(in_force, 60, message="the Volcano Job CRD in force")
+    except AssertionError as exc:
+        raise AssertionError(f"{exc}; the last answer: {answers[-1:]}") from None
+
+
+@pytest.mark.parametrize("source", ["jobgate", "volcano"])
+def test_a_policy_queue_default_reaches_volcano_jobs_under_either_crd(policy_cluster: Cluster, source: str):
+    """jobgate's CRD defaults spec.queue to "default" (the webhook then sees it set); Volcano's own CRD
+    (v1.10.0) does not, Volcano's webhook does. Either way a job that names no queue gets the
+    policy's, and one that names another keeps it."""
+    text = _volcano_crd(source)
+    queues_served = policy_cluster.kubectl("get", "crd", "queues.scheduling.volcano.sh").returncode == 0
+    if queues_served:  # the webhook's queue check is on: the queues must exist and be Open
+        for name in ("team-q", "other-q"):
+            queue = {
+                "apiVersion": "scheduling.volcano.sh/v1beta1",
+                "kind": "Queue",
+                "metadata": {"name": name},
+                "spec": {"weight": 1},
+                "status": {"state": "Open"},
+            }
+            apply(policy_cluster, queue).check_returncode()
+    try:
+        _install_crd(policy_cluster, text, jobgates=source == "jobgate")
+        job = next(d for d in yaml.safe_load_all((REPO / "examples/valid/volcano-pytorch.yaml").read_text()) if d)
+        job["metadata"]["namespace"] = TEAM
+        job["spec"].pop("queue", None)
+        result = policy_cluster.kubectl(
+            "create", "--dry-run=server", "-o", "json", "-f", "-", input=yaml.safe_dump(job)
+        )
+        assert result.returncode == 0, result.stderr
+        assert json.loads(result.stdout)["spec"]["queue"] == "team-q"
+        job["spec"]["queue"] = "other-q"
+        result = policy_cluster.kubectl(
+            "create", "--dry-run=server", "-o", "json", "-f", "-", input=yaml.safe_dump(job)
+        )
+        assert result.returncode == 0, result.stderr
+        assert json.loads(result.stdout)["spec"]["queue"] == "other-q"
+    finally:
+        _install_crd(policy_cluster, _volcano_crd("jobgate"), jobgates=True)
