@@ -490,6 +490,7 @@ def run_contender(name: str, jobs: int, workers: int, timeout: float, qps: float
     from jobgate.kube.client import Kube
 
     contender = CONTENDERS[name]
+    version = contender_version(name)  # of the code that runs, before anyone commits during the run
     with tempfile.TemporaryDirectory(prefix="jobgate-peer-bench-") as tmp:
         work = Path(tmp)
         policy = work / "audit-policy.yaml"
@@ -549,7 +550,7 @@ def run_contender(name: str, jobs: int, workers: int, timeout: float, qps: float
             requests = audit_requests(lines)
     children = max(pods_done, services_done) if pods_done and services_done else None
     return PeerResult(name, jobs, submitted, children, statuses_done, peak_rss, cpu, requests, load,
-                      contender_version(name), exit_requests)  # fmt: skip
+                      version, exit_requests)  # fmt: skip
 
 
 def peer_table(results: list[PeerResult]) -> None:
