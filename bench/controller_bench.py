@@ -55,6 +55,7 @@ from envtest.peers import (
     AUDIT_POLICY,
     CONTROLLER_USER,
     TRAINING_OPERATOR_NAMESPACE,
+    audit_breakdown,
     audit_requests,
     jobgate_status_right,
     kubedl_status_right,
@@ -346,6 +347,7 @@ class PeerResult:
     load: tuple[float, float, float]
     version: str = ""
     exit_requests: dict[str, int] = field(default_factory=dict)  # jobgate's own count, to check the audit
+    breakdown: dict[str, int] = field(default_factory=dict)  # requests by verb and resource
 
     @property
     def jobs_per_second(self) -> float:
@@ -558,9 +560,11 @@ def run_contender(name: str, jobs: int, workers: int, timeout: float, qps: float
                     print(f"{len(wrong)} statuses not right; the first: {wrong[0].get('status')}", file=sys.stderr)
         with audit_log.open(errors="replace") as lines:
             requests = audit_requests(lines)
+        with audit_log.open(errors="replace") as lines:
+            breakdown = audit_breakdown(lines)
     children = max(pods_done, services_done) if pods_done and services_done else None
     return PeerResult(name, jobs, submitted, children, statuses_done, peak_rss, cpu, requests, load,
-                      version, exit_requests)  # fmt: skip
+                      version, exit_requests, breakdown)  # fmt: skip
 
 
 def peer_table(results: list[PeerResult]) -> None:
@@ -586,6 +590,8 @@ def report_peer(r: PeerResult) -> None:
     print(f"  peak RSS                     {r.peak_rss_mib:6.0f} MiB")
     print(f"  CPU                          {r.cpu_seconds:6.1f} s")
     print(f"  API requests (audit log)     {sum(r.requests.values())} ({r.requests_per_job:.1f} per job: {r.requests})")
+    if r.breakdown:
+        print("  by verb and resource, per job: " + ", ".join(f"{k} {n / r.jobs:.2f}" for k, n in r.breakdown.items()))
     if r.exit_requests:
         print(f"  API requests (its exit log)  {sum(r.exit_requests.values())} ({r.exit_requests})")
     print("  load average (1/5/15 min)    {:.2f} {:.2f} {:.2f}".format(*r.load))

@@ -208,7 +208,24 @@ def audit_requests(lines: Iterable[str], user: str = CONTROLLER_USER) -> dict[st
     """API requests of ``user`` by verb, from the apiserver's JSON audit log: one per audit ID (a
     watch logs ResponseStarted and ResponseComplete), verbs upper-cased as in the controller's
     exit log ("list" and "watch" are GETs on the wire, but kept apart here)."""
-    seen: dict[str, str] = {}
+    counts: dict[str, int] = {}
+    for verb, _ in audit_events(lines, user).values():
+        counts[verb] = counts.get(verb, 0) + 1
+    return dict(sorted(counts.items()))
+
+
+def audit_breakdown(lines: Iterable[str], user: str = CONTROLLER_USER) -> dict[str, int]:
+    """The same requests by verb and resource ("CREATE pods", "UPDATE tfjobs/status", ...)."""
+    counts: dict[str, int] = {}
+    for verb, resource in audit_events(lines, user).values():
+        key = f"{verb} {resource}"
+        counts[key] = counts.get(key, 0) + 1
+    return dict(sorted(counts.items(), key=lambda item: -item[1]))
+
+
+def audit_events(lines: Iterable[str], user: str) -> dict[str, tuple[str, str]]:
+    """Verb and resource (with its subresource) of each request of ``user``, by audit ID."""
+    seen: dict[str, tuple[str, str]] = {}
     for raw in lines:
         line = raw.strip()
         if not line:
@@ -219,11 +236,12 @@ def audit_requests(lines: Iterable[str], user: str = CONTROLLER_USER) -> dict[st
             continue  # a line cut by the apiserver's exit
         if (event.get("user") or {}).get("username") != user:
             continue
-        seen.setdefault(event.get("auditID", ""), str(event.get("verb", "")).upper())
-    counts: dict[str, int] = {}
-    for verb in seen.values():
-        counts[verb] = counts.get(verb, 0) + 1
-    return dict(sorted(counts.items()))
+        target = event.get("objectRef") or {}
+        resource = target.get("resource", "")
+        if target.get("subresource"):
+            resource += "/" + target["subresource"]
+        seen.setdefault(event.get("auditID", ""), (str(event.get("verb", "")).upper(), resource))
+    return seen
 
 
 def _condition(status: dict, kind: str) -> bool:

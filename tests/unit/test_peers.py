@@ -9,6 +9,7 @@ from envtest.peers import (
     CONTROLLER_USER,
     KUBEDL,
     TRAINING_OPERATOR,
+    audit_breakdown,
     audit_requests,
     go_directive,
     jobgate_status_right,
@@ -69,8 +70,20 @@ def test_the_go_directive_is_the_peers_when_newer():
     assert "replace" not in text and "\ngo 1.23\n" in text
 
 
-def _event(audit_id: str, verb: str, stage: str = "ResponseComplete", user: str = CONTROLLER_USER) -> str:
-    return json.dumps({"auditID": audit_id, "verb": verb, "stage": stage, "user": {"username": user}})
+def _event(
+    audit_id: str,
+    verb: str,
+    *,
+    stage: str = "ResponseComplete",
+    user: str = CONTROLLER_USER,
+    resource: str = "pods",
+    subresource: str | None = None,
+) -> str:
+    target = {"resource": resource, "namespace": "bench"}
+    if subresource:
+        target["subresource"] = subresource
+    event = {"auditID": audit_id, "verb": verb, "stage": stage, "user": {"username": user}, "objectRef": target}
+    return json.dumps(event)
 
 
 def test_audit_requests_count_each_request_once_for_the_controller_only():
@@ -155,3 +168,16 @@ def test_training_operators_webhooks_are_named_as_it_expects_and_select_no_names
     }
     assert webhook["namespaceSelector"] == {"matchLabels": {"jobgate.bench/never": "selected"}}
     assert webhook["rules"][0]["resources"] == ["tfjobs"]
+
+
+def test_the_breakdown_names_the_resource_and_subresource():
+    lines = [
+        _event("1", "create"),
+        _event("2", "create"),
+        _event("3", "create", resource="events"),
+        _event("4", "update", resource="tfjobs", subresource="status"),
+        _event("5", "update", resource="tfjobs", subresource="status", stage="ResponseStarted"),
+        _event("5", "update", resource="tfjobs", subresource="status"),
+    ]
+    assert audit_breakdown(lines) == {"CREATE pods": 2, "UPDATE tfjobs/status": 2, "CREATE events": 1}
+    assert list(audit_breakdown(lines)) == ["CREATE pods", "UPDATE tfjobs/status", "CREATE events"]
