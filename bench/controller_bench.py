@@ -591,7 +591,9 @@ def report_peer(r: PeerResult) -> None:
     print(f"  CPU                          {r.cpu_seconds:6.1f} s")
     print(f"  API requests (audit log)     {sum(r.requests.values())} ({r.requests_per_job:.1f} per job: {r.requests})")
     if r.breakdown:
-        print("  by verb and resource, per job: " + ", ".join(f"{k} {n / r.jobs:.2f}" for k, n in r.breakdown.items()))
+        # The lists and watches of the start are a few in all, not per job: left out.
+        shown = {k: n / r.jobs for k, n in r.breakdown.items() if n / r.jobs >= 0.01}
+        print("  by verb and resource, per job: " + ", ".join(f"{k} {n:.2f}" for k, n in shown.items()))
     if r.exit_requests:
         print(f"  API requests (its exit log)  {sum(r.exit_requests.values())} ({r.exit_requests})")
     print("  load average (1/5/15 min)    {:.2f} {:.2f} {:.2f}".format(*r.load))
