@@ -432,7 +432,8 @@ def install_contender(name: str, plane, kube) -> None:
         subprocess.run(kubectl("apply", "-k", str(REPO / "manifests/base/crds")), check=True, capture_output=True)
     else:
         crds = PEERS[name].crds()
-        # Server-side: the peers' CRDs are too large for kubectl's last-applied annotation.
+        # Server-side: training-operator's CRDs (~600 KB each) exceed the 256 KiB of kubectl's
+        # last-applied annotation.
         for crd in crds:
             subprocess.run(kubectl("apply", "--server-side", "-f", str(crd)), check=True, capture_output=True)
     subprocess.run(kubectl("wait", "--for=condition=Established", "crd", "--all", "--timeout=120s"),
