@@ -22,7 +22,18 @@ its workers run, its peak RSS (the initial LIST of every pod and service is wher
 CPU, and its API requests and passes until it goes idle. A correct resync writes nothing: no
 POST, no PUT.
 
+With ``--peers``, the same N TFJobs x 5 are given, each size on a fresh control plane, to jobgate
+and to the Go controllers it is compared with (``envtest/peers.py`` builds and caches them): KubeDL's
+controller (the same ``training.kubedl.io`` TFJobs) and Kubeflow's training-operator (``kubeflow.org/v1``
+TFJobs of the same shape), each alone on its plane with its own CRDs and only its TFJob controller.
+There is no baseline in this mode: the Go controllers watch pods and services cluster-wide, so the
+baseline's objects would land in their caches. Every contender's API requests are counted the same
+way, from the apiserver's audit log (each controller runs as a user of its own), and "status right"
+is what each one's own status says for a job whose five pods exist but are not yet scheduled
+(``STATUS_RIGHT`` below).
+
     python -m bench.controller_bench [--jobs 500 | --sizes 500,1000,2000] [--workers 16] [--restart]
+    python -m bench.controller_bench --peers [--jobs 1000 | --sizes ...] [--only kubedl,...]
 """
 
 from __future__ import annotations
@@ -30,13 +41,27 @@ from __future__ import annotations
 import argparse
 import os
 import re
+import shutil
 import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
+
+from envtest.peers import (
+    AUDIT_POLICY,
+    CONTROLLER_USER,
+    TRAINING_OPERATOR_NAMESPACE,
+    audit_breakdown,
+    audit_requests,
+    jobgate_status_right,
+    kubedl_status_right,
+    training_operator_status_right,
+    training_operator_webhooks,
+)
 
 REPO = Path(__file__).resolve().parents[1]
 NAMESPACE = "bench"
@@ -44,10 +69,10 @@ BASELINE_NAMESPACE = "bench-baseline"
 REPLICAS = 5
 
 
-def tfjob(index: int, namespace: str = NAMESPACE) -> dict:
+def tfjob(index: int, namespace: str = NAMESPACE, api_version: str = "training.kubedl.io/v1alpha1") -> dict:
     container = {"name": "tensorflow", "image": "tensorflow/tensorflow:2.16.1", "command": ["python", "train.py"]}
     return {
-        "apiVersion": "training.kubedl.io/v1alpha1",
+        "apiVersion": api_version,
         "kind": "TFJob",
         "metadata": {"name": f"job-{index:04d}", "namespace": namespace},
         "spec": {
@@ -277,6 +302,304 @@ def table(results: list[Result]) -> None:
         )
 
 
+# --- the peers (--peers) ---------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Contender:
+    name: str
+    api_version: str  # of its TFJobs
+    ready_line: tuple[str, ...]  # all on one line of its log once its TFJob workers run
+    status_right: Callable[[dict], bool]
+
+    @property
+    def jobs_path(self) -> str:
+        return f"/apis/{self.api_version}/namespaces/{NAMESPACE}/tfjobs"
+
+
+CONTENDERS = {
+    c.name: c
+    for c in (
+        Contender("jobgate", "training.kubedl.io/v1alpha1", ("reconciling with",), jobgate_status_right),
+        Contender(
+            "kubedl", "training.kubedl.io/v1alpha1", ("Starting workers", "TensorFlowController"), kubedl_status_right
+        ),
+        Contender(
+            "training-operator",
+            "kubeflow.org/v1",
+            ("Starting workers", "tfjob-controller"),
+            training_operator_status_right,
+        ),
+    )
+}
+
+
+@dataclass
+class PeerResult:
+    name: str
+    jobs: int
+    submitted: float
+    children_done: float | None
+    statuses_done: float | None
+    peak_rss_mib: float
+    cpu_seconds: float
+    requests: dict[str, int]
+    load: tuple[float, float, float]
+    version: str = ""
+    exit_requests: dict[str, int] = field(default_factory=dict)  # jobgate's own count, to check the audit
+    breakdown: dict[str, int] = field(default_factory=dict)  # requests by verb and resource
+
+    @property
+    def jobs_per_second(self) -> float:
+        return self.jobs / self.statuses_done if self.statuses_done else float("nan")
+
+    @property
+    def requests_per_job(self) -> float:
+        return sum(self.requests.values()) / self.jobs
+
+
+def controller_kubeconfig(plane, directory: Path) -> Path:
+    """A kubeconfig for ``CONTROLLER_USER``, signed by the plane's CA."""
+    from cryptography import x509
+    from cryptography.hazmat.primitives.serialization import load_pem_private_key
+    from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
+
+    from envtest.pki import _leaf, kubeconfig
+    from jobgate.certs.authority import cert_pem, key_pem
+
+    pki = plane.work_dir / "pki"
+    ca_cert = x509.load_pem_x509_certificate((pki / "ca.crt").read_bytes())
+    ca_key = load_pem_private_key((pki / "ca.key").read_bytes(), password=None)
+    subject = x509.Name(
+        [x509.NameAttribute(NameOID.COMMON_NAME, CONTROLLER_USER),
+         x509.NameAttribute(NameOID.ORGANIZATION_NAME, "system:masters")]
+    )  # fmt: skip
+    key, cert = _leaf(ca_key, ca_cert, subject, usage=ExtendedKeyUsageOID.CLIENT_AUTH)  # type: ignore[arg-type]
+    (directory / "controller.crt").write_bytes(cert_pem(cert))
+    (directory / "controller.key").write_bytes(key_pem(key))
+    path = directory / "controller.kubeconfig"
+    path.write_text(
+        kubeconfig(
+            plane.server, pki / "ca.crt", directory / "controller.crt", directory / "controller.key", CONTROLLER_USER
+        )
+    )
+    return path
+
+
+def free_port() -> int:
+    from envtest.harness import free_port as port
+
+    return port()
+
+
+def start_contender(name: str, kubeconfig: Path, workers: int, log: Path, qps: float | None) -> subprocess.Popen:
+    """The controller as its deployment runs it, but: no leader election (one replica, as jobgate
+    here), ``workers`` concurrent reconciles (jobgate's --workers; both peers default to 1), local
+    metrics and probe ports, and the TFJob controller alone."""
+    from envtest.peers import PEERS, build
+
+    environment = dict(os.environ, KUBECONFIG=str(kubeconfig))
+    if name == "jobgate":
+        command = [sys.executable, "-m", "jobgate", "controller", "--kubeconfig", str(kubeconfig),
+                   "--namespace", NAMESPACE, "--workers", str(workers)]  # fmt: skip
+    elif name == "kubedl":
+        # Its client keeps controller-runtime's default rate limit (20 QPS, burst 30): no flag sets it.
+        # --workloads, not WORKLOADS_ENABLE: the flag's default "auto" is read first and wins over it.
+        # DAGScheduling (Beta, on by default) creates a TFJob's workers only once its PS pods run, which
+        # never happens without a node: off, so that every pod and service is created as by the others.
+        command = [str(build(PEERS[name])), "--workloads=TFJob", "--feature-gates=DAGScheduling=false",
+                   "--enable-leader-election=false", f"--max-reconciles={workers}",
+                   f"--controller-metrics-addr=127.0.0.1:{free_port()}", f"--metrics-addr={free_port()}"]  # fmt: skip
+    elif name == "training-operator":
+        environment["MY_POD_NAMESPACE"] = TRAINING_OPERATOR_NAMESPACE
+        command = [str(build(PEERS[name])), "--enable-scheme=tfjob", "--leader-elect=false",
+                   f"--controller-threads={workers}", f"--metrics-bind-address=127.0.0.1:{free_port()}",
+                   f"--health-probe-bind-address=127.0.0.1:{free_port()}",
+                   f"--webhook-server-port={free_port()}"]  # fmt: skip
+        if qps is not None:
+            command += [f"--kube-api-qps={qps:g}", f"--kube-api-burst={int(qps * 1.5)}"]
+    else:
+        raise ValueError(f"unknown contender {name}")
+    return subprocess.Popen(command, cwd=REPO, env=environment, stdout=subprocess.DEVNULL, stderr=log.open("wb"))
+
+
+def install_contender(name: str, plane, kube) -> None:
+    """Its CRDs (the peers': from their module source) and what it needs before it starts."""
+    from envtest.peers import PEERS
+
+    kubectl = plane.kubectl_command
+    if name == "jobgate":
+        subprocess.run(kubectl("apply", "-k", str(REPO / "manifests/base/crds")), check=True, capture_output=True)
+    else:
+        crds = PEERS[name].crds()
+        # Server-side: training-operator's CRDs (~600 KB each) exceed the 256 KiB of kubectl's
+        # last-applied annotation.
+        for crd in crds:
+            subprocess.run(kubectl("apply", "--server-side", "-f", str(crd)), check=True, capture_output=True)
+    subprocess.run(kubectl("wait", "--for=condition=Established", "crd", "--all", "--timeout=120s"),
+                   check=True, capture_output=True)  # fmt: skip
+    subprocess.run(kubectl("create", "namespace", NAMESPACE), check=True, capture_output=True)
+    if name == "training-operator":
+        source = PEERS[name].source()
+        subprocess.run(kubectl("create", "namespace", TRAINING_OPERATOR_NAMESPACE), check=True, capture_output=True)
+        # The empty Secret its manifests ship, which the rotator fills with the webhook's certificate.
+        kube.create(f"/api/v1/namespaces/{TRAINING_OPERATOR_NAMESPACE}/secrets",
+                    {"apiVersion": "v1", "kind": "Secret",
+                     "metadata": {"name": "training-operator-webhook-cert"}})  # fmt: skip
+        manifest = (source / "manifests/base/webhook/manifests.yaml").read_text()
+        for webhook in training_operator_webhooks(manifest):
+            kube.create("/apis/admissionregistration.k8s.io/v1/validatingwebhookconfigurations", webhook)
+
+
+def stop(process: subprocess.Popen) -> None:
+    """SIGTERM, then SIGKILL after 30 s: KubeDL v0.5.0 was seen still running 30 s after SIGTERM
+    with 1,000 jobs, and what is measured was read before."""
+    process.terminate()
+    try:
+        process.wait(timeout=30)
+    except subprocess.TimeoutExpired:
+        process.kill()
+        process.wait(timeout=30)
+
+
+def contender_ready(contender: Contender, log: str) -> bool:
+    """Whether its TFJob controller's workers run (every line that says so names it)."""
+    return any(all(part in line for part in contender.ready_line) for line in log.splitlines())
+
+
+# Hard-coded in training-operator v1.9.2 (pkg/cert): where its certificate rotator waits for the
+# webhook Secret to be mounted, and its webhook server reads its certificate.
+WEBHOOK_CERT_DIR = Path("/tmp/k8s-webhook-server/serving-certs")
+
+
+def mount_webhook_secret(kube) -> bool:
+    """Do the kubelet's part for training-operator: write its webhook Secret's keys as files where
+    its deployment mounts them, once its rotator has filled the Secret. Until the files exist the
+    rotator holds the controllers back (and gives up after ~17 minutes)."""
+    import base64
+
+    secret = kube.get(f"/api/v1/namespaces/{TRAINING_OPERATOR_NAMESPACE}/secrets/training-operator-webhook-cert")
+    data = secret.get("data") or {}
+    if "tls.crt" not in data or (WEBHOOK_CERT_DIR / "tls.crt").exists():
+        return (WEBHOOK_CERT_DIR / "tls.crt").exists()
+    WEBHOOK_CERT_DIR.mkdir(parents=True, exist_ok=True)
+    for key, value in data.items():
+        (WEBHOOK_CERT_DIR / key).write_bytes(base64.b64decode(value))
+    return True
+
+
+def contender_version(name: str) -> str:
+    from envtest.peers import PEERS
+
+    if name == "jobgate":
+        commit = subprocess.run(
+            ["git", "rev-parse", "--short", "HEAD"], cwd=REPO, capture_output=True, text=True, check=False
+        )
+        return commit.stdout.strip() or "(no git)"
+    return PEERS[name].version
+
+
+def run_contender(name: str, jobs: int, workers: int, timeout: float, qps: float | None = None) -> PeerResult:
+    from envtest.harness import ControlPlane
+    from jobgate.kube.client import Kube
+
+    contender = CONTENDERS[name]
+    version = contender_version(name)  # of the code that runs, before anyone commits during the run
+    with tempfile.TemporaryDirectory(prefix="jobgate-peer-bench-") as tmp:
+        work = Path(tmp)
+        policy = work / "audit-policy.yaml"
+        policy.write_text(AUDIT_POLICY)
+        audit_log = work / "audit.log"
+        audit = ("--audit-policy-file", str(policy), "--audit-log-path", str(audit_log),
+                 "--audit-log-format", "json", "--audit-log-maxsize", "0", "--audit-log-maxbackup", "0")  # fmt: skip
+        with ControlPlane(extra_apiserver_args=audit) as plane:
+            kube = Kube(str(plane.kubeconfig))
+            install_contender(name, plane, kube)
+            log = work / "controller.log"
+            if name == "training-operator":
+                shutil.rmtree(WEBHOOK_CERT_DIR, ignore_errors=True)  # an earlier run's, of another CA
+            controller = start_contender(name, controller_kubeconfig(plane, work), workers, log, qps)
+            started = time.monotonic()
+            while not contender_ready(contender, log.read_text(errors="replace")):
+                if name == "training-operator":
+                    mount_webhook_secret(kube)
+                if controller.poll() is not None or time.monotonic() - started > 120:
+                    raise RuntimeError(f"{name} did not start:\n{log.read_text(errors='replace')[-3000:]}")
+                time.sleep(0.1)
+            started = time.monotonic()
+            with ThreadPoolExecutor(16) as pool:
+                list(pool.map(lambda i: kube.create(contender.jobs_path, tfjob(i, api_version=contender.api_version)),
+                              range(jobs)))  # fmt: skip
+            submitted = time.monotonic() - started
+            wanted = jobs * REPLICAS
+            pods_done = services_done = statuses_done = None
+            while time.monotonic() - started < timeout:
+                elapsed = time.monotonic() - started
+                if pods_done is None and count(kube, f"/api/v1/namespaces/{NAMESPACE}/pods") >= wanted:
+                    pods_done = elapsed
+                if services_done is None and count(kube, f"/api/v1/namespaces/{NAMESPACE}/services") >= wanted:
+                    services_done = elapsed
+                if pods_done and services_done:
+                    items = kube.get(contender.jobs_path).get("items") or []
+                    if sum(contender.status_right(job) for job in items) == jobs:
+                        statuses_done = time.monotonic() - started
+                        break
+                if controller.poll() is not None:
+                    break
+                time.sleep(0.5)
+            peak_rss, cpu = process_usage(controller.pid) if controller.poll() is None else (float("nan"),) * 2
+            load = os.getloadavg()
+            stop(controller)
+            time.sleep(1)  # the watches it held end now: let the apiserver log them
+            exit_requests = exit_counts(log.read_text(errors="replace"))[0] if name == "jobgate" else {}
+            if statuses_done is None:
+                kept = Path(tempfile.gettempdir()) / f"jobgate-peer-bench-{name}-{jobs}.log"
+                shutil.copyfile(log, kept)
+                print(f"{name} did not converge in {timeout:.0f} s; its log: {kept}", file=sys.stderr)
+                wrong = [j for j in kube.get(contender.jobs_path).get("items") or [] if not contender.status_right(j)]
+                if wrong:
+                    print(f"{len(wrong)} statuses not right; the first: {wrong[0].get('status')}", file=sys.stderr)
+        with audit_log.open(errors="replace") as lines:
+            requests = audit_requests(lines)
+        with audit_log.open(errors="replace") as lines:
+            breakdown = audit_breakdown(lines)
+    children = max(pods_done, services_done) if pods_done and services_done else None
+    return PeerResult(name, jobs, submitted, children, statuses_done, peak_rss, cpu, requests, load,
+                      version, exit_requests, breakdown)  # fmt: skip
+
+
+def peer_table(results: list[PeerResult]) -> None:
+    nan = float("nan")
+    print()
+    print("| controller | jobs × 5 | children exist | statuses right | jobs/s | peak RSS MiB | CPU s "
+          "| requests/job | load 1/5/15 at the end |")  # fmt: skip
+    print("|---|---:|---:|---:|---:|---:|---:|---:|---|")
+    for r in results:
+        load = " ".join(f"{x:.1f}" for x in r.load)
+        print(
+            f"| {r.name} {r.version} | {r.jobs} | {r.children_done or nan:.1f} s | {r.statuses_done or nan:.1f} s "
+            f"| {r.jobs_per_second:.1f} | {r.peak_rss_mib:.0f} | {r.cpu_seconds:.1f} | {r.requests_per_job:.1f} "
+            f"| {load} |"
+        )
+
+
+def report_peer(r: PeerResult) -> None:
+    print(f"{r.name} {r.version}: {r.jobs} TFJobs x {REPLICAS} replicas, {os.cpu_count()} CPUs")
+    print(f"  jobs submitted in            {r.submitted:6.1f} s")
+    print(f"  every pod and service after  {r.children_done or float('nan'):6.1f} s")
+    print(f"  every status right after     {r.statuses_done or float('nan'):6.1f} s")
+    print(f"  peak RSS                     {r.peak_rss_mib:6.0f} MiB")
+    print(f"  CPU                          {r.cpu_seconds:6.1f} s")
+    print(f"  API requests (audit log)     {sum(r.requests.values())} ({r.requests_per_job:.1f} per job: {r.requests})")
+    if r.breakdown:
+        # The lists and watches of the start are a few in all, not per job: left out.
+        shown = {k: n / r.jobs for k, n in r.breakdown.items() if n / r.jobs >= 0.01}
+        print("  by verb and resource, per job: " + ", ".join(f"{k} {n:.2f}" for k, n in shown.items()))
+    if r.exit_requests:
+        print(f"  API requests (its exit log)  {sum(r.exit_requests.values())} ({r.exit_requests})")
+    print("  load average (1/5/15 min)    {:.2f} {:.2f} {:.2f}".format(*r.load))
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--jobs", type=int, default=500)
@@ -284,8 +607,28 @@ def main() -> int:
     parser.add_argument("--workers", type=int, default=16, help="controller workers")
     parser.add_argument("--timeout", type=float, default=600.0, help="seconds per size")
     parser.add_argument("--restart", action="store_true", help="then start a second controller on the converged jobs")
+    parser.add_argument(
+        "--peers", action="store_true", help="jobgate, KubeDL and training-operator, each on its own plane"
+    )
+    parser.add_argument(
+        "--only", help="with --peers: comma-separated contenders (default: " + ",".join(CONTENDERS) + ")"
+    )
+    parser.add_argument(
+        "--peer-qps", type=float, help="with --peers: training-operator's --kube-api-qps (default: its own, 20)"
+    )
     args = parser.parse_args()
     sizes = [int(n) for n in args.sizes.split(",")] if args.sizes else [args.jobs]
+    if args.peers:
+        names = args.only.split(",") if args.only else list(CONTENDERS)
+        peer_results = []
+        for jobs in sizes:
+            for name in names:
+                result = run_contender(name, jobs, args.workers, args.timeout, args.peer_qps)
+                report_peer(result)
+                peer_results.append(result)
+                sys.stdout.flush()
+        peer_table(peer_results)
+        return 0 if all(r.statuses_done is not None for r in peer_results) else 1
     results = []
     for jobs in sizes:
         result = run_size(jobs, args.workers, args.timeout, args.restart)

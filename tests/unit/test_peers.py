@@ -1,0 +1,183 @@
+"""The pure parts of the peer benchmark (envtest/peers.py): the wrapper module built for each Go
+controller, the audit-log count of a controller's requests, and what each one's right status is."""
+
+from __future__ import annotations
+
+import json
+
+from envtest.peers import (
+    CONTROLLER_USER,
+    KUBEDL,
+    TRAINING_OPERATOR,
+    audit_breakdown,
+    audit_requests,
+    go_directive,
+    jobgate_status_right,
+    kubedl_status_right,
+    replace_block,
+    training_operator_status_right,
+    training_operator_webhooks,
+    wrapper_gomod,
+)
+
+KUBEDL_GOMOD = """module github.com/alibaba/kubedl
+
+go 1.16
+
+require (
+\tk8s.io/api v0.22.6
+\tsigs.k8s.io/controller-runtime v0.10.3
+)
+
+replace (
+\tk8s.io/api => k8s.io/api v0.22.6 // the staging twin
+\tk8s.io/client-go => k8s.io/client-go v0.22.6
+
+\tgithub.com/example/local => ./hack/local
+)
+
+replace github.com/one/line => github.com/one/line v1.2.3
+"""
+
+
+def test_the_replace_block_is_copied_without_comments_or_local_paths():
+    assert replace_block(KUBEDL_GOMOD) == [
+        "k8s.io/api => k8s.io/api v0.22.6",
+        "k8s.io/client-go => k8s.io/client-go v0.22.6",
+        "github.com/one/line => github.com/one/line v1.2.3",
+    ]
+
+
+def test_a_go_mod_without_replacements_gives_none():
+    assert replace_block("module x\n\ngo 1.23\n\nrequire k8s.io/api v0.31.3\n") == []
+
+
+def test_the_wrapper_requires_the_peer_and_keeps_its_replacements():
+    text = wrapper_gomod(KUBEDL, KUBEDL_GOMOD)
+    assert "module jobgate.invalid/kubedlbuild" in text
+    assert "require github.com/alibaba/kubedl v0.5.0" in text
+    assert "\tk8s.io/client-go => k8s.io/client-go v0.22.6" in text
+    assert "./hack/local" not in text
+    # kubedl says go 1.16; the wrapper asks for the pruned module graph of 1.22 at least.
+    assert "\ngo 1.22\n" in text
+
+
+def test_the_go_directive_is_the_peers_when_newer():
+    assert go_directive("module x\n\ngo 1.23\n") == "1.23"
+    assert go_directive("module x\n\ngo 1.16\n") == "1.22"
+    assert go_directive("module x\n") == "1.22"
+    text = wrapper_gomod(TRAINING_OPERATOR, "module github.com/kubeflow/training-operator\n\ngo 1.23\n")
+    assert "replace" not in text and "\ngo 1.23\n" in text
+
+
+def _event(
+    audit_id: str,
+    verb: str,
+    *,
+    stage: str = "ResponseComplete",
+    user: str = CONTROLLER_USER,
+    resource: str = "pods",
+    subresource: str | None = None,
+) -> str:
+    target = {"resource": resource, "namespace": "bench"}
+    if subresource:
+        target["subresource"] = subresource
+    event = {"auditID": audit_id, "verb": verb, "stage": stage, "user": {"username": user}, "objectRef": target}
+    return json.dumps(event)
+
+
+def test_audit_requests_count_each_request_once_for_the_controller_only():
+    lines = [
+        _event("1", "create"),
+        _event("2", "watch", stage="ResponseStarted"),
+        _event("2", "watch"),  # the same watch, when it ends
+        _event("3", "list"),
+        _event("4", "update"),
+        _event("5", "create", user="jobgate-envtest-admin"),  # the bench's own
+        "",
+        '{"auditID": "6", "verb": "get", "user": {"usern',  # cut by the apiserver's exit
+    ]
+    assert audit_requests(lines) == {"CREATE": 1, "LIST": 1, "UPDATE": 1, "WATCH": 1}
+
+
+def _job(status: dict) -> dict:
+    return {"apiVersion": "training.kubedl.io/v1alpha1", "kind": "TFJob", "status": status}
+
+
+CREATED = {"type": "Created", "status": "True"}
+
+
+def test_jobgate_is_right_with_every_replica_active_and_none_running():
+    status = {
+        "conditions": [CREATED],
+        "replicaStatuses": {"PS": {"active": 1}, "Worker": {"active": 4}},
+        "replicaSummary": "PS 0/1, Worker 0/4",
+    }
+    assert jobgate_status_right(_job(status))
+    assert not jobgate_status_right(_job({**status, "replicaStatuses": {"PS": {"active": 1}, "Worker": {"active": 3}}}))
+    assert not jobgate_status_right(_job({**status, "conditions": []}))
+    assert not jobgate_status_right(_job({}))
+
+
+def test_kubedl_is_right_with_a_start_time_and_every_replica_type():
+    # What KubeDL v0.5.0 writes for a job whose pods exist but do not run (seen on the test plane).
+    status = {"replicaStatuses": {"PS": {}, "Worker": {}}, "startTime": "2026-11-26T18:37:59Z"}
+    assert kubedl_status_right(_job(status))
+    assert not kubedl_status_right(_job({"replicaStatuses": {"PS": {}}, "startTime": "2026-11-26T18:37:59Z"}))
+    assert not kubedl_status_right(_job({"replicaStatuses": {"PS": {}, "Worker": {}}}))
+
+
+def test_training_operator_is_right_when_created_with_every_replica_type():
+    status = {"conditions": [CREATED], "replicaStatuses": {"PS": {}, "Worker": {}}}
+    assert training_operator_status_right(_job(status))
+    assert not training_operator_status_right(_job({**status, "conditions": [{"type": "Created", "status": "False"}]}))
+    assert not training_operator_status_right(_job({"conditions": [CREATED], "replicaStatuses": {"Worker": {}}}))
+
+
+WEBHOOKS = """---
+apiVersion: admissionregistration.k8s.io/v1
+kind: ValidatingWebhookConfiguration
+metadata:
+  name: validating-webhook-configuration
+webhooks:
+- admissionReviewVersions: [v1]
+  clientConfig:
+    service:
+      name: webhook-service
+      namespace: system
+      path: /validate-kubeflow-org-v1-tfjob
+  failurePolicy: Fail
+  name: validator.tfjob.training-operator.kubeflow.org
+  rules:
+  - apiGroups: [kubeflow.org]
+    apiVersions: [v1]
+    operations: [CREATE, UPDATE]
+    resources: [tfjobs]
+  sideEffects: None
+"""
+
+
+def test_training_operators_webhooks_are_named_as_it_expects_and_select_no_namespace():
+    (configuration,) = training_operator_webhooks(WEBHOOKS)
+    assert configuration["metadata"]["name"] == "validator.training-operator.kubeflow.org"
+    (webhook,) = configuration["webhooks"]
+    assert webhook["clientConfig"]["service"] == {
+        "name": "training-operator",
+        "namespace": "kubeflow",
+        "path": "/validate-kubeflow-org-v1-tfjob",
+    }
+    assert webhook["namespaceSelector"] == {"matchLabels": {"jobgate.bench/never": "selected"}}
+    assert webhook["rules"][0]["resources"] == ["tfjobs"]
+
+
+def test_the_breakdown_names_the_resource_and_subresource():
+    lines = [
+        _event("1", "create"),
+        _event("2", "create"),
+        _event("3", "create", resource="events"),
+        _event("4", "update", resource="tfjobs", subresource="status"),
+        _event("5", "update", resource="tfjobs", subresource="status", stage="ResponseStarted"),
+        _event("5", "update", resource="tfjobs", subresource="status"),
+    ]
+    assert audit_breakdown(lines) == {"CREATE pods": 2, "UPDATE tfjobs/status": 2, "CREATE events": 1}
+    assert list(audit_breakdown(lines)) == ["CREATE pods", "UPDATE tfjobs/status", "CREATE events"]
