@@ -127,28 +127,29 @@ def _resource_names(c: str) -> str:
     )
 
 
-def _default_weight(k: str) -> str:
-    exact = {name: weight for name, weight in DEFAULT_GPU_RESOURCES if not name.endswith("*")}
-    patterns = sorted(((n, w) for n, w in DEFAULT_GPU_RESOURCES if n.endswith("*")), key=lambda p: -len(p[0]))
-    literal = "{" + ", ".join(f"'{n}': {float(w)!r}" for n, w in exact.items()) + "}"
-    out = "-1.0"
-    for name, weight in reversed(patterns):
-        out = f"({k}.startsWith('{name[:-1]}') ? {float(weight)!r} : {out})"
-    return f"({k} in {literal} ? {literal}[{k}] : {out})"
+def gpu_variables() -> list[tuple[str, str]]:
+    """The param's GPU resources (its ``gpuResources``, else the built-in list) as two parallel lists,
+    names (a pattern ends in ``*``) and weights: written once per policy, not at every resource of
+    every container."""
+    lst = "params.spec.limits.gpuResources"
+    own = "has(params.spec.limits) && has(params.spec.limits.gpuResources)"
+    names = "[" + ", ".join(f"'{n}'" for n, _ in DEFAULT_GPU_RESOURCES) + "]"
+    weights = "[" + ", ".join(repr(float(w)) for _, w in DEFAULT_GPU_RESOURCES) + "]"
+    return [
+        ("gpuNames", f"{own} ? {lst}.map(gw, gw.name) : {names}"),
+        ("gpuWeights", f"{own} ? {lst}.map(gw, has(gw.weight) ? double(gw.weight) : 1.0) : {weights}"),
+    ]
 
 
 def _weight(k: str) -> str:
-    """The weight of resource ``k`` under the param's ``gpuResources`` (else the built-in list); -1.0 when
-    ``k`` is not counted as GPUs. An exact name beats a pattern, a longer pattern a shorter one."""
-    lst = "params.spec.limits.gpuResources"
-    w = "(has(gw.weight) ? double(gw.weight) : 1.0)"
-    own = (
-        f"({lst}.exists(gw, gw.name == {k}) ? {lst}.filter(gw, gw.name == {k}).map(gw, {w})[0] : "
-        f"[{lst}.filter(gw, gw.name.endsWith('*') && {k}.startsWith(gw.name.substring(0, size(gw.name) - 1)))]"
-        ".map(gm, size(gm) == 0 ? -1.0 : gm.filter(gw, gm.all(gh, size(gh.name) <= size(gw.name))).map(gw, "
-        f"{w})[0])[0])"
+    """The weight of resource ``k`` (gpu_variables); -1.0 when ``k`` is not counted as GPUs. An exact
+    name beats a pattern, a longer pattern a shorter one (the first of equals)."""
+    names, weights = "variables.gpuNames", "variables.gpuWeights"
+    return (
+        f"({k} in {names} ? {weights}[{names}.indexOf({k})] : "
+        f"[{names}.filter(gx, gx.endsWith('*') && {k}.startsWith(gx.substring(0, size(gx) - 1)))].map(gm, "
+        f"size(gm) == 0 ? -1.0 : {weights}[{names}.indexOf(gm.filter(gx, gm.all(gy, size(gy) <= size(gx)))[0])])[0])"
     )
-    return f"(has(params.spec.limits) && has({lst}) ? {own} : {_default_weight(k)})"
 
 
 def _is_sidecar(c: str) -> str:
@@ -156,32 +157,35 @@ def _is_sidecar(c: str) -> str:
 
 
 def pod_gpus(spec: str) -> str:
-    """Weighted GPUs of a pod spec ``spec`` (present), as resource.PodRequests computes the pod's request."""
-    apps = f"(has({spec}.containers) ? {spec}.containers : [])"
-    inits = f"(has({spec}.initContainers) ? {spec}.initContainers : [])"
-    every = f"({inits} + {apps})"
-    app_sum = f"([0.0] + {apps}.map(ca, {_container_value('ca', 'rn')})).sum()"
-    side_sum = f"([0.0] + {inits}.filter(cs, {_is_sidecar('cs')}).map(cs, {_container_value('cs', 'rn')})).sum()"
+    """Weighted GPUs of a pod spec ``spec`` (present), as resource.PodRequests computes the pod's request.
+    The container lists (``ins``, ``aps``, ``evr``) and each init container's amount (``iv``) are bound
+    once with ``[x].map(v, …)[0]`` rather than written out at every use."""
+    side = _is_sidecar
+    cv = _container_value
+    app_sum = f"([0.0] + aps.map(ca, {cv('ca', 'rn')})).sum()"
+    side_sum = f"([0.0] + ins.filter(cs, {side('cs')}).map(cs, iv[ins.indexOf(cs)])).sum()"
     before = (
-        f"([0.0] + {inits}.filter(cs, {_is_sidecar('cs')} && {inits}.indexOf(cs) < {inits}.indexOf(ci))"
-        f".map(cs, {_container_value('cs', 'rn')})).sum()"
+        f"([0.0] + ins.filter(cs, {side('cs')} && ins.indexOf(cs) < ins.indexOf(ci))"
+        ".map(cs, iv[ins.indexOf(cs)])).sum()"
     )
-    peak = (
-        f"([0.0] + {inits}.filter(ci, !{_is_sidecar('ci')}).map(ci, {_container_value('ci', 'rn')} + {before})).max()"
-    )
+    peak = f"([0.0] + ins.filter(ci, !{side('ci')}).map(ci, iv[ins.indexOf(ci)] + {before})).max()"
     overhead = f"(has({spec}.overhead) && rn in {spec}.overhead ? {_quantity(f'{spec}.overhead[rn]')} : 0.0)"
-    per_resource = f"([{app_sum} + {side_sum}, {peak}].max() + {overhead})"
-    first = f"!{every}.exists(cd, {every}.indexOf(cd) < {every}.indexOf(cc) && {_has_resource('cd', 'rn')})"
+    per_resource = f"([ins.map(ci, {cv('ci', 'rn')})].map(iv, [{app_sum} + {side_sum}, {peak}].max())[0] + {overhead})"
+    first = f"!evr.exists(cd, evr.indexOf(cd) < evr.indexOf(cc) && {_has_resource('cd', 'rn')})"
     in_containers = (
-        f"([0.0] + {every}.map(cc, ([0.0] + {_resource_names('cc')}.filter(rn, {first})"
+        f"([0.0] + evr.map(cc, ([0.0] + {_resource_names('cc')}.filter(rn, {first})"
         f".map(rn, [{_weight('rn')}].map(wt, wt < 0.0 ? 0.0 : wt * {per_resource})[0])).sum())).sum()"
     )
     only_overhead = (
-        f"(has({spec}.overhead) ? ([0.0] + {spec}.overhead.filter(rn, !{every}.exists(cd, {_has_resource('cd', 'rn')}))"
+        f"(has({spec}.overhead) ? ([0.0] + {spec}.overhead.filter(rn, !evr.exists(cd, {_has_resource('cd', 'rn')}))"
         f".map(rn, [{_weight('rn')}].map(wt, wt < 0.0 ? 0.0 : wt * "
         f"{_quantity(f'{spec}.overhead[rn]')})[0])).sum() : 0.0)"
     )
-    return f"({in_containers} + {only_overhead})"
+    return (
+        f"[has({spec}.initContainers) ? {spec}.initContainers : []].map(ins, "
+        f"[has({spec}.containers) ? {spec}.containers : []].map(aps, "
+        f"[ins + aps].map(evr, {in_containers} + {only_overhead})[0])[0])[0]"
+    )
 
 
 # --- one kind ---------------------------------------------------------------------------------------
@@ -315,7 +319,7 @@ class KindCel:
 
     def variables(self) -> list[tuple[str, str]]:
         """(name, expression) of the per-object variables, the old object's after the new one's."""
-        out: list[tuple[str, str]] = []
+        out: list[tuple[str, str]] = gpu_variables()
         for old in (False, True):
             root = "oldObject" if old else "object"
 
@@ -421,7 +425,20 @@ def _first(indices: str, message: Callable[[str], str]) -> str:
     return f"[{indices}].map(bi, size(bi) == 0 ? '?' : {message('bi[0]')})[0]"
 
 
-def validations(kc: KindCel) -> list[Validation]:
+class _Violating:
+    """Per validation, a variable holding what violates it (group indices, required labels): the
+    expression tests that it is empty and the message reads its first item, instead of both writing
+    the same filter. A variable is evaluated only when a validation reads it, after its guard."""
+
+    def __init__(self) -> None:
+        self.variables: list[tuple[str, str]] = []
+
+    def __call__(self, name: str, expression: str) -> str:
+        self.variables.append((name, expression))
+        return f"variables.{name}"
+
+
+def validations(kc: KindCel, violating: _Violating | None = None) -> list[Validation]:
     """The validations of one kind. Each message starts with the field path the webhook gives the
     same finding (jobgate.policy.check), then the error type as the webhook words it: a VAP has no
     field of its own for a path, so the path is the message's first word."""
@@ -431,6 +448,7 @@ def validations(kc: KindCel) -> list[Validation]:
     req = "params.spec.require"
     allow_old = "variables.allowOld"
     each = "variables.idx"
+    violating = violating if violating is not None else _Violating()
 
     # maxReplicasPerRole
     cap = f"{lim}.maxReplicasPerRole"
@@ -442,14 +460,15 @@ def validations(kc: KindCel) -> list[Validation]:
             + ")"
         )
 
+    over_role = violating("overReplicasPerRole", f"{each}.filter(i, {bad_role('i')})")
     out.append(
         _v(
             "policy/max-replicas-per-role",
             f"has({lim}) && has({cap})",
-            f"!{each}.exists(i, {bad_role('i')})",
+            f"size({over_role}) == 0",
             _msg(
                 _first(
-                    f"{each}.filter(i, {bad_role('i')})",
+                    over_role,
                     lambda b: (
                         f"{kc.largest_path(b)} + ': Invalid value: ' + string({kc.largest(b)}) + ': role ' + "
                         f"{kc.role(b)} + ' may reach ' + string({kc.largest(b)}) + ' replicas, exceeds ' + "
@@ -482,14 +501,15 @@ def validations(kc: KindCel) -> list[Validation]:
             + ")"
         )
 
+    over_pod = violating("overGpusPerPod", f"{each}.filter(i, {bad_pod('i')})")
     out.append(
         _v(
             "policy/max-gpus-per-pod",
             f"has({lim}) && has({lim}.maxGPUsPerPod)",
-            f"!{each}.exists(i, {bad_pod('i')})",
+            f"size({over_pod}) == 0",
             _msg(
                 _first(
-                    f"{each}.filter(i, {bad_pod('i')})",
+                    over_pod,
                     lambda b: (
                         f"{kc.path(b)} + '.template.spec: Invalid value: a pod of role ' + {kc.role(b)} + "
                         f"' requests ' + string({kc.gpus(b)}) + ' GPUs, exceeds ' + string({lim}.maxGPUsPerPod) + "
@@ -550,13 +570,14 @@ def validations(kc: KindCel) -> list[Validation]:
     old_state = f"(oldObject != null && rl.key in {old_labels} ? {old_labels}[rl.key] : {ABSENT})"
     ok_label = f"(rl.key in {labels} && (!has(rl.values) || {labels}[rl.key] in rl.values))"
     bad_label = f"!{ok_label} && !({allow_old} && {old_state} == {state})"
+    missing = violating("badLabels", f"{req}.labels.filter(rl, {bad_label})")
     out.append(
         _v(
             "policy/required-label",
             f"has({req}) && has({req}.labels)",
-            f"!{req}.labels.exists(rl, {bad_label})",
+            f"size({missing}) == 0",
             _msg(
-                f"[{req}.labels.filter(rl, {bad_label})].map(bl, size(bl) == 0 ? '?' : 'metadata.labels[' + "
+                f"[{missing}].map(bl, size(bl) == 0 ? '?' : 'metadata.labels[' + "
                 "bl[0].key + "
                 f"']: ' + (bl[0].key in {labels} ? 'Unsupported value: \"' + {labels}[bl[0].key] + '\": "
                 "supported values: ' + "
@@ -592,14 +613,15 @@ def validations(kc: KindCel) -> list[Validation]:
                     + ")"
                 )
 
+            outside = violating(f"bad{_cap(list_name)}", f"{each}.filter(i, {bad_template('i')})")
             out.append(
                 _v(
                     rule,
                     guard,
-                    f"!{each}.exists(i, {bad_template('i')})",
+                    f"size({outside}) == 0",
                     _msg(
                         _first(
-                            f"{each}.filter(i, {bad_template('i')})",
+                            outside,
                             lambda b, field=field, allowed=allowed, tstate=tstate: (
                                 f"{kc.path(b)} + '.template.spec.{field}: ' + ({tstate(b)} == {ABSENT} ? 'Required "
                                 "value: must be one of: ' : "
@@ -631,14 +653,15 @@ def validations(kc: KindCel) -> list[Validation]:
         f"has(ct.image) && !{_image_allowed('ct.image', entries)} && !({allow_old} && "
         "variables.oldContainers.exists(ol, ol.exists(oc, has(oc.image) && oc.image == ct.image)))"
     )
+    bad_images = violating("badImages", f"{each}.filter(i, {kc.containers('i')}.exists(ct, {bad_image}))")
     out.append(
         _v(
             "policy/image-registries",
             f"has({req}) && has({entries})",
-            f"!{each}.exists(i, {kc.containers('i')}.exists(ct, {bad_image}))",
+            f"size({bad_images}) == 0",
             _msg(
                 _first(
-                    f"{each}.filter(i, {kc.containers('i')}.exists(ct, {bad_image}))",
+                    bad_images,
                     lambda b: (
                         f"[{kc.containers(b)}.filter(ct, {bad_image})[0]].map(ct, "
                         f"variables.containerPaths[{b}][{kc.containers(b)}.indexOf(ct)] + "
@@ -649,11 +672,11 @@ def validations(kc: KindCel) -> list[Validation]:
             ),
         )
     )
-    out.extend(_forbid(kc))
+    out.extend(_forbid(kc, violating))
     return out
 
 
-def _forbid(kc: KindCel) -> list[Validation]:
+def _forbid(kc: KindCel, violating: _Violating) -> list[Validation]:
     out = []
     req = "params.spec.require"
     allow_old = "variables.allowOld"
@@ -667,14 +690,15 @@ def _forbid(kc: KindCel) -> list[Validation]:
         def bad(i: str, on: Callable[..., str] = on) -> str:
             return f"{on(i)} && !({allow_old} && " + kc.same_role(i, lambda j: on(j, True)) + ")"
 
+        hits = violating(f"bad{_cap(item)}", f"{each}.filter(i, {bad('i')})")
         out.append(
             _v(
                 f"policy/forbid-{item.lower()}",
                 f"has({req}) && has({req}.forbid) && '{item}' in {req}.forbid",
-                f"!{each}.exists(i, {bad('i')})",
+                f"size({hits}) == 0",
                 _msg(
                     _first(
-                        f"{each}.filter(i, {bad('i')})",
+                        hits,
                         lambda b, item=item: (
                             f"{kc.path(b)} + '.template.spec.{item}: Forbidden: {item} is forbidden by policy'"
                         ),
@@ -709,8 +733,9 @@ def _forbid(kc: KindCel) -> list[Validation]:
         f"has(vl.hostPath) && !({allow_old} && "
         f"{job_volumes('oldObject')}.exists(ov, has(ov.hostPath) && {vname('ov')} == {vname('vl')}))"
     )
+    host_paths = violating("badHostPath", f"{each}.filter(i, {volumes('i')}.exists(vl, {bad_volume('i')}))")
     group_message = _first(
-        f"{each}.filter(i, {volumes('i')}.exists(vl, {bad_volume('i')}))",
+        host_paths,
         lambda b: (
             f"{kc.path(b)} + '.template.spec.volumes[' + string({volumes(b)}.indexOf({volumes(b)}.filter(vl, "
             f"{bad_volume(b)})[0])) + '].hostPath: Forbidden: hostPath is forbidden by policy'"
@@ -728,8 +753,7 @@ def _forbid(kc: KindCel) -> list[Validation]:
         _v(
             "policy/forbid-hostpath",
             f"has({req}) && has({req}.forbid) && 'hostPath' in {req}.forbid",
-            f"!{each}.exists(i, {volumes('i')}.exists(vl, {bad_volume('i')})) && "
-            f"!{job_volumes('object')}.exists(vl, {job_bad})",
+            f"size({host_paths}) == 0 && !{job_volumes('object')}.exists(vl, {job_bad})",
             _msg(message),
             "Forbidden",
         )
@@ -752,14 +776,17 @@ def _forbid(kc: KindCel) -> list[Validation]:
             + ")"
         )
 
+    privileged_groups = violating(
+        "badPrivileged", f"{each}.filter(i, {kc.containers('i')}.exists(ct, {bad_container('i')}))"
+    )
     out.append(
         _v(
             "policy/forbid-privileged",
             f"has({req}) && has({req}.forbid) && 'privileged' in {req}.forbid",
-            f"!{each}.exists(i, {kc.containers('i')}.exists(ct, {bad_container('i')}))",
+            f"size({privileged_groups}) == 0",
             _msg(
                 _first(
-                    f"{each}.filter(i, {kc.containers('i')}.exists(ct, {bad_container('i')}))",
+                    privileged_groups,
                     lambda b: (
                         f"[{kc.containers(b)}.filter(ct, {bad_container(b)})[0]].map(ct, "
                         f"variables.containerPaths[{b}][{kc.containers(b)}.indexOf(ct)] + "
@@ -816,7 +843,8 @@ def policy_name(kmap: KindMap, plural: str, scope: str, action: str) -> str:
 def kind_documents(kmap: KindMap, plural: str, version: str, labels: dict[str, str]) -> list[dict[str, Any]]:
     """The six policies and bindings of one kind (two policy kinds × three actions)."""
     kc = KindCel(kmap)
-    checks = validations(kc)
+    violating = _Violating()
+    checks = validations(kc, violating)
     documents: list[dict[str, Any]] = []
     for scope, param_kind in SCOPES:
         for action in ACTIONS:
@@ -836,7 +864,8 @@ def kind_documents(kmap: KindMap, plural: str, version: str, labels: dict[str, s
                 },
                 # An evaluation error refuses the job (a limit fails closed), as the webhook's failurePolicy.
                 "failurePolicy": "Fail",
-                "variables": _variables(kc, scope, action),
+                "variables": _variables(kc, scope, action)
+                + [{"name": n, "expression": e} for n, e in violating.variables],
                 "validations": [
                     {
                         "expression": c.expression,
