@@ -21,6 +21,15 @@ enforcement action, one ValidatingAdmissionPolicy and its binding:
   per-role caps, the total for the job's, the value for the TTL and deadline caps, the label's value,
   the field's value at the same place for the allow-lists, the image string, the role and volume or
   container name for ``forbid``).
+- Each measure of the job (groups, roles, largest counts, pod GPUs, containers; the old object's too),
+  the param's GPU resources and each validation's violators are policy ``variables``, written once and
+  read by index: the apiserver compiles every expression on its own, so the size of the policies is
+  the time it takes to put them in force.
+- A VAP validation has no field path of its own (admissionregistration.k8s.io/v1 ``Validation``:
+  ``expression``, ``message``, ``messageExpression``, ``reason``; ``fieldPath`` exists only on a CRD's
+  ``x-kubernetes-validations``), so each ``messageExpression`` begins with the path and error type the
+  webhook gives the same finding (``spec.tfReplicaSpecs[Worker].replicas: Invalid value: …``) and ends
+  with the param's name.
 
 What the policies carry and what stays in the webhook: :func:`enforcement_rows` (printed by
 ``jobgate manifests enforcement --policy``, and in docs/policy-enforcement.md).

@@ -108,7 +108,7 @@ POLICY_SETS: dict[str, list[dict[str, Any]]] = {
                 "limits": {"maxReplicasPerRole": 4, "maxGPUsPerPod": 2},
                 "require": {
                     "forbid": ["hostNetwork", "privileged", "hostPath"],
-                    "labels": [{"key": "tier", "values": ["gold", "silver"]}],
+                    "schedulerNames": ["default-scheduler", "volcano"],
                 },
             },
         ),
