@@ -959,7 +959,13 @@ _ROWS: tuple[tuple[str, str, str], ...] = (
     ("match.families / kinds / objectSelector", APISERVER, "CEL guard per param"),
     ("namespaceSelector (cluster policies)", APISERVER, "CEL against namespaceObject's labels"),
     ("enforcementAction", APISERVER, "one policy + binding per action, CEL keeps the params of that action"),
-    ("existingViolations", APISERVER, "CEL on oldObject: same identity, not worse"),
+    ("existingViolations", APISERVER, "CEL on oldObject: Allow excuses the same identity, not worse; Deny none"),
+    (
+        "field path and error type of a refusal",
+        APISERVER,
+        "at the head of the message (a VAP validation has no fieldPath): the webhook's path and type for the "
+        "first failing validation; the webhook lists every finding",
+    ),
     (
         "defaults (queue, priorityClassName, schedulerName, TTL, deadline, labels, kueueQueueName)",
         WEBHOOK,

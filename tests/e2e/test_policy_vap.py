@@ -4,9 +4,15 @@ totals, GPU weights and patterns, required labels, allow-lists, forbid; Deny and
 policies selected by namespace labels, namespaced ones) × a corpus (the valid examples of the
 families whose CRDs jobgate installs, and copies mutated over each limit), a server-side dry run's
 verdict is compared with ``review_job`` given the same policies and namespace labels: the same
-allowed/refused, the refusal naming a policy that alone refuses the job, and on an admitted job a
-warning exactly when the webhook warns. The jobs are sent as the webhook's family defaults leave them
-(no MutatingAdmissionPolicy here); the policies carry no defaults (those stay in the webhook).
+allowed/refused, the refusal naming a policy that alone refuses the job with the field path and
+error type the webhook gives for it, and on an admitted job a warning exactly when the webhook warns.
+The jobs are sent as the webhook's family defaults leave them (no MutatingAdmissionPolicy here); the
+policies carry no defaults (those stay in the webhook).
+
+UPDATEs: jobs stored for real before a set's policies exist (as a tightened policy finds them), then
+updated by a dry-run replace that keeps their violation (a label, a finalizer), makes it worse or adds
+another, compared with ``review_job`` given the stored object as the old one; one set has
+``existingViolations: Deny``. All of it on the newest release and on the oldest jobgate supports.
 """
 
 from __future__ import annotations
