@@ -2,12 +2,13 @@
 with policy.jobgate.io params) and the CRDs, NO jobgate webhook. For a matrix of policy sets (caps,
 totals, GPU weights and patterns, required labels, allow-lists, forbid; Deny and Warn; cluster
 policies selected by namespace labels, namespaced ones) × a corpus (the valid examples of the
-families whose CRDs jobgate installs, and copies mutated over each limit), a server-side dry run's
-verdict is compared with ``review_job`` given the same policies and namespace labels: the same
-allowed/refused, the refusal naming a policy that alone refuses the job with the field path and
-error type the webhook gives for it, and on an admitted job a warning exactly when the webhook warns.
-The jobs are sent as the webhook's family defaults leave them (no MutatingAdmissionPolicy here); the
-policies carry no defaults (those stay in the webhook).
+families whose CRDs jobgate installs and of Kubeflow's, through the tests' stand-ins of its CRDs, and
+copies mutated over each limit), a server-side dry run's verdict is compared with ``review_job``
+given the same policies and namespace labels: the same allowed/refused, the refusal naming a policy
+that alone refuses the job with the field path and error type the webhook gives for it, and on an
+admitted job a warning exactly when the webhook warns. The jobs are sent as the webhook's family
+defaults leave them (no MutatingAdmissionPolicy here); the policies carry no defaults (those stay in
+the webhook).
 
 UPDATEs: jobs stored for real before a set's policies exist (as a tightened policy finds them), then
 updated by a dry-run replace that keeps their violation (a label, a finalizer), makes it worse or adds
@@ -37,7 +38,7 @@ from jobgate.engine.context import CREATE, UPDATE, ReviewContext
 from jobgate.engine.fielderrors import render_path
 from jobgate.engine.review import kind_of, review_job
 from jobgate.policy.fieldmap import kind_map
-from tests.e2e.conftest import started
+from tests.e2e.conftest import KUBEFLOW_TEST_CRDS, started
 
 REPO = Path(__file__).resolve().parents[2]
 NAMESPACES = {"pv-research": {"tier": "research"}, "pv-team": {"tier": "prod", "team": "a"}}
@@ -161,7 +162,7 @@ POLICY_SETS: dict[str, list[dict[str, Any]]] = {
 
 def _crd_groups() -> set[str]:
     groups = set()
-    for path in (REPO / "manifests/base/crds").glob("*.yaml"):
+    for path in [*(REPO / "manifests/base/crds").glob("*.yaml"), *KUBEFLOW_TEST_CRDS.glob("*.yaml")]:
         for doc in yaml.safe_load_all(path.read_text()):
             if doc and doc.get("kind") == "CustomResourceDefinition":
                 groups.add((doc["spec"]["group"], doc["spec"]["names"]["kind"]))
@@ -429,8 +430,10 @@ def server(request: pytest.FixtureRequest) -> Iterator[tuple[Server, Callable[..
                 plane.kubectl_command(*args), input=input, capture_output=True, text=True, timeout=600, check=False
             )
 
-        for path in ("manifests/base/crds", "manifests/policy-vaps"):
-            result = kubectl("apply", "--server-side", "-k", str(REPO / path))
+        # Kubeflow's kinds through the tests' stand-ins of its CRDs (jobgate installs none): an elastic
+        # PyTorchJob and an MPIJob, whose policies the apiserver must compile and apply too.
+        for path in (REPO / "manifests/base/crds", KUBEFLOW_TEST_CRDS, REPO / "manifests/policy-vaps"):
+            result = kubectl("apply", "--server-side", "-k", str(path))
             assert result.returncode == 0, result.stderr[-2000:]
         kubectl("wait", "--for=condition=Established", "crd", "-l", "app.kubernetes.io/part-of=jobgate", "--timeout=2m")
         for namespace, labels in NAMESPACES.items():
