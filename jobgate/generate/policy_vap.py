@@ -21,6 +21,15 @@ enforcement action, one ValidatingAdmissionPolicy and its binding:
   per-role caps, the total for the job's, the value for the TTL and deadline caps, the label's value,
   the field's value at the same place for the allow-lists, the image string, the role and volume or
   container name for ``forbid``).
+- Each measure of the job (groups, roles, largest counts, pod GPUs, containers; the old object's too),
+  the param's GPU resources and each validation's violators are policy ``variables``, written once and
+  read by index: the apiserver compiles every expression on its own, so the size of the policies is
+  the time it takes to put them in force.
+- A VAP validation has no field path of its own (admissionregistration.k8s.io/v1 ``Validation``:
+  ``expression``, ``message``, ``messageExpression``, ``reason``; ``fieldPath`` exists only on a CRD's
+  ``x-kubernetes-validations``), so each ``messageExpression`` begins with the path and error type the
+  webhook gives the same finding (``spec.tfReplicaSpecs[Worker].replicas: Invalid value: …``) and ends
+  with the param's name.
 
 What the policies carry and what stays in the webhook: :func:`enforcement_rows` (printed by
 ``jobgate manifests enforcement --policy``, and in docs/policy-enforcement.md).
@@ -127,28 +136,29 @@ def _resource_names(c: str) -> str:
     )
 
 
-def _default_weight(k: str) -> str:
-    exact = {name: weight for name, weight in DEFAULT_GPU_RESOURCES if not name.endswith("*")}
-    patterns = sorted(((n, w) for n, w in DEFAULT_GPU_RESOURCES if n.endswith("*")), key=lambda p: -len(p[0]))
-    literal = "{" + ", ".join(f"'{n}': {float(w)!r}" for n, w in exact.items()) + "}"
-    out = "-1.0"
-    for name, weight in reversed(patterns):
-        out = f"({k}.startsWith('{name[:-1]}') ? {float(weight)!r} : {out})"
-    return f"({k} in {literal} ? {literal}[{k}] : {out})"
+def gpu_variables() -> list[tuple[str, str]]:
+    """The param's GPU resources (its ``gpuResources``, else the built-in list) as two parallel lists,
+    names (a pattern ends in ``*``) and weights: written once per policy, not at every resource of
+    every container."""
+    lst = "params.spec.limits.gpuResources"
+    own = "has(params.spec.limits) && has(params.spec.limits.gpuResources)"
+    names = "[" + ", ".join(f"'{n}'" for n, _ in DEFAULT_GPU_RESOURCES) + "]"
+    weights = "[" + ", ".join(repr(float(w)) for _, w in DEFAULT_GPU_RESOURCES) + "]"
+    return [
+        ("gpuNames", f"{own} ? {lst}.map(gw, gw.name) : {names}"),
+        ("gpuWeights", f"{own} ? {lst}.map(gw, has(gw.weight) ? double(gw.weight) : 1.0) : {weights}"),
+    ]
 
 
 def _weight(k: str) -> str:
-    """The weight of resource ``k`` under the param's ``gpuResources`` (else the built-in list); -1.0 when
-    ``k`` is not counted as GPUs. An exact name beats a pattern, a longer pattern a shorter one."""
-    lst = "params.spec.limits.gpuResources"
-    w = "(has(gw.weight) ? double(gw.weight) : 1.0)"
-    own = (
-        f"({lst}.exists(gw, gw.name == {k}) ? {lst}.filter(gw, gw.name == {k}).map(gw, {w})[0] : "
-        f"[{lst}.filter(gw, gw.name.endsWith('*') && {k}.startsWith(gw.name.substring(0, size(gw.name) - 1)))]"
-        ".map(gm, size(gm) == 0 ? -1.0 : gm.filter(gw, gm.all(gh, size(gh.name) <= size(gw.name))).map(gw, "
-        f"{w})[0])[0])"
+    """The weight of resource ``k`` (gpu_variables); -1.0 when ``k`` is not counted as GPUs. An exact
+    name beats a pattern, a longer pattern a shorter one (the first of equals)."""
+    names, weights = "variables.gpuNames", "variables.gpuWeights"
+    return (
+        f"({k} in {names} ? {weights}[{names}.indexOf({k})] : "
+        f"[{names}.filter(gx, gx.endsWith('*') && {k}.startsWith(gx.substring(0, size(gx) - 1)))].map(gm, "
+        f"size(gm) == 0 ? -1.0 : {weights}[{names}.indexOf(gm.filter(gx, gm.all(gy, size(gy) <= size(gx)))[0])])[0])"
     )
-    return f"(has(params.spec.limits) && has({lst}) ? {own} : {_default_weight(k)})"
 
 
 def _is_sidecar(c: str) -> str:
@@ -156,39 +166,53 @@ def _is_sidecar(c: str) -> str:
 
 
 def pod_gpus(spec: str) -> str:
-    """Weighted GPUs of a pod spec ``spec`` (present), as resource.PodRequests computes the pod's request."""
-    apps = f"(has({spec}.containers) ? {spec}.containers : [])"
-    inits = f"(has({spec}.initContainers) ? {spec}.initContainers : [])"
-    every = f"({inits} + {apps})"
-    app_sum = f"([0.0] + {apps}.map(ca, {_container_value('ca', 'rn')})).sum()"
-    side_sum = f"([0.0] + {inits}.filter(cs, {_is_sidecar('cs')}).map(cs, {_container_value('cs', 'rn')})).sum()"
+    """Weighted GPUs of a pod spec ``spec`` (present), as resource.PodRequests computes the pod's request.
+    The container lists (``ins``, ``aps``, ``evr``) and each init container's amount (``iv``) are bound
+    once with ``[x].map(v, …)[0]`` rather than written out at every use."""
+    side = _is_sidecar
+    cv = _container_value
+    app_sum = f"([0.0] + aps.map(ca, {cv('ca', 'rn')})).sum()"
+    side_sum = f"([0.0] + ins.filter(cs, {side('cs')}).map(cs, iv[ins.indexOf(cs)])).sum()"
     before = (
-        f"([0.0] + {inits}.filter(cs, {_is_sidecar('cs')} && {inits}.indexOf(cs) < {inits}.indexOf(ci))"
-        f".map(cs, {_container_value('cs', 'rn')})).sum()"
+        f"([0.0] + ins.filter(cs, {side('cs')} && ins.indexOf(cs) < ins.indexOf(ci))"
+        ".map(cs, iv[ins.indexOf(cs)])).sum()"
     )
-    peak = (
-        f"([0.0] + {inits}.filter(ci, !{_is_sidecar('ci')}).map(ci, {_container_value('ci', 'rn')} + {before})).max()"
-    )
+    peak = f"([0.0] + ins.filter(ci, !{side('ci')}).map(ci, iv[ins.indexOf(ci)] + {before})).max()"
     overhead = f"(has({spec}.overhead) && rn in {spec}.overhead ? {_quantity(f'{spec}.overhead[rn]')} : 0.0)"
-    per_resource = f"([{app_sum} + {side_sum}, {peak}].max() + {overhead})"
-    first = f"!{every}.exists(cd, {every}.indexOf(cd) < {every}.indexOf(cc) && {_has_resource('cd', 'rn')})"
+    per_resource = f"([ins.map(ci, {cv('ci', 'rn')})].map(iv, [{app_sum} + {side_sum}, {peak}].max())[0] + {overhead})"
+    first = f"!evr.exists(cd, evr.indexOf(cd) < evr.indexOf(cc) && {_has_resource('cd', 'rn')})"
     in_containers = (
-        f"([0.0] + {every}.map(cc, ([0.0] + {_resource_names('cc')}.filter(rn, {first})"
+        f"([0.0] + evr.map(cc, ([0.0] + {_resource_names('cc')}.filter(rn, {first})"
         f".map(rn, [{_weight('rn')}].map(wt, wt < 0.0 ? 0.0 : wt * {per_resource})[0])).sum())).sum()"
     )
     only_overhead = (
-        f"(has({spec}.overhead) ? ([0.0] + {spec}.overhead.filter(rn, !{every}.exists(cd, {_has_resource('cd', 'rn')}))"
+        f"(has({spec}.overhead) ? ([0.0] + {spec}.overhead.filter(rn, !evr.exists(cd, {_has_resource('cd', 'rn')}))"
         f".map(rn, [{_weight('rn')}].map(wt, wt < 0.0 ? 0.0 : wt * "
         f"{_quantity(f'{spec}.overhead[rn]')})[0])).sum() : 0.0)"
     )
-    return f"({in_containers} + {only_overhead})"
+    return (
+        f"[has({spec}.initContainers) ? {spec}.initContainers : []].map(ins, "
+        f"[has({spec}.containers) ? {spec}.containers : []].map(aps, "
+        f"[ins + aps].map(evr, {in_containers} + {only_overhead})[0])[0])[0]"
+    )
 
 
 # --- one kind ---------------------------------------------------------------------------------------
+#
+# Each measure of the job (the groups, their roles, their largest counts, their pods' GPUs, their
+# containers) is written once per object as a policy variable, and the validations read it by the
+# group's index. Before, every validation repeated the GPU count of the new and the old object
+# inline (about 100 kB per policy); the apiserver compiles each expression on its own, so size is
+# compile time. Variables are evaluated lazily and at most once per param.
+
+
+def _cap(name: str) -> str:
+    return name[0].upper() + name[1:]
 
 
 class KindCel:
-    """CEL of one kind, for the new object or the old one (``root``: ``object`` or ``oldObject``)."""
+    """CEL of one kind. The validations iterate ``variables.idx`` (the new object's group indices)
+    and read the per-group variables at an index; ``old=True`` reads the old object's variables."""
 
     def __init__(self, kmap: KindMap) -> None:
         self.k = kmap
@@ -200,93 +224,160 @@ class KindCel:
     def is_map(self) -> bool:
         return self.k.replica_layout == "map"
 
+    @property
+    def empty(self) -> str:
+        return "{}" if self.is_map else "[]"
+
     def groups(self, root: str) -> str:
-        empty = "{}" if self.is_map else "[]"
         f = self.k.replica_field
-        return f"({_has(root, ('spec', f))} ? {root}.spec.{f} : {empty})"
+        return f"({_has(root, ('spec', f))} ? {root}.spec.{f} : {self.empty})"
 
-    def group(self, root: str, var: str) -> str:
-        return f"{self.groups(root)}[{var}]" if self.is_map else var
+    @staticmethod
+    def var(name: str, old: bool = False) -> str:
+        return f"variables.{'old' + _cap(name) if old else name}"
 
-    def role(self, root: str, var: str) -> str:
-        if self.is_map:
-            return var
-        return _LIST_ROLES[self.k.group, self.k.kind].format(g=var, i=f"{self.groups(root)}.indexOf({var})")
+    def item(self, i: str, old: bool = False) -> str:
+        """The group at index ``i``."""
+        groups = self.var("groups", old)
+        return f"{groups}[{self.var('roles', old)}[{i}]]" if self.is_map else f"{groups}[{i}]"
 
-    def replicas(self, root: str, var: str) -> str:
-        g = self.group(root, var)
-        default = self.k.default_count
-        if self.k.default_zero:
-            default_expr = f"({var} in {list(self.k.default_zero)!r} ? 0 : {default})"
-        else:
-            default_expr = str(default)
-        return f"(has({g}.replicas) && type({g}.replicas) == int ? {g}.replicas : {default_expr})"
+    def role(self, i: str, old: bool = False) -> str:
+        return f"{self.var('roles', old)}[{i}]"
 
-    def largest(self, root: str, var: str) -> str:
-        own = self.replicas(root, var)
-        if not self.k.elastic:
-            return own
-        high = f"{root}.spec.elasticPolicy.maxReplicas"
-        return (
-            f"({var} == 'Worker' && {_has(root, ('spec', 'elasticPolicy', 'maxReplicas'))} && type({high}) == int"
-            f" && {high} > {own} ? {high} : {own})"
-        )
+    def largest(self, i: str, old: bool = False) -> str:
+        return f"{self.var('largest', old)}[{i}]"
 
-    def pod(self, root: str, var: str) -> str:
+    def gpus(self, i: str, old: bool = False) -> str:
+        return f"{self.var('podGpus', old)}[{i}]"
+
+    def containers(self, i: str, old: bool = False) -> str:
+        """Init, app and ephemeral containers of the group's pod, in that order."""
+        return f"{self.var('containers', old)}[{i}]"
+
+    def pod(self, i: str, old: bool = False) -> str:
         """The group's pod spec is present."""
-        g = self.group(root, var)
+        g = self.item(i, old)
         return f"(has({g}.template) && has({g}.template.spec))"
 
-    def gpus(self, root: str, var: str) -> str:
-        g = self.group(root, var)
-        return f"({self.pod(root, var)} ? [{g}.template.spec].map(ps, {pod_gpus('ps')})[0] : 0.0)"
+    def spec(self, i: str, old: bool = False) -> str:
+        return f"{self.item(i, old)}.template.spec"
 
-    def total_replicas(self, root: str) -> str:
-        return f"([0] + {self.groups(root)}.map(rg, {self.largest(root, 'rg')})).sum()"
+    def path(self, i: str) -> str:
+        """The new object's group at index ``i`` as the webhook's field path (a CEL string)."""
+        f = self.k.replica_field
+        key = self.role(i) if self.is_map else f"string({i})"
+        return f"'spec.{f}[' + {key} + ']'"
 
-    def total_gpus(self, root: str) -> str:
+    def same_role(self, i: str, body: Callable[[str], str]) -> str:
+        """``body(j)`` for the old object's group of the same role as the new one's at ``i``."""
+        return f"variables.oldIdx.exists(j, {self.role('j', True)} == {self.role(i)} && {body('j')})"
+
+    def same_place(self, i: str, body: Callable[[str], str]) -> str:
+        """The old object's group at the same place (the same key; the same index of a list)."""
+        if self.is_map:
+            return self.same_role(i, body)
+        return f"(size(variables.oldIdx) > {i} && {body(i)})"
+
+    def _own_replicas(self, i: str, old: bool) -> str:
+        g = self.item(i, old)
+        default = str(self.k.default_count)
+        if self.k.default_zero:
+            default = f"({self.role(i, old)} in {list(self.k.default_zero)!r} ? 0 : {default})"
+        return f"(has({g}.replicas) && type({g}.replicas) == int ? {g}.replicas : {default})"
+
+    def _elastic_high(self, i: str, old: bool) -> str:
+        """The Worker grows to elasticPolicy.maxReplicas (a CEL condition)."""
+        root = "oldObject" if old else "object"
+        high = f"{root}.spec.elasticPolicy.maxReplicas"
         return (
-            f"([0.0] + {self.groups(root)}.map(rg, double({self.largest(root, 'rg')}) * {self.gpus(root, 'rg')})).sum()"
+            f"({self.role(i, old)} == 'Worker' && {_has(root, ('spec', 'elasticPolicy', 'maxReplicas'))} && "
+            f"type({high}) == int && {high} > {self._own_replicas(i, old)})"
         )
 
-    def old_group(self, var: str, body: Callable[[str], str]) -> str:
-        """``body(old var)`` for the old object's group of the same role (false when there is none)."""
-        if self.is_map:
-            field = self.k.replica_field
-            return f"({_has('oldObject', ('spec', field))} && {var} in oldObject.spec.{field} && {body(var)})"
-        same_role = f"{self.role('oldObject', 'og')} == {self.role('object', var)}"
-        return f"{self.groups('oldObject')}.exists(og, {same_role} && {body('og')})"
+    def _largest_of(self, i: str, old: bool) -> str:
+        own = self._own_replicas(i, old)
+        if not self.k.elastic:
+            return own
+        root = "oldObject" if old else "object"
+        return f"({self._elastic_high(i, old)} ? {root}.spec.elasticPolicy.maxReplicas : {own})"
 
-    def old_group_at_index(self, var: str, body: Callable[[str], str]) -> str:
-        """The old object's group at the same place (the key; the index of a list)."""
-        if self.is_map:
-            return self.old_group(var, body)
-        idx = f"{self.groups('object')}.indexOf({var})"
-        old = self.groups("oldObject")
-        return f"(size({old}) > {idx} && [{old}[{idx}]].all(og, {body('og')}))"
+    def largest_path(self, i: str) -> str:
+        """The field that gives the largest count (fieldmap's ``largest_path``), a CEL string."""
+        own = f"{self.path(i)} + '.replicas'"
+        if not self.k.elastic:
+            return own
+        return f"({self._elastic_high(i, False)} ? 'spec.elasticPolicy.maxReplicas' : {own})"
 
-    # Job-level fields: (present, value) per root; None when the kind has no such field.
-    def field(self, name: str, root: str) -> tuple[str, str] | None:
+    def _containers_of(self, i: str, old: bool) -> str:
+        s = self.spec(i, old)
+        return (
+            f"({self.pod(i, old)} ? (has({s}.initContainers) ? {s}.initContainers : []) + "
+            f"(has({s}.containers) ? {s}.containers : []) + "
+            f"(has({s}.ephemeralContainers) ? {s}.ephemeralContainers : []) : [])"
+        )
+
+    def _container_paths(self, i: str) -> str:
+        """The webhook's field path of each of ``containers(i)`` (new object), in the same order."""
+        s = self.spec(i)
+        parts = [
+            f"(has({s}.{name}) ? {s}.{name}.map(ct, {self.path(i)} + '.template.spec.{name}[' + "
+            f"string({s}.{name}.indexOf(ct)) + ']') : [])"
+            for name in ("initContainers", "containers", "ephemeralContainers")
+        ]
+        return f"({self.pod(i)} ? {' + '.join(parts)} : [])"
+
+    def variables(self) -> list[tuple[str, str]]:
+        """(name, expression) of the per-object variables, the old object's after the new one's."""
+        out: list[tuple[str, str]] = gpu_variables()
+        for old in (False, True):
+            root = "oldObject" if old else "object"
+
+            def name(n: str, old: bool = old) -> str:
+                return "old" + _cap(n) if old else n
+
+            groups = self.groups(root)
+            out.append((name("groups"), f"({root} == null ? {self.empty} : {groups})" if old else groups))
+            g = self.var("groups", old)
+            if self.is_map:
+                roles = f"{g}.map(r, r)"
+                idx = f"{self.var('roles', old)}.map(r, {self.var('roles', old)}.indexOf(r))"
+            else:
+                role = _LIST_ROLES[self.k.group, self.k.kind].format(g="rg", i=f"{g}.indexOf(rg)")
+                roles = f"{g}.map(rg, {role})"
+                # Equal groups share the first one's index: their measures are equal too.
+                idx = f"{g}.map(rg, {g}.indexOf(rg))"
+            out.append((name("roles"), roles))
+            out.append((name("idx"), idx))
+            each = self.var("idx", old)
+            out.append((name("largest"), f"{each}.map(i, {self._largest_of('i', old)})"))
+            gpus = f"({self.pod('i', old)} ? [{self.spec('i', old)}].map(ps, {pod_gpus('ps')})[0] : 0.0)"
+            out.append((name("podGpus"), f"{each}.map(i, {gpus})"))
+            out.append((name("containers"), f"{each}.map(i, {self._containers_of('i', old)})"))
+            out.append((name("jobReplicas"), f"([0] + {self.var('largest', old)}).sum()"))
+            out.append(
+                (
+                    name("jobGpus"),
+                    f"([0.0] + {each}.map(i, double({self.largest('i', old)}) * {self.gpus('i', old)})).sum()",
+                )
+            )
+        out.append(("containerPaths", f"variables.idx.map(i, {self._container_paths('i')})"))
+        return out
+
+    # Job-level fields: (present, value, the webhook's path as a CEL string) per root; None when the
+    # kind has no such field.
+    def field(self, name: str, root: str) -> tuple[str, str, str] | None:
         locator = self.k.locator(name)
         if locator is None or locator == TEMPLATE:
             return None
         plain = [str(s) for s in locator({})]  # type: ignore[operator]
         run_policy = [str(s) for s in locator({"spec": {"runPolicy": {}}})]  # type: ignore[operator]
         if plain == run_policy:
-            return _has(root, plain), _at(root, plain)
+            return _has(root, plain), _at(root, plain), _q(".".join(plain))
         cond = _has(root, ("spec", "runPolicy"))
         return (
             f"({cond} ? {_has(root, run_policy)} : {_has(root, plain)})",
             f"({cond} ? {_at(root, run_policy)} : {_at(root, plain)})",
-        )
-
-    def containers(self, root: str, var: str) -> str:
-        g = self.group(root, var)
-        s = f"{g}.template.spec"
-        return (
-            f"({self.pod(root, var)} ? (has({s}.initContainers) ? {s}.initContainers : []) + "
-            f"(has({s}.containers) ? {s}.containers : []) + "
-            f"(has({s}.ephemeralContainers) ? {s}.ephemeralContainers : []) : [])"
+            f"({cond} ? {_q('.'.join(run_policy))} : {_q('.'.join(plain))})",
         )
 
 
@@ -338,80 +429,102 @@ def _q(text: str) -> str:
     return "'" + text.replace("\\", "\\\\").replace("'", "\\'") + "'"
 
 
-def validations(kc: KindCel) -> list[Validation]:
+def _first(indices: str, message: Callable[[str], str]) -> str:
+    """``message(i)`` for the first index of the list ``indices`` (a CEL list), '?' when it is empty."""
+    return f"[{indices}].map(bi, size(bi) == 0 ? '?' : {message('bi[0]')})[0]"
+
+
+class _Violating:
+    """Per validation, a variable holding what violates it (group indices, required labels): the
+    expression tests that it is empty and the message reads its first item, instead of both writing
+    the same filter. A variable is evaluated only when a validation reads it, after its guard."""
+
+    def __init__(self) -> None:
+        self.variables: list[tuple[str, str]] = []
+
+    def __call__(self, name: str, expression: str) -> str:
+        self.variables.append((name, expression))
+        return f"variables.{name}"
+
+
+def validations(kc: KindCel, violating: _Violating | None = None) -> list[Validation]:
+    """The validations of one kind. Each message starts with the field path the webhook gives the
+    same finding (jobgate.policy.check), then the error type as the webhook words it: a VAP has no
+    field of its own for a path, so the path is the message's first word."""
     k = kc.k
     out: list[Validation] = []
     lim = "params.spec.limits"
     req = "params.spec.require"
     allow_old = "variables.allowOld"
-    groups = kc.groups("object")
-    first_role = "'?'"
-
-    def path_of_group(var: str) -> str:
-        if kc.is_map:
-            return f"'spec.{k.replica_field}[' + {var} + ']'"
-        return f"'spec.{k.replica_field}[' + string({groups}.indexOf({var})) + ']'"
+    each = "variables.idx"
+    violating = violating if violating is not None else _Violating()
 
     # maxReplicasPerRole
-    has_l = f"has({lim}) && has({lim}.maxReplicasPerRole)"
-    bad = (
-        f"{kc.largest('object', 'g')} > {lim}.maxReplicasPerRole && !({allow_old} && "
-        + kc.old_group(
-            "g",
-            lambda o: (
-                f"{kc.largest('oldObject', o)} > {lim}.maxReplicasPerRole && "
-                f"{kc.largest('object', 'g')} <= {kc.largest('oldObject', o)}"
-            ),
+    cap = f"{lim}.maxReplicasPerRole"
+
+    def bad_role(i: str) -> str:
+        return (
+            f"{kc.largest(i)} > {cap} && !({allow_old} && "
+            + kc.same_role(i, lambda j: f"{kc.largest(j, True)} > {cap} && {kc.largest(i)} <= {kc.largest(j, True)}")
+            + ")"
         )
-        + ")"
-    )
+
+    over_role = violating("overReplicasPerRole", f"{each}.filter(i, {bad_role('i')})")
     out.append(
         _v(
             "policy/max-replicas-per-role",
-            has_l,
-            f"!{groups}.exists(g, {bad})",
+            f"has({lim}) && has({cap})",
+            f"size({over_role}) == 0",
             _msg(
-                f"[{groups}.filter(g, {bad})].map(bg, size(bg) == 0 ? {first_role} : "
-                f"{path_of_group('bg[0]')} + ': Invalid value: ' + string({kc.largest('object', 'bg[0]')}) + "
-                "': role ' + "
-                f"{kc.role('object', 'bg[0]')} + ' may reach ' + string({kc.largest('object', 'bg[0]')}) + "
-                f"' replicas, exceeds ' + string({lim}.maxReplicasPerRole) + ' per role')[0]"
+                _first(
+                    over_role,
+                    lambda b: (
+                        f"{kc.largest_path(b)} + ': Invalid value: ' + string({kc.largest(b)}) + ': role ' + "
+                        f"{kc.role(b)} + ' may reach ' + string({kc.largest(b)}) + ' replicas, exceeds ' + "
+                        f"string({cap}) + ' per role'"
+                    ),
+                )
             ),
         )
     )
     # maxReplicasPerJob
-    total, old_total = "variables.jobReplicas", "variables.oldJobReplicas"
+    total, old_total, cap = "variables.jobReplicas", "variables.oldJobReplicas", f"{lim}.maxReplicasPerJob"
     out.append(
         _v(
             "policy/max-replicas-per-job",
-            f"has({lim}) && has({lim}.maxReplicasPerJob)",
-            f"{total} <= {lim}.maxReplicasPerJob || ({allow_old} && {old_total} > {lim}.maxReplicasPerJob && "
-            f"{total} <= {old_total})",
+            f"has({lim}) && has({cap})",
+            f"{total} <= {cap} || ({allow_old} && {old_total} > {cap} && {total} <= {old_total})",
             _msg(
                 f"'spec.{k.replica_field}: Invalid value: ' + string({total}) + ': the job may reach ' + "
-                f"string({total}) + "
-                f"' replicas in all, exceeds ' + string({lim}.maxReplicasPerJob) + ' per job'"
+                f"string({total}) + ' replicas in all, exceeds ' + string({cap}) + ' per job'"
             ),
         )
     )
-    # maxGPUsPerPod (each pod's GPUs computed once per group: the [x].all(v, …) binding)
+    # maxGPUsPerPod
     cap = f"(double({lim}.maxGPUsPerPod) + {EPSILON})"
-    bad = (
-        f"[{kc.gpus('object', 'g')}].all(gn, gn > {cap} && !({allow_old} && "
-        + kc.old_group("g", lambda o: f"[{kc.gpus('oldObject', o)}].all(go, go > {cap} && gn <= go + {EPSILON})")
-        + "))"
-    )
+
+    def bad_pod(i: str) -> str:
+        return (
+            f"{kc.gpus(i)} > {cap} && !({allow_old} && "
+            + kc.same_role(i, lambda j: f"{kc.gpus(j, True)} > {cap} && {kc.gpus(i)} <= {kc.gpus(j, True)} + {EPSILON}")
+            + ")"
+        )
+
+    over_pod = violating("overGpusPerPod", f"{each}.filter(i, {bad_pod('i')})")
     out.append(
         _v(
             "policy/max-gpus-per-pod",
             f"has({lim}) && has({lim}.maxGPUsPerPod)",
-            f"!{groups}.exists(g, {bad})",
+            f"size({over_pod}) == 0",
             _msg(
-                f"([{groups}.map(g, [{kc.gpus('object', 'g')}].map(gn, gn > {cap} ? "
-                f"{path_of_group('g')} + '.template.spec: Invalid value: a pod of role ' + {kc.role('object', 'g')} + "
-                f"' requests ' + string(gn) + ' GPUs, exceeds ' + string({lim}.maxGPUsPerPod) + ' GPUs per "
-                "pod' : '')[0])"
-                f".filter(m, m != '')] + [['?']])[0][0]"
+                _first(
+                    over_pod,
+                    lambda b: (
+                        f"{kc.path(b)} + '.template.spec: Invalid value: a pod of role ' + {kc.role(b)} + "
+                        f"' requests ' + string({kc.gpus(b)}) + ' GPUs, exceeds ' + string({lim}.maxGPUsPerPod) + "
+                        "' GPUs per pod'"
+                    ),
+                )
             ),
         )
     )
@@ -437,17 +550,15 @@ def validations(kc: KindCel) -> list[Validation]:
         new, old = kc.field(field, "object"), kc.field(field, "oldObject")
         if new is None or old is None:
             continue  # not applicable: the webhook warns (enforcement table)
-        (present, value), (old_present, old_value) = new, old
+        (present, value, where), (old_present, old_value, _) = new, old
         number = f"({present} && type({value}) == int)"
         old_number = f"({old_present} && type({old_value}) == int)"
-        where = _q(_render(kc, field))
         out.append(
             _v(
                 require_rule,
                 f"has({req}) && has({req}.{field}) && {req}.{field} == true",
                 f"{number} || ({allow_old} && !{old_number})",
                 _msg(f"{where} + ': Required value: the policy requires {field}'"),
-                "Invalid",
             )
         )
         out.append(
@@ -468,13 +579,14 @@ def validations(kc: KindCel) -> list[Validation]:
     old_state = f"(oldObject != null && rl.key in {old_labels} ? {old_labels}[rl.key] : {ABSENT})"
     ok_label = f"(rl.key in {labels} && (!has(rl.values) || {labels}[rl.key] in rl.values))"
     bad_label = f"!{ok_label} && !({allow_old} && {old_state} == {state})"
+    missing = violating("badLabels", f"{req}.labels.filter(rl, {bad_label})")
     out.append(
         _v(
             "policy/required-label",
             f"has({req}) && has({req}.labels)",
-            f"!{req}.labels.exists(rl, {bad_label})",
+            f"size({missing}) == 0",
             _msg(
-                f"[{req}.labels.filter(rl, {bad_label})].map(bl, size(bl) == 0 ? '?' : 'metadata.labels[' + "
+                f"[{missing}].map(bl, size(bl) == 0 ? '?' : 'metadata.labels[' + "
                 "bl[0].key + "
                 f"']: ' + (bl[0].key in {labels} ? 'Unsupported value: \"' + {labels}[bl[0].key] + '\": "
                 "supported values: ' + "
@@ -497,40 +609,40 @@ def validations(kc: KindCel) -> list[Validation]:
         if locator == TEMPLATE:
             default = "'default-scheduler'" if field == "schedulerName" else ABSENT
 
-            def tstate(root: str, var: str, field: str = field, default: str = default) -> str:
-                g = kc.group(root, var)
+            def tstate(i: str, old: bool = False, field: str = field, default: str = default) -> str:
+                s = kc.spec(i, old)
+                return f"({kc.pod(i, old)} && has({s}.{field}) ? {s}.{field} : {default})"
+
+            def bad_template(i: str, allowed: str = allowed, tstate: Callable[..., str] = tstate) -> str:
                 return (
-                    f"({kc.pod(root, var)} && has({g}.template.spec.{field}) ? {g}.template.spec.{field} : {default})"
+                    f"has({kc.item(i)}.template) && !({tstate(i)} in {allowed}) && !({allow_old} && "
+                    + kc.same_place(
+                        i, lambda j: f"has({kc.item(j, True)}.template) && {tstate(j, True)} == {tstate(i)}"
+                    )
+                    + ")"
                 )
 
-            def has_template(root: str, var: str) -> str:
-                g = kc.group(root, var)
-                return f"has({g}.template)"
-
-            bad = (
-                f"{has_template('object', 'g')} && !({tstate('object', 'g')} in {allowed}) && !({allow_old} && "
-                + kc.old_group_at_index(
-                    "g",
-                    lambda o: f"{has_template('oldObject', o)} && {tstate('oldObject', o)} == {tstate('object', 'g')}",
-                )
-                + ")"
-            )
+            outside = violating(f"bad{_cap(list_name)}", f"{each}.filter(i, {bad_template('i')})")
             out.append(
                 _v(
                     rule,
                     guard,
-                    f"!{groups}.exists(g, {bad})",
+                    f"size({outside}) == 0",
                     _msg(
-                        f"[{groups}.filter(g, {bad})].map(bg, size(bg) == 0 ? '?' : {path_of_group('bg[0]')} + "
-                        f"'.template.spec.{field}: ' + ({tstate('object', 'bg[0]')} == {ABSENT} ? 'Required "
-                        "value: must be one of: ' : "
-                        f"'Unsupported value: \"' + {tstate('object', 'bg[0]')} + '\": supported values: ') + "
-                        f"{allowed}.join(', '))[0]"
+                        _first(
+                            outside,
+                            lambda b, field=field, allowed=allowed, tstate=tstate: (
+                                f"{kc.path(b)} + '.template.spec.{field}: ' + ({tstate(b)} == {ABSENT} ? 'Required "
+                                "value: must be one of: ' : "
+                                f"'Unsupported value: \"' + {tstate(b)} + '\": supported values: ') + "
+                                f"{allowed}.join(', ')"
+                            ),
+                        )
                     ),
                 )
             )
             continue
-        (present, value), (old_present, old_value) = kc.field(field, "object"), kc.field(field, "oldObject")  # type: ignore[misc]
+        (present, value, where), (old_present, old_value, _) = kc.field(field, "object"), kc.field(field, "oldObject")  # type: ignore[misc]
         st = f"({present} ? string({value}) : {ABSENT})"
         old_st = f"(oldObject != null && {old_present} ? string({old_value}) : {ABSENT})"
         out.append(
@@ -539,65 +651,75 @@ def validations(kc: KindCel) -> list[Validation]:
                 guard,
                 f"({present} && {value} in {allowed}) || ({allow_old} && {old_st} == {st})",
                 _msg(
-                    f"{_q(_render(kc, field))} + ': ' + ({present} ? 'Unsupported value: \"' + string({value}) + "
+                    f"{where} + ': ' + ({present} ? 'Unsupported value: \"' + string({value}) + "
                     f"'\": supported values: ' : 'Required value: must be one of: ') + {allowed}.join(', ')"
                 ),
             )
         )
-    # image registries
+    # image registries (an image the old object had anywhere is excused: the webhook's identity is the image)
     entries = f"{req}.imageRegistries"
     bad_image = (
         f"has(ct.image) && !{_image_allowed('ct.image', entries)} && !({allow_old} && "
-        f"{kc.groups('oldObject')}.exists(og, {kc.containers('oldObject', 'og')}.exists(oc, has(oc.image) && "
-        "oc.image == ct.image)))"
+        "variables.oldContainers.exists(ol, ol.exists(oc, has(oc.image) && oc.image == ct.image)))"
     )
+    bad_images = violating("badImages", f"{each}.filter(i, {kc.containers('i')}.exists(ct, {bad_image}))")
     out.append(
         _v(
             "policy/image-registries",
             f"has({req}) && has({entries})",
-            f"!{groups}.exists(g, {kc.containers('object', 'g')}.exists(ct, {bad_image}))",
+            f"size({bad_images}) == 0",
             _msg(
-                f"[{groups}.filter(g, {kc.containers('object', 'g')}.exists(ct, {bad_image}))].map(bg, "
-                "size(bg) == 0 ? '?' : "
-                f"{path_of_group('bg[0]')} + '.template.spec: Invalid value: \"' + "
-                f"{kc.containers('object', 'bg[0]')}.filter(ct, {bad_image})[0].image + "
-                f"'\": images must come from: ' + {entries}.join(', '))[0]"
+                _first(
+                    bad_images,
+                    lambda b: (
+                        f"[{kc.containers(b)}.filter(ct, {bad_image})[0]].map(ct, "
+                        f"variables.containerPaths[{b}][{kc.containers(b)}.indexOf(ct)] + "
+                        f"'.image: Invalid value: \"' + ct.image + '\": images must come from: ' + "
+                        f"{entries}.join(', '))[0]"
+                    ),
+                )
             ),
         )
     )
-    # forbid
-    out.extend(_forbid(kc))
+    out.extend(_forbid(kc, violating))
     return out
 
 
-def _forbid(kc: KindCel) -> list[Validation]:
+def _forbid(kc: KindCel, violating: _Violating) -> list[Validation]:
     out = []
     req = "params.spec.require"
     allow_old = "variables.allowOld"
-    groups = kc.groups("object")
+    each = "variables.idx"
     for item in ("hostNetwork", "hostPID", "hostIPC"):
 
-        def on(root: str, var: str, item: str = item) -> str:
-            g = kc.group(root, var)
-            return f"({kc.pod(root, var)} && has({g}.template.spec.{item}) && {g}.template.spec.{item} == true)"
+        def on(i: str, old: bool = False, item: str = item) -> str:
+            s = kc.spec(i, old)
+            return f"({kc.pod(i, old)} && has({s}.{item}) && {s}.{item} == true)"
 
-        bad = f"{on('object', 'g')} && !({allow_old} && " + kc.old_group("g", lambda o: on("oldObject", o)) + ")"
+        def bad(i: str, on: Callable[..., str] = on) -> str:
+            return f"{on(i)} && !({allow_old} && " + kc.same_role(i, lambda j: on(j, True)) + ")"
+
+        hits = violating(f"bad{_cap(item)}", f"{each}.filter(i, {bad('i')})")
         out.append(
             _v(
                 f"policy/forbid-{item.lower()}",
                 f"has({req}) && has({req}.forbid) && '{item}' in {req}.forbid",
-                f"!{groups}.exists(g, {bad})",
+                f"size({hits}) == 0",
                 _msg(
-                    f"[{groups}.filter(g, {bad})].map(bg, size(bg) == 0 ? '?' : 'role ' + "
-                    f"{kc.role('object', 'bg[0]')} + ': {item} is forbidden by policy')[0]"
+                    _first(
+                        hits,
+                        lambda b, item=item: (
+                            f"{kc.path(b)} + '.template.spec.{item}: Forbidden: {item} is forbidden by policy'"
+                        ),
+                    )
                 ),
                 "Forbidden",
             )
         )
 
-    def volumes(root: str, var: str) -> str:
-        g = kc.group(root, var)
-        return f"({kc.pod(root, var)} && has({g}.template.spec.volumes) ? {g}.template.spec.volumes : [])"
+    def volumes(i: str, old: bool = False) -> str:
+        s = kc.spec(i, old)
+        return f"({kc.pod(i, old)} && has({s}.volumes) ? {s}.volumes : [])"
 
     def job_volumes(root: str) -> str:
         if kc.k.family != "diengine":
@@ -607,23 +729,41 @@ def _forbid(kc: KindCel) -> list[Validation]:
     def vname(v: str) -> str:
         return f"(has({v}.name) ? {v}.name : {ABSENT})"
 
-    bad = (
-        f"{volumes('object', 'g')}.exists(vl, has(vl.hostPath) && !({allow_old} && "
-        + kc.old_group(
-            "g", lambda o: f"{volumes('oldObject', o)}.exists(ov, has(ov.hostPath) && {vname('ov')} == {vname('vl')})"
+    def bad_volume(i: str) -> str:
+        return (
+            f"has(vl.hostPath) && !({allow_old} && "
+            + kc.same_role(
+                i, lambda j: f"{volumes(j, True)}.exists(ov, has(ov.hostPath) && {vname('ov')} == {vname('vl')})"
+            )
+            + ")"
         )
-        + "))"
-    )
+
     job_bad = (
-        f"{job_volumes('object')}.exists(vl, has(vl.hostPath) && !({allow_old} && "
-        f"{job_volumes('oldObject')}.exists(ov, has(ov.hostPath) && {vname('ov')} == {vname('vl')})))"
+        f"has(vl.hostPath) && !({allow_old} && "
+        f"{job_volumes('oldObject')}.exists(ov, has(ov.hostPath) && {vname('ov')} == {vname('vl')}))"
     )
+    host_paths = violating("badHostPath", f"{each}.filter(i, {volumes('i')}.exists(vl, {bad_volume('i')}))")
+    group_message = _first(
+        host_paths,
+        lambda b: (
+            f"{kc.path(b)} + '.template.spec.volumes[' + string({volumes(b)}.indexOf({volumes(b)}.filter(vl, "
+            f"{bad_volume(b)})[0])) + '].hostPath: Forbidden: hostPath is forbidden by policy'"
+        ),
+    )
+    if kc.k.family == "diengine":
+        jv = job_volumes("object")
+        message = (
+            f"({jv}.exists(vl, {job_bad}) ? 'spec.volumes[' + string({jv}.indexOf({jv}.filter(vl, {job_bad})[0])) + "
+            f"'].hostPath: Forbidden: hostPath is forbidden by policy' : {group_message})"
+        )
+    else:
+        message = group_message
     out.append(
         _v(
             "policy/forbid-hostpath",
             f"has({req}) && has({req}.forbid) && 'hostPath' in {req}.forbid",
-            f"!{groups}.exists(g, {bad}) && !({job_bad})",
-            _msg("'hostPath is forbidden by policy'"),
+            f"size({host_paths}) == 0 && !{job_volumes('object')}.exists(vl, {job_bad})",
+            _msg(message),
             "Forbidden",
         )
     )
@@ -635,34 +775,38 @@ def _forbid(kc: KindCel) -> list[Validation]:
     def cname(c: str) -> str:
         return f"(has({c}.name) ? {c}.name : {ABSENT})"
 
-    bad = (
-        f"{kc.containers('object', 'g')}.exists(ct, {privileged('ct')} && !({allow_old} && "
-        + kc.old_group(
-            "g",
-            lambda o: (
-                f"{kc.containers('oldObject', o)}.exists(oc, {privileged('oc')} && {cname('oc')} == {cname('ct')})"
-            ),
+    def bad_container(i: str) -> str:
+        return (
+            f"{privileged('ct')} && !({allow_old} && "
+            + kc.same_role(
+                i,
+                lambda j: f"{kc.containers(j, True)}.exists(oc, {privileged('oc')} && {cname('oc')} == {cname('ct')})",
+            )
+            + ")"
         )
-        + "))"
+
+    privileged_groups = violating(
+        "badPrivileged", f"{each}.filter(i, {kc.containers('i')}.exists(ct, {bad_container('i')}))"
     )
     out.append(
         _v(
             "policy/forbid-privileged",
             f"has({req}) && has({req}.forbid) && 'privileged' in {req}.forbid",
-            f"!{groups}.exists(g, {bad})",
+            f"size({privileged_groups}) == 0",
             _msg(
-                f"[{groups}.filter(g, {bad})].map(bg, size(bg) == 0 ? '?' : 'role ' + "
-                f"{kc.role('object', 'bg[0]')} + ': privileged is forbidden by policy')[0]"
+                _first(
+                    privileged_groups,
+                    lambda b: (
+                        f"[{kc.containers(b)}.filter(ct, {bad_container(b)})[0]].map(ct, "
+                        f"variables.containerPaths[{b}][{kc.containers(b)}.indexOf(ct)] + "
+                        "'.securityContext.privileged: Forbidden: privileged is forbidden by policy')[0]"
+                    ),
+                )
             ),
             "Forbidden",
         )
     )
     return out
-
-
-def _render(kc: KindCel, field: str) -> str:
-    locator = kc.k.locator(field)
-    return ".".join(str(s) for s in locator({}))  # type: ignore[operator]
 
 
 # --- the objects -------------------------------------------------------------------------------------
@@ -697,10 +841,7 @@ def _variables(kc: KindCel, scope: str, action: str) -> list[dict[str, str]]:
             "'Allow') == 'Allow'",
         },
         {"name": "who", "expression": who},
-        {"name": "jobReplicas", "expression": kc.total_replicas("object")},
-        {"name": "oldJobReplicas", "expression": f"oldObject == null ? 0 : {kc.total_replicas('oldObject')}"},
-        {"name": "jobGpus", "expression": kc.total_gpus("object")},
-        {"name": "oldJobGpus", "expression": f"oldObject == null ? 0.0 : {kc.total_gpus('oldObject')}"},
+        *({"name": name, "expression": expression} for name, expression in kc.variables()),
     ]
 
 
@@ -711,7 +852,8 @@ def policy_name(kmap: KindMap, plural: str, scope: str, action: str) -> str:
 def kind_documents(kmap: KindMap, plural: str, version: str, labels: dict[str, str]) -> list[dict[str, Any]]:
     """The six policies and bindings of one kind (two policy kinds × three actions)."""
     kc = KindCel(kmap)
-    checks = validations(kc)
+    violating = _Violating()
+    checks = validations(kc, violating)
     documents: list[dict[str, Any]] = []
     for scope, param_kind in SCOPES:
         for action in ACTIONS:
@@ -731,7 +873,8 @@ def kind_documents(kmap: KindMap, plural: str, version: str, labels: dict[str, s
                 },
                 # An evaluation error refuses the job (a limit fails closed), as the webhook's failurePolicy.
                 "failurePolicy": "Fail",
-                "variables": _variables(kc, scope, action),
+                "variables": _variables(kc, scope, action)
+                + [{"name": n, "expression": e} for n, e in violating.variables],
                 "validations": [
                     {
                         "expression": c.expression,
@@ -816,7 +959,13 @@ _ROWS: tuple[tuple[str, str, str], ...] = (
     ("match.families / kinds / objectSelector", APISERVER, "CEL guard per param"),
     ("namespaceSelector (cluster policies)", APISERVER, "CEL against namespaceObject's labels"),
     ("enforcementAction", APISERVER, "one policy + binding per action, CEL keeps the params of that action"),
-    ("existingViolations", APISERVER, "CEL on oldObject: same identity, not worse"),
+    ("existingViolations", APISERVER, "CEL on oldObject: Allow excuses the same identity, not worse; Deny none"),
+    (
+        "field path and error type of a refusal",
+        APISERVER,
+        "at the head of the message (a VAP validation has no fieldPath): the webhook's path and type for the "
+        "first failing validation; the webhook lists every finding",
+    ),
     (
         "defaults (queue, priorityClassName, schedulerName, TTL, deadline, labels, kueueQueueName)",
         WEBHOOK,

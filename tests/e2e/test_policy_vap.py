@@ -2,16 +2,24 @@
 with policy.jobgate.io params) and the CRDs, NO jobgate webhook. For a matrix of policy sets (caps,
 totals, GPU weights and patterns, required labels, allow-lists, forbid; Deny and Warn; cluster
 policies selected by namespace labels, namespaced ones) × a corpus (the valid examples of the
-families whose CRDs jobgate installs, and copies mutated over each limit), a server-side dry run's
-verdict is compared with ``review_job`` given the same policies and namespace labels: the same
-allowed/refused, the refusal naming a policy that alone refuses the job, and on an admitted job a
-warning exactly when the webhook warns. The jobs are sent as the webhook's family defaults leave them
-(no MutatingAdmissionPolicy here); the policies carry no defaults (those stay in the webhook).
+families whose CRDs jobgate installs and of Kubeflow's, through the tests' stand-ins of its CRDs, and
+copies mutated over each limit), a server-side dry run's verdict is compared with ``review_job``
+given the same policies and namespace labels: the same allowed/refused, the refusal naming a policy
+that alone refuses the job with the field path and error type the webhook gives for it, and on an
+admitted job a warning exactly when the webhook warns. The jobs are sent as the webhook's family
+defaults leave them (no MutatingAdmissionPolicy here); the policies carry no defaults (those stay in
+the webhook).
+
+UPDATEs: jobs stored for real before a set's policies exist (as a tightened policy finds them), then
+updated by a dry-run replace that keeps their violation (a label, a finalizer), makes it worse or adds
+another, compared with ``review_job`` given the stored object as the old one; one set has
+``existingViolations: Deny``. All of it on the newest release and on the oldest jobgate supports.
 """
 
 from __future__ import annotations
 
 import copy
+import json
 import re
 import subprocess
 import time
@@ -25,10 +33,12 @@ import yaml
 
 from envtest.cel_differential import Apiserver
 from envtest.harness import ControlPlane
+from envtest.versions import KUBERNETES_VERSION, OLDEST_KUBERNETES_VERSION
 from jobgate.engine.context import CREATE, UPDATE, ReviewContext
+from jobgate.engine.fielderrors import render_path
 from jobgate.engine.review import kind_of, review_job
 from jobgate.policy.fieldmap import kind_map
-from tests.e2e.conftest import started
+from tests.e2e.conftest import KUBEFLOW_TEST_CRDS, started
 
 REPO = Path(__file__).resolve().parents[2]
 NAMESPACES = {"pv-research": {"tier": "research"}, "pv-team": {"tier": "prod", "team": "a"}}
@@ -95,6 +105,30 @@ POLICY_SETS: dict[str, list[dict[str, Any]]] = {
             },
         ),
     ],
+    # A tightened cluster policy that refuses every UPDATE of a job that already breaks it, beside a
+    # namespaced one that keeps the default (Allow): both rules on the same jobs.
+    "existing-deny": [
+        _cluster(
+            "pv-strict",
+            {
+                "existingViolations": "Deny",
+                "limits": {"maxReplicasPerRole": 4, "maxGPUsPerPod": 2},
+                "require": {
+                    "forbid": ["hostNetwork", "privileged", "hostPath"],
+                    "schedulerNames": ["default-scheduler", "volcano"],
+                },
+            },
+        ),
+        _namespaced(
+            "team-lenient",
+            "pv-team",
+            {
+                "existingViolations": "Allow",
+                "limits": {"maxGPUsPerJob": 3, "maxTTLSecondsAfterFinished": 86400},
+                "require": {"imageRegistries": ["docker.io/library/", "registry.example.com/"], "forbid": ["hostIPC"]},
+            },
+        ),
+    ],
     "warn-and-weights": [
         _cluster(
             "pv-warn-gpus",
@@ -128,7 +162,7 @@ POLICY_SETS: dict[str, list[dict[str, Any]]] = {
 
 def _crd_groups() -> set[str]:
     groups = set()
-    for path in (REPO / "manifests/base/crds").glob("*.yaml"):
+    for path in [*(REPO / "manifests/base/crds").glob("*.yaml"), *KUBEFLOW_TEST_CRDS.glob("*.yaml")]:
         for doc in yaml.safe_load_all(path.read_text()):
             if doc and doc.get("kind") == "CustomResourceDefinition":
                 groups.add((doc["spec"]["group"], doc["spec"]["names"]["kind"]))
@@ -205,15 +239,18 @@ def _host_path(job: dict[str, Any]) -> None:
     spec.setdefault("volumes", []).append({"name": "host", "hostPath": {"path": "/var/run"}})
 
 
-def _ttl(job: dict[str, Any]) -> None:
-    kmap = kind_map(job)
-    assert kmap is not None
-    if kmap.ttl is not None:
-        path = kmap.ttl(job)
-        node = job
-        for step in path[:-1]:
-            node = node.setdefault(step, {})
-        node[path[-1]] = 10**6
+def _ttl(seconds: int) -> Callable[[dict[str, Any]], None]:
+    def mutate(job: dict[str, Any]) -> None:
+        kmap = kind_map(job)
+        assert kmap is not None
+        if kmap.ttl is not None:
+            path = kmap.ttl(job)
+            node = job
+            for step in path[:-1]:
+                node = node.setdefault(step, {})
+            node[path[-1]] = seconds
+
+    return mutate
 
 
 MUTATIONS: dict[str, Callable[[dict[str, Any]], None]] = {
@@ -236,7 +273,7 @@ MUTATIONS: dict[str, Callable[[dict[str, Any]], None]] = {
     "image-hub": _image("python:3.12"),
     "image-ghcr": _image("ghcr.io/org/img@sha256:" + "a" * 64),
     "scheduler-other": _set("schedulerName", "kube-batch"),
-    "ttl-long": _ttl,
+    "ttl-long": _ttl(10**6),
 }
 
 
@@ -250,6 +287,58 @@ def corpus() -> list[tuple[str, dict[str, Any]]]:
     return out
 
 
+# --- UPDATEs of jobs stored before the policies ---------------------------------------------------
+#
+# A job stored while no policy was in force (the policy came, or was tightened, after it) and
+# already breaking one: the update that keeps the same violation (a label, a finalizer: what a
+# controller writes) passes under existingViolations: Allow, one that makes it worse or adds another
+# is refused, and under Deny every update of it is refused.
+
+
+def _then(*mutations: Callable[[dict[str, Any]], None]) -> Callable[[dict[str, Any]], None]:
+    def mutate(job: dict[str, Any]) -> None:
+        for m in mutations:
+            m(job)
+
+    return mutate
+
+
+def _finalizer(job: dict[str, Any]) -> None:
+    job.setdefault("metadata", {}).setdefault("finalizers", []).append("example.com/keep")
+
+
+# The stored job's violation (a mutation of MUTATIONS) → the update that makes it worse or adds another.
+WORSE: dict[str, Callable[[dict[str, Any]], None]] = {
+    "as-is": _replicas(9),
+    "replicas-9": _replicas(12),
+    "gpus-3": _gpus("nvidia.com/gpu", "16"),
+    "host-network": _privileged,
+    "privileged": _set("hostIPC", True),
+    "host-path": _set("hostNetwork", True),
+    "bad-tier": _labels({"tier": "copper"}),
+    "image-evil": _image("evil2.example.org/z:2"),
+    "scheduler-other": _set("schedulerName", "kube-batch-2"),
+    "ttl-long": _ttl(2 * 10**6),
+}
+UPDATES: dict[str, Callable[[dict[str, Any]], None]] = {
+    "same+label": _labels({"touched": "yes"}),
+    "same+finalizer": _finalizer,
+    "worse": lambda job: None,  # WORSE[the stored job's mutation], applied in update_corpus
+}
+
+
+def update_corpus() -> list[tuple[str, dict[str, Any], Callable[[dict[str, Any]], None]]]:
+    """(name, the job to store, the update to apply to the stored object)."""
+    out = []
+    for name, job in _examples():
+        for stored_as, worse in WORSE.items():
+            stored = copy.deepcopy(job)
+            MUTATIONS[stored_as](stored)
+            for update, mutate in UPDATES.items():
+                out.append((f"{name}/{stored_as}->{update}", stored, worse if update == "worse" else mutate))
+    return out
+
+
 # --- the comparison ---------------------------------------------------------------------------------
 
 
@@ -259,6 +348,8 @@ class Expected:
     refusing: set[str]  # policies that alone refuse the job
     warns: bool  # the webhook's policies warn (job admitted)
     family_valid: bool
+    # (field path, error type) of every error of each policy alone, by the policy as messages name it
+    fields: dict[str, set[tuple[str, str]]]
 
 
 def _review(job: dict[str, Any], namespace: str, policies: list[dict[str, Any]] | None, old: Any = None) -> Any:
@@ -286,14 +377,26 @@ def expected(job: dict[str, Any], namespace: str, policies: list[dict[str, Any]]
     errors = [str(e) for e in judged.errors if str(e) not in base]
     warnings = _policy_only([w for w in judged.warnings if w not in plain.warnings])
     refusing = set()
+    fields: dict[str, set[tuple[str, str]]] = {}
     for policy in policies:
         alone = _review(job, namespace, [policy], old)
-        if any(str(e) not in base for e in alone.errors):
-            refusing.update(NAMED.findall(" ".join(str(e) for e in alone.errors if str(e) not in base)))
-    return Expected(not errors, refusing, bool(warnings), not plain.errors)
+        own = [e for e in alone.errors if str(e) not in base]
+        names = NAMED.findall(" ".join(str(e) for e in own))
+        refusing.update(names)
+        for named in names:
+            fields.setdefault(named, set()).update((render_path(e.path), e.type.text) for e in own)
+    return Expected(not errors, refusing, bool(warnings), not plain.errors, fields)
+
+
+# A VAP validation has no field path of its own (admissionregistration.k8s.io/v1 Validation: expression,
+# message, messageExpression, reason): the generated messages begin with the webhook's path and error
+# type, "PATH: TYPE: …", and end with the policy's name.
+DENIED = re.compile(r"denied request: (?P<path>[^:]+): (?P<type>[A-Z][a-z]+(?: value)?): .*\((?P<who>[^()]*)\)$", re.S)
 
 
 class Server(Apiserver):
+    release = KUBERNETES_VERSION
+
     def dry_run(self, obj: dict[str, Any], namespace: str, *, replace: bool = False) -> tuple[int, str, list[str]]:
         from kubernetes.client.exceptions import ApiException
 
@@ -312,23 +415,33 @@ class Server(Apiserver):
             return exc.status, str(exc.body), []
 
 
-@pytest.fixture(scope="module")
-def server() -> Iterator[tuple[Server, Callable[..., subprocess.CompletedProcess[str]]]]:
-    with started(ControlPlane()) as plane:
+# The newest release and the oldest jobgate supports (VAP GA): the same policies must load and agree on both.
+RELEASES = (KUBERNETES_VERSION, OLDEST_KUBERNETES_VERSION)
+
+
+@pytest.fixture(scope="module", params=RELEASES)
+def server(request: pytest.FixtureRequest) -> Iterator[tuple[Server, Callable[..., subprocess.CompletedProcess[str]]]]:
+    release = request.param
+    plane = ControlPlane() if release == KUBERNETES_VERSION else ControlPlane.oldest()
+    with started(plane) as plane:
 
         def kubectl(*args: str, input: str | None = None) -> subprocess.CompletedProcess[str]:
             return subprocess.run(
                 plane.kubectl_command(*args), input=input, capture_output=True, text=True, timeout=600, check=False
             )
 
-        for path in ("manifests/base/crds", "manifests/policy-vaps"):
-            result = kubectl("apply", "--server-side", "-k", str(REPO / path))
+        # Kubeflow's kinds through the tests' stand-ins of its CRDs (jobgate installs none): an elastic
+        # PyTorchJob and an MPIJob, whose policies the apiserver must compile and apply too.
+        for path in (REPO / "manifests/base/crds", KUBEFLOW_TEST_CRDS, REPO / "manifests/policy-vaps"):
+            result = kubectl("apply", "--server-side", "-k", str(path))
             assert result.returncode == 0, result.stderr[-2000:]
         kubectl("wait", "--for=condition=Established", "crd", "-l", "app.kubernetes.io/part-of=jobgate", "--timeout=2m")
         for namespace, labels in NAMESPACES.items():
             kubectl("create", "namespace", namespace).check_returncode()
             kubectl("label", "namespace", namespace, *(f"{k}={v}" for k, v in labels.items())).check_returncode()
+        assert release in kubectl("version", "-o", "json").stdout
         apiserver = Server(str(plane.kubeconfig))
+        apiserver.release = release
         _warm_up(apiserver, kubectl)
         yield apiserver, kubectl
 
@@ -360,11 +473,38 @@ def _send(server: Server, job: dict[str, Any], namespace: str) -> tuple[int, str
     return server.dry_run(obj, namespace)
 
 
-def _compare(server: Server, name: str, job: dict[str, Any], namespace: str, policies: list[dict]) -> str | None:
-    want = expected(job, namespace, policies)
+def _field_problem(body: str, want: Expected) -> str | None:
+    """The apiserver's message names the field and error type the webhook gives for the policy it names."""
+    try:
+        message = json.loads(body)["message"]
+    except (ValueError, KeyError):
+        return f"no Status message in {body[:300]}"
+    found = DENIED.search(message)
+    if found is None:
+        return f"the message does not begin with a field path: {message[:400]}"
+    where = (found["path"], found["type"])
+    fields = want.fields.get(found["who"], set())
+    if where not in fields:
+        return f"the apiserver says {where} ({found['who']}), the webhook {sorted(fields)}"
+    return None
+
+
+def _compare(
+    server: Server,
+    name: str,
+    job: dict[str, Any],
+    namespace: str,
+    policies: list[dict],
+    *,
+    old: dict[str, Any] | None = None,
+) -> str | None:
+    want = expected(job, namespace, policies, old)
     if not want.family_valid:
         return None  # not the policies' business: the family's rules (another suite) refuse it
-    status, body, warnings = _send(server, job, namespace)
+    if old is None:
+        status, body, warnings = _send(server, job, namespace)
+    else:
+        status, body, warnings = server.dry_run(job, namespace, replace=True)
     allowed = status < 300
     if allowed != want.allowed:
         verdicts = f"apiserver {'admits' if allowed else 'refuses'}, webhook {'admits' if want.allowed else 'refuses'}"
@@ -373,6 +513,9 @@ def _compare(server: Server, name: str, job: dict[str, Any], namespace: str, pol
         named = set(NAMED.findall(body))
         if not named or not named <= want.refusing:
             return f"{name} in {namespace}: apiserver names {named}, refusing alone: {want.refusing}: {body[:600]}"
+        problem = _field_problem(body, want)
+        if problem:
+            return f"{name} in {namespace}: {problem}"
     elif bool(warnings) != want.warns:
         return f"{name} in {namespace}: apiserver warnings {warnings}, webhook warns: {want.warns}"
     return None
@@ -395,17 +538,53 @@ def _wait_in_force(server: Server, policies: list[dict]) -> None:
     raise AssertionError("the policy set never took effect")
 
 
-RESULTS: dict[str, tuple[int, int, int]] = {}
+def _store_old_jobs(
+    apiserver: Server, policy_set: str
+) -> tuple[list[tuple[str, str, dict[str, Any], dict[str, Any]]], list[str]]:
+    """Create, for real, the jobs the UPDATEs start from, while none of the set's policies is in force:
+    (name, namespace, the stored object, the update), and the problems met."""
+    stored: dict[tuple[str, str], dict[str, Any]] = {}
+    cases, problems = [], []
+    for name, job, update in update_corpus():
+        for namespace in NAMESPACES:
+            base = name.rsplit("->", 1)[0]
+            if (base, namespace) not in stored:
+                if not expected(job, namespace, []).family_valid:
+                    continue  # the family's rules refuse it: another suite's business
+                kind = kind_of(job)
+                assert kind is not None
+                obj = kind.default(copy.deepcopy(job))
+                obj["metadata"] = {
+                    **obj.get("metadata", {}),
+                    "name": f"pvu-{policy_set}-{len(stored)}",
+                    "namespace": namespace,
+                }
+                obj["metadata"].pop("generateName", None)
+                status, answer = apiserver.create(obj, namespace, dry_run=False)
+                if status >= 300:
+                    problems.append(f"{base} in {namespace}: could not be stored: {answer}")
+                    continue
+                stored[base, namespace] = answer
+            cases.append((name, namespace, stored[base, namespace], update))
+    return cases, problems
 
 
+# (release, policy set) → (operation, compared, refused by both, disagreements)
+RESULTS: dict[tuple[str, str], list[tuple[str, int, int, int]]] = {}
+
+
+@pytest.mark.timeout(3600)  # the first set also waits for the apiserver to compile every policy
 @pytest.mark.parametrize("policy_set", sorted(POLICY_SETS))
 def test_the_apiserver_agrees_with_the_webhook(server: tuple[Server, Callable], policy_set: str) -> None:
     apiserver, kubectl = server
     policies = POLICY_SETS[policy_set]
+    # The jobs the UPDATEs start from are stored first: the policies come (or tighten) after them.
+    updates, disagreements = _store_old_jobs(apiserver, policy_set)
     kubectl("apply", "-f", "-", input=yaml.safe_dump_all(policies)).check_returncode()
     try:
         _wait_in_force(apiserver, policies)
-        disagreements, compared, refused = [], 0, 0
+        results = []
+        compared, refused, found = 0, 0, len(disagreements)
         for name, job in corpus():
             for namespace in NAMESPACES:
                 want = expected(job, namespace, policies)
@@ -416,8 +595,24 @@ def test_the_apiserver_agrees_with_the_webhook(server: tuple[Server, Callable], 
                 refused += not want.allowed
                 if problem:
                     disagreements.append(problem)
-        RESULTS[policy_set] = (compared, refused, len(disagreements))
-        print(f"{policy_set}: {compared} compared, {refused} refused by both, {len(disagreements)} disagreements")
+        results.append(("CREATE", compared, refused, len(disagreements) - found))
+        compared, refused, found = 0, 0, len(disagreements)
+        for name, namespace, old, update in updates:
+            job = copy.deepcopy(old)
+            update(job)
+            want = expected(job, namespace, policies, old)
+            if not want.family_valid:
+                continue  # the update itself breaks a family rule
+            problem = _compare(apiserver, name, job, namespace, policies, old=old)
+            compared += 1
+            refused += not want.allowed
+            if problem:
+                disagreements.append(problem)
+        results.append(("UPDATE", compared, refused, len(disagreements) - found))
+        release = apiserver.release
+        RESULTS[release, policy_set] = results
+        for operation, n, r, d in results:
+            print(f"{release} {policy_set} {operation}: {n} compared, {r} refused by both, {d} disagreements")
         assert not disagreements, "\n".join(disagreements[:30])
     finally:
         kubectl("delete", "-f", "-", "--wait", input=yaml.safe_dump_all(policies))
