@@ -417,6 +417,7 @@ class Server(Apiserver):
 
 # The newest release and the oldest jobgate supports (VAP GA): the same policies must load and agree on both.
 RELEASES = (KUBERNETES_VERSION, OLDEST_KUBERNETES_VERSION)
+OLDEST_STRIDE = 3
 
 
 @pytest.fixture(scope="module", params=RELEASES)
@@ -585,19 +586,27 @@ def test_the_apiserver_agrees_with_the_webhook(server: tuple[Server, Callable], 
         _wait_in_force(apiserver, policies)
         results = []
         compared, refused, found = 0, 0, len(disagreements)
-        for name, job in corpus():
-            for namespace in NAMESPACES:
-                want = expected(job, namespace, policies)
-                if not want.family_valid:
-                    continue  # refused by the family's rules: another suite's business
-                problem = _compare(apiserver, name, job, namespace, policies)
-                compared += 1
-                refused += not want.allowed
-                if problem:
-                    disagreements.append(problem)
+        # The oldest release checks every third case (every kind, set and namespace still comes up):
+        # it proves the same policies load and judge alike on its CEL, within CI's time.
+        stride = 1 if apiserver.release == KUBERNETES_VERSION else OLDEST_STRIDE
+        for index, (name, job, namespace) in enumerate(
+            (name, job, namespace) for name, job in corpus() for namespace in NAMESPACES
+        ):
+            if index % stride:
+                continue
+            want = expected(job, namespace, policies)
+            if not want.family_valid:
+                continue  # refused by the family's rules: another suite's business
+            problem = _compare(apiserver, name, job, namespace, policies)
+            compared += 1
+            refused += not want.allowed
+            if problem:
+                disagreements.append(problem)
         results.append(("CREATE", compared, refused, len(disagreements) - found))
         compared, refused, found = 0, 0, len(disagreements)
-        for name, namespace, old, update in updates:
+        for index, (name, namespace, old, update) in enumerate(updates):
+            if index % stride:
+                continue
             job = copy.deepcopy(old)
             update(job)
             want = expected(job, namespace, policies, old)
