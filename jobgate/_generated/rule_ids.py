@@ -236,8 +236,8 @@ PRODUCES: tuple[tuple[str, str, str, str], ...] = (
     ('pod-template/volumes', 'spec.tasks[*].template.spec.volumes[*].name', 'INVALID', "^(a\\ lowercase\\ RFC\\ 1123\\ label\\ must\\ consist\\ of\\ lower\\ case\\ alphanumeric\\ characters\\ or\\ '\\-',\\ and\\ must\\ start\\ and\\ end\\ with\\ an\\ alphanumeric\\ character\\ \\(e\\.g\\.\\ 'my\\-name',\\ \\ or\\ '123\\-abc',\\ regex\\ used\\ for\\ validation\\ is\\ '\\[a\\-z0\\-9\\]\\(\\[\\-a\\-z0\\-9\\]\\*\\[a\\-z0\\-9\\]\\)\\?'\\)|must be no more than 63 )"),  # 228
     ('pod-template/volume-names-unique', 'spec.tasks[*].template.spec.volumes[*].name', 'DUPLICATE', ''),  # 229
     ('pod-template/restart-policy', 'spec.tasks[*].template.spec.restartPolicy', 'NOT_SUPPORTED', ''),  # 230
-    ('dijob/bounds', 'spec.tasks', 'TOO_MANY', ''),  # 231
-    ('dijob/bounds', 'spec.volumes', 'TOO_MANY', ''),  # 232
+    ('dijob/bounds', 'spec.tasks', 'TOO_MANY', '^must have at most 16 items$'),  # 231
+    ('dijob/bounds', 'spec.volumes', 'TOO_MANY', '^must have at most 16 items$'),  # 232
     ('dijob/pod-volumes-bound', 'spec.tasks[*].template.spec.volumes', 'TOO_MANY', ''),  # 233
     ('dijob/one-task-per-type', 'spec.tasks[*].type', 'INVALID', '^the number of (learner|collector|evaluator) task is more than one'),  # 234
     ('dijob/task-name-required', 'spec.tasks[*].name', 'REQUIRED', '^(none type task has no name)?$'),  # 235
@@ -590,12 +590,12 @@ PRODUCES: tuple[tuple[str, str, str, str], ...] = (
     ('pod-template/volume-names-unique', 'spec.xgbReplicaSpecs[*].template.spec.volumes[*].name', 'DUPLICATE', ''),  # 582
     ('pod-template/restart-policy', 'spec.xgbReplicaSpecs[*].template.spec.restartPolicy', 'NOT_SUPPORTED', ''),  # 583
     ('pod-template/framework-container', 'spec.xgbReplicaSpecs[*].template.spec.containers', 'REQUIRED', '^must\\ have\\ at\\ least\\ one\\ container\\ with\\ name\\ xgboost$'),  # 584
-    ('mxjob/types-unique', 'spec.replicaSpecs[*].mxReplicaType', 'DUPLICATE', ''),  # 585
-    ('pod-template/framework-container', 'spec.replicaSpecs[*].template.spec.containers', 'REQUIRED', '^Replica type .* is missing a container for mxnet$'),  # 586
-    ('mxjob/scheduler-replicas', 'spec.replicaSpecs[*].replicas', 'INVALID', '^The SCHEDULER must have Replicas = 1$'),  # 587
+    ('pod-template/framework-container', 'spec.replicaSpecs[*].template.spec.containers', 'REQUIRED', '^Replica type .* is missing a container for mxnet$'),  # 585
+    ('mxjob/scheduler-replicas', 'spec.replicaSpecs[*].replicas', 'INVALID', '^The SCHEDULER must have Replicas = 1$'),  # 586
+    ('mxjob/types-unique', 'spec.replicaSpecs[*].mxReplicaType', 'DUPLICATE', ''),  # 587
     ('mxjob/local-mode-workers-only', 'spec.replicaSpecs[*].mxReplicaType', 'INVALID', '^job mode is local, but its replicas set have replicas type other than worker$'),  # 588
     ('mxjob/local-mode-one-worker', 'spec.replicaSpecs[*].replicas', 'INVALID', '^job mode is local, but it has more than 1 worker$'),  # 589
-    ('mxjob/dist-mode-roles', 'spec.replicaSpecs', 'REQUIRED', '^dist job mode without replica type '),  # 590
+    ('mxjob/dist-mode-roles', 'spec.replicaSpecs', 'REQUIRED', '^dist job mode without replica type (SCHEDULER|SERVER|WORKER)$'),  # 590
     ('run-policy/min-available', 'spec.runPolicy.schedulingPolicy.minAvailable', 'INVALID', 'total number of replicas'),  # 591
     ('run-policy/queue-immutable', 'spec.runPolicy.schedulingPolicy.queue', 'INVALID', '^field is immutable$'),  # 592
     ('pod-template/containers', 'spec.mpiReplicaSpecs[*].template.spec.containers', 'REQUIRED', '^must\\ have\\ at\\ least\\ one\\ container$'),  # 593
