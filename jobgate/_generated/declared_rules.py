@@ -25,6 +25,18 @@ if TYPE_CHECKING:
     from jobgate.engine.jsonpatch import PatchRecorder
 
 
+def default_genericjob_batch_tensorstack_dev(obj: dict[str, Any], recorder: PatchRecorder) -> dict[str, Any]:
+    """GenericJob (batch.tensorstack.dev): the declared defaults, in order."""
+    return obj
+
+
+def validate_genericjob_batch_tensorstack_dev(obj: dict[str, Any], old: dict[str, Any] | None) -> list[FieldError]:
+    """GenericJob (batch.tensorstack.dev): the declared rules' errors, in declaration order."""
+    errors: list[FieldError] = []
+    errors.extend(immutable(obj, old, ('spec', 'runMode', 'pause', 'resumeSpecs'), 'field is immutable: only pause.enabled may change while the job exists'))
+    return errors
+
+
 def default_dijob_diengine_opendilab_org(obj: dict[str, Any], recorder: PatchRecorder) -> dict[str, Any]:
     """DIJob (diengine.opendilab.org): the declared defaults, in order."""
     obj = default_field(obj, recorder, ('spec', 'priority'), 'normal', True)

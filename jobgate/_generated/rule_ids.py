@@ -37,7 +37,7 @@ PRODUCES: tuple[tuple[str, str, str, str], ...] = (
     ('genericjob/service-port-names', 'spec.service.ports[*].name', 'INVALID', "^(a\\ lowercase\\ RFC\\ 1123\\ label\\ must\\ consist\\ of\\ lower\\ case\\ alphanumeric\\ characters\\ or\\ '\\-',\\ and\\ must\\ start\\ and\\ end\\ with\\ an\\ alphanumeric\\ character\\ \\(e\\.g\\.\\ 'my\\-name',\\ \\ or\\ '123\\-abc',\\ regex\\ used\\ for\\ validation\\ is\\ '\\[a\\-z0\\-9\\]\\(\\[\\-a\\-z0\\-9\\]\\*\\[a\\-z0\\-9\\]\\)\\?'\\)|must be no more than 63 )"),  # 29
     ('genericjob/service-port-names-unique', 'spec.service.ports[*].name', 'DUPLICATE', ''),  # 30
     ('genericjob/replicas-immutable', 'spec.replicaSpecs', 'FORBIDDEN', '^replica types and pod templates are immutable once the job exists$'),  # 31
-    ('genericjob/resume-specs-immutable', 'spec.runMode.pause.resumeSpecs', 'FORBIDDEN', '^field is immutable: only pause.enabled may change while the job exists$'),  # 32
+    ('genericjob/resume-specs-immutable', 'spec.runMode.pause.resumeSpecs', 'FORBIDDEN', '^field is immutable: only pause\\.enabled may change while the job exists$'),  # 32
     ('pod-template/spec', 'spec.replicaSpecs[*].template.spec', 'REQUIRED', '^$'),  # 33
     ('pod-template/containers', 'spec.replicaSpecs[*].template.spec.containers', 'REQUIRED', '^must\\ have\\ at\\ least\\ one\\ container$'),  # 34
     ('pod-template/bounds', 'spec.replicaSpecs[*].template.spec.**', 'TOO_MANY', ''),  # 35

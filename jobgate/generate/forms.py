@@ -116,6 +116,9 @@ class Declarations:
             path = _path(d.path)
             field = "object." + d.path
             unset = f"!has({field})" + (f" || {field} == ''" if d.empty_is_unset else "")
+            if len(path) > 2:
+                # Under an object that exists: a default never creates its parents.
+                unset = f"{_has_chain('object.' + path[0], path[1:-1])} && ({unset})"
             pointer = "/" + "/".join(path)
             patch = f"{unset} ? [JSONPatch{{op: 'add', path: '{pointer}', value: {literal}}}] : []"
             return Default(
@@ -363,7 +366,13 @@ class Declarations:
         )
 
     def _immutable(self, d: Immutable) -> Rule:
-        parent, name = d.path.rsplit(".", 1)
+        # On the field's first step (spec), which every version of the job has: a transition rule
+        # lower down would not run when an object on the way was added or removed.
+        top, *rest = _path(d.path)
+        if not rest:
+            raise FormError(f"{d.id}: an immutable field below {top}")
+        field = ".".join(rest)
+        has_new, has_old = _has_chain("self", rest), _has_chain("oldSelf", rest)
         return Rule(
             d.id,
             d.summary,
@@ -371,12 +380,11 @@ class Declarations:
             (Produces(d.path, "FORBIDDEN", _exact(d.message)),),
             (
                 Placement(
-                    _path(parent),
+                    (top,),
                     validation=Validation(
-                        rule=f"has(self.{name}) == has(oldSelf.{name}) && "
-                        f"(!has(self.{name}) || self.{name} == oldSelf.{name})",
+                        rule=f"{has_new} == {has_old} && (!{has_new} || self.{field} == oldSelf.{field})",
                         message=d.message,
-                        field_path=f".{name}",
+                        field_path=f".{field}",
                         reason="FieldValueForbidden",
                     ),
                 ),
@@ -430,6 +438,12 @@ class Declarations:
                 growth = "linear"
             report.append((d.id, growth))
         return report
+
+
+def _has_chain(variable: str, steps: Sequence[str]) -> str:
+    """CEL true when every field of the path is there (``has`` of each step)."""
+    parts = [f"has({variable}.{'.'.join(steps[: i + 1])})" for i in range(len(steps))]
+    return "(" + " && ".join(parts) + ")"
 
 
 def _summary_value(value: Scalar) -> str:

@@ -224,15 +224,14 @@ def at_most_sum(
 
 
 def immutable(obj: Any, old: Any, path: tuple[str, ...], message: str) -> list[FieldError]:
-    """``Immutable``: on UPDATE, the field is neither set, removed nor changed."""
+    """``Immutable``: on UPDATE, the field is neither set, removed nor changed (a null is no value:
+    the apiserver drops it)."""
     if old is None:
         return []
     new_value, old_value = get(obj, path), get(old, path)
-    if new_value is MISSING and old_value is MISSING:
-        return []
-    if (new_value is MISSING) != (old_value is MISSING) or new_value != old_value:
-        return [forbidden(path, message)]
-    return []
+    new_value = None if new_value is MISSING else new_value
+    old_value = None if old_value is MISSING else old_value
+    return [forbidden(path, message)] if new_value != old_value else []
 
 
 __all__ = ["MISSING", "FieldPath"]

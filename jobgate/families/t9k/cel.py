@@ -17,6 +17,7 @@ import re
 
 from jobgate.engine.registry import JobKind
 from jobgate.families.t9k import rules as t9k
+from jobgate.families.t9k.declared import GENERIC_JOB
 from jobgate.generate.cel.catalogue import (
     LIST_ITEMS,
     Default,
@@ -33,6 +34,7 @@ from jobgate.generate.cel.catalogue import (
 )
 from jobgate.generate.cel.jobmeta import NAME, derived_names_rule
 from jobgate.generate.cel.podtemplate import TemplateSite, pod_template_rules
+from jobgate.generate.forms import Declarations
 from jobgate.rules.names import DNS1123_LABEL_MESSAGE, LABEL_MAX_LENGTH
 
 SPECS = ("spec", "replicaSpecs")
@@ -60,6 +62,15 @@ def _has_path(variable: str, *steps: str) -> str:
     return "(" + " && ".join(parts) + ")"
 
 
+# What may not change on UPDATE is declared (declared.py), as far as a form says it; the rest is written here.
+DECLARED = Declarations(GENERIC_JOB)
+
+
+def declared(kind: JobKind) -> Declarations:
+    assert kind is t9k.GENERIC_JOB
+    return DECLARED
+
+
 def rules(kind: JobKind) -> list[Rule]:
     assert kind is t9k.GENERIC_JOB
     site = TemplateSite((*SPEC, "template"), "spec.replicaSpecs[*].template")
@@ -71,6 +82,7 @@ def rules(kind: JobKind) -> list[Rule]:
         *_run_mode_rules(),
         *_service_port_rules(),
         *_update_rules(),
+        *DECLARED.rules(),
         *pod_template_rules(site),
     ]
 
@@ -435,8 +447,6 @@ def _service_port_rules() -> list[Rule]:
 def _update_rules() -> list[Rule]:
     types = "{s}.replicaSpecs.map(r, has(r.type) ? r.type : '')"
     templates = "{s}.replicaSpecs.map(r, r.template)"
-    resume = ("runMode", "pause", "resumeSpecs")
-    has_new, has_old = _has_path("self", *resume), _has_path("oldSelf", *resume)
     return [
         Rule(
             "genericjob/replicas-immutable",
@@ -458,30 +468,6 @@ def _update_rules() -> list[Rule]:
                         f"{templates.format(s='self')} == {templates.format(s='oldSelf')})",
                         message="replica types and pod templates are immutable once the job exists",
                         field_path=".replicaSpecs",
-                        reason="FieldValueForbidden",
-                    ),
-                ),
-            ),
-        ),
-        Rule(
-            "genericjob/resume-specs-immutable",
-            "the resume settings do not change once the job exists",
-            Where.TRANSITION,
-            (
-                Produces(
-                    "spec.runMode.pause.resumeSpecs",
-                    "FORBIDDEN",
-                    "^field is immutable: only pause.enabled may change while the job exists$",
-                ),
-            ),
-            (
-                Placement(
-                    ("spec",),
-                    validation=Validation(
-                        rule=f"{has_new} == {has_old} && "
-                        f"(!{has_new} || self.{'.'.join(resume)} == oldSelf.{'.'.join(resume)})",
-                        message="field is immutable: only pause.enabled may change while the job exists",
-                        field_path="." + ".".join(resume),
                         reason="FieldValueForbidden",
                     ),
                 ),

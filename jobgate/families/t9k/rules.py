@@ -9,6 +9,7 @@ when any replica failed beyond its restart limit).
 
 from __future__ import annotations
 
+from jobgate._generated import declared_rules
 from jobgate.api.constants import T9K_GROUP, T9K_VERSION
 from jobgate.engine.fielderrors import (
     FieldPath,
@@ -163,8 +164,11 @@ class GenericJobKind:
             found.errors.extend(_check_finish_rules(spec.get(rules_key), ("spec", rules_key), counts))
         _check_run_mode(spec.get("runMode"), counts, found)
         _check_service(spec.get("service"), found)
-        if old is not None and isinstance(old.get("spec"), dict):
-            _check_update(spec, old["spec"], found)
+        stored = old if old is not None and isinstance(old.get("spec"), dict) else None
+        if stored is not None:
+            _check_update(spec, stored["spec"], found)
+        # What may not change on UPDATE, declared in declared.py.
+        found.errors.extend(declared_rules.validate_genericjob_batch_tensorstack_dev(obj, stored))
         return found
 
 
@@ -354,19 +358,6 @@ def _check_update(spec: dict[str, Any], old_spec: dict[str, Any], found: Finding
     if _immutable_replicas(spec.get("replicaSpecs")) != _immutable_replicas(old_spec.get("replicaSpecs")):
         found.errors.append(
             forbidden(("spec", "replicaSpecs"), "replica types and pod templates are immutable once the job exists")
-        )
-
-    def resume_specs(job_spec: dict[str, Any]) -> Any:
-        run_mode = job_spec.get("runMode")
-        pause = run_mode.get("pause") if isinstance(run_mode, dict) else None
-        return pause.get("resumeSpecs") if isinstance(pause, dict) else None
-
-    if resume_specs(spec) != resume_specs(old_spec):
-        found.errors.append(
-            forbidden(
-                ("spec", "runMode", "pause", "resumeSpecs"),
-                "field is immutable: only pause.enabled may change while the job exists",
-            )
         )
 
 
