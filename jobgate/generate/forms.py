@@ -96,7 +96,8 @@ class Declarations:
         list_path = roles.path if isinstance(roles, Roles) else roles.list
         default = self._item_default(list_path, roles.key)
         field = f"{entry}.{roles.key}"
-        if default is None:
+        if default is None or isinstance(default.value, tuple):
+            # No constant default (a derived one reads another field): the key as written.
             return f"(has({field}) ? {field} : '')"
         unset = f"!has({field}) || {field} == ''" if default.empty_is_unset else f"!has({field})"
         return f"({unset} ? {_literal(default.value)} : {field})"
@@ -428,7 +429,7 @@ class Declarations:
         """(id, the growth of its apiserver check in the list it reads) of each rule."""
         report = []
         for d in self.declared:
-            if isinstance(d, DEFAULT_FORMS | MaxItems | Immutable):
+            if isinstance(d, DefaultField | DefaultItemField | MaxItems | Immutable):
                 growth = "constant" if not isinstance(d, DefaultItemField) else "linear (policy patch)"
             elif isinstance(d, UniqueBy):
                 default = self._item_default(d.list, d.key)
