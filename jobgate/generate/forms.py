@@ -124,7 +124,7 @@ class Declarations:
             patch = f"{unset} ? [JSONPatch{{op: 'add', path: '{pointer}', value: {literal}}}] : []"
             return Default(
                 d.id,
-                f"{path[-1]}: {literal}{also}",
+                d.summary or f"{path[-1]}: {literal}{also}",
                 Where.SCHEMA_DEFAULT,
                 (patch,),
                 (Placement(path, {"default": d.value}),),

@@ -53,6 +53,7 @@ class DefaultField:
     path: str
     value: Scalar
     empty_is_unset: bool = False
+    summary: str = ""
 
 
 @dataclass(frozen=True)

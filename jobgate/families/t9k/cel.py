@@ -584,18 +584,8 @@ def defaults(kind: JobKind) -> list[Default]:
         "command",
         _literal(t9k.DEFAULT_DEBUG_COMMAND),
     )
-    t9k_scheduler = "object.spec.scheduler.t9kScheduler"
     return [
-        Default(
-            "replicas/count",
-            "each replica spec's replicas: 1",
-            Where.SCHEMA_DEFAULT,
-            (
-                f"has({OBJECT_SPECS}) ? {_each(OBJECT_SPECS, replicas_pointer, '!has(r.replicas)', 'replicas', '1')} "
-                ": []",
-            ),
-            (Placement((*SPEC, "replicas"), {"default": 1}),),
-        ),
+        *DECLARED.defaults(),
         Default(
             "genericjob/restart-policy",
             f"each replica spec's restartPolicy: {{policy: {t9k.DEFAULT_RESTART_POLICY}, limit: {limit}}} "
@@ -610,36 +600,11 @@ def defaults(kind: JobKind) -> list[Default]:
             ),
         ),
         Default(
-            "genericjob/clean-up-policy",
-            f"cleanUpPolicy: {t9k.DEFAULT_CLEAN_UP_POLICY}",
-            Where.SCHEMA_DEFAULT,
-            (
-                "!has(object.spec.cleanUpPolicy) ? [JSONPatch{op: 'add', path: '/spec/cleanUpPolicy', "
-                f"value: {cel_string(t9k.DEFAULT_CLEAN_UP_POLICY)}}}] : []",
-            ),
-            (Placement(("spec", "cleanUpPolicy"), {"default": t9k.DEFAULT_CLEAN_UP_POLICY}),),
-        ),
-        Default(
             "genericjob/debug-command",
             f"each debug setting's command: {list(t9k.DEFAULT_DEBUG_COMMAND)}",
             Where.SCHEMA_DEFAULT,
             (f"{_has_path('object.spec', *debug)} ? {debug_command} : []",),
             (Placement(("spec", *debug, LIST_ITEMS, "command"), {"default": list(t9k.DEFAULT_DEBUG_COMMAND)}),),
-        ),
-        Default(
-            "genericjob/scheduler-priority",
-            f"scheduler.t9kScheduler.priority: {t9k.DEFAULT_SCHEDULER_PRIORITY}",
-            Where.SCHEMA_DEFAULT,
-            (
-                f"{_has_path('object.spec', 'scheduler', 't9kScheduler')} && !has({t9k_scheduler}.priority) ? "
-                "[JSONPatch{op: 'add', path: '/spec/scheduler/t9kScheduler/priority', "
-                f"value: {t9k.DEFAULT_SCHEDULER_PRIORITY}}}] : []",
-            ),
-            (
-                Placement(
-                    ("spec", "scheduler", "t9kScheduler", "priority"), {"default": t9k.DEFAULT_SCHEDULER_PRIORITY}
-                ),
-            ),
         ),
         Default(
             "genericjob/success-rules",

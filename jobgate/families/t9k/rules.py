@@ -88,6 +88,9 @@ class GenericJobKind:
         # never denies, validation reports the bad value.
         if not isinstance(obj, dict) or not isinstance(obj.get("spec"), dict):
             return obj
+        # The defaults a form says (replicas, cleanUpPolicy, the scheduler's priority), declared in
+        # declared.py; the rest below (restart policies, debug commands, finish rules).
+        obj = declared_rules.default_genericjob_batch_tensorstack_dev(obj, recorder)
         spec = dict(obj["spec"])
         replica_specs = spec.get("replicaSpecs")
         if isinstance(replica_specs, list):
@@ -95,13 +98,7 @@ class GenericJobKind:
                 _default_replica(given, f"/spec/replicaSpecs/{index}", recorder)
                 for index, given in enumerate(replica_specs)
             ]
-        if spec.get("cleanUpPolicy") is None:
-            recorder.set(spec, "cleanUpPolicy", DEFAULT_CLEAN_UP_POLICY, "/spec")
         _default_debug_commands(spec, recorder)
-        scheduler = copied_dict(spec, "scheduler")
-        t9k_scheduler = copied_dict(scheduler, "t9kScheduler") if scheduler is not None else None
-        if t9k_scheduler is not None and t9k_scheduler.get("priority") is None:
-            recorder.set(t9k_scheduler, "priority", DEFAULT_SCHEDULER_PRIORITY, "/spec/scheduler/t9kScheduler")
         counts = _writable(replica_counts(spec.get("replicaSpecs")))
         old_spec = previous.get("spec") if isinstance(previous, dict) else None
         old_counts = _writable(replica_counts(old_spec.get("replicaSpecs")) if isinstance(old_spec, dict) else {})
@@ -221,8 +218,6 @@ def _default_replica(given: Any, pointer: str, recorder: PatchRecorder) -> Any:
     if not isinstance(given, dict):
         return given
     replica = dict(given)
-    if replica.get("replicas") is None:
-        recorder.set(replica, "replicas", 1, pointer)
     policy = replica.get("restartPolicy")
     if policy is None:
         recorder.set(
