@@ -51,6 +51,10 @@ SHARED_COMPILED_MODULES = (
     "jobgate.rules.podtemplate",
     "jobgate.rules.replicajobs",
     "jobgate.engine.review",
+    # The declared rules (docs/rule-forms.md): each form's function and the generated calls of them,
+    # run by the families' compiled rules for every review.
+    "jobgate.rules.declared",
+    "jobgate._generated.declared_rules",
 )
 
 

@@ -9,7 +9,6 @@ from __future__ import annotations
 import os
 import re
 from collections.abc import Iterable, Sequence
-from typing import Any
 
 from jobgate import _generated
 from jobgate.generate.cel.catalogue import (
@@ -550,17 +549,4 @@ def cost_report(kinds: Iterable[tuple[str, str, Declarations]]) -> list[str]:
     return [f"{kind} ({group}) {rule}: {growth}" for group, kind, d in kinds for rule, growth in d.cost()]
 
 
-__all__ = ["Any", "Declarations", "FormError", "cost_report", "declared_module_text", "main"]
-
-
-def main() -> int:
-    """``python -m jobgate.generate.forms``: the cost report of every declared rule."""
-    from jobgate.generate.manifests import declared_kinds, every_family_kind
-
-    for line in cost_report(declared_kinds(every_family_kind())):
-        print(line)
-    return 0
-
-
-if __name__ == "__main__":
-    raise SystemExit(main())
+__all__ = ["Declarations", "FormError", "cost_report", "declared_module_text"]

@@ -13,7 +13,7 @@ field errors in a stable order and ignores values of the wrong type (the schema 
 
 from __future__ import annotations
 
-from jobgate.engine.fielderrors import FieldError, FieldPath, duplicate, forbidden, invalid, required, too_many
+from jobgate.engine.fielderrors import FieldError, duplicate, forbidden, invalid, required, too_many
 from jobgate.engine.jsonpatch import PatchRecorder
 from jobgate.rules.jobmeta import as_int
 
@@ -232,6 +232,3 @@ def immutable(obj: Any, old: Any, path: tuple[str, ...], message: str) -> list[F
     new_value = None if new_value is MISSING else new_value
     old_value = None if old_value is MISSING else old_value
     return [forbidden(path, message)] if new_value != old_value else []
-
-
-__all__ = ["MISSING", "FieldPath"]
