@@ -40,6 +40,18 @@ def validate_genericjob_batch_tensorstack_dev(obj: dict[str, Any], old: dict[str
     return errors
 
 
+def default_job_batch_volcano_sh(obj: dict[str, Any], recorder: PatchRecorder) -> dict[str, Any]:
+    """Job (batch.volcano.sh): the declared defaults, in order."""
+    return obj
+
+
+def validate_job_batch_volcano_sh(obj: dict[str, Any], old: dict[str, Any] | None) -> list[FieldError]:
+    """Job (batch.volcano.sh): the declared rules' errors, in declaration order."""
+    errors: list[FieldError] = []
+    errors.extend(at_most_sum(obj, old, path=('spec', 'minAvailable'), items_path=('spec', 'tasks'), field='replicas', unset=0, message="job 'minAvailable' should not be greater than total replicas in tasks", update_message="job 'minAvailable' must not be greater than total replicas"))
+    return errors
+
+
 def default_dijob_diengine_opendilab_org(obj: dict[str, Any], recorder: PatchRecorder) -> dict[str, Any]:
     """DIJob (diengine.opendilab.org): the declared defaults, in order."""
     obj = default_field(obj, recorder, ('spec', 'priority'), 'normal', True)

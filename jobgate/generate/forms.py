@@ -347,21 +347,32 @@ class Declarations:
         list_parent, list_name = d.list.rsplit(".", 1)
         if parent != list_parent:
             raise FormError(f"{d.id}: {d.path} and {d.list} are not beside each other")
-        total = f"self.{list_name}.map(e, has(e.{d.field}) ? e.{d.field} : {d.unset}).sum()"
+        items = f"self.{list_name}"
+        total = f"(has({items}) ? {items}.map(e, has(e.{d.field}) ? e.{d.field} : {d.unset}).sum() : 0)"
+        holds = f"!has(self.{name}) || self.{name} <= {total}"
+        # The words of the operation, when they differ: a rule that reads oldSelf (optional, so that it
+        # runs on CREATE too) knows which.
+        cases = (
+            (("oldSelf.hasValue()", d.message), ("!oldSelf.hasValue()", d.update_message))
+            if d.update_message
+            else (("false", d.message),)
+        )
         return Rule(
             d.id,
             d.summary,
             Where.CRD_RULE,
-            (Produces(d.path, "INVALID", _exact(d.message)),),
-            (
+            tuple(Produces(d.path, "INVALID", _exact(m)) for m in (d.message, d.update_message) if m),
+            tuple(
                 Placement(
                     _path(parent),
                     validation=Validation(
-                        rule=f"!has(self.{name}) || !has(self.{list_name}) || self.{name} <= {total}",
-                        message=d.message,
+                        rule=holds if unless == "false" else f"{unless} || {holds}",
+                        message=message,
                         field_path=f".{name}",
+                        optional_old_self=unless != "false",
                     ),
-                ),
+                )
+                for unless, message in cases
             ),
         )
 
@@ -475,8 +486,8 @@ def _python_call(d: Declaration) -> str:
         )
     if isinstance(d, AtMostSum):
         return (
-            f"at_most_sum(obj, path={_path(d.path)!r}, items_path={_path(d.list)!r}, field={d.field!r}, "
-            f"unset={d.unset!r}, message={d.message!r})"
+            f"at_most_sum(obj, old, path={_path(d.path)!r}, items_path={_path(d.list)!r}, field={d.field!r}, "
+            f"unset={d.unset!r}, message={d.message!r}, update_message={d.update_message!r})"
         )
     if isinstance(d, Immutable):
         return f"immutable(obj, old, {_path(d.path)!r}, {d.message!r})"

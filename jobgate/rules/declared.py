@@ -208,19 +208,29 @@ def role_field_bound(
 
 
 def at_most_sum(
-    obj: Any, *, path: tuple[str, ...], items_path: tuple[str, ...], field: str, unset: int, message: str
+    obj: Any,
+    old: Any,
+    *,
+    path: tuple[str, ...],
+    items_path: tuple[str, ...],
+    field: str,
+    unset: int,
+    message: str,
+    update_message: str,
 ) -> list[FieldError]:
     """``AtMostSum``: the integer at ``path`` is at most the sum of ``field`` over the list's entries
-    (an entry without it counts ``unset``)."""
+    (an entry without it counts ``unset``; no list sums to 0); on UPDATE in ``update_message``'s words
+    when given."""
     value = as_int(get(obj, path))
-    items = _items(obj, items_path)
-    if value is None or items is None:
+    if value is None:
         return []
     total = 0
-    for _, item in items:
+    for _, item in _items(obj, items_path) or ():
         count = as_int(item.get(field))
         total += unset if count is None else count
-    return [invalid(path, value, message)] if value > total else []
+    if value <= total:
+        return []
+    return [invalid(path, value, update_message if old is not None and update_message else message)]
 
 
 def immutable(obj: Any, old: Any, path: tuple[str, ...], message: str) -> list[FieldError]:

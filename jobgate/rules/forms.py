@@ -150,7 +150,8 @@ class RoleFieldBound:
 @dataclass(frozen=True)
 class AtMostSum:
     """The integer at ``path`` is at most the sum of ``field`` over the entries of ``list`` (an entry
-    without it counts ``unset``): a count across replicas."""
+    without it counts ``unset``; no list sums to 0): a count across replicas. ``update_message``:
+    the words on UPDATE, when they differ (Volcano says it otherwise)."""
 
     id: str
     summary: str
@@ -159,6 +160,7 @@ class AtMostSum:
     field: str
     message: str
     unset: int = 0
+    update_message: str = ""
 
 
 @dataclass(frozen=True)

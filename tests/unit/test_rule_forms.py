@@ -153,6 +153,19 @@ def test_each_form_in_python(generated, obj, expected):
     _explained(obj, None, generated)
 
 
+def test_a_sum_says_it_in_the_words_of_the_operation():
+    rule = AtMostSum("s", "", "spec.quorum", "spec.members", "replicas", "on create", update_message="on update")
+    namespace: dict[str, object] = {}
+    exec(compile(declared_module_text([("s.example.com", "S", Declarations((rule,)))]), "s", "exec"), namespace)
+    check = namespace["validate_s_s_example_com"]
+    job = {"spec": {"quorum": 1}}  # no list: a sum of 0
+    assert [str(e) for e in check(job, None)] == ["spec.quorum: Invalid value: 1: on create"]
+    assert [str(e) for e in check(job, job)] == ["spec.quorum: Invalid value: 1: on update"]
+    (compiled,) = Declarations((rule,)).rules()
+    assert [p.validation.optional_old_self for p in compiled.placements] == [True, True]
+    assert [p.detail for p in compiled.produces] == ["^on create$", "^on update$"]
+
+
 def test_every_role_bound_checks_each_entry_of_the_role(generated):
     obj = _job(members=[{"role": "LEADER", "replicas": 1}, {"role": "LEADER", "replicas": 0}])
     assert "spec.members[1].replicas: Invalid value: 0: one leader" in _errors(generated, obj)
