@@ -114,6 +114,8 @@ class Declarations:
         also = ' (also when "")' if d.empty_is_unset else ""
         if isinstance(d, DefaultField):
             path = _path(d.path)
+            if len(path) < 2:
+                raise FormError(f"{d.id}: a default sits under an object (spec), not at the root")
             field = "object." + d.path
             unset = f"!has({field})" + (f" || {field} == ''" if d.empty_is_unset else "")
             if len(path) > 2:

@@ -103,11 +103,13 @@ def default_item_fields(
 
 
 def _replaced(obj: dict[str, Any], path: tuple[str, ...], value: Any) -> dict[str, Any]:
-    """A copy of ``obj`` with ``value`` at ``path`` (the copies go no deeper than the path)."""
-    if not path:
-        return value  # type: ignore[no-any-return]
-    inner = obj.get(path[0])
-    return {**obj, path[0]: _replaced(inner if isinstance(inner, dict) else {}, path[1:], value)}
+    """A copy of ``obj`` with ``value`` at ``path`` (not empty; the copies go no deeper than the path).
+    Typed as the compiled build checks it: each level a dict, the value anything."""
+    head = path[0]
+    if len(path) == 1:
+        return {**obj, head: value}
+    inner = obj.get(head)
+    return {**obj, head: _replaced(inner if isinstance(inner, dict) else {}, path[1:], value)}
 
 
 # --- rules ---------------------------------------------------------------------------------------
