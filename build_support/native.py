@@ -56,6 +56,10 @@ SHARED_COMPILED_MODULES = (
     "jobgate.policy.gpu",
     "jobgate.policy.images",
     "jobgate.policy.fieldmap",
+    # The declared rules (docs/rule-forms.md): each form's function and the generated calls of them,
+    # run by the families' compiled rules for every review.
+    "jobgate.rules.declared",
+    "jobgate._generated.declared_rules",
 )
 
 

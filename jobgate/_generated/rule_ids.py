@@ -37,7 +37,7 @@ PRODUCES: tuple[tuple[str, str, str, str], ...] = (
     ('genericjob/service-port-names', 'spec.service.ports[*].name', 'INVALID', "^(a\\ lowercase\\ RFC\\ 1123\\ label\\ must\\ consist\\ of\\ lower\\ case\\ alphanumeric\\ characters\\ or\\ '\\-',\\ and\\ must\\ start\\ and\\ end\\ with\\ an\\ alphanumeric\\ character\\ \\(e\\.g\\.\\ 'my\\-name',\\ \\ or\\ '123\\-abc',\\ regex\\ used\\ for\\ validation\\ is\\ '\\[a\\-z0\\-9\\]\\(\\[\\-a\\-z0\\-9\\]\\*\\[a\\-z0\\-9\\]\\)\\?'\\)|must be no more than 63 )"),  # 29
     ('genericjob/service-port-names-unique', 'spec.service.ports[*].name', 'DUPLICATE', ''),  # 30
     ('genericjob/replicas-immutable', 'spec.replicaSpecs', 'FORBIDDEN', '^replica types and pod templates are immutable once the job exists$'),  # 31
-    ('genericjob/resume-specs-immutable', 'spec.runMode.pause.resumeSpecs', 'FORBIDDEN', '^field is immutable: only pause.enabled may change while the job exists$'),  # 32
+    ('genericjob/resume-specs-immutable', 'spec.runMode.pause.resumeSpecs', 'FORBIDDEN', '^field is immutable: only pause\\.enabled may change while the job exists$'),  # 32
     ('pod-template/spec', 'spec.replicaSpecs[*].template.spec', 'REQUIRED', '^$'),  # 33
     ('pod-template/containers', 'spec.replicaSpecs[*].template.spec.containers', 'REQUIRED', '^must\\ have\\ at\\ least\\ one\\ container$'),  # 34
     ('pod-template/bounds', 'spec.replicaSpecs[*].template.spec.**', 'TOO_MANY', ''),  # 35
@@ -105,638 +105,639 @@ PRODUCES: tuple[tuple[str, str, str, str], ...] = (
     ('volcano/counts', 'spec.ttlSecondsAfterFinished', 'INVALID', "^'ttlSecondsAfterFinished' cannot be"),  # 97
     ('volcano/counts', 'spec.tasks[*].replicas', 'INVALID', "^'replicas' (< 0|must be >= 0) in task"),  # 98
     ('volcano/counts', 'spec.tasks[*].minAvailable', 'INVALID', "^'minAvailable' (< 0|must be >= 0) in task"),  # 99
-    ('volcano/min-available', 'spec.minAvailable', 'INVALID', 'not be greater than total replicas'),  # 100
-    ('volcano/pod-names', 'spec.tasks[*].name', 'INVALID', '^create pod with name '),  # 101
-    ('volcano/dag', 'spec.tasks[*].dependsOn.name', 'INVALID', "^job\\ has\\ dependencies\\ between\\ tasks,\\ but\\ doesn't\\ form\\ a\\ directed\\ acyclic\\ graph\\(DAG\\)"),  # 102
-    ('volcano/plugins', 'spec.plugins[*]', 'INVALID', '^unable to find job plugin: '),  # 103
-    ('volcano/mpi-master', 'spec.plugins[mpi]', 'INVALID', '^The specified mpi master task was not found$'),  # 104
-    ('volcano/network-topology', 'spec.networkTopology.highestTierName', 'FORBIDDEN', "^must\\ not\\ specify\\ 'highestTierAllowed'\\ and\\ 'highestTierName'\\ in\\ networkTopology\\ simultaneously"),  # 105
-    ('volcano/network-topology', 'spec.tasks[*].partitionPolicy.networkTopology.highestTierName', 'FORBIDDEN', "^must\\ not\\ specify\\ 'highestTierAllowed'\\ and\\ 'highestTierName'\\ in\\ networkTopology\\ simultaneously"),  # 106
-    ('volcano/priority-class-name', 'spec.priorityClassName', 'INVALID', '^(must be no more than 253 characters|a lowercase RFC 1123 subdomain )'),  # 107
-    ('volcano/scheduler-name', 'spec.schedulerName', 'TOO_LONG', ''),  # 108
-    ('volcano/queue', 'spec.queue', 'NOT_FOUND', ''),  # 109
-    ('volcano/queue', 'spec.queue', 'INVALID', ''),  # 110
-    ('volcano/volumes/mount-path', 'spec.volumes[*].mountPath', 'REQUIRED', '^mountPath is required;$'),  # 111
-    ('volcano/volumes/mount-path', 'spec.volumes[*].mountPath', 'INVALID', 'should be at least 1 chars long$'),  # 112
-    ('volcano/volumes/mount-paths-unique', 'spec.volumes[*].mountPath', 'DUPLICATE', ''),  # 113
-    ('volcano/volumes/claim-required', 'spec.volumes[*]', 'REQUIRED', '^either VolumeClaim or VolumeClaimName must be specified;$'),  # 114
-    ('volcano/volumes/claim-conflict', 'spec.volumes[*].volumeClaimName', 'INVALID', '^conflict: '),  # 115
-    ('volcano/volumes/claim-name', 'spec.volumes[*].volumeClaimName', 'INVALID', '^invalid VolumeClaimName '),  # 116
-    ('volcano/task-name', 'spec.tasks[*].name', 'INVALID', 'in body should match '),  # 117
-    ('volcano/task-name', 'spec.tasks[*].name', 'INVALID', '^\\[(a lowercase RFC 1123 label |must be no more than 63 )'),  # 118
-    ('volcano/task-names-unique', 'spec.tasks[*].name', 'DUPLICATE', '^duplicated task name '),  # 119
-    ('volcano/template-required', 'spec.tasks[*].template', 'REQUIRED', 'template.spec.containers: Required value$'),  # 120
-    ('volcano/task-min-available', 'spec.tasks[*].minAvailable', 'INVALID', "^'minAvailable' (is greater than|must be <=) 'replicas'"),  # 121
-    ('volcano/partition', 'spec.tasks[*].partitionPolicy.totalPartitions', 'INVALID', "^'TotalPartitions' must be"),  # 122
-    ('volcano/partition', 'spec.tasks[*].partitionPolicy.partitionSize', 'INVALID', "^'PartitionSize' must be"),  # 123
-    ('volcano/partition', 'spec.tasks[*].replicas', 'INVALID', "^'Replicas' are not equal"),  # 124
-    ('volcano/partition', 'spec.tasks[*].minAvailable', 'INVALID', "^'MinAvailable' is not equal"),  # 125
-    ('volcano/numa-cpu', 'spec.tasks[*].template.spec.containers[*].resources', 'INVALID', "^the\\ cpu\\ request\\ isn't\\ an\\ integer"),  # 126
-    ('volcano/numa-cpu', 'spec.tasks[*].template.spec.initContainers[*].resources', 'INVALID', "^the\\ cpu\\ request\\ isn't\\ an\\ integer"),  # 127
-    ('volcano/pod-level-resources/types', 'spec.tasks[*].template.spec.resources', 'INVALID', 'must be of type '),  # 128
-    ('volcano/pod-level-resources/types', 'spec.tasks[*].template.spec.resources.*', 'INVALID', 'must be of type '),  # 129
-    ('volcano/pod-level-resources/types', 'spec.tasks[*].template.spec.resources.*[*]', 'INVALID', 'must be of type '),  # 130
-    ('volcano/pod-level-resources/types', 'spec.tasks[*].template.spec.initContainers[*].restartPolicy', 'INVALID', 'must be of type '),  # 131
-    ('volcano/pod-level-resources', 'spec.tasks[*].template.spec.resources.requests', 'INVALID', 'must be less than or equal to .* limit of'),  # 132
-    ('volcano/pod-level-resources', 'spec.tasks[*].template.spec.resources.requests[*]', 'INVALID', 'aggregate container requests'),  # 133
-    ('volcano/pod-level-resources', 'spec.tasks[*].template.spec.resources.limits[*]', 'INVALID', 'aggregate container limits'),  # 134
-    ('volcano/pod-level-resources', 'spec.tasks[*].template.spec.containers[*].resources.limits[*]', 'INVALID', 'pod\\ limits\\ of'),  # 135
-    ('volcano/policies/event-or-exit-code', 'spec.policies[*]', 'REQUIRED', '^either event and exitCode should be specified$'),  # 136
-    ('volcano/policies/event-or-exit-code', 'spec.policies[*].exitCode', 'FORBIDDEN', '^must not specify event and exitCode simultaneously$'),  # 137
-    ('volcano/policies/event-or-exit-code', 'spec.tasks[*].policies[*]', 'REQUIRED', '^either event and exitCode should be specified$'),  # 138
-    ('volcano/policies/event-or-exit-code', 'spec.tasks[*].policies[*].exitCode', 'FORBIDDEN', '^must not specify event and exitCode simultaneously$'),  # 139
-    ('volcano/policies/action', 'spec.policies[*].action', 'INVALID', '^invalid policy action; '),  # 140
-    ('volcano/policies/action', 'spec.tasks[*].policies[*].action', 'INVALID', '^invalid policy action; '),  # 141
-    ('volcano/policies/events', 'spec.policies[*].events[*]', 'INVALID', '^invalid policy event; '),  # 142
-    ('volcano/policies/events', 'spec.policies[*].event', 'INVALID', '^invalid policy event; '),  # 143
-    ('volcano/policies/events', 'spec.tasks[*].policies[*].events[*]', 'INVALID', '^invalid policy event; '),  # 144
-    ('volcano/policies/events', 'spec.tasks[*].policies[*].event', 'INVALID', '^invalid policy event; '),  # 145
-    ('volcano/policies/exit-code', 'spec.policies[*].exitCode', 'INVALID', '^0 is not a valid error code$'),  # 146
-    ('volcano/policies/exit-code', 'spec.tasks[*].policies[*].exitCode', 'INVALID', '^0 is not a valid error code$'),  # 147
-    ('volcano/policies/events-unique', 'spec.policies[*].events[*]', 'DUPLICATE', '^duplicate event '),  # 148
-    ('volcano/policies/events-unique', 'spec.policies[*].event', 'DUPLICATE', '^duplicate event '),  # 149
-    ('volcano/policies/events-unique', 'spec.tasks[*].policies[*].events[*]', 'DUPLICATE', '^duplicate event '),  # 150
-    ('volcano/policies/events-unique', 'spec.tasks[*].policies[*].event', 'DUPLICATE', '^duplicate event '),  # 151
-    ('volcano/policies/exit-codes-unique', 'spec.policies[*].exitCode', 'DUPLICATE', '^duplicate exitCode '),  # 152
-    ('volcano/policies/exit-codes-unique', 'spec.tasks[*].policies[*].exitCode', 'DUPLICATE', '^duplicate exitCode '),  # 153
-    ('volcano/policies/any-event-alone', 'spec.policies', 'INVALID', "^if\\ there's\\ \\*\\ here,\\ no\\ other\\ policy\\ should\\ be\\ here"),  # 154
-    ('volcano/policies/any-event-alone', 'spec.tasks[*].policies', 'INVALID', "^if\\ there's\\ \\*\\ here,\\ no\\ other\\ policy\\ should\\ be\\ here"),  # 155
-    ('volcano/update/task-count', 'spec.tasks', 'FORBIDDEN', '^job updates may not add or remove tasks$'),  # 156
-    ('volcano/update/immutable', 'spec.*', 'FORBIDDEN', '^job\\ updates\\ may\\ not\\ change\\ fields\\ other\\ than\\ `minAvailable`,\\ `tasks\\[\\*\\]\\.replicas\\ under\\ spec`\\ and\\ `PriorityClassName`$'),  # 157
-    ('volcano/update/immutable', 'spec.*.*', 'FORBIDDEN', '^job\\ updates\\ may\\ not\\ change\\ fields\\ other\\ than\\ `minAvailable`,\\ `tasks\\[\\*\\]\\.replicas\\ under\\ spec`\\ and\\ `PriorityClassName`$'),  # 158
-    ('volcano/update/immutable', 'spec.*[*]', 'FORBIDDEN', '^job\\ updates\\ may\\ not\\ change\\ fields\\ other\\ than\\ `minAvailable`,\\ `tasks\\[\\*\\]\\.replicas\\ under\\ spec`\\ and\\ `PriorityClassName`$'),  # 159
-    ('volcano/update/immutable', 'spec.*.*.*', 'FORBIDDEN', '^job\\ updates\\ may\\ not\\ change\\ fields\\ other\\ than\\ `minAvailable`,\\ `tasks\\[\\*\\]\\.replicas\\ under\\ spec`\\ and\\ `PriorityClassName`$'),  # 160
-    ('volcano/update/immutable', 'spec.*.*[*]', 'FORBIDDEN', '^job\\ updates\\ may\\ not\\ change\\ fields\\ other\\ than\\ `minAvailable`,\\ `tasks\\[\\*\\]\\.replicas\\ under\\ spec`\\ and\\ `PriorityClassName`$'),  # 161
-    ('volcano/update/immutable', 'spec.*[*].*', 'FORBIDDEN', '^job\\ updates\\ may\\ not\\ change\\ fields\\ other\\ than\\ `minAvailable`,\\ `tasks\\[\\*\\]\\.replicas\\ under\\ spec`\\ and\\ `PriorityClassName`$'),  # 162
-    ('volcano/update/immutable', 'spec.*[*][*]', 'FORBIDDEN', '^job\\ updates\\ may\\ not\\ change\\ fields\\ other\\ than\\ `minAvailable`,\\ `tasks\\[\\*\\]\\.replicas\\ under\\ spec`\\ and\\ `PriorityClassName`$'),  # 163
-    ('volcano/bounds', 'spec.tasks', 'TOO_MANY', ''),  # 164
-    ('volcano/bounds', 'spec.policies', 'TOO_MANY', ''),  # 165
-    ('volcano/bounds', 'spec.policies[*].events', 'TOO_MANY', ''),  # 166
-    ('volcano/bounds', 'spec.tasks[*].policies', 'TOO_MANY', ''),  # 167
-    ('volcano/bounds', 'spec.tasks[*].policies[*].events', 'TOO_MANY', ''),  # 168
-    ('volcano/bounds', 'spec.policies[*].action', 'TOO_LONG', ''),  # 169
-    ('volcano/bounds', 'spec.policies[*].timeout', 'TOO_LONG', ''),  # 170
-    ('volcano/bounds', 'spec.tasks[*].policies[*].action', 'TOO_LONG', ''),  # 171
-    ('volcano/bounds', 'spec.tasks[*].policies[*].timeout', 'TOO_LONG', ''),  # 172
-    ('volcano/bounds', 'spec.volumes', 'TOO_MANY', ''),  # 173
-    ('volcano/bounds', 'spec.volumes[*].mountPath', 'TOO_LONG', ''),  # 174
-    ('volcano/bounds', 'spec.volumes[*].volumeClaimName', 'TOO_LONG', ''),  # 175
-    ('volcano/bounds', 'spec.plugins.*', 'TOO_MANY', ''),  # 176
-    ('volcano/bounds', 'spec.plugins.*[*]', 'TOO_LONG', ''),  # 177
-    ('volcano/bounds', 'spec.tasks[*].dependsOn.name', 'TOO_MANY', ''),  # 178
-    ('volcano/bounds', 'spec.tasks[*].dependsOn.name[*]', 'TOO_LONG', ''),  # 179
-    ('pod-template/spec', 'spec.tasks[*].template.spec', 'REQUIRED', '^$'),  # 180
-    ('pod-template/containers', 'spec.tasks[*].template.spec.containers', 'REQUIRED', '^must\\ have\\ at\\ least\\ one\\ container$'),  # 181
-    ('pod-template/bounds', 'spec.tasks[*].template.spec.**', 'TOO_MANY', ''),  # 182
-    ('pod-template/containers/name', 'spec.tasks[*].template.spec.containers[*].name', 'REQUIRED', ''),  # 183
-    ('pod-template/containers/name', 'spec.tasks[*].template.spec.containers[*].name', 'INVALID', "^(a\\ lowercase\\ RFC\\ 1123\\ label\\ must\\ consist\\ of\\ lower\\ case\\ alphanumeric\\ characters\\ or\\ '\\-',\\ and\\ must\\ start\\ and\\ end\\ with\\ an\\ alphanumeric\\ character\\ \\(e\\.g\\.\\ 'my\\-name',\\ \\ or\\ '123\\-abc',\\ regex\\ used\\ for\\ validation\\ is\\ '\\[a\\-z0\\-9\\]\\(\\[\\-a\\-z0\\-9\\]\\*\\[a\\-z0\\-9\\]\\)\\?'\\)|must be no more than 63 )"),  # 184
-    ('pod-template/containers/image', 'spec.tasks[*].template.spec.containers[*].image', 'REQUIRED', ''),  # 185
-    ('pod-template/containers/ports', 'spec.tasks[*].template.spec.containers[*].ports[*].containerPort', 'REQUIRED', ''),  # 186
-    ('pod-template/containers/ports', 'spec.tasks[*].template.spec.containers[*].ports[*].containerPort', 'INVALID', '^must be between'),  # 187
-    ('pod-template/containers/ports', 'spec.tasks[*].template.spec.containers[*].ports[*].hostPort', 'INVALID', '^must be between'),  # 188
-    ('pod-template/containers/ports', 'spec.tasks[*].template.spec.containers[*].ports[*].protocol', 'NOT_SUPPORTED', ''),  # 189
-    ('pod-template/containers/ports', 'spec.tasks[*].template.spec.containers[*].ports[*].name', 'INVALID', '^must (contain|not|be no more)'),  # 190
-    ('pod-template/containers/port-names-unique', 'spec.tasks[*].template.spec.containers[*].ports[*].name', 'DUPLICATE', ''),  # 191
-    ('pod-template/containers/mounts', 'spec.tasks[*].template.spec.containers[*].volumeMounts[*].name', 'REQUIRED', ''),  # 192
-    ('pod-template/containers/mounts', 'spec.tasks[*].template.spec.containers[*].volumeMounts[*].mountPath', 'REQUIRED', ''),  # 193
-    ('pod-template/containers/mounted-volumes', 'spec.tasks[*].template.spec.containers[*].volumeMounts[*].name', 'NOT_FOUND', ''),  # 194
-    ('pod-template/containers/env', 'spec.tasks[*].template.spec.containers[*].env[*].name', 'REQUIRED', ''),  # 195
-    ('pod-template/containers/env', 'spec.tasks[*].template.spec.containers[*].env[*].name', 'INVALID', "a\\ valid\\ environment\\ variable\\ name\\ must\\ consist\\ only\\ of\\ printable\\ ASCII\\ characters\\ other\\ than\\ '='"),  # 196
-    ('pod-template/containers/quantities', 'spec.tasks[*].template.spec.containers[*].resources.limits[*]', 'INVALID', "^quantities\\ must\\ match\\ the\\ regular\\ expression\\ '\\^\\(\\[\\+\\-\\]\\?\\[0\\-9\\.\\]\\+\\)\\(\\[eEinumkKMGTP\\]\\*\\[\\-\\+\\]\\?\\[0\\-9\\]\\*\\)\\$'$"),  # 197
-    ('pod-template/containers/quantities', 'spec.tasks[*].template.spec.containers[*].resources.limits[*]', 'INVALID', '^must be greater than or equal to 0$'),  # 198
-    ('pod-template/containers/quantities', 'spec.tasks[*].template.spec.containers[*].resources.requests[*]', 'INVALID', "^quantities\\ must\\ match\\ the\\ regular\\ expression\\ '\\^\\(\\[\\+\\-\\]\\?\\[0\\-9\\.\\]\\+\\)\\(\\[eEinumkKMGTP\\]\\*\\[\\-\\+\\]\\?\\[0\\-9\\]\\*\\)\\$'$"),  # 199
-    ('pod-template/containers/quantities', 'spec.tasks[*].template.spec.containers[*].resources.requests[*]', 'INVALID', '^must be greater than or equal to 0$'),  # 200
-    ('pod-template/containers/whole-extended-resources', 'spec.tasks[*].template.spec.containers[*].resources.limits[*]', 'INVALID', '^must be an integer$'),  # 201
-    ('pod-template/containers/whole-extended-resources', 'spec.tasks[*].template.spec.containers[*].resources.requests[*]', 'INVALID', '^must be an integer$'),  # 202
-    ('pod-template/containers/requests-within-limits', 'spec.tasks[*].template.spec.containers[*].resources.requests[*]', 'INVALID', ' limit of '),  # 203
-    ('pod-template/initContainers/name', 'spec.tasks[*].template.spec.initContainers[*].name', 'REQUIRED', ''),  # 204
-    ('pod-template/initContainers/name', 'spec.tasks[*].template.spec.initContainers[*].name', 'INVALID', "^(a\\ lowercase\\ RFC\\ 1123\\ label\\ must\\ consist\\ of\\ lower\\ case\\ alphanumeric\\ characters\\ or\\ '\\-',\\ and\\ must\\ start\\ and\\ end\\ with\\ an\\ alphanumeric\\ character\\ \\(e\\.g\\.\\ 'my\\-name',\\ \\ or\\ '123\\-abc',\\ regex\\ used\\ for\\ validation\\ is\\ '\\[a\\-z0\\-9\\]\\(\\[\\-a\\-z0\\-9\\]\\*\\[a\\-z0\\-9\\]\\)\\?'\\)|must be no more than 63 )"),  # 205
-    ('pod-template/initContainers/image', 'spec.tasks[*].template.spec.initContainers[*].image', 'REQUIRED', ''),  # 206
-    ('pod-template/initContainers/ports', 'spec.tasks[*].template.spec.initContainers[*].ports[*].containerPort', 'REQUIRED', ''),  # 207
-    ('pod-template/initContainers/ports', 'spec.tasks[*].template.spec.initContainers[*].ports[*].containerPort', 'INVALID', '^must be between'),  # 208
-    ('pod-template/initContainers/ports', 'spec.tasks[*].template.spec.initContainers[*].ports[*].hostPort', 'INVALID', '^must be between'),  # 209
-    ('pod-template/initContainers/ports', 'spec.tasks[*].template.spec.initContainers[*].ports[*].protocol', 'NOT_SUPPORTED', ''),  # 210
-    ('pod-template/initContainers/ports', 'spec.tasks[*].template.spec.initContainers[*].ports[*].name', 'INVALID', '^must (contain|not|be no more)'),  # 211
-    ('pod-template/initContainers/port-names-unique', 'spec.tasks[*].template.spec.initContainers[*].ports[*].name', 'DUPLICATE', ''),  # 212
-    ('pod-template/initContainers/mounts', 'spec.tasks[*].template.spec.initContainers[*].volumeMounts[*].name', 'REQUIRED', ''),  # 213
-    ('pod-template/initContainers/mounts', 'spec.tasks[*].template.spec.initContainers[*].volumeMounts[*].mountPath', 'REQUIRED', ''),  # 214
-    ('pod-template/initContainers/mounted-volumes', 'spec.tasks[*].template.spec.initContainers[*].volumeMounts[*].name', 'NOT_FOUND', ''),  # 215
-    ('pod-template/initContainers/env', 'spec.tasks[*].template.spec.initContainers[*].env[*].name', 'REQUIRED', ''),  # 216
-    ('pod-template/initContainers/env', 'spec.tasks[*].template.spec.initContainers[*].env[*].name', 'INVALID', "a\\ valid\\ environment\\ variable\\ name\\ must\\ consist\\ only\\ of\\ printable\\ ASCII\\ characters\\ other\\ than\\ '='"),  # 217
-    ('pod-template/initContainers/quantities', 'spec.tasks[*].template.spec.initContainers[*].resources.limits[*]', 'INVALID', "^quantities\\ must\\ match\\ the\\ regular\\ expression\\ '\\^\\(\\[\\+\\-\\]\\?\\[0\\-9\\.\\]\\+\\)\\(\\[eEinumkKMGTP\\]\\*\\[\\-\\+\\]\\?\\[0\\-9\\]\\*\\)\\$'$"),  # 218
-    ('pod-template/initContainers/quantities', 'spec.tasks[*].template.spec.initContainers[*].resources.limits[*]', 'INVALID', '^must be greater than or equal to 0$'),  # 219
-    ('pod-template/initContainers/quantities', 'spec.tasks[*].template.spec.initContainers[*].resources.requests[*]', 'INVALID', "^quantities\\ must\\ match\\ the\\ regular\\ expression\\ '\\^\\(\\[\\+\\-\\]\\?\\[0\\-9\\.\\]\\+\\)\\(\\[eEinumkKMGTP\\]\\*\\[\\-\\+\\]\\?\\[0\\-9\\]\\*\\)\\$'$"),  # 220
-    ('pod-template/initContainers/quantities', 'spec.tasks[*].template.spec.initContainers[*].resources.requests[*]', 'INVALID', '^must be greater than or equal to 0$'),  # 221
-    ('pod-template/initContainers/whole-extended-resources', 'spec.tasks[*].template.spec.initContainers[*].resources.limits[*]', 'INVALID', '^must be an integer$'),  # 222
-    ('pod-template/initContainers/whole-extended-resources', 'spec.tasks[*].template.spec.initContainers[*].resources.requests[*]', 'INVALID', '^must be an integer$'),  # 223
-    ('pod-template/initContainers/requests-within-limits', 'spec.tasks[*].template.spec.initContainers[*].resources.requests[*]', 'INVALID', ' limit of '),  # 224
-    ('pod-template/container-names-unique', 'spec.tasks[*].template.spec.containers[*].name', 'DUPLICATE', ''),  # 225
-    ('pod-template/container-names-unique', 'spec.tasks[*].template.spec.initContainers[*].name', 'DUPLICATE', ''),  # 226
-    ('pod-template/volumes', 'spec.tasks[*].template.spec.volumes[*].name', 'REQUIRED', ''),  # 227
-    ('pod-template/volumes', 'spec.tasks[*].template.spec.volumes[*].name', 'INVALID', "^(a\\ lowercase\\ RFC\\ 1123\\ label\\ must\\ consist\\ of\\ lower\\ case\\ alphanumeric\\ characters\\ or\\ '\\-',\\ and\\ must\\ start\\ and\\ end\\ with\\ an\\ alphanumeric\\ character\\ \\(e\\.g\\.\\ 'my\\-name',\\ \\ or\\ '123\\-abc',\\ regex\\ used\\ for\\ validation\\ is\\ '\\[a\\-z0\\-9\\]\\(\\[\\-a\\-z0\\-9\\]\\*\\[a\\-z0\\-9\\]\\)\\?'\\)|must be no more than 63 )"),  # 228
-    ('pod-template/volume-names-unique', 'spec.tasks[*].template.spec.volumes[*].name', 'DUPLICATE', ''),  # 229
-    ('pod-template/restart-policy', 'spec.tasks[*].template.spec.restartPolicy', 'NOT_SUPPORTED', ''),  # 230
-    ('dijob/bounds', 'spec.tasks', 'TOO_MANY', ''),  # 231
-    ('dijob/bounds', 'spec.volumes', 'TOO_MANY', ''),  # 232
-    ('dijob/pod-volumes-bound', 'spec.tasks[*].template.spec.volumes', 'TOO_MANY', ''),  # 233
-    ('dijob/one-task-per-type', 'spec.tasks[*].type', 'INVALID', '^the number of (learner|collector|evaluator) task is more than one'),  # 234
-    ('dijob/task-name-required', 'spec.tasks[*].name', 'REQUIRED', '^(none type task has no name)?$'),  # 235
-    ('dijob/task-name', 'spec.tasks[*].name', 'INVALID', "^(a\\ lowercase\\ RFC\\ 1123\\ label\\ must\\ consist\\ of\\ lower\\ case\\ alphanumeric\\ characters\\ or\\ '\\-',\\ and\\ must\\ start\\ and\\ end\\ with\\ an\\ alphanumeric\\ character\\ \\(e\\.g\\.\\ 'my\\-name',\\ \\ or\\ '123\\-abc',\\ regex\\ used\\ for\\ validation\\ is\\ '\\[a\\-z0\\-9\\]\\(\\[\\-a\\-z0\\-9\\]\\*\\[a\\-z0\\-9\\]\\)\\?'\\)|must be no more than 63 )"),  # 236
-    ('dijob/task-names-unique', 'spec.tasks[*].name', 'DUPLICATE', ''),  # 237
-    ('dijob/shared-volumes', 'spec.volumes[*].name', 'REQUIRED', ''),  # 238
-    ('dijob/shared-volumes', 'spec.volumes[*].name', 'INVALID', "^(a\\ lowercase\\ RFC\\ 1123\\ label\\ must\\ consist\\ of\\ lower\\ case\\ alphanumeric\\ characters\\ or\\ '\\-',\\ and\\ must\\ start\\ and\\ end\\ with\\ an\\ alphanumeric\\ character\\ \\(e\\.g\\.\\ 'my\\-name',\\ \\ or\\ '123\\-abc',\\ regex\\ used\\ for\\ validation\\ is\\ '\\[a\\-z0\\-9\\]\\(\\[\\-a\\-z0\\-9\\]\\*\\[a\\-z0\\-9\\]\\)\\?'\\)|must be no more than 63 )"),  # 239
-    ('dijob/shared-volume-names-unique', 'spec.volumes[*].name', 'DUPLICATE', ''),  # 240
-    ('kubeflow/name', 'metadata.name', 'INVALID', '^should match: '),  # 241
-    ('kubeflow/managed-by', 'spec.runPolicy.managedBy', 'NOT_SUPPORTED', ''),  # 242
-    ('kubeflow/managed-by', 'spec.runPolicy.managedBy', 'INVALID', '^field is immutable$'),  # 243
-    ('kubeflow/queue-immutable', 'spec.runPolicy.schedulingPolicy.queue', 'INVALID', '^spec\\.runPolicy\\.schedulingPolicy\\.queue\\ is\\ immutable$'),  # 244
-    ('kubeflow/template-containers', 'spec.jaxReplicaSpecs[*].template.spec.containers', 'REQUIRED', '^must have at least one container$|^must be specified: |containers definition expected'),  # 245
-    ('replicas/types', 'spec.jaxReplicaSpecs[*]', 'NOT_SUPPORTED', ''),  # 246
-    ('replicas/types', 'spec.jaxReplicaSpecs[*]', 'DUPLICATE', ''),  # 247
-    ('run-policy/min-available', 'spec.schedulingPolicy.minAvailable', 'INVALID', 'total number of replicas'),  # 248
-    ('run-policy/queue-immutable', 'spec.schedulingPolicy.queue', 'INVALID', '^field is immutable$'),  # 249
-    ('pod-template/spec', 'spec.jaxReplicaSpecs[*].template.spec', 'REQUIRED', '^$'),  # 250
-    ('pod-template/containers', 'spec.jaxReplicaSpecs[*].template.spec.containers', 'REQUIRED', '^must\\ be\\ specified:\\ must\\ have\\ at\\ least\\ one\\ container\\ with\\ name\\ jax$'),  # 251
-    ('pod-template/bounds', 'spec.jaxReplicaSpecs[*].template.spec.**', 'TOO_MANY', ''),  # 252
-    ('pod-template/containers/name', 'spec.jaxReplicaSpecs[*].template.spec.containers[*].name', 'REQUIRED', ''),  # 253
-    ('pod-template/containers/name', 'spec.jaxReplicaSpecs[*].template.spec.containers[*].name', 'INVALID', "^(a\\ lowercase\\ RFC\\ 1123\\ label\\ must\\ consist\\ of\\ lower\\ case\\ alphanumeric\\ characters\\ or\\ '\\-',\\ and\\ must\\ start\\ and\\ end\\ with\\ an\\ alphanumeric\\ character\\ \\(e\\.g\\.\\ 'my\\-name',\\ \\ or\\ '123\\-abc',\\ regex\\ used\\ for\\ validation\\ is\\ '\\[a\\-z0\\-9\\]\\(\\[\\-a\\-z0\\-9\\]\\*\\[a\\-z0\\-9\\]\\)\\?'\\)|must be no more than 63 )"),  # 254
-    ('pod-template/containers/image', 'spec.jaxReplicaSpecs[*].template.spec.containers[*].image', 'REQUIRED', ''),  # 255
-    ('pod-template/containers/ports', 'spec.jaxReplicaSpecs[*].template.spec.containers[*].ports[*].containerPort', 'REQUIRED', ''),  # 256
-    ('pod-template/containers/ports', 'spec.jaxReplicaSpecs[*].template.spec.containers[*].ports[*].containerPort', 'INVALID', '^must be between'),  # 257
-    ('pod-template/containers/ports', 'spec.jaxReplicaSpecs[*].template.spec.containers[*].ports[*].hostPort', 'INVALID', '^must be between'),  # 258
-    ('pod-template/containers/ports', 'spec.jaxReplicaSpecs[*].template.spec.containers[*].ports[*].protocol', 'NOT_SUPPORTED', ''),  # 259
-    ('pod-template/containers/ports', 'spec.jaxReplicaSpecs[*].template.spec.containers[*].ports[*].name', 'INVALID', '^must (contain|not|be no more)'),  # 260
-    ('pod-template/containers/port-names-unique', 'spec.jaxReplicaSpecs[*].template.spec.containers[*].ports[*].name', 'DUPLICATE', ''),  # 261
-    ('pod-template/containers/mounts', 'spec.jaxReplicaSpecs[*].template.spec.containers[*].volumeMounts[*].name', 'REQUIRED', ''),  # 262
-    ('pod-template/containers/mounts', 'spec.jaxReplicaSpecs[*].template.spec.containers[*].volumeMounts[*].mountPath', 'REQUIRED', ''),  # 263
-    ('pod-template/containers/mounted-volumes', 'spec.jaxReplicaSpecs[*].template.spec.containers[*].volumeMounts[*].name', 'NOT_FOUND', ''),  # 264
-    ('pod-template/containers/env', 'spec.jaxReplicaSpecs[*].template.spec.containers[*].env[*].name', 'REQUIRED', ''),  # 265
-    ('pod-template/containers/env', 'spec.jaxReplicaSpecs[*].template.spec.containers[*].env[*].name', 'INVALID', "a\\ valid\\ environment\\ variable\\ name\\ must\\ consist\\ only\\ of\\ printable\\ ASCII\\ characters\\ other\\ than\\ '='"),  # 266
-    ('pod-template/containers/quantities', 'spec.jaxReplicaSpecs[*].template.spec.containers[*].resources.limits[*]', 'INVALID', "^quantities\\ must\\ match\\ the\\ regular\\ expression\\ '\\^\\(\\[\\+\\-\\]\\?\\[0\\-9\\.\\]\\+\\)\\(\\[eEinumkKMGTP\\]\\*\\[\\-\\+\\]\\?\\[0\\-9\\]\\*\\)\\$'$"),  # 267
-    ('pod-template/containers/quantities', 'spec.jaxReplicaSpecs[*].template.spec.containers[*].resources.limits[*]', 'INVALID', '^must be greater than or equal to 0$'),  # 268
-    ('pod-template/containers/quantities', 'spec.jaxReplicaSpecs[*].template.spec.containers[*].resources.requests[*]', 'INVALID', "^quantities\\ must\\ match\\ the\\ regular\\ expression\\ '\\^\\(\\[\\+\\-\\]\\?\\[0\\-9\\.\\]\\+\\)\\(\\[eEinumkKMGTP\\]\\*\\[\\-\\+\\]\\?\\[0\\-9\\]\\*\\)\\$'$"),  # 269
-    ('pod-template/containers/quantities', 'spec.jaxReplicaSpecs[*].template.spec.containers[*].resources.requests[*]', 'INVALID', '^must be greater than or equal to 0$'),  # 270
-    ('pod-template/containers/whole-extended-resources', 'spec.jaxReplicaSpecs[*].template.spec.containers[*].resources.limits[*]', 'INVALID', '^must be an integer$'),  # 271
-    ('pod-template/containers/whole-extended-resources', 'spec.jaxReplicaSpecs[*].template.spec.containers[*].resources.requests[*]', 'INVALID', '^must be an integer$'),  # 272
-    ('pod-template/containers/requests-within-limits', 'spec.jaxReplicaSpecs[*].template.spec.containers[*].resources.requests[*]', 'INVALID', ' limit of '),  # 273
-    ('pod-template/initContainers/name', 'spec.jaxReplicaSpecs[*].template.spec.initContainers[*].name', 'REQUIRED', ''),  # 274
-    ('pod-template/initContainers/name', 'spec.jaxReplicaSpecs[*].template.spec.initContainers[*].name', 'INVALID', "^(a\\ lowercase\\ RFC\\ 1123\\ label\\ must\\ consist\\ of\\ lower\\ case\\ alphanumeric\\ characters\\ or\\ '\\-',\\ and\\ must\\ start\\ and\\ end\\ with\\ an\\ alphanumeric\\ character\\ \\(e\\.g\\.\\ 'my\\-name',\\ \\ or\\ '123\\-abc',\\ regex\\ used\\ for\\ validation\\ is\\ '\\[a\\-z0\\-9\\]\\(\\[\\-a\\-z0\\-9\\]\\*\\[a\\-z0\\-9\\]\\)\\?'\\)|must be no more than 63 )"),  # 275
-    ('pod-template/initContainers/image', 'spec.jaxReplicaSpecs[*].template.spec.initContainers[*].image', 'REQUIRED', ''),  # 276
-    ('pod-template/initContainers/ports', 'spec.jaxReplicaSpecs[*].template.spec.initContainers[*].ports[*].containerPort', 'REQUIRED', ''),  # 277
-    ('pod-template/initContainers/ports', 'spec.jaxReplicaSpecs[*].template.spec.initContainers[*].ports[*].containerPort', 'INVALID', '^must be between'),  # 278
-    ('pod-template/initContainers/ports', 'spec.jaxReplicaSpecs[*].template.spec.initContainers[*].ports[*].hostPort', 'INVALID', '^must be between'),  # 279
-    ('pod-template/initContainers/ports', 'spec.jaxReplicaSpecs[*].template.spec.initContainers[*].ports[*].protocol', 'NOT_SUPPORTED', ''),  # 280
-    ('pod-template/initContainers/ports', 'spec.jaxReplicaSpecs[*].template.spec.initContainers[*].ports[*].name', 'INVALID', '^must (contain|not|be no more)'),  # 281
-    ('pod-template/initContainers/port-names-unique', 'spec.jaxReplicaSpecs[*].template.spec.initContainers[*].ports[*].name', 'DUPLICATE', ''),  # 282
-    ('pod-template/initContainers/mounts', 'spec.jaxReplicaSpecs[*].template.spec.initContainers[*].volumeMounts[*].name', 'REQUIRED', ''),  # 283
-    ('pod-template/initContainers/mounts', 'spec.jaxReplicaSpecs[*].template.spec.initContainers[*].volumeMounts[*].mountPath', 'REQUIRED', ''),  # 284
-    ('pod-template/initContainers/mounted-volumes', 'spec.jaxReplicaSpecs[*].template.spec.initContainers[*].volumeMounts[*].name', 'NOT_FOUND', ''),  # 285
-    ('pod-template/initContainers/env', 'spec.jaxReplicaSpecs[*].template.spec.initContainers[*].env[*].name', 'REQUIRED', ''),  # 286
-    ('pod-template/initContainers/env', 'spec.jaxReplicaSpecs[*].template.spec.initContainers[*].env[*].name', 'INVALID', "a\\ valid\\ environment\\ variable\\ name\\ must\\ consist\\ only\\ of\\ printable\\ ASCII\\ characters\\ other\\ than\\ '='"),  # 287
-    ('pod-template/initContainers/quantities', 'spec.jaxReplicaSpecs[*].template.spec.initContainers[*].resources.limits[*]', 'INVALID', "^quantities\\ must\\ match\\ the\\ regular\\ expression\\ '\\^\\(\\[\\+\\-\\]\\?\\[0\\-9\\.\\]\\+\\)\\(\\[eEinumkKMGTP\\]\\*\\[\\-\\+\\]\\?\\[0\\-9\\]\\*\\)\\$'$"),  # 288
-    ('pod-template/initContainers/quantities', 'spec.jaxReplicaSpecs[*].template.spec.initContainers[*].resources.limits[*]', 'INVALID', '^must be greater than or equal to 0$'),  # 289
-    ('pod-template/initContainers/quantities', 'spec.jaxReplicaSpecs[*].template.spec.initContainers[*].resources.requests[*]', 'INVALID', "^quantities\\ must\\ match\\ the\\ regular\\ expression\\ '\\^\\(\\[\\+\\-\\]\\?\\[0\\-9\\.\\]\\+\\)\\(\\[eEinumkKMGTP\\]\\*\\[\\-\\+\\]\\?\\[0\\-9\\]\\*\\)\\$'$"),  # 290
-    ('pod-template/initContainers/quantities', 'spec.jaxReplicaSpecs[*].template.spec.initContainers[*].resources.requests[*]', 'INVALID', '^must be greater than or equal to 0$'),  # 291
-    ('pod-template/initContainers/whole-extended-resources', 'spec.jaxReplicaSpecs[*].template.spec.initContainers[*].resources.limits[*]', 'INVALID', '^must be an integer$'),  # 292
-    ('pod-template/initContainers/whole-extended-resources', 'spec.jaxReplicaSpecs[*].template.spec.initContainers[*].resources.requests[*]', 'INVALID', '^must be an integer$'),  # 293
-    ('pod-template/initContainers/requests-within-limits', 'spec.jaxReplicaSpecs[*].template.spec.initContainers[*].resources.requests[*]', 'INVALID', ' limit of '),  # 294
-    ('pod-template/container-names-unique', 'spec.jaxReplicaSpecs[*].template.spec.containers[*].name', 'DUPLICATE', ''),  # 295
-    ('pod-template/container-names-unique', 'spec.jaxReplicaSpecs[*].template.spec.initContainers[*].name', 'DUPLICATE', ''),  # 296
-    ('pod-template/volumes', 'spec.jaxReplicaSpecs[*].template.spec.volumes[*].name', 'REQUIRED', ''),  # 297
-    ('pod-template/volumes', 'spec.jaxReplicaSpecs[*].template.spec.volumes[*].name', 'INVALID', "^(a\\ lowercase\\ RFC\\ 1123\\ label\\ must\\ consist\\ of\\ lower\\ case\\ alphanumeric\\ characters\\ or\\ '\\-',\\ and\\ must\\ start\\ and\\ end\\ with\\ an\\ alphanumeric\\ character\\ \\(e\\.g\\.\\ 'my\\-name',\\ \\ or\\ '123\\-abc',\\ regex\\ used\\ for\\ validation\\ is\\ '\\[a\\-z0\\-9\\]\\(\\[\\-a\\-z0\\-9\\]\\*\\[a\\-z0\\-9\\]\\)\\?'\\)|must be no more than 63 )"),  # 298
-    ('pod-template/volume-names-unique', 'spec.jaxReplicaSpecs[*].template.spec.volumes[*].name', 'DUPLICATE', ''),  # 299
-    ('pod-template/restart-policy', 'spec.jaxReplicaSpecs[*].template.spec.restartPolicy', 'NOT_SUPPORTED', ''),  # 300
-    ('pod-template/framework-container', 'spec.jaxReplicaSpecs[*].template.spec.containers', 'REQUIRED', '^must\\ have\\ at\\ least\\ one\\ container\\ with\\ name\\ jax$'),  # 301
-    ('kubeflow/template-containers', 'spec.mpiReplicaSpecs[*].template.spec.containers', 'REQUIRED', '^must have at least one container$|^must be specified: |containers definition expected'),  # 302
-    ('kubeflow/one-launcher', 'spec.mpiReplicaSpecs[Launcher]', 'REQUIRED', '^must be present '),  # 303
-    ('kubeflow/one-launcher', 'spec.mpiReplicaSpecs[Launcher].replicas', 'FORBIDDEN', '^must be 1 '),  # 304
-    ('replicas/types', 'spec.mpiReplicaSpecs[*]', 'NOT_SUPPORTED', ''),  # 305
-    ('pod-template/spec', 'spec.mpiReplicaSpecs[*].template.spec', 'REQUIRED', '^$'),  # 306
-    ('pod-template/containers', 'spec.mpiReplicaSpecs[*].template.spec.containers', 'REQUIRED', '^must\\ have\\ at\\ least\\ one\\ container\\ \\(MPIReplicaSpecs\\ is\\ not\\ valid:\\ containers\\ definition\\ expected\\)$'),  # 307
-    ('pod-template/bounds', 'spec.mpiReplicaSpecs[*].template.spec.**', 'TOO_MANY', ''),  # 308
-    ('pod-template/containers/name', 'spec.mpiReplicaSpecs[*].template.spec.containers[*].name', 'REQUIRED', ''),  # 309
-    ('pod-template/containers/name', 'spec.mpiReplicaSpecs[*].template.spec.containers[*].name', 'INVALID', "^(a\\ lowercase\\ RFC\\ 1123\\ label\\ must\\ consist\\ of\\ lower\\ case\\ alphanumeric\\ characters\\ or\\ '\\-',\\ and\\ must\\ start\\ and\\ end\\ with\\ an\\ alphanumeric\\ character\\ \\(e\\.g\\.\\ 'my\\-name',\\ \\ or\\ '123\\-abc',\\ regex\\ used\\ for\\ validation\\ is\\ '\\[a\\-z0\\-9\\]\\(\\[\\-a\\-z0\\-9\\]\\*\\[a\\-z0\\-9\\]\\)\\?'\\)|must be no more than 63 )"),  # 310
-    ('pod-template/containers/image', 'spec.mpiReplicaSpecs[*].template.spec.containers[*].image', 'REQUIRED', ''),  # 311
-    ('pod-template/containers/ports', 'spec.mpiReplicaSpecs[*].template.spec.containers[*].ports[*].containerPort', 'REQUIRED', ''),  # 312
-    ('pod-template/containers/ports', 'spec.mpiReplicaSpecs[*].template.spec.containers[*].ports[*].containerPort', 'INVALID', '^must be between'),  # 313
-    ('pod-template/containers/ports', 'spec.mpiReplicaSpecs[*].template.spec.containers[*].ports[*].hostPort', 'INVALID', '^must be between'),  # 314
-    ('pod-template/containers/ports', 'spec.mpiReplicaSpecs[*].template.spec.containers[*].ports[*].protocol', 'NOT_SUPPORTED', ''),  # 315
-    ('pod-template/containers/ports', 'spec.mpiReplicaSpecs[*].template.spec.containers[*].ports[*].name', 'INVALID', '^must (contain|not|be no more)'),  # 316
-    ('pod-template/containers/port-names-unique', 'spec.mpiReplicaSpecs[*].template.spec.containers[*].ports[*].name', 'DUPLICATE', ''),  # 317
-    ('pod-template/containers/mounts', 'spec.mpiReplicaSpecs[*].template.spec.containers[*].volumeMounts[*].name', 'REQUIRED', ''),  # 318
-    ('pod-template/containers/mounts', 'spec.mpiReplicaSpecs[*].template.spec.containers[*].volumeMounts[*].mountPath', 'REQUIRED', ''),  # 319
-    ('pod-template/containers/mounted-volumes', 'spec.mpiReplicaSpecs[*].template.spec.containers[*].volumeMounts[*].name', 'NOT_FOUND', ''),  # 320
-    ('pod-template/containers/env', 'spec.mpiReplicaSpecs[*].template.spec.containers[*].env[*].name', 'REQUIRED', ''),  # 321
-    ('pod-template/containers/env', 'spec.mpiReplicaSpecs[*].template.spec.containers[*].env[*].name', 'INVALID', "a\\ valid\\ environment\\ variable\\ name\\ must\\ consist\\ only\\ of\\ printable\\ ASCII\\ characters\\ other\\ than\\ '='"),  # 322
-    ('pod-template/containers/quantities', 'spec.mpiReplicaSpecs[*].template.spec.containers[*].resources.limits[*]', 'INVALID', "^quantities\\ must\\ match\\ the\\ regular\\ expression\\ '\\^\\(\\[\\+\\-\\]\\?\\[0\\-9\\.\\]\\+\\)\\(\\[eEinumkKMGTP\\]\\*\\[\\-\\+\\]\\?\\[0\\-9\\]\\*\\)\\$'$"),  # 323
-    ('pod-template/containers/quantities', 'spec.mpiReplicaSpecs[*].template.spec.containers[*].resources.limits[*]', 'INVALID', '^must be greater than or equal to 0$'),  # 324
-    ('pod-template/containers/quantities', 'spec.mpiReplicaSpecs[*].template.spec.containers[*].resources.requests[*]', 'INVALID', "^quantities\\ must\\ match\\ the\\ regular\\ expression\\ '\\^\\(\\[\\+\\-\\]\\?\\[0\\-9\\.\\]\\+\\)\\(\\[eEinumkKMGTP\\]\\*\\[\\-\\+\\]\\?\\[0\\-9\\]\\*\\)\\$'$"),  # 325
-    ('pod-template/containers/quantities', 'spec.mpiReplicaSpecs[*].template.spec.containers[*].resources.requests[*]', 'INVALID', '^must be greater than or equal to 0$'),  # 326
-    ('pod-template/containers/whole-extended-resources', 'spec.mpiReplicaSpecs[*].template.spec.containers[*].resources.limits[*]', 'INVALID', '^must be an integer$'),  # 327
-    ('pod-template/containers/whole-extended-resources', 'spec.mpiReplicaSpecs[*].template.spec.containers[*].resources.requests[*]', 'INVALID', '^must be an integer$'),  # 328
-    ('pod-template/containers/requests-within-limits', 'spec.mpiReplicaSpecs[*].template.spec.containers[*].resources.requests[*]', 'INVALID', ' limit of '),  # 329
-    ('pod-template/initContainers/name', 'spec.mpiReplicaSpecs[*].template.spec.initContainers[*].name', 'REQUIRED', ''),  # 330
-    ('pod-template/initContainers/name', 'spec.mpiReplicaSpecs[*].template.spec.initContainers[*].name', 'INVALID', "^(a\\ lowercase\\ RFC\\ 1123\\ label\\ must\\ consist\\ of\\ lower\\ case\\ alphanumeric\\ characters\\ or\\ '\\-',\\ and\\ must\\ start\\ and\\ end\\ with\\ an\\ alphanumeric\\ character\\ \\(e\\.g\\.\\ 'my\\-name',\\ \\ or\\ '123\\-abc',\\ regex\\ used\\ for\\ validation\\ is\\ '\\[a\\-z0\\-9\\]\\(\\[\\-a\\-z0\\-9\\]\\*\\[a\\-z0\\-9\\]\\)\\?'\\)|must be no more than 63 )"),  # 331
-    ('pod-template/initContainers/image', 'spec.mpiReplicaSpecs[*].template.spec.initContainers[*].image', 'REQUIRED', ''),  # 332
-    ('pod-template/initContainers/ports', 'spec.mpiReplicaSpecs[*].template.spec.initContainers[*].ports[*].containerPort', 'REQUIRED', ''),  # 333
-    ('pod-template/initContainers/ports', 'spec.mpiReplicaSpecs[*].template.spec.initContainers[*].ports[*].containerPort', 'INVALID', '^must be between'),  # 334
-    ('pod-template/initContainers/ports', 'spec.mpiReplicaSpecs[*].template.spec.initContainers[*].ports[*].hostPort', 'INVALID', '^must be between'),  # 335
-    ('pod-template/initContainers/ports', 'spec.mpiReplicaSpecs[*].template.spec.initContainers[*].ports[*].protocol', 'NOT_SUPPORTED', ''),  # 336
-    ('pod-template/initContainers/ports', 'spec.mpiReplicaSpecs[*].template.spec.initContainers[*].ports[*].name', 'INVALID', '^must (contain|not|be no more)'),  # 337
-    ('pod-template/initContainers/port-names-unique', 'spec.mpiReplicaSpecs[*].template.spec.initContainers[*].ports[*].name', 'DUPLICATE', ''),  # 338
-    ('pod-template/initContainers/mounts', 'spec.mpiReplicaSpecs[*].template.spec.initContainers[*].volumeMounts[*].name', 'REQUIRED', ''),  # 339
-    ('pod-template/initContainers/mounts', 'spec.mpiReplicaSpecs[*].template.spec.initContainers[*].volumeMounts[*].mountPath', 'REQUIRED', ''),  # 340
-    ('pod-template/initContainers/mounted-volumes', 'spec.mpiReplicaSpecs[*].template.spec.initContainers[*].volumeMounts[*].name', 'NOT_FOUND', ''),  # 341
-    ('pod-template/initContainers/env', 'spec.mpiReplicaSpecs[*].template.spec.initContainers[*].env[*].name', 'REQUIRED', ''),  # 342
-    ('pod-template/initContainers/env', 'spec.mpiReplicaSpecs[*].template.spec.initContainers[*].env[*].name', 'INVALID', "a\\ valid\\ environment\\ variable\\ name\\ must\\ consist\\ only\\ of\\ printable\\ ASCII\\ characters\\ other\\ than\\ '='"),  # 343
-    ('pod-template/initContainers/quantities', 'spec.mpiReplicaSpecs[*].template.spec.initContainers[*].resources.limits[*]', 'INVALID', "^quantities\\ must\\ match\\ the\\ regular\\ expression\\ '\\^\\(\\[\\+\\-\\]\\?\\[0\\-9\\.\\]\\+\\)\\(\\[eEinumkKMGTP\\]\\*\\[\\-\\+\\]\\?\\[0\\-9\\]\\*\\)\\$'$"),  # 344
-    ('pod-template/initContainers/quantities', 'spec.mpiReplicaSpecs[*].template.spec.initContainers[*].resources.limits[*]', 'INVALID', '^must be greater than or equal to 0$'),  # 345
-    ('pod-template/initContainers/quantities', 'spec.mpiReplicaSpecs[*].template.spec.initContainers[*].resources.requests[*]', 'INVALID', "^quantities\\ must\\ match\\ the\\ regular\\ expression\\ '\\^\\(\\[\\+\\-\\]\\?\\[0\\-9\\.\\]\\+\\)\\(\\[eEinumkKMGTP\\]\\*\\[\\-\\+\\]\\?\\[0\\-9\\]\\*\\)\\$'$"),  # 346
-    ('pod-template/initContainers/quantities', 'spec.mpiReplicaSpecs[*].template.spec.initContainers[*].resources.requests[*]', 'INVALID', '^must be greater than or equal to 0$'),  # 347
-    ('pod-template/initContainers/whole-extended-resources', 'spec.mpiReplicaSpecs[*].template.spec.initContainers[*].resources.limits[*]', 'INVALID', '^must be an integer$'),  # 348
-    ('pod-template/initContainers/whole-extended-resources', 'spec.mpiReplicaSpecs[*].template.spec.initContainers[*].resources.requests[*]', 'INVALID', '^must be an integer$'),  # 349
-    ('pod-template/initContainers/requests-within-limits', 'spec.mpiReplicaSpecs[*].template.spec.initContainers[*].resources.requests[*]', 'INVALID', ' limit of '),  # 350
-    ('pod-template/container-names-unique', 'spec.mpiReplicaSpecs[*].template.spec.containers[*].name', 'DUPLICATE', ''),  # 351
-    ('pod-template/container-names-unique', 'spec.mpiReplicaSpecs[*].template.spec.initContainers[*].name', 'DUPLICATE', ''),  # 352
-    ('pod-template/volumes', 'spec.mpiReplicaSpecs[*].template.spec.volumes[*].name', 'REQUIRED', ''),  # 353
-    ('pod-template/volumes', 'spec.mpiReplicaSpecs[*].template.spec.volumes[*].name', 'INVALID', "^(a\\ lowercase\\ RFC\\ 1123\\ label\\ must\\ consist\\ of\\ lower\\ case\\ alphanumeric\\ characters\\ or\\ '\\-',\\ and\\ must\\ start\\ and\\ end\\ with\\ an\\ alphanumeric\\ character\\ \\(e\\.g\\.\\ 'my\\-name',\\ \\ or\\ '123\\-abc',\\ regex\\ used\\ for\\ validation\\ is\\ '\\[a\\-z0\\-9\\]\\(\\[\\-a\\-z0\\-9\\]\\*\\[a\\-z0\\-9\\]\\)\\?'\\)|must be no more than 63 )"),  # 354
-    ('pod-template/volume-names-unique', 'spec.mpiReplicaSpecs[*].template.spec.volumes[*].name', 'DUPLICATE', ''),  # 355
-    ('pod-template/restart-policy', 'spec.mpiReplicaSpecs[*].template.spec.restartPolicy', 'NOT_SUPPORTED', ''),  # 356
-    ('kubeflow/template-containers', 'spec.paddleReplicaSpecs[*].template.spec.containers', 'REQUIRED', '^must have at least one container$|^must be specified: |containers definition expected'),  # 357
-    ('kubeflow/elastic-needs-worker', 'spec.paddleReplicaSpecs[Worker]', 'REQUIRED', '^must\\ be\\ configured\\ if\\ elastic\\ policy\\ is\\ used$'),  # 358
-    ('replicas/types', 'spec.paddleReplicaSpecs[*]', 'NOT_SUPPORTED', ''),  # 359
-    ('replicas/types', 'spec.paddleReplicaSpecs[*]', 'DUPLICATE', ''),  # 360
-    ('pod-template/spec', 'spec.paddleReplicaSpecs[*].template.spec', 'REQUIRED', '^$'),  # 361
-    ('pod-template/containers', 'spec.paddleReplicaSpecs[*].template.spec.containers', 'REQUIRED', '^must\\ be\\ specified:\\ must\\ have\\ at\\ least\\ one\\ container\\ with\\ name\\ "paddle"$'),  # 362
-    ('pod-template/bounds', 'spec.paddleReplicaSpecs[*].template.spec.**', 'TOO_MANY', ''),  # 363
-    ('pod-template/containers/name', 'spec.paddleReplicaSpecs[*].template.spec.containers[*].name', 'REQUIRED', ''),  # 364
-    ('pod-template/containers/name', 'spec.paddleReplicaSpecs[*].template.spec.containers[*].name', 'INVALID', "^(a\\ lowercase\\ RFC\\ 1123\\ label\\ must\\ consist\\ of\\ lower\\ case\\ alphanumeric\\ characters\\ or\\ '\\-',\\ and\\ must\\ start\\ and\\ end\\ with\\ an\\ alphanumeric\\ character\\ \\(e\\.g\\.\\ 'my\\-name',\\ \\ or\\ '123\\-abc',\\ regex\\ used\\ for\\ validation\\ is\\ '\\[a\\-z0\\-9\\]\\(\\[\\-a\\-z0\\-9\\]\\*\\[a\\-z0\\-9\\]\\)\\?'\\)|must be no more than 63 )"),  # 365
-    ('pod-template/containers/image', 'spec.paddleReplicaSpecs[*].template.spec.containers[*].image', 'REQUIRED', ''),  # 366
-    ('pod-template/containers/ports', 'spec.paddleReplicaSpecs[*].template.spec.containers[*].ports[*].containerPort', 'REQUIRED', ''),  # 367
-    ('pod-template/containers/ports', 'spec.paddleReplicaSpecs[*].template.spec.containers[*].ports[*].containerPort', 'INVALID', '^must be between'),  # 368
-    ('pod-template/containers/ports', 'spec.paddleReplicaSpecs[*].template.spec.containers[*].ports[*].hostPort', 'INVALID', '^must be between'),  # 369
-    ('pod-template/containers/ports', 'spec.paddleReplicaSpecs[*].template.spec.containers[*].ports[*].protocol', 'NOT_SUPPORTED', ''),  # 370
-    ('pod-template/containers/ports', 'spec.paddleReplicaSpecs[*].template.spec.containers[*].ports[*].name', 'INVALID', '^must (contain|not|be no more)'),  # 371
-    ('pod-template/containers/port-names-unique', 'spec.paddleReplicaSpecs[*].template.spec.containers[*].ports[*].name', 'DUPLICATE', ''),  # 372
-    ('pod-template/containers/mounts', 'spec.paddleReplicaSpecs[*].template.spec.containers[*].volumeMounts[*].name', 'REQUIRED', ''),  # 373
-    ('pod-template/containers/mounts', 'spec.paddleReplicaSpecs[*].template.spec.containers[*].volumeMounts[*].mountPath', 'REQUIRED', ''),  # 374
-    ('pod-template/containers/mounted-volumes', 'spec.paddleReplicaSpecs[*].template.spec.containers[*].volumeMounts[*].name', 'NOT_FOUND', ''),  # 375
-    ('pod-template/containers/env', 'spec.paddleReplicaSpecs[*].template.spec.containers[*].env[*].name', 'REQUIRED', ''),  # 376
-    ('pod-template/containers/env', 'spec.paddleReplicaSpecs[*].template.spec.containers[*].env[*].name', 'INVALID', "a\\ valid\\ environment\\ variable\\ name\\ must\\ consist\\ only\\ of\\ printable\\ ASCII\\ characters\\ other\\ than\\ '='"),  # 377
-    ('pod-template/containers/quantities', 'spec.paddleReplicaSpecs[*].template.spec.containers[*].resources.limits[*]', 'INVALID', "^quantities\\ must\\ match\\ the\\ regular\\ expression\\ '\\^\\(\\[\\+\\-\\]\\?\\[0\\-9\\.\\]\\+\\)\\(\\[eEinumkKMGTP\\]\\*\\[\\-\\+\\]\\?\\[0\\-9\\]\\*\\)\\$'$"),  # 378
-    ('pod-template/containers/quantities', 'spec.paddleReplicaSpecs[*].template.spec.containers[*].resources.limits[*]', 'INVALID', '^must be greater than or equal to 0$'),  # 379
-    ('pod-template/containers/quantities', 'spec.paddleReplicaSpecs[*].template.spec.containers[*].resources.requests[*]', 'INVALID', "^quantities\\ must\\ match\\ the\\ regular\\ expression\\ '\\^\\(\\[\\+\\-\\]\\?\\[0\\-9\\.\\]\\+\\)\\(\\[eEinumkKMGTP\\]\\*\\[\\-\\+\\]\\?\\[0\\-9\\]\\*\\)\\$'$"),  # 380
-    ('pod-template/containers/quantities', 'spec.paddleReplicaSpecs[*].template.spec.containers[*].resources.requests[*]', 'INVALID', '^must be greater than or equal to 0$'),  # 381
-    ('pod-template/containers/whole-extended-resources', 'spec.paddleReplicaSpecs[*].template.spec.containers[*].resources.limits[*]', 'INVALID', '^must be an integer$'),  # 382
-    ('pod-template/containers/whole-extended-resources', 'spec.paddleReplicaSpecs[*].template.spec.containers[*].resources.requests[*]', 'INVALID', '^must be an integer$'),  # 383
-    ('pod-template/containers/requests-within-limits', 'spec.paddleReplicaSpecs[*].template.spec.containers[*].resources.requests[*]', 'INVALID', ' limit of '),  # 384
-    ('pod-template/initContainers/name', 'spec.paddleReplicaSpecs[*].template.spec.initContainers[*].name', 'REQUIRED', ''),  # 385
-    ('pod-template/initContainers/name', 'spec.paddleReplicaSpecs[*].template.spec.initContainers[*].name', 'INVALID', "^(a\\ lowercase\\ RFC\\ 1123\\ label\\ must\\ consist\\ of\\ lower\\ case\\ alphanumeric\\ characters\\ or\\ '\\-',\\ and\\ must\\ start\\ and\\ end\\ with\\ an\\ alphanumeric\\ character\\ \\(e\\.g\\.\\ 'my\\-name',\\ \\ or\\ '123\\-abc',\\ regex\\ used\\ for\\ validation\\ is\\ '\\[a\\-z0\\-9\\]\\(\\[\\-a\\-z0\\-9\\]\\*\\[a\\-z0\\-9\\]\\)\\?'\\)|must be no more than 63 )"),  # 386
-    ('pod-template/initContainers/image', 'spec.paddleReplicaSpecs[*].template.spec.initContainers[*].image', 'REQUIRED', ''),  # 387
-    ('pod-template/initContainers/ports', 'spec.paddleReplicaSpecs[*].template.spec.initContainers[*].ports[*].containerPort', 'REQUIRED', ''),  # 388
-    ('pod-template/initContainers/ports', 'spec.paddleReplicaSpecs[*].template.spec.initContainers[*].ports[*].containerPort', 'INVALID', '^must be between'),  # 389
-    ('pod-template/initContainers/ports', 'spec.paddleReplicaSpecs[*].template.spec.initContainers[*].ports[*].hostPort', 'INVALID', '^must be between'),  # 390
-    ('pod-template/initContainers/ports', 'spec.paddleReplicaSpecs[*].template.spec.initContainers[*].ports[*].protocol', 'NOT_SUPPORTED', ''),  # 391
-    ('pod-template/initContainers/ports', 'spec.paddleReplicaSpecs[*].template.spec.initContainers[*].ports[*].name', 'INVALID', '^must (contain|not|be no more)'),  # 392
-    ('pod-template/initContainers/port-names-unique', 'spec.paddleReplicaSpecs[*].template.spec.initContainers[*].ports[*].name', 'DUPLICATE', ''),  # 393
-    ('pod-template/initContainers/mounts', 'spec.paddleReplicaSpecs[*].template.spec.initContainers[*].volumeMounts[*].name', 'REQUIRED', ''),  # 394
-    ('pod-template/initContainers/mounts', 'spec.paddleReplicaSpecs[*].template.spec.initContainers[*].volumeMounts[*].mountPath', 'REQUIRED', ''),  # 395
-    ('pod-template/initContainers/mounted-volumes', 'spec.paddleReplicaSpecs[*].template.spec.initContainers[*].volumeMounts[*].name', 'NOT_FOUND', ''),  # 396
-    ('pod-template/initContainers/env', 'spec.paddleReplicaSpecs[*].template.spec.initContainers[*].env[*].name', 'REQUIRED', ''),  # 397
-    ('pod-template/initContainers/env', 'spec.paddleReplicaSpecs[*].template.spec.initContainers[*].env[*].name', 'INVALID', "a\\ valid\\ environment\\ variable\\ name\\ must\\ consist\\ only\\ of\\ printable\\ ASCII\\ characters\\ other\\ than\\ '='"),  # 398
-    ('pod-template/initContainers/quantities', 'spec.paddleReplicaSpecs[*].template.spec.initContainers[*].resources.limits[*]', 'INVALID', "^quantities\\ must\\ match\\ the\\ regular\\ expression\\ '\\^\\(\\[\\+\\-\\]\\?\\[0\\-9\\.\\]\\+\\)\\(\\[eEinumkKMGTP\\]\\*\\[\\-\\+\\]\\?\\[0\\-9\\]\\*\\)\\$'$"),  # 399
-    ('pod-template/initContainers/quantities', 'spec.paddleReplicaSpecs[*].template.spec.initContainers[*].resources.limits[*]', 'INVALID', '^must be greater than or equal to 0$'),  # 400
-    ('pod-template/initContainers/quantities', 'spec.paddleReplicaSpecs[*].template.spec.initContainers[*].resources.requests[*]', 'INVALID', "^quantities\\ must\\ match\\ the\\ regular\\ expression\\ '\\^\\(\\[\\+\\-\\]\\?\\[0\\-9\\.\\]\\+\\)\\(\\[eEinumkKMGTP\\]\\*\\[\\-\\+\\]\\?\\[0\\-9\\]\\*\\)\\$'$"),  # 401
-    ('pod-template/initContainers/quantities', 'spec.paddleReplicaSpecs[*].template.spec.initContainers[*].resources.requests[*]', 'INVALID', '^must be greater than or equal to 0$'),  # 402
-    ('pod-template/initContainers/whole-extended-resources', 'spec.paddleReplicaSpecs[*].template.spec.initContainers[*].resources.limits[*]', 'INVALID', '^must be an integer$'),  # 403
-    ('pod-template/initContainers/whole-extended-resources', 'spec.paddleReplicaSpecs[*].template.spec.initContainers[*].resources.requests[*]', 'INVALID', '^must be an integer$'),  # 404
-    ('pod-template/initContainers/requests-within-limits', 'spec.paddleReplicaSpecs[*].template.spec.initContainers[*].resources.requests[*]', 'INVALID', ' limit of '),  # 405
-    ('pod-template/container-names-unique', 'spec.paddleReplicaSpecs[*].template.spec.containers[*].name', 'DUPLICATE', ''),  # 406
-    ('pod-template/container-names-unique', 'spec.paddleReplicaSpecs[*].template.spec.initContainers[*].name', 'DUPLICATE', ''),  # 407
-    ('pod-template/volumes', 'spec.paddleReplicaSpecs[*].template.spec.volumes[*].name', 'REQUIRED', ''),  # 408
-    ('pod-template/volumes', 'spec.paddleReplicaSpecs[*].template.spec.volumes[*].name', 'INVALID', "^(a\\ lowercase\\ RFC\\ 1123\\ label\\ must\\ consist\\ of\\ lower\\ case\\ alphanumeric\\ characters\\ or\\ '\\-',\\ and\\ must\\ start\\ and\\ end\\ with\\ an\\ alphanumeric\\ character\\ \\(e\\.g\\.\\ 'my\\-name',\\ \\ or\\ '123\\-abc',\\ regex\\ used\\ for\\ validation\\ is\\ '\\[a\\-z0\\-9\\]\\(\\[\\-a\\-z0\\-9\\]\\*\\[a\\-z0\\-9\\]\\)\\?'\\)|must be no more than 63 )"),  # 409
-    ('pod-template/volume-names-unique', 'spec.paddleReplicaSpecs[*].template.spec.volumes[*].name', 'DUPLICATE', ''),  # 410
-    ('pod-template/restart-policy', 'spec.paddleReplicaSpecs[*].template.spec.restartPolicy', 'NOT_SUPPORTED', ''),  # 411
-    ('pod-template/framework-container', 'spec.paddleReplicaSpecs[*].template.spec.containers', 'REQUIRED', '^must\\ have\\ at\\ least\\ one\\ container\\ with\\ name\\ "paddle"$'),  # 412
-    ('kubeflow/template-containers', 'spec.pytorchReplicaSpecs[*].template.spec.containers', 'REQUIRED', '^must have at least one container$|^must be specified: |containers definition expected'),  # 413
-    ('kubeflow/master-replicas', 'spec.pytorchReplicaSpecs[Master].replicas', 'FORBIDDEN', '^must be 1$'),  # 414
-    ('kubeflow/replicas-at-least-one', 'spec.pytorchReplicaSpecs[*].replicas', 'FORBIDDEN', '^must be at least 1$'),  # 415
-    ('kubeflow/elastic-needs-worker', 'spec.pytorchReplicaSpecs[Worker]', 'REQUIRED', '^must\\ be\\ configured\\ if\\ elastic\\ policy\\ is\\ used$'),  # 416
-    ('kubeflow/nproc-per-node', 'spec.elasticPolicy.nProcPerNode', 'FORBIDDEN', '^must not be used with spec\\.nprocPerNode$'),  # 417
-    ('replicas/types', 'spec.pytorchReplicaSpecs[*]', 'NOT_SUPPORTED', ''),  # 418
-    ('replicas/types', 'spec.pytorchReplicaSpecs[*]', 'DUPLICATE', ''),  # 419
-    ('pod-template/spec', 'spec.pytorchReplicaSpecs[*].template.spec', 'REQUIRED', '^$'),  # 420
-    ('pod-template/containers', 'spec.pytorchReplicaSpecs[*].template.spec.containers', 'REQUIRED', '^must\\ be\\ specified:\\ must\\ have\\ at\\ least\\ one\\ container\\ with\\ name\\ pytorch$'),  # 421
-    ('pod-template/bounds', 'spec.pytorchReplicaSpecs[*].template.spec.**', 'TOO_MANY', ''),  # 422
-    ('pod-template/containers/name', 'spec.pytorchReplicaSpecs[*].template.spec.containers[*].name', 'REQUIRED', ''),  # 423
-    ('pod-template/containers/name', 'spec.pytorchReplicaSpecs[*].template.spec.containers[*].name', 'INVALID', "^(a\\ lowercase\\ RFC\\ 1123\\ label\\ must\\ consist\\ of\\ lower\\ case\\ alphanumeric\\ characters\\ or\\ '\\-',\\ and\\ must\\ start\\ and\\ end\\ with\\ an\\ alphanumeric\\ character\\ \\(e\\.g\\.\\ 'my\\-name',\\ \\ or\\ '123\\-abc',\\ regex\\ used\\ for\\ validation\\ is\\ '\\[a\\-z0\\-9\\]\\(\\[\\-a\\-z0\\-9\\]\\*\\[a\\-z0\\-9\\]\\)\\?'\\)|must be no more than 63 )"),  # 424
-    ('pod-template/containers/image', 'spec.pytorchReplicaSpecs[*].template.spec.containers[*].image', 'REQUIRED', ''),  # 425
-    ('pod-template/containers/ports', 'spec.pytorchReplicaSpecs[*].template.spec.containers[*].ports[*].containerPort', 'REQUIRED', ''),  # 426
-    ('pod-template/containers/ports', 'spec.pytorchReplicaSpecs[*].template.spec.containers[*].ports[*].containerPort', 'INVALID', '^must be between'),  # 427
-    ('pod-template/containers/ports', 'spec.pytorchReplicaSpecs[*].template.spec.containers[*].ports[*].hostPort', 'INVALID', '^must be between'),  # 428
-    ('pod-template/containers/ports', 'spec.pytorchReplicaSpecs[*].template.spec.containers[*].ports[*].protocol', 'NOT_SUPPORTED', ''),  # 429
-    ('pod-template/containers/ports', 'spec.pytorchReplicaSpecs[*].template.spec.containers[*].ports[*].name', 'INVALID', '^must (contain|not|be no more)'),  # 430
-    ('pod-template/containers/port-names-unique', 'spec.pytorchReplicaSpecs[*].template.spec.containers[*].ports[*].name', 'DUPLICATE', ''),  # 431
-    ('pod-template/containers/mounts', 'spec.pytorchReplicaSpecs[*].template.spec.containers[*].volumeMounts[*].name', 'REQUIRED', ''),  # 432
-    ('pod-template/containers/mounts', 'spec.pytorchReplicaSpecs[*].template.spec.containers[*].volumeMounts[*].mountPath', 'REQUIRED', ''),  # 433
-    ('pod-template/containers/mounted-volumes', 'spec.pytorchReplicaSpecs[*].template.spec.containers[*].volumeMounts[*].name', 'NOT_FOUND', ''),  # 434
-    ('pod-template/containers/env', 'spec.pytorchReplicaSpecs[*].template.spec.containers[*].env[*].name', 'REQUIRED', ''),  # 435
-    ('pod-template/containers/env', 'spec.pytorchReplicaSpecs[*].template.spec.containers[*].env[*].name', 'INVALID', "a\\ valid\\ environment\\ variable\\ name\\ must\\ consist\\ only\\ of\\ printable\\ ASCII\\ characters\\ other\\ than\\ '='"),  # 436
-    ('pod-template/containers/quantities', 'spec.pytorchReplicaSpecs[*].template.spec.containers[*].resources.limits[*]', 'INVALID', "^quantities\\ must\\ match\\ the\\ regular\\ expression\\ '\\^\\(\\[\\+\\-\\]\\?\\[0\\-9\\.\\]\\+\\)\\(\\[eEinumkKMGTP\\]\\*\\[\\-\\+\\]\\?\\[0\\-9\\]\\*\\)\\$'$"),  # 437
-    ('pod-template/containers/quantities', 'spec.pytorchReplicaSpecs[*].template.spec.containers[*].resources.limits[*]', 'INVALID', '^must be greater than or equal to 0$'),  # 438
-    ('pod-template/containers/quantities', 'spec.pytorchReplicaSpecs[*].template.spec.containers[*].resources.requests[*]', 'INVALID', "^quantities\\ must\\ match\\ the\\ regular\\ expression\\ '\\^\\(\\[\\+\\-\\]\\?\\[0\\-9\\.\\]\\+\\)\\(\\[eEinumkKMGTP\\]\\*\\[\\-\\+\\]\\?\\[0\\-9\\]\\*\\)\\$'$"),  # 439
-    ('pod-template/containers/quantities', 'spec.pytorchReplicaSpecs[*].template.spec.containers[*].resources.requests[*]', 'INVALID', '^must be greater than or equal to 0$'),  # 440
-    ('pod-template/containers/whole-extended-resources', 'spec.pytorchReplicaSpecs[*].template.spec.containers[*].resources.limits[*]', 'INVALID', '^must be an integer$'),  # 441
-    ('pod-template/containers/whole-extended-resources', 'spec.pytorchReplicaSpecs[*].template.spec.containers[*].resources.requests[*]', 'INVALID', '^must be an integer$'),  # 442
-    ('pod-template/containers/requests-within-limits', 'spec.pytorchReplicaSpecs[*].template.spec.containers[*].resources.requests[*]', 'INVALID', ' limit of '),  # 443
-    ('pod-template/initContainers/name', 'spec.pytorchReplicaSpecs[*].template.spec.initContainers[*].name', 'REQUIRED', ''),  # 444
-    ('pod-template/initContainers/name', 'spec.pytorchReplicaSpecs[*].template.spec.initContainers[*].name', 'INVALID', "^(a\\ lowercase\\ RFC\\ 1123\\ label\\ must\\ consist\\ of\\ lower\\ case\\ alphanumeric\\ characters\\ or\\ '\\-',\\ and\\ must\\ start\\ and\\ end\\ with\\ an\\ alphanumeric\\ character\\ \\(e\\.g\\.\\ 'my\\-name',\\ \\ or\\ '123\\-abc',\\ regex\\ used\\ for\\ validation\\ is\\ '\\[a\\-z0\\-9\\]\\(\\[\\-a\\-z0\\-9\\]\\*\\[a\\-z0\\-9\\]\\)\\?'\\)|must be no more than 63 )"),  # 445
-    ('pod-template/initContainers/image', 'spec.pytorchReplicaSpecs[*].template.spec.initContainers[*].image', 'REQUIRED', ''),  # 446
-    ('pod-template/initContainers/ports', 'spec.pytorchReplicaSpecs[*].template.spec.initContainers[*].ports[*].containerPort', 'REQUIRED', ''),  # 447
-    ('pod-template/initContainers/ports', 'spec.pytorchReplicaSpecs[*].template.spec.initContainers[*].ports[*].containerPort', 'INVALID', '^must be between'),  # 448
-    ('pod-template/initContainers/ports', 'spec.pytorchReplicaSpecs[*].template.spec.initContainers[*].ports[*].hostPort', 'INVALID', '^must be between'),  # 449
-    ('pod-template/initContainers/ports', 'spec.pytorchReplicaSpecs[*].template.spec.initContainers[*].ports[*].protocol', 'NOT_SUPPORTED', ''),  # 450
-    ('pod-template/initContainers/ports', 'spec.pytorchReplicaSpecs[*].template.spec.initContainers[*].ports[*].name', 'INVALID', '^must (contain|not|be no more)'),  # 451
-    ('pod-template/initContainers/port-names-unique', 'spec.pytorchReplicaSpecs[*].template.spec.initContainers[*].ports[*].name', 'DUPLICATE', ''),  # 452
-    ('pod-template/initContainers/mounts', 'spec.pytorchReplicaSpecs[*].template.spec.initContainers[*].volumeMounts[*].name', 'REQUIRED', ''),  # 453
-    ('pod-template/initContainers/mounts', 'spec.pytorchReplicaSpecs[*].template.spec.initContainers[*].volumeMounts[*].mountPath', 'REQUIRED', ''),  # 454
-    ('pod-template/initContainers/mounted-volumes', 'spec.pytorchReplicaSpecs[*].template.spec.initContainers[*].volumeMounts[*].name', 'NOT_FOUND', ''),  # 455
-    ('pod-template/initContainers/env', 'spec.pytorchReplicaSpecs[*].template.spec.initContainers[*].env[*].name', 'REQUIRED', ''),  # 456
-    ('pod-template/initContainers/env', 'spec.pytorchReplicaSpecs[*].template.spec.initContainers[*].env[*].name', 'INVALID', "a\\ valid\\ environment\\ variable\\ name\\ must\\ consist\\ only\\ of\\ printable\\ ASCII\\ characters\\ other\\ than\\ '='"),  # 457
-    ('pod-template/initContainers/quantities', 'spec.pytorchReplicaSpecs[*].template.spec.initContainers[*].resources.limits[*]', 'INVALID', "^quantities\\ must\\ match\\ the\\ regular\\ expression\\ '\\^\\(\\[\\+\\-\\]\\?\\[0\\-9\\.\\]\\+\\)\\(\\[eEinumkKMGTP\\]\\*\\[\\-\\+\\]\\?\\[0\\-9\\]\\*\\)\\$'$"),  # 458
-    ('pod-template/initContainers/quantities', 'spec.pytorchReplicaSpecs[*].template.spec.initContainers[*].resources.limits[*]', 'INVALID', '^must be greater than or equal to 0$'),  # 459
-    ('pod-template/initContainers/quantities', 'spec.pytorchReplicaSpecs[*].template.spec.initContainers[*].resources.requests[*]', 'INVALID', "^quantities\\ must\\ match\\ the\\ regular\\ expression\\ '\\^\\(\\[\\+\\-\\]\\?\\[0\\-9\\.\\]\\+\\)\\(\\[eEinumkKMGTP\\]\\*\\[\\-\\+\\]\\?\\[0\\-9\\]\\*\\)\\$'$"),  # 460
-    ('pod-template/initContainers/quantities', 'spec.pytorchReplicaSpecs[*].template.spec.initContainers[*].resources.requests[*]', 'INVALID', '^must be greater than or equal to 0$'),  # 461
-    ('pod-template/initContainers/whole-extended-resources', 'spec.pytorchReplicaSpecs[*].template.spec.initContainers[*].resources.limits[*]', 'INVALID', '^must be an integer$'),  # 462
-    ('pod-template/initContainers/whole-extended-resources', 'spec.pytorchReplicaSpecs[*].template.spec.initContainers[*].resources.requests[*]', 'INVALID', '^must be an integer$'),  # 463
-    ('pod-template/initContainers/requests-within-limits', 'spec.pytorchReplicaSpecs[*].template.spec.initContainers[*].resources.requests[*]', 'INVALID', ' limit of '),  # 464
-    ('pod-template/container-names-unique', 'spec.pytorchReplicaSpecs[*].template.spec.containers[*].name', 'DUPLICATE', ''),  # 465
-    ('pod-template/container-names-unique', 'spec.pytorchReplicaSpecs[*].template.spec.initContainers[*].name', 'DUPLICATE', ''),  # 466
-    ('pod-template/volumes', 'spec.pytorchReplicaSpecs[*].template.spec.volumes[*].name', 'REQUIRED', ''),  # 467
-    ('pod-template/volumes', 'spec.pytorchReplicaSpecs[*].template.spec.volumes[*].name', 'INVALID', "^(a\\ lowercase\\ RFC\\ 1123\\ label\\ must\\ consist\\ of\\ lower\\ case\\ alphanumeric\\ characters\\ or\\ '\\-',\\ and\\ must\\ start\\ and\\ end\\ with\\ an\\ alphanumeric\\ character\\ \\(e\\.g\\.\\ 'my\\-name',\\ \\ or\\ '123\\-abc',\\ regex\\ used\\ for\\ validation\\ is\\ '\\[a\\-z0\\-9\\]\\(\\[\\-a\\-z0\\-9\\]\\*\\[a\\-z0\\-9\\]\\)\\?'\\)|must be no more than 63 )"),  # 468
-    ('pod-template/volume-names-unique', 'spec.pytorchReplicaSpecs[*].template.spec.volumes[*].name', 'DUPLICATE', ''),  # 469
-    ('pod-template/restart-policy', 'spec.pytorchReplicaSpecs[*].template.spec.restartPolicy', 'NOT_SUPPORTED', ''),  # 470
-    ('pod-template/framework-container', 'spec.pytorchReplicaSpecs[*].template.spec.containers', 'REQUIRED', '^must\\ have\\ at\\ least\\ one\\ container\\ with\\ name\\ pytorch$'),  # 471
-    ('kubeflow/template-containers', 'spec.tfReplicaSpecs[*].template.spec.containers', 'REQUIRED', '^must have at least one container$|^must be specified: |containers definition expected'),  # 472
-    ('kubeflow/tfjob-one-leader', 'spec.tfReplicaSpecs', 'FORBIDDEN', '^must not have more than 1 Chief or Master role$'),  # 473
-    ('replicas/types', 'spec.tfReplicaSpecs[*]', 'NOT_SUPPORTED', ''),  # 474
-    ('replicas/types', 'spec.tfReplicaSpecs[*]', 'DUPLICATE', ''),  # 475
-    ('pod-template/spec', 'spec.tfReplicaSpecs[*].template.spec', 'REQUIRED', '^$'),  # 476
-    ('pod-template/containers', 'spec.tfReplicaSpecs[*].template.spec.containers', 'REQUIRED', '^must\\ be\\ specified:\\ must\\ have\\ at\\ least\\ one\\ container\\ with\\ name\\ tensorflow$'),  # 477
-    ('pod-template/bounds', 'spec.tfReplicaSpecs[*].template.spec.**', 'TOO_MANY', ''),  # 478
-    ('pod-template/containers/name', 'spec.tfReplicaSpecs[*].template.spec.containers[*].name', 'REQUIRED', ''),  # 479
-    ('pod-template/containers/name', 'spec.tfReplicaSpecs[*].template.spec.containers[*].name', 'INVALID', "^(a\\ lowercase\\ RFC\\ 1123\\ label\\ must\\ consist\\ of\\ lower\\ case\\ alphanumeric\\ characters\\ or\\ '\\-',\\ and\\ must\\ start\\ and\\ end\\ with\\ an\\ alphanumeric\\ character\\ \\(e\\.g\\.\\ 'my\\-name',\\ \\ or\\ '123\\-abc',\\ regex\\ used\\ for\\ validation\\ is\\ '\\[a\\-z0\\-9\\]\\(\\[\\-a\\-z0\\-9\\]\\*\\[a\\-z0\\-9\\]\\)\\?'\\)|must be no more than 63 )"),  # 480
-    ('pod-template/containers/image', 'spec.tfReplicaSpecs[*].template.spec.containers[*].image', 'REQUIRED', ''),  # 481
-    ('pod-template/containers/ports', 'spec.tfReplicaSpecs[*].template.spec.containers[*].ports[*].containerPort', 'REQUIRED', ''),  # 482
-    ('pod-template/containers/ports', 'spec.tfReplicaSpecs[*].template.spec.containers[*].ports[*].containerPort', 'INVALID', '^must be between'),  # 483
-    ('pod-template/containers/ports', 'spec.tfReplicaSpecs[*].template.spec.containers[*].ports[*].hostPort', 'INVALID', '^must be between'),  # 484
-    ('pod-template/containers/ports', 'spec.tfReplicaSpecs[*].template.spec.containers[*].ports[*].protocol', 'NOT_SUPPORTED', ''),  # 485
-    ('pod-template/containers/ports', 'spec.tfReplicaSpecs[*].template.spec.containers[*].ports[*].name', 'INVALID', '^must (contain|not|be no more)'),  # 486
-    ('pod-template/containers/port-names-unique', 'spec.tfReplicaSpecs[*].template.spec.containers[*].ports[*].name', 'DUPLICATE', ''),  # 487
-    ('pod-template/containers/mounts', 'spec.tfReplicaSpecs[*].template.spec.containers[*].volumeMounts[*].name', 'REQUIRED', ''),  # 488
-    ('pod-template/containers/mounts', 'spec.tfReplicaSpecs[*].template.spec.containers[*].volumeMounts[*].mountPath', 'REQUIRED', ''),  # 489
-    ('pod-template/containers/mounted-volumes', 'spec.tfReplicaSpecs[*].template.spec.containers[*].volumeMounts[*].name', 'NOT_FOUND', ''),  # 490
-    ('pod-template/containers/env', 'spec.tfReplicaSpecs[*].template.spec.containers[*].env[*].name', 'REQUIRED', ''),  # 491
-    ('pod-template/containers/env', 'spec.tfReplicaSpecs[*].template.spec.containers[*].env[*].name', 'INVALID', "a\\ valid\\ environment\\ variable\\ name\\ must\\ consist\\ only\\ of\\ printable\\ ASCII\\ characters\\ other\\ than\\ '='"),  # 492
-    ('pod-template/containers/quantities', 'spec.tfReplicaSpecs[*].template.spec.containers[*].resources.limits[*]', 'INVALID', "^quantities\\ must\\ match\\ the\\ regular\\ expression\\ '\\^\\(\\[\\+\\-\\]\\?\\[0\\-9\\.\\]\\+\\)\\(\\[eEinumkKMGTP\\]\\*\\[\\-\\+\\]\\?\\[0\\-9\\]\\*\\)\\$'$"),  # 493
-    ('pod-template/containers/quantities', 'spec.tfReplicaSpecs[*].template.spec.containers[*].resources.limits[*]', 'INVALID', '^must be greater than or equal to 0$'),  # 494
-    ('pod-template/containers/quantities', 'spec.tfReplicaSpecs[*].template.spec.containers[*].resources.requests[*]', 'INVALID', "^quantities\\ must\\ match\\ the\\ regular\\ expression\\ '\\^\\(\\[\\+\\-\\]\\?\\[0\\-9\\.\\]\\+\\)\\(\\[eEinumkKMGTP\\]\\*\\[\\-\\+\\]\\?\\[0\\-9\\]\\*\\)\\$'$"),  # 495
-    ('pod-template/containers/quantities', 'spec.tfReplicaSpecs[*].template.spec.containers[*].resources.requests[*]', 'INVALID', '^must be greater than or equal to 0$'),  # 496
-    ('pod-template/containers/whole-extended-resources', 'spec.tfReplicaSpecs[*].template.spec.containers[*].resources.limits[*]', 'INVALID', '^must be an integer$'),  # 497
-    ('pod-template/containers/whole-extended-resources', 'spec.tfReplicaSpecs[*].template.spec.containers[*].resources.requests[*]', 'INVALID', '^must be an integer$'),  # 498
-    ('pod-template/containers/requests-within-limits', 'spec.tfReplicaSpecs[*].template.spec.containers[*].resources.requests[*]', 'INVALID', ' limit of '),  # 499
-    ('pod-template/initContainers/name', 'spec.tfReplicaSpecs[*].template.spec.initContainers[*].name', 'REQUIRED', ''),  # 500
-    ('pod-template/initContainers/name', 'spec.tfReplicaSpecs[*].template.spec.initContainers[*].name', 'INVALID', "^(a\\ lowercase\\ RFC\\ 1123\\ label\\ must\\ consist\\ of\\ lower\\ case\\ alphanumeric\\ characters\\ or\\ '\\-',\\ and\\ must\\ start\\ and\\ end\\ with\\ an\\ alphanumeric\\ character\\ \\(e\\.g\\.\\ 'my\\-name',\\ \\ or\\ '123\\-abc',\\ regex\\ used\\ for\\ validation\\ is\\ '\\[a\\-z0\\-9\\]\\(\\[\\-a\\-z0\\-9\\]\\*\\[a\\-z0\\-9\\]\\)\\?'\\)|must be no more than 63 )"),  # 501
-    ('pod-template/initContainers/image', 'spec.tfReplicaSpecs[*].template.spec.initContainers[*].image', 'REQUIRED', ''),  # 502
-    ('pod-template/initContainers/ports', 'spec.tfReplicaSpecs[*].template.spec.initContainers[*].ports[*].containerPort', 'REQUIRED', ''),  # 503
-    ('pod-template/initContainers/ports', 'spec.tfReplicaSpecs[*].template.spec.initContainers[*].ports[*].containerPort', 'INVALID', '^must be between'),  # 504
-    ('pod-template/initContainers/ports', 'spec.tfReplicaSpecs[*].template.spec.initContainers[*].ports[*].hostPort', 'INVALID', '^must be between'),  # 505
-    ('pod-template/initContainers/ports', 'spec.tfReplicaSpecs[*].template.spec.initContainers[*].ports[*].protocol', 'NOT_SUPPORTED', ''),  # 506
-    ('pod-template/initContainers/ports', 'spec.tfReplicaSpecs[*].template.spec.initContainers[*].ports[*].name', 'INVALID', '^must (contain|not|be no more)'),  # 507
-    ('pod-template/initContainers/port-names-unique', 'spec.tfReplicaSpecs[*].template.spec.initContainers[*].ports[*].name', 'DUPLICATE', ''),  # 508
-    ('pod-template/initContainers/mounts', 'spec.tfReplicaSpecs[*].template.spec.initContainers[*].volumeMounts[*].name', 'REQUIRED', ''),  # 509
-    ('pod-template/initContainers/mounts', 'spec.tfReplicaSpecs[*].template.spec.initContainers[*].volumeMounts[*].mountPath', 'REQUIRED', ''),  # 510
-    ('pod-template/initContainers/mounted-volumes', 'spec.tfReplicaSpecs[*].template.spec.initContainers[*].volumeMounts[*].name', 'NOT_FOUND', ''),  # 511
-    ('pod-template/initContainers/env', 'spec.tfReplicaSpecs[*].template.spec.initContainers[*].env[*].name', 'REQUIRED', ''),  # 512
-    ('pod-template/initContainers/env', 'spec.tfReplicaSpecs[*].template.spec.initContainers[*].env[*].name', 'INVALID', "a\\ valid\\ environment\\ variable\\ name\\ must\\ consist\\ only\\ of\\ printable\\ ASCII\\ characters\\ other\\ than\\ '='"),  # 513
-    ('pod-template/initContainers/quantities', 'spec.tfReplicaSpecs[*].template.spec.initContainers[*].resources.limits[*]', 'INVALID', "^quantities\\ must\\ match\\ the\\ regular\\ expression\\ '\\^\\(\\[\\+\\-\\]\\?\\[0\\-9\\.\\]\\+\\)\\(\\[eEinumkKMGTP\\]\\*\\[\\-\\+\\]\\?\\[0\\-9\\]\\*\\)\\$'$"),  # 514
-    ('pod-template/initContainers/quantities', 'spec.tfReplicaSpecs[*].template.spec.initContainers[*].resources.limits[*]', 'INVALID', '^must be greater than or equal to 0$'),  # 515
-    ('pod-template/initContainers/quantities', 'spec.tfReplicaSpecs[*].template.spec.initContainers[*].resources.requests[*]', 'INVALID', "^quantities\\ must\\ match\\ the\\ regular\\ expression\\ '\\^\\(\\[\\+\\-\\]\\?\\[0\\-9\\.\\]\\+\\)\\(\\[eEinumkKMGTP\\]\\*\\[\\-\\+\\]\\?\\[0\\-9\\]\\*\\)\\$'$"),  # 516
-    ('pod-template/initContainers/quantities', 'spec.tfReplicaSpecs[*].template.spec.initContainers[*].resources.requests[*]', 'INVALID', '^must be greater than or equal to 0$'),  # 517
-    ('pod-template/initContainers/whole-extended-resources', 'spec.tfReplicaSpecs[*].template.spec.initContainers[*].resources.limits[*]', 'INVALID', '^must be an integer$'),  # 518
-    ('pod-template/initContainers/whole-extended-resources', 'spec.tfReplicaSpecs[*].template.spec.initContainers[*].resources.requests[*]', 'INVALID', '^must be an integer$'),  # 519
-    ('pod-template/initContainers/requests-within-limits', 'spec.tfReplicaSpecs[*].template.spec.initContainers[*].resources.requests[*]', 'INVALID', ' limit of '),  # 520
-    ('pod-template/container-names-unique', 'spec.tfReplicaSpecs[*].template.spec.containers[*].name', 'DUPLICATE', ''),  # 521
-    ('pod-template/container-names-unique', 'spec.tfReplicaSpecs[*].template.spec.initContainers[*].name', 'DUPLICATE', ''),  # 522
-    ('pod-template/volumes', 'spec.tfReplicaSpecs[*].template.spec.volumes[*].name', 'REQUIRED', ''),  # 523
-    ('pod-template/volumes', 'spec.tfReplicaSpecs[*].template.spec.volumes[*].name', 'INVALID', "^(a\\ lowercase\\ RFC\\ 1123\\ label\\ must\\ consist\\ of\\ lower\\ case\\ alphanumeric\\ characters\\ or\\ '\\-',\\ and\\ must\\ start\\ and\\ end\\ with\\ an\\ alphanumeric\\ character\\ \\(e\\.g\\.\\ 'my\\-name',\\ \\ or\\ '123\\-abc',\\ regex\\ used\\ for\\ validation\\ is\\ '\\[a\\-z0\\-9\\]\\(\\[\\-a\\-z0\\-9\\]\\*\\[a\\-z0\\-9\\]\\)\\?'\\)|must be no more than 63 )"),  # 524
-    ('pod-template/volume-names-unique', 'spec.tfReplicaSpecs[*].template.spec.volumes[*].name', 'DUPLICATE', ''),  # 525
-    ('pod-template/restart-policy', 'spec.tfReplicaSpecs[*].template.spec.restartPolicy', 'NOT_SUPPORTED', ''),  # 526
-    ('pod-template/framework-container', 'spec.tfReplicaSpecs[*].template.spec.containers', 'REQUIRED', '^must\\ have\\ at\\ least\\ one\\ container\\ with\\ name\\ tensorflow$'),  # 527
-    ('kubeflow/template-containers', 'spec.xgbReplicaSpecs[*].template.spec.containers', 'REQUIRED', '^must have at least one container$|^must be specified: |containers definition expected'),  # 528
-    ('kubeflow/master-replicas', 'spec.xgbReplicaSpecs[Master].replicas', 'FORBIDDEN', '^must be 1$'),  # 529
-    ('kubeflow/master-required', 'spec.xgbReplicaSpecs[Master]', 'REQUIRED', '^must be present$'),  # 530
-    ('replicas/types', 'spec.xgbReplicaSpecs[*]', 'NOT_SUPPORTED', ''),  # 531
-    ('replicas/types', 'spec.xgbReplicaSpecs[*]', 'DUPLICATE', ''),  # 532
-    ('pod-template/spec', 'spec.xgbReplicaSpecs[*].template.spec', 'REQUIRED', '^$'),  # 533
-    ('pod-template/containers', 'spec.xgbReplicaSpecs[*].template.spec.containers', 'REQUIRED', '^must\\ be\\ specified:\\ must\\ have\\ at\\ least\\ one\\ container\\ with\\ name\\ xgboost$'),  # 534
-    ('pod-template/bounds', 'spec.xgbReplicaSpecs[*].template.spec.**', 'TOO_MANY', ''),  # 535
-    ('pod-template/containers/name', 'spec.xgbReplicaSpecs[*].template.spec.containers[*].name', 'REQUIRED', ''),  # 536
-    ('pod-template/containers/name', 'spec.xgbReplicaSpecs[*].template.spec.containers[*].name', 'INVALID', "^(a\\ lowercase\\ RFC\\ 1123\\ label\\ must\\ consist\\ of\\ lower\\ case\\ alphanumeric\\ characters\\ or\\ '\\-',\\ and\\ must\\ start\\ and\\ end\\ with\\ an\\ alphanumeric\\ character\\ \\(e\\.g\\.\\ 'my\\-name',\\ \\ or\\ '123\\-abc',\\ regex\\ used\\ for\\ validation\\ is\\ '\\[a\\-z0\\-9\\]\\(\\[\\-a\\-z0\\-9\\]\\*\\[a\\-z0\\-9\\]\\)\\?'\\)|must be no more than 63 )"),  # 537
-    ('pod-template/containers/image', 'spec.xgbReplicaSpecs[*].template.spec.containers[*].image', 'REQUIRED', ''),  # 538
-    ('pod-template/containers/ports', 'spec.xgbReplicaSpecs[*].template.spec.containers[*].ports[*].containerPort', 'REQUIRED', ''),  # 539
-    ('pod-template/containers/ports', 'spec.xgbReplicaSpecs[*].template.spec.containers[*].ports[*].containerPort', 'INVALID', '^must be between'),  # 540
-    ('pod-template/containers/ports', 'spec.xgbReplicaSpecs[*].template.spec.containers[*].ports[*].hostPort', 'INVALID', '^must be between'),  # 541
-    ('pod-template/containers/ports', 'spec.xgbReplicaSpecs[*].template.spec.containers[*].ports[*].protocol', 'NOT_SUPPORTED', ''),  # 542
-    ('pod-template/containers/ports', 'spec.xgbReplicaSpecs[*].template.spec.containers[*].ports[*].name', 'INVALID', '^must (contain|not|be no more)'),  # 543
-    ('pod-template/containers/port-names-unique', 'spec.xgbReplicaSpecs[*].template.spec.containers[*].ports[*].name', 'DUPLICATE', ''),  # 544
-    ('pod-template/containers/mounts', 'spec.xgbReplicaSpecs[*].template.spec.containers[*].volumeMounts[*].name', 'REQUIRED', ''),  # 545
-    ('pod-template/containers/mounts', 'spec.xgbReplicaSpecs[*].template.spec.containers[*].volumeMounts[*].mountPath', 'REQUIRED', ''),  # 546
-    ('pod-template/containers/mounted-volumes', 'spec.xgbReplicaSpecs[*].template.spec.containers[*].volumeMounts[*].name', 'NOT_FOUND', ''),  # 547
-    ('pod-template/containers/env', 'spec.xgbReplicaSpecs[*].template.spec.containers[*].env[*].name', 'REQUIRED', ''),  # 548
-    ('pod-template/containers/env', 'spec.xgbReplicaSpecs[*].template.spec.containers[*].env[*].name', 'INVALID', "a\\ valid\\ environment\\ variable\\ name\\ must\\ consist\\ only\\ of\\ printable\\ ASCII\\ characters\\ other\\ than\\ '='"),  # 549
-    ('pod-template/containers/quantities', 'spec.xgbReplicaSpecs[*].template.spec.containers[*].resources.limits[*]', 'INVALID', "^quantities\\ must\\ match\\ the\\ regular\\ expression\\ '\\^\\(\\[\\+\\-\\]\\?\\[0\\-9\\.\\]\\+\\)\\(\\[eEinumkKMGTP\\]\\*\\[\\-\\+\\]\\?\\[0\\-9\\]\\*\\)\\$'$"),  # 550
-    ('pod-template/containers/quantities', 'spec.xgbReplicaSpecs[*].template.spec.containers[*].resources.limits[*]', 'INVALID', '^must be greater than or equal to 0$'),  # 551
-    ('pod-template/containers/quantities', 'spec.xgbReplicaSpecs[*].template.spec.containers[*].resources.requests[*]', 'INVALID', "^quantities\\ must\\ match\\ the\\ regular\\ expression\\ '\\^\\(\\[\\+\\-\\]\\?\\[0\\-9\\.\\]\\+\\)\\(\\[eEinumkKMGTP\\]\\*\\[\\-\\+\\]\\?\\[0\\-9\\]\\*\\)\\$'$"),  # 552
-    ('pod-template/containers/quantities', 'spec.xgbReplicaSpecs[*].template.spec.containers[*].resources.requests[*]', 'INVALID', '^must be greater than or equal to 0$'),  # 553
-    ('pod-template/containers/whole-extended-resources', 'spec.xgbReplicaSpecs[*].template.spec.containers[*].resources.limits[*]', 'INVALID', '^must be an integer$'),  # 554
-    ('pod-template/containers/whole-extended-resources', 'spec.xgbReplicaSpecs[*].template.spec.containers[*].resources.requests[*]', 'INVALID', '^must be an integer$'),  # 555
-    ('pod-template/containers/requests-within-limits', 'spec.xgbReplicaSpecs[*].template.spec.containers[*].resources.requests[*]', 'INVALID', ' limit of '),  # 556
-    ('pod-template/initContainers/name', 'spec.xgbReplicaSpecs[*].template.spec.initContainers[*].name', 'REQUIRED', ''),  # 557
-    ('pod-template/initContainers/name', 'spec.xgbReplicaSpecs[*].template.spec.initContainers[*].name', 'INVALID', "^(a\\ lowercase\\ RFC\\ 1123\\ label\\ must\\ consist\\ of\\ lower\\ case\\ alphanumeric\\ characters\\ or\\ '\\-',\\ and\\ must\\ start\\ and\\ end\\ with\\ an\\ alphanumeric\\ character\\ \\(e\\.g\\.\\ 'my\\-name',\\ \\ or\\ '123\\-abc',\\ regex\\ used\\ for\\ validation\\ is\\ '\\[a\\-z0\\-9\\]\\(\\[\\-a\\-z0\\-9\\]\\*\\[a\\-z0\\-9\\]\\)\\?'\\)|must be no more than 63 )"),  # 558
-    ('pod-template/initContainers/image', 'spec.xgbReplicaSpecs[*].template.spec.initContainers[*].image', 'REQUIRED', ''),  # 559
-    ('pod-template/initContainers/ports', 'spec.xgbReplicaSpecs[*].template.spec.initContainers[*].ports[*].containerPort', 'REQUIRED', ''),  # 560
-    ('pod-template/initContainers/ports', 'spec.xgbReplicaSpecs[*].template.spec.initContainers[*].ports[*].containerPort', 'INVALID', '^must be between'),  # 561
-    ('pod-template/initContainers/ports', 'spec.xgbReplicaSpecs[*].template.spec.initContainers[*].ports[*].hostPort', 'INVALID', '^must be between'),  # 562
-    ('pod-template/initContainers/ports', 'spec.xgbReplicaSpecs[*].template.spec.initContainers[*].ports[*].protocol', 'NOT_SUPPORTED', ''),  # 563
-    ('pod-template/initContainers/ports', 'spec.xgbReplicaSpecs[*].template.spec.initContainers[*].ports[*].name', 'INVALID', '^must (contain|not|be no more)'),  # 564
-    ('pod-template/initContainers/port-names-unique', 'spec.xgbReplicaSpecs[*].template.spec.initContainers[*].ports[*].name', 'DUPLICATE', ''),  # 565
-    ('pod-template/initContainers/mounts', 'spec.xgbReplicaSpecs[*].template.spec.initContainers[*].volumeMounts[*].name', 'REQUIRED', ''),  # 566
-    ('pod-template/initContainers/mounts', 'spec.xgbReplicaSpecs[*].template.spec.initContainers[*].volumeMounts[*].mountPath', 'REQUIRED', ''),  # 567
-    ('pod-template/initContainers/mounted-volumes', 'spec.xgbReplicaSpecs[*].template.spec.initContainers[*].volumeMounts[*].name', 'NOT_FOUND', ''),  # 568
-    ('pod-template/initContainers/env', 'spec.xgbReplicaSpecs[*].template.spec.initContainers[*].env[*].name', 'REQUIRED', ''),  # 569
-    ('pod-template/initContainers/env', 'spec.xgbReplicaSpecs[*].template.spec.initContainers[*].env[*].name', 'INVALID', "a\\ valid\\ environment\\ variable\\ name\\ must\\ consist\\ only\\ of\\ printable\\ ASCII\\ characters\\ other\\ than\\ '='"),  # 570
-    ('pod-template/initContainers/quantities', 'spec.xgbReplicaSpecs[*].template.spec.initContainers[*].resources.limits[*]', 'INVALID', "^quantities\\ must\\ match\\ the\\ regular\\ expression\\ '\\^\\(\\[\\+\\-\\]\\?\\[0\\-9\\.\\]\\+\\)\\(\\[eEinumkKMGTP\\]\\*\\[\\-\\+\\]\\?\\[0\\-9\\]\\*\\)\\$'$"),  # 571
-    ('pod-template/initContainers/quantities', 'spec.xgbReplicaSpecs[*].template.spec.initContainers[*].resources.limits[*]', 'INVALID', '^must be greater than or equal to 0$'),  # 572
-    ('pod-template/initContainers/quantities', 'spec.xgbReplicaSpecs[*].template.spec.initContainers[*].resources.requests[*]', 'INVALID', "^quantities\\ must\\ match\\ the\\ regular\\ expression\\ '\\^\\(\\[\\+\\-\\]\\?\\[0\\-9\\.\\]\\+\\)\\(\\[eEinumkKMGTP\\]\\*\\[\\-\\+\\]\\?\\[0\\-9\\]\\*\\)\\$'$"),  # 573
-    ('pod-template/initContainers/quantities', 'spec.xgbReplicaSpecs[*].template.spec.initContainers[*].resources.requests[*]', 'INVALID', '^must be greater than or equal to 0$'),  # 574
-    ('pod-template/initContainers/whole-extended-resources', 'spec.xgbReplicaSpecs[*].template.spec.initContainers[*].resources.limits[*]', 'INVALID', '^must be an integer$'),  # 575
-    ('pod-template/initContainers/whole-extended-resources', 'spec.xgbReplicaSpecs[*].template.spec.initContainers[*].resources.requests[*]', 'INVALID', '^must be an integer$'),  # 576
-    ('pod-template/initContainers/requests-within-limits', 'spec.xgbReplicaSpecs[*].template.spec.initContainers[*].resources.requests[*]', 'INVALID', ' limit of '),  # 577
-    ('pod-template/container-names-unique', 'spec.xgbReplicaSpecs[*].template.spec.containers[*].name', 'DUPLICATE', ''),  # 578
-    ('pod-template/container-names-unique', 'spec.xgbReplicaSpecs[*].template.spec.initContainers[*].name', 'DUPLICATE', ''),  # 579
-    ('pod-template/volumes', 'spec.xgbReplicaSpecs[*].template.spec.volumes[*].name', 'REQUIRED', ''),  # 580
-    ('pod-template/volumes', 'spec.xgbReplicaSpecs[*].template.spec.volumes[*].name', 'INVALID', "^(a\\ lowercase\\ RFC\\ 1123\\ label\\ must\\ consist\\ of\\ lower\\ case\\ alphanumeric\\ characters\\ or\\ '\\-',\\ and\\ must\\ start\\ and\\ end\\ with\\ an\\ alphanumeric\\ character\\ \\(e\\.g\\.\\ 'my\\-name',\\ \\ or\\ '123\\-abc',\\ regex\\ used\\ for\\ validation\\ is\\ '\\[a\\-z0\\-9\\]\\(\\[\\-a\\-z0\\-9\\]\\*\\[a\\-z0\\-9\\]\\)\\?'\\)|must be no more than 63 )"),  # 581
-    ('pod-template/volume-names-unique', 'spec.xgbReplicaSpecs[*].template.spec.volumes[*].name', 'DUPLICATE', ''),  # 582
-    ('pod-template/restart-policy', 'spec.xgbReplicaSpecs[*].template.spec.restartPolicy', 'NOT_SUPPORTED', ''),  # 583
-    ('pod-template/framework-container', 'spec.xgbReplicaSpecs[*].template.spec.containers', 'REQUIRED', '^must\\ have\\ at\\ least\\ one\\ container\\ with\\ name\\ xgboost$'),  # 584
-    ('mxjob/types-unique', 'spec.replicaSpecs[*].mxReplicaType', 'DUPLICATE', ''),  # 585
+    ('volcano/min-available', 'spec.minAvailable', 'INVALID', "^job 'minAvailable' should not be greater than total replicas in tasks$"),  # 100
+    ('volcano/min-available', 'spec.minAvailable', 'INVALID', "^job 'minAvailable' must not be greater than total replicas$"),  # 101
+    ('volcano/pod-names', 'spec.tasks[*].name', 'INVALID', '^create pod with name '),  # 102
+    ('volcano/dag', 'spec.tasks[*].dependsOn.name', 'INVALID', "^job\\ has\\ dependencies\\ between\\ tasks,\\ but\\ doesn't\\ form\\ a\\ directed\\ acyclic\\ graph\\(DAG\\)"),  # 103
+    ('volcano/plugins', 'spec.plugins[*]', 'INVALID', '^unable to find job plugin: '),  # 104
+    ('volcano/mpi-master', 'spec.plugins[mpi]', 'INVALID', '^The specified mpi master task was not found$'),  # 105
+    ('volcano/network-topology', 'spec.networkTopology.highestTierName', 'FORBIDDEN', "^must\\ not\\ specify\\ 'highestTierAllowed'\\ and\\ 'highestTierName'\\ in\\ networkTopology\\ simultaneously"),  # 106
+    ('volcano/network-topology', 'spec.tasks[*].partitionPolicy.networkTopology.highestTierName', 'FORBIDDEN', "^must\\ not\\ specify\\ 'highestTierAllowed'\\ and\\ 'highestTierName'\\ in\\ networkTopology\\ simultaneously"),  # 107
+    ('volcano/priority-class-name', 'spec.priorityClassName', 'INVALID', '^(must be no more than 253 characters|a lowercase RFC 1123 subdomain )'),  # 108
+    ('volcano/scheduler-name', 'spec.schedulerName', 'TOO_LONG', ''),  # 109
+    ('volcano/queue', 'spec.queue', 'NOT_FOUND', ''),  # 110
+    ('volcano/queue', 'spec.queue', 'INVALID', ''),  # 111
+    ('volcano/volumes/mount-path', 'spec.volumes[*].mountPath', 'REQUIRED', '^mountPath is required;$'),  # 112
+    ('volcano/volumes/mount-path', 'spec.volumes[*].mountPath', 'INVALID', 'should be at least 1 chars long$'),  # 113
+    ('volcano/volumes/mount-paths-unique', 'spec.volumes[*].mountPath', 'DUPLICATE', ''),  # 114
+    ('volcano/volumes/claim-required', 'spec.volumes[*]', 'REQUIRED', '^either VolumeClaim or VolumeClaimName must be specified;$'),  # 115
+    ('volcano/volumes/claim-conflict', 'spec.volumes[*].volumeClaimName', 'INVALID', '^conflict: '),  # 116
+    ('volcano/volumes/claim-name', 'spec.volumes[*].volumeClaimName', 'INVALID', '^invalid VolumeClaimName '),  # 117
+    ('volcano/task-name', 'spec.tasks[*].name', 'INVALID', 'in body should match '),  # 118
+    ('volcano/task-name', 'spec.tasks[*].name', 'INVALID', '^\\[(a lowercase RFC 1123 label |must be no more than 63 )'),  # 119
+    ('volcano/task-names-unique', 'spec.tasks[*].name', 'DUPLICATE', '^duplicated task name '),  # 120
+    ('volcano/template-required', 'spec.tasks[*].template', 'REQUIRED', 'template.spec.containers: Required value$'),  # 121
+    ('volcano/task-min-available', 'spec.tasks[*].minAvailable', 'INVALID', "^'minAvailable' (is greater than|must be <=) 'replicas'"),  # 122
+    ('volcano/partition', 'spec.tasks[*].partitionPolicy.totalPartitions', 'INVALID', "^'TotalPartitions' must be"),  # 123
+    ('volcano/partition', 'spec.tasks[*].partitionPolicy.partitionSize', 'INVALID', "^'PartitionSize' must be"),  # 124
+    ('volcano/partition', 'spec.tasks[*].replicas', 'INVALID', "^'Replicas' are not equal"),  # 125
+    ('volcano/partition', 'spec.tasks[*].minAvailable', 'INVALID', "^'MinAvailable' is not equal"),  # 126
+    ('volcano/numa-cpu', 'spec.tasks[*].template.spec.containers[*].resources', 'INVALID', "^the\\ cpu\\ request\\ isn't\\ an\\ integer"),  # 127
+    ('volcano/numa-cpu', 'spec.tasks[*].template.spec.initContainers[*].resources', 'INVALID', "^the\\ cpu\\ request\\ isn't\\ an\\ integer"),  # 128
+    ('volcano/pod-level-resources/types', 'spec.tasks[*].template.spec.resources', 'INVALID', 'must be of type '),  # 129
+    ('volcano/pod-level-resources/types', 'spec.tasks[*].template.spec.resources.*', 'INVALID', 'must be of type '),  # 130
+    ('volcano/pod-level-resources/types', 'spec.tasks[*].template.spec.resources.*[*]', 'INVALID', 'must be of type '),  # 131
+    ('volcano/pod-level-resources/types', 'spec.tasks[*].template.spec.initContainers[*].restartPolicy', 'INVALID', 'must be of type '),  # 132
+    ('volcano/pod-level-resources', 'spec.tasks[*].template.spec.resources.requests', 'INVALID', 'must be less than or equal to .* limit of'),  # 133
+    ('volcano/pod-level-resources', 'spec.tasks[*].template.spec.resources.requests[*]', 'INVALID', 'aggregate container requests'),  # 134
+    ('volcano/pod-level-resources', 'spec.tasks[*].template.spec.resources.limits[*]', 'INVALID', 'aggregate container limits'),  # 135
+    ('volcano/pod-level-resources', 'spec.tasks[*].template.spec.containers[*].resources.limits[*]', 'INVALID', 'pod\\ limits\\ of'),  # 136
+    ('volcano/policies/event-or-exit-code', 'spec.policies[*]', 'REQUIRED', '^either event and exitCode should be specified$'),  # 137
+    ('volcano/policies/event-or-exit-code', 'spec.policies[*].exitCode', 'FORBIDDEN', '^must not specify event and exitCode simultaneously$'),  # 138
+    ('volcano/policies/event-or-exit-code', 'spec.tasks[*].policies[*]', 'REQUIRED', '^either event and exitCode should be specified$'),  # 139
+    ('volcano/policies/event-or-exit-code', 'spec.tasks[*].policies[*].exitCode', 'FORBIDDEN', '^must not specify event and exitCode simultaneously$'),  # 140
+    ('volcano/policies/action', 'spec.policies[*].action', 'INVALID', '^invalid policy action; '),  # 141
+    ('volcano/policies/action', 'spec.tasks[*].policies[*].action', 'INVALID', '^invalid policy action; '),  # 142
+    ('volcano/policies/events', 'spec.policies[*].events[*]', 'INVALID', '^invalid policy event; '),  # 143
+    ('volcano/policies/events', 'spec.policies[*].event', 'INVALID', '^invalid policy event; '),  # 144
+    ('volcano/policies/events', 'spec.tasks[*].policies[*].events[*]', 'INVALID', '^invalid policy event; '),  # 145
+    ('volcano/policies/events', 'spec.tasks[*].policies[*].event', 'INVALID', '^invalid policy event; '),  # 146
+    ('volcano/policies/exit-code', 'spec.policies[*].exitCode', 'INVALID', '^0 is not a valid error code$'),  # 147
+    ('volcano/policies/exit-code', 'spec.tasks[*].policies[*].exitCode', 'INVALID', '^0 is not a valid error code$'),  # 148
+    ('volcano/policies/events-unique', 'spec.policies[*].events[*]', 'DUPLICATE', '^duplicate event '),  # 149
+    ('volcano/policies/events-unique', 'spec.policies[*].event', 'DUPLICATE', '^duplicate event '),  # 150
+    ('volcano/policies/events-unique', 'spec.tasks[*].policies[*].events[*]', 'DUPLICATE', '^duplicate event '),  # 151
+    ('volcano/policies/events-unique', 'spec.tasks[*].policies[*].event', 'DUPLICATE', '^duplicate event '),  # 152
+    ('volcano/policies/exit-codes-unique', 'spec.policies[*].exitCode', 'DUPLICATE', '^duplicate exitCode '),  # 153
+    ('volcano/policies/exit-codes-unique', 'spec.tasks[*].policies[*].exitCode', 'DUPLICATE', '^duplicate exitCode '),  # 154
+    ('volcano/policies/any-event-alone', 'spec.policies', 'INVALID', "^if\\ there's\\ \\*\\ here,\\ no\\ other\\ policy\\ should\\ be\\ here"),  # 155
+    ('volcano/policies/any-event-alone', 'spec.tasks[*].policies', 'INVALID', "^if\\ there's\\ \\*\\ here,\\ no\\ other\\ policy\\ should\\ be\\ here"),  # 156
+    ('volcano/update/task-count', 'spec.tasks', 'FORBIDDEN', '^job updates may not add or remove tasks$'),  # 157
+    ('volcano/update/immutable', 'spec.*', 'FORBIDDEN', '^job\\ updates\\ may\\ not\\ change\\ fields\\ other\\ than\\ `minAvailable`,\\ `tasks\\[\\*\\]\\.replicas\\ under\\ spec`\\ and\\ `PriorityClassName`$'),  # 158
+    ('volcano/update/immutable', 'spec.*.*', 'FORBIDDEN', '^job\\ updates\\ may\\ not\\ change\\ fields\\ other\\ than\\ `minAvailable`,\\ `tasks\\[\\*\\]\\.replicas\\ under\\ spec`\\ and\\ `PriorityClassName`$'),  # 159
+    ('volcano/update/immutable', 'spec.*[*]', 'FORBIDDEN', '^job\\ updates\\ may\\ not\\ change\\ fields\\ other\\ than\\ `minAvailable`,\\ `tasks\\[\\*\\]\\.replicas\\ under\\ spec`\\ and\\ `PriorityClassName`$'),  # 160
+    ('volcano/update/immutable', 'spec.*.*.*', 'FORBIDDEN', '^job\\ updates\\ may\\ not\\ change\\ fields\\ other\\ than\\ `minAvailable`,\\ `tasks\\[\\*\\]\\.replicas\\ under\\ spec`\\ and\\ `PriorityClassName`$'),  # 161
+    ('volcano/update/immutable', 'spec.*.*[*]', 'FORBIDDEN', '^job\\ updates\\ may\\ not\\ change\\ fields\\ other\\ than\\ `minAvailable`,\\ `tasks\\[\\*\\]\\.replicas\\ under\\ spec`\\ and\\ `PriorityClassName`$'),  # 162
+    ('volcano/update/immutable', 'spec.*[*].*', 'FORBIDDEN', '^job\\ updates\\ may\\ not\\ change\\ fields\\ other\\ than\\ `minAvailable`,\\ `tasks\\[\\*\\]\\.replicas\\ under\\ spec`\\ and\\ `PriorityClassName`$'),  # 163
+    ('volcano/update/immutable', 'spec.*[*][*]', 'FORBIDDEN', '^job\\ updates\\ may\\ not\\ change\\ fields\\ other\\ than\\ `minAvailable`,\\ `tasks\\[\\*\\]\\.replicas\\ under\\ spec`\\ and\\ `PriorityClassName`$'),  # 164
+    ('volcano/bounds', 'spec.tasks', 'TOO_MANY', ''),  # 165
+    ('volcano/bounds', 'spec.policies', 'TOO_MANY', ''),  # 166
+    ('volcano/bounds', 'spec.policies[*].events', 'TOO_MANY', ''),  # 167
+    ('volcano/bounds', 'spec.tasks[*].policies', 'TOO_MANY', ''),  # 168
+    ('volcano/bounds', 'spec.tasks[*].policies[*].events', 'TOO_MANY', ''),  # 169
+    ('volcano/bounds', 'spec.policies[*].action', 'TOO_LONG', ''),  # 170
+    ('volcano/bounds', 'spec.policies[*].timeout', 'TOO_LONG', ''),  # 171
+    ('volcano/bounds', 'spec.tasks[*].policies[*].action', 'TOO_LONG', ''),  # 172
+    ('volcano/bounds', 'spec.tasks[*].policies[*].timeout', 'TOO_LONG', ''),  # 173
+    ('volcano/bounds', 'spec.volumes', 'TOO_MANY', ''),  # 174
+    ('volcano/bounds', 'spec.volumes[*].mountPath', 'TOO_LONG', ''),  # 175
+    ('volcano/bounds', 'spec.volumes[*].volumeClaimName', 'TOO_LONG', ''),  # 176
+    ('volcano/bounds', 'spec.plugins.*', 'TOO_MANY', ''),  # 177
+    ('volcano/bounds', 'spec.plugins.*[*]', 'TOO_LONG', ''),  # 178
+    ('volcano/bounds', 'spec.tasks[*].dependsOn.name', 'TOO_MANY', ''),  # 179
+    ('volcano/bounds', 'spec.tasks[*].dependsOn.name[*]', 'TOO_LONG', ''),  # 180
+    ('pod-template/spec', 'spec.tasks[*].template.spec', 'REQUIRED', '^$'),  # 181
+    ('pod-template/containers', 'spec.tasks[*].template.spec.containers', 'REQUIRED', '^must\\ have\\ at\\ least\\ one\\ container$'),  # 182
+    ('pod-template/bounds', 'spec.tasks[*].template.spec.**', 'TOO_MANY', ''),  # 183
+    ('pod-template/containers/name', 'spec.tasks[*].template.spec.containers[*].name', 'REQUIRED', ''),  # 184
+    ('pod-template/containers/name', 'spec.tasks[*].template.spec.containers[*].name', 'INVALID', "^(a\\ lowercase\\ RFC\\ 1123\\ label\\ must\\ consist\\ of\\ lower\\ case\\ alphanumeric\\ characters\\ or\\ '\\-',\\ and\\ must\\ start\\ and\\ end\\ with\\ an\\ alphanumeric\\ character\\ \\(e\\.g\\.\\ 'my\\-name',\\ \\ or\\ '123\\-abc',\\ regex\\ used\\ for\\ validation\\ is\\ '\\[a\\-z0\\-9\\]\\(\\[\\-a\\-z0\\-9\\]\\*\\[a\\-z0\\-9\\]\\)\\?'\\)|must be no more than 63 )"),  # 185
+    ('pod-template/containers/image', 'spec.tasks[*].template.spec.containers[*].image', 'REQUIRED', ''),  # 186
+    ('pod-template/containers/ports', 'spec.tasks[*].template.spec.containers[*].ports[*].containerPort', 'REQUIRED', ''),  # 187
+    ('pod-template/containers/ports', 'spec.tasks[*].template.spec.containers[*].ports[*].containerPort', 'INVALID', '^must be between'),  # 188
+    ('pod-template/containers/ports', 'spec.tasks[*].template.spec.containers[*].ports[*].hostPort', 'INVALID', '^must be between'),  # 189
+    ('pod-template/containers/ports', 'spec.tasks[*].template.spec.containers[*].ports[*].protocol', 'NOT_SUPPORTED', ''),  # 190
+    ('pod-template/containers/ports', 'spec.tasks[*].template.spec.containers[*].ports[*].name', 'INVALID', '^must (contain|not|be no more)'),  # 191
+    ('pod-template/containers/port-names-unique', 'spec.tasks[*].template.spec.containers[*].ports[*].name', 'DUPLICATE', ''),  # 192
+    ('pod-template/containers/mounts', 'spec.tasks[*].template.spec.containers[*].volumeMounts[*].name', 'REQUIRED', ''),  # 193
+    ('pod-template/containers/mounts', 'spec.tasks[*].template.spec.containers[*].volumeMounts[*].mountPath', 'REQUIRED', ''),  # 194
+    ('pod-template/containers/mounted-volumes', 'spec.tasks[*].template.spec.containers[*].volumeMounts[*].name', 'NOT_FOUND', ''),  # 195
+    ('pod-template/containers/env', 'spec.tasks[*].template.spec.containers[*].env[*].name', 'REQUIRED', ''),  # 196
+    ('pod-template/containers/env', 'spec.tasks[*].template.spec.containers[*].env[*].name', 'INVALID', "a\\ valid\\ environment\\ variable\\ name\\ must\\ consist\\ only\\ of\\ printable\\ ASCII\\ characters\\ other\\ than\\ '='"),  # 197
+    ('pod-template/containers/quantities', 'spec.tasks[*].template.spec.containers[*].resources.limits[*]', 'INVALID', "^quantities\\ must\\ match\\ the\\ regular\\ expression\\ '\\^\\(\\[\\+\\-\\]\\?\\[0\\-9\\.\\]\\+\\)\\(\\[eEinumkKMGTP\\]\\*\\[\\-\\+\\]\\?\\[0\\-9\\]\\*\\)\\$'$"),  # 198
+    ('pod-template/containers/quantities', 'spec.tasks[*].template.spec.containers[*].resources.limits[*]', 'INVALID', '^must be greater than or equal to 0$'),  # 199
+    ('pod-template/containers/quantities', 'spec.tasks[*].template.spec.containers[*].resources.requests[*]', 'INVALID', "^quantities\\ must\\ match\\ the\\ regular\\ expression\\ '\\^\\(\\[\\+\\-\\]\\?\\[0\\-9\\.\\]\\+\\)\\(\\[eEinumkKMGTP\\]\\*\\[\\-\\+\\]\\?\\[0\\-9\\]\\*\\)\\$'$"),  # 200
+    ('pod-template/containers/quantities', 'spec.tasks[*].template.spec.containers[*].resources.requests[*]', 'INVALID', '^must be greater than or equal to 0$'),  # 201
+    ('pod-template/containers/whole-extended-resources', 'spec.tasks[*].template.spec.containers[*].resources.limits[*]', 'INVALID', '^must be an integer$'),  # 202
+    ('pod-template/containers/whole-extended-resources', 'spec.tasks[*].template.spec.containers[*].resources.requests[*]', 'INVALID', '^must be an integer$'),  # 203
+    ('pod-template/containers/requests-within-limits', 'spec.tasks[*].template.spec.containers[*].resources.requests[*]', 'INVALID', ' limit of '),  # 204
+    ('pod-template/initContainers/name', 'spec.tasks[*].template.spec.initContainers[*].name', 'REQUIRED', ''),  # 205
+    ('pod-template/initContainers/name', 'spec.tasks[*].template.spec.initContainers[*].name', 'INVALID', "^(a\\ lowercase\\ RFC\\ 1123\\ label\\ must\\ consist\\ of\\ lower\\ case\\ alphanumeric\\ characters\\ or\\ '\\-',\\ and\\ must\\ start\\ and\\ end\\ with\\ an\\ alphanumeric\\ character\\ \\(e\\.g\\.\\ 'my\\-name',\\ \\ or\\ '123\\-abc',\\ regex\\ used\\ for\\ validation\\ is\\ '\\[a\\-z0\\-9\\]\\(\\[\\-a\\-z0\\-9\\]\\*\\[a\\-z0\\-9\\]\\)\\?'\\)|must be no more than 63 )"),  # 206
+    ('pod-template/initContainers/image', 'spec.tasks[*].template.spec.initContainers[*].image', 'REQUIRED', ''),  # 207
+    ('pod-template/initContainers/ports', 'spec.tasks[*].template.spec.initContainers[*].ports[*].containerPort', 'REQUIRED', ''),  # 208
+    ('pod-template/initContainers/ports', 'spec.tasks[*].template.spec.initContainers[*].ports[*].containerPort', 'INVALID', '^must be between'),  # 209
+    ('pod-template/initContainers/ports', 'spec.tasks[*].template.spec.initContainers[*].ports[*].hostPort', 'INVALID', '^must be between'),  # 210
+    ('pod-template/initContainers/ports', 'spec.tasks[*].template.spec.initContainers[*].ports[*].protocol', 'NOT_SUPPORTED', ''),  # 211
+    ('pod-template/initContainers/ports', 'spec.tasks[*].template.spec.initContainers[*].ports[*].name', 'INVALID', '^must (contain|not|be no more)'),  # 212
+    ('pod-template/initContainers/port-names-unique', 'spec.tasks[*].template.spec.initContainers[*].ports[*].name', 'DUPLICATE', ''),  # 213
+    ('pod-template/initContainers/mounts', 'spec.tasks[*].template.spec.initContainers[*].volumeMounts[*].name', 'REQUIRED', ''),  # 214
+    ('pod-template/initContainers/mounts', 'spec.tasks[*].template.spec.initContainers[*].volumeMounts[*].mountPath', 'REQUIRED', ''),  # 215
+    ('pod-template/initContainers/mounted-volumes', 'spec.tasks[*].template.spec.initContainers[*].volumeMounts[*].name', 'NOT_FOUND', ''),  # 216
+    ('pod-template/initContainers/env', 'spec.tasks[*].template.spec.initContainers[*].env[*].name', 'REQUIRED', ''),  # 217
+    ('pod-template/initContainers/env', 'spec.tasks[*].template.spec.initContainers[*].env[*].name', 'INVALID', "a\\ valid\\ environment\\ variable\\ name\\ must\\ consist\\ only\\ of\\ printable\\ ASCII\\ characters\\ other\\ than\\ '='"),  # 218
+    ('pod-template/initContainers/quantities', 'spec.tasks[*].template.spec.initContainers[*].resources.limits[*]', 'INVALID', "^quantities\\ must\\ match\\ the\\ regular\\ expression\\ '\\^\\(\\[\\+\\-\\]\\?\\[0\\-9\\.\\]\\+\\)\\(\\[eEinumkKMGTP\\]\\*\\[\\-\\+\\]\\?\\[0\\-9\\]\\*\\)\\$'$"),  # 219
+    ('pod-template/initContainers/quantities', 'spec.tasks[*].template.spec.initContainers[*].resources.limits[*]', 'INVALID', '^must be greater than or equal to 0$'),  # 220
+    ('pod-template/initContainers/quantities', 'spec.tasks[*].template.spec.initContainers[*].resources.requests[*]', 'INVALID', "^quantities\\ must\\ match\\ the\\ regular\\ expression\\ '\\^\\(\\[\\+\\-\\]\\?\\[0\\-9\\.\\]\\+\\)\\(\\[eEinumkKMGTP\\]\\*\\[\\-\\+\\]\\?\\[0\\-9\\]\\*\\)\\$'$"),  # 221
+    ('pod-template/initContainers/quantities', 'spec.tasks[*].template.spec.initContainers[*].resources.requests[*]', 'INVALID', '^must be greater than or equal to 0$'),  # 222
+    ('pod-template/initContainers/whole-extended-resources', 'spec.tasks[*].template.spec.initContainers[*].resources.limits[*]', 'INVALID', '^must be an integer$'),  # 223
+    ('pod-template/initContainers/whole-extended-resources', 'spec.tasks[*].template.spec.initContainers[*].resources.requests[*]', 'INVALID', '^must be an integer$'),  # 224
+    ('pod-template/initContainers/requests-within-limits', 'spec.tasks[*].template.spec.initContainers[*].resources.requests[*]', 'INVALID', ' limit of '),  # 225
+    ('pod-template/container-names-unique', 'spec.tasks[*].template.spec.containers[*].name', 'DUPLICATE', ''),  # 226
+    ('pod-template/container-names-unique', 'spec.tasks[*].template.spec.initContainers[*].name', 'DUPLICATE', ''),  # 227
+    ('pod-template/volumes', 'spec.tasks[*].template.spec.volumes[*].name', 'REQUIRED', ''),  # 228
+    ('pod-template/volumes', 'spec.tasks[*].template.spec.volumes[*].name', 'INVALID', "^(a\\ lowercase\\ RFC\\ 1123\\ label\\ must\\ consist\\ of\\ lower\\ case\\ alphanumeric\\ characters\\ or\\ '\\-',\\ and\\ must\\ start\\ and\\ end\\ with\\ an\\ alphanumeric\\ character\\ \\(e\\.g\\.\\ 'my\\-name',\\ \\ or\\ '123\\-abc',\\ regex\\ used\\ for\\ validation\\ is\\ '\\[a\\-z0\\-9\\]\\(\\[\\-a\\-z0\\-9\\]\\*\\[a\\-z0\\-9\\]\\)\\?'\\)|must be no more than 63 )"),  # 229
+    ('pod-template/volume-names-unique', 'spec.tasks[*].template.spec.volumes[*].name', 'DUPLICATE', ''),  # 230
+    ('pod-template/restart-policy', 'spec.tasks[*].template.spec.restartPolicy', 'NOT_SUPPORTED', ''),  # 231
+    ('dijob/bounds', 'spec.tasks', 'TOO_MANY', '^must have at most 16 items$'),  # 232
+    ('dijob/bounds', 'spec.volumes', 'TOO_MANY', '^must have at most 16 items$'),  # 233
+    ('dijob/pod-volumes-bound', 'spec.tasks[*].template.spec.volumes', 'TOO_MANY', ''),  # 234
+    ('dijob/one-task-per-type', 'spec.tasks[*].type', 'INVALID', '^the number of (learner|collector|evaluator) task is more than one'),  # 235
+    ('dijob/task-name-required', 'spec.tasks[*].name', 'REQUIRED', '^(none type task has no name)?$'),  # 236
+    ('dijob/task-name', 'spec.tasks[*].name', 'INVALID', "^(a\\ lowercase\\ RFC\\ 1123\\ label\\ must\\ consist\\ of\\ lower\\ case\\ alphanumeric\\ characters\\ or\\ '\\-',\\ and\\ must\\ start\\ and\\ end\\ with\\ an\\ alphanumeric\\ character\\ \\(e\\.g\\.\\ 'my\\-name',\\ \\ or\\ '123\\-abc',\\ regex\\ used\\ for\\ validation\\ is\\ '\\[a\\-z0\\-9\\]\\(\\[\\-a\\-z0\\-9\\]\\*\\[a\\-z0\\-9\\]\\)\\?'\\)|must be no more than 63 )"),  # 237
+    ('dijob/task-names-unique', 'spec.tasks[*].name', 'DUPLICATE', ''),  # 238
+    ('dijob/shared-volumes', 'spec.volumes[*].name', 'REQUIRED', ''),  # 239
+    ('dijob/shared-volumes', 'spec.volumes[*].name', 'INVALID', "^(a\\ lowercase\\ RFC\\ 1123\\ label\\ must\\ consist\\ of\\ lower\\ case\\ alphanumeric\\ characters\\ or\\ '\\-',\\ and\\ must\\ start\\ and\\ end\\ with\\ an\\ alphanumeric\\ character\\ \\(e\\.g\\.\\ 'my\\-name',\\ \\ or\\ '123\\-abc',\\ regex\\ used\\ for\\ validation\\ is\\ '\\[a\\-z0\\-9\\]\\(\\[\\-a\\-z0\\-9\\]\\*\\[a\\-z0\\-9\\]\\)\\?'\\)|must be no more than 63 )"),  # 240
+    ('dijob/shared-volume-names-unique', 'spec.volumes[*].name', 'DUPLICATE', ''),  # 241
+    ('kubeflow/name', 'metadata.name', 'INVALID', '^should match: '),  # 242
+    ('kubeflow/managed-by', 'spec.runPolicy.managedBy', 'NOT_SUPPORTED', ''),  # 243
+    ('kubeflow/managed-by', 'spec.runPolicy.managedBy', 'INVALID', '^field is immutable$'),  # 244
+    ('kubeflow/queue-immutable', 'spec.runPolicy.schedulingPolicy.queue', 'INVALID', '^spec\\.runPolicy\\.schedulingPolicy\\.queue\\ is\\ immutable$'),  # 245
+    ('kubeflow/template-containers', 'spec.jaxReplicaSpecs[*].template.spec.containers', 'REQUIRED', '^must have at least one container$|^must be specified: |containers definition expected'),  # 246
+    ('replicas/types', 'spec.jaxReplicaSpecs[*]', 'NOT_SUPPORTED', ''),  # 247
+    ('replicas/types', 'spec.jaxReplicaSpecs[*]', 'DUPLICATE', ''),  # 248
+    ('run-policy/min-available', 'spec.schedulingPolicy.minAvailable', 'INVALID', 'total number of replicas'),  # 249
+    ('run-policy/queue-immutable', 'spec.schedulingPolicy.queue', 'INVALID', '^field is immutable$'),  # 250
+    ('pod-template/spec', 'spec.jaxReplicaSpecs[*].template.spec', 'REQUIRED', '^$'),  # 251
+    ('pod-template/containers', 'spec.jaxReplicaSpecs[*].template.spec.containers', 'REQUIRED', '^must\\ be\\ specified:\\ must\\ have\\ at\\ least\\ one\\ container\\ with\\ name\\ jax$'),  # 252
+    ('pod-template/bounds', 'spec.jaxReplicaSpecs[*].template.spec.**', 'TOO_MANY', ''),  # 253
+    ('pod-template/containers/name', 'spec.jaxReplicaSpecs[*].template.spec.containers[*].name', 'REQUIRED', ''),  # 254
+    ('pod-template/containers/name', 'spec.jaxReplicaSpecs[*].template.spec.containers[*].name', 'INVALID', "^(a\\ lowercase\\ RFC\\ 1123\\ label\\ must\\ consist\\ of\\ lower\\ case\\ alphanumeric\\ characters\\ or\\ '\\-',\\ and\\ must\\ start\\ and\\ end\\ with\\ an\\ alphanumeric\\ character\\ \\(e\\.g\\.\\ 'my\\-name',\\ \\ or\\ '123\\-abc',\\ regex\\ used\\ for\\ validation\\ is\\ '\\[a\\-z0\\-9\\]\\(\\[\\-a\\-z0\\-9\\]\\*\\[a\\-z0\\-9\\]\\)\\?'\\)|must be no more than 63 )"),  # 255
+    ('pod-template/containers/image', 'spec.jaxReplicaSpecs[*].template.spec.containers[*].image', 'REQUIRED', ''),  # 256
+    ('pod-template/containers/ports', 'spec.jaxReplicaSpecs[*].template.spec.containers[*].ports[*].containerPort', 'REQUIRED', ''),  # 257
+    ('pod-template/containers/ports', 'spec.jaxReplicaSpecs[*].template.spec.containers[*].ports[*].containerPort', 'INVALID', '^must be between'),  # 258
+    ('pod-template/containers/ports', 'spec.jaxReplicaSpecs[*].template.spec.containers[*].ports[*].hostPort', 'INVALID', '^must be between'),  # 259
+    ('pod-template/containers/ports', 'spec.jaxReplicaSpecs[*].template.spec.containers[*].ports[*].protocol', 'NOT_SUPPORTED', ''),  # 260
+    ('pod-template/containers/ports', 'spec.jaxReplicaSpecs[*].template.spec.containers[*].ports[*].name', 'INVALID', '^must (contain|not|be no more)'),  # 261
+    ('pod-template/containers/port-names-unique', 'spec.jaxReplicaSpecs[*].template.spec.containers[*].ports[*].name', 'DUPLICATE', ''),  # 262
+    ('pod-template/containers/mounts', 'spec.jaxReplicaSpecs[*].template.spec.containers[*].volumeMounts[*].name', 'REQUIRED', ''),  # 263
+    ('pod-template/containers/mounts', 'spec.jaxReplicaSpecs[*].template.spec.containers[*].volumeMounts[*].mountPath', 'REQUIRED', ''),  # 264
+    ('pod-template/containers/mounted-volumes', 'spec.jaxReplicaSpecs[*].template.spec.containers[*].volumeMounts[*].name', 'NOT_FOUND', ''),  # 265
+    ('pod-template/containers/env', 'spec.jaxReplicaSpecs[*].template.spec.containers[*].env[*].name', 'REQUIRED', ''),  # 266
+    ('pod-template/containers/env', 'spec.jaxReplicaSpecs[*].template.spec.containers[*].env[*].name', 'INVALID', "a\\ valid\\ environment\\ variable\\ name\\ must\\ consist\\ only\\ of\\ printable\\ ASCII\\ characters\\ other\\ than\\ '='"),  # 267
+    ('pod-template/containers/quantities', 'spec.jaxReplicaSpecs[*].template.spec.containers[*].resources.limits[*]', 'INVALID', "^quantities\\ must\\ match\\ the\\ regular\\ expression\\ '\\^\\(\\[\\+\\-\\]\\?\\[0\\-9\\.\\]\\+\\)\\(\\[eEinumkKMGTP\\]\\*\\[\\-\\+\\]\\?\\[0\\-9\\]\\*\\)\\$'$"),  # 268
+    ('pod-template/containers/quantities', 'spec.jaxReplicaSpecs[*].template.spec.containers[*].resources.limits[*]', 'INVALID', '^must be greater than or equal to 0$'),  # 269
+    ('pod-template/containers/quantities', 'spec.jaxReplicaSpecs[*].template.spec.containers[*].resources.requests[*]', 'INVALID', "^quantities\\ must\\ match\\ the\\ regular\\ expression\\ '\\^\\(\\[\\+\\-\\]\\?\\[0\\-9\\.\\]\\+\\)\\(\\[eEinumkKMGTP\\]\\*\\[\\-\\+\\]\\?\\[0\\-9\\]\\*\\)\\$'$"),  # 270
+    ('pod-template/containers/quantities', 'spec.jaxReplicaSpecs[*].template.spec.containers[*].resources.requests[*]', 'INVALID', '^must be greater than or equal to 0$'),  # 271
+    ('pod-template/containers/whole-extended-resources', 'spec.jaxReplicaSpecs[*].template.spec.containers[*].resources.limits[*]', 'INVALID', '^must be an integer$'),  # 272
+    ('pod-template/containers/whole-extended-resources', 'spec.jaxReplicaSpecs[*].template.spec.containers[*].resources.requests[*]', 'INVALID', '^must be an integer$'),  # 273
+    ('pod-template/containers/requests-within-limits', 'spec.jaxReplicaSpecs[*].template.spec.containers[*].resources.requests[*]', 'INVALID', ' limit of '),  # 274
+    ('pod-template/initContainers/name', 'spec.jaxReplicaSpecs[*].template.spec.initContainers[*].name', 'REQUIRED', ''),  # 275
+    ('pod-template/initContainers/name', 'spec.jaxReplicaSpecs[*].template.spec.initContainers[*].name', 'INVALID', "^(a\\ lowercase\\ RFC\\ 1123\\ label\\ must\\ consist\\ of\\ lower\\ case\\ alphanumeric\\ characters\\ or\\ '\\-',\\ and\\ must\\ start\\ and\\ end\\ with\\ an\\ alphanumeric\\ character\\ \\(e\\.g\\.\\ 'my\\-name',\\ \\ or\\ '123\\-abc',\\ regex\\ used\\ for\\ validation\\ is\\ '\\[a\\-z0\\-9\\]\\(\\[\\-a\\-z0\\-9\\]\\*\\[a\\-z0\\-9\\]\\)\\?'\\)|must be no more than 63 )"),  # 276
+    ('pod-template/initContainers/image', 'spec.jaxReplicaSpecs[*].template.spec.initContainers[*].image', 'REQUIRED', ''),  # 277
+    ('pod-template/initContainers/ports', 'spec.jaxReplicaSpecs[*].template.spec.initContainers[*].ports[*].containerPort', 'REQUIRED', ''),  # 278
+    ('pod-template/initContainers/ports', 'spec.jaxReplicaSpecs[*].template.spec.initContainers[*].ports[*].containerPort', 'INVALID', '^must be between'),  # 279
+    ('pod-template/initContainers/ports', 'spec.jaxReplicaSpecs[*].template.spec.initContainers[*].ports[*].hostPort', 'INVALID', '^must be between'),  # 280
+    ('pod-template/initContainers/ports', 'spec.jaxReplicaSpecs[*].template.spec.initContainers[*].ports[*].protocol', 'NOT_SUPPORTED', ''),  # 281
+    ('pod-template/initContainers/ports', 'spec.jaxReplicaSpecs[*].template.spec.initContainers[*].ports[*].name', 'INVALID', '^must (contain|not|be no more)'),  # 282
+    ('pod-template/initContainers/port-names-unique', 'spec.jaxReplicaSpecs[*].template.spec.initContainers[*].ports[*].name', 'DUPLICATE', ''),  # 283
+    ('pod-template/initContainers/mounts', 'spec.jaxReplicaSpecs[*].template.spec.initContainers[*].volumeMounts[*].name', 'REQUIRED', ''),  # 284
+    ('pod-template/initContainers/mounts', 'spec.jaxReplicaSpecs[*].template.spec.initContainers[*].volumeMounts[*].mountPath', 'REQUIRED', ''),  # 285
+    ('pod-template/initContainers/mounted-volumes', 'spec.jaxReplicaSpecs[*].template.spec.initContainers[*].volumeMounts[*].name', 'NOT_FOUND', ''),  # 286
+    ('pod-template/initContainers/env', 'spec.jaxReplicaSpecs[*].template.spec.initContainers[*].env[*].name', 'REQUIRED', ''),  # 287
+    ('pod-template/initContainers/env', 'spec.jaxReplicaSpecs[*].template.spec.initContainers[*].env[*].name', 'INVALID', "a\\ valid\\ environment\\ variable\\ name\\ must\\ consist\\ only\\ of\\ printable\\ ASCII\\ characters\\ other\\ than\\ '='"),  # 288
+    ('pod-template/initContainers/quantities', 'spec.jaxReplicaSpecs[*].template.spec.initContainers[*].resources.limits[*]', 'INVALID', "^quantities\\ must\\ match\\ the\\ regular\\ expression\\ '\\^\\(\\[\\+\\-\\]\\?\\[0\\-9\\.\\]\\+\\)\\(\\[eEinumkKMGTP\\]\\*\\[\\-\\+\\]\\?\\[0\\-9\\]\\*\\)\\$'$"),  # 289
+    ('pod-template/initContainers/quantities', 'spec.jaxReplicaSpecs[*].template.spec.initContainers[*].resources.limits[*]', 'INVALID', '^must be greater than or equal to 0$'),  # 290
+    ('pod-template/initContainers/quantities', 'spec.jaxReplicaSpecs[*].template.spec.initContainers[*].resources.requests[*]', 'INVALID', "^quantities\\ must\\ match\\ the\\ regular\\ expression\\ '\\^\\(\\[\\+\\-\\]\\?\\[0\\-9\\.\\]\\+\\)\\(\\[eEinumkKMGTP\\]\\*\\[\\-\\+\\]\\?\\[0\\-9\\]\\*\\)\\$'$"),  # 291
+    ('pod-template/initContainers/quantities', 'spec.jaxReplicaSpecs[*].template.spec.initContainers[*].resources.requests[*]', 'INVALID', '^must be greater than or equal to 0$'),  # 292
+    ('pod-template/initContainers/whole-extended-resources', 'spec.jaxReplicaSpecs[*].template.spec.initContainers[*].resources.limits[*]', 'INVALID', '^must be an integer$'),  # 293
+    ('pod-template/initContainers/whole-extended-resources', 'spec.jaxReplicaSpecs[*].template.spec.initContainers[*].resources.requests[*]', 'INVALID', '^must be an integer$'),  # 294
+    ('pod-template/initContainers/requests-within-limits', 'spec.jaxReplicaSpecs[*].template.spec.initContainers[*].resources.requests[*]', 'INVALID', ' limit of '),  # 295
+    ('pod-template/container-names-unique', 'spec.jaxReplicaSpecs[*].template.spec.containers[*].name', 'DUPLICATE', ''),  # 296
+    ('pod-template/container-names-unique', 'spec.jaxReplicaSpecs[*].template.spec.initContainers[*].name', 'DUPLICATE', ''),  # 297
+    ('pod-template/volumes', 'spec.jaxReplicaSpecs[*].template.spec.volumes[*].name', 'REQUIRED', ''),  # 298
+    ('pod-template/volumes', 'spec.jaxReplicaSpecs[*].template.spec.volumes[*].name', 'INVALID', "^(a\\ lowercase\\ RFC\\ 1123\\ label\\ must\\ consist\\ of\\ lower\\ case\\ alphanumeric\\ characters\\ or\\ '\\-',\\ and\\ must\\ start\\ and\\ end\\ with\\ an\\ alphanumeric\\ character\\ \\(e\\.g\\.\\ 'my\\-name',\\ \\ or\\ '123\\-abc',\\ regex\\ used\\ for\\ validation\\ is\\ '\\[a\\-z0\\-9\\]\\(\\[\\-a\\-z0\\-9\\]\\*\\[a\\-z0\\-9\\]\\)\\?'\\)|must be no more than 63 )"),  # 299
+    ('pod-template/volume-names-unique', 'spec.jaxReplicaSpecs[*].template.spec.volumes[*].name', 'DUPLICATE', ''),  # 300
+    ('pod-template/restart-policy', 'spec.jaxReplicaSpecs[*].template.spec.restartPolicy', 'NOT_SUPPORTED', ''),  # 301
+    ('pod-template/framework-container', 'spec.jaxReplicaSpecs[*].template.spec.containers', 'REQUIRED', '^must\\ have\\ at\\ least\\ one\\ container\\ with\\ name\\ jax$'),  # 302
+    ('kubeflow/template-containers', 'spec.mpiReplicaSpecs[*].template.spec.containers', 'REQUIRED', '^must have at least one container$|^must be specified: |containers definition expected'),  # 303
+    ('kubeflow/one-launcher', 'spec.mpiReplicaSpecs[Launcher]', 'REQUIRED', '^must be present '),  # 304
+    ('kubeflow/one-launcher', 'spec.mpiReplicaSpecs[Launcher].replicas', 'FORBIDDEN', '^must be 1 '),  # 305
+    ('replicas/types', 'spec.mpiReplicaSpecs[*]', 'NOT_SUPPORTED', ''),  # 306
+    ('pod-template/spec', 'spec.mpiReplicaSpecs[*].template.spec', 'REQUIRED', '^$'),  # 307
+    ('pod-template/containers', 'spec.mpiReplicaSpecs[*].template.spec.containers', 'REQUIRED', '^must\\ have\\ at\\ least\\ one\\ container\\ \\(MPIReplicaSpecs\\ is\\ not\\ valid:\\ containers\\ definition\\ expected\\)$'),  # 308
+    ('pod-template/bounds', 'spec.mpiReplicaSpecs[*].template.spec.**', 'TOO_MANY', ''),  # 309
+    ('pod-template/containers/name', 'spec.mpiReplicaSpecs[*].template.spec.containers[*].name', 'REQUIRED', ''),  # 310
+    ('pod-template/containers/name', 'spec.mpiReplicaSpecs[*].template.spec.containers[*].name', 'INVALID', "^(a\\ lowercase\\ RFC\\ 1123\\ label\\ must\\ consist\\ of\\ lower\\ case\\ alphanumeric\\ characters\\ or\\ '\\-',\\ and\\ must\\ start\\ and\\ end\\ with\\ an\\ alphanumeric\\ character\\ \\(e\\.g\\.\\ 'my\\-name',\\ \\ or\\ '123\\-abc',\\ regex\\ used\\ for\\ validation\\ is\\ '\\[a\\-z0\\-9\\]\\(\\[\\-a\\-z0\\-9\\]\\*\\[a\\-z0\\-9\\]\\)\\?'\\)|must be no more than 63 )"),  # 311
+    ('pod-template/containers/image', 'spec.mpiReplicaSpecs[*].template.spec.containers[*].image', 'REQUIRED', ''),  # 312
+    ('pod-template/containers/ports', 'spec.mpiReplicaSpecs[*].template.spec.containers[*].ports[*].containerPort', 'REQUIRED', ''),  # 313
+    ('pod-template/containers/ports', 'spec.mpiReplicaSpecs[*].template.spec.containers[*].ports[*].containerPort', 'INVALID', '^must be between'),  # 314
+    ('pod-template/containers/ports', 'spec.mpiReplicaSpecs[*].template.spec.containers[*].ports[*].hostPort', 'INVALID', '^must be between'),  # 315
+    ('pod-template/containers/ports', 'spec.mpiReplicaSpecs[*].template.spec.containers[*].ports[*].protocol', 'NOT_SUPPORTED', ''),  # 316
+    ('pod-template/containers/ports', 'spec.mpiReplicaSpecs[*].template.spec.containers[*].ports[*].name', 'INVALID', '^must (contain|not|be no more)'),  # 317
+    ('pod-template/containers/port-names-unique', 'spec.mpiReplicaSpecs[*].template.spec.containers[*].ports[*].name', 'DUPLICATE', ''),  # 318
+    ('pod-template/containers/mounts', 'spec.mpiReplicaSpecs[*].template.spec.containers[*].volumeMounts[*].name', 'REQUIRED', ''),  # 319
+    ('pod-template/containers/mounts', 'spec.mpiReplicaSpecs[*].template.spec.containers[*].volumeMounts[*].mountPath', 'REQUIRED', ''),  # 320
+    ('pod-template/containers/mounted-volumes', 'spec.mpiReplicaSpecs[*].template.spec.containers[*].volumeMounts[*].name', 'NOT_FOUND', ''),  # 321
+    ('pod-template/containers/env', 'spec.mpiReplicaSpecs[*].template.spec.containers[*].env[*].name', 'REQUIRED', ''),  # 322
+    ('pod-template/containers/env', 'spec.mpiReplicaSpecs[*].template.spec.containers[*].env[*].name', 'INVALID', "a\\ valid\\ environment\\ variable\\ name\\ must\\ consist\\ only\\ of\\ printable\\ ASCII\\ characters\\ other\\ than\\ '='"),  # 323
+    ('pod-template/containers/quantities', 'spec.mpiReplicaSpecs[*].template.spec.containers[*].resources.limits[*]', 'INVALID', "^quantities\\ must\\ match\\ the\\ regular\\ expression\\ '\\^\\(\\[\\+\\-\\]\\?\\[0\\-9\\.\\]\\+\\)\\(\\[eEinumkKMGTP\\]\\*\\[\\-\\+\\]\\?\\[0\\-9\\]\\*\\)\\$'$"),  # 324
+    ('pod-template/containers/quantities', 'spec.mpiReplicaSpecs[*].template.spec.containers[*].resources.limits[*]', 'INVALID', '^must be greater than or equal to 0$'),  # 325
+    ('pod-template/containers/quantities', 'spec.mpiReplicaSpecs[*].template.spec.containers[*].resources.requests[*]', 'INVALID', "^quantities\\ must\\ match\\ the\\ regular\\ expression\\ '\\^\\(\\[\\+\\-\\]\\?\\[0\\-9\\.\\]\\+\\)\\(\\[eEinumkKMGTP\\]\\*\\[\\-\\+\\]\\?\\[0\\-9\\]\\*\\)\\$'$"),  # 326
+    ('pod-template/containers/quantities', 'spec.mpiReplicaSpecs[*].template.spec.containers[*].resources.requests[*]', 'INVALID', '^must be greater than or equal to 0$'),  # 327
+    ('pod-template/containers/whole-extended-resources', 'spec.mpiReplicaSpecs[*].template.spec.containers[*].resources.limits[*]', 'INVALID', '^must be an integer$'),  # 328
+    ('pod-template/containers/whole-extended-resources', 'spec.mpiReplicaSpecs[*].template.spec.containers[*].resources.requests[*]', 'INVALID', '^must be an integer$'),  # 329
+    ('pod-template/containers/requests-within-limits', 'spec.mpiReplicaSpecs[*].template.spec.containers[*].resources.requests[*]', 'INVALID', ' limit of '),  # 330
+    ('pod-template/initContainers/name', 'spec.mpiReplicaSpecs[*].template.spec.initContainers[*].name', 'REQUIRED', ''),  # 331
+    ('pod-template/initContainers/name', 'spec.mpiReplicaSpecs[*].template.spec.initContainers[*].name', 'INVALID', "^(a\\ lowercase\\ RFC\\ 1123\\ label\\ must\\ consist\\ of\\ lower\\ case\\ alphanumeric\\ characters\\ or\\ '\\-',\\ and\\ must\\ start\\ and\\ end\\ with\\ an\\ alphanumeric\\ character\\ \\(e\\.g\\.\\ 'my\\-name',\\ \\ or\\ '123\\-abc',\\ regex\\ used\\ for\\ validation\\ is\\ '\\[a\\-z0\\-9\\]\\(\\[\\-a\\-z0\\-9\\]\\*\\[a\\-z0\\-9\\]\\)\\?'\\)|must be no more than 63 )"),  # 332
+    ('pod-template/initContainers/image', 'spec.mpiReplicaSpecs[*].template.spec.initContainers[*].image', 'REQUIRED', ''),  # 333
+    ('pod-template/initContainers/ports', 'spec.mpiReplicaSpecs[*].template.spec.initContainers[*].ports[*].containerPort', 'REQUIRED', ''),  # 334
+    ('pod-template/initContainers/ports', 'spec.mpiReplicaSpecs[*].template.spec.initContainers[*].ports[*].containerPort', 'INVALID', '^must be between'),  # 335
+    ('pod-template/initContainers/ports', 'spec.mpiReplicaSpecs[*].template.spec.initContainers[*].ports[*].hostPort', 'INVALID', '^must be between'),  # 336
+    ('pod-template/initContainers/ports', 'spec.mpiReplicaSpecs[*].template.spec.initContainers[*].ports[*].protocol', 'NOT_SUPPORTED', ''),  # 337
+    ('pod-template/initContainers/ports', 'spec.mpiReplicaSpecs[*].template.spec.initContainers[*].ports[*].name', 'INVALID', '^must (contain|not|be no more)'),  # 338
+    ('pod-template/initContainers/port-names-unique', 'spec.mpiReplicaSpecs[*].template.spec.initContainers[*].ports[*].name', 'DUPLICATE', ''),  # 339
+    ('pod-template/initContainers/mounts', 'spec.mpiReplicaSpecs[*].template.spec.initContainers[*].volumeMounts[*].name', 'REQUIRED', ''),  # 340
+    ('pod-template/initContainers/mounts', 'spec.mpiReplicaSpecs[*].template.spec.initContainers[*].volumeMounts[*].mountPath', 'REQUIRED', ''),  # 341
+    ('pod-template/initContainers/mounted-volumes', 'spec.mpiReplicaSpecs[*].template.spec.initContainers[*].volumeMounts[*].name', 'NOT_FOUND', ''),  # 342
+    ('pod-template/initContainers/env', 'spec.mpiReplicaSpecs[*].template.spec.initContainers[*].env[*].name', 'REQUIRED', ''),  # 343
+    ('pod-template/initContainers/env', 'spec.mpiReplicaSpecs[*].template.spec.initContainers[*].env[*].name', 'INVALID', "a\\ valid\\ environment\\ variable\\ name\\ must\\ consist\\ only\\ of\\ printable\\ ASCII\\ characters\\ other\\ than\\ '='"),  # 344
+    ('pod-template/initContainers/quantities', 'spec.mpiReplicaSpecs[*].template.spec.initContainers[*].resources.limits[*]', 'INVALID', "^quantities\\ must\\ match\\ the\\ regular\\ expression\\ '\\^\\(\\[\\+\\-\\]\\?\\[0\\-9\\.\\]\\+\\)\\(\\[eEinumkKMGTP\\]\\*\\[\\-\\+\\]\\?\\[0\\-9\\]\\*\\)\\$'$"),  # 345
+    ('pod-template/initContainers/quantities', 'spec.mpiReplicaSpecs[*].template.spec.initContainers[*].resources.limits[*]', 'INVALID', '^must be greater than or equal to 0$'),  # 346
+    ('pod-template/initContainers/quantities', 'spec.mpiReplicaSpecs[*].template.spec.initContainers[*].resources.requests[*]', 'INVALID', "^quantities\\ must\\ match\\ the\\ regular\\ expression\\ '\\^\\(\\[\\+\\-\\]\\?\\[0\\-9\\.\\]\\+\\)\\(\\[eEinumkKMGTP\\]\\*\\[\\-\\+\\]\\?\\[0\\-9\\]\\*\\)\\$'$"),  # 347
+    ('pod-template/initContainers/quantities', 'spec.mpiReplicaSpecs[*].template.spec.initContainers[*].resources.requests[*]', 'INVALID', '^must be greater than or equal to 0$'),  # 348
+    ('pod-template/initContainers/whole-extended-resources', 'spec.mpiReplicaSpecs[*].template.spec.initContainers[*].resources.limits[*]', 'INVALID', '^must be an integer$'),  # 349
+    ('pod-template/initContainers/whole-extended-resources', 'spec.mpiReplicaSpecs[*].template.spec.initContainers[*].resources.requests[*]', 'INVALID', '^must be an integer$'),  # 350
+    ('pod-template/initContainers/requests-within-limits', 'spec.mpiReplicaSpecs[*].template.spec.initContainers[*].resources.requests[*]', 'INVALID', ' limit of '),  # 351
+    ('pod-template/container-names-unique', 'spec.mpiReplicaSpecs[*].template.spec.containers[*].name', 'DUPLICATE', ''),  # 352
+    ('pod-template/container-names-unique', 'spec.mpiReplicaSpecs[*].template.spec.initContainers[*].name', 'DUPLICATE', ''),  # 353
+    ('pod-template/volumes', 'spec.mpiReplicaSpecs[*].template.spec.volumes[*].name', 'REQUIRED', ''),  # 354
+    ('pod-template/volumes', 'spec.mpiReplicaSpecs[*].template.spec.volumes[*].name', 'INVALID', "^(a\\ lowercase\\ RFC\\ 1123\\ label\\ must\\ consist\\ of\\ lower\\ case\\ alphanumeric\\ characters\\ or\\ '\\-',\\ and\\ must\\ start\\ and\\ end\\ with\\ an\\ alphanumeric\\ character\\ \\(e\\.g\\.\\ 'my\\-name',\\ \\ or\\ '123\\-abc',\\ regex\\ used\\ for\\ validation\\ is\\ '\\[a\\-z0\\-9\\]\\(\\[\\-a\\-z0\\-9\\]\\*\\[a\\-z0\\-9\\]\\)\\?'\\)|must be no more than 63 )"),  # 355
+    ('pod-template/volume-names-unique', 'spec.mpiReplicaSpecs[*].template.spec.volumes[*].name', 'DUPLICATE', ''),  # 356
+    ('pod-template/restart-policy', 'spec.mpiReplicaSpecs[*].template.spec.restartPolicy', 'NOT_SUPPORTED', ''),  # 357
+    ('kubeflow/template-containers', 'spec.paddleReplicaSpecs[*].template.spec.containers', 'REQUIRED', '^must have at least one container$|^must be specified: |containers definition expected'),  # 358
+    ('kubeflow/elastic-needs-worker', 'spec.paddleReplicaSpecs[Worker]', 'REQUIRED', '^must\\ be\\ configured\\ if\\ elastic\\ policy\\ is\\ used$'),  # 359
+    ('replicas/types', 'spec.paddleReplicaSpecs[*]', 'NOT_SUPPORTED', ''),  # 360
+    ('replicas/types', 'spec.paddleReplicaSpecs[*]', 'DUPLICATE', ''),  # 361
+    ('pod-template/spec', 'spec.paddleReplicaSpecs[*].template.spec', 'REQUIRED', '^$'),  # 362
+    ('pod-template/containers', 'spec.paddleReplicaSpecs[*].template.spec.containers', 'REQUIRED', '^must\\ be\\ specified:\\ must\\ have\\ at\\ least\\ one\\ container\\ with\\ name\\ "paddle"$'),  # 363
+    ('pod-template/bounds', 'spec.paddleReplicaSpecs[*].template.spec.**', 'TOO_MANY', ''),  # 364
+    ('pod-template/containers/name', 'spec.paddleReplicaSpecs[*].template.spec.containers[*].name', 'REQUIRED', ''),  # 365
+    ('pod-template/containers/name', 'spec.paddleReplicaSpecs[*].template.spec.containers[*].name', 'INVALID', "^(a\\ lowercase\\ RFC\\ 1123\\ label\\ must\\ consist\\ of\\ lower\\ case\\ alphanumeric\\ characters\\ or\\ '\\-',\\ and\\ must\\ start\\ and\\ end\\ with\\ an\\ alphanumeric\\ character\\ \\(e\\.g\\.\\ 'my\\-name',\\ \\ or\\ '123\\-abc',\\ regex\\ used\\ for\\ validation\\ is\\ '\\[a\\-z0\\-9\\]\\(\\[\\-a\\-z0\\-9\\]\\*\\[a\\-z0\\-9\\]\\)\\?'\\)|must be no more than 63 )"),  # 366
+    ('pod-template/containers/image', 'spec.paddleReplicaSpecs[*].template.spec.containers[*].image', 'REQUIRED', ''),  # 367
+    ('pod-template/containers/ports', 'spec.paddleReplicaSpecs[*].template.spec.containers[*].ports[*].containerPort', 'REQUIRED', ''),  # 368
+    ('pod-template/containers/ports', 'spec.paddleReplicaSpecs[*].template.spec.containers[*].ports[*].containerPort', 'INVALID', '^must be between'),  # 369
+    ('pod-template/containers/ports', 'spec.paddleReplicaSpecs[*].template.spec.containers[*].ports[*].hostPort', 'INVALID', '^must be between'),  # 370
+    ('pod-template/containers/ports', 'spec.paddleReplicaSpecs[*].template.spec.containers[*].ports[*].protocol', 'NOT_SUPPORTED', ''),  # 371
+    ('pod-template/containers/ports', 'spec.paddleReplicaSpecs[*].template.spec.containers[*].ports[*].name', 'INVALID', '^must (contain|not|be no more)'),  # 372
+    ('pod-template/containers/port-names-unique', 'spec.paddleReplicaSpecs[*].template.spec.containers[*].ports[*].name', 'DUPLICATE', ''),  # 373
+    ('pod-template/containers/mounts', 'spec.paddleReplicaSpecs[*].template.spec.containers[*].volumeMounts[*].name', 'REQUIRED', ''),  # 374
+    ('pod-template/containers/mounts', 'spec.paddleReplicaSpecs[*].template.spec.containers[*].volumeMounts[*].mountPath', 'REQUIRED', ''),  # 375
+    ('pod-template/containers/mounted-volumes', 'spec.paddleReplicaSpecs[*].template.spec.containers[*].volumeMounts[*].name', 'NOT_FOUND', ''),  # 376
+    ('pod-template/containers/env', 'spec.paddleReplicaSpecs[*].template.spec.containers[*].env[*].name', 'REQUIRED', ''),  # 377
+    ('pod-template/containers/env', 'spec.paddleReplicaSpecs[*].template.spec.containers[*].env[*].name', 'INVALID', "a\\ valid\\ environment\\ variable\\ name\\ must\\ consist\\ only\\ of\\ printable\\ ASCII\\ characters\\ other\\ than\\ '='"),  # 378
+    ('pod-template/containers/quantities', 'spec.paddleReplicaSpecs[*].template.spec.containers[*].resources.limits[*]', 'INVALID', "^quantities\\ must\\ match\\ the\\ regular\\ expression\\ '\\^\\(\\[\\+\\-\\]\\?\\[0\\-9\\.\\]\\+\\)\\(\\[eEinumkKMGTP\\]\\*\\[\\-\\+\\]\\?\\[0\\-9\\]\\*\\)\\$'$"),  # 379
+    ('pod-template/containers/quantities', 'spec.paddleReplicaSpecs[*].template.spec.containers[*].resources.limits[*]', 'INVALID', '^must be greater than or equal to 0$'),  # 380
+    ('pod-template/containers/quantities', 'spec.paddleReplicaSpecs[*].template.spec.containers[*].resources.requests[*]', 'INVALID', "^quantities\\ must\\ match\\ the\\ regular\\ expression\\ '\\^\\(\\[\\+\\-\\]\\?\\[0\\-9\\.\\]\\+\\)\\(\\[eEinumkKMGTP\\]\\*\\[\\-\\+\\]\\?\\[0\\-9\\]\\*\\)\\$'$"),  # 381
+    ('pod-template/containers/quantities', 'spec.paddleReplicaSpecs[*].template.spec.containers[*].resources.requests[*]', 'INVALID', '^must be greater than or equal to 0$'),  # 382
+    ('pod-template/containers/whole-extended-resources', 'spec.paddleReplicaSpecs[*].template.spec.containers[*].resources.limits[*]', 'INVALID', '^must be an integer$'),  # 383
+    ('pod-template/containers/whole-extended-resources', 'spec.paddleReplicaSpecs[*].template.spec.containers[*].resources.requests[*]', 'INVALID', '^must be an integer$'),  # 384
+    ('pod-template/containers/requests-within-limits', 'spec.paddleReplicaSpecs[*].template.spec.containers[*].resources.requests[*]', 'INVALID', ' limit of '),  # 385
+    ('pod-template/initContainers/name', 'spec.paddleReplicaSpecs[*].template.spec.initContainers[*].name', 'REQUIRED', ''),  # 386
+    ('pod-template/initContainers/name', 'spec.paddleReplicaSpecs[*].template.spec.initContainers[*].name', 'INVALID', "^(a\\ lowercase\\ RFC\\ 1123\\ label\\ must\\ consist\\ of\\ lower\\ case\\ alphanumeric\\ characters\\ or\\ '\\-',\\ and\\ must\\ start\\ and\\ end\\ with\\ an\\ alphanumeric\\ character\\ \\(e\\.g\\.\\ 'my\\-name',\\ \\ or\\ '123\\-abc',\\ regex\\ used\\ for\\ validation\\ is\\ '\\[a\\-z0\\-9\\]\\(\\[\\-a\\-z0\\-9\\]\\*\\[a\\-z0\\-9\\]\\)\\?'\\)|must be no more than 63 )"),  # 387
+    ('pod-template/initContainers/image', 'spec.paddleReplicaSpecs[*].template.spec.initContainers[*].image', 'REQUIRED', ''),  # 388
+    ('pod-template/initContainers/ports', 'spec.paddleReplicaSpecs[*].template.spec.initContainers[*].ports[*].containerPort', 'REQUIRED', ''),  # 389
+    ('pod-template/initContainers/ports', 'spec.paddleReplicaSpecs[*].template.spec.initContainers[*].ports[*].containerPort', 'INVALID', '^must be between'),  # 390
+    ('pod-template/initContainers/ports', 'spec.paddleReplicaSpecs[*].template.spec.initContainers[*].ports[*].hostPort', 'INVALID', '^must be between'),  # 391
+    ('pod-template/initContainers/ports', 'spec.paddleReplicaSpecs[*].template.spec.initContainers[*].ports[*].protocol', 'NOT_SUPPORTED', ''),  # 392
+    ('pod-template/initContainers/ports', 'spec.paddleReplicaSpecs[*].template.spec.initContainers[*].ports[*].name', 'INVALID', '^must (contain|not|be no more)'),  # 393
+    ('pod-template/initContainers/port-names-unique', 'spec.paddleReplicaSpecs[*].template.spec.initContainers[*].ports[*].name', 'DUPLICATE', ''),  # 394
+    ('pod-template/initContainers/mounts', 'spec.paddleReplicaSpecs[*].template.spec.initContainers[*].volumeMounts[*].name', 'REQUIRED', ''),  # 395
+    ('pod-template/initContainers/mounts', 'spec.paddleReplicaSpecs[*].template.spec.initContainers[*].volumeMounts[*].mountPath', 'REQUIRED', ''),  # 396
+    ('pod-template/initContainers/mounted-volumes', 'spec.paddleReplicaSpecs[*].template.spec.initContainers[*].volumeMounts[*].name', 'NOT_FOUND', ''),  # 397
+    ('pod-template/initContainers/env', 'spec.paddleReplicaSpecs[*].template.spec.initContainers[*].env[*].name', 'REQUIRED', ''),  # 398
+    ('pod-template/initContainers/env', 'spec.paddleReplicaSpecs[*].template.spec.initContainers[*].env[*].name', 'INVALID', "a\\ valid\\ environment\\ variable\\ name\\ must\\ consist\\ only\\ of\\ printable\\ ASCII\\ characters\\ other\\ than\\ '='"),  # 399
+    ('pod-template/initContainers/quantities', 'spec.paddleReplicaSpecs[*].template.spec.initContainers[*].resources.limits[*]', 'INVALID', "^quantities\\ must\\ match\\ the\\ regular\\ expression\\ '\\^\\(\\[\\+\\-\\]\\?\\[0\\-9\\.\\]\\+\\)\\(\\[eEinumkKMGTP\\]\\*\\[\\-\\+\\]\\?\\[0\\-9\\]\\*\\)\\$'$"),  # 400
+    ('pod-template/initContainers/quantities', 'spec.paddleReplicaSpecs[*].template.spec.initContainers[*].resources.limits[*]', 'INVALID', '^must be greater than or equal to 0$'),  # 401
+    ('pod-template/initContainers/quantities', 'spec.paddleReplicaSpecs[*].template.spec.initContainers[*].resources.requests[*]', 'INVALID', "^quantities\\ must\\ match\\ the\\ regular\\ expression\\ '\\^\\(\\[\\+\\-\\]\\?\\[0\\-9\\.\\]\\+\\)\\(\\[eEinumkKMGTP\\]\\*\\[\\-\\+\\]\\?\\[0\\-9\\]\\*\\)\\$'$"),  # 402
+    ('pod-template/initContainers/quantities', 'spec.paddleReplicaSpecs[*].template.spec.initContainers[*].resources.requests[*]', 'INVALID', '^must be greater than or equal to 0$'),  # 403
+    ('pod-template/initContainers/whole-extended-resources', 'spec.paddleReplicaSpecs[*].template.spec.initContainers[*].resources.limits[*]', 'INVALID', '^must be an integer$'),  # 404
+    ('pod-template/initContainers/whole-extended-resources', 'spec.paddleReplicaSpecs[*].template.spec.initContainers[*].resources.requests[*]', 'INVALID', '^must be an integer$'),  # 405
+    ('pod-template/initContainers/requests-within-limits', 'spec.paddleReplicaSpecs[*].template.spec.initContainers[*].resources.requests[*]', 'INVALID', ' limit of '),  # 406
+    ('pod-template/container-names-unique', 'spec.paddleReplicaSpecs[*].template.spec.containers[*].name', 'DUPLICATE', ''),  # 407
+    ('pod-template/container-names-unique', 'spec.paddleReplicaSpecs[*].template.spec.initContainers[*].name', 'DUPLICATE', ''),  # 408
+    ('pod-template/volumes', 'spec.paddleReplicaSpecs[*].template.spec.volumes[*].name', 'REQUIRED', ''),  # 409
+    ('pod-template/volumes', 'spec.paddleReplicaSpecs[*].template.spec.volumes[*].name', 'INVALID', "^(a\\ lowercase\\ RFC\\ 1123\\ label\\ must\\ consist\\ of\\ lower\\ case\\ alphanumeric\\ characters\\ or\\ '\\-',\\ and\\ must\\ start\\ and\\ end\\ with\\ an\\ alphanumeric\\ character\\ \\(e\\.g\\.\\ 'my\\-name',\\ \\ or\\ '123\\-abc',\\ regex\\ used\\ for\\ validation\\ is\\ '\\[a\\-z0\\-9\\]\\(\\[\\-a\\-z0\\-9\\]\\*\\[a\\-z0\\-9\\]\\)\\?'\\)|must be no more than 63 )"),  # 410
+    ('pod-template/volume-names-unique', 'spec.paddleReplicaSpecs[*].template.spec.volumes[*].name', 'DUPLICATE', ''),  # 411
+    ('pod-template/restart-policy', 'spec.paddleReplicaSpecs[*].template.spec.restartPolicy', 'NOT_SUPPORTED', ''),  # 412
+    ('pod-template/framework-container', 'spec.paddleReplicaSpecs[*].template.spec.containers', 'REQUIRED', '^must\\ have\\ at\\ least\\ one\\ container\\ with\\ name\\ "paddle"$'),  # 413
+    ('kubeflow/template-containers', 'spec.pytorchReplicaSpecs[*].template.spec.containers', 'REQUIRED', '^must have at least one container$|^must be specified: |containers definition expected'),  # 414
+    ('kubeflow/master-replicas', 'spec.pytorchReplicaSpecs[Master].replicas', 'FORBIDDEN', '^must be 1$'),  # 415
+    ('kubeflow/replicas-at-least-one', 'spec.pytorchReplicaSpecs[*].replicas', 'FORBIDDEN', '^must be at least 1$'),  # 416
+    ('kubeflow/elastic-needs-worker', 'spec.pytorchReplicaSpecs[Worker]', 'REQUIRED', '^must\\ be\\ configured\\ if\\ elastic\\ policy\\ is\\ used$'),  # 417
+    ('kubeflow/nproc-per-node', 'spec.elasticPolicy.nProcPerNode', 'FORBIDDEN', '^must not be used with spec\\.nprocPerNode$'),  # 418
+    ('replicas/types', 'spec.pytorchReplicaSpecs[*]', 'NOT_SUPPORTED', ''),  # 419
+    ('replicas/types', 'spec.pytorchReplicaSpecs[*]', 'DUPLICATE', ''),  # 420
+    ('pod-template/spec', 'spec.pytorchReplicaSpecs[*].template.spec', 'REQUIRED', '^$'),  # 421
+    ('pod-template/containers', 'spec.pytorchReplicaSpecs[*].template.spec.containers', 'REQUIRED', '^must\\ be\\ specified:\\ must\\ have\\ at\\ least\\ one\\ container\\ with\\ name\\ pytorch$'),  # 422
+    ('pod-template/bounds', 'spec.pytorchReplicaSpecs[*].template.spec.**', 'TOO_MANY', ''),  # 423
+    ('pod-template/containers/name', 'spec.pytorchReplicaSpecs[*].template.spec.containers[*].name', 'REQUIRED', ''),  # 424
+    ('pod-template/containers/name', 'spec.pytorchReplicaSpecs[*].template.spec.containers[*].name', 'INVALID', "^(a\\ lowercase\\ RFC\\ 1123\\ label\\ must\\ consist\\ of\\ lower\\ case\\ alphanumeric\\ characters\\ or\\ '\\-',\\ and\\ must\\ start\\ and\\ end\\ with\\ an\\ alphanumeric\\ character\\ \\(e\\.g\\.\\ 'my\\-name',\\ \\ or\\ '123\\-abc',\\ regex\\ used\\ for\\ validation\\ is\\ '\\[a\\-z0\\-9\\]\\(\\[\\-a\\-z0\\-9\\]\\*\\[a\\-z0\\-9\\]\\)\\?'\\)|must be no more than 63 )"),  # 425
+    ('pod-template/containers/image', 'spec.pytorchReplicaSpecs[*].template.spec.containers[*].image', 'REQUIRED', ''),  # 426
+    ('pod-template/containers/ports', 'spec.pytorchReplicaSpecs[*].template.spec.containers[*].ports[*].containerPort', 'REQUIRED', ''),  # 427
+    ('pod-template/containers/ports', 'spec.pytorchReplicaSpecs[*].template.spec.containers[*].ports[*].containerPort', 'INVALID', '^must be between'),  # 428
+    ('pod-template/containers/ports', 'spec.pytorchReplicaSpecs[*].template.spec.containers[*].ports[*].hostPort', 'INVALID', '^must be between'),  # 429
+    ('pod-template/containers/ports', 'spec.pytorchReplicaSpecs[*].template.spec.containers[*].ports[*].protocol', 'NOT_SUPPORTED', ''),  # 430
+    ('pod-template/containers/ports', 'spec.pytorchReplicaSpecs[*].template.spec.containers[*].ports[*].name', 'INVALID', '^must (contain|not|be no more)'),  # 431
+    ('pod-template/containers/port-names-unique', 'spec.pytorchReplicaSpecs[*].template.spec.containers[*].ports[*].name', 'DUPLICATE', ''),  # 432
+    ('pod-template/containers/mounts', 'spec.pytorchReplicaSpecs[*].template.spec.containers[*].volumeMounts[*].name', 'REQUIRED', ''),  # 433
+    ('pod-template/containers/mounts', 'spec.pytorchReplicaSpecs[*].template.spec.containers[*].volumeMounts[*].mountPath', 'REQUIRED', ''),  # 434
+    ('pod-template/containers/mounted-volumes', 'spec.pytorchReplicaSpecs[*].template.spec.containers[*].volumeMounts[*].name', 'NOT_FOUND', ''),  # 435
+    ('pod-template/containers/env', 'spec.pytorchReplicaSpecs[*].template.spec.containers[*].env[*].name', 'REQUIRED', ''),  # 436
+    ('pod-template/containers/env', 'spec.pytorchReplicaSpecs[*].template.spec.containers[*].env[*].name', 'INVALID', "a\\ valid\\ environment\\ variable\\ name\\ must\\ consist\\ only\\ of\\ printable\\ ASCII\\ characters\\ other\\ than\\ '='"),  # 437
+    ('pod-template/containers/quantities', 'spec.pytorchReplicaSpecs[*].template.spec.containers[*].resources.limits[*]', 'INVALID', "^quantities\\ must\\ match\\ the\\ regular\\ expression\\ '\\^\\(\\[\\+\\-\\]\\?\\[0\\-9\\.\\]\\+\\)\\(\\[eEinumkKMGTP\\]\\*\\[\\-\\+\\]\\?\\[0\\-9\\]\\*\\)\\$'$"),  # 438
+    ('pod-template/containers/quantities', 'spec.pytorchReplicaSpecs[*].template.spec.containers[*].resources.limits[*]', 'INVALID', '^must be greater than or equal to 0$'),  # 439
+    ('pod-template/containers/quantities', 'spec.pytorchReplicaSpecs[*].template.spec.containers[*].resources.requests[*]', 'INVALID', "^quantities\\ must\\ match\\ the\\ regular\\ expression\\ '\\^\\(\\[\\+\\-\\]\\?\\[0\\-9\\.\\]\\+\\)\\(\\[eEinumkKMGTP\\]\\*\\[\\-\\+\\]\\?\\[0\\-9\\]\\*\\)\\$'$"),  # 440
+    ('pod-template/containers/quantities', 'spec.pytorchReplicaSpecs[*].template.spec.containers[*].resources.requests[*]', 'INVALID', '^must be greater than or equal to 0$'),  # 441
+    ('pod-template/containers/whole-extended-resources', 'spec.pytorchReplicaSpecs[*].template.spec.containers[*].resources.limits[*]', 'INVALID', '^must be an integer$'),  # 442
+    ('pod-template/containers/whole-extended-resources', 'spec.pytorchReplicaSpecs[*].template.spec.containers[*].resources.requests[*]', 'INVALID', '^must be an integer$'),  # 443
+    ('pod-template/containers/requests-within-limits', 'spec.pytorchReplicaSpecs[*].template.spec.containers[*].resources.requests[*]', 'INVALID', ' limit of '),  # 444
+    ('pod-template/initContainers/name', 'spec.pytorchReplicaSpecs[*].template.spec.initContainers[*].name', 'REQUIRED', ''),  # 445
+    ('pod-template/initContainers/name', 'spec.pytorchReplicaSpecs[*].template.spec.initContainers[*].name', 'INVALID', "^(a\\ lowercase\\ RFC\\ 1123\\ label\\ must\\ consist\\ of\\ lower\\ case\\ alphanumeric\\ characters\\ or\\ '\\-',\\ and\\ must\\ start\\ and\\ end\\ with\\ an\\ alphanumeric\\ character\\ \\(e\\.g\\.\\ 'my\\-name',\\ \\ or\\ '123\\-abc',\\ regex\\ used\\ for\\ validation\\ is\\ '\\[a\\-z0\\-9\\]\\(\\[\\-a\\-z0\\-9\\]\\*\\[a\\-z0\\-9\\]\\)\\?'\\)|must be no more than 63 )"),  # 446
+    ('pod-template/initContainers/image', 'spec.pytorchReplicaSpecs[*].template.spec.initContainers[*].image', 'REQUIRED', ''),  # 447
+    ('pod-template/initContainers/ports', 'spec.pytorchReplicaSpecs[*].template.spec.initContainers[*].ports[*].containerPort', 'REQUIRED', ''),  # 448
+    ('pod-template/initContainers/ports', 'spec.pytorchReplicaSpecs[*].template.spec.initContainers[*].ports[*].containerPort', 'INVALID', '^must be between'),  # 449
+    ('pod-template/initContainers/ports', 'spec.pytorchReplicaSpecs[*].template.spec.initContainers[*].ports[*].hostPort', 'INVALID', '^must be between'),  # 450
+    ('pod-template/initContainers/ports', 'spec.pytorchReplicaSpecs[*].template.spec.initContainers[*].ports[*].protocol', 'NOT_SUPPORTED', ''),  # 451
+    ('pod-template/initContainers/ports', 'spec.pytorchReplicaSpecs[*].template.spec.initContainers[*].ports[*].name', 'INVALID', '^must (contain|not|be no more)'),  # 452
+    ('pod-template/initContainers/port-names-unique', 'spec.pytorchReplicaSpecs[*].template.spec.initContainers[*].ports[*].name', 'DUPLICATE', ''),  # 453
+    ('pod-template/initContainers/mounts', 'spec.pytorchReplicaSpecs[*].template.spec.initContainers[*].volumeMounts[*].name', 'REQUIRED', ''),  # 454
+    ('pod-template/initContainers/mounts', 'spec.pytorchReplicaSpecs[*].template.spec.initContainers[*].volumeMounts[*].mountPath', 'REQUIRED', ''),  # 455
+    ('pod-template/initContainers/mounted-volumes', 'spec.pytorchReplicaSpecs[*].template.spec.initContainers[*].volumeMounts[*].name', 'NOT_FOUND', ''),  # 456
+    ('pod-template/initContainers/env', 'spec.pytorchReplicaSpecs[*].template.spec.initContainers[*].env[*].name', 'REQUIRED', ''),  # 457
+    ('pod-template/initContainers/env', 'spec.pytorchReplicaSpecs[*].template.spec.initContainers[*].env[*].name', 'INVALID', "a\\ valid\\ environment\\ variable\\ name\\ must\\ consist\\ only\\ of\\ printable\\ ASCII\\ characters\\ other\\ than\\ '='"),  # 458
+    ('pod-template/initContainers/quantities', 'spec.pytorchReplicaSpecs[*].template.spec.initContainers[*].resources.limits[*]', 'INVALID', "^quantities\\ must\\ match\\ the\\ regular\\ expression\\ '\\^\\(\\[\\+\\-\\]\\?\\[0\\-9\\.\\]\\+\\)\\(\\[eEinumkKMGTP\\]\\*\\[\\-\\+\\]\\?\\[0\\-9\\]\\*\\)\\$'$"),  # 459
+    ('pod-template/initContainers/quantities', 'spec.pytorchReplicaSpecs[*].template.spec.initContainers[*].resources.limits[*]', 'INVALID', '^must be greater than or equal to 0$'),  # 460
+    ('pod-template/initContainers/quantities', 'spec.pytorchReplicaSpecs[*].template.spec.initContainers[*].resources.requests[*]', 'INVALID', "^quantities\\ must\\ match\\ the\\ regular\\ expression\\ '\\^\\(\\[\\+\\-\\]\\?\\[0\\-9\\.\\]\\+\\)\\(\\[eEinumkKMGTP\\]\\*\\[\\-\\+\\]\\?\\[0\\-9\\]\\*\\)\\$'$"),  # 461
+    ('pod-template/initContainers/quantities', 'spec.pytorchReplicaSpecs[*].template.spec.initContainers[*].resources.requests[*]', 'INVALID', '^must be greater than or equal to 0$'),  # 462
+    ('pod-template/initContainers/whole-extended-resources', 'spec.pytorchReplicaSpecs[*].template.spec.initContainers[*].resources.limits[*]', 'INVALID', '^must be an integer$'),  # 463
+    ('pod-template/initContainers/whole-extended-resources', 'spec.pytorchReplicaSpecs[*].template.spec.initContainers[*].resources.requests[*]', 'INVALID', '^must be an integer$'),  # 464
+    ('pod-template/initContainers/requests-within-limits', 'spec.pytorchReplicaSpecs[*].template.spec.initContainers[*].resources.requests[*]', 'INVALID', ' limit of '),  # 465
+    ('pod-template/container-names-unique', 'spec.pytorchReplicaSpecs[*].template.spec.containers[*].name', 'DUPLICATE', ''),  # 466
+    ('pod-template/container-names-unique', 'spec.pytorchReplicaSpecs[*].template.spec.initContainers[*].name', 'DUPLICATE', ''),  # 467
+    ('pod-template/volumes', 'spec.pytorchReplicaSpecs[*].template.spec.volumes[*].name', 'REQUIRED', ''),  # 468
+    ('pod-template/volumes', 'spec.pytorchReplicaSpecs[*].template.spec.volumes[*].name', 'INVALID', "^(a\\ lowercase\\ RFC\\ 1123\\ label\\ must\\ consist\\ of\\ lower\\ case\\ alphanumeric\\ characters\\ or\\ '\\-',\\ and\\ must\\ start\\ and\\ end\\ with\\ an\\ alphanumeric\\ character\\ \\(e\\.g\\.\\ 'my\\-name',\\ \\ or\\ '123\\-abc',\\ regex\\ used\\ for\\ validation\\ is\\ '\\[a\\-z0\\-9\\]\\(\\[\\-a\\-z0\\-9\\]\\*\\[a\\-z0\\-9\\]\\)\\?'\\)|must be no more than 63 )"),  # 469
+    ('pod-template/volume-names-unique', 'spec.pytorchReplicaSpecs[*].template.spec.volumes[*].name', 'DUPLICATE', ''),  # 470
+    ('pod-template/restart-policy', 'spec.pytorchReplicaSpecs[*].template.spec.restartPolicy', 'NOT_SUPPORTED', ''),  # 471
+    ('pod-template/framework-container', 'spec.pytorchReplicaSpecs[*].template.spec.containers', 'REQUIRED', '^must\\ have\\ at\\ least\\ one\\ container\\ with\\ name\\ pytorch$'),  # 472
+    ('kubeflow/template-containers', 'spec.tfReplicaSpecs[*].template.spec.containers', 'REQUIRED', '^must have at least one container$|^must be specified: |containers definition expected'),  # 473
+    ('kubeflow/tfjob-one-leader', 'spec.tfReplicaSpecs', 'FORBIDDEN', '^must not have more than 1 Chief or Master role$'),  # 474
+    ('replicas/types', 'spec.tfReplicaSpecs[*]', 'NOT_SUPPORTED', ''),  # 475
+    ('replicas/types', 'spec.tfReplicaSpecs[*]', 'DUPLICATE', ''),  # 476
+    ('pod-template/spec', 'spec.tfReplicaSpecs[*].template.spec', 'REQUIRED', '^$'),  # 477
+    ('pod-template/containers', 'spec.tfReplicaSpecs[*].template.spec.containers', 'REQUIRED', '^must\\ be\\ specified:\\ must\\ have\\ at\\ least\\ one\\ container\\ with\\ name\\ tensorflow$'),  # 478
+    ('pod-template/bounds', 'spec.tfReplicaSpecs[*].template.spec.**', 'TOO_MANY', ''),  # 479
+    ('pod-template/containers/name', 'spec.tfReplicaSpecs[*].template.spec.containers[*].name', 'REQUIRED', ''),  # 480
+    ('pod-template/containers/name', 'spec.tfReplicaSpecs[*].template.spec.containers[*].name', 'INVALID', "^(a\\ lowercase\\ RFC\\ 1123\\ label\\ must\\ consist\\ of\\ lower\\ case\\ alphanumeric\\ characters\\ or\\ '\\-',\\ and\\ must\\ start\\ and\\ end\\ with\\ an\\ alphanumeric\\ character\\ \\(e\\.g\\.\\ 'my\\-name',\\ \\ or\\ '123\\-abc',\\ regex\\ used\\ for\\ validation\\ is\\ '\\[a\\-z0\\-9\\]\\(\\[\\-a\\-z0\\-9\\]\\*\\[a\\-z0\\-9\\]\\)\\?'\\)|must be no more than 63 )"),  # 481
+    ('pod-template/containers/image', 'spec.tfReplicaSpecs[*].template.spec.containers[*].image', 'REQUIRED', ''),  # 482
+    ('pod-template/containers/ports', 'spec.tfReplicaSpecs[*].template.spec.containers[*].ports[*].containerPort', 'REQUIRED', ''),  # 483
+    ('pod-template/containers/ports', 'spec.tfReplicaSpecs[*].template.spec.containers[*].ports[*].containerPort', 'INVALID', '^must be between'),  # 484
+    ('pod-template/containers/ports', 'spec.tfReplicaSpecs[*].template.spec.containers[*].ports[*].hostPort', 'INVALID', '^must be between'),  # 485
+    ('pod-template/containers/ports', 'spec.tfReplicaSpecs[*].template.spec.containers[*].ports[*].protocol', 'NOT_SUPPORTED', ''),  # 486
+    ('pod-template/containers/ports', 'spec.tfReplicaSpecs[*].template.spec.containers[*].ports[*].name', 'INVALID', '^must (contain|not|be no more)'),  # 487
+    ('pod-template/containers/port-names-unique', 'spec.tfReplicaSpecs[*].template.spec.containers[*].ports[*].name', 'DUPLICATE', ''),  # 488
+    ('pod-template/containers/mounts', 'spec.tfReplicaSpecs[*].template.spec.containers[*].volumeMounts[*].name', 'REQUIRED', ''),  # 489
+    ('pod-template/containers/mounts', 'spec.tfReplicaSpecs[*].template.spec.containers[*].volumeMounts[*].mountPath', 'REQUIRED', ''),  # 490
+    ('pod-template/containers/mounted-volumes', 'spec.tfReplicaSpecs[*].template.spec.containers[*].volumeMounts[*].name', 'NOT_FOUND', ''),  # 491
+    ('pod-template/containers/env', 'spec.tfReplicaSpecs[*].template.spec.containers[*].env[*].name', 'REQUIRED', ''),  # 492
+    ('pod-template/containers/env', 'spec.tfReplicaSpecs[*].template.spec.containers[*].env[*].name', 'INVALID', "a\\ valid\\ environment\\ variable\\ name\\ must\\ consist\\ only\\ of\\ printable\\ ASCII\\ characters\\ other\\ than\\ '='"),  # 493
+    ('pod-template/containers/quantities', 'spec.tfReplicaSpecs[*].template.spec.containers[*].resources.limits[*]', 'INVALID', "^quantities\\ must\\ match\\ the\\ regular\\ expression\\ '\\^\\(\\[\\+\\-\\]\\?\\[0\\-9\\.\\]\\+\\)\\(\\[eEinumkKMGTP\\]\\*\\[\\-\\+\\]\\?\\[0\\-9\\]\\*\\)\\$'$"),  # 494
+    ('pod-template/containers/quantities', 'spec.tfReplicaSpecs[*].template.spec.containers[*].resources.limits[*]', 'INVALID', '^must be greater than or equal to 0$'),  # 495
+    ('pod-template/containers/quantities', 'spec.tfReplicaSpecs[*].template.spec.containers[*].resources.requests[*]', 'INVALID', "^quantities\\ must\\ match\\ the\\ regular\\ expression\\ '\\^\\(\\[\\+\\-\\]\\?\\[0\\-9\\.\\]\\+\\)\\(\\[eEinumkKMGTP\\]\\*\\[\\-\\+\\]\\?\\[0\\-9\\]\\*\\)\\$'$"),  # 496
+    ('pod-template/containers/quantities', 'spec.tfReplicaSpecs[*].template.spec.containers[*].resources.requests[*]', 'INVALID', '^must be greater than or equal to 0$'),  # 497
+    ('pod-template/containers/whole-extended-resources', 'spec.tfReplicaSpecs[*].template.spec.containers[*].resources.limits[*]', 'INVALID', '^must be an integer$'),  # 498
+    ('pod-template/containers/whole-extended-resources', 'spec.tfReplicaSpecs[*].template.spec.containers[*].resources.requests[*]', 'INVALID', '^must be an integer$'),  # 499
+    ('pod-template/containers/requests-within-limits', 'spec.tfReplicaSpecs[*].template.spec.containers[*].resources.requests[*]', 'INVALID', ' limit of '),  # 500
+    ('pod-template/initContainers/name', 'spec.tfReplicaSpecs[*].template.spec.initContainers[*].name', 'REQUIRED', ''),  # 501
+    ('pod-template/initContainers/name', 'spec.tfReplicaSpecs[*].template.spec.initContainers[*].name', 'INVALID', "^(a\\ lowercase\\ RFC\\ 1123\\ label\\ must\\ consist\\ of\\ lower\\ case\\ alphanumeric\\ characters\\ or\\ '\\-',\\ and\\ must\\ start\\ and\\ end\\ with\\ an\\ alphanumeric\\ character\\ \\(e\\.g\\.\\ 'my\\-name',\\ \\ or\\ '123\\-abc',\\ regex\\ used\\ for\\ validation\\ is\\ '\\[a\\-z0\\-9\\]\\(\\[\\-a\\-z0\\-9\\]\\*\\[a\\-z0\\-9\\]\\)\\?'\\)|must be no more than 63 )"),  # 502
+    ('pod-template/initContainers/image', 'spec.tfReplicaSpecs[*].template.spec.initContainers[*].image', 'REQUIRED', ''),  # 503
+    ('pod-template/initContainers/ports', 'spec.tfReplicaSpecs[*].template.spec.initContainers[*].ports[*].containerPort', 'REQUIRED', ''),  # 504
+    ('pod-template/initContainers/ports', 'spec.tfReplicaSpecs[*].template.spec.initContainers[*].ports[*].containerPort', 'INVALID', '^must be between'),  # 505
+    ('pod-template/initContainers/ports', 'spec.tfReplicaSpecs[*].template.spec.initContainers[*].ports[*].hostPort', 'INVALID', '^must be between'),  # 506
+    ('pod-template/initContainers/ports', 'spec.tfReplicaSpecs[*].template.spec.initContainers[*].ports[*].protocol', 'NOT_SUPPORTED', ''),  # 507
+    ('pod-template/initContainers/ports', 'spec.tfReplicaSpecs[*].template.spec.initContainers[*].ports[*].name', 'INVALID', '^must (contain|not|be no more)'),  # 508
+    ('pod-template/initContainers/port-names-unique', 'spec.tfReplicaSpecs[*].template.spec.initContainers[*].ports[*].name', 'DUPLICATE', ''),  # 509
+    ('pod-template/initContainers/mounts', 'spec.tfReplicaSpecs[*].template.spec.initContainers[*].volumeMounts[*].name', 'REQUIRED', ''),  # 510
+    ('pod-template/initContainers/mounts', 'spec.tfReplicaSpecs[*].template.spec.initContainers[*].volumeMounts[*].mountPath', 'REQUIRED', ''),  # 511
+    ('pod-template/initContainers/mounted-volumes', 'spec.tfReplicaSpecs[*].template.spec.initContainers[*].volumeMounts[*].name', 'NOT_FOUND', ''),  # 512
+    ('pod-template/initContainers/env', 'spec.tfReplicaSpecs[*].template.spec.initContainers[*].env[*].name', 'REQUIRED', ''),  # 513
+    ('pod-template/initContainers/env', 'spec.tfReplicaSpecs[*].template.spec.initContainers[*].env[*].name', 'INVALID', "a\\ valid\\ environment\\ variable\\ name\\ must\\ consist\\ only\\ of\\ printable\\ ASCII\\ characters\\ other\\ than\\ '='"),  # 514
+    ('pod-template/initContainers/quantities', 'spec.tfReplicaSpecs[*].template.spec.initContainers[*].resources.limits[*]', 'INVALID', "^quantities\\ must\\ match\\ the\\ regular\\ expression\\ '\\^\\(\\[\\+\\-\\]\\?\\[0\\-9\\.\\]\\+\\)\\(\\[eEinumkKMGTP\\]\\*\\[\\-\\+\\]\\?\\[0\\-9\\]\\*\\)\\$'$"),  # 515
+    ('pod-template/initContainers/quantities', 'spec.tfReplicaSpecs[*].template.spec.initContainers[*].resources.limits[*]', 'INVALID', '^must be greater than or equal to 0$'),  # 516
+    ('pod-template/initContainers/quantities', 'spec.tfReplicaSpecs[*].template.spec.initContainers[*].resources.requests[*]', 'INVALID', "^quantities\\ must\\ match\\ the\\ regular\\ expression\\ '\\^\\(\\[\\+\\-\\]\\?\\[0\\-9\\.\\]\\+\\)\\(\\[eEinumkKMGTP\\]\\*\\[\\-\\+\\]\\?\\[0\\-9\\]\\*\\)\\$'$"),  # 517
+    ('pod-template/initContainers/quantities', 'spec.tfReplicaSpecs[*].template.spec.initContainers[*].resources.requests[*]', 'INVALID', '^must be greater than or equal to 0$'),  # 518
+    ('pod-template/initContainers/whole-extended-resources', 'spec.tfReplicaSpecs[*].template.spec.initContainers[*].resources.limits[*]', 'INVALID', '^must be an integer$'),  # 519
+    ('pod-template/initContainers/whole-extended-resources', 'spec.tfReplicaSpecs[*].template.spec.initContainers[*].resources.requests[*]', 'INVALID', '^must be an integer$'),  # 520
+    ('pod-template/initContainers/requests-within-limits', 'spec.tfReplicaSpecs[*].template.spec.initContainers[*].resources.requests[*]', 'INVALID', ' limit of '),  # 521
+    ('pod-template/container-names-unique', 'spec.tfReplicaSpecs[*].template.spec.containers[*].name', 'DUPLICATE', ''),  # 522
+    ('pod-template/container-names-unique', 'spec.tfReplicaSpecs[*].template.spec.initContainers[*].name', 'DUPLICATE', ''),  # 523
+    ('pod-template/volumes', 'spec.tfReplicaSpecs[*].template.spec.volumes[*].name', 'REQUIRED', ''),  # 524
+    ('pod-template/volumes', 'spec.tfReplicaSpecs[*].template.spec.volumes[*].name', 'INVALID', "^(a\\ lowercase\\ RFC\\ 1123\\ label\\ must\\ consist\\ of\\ lower\\ case\\ alphanumeric\\ characters\\ or\\ '\\-',\\ and\\ must\\ start\\ and\\ end\\ with\\ an\\ alphanumeric\\ character\\ \\(e\\.g\\.\\ 'my\\-name',\\ \\ or\\ '123\\-abc',\\ regex\\ used\\ for\\ validation\\ is\\ '\\[a\\-z0\\-9\\]\\(\\[\\-a\\-z0\\-9\\]\\*\\[a\\-z0\\-9\\]\\)\\?'\\)|must be no more than 63 )"),  # 525
+    ('pod-template/volume-names-unique', 'spec.tfReplicaSpecs[*].template.spec.volumes[*].name', 'DUPLICATE', ''),  # 526
+    ('pod-template/restart-policy', 'spec.tfReplicaSpecs[*].template.spec.restartPolicy', 'NOT_SUPPORTED', ''),  # 527
+    ('pod-template/framework-container', 'spec.tfReplicaSpecs[*].template.spec.containers', 'REQUIRED', '^must\\ have\\ at\\ least\\ one\\ container\\ with\\ name\\ tensorflow$'),  # 528
+    ('kubeflow/template-containers', 'spec.xgbReplicaSpecs[*].template.spec.containers', 'REQUIRED', '^must have at least one container$|^must be specified: |containers definition expected'),  # 529
+    ('kubeflow/master-replicas', 'spec.xgbReplicaSpecs[Master].replicas', 'FORBIDDEN', '^must be 1$'),  # 530
+    ('kubeflow/master-required', 'spec.xgbReplicaSpecs[Master]', 'REQUIRED', '^must be present$'),  # 531
+    ('replicas/types', 'spec.xgbReplicaSpecs[*]', 'NOT_SUPPORTED', ''),  # 532
+    ('replicas/types', 'spec.xgbReplicaSpecs[*]', 'DUPLICATE', ''),  # 533
+    ('pod-template/spec', 'spec.xgbReplicaSpecs[*].template.spec', 'REQUIRED', '^$'),  # 534
+    ('pod-template/containers', 'spec.xgbReplicaSpecs[*].template.spec.containers', 'REQUIRED', '^must\\ be\\ specified:\\ must\\ have\\ at\\ least\\ one\\ container\\ with\\ name\\ xgboost$'),  # 535
+    ('pod-template/bounds', 'spec.xgbReplicaSpecs[*].template.spec.**', 'TOO_MANY', ''),  # 536
+    ('pod-template/containers/name', 'spec.xgbReplicaSpecs[*].template.spec.containers[*].name', 'REQUIRED', ''),  # 537
+    ('pod-template/containers/name', 'spec.xgbReplicaSpecs[*].template.spec.containers[*].name', 'INVALID', "^(a\\ lowercase\\ RFC\\ 1123\\ label\\ must\\ consist\\ of\\ lower\\ case\\ alphanumeric\\ characters\\ or\\ '\\-',\\ and\\ must\\ start\\ and\\ end\\ with\\ an\\ alphanumeric\\ character\\ \\(e\\.g\\.\\ 'my\\-name',\\ \\ or\\ '123\\-abc',\\ regex\\ used\\ for\\ validation\\ is\\ '\\[a\\-z0\\-9\\]\\(\\[\\-a\\-z0\\-9\\]\\*\\[a\\-z0\\-9\\]\\)\\?'\\)|must be no more than 63 )"),  # 538
+    ('pod-template/containers/image', 'spec.xgbReplicaSpecs[*].template.spec.containers[*].image', 'REQUIRED', ''),  # 539
+    ('pod-template/containers/ports', 'spec.xgbReplicaSpecs[*].template.spec.containers[*].ports[*].containerPort', 'REQUIRED', ''),  # 540
+    ('pod-template/containers/ports', 'spec.xgbReplicaSpecs[*].template.spec.containers[*].ports[*].containerPort', 'INVALID', '^must be between'),  # 541
+    ('pod-template/containers/ports', 'spec.xgbReplicaSpecs[*].template.spec.containers[*].ports[*].hostPort', 'INVALID', '^must be between'),  # 542
+    ('pod-template/containers/ports', 'spec.xgbReplicaSpecs[*].template.spec.containers[*].ports[*].protocol', 'NOT_SUPPORTED', ''),  # 543
+    ('pod-template/containers/ports', 'spec.xgbReplicaSpecs[*].template.spec.containers[*].ports[*].name', 'INVALID', '^must (contain|not|be no more)'),  # 544
+    ('pod-template/containers/port-names-unique', 'spec.xgbReplicaSpecs[*].template.spec.containers[*].ports[*].name', 'DUPLICATE', ''),  # 545
+    ('pod-template/containers/mounts', 'spec.xgbReplicaSpecs[*].template.spec.containers[*].volumeMounts[*].name', 'REQUIRED', ''),  # 546
+    ('pod-template/containers/mounts', 'spec.xgbReplicaSpecs[*].template.spec.containers[*].volumeMounts[*].mountPath', 'REQUIRED', ''),  # 547
+    ('pod-template/containers/mounted-volumes', 'spec.xgbReplicaSpecs[*].template.spec.containers[*].volumeMounts[*].name', 'NOT_FOUND', ''),  # 548
+    ('pod-template/containers/env', 'spec.xgbReplicaSpecs[*].template.spec.containers[*].env[*].name', 'REQUIRED', ''),  # 549
+    ('pod-template/containers/env', 'spec.xgbReplicaSpecs[*].template.spec.containers[*].env[*].name', 'INVALID', "a\\ valid\\ environment\\ variable\\ name\\ must\\ consist\\ only\\ of\\ printable\\ ASCII\\ characters\\ other\\ than\\ '='"),  # 550
+    ('pod-template/containers/quantities', 'spec.xgbReplicaSpecs[*].template.spec.containers[*].resources.limits[*]', 'INVALID', "^quantities\\ must\\ match\\ the\\ regular\\ expression\\ '\\^\\(\\[\\+\\-\\]\\?\\[0\\-9\\.\\]\\+\\)\\(\\[eEinumkKMGTP\\]\\*\\[\\-\\+\\]\\?\\[0\\-9\\]\\*\\)\\$'$"),  # 551
+    ('pod-template/containers/quantities', 'spec.xgbReplicaSpecs[*].template.spec.containers[*].resources.limits[*]', 'INVALID', '^must be greater than or equal to 0$'),  # 552
+    ('pod-template/containers/quantities', 'spec.xgbReplicaSpecs[*].template.spec.containers[*].resources.requests[*]', 'INVALID', "^quantities\\ must\\ match\\ the\\ regular\\ expression\\ '\\^\\(\\[\\+\\-\\]\\?\\[0\\-9\\.\\]\\+\\)\\(\\[eEinumkKMGTP\\]\\*\\[\\-\\+\\]\\?\\[0\\-9\\]\\*\\)\\$'$"),  # 553
+    ('pod-template/containers/quantities', 'spec.xgbReplicaSpecs[*].template.spec.containers[*].resources.requests[*]', 'INVALID', '^must be greater than or equal to 0$'),  # 554
+    ('pod-template/containers/whole-extended-resources', 'spec.xgbReplicaSpecs[*].template.spec.containers[*].resources.limits[*]', 'INVALID', '^must be an integer$'),  # 555
+    ('pod-template/containers/whole-extended-resources', 'spec.xgbReplicaSpecs[*].template.spec.containers[*].resources.requests[*]', 'INVALID', '^must be an integer$'),  # 556
+    ('pod-template/containers/requests-within-limits', 'spec.xgbReplicaSpecs[*].template.spec.containers[*].resources.requests[*]', 'INVALID', ' limit of '),  # 557
+    ('pod-template/initContainers/name', 'spec.xgbReplicaSpecs[*].template.spec.initContainers[*].name', 'REQUIRED', ''),  # 558
+    ('pod-template/initContainers/name', 'spec.xgbReplicaSpecs[*].template.spec.initContainers[*].name', 'INVALID', "^(a\\ lowercase\\ RFC\\ 1123\\ label\\ must\\ consist\\ of\\ lower\\ case\\ alphanumeric\\ characters\\ or\\ '\\-',\\ and\\ must\\ start\\ and\\ end\\ with\\ an\\ alphanumeric\\ character\\ \\(e\\.g\\.\\ 'my\\-name',\\ \\ or\\ '123\\-abc',\\ regex\\ used\\ for\\ validation\\ is\\ '\\[a\\-z0\\-9\\]\\(\\[\\-a\\-z0\\-9\\]\\*\\[a\\-z0\\-9\\]\\)\\?'\\)|must be no more than 63 )"),  # 559
+    ('pod-template/initContainers/image', 'spec.xgbReplicaSpecs[*].template.spec.initContainers[*].image', 'REQUIRED', ''),  # 560
+    ('pod-template/initContainers/ports', 'spec.xgbReplicaSpecs[*].template.spec.initContainers[*].ports[*].containerPort', 'REQUIRED', ''),  # 561
+    ('pod-template/initContainers/ports', 'spec.xgbReplicaSpecs[*].template.spec.initContainers[*].ports[*].containerPort', 'INVALID', '^must be between'),  # 562
+    ('pod-template/initContainers/ports', 'spec.xgbReplicaSpecs[*].template.spec.initContainers[*].ports[*].hostPort', 'INVALID', '^must be between'),  # 563
+    ('pod-template/initContainers/ports', 'spec.xgbReplicaSpecs[*].template.spec.initContainers[*].ports[*].protocol', 'NOT_SUPPORTED', ''),  # 564
+    ('pod-template/initContainers/ports', 'spec.xgbReplicaSpecs[*].template.spec.initContainers[*].ports[*].name', 'INVALID', '^must (contain|not|be no more)'),  # 565
+    ('pod-template/initContainers/port-names-unique', 'spec.xgbReplicaSpecs[*].template.spec.initContainers[*].ports[*].name', 'DUPLICATE', ''),  # 566
+    ('pod-template/initContainers/mounts', 'spec.xgbReplicaSpecs[*].template.spec.initContainers[*].volumeMounts[*].name', 'REQUIRED', ''),  # 567
+    ('pod-template/initContainers/mounts', 'spec.xgbReplicaSpecs[*].template.spec.initContainers[*].volumeMounts[*].mountPath', 'REQUIRED', ''),  # 568
+    ('pod-template/initContainers/mounted-volumes', 'spec.xgbReplicaSpecs[*].template.spec.initContainers[*].volumeMounts[*].name', 'NOT_FOUND', ''),  # 569
+    ('pod-template/initContainers/env', 'spec.xgbReplicaSpecs[*].template.spec.initContainers[*].env[*].name', 'REQUIRED', ''),  # 570
+    ('pod-template/initContainers/env', 'spec.xgbReplicaSpecs[*].template.spec.initContainers[*].env[*].name', 'INVALID', "a\\ valid\\ environment\\ variable\\ name\\ must\\ consist\\ only\\ of\\ printable\\ ASCII\\ characters\\ other\\ than\\ '='"),  # 571
+    ('pod-template/initContainers/quantities', 'spec.xgbReplicaSpecs[*].template.spec.initContainers[*].resources.limits[*]', 'INVALID', "^quantities\\ must\\ match\\ the\\ regular\\ expression\\ '\\^\\(\\[\\+\\-\\]\\?\\[0\\-9\\.\\]\\+\\)\\(\\[eEinumkKMGTP\\]\\*\\[\\-\\+\\]\\?\\[0\\-9\\]\\*\\)\\$'$"),  # 572
+    ('pod-template/initContainers/quantities', 'spec.xgbReplicaSpecs[*].template.spec.initContainers[*].resources.limits[*]', 'INVALID', '^must be greater than or equal to 0$'),  # 573
+    ('pod-template/initContainers/quantities', 'spec.xgbReplicaSpecs[*].template.spec.initContainers[*].resources.requests[*]', 'INVALID', "^quantities\\ must\\ match\\ the\\ regular\\ expression\\ '\\^\\(\\[\\+\\-\\]\\?\\[0\\-9\\.\\]\\+\\)\\(\\[eEinumkKMGTP\\]\\*\\[\\-\\+\\]\\?\\[0\\-9\\]\\*\\)\\$'$"),  # 574
+    ('pod-template/initContainers/quantities', 'spec.xgbReplicaSpecs[*].template.spec.initContainers[*].resources.requests[*]', 'INVALID', '^must be greater than or equal to 0$'),  # 575
+    ('pod-template/initContainers/whole-extended-resources', 'spec.xgbReplicaSpecs[*].template.spec.initContainers[*].resources.limits[*]', 'INVALID', '^must be an integer$'),  # 576
+    ('pod-template/initContainers/whole-extended-resources', 'spec.xgbReplicaSpecs[*].template.spec.initContainers[*].resources.requests[*]', 'INVALID', '^must be an integer$'),  # 577
+    ('pod-template/initContainers/requests-within-limits', 'spec.xgbReplicaSpecs[*].template.spec.initContainers[*].resources.requests[*]', 'INVALID', ' limit of '),  # 578
+    ('pod-template/container-names-unique', 'spec.xgbReplicaSpecs[*].template.spec.containers[*].name', 'DUPLICATE', ''),  # 579
+    ('pod-template/container-names-unique', 'spec.xgbReplicaSpecs[*].template.spec.initContainers[*].name', 'DUPLICATE', ''),  # 580
+    ('pod-template/volumes', 'spec.xgbReplicaSpecs[*].template.spec.volumes[*].name', 'REQUIRED', ''),  # 581
+    ('pod-template/volumes', 'spec.xgbReplicaSpecs[*].template.spec.volumes[*].name', 'INVALID', "^(a\\ lowercase\\ RFC\\ 1123\\ label\\ must\\ consist\\ of\\ lower\\ case\\ alphanumeric\\ characters\\ or\\ '\\-',\\ and\\ must\\ start\\ and\\ end\\ with\\ an\\ alphanumeric\\ character\\ \\(e\\.g\\.\\ 'my\\-name',\\ \\ or\\ '123\\-abc',\\ regex\\ used\\ for\\ validation\\ is\\ '\\[a\\-z0\\-9\\]\\(\\[\\-a\\-z0\\-9\\]\\*\\[a\\-z0\\-9\\]\\)\\?'\\)|must be no more than 63 )"),  # 582
+    ('pod-template/volume-names-unique', 'spec.xgbReplicaSpecs[*].template.spec.volumes[*].name', 'DUPLICATE', ''),  # 583
+    ('pod-template/restart-policy', 'spec.xgbReplicaSpecs[*].template.spec.restartPolicy', 'NOT_SUPPORTED', ''),  # 584
+    ('pod-template/framework-container', 'spec.xgbReplicaSpecs[*].template.spec.containers', 'REQUIRED', '^must\\ have\\ at\\ least\\ one\\ container\\ with\\ name\\ xgboost$'),  # 585
     ('pod-template/framework-container', 'spec.replicaSpecs[*].template.spec.containers', 'REQUIRED', '^Replica type .* is missing a container for mxnet$'),  # 586
     ('mxjob/scheduler-replicas', 'spec.replicaSpecs[*].replicas', 'INVALID', '^The SCHEDULER must have Replicas = 1$'),  # 587
-    ('mxjob/local-mode-workers-only', 'spec.replicaSpecs[*].mxReplicaType', 'INVALID', '^job mode is local, but its replicas set have replicas type other than worker$'),  # 588
-    ('mxjob/local-mode-one-worker', 'spec.replicaSpecs[*].replicas', 'INVALID', '^job mode is local, but it has more than 1 worker$'),  # 589
-    ('mxjob/dist-mode-roles', 'spec.replicaSpecs', 'REQUIRED', '^dist job mode without replica type '),  # 590
-    ('run-policy/min-available', 'spec.runPolicy.schedulingPolicy.minAvailable', 'INVALID', 'total number of replicas'),  # 591
-    ('run-policy/queue-immutable', 'spec.runPolicy.schedulingPolicy.queue', 'INVALID', '^field is immutable$'),  # 592
-    ('pod-template/containers', 'spec.mpiReplicaSpecs[*].template.spec.containers', 'REQUIRED', '^must\\ have\\ at\\ least\\ one\\ container$'),  # 593
-    ('roles/launcher', 'spec.mpiReplicaSpecs[Launcher]', 'REQUIRED', '^must be present$'),  # 594
-    ('roles/launcher', 'spec.mpiReplicaSpecs[Launcher].replicas', 'INVALID', '^must be 1$'),  # 595
-    ('replicas/types', 'spec.marsReplicaSpecs[*]', 'NOT_SUPPORTED', ''),  # 596
-    ('replicas/types', 'spec.marsReplicaSpecs[*]', 'DUPLICATE', ''),  # 597
-    ('pod-template/spec', 'spec.marsReplicaSpecs[*].template.spec', 'REQUIRED', '^$'),  # 598
-    ('pod-template/containers', 'spec.marsReplicaSpecs[*].template.spec.containers', 'REQUIRED', '^must\\ have\\ at\\ least\\ one\\ container$'),  # 599
-    ('pod-template/bounds', 'spec.marsReplicaSpecs[*].template.spec.**', 'TOO_MANY', ''),  # 600
-    ('pod-template/containers/name', 'spec.marsReplicaSpecs[*].template.spec.containers[*].name', 'REQUIRED', ''),  # 601
-    ('pod-template/containers/name', 'spec.marsReplicaSpecs[*].template.spec.containers[*].name', 'INVALID', "^(a\\ lowercase\\ RFC\\ 1123\\ label\\ must\\ consist\\ of\\ lower\\ case\\ alphanumeric\\ characters\\ or\\ '\\-',\\ and\\ must\\ start\\ and\\ end\\ with\\ an\\ alphanumeric\\ character\\ \\(e\\.g\\.\\ 'my\\-name',\\ \\ or\\ '123\\-abc',\\ regex\\ used\\ for\\ validation\\ is\\ '\\[a\\-z0\\-9\\]\\(\\[\\-a\\-z0\\-9\\]\\*\\[a\\-z0\\-9\\]\\)\\?'\\)|must be no more than 63 )"),  # 602
-    ('pod-template/containers/image', 'spec.marsReplicaSpecs[*].template.spec.containers[*].image', 'REQUIRED', ''),  # 603
-    ('pod-template/containers/ports', 'spec.marsReplicaSpecs[*].template.spec.containers[*].ports[*].containerPort', 'REQUIRED', ''),  # 604
-    ('pod-template/containers/ports', 'spec.marsReplicaSpecs[*].template.spec.containers[*].ports[*].containerPort', 'INVALID', '^must be between'),  # 605
-    ('pod-template/containers/ports', 'spec.marsReplicaSpecs[*].template.spec.containers[*].ports[*].hostPort', 'INVALID', '^must be between'),  # 606
-    ('pod-template/containers/ports', 'spec.marsReplicaSpecs[*].template.spec.containers[*].ports[*].protocol', 'NOT_SUPPORTED', ''),  # 607
-    ('pod-template/containers/ports', 'spec.marsReplicaSpecs[*].template.spec.containers[*].ports[*].name', 'INVALID', '^must (contain|not|be no more)'),  # 608
-    ('pod-template/containers/port-names-unique', 'spec.marsReplicaSpecs[*].template.spec.containers[*].ports[*].name', 'DUPLICATE', ''),  # 609
-    ('pod-template/containers/mounts', 'spec.marsReplicaSpecs[*].template.spec.containers[*].volumeMounts[*].name', 'REQUIRED', ''),  # 610
-    ('pod-template/containers/mounts', 'spec.marsReplicaSpecs[*].template.spec.containers[*].volumeMounts[*].mountPath', 'REQUIRED', ''),  # 611
-    ('pod-template/containers/mounted-volumes', 'spec.marsReplicaSpecs[*].template.spec.containers[*].volumeMounts[*].name', 'NOT_FOUND', ''),  # 612
-    ('pod-template/containers/env', 'spec.marsReplicaSpecs[*].template.spec.containers[*].env[*].name', 'REQUIRED', ''),  # 613
-    ('pod-template/containers/env', 'spec.marsReplicaSpecs[*].template.spec.containers[*].env[*].name', 'INVALID', "a\\ valid\\ environment\\ variable\\ name\\ must\\ consist\\ only\\ of\\ printable\\ ASCII\\ characters\\ other\\ than\\ '='"),  # 614
-    ('pod-template/containers/quantities', 'spec.marsReplicaSpecs[*].template.spec.containers[*].resources.limits[*]', 'INVALID', "^quantities\\ must\\ match\\ the\\ regular\\ expression\\ '\\^\\(\\[\\+\\-\\]\\?\\[0\\-9\\.\\]\\+\\)\\(\\[eEinumkKMGTP\\]\\*\\[\\-\\+\\]\\?\\[0\\-9\\]\\*\\)\\$'$"),  # 615
-    ('pod-template/containers/quantities', 'spec.marsReplicaSpecs[*].template.spec.containers[*].resources.limits[*]', 'INVALID', '^must be greater than or equal to 0$'),  # 616
-    ('pod-template/containers/quantities', 'spec.marsReplicaSpecs[*].template.spec.containers[*].resources.requests[*]', 'INVALID', "^quantities\\ must\\ match\\ the\\ regular\\ expression\\ '\\^\\(\\[\\+\\-\\]\\?\\[0\\-9\\.\\]\\+\\)\\(\\[eEinumkKMGTP\\]\\*\\[\\-\\+\\]\\?\\[0\\-9\\]\\*\\)\\$'$"),  # 617
-    ('pod-template/containers/quantities', 'spec.marsReplicaSpecs[*].template.spec.containers[*].resources.requests[*]', 'INVALID', '^must be greater than or equal to 0$'),  # 618
-    ('pod-template/containers/whole-extended-resources', 'spec.marsReplicaSpecs[*].template.spec.containers[*].resources.limits[*]', 'INVALID', '^must be an integer$'),  # 619
-    ('pod-template/containers/whole-extended-resources', 'spec.marsReplicaSpecs[*].template.spec.containers[*].resources.requests[*]', 'INVALID', '^must be an integer$'),  # 620
-    ('pod-template/containers/requests-within-limits', 'spec.marsReplicaSpecs[*].template.spec.containers[*].resources.requests[*]', 'INVALID', ' limit of '),  # 621
-    ('pod-template/initContainers/name', 'spec.marsReplicaSpecs[*].template.spec.initContainers[*].name', 'REQUIRED', ''),  # 622
-    ('pod-template/initContainers/name', 'spec.marsReplicaSpecs[*].template.spec.initContainers[*].name', 'INVALID', "^(a\\ lowercase\\ RFC\\ 1123\\ label\\ must\\ consist\\ of\\ lower\\ case\\ alphanumeric\\ characters\\ or\\ '\\-',\\ and\\ must\\ start\\ and\\ end\\ with\\ an\\ alphanumeric\\ character\\ \\(e\\.g\\.\\ 'my\\-name',\\ \\ or\\ '123\\-abc',\\ regex\\ used\\ for\\ validation\\ is\\ '\\[a\\-z0\\-9\\]\\(\\[\\-a\\-z0\\-9\\]\\*\\[a\\-z0\\-9\\]\\)\\?'\\)|must be no more than 63 )"),  # 623
-    ('pod-template/initContainers/image', 'spec.marsReplicaSpecs[*].template.spec.initContainers[*].image', 'REQUIRED', ''),  # 624
-    ('pod-template/initContainers/ports', 'spec.marsReplicaSpecs[*].template.spec.initContainers[*].ports[*].containerPort', 'REQUIRED', ''),  # 625
-    ('pod-template/initContainers/ports', 'spec.marsReplicaSpecs[*].template.spec.initContainers[*].ports[*].containerPort', 'INVALID', '^must be between'),  # 626
-    ('pod-template/initContainers/ports', 'spec.marsReplicaSpecs[*].template.spec.initContainers[*].ports[*].hostPort', 'INVALID', '^must be between'),  # 627
-    ('pod-template/initContainers/ports', 'spec.marsReplicaSpecs[*].template.spec.initContainers[*].ports[*].protocol', 'NOT_SUPPORTED', ''),  # 628
-    ('pod-template/initContainers/ports', 'spec.marsReplicaSpecs[*].template.spec.initContainers[*].ports[*].name', 'INVALID', '^must (contain|not|be no more)'),  # 629
-    ('pod-template/initContainers/port-names-unique', 'spec.marsReplicaSpecs[*].template.spec.initContainers[*].ports[*].name', 'DUPLICATE', ''),  # 630
-    ('pod-template/initContainers/mounts', 'spec.marsReplicaSpecs[*].template.spec.initContainers[*].volumeMounts[*].name', 'REQUIRED', ''),  # 631
-    ('pod-template/initContainers/mounts', 'spec.marsReplicaSpecs[*].template.spec.initContainers[*].volumeMounts[*].mountPath', 'REQUIRED', ''),  # 632
-    ('pod-template/initContainers/mounted-volumes', 'spec.marsReplicaSpecs[*].template.spec.initContainers[*].volumeMounts[*].name', 'NOT_FOUND', ''),  # 633
-    ('pod-template/initContainers/env', 'spec.marsReplicaSpecs[*].template.spec.initContainers[*].env[*].name', 'REQUIRED', ''),  # 634
-    ('pod-template/initContainers/env', 'spec.marsReplicaSpecs[*].template.spec.initContainers[*].env[*].name', 'INVALID', "a\\ valid\\ environment\\ variable\\ name\\ must\\ consist\\ only\\ of\\ printable\\ ASCII\\ characters\\ other\\ than\\ '='"),  # 635
-    ('pod-template/initContainers/quantities', 'spec.marsReplicaSpecs[*].template.spec.initContainers[*].resources.limits[*]', 'INVALID', "^quantities\\ must\\ match\\ the\\ regular\\ expression\\ '\\^\\(\\[\\+\\-\\]\\?\\[0\\-9\\.\\]\\+\\)\\(\\[eEinumkKMGTP\\]\\*\\[\\-\\+\\]\\?\\[0\\-9\\]\\*\\)\\$'$"),  # 636
-    ('pod-template/initContainers/quantities', 'spec.marsReplicaSpecs[*].template.spec.initContainers[*].resources.limits[*]', 'INVALID', '^must be greater than or equal to 0$'),  # 637
-    ('pod-template/initContainers/quantities', 'spec.marsReplicaSpecs[*].template.spec.initContainers[*].resources.requests[*]', 'INVALID', "^quantities\\ must\\ match\\ the\\ regular\\ expression\\ '\\^\\(\\[\\+\\-\\]\\?\\[0\\-9\\.\\]\\+\\)\\(\\[eEinumkKMGTP\\]\\*\\[\\-\\+\\]\\?\\[0\\-9\\]\\*\\)\\$'$"),  # 638
-    ('pod-template/initContainers/quantities', 'spec.marsReplicaSpecs[*].template.spec.initContainers[*].resources.requests[*]', 'INVALID', '^must be greater than or equal to 0$'),  # 639
-    ('pod-template/initContainers/whole-extended-resources', 'spec.marsReplicaSpecs[*].template.spec.initContainers[*].resources.limits[*]', 'INVALID', '^must be an integer$'),  # 640
-    ('pod-template/initContainers/whole-extended-resources', 'spec.marsReplicaSpecs[*].template.spec.initContainers[*].resources.requests[*]', 'INVALID', '^must be an integer$'),  # 641
-    ('pod-template/initContainers/requests-within-limits', 'spec.marsReplicaSpecs[*].template.spec.initContainers[*].resources.requests[*]', 'INVALID', ' limit of '),  # 642
-    ('pod-template/container-names-unique', 'spec.marsReplicaSpecs[*].template.spec.containers[*].name', 'DUPLICATE', ''),  # 643
-    ('pod-template/container-names-unique', 'spec.marsReplicaSpecs[*].template.spec.initContainers[*].name', 'DUPLICATE', ''),  # 644
-    ('pod-template/volumes', 'spec.marsReplicaSpecs[*].template.spec.volumes[*].name', 'REQUIRED', ''),  # 645
-    ('pod-template/volumes', 'spec.marsReplicaSpecs[*].template.spec.volumes[*].name', 'INVALID', "^(a\\ lowercase\\ RFC\\ 1123\\ label\\ must\\ consist\\ of\\ lower\\ case\\ alphanumeric\\ characters\\ or\\ '\\-',\\ and\\ must\\ start\\ and\\ end\\ with\\ an\\ alphanumeric\\ character\\ \\(e\\.g\\.\\ 'my\\-name',\\ \\ or\\ '123\\-abc',\\ regex\\ used\\ for\\ validation\\ is\\ '\\[a\\-z0\\-9\\]\\(\\[\\-a\\-z0\\-9\\]\\*\\[a\\-z0\\-9\\]\\)\\?'\\)|must be no more than 63 )"),  # 646
-    ('pod-template/volume-names-unique', 'spec.marsReplicaSpecs[*].template.spec.volumes[*].name', 'DUPLICATE', ''),  # 647
-    ('pod-template/restart-policy', 'spec.marsReplicaSpecs[*].template.spec.restartPolicy', 'NOT_SUPPORTED', ''),  # 648
-    ('pod-template/framework-container', 'spec.marsReplicaSpecs[*].template.spec.containers', 'REQUIRED', '^must\\ have\\ at\\ least\\ one\\ container\\ with\\ name\\ mars$'),  # 649
-    ('pod-template/containers', 'spec.pytorchReplicaSpecs[*].template.spec.containers', 'REQUIRED', '^must\\ have\\ at\\ least\\ one\\ container$'),  # 650
-    ('roles/master', 'spec.pytorchReplicaSpecs[Master]', 'REQUIRED', '^must be present$'),  # 651
-    ('roles/master', 'spec.pytorchReplicaSpecs[Master].replicas', 'INVALID', '^must be 1$'),  # 652
-    ('pod-template/containers', 'spec.tfReplicaSpecs[*].template.spec.containers', 'REQUIRED', '^must\\ have\\ at\\ least\\ one\\ container$'),  # 653
-    ('roles/one-leader', 'spec.tfReplicaSpecs', 'FORBIDDEN', 'more\\ than\\ 1\\ Chief\\ or\\ Master'),  # 654
-    ('roles/one-leader', 'spec.tfReplicaSpecs[Chief].replicas', 'INVALID', '^must be less than or equal to 1$'),  # 655
-    ('roles/one-leader', 'spec.tfReplicaSpecs[Master].replicas', 'INVALID', '^must be less than or equal to 1$'),  # 656
-    ('replicas/types', 'spec.xdlReplicaSpecs[*]', 'NOT_SUPPORTED', ''),  # 657
-    ('replicas/types', 'spec.xdlReplicaSpecs[*]', 'DUPLICATE', ''),  # 658
-    ('pod-template/spec', 'spec.xdlReplicaSpecs[*].template.spec', 'REQUIRED', '^$'),  # 659
-    ('pod-template/containers', 'spec.xdlReplicaSpecs[*].template.spec.containers', 'REQUIRED', '^must\\ have\\ at\\ least\\ one\\ container$'),  # 660
-    ('pod-template/bounds', 'spec.xdlReplicaSpecs[*].template.spec.**', 'TOO_MANY', ''),  # 661
-    ('pod-template/containers/name', 'spec.xdlReplicaSpecs[*].template.spec.containers[*].name', 'REQUIRED', ''),  # 662
-    ('pod-template/containers/name', 'spec.xdlReplicaSpecs[*].template.spec.containers[*].name', 'INVALID', "^(a\\ lowercase\\ RFC\\ 1123\\ label\\ must\\ consist\\ of\\ lower\\ case\\ alphanumeric\\ characters\\ or\\ '\\-',\\ and\\ must\\ start\\ and\\ end\\ with\\ an\\ alphanumeric\\ character\\ \\(e\\.g\\.\\ 'my\\-name',\\ \\ or\\ '123\\-abc',\\ regex\\ used\\ for\\ validation\\ is\\ '\\[a\\-z0\\-9\\]\\(\\[\\-a\\-z0\\-9\\]\\*\\[a\\-z0\\-9\\]\\)\\?'\\)|must be no more than 63 )"),  # 663
-    ('pod-template/containers/image', 'spec.xdlReplicaSpecs[*].template.spec.containers[*].image', 'REQUIRED', ''),  # 664
-    ('pod-template/containers/ports', 'spec.xdlReplicaSpecs[*].template.spec.containers[*].ports[*].containerPort', 'REQUIRED', ''),  # 665
-    ('pod-template/containers/ports', 'spec.xdlReplicaSpecs[*].template.spec.containers[*].ports[*].containerPort', 'INVALID', '^must be between'),  # 666
-    ('pod-template/containers/ports', 'spec.xdlReplicaSpecs[*].template.spec.containers[*].ports[*].hostPort', 'INVALID', '^must be between'),  # 667
-    ('pod-template/containers/ports', 'spec.xdlReplicaSpecs[*].template.spec.containers[*].ports[*].protocol', 'NOT_SUPPORTED', ''),  # 668
-    ('pod-template/containers/ports', 'spec.xdlReplicaSpecs[*].template.spec.containers[*].ports[*].name', 'INVALID', '^must (contain|not|be no more)'),  # 669
-    ('pod-template/containers/port-names-unique', 'spec.xdlReplicaSpecs[*].template.spec.containers[*].ports[*].name', 'DUPLICATE', ''),  # 670
-    ('pod-template/containers/mounts', 'spec.xdlReplicaSpecs[*].template.spec.containers[*].volumeMounts[*].name', 'REQUIRED', ''),  # 671
-    ('pod-template/containers/mounts', 'spec.xdlReplicaSpecs[*].template.spec.containers[*].volumeMounts[*].mountPath', 'REQUIRED', ''),  # 672
-    ('pod-template/containers/mounted-volumes', 'spec.xdlReplicaSpecs[*].template.spec.containers[*].volumeMounts[*].name', 'NOT_FOUND', ''),  # 673
-    ('pod-template/containers/env', 'spec.xdlReplicaSpecs[*].template.spec.containers[*].env[*].name', 'REQUIRED', ''),  # 674
-    ('pod-template/containers/env', 'spec.xdlReplicaSpecs[*].template.spec.containers[*].env[*].name', 'INVALID', "a\\ valid\\ environment\\ variable\\ name\\ must\\ consist\\ only\\ of\\ printable\\ ASCII\\ characters\\ other\\ than\\ '='"),  # 675
-    ('pod-template/containers/quantities', 'spec.xdlReplicaSpecs[*].template.spec.containers[*].resources.limits[*]', 'INVALID', "^quantities\\ must\\ match\\ the\\ regular\\ expression\\ '\\^\\(\\[\\+\\-\\]\\?\\[0\\-9\\.\\]\\+\\)\\(\\[eEinumkKMGTP\\]\\*\\[\\-\\+\\]\\?\\[0\\-9\\]\\*\\)\\$'$"),  # 676
-    ('pod-template/containers/quantities', 'spec.xdlReplicaSpecs[*].template.spec.containers[*].resources.limits[*]', 'INVALID', '^must be greater than or equal to 0$'),  # 677
-    ('pod-template/containers/quantities', 'spec.xdlReplicaSpecs[*].template.spec.containers[*].resources.requests[*]', 'INVALID', "^quantities\\ must\\ match\\ the\\ regular\\ expression\\ '\\^\\(\\[\\+\\-\\]\\?\\[0\\-9\\.\\]\\+\\)\\(\\[eEinumkKMGTP\\]\\*\\[\\-\\+\\]\\?\\[0\\-9\\]\\*\\)\\$'$"),  # 678
-    ('pod-template/containers/quantities', 'spec.xdlReplicaSpecs[*].template.spec.containers[*].resources.requests[*]', 'INVALID', '^must be greater than or equal to 0$'),  # 679
-    ('pod-template/containers/whole-extended-resources', 'spec.xdlReplicaSpecs[*].template.spec.containers[*].resources.limits[*]', 'INVALID', '^must be an integer$'),  # 680
-    ('pod-template/containers/whole-extended-resources', 'spec.xdlReplicaSpecs[*].template.spec.containers[*].resources.requests[*]', 'INVALID', '^must be an integer$'),  # 681
-    ('pod-template/containers/requests-within-limits', 'spec.xdlReplicaSpecs[*].template.spec.containers[*].resources.requests[*]', 'INVALID', ' limit of '),  # 682
-    ('pod-template/initContainers/name', 'spec.xdlReplicaSpecs[*].template.spec.initContainers[*].name', 'REQUIRED', ''),  # 683
-    ('pod-template/initContainers/name', 'spec.xdlReplicaSpecs[*].template.spec.initContainers[*].name', 'INVALID', "^(a\\ lowercase\\ RFC\\ 1123\\ label\\ must\\ consist\\ of\\ lower\\ case\\ alphanumeric\\ characters\\ or\\ '\\-',\\ and\\ must\\ start\\ and\\ end\\ with\\ an\\ alphanumeric\\ character\\ \\(e\\.g\\.\\ 'my\\-name',\\ \\ or\\ '123\\-abc',\\ regex\\ used\\ for\\ validation\\ is\\ '\\[a\\-z0\\-9\\]\\(\\[\\-a\\-z0\\-9\\]\\*\\[a\\-z0\\-9\\]\\)\\?'\\)|must be no more than 63 )"),  # 684
-    ('pod-template/initContainers/image', 'spec.xdlReplicaSpecs[*].template.spec.initContainers[*].image', 'REQUIRED', ''),  # 685
-    ('pod-template/initContainers/ports', 'spec.xdlReplicaSpecs[*].template.spec.initContainers[*].ports[*].containerPort', 'REQUIRED', ''),  # 686
-    ('pod-template/initContainers/ports', 'spec.xdlReplicaSpecs[*].template.spec.initContainers[*].ports[*].containerPort', 'INVALID', '^must be between'),  # 687
-    ('pod-template/initContainers/ports', 'spec.xdlReplicaSpecs[*].template.spec.initContainers[*].ports[*].hostPort', 'INVALID', '^must be between'),  # 688
-    ('pod-template/initContainers/ports', 'spec.xdlReplicaSpecs[*].template.spec.initContainers[*].ports[*].protocol', 'NOT_SUPPORTED', ''),  # 689
-    ('pod-template/initContainers/ports', 'spec.xdlReplicaSpecs[*].template.spec.initContainers[*].ports[*].name', 'INVALID', '^must (contain|not|be no more)'),  # 690
-    ('pod-template/initContainers/port-names-unique', 'spec.xdlReplicaSpecs[*].template.spec.initContainers[*].ports[*].name', 'DUPLICATE', ''),  # 691
-    ('pod-template/initContainers/mounts', 'spec.xdlReplicaSpecs[*].template.spec.initContainers[*].volumeMounts[*].name', 'REQUIRED', ''),  # 692
-    ('pod-template/initContainers/mounts', 'spec.xdlReplicaSpecs[*].template.spec.initContainers[*].volumeMounts[*].mountPath', 'REQUIRED', ''),  # 693
-    ('pod-template/initContainers/mounted-volumes', 'spec.xdlReplicaSpecs[*].template.spec.initContainers[*].volumeMounts[*].name', 'NOT_FOUND', ''),  # 694
-    ('pod-template/initContainers/env', 'spec.xdlReplicaSpecs[*].template.spec.initContainers[*].env[*].name', 'REQUIRED', ''),  # 695
-    ('pod-template/initContainers/env', 'spec.xdlReplicaSpecs[*].template.spec.initContainers[*].env[*].name', 'INVALID', "a\\ valid\\ environment\\ variable\\ name\\ must\\ consist\\ only\\ of\\ printable\\ ASCII\\ characters\\ other\\ than\\ '='"),  # 696
-    ('pod-template/initContainers/quantities', 'spec.xdlReplicaSpecs[*].template.spec.initContainers[*].resources.limits[*]', 'INVALID', "^quantities\\ must\\ match\\ the\\ regular\\ expression\\ '\\^\\(\\[\\+\\-\\]\\?\\[0\\-9\\.\\]\\+\\)\\(\\[eEinumkKMGTP\\]\\*\\[\\-\\+\\]\\?\\[0\\-9\\]\\*\\)\\$'$"),  # 697
-    ('pod-template/initContainers/quantities', 'spec.xdlReplicaSpecs[*].template.spec.initContainers[*].resources.limits[*]', 'INVALID', '^must be greater than or equal to 0$'),  # 698
-    ('pod-template/initContainers/quantities', 'spec.xdlReplicaSpecs[*].template.spec.initContainers[*].resources.requests[*]', 'INVALID', "^quantities\\ must\\ match\\ the\\ regular\\ expression\\ '\\^\\(\\[\\+\\-\\]\\?\\[0\\-9\\.\\]\\+\\)\\(\\[eEinumkKMGTP\\]\\*\\[\\-\\+\\]\\?\\[0\\-9\\]\\*\\)\\$'$"),  # 699
-    ('pod-template/initContainers/quantities', 'spec.xdlReplicaSpecs[*].template.spec.initContainers[*].resources.requests[*]', 'INVALID', '^must be greater than or equal to 0$'),  # 700
-    ('pod-template/initContainers/whole-extended-resources', 'spec.xdlReplicaSpecs[*].template.spec.initContainers[*].resources.limits[*]', 'INVALID', '^must be an integer$'),  # 701
-    ('pod-template/initContainers/whole-extended-resources', 'spec.xdlReplicaSpecs[*].template.spec.initContainers[*].resources.requests[*]', 'INVALID', '^must be an integer$'),  # 702
-    ('pod-template/initContainers/requests-within-limits', 'spec.xdlReplicaSpecs[*].template.spec.initContainers[*].resources.requests[*]', 'INVALID', ' limit of '),  # 703
-    ('pod-template/container-names-unique', 'spec.xdlReplicaSpecs[*].template.spec.containers[*].name', 'DUPLICATE', ''),  # 704
-    ('pod-template/container-names-unique', 'spec.xdlReplicaSpecs[*].template.spec.initContainers[*].name', 'DUPLICATE', ''),  # 705
-    ('pod-template/volumes', 'spec.xdlReplicaSpecs[*].template.spec.volumes[*].name', 'REQUIRED', ''),  # 706
-    ('pod-template/volumes', 'spec.xdlReplicaSpecs[*].template.spec.volumes[*].name', 'INVALID', "^(a\\ lowercase\\ RFC\\ 1123\\ label\\ must\\ consist\\ of\\ lower\\ case\\ alphanumeric\\ characters\\ or\\ '\\-',\\ and\\ must\\ start\\ and\\ end\\ with\\ an\\ alphanumeric\\ character\\ \\(e\\.g\\.\\ 'my\\-name',\\ \\ or\\ '123\\-abc',\\ regex\\ used\\ for\\ validation\\ is\\ '\\[a\\-z0\\-9\\]\\(\\[\\-a\\-z0\\-9\\]\\*\\[a\\-z0\\-9\\]\\)\\?'\\)|must be no more than 63 )"),  # 707
-    ('pod-template/volume-names-unique', 'spec.xdlReplicaSpecs[*].template.spec.volumes[*].name', 'DUPLICATE', ''),  # 708
-    ('pod-template/restart-policy', 'spec.xdlReplicaSpecs[*].template.spec.restartPolicy', 'NOT_SUPPORTED', ''),  # 709
-    ('pod-template/framework-container', 'spec.xdlReplicaSpecs[*].template.spec.containers', 'REQUIRED', '^must\\ have\\ at\\ least\\ one\\ container\\ with\\ name\\ xdl$'),  # 710
-    ('pod-template/containers', 'spec.xgbReplicaSpecs[*].template.spec.containers', 'REQUIRED', '^must\\ have\\ at\\ least\\ one\\ container$'),  # 711
-    ('pod-template/framework-container', 'spec.xgbReplicaSpecs[*].template.spec.containers', 'REQUIRED', '^must\\ have\\ at\\ least\\ one\\ container\\ with\\ name\\ xgboostjob$'),  # 712
-    ('roles/master', 'spec.xgbReplicaSpecs[Master]', 'REQUIRED', '^must be present$'),  # 713
-    ('roles/master', 'spec.xgbReplicaSpecs[Master].replicas', 'INVALID', '^must be 1$'),  # 714
+    ('mxjob/types-unique', 'spec.replicaSpecs[*].mxReplicaType', 'DUPLICATE', ''),  # 588
+    ('mxjob/local-mode-workers-only', 'spec.replicaSpecs[*].mxReplicaType', 'INVALID', '^job mode is local, but its replicas set have replicas type other than worker$'),  # 589
+    ('mxjob/local-mode-one-worker', 'spec.replicaSpecs[*].replicas', 'INVALID', '^job mode is local, but it has more than 1 worker$'),  # 590
+    ('mxjob/dist-mode-roles', 'spec.replicaSpecs', 'REQUIRED', '^dist job mode without replica type (SCHEDULER|SERVER|WORKER)$'),  # 591
+    ('run-policy/min-available', 'spec.runPolicy.schedulingPolicy.minAvailable', 'INVALID', 'total number of replicas'),  # 592
+    ('run-policy/queue-immutable', 'spec.runPolicy.schedulingPolicy.queue', 'INVALID', '^field is immutable$'),  # 593
+    ('pod-template/containers', 'spec.mpiReplicaSpecs[*].template.spec.containers', 'REQUIRED', '^must\\ have\\ at\\ least\\ one\\ container$'),  # 594
+    ('roles/launcher', 'spec.mpiReplicaSpecs[Launcher]', 'REQUIRED', '^must be present$'),  # 595
+    ('roles/launcher', 'spec.mpiReplicaSpecs[Launcher].replicas', 'INVALID', '^must be 1$'),  # 596
+    ('replicas/types', 'spec.marsReplicaSpecs[*]', 'NOT_SUPPORTED', ''),  # 597
+    ('replicas/types', 'spec.marsReplicaSpecs[*]', 'DUPLICATE', ''),  # 598
+    ('pod-template/spec', 'spec.marsReplicaSpecs[*].template.spec', 'REQUIRED', '^$'),  # 599
+    ('pod-template/containers', 'spec.marsReplicaSpecs[*].template.spec.containers', 'REQUIRED', '^must\\ have\\ at\\ least\\ one\\ container$'),  # 600
+    ('pod-template/bounds', 'spec.marsReplicaSpecs[*].template.spec.**', 'TOO_MANY', ''),  # 601
+    ('pod-template/containers/name', 'spec.marsReplicaSpecs[*].template.spec.containers[*].name', 'REQUIRED', ''),  # 602
+    ('pod-template/containers/name', 'spec.marsReplicaSpecs[*].template.spec.containers[*].name', 'INVALID', "^(a\\ lowercase\\ RFC\\ 1123\\ label\\ must\\ consist\\ of\\ lower\\ case\\ alphanumeric\\ characters\\ or\\ '\\-',\\ and\\ must\\ start\\ and\\ end\\ with\\ an\\ alphanumeric\\ character\\ \\(e\\.g\\.\\ 'my\\-name',\\ \\ or\\ '123\\-abc',\\ regex\\ used\\ for\\ validation\\ is\\ '\\[a\\-z0\\-9\\]\\(\\[\\-a\\-z0\\-9\\]\\*\\[a\\-z0\\-9\\]\\)\\?'\\)|must be no more than 63 )"),  # 603
+    ('pod-template/containers/image', 'spec.marsReplicaSpecs[*].template.spec.containers[*].image', 'REQUIRED', ''),  # 604
+    ('pod-template/containers/ports', 'spec.marsReplicaSpecs[*].template.spec.containers[*].ports[*].containerPort', 'REQUIRED', ''),  # 605
+    ('pod-template/containers/ports', 'spec.marsReplicaSpecs[*].template.spec.containers[*].ports[*].containerPort', 'INVALID', '^must be between'),  # 606
+    ('pod-template/containers/ports', 'spec.marsReplicaSpecs[*].template.spec.containers[*].ports[*].hostPort', 'INVALID', '^must be between'),  # 607
+    ('pod-template/containers/ports', 'spec.marsReplicaSpecs[*].template.spec.containers[*].ports[*].protocol', 'NOT_SUPPORTED', ''),  # 608
+    ('pod-template/containers/ports', 'spec.marsReplicaSpecs[*].template.spec.containers[*].ports[*].name', 'INVALID', '^must (contain|not|be no more)'),  # 609
+    ('pod-template/containers/port-names-unique', 'spec.marsReplicaSpecs[*].template.spec.containers[*].ports[*].name', 'DUPLICATE', ''),  # 610
+    ('pod-template/containers/mounts', 'spec.marsReplicaSpecs[*].template.spec.containers[*].volumeMounts[*].name', 'REQUIRED', ''),  # 611
+    ('pod-template/containers/mounts', 'spec.marsReplicaSpecs[*].template.spec.containers[*].volumeMounts[*].mountPath', 'REQUIRED', ''),  # 612
+    ('pod-template/containers/mounted-volumes', 'spec.marsReplicaSpecs[*].template.spec.containers[*].volumeMounts[*].name', 'NOT_FOUND', ''),  # 613
+    ('pod-template/containers/env', 'spec.marsReplicaSpecs[*].template.spec.containers[*].env[*].name', 'REQUIRED', ''),  # 614
+    ('pod-template/containers/env', 'spec.marsReplicaSpecs[*].template.spec.containers[*].env[*].name', 'INVALID', "a\\ valid\\ environment\\ variable\\ name\\ must\\ consist\\ only\\ of\\ printable\\ ASCII\\ characters\\ other\\ than\\ '='"),  # 615
+    ('pod-template/containers/quantities', 'spec.marsReplicaSpecs[*].template.spec.containers[*].resources.limits[*]', 'INVALID', "^quantities\\ must\\ match\\ the\\ regular\\ expression\\ '\\^\\(\\[\\+\\-\\]\\?\\[0\\-9\\.\\]\\+\\)\\(\\[eEinumkKMGTP\\]\\*\\[\\-\\+\\]\\?\\[0\\-9\\]\\*\\)\\$'$"),  # 616
+    ('pod-template/containers/quantities', 'spec.marsReplicaSpecs[*].template.spec.containers[*].resources.limits[*]', 'INVALID', '^must be greater than or equal to 0$'),  # 617
+    ('pod-template/containers/quantities', 'spec.marsReplicaSpecs[*].template.spec.containers[*].resources.requests[*]', 'INVALID', "^quantities\\ must\\ match\\ the\\ regular\\ expression\\ '\\^\\(\\[\\+\\-\\]\\?\\[0\\-9\\.\\]\\+\\)\\(\\[eEinumkKMGTP\\]\\*\\[\\-\\+\\]\\?\\[0\\-9\\]\\*\\)\\$'$"),  # 618
+    ('pod-template/containers/quantities', 'spec.marsReplicaSpecs[*].template.spec.containers[*].resources.requests[*]', 'INVALID', '^must be greater than or equal to 0$'),  # 619
+    ('pod-template/containers/whole-extended-resources', 'spec.marsReplicaSpecs[*].template.spec.containers[*].resources.limits[*]', 'INVALID', '^must be an integer$'),  # 620
+    ('pod-template/containers/whole-extended-resources', 'spec.marsReplicaSpecs[*].template.spec.containers[*].resources.requests[*]', 'INVALID', '^must be an integer$'),  # 621
+    ('pod-template/containers/requests-within-limits', 'spec.marsReplicaSpecs[*].template.spec.containers[*].resources.requests[*]', 'INVALID', ' limit of '),  # 622
+    ('pod-template/initContainers/name', 'spec.marsReplicaSpecs[*].template.spec.initContainers[*].name', 'REQUIRED', ''),  # 623
+    ('pod-template/initContainers/name', 'spec.marsReplicaSpecs[*].template.spec.initContainers[*].name', 'INVALID', "^(a\\ lowercase\\ RFC\\ 1123\\ label\\ must\\ consist\\ of\\ lower\\ case\\ alphanumeric\\ characters\\ or\\ '\\-',\\ and\\ must\\ start\\ and\\ end\\ with\\ an\\ alphanumeric\\ character\\ \\(e\\.g\\.\\ 'my\\-name',\\ \\ or\\ '123\\-abc',\\ regex\\ used\\ for\\ validation\\ is\\ '\\[a\\-z0\\-9\\]\\(\\[\\-a\\-z0\\-9\\]\\*\\[a\\-z0\\-9\\]\\)\\?'\\)|must be no more than 63 )"),  # 624
+    ('pod-template/initContainers/image', 'spec.marsReplicaSpecs[*].template.spec.initContainers[*].image', 'REQUIRED', ''),  # 625
+    ('pod-template/initContainers/ports', 'spec.marsReplicaSpecs[*].template.spec.initContainers[*].ports[*].containerPort', 'REQUIRED', ''),  # 626
+    ('pod-template/initContainers/ports', 'spec.marsReplicaSpecs[*].template.spec.initContainers[*].ports[*].containerPort', 'INVALID', '^must be between'),  # 627
+    ('pod-template/initContainers/ports', 'spec.marsReplicaSpecs[*].template.spec.initContainers[*].ports[*].hostPort', 'INVALID', '^must be between'),  # 628
+    ('pod-template/initContainers/ports', 'spec.marsReplicaSpecs[*].template.spec.initContainers[*].ports[*].protocol', 'NOT_SUPPORTED', ''),  # 629
+    ('pod-template/initContainers/ports', 'spec.marsReplicaSpecs[*].template.spec.initContainers[*].ports[*].name', 'INVALID', '^must (contain|not|be no more)'),  # 630
+    ('pod-template/initContainers/port-names-unique', 'spec.marsReplicaSpecs[*].template.spec.initContainers[*].ports[*].name', 'DUPLICATE', ''),  # 631
+    ('pod-template/initContainers/mounts', 'spec.marsReplicaSpecs[*].template.spec.initContainers[*].volumeMounts[*].name', 'REQUIRED', ''),  # 632
+    ('pod-template/initContainers/mounts', 'spec.marsReplicaSpecs[*].template.spec.initContainers[*].volumeMounts[*].mountPath', 'REQUIRED', ''),  # 633
+    ('pod-template/initContainers/mounted-volumes', 'spec.marsReplicaSpecs[*].template.spec.initContainers[*].volumeMounts[*].name', 'NOT_FOUND', ''),  # 634
+    ('pod-template/initContainers/env', 'spec.marsReplicaSpecs[*].template.spec.initContainers[*].env[*].name', 'REQUIRED', ''),  # 635
+    ('pod-template/initContainers/env', 'spec.marsReplicaSpecs[*].template.spec.initContainers[*].env[*].name', 'INVALID', "a\\ valid\\ environment\\ variable\\ name\\ must\\ consist\\ only\\ of\\ printable\\ ASCII\\ characters\\ other\\ than\\ '='"),  # 636
+    ('pod-template/initContainers/quantities', 'spec.marsReplicaSpecs[*].template.spec.initContainers[*].resources.limits[*]', 'INVALID', "^quantities\\ must\\ match\\ the\\ regular\\ expression\\ '\\^\\(\\[\\+\\-\\]\\?\\[0\\-9\\.\\]\\+\\)\\(\\[eEinumkKMGTP\\]\\*\\[\\-\\+\\]\\?\\[0\\-9\\]\\*\\)\\$'$"),  # 637
+    ('pod-template/initContainers/quantities', 'spec.marsReplicaSpecs[*].template.spec.initContainers[*].resources.limits[*]', 'INVALID', '^must be greater than or equal to 0$'),  # 638
+    ('pod-template/initContainers/quantities', 'spec.marsReplicaSpecs[*].template.spec.initContainers[*].resources.requests[*]', 'INVALID', "^quantities\\ must\\ match\\ the\\ regular\\ expression\\ '\\^\\(\\[\\+\\-\\]\\?\\[0\\-9\\.\\]\\+\\)\\(\\[eEinumkKMGTP\\]\\*\\[\\-\\+\\]\\?\\[0\\-9\\]\\*\\)\\$'$"),  # 639
+    ('pod-template/initContainers/quantities', 'spec.marsReplicaSpecs[*].template.spec.initContainers[*].resources.requests[*]', 'INVALID', '^must be greater than or equal to 0$'),  # 640
+    ('pod-template/initContainers/whole-extended-resources', 'spec.marsReplicaSpecs[*].template.spec.initContainers[*].resources.limits[*]', 'INVALID', '^must be an integer$'),  # 641
+    ('pod-template/initContainers/whole-extended-resources', 'spec.marsReplicaSpecs[*].template.spec.initContainers[*].resources.requests[*]', 'INVALID', '^must be an integer$'),  # 642
+    ('pod-template/initContainers/requests-within-limits', 'spec.marsReplicaSpecs[*].template.spec.initContainers[*].resources.requests[*]', 'INVALID', ' limit of '),  # 643
+    ('pod-template/container-names-unique', 'spec.marsReplicaSpecs[*].template.spec.containers[*].name', 'DUPLICATE', ''),  # 644
+    ('pod-template/container-names-unique', 'spec.marsReplicaSpecs[*].template.spec.initContainers[*].name', 'DUPLICATE', ''),  # 645
+    ('pod-template/volumes', 'spec.marsReplicaSpecs[*].template.spec.volumes[*].name', 'REQUIRED', ''),  # 646
+    ('pod-template/volumes', 'spec.marsReplicaSpecs[*].template.spec.volumes[*].name', 'INVALID', "^(a\\ lowercase\\ RFC\\ 1123\\ label\\ must\\ consist\\ of\\ lower\\ case\\ alphanumeric\\ characters\\ or\\ '\\-',\\ and\\ must\\ start\\ and\\ end\\ with\\ an\\ alphanumeric\\ character\\ \\(e\\.g\\.\\ 'my\\-name',\\ \\ or\\ '123\\-abc',\\ regex\\ used\\ for\\ validation\\ is\\ '\\[a\\-z0\\-9\\]\\(\\[\\-a\\-z0\\-9\\]\\*\\[a\\-z0\\-9\\]\\)\\?'\\)|must be no more than 63 )"),  # 647
+    ('pod-template/volume-names-unique', 'spec.marsReplicaSpecs[*].template.spec.volumes[*].name', 'DUPLICATE', ''),  # 648
+    ('pod-template/restart-policy', 'spec.marsReplicaSpecs[*].template.spec.restartPolicy', 'NOT_SUPPORTED', ''),  # 649
+    ('pod-template/framework-container', 'spec.marsReplicaSpecs[*].template.spec.containers', 'REQUIRED', '^must\\ have\\ at\\ least\\ one\\ container\\ with\\ name\\ mars$'),  # 650
+    ('pod-template/containers', 'spec.pytorchReplicaSpecs[*].template.spec.containers', 'REQUIRED', '^must\\ have\\ at\\ least\\ one\\ container$'),  # 651
+    ('roles/master', 'spec.pytorchReplicaSpecs[Master]', 'REQUIRED', '^must be present$'),  # 652
+    ('roles/master', 'spec.pytorchReplicaSpecs[Master].replicas', 'INVALID', '^must be 1$'),  # 653
+    ('pod-template/containers', 'spec.tfReplicaSpecs[*].template.spec.containers', 'REQUIRED', '^must\\ have\\ at\\ least\\ one\\ container$'),  # 654
+    ('roles/one-leader', 'spec.tfReplicaSpecs', 'FORBIDDEN', 'more\\ than\\ 1\\ Chief\\ or\\ Master'),  # 655
+    ('roles/one-leader', 'spec.tfReplicaSpecs[Chief].replicas', 'INVALID', '^must be less than or equal to 1$'),  # 656
+    ('roles/one-leader', 'spec.tfReplicaSpecs[Master].replicas', 'INVALID', '^must be less than or equal to 1$'),  # 657
+    ('replicas/types', 'spec.xdlReplicaSpecs[*]', 'NOT_SUPPORTED', ''),  # 658
+    ('replicas/types', 'spec.xdlReplicaSpecs[*]', 'DUPLICATE', ''),  # 659
+    ('pod-template/spec', 'spec.xdlReplicaSpecs[*].template.spec', 'REQUIRED', '^$'),  # 660
+    ('pod-template/containers', 'spec.xdlReplicaSpecs[*].template.spec.containers', 'REQUIRED', '^must\\ have\\ at\\ least\\ one\\ container$'),  # 661
+    ('pod-template/bounds', 'spec.xdlReplicaSpecs[*].template.spec.**', 'TOO_MANY', ''),  # 662
+    ('pod-template/containers/name', 'spec.xdlReplicaSpecs[*].template.spec.containers[*].name', 'REQUIRED', ''),  # 663
+    ('pod-template/containers/name', 'spec.xdlReplicaSpecs[*].template.spec.containers[*].name', 'INVALID', "^(a\\ lowercase\\ RFC\\ 1123\\ label\\ must\\ consist\\ of\\ lower\\ case\\ alphanumeric\\ characters\\ or\\ '\\-',\\ and\\ must\\ start\\ and\\ end\\ with\\ an\\ alphanumeric\\ character\\ \\(e\\.g\\.\\ 'my\\-name',\\ \\ or\\ '123\\-abc',\\ regex\\ used\\ for\\ validation\\ is\\ '\\[a\\-z0\\-9\\]\\(\\[\\-a\\-z0\\-9\\]\\*\\[a\\-z0\\-9\\]\\)\\?'\\)|must be no more than 63 )"),  # 664
+    ('pod-template/containers/image', 'spec.xdlReplicaSpecs[*].template.spec.containers[*].image', 'REQUIRED', ''),  # 665
+    ('pod-template/containers/ports', 'spec.xdlReplicaSpecs[*].template.spec.containers[*].ports[*].containerPort', 'REQUIRED', ''),  # 666
+    ('pod-template/containers/ports', 'spec.xdlReplicaSpecs[*].template.spec.containers[*].ports[*].containerPort', 'INVALID', '^must be between'),  # 667
+    ('pod-template/containers/ports', 'spec.xdlReplicaSpecs[*].template.spec.containers[*].ports[*].hostPort', 'INVALID', '^must be between'),  # 668
+    ('pod-template/containers/ports', 'spec.xdlReplicaSpecs[*].template.spec.containers[*].ports[*].protocol', 'NOT_SUPPORTED', ''),  # 669
+    ('pod-template/containers/ports', 'spec.xdlReplicaSpecs[*].template.spec.containers[*].ports[*].name', 'INVALID', '^must (contain|not|be no more)'),  # 670
+    ('pod-template/containers/port-names-unique', 'spec.xdlReplicaSpecs[*].template.spec.containers[*].ports[*].name', 'DUPLICATE', ''),  # 671
+    ('pod-template/containers/mounts', 'spec.xdlReplicaSpecs[*].template.spec.containers[*].volumeMounts[*].name', 'REQUIRED', ''),  # 672
+    ('pod-template/containers/mounts', 'spec.xdlReplicaSpecs[*].template.spec.containers[*].volumeMounts[*].mountPath', 'REQUIRED', ''),  # 673
+    ('pod-template/containers/mounted-volumes', 'spec.xdlReplicaSpecs[*].template.spec.containers[*].volumeMounts[*].name', 'NOT_FOUND', ''),  # 674
+    ('pod-template/containers/env', 'spec.xdlReplicaSpecs[*].template.spec.containers[*].env[*].name', 'REQUIRED', ''),  # 675
+    ('pod-template/containers/env', 'spec.xdlReplicaSpecs[*].template.spec.containers[*].env[*].name', 'INVALID', "a\\ valid\\ environment\\ variable\\ name\\ must\\ consist\\ only\\ of\\ printable\\ ASCII\\ characters\\ other\\ than\\ '='"),  # 676
+    ('pod-template/containers/quantities', 'spec.xdlReplicaSpecs[*].template.spec.containers[*].resources.limits[*]', 'INVALID', "^quantities\\ must\\ match\\ the\\ regular\\ expression\\ '\\^\\(\\[\\+\\-\\]\\?\\[0\\-9\\.\\]\\+\\)\\(\\[eEinumkKMGTP\\]\\*\\[\\-\\+\\]\\?\\[0\\-9\\]\\*\\)\\$'$"),  # 677
+    ('pod-template/containers/quantities', 'spec.xdlReplicaSpecs[*].template.spec.containers[*].resources.limits[*]', 'INVALID', '^must be greater than or equal to 0$'),  # 678
+    ('pod-template/containers/quantities', 'spec.xdlReplicaSpecs[*].template.spec.containers[*].resources.requests[*]', 'INVALID', "^quantities\\ must\\ match\\ the\\ regular\\ expression\\ '\\^\\(\\[\\+\\-\\]\\?\\[0\\-9\\.\\]\\+\\)\\(\\[eEinumkKMGTP\\]\\*\\[\\-\\+\\]\\?\\[0\\-9\\]\\*\\)\\$'$"),  # 679
+    ('pod-template/containers/quantities', 'spec.xdlReplicaSpecs[*].template.spec.containers[*].resources.requests[*]', 'INVALID', '^must be greater than or equal to 0$'),  # 680
+    ('pod-template/containers/whole-extended-resources', 'spec.xdlReplicaSpecs[*].template.spec.containers[*].resources.limits[*]', 'INVALID', '^must be an integer$'),  # 681
+    ('pod-template/containers/whole-extended-resources', 'spec.xdlReplicaSpecs[*].template.spec.containers[*].resources.requests[*]', 'INVALID', '^must be an integer$'),  # 682
+    ('pod-template/containers/requests-within-limits', 'spec.xdlReplicaSpecs[*].template.spec.containers[*].resources.requests[*]', 'INVALID', ' limit of '),  # 683
+    ('pod-template/initContainers/name', 'spec.xdlReplicaSpecs[*].template.spec.initContainers[*].name', 'REQUIRED', ''),  # 684
+    ('pod-template/initContainers/name', 'spec.xdlReplicaSpecs[*].template.spec.initContainers[*].name', 'INVALID', "^(a\\ lowercase\\ RFC\\ 1123\\ label\\ must\\ consist\\ of\\ lower\\ case\\ alphanumeric\\ characters\\ or\\ '\\-',\\ and\\ must\\ start\\ and\\ end\\ with\\ an\\ alphanumeric\\ character\\ \\(e\\.g\\.\\ 'my\\-name',\\ \\ or\\ '123\\-abc',\\ regex\\ used\\ for\\ validation\\ is\\ '\\[a\\-z0\\-9\\]\\(\\[\\-a\\-z0\\-9\\]\\*\\[a\\-z0\\-9\\]\\)\\?'\\)|must be no more than 63 )"),  # 685
+    ('pod-template/initContainers/image', 'spec.xdlReplicaSpecs[*].template.spec.initContainers[*].image', 'REQUIRED', ''),  # 686
+    ('pod-template/initContainers/ports', 'spec.xdlReplicaSpecs[*].template.spec.initContainers[*].ports[*].containerPort', 'REQUIRED', ''),  # 687
+    ('pod-template/initContainers/ports', 'spec.xdlReplicaSpecs[*].template.spec.initContainers[*].ports[*].containerPort', 'INVALID', '^must be between'),  # 688
+    ('pod-template/initContainers/ports', 'spec.xdlReplicaSpecs[*].template.spec.initContainers[*].ports[*].hostPort', 'INVALID', '^must be between'),  # 689
+    ('pod-template/initContainers/ports', 'spec.xdlReplicaSpecs[*].template.spec.initContainers[*].ports[*].protocol', 'NOT_SUPPORTED', ''),  # 690
+    ('pod-template/initContainers/ports', 'spec.xdlReplicaSpecs[*].template.spec.initContainers[*].ports[*].name', 'INVALID', '^must (contain|not|be no more)'),  # 691
+    ('pod-template/initContainers/port-names-unique', 'spec.xdlReplicaSpecs[*].template.spec.initContainers[*].ports[*].name', 'DUPLICATE', ''),  # 692
+    ('pod-template/initContainers/mounts', 'spec.xdlReplicaSpecs[*].template.spec.initContainers[*].volumeMounts[*].name', 'REQUIRED', ''),  # 693
+    ('pod-template/initContainers/mounts', 'spec.xdlReplicaSpecs[*].template.spec.initContainers[*].volumeMounts[*].mountPath', 'REQUIRED', ''),  # 694
+    ('pod-template/initContainers/mounted-volumes', 'spec.xdlReplicaSpecs[*].template.spec.initContainers[*].volumeMounts[*].name', 'NOT_FOUND', ''),  # 695
+    ('pod-template/initContainers/env', 'spec.xdlReplicaSpecs[*].template.spec.initContainers[*].env[*].name', 'REQUIRED', ''),  # 696
+    ('pod-template/initContainers/env', 'spec.xdlReplicaSpecs[*].template.spec.initContainers[*].env[*].name', 'INVALID', "a\\ valid\\ environment\\ variable\\ name\\ must\\ consist\\ only\\ of\\ printable\\ ASCII\\ characters\\ other\\ than\\ '='"),  # 697
+    ('pod-template/initContainers/quantities', 'spec.xdlReplicaSpecs[*].template.spec.initContainers[*].resources.limits[*]', 'INVALID', "^quantities\\ must\\ match\\ the\\ regular\\ expression\\ '\\^\\(\\[\\+\\-\\]\\?\\[0\\-9\\.\\]\\+\\)\\(\\[eEinumkKMGTP\\]\\*\\[\\-\\+\\]\\?\\[0\\-9\\]\\*\\)\\$'$"),  # 698
+    ('pod-template/initContainers/quantities', 'spec.xdlReplicaSpecs[*].template.spec.initContainers[*].resources.limits[*]', 'INVALID', '^must be greater than or equal to 0$'),  # 699
+    ('pod-template/initContainers/quantities', 'spec.xdlReplicaSpecs[*].template.spec.initContainers[*].resources.requests[*]', 'INVALID', "^quantities\\ must\\ match\\ the\\ regular\\ expression\\ '\\^\\(\\[\\+\\-\\]\\?\\[0\\-9\\.\\]\\+\\)\\(\\[eEinumkKMGTP\\]\\*\\[\\-\\+\\]\\?\\[0\\-9\\]\\*\\)\\$'$"),  # 700
+    ('pod-template/initContainers/quantities', 'spec.xdlReplicaSpecs[*].template.spec.initContainers[*].resources.requests[*]', 'INVALID', '^must be greater than or equal to 0$'),  # 701
+    ('pod-template/initContainers/whole-extended-resources', 'spec.xdlReplicaSpecs[*].template.spec.initContainers[*].resources.limits[*]', 'INVALID', '^must be an integer$'),  # 702
+    ('pod-template/initContainers/whole-extended-resources', 'spec.xdlReplicaSpecs[*].template.spec.initContainers[*].resources.requests[*]', 'INVALID', '^must be an integer$'),  # 703
+    ('pod-template/initContainers/requests-within-limits', 'spec.xdlReplicaSpecs[*].template.spec.initContainers[*].resources.requests[*]', 'INVALID', ' limit of '),  # 704
+    ('pod-template/container-names-unique', 'spec.xdlReplicaSpecs[*].template.spec.containers[*].name', 'DUPLICATE', ''),  # 705
+    ('pod-template/container-names-unique', 'spec.xdlReplicaSpecs[*].template.spec.initContainers[*].name', 'DUPLICATE', ''),  # 706
+    ('pod-template/volumes', 'spec.xdlReplicaSpecs[*].template.spec.volumes[*].name', 'REQUIRED', ''),  # 707
+    ('pod-template/volumes', 'spec.xdlReplicaSpecs[*].template.spec.volumes[*].name', 'INVALID', "^(a\\ lowercase\\ RFC\\ 1123\\ label\\ must\\ consist\\ of\\ lower\\ case\\ alphanumeric\\ characters\\ or\\ '\\-',\\ and\\ must\\ start\\ and\\ end\\ with\\ an\\ alphanumeric\\ character\\ \\(e\\.g\\.\\ 'my\\-name',\\ \\ or\\ '123\\-abc',\\ regex\\ used\\ for\\ validation\\ is\\ '\\[a\\-z0\\-9\\]\\(\\[\\-a\\-z0\\-9\\]\\*\\[a\\-z0\\-9\\]\\)\\?'\\)|must be no more than 63 )"),  # 708
+    ('pod-template/volume-names-unique', 'spec.xdlReplicaSpecs[*].template.spec.volumes[*].name', 'DUPLICATE', ''),  # 709
+    ('pod-template/restart-policy', 'spec.xdlReplicaSpecs[*].template.spec.restartPolicy', 'NOT_SUPPORTED', ''),  # 710
+    ('pod-template/framework-container', 'spec.xdlReplicaSpecs[*].template.spec.containers', 'REQUIRED', '^must\\ have\\ at\\ least\\ one\\ container\\ with\\ name\\ xdl$'),  # 711
+    ('pod-template/containers', 'spec.xgbReplicaSpecs[*].template.spec.containers', 'REQUIRED', '^must\\ have\\ at\\ least\\ one\\ container$'),  # 712
+    ('pod-template/framework-container', 'spec.xgbReplicaSpecs[*].template.spec.containers', 'REQUIRED', '^must\\ have\\ at\\ least\\ one\\ container\\ with\\ name\\ xgboostjob$'),  # 713
+    ('roles/master', 'spec.xgbReplicaSpecs[Master]', 'REQUIRED', '^must be present$'),  # 714
+    ('roles/master', 'spec.xgbReplicaSpecs[Master].replicas', 'INVALID', '^must be 1$'),  # 715
 )
 
 KIND_PRODUCES: dict[tuple[str, str, str], tuple[int, ...]] = {
     ('batch.tensorstack.dev', 'v1beta1', 'GenericJob'): (0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 20, 21, 22, 23, 24, 25, 26, 27, 28, 29, 30, 31, 32, 33, 34, 35, 36, 37, 38, 39, 40, 41, 42, 43, 44, 45, 46, 47, 48, 49, 50, 51, 52, 53, 54, 55, 56, 57, 58, 59, 60, 61, 62, 63, 64, 65, 66, 67, 68, 69, 70, 71, 72, 73, 74, 75, 76, 77, 78, 79, 80, 81, 82, 83, 84, 85, 86, 87, 88, 89, 90, 91),
-    ('batch.volcano.sh', 'v1alpha1', 'Job'): (0, 92, 93, 94, 95, 96, 97, 98, 99, 100, 101, 102, 103, 104, 105, 106, 107, 108, 109, 110, 111, 112, 113, 114, 115, 116, 117, 118, 119, 120, 121, 122, 123, 124, 125, 126, 127, 128, 129, 130, 131, 132, 133, 134, 135, 136, 137, 138, 139, 140, 141, 142, 143, 144, 145, 146, 147, 148, 149, 150, 151, 152, 153, 154, 155, 156, 157, 158, 159, 160, 161, 162, 163, 164, 165, 166, 167, 168, 169, 170, 171, 172, 173, 174, 175, 176, 177, 178, 179, 180, 181, 182, 183, 184, 185, 186, 187, 188, 189, 190, 191, 192, 193, 194, 195, 196, 197, 198, 199, 200, 201, 202, 203, 204, 205, 206, 207, 208, 209, 210, 211, 212, 213, 214, 215, 216, 217, 218, 219, 220, 221, 222, 223, 224, 225, 226, 227, 228, 229, 230, 84, 85, 86, 87, 88, 89, 90, 91),
-    ('diengine.opendilab.org', 'v2alpha1', 'DIJob'): (0, 1, 2, 3, 4, 231, 232, 233, 234, 235, 236, 237, 238, 239, 240, 194, 215, 180, 181, 182, 183, 184, 185, 186, 187, 188, 189, 190, 191, 192, 193, 195, 196, 197, 198, 199, 200, 201, 202, 203, 204, 205, 206, 207, 208, 209, 210, 211, 212, 213, 214, 216, 217, 218, 219, 220, 221, 222, 223, 224, 225, 226, 227, 228, 229, 230, 84, 85, 86, 87, 88, 89, 90, 91),
-    ('kubeflow.org', 'v1', 'JAXJob'): (241, 242, 243, 244, 245, 0, 1, 2, 246, 247, 248, 249, 3, 4, 250, 251, 252, 253, 254, 255, 256, 257, 258, 259, 260, 261, 262, 263, 264, 265, 266, 267, 268, 269, 270, 271, 272, 273, 274, 275, 276, 277, 278, 279, 280, 281, 282, 283, 284, 285, 286, 287, 288, 289, 290, 291, 292, 293, 294, 295, 296, 297, 298, 299, 300, 301, 84, 85, 86, 87, 88, 89, 90, 91),
-    ('kubeflow.org', 'v1', 'MPIJob'): (241, 242, 243, 244, 302, 303, 304, 0, 1, 2, 305, 248, 249, 3, 4, 306, 307, 308, 309, 310, 311, 312, 313, 314, 315, 316, 317, 318, 319, 320, 321, 322, 323, 324, 325, 326, 327, 328, 329, 330, 331, 332, 333, 334, 335, 336, 337, 338, 339, 340, 341, 342, 343, 344, 345, 346, 347, 348, 349, 350, 351, 352, 353, 354, 355, 356, 84, 85, 86, 87, 88, 89, 90, 91),
-    ('kubeflow.org', 'v1', 'PaddleJob'): (241, 242, 243, 244, 357, 358, 0, 1, 2, 359, 360, 248, 249, 3, 4, 361, 362, 363, 364, 365, 366, 367, 368, 369, 370, 371, 372, 373, 374, 375, 376, 377, 378, 379, 380, 381, 382, 383, 384, 385, 386, 387, 388, 389, 390, 391, 392, 393, 394, 395, 396, 397, 398, 399, 400, 401, 402, 403, 404, 405, 406, 407, 408, 409, 410, 411, 412, 84, 85, 86, 87, 88, 89, 90, 91),
-    ('kubeflow.org', 'v1', 'PyTorchJob'): (241, 242, 243, 244, 413, 414, 415, 416, 417, 0, 1, 2, 418, 419, 248, 249, 3, 4, 420, 421, 422, 423, 424, 425, 426, 427, 428, 429, 430, 431, 432, 433, 434, 435, 436, 437, 438, 439, 440, 441, 442, 443, 444, 445, 446, 447, 448, 449, 450, 451, 452, 453, 454, 455, 456, 457, 458, 459, 460, 461, 462, 463, 464, 465, 466, 467, 468, 469, 470, 471, 84, 85, 86, 87, 88, 89, 90, 91),
-    ('kubeflow.org', 'v1', 'TFJob'): (241, 242, 243, 244, 472, 473, 0, 1, 2, 474, 475, 248, 249, 3, 4, 476, 477, 478, 479, 480, 481, 482, 483, 484, 485, 486, 487, 488, 489, 490, 491, 492, 493, 494, 495, 496, 497, 498, 499, 500, 501, 502, 503, 504, 505, 506, 507, 508, 509, 510, 511, 512, 513, 514, 515, 516, 517, 518, 519, 520, 521, 522, 523, 524, 525, 526, 527, 84, 85, 86, 87, 88, 89, 90, 91),
-    ('kubeflow.org', 'v1', 'XGBoostJob'): (241, 242, 243, 244, 528, 529, 530, 0, 1, 2, 531, 532, 248, 249, 3, 4, 533, 534, 535, 536, 537, 538, 539, 540, 541, 542, 543, 544, 545, 546, 547, 548, 549, 550, 551, 552, 553, 554, 555, 556, 557, 558, 559, 560, 561, 562, 563, 564, 565, 566, 567, 568, 569, 570, 571, 572, 573, 574, 575, 576, 577, 578, 579, 580, 581, 582, 583, 584, 84, 85, 86, 87, 88, 89, 90, 91),
-    ('mxnet.mlkube.io', 'v1beta1', 'MxJob'): (0, 1, 2, 3, 4, 585, 586, 587, 588, 589, 590, 33, 34, 35, 36, 37, 38, 39, 40, 41, 42, 43, 44, 45, 46, 47, 48, 49, 50, 51, 52, 53, 54, 55, 56, 57, 58, 59, 60, 61, 62, 63, 64, 65, 66, 67, 68, 69, 70, 71, 72, 73, 74, 75, 76, 77, 78, 79, 80, 81, 82, 83, 84, 85, 86, 87, 88, 89, 90, 91),
-    ('training.kubedl.io', 'v1alpha1', 'MPIJob'): (0, 1, 2, 305, 591, 248, 592, 249, 3, 4, 306, 593, 308, 309, 310, 311, 312, 313, 314, 315, 316, 317, 318, 319, 320, 321, 322, 323, 324, 325, 326, 327, 328, 329, 330, 331, 332, 333, 334, 335, 336, 337, 338, 339, 340, 341, 342, 343, 344, 345, 346, 347, 348, 349, 350, 351, 352, 353, 354, 355, 356, 594, 595, 84, 85, 86, 87, 88, 89, 90, 91),
-    ('training.kubedl.io', 'v1alpha1', 'MarsJob'): (0, 1, 2, 596, 597, 248, 249, 3, 4, 598, 599, 600, 601, 602, 603, 604, 605, 606, 607, 608, 609, 610, 611, 612, 613, 614, 615, 616, 617, 618, 619, 620, 621, 622, 623, 624, 625, 626, 627, 628, 629, 630, 631, 632, 633, 634, 635, 636, 637, 638, 639, 640, 641, 642, 643, 644, 645, 646, 647, 648, 649, 84, 85, 86, 87, 88, 89, 90, 91),
-    ('training.kubedl.io', 'v1alpha1', 'PyTorchJob'): (0, 1, 2, 418, 419, 248, 249, 3, 4, 420, 650, 422, 423, 424, 425, 426, 427, 428, 429, 430, 431, 432, 433, 434, 435, 436, 437, 438, 439, 440, 441, 442, 443, 444, 445, 446, 447, 448, 449, 450, 451, 452, 453, 454, 455, 456, 457, 458, 459, 460, 461, 462, 463, 464, 465, 466, 467, 468, 469, 470, 471, 651, 652, 84, 85, 86, 87, 88, 89, 90, 91),
-    ('training.kubedl.io', 'v1alpha1', 'TFJob'): (0, 1, 2, 474, 475, 248, 249, 3, 4, 476, 653, 478, 479, 480, 481, 482, 483, 484, 485, 486, 487, 488, 489, 490, 491, 492, 493, 494, 495, 496, 497, 498, 499, 500, 501, 502, 503, 504, 505, 506, 507, 508, 509, 510, 511, 512, 513, 514, 515, 516, 517, 518, 519, 520, 521, 522, 523, 524, 525, 526, 527, 654, 655, 656, 84, 85, 86, 87, 88, 89, 90, 91),
-    ('training.kubedl.io', 'v1alpha1', 'XDLJob'): (0, 1, 2, 657, 658, 248, 249, 3, 4, 659, 660, 661, 662, 663, 664, 665, 666, 667, 668, 669, 670, 671, 672, 673, 674, 675, 676, 677, 678, 679, 680, 681, 682, 683, 684, 685, 686, 687, 688, 689, 690, 691, 692, 693, 694, 695, 696, 697, 698, 699, 700, 701, 702, 703, 704, 705, 706, 707, 708, 709, 710, 84, 85, 86, 87, 88, 89, 90, 91),
-    ('training.kubedl.io', 'v1alpha1', 'XGBoostJob'): (0, 1, 2, 531, 532, 248, 249, 3, 4, 533, 711, 535, 536, 537, 538, 539, 540, 541, 542, 543, 544, 545, 546, 547, 548, 549, 550, 551, 552, 553, 554, 555, 556, 557, 558, 559, 560, 561, 562, 563, 564, 565, 566, 567, 568, 569, 570, 571, 572, 573, 574, 575, 576, 577, 578, 579, 580, 581, 582, 583, 712, 713, 714, 84, 85, 86, 87, 88, 89, 90, 91),
+    ('batch.volcano.sh', 'v1alpha1', 'Job'): (0, 92, 93, 94, 95, 96, 97, 98, 99, 100, 101, 102, 103, 104, 105, 106, 107, 108, 109, 110, 111, 112, 113, 114, 115, 116, 117, 118, 119, 120, 121, 122, 123, 124, 125, 126, 127, 128, 129, 130, 131, 132, 133, 134, 135, 136, 137, 138, 139, 140, 141, 142, 143, 144, 145, 146, 147, 148, 149, 150, 151, 152, 153, 154, 155, 156, 157, 158, 159, 160, 161, 162, 163, 164, 165, 166, 167, 168, 169, 170, 171, 172, 173, 174, 175, 176, 177, 178, 179, 180, 181, 182, 183, 184, 185, 186, 187, 188, 189, 190, 191, 192, 193, 194, 195, 196, 197, 198, 199, 200, 201, 202, 203, 204, 205, 206, 207, 208, 209, 210, 211, 212, 213, 214, 215, 216, 217, 218, 219, 220, 221, 222, 223, 224, 225, 226, 227, 228, 229, 230, 231, 84, 85, 86, 87, 88, 89, 90, 91),
+    ('diengine.opendilab.org', 'v2alpha1', 'DIJob'): (0, 1, 2, 3, 4, 232, 233, 234, 235, 236, 237, 238, 239, 240, 241, 195, 216, 181, 182, 183, 184, 185, 186, 187, 188, 189, 190, 191, 192, 193, 194, 196, 197, 198, 199, 200, 201, 202, 203, 204, 205, 206, 207, 208, 209, 210, 211, 212, 213, 214, 215, 217, 218, 219, 220, 221, 222, 223, 224, 225, 226, 227, 228, 229, 230, 231, 84, 85, 86, 87, 88, 89, 90, 91),
+    ('kubeflow.org', 'v1', 'JAXJob'): (242, 243, 244, 245, 246, 0, 1, 2, 247, 248, 249, 250, 3, 4, 251, 252, 253, 254, 255, 256, 257, 258, 259, 260, 261, 262, 263, 264, 265, 266, 267, 268, 269, 270, 271, 272, 273, 274, 275, 276, 277, 278, 279, 280, 281, 282, 283, 284, 285, 286, 287, 288, 289, 290, 291, 292, 293, 294, 295, 296, 297, 298, 299, 300, 301, 302, 84, 85, 86, 87, 88, 89, 90, 91),
+    ('kubeflow.org', 'v1', 'MPIJob'): (242, 243, 244, 245, 303, 304, 305, 0, 1, 2, 306, 249, 250, 3, 4, 307, 308, 309, 310, 311, 312, 313, 314, 315, 316, 317, 318, 319, 320, 321, 322, 323, 324, 325, 326, 327, 328, 329, 330, 331, 332, 333, 334, 335, 336, 337, 338, 339, 340, 341, 342, 343, 344, 345, 346, 347, 348, 349, 350, 351, 352, 353, 354, 355, 356, 357, 84, 85, 86, 87, 88, 89, 90, 91),
+    ('kubeflow.org', 'v1', 'PaddleJob'): (242, 243, 244, 245, 358, 359, 0, 1, 2, 360, 361, 249, 250, 3, 4, 362, 363, 364, 365, 366, 367, 368, 369, 370, 371, 372, 373, 374, 375, 376, 377, 378, 379, 380, 381, 382, 383, 384, 385, 386, 387, 388, 389, 390, 391, 392, 393, 394, 395, 396, 397, 398, 399, 400, 401, 402, 403, 404, 405, 406, 407, 408, 409, 410, 411, 412, 413, 84, 85, 86, 87, 88, 89, 90, 91),
+    ('kubeflow.org', 'v1', 'PyTorchJob'): (242, 243, 244, 245, 414, 415, 416, 417, 418, 0, 1, 2, 419, 420, 249, 250, 3, 4, 421, 422, 423, 424, 425, 426, 427, 428, 429, 430, 431, 432, 433, 434, 435, 436, 437, 438, 439, 440, 441, 442, 443, 444, 445, 446, 447, 448, 449, 450, 451, 452, 453, 454, 455, 456, 457, 458, 459, 460, 461, 462, 463, 464, 465, 466, 467, 468, 469, 470, 471, 472, 84, 85, 86, 87, 88, 89, 90, 91),
+    ('kubeflow.org', 'v1', 'TFJob'): (242, 243, 244, 245, 473, 474, 0, 1, 2, 475, 476, 249, 250, 3, 4, 477, 478, 479, 480, 481, 482, 483, 484, 485, 486, 487, 488, 489, 490, 491, 492, 493, 494, 495, 496, 497, 498, 499, 500, 501, 502, 503, 504, 505, 506, 507, 508, 509, 510, 511, 512, 513, 514, 515, 516, 517, 518, 519, 520, 521, 522, 523, 524, 525, 526, 527, 528, 84, 85, 86, 87, 88, 89, 90, 91),
+    ('kubeflow.org', 'v1', 'XGBoostJob'): (242, 243, 244, 245, 529, 530, 531, 0, 1, 2, 532, 533, 249, 250, 3, 4, 534, 535, 536, 537, 538, 539, 540, 541, 542, 543, 544, 545, 546, 547, 548, 549, 550, 551, 552, 553, 554, 555, 556, 557, 558, 559, 560, 561, 562, 563, 564, 565, 566, 567, 568, 569, 570, 571, 572, 573, 574, 575, 576, 577, 578, 579, 580, 581, 582, 583, 584, 585, 84, 85, 86, 87, 88, 89, 90, 91),
+    ('mxnet.mlkube.io', 'v1beta1', 'MxJob'): (0, 1, 2, 3, 4, 586, 587, 588, 589, 590, 591, 33, 34, 35, 36, 37, 38, 39, 40, 41, 42, 43, 44, 45, 46, 47, 48, 49, 50, 51, 52, 53, 54, 55, 56, 57, 58, 59, 60, 61, 62, 63, 64, 65, 66, 67, 68, 69, 70, 71, 72, 73, 74, 75, 76, 77, 78, 79, 80, 81, 82, 83, 84, 85, 86, 87, 88, 89, 90, 91),
+    ('training.kubedl.io', 'v1alpha1', 'MPIJob'): (0, 1, 2, 306, 592, 249, 593, 250, 3, 4, 307, 594, 309, 310, 311, 312, 313, 314, 315, 316, 317, 318, 319, 320, 321, 322, 323, 324, 325, 326, 327, 328, 329, 330, 331, 332, 333, 334, 335, 336, 337, 338, 339, 340, 341, 342, 343, 344, 345, 346, 347, 348, 349, 350, 351, 352, 353, 354, 355, 356, 357, 595, 596, 84, 85, 86, 87, 88, 89, 90, 91),
+    ('training.kubedl.io', 'v1alpha1', 'MarsJob'): (0, 1, 2, 597, 598, 249, 250, 3, 4, 599, 600, 601, 602, 603, 604, 605, 606, 607, 608, 609, 610, 611, 612, 613, 614, 615, 616, 617, 618, 619, 620, 621, 622, 623, 624, 625, 626, 627, 628, 629, 630, 631, 632, 633, 634, 635, 636, 637, 638, 639, 640, 641, 642, 643, 644, 645, 646, 647, 648, 649, 650, 84, 85, 86, 87, 88, 89, 90, 91),
+    ('training.kubedl.io', 'v1alpha1', 'PyTorchJob'): (0, 1, 2, 419, 420, 249, 250, 3, 4, 421, 651, 423, 424, 425, 426, 427, 428, 429, 430, 431, 432, 433, 434, 435, 436, 437, 438, 439, 440, 441, 442, 443, 444, 445, 446, 447, 448, 449, 450, 451, 452, 453, 454, 455, 456, 457, 458, 459, 460, 461, 462, 463, 464, 465, 466, 467, 468, 469, 470, 471, 472, 652, 653, 84, 85, 86, 87, 88, 89, 90, 91),
+    ('training.kubedl.io', 'v1alpha1', 'TFJob'): (0, 1, 2, 475, 476, 249, 250, 3, 4, 477, 654, 479, 480, 481, 482, 483, 484, 485, 486, 487, 488, 489, 490, 491, 492, 493, 494, 495, 496, 497, 498, 499, 500, 501, 502, 503, 504, 505, 506, 507, 508, 509, 510, 511, 512, 513, 514, 515, 516, 517, 518, 519, 520, 521, 522, 523, 524, 525, 526, 527, 528, 655, 656, 657, 84, 85, 86, 87, 88, 89, 90, 91),
+    ('training.kubedl.io', 'v1alpha1', 'XDLJob'): (0, 1, 2, 658, 659, 249, 250, 3, 4, 660, 661, 662, 663, 664, 665, 666, 667, 668, 669, 670, 671, 672, 673, 674, 675, 676, 677, 678, 679, 680, 681, 682, 683, 684, 685, 686, 687, 688, 689, 690, 691, 692, 693, 694, 695, 696, 697, 698, 699, 700, 701, 702, 703, 704, 705, 706, 707, 708, 709, 710, 711, 84, 85, 86, 87, 88, 89, 90, 91),
+    ('training.kubedl.io', 'v1alpha1', 'XGBoostJob'): (0, 1, 2, 532, 533, 249, 250, 3, 4, 534, 712, 536, 537, 538, 539, 540, 541, 542, 543, 544, 545, 546, 547, 548, 549, 550, 551, 552, 553, 554, 555, 556, 557, 558, 559, 560, 561, 562, 563, 564, 565, 566, 567, 568, 569, 570, 571, 572, 573, 574, 575, 576, 577, 578, 579, 580, 581, 582, 583, 584, 713, 714, 715, 84, 85, 86, 87, 88, 89, 90, 91),
 }

@@ -21,7 +21,8 @@ from jobgate.engine.registry import JobKind, family_module, load_family, registe
 from jobgate.engine.schema import structural_schema
 from jobgate.families import every_family
 from jobgate.families import family as family_record
-from jobgate.generate.cel.generate import mutating_policy, validating_policy, with_rules
+from jobgate.generate.cel.generate import family_declarations, mutating_policy, validating_policy, with_rules
+from jobgate.generate.forms import DECLARED_TABLE, Declarations, declared_module_text
 from jobgate.generate.rule_ids import RULE_ID_TABLE, rule_ids_text
 from jobgate.generate.schemas import SCHEMA_TABLE, schema_table_text
 from jobgate.policy.crds import policy_crds
@@ -519,7 +520,18 @@ def package_tables() -> dict[Path, str]:
         Path(FAMILY_INDEX): family_index_text(kinds),
         Path(SCHEMA_TABLE): schema_table_text([kind.spec_model for kind in kinds]),
         Path(RULE_ID_TABLE): rule_ids_text(kinds),
+        Path(DECLARED_TABLE): declared_module_text(declared_kinds(kinds)),
     }
+
+
+def declared_kinds(kinds: list[JobKind]) -> list[tuple[str, str, Declarations]]:
+    """(group, kind, its declarations) of every kind that declares rules or defaults."""
+    found = []
+    for kind in kinds:
+        declarations = family_declarations(kind)
+        if declarations is not None:
+            found.append((kind.gvk.group, kind.gvk.kind, declarations))
+    return found
 
 
 def write_package_tables() -> list[Path]:

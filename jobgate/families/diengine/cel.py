@@ -19,6 +19,7 @@ import re
 
 from jobgate.engine.registry import JobKind
 from jobgate.families.diengine import rules as diengine
+from jobgate.families.diengine.declared import DIJOB
 from jobgate.generate.cel.catalogue import (
     LIST_ITEMS,
     Default,
@@ -27,12 +28,12 @@ from jobgate.generate.cel.catalogue import (
     Rule,
     Validation,
     Where,
-    cel_list,
     cel_string,
     unique_field,
 )
 from jobgate.generate.cel.jobmeta import NAME, derived_names_rule
 from jobgate.generate.cel.podtemplate import DNS1123_LABEL_PATTERN, TemplateSite, pod_template_rules
+from jobgate.generate.forms import Declarations
 from jobgate.rules.names import DNS1123_LABEL_MESSAGE, LABEL_MAX_LENGTH
 from jobgate.rules.podtemplate import POD_TEMPLATE_BOUNDS
 
@@ -55,13 +56,22 @@ def _named(task: str) -> str:
     return f"(has({task}.name) && {task}.name != '')"
 
 
+# The defaults and the lists' bounds are declared (declared.py); the rest is written here.
+DECLARED = Declarations(DIJOB)
+
+
+def declared(kind: JobKind) -> Declarations:
+    assert kind is diengine.DIJOB
+    return DECLARED
+
+
 def rules(kind: JobKind) -> list[Rule]:
     assert kind is diengine.DIJOB
     site = TemplateSite((*TASK, "template"), "spec.tasks[*].template")
     template_rules = [r for r in pod_template_rules(site) if not r.id.endswith("/mounted-volumes")]
     return [
         _derived_names(),
-        _bounds(),
+        *DECLARED.rules(),
         _pod_volumes_bound(),
         _singleton_types(),
         _name_required(),
@@ -90,20 +100,6 @@ def _derived_names() -> Rule:
         "the pods' and services' names (<job>-<task name>-<index>) fit in 63 characters",
         f"{NAME} + '-' + {longest_name} + '-<index>'",
         f"!has({tasks}) || {tasks}.all(t, !{_named('t')} || {length('t')} <= {LABEL_MAX_LENGTH})",
-    )
-
-
-def _bounds() -> Rule:
-    return Rule(
-        "dijob/bounds",
-        f"at most {diengine.MAX_TASKS} tasks and {diengine.MAX_SHARED_VOLUMES} shared volumes",
-        Where.SCHEMA,
-        (Produces("spec.tasks", "TOO_MANY"), Produces("spec.volumes", "TOO_MANY")),
-        (
-            Placement(TASKS, {"maxItems": diengine.MAX_TASKS}),
-            Placement(SHARED, {"maxItems": diengine.MAX_SHARED_VOLUMES}),
-        ),
-        why="bounds the CEL cost estimator needs; no real job comes near them (the webhook checks them too)",
     )
 
 
@@ -300,63 +296,9 @@ def _mounted_volumes(key: str) -> Rule:
     )
 
 
-# --- defaults (DIJobKind.default: dijob_types.go's defaults and the task names) -----------------
-
-
-def _spec_default(default_id: str, name: str, value: object, *, empty_is_unset: bool) -> Default:
-    literal = _literal(value)
-    unset = f"!has(object.spec.{name})" + (f" || object.spec.{name} == ''" if empty_is_unset else "")
-    return Default(
-        default_id,
-        f"{name}: {literal}" + (' (also when "")' if empty_is_unset else ""),
-        Where.SCHEMA_DEFAULT,
-        (f"{unset} ? [JSONPatch{{op: 'add', path: '/spec/{name}', value: {literal}}}] : []",),
-        (Placement(("spec", name), {"default": value}),),
-    )
-
-
-def _each_task(condition: str, field: str, value: str) -> str:
-    return (
-        "has(object.spec.tasks) ? object.spec.tasks.transformList(i, t, "
-        f"{condition}, JSONPatch{{op: 'add', path: '/spec/tasks/' + string(i) + '/{field}', value: {value}}}) : []"
-    )
-
-
-def _literal(value: object) -> str:
-    if isinstance(value, bool):
-        return "true" if value else "false"
-    if isinstance(value, int):
-        return str(value)
-    return cel_string(str(value))
+# --- defaults: declared (declared.py) ----------------------------------------------------------
 
 
 def defaults(kind: JobKind) -> list[Default]:
     assert kind is diengine.DIJOB
-    singletons = cel_list(diengine.SINGLETON_TASK_TYPES)
-    clean_pod_policy = diengine.DEFAULT_CLEAN_POD_POLICY
-    return [
-        _spec_default("dijob/priority", "priority", diengine.DEFAULT_PRIORITY, empty_is_unset=True),
-        _spec_default("dijob/clean-pod-policy", "cleanPodPolicy", clean_pod_policy, empty_is_unset=True),
-        _spec_default("dijob/preemptible", "preemptible", False, empty_is_unset=False),
-        _spec_default("dijob/backoff-limit", "backoffLimit", diengine.DEFAULT_BACKOFF_LIMIT, empty_is_unset=False),
-        Default(
-            "replicas/count",
-            "each task's replicas: 1",
-            Where.SCHEMA_DEFAULT,
-            (_each_task("!has(t.replicas)", "replicas", "1"),),
-            (Placement((*TASK, "replicas"), {"default": 1}),),
-        ),
-        Default(
-            "dijob/task-type",
-            f'each task\'s type: {diengine.UNTYPED_TASK} (also when "")',
-            Where.SCHEMA_DEFAULT,
-            (_each_task("!has(t.type) || t.type == ''", "type", cel_string(diengine.UNTYPED_TASK)),),
-            (Placement((*TASK, "type"), {"default": diengine.UNTYPED_TASK}),),
-        ),
-        Default(
-            "dijob/task-name",
-            "an unnamed task of type " + ", ".join(diengine.SINGLETON_TASK_TYPES) + " is named after its type",
-            Where.MUTATING_POLICY,
-            (_each_task(f"!{_named('t')} && has(t.type) && t.type in {singletons}", "name", "t.type"),),
-        ),
-    ]
+    return DECLARED.defaults()

@@ -9,8 +9,9 @@ violation at once. Validation runs on the defaulted task names and types.
 
 from __future__ import annotations
 
+from jobgate._generated import declared_rules
 from jobgate.api.constants import DIENGINE_GROUP, DIENGINE_VERSION
-from jobgate.engine.fielderrors import FieldError, FieldPath, duplicate, invalid, required, too_many
+from jobgate.engine.fielderrors import FieldError, FieldPath, duplicate, invalid, required
 from jobgate.engine.findings import Findings
 from jobgate.engine.jsonpatch import NO_PATCH, PatchRecorder
 from jobgate.engine.modelref import ModelRef
@@ -79,20 +80,8 @@ class DIJobKind:
     ) -> dict[str, Any]:
         if not isinstance(obj, dict) or not isinstance(obj.get("spec"), dict):
             return obj
-        spec = dict(obj["spec"])
-        if spec.get("priority") in (None, ""):
-            recorder.set(spec, "priority", DEFAULT_PRIORITY, "/spec")
-        # DI-orchestrator's Go type reads an empty string as unset.
-        if spec.get("cleanPodPolicy") in (None, ""):
-            recorder.set(spec, "cleanPodPolicy", DEFAULT_CLEAN_POD_POLICY, "/spec")
-        if spec.get("preemptible") is None:
-            recorder.set(spec, "preemptible", False, "/spec")
-        if spec.get("backoffLimit") is None:
-            recorder.set(spec, "backoffLimit", DEFAULT_BACKOFF_LIMIT, "/spec")
-        tasks = spec.get("tasks")
-        if isinstance(tasks, list):
-            spec["tasks"] = [_default_task(task, f"/spec/tasks/{index}", recorder) for index, task in enumerate(tasks)]
-        return {**obj, "spec": spec}
+        # dijob_types.go's defaults and the task names, declared in declared.py.
+        return declared_rules.default_dijob_diengine_opendilab_org(obj, recorder)
 
     def validate(self, obj: dict[str, Any], old: dict[str, Any] | None, context: ReviewContext) -> Findings:
         found = Findings()
@@ -101,10 +90,8 @@ class DIJobKind:
         entries = [(i, t) for i, t in enumerate(tasks) if isinstance(t, dict)] if isinstance(tasks, list) else []
         shared_volumes = spec.get("volumes") if spec is not None else None
         base: FieldPath = ("spec", "tasks")
-        if isinstance(tasks, list) and len(tasks) > MAX_TASKS:
-            found.errors.append(too_many(base, len(tasks), MAX_TASKS))
-        if isinstance(shared_volumes, list) and len(shared_volumes) > MAX_SHARED_VOLUMES:
-            found.errors.append(too_many(("spec", "volumes"), len(shared_volumes), MAX_SHARED_VOLUMES))
+        # The lists' bounds, declared in declared.py.
+        found.errors.extend(declared_rules.validate_dijob_diengine_opendilab_org(obj, old))
         counts: dict[str, int] = {}
         typed: dict[str, int] = {}
         template_errors: dict[str, FieldError] = {}
@@ -155,21 +142,6 @@ class DIJobKind:
         found.errors[:0] = check_job_name(obj, counts.items())
         found.errors.extend(template_errors.values())
         return found
-
-
-def _default_task(given: Any, pointer: str, recorder: PatchRecorder) -> Any:
-    if not isinstance(given, dict):
-        return given
-    task = dict(given)
-    if task.get("replicas") is None:
-        recorder.set(task, "replicas", 1, pointer)
-    if task.get("type") in (None, ""):
-        recorder.set(task, "type", UNTYPED_TASK, pointer)
-    task_type = task["type"]
-    # DI-orchestrator names an unnamed typed task after its type (and writes it back to the spec).
-    if task.get("name") in (None, "") and isinstance(task_type, str) and task_type in SINGLETON_TASK_TYPES:
-        recorder.set(task, "name", task_type, pointer)
-    return task
 
 
 def _with_shared_volumes(template: Any, shared_volumes: Any) -> Any:

@@ -7,9 +7,9 @@ estimate (``maxItems: 3``: a longer list always holds a duplicate, which the web
 
 from __future__ import annotations
 
-from jobgate.api.constants import MX_REPLICA_TYPES
 from jobgate.engine.registry import JobKind
 from jobgate.families.mlkube import rules as mlkube
+from jobgate.families.mlkube.declared import MXJOB, ROLES
 from jobgate.generate.cel.catalogue import (
     LIST_ITEMS,
     Default,
@@ -18,36 +18,34 @@ from jobgate.generate.cel.catalogue import (
     Rule,
     Validation,
     Where,
-    cel_list,
     cel_string,
 )
 from jobgate.generate.cel.jobmeta import NAME, derived_names_rule
 from jobgate.generate.cel.podtemplate import TemplateSite, pod_template_rules
+from jobgate.generate.forms import Declarations
 from jobgate.rules.names import LABEL_MAX_LENGTH
 
 REPLICAS = ("spec", "replicaSpecs")
 ITEM = (*REPLICAS, LIST_ITEMS)
 LIST = "self.spec.replicaSpecs"
-DEFAULT_TYPE = cel_string(mlkube.DEFAULT_REPLICA_TYPE)
+# The defaults and the role and job-mode rules are declared (declared.py); the rest is written here.
+DECLARED = Declarations(MXJOB)
 
 
 def _type(replica: str) -> str:
     """CEL of an entry's replica type as the webhook reads it once defaulted (WORKER when unset)."""
-    return f"(has({replica}.mxReplicaType) && {replica}.mxReplicaType != '' ? {replica}.mxReplicaType : {DEFAULT_TYPE})"
+    return DECLARED.key(ROLES, replica)
+
+
+def declared(kind: JobKind) -> Declarations:
+    assert kind is mlkube.MXJOB
+    return DECLARED
 
 
 def rules(kind: JobKind) -> list[Rule]:
     assert kind is mlkube.MXJOB
     site = TemplateSite((*ITEM, "template"), "spec.replicaSpecs[*].template")
-    return [
-        _derived_names(),
-        _types_unique(),
-        _framework_container(),
-        _scheduler_replicas(),
-        *_local_mode(),
-        _dist_mode(),
-        *pod_template_rules(site),
-    ]
+    return [_derived_names(), _framework_container(), *DECLARED.rules(), *pod_template_rules(site)]
 
 
 def _derived_names() -> Rule:
@@ -61,29 +59,6 @@ def _derived_names() -> Rule:
         "the pods' and services' names (<job>-<type>-<index>) fit in 63 characters",
         f"{NAME} + '-' + {longest_type} + '-<index>'",
         f"!has({LIST}) || {LIST}.all(r, {length} <= {LABEL_MAX_LENGTH})",
-    )
-
-
-def _types_unique() -> Rule:
-    duplicated = f"self.exists_one(q, {_type('q')} == {_type('r')})"
-    return Rule(
-        "mxjob/types-unique",
-        "each replica type once (an entry without mxReplicaType is a WORKER)",
-        Where.CRD_RULE,
-        (Produces("spec.replicaSpecs[*].mxReplicaType", "DUPLICATE", apiserver_drops=2),),
-        (
-            # Three roles, each once: the bound the CEL cost estimate needs (a longer list holds a duplicate).
-            Placement(REPLICAS, {"maxItems": len(MX_REPLICA_TYPES)}),
-            Placement(
-                REPLICAS,
-                validation=Validation(
-                    rule=f"self.all(r, {duplicated})",
-                    message_expression="'Duplicate value: \"' + "
-                    f"self.map(r, {_type('r')}).filter(t, self.filter(q, {_type('q')} == t).size() > 1)[0] + '\"'",
-                ),
-            ),
-        ),
-        why="reported at the list (a rule on a list cannot name the item)",
     )
 
 
@@ -120,139 +95,6 @@ def _framework_container() -> Rule:
     )
 
 
-def _scheduler_replicas() -> Rule:
-    return Rule(
-        "mxjob/scheduler-replicas",
-        "the SCHEDULER has one replica",
-        Where.CRD_RULE,
-        (Produces("spec.replicaSpecs[*].replicas", "INVALID", "^The SCHEDULER must have Replicas = 1$"),),
-        (
-            Placement(
-                ITEM,
-                validation=Validation(
-                    rule=f"{_type('self')} != 'SCHEDULER' || !has(self.replicas) || self.replicas == 1",
-                    message="The SCHEDULER must have Replicas = 1",
-                    field_path=".replicas",
-                ),
-            ),
-        ),
-        why="the webhook checks the first SCHEDULER only (a second is a duplicate); the apiserver checks each",
-    )
-
-
-def _local_mode() -> list[Rule]:
-    local = "!has(self.jobMode) || self.jobMode != 'local' || !has(self.replicaSpecs)"
-    others = cel_list(t for t in MX_REPLICA_TYPES if t != "WORKER")
-    return [
-        Rule(
-            "mxjob/local-mode-workers-only",
-            "job mode local: no SCHEDULER, no SERVER",
-            Where.CRD_RULE,
-            (
-                Produces(
-                    "spec.replicaSpecs[*].mxReplicaType",
-                    "INVALID",
-                    "^job mode is local, but its replicas set have replicas type other than worker$",
-                    apiserver_drops=2,
-                ),
-            ),
-            (
-                Placement(
-                    ("spec",),
-                    validation=Validation(
-                        rule=f"{local} || !self.replicaSpecs.exists(r, {_type('r')} in {others})",
-                        message="job mode is local, but its replicas set have replicas type other than worker",
-                        field_path=".replicaSpecs",
-                    ),
-                ),
-            ),
-            why="reported at the list (a rule on a list cannot name the item)",
-        ),
-        Rule(
-            "mxjob/local-mode-one-worker",
-            "job mode local: one WORKER replica at most",
-            Where.CRD_RULE,
-            (
-                Produces(
-                    "spec.replicaSpecs[*].replicas",
-                    "INVALID",
-                    "^job mode is local, but it has more than 1 worker$",
-                    apiserver_drops=2,
-                ),
-            ),
-            (
-                Placement(
-                    ("spec",),
-                    validation=Validation(
-                        # The webhook reads the first WORKER entry (a second is a duplicate).
-                        rule=f"{local} || !self.replicaSpecs.exists(r, {_type('r')} == 'WORKER') || "
-                        f"!has(self.replicaSpecs.filter(r, {_type('r')} == 'WORKER')[0].replicas) || "
-                        f"self.replicaSpecs.filter(r, {_type('r')} == 'WORKER')[0].replicas <= 1",
-                        message="job mode is local, but it has more than 1 worker",
-                        field_path=".replicaSpecs",
-                    ),
-                ),
-            ),
-            why="reported at the list (a rule on a list cannot name the item)",
-        ),
-    ]
-
-
-def _dist_mode() -> Rule:
-    return Rule(
-        "mxjob/dist-mode-roles",
-        "job mode dist: a SCHEDULER, a SERVER and a WORKER",
-        Where.CRD_RULE,
-        (Produces("spec.replicaSpecs", "REQUIRED", "^dist job mode without replica type "),),
-        tuple(
-            Placement(
-                ("spec",),
-                validation=Validation(
-                    rule="!has(self.jobMode) || self.jobMode != 'dist' || !has(self.replicaSpecs) || "
-                    f"self.replicaSpecs.exists(r, {_type('r')} == {cel_string(role)})",
-                    message=f"dist job mode without replica type {role}",
-                    field_path=".replicaSpecs",
-                    reason="FieldValueRequired",
-                ),
-            )
-            for role in MX_REPLICA_TYPES
-        ),
-    )
-
-
-# --- defaults (MxJobKind.default: the operator's SetDefaults) --------------------------------------
-
-
-def _each_replica(condition: str, field: str, value: str) -> str:
-    return (
-        "has(object.spec.replicaSpecs) ? object.spec.replicaSpecs.transformList(i, r, "
-        f"{condition}, JSONPatch{{op: 'add', "
-        f"path: '/spec/replicaSpecs/' + string(i) + '/{field}', value: {value}}}) : []"
-    )
-
-
 def defaults(kind: JobKind) -> list[Default]:
     assert kind is mlkube.MXJOB
-    return [
-        Default(
-            "replicas/count",
-            "each replica spec's replicas: 1",
-            Where.SCHEMA_DEFAULT,
-            (_each_replica("!has(r.replicas)", "replicas", "1"),),
-            (Placement((*ITEM, "replicas"), {"default": 1}),),
-        ),
-        Default(
-            "mxjob/ps-root-port",
-            f"each replica spec's PsRootPort: {mlkube.DEFAULT_PS_ROOT_PORT}",
-            Where.SCHEMA_DEFAULT,
-            (_each_replica("!has(r.PsRootPort)", "PsRootPort", str(mlkube.DEFAULT_PS_ROOT_PORT)),),
-            (Placement((*ITEM, "PsRootPort"), {"default": mlkube.DEFAULT_PS_ROOT_PORT}),),
-        ),
-        Default(
-            "mxjob/replica-type",
-            f'each replica spec\'s mxReplicaType: {mlkube.DEFAULT_REPLICA_TYPE} (also when "")',
-            Where.SCHEMA_DEFAULT,
-            (_each_replica("!has(r.mxReplicaType) || r.mxReplicaType == ''", "mxReplicaType", DEFAULT_TYPE),),
-            (Placement((*ITEM, "mxReplicaType"), {"default": mlkube.DEFAULT_REPLICA_TYPE}),),
-        ),
-    ]
+    return DECLARED.defaults()

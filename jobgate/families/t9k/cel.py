@@ -17,6 +17,7 @@ import re
 
 from jobgate.engine.registry import JobKind
 from jobgate.families.t9k import rules as t9k
+from jobgate.families.t9k.declared import GENERIC_JOB
 from jobgate.generate.cel.catalogue import (
     LIST_ITEMS,
     Default,
@@ -33,6 +34,7 @@ from jobgate.generate.cel.catalogue import (
 )
 from jobgate.generate.cel.jobmeta import NAME, derived_names_rule
 from jobgate.generate.cel.podtemplate import TemplateSite, pod_template_rules
+from jobgate.generate.forms import Declarations
 from jobgate.rules.names import DNS1123_LABEL_MESSAGE, LABEL_MAX_LENGTH
 
 SPECS = ("spec", "replicaSpecs")
@@ -60,6 +62,15 @@ def _has_path(variable: str, *steps: str) -> str:
     return "(" + " && ".join(parts) + ")"
 
 
+# What may not change on UPDATE is declared (declared.py), as far as a form says it; the rest is written here.
+DECLARED = Declarations(GENERIC_JOB)
+
+
+def declared(kind: JobKind) -> Declarations:
+    assert kind is t9k.GENERIC_JOB
+    return DECLARED
+
+
 def rules(kind: JobKind) -> list[Rule]:
     assert kind is t9k.GENERIC_JOB
     site = TemplateSite((*SPEC, "template"), "spec.replicaSpecs[*].template")
@@ -71,6 +82,7 @@ def rules(kind: JobKind) -> list[Rule]:
         *_run_mode_rules(),
         *_service_port_rules(),
         *_update_rules(),
+        *DECLARED.rules(),
         *pod_template_rules(site),
     ]
 
@@ -435,8 +447,6 @@ def _service_port_rules() -> list[Rule]:
 def _update_rules() -> list[Rule]:
     types = "{s}.replicaSpecs.map(r, has(r.type) ? r.type : '')"
     templates = "{s}.replicaSpecs.map(r, r.template)"
-    resume = ("runMode", "pause", "resumeSpecs")
-    has_new, has_old = _has_path("self", *resume), _has_path("oldSelf", *resume)
     return [
         Rule(
             "genericjob/replicas-immutable",
@@ -458,30 +468,6 @@ def _update_rules() -> list[Rule]:
                         f"{templates.format(s='self')} == {templates.format(s='oldSelf')})",
                         message="replica types and pod templates are immutable once the job exists",
                         field_path=".replicaSpecs",
-                        reason="FieldValueForbidden",
-                    ),
-                ),
-            ),
-        ),
-        Rule(
-            "genericjob/resume-specs-immutable",
-            "the resume settings do not change once the job exists",
-            Where.TRANSITION,
-            (
-                Produces(
-                    "spec.runMode.pause.resumeSpecs",
-                    "FORBIDDEN",
-                    "^field is immutable: only pause.enabled may change while the job exists$",
-                ),
-            ),
-            (
-                Placement(
-                    ("spec",),
-                    validation=Validation(
-                        rule=f"{has_new} == {has_old} && "
-                        f"(!{has_new} || self.{'.'.join(resume)} == oldSelf.{'.'.join(resume)})",
-                        message="field is immutable: only pause.enabled may change while the job exists",
-                        field_path="." + ".".join(resume),
                         reason="FieldValueForbidden",
                     ),
                 ),
@@ -598,18 +584,8 @@ def defaults(kind: JobKind) -> list[Default]:
         "command",
         _literal(t9k.DEFAULT_DEBUG_COMMAND),
     )
-    t9k_scheduler = "object.spec.scheduler.t9kScheduler"
     return [
-        Default(
-            "replicas/count",
-            "each replica spec's replicas: 1",
-            Where.SCHEMA_DEFAULT,
-            (
-                f"has({OBJECT_SPECS}) ? {_each(OBJECT_SPECS, replicas_pointer, '!has(r.replicas)', 'replicas', '1')} "
-                ": []",
-            ),
-            (Placement((*SPEC, "replicas"), {"default": 1}),),
-        ),
+        *DECLARED.defaults(),
         Default(
             "genericjob/restart-policy",
             f"each replica spec's restartPolicy: {{policy: {t9k.DEFAULT_RESTART_POLICY}, limit: {limit}}} "
@@ -624,36 +600,11 @@ def defaults(kind: JobKind) -> list[Default]:
             ),
         ),
         Default(
-            "genericjob/clean-up-policy",
-            f"cleanUpPolicy: {t9k.DEFAULT_CLEAN_UP_POLICY}",
-            Where.SCHEMA_DEFAULT,
-            (
-                "!has(object.spec.cleanUpPolicy) ? [JSONPatch{op: 'add', path: '/spec/cleanUpPolicy', "
-                f"value: {cel_string(t9k.DEFAULT_CLEAN_UP_POLICY)}}}] : []",
-            ),
-            (Placement(("spec", "cleanUpPolicy"), {"default": t9k.DEFAULT_CLEAN_UP_POLICY}),),
-        ),
-        Default(
             "genericjob/debug-command",
             f"each debug setting's command: {list(t9k.DEFAULT_DEBUG_COMMAND)}",
             Where.SCHEMA_DEFAULT,
             (f"{_has_path('object.spec', *debug)} ? {debug_command} : []",),
             (Placement(("spec", *debug, LIST_ITEMS, "command"), {"default": list(t9k.DEFAULT_DEBUG_COMMAND)}),),
-        ),
-        Default(
-            "genericjob/scheduler-priority",
-            f"scheduler.t9kScheduler.priority: {t9k.DEFAULT_SCHEDULER_PRIORITY}",
-            Where.SCHEMA_DEFAULT,
-            (
-                f"{_has_path('object.spec', 'scheduler', 't9kScheduler')} && !has({t9k_scheduler}.priority) ? "
-                "[JSONPatch{op: 'add', path: '/spec/scheduler/t9kScheduler/priority', "
-                f"value: {t9k.DEFAULT_SCHEDULER_PRIORITY}}}] : []",
-            ),
-            (
-                Placement(
-                    ("spec", "scheduler", "t9kScheduler", "priority"), {"default": t9k.DEFAULT_SCHEDULER_PRIORITY}
-                ),
-            ),
         ),
         Default(
             "genericjob/success-rules",

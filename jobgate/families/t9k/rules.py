@@ -9,6 +9,7 @@ when any replica failed beyond its restart limit).
 
 from __future__ import annotations
 
+from jobgate._generated import declared_rules
 from jobgate.api.constants import T9K_GROUP, T9K_VERSION
 from jobgate.engine.fielderrors import (
     FieldPath,
@@ -87,6 +88,9 @@ class GenericJobKind:
         # never denies, validation reports the bad value.
         if not isinstance(obj, dict) or not isinstance(obj.get("spec"), dict):
             return obj
+        # The defaults a form says (replicas, cleanUpPolicy, the scheduler's priority), declared in
+        # declared.py; the rest below (restart policies, debug commands, finish rules).
+        obj = declared_rules.default_genericjob_batch_tensorstack_dev(obj, recorder)
         spec = dict(obj["spec"])
         replica_specs = spec.get("replicaSpecs")
         if isinstance(replica_specs, list):
@@ -94,13 +98,7 @@ class GenericJobKind:
                 _default_replica(given, f"/spec/replicaSpecs/{index}", recorder)
                 for index, given in enumerate(replica_specs)
             ]
-        if spec.get("cleanUpPolicy") is None:
-            recorder.set(spec, "cleanUpPolicy", DEFAULT_CLEAN_UP_POLICY, "/spec")
         _default_debug_commands(spec, recorder)
-        scheduler = copied_dict(spec, "scheduler")
-        t9k_scheduler = copied_dict(scheduler, "t9kScheduler") if scheduler is not None else None
-        if t9k_scheduler is not None and t9k_scheduler.get("priority") is None:
-            recorder.set(t9k_scheduler, "priority", DEFAULT_SCHEDULER_PRIORITY, "/spec/scheduler/t9kScheduler")
         counts = _writable(replica_counts(spec.get("replicaSpecs")))
         old_spec = previous.get("spec") if isinstance(previous, dict) else None
         old_counts = _writable(replica_counts(old_spec.get("replicaSpecs")) if isinstance(old_spec, dict) else {})
@@ -163,8 +161,11 @@ class GenericJobKind:
             found.errors.extend(_check_finish_rules(spec.get(rules_key), ("spec", rules_key), counts))
         _check_run_mode(spec.get("runMode"), counts, found)
         _check_service(spec.get("service"), found)
-        if old is not None and isinstance(old.get("spec"), dict):
-            _check_update(spec, old["spec"], found)
+        stored = old if old is not None and isinstance(old.get("spec"), dict) else None
+        if stored is not None:
+            _check_update(spec, stored["spec"], found)
+        # What may not change on UPDATE, declared in declared.py.
+        found.errors.extend(declared_rules.validate_genericjob_batch_tensorstack_dev(obj, stored))
         return found
 
 
@@ -217,8 +218,6 @@ def _default_replica(given: Any, pointer: str, recorder: PatchRecorder) -> Any:
     if not isinstance(given, dict):
         return given
     replica = dict(given)
-    if replica.get("replicas") is None:
-        recorder.set(replica, "replicas", 1, pointer)
     policy = replica.get("restartPolicy")
     if policy is None:
         recorder.set(
@@ -354,19 +353,6 @@ def _check_update(spec: dict[str, Any], old_spec: dict[str, Any], found: Finding
     if _immutable_replicas(spec.get("replicaSpecs")) != _immutable_replicas(old_spec.get("replicaSpecs")):
         found.errors.append(
             forbidden(("spec", "replicaSpecs"), "replica types and pod templates are immutable once the job exists")
-        )
-
-    def resume_specs(job_spec: dict[str, Any]) -> Any:
-        run_mode = job_spec.get("runMode")
-        pause = run_mode.get("pause") if isinstance(run_mode, dict) else None
-        return pause.get("resumeSpecs") if isinstance(pause, dict) else None
-
-    if resume_specs(spec) != resume_specs(old_spec):
-        found.errors.append(
-            forbidden(
-                ("spec", "runMode", "pause", "resumeSpecs"),
-                "field is immutable: only pause.enabled may change while the job exists",
-            )
         )
 
 

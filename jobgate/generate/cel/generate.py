@@ -24,6 +24,7 @@ from jobgate.generate.cel.catalogue import (
 )
 from jobgate.generate.cel.jobmeta import job_name_rule, schema_rules
 from jobgate.generate.cel.podtemplate import pod_template_schema
+from jobgate.generate.forms import Declarations
 
 POD_TEMPLATE_DESCRIPTION_START = "Pod template ("
 NAME_MAX_LENGTH = 253
@@ -49,6 +50,16 @@ def family_defaults(kind: JobKind) -> list[Default] | None:
         return None
     defaults: list[Default] = importlib.import_module(module).defaults(kind)
     return defaults
+
+
+def family_declarations(kind: JobKind) -> Declarations | None:
+    """The kind's declared rules and defaults (its CEL module's ``declared(kind)``), None when it has none."""
+    module = family_record(kind.family).cel
+    if module is None:
+        return None
+    declared = getattr(importlib.import_module(module), "declared", None)
+    found: Declarations | None = declared(kind) if declared is not None else None
+    return found
 
 
 def _shared_job_name_rule(own: list[Rule]) -> list[Rule]:

@@ -12,10 +12,19 @@ from jobgate.engine.registry import JobKind
 from jobgate.families.volcano import rules as volcano
 from jobgate.families.volcano.cel import bounds, job, policies, resources, tasks, update, volumes
 from jobgate.families.volcano.cel import defaults as _defaults
+from jobgate.families.volcano.declared import JOB
 from jobgate.generate.cel.catalogue import Default, Rule
 from jobgate.generate.cel.podtemplate import TemplateSite, pod_template_rules
+from jobgate.generate.forms import Declarations
 
+# The rules a form says are declared (declared.py); the rest is written in the modules here.
+DECLARED = Declarations(JOB)
 TEMPLATES = TemplateSite(("spec", "tasks", "[]", "template"), "spec.tasks[*].template")
+
+
+def declared(kind: JobKind) -> Declarations:
+    assert kind is volcano.VOLCANO_JOB
+    return DECLARED
 
 
 def rules(kind: JobKind) -> list[Rule]:
@@ -24,7 +33,7 @@ def rules(kind: JobKind) -> list[Rule]:
         job.job_name_rule(),
         job.tasks_required_rule(),
         job.counts_rule(),
-        job.min_available_rule(),
+        *DECLARED.rules(),
         job.pod_names_rule(),
         job.dag_rule(),
         job.plugins_rule(),

@@ -157,32 +157,6 @@ def counts_rule() -> Rule:
     )
 
 
-def min_available_rule() -> Rule:
-    total = f"(has(self.tasks) ? self.tasks.map(t, {replicas_of('t')}).sum() : 0)"
-    return Rule(
-        "volcano/min-available",
-        "the job's minAvailable is at most the total of the tasks' replicas",
-        Where.CRD_RULE,
-        (Produces("spec.minAvailable", "INVALID", "not be greater than total replicas"),),
-        # The words of the operation: Volcano says it otherwise on CREATE and on UPDATE.
-        tuple(
-            Placement(
-                SPEC,
-                validation=Validation(
-                    rule=f"{when} || !has(self.minAvailable) || self.minAvailable <= {total}",
-                    message=message,
-                    field_path=".minAvailable",
-                    optional_old_self=True,
-                ),
-            )
-            for when, message in (
-                ("oldSelf.hasValue()", "job 'minAvailable' should not be greater than total replicas in tasks"),
-                ("!oldSelf.hasValue()", "job 'minAvailable' must not be greater than total replicas"),
-            )
-        ),
-    )
-
-
 def pod_names_rule() -> Rule:
     """``<job>-<task>-<index>`` of the last pod of each task fits in 63 characters (CREATE only:
     an UPDATE of the replicas is not checked by Volcano). The job is generateName's prefix when

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import re
 
+from jobgate._generated import declared_rules
 from jobgate.engine.fielderrors import ErrorType, FieldError, FieldPath, invalid, required
 from jobgate.engine.findings import Findings, clip_warning
 from jobgate.engine.modelref import ModelRef
@@ -112,14 +113,12 @@ def _create_errors(obj: dict[str, Any], spec: dict[str, Any] | None, found: Find
     yield from plugin_errors(spec, tasks)
     yield from network_topology_errors(spec.get("networkTopology"), ("spec", "networkTopology"))
 
-    total_replicas = 0
     seen_names: set[str] = set()
     for index, task in tasks:
         path: FieldPath = ("spec", "tasks", index)
         name = task_name(task)
         replicas = as_int(task.get("replicas")) or 0
         min_available = as_int(task.get("minAvailable"))
-        total_replicas += replicas
         if min_available is not None and min_available > replicas:
             yield invalid(
                 (*path, "minAvailable"),
@@ -157,11 +156,8 @@ def _create_errors(obj: dict[str, Any], spec: dict[str, Any] | None, found: Find
             yield from pod_level_resource_errors(template, index, path)
         yield from partition_errors(task, path, name=name, job=job, replicas=replicas, min_available=min_available)
 
-    job_min = as_int(spec.get("minAvailable"))
-    if job_min is not None and job_min > total_replicas:
-        yield invalid(
-            ("spec", "minAvailable"), job_min, "job 'minAvailable' should not be greater than total replicas in tasks"
-        )
+    # minAvailable at most the tasks' replicas, declared in declared.py.
+    yield from declared_rules.validate_job_batch_volcano_sh(obj, None)
     yield from policy_errors(spec.get("policies"), ("spec", "policies"))
     yield from _volume_errors(spec.get("volumes"))
     yield from _dag_errors(tasks)

@@ -7,6 +7,7 @@ topologies still hold. Every changed field is reported, not only the first.
 
 from __future__ import annotations
 
+from jobgate._generated import declared_rules
 from jobgate.engine.fielderrors import FieldError, FieldPath, forbidden, invalid
 from jobgate.families.volcano.rules.tasks import (
     job_tasks,
@@ -33,13 +34,11 @@ def update_errors(obj: dict[str, Any], old: dict[str, Any], spec: dict[str, Any]
     old_spec = old.get("spec") if isinstance(old.get("spec"), dict) else {}
     assert isinstance(old_spec, dict)
     job = job_name(obj)
-    total = 0
     for index, task in job_tasks(spec):
         path: FieldPath = ("spec", "tasks", index)
         name = task_name(task)
         replicas = as_int(task.get("replicas")) or 0
         min_available = as_int(task.get("minAvailable"))
-        total += replicas
         if replicas < 0:
             yield invalid((*path, "replicas"), replicas, f"'replicas' must be >= 0 in task: {name}")
         if min_available is not None and min_available < 0:
@@ -49,9 +48,9 @@ def update_errors(obj: dict[str, Any], old: dict[str, Any], spec: dict[str, Any]
                 (*path, "minAvailable"), min_available, f"'minAvailable' must be <= 'replicas' in task: {name}"
             )
         yield from partition_errors(task, path, name=name, job=job, replicas=replicas, min_available=min_available)
+    # minAvailable at most the tasks' replicas, declared in declared.py.
+    yield from declared_rules.validate_job_batch_volcano_sh(obj, old)
     job_min = as_int(spec.get("minAvailable"))
-    if job_min is not None and job_min > total:
-        yield invalid(("spec", "minAvailable"), job_min, "job 'minAvailable' must not be greater than total replicas")
     if job_min is not None and job_min < 0:
         yield invalid(("spec", "minAvailable"), job_min, "job 'minAvailable' must be >= 0")
     yield from network_topology_errors(spec.get("networkTopology"), ("spec", "networkTopology"))

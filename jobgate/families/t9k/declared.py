@@ -1,0 +1,32 @@
+"""GenericJob's defaults and rules as declarations (``jobgate/rules/forms.py``), as far as a form
+says them; ``jobgate manifests generate`` compiles them to the calls ``rules.py`` makes
+(``jobgate/_generated/declared_rules.py``), to the CRD's schema defaults and rules, the
+MutatingAdmissionPolicy (``cel.py`` lists them) and the catalogue's records.
+"""
+
+from __future__ import annotations
+
+from jobgate.families.t9k.rules import DEFAULT_CLEAN_UP_POLICY, DEFAULT_SCHEDULER_PRIORITY
+from jobgate.rules.forms import Declaration, DefaultField, DefaultItemField, Immutable
+
+GENERIC_JOB: tuple[Declaration, ...] = (
+    DefaultItemField("replicas/count", "spec.replicaSpecs", "replicas", 1, entry="replica spec"),
+    DefaultField(
+        "genericjob/clean-up-policy",
+        "spec.cleanUpPolicy",
+        DEFAULT_CLEAN_UP_POLICY,
+        summary=f"cleanUpPolicy: {DEFAULT_CLEAN_UP_POLICY}",
+    ),
+    DefaultField(
+        "genericjob/scheduler-priority",
+        "spec.scheduler.t9kScheduler.priority",
+        DEFAULT_SCHEDULER_PRIORITY,
+        summary=f"scheduler.t9kScheduler.priority: {DEFAULT_SCHEDULER_PRIORITY}",
+    ),
+    Immutable(
+        "genericjob/resume-specs-immutable",
+        "the resume settings do not change once the job exists",
+        "spec.runMode.pause.resumeSpecs",
+        "field is immutable: only pause.enabled may change while the job exists",
+    ),
+)

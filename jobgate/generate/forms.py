@@ -1,0 +1,565 @@
+"""Compiling rule forms (``jobgate/rules/forms.py``): to the catalogue's ``Rule``/``Default`` with
+their apiserver placements and CEL, to the Python module the engine runs, and to a cost report.
+
+Each form is compiled here once; a family lists declarations, never CEL or a check of its own.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from collections.abc import Iterable, Sequence
+
+from jobgate import _generated
+from jobgate.generate.cel.catalogue import (
+    LIST_ITEMS,
+    Default,
+    Location,
+    Placement,
+    Produces,
+    Rule,
+    Validation,
+    Where,
+    cel_list,
+    cel_string,
+)
+from jobgate.rules.forms import (
+    DEFAULT_FORMS,
+    AtMostSum,
+    Declaration,
+    DefaultField,
+    DefaultItemField,
+    ForbiddenRoles,
+    Immutable,
+    MaxItems,
+    RequiredRoles,
+    RoleFieldBound,
+    Roles,
+    Scalar,
+    UniqueBy,
+    When,
+)
+
+# Found from the package, not from a module's __file__ (see jobgate/generate/schemas.py).
+DECLARED_TABLE = os.path.join(os.path.dirname(_generated.__file__), "declared_rules.py")
+AT_LIST = "reported at the list (a rule on a list cannot name the item)"
+
+
+class FormError(ValueError):
+    """A declaration its form cannot compile (a condition out of the rule's reach, ...)."""
+
+
+def _path(text: str) -> tuple[str, ...]:
+    return tuple(text.split("."))
+
+
+def _exact(message: str) -> str:
+    """The ``Produces`` detail of a message known in full: the message itself, anchored."""
+    return "^" + _escape(message) + "$"
+
+
+def _escape(text: str) -> str:
+    """``re.escape`` of the characters a pattern reads, not of spaces and commas: the catalogue's
+    details are shown in the docs' rule tables, which should read as the message."""
+    return re.sub(r"([.^$*+?{}\[\]\\|()])", r"\\\1", text)
+
+
+def _literal(value: Scalar) -> str:
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, int):
+        return str(value)
+    return cel_string(value)
+
+
+class Declarations:
+    """One kind's declarations: the rules and defaults they compile to, in declaration order."""
+
+    def __init__(self, declared: Sequence[Declaration]) -> None:
+        self.declared = tuple(declared)
+        ids = [d.id for d in self.declared]
+        if len(ids) != len(set(ids)):
+            raise FormError(f"a declaration id twice: {sorted(i for i in ids if ids.count(i) > 1)}")
+
+    # --- reading through defaults ----------------------------------------------------------------
+
+    def _item_default(self, list_path: str, field: str) -> DefaultItemField | None:
+        return next(
+            (d for d in self.declared if isinstance(d, DefaultItemField) and d.list == list_path and d.field == field),
+            None,
+        )
+
+    def key(self, roles: Roles | UniqueBy, entry: str) -> str:
+        """CEL of an entry's key as the webhook reads it once defaulted: a CRD rule may see a job
+        that no policy defaulted (1.30 has no MutatingAdmissionPolicy; a schema default leaves "")."""
+        list_path = roles.path if isinstance(roles, Roles) else roles.list
+        default = self._item_default(list_path, roles.key)
+        field = f"{entry}.{roles.key}"
+        if default is None or isinstance(default.value, tuple):
+            # No constant default (a derived one reads another field): the key as written.
+            return f"(has({field}) ? {field} : '')"
+        unset = f"!has({field}) || {field} == ''" if default.empty_is_unset else f"!has({field})"
+        return f"({unset} ? {_literal(default.value)} : {field})"
+
+    # --- the catalogue ---------------------------------------------------------------------------
+
+    def rules(self) -> list[Rule]:
+        return [self._rule(d) for d in self.declared if not isinstance(d, DEFAULT_FORMS)]
+
+    def defaults(self) -> list[Default]:
+        return [self._default(d) for d in self.declared if isinstance(d, DEFAULT_FORMS)]
+
+    def _default(self, d: DefaultField | DefaultItemField) -> Default:
+        literal = _literal(d.value) if not isinstance(d.value, tuple) else ""
+        also = ' (also when "")' if d.empty_is_unset else ""
+        if isinstance(d, DefaultField):
+            path = _path(d.path)
+            if len(path) < 2:
+                raise FormError(f"{d.id}: a default sits under an object (spec), not at the root")
+            field = "object." + d.path
+            unset = f"!has({field})" + (f" || {field} == ''" if d.empty_is_unset else "")
+            if len(path) > 2:
+                # Under an object that exists: a default never creates its parents.
+                unset = f"{_has_chain('object.' + path[0], path[1:-1])} && ({unset})"
+            pointer = "/" + "/".join(path)
+            patch = f"{unset} ? [JSONPatch{{op: 'add', path: '{pointer}', value: {literal}}}] : []"
+            return Default(
+                d.id,
+                d.summary or f"{path[-1]}: {literal}{also}",
+                Where.SCHEMA_DEFAULT,
+                (patch,),
+                (Placement(path, {"default": d.value}),),
+            )
+        path = _path(d.list)
+        field = f"e.{d.field}"
+        unset = f"!has({field})" + (f" || {field} == ''" if d.empty_is_unset else "")
+        pointer = "/" + "/".join(path)
+        if d.from_field:
+            # Derived from another field of the entry: a policy patch only (a schema default is a constant).
+            if not isinstance(d.value, tuple):
+                raise FormError(f"{d.id}: a derived default lists the values it copies")
+            source = f"e.{d.from_field}"
+            patch = (
+                f"has(object.{d.list}) ? object.{d.list}.transformList(i, e, ({unset}) && has({source}) && "
+                f"{source} in {cel_list(d.value)}, "
+                f"JSONPatch{{op: 'add', path: '{pointer}/' + string(i) + '/{d.field}', value: {source}}}) : []"
+            )
+            return Default(
+                d.id,
+                d.summary or f"{d.entry}'s {d.field}: its {d.from_field} when one of " + ", ".join(d.value),
+                Where.MUTATING_POLICY,
+                (patch,),
+            )
+        if isinstance(d.value, tuple):
+            raise FormError(f"{d.id}: a tuple value is for a derived default (from_field)")
+        patch = (
+            f"has(object.{d.list}) ? object.{d.list}.transformList(i, e, {unset}, "
+            f"JSONPatch{{op: 'add', path: '{pointer}/' + string(i) + '/{d.field}', value: {literal}}}) : []"
+        )
+        return Default(
+            d.id,
+            f"each {d.entry}'s {d.field}: {_summary_value(d.value)}{also}",
+            Where.SCHEMA_DEFAULT,
+            (patch,),
+            (Placement((*path, LIST_ITEMS, d.field), {"default": d.value}),),
+        )
+
+    def _rule(self, d: Declaration) -> Rule:
+        if isinstance(d, MaxItems):
+            return Rule(
+                d.id,
+                d.summary or "; ".join(f"{path}: at most {limit} entries" for path, limit in d.lists),
+                Where.SCHEMA,
+                tuple(
+                    Produces(path, "TOO_MANY", _exact(f"must have at most {limit} items")) for path, limit in d.lists
+                ),
+                tuple(Placement(_path(path), {"maxItems": limit}) for path, limit in d.lists),
+                why=d.why,
+            )
+        if isinstance(d, UniqueBy):
+            return self._unique(d)
+        if isinstance(d, RequiredRoles):
+            return self._required_roles(d)
+        if isinstance(d, ForbiddenRoles):
+            return self._forbidden_roles(d)
+        if isinstance(d, RoleFieldBound):
+            return self._role_bound(d)
+        if isinstance(d, AtMostSum):
+            return self._at_most_sum(d)
+        if isinstance(d, Immutable):
+            return self._immutable(d)
+        raise FormError(f"{d.id}: not a rule form")  # pragma: no cover - the union is exhaustive
+
+    def _unique(self, d: UniqueBy) -> Rule:
+        path = _path(d.list)
+        summary = d.summary or f"{d.list}: each {d.key} once"
+        default = self._item_default(d.list, d.key)
+        if default is None or not default.empty_is_unset:
+            # A key the schema requires (or defaults) and that no default rereads: a list-map key,
+            # which the apiserver checks in linear time and reports at the duplicate entry.
+            return Rule(
+                d.id,
+                summary,
+                Where.SCHEMA,
+                (Produces(f"{d.list}[*].{d.key}", "DUPLICATE", apiserver_drops=1),),
+                (Placement(path, {"x-kubernetes-list-type": "map", "x-kubernetes-list-map-keys": [d.key]}),),
+                why="reported at the duplicate entry (a list-map key names the entry, not its key)",
+            )
+        # "" reads as the default, which a list-map key would count as another value: a CRD rule that
+        # reads through the default instead; bounded by the known values (a longer list holds a duplicate).
+        if not d.among:
+            raise FormError(f"{d.id}: a key read through a default needs its known values (among) for a bound")
+        key_r, key_q = self.key(d, "r"), self.key(d, "q")
+        return Rule(
+            d.id,
+            summary,
+            Where.CRD_RULE,
+            (Produces(f"{d.list}[*].{d.key}", "DUPLICATE", apiserver_drops=2),),
+            (
+                Placement(path, {"maxItems": len(d.among)}),
+                Placement(
+                    path,
+                    validation=Validation(
+                        rule=f"self.all(r, self.exists_one(q, {key_q} == {key_r}))",
+                        message_expression="'Duplicate value: \"' + "
+                        f"self.map(r, {key_r}).filter(t, self.filter(q, {self.key(d, 'q')} == t).size() > 1)[0] + '\"'",
+                    ),
+                ),
+            ),
+            why=AT_LIST,
+        )
+
+    def _site(self, roles_path: str, when: When | None, rule_id: str) -> tuple[Location, str, str]:
+        """Where a rule over a list (and its condition) sits: the list's parent, which sees both.
+        (placement, CEL of the list from there, CEL of the condition or 'true')."""
+        parent, name = roles_path.rsplit(".", 1)
+        condition = "true"
+        if when is not None:
+            when_parent, when_name = when.path.rsplit(".", 1)
+            if when_parent != parent:
+                raise FormError(f"{rule_id}: the condition {when.path} is not beside {roles_path}")
+            condition = f"(has(self.{when_name}) && self.{when_name} == {cel_string(when.value)})"
+        return _path(parent), f"self.{name}", condition
+
+    def _required_roles(self, d: RequiredRoles) -> Rule:
+        at, items, condition = self._site(d.of.path, d.when, d.id)
+        name = items.removeprefix("self.")
+        prefix = _escape(d.message.split("{role}")[0])
+        return Rule(
+            d.id,
+            d.summary,
+            Where.CRD_RULE,
+            (Produces(d.of.path, "REQUIRED", "^" + prefix + "(" + "|".join(d.roles) + ")$"),),
+            tuple(
+                Placement(
+                    at,
+                    validation=Validation(
+                        rule=f"!{condition} || !has({items}) || "
+                        f"{items}.exists(r, {self.key(d.of, 'r')} == {cel_string(role)})",
+                        message=d.message.format(role=role),
+                        field_path=f".{name}",
+                        reason="FieldValueRequired",
+                    ),
+                )
+                for role in d.roles
+            ),
+        )
+
+    def _forbidden_roles(self, d: ForbiddenRoles) -> Rule:
+        at, items, condition = self._site(d.of.path, d.when, d.id)
+        name = items.removeprefix("self.")
+        return Rule(
+            d.id,
+            d.summary,
+            Where.CRD_RULE,
+            (Produces(f"{d.of.path}[*].{d.of.key}", "INVALID", _exact(d.message), apiserver_drops=2),),
+            (
+                Placement(
+                    at,
+                    validation=Validation(
+                        rule=f"!{condition} || !has({items}) || "
+                        f"!{items}.exists(r, {self.key(d.of, 'r')} in {cel_list(d.roles)})",
+                        message=d.message,
+                        field_path=f".{name}",
+                    ),
+                ),
+            ),
+            why=AT_LIST,
+        )
+
+    def _role_bound(self, d: RoleFieldBound) -> Rule:
+        def within(value: str) -> str:
+            checks = []
+            if d.minimum is not None:
+                checks.append(f"{value} >= {d.minimum}")
+            if d.maximum is not None:
+                checks.append(f"{value} <= {d.maximum}")
+            if d.minimum is not None and d.minimum == d.maximum:
+                checks = [f"{value} == {d.minimum}"]
+            return " && ".join(checks) or "true"
+
+        role = cel_string(d.role)
+        produced = f"{d.of.path}[*].{d.field}"
+        if d.every:
+            # Each entry of the role: a rule on the entry, which names the field.
+            if d.when is not None:
+                raise FormError(f"{d.id}: a bound on every entry takes no condition")
+            return Rule(
+                d.id,
+                d.summary,
+                Where.CRD_RULE,
+                (Produces(produced, "INVALID", _exact(d.message)),),
+                (
+                    Placement(
+                        (*_path(d.of.path), LIST_ITEMS),
+                        validation=Validation(
+                            rule=f"{self.key(d.of, 'self')} != {role} || !has(self.{d.field}) || "
+                            f"{within('self.' + d.field)}",
+                            message=d.message,
+                            field_path=f".{d.field}",
+                        ),
+                    ),
+                ),
+                why=d.why,
+            )
+        at, items, condition = self._site(d.of.path, d.when, d.id)
+        first = f"{items}.filter(r, {self.key(d.of, 'r')} == {role})[0]"
+        return Rule(
+            d.id,
+            d.summary,
+            Where.CRD_RULE,
+            (Produces(produced, "INVALID", _exact(d.message), apiserver_drops=2),),
+            (
+                Placement(
+                    at,
+                    validation=Validation(
+                        # The webhook reads the first entry of the role (a second is a duplicate).
+                        rule=f"!{condition} || !has({items}) || !{items}.exists(r, {self.key(d.of, 'r')} == {role}) || "
+                        f"!has({first}.{d.field}) || {within(first + '.' + d.field)}",
+                        message=d.message,
+                        field_path=f".{items.removeprefix('self.')}",
+                    ),
+                ),
+            ),
+            why=d.why or AT_LIST,
+        )
+
+    def _at_most_sum(self, d: AtMostSum) -> Rule:
+        parent, name = d.path.rsplit(".", 1)
+        list_parent, list_name = d.list.rsplit(".", 1)
+        if parent != list_parent:
+            raise FormError(f"{d.id}: {d.path} and {d.list} are not beside each other")
+        items = f"self.{list_name}"
+        total = f"(has({items}) ? {items}.map(e, has(e.{d.field}) ? e.{d.field} : {d.unset}).sum() : 0)"
+        holds = f"!has(self.{name}) || self.{name} <= {total}"
+        # The words of the operation, when they differ: a rule that reads oldSelf (optional, so that it
+        # runs on CREATE too) knows which.
+        cases = (
+            (("oldSelf.hasValue()", d.message), ("!oldSelf.hasValue()", d.update_message))
+            if d.update_message
+            else (("false", d.message),)
+        )
+        return Rule(
+            d.id,
+            d.summary,
+            Where.CRD_RULE,
+            tuple(Produces(d.path, "INVALID", _exact(m)) for m in (d.message, d.update_message) if m),
+            tuple(
+                Placement(
+                    _path(parent),
+                    validation=Validation(
+                        rule=holds if unless == "false" else f"{unless} || {holds}",
+                        message=message,
+                        field_path=f".{name}",
+                        optional_old_self=unless != "false",
+                    ),
+                )
+                for unless, message in cases
+            ),
+        )
+
+    def _immutable(self, d: Immutable) -> Rule:
+        # On the field's first step (spec), which every version of the job has: a transition rule
+        # lower down would not run when an object on the way was added or removed.
+        top, *rest = _path(d.path)
+        if not rest:
+            raise FormError(f"{d.id}: an immutable field below {top}")
+        field = ".".join(rest)
+        has_new, has_old = _has_chain("self", rest), _has_chain("oldSelf", rest)
+        return Rule(
+            d.id,
+            d.summary,
+            Where.TRANSITION,
+            (Produces(d.path, "FORBIDDEN", _exact(d.message)),),
+            (
+                Placement(
+                    (top,),
+                    validation=Validation(
+                        rule=f"{has_new} == {has_old} && (!{has_new} || self.{field} == oldSelf.{field})",
+                        message=d.message,
+                        field_path=f".{field}",
+                        reason="FieldValueForbidden",
+                    ),
+                ),
+            ),
+        )
+
+    # --- Python ----------------------------------------------------------------------------------
+
+    def python_validate(self) -> list[str]:
+        """The body lines of the kind's generated check (``errors`` extended, in declaration order)."""
+        lines = []
+        for d in self.declared:
+            call = _python_call(d)
+            if call:
+                lines.append(f"    errors.extend({call})")
+        return lines
+
+    def python_default(self) -> list[str]:
+        """The body lines of the kind's generated defaulting (``obj`` replaced, in declaration order:
+        the defaults of one list applied entry by entry, as the patch lists them)."""
+        lines = []
+        done: set[str] = set()
+        for d in self.declared:
+            if isinstance(d, DefaultField):
+                lines.append(
+                    f"    obj = default_field(obj, recorder, {_path(d.path)!r}, {d.value!r}, {d.empty_is_unset!r})"
+                )
+            elif isinstance(d, DefaultItemField) and d.list not in done:
+                done.add(d.list)
+                fields = tuple(
+                    (o.field, o.value, o.empty_is_unset, o.from_field)
+                    for o in self.declared
+                    if isinstance(o, DefaultItemField) and o.list == d.list
+                )
+                lines.append(f"    obj = default_item_fields(obj, recorder, {_path(d.list)!r}, {fields!r})")
+        return lines
+
+    # --- cost ------------------------------------------------------------------------------------
+
+    def cost(self) -> list[tuple[str, str]]:
+        """(id, the growth of its apiserver check in the list it reads) of each rule."""
+        report = []
+        for d in self.declared:
+            if isinstance(d, DefaultField | DefaultItemField | MaxItems | Immutable):
+                growth = "constant" if not isinstance(d, DefaultItemField) else "linear (policy patch)"
+            elif isinstance(d, UniqueBy):
+                default = self._item_default(d.list, d.key)
+                linear = default is None or not default.empty_is_unset
+                growth = "linear (list-map key)" if linear else f"quadratic, bounded by {len(d.among)} entries"
+            else:
+                growth = "linear"
+            report.append((d.id, growth))
+        return report
+
+
+def _has_chain(variable: str, steps: Sequence[str]) -> str:
+    """CEL true when every field of the path is there (``has`` of each step)."""
+    parts = [f"has({variable}.{'.'.join(steps[: i + 1])})" for i in range(len(steps))]
+    return "(" + " && ".join(parts) + ")"
+
+
+def _summary_value(value: Scalar) -> str:
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    return str(value)
+
+
+def _when(when: When | None) -> tuple[tuple[str, ...], str] | None:
+    return None if when is None else (_path(when.path), when.value)
+
+
+def _python_call(d: Declaration) -> str:
+    if isinstance(d, MaxItems):
+        return f"max_items(obj, {tuple((_path(path), limit) for path, limit in d.lists)!r})"
+    if isinstance(d, UniqueBy):
+        return f"unique_by(obj, {_path(d.list)!r}, {d.key!r}, {d.among!r})"
+    if isinstance(d, RequiredRoles | ForbiddenRoles):
+        function = "required_roles" if isinstance(d, RequiredRoles) else "forbidden_roles"
+        return (
+            f"{function}(obj, path={_path(d.of.path)!r}, key={d.of.key!r}, among={d.of.among!r}, roles={d.roles!r}, "
+            f"when={_when(d.when)!r}, message={d.message!r})"
+        )
+    if isinstance(d, RoleFieldBound):
+        return (
+            f"role_field_bound(obj, path={_path(d.of.path)!r}, key={d.of.key!r}, among={d.of.among!r}, "
+            f"role={d.role!r}, field={d.field!r}, bounds={(d.minimum, d.maximum)!r}, every={d.every!r}, "
+            f"when={_when(d.when)!r}, message={d.message!r})"
+        )
+    if isinstance(d, AtMostSum):
+        return (
+            f"at_most_sum(obj, old, path={_path(d.path)!r}, items_path={_path(d.list)!r}, field={d.field!r}, "
+            f"unset={d.unset!r}, message={d.message!r}, update_message={d.update_message!r})"
+        )
+    if isinstance(d, Immutable):
+        return f"immutable(obj, old, {_path(d.path)!r}, {d.message!r})"
+    return ""
+
+
+def function_name(group: str, kind: str) -> str:
+    return re.sub(r"[^0-9A-Za-z]", "_", f"{kind}_{group}").lower()
+
+
+def declared_module_text(kinds: Iterable[tuple[str, str, Declarations]]) -> str:
+    """``jobgate/_generated/declared_rules.py``: for each (group, kind, declarations), a function
+    ``default_<kind>_<group>`` and ``validate_<kind>_<group>`` of calls to jobgate/rules/declared.py."""
+    out = [
+        '"""Generated by `jobgate manifests generate` from the rule declarations; do not edit.',
+        "",
+        "Each kind's declared defaults and rules (jobgate/rules/forms.py), as calls of the forms'",
+        'functions (jobgate/rules/declared.py) with the declarations\' values."""',
+        "",
+        "from __future__ import annotations",
+        "",
+        "from jobgate.rules.declared import (",
+        *(
+            f"    {name},"
+            for name in (
+                "at_most_sum",
+                "default_field",
+                "default_item_fields",
+                "forbidden_roles",
+                "immutable",
+                "max_items",
+                "required_roles",
+                "role_field_bound",
+                "unique_by",
+            )
+        ),
+        ")",
+        "",
+        "TYPE_CHECKING = False",
+        "if TYPE_CHECKING:",
+        "    from typing import Any",
+        "",
+        "    from jobgate.engine.fielderrors import FieldError",
+        "    from jobgate.engine.jsonpatch import PatchRecorder",
+        "",
+    ]
+    for group, kind, declarations in sorted(kinds, key=lambda k: (k[0], k[1])):
+        name = function_name(group, kind)
+        defaults = declarations.python_default()
+        out += [
+            "",
+            f"def default_{name}(obj: dict[str, Any], recorder: PatchRecorder) -> dict[str, Any]:",
+            f'    """{kind} ({group}): the declared defaults, in order."""',
+            *defaults,
+            "    return obj",
+            "",
+            "",
+            f"def validate_{name}(obj: dict[str, Any], old: dict[str, Any] | None) -> list[FieldError]:",
+            f'    """{kind} ({group}): the declared rules\' errors, in declaration order."""',
+            "    errors: list[FieldError] = []",
+            *declarations.python_validate(),
+            "    return errors",
+            "",
+        ]
+    return "\n".join(out)
+
+
+def cost_report(kinds: Iterable[tuple[str, str, Declarations]]) -> list[str]:
+    """One line per generated rule: its kind, id and how its apiserver check grows."""
+    return [f"{kind} ({group}) {rule}: {growth}" for group, kind, d in kinds for rule, growth in d.cost()]
+
+
+__all__ = ["Declarations", "FormError", "cost_report", "declared_module_text"]

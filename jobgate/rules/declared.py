@@ -1,0 +1,246 @@
+"""The Python meaning of each rule form (``jobgate/rules/forms.py``): one function per form.
+
+A declared rule is not run from its declaration: ``jobgate manifests generate`` writes, for each
+kind, a module of calls to these functions with the declaration's values as literals
+(``jobgate/_generated/declared_rules.py``), as it writes the schema table. Checking a job then
+imports neither the declarations nor ``dataclasses``, and the calls compile with mypyc as the
+family's rules do. The same forms compile to the apiserver's CEL (``jobgate/generate/forms.py``),
+so each form's meaning is written twice, once here and once there, instead of once per rule.
+
+Every function reads the *defaulted* object (the engine validates after defaulting), returns its
+field errors in a stable order and ignores values of the wrong type (the schema check names them).
+"""
+
+from __future__ import annotations
+
+from jobgate.engine.fielderrors import FieldError, duplicate, forbidden, invalid, required, too_many
+from jobgate.engine.jsonpatch import PatchRecorder
+from jobgate.rules.jobmeta import as_int
+
+TYPE_CHECKING = False  # typing.TYPE_CHECKING, without importing typing at run time (start-up)
+if TYPE_CHECKING:
+    from typing import Any
+
+MISSING: Any = object()
+
+
+def get(obj: Any, path: tuple[str, ...]) -> Any:
+    """The value at ``path`` (field names from the object's root), MISSING when any step is absent."""
+    value = obj
+    for step in path:
+        if not isinstance(value, dict) or step not in value:
+            return MISSING
+        value = value[step]
+    return value
+
+
+def holds(obj: Any, when: tuple[tuple[str, ...], str] | None) -> bool:
+    """A rule's condition: the field at ``when[0]`` equals ``when[1]`` (None: always)."""
+    return when is None or get(obj, when[0]) == when[1]
+
+
+def _items(obj: Any, path: tuple[str, ...]) -> list[tuple[int, dict[str, Any]]] | None:
+    items = get(obj, path)
+    if not isinstance(items, list):
+        return None
+    return [(index, item) for index, item in enumerate(items) if isinstance(item, dict)]
+
+
+def _first_of_each(items: list[tuple[int, dict[str, Any]]], key: str, among: tuple[str, ...]) -> dict[str, int]:
+    """The index of the first entry of each role (a known value of ``key``)."""
+    first: dict[str, int] = {}
+    for index, item in items:
+        role = item.get(key)
+        if isinstance(role, str) and role in among and role not in first:
+            first[role] = index
+    return first
+
+
+# --- defaults ------------------------------------------------------------------------------------
+
+
+def default_field(
+    obj: dict[str, Any], recorder: PatchRecorder, path: tuple[str, ...], value: Any, empty_is_unset: bool
+) -> dict[str, Any]:
+    """``DefaultField``: the field at ``path`` (under an object that exists) set when unset."""
+    parent = get(obj, path[:-1])
+    if not isinstance(parent, dict):
+        return obj
+    given = parent.get(path[-1])
+    if not (given is None or (empty_is_unset and given == "")):
+        return obj
+    copied = dict(parent)
+    recorder.set(copied, path[-1], value, "/" + "/".join(path[:-1]))
+    return _replaced(obj, path[:-1], copied)
+
+
+def default_item_fields(
+    obj: dict[str, Any], recorder: PatchRecorder, path: tuple[str, ...], fields: tuple[tuple[str, Any, bool, str], ...]
+) -> dict[str, Any]:
+    """``DefaultItemField``s of one list: each entry's (field, value, empty_is_unset, from_field) in
+    order; with ``from_field``, the entry's value of it when that is one of ``value``."""
+    items = get(obj, path)
+    if not isinstance(items, list):
+        return obj
+    defaulted = []
+    pointer = "/" + "/".join(path)
+    for index, given in enumerate(items):
+        item = given
+        if isinstance(given, dict):
+            item = dict(given)
+            for field, value, empty_is_unset, from_field in fields:
+                current = item.get(field)
+                if not (current is None or (empty_is_unset and current == "")):
+                    continue
+                if not from_field:
+                    recorder.set(item, field, value, f"{pointer}/{index}")
+                    continue
+                source = item.get(from_field)
+                if isinstance(source, str) and source in value:
+                    recorder.set(item, field, source, f"{pointer}/{index}")
+        defaulted.append(item)
+    return _replaced(obj, path, defaulted)
+
+
+def _replaced(obj: dict[str, Any], path: tuple[str, ...], value: Any) -> dict[str, Any]:
+    """A copy of ``obj`` with ``value`` at ``path`` (not empty; the copies go no deeper than the path).
+    Typed as the compiled build checks it: each level a dict, the value anything."""
+    head = path[0]
+    if len(path) == 1:
+        return {**obj, head: value}
+    inner = obj.get(head)
+    return {**obj, head: _replaced(inner if isinstance(inner, dict) else {}, path[1:], value)}
+
+
+# --- rules ---------------------------------------------------------------------------------------
+
+
+def max_items(obj: Any, lists: tuple[tuple[tuple[str, ...], int], ...]) -> list[FieldError]:
+    """``MaxItems``: each list of at most its limit of entries."""
+    errors = []
+    for path, limit in lists:
+        items = get(obj, path)
+        if isinstance(items, list) and len(items) > limit:
+            errors.append(too_many(path, len(items), limit))
+    return errors
+
+
+def unique_by(obj: Any, path: tuple[str, ...], key: str, among: tuple[str, ...]) -> list[FieldError]:
+    """``UniqueBy``: no two entries with the same ``key``; each later one is a duplicate. With
+    ``among``, only those values count (another is the schema's to name)."""
+    errors: list[FieldError] = []
+    seen: set[str] = set()
+    for index, item in _items(obj, path) or ():
+        value = item.get(key)
+        if not isinstance(value, str) or value == "" or (among and value not in among):
+            continue
+        if value in seen:
+            errors.append(duplicate((*path, index, key), value))
+        else:
+            seen.add(value)
+    return errors
+
+
+def required_roles(
+    obj: Any,
+    *,
+    path: tuple[str, ...],
+    key: str,
+    among: tuple[str, ...],
+    roles: tuple[str, ...],
+    when: tuple[tuple[str, ...], str] | None,
+    message: str,
+) -> list[FieldError]:
+    """``RequiredRoles``: when ``when`` holds, an entry of each of ``roles``; reported at the list."""
+    items = _items(obj, path)
+    if items is None or not holds(obj, when):
+        return []
+    present = _first_of_each(items, key, among)
+    return [required(path, message.format(role=role)) for role in roles if role not in present]
+
+
+def forbidden_roles(
+    obj: Any,
+    *,
+    path: tuple[str, ...],
+    key: str,
+    among: tuple[str, ...],
+    roles: tuple[str, ...],
+    when: tuple[tuple[str, ...], str] | None,
+    message: str,
+) -> list[FieldError]:
+    """``ForbiddenRoles``: when ``when`` holds, no entry of ``roles``; reported at the first entry's key."""
+    items = _items(obj, path)
+    if items is None or not holds(obj, when):
+        return []
+    present = _first_of_each(items, key, among)
+    return [invalid((*path, present[role], key), role, message) for role in roles if role in present]
+
+
+def role_field_bound(
+    obj: Any,
+    *,
+    path: tuple[str, ...],
+    key: str,
+    among: tuple[str, ...],
+    role: str,
+    field: str,
+    bounds: tuple[int | None, int | None],
+    every: bool,
+    when: tuple[tuple[str, ...], str] | None,
+    message: str,
+) -> list[FieldError]:
+    """``RoleFieldBound``: an integer field of the role's entry (of each, with ``every``) within
+    (minimum, maximum), when ``when`` holds; reported at the field."""
+    items = _items(obj, path)
+    if items is None or not holds(obj, when):
+        return []
+    if every:
+        chosen = [(i, item) for i, item in items if item.get(key) == role]
+    else:
+        first = _first_of_each(items, key, among).get(role)
+        chosen = [(i, item) for i, item in items if i == first]
+    low, high = bounds
+    errors = []
+    for index, item in chosen:
+        value = as_int(item.get(field))
+        if value is not None and ((low is not None and value < low) or (high is not None and value > high)):
+            errors.append(invalid((*path, index, field), value, message))
+    return errors
+
+
+def at_most_sum(
+    obj: Any,
+    old: Any,
+    *,
+    path: tuple[str, ...],
+    items_path: tuple[str, ...],
+    field: str,
+    unset: int,
+    message: str,
+    update_message: str,
+) -> list[FieldError]:
+    """``AtMostSum``: the integer at ``path`` is at most the sum of ``field`` over the list's entries
+    (an entry without it counts ``unset``; no list sums to 0); on UPDATE in ``update_message``'s words
+    when given."""
+    value = as_int(get(obj, path))
+    if value is None:
+        return []
+    total = 0
+    for _, item in _items(obj, items_path) or ():
+        count = as_int(item.get(field))
+        total += unset if count is None else count
+    if value <= total:
+        return []
+    return [invalid(path, value, update_message if old is not None and update_message else message)]
+
+
+def immutable(obj: Any, old: Any, path: tuple[str, ...], message: str) -> list[FieldError]:
+    """``Immutable``: on UPDATE, the field is neither set, removed nor changed (a null is no value:
+    the apiserver drops it)."""
+    if old is None:
+        return []
+    new_value, old_value = get(obj, path), get(old, path)
+    new_value = None if new_value is MISSING else new_value
+    old_value = None if old_value is MISSING else old_value
+    return [forbidden(path, message)] if new_value != old_value else []

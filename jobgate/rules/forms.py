@@ -1,0 +1,179 @@
+"""Rule forms: a rule or default declared once, as data, and compiled to everything that enforces it.
+
+A declaration names a form and its values (paths, bounds, roles, the message) and nothing else:
+no CEL, no Python. ``jobgate/generate/forms.py`` compiles each one to
+
+- the Python check: a call of the form's function (``jobgate/rules/declared.py``) written into
+  ``jobgate/_generated/declared_rules.py`` by ``jobgate manifests generate``;
+- its place in the apiserver: a schema keyword, a CRD rule or transition rule, a schema default
+  and a MutatingAdmissionPolicy patch, with their CEL;
+- the catalogue's record (``Rule``/``Default`` with ``Produces``): the field, the error type and the
+  exact message, derived, never a hand-written pattern.
+
+Paths are dotted from the object's root (``spec.replicaSpecs``). A list of *roles* (``Roles``) is a
+list whose entries name what they are by a key field (``mxReplicaType``); a role rule reads the key
+as the webhook reads it once defaulted, through the kind's declared default of that key.
+``docs/rule-forms.md`` describes each form and how to add a rule of one.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+Scalar = int | str | bool
+
+
+@dataclass(frozen=True)
+class When:
+    """A rule's condition: the field at ``path`` equals ``value``."""
+
+    path: str
+    value: str
+
+
+@dataclass(frozen=True)
+class Roles:
+    """A list whose entries are roles named by ``key``; ``among`` the known roles (another value is
+    the schema's to refuse, and counts for no rule)."""
+
+    path: str
+    key: str
+    among: tuple[str, ...]
+
+
+# --- defaults ------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class DefaultField:
+    """A field set to ``value`` when unset (or, with ``empty_is_unset``, ""): a schema default, and a
+    MutatingAdmissionPolicy patch for what a schema default cannot cover ("")."""
+
+    id: str
+    path: str
+    value: Scalar
+    empty_is_unset: bool = False
+    summary: str = ""
+
+
+@dataclass(frozen=True)
+class DefaultItemField:
+    """A field of every entry of the list at ``list`` set to ``value`` when unset (or "").
+
+    A derived default: with ``from_field``, the value is the entry's ``from_field`` when that is one
+    of ``value``'s strings (``value`` then a tuple); a policy patch only, no schema default can say it."""
+
+    id: str
+    list: str
+    field: str
+    value: Scalar | tuple[str, ...]
+    empty_is_unset: bool = False
+    # How the summary names an entry ("replica spec", "task").
+    entry: str = "entry"
+    from_field: str = ""
+    summary: str = ""
+
+
+# --- rules ---------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class MaxItems:
+    """Lists of at most so many entries, ``(path, limit)`` each (a schema keyword; a bound the CEL
+    cost estimate needs)."""
+
+    id: str
+    lists: tuple[tuple[str, int], ...]
+    summary: str = ""
+    why: str = ""
+
+
+@dataclass(frozen=True)
+class UniqueBy:
+    """No two entries of a list with the same ``key`` (the later one is the duplicate).
+
+    Where the key is required by the schema and has no "" that a default reads as another value,
+    it compiles to a list-map key (``x-kubernetes-list-type: map``), which the apiserver checks in
+    linear time; otherwise to a CRD rule. ``among``: only these values count, and the list then has
+    at most ``len(among)`` entries (a longer one holds a duplicate)."""
+
+    id: str
+    list: str
+    key: str
+    among: tuple[str, ...] = ()
+    summary: str = ""
+
+
+@dataclass(frozen=True)
+class RequiredRoles:
+    """When ``when`` holds, the list holds an entry of each of ``roles``; reported at the list,
+    ``message`` formatted with ``{role}``."""
+
+    id: str
+    summary: str
+    of: Roles
+    roles: tuple[str, ...]
+    message: str
+    when: When | None = None
+
+
+@dataclass(frozen=True)
+class ForbiddenRoles:
+    """When ``when`` holds, the list holds no entry of ``roles``; reported at that entry's key."""
+
+    id: str
+    summary: str
+    of: Roles
+    roles: tuple[str, ...]
+    message: str
+    when: When | None = None
+
+
+@dataclass(frozen=True)
+class RoleFieldBound:
+    """An integer field of the role's entry within [minimum, maximum] (an unset field passes).
+    ``every``: of each entry of the role (a duplicate too), else of the first."""
+
+    id: str
+    summary: str
+    of: Roles
+    role: str
+    field: str
+    message: str
+    minimum: int | None = None
+    maximum: int | None = None
+    every: bool = False
+    when: When | None = None
+    why: str = ""
+
+
+@dataclass(frozen=True)
+class AtMostSum:
+    """The integer at ``path`` is at most the sum of ``field`` over the entries of ``list`` (an entry
+    without it counts ``unset``; no list sums to 0): a count across replicas. ``update_message``:
+    the words on UPDATE, when they differ (Volcano says it otherwise)."""
+
+    id: str
+    summary: str
+    path: str
+    list: str
+    field: str
+    message: str
+    unset: int = 0
+    update_message: str = ""
+
+
+@dataclass(frozen=True)
+class Immutable:
+    """On UPDATE the field is neither set, removed nor changed (a CRD transition rule)."""
+
+    id: str
+    summary: str
+    path: str
+    message: str = "field is immutable"
+
+
+Declaration = (
+    DefaultField | DefaultItemField | MaxItems | UniqueBy | RequiredRoles | ForbiddenRoles | RoleFieldBound | AtMostSum
+) | Immutable
+DEFAULT_FORMS = (DefaultField, DefaultItemField)

@@ -1,0 +1,243 @@
+"""The rule forms (jobgate/rules/forms.py): each form's Python meaning (jobgate/rules/declared.py),
+its compilation (jobgate/generate/forms.py) to the generated module, the apiserver's placements and
+the catalogue's records, and that the records explain exactly the errors the Python check gives."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from jobgate._generated import declared_rules
+from jobgate.engine.jsonpatch import PatchRecorder
+from jobgate.generate.cel.catalogue import Where
+from jobgate.generate.forms import DECLARED_TABLE, Declarations, FormError, cost_report, declared_module_text
+from jobgate.generate.manifests import declared_kinds, every_family_kind, package_tables
+from jobgate.rules.forms import (
+    AtMostSum,
+    DefaultField,
+    DefaultItemField,
+    ForbiddenRoles,
+    Immutable,
+    MaxItems,
+    RequiredRoles,
+    RoleFieldBound,
+    Roles,
+    UniqueBy,
+    When,
+)
+
+ROLES = Roles("spec.members", "role", ("LEADER", "FOLLOWER", "OBSERVER"))
+TOY = (
+    DefaultField("toy/mode", "spec.mode", "solo", empty_is_unset=True),
+    DefaultField("toy/nested", "spec.scheduler.settings.priority", 0),
+    DefaultItemField("toy/replicas", "spec.members", "replicas", 1, entry="member"),
+    DefaultItemField("toy/role", "spec.members", "role", "FOLLOWER", empty_is_unset=True, entry="member"),
+    DefaultItemField(
+        "toy/name", "spec.members", "name", ("LEADER", "OBSERVER"), empty_is_unset=True, from_field="role"
+    ),
+    MaxItems("toy/bounds", (("spec.members", 4), ("spec.volumes", 2))),
+    UniqueBy("toy/roles-unique", "spec.members", "role", among=ROLES.among),
+    UniqueBy("toy/volume-names-unique", "spec.volumes", "name"),
+    RequiredRoles(
+        "toy/team", "a team has a leader", ROLES, ("LEADER",), "team without {role}", when=When("spec.mode", "team")
+    ),
+    ForbiddenRoles(
+        "toy/solo", "solo: no observer", ROLES, ("OBSERVER",), "solo has no observer", when=When("spec.mode", "solo")
+    ),
+    RoleFieldBound(
+        "toy/leader", "one leader replica", ROLES, "LEADER", "replicas", "one leader", minimum=1, maximum=1, every=True
+    ),
+    RoleFieldBound(
+        "toy/followers", "at most 3 followers", ROLES, "FOLLOWER", "replicas", "too many followers", maximum=3
+    ),
+    AtMostSum("toy/quorum", "quorum at most the replicas", "spec.quorum", "spec.members", "replicas", "quorum too big"),
+    Immutable("toy/mode-immutable", "the mode stays", "spec.mode"),
+)
+DECLARED = Declarations(TOY)
+
+
+@pytest.fixture(scope="module")
+def generated():
+    """The toy kind's generated module, compiled and loaded as jobgate manifests generate writes one."""
+    namespace: dict[str, object] = {}
+    exec(compile(declared_module_text([("toy.example.com", "ToyJob", DECLARED)]), "toy", "exec"), namespace)
+    return namespace
+
+
+def _job(mode="team", members=None, **spec):
+    members = (
+        members if members is not None else [{"role": "LEADER", "replicas": 1}, {"role": "FOLLOWER", "replicas": 2}]
+    )
+    return {"spec": {"mode": mode, "members": members, **spec}}
+
+
+def _errors(generated, obj, old=None):
+    return [str(e) for e in generated["validate_toyjob_toy_example_com"](obj, old)]
+
+
+def _explained(obj, old, generated):
+    """Every error of the generated check is explained by the record of its own declaration."""
+    rules = {r.id: r for r in DECLARED.rules()}
+    for error in generated["validate_toyjob_toy_example_com"](obj, old):
+        assert [i for i, r in rules.items() if r.explains(error)], str(error)
+
+
+def test_defaults_in_declaration_order_entry_by_entry(generated):
+    recorder = PatchRecorder()
+    obj = {
+        "spec": {"mode": "", "members": [{"role": ""}, {"role": "LEADER", "name": ""}], "scheduler": {"settings": {}}}
+    }
+    out = generated["default_toyjob_toy_example_com"](obj, recorder)
+    assert out["spec"]["mode"] == "solo"
+    assert out["spec"]["scheduler"]["settings"]["priority"] == 0
+    assert out["spec"]["members"] == [
+        {"role": "FOLLOWER", "replicas": 1},
+        {"role": "LEADER", "name": "LEADER", "replicas": 1},
+    ]
+    assert [op["path"] for op in recorder.ops] == [
+        "/spec/mode",
+        "/spec/scheduler/settings/priority",
+        "/spec/members/0/replicas",
+        "/spec/members/0/role",
+        "/spec/members/1/replicas",
+        "/spec/members/1/name",
+    ]
+    assert obj["spec"]["members"][0] == {"role": ""}, "the input is not modified"
+
+
+def test_a_nested_default_never_creates_its_parents(generated):
+    out = generated["default_toyjob_toy_example_com"]({"spec": {"mode": "team"}}, PatchRecorder())
+    assert "scheduler" not in out["spec"]
+
+
+def test_valid_job(generated):
+    assert _errors(generated, _job()) == []
+
+
+@pytest.mark.parametrize(
+    ("obj", "expected"),
+    [
+        (
+            _job(volumes=[{"name": "a"}, {"name": "b"}, {"name": "c"}]),
+            ["spec.volumes: Too many: 3: must have at most 2 items"],
+        ),
+        (
+            _job(members=[{"role": "LEADER", "replicas": 1}, {"role": "LEADER", "replicas": 1}]),
+            ['spec.members[1].role: Duplicate value: "LEADER"'],
+        ),
+        (
+            _job(members=[{"role": "LEADER", "replicas": 1}, {"role": "CHIEF"}, {"role": "CHIEF"}]),
+            [],  # an unknown role is the schema's to name
+        ),
+        (_job(volumes=[{"name": "a"}, {"name": "a"}]), ['spec.volumes[1].name: Duplicate value: "a"']),
+        (_job(members=[{"role": "FOLLOWER", "replicas": 1}]), ["spec.members: Required value: team without LEADER"]),
+        (
+            _job("solo", members=[{"role": "FOLLOWER", "replicas": 1}, {"role": "OBSERVER", "replicas": 1}]),
+            ['spec.members[1].role: Invalid value: "OBSERVER": solo has no observer'],
+        ),
+        (
+            _job(members=[{"role": "LEADER", "replicas": 2}, {"role": "FOLLOWER", "replicas": 1}]),
+            ["spec.members[0].replicas: Invalid value: 2: one leader"],
+        ),
+        (
+            _job(members=[{"role": "LEADER", "replicas": 1}, {"role": "FOLLOWER", "replicas": 4}]),
+            ["spec.members[1].replicas: Invalid value: 4: too many followers"],
+        ),
+        (_job(quorum=4), ["spec.quorum: Invalid value: 4: quorum too big"]),
+        (_job(quorum=3), []),
+    ],
+)
+def test_each_form_in_python(generated, obj, expected):
+    assert _errors(generated, obj) == expected
+    _explained(obj, None, generated)
+
+
+def test_a_sum_says_it_in_the_words_of_the_operation():
+    rule = AtMostSum("s", "", "spec.quorum", "spec.members", "replicas", "on create", update_message="on update")
+    namespace: dict[str, object] = {}
+    exec(compile(declared_module_text([("s.example.com", "S", Declarations((rule,)))]), "s", "exec"), namespace)
+    check = namespace["validate_s_s_example_com"]
+    job = {"spec": {"quorum": 1}}  # no list: a sum of 0
+    assert [str(e) for e in check(job, None)] == ["spec.quorum: Invalid value: 1: on create"]
+    assert [str(e) for e in check(job, job)] == ["spec.quorum: Invalid value: 1: on update"]
+    (compiled,) = Declarations((rule,)).rules()
+    assert [p.validation.optional_old_self for p in compiled.placements] == [True, True]
+    assert [p.detail for p in compiled.produces] == ["^on create$", "^on update$"]
+
+
+def test_every_role_bound_checks_each_entry_of_the_role(generated):
+    obj = _job(members=[{"role": "LEADER", "replicas": 1}, {"role": "LEADER", "replicas": 0}])
+    assert "spec.members[1].replicas: Invalid value: 0: one leader" in _errors(generated, obj)
+
+
+def test_immutable_on_update_only(generated):
+    assert _errors(generated, _job("solo", members=[]), None) == []
+    old = _job("team")
+    assert _errors(generated, _job("team"), old) == []
+    changed = _job("solo", members=[{"role": "LEADER", "replicas": 1}])
+    assert _errors(generated, changed, old) == ["spec.mode: Forbidden: field is immutable"]
+    _explained(changed, old, generated)
+    removed = {"spec": {"members": old["spec"]["members"]}}
+    assert _errors(generated, removed, old) == ["spec.mode: Forbidden: field is immutable"]
+    assert _errors(generated, {"spec": {"mode": None, **removed["spec"]}}, removed) == [], "a null is no value"
+
+
+def test_where_each_form_goes():
+    rules = {r.id: r for r in DECLARED.rules()}
+    assert rules["toy/bounds"].where is Where.SCHEMA
+    assert [p.keywords for p in rules["toy/bounds"].placements] == [{"maxItems": 4}, {"maxItems": 2}]
+    # A key no default rereads: a list-map key, linear in the apiserver, reported at the entry.
+    (list_map,) = rules["toy/volume-names-unique"].placements
+    assert list_map.keywords == {"x-kubernetes-list-type": "map", "x-kubernetes-list-map-keys": ["name"]}
+    assert rules["toy/volume-names-unique"].produces[0].apiserver_drops == 1
+    # A key whose "" reads as its default: a CRD rule that reads through it, the list bounded.
+    bound, rule = rules["toy/roles-unique"].placements
+    assert bound.keywords == {"maxItems": 3}
+    assert "'FOLLOWER'" in rule.validation.rule
+    assert rules["toy/mode-immutable"].where is Where.TRANSITION
+    assert rules["toy/mode-immutable"].placements[0].at == ("spec",)
+    assert "oldSelf.mode" in rules["toy/mode-immutable"].placements[0].validation.rule
+    defaults = {d.id: d for d in DECLARED.defaults()}
+    assert defaults["toy/name"].where is Where.MUTATING_POLICY and not defaults["toy/name"].placements
+    assert defaults["toy/replicas"].placements[0].at == ("spec", "members", "[]", "replicas")
+    assert "has(object.spec.scheduler) && has(object.spec.scheduler.settings)" in defaults["toy/nested"].patches[0]
+
+
+def test_records_are_exact_messages():
+    rules = {r.id: r for r in DECLARED.rules()}
+    assert rules["toy/leader"].produces[0].detail == "^one leader$"
+    assert rules["toy/team"].produces[0].detail == "^team without (LEADER)$"
+
+
+def test_declarations_a_form_cannot_compile_are_refused():
+    with pytest.raises(FormError):
+        Declarations((MaxItems("a", ()), MaxItems("a", ())))
+    with pytest.raises(FormError):
+        RequiredRoles("x", "", ROLES, ("LEADER",), "m", when=When("metadata.name", "x"))
+        Declarations((RequiredRoles("x", "", ROLES, ("LEADER",), "m", when=When("metadata.name", "x")),)).rules()
+    with pytest.raises(FormError):
+        Declarations(
+            (
+                DefaultItemField("d", "spec.members", "role", "FOLLOWER", empty_is_unset=True),
+                UniqueBy("u", "spec.members", "role"),
+            )
+        ).rules()
+
+
+def test_the_cost_report_names_each_generated_rule():
+    report = cost_report([("toy.example.com", "ToyJob", DECLARED)])
+    assert "ToyJob (toy.example.com) toy/volume-names-unique: linear (list-map key)" in report
+    assert "ToyJob (toy.example.com) toy/roles-unique: quadratic, bounded by 3 entries" in report
+
+
+def test_the_generated_module_is_the_declarations():
+    """`jobgate manifests generate` writes it; --check (and test_cli_offline) fail when it is stale."""
+    tables = {str(path): text for path, text in package_tables().items()}
+    assert tables[DECLARED_TABLE] == Path(DECLARED_TABLE).read_text()
+    declared = {(group, kind) for group, kind, _ in declared_kinds(every_family_kind())}
+    assert ("mxnet.mlkube.io", "MxJob") in declared
+    for group, kind, _ in declared_kinds(every_family_kind()):
+        name = f"{kind}_{group}".replace(".", "_").lower()
+        assert callable(getattr(declared_rules, f"validate_{name}"))
+        assert callable(getattr(declared_rules, f"default_{name}"))
