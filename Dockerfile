@@ -10,6 +10,9 @@
 # envtest/image_contents.py.
 
 FROM debian:bookworm AS build
+# Only for a build behind a TLS-intercepting proxy: the path of a CA bundle that pip should trust,
+# mounted into the build (never copied into the image). Unset, pip uses its own.
+ARG PIP_CERT
 # The runtime's packages, then what compiling the wheel needs.
 RUN apt-get update \
  && DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends \
