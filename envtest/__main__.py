@@ -31,11 +31,14 @@ from pathlib import Path
 
 from envtest.build import add_version_arguments, release_problem
 from envtest.build import main as build_main
-from envtest.harness import ControlPlane, ControlPlaneError
 from envtest.versions import KUBERNETES_VERSION
 
 
 def up(directory: Path | None, version: str = KUBERNETES_VERSION) -> int:
+    # Imported here, not above: the harness needs jobgate installed (its certificates), and
+    # build-image and build-dockerfile must run from a checkout with nothing but python3.
+    from envtest.harness import ControlPlane
+
     # Only the pinned release runs a controller-manager; another one (--oldest) serves the API only.
     plane = ControlPlane(
         work_dir=directory,
@@ -71,6 +74,7 @@ def up(directory: Path | None, version: str = KUBERNETES_VERSION) -> int:
 
 
 def up_node(with_jobgate: bool, in_cluster: bool = False, deploy_overlay: str | None = None) -> int:
+    from envtest.harness import ControlPlaneError
     from envtest.jobgate_local import JobgateError, start_jobgate
     from envtest.node import JOB_IMAGE, NODE_IP, NODE_NAME, Node, NodeError
 
