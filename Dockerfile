@@ -7,9 +7,13 @@
 # library only, copied alone and run in the build stage): no shell, no package manager, user
 # 65532, bytecode compiled for a read-only root filesystem. tests/envtest/test_image.py keeps
 # this file's packages, paths, user, entrypoint and environment equal to the image's facts in
-# envtest/image_contents.py.
+# envtest/image_contents.py; tests/envtest/test_dockerfile.py builds it with buildah and compares
+# the result with that image, file by file.
 
 FROM debian:bookworm AS build
+# Only for a build behind a TLS-intercepting proxy: the path of a CA bundle that pip should trust,
+# mounted into the build (never copied into the image). Unset, pip uses its own.
+ARG PIP_CERT
 # The runtime's packages, then what compiling the wheel needs.
 RUN apt-get update \
  && DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends \

@@ -393,7 +393,7 @@ def overlays_markdown() -> str:
         "# Overlays",
         "",
         "The kustomize overlays under `manifests/overlays/`, from each `kustomization.yaml`'s own comment."
-        " Install one with `kubectl apply -k manifests/overlays/NAME` after pointing it at your image"
+        " Install one with `kubectl apply --server-side -k manifests/overlays/NAME` after pointing it at your image"
         " ([install](install.md)).",
         "",
     ]

@@ -7,10 +7,13 @@ python -m envtest up [--dir D]   start etcd + kube-apiserver + kube-controller-m
                                  print the kubeconfig, keep running until Ctrl-C
      [--oldest | --version V]    etcd + kube-apiserver of that release instead (no controller-manager)
 python -m envtest node-deps      install the node's Debian packages (containerd, runc, CNI plugins)
+                                 and the Dockerfile build's (buildah, mmdebstrap)
 python -m envtest build-node     build (or find) kubelet, kube-scheduler, kube-proxy, CoreDNS and the images
 python -m envtest build-tools    build (or find) helm and the helm-unittest plugin (envtest/tools.py)
 python -m envtest build-image    build (or find) jobgate's image jobgate.local/jobgate:<version>, an OCI
      [--rebuild]                 archive (Debian 12 root filesystem + the compiled wheel; envtest/image.py)
+python -m envtest build-dockerfile  build (or find) the repository's Dockerfile with buildah, as
+     [--rebuild]                 jobgate.local/jobgate-dockerfile:<version> (envtest/dockerfile.py)
 python -m envtest up --node      the control plane plus a real node (kubelet, containerd, bridge
                                  CNI, cluster DNS, scheduler); Ctrl-C tears it all down
      [--jobgate]                 and jobgate: CRDs, webhook and controller, ready for jobs
@@ -28,11 +31,14 @@ from pathlib import Path
 
 from envtest.build import add_version_arguments, release_problem
 from envtest.build import main as build_main
-from envtest.harness import ControlPlane, ControlPlaneError
 from envtest.versions import KUBERNETES_VERSION
 
 
 def up(directory: Path | None, version: str = KUBERNETES_VERSION) -> int:
+    # Imported here, not above: the harness needs jobgate installed (its certificates), and
+    # build-image and build-dockerfile must run from a checkout with nothing but python3.
+    from envtest.harness import ControlPlane
+
     # Only the pinned release runs a controller-manager; another one (--oldest) serves the API only.
     plane = ControlPlane(
         work_dir=directory,
@@ -68,6 +74,7 @@ def up(directory: Path | None, version: str = KUBERNETES_VERSION) -> int:
 
 
 def up_node(with_jobgate: bool, in_cluster: bool = False, deploy_overlay: str | None = None) -> int:
+    from envtest.harness import ControlPlaneError
     from envtest.jobgate_local import JobgateError, start_jobgate
     from envtest.node import JOB_IMAGE, NODE_IP, NODE_NAME, Node, NodeError
 
@@ -159,19 +166,24 @@ def main() -> int:
         help="with --node --in-cluster: deploy jobgate from its image with manifests/overlays/OVERLAY "
         "(default self-signed), as users apply it",
     )
-    commands.add_parser("node-deps", help="apt-get install the node's Debian packages")
+    commands.add_parser("node-deps", help="apt-get install the node's Debian packages and buildah")
     commands.add_parser("build-node", help="build or find the node's binaries and images")
     commands.add_parser("build-tools", help="build or find helm and the helm-unittest plugin")
     image = commands.add_parser("build-image", help="build or find jobgate's container image (OCI archive)")
     image.add_argument("--rebuild", action="store_true", help="ignore the cache: take Debian's and PyPI's newest")
+    dockerfile = commands.add_parser("build-dockerfile", help="build or find the Dockerfile's image (buildah)")
+    dockerfile.add_argument("--rebuild", action="store_true", help="ignore the cache: take Debian's and PyPI's newest")
     args = parser.parse_args()
     if args.command == "build":
         return build_main(["--version", args.version])
     if args.command == "node-deps":
+        from envtest import dockerfile
         from envtest.node_build import install_packages
 
         try:
             install_packages()
+            # Not the node's, but installed with them: the test of the Dockerfile builds with buildah.
+            dockerfile.install_packages()
         except RuntimeError as exc:
             print(f"package installation failed: {exc}", file=sys.stderr)
             return 1
@@ -180,6 +192,10 @@ def main() -> int:
         from envtest.image import main as build_image_main
 
         return build_image_main(["build", *(["--rebuild"] if args.rebuild else [])])
+    if args.command == "build-dockerfile":
+        from envtest.dockerfile import main as build_dockerfile_main
+
+        return build_dockerfile_main(["--rebuild"] if args.rebuild else [])
     if args.command == "build-tools":
         from envtest.tools import main as build_tools_main
 
