@@ -295,33 +295,49 @@ def _volcano_crd(source: str) -> str:
         pytest.skip(f"Volcano's own CRD cannot be had here: {exc}")
 
 
-def _install_crd(cluster: Cluster, text: str, *, jobgates: bool) -> None:
-    """The Volcano Job CRD replaced in place, and waited for until it is the one in force: jobgate's
-    refuses duplicate task names itself (a rule on the list, before any validating webhook);
-    Volcano's leaves them to the webhook, which names the duplicate's own field."""
-    # Replaced whole: an apply would merge the two schemas where other managers own fields.
-    cluster.kubectl("replace", "-f", "-", input=text, check=True)
-    duplicate = (REPO / "examples/invalid/volcano-duplicate-task.yaml").read_text()
+VOLCANO_JOB_CRD = "jobs.batch.volcano.sh"
 
-    answers: list[str] = []
 
-    def in_force() -> bool:
-        result = cluster.kubectl("create", "--dry-run=server", "-n", "default", "-f", "-", input=duplicate)
-        answers.append(result.stderr)
-        return result.returncode != 0 and ("spec.tasks[1].name: Duplicate value" not in result.stderr) == jobgates
+def _crd_in_force(cluster: Cluster) -> str:
+    """Which Volcano Job CRD the apiserver applies: "volcano" (Volcano's own: no spec.networkTopology,
+    which strict field validation refuses), "jobgate" (the base's: its own rule refuses duplicate
+    task names, at the list) or "session" (this session's, the models' schema without rules: the
+    webhook refuses them, at the duplicate's name)."""
+    probe = next(
+        d for d in yaml.safe_load_all((REPO / "examples/invalid/volcano-duplicate-task.yaml").read_text()) if d
+    )
+    probe["spec"]["networkTopology"] = {"mode": "hard", "highestTierAllowed": 1}
+    result = cluster.kubectl(
+        "create", "--dry-run=server", "--validate=strict", "-n", "default", "-f", "-", input=yaml.safe_dump(probe)
+    )
+    if 'unknown field "spec.networkTopology"' in result.stderr:
+        return "volcano"
+    if "spec.tasks[1].name: Duplicate value" in result.stderr:
+        return "session"
+    return "jobgate" if "duplicated task name" in result.stderr else f"unknown: {result.stderr.strip()}"
 
-    try:
-        wait_until(in_force, 60, message="the Volcano Job CRD in force")
-    except AssertionError as exc:
-        raise AssertionError(f"{exc}; the last answer: {answers[-1:]}") from None
+
+def _install_crd(cluster: Cluster, crd: dict, expected: str) -> None:
+    """The Volcano Job CRD replaced whole (an apply would merge schemas where other managers own
+    fields), and waited for until the apiserver applies it."""
+    cluster.kubectl("replace", "-f", "-", input=json.dumps(crd), check=True)
+    wait_until(lambda: _crd_in_force(cluster) == expected, 60, message=f"the {expected} Volcano Job CRD in force")
+
+
+def _session_crd(cluster: Cluster) -> dict:
+    crd = cluster.get_json("crd", VOLCANO_JOB_CRD)
+    crd.pop("status", None)
+    for field in ("resourceVersion", "uid", "creationTimestamp", "generation", "managedFields"):
+        crd["metadata"].pop(field, None)
+    return crd
 
 
 @pytest.mark.parametrize("source", ["jobgate", "volcano"])
 def test_a_policy_queue_default_reaches_volcano_jobs_under_either_crd(policy_cluster: Cluster, source: str):
-    """jobgate's CRD defaults spec.queue to "default" (the webhook then sees it set); Volcano's own CRD
-    (v1.10.0) does not, Volcano's webhook does. Either way a job that names no queue gets the
-    policy's, and one that names another keeps it."""
-    text = _volcano_crd(source)
+    """jobgate's CRD (as the base installs it) defaults spec.queue to "default" (the webhook then sees
+    it set); Volcano's own CRD (v1.10.0) does not, Volcano's webhook does. Either way a job that
+    names no queue gets the policy's, and one that names another keeps it."""
+    crd = yaml.safe_load(_volcano_crd(source))
     queues_served = policy_cluster.kubectl("get", "crd", "queues.scheduling.volcano.sh").returncode == 0
     if queues_served:  # the webhook's queue check is on: the queues must exist and be Open
         for name in ("team-q", "other-q"):
@@ -333,8 +349,10 @@ def test_a_policy_queue_default_reaches_volcano_jobs_under_either_crd(policy_clu
                 "status": {"state": "Open"},
             }
             apply(policy_cluster, queue).check_returncode()
+    session = _session_crd(policy_cluster)
+    assert _crd_in_force(policy_cluster) == "session"
     try:
-        _install_crd(policy_cluster, text, jobgates=source == "jobgate")
+        _install_crd(policy_cluster, crd, source)
         job = next(d for d in yaml.safe_load_all((REPO / "examples/valid/volcano-pytorch.yaml").read_text()) if d)
         job["metadata"]["namespace"] = TEAM
         job["spec"].pop("queue", None)
@@ -350,4 +368,5 @@ def test_a_policy_queue_default_reaches_volcano_jobs_under_either_crd(policy_clu
         assert result.returncode == 0, result.stderr
         assert json.loads(result.stdout)["spec"]["queue"] == "other-q"
     finally:
-        _install_crd(policy_cluster, _volcano_crd("jobgate"), jobgates=True)
+        # The session's CRD back, as the suites after this one expect it.
+        _install_crd(policy_cluster, session, "session")
