@@ -44,6 +44,7 @@ from envtest.image import (
     _work_dir,
     _work_dir_removed,
     build_unavailable_reason,
+    prune_builds,
 )
 from envtest.image_contents import SUITE, ImageBuildError, Log
 
@@ -322,17 +323,9 @@ def build(*, rebuild: bool = False, log: Log = print) -> Path:
             if target.exists():
                 shutil.rmtree(target)
             staging.rename(target)
-        _prune_cache(keep=target)
+        prune_builds(cache_root(), target, _KEEP_BUILDS)
     log(f"image {IMAGE} built from {DOCKERFILE} in {stamp['build_seconds']} s: {target / ARCHIVE}")
     return target / ARCHIVE
-
-
-def _prune_cache(keep: Path) -> None:
-    builds = sorted((p for p in cache_root().iterdir() if p.is_dir() and (p / _STAMP).exists()),
-                    key=lambda p: p.stat().st_mtime, reverse=True)  # fmt: skip
-    for old in builds[_KEEP_BUILDS:]:
-        if old != keep:
-            shutil.rmtree(old, ignore_errors=True)
 
 
 def main(argv: list[str] | None = None) -> int:

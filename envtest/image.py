@@ -486,15 +486,16 @@ def build(*, rebuild: bool = False, log: Log = print) -> Path:
             if target.exists():
                 shutil.rmtree(target)
             staging.rename(target)
-        _prune_cache(keep=target)
+        prune_builds(cache_root(), target, _KEEP_BUILDS)
     log(f"image {IMAGE} built in {stamp['build_seconds']} s: {target / ARCHIVE}")
     return target / ARCHIVE
 
 
-def _prune_cache(keep: Path) -> None:
-    builds = sorted((p for p in cache_root().iterdir() if p.is_dir() and (p / _STAMP).exists()),
+def prune_builds(root: Path, keep: Path, count: int) -> None:
+    """All but the ``count`` newest finished builds under ``root`` removed (``keep`` always stays)."""
+    builds = sorted((p for p in root.iterdir() if p.is_dir() and (p / _STAMP).exists()),
                     key=lambda p: p.stat().st_mtime, reverse=True)  # fmt: skip
-    for old in builds[_KEEP_BUILDS:]:
+    for old in builds[count:]:
         if old != keep:
             shutil.rmtree(old, ignore_errors=True)
 
