@@ -44,6 +44,7 @@ from typing import TYPE_CHECKING
 import pytest
 
 from envtest import image, image_contents
+from envtest.dockerfile import instructions
 
 if TYPE_CHECKING:
     from envtest.node import Node
@@ -63,22 +64,12 @@ MAX_UNPACKED_BYTES = 240_000_000
 
 
 def dockerfile_stages() -> list[list[tuple[str, str]]]:
-    """Each stage's instructions as (INSTRUCTION, arguments): continuation lines joined,
-    comments dropped, as Docker reads them."""
+    """Each stage's instructions as (INSTRUCTION, arguments), read as the Dockerfile's build reads them."""
     stages: list[list[tuple[str, str]]] = []
-    logical = ""
-    for line in (REPO / "Dockerfile").read_text().splitlines():
-        stripped = line.strip()
-        if not stripped or stripped.startswith("#"):
-            continue
-        if stripped.endswith("\\"):
-            logical += stripped[:-1] + " "
-            continue
-        instruction, _, arguments = (logical + stripped).partition(" ")
-        logical = ""
-        if instruction.upper() == "FROM":
+    for instruction, arguments in instructions(REPO / "Dockerfile"):
+        if instruction == "FROM":
             stages.append([])
-        stages[-1].append((instruction.upper(), arguments.strip()))
+        stages[-1].append((instruction, arguments))
     return stages
 
 
