@@ -50,6 +50,10 @@ from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from jobgate.kube.client import Kube
 
 from envtest.peers import (
     AUDIT_POLICY,
@@ -125,6 +129,40 @@ def count(kube, path: str) -> int:
         if not token:
             return total
         query["continue"] = token
+
+
+def submit_and_wait(
+    kube: Kube,
+    jobs_path: str,
+    make_job: Callable[[int], dict],
+    jobs: int,
+    *,
+    timeout: float,
+    statuses_right: Callable[[], int],
+    gone: Callable[[], bool] = lambda: False,
+) -> tuple[float, float | None, float | None, float | None]:
+    """Create ``jobs`` jobs from 16 threads, then wait until every pod and service exists and
+    ``statuses_right()`` counts every job: (submitted, pods, services, statuses) in seconds from
+    the first create, None for what never came (``gone()``: the controller exited, stop waiting)."""
+    started = time.monotonic()
+    with ThreadPoolExecutor(16) as pool:
+        list(pool.map(lambda i: kube.create(jobs_path, make_job(i)), range(jobs)))
+    submitted = time.monotonic() - started
+    wanted = jobs * REPLICAS
+    pods_done = services_done = statuses_done = None
+    while time.monotonic() - started < timeout:
+        elapsed = time.monotonic() - started
+        if pods_done is None and count(kube, f"/api/v1/namespaces/{NAMESPACE}/pods") >= wanted:
+            pods_done = elapsed
+        if services_done is None and count(kube, f"/api/v1/namespaces/{NAMESPACE}/services") >= wanted:
+            services_done = elapsed
+        if pods_done and services_done and statuses_right() == jobs:
+            statuses_done = time.monotonic() - started
+            break
+        if gone():
+            break
+        time.sleep(0.5)
+    return submitted, pods_done, services_done, statuses_done
 
 
 def converged_jobs(kube) -> int:
@@ -231,22 +269,9 @@ def run_size(jobs: int, workers: int, timeout: float, with_restart: bool = False
         while "reconciling with" not in log.read_text():
             time.sleep(0.1)
         jobs_path = f"/apis/training.kubedl.io/v1alpha1/namespaces/{NAMESPACE}/tfjobs"
-        started = time.monotonic()
-        with ThreadPoolExecutor(16) as pool:
-            list(pool.map(lambda i: kube.create(jobs_path, tfjob(i)), range(jobs)))
-        submitted = time.monotonic() - started
-        wanted = jobs * REPLICAS
-        pods_done = services_done = statuses_done = None
-        while time.monotonic() - started < timeout:
-            elapsed = time.monotonic() - started
-            if pods_done is None and count(kube, f"/api/v1/namespaces/{NAMESPACE}/pods") >= wanted:
-                pods_done = elapsed
-            if services_done is None and count(kube, f"/api/v1/namespaces/{NAMESPACE}/services") >= wanted:
-                services_done = elapsed
-            if pods_done and services_done and converged_jobs(kube) == jobs:
-                statuses_done = time.monotonic() - started
-                break
-            time.sleep(0.5)
+        submitted, pods_done, services_done, statuses_done = submit_and_wait(
+            kube, jobs_path, tfjob, jobs, timeout=timeout, statuses_right=lambda: converged_jobs(kube)
+        )
         peak_rss, cpu = process_usage(controller.pid)
         controller.terminate()
         controller.wait(timeout=30)
@@ -526,27 +551,17 @@ def run_contender(name: str, jobs: int, workers: int, timeout: float, qps: float
                 if controller.poll() is not None or time.monotonic() - started > 120:
                     raise RuntimeError(f"{name} did not start:\n{log.read_text(errors='replace')[-3000:]}")
                 time.sleep(0.1)
-            started = time.monotonic()
-            with ThreadPoolExecutor(16) as pool:
-                list(pool.map(lambda i: kube.create(contender.jobs_path, tfjob(i, api_version=contender.api_version)),
-                              range(jobs)))  # fmt: skip
-            submitted = time.monotonic() - started
-            wanted = jobs * REPLICAS
-            pods_done = services_done = statuses_done = None
-            while time.monotonic() - started < timeout:
-                elapsed = time.monotonic() - started
-                if pods_done is None and count(kube, f"/api/v1/namespaces/{NAMESPACE}/pods") >= wanted:
-                    pods_done = elapsed
-                if services_done is None and count(kube, f"/api/v1/namespaces/{NAMESPACE}/services") >= wanted:
-                    services_done = elapsed
-                if pods_done and services_done:
-                    items = kube.get(contender.jobs_path).get("items") or []
-                    if sum(contender.status_right(job) for job in items) == jobs:
-                        statuses_done = time.monotonic() - started
-                        break
-                if controller.poll() is not None:
-                    break
-                time.sleep(0.5)
+            submitted, pods_done, services_done, statuses_done = submit_and_wait(
+                kube,
+                contender.jobs_path,
+                lambda i: tfjob(i, api_version=contender.api_version),
+                jobs,
+                timeout=timeout,
+                statuses_right=lambda: sum(
+                    contender.status_right(job) for job in kube.get(contender.jobs_path).get("items") or []
+                ),
+                gone=lambda: controller.poll() is not None,
+            )
             peak_rss, cpu = process_usage(controller.pid) if controller.poll() is None else (float("nan"),) * 2
             load = os.getloadavg()
             stop(controller)
