@@ -26,7 +26,6 @@ from __future__ import annotations
 import argparse
 import contextlib
 import hashlib
-import json
 import os
 import shlex
 import shutil
@@ -35,8 +34,9 @@ import subprocess
 import sys
 import time
 from pathlib import Path
-from typing import Any
 
+from envtest import debian
+from envtest.build_cache import BuildCache, build_info
 from envtest.image import (
     MIRRORS,
     VERSION,
@@ -44,7 +44,6 @@ from envtest.image import (
     _work_dir,
     _work_dir_removed,
     build_unavailable_reason,
-    prune_builds,
 )
 from envtest.image_contents import SUITE, ImageBuildError, Log
 
@@ -56,8 +55,7 @@ BASE = f"docker.io/library/debian:{SUITE}"
 HOST_PACKAGES = ("buildah", "mmdebstrap")
 CA_MOUNT = "/run/jobgate-build/ca.crt"
 ARCHIVE = "jobgate-dockerfile.tar"
-_STAMP = "build-info.json"
-_KEEP_BUILDS = 2
+CACHE = BuildCache("JOBGATE_DOCKERFILE_CACHE", "dockerfile", ARCHIVE, VERSION, keep=2)
 # Left out of the build context, as they are absent from a fresh clone (bytecode, in-place builds).
 _IGNORED_DIRS = ("__pycache__",)
 _IGNORED_SUFFIXES = (".pyc", ".so")
@@ -147,23 +145,12 @@ def cache_key(root: Path = REPO) -> str:
 
 
 def cache_root() -> Path:
-    root = os.environ.get("JOBGATE_DOCKERFILE_CACHE")
-    return Path(root) if root else Path.home() / ".cache" / "jobgate" / "dockerfile"
-
-
-def cache_dir(key: str | None = None) -> Path:
-    return cache_root() / f"{VERSION}-{(key or cache_key())[:16]}"
+    return CACHE.root()
 
 
 def cached_image(key: str | None = None) -> Path | None:
     """The archive of a finished build of the current Dockerfile and sources, or None."""
-    directory = cache_dir(key)
-    archive, stamp = directory / ARCHIVE, directory / _STAMP
-    return archive if archive.is_file() and stamp.is_file() else None
-
-
-def build_info(archive: Path) -> dict[str, Any]:
-    return json.loads((archive.parent / _STAMP).read_text())
+    return CACHE.cached(key or cache_key())
 
 
 # --- the build ---
@@ -176,27 +163,13 @@ def unavailable_reason() -> str | None:
     return build_unavailable_reason()
 
 
-def missing_packages() -> list[str]:
-    def installed(package: str) -> bool:
-        query = subprocess.run(
-            ["dpkg-query", "-W", "-f", "${Status}", package], capture_output=True, text=True, check=False
-        )
-        return query.returncode == 0 and query.stdout.strip() == "install ok installed"
-
-    return [package for package in HOST_PACKAGES if not installed(package)]
-
-
 def install_packages(log: Log = print) -> None:
     """``apt-get update`` once, then install buildah and mmdebstrap (root only)."""
-    missing = missing_packages()
-    if not missing:
-        return
-    log(f"installing Debian packages: {' '.join(missing)}")
-    env = dict(os.environ, DEBIAN_FRONTEND="noninteractive")
-    for cmd in (["apt-get", "update", "-q"], ["apt-get", "install", "-y", "-q", "--no-install-recommends", *missing]):
-        proc = subprocess.run(cmd, env=env, capture_output=True, text=True, check=False)
-        if proc.returncode != 0:
-            raise ImageBuildError(f"{' '.join(cmd)} failed:\n{proc.stderr[-2000:]}")
+    if missing := debian.missing(HOST_PACKAGES):
+        try:
+            debian.apt_install(missing, log)
+        except RuntimeError as error:
+            raise ImageBuildError(str(error)) from error
 
 
 def host_ca_bundle() -> Path | None:
@@ -283,7 +256,6 @@ def build(*, rebuild: bool = False, log: Log = print) -> Path:
         for stale in cache_root().glob("build-*"):
             with contextlib.suppress(ImageBuildError), _work_dir_removed(stale):
                 Buildah(stale, stale / "clean.log").clean()
-        target = cache_dir(key)
         started = time.monotonic()
         steps: dict[str, float] = {}
         with _work_dir(cache_root()) as work:
@@ -316,16 +288,12 @@ def build(*, rebuild: bool = False, log: Log = print) -> Path:
                     "step_seconds": steps,
                     "archive_bytes": (staging / ARCHIVE).stat().st_size,
                 }
-                (staging / _STAMP).write_text(json.dumps(stamp, indent=2) + "\n")
                 shutil.copy2(work / "buildah.log", staging / "buildah.log")
             finally:
                 buildah.clean()
-            if target.exists():
-                shutil.rmtree(target)
-            staging.rename(target)
-        prune_builds(cache_root(), target, _KEEP_BUILDS)
-    log(f"image {IMAGE} built from {DOCKERFILE} in {stamp['build_seconds']} s: {target / ARCHIVE}")
-    return target / ARCHIVE
+            archive = CACHE.publish(staging, key, stamp)
+    log(f"image {IMAGE} built from {DOCKERFILE} in {stamp['build_seconds']} s: {archive}")
+    return archive
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -41,7 +41,8 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from envtest import image_contents
+from envtest import build_cache, debian, image_contents
+from envtest.build_cache import BuildCache, build_info
 from envtest.image_contents import (
     CMD,
     DEBIAN_PACKAGES,
@@ -61,8 +62,10 @@ if TYPE_CHECKING:
     from envtest.node import Node
 
 REPO = Path(__file__).resolve().parents[1]
-# This builder's own code (the cache key covers it): this file and the image's contents.
-BUILDER_FILES = (Path(__file__).resolve(), Path(image_contents.__file__).resolve())
+# This builder's own code (the cache key covers it): this file, the image's contents and the harness it imports.
+BUILDER_FILES = tuple(
+    Path(module.__file__).resolve() for module in (sys.modules[__name__], image_contents, debian, build_cache)
+)
 
 
 def _project_version() -> str:
@@ -92,8 +95,7 @@ PACKAGE_SOURCES = (
     "certs",
 )
 ARCHIVE = "jobgate.tar"
-_STAMP = "build-info.json"
-_KEEP_BUILDS = 3
+CACHE = BuildCache("JOBGATE_IMAGE_CACHE", "image", ARCHIVE, VERSION, keep=3)
 
 
 def _run(cmd: list[str], log_file: Path | None = None, **kwargs: Any) -> subprocess.CompletedProcess[str]:
@@ -224,11 +226,6 @@ def write_archive(tree: Path, archive: Path, workdir: Path) -> dict[str, Any]:
 # --- build and cache ---
 
 
-def cache_root() -> Path:
-    root = os.environ.get("JOBGATE_IMAGE_CACHE")
-    return Path(root) if root else Path.home() / ".cache" / "jobgate" / "image"
-
-
 def _source_files() -> Iterator[Path]:
     for name in PACKAGE_SOURCES:
         path = REPO / name
@@ -255,31 +252,17 @@ def cache_key() -> str:
     return digest.hexdigest()
 
 
-def cache_dir(key: str | None = None) -> Path:
-    return cache_root() / f"{VERSION}-{(key or cache_key())[:16]}"
+def cache_root() -> Path:
+    return CACHE.root()
 
 
 def cached_image(key: str | None = None) -> Path | None:
     """The archive of a finished build of the current sources, or None."""
-    directory = cache_dir(key)
-    archive, stamp = directory / ARCHIVE, directory / _STAMP
-    if archive.is_file() and stamp.is_file():
-        return archive
-    return None
-
-
-def build_info(archive: Path) -> dict[str, Any]:
-    return json.loads((archive.parent / _STAMP).read_text())
+    return CACHE.cached(key or cache_key())
 
 
 def missing_host_packages() -> list[str]:
-    def installed(package: str) -> bool:
-        query = subprocess.run(
-            ["dpkg-query", "-W", "-f", "${Status}", package], capture_output=True, text=True, check=False
-        )
-        return query.returncode == 0 and query.stdout.strip() == "install ok installed"
-
-    return [package for package in HOST_PACKAGES if not installed(package)]
+    return debian.missing(HOST_PACKAGES)
 
 
 def build_unavailable_reason() -> str | None:
@@ -302,15 +285,11 @@ def build_unavailable_reason() -> str | None:
 
 def install_packages(log: Log = print) -> None:
     """``apt-get update`` once, then install the build's Debian packages (root only)."""
-    missing = missing_host_packages()
-    if not missing:
-        return
-    log(f"installing Debian packages: {' '.join(missing)}")
-    env = dict(os.environ, DEBIAN_FRONTEND="noninteractive")
-    for cmd in (["apt-get", "update", "-q"], ["apt-get", "install", "-y", "-q", "--no-install-recommends", *missing]):
-        proc = subprocess.run(cmd, env=env, capture_output=True, text=True, check=False)
-        if proc.returncode != 0:
-            raise ImageBuildError(f"{' '.join(cmd)} failed:\n{proc.stderr[-2000:]}")
+    if missing := missing_host_packages():
+        try:
+            debian.apt_install(missing, log)
+        except RuntimeError as error:
+            raise ImageBuildError(str(error)) from error
 
 
 def _chroot_env() -> dict[str, str]:
@@ -438,7 +417,6 @@ def build(*, rebuild: bool = False, log: Log = print) -> Path:
         for stale in cache_root().glob("build-*"):
             with contextlib.suppress(ImageBuildError), _work_dir_removed(stale):
                 pass
-        target = cache_dir(key)
         started = time.monotonic()
         steps: dict[str, float] = {}
         with _work_dir(cache_root()) as work:
@@ -482,22 +460,9 @@ def build(*, rebuild: bool = False, log: Log = print) -> Path:
                 "debian_packages": packages,
                 "wheels": sorted(p.name for p in wheels.glob("*.whl")),
             }
-            (staging / _STAMP).write_text(json.dumps(stamp, indent=2) + "\n")
-            if target.exists():
-                shutil.rmtree(target)
-            staging.rename(target)
-        prune_builds(cache_root(), target, _KEEP_BUILDS)
-    log(f"image {IMAGE} built in {stamp['build_seconds']} s: {target / ARCHIVE}")
-    return target / ARCHIVE
-
-
-def prune_builds(root: Path, keep: Path, count: int) -> None:
-    """All but the ``count`` newest finished builds under ``root`` removed (``keep`` always stays)."""
-    builds = sorted((p for p in root.iterdir() if p.is_dir() and (p / _STAMP).exists()),
-                    key=lambda p: p.stat().st_mtime, reverse=True)  # fmt: skip
-    for old in builds[count:]:
-        if old != keep:
-            shutil.rmtree(old, ignore_errors=True)
+            archive = CACHE.publish(staging, key, stamp)
+    log(f"image {IMAGE} built in {stamp['build_seconds']} s: {archive}")
+    return archive
 
 
 def import_image(node: Node, archive: Path | None = None, log: Log = print) -> str:

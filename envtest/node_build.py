@@ -31,8 +31,10 @@ import sys
 import tarfile
 import tempfile
 import time
+from collections.abc import Callable
 from pathlib import Path
 
+from envtest import debian
 from envtest.build import _kubernetes_gomod, _module_published, _parse_gomod, _run, _staging_version, _version_ldflags
 from envtest.versions import COREDNS_VERSION, KUBERNETES_VERSION
 
@@ -127,17 +129,10 @@ def missing_packages() -> list[str]:
     return [pkg for pkg, probe in probes.items() if not (Path(probe).exists() or shutil.which(probe))]
 
 
-def install_packages(log=print) -> None:
+def install_packages(log: Callable[[str], None] = print) -> None:
     """``apt-get update`` once, then install the node's Debian packages (root only)."""
-    missing = missing_packages()
-    if not missing:
-        return
-    log(f"installing Debian packages: {' '.join(DEBIAN_PACKAGES)}")
-    env = dict(os.environ, DEBIAN_FRONTEND="noninteractive")
-    for cmd in (["apt-get", "update", "-q"], ["apt-get", "install", "-y", "-q", *DEBIAN_PACKAGES]):
-        proc = subprocess.run(cmd, env=env, capture_output=True, text=True, check=False)
-        if proc.returncode != 0:
-            raise RuntimeError(f"{' '.join(cmd)} failed:\n{proc.stderr[-2000:]}")
+    if missing_packages():
+        debian.apt_install(DEBIAN_PACKAGES, log, recommends=True)
 
 
 def _sha256_file(path: Path) -> str:
