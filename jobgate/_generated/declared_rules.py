@@ -6,14 +6,18 @@ functions (jobgate/rules/declared.py) with the declarations' values."""
 from __future__ import annotations
 
 from jobgate.rules.declared import (
+    acyclic,
     at_most_sum,
     default_field,
     default_item_fields,
+    fixed_count,
     forbidden_roles,
     immutable,
+    known_keys,
     max_items,
     required_roles,
     role_field_bound,
+    subdomain,
     unique_by,
 )
 
@@ -25,62 +29,123 @@ if TYPE_CHECKING:
     from jobgate.engine.jsonpatch import PatchRecorder
 
 
-def default_genericjob_batch_tensorstack_dev(obj: dict[str, Any], recorder: PatchRecorder) -> dict[str, Any]:
-    """GenericJob (batch.tensorstack.dev): the declared defaults, in order."""
-    obj = default_item_fields(obj, recorder, ('spec', 'replicaSpecs'), (('replicas', 1, False, ''),))
-    obj = default_field(obj, recorder, ('spec', 'cleanUpPolicy'), 'None', False)
-    obj = default_field(obj, recorder, ('spec', 'scheduler', 't9kScheduler', 'priority'), 0, False)
+def default_genericjob_batch_tensorstack_dev(
+    obj: dict[str, Any], recorder: PatchRecorder, only: tuple[str, ...] = ()
+) -> dict[str, Any]:
+    """GenericJob (batch.tensorstack.dev): the declared defaults, in order (``only``: these ids alone)."""
+    fields = (('replicas', 1, False, ''),)
+    if only:
+        fields = tuple(f for i, f in zip(('replicas/count',), fields, strict=True) if i in only)
+    if fields:
+        obj = default_item_fields(obj, recorder, ('spec', 'replicaSpecs'), fields)
+    if not only or 'genericjob/clean-up-policy' in only:
+        obj = default_field(obj, recorder, ('spec', 'cleanUpPolicy'), 'None', False)
+    if not only or 'genericjob/scheduler-priority' in only:
+        obj = default_field(obj, recorder, ('spec', 'scheduler', 't9kScheduler', 'priority'), 0, False)
     return obj
 
 
-def validate_genericjob_batch_tensorstack_dev(obj: dict[str, Any], old: dict[str, Any] | None) -> list[FieldError]:
-    """GenericJob (batch.tensorstack.dev): the declared rules' errors, in declaration order."""
+def validate_genericjob_batch_tensorstack_dev(
+    obj: dict[str, Any], old: dict[str, Any] | None, only: tuple[str, ...] = ()
+) -> list[FieldError]:
+    """GenericJob (batch.tensorstack.dev): the declared rules' errors, in declaration order (``only``: of these ids alone, for a family whose hand-written rules report around them)."""
     errors: list[FieldError] = []
-    errors.extend(immutable(obj, old, ('spec', 'runMode', 'pause', 'resumeSpecs'), 'field is immutable: only pause.enabled may change while the job exists'))
+    if not only or 'genericjob/resume-specs-immutable' in only:
+        errors.extend(immutable(obj, old, ('spec', 'runMode', 'pause', 'resumeSpecs'), 'field is immutable: only pause.enabled may change while the job exists'))
     return errors
 
 
-def default_job_batch_volcano_sh(obj: dict[str, Any], recorder: PatchRecorder) -> dict[str, Any]:
-    """Job (batch.volcano.sh): the declared defaults, in order."""
+def default_job_batch_volcano_sh(
+    obj: dict[str, Any], recorder: PatchRecorder, only: tuple[str, ...] = ()
+) -> dict[str, Any]:
+    """Job (batch.volcano.sh): the declared defaults, in order (``only``: these ids alone)."""
+    if not only or 'volcano/queue' in only:
+        obj = default_field(obj, recorder, ('spec', 'queue'), 'default', True)
+    if not only or 'volcano/scheduler-name' in only:
+        obj = default_field(obj, recorder, ('spec', 'schedulerName'), 'volcano', True)
+    if not only or 'volcano/max-retry' in only:
+        obj = default_field(obj, recorder, ('spec', 'maxRetry'), 3, True)
+    fields = (('maxRetry', 3, True, ''),)
+    if only:
+        fields = tuple(f for i, f in zip(('volcano/task-max-retry',), fields, strict=True) if i in only)
+    if fields:
+        obj = default_item_fields(obj, recorder, ('spec', 'tasks'), fields)
     return obj
 
 
-def validate_job_batch_volcano_sh(obj: dict[str, Any], old: dict[str, Any] | None) -> list[FieldError]:
-    """Job (batch.volcano.sh): the declared rules' errors, in declaration order."""
+def validate_job_batch_volcano_sh(
+    obj: dict[str, Any], old: dict[str, Any] | None, only: tuple[str, ...] = ()
+) -> list[FieldError]:
+    """Job (batch.volcano.sh): the declared rules' errors, in declaration order (``only``: of these ids alone, for a family whose hand-written rules report around them)."""
     errors: list[FieldError] = []
-    errors.extend(at_most_sum(obj, old, path=('spec', 'minAvailable'), items_path=('spec', 'tasks'), field='replicas', unset=0, message="job 'minAvailable' should not be greater than total replicas in tasks", update_message="job 'minAvailable' must not be greater than total replicas"))
+    if not only or 'volcano/min-available' in only:
+        errors.extend(at_most_sum(obj, old, path=('spec', 'minAvailable'), items_path=('spec', 'tasks'), field='replicas', unset=0, message="job 'minAvailable' should not be greater than total replicas in tasks", update_message="job 'minAvailable' must not be greater than total replicas"))
+    if not only or 'volcano/plugins' in only:
+        errors.extend(known_keys(obj, ('spec', 'plugins'), ('ssh', 'env', 'svc', 'tensorflow', 'mpi', 'pytorch', 'hcclrank', 'ray'), 'unable to find job plugin: {key}'))
+    if not only or 'volcano/dag' in only:
+        errors.extend(acyclic(obj, old, path=('spec', 'tasks'), key='name', depends=('dependsOn', 'name'), message="job has dependencies between tasks, but doesn't form a directed acyclic graph(DAG)", missing=' (no task named {names})', create_only=True))
+    if not only or 'volcano/priority-class-name' in only:
+        errors.extend(subdomain(obj, old, ('spec', 'priorityClassName'), True))
+    if not only or 'volcano/update/task-count' in only:
+        errors.extend(fixed_count(obj, old, ('spec', 'tasks'), 'job updates may not add or remove tasks'))
     return errors
 
 
-def default_dijob_diengine_opendilab_org(obj: dict[str, Any], recorder: PatchRecorder) -> dict[str, Any]:
-    """DIJob (diengine.opendilab.org): the declared defaults, in order."""
-    obj = default_field(obj, recorder, ('spec', 'priority'), 'normal', True)
-    obj = default_field(obj, recorder, ('spec', 'cleanPodPolicy'), 'Running', True)
-    obj = default_field(obj, recorder, ('spec', 'preemptible'), False, False)
-    obj = default_field(obj, recorder, ('spec', 'backoffLimit'), 3, False)
-    obj = default_item_fields(obj, recorder, ('spec', 'tasks'), (('replicas', 1, False, ''), ('type', 'none', True, ''), ('name', ('learner', 'collector', 'evaluator'), True, 'type')))
+def default_dijob_diengine_opendilab_org(
+    obj: dict[str, Any], recorder: PatchRecorder, only: tuple[str, ...] = ()
+) -> dict[str, Any]:
+    """DIJob (diengine.opendilab.org): the declared defaults, in order (``only``: these ids alone)."""
+    if not only or 'dijob/priority' in only:
+        obj = default_field(obj, recorder, ('spec', 'priority'), 'normal', True)
+    if not only or 'dijob/clean-pod-policy' in only:
+        obj = default_field(obj, recorder, ('spec', 'cleanPodPolicy'), 'Running', True)
+    if not only or 'dijob/preemptible' in only:
+        obj = default_field(obj, recorder, ('spec', 'preemptible'), False, False)
+    if not only or 'dijob/backoff-limit' in only:
+        obj = default_field(obj, recorder, ('spec', 'backoffLimit'), 3, False)
+    fields = (('replicas', 1, False, ''), ('type', 'none', True, ''), ('name', ('learner', 'collector', 'evaluator'), True, 'type'))
+    if only:
+        fields = tuple(f for i, f in zip(('replicas/count', 'dijob/task-type', 'dijob/task-name'), fields, strict=True) if i in only)
+    if fields:
+        obj = default_item_fields(obj, recorder, ('spec', 'tasks'), fields)
     return obj
 
 
-def validate_dijob_diengine_opendilab_org(obj: dict[str, Any], old: dict[str, Any] | None) -> list[FieldError]:
-    """DIJob (diengine.opendilab.org): the declared rules' errors, in declaration order."""
+def validate_dijob_diengine_opendilab_org(
+    obj: dict[str, Any], old: dict[str, Any] | None, only: tuple[str, ...] = ()
+) -> list[FieldError]:
+    """DIJob (diengine.opendilab.org): the declared rules' errors, in declaration order (``only``: of these ids alone, for a family whose hand-written rules report around them)."""
     errors: list[FieldError] = []
-    errors.extend(max_items(obj, ((('spec', 'tasks'), 16), (('spec', 'volumes'), 16))))
+    if not only or 'dijob/bounds' in only:
+        errors.extend(max_items(obj, ((('spec', 'tasks'), 16), (('spec', 'volumes'), 16))))
     return errors
 
 
-def default_mxjob_mxnet_mlkube_io(obj: dict[str, Any], recorder: PatchRecorder) -> dict[str, Any]:
-    """MxJob (mxnet.mlkube.io): the declared defaults, in order."""
-    obj = default_item_fields(obj, recorder, ('spec', 'replicaSpecs'), (('replicas', 1, False, ''), ('PsRootPort', 9091, False, ''), ('mxReplicaType', 'WORKER', True, '')))
+def default_mxjob_mxnet_mlkube_io(
+    obj: dict[str, Any], recorder: PatchRecorder, only: tuple[str, ...] = ()
+) -> dict[str, Any]:
+    """MxJob (mxnet.mlkube.io): the declared defaults, in order (``only``: these ids alone)."""
+    fields = (('replicas', 1, False, ''), ('PsRootPort', 9091, False, ''), ('mxReplicaType', 'WORKER', True, ''))
+    if only:
+        fields = tuple(f for i, f in zip(('replicas/count', 'mxjob/ps-root-port', 'mxjob/replica-type'), fields, strict=True) if i in only)
+    if fields:
+        obj = default_item_fields(obj, recorder, ('spec', 'replicaSpecs'), fields)
     return obj
 
 
-def validate_mxjob_mxnet_mlkube_io(obj: dict[str, Any], old: dict[str, Any] | None) -> list[FieldError]:
-    """MxJob (mxnet.mlkube.io): the declared rules' errors, in declaration order."""
+def validate_mxjob_mxnet_mlkube_io(
+    obj: dict[str, Any], old: dict[str, Any] | None, only: tuple[str, ...] = ()
+) -> list[FieldError]:
+    """MxJob (mxnet.mlkube.io): the declared rules' errors, in declaration order (``only``: of these ids alone, for a family whose hand-written rules report around them)."""
     errors: list[FieldError] = []
-    errors.extend(role_field_bound(obj, path=('spec', 'replicaSpecs'), key='mxReplicaType', among=('SCHEDULER', 'SERVER', 'WORKER'), role='SCHEDULER', field='replicas', bounds=(1, 1), every=True, when=None, message='The SCHEDULER must have Replicas = 1'))
-    errors.extend(unique_by(obj, ('spec', 'replicaSpecs'), 'mxReplicaType', ('SCHEDULER', 'SERVER', 'WORKER')))
-    errors.extend(forbidden_roles(obj, path=('spec', 'replicaSpecs'), key='mxReplicaType', among=('SCHEDULER', 'SERVER', 'WORKER'), roles=('SCHEDULER', 'SERVER'), when=(('spec', 'jobMode'), 'local'), message='job mode is local, but its replicas set have replicas type other than worker'))
-    errors.extend(role_field_bound(obj, path=('spec', 'replicaSpecs'), key='mxReplicaType', among=('SCHEDULER', 'SERVER', 'WORKER'), role='WORKER', field='replicas', bounds=(None, 1), every=False, when=(('spec', 'jobMode'), 'local'), message='job mode is local, but it has more than 1 worker'))
-    errors.extend(required_roles(obj, path=('spec', 'replicaSpecs'), key='mxReplicaType', among=('SCHEDULER', 'SERVER', 'WORKER'), roles=('SCHEDULER', 'SERVER', 'WORKER'), when=(('spec', 'jobMode'), 'dist'), message='dist job mode without replica type {role}'))
+    if not only or 'mxjob/scheduler-replicas' in only:
+        errors.extend(role_field_bound(obj, path=('spec', 'replicaSpecs'), key='mxReplicaType', among=('SCHEDULER', 'SERVER', 'WORKER'), role='SCHEDULER', field='replicas', bounds=(1, 1), every=True, when=None, message='The SCHEDULER must have Replicas = 1'))
+    if not only or 'mxjob/types-unique' in only:
+        errors.extend(unique_by(obj, ('spec', 'replicaSpecs'), 'mxReplicaType', ('SCHEDULER', 'SERVER', 'WORKER')))
+    if not only or 'mxjob/local-mode-workers-only' in only:
+        errors.extend(forbidden_roles(obj, path=('spec', 'replicaSpecs'), key='mxReplicaType', among=('SCHEDULER', 'SERVER', 'WORKER'), roles=('SCHEDULER', 'SERVER'), when=(('spec', 'jobMode'), 'local'), message='job mode is local, but its replicas set have replicas type other than worker'))
+    if not only or 'mxjob/local-mode-one-worker' in only:
+        errors.extend(role_field_bound(obj, path=('spec', 'replicaSpecs'), key='mxReplicaType', among=('SCHEDULER', 'SERVER', 'WORKER'), role='WORKER', field='replicas', bounds=(None, 1), every=False, when=(('spec', 'jobMode'), 'local'), message='job mode is local, but it has more than 1 worker'))
+    if not only or 'mxjob/dist-mode-roles' in only:
+        errors.extend(required_roles(obj, path=('spec', 'replicaSpecs'), key='mxReplicaType', among=('SCHEDULER', 'SERVER', 'WORKER'), roles=('SCHEDULER', 'SERVER', 'WORKER'), when=(('spec', 'jobMode'), 'dist'), message='dist job mode without replica type {role}'))
     return errors

@@ -108,12 +108,12 @@ PRODUCES: tuple[tuple[str, str, str, str], ...] = (
     ('volcano/min-available', 'spec.minAvailable', 'INVALID', "^job 'minAvailable' should not be greater than total replicas in tasks$"),  # 100
     ('volcano/min-available', 'spec.minAvailable', 'INVALID', "^job 'minAvailable' must not be greater than total replicas$"),  # 101
     ('volcano/pod-names', 'spec.tasks[*].name', 'INVALID', '^create pod with name '),  # 102
-    ('volcano/dag', 'spec.tasks[*].dependsOn.name', 'INVALID', "^job\\ has\\ dependencies\\ between\\ tasks,\\ but\\ doesn't\\ form\\ a\\ directed\\ acyclic\\ graph\\(DAG\\)"),  # 103
+    ('volcano/dag', 'spec.tasks[*].dependsOn.name', 'INVALID', "^job has dependencies between tasks, but doesn't form a directed acyclic graph\\(DAG\\)"),  # 103
     ('volcano/plugins', 'spec.plugins[*]', 'INVALID', '^unable to find job plugin: '),  # 104
     ('volcano/mpi-master', 'spec.plugins[mpi]', 'INVALID', '^The specified mpi master task was not found$'),  # 105
     ('volcano/network-topology', 'spec.networkTopology.highestTierName', 'FORBIDDEN', "^must\\ not\\ specify\\ 'highestTierAllowed'\\ and\\ 'highestTierName'\\ in\\ networkTopology\\ simultaneously"),  # 106
     ('volcano/network-topology', 'spec.tasks[*].partitionPolicy.networkTopology.highestTierName', 'FORBIDDEN', "^must\\ not\\ specify\\ 'highestTierAllowed'\\ and\\ 'highestTierName'\\ in\\ networkTopology\\ simultaneously"),  # 107
-    ('volcano/priority-class-name', 'spec.priorityClassName', 'INVALID', '^(must be no more than 253 characters|a lowercase RFC 1123 subdomain )'),  # 108
+    ('volcano/priority-class-name', 'spec.priorityClassName', 'INVALID', "^(must be no more than 253 characters|a lowercase RFC 1123 subdomain must consist of lower case alphanumeric characters, '-' or '\\.', and must start and end with an alphanumeric character \\(e\\.g\\. 'example\\.com', regex used for validation is '\\[a-z0-9\\]\\(\\[-a-z0-9\\]\\*\\[a-z0-9\\]\\)\\?\\(\\\\\\.\\[a-z0-9\\]\\(\\[-a-z0-9\\]\\*\\[a-z0-9\\]\\)\\?\\)\\*'\\))$"),  # 108
     ('volcano/scheduler-name', 'spec.schedulerName', 'TOO_LONG', ''),  # 109
     ('volcano/queue', 'spec.queue', 'NOT_FOUND', ''),  # 110
     ('volcano/queue', 'spec.queue', 'INVALID', ''),  # 111

@@ -21,24 +21,31 @@ from jobgate.generate.cel.catalogue import (
     Validation,
     Where,
     cel_list,
+    cel_raw_string,
     cel_string,
 )
 from jobgate.rules.forms import (
     DEFAULT_FORMS,
+    VOLCANO_FORMS,
+    Acyclic,
     AtMostSum,
     Declaration,
     DefaultField,
     DefaultItemField,
+    FixedCount,
     ForbiddenRoles,
     Immutable,
+    KnownKeys,
     MaxItems,
     RequiredRoles,
     RoleFieldBound,
     Roles,
     Scalar,
+    Subdomain,
     UniqueBy,
     When,
 )
+from jobgate.rules.names import DNS1123_SUBDOMAIN, DNS1123_SUBDOMAIN_MESSAGE, SUBDOMAIN_MAX_LENGTH, max_length_message
 
 # Found from the package, not from a module's __file__ (see jobgate/generate/schemas.py).
 DECLARED_TABLE = os.path.join(os.path.dirname(_generated.__file__), "declared_rules.py")
@@ -77,9 +84,11 @@ class Declarations:
 
     def __init__(self, declared: Sequence[Declaration]) -> None:
         self.declared = tuple(declared)
-        ids = [d.id for d in self.declared]
-        if len(ids) != len(set(ids)):
-            raise FormError(f"a declaration id twice: {sorted(i for i in ids if ids.count(i) > 1)}")
+        # A rule and a default may share an id (a field's default and its rule, as the catalogue has them).
+        for defaults in (True, False):
+            ids = [d.id for d in self.declared if isinstance(d, DEFAULT_FORMS) == defaults]
+            if len(ids) != len(set(ids)):
+                raise FormError(f"a declaration id twice: {sorted(i for i in ids if ids.count(i) > 1)}")
 
     # --- reading through defaults ----------------------------------------------------------------
 
@@ -111,13 +120,14 @@ class Declarations:
 
     def _default(self, d: DefaultField | DefaultItemField) -> Default:
         literal = _literal(d.value) if not isinstance(d.value, tuple) else ""
-        also = ' (also when "")' if d.empty_is_unset else ""
+        empty = _empty(d.value)
+        also = f" (also when {'0' if empty == '0' else chr(34) * 2})" if d.empty_is_unset else ""
         if isinstance(d, DefaultField):
             path = _path(d.path)
             if len(path) < 2:
                 raise FormError(f"{d.id}: a default sits under an object (spec), not at the root")
             field = "object." + d.path
-            unset = f"!has({field})" + (f" || {field} == ''" if d.empty_is_unset else "")
+            unset = f"!has({field})" + (f" || {field} == {empty}" if d.empty_is_unset else "")
             if len(path) > 2:
                 # Under an object that exists: a default never creates its parents.
                 unset = f"{_has_chain('object.' + path[0], path[1:-1])} && ({unset})"
@@ -132,7 +142,7 @@ class Declarations:
             )
         path = _path(d.list)
         field = f"e.{d.field}"
-        unset = f"!has({field})" + (f" || {field} == ''" if d.empty_is_unset else "")
+        unset = f"!has({field})" + (f" || {field} == {empty}" if d.empty_is_unset else "")
         pointer = "/" + "/".join(path)
         if d.from_field:
             # Derived from another field of the entry: a policy patch only (a schema default is a constant).
@@ -158,7 +168,7 @@ class Declarations:
         )
         return Default(
             d.id,
-            f"each {d.entry}'s {d.field}: {_summary_value(d.value)}{also}",
+            d.summary or f"each {d.entry}'s {d.field}: {_summary_value(d.value)}{also}",
             Where.SCHEMA_DEFAULT,
             (patch,),
             (Placement((*path, LIST_ITEMS, d.field), {"default": d.value}),),
@@ -188,6 +198,8 @@ class Declarations:
             return self._at_most_sum(d)
         if isinstance(d, Immutable):
             return self._immutable(d)
+        if isinstance(d, VOLCANO_FORMS):
+            return _volcano_rule(d)
         raise FormError(f"{d.id}: not a rule form")  # pragma: no cover - the union is exhaustive
 
     def _unique(self, d: UniqueBy) -> Rule:
@@ -412,7 +424,7 @@ class Declarations:
         for d in self.declared:
             call = _python_call(d)
             if call:
-                lines.append(f"    errors.extend({call})")
+                lines += [f"    if not only or {d.id!r} in only:", f"        errors.extend({call})"]
         return lines
 
     def python_default(self) -> list[str]:
@@ -422,17 +434,22 @@ class Declarations:
         done: set[str] = set()
         for d in self.declared:
             if isinstance(d, DefaultField):
-                lines.append(
-                    f"    obj = default_field(obj, recorder, {_path(d.path)!r}, {d.value!r}, {d.empty_is_unset!r})"
-                )
+                lines += [
+                    f"    if not only or {d.id!r} in only:",
+                    f"        obj = default_field(obj, recorder, {_path(d.path)!r}, {d.value!r}, {d.empty_is_unset!r})",
+                ]
             elif isinstance(d, DefaultItemField) and d.list not in done:
                 done.add(d.list)
-                fields = tuple(
-                    (o.field, o.value, o.empty_is_unset, o.from_field)
-                    for o in self.declared
-                    if isinstance(o, DefaultItemField) and o.list == d.list
-                )
-                lines.append(f"    obj = default_item_fields(obj, recorder, {_path(d.list)!r}, {fields!r})")
+                group = [o for o in self.declared if isinstance(o, DefaultItemField) and o.list == d.list]
+                fields = tuple((o.field, o.value, o.empty_is_unset, o.from_field) for o in group)
+                ids = tuple(o.id for o in group)
+                lines += [
+                    f"    fields = {fields!r}",
+                    "    if only:",
+                    f"        fields = tuple(f for i, f in zip({ids!r}, fields, strict=True) if i in only)",
+                    "    if fields:",
+                    f"        obj = default_item_fields(obj, recorder, {_path(d.list)!r}, fields)",
+                ]
         return lines
 
     # --- cost ------------------------------------------------------------------------------------
@@ -443,6 +460,10 @@ class Declarations:
         for d in self.declared:
             if isinstance(d, DefaultField | DefaultItemField | MaxItems | Immutable):
                 growth = "constant" if not isinstance(d, DefaultItemField) else "linear (policy patch)"
+            elif isinstance(d, FixedCount | Subdomain):
+                growth = "constant"
+            elif isinstance(d, Acyclic):
+                growth = f"quadratic per round, {d.bound} rounds, bounded by {d.bound} entries"
             elif isinstance(d, UniqueBy):
                 default = self._item_default(d.list, d.key)
                 linear = default is None or not default.empty_is_unset
@@ -457,6 +478,12 @@ def _has_chain(variable: str, steps: Sequence[str]) -> str:
     """CEL true when every field of the path is there (``has`` of each step)."""
     parts = [f"has({variable}.{'.'.join(steps[: i + 1])})" for i in range(len(steps))]
     return "(" + " && ".join(parts) + ")"
+
+
+def _empty(value: Scalar | tuple[str, ...]) -> str:
+    """CEL of what ``empty_is_unset`` reads as unset: the zero of the default's type ("" or 0), as a
+    Go webhook that cannot tell a zero from an absent field reads it."""
+    return "0" if isinstance(value, int) and not isinstance(value, bool) else "''"
 
 
 def _summary_value(value: Scalar) -> str:
@@ -493,6 +520,8 @@ def _python_call(d: Declaration) -> str:
         )
     if isinstance(d, Immutable):
         return f"immutable(obj, old, {_path(d.path)!r}, {d.message!r})"
+    if isinstance(d, VOLCANO_FORMS):
+        return _volcano_call(d)
     return ""
 
 
@@ -515,14 +544,18 @@ def declared_module_text(kinds: Iterable[tuple[str, str, Declarations]]) -> str:
         *(
             f"    {name},"
             for name in (
+                "acyclic",
                 "at_most_sum",
                 "default_field",
                 "default_item_fields",
+                "fixed_count",
                 "forbidden_roles",
                 "immutable",
+                "known_keys",
                 "max_items",
                 "required_roles",
                 "role_field_bound",
+                "subdomain",
                 "unique_by",
             )
         ),
@@ -541,14 +574,19 @@ def declared_module_text(kinds: Iterable[tuple[str, str, Declarations]]) -> str:
         defaults = declarations.python_default()
         out += [
             "",
-            f"def default_{name}(obj: dict[str, Any], recorder: PatchRecorder) -> dict[str, Any]:",
-            f'    """{kind} ({group}): the declared defaults, in order."""',
+            f"def default_{name}(",
+            "    obj: dict[str, Any], recorder: PatchRecorder, only: tuple[str, ...] = ()",
+            ") -> dict[str, Any]:",
+            f'    """{kind} ({group}): the declared defaults, in order (``only``: these ids alone)."""',
             *defaults,
             "    return obj",
             "",
             "",
-            f"def validate_{name}(obj: dict[str, Any], old: dict[str, Any] | None) -> list[FieldError]:",
-            f'    """{kind} ({group}): the declared rules\' errors, in declaration order."""',
+            f"def validate_{name}(",
+            "    obj: dict[str, Any], old: dict[str, Any] | None, only: tuple[str, ...] = ()",
+            ") -> list[FieldError]:",
+            f'    """{kind} ({group}): the declared rules\' errors, in declaration order (``only``: of these ids'
+            ' alone, for a family whose hand-written rules report around them)."""',
             "    errors: list[FieldError] = []",
             *declarations.python_validate(),
             "    return errors",
@@ -560,6 +598,165 @@ def declared_module_text(kinds: Iterable[tuple[str, str, Declarations]]) -> str:
 def cost_report(kinds: Iterable[tuple[str, str, Declarations]]) -> list[str]:
     """One line per generated rule: its kind, id and how its apiserver check grows."""
     return [f"{kind} ({group}) {rule}: {growth}" for group, kind, d in kinds for rule, growth in d.cost()]
+
+
+# --- forms only Volcano's rules use (jobgate/rules/forms.py's last block) ---------------------------
+
+CREATE_ONLY = "oldSelf.hasValue() || "
+ITEM_NOT_NAMED = "reported at the list (a rule on a list cannot name the item)"
+
+
+def _create_only(rule: str, create_only: bool) -> str:
+    """CEL of ``rule`` on CREATE and true on UPDATE (with ``optionalOldSelf``), or ``rule``."""
+    return CREATE_ONLY + "(" + rule + ")" if create_only else rule
+
+
+def _split(message: str, field: str) -> tuple[str, str]:
+    """The words of a message before and after its ``{field}``."""
+    before, _, after = message.partition("{" + field + "}")
+    return before, after
+
+
+def _volcano_rule(d: Acyclic | KnownKeys | FixedCount | Subdomain) -> Rule:
+    if isinstance(d, Acyclic):
+        return _acyclic(d)
+    if isinstance(d, KnownKeys):
+        return _known_keys(d)
+    if isinstance(d, FixedCount):
+        parent, name = d.path.rsplit(".", 1)
+        count = "(has({v}.{n}) ? size({v}.{n}) : 0)"
+        return Rule(
+            d.id,
+            d.summary,
+            Where.TRANSITION,
+            (Produces(d.path, "FORBIDDEN", _exact(d.message)),),
+            (
+                Placement(
+                    _path(parent),
+                    validation=Validation(
+                        rule=f"{count.format(v='self', n=name)} == {count.format(v='oldSelf', n=name)}",
+                        message=d.message,
+                        field_path=f".{name}",
+                        reason="FieldValueForbidden",
+                    ),
+                ),
+            ),
+        )
+    return _subdomain(d)
+
+
+def _acyclic(d: Acyclic) -> Rule:
+    """Kahn's algorithm in at most ``bound`` rounds: round k keeps the names of the entries whose
+    dependencies are all among the names of round k-1. CEL of 1.30 has no cel.bind: each round's
+    list is bound to a variable as the one item of a list (``[x].all(s, ...)``), so that it is
+    computed once, not once per use."""
+    parent, name = d.list.rsplit(".", 1)
+    items, depends = f"self.{name}", f"t.{d.depends}"
+    steps = d.depends.split(".")
+    deps = " && ".join(f"has(t.{'.'.join(steps[: i + 1])})" for i in range(len(steps)))
+    key = f"(has(t.{d.key}) ? t.{d.key} : '')"
+
+    def sortable(names: str) -> str:
+        return f"!({deps} && ({key} in {depends} || {depends}.exists(d, !(d in {names}))))"
+
+    expression = f"{items}.all(t, {sortable(f's{d.bound}')})"
+    for k in range(d.bound, 0, -1):
+        previous = "[]" if k == 1 else f"s{k - 1}"
+        expression = f"[{items}.filter(t, {sortable(previous)}).map(t, {key})].all(s{k}, {expression})"
+    missing = f"!{items}.exists(u, has(u.{d.key}) && u.{d.key} == d)"
+    first_missing = (
+        f"{items}.map(t, {deps} && {depends}.exists(d, {missing}) ? "
+        f"{depends}.filter(d, {missing})[0] : '').filter(n, n != '')"
+    )
+    message = cel_string(d.message)
+    if d.missing:
+        before, after = _split(d.missing, "names")
+        message += (
+            f" + (size({first_missing}) > 0 ? {cel_string(before)} + {first_missing}[0] + {cel_string(after)} : '')"
+        )
+    return Rule(
+        d.id,
+        d.summary,
+        Where.CRD_RULE,
+        (Produces(f"{d.list}[*].{d.depends}", "INVALID", "^" + _escape(d.message), apiserver_drops=1 + len(steps)),),
+        (
+            Placement(
+                _path(parent),
+                validation=Validation(
+                    rule=_create_only(f"!has({items}) || {expression}", d.create_only),
+                    message_expression=message,
+                    field_path=f".{name}",
+                    optional_old_self=d.create_only,
+                ),
+            ),
+        ),
+        why=d.why or ITEM_NOT_NAMED,
+    )
+
+
+def _known_keys(d: KnownKeys) -> Rule:
+    known = cel_list(d.keys)
+    before, after = _split(d.message, "key")
+    shown = cel_string(before) + " + self.filter(k, !(k in " + known + "))[0]"
+    if after:
+        shown += " + " + cel_string(after)
+    return Rule(
+        d.id,
+        d.summary,
+        Where.CRD_RULE,
+        (Produces(f"{d.path}[*]", "INVALID", "^" + _escape(before), apiserver_drops=1),),
+        (
+            # Each known key once at most: the bound the CEL cost estimate needs.
+            Placement(_path(d.path), {"maxProperties": len(d.keys)}),
+            Placement(
+                _path(d.path), validation=Validation(rule=f"self.all(k, k in {known})", message_expression=shown)
+            ),
+        ),
+        why=d.why or "reported at the map (a rule on a map cannot name the key)",
+    )
+
+
+def _subdomain(d: Subdomain) -> Rule:
+    parent, name = d.path.rsplit(".", 1)
+    field = f"self.{name}"
+    unset = f"!has({field}) || {field} == '' || "
+    too_long = max_length_message(SUBDOMAIN_MAX_LENGTH)
+    checks = (
+        (f"size({field}) <= {SUBDOMAIN_MAX_LENGTH}", too_long),
+        (f"{field}.matches({cel_raw_string('^' + DNS1123_SUBDOMAIN + '$')})", DNS1123_SUBDOMAIN_MESSAGE),
+    )
+    return Rule(
+        d.id,
+        d.summary,
+        Where.CRD_RULE,
+        (Produces(d.path, "INVALID", f"^({_escape(too_long)}|{_escape(DNS1123_SUBDOMAIN_MESSAGE)})$"),),
+        tuple(
+            Placement(
+                _path(parent),
+                validation=Validation(
+                    rule=_create_only(unset + rule, d.create_only),
+                    message=message,
+                    field_path=f".{name}",
+                    optional_old_self=d.create_only,
+                ),
+            )
+            for rule, message in checks
+        ),
+        why=d.why,
+    )
+
+
+def _volcano_call(d: Acyclic | KnownKeys | FixedCount | Subdomain) -> str:
+    if isinstance(d, Acyclic):
+        return (
+            f"acyclic(obj, old, path={_path(d.list)!r}, key={d.key!r}, depends={_path(d.depends)!r}, "
+            f"message={d.message!r}, missing={d.missing!r}, create_only={d.create_only!r})"
+        )
+    if isinstance(d, KnownKeys):
+        return f"known_keys(obj, {_path(d.path)!r}, {d.keys!r}, {d.message!r})"
+    if isinstance(d, FixedCount):
+        return f"fixed_count(obj, old, {_path(d.path)!r}, {d.message!r})"
+    return f"subdomain(obj, old, {_path(d.path)!r}, {d.create_only!r})"
 
 
 __all__ = ["Declarations", "FormError", "cost_report", "declared_module_text"]

@@ -13,9 +13,10 @@ field errors in a stable order and ignores values of the wrong type (the schema 
 
 from __future__ import annotations
 
-from jobgate.engine.fielderrors import FieldError, duplicate, forbidden, invalid, required, too_many
+from jobgate.engine.fielderrors import FieldError, Key, duplicate, forbidden, invalid, required, too_many
 from jobgate.engine.jsonpatch import PatchRecorder
 from jobgate.rules.jobmeta import as_int
+from jobgate.rules.names import dns1123_subdomain_problems
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING, without importing typing at run time (start-up)
 if TYPE_CHECKING:
@@ -67,7 +68,7 @@ def default_field(
     if not isinstance(parent, dict):
         return obj
     given = parent.get(path[-1])
-    if not (given is None or (empty_is_unset and given == "")):
+    if not (given is None or (empty_is_unset and _is_empty(given, value))):
         return obj
     copied = dict(parent)
     recorder.set(copied, path[-1], value, "/" + "/".join(path[:-1]))
@@ -90,7 +91,7 @@ def default_item_fields(
             item = dict(given)
             for field, value, empty_is_unset, from_field in fields:
                 current = item.get(field)
-                if not (current is None or (empty_is_unset and current == "")):
+                if not (current is None or (empty_is_unset and _is_empty(current, value))):
                     continue
                 if not from_field:
                     recorder.set(item, field, value, f"{pointer}/{index}")
@@ -100,6 +101,14 @@ def default_item_fields(
                     recorder.set(item, field, source, f"{pointer}/{index}")
         defaulted.append(item)
     return _replaced(obj, path, defaulted)
+
+
+def _is_empty(given: Any, value: Any) -> bool:
+    """What ``empty_is_unset`` reads as unset: the zero of the default's type, "" or 0 (0.0 too: the
+    same number in JSON), as a Go webhook that cannot tell a zero from an absent field reads it."""
+    if isinstance(value, int) and not isinstance(value, bool):
+        return as_int(given) == 0
+    return bool(given == "")
 
 
 def _replaced(obj: dict[str, Any], path: tuple[str, ...], value: Any) -> dict[str, Any]:
@@ -244,3 +253,84 @@ def immutable(obj: Any, old: Any, path: tuple[str, ...], message: str) -> list[F
     new_value = None if new_value is MISSING else new_value
     old_value = None if old_value is MISSING else old_value
     return [forbidden(path, message)] if new_value != old_value else []
+
+
+# --- forms only Volcano's rules use ---------------------------------------------------------------
+
+
+def acyclic(
+    obj: Any,
+    old: Any,
+    *,
+    path: tuple[str, ...],
+    key: str,
+    depends: tuple[str, ...],
+    message: str,
+    missing: str,
+    create_only: bool,
+) -> list[FieldError]:
+    """``Acyclic``: the entries' dependencies name entries and form no cycle (Kahn's algorithm, as
+    Volcano's topological sort); each entry left unsorted reported at its dependencies."""
+    if create_only and old is not None:
+        return []
+    items = _items(obj, path) or []
+    edges: dict[int, list[str]] = {}
+    for index, item in items:
+        holder = item.get(depends[0])
+        if holder is None:
+            continue
+        names = get(holder, depends[1:])
+        edges[index] = [n for n in names if isinstance(n, str)] if isinstance(names, list) else []
+    if not edges:
+        return []
+    names_of = {index: _name(item, key) for index, item in items}
+    known = set(names_of.values())
+    remaining = {index: set(edges.get(index, ())) for index, _ in items}
+    done: set[str] = set()
+    progress = True
+    while progress:
+        progress = False
+        for index in list(remaining):
+            if remaining[index] <= done and names_of[index] not in remaining[index]:
+                done.add(names_of[index])
+                del remaining[index]
+                progress = True
+    errors = []
+    for index in sorted(remaining):
+        absent = sorted(n for n in remaining[index] if n not in known)
+        why = missing.format(names=", ".join(absent)) if absent and missing else ""
+        errors.append(invalid((*path, index, *depends), edges.get(index, []), message + why))
+    return errors
+
+
+def _name(item: dict[str, Any], key: str) -> str:
+    name = item.get(key)
+    return name if isinstance(name, str) else ""
+
+
+def known_keys(obj: Any, path: tuple[str, ...], keys: tuple[str, ...], message: str) -> list[FieldError]:
+    """``KnownKeys``: each key of the map not among ``keys``, reported at itself."""
+    found = get(obj, path)
+    if not isinstance(found, dict):
+        return []
+    return [invalid((*path, Key(k)), k, message.format(key=k)) for k in found if k not in keys]
+
+
+def fixed_count(obj: Any, old: Any, path: tuple[str, ...], message: str) -> list[FieldError]:
+    """``FixedCount``: on UPDATE the list keeps its number of entries (unset: none)."""
+    if old is None:
+        return []
+    new_items, old_items = get(obj, path), get(old, path)
+    new_count = len(new_items) if isinstance(new_items, list) else 0
+    old_count = len(old_items) if isinstance(old_items, list) else 0
+    return [forbidden(path, message)] if new_count != old_count else []
+
+
+def subdomain(obj: Any, old: Any, path: tuple[str, ...], create_only: bool) -> list[FieldError]:
+    """``Subdomain``: a string (not "") that is a DNS-1123 subdomain, each problem reported."""
+    if create_only and old is not None:
+        return []
+    value = get(obj, path)
+    if not isinstance(value, str) or not value:
+        return []
+    return [invalid(path, value, problem) for problem in dns1123_subdomain_problems(value)]

@@ -173,7 +173,72 @@ class Immutable:
     message: str = "field is immutable"
 
 
+# --- forms only Volcano's rules use (jobgate/families/volcano/declared.py) ---------------------------
+# Kept apart from the forms above so that the generic forms grow without touching these.
+
+
+@dataclass(frozen=True)
+class Acyclic:
+    """The entries of ``list`` depend on others, named by ``depends`` (a list of names under each
+    entry, ``dependsOn.name``) and found by ``key``: the names exist and form no cycle, as a
+    topological sort (Kahn's) finds them. Each entry the sort leaves is reported at its
+    dependencies in ``message``, with ``missing`` (``{names}``) when it names no entry. The CEL
+    sorts in at most ``bound`` rounds: the list's maxItems. CREATE only with ``create_only``."""
+
+    id: str
+    summary: str
+    list: str
+    key: str
+    depends: str
+    message: str
+    bound: int
+    missing: str = ""
+    create_only: bool = False
+    why: str = ""
+
+
+@dataclass(frozen=True)
+class KnownKeys:
+    """The keys of the map at ``path`` are among ``keys``; each other key is reported at itself,
+    ``message`` formatted with ``{key}``. The map then has at most ``len(keys)`` keys: its
+    ``maxProperties``, which bounds the CEL cost."""
+
+    id: str
+    summary: str
+    path: str
+    keys: tuple[str, ...]
+    message: str
+    why: str = ""
+
+
+@dataclass(frozen=True)
+class FixedCount:
+    """On UPDATE the list at ``path`` keeps its number of entries (unset counts 0)."""
+
+    id: str
+    summary: str
+    path: str
+    message: str
+
+
+@dataclass(frozen=True)
+class Subdomain:
+    """A string field, when set and not "", is a DNS-1123 subdomain: each problem (its length, its
+    characters) reported in Kubernetes' words. CREATE only with ``create_only``."""
+
+    id: str
+    summary: str
+    path: str
+    create_only: bool = False
+    why: str = ""
+
+
+VOLCANO_FORMS = (Acyclic, KnownKeys, FixedCount, Subdomain)
+
+
 Declaration = (
-    DefaultField | DefaultItemField | MaxItems | UniqueBy | RequiredRoles | ForbiddenRoles | RoleFieldBound | AtMostSum
-) | Immutable
+    (DefaultField | DefaultItemField | MaxItems | UniqueBy | RequiredRoles | ForbiddenRoles | RoleFieldBound)
+    | (AtMostSum | Immutable)
+    | (Acyclic | KnownKeys | FixedCount | Subdomain)
+)
 DEFAULT_FORMS = (DefaultField, DefaultItemField)

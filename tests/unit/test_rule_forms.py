@@ -14,15 +14,19 @@ from jobgate.generate.cel.catalogue import Where
 from jobgate.generate.forms import DECLARED_TABLE, Declarations, FormError, cost_report, declared_module_text
 from jobgate.generate.manifests import declared_kinds, every_family_kind, package_tables
 from jobgate.rules.forms import (
+    Acyclic,
     AtMostSum,
     DefaultField,
     DefaultItemField,
+    FixedCount,
     ForbiddenRoles,
     Immutable,
+    KnownKeys,
     MaxItems,
     RequiredRoles,
     RoleFieldBound,
     Roles,
+    Subdomain,
     UniqueBy,
     When,
 )
@@ -241,3 +245,104 @@ def test_the_generated_module_is_the_declarations():
         name = f"{kind}_{group}".replace(".", "_").lower()
         assert callable(getattr(declared_rules, f"validate_{name}"))
         assert callable(getattr(declared_rules, f"default_{name}"))
+
+
+# --- the forms only Volcano uses, the zero of a number as "empty", and ``only`` ------------------
+
+FLOW = (
+    DefaultField("flow/retries", "spec.retries", 3, empty_is_unset=True),
+    DefaultItemField("flow/step-retries", "spec.steps", "retries", 2, empty_is_unset=True, entry="step"),
+    DefaultItemField("flow/step-kind", "spec.steps", "kind", "plain", entry="step"),
+    Acyclic("flow/dag", "steps form a DAG", "spec.steps", "name", "after.names", "no DAG", 4, missing=" ({names}?)"),
+    KnownKeys("flow/hooks", "known hooks", "spec.hooks", ("pre", "post"), "no hook {key} here"),
+    FixedCount("flow/step-count", "steps stay", "spec.steps", "steps may not come or go"),
+    Subdomain("flow/class", "a class is a subdomain", "spec.className", create_only=True),
+)
+FLOW_DECLARED = Declarations(FLOW)
+
+
+@pytest.fixture(scope="module")
+def flow():
+    namespace: dict[str, object] = {}
+    exec(compile(declared_module_text([("flow.example.com", "Flow", FLOW_DECLARED)]), "flow", "exec"), namespace)
+    return namespace
+
+
+def _flow_errors(flow, obj, old=None, only=()):
+    errors = flow["validate_flow_flow_example_com"](obj, old, only)
+    rules = {r.id: r for r in FLOW_DECLARED.rules()}
+    for error in errors:
+        assert [i for i, r in rules.items() if r.explains(error)], str(error)
+    return [str(e) for e in errors]
+
+
+def test_a_zero_number_is_empty_and_only_picks_defaults(flow):
+    recorder = PatchRecorder()
+    obj = {"spec": {"retries": 0, "steps": [{"retries": 0.0}, {"retries": 1, "kind": "x"}]}}
+    out = flow["default_flow_flow_example_com"](obj, recorder, ("flow/step-retries",))
+    assert out["spec"] == {"retries": 0, "steps": [{"retries": 2}, {"retries": 1, "kind": "x"}]}
+    out = flow["default_flow_flow_example_com"](obj, PatchRecorder())
+    assert out["spec"]["retries"] == 3 and out["spec"]["steps"][0] == {"retries": 2, "kind": "plain"}
+    defaults = {d.id: d for d in FLOW_DECLARED.defaults()}
+    assert "object.spec.retries == 0" in defaults["flow/retries"].patches[0]
+    assert "e.retries == 0" in defaults["flow/step-retries"].patches[0]
+
+
+def _steps(*steps):
+    return [{"name": name, **({"after": {"names": list(after)}} if after is not None else {})} for name, after in steps]
+
+
+@pytest.mark.parametrize(
+    ("obj", "expected"),
+    [
+        ({"spec": {"steps": _steps(("a", None), ("b", "a"), ("c", "ab"))}}, []),
+        (
+            {"spec": {"steps": _steps(("a", "b"), ("b", "a"), ("c", None))}},
+            [
+                'spec.steps[0].after.names: Invalid value: ["b"]: no DAG',
+                'spec.steps[1].after.names: Invalid value: ["a"]: no DAG',
+            ],
+        ),
+        ({"spec": {"steps": _steps(("a", "a"))}}, ['spec.steps[0].after.names: Invalid value: ["a"]: no DAG']),
+        (
+            {"spec": {"steps": _steps(("a", "zy"))}},
+            ['spec.steps[0].after.names: Invalid value: ["z","y"]: no DAG (y, z?)'],
+        ),
+        ({"spec": {"hooks": {"pre": [], "mid": []}}}, ['spec.hooks[mid]: Invalid value: "mid": no hook mid here']),
+        ({"spec": {"className": "Gold"}}, None),
+        ({"spec": {"className": ""}}, []),
+    ],
+)
+def test_each_volcano_form_in_python(flow, obj, expected):
+    errors = _flow_errors(flow, obj)
+    if expected is None:
+        assert len(errors) == 1 and errors[0].startswith('spec.className: Invalid value: "Gold": a lowercase RFC 1123')
+    else:
+        assert errors == expected
+
+
+def test_volcano_forms_on_update_and_only(flow):
+    old = {"spec": {"steps": _steps(("a", None)), "className": "Gold"}}
+    grown = {"spec": {"steps": _steps(("a", None), ("b", "b")), "className": "Gold"}}
+    # On UPDATE: the count is checked, the CREATE-only rules are not (the DAG's is not create_only here).
+    assert _flow_errors(flow, grown, old, ("flow/step-count", "flow/class")) == [
+        "spec.steps: Forbidden: steps may not come or go"
+    ]
+    assert _flow_errors(flow, grown, None, ("flow/dag",)) == ['spec.steps[1].after.names: Invalid value: ["b"]: no DAG']
+    assert _flow_errors(flow, {"spec": {}}, {"spec": {"steps": []}}) == []
+
+
+def test_where_the_volcano_forms_go():
+    rules = {r.id: r for r in FLOW_DECLARED.rules()}
+    assert rules["flow/step-count"].where is Where.TRANSITION
+    assert rules["flow/step-count"].placements[0].validation.rule == (
+        "(has(self.steps) ? size(self.steps) : 0) == (has(oldSelf.steps) ? size(oldSelf.steps) : 0)"
+    )
+    dag = rules["flow/dag"].placements[0].validation
+    assert dag.rule.count(".all(s") == 4, "one round per entry the list may have"
+    assert rules["flow/dag"].produces[0].apiserver_drops == 3
+    bound, known = rules["flow/hooks"].placements
+    assert bound.keywords == {"maxProperties": 2} and known.validation.rule == "self.all(k, k in ['pre', 'post'])"
+    assert all(p.validation.optional_old_self for p in rules["flow/class"].placements)
+    report = cost_report([("flow.example.com", "Flow", FLOW_DECLARED)])
+    assert "Flow (flow.example.com) flow/step-count: constant" in report

@@ -6,9 +6,55 @@ catalogue's records.
 
 from __future__ import annotations
 
-from jobgate.rules.forms import AtMostSum, Declaration
+from jobgate.families.volcano.rules.bounds import VOLCANO_BOUNDS
+from jobgate.families.volcano.rules.defaults import DEFAULT_MAX_RETRY, DEFAULT_QUEUE, DEFAULT_SCHEDULER
+from jobgate.families.volcano.rules.job import DAG_MESSAGE
+from jobgate.families.volcano.rules.plugins import PLUGINS
+from jobgate.rules.forms import (
+    Acyclic,
+    AtMostSum,
+    Declaration,
+    DefaultField,
+    DefaultItemField,
+    FixedCount,
+    KnownKeys,
+    Subdomain,
+)
 
+# The webhook reports a declared rule where Volcano's did, among the rules written by hand: ``rules/``
+# calls the generated check with the rule's id (``only``), and ``cel/`` lists its record in place.
+
+# The mutating webhook's defaults that a form says. Volcano's Go fields cannot tell 0 or "" from
+# absent, so ``empty_is_unset`` (the zero of the type): ``maxRetry: 0`` is defaulted too.
+# ``rules/defaults.py`` runs the job's three first and the tasks' maxRetry last, where the webhook
+# sets them (see SPEC_DEFAULTS and TASK_DEFAULTS there).
 JOB: tuple[Declaration, ...] = (
+    DefaultField(
+        "volcano/queue", "spec.queue", DEFAULT_QUEUE, empty_is_unset=True, summary="queue: default (when unset or '')"
+    ),
+    DefaultField(
+        "volcano/scheduler-name",
+        "spec.schedulerName",
+        DEFAULT_SCHEDULER,
+        empty_is_unset=True,
+        summary="schedulerName: volcano (when unset or '')",
+    ),
+    DefaultField(
+        "volcano/max-retry",
+        "spec.maxRetry",
+        DEFAULT_MAX_RETRY,
+        empty_is_unset=True,
+        summary=f"maxRetry: {DEFAULT_MAX_RETRY} (when unset or 0)",
+    ),
+    DefaultItemField(
+        "volcano/task-max-retry",
+        "spec.tasks",
+        "maxRetry",
+        DEFAULT_MAX_RETRY,
+        empty_is_unset=True,
+        entry="task",
+        summary=f"a task's maxRetry: {DEFAULT_MAX_RETRY} (when unset or 0)",
+    ),
     AtMostSum(
         "volcano/min-available",
         "the job's minAvailable is at most the total of the tasks' replicas",
@@ -18,5 +64,38 @@ JOB: tuple[Declaration, ...] = (
         # Volcano's words on CREATE and on UPDATE.
         "job 'minAvailable' should not be greater than total replicas in tasks",
         update_message="job 'minAvailable' must not be greater than total replicas",
+    ),
+    KnownKeys(
+        "volcano/plugins",
+        "plugins are " + ", ".join(PLUGINS),
+        "spec.plugins",
+        PLUGINS,
+        "unable to find job plugin: {key}",
+    ),
+    Acyclic(
+        "volcano/dag",
+        "the tasks' dependencies (dependsOn) name tasks of the job and form no cycle",
+        "spec.tasks",
+        "name",
+        "dependsOn.name",
+        DAG_MESSAGE,
+        VOLCANO_BOUNDS["tasks"],
+        missing=" (no task named {names})",
+        create_only=True,
+        why="CREATE only; reported at the tasks (a rule on a list cannot name the item)",
+    ),
+    Subdomain(
+        "volcano/priority-class-name",
+        "priorityClassName is a DNS-1123 subdomain",
+        "spec.priorityClassName",
+        # An UPDATE may change it unchecked, which is also why it has no maxLength.
+        create_only=True,
+        why="CREATE only",
+    ),
+    FixedCount(
+        "volcano/update/task-count",
+        "an UPDATE neither adds nor removes tasks",
+        "spec.tasks",
+        "job updates may not add or remove tasks",
     ),
 )

@@ -13,6 +13,7 @@ from jobgate.families.volcano import rules as volcano
 from jobgate.families.volcano.cel import bounds, job, policies, resources, tasks, update, volumes
 from jobgate.families.volcano.cel import defaults as _defaults
 from jobgate.families.volcano.declared import JOB
+from jobgate.families.volcano.rules.defaults import SPEC_DEFAULTS, TASK_DEFAULTS
 from jobgate.generate.cel.catalogue import Default, Rule
 from jobgate.generate.cel.podtemplate import TemplateSite, pod_template_rules
 from jobgate.generate.forms import Declarations
@@ -29,17 +30,20 @@ def declared(kind: JobKind) -> Declarations:
 
 def rules(kind: JobKind) -> list[Rule]:
     assert kind is volcano.VOLCANO_JOB
+    # Declared rules in their places among the others: the order of a CRD's rules is the order of
+    # the apiserver's errors.
+    declared_rules = {r.id: r for r in DECLARED.rules()}
     return [
         job.job_name_rule(),
         job.tasks_required_rule(),
         job.counts_rule(),
-        *DECLARED.rules(),
+        declared_rules["volcano/min-available"],
         job.pod_names_rule(),
-        job.dag_rule(),
-        job.plugins_rule(),
+        declared_rules["volcano/dag"],
+        declared_rules["volcano/plugins"],
         job.mpi_master_rule(),
         job.network_topology_rule(),
-        job.priority_class_rule(),
+        declared_rules["volcano/priority-class-name"],
         job.scheduler_name_rule(),
         job.queue_rule(),
         *volumes.volume_rules(),
@@ -51,6 +55,7 @@ def rules(kind: JobKind) -> list[Rule]:
         tasks.numa_rule(),
         *resources.pod_level_resources_rules(),
         *policies.policy_rules(),
+        declared_rules["volcano/update/task-count"],
         *update.update_rules(),
         bounds.bounds_rule(),
         *pod_template_rules(TEMPLATES),
@@ -59,4 +64,11 @@ def rules(kind: JobKind) -> list[Rule]:
 
 def defaults(kind: JobKind) -> list[Default]:
     assert kind is volcano.VOLCANO_JOB
-    return _defaults.defaults()
+    # In the webhook's order (rules/defaults.py): the job's own fields, each task's, the job's sums.
+    declared_defaults = {d.id: d for d in DECLARED.defaults()}
+    return [
+        *(declared_defaults[i] for i in SPEC_DEFAULTS),
+        *_defaults.task_defaults(),
+        *(declared_defaults[i] for i in TASK_DEFAULTS),
+        *_defaults.job_defaults(),
+    ]

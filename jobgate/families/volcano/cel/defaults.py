@@ -1,5 +1,6 @@
 """The defaults of a Volcano job (``rules/families/volcano/defaults.py``) as a MutatingAdmissionPolicy's
-JSONPatch CEL, and schema defaults where one is exactly the webhook's for an absent field.
+JSONPatch CEL; those a form says (the queue, schedulerName and the maxRetry of the job and of each
+task) are declared in ``declared.py``.
 
 The patches run in the webhook's order, each on what the previous made: the job's minAvailable
 adds up the tasks' minAvailable once they are defaulted.
@@ -9,16 +10,12 @@ from __future__ import annotations
 
 import re
 
-from jobgate.families.volcano.cel.common import SPEC, TASK
 from jobgate.families.volcano.rules.defaults import (
-    DEFAULT_MAX_RETRY,
-    DEFAULT_QUEUE,
-    DEFAULT_SCHEDULER,
     DEFAULT_TASK_PREFIX,
     HOST_NETWORK_DNS_POLICY,
     IMPLIED_PLUGINS,
 )
-from jobgate.generate.cel.catalogue import Default, Placement, Where, cel_string
+from jobgate.generate.cel.catalogue import Default, Where, cel_string
 from jobgate.generate.cel.podtemplate import TemplatePatches
 
 _SPEC = "object.spec"
@@ -51,22 +48,9 @@ def _each_task(condition: str, patch: str) -> str:
     return f"has({_SPEC}) && has({_TASKS}) ? {_TASKS}.transformList(ti, t, {condition}, {patch}) : []"
 
 
-def _spec_value(default_id: str, name: str, value: str, *, zero: str) -> Default:
-    """A field of the spec set to ``value`` when unset or ``zero`` (the webhook's unset)."""
-    literal = cel_string(value) if isinstance(value, str) and not value.isdigit() else value
-    return Default(
-        default_id,
-        f"{name}: {value} (when unset or {zero})",
-        Where.SCHEMA_DEFAULT,
-        (
-            f"has({_SPEC}) && (!has({_SPEC}.{name}) || {_SPEC}.{name} == {zero}) ? "
-            f"[{_patch(cel_string('/spec/' + name), literal)}] : []",
-        ),
-        (Placement((*SPEC, name), {"default": int(value) if value.isdigit() else value}),),
-    )
-
-
-def defaults() -> list[Default]:
+def task_defaults() -> list[Default]:
+    """The defaults of each task written here (its maxRetry is declared: ``declared.py``), in the
+    webhook's order; the job's minAvailable and plugins follow (``job_defaults``)."""
     partition = "t.partitionPolicy"
     min_partitions = f"(has({partition}.minPartitions) ? {partition}.minPartitions : 0)"
     size = f"(has({partition}.partitionSize) ? {partition}.partitionSize : 0)"
@@ -76,23 +60,7 @@ def defaults() -> list[Default]:
         "has(template.spec) && has(template.spec.hostNetwork) && template.spec.hostNetwork == true && "
         "(!has(template.spec.dnsPolicy) || template.spec.dnsPolicy == '')"
     )
-    task_sum = f"{_TASKS}.map(t, has(t.minAvailable) ? t.minAvailable : 0).sum()"
-    plugins = f"{_SPEC}.plugins"
-    implied = sorted({p for needed in IMPLIED_PLUGINS.values() for p in needed})
-    needs = {
-        plugin: " || ".join(
-            f"{cel_string(f)} in {plugins}" for f, needed in IMPLIED_PLUGINS.items() if plugin in needed
-        )
-        for plugin in implied
-    }
-    missing = " + ".join(
-        f"(!({cel_string(p)} in {plugins}) && ({needs[p]}) ? [{_patch(cel_string('/spec/plugins/' + p), '[]')}] : [])"
-        for p in implied
-    )
     return [
-        _spec_value("volcano/queue", "queue", DEFAULT_QUEUE, zero="''"),
-        _spec_value("volcano/scheduler-name", "schedulerName", DEFAULT_SCHEDULER, zero="''"),
-        _spec_value("volcano/max-retry", "maxRetry", str(DEFAULT_MAX_RETRY), zero="0"),
         Default(
             "volcano/task-name",
             f"a task's name: {DEFAULT_TASK_PREFIX}<index> (when unset or empty)",
@@ -122,18 +90,25 @@ def defaults() -> list[Default]:
             Where.MUTATING_POLICY,
             (_each_task("!has(t.minAvailable)", _patch(f"{_TASK_POINTER} + '/minAvailable'", task_min)),),
         ),
-        Default(
-            "volcano/task-max-retry",
-            f"a task's maxRetry: {DEFAULT_MAX_RETRY} (when unset or 0)",
-            Where.SCHEMA_DEFAULT,
-            (
-                _each_task(
-                    "!has(t.maxRetry) || t.maxRetry == 0",
-                    _patch(f"{_TASK_POINTER} + '/maxRetry'", str(DEFAULT_MAX_RETRY)),
-                ),
-            ),
-            (Placement((*TASK, "maxRetry"), {"default": DEFAULT_MAX_RETRY}),),
-        ),
+    ]
+
+
+def job_defaults() -> list[Default]:
+    """The job's minAvailable (once its tasks' are defaulted) and the plugins its plugins need."""
+    task_sum = f"{_TASKS}.map(t, has(t.minAvailable) ? t.minAvailable : 0).sum()"
+    plugins = f"{_SPEC}.plugins"
+    implied = sorted({p for needed in IMPLIED_PLUGINS.values() for p in needed})
+    needs = {
+        plugin: " || ".join(
+            f"{cel_string(f)} in {plugins}" for f, needed in IMPLIED_PLUGINS.items() if plugin in needed
+        )
+        for plugin in implied
+    }
+    missing = " + ".join(
+        f"(!({cel_string(p)} in {plugins}) && ({needs[p]}) ? [{_patch(cel_string('/spec/plugins/' + p), '[]')}] : [])"
+        for p in implied
+    )
+    return [
         Default(
             "volcano/min-available",
             "the job's minAvailable: the sum of the tasks' minAvailable (when unset or 0)",

@@ -97,52 +97,35 @@ def _spec_fields() -> list[tuple[str, str]]:
 
 
 def update_rules() -> list[Rule]:
+    """The fields an UPDATE may not change; the number of tasks is declared (``declared.py``)."""
     # The webhook names the changed field down to three levels below spec (spec.tasks[0].template,
     # spec.plugins.mpi[0]); the apiserver names the spec's field: as many segments fewer.
     shapes = ("*", "*.*", "*[*]", "*.*.*", "*.*[*]", "*[*].*", "*[*][*]")
     forbidden = "^" + re.escape(UPDATE_FORBIDDEN) + "$"
-    return [
-        Rule(
-            "volcano/update/task-count",
-            "an UPDATE neither adds nor removes tasks",
-            Where.TRANSITION,
-            (Produces("spec.tasks", "FORBIDDEN", "^job updates may not add or remove tasks$"),),
-            (
-                Placement(
-                    SPEC,
-                    validation=Validation(
-                        rule=_SAME_COUNT,
-                        message="job updates may not add or remove tasks",
-                        field_path=".tasks",
-                        reason="FieldValueForbidden",
-                    ),
+    immutable = Rule(
+        "volcano/update/immutable",
+        "an UPDATE changes only minAvailable, priorityClassName and the tasks' replicas and minAvailable",
+        Where.TRANSITION,
+        tuple(
+            Produces(f"spec.{shape}", "FORBIDDEN", forbidden, apiserver_drops=shape.count(".") + shape.count("["))
+            for shape in shapes
+        ),
+        tuple(
+            Placement(
+                SPEC,
+                validation=Validation(
+                    rule=same,
+                    message=UPDATE_FORBIDDEN,
+                    field_path=f".{field}",
+                    reason="FieldValueForbidden",
                 ),
-            ),
+            )
+            for field, same in _spec_fields()
         ),
-        Rule(
-            "volcano/update/immutable",
-            "an UPDATE changes only minAvailable, priorityClassName and the tasks' replicas and minAvailable",
-            Where.TRANSITION,
-            tuple(
-                Produces(f"spec.{shape}", "FORBIDDEN", forbidden, apiserver_drops=shape.count(".") + shape.count("["))
-                for shape in shapes
-            ),
-            tuple(
-                Placement(
-                    SPEC,
-                    validation=Validation(
-                        rule=same,
-                        message=UPDATE_FORBIDDEN,
-                        field_path=f".{field}",
-                        reason="FieldValueForbidden",
-                    ),
-                )
-                for field, same in _spec_fields()
-            ),
-            why="reported at the spec's field (the webhook names the field inside it); a pod template or a claim "
-            "spec is compared as the apiserver compares objects (CEL cannot see into their unknown fields): an UPDATE "
-            "that only adds or drops an empty list or object, or a null, inside one (env: [], metadata: {}, "
-            "metadata.creationTimestamp: null as Go clients write it) is refused, where the webhook's comparison "
-            "(Volcano's) admits it",
-        ),
-    ]
+        why="reported at the spec's field (the webhook names the field inside it); a pod template or a claim "
+        "spec is compared as the apiserver compares objects (CEL cannot see into their unknown fields): an UPDATE "
+        "that only adds or drops an empty list or object, or a null, inside one (env: [], metadata: {}, "
+        "metadata.creationTimestamp: null as Go clients write it) is refused, where the webhook's comparison "
+        "(Volcano's) admits it",
+    )
+    return [immutable]

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import sys
 
+from jobgate._generated import declared_rules
 from jobgate.engine.jsonpatch import PatchRecorder
 from jobgate.rules.dicts import copied_dict
 from jobgate.rules.jobmeta import as_int
@@ -29,6 +30,12 @@ IMPLIED_PLUGINS: dict[str, tuple[str, ...]] = {
     "ray": ("svc",),
     "mpi": ("svc", "ssh"),
 }
+
+
+# The declared defaults (``declared.py``), each run where the webhook sets it: the job's first, the
+# tasks' maxRetry (the last field each task gets) after the tasks' other defaults.
+SPEC_DEFAULTS = ("volcano/queue", "volcano/scheduler-name", "volcano/max-retry")
+TASK_DEFAULTS = ("volcano/task-max-retry",)
 
 
 def _unset(value: Any) -> bool:
@@ -72,13 +79,8 @@ def default_job(obj: dict[str, Any], recorder: PatchRecorder) -> dict[str, Any]:
     """The job as the mutating webhook stores it; ``obj`` itself is not modified."""
     if not isinstance(obj, dict) or not isinstance(obj.get("spec"), dict):
         return obj
+    obj = declared_rules.default_job_batch_volcano_sh(obj, recorder, SPEC_DEFAULTS)
     spec = dict(obj["spec"])
-    if _unset(spec.get("queue")):
-        recorder.set(spec, "queue", DEFAULT_QUEUE, "/spec")
-    if _unset(spec.get("schedulerName")):
-        recorder.set(spec, "schedulerName", DEFAULT_SCHEDULER, "/spec")
-    if _zero_or_unset(spec.get("maxRetry")):
-        recorder.set(spec, "maxRetry", DEFAULT_MAX_RETRY, "/spec")
 
     tasks = spec.get("tasks")
     task_min_sum = 0
@@ -92,6 +94,9 @@ def default_job(obj: dict[str, Any], recorder: PatchRecorder) -> dict[str, Any]:
                 task_min_sum += as_int(task.get("minAvailable")) or 0
             defaulted_tasks.append(task)
         spec["tasks"] = defaulted_tasks
+        # Each task's maxRetry (declared), the last field the webhook gives a task: the tasks come out
+        # as they did, their patches after the others of the tasks.
+        spec = declared_rules.default_job_batch_volcano_sh({**obj, "spec": spec}, recorder, TASK_DEFAULTS)["spec"]
     given_min = spec.get("minAvailable")
     if isinstance(tasks, list) and _zero_or_unset(given_min) and given_min != task_min_sum:
         recorder.set(spec, "minAvailable", json_count(task_min_sum), "/spec")
@@ -118,5 +123,3 @@ def _default_task(task: dict[str, Any], index: int, recorder: PatchRecorder) -> 
         recorder.set(pod_spec, "dnsPolicy", HOST_NETWORK_DNS_POLICY, f"{pointer}/template/spec")
     if task.get("minAvailable") is None:
         recorder.set(task, "minAvailable", default_task_min_available(task), pointer)
-    if _zero_or_unset(task.get("maxRetry")):
-        recorder.set(task, "maxRetry", DEFAULT_MAX_RETRY, pointer)

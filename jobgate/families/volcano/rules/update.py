@@ -49,7 +49,7 @@ def update_errors(obj: dict[str, Any], old: dict[str, Any], spec: dict[str, Any]
             )
         yield from partition_errors(task, path, name=name, job=job, replicas=replicas, min_available=min_available)
     # minAvailable at most the tasks' replicas, declared in declared.py.
-    yield from declared_rules.validate_job_batch_volcano_sh(obj, old)
+    yield from declared_rules.validate_job_batch_volcano_sh(obj, old, ("volcano/min-available",))
     job_min = as_int(spec.get("minAvailable"))
     if job_min is not None and job_min < 0:
         yield invalid(("spec", "minAvailable"), job_min, "job 'minAvailable' must be >= 0")
@@ -58,8 +58,7 @@ def update_errors(obj: dict[str, Any], old: dict[str, Any], spec: dict[str, Any]
     new_tasks, old_tasks = spec.get("tasks"), old_spec.get("tasks")
     new_count = len(new_tasks) if isinstance(new_tasks, list) else 0
     old_count = len(old_tasks) if isinstance(old_tasks, list) else 0
-    if new_count != old_count:
-        yield forbidden(("spec", "tasks"), "job updates may not add or remove tasks")
+    yield from declared_rules.validate_job_batch_volcano_sh(obj, old, ("volcano/update/task-count",))
     for changed in _changed_paths(_immutable_view(old_spec), _immutable_view(spec), ("spec",)):
         if changed[:2] == ("spec", "tasks") and new_count != old_count:
             continue  # already reported: the task lists cannot be compared entry by entry
