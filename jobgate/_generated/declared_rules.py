@@ -9,11 +9,15 @@ from jobgate.rules.declared import (
     at_most_sum,
     default_field,
     default_item_fields,
+    field_bound,
+    forbidden_field,
     forbidden_roles,
     immutable,
     max_items,
+    required_field,
     required_roles,
     role_field_bound,
+    string_field,
     unique_by,
 )
 
