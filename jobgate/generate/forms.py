@@ -13,6 +13,7 @@ from collections.abc import Iterable, Sequence
 from jobgate import _generated
 from jobgate.generate.cel.catalogue import (
     LIST_ITEMS,
+    MAP_VALUES,
     Default,
     Location,
     Placement,
@@ -26,21 +27,27 @@ from jobgate.generate.cel.catalogue import (
 )
 from jobgate.rules.forms import (
     DEFAULT_FORMS,
+    FIELD_FORMS,
     VOLCANO_FORMS,
     Acyclic,
     AtMostSum,
     Declaration,
     DefaultField,
     DefaultItemField,
+    FieldBound,
+    FieldForm,
     FixedCount,
+    ForbiddenField,
     ForbiddenRoles,
     Immutable,
     KnownKeys,
     MaxItems,
+    RequiredField,
     RequiredRoles,
     RoleFieldBound,
     Roles,
     Scalar,
+    StringField,
     Subdomain,
     UniqueBy,
     When,
@@ -84,11 +91,16 @@ class Declarations:
 
     def __init__(self, declared: Sequence[Declaration]) -> None:
         self.declared = tuple(declared)
-        # A rule and a default may share an id (a field's default and its rule, as the catalogue has them).
+        # A rule and a default may share an id (a field's default and its rule, as the catalogue has
+        # them); field forms that share an id are one rule (its checks); any other id is declared once.
         for defaults in (True, False):
-            ids = [d.id for d in self.declared if isinstance(d, DEFAULT_FORMS) == defaults]
-            if len(ids) != len(set(ids)):
-                raise FormError(f"a declaration id twice: {sorted(i for i in ids if ids.count(i) > 1)}")
+            kind = [d for d in self.declared if isinstance(d, DEFAULT_FORMS) == defaults]
+            ids = [d.id for d in kind]
+            twice = {i for i in ids if ids.count(i) > 1}
+            shared = {d.id for d in kind if isinstance(d, FIELD_FORMS)}
+            others = {d.id for d in kind if not isinstance(d, FIELD_FORMS)}
+            if twice - shared or twice & others:
+                raise FormError(f"a declaration id twice: {sorted(twice - (shared - others))}")
 
     # --- reading through defaults ----------------------------------------------------------------
 
@@ -113,7 +125,17 @@ class Declarations:
     # --- the catalogue ---------------------------------------------------------------------------
 
     def rules(self) -> list[Rule]:
-        return [self._rule(d) for d in self.declared if not isinstance(d, DEFAULT_FORMS)]
+        out = []
+        done: set[str] = set()
+        for d in self.declared:
+            if isinstance(d, DEFAULT_FORMS) or d.id in done:
+                continue
+            if isinstance(d, FIELD_FORMS):
+                done.add(d.id)
+                out.append(_field_rule([o for o in self.declared if isinstance(o, FIELD_FORMS) and o.id == d.id]))
+            else:
+                out.append(self._rule(d))
+        return out
 
     def defaults(self) -> list[Default]:
         return [self._default(d) for d in self.declared if isinstance(d, DEFAULT_FORMS)]
@@ -250,7 +272,7 @@ class Declarations:
             when_parent, when_name = when.path.rsplit(".", 1)
             if when_parent != parent:
                 raise FormError(f"{rule_id}: the condition {when.path} is not beside {roles_path}")
-            condition = f"(has(self.{when_name}) && self.{when_name} == {cel_string(when.value)})"
+            condition = f"(has(self.{when_name}) && self.{when_name} == {_literal(when.value)})"
         return _path(parent), f"self.{name}", condition
 
     def _required_roles(self, d: RequiredRoles) -> Rule:
@@ -422,9 +444,10 @@ class Declarations:
         """The body lines of the kind's generated check (``errors`` extended, in declaration order)."""
         lines = []
         for d in self.declared:
-            call = _python_call(d)
-            if call:
-                lines += [f"    if not only or {d.id!r} in only:", f"        errors.extend({call})"]
+            calls = [c for c in (_field_calls(d) if isinstance(d, FIELD_FORMS) else [_python_call(d)]) if c]
+            if calls:
+                lines.append(f"    if not only or {d.id!r} in only:")
+                lines += [f"        errors.extend({call})" for call in calls]
         return lines
 
     def python_default(self) -> list[str]:
@@ -458,6 +481,9 @@ class Declarations:
         """(id, the growth of its apiserver check in the list it reads) of each rule."""
         report = []
         for d in self.declared:
+            if isinstance(d, FIELD_FORMS):
+                report.append((d.id, _field_cost(d)))
+                continue
             if isinstance(d, DefaultField | DefaultItemField | MaxItems | Immutable):
                 growth = "constant" if not isinstance(d, DefaultItemField) else "linear (policy patch)"
             elif isinstance(d, FixedCount | Subdomain):
@@ -492,7 +518,7 @@ def _summary_value(value: Scalar) -> str:
     return str(value)
 
 
-def _when(when: When | None) -> tuple[tuple[str, ...], str] | None:
+def _when(when: When | None) -> tuple[tuple[str, ...], Scalar] | None:
     return None if when is None else (_path(when.path), when.value)
 
 
@@ -548,13 +574,17 @@ def declared_module_text(kinds: Iterable[tuple[str, str, Declarations]]) -> str:
                 "at_most_sum",
                 "default_field",
                 "default_item_fields",
+                "field_bound",
                 "fixed_count",
+                "forbidden_field",
                 "forbidden_roles",
                 "immutable",
                 "known_keys",
                 "max_items",
+                "required_field",
                 "required_roles",
                 "role_field_bound",
+                "string_field",
                 "subdomain",
                 "unique_by",
             )
@@ -598,6 +628,269 @@ def declared_module_text(kinds: Iterable[tuple[str, str, Declarations]]) -> str:
 def cost_report(kinds: Iterable[tuple[str, str, Declarations]]) -> list[str]:
     """One line per generated rule: its kind, id and how its apiserver check grows."""
     return [f"{kind} ({group}) {rule}: {growth}" for group, kind, d in kinds for rule, growth in d.cost()]
+
+
+# --- generic field forms ---------------------------------------------------------------------------
+#
+# A field form's path (``spec.tasks[*].name``, ``spec.tfReplicaSpecs{*}.restartPolicy``,
+# ``spec.pytorchReplicaSpecs[Master].replicas``) is cut in two: the scope, the steps to each object
+# the check runs on (through list items and map values: where its CRD rule or keyword sits), and
+# the target, the field (or map key) from there. A condition is read from the same object.
+
+_STEP = re.compile(r"\[\*\]|\{\*\}|\[[^\]*]+\]|[^.\[\]{}]+")
+WILDCARDS = ("[*]", "{*}")
+
+
+def field_steps(path: str) -> tuple[str, ...]:
+    """The steps of a field form's path: names, ``[*]``, ``{*}`` and ``[key]``."""
+    steps = tuple(_STEP.findall(path))
+    if not steps or _render(steps, dots=True) != path or steps[0].startswith(("[", "{")):
+        raise FormError(f"not a field path: {path!r}")
+    return steps
+
+
+def _is_key(step: str) -> bool:
+    return step.startswith("[") and step not in WILDCARDS
+
+
+def _render(steps: Sequence[str], *, dots: bool = False) -> str:
+    """The path as written (``dots``) or as the catalogue's ``Produces`` matches it (``[*]`` for both
+    wildcards)."""
+    out = ""
+    for step in steps:
+        if step in WILDCARDS:
+            out += step if dots else "[*]"
+        elif _is_key(step):
+            out += step
+        else:
+            out += ("." if out else "") + step
+    return out
+
+
+def _paths(d: FieldForm) -> tuple[str, ...]:
+    return (d.path,) if isinstance(d.path, str) else d.path
+
+
+class _Site:
+    """One path of a field form: where it sits (``scope``), the field from there (``target``), its
+    condition from there (``when``: steps, value)."""
+
+    def __init__(self, d: FieldForm, path: str) -> None:
+        steps = field_steps(path)
+        if steps[-1] in WILDCARDS:
+            raise FormError(f"{d.id}: {path} names every entry, not a field")
+        container = steps[:-1]
+        when_steps = field_steps(d.when.path) if d.when is not None else None
+        common = container
+        if when_steps is not None:
+            common = tuple(a for a, _ in _takewhile_equal(container, when_steps[:-1]))
+        # A key is no place in the schema: the check sits on the map and reads the key.
+        keys = [i for i, s in enumerate(common) if _is_key(s)]
+        self.scope = common[: keys[0]] if keys else common
+        self.target = steps[len(self.scope) :]
+        self.when = None if when_steps is None or d.when is None else (when_steps[len(self.scope) :], d.when.value)
+        beyond = [*self.target, *(self.when[0] if self.when else ())]
+        if any(s in WILDCARDS for s in beyond):
+            raise FormError(f"{d.id}: the condition {d.when.path if d.when else ''} is out of the reach of {path}")
+        self.path = path
+        self.produced = _render(steps)
+
+    @property
+    def location(self) -> tuple[str, ...]:
+        return tuple({"[*]": LIST_ITEMS, "{*}": MAP_VALUES}.get(s, s) for s in self.scope)
+
+    @property
+    def plain(self) -> bool:
+        """A single field of the scope's object, no condition: a schema keyword can say it."""
+        return self.when is None and len(self.target) == 1 and not _is_key(self.target[0])
+
+    def python(self) -> str:
+        return f"scope={self.scope!r}, target={self.target!r}, when={self.when!r}"
+
+    # CEL from the scope's object (self).
+    def at(self, steps: Sequence[str]) -> str:
+        out = "self"
+        for step in steps:
+            out += f"[{cel_string(step[1:-1])}]" if _is_key(step) else f".{step}"
+        return out
+
+    def present(self, steps: Sequence[str]) -> str:
+        """CEL true when every step is there (the field, or the map's key)."""
+        checks = []
+        for i, step in enumerate(steps):
+            checks.append(
+                f"{cel_string(step[1:-1])} in {self.at(steps[:i])}"
+                if _is_key(step)
+                else f"has({self.at(steps[: i + 1])})"
+            )
+        return " && ".join(checks) or "true"
+
+    def is_set(self) -> str:
+        """CEL true when the target is there, its parent known to be (the guard says so)."""
+        last = self.target[-1]
+        if _is_key(last):
+            return f"{cel_string(last[1:-1])} in {self.at(self.target[:-1])}"
+        return f"has({self.at(self.target)})"
+
+    def guard(self) -> str:
+        """CEL true when the check does not apply: the condition fails or the field's parent is not there."""
+        parts = []
+        if self.when is not None:
+            steps, value = self.when
+            parts.append(f"!({self.present(steps)} && {self.at(steps)} == {_literal(value)})")
+        if len(self.target) > 1:
+            parts.append(f"!({self.present(self.target[:-1])})")
+        return " || ".join(parts)
+
+    def field_path(self) -> str:
+        return "".join(f"[{cel_string(s[1:-1])}]" if _is_key(s) else f".{s}" for s in self.target)
+
+    def validation(self, holds: str, message: str, reason: str = "") -> Validation:
+        guard = self.guard()
+        return Validation(
+            rule=f"{guard} || {holds}" if guard else holds, message=message, field_path=self.field_path(), reason=reason
+        )
+
+
+def _takewhile_equal(a: Sequence[str], b: Sequence[str]) -> list[tuple[str, str]]:
+    out = []
+    for x, y in zip(a, b, strict=False):
+        if x != y:
+            break
+        out.append((x, y))
+    return out
+
+
+def _needs_message(d: FieldForm, site: _Site) -> None:
+    if not d.message:
+        raise FormError(f"{d.id}: {site.path} needs a CRD rule (a condition, a map key), which needs a message")
+
+
+def _field_parts(d: FieldForm) -> tuple[list[Produces], list[Placement], bool]:
+    """(Produces, placements, whether any is a CRD rule) of one field declaration."""
+    produces: list[Produces] = []
+    placements: list[Placement] = []
+    crd_rule = False
+    for path in _paths(d):
+        site = _Site(d, path)
+        field = site.at(site.target)
+        if isinstance(d, RequiredField):
+            if site.plain and not d.message and not d.empty_is_unset:
+                produces.append(Produces(site.produced, "REQUIRED", "^$"))
+                placements.append(Placement(site.location, {"required": [site.target[0]]}))
+                continue
+            _needs_message(d, site)
+            holds = f"({site.is_set()} && {field} != '')" if d.empty_is_unset else site.is_set()
+            produces.append(Produces(site.produced, "REQUIRED", _exact(d.message)))
+            placements.append(
+                Placement(site.location, validation=site.validation(holds, d.message, "FieldValueRequired"))
+            )
+        elif isinstance(d, ForbiddenField):
+            _needs_message(d, site)
+            absent = f"!{site.is_set()}"
+            holds = f"{absent} || {field} == ''" if d.empty_is_unset else absent
+            produces.append(Produces(site.produced, "FORBIDDEN", _exact(d.message)))
+            placements.append(
+                Placement(site.location, validation=site.validation(holds, d.message, "FieldValueForbidden"))
+            )
+        elif isinstance(d, FieldBound):
+            if d.minimum is None and d.maximum is None:
+                raise FormError(f"{d.id}: a bound needs a minimum or a maximum")
+            if site.plain and not d.message:
+                bounds = {k: v for k, v in (("minimum", d.minimum), ("maximum", d.maximum)) if v is not None}
+                produces.append(
+                    Produces(site.produced, "INVALID", "^.* in body should be (greater|less) than or equal to ")
+                )
+                placements.append(Placement((*site.location, site.target[0]), bounds))
+                continue
+            _needs_message(d, site)
+            checks = [f"{field} >= {d.minimum}"] if d.minimum is not None else []
+            checks += [f"{field} <= {d.maximum}"] if d.maximum is not None else []
+            if d.minimum is not None and d.minimum == d.maximum:
+                checks = [f"{field} == {d.minimum}"]
+            holds = f"!{site.is_set()} || " + " && ".join(checks)
+            produces.append(Produces(site.produced, "INVALID", _exact(d.message)))
+            placements.append(Placement(site.location, validation=site.validation(holds, d.message)))
+        else:
+            if not (d.pattern or d.enum or d.min_length is not None or d.max_length is not None):
+                raise FormError(f"{d.id}: a string form needs a pattern, a length or values")
+            if site.plain and not d.message:
+                keywords: dict[str, object] = {}
+                if d.pattern:
+                    keywords["pattern"] = d.pattern
+                    produces.append(Produces(site.produced, "INVALID", "^.* in body should match "))
+                if d.min_length is not None:
+                    keywords["minLength"] = d.min_length
+                    produces.append(Produces(site.produced, "INVALID", "^.* in body should be at least "))
+                if d.max_length is not None:
+                    keywords["maxLength"] = d.max_length
+                    produces.append(Produces(site.produced, "TOO_LONG"))
+                if d.enum:
+                    keywords["enum"] = list(d.enum)
+                    produces.append(Produces(site.produced, "NOT_SUPPORTED"))
+                placements.append(Placement((*site.location, site.target[0]), keywords))
+                continue
+            _needs_message(d, site)
+            checks = [f"size({field}) <= {d.max_length}"] if d.max_length is not None else []
+            checks += [f"size({field}) >= {d.min_length}"] if d.min_length is not None else []
+            checks += [f"{field}.matches({cel_raw_string(d.pattern)})"] if d.pattern else []
+            checks += [f"{field} in {cel_list(d.enum)}"] if d.enum else []
+            holds = f"!{site.is_set()} || " + " && ".join(checks)
+            produces.append(Produces(site.produced, "INVALID", _exact(d.message)))
+            placements.append(Placement(site.location, validation=site.validation(holds, d.message)))
+        crd_rule = True
+    return produces, placements, crd_rule
+
+
+def _field_rule(parts: Sequence[FieldForm]) -> Rule:
+    """The rule of the field declarations that share an id (in declaration order)."""
+    produces: list[Produces] = []
+    placements: list[Placement] = []
+    crd_rule = False
+    for d in parts:
+        p, q, c = _field_parts(d)
+        produces += p
+        placements += q
+        crd_rule = crd_rule or c
+    first = parts[0]
+    return Rule(
+        first.id,
+        first.summary,
+        Where.CRD_RULE if crd_rule else Where.SCHEMA,
+        tuple(produces),
+        tuple(placements),
+        why=next((d.why for d in parts if d.why), ""),
+    )
+
+
+def _field_calls(d: FieldForm) -> list[str]:
+    """The Python check of a field declaration: one call per path."""
+    calls = []
+    for path in _paths(d):
+        site = _Site(d, path)
+        where = site.python()
+        if isinstance(d, RequiredField | ForbiddenField):
+            function = "required_field" if isinstance(d, RequiredField) else "forbidden_field"
+            calls.append(f"{function}(obj, {where}, empty_is_unset={d.empty_is_unset!r}, message={d.message!r})")
+        elif isinstance(d, FieldBound):
+            calls.append(f"field_bound(obj, {where}, bounds={(d.minimum, d.maximum)!r}, message={d.message!r})")
+        else:
+            calls.append(
+                f"string_field(obj, {where}, pattern={d.pattern!r}, lengths={(d.min_length, d.max_length)!r}, "
+                f"enum={d.enum!r}, message={d.message!r})"
+            )
+    return calls
+
+
+def _field_cost(d: FieldForm) -> str:
+    sites = [_Site(d, p) for p in _paths(d)]
+    keyword = all(s.plain for s in sites) and not d.message and not getattr(d, "empty_is_unset", False)
+    if keyword and not isinstance(d, ForbiddenField):
+        return "constant (schema keyword)"
+    each = " on each entry" if any(s in WILDCARDS for site in sites for s in site.scope) else ""
+    if isinstance(d, StringField) and d.pattern:
+        return f"linear in the string's length (CRD rule{each})"
+    return f"constant (CRD rule{each})"
 
 
 # --- forms only Volcano's rules use (jobgate/rules/forms.py's last block) ---------------------------
@@ -759,4 +1052,4 @@ def _volcano_call(d: Acyclic | KnownKeys | FixedCount | Subdomain) -> str:
     return f"subdomain(obj, old, {_path(d.path)!r}, {d.create_only!r})"
 
 
-__all__ = ["Declarations", "FormError", "cost_report", "declared_module_text"]
+__all__ = ["Declarations", "FormError", "cost_report", "declared_module_text", "field_steps"]

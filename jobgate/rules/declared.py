@@ -13,7 +13,18 @@ field errors in a stable order and ignores values of the wrong type (the schema 
 
 from __future__ import annotations
 
-from jobgate.engine.fielderrors import FieldError, Key, duplicate, forbidden, invalid, required, too_many
+from jobgate.engine.fielderrors import (
+    FieldError,
+    Key,
+    duplicate,
+    forbidden,
+    invalid,
+    not_supported,
+    render_path,
+    required,
+    too_long,
+    too_many,
+)
 from jobgate.engine.jsonpatch import PatchRecorder
 from jobgate.rules.jobmeta import as_int
 from jobgate.rules.names import dns1123_subdomain_problems
@@ -21,6 +32,11 @@ from jobgate.rules.names import dns1123_subdomain_problems
 TYPE_CHECKING = False  # typing.TYPE_CHECKING, without importing typing at run time (start-up)
 if TYPE_CHECKING:
     from typing import Any
+
+    from jobgate.engine.fielderrors import FieldPath
+
+    FieldSteps = tuple[str, ...]
+    Condition = tuple[tuple[str, ...], Any]
 
 MISSING: Any = object()
 
@@ -35,7 +51,7 @@ def get(obj: Any, path: tuple[str, ...]) -> Any:
     return value
 
 
-def holds(obj: Any, when: tuple[tuple[str, ...], str] | None) -> bool:
+def holds(obj: Any, when: tuple[tuple[str, ...], Any] | None) -> bool:
     """A rule's condition: the field at ``when[0]`` equals ``when[1]`` (None: always)."""
     return when is None or get(obj, when[0]) == when[1]
 
@@ -157,7 +173,7 @@ def required_roles(
     key: str,
     among: tuple[str, ...],
     roles: tuple[str, ...],
-    when: tuple[tuple[str, ...], str] | None,
+    when: tuple[tuple[str, ...], Any] | None,
     message: str,
 ) -> list[FieldError]:
     """``RequiredRoles``: when ``when`` holds, an entry of each of ``roles``; reported at the list."""
@@ -175,7 +191,7 @@ def forbidden_roles(
     key: str,
     among: tuple[str, ...],
     roles: tuple[str, ...],
-    when: tuple[tuple[str, ...], str] | None,
+    when: tuple[tuple[str, ...], Any] | None,
     message: str,
 ) -> list[FieldError]:
     """``ForbiddenRoles``: when ``when`` holds, no entry of ``roles``; reported at the first entry's key."""
@@ -196,7 +212,7 @@ def role_field_bound(
     field: str,
     bounds: tuple[int | None, int | None],
     every: bool,
-    when: tuple[tuple[str, ...], str] | None,
+    when: tuple[tuple[str, ...], Any] | None,
     message: str,
 ) -> list[FieldError]:
     """``RoleFieldBound``: an integer field of the role's entry (of each, with ``every``) within
@@ -253,6 +269,157 @@ def immutable(obj: Any, old: Any, path: tuple[str, ...], message: str) -> list[F
     new_value = None if new_value is MISSING else new_value
     old_value = None if old_value is MISSING else old_value
     return [forbidden(path, message)] if new_value != old_value else []
+
+
+# --- generic field forms -------------------------------------------------------------------------
+#
+# A field form's path comes compiled as (scope, target, when): ``scope`` the steps to each object
+# it checks (through ``[*]``, every list item, and ``{*}``, every map value), ``target`` the steps
+# from there to the field (a field name, or ``[key]`` for one key of a map), ``when`` the condition
+# read from the same object (steps, value) or None.
+
+
+def _segment(step: str) -> str:
+    """A target step as a field path segment: ``[key]`` is a map key."""
+    return Key(step[1:-1]) if step.startswith("[") else step
+
+
+def _scoped(obj: Any, scope: FieldSteps, when: Condition | None) -> list[tuple[FieldPath, Any]]:
+    """(field path, object) of each object ``scope`` reaches (list items and map values expanded in
+    order) where the condition holds."""
+    reached: list[tuple[FieldPath, Any]] = [((), obj)]
+    for step in scope:
+        found: list[tuple[FieldPath, Any]] = []
+        for path, value in reached:
+            if step == "[*]":
+                if isinstance(value, list):
+                    found.extend(((*path, index), item) for index, item in enumerate(value))
+            elif step == "{*}":
+                if isinstance(value, dict):
+                    found.extend(((*path, Key(name)), item) for name, item in value.items())
+            elif isinstance(value, dict) and _segment(step) in value:
+                found.append(((*path, _segment(step)), value[_segment(step)]))
+        reached = found
+    return [(path, value) for path, value in reached if isinstance(value, dict) and _condition(value, when)]
+
+
+def _condition(node: dict[str, Any], when: Condition | None) -> bool:
+    if when is None:
+        return True
+    steps, expected = when
+    return get(node, tuple(_segment(s) for s in steps)) == expected
+
+
+def _targets(obj: Any, scope: FieldSteps, target: FieldSteps, when: Condition | None) -> list[tuple[FieldPath, Any]]:
+    """(field path, value or MISSING) of the target field under each object of the scope whose
+    target's parent exists (None, which the apiserver drops, is MISSING)."""
+    segments = tuple(_segment(s) for s in target)
+    out = []
+    for path, node in _scoped(obj, scope, when):
+        parent = get(node, segments[:-1])
+        if not isinstance(parent, dict):
+            continue
+        value = parent.get(segments[-1])
+        out.append(((*path, *segments), MISSING if value is None else value))
+    return out
+
+
+def required_field(
+    obj: Any,
+    *,
+    scope: FieldSteps,
+    target: FieldSteps,
+    when: Condition | None,
+    empty_is_unset: bool,
+    message: str,
+) -> list[FieldError]:
+    """``RequiredField``: the field set (not "" with ``empty_is_unset``) where the condition holds."""
+    return [
+        required(path, message)
+        for path, value in _targets(obj, scope, target, when)
+        if value is MISSING or (empty_is_unset and value == "")
+    ]
+
+
+def forbidden_field(
+    obj: Any,
+    *,
+    scope: FieldSteps,
+    target: FieldSteps,
+    when: Condition | None,
+    empty_is_unset: bool,
+    message: str,
+) -> list[FieldError]:
+    """``ForbiddenField``: the field not set ("" unset with ``empty_is_unset``) where the condition holds."""
+    return [
+        forbidden(path, message)
+        for path, value in _targets(obj, scope, target, when)
+        if value is not MISSING and not (empty_is_unset and value == "")
+    ]
+
+
+def field_bound(
+    obj: Any,
+    *,
+    scope: FieldSteps,
+    target: FieldSteps,
+    when: Condition | None,
+    bounds: tuple[int | None, int | None],
+    message: str,
+) -> list[FieldError]:
+    """``FieldBound``: an integer within bounds; ``message``, or the apiserver's words for them."""
+    low, high = bounds
+    errors = []
+    for path, given in _targets(obj, scope, target, when):
+        value = as_int(given)
+        if value is None:
+            continue
+        if low is not None and value < low:
+            detail = message or f"{render_path(path)} in body should be greater than or equal to {low}"
+        elif high is not None and value > high:
+            detail = message or f"{render_path(path)} in body should be less than or equal to {high}"
+        else:
+            continue
+        errors.append(invalid(path, value, detail))
+    return errors
+
+
+def string_field(
+    obj: Any,
+    *,
+    scope: FieldSteps,
+    target: FieldSteps,
+    when: Condition | None,
+    pattern: str,
+    lengths: tuple[int | None, int | None],
+    enum: tuple[str, ...],
+    message: str,
+) -> list[FieldError]:
+    """``StringField``: a string of the pattern, lengths and values; with ``message`` one error
+    saying it, else each broken check in the apiserver's words for its schema keyword."""
+    low, high = lengths
+    errors: list[FieldError] = []
+    for path, value in _targets(obj, scope, target, when):
+        if not isinstance(value, str):
+            continue
+        # The schema keyword's own words, in the order the apiserver's validator checks them.
+        problems: list[FieldError] = []
+        if high is not None and len(value) > high:
+            problems.append(too_long(path, high))
+        if low is not None and len(value) < low:
+            problems.append(invalid(path, value, f"{render_path(path)} in body should be at least {low} chars long"))
+        if pattern:
+            # Imported when a pattern is checked: ``re`` is no import of a job without one (start-up).
+            import re
+
+            # CEL's matches() and the schema's pattern both search, unanchored.
+            if re.search(pattern, value) is None:
+                problems.append(invalid(path, value, f"{render_path(path)} in body should match '{pattern}'"))
+        if enum and value not in enum:
+            problems.append(not_supported(path, value, enum))
+        if problems:
+            errors.extend([invalid(path, value, message)] if message else problems)
+    return errors
 
 
 # --- forms only Volcano's rules use ---------------------------------------------------------------

@@ -25,10 +25,12 @@ Scalar = int | str | bool
 
 @dataclass(frozen=True)
 class When:
-    """A rule's condition: the field at ``path`` equals ``value``."""
+    """A rule's condition: the field at ``path`` equals ``value``. For a field form the path may
+    reach through the same list items and map values as the rule's own (``spec.tasks[*].type``):
+    the condition is then read in the same entry."""
 
     path: str
-    value: str
+    value: Scalar
 
 
 @dataclass(frozen=True)
@@ -173,6 +175,86 @@ class Immutable:
     message: str = "field is immutable"
 
 
+# --- generic field forms ---------------------------------------------------------------------------
+#
+# A field form names its field by a path that may reach through every item of a list (``[*]``),
+# every value of a map (``{*}``) and one key of a map (``[Master]``), e.g. ``spec.tasks[*].name``,
+# ``spec.tfReplicaSpecs{*}.restartPolicy``, ``spec.pytorchReplicaSpecs[Master].replicas``. It
+# checks the field under each object on the way that exists (a missing list or entry: nothing to
+# check). ``path`` may be a tuple of such paths: one rule at each. Field forms that share an ``id``
+# are one rule of the catalogue (a rule of two checks, e.g. a role that is present with one replica).
+#
+# Without a ``message`` (and a condition) a form says what the apiserver's schema keyword says, in
+# its words, and compiles to that keyword; with one it compiles to a CRD rule with that message.
+
+
+@dataclass(frozen=True)
+class RequiredField:
+    """When ``when`` holds, the field (or map key) is set (with ``empty_is_unset``, not "" either).
+    ``Required value`` at the field, with ``message`` as its detail."""
+
+    id: str
+    summary: str
+    path: str | tuple[str, ...]
+    message: str = ""
+    empty_is_unset: bool = False
+    when: When | None = None
+    why: str = ""
+
+
+@dataclass(frozen=True)
+class ForbiddenField:
+    """When ``when`` holds, the field (or map key) is not set (with ``empty_is_unset``, "" is unset).
+    ``Forbidden`` at the field, with ``message``."""
+
+    id: str
+    summary: str
+    path: str | tuple[str, ...]
+    message: str
+    empty_is_unset: bool = False
+    when: When | None = None
+    why: str = ""
+
+
+@dataclass(frozen=True)
+class FieldBound:
+    """An integer field within [minimum, maximum] (an unset one passes). ``Invalid value`` at the
+    field: ``message``, or without one the apiserver's words for ``minimum``/``maximum``."""
+
+    id: str
+    summary: str
+    path: str | tuple[str, ...]
+    minimum: int | None = None
+    maximum: int | None = None
+    message: str = ""
+    when: When | None = None
+    why: str = ""
+
+
+@dataclass(frozen=True)
+class StringField:
+    """A string field that matches ``pattern``, is ``min_length`` to ``max_length`` characters
+    long and is one of ``enum`` (each when given; an unset field passes). Without ``message`` each
+    check is its schema keyword, in the apiserver's words (``Unsupported value``, ``... in body
+    should match '<pattern>'``, ``Too long``, ``... should be at least N chars long``); with one, a
+    CRD rule whose ``Invalid value`` says ``message``."""
+
+    id: str
+    summary: str
+    path: str | tuple[str, ...]
+    pattern: str = ""
+    min_length: int | None = None
+    max_length: int | None = None
+    enum: tuple[str, ...] = ()
+    message: str = ""
+    when: When | None = None
+    why: str = ""
+
+
+FIELD_FORMS = (RequiredField, ForbiddenField, FieldBound, StringField)
+FieldForm = RequiredField | ForbiddenField | FieldBound | StringField
+
+
 # --- forms only Volcano's rules use (jobgate/families/volcano/declared.py) ---------------------------
 # Kept apart from the forms above so that the generic forms grow without touching these.
 
@@ -238,7 +320,7 @@ VOLCANO_FORMS = (Acyclic, KnownKeys, FixedCount, Subdomain)
 
 Declaration = (
     (DefaultField | DefaultItemField | MaxItems | UniqueBy | RequiredRoles | ForbiddenRoles | RoleFieldBound)
-    | (AtMostSum | Immutable)
+    | (AtMostSum | Immutable | RequiredField | ForbiddenField | FieldBound | StringField)
     | (Acyclic | KnownKeys | FixedCount | Subdomain)
 )
 DEFAULT_FORMS = (DefaultField, DefaultItemField)

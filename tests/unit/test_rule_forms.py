@@ -18,14 +18,18 @@ from jobgate.rules.forms import (
     AtMostSum,
     DefaultField,
     DefaultItemField,
+    FieldBound,
     FixedCount,
+    ForbiddenField,
     ForbiddenRoles,
     Immutable,
     KnownKeys,
     MaxItems,
+    RequiredField,
     RequiredRoles,
     RoleFieldBound,
     Roles,
+    StringField,
     Subdomain,
     UniqueBy,
     When,
@@ -245,6 +249,144 @@ def test_the_generated_module_is_the_declarations():
         name = f"{kind}_{group}".replace(".", "_").lower()
         assert callable(getattr(declared_rules, f"validate_{name}"))
         assert callable(getattr(declared_rules, f"default_{name}"))
+
+
+# --- generic field forms ---------------------------------------------------------------------------
+
+FIELDS = Declarations(
+    (
+        RequiredField("f/type", "each task has a type", "spec.tasks[*].type", "needs a type", empty_is_unset=True),
+        # Two checks of one rule: the role is there, with one replica.
+        RequiredField("f/master", "one Master", "spec.reps[Master]", "must be present"),
+        FieldBound("f/master", "one Master", "spec.reps[Master].replicas", 1, 1, "must be 1"),
+        ForbiddenField(
+            "f/solo-port",
+            "a solo task opens no port",
+            "spec.tasks[*].port",
+            "solo",
+            when=When("spec.tasks[*].mode", "solo"),
+        ),
+        FieldBound("f/replicas", "no negative replicas", "spec.reps{*}.replicas", minimum=0),
+        StringField("f/names", "names", ("spec.tasks[*].name", "spec.name"), pattern="^[a-z]+$", max_length=8),
+        StringField("f/kind", "kinds", "spec.reps{*}.kind", enum=("a", "b"), message="kind a or b"),
+        StringField("f/mode", "modes", "spec.mode", enum=("solo", "team")),
+        RequiredField("f/policy", "a run policy names its policy", "spec.run.policy"),
+    )
+)
+
+
+@pytest.fixture(scope="module")
+def fields():
+    namespace: dict[str, object] = {}
+    exec(compile(declared_module_text([("f.example.com", "F", FIELDS)]), "f", "exec"), namespace)
+    return namespace["validate_f_f_example_com"]
+
+
+def _field_job(**spec):
+    base = {"tasks": [{"type": "a", "name": "one"}], "reps": {"Master": {"replicas": 1}, "Worker": {"kind": "a"}}}
+    return {"spec": {**base, **spec}}
+
+
+@pytest.mark.parametrize(
+    ("spec", "expected"),
+    [
+        ({}, []),
+        (
+            {"tasks": [{"type": ""}, {"name": "b"}]},
+            ["spec.tasks[0].type: Required value: needs a type"] * 1
+            + ["spec.tasks[1].type: Required value: needs a type"],
+        ),
+        ({"reps": {"Worker": {}}}, ["spec.reps[Master]: Required value: must be present"]),
+        ({"reps": {"Master": {"replicas": 2}}}, ["spec.reps[Master].replicas: Invalid value: 2: must be 1"]),
+        ({"reps": {"Master": {"replicas": None}}}, []),  # null is unset: the apiserver drops it
+        (
+            {"tasks": [{"type": "a", "mode": "solo", "port": 1}, {"type": "a", "port": 2}]},
+            ["spec.tasks[0].port: Forbidden: solo"],
+        ),
+        (
+            {"reps": {"Master": {}, "Worker": {"replicas": -1}}},
+            [
+                "spec.reps[Worker].replicas: Invalid value: -1: spec.reps[Worker].replicas in body should be "
+                "greater than or equal to 0"
+            ],
+        ),
+        (
+            {"tasks": [{"type": "a", "name": "abcdefghi"}], "name": "A"},
+            [
+                "spec.tasks[0].name: Too long: may not be more than 8 bytes",
+                "spec.name: Invalid value: \"A\": spec.name in body should match '^[a-z]+$'",
+            ],
+        ),
+        (
+            {"reps": {"Master": {}, "Worker": {"kind": "c"}}},
+            ['spec.reps[Worker].kind: Invalid value: "c": kind a or b'],
+        ),
+        ({"mode": "duo"}, ['spec.mode: Unsupported value: "duo": supported values: "solo", "team"']),
+        ({"run": {}}, ["spec.run.policy: Required value"]),
+        ({"run": {"policy": "x"}, "tasks": "not a list", "reps": "not a map"}, []),  # the schema names the types
+    ],
+)
+def test_each_field_form_in_python(fields, spec, expected):
+    obj = _field_job(**spec)
+    assert [str(e) for e in fields(obj, None)] == expected
+    rules = {r.id: r for r in FIELDS.rules()}
+    for error in fields(obj, None):
+        assert [i for i, r in rules.items() if r.explains(error)], str(error)
+
+
+def test_where_each_field_form_goes():
+    rules = {r.id: r for r in FIELDS.rules()}
+    # Without a message or condition, the schema keyword in the apiserver's own words.
+    assert rules["f/replicas"].where is Where.SCHEMA
+    assert [(p.at, p.keywords) for p in rules["f/replicas"].placements] == [
+        (("spec", "reps", "*", "replicas"), {"minimum": 0})
+    ]
+    assert [(p.at, p.keywords) for p in rules["f/names"].placements] == [
+        (("spec", "tasks", "[]", "name"), {"pattern": "^[a-z]+$", "maxLength": 8}),
+        (("spec", "name"), {"pattern": "^[a-z]+$", "maxLength": 8}),
+    ]
+    assert rules["f/mode"].placements[0].keywords == {"enum": ["solo", "team"]}
+    assert rules["f/policy"].placements[0].keywords == {"required": ["policy"]}
+    # With a message: a CRD rule on each entry, which names the field.
+    (each,) = rules["f/type"].placements
+    assert each.at == ("spec", "tasks", "[]")
+    assert each.validation.as_schema() == {
+        "rule": "(has(self.type) && self.type != '')",
+        "message": "needs a type",
+        "fieldPath": ".type",
+        "reason": "FieldValueRequired",
+    }
+    # A condition read in the same entry.
+    (solo,) = rules["f/solo-port"].placements
+    assert solo.validation.rule == "!(has(self.mode) && self.mode == 'solo') || !has(self.port)"
+    # Field forms of one id are one rule; a map key is read from the map, the rule sits on it.
+    master = rules["f/master"]
+    assert master.where is Where.CRD_RULE
+    assert [p.path for p in master.produces] == ["spec.reps[Master]", "spec.reps[Master].replicas"]
+    assert [p.validation.field_path for p in master.placements] == ["['Master']", "['Master'].replicas"]
+    assert master.placements[1].validation.rule == (
+        "!('Master' in self) || !has(self['Master'].replicas) || self['Master'].replicas == 1"
+    )
+    assert rules["f/kind"].produces[0].path == "spec.reps[*].kind"
+
+
+def test_field_forms_a_form_cannot_compile_are_refused():
+    with pytest.raises(FormError):  # a condition in another entry's list
+        Declarations((ForbiddenField("x", "", "spec.a[*].b", "m", when=When("spec.c[*].d", "e")),)).rules()
+    with pytest.raises(FormError):  # a CRD rule needs the message
+        Declarations((RequiredField("x", "", "spec.a[Master]"),)).rules()
+    with pytest.raises(FormError):
+        Declarations((FieldBound("x", "", "spec.a"),)).rules()
+    with pytest.raises(FormError):
+        Declarations((RequiredField("x", "", "spec..a"),)).rules()
+    with pytest.raises(FormError):  # an id shared by a field form and another form
+        Declarations((RequiredField("x", "", "spec.a"), MaxItems("x", (("spec.b", 1),))))
+
+
+def test_the_cost_of_field_forms():
+    report = cost_report([("f.example.com", "F", FIELDS)])
+    assert "F (f.example.com) f/replicas: constant (schema keyword)" in report
+    assert "F (f.example.com) f/type: constant (CRD rule on each entry)" in report
 
 
 # --- the forms only Volcano uses, the zero of a number as "empty", and ``only`` ------------------
