@@ -92,6 +92,8 @@ def validate_job_batch_volcano_sh(
         errors.extend(subdomain(obj, old, ('spec', 'priorityClassName'), True))
     if not only or 'volcano/update/task-count' in only:
         errors.extend(fixed_count(obj, old, ('spec', 'tasks'), 'job updates may not add or remove tasks'))
+    if not only or 'volcano/scheduler-name' in only:
+        errors.extend(string_field(obj, scope=('spec',), target=('schedulerName',), when=None, pattern='', lengths=(None, 63), enum=(), message=''))
     return errors
 
 

@@ -18,8 +18,10 @@ from jobgate.rules.forms import (
     DefaultItemField,
     FixedCount,
     KnownKeys,
+    StringField,
     Subdomain,
 )
+from jobgate.rules.names import LABEL_MAX_LENGTH
 
 # The webhook reports a declared rule where Volcano's did, among the rules written by hand: ``rules/``
 # calls the generated check with the rule's id (``only``), and ``cel/`` lists its record in place.
@@ -97,5 +99,11 @@ JOB: tuple[Declaration, ...] = (
         "an UPDATE neither adds nor removes tasks",
         "spec.tasks",
         "job updates may not add or remove tasks",
+    ),
+    StringField(
+        "volcano/scheduler-name",
+        f"schedulerName is {LABEL_MAX_LENGTH} bytes at most",
+        "spec.schedulerName",
+        max_length=LABEL_MAX_LENGTH,
     ),
 )

@@ -44,7 +44,7 @@ def rules(kind: JobKind) -> list[Rule]:
         job.mpi_master_rule(),
         job.network_topology_rule(),
         declared_rules["volcano/priority-class-name"],
-        job.scheduler_name_rule(),
+        declared_rules["volcano/scheduler-name"],
         job.queue_rule(),
         *volumes.volume_rules(),
         tasks.task_name_rule(),

@@ -272,16 +272,6 @@ def network_topology_rule() -> Rule:
     )
 
 
-def scheduler_name_rule() -> Rule:
-    return Rule(
-        "volcano/scheduler-name",
-        f"schedulerName is {LABEL_MAX_LENGTH} bytes at most",
-        Where.SCHEMA,
-        (Produces("spec.schedulerName", "TOO_LONG"),),
-        (Placement((*SPEC, "schedulerName"), {"maxLength": LABEL_MAX_LENGTH}),),
-    )
-
-
 def queue_rule() -> Rule:
     return Rule(
         "volcano/queue",

@@ -163,7 +163,7 @@ def _create_errors(obj: dict[str, Any], spec: dict[str, Any] | None, found: Find
     yield from _volume_errors(spec.get("volumes"))
     yield from _declared(obj, "volcano/dag")
     yield from _declared(obj, "volcano/priority-class-name")
-    yield from _name_field_errors(spec, found)
+    yield from _name_field_errors(obj, spec, found)
 
 
 def _declared(obj: dict[str, Any], rule_id: str) -> list[FieldError]:
@@ -253,9 +253,9 @@ def _negative_errors(spec: dict[str, Any], tasks: list[tuple[int, dict[str, Any]
             )
 
 
-def _name_field_errors(spec: dict[str, Any], found: Findings) -> Iterator[FieldError]:
+def _name_field_errors(obj: dict[str, Any], spec: dict[str, Any], found: Findings) -> Iterator[FieldError]:
     # Patterns and lengths of Volcano's CRD, which the structural schema checker leaves to the rules
-    # (priorityClassName's, before these, is declared).
+    # (priorityClassName's and schedulerName's are declared: declared.py).
     # Volcano's webhook admits any queue name (its own tables submit to "childQueue"); only its CRD
     # (1.14 and later) has the pattern, and the apiserver applies that one before any webhook. So a
     # warning here, never a verdict of the webhook's own.
@@ -263,9 +263,8 @@ def _name_field_errors(spec: dict[str, Any], found: Findings) -> Iterator[FieldE
     if isinstance(queue, str) and queue:
         for problem in dns1123_subdomain_problems(queue):
             found.warnings.append(clip_warning(f"spec.queue: {queue!r}: Volcano's CRD refuses it: {problem}"))
-    scheduler = spec.get("schedulerName")
-    if isinstance(scheduler, str) and len(scheduler) > 63:
-        yield FieldError(ErrorType.TOO_LONG, ("spec", "schedulerName"), detail="may not be more than 63 bytes")
+    # schedulerName's length: declared.
+    yield from _declared(obj, "volcano/scheduler-name")
 
 
 def _volume_errors(volumes: Any) -> Iterator[FieldError]:
