@@ -12,6 +12,7 @@ from jobgate.rules.declared import (
     default_item_fields,
     field_bound,
     fixed_count,
+    flag_names_entry,
     forbidden_field,
     forbidden_roles,
     immutable,
@@ -86,6 +87,8 @@ def validate_job_batch_volcano_sh(
         errors.extend(at_most_sum(obj, old, path=('spec', 'minAvailable'), items_path=('spec', 'tasks'), field='replicas', unset=0, message="job 'minAvailable' should not be greater than total replicas in tasks", update_message="job 'minAvailable' must not be greater than total replicas"))
     if not only or 'volcano/plugins' in only:
         errors.extend(known_keys(obj, ('spec', 'plugins'), ('ssh', 'env', 'svc', 'tensorflow', 'mpi', 'pytorch', 'hcclrank', 'ray'), 'unable to find job plugin: {key}'))
+    if not only or 'volcano/mpi-master' in only:
+        errors.extend(flag_names_entry(obj, old, map_path=('spec', 'plugins'), name='mpi', flag='master', default='master', items_path=('spec', 'tasks'), key='name', message='The specified mpi master task was not found', create_only=True))
     if not only or 'volcano/dag' in only:
         errors.extend(acyclic(obj, old, path=('spec', 'tasks'), key='name', depends=('dependsOn', 'name'), message="job has dependencies between tasks, but doesn't form a directed acyclic graph(DAG)", missing=' (no task named {names})', create_only=True))
     if not only or 'volcano/priority-class-name' in only:

@@ -37,6 +37,7 @@ from jobgate.rules.forms import (
     FieldBound,
     FieldForm,
     FixedCount,
+    FlagNamesEntry,
     ForbiddenField,
     ForbiddenRoles,
     Immutable,
@@ -488,6 +489,8 @@ class Declarations:
                 growth = "constant" if not isinstance(d, DefaultItemField) else "linear (policy patch)"
             elif isinstance(d, FixedCount | Subdomain):
                 growth = "constant"
+            elif isinstance(d, FlagNamesEntry):
+                growth = f"linear in the arguments (at most {d.bound}) and the list"
             elif isinstance(d, Acyclic):
                 growth = f"quadratic per round, {d.bound} rounds, bounded by {d.bound} entries"
             elif isinstance(d, UniqueBy):
@@ -576,6 +579,7 @@ def declared_module_text(kinds: Iterable[tuple[str, str, Declarations]]) -> str:
                 "default_item_fields",
                 "field_bound",
                 "fixed_count",
+                "flag_names_entry",
                 "forbidden_field",
                 "forbidden_roles",
                 "immutable",
@@ -910,9 +914,11 @@ def _split(message: str, field: str) -> tuple[str, str]:
     return before, after
 
 
-def _volcano_rule(d: Acyclic | KnownKeys | FixedCount | Subdomain) -> Rule:
+def _volcano_rule(d: Acyclic | KnownKeys | FixedCount | Subdomain | FlagNamesEntry) -> Rule:
     if isinstance(d, Acyclic):
         return _acyclic(d)
+    if isinstance(d, FlagNamesEntry):
+        return _flag_names_entry(d)
     if isinstance(d, KnownKeys):
         return _known_keys(d)
     if isinstance(d, FixedCount):
@@ -1039,7 +1045,54 @@ def _subdomain(d: Subdomain) -> Rule:
     )
 
 
-def _volcano_call(d: Acyclic | KnownKeys | FixedCount | Subdomain) -> str:
+def _flag_names_entry(d: FlagNamesEntry) -> Rule:
+    """CEL of 1.30 has no index in a comprehension: the arguments are walked by the literal list of
+    the indexes their maxItems allows, and the first that sets the flag is bound by its index
+    (``[ps[0]].all(p, ...)``): an integer, which the cost estimator sizes."""
+    parent, map_name = d.map.rsplit(".", 1)
+    list_parent, list_name = d.list.rsplit(".", 1)
+    if parent != list_parent:
+        raise FormError(f"{d.id}: {d.map} and {d.list} are not beside each other")
+    args = f"self.{map_name}[{cel_string(d.name)}]"
+    with_value = cel_raw_string(f"^-+{d.flag}=")
+    bare = cel_raw_string(f"^-+{d.flag}$")
+    indexes = "[" + ", ".join(str(i) for i in range(d.bound)) + "]"
+    sets = (
+        f"p < size({args}) && ({args}[p].matches({with_value}) || ({args}[p].matches({bare}) && p + 1 < size({args})))"
+    )
+    value = f"({args}[p].matches({with_value}) ? {args}[p].substring({args}[p].indexOf('=') + 1) : {args}[p + 1])"
+    default = cel_string(d.default)
+    chosen = f"({value} == '' ? {default} : {value})"
+
+    def named(name: str) -> str:
+        items = f"self.{list_name}"
+        return f"(has({items}) && {items}.exists(t, has(t.{d.key}) && t.{d.key} == {name}))"
+
+    rule = (
+        f"!has(self.{map_name}) || !({cel_string(d.name)} in self.{map_name}) || [{indexes}.filter(p, {sets})]"
+        f".all(ps, size(ps) == 0 ? {named(default)} : [ps[0]].all(p, {named(chosen)}))"
+    )
+    return Rule(
+        d.id,
+        d.summary,
+        Where.CRD_RULE,
+        (Produces(f"{d.map}[{d.name}]", "INVALID", _exact(d.message)),),
+        (
+            Placement(
+                _path(parent),
+                validation=Validation(
+                    rule=_create_only(rule, d.create_only),
+                    message=d.message,
+                    field_path=f".{map_name}[{cel_string(d.name)}]",
+                    optional_old_self=d.create_only,
+                ),
+            ),
+        ),
+        why=d.why,
+    )
+
+
+def _volcano_call(d: Acyclic | KnownKeys | FixedCount | Subdomain | FlagNamesEntry) -> str:
     if isinstance(d, Acyclic):
         return (
             f"acyclic(obj, old, path={_path(d.list)!r}, key={d.key!r}, depends={_path(d.depends)!r}, "
@@ -1049,6 +1102,12 @@ def _volcano_call(d: Acyclic | KnownKeys | FixedCount | Subdomain) -> str:
         return f"known_keys(obj, {_path(d.path)!r}, {d.keys!r}, {d.message!r})"
     if isinstance(d, FixedCount):
         return f"fixed_count(obj, old, {_path(d.path)!r}, {d.message!r})"
+    if isinstance(d, FlagNamesEntry):
+        return (
+            f"flag_names_entry(obj, old, map_path={_path(d.map)!r}, name={d.name!r}, flag={d.flag!r}, "
+            f"default={d.default!r}, items_path={_path(d.list)!r}, key={d.key!r}, message={d.message!r}, "
+            f"create_only={d.create_only!r})"
+        )
     return f"subdomain(obj, old, {_path(d.path)!r}, {d.create_only!r})"
 
 

@@ -501,3 +501,44 @@ def subdomain(obj: Any, old: Any, path: tuple[str, ...], create_only: bool) -> l
     if not isinstance(value, str) or not value:
         return []
     return [invalid(path, value, problem) for problem in dns1123_subdomain_problems(value)]
+
+
+def flag_names_entry(
+    obj: Any,
+    old: Any,
+    *,
+    map_path: tuple[str, ...],
+    name: str,
+    flag: str,
+    default: str,
+    items_path: tuple[str, ...],
+    key: str,
+    message: str,
+    create_only: bool,
+) -> list[FieldError]:
+    """``FlagNamesEntry``: the flag's value in ``map[name]`` (``default`` when none) names an entry."""
+    if create_only and old is not None:
+        return []
+    found = get(obj, map_path)
+    if not isinstance(found, dict) or name not in found:
+        return []
+    value = _flag_value(found.get(name), flag) or default
+    if value in {_name(item, key) for _, item in _items(obj, items_path) or ()}:
+        return []
+    return [invalid((*map_path, Key(name)), value, message)]
+
+
+def _flag_value(arguments: Any, flag: str) -> str | None:
+    """The value of ``--flag=v``, ``-flag=v`` or ``--flag v`` in the arguments (Go's flag syntax)."""
+    if not isinstance(arguments, list):
+        return None
+    args = [a for a in arguments if isinstance(a, str)]
+    for position, argument in enumerate(args):
+        bare = argument.lstrip("-")
+        if not argument.startswith("-"):
+            continue
+        if bare.startswith(f"{flag}="):
+            return bare.split("=", 1)[1]
+        if bare == flag and position + 1 < len(args):
+            return args[position + 1]
+    return None

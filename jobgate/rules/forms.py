@@ -315,12 +315,33 @@ class Subdomain:
     why: str = ""
 
 
-VOLCANO_FORMS = (Acyclic, KnownKeys, FixedCount, Subdomain)
+@dataclass(frozen=True)
+class FlagNamesEntry:
+    """A flag in the argument list ``map[name]`` (Go's syntax: ``--flag=v``, ``-flag=v``, ``--flag v``;
+    ``default`` when it is not there or empty) names an entry of ``list`` by its ``key``. Reported at
+    the arguments with ``message``; the map and the list are beside each other. The CEL walks at
+    most ``bound`` arguments (their maxItems). CREATE only with ``create_only``."""
+
+    id: str
+    summary: str
+    map: str
+    name: str
+    flag: str
+    default: str
+    list: str
+    key: str
+    message: str
+    bound: int
+    create_only: bool = False
+    why: str = ""
+
+
+VOLCANO_FORMS = (Acyclic, KnownKeys, FixedCount, Subdomain, FlagNamesEntry)
 
 
 Declaration = (
     (DefaultField | DefaultItemField | MaxItems | UniqueBy | RequiredRoles | ForbiddenRoles | RoleFieldBound)
     | (AtMostSum | Immutable | RequiredField | ForbiddenField | FieldBound | StringField)
-    | (Acyclic | KnownKeys | FixedCount | Subdomain)
+    | (Acyclic | KnownKeys | FixedCount | Subdomain | FlagNamesEntry)
 )
 DEFAULT_FORMS = (DefaultField, DefaultItemField)

@@ -20,6 +20,7 @@ from jobgate.rules.forms import (
     DefaultItemField,
     FieldBound,
     FixedCount,
+    FlagNamesEntry,
     ForbiddenField,
     ForbiddenRoles,
     Immutable,
@@ -399,6 +400,18 @@ FLOW = (
     KnownKeys("flow/hooks", "known hooks", "spec.hooks", ("pre", "post"), "no hook {key} here"),
     FixedCount("flow/step-count", "steps stay", "spec.steps", "steps may not come or go"),
     Subdomain("flow/class", "a class is a subdomain", "spec.className", create_only=True),
+    FlagNamesEntry(
+        "flow/leader",
+        "--leader names a step",
+        "spec.hooks",
+        "post",
+        "leader",
+        "main",
+        "spec.steps",
+        "name",
+        "no leader",
+        8,
+    ),
 )
 FLOW_DECLARED = Declarations(FLOW)
 
@@ -453,6 +466,16 @@ def _steps(*steps):
         ({"spec": {"hooks": {"pre": [], "mid": []}}}, ['spec.hooks[mid]: Invalid value: "mid": no hook mid here']),
         ({"spec": {"className": "Gold"}}, None),
         ({"spec": {"className": ""}}, []),
+        ({"spec": {"steps": _steps(("a", None), ("b", None)), "hooks": {"post": ["-x", "--leader=b"]}}}, []),
+        ({"spec": {"steps": _steps(("main", None)), "hooks": {"post": ["--leader="]}}}, []),
+        (
+            {"spec": {"steps": _steps(("a", None)), "hooks": {"post": ["-leader", "z", "--leader=a"]}}},
+            ['spec.hooks[post]: Invalid value: "z": no leader'],
+        ),
+        (
+            {"spec": {"steps": _steps(("a", None)), "hooks": {"post": ["--leader"]}}},
+            ['spec.hooks[post]: Invalid value: "main": no leader'],
+        ),
     ],
 )
 def test_each_volcano_form_in_python(flow, obj, expected):
@@ -486,5 +509,10 @@ def test_where_the_volcano_forms_go():
     bound, known = rules["flow/hooks"].placements
     assert bound.keywords == {"maxProperties": 2} and known.validation.rule == "self.all(k, k in ['pre', 'post'])"
     assert all(p.validation.optional_old_self for p in rules["flow/class"].placements)
+    leader = rules["flow/leader"].placements[0]
+    assert leader.at == ("spec",) and leader.validation.field_path == ".hooks['post']"
+    assert leader.validation.rule.count("p < size(self.hooks['post'])") == 1 and "[0, 1, 2, 3, 4, 5, 6, 7]" in (
+        leader.validation.rule
+    )
     report = cost_report([("flow.example.com", "Flow", FLOW_DECLARED)])
     assert "Flow (flow.example.com) flow/step-count: constant" in report

@@ -9,7 +9,7 @@ from __future__ import annotations
 from jobgate.families.volcano.rules.bounds import VOLCANO_BOUNDS
 from jobgate.families.volcano.rules.defaults import DEFAULT_MAX_RETRY, DEFAULT_QUEUE, DEFAULT_SCHEDULER
 from jobgate.families.volcano.rules.job import DAG_MESSAGE
-from jobgate.families.volcano.rules.plugins import PLUGINS
+from jobgate.families.volcano.rules.plugins import DEFAULT_MPI_MASTER, PLUGINS
 from jobgate.rules.forms import (
     Acyclic,
     AtMostSum,
@@ -17,6 +17,7 @@ from jobgate.rules.forms import (
     DefaultField,
     DefaultItemField,
     FixedCount,
+    FlagNamesEntry,
     KnownKeys,
     StringField,
     Subdomain,
@@ -73,6 +74,20 @@ JOB: tuple[Declaration, ...] = (
         "spec.plugins",
         PLUGINS,
         "unable to find job plugin: {key}",
+    ),
+    FlagNamesEntry(
+        "volcano/mpi-master",
+        "the mpi plugin's master task (--master, else master) is a task of the job",
+        "spec.plugins",
+        "mpi",
+        "master",
+        DEFAULT_MPI_MASTER,
+        "spec.tasks",
+        "name",
+        "The specified mpi master task was not found",
+        VOLCANO_BOUNDS["pluginArguments"],
+        create_only=True,
+        why="CREATE only",
     ),
     Acyclic(
         "volcano/dag",

@@ -41,7 +41,7 @@ def rules(kind: JobKind) -> list[Rule]:
         job.pod_names_rule(),
         declared_rules["volcano/dag"],
         declared_rules["volcano/plugins"],
-        job.mpi_master_rule(),
+        declared_rules["volcano/mpi-master"],
         job.network_topology_rule(),
         declared_rules["volcano/priority-class-name"],
         declared_rules["volcano/scheduler-name"],

@@ -19,12 +19,10 @@ from jobgate.families.volcano.cel.common import (
     TASK_INDEXES,
     replicas_of,
 )
-from jobgate.families.volcano.rules import bounds
 from jobgate.families.volcano.rules.job import (
     QUALIFIED_NAME_MESSAGE,
     QUALIFIED_NAME_REGEX,
 )
-from jobgate.families.volcano.rules.plugins import DEFAULT_MPI_MASTER
 from jobgate.families.volcano.rules.tasks import TIER_CONFLICT
 from jobgate.generate.cel.catalogue import (
     Placement,
@@ -198,49 +196,6 @@ def pod_names_rule() -> Rule:
 
 
 # --- plugins -----------------------------------------------------------------------------------
-
-
-def mpi_master_rule() -> Rule:
-    """The mpi plugin's master task (``--master=<task>``, ``-master <task>``, else "master") is a
-    task of the job (CREATE only). CEL of 1.30 has no index in a comprehension: the arguments are
-    walked by the literal list of the indexes their maxItems allows, and the first that sets the
-    flag is bound by its index (``[ps[0]].all(p, ...)``): an integer, which the cost estimator sizes."""
-    args = "self.plugins['mpi']"
-    with_value = cel_raw_string(f"^-+{DEFAULT_MPI_MASTER}=")
-    bare = cel_raw_string(f"^-+{DEFAULT_MPI_MASTER}$")
-    indexes = "[" + ", ".join(str(i) for i in range(bounds.VOLCANO_BOUNDS["pluginArguments"])) + "]"
-    sets = (
-        f"p < size({args}) && ({args}[p].matches({with_value}) || ({args}[p].matches({bare}) && p + 1 < size({args})))"
-    )
-    value = f"({args}[p].matches({with_value}) ? {args}[p].substring({args}[p].indexOf('=') + 1) : {args}[p + 1])"
-    default = cel_string(DEFAULT_MPI_MASTER)
-    master = f"({value} == '' ? {default} : {value})"
-
-    def named(master: str) -> str:
-        return f"(has(self.tasks) && self.tasks.exists(t, has(t.name) && t.name == {master}))"
-
-    rule = (
-        f"!has(self.plugins) || !('mpi' in self.plugins) || [{indexes}.filter(p, {sets})].all(ps, size(ps) == 0 ? "
-        f"{named(default)} : [ps[0]].all(p, {named(master)}))"
-    )
-    return Rule(
-        "volcano/mpi-master",
-        "the mpi plugin's master task (--master, else master) is a task of the job",
-        Where.CRD_RULE,
-        (Produces("spec.plugins[mpi]", "INVALID", "^The specified mpi master task was not found$"),),
-        (
-            Placement(
-                SPEC,
-                validation=Validation(
-                    rule=create_only(rule),
-                    message="The specified mpi master task was not found",
-                    field_path=".plugins['mpi']",
-                    optional_old_self=True,
-                ),
-            ),
-        ),
-        why="CREATE only",
-    )
 
 
 # --- other fields ------------------------------------------------------------------------------

@@ -17,7 +17,6 @@ from jobgate.engine.fielderrors import ErrorType, FieldError, FieldPath, invalid
 from jobgate.engine.findings import Findings, clip_warning
 from jobgate.engine.modelref import ModelRef
 from jobgate.families.volcano.rules.bounds import bound_errors
-from jobgate.families.volcano.rules.plugins import mpi_master_errors
 from jobgate.families.volcano.rules.policies import policy_errors, policy_warnings
 from jobgate.families.volcano.rules.queue_check import QUEUE_CHECK, check_queue
 from jobgate.families.volcano.rules.resources import numa_errors, pod_level_resource_errors
@@ -112,7 +111,7 @@ def _create_errors(obj: dict[str, Any], spec: dict[str, Any] | None, found: Find
         yield required(("spec", "tasks"), "No task specified in job spec")
     yield from _negative_errors(spec, tasks, job)
     yield from _declared(obj, "volcano/plugins")
-    yield from mpi_master_errors(spec, tasks)
+    yield from _declared(obj, "volcano/mpi-master")
     yield from network_topology_errors(spec.get("networkTopology"), ("spec", "networkTopology"))
 
     seen_names: set[str] = set()
