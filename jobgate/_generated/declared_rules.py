@@ -9,13 +9,16 @@ from jobgate.rules.declared import (
     acyclic,
     at_most_sum,
     default_field,
+    default_indexed,
     default_item_fields,
+    default_sum,
     field_bound,
     fixed_count,
     flag_names_entry,
     forbidden_field,
     forbidden_roles,
     immutable,
+    implied_keys,
     known_keys,
     max_items,
     required_field,
@@ -70,11 +73,17 @@ def default_job_batch_volcano_sh(
         obj = default_field(obj, recorder, ('spec', 'schedulerName'), 'volcano', True)
     if not only or 'volcano/max-retry' in only:
         obj = default_field(obj, recorder, ('spec', 'maxRetry'), 3, True)
+    if not only or 'volcano/task-name' in only:
+        obj = default_indexed(obj, recorder, ('spec', 'tasks'), field='name', prefix='default', empty_is_unset=True)
     fields = (('maxRetry', 3, True, ''),)
     if only:
         fields = tuple(f for i, f in zip(('volcano/task-max-retry',), fields, strict=True) if i in only)
     if fields:
         obj = default_item_fields(obj, recorder, ('spec', 'tasks'), fields)
+    if not only or 'volcano/min-available' in only:
+        obj = default_sum(obj, recorder, ('spec', 'minAvailable'), items_path=('spec', 'tasks'), field='minAvailable', empty_is_unset=True)
+    if not only or 'volcano/implied-plugins' in only:
+        obj = implied_keys(obj, recorder, ('spec', 'plugins'), (('tensorflow', ('svc',)), ('pytorch', ('svc',)), ('ray', ('svc',)), ('mpi', ('svc', 'ssh'))))
     return obj
 
 

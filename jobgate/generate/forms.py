@@ -28,12 +28,15 @@ from jobgate.generate.cel.catalogue import (
 from jobgate.rules.forms import (
     DEFAULT_FORMS,
     FIELD_FORMS,
+    VOLCANO_DEFAULT_FORMS,
     VOLCANO_FORMS,
     Acyclic,
     AtMostSum,
     Declaration,
     DefaultField,
+    DefaultIndexed,
     DefaultItemField,
+    DefaultSum,
     FieldBound,
     FieldForm,
     FixedCount,
@@ -41,6 +44,7 @@ from jobgate.rules.forms import (
     ForbiddenField,
     ForbiddenRoles,
     Immutable,
+    ImpliedKeys,
     KnownKeys,
     MaxItems,
     RequiredField,
@@ -141,7 +145,9 @@ class Declarations:
     def defaults(self) -> list[Default]:
         return [self._default(d) for d in self.declared if isinstance(d, DEFAULT_FORMS)]
 
-    def _default(self, d: DefaultField | DefaultItemField) -> Default:
+    def _default(self, d: DefaultField | DefaultItemField | DefaultIndexed | DefaultSum | ImpliedKeys) -> Default:
+        if isinstance(d, VOLCANO_DEFAULT_FORMS):
+            return _volcano_default(d)
         literal = _literal(d.value) if not isinstance(d.value, tuple) else ""
         empty = _empty(d.value)
         also = f" (also when {'0' if empty == '0' else chr(34) * 2})" if d.empty_is_unset else ""
@@ -462,6 +468,8 @@ class Declarations:
                     f"    if not only or {d.id!r} in only:",
                     f"        obj = default_field(obj, recorder, {_path(d.path)!r}, {d.value!r}, {d.empty_is_unset!r})",
                 ]
+            elif isinstance(d, VOLCANO_DEFAULT_FORMS):
+                lines += [f"    if not only or {d.id!r} in only:", f"        obj = {_volcano_default_call(d)}"]
             elif isinstance(d, DefaultItemField) and d.list not in done:
                 done.add(d.list)
                 group = [o for o in self.declared if isinstance(o, DefaultItemField) and o.list == d.list]
@@ -485,7 +493,9 @@ class Declarations:
             if isinstance(d, FIELD_FORMS):
                 report.append((d.id, _field_cost(d)))
                 continue
-            if isinstance(d, DefaultField | DefaultItemField | MaxItems | Immutable):
+            if isinstance(d, VOLCANO_DEFAULT_FORMS):
+                growth = "linear (policy patch)"
+            elif isinstance(d, DefaultField | DefaultItemField | MaxItems | Immutable):
                 growth = "constant" if not isinstance(d, DefaultItemField) else "linear (policy patch)"
             elif isinstance(d, FixedCount | Subdomain):
                 growth = "constant"
@@ -576,13 +586,16 @@ def declared_module_text(kinds: Iterable[tuple[str, str, Declarations]]) -> str:
                 "acyclic",
                 "at_most_sum",
                 "default_field",
+                "default_indexed",
                 "default_item_fields",
+                "default_sum",
                 "field_bound",
                 "fixed_count",
                 "flag_names_entry",
                 "forbidden_field",
                 "forbidden_roles",
                 "immutable",
+                "implied_keys",
                 "known_keys",
                 "max_items",
                 "required_field",
@@ -1090,6 +1103,60 @@ def _flag_names_entry(d: FlagNamesEntry) -> Rule:
         ),
         why=d.why,
     )
+
+
+def _patch(path: str, value: str) -> str:
+    return f"JSONPatch{{op: 'add', path: {path}, value: {value}}}"
+
+
+def _volcano_default(d: DefaultIndexed | DefaultSum | ImpliedKeys) -> Default:
+    """A policy patch each: no schema default says any of them."""
+    if isinstance(d, DefaultIndexed):
+        parent = "object." + d.list.rsplit(".", 1)[0]
+        items = f"object.{d.list}"
+        unset = f"!has(e.{d.field})" + (f" || e.{d.field} == ''" if d.empty_is_unset else "")
+        pointer = cel_string("/" + d.list.replace(".", "/") + "/") + f" + string(i) + {cel_string('/' + d.field)}"
+        patch = (
+            f"has({parent}) && has({items}) ? {items}.transformList(i, e, {unset}, "
+            f"{_patch(pointer, cel_string(d.prefix) + ' + string(i)')}) : []"
+        )
+        return Default(d.id, d.summary, Where.MUTATING_POLICY, (patch,))
+    if isinstance(d, DefaultSum):
+        parent = d.path.rsplit(".", 1)[0]
+        items = f"object.{d.list}"
+        field = f"object.{d.path}"
+        total = f"{items}.map(t, has(t.{d.field}) ? t.{d.field} : 0).sum()"
+        unset = f"!has({field})" + (f" || ({field} == 0 && {total} != 0)" if d.empty_is_unset else "")
+        patch = (
+            f"has(object.{parent}) && has({items}) && ({unset}) ? "
+            f"[{_patch(cel_string('/' + d.path.replace('.', '/')), total)}] : []"
+        )
+        return Default(d.id, d.summary, Where.MUTATING_POLICY, (patch,))
+    # ImpliedKeys: the implied keys in order of their names, each when a key that implies it is there.
+    found = f"object.{d.path}"
+    implied = sorted({k for _, keys in d.implies for k in keys})
+    needs = {k: " || ".join(f"{cel_string(f)} in {found}" for f, keys in d.implies if k in keys) for k in implied}
+    missing = " + ".join(
+        f"(!({cel_string(k)} in {found}) && ({needs[k]}) ? "
+        f"[{_patch(cel_string('/' + d.path.replace('.', '/') + '/' + k), '[]')}] : [])"
+        for k in implied
+    )
+    parent = "object." + d.path.rsplit(".", 1)[0]
+    return Default(d.id, d.summary, Where.MUTATING_POLICY, (f"has({parent}) && has({found}) ? {missing} : []",))
+
+
+def _volcano_default_call(d: DefaultIndexed | DefaultSum | ImpliedKeys) -> str:
+    if isinstance(d, DefaultIndexed):
+        return (
+            f"default_indexed(obj, recorder, {_path(d.list)!r}, field={d.field!r}, prefix={d.prefix!r}, "
+            f"empty_is_unset={d.empty_is_unset!r})"
+        )
+    if isinstance(d, DefaultSum):
+        return (
+            f"default_sum(obj, recorder, {_path(d.path)!r}, items_path={_path(d.list)!r}, field={d.field!r}, "
+            f"empty_is_unset={d.empty_is_unset!r})"
+        )
+    return f"implied_keys(obj, recorder, {_path(d.path)!r}, {d.implies!r})"
 
 
 def _volcano_call(d: Acyclic | KnownKeys | FixedCount | Subdomain | FlagNamesEntry) -> str:

@@ -13,6 +13,8 @@ field errors in a stable order and ignores values of the wrong type (the schema 
 
 from __future__ import annotations
 
+import sys
+
 from jobgate.engine.fielderrors import (
     FieldError,
     Key,
@@ -542,3 +544,88 @@ def _flag_value(arguments: Any, flag: str) -> str | None:
         if bare == flag and position + 1 < len(args):
             return args[position + 1]
     return None
+
+
+def default_indexed(
+    obj: dict[str, Any],
+    recorder: PatchRecorder,
+    path: tuple[str, ...],
+    *,
+    field: str,
+    prefix: str,
+    empty_is_unset: bool,
+) -> dict[str, Any]:
+    """``DefaultIndexed``: each entry's field, when unset, the prefix and the entry's index."""
+    items = get(obj, path)
+    if not isinstance(items, list):
+        return obj
+    pointer = "/" + "/".join(path)
+    defaulted = []
+    for index, given in enumerate(items):
+        item = given
+        if isinstance(given, dict):
+            current = given.get(field)
+            if current is None or (empty_is_unset and current == ""):
+                item = dict(given)
+                recorder.set(item, field, f"{prefix}{index}", f"{pointer}/{index}")
+        defaulted.append(item)
+    return _replaced(obj, path, defaulted)
+
+
+_INT64_MIN, _INT64_MAX = -(2**63), 2**63 - 1
+
+
+def json_count(value: int) -> int | float:
+    """A computed count as the apiserver's JSON carries it: beyond int64 only as a float.
+
+    A count of 1e20 arrives as an integral float; a default copied from it (or summed over it) must
+    stay writable in the patch, and /validate then reports it like the count it came from.
+    """
+    if _INT64_MIN <= value <= _INT64_MAX:
+        return value
+    # A product of two such floats can pass even the float range: the largest float stands for it.
+    if abs(value) <= int(sys.float_info.max):
+        return float(value)
+    return sys.float_info.max if value > 0 else -sys.float_info.max
+
+
+def default_sum(
+    obj: dict[str, Any],
+    recorder: PatchRecorder,
+    path: tuple[str, ...],
+    *,
+    items_path: tuple[str, ...],
+    field: str,
+    empty_is_unset: bool,
+) -> dict[str, Any]:
+    """``DefaultSum``: the integer, when unset (or 0), the sum of the entries' field (when it differs)."""
+    items = get(obj, items_path)
+    parent = get(obj, path[:-1])
+    if not isinstance(items, list) or not isinstance(parent, dict):
+        return obj
+    total = sum(as_int(item.get(field)) or 0 for item in items if isinstance(item, dict))
+    given = parent.get(path[-1])
+    if not (given is None or (empty_is_unset and _is_empty(given, 0))) or given == total:
+        return obj
+    copied = dict(parent)
+    recorder.set(copied, path[-1], json_count(total), "/" + "/".join(path[:-1]))
+    return _replaced(obj, path[:-1], copied)
+
+
+def implied_keys(
+    obj: dict[str, Any],
+    recorder: PatchRecorder,
+    path: tuple[str, ...],
+    implies: tuple[tuple[str, tuple[str, ...]], ...],
+) -> dict[str, Any]:
+    """``ImpliedKeys``: each absent key a present key implies, added with an empty list."""
+    found = get(obj, path)
+    if not isinstance(found, dict):
+        return obj
+    copied = dict(found)
+    for key, implied in implies:
+        if key in copied:
+            for other in implied:
+                if other not in copied:
+                    recorder.set(copied, other, [], "/" + "/".join(path))
+    return _replaced(obj, path, copied)

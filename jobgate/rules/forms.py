@@ -336,12 +336,52 @@ class FlagNamesEntry:
     why: str = ""
 
 
+@dataclass(frozen=True)
+class DefaultIndexed:
+    """Each entry's ``field`` set, when unset (or, with ``empty_is_unset``, ""), to ``prefix`` and
+    the entry's index (``default0``): a policy patch (no schema default knows the index)."""
+
+    id: str
+    summary: str
+    list: str
+    field: str
+    prefix: str
+    empty_is_unset: bool = False
+
+
+@dataclass(frozen=True)
+class DefaultSum:
+    """The integer at ``path`` set, when unset (or, with ``empty_is_unset``, 0) and the list exists,
+    to the sum of ``field`` over the list's entries (an entry without it counts 0), read once they
+    are defaulted: a policy patch after theirs."""
+
+    id: str
+    summary: str
+    path: str
+    list: str
+    field: str
+    empty_is_unset: bool = False
+
+
+@dataclass(frozen=True)
+class ImpliedKeys:
+    """Keys of the map at ``path`` that imply others (``implies``: (key, (implied key, ...)), ...):
+    each implied key that is absent is added with an empty list (a policy patch)."""
+
+    id: str
+    summary: str
+    path: str
+    implies: tuple[tuple[str, tuple[str, ...]], ...]
+
+
 VOLCANO_FORMS = (Acyclic, KnownKeys, FixedCount, Subdomain, FlagNamesEntry)
+VOLCANO_DEFAULT_FORMS = (DefaultIndexed, DefaultSum, ImpliedKeys)
 
 
 Declaration = (
     (DefaultField | DefaultItemField | MaxItems | UniqueBy | RequiredRoles | ForbiddenRoles | RoleFieldBound)
     | (AtMostSum | Immutable | RequiredField | ForbiddenField | FieldBound | StringField)
     | (Acyclic | KnownKeys | FixedCount | Subdomain | FlagNamesEntry)
+    | (DefaultIndexed | DefaultSum | ImpliedKeys)
 )
-DEFAULT_FORMS = (DefaultField, DefaultItemField)
+DEFAULT_FORMS = (DefaultField, DefaultItemField, *VOLCANO_DEFAULT_FORMS)

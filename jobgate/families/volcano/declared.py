@@ -7,7 +7,13 @@ catalogue's records.
 from __future__ import annotations
 
 from jobgate.families.volcano.rules.bounds import VOLCANO_BOUNDS
-from jobgate.families.volcano.rules.defaults import DEFAULT_MAX_RETRY, DEFAULT_QUEUE, DEFAULT_SCHEDULER
+from jobgate.families.volcano.rules.defaults import (
+    DEFAULT_MAX_RETRY,
+    DEFAULT_QUEUE,
+    DEFAULT_SCHEDULER,
+    DEFAULT_TASK_PREFIX,
+    IMPLIED_PLUGINS,
+)
 from jobgate.families.volcano.rules.job import DAG_MESSAGE
 from jobgate.families.volcano.rules.plugins import DEFAULT_MPI_MASTER, PLUGINS
 from jobgate.rules.forms import (
@@ -15,9 +21,12 @@ from jobgate.rules.forms import (
     AtMostSum,
     Declaration,
     DefaultField,
+    DefaultIndexed,
     DefaultItemField,
+    DefaultSum,
     FixedCount,
     FlagNamesEntry,
+    ImpliedKeys,
     KnownKeys,
     StringField,
     Subdomain,
@@ -27,10 +36,10 @@ from jobgate.rules.names import LABEL_MAX_LENGTH
 # The webhook reports a declared rule where Volcano's did, among the rules written by hand: ``rules/``
 # calls the generated check with the rule's id (``only``), and ``cel/`` lists its record in place.
 
-# The mutating webhook's defaults that a form says. Volcano's Go fields cannot tell 0 or "" from
-# absent, so ``empty_is_unset`` (the zero of the type): ``maxRetry: 0`` is defaulted too.
-# ``rules/defaults.py`` runs the job's three first and the tasks' maxRetry last, where the webhook
-# sets them (see SPEC_DEFAULTS and TASK_DEFAULTS there).
+# The mutating webhook's defaults that a form says (all but a task's dnsPolicy and minAvailable).
+# Volcano's Go fields cannot tell 0 or "" from absent, so ``empty_is_unset`` (the zero of the type):
+# ``maxRetry: 0`` is defaulted too. ``rules/defaults.py`` runs them where the webhook sets them
+# (FIRST_DEFAULTS and LAST_DEFAULTS there), in this order.
 JOB: tuple[Declaration, ...] = (
     DefaultField(
         "volcano/queue", "spec.queue", DEFAULT_QUEUE, empty_is_unset=True, summary="queue: default (when unset or '')"
@@ -49,6 +58,14 @@ JOB: tuple[Declaration, ...] = (
         empty_is_unset=True,
         summary=f"maxRetry: {DEFAULT_MAX_RETRY} (when unset or 0)",
     ),
+    DefaultIndexed(
+        "volcano/task-name",
+        f"a task's name: {DEFAULT_TASK_PREFIX}<index> (when unset or empty)",
+        "spec.tasks",
+        "name",
+        DEFAULT_TASK_PREFIX,
+        empty_is_unset=True,
+    ),
     DefaultItemField(
         "volcano/task-max-retry",
         "spec.tasks",
@@ -57,6 +74,21 @@ JOB: tuple[Declaration, ...] = (
         empty_is_unset=True,
         entry="task",
         summary=f"a task's maxRetry: {DEFAULT_MAX_RETRY} (when unset or 0)",
+    ),
+    DefaultSum(
+        "volcano/min-available",
+        "the job's minAvailable: the sum of the tasks' minAvailable (when unset or 0)",
+        "spec.minAvailable",
+        "spec.tasks",
+        "minAvailable",
+        empty_is_unset=True,
+    ),
+    ImpliedKeys(
+        "volcano/implied-plugins",
+        "the plugins a framework plugin needs: "
+        + ", ".join(f"{f}: {' and '.join(n)}" for f, n in IMPLIED_PLUGINS.items()),
+        "spec.plugins",
+        tuple(IMPLIED_PLUGINS.items()),
     ),
     AtMostSum(
         "volcano/min-available",

@@ -13,7 +13,7 @@ from jobgate.families.volcano import rules as volcano
 from jobgate.families.volcano.cel import bounds, job, policies, resources, tasks, update, volumes
 from jobgate.families.volcano.cel import defaults as _defaults
 from jobgate.families.volcano.declared import JOB
-from jobgate.families.volcano.rules.defaults import SPEC_DEFAULTS, TASK_DEFAULTS
+from jobgate.families.volcano.rules.defaults import FIRST_DEFAULTS, LAST_DEFAULTS
 from jobgate.generate.cel.catalogue import Default, Rule
 from jobgate.generate.cel.podtemplate import TemplateSite, pod_template_rules
 from jobgate.generate.forms import Declarations
@@ -64,11 +64,10 @@ def rules(kind: JobKind) -> list[Rule]:
 
 def defaults(kind: JobKind) -> list[Default]:
     assert kind is volcano.VOLCANO_JOB
-    # In the webhook's order (rules/defaults.py): the job's own fields, each task's, the job's sums.
+    # In the webhook's order (rules/defaults.py): the declared ones first and last.
     declared_defaults = {d.id: d for d in DECLARED.defaults()}
     return [
-        *(declared_defaults[i] for i in SPEC_DEFAULTS),
+        *(declared_defaults[i] for i in FIRST_DEFAULTS),
         *_defaults.task_defaults(),
-        *(declared_defaults[i] for i in TASK_DEFAULTS),
-        *_defaults.job_defaults(),
+        *(declared_defaults[i] for i in LAST_DEFAULTS),
     ]

@@ -1,9 +1,8 @@
 """The defaults of a Volcano job (``rules/families/volcano/defaults.py``) as a MutatingAdmissionPolicy's
-JSONPatch CEL; those a form says (the queue, schedulerName and the maxRetry of the job and of each
-task) are declared in ``declared.py``.
+JSONPatch CEL: a task's dnsPolicy and minAvailable; the others a form says, in ``declared.py``.
 
 The patches run in the webhook's order, each on what the previous made: the job's minAvailable
-adds up the tasks' minAvailable once they are defaulted.
+(declared) adds up the tasks' minAvailable once they are defaulted.
 """
 
 from __future__ import annotations
@@ -11,9 +10,7 @@ from __future__ import annotations
 import re
 
 from jobgate.families.volcano.rules.defaults import (
-    DEFAULT_TASK_PREFIX,
     HOST_NETWORK_DNS_POLICY,
-    IMPLIED_PLUGINS,
 )
 from jobgate.generate.cel.catalogue import Default, Where, cel_string
 from jobgate.generate.cel.podtemplate import TemplatePatches
@@ -49,8 +46,8 @@ def _each_task(condition: str, patch: str) -> str:
 
 
 def task_defaults() -> list[Default]:
-    """The defaults of each task written here (its maxRetry is declared: ``declared.py``), in the
-    webhook's order; the job's minAvailable and plugins follow (``job_defaults``)."""
+    """The defaults of each task written here (a form says its name and maxRetry, the job's
+    minAvailable and implied plugins: ``declared.py``), in the webhook's order."""
     partition = "t.partitionPolicy"
     min_partitions = f"(has({partition}.minPartitions) ? {partition}.minPartitions : 0)"
     size = f"(has({partition}.partitionSize) ? {partition}.partitionSize : 0)"
@@ -61,17 +58,6 @@ def task_defaults() -> list[Default]:
         "(!has(template.spec.dnsPolicy) || template.spec.dnsPolicy == '')"
     )
     return [
-        Default(
-            "volcano/task-name",
-            f"a task's name: {DEFAULT_TASK_PREFIX}<index> (when unset or empty)",
-            Where.MUTATING_POLICY,
-            (
-                _each_task(
-                    "!has(t.name) || t.name == ''",
-                    _patch(f"{_TASK_POINTER} + '/name'", f"{cel_string(DEFAULT_TASK_PREFIX)} + string(ti)"),
-                ),
-            ),
-        ),
         Default(
             "volcano/dns-policy",
             f"dnsPolicy {HOST_NETWORK_DNS_POLICY} for a pod template on the host's network (when unset or empty)",
@@ -89,41 +75,5 @@ def task_defaults() -> list[Default]:
             "(when unset)",
             Where.MUTATING_POLICY,
             (_each_task("!has(t.minAvailable)", _patch(f"{_TASK_POINTER} + '/minAvailable'", task_min)),),
-        ),
-    ]
-
-
-def job_defaults() -> list[Default]:
-    """The job's minAvailable (once its tasks' are defaulted) and the plugins its plugins need."""
-    task_sum = f"{_TASKS}.map(t, has(t.minAvailable) ? t.minAvailable : 0).sum()"
-    plugins = f"{_SPEC}.plugins"
-    implied = sorted({p for needed in IMPLIED_PLUGINS.values() for p in needed})
-    needs = {
-        plugin: " || ".join(
-            f"{cel_string(f)} in {plugins}" for f, needed in IMPLIED_PLUGINS.items() if plugin in needed
-        )
-        for plugin in implied
-    }
-    missing = " + ".join(
-        f"(!({cel_string(p)} in {plugins}) && ({needs[p]}) ? [{_patch(cel_string('/spec/plugins/' + p), '[]')}] : [])"
-        for p in implied
-    )
-    return [
-        Default(
-            "volcano/min-available",
-            "the job's minAvailable: the sum of the tasks' minAvailable (when unset or 0)",
-            Where.MUTATING_POLICY,
-            (
-                f"has({_SPEC}) && has({_TASKS}) && (!has({_SPEC}.minAvailable) || "
-                f"({_SPEC}.minAvailable == 0 && {task_sum} != 0)) ? "
-                f"[{_patch(cel_string('/spec/minAvailable'), task_sum)}] : []",
-            ),
-        ),
-        Default(
-            "volcano/implied-plugins",
-            "the plugins a framework plugin needs: "
-            + ", ".join(f"{f}: {' and '.join(n)}" for f, n in IMPLIED_PLUGINS.items()),
-            Where.MUTATING_POLICY,
-            (f"has({_SPEC}) && has({plugins}) ? {missing} : []",),
         ),
     ]
