@@ -17,13 +17,16 @@ from jobgate.rules.forms import (
     Acyclic,
     AtMostSum,
     DefaultField,
+    DefaultIndexed,
     DefaultItemField,
+    DefaultSum,
     FieldBound,
     FixedCount,
     FlagNamesEntry,
     ForbiddenField,
     ForbiddenRoles,
     Immutable,
+    ImpliedKeys,
     KnownKeys,
     MaxItems,
     RequiredField,
@@ -400,6 +403,9 @@ FLOW = (
     KnownKeys("flow/hooks", "known hooks", "spec.hooks", ("pre", "post"), "no hook {key} here"),
     FixedCount("flow/step-count", "steps stay", "spec.steps", "steps may not come or go"),
     Subdomain("flow/class", "a class is a subdomain", "spec.className", create_only=True),
+    DefaultIndexed("flow/step-name", "a step's name: step<index>", "spec.steps", "name", "step", empty_is_unset=True),
+    DefaultSum("flow/total", "total: the steps' retries", "spec.total", "spec.steps", "retries", empty_is_unset=True),
+    ImpliedKeys("flow/implied-hooks", "pre implies post and log", "spec.hooks", (("pre", ("post", "log")),)),
     FlagNamesEntry(
         "flow/leader",
         "--leader names a step",
@@ -437,7 +443,7 @@ def test_a_zero_number_is_empty_and_only_picks_defaults(flow):
     out = flow["default_flow_flow_example_com"](obj, recorder, ("flow/step-retries",))
     assert out["spec"] == {"retries": 0, "steps": [{"retries": 2}, {"retries": 1, "kind": "x"}]}
     out = flow["default_flow_flow_example_com"](obj, PatchRecorder())
-    assert out["spec"]["retries"] == 3 and out["spec"]["steps"][0] == {"retries": 2, "kind": "plain"}
+    assert out["spec"]["retries"] == 3 and out["spec"]["steps"][0] == {"retries": 2, "kind": "plain", "name": "step0"}
     defaults = {d.id: d for d in FLOW_DECLARED.defaults()}
     assert "object.spec.retries == 0" in defaults["flow/retries"].patches[0]
     assert "e.retries == 0" in defaults["flow/step-retries"].patches[0]
@@ -516,3 +522,32 @@ def test_where_the_volcano_forms_go():
     )
     report = cost_report([("flow.example.com", "Flow", FLOW_DECLARED)])
     assert "Flow (flow.example.com) flow/step-count: constant" in report
+
+
+def test_volcano_default_forms(flow):
+    recorder = PatchRecorder()
+    obj = {
+        "spec": {"total": 0, "steps": [{"name": ""}, {"name": "b", "retries": 5}], "hooks": {"pre": [], "log": ["x"]}}
+    }
+    only = ("flow/step-name", "flow/total", "flow/implied-hooks")
+    out = flow["default_flow_flow_example_com"](obj, recorder, only)
+    assert out["spec"] == {
+        "total": 5,
+        "steps": [{"name": "step0"}, {"name": "b", "retries": 5}],
+        "hooks": {"pre": [], "log": ["x"], "post": []},
+    }
+    assert [op["path"] for op in recorder.ops] == ["/spec/steps/0/name", "/spec/total", "/spec/hooks/post"]
+    assert obj["spec"]["steps"][0] == {"name": ""}, "the input is not modified"
+    # A total already given, or the sum 0 over a 0: kept; no list: nothing to add up.
+    for spec in ({"total": 2, "steps": [{"retries": 1}]}, {"total": 0, "steps": []}, {}):
+        recorder = PatchRecorder()
+        flow["default_flow_flow_example_com"]({"spec": spec}, recorder, ("flow/total",))
+        assert recorder.ops == []
+    defaults = {d.id: d for d in FLOW_DECLARED.defaults()}
+    assert all(defaults[i].where is Where.MUTATING_POLICY for i in only)
+    assert "'step' + string(i)" in defaults["flow/step-name"].patches[0]
+    assert (
+        "object.spec.total == 0 && object.spec.steps.map(t, has(t.retries) ? t.retries : 0).sum() != 0"
+        in (defaults["flow/total"].patches[0])
+    )
+    assert "!('log' in object.spec.hooks) && ('pre' in object.spec.hooks)" in defaults["flow/implied-hooks"].patches[0]
