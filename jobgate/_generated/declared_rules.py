@@ -26,6 +26,7 @@ from jobgate.rules.declared import (
     role_field_bound,
     string_field,
     subdomain,
+    unchanged,
     unique_by,
 )
 
@@ -106,6 +107,8 @@ def validate_job_batch_volcano_sh(
         errors.extend(fixed_count(obj, old, ('spec', 'tasks'), 'job updates may not add or remove tasks'))
     if not only or 'volcano/scheduler-name' in only:
         errors.extend(string_field(obj, scope=('spec',), target=('schedulerName',), when=None, pattern='', lengths=(None, 63), enum=(), message=''))
+    if not only or 'volcano/update/immutable' in only:
+        errors.extend(unchanged(obj, old, path=('spec',), mutable=('minAvailable', 'priorityClassName'), mutable_entries=(('tasks', ('replicas', 'minAvailable')),), written=(('volumes', 'volumeClaimName', 'volumeClaim'),), maps=('plugins', 'labels', 'annotations', 'nodeSelector', 'requests', 'limits'), depth=3, counted='tasks', message='job updates may not change fields other than `minAvailable`, `tasks[*].replicas under spec` and `PriorityClassName`'))
     return errors
 
 

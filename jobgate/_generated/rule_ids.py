@@ -163,13 +163,13 @@ PRODUCES: tuple[tuple[str, str, str, str], ...] = (
     ('volcano/policies/any-event-alone', 'spec.policies', 'INVALID', "^if\\ there's\\ \\*\\ here,\\ no\\ other\\ policy\\ should\\ be\\ here"),  # 155
     ('volcano/policies/any-event-alone', 'spec.tasks[*].policies', 'INVALID', "^if\\ there's\\ \\*\\ here,\\ no\\ other\\ policy\\ should\\ be\\ here"),  # 156
     ('volcano/update/task-count', 'spec.tasks', 'FORBIDDEN', '^job updates may not add or remove tasks$'),  # 157
-    ('volcano/update/immutable', 'spec.*', 'FORBIDDEN', '^job\\ updates\\ may\\ not\\ change\\ fields\\ other\\ than\\ `minAvailable`,\\ `tasks\\[\\*\\]\\.replicas\\ under\\ spec`\\ and\\ `PriorityClassName`$'),  # 158
-    ('volcano/update/immutable', 'spec.*.*', 'FORBIDDEN', '^job\\ updates\\ may\\ not\\ change\\ fields\\ other\\ than\\ `minAvailable`,\\ `tasks\\[\\*\\]\\.replicas\\ under\\ spec`\\ and\\ `PriorityClassName`$'),  # 159
-    ('volcano/update/immutable', 'spec.*[*]', 'FORBIDDEN', '^job\\ updates\\ may\\ not\\ change\\ fields\\ other\\ than\\ `minAvailable`,\\ `tasks\\[\\*\\]\\.replicas\\ under\\ spec`\\ and\\ `PriorityClassName`$'),  # 160
-    ('volcano/update/immutable', 'spec.*.*.*', 'FORBIDDEN', '^job\\ updates\\ may\\ not\\ change\\ fields\\ other\\ than\\ `minAvailable`,\\ `tasks\\[\\*\\]\\.replicas\\ under\\ spec`\\ and\\ `PriorityClassName`$'),  # 161
-    ('volcano/update/immutable', 'spec.*.*[*]', 'FORBIDDEN', '^job\\ updates\\ may\\ not\\ change\\ fields\\ other\\ than\\ `minAvailable`,\\ `tasks\\[\\*\\]\\.replicas\\ under\\ spec`\\ and\\ `PriorityClassName`$'),  # 162
-    ('volcano/update/immutable', 'spec.*[*].*', 'FORBIDDEN', '^job\\ updates\\ may\\ not\\ change\\ fields\\ other\\ than\\ `minAvailable`,\\ `tasks\\[\\*\\]\\.replicas\\ under\\ spec`\\ and\\ `PriorityClassName`$'),  # 163
-    ('volcano/update/immutable', 'spec.*[*][*]', 'FORBIDDEN', '^job\\ updates\\ may\\ not\\ change\\ fields\\ other\\ than\\ `minAvailable`,\\ `tasks\\[\\*\\]\\.replicas\\ under\\ spec`\\ and\\ `PriorityClassName`$'),  # 164
+    ('volcano/update/immutable', 'spec.*', 'FORBIDDEN', '^job updates may not change fields other than `minAvailable`, `tasks\\[\\*\\]\\.replicas under spec` and `PriorityClassName`$'),  # 158
+    ('volcano/update/immutable', 'spec.*.*', 'FORBIDDEN', '^job updates may not change fields other than `minAvailable`, `tasks\\[\\*\\]\\.replicas under spec` and `PriorityClassName`$'),  # 159
+    ('volcano/update/immutable', 'spec.*[*]', 'FORBIDDEN', '^job updates may not change fields other than `minAvailable`, `tasks\\[\\*\\]\\.replicas under spec` and `PriorityClassName`$'),  # 160
+    ('volcano/update/immutable', 'spec.*.*.*', 'FORBIDDEN', '^job updates may not change fields other than `minAvailable`, `tasks\\[\\*\\]\\.replicas under spec` and `PriorityClassName`$'),  # 161
+    ('volcano/update/immutable', 'spec.*.*[*]', 'FORBIDDEN', '^job updates may not change fields other than `minAvailable`, `tasks\\[\\*\\]\\.replicas under spec` and `PriorityClassName`$'),  # 162
+    ('volcano/update/immutable', 'spec.*[*].*', 'FORBIDDEN', '^job updates may not change fields other than `minAvailable`, `tasks\\[\\*\\]\\.replicas under spec` and `PriorityClassName`$'),  # 163
+    ('volcano/update/immutable', 'spec.*[*][*]', 'FORBIDDEN', '^job updates may not change fields other than `minAvailable`, `tasks\\[\\*\\]\\.replicas under spec` and `PriorityClassName`$'),  # 164
     ('volcano/bounds', 'spec.tasks', 'TOO_MANY', ''),  # 165
     ('volcano/bounds', 'spec.policies', 'TOO_MANY', ''),  # 166
     ('volcano/bounds', 'spec.policies[*].events', 'TOO_MANY', ''),  # 167

@@ -6,6 +6,7 @@ Each form is compiled here once; a family lists declarations, never CEL or a che
 
 from __future__ import annotations
 
+import itertools
 import os
 import re
 from collections.abc import Iterable, Sequence
@@ -51,9 +52,14 @@ from jobgate.rules.forms import (
     RequiredRoles,
     RoleFieldBound,
     Roles,
+    Same,
+    SameAll,
+    SameUnlessBoth,
     Scalar,
+    Shape,
     StringField,
     Subdomain,
+    Unchanged,
     UniqueBy,
     When,
 )
@@ -497,6 +503,8 @@ class Declarations:
                 growth = "linear (policy patch)"
             elif isinstance(d, DefaultField | DefaultItemField | MaxItems | Immutable):
                 growth = "constant" if not isinstance(d, DefaultItemField) else "linear (policy patch)"
+            elif isinstance(d, Unchanged):
+                growth = f"linear: each field, its lists walked by index (at most {d.entries[1]} entries)"
             elif isinstance(d, FixedCount | Subdomain):
                 growth = "constant"
             elif isinstance(d, FlagNamesEntry):
@@ -603,6 +611,7 @@ def declared_module_text(kinds: Iterable[tuple[str, str, Declarations]]) -> str:
                 "role_field_bound",
                 "string_field",
                 "subdomain",
+                "unchanged",
                 "unique_by",
             )
         ),
@@ -927,9 +936,11 @@ def _split(message: str, field: str) -> tuple[str, str]:
     return before, after
 
 
-def _volcano_rule(d: Acyclic | KnownKeys | FixedCount | Subdomain | FlagNamesEntry) -> Rule:
+def _volcano_rule(d: Acyclic | KnownKeys | FixedCount | Subdomain | FlagNamesEntry | Unchanged) -> Rule:
     if isinstance(d, Acyclic):
         return _acyclic(d)
+    if isinstance(d, Unchanged):
+        return _unchanged(d)
     if isinstance(d, FlagNamesEntry):
         return _flag_names_entry(d)
     if isinstance(d, KnownKeys):
@@ -1159,7 +1170,84 @@ def _volcano_default_call(d: DefaultIndexed | DefaultSum | ImpliedKeys) -> str:
     return f"implied_keys(obj, recorder, {_path(d.path)!r}, {d.implies!r})"
 
 
-def _volcano_call(d: Acyclic | KnownKeys | FixedCount | Subdomain | FlagNamesEntry) -> str:
+def _same(a: str, b: str, path: str, *, non_empty: bool = False) -> str:
+    """CEL true when the field at ``path`` is set (``non_empty``: and not empty) in both and equal,
+    or in neither."""
+    steps = path.split(".")
+    set_a, set_b = _has_chain(a, steps), _has_chain(b, steps)
+    if non_empty:
+        set_a, set_b = f"({set_a} && size({a}.{path}) > 0)", f"({set_b} && size({b}.{path}) > 0)"
+    return f"({set_a} == {set_b} && (!{set_a} || {a}.{path} == {b}.{path}))"
+
+
+def _indexes(bound: int) -> str:
+    """CEL of 1.30 has no lists.range(): the literal list of every index a list's maxItems allows."""
+    return "[" + ", ".join(str(i) for i in range(bound)) + "]"
+
+
+def _same_shape(shape: Shape, a: str, b: str) -> str:
+    """CEL true when ``a`` and ``b`` are the same as ``shape`` compares them."""
+    if isinstance(shape, Same):
+        return _same(a, b, shape.field, non_empty=shape.non_empty)
+    if isinstance(shape, SameAll):
+        joined = " && ".join(_same_shape(part, a, b) for part in shape.parts)
+        return f"({joined})" if shape.parens else joined
+    if isinstance(shape, SameUnlessBoth):
+        return f"((has({a}.{shape.both}) && has({b}.{shape.both})) || {_same(a, b, shape.field)})"
+    # Two lists (empty and unset alike) of the same length, the same at each index (a variable
+    # distinct from any enclosing one).
+    list_a, list_b, index = f"{a}.{shape.field}", f"{b}.{shape.field}", shape.field[0] + "i"
+    size_a, size_b = f"(has({list_a}) ? size({list_a}) : 0)", f"(has({list_b}) ? size({list_b}) : 0)"
+    item = _same_shape(shape.item, f"{list_a}[{index}]", f"{list_b}[{index}]")
+    return (
+        f"({size_a} == {size_b} && ({size_a} == 0 || "
+        f"{_indexes(shape.bound)}.all({index}, {index} >= {size_a} || {item})))"
+    )
+
+
+def _unchanged(d: Unchanged) -> Rule:
+    """A transition rule on the object per field it compares, and per field of its list's entries
+    (when they are as many: else the count is reported)."""
+    name, bound, entry_fields = d.entries
+    count = "(has({v}.{n}) ? size({v}.{n}) : 0)"
+    same_count = f"{count.format(v='self', n=name)} == {count.format(v='oldSelf', n=name)}"
+    index = name[0] + "i"
+    rules = [(field, _same_shape(shape, "self", "oldSelf")) for field, shape in d.fields]
+    rules += [
+        (
+            name,
+            f"!({same_count}) || !has(self.{name}) || {_indexes(bound)}.all({index}, {index} >= size(self.{name}) || "
+            f"({_same_shape(shape, f'self.{name}[{index}]', f'oldSelf.{name}[{index}]')}))",
+        )
+        for _, shape in entry_fields
+    ]
+    # The webhook names the changed field down to ``depth`` levels below the object; the apiserver
+    # names the object's field: as many segments fewer.
+    shapes = ["*" + "".join(rest) for n in range(d.depth) for rest in itertools.product((".*", "[*]"), repeat=n)]
+    return Rule(
+        d.id,
+        d.summary,
+        Where.TRANSITION,
+        tuple(
+            Produces(
+                f"{d.path}.{shape}", "FORBIDDEN", _exact(d.message), apiserver_drops=shape.count(".") + shape.count("[")
+            )
+            for shape in shapes
+        ),
+        tuple(
+            Placement(
+                _path(d.path),
+                validation=Validation(
+                    rule=rule, message=d.message, field_path=f".{field}", reason="FieldValueForbidden"
+                ),
+            )
+            for field, rule in rules
+        ),
+        why=d.why,
+    )
+
+
+def _volcano_call(d: Acyclic | KnownKeys | FixedCount | Subdomain | FlagNamesEntry | Unchanged) -> str:
     if isinstance(d, Acyclic):
         return (
             f"acyclic(obj, old, path={_path(d.list)!r}, key={d.key!r}, depends={_path(d.depends)!r}, "
@@ -1169,6 +1257,12 @@ def _volcano_call(d: Acyclic | KnownKeys | FixedCount | Subdomain | FlagNamesEnt
         return f"known_keys(obj, {_path(d.path)!r}, {d.keys!r}, {d.message!r})"
     if isinstance(d, FixedCount):
         return f"fixed_count(obj, old, {_path(d.path)!r}, {d.message!r})"
+    if isinstance(d, Unchanged):
+        return (
+            f"unchanged(obj, old, path={_path(d.path)!r}, mutable={d.mutable!r}, "
+            f"mutable_entries={d.mutable_entries!r}, written={d.written!r}, maps={d.maps!r}, depth={d.depth!r}, "
+            f"counted={d.counted!r}, message={d.message!r})"
+        )
     if isinstance(d, FlagNamesEntry):
         return (
             f"flag_names_entry(obj, old, map_path={_path(d.map)!r}, name={d.name!r}, flag={d.flag!r}, "

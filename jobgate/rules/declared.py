@@ -629,3 +629,91 @@ def implied_keys(
                 if other not in copied:
                     recorder.set(copied, other, [], "/" + "/".join(path))
     return _replaced(obj, path, copied)
+
+
+def unchanged(
+    obj: Any,
+    old: Any,
+    *,
+    path: tuple[str, ...],
+    mutable: tuple[str, ...],
+    mutable_entries: tuple[tuple[str, tuple[str, ...]], ...],
+    written: tuple[tuple[str, str, str], ...],
+    maps: tuple[str, ...],
+    depth: int,
+    counted: str,
+    message: str,
+) -> list[FieldError]:
+    """``Unchanged``: on UPDATE, each change under ``path`` but the mutable fields, reported."""
+    if old is None:
+        return []
+    new = get(obj, path)
+    if not isinstance(new, dict):
+        return []
+    before = get(old, path)
+    before = before if isinstance(before, dict) else {}
+    recount = False
+    if counted:
+        new_items, old_items = new.get(counted), before.get(counted)
+        new_count = len(new_items) if isinstance(new_items, list) else 0
+        recount = new_count != (len(old_items) if isinstance(old_items, list) else 0)
+    views = [_unchanged_view(v, mutable, mutable_entries, written, frozenset(maps)) for v in (before, new)]
+    errors = []
+    for changed in _changed_paths(views[0], views[1], path, len(path) + depth - 1):
+        if recount and changed[: len(path) + 1] == (*path, counted):
+            continue  # the FixedCount's: the lists cannot be compared entry by entry
+        errors.append(forbidden(changed, message))
+    return errors
+
+
+def _unchanged_view(
+    value: dict[str, Any],
+    mutable: tuple[str, ...],
+    mutable_entries: tuple[tuple[str, tuple[str, ...]], ...],
+    written: tuple[tuple[str, str, str], ...],
+    maps: frozenset[str],
+) -> Any:
+    """The object without what may change, nil and empty treated alike (Go's Semantic.DeepEqual)."""
+    view = {k: v for k, v in value.items() if k not in mutable}
+    for name, fields in mutable_entries:
+        items = view.get(name)
+        if isinstance(items, list):
+            view[name] = [{k: v for k, v in e.items() if k not in fields} if isinstance(e, dict) else e for e in items]
+    for name, field, beside in written:
+        items = view.get(name)
+        if isinstance(items, list):
+            view[name] = [
+                {k: v for k, v in e.items() if k != field} if isinstance(e, dict) and e.get(beside) is not None else e
+                for e in items
+            ]
+    return _semantic(view, maps)
+
+
+def _semantic(value: Any, maps: frozenset[str], *, is_map: bool = False) -> Any:
+    # A Go map among the fields: a key with an empty value differs from no key (unlike a struct field).
+    if isinstance(value, dict):
+        cleaned = {k: _semantic(v, maps, is_map=k in maps) for k, v in value.items()}
+        if is_map:
+            return {k: v for k, v in cleaned.items() if v is not None}
+        return {k: v for k, v in cleaned.items() if v is not None and v not in ({}, [])}
+    if isinstance(value, list):
+        return [_semantic(v, maps) for v in value]
+    return value
+
+
+def _changed_paths(old: Any, new: Any, path: tuple[str | int, ...], deepest: int) -> list[tuple[str | int, ...]]:
+    """Where ``new`` differs from ``old``: object keys and list entries, down to paths of ``deepest``
+    + 1 steps."""
+    if old == new:
+        return []
+    if isinstance(old, dict) and isinstance(new, dict) and len(path) <= deepest:
+        found = []
+        for key in list(old) + [k for k in new if k not in old]:
+            found += _changed_paths(old.get(key), new.get(key), (*path, key), deepest)
+        return found
+    if isinstance(old, list) and isinstance(new, list) and len(old) == len(new) and len(path) <= deepest:
+        found = []
+        for index, (before, after) in enumerate(zip(old, new, strict=True)):
+            found += _changed_paths(before, after, (*path, index), deepest)
+        return found
+    return [path]

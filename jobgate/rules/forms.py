@@ -374,14 +374,80 @@ class ImpliedKeys:
     implies: tuple[tuple[str, tuple[str, ...]], ...]
 
 
-VOLCANO_FORMS = (Acyclic, KnownKeys, FixedCount, Subdomain, FlagNamesEntry)
+@dataclass(frozen=True)
+class Same:
+    """``Unchanged``'s CEL: the field (dotted under the object compared) set in both and equal, or in
+    neither; ``non_empty``: an empty list or map counts as unset."""
+
+    field: str
+    non_empty: bool = False
+
+
+@dataclass(frozen=True)
+class SameAll:
+    """Each of ``parts`` the same (in parentheses with ``parens``)."""
+
+    parts: tuple[Shape, ...]
+    parens: bool = False
+
+
+@dataclass(frozen=True)
+class SameEach:
+    """A list (unset and empty alike) of as many entries, each the same as ``item`` says; CEL walks at
+    most ``bound`` indexes (its maxItems), by the variable ``<first letter>i``."""
+
+    field: str
+    bound: int
+    item: Shape
+
+
+@dataclass(frozen=True)
+class SameUnlessBoth:
+    """The field the same unless both objects have ``both`` (then another writes it: a controller)."""
+
+    field: str
+    both: str
+
+
+Shape = Same | SameAll | SameEach | SameUnlessBoth
+
+
+@dataclass(frozen=True)
+class Unchanged:
+    """On UPDATE nothing under ``path`` changes but its fields ``mutable``, the fields ``(list,
+    fields)`` of each entry of its lists in ``mutable_entries``, and an entry's field ``(list, field,
+    beside)`` in ``written`` when the entry has ``beside`` (another writes it). Compared as Go's
+    semantic equality: unset, null, empty lists and objects alike, except in the Go maps ``maps``.
+    Each change is reported (``Forbidden``, ``message``) down to ``depth`` levels below ``path``;
+    not under ``counted`` when its entries are not as many (a ``FixedCount`` says that).
+
+    The CEL cannot see into unknown fields, so it compares what ``fields`` lists, one transition
+    rule each (``(field, shape)``), and with ``entries`` ``(list, bound, ((field, shape), ...))`` each
+    field of the list's entries, one rule each, when the entries are as many."""
+
+    id: str
+    summary: str
+    path: str
+    message: str
+    mutable: tuple[str, ...]
+    mutable_entries: tuple[tuple[str, tuple[str, ...]], ...]
+    written: tuple[tuple[str, str, str], ...]
+    maps: tuple[str, ...]
+    depth: int
+    counted: str
+    fields: tuple[tuple[str, Shape], ...]
+    entries: tuple[str, int, tuple[tuple[str, Shape], ...]]
+    why: str = ""
+
+
+VOLCANO_FORMS = (Acyclic, KnownKeys, FixedCount, Subdomain, FlagNamesEntry, Unchanged)
 VOLCANO_DEFAULT_FORMS = (DefaultIndexed, DefaultSum, ImpliedKeys)
 
 
 Declaration = (
     (DefaultField | DefaultItemField | MaxItems | UniqueBy | RequiredRoles | ForbiddenRoles | RoleFieldBound)
     | (AtMostSum | Immutable | RequiredField | ForbiddenField | FieldBound | StringField)
-    | (Acyclic | KnownKeys | FixedCount | Subdomain | FlagNamesEntry)
+    | (Acyclic | KnownKeys | FixedCount | Subdomain | FlagNamesEntry | Unchanged)
     | (DefaultIndexed | DefaultSum | ImpliedKeys)
 )
 DEFAULT_FORMS = (DefaultField, DefaultItemField, *VOLCANO_DEFAULT_FORMS)

@@ -16,6 +16,7 @@ from jobgate.families.volcano.rules.defaults import (
 )
 from jobgate.families.volcano.rules.job import DAG_MESSAGE
 from jobgate.families.volcano.rules.plugins import DEFAULT_MPI_MASTER, PLUGINS
+from jobgate.families.volcano.rules.update import UPDATE_FORBIDDEN
 from jobgate.rules.forms import (
     Acyclic,
     AtMostSum,
@@ -28,10 +29,23 @@ from jobgate.rules.forms import (
     FlagNamesEntry,
     ImpliedKeys,
     KnownKeys,
+    Same,
+    SameAll,
+    SameEach,
+    SameUnlessBoth,
     StringField,
     Subdomain,
+    Unchanged,
 )
 from jobgate.rules.names import LABEL_MAX_LENGTH
+
+# A list of lifecycle policies as an UPDATE compares it (the job's and each task's).
+_POLICIES = SameEach(
+    "policies",
+    VOLCANO_BOUNDS["policies"],
+    SameAll((SameAll(tuple(Same(f) for f in ("action", "event", "exitCode", "timeout"))), Same("events", True)), True),
+)
+_TOPOLOGY = ("mode", "highestTierAllowed", "highestTierName")
 
 # The webhook reports a declared rule where Volcano's did, among the rules written by hand: ``rules/``
 # calls the generated check with the rule's id (``only``), and ``cel/`` lists its record in place.
@@ -152,5 +166,66 @@ JOB: tuple[Declaration, ...] = (
         f"schedulerName is {LABEL_MAX_LENGTH} bytes at most",
         "spec.schedulerName",
         max_length=LABEL_MAX_LENGTH,
+    ),
+    Unchanged(
+        "volcano/update/immutable",
+        "an UPDATE changes only minAvailable, priorityClassName and the tasks' replicas and minAvailable",
+        "spec",
+        UPDATE_FORBIDDEN,
+        mutable=("minAvailable", "priorityClassName"),
+        mutable_entries=(("tasks", ("replicas", "minAvailable")),),
+        # The controller writes the name of the claim it creates: not a user's change.
+        written=(("volumes", "volumeClaimName", "volumeClaim"),),
+        # Go maps among the spec's fields: a key with an empty value differs from no key.
+        maps=("plugins", "labels", "annotations", "nodeSelector", "requests", "limits"),
+        # Down to spec.tasks[0].template, spec.plugins.mpi[0].
+        depth=3,
+        counted="tasks",
+        fields=(
+            *((f, Same(f)) for f in ("schedulerName", "queue", "maxRetry", "ttlSecondsAfterFinished", "minSuccess")),
+            ("runningEstimate", Same("runningEstimate")),
+            ("networkTopology", SameAll(tuple(Same(f"networkTopology.{f}") for f in _TOPOLOGY))),
+            ("plugins", Same("plugins", non_empty=True)),
+            ("policies", _POLICIES),
+            (
+                "volumes",
+                SameEach(
+                    "volumes",
+                    VOLCANO_BOUNDS["volumes"],
+                    SameAll(
+                        (Same("mountPath"), Same("volumeClaim"), SameUnlessBoth("volumeClaimName", "volumeClaim")), True
+                    ),
+                ),
+            ),
+        ),
+        entries=(
+            "tasks",
+            VOLCANO_BOUNDS["tasks"],
+            (
+                ("name", Same("name")),
+                ("template", Same("template")),
+                ("policies", _POLICIES),
+                ("topologyPolicy", Same("topologyPolicy")),
+                ("maxRetry", Same("maxRetry")),
+                ("dependsOn", SameAll((Same("dependsOn.name", non_empty=True), Same("dependsOn.iteration")))),
+                (
+                    "partitionPolicy",
+                    SameAll(
+                        (
+                            *(
+                                Same(f"partitionPolicy.{f}")
+                                for f in ("totalPartitions", "partitionSize", "minPartitions")
+                            ),
+                            *(Same(f"partitionPolicy.networkTopology.{f}") for f in _TOPOLOGY),
+                        )
+                    ),
+                ),
+            ),
+        ),
+        why="reported at the spec's field (the webhook names the field inside it); a pod template or a claim "
+        "spec is compared as the apiserver compares objects (CEL cannot see into their unknown fields): an UPDATE "
+        "that only adds or drops an empty list or object, or a null, inside one (env: [], metadata: {}, "
+        "metadata.creationTimestamp: null as Go clients write it) is refused, where the webhook's comparison "
+        "(Volcano's) admits it",
     ),
 )

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from jobgate.engine.registry import JobKind
 from jobgate.families.volcano import rules as volcano
-from jobgate.families.volcano.cel import bounds, job, policies, resources, tasks, update, volumes
+from jobgate.families.volcano.cel import bounds, job, policies, resources, tasks, volumes
 from jobgate.families.volcano.cel import defaults as _defaults
 from jobgate.families.volcano.declared import JOB
 from jobgate.families.volcano.rules.defaults import FIRST_DEFAULTS, LAST_DEFAULTS
@@ -56,7 +56,7 @@ def rules(kind: JobKind) -> list[Rule]:
         *resources.pod_level_resources_rules(),
         *policies.policy_rules(),
         declared_rules["volcano/update/task-count"],
-        *update.update_rules(),
+        declared_rules["volcano/update/immutable"],
         bounds.bounds_rule(),
         *pod_template_rules(TEMPLATES),
     ]
