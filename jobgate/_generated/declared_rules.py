@@ -6,6 +6,7 @@ functions (jobgate/rules/declared.py) with the declarations' values."""
 from __future__ import annotations
 
 from jobgate.rules.declared import (
+    at_most_one_of,
     at_most_sum,
     default_field,
     default_item_fields,
@@ -87,4 +88,82 @@ def validate_mxjob_mxnet_mlkube_io(obj: dict[str, Any], old: dict[str, Any] | No
     errors.extend(forbidden_roles(obj, path=('spec', 'replicaSpecs'), key='mxReplicaType', among=('SCHEDULER', 'SERVER', 'WORKER'), roles=('SCHEDULER', 'SERVER'), when=(('spec', 'jobMode'), 'local'), message='job mode is local, but its replicas set have replicas type other than worker'))
     errors.extend(role_field_bound(obj, path=('spec', 'replicaSpecs'), key='mxReplicaType', among=('SCHEDULER', 'SERVER', 'WORKER'), role='WORKER', field='replicas', bounds=(None, 1), every=False, when=(('spec', 'jobMode'), 'local'), message='job mode is local, but it has more than 1 worker'))
     errors.extend(required_roles(obj, path=('spec', 'replicaSpecs'), key='mxReplicaType', among=('SCHEDULER', 'SERVER', 'WORKER'), roles=('SCHEDULER', 'SERVER', 'WORKER'), when=(('spec', 'jobMode'), 'dist'), message='dist job mode without replica type {role}'))
+    return errors
+
+
+def default_mpijob_training_kubedl_io(obj: dict[str, Any], recorder: PatchRecorder) -> dict[str, Any]:
+    """MPIJob (training.kubedl.io): the declared defaults, in order."""
+    return obj
+
+
+def validate_mpijob_training_kubedl_io(obj: dict[str, Any], old: dict[str, Any] | None) -> list[FieldError]:
+    """MPIJob (training.kubedl.io): the declared rules' errors, in declaration order."""
+    errors: list[FieldError] = []
+    errors.extend(required_field(obj, scope=('spec', 'mpiReplicaSpecs'), target=('[Launcher]',), when=None, empty_is_unset=False, message='must be present'))
+    errors.extend(field_bound(obj, scope=('spec', 'mpiReplicaSpecs'), target=('[Launcher]', 'replicas'), when=None, bounds=(1, 1), message='must be 1'))
+    return errors
+
+
+def default_marsjob_training_kubedl_io(obj: dict[str, Any], recorder: PatchRecorder) -> dict[str, Any]:
+    """MarsJob (training.kubedl.io): the declared defaults, in order."""
+    return obj
+
+
+def validate_marsjob_training_kubedl_io(obj: dict[str, Any], old: dict[str, Any] | None) -> list[FieldError]:
+    """MarsJob (training.kubedl.io): the declared rules' errors, in declaration order."""
+    errors: list[FieldError] = []
+    return errors
+
+
+def default_pytorchjob_training_kubedl_io(obj: dict[str, Any], recorder: PatchRecorder) -> dict[str, Any]:
+    """PyTorchJob (training.kubedl.io): the declared defaults, in order."""
+    return obj
+
+
+def validate_pytorchjob_training_kubedl_io(obj: dict[str, Any], old: dict[str, Any] | None) -> list[FieldError]:
+    """PyTorchJob (training.kubedl.io): the declared rules' errors, in declaration order."""
+    errors: list[FieldError] = []
+    errors.extend(required_field(obj, scope=('spec', 'pytorchReplicaSpecs'), target=('[Master]',), when=None, empty_is_unset=False, message='must be present'))
+    errors.extend(field_bound(obj, scope=('spec', 'pytorchReplicaSpecs'), target=('[Master]', 'replicas'), when=None, bounds=(1, 1), message='must be 1'))
+    return errors
+
+
+def default_tfjob_training_kubedl_io(obj: dict[str, Any], recorder: PatchRecorder) -> dict[str, Any]:
+    """TFJob (training.kubedl.io): the declared defaults, in order."""
+    obj = default_field(obj, recorder, ('spec', 'successPolicy'), '', False)
+    return obj
+
+
+def validate_tfjob_training_kubedl_io(obj: dict[str, Any], old: dict[str, Any] | None) -> list[FieldError]:
+    """TFJob (training.kubedl.io): the declared rules' errors, in declaration order."""
+    errors: list[FieldError] = []
+    errors.extend(at_most_one_of(obj, scope=('spec', 'tfReplicaSpecs'), target=(), fields=('[Chief]', '[Master]'), message='must not have more than 1 Chief or Master role'))
+    errors.extend(field_bound(obj, scope=('spec', 'tfReplicaSpecs'), target=('[Chief]', 'replicas'), when=None, bounds=(None, 1), message='must be less than or equal to 1'))
+    errors.extend(field_bound(obj, scope=('spec', 'tfReplicaSpecs'), target=('[Master]', 'replicas'), when=None, bounds=(None, 1), message='must be less than or equal to 1'))
+    return errors
+
+
+def default_xdljob_training_kubedl_io(obj: dict[str, Any], recorder: PatchRecorder) -> dict[str, Any]:
+    """XDLJob (training.kubedl.io): the declared defaults, in order."""
+    obj = default_field(obj, recorder, ('spec', 'backoffLimit'), 20, False)
+    return obj
+
+
+def validate_xdljob_training_kubedl_io(obj: dict[str, Any], old: dict[str, Any] | None) -> list[FieldError]:
+    """XDLJob (training.kubedl.io): the declared rules' errors, in declaration order."""
+    errors: list[FieldError] = []
+    return errors
+
+
+def default_xgboostjob_training_kubedl_io(obj: dict[str, Any], recorder: PatchRecorder) -> dict[str, Any]:
+    """XGBoostJob (training.kubedl.io): the declared defaults, in order."""
+    obj = default_field(obj, recorder, ('spec', 'ttlSecondsAfterFinished'), 100, False)
+    return obj
+
+
+def validate_xgboostjob_training_kubedl_io(obj: dict[str, Any], old: dict[str, Any] | None) -> list[FieldError]:
+    """XGBoostJob (training.kubedl.io): the declared rules' errors, in declaration order."""
+    errors: list[FieldError] = []
+    errors.extend(required_field(obj, scope=('spec', 'xgbReplicaSpecs'), target=('[Master]',), when=None, empty_is_unset=False, message='must be present'))
+    errors.extend(field_bound(obj, scope=('spec', 'xgbReplicaSpecs'), target=('[Master]', 'replicas'), when=None, bounds=(1, 1), message='must be 1'))
     return errors

@@ -660,7 +660,7 @@ PRODUCES: tuple[tuple[str, str, str, str], ...] = (
     ('roles/master', 'spec.pytorchReplicaSpecs[Master]', 'REQUIRED', '^must be present$'),  # 652
     ('roles/master', 'spec.pytorchReplicaSpecs[Master].replicas', 'INVALID', '^must be 1$'),  # 653
     ('pod-template/containers', 'spec.tfReplicaSpecs[*].template.spec.containers', 'REQUIRED', '^must\\ have\\ at\\ least\\ one\\ container$'),  # 654
-    ('roles/one-leader', 'spec.tfReplicaSpecs', 'FORBIDDEN', 'more\\ than\\ 1\\ Chief\\ or\\ Master'),  # 655
+    ('roles/one-leader', 'spec.tfReplicaSpecs', 'FORBIDDEN', '^must not have more than 1 Chief or Master role$'),  # 655
     ('roles/one-leader', 'spec.tfReplicaSpecs[Chief].replicas', 'INVALID', '^must be less than or equal to 1$'),  # 656
     ('roles/one-leader', 'spec.tfReplicaSpecs[Master].replicas', 'INVALID', '^must be less than or equal to 1$'),  # 657
     ('replicas/types', 'spec.xdlReplicaSpecs[*]', 'NOT_SUPPORTED', ''),  # 658

@@ -28,6 +28,7 @@ from jobgate.generate.cel.catalogue import (
 from jobgate.rules.forms import (
     DEFAULT_FORMS,
     FIELD_FORMS,
+    AtMostOneOf,
     AtMostSum,
     Declaration,
     DefaultField,
@@ -540,6 +541,7 @@ def declared_module_text(kinds: Iterable[tuple[str, str, Declarations]]) -> str:
         *(
             f"    {name},"
             for name in (
+                "at_most_one_of",
                 "at_most_sum",
                 "default_field",
                 "default_item_fields",
@@ -640,8 +642,10 @@ class _Site:
         steps = field_steps(path)
         if steps[-1] in WILDCARDS:
             raise FormError(f"{d.id}: {path} names every entry, not a field")
-        container = steps[:-1]
-        when_steps = field_steps(d.when.path) if d.when is not None else None
+        # AtMostOneOf names the object whose fields it counts: the check sits on it.
+        container = steps if isinstance(d, AtMostOneOf) else steps[:-1]
+        when = None if isinstance(d, AtMostOneOf) else d.when
+        when_steps = field_steps(when.path) if when is not None else None
         common = container
         if when_steps is not None:
             common = tuple(a for a, _ in _takewhile_equal(container, when_steps[:-1]))
@@ -649,10 +653,10 @@ class _Site:
         keys = [i for i, s in enumerate(common) if _is_key(s)]
         self.scope = common[: keys[0]] if keys else common
         self.target = steps[len(self.scope) :]
-        self.when = None if when_steps is None or d.when is None else (when_steps[len(self.scope) :], d.when.value)
+        self.when = None if when_steps is None or when is None else (when_steps[len(self.scope) :], when.value)
         beyond = [*self.target, *(self.when[0] if self.when else ())]
         if any(s in WILDCARDS for s in beyond):
-            raise FormError(f"{d.id}: the condition {d.when.path if d.when else ''} is out of the reach of {path}")
+            raise FormError(f"{d.id}: the condition {when.path if when else ''} is out of the reach of {path}")
         self.path = path
         self.produced = _render(steps)
 
@@ -735,7 +739,27 @@ def _field_parts(d: FieldForm) -> tuple[list[Produces], list[Placement], bool]:
     for path in _paths(d):
         site = _Site(d, path)
         field = site.at(site.target)
-        if isinstance(d, RequiredField):
+        if isinstance(d, AtMostOneOf):
+            holder = site.at(site.target)
+            count = " + ".join(
+                f"({cel_string(f[1:-1])} in {holder} ? 1 : 0)" if _is_key(f) else f"(has({holder}.{f}) ? 1 : 0)"
+                for f in d.fields
+            )
+            there = site.present(site.target) if site.target else ""
+            holds = f"{count} <= 1"
+            produces.append(Produces(site.produced, "FORBIDDEN", _exact(d.message)))
+            placements.append(
+                Placement(
+                    site.location,
+                    validation=Validation(
+                        rule=f"!({there}) || {holds}" if there else holds,
+                        message=d.message,
+                        field_path=site.field_path(),
+                        reason="FieldValueForbidden",
+                    ),
+                )
+            )
+        elif isinstance(d, RequiredField):
             if site.plain and not d.message and not d.empty_is_unset:
                 produces.append(Produces(site.produced, "REQUIRED", "^$"))
                 placements.append(Placement(site.location, {"required": [site.target[0]]}))
@@ -830,7 +854,10 @@ def _field_calls(d: FieldForm) -> list[str]:
     for path in _paths(d):
         site = _Site(d, path)
         where = site.python()
-        if isinstance(d, RequiredField | ForbiddenField):
+        if isinstance(d, AtMostOneOf):
+            where = f"scope={site.scope!r}, target={site.target!r}"
+            calls.append(f"at_most_one_of(obj, {where}, fields={d.fields!r}, message={d.message!r})")
+        elif isinstance(d, RequiredField | ForbiddenField):
             function = "required_field" if isinstance(d, RequiredField) else "forbidden_field"
             calls.append(f"{function}(obj, {where}, empty_is_unset={d.empty_is_unset!r}, message={d.message!r})")
         elif isinstance(d, FieldBound):
@@ -846,7 +873,7 @@ def _field_calls(d: FieldForm) -> list[str]:
 def _field_cost(d: FieldForm) -> str:
     sites = [_Site(d, p) for p in _paths(d)]
     keyword = all(s.plain for s in sites) and not d.message and not getattr(d, "empty_is_unset", False)
-    if keyword and not isinstance(d, ForbiddenField):
+    if keyword and not isinstance(d, ForbiddenField | AtMostOneOf):
         return "constant (schema keyword)"
     each = " on each entry" if any(s in WILDCARDS for site in sites for s in site.scope) else ""
     if isinstance(d, StringField) and d.pattern:

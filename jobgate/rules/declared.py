@@ -411,3 +411,16 @@ def string_field(
         if problems:
             errors.extend([invalid(path, value, message)] if message else problems)
     return errors
+
+
+def at_most_one_of(
+    obj: Any, *, scope: FieldSteps, target: FieldSteps, fields: tuple[str, ...], message: str
+) -> list[FieldError]:
+    """``AtMostOneOf``: at most one of the object's fields (or map keys) set."""
+    segments = tuple(_segment(s) for s in target)
+    errors = []
+    for path, node in _scoped(obj, scope, None):
+        holder = get(node, segments)
+        if isinstance(holder, dict) and sum(holder.get(_segment(f)) is not None for f in fields) > 1:
+            errors.append(forbidden((*path, *segments), message))
+    return errors

@@ -251,10 +251,23 @@ class StringField:
     why: str = ""
 
 
-FIELD_FORMS = (RequiredField, ForbiddenField, FieldBound, StringField)
-FieldForm = RequiredField | ForbiddenField | FieldBound | StringField
+@dataclass(frozen=True)
+class AtMostOneOf:
+    """Of the fields (or map keys, ``[Chief]``) of the object at ``path``, at most one is set.
+    ``Forbidden`` at the object, with ``message``."""
+
+    id: str
+    summary: str
+    path: str
+    fields: tuple[str, ...]
+    message: str
+    why: str = ""
+
+
+FIELD_FORMS = (RequiredField, ForbiddenField, FieldBound, StringField, AtMostOneOf)
+FieldForm = RequiredField | ForbiddenField | FieldBound | StringField | AtMostOneOf
 
 Declaration = (
     DefaultField | DefaultItemField | MaxItems | UniqueBy | RequiredRoles | ForbiddenRoles | RoleFieldBound | AtMostSum
-) | (Immutable | RequiredField | ForbiddenField | FieldBound | StringField)
+) | (Immutable | RequiredField | ForbiddenField | FieldBound | StringField | AtMostOneOf)
 DEFAULT_FORMS = (DefaultField, DefaultItemField)

@@ -14,6 +14,7 @@ from jobgate.generate.cel.catalogue import Where
 from jobgate.generate.forms import DECLARED_TABLE, Declarations, FormError, cost_report, declared_module_text
 from jobgate.generate.manifests import declared_kinds, every_family_kind, package_tables
 from jobgate.rules.forms import (
+    AtMostOneOf,
     AtMostSum,
     DefaultField,
     DefaultItemField,
@@ -267,6 +268,7 @@ FIELDS = Declarations(
         StringField("f/kind", "kinds", "spec.reps{*}.kind", enum=("a", "b"), message="kind a or b"),
         StringField("f/mode", "modes", "spec.mode", enum=("solo", "team")),
         RequiredField("f/policy", "a run policy names its policy", "spec.run.policy"),
+        AtMostOneOf("f/one-leader", "one leader", "spec.reps", ("[Chief]", "[Master]"), "one of Chief or Master"),
     )
 )
 
@@ -319,6 +321,10 @@ def _field_job(**spec):
         ),
         ({"mode": "duo"}, ['spec.mode: Unsupported value: "duo": supported values: "solo", "team"']),
         ({"run": {}}, ["spec.run.policy: Required value"]),
+        (
+            {"reps": {"Master": {"replicas": 1}, "Chief": {}}},
+            ["spec.reps: Forbidden: one of Chief or Master"],
+        ),
         ({"run": {"policy": "x"}, "tasks": "not a list", "reps": "not a map"}, []),  # the schema names the types
     ],
 )
@@ -364,6 +370,12 @@ def test_where_each_field_form_goes():
         "!('Master' in self) || !has(self['Master'].replicas) || self['Master'].replicas == 1"
     )
     assert rules["f/kind"].produces[0].path == "spec.reps[*].kind"
+    (one,) = rules["f/one-leader"].placements
+    assert (one.at, one.validation.rule, one.validation.field_path) == (
+        ("spec", "reps"),
+        "('Chief' in self ? 1 : 0) + ('Master' in self ? 1 : 0) <= 1",
+        "",
+    )
 
 
 def test_field_forms_a_form_cannot_compile_are_refused():
