@@ -41,6 +41,9 @@ def default_genericjob_batch_tensorstack_dev(obj: dict[str, Any], recorder: Patc
 def validate_genericjob_batch_tensorstack_dev(obj: dict[str, Any], old: dict[str, Any] | None) -> list[FieldError]:
     """GenericJob (batch.tensorstack.dev): the declared rules' errors, in declaration order."""
     errors: list[FieldError] = []
+    errors.extend(required_field(obj, scope=('spec', 'replicaSpecs', '[*]'), target=('type',), when=None, empty_is_unset=True, message='every replica spec needs a type'))
+    errors.extend(required_field(obj, scope=('spec', 'runMode', 'debug', 'replicaSpecs', '[*]'), target=('type',), when=None, empty_is_unset=True, message='names the replica type it applies to'))
+    errors.extend(required_field(obj, scope=('spec', 'runMode', 'pause', 'resumeSpecs', '[*]'), target=('type',), when=None, empty_is_unset=True, message='names the replica type it applies to'))
     errors.extend(immutable(obj, old, ('spec', 'runMode', 'pause', 'resumeSpecs'), 'field is immutable: only pause.enabled may change while the job exists'))
     return errors
 

@@ -765,7 +765,7 @@ def _field_parts(d: FieldForm) -> tuple[list[Produces], list[Placement], bool]:
                 placements.append(Placement(site.location, {"required": [site.target[0]]}))
                 continue
             _needs_message(d, site)
-            holds = f"({site.is_set()} && {field} != '')" if d.empty_is_unset else site.is_set()
+            holds = f"{site.is_set()} && {field} != ''" if d.empty_is_unset else site.is_set()
             produces.append(Produces(site.produced, "REQUIRED", _exact(d.message)))
             placements.append(
                 Placement(site.location, validation=site.validation(holds, d.message, "FieldValueRequired"))

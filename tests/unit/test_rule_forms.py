@@ -353,7 +353,7 @@ def test_where_each_field_form_goes():
     (each,) = rules["f/type"].placements
     assert each.at == ("spec", "tasks", "[]")
     assert each.validation.as_schema() == {
-        "rule": "(has(self.type) && self.type != '')",
+        "rule": "has(self.type) && self.type != ''",
         "message": "needs a type",
         "fieldPath": ".type",
         "reason": "FieldValueRequired",

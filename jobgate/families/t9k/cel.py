@@ -149,23 +149,6 @@ def _bounds() -> Rule:
 def _replica_type_rules() -> list[Rule]:
     return [
         Rule(
-            "genericjob/replica-type-required",
-            "every replica spec has a type",
-            Where.CRD_RULE,
-            (Produces("spec.replicaSpecs[*].type", "REQUIRED", "^every replica spec needs a type$"),),
-            (
-                Placement(
-                    SPEC,
-                    validation=Validation(
-                        rule="has(self.type) && self.type != ''",
-                        message="every replica spec needs a type",
-                        field_path=".type",
-                        reason="FieldValueRequired",
-                    ),
-                ),
-            ),
-        ),
-        Rule(
             "genericjob/replica-type",
             "a replica type is a DNS-1123 label",
             Where.SCHEMA,
@@ -327,24 +310,6 @@ def _run_mode_rules() -> list[Rule]:
         return "self." + ".".join(steps)
 
     return [
-        Rule(
-            "genericjob/run-mode-type-required",
-            "a debug or resume setting names its replica type",
-            Where.CRD_RULE,
-            tuple(Produces(f"{p}[*].type", "REQUIRED", "^names the replica type it applies to$") for _, p in lists),
-            tuple(
-                Placement(
-                    ("spec", *steps, LIST_ITEMS),
-                    validation=Validation(
-                        rule="has(self.type) && self.type != ''",
-                        message="names the replica type it applies to",
-                        field_path=".type",
-                        reason="FieldValueRequired",
-                    ),
-                )
-                for steps, _ in lists
-            ),
-        ),
         Rule(
             "genericjob/run-mode-types",
             "a debug or resume setting names a replica type of the job",

@@ -7,7 +7,7 @@ MutatingAdmissionPolicy (``cel.py`` lists them) and the catalogue's records.
 from __future__ import annotations
 
 from jobgate.families.t9k.rules import DEFAULT_CLEAN_UP_POLICY, DEFAULT_SCHEDULER_PRIORITY
-from jobgate.rules.forms import Declaration, DefaultField, DefaultItemField, Immutable
+from jobgate.rules.forms import Declaration, DefaultField, DefaultItemField, Immutable, RequiredField
 
 GENERIC_JOB: tuple[Declaration, ...] = (
     DefaultItemField("replicas/count", "spec.replicaSpecs", "replicas", 1, entry="replica spec"),
@@ -22,6 +22,21 @@ GENERIC_JOB: tuple[Declaration, ...] = (
         "spec.scheduler.t9kScheduler.priority",
         DEFAULT_SCHEDULER_PRIORITY,
         summary=f"scheduler.t9kScheduler.priority: {DEFAULT_SCHEDULER_PRIORITY}",
+    ),
+    # Reported after the rules written by hand (rules.py), which skip an entry without a type.
+    RequiredField(
+        "genericjob/replica-type-required",
+        "every replica spec has a type",
+        "spec.replicaSpecs[*].type",
+        "every replica spec needs a type",
+        empty_is_unset=True,
+    ),
+    RequiredField(
+        "genericjob/run-mode-type-required",
+        "a debug or resume setting names its replica type",
+        ("spec.runMode.debug.replicaSpecs[*].type", "spec.runMode.pause.resumeSpecs[*].type"),
+        "names the replica type it applies to",
+        empty_is_unset=True,
     ),
     Immutable(
         "genericjob/resume-specs-immutable",

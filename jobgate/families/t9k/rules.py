@@ -138,11 +138,8 @@ class GenericJobKind:
                 )
             )
             replica_type = replica.get("type")
-            if replica_type is None or replica_type == "":
-                found.errors.append(required((*path, "type"), "every replica spec needs a type"))
-                continue
-            if not isinstance(replica_type, str):
-                continue  # the schema check reports the type
+            if replica_type is None or replica_type == "" or not isinstance(replica_type, str):
+                continue  # declared.py requires the type; the schema check reports a wrong one
             if replica_type in counts:
                 found.errors.append(duplicate((*path, "type"), replica_type))
                 continue
@@ -164,7 +161,7 @@ class GenericJobKind:
         stored = old if old is not None and isinstance(old.get("spec"), dict) else None
         if stored is not None:
             _check_update(spec, stored["spec"], found)
-        # What may not change on UPDATE, declared in declared.py.
+        # The required types and what may not change on UPDATE, declared in declared.py.
         found.errors.extend(declared_rules.validate_genericjob_batch_tensorstack_dev(obj, stored))
         return found
 
@@ -301,11 +298,9 @@ def _check_run_mode(run_mode: Any, counts: dict[str, int], found: Findings) -> N
                 continue
             type_path: FieldPath = ("spec", "runMode", mode, list_key, index, "type")
             replica_type = entry.get("type")
-            if replica_type is None or replica_type == "":
-                found.errors.append(required(type_path, "names the replica type it applies to"))
-            elif not isinstance(replica_type, str):
-                continue
-            elif replica_type not in counts:
+            if replica_type is None or replica_type == "" or not isinstance(replica_type, str):
+                continue  # declared.py requires the type; the schema check reports a wrong one
+            if replica_type not in counts:
                 known = ", ".join(counts) or "none"
                 found.errors.append(
                     not_found(type_path, replica_type, f"no replica spec of this type (types: {known})")
