@@ -44,6 +44,7 @@ def validate_genericjob_batch_tensorstack_dev(obj: dict[str, Any], old: dict[str
     errors.extend(required_field(obj, scope=('spec', 'replicaSpecs', '[*]'), target=('type',), when=None, empty_is_unset=True, message='every replica spec needs a type'))
     errors.extend(required_field(obj, scope=('spec', 'runMode', 'debug', 'replicaSpecs', '[*]'), target=('type',), when=None, empty_is_unset=True, message='names the replica type it applies to'))
     errors.extend(required_field(obj, scope=('spec', 'runMode', 'pause', 'resumeSpecs', '[*]'), target=('type',), when=None, empty_is_unset=True, message='names the replica type it applies to'))
+    errors.extend(unique_by(obj, ('spec', 'replicaSpecs'), 'type', ()))
     errors.extend(immutable(obj, old, ('spec', 'runMode', 'pause', 'resumeSpecs'), 'field is immutable: only pause.enabled may change while the job exists'))
     return errors
 

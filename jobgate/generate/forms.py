@@ -24,6 +24,7 @@ from jobgate.generate.cel.catalogue import (
     cel_list,
     cel_raw_string,
     cel_string,
+    unique_field,
 )
 from jobgate.rules.forms import (
     DEFAULT_FORMS,
@@ -48,6 +49,7 @@ from jobgate.rules.forms import (
     UniqueBy,
     When,
 )
+from jobgate.rules.names import DNS1123_LABEL_MESSAGE, LABEL_MAX_LENGTH
 
 # Found from the package, not from a module's __file__ (see jobgate/generate/schemas.py).
 DECLARED_TABLE = os.path.join(os.path.dirname(_generated.__file__), "declared_rules.py")
@@ -217,6 +219,16 @@ class Declarations:
         path = _path(d.list)
         summary = d.summary or f"{d.list}: each {d.key} once"
         default = self._item_default(d.list, d.key)
+        if not d.list_map and (default is None or not default.empty_is_unset):
+            # Each non-empty key once, by a CRD rule on the list (quadratic, bounded by its maxItems).
+            return Rule(
+                d.id,
+                summary,
+                Where.CRD_RULE,
+                (Produces(f"{d.list}[*].{d.key}", "DUPLICATE", apiserver_drops=2),),
+                (Placement(path, validation=unique_field(d.key, empty_counts=False)),),
+                why=AT_LIST,
+            )
         if default is None or not default.empty_is_unset:
             # A key the schema requires (or defaults) and that no default rereads: a list-map key,
             # which the apiserver checks in linear time and reports at the duplicate entry.
@@ -471,7 +483,10 @@ class Declarations:
                 growth = "constant" if not isinstance(d, DefaultItemField) else "linear (policy patch)"
             elif isinstance(d, UniqueBy):
                 default = self._item_default(d.list, d.key)
-                linear = default is None or not default.empty_is_unset
+                linear = (default is None or not default.empty_is_unset) and d.list_map
+                if not d.list_map and not (default is not None and default.empty_is_unset):
+                    report.append((d.id, "quadratic, bounded by the list's maxItems (CRD rule)"))
+                    continue
                 growth = "linear (list-map key)" if linear else f"quadratic, bounded by {len(d.among)} entries"
             else:
                 growth = "linear"
@@ -599,6 +614,11 @@ def cost_report(kinds: Iterable[tuple[str, str, Declarations]]) -> list[str]:
 # ``spec.pytorchReplicaSpecs[Master].replicas``) is cut in two: the scope, the steps to each object
 # the check runs on (through list items and map values: where its CRD rule or keyword sits), and
 # the target, the field (or map key) from there. A condition is read from the same object.
+
+# A DNS-1123 label or "" (an empty one is a RequiredField's to refuse, in its words), and what the
+# webhook says of one that is not (jobgate.rules.names.dns1123_label_problems).
+OPTIONAL_LABEL_PATTERN = "^([a-z0-9]([-a-z0-9]*[a-z0-9])?)?$"
+LABEL_PROBLEM = "^(" + re.escape(DNS1123_LABEL_MESSAGE) + "|must be no more than 63 )"
 
 _STEP = re.compile(r"\[\*\]|\{\*\}|\[[^\]*]+\]|[^.\[\]{}]+")
 WILDCARDS = ("[*]", "{*}")
@@ -797,6 +817,19 @@ def _field_parts(d: FieldForm) -> tuple[list[Produces], list[Placement], bool]:
             produces.append(Produces(site.produced, "INVALID", _exact(d.message)))
             placements.append(Placement(site.location, validation=site.validation(holds, d.message)))
         else:
+            if d.label:
+                if d.pattern or d.enum or d.min_length is not None or d.max_length is not None or d.message:
+                    raise FormError(f"{d.id}: a label says its own pattern, length and words")
+                if not site.plain:
+                    raise FormError(f"{d.id}: a label is checked by schema keywords: a field, no condition")
+                produces.append(Produces(site.produced, "INVALID", LABEL_PROBLEM))
+                placements.append(
+                    Placement(
+                        (*site.location, site.target[0]),
+                        {"pattern": OPTIONAL_LABEL_PATTERN, "maxLength": LABEL_MAX_LENGTH},
+                    )
+                )
+                continue
             if not (d.pattern or d.enum or d.min_length is not None or d.max_length is not None):
                 raise FormError(f"{d.id}: a string form needs a pattern, a length or values")
             if site.plain and not d.message:
@@ -865,7 +898,7 @@ def _field_calls(d: FieldForm) -> list[str]:
         else:
             calls.append(
                 f"string_field(obj, {where}, pattern={d.pattern!r}, lengths={(d.min_length, d.max_length)!r}, "
-                f"enum={d.enum!r}, message={d.message!r})"
+                f"enum={d.enum!r}, message={d.message!r}, label={d.label!r})"
             )
     return calls
 

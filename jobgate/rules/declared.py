@@ -27,6 +27,7 @@ from jobgate.engine.fielderrors import (
 )
 from jobgate.engine.jsonpatch import PatchRecorder
 from jobgate.rules.jobmeta import as_int
+from jobgate.rules.names import dns1123_label_problems, is_dns1123_label
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING, without importing typing at run time (start-up)
 if TYPE_CHECKING:
@@ -385,13 +386,19 @@ def string_field(
     lengths: tuple[int | None, int | None],
     enum: tuple[str, ...],
     message: str,
+    label: bool = False,
 ) -> list[FieldError]:
     """``StringField``: a string of the pattern, lengths and values; with ``message`` one error
-    saying it, else each broken check in the apiserver's words for its schema keyword."""
+    saying it, else each broken check in the apiserver's words for its schema keyword. ``label``:
+    a DNS-1123 label, each problem in Kubernetes' words ("" passes)."""
     low, high = lengths
     errors: list[FieldError] = []
     for path, value in _targets(obj, scope, target, when):
         if not isinstance(value, str):
+            continue
+        if label:
+            if value and not is_dns1123_label(value):
+                errors.extend(invalid(path, value, problem) for problem in dns1123_label_problems(value))
             continue
         # The schema keyword's own words, in the order the apiserver's validator checks them.
         problems: list[FieldError] = []

@@ -104,6 +104,10 @@ class UniqueBy:
     key: str
     among: tuple[str, ...] = ()
     summary: str = ""
+    # False: a CRD rule even where a list-map key could say it, for a list whose entries the key does
+    # not identify for server-side apply (or whose key may be missing): no two entries with the same
+    # non-empty key, reported at the list, bounded by the list's maxItems.
+    list_map: bool = True
 
 
 @dataclass(frozen=True)
@@ -249,6 +253,9 @@ class StringField:
     message: str = ""
     when: When | None = None
     why: str = ""
+    # A DNS-1123 label, each problem in Kubernetes' own words (its validation's, which no schema
+    # keyword says: the keywords refuse the same values in theirs); "" passes (a RequiredField's).
+    label: bool = False
 
 
 @dataclass(frozen=True)

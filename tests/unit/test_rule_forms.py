@@ -395,3 +395,34 @@ def test_the_cost_of_field_forms():
     report = cost_report([("f.example.com", "F", FIELDS)])
     assert "F (f.example.com) f/replicas: constant (schema keyword)" in report
     assert "F (f.example.com) f/type: constant (CRD rule on each entry)" in report
+
+
+def test_a_label_in_kubernetes_words_and_a_unique_key_that_is_no_list_map_key():
+    declared = Declarations(
+        (
+            StringField("l/name", "names are labels", "spec.ports[*].name", label=True),
+            UniqueBy("l/unique", "spec.ports", "name", list_map=False),
+        )
+    )
+    namespace: dict[str, object] = {}
+    exec(compile(declared_module_text([("l.example.com", "L", declared)]), "l", "exec"), namespace)
+    check = namespace["validate_l_l_example_com"]
+    job = {"spec": {"ports": [{"name": "Bad_Name"}, {"name": ""}, {"name": "http"}, {"name": "http"}, {}]}}
+    errors = check(job, None)
+    assert [str(e) for e in errors][1:] == ['spec.ports[3].name: Duplicate value: "http"']
+    assert str(errors[0]).startswith('spec.ports[0].name: Invalid value: "Bad_Name": a lowercase RFC 1123 label')
+    rules = {r.id: r for r in declared.rules()}
+    for error in errors:
+        assert [i for i, r in rules.items() if r.explains(error)], str(error)
+    # The label's keywords (an empty name is a RequiredField's to refuse); the uniqueness a CRD rule on the
+    # list, which no missing key can break (a list-map key needs every entry to have it).
+    assert rules["l/name"].where is Where.SCHEMA
+    assert rules["l/name"].placements[0].keywords == {
+        "pattern": "^([a-z0-9]([-a-z0-9]*[a-z0-9])?)?$",
+        "maxLength": 63,
+    }
+    (unique,) = rules["l/unique"].placements
+    assert (unique.at, unique.keywords, rules["l/unique"].where) == (("spec", "ports"), {}, Where.CRD_RULE)
+    assert "exists_one" in unique.validation.rule
+    assert rules["l/unique"].produces[0].apiserver_drops == 2
+    assert ("l/unique", "quadratic, bounded by the list's maxItems (CRD rule)") in declared.cost()

@@ -155,19 +155,6 @@ def _replica_type_rules() -> list[Rule]:
             (Produces("spec.replicaSpecs[*].type", "INVALID", _LABEL_PROBLEM),),
             (Placement((*SPEC, "type"), {"pattern": OPTIONAL_LABEL_PATTERN, "maxLength": LABEL_MAX_LENGTH}),),
         ),
-        Rule(
-            "genericjob/replica-types-unique",
-            "replica types unique in the job",
-            Where.CRD_RULE,
-            (Produces("spec.replicaSpecs[*].type", "DUPLICATE", apiserver_drops=2),),
-            (
-                Placement(
-                    SPECS,
-                    validation=unique_field("type", empty_counts=False),
-                ),
-            ),
-            why="reported at the list (a rule on a list cannot name the item)",
-        ),
     ]
 
 

@@ -7,7 +7,14 @@ MutatingAdmissionPolicy (``cel.py`` lists them) and the catalogue's records.
 from __future__ import annotations
 
 from jobgate.families.t9k.rules import DEFAULT_CLEAN_UP_POLICY, DEFAULT_SCHEDULER_PRIORITY
-from jobgate.rules.forms import Declaration, DefaultField, DefaultItemField, Immutable, RequiredField
+from jobgate.rules.forms import (
+    Declaration,
+    DefaultField,
+    DefaultItemField,
+    Immutable,
+    RequiredField,
+    UniqueBy,
+)
 
 GENERIC_JOB: tuple[Declaration, ...] = (
     DefaultItemField("replicas/count", "spec.replicaSpecs", "replicas", 1, entry="replica spec"),
@@ -37,6 +44,14 @@ GENERIC_JOB: tuple[Declaration, ...] = (
         ("spec.runMode.debug.replicaSpecs[*].type", "spec.runMode.pause.resumeSpecs[*].type"),
         "names the replica type it applies to",
         empty_is_unset=True,
+    ),
+    # Not a list-map key: a replica spec may lack its type (the rule above).
+    UniqueBy(
+        "genericjob/replica-types-unique",
+        "spec.replicaSpecs",
+        "type",
+        summary="replica types unique in the job",
+        list_map=False,
     ),
     Immutable(
         "genericjob/resume-specs-immutable",

@@ -141,8 +141,7 @@ class GenericJobKind:
             if replica_type is None or replica_type == "" or not isinstance(replica_type, str):
                 continue  # declared.py requires the type; the schema check reports a wrong one
             if replica_type in counts:
-                found.errors.append(duplicate((*path, "type"), replica_type))
-                continue
+                continue  # a duplicate (declared.py)
             if not is_dns1123_label(replica_type):
                 # Reported once here; finish rules naming it still resolve, and no pod name is derived from it.
                 found.errors.extend(
