@@ -316,7 +316,7 @@ def _targets(obj: Any, scope: FieldSteps, target: FieldSteps, when: Condition | 
     return out
 
 
-def required_field(
+def field_presence(
     obj: Any,
     *,
     scope: FieldSteps,
@@ -324,30 +324,28 @@ def required_field(
     when: Condition | None,
     empty_is_unset: bool,
     message: str,
+    must_be_set: bool,
 ) -> list[FieldError]:
-    """``RequiredField``: the field set (not "" with ``empty_is_unset``) where the condition holds."""
-    return [
-        required(path, message)
-        for path, value in _targets(obj, scope, target, when)
-        if value is MISSING or (empty_is_unset and value == "")
-    ]
+    """``RequiredField`` (``must_be_set``: the field set, not "" with ``empty_is_unset``) and
+    ``ForbiddenField`` (not set, "" unset with ``empty_is_unset``), where the condition holds."""
+    errors = []
+    for path, value in _targets(obj, scope, target, when):
+        unset = value is MISSING or (empty_is_unset and value == "")
+        if must_be_set and unset:
+            errors.append(required(path, message))
+        elif not must_be_set and not unset:
+            errors.append(forbidden(path, message))
+    return errors
 
 
-def forbidden_field(
-    obj: Any,
-    *,
-    scope: FieldSteps,
-    target: FieldSteps,
-    when: Condition | None,
-    empty_is_unset: bool,
-    message: str,
-) -> list[FieldError]:
-    """``ForbiddenField``: the field not set ("" unset with ``empty_is_unset``) where the condition holds."""
-    return [
-        forbidden(path, message)
-        for path, value in _targets(obj, scope, target, when)
-        if value is not MISSING and not (empty_is_unset and value == "")
-    ]
+def required_field(obj: Any, **where: Any) -> list[FieldError]:
+    """``RequiredField``: ``field_presence`` of a field that must be set."""
+    return field_presence(obj, must_be_set=True, **where)
+
+
+def forbidden_field(obj: Any, **where: Any) -> list[FieldError]:
+    """``ForbiddenField``: ``field_presence`` of a field that must not be set."""
+    return field_presence(obj, must_be_set=False, **where)
 
 
 def field_bound(

@@ -27,6 +27,11 @@ def _exactly_one(replica_specs: str, role: str) -> tuple[Declaration, ...]:
     )
 
 
+def _run_policy_default(default_id: str, name: str, value: int) -> Declaration:
+    """A field of the run policy, which these kinds inline into spec."""
+    return DefaultField(default_id, f"spec.{name}", value, summary=f"{name}: {value}")
+
+
 LEADERS = ("Chief", "Master")
 _ONE_LEADER = f"at most one of {' and '.join(LEADERS)}, with one replica"
 
@@ -56,24 +61,12 @@ TFJOB: tuple[Declaration, ...] = (
     ),
 )
 PYTORCHJOB = _exactly_one("pytorchReplicaSpecs", "Master")
-XGBOOSTJOB: tuple[Declaration, ...] = (
+XGBOOSTJOB = (
     *_exactly_one("xgbReplicaSpecs", "Master"),
-    DefaultField(
-        "xgboostjob/ttl",
-        "spec.ttlSecondsAfterFinished",
-        XGBOOST_DEFAULT_TTL_SECONDS,
-        summary=f"ttlSecondsAfterFinished: {XGBOOST_DEFAULT_TTL_SECONDS}",
-    ),
+    _run_policy_default("xgboostjob/ttl", "ttlSecondsAfterFinished", XGBOOST_DEFAULT_TTL_SECONDS),
 )
 MPIJOB = _exactly_one("mpiReplicaSpecs", "Launcher")
-XDLJOB: tuple[Declaration, ...] = (
-    DefaultField(
-        "xdljob/backoff-limit",
-        "spec.backoffLimit",
-        XDL_DEFAULT_BACKOFF_LIMIT,
-        summary=f"backoffLimit: {XDL_DEFAULT_BACKOFF_LIMIT}",
-    ),
-)
+XDLJOB = (_run_policy_default("xdljob/backoff-limit", "backoffLimit", XDL_DEFAULT_BACKOFF_LIMIT),)
 MARSJOB: tuple[Declaration, ...] = ()
 
 BY_KIND = {
