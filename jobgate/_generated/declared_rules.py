@@ -35,6 +35,7 @@ def default_genericjob_batch_tensorstack_dev(obj: dict[str, Any], recorder: Patc
     obj = default_item_fields(obj, recorder, ('spec', 'replicaSpecs'), (('replicas', 1, False, ''),))
     obj = default_field(obj, recorder, ('spec', 'cleanUpPolicy'), 'None', False)
     obj = default_field(obj, recorder, ('spec', 'scheduler', 't9kScheduler', 'priority'), 0, False)
+    obj = default_item_fields(obj, recorder, ('spec', 'runMode', 'debug', 'replicaSpecs'), (('command', ['sleep', 'inf'], False, ''),))
     return obj
 
 
@@ -150,6 +151,7 @@ def validate_tfjob_training_kubedl_io(obj: dict[str, Any], old: dict[str, Any] |
 def default_xdljob_training_kubedl_io(obj: dict[str, Any], recorder: PatchRecorder) -> dict[str, Any]:
     """XDLJob (training.kubedl.io): the declared defaults, in order."""
     obj = default_field(obj, recorder, ('spec', 'backoffLimit'), 20, False)
+    obj = default_field(obj, recorder, ('spec', 'minFinishWorkRate'), 90, False, unless=(('spec', 'minFinishWorkNum'),))
     return obj
 
 

@@ -75,7 +75,9 @@ def _escape(text: str) -> str:
     return re.sub(r"([.^$*+?{}\[\]\\|()])", r"\\\1", text)
 
 
-def _literal(value: Scalar) -> str:
+def _literal(value: Scalar | list[Scalar]) -> str:
+    if isinstance(value, list):
+        return "[" + ", ".join(_literal(v) for v in value) + "]"
     if isinstance(value, bool):
         return "true" if value else "false"
     if isinstance(value, int):
@@ -147,6 +149,17 @@ class Declarations:
                 # Under an object that exists: a default never creates its parents.
                 unset = f"{_has_chain('object.' + path[0], path[1:-1])} && ({unset})"
             pointer = "/" + "/".join(path)
+            if d.unless:
+                # Another field replaces the default: a policy patch only.
+                others = " && ".join(
+                    f"!has(object.{o})"
+                    if len(_path(o)) <= 2
+                    else f"!{_has_chain('object.' + _path(o)[0], _path(o)[1:])}"
+                    for o in d.unless
+                )
+                guarded = f"({unset})" if "||" in unset else unset
+                patch = f"{others} && {guarded} ? [JSONPatch{{op: 'add', path: '{pointer}', value: {literal}}}] : []"
+                return Default(d.id, d.summary or f"{path[-1]}: {literal}{also}", Where.MUTATING_POLICY, (patch,))
             patch = f"{unset} ? [JSONPatch{{op: 'add', path: '{pointer}', value: {literal}}}] : []"
             return Default(
                 d.id,
@@ -177,8 +190,10 @@ class Declarations:
             )
         if isinstance(d.value, tuple):
             raise FormError(f"{d.id}: a tuple value is for a derived default (from_field)")
+        # A list below spec's own fields: a default never creates its parents.
+        there = f"has(object.{d.list})" if len(path) <= 2 else _has_chain("object." + path[0], path[1:])
         patch = (
-            f"has(object.{d.list}) ? object.{d.list}.transformList(i, e, {unset}, "
+            f"{there} ? object.{d.list}.transformList(i, e, {unset}, "
             f"JSONPatch{{op: 'add', path: '{pointer}/' + string(i) + '/{d.field}', value: {literal}}}) : []"
         )
         return Default(
@@ -457,9 +472,9 @@ class Declarations:
         done: set[str] = set()
         for d in self.declared:
             if isinstance(d, DefaultField):
-                lines.append(
-                    f"    obj = default_field(obj, recorder, {_path(d.path)!r}, {d.value!r}, {d.empty_is_unset!r})"
-                )
+                unless = f", unless={tuple(_path(o) for o in d.unless)!r}" if d.unless else ""
+                values = f"{_path(d.path)!r}, {d.value!r}, {d.empty_is_unset!r}{unless}"
+                lines.append(f"    obj = default_field(obj, recorder, {values})")
             elif isinstance(d, DefaultItemField) and d.list not in done:
                 done.add(d.list)
                 fields = tuple(
@@ -500,7 +515,7 @@ def _has_chain(variable: str, steps: Sequence[str]) -> str:
     return "(" + " && ".join(parts) + ")"
 
 
-def _summary_value(value: Scalar) -> str:
+def _summary_value(value: Scalar | list[Scalar]) -> str:
     if isinstance(value, bool):
         return "true" if value else "false"
     return str(value)

@@ -77,11 +77,18 @@ def _first_of_each(items: list[tuple[int, dict[str, Any]]], key: str, among: tup
 
 
 def default_field(
-    obj: dict[str, Any], recorder: PatchRecorder, path: tuple[str, ...], value: Any, empty_is_unset: bool
+    obj: dict[str, Any],
+    recorder: PatchRecorder,
+    path: tuple[str, ...],
+    value: Any,
+    empty_is_unset: bool,
+    *,
+    unless: tuple[tuple[str, ...], ...] = (),
 ) -> dict[str, Any]:
-    """``DefaultField``: the field at ``path`` (under an object that exists) set when unset."""
+    """``DefaultField``: the field at ``path`` (under an object that exists) set when unset, and
+    when none of the fields ``unless`` names is set."""
     parent = get(obj, path[:-1])
-    if not isinstance(parent, dict):
+    if not isinstance(parent, dict) or any(get(obj, other) not in (MISSING, None) for other in unless):
         return obj
     given = parent.get(path[-1])
     if not (given is None or (empty_is_unset and given == "")):
@@ -110,7 +117,8 @@ def default_item_fields(
                 if not (current is None or (empty_is_unset and current == "")):
                     continue
                 if not from_field:
-                    recorder.set(item, field, value, f"{pointer}/{index}")
+                    # A list value is each entry's own (the patch writes it once per entry too).
+                    recorder.set(item, field, list(value) if isinstance(value, list) else value, f"{pointer}/{index}")
                     continue
                 source = item.get(from_field)
                 if isinstance(source, str) and source in value:

@@ -21,6 +21,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 Scalar = int | str | bool
+ScalarList = list[Scalar]
 
 
 @dataclass(frozen=True)
@@ -56,6 +57,10 @@ class DefaultField:
     value: Scalar
     empty_is_unset: bool = False
     summary: str = ""
+    # Fields (paths from the root) any of which, set, means no default: a default another field
+    # replaces (XDLJob's minFinishWorkRate, unless minFinishWorkNum). A policy patch only: no schema
+    # default can say it.
+    unless: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -68,7 +73,8 @@ class DefaultItemField:
     id: str
     list: str
     field: str
-    value: Scalar | tuple[str, ...]
+    # A list value ([...], a JSON list of scalars) is written as a whole: a command, arguments.
+    value: Scalar | tuple[str, ...] | ScalarList
     empty_is_unset: bool = False
     # How the summary names an entry ("replica spec", "task").
     entry: str = "entry"

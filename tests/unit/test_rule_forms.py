@@ -426,3 +426,33 @@ def test_a_label_in_kubernetes_words_and_a_unique_key_that_is_no_list_map_key():
     assert "exists_one" in unique.validation.rule
     assert rules["l/unique"].produces[0].apiserver_drops == 2
     assert ("l/unique", "quadratic, bounded by the list's maxItems (CRD rule)") in declared.cost()
+
+
+def test_a_default_another_field_replaces_and_a_list_default():
+    declared = Declarations(
+        (
+            DefaultField("d/rate", "spec.rate", 90, unless=("spec.count",)),
+            DefaultItemField("d/command", "spec.run.debug.entries", "command", ["sleep", "inf"], entry="entry"),
+        )
+    )
+    namespace: dict[str, object] = {}
+    exec(compile(declared_module_text([("d.example.com", "D", declared)]), "d", "exec"), namespace)
+    default = namespace["default_d_d_example_com"]
+    job = {"spec": {"run": {"debug": {"entries": [{}, {"command": ["x"]}, {}]}}}}
+    out = default(job, PatchRecorder())
+    assert out["spec"]["rate"] == 90
+    entries = out["spec"]["run"]["debug"]["entries"]
+    assert entries == [{"command": ["sleep", "inf"]}, {"command": ["x"]}, {"command": ["sleep", "inf"]}]
+    assert entries[0]["command"] is not entries[2]["command"], "each entry its own list"
+    assert "rate" not in default({"spec": {"count": 3}}, PatchRecorder())["spec"]
+    defaults = {d.id: d for d in declared.defaults()}
+    # Replaced by another field: a policy patch only; the list default a schema default too.
+    assert defaults["d/rate"].where is Where.MUTATING_POLICY and not defaults["d/rate"].placements
+    assert defaults["d/rate"].patches[0].startswith("!has(object.spec.count) && !has(object.spec.rate) ? ")
+    assert defaults["d/command"].placements[0].keywords == {"default": ["sleep", "inf"]}
+    assert (
+        defaults["d/command"]
+        .patches[0]
+        .startswith("(has(object.spec.run) && has(object.spec.run.debug) && has(object.spec.run.debug.entries)) ? ")
+    )
+    assert "value: ['sleep', 'inf']" in defaults["d/command"].patches[0]

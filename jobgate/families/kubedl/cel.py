@@ -34,19 +34,6 @@ def defaults(kind: JobKind) -> list[Default]:
 
 def _extra_defaults(kind: kubedl.KubeDLKind) -> list[Default]:
     """rules/families/kubedl.py's _default_<kind> functions (what no form says)."""
-    if kind is kubedl.XDLJOB:
-        rate = kubedl.XDL_DEFAULT_MIN_FINISH_WORK_RATE
-        return [
-            Default(
-                "xdljob/min-finish-work-rate",
-                f"minFinishWorkRate: {rate} unless minFinishWorkNum is set",
-                Where.MUTATING_POLICY,
-                (
-                    "!has(object.spec.minFinishWorkNum) && !has(object.spec.minFinishWorkRate) ? "
-                    f"[JSONPatch{{op: 'add', path: '/spec/minFinishWorkRate', value: {rate}}}] : []",
-                ),
-            ),
-        ]
     if kind is kubedl.MARSJOB:
         policy = "object.spec.workerMemoryTuningPolicy"
         whole = "{" + ", ".join(f"{cel_string(k)}: dyn({_literal(v)})" for k, v in kubedl.MARS_MEMORY_DEFAULTS) + "}"

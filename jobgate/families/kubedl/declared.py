@@ -12,6 +12,7 @@ from __future__ import annotations
 from jobgate.families.kubedl.rules import (
     TFJOB_DEFAULT_SUCCESS_POLICY,
     XDL_DEFAULT_BACKOFF_LIMIT,
+    XDL_DEFAULT_MIN_FINISH_WORK_RATE,
     XGBOOST_DEFAULT_TTL_SECONDS,
 )
 from jobgate.rules.forms import AtMostOneOf, Declaration, DefaultField, FieldBound, RequiredField
@@ -66,7 +67,16 @@ XGBOOSTJOB = (
     _run_policy_default("xgboostjob/ttl", "ttlSecondsAfterFinished", XGBOOST_DEFAULT_TTL_SECONDS),
 )
 MPIJOB = _exactly_one("mpiReplicaSpecs", "Launcher")
-XDLJOB = (_run_policy_default("xdljob/backoff-limit", "backoffLimit", XDL_DEFAULT_BACKOFF_LIMIT),)
+XDLJOB = (
+    _run_policy_default("xdljob/backoff-limit", "backoffLimit", XDL_DEFAULT_BACKOFF_LIMIT),
+    DefaultField(
+        "xdljob/min-finish-work-rate",
+        "spec.minFinishWorkRate",
+        XDL_DEFAULT_MIN_FINISH_WORK_RATE,
+        summary=f"minFinishWorkRate: {XDL_DEFAULT_MIN_FINISH_WORK_RATE} unless minFinishWorkNum is set",
+        unless=("spec.minFinishWorkNum",),
+    ),
+)
 MARSJOB: tuple[Declaration, ...] = ()
 
 BY_KIND = {

@@ -136,14 +136,6 @@ XDL_DEFAULT_BACKOFF_LIMIT = 20
 XDL_DEFAULT_MIN_FINISH_WORK_RATE = 90
 
 
-def _default_xdljob(
-    spec: dict[str, Any], run_policy: dict[str, Any], replicas: dict[str, Any], recorder: PatchRecorder, pointer: str
-) -> None:
-    # backoffLimit is declared (declared.py), applied just before.
-    if spec.get("minFinishWorkNum") is None and spec.get("minFinishWorkRate") is None:
-        recorder.set(spec, "minFinishWorkRate", XDL_DEFAULT_MIN_FINISH_WORK_RATE, "/spec")
-
-
 MARS_MEMORY_DEFAULTS = (("plasmaStore", "/dev/shm"), ("lockFreeFileIO", True))
 
 
@@ -247,7 +239,6 @@ XDLJOB = register(
         port_name="xdljob-port",
         port=2222,
         roles=(Role("Worker", "Never"), Role("PS", "Never"), Role("Scheduler", "Never"), Role("ExtendRole", "Never")),
-        extra_defaults=_default_xdljob,
     )
 )
 

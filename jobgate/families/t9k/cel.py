@@ -441,16 +441,6 @@ def _each(list_cel: str, pointer: str, condition: str, field: str, value: str) -
     )
 
 
-def _literal(value: object) -> str:
-    if isinstance(value, bool):
-        return "true" if value else "false"
-    if isinstance(value, int):
-        return str(value)
-    if isinstance(value, list | tuple):
-        return "[" + ", ".join(_literal(v) for v in value) + "]"
-    return cel_string(str(value))
-
-
 def _count(replica: str) -> str:
     return f"(has({replica}.replicas) ? {replica}.replicas : 1)"
 
@@ -517,8 +507,6 @@ def defaults(kind: JobKind) -> list[Default]:
     policy = cel_string(t9k.DEFAULT_RESTART_POLICY)
     limit = t9k.DEFAULT_RESTART_LIMIT
     whole = f"{{'policy': dyn({policy}), 'limit': dyn({limit})}}"
-    debug = ("runMode", "debug", "replicaSpecs")
-    debug_list = "object.spec." + ".".join(debug)
     replicas_pointer = "/spec/replicaSpecs"
     no_policy = "has(r.restartPolicy) && (!has(r.restartPolicy.policy) || r.restartPolicy.policy == '')"
     no_limit = "has(r.restartPolicy) && !has(r.restartPolicy.limit)"
@@ -528,13 +516,6 @@ def defaults(kind: JobKind) -> list[Default]:
             _each(OBJECT_SPECS, replicas_pointer, no_policy, "restartPolicy/policy", policy),
             _each(OBJECT_SPECS, replicas_pointer, no_limit, "restartPolicy/limit", str(limit)),
         )
-    )
-    debug_command = _each(
-        debug_list,
-        "/spec/runMode/debug/replicaSpecs",
-        "!has(r.command)",
-        "command",
-        _literal(t9k.DEFAULT_DEBUG_COMMAND),
     )
     return [
         *DECLARED.defaults(),
@@ -550,13 +531,6 @@ def defaults(kind: JobKind) -> list[Default]:
                 Placement((*SPEC, "restartPolicy", "policy"), {"default": t9k.DEFAULT_RESTART_POLICY}),
                 Placement((*SPEC, "restartPolicy", "limit"), {"default": limit}),
             ),
-        ),
-        Default(
-            "genericjob/debug-command",
-            f"each debug setting's command: {list(t9k.DEFAULT_DEBUG_COMMAND)}",
-            Where.SCHEMA_DEFAULT,
-            (f"{_has_path('object.spec', *debug)} ? {debug_command} : []",),
-            (Placement(("spec", *debug, LIST_ITEMS, "command"), {"default": list(t9k.DEFAULT_DEBUG_COMMAND)}),),
         ),
         Default(
             "genericjob/success-rules",

@@ -6,7 +6,7 @@ MutatingAdmissionPolicy (``cel.py`` lists them) and the catalogue's records.
 
 from __future__ import annotations
 
-from jobgate.families.t9k.rules import DEFAULT_CLEAN_UP_POLICY, DEFAULT_SCHEDULER_PRIORITY
+from jobgate.families.t9k.rules import DEFAULT_CLEAN_UP_POLICY, DEFAULT_DEBUG_COMMAND, DEFAULT_SCHEDULER_PRIORITY
 from jobgate.rules.forms import (
     Declaration,
     DefaultField,
@@ -29,6 +29,13 @@ GENERIC_JOB: tuple[Declaration, ...] = (
         "spec.scheduler.t9kScheduler.priority",
         DEFAULT_SCHEDULER_PRIORITY,
         summary=f"scheduler.t9kScheduler.priority: {DEFAULT_SCHEDULER_PRIORITY}",
+    ),
+    DefaultItemField(
+        "genericjob/debug-command",
+        "spec.runMode.debug.replicaSpecs",
+        "command",
+        list(DEFAULT_DEBUG_COMMAND),
+        entry="debug setting",
     ),
     # Reported after the rules written by hand (rules.py), which skip an entry without a type.
     RequiredField(

@@ -25,7 +25,6 @@ from jobgate.engine.findings import Findings
 from jobgate.engine.jsonpatch import NO_PATCH, PatchRecorder
 from jobgate.engine.modelref import ModelRef
 from jobgate.engine.registry import GroupVersionKind, register
-from jobgate.rules.dicts import copied_dict
 from jobgate.rules.jobmeta import as_int, check_job_name, check_spec_schema
 from jobgate.rules.names import dns1123_label_problems, is_dns1123_label
 from jobgate.rules.podtemplate import check_pod_template
@@ -88,8 +87,8 @@ class GenericJobKind:
         # never denies, validation reports the bad value.
         if not isinstance(obj, dict) or not isinstance(obj.get("spec"), dict):
             return obj
-        # The defaults a form says (replicas, cleanUpPolicy, the scheduler's priority), declared in
-        # declared.py; the rest below (restart policies, debug commands, finish rules).
+        # The defaults a form says (replicas, cleanUpPolicy, the scheduler's priority, debug commands),
+        # declared in declared.py; the rest below (restart policies, finish rules).
         obj = declared_rules.default_genericjob_batch_tensorstack_dev(obj, recorder)
         spec = dict(obj["spec"])
         replica_specs = spec.get("replicaSpecs")
@@ -98,7 +97,6 @@ class GenericJobKind:
                 _default_replica(given, f"/spec/replicaSpecs/{index}", recorder)
                 for index, given in enumerate(replica_specs)
             ]
-        _default_debug_commands(spec, recorder)
         counts = _writable(replica_counts(spec.get("replicaSpecs")))
         old_spec = previous.get("spec") if isinstance(previous, dict) else None
         old_counts = _writable(replica_counts(old_spec.get("replicaSpecs")) if isinstance(old_spec, dict) else {})
@@ -226,19 +224,6 @@ def _default_replica(given: Any, pointer: str, recorder: PatchRecorder) -> Any:
         if policy.get("limit") is None:
             recorder.set(policy, "limit", DEFAULT_RESTART_LIMIT, f"{pointer}/restartPolicy")
     return replica
-
-
-def _default_debug_commands(spec: dict[str, Any], recorder: PatchRecorder) -> None:
-    run_mode = copied_dict(spec, "runMode")
-    debug = copied_dict(run_mode, "debug") if run_mode is not None else None
-    debug_specs = debug.get("replicaSpecs") if debug is not None else None
-    if debug is None or not isinstance(debug_specs, list):
-        return
-    debug_specs = debug["replicaSpecs"] = list(debug_specs)
-    for index, given in enumerate(debug_specs):
-        if isinstance(given, dict) and given.get("command") is None:
-            entry = debug_specs[index] = dict(given)
-            recorder.set(entry, "command", list(DEFAULT_DEBUG_COMMAND), f"/spec/runMode/debug/replicaSpecs/{index}")
 
 
 def _check_finish_rules(rules: Any, path: FieldPath, counts: dict[str, int]) -> list[Any]:
