@@ -32,7 +32,7 @@ if TYPE_CHECKING:
 
 def default_genericjob_batch_tensorstack_dev(obj: dict[str, Any], recorder: PatchRecorder) -> dict[str, Any]:
     """GenericJob (batch.tensorstack.dev): the declared defaults, in order."""
-    obj = default_item_fields(obj, recorder, ('spec', 'replicaSpecs'), (('replicas', 1, False, ''),))
+    obj = default_item_fields(obj, recorder, ('spec', 'replicaSpecs'), (('replicas', 1, False, ''), ('restartPolicy', {'policy': 'OnFailure', 'limit': 0}, False, ''), ('restartPolicy.policy', 'OnFailure', True, ''), ('restartPolicy.limit', 0, False, '')))
     obj = default_field(obj, recorder, ('spec', 'cleanUpPolicy'), 'None', False)
     obj = default_field(obj, recorder, ('spec', 'scheduler', 't9kScheduler', 'priority'), 0, False)
     obj = default_item_fields(obj, recorder, ('spec', 'runMode', 'debug', 'replicaSpecs'), (('command', ['sleep', 'inf'], False, ''),))

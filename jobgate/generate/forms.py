@@ -75,9 +75,12 @@ def _escape(text: str) -> str:
     return re.sub(r"([.^$*+?{}\[\]\\|()])", r"\\\1", text)
 
 
-def _literal(value: Scalar | list[Scalar]) -> str:
+def _literal(value: Scalar | list[Scalar] | dict[str, Scalar]) -> str:
     if isinstance(value, list):
         return "[" + ", ".join(_literal(v) for v in value) + "]"
+    if isinstance(value, dict):
+        # dyn(): a CEL map literal's values are of one type otherwise.
+        return "{" + ", ".join(f"{cel_string(k)}: dyn({_literal(v)})" for k, v in value.items()) + "}"
     if isinstance(value, bool):
         return "true" if value else "false"
     if isinstance(value, int):
@@ -92,11 +95,21 @@ class Declarations:
         self.declared = tuple(declared)
         ids = [d.id for d in self.declared]
         # Field forms that share an id are one rule (its checks); any other id is declared once.
+        # So may the defaults of one list (an object and its fields).
         twice = {i for i in ids if ids.count(i) > 1}
         shared = {d.id for d in self.declared if isinstance(d, FIELD_FORMS)}
-        others = {d.id for d in self.declared if not isinstance(d, FIELD_FORMS)}
-        if twice - shared or twice & others:
-            raise FormError(f"a declaration id twice: {sorted(twice - (shared - others))}")
+        shared |= {d.id for d in self.declared if isinstance(d, DefaultItemField)}
+        others = {d.id for d in self.declared if not isinstance(d, (*FIELD_FORMS, DefaultItemField))}
+        lists = {
+            d.id: {o.list for o in self.declared if isinstance(o, DefaultItemField) and o.id == d.id}
+            for d in self.declared
+        }
+        mixed = {d.id for d in self.declared if isinstance(d, FIELD_FORMS)} & {
+            d.id for d in self.declared if isinstance(d, DefaultItemField)
+        }
+        bad = (twice - shared) | (twice & others) | mixed | {i for i in twice if len(lists.get(i, ())) > 1}
+        if bad:
+            raise FormError(f"a declaration id twice: {sorted(bad)}")
 
     # --- reading through defaults ----------------------------------------------------------------
 
@@ -134,7 +147,26 @@ class Declarations:
         return out
 
     def defaults(self) -> list[Default]:
-        return [self._default(d) for d in self.declared if isinstance(d, DEFAULT_FORMS)]
+        out: list[Default] = []
+        for d in self.declared:
+            if not isinstance(d, DEFAULT_FORMS):
+                continue
+            compiled = self._default(d)
+            shared = next((i for i, o in enumerate(out) if o.id == d.id), None)
+            if shared is None:
+                out.append(compiled)
+                continue
+            # Defaults of one list that share an id: one default, its patches and placements in order.
+            first = out[shared]
+            placements = (*first.placements, *compiled.placements)
+            out[shared] = Default(
+                first.id,
+                first.summary,
+                Where.SCHEMA_DEFAULT if placements else Where.MUTATING_POLICY,
+                (*first.patches, *compiled.patches),
+                placements,
+            )
+        return out
 
     def _default(self, d: DefaultField | DefaultItemField) -> Default:
         literal = _literal(d.value) if not isinstance(d.value, tuple) else ""
@@ -192,16 +224,20 @@ class Declarations:
             raise FormError(f"{d.id}: a tuple value is for a derived default (from_field)")
         # A list below spec's own fields: a default never creates its parents.
         there = f"has(object.{d.list})" if len(path) <= 2 else _has_chain("object." + path[0], path[1:])
+        if "." in d.field:
+            # A field of an object of the entry: set when that object exists.
+            unset = f"has(e.{d.field.split('.')[0]}) && ({unset})"
         patch = (
             f"{there} ? object.{d.list}.transformList(i, e, {unset}, "
-            f"JSONPatch{{op: 'add', path: '{pointer}/' + string(i) + '/{d.field}', value: {literal}}}) : []"
+            f"JSONPatch{{op: 'add', path: '{pointer}/' + string(i) + '/{d.field.replace('.', '/')}', "
+            f"value: {literal}}}) : []"
         )
         return Default(
             d.id,
-            f"each {d.entry}'s {d.field}: {_summary_value(d.value)}{also}",
+            d.summary or f"each {d.entry}'s {d.field}: {_summary_value(d.value)}{also}",
             Where.SCHEMA_DEFAULT,
             (patch,),
-            (Placement((*path, LIST_ITEMS, d.field), {"default": d.value}),),
+            (Placement((*path, LIST_ITEMS, *d.field.split(".")), {"default": d.value}),),
         )
 
     def _rule(self, d: Declaration) -> Rule:
@@ -515,7 +551,7 @@ def _has_chain(variable: str, steps: Sequence[str]) -> str:
     return "(" + " && ".join(parts) + ")"
 
 
-def _summary_value(value: Scalar | list[Scalar]) -> str:
+def _summary_value(value: Scalar | list[Scalar] | dict[str, Scalar]) -> str:
     if isinstance(value, bool):
         return "true" if value else "false"
     return str(value)

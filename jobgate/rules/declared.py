@@ -113,16 +113,25 @@ def default_item_fields(
         if isinstance(given, dict):
             item = dict(given)
             for field, value, empty_is_unset, from_field in fields:
-                current = item.get(field)
+                holder, name, at = item, field, f"{pointer}/{index}"
+                if "." in field:
+                    # A field of an object of the entry: set when that object exists (copied, then).
+                    outer, name = field.split(".", 1)
+                    if not isinstance(item.get(outer), dict):
+                        continue
+                    holder = item[outer] = dict(item[outer])
+                    at = f"{at}/{outer}"
+                current = holder.get(name)
                 if not (current is None or (empty_is_unset and current == "")):
                     continue
                 if not from_field:
-                    # A list value is each entry's own (the patch writes it once per entry too).
-                    recorder.set(item, field, list(value) if isinstance(value, list) else value, f"{pointer}/{index}")
+                    # A list or object value is each entry's own (the patch writes it once per entry too).
+                    own = list(value) if isinstance(value, list) else dict(value) if isinstance(value, dict) else value
+                    recorder.set(holder, name, own, at)
                     continue
-                source = item.get(from_field)
+                source = holder.get(from_field)
                 if isinstance(source, str) and source in value:
-                    recorder.set(item, field, source, f"{pointer}/{index}")
+                    recorder.set(holder, name, source, at)
         defaulted.append(item)
     return _replaced(obj, path, defaulted)
 

@@ -22,6 +22,7 @@ from dataclasses import dataclass
 
 Scalar = int | str | bool
 ScalarList = list[Scalar]
+ScalarMap = dict[str, Scalar]
 
 
 @dataclass(frozen=True)
@@ -68,13 +69,15 @@ class DefaultItemField:
     """A field of every entry of the list at ``list`` set to ``value`` when unset (or "").
 
     A derived default: with ``from_field``, the value is the entry's ``from_field`` when that is one
-    of ``value``'s strings (``value`` then a tuple); a policy patch only, no schema default can say it."""
+    of ``value``'s strings (``value`` then a tuple); a policy patch only, no schema default can say it.
+    Defaults of one list may share an ``id``: one default of the catalogue (an object and its fields)."""
 
     id: str
     list: str
+    # A field of the entry, or of an object of it ("restartPolicy.policy": set when that object exists).
     field: str
-    # A list value ([...], a JSON list of scalars) is written as a whole: a command, arguments.
-    value: Scalar | tuple[str, ...] | ScalarList
+    # A list or object value ([...], {...}: of scalars) is written as a whole: a command, a policy.
+    value: Scalar | tuple[str, ...] | ScalarList | ScalarMap
     empty_is_unset: bool = False
     # How the summary names an entry ("replica spec", "task").
     entry: str = "entry"

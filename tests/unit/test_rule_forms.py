@@ -456,3 +456,42 @@ def test_a_default_another_field_replaces_and_a_list_default():
         .startswith("(has(object.spec.run) && has(object.spec.run.debug) && has(object.spec.run.debug.entries)) ? ")
     )
     assert "value: ['sleep', 'inf']" in defaults["d/command"].patches[0]
+
+
+def test_an_object_default_and_its_fields_are_one_default():
+    policy = {"policy": "OnFailure", "limit": 0}
+    declared = Declarations(
+        (
+            DefaultItemField("o/policy", "spec.members", "restartPolicy", policy, summary="the restart policy"),
+            DefaultItemField("o/policy", "spec.members", "restartPolicy.policy", "OnFailure", empty_is_unset=True),
+            DefaultItemField("o/policy", "spec.members", "restartPolicy.limit", 0),
+        )
+    )
+    namespace: dict[str, object] = {}
+    exec(compile(declared_module_text([("o.example.com", "O", declared)]), "o", "exec"), namespace)
+    recorder = PatchRecorder()
+    job = {"spec": {"members": [{}, {"restartPolicy": {"policy": ""}}, {"restartPolicy": {"limit": 3}}]}}
+    out = namespace["default_o_o_example_com"](job, recorder)
+    assert [m["restartPolicy"] for m in out["spec"]["members"]] == [policy, policy, {"limit": 3, "policy": "OnFailure"}]
+    assert [op["path"] for op in recorder.ops] == [
+        "/spec/members/0/restartPolicy",
+        "/spec/members/1/restartPolicy/policy",
+        "/spec/members/1/restartPolicy/limit",
+        "/spec/members/2/restartPolicy/policy",
+    ]
+    assert job["spec"]["members"][1] == {"restartPolicy": {"policy": ""}}, "the input is not modified"
+    (default,) = declared.defaults()
+    assert (default.id, default.summary, default.where) == ("o/policy", "the restart policy", Where.SCHEMA_DEFAULT)
+    assert [p.at for p in default.placements] == [
+        ("spec", "members", "[]", "restartPolicy"),
+        ("spec", "members", "[]", "restartPolicy", "policy"),
+        ("spec", "members", "[]", "restartPolicy", "limit"),
+    ]
+    assert "value: {'policy': dyn('OnFailure'), 'limit': dyn(0)}" in default.patches[0]
+    assert default.patches[2].startswith(
+        "has(object.spec.members) ? object.spec.members.transformList(i, e, has(e.restartPolicy) && "
+    )
+    with pytest.raises(FormError):  # one id, two lists
+        Declarations(
+            (DefaultItemField("x", "spec.a", "f", 1), DefaultItemField("x", "spec.b", "f", 1)),
+        )

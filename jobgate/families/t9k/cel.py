@@ -28,7 +28,6 @@ from jobgate.generate.cel.catalogue import (
     Validation,
     Where,
     cel_raw_string,
-    cel_string,
     first_message,
     unique_field,
 )
@@ -434,13 +433,6 @@ OBJECT_SPECS = "object.spec.replicaSpecs"
 OLD_SPECS = "oldObject.spec.replicaSpecs"
 
 
-def _each(list_cel: str, pointer: str, condition: str, field: str, value: str) -> str:
-    return (
-        f"{list_cel}.transformList(i, r, {condition}, "
-        f"JSONPatch{{op: 'add', path: '{pointer}/' + string(i) + '/{field}', value: {value}}})"
-    )
-
-
 def _count(replica: str) -> str:
     return f"(has({replica}.replicas) ? {replica}.replicas : 1)"
 
@@ -504,34 +496,8 @@ def _finish_rules_default(key: str) -> str:
 
 def defaults(kind: JobKind) -> list[Default]:
     assert kind is t9k.GENERIC_JOB
-    policy = cel_string(t9k.DEFAULT_RESTART_POLICY)
-    limit = t9k.DEFAULT_RESTART_LIMIT
-    whole = f"{{'policy': dyn({policy}), 'limit': dyn({limit})}}"
-    replicas_pointer = "/spec/replicaSpecs"
-    no_policy = "has(r.restartPolicy) && (!has(r.restartPolicy.policy) || r.restartPolicy.policy == '')"
-    no_limit = "has(r.restartPolicy) && !has(r.restartPolicy.limit)"
-    restart_policy = " + ".join(
-        (
-            _each(OBJECT_SPECS, replicas_pointer, "!has(r.restartPolicy)", "restartPolicy", whole),
-            _each(OBJECT_SPECS, replicas_pointer, no_policy, "restartPolicy/policy", policy),
-            _each(OBJECT_SPECS, replicas_pointer, no_limit, "restartPolicy/limit", str(limit)),
-        )
-    )
     return [
         *DECLARED.defaults(),
-        Default(
-            "genericjob/restart-policy",
-            f"each replica spec's restartPolicy: {{policy: {t9k.DEFAULT_RESTART_POLICY}, limit: {limit}}} "
-            '(each of the two when unset, the policy also when "")',
-            Where.SCHEMA_DEFAULT,
-            (f"has({OBJECT_SPECS}) ? {restart_policy} : []",),
-            (
-                # An absent restartPolicy becomes {} and gets both nested defaults.
-                Placement((*SPEC, "restartPolicy"), {"default": {}}),
-                Placement((*SPEC, "restartPolicy", "policy"), {"default": t9k.DEFAULT_RESTART_POLICY}),
-                Placement((*SPEC, "restartPolicy", "limit"), {"default": limit}),
-            ),
-        ),
         Default(
             "genericjob/success-rules",
             "successRules: one rule listing every replica (rewritten when the replica counts change, if they were "

@@ -6,7 +6,13 @@ MutatingAdmissionPolicy (``cel.py`` lists them) and the catalogue's records.
 
 from __future__ import annotations
 
-from jobgate.families.t9k.rules import DEFAULT_CLEAN_UP_POLICY, DEFAULT_DEBUG_COMMAND, DEFAULT_SCHEDULER_PRIORITY
+from jobgate.families.t9k.rules import (
+    DEFAULT_CLEAN_UP_POLICY,
+    DEFAULT_DEBUG_COMMAND,
+    DEFAULT_RESTART_LIMIT,
+    DEFAULT_RESTART_POLICY,
+    DEFAULT_SCHEDULER_PRIORITY,
+)
 from jobgate.rules.forms import (
     Declaration,
     DefaultField,
@@ -16,8 +22,29 @@ from jobgate.rules.forms import (
     UniqueBy,
 )
 
+_RESTART_POLICY = (
+    f"each replica spec's restartPolicy: {{policy: {DEFAULT_RESTART_POLICY}, limit: {DEFAULT_RESTART_LIMIT}}} "
+    '(each of the two when unset, the policy also when "")'
+)
+
 GENERIC_JOB: tuple[Declaration, ...] = (
     DefaultItemField("replicas/count", "spec.replicaSpecs", "replicas", 1, entry="replica spec"),
+    # One default: the whole restart policy when there is none, else each of its fields.
+    *(
+        DefaultItemField(
+            "genericjob/restart-policy",
+            "spec.replicaSpecs",
+            field,
+            value,
+            empty_is_unset=field.endswith(".policy"),
+            summary=_RESTART_POLICY,
+        )
+        for field, value in (
+            ("restartPolicy", {"policy": DEFAULT_RESTART_POLICY, "limit": DEFAULT_RESTART_LIMIT}),
+            ("restartPolicy.policy", DEFAULT_RESTART_POLICY),
+            ("restartPolicy.limit", DEFAULT_RESTART_LIMIT),
+        )
+    ),
     DefaultField(
         "genericjob/clean-up-policy",
         "spec.cleanUpPolicy",

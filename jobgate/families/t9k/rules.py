@@ -87,16 +87,10 @@ class GenericJobKind:
         # never denies, validation reports the bad value.
         if not isinstance(obj, dict) or not isinstance(obj.get("spec"), dict):
             return obj
-        # The defaults a form says (replicas, cleanUpPolicy, the scheduler's priority, debug commands),
-        # declared in declared.py; the rest below (restart policies, finish rules).
+        # The defaults a form says (replicas, restart policies, cleanUpPolicy, the scheduler's priority,
+        # debug commands), declared in declared.py; the finish rules below.
         obj = declared_rules.default_genericjob_batch_tensorstack_dev(obj, recorder)
         spec = dict(obj["spec"])
-        replica_specs = spec.get("replicaSpecs")
-        if isinstance(replica_specs, list):
-            spec["replicaSpecs"] = [
-                _default_replica(given, f"/spec/replicaSpecs/{index}", recorder)
-                for index, given in enumerate(replica_specs)
-            ]
         counts = _writable(replica_counts(spec.get("replicaSpecs")))
         old_spec = previous.get("spec") if isinstance(previous, dict) else None
         old_counts = _writable(replica_counts(old_spec.get("replicaSpecs")) if isinstance(old_spec, dict) else {})
@@ -206,24 +200,6 @@ def default_success_rules(counts: dict[str, int]) -> list[dict[str, list[int]]]:
 def default_failure_rules(counts: dict[str, int]) -> list[dict[str, list[int]]]:
     """One rule per replica: the job fails when any replica failed beyond its restart limit."""
     return [{rtype: [index]} for rtype, count in counts.items() for index in range(count)]
-
-
-def _default_replica(given: Any, pointer: str, recorder: PatchRecorder) -> Any:
-    if not isinstance(given, dict):
-        return given
-    replica = dict(given)
-    policy = replica.get("restartPolicy")
-    if policy is None:
-        recorder.set(
-            replica, "restartPolicy", {"policy": DEFAULT_RESTART_POLICY, "limit": DEFAULT_RESTART_LIMIT}, pointer
-        )
-    elif isinstance(policy, dict):
-        policy = replica["restartPolicy"] = dict(policy)
-        if policy.get("policy") in (None, ""):
-            recorder.set(policy, "policy", DEFAULT_RESTART_POLICY, f"{pointer}/restartPolicy")
-        if policy.get("limit") is None:
-            recorder.set(policy, "limit", DEFAULT_RESTART_LIMIT, f"{pointer}/restartPolicy")
-    return replica
 
 
 def _check_finish_rules(rules: Any, path: FieldPath, counts: dict[str, int]) -> list[Any]:
