@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from jobgate.rules.declared import (
     acyclic,
+    at_most_one_of,
     at_most_sum,
     default_field,
     default_indexed,
@@ -42,15 +43,18 @@ def default_genericjob_batch_tensorstack_dev(
     obj: dict[str, Any], recorder: PatchRecorder, only: tuple[str, ...] = ()
 ) -> dict[str, Any]:
     """GenericJob (batch.tensorstack.dev): the declared defaults, in order (``only``: these ids alone)."""
-    fields = (('replicas', 1, False, ''),)
-    if only:
-        fields = tuple(f for i, f in zip(('replicas/count',), fields, strict=True) if i in only)
-    if fields:
-        obj = default_item_fields(obj, recorder, ('spec', 'replicaSpecs'), fields)
+    if not only:
+        obj = default_item_fields(obj, recorder, ('spec', 'replicaSpecs'), (('replicas', 1, False, ''), ('restartPolicy', {'policy': 'OnFailure', 'limit': 0}, False, ''), ('restartPolicy.policy', 'OnFailure', True, ''), ('restartPolicy.limit', 0, False, '')))
+    elif any(i in only for i in ('replicas/count', 'genericjob/restart-policy', 'genericjob/restart-policy', 'genericjob/restart-policy')):
+        obj = default_item_fields(obj, recorder, ('spec', 'replicaSpecs'), tuple(f for i, f in zip(('replicas/count', 'genericjob/restart-policy', 'genericjob/restart-policy', 'genericjob/restart-policy'), (('replicas', 1, False, ''), ('restartPolicy', {'policy': 'OnFailure', 'limit': 0}, False, ''), ('restartPolicy.policy', 'OnFailure', True, ''), ('restartPolicy.limit', 0, False, '')), strict=True) if i in only))
     if not only or 'genericjob/clean-up-policy' in only:
         obj = default_field(obj, recorder, ('spec', 'cleanUpPolicy'), 'None', False)
     if not only or 'genericjob/scheduler-priority' in only:
         obj = default_field(obj, recorder, ('spec', 'scheduler', 't9kScheduler', 'priority'), 0, False)
+    if not only:
+        obj = default_item_fields(obj, recorder, ('spec', 'runMode', 'debug', 'replicaSpecs'), (('command', ['sleep', 'inf'], False, ''),))
+    elif any(i in only for i in ('genericjob/debug-command',)):
+        obj = default_item_fields(obj, recorder, ('spec', 'runMode', 'debug', 'replicaSpecs'), tuple(f for i, f in zip(('genericjob/debug-command',), (('command', ['sleep', 'inf'], False, ''),), strict=True) if i in only))
     return obj
 
 
@@ -59,6 +63,13 @@ def validate_genericjob_batch_tensorstack_dev(
 ) -> list[FieldError]:
     """GenericJob (batch.tensorstack.dev): the declared rules' errors, in declaration order (``only``: of these ids alone, for a family whose hand-written rules report around them)."""
     errors: list[FieldError] = []
+    if not only or 'genericjob/replica-type-required' in only:
+        errors.extend(required_field(obj, scope=('spec', 'replicaSpecs', '[*]'), target=('type',), when=None, empty_is_unset=True, message='every replica spec needs a type'))
+    if not only or 'genericjob/run-mode-type-required' in only:
+        errors.extend(required_field(obj, scope=('spec', 'runMode', 'debug', 'replicaSpecs', '[*]'), target=('type',), when=None, empty_is_unset=True, message='names the replica type it applies to'))
+        errors.extend(required_field(obj, scope=('spec', 'runMode', 'pause', 'resumeSpecs', '[*]'), target=('type',), when=None, empty_is_unset=True, message='names the replica type it applies to'))
+    if not only or 'genericjob/replica-types-unique' in only:
+        errors.extend(unique_by(obj, ('spec', 'replicaSpecs'), 'type', ()))
     if not only or 'genericjob/resume-specs-immutable' in only:
         errors.extend(immutable(obj, old, ('spec', 'runMode', 'pause', 'resumeSpecs'), 'field is immutable: only pause.enabled may change while the job exists'))
     return errors
@@ -76,11 +87,10 @@ def default_job_batch_volcano_sh(
         obj = default_field(obj, recorder, ('spec', 'maxRetry'), 3, True)
     if not only or 'volcano/task-name' in only:
         obj = default_indexed(obj, recorder, ('spec', 'tasks'), field='name', prefix='default', empty_is_unset=True)
-    fields = (('maxRetry', 3, True, ''),)
-    if only:
-        fields = tuple(f for i, f in zip(('volcano/task-max-retry',), fields, strict=True) if i in only)
-    if fields:
-        obj = default_item_fields(obj, recorder, ('spec', 'tasks'), fields)
+    if not only:
+        obj = default_item_fields(obj, recorder, ('spec', 'tasks'), (('maxRetry', 3, True, ''),))
+    elif any(i in only for i in ('volcano/task-max-retry',)):
+        obj = default_item_fields(obj, recorder, ('spec', 'tasks'), tuple(f for i, f in zip(('volcano/task-max-retry',), (('maxRetry', 3, True, ''),), strict=True) if i in only))
     if not only or 'volcano/min-available' in only:
         obj = default_sum(obj, recorder, ('spec', 'minAvailable'), items_path=('spec', 'tasks'), field='minAvailable', empty_is_unset=True)
     if not only or 'volcano/implied-plugins' in only:
@@ -106,7 +116,7 @@ def validate_job_batch_volcano_sh(
     if not only or 'volcano/update/task-count' in only:
         errors.extend(fixed_count(obj, old, ('spec', 'tasks'), 'job updates may not add or remove tasks'))
     if not only or 'volcano/scheduler-name' in only:
-        errors.extend(string_field(obj, scope=('spec',), target=('schedulerName',), when=None, pattern='', lengths=(None, 63), enum=(), message=''))
+        errors.extend(string_field(obj, scope=('spec',), target=('schedulerName',), when=None, pattern='', lengths=(None, 63), enum=(), message='', label=False))
     if not only or 'volcano/update/immutable' in only:
         errors.extend(unchanged(obj, old, path=('spec',), mutable=('minAvailable', 'priorityClassName'), mutable_entries=(('tasks', ('replicas', 'minAvailable')),), written=(('volumes', 'volumeClaimName', 'volumeClaim'),), maps=('plugins', 'labels', 'annotations', 'nodeSelector', 'requests', 'limits'), depth=3, counted='tasks', message='job updates may not change fields other than `minAvailable`, `tasks[*].replicas under spec` and `PriorityClassName`'))
     return errors
@@ -124,11 +134,10 @@ def default_dijob_diengine_opendilab_org(
         obj = default_field(obj, recorder, ('spec', 'preemptible'), False, False)
     if not only or 'dijob/backoff-limit' in only:
         obj = default_field(obj, recorder, ('spec', 'backoffLimit'), 3, False)
-    fields = (('replicas', 1, False, ''), ('type', 'none', True, ''), ('name', ('learner', 'collector', 'evaluator'), True, 'type'))
-    if only:
-        fields = tuple(f for i, f in zip(('replicas/count', 'dijob/task-type', 'dijob/task-name'), fields, strict=True) if i in only)
-    if fields:
-        obj = default_item_fields(obj, recorder, ('spec', 'tasks'), fields)
+    if not only:
+        obj = default_item_fields(obj, recorder, ('spec', 'tasks'), (('replicas', 1, False, ''), ('type', 'none', True, ''), ('name', ('learner', 'collector', 'evaluator'), True, 'type')))
+    elif any(i in only for i in ('replicas/count', 'dijob/task-type', 'dijob/task-name')):
+        obj = default_item_fields(obj, recorder, ('spec', 'tasks'), tuple(f for i, f in zip(('replicas/count', 'dijob/task-type', 'dijob/task-name'), (('replicas', 1, False, ''), ('type', 'none', True, ''), ('name', ('learner', 'collector', 'evaluator'), True, 'type')), strict=True) if i in only))
     return obj
 
 
@@ -146,11 +155,10 @@ def default_mxjob_mxnet_mlkube_io(
     obj: dict[str, Any], recorder: PatchRecorder, only: tuple[str, ...] = ()
 ) -> dict[str, Any]:
     """MxJob (mxnet.mlkube.io): the declared defaults, in order (``only``: these ids alone)."""
-    fields = (('replicas', 1, False, ''), ('PsRootPort', 9091, False, ''), ('mxReplicaType', 'WORKER', True, ''))
-    if only:
-        fields = tuple(f for i, f in zip(('replicas/count', 'mxjob/ps-root-port', 'mxjob/replica-type'), fields, strict=True) if i in only)
-    if fields:
-        obj = default_item_fields(obj, recorder, ('spec', 'replicaSpecs'), fields)
+    if not only:
+        obj = default_item_fields(obj, recorder, ('spec', 'replicaSpecs'), (('replicas', 1, False, ''), ('PsRootPort', 9091, False, ''), ('mxReplicaType', 'WORKER', True, '')))
+    elif any(i in only for i in ('replicas/count', 'mxjob/ps-root-port', 'mxjob/replica-type')):
+        obj = default_item_fields(obj, recorder, ('spec', 'replicaSpecs'), tuple(f for i, f in zip(('replicas/count', 'mxjob/ps-root-port', 'mxjob/replica-type'), (('replicas', 1, False, ''), ('PsRootPort', 9091, False, ''), ('mxReplicaType', 'WORKER', True, '')), strict=True) if i in only))
     return obj
 
 
@@ -169,4 +177,120 @@ def validate_mxjob_mxnet_mlkube_io(
         errors.extend(role_field_bound(obj, path=('spec', 'replicaSpecs'), key='mxReplicaType', among=('SCHEDULER', 'SERVER', 'WORKER'), role='WORKER', field='replicas', bounds=(None, 1), every=False, when=(('spec', 'jobMode'), 'local'), message='job mode is local, but it has more than 1 worker'))
     if not only or 'mxjob/dist-mode-roles' in only:
         errors.extend(required_roles(obj, path=('spec', 'replicaSpecs'), key='mxReplicaType', among=('SCHEDULER', 'SERVER', 'WORKER'), roles=('SCHEDULER', 'SERVER', 'WORKER'), when=(('spec', 'jobMode'), 'dist'), message='dist job mode without replica type {role}'))
+    return errors
+
+
+def default_mpijob_training_kubedl_io(
+    obj: dict[str, Any], recorder: PatchRecorder, only: tuple[str, ...] = ()
+) -> dict[str, Any]:
+    """MPIJob (training.kubedl.io): the declared defaults, in order (``only``: these ids alone)."""
+    return obj
+
+
+def validate_mpijob_training_kubedl_io(
+    obj: dict[str, Any], old: dict[str, Any] | None, only: tuple[str, ...] = ()
+) -> list[FieldError]:
+    """MPIJob (training.kubedl.io): the declared rules' errors, in declaration order (``only``: of these ids alone, for a family whose hand-written rules report around them)."""
+    errors: list[FieldError] = []
+    if not only or 'roles/launcher' in only:
+        errors.extend(required_field(obj, scope=('spec', 'mpiReplicaSpecs'), target=('[Launcher]',), when=None, empty_is_unset=False, message='must be present'))
+    if not only or 'roles/launcher' in only:
+        errors.extend(field_bound(obj, scope=('spec', 'mpiReplicaSpecs'), target=('[Launcher]', 'replicas'), when=None, bounds=(1, 1), message='must be 1'))
+    return errors
+
+
+def default_marsjob_training_kubedl_io(
+    obj: dict[str, Any], recorder: PatchRecorder, only: tuple[str, ...] = ()
+) -> dict[str, Any]:
+    """MarsJob (training.kubedl.io): the declared defaults, in order (``only``: these ids alone)."""
+    return obj
+
+
+def validate_marsjob_training_kubedl_io(
+    obj: dict[str, Any], old: dict[str, Any] | None, only: tuple[str, ...] = ()
+) -> list[FieldError]:
+    """MarsJob (training.kubedl.io): the declared rules' errors, in declaration order (``only``: of these ids alone, for a family whose hand-written rules report around them)."""
+    errors: list[FieldError] = []
+    return errors
+
+
+def default_pytorchjob_training_kubedl_io(
+    obj: dict[str, Any], recorder: PatchRecorder, only: tuple[str, ...] = ()
+) -> dict[str, Any]:
+    """PyTorchJob (training.kubedl.io): the declared defaults, in order (``only``: these ids alone)."""
+    return obj
+
+
+def validate_pytorchjob_training_kubedl_io(
+    obj: dict[str, Any], old: dict[str, Any] | None, only: tuple[str, ...] = ()
+) -> list[FieldError]:
+    """PyTorchJob (training.kubedl.io): the declared rules' errors, in declaration order (``only``: of these ids alone, for a family whose hand-written rules report around them)."""
+    errors: list[FieldError] = []
+    if not only or 'roles/master' in only:
+        errors.extend(required_field(obj, scope=('spec', 'pytorchReplicaSpecs'), target=('[Master]',), when=None, empty_is_unset=False, message='must be present'))
+    if not only or 'roles/master' in only:
+        errors.extend(field_bound(obj, scope=('spec', 'pytorchReplicaSpecs'), target=('[Master]', 'replicas'), when=None, bounds=(1, 1), message='must be 1'))
+    return errors
+
+
+def default_tfjob_training_kubedl_io(
+    obj: dict[str, Any], recorder: PatchRecorder, only: tuple[str, ...] = ()
+) -> dict[str, Any]:
+    """TFJob (training.kubedl.io): the declared defaults, in order (``only``: these ids alone)."""
+    if not only or 'tfjob/success-policy' in only:
+        obj = default_field(obj, recorder, ('spec', 'successPolicy'), '', False)
+    return obj
+
+
+def validate_tfjob_training_kubedl_io(
+    obj: dict[str, Any], old: dict[str, Any] | None, only: tuple[str, ...] = ()
+) -> list[FieldError]:
+    """TFJob (training.kubedl.io): the declared rules' errors, in declaration order (``only``: of these ids alone, for a family whose hand-written rules report around them)."""
+    errors: list[FieldError] = []
+    if not only or 'roles/one-leader' in only:
+        errors.extend(at_most_one_of(obj, scope=('spec', 'tfReplicaSpecs'), target=(), fields=('[Chief]', '[Master]'), message='must not have more than 1 Chief or Master role'))
+    if not only or 'roles/one-leader' in only:
+        errors.extend(field_bound(obj, scope=('spec', 'tfReplicaSpecs'), target=('[Chief]', 'replicas'), when=None, bounds=(None, 1), message='must be less than or equal to 1'))
+    if not only or 'roles/one-leader' in only:
+        errors.extend(field_bound(obj, scope=('spec', 'tfReplicaSpecs'), target=('[Master]', 'replicas'), when=None, bounds=(None, 1), message='must be less than or equal to 1'))
+    return errors
+
+
+def default_xdljob_training_kubedl_io(
+    obj: dict[str, Any], recorder: PatchRecorder, only: tuple[str, ...] = ()
+) -> dict[str, Any]:
+    """XDLJob (training.kubedl.io): the declared defaults, in order (``only``: these ids alone)."""
+    if not only or 'xdljob/backoff-limit' in only:
+        obj = default_field(obj, recorder, ('spec', 'backoffLimit'), 20, False)
+    if not only or 'xdljob/min-finish-work-rate' in only:
+        obj = default_field(obj, recorder, ('spec', 'minFinishWorkRate'), 90, False, unless=(('spec', 'minFinishWorkNum'),))
+    return obj
+
+
+def validate_xdljob_training_kubedl_io(
+    obj: dict[str, Any], old: dict[str, Any] | None, only: tuple[str, ...] = ()
+) -> list[FieldError]:
+    """XDLJob (training.kubedl.io): the declared rules' errors, in declaration order (``only``: of these ids alone, for a family whose hand-written rules report around them)."""
+    errors: list[FieldError] = []
+    return errors
+
+
+def default_xgboostjob_training_kubedl_io(
+    obj: dict[str, Any], recorder: PatchRecorder, only: tuple[str, ...] = ()
+) -> dict[str, Any]:
+    """XGBoostJob (training.kubedl.io): the declared defaults, in order (``only``: these ids alone)."""
+    if not only or 'xgboostjob/ttl' in only:
+        obj = default_field(obj, recorder, ('spec', 'ttlSecondsAfterFinished'), 100, False)
+    return obj
+
+
+def validate_xgboostjob_training_kubedl_io(
+    obj: dict[str, Any], old: dict[str, Any] | None, only: tuple[str, ...] = ()
+) -> list[FieldError]:
+    """XGBoostJob (training.kubedl.io): the declared rules' errors, in declaration order (``only``: of these ids alone, for a family whose hand-written rules report around them)."""
+    errors: list[FieldError] = []
+    if not only or 'roles/master' in only:
+        errors.extend(required_field(obj, scope=('spec', 'xgbReplicaSpecs'), target=('[Master]',), when=None, empty_is_unset=False, message='must be present'))
+    if not only or 'roles/master' in only:
+        errors.extend(field_bound(obj, scope=('spec', 'xgbReplicaSpecs'), target=('[Master]', 'replicas'), when=None, bounds=(1, 1), message='must be 1'))
     return errors

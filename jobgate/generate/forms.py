@@ -25,6 +25,7 @@ from jobgate.generate.cel.catalogue import (
     cel_list,
     cel_raw_string,
     cel_string,
+    unique_field,
 )
 from jobgate.rules.forms import (
     DEFAULT_FORMS,
@@ -32,6 +33,7 @@ from jobgate.rules.forms import (
     VOLCANO_DEFAULT_FORMS,
     VOLCANO_FORMS,
     Acyclic,
+    AtMostOneOf,
     AtMostSum,
     Declaration,
     DefaultField,
@@ -63,7 +65,14 @@ from jobgate.rules.forms import (
     UniqueBy,
     When,
 )
-from jobgate.rules.names import DNS1123_SUBDOMAIN, DNS1123_SUBDOMAIN_MESSAGE, SUBDOMAIN_MAX_LENGTH, max_length_message
+from jobgate.rules.names import (
+    DNS1123_LABEL_MESSAGE,
+    DNS1123_SUBDOMAIN,
+    DNS1123_SUBDOMAIN_MESSAGE,
+    LABEL_MAX_LENGTH,
+    SUBDOMAIN_MAX_LENGTH,
+    max_length_message,
+)
 
 # Found from the package, not from a module's __file__ (see jobgate/generate/schemas.py).
 DECLARED_TABLE = os.path.join(os.path.dirname(_generated.__file__), "declared_rules.py")
@@ -89,7 +98,12 @@ def _escape(text: str) -> str:
     return re.sub(r"([.^$*+?{}\[\]\\|()])", r"\\\1", text)
 
 
-def _literal(value: Scalar) -> str:
+def _literal(value: Scalar | list[Scalar] | dict[str, Scalar]) -> str:
+    if isinstance(value, list):
+        return "[" + ", ".join(_literal(v) for v in value) + "]"
+    if isinstance(value, dict):
+        # dyn(): a CEL map literal's values are of one type otherwise.
+        return "{" + ", ".join(f"{cel_string(k)}: dyn({_literal(v)})" for k, v in value.items()) + "}"
     if isinstance(value, bool):
         return "true" if value else "false"
     if isinstance(value, int):
@@ -103,15 +117,23 @@ class Declarations:
     def __init__(self, declared: Sequence[Declaration]) -> None:
         self.declared = tuple(declared)
         # A rule and a default may share an id (a field's default and its rule, as the catalogue has
-        # them); field forms that share an id are one rule (its checks); any other id is declared once.
+        # them): the ids are checked among the rules and among the defaults. Field forms that share an
+        # id are one rule (its checks); so may the defaults of one list be (an object and its fields);
+        # any other id is declared once.
         for defaults in (True, False):
             kind = [d for d in self.declared if isinstance(d, DEFAULT_FORMS) == defaults]
             ids = [d.id for d in kind]
             twice = {i for i in ids if ids.count(i) > 1}
             shared = {d.id for d in kind if isinstance(d, FIELD_FORMS)}
-            others = {d.id for d in kind if not isinstance(d, FIELD_FORMS)}
-            if twice - shared or twice & others:
-                raise FormError(f"a declaration id twice: {sorted(twice - (shared - others))}")
+            shared |= {d.id for d in kind if isinstance(d, DefaultItemField)}
+            others = {d.id for d in kind if not isinstance(d, (*FIELD_FORMS, DefaultItemField))}
+            lists = {d.id: {o.list for o in kind if isinstance(o, DefaultItemField) and o.id == d.id} for d in kind}
+            mixed = {d.id for d in kind if isinstance(d, FIELD_FORMS)} & {
+                d.id for d in kind if isinstance(d, DefaultItemField)
+            }
+            bad = (twice - shared) | (twice & others) | mixed | {i for i in twice if len(lists.get(i, ())) > 1}
+            if bad:
+                raise FormError(f"a declaration id twice: {sorted(bad)}")
 
     # --- reading through defaults ----------------------------------------------------------------
 
@@ -149,7 +171,26 @@ class Declarations:
         return out
 
     def defaults(self) -> list[Default]:
-        return [self._default(d) for d in self.declared if isinstance(d, DEFAULT_FORMS)]
+        out: list[Default] = []
+        for d in self.declared:
+            if not isinstance(d, DEFAULT_FORMS):
+                continue
+            compiled = self._default(d)
+            shared = next((i for i, o in enumerate(out) if o.id == d.id), None)
+            if shared is None:
+                out.append(compiled)
+                continue
+            # Defaults of one list that share an id: one default, its patches and placements in order.
+            first = out[shared]
+            placements = (*first.placements, *compiled.placements)
+            out[shared] = Default(
+                first.id,
+                first.summary,
+                Where.SCHEMA_DEFAULT if placements else Where.MUTATING_POLICY,
+                (*first.patches, *compiled.patches),
+                placements,
+            )
+        return out
 
     def _default(self, d: DefaultField | DefaultItemField | DefaultIndexed | DefaultSum | ImpliedKeys) -> Default:
         if isinstance(d, VOLCANO_DEFAULT_FORMS):
@@ -167,6 +208,17 @@ class Declarations:
                 # Under an object that exists: a default never creates its parents.
                 unset = f"{_has_chain('object.' + path[0], path[1:-1])} && ({unset})"
             pointer = "/" + "/".join(path)
+            if d.unless:
+                # Another field replaces the default: a policy patch only.
+                others = " && ".join(
+                    f"!has(object.{o})"
+                    if len(_path(o)) <= 2
+                    else f"!{_has_chain('object.' + _path(o)[0], _path(o)[1:])}"
+                    for o in d.unless
+                )
+                guarded = f"({unset})" if "||" in unset else unset
+                patch = f"{others} && {guarded} ? [JSONPatch{{op: 'add', path: '{pointer}', value: {literal}}}] : []"
+                return Default(d.id, d.summary or f"{path[-1]}: {literal}{also}", Where.MUTATING_POLICY, (patch,))
             patch = f"{unset} ? [JSONPatch{{op: 'add', path: '{pointer}', value: {literal}}}] : []"
             return Default(
                 d.id,
@@ -197,16 +249,22 @@ class Declarations:
             )
         if isinstance(d.value, tuple):
             raise FormError(f"{d.id}: a tuple value is for a derived default (from_field)")
+        # A list below spec's own fields: a default never creates its parents.
+        there = f"has(object.{d.list})" if len(path) <= 2 else _has_chain("object." + path[0], path[1:])
+        if "." in d.field:
+            # A field of an object of the entry: set when that object exists.
+            unset = f"has(e.{d.field.split('.')[0]}) && ({unset})"
         patch = (
-            f"has(object.{d.list}) ? object.{d.list}.transformList(i, e, {unset}, "
-            f"JSONPatch{{op: 'add', path: '{pointer}/' + string(i) + '/{d.field}', value: {literal}}}) : []"
+            f"{there} ? object.{d.list}.transformList(i, e, {unset}, "
+            f"JSONPatch{{op: 'add', path: '{pointer}/' + string(i) + '/{d.field.replace('.', '/')}', "
+            f"value: {literal}}}) : []"
         )
         return Default(
             d.id,
             d.summary or f"each {d.entry}'s {d.field}: {_summary_value(d.value)}{also}",
             Where.SCHEMA_DEFAULT,
             (patch,),
-            (Placement((*path, LIST_ITEMS, d.field), {"default": d.value}),),
+            (Placement((*path, LIST_ITEMS, *d.field.split(".")), {"default": d.value}),),
         )
 
     def _rule(self, d: Declaration) -> Rule:
@@ -241,6 +299,16 @@ class Declarations:
         path = _path(d.list)
         summary = d.summary or f"{d.list}: each {d.key} once"
         default = self._item_default(d.list, d.key)
+        if not d.list_map and (default is None or not default.empty_is_unset):
+            # Each non-empty key once, by a CRD rule on the list (quadratic, bounded by its maxItems).
+            return Rule(
+                d.id,
+                summary,
+                Where.CRD_RULE,
+                (Produces(f"{d.list}[*].{d.key}", "DUPLICATE", apiserver_drops=2),),
+                (Placement(path, validation=unique_field(d.key, empty_counts=False)),),
+                why=AT_LIST,
+            )
         if default is None or not default.empty_is_unset:
             # A key the schema requires (or defaults) and that no default rereads: a list-map key,
             # which the apiserver checks in linear time and reports at the duplicate entry.
@@ -470,9 +538,11 @@ class Declarations:
         done: set[str] = set()
         for d in self.declared:
             if isinstance(d, DefaultField):
+                unless = f", unless={tuple(_path(o) for o in d.unless)!r}" if d.unless else ""
+                values = f"{_path(d.path)!r}, {d.value!r}, {d.empty_is_unset!r}{unless}"
                 lines += [
                     f"    if not only or {d.id!r} in only:",
-                    f"        obj = default_field(obj, recorder, {_path(d.path)!r}, {d.value!r}, {d.empty_is_unset!r})",
+                    f"        obj = default_field(obj, recorder, {values})",
                 ]
             elif isinstance(d, VOLCANO_DEFAULT_FORMS):
                 lines += [f"    if not only or {d.id!r} in only:", f"        obj = {_volcano_default_call(d)}"]
@@ -481,12 +551,13 @@ class Declarations:
                 group = [o for o in self.declared if isinstance(o, DefaultItemField) and o.list == d.list]
                 fields = tuple((o.field, o.value, o.empty_is_unset, o.from_field) for o in group)
                 ids = tuple(o.id for o in group)
+                # No variable: mypy types each tuple literal as it is written (the compiled build).
                 lines += [
-                    f"    fields = {fields!r}",
-                    "    if only:",
-                    f"        fields = tuple(f for i, f in zip({ids!r}, fields, strict=True) if i in only)",
-                    "    if fields:",
-                    f"        obj = default_item_fields(obj, recorder, {_path(d.list)!r}, fields)",
+                    "    if not only:",
+                    f"        obj = default_item_fields(obj, recorder, {_path(d.list)!r}, {fields!r})",
+                    f"    elif any(i in only for i in {ids!r}):",
+                    f"        obj = default_item_fields(obj, recorder, {_path(d.list)!r}, "
+                    f"tuple(f for i, f in zip({ids!r}, {fields!r}, strict=True) if i in only))",
                 ]
         return lines
 
@@ -513,7 +584,10 @@ class Declarations:
                 growth = f"quadratic per round, {d.bound} rounds, bounded by {d.bound} entries"
             elif isinstance(d, UniqueBy):
                 default = self._item_default(d.list, d.key)
-                linear = default is None or not default.empty_is_unset
+                linear = (default is None or not default.empty_is_unset) and d.list_map
+                if not d.list_map and not (default is not None and default.empty_is_unset):
+                    report.append((d.id, "quadratic, bounded by the list's maxItems (CRD rule)"))
+                    continue
                 growth = "linear (list-map key)" if linear else f"quadratic, bounded by {len(d.among)} entries"
             else:
                 growth = "linear"
@@ -533,7 +607,7 @@ def _empty(value: Scalar | tuple[str, ...]) -> str:
     return "0" if isinstance(value, int) and not isinstance(value, bool) else "''"
 
 
-def _summary_value(value: Scalar) -> str:
+def _summary_value(value: Scalar | list[Scalar] | dict[str, Scalar]) -> str:
     if isinstance(value, bool):
         return "true" if value else "false"
     return str(value)
@@ -592,6 +666,7 @@ def declared_module_text(kinds: Iterable[tuple[str, str, Declarations]]) -> str:
             f"    {name},"
             for name in (
                 "acyclic",
+                "at_most_one_of",
                 "at_most_sum",
                 "default_field",
                 "default_indexed",
@@ -663,6 +738,11 @@ def cost_report(kinds: Iterable[tuple[str, str, Declarations]]) -> list[str]:
 # the check runs on (through list items and map values: where its CRD rule or keyword sits), and
 # the target, the field (or map key) from there. A condition is read from the same object.
 
+# A DNS-1123 label or "" (an empty one is a RequiredField's to refuse, in its words), and what the
+# webhook says of one that is not (jobgate.rules.names.dns1123_label_problems).
+OPTIONAL_LABEL_PATTERN = "^([a-z0-9]([-a-z0-9]*[a-z0-9])?)?$"
+LABEL_PROBLEM = "^(" + re.escape(DNS1123_LABEL_MESSAGE) + "|must be no more than 63 )"
+
 _STEP = re.compile(r"\[\*\]|\{\*\}|\[[^\]*]+\]|[^.\[\]{}]+")
 WILDCARDS = ("[*]", "{*}")
 
@@ -705,8 +785,10 @@ class _Site:
         steps = field_steps(path)
         if steps[-1] in WILDCARDS:
             raise FormError(f"{d.id}: {path} names every entry, not a field")
-        container = steps[:-1]
-        when_steps = field_steps(d.when.path) if d.when is not None else None
+        # AtMostOneOf names the object whose fields it counts: the check sits on it.
+        container = steps if isinstance(d, AtMostOneOf) else steps[:-1]
+        when = None if isinstance(d, AtMostOneOf) else d.when
+        when_steps = field_steps(when.path) if when is not None else None
         common = container
         if when_steps is not None:
             common = tuple(a for a, _ in _takewhile_equal(container, when_steps[:-1]))
@@ -714,10 +796,10 @@ class _Site:
         keys = [i for i, s in enumerate(common) if _is_key(s)]
         self.scope = common[: keys[0]] if keys else common
         self.target = steps[len(self.scope) :]
-        self.when = None if when_steps is None or d.when is None else (when_steps[len(self.scope) :], d.when.value)
+        self.when = None if when_steps is None or when is None else (when_steps[len(self.scope) :], when.value)
         beyond = [*self.target, *(self.when[0] if self.when else ())]
         if any(s in WILDCARDS for s in beyond):
-            raise FormError(f"{d.id}: the condition {d.when.path if d.when else ''} is out of the reach of {path}")
+            raise FormError(f"{d.id}: the condition {when.path if when else ''} is out of the reach of {path}")
         self.path = path
         self.produced = _render(steps)
 
@@ -800,13 +882,33 @@ def _field_parts(d: FieldForm) -> tuple[list[Produces], list[Placement], bool]:
     for path in _paths(d):
         site = _Site(d, path)
         field = site.at(site.target)
-        if isinstance(d, RequiredField):
+        if isinstance(d, AtMostOneOf):
+            holder = site.at(site.target)
+            count = " + ".join(
+                f"({cel_string(f[1:-1])} in {holder} ? 1 : 0)" if _is_key(f) else f"(has({holder}.{f}) ? 1 : 0)"
+                for f in d.fields
+            )
+            there = site.present(site.target) if site.target else ""
+            holds = f"{count} <= 1"
+            produces.append(Produces(site.produced, "FORBIDDEN", _exact(d.message)))
+            placements.append(
+                Placement(
+                    site.location,
+                    validation=Validation(
+                        rule=f"!({there}) || {holds}" if there else holds,
+                        message=d.message,
+                        field_path=site.field_path(),
+                        reason="FieldValueForbidden",
+                    ),
+                )
+            )
+        elif isinstance(d, RequiredField):
             if site.plain and not d.message and not d.empty_is_unset:
                 produces.append(Produces(site.produced, "REQUIRED", "^$"))
                 placements.append(Placement(site.location, {"required": [site.target[0]]}))
                 continue
             _needs_message(d, site)
-            holds = f"({site.is_set()} && {field} != '')" if d.empty_is_unset else site.is_set()
+            holds = f"{site.is_set()} && {field} != ''" if d.empty_is_unset else site.is_set()
             produces.append(Produces(site.produced, "REQUIRED", _exact(d.message)))
             placements.append(
                 Placement(site.location, validation=site.validation(holds, d.message, "FieldValueRequired"))
@@ -838,6 +940,19 @@ def _field_parts(d: FieldForm) -> tuple[list[Produces], list[Placement], bool]:
             produces.append(Produces(site.produced, "INVALID", _exact(d.message)))
             placements.append(Placement(site.location, validation=site.validation(holds, d.message)))
         else:
+            if d.label:
+                if d.pattern or d.enum or d.min_length is not None or d.max_length is not None or d.message:
+                    raise FormError(f"{d.id}: a label says its own pattern, length and words")
+                if not site.plain:
+                    raise FormError(f"{d.id}: a label is checked by schema keywords: a field, no condition")
+                produces.append(Produces(site.produced, "INVALID", LABEL_PROBLEM))
+                placements.append(
+                    Placement(
+                        (*site.location, site.target[0]),
+                        {"pattern": OPTIONAL_LABEL_PATTERN, "maxLength": LABEL_MAX_LENGTH},
+                    )
+                )
+                continue
             if not (d.pattern or d.enum or d.min_length is not None or d.max_length is not None):
                 raise FormError(f"{d.id}: a string form needs a pattern, a length or values")
             if site.plain and not d.message:
@@ -895,7 +1010,10 @@ def _field_calls(d: FieldForm) -> list[str]:
     for path in _paths(d):
         site = _Site(d, path)
         where = site.python()
-        if isinstance(d, RequiredField | ForbiddenField):
+        if isinstance(d, AtMostOneOf):
+            where = f"scope={site.scope!r}, target={site.target!r}"
+            calls.append(f"at_most_one_of(obj, {where}, fields={d.fields!r}, message={d.message!r})")
+        elif isinstance(d, RequiredField | ForbiddenField):
             function = "required_field" if isinstance(d, RequiredField) else "forbidden_field"
             calls.append(f"{function}(obj, {where}, empty_is_unset={d.empty_is_unset!r}, message={d.message!r})")
         elif isinstance(d, FieldBound):
@@ -903,7 +1021,7 @@ def _field_calls(d: FieldForm) -> list[str]:
         else:
             calls.append(
                 f"string_field(obj, {where}, pattern={d.pattern!r}, lengths={(d.min_length, d.max_length)!r}, "
-                f"enum={d.enum!r}, message={d.message!r})"
+                f"enum={d.enum!r}, message={d.message!r}, label={d.label!r})"
             )
     return calls
 
@@ -911,7 +1029,7 @@ def _field_calls(d: FieldForm) -> list[str]:
 def _field_cost(d: FieldForm) -> str:
     sites = [_Site(d, p) for p in _paths(d)]
     keyword = all(s.plain for s in sites) and not d.message and not getattr(d, "empty_is_unset", False)
-    if keyword and not isinstance(d, ForbiddenField):
+    if keyword and not isinstance(d, ForbiddenField | AtMostOneOf):
         return "constant (schema keyword)"
     each = " on each entry" if any(s in WILDCARDS for site in sites for s in site.scope) else ""
     if isinstance(d, StringField) and d.pattern:

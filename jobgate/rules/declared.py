@@ -29,7 +29,7 @@ from jobgate.engine.fielderrors import (
 )
 from jobgate.engine.jsonpatch import PatchRecorder
 from jobgate.rules.jobmeta import as_int
-from jobgate.rules.names import dns1123_subdomain_problems
+from jobgate.rules.names import dns1123_label_problems, dns1123_subdomain_problems, is_dns1123_label
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING, without importing typing at run time (start-up)
 if TYPE_CHECKING:
@@ -79,11 +79,18 @@ def _first_of_each(items: list[tuple[int, dict[str, Any]]], key: str, among: tup
 
 
 def default_field(
-    obj: dict[str, Any], recorder: PatchRecorder, path: tuple[str, ...], value: Any, empty_is_unset: bool
+    obj: dict[str, Any],
+    recorder: PatchRecorder,
+    path: tuple[str, ...],
+    value: Any,
+    empty_is_unset: bool,
+    *,
+    unless: tuple[tuple[str, ...], ...] = (),
 ) -> dict[str, Any]:
-    """``DefaultField``: the field at ``path`` (under an object that exists) set when unset."""
+    """``DefaultField``: the field at ``path`` (under an object that exists) set when unset, and
+    when none of the fields ``unless`` names is set."""
     parent = get(obj, path[:-1])
-    if not isinstance(parent, dict):
+    if not isinstance(parent, dict) or any(get(obj, other) not in (MISSING, None) for other in unless):
         return obj
     given = parent.get(path[-1])
     if not (given is None or (empty_is_unset and _is_empty(given, value))):
@@ -108,15 +115,25 @@ def default_item_fields(
         if isinstance(given, dict):
             item = dict(given)
             for field, value, empty_is_unset, from_field in fields:
-                current = item.get(field)
+                holder, name, at = item, field, f"{pointer}/{index}"
+                if "." in field:
+                    # A field of an object of the entry: set when that object exists (copied, then).
+                    outer, name = field.split(".", 1)
+                    if not isinstance(item.get(outer), dict):
+                        continue
+                    holder = item[outer] = dict(item[outer])
+                    at = f"{at}/{outer}"
+                current = holder.get(name)
                 if not (current is None or (empty_is_unset and _is_empty(current, value))):
                     continue
                 if not from_field:
-                    recorder.set(item, field, value, f"{pointer}/{index}")
+                    # A list or object value is each entry's own (the patch writes it once per entry too).
+                    own = list(value) if isinstance(value, list) else dict(value) if isinstance(value, dict) else value
+                    recorder.set(holder, name, own, at)
                     continue
-                source = item.get(from_field)
+                source = holder.get(from_field)
                 if isinstance(source, str) and source in value:
-                    recorder.set(item, field, source, f"{pointer}/{index}")
+                    recorder.set(holder, name, source, at)
         defaulted.append(item)
     return _replaced(obj, path, defaulted)
 
@@ -326,7 +343,7 @@ def _targets(obj: Any, scope: FieldSteps, target: FieldSteps, when: Condition | 
     return out
 
 
-def required_field(
+def field_presence(
     obj: Any,
     *,
     scope: FieldSteps,
@@ -334,30 +351,28 @@ def required_field(
     when: Condition | None,
     empty_is_unset: bool,
     message: str,
+    must_be_set: bool,
 ) -> list[FieldError]:
-    """``RequiredField``: the field set (not "" with ``empty_is_unset``) where the condition holds."""
-    return [
-        required(path, message)
-        for path, value in _targets(obj, scope, target, when)
-        if value is MISSING or (empty_is_unset and value == "")
-    ]
+    """``RequiredField`` (``must_be_set``: the field set, not "" with ``empty_is_unset``) and
+    ``ForbiddenField`` (not set, "" unset with ``empty_is_unset``), where the condition holds."""
+    errors = []
+    for path, value in _targets(obj, scope, target, when):
+        unset = value is MISSING or (empty_is_unset and value == "")
+        if must_be_set and unset:
+            errors.append(required(path, message))
+        elif not must_be_set and not unset:
+            errors.append(forbidden(path, message))
+    return errors
 
 
-def forbidden_field(
-    obj: Any,
-    *,
-    scope: FieldSteps,
-    target: FieldSteps,
-    when: Condition | None,
-    empty_is_unset: bool,
-    message: str,
-) -> list[FieldError]:
-    """``ForbiddenField``: the field not set ("" unset with ``empty_is_unset``) where the condition holds."""
-    return [
-        forbidden(path, message)
-        for path, value in _targets(obj, scope, target, when)
-        if value is not MISSING and not (empty_is_unset and value == "")
-    ]
+def required_field(obj: Any, **where: Any) -> list[FieldError]:
+    """``RequiredField``: ``field_presence`` of a field that must be set."""
+    return field_presence(obj, must_be_set=True, **where)
+
+
+def forbidden_field(obj: Any, **where: Any) -> list[FieldError]:
+    """``ForbiddenField``: ``field_presence`` of a field that must not be set."""
+    return field_presence(obj, must_be_set=False, **where)
 
 
 def field_bound(
@@ -396,13 +411,19 @@ def string_field(
     lengths: tuple[int | None, int | None],
     enum: tuple[str, ...],
     message: str,
+    label: bool = False,
 ) -> list[FieldError]:
     """``StringField``: a string of the pattern, lengths and values; with ``message`` one error
-    saying it, else each broken check in the apiserver's words for its schema keyword."""
+    saying it, else each broken check in the apiserver's words for its schema keyword. ``label``:
+    a DNS-1123 label, each problem in Kubernetes' words ("" passes)."""
     low, high = lengths
     errors: list[FieldError] = []
     for path, value in _targets(obj, scope, target, when):
         if not isinstance(value, str):
+            continue
+        if label:
+            if value and not is_dns1123_label(value):
+                errors.extend(invalid(path, value, problem) for problem in dns1123_label_problems(value))
             continue
         # The schema keyword's own words, in the order the apiserver's validator checks them.
         problems: list[FieldError] = []
@@ -421,6 +442,19 @@ def string_field(
             problems.append(not_supported(path, value, enum))
         if problems:
             errors.extend([invalid(path, value, message)] if message else problems)
+    return errors
+
+
+def at_most_one_of(
+    obj: Any, *, scope: FieldSteps, target: FieldSteps, fields: tuple[str, ...], message: str
+) -> list[FieldError]:
+    """``AtMostOneOf``: at most one of the object's fields (or map keys) set."""
+    segments = tuple(_segment(s) for s in target)
+    errors = []
+    for path, node in _scoped(obj, scope, None):
+        holder = get(node, segments)
+        if isinstance(holder, dict) and sum(holder.get(_segment(f)) is not None for f in fields) > 1:
+            errors.append(forbidden((*path, *segments), message))
     return errors
 
 

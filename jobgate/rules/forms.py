@@ -21,6 +21,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 Scalar = int | str | bool
+ScalarList = list[Scalar]
+ScalarMap = dict[str, Scalar]
 
 
 @dataclass(frozen=True)
@@ -56,6 +58,10 @@ class DefaultField:
     value: Scalar
     empty_is_unset: bool = False
     summary: str = ""
+    # Fields (paths from the root) any of which, set, means no default: a default another field
+    # replaces (XDLJob's minFinishWorkRate, unless minFinishWorkNum). A policy patch only: no schema
+    # default can say it.
+    unless: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -63,12 +69,15 @@ class DefaultItemField:
     """A field of every entry of the list at ``list`` set to ``value`` when unset (or "").
 
     A derived default: with ``from_field``, the value is the entry's ``from_field`` when that is one
-    of ``value``'s strings (``value`` then a tuple); a policy patch only, no schema default can say it."""
+    of ``value``'s strings (``value`` then a tuple); a policy patch only, no schema default can say it.
+    Defaults of one list may share an ``id``: one default of the catalogue (an object and its fields)."""
 
     id: str
     list: str
+    # A field of the entry, or of an object of it ("restartPolicy.policy": set when that object exists).
     field: str
-    value: Scalar | tuple[str, ...]
+    # A list or object value ([...], {...}: of scalars) is written as a whole: a command, a policy.
+    value: Scalar | tuple[str, ...] | ScalarList | ScalarMap
     empty_is_unset: bool = False
     # How the summary names an entry ("replica spec", "task").
     entry: str = "entry"
@@ -104,6 +113,10 @@ class UniqueBy:
     key: str
     among: tuple[str, ...] = ()
     summary: str = ""
+    # False: a CRD rule even where a list-map key could say it, for a list whose entries the key does
+    # not identify for server-side apply (or whose key may be missing): no two entries with the same
+    # non-empty key, reported at the list, bounded by the list's maxItems.
+    list_map: bool = True
 
 
 @dataclass(frozen=True)
@@ -249,10 +262,26 @@ class StringField:
     message: str = ""
     when: When | None = None
     why: str = ""
+    # A DNS-1123 label, each problem in Kubernetes' own words (its validation's, which no schema
+    # keyword says: the keywords refuse the same values in theirs); "" passes (a RequiredField's).
+    label: bool = False
 
 
-FIELD_FORMS = (RequiredField, ForbiddenField, FieldBound, StringField)
-FieldForm = RequiredField | ForbiddenField | FieldBound | StringField
+@dataclass(frozen=True)
+class AtMostOneOf:
+    """Of the fields (or map keys, ``[Chief]``) of the object at ``path``, at most one is set.
+    ``Forbidden`` at the object, with ``message``."""
+
+    id: str
+    summary: str
+    path: str
+    fields: tuple[str, ...]
+    message: str
+    why: str = ""
+
+
+FIELD_FORMS = (RequiredField, ForbiddenField, FieldBound, StringField, AtMostOneOf)
+FieldForm = RequiredField | ForbiddenField | FieldBound | StringField | AtMostOneOf
 
 
 # --- forms only Volcano's rules use (jobgate/families/volcano/declared.py) ---------------------------
@@ -446,7 +475,7 @@ VOLCANO_DEFAULT_FORMS = (DefaultIndexed, DefaultSum, ImpliedKeys)
 
 Declaration = (
     (DefaultField | DefaultItemField | MaxItems | UniqueBy | RequiredRoles | ForbiddenRoles | RoleFieldBound)
-    | (AtMostSum | Immutable | RequiredField | ForbiddenField | FieldBound | StringField)
+    | (AtMostSum | Immutable | RequiredField | ForbiddenField | FieldBound | StringField | AtMostOneOf)
     | (Acyclic | KnownKeys | FixedCount | Subdomain | FlagNamesEntry | Unchanged)
     | (DefaultIndexed | DefaultSum | ImpliedKeys)
 )

@@ -15,6 +15,7 @@ from jobgate.generate.forms import DECLARED_TABLE, Declarations, FormError, cost
 from jobgate.generate.manifests import declared_kinds, every_family_kind, package_tables
 from jobgate.rules.forms import (
     Acyclic,
+    AtMostOneOf,
     AtMostSum,
     DefaultField,
     DefaultIndexed,
@@ -275,6 +276,7 @@ FIELDS = Declarations(
         StringField("f/kind", "kinds", "spec.reps{*}.kind", enum=("a", "b"), message="kind a or b"),
         StringField("f/mode", "modes", "spec.mode", enum=("solo", "team")),
         RequiredField("f/policy", "a run policy names its policy", "spec.run.policy"),
+        AtMostOneOf("f/one-leader", "one leader", "spec.reps", ("[Chief]", "[Master]"), "one of Chief or Master"),
     )
 )
 
@@ -327,6 +329,10 @@ def _field_job(**spec):
         ),
         ({"mode": "duo"}, ['spec.mode: Unsupported value: "duo": supported values: "solo", "team"']),
         ({"run": {}}, ["spec.run.policy: Required value"]),
+        (
+            {"reps": {"Master": {"replicas": 1}, "Chief": {}}},
+            ["spec.reps: Forbidden: one of Chief or Master"],
+        ),
         ({"run": {"policy": "x"}, "tasks": "not a list", "reps": "not a map"}, []),  # the schema names the types
     ],
 )
@@ -355,7 +361,7 @@ def test_where_each_field_form_goes():
     (each,) = rules["f/type"].placements
     assert each.at == ("spec", "tasks", "[]")
     assert each.validation.as_schema() == {
-        "rule": "(has(self.type) && self.type != '')",
+        "rule": "has(self.type) && self.type != ''",
         "message": "needs a type",
         "fieldPath": ".type",
         "reason": "FieldValueRequired",
@@ -372,6 +378,12 @@ def test_where_each_field_form_goes():
         "!('Master' in self) || !has(self['Master'].replicas) || self['Master'].replicas == 1"
     )
     assert rules["f/kind"].produces[0].path == "spec.reps[*].kind"
+    (one,) = rules["f/one-leader"].placements
+    assert (one.at, one.validation.rule, one.validation.field_path) == (
+        ("spec", "reps"),
+        "('Chief' in self ? 1 : 0) + ('Master' in self ? 1 : 0) <= 1",
+        "",
+    )
 
 
 def test_field_forms_a_form_cannot_compile_are_refused():
@@ -391,6 +403,106 @@ def test_the_cost_of_field_forms():
     report = cost_report([("f.example.com", "F", FIELDS)])
     assert "F (f.example.com) f/replicas: constant (schema keyword)" in report
     assert "F (f.example.com) f/type: constant (CRD rule on each entry)" in report
+
+
+def test_a_label_in_kubernetes_words_and_a_unique_key_that_is_no_list_map_key():
+    declared = Declarations(
+        (
+            StringField("l/name", "names are labels", "spec.ports[*].name", label=True),
+            UniqueBy("l/unique", "spec.ports", "name", list_map=False),
+        )
+    )
+    namespace: dict[str, object] = {}
+    exec(compile(declared_module_text([("l.example.com", "L", declared)]), "l", "exec"), namespace)
+    check = namespace["validate_l_l_example_com"]
+    job = {"spec": {"ports": [{"name": "Bad_Name"}, {"name": ""}, {"name": "http"}, {"name": "http"}, {}]}}
+    errors = check(job, None)
+    assert [str(e) for e in errors][1:] == ['spec.ports[3].name: Duplicate value: "http"']
+    assert str(errors[0]).startswith('spec.ports[0].name: Invalid value: "Bad_Name": a lowercase RFC 1123 label')
+    rules = {r.id: r for r in declared.rules()}
+    for error in errors:
+        assert [i for i, r in rules.items() if r.explains(error)], str(error)
+    # The label's keywords (an empty name is a RequiredField's to refuse); the uniqueness a CRD rule on the
+    # list, which no missing key can break (a list-map key needs every entry to have it).
+    assert rules["l/name"].where is Where.SCHEMA
+    assert rules["l/name"].placements[0].keywords == {
+        "pattern": "^([a-z0-9]([-a-z0-9]*[a-z0-9])?)?$",
+        "maxLength": 63,
+    }
+    (unique,) = rules["l/unique"].placements
+    assert (unique.at, unique.keywords, rules["l/unique"].where) == (("spec", "ports"), {}, Where.CRD_RULE)
+    assert "exists_one" in unique.validation.rule
+    assert rules["l/unique"].produces[0].apiserver_drops == 2
+    assert ("l/unique", "quadratic, bounded by the list's maxItems (CRD rule)") in declared.cost()
+
+
+def test_a_default_another_field_replaces_and_a_list_default():
+    declared = Declarations(
+        (
+            DefaultField("d/rate", "spec.rate", 90, unless=("spec.count",)),
+            DefaultItemField("d/command", "spec.run.debug.entries", "command", ["sleep", "inf"], entry="entry"),
+        )
+    )
+    namespace: dict[str, object] = {}
+    exec(compile(declared_module_text([("d.example.com", "D", declared)]), "d", "exec"), namespace)
+    default = namespace["default_d_d_example_com"]
+    job = {"spec": {"run": {"debug": {"entries": [{}, {"command": ["x"]}, {}]}}}}
+    out = default(job, PatchRecorder())
+    assert out["spec"]["rate"] == 90
+    entries = out["spec"]["run"]["debug"]["entries"]
+    assert entries == [{"command": ["sleep", "inf"]}, {"command": ["x"]}, {"command": ["sleep", "inf"]}]
+    assert entries[0]["command"] is not entries[2]["command"], "each entry its own list"
+    assert "rate" not in default({"spec": {"count": 3}}, PatchRecorder())["spec"]
+    defaults = {d.id: d for d in declared.defaults()}
+    # Replaced by another field: a policy patch only; the list default a schema default too.
+    assert defaults["d/rate"].where is Where.MUTATING_POLICY and not defaults["d/rate"].placements
+    assert defaults["d/rate"].patches[0].startswith("!has(object.spec.count) && !has(object.spec.rate) ? ")
+    assert defaults["d/command"].placements[0].keywords == {"default": ["sleep", "inf"]}
+    assert (
+        defaults["d/command"]
+        .patches[0]
+        .startswith("(has(object.spec.run) && has(object.spec.run.debug) && has(object.spec.run.debug.entries)) ? ")
+    )
+    assert "value: ['sleep', 'inf']" in defaults["d/command"].patches[0]
+
+
+def test_an_object_default_and_its_fields_are_one_default():
+    policy = {"policy": "OnFailure", "limit": 0}
+    declared = Declarations(
+        (
+            DefaultItemField("o/policy", "spec.members", "restartPolicy", policy, summary="the restart policy"),
+            DefaultItemField("o/policy", "spec.members", "restartPolicy.policy", "OnFailure", empty_is_unset=True),
+            DefaultItemField("o/policy", "spec.members", "restartPolicy.limit", 0),
+        )
+    )
+    namespace: dict[str, object] = {}
+    exec(compile(declared_module_text([("o.example.com", "O", declared)]), "o", "exec"), namespace)
+    recorder = PatchRecorder()
+    job = {"spec": {"members": [{}, {"restartPolicy": {"policy": ""}}, {"restartPolicy": {"limit": 3}}]}}
+    out = namespace["default_o_o_example_com"](job, recorder)
+    assert [m["restartPolicy"] for m in out["spec"]["members"]] == [policy, policy, {"limit": 3, "policy": "OnFailure"}]
+    assert [op["path"] for op in recorder.ops] == [
+        "/spec/members/0/restartPolicy",
+        "/spec/members/1/restartPolicy/policy",
+        "/spec/members/1/restartPolicy/limit",
+        "/spec/members/2/restartPolicy/policy",
+    ]
+    assert job["spec"]["members"][1] == {"restartPolicy": {"policy": ""}}, "the input is not modified"
+    (default,) = declared.defaults()
+    assert (default.id, default.summary, default.where) == ("o/policy", "the restart policy", Where.SCHEMA_DEFAULT)
+    assert [p.at for p in default.placements] == [
+        ("spec", "members", "[]", "restartPolicy"),
+        ("spec", "members", "[]", "restartPolicy", "policy"),
+        ("spec", "members", "[]", "restartPolicy", "limit"),
+    ]
+    assert "value: {'policy': dyn('OnFailure'), 'limit': dyn(0)}" in default.patches[0]
+    assert default.patches[2].startswith(
+        "has(object.spec.members) ? object.spec.members.transformList(i, e, has(e.restartPolicy) && "
+    )
+    with pytest.raises(FormError):  # one id, two lists
+        Declarations(
+            (DefaultItemField("x", "spec.a", "f", 1), DefaultItemField("x", "spec.b", "f", 1)),
+        )
 
 
 # --- the forms only Volcano uses, the zero of a number as "empty", and ``only`` ------------------
