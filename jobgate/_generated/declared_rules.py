@@ -6,14 +6,28 @@ functions (jobgate/rules/declared.py) with the declarations' values."""
 from __future__ import annotations
 
 from jobgate.rules.declared import (
+    acyclic,
+    at_most_one_of,
     at_most_sum,
     default_field,
+    default_indexed,
     default_item_fields,
+    default_sum,
+    field_bound,
+    fixed_count,
+    flag_names_entry,
+    forbidden_field,
     forbidden_roles,
     immutable,
+    implied_keys,
+    known_keys,
     max_items,
+    required_field,
     required_roles,
     role_field_bound,
+    string_field,
+    subdomain,
+    unchanged,
     unique_by,
 )
 
@@ -25,62 +39,258 @@ if TYPE_CHECKING:
     from jobgate.engine.jsonpatch import PatchRecorder
 
 
-def default_genericjob_batch_tensorstack_dev(obj: dict[str, Any], recorder: PatchRecorder) -> dict[str, Any]:
-    """GenericJob (batch.tensorstack.dev): the declared defaults, in order."""
-    obj = default_item_fields(obj, recorder, ('spec', 'replicaSpecs'), (('replicas', 1, False, ''),))
-    obj = default_field(obj, recorder, ('spec', 'cleanUpPolicy'), 'None', False)
-    obj = default_field(obj, recorder, ('spec', 'scheduler', 't9kScheduler', 'priority'), 0, False)
+def default_genericjob_batch_tensorstack_dev(
+    obj: dict[str, Any], recorder: PatchRecorder, only: tuple[str, ...] = ()
+) -> dict[str, Any]:
+    """GenericJob (batch.tensorstack.dev): the declared defaults, in order (``only``: these ids alone)."""
+    if not only:
+        obj = default_item_fields(obj, recorder, ('spec', 'replicaSpecs'), (('replicas', 1, False, ''), ('restartPolicy', {'policy': 'OnFailure', 'limit': 0}, False, ''), ('restartPolicy.policy', 'OnFailure', True, ''), ('restartPolicy.limit', 0, False, '')))
+    elif any(i in only for i in ('replicas/count', 'genericjob/restart-policy', 'genericjob/restart-policy', 'genericjob/restart-policy')):
+        obj = default_item_fields(obj, recorder, ('spec', 'replicaSpecs'), tuple(f for i, f in zip(('replicas/count', 'genericjob/restart-policy', 'genericjob/restart-policy', 'genericjob/restart-policy'), (('replicas', 1, False, ''), ('restartPolicy', {'policy': 'OnFailure', 'limit': 0}, False, ''), ('restartPolicy.policy', 'OnFailure', True, ''), ('restartPolicy.limit', 0, False, '')), strict=True) if i in only))
+    if not only or 'genericjob/clean-up-policy' in only:
+        obj = default_field(obj, recorder, ('spec', 'cleanUpPolicy'), 'None', False)
+    if not only or 'genericjob/scheduler-priority' in only:
+        obj = default_field(obj, recorder, ('spec', 'scheduler', 't9kScheduler', 'priority'), 0, False)
+    if not only:
+        obj = default_item_fields(obj, recorder, ('spec', 'runMode', 'debug', 'replicaSpecs'), (('command', ['sleep', 'inf'], False, ''),))
+    elif any(i in only for i in ('genericjob/debug-command',)):
+        obj = default_item_fields(obj, recorder, ('spec', 'runMode', 'debug', 'replicaSpecs'), tuple(f for i, f in zip(('genericjob/debug-command',), (('command', ['sleep', 'inf'], False, ''),), strict=True) if i in only))
     return obj
 
 
-def validate_genericjob_batch_tensorstack_dev(obj: dict[str, Any], old: dict[str, Any] | None) -> list[FieldError]:
-    """GenericJob (batch.tensorstack.dev): the declared rules' errors, in declaration order."""
+def validate_genericjob_batch_tensorstack_dev(
+    obj: dict[str, Any], old: dict[str, Any] | None, only: tuple[str, ...] = ()
+) -> list[FieldError]:
+    """GenericJob (batch.tensorstack.dev): the declared rules' errors, in declaration order (``only``: of these ids alone, for a family whose hand-written rules report around them)."""
     errors: list[FieldError] = []
-    errors.extend(immutable(obj, old, ('spec', 'runMode', 'pause', 'resumeSpecs'), 'field is immutable: only pause.enabled may change while the job exists'))
+    if not only or 'genericjob/replica-type-required' in only:
+        errors.extend(required_field(obj, scope=('spec', 'replicaSpecs', '[*]'), target=('type',), when=None, empty_is_unset=True, message='every replica spec needs a type'))
+    if not only or 'genericjob/run-mode-type-required' in only:
+        errors.extend(required_field(obj, scope=('spec', 'runMode', 'debug', 'replicaSpecs', '[*]'), target=('type',), when=None, empty_is_unset=True, message='names the replica type it applies to'))
+        errors.extend(required_field(obj, scope=('spec', 'runMode', 'pause', 'resumeSpecs', '[*]'), target=('type',), when=None, empty_is_unset=True, message='names the replica type it applies to'))
+    if not only or 'genericjob/replica-types-unique' in only:
+        errors.extend(unique_by(obj, ('spec', 'replicaSpecs'), 'type', ()))
+    if not only or 'genericjob/resume-specs-immutable' in only:
+        errors.extend(immutable(obj, old, ('spec', 'runMode', 'pause', 'resumeSpecs'), 'field is immutable: only pause.enabled may change while the job exists'))
     return errors
 
 
-def default_job_batch_volcano_sh(obj: dict[str, Any], recorder: PatchRecorder) -> dict[str, Any]:
-    """Job (batch.volcano.sh): the declared defaults, in order."""
+def default_job_batch_volcano_sh(
+    obj: dict[str, Any], recorder: PatchRecorder, only: tuple[str, ...] = ()
+) -> dict[str, Any]:
+    """Job (batch.volcano.sh): the declared defaults, in order (``only``: these ids alone)."""
+    if not only or 'volcano/queue' in only:
+        obj = default_field(obj, recorder, ('spec', 'queue'), 'default', True)
+    if not only or 'volcano/scheduler-name' in only:
+        obj = default_field(obj, recorder, ('spec', 'schedulerName'), 'volcano', True)
+    if not only or 'volcano/max-retry' in only:
+        obj = default_field(obj, recorder, ('spec', 'maxRetry'), 3, True)
+    if not only or 'volcano/task-name' in only:
+        obj = default_indexed(obj, recorder, ('spec', 'tasks'), field='name', prefix='default', empty_is_unset=True)
+    if not only:
+        obj = default_item_fields(obj, recorder, ('spec', 'tasks'), (('maxRetry', 3, True, ''),))
+    elif any(i in only for i in ('volcano/task-max-retry',)):
+        obj = default_item_fields(obj, recorder, ('spec', 'tasks'), tuple(f for i, f in zip(('volcano/task-max-retry',), (('maxRetry', 3, True, ''),), strict=True) if i in only))
+    if not only or 'volcano/min-available' in only:
+        obj = default_sum(obj, recorder, ('spec', 'minAvailable'), items_path=('spec', 'tasks'), field='minAvailable', empty_is_unset=True)
+    if not only or 'volcano/implied-plugins' in only:
+        obj = implied_keys(obj, recorder, ('spec', 'plugins'), (('tensorflow', ('svc',)), ('pytorch', ('svc',)), ('ray', ('svc',)), ('mpi', ('svc', 'ssh'))))
     return obj
 
 
-def validate_job_batch_volcano_sh(obj: dict[str, Any], old: dict[str, Any] | None) -> list[FieldError]:
-    """Job (batch.volcano.sh): the declared rules' errors, in declaration order."""
+def validate_job_batch_volcano_sh(
+    obj: dict[str, Any], old: dict[str, Any] | None, only: tuple[str, ...] = ()
+) -> list[FieldError]:
+    """Job (batch.volcano.sh): the declared rules' errors, in declaration order (``only``: of these ids alone, for a family whose hand-written rules report around them)."""
     errors: list[FieldError] = []
-    errors.extend(at_most_sum(obj, old, path=('spec', 'minAvailable'), items_path=('spec', 'tasks'), field='replicas', unset=0, message="job 'minAvailable' should not be greater than total replicas in tasks", update_message="job 'minAvailable' must not be greater than total replicas"))
+    if not only or 'volcano/min-available' in only:
+        errors.extend(at_most_sum(obj, old, path=('spec', 'minAvailable'), items_path=('spec', 'tasks'), field='replicas', unset=0, message="job 'minAvailable' should not be greater than total replicas in tasks", update_message="job 'minAvailable' must not be greater than total replicas"))
+    if not only or 'volcano/plugins' in only:
+        errors.extend(known_keys(obj, ('spec', 'plugins'), ('ssh', 'env', 'svc', 'tensorflow', 'mpi', 'pytorch', 'hcclrank', 'ray'), 'unable to find job plugin: {key}'))
+    if not only or 'volcano/mpi-master' in only:
+        errors.extend(flag_names_entry(obj, old, map_path=('spec', 'plugins'), name='mpi', flag='master', default='master', items_path=('spec', 'tasks'), key='name', message='The specified mpi master task was not found', create_only=True))
+    if not only or 'volcano/dag' in only:
+        errors.extend(acyclic(obj, old, path=('spec', 'tasks'), key='name', depends=('dependsOn', 'name'), message="job has dependencies between tasks, but doesn't form a directed acyclic graph(DAG)", missing=' (no task named {names})', create_only=True))
+    if not only or 'volcano/priority-class-name' in only:
+        errors.extend(subdomain(obj, old, ('spec', 'priorityClassName'), True))
+    if not only or 'volcano/update/task-count' in only:
+        errors.extend(fixed_count(obj, old, ('spec', 'tasks'), 'job updates may not add or remove tasks'))
+    if not only or 'volcano/scheduler-name' in only:
+        errors.extend(string_field(obj, scope=('spec',), target=('schedulerName',), when=None, pattern='', lengths=(None, 63), enum=(), message='', label=False))
+    if not only or 'volcano/update/immutable' in only:
+        errors.extend(unchanged(obj, old, path=('spec',), mutable=('minAvailable', 'priorityClassName'), mutable_entries=(('tasks', ('replicas', 'minAvailable')),), written=(('volumes', 'volumeClaimName', 'volumeClaim'),), maps=('plugins', 'labels', 'annotations', 'nodeSelector', 'requests', 'limits'), depth=3, counted='tasks', message='job updates may not change fields other than `minAvailable`, `tasks[*].replicas under spec` and `PriorityClassName`'))
     return errors
 
 
-def default_dijob_diengine_opendilab_org(obj: dict[str, Any], recorder: PatchRecorder) -> dict[str, Any]:
-    """DIJob (diengine.opendilab.org): the declared defaults, in order."""
-    obj = default_field(obj, recorder, ('spec', 'priority'), 'normal', True)
-    obj = default_field(obj, recorder, ('spec', 'cleanPodPolicy'), 'Running', True)
-    obj = default_field(obj, recorder, ('spec', 'preemptible'), False, False)
-    obj = default_field(obj, recorder, ('spec', 'backoffLimit'), 3, False)
-    obj = default_item_fields(obj, recorder, ('spec', 'tasks'), (('replicas', 1, False, ''), ('type', 'none', True, ''), ('name', ('learner', 'collector', 'evaluator'), True, 'type')))
+def default_dijob_diengine_opendilab_org(
+    obj: dict[str, Any], recorder: PatchRecorder, only: tuple[str, ...] = ()
+) -> dict[str, Any]:
+    """DIJob (diengine.opendilab.org): the declared defaults, in order (``only``: these ids alone)."""
+    if not only or 'dijob/priority' in only:
+        obj = default_field(obj, recorder, ('spec', 'priority'), 'normal', True)
+    if not only or 'dijob/clean-pod-policy' in only:
+        obj = default_field(obj, recorder, ('spec', 'cleanPodPolicy'), 'Running', True)
+    if not only or 'dijob/preemptible' in only:
+        obj = default_field(obj, recorder, ('spec', 'preemptible'), False, False)
+    if not only or 'dijob/backoff-limit' in only:
+        obj = default_field(obj, recorder, ('spec', 'backoffLimit'), 3, False)
+    if not only:
+        obj = default_item_fields(obj, recorder, ('spec', 'tasks'), (('replicas', 1, False, ''), ('type', 'none', True, ''), ('name', ('learner', 'collector', 'evaluator'), True, 'type')))
+    elif any(i in only for i in ('replicas/count', 'dijob/task-type', 'dijob/task-name')):
+        obj = default_item_fields(obj, recorder, ('spec', 'tasks'), tuple(f for i, f in zip(('replicas/count', 'dijob/task-type', 'dijob/task-name'), (('replicas', 1, False, ''), ('type', 'none', True, ''), ('name', ('learner', 'collector', 'evaluator'), True, 'type')), strict=True) if i in only))
     return obj
 
 
-def validate_dijob_diengine_opendilab_org(obj: dict[str, Any], old: dict[str, Any] | None) -> list[FieldError]:
-    """DIJob (diengine.opendilab.org): the declared rules' errors, in declaration order."""
+def validate_dijob_diengine_opendilab_org(
+    obj: dict[str, Any], old: dict[str, Any] | None, only: tuple[str, ...] = ()
+) -> list[FieldError]:
+    """DIJob (diengine.opendilab.org): the declared rules' errors, in declaration order (``only``: of these ids alone, for a family whose hand-written rules report around them)."""
     errors: list[FieldError] = []
-    errors.extend(max_items(obj, ((('spec', 'tasks'), 16), (('spec', 'volumes'), 16))))
+    if not only or 'dijob/bounds' in only:
+        errors.extend(max_items(obj, ((('spec', 'tasks'), 16), (('spec', 'volumes'), 16))))
     return errors
 
 
-def default_mxjob_mxnet_mlkube_io(obj: dict[str, Any], recorder: PatchRecorder) -> dict[str, Any]:
-    """MxJob (mxnet.mlkube.io): the declared defaults, in order."""
-    obj = default_item_fields(obj, recorder, ('spec', 'replicaSpecs'), (('replicas', 1, False, ''), ('PsRootPort', 9091, False, ''), ('mxReplicaType', 'WORKER', True, '')))
+def default_mxjob_mxnet_mlkube_io(
+    obj: dict[str, Any], recorder: PatchRecorder, only: tuple[str, ...] = ()
+) -> dict[str, Any]:
+    """MxJob (mxnet.mlkube.io): the declared defaults, in order (``only``: these ids alone)."""
+    if not only:
+        obj = default_item_fields(obj, recorder, ('spec', 'replicaSpecs'), (('replicas', 1, False, ''), ('PsRootPort', 9091, False, ''), ('mxReplicaType', 'WORKER', True, '')))
+    elif any(i in only for i in ('replicas/count', 'mxjob/ps-root-port', 'mxjob/replica-type')):
+        obj = default_item_fields(obj, recorder, ('spec', 'replicaSpecs'), tuple(f for i, f in zip(('replicas/count', 'mxjob/ps-root-port', 'mxjob/replica-type'), (('replicas', 1, False, ''), ('PsRootPort', 9091, False, ''), ('mxReplicaType', 'WORKER', True, '')), strict=True) if i in only))
     return obj
 
 
-def validate_mxjob_mxnet_mlkube_io(obj: dict[str, Any], old: dict[str, Any] | None) -> list[FieldError]:
-    """MxJob (mxnet.mlkube.io): the declared rules' errors, in declaration order."""
+def validate_mxjob_mxnet_mlkube_io(
+    obj: dict[str, Any], old: dict[str, Any] | None, only: tuple[str, ...] = ()
+) -> list[FieldError]:
+    """MxJob (mxnet.mlkube.io): the declared rules' errors, in declaration order (``only``: of these ids alone, for a family whose hand-written rules report around them)."""
     errors: list[FieldError] = []
-    errors.extend(role_field_bound(obj, path=('spec', 'replicaSpecs'), key='mxReplicaType', among=('SCHEDULER', 'SERVER', 'WORKER'), role='SCHEDULER', field='replicas', bounds=(1, 1), every=True, when=None, message='The SCHEDULER must have Replicas = 1'))
-    errors.extend(unique_by(obj, ('spec', 'replicaSpecs'), 'mxReplicaType', ('SCHEDULER', 'SERVER', 'WORKER')))
-    errors.extend(forbidden_roles(obj, path=('spec', 'replicaSpecs'), key='mxReplicaType', among=('SCHEDULER', 'SERVER', 'WORKER'), roles=('SCHEDULER', 'SERVER'), when=(('spec', 'jobMode'), 'local'), message='job mode is local, but its replicas set have replicas type other than worker'))
-    errors.extend(role_field_bound(obj, path=('spec', 'replicaSpecs'), key='mxReplicaType', among=('SCHEDULER', 'SERVER', 'WORKER'), role='WORKER', field='replicas', bounds=(None, 1), every=False, when=(('spec', 'jobMode'), 'local'), message='job mode is local, but it has more than 1 worker'))
-    errors.extend(required_roles(obj, path=('spec', 'replicaSpecs'), key='mxReplicaType', among=('SCHEDULER', 'SERVER', 'WORKER'), roles=('SCHEDULER', 'SERVER', 'WORKER'), when=(('spec', 'jobMode'), 'dist'), message='dist job mode without replica type {role}'))
+    if not only or 'mxjob/scheduler-replicas' in only:
+        errors.extend(role_field_bound(obj, path=('spec', 'replicaSpecs'), key='mxReplicaType', among=('SCHEDULER', 'SERVER', 'WORKER'), role='SCHEDULER', field='replicas', bounds=(1, 1), every=True, when=None, message='The SCHEDULER must have Replicas = 1'))
+    if not only or 'mxjob/types-unique' in only:
+        errors.extend(unique_by(obj, ('spec', 'replicaSpecs'), 'mxReplicaType', ('SCHEDULER', 'SERVER', 'WORKER')))
+    if not only or 'mxjob/local-mode-workers-only' in only:
+        errors.extend(forbidden_roles(obj, path=('spec', 'replicaSpecs'), key='mxReplicaType', among=('SCHEDULER', 'SERVER', 'WORKER'), roles=('SCHEDULER', 'SERVER'), when=(('spec', 'jobMode'), 'local'), message='job mode is local, but its replicas set have replicas type other than worker'))
+    if not only or 'mxjob/local-mode-one-worker' in only:
+        errors.extend(role_field_bound(obj, path=('spec', 'replicaSpecs'), key='mxReplicaType', among=('SCHEDULER', 'SERVER', 'WORKER'), role='WORKER', field='replicas', bounds=(None, 1), every=False, when=(('spec', 'jobMode'), 'local'), message='job mode is local, but it has more than 1 worker'))
+    if not only or 'mxjob/dist-mode-roles' in only:
+        errors.extend(required_roles(obj, path=('spec', 'replicaSpecs'), key='mxReplicaType', among=('SCHEDULER', 'SERVER', 'WORKER'), roles=('SCHEDULER', 'SERVER', 'WORKER'), when=(('spec', 'jobMode'), 'dist'), message='dist job mode without replica type {role}'))
+    return errors
+
+
+def default_mpijob_training_kubedl_io(
+    obj: dict[str, Any], recorder: PatchRecorder, only: tuple[str, ...] = ()
+) -> dict[str, Any]:
+    """MPIJob (training.kubedl.io): the declared defaults, in order (``only``: these ids alone)."""
+    return obj
+
+
+def validate_mpijob_training_kubedl_io(
+    obj: dict[str, Any], old: dict[str, Any] | None, only: tuple[str, ...] = ()
+) -> list[FieldError]:
+    """MPIJob (training.kubedl.io): the declared rules' errors, in declaration order (``only``: of these ids alone, for a family whose hand-written rules report around them)."""
+    errors: list[FieldError] = []
+    if not only or 'roles/launcher' in only:
+        errors.extend(required_field(obj, scope=('spec', 'mpiReplicaSpecs'), target=('[Launcher]',), when=None, empty_is_unset=False, message='must be present'))
+    if not only or 'roles/launcher' in only:
+        errors.extend(field_bound(obj, scope=('spec', 'mpiReplicaSpecs'), target=('[Launcher]', 'replicas'), when=None, bounds=(1, 1), message='must be 1'))
+    return errors
+
+
+def default_marsjob_training_kubedl_io(
+    obj: dict[str, Any], recorder: PatchRecorder, only: tuple[str, ...] = ()
+) -> dict[str, Any]:
+    """MarsJob (training.kubedl.io): the declared defaults, in order (``only``: these ids alone)."""
+    return obj
+
+
+def validate_marsjob_training_kubedl_io(
+    obj: dict[str, Any], old: dict[str, Any] | None, only: tuple[str, ...] = ()
+) -> list[FieldError]:
+    """MarsJob (training.kubedl.io): the declared rules' errors, in declaration order (``only``: of these ids alone, for a family whose hand-written rules report around them)."""
+    errors: list[FieldError] = []
+    return errors
+
+
+def default_pytorchjob_training_kubedl_io(
+    obj: dict[str, Any], recorder: PatchRecorder, only: tuple[str, ...] = ()
+) -> dict[str, Any]:
+    """PyTorchJob (training.kubedl.io): the declared defaults, in order (``only``: these ids alone)."""
+    return obj
+
+
+def validate_pytorchjob_training_kubedl_io(
+    obj: dict[str, Any], old: dict[str, Any] | None, only: tuple[str, ...] = ()
+) -> list[FieldError]:
+    """PyTorchJob (training.kubedl.io): the declared rules' errors, in declaration order (``only``: of these ids alone, for a family whose hand-written rules report around them)."""
+    errors: list[FieldError] = []
+    if not only or 'roles/master' in only:
+        errors.extend(required_field(obj, scope=('spec', 'pytorchReplicaSpecs'), target=('[Master]',), when=None, empty_is_unset=False, message='must be present'))
+    if not only or 'roles/master' in only:
+        errors.extend(field_bound(obj, scope=('spec', 'pytorchReplicaSpecs'), target=('[Master]', 'replicas'), when=None, bounds=(1, 1), message='must be 1'))
+    return errors
+
+
+def default_tfjob_training_kubedl_io(
+    obj: dict[str, Any], recorder: PatchRecorder, only: tuple[str, ...] = ()
+) -> dict[str, Any]:
+    """TFJob (training.kubedl.io): the declared defaults, in order (``only``: these ids alone)."""
+    if not only or 'tfjob/success-policy' in only:
+        obj = default_field(obj, recorder, ('spec', 'successPolicy'), '', False)
+    return obj
+
+
+def validate_tfjob_training_kubedl_io(
+    obj: dict[str, Any], old: dict[str, Any] | None, only: tuple[str, ...] = ()
+) -> list[FieldError]:
+    """TFJob (training.kubedl.io): the declared rules' errors, in declaration order (``only``: of these ids alone, for a family whose hand-written rules report around them)."""
+    errors: list[FieldError] = []
+    if not only or 'roles/one-leader' in only:
+        errors.extend(at_most_one_of(obj, scope=('spec', 'tfReplicaSpecs'), target=(), fields=('[Chief]', '[Master]'), message='must not have more than 1 Chief or Master role'))
+    if not only or 'roles/one-leader' in only:
+        errors.extend(field_bound(obj, scope=('spec', 'tfReplicaSpecs'), target=('[Chief]', 'replicas'), when=None, bounds=(None, 1), message='must be less than or equal to 1'))
+    if not only or 'roles/one-leader' in only:
+        errors.extend(field_bound(obj, scope=('spec', 'tfReplicaSpecs'), target=('[Master]', 'replicas'), when=None, bounds=(None, 1), message='must be less than or equal to 1'))
+    return errors
+
+
+def default_xdljob_training_kubedl_io(
+    obj: dict[str, Any], recorder: PatchRecorder, only: tuple[str, ...] = ()
+) -> dict[str, Any]:
+    """XDLJob (training.kubedl.io): the declared defaults, in order (``only``: these ids alone)."""
+    if not only or 'xdljob/backoff-limit' in only:
+        obj = default_field(obj, recorder, ('spec', 'backoffLimit'), 20, False)
+    if not only or 'xdljob/min-finish-work-rate' in only:
+        obj = default_field(obj, recorder, ('spec', 'minFinishWorkRate'), 90, False, unless=(('spec', 'minFinishWorkNum'),))
+    return obj
+
+
+def validate_xdljob_training_kubedl_io(
+    obj: dict[str, Any], old: dict[str, Any] | None, only: tuple[str, ...] = ()
+) -> list[FieldError]:
+    """XDLJob (training.kubedl.io): the declared rules' errors, in declaration order (``only``: of these ids alone, for a family whose hand-written rules report around them)."""
+    errors: list[FieldError] = []
+    return errors
+
+
+def default_xgboostjob_training_kubedl_io(
+    obj: dict[str, Any], recorder: PatchRecorder, only: tuple[str, ...] = ()
+) -> dict[str, Any]:
+    """XGBoostJob (training.kubedl.io): the declared defaults, in order (``only``: these ids alone)."""
+    if not only or 'xgboostjob/ttl' in only:
+        obj = default_field(obj, recorder, ('spec', 'ttlSecondsAfterFinished'), 100, False)
+    return obj
+
+
+def validate_xgboostjob_training_kubedl_io(
+    obj: dict[str, Any], old: dict[str, Any] | None, only: tuple[str, ...] = ()
+) -> list[FieldError]:
+    """XGBoostJob (training.kubedl.io): the declared rules' errors, in declaration order (``only``: of these ids alone, for a family whose hand-written rules report around them)."""
+    errors: list[FieldError] = []
+    if not only or 'roles/master' in only:
+        errors.extend(required_field(obj, scope=('spec', 'xgbReplicaSpecs'), target=('[Master]',), when=None, empty_is_unset=False, message='must be present'))
+    if not only or 'roles/master' in only:
+        errors.extend(field_bound(obj, scope=('spec', 'xgbReplicaSpecs'), target=('[Master]', 'replicas'), when=None, bounds=(1, 1), message='must be 1'))
     return errors

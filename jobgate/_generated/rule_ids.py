@@ -16,27 +16,27 @@ PRODUCES: tuple[tuple[str, str, str, str], ...] = (
     ('genericjob/bounds', 'spec.successRules[*]', 'TOO_MANY', ''),  # 8
     ('genericjob/bounds', 'spec.failureRules[*]', 'TOO_MANY', ''),  # 9
     ('genericjob/bounds', 'spec.service.ports', 'TOO_MANY', ''),  # 10
-    ('genericjob/replica-type-required', 'spec.replicaSpecs[*].type', 'REQUIRED', '^every replica spec needs a type$'),  # 11
-    ('genericjob/replica-type', 'spec.replicaSpecs[*].type', 'INVALID', "^(a\\ lowercase\\ RFC\\ 1123\\ label\\ must\\ consist\\ of\\ lower\\ case\\ alphanumeric\\ characters\\ or\\ '\\-',\\ and\\ must\\ start\\ and\\ end\\ with\\ an\\ alphanumeric\\ character\\ \\(e\\.g\\.\\ 'my\\-name',\\ \\ or\\ '123\\-abc',\\ regex\\ used\\ for\\ validation\\ is\\ '\\[a\\-z0\\-9\\]\\(\\[\\-a\\-z0\\-9\\]\\*\\[a\\-z0\\-9\\]\\)\\?'\\)|must be no more than 63 )"),  # 12
-    ('genericjob/replica-types-unique', 'spec.replicaSpecs[*].type', 'DUPLICATE', ''),  # 13
-    ('genericjob/finish-rule-not-empty', 'spec.successRules[*]', 'REQUIRED', '^a finish rule must name at least one replica$'),  # 14
-    ('genericjob/finish-rule-not-empty', 'spec.failureRules[*]', 'REQUIRED', '^a finish rule must name at least one replica$'),  # 15
-    ('genericjob/finish-rule-types', 'spec.successRules[*][*]', 'NOT_FOUND', '^no replica spec of this type '),  # 16
-    ('genericjob/finish-rule-types', 'spec.failureRules[*][*]', 'NOT_FOUND', '^no replica spec of this type '),  # 17
-    ('genericjob/finish-rule-indices-listed', 'spec.successRules[*][*]', 'REQUIRED', '^must list at least one replica index$'),  # 18
-    ('genericjob/finish-rule-indices-listed', 'spec.failureRules[*][*]', 'REQUIRED', '^must list at least one replica index$'),  # 19
-    ('genericjob/finish-rule-indices', 'spec.successRules[*][*][*]', 'INVALID', '^(must be below replicas|replica type .* has 0 replicas)'),  # 20
-    ('genericjob/finish-rule-indices', 'spec.failureRules[*][*][*]', 'INVALID', '^(must be below replicas|replica type .* has 0 replicas)'),  # 21
-    ('genericjob/run-mode-type-required', 'spec.runMode.debug.replicaSpecs[*].type', 'REQUIRED', '^names the replica type it applies to$'),  # 22
-    ('genericjob/run-mode-type-required', 'spec.runMode.pause.resumeSpecs[*].type', 'REQUIRED', '^names the replica type it applies to$'),  # 23
-    ('genericjob/run-mode-types', 'spec.runMode.debug.replicaSpecs[*].type', 'NOT_FOUND', '^no replica spec of this type '),  # 24
-    ('genericjob/run-mode-types', 'spec.runMode.pause.resumeSpecs[*].type', 'NOT_FOUND', '^no replica spec of this type '),  # 25
-    ('genericjob/run-mode-types-unique', 'spec.runMode.debug.replicaSpecs[*].type', 'DUPLICATE', ''),  # 26
-    ('genericjob/run-mode-types-unique', 'spec.runMode.pause.resumeSpecs[*].type', 'DUPLICATE', ''),  # 27
-    ('genericjob/service-port-names-required', 'spec.service.ports[*].name', 'REQUIRED', '^a service with more than one port needs a name for each$'),  # 28
-    ('genericjob/service-port-names', 'spec.service.ports[*].name', 'INVALID', "^(a\\ lowercase\\ RFC\\ 1123\\ label\\ must\\ consist\\ of\\ lower\\ case\\ alphanumeric\\ characters\\ or\\ '\\-',\\ and\\ must\\ start\\ and\\ end\\ with\\ an\\ alphanumeric\\ character\\ \\(e\\.g\\.\\ 'my\\-name',\\ \\ or\\ '123\\-abc',\\ regex\\ used\\ for\\ validation\\ is\\ '\\[a\\-z0\\-9\\]\\(\\[\\-a\\-z0\\-9\\]\\*\\[a\\-z0\\-9\\]\\)\\?'\\)|must be no more than 63 )"),  # 29
-    ('genericjob/service-port-names-unique', 'spec.service.ports[*].name', 'DUPLICATE', ''),  # 30
-    ('genericjob/replicas-immutable', 'spec.replicaSpecs', 'FORBIDDEN', '^replica types and pod templates are immutable once the job exists$'),  # 31
+    ('genericjob/replica-type', 'spec.replicaSpecs[*].type', 'INVALID', "^(a\\ lowercase\\ RFC\\ 1123\\ label\\ must\\ consist\\ of\\ lower\\ case\\ alphanumeric\\ characters\\ or\\ '\\-',\\ and\\ must\\ start\\ and\\ end\\ with\\ an\\ alphanumeric\\ character\\ \\(e\\.g\\.\\ 'my\\-name',\\ \\ or\\ '123\\-abc',\\ regex\\ used\\ for\\ validation\\ is\\ '\\[a\\-z0\\-9\\]\\(\\[\\-a\\-z0\\-9\\]\\*\\[a\\-z0\\-9\\]\\)\\?'\\)|must be no more than 63 )"),  # 11
+    ('genericjob/finish-rule-not-empty', 'spec.successRules[*]', 'REQUIRED', '^a finish rule must name at least one replica$'),  # 12
+    ('genericjob/finish-rule-not-empty', 'spec.failureRules[*]', 'REQUIRED', '^a finish rule must name at least one replica$'),  # 13
+    ('genericjob/finish-rule-types', 'spec.successRules[*][*]', 'NOT_FOUND', '^no replica spec of this type '),  # 14
+    ('genericjob/finish-rule-types', 'spec.failureRules[*][*]', 'NOT_FOUND', '^no replica spec of this type '),  # 15
+    ('genericjob/finish-rule-indices-listed', 'spec.successRules[*][*]', 'REQUIRED', '^must list at least one replica index$'),  # 16
+    ('genericjob/finish-rule-indices-listed', 'spec.failureRules[*][*]', 'REQUIRED', '^must list at least one replica index$'),  # 17
+    ('genericjob/finish-rule-indices', 'spec.successRules[*][*][*]', 'INVALID', '^(must be below replicas|replica type .* has 0 replicas)'),  # 18
+    ('genericjob/finish-rule-indices', 'spec.failureRules[*][*][*]', 'INVALID', '^(must be below replicas|replica type .* has 0 replicas)'),  # 19
+    ('genericjob/run-mode-types', 'spec.runMode.debug.replicaSpecs[*].type', 'NOT_FOUND', '^no replica spec of this type '),  # 20
+    ('genericjob/run-mode-types', 'spec.runMode.pause.resumeSpecs[*].type', 'NOT_FOUND', '^no replica spec of this type '),  # 21
+    ('genericjob/run-mode-types-unique', 'spec.runMode.debug.replicaSpecs[*].type', 'DUPLICATE', ''),  # 22
+    ('genericjob/run-mode-types-unique', 'spec.runMode.pause.resumeSpecs[*].type', 'DUPLICATE', ''),  # 23
+    ('genericjob/service-port-names-required', 'spec.service.ports[*].name', 'REQUIRED', '^a service with more than one port needs a name for each$'),  # 24
+    ('genericjob/service-port-names', 'spec.service.ports[*].name', 'INVALID', "^(a\\ lowercase\\ RFC\\ 1123\\ label\\ must\\ consist\\ of\\ lower\\ case\\ alphanumeric\\ characters\\ or\\ '\\-',\\ and\\ must\\ start\\ and\\ end\\ with\\ an\\ alphanumeric\\ character\\ \\(e\\.g\\.\\ 'my\\-name',\\ \\ or\\ '123\\-abc',\\ regex\\ used\\ for\\ validation\\ is\\ '\\[a\\-z0\\-9\\]\\(\\[\\-a\\-z0\\-9\\]\\*\\[a\\-z0\\-9\\]\\)\\?'\\)|must be no more than 63 )"),  # 25
+    ('genericjob/service-port-names-unique', 'spec.service.ports[*].name', 'DUPLICATE', ''),  # 26
+    ('genericjob/replicas-immutable', 'spec.replicaSpecs', 'FORBIDDEN', '^replica types and pod templates are immutable once the job exists$'),  # 27
+    ('genericjob/replica-type-required', 'spec.replicaSpecs[*].type', 'REQUIRED', '^every replica spec needs a type$'),  # 28
+    ('genericjob/run-mode-type-required', 'spec.runMode.debug.replicaSpecs[*].type', 'REQUIRED', '^names the replica type it applies to$'),  # 29
+    ('genericjob/run-mode-type-required', 'spec.runMode.pause.resumeSpecs[*].type', 'REQUIRED', '^names the replica type it applies to$'),  # 30
+    ('genericjob/replica-types-unique', 'spec.replicaSpecs[*].type', 'DUPLICATE', ''),  # 31
     ('genericjob/resume-specs-immutable', 'spec.runMode.pause.resumeSpecs', 'FORBIDDEN', '^field is immutable: only pause\\.enabled may change while the job exists$'),  # 32
     ('pod-template/spec', 'spec.replicaSpecs[*].template.spec', 'REQUIRED', '^$'),  # 33
     ('pod-template/containers', 'spec.replicaSpecs[*].template.spec.containers', 'REQUIRED', '^must\\ have\\ at\\ least\\ one\\ container$'),  # 34
@@ -108,12 +108,12 @@ PRODUCES: tuple[tuple[str, str, str, str], ...] = (
     ('volcano/min-available', 'spec.minAvailable', 'INVALID', "^job 'minAvailable' should not be greater than total replicas in tasks$"),  # 100
     ('volcano/min-available', 'spec.minAvailable', 'INVALID', "^job 'minAvailable' must not be greater than total replicas$"),  # 101
     ('volcano/pod-names', 'spec.tasks[*].name', 'INVALID', '^create pod with name '),  # 102
-    ('volcano/dag', 'spec.tasks[*].dependsOn.name', 'INVALID', "^job\\ has\\ dependencies\\ between\\ tasks,\\ but\\ doesn't\\ form\\ a\\ directed\\ acyclic\\ graph\\(DAG\\)"),  # 103
+    ('volcano/dag', 'spec.tasks[*].dependsOn.name', 'INVALID', "^job has dependencies between tasks, but doesn't form a directed acyclic graph\\(DAG\\)"),  # 103
     ('volcano/plugins', 'spec.plugins[*]', 'INVALID', '^unable to find job plugin: '),  # 104
     ('volcano/mpi-master', 'spec.plugins[mpi]', 'INVALID', '^The specified mpi master task was not found$'),  # 105
     ('volcano/network-topology', 'spec.networkTopology.highestTierName', 'FORBIDDEN', "^must\\ not\\ specify\\ 'highestTierAllowed'\\ and\\ 'highestTierName'\\ in\\ networkTopology\\ simultaneously"),  # 106
     ('volcano/network-topology', 'spec.tasks[*].partitionPolicy.networkTopology.highestTierName', 'FORBIDDEN', "^must\\ not\\ specify\\ 'highestTierAllowed'\\ and\\ 'highestTierName'\\ in\\ networkTopology\\ simultaneously"),  # 107
-    ('volcano/priority-class-name', 'spec.priorityClassName', 'INVALID', '^(must be no more than 253 characters|a lowercase RFC 1123 subdomain )'),  # 108
+    ('volcano/priority-class-name', 'spec.priorityClassName', 'INVALID', "^(must be no more than 253 characters|a lowercase RFC 1123 subdomain must consist of lower case alphanumeric characters, '-' or '\\.', and must start and end with an alphanumeric character \\(e\\.g\\. 'example\\.com', regex used for validation is '\\[a-z0-9\\]\\(\\[-a-z0-9\\]\\*\\[a-z0-9\\]\\)\\?\\(\\\\\\.\\[a-z0-9\\]\\(\\[-a-z0-9\\]\\*\\[a-z0-9\\]\\)\\?\\)\\*'\\))$"),  # 108
     ('volcano/scheduler-name', 'spec.schedulerName', 'TOO_LONG', ''),  # 109
     ('volcano/queue', 'spec.queue', 'NOT_FOUND', ''),  # 110
     ('volcano/queue', 'spec.queue', 'INVALID', ''),  # 111
@@ -163,13 +163,13 @@ PRODUCES: tuple[tuple[str, str, str, str], ...] = (
     ('volcano/policies/any-event-alone', 'spec.policies', 'INVALID', "^if\\ there's\\ \\*\\ here,\\ no\\ other\\ policy\\ should\\ be\\ here"),  # 155
     ('volcano/policies/any-event-alone', 'spec.tasks[*].policies', 'INVALID', "^if\\ there's\\ \\*\\ here,\\ no\\ other\\ policy\\ should\\ be\\ here"),  # 156
     ('volcano/update/task-count', 'spec.tasks', 'FORBIDDEN', '^job updates may not add or remove tasks$'),  # 157
-    ('volcano/update/immutable', 'spec.*', 'FORBIDDEN', '^job\\ updates\\ may\\ not\\ change\\ fields\\ other\\ than\\ `minAvailable`,\\ `tasks\\[\\*\\]\\.replicas\\ under\\ spec`\\ and\\ `PriorityClassName`$'),  # 158
-    ('volcano/update/immutable', 'spec.*.*', 'FORBIDDEN', '^job\\ updates\\ may\\ not\\ change\\ fields\\ other\\ than\\ `minAvailable`,\\ `tasks\\[\\*\\]\\.replicas\\ under\\ spec`\\ and\\ `PriorityClassName`$'),  # 159
-    ('volcano/update/immutable', 'spec.*[*]', 'FORBIDDEN', '^job\\ updates\\ may\\ not\\ change\\ fields\\ other\\ than\\ `minAvailable`,\\ `tasks\\[\\*\\]\\.replicas\\ under\\ spec`\\ and\\ `PriorityClassName`$'),  # 160
-    ('volcano/update/immutable', 'spec.*.*.*', 'FORBIDDEN', '^job\\ updates\\ may\\ not\\ change\\ fields\\ other\\ than\\ `minAvailable`,\\ `tasks\\[\\*\\]\\.replicas\\ under\\ spec`\\ and\\ `PriorityClassName`$'),  # 161
-    ('volcano/update/immutable', 'spec.*.*[*]', 'FORBIDDEN', '^job\\ updates\\ may\\ not\\ change\\ fields\\ other\\ than\\ `minAvailable`,\\ `tasks\\[\\*\\]\\.replicas\\ under\\ spec`\\ and\\ `PriorityClassName`$'),  # 162
-    ('volcano/update/immutable', 'spec.*[*].*', 'FORBIDDEN', '^job\\ updates\\ may\\ not\\ change\\ fields\\ other\\ than\\ `minAvailable`,\\ `tasks\\[\\*\\]\\.replicas\\ under\\ spec`\\ and\\ `PriorityClassName`$'),  # 163
-    ('volcano/update/immutable', 'spec.*[*][*]', 'FORBIDDEN', '^job\\ updates\\ may\\ not\\ change\\ fields\\ other\\ than\\ `minAvailable`,\\ `tasks\\[\\*\\]\\.replicas\\ under\\ spec`\\ and\\ `PriorityClassName`$'),  # 164
+    ('volcano/update/immutable', 'spec.*', 'FORBIDDEN', '^job updates may not change fields other than `minAvailable`, `tasks\\[\\*\\]\\.replicas under spec` and `PriorityClassName`$'),  # 158
+    ('volcano/update/immutable', 'spec.*.*', 'FORBIDDEN', '^job updates may not change fields other than `minAvailable`, `tasks\\[\\*\\]\\.replicas under spec` and `PriorityClassName`$'),  # 159
+    ('volcano/update/immutable', 'spec.*[*]', 'FORBIDDEN', '^job updates may not change fields other than `minAvailable`, `tasks\\[\\*\\]\\.replicas under spec` and `PriorityClassName`$'),  # 160
+    ('volcano/update/immutable', 'spec.*.*.*', 'FORBIDDEN', '^job updates may not change fields other than `minAvailable`, `tasks\\[\\*\\]\\.replicas under spec` and `PriorityClassName`$'),  # 161
+    ('volcano/update/immutable', 'spec.*.*[*]', 'FORBIDDEN', '^job updates may not change fields other than `minAvailable`, `tasks\\[\\*\\]\\.replicas under spec` and `PriorityClassName`$'),  # 162
+    ('volcano/update/immutable', 'spec.*[*].*', 'FORBIDDEN', '^job updates may not change fields other than `minAvailable`, `tasks\\[\\*\\]\\.replicas under spec` and `PriorityClassName`$'),  # 163
+    ('volcano/update/immutable', 'spec.*[*][*]', 'FORBIDDEN', '^job updates may not change fields other than `minAvailable`, `tasks\\[\\*\\]\\.replicas under spec` and `PriorityClassName`$'),  # 164
     ('volcano/bounds', 'spec.tasks', 'TOO_MANY', ''),  # 165
     ('volcano/bounds', 'spec.policies', 'TOO_MANY', ''),  # 166
     ('volcano/bounds', 'spec.policies[*].events', 'TOO_MANY', ''),  # 167
@@ -660,7 +660,7 @@ PRODUCES: tuple[tuple[str, str, str, str], ...] = (
     ('roles/master', 'spec.pytorchReplicaSpecs[Master]', 'REQUIRED', '^must be present$'),  # 652
     ('roles/master', 'spec.pytorchReplicaSpecs[Master].replicas', 'INVALID', '^must be 1$'),  # 653
     ('pod-template/containers', 'spec.tfReplicaSpecs[*].template.spec.containers', 'REQUIRED', '^must\\ have\\ at\\ least\\ one\\ container$'),  # 654
-    ('roles/one-leader', 'spec.tfReplicaSpecs', 'FORBIDDEN', 'more\\ than\\ 1\\ Chief\\ or\\ Master'),  # 655
+    ('roles/one-leader', 'spec.tfReplicaSpecs', 'FORBIDDEN', '^must not have more than 1 Chief or Master role$'),  # 655
     ('roles/one-leader', 'spec.tfReplicaSpecs[Chief].replicas', 'INVALID', '^must be less than or equal to 1$'),  # 656
     ('roles/one-leader', 'spec.tfReplicaSpecs[Master].replicas', 'INVALID', '^must be less than or equal to 1$'),  # 657
     ('replicas/types', 'spec.xdlReplicaSpecs[*]', 'NOT_SUPPORTED', ''),  # 658

@@ -6,6 +6,7 @@ Each form is compiled here once; a family lists declarations, never CEL or a che
 
 from __future__ import annotations
 
+import itertools
 import os
 import re
 from collections.abc import Iterable, Sequence
@@ -13,6 +14,7 @@ from collections.abc import Iterable, Sequence
 from jobgate import _generated
 from jobgate.generate.cel.catalogue import (
     LIST_ITEMS,
+    MAP_VALUES,
     Default,
     Location,
     Placement,
@@ -21,23 +23,55 @@ from jobgate.generate.cel.catalogue import (
     Validation,
     Where,
     cel_list,
+    cel_raw_string,
     cel_string,
+    unique_field,
 )
 from jobgate.rules.forms import (
     DEFAULT_FORMS,
+    FIELD_FORMS,
+    VOLCANO_DEFAULT_FORMS,
+    VOLCANO_FORMS,
+    Acyclic,
+    AtMostOneOf,
     AtMostSum,
     Declaration,
     DefaultField,
+    DefaultIndexed,
     DefaultItemField,
+    DefaultSum,
+    FieldBound,
+    FieldForm,
+    FixedCount,
+    FlagNamesEntry,
+    ForbiddenField,
     ForbiddenRoles,
     Immutable,
+    ImpliedKeys,
+    KnownKeys,
     MaxItems,
+    RequiredField,
     RequiredRoles,
     RoleFieldBound,
     Roles,
+    Same,
+    SameAll,
+    SameUnlessBoth,
     Scalar,
+    Shape,
+    StringField,
+    Subdomain,
+    Unchanged,
     UniqueBy,
     When,
+)
+from jobgate.rules.names import (
+    DNS1123_LABEL_MESSAGE,
+    DNS1123_SUBDOMAIN,
+    DNS1123_SUBDOMAIN_MESSAGE,
+    LABEL_MAX_LENGTH,
+    SUBDOMAIN_MAX_LENGTH,
+    max_length_message,
 )
 
 # Found from the package, not from a module's __file__ (see jobgate/generate/schemas.py).
@@ -64,7 +98,12 @@ def _escape(text: str) -> str:
     return re.sub(r"([.^$*+?{}\[\]\\|()])", r"\\\1", text)
 
 
-def _literal(value: Scalar) -> str:
+def _literal(value: Scalar | list[Scalar] | dict[str, Scalar]) -> str:
+    if isinstance(value, list):
+        return "[" + ", ".join(_literal(v) for v in value) + "]"
+    if isinstance(value, dict):
+        # dyn(): a CEL map literal's values are of one type otherwise.
+        return "{" + ", ".join(f"{cel_string(k)}: dyn({_literal(v)})" for k, v in value.items()) + "}"
     if isinstance(value, bool):
         return "true" if value else "false"
     if isinstance(value, int):
@@ -77,9 +116,24 @@ class Declarations:
 
     def __init__(self, declared: Sequence[Declaration]) -> None:
         self.declared = tuple(declared)
-        ids = [d.id for d in self.declared]
-        if len(ids) != len(set(ids)):
-            raise FormError(f"a declaration id twice: {sorted(i for i in ids if ids.count(i) > 1)}")
+        # A rule and a default may share an id (a field's default and its rule, as the catalogue has
+        # them): the ids are checked among the rules and among the defaults. Field forms that share an
+        # id are one rule (its checks); so may the defaults of one list be (an object and its fields);
+        # any other id is declared once.
+        for defaults in (True, False):
+            kind = [d for d in self.declared if isinstance(d, DEFAULT_FORMS) == defaults]
+            ids = [d.id for d in kind]
+            twice = {i for i in ids if ids.count(i) > 1}
+            shared = {d.id for d in kind if isinstance(d, FIELD_FORMS)}
+            shared |= {d.id for d in kind if isinstance(d, DefaultItemField)}
+            others = {d.id for d in kind if not isinstance(d, (*FIELD_FORMS, DefaultItemField))}
+            lists = {d.id: {o.list for o in kind if isinstance(o, DefaultItemField) and o.id == d.id} for d in kind}
+            mixed = {d.id for d in kind if isinstance(d, FIELD_FORMS)} & {
+                d.id for d in kind if isinstance(d, DefaultItemField)
+            }
+            bad = (twice - shared) | (twice & others) | mixed | {i for i in twice if len(lists.get(i, ())) > 1}
+            if bad:
+                raise FormError(f"a declaration id twice: {sorted(bad)}")
 
     # --- reading through defaults ----------------------------------------------------------------
 
@@ -104,24 +158,67 @@ class Declarations:
     # --- the catalogue ---------------------------------------------------------------------------
 
     def rules(self) -> list[Rule]:
-        return [self._rule(d) for d in self.declared if not isinstance(d, DEFAULT_FORMS)]
+        out = []
+        done: set[str] = set()
+        for d in self.declared:
+            if isinstance(d, DEFAULT_FORMS) or d.id in done:
+                continue
+            if isinstance(d, FIELD_FORMS):
+                done.add(d.id)
+                out.append(_field_rule([o for o in self.declared if isinstance(o, FIELD_FORMS) and o.id == d.id]))
+            else:
+                out.append(self._rule(d))
+        return out
 
     def defaults(self) -> list[Default]:
-        return [self._default(d) for d in self.declared if isinstance(d, DEFAULT_FORMS)]
+        out: list[Default] = []
+        for d in self.declared:
+            if not isinstance(d, DEFAULT_FORMS):
+                continue
+            compiled = self._default(d)
+            shared = next((i for i, o in enumerate(out) if o.id == d.id), None)
+            if shared is None:
+                out.append(compiled)
+                continue
+            # Defaults of one list that share an id: one default, its patches and placements in order.
+            first = out[shared]
+            placements = (*first.placements, *compiled.placements)
+            out[shared] = Default(
+                first.id,
+                first.summary,
+                Where.SCHEMA_DEFAULT if placements else Where.MUTATING_POLICY,
+                (*first.patches, *compiled.patches),
+                placements,
+            )
+        return out
 
-    def _default(self, d: DefaultField | DefaultItemField) -> Default:
+    def _default(self, d: DefaultField | DefaultItemField | DefaultIndexed | DefaultSum | ImpliedKeys) -> Default:
+        if isinstance(d, VOLCANO_DEFAULT_FORMS):
+            return _volcano_default(d)
         literal = _literal(d.value) if not isinstance(d.value, tuple) else ""
-        also = ' (also when "")' if d.empty_is_unset else ""
+        empty = _empty(d.value)
+        also = f" (also when {'0' if empty == '0' else chr(34) * 2})" if d.empty_is_unset else ""
         if isinstance(d, DefaultField):
             path = _path(d.path)
             if len(path) < 2:
                 raise FormError(f"{d.id}: a default sits under an object (spec), not at the root")
             field = "object." + d.path
-            unset = f"!has({field})" + (f" || {field} == ''" if d.empty_is_unset else "")
+            unset = f"!has({field})" + (f" || {field} == {empty}" if d.empty_is_unset else "")
             if len(path) > 2:
                 # Under an object that exists: a default never creates its parents.
                 unset = f"{_has_chain('object.' + path[0], path[1:-1])} && ({unset})"
             pointer = "/" + "/".join(path)
+            if d.unless:
+                # Another field replaces the default: a policy patch only.
+                others = " && ".join(
+                    f"!has(object.{o})"
+                    if len(_path(o)) <= 2
+                    else f"!{_has_chain('object.' + _path(o)[0], _path(o)[1:])}"
+                    for o in d.unless
+                )
+                guarded = f"({unset})" if "||" in unset else unset
+                patch = f"{others} && {guarded} ? [JSONPatch{{op: 'add', path: '{pointer}', value: {literal}}}] : []"
+                return Default(d.id, d.summary or f"{path[-1]}: {literal}{also}", Where.MUTATING_POLICY, (patch,))
             patch = f"{unset} ? [JSONPatch{{op: 'add', path: '{pointer}', value: {literal}}}] : []"
             return Default(
                 d.id,
@@ -132,7 +229,7 @@ class Declarations:
             )
         path = _path(d.list)
         field = f"e.{d.field}"
-        unset = f"!has({field})" + (f" || {field} == ''" if d.empty_is_unset else "")
+        unset = f"!has({field})" + (f" || {field} == {empty}" if d.empty_is_unset else "")
         pointer = "/" + "/".join(path)
         if d.from_field:
             # Derived from another field of the entry: a policy patch only (a schema default is a constant).
@@ -152,16 +249,22 @@ class Declarations:
             )
         if isinstance(d.value, tuple):
             raise FormError(f"{d.id}: a tuple value is for a derived default (from_field)")
+        # A list below spec's own fields: a default never creates its parents.
+        there = f"has(object.{d.list})" if len(path) <= 2 else _has_chain("object." + path[0], path[1:])
+        if "." in d.field:
+            # A field of an object of the entry: set when that object exists.
+            unset = f"has(e.{d.field.split('.')[0]}) && ({unset})"
         patch = (
-            f"has(object.{d.list}) ? object.{d.list}.transformList(i, e, {unset}, "
-            f"JSONPatch{{op: 'add', path: '{pointer}/' + string(i) + '/{d.field}', value: {literal}}}) : []"
+            f"{there} ? object.{d.list}.transformList(i, e, {unset}, "
+            f"JSONPatch{{op: 'add', path: '{pointer}/' + string(i) + '/{d.field.replace('.', '/')}', "
+            f"value: {literal}}}) : []"
         )
         return Default(
             d.id,
-            f"each {d.entry}'s {d.field}: {_summary_value(d.value)}{also}",
+            d.summary or f"each {d.entry}'s {d.field}: {_summary_value(d.value)}{also}",
             Where.SCHEMA_DEFAULT,
             (patch,),
-            (Placement((*path, LIST_ITEMS, d.field), {"default": d.value}),),
+            (Placement((*path, LIST_ITEMS, *d.field.split(".")), {"default": d.value}),),
         )
 
     def _rule(self, d: Declaration) -> Rule:
@@ -188,12 +291,24 @@ class Declarations:
             return self._at_most_sum(d)
         if isinstance(d, Immutable):
             return self._immutable(d)
+        if isinstance(d, VOLCANO_FORMS):
+            return _volcano_rule(d)
         raise FormError(f"{d.id}: not a rule form")  # pragma: no cover - the union is exhaustive
 
     def _unique(self, d: UniqueBy) -> Rule:
         path = _path(d.list)
         summary = d.summary or f"{d.list}: each {d.key} once"
         default = self._item_default(d.list, d.key)
+        if not d.list_map and (default is None or not default.empty_is_unset):
+            # Each non-empty key once, by a CRD rule on the list (quadratic, bounded by its maxItems).
+            return Rule(
+                d.id,
+                summary,
+                Where.CRD_RULE,
+                (Produces(f"{d.list}[*].{d.key}", "DUPLICATE", apiserver_drops=2),),
+                (Placement(path, validation=unique_field(d.key, empty_counts=False)),),
+                why=AT_LIST,
+            )
         if default is None or not default.empty_is_unset:
             # A key the schema requires (or defaults) and that no default rereads: a list-map key,
             # which the apiserver checks in linear time and reports at the duplicate entry.
@@ -238,7 +353,7 @@ class Declarations:
             when_parent, when_name = when.path.rsplit(".", 1)
             if when_parent != parent:
                 raise FormError(f"{rule_id}: the condition {when.path} is not beside {roles_path}")
-            condition = f"(has(self.{when_name}) && self.{when_name} == {cel_string(when.value)})"
+            condition = f"(has(self.{when_name}) && self.{when_name} == {_literal(when.value)})"
         return _path(parent), f"self.{name}", condition
 
     def _required_roles(self, d: RequiredRoles) -> Rule:
@@ -410,9 +525,10 @@ class Declarations:
         """The body lines of the kind's generated check (``errors`` extended, in declaration order)."""
         lines = []
         for d in self.declared:
-            call = _python_call(d)
-            if call:
-                lines.append(f"    errors.extend({call})")
+            calls = [c for c in (_field_calls(d) if isinstance(d, FIELD_FORMS) else [_python_call(d)]) if c]
+            if calls:
+                lines.append(f"    if not only or {d.id!r} in only:")
+                lines += [f"        errors.extend({call})" for call in calls]
         return lines
 
     def python_default(self) -> list[str]:
@@ -422,17 +538,27 @@ class Declarations:
         done: set[str] = set()
         for d in self.declared:
             if isinstance(d, DefaultField):
-                lines.append(
-                    f"    obj = default_field(obj, recorder, {_path(d.path)!r}, {d.value!r}, {d.empty_is_unset!r})"
-                )
+                unless = f", unless={tuple(_path(o) for o in d.unless)!r}" if d.unless else ""
+                values = f"{_path(d.path)!r}, {d.value!r}, {d.empty_is_unset!r}{unless}"
+                lines += [
+                    f"    if not only or {d.id!r} in only:",
+                    f"        obj = default_field(obj, recorder, {values})",
+                ]
+            elif isinstance(d, VOLCANO_DEFAULT_FORMS):
+                lines += [f"    if not only or {d.id!r} in only:", f"        obj = {_volcano_default_call(d)}"]
             elif isinstance(d, DefaultItemField) and d.list not in done:
                 done.add(d.list)
-                fields = tuple(
-                    (o.field, o.value, o.empty_is_unset, o.from_field)
-                    for o in self.declared
-                    if isinstance(o, DefaultItemField) and o.list == d.list
-                )
-                lines.append(f"    obj = default_item_fields(obj, recorder, {_path(d.list)!r}, {fields!r})")
+                group = [o for o in self.declared if isinstance(o, DefaultItemField) and o.list == d.list]
+                fields = tuple((o.field, o.value, o.empty_is_unset, o.from_field) for o in group)
+                ids = tuple(o.id for o in group)
+                # No variable: mypy types each tuple literal as it is written (the compiled build).
+                lines += [
+                    "    if not only:",
+                    f"        obj = default_item_fields(obj, recorder, {_path(d.list)!r}, {fields!r})",
+                    f"    elif any(i in only for i in {ids!r}):",
+                    f"        obj = default_item_fields(obj, recorder, {_path(d.list)!r}, "
+                    f"tuple(f for i, f in zip({ids!r}, {fields!r}, strict=True) if i in only))",
+                ]
         return lines
 
     # --- cost ------------------------------------------------------------------------------------
@@ -441,11 +567,27 @@ class Declarations:
         """(id, the growth of its apiserver check in the list it reads) of each rule."""
         report = []
         for d in self.declared:
-            if isinstance(d, DefaultField | DefaultItemField | MaxItems | Immutable):
+            if isinstance(d, FIELD_FORMS):
+                report.append((d.id, _field_cost(d)))
+                continue
+            if isinstance(d, VOLCANO_DEFAULT_FORMS):
+                growth = "linear (policy patch)"
+            elif isinstance(d, DefaultField | DefaultItemField | MaxItems | Immutable):
                 growth = "constant" if not isinstance(d, DefaultItemField) else "linear (policy patch)"
+            elif isinstance(d, Unchanged):
+                growth = f"linear: each field, its lists walked by index (at most {d.entries[1]} entries)"
+            elif isinstance(d, FixedCount | Subdomain):
+                growth = "constant"
+            elif isinstance(d, FlagNamesEntry):
+                growth = f"linear in the arguments (at most {d.bound}) and the list"
+            elif isinstance(d, Acyclic):
+                growth = f"quadratic per round, {d.bound} rounds, bounded by {d.bound} entries"
             elif isinstance(d, UniqueBy):
                 default = self._item_default(d.list, d.key)
-                linear = default is None or not default.empty_is_unset
+                linear = (default is None or not default.empty_is_unset) and d.list_map
+                if not d.list_map and not (default is not None and default.empty_is_unset):
+                    report.append((d.id, "quadratic, bounded by the list's maxItems (CRD rule)"))
+                    continue
                 growth = "linear (list-map key)" if linear else f"quadratic, bounded by {len(d.among)} entries"
             else:
                 growth = "linear"
@@ -459,13 +601,19 @@ def _has_chain(variable: str, steps: Sequence[str]) -> str:
     return "(" + " && ".join(parts) + ")"
 
 
-def _summary_value(value: Scalar) -> str:
+def _empty(value: Scalar | tuple[str, ...]) -> str:
+    """CEL of what ``empty_is_unset`` reads as unset: the zero of the default's type ("" or 0), as a
+    Go webhook that cannot tell a zero from an absent field reads it."""
+    return "0" if isinstance(value, int) and not isinstance(value, bool) else "''"
+
+
+def _summary_value(value: Scalar | list[Scalar] | dict[str, Scalar]) -> str:
     if isinstance(value, bool):
         return "true" if value else "false"
     return str(value)
 
 
-def _when(when: When | None) -> tuple[tuple[str, ...], str] | None:
+def _when(when: When | None) -> tuple[tuple[str, ...], Scalar] | None:
     return None if when is None else (_path(when.path), when.value)
 
 
@@ -493,6 +641,8 @@ def _python_call(d: Declaration) -> str:
         )
     if isinstance(d, Immutable):
         return f"immutable(obj, old, {_path(d.path)!r}, {d.message!r})"
+    if isinstance(d, VOLCANO_FORMS):
+        return _volcano_call(d)
     return ""
 
 
@@ -515,14 +665,28 @@ def declared_module_text(kinds: Iterable[tuple[str, str, Declarations]]) -> str:
         *(
             f"    {name},"
             for name in (
+                "acyclic",
+                "at_most_one_of",
                 "at_most_sum",
                 "default_field",
+                "default_indexed",
                 "default_item_fields",
+                "default_sum",
+                "field_bound",
+                "fixed_count",
+                "flag_names_entry",
+                "forbidden_field",
                 "forbidden_roles",
                 "immutable",
+                "implied_keys",
+                "known_keys",
                 "max_items",
+                "required_field",
                 "required_roles",
                 "role_field_bound",
+                "string_field",
+                "subdomain",
+                "unchanged",
                 "unique_by",
             )
         ),
@@ -541,14 +705,19 @@ def declared_module_text(kinds: Iterable[tuple[str, str, Declarations]]) -> str:
         defaults = declarations.python_default()
         out += [
             "",
-            f"def default_{name}(obj: dict[str, Any], recorder: PatchRecorder) -> dict[str, Any]:",
-            f'    """{kind} ({group}): the declared defaults, in order."""',
+            f"def default_{name}(",
+            "    obj: dict[str, Any], recorder: PatchRecorder, only: tuple[str, ...] = ()",
+            ") -> dict[str, Any]:",
+            f'    """{kind} ({group}): the declared defaults, in order (``only``: these ids alone)."""',
             *defaults,
             "    return obj",
             "",
             "",
-            f"def validate_{name}(obj: dict[str, Any], old: dict[str, Any] | None) -> list[FieldError]:",
-            f'    """{kind} ({group}): the declared rules\' errors, in declaration order."""',
+            f"def validate_{name}(",
+            "    obj: dict[str, Any], old: dict[str, Any] | None, only: tuple[str, ...] = ()",
+            ") -> list[FieldError]:",
+            f'    """{kind} ({group}): the declared rules\' errors, in declaration order (``only``: of these ids'
+            ' alone, for a family whose hand-written rules report around them)."""',
             "    errors: list[FieldError] = []",
             *declarations.python_validate(),
             "    return errors",
@@ -562,4 +731,663 @@ def cost_report(kinds: Iterable[tuple[str, str, Declarations]]) -> list[str]:
     return [f"{kind} ({group}) {rule}: {growth}" for group, kind, d in kinds for rule, growth in d.cost()]
 
 
-__all__ = ["Declarations", "FormError", "cost_report", "declared_module_text"]
+# --- generic field forms ---------------------------------------------------------------------------
+#
+# A field form's path (``spec.tasks[*].name``, ``spec.tfReplicaSpecs{*}.restartPolicy``,
+# ``spec.pytorchReplicaSpecs[Master].replicas``) is cut in two: the scope, the steps to each object
+# the check runs on (through list items and map values: where its CRD rule or keyword sits), and
+# the target, the field (or map key) from there. A condition is read from the same object.
+
+# A DNS-1123 label or "" (an empty one is a RequiredField's to refuse, in its words), and what the
+# webhook says of one that is not (jobgate.rules.names.dns1123_label_problems).
+OPTIONAL_LABEL_PATTERN = "^([a-z0-9]([-a-z0-9]*[a-z0-9])?)?$"
+LABEL_PROBLEM = "^(" + re.escape(DNS1123_LABEL_MESSAGE) + "|must be no more than 63 )"
+
+_STEP = re.compile(r"\[\*\]|\{\*\}|\[[^\]*]+\]|[^.\[\]{}]+")
+WILDCARDS = ("[*]", "{*}")
+
+
+def field_steps(path: str) -> tuple[str, ...]:
+    """The steps of a field form's path: names, ``[*]``, ``{*}`` and ``[key]``."""
+    steps = tuple(_STEP.findall(path))
+    if not steps or _render(steps, dots=True) != path or steps[0].startswith(("[", "{")):
+        raise FormError(f"not a field path: {path!r}")
+    return steps
+
+
+def _is_key(step: str) -> bool:
+    return step.startswith("[") and step not in WILDCARDS
+
+
+def _render(steps: Sequence[str], *, dots: bool = False) -> str:
+    """The path as written (``dots``) or as the catalogue's ``Produces`` matches it (``[*]`` for both
+    wildcards)."""
+    out = ""
+    for step in steps:
+        if step in WILDCARDS:
+            out += step if dots else "[*]"
+        elif _is_key(step):
+            out += step
+        else:
+            out += ("." if out else "") + step
+    return out
+
+
+def _paths(d: FieldForm) -> tuple[str, ...]:
+    return (d.path,) if isinstance(d.path, str) else d.path
+
+
+class _Site:
+    """One path of a field form: where it sits (``scope``), the field from there (``target``), its
+    condition from there (``when``: steps, value)."""
+
+    def __init__(self, d: FieldForm, path: str) -> None:
+        steps = field_steps(path)
+        if steps[-1] in WILDCARDS:
+            raise FormError(f"{d.id}: {path} names every entry, not a field")
+        # AtMostOneOf names the object whose fields it counts: the check sits on it.
+        container = steps if isinstance(d, AtMostOneOf) else steps[:-1]
+        when = None if isinstance(d, AtMostOneOf) else d.when
+        when_steps = field_steps(when.path) if when is not None else None
+        common = container
+        if when_steps is not None:
+            common = tuple(a for a, _ in _takewhile_equal(container, when_steps[:-1]))
+        # A key is no place in the schema: the check sits on the map and reads the key.
+        keys = [i for i, s in enumerate(common) if _is_key(s)]
+        self.scope = common[: keys[0]] if keys else common
+        self.target = steps[len(self.scope) :]
+        self.when = None if when_steps is None or when is None else (when_steps[len(self.scope) :], when.value)
+        beyond = [*self.target, *(self.when[0] if self.when else ())]
+        if any(s in WILDCARDS for s in beyond):
+            raise FormError(f"{d.id}: the condition {when.path if when else ''} is out of the reach of {path}")
+        self.path = path
+        self.produced = _render(steps)
+
+    @property
+    def location(self) -> tuple[str, ...]:
+        return tuple({"[*]": LIST_ITEMS, "{*}": MAP_VALUES}.get(s, s) for s in self.scope)
+
+    @property
+    def plain(self) -> bool:
+        """A single field of the scope's object, no condition: a schema keyword can say it."""
+        return self.when is None and len(self.target) == 1 and not _is_key(self.target[0])
+
+    def python(self) -> str:
+        return f"scope={self.scope!r}, target={self.target!r}, when={self.when!r}"
+
+    # CEL from the scope's object (self).
+    def at(self, steps: Sequence[str]) -> str:
+        out = "self"
+        for step in steps:
+            out += f"[{cel_string(step[1:-1])}]" if _is_key(step) else f".{step}"
+        return out
+
+    def present(self, steps: Sequence[str]) -> str:
+        """CEL true when every step is there (the field, or the map's key)."""
+        checks = []
+        for i, step in enumerate(steps):
+            checks.append(
+                f"{cel_string(step[1:-1])} in {self.at(steps[:i])}"
+                if _is_key(step)
+                else f"has({self.at(steps[: i + 1])})"
+            )
+        return " && ".join(checks) or "true"
+
+    def is_set(self) -> str:
+        """CEL true when the target is there, its parent known to be (the guard says so)."""
+        last = self.target[-1]
+        if _is_key(last):
+            return f"{cel_string(last[1:-1])} in {self.at(self.target[:-1])}"
+        return f"has({self.at(self.target)})"
+
+    def guard(self) -> str:
+        """CEL true when the check does not apply: the condition fails or the field's parent is not there."""
+        parts = []
+        if self.when is not None:
+            steps, value = self.when
+            parts.append(f"!({self.present(steps)} && {self.at(steps)} == {_literal(value)})")
+        if len(self.target) > 1:
+            parts.append(f"!({self.present(self.target[:-1])})")
+        return " || ".join(parts)
+
+    def field_path(self) -> str:
+        return "".join(f"[{cel_string(s[1:-1])}]" if _is_key(s) else f".{s}" for s in self.target)
+
+    def validation(self, holds: str, message: str, reason: str = "") -> Validation:
+        guard = self.guard()
+        return Validation(
+            rule=f"{guard} || {holds}" if guard else holds, message=message, field_path=self.field_path(), reason=reason
+        )
+
+
+def _takewhile_equal(a: Sequence[str], b: Sequence[str]) -> list[tuple[str, str]]:
+    out = []
+    for x, y in zip(a, b, strict=False):
+        if x != y:
+            break
+        out.append((x, y))
+    return out
+
+
+def _needs_message(d: FieldForm, site: _Site) -> None:
+    if not d.message:
+        raise FormError(f"{d.id}: {site.path} needs a CRD rule (a condition, a map key), which needs a message")
+
+
+def _field_parts(d: FieldForm) -> tuple[list[Produces], list[Placement], bool]:
+    """(Produces, placements, whether any is a CRD rule) of one field declaration."""
+    produces: list[Produces] = []
+    placements: list[Placement] = []
+    crd_rule = False
+    for path in _paths(d):
+        site = _Site(d, path)
+        field = site.at(site.target)
+        if isinstance(d, AtMostOneOf):
+            holder = site.at(site.target)
+            count = " + ".join(
+                f"({cel_string(f[1:-1])} in {holder} ? 1 : 0)" if _is_key(f) else f"(has({holder}.{f}) ? 1 : 0)"
+                for f in d.fields
+            )
+            there = site.present(site.target) if site.target else ""
+            holds = f"{count} <= 1"
+            produces.append(Produces(site.produced, "FORBIDDEN", _exact(d.message)))
+            placements.append(
+                Placement(
+                    site.location,
+                    validation=Validation(
+                        rule=f"!({there}) || {holds}" if there else holds,
+                        message=d.message,
+                        field_path=site.field_path(),
+                        reason="FieldValueForbidden",
+                    ),
+                )
+            )
+        elif isinstance(d, RequiredField):
+            if site.plain and not d.message and not d.empty_is_unset:
+                produces.append(Produces(site.produced, "REQUIRED", "^$"))
+                placements.append(Placement(site.location, {"required": [site.target[0]]}))
+                continue
+            _needs_message(d, site)
+            holds = f"{site.is_set()} && {field} != ''" if d.empty_is_unset else site.is_set()
+            produces.append(Produces(site.produced, "REQUIRED", _exact(d.message)))
+            placements.append(
+                Placement(site.location, validation=site.validation(holds, d.message, "FieldValueRequired"))
+            )
+        elif isinstance(d, ForbiddenField):
+            _needs_message(d, site)
+            absent = f"!{site.is_set()}"
+            holds = f"{absent} || {field} == ''" if d.empty_is_unset else absent
+            produces.append(Produces(site.produced, "FORBIDDEN", _exact(d.message)))
+            placements.append(
+                Placement(site.location, validation=site.validation(holds, d.message, "FieldValueForbidden"))
+            )
+        elif isinstance(d, FieldBound):
+            if d.minimum is None and d.maximum is None:
+                raise FormError(f"{d.id}: a bound needs a minimum or a maximum")
+            if site.plain and not d.message:
+                bounds = {k: v for k, v in (("minimum", d.minimum), ("maximum", d.maximum)) if v is not None}
+                produces.append(
+                    Produces(site.produced, "INVALID", "^.* in body should be (greater|less) than or equal to ")
+                )
+                placements.append(Placement((*site.location, site.target[0]), bounds))
+                continue
+            _needs_message(d, site)
+            checks = [f"{field} >= {d.minimum}"] if d.minimum is not None else []
+            checks += [f"{field} <= {d.maximum}"] if d.maximum is not None else []
+            if d.minimum is not None and d.minimum == d.maximum:
+                checks = [f"{field} == {d.minimum}"]
+            holds = f"!{site.is_set()} || " + " && ".join(checks)
+            produces.append(Produces(site.produced, "INVALID", _exact(d.message)))
+            placements.append(Placement(site.location, validation=site.validation(holds, d.message)))
+        else:
+            if d.label:
+                if d.pattern or d.enum or d.min_length is not None or d.max_length is not None or d.message:
+                    raise FormError(f"{d.id}: a label says its own pattern, length and words")
+                if not site.plain:
+                    raise FormError(f"{d.id}: a label is checked by schema keywords: a field, no condition")
+                produces.append(Produces(site.produced, "INVALID", LABEL_PROBLEM))
+                placements.append(
+                    Placement(
+                        (*site.location, site.target[0]),
+                        {"pattern": OPTIONAL_LABEL_PATTERN, "maxLength": LABEL_MAX_LENGTH},
+                    )
+                )
+                continue
+            if not (d.pattern or d.enum or d.min_length is not None or d.max_length is not None):
+                raise FormError(f"{d.id}: a string form needs a pattern, a length or values")
+            if site.plain and not d.message:
+                keywords: dict[str, object] = {}
+                if d.pattern:
+                    keywords["pattern"] = d.pattern
+                    produces.append(Produces(site.produced, "INVALID", "^.* in body should match "))
+                if d.min_length is not None:
+                    keywords["minLength"] = d.min_length
+                    produces.append(Produces(site.produced, "INVALID", "^.* in body should be at least "))
+                if d.max_length is not None:
+                    keywords["maxLength"] = d.max_length
+                    produces.append(Produces(site.produced, "TOO_LONG"))
+                if d.enum:
+                    keywords["enum"] = list(d.enum)
+                    produces.append(Produces(site.produced, "NOT_SUPPORTED"))
+                placements.append(Placement((*site.location, site.target[0]), keywords))
+                continue
+            _needs_message(d, site)
+            checks = [f"size({field}) <= {d.max_length}"] if d.max_length is not None else []
+            checks += [f"size({field}) >= {d.min_length}"] if d.min_length is not None else []
+            checks += [f"{field}.matches({cel_raw_string(d.pattern)})"] if d.pattern else []
+            checks += [f"{field} in {cel_list(d.enum)}"] if d.enum else []
+            holds = f"!{site.is_set()} || " + " && ".join(checks)
+            produces.append(Produces(site.produced, "INVALID", _exact(d.message)))
+            placements.append(Placement(site.location, validation=site.validation(holds, d.message)))
+        crd_rule = True
+    return produces, placements, crd_rule
+
+
+def _field_rule(parts: Sequence[FieldForm]) -> Rule:
+    """The rule of the field declarations that share an id (in declaration order)."""
+    produces: list[Produces] = []
+    placements: list[Placement] = []
+    crd_rule = False
+    for d in parts:
+        p, q, c = _field_parts(d)
+        produces += p
+        placements += q
+        crd_rule = crd_rule or c
+    first = parts[0]
+    return Rule(
+        first.id,
+        first.summary,
+        Where.CRD_RULE if crd_rule else Where.SCHEMA,
+        tuple(produces),
+        tuple(placements),
+        why=next((d.why for d in parts if d.why), ""),
+    )
+
+
+def _field_calls(d: FieldForm) -> list[str]:
+    """The Python check of a field declaration: one call per path."""
+    calls = []
+    for path in _paths(d):
+        site = _Site(d, path)
+        where = site.python()
+        if isinstance(d, AtMostOneOf):
+            where = f"scope={site.scope!r}, target={site.target!r}"
+            calls.append(f"at_most_one_of(obj, {where}, fields={d.fields!r}, message={d.message!r})")
+        elif isinstance(d, RequiredField | ForbiddenField):
+            function = "required_field" if isinstance(d, RequiredField) else "forbidden_field"
+            calls.append(f"{function}(obj, {where}, empty_is_unset={d.empty_is_unset!r}, message={d.message!r})")
+        elif isinstance(d, FieldBound):
+            calls.append(f"field_bound(obj, {where}, bounds={(d.minimum, d.maximum)!r}, message={d.message!r})")
+        else:
+            calls.append(
+                f"string_field(obj, {where}, pattern={d.pattern!r}, lengths={(d.min_length, d.max_length)!r}, "
+                f"enum={d.enum!r}, message={d.message!r}, label={d.label!r})"
+            )
+    return calls
+
+
+def _field_cost(d: FieldForm) -> str:
+    sites = [_Site(d, p) for p in _paths(d)]
+    keyword = all(s.plain for s in sites) and not d.message and not getattr(d, "empty_is_unset", False)
+    if keyword and not isinstance(d, ForbiddenField | AtMostOneOf):
+        return "constant (schema keyword)"
+    each = " on each entry" if any(s in WILDCARDS for site in sites for s in site.scope) else ""
+    if isinstance(d, StringField) and d.pattern:
+        return f"linear in the string's length (CRD rule{each})"
+    return f"constant (CRD rule{each})"
+
+
+# --- forms only Volcano's rules use (jobgate/rules/forms.py's last block) ---------------------------
+
+CREATE_ONLY = "oldSelf.hasValue() || "
+ITEM_NOT_NAMED = "reported at the list (a rule on a list cannot name the item)"
+
+
+def _create_only(rule: str, create_only: bool) -> str:
+    """CEL of ``rule`` on CREATE and true on UPDATE (with ``optionalOldSelf``), or ``rule``."""
+    return CREATE_ONLY + "(" + rule + ")" if create_only else rule
+
+
+def _split(message: str, field: str) -> tuple[str, str]:
+    """The words of a message before and after its ``{field}``."""
+    before, _, after = message.partition("{" + field + "}")
+    return before, after
+
+
+def _volcano_rule(d: Acyclic | KnownKeys | FixedCount | Subdomain | FlagNamesEntry | Unchanged) -> Rule:
+    if isinstance(d, Acyclic):
+        return _acyclic(d)
+    if isinstance(d, Unchanged):
+        return _unchanged(d)
+    if isinstance(d, FlagNamesEntry):
+        return _flag_names_entry(d)
+    if isinstance(d, KnownKeys):
+        return _known_keys(d)
+    if isinstance(d, FixedCount):
+        parent, name = d.path.rsplit(".", 1)
+        count = "(has({v}.{n}) ? size({v}.{n}) : 0)"
+        return Rule(
+            d.id,
+            d.summary,
+            Where.TRANSITION,
+            (Produces(d.path, "FORBIDDEN", _exact(d.message)),),
+            (
+                Placement(
+                    _path(parent),
+                    validation=Validation(
+                        rule=f"{count.format(v='self', n=name)} == {count.format(v='oldSelf', n=name)}",
+                        message=d.message,
+                        field_path=f".{name}",
+                        reason="FieldValueForbidden",
+                    ),
+                ),
+            ),
+        )
+    return _subdomain(d)
+
+
+def _acyclic(d: Acyclic) -> Rule:
+    """Kahn's algorithm in at most ``bound`` rounds: round k keeps the names of the entries whose
+    dependencies are all among the names of round k-1. CEL of 1.30 has no cel.bind: each round's
+    list is bound to a variable as the one item of a list (``[x].all(s, ...)``), so that it is
+    computed once, not once per use."""
+    parent, name = d.list.rsplit(".", 1)
+    items, depends = f"self.{name}", f"t.{d.depends}"
+    steps = d.depends.split(".")
+    deps = " && ".join(f"has(t.{'.'.join(steps[: i + 1])})" for i in range(len(steps)))
+    key = f"(has(t.{d.key}) ? t.{d.key} : '')"
+
+    def sortable(names: str) -> str:
+        return f"!({deps} && ({key} in {depends} || {depends}.exists(d, !(d in {names}))))"
+
+    expression = f"{items}.all(t, {sortable(f's{d.bound}')})"
+    for k in range(d.bound, 0, -1):
+        previous = "[]" if k == 1 else f"s{k - 1}"
+        expression = f"[{items}.filter(t, {sortable(previous)}).map(t, {key})].all(s{k}, {expression})"
+    missing = f"!{items}.exists(u, has(u.{d.key}) && u.{d.key} == d)"
+    first_missing = (
+        f"{items}.map(t, {deps} && {depends}.exists(d, {missing}) ? "
+        f"{depends}.filter(d, {missing})[0] : '').filter(n, n != '')"
+    )
+    message = cel_string(d.message)
+    if d.missing:
+        before, after = _split(d.missing, "names")
+        message += (
+            f" + (size({first_missing}) > 0 ? {cel_string(before)} + {first_missing}[0] + {cel_string(after)} : '')"
+        )
+    return Rule(
+        d.id,
+        d.summary,
+        Where.CRD_RULE,
+        (Produces(f"{d.list}[*].{d.depends}", "INVALID", "^" + _escape(d.message), apiserver_drops=1 + len(steps)),),
+        (
+            Placement(
+                _path(parent),
+                validation=Validation(
+                    rule=_create_only(f"!has({items}) || {expression}", d.create_only),
+                    message_expression=message,
+                    field_path=f".{name}",
+                    optional_old_self=d.create_only,
+                ),
+            ),
+        ),
+        why=d.why or ITEM_NOT_NAMED,
+    )
+
+
+def _known_keys(d: KnownKeys) -> Rule:
+    known = cel_list(d.keys)
+    before, after = _split(d.message, "key")
+    shown = cel_string(before) + " + self.filter(k, !(k in " + known + "))[0]"
+    if after:
+        shown += " + " + cel_string(after)
+    return Rule(
+        d.id,
+        d.summary,
+        Where.CRD_RULE,
+        (Produces(f"{d.path}[*]", "INVALID", "^" + _escape(before), apiserver_drops=1),),
+        (
+            # Each known key once at most: the bound the CEL cost estimate needs.
+            Placement(_path(d.path), {"maxProperties": len(d.keys)}),
+            Placement(
+                _path(d.path), validation=Validation(rule=f"self.all(k, k in {known})", message_expression=shown)
+            ),
+        ),
+        why=d.why or "reported at the map (a rule on a map cannot name the key)",
+    )
+
+
+def _subdomain(d: Subdomain) -> Rule:
+    parent, name = d.path.rsplit(".", 1)
+    field = f"self.{name}"
+    unset = f"!has({field}) || {field} == '' || "
+    too_long = max_length_message(SUBDOMAIN_MAX_LENGTH)
+    checks = (
+        (f"size({field}) <= {SUBDOMAIN_MAX_LENGTH}", too_long),
+        (f"{field}.matches({cel_raw_string('^' + DNS1123_SUBDOMAIN + '$')})", DNS1123_SUBDOMAIN_MESSAGE),
+    )
+    return Rule(
+        d.id,
+        d.summary,
+        Where.CRD_RULE,
+        (Produces(d.path, "INVALID", f"^({_escape(too_long)}|{_escape(DNS1123_SUBDOMAIN_MESSAGE)})$"),),
+        tuple(
+            Placement(
+                _path(parent),
+                validation=Validation(
+                    rule=_create_only(unset + rule, d.create_only),
+                    message=message,
+                    field_path=f".{name}",
+                    optional_old_self=d.create_only,
+                ),
+            )
+            for rule, message in checks
+        ),
+        why=d.why,
+    )
+
+
+def _flag_names_entry(d: FlagNamesEntry) -> Rule:
+    """CEL of 1.30 has no index in a comprehension: the arguments are walked by the literal list of
+    the indexes their maxItems allows, and the first that sets the flag is bound by its index
+    (``[ps[0]].all(p, ...)``): an integer, which the cost estimator sizes."""
+    parent, map_name = d.map.rsplit(".", 1)
+    list_parent, list_name = d.list.rsplit(".", 1)
+    if parent != list_parent:
+        raise FormError(f"{d.id}: {d.map} and {d.list} are not beside each other")
+    args = f"self.{map_name}[{cel_string(d.name)}]"
+    with_value = cel_raw_string(f"^-+{d.flag}=")
+    bare = cel_raw_string(f"^-+{d.flag}$")
+    indexes = "[" + ", ".join(str(i) for i in range(d.bound)) + "]"
+    sets = (
+        f"p < size({args}) && ({args}[p].matches({with_value}) || ({args}[p].matches({bare}) && p + 1 < size({args})))"
+    )
+    value = f"({args}[p].matches({with_value}) ? {args}[p].substring({args}[p].indexOf('=') + 1) : {args}[p + 1])"
+    default = cel_string(d.default)
+    chosen = f"({value} == '' ? {default} : {value})"
+
+    def named(name: str) -> str:
+        items = f"self.{list_name}"
+        return f"(has({items}) && {items}.exists(t, has(t.{d.key}) && t.{d.key} == {name}))"
+
+    rule = (
+        f"!has(self.{map_name}) || !({cel_string(d.name)} in self.{map_name}) || [{indexes}.filter(p, {sets})]"
+        f".all(ps, size(ps) == 0 ? {named(default)} : [ps[0]].all(p, {named(chosen)}))"
+    )
+    return Rule(
+        d.id,
+        d.summary,
+        Where.CRD_RULE,
+        (Produces(f"{d.map}[{d.name}]", "INVALID", _exact(d.message)),),
+        (
+            Placement(
+                _path(parent),
+                validation=Validation(
+                    rule=_create_only(rule, d.create_only),
+                    message=d.message,
+                    field_path=f".{map_name}[{cel_string(d.name)}]",
+                    optional_old_self=d.create_only,
+                ),
+            ),
+        ),
+        why=d.why,
+    )
+
+
+def _patch(path: str, value: str) -> str:
+    return f"JSONPatch{{op: 'add', path: {path}, value: {value}}}"
+
+
+def _volcano_default(d: DefaultIndexed | DefaultSum | ImpliedKeys) -> Default:
+    """A policy patch each: no schema default says any of them."""
+    if isinstance(d, DefaultIndexed):
+        parent = "object." + d.list.rsplit(".", 1)[0]
+        items = f"object.{d.list}"
+        unset = f"!has(e.{d.field})" + (f" || e.{d.field} == ''" if d.empty_is_unset else "")
+        pointer = cel_string("/" + d.list.replace(".", "/") + "/") + f" + string(i) + {cel_string('/' + d.field)}"
+        patch = (
+            f"has({parent}) && has({items}) ? {items}.transformList(i, e, {unset}, "
+            f"{_patch(pointer, cel_string(d.prefix) + ' + string(i)')}) : []"
+        )
+        return Default(d.id, d.summary, Where.MUTATING_POLICY, (patch,))
+    if isinstance(d, DefaultSum):
+        parent = d.path.rsplit(".", 1)[0]
+        items = f"object.{d.list}"
+        field = f"object.{d.path}"
+        total = f"{items}.map(t, has(t.{d.field}) ? t.{d.field} : 0).sum()"
+        unset = f"!has({field})" + (f" || ({field} == 0 && {total} != 0)" if d.empty_is_unset else "")
+        patch = (
+            f"has(object.{parent}) && has({items}) && ({unset}) ? "
+            f"[{_patch(cel_string('/' + d.path.replace('.', '/')), total)}] : []"
+        )
+        return Default(d.id, d.summary, Where.MUTATING_POLICY, (patch,))
+    # ImpliedKeys: the implied keys in order of their names, each when a key that implies it is there.
+    found = f"object.{d.path}"
+    implied = sorted({k for _, keys in d.implies for k in keys})
+    needs = {k: " || ".join(f"{cel_string(f)} in {found}" for f, keys in d.implies if k in keys) for k in implied}
+    missing = " + ".join(
+        f"(!({cel_string(k)} in {found}) && ({needs[k]}) ? "
+        f"[{_patch(cel_string('/' + d.path.replace('.', '/') + '/' + k), '[]')}] : [])"
+        for k in implied
+    )
+    parent = "object." + d.path.rsplit(".", 1)[0]
+    return Default(d.id, d.summary, Where.MUTATING_POLICY, (f"has({parent}) && has({found}) ? {missing} : []",))
+
+
+def _volcano_default_call(d: DefaultIndexed | DefaultSum | ImpliedKeys) -> str:
+    if isinstance(d, DefaultIndexed):
+        return (
+            f"default_indexed(obj, recorder, {_path(d.list)!r}, field={d.field!r}, prefix={d.prefix!r}, "
+            f"empty_is_unset={d.empty_is_unset!r})"
+        )
+    if isinstance(d, DefaultSum):
+        return (
+            f"default_sum(obj, recorder, {_path(d.path)!r}, items_path={_path(d.list)!r}, field={d.field!r}, "
+            f"empty_is_unset={d.empty_is_unset!r})"
+        )
+    return f"implied_keys(obj, recorder, {_path(d.path)!r}, {d.implies!r})"
+
+
+def _same(a: str, b: str, path: str, *, non_empty: bool = False) -> str:
+    """CEL true when the field at ``path`` is set (``non_empty``: and not empty) in both and equal,
+    or in neither."""
+    steps = path.split(".")
+    set_a, set_b = _has_chain(a, steps), _has_chain(b, steps)
+    if non_empty:
+        set_a, set_b = f"({set_a} && size({a}.{path}) > 0)", f"({set_b} && size({b}.{path}) > 0)"
+    return f"({set_a} == {set_b} && (!{set_a} || {a}.{path} == {b}.{path}))"
+
+
+def _indexes(bound: int) -> str:
+    """CEL of 1.30 has no lists.range(): the literal list of every index a list's maxItems allows."""
+    return "[" + ", ".join(str(i) for i in range(bound)) + "]"
+
+
+def _same_shape(shape: Shape, a: str, b: str) -> str:
+    """CEL true when ``a`` and ``b`` are the same as ``shape`` compares them."""
+    if isinstance(shape, Same):
+        return _same(a, b, shape.field, non_empty=shape.non_empty)
+    if isinstance(shape, SameAll):
+        joined = " && ".join(_same_shape(part, a, b) for part in shape.parts)
+        return f"({joined})" if shape.parens else joined
+    if isinstance(shape, SameUnlessBoth):
+        return f"((has({a}.{shape.both}) && has({b}.{shape.both})) || {_same(a, b, shape.field)})"
+    # Two lists (empty and unset alike) of the same length, the same at each index (a variable
+    # distinct from any enclosing one).
+    list_a, list_b, index = f"{a}.{shape.field}", f"{b}.{shape.field}", shape.field[0] + "i"
+    size_a, size_b = f"(has({list_a}) ? size({list_a}) : 0)", f"(has({list_b}) ? size({list_b}) : 0)"
+    item = _same_shape(shape.item, f"{list_a}[{index}]", f"{list_b}[{index}]")
+    return (
+        f"({size_a} == {size_b} && ({size_a} == 0 || "
+        f"{_indexes(shape.bound)}.all({index}, {index} >= {size_a} || {item})))"
+    )
+
+
+def _unchanged(d: Unchanged) -> Rule:
+    """A transition rule on the object per field it compares, and per field of its list's entries
+    (when they are as many: else the count is reported)."""
+    name, bound, entry_fields = d.entries
+    count = "(has({v}.{n}) ? size({v}.{n}) : 0)"
+    same_count = f"{count.format(v='self', n=name)} == {count.format(v='oldSelf', n=name)}"
+    index = name[0] + "i"
+    rules = [(field, _same_shape(shape, "self", "oldSelf")) for field, shape in d.fields]
+    rules += [
+        (
+            name,
+            f"!({same_count}) || !has(self.{name}) || {_indexes(bound)}.all({index}, {index} >= size(self.{name}) || "
+            f"({_same_shape(shape, f'self.{name}[{index}]', f'oldSelf.{name}[{index}]')}))",
+        )
+        for _, shape in entry_fields
+    ]
+    # The webhook names the changed field down to ``depth`` levels below the object; the apiserver
+    # names the object's field: as many segments fewer.
+    shapes = ["*" + "".join(rest) for n in range(d.depth) for rest in itertools.product((".*", "[*]"), repeat=n)]
+    return Rule(
+        d.id,
+        d.summary,
+        Where.TRANSITION,
+        tuple(
+            Produces(
+                f"{d.path}.{shape}", "FORBIDDEN", _exact(d.message), apiserver_drops=shape.count(".") + shape.count("[")
+            )
+            for shape in shapes
+        ),
+        tuple(
+            Placement(
+                _path(d.path),
+                validation=Validation(
+                    rule=rule, message=d.message, field_path=f".{field}", reason="FieldValueForbidden"
+                ),
+            )
+            for field, rule in rules
+        ),
+        why=d.why,
+    )
+
+
+def _volcano_call(d: Acyclic | KnownKeys | FixedCount | Subdomain | FlagNamesEntry | Unchanged) -> str:
+    if isinstance(d, Acyclic):
+        return (
+            f"acyclic(obj, old, path={_path(d.list)!r}, key={d.key!r}, depends={_path(d.depends)!r}, "
+            f"message={d.message!r}, missing={d.missing!r}, create_only={d.create_only!r})"
+        )
+    if isinstance(d, KnownKeys):
+        return f"known_keys(obj, {_path(d.path)!r}, {d.keys!r}, {d.message!r})"
+    if isinstance(d, FixedCount):
+        return f"fixed_count(obj, old, {_path(d.path)!r}, {d.message!r})"
+    if isinstance(d, Unchanged):
+        return (
+            f"unchanged(obj, old, path={_path(d.path)!r}, mutable={d.mutable!r}, "
+            f"mutable_entries={d.mutable_entries!r}, written={d.written!r}, maps={d.maps!r}, depth={d.depth!r}, "
+            f"counted={d.counted!r}, message={d.message!r})"
+        )
+    if isinstance(d, FlagNamesEntry):
+        return (
+            f"flag_names_entry(obj, old, map_path={_path(d.map)!r}, name={d.name!r}, flag={d.flag!r}, "
+            f"default={d.default!r}, items_path={_path(d.list)!r}, key={d.key!r}, message={d.message!r}, "
+            f"create_only={d.create_only!r})"
+        )
+    return f"subdomain(obj, old, {_path(d.path)!r}, {d.create_only!r})"
+
+
+__all__ = ["Declarations", "FormError", "cost_report", "declared_module_text", "field_steps"]

@@ -13,13 +13,32 @@ field errors in a stable order and ignores values of the wrong type (the schema 
 
 from __future__ import annotations
 
-from jobgate.engine.fielderrors import FieldError, duplicate, forbidden, invalid, required, too_many
+import sys
+
+from jobgate.engine.fielderrors import (
+    FieldError,
+    Key,
+    duplicate,
+    forbidden,
+    invalid,
+    not_supported,
+    render_path,
+    required,
+    too_long,
+    too_many,
+)
 from jobgate.engine.jsonpatch import PatchRecorder
 from jobgate.rules.jobmeta import as_int
+from jobgate.rules.names import dns1123_label_problems, dns1123_subdomain_problems, is_dns1123_label
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING, without importing typing at run time (start-up)
 if TYPE_CHECKING:
     from typing import Any
+
+    from jobgate.engine.fielderrors import FieldPath
+
+    FieldSteps = tuple[str, ...]
+    Condition = tuple[tuple[str, ...], Any]
 
 MISSING: Any = object()
 
@@ -34,7 +53,7 @@ def get(obj: Any, path: tuple[str, ...]) -> Any:
     return value
 
 
-def holds(obj: Any, when: tuple[tuple[str, ...], str] | None) -> bool:
+def holds(obj: Any, when: tuple[tuple[str, ...], Any] | None) -> bool:
     """A rule's condition: the field at ``when[0]`` equals ``when[1]`` (None: always)."""
     return when is None or get(obj, when[0]) == when[1]
 
@@ -60,14 +79,21 @@ def _first_of_each(items: list[tuple[int, dict[str, Any]]], key: str, among: tup
 
 
 def default_field(
-    obj: dict[str, Any], recorder: PatchRecorder, path: tuple[str, ...], value: Any, empty_is_unset: bool
+    obj: dict[str, Any],
+    recorder: PatchRecorder,
+    path: tuple[str, ...],
+    value: Any,
+    empty_is_unset: bool,
+    *,
+    unless: tuple[tuple[str, ...], ...] = (),
 ) -> dict[str, Any]:
-    """``DefaultField``: the field at ``path`` (under an object that exists) set when unset."""
+    """``DefaultField``: the field at ``path`` (under an object that exists) set when unset, and
+    when none of the fields ``unless`` names is set."""
     parent = get(obj, path[:-1])
-    if not isinstance(parent, dict):
+    if not isinstance(parent, dict) or any(get(obj, other) not in (MISSING, None) for other in unless):
         return obj
     given = parent.get(path[-1])
-    if not (given is None or (empty_is_unset and given == "")):
+    if not (given is None or (empty_is_unset and _is_empty(given, value))):
         return obj
     copied = dict(parent)
     recorder.set(copied, path[-1], value, "/" + "/".join(path[:-1]))
@@ -89,17 +115,35 @@ def default_item_fields(
         if isinstance(given, dict):
             item = dict(given)
             for field, value, empty_is_unset, from_field in fields:
-                current = item.get(field)
-                if not (current is None or (empty_is_unset and current == "")):
+                holder, name, at = item, field, f"{pointer}/{index}"
+                if "." in field:
+                    # A field of an object of the entry: set when that object exists (copied, then).
+                    outer, name = field.split(".", 1)
+                    if not isinstance(item.get(outer), dict):
+                        continue
+                    holder = item[outer] = dict(item[outer])
+                    at = f"{at}/{outer}"
+                current = holder.get(name)
+                if not (current is None or (empty_is_unset and _is_empty(current, value))):
                     continue
                 if not from_field:
-                    recorder.set(item, field, value, f"{pointer}/{index}")
+                    # A list or object value is each entry's own (the patch writes it once per entry too).
+                    own = list(value) if isinstance(value, list) else dict(value) if isinstance(value, dict) else value
+                    recorder.set(holder, name, own, at)
                     continue
-                source = item.get(from_field)
+                source = holder.get(from_field)
                 if isinstance(source, str) and source in value:
-                    recorder.set(item, field, source, f"{pointer}/{index}")
+                    recorder.set(holder, name, source, at)
         defaulted.append(item)
     return _replaced(obj, path, defaulted)
+
+
+def _is_empty(given: Any, value: Any) -> bool:
+    """What ``empty_is_unset`` reads as unset: the zero of the default's type, "" or 0 (0.0 too: the
+    same number in JSON), as a Go webhook that cannot tell a zero from an absent field reads it."""
+    if isinstance(value, int) and not isinstance(value, bool):
+        return as_int(given) == 0
+    return bool(given == "")
 
 
 def _replaced(obj: dict[str, Any], path: tuple[str, ...], value: Any) -> dict[str, Any]:
@@ -148,7 +192,7 @@ def required_roles(
     key: str,
     among: tuple[str, ...],
     roles: tuple[str, ...],
-    when: tuple[tuple[str, ...], str] | None,
+    when: tuple[tuple[str, ...], Any] | None,
     message: str,
 ) -> list[FieldError]:
     """``RequiredRoles``: when ``when`` holds, an entry of each of ``roles``; reported at the list."""
@@ -166,7 +210,7 @@ def forbidden_roles(
     key: str,
     among: tuple[str, ...],
     roles: tuple[str, ...],
-    when: tuple[tuple[str, ...], str] | None,
+    when: tuple[tuple[str, ...], Any] | None,
     message: str,
 ) -> list[FieldError]:
     """``ForbiddenRoles``: when ``when`` holds, no entry of ``roles``; reported at the first entry's key."""
@@ -187,7 +231,7 @@ def role_field_bound(
     field: str,
     bounds: tuple[int | None, int | None],
     every: bool,
-    when: tuple[tuple[str, ...], str] | None,
+    when: tuple[tuple[str, ...], Any] | None,
     message: str,
 ) -> list[FieldError]:
     """``RoleFieldBound``: an integer field of the role's entry (of each, with ``every``) within
@@ -244,3 +288,466 @@ def immutable(obj: Any, old: Any, path: tuple[str, ...], message: str) -> list[F
     new_value = None if new_value is MISSING else new_value
     old_value = None if old_value is MISSING else old_value
     return [forbidden(path, message)] if new_value != old_value else []
+
+
+# --- generic field forms -------------------------------------------------------------------------
+#
+# A field form's path comes compiled as (scope, target, when): ``scope`` the steps to each object
+# it checks (through ``[*]``, every list item, and ``{*}``, every map value), ``target`` the steps
+# from there to the field (a field name, or ``[key]`` for one key of a map), ``when`` the condition
+# read from the same object (steps, value) or None.
+
+
+def _segment(step: str) -> str:
+    """A target step as a field path segment: ``[key]`` is a map key."""
+    return Key(step[1:-1]) if step.startswith("[") else step
+
+
+def _scoped(obj: Any, scope: FieldSteps, when: Condition | None) -> list[tuple[FieldPath, Any]]:
+    """(field path, object) of each object ``scope`` reaches (list items and map values expanded in
+    order) where the condition holds."""
+    reached: list[tuple[FieldPath, Any]] = [((), obj)]
+    for step in scope:
+        found: list[tuple[FieldPath, Any]] = []
+        for path, value in reached:
+            if step == "[*]":
+                if isinstance(value, list):
+                    found.extend(((*path, index), item) for index, item in enumerate(value))
+            elif step == "{*}":
+                if isinstance(value, dict):
+                    found.extend(((*path, Key(name)), item) for name, item in value.items())
+            elif isinstance(value, dict) and _segment(step) in value:
+                found.append(((*path, _segment(step)), value[_segment(step)]))
+        reached = found
+    return [(path, value) for path, value in reached if isinstance(value, dict) and _condition(value, when)]
+
+
+def _condition(node: dict[str, Any], when: Condition | None) -> bool:
+    if when is None:
+        return True
+    steps, expected = when
+    return get(node, tuple(_segment(s) for s in steps)) == expected
+
+
+def _targets(obj: Any, scope: FieldSteps, target: FieldSteps, when: Condition | None) -> list[tuple[FieldPath, Any]]:
+    """(field path, value or MISSING) of the target field under each object of the scope whose
+    target's parent exists (None, which the apiserver drops, is MISSING)."""
+    segments = tuple(_segment(s) for s in target)
+    out = []
+    for path, node in _scoped(obj, scope, when):
+        parent = get(node, segments[:-1])
+        if not isinstance(parent, dict):
+            continue
+        value = parent.get(segments[-1])
+        out.append(((*path, *segments), MISSING if value is None else value))
+    return out
+
+
+def field_presence(
+    obj: Any,
+    *,
+    scope: FieldSteps,
+    target: FieldSteps,
+    when: Condition | None,
+    empty_is_unset: bool,
+    message: str,
+    must_be_set: bool,
+) -> list[FieldError]:
+    """``RequiredField`` (``must_be_set``: the field set, not "" with ``empty_is_unset``) and
+    ``ForbiddenField`` (not set, "" unset with ``empty_is_unset``), where the condition holds."""
+    errors = []
+    for path, value in _targets(obj, scope, target, when):
+        unset = value is MISSING or (empty_is_unset and value == "")
+        if must_be_set and unset:
+            errors.append(required(path, message))
+        elif not must_be_set and not unset:
+            errors.append(forbidden(path, message))
+    return errors
+
+
+def required_field(obj: Any, **where: Any) -> list[FieldError]:
+    """``RequiredField``: ``field_presence`` of a field that must be set."""
+    return field_presence(obj, must_be_set=True, **where)
+
+
+def forbidden_field(obj: Any, **where: Any) -> list[FieldError]:
+    """``ForbiddenField``: ``field_presence`` of a field that must not be set."""
+    return field_presence(obj, must_be_set=False, **where)
+
+
+def field_bound(
+    obj: Any,
+    *,
+    scope: FieldSteps,
+    target: FieldSteps,
+    when: Condition | None,
+    bounds: tuple[int | None, int | None],
+    message: str,
+) -> list[FieldError]:
+    """``FieldBound``: an integer within bounds; ``message``, or the apiserver's words for them."""
+    low, high = bounds
+    errors = []
+    for path, given in _targets(obj, scope, target, when):
+        value = as_int(given)
+        if value is None:
+            continue
+        if low is not None and value < low:
+            detail = message or f"{render_path(path)} in body should be greater than or equal to {low}"
+        elif high is not None and value > high:
+            detail = message or f"{render_path(path)} in body should be less than or equal to {high}"
+        else:
+            continue
+        errors.append(invalid(path, value, detail))
+    return errors
+
+
+def string_field(
+    obj: Any,
+    *,
+    scope: FieldSteps,
+    target: FieldSteps,
+    when: Condition | None,
+    pattern: str,
+    lengths: tuple[int | None, int | None],
+    enum: tuple[str, ...],
+    message: str,
+    label: bool = False,
+) -> list[FieldError]:
+    """``StringField``: a string of the pattern, lengths and values; with ``message`` one error
+    saying it, else each broken check in the apiserver's words for its schema keyword. ``label``:
+    a DNS-1123 label, each problem in Kubernetes' words ("" passes)."""
+    low, high = lengths
+    errors: list[FieldError] = []
+    for path, value in _targets(obj, scope, target, when):
+        if not isinstance(value, str):
+            continue
+        if label:
+            if value and not is_dns1123_label(value):
+                errors.extend(invalid(path, value, problem) for problem in dns1123_label_problems(value))
+            continue
+        # The schema keyword's own words, in the order the apiserver's validator checks them.
+        problems: list[FieldError] = []
+        if high is not None and len(value) > high:
+            problems.append(too_long(path, high))
+        if low is not None and len(value) < low:
+            problems.append(invalid(path, value, f"{render_path(path)} in body should be at least {low} chars long"))
+        if pattern:
+            # Imported when a pattern is checked: ``re`` is no import of a job without one (start-up).
+            import re
+
+            # CEL's matches() and the schema's pattern both search, unanchored.
+            if re.search(pattern, value) is None:
+                problems.append(invalid(path, value, f"{render_path(path)} in body should match '{pattern}'"))
+        if enum and value not in enum:
+            problems.append(not_supported(path, value, enum))
+        if problems:
+            errors.extend([invalid(path, value, message)] if message else problems)
+    return errors
+
+
+def at_most_one_of(
+    obj: Any, *, scope: FieldSteps, target: FieldSteps, fields: tuple[str, ...], message: str
+) -> list[FieldError]:
+    """``AtMostOneOf``: at most one of the object's fields (or map keys) set."""
+    segments = tuple(_segment(s) for s in target)
+    errors = []
+    for path, node in _scoped(obj, scope, None):
+        holder = get(node, segments)
+        if isinstance(holder, dict) and sum(holder.get(_segment(f)) is not None for f in fields) > 1:
+            errors.append(forbidden((*path, *segments), message))
+    return errors
+
+
+# --- forms only Volcano's rules use ---------------------------------------------------------------
+
+
+def acyclic(
+    obj: Any,
+    old: Any,
+    *,
+    path: tuple[str, ...],
+    key: str,
+    depends: tuple[str, ...],
+    message: str,
+    missing: str,
+    create_only: bool,
+) -> list[FieldError]:
+    """``Acyclic``: the entries' dependencies name entries and form no cycle (Kahn's algorithm, as
+    Volcano's topological sort); each entry left unsorted reported at its dependencies."""
+    if create_only and old is not None:
+        return []
+    items = _items(obj, path) or []
+    edges: dict[int, list[str]] = {}
+    for index, item in items:
+        holder = item.get(depends[0])
+        if holder is None:
+            continue
+        names = get(holder, depends[1:])
+        edges[index] = [n for n in names if isinstance(n, str)] if isinstance(names, list) else []
+    if not edges:
+        return []
+    names_of = {index: _name(item, key) for index, item in items}
+    known = set(names_of.values())
+    remaining = {index: set(edges.get(index, ())) for index, _ in items}
+    done: set[str] = set()
+    progress = True
+    while progress:
+        progress = False
+        for index in list(remaining):
+            if remaining[index] <= done and names_of[index] not in remaining[index]:
+                done.add(names_of[index])
+                del remaining[index]
+                progress = True
+    errors = []
+    for index in sorted(remaining):
+        absent = sorted(n for n in remaining[index] if n not in known)
+        why = missing.format(names=", ".join(absent)) if absent and missing else ""
+        errors.append(invalid((*path, index, *depends), edges.get(index, []), message + why))
+    return errors
+
+
+def _name(item: dict[str, Any], key: str) -> str:
+    name = item.get(key)
+    return name if isinstance(name, str) else ""
+
+
+def known_keys(obj: Any, path: tuple[str, ...], keys: tuple[str, ...], message: str) -> list[FieldError]:
+    """``KnownKeys``: each key of the map not among ``keys``, reported at itself."""
+    found = get(obj, path)
+    if not isinstance(found, dict):
+        return []
+    return [invalid((*path, Key(k)), k, message.format(key=k)) for k in found if k not in keys]
+
+
+def fixed_count(obj: Any, old: Any, path: tuple[str, ...], message: str) -> list[FieldError]:
+    """``FixedCount``: on UPDATE the list keeps its number of entries (unset: none)."""
+    if old is None:
+        return []
+    new_items, old_items = get(obj, path), get(old, path)
+    new_count = len(new_items) if isinstance(new_items, list) else 0
+    old_count = len(old_items) if isinstance(old_items, list) else 0
+    return [forbidden(path, message)] if new_count != old_count else []
+
+
+def subdomain(obj: Any, old: Any, path: tuple[str, ...], create_only: bool) -> list[FieldError]:
+    """``Subdomain``: a string (not "") that is a DNS-1123 subdomain, each problem reported."""
+    if create_only and old is not None:
+        return []
+    value = get(obj, path)
+    if not isinstance(value, str) or not value:
+        return []
+    return [invalid(path, value, problem) for problem in dns1123_subdomain_problems(value)]
+
+
+def flag_names_entry(
+    obj: Any,
+    old: Any,
+    *,
+    map_path: tuple[str, ...],
+    name: str,
+    flag: str,
+    default: str,
+    items_path: tuple[str, ...],
+    key: str,
+    message: str,
+    create_only: bool,
+) -> list[FieldError]:
+    """``FlagNamesEntry``: the flag's value in ``map[name]`` (``default`` when none) names an entry."""
+    if create_only and old is not None:
+        return []
+    found = get(obj, map_path)
+    if not isinstance(found, dict) or name not in found:
+        return []
+    value = _flag_value(found.get(name), flag) or default
+    if value in {_name(item, key) for _, item in _items(obj, items_path) or ()}:
+        return []
+    return [invalid((*map_path, Key(name)), value, message)]
+
+
+def _flag_value(arguments: Any, flag: str) -> str | None:
+    """The value of ``--flag=v``, ``-flag=v`` or ``--flag v`` in the arguments (Go's flag syntax)."""
+    if not isinstance(arguments, list):
+        return None
+    args = [a for a in arguments if isinstance(a, str)]
+    for position, argument in enumerate(args):
+        bare = argument.lstrip("-")
+        if not argument.startswith("-"):
+            continue
+        if bare.startswith(f"{flag}="):
+            return bare.split("=", 1)[1]
+        if bare == flag and position + 1 < len(args):
+            return args[position + 1]
+    return None
+
+
+def default_indexed(
+    obj: dict[str, Any],
+    recorder: PatchRecorder,
+    path: tuple[str, ...],
+    *,
+    field: str,
+    prefix: str,
+    empty_is_unset: bool,
+) -> dict[str, Any]:
+    """``DefaultIndexed``: each entry's field, when unset, the prefix and the entry's index."""
+    items = get(obj, path)
+    if not isinstance(items, list):
+        return obj
+    pointer = "/" + "/".join(path)
+    defaulted = []
+    for index, given in enumerate(items):
+        item = given
+        if isinstance(given, dict):
+            current = given.get(field)
+            if current is None or (empty_is_unset and current == ""):
+                item = dict(given)
+                recorder.set(item, field, f"{prefix}{index}", f"{pointer}/{index}")
+        defaulted.append(item)
+    return _replaced(obj, path, defaulted)
+
+
+_INT64_MIN, _INT64_MAX = -(2**63), 2**63 - 1
+
+
+def json_count(value: int) -> int | float:
+    """A computed count as the apiserver's JSON carries it: beyond int64 only as a float.
+
+    A count of 1e20 arrives as an integral float; a default copied from it (or summed over it) must
+    stay writable in the patch, and /validate then reports it like the count it came from.
+    """
+    if _INT64_MIN <= value <= _INT64_MAX:
+        return value
+    # A product of two such floats can pass even the float range: the largest float stands for it.
+    if abs(value) <= int(sys.float_info.max):
+        return float(value)
+    return sys.float_info.max if value > 0 else -sys.float_info.max
+
+
+def default_sum(
+    obj: dict[str, Any],
+    recorder: PatchRecorder,
+    path: tuple[str, ...],
+    *,
+    items_path: tuple[str, ...],
+    field: str,
+    empty_is_unset: bool,
+) -> dict[str, Any]:
+    """``DefaultSum``: the integer, when unset (or 0), the sum of the entries' field (when it differs)."""
+    items = get(obj, items_path)
+    parent = get(obj, path[:-1])
+    if not isinstance(items, list) or not isinstance(parent, dict):
+        return obj
+    total = sum(as_int(item.get(field)) or 0 for item in items if isinstance(item, dict))
+    given = parent.get(path[-1])
+    if not (given is None or (empty_is_unset and _is_empty(given, 0))) or given == total:
+        return obj
+    copied = dict(parent)
+    recorder.set(copied, path[-1], json_count(total), "/" + "/".join(path[:-1]))
+    return _replaced(obj, path[:-1], copied)
+
+
+def implied_keys(
+    obj: dict[str, Any],
+    recorder: PatchRecorder,
+    path: tuple[str, ...],
+    implies: tuple[tuple[str, tuple[str, ...]], ...],
+) -> dict[str, Any]:
+    """``ImpliedKeys``: each absent key a present key implies, added with an empty list."""
+    found = get(obj, path)
+    if not isinstance(found, dict):
+        return obj
+    copied = dict(found)
+    for key, implied in implies:
+        if key in copied:
+            for other in implied:
+                if other not in copied:
+                    recorder.set(copied, other, [], "/" + "/".join(path))
+    return _replaced(obj, path, copied)
+
+
+def unchanged(
+    obj: Any,
+    old: Any,
+    *,
+    path: tuple[str, ...],
+    mutable: tuple[str, ...],
+    mutable_entries: tuple[tuple[str, tuple[str, ...]], ...],
+    written: tuple[tuple[str, str, str], ...],
+    maps: tuple[str, ...],
+    depth: int,
+    counted: str,
+    message: str,
+) -> list[FieldError]:
+    """``Unchanged``: on UPDATE, each change under ``path`` but the mutable fields, reported."""
+    if old is None:
+        return []
+    new = get(obj, path)
+    if not isinstance(new, dict):
+        return []
+    before = get(old, path)
+    before = before if isinstance(before, dict) else {}
+    recount = False
+    if counted:
+        new_items, old_items = new.get(counted), before.get(counted)
+        new_count = len(new_items) if isinstance(new_items, list) else 0
+        recount = new_count != (len(old_items) if isinstance(old_items, list) else 0)
+    views = [_unchanged_view(v, mutable, mutable_entries, written, frozenset(maps)) for v in (before, new)]
+    errors = []
+    for changed in _changed_paths(views[0], views[1], path, len(path) + depth - 1):
+        if recount and changed[: len(path) + 1] == (*path, counted):
+            continue  # the FixedCount's: the lists cannot be compared entry by entry
+        errors.append(forbidden(changed, message))
+    return errors
+
+
+def _unchanged_view(
+    value: dict[str, Any],
+    mutable: tuple[str, ...],
+    mutable_entries: tuple[tuple[str, tuple[str, ...]], ...],
+    written: tuple[tuple[str, str, str], ...],
+    maps: frozenset[str],
+) -> Any:
+    """The object without what may change, nil and empty treated alike (Go's Semantic.DeepEqual)."""
+    view = {k: v for k, v in value.items() if k not in mutable}
+    for name, fields in mutable_entries:
+        items = view.get(name)
+        if isinstance(items, list):
+            view[name] = [{k: v for k, v in e.items() if k not in fields} if isinstance(e, dict) else e for e in items]
+    for name, field, beside in written:
+        items = view.get(name)
+        if isinstance(items, list):
+            view[name] = [
+                {k: v for k, v in e.items() if k != field} if isinstance(e, dict) and e.get(beside) is not None else e
+                for e in items
+            ]
+    return _semantic(view, maps)
+
+
+def _semantic(value: Any, maps: frozenset[str], *, is_map: bool = False) -> Any:
+    # A Go map among the fields: a key with an empty value differs from no key (unlike a struct field).
+    if isinstance(value, dict):
+        cleaned = {k: _semantic(v, maps, is_map=k in maps) for k, v in value.items()}
+        if is_map:
+            return {k: v for k, v in cleaned.items() if v is not None}
+        return {k: v for k, v in cleaned.items() if v is not None and v not in ({}, [])}
+    if isinstance(value, list):
+        return [_semantic(v, maps) for v in value]
+    return value
+
+
+def _changed_paths(old: Any, new: Any, path: tuple[str | int, ...], deepest: int) -> list[tuple[str | int, ...]]:
+    """Where ``new`` differs from ``old``: object keys and list entries, down to paths of ``deepest``
+    + 1 steps."""
+    if old == new:
+        return []
+    if isinstance(old, dict) and isinstance(new, dict) and len(path) <= deepest:
+        found = []
+        for key in list(old) + [k for k in new if k not in old]:
+            found += _changed_paths(old.get(key), new.get(key), (*path, key), deepest)
+        return found
+    if isinstance(old, list) and isinstance(new, list) and len(old) == len(new) and len(path) <= deepest:
+        found = []
+        for index, (before, after) in enumerate(zip(old, new, strict=True)):
+            found += _changed_paths(before, after, (*path, index), deepest)
+        return found
+    return [path]

@@ -21,14 +21,18 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 Scalar = int | str | bool
+ScalarList = list[Scalar]
+ScalarMap = dict[str, Scalar]
 
 
 @dataclass(frozen=True)
 class When:
-    """A rule's condition: the field at ``path`` equals ``value``."""
+    """A rule's condition: the field at ``path`` equals ``value``. For a field form the path may
+    reach through the same list items and map values as the rule's own (``spec.tasks[*].type``):
+    the condition is then read in the same entry."""
 
     path: str
-    value: str
+    value: Scalar
 
 
 @dataclass(frozen=True)
@@ -54,6 +58,10 @@ class DefaultField:
     value: Scalar
     empty_is_unset: bool = False
     summary: str = ""
+    # Fields (paths from the root) any of which, set, means no default: a default another field
+    # replaces (XDLJob's minFinishWorkRate, unless minFinishWorkNum). A policy patch only: no schema
+    # default can say it.
+    unless: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -61,12 +69,15 @@ class DefaultItemField:
     """A field of every entry of the list at ``list`` set to ``value`` when unset (or "").
 
     A derived default: with ``from_field``, the value is the entry's ``from_field`` when that is one
-    of ``value``'s strings (``value`` then a tuple); a policy patch only, no schema default can say it."""
+    of ``value``'s strings (``value`` then a tuple); a policy patch only, no schema default can say it.
+    Defaults of one list may share an ``id``: one default of the catalogue (an object and its fields)."""
 
     id: str
     list: str
+    # A field of the entry, or of an object of it ("restartPolicy.policy": set when that object exists).
     field: str
-    value: Scalar | tuple[str, ...]
+    # A list or object value ([...], {...}: of scalars) is written as a whole: a command, a policy.
+    value: Scalar | tuple[str, ...] | ScalarList | ScalarMap
     empty_is_unset: bool = False
     # How the summary names an entry ("replica spec", "task").
     entry: str = "entry"
@@ -102,6 +113,10 @@ class UniqueBy:
     key: str
     among: tuple[str, ...] = ()
     summary: str = ""
+    # False: a CRD rule even where a list-map key could say it, for a list whose entries the key does
+    # not identify for server-side apply (or whose key may be missing): no two entries with the same
+    # non-empty key, reported at the list, bounded by the list's maxItems.
+    list_map: bool = True
 
 
 @dataclass(frozen=True)
@@ -173,7 +188,295 @@ class Immutable:
     message: str = "field is immutable"
 
 
+# --- generic field forms ---------------------------------------------------------------------------
+#
+# A field form names its field by a path that may reach through every item of a list (``[*]``),
+# every value of a map (``{*}``) and one key of a map (``[Master]``), e.g. ``spec.tasks[*].name``,
+# ``spec.tfReplicaSpecs{*}.restartPolicy``, ``spec.pytorchReplicaSpecs[Master].replicas``. It
+# checks the field under each object on the way that exists (a missing list or entry: nothing to
+# check). ``path`` may be a tuple of such paths: one rule at each. Field forms that share an ``id``
+# are one rule of the catalogue (a rule of two checks, e.g. a role that is present with one replica).
+#
+# Without a ``message`` (and a condition) a form says what the apiserver's schema keyword says, in
+# its words, and compiles to that keyword; with one it compiles to a CRD rule with that message.
+
+
+@dataclass(frozen=True)
+class RequiredField:
+    """When ``when`` holds, the field (or map key) is set (with ``empty_is_unset``, not "" either).
+    ``Required value`` at the field, with ``message`` as its detail."""
+
+    id: str
+    summary: str
+    path: str | tuple[str, ...]
+    message: str = ""
+    empty_is_unset: bool = False
+    when: When | None = None
+    why: str = ""
+
+
+@dataclass(frozen=True)
+class ForbiddenField:
+    """When ``when`` holds, the field (or map key) is not set (with ``empty_is_unset``, "" is unset).
+    ``Forbidden`` at the field, with ``message``."""
+
+    id: str
+    summary: str
+    path: str | tuple[str, ...]
+    message: str
+    empty_is_unset: bool = False
+    when: When | None = None
+    why: str = ""
+
+
+@dataclass(frozen=True)
+class FieldBound:
+    """An integer field within [minimum, maximum] (an unset one passes). ``Invalid value`` at the
+    field: ``message``, or without one the apiserver's words for ``minimum``/``maximum``."""
+
+    id: str
+    summary: str
+    path: str | tuple[str, ...]
+    minimum: int | None = None
+    maximum: int | None = None
+    message: str = ""
+    when: When | None = None
+    why: str = ""
+
+
+@dataclass(frozen=True)
+class StringField:
+    """A string field that matches ``pattern``, is ``min_length`` to ``max_length`` characters
+    long and is one of ``enum`` (each when given; an unset field passes). Without ``message`` each
+    check is its schema keyword, in the apiserver's words (``Unsupported value``, ``... in body
+    should match '<pattern>'``, ``Too long``, ``... should be at least N chars long``); with one, a
+    CRD rule whose ``Invalid value`` says ``message``."""
+
+    id: str
+    summary: str
+    path: str | tuple[str, ...]
+    pattern: str = ""
+    min_length: int | None = None
+    max_length: int | None = None
+    enum: tuple[str, ...] = ()
+    message: str = ""
+    when: When | None = None
+    why: str = ""
+    # A DNS-1123 label, each problem in Kubernetes' own words (its validation's, which no schema
+    # keyword says: the keywords refuse the same values in theirs); "" passes (a RequiredField's).
+    label: bool = False
+
+
+@dataclass(frozen=True)
+class AtMostOneOf:
+    """Of the fields (or map keys, ``[Chief]``) of the object at ``path``, at most one is set.
+    ``Forbidden`` at the object, with ``message``."""
+
+    id: str
+    summary: str
+    path: str
+    fields: tuple[str, ...]
+    message: str
+    why: str = ""
+
+
+FIELD_FORMS = (RequiredField, ForbiddenField, FieldBound, StringField, AtMostOneOf)
+FieldForm = RequiredField | ForbiddenField | FieldBound | StringField | AtMostOneOf
+
+
+# --- forms only Volcano's rules use (jobgate/families/volcano/declared.py) ---------------------------
+# Kept apart from the forms above so that the generic forms grow without touching these.
+
+
+@dataclass(frozen=True)
+class Acyclic:
+    """The entries of ``list`` depend on others, named by ``depends`` (a list of names under each
+    entry, ``dependsOn.name``) and found by ``key``: the names exist and form no cycle, as a
+    topological sort (Kahn's) finds them. Each entry the sort leaves is reported at its
+    dependencies in ``message``, with ``missing`` (``{names}``) when it names no entry. The CEL
+    sorts in at most ``bound`` rounds: the list's maxItems. CREATE only with ``create_only``."""
+
+    id: str
+    summary: str
+    list: str
+    key: str
+    depends: str
+    message: str
+    bound: int
+    missing: str = ""
+    create_only: bool = False
+    why: str = ""
+
+
+@dataclass(frozen=True)
+class KnownKeys:
+    """The keys of the map at ``path`` are among ``keys``; each other key is reported at itself,
+    ``message`` formatted with ``{key}``. The map then has at most ``len(keys)`` keys: its
+    ``maxProperties``, which bounds the CEL cost."""
+
+    id: str
+    summary: str
+    path: str
+    keys: tuple[str, ...]
+    message: str
+    why: str = ""
+
+
+@dataclass(frozen=True)
+class FixedCount:
+    """On UPDATE the list at ``path`` keeps its number of entries (unset counts 0)."""
+
+    id: str
+    summary: str
+    path: str
+    message: str
+
+
+@dataclass(frozen=True)
+class Subdomain:
+    """A string field, when set and not "", is a DNS-1123 subdomain: each problem (its length, its
+    characters) reported in Kubernetes' words. CREATE only with ``create_only``."""
+
+    id: str
+    summary: str
+    path: str
+    create_only: bool = False
+    why: str = ""
+
+
+@dataclass(frozen=True)
+class FlagNamesEntry:
+    """A flag in the argument list ``map[name]`` (Go's syntax: ``--flag=v``, ``-flag=v``, ``--flag v``;
+    ``default`` when it is not there or empty) names an entry of ``list`` by its ``key``. Reported at
+    the arguments with ``message``; the map and the list are beside each other. The CEL walks at
+    most ``bound`` arguments (their maxItems). CREATE only with ``create_only``."""
+
+    id: str
+    summary: str
+    map: str
+    name: str
+    flag: str
+    default: str
+    list: str
+    key: str
+    message: str
+    bound: int
+    create_only: bool = False
+    why: str = ""
+
+
+@dataclass(frozen=True)
+class DefaultIndexed:
+    """Each entry's ``field`` set, when unset (or, with ``empty_is_unset``, ""), to ``prefix`` and
+    the entry's index (``default0``): a policy patch (no schema default knows the index)."""
+
+    id: str
+    summary: str
+    list: str
+    field: str
+    prefix: str
+    empty_is_unset: bool = False
+
+
+@dataclass(frozen=True)
+class DefaultSum:
+    """The integer at ``path`` set, when unset (or, with ``empty_is_unset``, 0) and the list exists,
+    to the sum of ``field`` over the list's entries (an entry without it counts 0), read once they
+    are defaulted: a policy patch after theirs."""
+
+    id: str
+    summary: str
+    path: str
+    list: str
+    field: str
+    empty_is_unset: bool = False
+
+
+@dataclass(frozen=True)
+class ImpliedKeys:
+    """Keys of the map at ``path`` that imply others (``implies``: (key, (implied key, ...)), ...):
+    each implied key that is absent is added with an empty list (a policy patch)."""
+
+    id: str
+    summary: str
+    path: str
+    implies: tuple[tuple[str, tuple[str, ...]], ...]
+
+
+@dataclass(frozen=True)
+class Same:
+    """``Unchanged``'s CEL: the field (dotted under the object compared) set in both and equal, or in
+    neither; ``non_empty``: an empty list or map counts as unset."""
+
+    field: str
+    non_empty: bool = False
+
+
+@dataclass(frozen=True)
+class SameAll:
+    """Each of ``parts`` the same (in parentheses with ``parens``)."""
+
+    parts: tuple[Shape, ...]
+    parens: bool = False
+
+
+@dataclass(frozen=True)
+class SameEach:
+    """A list (unset and empty alike) of as many entries, each the same as ``item`` says; CEL walks at
+    most ``bound`` indexes (its maxItems), by the variable ``<first letter>i``."""
+
+    field: str
+    bound: int
+    item: Shape
+
+
+@dataclass(frozen=True)
+class SameUnlessBoth:
+    """The field the same unless both objects have ``both`` (then another writes it: a controller)."""
+
+    field: str
+    both: str
+
+
+Shape = Same | SameAll | SameEach | SameUnlessBoth
+
+
+@dataclass(frozen=True)
+class Unchanged:
+    """On UPDATE nothing under ``path`` changes but its fields ``mutable``, the fields ``(list,
+    fields)`` of each entry of its lists in ``mutable_entries``, and an entry's field ``(list, field,
+    beside)`` in ``written`` when the entry has ``beside`` (another writes it). Compared as Go's
+    semantic equality: unset, null, empty lists and objects alike, except in the Go maps ``maps``.
+    Each change is reported (``Forbidden``, ``message``) down to ``depth`` levels below ``path``;
+    not under ``counted`` when its entries are not as many (a ``FixedCount`` says that).
+
+    The CEL cannot see into unknown fields, so it compares what ``fields`` lists, one transition
+    rule each (``(field, shape)``), and with ``entries`` ``(list, bound, ((field, shape), ...))`` each
+    field of the list's entries, one rule each, when the entries are as many."""
+
+    id: str
+    summary: str
+    path: str
+    message: str
+    mutable: tuple[str, ...]
+    mutable_entries: tuple[tuple[str, tuple[str, ...]], ...]
+    written: tuple[tuple[str, str, str], ...]
+    maps: tuple[str, ...]
+    depth: int
+    counted: str
+    fields: tuple[tuple[str, Shape], ...]
+    entries: tuple[str, int, tuple[tuple[str, Shape], ...]]
+    why: str = ""
+
+
+VOLCANO_FORMS = (Acyclic, KnownKeys, FixedCount, Subdomain, FlagNamesEntry, Unchanged)
+VOLCANO_DEFAULT_FORMS = (DefaultIndexed, DefaultSum, ImpliedKeys)
+
+
 Declaration = (
-    DefaultField | DefaultItemField | MaxItems | UniqueBy | RequiredRoles | ForbiddenRoles | RoleFieldBound | AtMostSum
-) | Immutable
-DEFAULT_FORMS = (DefaultField, DefaultItemField)
+    (DefaultField | DefaultItemField | MaxItems | UniqueBy | RequiredRoles | ForbiddenRoles | RoleFieldBound)
+    | (AtMostSum | Immutable | RequiredField | ForbiddenField | FieldBound | StringField | AtMostOneOf)
+    | (Acyclic | KnownKeys | FixedCount | Subdomain | FlagNamesEntry | Unchanged)
+    | (DefaultIndexed | DefaultSum | ImpliedKeys)
+)
+DEFAULT_FORMS = (DefaultField, DefaultItemField, *VOLCANO_DEFAULT_FORMS)

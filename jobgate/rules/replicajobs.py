@@ -260,8 +260,23 @@ class ReplicaJobKind:
                 port_requires_named_container=self.port_requires_named_container,
                 termination_message_policy=self.termination_message_policy,
             )
+        # The kind's declared defaults (a family's declared.py), where its hand-written ones were: after
+        # the replicas', before the rest of its own (the order a default's new field takes in spec).
+        declared = self.declared_defaults(job, recorder)
+        if declared is not job:
+            job = declared
+            spec = job["spec"]
+            run_policy = self.run_policy(spec)
         self.extra_defaults(spec, run_policy, replicas, recorder, policy_pointer)
         return job
+
+    def declared_defaults(self, obj: dict[str, Any], recorder: PatchRecorder) -> dict[str, Any]:
+        """The kind's declared defaults (``jobgate/_generated/declared_rules.py``); none here."""
+        return obj
+
+    def declared_rules(self, obj: dict[str, Any], old: dict[str, Any] | None) -> list[FieldError]:
+        """The kind's declared rules' errors, reported where its role rules are; none here."""
+        return []
 
     def _normalised_types(
         self, replicas: dict[str, Any], pointer: str, recorder: PatchRecorder, previous: Any
@@ -326,6 +341,7 @@ class ReplicaJobKind:
         for replica_type, replica in replicas.items():
             self._check_replica(replica_type, replica, (*base, Key(replica_type)), found)
         found.errors.extend(self.role_rules(replicas, base))
+        found.errors.extend(self.declared_rules(obj, old))
         if spec is not None:
             self._check_run_policy(spec, replicas, found)
             self._check_family_rules(spec, replicas, found)

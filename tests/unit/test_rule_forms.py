@@ -14,15 +14,28 @@ from jobgate.generate.cel.catalogue import Where
 from jobgate.generate.forms import DECLARED_TABLE, Declarations, FormError, cost_report, declared_module_text
 from jobgate.generate.manifests import declared_kinds, every_family_kind, package_tables
 from jobgate.rules.forms import (
+    Acyclic,
+    AtMostOneOf,
     AtMostSum,
     DefaultField,
+    DefaultIndexed,
     DefaultItemField,
+    DefaultSum,
+    FieldBound,
+    FixedCount,
+    FlagNamesEntry,
+    ForbiddenField,
     ForbiddenRoles,
     Immutable,
+    ImpliedKeys,
+    KnownKeys,
     MaxItems,
+    RequiredField,
     RequiredRoles,
     RoleFieldBound,
     Roles,
+    StringField,
+    Subdomain,
     UniqueBy,
     When,
 )
@@ -241,3 +254,412 @@ def test_the_generated_module_is_the_declarations():
         name = f"{kind}_{group}".replace(".", "_").lower()
         assert callable(getattr(declared_rules, f"validate_{name}"))
         assert callable(getattr(declared_rules, f"default_{name}"))
+
+
+# --- generic field forms ---------------------------------------------------------------------------
+
+FIELDS = Declarations(
+    (
+        RequiredField("f/type", "each task has a type", "spec.tasks[*].type", "needs a type", empty_is_unset=True),
+        # Two checks of one rule: the role is there, with one replica.
+        RequiredField("f/master", "one Master", "spec.reps[Master]", "must be present"),
+        FieldBound("f/master", "one Master", "spec.reps[Master].replicas", 1, 1, "must be 1"),
+        ForbiddenField(
+            "f/solo-port",
+            "a solo task opens no port",
+            "spec.tasks[*].port",
+            "solo",
+            when=When("spec.tasks[*].mode", "solo"),
+        ),
+        FieldBound("f/replicas", "no negative replicas", "spec.reps{*}.replicas", minimum=0),
+        StringField("f/names", "names", ("spec.tasks[*].name", "spec.name"), pattern="^[a-z]+$", max_length=8),
+        StringField("f/kind", "kinds", "spec.reps{*}.kind", enum=("a", "b"), message="kind a or b"),
+        StringField("f/mode", "modes", "spec.mode", enum=("solo", "team")),
+        RequiredField("f/policy", "a run policy names its policy", "spec.run.policy"),
+        AtMostOneOf("f/one-leader", "one leader", "spec.reps", ("[Chief]", "[Master]"), "one of Chief or Master"),
+    )
+)
+
+
+@pytest.fixture(scope="module")
+def fields():
+    namespace: dict[str, object] = {}
+    exec(compile(declared_module_text([("f.example.com", "F", FIELDS)]), "f", "exec"), namespace)
+    return namespace["validate_f_f_example_com"]
+
+
+def _field_job(**spec):
+    base = {"tasks": [{"type": "a", "name": "one"}], "reps": {"Master": {"replicas": 1}, "Worker": {"kind": "a"}}}
+    return {"spec": {**base, **spec}}
+
+
+@pytest.mark.parametrize(
+    ("spec", "expected"),
+    [
+        ({}, []),
+        (
+            {"tasks": [{"type": ""}, {"name": "b"}]},
+            ["spec.tasks[0].type: Required value: needs a type"] * 1
+            + ["spec.tasks[1].type: Required value: needs a type"],
+        ),
+        ({"reps": {"Worker": {}}}, ["spec.reps[Master]: Required value: must be present"]),
+        ({"reps": {"Master": {"replicas": 2}}}, ["spec.reps[Master].replicas: Invalid value: 2: must be 1"]),
+        ({"reps": {"Master": {"replicas": None}}}, []),  # null is unset: the apiserver drops it
+        (
+            {"tasks": [{"type": "a", "mode": "solo", "port": 1}, {"type": "a", "port": 2}]},
+            ["spec.tasks[0].port: Forbidden: solo"],
+        ),
+        (
+            {"reps": {"Master": {}, "Worker": {"replicas": -1}}},
+            [
+                "spec.reps[Worker].replicas: Invalid value: -1: spec.reps[Worker].replicas in body should be "
+                "greater than or equal to 0"
+            ],
+        ),
+        (
+            {"tasks": [{"type": "a", "name": "abcdefghi"}], "name": "A"},
+            [
+                "spec.tasks[0].name: Too long: may not be more than 8 bytes",
+                "spec.name: Invalid value: \"A\": spec.name in body should match '^[a-z]+$'",
+            ],
+        ),
+        (
+            {"reps": {"Master": {}, "Worker": {"kind": "c"}}},
+            ['spec.reps[Worker].kind: Invalid value: "c": kind a or b'],
+        ),
+        ({"mode": "duo"}, ['spec.mode: Unsupported value: "duo": supported values: "solo", "team"']),
+        ({"run": {}}, ["spec.run.policy: Required value"]),
+        (
+            {"reps": {"Master": {"replicas": 1}, "Chief": {}}},
+            ["spec.reps: Forbidden: one of Chief or Master"],
+        ),
+        ({"run": {"policy": "x"}, "tasks": "not a list", "reps": "not a map"}, []),  # the schema names the types
+    ],
+)
+def test_each_field_form_in_python(fields, spec, expected):
+    obj = _field_job(**spec)
+    assert [str(e) for e in fields(obj, None)] == expected
+    rules = {r.id: r for r in FIELDS.rules()}
+    for error in fields(obj, None):
+        assert [i for i, r in rules.items() if r.explains(error)], str(error)
+
+
+def test_where_each_field_form_goes():
+    rules = {r.id: r for r in FIELDS.rules()}
+    # Without a message or condition, the schema keyword in the apiserver's own words.
+    assert rules["f/replicas"].where is Where.SCHEMA
+    assert [(p.at, p.keywords) for p in rules["f/replicas"].placements] == [
+        (("spec", "reps", "*", "replicas"), {"minimum": 0})
+    ]
+    assert [(p.at, p.keywords) for p in rules["f/names"].placements] == [
+        (("spec", "tasks", "[]", "name"), {"pattern": "^[a-z]+$", "maxLength": 8}),
+        (("spec", "name"), {"pattern": "^[a-z]+$", "maxLength": 8}),
+    ]
+    assert rules["f/mode"].placements[0].keywords == {"enum": ["solo", "team"]}
+    assert rules["f/policy"].placements[0].keywords == {"required": ["policy"]}
+    # With a message: a CRD rule on each entry, which names the field.
+    (each,) = rules["f/type"].placements
+    assert each.at == ("spec", "tasks", "[]")
+    assert each.validation.as_schema() == {
+        "rule": "has(self.type) && self.type != ''",
+        "message": "needs a type",
+        "fieldPath": ".type",
+        "reason": "FieldValueRequired",
+    }
+    # A condition read in the same entry.
+    (solo,) = rules["f/solo-port"].placements
+    assert solo.validation.rule == "!(has(self.mode) && self.mode == 'solo') || !has(self.port)"
+    # Field forms of one id are one rule; a map key is read from the map, the rule sits on it.
+    master = rules["f/master"]
+    assert master.where is Where.CRD_RULE
+    assert [p.path for p in master.produces] == ["spec.reps[Master]", "spec.reps[Master].replicas"]
+    assert [p.validation.field_path for p in master.placements] == ["['Master']", "['Master'].replicas"]
+    assert master.placements[1].validation.rule == (
+        "!('Master' in self) || !has(self['Master'].replicas) || self['Master'].replicas == 1"
+    )
+    assert rules["f/kind"].produces[0].path == "spec.reps[*].kind"
+    (one,) = rules["f/one-leader"].placements
+    assert (one.at, one.validation.rule, one.validation.field_path) == (
+        ("spec", "reps"),
+        "('Chief' in self ? 1 : 0) + ('Master' in self ? 1 : 0) <= 1",
+        "",
+    )
+
+
+def test_field_forms_a_form_cannot_compile_are_refused():
+    with pytest.raises(FormError):  # a condition in another entry's list
+        Declarations((ForbiddenField("x", "", "spec.a[*].b", "m", when=When("spec.c[*].d", "e")),)).rules()
+    with pytest.raises(FormError):  # a CRD rule needs the message
+        Declarations((RequiredField("x", "", "spec.a[Master]"),)).rules()
+    with pytest.raises(FormError):
+        Declarations((FieldBound("x", "", "spec.a"),)).rules()
+    with pytest.raises(FormError):
+        Declarations((RequiredField("x", "", "spec..a"),)).rules()
+    with pytest.raises(FormError):  # an id shared by a field form and another form
+        Declarations((RequiredField("x", "", "spec.a"), MaxItems("x", (("spec.b", 1),))))
+
+
+def test_the_cost_of_field_forms():
+    report = cost_report([("f.example.com", "F", FIELDS)])
+    assert "F (f.example.com) f/replicas: constant (schema keyword)" in report
+    assert "F (f.example.com) f/type: constant (CRD rule on each entry)" in report
+
+
+def test_a_label_in_kubernetes_words_and_a_unique_key_that_is_no_list_map_key():
+    declared = Declarations(
+        (
+            StringField("l/name", "names are labels", "spec.ports[*].name", label=True),
+            UniqueBy("l/unique", "spec.ports", "name", list_map=False),
+        )
+    )
+    namespace: dict[str, object] = {}
+    exec(compile(declared_module_text([("l.example.com", "L", declared)]), "l", "exec"), namespace)
+    check = namespace["validate_l_l_example_com"]
+    job = {"spec": {"ports": [{"name": "Bad_Name"}, {"name": ""}, {"name": "http"}, {"name": "http"}, {}]}}
+    errors = check(job, None)
+    assert [str(e) for e in errors][1:] == ['spec.ports[3].name: Duplicate value: "http"']
+    assert str(errors[0]).startswith('spec.ports[0].name: Invalid value: "Bad_Name": a lowercase RFC 1123 label')
+    rules = {r.id: r for r in declared.rules()}
+    for error in errors:
+        assert [i for i, r in rules.items() if r.explains(error)], str(error)
+    # The label's keywords (an empty name is a RequiredField's to refuse); the uniqueness a CRD rule on the
+    # list, which no missing key can break (a list-map key needs every entry to have it).
+    assert rules["l/name"].where is Where.SCHEMA
+    assert rules["l/name"].placements[0].keywords == {
+        "pattern": "^([a-z0-9]([-a-z0-9]*[a-z0-9])?)?$",
+        "maxLength": 63,
+    }
+    (unique,) = rules["l/unique"].placements
+    assert (unique.at, unique.keywords, rules["l/unique"].where) == (("spec", "ports"), {}, Where.CRD_RULE)
+    assert "exists_one" in unique.validation.rule
+    assert rules["l/unique"].produces[0].apiserver_drops == 2
+    assert ("l/unique", "quadratic, bounded by the list's maxItems (CRD rule)") in declared.cost()
+
+
+def test_a_default_another_field_replaces_and_a_list_default():
+    declared = Declarations(
+        (
+            DefaultField("d/rate", "spec.rate", 90, unless=("spec.count",)),
+            DefaultItemField("d/command", "spec.run.debug.entries", "command", ["sleep", "inf"], entry="entry"),
+        )
+    )
+    namespace: dict[str, object] = {}
+    exec(compile(declared_module_text([("d.example.com", "D", declared)]), "d", "exec"), namespace)
+    default = namespace["default_d_d_example_com"]
+    job = {"spec": {"run": {"debug": {"entries": [{}, {"command": ["x"]}, {}]}}}}
+    out = default(job, PatchRecorder())
+    assert out["spec"]["rate"] == 90
+    entries = out["spec"]["run"]["debug"]["entries"]
+    assert entries == [{"command": ["sleep", "inf"]}, {"command": ["x"]}, {"command": ["sleep", "inf"]}]
+    assert entries[0]["command"] is not entries[2]["command"], "each entry its own list"
+    assert "rate" not in default({"spec": {"count": 3}}, PatchRecorder())["spec"]
+    defaults = {d.id: d for d in declared.defaults()}
+    # Replaced by another field: a policy patch only; the list default a schema default too.
+    assert defaults["d/rate"].where is Where.MUTATING_POLICY and not defaults["d/rate"].placements
+    assert defaults["d/rate"].patches[0].startswith("!has(object.spec.count) && !has(object.spec.rate) ? ")
+    assert defaults["d/command"].placements[0].keywords == {"default": ["sleep", "inf"]}
+    assert (
+        defaults["d/command"]
+        .patches[0]
+        .startswith("(has(object.spec.run) && has(object.spec.run.debug) && has(object.spec.run.debug.entries)) ? ")
+    )
+    assert "value: ['sleep', 'inf']" in defaults["d/command"].patches[0]
+
+
+def test_an_object_default_and_its_fields_are_one_default():
+    policy = {"policy": "OnFailure", "limit": 0}
+    declared = Declarations(
+        (
+            DefaultItemField("o/policy", "spec.members", "restartPolicy", policy, summary="the restart policy"),
+            DefaultItemField("o/policy", "spec.members", "restartPolicy.policy", "OnFailure", empty_is_unset=True),
+            DefaultItemField("o/policy", "spec.members", "restartPolicy.limit", 0),
+        )
+    )
+    namespace: dict[str, object] = {}
+    exec(compile(declared_module_text([("o.example.com", "O", declared)]), "o", "exec"), namespace)
+    recorder = PatchRecorder()
+    job = {"spec": {"members": [{}, {"restartPolicy": {"policy": ""}}, {"restartPolicy": {"limit": 3}}]}}
+    out = namespace["default_o_o_example_com"](job, recorder)
+    assert [m["restartPolicy"] for m in out["spec"]["members"]] == [policy, policy, {"limit": 3, "policy": "OnFailure"}]
+    assert [op["path"] for op in recorder.ops] == [
+        "/spec/members/0/restartPolicy",
+        "/spec/members/1/restartPolicy/policy",
+        "/spec/members/1/restartPolicy/limit",
+        "/spec/members/2/restartPolicy/policy",
+    ]
+    assert job["spec"]["members"][1] == {"restartPolicy": {"policy": ""}}, "the input is not modified"
+    (default,) = declared.defaults()
+    assert (default.id, default.summary, default.where) == ("o/policy", "the restart policy", Where.SCHEMA_DEFAULT)
+    assert [p.at for p in default.placements] == [
+        ("spec", "members", "[]", "restartPolicy"),
+        ("spec", "members", "[]", "restartPolicy", "policy"),
+        ("spec", "members", "[]", "restartPolicy", "limit"),
+    ]
+    assert "value: {'policy': dyn('OnFailure'), 'limit': dyn(0)}" in default.patches[0]
+    assert default.patches[2].startswith(
+        "has(object.spec.members) ? object.spec.members.transformList(i, e, has(e.restartPolicy) && "
+    )
+    with pytest.raises(FormError):  # one id, two lists
+        Declarations(
+            (DefaultItemField("x", "spec.a", "f", 1), DefaultItemField("x", "spec.b", "f", 1)),
+        )
+
+
+# --- the forms only Volcano uses, the zero of a number as "empty", and ``only`` ------------------
+
+FLOW = (
+    DefaultField("flow/retries", "spec.retries", 3, empty_is_unset=True),
+    DefaultItemField("flow/step-retries", "spec.steps", "retries", 2, empty_is_unset=True, entry="step"),
+    DefaultItemField("flow/step-kind", "spec.steps", "kind", "plain", entry="step"),
+    Acyclic("flow/dag", "steps form a DAG", "spec.steps", "name", "after.names", "no DAG", 4, missing=" ({names}?)"),
+    KnownKeys("flow/hooks", "known hooks", "spec.hooks", ("pre", "post"), "no hook {key} here"),
+    FixedCount("flow/step-count", "steps stay", "spec.steps", "steps may not come or go"),
+    Subdomain("flow/class", "a class is a subdomain", "spec.className", create_only=True),
+    DefaultIndexed("flow/step-name", "a step's name: step<index>", "spec.steps", "name", "step", empty_is_unset=True),
+    DefaultSum("flow/total", "total: the steps' retries", "spec.total", "spec.steps", "retries", empty_is_unset=True),
+    ImpliedKeys("flow/implied-hooks", "pre implies post and log", "spec.hooks", (("pre", ("post", "log")),)),
+    FlagNamesEntry(
+        "flow/leader",
+        "--leader names a step",
+        "spec.hooks",
+        "post",
+        "leader",
+        "main",
+        "spec.steps",
+        "name",
+        "no leader",
+        8,
+    ),
+)
+FLOW_DECLARED = Declarations(FLOW)
+
+
+@pytest.fixture(scope="module")
+def flow():
+    namespace: dict[str, object] = {}
+    exec(compile(declared_module_text([("flow.example.com", "Flow", FLOW_DECLARED)]), "flow", "exec"), namespace)
+    return namespace
+
+
+def _flow_errors(flow, obj, old=None, only=()):
+    errors = flow["validate_flow_flow_example_com"](obj, old, only)
+    rules = {r.id: r for r in FLOW_DECLARED.rules()}
+    for error in errors:
+        assert [i for i, r in rules.items() if r.explains(error)], str(error)
+    return [str(e) for e in errors]
+
+
+def test_a_zero_number_is_empty_and_only_picks_defaults(flow):
+    recorder = PatchRecorder()
+    obj = {"spec": {"retries": 0, "steps": [{"retries": 0.0}, {"retries": 1, "kind": "x"}]}}
+    out = flow["default_flow_flow_example_com"](obj, recorder, ("flow/step-retries",))
+    assert out["spec"] == {"retries": 0, "steps": [{"retries": 2}, {"retries": 1, "kind": "x"}]}
+    out = flow["default_flow_flow_example_com"](obj, PatchRecorder())
+    assert out["spec"]["retries"] == 3 and out["spec"]["steps"][0] == {"retries": 2, "kind": "plain", "name": "step0"}
+    defaults = {d.id: d for d in FLOW_DECLARED.defaults()}
+    assert "object.spec.retries == 0" in defaults["flow/retries"].patches[0]
+    assert "e.retries == 0" in defaults["flow/step-retries"].patches[0]
+
+
+def _steps(*steps):
+    return [{"name": name, **({"after": {"names": list(after)}} if after is not None else {})} for name, after in steps]
+
+
+@pytest.mark.parametrize(
+    ("obj", "expected"),
+    [
+        ({"spec": {"steps": _steps(("a", None), ("b", "a"), ("c", "ab"))}}, []),
+        (
+            {"spec": {"steps": _steps(("a", "b"), ("b", "a"), ("c", None))}},
+            [
+                'spec.steps[0].after.names: Invalid value: ["b"]: no DAG',
+                'spec.steps[1].after.names: Invalid value: ["a"]: no DAG',
+            ],
+        ),
+        ({"spec": {"steps": _steps(("a", "a"))}}, ['spec.steps[0].after.names: Invalid value: ["a"]: no DAG']),
+        (
+            {"spec": {"steps": _steps(("a", "zy"))}},
+            ['spec.steps[0].after.names: Invalid value: ["z","y"]: no DAG (y, z?)'],
+        ),
+        ({"spec": {"hooks": {"pre": [], "mid": []}}}, ['spec.hooks[mid]: Invalid value: "mid": no hook mid here']),
+        ({"spec": {"className": "Gold"}}, None),
+        ({"spec": {"className": ""}}, []),
+        ({"spec": {"steps": _steps(("a", None), ("b", None)), "hooks": {"post": ["-x", "--leader=b"]}}}, []),
+        ({"spec": {"steps": _steps(("main", None)), "hooks": {"post": ["--leader="]}}}, []),
+        (
+            {"spec": {"steps": _steps(("a", None)), "hooks": {"post": ["-leader", "z", "--leader=a"]}}},
+            ['spec.hooks[post]: Invalid value: "z": no leader'],
+        ),
+        (
+            {"spec": {"steps": _steps(("a", None)), "hooks": {"post": ["--leader"]}}},
+            ['spec.hooks[post]: Invalid value: "main": no leader'],
+        ),
+    ],
+)
+def test_each_volcano_form_in_python(flow, obj, expected):
+    errors = _flow_errors(flow, obj)
+    if expected is None:
+        assert len(errors) == 1 and errors[0].startswith('spec.className: Invalid value: "Gold": a lowercase RFC 1123')
+    else:
+        assert errors == expected
+
+
+def test_volcano_forms_on_update_and_only(flow):
+    old = {"spec": {"steps": _steps(("a", None)), "className": "Gold"}}
+    grown = {"spec": {"steps": _steps(("a", None), ("b", "b")), "className": "Gold"}}
+    # On UPDATE: the count is checked, the CREATE-only rules are not (the DAG's is not create_only here).
+    assert _flow_errors(flow, grown, old, ("flow/step-count", "flow/class")) == [
+        "spec.steps: Forbidden: steps may not come or go"
+    ]
+    assert _flow_errors(flow, grown, None, ("flow/dag",)) == ['spec.steps[1].after.names: Invalid value: ["b"]: no DAG']
+    assert _flow_errors(flow, {"spec": {}}, {"spec": {"steps": []}}) == []
+
+
+def test_where_the_volcano_forms_go():
+    rules = {r.id: r for r in FLOW_DECLARED.rules()}
+    assert rules["flow/step-count"].where is Where.TRANSITION
+    assert rules["flow/step-count"].placements[0].validation.rule == (
+        "(has(self.steps) ? size(self.steps) : 0) == (has(oldSelf.steps) ? size(oldSelf.steps) : 0)"
+    )
+    dag = rules["flow/dag"].placements[0].validation
+    assert dag.rule.count(".all(s") == 4, "one round per entry the list may have"
+    assert rules["flow/dag"].produces[0].apiserver_drops == 3
+    bound, known = rules["flow/hooks"].placements
+    assert bound.keywords == {"maxProperties": 2} and known.validation.rule == "self.all(k, k in ['pre', 'post'])"
+    assert all(p.validation.optional_old_self for p in rules["flow/class"].placements)
+    leader = rules["flow/leader"].placements[0]
+    assert leader.at == ("spec",) and leader.validation.field_path == ".hooks['post']"
+    assert leader.validation.rule.count("p < size(self.hooks['post'])") == 1 and "[0, 1, 2, 3, 4, 5, 6, 7]" in (
+        leader.validation.rule
+    )
+    report = cost_report([("flow.example.com", "Flow", FLOW_DECLARED)])
+    assert "Flow (flow.example.com) flow/step-count: constant" in report
+
+
+def test_volcano_default_forms(flow):
+    recorder = PatchRecorder()
+    obj = {
+        "spec": {"total": 0, "steps": [{"name": ""}, {"name": "b", "retries": 5}], "hooks": {"pre": [], "log": ["x"]}}
+    }
+    only = ("flow/step-name", "flow/total", "flow/implied-hooks")
+    out = flow["default_flow_flow_example_com"](obj, recorder, only)
+    assert out["spec"] == {
+        "total": 5,
+        "steps": [{"name": "step0"}, {"name": "b", "retries": 5}],
+        "hooks": {"pre": [], "log": ["x"], "post": []},
+    }
+    assert [op["path"] for op in recorder.ops] == ["/spec/steps/0/name", "/spec/total", "/spec/hooks/post"]
+    assert obj["spec"]["steps"][0] == {"name": ""}, "the input is not modified"
+    # A total already given, or the sum 0 over a 0: kept; no list: nothing to add up.
+    for spec in ({"total": 2, "steps": [{"retries": 1}]}, {"total": 0, "steps": []}, {}):
+        recorder = PatchRecorder()
+        flow["default_flow_flow_example_com"]({"spec": spec}, recorder, ("flow/total",))
+        assert recorder.ops == []
+    defaults = {d.id: d for d in FLOW_DECLARED.defaults()}
+    assert all(defaults[i].where is Where.MUTATING_POLICY for i in only)
+    assert "'step' + string(i)" in defaults["flow/step-name"].patches[0]
+    assert (
+        "object.spec.total == 0 && object.spec.steps.map(t, has(t.retries) ? t.retries : 0).sum() != 0"
+        in (defaults["flow/total"].patches[0])
+    )
+    assert "!('log' in object.spec.hooks) && ('pre' in object.spec.hooks)" in defaults["flow/implied-hooks"].patches[0]

@@ -9,21 +9,20 @@ what its controllers assume (one PyTorch Master, one MPI Launcher, ...), checked
 
 from __future__ import annotations
 
+from jobgate._generated import declared_rules as generated
 from jobgate.api.constants import KUBEDL_GROUP, KUBEDL_VERSION
-from jobgate.engine.fielderrors import FieldError, FieldPath, Key, forbidden, invalid
+from jobgate.engine.fielderrors import FieldError
 from jobgate.engine.findings import Findings, clip_warning
 from jobgate.engine.jsonpatch import PatchRecorder
 from jobgate.engine.modelref import ModelRef
 from jobgate.engine.registry import register
 from jobgate.rules.dicts import copied_dict
-from jobgate.rules.jobmeta import as_int
 from jobgate.rules.replicajobs import (
     JOB_STATUS_MODEL,
     ExtraDefaults,
     ReplicaJobKind,
     Role,
     RoleRules,
-    exactly_one,
     no_extra_defaults,
     no_role_rules,
 )
@@ -106,6 +105,16 @@ class KubeDLKind(ReplicaJobKind):
             recorder.set(run_policy, "cleanPodPolicy", DEFAULT_CLEAN_POD_POLICY, policy_pointer)
         return run_policy, policy_pointer
 
+    def declared_defaults(self, obj: dict[str, Any], recorder: PatchRecorder) -> dict[str, Any]:
+        """The kind's declared defaults (declared.py)."""
+        defaults: Any = getattr(generated, "default_" + _generated_name(self.kind))
+        return defaults(obj, recorder)  # type: ignore[no-any-return]
+
+    def declared_rules(self, obj: dict[str, Any], old: dict[str, Any] | None) -> list[FieldError]:
+        """The kind's declared role rules (declared.py)."""
+        rules: Any = getattr(generated, "validate_" + _generated_name(self.kind))
+        return rules(obj, old)  # type: ignore[no-any-return]
+
     def _check_run_policy(self, spec: dict[str, Any], replicas: dict[str, dict[str, Any]], found: Findings) -> None:
         run_policy = self.run_policy(spec)
         if run_policy is not spec:
@@ -119,62 +128,12 @@ class KubeDLKind(ReplicaJobKind):
         super()._check_run_policy(spec, replicas, found)
 
 
-# --- role rules --------------------------------------------------------------------------------
-
-
-def _tfjob_roles(replicas: dict[str, dict[str, Any]], base: FieldPath) -> list[FieldError]:
-    errors = []
-    leaders = [t for t in ("Chief", "Master") if t in replicas]
-    if len(leaders) > 1:
-        errors.append(forbidden(base, "must not have more than 1 Chief or Master role"))
-    for leader in leaders:
-        count = as_int(replicas[leader].get("replicas"))
-        if count is not None and count > 1:
-            errors.append(invalid((*base, Key(leader), "replicas"), count, "must be less than or equal to 1"))
-    return errors
-
-
-def _pytorchjob_roles(replicas: dict[str, dict[str, Any]], base: FieldPath) -> list[FieldError]:
-    return exactly_one(replicas, base, "Master")
-
-
-def _xgboostjob_roles(replicas: dict[str, dict[str, Any]], base: FieldPath) -> list[FieldError]:
-    return exactly_one(replicas, base, "Master")
-
-
-def _mpijob_roles(replicas: dict[str, dict[str, Any]], base: FieldPath) -> list[FieldError]:
-    return exactly_one(replicas, base, "Launcher")
-
-
 # --- per-kind extra defaults ---------------------------------------------------------------------
 
 XGBOOST_DEFAULT_TTL_SECONDS = 100
 TFJOB_DEFAULT_SUCCESS_POLICY = ""  # KubeDL's SuccessPolicyDefault: Chief/Master, else worker 0
 XDL_DEFAULT_BACKOFF_LIMIT = 20
 XDL_DEFAULT_MIN_FINISH_WORK_RATE = 90
-
-
-def _default_tfjob(
-    spec: dict[str, Any], run_policy: dict[str, Any], replicas: dict[str, Any], recorder: PatchRecorder, pointer: str
-) -> None:
-    if spec.get("successPolicy") is None:
-        recorder.set(spec, "successPolicy", TFJOB_DEFAULT_SUCCESS_POLICY, "/spec")
-
-
-def _default_xgboostjob(
-    spec: dict[str, Any], run_policy: dict[str, Any], replicas: dict[str, Any], recorder: PatchRecorder, pointer: str
-) -> None:
-    if run_policy.get("ttlSecondsAfterFinished") is None:
-        recorder.set(run_policy, "ttlSecondsAfterFinished", XGBOOST_DEFAULT_TTL_SECONDS, pointer)
-
-
-def _default_xdljob(
-    spec: dict[str, Any], run_policy: dict[str, Any], replicas: dict[str, Any], recorder: PatchRecorder, pointer: str
-) -> None:
-    if run_policy.get("backoffLimit") is None:
-        recorder.set(run_policy, "backoffLimit", XDL_DEFAULT_BACKOFF_LIMIT, pointer)
-    if spec.get("minFinishWorkNum") is None and spec.get("minFinishWorkRate") is None:
-        recorder.set(spec, "minFinishWorkRate", XDL_DEFAULT_MIN_FINISH_WORK_RATE, "/spec")
 
 
 MARS_MEMORY_DEFAULTS = (("plasmaStore", "/dev/shm"), ("lockFreeFileIO", True))
@@ -196,6 +155,11 @@ def _default_marsjob(
             recorder.set(policy, key, value, "/spec/workerMemoryTuningPolicy")
 
 
+def _generated_name(kind: str) -> str:
+    """The kind's functions in jobgate/_generated/declared_rules.py (jobgate.generate.forms.function_name)."""
+    return (kind + "_" + KUBEDL_GROUP).replace(".", "_").replace("-", "_").lower()
+
+
 # --- the kinds -----------------------------------------------------------------------------------
 
 TFJOB = register(
@@ -215,8 +179,6 @@ TFJOB = register(
             Role("Master", "ExitCode", is_master=True),
             Role("Evaluator", "ExitCode"),
         ),
-        role_rules=_tfjob_roles,
-        extra_defaults=_default_tfjob,
     )
 )
 
@@ -232,7 +194,6 @@ PYTORCHJOB = register(
         port=23456,
         roles=(Role("Master", "ExitCode", is_master=True), Role("Worker", "OnFailure", gets_port=False)),
         port_requires_named_container=True,
-        role_rules=_pytorchjob_roles,
     )
 )
 
@@ -247,8 +208,6 @@ XGBOOSTJOB = register(
         port_name="xgboostjob-port",
         port=9999,
         roles=(Role("Master", "Never", is_master=True), Role("Worker", "Never")),
-        role_rules=_xgboostjob_roles,
-        extra_defaults=_default_xgboostjob,
     )
 )
 
@@ -265,7 +224,6 @@ MPIJOB = register(
         roles=(Role("Launcher", "Never", is_master=True), Role("Worker", "Never")),
         require_container=False,
         normalise_types=False,
-        role_rules=_mpijob_roles,
         separate_run_policy=True,
     )
 )
@@ -281,7 +239,6 @@ XDLJOB = register(
         port_name="xdljob-port",
         port=2222,
         roles=(Role("Worker", "Never"), Role("PS", "Never"), Role("Scheduler", "Never"), Role("ExtendRole", "Never")),
-        extra_defaults=_default_xdljob,
     )
 )
 

@@ -28,7 +28,6 @@ from jobgate.generate.cel.catalogue import (
     Validation,
     Where,
     cel_raw_string,
-    cel_string,
     first_message,
     unique_field,
 )
@@ -149,41 +148,11 @@ def _bounds() -> Rule:
 def _replica_type_rules() -> list[Rule]:
     return [
         Rule(
-            "genericjob/replica-type-required",
-            "every replica spec has a type",
-            Where.CRD_RULE,
-            (Produces("spec.replicaSpecs[*].type", "REQUIRED", "^every replica spec needs a type$"),),
-            (
-                Placement(
-                    SPEC,
-                    validation=Validation(
-                        rule="has(self.type) && self.type != ''",
-                        message="every replica spec needs a type",
-                        field_path=".type",
-                        reason="FieldValueRequired",
-                    ),
-                ),
-            ),
-        ),
-        Rule(
             "genericjob/replica-type",
             "a replica type is a DNS-1123 label",
             Where.SCHEMA,
             (Produces("spec.replicaSpecs[*].type", "INVALID", _LABEL_PROBLEM),),
             (Placement((*SPEC, "type"), {"pattern": OPTIONAL_LABEL_PATTERN, "maxLength": LABEL_MAX_LENGTH}),),
-        ),
-        Rule(
-            "genericjob/replica-types-unique",
-            "replica types unique in the job",
-            Where.CRD_RULE,
-            (Produces("spec.replicaSpecs[*].type", "DUPLICATE", apiserver_drops=2),),
-            (
-                Placement(
-                    SPECS,
-                    validation=unique_field("type", empty_counts=False),
-                ),
-            ),
-            why="reported at the list (a rule on a list cannot name the item)",
         ),
     ]
 
@@ -328,24 +297,6 @@ def _run_mode_rules() -> list[Rule]:
 
     return [
         Rule(
-            "genericjob/run-mode-type-required",
-            "a debug or resume setting names its replica type",
-            Where.CRD_RULE,
-            tuple(Produces(f"{p}[*].type", "REQUIRED", "^names the replica type it applies to$") for _, p in lists),
-            tuple(
-                Placement(
-                    ("spec", *steps, LIST_ITEMS),
-                    validation=Validation(
-                        rule="has(self.type) && self.type != ''",
-                        message="names the replica type it applies to",
-                        field_path=".type",
-                        reason="FieldValueRequired",
-                    ),
-                )
-                for steps, _ in lists
-            ),
-        ),
-        Rule(
             "genericjob/run-mode-types",
             "a debug or resume setting names a replica type of the job",
             Where.CRD_RULE,
@@ -482,23 +433,6 @@ OBJECT_SPECS = "object.spec.replicaSpecs"
 OLD_SPECS = "oldObject.spec.replicaSpecs"
 
 
-def _each(list_cel: str, pointer: str, condition: str, field: str, value: str) -> str:
-    return (
-        f"{list_cel}.transformList(i, r, {condition}, "
-        f"JSONPatch{{op: 'add', path: '{pointer}/' + string(i) + '/{field}', value: {value}}})"
-    )
-
-
-def _literal(value: object) -> str:
-    if isinstance(value, bool):
-        return "true" if value else "false"
-    if isinstance(value, int):
-        return str(value)
-    if isinstance(value, list | tuple):
-        return "[" + ", ".join(_literal(v) for v in value) + "]"
-    return cel_string(str(value))
-
-
 def _count(replica: str) -> str:
     return f"(has({replica}.replicas) ? {replica}.replicas : 1)"
 
@@ -562,50 +496,8 @@ def _finish_rules_default(key: str) -> str:
 
 def defaults(kind: JobKind) -> list[Default]:
     assert kind is t9k.GENERIC_JOB
-    policy = cel_string(t9k.DEFAULT_RESTART_POLICY)
-    limit = t9k.DEFAULT_RESTART_LIMIT
-    whole = f"{{'policy': dyn({policy}), 'limit': dyn({limit})}}"
-    debug = ("runMode", "debug", "replicaSpecs")
-    debug_list = "object.spec." + ".".join(debug)
-    replicas_pointer = "/spec/replicaSpecs"
-    no_policy = "has(r.restartPolicy) && (!has(r.restartPolicy.policy) || r.restartPolicy.policy == '')"
-    no_limit = "has(r.restartPolicy) && !has(r.restartPolicy.limit)"
-    restart_policy = " + ".join(
-        (
-            _each(OBJECT_SPECS, replicas_pointer, "!has(r.restartPolicy)", "restartPolicy", whole),
-            _each(OBJECT_SPECS, replicas_pointer, no_policy, "restartPolicy/policy", policy),
-            _each(OBJECT_SPECS, replicas_pointer, no_limit, "restartPolicy/limit", str(limit)),
-        )
-    )
-    debug_command = _each(
-        debug_list,
-        "/spec/runMode/debug/replicaSpecs",
-        "!has(r.command)",
-        "command",
-        _literal(t9k.DEFAULT_DEBUG_COMMAND),
-    )
     return [
         *DECLARED.defaults(),
-        Default(
-            "genericjob/restart-policy",
-            f"each replica spec's restartPolicy: {{policy: {t9k.DEFAULT_RESTART_POLICY}, limit: {limit}}} "
-            '(each of the two when unset, the policy also when "")',
-            Where.SCHEMA_DEFAULT,
-            (f"has({OBJECT_SPECS}) ? {restart_policy} : []",),
-            (
-                # An absent restartPolicy becomes {} and gets both nested defaults.
-                Placement((*SPEC, "restartPolicy"), {"default": {}}),
-                Placement((*SPEC, "restartPolicy", "policy"), {"default": t9k.DEFAULT_RESTART_POLICY}),
-                Placement((*SPEC, "restartPolicy", "limit"), {"default": limit}),
-            ),
-        ),
-        Default(
-            "genericjob/debug-command",
-            f"each debug setting's command: {list(t9k.DEFAULT_DEBUG_COMMAND)}",
-            Where.SCHEMA_DEFAULT,
-            (f"{_has_path('object.spec', *debug)} ? {debug_command} : []",),
-            (Placement(("spec", *debug, LIST_ITEMS, "command"), {"default": list(t9k.DEFAULT_DEBUG_COMMAND)}),),
-        ),
         Default(
             "genericjob/success-rules",
             "successRules: one rule listing every replica (rewritten when the replica counts change, if they were "

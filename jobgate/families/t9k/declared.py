@@ -6,11 +6,45 @@ MutatingAdmissionPolicy (``cel.py`` lists them) and the catalogue's records.
 
 from __future__ import annotations
 
-from jobgate.families.t9k.rules import DEFAULT_CLEAN_UP_POLICY, DEFAULT_SCHEDULER_PRIORITY
-from jobgate.rules.forms import Declaration, DefaultField, DefaultItemField, Immutable
+from jobgate.families.t9k.rules import (
+    DEFAULT_CLEAN_UP_POLICY,
+    DEFAULT_DEBUG_COMMAND,
+    DEFAULT_RESTART_LIMIT,
+    DEFAULT_RESTART_POLICY,
+    DEFAULT_SCHEDULER_PRIORITY,
+)
+from jobgate.rules.forms import (
+    Declaration,
+    DefaultField,
+    DefaultItemField,
+    Immutable,
+    RequiredField,
+    UniqueBy,
+)
+
+_RESTART_POLICY = (
+    f"each replica spec's restartPolicy: {{policy: {DEFAULT_RESTART_POLICY}, limit: {DEFAULT_RESTART_LIMIT}}} "
+    '(each of the two when unset, the policy also when "")'
+)
 
 GENERIC_JOB: tuple[Declaration, ...] = (
     DefaultItemField("replicas/count", "spec.replicaSpecs", "replicas", 1, entry="replica spec"),
+    # One default: the whole restart policy when there is none, else each of its fields.
+    *(
+        DefaultItemField(
+            "genericjob/restart-policy",
+            "spec.replicaSpecs",
+            field,
+            value,
+            empty_is_unset=field.endswith(".policy"),
+            summary=_RESTART_POLICY,
+        )
+        for field, value in (
+            ("restartPolicy", {"policy": DEFAULT_RESTART_POLICY, "limit": DEFAULT_RESTART_LIMIT}),
+            ("restartPolicy.policy", DEFAULT_RESTART_POLICY),
+            ("restartPolicy.limit", DEFAULT_RESTART_LIMIT),
+        )
+    ),
     DefaultField(
         "genericjob/clean-up-policy",
         "spec.cleanUpPolicy",
@@ -22,6 +56,36 @@ GENERIC_JOB: tuple[Declaration, ...] = (
         "spec.scheduler.t9kScheduler.priority",
         DEFAULT_SCHEDULER_PRIORITY,
         summary=f"scheduler.t9kScheduler.priority: {DEFAULT_SCHEDULER_PRIORITY}",
+    ),
+    DefaultItemField(
+        "genericjob/debug-command",
+        "spec.runMode.debug.replicaSpecs",
+        "command",
+        list(DEFAULT_DEBUG_COMMAND),
+        entry="debug setting",
+    ),
+    # Reported after the rules written by hand (rules.py), which skip an entry without a type.
+    RequiredField(
+        "genericjob/replica-type-required",
+        "every replica spec has a type",
+        "spec.replicaSpecs[*].type",
+        "every replica spec needs a type",
+        empty_is_unset=True,
+    ),
+    RequiredField(
+        "genericjob/run-mode-type-required",
+        "a debug or resume setting names its replica type",
+        ("spec.runMode.debug.replicaSpecs[*].type", "spec.runMode.pause.resumeSpecs[*].type"),
+        "names the replica type it applies to",
+        empty_is_unset=True,
+    ),
+    # Not a list-map key: a replica spec may lack its type (the rule above).
+    UniqueBy(
+        "genericjob/replica-types-unique",
+        "spec.replicaSpecs",
+        "type",
+        summary="replica types unique in the job",
+        list_map=False,
     ),
     Immutable(
         "genericjob/resume-specs-immutable",

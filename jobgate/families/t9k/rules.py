@@ -25,7 +25,6 @@ from jobgate.engine.findings import Findings
 from jobgate.engine.jsonpatch import NO_PATCH, PatchRecorder
 from jobgate.engine.modelref import ModelRef
 from jobgate.engine.registry import GroupVersionKind, register
-from jobgate.rules.dicts import copied_dict
 from jobgate.rules.jobmeta import as_int, check_job_name, check_spec_schema
 from jobgate.rules.names import dns1123_label_problems, is_dns1123_label
 from jobgate.rules.podtemplate import check_pod_template
@@ -88,17 +87,10 @@ class GenericJobKind:
         # never denies, validation reports the bad value.
         if not isinstance(obj, dict) or not isinstance(obj.get("spec"), dict):
             return obj
-        # The defaults a form says (replicas, cleanUpPolicy, the scheduler's priority), declared in
-        # declared.py; the rest below (restart policies, debug commands, finish rules).
+        # The defaults a form says (replicas, restart policies, cleanUpPolicy, the scheduler's priority,
+        # debug commands), declared in declared.py; the finish rules below.
         obj = declared_rules.default_genericjob_batch_tensorstack_dev(obj, recorder)
         spec = dict(obj["spec"])
-        replica_specs = spec.get("replicaSpecs")
-        if isinstance(replica_specs, list):
-            spec["replicaSpecs"] = [
-                _default_replica(given, f"/spec/replicaSpecs/{index}", recorder)
-                for index, given in enumerate(replica_specs)
-            ]
-        _default_debug_commands(spec, recorder)
         counts = _writable(replica_counts(spec.get("replicaSpecs")))
         old_spec = previous.get("spec") if isinstance(previous, dict) else None
         old_counts = _writable(replica_counts(old_spec.get("replicaSpecs")) if isinstance(old_spec, dict) else {})
@@ -138,14 +130,10 @@ class GenericJobKind:
                 )
             )
             replica_type = replica.get("type")
-            if replica_type is None or replica_type == "":
-                found.errors.append(required((*path, "type"), "every replica spec needs a type"))
-                continue
-            if not isinstance(replica_type, str):
-                continue  # the schema check reports the type
+            if replica_type is None or replica_type == "" or not isinstance(replica_type, str):
+                continue  # declared.py requires the type; the schema check reports a wrong one
             if replica_type in counts:
-                found.errors.append(duplicate((*path, "type"), replica_type))
-                continue
+                continue  # a duplicate (declared.py)
             if not is_dns1123_label(replica_type):
                 # Reported once here; finish rules naming it still resolve, and no pod name is derived from it.
                 found.errors.extend(
@@ -164,7 +152,7 @@ class GenericJobKind:
         stored = old if old is not None and isinstance(old.get("spec"), dict) else None
         if stored is not None:
             _check_update(spec, stored["spec"], found)
-        # What may not change on UPDATE, declared in declared.py.
+        # The required types and what may not change on UPDATE, declared in declared.py.
         found.errors.extend(declared_rules.validate_genericjob_batch_tensorstack_dev(obj, stored))
         return found
 
@@ -212,37 +200,6 @@ def default_success_rules(counts: dict[str, int]) -> list[dict[str, list[int]]]:
 def default_failure_rules(counts: dict[str, int]) -> list[dict[str, list[int]]]:
     """One rule per replica: the job fails when any replica failed beyond its restart limit."""
     return [{rtype: [index]} for rtype, count in counts.items() for index in range(count)]
-
-
-def _default_replica(given: Any, pointer: str, recorder: PatchRecorder) -> Any:
-    if not isinstance(given, dict):
-        return given
-    replica = dict(given)
-    policy = replica.get("restartPolicy")
-    if policy is None:
-        recorder.set(
-            replica, "restartPolicy", {"policy": DEFAULT_RESTART_POLICY, "limit": DEFAULT_RESTART_LIMIT}, pointer
-        )
-    elif isinstance(policy, dict):
-        policy = replica["restartPolicy"] = dict(policy)
-        if policy.get("policy") in (None, ""):
-            recorder.set(policy, "policy", DEFAULT_RESTART_POLICY, f"{pointer}/restartPolicy")
-        if policy.get("limit") is None:
-            recorder.set(policy, "limit", DEFAULT_RESTART_LIMIT, f"{pointer}/restartPolicy")
-    return replica
-
-
-def _default_debug_commands(spec: dict[str, Any], recorder: PatchRecorder) -> None:
-    run_mode = copied_dict(spec, "runMode")
-    debug = copied_dict(run_mode, "debug") if run_mode is not None else None
-    debug_specs = debug.get("replicaSpecs") if debug is not None else None
-    if debug is None or not isinstance(debug_specs, list):
-        return
-    debug_specs = debug["replicaSpecs"] = list(debug_specs)
-    for index, given in enumerate(debug_specs):
-        if isinstance(given, dict) and given.get("command") is None:
-            entry = debug_specs[index] = dict(given)
-            recorder.set(entry, "command", list(DEFAULT_DEBUG_COMMAND), f"/spec/runMode/debug/replicaSpecs/{index}")
 
 
 def _check_finish_rules(rules: Any, path: FieldPath, counts: dict[str, int]) -> list[Any]:
@@ -301,11 +258,9 @@ def _check_run_mode(run_mode: Any, counts: dict[str, int], found: Findings) -> N
                 continue
             type_path: FieldPath = ("spec", "runMode", mode, list_key, index, "type")
             replica_type = entry.get("type")
-            if replica_type is None or replica_type == "":
-                found.errors.append(required(type_path, "names the replica type it applies to"))
-            elif not isinstance(replica_type, str):
-                continue
-            elif replica_type not in counts:
+            if replica_type is None or replica_type == "" or not isinstance(replica_type, str):
+                continue  # declared.py requires the type; the schema check reports a wrong one
+            if replica_type not in counts:
                 known = ", ".join(counts) or "none"
                 found.errors.append(
                     not_found(type_path, replica_type, f"no replica spec of this type (types: {known})")

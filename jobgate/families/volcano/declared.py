@@ -6,9 +6,104 @@ catalogue's records.
 
 from __future__ import annotations
 
-from jobgate.rules.forms import AtMostSum, Declaration
+from jobgate.families.volcano.rules.bounds import VOLCANO_BOUNDS
+from jobgate.families.volcano.rules.defaults import (
+    DEFAULT_MAX_RETRY,
+    DEFAULT_QUEUE,
+    DEFAULT_SCHEDULER,
+    DEFAULT_TASK_PREFIX,
+    IMPLIED_PLUGINS,
+)
+from jobgate.families.volcano.rules.job import DAG_MESSAGE
+from jobgate.families.volcano.rules.plugins import DEFAULT_MPI_MASTER, PLUGINS
+from jobgate.families.volcano.rules.update import UPDATE_FORBIDDEN
+from jobgate.rules.forms import (
+    Acyclic,
+    AtMostSum,
+    Declaration,
+    DefaultField,
+    DefaultIndexed,
+    DefaultItemField,
+    DefaultSum,
+    FixedCount,
+    FlagNamesEntry,
+    ImpliedKeys,
+    KnownKeys,
+    Same,
+    SameAll,
+    SameEach,
+    SameUnlessBoth,
+    StringField,
+    Subdomain,
+    Unchanged,
+)
+from jobgate.rules.names import LABEL_MAX_LENGTH
 
+# A list of lifecycle policies as an UPDATE compares it (the job's and each task's).
+_POLICIES = SameEach(
+    "policies",
+    VOLCANO_BOUNDS["policies"],
+    SameAll((SameAll(tuple(Same(f) for f in ("action", "event", "exitCode", "timeout"))), Same("events", True)), True),
+)
+_TOPOLOGY = ("mode", "highestTierAllowed", "highestTierName")
+
+# The webhook reports a declared rule where Volcano's did, among the rules written by hand: ``rules/``
+# calls the generated check with the rule's id (``only``), and ``cel/`` lists its record in place.
+
+# The mutating webhook's defaults that a form says (all but a task's dnsPolicy and minAvailable).
+# Volcano's Go fields cannot tell 0 or "" from absent, so ``empty_is_unset`` (the zero of the type):
+# ``maxRetry: 0`` is defaulted too. ``rules/defaults.py`` runs them where the webhook sets them
+# (FIRST_DEFAULTS and LAST_DEFAULTS there), in this order.
 JOB: tuple[Declaration, ...] = (
+    DefaultField(
+        "volcano/queue", "spec.queue", DEFAULT_QUEUE, empty_is_unset=True, summary="queue: default (when unset or '')"
+    ),
+    DefaultField(
+        "volcano/scheduler-name",
+        "spec.schedulerName",
+        DEFAULT_SCHEDULER,
+        empty_is_unset=True,
+        summary="schedulerName: volcano (when unset or '')",
+    ),
+    DefaultField(
+        "volcano/max-retry",
+        "spec.maxRetry",
+        DEFAULT_MAX_RETRY,
+        empty_is_unset=True,
+        summary=f"maxRetry: {DEFAULT_MAX_RETRY} (when unset or 0)",
+    ),
+    DefaultIndexed(
+        "volcano/task-name",
+        f"a task's name: {DEFAULT_TASK_PREFIX}<index> (when unset or empty)",
+        "spec.tasks",
+        "name",
+        DEFAULT_TASK_PREFIX,
+        empty_is_unset=True,
+    ),
+    DefaultItemField(
+        "volcano/task-max-retry",
+        "spec.tasks",
+        "maxRetry",
+        DEFAULT_MAX_RETRY,
+        empty_is_unset=True,
+        entry="task",
+        summary=f"a task's maxRetry: {DEFAULT_MAX_RETRY} (when unset or 0)",
+    ),
+    DefaultSum(
+        "volcano/min-available",
+        "the job's minAvailable: the sum of the tasks' minAvailable (when unset or 0)",
+        "spec.minAvailable",
+        "spec.tasks",
+        "minAvailable",
+        empty_is_unset=True,
+    ),
+    ImpliedKeys(
+        "volcano/implied-plugins",
+        "the plugins a framework plugin needs: "
+        + ", ".join(f"{f}: {' and '.join(n)}" for f, n in IMPLIED_PLUGINS.items()),
+        "spec.plugins",
+        tuple(IMPLIED_PLUGINS.items()),
+    ),
     AtMostSum(
         "volcano/min-available",
         "the job's minAvailable is at most the total of the tasks' replicas",
@@ -18,5 +113,119 @@ JOB: tuple[Declaration, ...] = (
         # Volcano's words on CREATE and on UPDATE.
         "job 'minAvailable' should not be greater than total replicas in tasks",
         update_message="job 'minAvailable' must not be greater than total replicas",
+    ),
+    KnownKeys(
+        "volcano/plugins",
+        "plugins are " + ", ".join(PLUGINS),
+        "spec.plugins",
+        PLUGINS,
+        "unable to find job plugin: {key}",
+    ),
+    FlagNamesEntry(
+        "volcano/mpi-master",
+        "the mpi plugin's master task (--master, else master) is a task of the job",
+        "spec.plugins",
+        "mpi",
+        "master",
+        DEFAULT_MPI_MASTER,
+        "spec.tasks",
+        "name",
+        "The specified mpi master task was not found",
+        VOLCANO_BOUNDS["pluginArguments"],
+        create_only=True,
+        why="CREATE only",
+    ),
+    Acyclic(
+        "volcano/dag",
+        "the tasks' dependencies (dependsOn) name tasks of the job and form no cycle",
+        "spec.tasks",
+        "name",
+        "dependsOn.name",
+        DAG_MESSAGE,
+        VOLCANO_BOUNDS["tasks"],
+        missing=" (no task named {names})",
+        create_only=True,
+        why="CREATE only; reported at the tasks (a rule on a list cannot name the item)",
+    ),
+    Subdomain(
+        "volcano/priority-class-name",
+        "priorityClassName is a DNS-1123 subdomain",
+        "spec.priorityClassName",
+        # An UPDATE may change it unchecked, which is also why it has no maxLength.
+        create_only=True,
+        why="CREATE only",
+    ),
+    FixedCount(
+        "volcano/update/task-count",
+        "an UPDATE neither adds nor removes tasks",
+        "spec.tasks",
+        "job updates may not add or remove tasks",
+    ),
+    StringField(
+        "volcano/scheduler-name",
+        f"schedulerName is {LABEL_MAX_LENGTH} bytes at most",
+        "spec.schedulerName",
+        max_length=LABEL_MAX_LENGTH,
+    ),
+    Unchanged(
+        "volcano/update/immutable",
+        "an UPDATE changes only minAvailable, priorityClassName and the tasks' replicas and minAvailable",
+        "spec",
+        UPDATE_FORBIDDEN,
+        mutable=("minAvailable", "priorityClassName"),
+        mutable_entries=(("tasks", ("replicas", "minAvailable")),),
+        # The controller writes the name of the claim it creates: not a user's change.
+        written=(("volumes", "volumeClaimName", "volumeClaim"),),
+        # Go maps among the spec's fields: a key with an empty value differs from no key.
+        maps=("plugins", "labels", "annotations", "nodeSelector", "requests", "limits"),
+        # Down to spec.tasks[0].template, spec.plugins.mpi[0].
+        depth=3,
+        counted="tasks",
+        fields=(
+            *((f, Same(f)) for f in ("schedulerName", "queue", "maxRetry", "ttlSecondsAfterFinished", "minSuccess")),
+            ("runningEstimate", Same("runningEstimate")),
+            ("networkTopology", SameAll(tuple(Same(f"networkTopology.{f}") for f in _TOPOLOGY))),
+            ("plugins", Same("plugins", non_empty=True)),
+            ("policies", _POLICIES),
+            (
+                "volumes",
+                SameEach(
+                    "volumes",
+                    VOLCANO_BOUNDS["volumes"],
+                    SameAll(
+                        (Same("mountPath"), Same("volumeClaim"), SameUnlessBoth("volumeClaimName", "volumeClaim")), True
+                    ),
+                ),
+            ),
+        ),
+        entries=(
+            "tasks",
+            VOLCANO_BOUNDS["tasks"],
+            (
+                ("name", Same("name")),
+                ("template", Same("template")),
+                ("policies", _POLICIES),
+                ("topologyPolicy", Same("topologyPolicy")),
+                ("maxRetry", Same("maxRetry")),
+                ("dependsOn", SameAll((Same("dependsOn.name", non_empty=True), Same("dependsOn.iteration")))),
+                (
+                    "partitionPolicy",
+                    SameAll(
+                        (
+                            *(
+                                Same(f"partitionPolicy.{f}")
+                                for f in ("totalPartitions", "partitionSize", "minPartitions")
+                            ),
+                            *(Same(f"partitionPolicy.networkTopology.{f}") for f in _TOPOLOGY),
+                        )
+                    ),
+                ),
+            ),
+        ),
+        why="reported at the spec's field (the webhook names the field inside it); a pod template or a claim "
+        "spec is compared as the apiserver compares objects (CEL cannot see into their unknown fields): an UPDATE "
+        "that only adds or drops an empty list or object, or a null, inside one (env: [], metadata: {}, "
+        "metadata.creationTimestamp: null as Go clients write it) is refused, where the webhook's comparison "
+        "(Volcano's) admits it",
     ),
 )

@@ -10,9 +10,10 @@ from __future__ import annotations
 
 from jobgate.engine.registry import JobKind
 from jobgate.families.volcano import rules as volcano
-from jobgate.families.volcano.cel import bounds, job, policies, resources, tasks, update, volumes
+from jobgate.families.volcano.cel import bounds, job, policies, resources, tasks, volumes
 from jobgate.families.volcano.cel import defaults as _defaults
 from jobgate.families.volcano.declared import JOB
+from jobgate.families.volcano.rules.defaults import FIRST_DEFAULTS, LAST_DEFAULTS
 from jobgate.generate.cel.catalogue import Default, Rule
 from jobgate.generate.cel.podtemplate import TemplateSite, pod_template_rules
 from jobgate.generate.forms import Declarations
@@ -29,18 +30,21 @@ def declared(kind: JobKind) -> Declarations:
 
 def rules(kind: JobKind) -> list[Rule]:
     assert kind is volcano.VOLCANO_JOB
+    # Declared rules in their places among the others: the order of a CRD's rules is the order of
+    # the apiserver's errors.
+    declared_rules = {r.id: r for r in DECLARED.rules()}
     return [
         job.job_name_rule(),
         job.tasks_required_rule(),
         job.counts_rule(),
-        *DECLARED.rules(),
+        declared_rules["volcano/min-available"],
         job.pod_names_rule(),
-        job.dag_rule(),
-        job.plugins_rule(),
-        job.mpi_master_rule(),
+        declared_rules["volcano/dag"],
+        declared_rules["volcano/plugins"],
+        declared_rules["volcano/mpi-master"],
         job.network_topology_rule(),
-        job.priority_class_rule(),
-        job.scheduler_name_rule(),
+        declared_rules["volcano/priority-class-name"],
+        declared_rules["volcano/scheduler-name"],
         job.queue_rule(),
         *volumes.volume_rules(),
         tasks.task_name_rule(),
@@ -51,7 +55,8 @@ def rules(kind: JobKind) -> list[Rule]:
         tasks.numa_rule(),
         *resources.pod_level_resources_rules(),
         *policies.policy_rules(),
-        *update.update_rules(),
+        declared_rules["volcano/update/task-count"],
+        declared_rules["volcano/update/immutable"],
         bounds.bounds_rule(),
         *pod_template_rules(TEMPLATES),
     ]
@@ -59,4 +64,10 @@ def rules(kind: JobKind) -> list[Rule]:
 
 def defaults(kind: JobKind) -> list[Default]:
     assert kind is volcano.VOLCANO_JOB
-    return _defaults.defaults()
+    # In the webhook's order (rules/defaults.py): the declared ones first and last.
+    declared_defaults = {d.id: d for d in DECLARED.defaults()}
+    return [
+        *(declared_defaults[i] for i in FIRST_DEFAULTS),
+        *_defaults.task_defaults(),
+        *(declared_defaults[i] for i in LAST_DEFAULTS),
+    ]

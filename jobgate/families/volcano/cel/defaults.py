@@ -1,24 +1,18 @@
 """The defaults of a Volcano job (``rules/families/volcano/defaults.py``) as a MutatingAdmissionPolicy's
-JSONPatch CEL, and schema defaults where one is exactly the webhook's for an absent field.
+JSONPatch CEL: a task's dnsPolicy and minAvailable; the others a form says, in ``declared.py``.
 
 The patches run in the webhook's order, each on what the previous made: the job's minAvailable
-adds up the tasks' minAvailable once they are defaulted.
+(declared) adds up the tasks' minAvailable once they are defaulted.
 """
 
 from __future__ import annotations
 
 import re
 
-from jobgate.families.volcano.cel.common import SPEC, TASK
 from jobgate.families.volcano.rules.defaults import (
-    DEFAULT_MAX_RETRY,
-    DEFAULT_QUEUE,
-    DEFAULT_SCHEDULER,
-    DEFAULT_TASK_PREFIX,
     HOST_NETWORK_DNS_POLICY,
-    IMPLIED_PLUGINS,
 )
-from jobgate.generate.cel.catalogue import Default, Placement, Where, cel_string
+from jobgate.generate.cel.catalogue import Default, Where, cel_string
 from jobgate.generate.cel.podtemplate import TemplatePatches
 
 _SPEC = "object.spec"
@@ -51,22 +45,9 @@ def _each_task(condition: str, patch: str) -> str:
     return f"has({_SPEC}) && has({_TASKS}) ? {_TASKS}.transformList(ti, t, {condition}, {patch}) : []"
 
 
-def _spec_value(default_id: str, name: str, value: str, *, zero: str) -> Default:
-    """A field of the spec set to ``value`` when unset or ``zero`` (the webhook's unset)."""
-    literal = cel_string(value) if isinstance(value, str) and not value.isdigit() else value
-    return Default(
-        default_id,
-        f"{name}: {value} (when unset or {zero})",
-        Where.SCHEMA_DEFAULT,
-        (
-            f"has({_SPEC}) && (!has({_SPEC}.{name}) || {_SPEC}.{name} == {zero}) ? "
-            f"[{_patch(cel_string('/spec/' + name), literal)}] : []",
-        ),
-        (Placement((*SPEC, name), {"default": int(value) if value.isdigit() else value}),),
-    )
-
-
-def defaults() -> list[Default]:
+def task_defaults() -> list[Default]:
+    """The defaults of each task written here (a form says its name and maxRetry, the job's
+    minAvailable and implied plugins: ``declared.py``), in the webhook's order."""
     partition = "t.partitionPolicy"
     min_partitions = f"(has({partition}.minPartitions) ? {partition}.minPartitions : 0)"
     size = f"(has({partition}.partitionSize) ? {partition}.partitionSize : 0)"
@@ -76,34 +57,7 @@ def defaults() -> list[Default]:
         "has(template.spec) && has(template.spec.hostNetwork) && template.spec.hostNetwork == true && "
         "(!has(template.spec.dnsPolicy) || template.spec.dnsPolicy == '')"
     )
-    task_sum = f"{_TASKS}.map(t, has(t.minAvailable) ? t.minAvailable : 0).sum()"
-    plugins = f"{_SPEC}.plugins"
-    implied = sorted({p for needed in IMPLIED_PLUGINS.values() for p in needed})
-    needs = {
-        plugin: " || ".join(
-            f"{cel_string(f)} in {plugins}" for f, needed in IMPLIED_PLUGINS.items() if plugin in needed
-        )
-        for plugin in implied
-    }
-    missing = " + ".join(
-        f"(!({cel_string(p)} in {plugins}) && ({needs[p]}) ? [{_patch(cel_string('/spec/plugins/' + p), '[]')}] : [])"
-        for p in implied
-    )
     return [
-        _spec_value("volcano/queue", "queue", DEFAULT_QUEUE, zero="''"),
-        _spec_value("volcano/scheduler-name", "schedulerName", DEFAULT_SCHEDULER, zero="''"),
-        _spec_value("volcano/max-retry", "maxRetry", str(DEFAULT_MAX_RETRY), zero="0"),
-        Default(
-            "volcano/task-name",
-            f"a task's name: {DEFAULT_TASK_PREFIX}<index> (when unset or empty)",
-            Where.MUTATING_POLICY,
-            (
-                _each_task(
-                    "!has(t.name) || t.name == ''",
-                    _patch(f"{_TASK_POINTER} + '/name'", f"{cel_string(DEFAULT_TASK_PREFIX)} + string(ti)"),
-                ),
-            ),
-        ),
         Default(
             "volcano/dns-policy",
             f"dnsPolicy {HOST_NETWORK_DNS_POLICY} for a pod template on the host's network (when unset or empty)",
@@ -121,34 +75,5 @@ def defaults() -> list[Default]:
             "(when unset)",
             Where.MUTATING_POLICY,
             (_each_task("!has(t.minAvailable)", _patch(f"{_TASK_POINTER} + '/minAvailable'", task_min)),),
-        ),
-        Default(
-            "volcano/task-max-retry",
-            f"a task's maxRetry: {DEFAULT_MAX_RETRY} (when unset or 0)",
-            Where.SCHEMA_DEFAULT,
-            (
-                _each_task(
-                    "!has(t.maxRetry) || t.maxRetry == 0",
-                    _patch(f"{_TASK_POINTER} + '/maxRetry'", str(DEFAULT_MAX_RETRY)),
-                ),
-            ),
-            (Placement((*TASK, "maxRetry"), {"default": DEFAULT_MAX_RETRY}),),
-        ),
-        Default(
-            "volcano/min-available",
-            "the job's minAvailable: the sum of the tasks' minAvailable (when unset or 0)",
-            Where.MUTATING_POLICY,
-            (
-                f"has({_SPEC}) && has({_TASKS}) && (!has({_SPEC}.minAvailable) || "
-                f"({_SPEC}.minAvailable == 0 && {task_sum} != 0)) ? "
-                f"[{_patch(cel_string('/spec/minAvailable'), task_sum)}] : []",
-            ),
-        ),
-        Default(
-            "volcano/implied-plugins",
-            "the plugins a framework plugin needs: "
-            + ", ".join(f"{f}: {' and '.join(n)}" for f, n in IMPLIED_PLUGINS.items()),
-            Where.MUTATING_POLICY,
-            (f"has({_SPEC}) && has({plugins}) ? {missing} : []",),
         ),
     ]

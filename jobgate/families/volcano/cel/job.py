@@ -14,20 +14,15 @@ from __future__ import annotations
 import re
 
 from jobgate.families.volcano.cel.common import (
-    MAX_TASKS,
     SPEC,
     TASK,
     TASK_INDEXES,
-    name_of,
     replicas_of,
 )
-from jobgate.families.volcano.rules import bounds
 from jobgate.families.volcano.rules.job import (
-    DAG_MESSAGE,
     QUALIFIED_NAME_MESSAGE,
     QUALIFIED_NAME_REGEX,
 )
-from jobgate.families.volcano.rules.plugins import DEFAULT_MPI_MASTER, PLUGINS
 from jobgate.families.volcano.rules.tasks import TIER_CONFLICT
 from jobgate.generate.cel.catalogue import (
     Placement,
@@ -35,16 +30,13 @@ from jobgate.generate.cel.catalogue import (
     Rule,
     Validation,
     Where,
-    cel_list,
     cel_raw_string,
     cel_string,
 )
 from jobgate.generate.cel.jobmeta import GENERATED_SUFFIX_LENGTH, NAME, PREFIX
 from jobgate.rules.names import (
     DNS1123_SUBDOMAIN,
-    DNS1123_SUBDOMAIN_MESSAGE,
     LABEL_MAX_LENGTH,
-    SUBDOMAIN_MAX_LENGTH,
 )
 
 CREATE_ONLY = "oldSelf.hasValue() || "
@@ -203,113 +195,7 @@ def pod_names_rule() -> Rule:
     )
 
 
-def dag_rule() -> Rule:
-    """The tasks' ``dependsOn`` form a DAG of existing tasks (CREATE only). Kahn's algorithm as the
-    webhook runs it, in at most as many rounds as there may be tasks: round k keeps the names of
-    the tasks whose dependencies are all among the names of round k-1. CEL of 1.30 has no
-    cel.bind: each round's list is bound to a variable as the one item of a list (``[x].all(s,
-    ...)``), so that it is computed once, not once per use."""
-    deps = "has(t.dependsOn) && has(t.dependsOn.name)"
-
-    def sortable(names: str) -> str:
-        return f"!({deps} && ({name_of('t')} in t.dependsOn.name || t.dependsOn.name.exists(d, !(d in {names}))))"
-
-    expression = f"self.tasks.all(t, {sortable(f's{MAX_TASKS}')})"
-    for k in range(MAX_TASKS, 0, -1):
-        previous = "[]" if k == 1 else f"s{k - 1}"
-        expression = f"[self.tasks.filter(t, {sortable(previous)}).map(t, {name_of('t')})].all(s{k}, {expression})"
-    missing = "!self.tasks.exists(u, has(u.name) && u.name == d)"
-    first_missing = (
-        f"self.tasks.map(t, {deps} && t.dependsOn.name.exists(d, {missing}) ? "
-        f"t.dependsOn.name.filter(d, {missing})[0] : '').filter(n, n != '')"
-    )
-    return Rule(
-        "volcano/dag",
-        "the tasks' dependencies (dependsOn) name tasks of the job and form no cycle",
-        Where.CRD_RULE,
-        (Produces("spec.tasks[*].dependsOn.name", "INVALID", "^" + re.escape(DAG_MESSAGE), apiserver_drops=3),),
-        (
-            Placement(
-                SPEC,
-                validation=Validation(
-                    rule=create_only(f"!has(self.tasks) || {expression}"),
-                    message_expression=f"{cel_string(DAG_MESSAGE)} + (size({first_missing}) > 0 ? "
-                    f"' (no task named ' + {first_missing}[0] + ')' : '')",
-                    field_path=".tasks",
-                    optional_old_self=True,
-                ),
-            ),
-        ),
-        why="CREATE only; reported at the tasks (a rule on a list cannot name the item)",
-    )
-
-
 # --- plugins -----------------------------------------------------------------------------------
-
-
-def plugins_rule() -> Rule:
-    known = cel_list(PLUGINS)
-    return Rule(
-        "volcano/plugins",
-        "plugins are " + ", ".join(PLUGINS),
-        Where.CRD_RULE,
-        (Produces("spec.plugins[*]", "INVALID", "^unable to find job plugin: ", apiserver_drops=1),),
-        (
-            # A valid job has each plugin once at most: the bound the CEL cost estimate needs.
-            Placement((*SPEC, "plugins"), {"maxProperties": len(PLUGINS)}),
-            Placement(
-                (*SPEC, "plugins"),
-                validation=Validation(
-                    rule=f"self.all(k, k in {known})",
-                    message_expression=f"'unable to find job plugin: ' + self.filter(k, !(k in {known}))[0]",
-                ),
-            ),
-        ),
-        why="reported at the map (a rule on a map cannot name the key)",
-    )
-
-
-def mpi_master_rule() -> Rule:
-    """The mpi plugin's master task (``--master=<task>``, ``-master <task>``, else "master") is a
-    task of the job (CREATE only). CEL of 1.30 has no index in a comprehension: the arguments are
-    walked by the literal list of the indexes their maxItems allows, and the first that sets the
-    flag is bound by its index (``[ps[0]].all(p, ...)``): an integer, which the cost estimator sizes."""
-    args = "self.plugins['mpi']"
-    with_value = cel_raw_string(f"^-+{DEFAULT_MPI_MASTER}=")
-    bare = cel_raw_string(f"^-+{DEFAULT_MPI_MASTER}$")
-    indexes = "[" + ", ".join(str(i) for i in range(bounds.VOLCANO_BOUNDS["pluginArguments"])) + "]"
-    sets = (
-        f"p < size({args}) && ({args}[p].matches({with_value}) || ({args}[p].matches({bare}) && p + 1 < size({args})))"
-    )
-    value = f"({args}[p].matches({with_value}) ? {args}[p].substring({args}[p].indexOf('=') + 1) : {args}[p + 1])"
-    default = cel_string(DEFAULT_MPI_MASTER)
-    master = f"({value} == '' ? {default} : {value})"
-
-    def named(master: str) -> str:
-        return f"(has(self.tasks) && self.tasks.exists(t, has(t.name) && t.name == {master}))"
-
-    rule = (
-        f"!has(self.plugins) || !('mpi' in self.plugins) || [{indexes}.filter(p, {sets})].all(ps, size(ps) == 0 ? "
-        f"{named(default)} : [ps[0]].all(p, {named(master)}))"
-    )
-    return Rule(
-        "volcano/mpi-master",
-        "the mpi plugin's master task (--master, else master) is a task of the job",
-        Where.CRD_RULE,
-        (Produces("spec.plugins[mpi]", "INVALID", "^The specified mpi master task was not found$"),),
-        (
-            Placement(
-                SPEC,
-                validation=Validation(
-                    rule=create_only(rule),
-                    message="The specified mpi master task was not found",
-                    field_path=".plugins['mpi']",
-                    optional_old_self=True,
-                ),
-            ),
-        ),
-        why="CREATE only",
-    )
 
 
 # --- other fields ------------------------------------------------------------------------------
@@ -338,53 +224,6 @@ def network_topology_rule() -> Rule:
             )
             for at, _ in places
         ),
-    )
-
-
-def priority_class_rule() -> Rule:
-    """priorityClassName is a DNS-1123 subdomain (CREATE only: an UPDATE may change it unchecked,
-    which is also why it has no maxLength)."""
-    unset = "!has(self.priorityClassName) || self.priorityClassName == '' || "
-    return Rule(
-        "volcano/priority-class-name",
-        "priorityClassName is a DNS-1123 subdomain",
-        Where.CRD_RULE,
-        (
-            Produces(
-                "spec.priorityClassName",
-                "INVALID",
-                f"^(must be no more than {SUBDOMAIN_MAX_LENGTH} characters|a lowercase RFC 1123 subdomain )",
-            ),
-        ),
-        tuple(
-            Placement(
-                SPEC,
-                validation=Validation(
-                    rule=create_only(unset + rule),
-                    message=message,
-                    field_path=".priorityClassName",
-                    optional_old_self=True,
-                ),
-            )
-            for rule, message in (
-                (
-                    f"size(self.priorityClassName) <= {SUBDOMAIN_MAX_LENGTH}",
-                    f"must be no more than {SUBDOMAIN_MAX_LENGTH} characters",
-                ),
-                (f"self.priorityClassName.matches({cel_raw_string(SUBDOMAIN_PATTERN)})", DNS1123_SUBDOMAIN_MESSAGE),
-            )
-        ),
-        why="CREATE only",
-    )
-
-
-def scheduler_name_rule() -> Rule:
-    return Rule(
-        "volcano/scheduler-name",
-        f"schedulerName is {LABEL_MAX_LENGTH} bytes at most",
-        Where.SCHEMA,
-        (Produces("spec.schedulerName", "TOO_LONG"),),
-        (Placement((*SPEC, "schedulerName"), {"maxLength": LABEL_MAX_LENGTH}),),
     )
 
 

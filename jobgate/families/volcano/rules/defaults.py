@@ -7,9 +7,9 @@ absent); task ``minAvailable: 0`` is kept, as it is a pointer there.
 
 from __future__ import annotations
 
-import sys
-
+from jobgate._generated import declared_rules
 from jobgate.engine.jsonpatch import PatchRecorder
+from jobgate.rules.declared import json_count
 from jobgate.rules.dicts import copied_dict
 from jobgate.rules.jobmeta import as_int
 
@@ -31,30 +31,21 @@ IMPLIED_PLUGINS: dict[str, tuple[str, ...]] = {
 }
 
 
+# The declared defaults (``declared.py``), in the webhook's order around the two written here (a task's
+# dnsPolicy and minAvailable): the job's fields and the tasks' names first; then the tasks' maxRetry
+# (the last field a task gets), the job's minAvailable (the sum of the tasks') and the plugins the
+# plugins imply. Each object comes out as it did, its keys in their order; the patch lists a field
+# of every task before the next field (Volcano's, task by task: the same object).
+FIRST_DEFAULTS = ("volcano/queue", "volcano/scheduler-name", "volcano/max-retry", "volcano/task-name")
+LAST_DEFAULTS = ("volcano/task-max-retry", "volcano/min-available", "volcano/implied-plugins")
+
+
 def _unset(value: Any) -> bool:
     return value is None or value == ""
 
 
 def _zero_or_unset(value: Any) -> bool:
     return value is None or (as_int(value) == 0 and not isinstance(value, bool))
-
-
-_INT64_MIN, _INT64_MAX = -(2**63), 2**63 - 1
-_FLOAT_MAX = int(sys.float_info.max)
-
-
-def json_count(value: int) -> int | float:
-    """A computed count as the apiserver's JSON carries it: beyond int64 only as a float.
-
-    A replicas of 1e20 arrives as an integral float; a default copied from it (or summed over
-    it) must stay writable in the patch, and /validate then reports it like the replicas.
-    """
-    if _INT64_MIN <= value <= _INT64_MAX:
-        return value
-    # A product of two such floats can pass even the float range: the largest float stands for it.
-    if abs(value) <= _FLOAT_MAX:
-        return float(value)
-    return sys.float_info.max if value > 0 else -sys.float_info.max
 
 
 def default_task_min_available(task: dict[str, Any]) -> int | float:
@@ -72,16 +63,9 @@ def default_job(obj: dict[str, Any], recorder: PatchRecorder) -> dict[str, Any]:
     """The job as the mutating webhook stores it; ``obj`` itself is not modified."""
     if not isinstance(obj, dict) or not isinstance(obj.get("spec"), dict):
         return obj
+    obj = declared_rules.default_job_batch_volcano_sh(obj, recorder, FIRST_DEFAULTS)
     spec = dict(obj["spec"])
-    if _unset(spec.get("queue")):
-        recorder.set(spec, "queue", DEFAULT_QUEUE, "/spec")
-    if _unset(spec.get("schedulerName")):
-        recorder.set(spec, "schedulerName", DEFAULT_SCHEDULER, "/spec")
-    if _zero_or_unset(spec.get("maxRetry")):
-        recorder.set(spec, "maxRetry", DEFAULT_MAX_RETRY, "/spec")
-
     tasks = spec.get("tasks")
-    task_min_sum = 0
     if isinstance(tasks, list):
         defaulted_tasks = []
         for index, given in enumerate(tasks):
@@ -89,34 +73,16 @@ def default_job(obj: dict[str, Any], recorder: PatchRecorder) -> dict[str, Any]:
             if isinstance(given, dict):
                 task = dict(given)
                 _default_task(task, index, recorder)
-                task_min_sum += as_int(task.get("minAvailable")) or 0
             defaulted_tasks.append(task)
         spec["tasks"] = defaulted_tasks
-    given_min = spec.get("minAvailable")
-    if isinstance(tasks, list) and _zero_or_unset(given_min) and given_min != task_min_sum:
-        recorder.set(spec, "minAvailable", json_count(task_min_sum), "/spec")
-
-    plugins = spec.get("plugins")
-    if isinstance(plugins, dict):
-        plugins = dict(plugins)
-        for framework, needed in IMPLIED_PLUGINS.items():
-            if framework in plugins:
-                for plugin in needed:
-                    if plugin not in plugins:
-                        recorder.set(plugins, plugin, [], "/spec/plugins")
-        spec["plugins"] = plugins
-    return {**obj, "spec": spec}
+    return declared_rules.default_job_batch_volcano_sh({**obj, "spec": spec}, recorder, LAST_DEFAULTS)
 
 
 def _default_task(task: dict[str, Any], index: int, recorder: PatchRecorder) -> None:
     pointer = f"/spec/tasks/{index}"
-    if _unset(task.get("name")):
-        recorder.set(task, "name", f"{DEFAULT_TASK_PREFIX}{index}", pointer)
     template = copied_dict(task, "template")
     pod_spec = copied_dict(template, "spec") if template is not None else None
     if pod_spec is not None and pod_spec.get("hostNetwork") is True and _unset(pod_spec.get("dnsPolicy")):
         recorder.set(pod_spec, "dnsPolicy", HOST_NETWORK_DNS_POLICY, f"{pointer}/template/spec")
     if task.get("minAvailable") is None:
         recorder.set(task, "minAvailable", default_task_min_available(task), pointer)
-    if _zero_or_unset(task.get("maxRetry")):
-        recorder.set(task, "maxRetry", DEFAULT_MAX_RETRY, pointer)

@@ -17,7 +17,6 @@ from jobgate.engine.fielderrors import ErrorType, FieldError, FieldPath, invalid
 from jobgate.engine.findings import Findings, clip_warning
 from jobgate.engine.modelref import ModelRef
 from jobgate.families.volcano.rules.bounds import bound_errors
-from jobgate.families.volcano.rules.plugins import plugin_errors
 from jobgate.families.volcano.rules.policies import policy_errors, policy_warnings
 from jobgate.families.volcano.rules.queue_check import QUEUE_CHECK, check_queue
 from jobgate.families.volcano.rules.resources import numa_errors, pod_level_resource_errors
@@ -39,6 +38,7 @@ if TYPE_CHECKING:
 
     from jobgate.engine.context import ReviewContext
 
+# The words of the DAG rule (declared.py).
 DAG_MESSAGE = "job has dependencies between tasks, but doesn't form a directed acyclic graph(DAG)"
 CLAIM_CONFLICT = (
     "conflict: If you want to use an existing PVC, just specify VolumeClaimName."
@@ -110,7 +110,8 @@ def _create_errors(obj: dict[str, Any], spec: dict[str, Any] | None, found: Find
     if raw_tasks is None or (isinstance(raw_tasks, list) and not raw_tasks):
         yield required(("spec", "tasks"), "No task specified in job spec")
     yield from _negative_errors(spec, tasks, job)
-    yield from plugin_errors(spec, tasks)
+    yield from _declared(obj, "volcano/plugins")
+    yield from _declared(obj, "volcano/mpi-master")
     yield from network_topology_errors(spec.get("networkTopology"), ("spec", "networkTopology"))
 
     seen_names: set[str] = set()
@@ -156,12 +157,17 @@ def _create_errors(obj: dict[str, Any], spec: dict[str, Any] | None, found: Find
             yield from pod_level_resource_errors(template, index, path)
         yield from partition_errors(task, path, name=name, job=job, replicas=replicas, min_available=min_available)
 
-    # minAvailable at most the tasks' replicas, declared in declared.py.
-    yield from declared_rules.validate_job_batch_volcano_sh(obj, None)
+    yield from _declared(obj, "volcano/min-available")
     yield from policy_errors(spec.get("policies"), ("spec", "policies"))
     yield from _volume_errors(spec.get("volumes"))
-    yield from _dag_errors(tasks)
-    yield from _name_field_errors(spec, found)
+    yield from _declared(obj, "volcano/dag")
+    yield from _declared(obj, "volcano/priority-class-name")
+    yield from _name_field_errors(obj, spec, found)
+
+
+def _declared(obj: dict[str, Any], rule_id: str) -> list[FieldError]:
+    """A rule declared in ``declared.py``, on CREATE, where Volcano's webhook checks it among the others."""
+    return declared_rules.validate_job_batch_volcano_sh(obj, None, (rule_id,))
 
 
 def _task_name_detail(problem: str) -> str:
@@ -246,12 +252,9 @@ def _negative_errors(spec: dict[str, Any], tasks: list[tuple[int, dict[str, Any]
             )
 
 
-def _name_field_errors(spec: dict[str, Any], found: Findings) -> Iterator[FieldError]:
-    # Patterns and lengths of Volcano's CRD, which the structural schema checker leaves to the rules.
-    priority_class = spec.get("priorityClassName")
-    if isinstance(priority_class, str) and priority_class:
-        for problem in dns1123_subdomain_problems(priority_class):
-            yield invalid(("spec", "priorityClassName"), priority_class, problem)
+def _name_field_errors(obj: dict[str, Any], spec: dict[str, Any], found: Findings) -> Iterator[FieldError]:
+    # Patterns and lengths of Volcano's CRD, which the structural schema checker leaves to the rules
+    # (priorityClassName's and schedulerName's are declared: declared.py).
     # Volcano's webhook admits any queue name (its own tables submit to "childQueue"); only its CRD
     # (1.14 and later) has the pattern, and the apiserver applies that one before any webhook. So a
     # warning here, never a verdict of the webhook's own.
@@ -259,9 +262,8 @@ def _name_field_errors(spec: dict[str, Any], found: Findings) -> Iterator[FieldE
     if isinstance(queue, str) and queue:
         for problem in dns1123_subdomain_problems(queue):
             found.warnings.append(clip_warning(f"spec.queue: {queue!r}: Volcano's CRD refuses it: {problem}"))
-    scheduler = spec.get("schedulerName")
-    if isinstance(scheduler, str) and len(scheduler) > 63:
-        yield FieldError(ErrorType.TOO_LONG, ("spec", "schedulerName"), detail="may not be more than 63 bytes")
+    # schedulerName's length: declared.
+    yield from _declared(obj, "volcano/scheduler-name")
 
 
 def _volume_errors(volumes: Any) -> Iterator[FieldError]:
@@ -300,31 +302,3 @@ def _volume_errors(volumes: Any) -> Iterator[FieldError]:
                     claim_name,
                     f"invalid VolumeClaimName {claim_name} : [{', '.join(problems)}]",
                 )
-
-
-def _dag_errors(tasks: list[tuple[int, dict[str, Any]]]) -> Iterator[FieldError]:
-    """``dependsOn`` edges form a DAG over existing tasks (Kahn's algorithm, as Volcano's topo sort)."""
-    depends = {}
-    for index, task in tasks:
-        spec = task.get("dependsOn")
-        if spec is None:
-            continue
-        names = spec.get("name") if isinstance(spec, dict) else None
-        depends[index] = [n for n in names if isinstance(n, str)] if isinstance(names, list) else []
-    if not depends:
-        return
-    by_name = {task_name(t): i for i, t in tasks}
-    remaining = {i: set(depends.get(i, ())) for i, _ in tasks}
-    sorted_names: set[str] = set()
-    progress = True
-    while progress:
-        progress = False
-        for index in list(remaining):
-            if remaining[index] <= sorted_names and task_name(dict(tasks)[index]) not in remaining[index]:
-                sorted_names.add(task_name(dict(tasks)[index]))
-                del remaining[index]
-                progress = True
-    for index in sorted(remaining):
-        missing = sorted(n for n in remaining[index] if n not in by_name)
-        why = f" (no task named {', '.join(missing)})" if missing else ""
-        yield invalid(("spec", "tasks", index, "dependsOn", "name"), depends.get(index, []), DAG_MESSAGE + why)
