@@ -30,9 +30,11 @@ from jobgate.generate.cel.catalogue import (
     Rule,
     Validation,
     Where,
+    bound,
     cel_string,
     first_message,
     unique_field,
+    unique_values,
 )
 from jobgate.rules.names import (
     DNS1123_LABEL_MESSAGE,
@@ -282,8 +284,8 @@ def pod_template_rules(site: TemplateSite) -> list[Rule]:
                 Placement(
                     spec,
                     validation=Validation(
-                        rule="!has(self.initContainers) || self.initContainers.all(c, !has(c.name) || "
-                        "self.initContainers.exists_one(d, has(d.name) && d.name == c.name))",
+                        rule="!has(self.initContainers) || "
+                        + unique_values("self.initContainers.map(c, has(c.name), c.name)"),
                         message="Duplicate value: init containers share a name",
                         field_path=".initContainers",
                     ),
@@ -291,10 +293,15 @@ def pod_template_rules(site: TemplateSite) -> list[Rule]:
                 Placement(
                     spec,
                     validation=Validation(
-                        rule="!has(self.containers) || self.containers.all(c, !has(c.name) || "
-                        "(self.containers.exists_one(d, has(d.name) && d.name == c.name) && "
-                        "(!has(self.initContainers) || "
-                        "!self.initContainers.exists(d, has(d.name) && d.name == c.name))))",
+                        rule="!has(self.containers) || ("
+                        + unique_values("self.containers.map(c, has(c.name), c.name)")
+                        + " && (!has(self.initContainers) || "
+                        + bound(
+                            "self.containers.map(c, has(c.name), c.name)",
+                            "names",
+                            "!self.initContainers.exists(d, has(d.name) && d.name in names)",
+                        )
+                        + "))",
                         message="Duplicate value: containers share a name (with each other or an init container)",
                         field_path=".containers",
                     ),
@@ -349,8 +356,16 @@ def _mounted_volumes(key: str) -> Validation:
         return f"!(has(self.volumes) && self.volumes.exists(v, has(v.name) && v.name == {name}))"
 
     unmounted = f"c.volumeMounts.exists(m, has(m.name) && m.name != '' && {missing('m.name')})"
+    # The volumes' names listed once, each mount's looked up in it natively (not mounts x volumes reads).
+    volume_names = "(has(self.volumes) ? self.volumes.map(v, has(v.name), v.name) : [])"
     return Validation(
-        rule=f"!has(self.{key}) || self.{key}.all(c, !has(c.volumeMounts) || !{unmounted})",
+        rule=f"!has(self.{key}) || "
+        + bound(
+            volume_names,
+            "names",
+            f"self.{key}.all(c, !has(c.volumeMounts) || "
+            "c.volumeMounts.all(m, !has(m.name) || m.name == '' || m.name in names))",
+        ),
         message_expression=f"'Not found: \"' + self.{key}.map(c, has(c.volumeMounts) && {unmounted} ? "
         f"c.volumeMounts.map(m, has(m.name) ? m.name : '').filter(n, n != '' && {missing('n')})[0] : '')"
         ".filter(n, n != '')[0] + '\": no volume of that name in the pod'",
