@@ -111,6 +111,9 @@ def validate_mpijob_training_kubedl_io(obj: dict[str, Any], old: dict[str, Any] 
 
 def default_marsjob_training_kubedl_io(obj: dict[str, Any], recorder: PatchRecorder) -> dict[str, Any]:
     """MarsJob (training.kubedl.io): the declared defaults, in order."""
+    obj = default_field(obj, recorder, ('spec', 'workerMemoryTuningPolicy'), {'plasmaStore': '/dev/shm', 'lockFreeFileIO': True}, False, when_set=(('spec', 'marsReplicaSpecs', '[Worker]'),))
+    obj = default_field(obj, recorder, ('spec', 'workerMemoryTuningPolicy', 'plasmaStore'), '/dev/shm', False, when_set=(('spec', 'marsReplicaSpecs', '[Worker]'),))
+    obj = default_field(obj, recorder, ('spec', 'workerMemoryTuningPolicy', 'lockFreeFileIO'), True, False, when_set=(('spec', 'marsReplicaSpecs', '[Worker]'),))
     return obj
 
 

@@ -98,8 +98,11 @@ class Declarations:
         # So may the defaults of one list (an object and its fields).
         twice = {i for i in ids if ids.count(i) > 1}
         shared = {d.id for d in self.declared if isinstance(d, FIELD_FORMS)}
-        shared |= {d.id for d in self.declared if isinstance(d, DefaultItemField)}
-        others = {d.id for d in self.declared if not isinstance(d, (*FIELD_FORMS, DefaultItemField))}
+        shared |= {d.id for d in self.declared if isinstance(d, DefaultItemField | DefaultField)}
+        others = {d.id for d in self.declared if not isinstance(d, (*FIELD_FORMS, DefaultItemField, DefaultField))}
+        mixed_defaults = {d.id for d in self.declared if isinstance(d, DefaultField)} & {
+            d.id for d in self.declared if isinstance(d, DefaultItemField)
+        }
         lists = {
             d.id: {o.list for o in self.declared if isinstance(o, DefaultItemField) and o.id == d.id}
             for d in self.declared
@@ -107,7 +110,8 @@ class Declarations:
         mixed = {d.id for d in self.declared if isinstance(d, FIELD_FORMS)} & {
             d.id for d in self.declared if isinstance(d, DefaultItemField)
         }
-        bad = (twice - shared) | (twice & others) | mixed | {i for i in twice if len(lists.get(i, ())) > 1}
+        bad = (twice - shared) | (twice & others) | mixed | mixed_defaults
+        bad |= {i for i in twice if len(lists.get(i, ())) > 1}
         if bad:
             raise FormError(f"a declaration id twice: {sorted(bad)}")
 
@@ -181,16 +185,20 @@ class Declarations:
                 # Under an object that exists: a default never creates its parents.
                 unset = f"{_has_chain('object.' + path[0], path[1:-1])} && ({unset})"
             pointer = "/" + "/".join(path)
-            if d.unless:
-                # Another field replaces the default: a policy patch only.
-                others = " && ".join(
+            if d.unless or d.when_set:
+                # Another field replaces the default, or it is a role's: a policy patch only.
+                others = [
                     f"!has(object.{o})"
                     if len(_path(o)) <= 2
                     else f"!{_has_chain('object.' + _path(o)[0], _path(o)[1:])}"
                     for o in d.unless
-                )
+                ]
+                others += [_present("object", field_steps(o)) for o in d.when_set]
                 guarded = f"({unset})" if "||" in unset else unset
-                patch = f"{others} && {guarded} ? [JSONPatch{{op: 'add', path: '{pointer}', value: {literal}}}] : []"
+                patch = (
+                    f"{' && '.join(others)} && {guarded} ? "
+                    f"[JSONPatch{{op: 'add', path: '{pointer}', value: {literal}}}] : []"
+                )
                 return Default(d.id, d.summary or f"{path[-1]}: {literal}{also}", Where.MUTATING_POLICY, (patch,))
             patch = f"{unset} ? [JSONPatch{{op: 'add', path: '{pointer}', value: {literal}}}] : []"
             return Default(
@@ -509,6 +517,7 @@ class Declarations:
         for d in self.declared:
             if isinstance(d, DefaultField):
                 unless = f", unless={tuple(_path(o) for o in d.unless)!r}" if d.unless else ""
+                unless += f", when_set={tuple(field_steps(o) for o in d.when_set)!r}" if d.when_set else ""
                 values = f"{_path(d.path)!r}, {d.value!r}, {d.empty_is_unset!r}{unless}"
                 lines.append(f"    obj = default_field(obj, recorder, {values})")
             elif isinstance(d, DefaultItemField) and d.list not in done:
@@ -786,6 +795,19 @@ class _Site:
         return Validation(
             rule=f"{guard} || {holds}" if guard else holds, message=message, field_path=self.field_path(), reason=reason
         )
+
+
+def _present(root: str, steps: Sequence[str]) -> str:
+    """CEL true when every step from ``root`` is there (a field, or a map's key)."""
+    checks, at = [], root
+    for step in steps:
+        if _is_key(step):
+            checks.append(f"{cel_string(step[1:-1])} in {at}")
+            at += f"[{cel_string(step[1:-1])}]"
+        else:
+            at += f".{step}"
+            checks.append(f"has({at})")
+    return " && ".join(checks)
 
 
 def _takewhile_equal(a: Sequence[str], b: Sequence[str]) -> list[tuple[str, str]]:

@@ -495,3 +495,28 @@ def test_an_object_default_and_its_fields_are_one_default():
         Declarations(
             (DefaultItemField("x", "spec.a", "f", 1), DefaultItemField("x", "spec.b", "f", 1)),
         )
+
+
+def test_a_default_of_one_role():
+    tuning = {"store": "/dev/shm", "lockFree": True}
+    workers = ("spec.reps[Worker]",)
+    declared = Declarations(
+        (
+            DefaultField("r/tuning", "spec.tuning", tuning, summary="tuning, when there are workers", when_set=workers),
+            *(DefaultField("r/tuning", f"spec.tuning.{k}", v, when_set=workers) for k, v in tuning.items()),
+        )
+    )
+    namespace: dict[str, object] = {}
+    exec(compile(declared_module_text([("r.example.com", "R", declared)]), "r", "exec"), namespace)
+    default = namespace["default_r_r_example_com"]
+    assert "tuning" not in default({"spec": {"reps": {"PS": {}}}}, PatchRecorder())["spec"]
+    assert default({"spec": {"reps": {"Worker": {}}}}, PatchRecorder())["spec"]["tuning"] == tuning
+    recorder = PatchRecorder()
+    out = default({"spec": {"reps": {"Worker": {}}, "tuning": {"store": "/tmp"}}}, recorder)
+    assert out["spec"]["tuning"] == {"store": "/tmp", "lockFree": True}
+    assert [op["path"] for op in recorder.ops] == ["/spec/tuning/lockFree"]
+    (compiled,) = declared.defaults()
+    assert (compiled.where, compiled.placements, len(compiled.patches)) == (Where.MUTATING_POLICY, (), 3)
+    assert compiled.patches[0].startswith(
+        "has(object.spec) && has(object.spec.reps) && 'Worker' in object.spec.reps && !has(object.spec.tuning) ? "
+    )
