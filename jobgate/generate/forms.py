@@ -551,7 +551,8 @@ class Declarations:
             else:
                 growth = "linear"
             report.append((d.id, growth))
-        return report
+        # Declarations that share an id are one rule: each growth of it once.
+        return list(dict.fromkeys(report))
 
 
 def _has_chain(variable: str, steps: Sequence[str]) -> str:
