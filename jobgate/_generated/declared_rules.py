@@ -203,6 +203,12 @@ def default_marsjob_training_kubedl_io(
     obj: dict[str, Any], recorder: PatchRecorder, only: tuple[str, ...] = ()
 ) -> dict[str, Any]:
     """MarsJob (training.kubedl.io): the declared defaults, in order (``only``: these ids alone)."""
+    if not only or 'marsjob/worker-memory-tuning' in only:
+        obj = default_field(obj, recorder, ('spec', 'workerMemoryTuningPolicy'), {'plasmaStore': '/dev/shm', 'lockFreeFileIO': True}, False, when_set=(('spec', 'marsReplicaSpecs', '[Worker]'),))
+    if not only or 'marsjob/worker-memory-tuning' in only:
+        obj = default_field(obj, recorder, ('spec', 'workerMemoryTuningPolicy', 'plasmaStore'), '/dev/shm', False, when_set=(('spec', 'marsReplicaSpecs', '[Worker]'),))
+    if not only or 'marsjob/worker-memory-tuning' in only:
+        obj = default_field(obj, recorder, ('spec', 'workerMemoryTuningPolicy', 'lockFreeFileIO'), True, False, when_set=(('spec', 'marsReplicaSpecs', '[Worker]'),))
     return obj
 
 

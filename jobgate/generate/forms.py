@@ -118,19 +118,21 @@ class Declarations:
         self.declared = tuple(declared)
         # A rule and a default may share an id (a field's default and its rule, as the catalogue has
         # them): the ids are checked among the rules and among the defaults. Field forms that share an
-        # id are one rule (its checks); so may the defaults of one list be (an object and its fields);
-        # any other id is declared once.
+        # id are one rule (its checks); so may the defaults of one list or field be (an object and its
+        # fields); any other id is declared once.
         for defaults in (True, False):
             kind = [d for d in self.declared if isinstance(d, DEFAULT_FORMS) == defaults]
             ids = [d.id for d in kind]
             twice = {i for i in ids if ids.count(i) > 1}
-            shared = {d.id for d in kind if isinstance(d, FIELD_FORMS)}
-            shared |= {d.id for d in kind if isinstance(d, DefaultItemField)}
-            others = {d.id for d in kind if not isinstance(d, (*FIELD_FORMS, DefaultItemField))}
-            lists = {d.id: {o.list for o in kind if isinstance(o, DefaultItemField) and o.id == d.id} for d in kind}
+            shared = {d.id for d in kind if isinstance(d, (*FIELD_FORMS, DefaultItemField, DefaultField))}
+            others = {d.id for d in kind if not isinstance(d, (*FIELD_FORMS, DefaultItemField, DefaultField))}
             mixed = {d.id for d in kind if isinstance(d, FIELD_FORMS)} & {
                 d.id for d in kind if isinstance(d, DefaultItemField)
             }
+            mixed |= {d.id for d in kind if isinstance(d, DefaultField)} & {
+                d.id for d in kind if isinstance(d, DefaultItemField)
+            }
+            lists = {d.id: {o.list for o in kind if isinstance(o, DefaultItemField) and o.id == d.id} for d in kind}
             bad = (twice - shared) | (twice & others) | mixed | {i for i in twice if len(lists.get(i, ())) > 1}
             if bad:
                 raise FormError(f"a declaration id twice: {sorted(bad)}")
@@ -208,16 +210,20 @@ class Declarations:
                 # Under an object that exists: a default never creates its parents.
                 unset = f"{_has_chain('object.' + path[0], path[1:-1])} && ({unset})"
             pointer = "/" + "/".join(path)
-            if d.unless:
-                # Another field replaces the default: a policy patch only.
-                others = " && ".join(
+            if d.unless or d.when_set:
+                # Another field replaces the default, or it is a role's: a policy patch only.
+                others = [
                     f"!has(object.{o})"
                     if len(_path(o)) <= 2
                     else f"!{_has_chain('object.' + _path(o)[0], _path(o)[1:])}"
                     for o in d.unless
-                )
+                ]
+                others += [_present("object", field_steps(o)) for o in d.when_set]
                 guarded = f"({unset})" if "||" in unset else unset
-                patch = f"{others} && {guarded} ? [JSONPatch{{op: 'add', path: '{pointer}', value: {literal}}}] : []"
+                patch = (
+                    f"{' && '.join(others)} && {guarded} ? "
+                    f"[JSONPatch{{op: 'add', path: '{pointer}', value: {literal}}}] : []"
+                )
                 return Default(d.id, d.summary or f"{path[-1]}: {literal}{also}", Where.MUTATING_POLICY, (patch,))
             patch = f"{unset} ? [JSONPatch{{op: 'add', path: '{pointer}', value: {literal}}}] : []"
             return Default(
@@ -539,6 +545,7 @@ class Declarations:
         for d in self.declared:
             if isinstance(d, DefaultField):
                 unless = f", unless={tuple(_path(o) for o in d.unless)!r}" if d.unless else ""
+                unless += f", when_set={tuple(field_steps(o) for o in d.when_set)!r}" if d.when_set else ""
                 values = f"{_path(d.path)!r}, {d.value!r}, {d.empty_is_unset!r}{unless}"
                 lines += [
                     f"    if not only or {d.id!r} in only:",
@@ -592,7 +599,8 @@ class Declarations:
             else:
                 growth = "linear"
             report.append((d.id, growth))
-        return report
+        # Declarations that share an id are one rule: each growth of it once.
+        return list(dict.fromkeys(report))
 
 
 def _has_chain(variable: str, steps: Sequence[str]) -> str:
@@ -858,6 +866,19 @@ class _Site:
         return Validation(
             rule=f"{guard} || {holds}" if guard else holds, message=message, field_path=self.field_path(), reason=reason
         )
+
+
+def _present(root: str, steps: Sequence[str]) -> str:
+    """CEL true when every step from ``root`` is there (a field, or a map's key)."""
+    checks, at = [], root
+    for step in steps:
+        if _is_key(step):
+            checks.append(f"{cel_string(step[1:-1])} in {at}")
+            at += f"[{cel_string(step[1:-1])}]"
+        else:
+            at += f".{step}"
+            checks.append(f"has({at})")
+    return " && ".join(checks)
 
 
 def _takewhile_equal(a: Sequence[str], b: Sequence[str]) -> list[tuple[str, str]]:

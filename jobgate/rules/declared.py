@@ -86,17 +86,21 @@ def default_field(
     empty_is_unset: bool,
     *,
     unless: tuple[tuple[str, ...], ...] = (),
+    when_set: tuple[tuple[str, ...], ...] = (),
 ) -> dict[str, Any]:
-    """``DefaultField``: the field at ``path`` (under an object that exists) set when unset, and
-    when none of the fields ``unless`` names is set."""
+    """``DefaultField``: the field at ``path`` (under an object that exists) set when unset, when
+    none of the fields ``unless`` names is set and each of ``when_set`` is there."""
     parent = get(obj, path[:-1])
     if not isinstance(parent, dict) or any(get(obj, other) not in (MISSING, None) for other in unless):
+        return obj
+    if any(get(obj, tuple(_segment(s) for s in needed)) is MISSING for needed in when_set):
         return obj
     given = parent.get(path[-1])
     if not (given is None or (empty_is_unset and _is_empty(given, value))):
         return obj
     copied = dict(parent)
-    recorder.set(copied, path[-1], value, "/" + "/".join(path[:-1]))
+    own = list(value) if isinstance(value, list) else dict(value) if isinstance(value, dict) else value
+    recorder.set(copied, path[-1], own, "/" + "/".join(path[:-1]))
     return _replaced(obj, path[:-1], copied)
 
 

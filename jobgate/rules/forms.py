@@ -55,13 +55,17 @@ class DefaultField:
 
     id: str
     path: str
-    value: Scalar
+    value: Scalar | ScalarList | ScalarMap
     empty_is_unset: bool = False
     summary: str = ""
     # Fields (paths from the root) any of which, set, means no default: a default another field
     # replaces (XDLJob's minFinishWorkRate, unless minFinishWorkNum). A policy patch only: no schema
     # default can say it.
     unless: tuple[str, ...] = ()
+    # Fields or map keys (``spec.marsReplicaSpecs[Worker]``) each of which must be there (a key even
+    # when null) for the default to apply: a default of one role. A policy patch only, too. Defaults
+    # that share an id are one default (an object when absent, else each of its fields).
+    when_set: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)

@@ -341,7 +341,9 @@ class ReplicaJobKind:
         for replica_type, replica in replicas.items():
             self._check_replica(replica_type, replica, (*base, Key(replica_type)), found)
         found.errors.extend(self.role_rules(replicas, base))
-        found.errors.extend(self.declared_rules(obj, old))
+        # The declared role rules read the replica map as the role rules always have: its object entries,
+        # none when there is no map (a role is then missing too, beside the schema's error).
+        found.errors.extend(self.declared_rules({**obj, "spec": {**(spec or {}), self.replicas_field: replicas}}, old))
         if spec is not None:
             self._check_run_policy(spec, replicas, found)
             self._check_family_rules(spec, replicas, found)

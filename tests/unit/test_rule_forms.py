@@ -431,7 +431,7 @@ def test_a_label_in_kubernetes_words_and_a_unique_key_that_is_no_list_map_key():
     }
     (unique,) = rules["l/unique"].placements
     assert (unique.at, unique.keywords, rules["l/unique"].where) == (("spec", "ports"), {}, Where.CRD_RULE)
-    assert "exists_one" in unique.validation.rule
+    assert "lastIndexOf" in unique.validation.rule  # no pairs: catalogue.unique_values
     assert rules["l/unique"].produces[0].apiserver_drops == 2
     assert ("l/unique", "quadratic, bounded by the list's maxItems (CRD rule)") in declared.cost()
 
@@ -663,3 +663,28 @@ def test_volcano_default_forms(flow):
         in (defaults["flow/total"].patches[0])
     )
     assert "!('log' in object.spec.hooks) && ('pre' in object.spec.hooks)" in defaults["flow/implied-hooks"].patches[0]
+
+
+def test_a_default_of_one_role():
+    tuning = {"store": "/dev/shm", "lockFree": True}
+    workers = ("spec.reps[Worker]",)
+    declared = Declarations(
+        (
+            DefaultField("r/tuning", "spec.tuning", tuning, summary="tuning, when there are workers", when_set=workers),
+            *(DefaultField("r/tuning", f"spec.tuning.{k}", v, when_set=workers) for k, v in tuning.items()),
+        )
+    )
+    namespace: dict[str, object] = {}
+    exec(compile(declared_module_text([("r.example.com", "R", declared)]), "r", "exec"), namespace)
+    default = namespace["default_r_r_example_com"]
+    assert "tuning" not in default({"spec": {"reps": {"PS": {}}}}, PatchRecorder())["spec"]
+    assert default({"spec": {"reps": {"Worker": {}}}}, PatchRecorder())["spec"]["tuning"] == tuning
+    recorder = PatchRecorder()
+    out = default({"spec": {"reps": {"Worker": {}}, "tuning": {"store": "/tmp"}}}, recorder)
+    assert out["spec"]["tuning"] == {"store": "/tmp", "lockFree": True}
+    assert [op["path"] for op in recorder.ops] == ["/spec/tuning/lockFree"]
+    (compiled,) = declared.defaults()
+    assert (compiled.where, compiled.placements, len(compiled.patches)) == (Where.MUTATING_POLICY, (), 3)
+    assert compiled.patches[0].startswith(
+        "has(object.spec) && has(object.spec.reps) && 'Worker' in object.spec.reps && !has(object.spec.tuning) ? "
+    )

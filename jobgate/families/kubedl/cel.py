@@ -5,7 +5,7 @@ from __future__ import annotations
 from jobgate.engine.registry import JobKind
 from jobgate.families.kubedl import declared as declarations
 from jobgate.families.kubedl import rules as kubedl
-from jobgate.generate.cel.catalogue import Default, Rule, Where, cel_string
+from jobgate.generate.cel.catalogue import Default, Rule
 from jobgate.generate.cel.replicajobs import replica_job_defaults, replica_job_rules, replica_template_site
 from jobgate.generate.forms import Declarations
 
@@ -28,37 +28,4 @@ def defaults(kind: JobKind) -> list[Default]:
     return [
         *replica_job_defaults(kind, kubedl.DEFAULT_CLEAN_POD_POLICY),
         *DECLARED[kind].defaults(),
-        *_extra_defaults(kind),
     ]
-
-
-def _extra_defaults(kind: kubedl.KubeDLKind) -> list[Default]:
-    """rules/families/kubedl.py's _default_<kind> functions (what no form says)."""
-    if kind is kubedl.MARSJOB:
-        policy = "object.spec.workerMemoryTuningPolicy"
-        whole = "{" + ", ".join(f"{cel_string(k)}: dyn({_literal(v)})" for k, v in kubedl.MARS_MEMORY_DEFAULTS) + "}"
-        each = " + ".join(
-            f"(!has({policy}.{k}) ? [JSONPatch{{op: 'add', path: '/spec/workerMemoryTuningPolicy/{k}', "
-            f"value: {_literal(v)}}}] : [])"
-            for k, v in kubedl.MARS_MEMORY_DEFAULTS
-        )
-        return [
-            Default(
-                "marsjob/worker-memory-tuning",
-                "workerMemoryTuningPolicy: plasmaStore /dev/shm, lockFreeFileIO true (when there are workers)",
-                Where.MUTATING_POLICY,
-                (
-                    f"!has(object.spec.marsReplicaSpecs) || !('Worker' in object.spec.marsReplicaSpecs) ? [] : "
-                    f"!has({policy}) ? "
-                    f"[JSONPatch{{op: 'add', path: '/spec/workerMemoryTuningPolicy', value: {whole}}}] : "
-                    f"{each}",
-                ),
-            )
-        ]
-    return []
-
-
-def _literal(value: object) -> str:
-    if isinstance(value, bool):
-        return "true" if value else "false"
-    return cel_string(str(value))

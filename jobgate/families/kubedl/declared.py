@@ -10,6 +10,7 @@ MutatingAdmissionPolicy (``cel.py`` lists them) and the catalogue's records.
 from __future__ import annotations
 
 from jobgate.families.kubedl.rules import (
+    MARS_MEMORY_DEFAULTS,
     TFJOB_DEFAULT_SUCCESS_POLICY,
     XDL_DEFAULT_BACKOFF_LIMIT,
     XDL_DEFAULT_MIN_FINISH_WORK_RATE,
@@ -77,7 +78,22 @@ XDLJOB = (
         unless=("spec.minFinishWorkNum",),
     ),
 )
-MARSJOB: tuple[Declaration, ...] = ()
+_TUNING = "spec.workerMemoryTuningPolicy"
+_WORKERS = ("spec.marsReplicaSpecs[Worker]",)
+# When there are workers: the whole policy when there is none, else each of its fields when unset.
+MARSJOB: tuple[Declaration, ...] = (
+    DefaultField(
+        "marsjob/worker-memory-tuning",
+        _TUNING,
+        dict(MARS_MEMORY_DEFAULTS),
+        summary="workerMemoryTuningPolicy: plasmaStore /dev/shm, lockFreeFileIO true (when there are workers)",
+        when_set=_WORKERS,
+    ),
+    *(
+        DefaultField("marsjob/worker-memory-tuning", f"{_TUNING}.{key}", value, when_set=_WORKERS)
+        for key, value in MARS_MEMORY_DEFAULTS
+    ),
+)
 
 BY_KIND = {
     "TFJob": TFJOB,

@@ -139,22 +139,6 @@ XDL_DEFAULT_MIN_FINISH_WORK_RATE = 90
 MARS_MEMORY_DEFAULTS = (("plasmaStore", "/dev/shm"), ("lockFreeFileIO", True))
 
 
-def _default_marsjob(
-    spec: dict[str, Any], run_policy: dict[str, Any], replicas: dict[str, Any], recorder: PatchRecorder, pointer: str
-) -> None:
-    if "Worker" not in replicas:
-        return
-    if spec.get("workerMemoryTuningPolicy") is None:
-        recorder.set(spec, "workerMemoryTuningPolicy", dict(MARS_MEMORY_DEFAULTS), "/spec")
-        return
-    policy = copied_dict(spec, "workerMemoryTuningPolicy")
-    if policy is None:
-        return
-    for key, value in MARS_MEMORY_DEFAULTS:
-        if policy.get(key) is None:
-            recorder.set(policy, key, value, "/spec/workerMemoryTuningPolicy")
-
-
 def _generated_name(kind: str) -> str:
     """The kind's functions in jobgate/_generated/declared_rules.py (jobgate.generate.forms.function_name)."""
     return (kind + "_" + KUBEDL_GROUP).replace(".", "_").replace("-", "_").lower()
@@ -253,7 +237,6 @@ MARSJOB = register(
         port_name="mars-port",
         port=11111,
         roles=(Role("Scheduler", "Never", is_master=True), Role("Worker", "ExitCode"), Role("WebService", "Always")),
-        extra_defaults=_default_marsjob,
     )
 )
 
