@@ -38,10 +38,19 @@ def test_explain_prints_the_rule(capsys):
 
 @from_a_checkout
 def test_a_webhook_only_rule_says_why_and_takes_its_examples_from_examples(capsys):
+    code, out, _ = run(["explain", "pod-template/framework-container", "--family", "kubeflow"], capsys)
+    assert code == 0
+    assert "enforced:  webhook only: jobgate ships no CRD for kubeflow.org" in out
+    assert "(examples/invalid/kubeflow-pytorchjob-bad.yaml)" in out
+    assert "docs/rules/kubeflow.md#pod-template-framework-container" in out
+
+
+@from_a_checkout
+def test_a_kubeflow_rule_in_a_policy_says_so_with_its_vector(capsys):
     code, out, _ = run(["explain", "kubeflow/one-launcher"], capsys)
     assert code == 0
-    assert "enforced:  webhook only: Kubeflow's CRDs are Kubeflow's" in out
-    assert "(examples/invalid/kubeflow-mpijob-no-launcher.yaml)" in out
+    assert "enforced:  ValidatingAdmissionPolicy: a ValidatingAdmissionPolicy over Kubeflow's kind" in out
+    assert "(tests/cel_vectors/kubeflow.yaml)\n    name: mpijob without a launcher" in out
     assert "docs/rules/kubeflow.md#kubeflow-one-launcher" in out
 
 

@@ -14,9 +14,13 @@ FAMILY = Family(
     ),
     models="jobgate.families.kubeflow.models",
     rules="jobgate.families.kubeflow.rules",
+    # The reason of the rules its catalogue leaves to the webhook (Kubeflow's own job-only rules are
+    # ValidatingAdmissionPolicies: families/kubeflow/catalogue.py).
     webhook_only_reason=(
-        "Kubeflow's CRDs are Kubeflow's, not jobgate's (it installs none for kubeflow.org): its rules would "
-        "need admission policies over another project's kinds, which jobgate does not generate"
+        "jobgate ships no CRD for kubeflow.org (Kubeflow's CRDs are Kubeflow's), so no schema keyword or CRD "
+        "rule of jobgate's applies, only ValidatingAdmissionPolicies; the shared replica-map and pod-template "
+        "rules' CEL is written for jobgate's own CRDs (typed, bounded pod templates and replica maps, which "
+        "bound its cost), not yet for Kubeflow's schema"
     ),
     catalogue="jobgate.families.kubeflow.catalogue",
     admission_only=True,
