@@ -37,12 +37,21 @@ def test_explain_prints_the_rule(capsys):
 
 
 @from_a_checkout
-def test_a_webhook_only_rule_says_why_and_takes_its_examples_from_examples(capsys):
-    code, out, _ = run(["explain", "pod-template/framework-container", "--family", "kubeflow"], capsys)
+def test_a_webhook_only_rule_says_why(capsys):
+    code, out, _ = run(["explain", "pod-template/containers/image", "--family", "kubeflow"], capsys)
     assert code == 0
-    assert "enforced:  webhook only: jobgate ships no CRD for kubeflow.org" in out
-    assert "(examples/invalid/kubeflow-pytorchjob-bad.yaml)" in out
-    assert "docs/rules/kubeflow.md#pod-template-framework-container" in out
+    assert "enforced:  webhook only: structural-schema keywords of jobgate's CRDs" in out
+    assert "docs/rules/kubeflow.md#pod-template-containers-image" in out
+
+
+@from_a_checkout
+def test_a_rule_no_vector_breaks_takes_its_refused_example_from_examples():
+    from jobgate.cli import explain
+
+    entry = explain.catalogue()[("kubeflow", "kubeflow/one-launcher")]
+    example = explain._file_example(entry, refused=True)
+    assert example is not None and example.startswith("(examples/invalid/kubeflow-mpijob-no-launcher.yaml)")
+    assert "Master ReplicaSpec must be present" in example
 
 
 @from_a_checkout

@@ -25,6 +25,7 @@ from jobgate.engine.fielderrors import not_supported, render_path
 from jobgate.engine.registry import JobKind
 from jobgate.families import kubeflow as record
 from jobgate.families.kubeflow import rules as kubeflow
+from jobgate.generate.cel.carried import carried
 from jobgate.generate.cel.catalogue import (
     MAP_VALUES,
     PolicyValidation,
@@ -330,7 +331,34 @@ def _own(kind: kubeflow.KubeflowKind) -> list[Rule]:
     return rules
 
 
+# The shared rules that are not carried into the policies, though written as CRD rules, and why.
+NOT_CARRIED: dict[str, str] = {
+    "job/name": "Kubeflow's own name rule (kubeflow/name) says it, in Kubeflow's words",
+    "replicas/types": "TBD",
+    "run-policy/min-available": "TBD",
+    "run-policy/queue-immutable": "TBD",
+    "job/derived-names": "TBD",
+}
+SCHEMA_REASON = (
+    "structural-schema keywords of jobgate's CRDs (a pattern, a bound, a required field), which Kubeflow's CRD "
+    "does not carry (jobgate ships none for kubeflow.org); no policy form is generated for a keyword"
+)
+CARRIED_NOTE = (
+    "a ValidatingAdmissionPolicy over Kubeflow's kind: the CRD rule other families carry, on object.<its place> "
+    "(manifests/kubeflow-policies); reported where the CRD rule is"
+)
+
+
+def _shared(rule: Rule) -> Rule:
+    """A shared rule for Kubeflow: in the policies when it is a CRD rule or a policy's, else the webhook's."""
+    if rule.id in NOT_CARRIED:
+        return webhook_only(rule, NOT_CARRIED[rule.id])
+    if rule.where in (Where.CRD_RULE, Where.POLICY):
+        return carried(rule, CARRIED_NOTE)
+    return webhook_only(rule, SCHEMA_REASON if rule.where is Where.SCHEMA else REASON)
+
+
 def rules(kind: JobKind) -> list[Rule]:
     assert isinstance(kind, kubeflow.KubeflowKind)
     shared = [job_name_rule(), *replica_job_rules(kind, replica_template_site(kind))]
-    return [*_own(kind), *(webhook_only(rule) for rule in shared)]
+    return [*_own(kind), *(_shared(rule) for rule in shared)]
