@@ -14,13 +14,12 @@ FAMILY = Family(
     ),
     models="jobgate.families.kubeflow.models",
     rules="jobgate.families.kubeflow.rules",
-    # The reason of the rules its catalogue leaves to the webhook (Kubeflow's own job-only rules are
-    # ValidatingAdmissionPolicies: families/kubeflow/catalogue.py).
+    # The reason of the rules its catalogue leaves to the webhook that have none of their own (the
+    # structural schema's): Kubeflow's job-only rules are ValidatingAdmissionPolicies (catalogue.py).
     webhook_only_reason=(
-        "jobgate ships no CRD for kubeflow.org (Kubeflow's CRDs are Kubeflow's), so no schema keyword or CRD "
-        "rule of jobgate's applies, only ValidatingAdmissionPolicies; the shared replica-map and pod-template "
-        "rules' CEL is written for jobgate's own CRDs (typed, bounded pod templates and replica maps, which "
-        "bound its cost), not yet for Kubeflow's schema"
+        "jobgate ships no CRD for kubeflow.org (Kubeflow's CRDs are Kubeflow's): the structural schema that "
+        "checks these fields is Kubeflow's CRD's, and jobgate's rules reach Kubeflow's jobs only as "
+        "ValidatingAdmissionPolicies (manifests/kubeflow-policies)"
     ),
     catalogue="jobgate.families.kubeflow.catalogue",
     admission_only=True,

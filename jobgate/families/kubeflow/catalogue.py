@@ -13,7 +13,10 @@ defaults change what a rule reads (a ``worker`` renamed Worker, a Master's unset
 admits what the defaults would make valid, so a policy never refuses a job the webhook admits.
 
 The shared replica-map rules (replica types, pod templates, gang size, names) are the records the
-other replica-map families generate CRD rules from; they stay webhook only here (``REASON``).
+other replica-map families generate CRD rules from: those that are CRD rules or policies there are
+carried into the same policies (``jobgate/generate/cel/carried.py``: each placement's validation on
+``object.<its place>``, the same message), but for ``NOT_CARRIED`` and, for TFJob, ``TFJOB_ANY_TYPE``
+(each with its reason); structural-schema keywords have no policy form and stay the webhook's.
 Kubeflow's own checks, in its wording, come first (an error is explained by the first rule that matches).
 """
 
@@ -37,7 +40,7 @@ from jobgate.generate.cel.catalogue import (
     cel_string,
     first_message,
 )
-from jobgate.generate.cel.jobmeta import DNS1035_LABEL_PATTERN, job_name_rule
+from jobgate.generate.cel.jobmeta import DNS1035_LABEL_PATTERN, GENERATED, job_name_rule
 from jobgate.generate.cel.replicajobs import replica_job_rules, replica_template_site
 from jobgate.rules.names import DNS1035_LABEL_MESSAGE, LABEL_MAX_LENGTH, max_length_message
 
@@ -101,8 +104,10 @@ def _name_check() -> PolicyValidation:
         f"({too_long} ? {cel_string(max_length_message(LABEL_MAX_LENGTH))} + ({not_label} ? ',' : '') : '') + "
         f"({not_label} ? {cel_string(DNS1035_LABEL_MESSAGE)} : '')"
     )
+    # A name the apiserver generated (generateName's): the webhook reviews the prefix (job/name, carried).
+    generated = re.sub(r"\bself\b", "object", GENERATED)
     return _when(
-        f"has(object.metadata.name) && {name} != '' && ({too_long} || {not_label})",
+        f"has(object.metadata.name) && {name} != '' && !{generated} && ({too_long} || {not_label})",
         _line("'metadata.name'", "Invalid value", f"'should match: ' + {problems}", _json(name)),
     )
 
@@ -332,12 +337,20 @@ def _own(kind: kubeflow.KubeflowKind) -> list[Rule]:
 
 
 # The shared rules that are not carried into the policies, though written as CRD rules, and why.
+_RUN_POLICY_PLACE = (
+    "the shared CEL reads the run policy where jobgate's kinds keep it (spec, or spec.runPolicy beside it), "
+    "which for Kubeflow's kinds is spec.runPolicy alone: carried, it would read nothing"
+)
 NOT_CARRIED: dict[str, str] = {
-    "job/name": "Kubeflow's own name rule (kubeflow/name) says it, in Kubeflow's words",
-    "replicas/types": "TBD",
-    "run-policy/min-available": "TBD",
-    "run-policy/queue-immutable": "TBD",
-    "job/derived-names": "TBD",
+    "run-policy/min-available": _RUN_POLICY_PLACE,
+    "run-policy/queue-immutable": "Kubeflow's own rule (kubeflow/queue-immutable) says it, as Kubeflow's CRD does "
+    "(only a queue set before and after is compared); " + _RUN_POLICY_PLACE,
+}
+# TFJob's webhook takes any replica type (Kubeflow's does; jobgate warns and runs it as its own type).
+TFJOB_ANY_TYPE: dict[str, str] = {
+    "replicas/types": "Kubeflow's TFJob webhook takes any replica type (jobgate warns and runs it as its own type)",
+    "job/derived-names": "a TFJob's pods are named after every replica type, known or not, and the shared CEL "
+    "counts the known ones",
 }
 SCHEMA_REASON = (
     "structural-schema keywords of jobgate's CRDs (a pattern, a bound, a required field), which Kubeflow's CRD "
@@ -349,10 +362,14 @@ CARRIED_NOTE = (
 )
 
 
-def _shared(rule: Rule) -> Rule:
+def _shared(kind: kubeflow.KubeflowKind, rule: Rule) -> Rule:
     """A shared rule for Kubeflow: in the policies when it is a CRD rule or a policy's, else the webhook's."""
     if rule.id in NOT_CARRIED:
         return webhook_only(rule, NOT_CARRIED[rule.id])
+    if rule.id in TFJOB_ANY_TYPE:
+        if not kind.check_types:
+            return webhook_only(rule, f"TFJob: {TFJOB_ANY_TYPE[rule.id]}")
+        return carried(rule, f"{CARRIED_NOTE}; TFJob: webhook only ({TFJOB_ANY_TYPE[rule.id]})")
     if rule.where in (Where.CRD_RULE, Where.POLICY):
         return carried(rule, CARRIED_NOTE)
     return webhook_only(rule, SCHEMA_REASON if rule.where is Where.SCHEMA else REASON)
@@ -361,4 +378,4 @@ def _shared(rule: Rule) -> Rule:
 def rules(kind: JobKind) -> list[Rule]:
     assert isinstance(kind, kubeflow.KubeflowKind)
     shared = [job_name_rule(), *replica_job_rules(kind, replica_template_site(kind))]
-    return [*_own(kind), *(_shared(rule) for rule in shared)]
+    return [*_own(kind), *(_shared(kind, rule) for rule in shared)]
