@@ -36,7 +36,8 @@ from envtest.harness import ControlPlane
 from envtest.versions import OLDEST_KUBERNETES_VERSION
 from jobgate.engine.fielderrors import FieldError
 from jobgate.engine.review import kind_of
-from jobgate.generate.cel.catalogue import Where, explaining_rule
+from jobgate.families.kubeflow.catalogue import POLICY_NOTE
+from jobgate.generate.cel.catalogue import Rule, Where, explaining_rule
 from jobgate.generate.cel.generate import rules_for
 from jobgate.generate.manifests import every_family_kind
 from tests.e2e.conftest import KUBEFLOW_TEST_CRDS, started
@@ -91,7 +92,7 @@ def policy_lines(outcome: Outcome) -> list[str]:
     return [m.split(POLICY_DENIAL, 1)[1] for _, m in outcome.apiserver_causes if POLICY_DENIAL in m]
 
 
-def policy_errors(case: Case, outcome: Outcome) -> list[tuple[FieldError, str]]:
+def policy_errors(case: Case, outcome: Outcome) -> list[tuple[FieldError, Rule]]:
     """The webhook's errors that a rule placed in a policy explains, with the rule."""
     kind = kind_of(case.obj)
     assert kind is not None
@@ -100,23 +101,23 @@ def policy_errors(case: Case, outcome: Outcome) -> list[tuple[FieldError, str]]:
     for error in outcome.webhook_errors:
         explained = explaining_rule(rules, error)
         if explained is not None and explained[0].where is Where.POLICY:
-            found.append((error, explained[0].id))
+            found.append((error, explained[0]))
     return found
 
 
-def rule_of(line: str, expected: list[tuple[FieldError, str]]) -> str | None:
-    """The rule whose error the policy's line gives: Kubeflow's own rules give the webhook's line word
-    for word; a shared rule carried from its CRD rule gives the error's type, at its field or at the list
-    or map above it (where the CRD rule reports it), in the CRD rule's words."""
+def rule_of(line: str, expected: list[tuple[FieldError, Rule]]) -> str | None:
+    """The rule whose error the policy's line gives: a rule written for Kubeflow's policies gives the
+    webhook's line word for word; a shared rule carried from its CRD rule gives the error's type, at its
+    field or at the list or map above it (where the CRD rule reports it), in the CRD rule's words."""
     field, _, rest = line.partition(": ")
     for error, rule in expected:
         if line == str(error):
-            return rule
-        if not rule.startswith("kubeflow/") and rest.startswith(error.type.text + ":"):
+            return rule.id
+        if rule.why != POLICY_NOTE and rest.startswith(error.type.text + ":"):
             webhook_field = comparable(error.field)
             cause = comparable(field)
             if webhook_field == cause or webhook_field.startswith((f"{cause}.", f"{cause}[")):
-                return rule
+                return rule.id
     return None
 
 

@@ -337,12 +337,12 @@ def _own(kind: kubeflow.KubeflowKind) -> list[Rule]:
 
 
 # The shared rules that are not carried into the policies, though written as CRD rules, and why.
+# Why a shared run-policy record is not carried: min-available is written for Kubeflow instead (_min_available).
 _RUN_POLICY_PLACE = (
     "the shared CEL reads the run policy where jobgate's kinds keep it (spec, or spec.runPolicy beside it), "
     "which for Kubeflow's kinds is spec.runPolicy alone: carried, it would read nothing"
 )
 NOT_CARRIED: dict[str, str] = {
-    "run-policy/min-available": _RUN_POLICY_PLACE,
     "run-policy/queue-immutable": "Kubeflow's own rule (kubeflow/queue-immutable) says it, as Kubeflow's CRD does "
     "(only a queue set before and after is compared); " + _RUN_POLICY_PLACE,
 }
@@ -362,8 +362,36 @@ CARRIED_NOTE = (
 )
 
 
+MIN_AVAILABLE = ("spec", "runPolicy", "schedulingPolicy", "minAvailable")
+
+
+def _min_available(kind: kubeflow.KubeflowKind, shared: Rule) -> Rule:
+    """The gang size (``_check_run_policy``) at Kubeflow's place of the run policy, spec.runPolicy, which
+    the shared record's CEL does not read (``_RUN_POLICY_PLACE``): the same rule, written here for it.
+    An unset count is the role's default (0 for a type the defaults leave alone), as once defaulted."""
+    replicas, has_map, _ = _replica_map(kind)
+    defaults = {role.name: role.default_replicas for role in kind.roles}
+    unknown = 1 if kind.unknown_type_restart_policy() is not None else 0
+    unset = " : ".join(f"t == {cel_string(name)} ? {n}" for name, n in defaults.items()) + f" : {unknown}"
+    count = f"(has({replicas}[t].replicas) ? {replicas}[t].replicas : ({unset}))"
+    total = f"({has_map} ? {replicas}.map(t, {count} > 0 ? {count} : 0).sum() : 0)"
+    value = "object." + ".".join(MIN_AVAILABLE)
+    detail = f"'must be less than or equal to the total number of replicas (' + string({total}) + ')'"
+    return _policy(
+        shared.id,
+        shared.summary,
+        (Produces(render_path(MIN_AVAILABLE), "INVALID", "total number of replicas"),),
+        _when(
+            f"{_has('object', *MIN_AVAILABLE)} && {value} > {total}",
+            _line(_path(MIN_AVAILABLE), "Invalid value", detail, f"string({value})"),
+        ),
+    )
+
+
 def _shared(kind: kubeflow.KubeflowKind, rule: Rule) -> Rule:
     """A shared rule for Kubeflow: in the policies when it is a CRD rule or a policy's, else the webhook's."""
+    if rule.id == "run-policy/min-available":
+        return _min_available(kind, rule)
     if rule.id in NOT_CARRIED:
         return webhook_only(rule, NOT_CARRIED[rule.id])
     if rule.id in TFJOB_ANY_TYPE:
