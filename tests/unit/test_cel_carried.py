@@ -93,3 +93,17 @@ def test_the_policies_of_kubeflow_are_written_for_each_kind():
         [f"kubeflow-policies/kubeflow.org_{kind.plural}.yaml" for kind in kubeflow.KINDS]
         + ["kubeflow-policies/kustomization.yaml"]
     )
+
+
+def test_a_shared_record_that_cannot_be_carried_stays_with_the_webhook_and_says_why():
+    from jobgate.families.kubeflow import catalogue
+
+    transition = Rule(
+        "x/immutable",
+        "never changes",
+        Where.CRD_RULE,
+        (Produces("spec.a", "INVALID"),),
+        (Placement(("spec",), validation=Validation("self.a == oldSelf.a", "field is immutable")),),
+    )
+    kept = catalogue._shared(kubeflow.PYTORCHJOB, transition)
+    assert kept.where is Where.WEBHOOK and kept.why.startswith("not carried into a policy: a transition rule")

@@ -28,7 +28,7 @@ from jobgate.engine.fielderrors import not_supported, render_path
 from jobgate.engine.registry import JobKind
 from jobgate.families import kubeflow as record
 from jobgate.families.kubeflow import rules as kubeflow
-from jobgate.generate.cel.carried import carried
+from jobgate.generate.cel.carried import NotCarried, carried
 from jobgate.generate.cel.catalogue import (
     MAP_VALUES,
     PolicyValidation,
@@ -399,7 +399,10 @@ def _shared(kind: kubeflow.KubeflowKind, rule: Rule) -> Rule:
             return webhook_only(rule, f"TFJob: {TFJOB_ANY_TYPE[rule.id]}")
         return carried(rule, f"{CARRIED_NOTE}; TFJob: webhook only ({TFJOB_ANY_TYPE[rule.id]})")
     if rule.where in (Where.CRD_RULE, Where.POLICY):
-        return carried(rule, CARRIED_NOTE)
+        try:
+            return carried(rule, CARRIED_NOTE)
+        except NotCarried as why_not:  # a record that changed form (a transition rule): the webhook keeps it
+            return webhook_only(rule, f"not carried into a policy: {why_not}")
     return webhook_only(rule, SCHEMA_REASON if rule.where is Where.SCHEMA else REASON)
 
 
