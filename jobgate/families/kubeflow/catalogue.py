@@ -61,8 +61,8 @@ def webhook_only(rule: Rule, why: str = REASON) -> Rule:
 
 def _json(text: str) -> str:
     """CEL of a string value as the webhook prints it (``format_value``: JSON, quotes and backslashes
-    escaped). Control characters (JSON's \\uXXXX) are not escaped: no field these rules read holds one
-    that the apiserver's own checks let through to admission."""
+    escaped). Control characters are not (JSON's \\n, \\uXXXX): a managedBy or queue holding one is
+    quoted with the character as it is, the only way such a line differs from the webhook's."""
     return "'\"' + " + text + r""".replace('\\', '\\\\').replace('"', '\\"') + '"'"""
 
 
@@ -90,7 +90,6 @@ def _path(path: tuple[str, ...]) -> str:
     return cel_string(render_path(path))
 
 
-RUN_POLICY = ("spec", "runPolicy")
 MANAGED_BY = ("spec", "runPolicy", "managedBy")
 QUEUE = ("spec", "runPolicy", "schedulingPolicy", "queue")
 
