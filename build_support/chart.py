@@ -19,6 +19,9 @@ How the overlays map onto values (``tests/chart/`` proves each equal to ``kubect
   read, but reproduced by two general values: ``families`` narrows the webhook rules (and both
   processes' ``--families``), ``admissionOnly`` drops the controller and the CRDs of the served
   families, which their own system installs.
+- ``overlays/kubeflow-admission-only`` likewise (and ``crds.install: false``), with the
+  ``kubeflow-policies`` it adds: templates of their own, under ``admissionOnlyPolicies`` (on by
+  default) with admissionOnly and the family served.
 
 The templates keep the source's layout: ``templates/base/...``, ``templates/self-signed/...``,
 ``templates/cert-manager/...``. ``charts/jobgate/tests/`` (helm-unittest) is written by hand and
@@ -543,6 +546,22 @@ def documents_of(paths: list[Path], manifests: Path, condition: str | None = Non
     return files
 
 
+# The ValidatingAdmissionPolicies of an admission-only family's jobs (manifests/kubeflow-policies): with
+# admissionOnly and the family served, as its overlay (overlays/kubeflow-admission-only) has them.
+PEER_POLICIES = 'and .Values.admissionOnlyPolicies .Values.admissionOnly (has "{family}" .Values.families)'
+
+
+def peer_policy_files(manifests: Path) -> list[tuple[str, list[Document]]]:
+    from jobgate.generate.manifests import PEER_POLICY_DIR, admission_only, every_family_kind
+
+    files = []
+    for family in sorted({k.family for k in every_family_kind() if admission_only(k)}):
+        directory = manifests / PEER_POLICY_DIR.format(family=family)
+        if directory.is_dir():
+            files += documents_of(list(resource_files(directory)), manifests, PEER_POLICIES.format(family=family))
+    return files
+
+
 def template_name(source: str) -> str:
     return "templates/" + source.removeprefix("overlays/")
 
@@ -591,6 +610,7 @@ def build_templates(manifests: Path = MANIFESTS) -> tuple[dict[str, str], Defaul
             webhook_configuration(obj, "validatingTimeoutSeconds", defaults.groups)
 
     files = list(base_files)
+    files += peer_policy_files(manifests)
     for overlay, mode in CERT_MODES.items():
         directory = manifests / "overlays" / overlay
         condition = f'eq .Values.certificates.mode "{mode}"'

@@ -96,6 +96,11 @@ families: []
 # manifests/overlays/volcano-admission-only, for a cluster that already runs Volcano.
 admissionOnly: false
 
+# With admissionOnly and families: [kubeflow]: Kubeflow's job-only rules also enforced by the
+# apiserver, as ValidatingAdmissionPolicies over kubeflow.org/v1 (manifests/kubeflow-policies,
+# Kubernetes 1.30+), as manifests/overlays/kubeflow-admission-only has them. false: the webhook alone.
+admissionOnlyPolicies: true
+
 crds:
   # jobgate's CRDs are templates (not crds/), so that they follow upgrades and admission-only
   # can leave a family's out.
@@ -207,6 +212,7 @@ def values_schema(defaults: Defaults) -> dict[str, Any]:
                 "namespace": obj({"create": {"type": "boolean"}}),
                 "families": {"type": "array", "uniqueItems": True, "items": {"enum": defaults.families}},
                 "admissionOnly": {"type": "boolean"},
+                "admissionOnlyPolicies": {"type": "boolean"},
                 "crds": obj(
                     {
                         "install": {"type": "boolean"},

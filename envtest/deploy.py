@@ -50,6 +50,8 @@ spec:
 """,
         "duplicated task name worker",
     ),
+    # A rule the overlay's ValidatingAdmissionPolicies (manifests/kubeflow-policies) do not carry, so
+    # that the denial is the webhook's: the policies run first and would answer for it otherwise.
     "kubeflow-admission-only": (
         """
 apiVersion: kubeflow.org/v1
@@ -57,9 +59,10 @@ kind: MPIJob
 metadata: {{name: probe, namespace: {namespace}}}
 spec:
   mpiReplicaSpecs:
-    Worker: {{replicas: 1, template: {{spec: {{containers: [{{name: worker, image: x}}]}}}}}}
+    Launcher: {{template: {{spec: {{containers: [{{name: launcher, image: x}}]}}}}}}
+    Worker: {{replicas: 1, template: {{spec: {{containers: [{{name: worker}}]}}}}}}
 """,
-        "Master ReplicaSpec must be present",
+        "spec.mpiReplicaSpecs[Worker].template.spec.containers[0].image: Required value",
     ),
 }
 STAND_IN_CRDS = {

@@ -153,8 +153,11 @@ class Mutator:
         return "unchanged"
 
 
-def cases(seed: int, count: int) -> Iterator[Case]:
-    seeds = [copy.deepcopy(v.obj) for v in enforced_vectors()] + [copy.deepcopy(c.obj) for c in enforced_examples()]
+def cases(seed: int, count: int, corpus: list[dict[str, Any]] | None = None) -> Iterator[Case]:
+    """``count`` jobs mutated from ``corpus`` (default: the CEL corpus; Kubeflow's for its policies)."""
+    if corpus is None:
+        corpus = [v.obj for v in enforced_vectors()] + [c.obj for c in enforced_examples()]
+    seeds = [copy.deepcopy(job) for job in corpus]
     for seed_job in seeds:
         seed_job.setdefault("metadata", {}).setdefault("name", "job")
     valid = [s for s in seeds if _admitted(s)]

@@ -409,10 +409,38 @@ def generated_files() -> dict[str, str]:
             [{"apiVersion": "kustomize.config.k8s.io/v1beta1", "kind": "Kustomization", "resources": written}]
         )
     files.update(policy_vap_files(kinds))
+    files.update(peer_policy_files())
     files["base/webhook/webhooks.yaml"] = _dump(webhook_configurations())
     files["base/webhook/queue-reader.yaml"] = _dump(webhook_queue_reader())
     files["base/webhook/policy-reader.yaml"] = _dump(webhook_policy_reader())
     files["base/controller/clusterrole.yaml"] = _dump([controller_cluster_role()])
+    return files
+
+
+# Where the ValidatingAdmissionPolicies of an admission-only family (Kubeflow's) go: "kubeflow-policies".
+PEER_POLICY_DIR = "{family}-policies"
+
+
+def peer_policy_files() -> dict[str, str]:
+    """``<family>-policies/``: the job-only rules of each admission-only family as
+    ValidatingAdmissionPolicies over its peer's kinds (which need no CRD of jobgate's), one file per
+    kind and the kustomization. The ``<family>-admission-only`` overlay and the chart use it; it may
+    also be applied alone, beside the peer's CRDs."""
+    files: dict[str, str] = {}
+    kinds = sorted((k for k in every_family_kind() if admission_only(k)), key=lambda k: (k.gvk.group, k.gvk.kind))
+    for family in sorted({k.family for k in kinds}):
+        directory = PEER_POLICY_DIR.format(family=family)
+        written = []
+        for kind in (k for k in kinds if k.family == family):
+            documents = validating_policy(kind, PART_OF)
+            if documents:
+                name = f"{kind.gvk.group}_{kind.plural}.yaml"
+                files[f"{directory}/{name}"] = _dump(documents)
+                written.append(name)
+        if written:
+            files[f"{directory}/kustomization.yaml"] = _dump(
+                [{"apiVersion": "kustomize.config.k8s.io/v1beta1", "kind": "Kustomization", "resources": written}]
+            )
     return files
 
 

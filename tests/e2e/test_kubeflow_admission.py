@@ -246,6 +246,11 @@ def test_the_overlay_ships_no_crd_no_controller_and_serves_kubeflow_only(kubeflo
         (rule,) = configuration["webhooks"][0]["rules"]
         assert rule["apiGroups"] == ["kubeflow.org"] and rule["apiVersions"] == ["v1"]
         assert set(rule["resources"]) == {"tfjobs", "pytorchjobs", "xgboostjobs", "paddlejobs", "jaxjobs", "mpijobs"}
+    # Kubeflow's job-only rules as policies over its kinds (manifests/kubeflow-policies), each bound.
+    plurals = ("jaxjobs", "mpijobs", "paddlejobs", "pytorchjobs", "tfjobs", "xgboostjobs")
+    for kind in ("ValidatingAdmissionPolicy", "ValidatingAdmissionPolicyBinding"):
+        names = {d["metadata"]["name"] for d in documents if d["kind"] == kind}
+        assert {f"jobgate.{p}.kubeflow.org" for p in plurals} <= names, kind
 
 
 def test_apply_gets_kubeflows_defaults_before_kubeflows_validator_sees_the_job(kubeflow_cluster: Setup, tmp_path):

@@ -37,11 +37,29 @@ def test_explain_prints_the_rule(capsys):
 
 
 @from_a_checkout
-def test_a_webhook_only_rule_says_why_and_takes_its_examples_from_examples(capsys):
+def test_a_webhook_only_rule_says_why(capsys):
+    code, out, _ = run(["explain", "pod-template/containers/image", "--family", "kubeflow"], capsys)
+    assert code == 0
+    assert "enforced:  webhook only: structural-schema keywords of jobgate's CRDs" in out
+    assert "docs/rules/kubeflow.md#pod-template-containers-image" in out
+
+
+@from_a_checkout
+def test_a_rule_no_vector_breaks_takes_its_refused_example_from_examples():
+    from jobgate.cli import explain
+
+    entry = explain.catalogue()[("kubeflow", "kubeflow/one-launcher")]
+    example = explain._file_example(entry, refused=True)
+    assert example is not None and example.startswith("(examples/invalid/kubeflow-mpijob-no-launcher.yaml)")
+    assert "Master ReplicaSpec must be present" in example
+
+
+@from_a_checkout
+def test_a_kubeflow_rule_in_a_policy_says_so_with_its_vector(capsys):
     code, out, _ = run(["explain", "kubeflow/one-launcher"], capsys)
     assert code == 0
-    assert "enforced:  webhook only: Kubeflow's CRDs are Kubeflow's" in out
-    assert "(examples/invalid/kubeflow-mpijob-no-launcher.yaml)" in out
+    assert "enforced:  ValidatingAdmissionPolicy: a ValidatingAdmissionPolicy over Kubeflow's kind" in out
+    assert "(tests/cel_vectors/kubeflow.yaml)\n    name: mpijob without a launcher" in out
     assert "docs/rules/kubeflow.md#kubeflow-one-launcher" in out
 
 

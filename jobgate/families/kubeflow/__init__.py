@@ -14,9 +14,12 @@ FAMILY = Family(
     ),
     models="jobgate.families.kubeflow.models",
     rules="jobgate.families.kubeflow.rules",
+    # The reason of the rules its catalogue leaves to the webhook that have none of their own (the
+    # structural schema's): Kubeflow's job-only rules are ValidatingAdmissionPolicies (catalogue.py).
     webhook_only_reason=(
-        "Kubeflow's CRDs are Kubeflow's, not jobgate's (it installs none for kubeflow.org): its rules would "
-        "need admission policies over another project's kinds, which jobgate does not generate"
+        "jobgate ships no CRD for kubeflow.org (Kubeflow's CRDs are Kubeflow's): the structural schema that "
+        "checks these fields is Kubeflow's CRD's, and jobgate's rules reach Kubeflow's jobs only as "
+        "ValidatingAdmissionPolicies (manifests/kubeflow-policies)"
     ),
     catalogue="jobgate.families.kubeflow.catalogue",
     admission_only=True,

@@ -243,6 +243,11 @@ def _xgboostjob_roles(replicas: dict[str, dict[str, Any]], base: FieldPath) -> l
     return errors
 
 
+# Kubeflow's ValidateV1MpiJobSpec sentences, after jobgate's (the policies' CEL reads them too).
+MPI_NO_LAUNCHER = "must be present (MPIReplicaSpec is not valid: Master ReplicaSpec must be present)"
+MPI_LAUNCHER_REPLICAS = "must be 1 (MPIReplicaSpec is not valid: There must be only 1 launcher replica)"
+
+
 def _mpijob_roles(replicas: dict[str, dict[str, Any]], base: FieldPath) -> list[FieldError]:
     """Kubeflow's ValidateV1MpiJobSpec, run by its reconciler: here at admission, with its sentences.
 
@@ -253,13 +258,9 @@ def _mpijob_roles(replicas: dict[str, dict[str, Any]], base: FieldPath) -> list[
     errors = exactly_one(replicas, base, "Launcher")
     for index, error in enumerate(errors):
         if error.path[-1] == "replicas":
-            errors[index] = forbidden(
-                error.path, "must be 1 (MPIReplicaSpec is not valid: There must be only 1 launcher replica)"
-            )
+            errors[index] = forbidden(error.path, MPI_LAUNCHER_REPLICAS)
         else:
-            errors[index] = required(
-                error.path, "must be present (MPIReplicaSpec is not valid: Master ReplicaSpec must be present)"
-            )
+            errors[index] = required(error.path, MPI_NO_LAUNCHER)
     return errors
 
 

@@ -70,8 +70,9 @@ def _shared_job_name_rule(own: list[Rule]) -> list[Rule]:
 
 
 def webhook_only_rules(kind: JobKind) -> list[Rule] | None:
-    """A webhook-only family's rules for the kind (its record's ``catalogue``), every one
-    ``Where.WEBHOOK``; None for a family with a CEL module or without a catalogue."""
+    """The rules of a family without a CEL module (its record's ``catalogue``): ``Where.WEBHOOK``, or
+    ``Where.POLICY`` for a policy over a peer's kind (Kubeflow's); None for a family with a CEL
+    module or without a catalogue."""
     record = family_record(kind.family)
     if record.cel is not None or record.catalogue is None:
         return None
@@ -211,9 +212,10 @@ def _match(kind: JobKind) -> dict[str, Any]:
 def validating_policy(kind: JobKind, labels: dict[str, str]) -> list[dict[str, Any]]:
     """The kind's rules that no CRD rule can carry, as a ValidatingAdmissionPolicy
     (admissionregistration.k8s.io/v1, Kubernetes 1.30+) and its binding; [] when there is none."""
+    # rules_for: a family's CEL module's rules, or a webhook-only family's catalogue (Kubeflow's policies).
     checks = [
         check
-        for rule in family_rules(kind) or ()
+        for rule in rules_for(kind)
         if rule.where is Where.POLICY
         for check in [
             *rule.policy,
@@ -445,7 +447,8 @@ def enforcement_rows(kinds: Iterable[JobKind]) -> list[tuple[str, str, str, str,
             )
             continue
         entries: list[Rule | Default] = [*rules_for(kind), *(family_defaults(kind) or ())]
-        if family_rules(kind) is None:
+        # A family without a CEL module whose catalogue puts no rule in the apiserver either.
+        if family_rules(kind) is None and not any(entry.where.in_apiserver for entry in entries):
             rows.setdefault(
                 (kind.family, "(every rule)"),
                 ("", ["every rule and default of the family"], Where.WEBHOOK.value, entries[0].why if entries else ""),
