@@ -110,6 +110,9 @@ class EffectivePolicy:
     gpu_resources_sources: list[PolicyRef] = field(default_factory=list)  # empty = the built-in list
     # Each resource name's weight under gpu_resources, found once for every job this policy judges.
     gpu_weights: dict[str, Any] = field(default_factory=dict, compare=False, repr=False)
+    # What :mod:`.check` derives once from this policy per job kind (its plan of the checks and of
+    # the defaults), by the kind map's identity: built by the first job of the kind, then shared.
+    plans: dict[int, Any] = field(default_factory=dict, compare=False, repr=False)
     allow: dict[str, list[Sourced]] = field(default_factory=dict)
     required_fields: dict[str, list[Sourced]] = field(default_factory=dict)
     required_labels: dict[str, list[Sourced]] = field(default_factory=dict)  # value: allowed values or None
