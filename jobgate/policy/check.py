@@ -741,10 +741,7 @@ class _Plan:
 
 
 def _no_host_path(volumes: list[Any]) -> bool:
-    for volume in volumes:
-        if isinstance(volume, dict) and volume.get("hostPath") is not None:
-            return False
-    return True
+    return not any(isinstance(volume, dict) and volume.get("hostPath") is not None for volume in volumes)
 
 
 def _plan(eff: EffectivePolicy, kmap: KindMap) -> _Plan:
