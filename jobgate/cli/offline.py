@@ -199,11 +199,9 @@ def _load_queues(path: str) -> QueueSnapshot | None:
 def _load_policies(paths: list[str], namespaces_path: str | None) -> PolicySnapshot | None:
     """``--policies FILE|DIR`` (repeatable) and ``--namespaces FILE``: checked as the apiserver would
     admit them (a malformed policy is a usage error, exit 2), and the namespaces' labels."""
-    from pydantic import ValidationError
-
     from jobgate.engine.views import PolicySnapshot
     from jobgate.offline.sources import SourceError, expand_paths
-    from jobgate.policy.models import POLICY_KINDS, parse_policy
+    from jobgate.policy.plain import POLICY_KINDS, parse_policy_plain
 
     policies: list[dict[str, Any]] = []
     for given in paths:
@@ -219,6 +217,16 @@ def _load_policies(paths: list[str], namespaces_path: str | None) -> PolicySnaps
             for obj in objects:
                 if obj.get("kind") not in POLICY_KINDS:
                     continue  # other objects of an export (e.g. the jobs themselves) are not policies
+                # Plainly valid policies (an export of admitted ones) skip loading pydantic and the
+                # models; the models judge the rest, and word what is wrong.
+                plain = parse_policy_plain(obj)
+                if plain is not None:
+                    policies.append(plain)
+                    continue
+                from pydantic import ValidationError
+
+                from jobgate.policy.models import parse_policy
+
                 try:
                     policies.append(parse_policy(obj))
                 except (ValidationError, ValueError) as exc:
