@@ -621,123 +621,146 @@ class _Plan:
             if self.max_role is not None and largest > self.max_role:
                 return False
             replicas += largest
-            if not self._template_clean(template):
+            pod = self._pod(template, eff)
+            if pod is None or (self.max_pod_gpus is not None and pod > self.max_pod_gpus):
                 return False
-            if self.count_gpus:
-                pod = self._pod_gpus(template, eff)
-                if pod is None or (self.max_pod_gpus is not None and pod > self.max_pod_gpus):
-                    return False
-                if pod:
-                    gpus += pod * largest
+            if pod:
+                gpus += pod * largest
         if self.max_replicas is not None and replicas > self.max_replicas:
             return False
         return not (self.max_job_gpus is not None and gpus > self.max_job_gpus)
 
-    def _template_clean(self, template: dict[str, Any] | None) -> bool:
+    def _pod(self, template: dict[str, Any] | None, eff: EffectivePolicy) -> Amount | None:
+        """The weighted GPUs of a clean pod template (0 when the policy counts none), as
+        :func:`pod_gpus` counts them; None when the template may have a finding, or has more than
+        app containers to count (init containers, sidecars, overhead): the checks then decide."""
         spec = template.get("spec") if template is not None else None
-        if not isinstance(spec, dict):
+        if type(spec) is not dict:
+            if isinstance(spec, Mapping):
+                return None
             # No pod spec: no container, volume or flag; an allow-list's field is unset.
-            return all(unset is not None and unset in allowed for _, allowed, unset in self.template_allow)
+            for _, allowed, unset in self.template_allow:
+                if unset is None or unset not in allowed:
+                    return None
+            return 0
         for field, allowed, unset in self.template_allow:
             value = spec.get(field)
             if value is None:
                 value = unset
             if type(value) is not str or value not in allowed:
-                return False
+                return None
         for flag in self.host_flags:
             if spec.get(flag) is True:
-                return False
+                return None
         if self.host_path:
             volumes = spec.get("volumes")
             if isinstance(volumes, list) and not _no_host_path(volumes):
-                return False
-        if self.walk_containers:
-            for list_name in _CONTAINER_LISTS:
-                items = spec.get(list_name)
-                if not isinstance(items, list):
-                    continue
-                for container in items:
-                    if not isinstance(container, dict):
-                        continue
-                    if self.privileged:
-                        context = container.get("securityContext")
-                        if isinstance(context, dict) and context.get("privileged") is True:
-                            return False
-                    if self.registries:
-                        image = container.get("image")
-                        if isinstance(image, str) and not self._image_allowed(image):
-                            return False
-        return True
-
-    def _image_allowed(self, image: str) -> bool:
-        known = self.images.get(image)
-        if known is None:
-            name = normalise_image(image)
-            known = all(name_allowed(name, values) for values in self.registries)
-            if len(self.images) >= _IMAGE_MEMO_LIMIT:
-                self.images.clear()
-            self.images[image] = known
-        return known
-
-    def _pod_gpus(self, template: dict[str, Any] | None, eff: EffectivePolicy) -> Amount | None:
-        """The weighted GPUs of a pod as :func:`pod_gpus` counts them when its app containers are all
-        there is; None when it has more (init containers, sidecars, overhead) or something could not
-        be counted: the checks then count, and report."""
-        spec = template.get("spec") if template is not None else None
-        if not isinstance(spec, dict):
-            return None if isinstance(spec, Mapping) else 0
-        inits = spec.get("initContainers")
-        if (isinstance(inits, list) and inits) or isinstance(spec.get("overhead"), Mapping):
+                return None
+        count = self.count_gpus
+        if count and (
+            isinstance(spec.get("overhead"), Mapping) or spec.get("resourceClaims") or _non_empty_list(spec, _INITS)
+        ):
             return None
-        if spec.get("resourceClaims"):
+        gpus: Amount = 0
+        if self.walk_containers and not (
+            self._containers_clean(spec, _INITS) and self._containers_clean(spec, _EPHEMERAL)
+        ):
             return None
         containers = spec.get("containers")
-        total: Amount = 0
-        for container in containers if isinstance(containers, list) else []:
-            if not isinstance(container, dict):
+        if not isinstance(containers, list):
+            return gpus
+        for container in containers:
+            if type(container) is not dict:
                 if isinstance(container, Mapping):
                     return None
                 continue
-            resources = container.get("resources")
-            if not isinstance(resources, dict):
-                if isinstance(resources, Mapping):
+            if self.walk_containers and not self._container_clean(container):
+                return None
+            if count:
+                resources = container.get("resources")
+                if resources is None:
+                    continue
+                if type(resources) is not dict:
+                    if isinstance(resources, Mapping):
+                        return None
+                    continue
+                own = self._requests(resources, eff.gpu_weights, eff)
+                if own is None:
                     return None
-                continue
-            if resources.get("claims"):
-                return None
-            requests = resources.get("requests")
-            limits = resources.get("limits")
-            if requests is None:
-                requests = {}
-            if limits is None:
-                limits = {}
-            if not isinstance(requests, dict) or not isinstance(limits, dict):
-                return None
-            for source in (requests, limits):
-                for name, raw in source.items():
-                    if source is limits and name in requests:
-                        continue  # requests count, else limits
-                    weight = self._weight(name, eff)
-                    if weight is _UNSET:
-                        return None
-                    if weight is None:
-                        continue
-                    try:
-                        total += parse_quantity(raw) * weight
-                    except QuantityError:
-                        return None
-        return total
+                gpus += own
+        return gpus
+
+    def _containers_clean(self, spec: dict[str, Any], list_name: str) -> bool:
+        items = spec.get(list_name)
+        if isinstance(items, list):
+            for container in items:
+                if isinstance(container, dict) and not self._container_clean(container):
+                    return False
+        return True
+
+    def _container_clean(self, container: dict[str, Any]) -> bool:
+        if self.privileged:
+            context = container.get("securityContext")
+            if isinstance(context, dict) and context.get("privileged") is True:
+                return False
+        if self.registries:
+            image = container.get("image")
+            if type(image) is str:
+                known = self.images.get(image)
+                if known is None:
+                    name = normalise_image(image)
+                    known = all(name_allowed(name, values) for values in self.registries)
+                    if len(self.images) >= _IMAGE_MEMO_LIMIT:
+                        self.images.clear()
+                    self.images[image] = known
+                if not known:
+                    return False
+            elif isinstance(image, str):
+                return False  # a str subclass: the checks judge it
+        return True
 
     @staticmethod
-    def _weight(name: Any, eff: EffectivePolicy) -> Any:
-        if type(name) is not str:
-            return _UNSET
-        weights = eff.gpu_weights
-        weight = weights.get(name, _UNSET)
-        if weight is _UNSET:
-            weight = gpu_weight(name, eff.gpu_resources)
-            weights[name] = weight
-        return weight
+    def _requests(resources: dict[str, Any], weights: dict[str, Any], eff: EffectivePolicy) -> Amount | None:
+        """One container's weighted GPUs: per resource ``requests``, else ``limits``; None when
+        something cannot be counted."""
+        if resources.get("claims"):
+            return None
+        requests = resources.get("requests")
+        limits = resources.get("limits")
+        if (requests is not None and type(requests) is not dict) or (limits is not None and type(limits) is not dict):
+            return None
+        total: Amount = 0
+        for source in (requests, limits):
+            if not source:
+                continue
+            for name, raw in source.items():
+                if source is limits and requests and name in requests:
+                    continue  # requests count, else limits
+                weight = weights.get(name, _UNSET)
+                if weight is _UNSET:
+                    if type(name) is not str:
+                        return None
+                    weight = gpu_weight(name, eff.gpu_resources)
+                    weights[name] = weight
+                if weight is None:
+                    continue
+                if type(raw) is int:
+                    total += raw * weight
+                    continue
+                try:
+                    total += parse_quantity(raw) * weight
+                except QuantityError:
+                    return None
+        return total
+
+
+_INITS = "initContainers"
+_EPHEMERAL = "ephemeralContainers"
+
+
+def _non_empty_list(spec: dict[str, Any], name: str) -> bool:
+    items = spec.get(name)
+    return isinstance(items, list) and len(items) > 0
 
 
 def _no_host_path(volumes: list[Any]) -> bool:

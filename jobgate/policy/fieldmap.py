@@ -328,7 +328,24 @@ def group_kind(job: dict[str, Any]) -> tuple[str, str]:
 
 def kind_map(job: dict[str, Any]) -> KindMap | None:
     """The field map of the job's kind, or None for a kind jobgate does not serve."""
+    if isinstance(job, dict):
+        api_version, kind = job.get("apiVersion"), job.get("kind")
+        if type(api_version) is str and type(kind) is str:
+            # Every review asks this a few times, with one of a handful of pairs.
+            key = (api_version, kind)
+            found = _BY_API_VERSION.get(key, _UNKNOWN)
+            if found is _UNKNOWN:
+                found = KINDS.get(group_kind(job))
+                if len(_BY_API_VERSION) >= _BY_API_VERSION_LIMIT:
+                    _BY_API_VERSION.clear()
+                _BY_API_VERSION[key] = found
+            return found
     return KINDS.get(group_kind(job))
+
+
+_UNKNOWN: Any = object()
+_BY_API_VERSION: dict[tuple[str, str], Any] = {}
+_BY_API_VERSION_LIMIT = 1024
 
 
 def pod_sizes(kmap: KindMap, job: dict[str, Any]) -> list[tuple[int, dict[str, Any] | None]]:
