@@ -167,17 +167,16 @@ def _cluster_views(args: argparse.Namespace | QuickArguments) -> tuple[ClusterVi
 
 def _objects_of(path: str, flag: str) -> list[dict[str, Any]] | None:
     """Every object in a YAML/JSON file (``List`` items unwrapped); None after printing why not."""
-    # libyaml (PyYAML's C loader): these are exports of cluster objects (``kubectl get -o yaml``),
-    # read whole before the first job is checked; ruamel's pure-Python parser took longer than
-    # checking hundreds of jobs. YAML 1.1, as kubectl reads what it applies.
-    import yaml
+    # Read as the jobs are, exactly as kubectl reads what it applies (YAML 1.1 scalars as go-yaml
+    # v2 reads them, timestamps kept as written), with the reader a check has already loaded:
+    # PyYAML's import alone cost a one-file check with --policies more than the rest of its start-up.
+    from jobgate.offline.sources import SourceError, iter_documents, read_source
 
-    loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
     try:
-        with open(path, encoding="utf-8") as handle:
-            documents = [d for d in yaml.load_all(handle, Loader=loader) if d is not None]
-    except (OSError, yaml.YAMLError, UnicodeDecodeError) as exc:
-        print(f"jobgate: {flag} {path}: {exc}", file=sys.stderr)
+        documents = [d.data for d in iter_documents(read_source(path), path) if d.data is not None]
+    except SourceError as exc:
+        where = f"{path}:{exc.line}" if exc.line else path
+        print(f"jobgate: {flag} {where}: {exc.message}", file=sys.stderr)
         return None
     objects: list[dict[str, Any]] = []
     for document in documents:
