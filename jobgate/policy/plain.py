@@ -54,10 +54,47 @@ REGISTRY_RE = (
 # A GPU resource name or pattern: a qualified resource name, optionally ending in "*".
 GPU_NAME_RE = r"^[a-zA-Z0-9]([-a-zA-Z0-9_./]*[a-zA-Z0-9.*/-])?$"
 
-_label_key = re.compile(LABEL_KEY_RE)
-_label_value = re.compile(LABEL_VALUE_RE)
-_registry = re.compile(REGISTRY_RE)
-_gpu_name = re.compile(GPU_NAME_RE)
+# The patterns are compiled only for a value the plain tests below cannot settle: compiling them
+# costs a one-file check more than reading fifty policies. Each plain test accepts a subset of what
+# its pattern accepts (tests/unit/test_policy_plain.py checks it against the pattern).
+_ALNUM = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789")
+_NAME_CHARS = _ALNUM | frozenset("-_.")
+_HOST_CHARS = _ALNUM | frozenset("-.")
+
+
+def _plain_name(text: str) -> bool:
+    """``[A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?``: a label value or key name, no prefix."""
+    return 0 < len(text) <= 63 and text[0] in _ALNUM and text[-1] in _ALNUM and all(c in _NAME_CHARS for c in text)
+
+
+def _plain_host(text: str) -> bool:
+    """``[a-zA-Z0-9]([a-zA-Z0-9.-]*[a-zA-Z0-9])?``: a registry host without a port."""
+    return len(text) > 0 and text[0] in _ALNUM and text[-1] in _ALNUM and all(c in _HOST_CHARS for c in text)
+
+
+def label_key_valid(key: str) -> bool:
+    return _plain_name(key) or re.match(LABEL_KEY_RE, key) is not None
+
+
+def label_value_valid(value: str) -> bool:
+    return value == "" or _plain_name(value) or re.match(LABEL_VALUE_RE, value) is not None
+
+
+def registry_valid(entry: str) -> bool:
+    host, _, rest = entry.partition("/")
+    if _plain_host(host) and not rest:
+        return True  # "host" or "host/"
+    return re.match(REGISTRY_RE, entry) is not None
+
+
+def gpu_name_valid(name: str) -> bool:
+    """The pattern, and a ``*`` only at the end."""
+    if "*" in name[:-1]:
+        return False
+    body = name[:-1] if name.endswith("*") and len(name) > 1 else name
+    if body and body[0] in _ALNUM and body[-1] in _ALNUM and all(c in _NAME_CHARS or c == "/" for c in body):
+        return True
+    return re.match(GPU_NAME_RE, name) is not None
 
 
 class _Unsure(Exception):
@@ -155,7 +192,7 @@ def _match(value: Any) -> dict[str, Any]:
 def _labels(value: Any) -> dict[str, str]:
     labels = _string_map(value, MAX_LIST, 63)
     for key, item in labels.items():
-        if not _label_key.match(key) or not _label_value.match(item):
+        if not label_key_valid(key) or not label_value_valid(item):
             raise _Unsure
     return labels
 
@@ -187,7 +224,7 @@ def _defaults(value: Any) -> dict[str, Any]:
 def _gpu_resource(value: Any) -> dict[str, Any]:
     source = _fields(value, ("name", "weight"))
     name = _name(source.get("name"))
-    if not _gpu_name.match(name) or "*" in name[:-1]:
+    if not gpu_name_valid(name):
         raise _Unsure
     weight = source.get("weight", 1.0)
     if type(weight) not in (int, float) or not math.isfinite(weight) or not weight > 0:
@@ -222,7 +259,7 @@ def _limits(value: Any) -> dict[str, Any]:
 def _required_label(value: Any) -> dict[str, Any]:
     source = _fields(value, ("key", "values"))
     key = _name(source.get("key"))
-    if not _label_key.match(key):
+    if not label_key_valid(key):
         raise _Unsure
     out: dict[str, Any] = {"key": key}
     _put(out, source, "values", lambda v: [_text(x, 0, 63) for x in _items(v, MAX_LIST)])
@@ -264,7 +301,7 @@ def _require(value: Any) -> dict[str, Any]:
     _put(out, source, "forbid", lambda v: [_one_of(x, FORBIDDEN_ITEMS) for x in _items(v, len(FORBIDDEN_ITEMS))])
     _unique(out.get("forbid", []))
     _unique([label["key"] for label in out.get("labels", [])])
-    if not all(_registry.match(entry) for entry in out.get("imageRegistries", [])):
+    if not all(registry_valid(entry) for entry in out.get("imageRegistries", [])):
         raise _Unsure
     return out
 

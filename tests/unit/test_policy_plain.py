@@ -163,3 +163,22 @@ def test_a_plain_policy_is_a_copy() -> None:
     plain["metadata"]["labels"]["a"] = "changed"
     plain["spec"]["require"]["queues"].append("s")
     assert CLUSTER["metadata"]["labels"]["a"] == "b" and SPEC["require"]["queues"] == ["q", "r"]
+
+
+def test_the_plain_tests_of_names_agree_with_the_patterns() -> None:
+    """Each plain test (which spares compiling the patterns) decides exactly as its pattern."""
+    import random
+    import re
+
+    from jobgate.policy import plain
+
+    alphabet = "aZ09-_./*:\n é"
+    rng = random.Random(30)
+    samples = ["", "*", "a*", "nvidia.com/mig-*", "team", "cost-center", "registry.example.com/", "ghcr.io", "a" * 64]
+    samples += ["".join(rng.choice(alphabet) for _ in range(rng.randint(1, 8))) for _ in range(20000)]
+    for text in samples:
+        assert plain.label_key_valid(text) == bool(re.match(plain.LABEL_KEY_RE, text)), text
+        assert plain.label_value_valid(text) == bool(re.match(plain.LABEL_VALUE_RE, text)), text
+        assert plain.registry_valid(text) == bool(re.match(plain.REGISTRY_RE, text)), text
+        expected = bool(re.match(plain.GPU_NAME_RE, text)) and "*" not in text[:-1]
+        assert plain.gpu_name_valid(text) == expected, text
