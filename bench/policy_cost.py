@@ -2,7 +2,7 @@
 policies in force against the same without, measured in the same run.
 
     python -m bench.policy_cost [--policies 50] [--matching 10] [--files 2000] [--duration 10] [--rounds 3]
-                                [--no-webhook] [--no-offline]
+                                [--no-webhook] [--no-offline] [--no-compiled] [--compiled-tree DIR]
 
 The policy set (``bench/policy_set.py``) has ``--policies`` policies of which ``--matching`` apply to
 the bench's TFJob (limits, GPUs, required labels, allow-lists, registries, forbid, defaults, one
@@ -168,6 +168,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--no-webhook", action="store_true", help="skip the webhook part (needs a control plane)")
     parser.add_argument("--no-offline", action="store_true", help="skip the jobgate validate part")
     parser.add_argument("--no-compiled", action="store_true", help="skip the webhook of the mypyc-compiled engine")
+    parser.add_argument(
+        "--compiled-tree",
+        type=Path,
+        help="a tree build_support.native already compiled from this one (repeated runs skip the build)",
+    )
     parser.add_argument("--json", action="store_true", help="print the figures as JSON too")
     args = parser.parse_args(argv)
     if not 0 <= args.matching <= args.policies:
@@ -199,7 +204,7 @@ def main(argv: list[str] | None = None) -> int:
             (directory / "webhook").mkdir()
             builds = [("jobgate", REPO)]
             if not args.no_compiled:
-                compiled = compiled_tree_or_none(directory / "compiled")
+                compiled = args.compiled_tree or compiled_tree_or_none(directory / "compiled")
                 if compiled is not None:
                     builds.append(("jobgate compiled", compiled))
             results["webhook"] = webhook(

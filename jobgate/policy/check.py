@@ -657,10 +657,14 @@ class _Plan:
             if isinstance(volumes, list) and not _no_host_path(volumes):
                 return None
         count = self.count_gpus
-        if count and (
-            isinstance(spec.get("overhead"), Mapping) or spec.get("resourceClaims") or _non_empty_list(spec, _INITS)
-        ):
-            return None
+        if count:
+            overhead = spec.get("overhead")
+            if (
+                (overhead is not None and isinstance(overhead, Mapping))
+                or spec.get("resourceClaims")
+                or _non_empty_list(spec, _INITS)
+            ):
+                return None
         gpus: Amount = 0
         if self.walk_containers and not (
             self._containers_clean(spec, _INITS) and self._containers_clean(spec, _EPHEMERAL)

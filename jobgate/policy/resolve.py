@@ -393,7 +393,7 @@ def effective_policy(
     From a :class:`PolicySet`, the result is shared with every other job that selects the same
     policies: read it, never change it.
     """
-    if isinstance(policies, PolicySet):
+    if type(policies) is PolicySet or isinstance(policies, PolicySet):
         return policies.effective(namespace, namespace_labels, job)
     return combine(select_policies(policies, namespace, namespace_labels, job), namespace)
 
@@ -459,7 +459,10 @@ class PolicySet(tuple[Mapping[str, Any], ...]):
 
 
 def _frozen(labels: Mapping[str, Any] | None) -> frozenset[tuple[str, Any]] | None:
-    return frozenset(labels.items()) if isinstance(labels, Mapping) else None
+    # type() first: the abstract Mapping check costs more than the rest of a memo lookup.
+    if type(labels) is dict or isinstance(labels, Mapping):
+        return frozenset(labels.items())
+    return None
 
 
 def _match_key(job: Mapping[str, Any] | None) -> Hashable:
@@ -467,7 +470,7 @@ def _match_key(job: Mapping[str, Any] | None) -> Hashable:
     if job is None:
         return None
     metadata = job.get("metadata")
-    labels = metadata.get("labels") if isinstance(metadata, Mapping) else None
+    labels = metadata.get("labels") if type(metadata) is dict or isinstance(metadata, Mapping) else None
     return (job.get("apiVersion"), job.get("kind"), _frozen(labels))
 
 
