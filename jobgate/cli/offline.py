@@ -167,17 +167,16 @@ def _cluster_views(args: argparse.Namespace | QuickArguments) -> tuple[ClusterVi
 
 def _objects_of(path: str, flag: str) -> list[dict[str, Any]] | None:
     """Every object in a YAML/JSON file (``List`` items unwrapped); None after printing why not."""
-    # libyaml (PyYAML's C loader): these are exports of cluster objects (``kubectl get -o yaml``),
-    # read whole before the first job is checked; ruamel's pure-Python parser took longer than
-    # checking hundreds of jobs. YAML 1.1, as kubectl reads what it applies.
-    import yaml
+    # Read as the jobs are, exactly as kubectl reads what it applies (YAML 1.1 scalars as go-yaml
+    # v2 reads them, timestamps kept as written), with the reader a check has already loaded:
+    # PyYAML's import alone cost a one-file check with --policies more than the rest of its start-up.
+    from jobgate.offline.sources import SourceError, iter_documents, read_source
 
-    loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
     try:
-        with open(path, encoding="utf-8") as handle:
-            documents = [d for d in yaml.load_all(handle, Loader=loader) if d is not None]
-    except (OSError, yaml.YAMLError, UnicodeDecodeError) as exc:
-        print(f"jobgate: {flag} {path}: {exc}", file=sys.stderr)
+        documents = [d.data for d in iter_documents(read_source(path), path) if d.data is not None]
+    except SourceError as exc:
+        where = f"{path}:{exc.line}" if exc.line else path
+        print(f"jobgate: {flag} {where}: {exc.message}", file=sys.stderr)
         return None
     objects: list[dict[str, Any]] = []
     for document in documents:
@@ -199,11 +198,9 @@ def _load_queues(path: str) -> QueueSnapshot | None:
 def _load_policies(paths: list[str], namespaces_path: str | None) -> PolicySnapshot | None:
     """``--policies FILE|DIR`` (repeatable) and ``--namespaces FILE``: checked as the apiserver would
     admit them (a malformed policy is a usage error, exit 2), and the namespaces' labels."""
-    from pydantic import ValidationError
-
     from jobgate.engine.views import PolicySnapshot
     from jobgate.offline.sources import SourceError, expand_paths
-    from jobgate.policy.models import POLICY_KINDS, parse_policy
+    from jobgate.policy.plain import POLICY_KINDS, parse_policy_plain
 
     policies: list[dict[str, Any]] = []
     for given in paths:
@@ -219,6 +216,16 @@ def _load_policies(paths: list[str], namespaces_path: str | None) -> PolicySnaps
             for obj in objects:
                 if obj.get("kind") not in POLICY_KINDS:
                     continue  # other objects of an export (e.g. the jobs themselves) are not policies
+                # Plainly valid policies (an export of admitted ones) skip loading pydantic and the
+                # models; the models judge the rest, and word what is wrong.
+                plain = parse_policy_plain(obj)
+                if plain is not None:
+                    policies.append(plain)
+                    continue
+                from pydantic import ValidationError
+
+                from jobgate.policy.models import parse_policy
+
                 try:
                     policies.append(parse_policy(obj))
                 except (ValidationError, ValueError) as exc:

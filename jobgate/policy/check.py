@@ -45,6 +45,7 @@ from typing import Any
 from jobgate.engine.fielderrors import render_path
 from jobgate.policy.fieldmap import (
     KUEUE_LABEL,
+    TEMPLATE,
     VOLCANO_SCHEMA_DEFAULT_QUEUE,
     FieldPath,
     Key,
@@ -52,8 +53,9 @@ from jobgate.policy.fieldmap import (
     ReplicaGroup,
     get_path,
     kind_map,
+    pod_sizes,
 )
-from jobgate.policy.gpu import Amount, format_gpus, pod_gpus
+from jobgate.policy.gpu import Amount, QuantityError, format_gpus, gpu_weight, parse_quantity, pod_gpus
 from jobgate.policy.images import name_allowed, normalise_image
 from jobgate.policy.resolve import ACTION_RANK, EffectivePolicy, Sourced
 
@@ -487,6 +489,296 @@ def _all_findings(job: dict[str, Any], eff: EffectivePolicy) -> list[PolicyFindi
     return out
 
 
+# --- the clean path ----------------------------------------------------------------------------
+#
+# Nearly every job a cluster admits breaks no policy, and the checks above spend most of their time
+# building what only a finding needs (paths, messages, identities) and walking the pod templates
+# once per check. A plan, derived once from an effective policy for one kind, answers the one
+# question the common case asks: can this job have any finding at all? It holds only the
+# constraints the policy has, each reduced to its strictest bound (any entry exceeded is a finding,
+# whatever its action), and walks the templates once. "Clean" means the checks would find nothing;
+# anything else (a bound exceeded, a shape it does not handle, a value it cannot compare) sends the
+# job to the checks above, which give the findings. So the plan never decides a finding, a message
+# or a path: it can only skip work whose result is known to be empty.
+
+_UNSET: Any = object()
+_DEFAULT_FIELDS = ("queue", "priorityClassName", "schedulerName", "ttlSecondsAfterFinished", "activeDeadlineSeconds")
+_IMAGE_MEMO_LIMIT = 4096
+_HOST_FLAGS = ("hostNetwork", "hostPID", "hostIPC")
+
+
+def _least(entries: list[Sourced] | None) -> Any:
+    """The strictest bound of a limit's entries (None: no entry)."""
+    return min(e.value for e in entries) if entries else None
+
+
+def _common_strings(lists: list[Any]) -> set[str]:
+    """The strings every list holds (a value outside this set may still be allowed: the checks decide)."""
+    result: set[str] | None = None
+    for values in lists:
+        strings = {v for v in values if type(v) is str} if isinstance(values, list) else set()
+        result = strings if result is None else result & strings
+    return result if result is not None else set()
+
+
+class _Plan:
+    """What an effective policy asks of one kind's jobs, for :meth:`clean` (see above)."""
+
+    def __init__(self, eff: EffectivePolicy, kmap: KindMap) -> None:
+        # A conflict a job gets, or a requirement on a field the kind lacks, is a finding for every job.
+        self.usable = not any(c.action is not None for c in eff.conflicts)
+        self.max_role: Any = _least(eff.limits.get("maxReplicasPerRole"))
+        self.max_replicas: Any = _least(eff.limits.get("maxReplicasPerJob"))
+        self.max_pod_gpus: Any = _least(eff.limits.get("maxGPUsPerPod"))
+        self.max_job_gpus: Any = _least(eff.limits.get("maxGPUsPerJob"))
+        self.count_gpus = self.max_pod_gpus is not None or self.max_job_gpus is not None
+        # (locator, required, strictest maximum or None) per lifetime field the policy constrains.
+        self.lifetime: list[tuple[Any, bool, Any]] = []
+        for field, (limit_name, _, _) in _FIELD_RULES.items():
+            required = bool(eff.required_fields.get(field))
+            maximum = _least(eff.limits.get(limit_name))
+            if not required and maximum is None:
+                continue
+            locator = kmap.locator(field)
+            if locator is None or locator == TEMPLATE:
+                self.usable = False
+            else:
+                self.lifetime.append((locator, required, maximum))
+        # Allow-lists: (locator, the values every policy allows) at the job's level; (field, values,
+        # the value an unset field means) in each pod template.
+        self.job_allow: list[tuple[Any, set[str]]] = []
+        self.template_allow: list[tuple[str, set[str], Any]] = []
+        for list_name, field in _ALLOW_TO_FIELD.items():
+            entries = eff.allow.get(list_name)
+            if not entries:
+                continue
+            allowed = _common_strings([e.value for e in entries])
+            locator = kmap.locator(field)
+            if locator is None:
+                self.usable = False
+            elif locator == TEMPLATE:
+                unset = DEFAULT_SCHEDULER if field == "schedulerName" else None
+                self.template_allow.append((field, allowed, unset))
+            else:
+                self.job_allow.append((locator, allowed))
+        self.labels: list[tuple[str, set[str] | None]] = []
+        for key, entries in eff.required_labels.items():
+            with_values = [e.value for e in entries if e.value is not None]
+            self.labels.append((key, _common_strings(with_values) if with_values else None))
+        self.registries: list[Any] = [e.value for e in eff.allow.get("imageRegistries", [])]
+        self.images: dict[str, bool] = {}
+        self.host_flags = tuple(item for item in _HOST_FLAGS if item in eff.forbid)
+        self.host_path = "hostPath" in eff.forbid
+        self.privileged = "privileged" in eff.forbid
+        self.walk_containers = bool(self.registries) or self.privileged
+        # Defaults: (field, value, locator) of each field given one that the kind has, in the order
+        # they are written; then the labels, the Kueue one last (it beats a same-key defaults.labels).
+        self.defaults: list[tuple[str, Any, Any]] = []
+        for field in _DEFAULT_FIELDS:
+            chosen = eff.defaults.get(field)
+            locator = kmap.locator(field)
+            if chosen is not None and locator is not None:
+                self.defaults.append((field, chosen.value, locator))
+        wanted: dict[str, Any] = {key: s.value for key, s in eff.default_labels.items()}
+        kueue = eff.defaults.get("kueueQueueName")
+        if kueue is not None and kmap.kueue:
+            wanted[KUEUE_LABEL] = kueue.value
+        self.default_labels: list[tuple[str, Any]] = list(wanted.items())
+
+    def clean(self, job: dict[str, Any], kmap: KindMap, eff: EffectivePolicy) -> bool:
+        """True when the checks would find nothing in ``job``; False when they may (they then decide)."""
+        if not self.usable:
+            return False
+        for locator, required, maximum in self.lifetime:
+            value = get_path(job, locator(job))
+            if not isinstance(value, int) or isinstance(value, bool):
+                if required:
+                    return False
+            elif maximum is not None and value > maximum:
+                return False
+        for locator, allowed in self.job_allow:
+            value = get_path(job, locator(job))
+            if type(value) is not str or value not in allowed:
+                return False
+        if self.labels:
+            labels = get_path(job, ("metadata", "labels"))
+            if not isinstance(labels, dict):
+                return False
+            for key, allowed_values in self.labels:
+                if key not in labels:
+                    return False
+                if allowed_values is not None:
+                    value = labels[key]
+                    if type(value) is not str or value not in allowed_values:
+                        return False
+        if self.host_path:
+            volumes = get_path(job, ("spec", "volumes"))
+            if isinstance(volumes, list) and not _no_host_path(volumes):
+                return False
+        replicas = 0
+        gpus: Amount = 0
+        for largest, template in pod_sizes(kmap, job):
+            if self.max_role is not None and largest > self.max_role:
+                return False
+            replicas += largest
+            pod = self._pod(template, eff)
+            if pod is None or (self.max_pod_gpus is not None and pod > self.max_pod_gpus):
+                return False
+            if pod:
+                gpus += pod * largest
+        if self.max_replicas is not None and replicas > self.max_replicas:
+            return False
+        return not (self.max_job_gpus is not None and gpus > self.max_job_gpus)
+
+    def _pod(self, template: dict[str, Any] | None, eff: EffectivePolicy) -> Amount | None:
+        """The weighted GPUs of a clean pod template (0 when the policy counts none), as
+        :func:`pod_gpus` counts them; None when the template may have a finding, or has more than
+        app containers to count (init containers, sidecars, overhead): the checks then decide."""
+        spec = template.get("spec") if template is not None else None
+        if type(spec) is not dict:
+            if isinstance(spec, Mapping):
+                return None
+            # No pod spec: no container, volume or flag; an allow-list's field is unset.
+            for _, allowed, unset in self.template_allow:
+                if unset is None or unset not in allowed:
+                    return None
+            return 0
+        for field, allowed, unset in self.template_allow:
+            value = spec.get(field)
+            if value is None:
+                value = unset
+            if type(value) is not str or value not in allowed:
+                return None
+        for flag in self.host_flags:
+            if spec.get(flag) is True:
+                return None
+        if self.host_path:
+            volumes = spec.get("volumes")
+            if isinstance(volumes, list) and not _no_host_path(volumes):
+                return None
+        count = self.count_gpus
+        if count:
+            overhead = spec.get("overhead")
+            if (
+                (overhead is not None and isinstance(overhead, Mapping))
+                or spec.get("resourceClaims")
+                or _non_empty_list(spec, _INITS)
+            ):
+                return None
+        gpus: Amount = 0
+        if self.walk_containers and not (
+            self._containers_clean(spec, _INITS) and self._containers_clean(spec, _EPHEMERAL)
+        ):
+            return None
+        containers = spec.get("containers")
+        if not isinstance(containers, list):
+            return gpus
+        for container in containers:
+            if type(container) is not dict:
+                if isinstance(container, Mapping):
+                    return None
+                continue
+            if self.walk_containers and not self._container_clean(container):
+                return None
+            if count:
+                resources = container.get("resources")
+                if resources is None:
+                    continue
+                if type(resources) is not dict:
+                    if isinstance(resources, Mapping):
+                        return None
+                    continue
+                own = self._requests(resources, eff.gpu_weights, eff)
+                if own is None:
+                    return None
+                gpus += own
+        return gpus
+
+    def _containers_clean(self, spec: dict[str, Any], list_name: str) -> bool:
+        items = spec.get(list_name)
+        if isinstance(items, list):
+            for container in items:
+                if isinstance(container, dict) and not self._container_clean(container):
+                    return False
+        return True
+
+    def _container_clean(self, container: dict[str, Any]) -> bool:
+        if self.privileged:
+            context = container.get("securityContext")
+            if isinstance(context, dict) and context.get("privileged") is True:
+                return False
+        if self.registries:
+            image = container.get("image")
+            if type(image) is str:
+                known = self.images.get(image)
+                if known is None:
+                    name = normalise_image(image)
+                    known = all(name_allowed(name, values) for values in self.registries)
+                    if len(self.images) >= _IMAGE_MEMO_LIMIT:
+                        self.images.clear()
+                    self.images[image] = known
+                if not known:
+                    return False
+            elif isinstance(image, str):
+                return False  # a str subclass: the checks judge it
+        return True
+
+    @staticmethod
+    def _requests(resources: dict[str, Any], weights: dict[str, Any], eff: EffectivePolicy) -> Amount | None:
+        """One container's weighted GPUs: per resource ``requests``, else ``limits``; None when
+        something cannot be counted."""
+        if resources.get("claims"):
+            return None
+        requests = resources.get("requests")
+        limits = resources.get("limits")
+        if (requests is not None and type(requests) is not dict) or (limits is not None and type(limits) is not dict):
+            return None
+        total: Amount = 0
+        for source in (requests, limits):
+            if not source:
+                continue
+            for name, raw in source.items():
+                if source is limits and requests and name in requests:
+                    continue  # requests count, else limits
+                weight = weights.get(name, _UNSET)
+                if weight is _UNSET:
+                    if type(name) is not str:
+                        return None
+                    weight = gpu_weight(name, eff.gpu_resources)
+                    weights[name] = weight
+                if weight is None:
+                    continue
+                if type(raw) is int:
+                    total += raw * weight
+                    continue
+                try:
+                    total += parse_quantity(raw) * weight
+                except QuantityError:
+                    return None
+        return total
+
+
+_INITS = "initContainers"
+_EPHEMERAL = "ephemeralContainers"
+
+
+def _non_empty_list(spec: dict[str, Any], name: str) -> bool:
+    items = spec.get(name)
+    return isinstance(items, list) and len(items) > 0
+
+
+def _no_host_path(volumes: list[Any]) -> bool:
+    return not any(isinstance(volume, dict) and volume.get("hostPath") is not None for volume in volumes)
+
+
+def _plan(eff: EffectivePolicy, kmap: KindMap) -> _Plan:
+    plan = eff.plans.get(id(kmap))
+    if plan is None:
+        plan = _Plan(eff, kmap)
+        eff.plans[id(kmap)] = plan
+    return plan
+
+
 def _not_worse(new: Any, old: Any) -> bool:
     if isinstance(new, int | Fraction) and isinstance(old, int | Fraction) and not isinstance(new, bool):
         return new <= old
@@ -505,8 +797,10 @@ def policy_findings(
     kmap = kind_map(job)
     if kmap is None or kmap.family != family:
         return []
+    if _plan(effective, kmap).clean(job, kmap, effective):
+        return []  # nothing to report, whatever the old job had
     found = _all_findings(job, effective)
-    if old_job is None:
+    if old_job is None or not found:
         return found
     old: dict[tuple[Any, ...], list[PolicyFinding]] = {}
     for f in _all_findings(old_job, effective):
@@ -531,14 +825,16 @@ def policy_defaults(
     kmap = kind_map(job)
     if kmap is None or kmap.family != family:
         return []
+    plan = _plan(effective, kmap)
     ops: list[tuple[list[str | int], object]] = []
-    for field in ("queue", "priorityClassName", "schedulerName", "ttlSecondsAfterFinished", "activeDeadlineSeconds"):
-        chosen = effective.defaults.get(field)
-        if chosen is None:
-            continue
-        places = _locations(kmap, field, job)
-        if not places:
-            continue  # the kind has no such field: nothing to write (explain says so)
+    # Only the fields given a default that the kind has (explain says which it lacks).
+    for field, default, locator in plan.defaults:
+        template_level = locator == TEMPLATE
+        if template_level:
+            places = _locations(kmap, field, job) or []
+        else:
+            path = locator(job)
+            places = [(path, get_path(job, path))]
         for path, current in places:
             value = current
             if field == "queue" and kmap.family == "volcano" and value == VOLCANO_SCHEMA_DEFAULT_QUEUE:
@@ -549,19 +845,16 @@ def policy_defaults(
                 and not isinstance(get_path(job, ("spec", "scheduler", "t9kScheduler")), dict)
             ):
                 continue  # creating t9kScheduler would switch the job to T9k's scheduler
-            if kmap.locator(field) == "template" and not isinstance(get_path(job, path[:-1]), dict):
+            if template_level and not isinstance(get_path(job, path[:-1]), dict):
                 continue  # a template without a spec: the family's validation reports it
             if value is None:
-                ops.append(([str(s) if isinstance(s, Key) else s for s in path], chosen.value))
-    labels = get_path(job, ("metadata", "labels"))
-    labels = labels if isinstance(labels, dict) else {}
-    wanted: dict[str, Any] = {key: s.value for key, s in effective.default_labels.items()}
-    kueue = effective.defaults.get("kueueQueueName")
-    if kueue is not None and kmap.kueue:
-        wanted[KUEUE_LABEL] = kueue.value  # the specific field beats a same-key entry of defaults.labels
-    for key, value in wanted.items():
-        if key not in labels:
-            ops.append((["metadata", "labels", key], value))
+                ops.append(([str(s) if isinstance(s, Key) else s for s in path], default))
+    if plan.default_labels:
+        labels = get_path(job, ("metadata", "labels"))
+        labels = labels if isinstance(labels, dict) else {}
+        for key, value in plan.default_labels:
+            if key not in labels:
+                ops.append((["metadata", "labels", key], value))
     return ops
 
 

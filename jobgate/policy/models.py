@@ -18,39 +18,28 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
-GROUP = "policy.jobgate.io"
-VERSION = "v1alpha1"
-API_VERSION = f"{GROUP}/{VERSION}"
-CLUSTER_KIND = "ClusterTrainingJobPolicy"
-NAMESPACED_KIND = "TrainingJobPolicy"
+# The names and patterns are defined once, beside the pydantic-free check of the same objects.
+from jobgate.policy.plain import (
+    API_VERSION,
+    CLUSTER_KIND,
+    FAMILIES,
+    FORBIDDEN_ITEMS,
+    GPU_NAME_RE,
+    GROUP,
+    LABEL_KEY_RE,
+    LABEL_VALUE_RE,
+    MAX_LIST,
+    MAX_NAME,
+    NAMESPACED_KIND,
+    POLICY_KINDS,  # noqa: F401 (the models module keeps every name it had)
+    REGISTRY_RE,
+    VERSION,  # noqa: F401
+)
 
-FAMILIES = ("kubedl", "mlkube", "t9k", "diengine", "volcano", "kubeflow")
 Family = Literal["kubedl", "mlkube", "t9k", "diengine", "volcano", "kubeflow"]
 EnforcementAction = Literal["Deny", "Warn", "Audit"]
 ExistingViolations = Literal["Allow", "Deny"]
 ForbiddenItem = Literal["hostNetwork", "privileged", "hostPath", "hostPID", "hostIPC"]
-FORBIDDEN_ITEMS = ("hostNetwork", "privileged", "hostPath", "hostPID", "hostIPC")
-
-# Bounds on every list and string: the apiserver estimates each CEL rule's worst-case cost from
-# them and refuses a CRD whose rules could exceed the budget, so nothing here may be unbounded.
-MAX_LIST = 64
-MAX_NAME = 253
-
-# apimachinery's qualified name (label keys) and label value, with RE2-compatible syntax (CEL).
-LABEL_KEY_RE = (
-    r"^([a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*/)?"
-    r"[A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?$"
-)
-LABEL_VALUE_RE = r"^(([A-Za-z0-9][-A-Za-z0-9_.]{0,61})?[A-Za-z0-9])?$"
-# An image registry entry: a host (optionally with a port), alone (exact host) or followed by
-# "/" and path components each ending in "/" (a prefix). "ghcr.io/org" without the final "/"
-# would also match "ghcr.io/org-evil/..." under a plain prefix test, hence the rule.
-REGISTRY_RE = (
-    r"^[a-zA-Z0-9]([a-zA-Z0-9.-]*[a-zA-Z0-9])?(:[0-9]{1,5})?"
-    r"(/([a-z0-9]+([._-]+[a-z0-9]+)*/)*)?$"
-)
-# A GPU resource name or pattern: a qualified resource name, optionally ending in "*".
-GPU_NAME_RE = r"^[a-zA-Z0-9]([-a-zA-Z0-9_./]*[a-zA-Z0-9.*/-])?$"
 
 _label_key = re.compile(LABEL_KEY_RE)
 _label_value = re.compile(LABEL_VALUE_RE)
@@ -449,9 +438,6 @@ class TrainingJobPolicy(_PolicyObject):
 
     kind: Literal["TrainingJobPolicy"] = NAMESPACED_KIND
     spec: TrainingJobPolicySpec = Field(default_factory=TrainingJobPolicySpec)
-
-
-POLICY_KINDS = (CLUSTER_KIND, NAMESPACED_KIND)
 
 
 def parse_policy(obj: dict[str, Any]) -> dict[str, Any]:

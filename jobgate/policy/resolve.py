@@ -110,6 +110,9 @@ class EffectivePolicy:
     gpu_resources_sources: list[PolicyRef] = field(default_factory=list)  # empty = the built-in list
     # Each resource name's weight under gpu_resources, found once for every job this policy judges.
     gpu_weights: dict[str, Any] = field(default_factory=dict, compare=False, repr=False)
+    # What :mod:`.check` derives once from this policy per job kind (its plan of the checks and of
+    # the defaults), by the kind map's identity: built by the first job of the kind, then shared.
+    plans: dict[int, Any] = field(default_factory=dict, compare=False, repr=False)
     allow: dict[str, list[Sourced]] = field(default_factory=dict)
     required_fields: dict[str, list[Sourced]] = field(default_factory=dict)
     required_labels: dict[str, list[Sourced]] = field(default_factory=dict)  # value: allowed values or None
@@ -390,7 +393,7 @@ def effective_policy(
     From a :class:`PolicySet`, the result is shared with every other job that selects the same
     policies: read it, never change it.
     """
-    if isinstance(policies, PolicySet):
+    if type(policies) is PolicySet or isinstance(policies, PolicySet):
         return policies.effective(namespace, namespace_labels, job)
     return combine(select_policies(policies, namespace, namespace_labels, job), namespace)
 
@@ -456,7 +459,10 @@ class PolicySet(tuple[Mapping[str, Any], ...]):
 
 
 def _frozen(labels: Mapping[str, Any] | None) -> frozenset[tuple[str, Any]] | None:
-    return frozenset(labels.items()) if isinstance(labels, Mapping) else None
+    # type() first: the abstract Mapping check costs more than the rest of a memo lookup.
+    if type(labels) is dict or isinstance(labels, Mapping):
+        return frozenset(labels.items())
+    return None
 
 
 def _match_key(job: Mapping[str, Any] | None) -> Hashable:
@@ -464,7 +470,7 @@ def _match_key(job: Mapping[str, Any] | None) -> Hashable:
     if job is None:
         return None
     metadata = job.get("metadata")
-    labels = metadata.get("labels") if isinstance(metadata, Mapping) else None
+    labels = metadata.get("labels") if type(metadata) is dict or isinstance(metadata, Mapping) else None
     return (job.get("apiVersion"), job.get("kind"), _frozen(labels))
 
 

@@ -44,28 +44,39 @@ def with_policy_defaults(
     effective = effective_for(obj, context)
     if effective is None:
         return obj
-    for path, value in policy_defaults(obj, family, effective):
-        obj = _set_path(obj, path, value, recorder)
-    return obj
-
-
-def _set_path(obj: dict[str, Any], path: list[str | int], value: object, recorder: PatchRecorder) -> dict[str, Any]:
-    """Copy on write down ``path``, creating missing objects, and set the value at its end."""
+    ops = policy_defaults(obj, family, effective)
+    if not ops:
+        return obj
+    # Copy on write, each container at most once whatever number of defaults go under it.
+    copies: dict[int, Any] = {}
     root = dict(obj)
+    copies[id(root)] = root
+    for path, value in ops:
+        _set_path(root, path, value, recorder, copies)
+    return root
+
+
+def _set_path(
+    root: dict[str, Any], path: list[str | int], value: object, recorder: PatchRecorder, copies: dict[int, Any]
+) -> None:
+    """Down ``path`` from ``root`` (a copy), copying each container not yet copied and creating
+    missing objects, and set the value at its end. ``copies`` holds the copies made, by identity."""
     node: Any = root
     pointer = ""
     for segment in path[:-1]:
         child = node[int(segment)] if isinstance(node, list) else node.get(segment)
         if isinstance(child, dict | list):
-            copy: Any = dict(child) if isinstance(child, dict) else list(child)
-            node[segment] = copy
+            if id(child) not in copies:
+                child = dict(child) if isinstance(child, dict) else list(child)
+                copies[id(child)] = child
+                node[segment] = child
         else:
             recorder.set(node, str(segment), {}, pointer)
-            copy = node[segment]
+            child = node[segment]
+            copies[id(child)] = child
         pointer = f"{pointer}/{escape_pointer_token(str(segment))}"
-        node = copy
+        node = child
     recorder.set(node, str(path[-1]), value, pointer)
-    return root
 
 
 class PolicyVerdict:
