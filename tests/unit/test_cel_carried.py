@@ -78,7 +78,13 @@ def test_kubeflows_policy_is_its_catalogues_policy_rules(kind):
     assert binding["kind"] == "ValidatingAdmissionPolicyBinding"
     resource_rule = policy["spec"]["matchConstraints"]["resourceRules"][0]
     assert resource_rule["apiGroups"] == ["kubeflow.org"] and resource_rule["apiVersions"] == ["v1"]
-    assert [v["messageExpression"] for v in policy["spec"]["validations"]] == [c.message for c in checks]
+    variables = {v["name"]: v["expression"] for v in policy["spec"]["variables"]}
+    validations = policy["spec"]["validations"]
+    # Each message written once, as a variable the check and its message both read.
+    assert [variables[v["messageExpression"].removeprefix("variables.")] for v in validations] == [
+        c.message for c in checks
+    ]
+    assert all(v["expression"] == f"{v['messageExpression']} == ''" for v in validations)
 
 
 def test_kubeflows_own_rules_are_all_in_its_policies():

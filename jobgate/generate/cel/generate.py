@@ -209,6 +209,11 @@ def _match(kind: JobKind) -> dict[str, Any]:
     }
 
 
+def message_variable(index: int) -> str:
+    """The name of the policy variable holding the message of the policy's ``index``-th validation."""
+    return f"m{index}"
+
+
 def validating_policy(kind: JobKind, labels: dict[str, str]) -> list[dict[str, Any]]:
     """The kind's rules that no CRD rule can carry, as a ValidatingAdmissionPolicy
     (admissionregistration.k8s.io/v1, Kubernetes 1.30+) and its binding; [] when there is none."""
@@ -226,18 +231,25 @@ def validating_policy(kind: JobKind, labels: dict[str, str]) -> list[dict[str, A
             ),
         ]
     ]
-    validations = [
-        {"expression": f"{c.message} == ''", "messageExpression": c.message, "reason": "Invalid"} for c in checks
-    ]
-    if not validations:
+    if not checks:
         return []
     variables = {name: expression for c in checks for name, expression in c.variables}
+    # Each message is written once, as a variable both the check and its message read: the apiserver
+    # evaluates a variable once per request, and the policy's size (what an apply sends, stores and
+    # compiles) is not doubled. The checks' own variables come first: a variable reads only earlier ones.
+    messages = [(message_variable(i), c.message) for i, c in enumerate(checks)]
+    if clash := sorted(variables.keys() & dict(messages).keys()):
+        raise ValueError(f"{kind.gvk}: policy variables {clash} are named as the messages' variables")
+    validations = [
+        {"expression": f"variables.{name} == ''", "messageExpression": f"variables.{name}", "reason": "Invalid"}
+        for name, _ in messages
+    ]
     spec = {
         "matchConstraints": _match(kind),
         # A job the policy cannot evaluate (a field of the wrong type) is refused by the CRD's
         # schema before the policy runs; an evaluation error otherwise refuses the job.
         "failurePolicy": "Fail",
-        **({"variables": [{"name": n, "expression": e} for n, e in sorted(variables.items())]} if variables else {}),
+        "variables": [{"name": n, "expression": e} for n, e in [*sorted(variables.items()), *messages]],
         "validations": validations,
     }
     return _policy_and_binding(kind, "ValidatingAdmissionPolicy", spec, {"validationActions": ["Deny"]}, labels)

@@ -15,7 +15,7 @@ import copy
 import re
 
 from jobgate.families.volcano.cel.common import TASK
-from jobgate.generate.cel.catalogue import LIST_ITEMS, Placement, Produces, Rule, Validation, Where
+from jobgate.generate.cel.catalogue import LIST_ITEMS, Placement, Produces, Rule, Validation, Where, bound
 from jobgate.generate.cel.podtemplate import QUANTITIES, is_quantity, quantity_of
 from jobgate.rules.podtemplate import POD_TEMPLATE_BOUNDS
 
@@ -48,7 +48,10 @@ def _sidecar(container: str) -> str:
 def _exceeded(which: str, pod: str) -> str:
     """CEL true when what the containers ask for together of ``r`` in ``which`` is more than ``pod``.
     The sidecars started before each init container are added up as the init containers are walked,
-    a running sum bound at each one (``[s.add(...)].all(t, ...)``: CEL of 1.30 has no cel.bind)."""
+    a running sum bound at each one (``[s.add(...)].all(t, ...)``: CEL of 1.30 has no cel.bind).
+    Each init container is read once, into lists the walk indexes (what an ordinary one asks for,
+    whether it asks, what a sidecar adds), and the pod's quantity once: the walk repeats per index,
+    and reading the containers there made the policy too big to apply on a busy apiserver."""
     containers = (
         f"(has(self.containers) ? self.containers.filter(c, {_has('c', which)}).map(c, {_of('c', which)}) : [])"
     )
@@ -56,15 +59,20 @@ def _exceeded(which: str, pod: str) -> str:
     sidecars = (
         f"(has({inits}) ? {inits}.filter(c, {_sidecar('c')} && {_has('c', which)}).map(c, {_of('c', which)}) : [])"
     )
+    checked = f"{inits}.map(c, !{_sidecar('c')} && {_has('c', which)})"
+    asks = f"{inits}.map(c, !{_sidecar('c')} && {_has('c', which)} ? {_of('c', which)} : {_ZERO})"
+    starts = f"{inits}.map(c, {_sidecar('c')} && {_has('c', which)} ? {_of('c', which)} : {_ZERO})"
     walk = "true"
     for j in reversed(range(POD_TEMPLATE_BOUNDS["initContainers"])):
-        init = f"{inits}[{j}]"
-        fits = f"(!{_has(init, which)} || {_sidecar(init)} || {_of(init, which)}.add(s{j}).compareTo({pod}) <= 0)"
-        started = f"({_sidecar(init)} && {_has(init, which)} ? {_of(init, which)} : {_ZERO})"
-        walk = f"(size({inits}) <= {j} || ({fits} && [s{j}.add({started})].all(s{j + 1}, {walk})))"
-    return (
-        f"({_sum(containers)}.add({_sum(sidecars)}).compareTo({pod}) > 0 || "
-        f"(has({inits}) && ![{_ZERO}].all(s0, {walk})))"
+        fits = f"(!initChecked[{j}] || initAsks[{j}].add(s{j}).compareTo(podQ) <= 0)"
+        walk = f"(size(initChecked) <= {j} || ({fits} && [s{j}.add(initStarts[{j}])].all(s{j + 1}, {walk})))"
+    walked = bound(
+        checked, "initChecked", bound(asks, "initAsks", bound(starts, "initStarts", bound(_ZERO, "s0", walk)))
+    )
+    return bound(
+        pod,
+        "podQ",
+        f"({_sum(containers)}.add({_sum(sidecars)}).compareTo(podQ) > 0 || (has({inits}) && !{walked}))",
     )
 
 
