@@ -9,59 +9,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-
-def _replica(replicas: int, cpu: str, memory: str, gpus: int) -> dict[str, Any]:
-    limits: dict[str, Any] = {"cpu": cpu, "memory": memory}
-    if gpus:
-        limits["nvidia.com/gpu"] = gpus
-    return {
-        "replicas": replicas,
-        "template": {
-            "metadata": {"labels": {"app": "imagenet", "team": "vision"}},
-            "spec": {
-                "containers": [
-                    {
-                        "name": "tensorflow",
-                        "image": "registry.example.com/vision/resnet50:2.16",
-                        "command": ["python", "/opt/train/resnet50.py"],
-                        "env": [
-                            {"name": "NCCL_DEBUG", "value": "WARN"},
-                        ],
-                        "resources": {"requests": {"cpu": cpu, "memory": memory}, "limits": limits},
-                        "volumeMounts": [
-                            {"name": "dataset", "mountPath": "/data", "readOnly": True},
-                            {"name": "models", "mountPath": "/models"},
-                            {"name": "dshm", "mountPath": "/dev/shm"},
-                        ],
-                    }
-                ],
-                "volumes": [
-                    {"name": "dataset", "persistentVolumeClaim": {"claimName": "imagenet-dataset", "readOnly": True}},
-                    {"name": "models", "persistentVolumeClaim": {"claimName": "vision-models"}},
-                    {"name": "dshm", "emptyDir": {"medium": "Memory", "sizeLimit": "8Gi"}},
-                ],
-                "tolerations": [
-                    {"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"},
-                    {"key": "dedicated", "operator": "Equal", "value": "training", "effect": "NoSchedule"},
-                ],
-                "nodeSelector": {"node.kubernetes.io/instance-type": "p4d.24xlarge"},
-            },
-        },
-    }
-
-
-def tfjob_manifest() -> dict[str, Any]:
-    return {
-        "apiVersion": "training.kubedl.io/v1alpha1",
-        "kind": "TFJob",
-        "metadata": {"name": "imagenet-resnet50", "namespace": "vision", "labels": {"team": "vision"}},
-        "spec": {
-            "backoffLimit": 3,
-            "activeDeadlineSeconds": 172800,
-            "schedulingPolicy": {"minAvailable": 6, "queue": "vision"},
-            "tfReplicaSpecs": {"PS": _replica(2, "4", "16Gi", 0), "Worker": _replica(4, "8", "64Gi", 1)},
-        },
-    }
+from envtest.policy_set import tfjob_manifest
 
 
 def tfjob_review(uid: str = "705ab4f5-6393-11e8-b7cc-42010a800002") -> dict[str, Any]:

@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 from pydantic import ValidationError
 
-from bench.policy_set import policy_set
+from envtest.policy_set import policy_set
 from jobgate.policy.models import parse_policy
 from jobgate.policy.plain import parse_policy_plain
 

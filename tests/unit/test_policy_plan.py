@@ -16,8 +16,7 @@ from typing import Any
 
 import pytest
 
-from bench.fixtures import tfjob_manifest
-from bench.policy_set import NAMESPACE, NAMESPACE_LABELS, policy_set
+from envtest.policy_set import NAMESPACE, NAMESPACE_LABELS, policy_set, tfjob_manifest
 from jobgate.policy.check import _all_findings, _plan, policy_findings
 from jobgate.policy.fieldmap import KINDS, kind_map, pod_sizes
 from jobgate.policy.resolve import PolicySet, effective_policy

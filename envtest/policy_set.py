@@ -1,4 +1,8 @@
-"""A policy set of a given size of which a given number apply to the bench's TFJob (``bench/fixtures.py``).
+"""The bench's TFJob (``tfjob_manifest``: ``bench/fixtures.py`` wraps it in an AdmissionReview) and a
+policy set of a given size of which a given number apply to it.
+
+Here, in the harness, rather than under ``bench/``: the policy unit tests check the same job against
+the same policies, and neither tier imports the other.
 
 The matching policies carry limits, requirements and defaults the job satisfies (it stays
 admitted, as without policies, so that both runs do the same work besides the policies); the
@@ -10,6 +14,61 @@ others are kept from the job in each of the ways a real cluster's are: a cluster
 from __future__ import annotations
 
 from typing import Any
+
+
+def _replica(replicas: int, cpu: str, memory: str, gpus: int) -> dict[str, Any]:
+    limits: dict[str, Any] = {"cpu": cpu, "memory": memory}
+    if gpus:
+        limits["nvidia.com/gpu"] = gpus
+    return {
+        "replicas": replicas,
+        "template": {
+            "metadata": {"labels": {"app": "imagenet", "team": "vision"}},
+            "spec": {
+                "containers": [
+                    {
+                        "name": "tensorflow",
+                        "image": "registry.example.com/vision/resnet50:2.16",
+                        "command": ["python", "/opt/train/resnet50.py"],
+                        "env": [
+                            {"name": "NCCL_DEBUG", "value": "WARN"},
+                        ],
+                        "resources": {"requests": {"cpu": cpu, "memory": memory}, "limits": limits},
+                        "volumeMounts": [
+                            {"name": "dataset", "mountPath": "/data", "readOnly": True},
+                            {"name": "models", "mountPath": "/models"},
+                            {"name": "dshm", "mountPath": "/dev/shm"},
+                        ],
+                    }
+                ],
+                "volumes": [
+                    {"name": "dataset", "persistentVolumeClaim": {"claimName": "imagenet-dataset", "readOnly": True}},
+                    {"name": "models", "persistentVolumeClaim": {"claimName": "vision-models"}},
+                    {"name": "dshm", "emptyDir": {"medium": "Memory", "sizeLimit": "8Gi"}},
+                ],
+                "tolerations": [
+                    {"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"},
+                    {"key": "dedicated", "operator": "Equal", "value": "training", "effect": "NoSchedule"},
+                ],
+                "nodeSelector": {"node.kubernetes.io/instance-type": "p4d.24xlarge"},
+            },
+        },
+    }
+
+
+def tfjob_manifest() -> dict[str, Any]:
+    return {
+        "apiVersion": "training.kubedl.io/v1alpha1",
+        "kind": "TFJob",
+        "metadata": {"name": "imagenet-resnet50", "namespace": "vision", "labels": {"team": "vision"}},
+        "spec": {
+            "backoffLimit": 3,
+            "activeDeadlineSeconds": 172800,
+            "schedulingPolicy": {"minAvailable": 6, "queue": "vision"},
+            "tfReplicaSpecs": {"PS": _replica(2, "4", "16Gi", 0), "Worker": _replica(4, "8", "64Gi", 1)},
+        },
+    }
+
 
 API_VERSION = "policy.jobgate.io/v1alpha1"
 # The fixture's namespace and the labels that namespace has in the bench.
