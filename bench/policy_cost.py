@@ -171,7 +171,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--compiled-tree",
         type=Path,
-        help="a tree build_support.native already compiled from this one (repeated runs skip the build)",
+        help="where the mypyc-compiled copy of this tree is kept: built there when absent, reused as it is "
+        "when present (repeated runs skip the build; remove it after changing the tree)",
     )
     parser.add_argument("--json", action="store_true", help="print the figures as JSON too")
     args = parser.parse_args(argv)
@@ -204,7 +205,12 @@ def main(argv: list[str] | None = None) -> int:
             (directory / "webhook").mkdir()
             builds = [("jobgate", REPO)]
             if not args.no_compiled:
-                compiled = args.compiled_tree or compiled_tree_or_none(directory / "compiled")
+                kept = args.compiled_tree
+                compiled = (
+                    kept
+                    if kept is not None and kept.is_dir()
+                    else compiled_tree_or_none(kept or directory / "compiled")
+                )
                 if compiled is not None:
                     builds.append(("jobgate compiled", compiled))
             results["webhook"] = webhook(
