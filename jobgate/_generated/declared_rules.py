@@ -12,6 +12,8 @@ from jobgate.rules.declared import (
     default_field,
     default_indexed,
     default_item_fields,
+    default_item_product,
+    default_item_when,
     default_sum,
     field_bound,
     fixed_count,
@@ -87,6 +89,10 @@ def default_job_batch_volcano_sh(
         obj = default_field(obj, recorder, ('spec', 'maxRetry'), 3, True)
     if not only or 'volcano/task-name' in only:
         obj = default_indexed(obj, recorder, ('spec', 'tasks'), field='name', prefix='default', empty_is_unset=True)
+    if not only or 'volcano/dns-policy' in only:
+        obj = default_item_when(obj, recorder, ('spec', 'tasks'), field=('template', 'spec', 'dnsPolicy'), value='ClusterFirstWithHostNet', when=('hostNetwork', True), empty_is_unset=True)
+    if not only or 'volcano/task-min-available' in only:
+        obj = default_item_product(obj, recorder, ('spec', 'tasks'), field='minAvailable', factors=(('partitionPolicy', 'minPartitions'), ('partitionPolicy', 'partitionSize')), otherwise=('replicas',))
     if not only:
         obj = default_item_fields(obj, recorder, ('spec', 'tasks'), (('maxRetry', 3, True, ''),))
     elif any(i in only for i in ('volcano/task-max-retry',)):

@@ -39,6 +39,8 @@ from jobgate.rules.forms import (
     DefaultField,
     DefaultIndexed,
     DefaultItemField,
+    DefaultItemProduct,
+    DefaultItemWhen,
     DefaultSum,
     FieldBound,
     FieldForm,
@@ -194,7 +196,16 @@ class Declarations:
             )
         return out
 
-    def _default(self, d: DefaultField | DefaultItemField | DefaultIndexed | DefaultSum | ImpliedKeys) -> Default:
+    def _default(
+        self,
+        d: DefaultField
+        | DefaultItemField
+        | DefaultIndexed
+        | DefaultSum
+        | ImpliedKeys
+        | DefaultItemWhen
+        | DefaultItemProduct,
+    ) -> Default:
         if isinstance(d, VOLCANO_DEFAULT_FORMS):
             return _volcano_default(d)
         literal = _literal(d.value) if not isinstance(d.value, tuple) else ""
@@ -679,6 +690,8 @@ def declared_module_text(kinds: Iterable[tuple[str, str, Declarations]]) -> str:
                 "default_field",
                 "default_indexed",
                 "default_item_fields",
+                "default_item_product",
+                "default_item_when",
                 "default_sum",
                 "field_bound",
                 "fixed_count",
@@ -1259,8 +1272,12 @@ def _patch(path: str, value: str) -> str:
     return f"JSONPatch{{op: 'add', path: {path}, value: {value}}}"
 
 
-def _volcano_default(d: DefaultIndexed | DefaultSum | ImpliedKeys) -> Default:
+def _volcano_default(
+    d: DefaultIndexed | DefaultSum | ImpliedKeys | DefaultItemWhen | DefaultItemProduct,
+) -> Default:
     """A policy patch each: no schema default says any of them."""
+    if isinstance(d, DefaultItemWhen | DefaultItemProduct):
+        return _item_patch(d)
     if isinstance(d, DefaultIndexed):
         parent = "object." + d.list.rsplit(".", 1)[0]
         items = f"object.{d.list}"
@@ -1295,7 +1312,42 @@ def _volcano_default(d: DefaultIndexed | DefaultSum | ImpliedKeys) -> Default:
     return Default(d.id, d.summary, Where.MUTATING_POLICY, (f"has({parent}) && has({found}) ? {missing} : []",))
 
 
-def _volcano_default_call(d: DefaultIndexed | DefaultSum | ImpliedKeys) -> str:
+def _item_patch(d: DefaultItemWhen | DefaultItemProduct) -> Default:
+    """A patch of each entry (``t``, its index ``ti``) whose field is unset (and whose condition holds)."""
+    path = _path(d.list)
+    steps = d.field.split(".")
+    field = f"t.{d.field}"
+    pointer = cel_string("/" + "/".join(path) + "/") + f" + string(ti) + {cel_string('/' + '/'.join(steps))}"
+    if isinstance(d, DefaultItemWhen):
+        beside = ".".join((*steps[:-1], d.when.path))
+        unset = f"!has({field})" + (f" || {field} == {_empty(d.value)}" if d.empty_is_unset else "")
+        condition = f"{_has_chain('t', beside.split('.'))} && t.{beside} == {_literal(d.when.value)} && ({unset})"
+        value = _literal(d.value)
+    else:
+
+        def read(name: str) -> str:
+            return f"({_has_chain('t', name.split('.'))} ? t.{name} : 0)"
+
+        first, *others = (read(f) for f in d.factors)
+        product = " * ".join((first, *others))
+        condition = f"!has({field})"
+        value = f"({first} > 0 ? {product} : {read(d.otherwise)})"
+    items = f"object.{d.list}"
+    patch = f"{_has_chain('object', path)} ? {items}.transformList(ti, t, {condition}, {_patch(pointer, value)}) : []"
+    return Default(d.id, d.summary, Where.MUTATING_POLICY, (patch,))
+
+
+def _volcano_default_call(d: DefaultIndexed | DefaultSum | ImpliedKeys | DefaultItemWhen | DefaultItemProduct) -> str:
+    if isinstance(d, DefaultItemWhen):
+        return (
+            f"default_item_when(obj, recorder, {_path(d.list)!r}, field={_path(d.field)!r}, value={d.value!r}, "
+            f"when={(d.when.path, d.when.value)!r}, empty_is_unset={d.empty_is_unset!r})"
+        )
+    if isinstance(d, DefaultItemProduct):
+        return (
+            f"default_item_product(obj, recorder, {_path(d.list)!r}, field={d.field!r}, "
+            f"factors={tuple(_path(f) for f in d.factors)!r}, otherwise={_path(d.otherwise)!r})"
+        )
     if isinstance(d, DefaultIndexed):
         return (
             f"default_indexed(obj, recorder, {_path(d.list)!r}, field={d.field!r}, prefix={d.prefix!r}, "

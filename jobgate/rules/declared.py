@@ -669,6 +669,68 @@ def implied_keys(
     return _replaced(obj, path, copied)
 
 
+def default_item_when(
+    obj: dict[str, Any],
+    recorder: PatchRecorder,
+    path: tuple[str, ...],
+    *,
+    field: tuple[str, ...],
+    value: Any,
+    when: tuple[str, Any],
+    empty_is_unset: bool,
+) -> dict[str, Any]:
+    """``DefaultItemWhen``: each entry's field, when unset and the field beside it holds ``when``'s value."""
+    items = get(obj, path)
+    if not isinstance(items, list):
+        return obj
+    beside, expected = when
+    defaulted = []
+    for index, given in enumerate(items):
+        item = given
+        holder = get(given, field[:-1]) if isinstance(given, dict) else MISSING
+        if isinstance(holder, dict):
+            condition = holder.get(beside)
+            # Of the value's type too: 1 is not true (a Go bool field).
+            met = type(condition) is type(expected) and condition == expected
+            current = holder.get(field[-1])
+            if met and (current is None or (empty_is_unset and _is_empty(current, value))):
+                copied = dict(holder)
+                recorder.set(copied, field[-1], value, "/" + "/".join((*path, str(index), *field[:-1])))
+                item = _replaced(given, field[:-1], copied)
+        defaulted.append(item)
+    return _replaced(obj, path, defaulted)
+
+
+def default_item_product(
+    obj: dict[str, Any],
+    recorder: PatchRecorder,
+    path: tuple[str, ...],
+    *,
+    field: str,
+    factors: tuple[tuple[str, ...], ...],
+    otherwise: tuple[str, ...],
+) -> dict[str, Any]:
+    """``DefaultItemProduct``: each entry's unset integer, the product of the factors when the first
+    is above 0, else its other field."""
+    items = get(obj, path)
+    if not isinstance(items, list):
+        return obj
+    pointer = "/" + "/".join(path)
+    defaulted = []
+    for index, given in enumerate(items):
+        item = given
+        if isinstance(given, dict) and given.get(field) is None:
+            values = [as_int(get(given, f)) or 0 for f in factors]
+            total = values[0]
+            for factor in values[1:]:
+                total *= factor
+            item = dict(given)
+            chosen = total if values[0] > 0 else as_int(get(given, otherwise)) or 0
+            recorder.set(item, field, json_count(chosen), f"{pointer}/{index}")
+        defaulted.append(item)
+    return _replaced(obj, path, defaulted)
+
+
 def unchanged(
     obj: Any,
     old: Any,

@@ -473,14 +473,44 @@ class Unchanged:
     why: str = ""
 
 
+@dataclass(frozen=True)
+class DefaultItemWhen:
+    """Each entry's ``field`` (dotted under the entry, ``template.spec.dnsPolicy``: set when the
+    objects on the way exist) set to ``value`` when unset (or, with ``empty_is_unset``, "") and the
+    field ``when`` beside it (``When("hostNetwork", True)``) holds the value, of its type: a policy
+    patch (no schema default has a condition)."""
+
+    id: str
+    summary: str
+    list: str
+    field: str
+    value: Scalar
+    when: When
+    empty_is_unset: bool = False
+
+
+@dataclass(frozen=True)
+class DefaultItemProduct:
+    """Each entry's integer ``field``, when unset, the product of ``factors`` (integer fields of the
+    entry, dotted; unset counts 0) when the first is above 0, else its field ``otherwise`` (unset: 0):
+    a policy patch (no schema default reads another field)."""
+
+    id: str
+    summary: str
+    list: str
+    field: str
+    factors: tuple[str, ...]
+    otherwise: str
+
+
 VOLCANO_FORMS = (Acyclic, KnownKeys, FixedCount, Subdomain, FlagNamesEntry, Unchanged)
-VOLCANO_DEFAULT_FORMS = (DefaultIndexed, DefaultSum, ImpliedKeys)
+VOLCANO_DEFAULT_FORMS = (DefaultIndexed, DefaultSum, ImpliedKeys, DefaultItemWhen, DefaultItemProduct)
 
 
 Declaration = (
     (DefaultField | DefaultItemField | MaxItems | UniqueBy | RequiredRoles | ForbiddenRoles | RoleFieldBound)
     | (AtMostSum | Immutable | RequiredField | ForbiddenField | FieldBound | StringField | AtMostOneOf)
     | (Acyclic | KnownKeys | FixedCount | Subdomain | FlagNamesEntry | Unchanged)
-    | (DefaultIndexed | DefaultSum | ImpliedKeys)
+    | (DefaultIndexed | DefaultSum | ImpliedKeys | DefaultItemWhen | DefaultItemProduct)
 )
 DEFAULT_FORMS = (DefaultField, DefaultItemField, *VOLCANO_DEFAULT_FORMS)

@@ -20,6 +20,8 @@ from jobgate.rules.forms import (
     DefaultField,
     DefaultIndexed,
     DefaultItemField,
+    DefaultItemProduct,
+    DefaultItemWhen,
     DefaultSum,
     FieldBound,
     FixedCount,
@@ -663,6 +665,54 @@ def test_volcano_default_forms(flow):
         in (defaults["flow/total"].patches[0])
     )
     assert "!('log' in object.spec.hooks) && ('pre' in object.spec.hooks)" in defaults["flow/implied-hooks"].patches[0]
+
+
+def test_volcano_item_defaults_with_a_condition_and_a_product():
+    declared = Declarations(
+        (
+            DefaultItemWhen(
+                "s/shell", "a step on the host: bash", "spec.steps", "run.env.shell", "bash", When("host", True), True
+            ),
+            DefaultItemProduct(
+                "s/width", "lanes x size, else retries", "spec.steps", "width", ("split.lanes", "split.size"), "retries"
+            ),
+        )
+    )
+    namespace: dict[str, object] = {}
+    exec(compile(declared_module_text([("s.example.com", "S", declared)]), "s", "exec"), namespace)
+    default = namespace["default_s_s_example_com"]
+    steps = [
+        {"run": {"env": {"host": True, "shell": ""}}, "split": {"lanes": 2, "size": 3}, "retries": 1},
+        {"run": {"env": {"host": 1}}, "split": {"lanes": 0, "size": 3}, "retries": 4},
+        {"run": {"env": {"host": True, "shell": "sh"}}, "width": 0},
+        {"run": {}, "split": "x"},
+        "not an object",
+    ]
+    recorder = PatchRecorder()
+    obj = {"spec": {"steps": steps}}
+    out = default(obj, recorder)["spec"]["steps"]
+    assert out[0] == {
+        "run": {"env": {"host": True, "shell": "bash"}},
+        "split": {"lanes": 2, "size": 3},
+        "retries": 1,
+        "width": 6,
+    }
+    # 1 is not true; no lanes: the retries; a width of 0 is kept; no env: nothing to set.
+    assert out[1]["run"] == {"env": {"host": 1}} and out[1]["width"] == 4
+    assert out[2] == steps[2] and out[3] == {"run": {}, "split": "x", "width": 0} and out[4] == "not an object"
+    assert [op["path"] for op in recorder.ops] == [
+        "/spec/steps/0/run/env/shell",
+        "/spec/steps/0/width",
+        "/spec/steps/1/width",
+        "/spec/steps/3/width",
+    ]
+    assert obj["spec"]["steps"][0]["run"]["env"]["shell"] == "", "the input is not modified"
+    shell, width = declared.defaults()
+    assert (shell.where, width.where) == (Where.MUTATING_POLICY, Where.MUTATING_POLICY)
+    assert "t.run.env.host == true && (!has(t.run.env.shell) || t.run.env.shell == '')" in shell.patches[0]
+    assert "'/spec/steps/' + string(ti) + '/run/env/shell', value: 'bash'" in shell.patches[0]
+    assert "transformList(ti, t, !has(t.width), " in width.patches[0]
+    assert "t.split.lanes : 0) > 0 ? " in width.patches[0] and "(has(t.retries)) ? t.retries : 0)" in width.patches[0]
 
 
 def test_a_default_of_one_role():

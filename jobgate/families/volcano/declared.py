@@ -12,6 +12,7 @@ from jobgate.families.volcano.rules.defaults import (
     DEFAULT_QUEUE,
     DEFAULT_SCHEDULER,
     DEFAULT_TASK_PREFIX,
+    HOST_NETWORK_DNS_POLICY,
     IMPLIED_PLUGINS,
 )
 from jobgate.families.volcano.rules.job import DAG_MESSAGE
@@ -24,6 +25,8 @@ from jobgate.rules.forms import (
     DefaultField,
     DefaultIndexed,
     DefaultItemField,
+    DefaultItemProduct,
+    DefaultItemWhen,
     DefaultSum,
     FixedCount,
     FlagNamesEntry,
@@ -36,6 +39,7 @@ from jobgate.rules.forms import (
     StringField,
     Subdomain,
     Unchanged,
+    When,
 )
 from jobgate.rules.names import LABEL_MAX_LENGTH
 
@@ -50,10 +54,12 @@ _TOPOLOGY = ("mode", "highestTierAllowed", "highestTierName")
 # The webhook reports a declared rule where Volcano's did, among the rules written by hand: ``rules/``
 # calls the generated check with the rule's id (``only``), and ``cel/`` lists its record in place.
 
-# The mutating webhook's defaults that a form says (all but a task's dnsPolicy and minAvailable).
+# The mutating webhook's defaults, in its order (``rules/defaults.py`` runs them all): the job's fields
+# and the tasks' names; each task's dnsPolicy, minAvailable and maxRetry (the webhook sets them task by
+# task, these field by field: each task comes out the same, its keys in their order); the job's
+# minAvailable (the sum of the tasks', once defaulted) and the plugins the plugins imply.
 # Volcano's Go fields cannot tell 0 or "" from absent, so ``empty_is_unset`` (the zero of the type):
-# ``maxRetry: 0`` is defaulted too. ``rules/defaults.py`` runs them where the webhook sets them
-# (FIRST_DEFAULTS and LAST_DEFAULTS there), in this order.
+# ``maxRetry: 0`` is defaulted too; a task's ``minAvailable: 0`` is kept (a pointer there).
 JOB: tuple[Declaration, ...] = (
     DefaultField(
         "volcano/queue", "spec.queue", DEFAULT_QUEUE, empty_is_unset=True, summary="queue: default (when unset or '')"
@@ -79,6 +85,23 @@ JOB: tuple[Declaration, ...] = (
         "name",
         DEFAULT_TASK_PREFIX,
         empty_is_unset=True,
+    ),
+    DefaultItemWhen(
+        "volcano/dns-policy",
+        f"dnsPolicy {HOST_NETWORK_DNS_POLICY} for a pod template on the host's network (when unset or empty)",
+        "spec.tasks",
+        "template.spec.dnsPolicy",
+        HOST_NETWORK_DNS_POLICY,
+        When("hostNetwork", True),
+        empty_is_unset=True,
+    ),
+    DefaultItemProduct(
+        "volcano/task-min-available",
+        "a task's minAvailable: minPartitions x partitionSize when minPartitions > 0, else its replicas (when unset)",
+        "spec.tasks",
+        "minAvailable",
+        ("partitionPolicy.minPartitions", "partitionPolicy.partitionSize"),
+        "replicas",
     ),
     DefaultItemField(
         "volcano/task-max-retry",

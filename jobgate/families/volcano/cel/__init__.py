@@ -2,8 +2,8 @@
 
 Its modules follow the webhook's: ``job`` (the job as a whole: its name, tasks, plugins, DAG),
 ``volumes``, ``tasks`` (each task), ``resources`` (pod-level resources), ``policies`` (lifecycle
-policies), ``update`` (what an UPDATE may change), ``bounds`` (of lists and strings) and
-``defaults``; the pod templates get the shared pod-template rules.
+policies), ``update`` (what an UPDATE may change) and ``bounds`` (of lists and strings); the defaults are
+declared (``declared.py``); the pod templates get the shared pod-template rules.
 """
 
 from __future__ import annotations
@@ -11,9 +11,7 @@ from __future__ import annotations
 from jobgate.engine.registry import JobKind
 from jobgate.families.volcano import rules as volcano
 from jobgate.families.volcano.cel import bounds, job, policies, resources, tasks, volumes
-from jobgate.families.volcano.cel import defaults as _defaults
 from jobgate.families.volcano.declared import JOB
-from jobgate.families.volcano.rules.defaults import FIRST_DEFAULTS, LAST_DEFAULTS
 from jobgate.generate.cel.catalogue import Default, Rule
 from jobgate.generate.cel.podtemplate import TemplateSite, pod_template_rules
 from jobgate.generate.forms import Declarations
@@ -64,10 +62,5 @@ def rules(kind: JobKind) -> list[Rule]:
 
 def defaults(kind: JobKind) -> list[Default]:
     assert kind is volcano.VOLCANO_JOB
-    # In the webhook's order (rules/defaults.py): the declared ones first and last.
-    declared_defaults = {d.id: d for d in DECLARED.defaults()}
-    return [
-        *(declared_defaults[i] for i in FIRST_DEFAULTS),
-        *_defaults.task_defaults(),
-        *(declared_defaults[i] for i in LAST_DEFAULTS),
-    ]
+    # Every default is declared, in the webhook's order (declared.py).
+    return DECLARED.defaults()
