@@ -111,22 +111,22 @@ PRODUCES: tuple[tuple[str, str, str, str], ...] = (
     ('volcano/dag', 'spec.tasks[*].dependsOn.name', 'INVALID', "^job has dependencies between tasks, but doesn't form a directed acyclic graph\\(DAG\\)"),  # 103
     ('volcano/plugins', 'spec.plugins[*]', 'INVALID', '^unable to find job plugin: '),  # 104
     ('volcano/mpi-master', 'spec.plugins[mpi]', 'INVALID', '^The specified mpi master task was not found$'),  # 105
-    ('volcano/network-topology', 'spec.networkTopology.highestTierName', 'FORBIDDEN', "^must\\ not\\ specify\\ 'highestTierAllowed'\\ and\\ 'highestTierName'\\ in\\ networkTopology\\ simultaneously"),  # 106
-    ('volcano/network-topology', 'spec.tasks[*].partitionPolicy.networkTopology.highestTierName', 'FORBIDDEN', "^must\\ not\\ specify\\ 'highestTierAllowed'\\ and\\ 'highestTierName'\\ in\\ networkTopology\\ simultaneously"),  # 107
+    ('volcano/network-topology', 'spec.networkTopology.highestTierName', 'FORBIDDEN', "^must not specify 'highestTierAllowed' and 'highestTierName' in networkTopology simultaneously$"),  # 106
+    ('volcano/network-topology', 'spec.tasks[*].partitionPolicy.networkTopology.highestTierName', 'FORBIDDEN', "^must not specify 'highestTierAllowed' and 'highestTierName' in networkTopology simultaneously$"),  # 107
     ('volcano/priority-class-name', 'spec.priorityClassName', 'INVALID', "^(must be no more than 253 characters|a lowercase RFC 1123 subdomain must consist of lower case alphanumeric characters, '-' or '\\.', and must start and end with an alphanumeric character \\(e\\.g\\. 'example\\.com', regex used for validation is '\\[a-z0-9\\]\\(\\[-a-z0-9\\]\\*\\[a-z0-9\\]\\)\\?\\(\\\\\\.\\[a-z0-9\\]\\(\\[-a-z0-9\\]\\*\\[a-z0-9\\]\\)\\?\\)\\*'\\))$"),  # 108
     ('volcano/scheduler-name', 'spec.schedulerName', 'TOO_LONG', ''),  # 109
     ('volcano/queue', 'spec.queue', 'NOT_FOUND', ''),  # 110
     ('volcano/queue', 'spec.queue', 'INVALID', ''),  # 111
     ('volcano/volumes/mount-path', 'spec.volumes[*].mountPath', 'REQUIRED', '^mountPath is required;$'),  # 112
     ('volcano/volumes/mount-path', 'spec.volumes[*].mountPath', 'INVALID', 'should be at least 1 chars long$'),  # 113
-    ('volcano/volumes/mount-paths-unique', 'spec.volumes[*].mountPath', 'DUPLICATE', ''),  # 114
+    ('volcano/volumes/mount-paths-unique', 'spec.volumes[*].mountPath', 'DUPLICATE', '^duplicated mountPath: '),  # 114
     ('volcano/volumes/claim-required', 'spec.volumes[*]', 'REQUIRED', '^either VolumeClaim or VolumeClaimName must be specified;$'),  # 115
-    ('volcano/volumes/claim-conflict', 'spec.volumes[*].volumeClaimName', 'INVALID', '^conflict: '),  # 116
+    ('volcano/volumes/claim-conflict', 'spec.volumes[*].volumeClaimName', 'INVALID', '^conflict: If you want to use an existing PVC, just specify VolumeClaimName\\.If you want to create a new PVC, you do not need to specify VolumeClaimName$'),  # 116
     ('volcano/volumes/claim-name', 'spec.volumes[*].volumeClaimName', 'INVALID', '^invalid VolumeClaimName '),  # 117
     ('volcano/task-name', 'spec.tasks[*].name', 'INVALID', 'in body should match '),  # 118
     ('volcano/task-name', 'spec.tasks[*].name', 'INVALID', '^\\[(a lowercase RFC 1123 label |must be no more than 63 )'),  # 119
     ('volcano/task-names-unique', 'spec.tasks[*].name', 'DUPLICATE', '^duplicated task name '),  # 120
-    ('volcano/template-required', 'spec.tasks[*].template', 'REQUIRED', 'template.spec.containers: Required value$'),  # 121
+    ('volcano/template-required', 'spec.tasks[*].template', 'REQUIRED', '^spec\\.task\\[\\d+\\]\\.template\\.spec\\.containers: Required value$'),  # 121
     ('volcano/task-min-available', 'spec.tasks[*].minAvailable', 'INVALID', "^'minAvailable' (is greater than|must be <=) 'replicas'"),  # 122
     ('volcano/partition', 'spec.tasks[*].partitionPolicy.totalPartitions', 'INVALID', "^'TotalPartitions' must be"),  # 123
     ('volcano/partition', 'spec.tasks[*].partitionPolicy.partitionSize', 'INVALID', "^'PartitionSize' must be"),  # 124
@@ -146,12 +146,12 @@ PRODUCES: tuple[tuple[str, str, str, str], ...] = (
     ('volcano/policies/event-or-exit-code', 'spec.policies[*].exitCode', 'FORBIDDEN', '^must not specify event and exitCode simultaneously$'),  # 138
     ('volcano/policies/event-or-exit-code', 'spec.tasks[*].policies[*]', 'REQUIRED', '^either event and exitCode should be specified$'),  # 139
     ('volcano/policies/event-or-exit-code', 'spec.tasks[*].policies[*].exitCode', 'FORBIDDEN', '^must not specify event and exitCode simultaneously$'),  # 140
-    ('volcano/policies/action', 'spec.policies[*].action', 'INVALID', '^invalid policy action; '),  # 141
-    ('volcano/policies/action', 'spec.tasks[*].policies[*].action', 'INVALID', '^invalid policy action; '),  # 142
-    ('volcano/policies/events', 'spec.policies[*].events[*]', 'INVALID', '^invalid policy event; '),  # 143
-    ('volcano/policies/events', 'spec.policies[*].event', 'INVALID', '^invalid policy event; '),  # 144
-    ('volcano/policies/events', 'spec.tasks[*].policies[*].events[*]', 'INVALID', '^invalid policy event; '),  # 145
-    ('volcano/policies/events', 'spec.tasks[*].policies[*].event', 'INVALID', '^invalid policy event; '),  # 146
+    ('volcano/policies/action', 'spec.policies[*].action', 'INVALID', '^invalid policy action; valid events are \\[\\*, PodFailed, PodEvicted, PodPending, Unknown, TaskCompleted, TaskFailed, JobUpdated\\], valid actions are \\[AbortJob, RestartJob, RestartTask, RestartPod, RestartPartition, TerminateJob, CompleteJob, ResumeJob\\]$'),  # 141
+    ('volcano/policies/action', 'spec.tasks[*].policies[*].action', 'INVALID', '^invalid policy action; valid events are \\[\\*, PodFailed, PodEvicted, PodPending, Unknown, TaskCompleted, TaskFailed, JobUpdated\\], valid actions are \\[AbortJob, RestartJob, RestartTask, RestartPod, RestartPartition, TerminateJob, CompleteJob, ResumeJob\\]$'),  # 142
+    ('volcano/policies/events', 'spec.policies[*].events[*]', 'INVALID', '^invalid policy event; valid events are \\[\\*, PodFailed, PodEvicted, PodPending, Unknown, TaskCompleted, TaskFailed, JobUpdated\\], valid actions are \\[AbortJob, RestartJob, RestartTask, RestartPod, RestartPartition, TerminateJob, CompleteJob, ResumeJob\\]$'),  # 143
+    ('volcano/policies/events', 'spec.policies[*].event', 'INVALID', '^invalid policy event; valid events are \\[\\*, PodFailed, PodEvicted, PodPending, Unknown, TaskCompleted, TaskFailed, JobUpdated\\], valid actions are \\[AbortJob, RestartJob, RestartTask, RestartPod, RestartPartition, TerminateJob, CompleteJob, ResumeJob\\]$'),  # 144
+    ('volcano/policies/events', 'spec.tasks[*].policies[*].events[*]', 'INVALID', '^invalid policy event; valid events are \\[\\*, PodFailed, PodEvicted, PodPending, Unknown, TaskCompleted, TaskFailed, JobUpdated\\], valid actions are \\[AbortJob, RestartJob, RestartTask, RestartPod, RestartPartition, TerminateJob, CompleteJob, ResumeJob\\]$'),  # 145
+    ('volcano/policies/events', 'spec.tasks[*].policies[*].event', 'INVALID', '^invalid policy event; valid events are \\[\\*, PodFailed, PodEvicted, PodPending, Unknown, TaskCompleted, TaskFailed, JobUpdated\\], valid actions are \\[AbortJob, RestartJob, RestartTask, RestartPod, RestartPartition, TerminateJob, CompleteJob, ResumeJob\\]$'),  # 146
     ('volcano/policies/exit-code', 'spec.policies[*].exitCode', 'INVALID', '^0 is not a valid error code$'),  # 147
     ('volcano/policies/exit-code', 'spec.tasks[*].policies[*].exitCode', 'INVALID', '^0 is not a valid error code$'),  # 148
     ('volcano/policies/events-unique', 'spec.policies[*].events[*]', 'DUPLICATE', '^duplicate event '),  # 149
@@ -160,8 +160,8 @@ PRODUCES: tuple[tuple[str, str, str, str], ...] = (
     ('volcano/policies/events-unique', 'spec.tasks[*].policies[*].event', 'DUPLICATE', '^duplicate event '),  # 152
     ('volcano/policies/exit-codes-unique', 'spec.policies[*].exitCode', 'DUPLICATE', '^duplicate exitCode '),  # 153
     ('volcano/policies/exit-codes-unique', 'spec.tasks[*].policies[*].exitCode', 'DUPLICATE', '^duplicate exitCode '),  # 154
-    ('volcano/policies/any-event-alone', 'spec.policies', 'INVALID', "^if\\ there's\\ \\*\\ here,\\ no\\ other\\ policy\\ should\\ be\\ here"),  # 155
-    ('volcano/policies/any-event-alone', 'spec.tasks[*].policies', 'INVALID', "^if\\ there's\\ \\*\\ here,\\ no\\ other\\ policy\\ should\\ be\\ here"),  # 156
+    ('volcano/policies/any-event-alone', 'spec.policies', 'INVALID', "^if there's \\* here, no other policy should be here$"),  # 155
+    ('volcano/policies/any-event-alone', 'spec.tasks[*].policies', 'INVALID', "^if there's \\* here, no other policy should be here$"),  # 156
     ('volcano/update/task-count', 'spec.tasks', 'FORBIDDEN', '^job updates may not add or remove tasks$'),  # 157
     ('volcano/update/immutable', 'spec.*', 'FORBIDDEN', '^job updates may not change fields other than `minAvailable`, `tasks\\[\\*\\]\\.replicas under spec` and `PriorityClassName`$'),  # 158
     ('volcano/update/immutable', 'spec.*.*', 'FORBIDDEN', '^job updates may not change fields other than `minAvailable`, `tasks\\[\\*\\]\\.replicas under spec` and `PriorityClassName`$'),  # 159

@@ -35,6 +35,7 @@ from jobgate.rules.forms import (
     Acyclic,
     AtMostOneOf,
     AtMostSum,
+    ClaimVolumes,
     Declaration,
     DefaultField,
     DefaultIndexed,
@@ -51,8 +52,12 @@ from jobgate.rules.forms import (
     Immutable,
     ImpliedKeys,
     KnownKeys,
+    LifecyclePolicies,
     MaxItems,
+    NotBoth,
     RequiredField,
+    RequiredItemField,
+    RequiredList,
     RequiredRoles,
     RoleFieldBound,
     Roles,
@@ -65,6 +70,7 @@ from jobgate.rules.forms import (
     Subdomain,
     Unchanged,
     UniqueBy,
+    UniqueName,
     When,
 )
 from jobgate.rules.names import (
@@ -170,6 +176,10 @@ class Declarations:
             if isinstance(d, FIELD_FORMS):
                 done.add(d.id)
                 out.append(_field_rule([o for o in self.declared if isinstance(o, FIELD_FORMS) and o.id == d.id]))
+            elif isinstance(d, LifecyclePolicies):
+                out.extend(_lifecycle_policies(d))
+            elif isinstance(d, ClaimVolumes):
+                out.extend(_claim_volumes(d))
             else:
                 out.append(self._rule(d))
         return out
@@ -600,6 +610,18 @@ class Declarations:
                 growth = f"linear in the arguments (at most {d.bound}) and the list"
             elif isinstance(d, Acyclic):
                 growth = f"quadratic per round, {d.bound} rounds, bounded by {d.bound} entries"
+            elif isinstance(d, LifecyclePolicies):
+                growth = "quadratic in a list's policies (its uniqueness rules), bounded by its maxItems"
+            elif isinstance(d, ClaimVolumes):
+                growth = "quadratic in the volumes (distinct mount paths), bounded by their maxItems"
+            elif isinstance(d, NotBoth):
+                growth = "constant (CRD rule on each object)"
+            elif isinstance(d, RequiredList):
+                growth = "constant"
+            elif isinstance(d, UniqueName):
+                growth = "quadratic, bounded by the list's maxItems (CRD rule)"
+            elif isinstance(d, RequiredItemField):
+                growth = "constant (schema keyword)"
             elif isinstance(d, UniqueBy):
                 default = self._item_default(d.list, d.key)
                 linear = (default is None or not default.empty_is_unset) and d.list_map
@@ -687,6 +709,7 @@ def declared_module_text(kinds: Iterable[tuple[str, str, Declarations]]) -> str:
                 "acyclic",
                 "at_most_one_of",
                 "at_most_sum",
+                "claim_volumes",
                 "default_field",
                 "default_indexed",
                 "default_item_fields",
@@ -701,14 +724,19 @@ def declared_module_text(kinds: Iterable[tuple[str, str, Declarations]]) -> str:
                 "immutable",
                 "implied_keys",
                 "known_keys",
+                "lifecycle_policies",
                 "max_items",
+                "not_both",
                 "required_field",
+                "required_item_field",
+                "required_list",
                 "required_roles",
                 "role_field_bound",
                 "string_field",
                 "subdomain",
                 "unchanged",
                 "unique_by",
+                "unique_name",
             )
         ),
         ")",
@@ -1088,7 +1116,76 @@ def _split(message: str, field: str) -> tuple[str, str]:
     return before, after
 
 
-def _volcano_rule(d: Acyclic | KnownKeys | FixedCount | Subdomain | FlagNamesEntry | Unchanged) -> Rule:
+def _volcano_rule(
+    d: Acyclic
+    | KnownKeys
+    | FixedCount
+    | Subdomain
+    | FlagNamesEntry
+    | Unchanged
+    | LifecyclePolicies
+    | ClaimVolumes
+    | NotBoth
+    | RequiredList
+    | UniqueName
+    | RequiredItemField,
+) -> Rule:
+    if isinstance(d, RequiredItemField):
+        before, after = _split(d.message, "index")
+        return Rule(
+            d.id,
+            d.summary,
+            Where.SCHEMA,
+            (Produces(f"{d.list}[*].{d.field}", "REQUIRED", "^" + _escape(before) + r"\d+" + _escape(after) + "$"),),
+            (Placement((*_path(d.list), LIST_ITEMS), {"required": [d.field]}),),
+            why=d.why,
+        )
+    if isinstance(d, UniqueName):
+        key = d.key
+        before, after = _split(d.message, "name")
+        first = (
+            f"self.map(t, (has(t.{key}) ? t.{key} : '')).filter(n, n != '' && "
+            f"self.filter(u, has(u.{key}) && u.{key} == n).size() > 1)[0]"
+        )
+        shown = f"{cel_string(before)} + {first}" + (f" + {cel_string(after)}" if after else "")
+        return Rule(
+            d.id,
+            d.summary,
+            Where.CRD_RULE,
+            (Produces(f"{d.list}[*].{key}", "DUPLICATE", "^" + _escape(before), apiserver_drops=2),),
+            (
+                Placement(
+                    _path(d.list),
+                    validation=Validation(
+                        rule=f"self.all(t, !(has(t.{key}) && t.{key} != '') || "
+                        f"self.exists_one(u, has(u.{key}) && u.{key} == t.{key}))",
+                        message_expression=shown,
+                    ),
+                ),
+            ),
+            why=ITEM_NOT_NAMED,
+        )
+    if isinstance(d, RequiredList):
+        parent, name = d.path.rsplit(".", 1)
+        return Rule(
+            d.id,
+            d.summary,
+            Where.CRD_RULE,
+            (Produces(d.path, "REQUIRED", _exact(d.message)),),
+            (
+                Placement(
+                    _path(parent),
+                    validation=Validation(
+                        rule=f"has(self.{name})", message=d.message, field_path=f".{name}", reason="FieldValueRequired"
+                    ),
+                ),
+            ),
+            why=d.why,
+        )
+    if isinstance(d, NotBoth):
+        return _not_both(d)
+    if isinstance(d, LifecyclePolicies | ClaimVolumes):
+        raise FormError(f"{d.id}: a rule per check (Declarations.rules)")  # pragma: no cover
     if isinstance(d, Acyclic):
         return _acyclic(d)
     if isinstance(d, Unchanged):
@@ -1438,7 +1535,38 @@ def _unchanged(d: Unchanged) -> Rule:
     )
 
 
-def _volcano_call(d: Acyclic | KnownKeys | FixedCount | Subdomain | FlagNamesEntry | Unchanged) -> str:
+def _volcano_call(
+    d: Acyclic
+    | KnownKeys
+    | FixedCount
+    | Subdomain
+    | FlagNamesEntry
+    | Unchanged
+    | LifecyclePolicies
+    | ClaimVolumes
+    | NotBoth
+    | RequiredList
+    | UniqueName
+    | RequiredItemField,
+) -> str:
+    if isinstance(d, RequiredItemField):
+        return f"required_item_field(obj, {_path(d.list)!r}, {d.field!r}, {d.message!r})"
+    if isinstance(d, UniqueName):
+        return f"unique_name(obj, {_path(d.list)!r}, {d.key!r}, {d.message!r})"
+    if isinstance(d, RequiredList):
+        return f"required_list(obj, {_path(d.path)!r}, {d.message!r})"
+    if isinstance(d, NotBoth):
+        paths = tuple(field_steps(p) for p in ((d.path,) if isinstance(d.path, str) else d.path))
+        return f"not_both(obj, {paths!r}, {d.first!r}, {d.second!r}, {d.message!r})"
+    if isinstance(d, ClaimVolumes):
+        words = (d.mount_required, d.mount_twice, d.neither, d.both, d.bad_name)
+        return f"claim_volumes(obj, {_path(d.list)!r}, fields={(d.mount, d.claim, d.claim_name)!r}, words={words!r})"
+    if isinstance(d, LifecyclePolicies):
+        words = (d.both, d.neither, d.action, d.event, d.event_twice, d.zero, d.code_twice, d.not_alone)
+        return (
+            f"lifecycle_policies(obj, lists={tuple(field_steps(p) for p in d.lists)!r}, events={d.events!r}, "
+            f"actions={d.actions!r}, any_event={d.any_event!r}, words={words!r})"
+        )
     if isinstance(d, Acyclic):
         return (
             f"acyclic(obj, old, path={_path(d.list)!r}, key={d.key!r}, depends={_path(d.depends)!r}, "
@@ -1461,6 +1589,323 @@ def _volcano_call(d: Acyclic | KnownKeys | FixedCount | Subdomain | FlagNamesEnt
             f"create_only={d.create_only!r})"
         )
     return f"subdomain(obj, old, {_path(d.path)!r}, {d.create_only!r})"
+
+
+def _on_events(p: str) -> str:
+    return f"((has({p}.events) && {p}.events.exists(e, e != '')) || (has({p}.event) && {p}.event != ''))"
+
+
+def _names_event(p: str, event: str) -> str:
+    return f"((has({p}.events) && {event} in {p}.events) || (has({p}.event) && {p}.event == {event}))"
+
+
+def _checked_events(p: str) -> str:
+    """A policy whose events Volcano counts: on events, without an exit code."""
+    return f"({_on_events(p)} && !has({p}.exitCode))"
+
+
+def _exit_code_only(p: str) -> str:
+    return f"(!{_on_events(p)} && has({p}.exitCode))"
+
+
+def _lifecycle_policies(d: LifecyclePolicies) -> list[Rule]:
+    """A rule per check: what a policy says on the policy, what the policies of a list say together
+    on the list, which the apiserver names (a rule on a list cannot name the item)."""
+    places = []
+    for path in d.lists:
+        steps = field_steps(path)
+        places.append((tuple({"[*]": LIST_ITEMS}.get(s, s) for s in steps), _render(steps)))
+    events, actions = cel_list(d.events), cel_list(d.actions)
+    checked = _checked_events("self")
+
+    def each(check: str, at: Location, message: str, field_path: str = "", reason: str = "") -> Placement:
+        return Placement(
+            (*at, LIST_ITEMS), validation=Validation(rule=check, message=message, field_path=field_path, reason=reason)
+        )
+
+    def rule(name: str, summary: str, produces: list[Produces], placements: list[Placement], why: str = "") -> Rule:
+        return Rule(f"{d.id}/{name}", summary, Where.CRD_RULE, tuple(produces), tuple(placements), why=why)
+
+    twice = f"self.filter(p, {_checked_events('p')} && {_names_event('p', 'e')}).size() > 1"
+    event_before, event_after = _split(d.event_twice, "event")
+    code_before, _ = _split(d.code_twice, "code")
+    any_event = cel_string(d.any_event)
+    other = (
+        f"((has(p.events) && p.events.exists(e, e != '' && e != {any_event})) || "
+        f"(has(p.event) && p.event != '' && p.event != {any_event}))"
+    )
+    return [
+        rule(
+            "event-or-exit-code",
+            "a policy names events or an exit code, not both",
+            [
+                p
+                for _, path in places
+                for p in (
+                    Produces(f"{path}[*]", "REQUIRED", _exact(d.neither)),
+                    Produces(f"{path}[*].exitCode", "FORBIDDEN", _exact(d.both)),
+                )
+            ],
+            [
+                p
+                for at, _ in places
+                for p in (
+                    each(f"{_on_events('self')} || has(self.exitCode)", at, d.neither, reason="FieldValueRequired"),
+                    each(
+                        f"!({_on_events('self')} && has(self.exitCode))",
+                        at,
+                        d.both,
+                        field_path=".exitCode",
+                        reason="FieldValueForbidden",
+                    ),
+                )
+            ],
+        ),
+        rule(
+            "action",
+            "a policy on events has an action of " + ", ".join(d.actions),
+            [Produces(f"{path}[*].action", "INVALID", _exact(d.action)) for _, path in places],
+            [
+                each(f"!{checked} || (has(self.action) && self.action in {actions})", at, d.action, ".action")
+                for at, _ in places
+            ],
+        ),
+        rule(
+            "events",
+            "a policy's events are " + ", ".join(d.events),
+            [
+                p
+                for _, path in places
+                for p in (
+                    Produces(f"{path}[*].events[*]", "INVALID", _exact(d.event), apiserver_drops=1),
+                    Produces(f"{path}[*].event", "INVALID", _exact(d.event)),
+                )
+            ],
+            [
+                p
+                for at, _ in places
+                for p in (
+                    each(
+                        f"!{checked} || !has(self.events) || self.events.all(e, e == '' || e in {events})",
+                        at,
+                        d.event,
+                        ".events",
+                    ),
+                    # An event also in ``events`` is reported there only.
+                    each(
+                        f"!{checked} || !has(self.event) || self.event == '' || "
+                        f"(has(self.events) && self.event in self.events) || self.event in {events}",
+                        at,
+                        d.event,
+                        ".event",
+                    ),
+                )
+            ],
+            why="an unknown one in events is reported at the list (a rule on a list cannot name the item)",
+        ),
+        rule(
+            "exit-code",
+            "a policy's exit code is not 0",
+            [Produces(f"{path}[*].exitCode", "INVALID", _exact(d.zero)) for _, path in places],
+            [
+                each(f"{_on_events('self')} || !has(self.exitCode) || self.exitCode != 0", at, d.zero, ".exitCode")
+                for at, _ in places
+            ],
+        ),
+        rule(
+            "events-unique",
+            "an event is named by one policy of the list at most",
+            [
+                p
+                for _, path in places
+                for p in (
+                    Produces(f"{path}[*].events[*]", "DUPLICATE", "^" + _escape(event_before), apiserver_drops=3),
+                    Produces(f"{path}[*].event", "DUPLICATE", "^" + _escape(event_before), apiserver_drops=2),
+                )
+            ],
+            [
+                Placement(
+                    at,
+                    validation=Validation(
+                        rule=f"!{events}.exists(e, {twice})",
+                        message_expression=f"{cel_string(event_before)} + {events}.filter(e, {twice})[0] + "
+                        f"{cel_string(event_after)}",
+                    ),
+                )
+                for at, _ in places
+            ],
+            why=ITEM_NOT_NAMED,
+        ),
+        rule(
+            "exit-codes-unique",
+            "an exit code is named by one policy of the list at most",
+            [
+                Produces(f"{path}[*].exitCode", "DUPLICATE", "^" + _escape(code_before), apiserver_drops=2)
+                for _, path in places
+            ],
+            [
+                Placement(
+                    at,
+                    validation=Validation(
+                        rule=f"self.all(p, !{_exit_code_only('p')} || p.exitCode == 0 || "
+                        f"self.exists_one(q, {_exit_code_only('q')} && q.exitCode == p.exitCode))",
+                        # CEL's cost estimator cannot size string(int): the message cannot quote the code.
+                        message=f"{code_before.strip()}: two policies of the list have the same exitCode",
+                    ),
+                )
+                for at, _ in places
+            ],
+            why=ITEM_NOT_NAMED,
+        ),
+        rule(
+            "any-event-alone",
+            f"a list with a policy on {d.any_event} has no policy on another event",
+            [Produces(path, "INVALID", _exact(d.not_alone)) for _, path in places],
+            [
+                Placement(
+                    at,
+                    validation=Validation(
+                        rule=f"!self.exists(p, {_checked_events('p')} && {_names_event('p', any_event)}) || "
+                        f"!self.exists(p, {_checked_events('p')} && {other})",
+                        message=d.not_alone,
+                    ),
+                )
+                for at, _ in places
+            ],
+        ),
+    ]
+
+
+def _not_both(d: NotBoth) -> Rule:
+    """A CRD rule on each object, which names the field."""
+    paths = (d.path,) if isinstance(d.path, str) else d.path
+    located = [(tuple({"[*]": LIST_ITEMS}.get(s, s) for s in field_steps(p)), _render(field_steps(p))) for p in paths]
+    return Rule(
+        d.id,
+        d.summary,
+        Where.CRD_RULE,
+        tuple(Produces(f"{path}.{d.second}", "FORBIDDEN", _exact(d.message)) for _, path in located),
+        tuple(
+            Placement(
+                at,
+                validation=Validation(
+                    rule=f"!(has(self.{d.first}) && has(self.{d.second}) && self.{d.second} != '')",
+                    message=d.message,
+                    field_path=f".{d.second}",
+                    reason="FieldValueForbidden",
+                ),
+            )
+            for at, _ in located
+        ),
+    )
+
+
+def _claim_volumes(d: ClaimVolumes) -> list[Rule]:
+    """A rule per check: on each volume where it can name the field, else on the list or its parent."""
+    parent, name = d.list.rsplit(".", 1)
+    items = (*_path(d.list), LIST_ITEMS)
+    mount, claim, claim_name = d.mount, d.claim, d.claim_name
+    before_twice, after_twice = _split(d.mount_twice, "path")
+    first_twice = (
+        f"self.map(v, has(v.{mount}) ? v.{mount} : '')"
+        f".filter(p, p != '' && self.filter(w, has(w.{mount}) && w.{mount} == p).size() > 1)[0]"
+    )
+    name_set = f"has(self.{claim_name}) && self.{claim_name} != ''"
+    before_name, rest = _split(d.bad_name, "name")
+    between, after = _split(rest, "problems")
+    too_long = max_length_message(SUBDOMAIN_MAX_LENGTH)
+    return [
+        Rule(
+            f"{d.id}/mount-path",
+            "a volume has a mount path",
+            Where.SCHEMA,
+            (
+                Produces(f"{d.list}[*].{mount}", "REQUIRED", _exact(d.mount_required)),
+                Produces(f"{d.list}[*].{mount}", "INVALID", "should be at least 1 chars long$"),
+            ),
+            (Placement((*items, mount), {"minLength": 1}),),
+            why="as Volcano's CRD does it (required, minLength 1)",
+        ),
+        Rule(
+            f"{d.id}/mount-paths-unique",
+            "volumes have distinct mount paths",
+            Where.CRD_RULE,
+            (Produces(f"{d.list}[*].{mount}", "DUPLICATE", "^" + _escape(before_twice), apiserver_drops=2),),
+            (
+                Placement(
+                    _path(d.list),
+                    validation=Validation(
+                        rule=f"self.all(v, !has(v.{mount}) || v.{mount} == '' || "
+                        f"self.exists_one(w, has(w.{mount}) && w.{mount} == v.{mount}))",
+                        message_expression=f"{cel_string(before_twice)} + {first_twice} + {cel_string(after_twice)}",
+                    ),
+                ),
+            ),
+            why=ITEM_NOT_NAMED,
+        ),
+        Rule(
+            f"{d.id}/claim-required",
+            f"a volume has a {claim} or a {claim_name}",
+            Where.CRD_RULE,
+            (Produces(f"{d.list}[*]", "REQUIRED", _exact(d.neither)),),
+            (
+                Placement(
+                    items,
+                    validation=Validation(
+                        rule=f"has(self.{claim}) || ({name_set})", message=d.neither, reason="FieldValueRequired"
+                    ),
+                ),
+            ),
+        ),
+        Rule(
+            f"{d.id}/claim-conflict",
+            f"a volume has a {claim} or a {claim_name}, not both",
+            Where.CRD_RULE,
+            (Produces(f"{d.list}[*].{claim_name}", "INVALID", _exact(d.both), apiserver_drops=2),),
+            (
+                Placement(
+                    _path(parent),
+                    validation=Validation(
+                        rule=_create_only(
+                            f"!has(self.{name}) || !self.{name}.exists(v, has(v.{claim}) && "
+                            f"has(v.{claim_name}) && v.{claim_name} != '')",
+                            True,
+                        ),
+                        message=d.both,
+                        field_path=f".{name}",
+                        optional_old_self=True,
+                    ),
+                ),
+            ),
+            why="CREATE only (the controller writes the name of the claim it creates); reported at the volumes "
+            "(a rule on a list cannot name the item)",
+        ),
+        Rule(
+            f"{d.id}/claim-name",
+            f"a {claim_name} (without a {claim}) is a DNS-1123 subdomain",
+            Where.CRD_RULE,
+            (Produces(f"{d.list}[*].{claim_name}", "INVALID", "^" + _escape(before_name)),),
+            tuple(
+                Placement(
+                    items,
+                    validation=Validation(
+                        rule=f"has(self.{claim}) || !({name_set}) || {rule}",
+                        message_expression=f"{cel_string(before_name)} + self.{claim_name} + "
+                        f"{cel_string(between + problem + after)}",
+                        field_path=f".{claim_name}",
+                    ),
+                )
+                for rule, problem in (
+                    (f"size(self.{claim_name}) <= {SUBDOMAIN_MAX_LENGTH}", too_long),
+                    (
+                        f"self.{claim_name}.matches({cel_raw_string('^' + DNS1123_SUBDOMAIN + '$')})",
+                        DNS1123_SUBDOMAIN_MESSAGE,
+                    ),
+                )
+            ),
+            why=f"not with a {claim}, whose claim's name the controller writes on UPDATE",
+        ),
+    ]
 
 
 __all__ = ["Declarations", "FormError", "cost_report", "declared_module_text", "field_steps"]

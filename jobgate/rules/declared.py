@@ -16,6 +16,7 @@ from __future__ import annotations
 import sys
 
 from jobgate.engine.fielderrors import (
+    ErrorType,
     FieldError,
     Key,
     duplicate,
@@ -667,6 +668,194 @@ def implied_keys(
                 if other not in copied:
                     recorder.set(copied, other, [], "/" + "/".join(path))
     return _replaced(obj, path, copied)
+
+
+def lifecycle_policies(
+    obj: Any,
+    *,
+    lists: tuple[tuple[str, ...], ...],
+    events: tuple[str, ...],
+    actions: tuple[str, ...],
+    any_event: str,
+    words: tuple[str, str, str, str, str, str, str, str],
+) -> list[FieldError]:
+    """``LifecyclePolicies``: each list (scope steps to its holder, then its field) as Volcano's
+    validatePolicies checks it. ``words``: both, neither, action, event, event_twice, zero,
+    code_twice, not_alone."""
+    errors: list[FieldError] = []
+    for steps in lists:
+        for holder_path, holder in _scoped(obj, steps[:-1], None):
+            policies = holder.get(steps[-1])
+            if isinstance(policies, list):
+                errors.extend(
+                    _policies(
+                        policies,
+                        (*holder_path, steps[-1]),
+                        events=events,
+                        actions=actions,
+                        any_event=any_event,
+                        words=words,
+                    )
+                )
+    return errors
+
+
+def _policies(
+    policies: list[Any],
+    path: FieldPath,
+    *,
+    events: tuple[str, ...],
+    actions: tuple[str, ...],
+    any_event: str,
+    words: tuple[str, str, str, str, str, str, str, str],
+) -> list[FieldError]:
+    both, neither, bad_action, bad_event, event_twice, zero, code_twice, not_alone = words
+    errors: list[FieldError] = []
+    seen_events: set[str] = set()
+    seen_codes: set[int] = set()
+    for index, policy in enumerate(policies):
+        if not isinstance(policy, dict):
+            continue
+        policy_path = (*path, index)
+        located = _policy_events(policy, policy_path)
+        exit_code = as_int(policy.get("exitCode"))
+        if located and policy.get("exitCode") is not None:
+            errors.append(forbidden((*policy_path, "exitCode"), both))
+            continue
+        if not located and policy.get("exitCode") is None:
+            errors.append(required(policy_path, neither))
+            continue
+        action = policy.get("action")
+        if located:
+            if action not in actions:
+                errors.append(invalid((*policy_path, "action"), action or "", bad_action))
+            for event, event_path in located:
+                if event not in events:
+                    errors.append(invalid(event_path, event, bad_event))
+                elif event in seen_events:
+                    errors.append(FieldError(ErrorType.DUPLICATE, event_path, event, event_twice.format(event=event)))
+                seen_events.add(event)
+        elif exit_code is not None:
+            if exit_code == 0:
+                errors.append(invalid((*policy_path, "exitCode"), 0, zero))
+            elif exit_code in seen_codes:
+                errors.append(
+                    FieldError(
+                        ErrorType.DUPLICATE, (*policy_path, "exitCode"), exit_code, code_twice.format(code=exit_code)
+                    )
+                )
+            seen_codes.add(exit_code)
+    if any_event in seen_events and len(seen_events) > 1:
+        errors.append(invalid(path, any_event, not_alone))
+    return errors
+
+
+def _policy_events(policy: dict[str, Any], path: FieldPath) -> list[tuple[str, FieldPath]]:
+    """(event, where it is written) for ``events`` then ``event``, each event once."""
+    seen: set[str] = set()
+    located: list[tuple[str, FieldPath]] = []
+    listed = policy.get("events")
+    if isinstance(listed, list):
+        for index, event in enumerate(listed):
+            if isinstance(event, str) and event and event not in seen:
+                seen.add(event)
+                located.append((event, (*path, "events", index)))
+    event = policy.get("event")
+    if isinstance(event, str) and event and event not in seen:
+        located.append((event, (*path, "event")))
+    return located
+
+
+def required_item_field(obj: Any, path: tuple[str, ...], field: str, message: str) -> list[FieldError]:
+    """``RequiredItemField``: each entry without the field (or null), in order."""
+    return [
+        required((*path, index, field), message.format(index=index))
+        for index, item in _items(obj, path) or ()
+        if item.get(field) is None
+    ]
+
+
+def unique_name(obj: Any, path: tuple[str, ...], key: str, message: str) -> list[FieldError]:
+    """``UniqueName``: each entry whose key (a string, else "") an earlier entry has, a duplicate."""
+    errors: list[FieldError] = []
+    seen: set[str] = set()
+    for index, item in _items(obj, path) or ():
+        value = item.get(key)
+        name = value if isinstance(value, str) else ""
+        if name in seen:
+            errors.append(FieldError(ErrorType.DUPLICATE, (*path, index, key), name, message.format(name=name)))
+        seen.add(name)
+    return errors
+
+
+def required_list(obj: Any, path: tuple[str, ...], message: str) -> list[FieldError]:
+    """``RequiredList``: the list under an object that exists, set and not empty."""
+    parent = get(obj, path[:-1])
+    if not isinstance(parent, dict):
+        return []
+    value = parent.get(path[-1])
+    return [required(path, message)] if value is None or (isinstance(value, list) and not value) else []
+
+
+def not_both(obj: Any, paths: tuple[FieldSteps, ...], first: str, second: str, message: str) -> list[FieldError]:
+    """``NotBoth``: under each object of each path, ``second`` (set, not "") not beside ``first``."""
+    errors = []
+    for steps in paths:
+        for path, node in _scoped(obj, steps, None):
+            if node.get(first) is not None and node.get(second) not in (None, ""):
+                errors.append(forbidden((*path, second), message))
+    return errors
+
+
+def claim_volumes(
+    obj: Any,
+    path: tuple[str, ...],
+    *,
+    fields: tuple[str, str, str],
+    words: tuple[str, str, str, str, str],
+) -> list[FieldError]:
+    """``ClaimVolumes``: each volume, in order (``fields``: mount, claim, claim_name; ``words``:
+    mount_required, mount_twice, neither, both, bad_name)."""
+    volumes = get(obj, path)
+    if not isinstance(volumes, list):
+        return []
+    mount, claim_field, name_field = fields
+    mount_required, mount_twice, neither, both, bad_name = words
+    errors: list[FieldError] = []
+    mount_paths: set[str] = set()
+    for index, volume in enumerate(volumes):
+        if not isinstance(volume, dict):
+            continue
+        at: FieldPath = (*path, index)
+        mount_path = volume.get(mount)
+        if mount_path == "":
+            # The apiserver's words for the CRD's minLength, which it says before any webhook runs.
+            errors.append(
+                invalid((*at, mount), "", f"{render_path((*at, mount))} in body should be at least 1 chars long")
+            )
+        if mount_path in (None, ""):
+            errors.append(required((*at, mount), mount_required))
+        elif isinstance(mount_path, str):
+            if mount_path in mount_paths:
+                errors.append(
+                    FieldError(ErrorType.DUPLICATE, (*at, mount), mount_path, mount_twice.format(path=mount_path))
+                )
+            mount_paths.add(mount_path)
+        claim = volume.get(claim_field)
+        claim_name = volume.get(name_field)
+        if claim is None and claim_name in (None, ""):
+            errors.append(required(at, neither))
+        elif claim is not None and claim_name not in (None, ""):
+            errors.append(invalid((*at, name_field), claim_name, both))
+        elif isinstance(claim_name, str) and claim_name:
+            problems = dns1123_subdomain_problems(claim_name)
+            if problems:
+                errors.append(
+                    invalid(
+                        (*at, name_field), claim_name, bad_name.format(name=claim_name, problems=", ".join(problems))
+                    )
+                )
+    return errors
 
 
 def default_item_when(

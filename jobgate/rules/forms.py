@@ -503,14 +503,135 @@ class DefaultItemProduct:
     otherwise: str
 
 
-VOLCANO_FORMS = (Acyclic, KnownKeys, FixedCount, Subdomain, FlagNamesEntry, Unchanged)
+@dataclass(frozen=True)
+class LifecyclePolicies:
+    """Lists of lifecycle policies (``lists``: ``spec.policies``, ``spec.tasks[*].policies``) as
+    Volcano's validatePolicies checks each: a policy names events (``events``, ``event``) or an exit
+    code, not both (``both``) and not neither (``neither``); a policy on events has an action of
+    ``actions`` (``action``) and events of ``events`` (``event``), each named by one policy of the list
+    (``event_twice``, with ``{event}``); an exit code is not 0 (``zero``) and is named by one policy
+    (``code_twice``, with ``{code}``); ``any_event`` is alone in its list (``not_alone``). Policy by
+    policy, each stopping at its first problem of naming, as Volcano's loop. One declaration, a rule of
+    the catalogue per check: ``<id>/event-or-exit-code``, ``/action``, ``/events``, ``/exit-code``,
+    ``/events-unique``, ``/exit-codes-unique`` and ``/any-event-alone``."""
+
+    id: str
+    lists: tuple[str, ...]
+    events: tuple[str, ...]
+    actions: tuple[str, ...]
+    any_event: str
+    both: str
+    neither: str
+    action: str
+    event: str
+    event_twice: str
+    zero: str
+    code_twice: str
+    not_alone: str
+
+
+@dataclass(frozen=True)
+class ClaimVolumes:
+    """A list of volumes mounted at ``mount`` and backed by a claim, ``claim`` (one to create) or
+    ``claim_name`` (one that exists), as Volcano's validateIO checks each, volume by volume: the
+    mount path set (``mount_required``; "" is also too short, in the apiserver's words) and once in
+    the list (``mount_twice``, with ``{path}``); a claim or a claim's name (``neither``), not both
+    (``both``: CREATE only, the controller writes the name of the claim it creates); a claim's name
+    a DNS-1123 subdomain (``bad_name``, with ``{name}`` and ``{problems}``). One declaration, a rule
+    of the catalogue per check: ``<id>/mount-path``, ``/mount-paths-unique``, ``/claim-required``,
+    ``/claim-conflict`` and ``/claim-name``."""
+
+    id: str
+    list: str
+    mount: str
+    claim: str
+    claim_name: str
+    mount_required: str
+    mount_twice: str
+    neither: str
+    both: str
+    bad_name: str
+
+
+@dataclass(frozen=True)
+class NotBoth:
+    """Under each object ``path`` reaches (``spec.tasks[*].partitionPolicy.networkTopology``), the field
+    ``second``, when set and not "", is not beside a ``first`` that is set: ``Forbidden`` at ``second``."""
+
+    id: str
+    summary: str
+    path: str | tuple[str, ...]
+    first: str
+    second: str
+    message: str
+
+
+@dataclass(frozen=True)
+class RequiredList:
+    """The list at ``path`` (under an object that exists) is set and not empty: ``Required value`` at
+    the list with ``message``. The apiserver's CRD rule refuses it unset; an empty one is the schema's
+    ``minItems`` to refuse, in its words."""
+
+    id: str
+    summary: str
+    path: str
+    message: str
+    why: str = ""
+
+
+@dataclass(frozen=True)
+class UniqueName:
+    """No two entries of the list with the same ``key`` (a string, else ""), each later one reported
+    at its key with ``message`` (``{name}``), as Volcano's loop over its tasks does it. The CRD rule
+    (on the list: it cannot name the entry) counts the keys that are set and not "", all a defaulted
+    job has."""
+
+    id: str
+    summary: str
+    list: str
+    key: str
+    message: str
+
+
+@dataclass(frozen=True)
+class RequiredItemField:
+    """Each entry of the list has ``field`` (null is unset): ``Required value`` at it with ``message``,
+    ``{index}`` the entry's index (Volcano's words). The schema's ``required``, which the apiserver says
+    in its words."""
+
+    id: str
+    summary: str
+    list: str
+    field: str
+    message: str
+    why: str = ""
+
+
+VOLCANO_FORMS = (
+    Acyclic,
+    KnownKeys,
+    FixedCount,
+    Subdomain,
+    FlagNamesEntry,
+    Unchanged,
+    LifecyclePolicies,
+    ClaimVolumes,
+    NotBoth,
+    RequiredList,
+    UniqueName,
+    RequiredItemField,
+)
 VOLCANO_DEFAULT_FORMS = (DefaultIndexed, DefaultSum, ImpliedKeys, DefaultItemWhen, DefaultItemProduct)
 
 
 Declaration = (
     (DefaultField | DefaultItemField | MaxItems | UniqueBy | RequiredRoles | ForbiddenRoles | RoleFieldBound)
     | (AtMostSum | Immutable | RequiredField | ForbiddenField | FieldBound | StringField | AtMostOneOf)
-    | (Acyclic | KnownKeys | FixedCount | Subdomain | FlagNamesEntry | Unchanged)
+    | (Acyclic | KnownKeys | FixedCount | Subdomain | FlagNamesEntry | Unchanged | LifecyclePolicies | ClaimVolumes)
+    | NotBoth
+    | RequiredList
+    | UniqueName
+    | RequiredItemField
     | (DefaultIndexed | DefaultSum | ImpliedKeys | DefaultItemWhen | DefaultItemProduct)
 )
 DEFAULT_FORMS = (DefaultField, DefaultItemField, *VOLCANO_DEFAULT_FORMS)

@@ -9,14 +9,16 @@ from pathlib import Path
 import pytest
 
 from jobgate._generated import declared_rules
+from jobgate.engine.fielderrors import required
 from jobgate.engine.jsonpatch import PatchRecorder
-from jobgate.generate.cel.catalogue import Where
+from jobgate.generate.cel.catalogue import LIST_ITEMS, Where
 from jobgate.generate.forms import DECLARED_TABLE, Declarations, FormError, cost_report, declared_module_text
 from jobgate.generate.manifests import declared_kinds, every_family_kind, package_tables
 from jobgate.rules.forms import (
     Acyclic,
     AtMostOneOf,
     AtMostSum,
+    ClaimVolumes,
     DefaultField,
     DefaultIndexed,
     DefaultItemField,
@@ -31,16 +33,22 @@ from jobgate.rules.forms import (
     Immutable,
     ImpliedKeys,
     KnownKeys,
+    LifecyclePolicies,
     MaxItems,
+    NotBoth,
     RequiredField,
+    RequiredItemField,
+    RequiredList,
     RequiredRoles,
     RoleFieldBound,
     Roles,
     StringField,
     Subdomain,
     UniqueBy,
+    UniqueName,
     When,
 )
+from jobgate.rules.names import DNS1123_SUBDOMAIN_MESSAGE
 
 ROLES = Roles("spec.members", "role", ("LEADER", "FOLLOWER", "OBSERVER"))
 TOY = (
@@ -665,6 +673,203 @@ def test_volcano_default_forms(flow):
         in (defaults["flow/total"].patches[0])
     )
     assert "!('log' in object.spec.hooks) && ('pre' in object.spec.hooks)" in defaults["flow/implied-hooks"].patches[0]
+
+
+HOOKS = LifecyclePolicies(
+    "h/hooks",
+    ("spec.hooks", "spec.steps[*].hooks"),
+    ("*", "Up", "Down"),
+    ("Go", "Stop"),
+    "*",
+    both="not both",
+    neither="one of them",
+    action="bad action",
+    event="bad event",
+    event_twice="{event} twice",
+    zero="no 0",
+    code_twice="code {code} twice",
+    not_alone="* alone",
+)
+
+
+def test_lifecycle_policies_in_python_and_their_rules():
+    declared = Declarations((HOOKS,))
+    namespace: dict[str, object] = {}
+    exec(compile(declared_module_text([("h.example.com", "H", declared)]), "h", "exec"), namespace)
+    hooks = [
+        {"event": "Up", "exitCode": 1},
+        {},
+        {"events": ["Up", "Up", "Side"], "event": "Down", "action": "Run"},
+        {"event": "Up", "action": "Go"},
+        {"exitCode": 0},
+        {"exitCode": 3},
+        {"exitCode": 3.0, "action": "Go"},
+        {"events": ["*"], "action": "Go"},
+    ]
+    obj = {"spec": {"hooks": hooks, "steps": [{"hooks": [{"exitCode": 2}, {"exitCode": 2}]}, "x"]}}
+    errors = namespace["validate_h_h_example_com"](obj, None, ("h/hooks",))
+    assert [str(e) for e in errors] == [
+        "spec.hooks[0].exitCode: Forbidden: not both",
+        "spec.hooks[1]: Required value: one of them",
+        'spec.hooks[2].action: Invalid value: "Run": bad action',
+        'spec.hooks[2].events[2]: Invalid value: "Side": bad event',
+        'spec.hooks[3].event: Duplicate value: "Up": Up twice',
+        "spec.hooks[4].exitCode: Invalid value: 0: no 0",
+        "spec.hooks[6].exitCode: Duplicate value: 3: code 3 twice",
+        'spec.hooks: Invalid value: "*": * alone',
+        "spec.steps[0].hooks[1].exitCode: Duplicate value: 2: code 2 twice",
+    ]
+    rules = {r.id: r for r in declared.rules()}
+    assert sorted(rules) == sorted(
+        f"h/hooks/{c}"
+        for c in (
+            "event-or-exit-code",
+            "action",
+            "events",
+            "exit-code",
+            "events-unique",
+            "exit-codes-unique",
+            "any-event-alone",
+        )
+    )
+    for error in errors:
+        assert [i for i, r in rules.items() if r.explains(error)], str(error)
+    assert all(r.where is Where.CRD_RULE for r in rules.values())
+    (job, step) = (p.at for p in rules["h/hooks/any-event-alone"].placements)
+    assert (job, step) == (("spec", "hooks"), ("spec", "steps", LIST_ITEMS, "hooks"))
+    unique = rules["h/hooks/events-unique"].placements[0].validation
+    assert unique.message_expression.startswith(
+        "'' + ['*', 'Up', 'Down'].filter(e, "
+    ) and unique.message_expression.endswith("[0] + ' twice'")
+    assert rules["h/hooks/exit-codes-unique"].placements[0].validation.message == (
+        "code: two policies of the list have the same exitCode"
+    )
+    assert "h/hooks: quadratic" in " ".join(cost_report([("h.example.com", "H", declared)]))
+
+
+def test_a_required_list_is_set_and_not_empty():
+    declared = Declarations((RequiredList("l/steps", "steps", "spec.steps", "no steps"),))
+    namespace: dict[str, object] = {}
+    exec(compile(declared_module_text([("l.example.com", "L", declared)]), "l", "exec"), namespace)
+    check = namespace["validate_l_l_example_com"]
+    for spec in ({}, {"steps": None}, {"steps": []}):
+        assert [str(e) for e in check({"spec": spec}, None, ())] == ["spec.steps: Required value: no steps"]
+    for obj in ({"spec": {"steps": [{}]}}, {"spec": "x"}, {}):
+        assert check(obj, None, ()) == []
+    (rule,) = declared.rules()
+    assert rule.placements[0].at == ("spec",) and rule.placements[0].validation.rule == "has(self.steps)"
+    assert rule.explains(check({"spec": {}}, None, ())[0])
+
+
+def test_a_unique_name_reports_each_later_entry():
+    declared = Declarations((UniqueName("u/names", "names once", "spec.steps", "name", "{name} again"),))
+    namespace: dict[str, object] = {}
+    exec(compile(declared_module_text([("u.example.com", "U", declared)]), "u", "exec"), namespace)
+    steps = [{"name": "a"}, {"name": "a"}, "x", {"name": 5}, {}, {"name": "a"}, {"name": "b"}]
+    errors = namespace["validate_u_u_example_com"]({"spec": {"steps": steps}}, None, ())
+    # A name that is no string reads as "" (Volcano's Go string): a second one is a duplicate too.
+    assert [str(e) for e in errors] == [
+        'spec.steps[1].name: Duplicate value: "a": a again',
+        'spec.steps[4].name: Duplicate value: "":  again',
+        'spec.steps[5].name: Duplicate value: "a": a again',
+    ]
+    (rule,) = declared.rules()
+    assert rule.placements[0].at == ("spec", "steps") and rule.placements[0].validation.message_expression.startswith(
+        "'' + self.map(t, (has(t.name) ? t.name : ''))"
+    )
+    assert all(rule.explains(e) for e in errors)
+
+
+def test_a_required_item_field_names_its_entry():
+    declared = Declarations((RequiredItemField("r/body", "a body", "spec.steps", "body", "step[{index}]: no body"),))
+    namespace: dict[str, object] = {}
+    exec(compile(declared_module_text([("r.example.com", "R", declared)]), "r", "exec"), namespace)
+    steps = [{"body": {}}, {}, "x", {"body": None}]
+    errors = namespace["validate_r_r_example_com"]({"spec": {"steps": steps}}, None, ())
+    assert [str(e) for e in errors] == [
+        "spec.steps[1].body: Required value: step[1]: no body",
+        "spec.steps[3].body: Required value: step[3]: no body",
+    ]
+    (rule,) = declared.rules()
+    assert rule.where is Where.SCHEMA and rule.placements[0].keywords == {"required": ["body"]}
+    assert rule.placements[0].at == ("spec", "steps", LIST_ITEMS) and all(rule.explains(e) for e in errors)
+
+
+def test_not_both_under_each_object():
+    declared = Declarations(
+        (NotBoth("n/tier", "a tier or its name", ("spec.net", "spec.parts[*].net"), "tier", "tierName", "one only"),)
+    )
+    namespace: dict[str, object] = {}
+    exec(compile(declared_module_text([("n.example.com", "N", declared)]), "n", "exec"), namespace)
+    obj = {
+        "spec": {
+            "net": {"tier": 1, "tierName": "a"},
+            "parts": [
+                {"net": {"tier": 0, "tierName": ""}},
+                {"net": {"tierName": "b"}},
+                {"net": {"tier": 2, "tierName": "c"}},
+            ],
+        }
+    }
+    errors = namespace["validate_n_n_example_com"](obj, None, ())
+    assert [str(e) for e in errors] == [
+        "spec.net.tierName: Forbidden: one only",
+        "spec.parts[2].net.tierName: Forbidden: one only",
+    ]
+    (rule,) = declared.rules()
+    assert [p.at for p in rule.placements] == [("spec", "net"), ("spec", "parts", LIST_ITEMS, "net")]
+    assert rule.placements[0].validation.rule == "!(has(self.tier) && has(self.tierName) && self.tierName != '')"
+    assert all(rule.explains(e) for e in errors)
+
+
+def test_claim_volumes_volume_by_volume():
+    declared = Declarations(
+        (
+            ClaimVolumes(
+                "d/disks",
+                "spec.disks",
+                "at",
+                "make",
+                "use",
+                mount_required="at?",
+                mount_twice="{path} twice",
+                neither="make or use",
+                both="not both",
+                bad_name="use {name}: {problems}!",
+            ),
+        )
+    )
+    namespace: dict[str, object] = {}
+    exec(compile(declared_module_text([("d.example.com", "D", declared)]), "d", "exec"), namespace)
+    disks = [
+        {"at": "", "use": "ok"},
+        {"at": "/a", "make": {}, "use": "x"},
+        7,
+        {"at": "/a", "use": "Bad"},
+        {"at": "/b", "make": {}},
+    ]
+    errors = namespace["validate_d_d_example_com"]({"spec": {"disks": disks}}, None, ())
+    assert [str(e) for e in errors] == [
+        'spec.disks[0].at: Invalid value: "": spec.disks[0].at in body should be at least 1 chars long',
+        "spec.disks[0].at: Required value: at?",
+        'spec.disks[1].use: Invalid value: "x": not both',
+        'spec.disks[3].at: Duplicate value: "/a": /a twice',
+        f'spec.disks[3].use: Invalid value: "Bad": use Bad: {DNS1123_SUBDOMAIN_MESSAGE}!',
+    ]
+    assert namespace["validate_d_d_example_com"]({"spec": {"disks": [{"at": "/c"}]}}, None, ()) == [
+        required(("spec", "disks", 0), "make or use")
+    ]
+    rules = {r.id: r for r in declared.rules()}
+    assert sorted(rules) == [
+        f"d/disks/{c}" for c in ("claim-conflict", "claim-name", "claim-required", "mount-path", "mount-paths-unique")
+    ]
+    for error in errors:
+        assert [i for i, r in rules.items() if r.explains(error)], str(error)
+    conflict = rules["d/disks/claim-conflict"].placements[0]
+    assert conflict.at == ("spec",) and conflict.validation.optional_old_self
+    assert rules["d/disks/mount-path"].placements[0].keywords == {"minLength": 1}
+    name_checks = [p.validation.message_expression for p in rules["d/disks/claim-name"].placements]
+    assert name_checks[0] == "'use ' + self.use + ': must be no more than 253 characters!'"
 
 
 def test_volcano_item_defaults_with_a_condition_and_a_product():

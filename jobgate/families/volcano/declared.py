@@ -15,12 +15,15 @@ from jobgate.families.volcano.rules.defaults import (
     HOST_NETWORK_DNS_POLICY,
     IMPLIED_PLUGINS,
 )
-from jobgate.families.volcano.rules.job import DAG_MESSAGE
+from jobgate.families.volcano.rules.job import CLAIM_CONFLICT, DAG_MESSAGE
 from jobgate.families.volcano.rules.plugins import DEFAULT_MPI_MASTER, PLUGINS
+from jobgate.families.volcano.rules.policies import ANY_EVENT, USER_ACTIONS, USER_EVENTS, VALID_LISTS
+from jobgate.families.volcano.rules.tasks import TIER_CONFLICT
 from jobgate.families.volcano.rules.update import UPDATE_FORBIDDEN
 from jobgate.rules.forms import (
     Acyclic,
     AtMostSum,
+    ClaimVolumes,
     Declaration,
     DefaultField,
     DefaultIndexed,
@@ -32,6 +35,10 @@ from jobgate.rules.forms import (
     FlagNamesEntry,
     ImpliedKeys,
     KnownKeys,
+    LifecyclePolicies,
+    NotBoth,
+    RequiredItemField,
+    RequiredList,
     Same,
     SameAll,
     SameEach,
@@ -39,6 +46,7 @@ from jobgate.rules.forms import (
     StringField,
     Subdomain,
     Unchanged,
+    UniqueName,
     When,
 )
 from jobgate.rules.names import LABEL_MAX_LENGTH
@@ -127,6 +135,24 @@ JOB: tuple[Declaration, ...] = (
         "spec.plugins",
         tuple(IMPLIED_PLUGINS.items()),
     ),
+    RequiredList(
+        "volcano/tasks-required",
+        "a job has tasks",
+        "spec.tasks",
+        "No task specified in job spec",
+        why="an empty list is refused by the schema (minItems 1), in the apiserver's words",
+    ),
+    UniqueName(
+        "volcano/task-names-unique", "task names are unique", "spec.tasks", "name", "duplicated task name {name}"
+    ),
+    RequiredItemField(
+        "volcano/template-required",
+        "a task has a pod template",
+        "spec.tasks",
+        "template",
+        "spec.task[{index}].template.spec.containers: Required value",
+        why="the apiserver says it in its words: Required value",
+    ),
     AtMostSum(
         "volcano/min-available",
         "the job's minAvailable is at most the total of the tasks' replicas",
@@ -158,6 +184,18 @@ JOB: tuple[Declaration, ...] = (
         create_only=True,
         why="CREATE only",
     ),
+    ClaimVolumes(
+        "volcano/volumes",
+        "spec.volumes",
+        "mountPath",
+        "volumeClaim",
+        "volumeClaimName",
+        mount_required="mountPath is required;",
+        mount_twice="duplicated mountPath: {path};",
+        neither="either VolumeClaim or VolumeClaimName must be specified;",
+        both=CLAIM_CONFLICT,
+        bad_name="invalid VolumeClaimName {name} : [{problems}]",
+    ),
     Acyclic(
         "volcano/dag",
         "the tasks' dependencies (dependsOn) name tasks of the job and form no cycle",
@@ -169,6 +207,29 @@ JOB: tuple[Declaration, ...] = (
         missing=" (no task named {names})",
         create_only=True,
         why="CREATE only; reported at the tasks (a rule on a list cannot name the item)",
+    ),
+    LifecyclePolicies(
+        "volcano/policies",
+        ("spec.policies", "spec.tasks[*].policies"),
+        USER_EVENTS,
+        USER_ACTIONS,
+        ANY_EVENT,
+        both="must not specify event and exitCode simultaneously",
+        neither="either event and exitCode should be specified",
+        action=f"invalid policy action; {VALID_LISTS}",
+        event=f"invalid policy event; {VALID_LISTS}",
+        event_twice="duplicate event {event}  across different policy",
+        zero="0 is not a valid error code",
+        code_twice="duplicate exitCode {code}",
+        not_alone=f"if there's {ANY_EVENT} here, no other policy should be here",
+    ),
+    NotBoth(
+        "volcano/network-topology",
+        "a network topology has highestTierAllowed or highestTierName, not both",
+        ("spec.networkTopology", "spec.tasks[*].partitionPolicy.networkTopology"),
+        "highestTierAllowed",
+        "highestTierName",
+        TIER_CONFLICT,
     ),
     Subdomain(
         "volcano/priority-class-name",

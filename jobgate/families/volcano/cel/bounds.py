@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 from jobgate.families.volcano.cel.common import MAX_TASKS, SPEC, TASK, TASKS
-from jobgate.families.volcano.cel.volumes import VOLUME, VOLUMES
 from jobgate.families.volcano.rules import bounds
 from jobgate.generate.cel.catalogue import LIST_ITEMS, MAP_VALUES, Placement, Produces, Rule, Where
+
+VOLUMES = (*SPEC, "volumes")
+VOLUME = (*VOLUMES, LIST_ITEMS)
 
 
 def bounds_rule() -> Rule:
