@@ -9,6 +9,7 @@ from jobgate.rules.declared import (
     acyclic,
     at_most_one_of,
     at_most_sum,
+    bounds,
     claim_volumes,
     default_field,
     default_indexed,
@@ -137,6 +138,8 @@ def validate_job_batch_volcano_sh(
         errors.extend(not_both(obj, (('spec', 'networkTopology'), ('spec', 'tasks', '[*]', 'partitionPolicy', 'networkTopology')), 'highestTierAllowed', 'highestTierName', "must not specify 'highestTierAllowed' and 'highestTierName' in networkTopology simultaneously"))
     if not only or 'volcano/priority-class-name' in only:
         errors.extend(subdomain(obj, old, ('spec', 'priorityClassName'), True))
+    if not only or 'volcano/bounds' in only:
+        errors.extend(bounds(obj, ((('spec', 'tasks'), 30, False, ()), (('spec', 'policies'), 32, False, ((('events',), 16, False, ()), (('action',), 128, True, ()), (('timeout',), 128, True, ()))), (('spec', 'volumes'), 32, False, ((('mountPath',), 4096, True, ()), (('volumeClaimName',), 253, True, ()))), (('spec', 'plugins', '{*}'), 64, False, (((), 1024, True, ()),)), (('spec', 'tasks'), None, False, ((('policies',), 32, False, ((('events',), 16, False, ()), (('action',), 128, True, ()), (('timeout',), 128, True, ()))), (('dependsOn', 'name'), 16, False, (((), 63, True, ()),)))))))
     if not only or 'volcano/update/task-count' in only:
         errors.extend(fixed_count(obj, old, ('spec', 'tasks'), 'job updates may not add or remove tasks'))
     if not only or 'volcano/scheduler-name' in only:

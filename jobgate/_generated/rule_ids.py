@@ -173,17 +173,17 @@ PRODUCES: tuple[tuple[str, str, str, str], ...] = (
     ('volcano/bounds', 'spec.tasks', 'TOO_MANY', ''),  # 165
     ('volcano/bounds', 'spec.policies', 'TOO_MANY', ''),  # 166
     ('volcano/bounds', 'spec.policies[*].events', 'TOO_MANY', ''),  # 167
-    ('volcano/bounds', 'spec.tasks[*].policies', 'TOO_MANY', ''),  # 168
-    ('volcano/bounds', 'spec.tasks[*].policies[*].events', 'TOO_MANY', ''),  # 169
-    ('volcano/bounds', 'spec.policies[*].action', 'TOO_LONG', ''),  # 170
-    ('volcano/bounds', 'spec.policies[*].timeout', 'TOO_LONG', ''),  # 171
-    ('volcano/bounds', 'spec.tasks[*].policies[*].action', 'TOO_LONG', ''),  # 172
-    ('volcano/bounds', 'spec.tasks[*].policies[*].timeout', 'TOO_LONG', ''),  # 173
-    ('volcano/bounds', 'spec.volumes', 'TOO_MANY', ''),  # 174
-    ('volcano/bounds', 'spec.volumes[*].mountPath', 'TOO_LONG', ''),  # 175
-    ('volcano/bounds', 'spec.volumes[*].volumeClaimName', 'TOO_LONG', ''),  # 176
-    ('volcano/bounds', 'spec.plugins.*', 'TOO_MANY', ''),  # 177
-    ('volcano/bounds', 'spec.plugins.*[*]', 'TOO_LONG', ''),  # 178
+    ('volcano/bounds', 'spec.policies[*].action', 'TOO_LONG', ''),  # 168
+    ('volcano/bounds', 'spec.policies[*].timeout', 'TOO_LONG', ''),  # 169
+    ('volcano/bounds', 'spec.volumes', 'TOO_MANY', ''),  # 170
+    ('volcano/bounds', 'spec.volumes[*].mountPath', 'TOO_LONG', ''),  # 171
+    ('volcano/bounds', 'spec.volumes[*].volumeClaimName', 'TOO_LONG', ''),  # 172
+    ('volcano/bounds', 'spec.plugins.*', 'TOO_MANY', ''),  # 173
+    ('volcano/bounds', 'spec.plugins.*[*]', 'TOO_LONG', ''),  # 174
+    ('volcano/bounds', 'spec.tasks[*].policies', 'TOO_MANY', ''),  # 175
+    ('volcano/bounds', 'spec.tasks[*].policies[*].events', 'TOO_MANY', ''),  # 176
+    ('volcano/bounds', 'spec.tasks[*].policies[*].action', 'TOO_LONG', ''),  # 177
+    ('volcano/bounds', 'spec.tasks[*].policies[*].timeout', 'TOO_LONG', ''),  # 178
     ('volcano/bounds', 'spec.tasks[*].dependsOn.name', 'TOO_MANY', ''),  # 179
     ('volcano/bounds', 'spec.tasks[*].dependsOn.name[*]', 'TOO_LONG', ''),  # 180
     ('pod-template/spec', 'spec.tasks[*].template.spec', 'REQUIRED', '^$'),  # 181

@@ -35,6 +35,8 @@ from jobgate.rules.forms import (
     Acyclic,
     AtMostOneOf,
     AtMostSum,
+    Bound,
+    Bounds,
     ClaimVolumes,
     Declaration,
     DefaultField,
@@ -620,7 +622,7 @@ class Declarations:
                 growth = "constant"
             elif isinstance(d, UniqueName):
                 growth = "quadratic, bounded by the list's maxItems (CRD rule)"
-            elif isinstance(d, RequiredItemField):
+            elif isinstance(d, RequiredItemField | Bounds):
                 growth = "constant (schema keyword)"
             elif isinstance(d, UniqueBy):
                 default = self._item_default(d.list, d.key)
@@ -709,6 +711,7 @@ def declared_module_text(kinds: Iterable[tuple[str, str, Declarations]]) -> str:
                 "acyclic",
                 "at_most_one_of",
                 "at_most_sum",
+                "bounds",
                 "claim_volumes",
                 "default_field",
                 "default_indexed",
@@ -1128,8 +1131,19 @@ def _volcano_rule(
     | NotBoth
     | RequiredList
     | UniqueName
-    | RequiredItemField,
+    | RequiredItemField
+    | Bounds,
 ) -> Rule:
+    if isinstance(d, Bounds):
+        walked = list(_bound_places(d.bounds, (), ""))
+        return Rule(
+            d.id,
+            d.summary,
+            Where.SCHEMA,
+            tuple(Produces(shown, kind) for _, _, shown, kind in walked),
+            tuple(Placement(at, keyword) for at, keyword, _, _ in walked),
+            why=d.why,
+        )
     if isinstance(d, RequiredItemField):
         before, after = _split(d.message, "index")
         return Rule(
@@ -1547,8 +1561,11 @@ def _volcano_call(
     | NotBoth
     | RequiredList
     | UniqueName
-    | RequiredItemField,
+    | RequiredItemField
+    | Bounds,
 ) -> str:
+    if isinstance(d, Bounds):
+        return f"bounds(obj, {_bound_nodes(d.bounds)!r})"
     if isinstance(d, RequiredItemField):
         return f"required_item_field(obj, {_path(d.list)!r}, {d.field!r}, {d.message!r})"
     if isinstance(d, UniqueName):
@@ -1774,6 +1791,29 @@ def _lifecycle_policies(d: LifecyclePolicies) -> list[Rule]:
             ],
         ),
     ]
+
+
+def _bound_steps(path: str) -> tuple[str, ...]:
+    return tuple(s for s in re.split(r"\.|(?=\{\*\})", path) if s) if path else ()
+
+
+def _bound_nodes(nodes: tuple[Bound, ...]) -> tuple[object, ...]:
+    """The generated call's form of the nodes: (steps, limit, string, children)."""
+    return tuple((_bound_steps(n.path), n.limit, n.string, _bound_nodes(n.each)) for n in nodes)
+
+
+def _bound_places(
+    nodes: tuple[Bound, ...], at: Location, shown: str
+) -> Iterable[tuple[Location, dict[str, object], str, str]]:
+    """(location, schema keyword, the path as Produces reads it, error type) of each bound, in walk order."""
+    for node in nodes:
+        steps = _bound_steps(node.path)
+        where: Location = (*at, *({"{*}": MAP_VALUES}.get(s, s) for s in steps))
+        named = shown + "".join(".*" if s == "{*}" else ("." if shown or i else "") + s for i, s in enumerate(steps))
+        if node.limit is not None:
+            keyword = "maxLength" if node.string else "maxItems"
+            yield where, {keyword: node.limit}, named, "TOO_LONG" if node.string else "TOO_MANY"
+        yield from _bound_places(node.each, (*where, LIST_ITEMS), named + "[*]")
 
 
 def _not_both(d: NotBoth) -> Rule:

@@ -766,6 +766,43 @@ def _policy_events(policy: dict[str, Any], path: FieldPath) -> list[tuple[str, F
     return located
 
 
+def bounds(obj: Any, nodes: tuple[Any, ...]) -> list[FieldError]:
+    """``Bounds``: every list and string beyond its bound, in the order of the walk. A node, as the
+    generated call passes it: (steps, limit, string, children)."""
+    errors: list[FieldError] = []
+    _bounds_under(obj, (), nodes, errors)
+    return errors
+
+
+def _bounds_under(value: Any, path: FieldPath, nodes: tuple[Any, ...], errors: list[FieldError]) -> None:
+    for steps, limit, string, children in nodes:
+        for at, found in _reached(value, path, steps):
+            if limit is not None:
+                if string and isinstance(found, str) and len(found.encode()) > limit:
+                    errors.append(too_long(at, limit))
+                elif not string and isinstance(found, list) and len(found) > limit:
+                    errors.append(too_many(at, len(found), limit))
+            if children and isinstance(found, list):
+                for index, item in enumerate(found):
+                    _bounds_under(item, (*at, index), children, errors)
+
+
+def _reached(value: Any, path: FieldPath, steps: tuple[str, ...]) -> list[tuple[FieldPath, Any]]:
+    """(path, value) of what the steps reach; ``{*}`` each value of a map, its key a field."""
+    reached: list[tuple[FieldPath, Any]] = [(path, value)]
+    for step in steps:
+        found: list[tuple[FieldPath, Any]] = []
+        for at, node in reached:
+            if not isinstance(node, dict):
+                continue
+            if step == "{*}":
+                found.extend(((*at, name), item) for name, item in node.items())
+            elif step in node:
+                found.append(((*at, step), node[step]))
+        reached = found
+    return reached
+
+
 def required_item_field(obj: Any, path: tuple[str, ...], field: str, message: str) -> list[FieldError]:
     """``RequiredItemField``: each entry without the field (or null), in order."""
     return [

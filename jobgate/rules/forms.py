@@ -607,6 +607,31 @@ class RequiredItemField:
     why: str = ""
 
 
+@dataclass(frozen=True)
+class Bound:
+    """A node of ``Bounds``: the value at ``path`` (dotted from the parent's object or entry, through
+    ``{*}``, a map's values, named as fields as the schema's errors name them; "" the entry itself),
+    a list of at most ``limit`` entries or, with ``string``, a string of at most ``limit`` bytes (None:
+    no bound of its own); ``each`` checked under each of its entries."""
+
+    path: str
+    limit: int | None = None
+    string: bool = False
+    each: tuple[Bound, ...] = ()
+
+
+@dataclass(frozen=True)
+class Bounds:
+    """Lists and strings within bounds (``Too many``, ``Too long`` in the apiserver's words), walked in
+    the order of ``bounds``, each node's entries before the next node: the schema's ``maxItems`` and
+    ``maxLength``, which the CEL cost estimate needs."""
+
+    id: str
+    summary: str
+    bounds: tuple[Bound, ...]
+    why: str = ""
+
+
 VOLCANO_FORMS = (
     Acyclic,
     KnownKeys,
@@ -620,6 +645,7 @@ VOLCANO_FORMS = (
     RequiredList,
     UniqueName,
     RequiredItemField,
+    Bounds,
 )
 VOLCANO_DEFAULT_FORMS = (DefaultIndexed, DefaultSum, ImpliedKeys, DefaultItemWhen, DefaultItemProduct)
 
@@ -632,6 +658,7 @@ Declaration = (
     | RequiredList
     | UniqueName
     | RequiredItemField
+    | Bounds
     | (DefaultIndexed | DefaultSum | ImpliedKeys | DefaultItemWhen | DefaultItemProduct)
 )
 DEFAULT_FORMS = (DefaultField, DefaultItemField, *VOLCANO_DEFAULT_FORMS)

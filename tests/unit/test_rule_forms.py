@@ -11,13 +11,15 @@ import pytest
 from jobgate._generated import declared_rules
 from jobgate.engine.fielderrors import required
 from jobgate.engine.jsonpatch import PatchRecorder
-from jobgate.generate.cel.catalogue import LIST_ITEMS, Where
+from jobgate.generate.cel.catalogue import LIST_ITEMS, MAP_VALUES, Where
 from jobgate.generate.forms import DECLARED_TABLE, Declarations, FormError, cost_report, declared_module_text
 from jobgate.generate.manifests import declared_kinds, every_family_kind, package_tables
 from jobgate.rules.forms import (
     Acyclic,
     AtMostOneOf,
     AtMostSum,
+    Bound,
+    Bounds,
     ClaimVolumes,
     DefaultField,
     DefaultIndexed,
@@ -793,6 +795,42 @@ def test_a_required_item_field_names_its_entry():
     (rule,) = declared.rules()
     assert rule.where is Where.SCHEMA and rule.placements[0].keywords == {"required": ["body"]}
     assert rule.placements[0].at == ("spec", "steps", LIST_ITEMS) and all(rule.explains(e) for e in errors)
+
+
+def test_bounds_walk_in_their_order():
+    tree = (
+        Bound("spec.steps", 2),
+        Bound("spec.hooks{*}", 1, each=(Bound("", 3, string=True),)),
+        Bound("spec.steps", each=(Bound("notes", 1, each=(Bound("text", 2, string=True),)),)),
+    )
+    declared = Declarations((Bounds("b/bounds", "bounds", tree),))
+    namespace: dict[str, object] = {}
+    exec(compile(declared_module_text([("b.example.com", "B", declared)]), "b", "exec"), namespace)
+    obj = {
+        "spec": {
+            "steps": [{"notes": [{"text": "abc"}, {"text": "é"}]}, {"notes": "x"}, {"notes": [{"text": "éé"}]}],
+            "hooks": {"pre": ["ab", "abcd"], "post": "x"},
+        }
+    }
+    errors = namespace["validate_b_b_example_com"](obj, None, ())
+    # Bytes, not characters ("éé" is four); a map's key named as a field.
+    assert [str(e) for e in errors] == [
+        "spec.steps: Too many: 3: must have at most 2 items",
+        "spec.hooks.pre: Too many: 2: must have at most 1 items",
+        "spec.hooks.pre[1]: Too long: may not be more than 3 bytes",
+        "spec.steps[0].notes: Too many: 2: must have at most 1 items",
+        "spec.steps[0].notes[0].text: Too long: may not be more than 2 bytes",
+        "spec.steps[2].notes[0].text: Too long: may not be more than 2 bytes",
+    ]
+    (rule,) = declared.rules()
+    assert rule.where is Where.SCHEMA and all(rule.explains(e) for e in errors)
+    assert [(p.at, p.keywords) for p in rule.placements] == [
+        (("spec", "steps"), {"maxItems": 2}),
+        (("spec", "hooks", MAP_VALUES), {"maxItems": 1}),
+        (("spec", "hooks", MAP_VALUES, LIST_ITEMS), {"maxLength": 3}),
+        (("spec", "steps", LIST_ITEMS, "notes"), {"maxItems": 1}),
+        (("spec", "steps", LIST_ITEMS, "notes", LIST_ITEMS, "text"), {"maxLength": 2}),
+    ]
 
 
 def test_not_both_under_each_object():

@@ -6,7 +6,14 @@ catalogue's records.
 
 from __future__ import annotations
 
-from jobgate.families.volcano.rules.bounds import VOLCANO_BOUNDS
+from jobgate.families.volcano.rules.bounds import (
+    DEPENDENCY_NAME_MAX_LENGTH,
+    MOUNT_PATH_MAX_LENGTH,
+    PLUGIN_ARGUMENT_MAX_LENGTH,
+    POLICY_STRING_MAX_LENGTH,
+    VOLCANO_BOUNDS,
+    VOLUME_CLAIM_NAME_MAX_LENGTH,
+)
 from jobgate.families.volcano.rules.defaults import (
     DEFAULT_MAX_RETRY,
     DEFAULT_QUEUE,
@@ -23,6 +30,8 @@ from jobgate.families.volcano.rules.update import UPDATE_FORBIDDEN
 from jobgate.rules.forms import (
     Acyclic,
     AtMostSum,
+    Bound,
+    Bounds,
     ClaimVolumes,
     Declaration,
     DefaultField,
@@ -58,6 +67,13 @@ _POLICIES = SameEach(
     SameAll((SameAll(tuple(Same(f) for f in ("action", "event", "exitCode", "timeout"))), Same("events", True)), True),
 )
 _TOPOLOGY = ("mode", "highestTierAllowed", "highestTierName")
+
+# A policy's bounds, the job's and each task's.
+_POLICY_BOUNDS = (
+    Bound("events", VOLCANO_BOUNDS["events"]),
+    Bound("action", POLICY_STRING_MAX_LENGTH, string=True),
+    Bound("timeout", POLICY_STRING_MAX_LENGTH, string=True),
+)
 
 # The webhook reports a declared rule where Volcano's did, among the rules written by hand: ``rules/``
 # calls the generated check with the rule's id (``only``), and ``cel/`` lists its record in place.
@@ -238,6 +254,44 @@ JOB: tuple[Declaration, ...] = (
         # An UPDATE may change it unchecked, which is also why it has no maxLength.
         create_only=True,
         why="CREATE only",
+    ),
+    Bounds(
+        "volcano/bounds",
+        "lists and strings within bounds: "
+        + ", ".join(f"{k} {v}" for k, v in VOLCANO_BOUNDS.items())
+        + f", mountPath {MOUNT_PATH_MAX_LENGTH}, plugin argument {PLUGIN_ARGUMENT_MAX_LENGTH}, "
+        f"volumeClaimName {VOLUME_CLAIM_NAME_MAX_LENGTH}, dependency {DEPENDENCY_NAME_MAX_LENGTH}, "
+        f"policy action and timeout {POLICY_STRING_MAX_LENGTH}",
+        (
+            Bound("spec.tasks", VOLCANO_BOUNDS["tasks"]),
+            Bound("spec.policies", VOLCANO_BOUNDS["policies"], each=_POLICY_BOUNDS),
+            Bound(
+                "spec.volumes",
+                VOLCANO_BOUNDS["volumes"],
+                each=(
+                    Bound("mountPath", MOUNT_PATH_MAX_LENGTH, string=True),
+                    Bound("volumeClaimName", VOLUME_CLAIM_NAME_MAX_LENGTH, string=True),
+                ),
+            ),
+            Bound(
+                "spec.plugins{*}",
+                VOLCANO_BOUNDS["pluginArguments"],
+                each=(Bound("", PLUGIN_ARGUMENT_MAX_LENGTH, string=True),),
+            ),
+            Bound(
+                "spec.tasks",
+                each=(
+                    Bound("policies", VOLCANO_BOUNDS["policies"], each=_POLICY_BOUNDS),
+                    Bound(
+                        "dependsOn.name",
+                        VOLCANO_BOUNDS["dependsOn"],
+                        each=(Bound("", DEPENDENCY_NAME_MAX_LENGTH, string=True),),
+                    ),
+                ),
+            ),
+        ),
+        why=f"bounds the CEL cost estimator needs (tasks: {VOLCANO_BOUNDS['tasks']}, as the shared pod-template "
+        "rules allow); no real job comes near them, and the webhook refuses beyond them too",
     ),
     FixedCount(
         "volcano/update/task-count",

@@ -1,16 +1,17 @@
 """The Volcano family's rules and defaults (``rules/families/volcano``) for the apiserver.
 
-Its modules follow the webhook's: ``job`` (the job as a whole: its name, tasks, network topology),
-``tasks`` (each task), ``resources`` (pod-level resources) and ``bounds`` (of lists and
-strings). The rest is declared (``declared.py``: plugins, the DAG, the volumes, the lifecycle
-policies, what an UPDATE may change, the defaults); the pod templates get the shared pod-template rules.
+Its modules follow the webhook's: ``job`` (the job as a whole: its name, counts, pods' names,
+queue), ``tasks`` (each task's name, minAvailable, partition, NUMA) and ``resources`` (pod-level
+resources). The rest is declared (``declared.py``: the plugins, the DAG, the bounds of lists and
+strings, the volumes, the lifecycle policies, what an UPDATE may change, the defaults); the pod
+templates get the shared pod-template rules.
 """
 
 from __future__ import annotations
 
 from jobgate.engine.registry import JobKind
 from jobgate.families.volcano import rules as volcano
-from jobgate.families.volcano.cel import bounds, job, resources, tasks
+from jobgate.families.volcano.cel import job, resources, tasks
 from jobgate.families.volcano.declared import JOB
 from jobgate.generate.cel.catalogue import Default, Rule
 from jobgate.generate.cel.podtemplate import TemplateSite, pod_template_rules
@@ -55,7 +56,7 @@ def rules(kind: JobKind) -> list[Rule]:
         *(r for r in DECLARED.rules() if r.id.startswith("volcano/policies/")),
         declared_rules["volcano/update/task-count"],
         declared_rules["volcano/update/immutable"],
-        bounds.bounds_rule(),
+        declared_rules["volcano/bounds"],
         *pod_template_rules(TEMPLATES),
     ]
 

@@ -84,7 +84,7 @@ def validate_job(
     found = Findings()
     spec = check_spec_schema(obj, spec_model, found)
     if spec is not None:
-        found.errors.extend(bound_errors(spec))
+        found.errors.extend(bound_errors(obj))
     if old is not None:
         # Imported on the first UPDATE: jobgate validate checks creations only, and a one-file
         # check pays for every module it imports.
