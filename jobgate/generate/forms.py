@@ -73,6 +73,7 @@ from jobgate.rules.forms import (
     Unchanged,
     UniqueBy,
     UniqueName,
+    VolcanoForm,
     When,
 )
 from jobgate.rules.names import (
@@ -1120,19 +1121,7 @@ def _split(message: str, field: str) -> tuple[str, str]:
 
 
 def _volcano_rule(
-    d: Acyclic
-    | KnownKeys
-    | FixedCount
-    | Subdomain
-    | FlagNamesEntry
-    | Unchanged
-    | LifecyclePolicies
-    | ClaimVolumes
-    | NotBoth
-    | RequiredList
-    | UniqueName
-    | RequiredItemField
-    | Bounds,
+    d: VolcanoForm,
 ) -> Rule:
     if isinstance(d, Bounds):
         walked = list(_bound_places(d.bounds, (), ""))
@@ -1550,19 +1539,7 @@ def _unchanged(d: Unchanged) -> Rule:
 
 
 def _volcano_call(
-    d: Acyclic
-    | KnownKeys
-    | FixedCount
-    | Subdomain
-    | FlagNamesEntry
-    | Unchanged
-    | LifecyclePolicies
-    | ClaimVolumes
-    | NotBoth
-    | RequiredList
-    | UniqueName
-    | RequiredItemField
-    | Bounds,
+    d: VolcanoForm,
 ) -> str:
     if isinstance(d, Bounds):
         return f"bounds(obj, {_bound_nodes(d.bounds)!r})"

@@ -647,6 +647,21 @@ VOLCANO_FORMS = (
     RequiredItemField,
     Bounds,
 )
+VolcanoForm = (
+    Acyclic
+    | KnownKeys
+    | FixedCount
+    | Subdomain
+    | FlagNamesEntry
+    | Unchanged
+    | LifecyclePolicies
+    | ClaimVolumes
+    | NotBoth
+    | RequiredList
+    | UniqueName
+    | RequiredItemField
+    | Bounds
+)
 VOLCANO_DEFAULT_FORMS = (DefaultIndexed, DefaultSum, ImpliedKeys, DefaultItemWhen, DefaultItemProduct)
 
 
