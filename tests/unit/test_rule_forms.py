@@ -748,6 +748,26 @@ def test_a_scope_checks_one_entry_at_its_path_in_declaration_order(scoped):
     assert errors == []
 
 
+def test_a_scope_over_an_entry_of_a_list_and_over_the_whole_list():
+    namespace: dict[str, object] = {}
+    exec(compile(scoped_module_text([MEMBER]), "scoped", "exec"), namespace)
+    one, each = namespace["check_member"], namespace["check_each_member"]
+    members = [{"name": "a", "image": "x"}, {"image": "", "ports": [{}]}, "not an object"]
+    by_index: list = []
+    for index, member in enumerate(members[:2]):
+        one(member, ("spec", "members"), by_index, index)
+    assert [str(e) for e in by_index] == [
+        "spec.members[1].image: Required value",
+        "spec.members[1].ports[0].number: Required value",
+    ]
+    over_list: list = []
+    each(members, ("spec", "members"), over_list)
+    assert [str(e) for e in over_list] == [
+        *(str(e) for e in by_index),
+        'spec.members[2]: Invalid value: "not an object": must be of type object',
+    ]
+
+
 def test_a_scope_is_placed_and_recorded_at_each_site(scoped):
     for list_name in ("members", "observers"):
         site = ScopeSite(MEMBER, f"spec.teams{{*}}.{list_name}[*]", (("list", list_name),))
