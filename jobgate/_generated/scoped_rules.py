@@ -303,6 +303,12 @@ def check_volume_mount(
     the entry's path is built only for an error): its declared rules' errors added to ``errors``,
     in declaration order (``only``: of these ids alone, for a loop that reports around them)."""
     if not only or 'pod-template/{list}/mounts' in only:
+        value = entry.get('name')
+        if type(value) is not str or not value:
+            if value is None or value == "":
+                errors.append(required(((*path, 'name') if index < 0 else (*path, index, 'name'))))
+            else:
+                errors.append(invalid(((*path, 'name') if index < 0 else (*path, index, 'name')), value, "must be of type string"))
         value = entry.get('mountPath')
         if type(value) is not str or not value:
             if value is None or value == "":
@@ -318,43 +324,15 @@ def check_each_volume_mount(items: list[Any], path: FieldPath, errors: list[Fiel
         if type(entry) is not dict:
             errors.append(invalid((*path, index), entry, "must be of type object"))
             continue
-        value = entry.get('mountPath')
-        if type(value) is not str or not value:
-            if value is None or value == "":
-                errors.append(required((*path, index, 'mountPath')))
-            else:
-                errors.append(invalid((*path, index, 'mountPath'), value, "must be of type string"))
-
-
-def check_volume_mount_name(
-    entry: dict[str, Any],
-    path: FieldPath,
-    errors: list[FieldError],
-    index: int = -1,
-    only: tuple[str, ...] = (),
-) -> None:
-    """One volume mount at ``path`` (with ``index``, the entry ``index`` of the list at ``path``:
-    the entry's path is built only for an error): its declared rules' errors added to ``errors``,
-    in declaration order (``only``: of these ids alone, for a loop that reports around them)."""
-    if not only or 'pod-template/{list}/mounts' in only:
-        value = entry.get('name')
-        if type(value) is not str or not value:
-            if value is None or value == "":
-                errors.append(required(((*path, 'name') if index < 0 else (*path, index, 'name'))))
-            else:
-                errors.append(invalid(((*path, 'name') if index < 0 else (*path, index, 'name')), value, "must be of type string"))
-
-
-def check_each_volume_mount_name(items: list[Any], path: FieldPath, errors: list[FieldError]) -> None:
-    """Each volume mount of the list at ``path``, as ``check_volume_mount_name``; an entry that is no object
-    is refused (``must be of type object``)."""
-    for index, entry in enumerate(items):
-        if type(entry) is not dict:
-            errors.append(invalid((*path, index), entry, "must be of type object"))
-            continue
         value = entry.get('name')
         if type(value) is not str or not value:
             if value is None or value == "":
                 errors.append(required((*path, index, 'name')))
             else:
                 errors.append(invalid((*path, index, 'name'), value, "must be of type string"))
+        value = entry.get('mountPath')
+        if type(value) is not str or not value:
+            if value is None or value == "":
+                errors.append(required((*path, index, 'mountPath')))
+            else:
+                errors.append(invalid((*path, index, 'mountPath'), value, "must be of type string"))
