@@ -1171,6 +1171,8 @@ class ScopeDeclarations:
         ]
         body, imports = self._body(each=False)
         lines += body
+        if not self.scope.each:
+            return lines, imports
         # The same checks over a whole list, for a loop that reports nothing between its entries.
         lines += [
             "",

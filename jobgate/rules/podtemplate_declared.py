@@ -88,6 +88,7 @@ ENV_VAR = Scope(
         RequiredField(_ENV, _ENV_SUMMARY, "name", empty_is_unset=True, string=True),
         StringField(_ENV, _ENV_SUMMARY, "name", syntax="env-var-name"),
     ),
+    each=True,
 )
 _VOLUMES = "pod-template/volumes"
 _VOLUMES_SUMMARY = "volumes have names, DNS-1123 labels"
