@@ -45,21 +45,6 @@ def check_container(
                 errors.append(invalid(((*path, 'image') if index < 0 else (*path, index, 'image')), value, "must be of type string"))
 
 
-def check_each_container(items: list[Any], path: FieldPath, errors: list[FieldError]) -> None:
-    """Each container of the list at ``path``, as ``check_container``; an entry that is no object
-    is refused (``must be of type object``)."""
-    for index, entry in enumerate(items):
-        if type(entry) is not dict:
-            errors.append(invalid((*path, index), entry, "must be of type object"))
-            continue
-        value = entry.get('image')
-        if type(value) is not str or not value:
-            if value is None or value == "":
-                errors.append(required((*path, index, 'image')))
-            else:
-                errors.append(invalid((*path, index, 'image'), value, "must be of type string"))
-
-
 def check_container_name(
     entry: dict[str, Any],
     path: FieldPath,
@@ -80,24 +65,6 @@ def check_container_name(
         if type(value) is str:
             if value and not is_dns1123_label(value):
                 errors.extend([invalid(((*path, 'name') if index < 0 else (*path, index, 'name')), value, problem) for problem in dns1123_label_problems(value)])
-
-
-def check_each_container_name(items: list[Any], path: FieldPath, errors: list[FieldError]) -> None:
-    """Each container of the list at ``path``, as ``check_container_name``; an entry that is no object
-    is refused (``must be of type object``)."""
-    for index, entry in enumerate(items):
-        if type(entry) is not dict:
-            errors.append(invalid((*path, index), entry, "must be of type object"))
-            continue
-        value = entry.get('name')
-        if type(value) is not str or not value:
-            if value is None or value == "":
-                errors.append(required((*path, index, 'name')))
-            else:
-                errors.append(invalid((*path, index, 'name'), value, "must be of type string"))
-        if type(value) is str:
-            if value and not is_dns1123_label(value):
-                errors.extend([invalid((*path, index, 'name'), value, problem) for problem in dns1123_label_problems(value)])
 
 
 def check_container_port(
@@ -128,32 +95,6 @@ def check_container_port(
                 errors.extend([invalid(((*path, 'name') if index < 0 else (*path, index, 'name')), value, problem) for problem in port_name_problems(value)])
         elif value is not None:
             errors.append(invalid(((*path, 'name') if index < 0 else (*path, index, 'name')), value, "must be of type string"))
-
-
-def check_each_container_port(items: list[Any], path: FieldPath, errors: list[FieldError]) -> None:
-    """Each container port of the list at ``path``, as ``check_container_port``; an entry that is no object
-    is refused (``must be of type object``)."""
-    for index, entry in enumerate(items):
-        if type(entry) is not dict:
-            errors.append(invalid((*path, index), entry, "must be of type object"))
-            continue
-        value = entry.get('containerPort')
-        if value is None:
-            errors.append(required((*path, index, 'containerPort')))
-        if value is not None and not (type(value) is int and 1 <= value <= 65535):
-            errors.append(invalid((*path, index, 'containerPort'), value, 'must be between 1 and 65535, inclusive'))
-        value = entry.get('hostPort')
-        if value is not None and not (type(value) is int and 0 <= value <= 65535):
-            errors.append(invalid((*path, index, 'hostPort'), value, 'must be between 1 and 65535, inclusive'))
-        value = entry.get('protocol')
-        if value is not None and value not in ('TCP', 'UDP', 'SCTP'):
-            errors.append(not_supported((*path, index, 'protocol'), value, ('TCP', 'UDP', 'SCTP')))
-        value = entry.get('name')
-        if type(value) is str:
-            if value and not is_port_name(value):
-                errors.extend([invalid((*path, index, 'name'), value, problem) for problem in port_name_problems(value)])
-        elif value is not None:
-            errors.append(invalid((*path, index, 'name'), value, "must be of type string"))
 
 
 def check_env_var(
@@ -212,18 +153,6 @@ def check_pod_spec(
             errors.append(not_supported(((*path, 'restartPolicy') if index < 0 else (*path, index, 'restartPolicy')), value, ('Always', 'OnFailure', 'Never')))
 
 
-def check_each_pod_spec(items: list[Any], path: FieldPath, errors: list[FieldError]) -> None:
-    """Each pod spec of the list at ``path``, as ``check_pod_spec``; an entry that is no object
-    is refused (``must be of type object``)."""
-    for index, entry in enumerate(items):
-        if type(entry) is not dict:
-            errors.append(invalid((*path, index), entry, "must be of type object"))
-            continue
-        value = entry.get('restartPolicy')
-        if value is not None and value not in ('Always', 'OnFailure', 'Never'):
-            errors.append(not_supported((*path, index, 'restartPolicy'), value, ('Always', 'OnFailure', 'Never')))
-
-
 def check_template(
     entry: dict[str, Any],
     path: FieldPath,
@@ -238,18 +167,6 @@ def check_template(
         value = entry.get('spec')
         if value is None:
             errors.append(required(((*path, 'spec') if index < 0 else (*path, index, 'spec'))))
-
-
-def check_each_template(items: list[Any], path: FieldPath, errors: list[FieldError]) -> None:
-    """Each pod template of the list at ``path``, as ``check_template``; an entry that is no object
-    is refused (``must be of type object``)."""
-    for index, entry in enumerate(items):
-        if type(entry) is not dict:
-            errors.append(invalid((*path, index), entry, "must be of type object"))
-            continue
-        value = entry.get('spec')
-        if value is None:
-            errors.append(required((*path, index, 'spec')))
 
 
 def check_volume(
@@ -274,59 +191,7 @@ def check_volume(
                 errors.extend([invalid(((*path, 'name') if index < 0 else (*path, index, 'name')), value, problem) for problem in dns1123_label_problems(value)])
 
 
-def check_each_volume(items: list[Any], path: FieldPath, errors: list[FieldError]) -> None:
-    """Each volume of the list at ``path``, as ``check_volume``; an entry that is no object
-    is refused (``must be of type object``)."""
-    for index, entry in enumerate(items):
-        if type(entry) is not dict:
-            errors.append(invalid((*path, index), entry, "must be of type object"))
-            continue
-        value = entry.get('name')
-        if type(value) is not str or not value:
-            if value is None or value == "":
-                errors.append(required((*path, index, 'name')))
-            else:
-                errors.append(invalid((*path, index, 'name'), value, "must be of type string"))
-        if type(value) is str:
-            if value and not is_dns1123_label(value):
-                errors.extend([invalid((*path, index, 'name'), value, problem) for problem in dns1123_label_problems(value)])
-
-
 def check_volume_mount(
-    entry: dict[str, Any],
-    path: FieldPath,
-    errors: list[FieldError],
-    index: int = -1,
-    only: tuple[str, ...] = (),
-) -> None:
-    """One volume mount at ``path`` (with ``index``, the entry ``index`` of the list at ``path``:
-    the entry's path is built only for an error): its declared rules' errors added to ``errors``,
-    in declaration order (``only``: of these ids alone, for a loop that reports around them)."""
-    if not only or 'pod-template/{list}/mounts' in only:
-        value = entry.get('mountPath')
-        if type(value) is not str or not value:
-            if value is None or value == "":
-                errors.append(required(((*path, 'mountPath') if index < 0 else (*path, index, 'mountPath'))))
-            else:
-                errors.append(invalid(((*path, 'mountPath') if index < 0 else (*path, index, 'mountPath')), value, "must be of type string"))
-
-
-def check_each_volume_mount(items: list[Any], path: FieldPath, errors: list[FieldError]) -> None:
-    """Each volume mount of the list at ``path``, as ``check_volume_mount``; an entry that is no object
-    is refused (``must be of type object``)."""
-    for index, entry in enumerate(items):
-        if type(entry) is not dict:
-            errors.append(invalid((*path, index), entry, "must be of type object"))
-            continue
-        value = entry.get('mountPath')
-        if type(value) is not str or not value:
-            if value is None or value == "":
-                errors.append(required((*path, index, 'mountPath')))
-            else:
-                errors.append(invalid((*path, index, 'mountPath'), value, "must be of type string"))
-
-
-def check_volume_mount_name(
     entry: dict[str, Any],
     path: FieldPath,
     errors: list[FieldError],
@@ -343,18 +208,9 @@ def check_volume_mount_name(
                 errors.append(required(((*path, 'name') if index < 0 else (*path, index, 'name'))))
             else:
                 errors.append(invalid(((*path, 'name') if index < 0 else (*path, index, 'name')), value, "must be of type string"))
-
-
-def check_each_volume_mount_name(items: list[Any], path: FieldPath, errors: list[FieldError]) -> None:
-    """Each volume mount of the list at ``path``, as ``check_volume_mount_name``; an entry that is no object
-    is refused (``must be of type object``)."""
-    for index, entry in enumerate(items):
-        if type(entry) is not dict:
-            errors.append(invalid((*path, index), entry, "must be of type object"))
-            continue
-        value = entry.get('name')
+        value = entry.get('mountPath')
         if type(value) is not str or not value:
             if value is None or value == "":
-                errors.append(required((*path, index, 'name')))
+                errors.append(required(((*path, 'mountPath') if index < 0 else (*path, index, 'mountPath'))))
             else:
-                errors.append(invalid((*path, index, 'name'), value, "must be of type string"))
+                errors.append(invalid(((*path, 'mountPath') if index < 0 else (*path, index, 'mountPath')), value, "must be of type string"))

@@ -1216,6 +1216,8 @@ class ScopeDeclarations:
         ]
         body, imports = self._body(each=False)
         lines += body
+        if not self.scope.each:
+            return lines, imports
         # The same checks over a whole list, for a loop that reports nothing between its entries.
         lines += [
             "",

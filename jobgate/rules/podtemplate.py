@@ -277,7 +277,8 @@ def _check_container(
             if type(mount) is not dict:
                 _not_an_object(mount, (*mounts_path, index), errors)
                 continue
-            scoped_rules.check_volume_mount_name(mount, mounts_path, errors, index)
+            # A name of no volume is set (a string, not ""): it never comes with the scope's error of
+            # the name, and is reported first, where it was (before the mount's path).
             mount_name = mount.get("name")
             if type(mount_name) is str and mount_name and mount_name not in volume_names:
                 mount_path = (*mounts_path, index, "name")

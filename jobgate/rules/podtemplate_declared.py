@@ -7,8 +7,8 @@ generators, never when a job is checked.
 
 ``{list}`` in an id or summary is the container list of the site: ``containers`` or
 ``initContainers``. A loop that reports something of its own between two checks of one entry (a
-duplicate name, a mount of no volume) calls two scopes, one before and one after; the declarations
-of one id are one rule of the catalogue however many scopes hold them.
+container's name used twice, between its name's and its image's errors) calls two scopes, one before
+and one after; the declarations of one id are one rule of the catalogue however many scopes hold them.
 
 The fields are strings and integers that the CRDs keep whole (``x-kubernetes-preserve-unknown-fields``):
 no structural schema check reads their types, so the declarations say them (``string``, ``integer``).
@@ -71,16 +71,13 @@ PORT = Scope(
 )
 _MOUNTS = "pod-template/{list}/mounts"
 _MOUNTS_SUMMARY = "{list}: volume mounts name a volume and a mount path"
-# The mount's name, then (after the loop's check that a volume has that name) its path.
-MOUNT_NAME = Scope(
-    "volume_mount_name",
-    "volume mount",
-    (RequiredField(_MOUNTS, _MOUNTS_SUMMARY, "name", empty_is_unset=True, string=True),),
-)
 MOUNT = Scope(
     "volume_mount",
     "volume mount",
-    (RequiredField(_MOUNTS, _MOUNTS_SUMMARY, "mountPath", empty_is_unset=True, string=True),),
+    (
+        RequiredField(_MOUNTS, _MOUNTS_SUMMARY, "name", empty_is_unset=True, string=True),
+        RequiredField(_MOUNTS, _MOUNTS_SUMMARY, "mountPath", empty_is_unset=True, string=True),
+    ),
 )
 _ENV = "pod-template/{list}/env"
 _ENV_SUMMARY = "{list}: environment variable names are printable ASCII without '='"
@@ -91,6 +88,7 @@ ENV_VAR = Scope(
         RequiredField(_ENV, _ENV_SUMMARY, "name", empty_is_unset=True, string=True),
         StringField(_ENV, _ENV_SUMMARY, "name", syntax="env-var-name"),
     ),
+    each=True,
 )
 _VOLUMES = "pod-template/volumes"
 _VOLUMES_SUMMARY = "volumes have names, DNS-1123 labels"
@@ -103,4 +101,4 @@ VOLUME = Scope(
     ),
 )
 
-SCOPES = (TEMPLATE, POD_SPEC, CONTAINER_NAME, CONTAINER, PORT, MOUNT_NAME, MOUNT, ENV_VAR, VOLUME)
+SCOPES = (TEMPLATE, POD_SPEC, CONTAINER_NAME, CONTAINER, PORT, MOUNT, ENV_VAR, VOLUME)

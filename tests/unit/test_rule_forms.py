@@ -1009,6 +1009,7 @@ MEMBER = Scope(
         RequiredField("s/{list}/port", "{list}: ports have numbers", "ports[*].number"),
         FieldBound("s/{list}/replicas", "{list}: replicas at most 3", "replicas", maximum=3, message="at most 3"),
     ),
+    each=True,
 )
 MEMBERS = ScopeDeclarations(MEMBER)
 
@@ -1098,6 +1099,8 @@ def test_the_generated_scopes_are_the_declarations():
     tables = {str(path): text for path, text in package_tables().items()}
     assert tables[SCOPED_TABLE] == Path(SCOPED_TABLE).read_text()
     assert "check_container" in tables[SCOPED_TABLE]
+    # A list's check only for a scope that asks for one.
+    assert "def check_each_env_var(" in tables[SCOPED_TABLE] and "def check_each_container(" not in tables[SCOPED_TABLE]
     assert "dataclasses" not in tables[SCOPED_TABLE] and "\nfrom typing" not in tables[SCOPED_TABLE]
 
 

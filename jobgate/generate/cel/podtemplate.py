@@ -47,7 +47,6 @@ from jobgate.rules.podtemplate_declared import (
     CONTAINER_NAME,
     ENV_VAR,
     MOUNT,
-    MOUNT_NAME,
     POD_SPEC,
     PORT,
     TEMPLATE,
@@ -204,10 +203,7 @@ def pod_template_rules(site: TemplateSite) -> list[Rule]:
                 ),
                 why="reported at the container's ports (a rule on a list cannot name the item)",
             ),
-            *scope_rules(
-                ScopeSite(MOUNT_NAME, f"{entries}.volumeMounts[*]", names),
-                ScopeSite(MOUNT, f"{entries}.volumeMounts[*]", names),
-            ),
+            *scope_rules(ScopeSite(MOUNT, f"{entries}.volumeMounts[*]", names)),
             Rule(
                 f"pod-template/{key}/mounted-volumes",
                 f"{key}: every volume mount names a volume of the pod",
