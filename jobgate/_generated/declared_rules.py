@@ -9,9 +9,13 @@ from jobgate.rules.declared import (
     acyclic,
     at_most_one_of,
     at_most_sum,
+    bounds,
+    claim_volumes,
     default_field,
     default_indexed,
     default_item_fields,
+    default_item_product,
+    default_item_when,
     default_sum,
     field_bound,
     fixed_count,
@@ -21,14 +25,19 @@ from jobgate.rules.declared import (
     immutable,
     implied_keys,
     known_keys,
+    lifecycle_policies,
     max_items,
+    not_both,
     required_field,
+    required_item_field,
+    required_list,
     required_roles,
     role_field_bound,
     string_field,
     subdomain,
     unchanged,
     unique_by,
+    unique_name,
 )
 
 TYPE_CHECKING = False
@@ -87,6 +96,10 @@ def default_job_batch_volcano_sh(
         obj = default_field(obj, recorder, ('spec', 'maxRetry'), 3, True)
     if not only or 'volcano/task-name' in only:
         obj = default_indexed(obj, recorder, ('spec', 'tasks'), field='name', prefix='default', empty_is_unset=True)
+    if not only or 'volcano/dns-policy' in only:
+        obj = default_item_when(obj, recorder, ('spec', 'tasks'), field=('template', 'spec', 'dnsPolicy'), value='ClusterFirstWithHostNet', when=('hostNetwork', True), empty_is_unset=True)
+    if not only or 'volcano/task-min-available' in only:
+        obj = default_item_product(obj, recorder, ('spec', 'tasks'), field='minAvailable', factors=(('partitionPolicy', 'minPartitions'), ('partitionPolicy', 'partitionSize')), otherwise=('replicas',))
     if not only:
         obj = default_item_fields(obj, recorder, ('spec', 'tasks'), (('maxRetry', 3, True, ''),))
     elif any(i in only for i in ('volcano/task-max-retry',)):
@@ -103,16 +116,30 @@ def validate_job_batch_volcano_sh(
 ) -> list[FieldError]:
     """Job (batch.volcano.sh): the declared rules' errors, in declaration order (``only``: of these ids alone, for a family whose hand-written rules report around them)."""
     errors: list[FieldError] = []
+    if not only or 'volcano/tasks-required' in only:
+        errors.extend(required_list(obj, ('spec', 'tasks'), 'No task specified in job spec'))
+    if not only or 'volcano/task-names-unique' in only:
+        errors.extend(unique_name(obj, ('spec', 'tasks'), 'name', 'duplicated task name {name}'))
+    if not only or 'volcano/template-required' in only:
+        errors.extend(required_item_field(obj, ('spec', 'tasks'), 'template', 'spec.task[{index}].template.spec.containers: Required value'))
     if not only or 'volcano/min-available' in only:
         errors.extend(at_most_sum(obj, old, path=('spec', 'minAvailable'), items_path=('spec', 'tasks'), field='replicas', unset=0, message="job 'minAvailable' should not be greater than total replicas in tasks", update_message="job 'minAvailable' must not be greater than total replicas"))
     if not only or 'volcano/plugins' in only:
         errors.extend(known_keys(obj, ('spec', 'plugins'), ('ssh', 'env', 'svc', 'tensorflow', 'mpi', 'pytorch', 'hcclrank', 'ray'), 'unable to find job plugin: {key}'))
     if not only or 'volcano/mpi-master' in only:
         errors.extend(flag_names_entry(obj, old, map_path=('spec', 'plugins'), name='mpi', flag='master', default='master', items_path=('spec', 'tasks'), key='name', message='The specified mpi master task was not found', create_only=True))
+    if not only or 'volcano/volumes' in only:
+        errors.extend(claim_volumes(obj, ('spec', 'volumes'), fields=('mountPath', 'volumeClaim', 'volumeClaimName'), words=('mountPath is required;', 'duplicated mountPath: {path};', 'either VolumeClaim or VolumeClaimName must be specified;', 'conflict: If you want to use an existing PVC, just specify VolumeClaimName.If you want to create a new PVC, you do not need to specify VolumeClaimName', 'invalid VolumeClaimName {name} : [{problems}]')))
     if not only or 'volcano/dag' in only:
         errors.extend(acyclic(obj, old, path=('spec', 'tasks'), key='name', depends=('dependsOn', 'name'), message="job has dependencies between tasks, but doesn't form a directed acyclic graph(DAG)", missing=' (no task named {names})', create_only=True))
+    if not only or 'volcano/policies' in only:
+        errors.extend(lifecycle_policies(obj, lists=(('spec', 'policies'), ('spec', 'tasks', '[*]', 'policies')), events=('*', 'PodFailed', 'PodEvicted', 'PodPending', 'Unknown', 'TaskCompleted', 'TaskFailed', 'JobUpdated'), actions=('AbortJob', 'RestartJob', 'RestartTask', 'RestartPod', 'RestartPartition', 'TerminateJob', 'CompleteJob', 'ResumeJob'), any_event='*', words=('must not specify event and exitCode simultaneously', 'either event and exitCode should be specified', 'invalid policy action; valid events are [*, PodFailed, PodEvicted, PodPending, Unknown, TaskCompleted, TaskFailed, JobUpdated], valid actions are [AbortJob, RestartJob, RestartTask, RestartPod, RestartPartition, TerminateJob, CompleteJob, ResumeJob]', 'invalid policy event; valid events are [*, PodFailed, PodEvicted, PodPending, Unknown, TaskCompleted, TaskFailed, JobUpdated], valid actions are [AbortJob, RestartJob, RestartTask, RestartPod, RestartPartition, TerminateJob, CompleteJob, ResumeJob]', 'duplicate event {event}  across different policy', '0 is not a valid error code', 'duplicate exitCode {code}', "if there's * here, no other policy should be here")))
+    if not only or 'volcano/network-topology' in only:
+        errors.extend(not_both(obj, (('spec', 'networkTopology'), ('spec', 'tasks', '[*]', 'partitionPolicy', 'networkTopology')), 'highestTierAllowed', 'highestTierName', "must not specify 'highestTierAllowed' and 'highestTierName' in networkTopology simultaneously"))
     if not only or 'volcano/priority-class-name' in only:
         errors.extend(subdomain(obj, old, ('spec', 'priorityClassName'), True))
+    if not only or 'volcano/bounds' in only:
+        errors.extend(bounds(obj, ((('spec', 'tasks'), 30, False, ()), (('spec', 'policies'), 32, False, ((('events',), 16, False, ()), (('action',), 128, True, ()), (('timeout',), 128, True, ()))), (('spec', 'volumes'), 32, False, ((('mountPath',), 4096, True, ()), (('volumeClaimName',), 253, True, ()))), (('spec', 'plugins', '{*}'), 64, False, (((), 1024, True, ()),)), (('spec', 'tasks'), None, False, ((('policies',), 32, False, ((('events',), 16, False, ()), (('action',), 128, True, ()), (('timeout',), 128, True, ()))), (('dependsOn', 'name'), 16, False, (((), 63, True, ()),)))))))
     if not only or 'volcano/update/task-count' in only:
         errors.extend(fixed_count(obj, old, ('spec', 'tasks'), 'job updates may not add or remove tasks'))
     if not only or 'volcano/scheduler-name' in only:

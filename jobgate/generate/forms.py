@@ -6,12 +6,14 @@ Each form is compiled here once; a family lists declarations, never CEL or a che
 
 from __future__ import annotations
 
+import dataclasses
 import itertools
 import os
 import re
 from collections.abc import Iterable, Sequence
 
 from jobgate import _generated
+from jobgate.engine.fielderrors import not_supported
 from jobgate.generate.cel.catalogue import (
     LIST_ITEMS,
     MAP_VALUES,
@@ -35,10 +37,15 @@ from jobgate.rules.forms import (
     Acyclic,
     AtMostOneOf,
     AtMostSum,
+    Bound,
+    Bounds,
+    ClaimVolumes,
     Declaration,
     DefaultField,
     DefaultIndexed,
     DefaultItemField,
+    DefaultItemProduct,
+    DefaultItemWhen,
     DefaultSum,
     FieldBound,
     FieldForm,
@@ -49,8 +56,12 @@ from jobgate.rules.forms import (
     Immutable,
     ImpliedKeys,
     KnownKeys,
+    LifecyclePolicies,
     MaxItems,
+    NotBoth,
     RequiredField,
+    RequiredItemField,
+    RequiredList,
     RequiredRoles,
     RoleFieldBound,
     Roles,
@@ -58,18 +69,25 @@ from jobgate.rules.forms import (
     SameAll,
     SameUnlessBoth,
     Scalar,
+    Scope,
+    ScopeSite,
     Shape,
     StringField,
     Subdomain,
     Unchanged,
     UniqueBy,
+    UniqueName,
+    VolcanoForm,
     When,
 )
 from jobgate.rules.names import (
     DNS1123_LABEL_MESSAGE,
     DNS1123_SUBDOMAIN,
     DNS1123_SUBDOMAIN_MESSAGE,
+    ENV_VAR_NAME_MESSAGE,
     LABEL_MAX_LENGTH,
+    PORT_NAME_MAX_LENGTH,
+    PORT_NAME_PROBLEMS,
     SUBDOMAIN_MAX_LENGTH,
     max_length_message,
 )
@@ -168,6 +186,10 @@ class Declarations:
             if isinstance(d, FIELD_FORMS):
                 done.add(d.id)
                 out.append(_field_rule([o for o in self.declared if isinstance(o, FIELD_FORMS) and o.id == d.id]))
+            elif isinstance(d, LifecyclePolicies):
+                out.extend(_lifecycle_policies(d))
+            elif isinstance(d, ClaimVolumes):
+                out.extend(_claim_volumes(d))
             else:
                 out.append(self._rule(d))
         return out
@@ -194,7 +216,16 @@ class Declarations:
             )
         return out
 
-    def _default(self, d: DefaultField | DefaultItemField | DefaultIndexed | DefaultSum | ImpliedKeys) -> Default:
+    def _default(
+        self,
+        d: DefaultField
+        | DefaultItemField
+        | DefaultIndexed
+        | DefaultSum
+        | ImpliedKeys
+        | DefaultItemWhen
+        | DefaultItemProduct,
+    ) -> Default:
         if isinstance(d, VOLCANO_DEFAULT_FORMS):
             return _volcano_default(d)
         literal = _literal(d.value) if not isinstance(d.value, tuple) else ""
@@ -589,6 +620,18 @@ class Declarations:
                 growth = f"linear in the arguments (at most {d.bound}) and the list"
             elif isinstance(d, Acyclic):
                 growth = f"quadratic per round, {d.bound} rounds, bounded by {d.bound} entries"
+            elif isinstance(d, LifecyclePolicies):
+                growth = "quadratic in a list's policies (its uniqueness rules), bounded by its maxItems"
+            elif isinstance(d, ClaimVolumes):
+                growth = "quadratic in the volumes (distinct mount paths), bounded by their maxItems"
+            elif isinstance(d, NotBoth):
+                growth = "constant (CRD rule on each object)"
+            elif isinstance(d, RequiredList):
+                growth = "constant"
+            elif isinstance(d, UniqueName):
+                growth = "quadratic, bounded by the list's maxItems (CRD rule)"
+            elif isinstance(d, RequiredItemField | Bounds):
+                growth = "constant (schema keyword)"
             elif isinstance(d, UniqueBy):
                 default = self._item_default(d.list, d.key)
                 linear = (default is None or not default.empty_is_unset) and d.list_map
@@ -676,9 +719,13 @@ def declared_module_text(kinds: Iterable[tuple[str, str, Declarations]]) -> str:
                 "acyclic",
                 "at_most_one_of",
                 "at_most_sum",
+                "bounds",
+                "claim_volumes",
                 "default_field",
                 "default_indexed",
                 "default_item_fields",
+                "default_item_product",
+                "default_item_when",
                 "default_sum",
                 "field_bound",
                 "fixed_count",
@@ -688,14 +735,19 @@ def declared_module_text(kinds: Iterable[tuple[str, str, Declarations]]) -> str:
                 "immutable",
                 "implied_keys",
                 "known_keys",
+                "lifecycle_policies",
                 "max_items",
+                "not_both",
                 "required_field",
+                "required_item_field",
+                "required_list",
                 "required_roles",
                 "role_field_bound",
                 "string_field",
                 "subdomain",
                 "unchanged",
                 "unique_by",
+                "unique_name",
             )
         ),
         ")",
@@ -750,6 +802,25 @@ def cost_report(kinds: Iterable[tuple[str, str, Declarations]]) -> list[str]:
 # webhook says of one that is not (jobgate.rules.names.dns1123_label_problems).
 OPTIONAL_LABEL_PATTERN = "^([a-z0-9]([-a-z0-9]*[a-z0-9])?)?$"
 LABEL_PROBLEM = "^(" + re.escape(DNS1123_LABEL_MESSAGE) + "|must be no more than 63 )"
+
+# The names of Kubernetes' validation a StringField's ``syntax`` (``label``) checks: the schema
+# keywords that refuse the same values (in the apiserver's words) and every problem the webhook says.
+# The IANA service name rules without look-arounds (the schema's regular expressions are RE2): groups
+# of letters and digits joined by single hyphens, one letter at least; empty means no name.
+PORT_NAME_PATTERN = "^(([a-z0-9]+-)*[0-9]*[a-z][a-z0-9]*(-[a-z0-9]+)*)?$"
+ENV_VAR_NAME_PATTERN = "^[ -<>-~]+$"  # printable ASCII except '='
+SYNTAXES: dict[str, tuple[dict[str, object], tuple[str, ...]]] = {
+    "label": (
+        {"pattern": OPTIONAL_LABEL_PATTERN, "maxLength": LABEL_MAX_LENGTH},
+        (max_length_message(LABEL_MAX_LENGTH), DNS1123_LABEL_MESSAGE),
+    ),
+    "port-name": (
+        {"pattern": PORT_NAME_PATTERN, "maxLength": PORT_NAME_MAX_LENGTH},
+        (max_length_message(PORT_NAME_MAX_LENGTH), *PORT_NAME_PROBLEMS),
+    ),
+    # "" is refused by the pattern too: such a name is a RequiredField's (empty_is_unset) in the webhook.
+    "env-var-name": ({"pattern": ENV_VAR_NAME_PATTERN}, (ENV_VAR_NAME_MESSAGE,)),
+}
 
 _STEP = re.compile(r"\[\*\]|\{\*\}|\[[^\]*]+\]|[^.\[\]{}]+")
 WILDCARDS = ("[*]", "{*}")
@@ -924,9 +995,12 @@ def _field_parts(d: FieldForm) -> tuple[list[Produces], list[Placement], bool]:
                 )
             )
         elif isinstance(d, RequiredField):
-            if site.plain and not d.message and not d.empty_is_unset:
+            if site.plain and not d.message and (not d.empty_is_unset or d.string):
                 produces.append(Produces(site.produced, "REQUIRED", "^$"))
                 placements.append(Placement(site.location, {"required": [site.target[0]]}))
+                if d.empty_is_unset:
+                    # A string's "": the apiserver refuses it in its own words (at least 1 chars long).
+                    placements.append(Placement((*site.location, site.target[0]), {"minLength": 1}))
                 continue
             _needs_message(d, site)
             holds = f"{site.is_set()} && {field} != ''" if d.empty_is_unset else site.is_set()
@@ -945,10 +1019,12 @@ def _field_parts(d: FieldForm) -> tuple[list[Produces], list[Placement], bool]:
         elif isinstance(d, FieldBound):
             if d.minimum is None and d.maximum is None:
                 raise FormError(f"{d.id}: a bound needs a minimum or a maximum")
-            if site.plain and not d.message:
+            if site.plain and (not d.message or d.keyword):
                 bounds = {k: v for k, v in (("minimum", d.minimum), ("maximum", d.maximum)) if v is not None}
                 produces.append(
-                    Produces(site.produced, "INVALID", "^.* in body should be (greater|less) than or equal to ")
+                    Produces(site.produced, "INVALID", _exact(d.message))
+                    if d.message
+                    else Produces(site.produced, "INVALID", "^.* in body should be (greater|less) than or equal to ")
                 )
                 placements.append(Placement((*site.location, site.target[0]), bounds))
                 continue
@@ -961,18 +1037,16 @@ def _field_parts(d: FieldForm) -> tuple[list[Produces], list[Placement], bool]:
             produces.append(Produces(site.produced, "INVALID", _exact(d.message)))
             placements.append(Placement(site.location, validation=site.validation(holds, d.message)))
         else:
-            if d.label:
+            if d.label or d.syntax:
                 if d.pattern or d.enum or d.min_length is not None or d.max_length is not None or d.message:
                     raise FormError(f"{d.id}: a label says its own pattern, length and words")
                 if not site.plain:
                     raise FormError(f"{d.id}: a label is checked by schema keywords: a field, no condition")
-                produces.append(Produces(site.produced, "INVALID", LABEL_PROBLEM))
-                placements.append(
-                    Placement(
-                        (*site.location, site.target[0]),
-                        {"pattern": OPTIONAL_LABEL_PATTERN, "maxLength": LABEL_MAX_LENGTH},
-                    )
-                )
+                if (d.syntax or "label") not in SYNTAXES or (d.label and d.syntax):
+                    raise FormError(f"{d.id}: no syntax {d.syntax!r} (one of {sorted(SYNTAXES)})")
+                keywords, messages = SYNTAXES[d.syntax or "label"]
+                produces += [Produces(site.produced, "INVALID", _exact(m)) for m in messages]
+                placements.append(Placement((*site.location, site.target[0]), dict(keywords)))
                 continue
             if not (d.pattern or d.enum or d.min_length is not None or d.max_length is not None):
                 raise FormError(f"{d.id}: a string form needs a pattern, a length or values")
@@ -989,7 +1063,9 @@ def _field_parts(d: FieldForm) -> tuple[list[Produces], list[Placement], bool]:
                     produces.append(Produces(site.produced, "TOO_LONG"))
                 if d.enum:
                     keywords["enum"] = list(d.enum)
-                    produces.append(Produces(site.produced, "NOT_SUPPORTED"))
+                    produces.append(
+                        Produces(site.produced, "NOT_SUPPORTED", _exact(not_supported((), "", d.enum).detail))
+                    )
                 placements.append(Placement((*site.location, site.target[0]), keywords))
                 continue
             _needs_message(d, site)
@@ -1036,13 +1112,20 @@ def _field_calls(d: FieldForm) -> list[str]:
             calls.append(f"at_most_one_of(obj, {where}, fields={d.fields!r}, message={d.message!r})")
         elif isinstance(d, RequiredField | ForbiddenField):
             function = "required_field" if isinstance(d, RequiredField) else "forbidden_field"
-            calls.append(f"{function}(obj, {where}, empty_is_unset={d.empty_is_unset!r}, message={d.message!r})")
+            string = ", string=True" if isinstance(d, RequiredField) and d.string else ""
+            calls.append(
+                f"{function}(obj, {where}, empty_is_unset={d.empty_is_unset!r}, message={d.message!r}{string})"
+            )
         elif isinstance(d, FieldBound):
-            calls.append(f"field_bound(obj, {where}, bounds={(d.minimum, d.maximum)!r}, message={d.message!r})")
+            integer = ", integer=True" if d.integer else ""
+            calls.append(
+                f"field_bound(obj, {where}, bounds={(d.minimum, d.maximum)!r}, message={d.message!r}{integer})"
+            )
         else:
+            more = (f", syntax={d.syntax!r}" if d.syntax else "") + (", string=True" if d.string else "")
             calls.append(
                 f"string_field(obj, {where}, pattern={d.pattern!r}, lengths={(d.min_length, d.max_length)!r}, "
-                f"enum={d.enum!r}, message={d.message!r}, label={d.label!r})"
+                f"enum={d.enum!r}, message={d.message!r}, label={d.label!r}{more})"
             )
     return calls
 
@@ -1056,6 +1139,269 @@ def _field_cost(d: FieldForm) -> str:
     if isinstance(d, StringField) and d.pattern:
         return f"linear in the string's length (CRD rule{each})"
     return f"constant (CRD rule{each})"
+
+
+# --- per-entry scopes (jobgate/rules/forms.py's Scope) ------------------------------------------------
+#
+# A scope's declarations are compiled twice: once relative to the entry, to the Python function the
+# hand-written loop calls per entry, and once per site, as the same declarations with the site's path
+# in front, to the catalogue's records and placements (so a scope says at each site what a family's
+# own declaration there would).
+
+SCOPED_TABLE = os.path.join(os.path.dirname(_generated.__file__), "scoped_rules.py")
+
+
+def _prefixed(path: str | tuple[str, ...], prefix: str) -> str | tuple[str, ...]:
+    if isinstance(path, str):
+        return f"{prefix}.{path}"
+    return tuple(f"{prefix}.{p}" for p in path)
+
+
+class ScopeDeclarations:
+    """A scope's declarations: its generated function, and its rules at each site."""
+
+    def __init__(self, scope: Scope) -> None:
+        self.scope = scope
+        if not re.fullmatch(r"[a-z][a-z0-9_]*", scope.name):
+            raise FormError(f"a scope's name is a Python name: {scope.name!r}")
+        for d in scope.declared:
+            if not isinstance(d, FIELD_FORMS):
+                raise FormError(f"{d.id}: a scope holds field declarations (paths relative to the entry)")
+            for path in _paths(d):
+                _Site(d, path)  # refuses a path or condition its form cannot compile
+        # The ids as one site fills them: checked as a kind's are (field forms may share one).
+        self.at(ScopeSite(scope, "spec.entries[*]", ()))
+
+    def at(self, site: ScopeSite) -> Declarations:
+        """The declarations at ``site``: paths from the object's root, ids and summaries filled."""
+        if site.scope != self.scope:
+            raise FormError(f"a site of {site.scope.name} given to {self.scope.name}")
+        names = _Names(site.names)
+        out: list[Declaration] = []
+        for d in self.scope.declared:
+            changes: dict[str, object] = {
+                "id": d.id.format_map(names),
+                "summary": d.summary.format_map(names),
+                "path": _prefixed(d.path, site.path),
+            }
+            when = getattr(d, "when", None)
+            if when is not None:
+                changes["when"] = When(f"{site.path}.{when.path}", when.value)
+            out.append(dataclasses.replace(d, **changes))  # type: ignore[arg-type]
+        return Declarations(out)
+
+    def rules_at(self, site: ScopeSite) -> list[Rule]:
+        """The catalogue's records of the scope at ``site`` (in declaration order)."""
+        return self.at(site).rules()
+
+    def cost(self, site: ScopeSite) -> list[tuple[str, str]]:
+        return self.at(site).cost()
+
+    def python_function(self) -> tuple[list[str], set[str]]:
+        """The lines of ``check_<name>`` and the names it imports."""
+        name = self.scope.name
+        lines = [
+            "",
+            "",
+            f"def check_{name}(",
+            "    entry: dict[str, Any],",
+            "    path: FieldPath,",
+            "    errors: list[FieldError],",
+            "    index: int = -1,",
+            "    only: tuple[str, ...] = (),",
+            ") -> None:",
+            f'    """One {self.scope.entry} at ``path`` (with ``index``, the entry ``index`` of the list at ``path``:',
+            "    the entry's path is built only for an error): its declared rules' errors added to ``errors``,",
+            '    in declaration order (``only``: of these ids alone, for a loop that reports around them)."""',
+        ]
+        body, imports = self._body(each=False)
+        lines += body
+        if not self.scope.each:
+            return lines, imports
+        # The same checks over a whole list, for a loop that reports nothing between its entries.
+        lines += [
+            "",
+            "",
+            f"def check_each_{name}(items: list[Any], path: FieldPath, errors: list[FieldError]) -> None:",
+            f'    """Each {self.scope.entry} of the list at ``path``, as ``check_{name}``; an entry that is no object',
+            '    is refused (``must be of type object``)."""',
+            "    for index, entry in enumerate(items):",
+            "        if type(entry) is not dict:",
+            '            errors.append(invalid((*path, index), entry, "must be of type object"))',
+            "            continue",
+        ]
+        body, more = self._body(each=True)
+        lines += [f"    {line}" for line in body]
+        return lines, imports | more | {"invalid"}
+
+    def _body(self, *, each: bool) -> tuple[list[str], set[str]]:
+        lines: list[str] = []
+        imports: set[str] = set()
+        current, fetched = "", ""
+        for d in self.scope.declared:
+            body, needs = _scoped_python(d, each=each)
+            imports |= needs
+            if d.id != current:
+                # Declarations of one id side by side are one test of ``only`` (none over a list).
+                if not each:
+                    lines.append(f"    if not only or {d.id!r} in only:")
+                current, fetched = d.id, ""
+            if body[0].startswith("value = ") and body[0] == fetched:
+                body = body[1:]  # the same field, read once (no check writes it)
+            fetched = body[0] if body[0].startswith("value = ") else fetched
+            lines += [("    " if each else "        ") + line for line in body]
+        return lines, imports
+
+
+class _Names(dict[str, str]):
+    """A site's words for the placeholders; one it does not fill stays as written."""
+
+    def __missing__(self, key: str) -> str:
+        return "{" + key + "}"
+
+
+def scope_rules(*sites: ScopeSite) -> list[Rule]:
+    """The catalogue's records of scopes at their sites, compiled together: declarations of one id
+    are one rule, wherever they are (a loop that reports between two checks of an entry calls two
+    scopes, whose declarations may be one rule's)."""
+    declared: list[Declaration] = []
+    for site in sites:
+        declared += ScopeDeclarations(site.scope).at(site).declared
+    return Declarations(declared).rules()
+
+
+def _inline_site(d: FieldForm) -> str | None:
+    """The entry's own field that ``d`` checks, when its check can be written inline (one field of
+    the entry, no condition, no map key): the hot path of a loop over entries."""
+    if isinstance(d, AtMostOneOf) or not isinstance(d.path, str):
+        return None
+    site = _Site(d, d.path)
+    if site.scope or not site.plain:
+        return None
+    return site.target[0]
+
+
+def _scoped_python(d: FieldForm, *, each: bool = False) -> tuple[list[str], set[str]]:
+    """The lines that check one declaration of a scope on ``entry`` at ``path`` (``each``: the entry
+    ``index`` of the list at ``path``), and their imports. Inline for the forms of the hot path (a
+    field of the entry); otherwise the form's function, run on the entry, its errors rebased."""
+    field = _inline_site(d)
+    at = f"(*path, index, {field!r})" if each else f"((*path, {field!r}) if index < 0 else (*path, index, {field!r}))"
+    if field is not None and isinstance(d, RequiredField):
+        message = f", {d.message!r}" if d.message else ""
+        unset = 'value is None or value == ""' if d.empty_is_unset else "value is None"
+        if d.string:
+            valid = "type(value) is not str or not value" if d.empty_is_unset else "type(value) is not str"
+            # Valid values take the shortest way: one type test.
+            return [
+                f"value = entry.get({field!r})",
+                f"if {valid}:",
+                f"    if {unset}:",
+                f"        errors.append(required({at}{message}))",
+                "    else:",
+                f'        errors.append(invalid({at}, value, "must be of type string"))',
+            ], {"required", "invalid"}
+        return [
+            f"value = entry.get({field!r})",
+            f"if {unset}:",
+            f"    errors.append(required({at}{message}))",
+        ], {"required"}
+    if field is not None and isinstance(d, StringField) and (d.label or d.syntax):
+        is_one, problems = _SYNTAX_FUNCTIONS[d.syntax or "label"]
+        lines = [
+            f"value = entry.get({field!r})",
+            "if type(value) is str:",
+            f"    if value and not {is_one}(value):",
+            f"        errors.extend([invalid({at}, value, problem) for problem in {problems}(value)])",
+        ]
+        if d.string:
+            lines += ["elif value is not None:", f'    errors.append(invalid({at}, value, "must be of type string"))']
+        return lines, {"invalid", is_one, problems}
+    only_enum = isinstance(d, StringField) and d.enum and not (d.pattern or d.message or d.min_length or d.max_length)
+    if field is not None and isinstance(d, StringField) and only_enum:
+        # A string (or, with ``string``, anything but null) that is none of the values.
+        given = "value is not None" if d.string else "type(value) is str"
+        return [
+            f"value = entry.get({field!r})",
+            f"if {given} and value not in {d.enum!r}:",
+            f"    errors.append(not_supported({at}, value, {d.enum!r}))",
+        ], {"not_supported"}
+    if field is not None and isinstance(d, FieldBound) and d.integer and d.message:
+        within = (
+            (f"{d.minimum} <= " if d.minimum is not None else "")
+            + "value"
+            + (f" <= {d.maximum}" if d.maximum is not None else "")
+        )
+        # Valid values take the shortest way: a type test and a comparison.
+        return [
+            f"value = entry.get({field!r})",
+            f"if value is not None and not (type(value) is int and {within}):",
+            f"    errors.append(invalid({at}, value, {d.message!r}))",
+        ], {"invalid"}
+    calls = _field_calls(d)
+    lines = []
+    entry_path = "(*path, index)" if each else "((*path, index) if index >= 0 else path)"
+    for call in calls:
+        lines += [
+            f"for error in {call.replace('(obj, ', '(entry, ', 1)}:",
+            f"    errors.append(rebased({entry_path}, error))",
+        ]
+    function = calls[0].split("(", 1)[0]
+    return lines, {function, "rebased"}
+
+
+_SYNTAX_FUNCTIONS = {
+    "label": ("is_dns1123_label", "dns1123_label_problems"),
+    "port-name": ("is_port_name", "port_name_problems"),
+    "env-var-name": ("is_env_var_name", "env_var_name_problems"),
+}
+_SCOPED_IMPORTS = {
+    "is_port_name": "jobgate.rules.names",
+    "port_name_problems": "jobgate.rules.names",
+    "is_env_var_name": "jobgate.rules.names",
+    "env_var_name_problems": "jobgate.rules.names",
+    "required": "jobgate.engine.fielderrors",
+    "invalid": "jobgate.engine.fielderrors",
+    "not_supported": "jobgate.engine.fielderrors",
+    "is_dns1123_label": "jobgate.rules.names",
+    "dns1123_label_problems": "jobgate.rules.names",
+}
+
+
+def scoped_module_text(scopes: Iterable[Scope]) -> str:
+    """``jobgate/_generated/scoped_rules.py``: a function ``check_<name>`` per scope. It imports only
+    what its checks call (no declaration, no ``dataclasses`` or ``typing`` at run time: start-up)."""
+    functions: list[str] = []
+    imports: set[str] = set()
+    for scope in sorted(scopes, key=lambda s: s.name):
+        lines, needs = ScopeDeclarations(scope).python_function()
+        functions += lines
+        imports |= needs
+    modules: dict[str, list[str]] = {}
+    for name in sorted(imports):
+        modules.setdefault(_SCOPED_IMPORTS.get(name, "jobgate.rules.declared"), []).append(name)
+    out = [
+        '"""Generated by `jobgate manifests generate` from the per-entry scopes; do not edit.',
+        "",
+        "Each scope's declared rules (jobgate/rules/forms.py's Scope) as one function that a hand-written",
+        'loop calls for each entry, where the checks of the entry run (docs/rule-forms.md)."""',
+        "",
+        "from __future__ import annotations",
+        "",
+    ]
+    for module in sorted(modules):
+        out += [f"from {module} import (", *(f"    {n}," for n in modules[module]), ")"]
+    out += [
+        "",
+        "TYPE_CHECKING = False",
+        "if TYPE_CHECKING:",
+        "    from typing import Any",
+        "",
+        "    from jobgate.engine.fielderrors import FieldError, FieldPath",
+        *functions,
+        "",
+    ]
+    return "\n".join(out)
 
 
 # --- forms only Volcano's rules use (jobgate/rules/forms.py's last block) ---------------------------
@@ -1075,7 +1421,75 @@ def _split(message: str, field: str) -> tuple[str, str]:
     return before, after
 
 
-def _volcano_rule(d: Acyclic | KnownKeys | FixedCount | Subdomain | FlagNamesEntry | Unchanged) -> Rule:
+def _volcano_rule(
+    d: VolcanoForm,
+) -> Rule:
+    if isinstance(d, Bounds):
+        walked = list(_bound_places(d.bounds, (), ""))
+        return Rule(
+            d.id,
+            d.summary,
+            Where.SCHEMA,
+            tuple(Produces(shown, kind) for _, _, shown, kind in walked),
+            tuple(Placement(at, keyword) for at, keyword, _, _ in walked),
+            why=d.why,
+        )
+    if isinstance(d, RequiredItemField):
+        before, after = _split(d.message, "index")
+        return Rule(
+            d.id,
+            d.summary,
+            Where.SCHEMA,
+            (Produces(f"{d.list}[*].{d.field}", "REQUIRED", "^" + _escape(before) + r"\d+" + _escape(after) + "$"),),
+            (Placement((*_path(d.list), LIST_ITEMS), {"required": [d.field]}),),
+            why=d.why,
+        )
+    if isinstance(d, UniqueName):
+        key = d.key
+        before, after = _split(d.message, "name")
+        first = (
+            f"self.map(t, (has(t.{key}) ? t.{key} : '')).filter(n, n != '' && "
+            f"self.filter(u, has(u.{key}) && u.{key} == n).size() > 1)[0]"
+        )
+        shown = f"{cel_string(before)} + {first}" + (f" + {cel_string(after)}" if after else "")
+        return Rule(
+            d.id,
+            d.summary,
+            Where.CRD_RULE,
+            (Produces(f"{d.list}[*].{key}", "DUPLICATE", "^" + _escape(before), apiserver_drops=2),),
+            (
+                Placement(
+                    _path(d.list),
+                    validation=Validation(
+                        rule=f"self.all(t, !(has(t.{key}) && t.{key} != '') || "
+                        f"self.exists_one(u, has(u.{key}) && u.{key} == t.{key}))",
+                        message_expression=shown,
+                    ),
+                ),
+            ),
+            why=ITEM_NOT_NAMED,
+        )
+    if isinstance(d, RequiredList):
+        parent, name = d.path.rsplit(".", 1)
+        return Rule(
+            d.id,
+            d.summary,
+            Where.CRD_RULE,
+            (Produces(d.path, "REQUIRED", _exact(d.message)),),
+            (
+                Placement(
+                    _path(parent),
+                    validation=Validation(
+                        rule=f"has(self.{name})", message=d.message, field_path=f".{name}", reason="FieldValueRequired"
+                    ),
+                ),
+            ),
+            why=d.why,
+        )
+    if isinstance(d, NotBoth):
+        return _not_both(d)
+    if isinstance(d, LifecyclePolicies | ClaimVolumes):
+        raise FormError(f"{d.id}: a rule per check (Declarations.rules)")  # pragma: no cover
     if isinstance(d, Acyclic):
         return _acyclic(d)
     if isinstance(d, Unchanged):
@@ -1259,8 +1673,12 @@ def _patch(path: str, value: str) -> str:
     return f"JSONPatch{{op: 'add', path: {path}, value: {value}}}"
 
 
-def _volcano_default(d: DefaultIndexed | DefaultSum | ImpliedKeys) -> Default:
+def _volcano_default(
+    d: DefaultIndexed | DefaultSum | ImpliedKeys | DefaultItemWhen | DefaultItemProduct,
+) -> Default:
     """A policy patch each: no schema default says any of them."""
+    if isinstance(d, DefaultItemWhen | DefaultItemProduct):
+        return _item_patch(d)
     if isinstance(d, DefaultIndexed):
         parent = "object." + d.list.rsplit(".", 1)[0]
         items = f"object.{d.list}"
@@ -1295,7 +1713,42 @@ def _volcano_default(d: DefaultIndexed | DefaultSum | ImpliedKeys) -> Default:
     return Default(d.id, d.summary, Where.MUTATING_POLICY, (f"has({parent}) && has({found}) ? {missing} : []",))
 
 
-def _volcano_default_call(d: DefaultIndexed | DefaultSum | ImpliedKeys) -> str:
+def _item_patch(d: DefaultItemWhen | DefaultItemProduct) -> Default:
+    """A patch of each entry (``t``, its index ``ti``) whose field is unset (and whose condition holds)."""
+    path = _path(d.list)
+    steps = d.field.split(".")
+    field = f"t.{d.field}"
+    pointer = cel_string("/" + "/".join(path) + "/") + f" + string(ti) + {cel_string('/' + '/'.join(steps))}"
+    if isinstance(d, DefaultItemWhen):
+        beside = ".".join((*steps[:-1], d.when.path))
+        unset = f"!has({field})" + (f" || {field} == {_empty(d.value)}" if d.empty_is_unset else "")
+        condition = f"{_has_chain('t', beside.split('.'))} && t.{beside} == {_literal(d.when.value)} && ({unset})"
+        value = _literal(d.value)
+    else:
+
+        def read(name: str) -> str:
+            return f"({_has_chain('t', name.split('.'))} ? t.{name} : 0)"
+
+        first, *others = (read(f) for f in d.factors)
+        product = " * ".join((first, *others))
+        condition = f"!has({field})"
+        value = f"({first} > 0 ? {product} : {read(d.otherwise)})"
+    items = f"object.{d.list}"
+    patch = f"{_has_chain('object', path)} ? {items}.transformList(ti, t, {condition}, {_patch(pointer, value)}) : []"
+    return Default(d.id, d.summary, Where.MUTATING_POLICY, (patch,))
+
+
+def _volcano_default_call(d: DefaultIndexed | DefaultSum | ImpliedKeys | DefaultItemWhen | DefaultItemProduct) -> str:
+    if isinstance(d, DefaultItemWhen):
+        return (
+            f"default_item_when(obj, recorder, {_path(d.list)!r}, field={_path(d.field)!r}, value={d.value!r}, "
+            f"when={(d.when.path, d.when.value)!r}, empty_is_unset={d.empty_is_unset!r})"
+        )
+    if isinstance(d, DefaultItemProduct):
+        return (
+            f"default_item_product(obj, recorder, {_path(d.list)!r}, field={d.field!r}, "
+            f"factors={tuple(_path(f) for f in d.factors)!r}, otherwise={_path(d.otherwise)!r})"
+        )
     if isinstance(d, DefaultIndexed):
         return (
             f"default_indexed(obj, recorder, {_path(d.list)!r}, field={d.field!r}, prefix={d.prefix!r}, "
@@ -1386,7 +1839,29 @@ def _unchanged(d: Unchanged) -> Rule:
     )
 
 
-def _volcano_call(d: Acyclic | KnownKeys | FixedCount | Subdomain | FlagNamesEntry | Unchanged) -> str:
+def _volcano_call(
+    d: VolcanoForm,
+) -> str:
+    if isinstance(d, Bounds):
+        return f"bounds(obj, {_bound_nodes(d.bounds)!r})"
+    if isinstance(d, RequiredItemField):
+        return f"required_item_field(obj, {_path(d.list)!r}, {d.field!r}, {d.message!r})"
+    if isinstance(d, UniqueName):
+        return f"unique_name(obj, {_path(d.list)!r}, {d.key!r}, {d.message!r})"
+    if isinstance(d, RequiredList):
+        return f"required_list(obj, {_path(d.path)!r}, {d.message!r})"
+    if isinstance(d, NotBoth):
+        paths = tuple(field_steps(p) for p in ((d.path,) if isinstance(d.path, str) else d.path))
+        return f"not_both(obj, {paths!r}, {d.first!r}, {d.second!r}, {d.message!r})"
+    if isinstance(d, ClaimVolumes):
+        words = (d.mount_required, d.mount_twice, d.neither, d.both, d.bad_name)
+        return f"claim_volumes(obj, {_path(d.list)!r}, fields={(d.mount, d.claim, d.claim_name)!r}, words={words!r})"
+    if isinstance(d, LifecyclePolicies):
+        words = (d.both, d.neither, d.action, d.event, d.event_twice, d.zero, d.code_twice, d.not_alone)
+        return (
+            f"lifecycle_policies(obj, lists={tuple(field_steps(p) for p in d.lists)!r}, events={d.events!r}, "
+            f"actions={d.actions!r}, any_event={d.any_event!r}, words={words!r})"
+        )
     if isinstance(d, Acyclic):
         return (
             f"acyclic(obj, old, path={_path(d.list)!r}, key={d.key!r}, depends={_path(d.depends)!r}, "
@@ -1409,6 +1884,346 @@ def _volcano_call(d: Acyclic | KnownKeys | FixedCount | Subdomain | FlagNamesEnt
             f"create_only={d.create_only!r})"
         )
     return f"subdomain(obj, old, {_path(d.path)!r}, {d.create_only!r})"
+
+
+def _on_events(p: str) -> str:
+    return f"((has({p}.events) && {p}.events.exists(e, e != '')) || (has({p}.event) && {p}.event != ''))"
+
+
+def _names_event(p: str, event: str) -> str:
+    return f"((has({p}.events) && {event} in {p}.events) || (has({p}.event) && {p}.event == {event}))"
+
+
+def _checked_events(p: str) -> str:
+    """A policy whose events Volcano counts: on events, without an exit code."""
+    return f"({_on_events(p)} && !has({p}.exitCode))"
+
+
+def _exit_code_only(p: str) -> str:
+    return f"(!{_on_events(p)} && has({p}.exitCode))"
+
+
+def _lifecycle_policies(d: LifecyclePolicies) -> list[Rule]:
+    """A rule per check: what a policy says on the policy, what the policies of a list say together
+    on the list, which the apiserver names (a rule on a list cannot name the item)."""
+    places = []
+    for path in d.lists:
+        steps = field_steps(path)
+        places.append((tuple({"[*]": LIST_ITEMS}.get(s, s) for s in steps), _render(steps)))
+    events, actions = cel_list(d.events), cel_list(d.actions)
+    checked = _checked_events("self")
+
+    def each(check: str, at: Location, message: str, field_path: str = "", reason: str = "") -> Placement:
+        return Placement(
+            (*at, LIST_ITEMS), validation=Validation(rule=check, message=message, field_path=field_path, reason=reason)
+        )
+
+    def rule(name: str, summary: str, produces: list[Produces], placements: list[Placement], why: str = "") -> Rule:
+        return Rule(f"{d.id}/{name}", summary, Where.CRD_RULE, tuple(produces), tuple(placements), why=why)
+
+    twice = f"self.filter(p, {_checked_events('p')} && {_names_event('p', 'e')}).size() > 1"
+    event_before, event_after = _split(d.event_twice, "event")
+    code_before, _ = _split(d.code_twice, "code")
+    any_event = cel_string(d.any_event)
+    other = (
+        f"((has(p.events) && p.events.exists(e, e != '' && e != {any_event})) || "
+        f"(has(p.event) && p.event != '' && p.event != {any_event}))"
+    )
+    return [
+        rule(
+            "event-or-exit-code",
+            "a policy names events or an exit code, not both",
+            [
+                p
+                for _, path in places
+                for p in (
+                    Produces(f"{path}[*]", "REQUIRED", _exact(d.neither)),
+                    Produces(f"{path}[*].exitCode", "FORBIDDEN", _exact(d.both)),
+                )
+            ],
+            [
+                p
+                for at, _ in places
+                for p in (
+                    each(f"{_on_events('self')} || has(self.exitCode)", at, d.neither, reason="FieldValueRequired"),
+                    each(
+                        f"!({_on_events('self')} && has(self.exitCode))",
+                        at,
+                        d.both,
+                        field_path=".exitCode",
+                        reason="FieldValueForbidden",
+                    ),
+                )
+            ],
+        ),
+        rule(
+            "action",
+            "a policy on events has an action of " + ", ".join(d.actions),
+            [Produces(f"{path}[*].action", "INVALID", _exact(d.action)) for _, path in places],
+            [
+                each(f"!{checked} || (has(self.action) && self.action in {actions})", at, d.action, ".action")
+                for at, _ in places
+            ],
+        ),
+        rule(
+            "events",
+            "a policy's events are " + ", ".join(d.events),
+            [
+                p
+                for _, path in places
+                for p in (
+                    Produces(f"{path}[*].events[*]", "INVALID", _exact(d.event), apiserver_drops=1),
+                    Produces(f"{path}[*].event", "INVALID", _exact(d.event)),
+                )
+            ],
+            [
+                p
+                for at, _ in places
+                for p in (
+                    each(
+                        f"!{checked} || !has(self.events) || self.events.all(e, e == '' || e in {events})",
+                        at,
+                        d.event,
+                        ".events",
+                    ),
+                    # An event also in ``events`` is reported there only.
+                    each(
+                        f"!{checked} || !has(self.event) || self.event == '' || "
+                        f"(has(self.events) && self.event in self.events) || self.event in {events}",
+                        at,
+                        d.event,
+                        ".event",
+                    ),
+                )
+            ],
+            why="an unknown one in events is reported at the list (a rule on a list cannot name the item)",
+        ),
+        rule(
+            "exit-code",
+            "a policy's exit code is not 0",
+            [Produces(f"{path}[*].exitCode", "INVALID", _exact(d.zero)) for _, path in places],
+            [
+                each(f"{_on_events('self')} || !has(self.exitCode) || self.exitCode != 0", at, d.zero, ".exitCode")
+                for at, _ in places
+            ],
+        ),
+        rule(
+            "events-unique",
+            "an event is named by one policy of the list at most",
+            [
+                p
+                for _, path in places
+                for p in (
+                    Produces(f"{path}[*].events[*]", "DUPLICATE", "^" + _escape(event_before), apiserver_drops=3),
+                    Produces(f"{path}[*].event", "DUPLICATE", "^" + _escape(event_before), apiserver_drops=2),
+                )
+            ],
+            [
+                Placement(
+                    at,
+                    validation=Validation(
+                        rule=f"!{events}.exists(e, {twice})",
+                        message_expression=f"{cel_string(event_before)} + {events}.filter(e, {twice})[0] + "
+                        f"{cel_string(event_after)}",
+                    ),
+                )
+                for at, _ in places
+            ],
+            why=ITEM_NOT_NAMED,
+        ),
+        rule(
+            "exit-codes-unique",
+            "an exit code is named by one policy of the list at most",
+            [
+                Produces(f"{path}[*].exitCode", "DUPLICATE", "^" + _escape(code_before), apiserver_drops=2)
+                for _, path in places
+            ],
+            [
+                Placement(
+                    at,
+                    validation=Validation(
+                        rule=f"self.all(p, !{_exit_code_only('p')} || p.exitCode == 0 || "
+                        f"self.exists_one(q, {_exit_code_only('q')} && q.exitCode == p.exitCode))",
+                        # CEL's cost estimator cannot size string(int): the message cannot quote the code.
+                        message=f"{code_before.strip()}: two policies of the list have the same exitCode",
+                    ),
+                )
+                for at, _ in places
+            ],
+            why=ITEM_NOT_NAMED,
+        ),
+        rule(
+            "any-event-alone",
+            f"a list with a policy on {d.any_event} has no policy on another event",
+            [Produces(path, "INVALID", _exact(d.not_alone)) for _, path in places],
+            [
+                Placement(
+                    at,
+                    validation=Validation(
+                        rule=f"!self.exists(p, {_checked_events('p')} && {_names_event('p', any_event)}) || "
+                        f"!self.exists(p, {_checked_events('p')} && {other})",
+                        message=d.not_alone,
+                    ),
+                )
+                for at, _ in places
+            ],
+        ),
+    ]
+
+
+def _bound_steps(path: str) -> tuple[str, ...]:
+    return tuple(s for s in re.split(r"\.|(?=\{\*\})", path) if s) if path else ()
+
+
+def _bound_nodes(nodes: tuple[Bound, ...]) -> tuple[object, ...]:
+    """The generated call's form of the nodes: (steps, limit, string, children)."""
+    return tuple((_bound_steps(n.path), n.limit, n.string, _bound_nodes(n.each)) for n in nodes)
+
+
+def _bound_places(
+    nodes: tuple[Bound, ...], at: Location, shown: str
+) -> Iterable[tuple[Location, dict[str, object], str, str]]:
+    """(location, schema keyword, the path as Produces reads it, error type) of each bound, in walk order."""
+    for node in nodes:
+        steps = _bound_steps(node.path)
+        where: Location = (*at, *({"{*}": MAP_VALUES}.get(s, s) for s in steps))
+        named = shown + "".join(".*" if s == "{*}" else ("." if shown or i else "") + s for i, s in enumerate(steps))
+        if node.limit is not None:
+            keyword = "maxLength" if node.string else "maxItems"
+            yield where, {keyword: node.limit}, named, "TOO_LONG" if node.string else "TOO_MANY"
+        yield from _bound_places(node.each, (*where, LIST_ITEMS), named + "[*]")
+
+
+def _not_both(d: NotBoth) -> Rule:
+    """A CRD rule on each object, which names the field."""
+    paths = (d.path,) if isinstance(d.path, str) else d.path
+    located = [(tuple({"[*]": LIST_ITEMS}.get(s, s) for s in field_steps(p)), _render(field_steps(p))) for p in paths]
+    return Rule(
+        d.id,
+        d.summary,
+        Where.CRD_RULE,
+        tuple(Produces(f"{path}.{d.second}", "FORBIDDEN", _exact(d.message)) for _, path in located),
+        tuple(
+            Placement(
+                at,
+                validation=Validation(
+                    rule=f"!(has(self.{d.first}) && has(self.{d.second}) && self.{d.second} != '')",
+                    message=d.message,
+                    field_path=f".{d.second}",
+                    reason="FieldValueForbidden",
+                ),
+            )
+            for at, _ in located
+        ),
+    )
+
+
+def _claim_volumes(d: ClaimVolumes) -> list[Rule]:
+    """A rule per check: on each volume where it can name the field, else on the list or its parent."""
+    parent, name = d.list.rsplit(".", 1)
+    items = (*_path(d.list), LIST_ITEMS)
+    mount, claim, claim_name = d.mount, d.claim, d.claim_name
+    before_twice, after_twice = _split(d.mount_twice, "path")
+    first_twice = (
+        f"self.map(v, has(v.{mount}) ? v.{mount} : '')"
+        f".filter(p, p != '' && self.filter(w, has(w.{mount}) && w.{mount} == p).size() > 1)[0]"
+    )
+    name_set = f"has(self.{claim_name}) && self.{claim_name} != ''"
+    before_name, rest = _split(d.bad_name, "name")
+    between, after = _split(rest, "problems")
+    too_long = max_length_message(SUBDOMAIN_MAX_LENGTH)
+    return [
+        Rule(
+            f"{d.id}/mount-path",
+            "a volume has a mount path",
+            Where.SCHEMA,
+            (
+                Produces(f"{d.list}[*].{mount}", "REQUIRED", _exact(d.mount_required)),
+                Produces(f"{d.list}[*].{mount}", "INVALID", "should be at least 1 chars long$"),
+            ),
+            (Placement((*items, mount), {"minLength": 1}),),
+            why="as Volcano's CRD does it (required, minLength 1)",
+        ),
+        Rule(
+            f"{d.id}/mount-paths-unique",
+            "volumes have distinct mount paths",
+            Where.CRD_RULE,
+            (Produces(f"{d.list}[*].{mount}", "DUPLICATE", "^" + _escape(before_twice), apiserver_drops=2),),
+            (
+                Placement(
+                    _path(d.list),
+                    validation=Validation(
+                        rule=f"self.all(v, !has(v.{mount}) || v.{mount} == '' || "
+                        f"self.exists_one(w, has(w.{mount}) && w.{mount} == v.{mount}))",
+                        message_expression=f"{cel_string(before_twice)} + {first_twice} + {cel_string(after_twice)}",
+                    ),
+                ),
+            ),
+            why=ITEM_NOT_NAMED,
+        ),
+        Rule(
+            f"{d.id}/claim-required",
+            f"a volume has a {claim} or a {claim_name}",
+            Where.CRD_RULE,
+            (Produces(f"{d.list}[*]", "REQUIRED", _exact(d.neither)),),
+            (
+                Placement(
+                    items,
+                    validation=Validation(
+                        rule=f"has(self.{claim}) || ({name_set})", message=d.neither, reason="FieldValueRequired"
+                    ),
+                ),
+            ),
+        ),
+        Rule(
+            f"{d.id}/claim-conflict",
+            f"a volume has a {claim} or a {claim_name}, not both",
+            Where.CRD_RULE,
+            (Produces(f"{d.list}[*].{claim_name}", "INVALID", _exact(d.both), apiserver_drops=2),),
+            (
+                Placement(
+                    _path(parent),
+                    validation=Validation(
+                        rule=_create_only(
+                            f"!has(self.{name}) || !self.{name}.exists(v, has(v.{claim}) && "
+                            f"has(v.{claim_name}) && v.{claim_name} != '')",
+                            True,
+                        ),
+                        message=d.both,
+                        field_path=f".{name}",
+                        optional_old_self=True,
+                    ),
+                ),
+            ),
+            why="CREATE only (the controller writes the name of the claim it creates); reported at the volumes "
+            "(a rule on a list cannot name the item)",
+        ),
+        Rule(
+            f"{d.id}/claim-name",
+            f"a {claim_name} (without a {claim}) is a DNS-1123 subdomain",
+            Where.CRD_RULE,
+            (Produces(f"{d.list}[*].{claim_name}", "INVALID", "^" + _escape(before_name)),),
+            tuple(
+                Placement(
+                    items,
+                    validation=Validation(
+                        rule=f"has(self.{claim}) || !({name_set}) || {rule}",
+                        message_expression=f"{cel_string(before_name)} + self.{claim_name} + "
+                        f"{cel_string(between + problem + after)}",
+                        field_path=f".{claim_name}",
+                    ),
+                )
+                for rule, problem in (
+                    (f"size(self.{claim_name}) <= {SUBDOMAIN_MAX_LENGTH}", too_long),
+                    (
+                        f"self.{claim_name}.matches({cel_raw_string('^' + DNS1123_SUBDOMAIN + '$')})",
+                        DNS1123_SUBDOMAIN_MESSAGE,
+                    ),
+                )
+            ),
+            why=f"not with a {claim}, whose claim's name the controller writes on UPDATE",
+        ),
+    ]
 
 
 __all__ = ["Declarations", "FormError", "cost_report", "declared_module_text", "field_steps"]

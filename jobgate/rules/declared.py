@@ -16,6 +16,7 @@ from __future__ import annotations
 import sys
 
 from jobgate.engine.fielderrors import (
+    ErrorType,
     FieldError,
     Key,
     duplicate,
@@ -29,7 +30,15 @@ from jobgate.engine.fielderrors import (
 )
 from jobgate.engine.jsonpatch import PatchRecorder
 from jobgate.rules.jobmeta import as_int
-from jobgate.rules.names import dns1123_label_problems, dns1123_subdomain_problems, is_dns1123_label
+from jobgate.rules.names import (
+    dns1123_label_problems,
+    dns1123_subdomain_problems,
+    env_var_name_problems,
+    is_dns1123_label,
+    is_env_var_name,
+    is_port_name,
+    port_name_problems,
+)
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING, without importing typing at run time (start-up)
 if TYPE_CHECKING:
@@ -41,6 +50,7 @@ if TYPE_CHECKING:
     Condition = tuple[tuple[str, ...], Any]
 
 MISSING: Any = object()
+MUST_BE_STRING = "must be of type string"
 
 
 def get(obj: Any, path: tuple[str, ...]) -> Any:
@@ -356,17 +366,26 @@ def field_presence(
     empty_is_unset: bool,
     message: str,
     must_be_set: bool,
+    string: bool = False,
 ) -> list[FieldError]:
-    """``RequiredField`` (``must_be_set``: the field set, not "" with ``empty_is_unset``) and
-    ``ForbiddenField`` (not set, "" unset with ``empty_is_unset``), where the condition holds."""
+    """``RequiredField`` (``must_be_set``: the field set, not "" with ``empty_is_unset``; with
+    ``string``, a string) and ``ForbiddenField`` (not set, "" unset with ``empty_is_unset``), where
+    the condition holds."""
     errors = []
     for path, value in _targets(obj, scope, target, when):
         unset = value is MISSING or (empty_is_unset and value == "")
         if must_be_set and unset:
             errors.append(required(path, message))
+        elif must_be_set and string and type(value) is not str:
+            errors.append(invalid(path, value, MUST_BE_STRING))
         elif not must_be_set and not unset:
             errors.append(forbidden(path, message))
     return errors
+
+
+def rebased(base: FieldPath, error: FieldError) -> FieldError:
+    """The error of a check run on an entry (a scope's), at the entry's path ``base``."""
+    return FieldError(error.type, (*base, *error.path), error.value, error.detail)
 
 
 def required_field(obj: Any, **where: Any) -> list[FieldError]:
@@ -387,11 +406,17 @@ def field_bound(
     when: Condition | None,
     bounds: tuple[int | None, int | None],
     message: str,
+    integer: bool = False,
 ) -> list[FieldError]:
-    """``FieldBound``: an integer within bounds; ``message``, or the apiserver's words for them."""
+    """``FieldBound``: an integer within bounds; ``message``, or the apiserver's words for them.
+    ``integer``: another type is refused with ``message`` too."""
     low, high = bounds
     errors = []
     for path, given in _targets(obj, scope, target, when):
+        if integer:
+            if type(given) is not int or (low is not None and given < low) or (high is not None and given > high):
+                errors.append(invalid(path, given, message))
+            continue
         value = as_int(given)
         if value is None:
             continue
@@ -416,18 +441,23 @@ def string_field(
     enum: tuple[str, ...],
     message: str,
     label: bool = False,
+    syntax: str = "",
+    string: bool = False,
 ) -> list[FieldError]:
     """``StringField``: a string of the pattern, lengths and values; with ``message`` one error
-    saying it, else each broken check in the apiserver's words for its schema keyword. ``label``:
-    a DNS-1123 label, each problem in Kubernetes' words ("" passes)."""
+    saying it, else each broken check in the apiserver's words for its schema keyword. ``label``
+    (``syntax``: "port-name", "env-var-name"): a DNS-1123 label, each problem in Kubernetes' words
+    ("" passes). ``string``: another type refused (``Unsupported value`` with ``enum``)."""
     low, high = lengths
     errors: list[FieldError] = []
     for path, value in _targets(obj, scope, target, when):
         if not isinstance(value, str):
+            if string and value is not MISSING:
+                errors.append(not_supported(path, value, enum) if enum else invalid(path, value, MUST_BE_STRING))
             continue
-        if label:
-            if value and not is_dns1123_label(value):
-                errors.extend(invalid(path, value, problem) for problem in dns1123_label_problems(value))
+        if label or syntax:
+            if value and not _SYNTAXES[syntax or "label"][0](value):
+                errors.extend(invalid(path, value, problem) for problem in _SYNTAXES[syntax or "label"][1](value))
             continue
         # The schema keyword's own words, in the order the apiserver's validator checks them.
         problems: list[FieldError] = []
@@ -447,6 +477,15 @@ def string_field(
         if problems:
             errors.extend([invalid(path, value, message)] if message else problems)
     return errors
+
+
+# The names of Kubernetes' validation a StringField's ``syntax`` (or ``label``) checks: (whether a value
+# is one, its problems in Kubernetes' words).
+_SYNTAXES = {
+    "label": (is_dns1123_label, dns1123_label_problems),
+    "port-name": (is_port_name, port_name_problems),
+    "env-var-name": (is_env_var_name, env_var_name_problems),
+}
 
 
 def at_most_one_of(
@@ -667,6 +706,293 @@ def implied_keys(
                 if other not in copied:
                     recorder.set(copied, other, [], "/" + "/".join(path))
     return _replaced(obj, path, copied)
+
+
+def lifecycle_policies(
+    obj: Any,
+    *,
+    lists: tuple[tuple[str, ...], ...],
+    events: tuple[str, ...],
+    actions: tuple[str, ...],
+    any_event: str,
+    words: tuple[str, str, str, str, str, str, str, str],
+) -> list[FieldError]:
+    """``LifecyclePolicies``: each list (scope steps to its holder, then its field) as Volcano's
+    validatePolicies checks it. ``words``: both, neither, action, event, event_twice, zero,
+    code_twice, not_alone."""
+    errors: list[FieldError] = []
+    for steps in lists:
+        for holder_path, holder in _scoped(obj, steps[:-1], None):
+            policies = holder.get(steps[-1])
+            if isinstance(policies, list):
+                errors.extend(
+                    _policies(
+                        policies,
+                        (*holder_path, steps[-1]),
+                        events=events,
+                        actions=actions,
+                        any_event=any_event,
+                        words=words,
+                    )
+                )
+    return errors
+
+
+def _policies(
+    policies: list[Any],
+    path: FieldPath,
+    *,
+    events: tuple[str, ...],
+    actions: tuple[str, ...],
+    any_event: str,
+    words: tuple[str, str, str, str, str, str, str, str],
+) -> list[FieldError]:
+    both, neither, bad_action, bad_event, event_twice, zero, code_twice, not_alone = words
+    errors: list[FieldError] = []
+    seen_events: set[str] = set()
+    seen_codes: set[int] = set()
+    for index, policy in enumerate(policies):
+        if not isinstance(policy, dict):
+            continue
+        policy_path = (*path, index)
+        located = _policy_events(policy, policy_path)
+        exit_code = as_int(policy.get("exitCode"))
+        if located and policy.get("exitCode") is not None:
+            errors.append(forbidden((*policy_path, "exitCode"), both))
+            continue
+        if not located and policy.get("exitCode") is None:
+            errors.append(required(policy_path, neither))
+            continue
+        action = policy.get("action")
+        if located:
+            if action not in actions:
+                errors.append(invalid((*policy_path, "action"), action or "", bad_action))
+            for event, event_path in located:
+                if event not in events:
+                    errors.append(invalid(event_path, event, bad_event))
+                elif event in seen_events:
+                    errors.append(FieldError(ErrorType.DUPLICATE, event_path, event, event_twice.format(event=event)))
+                seen_events.add(event)
+        elif exit_code is not None:
+            if exit_code == 0:
+                errors.append(invalid((*policy_path, "exitCode"), 0, zero))
+            elif exit_code in seen_codes:
+                errors.append(
+                    FieldError(
+                        ErrorType.DUPLICATE, (*policy_path, "exitCode"), exit_code, code_twice.format(code=exit_code)
+                    )
+                )
+            seen_codes.add(exit_code)
+    if any_event in seen_events and len(seen_events) > 1:
+        errors.append(invalid(path, any_event, not_alone))
+    return errors
+
+
+def _policy_events(policy: dict[str, Any], path: FieldPath) -> list[tuple[str, FieldPath]]:
+    """(event, where it is written) for ``events`` then ``event``, each event once."""
+    seen: set[str] = set()
+    located: list[tuple[str, FieldPath]] = []
+    listed = policy.get("events")
+    if isinstance(listed, list):
+        for index, event in enumerate(listed):
+            if isinstance(event, str) and event and event not in seen:
+                seen.add(event)
+                located.append((event, (*path, "events", index)))
+    event = policy.get("event")
+    if isinstance(event, str) and event and event not in seen:
+        located.append((event, (*path, "event")))
+    return located
+
+
+def bounds(obj: Any, nodes: tuple[Any, ...]) -> list[FieldError]:
+    """``Bounds``: every list and string beyond its bound, in the order of the walk. A node, as the
+    generated call passes it: (steps, limit, string, children)."""
+    errors: list[FieldError] = []
+    _bounds_under(obj, (), nodes, errors)
+    return errors
+
+
+def _bounds_under(value: Any, path: FieldPath, nodes: tuple[Any, ...], errors: list[FieldError]) -> None:
+    for steps, limit, string, children in nodes:
+        for at, found in _reached(value, path, steps):
+            if limit is not None:
+                if string and isinstance(found, str) and len(found.encode()) > limit:
+                    errors.append(too_long(at, limit))
+                elif not string and isinstance(found, list) and len(found) > limit:
+                    errors.append(too_many(at, len(found), limit))
+            if children and isinstance(found, list):
+                for index, item in enumerate(found):
+                    _bounds_under(item, (*at, index), children, errors)
+
+
+def _reached(value: Any, path: FieldPath, steps: tuple[str, ...]) -> list[tuple[FieldPath, Any]]:
+    """(path, value) of what the steps reach; ``{*}`` each value of a map, its key a field."""
+    reached: list[tuple[FieldPath, Any]] = [(path, value)]
+    for step in steps:
+        found: list[tuple[FieldPath, Any]] = []
+        for at, node in reached:
+            if not isinstance(node, dict):
+                continue
+            if step == "{*}":
+                found.extend(((*at, name), item) for name, item in node.items())
+            elif step in node:
+                found.append(((*at, step), node[step]))
+        reached = found
+    return reached
+
+
+def required_item_field(obj: Any, path: tuple[str, ...], field: str, message: str) -> list[FieldError]:
+    """``RequiredItemField``: each entry without the field (or null), in order."""
+    return [
+        required((*path, index, field), message.format(index=index))
+        for index, item in _items(obj, path) or ()
+        if item.get(field) is None
+    ]
+
+
+def unique_name(obj: Any, path: tuple[str, ...], key: str, message: str) -> list[FieldError]:
+    """``UniqueName``: each entry whose key (a string, else "") an earlier entry has, a duplicate."""
+    errors: list[FieldError] = []
+    seen: set[str] = set()
+    for index, item in _items(obj, path) or ():
+        value = item.get(key)
+        name = value if isinstance(value, str) else ""
+        if name in seen:
+            errors.append(FieldError(ErrorType.DUPLICATE, (*path, index, key), name, message.format(name=name)))
+        seen.add(name)
+    return errors
+
+
+def required_list(obj: Any, path: tuple[str, ...], message: str) -> list[FieldError]:
+    """``RequiredList``: the list under an object that exists, set and not empty."""
+    parent = get(obj, path[:-1])
+    if not isinstance(parent, dict):
+        return []
+    value = parent.get(path[-1])
+    return [required(path, message)] if value is None or (isinstance(value, list) and not value) else []
+
+
+def not_both(obj: Any, paths: tuple[FieldSteps, ...], first: str, second: str, message: str) -> list[FieldError]:
+    """``NotBoth``: under each object of each path, ``second`` (set, not "") not beside ``first``."""
+    errors = []
+    for steps in paths:
+        for path, node in _scoped(obj, steps, None):
+            if node.get(first) is not None and node.get(second) not in (None, ""):
+                errors.append(forbidden((*path, second), message))
+    return errors
+
+
+def claim_volumes(
+    obj: Any,
+    path: tuple[str, ...],
+    *,
+    fields: tuple[str, str, str],
+    words: tuple[str, str, str, str, str],
+) -> list[FieldError]:
+    """``ClaimVolumes``: each volume, in order (``fields``: mount, claim, claim_name; ``words``:
+    mount_required, mount_twice, neither, both, bad_name)."""
+    volumes = get(obj, path)
+    if not isinstance(volumes, list):
+        return []
+    mount, claim_field, name_field = fields
+    mount_required, mount_twice, neither, both, bad_name = words
+    errors: list[FieldError] = []
+    mount_paths: set[str] = set()
+    for index, volume in enumerate(volumes):
+        if not isinstance(volume, dict):
+            continue
+        at: FieldPath = (*path, index)
+        mount_path = volume.get(mount)
+        if mount_path == "":
+            # The apiserver's words for the CRD's minLength, which it says before any webhook runs.
+            errors.append(
+                invalid((*at, mount), "", f"{render_path((*at, mount))} in body should be at least 1 chars long")
+            )
+        if mount_path in (None, ""):
+            errors.append(required((*at, mount), mount_required))
+        elif isinstance(mount_path, str):
+            if mount_path in mount_paths:
+                errors.append(
+                    FieldError(ErrorType.DUPLICATE, (*at, mount), mount_path, mount_twice.format(path=mount_path))
+                )
+            mount_paths.add(mount_path)
+        claim = volume.get(claim_field)
+        claim_name = volume.get(name_field)
+        if claim is None and claim_name in (None, ""):
+            errors.append(required(at, neither))
+        elif claim is not None and claim_name not in (None, ""):
+            errors.append(invalid((*at, name_field), claim_name, both))
+        elif isinstance(claim_name, str) and claim_name:
+            problems = dns1123_subdomain_problems(claim_name)
+            if problems:
+                errors.append(
+                    invalid(
+                        (*at, name_field), claim_name, bad_name.format(name=claim_name, problems=", ".join(problems))
+                    )
+                )
+    return errors
+
+
+def default_item_when(
+    obj: dict[str, Any],
+    recorder: PatchRecorder,
+    path: tuple[str, ...],
+    *,
+    field: tuple[str, ...],
+    value: Any,
+    when: tuple[str, Any],
+    empty_is_unset: bool,
+) -> dict[str, Any]:
+    """``DefaultItemWhen``: each entry's field, when unset and the field beside it holds ``when``'s value."""
+    items = get(obj, path)
+    if not isinstance(items, list):
+        return obj
+    beside, expected = when
+    defaulted = []
+    for index, given in enumerate(items):
+        item = given
+        holder = get(given, field[:-1]) if isinstance(given, dict) else MISSING
+        if isinstance(holder, dict):
+            condition = holder.get(beside)
+            # Of the value's type too: 1 is not true (a Go bool field).
+            met = type(condition) is type(expected) and condition == expected
+            current = holder.get(field[-1])
+            if met and (current is None or (empty_is_unset and _is_empty(current, value))):
+                copied = dict(holder)
+                recorder.set(copied, field[-1], value, "/" + "/".join((*path, str(index), *field[:-1])))
+                item = _replaced(given, field[:-1], copied)
+        defaulted.append(item)
+    return _replaced(obj, path, defaulted)
+
+
+def default_item_product(
+    obj: dict[str, Any],
+    recorder: PatchRecorder,
+    path: tuple[str, ...],
+    *,
+    field: str,
+    factors: tuple[tuple[str, ...], ...],
+    otherwise: tuple[str, ...],
+) -> dict[str, Any]:
+    """``DefaultItemProduct``: each entry's unset integer, the product of the factors when the first
+    is above 0, else its other field."""
+    items = get(obj, path)
+    if not isinstance(items, list):
+        return obj
+    pointer = "/" + "/".join(path)
+    defaulted = []
+    for index, given in enumerate(items):
+        item = given
+        if isinstance(given, dict) and given.get(field) is None:
+            values = [as_int(get(given, f)) or 0 for f in factors]
+            total = values[0]
+            for factor in values[1:]:
+                total *= factor
+            item = dict(given)
+            chosen = total if values[0] > 0 else as_int(get(given, otherwise)) or 0
+            recorder.set(item, field, json_count(chosen), f"{pointer}/{index}")
+        defaulted.append(item)
+    return _replaced(obj, path, defaulted)
 
 
 def unchanged(

@@ -217,6 +217,9 @@ class RequiredField:
     empty_is_unset: bool = False
     when: When | None = None
     why: str = ""
+    # A string: another type is ``Invalid value: must be of type string`` (a field of an object the
+    # CRD keeps whole, such as a pod template's, that no structural schema check reads).
+    string: bool = False
 
 
 @dataclass(frozen=True)
@@ -246,6 +249,12 @@ class FieldBound:
     message: str = ""
     when: When | None = None
     why: str = ""
+    # An integer: another type is refused with ``message`` too (a field of an object the CRD keeps
+    # whole, whose types no structural schema check reads).
+    integer: bool = False
+    # The schema's ``minimum``/``maximum`` even with a ``message``: the apiserver refuses the same
+    # values in its own words (a pod's container port, which Kubernetes' validation words as the webhook does).
+    keyword: bool = False
 
 
 @dataclass(frozen=True)
@@ -269,6 +278,13 @@ class StringField:
     # A DNS-1123 label, each problem in Kubernetes' own words (its validation's, which no schema
     # keyword says: the keywords refuse the same values in theirs); "" passes (a RequiredField's).
     label: bool = False
+    # Another name of Kubernetes' validation, as ``label``: "port-name" (IANA service name) or
+    # "env-var-name" (printable ASCII but '='); "" passes (a RequiredField's).
+    syntax: str = ""
+    # A string: another type is refused, ``Unsupported value`` with an ``enum``, else ``Invalid value:
+    # must be of type string`` (a field of an object the CRD keeps whole, whose types no structural
+    # schema check reads).
+    string: bool = False
 
 
 @dataclass(frozen=True)
@@ -286,6 +302,46 @@ class AtMostOneOf:
 
 FIELD_FORMS = (RequiredField, ForbiddenField, FieldBound, StringField, AtMostOneOf)
 FieldForm = RequiredField | ForbiddenField | FieldBound | StringField | AtMostOneOf
+
+
+# --- per-entry scopes --------------------------------------------------------------------------------
+#
+# A family (or the pod template) checks some rules entry by entry, interleaved with other errors of
+# the same entry (a container's name, then its image, then its ports ...). A generated check that ran
+# one declaration over the whole job would reorder the errors of a denial. A scope is a named set of
+# field declarations whose paths are relative to one entry (``image``, ``ports[*].name``); it compiles
+#
+# - to ONE generated Python function, ``check_<name>(entry, path, errors, only=())``
+#   (``jobgate/_generated/scoped_rules.py``), that the hand-written loop calls for each entry where
+#   the old hand-written checks ran, so that the errors keep their order;
+# - at every site where it is used (``ScopeSite``: the entries' path from the object's root, and the
+#   words that fill the ids' and summaries' ``{placeholders}``), to the catalogue's records, their
+#   placements and CEL, as the same declarations with the site's path in front.
+
+
+@dataclass(frozen=True)
+class Scope:
+    """Field declarations (``RequiredField``, ``ForbiddenField``, ``FieldBound``, ``StringField``,
+    ``AtMostOneOf``) whose paths are relative to one entry (``entry`` names it: "container"). Their
+    ids and summaries may hold ``{placeholders}`` that each site fills (``pod-template/{list}/image``)."""
+
+    name: str
+    entry: str
+    declared: tuple[FieldForm, ...]
+    # Also ``check_each_<name>(items, path, errors)``: the checks over a whole list, for a loop that
+    # reports nothing between its entries (one call per list, not per entry).
+    each: bool = False
+
+
+@dataclass(frozen=True)
+class ScopeSite:
+    """Where a scope's entries are: ``path`` from the object's root (``spec.tasks[*]``,
+    ``spec.tfReplicaSpecs{*}.template.spec.containers[*]``) and ``names``, the words of its
+    placeholders (``(("list", "containers"),)``)."""
+
+    scope: Scope
+    path: str
+    names: tuple[tuple[str, str], ...] = ()
 
 
 # --- forms only Volcano's rules use (jobgate/families/volcano/declared.py) ---------------------------
@@ -473,14 +529,207 @@ class Unchanged:
     why: str = ""
 
 
-VOLCANO_FORMS = (Acyclic, KnownKeys, FixedCount, Subdomain, FlagNamesEntry, Unchanged)
-VOLCANO_DEFAULT_FORMS = (DefaultIndexed, DefaultSum, ImpliedKeys)
+@dataclass(frozen=True)
+class DefaultItemWhen:
+    """Each entry's ``field`` (dotted under the entry, ``template.spec.dnsPolicy``: set when the
+    objects on the way exist) set to ``value`` when unset (or, with ``empty_is_unset``, "") and the
+    field ``when`` beside it (``When("hostNetwork", True)``) holds the value, of its type: a policy
+    patch (no schema default has a condition)."""
+
+    id: str
+    summary: str
+    list: str
+    field: str
+    value: Scalar
+    when: When
+    empty_is_unset: bool = False
+
+
+@dataclass(frozen=True)
+class DefaultItemProduct:
+    """Each entry's integer ``field``, when unset, the product of ``factors`` (integer fields of the
+    entry, dotted; unset counts 0) when the first is above 0, else its field ``otherwise`` (unset: 0):
+    a policy patch (no schema default reads another field)."""
+
+    id: str
+    summary: str
+    list: str
+    field: str
+    factors: tuple[str, ...]
+    otherwise: str
+
+
+@dataclass(frozen=True)
+class LifecyclePolicies:
+    """Lists of lifecycle policies (``lists``: ``spec.policies``, ``spec.tasks[*].policies``) as
+    Volcano's validatePolicies checks each: a policy names events (``events``, ``event``) or an exit
+    code, not both (``both``) and not neither (``neither``); a policy on events has an action of
+    ``actions`` (``action``) and events of ``events`` (``event``), each named by one policy of the list
+    (``event_twice``, with ``{event}``); an exit code is not 0 (``zero``) and is named by one policy
+    (``code_twice``, with ``{code}``); ``any_event`` is alone in its list (``not_alone``). Policy by
+    policy, each stopping at its first problem of naming, as Volcano's loop. One declaration, a rule of
+    the catalogue per check: ``<id>/event-or-exit-code``, ``/action``, ``/events``, ``/exit-code``,
+    ``/events-unique``, ``/exit-codes-unique`` and ``/any-event-alone``."""
+
+    id: str
+    lists: tuple[str, ...]
+    events: tuple[str, ...]
+    actions: tuple[str, ...]
+    any_event: str
+    both: str
+    neither: str
+    action: str
+    event: str
+    event_twice: str
+    zero: str
+    code_twice: str
+    not_alone: str
+
+
+@dataclass(frozen=True)
+class ClaimVolumes:
+    """A list of volumes mounted at ``mount`` and backed by a claim, ``claim`` (one to create) or
+    ``claim_name`` (one that exists), as Volcano's validateIO checks each, volume by volume: the
+    mount path set (``mount_required``; "" is also too short, in the apiserver's words) and once in
+    the list (``mount_twice``, with ``{path}``); a claim or a claim's name (``neither``), not both
+    (``both``: CREATE only, the controller writes the name of the claim it creates); a claim's name
+    a DNS-1123 subdomain (``bad_name``, with ``{name}`` and ``{problems}``). One declaration, a rule
+    of the catalogue per check: ``<id>/mount-path``, ``/mount-paths-unique``, ``/claim-required``,
+    ``/claim-conflict`` and ``/claim-name``."""
+
+    id: str
+    list: str
+    mount: str
+    claim: str
+    claim_name: str
+    mount_required: str
+    mount_twice: str
+    neither: str
+    both: str
+    bad_name: str
+
+
+@dataclass(frozen=True)
+class NotBoth:
+    """Under each object ``path`` reaches (``spec.tasks[*].partitionPolicy.networkTopology``), the field
+    ``second``, when set and not "", is not beside a ``first`` that is set: ``Forbidden`` at ``second``."""
+
+    id: str
+    summary: str
+    path: str | tuple[str, ...]
+    first: str
+    second: str
+    message: str
+
+
+@dataclass(frozen=True)
+class RequiredList:
+    """The list at ``path`` (under an object that exists) is set and not empty: ``Required value`` at
+    the list with ``message``. The apiserver's CRD rule refuses it unset; an empty one is the schema's
+    ``minItems`` to refuse, in its words."""
+
+    id: str
+    summary: str
+    path: str
+    message: str
+    why: str = ""
+
+
+@dataclass(frozen=True)
+class UniqueName:
+    """No two entries of the list with the same ``key`` (a string, else ""), each later one reported
+    at its key with ``message`` (``{name}``), as Volcano's loop over its tasks does it. The CRD rule
+    (on the list: it cannot name the entry) counts the keys that are set and not "", all a defaulted
+    job has."""
+
+    id: str
+    summary: str
+    list: str
+    key: str
+    message: str
+
+
+@dataclass(frozen=True)
+class RequiredItemField:
+    """Each entry of the list has ``field`` (null is unset): ``Required value`` at it with ``message``,
+    ``{index}`` the entry's index (Volcano's words). The schema's ``required``, which the apiserver says
+    in its words."""
+
+    id: str
+    summary: str
+    list: str
+    field: str
+    message: str
+    why: str = ""
+
+
+@dataclass(frozen=True)
+class Bound:
+    """A node of ``Bounds``: the value at ``path`` (dotted from the parent's object or entry, through
+    ``{*}``, a map's values, named as fields as the schema's errors name them; "" the entry itself),
+    a list of at most ``limit`` entries or, with ``string``, a string of at most ``limit`` bytes (None:
+    no bound of its own); ``each`` checked under each of its entries."""
+
+    path: str
+    limit: int | None = None
+    string: bool = False
+    each: tuple[Bound, ...] = ()
+
+
+@dataclass(frozen=True)
+class Bounds:
+    """Lists and strings within bounds (``Too many``, ``Too long`` in the apiserver's words), walked in
+    the order of ``bounds``, each node's entries before the next node: the schema's ``maxItems`` and
+    ``maxLength``, which the CEL cost estimate needs."""
+
+    id: str
+    summary: str
+    bounds: tuple[Bound, ...]
+    why: str = ""
+
+
+VOLCANO_FORMS = (
+    Acyclic,
+    KnownKeys,
+    FixedCount,
+    Subdomain,
+    FlagNamesEntry,
+    Unchanged,
+    LifecyclePolicies,
+    ClaimVolumes,
+    NotBoth,
+    RequiredList,
+    UniqueName,
+    RequiredItemField,
+    Bounds,
+)
+VolcanoForm = (
+    Acyclic
+    | KnownKeys
+    | FixedCount
+    | Subdomain
+    | FlagNamesEntry
+    | Unchanged
+    | LifecyclePolicies
+    | ClaimVolumes
+    | NotBoth
+    | RequiredList
+    | UniqueName
+    | RequiredItemField
+    | Bounds
+)
+VOLCANO_DEFAULT_FORMS = (DefaultIndexed, DefaultSum, ImpliedKeys, DefaultItemWhen, DefaultItemProduct)
 
 
 Declaration = (
     (DefaultField | DefaultItemField | MaxItems | UniqueBy | RequiredRoles | ForbiddenRoles | RoleFieldBound)
     | (AtMostSum | Immutable | RequiredField | ForbiddenField | FieldBound | StringField | AtMostOneOf)
-    | (Acyclic | KnownKeys | FixedCount | Subdomain | FlagNamesEntry | Unchanged)
-    | (DefaultIndexed | DefaultSum | ImpliedKeys)
+    | (Acyclic | KnownKeys | FixedCount | Subdomain | FlagNamesEntry | Unchanged | LifecyclePolicies | ClaimVolumes)
+    | NotBoth
+    | RequiredList
+    | UniqueName
+    | RequiredItemField
+    | Bounds
+    | (DefaultIndexed | DefaultSum | ImpliedKeys | DefaultItemWhen | DefaultItemProduct)
 )
 DEFAULT_FORMS = (DefaultField, DefaultItemField, *VOLCANO_DEFAULT_FORMS)

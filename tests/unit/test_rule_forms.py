@@ -9,17 +9,33 @@ from pathlib import Path
 import pytest
 
 from jobgate._generated import declared_rules
+from jobgate.engine.fielderrors import Key, required
 from jobgate.engine.jsonpatch import PatchRecorder
-from jobgate.generate.cel.catalogue import Where
-from jobgate.generate.forms import DECLARED_TABLE, Declarations, FormError, cost_report, declared_module_text
+from jobgate.generate.cel.catalogue import LIST_ITEMS, MAP_VALUES, Where
+from jobgate.generate.cel.podtemplate import TemplateSite, pod_template_rules
+from jobgate.generate.forms import (
+    DECLARED_TABLE,
+    SCOPED_TABLE,
+    Declarations,
+    FormError,
+    ScopeDeclarations,
+    cost_report,
+    declared_module_text,
+    scoped_module_text,
+)
 from jobgate.generate.manifests import declared_kinds, every_family_kind, package_tables
 from jobgate.rules.forms import (
     Acyclic,
     AtMostOneOf,
     AtMostSum,
+    Bound,
+    Bounds,
+    ClaimVolumes,
     DefaultField,
     DefaultIndexed,
     DefaultItemField,
+    DefaultItemProduct,
+    DefaultItemWhen,
     DefaultSum,
     FieldBound,
     FixedCount,
@@ -29,16 +45,26 @@ from jobgate.rules.forms import (
     Immutable,
     ImpliedKeys,
     KnownKeys,
+    LifecyclePolicies,
     MaxItems,
+    NotBoth,
     RequiredField,
+    RequiredItemField,
+    RequiredList,
     RequiredRoles,
     RoleFieldBound,
     Roles,
+    Scope,
+    ScopeSite,
     StringField,
     Subdomain,
     UniqueBy,
+    UniqueName,
     When,
 )
+from jobgate.rules.names import DNS1123_SUBDOMAIN_MESSAGE, dns1123_label_problems
+from jobgate.rules.podtemplate import check_pod_template
+from jobgate.rules.podtemplate_declared import CONTAINER
 
 ROLES = Roles("spec.members", "role", ("LEADER", "FOLLOWER", "OBSERVER"))
 TOY = (
@@ -665,6 +691,287 @@ def test_volcano_default_forms(flow):
     assert "!('log' in object.spec.hooks) && ('pre' in object.spec.hooks)" in defaults["flow/implied-hooks"].patches[0]
 
 
+HOOKS = LifecyclePolicies(
+    "h/hooks",
+    ("spec.hooks", "spec.steps[*].hooks"),
+    ("*", "Up", "Down"),
+    ("Go", "Stop"),
+    "*",
+    both="not both",
+    neither="one of them",
+    action="bad action",
+    event="bad event",
+    event_twice="{event} twice",
+    zero="no 0",
+    code_twice="code {code} twice",
+    not_alone="* alone",
+)
+
+
+def test_lifecycle_policies_in_python_and_their_rules():
+    declared = Declarations((HOOKS,))
+    namespace: dict[str, object] = {}
+    exec(compile(declared_module_text([("h.example.com", "H", declared)]), "h", "exec"), namespace)
+    hooks = [
+        {"event": "Up", "exitCode": 1},
+        {},
+        {"events": ["Up", "Up", "Side"], "event": "Down", "action": "Run"},
+        {"event": "Up", "action": "Go"},
+        {"exitCode": 0},
+        {"exitCode": 3},
+        {"exitCode": 3.0, "action": "Go"},
+        {"events": ["*"], "action": "Go"},
+    ]
+    obj = {"spec": {"hooks": hooks, "steps": [{"hooks": [{"exitCode": 2}, {"exitCode": 2}]}, "x"]}}
+    errors = namespace["validate_h_h_example_com"](obj, None, ("h/hooks",))
+    assert [str(e) for e in errors] == [
+        "spec.hooks[0].exitCode: Forbidden: not both",
+        "spec.hooks[1]: Required value: one of them",
+        'spec.hooks[2].action: Invalid value: "Run": bad action',
+        'spec.hooks[2].events[2]: Invalid value: "Side": bad event',
+        'spec.hooks[3].event: Duplicate value: "Up": Up twice',
+        "spec.hooks[4].exitCode: Invalid value: 0: no 0",
+        "spec.hooks[6].exitCode: Duplicate value: 3: code 3 twice",
+        'spec.hooks: Invalid value: "*": * alone',
+        "spec.steps[0].hooks[1].exitCode: Duplicate value: 2: code 2 twice",
+    ]
+    rules = {r.id: r for r in declared.rules()}
+    assert sorted(rules) == sorted(
+        f"h/hooks/{c}"
+        for c in (
+            "event-or-exit-code",
+            "action",
+            "events",
+            "exit-code",
+            "events-unique",
+            "exit-codes-unique",
+            "any-event-alone",
+        )
+    )
+    for error in errors:
+        assert [i for i, r in rules.items() if r.explains(error)], str(error)
+    assert all(r.where is Where.CRD_RULE for r in rules.values())
+    (job, step) = (p.at for p in rules["h/hooks/any-event-alone"].placements)
+    assert (job, step) == (("spec", "hooks"), ("spec", "steps", LIST_ITEMS, "hooks"))
+    unique = rules["h/hooks/events-unique"].placements[0].validation
+    assert unique.message_expression.startswith(
+        "'' + ['*', 'Up', 'Down'].filter(e, "
+    ) and unique.message_expression.endswith("[0] + ' twice'")
+    assert rules["h/hooks/exit-codes-unique"].placements[0].validation.message == (
+        "code: two policies of the list have the same exitCode"
+    )
+    assert "h/hooks: quadratic" in " ".join(cost_report([("h.example.com", "H", declared)]))
+
+
+def test_a_required_list_is_set_and_not_empty():
+    declared = Declarations((RequiredList("l/steps", "steps", "spec.steps", "no steps"),))
+    namespace: dict[str, object] = {}
+    exec(compile(declared_module_text([("l.example.com", "L", declared)]), "l", "exec"), namespace)
+    check = namespace["validate_l_l_example_com"]
+    for spec in ({}, {"steps": None}, {"steps": []}):
+        assert [str(e) for e in check({"spec": spec}, None, ())] == ["spec.steps: Required value: no steps"]
+    for obj in ({"spec": {"steps": [{}]}}, {"spec": "x"}, {}):
+        assert check(obj, None, ()) == []
+    (rule,) = declared.rules()
+    assert rule.placements[0].at == ("spec",) and rule.placements[0].validation.rule == "has(self.steps)"
+    assert rule.explains(check({"spec": {}}, None, ())[0])
+
+
+def test_a_unique_name_reports_each_later_entry():
+    declared = Declarations((UniqueName("u/names", "names once", "spec.steps", "name", "{name} again"),))
+    namespace: dict[str, object] = {}
+    exec(compile(declared_module_text([("u.example.com", "U", declared)]), "u", "exec"), namespace)
+    steps = [{"name": "a"}, {"name": "a"}, "x", {"name": 5}, {}, {"name": "a"}, {"name": "b"}]
+    errors = namespace["validate_u_u_example_com"]({"spec": {"steps": steps}}, None, ())
+    # A name that is no string reads as "" (Volcano's Go string): a second one is a duplicate too.
+    assert [str(e) for e in errors] == [
+        'spec.steps[1].name: Duplicate value: "a": a again',
+        'spec.steps[4].name: Duplicate value: "":  again',
+        'spec.steps[5].name: Duplicate value: "a": a again',
+    ]
+    (rule,) = declared.rules()
+    assert rule.placements[0].at == ("spec", "steps") and rule.placements[0].validation.message_expression.startswith(
+        "'' + self.map(t, (has(t.name) ? t.name : ''))"
+    )
+    assert all(rule.explains(e) for e in errors)
+
+
+def test_a_required_item_field_names_its_entry():
+    declared = Declarations((RequiredItemField("r/body", "a body", "spec.steps", "body", "step[{index}]: no body"),))
+    namespace: dict[str, object] = {}
+    exec(compile(declared_module_text([("r.example.com", "R", declared)]), "r", "exec"), namespace)
+    steps = [{"body": {}}, {}, "x", {"body": None}]
+    errors = namespace["validate_r_r_example_com"]({"spec": {"steps": steps}}, None, ())
+    assert [str(e) for e in errors] == [
+        "spec.steps[1].body: Required value: step[1]: no body",
+        "spec.steps[3].body: Required value: step[3]: no body",
+    ]
+    (rule,) = declared.rules()
+    assert rule.where is Where.SCHEMA and rule.placements[0].keywords == {"required": ["body"]}
+    assert rule.placements[0].at == ("spec", "steps", LIST_ITEMS) and all(rule.explains(e) for e in errors)
+
+
+def test_bounds_walk_in_their_order():
+    tree = (
+        Bound("spec.steps", 2),
+        Bound("spec.hooks{*}", 1, each=(Bound("", 3, string=True),)),
+        Bound("spec.steps", each=(Bound("notes", 1, each=(Bound("text", 2, string=True),)),)),
+    )
+    declared = Declarations((Bounds("b/bounds", "bounds", tree),))
+    namespace: dict[str, object] = {}
+    exec(compile(declared_module_text([("b.example.com", "B", declared)]), "b", "exec"), namespace)
+    obj = {
+        "spec": {
+            "steps": [{"notes": [{"text": "abc"}, {"text": "é"}]}, {"notes": "x"}, {"notes": [{"text": "éé"}]}],
+            "hooks": {"pre": ["ab", "abcd"], "post": "x"},
+        }
+    }
+    errors = namespace["validate_b_b_example_com"](obj, None, ())
+    # Bytes, not characters ("éé" is four); a map's key named as a field.
+    assert [str(e) for e in errors] == [
+        "spec.steps: Too many: 3: must have at most 2 items",
+        "spec.hooks.pre: Too many: 2: must have at most 1 items",
+        "spec.hooks.pre[1]: Too long: may not be more than 3 bytes",
+        "spec.steps[0].notes: Too many: 2: must have at most 1 items",
+        "spec.steps[0].notes[0].text: Too long: may not be more than 2 bytes",
+        "spec.steps[2].notes[0].text: Too long: may not be more than 2 bytes",
+    ]
+    (rule,) = declared.rules()
+    assert rule.where is Where.SCHEMA and all(rule.explains(e) for e in errors)
+    assert [(p.at, p.keywords) for p in rule.placements] == [
+        (("spec", "steps"), {"maxItems": 2}),
+        (("spec", "hooks", MAP_VALUES), {"maxItems": 1}),
+        (("spec", "hooks", MAP_VALUES, LIST_ITEMS), {"maxLength": 3}),
+        (("spec", "steps", LIST_ITEMS, "notes"), {"maxItems": 1}),
+        (("spec", "steps", LIST_ITEMS, "notes", LIST_ITEMS, "text"), {"maxLength": 2}),
+    ]
+
+
+def test_not_both_under_each_object():
+    declared = Declarations(
+        (NotBoth("n/tier", "a tier or its name", ("spec.net", "spec.parts[*].net"), "tier", "tierName", "one only"),)
+    )
+    namespace: dict[str, object] = {}
+    exec(compile(declared_module_text([("n.example.com", "N", declared)]), "n", "exec"), namespace)
+    obj = {
+        "spec": {
+            "net": {"tier": 1, "tierName": "a"},
+            "parts": [
+                {"net": {"tier": 0, "tierName": ""}},
+                {"net": {"tierName": "b"}},
+                {"net": {"tier": 2, "tierName": "c"}},
+            ],
+        }
+    }
+    errors = namespace["validate_n_n_example_com"](obj, None, ())
+    assert [str(e) for e in errors] == [
+        "spec.net.tierName: Forbidden: one only",
+        "spec.parts[2].net.tierName: Forbidden: one only",
+    ]
+    (rule,) = declared.rules()
+    assert [p.at for p in rule.placements] == [("spec", "net"), ("spec", "parts", LIST_ITEMS, "net")]
+    assert rule.placements[0].validation.rule == "!(has(self.tier) && has(self.tierName) && self.tierName != '')"
+    assert all(rule.explains(e) for e in errors)
+
+
+def test_claim_volumes_volume_by_volume():
+    declared = Declarations(
+        (
+            ClaimVolumes(
+                "d/disks",
+                "spec.disks",
+                "at",
+                "make",
+                "use",
+                mount_required="at?",
+                mount_twice="{path} twice",
+                neither="make or use",
+                both="not both",
+                bad_name="use {name}: {problems}!",
+            ),
+        )
+    )
+    namespace: dict[str, object] = {}
+    exec(compile(declared_module_text([("d.example.com", "D", declared)]), "d", "exec"), namespace)
+    disks = [
+        {"at": "", "use": "ok"},
+        {"at": "/a", "make": {}, "use": "x"},
+        7,
+        {"at": "/a", "use": "Bad"},
+        {"at": "/b", "make": {}},
+    ]
+    errors = namespace["validate_d_d_example_com"]({"spec": {"disks": disks}}, None, ())
+    assert [str(e) for e in errors] == [
+        'spec.disks[0].at: Invalid value: "": spec.disks[0].at in body should be at least 1 chars long',
+        "spec.disks[0].at: Required value: at?",
+        'spec.disks[1].use: Invalid value: "x": not both',
+        'spec.disks[3].at: Duplicate value: "/a": /a twice',
+        f'spec.disks[3].use: Invalid value: "Bad": use Bad: {DNS1123_SUBDOMAIN_MESSAGE}!',
+    ]
+    assert namespace["validate_d_d_example_com"]({"spec": {"disks": [{"at": "/c"}]}}, None, ()) == [
+        required(("spec", "disks", 0), "make or use")
+    ]
+    rules = {r.id: r for r in declared.rules()}
+    assert sorted(rules) == [
+        f"d/disks/{c}" for c in ("claim-conflict", "claim-name", "claim-required", "mount-path", "mount-paths-unique")
+    ]
+    for error in errors:
+        assert [i for i, r in rules.items() if r.explains(error)], str(error)
+    conflict = rules["d/disks/claim-conflict"].placements[0]
+    assert conflict.at == ("spec",) and conflict.validation.optional_old_self
+    assert rules["d/disks/mount-path"].placements[0].keywords == {"minLength": 1}
+    name_checks = [p.validation.message_expression for p in rules["d/disks/claim-name"].placements]
+    assert name_checks[0] == "'use ' + self.use + ': must be no more than 253 characters!'"
+
+
+def test_volcano_item_defaults_with_a_condition_and_a_product():
+    declared = Declarations(
+        (
+            DefaultItemWhen(
+                "s/shell", "a step on the host: bash", "spec.steps", "run.env.shell", "bash", When("host", True), True
+            ),
+            DefaultItemProduct(
+                "s/width", "lanes x size, else retries", "spec.steps", "width", ("split.lanes", "split.size"), "retries"
+            ),
+        )
+    )
+    namespace: dict[str, object] = {}
+    exec(compile(declared_module_text([("s.example.com", "S", declared)]), "s", "exec"), namespace)
+    default = namespace["default_s_s_example_com"]
+    steps = [
+        {"run": {"env": {"host": True, "shell": ""}}, "split": {"lanes": 2, "size": 3}, "retries": 1},
+        {"run": {"env": {"host": 1}}, "split": {"lanes": 0, "size": 3}, "retries": 4},
+        {"run": {"env": {"host": True, "shell": "sh"}}, "width": 0},
+        {"run": {}, "split": "x"},
+        "not an object",
+    ]
+    recorder = PatchRecorder()
+    obj = {"spec": {"steps": steps}}
+    out = default(obj, recorder)["spec"]["steps"]
+    assert out[0] == {
+        "run": {"env": {"host": True, "shell": "bash"}},
+        "split": {"lanes": 2, "size": 3},
+        "retries": 1,
+        "width": 6,
+    }
+    # 1 is not true; no lanes: the retries; a width of 0 is kept; no env: nothing to set.
+    assert out[1]["run"] == {"env": {"host": 1}} and out[1]["width"] == 4
+    assert out[2] == steps[2] and out[3] == {"run": {}, "split": "x", "width": 0} and out[4] == "not an object"
+    assert [op["path"] for op in recorder.ops] == [
+        "/spec/steps/0/run/env/shell",
+        "/spec/steps/0/width",
+        "/spec/steps/1/width",
+        "/spec/steps/3/width",
+    ]
+    assert obj["spec"]["steps"][0]["run"]["env"]["shell"] == "", "the input is not modified"
+    shell, width = declared.defaults()
+    assert (shell.where, width.where) == (Where.MUTATING_POLICY, Where.MUTATING_POLICY)
+    assert "t.run.env.host == true && (!has(t.run.env.shell) || t.run.env.shell == '')" in shell.patches[0]
+    assert "'/spec/steps/' + string(ti) + '/run/env/shell', value: 'bash'" in shell.patches[0]
+    assert "transformList(ti, t, !has(t.width), " in width.patches[0]
+    assert "t.split.lanes : 0) > 0 ? " in width.patches[0] and "(has(t.retries)) ? t.retries : 0)" in width.patches[0]
+
+
 def test_a_default_of_one_role():
     tuning = {"store": "/dev/shm", "lockFree": True}
     workers = ("spec.reps[Worker]",)
@@ -688,3 +995,130 @@ def test_a_default_of_one_role():
     assert compiled.patches[0].startswith(
         "has(object.spec) && has(object.spec.reps) && 'Worker' in object.spec.reps && !has(object.spec.tuning) ? "
     )
+
+
+# --- per-entry scopes --------------------------------------------------------------------------------
+
+MEMBER = Scope(
+    "member",
+    "member",
+    (
+        StringField("s/{list}/name", "{list}: names are labels", "name", label=True),
+        RequiredField("s/{list}/image", "{list}: an image", "image", empty_is_unset=True, string=True),
+        # Not a field of the entry itself: the form's function, its errors rebased at the entry.
+        RequiredField("s/{list}/port", "{list}: ports have numbers", "ports[*].number"),
+        FieldBound("s/{list}/replicas", "{list}: replicas at most 3", "replicas", maximum=3, message="at most 3"),
+    ),
+    each=True,
+)
+MEMBERS = ScopeDeclarations(MEMBER)
+
+
+@pytest.fixture(scope="module")
+def scoped():
+    namespace: dict[str, object] = {}
+    exec(compile(scoped_module_text([MEMBER]), "scoped", "exec"), namespace)
+    return namespace["check_member"]
+
+
+def test_a_scope_checks_one_entry_at_its_path_in_declaration_order(scoped):
+    entry = {"name": "Bad", "image": "", "ports": [{"number": 1}, {}], "replicas": 4}
+    errors: list = ["an error of the loop before"]
+    scoped(entry, ("spec", "teams", Key("a"), "members", 2), errors)
+    at = "spec.teams[a].members[2]"
+    assert [str(e) for e in errors[1:]] == [
+        *(f'{at}.name: Invalid value: "Bad": {p}' for p in dns1123_label_problems("Bad")),
+        f"{at}.image: Required value",
+        f"{at}.ports[1].number: Required value",
+        f"{at}.replicas: Invalid value: 4: at most 3",
+    ]
+    errors = []
+    scoped({"name": "ok", "image": 7}, ("spec", "members", 0), errors, only=("s/{list}/image",))
+    assert [str(e) for e in errors] == ["spec.members[0].image: Invalid value: 7: must be of type string"]
+    errors = []
+    scoped({"name": "ok", "image": "x", "ports": [{"number": 1}]}, ("spec", "members", 0), errors)
+    assert errors == []
+
+
+def test_a_scope_over_an_entry_of_a_list_and_over_the_whole_list():
+    namespace: dict[str, object] = {}
+    exec(compile(scoped_module_text([MEMBER]), "scoped", "exec"), namespace)
+    one, each = namespace["check_member"], namespace["check_each_member"]
+    members = [{"name": "a", "image": "x"}, {"image": "", "ports": [{}]}, "not an object"]
+    by_index: list = []
+    for index, member in enumerate(members[:2]):
+        one(member, ("spec", "members"), by_index, index)
+    assert [str(e) for e in by_index] == [
+        "spec.members[1].image: Required value",
+        "spec.members[1].ports[0].number: Required value",
+    ]
+    over_list: list = []
+    each(members, ("spec", "members"), over_list)
+    assert [str(e) for e in over_list] == [
+        *(str(e) for e in by_index),
+        'spec.members[2]: Invalid value: "not an object": must be of type object',
+    ]
+
+
+def test_a_scope_is_placed_and_recorded_at_each_site(scoped):
+    for list_name in ("members", "observers"):
+        site = ScopeSite(MEMBER, f"spec.teams{{*}}.{list_name}[*]", (("list", list_name),))
+        rules = {r.id: r for r in MEMBERS.rules_at(site)}
+        assert list(rules) == [f"s/{list_name}/{n}" for n in ("name", "image", "port", "replicas")]
+        image = rules[f"s/{list_name}/image"]
+        assert image.summary == f"{list_name}: an image"
+        assert [(p.path, p.type, p.detail) for p in image.produces] == [
+            (f"spec.teams[*].{list_name}[*].image", "REQUIRED", "^$")
+        ]
+        item = ("spec", "teams", "*", list_name, "[]")
+        assert [(p.at, p.keywords) for p in image.placements] == [
+            (item, {"required": ["image"]}),
+            ((*item, "image"), {"minLength": 1}),
+        ]
+        assert rules[f"s/{list_name}/replicas"].produces[0].detail == "^at most 3$"
+        # Every error of the generated function, at an entry of the site, is explained by the site's records.
+        errors: list = []
+        entry = {"name": "Bad", "image": "", "ports": [{}], "replicas": 4}
+        scoped(entry, ("spec", "teams", Key("a"), list_name, 0), errors)
+        explained = [[i for i, r in rules.items() if r.explains(error)] for error in errors]
+        expected = ["name"] * (len(errors) - 3) + ["image", "port", "replicas"]
+        assert explained == [[f"s/{list_name}/{n}"] for n in expected]
+
+
+def test_a_scope_a_form_cannot_compile_is_refused():
+    with pytest.raises(FormError):  # not a field form
+        ScopeDeclarations(Scope("x", "entry", (MaxItems("x", (("a", 1),)),)))  # type: ignore[arg-type]
+    with pytest.raises(FormError):  # no Python name
+        ScopeDeclarations(Scope("x-y", "entry", ()))
+    with pytest.raises(FormError):  # an id twice
+        ScopeDeclarations(Scope("x", "entry", (MaxItems("a", ()), MaxItems("a", ()))))  # type: ignore[arg-type]
+
+
+def test_the_generated_scopes_are_the_declarations():
+    """`jobgate manifests generate` writes them; the pod template's containers call them."""
+    tables = {str(path): text for path, text in package_tables().items()}
+    assert tables[SCOPED_TABLE] == Path(SCOPED_TABLE).read_text()
+    assert "check_container" in tables[SCOPED_TABLE]
+    # A list's check only for a scope that asks for one.
+    assert "def check_each_env_var(" in tables[SCOPED_TABLE] and "def check_each_container(" not in tables[SCOPED_TABLE]
+    assert "dataclasses" not in tables[SCOPED_TABLE] and "\nfrom typing" not in tables[SCOPED_TABLE]
+
+
+def test_the_pod_templates_image_is_the_container_scopes():
+    """The rule removed from the scope, no error: the scope is where the pod template's image is checked."""
+    found = check_pod_template(
+        {"spec": {"containers": [{"name": "a"}], "initContainers": [{"name": "b", "image": 3}]}},
+        ("spec", "tasks", 0, "template"),
+        where="t",
+        replica_restart_policy=None,
+    )
+    assert [str(e) for e in found.errors] == [
+        "spec.tasks[0].template.spec.initContainers[0].image: Invalid value: 3: must be of type string",
+        "spec.tasks[0].template.spec.containers[0].image: Required value",
+    ]
+    assert any(d.id == "pod-template/{list}/image" for d in CONTAINER.declared)
+    rules = {
+        r.id: r for r in pod_template_rules(TemplateSite(("spec", "tasks", "[]", "template"), "spec.tasks[*].template"))
+    }
+    assert rules["pod-template/containers/image"].explains(found.errors[1])
+    assert rules["pod-template/containers/image"].produces[0].detail == "^$"

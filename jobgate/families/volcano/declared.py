@@ -6,29 +6,48 @@ catalogue's records.
 
 from __future__ import annotations
 
-from jobgate.families.volcano.rules.bounds import VOLCANO_BOUNDS
+from jobgate.families.volcano.rules.bounds import (
+    DEPENDENCY_NAME_MAX_LENGTH,
+    MOUNT_PATH_MAX_LENGTH,
+    PLUGIN_ARGUMENT_MAX_LENGTH,
+    POLICY_STRING_MAX_LENGTH,
+    VOLCANO_BOUNDS,
+    VOLUME_CLAIM_NAME_MAX_LENGTH,
+)
 from jobgate.families.volcano.rules.defaults import (
     DEFAULT_MAX_RETRY,
     DEFAULT_QUEUE,
     DEFAULT_SCHEDULER,
     DEFAULT_TASK_PREFIX,
+    HOST_NETWORK_DNS_POLICY,
     IMPLIED_PLUGINS,
 )
-from jobgate.families.volcano.rules.job import DAG_MESSAGE
+from jobgate.families.volcano.rules.job import CLAIM_CONFLICT, DAG_MESSAGE
 from jobgate.families.volcano.rules.plugins import DEFAULT_MPI_MASTER, PLUGINS
+from jobgate.families.volcano.rules.policies import ANY_EVENT, USER_ACTIONS, USER_EVENTS, VALID_LISTS
+from jobgate.families.volcano.rules.tasks import TIER_CONFLICT
 from jobgate.families.volcano.rules.update import UPDATE_FORBIDDEN
 from jobgate.rules.forms import (
     Acyclic,
     AtMostSum,
+    Bound,
+    Bounds,
+    ClaimVolumes,
     Declaration,
     DefaultField,
     DefaultIndexed,
     DefaultItemField,
+    DefaultItemProduct,
+    DefaultItemWhen,
     DefaultSum,
     FixedCount,
     FlagNamesEntry,
     ImpliedKeys,
     KnownKeys,
+    LifecyclePolicies,
+    NotBoth,
+    RequiredItemField,
+    RequiredList,
     Same,
     SameAll,
     SameEach,
@@ -36,6 +55,8 @@ from jobgate.rules.forms import (
     StringField,
     Subdomain,
     Unchanged,
+    UniqueName,
+    When,
 )
 from jobgate.rules.names import LABEL_MAX_LENGTH
 
@@ -47,13 +68,22 @@ _POLICIES = SameEach(
 )
 _TOPOLOGY = ("mode", "highestTierAllowed", "highestTierName")
 
+# A policy's bounds, the job's and each task's.
+_POLICY_BOUNDS = (
+    Bound("events", VOLCANO_BOUNDS["events"]),
+    Bound("action", POLICY_STRING_MAX_LENGTH, string=True),
+    Bound("timeout", POLICY_STRING_MAX_LENGTH, string=True),
+)
+
 # The webhook reports a declared rule where Volcano's did, among the rules written by hand: ``rules/``
 # calls the generated check with the rule's id (``only``), and ``cel/`` lists its record in place.
 
-# The mutating webhook's defaults that a form says (all but a task's dnsPolicy and minAvailable).
+# The mutating webhook's defaults, in its order (``rules/defaults.py`` runs them all): the job's fields
+# and the tasks' names; each task's dnsPolicy, minAvailable and maxRetry (the webhook sets them task by
+# task, these field by field: each task comes out the same, its keys in their order); the job's
+# minAvailable (the sum of the tasks', once defaulted) and the plugins the plugins imply.
 # Volcano's Go fields cannot tell 0 or "" from absent, so ``empty_is_unset`` (the zero of the type):
-# ``maxRetry: 0`` is defaulted too. ``rules/defaults.py`` runs them where the webhook sets them
-# (FIRST_DEFAULTS and LAST_DEFAULTS there), in this order.
+# ``maxRetry: 0`` is defaulted too; a task's ``minAvailable: 0`` is kept (a pointer there).
 JOB: tuple[Declaration, ...] = (
     DefaultField(
         "volcano/queue", "spec.queue", DEFAULT_QUEUE, empty_is_unset=True, summary="queue: default (when unset or '')"
@@ -80,6 +110,23 @@ JOB: tuple[Declaration, ...] = (
         DEFAULT_TASK_PREFIX,
         empty_is_unset=True,
     ),
+    DefaultItemWhen(
+        "volcano/dns-policy",
+        f"dnsPolicy {HOST_NETWORK_DNS_POLICY} for a pod template on the host's network (when unset or empty)",
+        "spec.tasks",
+        "template.spec.dnsPolicy",
+        HOST_NETWORK_DNS_POLICY,
+        When("hostNetwork", True),
+        empty_is_unset=True,
+    ),
+    DefaultItemProduct(
+        "volcano/task-min-available",
+        "a task's minAvailable: minPartitions x partitionSize when minPartitions > 0, else its replicas (when unset)",
+        "spec.tasks",
+        "minAvailable",
+        ("partitionPolicy.minPartitions", "partitionPolicy.partitionSize"),
+        "replicas",
+    ),
     DefaultItemField(
         "volcano/task-max-retry",
         "spec.tasks",
@@ -103,6 +150,24 @@ JOB: tuple[Declaration, ...] = (
         + ", ".join(f"{f}: {' and '.join(n)}" for f, n in IMPLIED_PLUGINS.items()),
         "spec.plugins",
         tuple(IMPLIED_PLUGINS.items()),
+    ),
+    RequiredList(
+        "volcano/tasks-required",
+        "a job has tasks",
+        "spec.tasks",
+        "No task specified in job spec",
+        why="an empty list is refused by the schema (minItems 1), in the apiserver's words",
+    ),
+    UniqueName(
+        "volcano/task-names-unique", "task names are unique", "spec.tasks", "name", "duplicated task name {name}"
+    ),
+    RequiredItemField(
+        "volcano/template-required",
+        "a task has a pod template",
+        "spec.tasks",
+        "template",
+        "spec.task[{index}].template.spec.containers: Required value",
+        why="the apiserver says it in its words: Required value",
     ),
     AtMostSum(
         "volcano/min-available",
@@ -135,6 +200,18 @@ JOB: tuple[Declaration, ...] = (
         create_only=True,
         why="CREATE only",
     ),
+    ClaimVolumes(
+        "volcano/volumes",
+        "spec.volumes",
+        "mountPath",
+        "volumeClaim",
+        "volumeClaimName",
+        mount_required="mountPath is required;",
+        mount_twice="duplicated mountPath: {path};",
+        neither="either VolumeClaim or VolumeClaimName must be specified;",
+        both=CLAIM_CONFLICT,
+        bad_name="invalid VolumeClaimName {name} : [{problems}]",
+    ),
     Acyclic(
         "volcano/dag",
         "the tasks' dependencies (dependsOn) name tasks of the job and form no cycle",
@@ -147,6 +224,29 @@ JOB: tuple[Declaration, ...] = (
         create_only=True,
         why="CREATE only; reported at the tasks (a rule on a list cannot name the item)",
     ),
+    LifecyclePolicies(
+        "volcano/policies",
+        ("spec.policies", "spec.tasks[*].policies"),
+        USER_EVENTS,
+        USER_ACTIONS,
+        ANY_EVENT,
+        both="must not specify event and exitCode simultaneously",
+        neither="either event and exitCode should be specified",
+        action=f"invalid policy action; {VALID_LISTS}",
+        event=f"invalid policy event; {VALID_LISTS}",
+        event_twice="duplicate event {event}  across different policy",
+        zero="0 is not a valid error code",
+        code_twice="duplicate exitCode {code}",
+        not_alone=f"if there's {ANY_EVENT} here, no other policy should be here",
+    ),
+    NotBoth(
+        "volcano/network-topology",
+        "a network topology has highestTierAllowed or highestTierName, not both",
+        ("spec.networkTopology", "spec.tasks[*].partitionPolicy.networkTopology"),
+        "highestTierAllowed",
+        "highestTierName",
+        TIER_CONFLICT,
+    ),
     Subdomain(
         "volcano/priority-class-name",
         "priorityClassName is a DNS-1123 subdomain",
@@ -154,6 +254,44 @@ JOB: tuple[Declaration, ...] = (
         # An UPDATE may change it unchecked, which is also why it has no maxLength.
         create_only=True,
         why="CREATE only",
+    ),
+    Bounds(
+        "volcano/bounds",
+        "lists and strings within bounds: "
+        + ", ".join(f"{k} {v}" for k, v in VOLCANO_BOUNDS.items())
+        + f", mountPath {MOUNT_PATH_MAX_LENGTH}, plugin argument {PLUGIN_ARGUMENT_MAX_LENGTH}, "
+        f"volumeClaimName {VOLUME_CLAIM_NAME_MAX_LENGTH}, dependency {DEPENDENCY_NAME_MAX_LENGTH}, "
+        f"policy action and timeout {POLICY_STRING_MAX_LENGTH}",
+        (
+            Bound("spec.tasks", VOLCANO_BOUNDS["tasks"]),
+            Bound("spec.policies", VOLCANO_BOUNDS["policies"], each=_POLICY_BOUNDS),
+            Bound(
+                "spec.volumes",
+                VOLCANO_BOUNDS["volumes"],
+                each=(
+                    Bound("mountPath", MOUNT_PATH_MAX_LENGTH, string=True),
+                    Bound("volumeClaimName", VOLUME_CLAIM_NAME_MAX_LENGTH, string=True),
+                ),
+            ),
+            Bound(
+                "spec.plugins{*}",
+                VOLCANO_BOUNDS["pluginArguments"],
+                each=(Bound("", PLUGIN_ARGUMENT_MAX_LENGTH, string=True),),
+            ),
+            Bound(
+                "spec.tasks",
+                each=(
+                    Bound("policies", VOLCANO_BOUNDS["policies"], each=_POLICY_BOUNDS),
+                    Bound(
+                        "dependsOn.name",
+                        VOLCANO_BOUNDS["dependsOn"],
+                        each=(Bound("", DEPENDENCY_NAME_MAX_LENGTH, string=True),),
+                    ),
+                ),
+            ),
+        ),
+        why=f"bounds the CEL cost estimator needs (tasks: {VOLCANO_BOUNDS['tasks']}, as the shared pod-template "
+        "rules allow); no real job comes near them, and the webhook refuses beyond them too",
     ),
     FixedCount(
         "volcano/update/task-count",

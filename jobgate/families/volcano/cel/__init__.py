@@ -1,19 +1,18 @@
 """The Volcano family's rules and defaults (``rules/families/volcano``) for the apiserver.
 
-Its modules follow the webhook's: ``job`` (the job as a whole: its name, tasks, plugins, DAG),
-``volumes``, ``tasks`` (each task), ``resources`` (pod-level resources), ``policies`` (lifecycle
-policies), ``update`` (what an UPDATE may change), ``bounds`` (of lists and strings) and
-``defaults``; the pod templates get the shared pod-template rules.
+Its modules follow the webhook's: ``job`` (the job as a whole: its name, counts, pods' names,
+queue), ``tasks`` (each task's name, minAvailable, partition, NUMA) and ``resources`` (pod-level
+resources). The rest is declared (``declared.py``: the plugins, the DAG, the bounds of lists and
+strings, the volumes, the lifecycle policies, what an UPDATE may change, the defaults); the pod
+templates get the shared pod-template rules.
 """
 
 from __future__ import annotations
 
 from jobgate.engine.registry import JobKind
 from jobgate.families.volcano import rules as volcano
-from jobgate.families.volcano.cel import bounds, job, policies, resources, tasks, volumes
-from jobgate.families.volcano.cel import defaults as _defaults
+from jobgate.families.volcano.cel import job, resources, tasks
 from jobgate.families.volcano.declared import JOB
-from jobgate.families.volcano.rules.defaults import FIRST_DEFAULTS, LAST_DEFAULTS
 from jobgate.generate.cel.catalogue import Default, Rule
 from jobgate.generate.cel.podtemplate import TemplateSite, pod_template_rules
 from jobgate.generate.forms import Declarations
@@ -35,39 +34,34 @@ def rules(kind: JobKind) -> list[Rule]:
     declared_rules = {r.id: r for r in DECLARED.rules()}
     return [
         job.job_name_rule(),
-        job.tasks_required_rule(),
+        declared_rules["volcano/tasks-required"],
         job.counts_rule(),
         declared_rules["volcano/min-available"],
         job.pod_names_rule(),
         declared_rules["volcano/dag"],
         declared_rules["volcano/plugins"],
         declared_rules["volcano/mpi-master"],
-        job.network_topology_rule(),
+        declared_rules["volcano/network-topology"],
         declared_rules["volcano/priority-class-name"],
         declared_rules["volcano/scheduler-name"],
         job.queue_rule(),
-        *volumes.volume_rules(),
+        *(r for r in DECLARED.rules() if r.id.startswith("volcano/volumes/")),
         tasks.task_name_rule(),
-        tasks.task_names_unique_rule(),
-        tasks.template_required_rule(),
+        declared_rules["volcano/task-names-unique"],
+        declared_rules["volcano/template-required"],
         tasks.task_min_available_rule(),
         tasks.partition_rule(),
         tasks.numa_rule(),
         *resources.pod_level_resources_rules(),
-        *policies.policy_rules(),
+        *(r for r in DECLARED.rules() if r.id.startswith("volcano/policies/")),
         declared_rules["volcano/update/task-count"],
         declared_rules["volcano/update/immutable"],
-        bounds.bounds_rule(),
+        declared_rules["volcano/bounds"],
         *pod_template_rules(TEMPLATES),
     ]
 
 
 def defaults(kind: JobKind) -> list[Default]:
     assert kind is volcano.VOLCANO_JOB
-    # In the webhook's order (rules/defaults.py): the declared ones first and last.
-    declared_defaults = {d.id: d for d in DECLARED.defaults()}
-    return [
-        *(declared_defaults[i] for i in FIRST_DEFAULTS),
-        *_defaults.task_defaults(),
-        *(declared_defaults[i] for i in LAST_DEFAULTS),
-    ]
+    # Every default is declared, in the webhook's order (declared.py).
+    return DECLARED.defaults()

@@ -11,8 +11,6 @@ an UPDATE it can only fail where the immutability rule fails too.
 
 from __future__ import annotations
 
-import re
-
 from jobgate.families.volcano.cel.common import (
     SPEC,
     TASK,
@@ -23,7 +21,6 @@ from jobgate.families.volcano.rules.job import (
     QUALIFIED_NAME_MESSAGE,
     QUALIFIED_NAME_REGEX,
 )
-from jobgate.families.volcano.rules.tasks import TIER_CONFLICT
 from jobgate.generate.cel.catalogue import (
     Placement,
     Produces,
@@ -109,27 +106,6 @@ def job_name_rule() -> Rule:
 # --- the tasks as a whole ----------------------------------------------------------------------
 
 
-def tasks_required_rule() -> Rule:
-    return Rule(
-        "volcano/tasks-required",
-        "a job has tasks",
-        Where.CRD_RULE,
-        (Produces("spec.tasks", "REQUIRED", "^No task specified in job spec$"),),
-        (
-            Placement(
-                SPEC,
-                validation=Validation(
-                    rule="has(self.tasks)",
-                    message="No task specified in job spec",
-                    field_path=".tasks",
-                    reason="FieldValueRequired",
-                ),
-            ),
-        ),
-        why="an empty list is refused by the schema (minItems 1), in the apiserver's words",
-    )
-
-
 def counts_rule() -> Rule:
     """Counts that may not be negative: the schema's minimum, which Volcano also says in its words."""
     fields = (
@@ -195,36 +171,7 @@ def pod_names_rule() -> Rule:
     )
 
 
-# --- plugins -----------------------------------------------------------------------------------
-
-
 # --- other fields ------------------------------------------------------------------------------
-
-
-def network_topology_rule() -> Rule:
-    """highestTierAllowed and highestTierName not both (the job's and each partition's topology)."""
-    places = (
-        ((*SPEC, "networkTopology"), "spec.networkTopology"),
-        ((*TASK, "partitionPolicy", "networkTopology"), "spec.tasks[*].partitionPolicy.networkTopology"),
-    )
-    return Rule(
-        "volcano/network-topology",
-        "a network topology has highestTierAllowed or highestTierName, not both",
-        Where.CRD_RULE,
-        tuple(Produces(f"{path}.highestTierName", "FORBIDDEN", "^" + re.escape(TIER_CONFLICT)) for _, path in places),
-        tuple(
-            Placement(
-                at,
-                validation=Validation(
-                    rule="!(has(self.highestTierAllowed) && has(self.highestTierName) && self.highestTierName != '')",
-                    message=TIER_CONFLICT,
-                    field_path=".highestTierName",
-                    reason="FieldValueForbidden",
-                ),
-            )
-            for at, _ in places
-        ),
-    )
 
 
 def queue_rule() -> Rule:

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import re
 
-from jobgate.families.volcano.cel.common import TASK, TASKS, name_of, or_default, replicas_of
+from jobgate.families.volcano.cel.common import TASK, name_of, or_default, replicas_of
 from jobgate.families.volcano.rules.job import _TASK_NAME_PATTERN
 from jobgate.generate.cel.catalogue import (
     Placement,
@@ -31,40 +31,6 @@ def task_name_rule() -> Rule:
         ),
         (Placement((*TASK, "name"), {"pattern": _TASK_NAME_PATTERN, "maxLength": LABEL_MAX_LENGTH}),),
         why="as Volcano's CRD does it (pattern); a longer name is Too long in the apiserver's words",
-    )
-
-
-def task_names_unique_rule() -> Rule:
-    named = "has(t.name) && t.name != ''"
-    first = (
-        f"self.map(t, {name_of('t')}).filter(n, n != '' && self.filter(u, has(u.name) && u.name == n).size() > 1)[0]"
-    )
-    return Rule(
-        "volcano/task-names-unique",
-        "task names are unique",
-        Where.CRD_RULE,
-        (Produces("spec.tasks[*].name", "DUPLICATE", "^duplicated task name ", apiserver_drops=2),),
-        (
-            Placement(
-                TASKS,
-                validation=Validation(
-                    rule=f"self.all(t, !({named}) || self.exists_one(u, has(u.name) && u.name == t.name))",
-                    message_expression=f"'duplicated task name ' + {first}",
-                ),
-            ),
-        ),
-        why="reported at the tasks (a rule on a list cannot name the item)",
-    )
-
-
-def template_required_rule() -> Rule:
-    return Rule(
-        "volcano/template-required",
-        "a task has a pod template",
-        Where.SCHEMA,
-        (Produces("spec.tasks[*].template", "REQUIRED", "template.spec.containers: Required value$"),),
-        (Placement(TASK, {"required": ["template"]}),),
-        why="the apiserver says it in its words: Required value",
     )
 
 

@@ -9,7 +9,7 @@ CREATE and on UPDATE as the apiserver does, so that both agree.
 
 from __future__ import annotations
 
-from jobgate.engine.fielderrors import too_long, too_many
+from jobgate._generated import declared_rules
 from jobgate.families.volcano.rules.resources import typed_template_errors
 from jobgate.rules.names import LABEL_MAX_LENGTH
 
@@ -18,7 +18,7 @@ if TYPE_CHECKING:
     from collections.abc import Iterator
     from typing import Any
 
-    from jobgate.engine.fielderrors import FieldError, FieldPath
+    from jobgate.engine.fielderrors import FieldError
 
 # The most list items. ``tasks``: each task's pod template carries the shared pod-template rules,
 # the dearest of which (an UPDATE comparing every task with the stored one) may run 30 times within the apiserver's
@@ -39,53 +39,20 @@ DEPENDENCY_NAME_MAX_LENGTH = LABEL_MAX_LENGTH  # a task's name
 POLICY_STRING_MAX_LENGTH = 128  # a policy's action and timeout (compared on UPDATE)
 
 
-def _list(value: Any, path: FieldPath, bound: str) -> Iterator[FieldError]:
-    limit = VOLCANO_BOUNDS[bound]
-    if isinstance(value, list) and len(value) > limit:
-        yield too_many(path, len(value), limit)
-
-
-def _string(value: Any, path: FieldPath, limit: int) -> Iterator[FieldError]:
-    if isinstance(value, str) and len(value.encode()) > limit:
-        yield too_long(path, limit)
-
-
-def _policies(policies: Any, path: FieldPath) -> Iterator[FieldError]:
-    yield from _list(policies, path, "policies")
-    for index, policy in enumerate(policies if isinstance(policies, list) else []):
-        if isinstance(policy, dict):
-            yield from _list(policy.get("events"), (*path, index, "events"), "events")
-            for key in ("action", "timeout"):
-                yield from _string(policy.get(key), (*path, index, key), POLICY_STRING_MAX_LENGTH)
-
-
-def bound_errors(spec: dict[str, Any]) -> Iterator[FieldError]:
-    """Every list and string of the spec beyond its bound, and every value of a pod template of
-    another type than the CRD gives it (``resources.typed_template_errors``)."""
-    tasks = spec.get("tasks")
-    yield from _list(tasks, ("spec", "tasks"), "tasks")
-    yield from _policies(spec.get("policies"), ("spec", "policies"))
-    volumes = spec.get("volumes")
-    yield from _list(volumes, ("spec", "volumes"), "volumes")
-    for index, volume in enumerate(volumes if isinstance(volumes, list) else []):
-        if isinstance(volume, dict):
-            path: FieldPath = ("spec", "volumes", index)
-            yield from _string(volume.get("mountPath"), (*path, "mountPath"), MOUNT_PATH_MAX_LENGTH)
-            yield from _string(volume.get("volumeClaimName"), (*path, "volumeClaimName"), VOLUME_CLAIM_NAME_MAX_LENGTH)
-    plugins = spec.get("plugins")
-    for name, arguments in (plugins if isinstance(plugins, dict) else {}).items():
-        # A map's key as the apiserver writes it in its schema's errors: a field.
-        yield from _list(arguments, ("spec", "plugins", name), "pluginArguments")
-        for index, argument in enumerate(arguments if isinstance(arguments, list) else []):
-            yield from _string(argument, ("spec", "plugins", name, index), PLUGIN_ARGUMENT_MAX_LENGTH)
+def bound_errors(obj: dict[str, Any]) -> Iterator[FieldError]:
+    """Every list and string of the spec beyond its bound (declared: ``volcano/bounds``), and every
+    value of a pod template of another type than the CRD gives it (``resources.typed_template_errors``),
+    after each task's bounds."""
+    by_task: dict[int, list[FieldError]] = {}
+    for error in declared_rules.validate_job_batch_volcano_sh(obj, None, ("volcano/bounds",)):
+        index = error.path[2] if len(error.path) > 2 and error.path[1] == "tasks" else None
+        if isinstance(index, int):
+            by_task.setdefault(index, []).append(error)
+        else:
+            yield error
+    spec = obj.get("spec")
+    tasks = spec.get("tasks") if isinstance(spec, dict) else None
     for index, task in enumerate(tasks if isinstance(tasks, list) else []):
-        if not isinstance(task, dict):
-            continue
-        path = ("spec", "tasks", index)
-        yield from _policies(task.get("policies"), (*path, "policies"))
-        depends = task.get("dependsOn")
-        names = depends.get("name") if isinstance(depends, dict) else None
-        yield from _list(names, (*path, "dependsOn", "name"), "dependsOn")
-        for position, name in enumerate(names if isinstance(names, list) else []):
-            yield from _string(name, (*path, "dependsOn", "name", position), DEPENDENCY_NAME_MAX_LENGTH)
-        yield from typed_template_errors(task.get("template"), (*path, "template"))
+        yield from by_task.get(index, ())
+        if isinstance(task, dict):
+            yield from typed_template_errors(task.get("template"), ("spec", "tasks", index, "template"))

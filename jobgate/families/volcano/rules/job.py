@@ -13,19 +13,21 @@ from __future__ import annotations
 import re
 
 from jobgate._generated import declared_rules
-from jobgate.engine.fielderrors import ErrorType, FieldError, FieldPath, invalid, required
+from jobgate.engine.fielderrors import FieldError, FieldPath, invalid, required
 from jobgate.engine.findings import Findings, clip_warning
 from jobgate.engine.modelref import ModelRef
 from jobgate.families.volcano.rules.bounds import bound_errors
-from jobgate.families.volcano.rules.policies import policy_errors, policy_warnings
+from jobgate.families.volcano.rules.policies import policy_warnings
 from jobgate.families.volcano.rules.queue_check import QUEUE_CHECK, check_queue
 from jobgate.families.volcano.rules.resources import numa_errors, pod_level_resource_errors
 from jobgate.families.volcano.rules.tasks import (
     LEGACY,
+    declared_in,
     job_tasks,
-    network_topology_errors,
+    job_topology_errors,
     partition_errors,
     task_name,
+    task_view,
 )
 from jobgate.rules.jobmeta import as_int, check_spec_schema, job_name
 from jobgate.rules.names import dns1123_label_problems, dns1123_subdomain_problems, matches_qualified_name
@@ -82,7 +84,7 @@ def validate_job(
     found = Findings()
     spec = check_spec_schema(obj, spec_model, found)
     if spec is not None:
-        found.errors.extend(bound_errors(spec))
+        found.errors.extend(bound_errors(obj))
     if old is not None:
         # Imported on the first UPDATE: jobgate validate checks creations only, and a one-file
         # check pays for every module it imports.
@@ -106,15 +108,15 @@ def _create_errors(obj: dict[str, Any], spec: dict[str, Any] | None, found: Find
     if spec is None:
         return
     tasks = job_tasks(spec)
-    raw_tasks = spec.get("tasks")
-    if raw_tasks is None or (isinstance(raw_tasks, list) and not raw_tasks):
-        yield required(("spec", "tasks"), "No task specified in job spec")
+    yield from _declared(obj, "volcano/tasks-required")
     yield from _negative_errors(spec, tasks, job)
     yield from _declared(obj, "volcano/plugins")
     yield from _declared(obj, "volcano/mpi-master")
-    yield from network_topology_errors(spec.get("networkTopology"), ("spec", "networkTopology"))
+    yield from job_topology_errors(spec)
 
-    seen_names: set[str] = set()
+    # Declared rules over every task, each task's errors reported among its others.
+    names_twice = _by_task(_declared(obj, "volcano/task-names-unique"))
+    no_template = _by_task(_declared(obj, "volcano/template-required"))
     for index, task in tasks:
         path: FieldPath = ("spec", "tasks", index)
         name = task_name(task)
@@ -126,9 +128,7 @@ def _create_errors(obj: dict[str, Any], spec: dict[str, Any] | None, found: Find
                 min_available,
                 f"'minAvailable' is greater than 'replicas' in task: {name}, job: {job}",
             )
-        if name in seen_names:
-            yield FieldError(ErrorType.DUPLICATE, (*path, "name"), name, f"duplicated task name {name}")
-        seen_names.add(name)
+        yield from names_twice.get(index, ())
         if name:
             problems = dns1123_label_problems(name)
             if problems and not re.fullmatch(_TASK_NAME_PATTERN, name):
@@ -140,12 +140,11 @@ def _create_errors(obj: dict[str, Any], spec: dict[str, Any] | None, found: Find
                 )
             for problem in problems:
                 yield invalid((*path, "name"), name, _task_name_detail(problem))
-        yield from policy_errors(task.get("policies"), (*path, "policies"))
+        yield from declared_in(task_view(index, task), "volcano/policies")
         yield from _pod_name_errors(job, name, index, replicas, path)
+        yield from no_template.get(index, ())
         template = task.get("template")
-        if template is None:
-            yield required((*path, "template"), f"spec.task[{index}].template.spec.containers: Required value")
-        else:
+        if template is not None:
             template_found = check_pod_template(
                 template, (*path, "template"), where=f"tasks[{name or index}]", replica_restart_policy=None
             )
@@ -158,8 +157,8 @@ def _create_errors(obj: dict[str, Any], spec: dict[str, Any] | None, found: Find
         yield from partition_errors(task, path, name=name, job=job, replicas=replicas, min_available=min_available)
 
     yield from _declared(obj, "volcano/min-available")
-    yield from policy_errors(spec.get("policies"), ("spec", "policies"))
-    yield from _volume_errors(spec.get("volumes"))
+    yield from declared_in({"spec": {"policies": spec.get("policies")}}, "volcano/policies")
+    yield from _declared(obj, "volcano/volumes")
     yield from _declared(obj, "volcano/dag")
     yield from _declared(obj, "volcano/priority-class-name")
     yield from _name_field_errors(obj, spec, found)
@@ -168,6 +167,16 @@ def _create_errors(obj: dict[str, Any], spec: dict[str, Any] | None, found: Find
 def _declared(obj: dict[str, Any], rule_id: str) -> list[FieldError]:
     """A rule declared in ``declared.py``, on CREATE, where Volcano's webhook checks it among the others."""
     return declared_rules.validate_job_batch_volcano_sh(obj, None, (rule_id,))
+
+
+def _by_task(errors: list[FieldError]) -> dict[int, list[FieldError]]:
+    """The errors of a declared rule over the tasks, by the index of their task."""
+    grouped: dict[int, list[FieldError]] = {}
+    for error in errors:
+        index = error.path[2]
+        assert isinstance(index, int)
+        grouped.setdefault(index, []).append(error)
+    return grouped
 
 
 def _task_name_detail(problem: str) -> str:
@@ -264,41 +273,3 @@ def _name_field_errors(obj: dict[str, Any], spec: dict[str, Any], found: Finding
             found.warnings.append(clip_warning(f"spec.queue: {queue!r}: Volcano's CRD refuses it: {problem}"))
     # schedulerName's length: declared.
     yield from _declared(obj, "volcano/scheduler-name")
-
-
-def _volume_errors(volumes: Any) -> Iterator[FieldError]:
-    if not isinstance(volumes, list):
-        return
-    mount_paths: set[str] = set()
-    for index, volume in enumerate(volumes):
-        if not isinstance(volume, dict):
-            continue
-        path: FieldPath = ("spec", "volumes", index)
-        mount_path = volume.get("mountPath")
-        if mount_path == "":
-            # What Volcano's CRD (1.14+) makes the apiserver say before its webhook runs.
-            yield invalid(
-                (*path, "mountPath"), "", f"spec.volumes[{index}].mountPath in body should be at least 1 chars long"
-            )
-        if mount_path in (None, ""):
-            yield required((*path, "mountPath"), "mountPath is required;")
-        elif isinstance(mount_path, str):
-            if mount_path in mount_paths:
-                yield FieldError(
-                    ErrorType.DUPLICATE, (*path, "mountPath"), mount_path, f"duplicated mountPath: {mount_path};"
-                )
-            mount_paths.add(mount_path)
-        claim = volume.get("volumeClaim")
-        claim_name = volume.get("volumeClaimName")
-        if claim is None and claim_name in (None, ""):
-            yield required(path, "either VolumeClaim or VolumeClaimName must be specified;")
-        elif claim is not None and claim_name not in (None, ""):
-            yield invalid((*path, "volumeClaimName"), claim_name, CLAIM_CONFLICT)
-        elif isinstance(claim_name, str) and claim_name:
-            problems = dns1123_subdomain_problems(claim_name)
-            if problems:
-                yield invalid(
-                    (*path, "volumeClaimName"),
-                    claim_name,
-                    f"invalid VolumeClaimName {claim_name} : [{', '.join(problems)}]",
-                )

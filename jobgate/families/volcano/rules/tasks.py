@@ -8,7 +8,8 @@ topologies on both operations (``util.go``); the other rules are in ``job`` (CRE
 
 from __future__ import annotations
 
-from jobgate.engine.fielderrors import FieldError, FieldPath, forbidden, invalid
+from jobgate._generated import declared_rules
+from jobgate.engine.fielderrors import FieldError, FieldPath, invalid
 from jobgate.rules.jobmeta import as_int
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING, without importing typing at run time (start-up)
@@ -27,6 +28,22 @@ def job_tasks(spec: dict[str, Any] | None) -> list[tuple[int, dict[str, Any]]]:
     if not isinstance(tasks, list):
         return []
     return [(i, t) for i, t in enumerate(tasks) if isinstance(t, dict)]
+
+
+def task_view(index: int, task: Any) -> dict[str, Any]:
+    """A view of the job that holds one task, at its index: a declared rule checked on it reports that
+    task's errors alone, at their paths, where Volcano's loop over the tasks reports them."""
+    return {"spec": {"tasks": [None] * index + [task]}}
+
+
+def declared_in(view: dict[str, Any], rule_id: str) -> list[FieldError]:
+    """A rule declared in ``declared.py`` over ``view`` (the job, or part of it), where Volcano checks it."""
+    return declared_rules.validate_job_batch_volcano_sh(view, None, (rule_id,))
+
+
+def job_topology_errors(spec: dict[str, Any]) -> list[FieldError]:
+    """The job's network topology (declared: ``volcano/network-topology``), not its tasks' partitions'."""
+    return declared_in({"spec": {"networkTopology": spec.get("networkTopology")}}, "volcano/network-topology")
 
 
 def task_name(task: dict[str, Any]) -> str:
@@ -59,11 +76,5 @@ def partition_errors(
             min_available,
             f"'MinAvailable' is not equal to MinPartitions*PartitionSize {where}",
         )
-    yield from network_topology_errors(partition.get("networkTopology"), (*partition_path, "networkTopology"))
-
-
-def network_topology_errors(topology: Any, path: FieldPath) -> Iterator[FieldError]:
-    if not isinstance(topology, dict):
-        return
-    if topology.get("highestTierAllowed") is not None and topology.get("highestTierName") not in (None, ""):
-        yield forbidden((*path, "highestTierName"), TIER_CONFLICT)
+    # The partition's network topology (declared), over this task alone.
+    yield from declared_in(task_view(int(path[-1]), {"partitionPolicy": partition}), "volcano/network-topology")

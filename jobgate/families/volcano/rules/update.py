@@ -11,7 +11,7 @@ from jobgate._generated import declared_rules
 from jobgate.engine.fielderrors import FieldError, FieldPath, invalid
 from jobgate.families.volcano.rules.tasks import (
     job_tasks,
-    network_topology_errors,
+    job_topology_errors,
     partition_errors,
     task_name,
 )
@@ -53,7 +53,7 @@ def update_errors(obj: dict[str, Any], old: dict[str, Any], spec: dict[str, Any]
     job_min = as_int(spec.get("minAvailable"))
     if job_min is not None and job_min < 0:
         yield invalid(("spec", "minAvailable"), job_min, "job 'minAvailable' must be >= 0")
-    yield from network_topology_errors(spec.get("networkTopology"), ("spec", "networkTopology"))
+    yield from job_topology_errors(spec)
 
     # The number of tasks, then every other field an UPDATE may not change: declared.
     yield from declared_rules.validate_job_batch_volcano_sh(
