@@ -597,130 +597,131 @@ PRODUCES: tuple[tuple[str, str, str, str], ...] = (
     ('mxjob/local-mode-workers-only', 'spec.replicaSpecs[*].mxReplicaType', 'INVALID', '^job mode is local, but its replicas set have replicas type other than worker$'),  # 589
     ('mxjob/local-mode-one-worker', 'spec.replicaSpecs[*].replicas', 'INVALID', '^job mode is local, but it has more than 1 worker$'),  # 590
     ('mxjob/dist-mode-roles', 'spec.replicaSpecs', 'REQUIRED', '^dist job mode without replica type (SCHEDULER|SERVER|WORKER)$'),  # 591
-    ('run-policy/min-available', 'spec.schedulingPolicy.minAvailable', 'INVALID', 'total number of replicas'),  # 592
-    ('run-policy/queue-immutable', 'spec.runPolicy.schedulingPolicy.queue', 'INVALID', '^field is immutable$'),  # 593
-    ('pod-template/containers', 'spec.mpiReplicaSpecs[*].template.spec.containers', 'REQUIRED', '^must\\ have\\ at\\ least\\ one\\ container$'),  # 594
-    ('roles/launcher', 'spec.mpiReplicaSpecs[Launcher]', 'REQUIRED', '^must be present$'),  # 595
-    ('roles/launcher', 'spec.mpiReplicaSpecs[Launcher].replicas', 'INVALID', '^must be 1$'),  # 596
-    ('replicas/types', 'spec.marsReplicaSpecs[*]', 'NOT_SUPPORTED', ''),  # 597
-    ('replicas/types', 'spec.marsReplicaSpecs[*]', 'DUPLICATE', ''),  # 598
-    ('pod-template/spec', 'spec.marsReplicaSpecs[*].template.spec', 'REQUIRED', '^$'),  # 599
-    ('pod-template/containers', 'spec.marsReplicaSpecs[*].template.spec.containers', 'REQUIRED', '^must\\ have\\ at\\ least\\ one\\ container$'),  # 600
-    ('pod-template/bounds', 'spec.marsReplicaSpecs[*].template.spec.**', 'TOO_MANY', ''),  # 601
-    ('pod-template/containers/name', 'spec.marsReplicaSpecs[*].template.spec.containers[*].name', 'REQUIRED', ''),  # 602
-    ('pod-template/containers/name', 'spec.marsReplicaSpecs[*].template.spec.containers[*].name', 'INVALID', "^(a\\ lowercase\\ RFC\\ 1123\\ label\\ must\\ consist\\ of\\ lower\\ case\\ alphanumeric\\ characters\\ or\\ '\\-',\\ and\\ must\\ start\\ and\\ end\\ with\\ an\\ alphanumeric\\ character\\ \\(e\\.g\\.\\ 'my\\-name',\\ \\ or\\ '123\\-abc',\\ regex\\ used\\ for\\ validation\\ is\\ '\\[a\\-z0\\-9\\]\\(\\[\\-a\\-z0\\-9\\]\\*\\[a\\-z0\\-9\\]\\)\\?'\\)|must be no more than 63 )"),  # 603
-    ('pod-template/containers/image', 'spec.marsReplicaSpecs[*].template.spec.containers[*].image', 'REQUIRED', ''),  # 604
-    ('pod-template/containers/ports', 'spec.marsReplicaSpecs[*].template.spec.containers[*].ports[*].containerPort', 'REQUIRED', ''),  # 605
-    ('pod-template/containers/ports', 'spec.marsReplicaSpecs[*].template.spec.containers[*].ports[*].containerPort', 'INVALID', '^must be between'),  # 606
-    ('pod-template/containers/ports', 'spec.marsReplicaSpecs[*].template.spec.containers[*].ports[*].hostPort', 'INVALID', '^must be between'),  # 607
-    ('pod-template/containers/ports', 'spec.marsReplicaSpecs[*].template.spec.containers[*].ports[*].protocol', 'NOT_SUPPORTED', ''),  # 608
-    ('pod-template/containers/ports', 'spec.marsReplicaSpecs[*].template.spec.containers[*].ports[*].name', 'INVALID', '^must (contain|not|be no more)'),  # 609
-    ('pod-template/containers/port-names-unique', 'spec.marsReplicaSpecs[*].template.spec.containers[*].ports[*].name', 'DUPLICATE', ''),  # 610
-    ('pod-template/containers/mounts', 'spec.marsReplicaSpecs[*].template.spec.containers[*].volumeMounts[*].name', 'REQUIRED', ''),  # 611
-    ('pod-template/containers/mounts', 'spec.marsReplicaSpecs[*].template.spec.containers[*].volumeMounts[*].mountPath', 'REQUIRED', ''),  # 612
-    ('pod-template/containers/mounted-volumes', 'spec.marsReplicaSpecs[*].template.spec.containers[*].volumeMounts[*].name', 'NOT_FOUND', ''),  # 613
-    ('pod-template/containers/env', 'spec.marsReplicaSpecs[*].template.spec.containers[*].env[*].name', 'REQUIRED', ''),  # 614
-    ('pod-template/containers/env', 'spec.marsReplicaSpecs[*].template.spec.containers[*].env[*].name', 'INVALID', "a\\ valid\\ environment\\ variable\\ name\\ must\\ consist\\ only\\ of\\ printable\\ ASCII\\ characters\\ other\\ than\\ '='"),  # 615
-    ('pod-template/containers/quantities', 'spec.marsReplicaSpecs[*].template.spec.containers[*].resources.limits[*]', 'INVALID', "^quantities\\ must\\ match\\ the\\ regular\\ expression\\ '\\^\\(\\[\\+\\-\\]\\?\\[0\\-9\\.\\]\\+\\)\\(\\[eEinumkKMGTP\\]\\*\\[\\-\\+\\]\\?\\[0\\-9\\]\\*\\)\\$'$"),  # 616
-    ('pod-template/containers/quantities', 'spec.marsReplicaSpecs[*].template.spec.containers[*].resources.limits[*]', 'INVALID', '^must be greater than or equal to 0$'),  # 617
-    ('pod-template/containers/quantities', 'spec.marsReplicaSpecs[*].template.spec.containers[*].resources.requests[*]', 'INVALID', "^quantities\\ must\\ match\\ the\\ regular\\ expression\\ '\\^\\(\\[\\+\\-\\]\\?\\[0\\-9\\.\\]\\+\\)\\(\\[eEinumkKMGTP\\]\\*\\[\\-\\+\\]\\?\\[0\\-9\\]\\*\\)\\$'$"),  # 618
-    ('pod-template/containers/quantities', 'spec.marsReplicaSpecs[*].template.spec.containers[*].resources.requests[*]', 'INVALID', '^must be greater than or equal to 0$'),  # 619
-    ('pod-template/containers/whole-extended-resources', 'spec.marsReplicaSpecs[*].template.spec.containers[*].resources.limits[*]', 'INVALID', '^must be an integer$'),  # 620
-    ('pod-template/containers/whole-extended-resources', 'spec.marsReplicaSpecs[*].template.spec.containers[*].resources.requests[*]', 'INVALID', '^must be an integer$'),  # 621
-    ('pod-template/containers/requests-within-limits', 'spec.marsReplicaSpecs[*].template.spec.containers[*].resources.requests[*]', 'INVALID', ' limit of '),  # 622
-    ('pod-template/initContainers/name', 'spec.marsReplicaSpecs[*].template.spec.initContainers[*].name', 'REQUIRED', ''),  # 623
-    ('pod-template/initContainers/name', 'spec.marsReplicaSpecs[*].template.spec.initContainers[*].name', 'INVALID', "^(a\\ lowercase\\ RFC\\ 1123\\ label\\ must\\ consist\\ of\\ lower\\ case\\ alphanumeric\\ characters\\ or\\ '\\-',\\ and\\ must\\ start\\ and\\ end\\ with\\ an\\ alphanumeric\\ character\\ \\(e\\.g\\.\\ 'my\\-name',\\ \\ or\\ '123\\-abc',\\ regex\\ used\\ for\\ validation\\ is\\ '\\[a\\-z0\\-9\\]\\(\\[\\-a\\-z0\\-9\\]\\*\\[a\\-z0\\-9\\]\\)\\?'\\)|must be no more than 63 )"),  # 624
-    ('pod-template/initContainers/image', 'spec.marsReplicaSpecs[*].template.spec.initContainers[*].image', 'REQUIRED', ''),  # 625
-    ('pod-template/initContainers/ports', 'spec.marsReplicaSpecs[*].template.spec.initContainers[*].ports[*].containerPort', 'REQUIRED', ''),  # 626
-    ('pod-template/initContainers/ports', 'spec.marsReplicaSpecs[*].template.spec.initContainers[*].ports[*].containerPort', 'INVALID', '^must be between'),  # 627
-    ('pod-template/initContainers/ports', 'spec.marsReplicaSpecs[*].template.spec.initContainers[*].ports[*].hostPort', 'INVALID', '^must be between'),  # 628
-    ('pod-template/initContainers/ports', 'spec.marsReplicaSpecs[*].template.spec.initContainers[*].ports[*].protocol', 'NOT_SUPPORTED', ''),  # 629
-    ('pod-template/initContainers/ports', 'spec.marsReplicaSpecs[*].template.spec.initContainers[*].ports[*].name', 'INVALID', '^must (contain|not|be no more)'),  # 630
-    ('pod-template/initContainers/port-names-unique', 'spec.marsReplicaSpecs[*].template.spec.initContainers[*].ports[*].name', 'DUPLICATE', ''),  # 631
-    ('pod-template/initContainers/mounts', 'spec.marsReplicaSpecs[*].template.spec.initContainers[*].volumeMounts[*].name', 'REQUIRED', ''),  # 632
-    ('pod-template/initContainers/mounts', 'spec.marsReplicaSpecs[*].template.spec.initContainers[*].volumeMounts[*].mountPath', 'REQUIRED', ''),  # 633
-    ('pod-template/initContainers/mounted-volumes', 'spec.marsReplicaSpecs[*].template.spec.initContainers[*].volumeMounts[*].name', 'NOT_FOUND', ''),  # 634
-    ('pod-template/initContainers/env', 'spec.marsReplicaSpecs[*].template.spec.initContainers[*].env[*].name', 'REQUIRED', ''),  # 635
-    ('pod-template/initContainers/env', 'spec.marsReplicaSpecs[*].template.spec.initContainers[*].env[*].name', 'INVALID', "a\\ valid\\ environment\\ variable\\ name\\ must\\ consist\\ only\\ of\\ printable\\ ASCII\\ characters\\ other\\ than\\ '='"),  # 636
-    ('pod-template/initContainers/quantities', 'spec.marsReplicaSpecs[*].template.spec.initContainers[*].resources.limits[*]', 'INVALID', "^quantities\\ must\\ match\\ the\\ regular\\ expression\\ '\\^\\(\\[\\+\\-\\]\\?\\[0\\-9\\.\\]\\+\\)\\(\\[eEinumkKMGTP\\]\\*\\[\\-\\+\\]\\?\\[0\\-9\\]\\*\\)\\$'$"),  # 637
-    ('pod-template/initContainers/quantities', 'spec.marsReplicaSpecs[*].template.spec.initContainers[*].resources.limits[*]', 'INVALID', '^must be greater than or equal to 0$'),  # 638
-    ('pod-template/initContainers/quantities', 'spec.marsReplicaSpecs[*].template.spec.initContainers[*].resources.requests[*]', 'INVALID', "^quantities\\ must\\ match\\ the\\ regular\\ expression\\ '\\^\\(\\[\\+\\-\\]\\?\\[0\\-9\\.\\]\\+\\)\\(\\[eEinumkKMGTP\\]\\*\\[\\-\\+\\]\\?\\[0\\-9\\]\\*\\)\\$'$"),  # 639
-    ('pod-template/initContainers/quantities', 'spec.marsReplicaSpecs[*].template.spec.initContainers[*].resources.requests[*]', 'INVALID', '^must be greater than or equal to 0$'),  # 640
-    ('pod-template/initContainers/whole-extended-resources', 'spec.marsReplicaSpecs[*].template.spec.initContainers[*].resources.limits[*]', 'INVALID', '^must be an integer$'),  # 641
-    ('pod-template/initContainers/whole-extended-resources', 'spec.marsReplicaSpecs[*].template.spec.initContainers[*].resources.requests[*]', 'INVALID', '^must be an integer$'),  # 642
-    ('pod-template/initContainers/requests-within-limits', 'spec.marsReplicaSpecs[*].template.spec.initContainers[*].resources.requests[*]', 'INVALID', ' limit of '),  # 643
-    ('pod-template/container-names-unique', 'spec.marsReplicaSpecs[*].template.spec.containers[*].name', 'DUPLICATE', ''),  # 644
-    ('pod-template/container-names-unique', 'spec.marsReplicaSpecs[*].template.spec.initContainers[*].name', 'DUPLICATE', ''),  # 645
-    ('pod-template/volumes', 'spec.marsReplicaSpecs[*].template.spec.volumes[*].name', 'REQUIRED', ''),  # 646
-    ('pod-template/volumes', 'spec.marsReplicaSpecs[*].template.spec.volumes[*].name', 'INVALID', "^(a\\ lowercase\\ RFC\\ 1123\\ label\\ must\\ consist\\ of\\ lower\\ case\\ alphanumeric\\ characters\\ or\\ '\\-',\\ and\\ must\\ start\\ and\\ end\\ with\\ an\\ alphanumeric\\ character\\ \\(e\\.g\\.\\ 'my\\-name',\\ \\ or\\ '123\\-abc',\\ regex\\ used\\ for\\ validation\\ is\\ '\\[a\\-z0\\-9\\]\\(\\[\\-a\\-z0\\-9\\]\\*\\[a\\-z0\\-9\\]\\)\\?'\\)|must be no more than 63 )"),  # 647
-    ('pod-template/volume-names-unique', 'spec.marsReplicaSpecs[*].template.spec.volumes[*].name', 'DUPLICATE', ''),  # 648
-    ('pod-template/restart-policy', 'spec.marsReplicaSpecs[*].template.spec.restartPolicy', 'NOT_SUPPORTED', ''),  # 649
-    ('pod-template/framework-container', 'spec.marsReplicaSpecs[*].template.spec.containers', 'REQUIRED', '^must\\ have\\ at\\ least\\ one\\ container\\ with\\ name\\ mars$'),  # 650
-    ('pod-template/containers', 'spec.pytorchReplicaSpecs[*].template.spec.containers', 'REQUIRED', '^must\\ have\\ at\\ least\\ one\\ container$'),  # 651
-    ('roles/master', 'spec.pytorchReplicaSpecs[Master]', 'REQUIRED', '^must be present$'),  # 652
-    ('roles/master', 'spec.pytorchReplicaSpecs[Master].replicas', 'INVALID', '^must be 1$'),  # 653
-    ('pod-template/containers', 'spec.tfReplicaSpecs[*].template.spec.containers', 'REQUIRED', '^must\\ have\\ at\\ least\\ one\\ container$'),  # 654
-    ('roles/one-leader', 'spec.tfReplicaSpecs', 'FORBIDDEN', '^must not have more than 1 Chief or Master role$'),  # 655
-    ('roles/one-leader', 'spec.tfReplicaSpecs[Chief].replicas', 'INVALID', '^must be less than or equal to 1$'),  # 656
-    ('roles/one-leader', 'spec.tfReplicaSpecs[Master].replicas', 'INVALID', '^must be less than or equal to 1$'),  # 657
-    ('replicas/types', 'spec.xdlReplicaSpecs[*]', 'NOT_SUPPORTED', ''),  # 658
-    ('replicas/types', 'spec.xdlReplicaSpecs[*]', 'DUPLICATE', ''),  # 659
-    ('pod-template/spec', 'spec.xdlReplicaSpecs[*].template.spec', 'REQUIRED', '^$'),  # 660
-    ('pod-template/containers', 'spec.xdlReplicaSpecs[*].template.spec.containers', 'REQUIRED', '^must\\ have\\ at\\ least\\ one\\ container$'),  # 661
-    ('pod-template/bounds', 'spec.xdlReplicaSpecs[*].template.spec.**', 'TOO_MANY', ''),  # 662
-    ('pod-template/containers/name', 'spec.xdlReplicaSpecs[*].template.spec.containers[*].name', 'REQUIRED', ''),  # 663
-    ('pod-template/containers/name', 'spec.xdlReplicaSpecs[*].template.spec.containers[*].name', 'INVALID', "^(a\\ lowercase\\ RFC\\ 1123\\ label\\ must\\ consist\\ of\\ lower\\ case\\ alphanumeric\\ characters\\ or\\ '\\-',\\ and\\ must\\ start\\ and\\ end\\ with\\ an\\ alphanumeric\\ character\\ \\(e\\.g\\.\\ 'my\\-name',\\ \\ or\\ '123\\-abc',\\ regex\\ used\\ for\\ validation\\ is\\ '\\[a\\-z0\\-9\\]\\(\\[\\-a\\-z0\\-9\\]\\*\\[a\\-z0\\-9\\]\\)\\?'\\)|must be no more than 63 )"),  # 664
-    ('pod-template/containers/image', 'spec.xdlReplicaSpecs[*].template.spec.containers[*].image', 'REQUIRED', ''),  # 665
-    ('pod-template/containers/ports', 'spec.xdlReplicaSpecs[*].template.spec.containers[*].ports[*].containerPort', 'REQUIRED', ''),  # 666
-    ('pod-template/containers/ports', 'spec.xdlReplicaSpecs[*].template.spec.containers[*].ports[*].containerPort', 'INVALID', '^must be between'),  # 667
-    ('pod-template/containers/ports', 'spec.xdlReplicaSpecs[*].template.spec.containers[*].ports[*].hostPort', 'INVALID', '^must be between'),  # 668
-    ('pod-template/containers/ports', 'spec.xdlReplicaSpecs[*].template.spec.containers[*].ports[*].protocol', 'NOT_SUPPORTED', ''),  # 669
-    ('pod-template/containers/ports', 'spec.xdlReplicaSpecs[*].template.spec.containers[*].ports[*].name', 'INVALID', '^must (contain|not|be no more)'),  # 670
-    ('pod-template/containers/port-names-unique', 'spec.xdlReplicaSpecs[*].template.spec.containers[*].ports[*].name', 'DUPLICATE', ''),  # 671
-    ('pod-template/containers/mounts', 'spec.xdlReplicaSpecs[*].template.spec.containers[*].volumeMounts[*].name', 'REQUIRED', ''),  # 672
-    ('pod-template/containers/mounts', 'spec.xdlReplicaSpecs[*].template.spec.containers[*].volumeMounts[*].mountPath', 'REQUIRED', ''),  # 673
-    ('pod-template/containers/mounted-volumes', 'spec.xdlReplicaSpecs[*].template.spec.containers[*].volumeMounts[*].name', 'NOT_FOUND', ''),  # 674
-    ('pod-template/containers/env', 'spec.xdlReplicaSpecs[*].template.spec.containers[*].env[*].name', 'REQUIRED', ''),  # 675
-    ('pod-template/containers/env', 'spec.xdlReplicaSpecs[*].template.spec.containers[*].env[*].name', 'INVALID', "a\\ valid\\ environment\\ variable\\ name\\ must\\ consist\\ only\\ of\\ printable\\ ASCII\\ characters\\ other\\ than\\ '='"),  # 676
-    ('pod-template/containers/quantities', 'spec.xdlReplicaSpecs[*].template.spec.containers[*].resources.limits[*]', 'INVALID', "^quantities\\ must\\ match\\ the\\ regular\\ expression\\ '\\^\\(\\[\\+\\-\\]\\?\\[0\\-9\\.\\]\\+\\)\\(\\[eEinumkKMGTP\\]\\*\\[\\-\\+\\]\\?\\[0\\-9\\]\\*\\)\\$'$"),  # 677
-    ('pod-template/containers/quantities', 'spec.xdlReplicaSpecs[*].template.spec.containers[*].resources.limits[*]', 'INVALID', '^must be greater than or equal to 0$'),  # 678
-    ('pod-template/containers/quantities', 'spec.xdlReplicaSpecs[*].template.spec.containers[*].resources.requests[*]', 'INVALID', "^quantities\\ must\\ match\\ the\\ regular\\ expression\\ '\\^\\(\\[\\+\\-\\]\\?\\[0\\-9\\.\\]\\+\\)\\(\\[eEinumkKMGTP\\]\\*\\[\\-\\+\\]\\?\\[0\\-9\\]\\*\\)\\$'$"),  # 679
-    ('pod-template/containers/quantities', 'spec.xdlReplicaSpecs[*].template.spec.containers[*].resources.requests[*]', 'INVALID', '^must be greater than or equal to 0$'),  # 680
-    ('pod-template/containers/whole-extended-resources', 'spec.xdlReplicaSpecs[*].template.spec.containers[*].resources.limits[*]', 'INVALID', '^must be an integer$'),  # 681
-    ('pod-template/containers/whole-extended-resources', 'spec.xdlReplicaSpecs[*].template.spec.containers[*].resources.requests[*]', 'INVALID', '^must be an integer$'),  # 682
-    ('pod-template/containers/requests-within-limits', 'spec.xdlReplicaSpecs[*].template.spec.containers[*].resources.requests[*]', 'INVALID', ' limit of '),  # 683
-    ('pod-template/initContainers/name', 'spec.xdlReplicaSpecs[*].template.spec.initContainers[*].name', 'REQUIRED', ''),  # 684
-    ('pod-template/initContainers/name', 'spec.xdlReplicaSpecs[*].template.spec.initContainers[*].name', 'INVALID', "^(a\\ lowercase\\ RFC\\ 1123\\ label\\ must\\ consist\\ of\\ lower\\ case\\ alphanumeric\\ characters\\ or\\ '\\-',\\ and\\ must\\ start\\ and\\ end\\ with\\ an\\ alphanumeric\\ character\\ \\(e\\.g\\.\\ 'my\\-name',\\ \\ or\\ '123\\-abc',\\ regex\\ used\\ for\\ validation\\ is\\ '\\[a\\-z0\\-9\\]\\(\\[\\-a\\-z0\\-9\\]\\*\\[a\\-z0\\-9\\]\\)\\?'\\)|must be no more than 63 )"),  # 685
-    ('pod-template/initContainers/image', 'spec.xdlReplicaSpecs[*].template.spec.initContainers[*].image', 'REQUIRED', ''),  # 686
-    ('pod-template/initContainers/ports', 'spec.xdlReplicaSpecs[*].template.spec.initContainers[*].ports[*].containerPort', 'REQUIRED', ''),  # 687
-    ('pod-template/initContainers/ports', 'spec.xdlReplicaSpecs[*].template.spec.initContainers[*].ports[*].containerPort', 'INVALID', '^must be between'),  # 688
-    ('pod-template/initContainers/ports', 'spec.xdlReplicaSpecs[*].template.spec.initContainers[*].ports[*].hostPort', 'INVALID', '^must be between'),  # 689
-    ('pod-template/initContainers/ports', 'spec.xdlReplicaSpecs[*].template.spec.initContainers[*].ports[*].protocol', 'NOT_SUPPORTED', ''),  # 690
-    ('pod-template/initContainers/ports', 'spec.xdlReplicaSpecs[*].template.spec.initContainers[*].ports[*].name', 'INVALID', '^must (contain|not|be no more)'),  # 691
-    ('pod-template/initContainers/port-names-unique', 'spec.xdlReplicaSpecs[*].template.spec.initContainers[*].ports[*].name', 'DUPLICATE', ''),  # 692
-    ('pod-template/initContainers/mounts', 'spec.xdlReplicaSpecs[*].template.spec.initContainers[*].volumeMounts[*].name', 'REQUIRED', ''),  # 693
-    ('pod-template/initContainers/mounts', 'spec.xdlReplicaSpecs[*].template.spec.initContainers[*].volumeMounts[*].mountPath', 'REQUIRED', ''),  # 694
-    ('pod-template/initContainers/mounted-volumes', 'spec.xdlReplicaSpecs[*].template.spec.initContainers[*].volumeMounts[*].name', 'NOT_FOUND', ''),  # 695
-    ('pod-template/initContainers/env', 'spec.xdlReplicaSpecs[*].template.spec.initContainers[*].env[*].name', 'REQUIRED', ''),  # 696
-    ('pod-template/initContainers/env', 'spec.xdlReplicaSpecs[*].template.spec.initContainers[*].env[*].name', 'INVALID', "a\\ valid\\ environment\\ variable\\ name\\ must\\ consist\\ only\\ of\\ printable\\ ASCII\\ characters\\ other\\ than\\ '='"),  # 697
-    ('pod-template/initContainers/quantities', 'spec.xdlReplicaSpecs[*].template.spec.initContainers[*].resources.limits[*]', 'INVALID', "^quantities\\ must\\ match\\ the\\ regular\\ expression\\ '\\^\\(\\[\\+\\-\\]\\?\\[0\\-9\\.\\]\\+\\)\\(\\[eEinumkKMGTP\\]\\*\\[\\-\\+\\]\\?\\[0\\-9\\]\\*\\)\\$'$"),  # 698
-    ('pod-template/initContainers/quantities', 'spec.xdlReplicaSpecs[*].template.spec.initContainers[*].resources.limits[*]', 'INVALID', '^must be greater than or equal to 0$'),  # 699
-    ('pod-template/initContainers/quantities', 'spec.xdlReplicaSpecs[*].template.spec.initContainers[*].resources.requests[*]', 'INVALID', "^quantities\\ must\\ match\\ the\\ regular\\ expression\\ '\\^\\(\\[\\+\\-\\]\\?\\[0\\-9\\.\\]\\+\\)\\(\\[eEinumkKMGTP\\]\\*\\[\\-\\+\\]\\?\\[0\\-9\\]\\*\\)\\$'$"),  # 700
-    ('pod-template/initContainers/quantities', 'spec.xdlReplicaSpecs[*].template.spec.initContainers[*].resources.requests[*]', 'INVALID', '^must be greater than or equal to 0$'),  # 701
-    ('pod-template/initContainers/whole-extended-resources', 'spec.xdlReplicaSpecs[*].template.spec.initContainers[*].resources.limits[*]', 'INVALID', '^must be an integer$'),  # 702
-    ('pod-template/initContainers/whole-extended-resources', 'spec.xdlReplicaSpecs[*].template.spec.initContainers[*].resources.requests[*]', 'INVALID', '^must be an integer$'),  # 703
-    ('pod-template/initContainers/requests-within-limits', 'spec.xdlReplicaSpecs[*].template.spec.initContainers[*].resources.requests[*]', 'INVALID', ' limit of '),  # 704
-    ('pod-template/container-names-unique', 'spec.xdlReplicaSpecs[*].template.spec.containers[*].name', 'DUPLICATE', ''),  # 705
-    ('pod-template/container-names-unique', 'spec.xdlReplicaSpecs[*].template.spec.initContainers[*].name', 'DUPLICATE', ''),  # 706
-    ('pod-template/volumes', 'spec.xdlReplicaSpecs[*].template.spec.volumes[*].name', 'REQUIRED', ''),  # 707
-    ('pod-template/volumes', 'spec.xdlReplicaSpecs[*].template.spec.volumes[*].name', 'INVALID', "^(a\\ lowercase\\ RFC\\ 1123\\ label\\ must\\ consist\\ of\\ lower\\ case\\ alphanumeric\\ characters\\ or\\ '\\-',\\ and\\ must\\ start\\ and\\ end\\ with\\ an\\ alphanumeric\\ character\\ \\(e\\.g\\.\\ 'my\\-name',\\ \\ or\\ '123\\-abc',\\ regex\\ used\\ for\\ validation\\ is\\ '\\[a\\-z0\\-9\\]\\(\\[\\-a\\-z0\\-9\\]\\*\\[a\\-z0\\-9\\]\\)\\?'\\)|must be no more than 63 )"),  # 708
-    ('pod-template/volume-names-unique', 'spec.xdlReplicaSpecs[*].template.spec.volumes[*].name', 'DUPLICATE', ''),  # 709
-    ('pod-template/restart-policy', 'spec.xdlReplicaSpecs[*].template.spec.restartPolicy', 'NOT_SUPPORTED', ''),  # 710
-    ('pod-template/framework-container', 'spec.xdlReplicaSpecs[*].template.spec.containers', 'REQUIRED', '^must\\ have\\ at\\ least\\ one\\ container\\ with\\ name\\ xdl$'),  # 711
-    ('pod-template/containers', 'spec.xgbReplicaSpecs[*].template.spec.containers', 'REQUIRED', '^must\\ have\\ at\\ least\\ one\\ container$'),  # 712
-    ('pod-template/framework-container', 'spec.xgbReplicaSpecs[*].template.spec.containers', 'REQUIRED', '^must\\ have\\ at\\ least\\ one\\ container\\ with\\ name\\ xgboostjob$'),  # 713
-    ('roles/master', 'spec.xgbReplicaSpecs[Master]', 'REQUIRED', '^must be present$'),  # 714
-    ('roles/master', 'spec.xgbReplicaSpecs[Master].replicas', 'INVALID', '^must be 1$'),  # 715
+    ('run-policy/min-available', 'spec.runPolicy.schedulingPolicy.minAvailable', 'INVALID', '^must be less than or equal to the total number of replicas( \\(\\d+\\))?$'),  # 592
+    ('run-policy/min-available', 'spec.schedulingPolicy.minAvailable', 'INVALID', '^must be less than or equal to the total number of replicas( \\(\\d+\\))?$'),  # 593
+    ('run-policy/queue-immutable', 'spec.runPolicy.schedulingPolicy.queue', 'INVALID', '^field is immutable$'),  # 594
+    ('pod-template/containers', 'spec.mpiReplicaSpecs[*].template.spec.containers', 'REQUIRED', '^must\\ have\\ at\\ least\\ one\\ container$'),  # 595
+    ('roles/launcher', 'spec.mpiReplicaSpecs[Launcher]', 'REQUIRED', '^must be present$'),  # 596
+    ('roles/launcher', 'spec.mpiReplicaSpecs[Launcher].replicas', 'INVALID', '^must be 1$'),  # 597
+    ('replicas/types', 'spec.marsReplicaSpecs[*]', 'NOT_SUPPORTED', ''),  # 598
+    ('replicas/types', 'spec.marsReplicaSpecs[*]', 'DUPLICATE', ''),  # 599
+    ('pod-template/spec', 'spec.marsReplicaSpecs[*].template.spec', 'REQUIRED', '^$'),  # 600
+    ('pod-template/containers', 'spec.marsReplicaSpecs[*].template.spec.containers', 'REQUIRED', '^must\\ have\\ at\\ least\\ one\\ container$'),  # 601
+    ('pod-template/bounds', 'spec.marsReplicaSpecs[*].template.spec.**', 'TOO_MANY', ''),  # 602
+    ('pod-template/containers/name', 'spec.marsReplicaSpecs[*].template.spec.containers[*].name', 'REQUIRED', ''),  # 603
+    ('pod-template/containers/name', 'spec.marsReplicaSpecs[*].template.spec.containers[*].name', 'INVALID', "^(a\\ lowercase\\ RFC\\ 1123\\ label\\ must\\ consist\\ of\\ lower\\ case\\ alphanumeric\\ characters\\ or\\ '\\-',\\ and\\ must\\ start\\ and\\ end\\ with\\ an\\ alphanumeric\\ character\\ \\(e\\.g\\.\\ 'my\\-name',\\ \\ or\\ '123\\-abc',\\ regex\\ used\\ for\\ validation\\ is\\ '\\[a\\-z0\\-9\\]\\(\\[\\-a\\-z0\\-9\\]\\*\\[a\\-z0\\-9\\]\\)\\?'\\)|must be no more than 63 )"),  # 604
+    ('pod-template/containers/image', 'spec.marsReplicaSpecs[*].template.spec.containers[*].image', 'REQUIRED', ''),  # 605
+    ('pod-template/containers/ports', 'spec.marsReplicaSpecs[*].template.spec.containers[*].ports[*].containerPort', 'REQUIRED', ''),  # 606
+    ('pod-template/containers/ports', 'spec.marsReplicaSpecs[*].template.spec.containers[*].ports[*].containerPort', 'INVALID', '^must be between'),  # 607
+    ('pod-template/containers/ports', 'spec.marsReplicaSpecs[*].template.spec.containers[*].ports[*].hostPort', 'INVALID', '^must be between'),  # 608
+    ('pod-template/containers/ports', 'spec.marsReplicaSpecs[*].template.spec.containers[*].ports[*].protocol', 'NOT_SUPPORTED', ''),  # 609
+    ('pod-template/containers/ports', 'spec.marsReplicaSpecs[*].template.spec.containers[*].ports[*].name', 'INVALID', '^must (contain|not|be no more)'),  # 610
+    ('pod-template/containers/port-names-unique', 'spec.marsReplicaSpecs[*].template.spec.containers[*].ports[*].name', 'DUPLICATE', ''),  # 611
+    ('pod-template/containers/mounts', 'spec.marsReplicaSpecs[*].template.spec.containers[*].volumeMounts[*].name', 'REQUIRED', ''),  # 612
+    ('pod-template/containers/mounts', 'spec.marsReplicaSpecs[*].template.spec.containers[*].volumeMounts[*].mountPath', 'REQUIRED', ''),  # 613
+    ('pod-template/containers/mounted-volumes', 'spec.marsReplicaSpecs[*].template.spec.containers[*].volumeMounts[*].name', 'NOT_FOUND', ''),  # 614
+    ('pod-template/containers/env', 'spec.marsReplicaSpecs[*].template.spec.containers[*].env[*].name', 'REQUIRED', ''),  # 615
+    ('pod-template/containers/env', 'spec.marsReplicaSpecs[*].template.spec.containers[*].env[*].name', 'INVALID', "a\\ valid\\ environment\\ variable\\ name\\ must\\ consist\\ only\\ of\\ printable\\ ASCII\\ characters\\ other\\ than\\ '='"),  # 616
+    ('pod-template/containers/quantities', 'spec.marsReplicaSpecs[*].template.spec.containers[*].resources.limits[*]', 'INVALID', "^quantities\\ must\\ match\\ the\\ regular\\ expression\\ '\\^\\(\\[\\+\\-\\]\\?\\[0\\-9\\.\\]\\+\\)\\(\\[eEinumkKMGTP\\]\\*\\[\\-\\+\\]\\?\\[0\\-9\\]\\*\\)\\$'$"),  # 617
+    ('pod-template/containers/quantities', 'spec.marsReplicaSpecs[*].template.spec.containers[*].resources.limits[*]', 'INVALID', '^must be greater than or equal to 0$'),  # 618
+    ('pod-template/containers/quantities', 'spec.marsReplicaSpecs[*].template.spec.containers[*].resources.requests[*]', 'INVALID', "^quantities\\ must\\ match\\ the\\ regular\\ expression\\ '\\^\\(\\[\\+\\-\\]\\?\\[0\\-9\\.\\]\\+\\)\\(\\[eEinumkKMGTP\\]\\*\\[\\-\\+\\]\\?\\[0\\-9\\]\\*\\)\\$'$"),  # 619
+    ('pod-template/containers/quantities', 'spec.marsReplicaSpecs[*].template.spec.containers[*].resources.requests[*]', 'INVALID', '^must be greater than or equal to 0$'),  # 620
+    ('pod-template/containers/whole-extended-resources', 'spec.marsReplicaSpecs[*].template.spec.containers[*].resources.limits[*]', 'INVALID', '^must be an integer$'),  # 621
+    ('pod-template/containers/whole-extended-resources', 'spec.marsReplicaSpecs[*].template.spec.containers[*].resources.requests[*]', 'INVALID', '^must be an integer$'),  # 622
+    ('pod-template/containers/requests-within-limits', 'spec.marsReplicaSpecs[*].template.spec.containers[*].resources.requests[*]', 'INVALID', ' limit of '),  # 623
+    ('pod-template/initContainers/name', 'spec.marsReplicaSpecs[*].template.spec.initContainers[*].name', 'REQUIRED', ''),  # 624
+    ('pod-template/initContainers/name', 'spec.marsReplicaSpecs[*].template.spec.initContainers[*].name', 'INVALID', "^(a\\ lowercase\\ RFC\\ 1123\\ label\\ must\\ consist\\ of\\ lower\\ case\\ alphanumeric\\ characters\\ or\\ '\\-',\\ and\\ must\\ start\\ and\\ end\\ with\\ an\\ alphanumeric\\ character\\ \\(e\\.g\\.\\ 'my\\-name',\\ \\ or\\ '123\\-abc',\\ regex\\ used\\ for\\ validation\\ is\\ '\\[a\\-z0\\-9\\]\\(\\[\\-a\\-z0\\-9\\]\\*\\[a\\-z0\\-9\\]\\)\\?'\\)|must be no more than 63 )"),  # 625
+    ('pod-template/initContainers/image', 'spec.marsReplicaSpecs[*].template.spec.initContainers[*].image', 'REQUIRED', ''),  # 626
+    ('pod-template/initContainers/ports', 'spec.marsReplicaSpecs[*].template.spec.initContainers[*].ports[*].containerPort', 'REQUIRED', ''),  # 627
+    ('pod-template/initContainers/ports', 'spec.marsReplicaSpecs[*].template.spec.initContainers[*].ports[*].containerPort', 'INVALID', '^must be between'),  # 628
+    ('pod-template/initContainers/ports', 'spec.marsReplicaSpecs[*].template.spec.initContainers[*].ports[*].hostPort', 'INVALID', '^must be between'),  # 629
+    ('pod-template/initContainers/ports', 'spec.marsReplicaSpecs[*].template.spec.initContainers[*].ports[*].protocol', 'NOT_SUPPORTED', ''),  # 630
+    ('pod-template/initContainers/ports', 'spec.marsReplicaSpecs[*].template.spec.initContainers[*].ports[*].name', 'INVALID', '^must (contain|not|be no more)'),  # 631
+    ('pod-template/initContainers/port-names-unique', 'spec.marsReplicaSpecs[*].template.spec.initContainers[*].ports[*].name', 'DUPLICATE', ''),  # 632
+    ('pod-template/initContainers/mounts', 'spec.marsReplicaSpecs[*].template.spec.initContainers[*].volumeMounts[*].name', 'REQUIRED', ''),  # 633
+    ('pod-template/initContainers/mounts', 'spec.marsReplicaSpecs[*].template.spec.initContainers[*].volumeMounts[*].mountPath', 'REQUIRED', ''),  # 634
+    ('pod-template/initContainers/mounted-volumes', 'spec.marsReplicaSpecs[*].template.spec.initContainers[*].volumeMounts[*].name', 'NOT_FOUND', ''),  # 635
+    ('pod-template/initContainers/env', 'spec.marsReplicaSpecs[*].template.spec.initContainers[*].env[*].name', 'REQUIRED', ''),  # 636
+    ('pod-template/initContainers/env', 'spec.marsReplicaSpecs[*].template.spec.initContainers[*].env[*].name', 'INVALID', "a\\ valid\\ environment\\ variable\\ name\\ must\\ consist\\ only\\ of\\ printable\\ ASCII\\ characters\\ other\\ than\\ '='"),  # 637
+    ('pod-template/initContainers/quantities', 'spec.marsReplicaSpecs[*].template.spec.initContainers[*].resources.limits[*]', 'INVALID', "^quantities\\ must\\ match\\ the\\ regular\\ expression\\ '\\^\\(\\[\\+\\-\\]\\?\\[0\\-9\\.\\]\\+\\)\\(\\[eEinumkKMGTP\\]\\*\\[\\-\\+\\]\\?\\[0\\-9\\]\\*\\)\\$'$"),  # 638
+    ('pod-template/initContainers/quantities', 'spec.marsReplicaSpecs[*].template.spec.initContainers[*].resources.limits[*]', 'INVALID', '^must be greater than or equal to 0$'),  # 639
+    ('pod-template/initContainers/quantities', 'spec.marsReplicaSpecs[*].template.spec.initContainers[*].resources.requests[*]', 'INVALID', "^quantities\\ must\\ match\\ the\\ regular\\ expression\\ '\\^\\(\\[\\+\\-\\]\\?\\[0\\-9\\.\\]\\+\\)\\(\\[eEinumkKMGTP\\]\\*\\[\\-\\+\\]\\?\\[0\\-9\\]\\*\\)\\$'$"),  # 640
+    ('pod-template/initContainers/quantities', 'spec.marsReplicaSpecs[*].template.spec.initContainers[*].resources.requests[*]', 'INVALID', '^must be greater than or equal to 0$'),  # 641
+    ('pod-template/initContainers/whole-extended-resources', 'spec.marsReplicaSpecs[*].template.spec.initContainers[*].resources.limits[*]', 'INVALID', '^must be an integer$'),  # 642
+    ('pod-template/initContainers/whole-extended-resources', 'spec.marsReplicaSpecs[*].template.spec.initContainers[*].resources.requests[*]', 'INVALID', '^must be an integer$'),  # 643
+    ('pod-template/initContainers/requests-within-limits', 'spec.marsReplicaSpecs[*].template.spec.initContainers[*].resources.requests[*]', 'INVALID', ' limit of '),  # 644
+    ('pod-template/container-names-unique', 'spec.marsReplicaSpecs[*].template.spec.containers[*].name', 'DUPLICATE', ''),  # 645
+    ('pod-template/container-names-unique', 'spec.marsReplicaSpecs[*].template.spec.initContainers[*].name', 'DUPLICATE', ''),  # 646
+    ('pod-template/volumes', 'spec.marsReplicaSpecs[*].template.spec.volumes[*].name', 'REQUIRED', ''),  # 647
+    ('pod-template/volumes', 'spec.marsReplicaSpecs[*].template.spec.volumes[*].name', 'INVALID', "^(a\\ lowercase\\ RFC\\ 1123\\ label\\ must\\ consist\\ of\\ lower\\ case\\ alphanumeric\\ characters\\ or\\ '\\-',\\ and\\ must\\ start\\ and\\ end\\ with\\ an\\ alphanumeric\\ character\\ \\(e\\.g\\.\\ 'my\\-name',\\ \\ or\\ '123\\-abc',\\ regex\\ used\\ for\\ validation\\ is\\ '\\[a\\-z0\\-9\\]\\(\\[\\-a\\-z0\\-9\\]\\*\\[a\\-z0\\-9\\]\\)\\?'\\)|must be no more than 63 )"),  # 648
+    ('pod-template/volume-names-unique', 'spec.marsReplicaSpecs[*].template.spec.volumes[*].name', 'DUPLICATE', ''),  # 649
+    ('pod-template/restart-policy', 'spec.marsReplicaSpecs[*].template.spec.restartPolicy', 'NOT_SUPPORTED', ''),  # 650
+    ('pod-template/framework-container', 'spec.marsReplicaSpecs[*].template.spec.containers', 'REQUIRED', '^must\\ have\\ at\\ least\\ one\\ container\\ with\\ name\\ mars$'),  # 651
+    ('pod-template/containers', 'spec.pytorchReplicaSpecs[*].template.spec.containers', 'REQUIRED', '^must\\ have\\ at\\ least\\ one\\ container$'),  # 652
+    ('roles/master', 'spec.pytorchReplicaSpecs[Master]', 'REQUIRED', '^must be present$'),  # 653
+    ('roles/master', 'spec.pytorchReplicaSpecs[Master].replicas', 'INVALID', '^must be 1$'),  # 654
+    ('pod-template/containers', 'spec.tfReplicaSpecs[*].template.spec.containers', 'REQUIRED', '^must\\ have\\ at\\ least\\ one\\ container$'),  # 655
+    ('roles/one-leader', 'spec.tfReplicaSpecs', 'FORBIDDEN', '^must not have more than 1 Chief or Master role$'),  # 656
+    ('roles/one-leader', 'spec.tfReplicaSpecs[Chief].replicas', 'INVALID', '^must be less than or equal to 1$'),  # 657
+    ('roles/one-leader', 'spec.tfReplicaSpecs[Master].replicas', 'INVALID', '^must be less than or equal to 1$'),  # 658
+    ('replicas/types', 'spec.xdlReplicaSpecs[*]', 'NOT_SUPPORTED', ''),  # 659
+    ('replicas/types', 'spec.xdlReplicaSpecs[*]', 'DUPLICATE', ''),  # 660
+    ('pod-template/spec', 'spec.xdlReplicaSpecs[*].template.spec', 'REQUIRED', '^$'),  # 661
+    ('pod-template/containers', 'spec.xdlReplicaSpecs[*].template.spec.containers', 'REQUIRED', '^must\\ have\\ at\\ least\\ one\\ container$'),  # 662
+    ('pod-template/bounds', 'spec.xdlReplicaSpecs[*].template.spec.**', 'TOO_MANY', ''),  # 663
+    ('pod-template/containers/name', 'spec.xdlReplicaSpecs[*].template.spec.containers[*].name', 'REQUIRED', ''),  # 664
+    ('pod-template/containers/name', 'spec.xdlReplicaSpecs[*].template.spec.containers[*].name', 'INVALID', "^(a\\ lowercase\\ RFC\\ 1123\\ label\\ must\\ consist\\ of\\ lower\\ case\\ alphanumeric\\ characters\\ or\\ '\\-',\\ and\\ must\\ start\\ and\\ end\\ with\\ an\\ alphanumeric\\ character\\ \\(e\\.g\\.\\ 'my\\-name',\\ \\ or\\ '123\\-abc',\\ regex\\ used\\ for\\ validation\\ is\\ '\\[a\\-z0\\-9\\]\\(\\[\\-a\\-z0\\-9\\]\\*\\[a\\-z0\\-9\\]\\)\\?'\\)|must be no more than 63 )"),  # 665
+    ('pod-template/containers/image', 'spec.xdlReplicaSpecs[*].template.spec.containers[*].image', 'REQUIRED', ''),  # 666
+    ('pod-template/containers/ports', 'spec.xdlReplicaSpecs[*].template.spec.containers[*].ports[*].containerPort', 'REQUIRED', ''),  # 667
+    ('pod-template/containers/ports', 'spec.xdlReplicaSpecs[*].template.spec.containers[*].ports[*].containerPort', 'INVALID', '^must be between'),  # 668
+    ('pod-template/containers/ports', 'spec.xdlReplicaSpecs[*].template.spec.containers[*].ports[*].hostPort', 'INVALID', '^must be between'),  # 669
+    ('pod-template/containers/ports', 'spec.xdlReplicaSpecs[*].template.spec.containers[*].ports[*].protocol', 'NOT_SUPPORTED', ''),  # 670
+    ('pod-template/containers/ports', 'spec.xdlReplicaSpecs[*].template.spec.containers[*].ports[*].name', 'INVALID', '^must (contain|not|be no more)'),  # 671
+    ('pod-template/containers/port-names-unique', 'spec.xdlReplicaSpecs[*].template.spec.containers[*].ports[*].name', 'DUPLICATE', ''),  # 672
+    ('pod-template/containers/mounts', 'spec.xdlReplicaSpecs[*].template.spec.containers[*].volumeMounts[*].name', 'REQUIRED', ''),  # 673
+    ('pod-template/containers/mounts', 'spec.xdlReplicaSpecs[*].template.spec.containers[*].volumeMounts[*].mountPath', 'REQUIRED', ''),  # 674
+    ('pod-template/containers/mounted-volumes', 'spec.xdlReplicaSpecs[*].template.spec.containers[*].volumeMounts[*].name', 'NOT_FOUND', ''),  # 675
+    ('pod-template/containers/env', 'spec.xdlReplicaSpecs[*].template.spec.containers[*].env[*].name', 'REQUIRED', ''),  # 676
+    ('pod-template/containers/env', 'spec.xdlReplicaSpecs[*].template.spec.containers[*].env[*].name', 'INVALID', "a\\ valid\\ environment\\ variable\\ name\\ must\\ consist\\ only\\ of\\ printable\\ ASCII\\ characters\\ other\\ than\\ '='"),  # 677
+    ('pod-template/containers/quantities', 'spec.xdlReplicaSpecs[*].template.spec.containers[*].resources.limits[*]', 'INVALID', "^quantities\\ must\\ match\\ the\\ regular\\ expression\\ '\\^\\(\\[\\+\\-\\]\\?\\[0\\-9\\.\\]\\+\\)\\(\\[eEinumkKMGTP\\]\\*\\[\\-\\+\\]\\?\\[0\\-9\\]\\*\\)\\$'$"),  # 678
+    ('pod-template/containers/quantities', 'spec.xdlReplicaSpecs[*].template.spec.containers[*].resources.limits[*]', 'INVALID', '^must be greater than or equal to 0$'),  # 679
+    ('pod-template/containers/quantities', 'spec.xdlReplicaSpecs[*].template.spec.containers[*].resources.requests[*]', 'INVALID', "^quantities\\ must\\ match\\ the\\ regular\\ expression\\ '\\^\\(\\[\\+\\-\\]\\?\\[0\\-9\\.\\]\\+\\)\\(\\[eEinumkKMGTP\\]\\*\\[\\-\\+\\]\\?\\[0\\-9\\]\\*\\)\\$'$"),  # 680
+    ('pod-template/containers/quantities', 'spec.xdlReplicaSpecs[*].template.spec.containers[*].resources.requests[*]', 'INVALID', '^must be greater than or equal to 0$'),  # 681
+    ('pod-template/containers/whole-extended-resources', 'spec.xdlReplicaSpecs[*].template.spec.containers[*].resources.limits[*]', 'INVALID', '^must be an integer$'),  # 682
+    ('pod-template/containers/whole-extended-resources', 'spec.xdlReplicaSpecs[*].template.spec.containers[*].resources.requests[*]', 'INVALID', '^must be an integer$'),  # 683
+    ('pod-template/containers/requests-within-limits', 'spec.xdlReplicaSpecs[*].template.spec.containers[*].resources.requests[*]', 'INVALID', ' limit of '),  # 684
+    ('pod-template/initContainers/name', 'spec.xdlReplicaSpecs[*].template.spec.initContainers[*].name', 'REQUIRED', ''),  # 685
+    ('pod-template/initContainers/name', 'spec.xdlReplicaSpecs[*].template.spec.initContainers[*].name', 'INVALID', "^(a\\ lowercase\\ RFC\\ 1123\\ label\\ must\\ consist\\ of\\ lower\\ case\\ alphanumeric\\ characters\\ or\\ '\\-',\\ and\\ must\\ start\\ and\\ end\\ with\\ an\\ alphanumeric\\ character\\ \\(e\\.g\\.\\ 'my\\-name',\\ \\ or\\ '123\\-abc',\\ regex\\ used\\ for\\ validation\\ is\\ '\\[a\\-z0\\-9\\]\\(\\[\\-a\\-z0\\-9\\]\\*\\[a\\-z0\\-9\\]\\)\\?'\\)|must be no more than 63 )"),  # 686
+    ('pod-template/initContainers/image', 'spec.xdlReplicaSpecs[*].template.spec.initContainers[*].image', 'REQUIRED', ''),  # 687
+    ('pod-template/initContainers/ports', 'spec.xdlReplicaSpecs[*].template.spec.initContainers[*].ports[*].containerPort', 'REQUIRED', ''),  # 688
+    ('pod-template/initContainers/ports', 'spec.xdlReplicaSpecs[*].template.spec.initContainers[*].ports[*].containerPort', 'INVALID', '^must be between'),  # 689
+    ('pod-template/initContainers/ports', 'spec.xdlReplicaSpecs[*].template.spec.initContainers[*].ports[*].hostPort', 'INVALID', '^must be between'),  # 690
+    ('pod-template/initContainers/ports', 'spec.xdlReplicaSpecs[*].template.spec.initContainers[*].ports[*].protocol', 'NOT_SUPPORTED', ''),  # 691
+    ('pod-template/initContainers/ports', 'spec.xdlReplicaSpecs[*].template.spec.initContainers[*].ports[*].name', 'INVALID', '^must (contain|not|be no more)'),  # 692
+    ('pod-template/initContainers/port-names-unique', 'spec.xdlReplicaSpecs[*].template.spec.initContainers[*].ports[*].name', 'DUPLICATE', ''),  # 693
+    ('pod-template/initContainers/mounts', 'spec.xdlReplicaSpecs[*].template.spec.initContainers[*].volumeMounts[*].name', 'REQUIRED', ''),  # 694
+    ('pod-template/initContainers/mounts', 'spec.xdlReplicaSpecs[*].template.spec.initContainers[*].volumeMounts[*].mountPath', 'REQUIRED', ''),  # 695
+    ('pod-template/initContainers/mounted-volumes', 'spec.xdlReplicaSpecs[*].template.spec.initContainers[*].volumeMounts[*].name', 'NOT_FOUND', ''),  # 696
+    ('pod-template/initContainers/env', 'spec.xdlReplicaSpecs[*].template.spec.initContainers[*].env[*].name', 'REQUIRED', ''),  # 697
+    ('pod-template/initContainers/env', 'spec.xdlReplicaSpecs[*].template.spec.initContainers[*].env[*].name', 'INVALID', "a\\ valid\\ environment\\ variable\\ name\\ must\\ consist\\ only\\ of\\ printable\\ ASCII\\ characters\\ other\\ than\\ '='"),  # 698
+    ('pod-template/initContainers/quantities', 'spec.xdlReplicaSpecs[*].template.spec.initContainers[*].resources.limits[*]', 'INVALID', "^quantities\\ must\\ match\\ the\\ regular\\ expression\\ '\\^\\(\\[\\+\\-\\]\\?\\[0\\-9\\.\\]\\+\\)\\(\\[eEinumkKMGTP\\]\\*\\[\\-\\+\\]\\?\\[0\\-9\\]\\*\\)\\$'$"),  # 699
+    ('pod-template/initContainers/quantities', 'spec.xdlReplicaSpecs[*].template.spec.initContainers[*].resources.limits[*]', 'INVALID', '^must be greater than or equal to 0$'),  # 700
+    ('pod-template/initContainers/quantities', 'spec.xdlReplicaSpecs[*].template.spec.initContainers[*].resources.requests[*]', 'INVALID', "^quantities\\ must\\ match\\ the\\ regular\\ expression\\ '\\^\\(\\[\\+\\-\\]\\?\\[0\\-9\\.\\]\\+\\)\\(\\[eEinumkKMGTP\\]\\*\\[\\-\\+\\]\\?\\[0\\-9\\]\\*\\)\\$'$"),  # 701
+    ('pod-template/initContainers/quantities', 'spec.xdlReplicaSpecs[*].template.spec.initContainers[*].resources.requests[*]', 'INVALID', '^must be greater than or equal to 0$'),  # 702
+    ('pod-template/initContainers/whole-extended-resources', 'spec.xdlReplicaSpecs[*].template.spec.initContainers[*].resources.limits[*]', 'INVALID', '^must be an integer$'),  # 703
+    ('pod-template/initContainers/whole-extended-resources', 'spec.xdlReplicaSpecs[*].template.spec.initContainers[*].resources.requests[*]', 'INVALID', '^must be an integer$'),  # 704
+    ('pod-template/initContainers/requests-within-limits', 'spec.xdlReplicaSpecs[*].template.spec.initContainers[*].resources.requests[*]', 'INVALID', ' limit of '),  # 705
+    ('pod-template/container-names-unique', 'spec.xdlReplicaSpecs[*].template.spec.containers[*].name', 'DUPLICATE', ''),  # 706
+    ('pod-template/container-names-unique', 'spec.xdlReplicaSpecs[*].template.spec.initContainers[*].name', 'DUPLICATE', ''),  # 707
+    ('pod-template/volumes', 'spec.xdlReplicaSpecs[*].template.spec.volumes[*].name', 'REQUIRED', ''),  # 708
+    ('pod-template/volumes', 'spec.xdlReplicaSpecs[*].template.spec.volumes[*].name', 'INVALID', "^(a\\ lowercase\\ RFC\\ 1123\\ label\\ must\\ consist\\ of\\ lower\\ case\\ alphanumeric\\ characters\\ or\\ '\\-',\\ and\\ must\\ start\\ and\\ end\\ with\\ an\\ alphanumeric\\ character\\ \\(e\\.g\\.\\ 'my\\-name',\\ \\ or\\ '123\\-abc',\\ regex\\ used\\ for\\ validation\\ is\\ '\\[a\\-z0\\-9\\]\\(\\[\\-a\\-z0\\-9\\]\\*\\[a\\-z0\\-9\\]\\)\\?'\\)|must be no more than 63 )"),  # 709
+    ('pod-template/volume-names-unique', 'spec.xdlReplicaSpecs[*].template.spec.volumes[*].name', 'DUPLICATE', ''),  # 710
+    ('pod-template/restart-policy', 'spec.xdlReplicaSpecs[*].template.spec.restartPolicy', 'NOT_SUPPORTED', ''),  # 711
+    ('pod-template/framework-container', 'spec.xdlReplicaSpecs[*].template.spec.containers', 'REQUIRED', '^must\\ have\\ at\\ least\\ one\\ container\\ with\\ name\\ xdl$'),  # 712
+    ('pod-template/containers', 'spec.xgbReplicaSpecs[*].template.spec.containers', 'REQUIRED', '^must\\ have\\ at\\ least\\ one\\ container$'),  # 713
+    ('pod-template/framework-container', 'spec.xgbReplicaSpecs[*].template.spec.containers', 'REQUIRED', '^must\\ have\\ at\\ least\\ one\\ container\\ with\\ name\\ xgboostjob$'),  # 714
+    ('roles/master', 'spec.xgbReplicaSpecs[Master]', 'REQUIRED', '^must be present$'),  # 715
+    ('roles/master', 'spec.xgbReplicaSpecs[Master].replicas', 'INVALID', '^must be 1$'),  # 716
 )
 
 KIND_PRODUCES: dict[tuple[str, str, str], tuple[int, ...]] = {
@@ -734,10 +735,10 @@ KIND_PRODUCES: dict[tuple[str, str, str], tuple[int, ...]] = {
     ('kubeflow.org', 'v1', 'TFJob'): (242, 243, 244, 245, 473, 474, 0, 1, 2, 475, 476, 249, 250, 3, 4, 477, 478, 479, 480, 481, 482, 483, 484, 485, 486, 487, 488, 489, 490, 491, 492, 493, 494, 495, 496, 497, 498, 499, 500, 501, 502, 503, 504, 505, 506, 507, 508, 509, 510, 511, 512, 513, 514, 515, 516, 517, 518, 519, 520, 521, 522, 523, 524, 525, 526, 527, 528, 84, 85, 86, 87, 88, 89, 90, 91),
     ('kubeflow.org', 'v1', 'XGBoostJob'): (242, 243, 244, 245, 529, 530, 531, 0, 1, 2, 532, 533, 249, 250, 3, 4, 534, 535, 536, 537, 538, 539, 540, 541, 542, 543, 544, 545, 546, 547, 548, 549, 550, 551, 552, 553, 554, 555, 556, 557, 558, 559, 560, 561, 562, 563, 564, 565, 566, 567, 568, 569, 570, 571, 572, 573, 574, 575, 576, 577, 578, 579, 580, 581, 582, 583, 584, 585, 84, 85, 86, 87, 88, 89, 90, 91),
     ('mxnet.mlkube.io', 'v1beta1', 'MxJob'): (0, 1, 2, 3, 4, 586, 587, 588, 589, 590, 591, 33, 34, 35, 36, 37, 38, 39, 40, 41, 42, 43, 44, 45, 46, 47, 48, 49, 50, 51, 52, 53, 54, 55, 56, 57, 58, 59, 60, 61, 62, 63, 64, 65, 66, 67, 68, 69, 70, 71, 72, 73, 74, 75, 76, 77, 78, 79, 80, 81, 82, 83, 84, 85, 86, 87, 88, 89, 90, 91),
-    ('training.kubedl.io', 'v1alpha1', 'MPIJob'): (0, 1, 2, 306, 249, 592, 593, 250, 3, 4, 307, 594, 309, 310, 311, 312, 313, 314, 315, 316, 317, 318, 319, 320, 321, 322, 323, 324, 325, 326, 327, 328, 329, 330, 331, 332, 333, 334, 335, 336, 337, 338, 339, 340, 341, 342, 343, 344, 345, 346, 347, 348, 349, 350, 351, 352, 353, 354, 355, 356, 357, 595, 596, 84, 85, 86, 87, 88, 89, 90, 91),
-    ('training.kubedl.io', 'v1alpha1', 'MarsJob'): (0, 1, 2, 597, 598, 592, 250, 3, 4, 599, 600, 601, 602, 603, 604, 605, 606, 607, 608, 609, 610, 611, 612, 613, 614, 615, 616, 617, 618, 619, 620, 621, 622, 623, 624, 625, 626, 627, 628, 629, 630, 631, 632, 633, 634, 635, 636, 637, 638, 639, 640, 641, 642, 643, 644, 645, 646, 647, 648, 649, 650, 84, 85, 86, 87, 88, 89, 90, 91),
-    ('training.kubedl.io', 'v1alpha1', 'PyTorchJob'): (0, 1, 2, 419, 420, 592, 250, 3, 4, 421, 651, 423, 424, 425, 426, 427, 428, 429, 430, 431, 432, 433, 434, 435, 436, 437, 438, 439, 440, 441, 442, 443, 444, 445, 446, 447, 448, 449, 450, 451, 452, 453, 454, 455, 456, 457, 458, 459, 460, 461, 462, 463, 464, 465, 466, 467, 468, 469, 470, 471, 472, 652, 653, 84, 85, 86, 87, 88, 89, 90, 91),
-    ('training.kubedl.io', 'v1alpha1', 'TFJob'): (0, 1, 2, 475, 476, 592, 250, 3, 4, 477, 654, 479, 480, 481, 482, 483, 484, 485, 486, 487, 488, 489, 490, 491, 492, 493, 494, 495, 496, 497, 498, 499, 500, 501, 502, 503, 504, 505, 506, 507, 508, 509, 510, 511, 512, 513, 514, 515, 516, 517, 518, 519, 520, 521, 522, 523, 524, 525, 526, 527, 528, 655, 656, 657, 84, 85, 86, 87, 88, 89, 90, 91),
-    ('training.kubedl.io', 'v1alpha1', 'XDLJob'): (0, 1, 2, 658, 659, 592, 250, 3, 4, 660, 661, 662, 663, 664, 665, 666, 667, 668, 669, 670, 671, 672, 673, 674, 675, 676, 677, 678, 679, 680, 681, 682, 683, 684, 685, 686, 687, 688, 689, 690, 691, 692, 693, 694, 695, 696, 697, 698, 699, 700, 701, 702, 703, 704, 705, 706, 707, 708, 709, 710, 711, 84, 85, 86, 87, 88, 89, 90, 91),
-    ('training.kubedl.io', 'v1alpha1', 'XGBoostJob'): (0, 1, 2, 532, 533, 592, 250, 3, 4, 534, 712, 536, 537, 538, 539, 540, 541, 542, 543, 544, 545, 546, 547, 548, 549, 550, 551, 552, 553, 554, 555, 556, 557, 558, 559, 560, 561, 562, 563, 564, 565, 566, 567, 568, 569, 570, 571, 572, 573, 574, 575, 576, 577, 578, 579, 580, 581, 582, 583, 584, 713, 714, 715, 84, 85, 86, 87, 88, 89, 90, 91),
+    ('training.kubedl.io', 'v1alpha1', 'MPIJob'): (0, 1, 2, 306, 592, 593, 594, 250, 3, 4, 307, 595, 309, 310, 311, 312, 313, 314, 315, 316, 317, 318, 319, 320, 321, 322, 323, 324, 325, 326, 327, 328, 329, 330, 331, 332, 333, 334, 335, 336, 337, 338, 339, 340, 341, 342, 343, 344, 345, 346, 347, 348, 349, 350, 351, 352, 353, 354, 355, 356, 357, 596, 597, 84, 85, 86, 87, 88, 89, 90, 91),
+    ('training.kubedl.io', 'v1alpha1', 'MarsJob'): (0, 1, 2, 598, 599, 593, 250, 3, 4, 600, 601, 602, 603, 604, 605, 606, 607, 608, 609, 610, 611, 612, 613, 614, 615, 616, 617, 618, 619, 620, 621, 622, 623, 624, 625, 626, 627, 628, 629, 630, 631, 632, 633, 634, 635, 636, 637, 638, 639, 640, 641, 642, 643, 644, 645, 646, 647, 648, 649, 650, 651, 84, 85, 86, 87, 88, 89, 90, 91),
+    ('training.kubedl.io', 'v1alpha1', 'PyTorchJob'): (0, 1, 2, 419, 420, 593, 250, 3, 4, 421, 652, 423, 424, 425, 426, 427, 428, 429, 430, 431, 432, 433, 434, 435, 436, 437, 438, 439, 440, 441, 442, 443, 444, 445, 446, 447, 448, 449, 450, 451, 452, 453, 454, 455, 456, 457, 458, 459, 460, 461, 462, 463, 464, 465, 466, 467, 468, 469, 470, 471, 472, 653, 654, 84, 85, 86, 87, 88, 89, 90, 91),
+    ('training.kubedl.io', 'v1alpha1', 'TFJob'): (0, 1, 2, 475, 476, 593, 250, 3, 4, 477, 655, 479, 480, 481, 482, 483, 484, 485, 486, 487, 488, 489, 490, 491, 492, 493, 494, 495, 496, 497, 498, 499, 500, 501, 502, 503, 504, 505, 506, 507, 508, 509, 510, 511, 512, 513, 514, 515, 516, 517, 518, 519, 520, 521, 522, 523, 524, 525, 526, 527, 528, 656, 657, 658, 84, 85, 86, 87, 88, 89, 90, 91),
+    ('training.kubedl.io', 'v1alpha1', 'XDLJob'): (0, 1, 2, 659, 660, 593, 250, 3, 4, 661, 662, 663, 664, 665, 666, 667, 668, 669, 670, 671, 672, 673, 674, 675, 676, 677, 678, 679, 680, 681, 682, 683, 684, 685, 686, 687, 688, 689, 690, 691, 692, 693, 694, 695, 696, 697, 698, 699, 700, 701, 702, 703, 704, 705, 706, 707, 708, 709, 710, 711, 712, 84, 85, 86, 87, 88, 89, 90, 91),
+    ('training.kubedl.io', 'v1alpha1', 'XGBoostJob'): (0, 1, 2, 532, 533, 593, 250, 3, 4, 534, 713, 536, 537, 538, 539, 540, 541, 542, 543, 544, 545, 546, 547, 548, 549, 550, 551, 552, 553, 554, 555, 556, 557, 558, 559, 560, 561, 562, 563, 564, 565, 566, 567, 568, 569, 570, 571, 572, 573, 574, 575, 576, 577, 578, 579, 580, 581, 582, 583, 584, 714, 715, 716, 84, 85, 86, 87, 88, 89, 90, 91),
 }
