@@ -7,6 +7,7 @@ container names, duplicate ports, requests above limits, mounts of volumes that 
 
 from __future__ import annotations
 
+from jobgate._generated.scoped_rules import check_container
 from jobgate.engine.fielderrors import (
     FieldError,
     FieldPath,
@@ -275,9 +276,7 @@ def _check_container(
         if name in seen:
             errors.append(duplicate((*path, "name"), name))
         seen.add(name)
-    image = container.get("image")
-    if type(image) is not str or not image:
-        _required_string(container, "image", path, errors)
+    check_container(container, path, errors)
 
     ports = container.get("ports")
     if ports is not None:

@@ -36,6 +36,8 @@ from jobgate.generate.cel.catalogue import (
     unique_field,
     unique_values,
 )
+from jobgate.generate.forms import ScopeDeclarations
+from jobgate.rules.forms import ScopeSite
 from jobgate.rules.names import (
     DNS1123_LABEL_MESSAGE,
     ENV_VAR_NAME_MESSAGE,
@@ -43,6 +45,7 @@ from jobgate.rules.names import (
     PORT_NAME_MAX_LENGTH,
 )
 from jobgate.rules.podtemplate import FALLBACK_TO_LOGS, POD_RESTART_POLICIES, POD_TEMPLATE_BOUNDS, PORT_PROTOCOLS
+from jobgate.rules.podtemplate_declared import CONTAINER
 from jobgate.rules.quantity import QUANTITY_MESSAGE
 
 DNS1123_LABEL_PATTERN = "^[a-z0-9]([-a-z0-9]*[a-z0-9])?$"
@@ -136,6 +139,17 @@ class TemplateSite:
         self.missing_containers_detail = missing_containers_detail or "must have at least one container"
 
 
+def _dotted(location: Location) -> str:
+    """A location as a declaration's path (``spec.tasks[*].template``, ``spec.tfReplicaSpecs{*}.template``)."""
+    out = ""
+    for step in location:
+        out += "[*]" if step == LIST_ITEMS else "{*}" if step == MAP_VALUES else ("." if out else "") + step
+    return out
+
+
+CONTAINER_RULES = ScopeDeclarations(CONTAINER)
+
+
 def _has_name(variable: str) -> str:
     return f"has({variable}.name)"
 
@@ -152,6 +166,7 @@ def pod_template_rules(site: TemplateSite) -> list[Rule]:
     at = site.location
     spec = (*at, "spec")
     path = f"{site.path}.spec"
+    dotted = _dotted(at)
     bounds = POD_TEMPLATE_BOUNDS
     rules: list[Rule] = [
         Rule(
@@ -194,13 +209,7 @@ def pod_template_rules(site: TemplateSite) -> list[Rule]:
                     Placement((*item, "name"), {"pattern": DNS1123_LABEL_PATTERN, "maxLength": LABEL_MAX_LENGTH}),
                 ),
             ),
-            Rule(
-                f"pod-template/{key}/image",
-                f"{key}: an image",
-                Where.SCHEMA,
-                (Produces(f"{each}.image", "REQUIRED"),),
-                (Placement(item, {"required": ["image"]}), Placement((*item, "image"), {"minLength": 1})),
-            ),
+            *CONTAINER_RULES.rules_at(ScopeSite(CONTAINER, f"{dotted}.spec.{key}[*]", (("list", key),))),
             Rule(
                 f"pod-template/{key}/ports",
                 f"{key}: container ports 1-65535, host ports 0-65535, protocols TCP/UDP/SCTP, IANA port names",
