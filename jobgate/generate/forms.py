@@ -45,6 +45,7 @@ from jobgate.rules.forms import (
     DefaultItemField,
     DefaultSum,
     DefaultTypeField,
+    DefaultTypeSpelling,
     FieldBound,
     FieldForm,
     FixedCount,
@@ -208,12 +209,21 @@ class Declarations:
         return out
 
     def _default(
-        self, d: DefaultField | DefaultItemField | DefaultIndexed | DefaultSum | ImpliedKeys | DefaultTypeField
+        self,
+        d: DefaultField
+        | DefaultItemField
+        | DefaultIndexed
+        | DefaultSum
+        | ImpliedKeys
+        | DefaultTypeField
+        | DefaultTypeSpelling,
     ) -> Default:
         if isinstance(d, VOLCANO_DEFAULT_FORMS):
             return _volcano_default(d)
-        if isinstance(d, REPLICA_MAP_DEFAULT_FORMS):
+        if isinstance(d, DefaultTypeField):
             return _type_field_default(d)
+        if isinstance(d, DefaultTypeSpelling):
+            return _type_spelling_default(d)
         literal = _literal(d.value) if not isinstance(d.value, tuple) else ""
         empty = _empty(d.value)
         also = f" (also when {'0' if empty == '0' else chr(34) * 2})" if d.empty_is_unset else ""
@@ -576,7 +586,7 @@ class Declarations:
                 ]
             elif isinstance(d, VOLCANO_DEFAULT_FORMS):
                 lines += [f"    if not only or {d.id!r} in only:", f"        obj = {_volcano_default_call(d)}"]
-            elif isinstance(d, REPLICA_MAP_DEFAULT_FORMS):
+            elif isinstance(d, DefaultTypeField):
                 lines += [f"    if not only or {d.id!r} in only:", f"        obj = {_type_field_call(d)}"]
             elif isinstance(d, DefaultItemField) and d.list not in done:
                 done.add(d.list)
@@ -1855,6 +1865,30 @@ def _type_field_default(d: DefaultTypeField) -> Default:
         (patch,),
         (Placement((*_path(d.path), MAP_VALUES, d.field), {"default": d.values[0][1]}),) if uniform else (),
     )
+
+
+def _type_spelling_default(d: DefaultTypeSpelling) -> Default:
+    """A policy patch of a move (and, on UPDATE, a remove of the stale entry) per other spelling."""
+    entries, before = f"object.{d.path}", f"oldObject.{d.path}"
+    pointer = "/" + d.path.replace(".", "/") + "/"
+    entry = f"'{pointer}' + jsonpatch.escapeKey(k)"
+    canonical = "{" + ", ".join(f"{cel_string(t.casefold())}: {cel_string(t)}" for t in d.types) + "}"
+    to = f"{canonical}[k.lowerAscii()]"
+    stale = (
+        f"(oldObject != null && has({before}) && !(k in {before}) && {to} in {before} && "
+        f"{to} in {entries} && {entries}[{to}] == {before}[{to}])"
+    )
+    movable = (
+        f"!(k in {cel_list(d.types)}) && k.lowerAscii() in {cel_list(t.casefold() for t in d.types)} && "
+        f"{entries}.filter(j, !(j in {cel_list(d.types)}) && j.lowerAscii() == k.lowerAscii()).size() == 1 && "
+        f"(!({to} in {entries}) || {stale})"
+    )
+    patch = (
+        f"has({entries}) ? {entries}.filter(k, {movable}).map(k, "
+        f"({stale} ? [JSONPatch{{op: 'remove', path: '{pointer}' + {to}}}] : []) + "
+        f"[JSONPatch{{op: 'move', from: {entry}, path: '{pointer}' + {to}}}]).flatten() : []"
+    )
+    return Default(d.id, d.summary, Where.MUTATING_POLICY, (patch,))
 
 
 def _type_field_call(d: DefaultTypeField) -> str:

@@ -904,3 +904,48 @@ def run_policy_at_most_total(
     if bound is None or bound <= total:
         return []
     return [invalid((*at, *field), bound, f"{message} ({total})")]
+
+
+def default_type_spelling(
+    obj: dict[str, Any], recorder: PatchRecorder, path: tuple[str, ...], types: tuple[str, ...], old: Any
+) -> dict[str, Any]:
+    """``DefaultTypeSpelling``: ``worker``/``WORKER`` -> ``Worker`` in a copy of the map, unless that
+    would overwrite an existing key; ``old``: the stored job (None on CREATE)."""
+    entries = get(obj, path)
+    if not isinstance(entries, dict):
+        return obj
+    previous = get(old, path) if old is not None else None
+    pointer = "/" + "/".join(path)
+    spelled = {t.casefold(): t for t in types}
+    canonical_of = {
+        key: canonical
+        for key in entries
+        if isinstance(key, str) and (canonical := spelled.get(key.casefold())) not in (None, key)
+    }
+    # Two other spellings of one type (``worker`` and ``WORKER``): neither is renamed, whichever
+    # came first in the object; both are duplicates then.
+    spellings: dict[str, int] = {}
+    for canonical in canonical_of.values():
+        spellings[canonical] = spellings.get(canonical, 0) + 1
+    canonical_of = {key: canonical for key, canonical in canonical_of.items() if spellings[canonical] == 1}
+    stale = {
+        canonical
+        for key, canonical in canonical_of.items()
+        if canonical in entries
+        and isinstance(previous, dict)
+        and key not in previous
+        and previous.get(canonical) == entries[canonical]
+    }
+    for canonical in stale:
+        recorder.remove(pointer, canonical)
+    renamed: dict[str, Any] = {}
+    for key, entry in entries.items():
+        if key in stale:
+            continue
+        canonical = canonical_of.get(key)
+        if canonical is not None and (canonical not in entries or canonical in stale) and canonical not in renamed:
+            recorder.move(pointer, key, canonical)
+            renamed[canonical] = entry
+        else:
+            renamed[key] = entry
+    return _replaced(obj, path, renamed)

@@ -603,8 +603,24 @@ class RunPolicyAtMostTotal:
     message: str = "must be less than or equal to the total number of replicas"
 
 
+@dataclass(frozen=True)
+class DefaultTypeSpelling:
+    """A key of the map at ``path`` that spells one of ``types`` in another case (``worker``) renamed
+    to it (a JSON Patch ``move``), unless the type is there too or another spelling of it (then each
+    stays, ``KnownTypes``' duplicates). On UPDATE ``kubectl apply`` of a manifest that says ``worker``
+    re-adds it beside the stored ``Worker``: when ``Worker`` is the stored entry, unchanged, and
+    ``worker`` is new, ``worker`` replaces it. A policy patch (it reads ``oldObject``); the webhook
+    calls the form's function with the stored job itself (``rules/replicajobs.py``): the generated
+    defaults have no stored job."""
+
+    id: str
+    summary: str
+    path: str
+    types: tuple[str, ...]
+
+
 REPLICA_MAP_FORMS = (KnownTypes, RunPolicyImmutable, RunPolicyAtMostTotal)
-REPLICA_MAP_DEFAULT_FORMS = (DefaultTypeField,)
+REPLICA_MAP_DEFAULT_FORMS = (DefaultTypeField, DefaultTypeSpelling)
 
 
 Declaration = (
@@ -612,6 +628,6 @@ Declaration = (
     | (AtMostSum | Immutable | RequiredField | ForbiddenField | FieldBound | StringField | AtMostOneOf)
     | (Acyclic | KnownKeys | FixedCount | Subdomain | FlagNamesEntry | Unchanged)
     | (DefaultIndexed | DefaultSum | ImpliedKeys)
-    | (KnownTypes | RunPolicyImmutable | RunPolicyAtMostTotal | DefaultTypeField)
+    | (KnownTypes | RunPolicyImmutable | RunPolicyAtMostTotal | DefaultTypeField | DefaultTypeSpelling)
 )
 DEFAULT_FORMS = (DefaultField, DefaultItemField, *VOLCANO_DEFAULT_FORMS, *REPLICA_MAP_DEFAULT_FORMS)

@@ -24,6 +24,7 @@ from jobgate.engine.findings import Findings
 from jobgate.engine.jsonpatch import NO_PATCH, PatchRecorder, escape_pointer_token
 from jobgate.engine.modelref import ModelRef
 from jobgate.engine.registry import GroupVersionKind
+from jobgate.rules.declared import default_type_spelling
 from jobgate.rules.dicts import copied_dict
 from jobgate.rules.jobmeta import as_int, check_job_name, check_spec_schema
 from jobgate.rules.podtemplate import check_pod_template, default_pod_template
@@ -43,6 +44,7 @@ JOB_STATUS_MODEL = ModelRef("jobgate.api.common:JobStatus")
 REPLICA_MAP_GROUP = "replicamap."
 # The ids of the declared replica map's rules and defaults.
 TYPES = "replicas/types"
+TYPE_SPELLING = "replicas/type-spelling"
 QUEUE_IMMUTABLE = "run-policy/queue-immutable"
 MIN_AVAILABLE = "run-policy/min-available"
 REPLICA_DEFAULTS = ("replicas/count", "replicas/restart-policy")
@@ -118,6 +120,7 @@ class ReplicaJobKind:
         "_missing_containers",
         "_required_container",
         "_roles",
+        "_types",
         "container",
         "extra_defaults",
         "family",
@@ -199,6 +202,7 @@ class ReplicaJobKind:
         self.gvk = GroupVersionKind(group, version, kind)
         self._roles: dict[str, Role] = {r.name: r for r in roles}
         self._canonical: dict[str, str] = {r.name.casefold(): r.name for r in roles}
+        self._types: tuple[str, ...] = tuple(r.name for r in roles)
         detail = required_container_detail or f"must have at least one container with name {container}"
         self._required_container: tuple[str, str] | None = (container, detail) if require_container else None
         self._missing_containers = missing_containers_detail
@@ -247,8 +251,7 @@ class ReplicaJobKind:
         replicas = spec.get(self.replicas_field)
         if not isinstance(replicas, dict):
             return job
-        previous_replicas = _get(previous, "spec", self.replicas_field)
-        replicas = self._normalised_types(replicas, f"/spec/{self.replicas_field}", recorder, previous_replicas)
+        replicas = self._normalised_types(replicas, recorder, previous)
         spec[self.replicas_field] = replicas
         for replica_type, given in replicas.items():
             if not isinstance(given, dict):
@@ -295,48 +298,17 @@ class ReplicaJobKind:
         return []
 
     def _normalised_types(
-        self, replicas: dict[str, Any], pointer: str, recorder: PatchRecorder, previous: Any
+        self, replicas: dict[str, Any], recorder: PatchRecorder, previous: dict[str, Any] | None
     ) -> dict[str, Any]:
-        """``worker``/``WORKER`` -> ``Worker``, unless that would overwrite an existing key.
-
-        On UPDATE one exception: ``kubectl apply`` of a manifest that says ``worker`` re-adds
-        ``worker`` beside the stored ``Worker`` (its patch cannot know about the rename). When
-        ``Worker`` is exactly the stored entry and ``worker`` is the new one, the new one wins.
-        """
+        """A copy of the map, ``worker``/``WORKER`` -> ``Worker`` (declared: ``TYPE_SPELLING``, called with
+        the stored job, which the generated defaults do not have)."""
         if not self.normalise_types:
             return dict(replicas)
-        canonical_of = {
-            key: canonical
-            for key in replicas
-            if isinstance(key, str) and (canonical := self._canonical.get(key.casefold())) not in (None, key)
-        }
-        # Two other spellings of one type (``worker`` and ``WORKER``): neither is renamed, whichever
-        # came first in the object; both are duplicates then.
-        spellings: dict[str, int] = {}
-        for canonical in canonical_of.values():
-            spellings[canonical] = spellings.get(canonical, 0) + 1
-        canonical_of = {key: canonical for key, canonical in canonical_of.items() if spellings[canonical] == 1}
-        stale = {
-            canonical
-            for key, canonical in canonical_of.items()
-            if canonical in replicas
-            and isinstance(previous, dict)
-            and key not in previous
-            and previous.get(canonical) == replicas[canonical]
-        }
-        for canonical in stale:
-            recorder.remove(pointer, canonical)
-        renamed: dict[str, Any] = {}
-        for replica_type, replica in replicas.items():
-            if replica_type in stale:
-                continue
-            canonical = canonical_of.get(replica_type)
-            if canonical is not None and (canonical not in replicas or canonical in stale) and canonical not in renamed:
-                recorder.move(pointer, replica_type, canonical)
-                renamed[canonical] = replica
-            else:
-                renamed[replica_type] = replica
-        return renamed
+        path = ("spec", self.replicas_field)
+        respelled = default_type_spelling(
+            {"spec": {self.replicas_field: replicas}}, recorder, path, self._types, previous
+        )
+        return respelled["spec"][self.replicas_field]  # type: ignore[no-any-return]
 
     # --- validation --------------------------------------------------------------------------
 
@@ -418,14 +390,6 @@ class ReplicaJobKind:
         scheduling = self.run_policy(spec).get("schedulingPolicy")
         queue = scheduling.get("queue") if isinstance(scheduling, dict) else None
         return (None if queue == "" else queue), path
-
-
-def _get(obj: Any, *keys: str) -> Any:
-    for key in keys:
-        if not isinstance(obj, dict):
-            return None
-        obj = obj.get(key)
-    return obj
 
 
 # --- role rules shared by the families --------------------------------------------------------

@@ -8,17 +8,32 @@ when a job is checked: the forms' dataclasses stay out of the webhook's start-up
 
 from __future__ import annotations
 
-from jobgate.rules.forms import Declaration, DefaultTypeField, KnownTypes, RunPolicyAtMostTotal, RunPolicyImmutable
-from jobgate.rules.replicajobs import MIN_AVAILABLE, QUEUE_IMMUTABLE, REPLICA_DEFAULTS, TYPES, ReplicaJobKind
+from jobgate.rules.forms import (
+    Declaration,
+    DefaultTypeField,
+    DefaultTypeSpelling,
+    KnownTypes,
+    RunPolicyAtMostTotal,
+    RunPolicyImmutable,
+)
+from jobgate.rules.replicajobs import (
+    MIN_AVAILABLE,
+    QUEUE_IMMUTABLE,
+    REPLICA_DEFAULTS,
+    TYPE_SPELLING,
+    TYPES,
+    ReplicaJobKind,
+)
 
 COUNT, RESTART_POLICY = REPLICA_DEFAULTS
 
 
 def replica_declarations(kind: ReplicaJobKind) -> tuple[Declaration, ...]:
     """The replica map's rules and defaults that forms say, from the kind's roles: its keys (the
-    types), the gang's size and the run policy's queue, each replica's count and restart policy. ``jobgate manifests
-    generate`` compiles them to the functions ``rules/replicajobs.py`` calls
-    (``jobgate/_generated/declared_rules.py``, under the kind's group prefixed ``REPLICA_MAP_GROUP``)."""
+    types and their spelling), the gang's size and the run policy's queue, each replica's count and
+    restart policy. ``jobgate manifests generate`` compiles them to the functions
+    ``rules/replicajobs.py`` calls (``jobgate/_generated/declared_rules.py``, under the kind's group
+    prefixed ``REPLICA_MAP_GROUP``; the spelling's function it calls itself, with the stored job)."""
     field = kind.replicas_field
     path = f"spec.{field}"
     roles = tuple(role.name for role in kind.roles)
@@ -33,6 +48,15 @@ def replica_declarations(kind: ReplicaJobKind) -> tuple[Declaration, ...]:
             any_case=kind.normalise_types,
         )
     ]
+    if kind.normalise_types:
+        declared.append(
+            DefaultTypeSpelling(
+                TYPE_SPELLING,
+                f"a replica type spelled in another case ({roles[0].lower()}) takes the role's name ({roles[0]})",
+                path,
+                roles,
+            )
+        )
     counts = tuple((role.name, role.default_replicas) for role in kind.roles)
     declared += [
         RunPolicyAtMostTotal(

@@ -33,6 +33,7 @@ from jobgate.rules.forms import (
     DefaultItemField,
     DefaultSum,
     DefaultTypeField,
+    DefaultTypeSpelling,
     FieldBound,
     FixedCount,
     FlagNamesEntry,
@@ -955,3 +956,32 @@ def test_run_policy_at_most_total(replica_map):
     # The apiserver's message says no total: the record explains it too.
     apiserver = FieldError(error.type, error.path, error.value, placement.validation.message)
     assert rule.explains(apiserver) is not None
+
+
+def test_default_type_spelling():
+    from jobgate.rules.declared import default_type_spelling
+
+    path, types = ("spec", "reps"), ("Leader", "Worker")
+
+    def respell(reps, old=None):
+        recorder = PatchRecorder()
+        out = default_type_spelling({"spec": {"reps": reps}}, recorder, path, types, old)
+        return list(out["spec"]["reps"]), [(op["op"], op.get("from"), op["path"]) for op in recorder.ops]
+
+    assert respell({"worker": {}, "leader": {}}) == (
+        ["Worker", "Leader"],
+        [("move", "/spec/reps/worker", "/spec/reps/Worker"), ("move", "/spec/reps/leader", "/spec/reps/Leader")],
+    )
+    # Beside the type, or another spelling of it: each stays (KnownTypes' duplicates).
+    assert respell({"Worker": {}, "worker": {}}) == (["Worker", "worker"], [])
+    assert respell({"worker": {}, "WORKER": {}}) == (["worker", "WORKER"], [])
+    # kubectl apply re-adds worker beside the stored Worker, unchanged: the new one replaces it.
+    stored = {"spec": {"reps": {"Worker": {"replicas": 1}}}}
+    assert respell({"Worker": {"replicas": 1}, "worker": {"replicas": 2}}, stored) == (
+        ["Worker"],
+        [("remove", None, "/spec/reps/Worker"), ("move", "/spec/reps/worker", "/spec/reps/Worker")],
+    )
+    (spelling,) = Declarations((DefaultTypeSpelling("m/spelling", "other spellings", "spec.reps", types),)).defaults()
+    assert spelling.where is Where.MUTATING_POLICY and not spelling.placements
+    assert "JSONPatch{op: 'move', from: '/spec/reps/' + jsonpatch.escapeKey(k)" in spelling.patches[0]
+    assert "oldObject.spec.reps" in spelling.patches[0]

@@ -12,7 +12,6 @@ from jobgate.generate.cel.catalogue import (
     Rule,
     Where,
     cel_list,
-    cel_string,
 )
 from jobgate.generate.cel.jobmeta import NAME, derived_names_rule
 from jobgate.generate.cel.podtemplate import (
@@ -109,38 +108,8 @@ def replica_templates(kind: ReplicaJobKind) -> TemplatePatches:
 def replica_job_defaults(kind: ReplicaJobKind) -> list[Default]:
     """The defaults every replica-map kind shares: the replica types' spelling, each replica's
     count and restart policy, its pods' terminationMessagePolicy and framework port (the run
-    policy's are the family's declarations)."""
-    field = kind.replicas_field
-    replicas = f"object.spec.{field}"
-    entry = "'/spec/" + field + "/' + jsonpatch.escapeKey(k)"
-    roles = [role.name for role in kind.roles]
-    defaults: list[Default] = []
-    if kind.normalise_types:
-        canonical = "{" + ", ".join(f"{cel_string(r.casefold())}: {cel_string(r)}" for r in roles) + "}"
-        to = f"{canonical}[k.lowerAscii()]"
-        old = "oldObject.spec." + field
-        stale = (
-            f"(oldObject != null && has(oldObject.spec.{field}) && !(k in {old}) && {to} in {old} && "
-            f"{to} in {replicas} && {replicas}[{to}] == {old}[{to}])"
-        )
-        movable = (
-            f"!(k in {cel_list(roles)}) && k.lowerAscii() in {cel_list(r.casefold() for r in roles)} && "
-            f"{replicas}.filter(j, !(j in {cel_list(roles)}) && j.lowerAscii() == k.lowerAscii()).size() == 1 && "
-            f"(!({to} in {replicas}) || {stale})"
-        )
-        defaults.append(
-            Default(
-                "replicas/type-spelling",
-                f"a replica type spelled in another case ({roles[0].lower()}) takes the role's name ({roles[0]})",
-                Where.MUTATING_POLICY,
-                (
-                    f"has({replicas}) ? {replicas}.filter(k, {movable}).map(k, "
-                    f"({stale} ? [JSONPatch{{op: 'remove', path: '/spec/{field}/' + {to}}}] : []) + "
-                    f"[JSONPatch{{op: 'move', from: {entry}, path: '/spec/{field}/' + {to}}}]).flatten() : []",
-                ),
-            )
-        )
-    defaults += replica_map_declarations(kind).defaults()
+    policy's are the family's declarations): the first three declared (replica_declarations)."""
+    defaults = replica_map_declarations(kind).defaults()
     templates = replica_templates(kind)
     if kind.termination_message_policy:
         defaults.append(
