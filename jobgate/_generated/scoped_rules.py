@@ -7,7 +7,16 @@ from __future__ import annotations
 
 from jobgate.engine.fielderrors import (
     invalid,
+    not_supported,
     required,
+)
+from jobgate.rules.names import (
+    dns1123_label_problems,
+    env_var_name_problems,
+    is_dns1123_label,
+    is_env_var_name,
+    is_port_name,
+    port_name_problems,
 )
 
 TYPE_CHECKING = False
@@ -18,14 +27,190 @@ if TYPE_CHECKING:
 
 
 def check_container(
-    entry: dict[str, Any], path: FieldPath, errors: list[FieldError], only: tuple[str, ...] = ()
+    entry: dict[str, Any],
+    path: FieldPath,
+    errors: list[FieldError],
+    index: int = -1,
+    only: tuple[str, ...] = (),
 ) -> None:
-    """One container at ``path``: its declared rules' errors added to ``errors``, in
-    declaration order (``only``: of these ids alone, for a loop that reports around them)."""
+    """One container at ``path`` (with ``index``, the entry ``index`` of the list at ``path``:
+    the entry's path is built only for an error): its declared rules' errors added to ``errors``,
+    in declaration order (``only``: of these ids alone, for a loop that reports around them)."""
     if not only or 'pod-template/{list}/image' in only:
         value = entry.get('image')
         if type(value) is not str or not value:
             if value is None or value == "":
-                errors.append(required((*path, 'image')))
+                errors.append(required(((*path, 'image') if index < 0 else (*path, index, 'image'))))
             else:
-                errors.append(invalid((*path, 'image'), value, "must be of type string"))
+                errors.append(invalid(((*path, 'image') if index < 0 else (*path, index, 'image')), value, "must be of type string"))
+
+
+def check_container_name(
+    entry: dict[str, Any],
+    path: FieldPath,
+    errors: list[FieldError],
+    index: int = -1,
+    only: tuple[str, ...] = (),
+) -> None:
+    """One container at ``path`` (with ``index``, the entry ``index`` of the list at ``path``:
+    the entry's path is built only for an error): its declared rules' errors added to ``errors``,
+    in declaration order (``only``: of these ids alone, for a loop that reports around them)."""
+    if not only or 'pod-template/{list}/name' in only:
+        value = entry.get('name')
+        if type(value) is not str or not value:
+            if value is None or value == "":
+                errors.append(required(((*path, 'name') if index < 0 else (*path, index, 'name'))))
+            else:
+                errors.append(invalid(((*path, 'name') if index < 0 else (*path, index, 'name')), value, "must be of type string"))
+        if type(value) is str:
+            if value and not is_dns1123_label(value):
+                errors.extend([invalid(((*path, 'name') if index < 0 else (*path, index, 'name')), value, problem) for problem in dns1123_label_problems(value)])
+
+
+def check_container_port(
+    entry: dict[str, Any],
+    path: FieldPath,
+    errors: list[FieldError],
+    index: int = -1,
+    only: tuple[str, ...] = (),
+) -> None:
+    """One container port at ``path`` (with ``index``, the entry ``index`` of the list at ``path``:
+    the entry's path is built only for an error): its declared rules' errors added to ``errors``,
+    in declaration order (``only``: of these ids alone, for a loop that reports around them)."""
+    if not only or 'pod-template/{list}/ports' in only:
+        value = entry.get('containerPort')
+        if value is None:
+            errors.append(required(((*path, 'containerPort') if index < 0 else (*path, index, 'containerPort'))))
+        if value is not None and not (type(value) is int and 1 <= value <= 65535):
+            errors.append(invalid(((*path, 'containerPort') if index < 0 else (*path, index, 'containerPort')), value, 'must be between 1 and 65535, inclusive'))
+        value = entry.get('hostPort')
+        if value is not None and not (type(value) is int and 0 <= value <= 65535):
+            errors.append(invalid(((*path, 'hostPort') if index < 0 else (*path, index, 'hostPort')), value, 'must be between 1 and 65535, inclusive'))
+        value = entry.get('protocol')
+        if value is not None and value not in ('TCP', 'UDP', 'SCTP'):
+            errors.append(not_supported(((*path, 'protocol') if index < 0 else (*path, index, 'protocol')), value, ('TCP', 'UDP', 'SCTP')))
+        value = entry.get('name')
+        if type(value) is str:
+            if value and not is_port_name(value):
+                errors.extend([invalid(((*path, 'name') if index < 0 else (*path, index, 'name')), value, problem) for problem in port_name_problems(value)])
+        elif value is not None:
+            errors.append(invalid(((*path, 'name') if index < 0 else (*path, index, 'name')), value, "must be of type string"))
+
+
+def check_env_var(
+    entry: dict[str, Any],
+    path: FieldPath,
+    errors: list[FieldError],
+    index: int = -1,
+    only: tuple[str, ...] = (),
+) -> None:
+    """One environment variable at ``path`` (with ``index``, the entry ``index`` of the list at ``path``:
+    the entry's path is built only for an error): its declared rules' errors added to ``errors``,
+    in declaration order (``only``: of these ids alone, for a loop that reports around them)."""
+    if not only or 'pod-template/{list}/env' in only:
+        value = entry.get('name')
+        if type(value) is not str or not value:
+            if value is None or value == "":
+                errors.append(required(((*path, 'name') if index < 0 else (*path, index, 'name'))))
+            else:
+                errors.append(invalid(((*path, 'name') if index < 0 else (*path, index, 'name')), value, "must be of type string"))
+        if type(value) is str:
+            if value and not is_env_var_name(value):
+                errors.extend([invalid(((*path, 'name') if index < 0 else (*path, index, 'name')), value, problem) for problem in env_var_name_problems(value)])
+
+
+def check_each_env_var(items: list[Any], path: FieldPath, errors: list[FieldError]) -> None:
+    """Each environment variable of the list at ``path``, as ``check_env_var``; an entry that is no object
+    is refused (``must be of type object``)."""
+    for index, entry in enumerate(items):
+        if type(entry) is not dict:
+            errors.append(invalid((*path, index), entry, "must be of type object"))
+            continue
+        value = entry.get('name')
+        if type(value) is not str or not value:
+            if value is None or value == "":
+                errors.append(required((*path, index, 'name')))
+            else:
+                errors.append(invalid((*path, index, 'name'), value, "must be of type string"))
+        if type(value) is str:
+            if value and not is_env_var_name(value):
+                errors.extend([invalid((*path, index, 'name'), value, problem) for problem in env_var_name_problems(value)])
+
+
+def check_pod_spec(
+    entry: dict[str, Any],
+    path: FieldPath,
+    errors: list[FieldError],
+    index: int = -1,
+    only: tuple[str, ...] = (),
+) -> None:
+    """One pod spec at ``path`` (with ``index``, the entry ``index`` of the list at ``path``:
+    the entry's path is built only for an error): its declared rules' errors added to ``errors``,
+    in declaration order (``only``: of these ids alone, for a loop that reports around them)."""
+    if not only or 'pod-template/restart-policy' in only:
+        value = entry.get('restartPolicy')
+        if value is not None and value not in ('Always', 'OnFailure', 'Never'):
+            errors.append(not_supported(((*path, 'restartPolicy') if index < 0 else (*path, index, 'restartPolicy')), value, ('Always', 'OnFailure', 'Never')))
+
+
+def check_template(
+    entry: dict[str, Any],
+    path: FieldPath,
+    errors: list[FieldError],
+    index: int = -1,
+    only: tuple[str, ...] = (),
+) -> None:
+    """One pod template at ``path`` (with ``index``, the entry ``index`` of the list at ``path``:
+    the entry's path is built only for an error): its declared rules' errors added to ``errors``,
+    in declaration order (``only``: of these ids alone, for a loop that reports around them)."""
+    if not only or 'pod-template/spec' in only:
+        value = entry.get('spec')
+        if value is None:
+            errors.append(required(((*path, 'spec') if index < 0 else (*path, index, 'spec'))))
+
+
+def check_volume(
+    entry: dict[str, Any],
+    path: FieldPath,
+    errors: list[FieldError],
+    index: int = -1,
+    only: tuple[str, ...] = (),
+) -> None:
+    """One volume at ``path`` (with ``index``, the entry ``index`` of the list at ``path``:
+    the entry's path is built only for an error): its declared rules' errors added to ``errors``,
+    in declaration order (``only``: of these ids alone, for a loop that reports around them)."""
+    if not only or 'pod-template/volumes' in only:
+        value = entry.get('name')
+        if type(value) is not str or not value:
+            if value is None or value == "":
+                errors.append(required(((*path, 'name') if index < 0 else (*path, index, 'name'))))
+            else:
+                errors.append(invalid(((*path, 'name') if index < 0 else (*path, index, 'name')), value, "must be of type string"))
+        if type(value) is str:
+            if value and not is_dns1123_label(value):
+                errors.extend([invalid(((*path, 'name') if index < 0 else (*path, index, 'name')), value, problem) for problem in dns1123_label_problems(value)])
+
+
+def check_volume_mount(
+    entry: dict[str, Any],
+    path: FieldPath,
+    errors: list[FieldError],
+    index: int = -1,
+    only: tuple[str, ...] = (),
+) -> None:
+    """One volume mount at ``path`` (with ``index``, the entry ``index`` of the list at ``path``:
+    the entry's path is built only for an error): its declared rules' errors added to ``errors``,
+    in declaration order (``only``: of these ids alone, for a loop that reports around them)."""
+    if not only or 'pod-template/{list}/mounts' in only:
+        value = entry.get('name')
+        if type(value) is not str or not value:
+            if value is None or value == "":
+                errors.append(required(((*path, 'name') if index < 0 else (*path, index, 'name'))))
+            else:
+                errors.append(invalid(((*path, 'name') if index < 0 else (*path, index, 'name')), value, "must be of type string"))
+        value = entry.get('mountPath')
+        if type(value) is not str or not value:
+            if value is None or value == "":
+                errors.append(required(((*path, 'mountPath') if index < 0 else (*path, index, 'mountPath'))))
+            else:
+                errors.append(invalid(((*path, 'mountPath') if index < 0 else (*path, index, 'mountPath')), value, "must be of type string"))

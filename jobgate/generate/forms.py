@@ -806,6 +806,8 @@ LABEL_PROBLEM = "^(" + re.escape(DNS1123_LABEL_MESSAGE) + "|must be no more than
 
 # The names of Kubernetes' validation a StringField's ``syntax`` (``label``) checks: the schema
 # keywords that refuse the same values (in the apiserver's words) and every problem the webhook says.
+# The IANA service name rules without look-arounds (the schema's regular expressions are RE2): groups
+# of letters and digits joined by single hyphens, one letter at least; empty means no name.
 PORT_NAME_PATTERN = "^(([a-z0-9]+-)*[0-9]*[a-z][a-z0-9]*(-[a-z0-9]+)*)?$"
 ENV_VAR_NAME_PATTERN = "^[ -<>-~]+$"  # printable ASCII except '='
 SYNTAXES: dict[str, tuple[dict[str, object], tuple[str, ...]]] = {
@@ -1203,17 +1205,52 @@ class ScopeDeclarations:
             "",
             "",
             f"def check_{name}(",
-            "    entry: dict[str, Any], path: FieldPath, errors: list[FieldError], only: tuple[str, ...] = ()",
+            "    entry: dict[str, Any],",
+            "    path: FieldPath,",
+            "    errors: list[FieldError],",
+            "    index: int = -1,",
+            "    only: tuple[str, ...] = (),",
             ") -> None:",
-            f'    """One {self.scope.entry} at ``path``: its declared rules\' errors added to ``errors``, in',
-            '    declaration order (``only``: of these ids alone, for a loop that reports around them)."""',
+            f'    """One {self.scope.entry} at ``path`` (with ``index``, the entry ``index`` of the list at ``path``:',
+            "    the entry's path is built only for an error): its declared rules' errors added to ``errors``,",
+            '    in declaration order (``only``: of these ids alone, for a loop that reports around them)."""',
         ]
+        body, imports = self._body(each=False)
+        lines += body
+        if not self.scope.each:
+            return lines, imports
+        # The same checks over a whole list, for a loop that reports nothing between its entries.
+        lines += [
+            "",
+            "",
+            f"def check_each_{name}(items: list[Any], path: FieldPath, errors: list[FieldError]) -> None:",
+            f'    """Each {self.scope.entry} of the list at ``path``, as ``check_{name}``; an entry that is no object',
+            '    is refused (``must be of type object``)."""',
+            "    for index, entry in enumerate(items):",
+            "        if type(entry) is not dict:",
+            '            errors.append(invalid((*path, index), entry, "must be of type object"))',
+            "            continue",
+        ]
+        body, more = self._body(each=True)
+        lines += [f"    {line}" for line in body]
+        return lines, imports | more | {"invalid"}
+
+    def _body(self, *, each: bool) -> tuple[list[str], set[str]]:
+        lines: list[str] = []
         imports: set[str] = set()
+        current, fetched = "", ""
         for d in self.scope.declared:
-            body, needs = _scoped_python(d)
+            body, needs = _scoped_python(d, each=each)
             imports |= needs
-            lines.append(f"    if not only or {d.id!r} in only:")
-            lines += [f"        {line}" for line in body]
+            if d.id != current:
+                # Declarations of one id side by side are one test of ``only`` (none over a list).
+                if not each:
+                    lines.append(f"    if not only or {d.id!r} in only:")
+                current, fetched = d.id, ""
+            if body[0].startswith("value = ") and body[0] == fetched:
+                body = body[1:]  # the same field, read once (no check writes it)
+            fetched = body[0] if body[0].startswith("value = ") else fetched
+            lines += [("    " if each else "        ") + line for line in body]
         return lines, imports
 
 
@@ -1245,12 +1282,12 @@ def _inline_site(d: FieldForm) -> str | None:
     return site.target[0]
 
 
-def _scoped_python(d: FieldForm) -> tuple[list[str], set[str]]:
-    """The lines that check one declaration of a scope on ``entry`` at ``path``, and their imports.
-    Inline for the forms of the hot path (a field of the entry); otherwise the form's function,
-    run on the entry, its errors rebased at ``path``."""
+def _scoped_python(d: FieldForm, *, each: bool = False) -> tuple[list[str], set[str]]:
+    """The lines that check one declaration of a scope on ``entry`` at ``path`` (``each``: the entry
+    ``index`` of the list at ``path``), and their imports. Inline for the forms of the hot path (a
+    field of the entry); otherwise the form's function, run on the entry, its errors rebased."""
     field = _inline_site(d)
-    at = f"(*path, {field!r})"
+    at = f"(*path, index, {field!r})" if each else f"((*path, {field!r}) if index < 0 else (*path, index, {field!r}))"
     if field is not None and isinstance(d, RequiredField):
         message = f", {d.message!r}" if d.message else ""
         unset = 'value is None or value == ""' if d.empty_is_unset else "value is None"
@@ -1291,11 +1328,11 @@ def _scoped_python(d: FieldForm) -> tuple[list[str], set[str]]:
             f"    errors.append(not_supported({at}, value, {d.enum!r}))",
         ], {"not_supported"}
     if field is not None and isinstance(d, FieldBound) and d.integer and d.message:
-        bounds = [
-            f"{d.minimum} <= value" if d.minimum is not None else "",
-            f"value <= {d.maximum}" if d.maximum is not None else "",
-        ]
-        within = " and ".join(b for b in bounds if b) or "True"
+        within = (
+            (f"{d.minimum} <= " if d.minimum is not None else "")
+            + "value"
+            + (f" <= {d.maximum}" if d.maximum is not None else "")
+        )
         # Valid values take the shortest way: a type test and a comparison.
         return [
             f"value = entry.get({field!r})",
@@ -1304,8 +1341,12 @@ def _scoped_python(d: FieldForm) -> tuple[list[str], set[str]]:
         ], {"invalid"}
     calls = _field_calls(d)
     lines = []
+    entry_path = "(*path, index)" if each else "((*path, index) if index >= 0 else path)"
     for call in calls:
-        lines += [f"for error in {call.replace('(obj, ', '(entry, ', 1)}:", "    errors.append(rebased(path, error))"]
+        lines += [
+            f"for error in {call.replace('(obj, ', '(entry, ', 1)}:",
+            f"    errors.append(rebased({entry_path}, error))",
+        ]
     function = calls[0].split("(", 1)[0]
     return lines, {function, "rebased"}
 

@@ -328,6 +328,9 @@ class Scope:
     name: str
     entry: str
     declared: tuple[FieldForm, ...]
+    # Also ``check_each_<name>(items, path, errors)``: the checks over a whole list, for a loop that
+    # reports nothing between its entries (one call per list, not per entry).
+    each: bool = False
 
 
 @dataclass(frozen=True)

@@ -121,6 +121,19 @@ def test_volume_mount_needs_a_path():
     assert errors_of(obj) == [f"{PREFIX}.containers[0].volumeMounts[0].mountPath: Required value"]
 
 
+def test_a_mount_reports_its_name_then_its_path():
+    """A mount of no volume (the loop's) and the mount's own fields (its scope's) in the order of the fields."""
+    mounts = [{"name": "gone"}, {"name": ""}, {"mountPath": 3}]
+    assert errors_of(worker(container(volumeMounts=mounts), volumes=[{"name": "data"}])) == [
+        f'{PREFIX}.containers[0].volumeMounts[0].name: Not found: "gone": no volume of that name in the pod',
+        f"{PREFIX}.containers[0].volumeMounts[0].mountPath: Required value",
+        f"{PREFIX}.containers[0].volumeMounts[1].name: Required value",
+        f"{PREFIX}.containers[0].volumeMounts[1].mountPath: Required value",
+        f"{PREFIX}.containers[0].volumeMounts[2].name: Required value",
+        f"{PREFIX}.containers[0].volumeMounts[2].mountPath: Invalid value: 3: must be of type string",
+    ]
+
+
 def test_volume_names_unique_labels():
     obj = worker(container(), volumes=[{"name": "data"}, {"name": "data"}, {"name": "Bad"}])
     errors = errors_of(obj)

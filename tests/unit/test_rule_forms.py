@@ -723,6 +723,7 @@ MEMBER = Scope(
         RequiredField("s/{list}/port", "{list}: ports have numbers", "ports[*].number"),
         FieldBound("s/{list}/replicas", "{list}: replicas at most 3", "replicas", maximum=3, message="at most 3"),
     ),
+    each=True,
 )
 MEMBERS = ScopeDeclarations(MEMBER)
 
@@ -751,6 +752,26 @@ def test_a_scope_checks_one_entry_at_its_path_in_declaration_order(scoped):
     errors = []
     scoped({"name": "ok", "image": "x", "ports": [{"number": 1}]}, ("spec", "members", 0), errors)
     assert errors == []
+
+
+def test_a_scope_over_an_entry_of_a_list_and_over_the_whole_list():
+    namespace: dict[str, object] = {}
+    exec(compile(scoped_module_text([MEMBER]), "scoped", "exec"), namespace)
+    one, each = namespace["check_member"], namespace["check_each_member"]
+    members = [{"name": "a", "image": "x"}, {"image": "", "ports": [{}]}, "not an object"]
+    by_index: list = []
+    for index, member in enumerate(members[:2]):
+        one(member, ("spec", "members"), by_index, index)
+    assert [str(e) for e in by_index] == [
+        "spec.members[1].image: Required value",
+        "spec.members[1].ports[0].number: Required value",
+    ]
+    over_list: list = []
+    each(members, ("spec", "members"), over_list)
+    assert [str(e) for e in over_list] == [
+        *(str(e) for e in by_index),
+        'spec.members[2]: Invalid value: "not an object": must be of type object',
+    ]
 
 
 def test_a_scope_is_placed_and_recorded_at_each_site(scoped):
@@ -792,6 +813,8 @@ def test_the_generated_scopes_are_the_declarations():
     tables = {str(path): text for path, text in package_tables().items()}
     assert tables[SCOPED_TABLE] == Path(SCOPED_TABLE).read_text()
     assert "check_container" in tables[SCOPED_TABLE]
+    # A list's check only for a scope that asks for one.
+    assert "def check_each_env_var(" in tables[SCOPED_TABLE] and "def check_each_container(" not in tables[SCOPED_TABLE]
     assert "dataclasses" not in tables[SCOPED_TABLE] and "\nfrom typing" not in tables[SCOPED_TABLE]
 
 
