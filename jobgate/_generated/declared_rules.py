@@ -17,6 +17,7 @@ from jobgate.rules.declared import (
     default_item_product,
     default_item_when,
     default_sum,
+    default_type_field,
     field_bound,
     fixed_count,
     flag_names_entry,
@@ -26,12 +27,15 @@ from jobgate.rules.declared import (
     implied_keys,
     known_keys,
     lifecycle_policies,
+    known_types,
     max_items,
     not_both,
     required_field,
     required_item_field,
     required_list,
     required_roles,
+    run_policy_at_most_total,
+    run_policy_immutable,
     role_field_bound,
     string_field,
     subdomain,
@@ -207,10 +211,314 @@ def validate_mxjob_mxnet_mlkube_io(
     return errors
 
 
+def default_jaxjob_replicamap_kubeflow_org(
+    obj: dict[str, Any], recorder: PatchRecorder, only: tuple[str, ...] = ()
+) -> dict[str, Any]:
+    """JAXJob (replicamap.kubeflow.org): the declared defaults, in order (``only``: these ids alone)."""
+    if not only or 'replicas/count' in only:
+        obj = default_type_field(obj, recorder, ('spec', 'jaxReplicaSpecs'), field='replicas', values=(('Worker', 1),), others=1, empty_is_unset=False)
+    if not only or 'replicas/restart-policy' in only:
+        obj = default_type_field(obj, recorder, ('spec', 'jaxReplicaSpecs'), field='restartPolicy', values=(('Worker', 'Never'),), others='Never', empty_is_unset=True)
+    return obj
+
+
+def validate_jaxjob_replicamap_kubeflow_org(
+    obj: dict[str, Any], old: dict[str, Any] | None, only: tuple[str, ...] = ()
+) -> list[FieldError]:
+    """JAXJob (replicamap.kubeflow.org): the declared rules' errors, in declaration order (``only``: of these ids alone, for a family whose hand-written rules report around them)."""
+    errors: list[FieldError] = []
+    if not only or 'replicas/types' in only:
+        errors.extend(known_types(obj, ('spec', 'jaxReplicaSpecs'), ('Worker',), True))
+    if not only or 'run-policy/min-available' in only:
+        errors.extend(run_policy_at_most_total(obj, ('schedulingPolicy', 'minAvailable'), ('spec', 'jaxReplicaSpecs'), 'runPolicy', 'must be less than or equal to the total number of replicas'))
+    if not only or 'run-policy/queue-immutable' in only:
+        errors.extend(run_policy_immutable(obj, old, ('schedulingPolicy', 'queue'), 'spec', 'field is immutable'))
+    return errors
+
+
+def default_mpijob_replicamap_kubeflow_org(
+    obj: dict[str, Any], recorder: PatchRecorder, only: tuple[str, ...] = ()
+) -> dict[str, Any]:
+    """MPIJob (replicamap.kubeflow.org): the declared defaults, in order (``only``: these ids alone)."""
+    if not only or 'replicas/count' in only:
+        obj = default_type_field(obj, recorder, ('spec', 'mpiReplicaSpecs'), field='replicas', values=(('Launcher', 1), ('Worker', 0)), others=None, empty_is_unset=False)
+    if not only or 'replicas/restart-policy' in only:
+        obj = default_type_field(obj, recorder, ('spec', 'mpiReplicaSpecs'), field='restartPolicy', values=(('Launcher', 'Never'), ('Worker', 'Never')), others=None, empty_is_unset=True)
+    return obj
+
+
+def validate_mpijob_replicamap_kubeflow_org(
+    obj: dict[str, Any], old: dict[str, Any] | None, only: tuple[str, ...] = ()
+) -> list[FieldError]:
+    """MPIJob (replicamap.kubeflow.org): the declared rules' errors, in declaration order (``only``: of these ids alone, for a family whose hand-written rules report around them)."""
+    errors: list[FieldError] = []
+    if not only or 'replicas/types' in only:
+        errors.extend(known_types(obj, ('spec', 'mpiReplicaSpecs'), ('Launcher', 'Worker'), False))
+    if not only or 'run-policy/min-available' in only:
+        errors.extend(run_policy_at_most_total(obj, ('schedulingPolicy', 'minAvailable'), ('spec', 'mpiReplicaSpecs'), 'runPolicy', 'must be less than or equal to the total number of replicas'))
+    if not only or 'run-policy/queue-immutable' in only:
+        errors.extend(run_policy_immutable(obj, old, ('schedulingPolicy', 'queue'), 'spec', 'field is immutable'))
+    return errors
+
+
+def default_paddlejob_replicamap_kubeflow_org(
+    obj: dict[str, Any], recorder: PatchRecorder, only: tuple[str, ...] = ()
+) -> dict[str, Any]:
+    """PaddleJob (replicamap.kubeflow.org): the declared defaults, in order (``only``: these ids alone)."""
+    if not only or 'replicas/count' in only:
+        obj = default_type_field(obj, recorder, ('spec', 'paddleReplicaSpecs'), field='replicas', values=(('Master', 1), ('Worker', 1)), others=1, empty_is_unset=False)
+    if not only or 'replicas/restart-policy' in only:
+        obj = default_type_field(obj, recorder, ('spec', 'paddleReplicaSpecs'), field='restartPolicy', values=(('Master', 'OnFailure'), ('Worker', 'OnFailure')), others='OnFailure', empty_is_unset=True)
+    return obj
+
+
+def validate_paddlejob_replicamap_kubeflow_org(
+    obj: dict[str, Any], old: dict[str, Any] | None, only: tuple[str, ...] = ()
+) -> list[FieldError]:
+    """PaddleJob (replicamap.kubeflow.org): the declared rules' errors, in declaration order (``only``: of these ids alone, for a family whose hand-written rules report around them)."""
+    errors: list[FieldError] = []
+    if not only or 'replicas/types' in only:
+        errors.extend(known_types(obj, ('spec', 'paddleReplicaSpecs'), ('Master', 'Worker'), True))
+    if not only or 'run-policy/min-available' in only:
+        errors.extend(run_policy_at_most_total(obj, ('schedulingPolicy', 'minAvailable'), ('spec', 'paddleReplicaSpecs'), 'runPolicy', 'must be less than or equal to the total number of replicas'))
+    if not only or 'run-policy/queue-immutable' in only:
+        errors.extend(run_policy_immutable(obj, old, ('schedulingPolicy', 'queue'), 'spec', 'field is immutable'))
+    return errors
+
+
+def default_pytorchjob_replicamap_kubeflow_org(
+    obj: dict[str, Any], recorder: PatchRecorder, only: tuple[str, ...] = ()
+) -> dict[str, Any]:
+    """PyTorchJob (replicamap.kubeflow.org): the declared defaults, in order (``only``: these ids alone)."""
+    if not only or 'replicas/count' in only:
+        obj = default_type_field(obj, recorder, ('spec', 'pytorchReplicaSpecs'), field='replicas', values=(('Master', 1), ('Worker', 1)), others=1, empty_is_unset=False)
+    if not only or 'replicas/restart-policy' in only:
+        obj = default_type_field(obj, recorder, ('spec', 'pytorchReplicaSpecs'), field='restartPolicy', values=(('Master', 'OnFailure'), ('Worker', 'OnFailure')), others='OnFailure', empty_is_unset=True)
+    return obj
+
+
+def validate_pytorchjob_replicamap_kubeflow_org(
+    obj: dict[str, Any], old: dict[str, Any] | None, only: tuple[str, ...] = ()
+) -> list[FieldError]:
+    """PyTorchJob (replicamap.kubeflow.org): the declared rules' errors, in declaration order (``only``: of these ids alone, for a family whose hand-written rules report around them)."""
+    errors: list[FieldError] = []
+    if not only or 'replicas/types' in only:
+        errors.extend(known_types(obj, ('spec', 'pytorchReplicaSpecs'), ('Master', 'Worker'), True))
+    if not only or 'run-policy/min-available' in only:
+        errors.extend(run_policy_at_most_total(obj, ('schedulingPolicy', 'minAvailable'), ('spec', 'pytorchReplicaSpecs'), 'runPolicy', 'must be less than or equal to the total number of replicas'))
+    if not only or 'run-policy/queue-immutable' in only:
+        errors.extend(run_policy_immutable(obj, old, ('schedulingPolicy', 'queue'), 'spec', 'field is immutable'))
+    return errors
+
+
+def default_tfjob_replicamap_kubeflow_org(
+    obj: dict[str, Any], recorder: PatchRecorder, only: tuple[str, ...] = ()
+) -> dict[str, Any]:
+    """TFJob (replicamap.kubeflow.org): the declared defaults, in order (``only``: these ids alone)."""
+    if not only or 'replicas/count' in only:
+        obj = default_type_field(obj, recorder, ('spec', 'tfReplicaSpecs'), field='replicas', values=(('PS', 1), ('Worker', 1), ('Chief', 1), ('Master', 1), ('Evaluator', 1)), others=1, empty_is_unset=False)
+    if not only or 'replicas/restart-policy' in only:
+        obj = default_type_field(obj, recorder, ('spec', 'tfReplicaSpecs'), field='restartPolicy', values=(('PS', 'Never'), ('Worker', 'Never'), ('Chief', 'Never'), ('Master', 'Never'), ('Evaluator', 'Never')), others='Never', empty_is_unset=True)
+    return obj
+
+
+def validate_tfjob_replicamap_kubeflow_org(
+    obj: dict[str, Any], old: dict[str, Any] | None, only: tuple[str, ...] = ()
+) -> list[FieldError]:
+    """TFJob (replicamap.kubeflow.org): the declared rules' errors, in declaration order (``only``: of these ids alone, for a family whose hand-written rules report around them)."""
+    errors: list[FieldError] = []
+    if not only or 'replicas/types' in only:
+        errors.extend(known_types(obj, ('spec', 'tfReplicaSpecs'), ('PS', 'Worker', 'Chief', 'Master', 'Evaluator'), True))
+    if not only or 'run-policy/min-available' in only:
+        errors.extend(run_policy_at_most_total(obj, ('schedulingPolicy', 'minAvailable'), ('spec', 'tfReplicaSpecs'), 'runPolicy', 'must be less than or equal to the total number of replicas'))
+    if not only or 'run-policy/queue-immutable' in only:
+        errors.extend(run_policy_immutable(obj, old, ('schedulingPolicy', 'queue'), 'spec', 'field is immutable'))
+    return errors
+
+
+def default_xgboostjob_replicamap_kubeflow_org(
+    obj: dict[str, Any], recorder: PatchRecorder, only: tuple[str, ...] = ()
+) -> dict[str, Any]:
+    """XGBoostJob (replicamap.kubeflow.org): the declared defaults, in order (``only``: these ids alone)."""
+    if not only or 'replicas/count' in only:
+        obj = default_type_field(obj, recorder, ('spec', 'xgbReplicaSpecs'), field='replicas', values=(('Master', 1), ('Worker', 1)), others=1, empty_is_unset=False)
+    if not only or 'replicas/restart-policy' in only:
+        obj = default_type_field(obj, recorder, ('spec', 'xgbReplicaSpecs'), field='restartPolicy', values=(('Master', 'Never'), ('Worker', 'Never')), others='Never', empty_is_unset=True)
+    return obj
+
+
+def validate_xgboostjob_replicamap_kubeflow_org(
+    obj: dict[str, Any], old: dict[str, Any] | None, only: tuple[str, ...] = ()
+) -> list[FieldError]:
+    """XGBoostJob (replicamap.kubeflow.org): the declared rules' errors, in declaration order (``only``: of these ids alone, for a family whose hand-written rules report around them)."""
+    errors: list[FieldError] = []
+    if not only or 'replicas/types' in only:
+        errors.extend(known_types(obj, ('spec', 'xgbReplicaSpecs'), ('Master', 'Worker'), True))
+    if not only or 'run-policy/min-available' in only:
+        errors.extend(run_policy_at_most_total(obj, ('schedulingPolicy', 'minAvailable'), ('spec', 'xgbReplicaSpecs'), 'runPolicy', 'must be less than or equal to the total number of replicas'))
+    if not only or 'run-policy/queue-immutable' in only:
+        errors.extend(run_policy_immutable(obj, old, ('schedulingPolicy', 'queue'), 'spec', 'field is immutable'))
+    return errors
+
+
+def default_mpijob_replicamap_training_kubedl_io(
+    obj: dict[str, Any], recorder: PatchRecorder, only: tuple[str, ...] = ()
+) -> dict[str, Any]:
+    """MPIJob (replicamap.training.kubedl.io): the declared defaults, in order (``only``: these ids alone)."""
+    if not only or 'replicas/count' in only:
+        obj = default_type_field(obj, recorder, ('spec', 'mpiReplicaSpecs'), field='replicas', values=(('Launcher', 1), ('Worker', 1)), others=None, empty_is_unset=False)
+    if not only or 'replicas/restart-policy' in only:
+        obj = default_type_field(obj, recorder, ('spec', 'mpiReplicaSpecs'), field='restartPolicy', values=(('Launcher', 'Never'), ('Worker', 'Never')), others=None, empty_is_unset=True)
+    return obj
+
+
+def validate_mpijob_replicamap_training_kubedl_io(
+    obj: dict[str, Any], old: dict[str, Any] | None, only: tuple[str, ...] = ()
+) -> list[FieldError]:
+    """MPIJob (replicamap.training.kubedl.io): the declared rules' errors, in declaration order (``only``: of these ids alone, for a family whose hand-written rules report around them)."""
+    errors: list[FieldError] = []
+    if not only or 'replicas/types' in only:
+        errors.extend(known_types(obj, ('spec', 'mpiReplicaSpecs'), ('Launcher', 'Worker'), False))
+    if not only or 'run-policy/min-available' in only:
+        errors.extend(run_policy_at_most_total(obj, ('schedulingPolicy', 'minAvailable'), ('spec', 'mpiReplicaSpecs'), 'either', 'must be less than or equal to the total number of replicas'))
+    if not only or 'run-policy/queue-immutable' in only:
+        errors.extend(run_policy_immutable(obj, old, ('schedulingPolicy', 'queue'), 'either', 'field is immutable'))
+    return errors
+
+
+def default_marsjob_replicamap_training_kubedl_io(
+    obj: dict[str, Any], recorder: PatchRecorder, only: tuple[str, ...] = ()
+) -> dict[str, Any]:
+    """MarsJob (replicamap.training.kubedl.io): the declared defaults, in order (``only``: these ids alone)."""
+    if not only or 'replicas/count' in only:
+        obj = default_type_field(obj, recorder, ('spec', 'marsReplicaSpecs'), field='replicas', values=(('Scheduler', 1), ('Worker', 1), ('WebService', 1)), others=None, empty_is_unset=False)
+    if not only or 'replicas/restart-policy' in only:
+        obj = default_type_field(obj, recorder, ('spec', 'marsReplicaSpecs'), field='restartPolicy', values=(('Scheduler', 'Never'), ('Worker', 'ExitCode'), ('WebService', 'Always')), others=None, empty_is_unset=True)
+    return obj
+
+
+def validate_marsjob_replicamap_training_kubedl_io(
+    obj: dict[str, Any], old: dict[str, Any] | None, only: tuple[str, ...] = ()
+) -> list[FieldError]:
+    """MarsJob (replicamap.training.kubedl.io): the declared rules' errors, in declaration order (``only``: of these ids alone, for a family whose hand-written rules report around them)."""
+    errors: list[FieldError] = []
+    if not only or 'replicas/types' in only:
+        errors.extend(known_types(obj, ('spec', 'marsReplicaSpecs'), ('Scheduler', 'Worker', 'WebService'), True))
+    if not only or 'run-policy/min-available' in only:
+        errors.extend(run_policy_at_most_total(obj, ('schedulingPolicy', 'minAvailable'), ('spec', 'marsReplicaSpecs'), 'spec', 'must be less than or equal to the total number of replicas'))
+    if not only or 'run-policy/queue-immutable' in only:
+        errors.extend(run_policy_immutable(obj, old, ('schedulingPolicy', 'queue'), 'spec', 'field is immutable'))
+    return errors
+
+
+def default_pytorchjob_replicamap_training_kubedl_io(
+    obj: dict[str, Any], recorder: PatchRecorder, only: tuple[str, ...] = ()
+) -> dict[str, Any]:
+    """PyTorchJob (replicamap.training.kubedl.io): the declared defaults, in order (``only``: these ids alone)."""
+    if not only or 'replicas/count' in only:
+        obj = default_type_field(obj, recorder, ('spec', 'pytorchReplicaSpecs'), field='replicas', values=(('Master', 1), ('Worker', 1)), others=None, empty_is_unset=False)
+    if not only or 'replicas/restart-policy' in only:
+        obj = default_type_field(obj, recorder, ('spec', 'pytorchReplicaSpecs'), field='restartPolicy', values=(('Master', 'ExitCode'), ('Worker', 'OnFailure')), others=None, empty_is_unset=True)
+    return obj
+
+
+def validate_pytorchjob_replicamap_training_kubedl_io(
+    obj: dict[str, Any], old: dict[str, Any] | None, only: tuple[str, ...] = ()
+) -> list[FieldError]:
+    """PyTorchJob (replicamap.training.kubedl.io): the declared rules' errors, in declaration order (``only``: of these ids alone, for a family whose hand-written rules report around them)."""
+    errors: list[FieldError] = []
+    if not only or 'replicas/types' in only:
+        errors.extend(known_types(obj, ('spec', 'pytorchReplicaSpecs'), ('Master', 'Worker'), True))
+    if not only or 'run-policy/min-available' in only:
+        errors.extend(run_policy_at_most_total(obj, ('schedulingPolicy', 'minAvailable'), ('spec', 'pytorchReplicaSpecs'), 'spec', 'must be less than or equal to the total number of replicas'))
+    if not only or 'run-policy/queue-immutable' in only:
+        errors.extend(run_policy_immutable(obj, old, ('schedulingPolicy', 'queue'), 'spec', 'field is immutable'))
+    return errors
+
+
+def default_tfjob_replicamap_training_kubedl_io(
+    obj: dict[str, Any], recorder: PatchRecorder, only: tuple[str, ...] = ()
+) -> dict[str, Any]:
+    """TFJob (replicamap.training.kubedl.io): the declared defaults, in order (``only``: these ids alone)."""
+    if not only or 'replicas/count' in only:
+        obj = default_type_field(obj, recorder, ('spec', 'tfReplicaSpecs'), field='replicas', values=(('PS', 1), ('Worker', 1), ('Chief', 1), ('Master', 1), ('Evaluator', 1)), others=None, empty_is_unset=False)
+    if not only or 'replicas/restart-policy' in only:
+        obj = default_type_field(obj, recorder, ('spec', 'tfReplicaSpecs'), field='restartPolicy', values=(('PS', 'ExitCode'), ('Worker', 'ExitCode'), ('Chief', 'ExitCode'), ('Master', 'ExitCode'), ('Evaluator', 'ExitCode')), others=None, empty_is_unset=True)
+    return obj
+
+
+def validate_tfjob_replicamap_training_kubedl_io(
+    obj: dict[str, Any], old: dict[str, Any] | None, only: tuple[str, ...] = ()
+) -> list[FieldError]:
+    """TFJob (replicamap.training.kubedl.io): the declared rules' errors, in declaration order (``only``: of these ids alone, for a family whose hand-written rules report around them)."""
+    errors: list[FieldError] = []
+    if not only or 'replicas/types' in only:
+        errors.extend(known_types(obj, ('spec', 'tfReplicaSpecs'), ('PS', 'Worker', 'Chief', 'Master', 'Evaluator'), True))
+    if not only or 'run-policy/min-available' in only:
+        errors.extend(run_policy_at_most_total(obj, ('schedulingPolicy', 'minAvailable'), ('spec', 'tfReplicaSpecs'), 'spec', 'must be less than or equal to the total number of replicas'))
+    if not only or 'run-policy/queue-immutable' in only:
+        errors.extend(run_policy_immutable(obj, old, ('schedulingPolicy', 'queue'), 'spec', 'field is immutable'))
+    return errors
+
+
+def default_xdljob_replicamap_training_kubedl_io(
+    obj: dict[str, Any], recorder: PatchRecorder, only: tuple[str, ...] = ()
+) -> dict[str, Any]:
+    """XDLJob (replicamap.training.kubedl.io): the declared defaults, in order (``only``: these ids alone)."""
+    if not only or 'replicas/count' in only:
+        obj = default_type_field(obj, recorder, ('spec', 'xdlReplicaSpecs'), field='replicas', values=(('Worker', 1), ('PS', 1), ('Scheduler', 1), ('ExtendRole', 1)), others=None, empty_is_unset=False)
+    if not only or 'replicas/restart-policy' in only:
+        obj = default_type_field(obj, recorder, ('spec', 'xdlReplicaSpecs'), field='restartPolicy', values=(('Worker', 'Never'), ('PS', 'Never'), ('Scheduler', 'Never'), ('ExtendRole', 'Never')), others=None, empty_is_unset=True)
+    return obj
+
+
+def validate_xdljob_replicamap_training_kubedl_io(
+    obj: dict[str, Any], old: dict[str, Any] | None, only: tuple[str, ...] = ()
+) -> list[FieldError]:
+    """XDLJob (replicamap.training.kubedl.io): the declared rules' errors, in declaration order (``only``: of these ids alone, for a family whose hand-written rules report around them)."""
+    errors: list[FieldError] = []
+    if not only or 'replicas/types' in only:
+        errors.extend(known_types(obj, ('spec', 'xdlReplicaSpecs'), ('Worker', 'PS', 'Scheduler', 'ExtendRole'), True))
+    if not only or 'run-policy/min-available' in only:
+        errors.extend(run_policy_at_most_total(obj, ('schedulingPolicy', 'minAvailable'), ('spec', 'xdlReplicaSpecs'), 'spec', 'must be less than or equal to the total number of replicas'))
+    if not only or 'run-policy/queue-immutable' in only:
+        errors.extend(run_policy_immutable(obj, old, ('schedulingPolicy', 'queue'), 'spec', 'field is immutable'))
+    return errors
+
+
+def default_xgboostjob_replicamap_training_kubedl_io(
+    obj: dict[str, Any], recorder: PatchRecorder, only: tuple[str, ...] = ()
+) -> dict[str, Any]:
+    """XGBoostJob (replicamap.training.kubedl.io): the declared defaults, in order (``only``: these ids alone)."""
+    if not only or 'replicas/count' in only:
+        obj = default_type_field(obj, recorder, ('spec', 'xgbReplicaSpecs'), field='replicas', values=(('Master', 1), ('Worker', 1)), others=None, empty_is_unset=False)
+    if not only or 'replicas/restart-policy' in only:
+        obj = default_type_field(obj, recorder, ('spec', 'xgbReplicaSpecs'), field='restartPolicy', values=(('Master', 'Never'), ('Worker', 'Never')), others=None, empty_is_unset=True)
+    return obj
+
+
+def validate_xgboostjob_replicamap_training_kubedl_io(
+    obj: dict[str, Any], old: dict[str, Any] | None, only: tuple[str, ...] = ()
+) -> list[FieldError]:
+    """XGBoostJob (replicamap.training.kubedl.io): the declared rules' errors, in declaration order (``only``: of these ids alone, for a family whose hand-written rules report around them)."""
+    errors: list[FieldError] = []
+    if not only or 'replicas/types' in only:
+        errors.extend(known_types(obj, ('spec', 'xgbReplicaSpecs'), ('Master', 'Worker'), True))
+    if not only or 'run-policy/min-available' in only:
+        errors.extend(run_policy_at_most_total(obj, ('schedulingPolicy', 'minAvailable'), ('spec', 'xgbReplicaSpecs'), 'spec', 'must be less than or equal to the total number of replicas'))
+    if not only or 'run-policy/queue-immutable' in only:
+        errors.extend(run_policy_immutable(obj, old, ('schedulingPolicy', 'queue'), 'spec', 'field is immutable'))
+    return errors
+
+
 def default_mpijob_training_kubedl_io(
     obj: dict[str, Any], recorder: PatchRecorder, only: tuple[str, ...] = ()
 ) -> dict[str, Any]:
     """MPIJob (training.kubedl.io): the declared defaults, in order (``only``: these ids alone)."""
+    if not only or 'run-policy/clean-pod-policy' in only:
+        obj = default_field(obj, recorder, ('spec', 'cleanPodPolicy'), 'Running', True, unless=(('spec', 'runPolicy'),))
+    if not only or 'run-policy/clean-pod-policy' in only:
+        obj = default_field(obj, recorder, ('spec', 'runPolicy', 'cleanPodPolicy'), 'Running', True, when_set=(('spec', 'runPolicy'),))
     return obj
 
 
@@ -230,6 +538,8 @@ def default_marsjob_training_kubedl_io(
     obj: dict[str, Any], recorder: PatchRecorder, only: tuple[str, ...] = ()
 ) -> dict[str, Any]:
     """MarsJob (training.kubedl.io): the declared defaults, in order (``only``: these ids alone)."""
+    if not only or 'run-policy/clean-pod-policy' in only:
+        obj = default_field(obj, recorder, ('spec', 'cleanPodPolicy'), 'Running', True)
     if not only or 'marsjob/worker-memory-tuning' in only:
         obj = default_field(obj, recorder, ('spec', 'workerMemoryTuningPolicy'), {'plasmaStore': '/dev/shm', 'lockFreeFileIO': True}, False, when_set=(('spec', 'marsReplicaSpecs', '[Worker]'),))
     if not only or 'marsjob/worker-memory-tuning' in only:
@@ -251,6 +561,8 @@ def default_pytorchjob_training_kubedl_io(
     obj: dict[str, Any], recorder: PatchRecorder, only: tuple[str, ...] = ()
 ) -> dict[str, Any]:
     """PyTorchJob (training.kubedl.io): the declared defaults, in order (``only``: these ids alone)."""
+    if not only or 'run-policy/clean-pod-policy' in only:
+        obj = default_field(obj, recorder, ('spec', 'cleanPodPolicy'), 'Running', True)
     return obj
 
 
@@ -270,6 +582,8 @@ def default_tfjob_training_kubedl_io(
     obj: dict[str, Any], recorder: PatchRecorder, only: tuple[str, ...] = ()
 ) -> dict[str, Any]:
     """TFJob (training.kubedl.io): the declared defaults, in order (``only``: these ids alone)."""
+    if not only or 'run-policy/clean-pod-policy' in only:
+        obj = default_field(obj, recorder, ('spec', 'cleanPodPolicy'), 'Running', True)
     if not only or 'tfjob/success-policy' in only:
         obj = default_field(obj, recorder, ('spec', 'successPolicy'), '', False)
     return obj
@@ -293,6 +607,8 @@ def default_xdljob_training_kubedl_io(
     obj: dict[str, Any], recorder: PatchRecorder, only: tuple[str, ...] = ()
 ) -> dict[str, Any]:
     """XDLJob (training.kubedl.io): the declared defaults, in order (``only``: these ids alone)."""
+    if not only or 'run-policy/clean-pod-policy' in only:
+        obj = default_field(obj, recorder, ('spec', 'cleanPodPolicy'), 'Running', True)
     if not only or 'xdljob/backoff-limit' in only:
         obj = default_field(obj, recorder, ('spec', 'backoffLimit'), 20, False)
     if not only or 'xdljob/min-finish-work-rate' in only:
@@ -312,6 +628,8 @@ def default_xgboostjob_training_kubedl_io(
     obj: dict[str, Any], recorder: PatchRecorder, only: tuple[str, ...] = ()
 ) -> dict[str, Any]:
     """XGBoostJob (training.kubedl.io): the declared defaults, in order (``only``: these ids alone)."""
+    if not only or 'run-policy/clean-pod-policy' in only:
+        obj = default_field(obj, recorder, ('spec', 'cleanPodPolicy'), 'Running', True)
     if not only or 'xgboostjob/ttl' in only:
         obj = default_field(obj, recorder, ('spec', 'ttlSecondsAfterFinished'), 100, False)
     return obj

@@ -32,6 +32,8 @@ from jobgate.generate.cel.catalogue import (
 from jobgate.rules.forms import (
     DEFAULT_FORMS,
     FIELD_FORMS,
+    REPLICA_MAP_DEFAULT_FORMS,
+    RUN_POLICY_PLACES,
     VOLCANO_DEFAULT_FORMS,
     VOLCANO_FORMS,
     Acyclic,
@@ -47,6 +49,8 @@ from jobgate.rules.forms import (
     DefaultItemProduct,
     DefaultItemWhen,
     DefaultSum,
+    DefaultTypeField,
+    DefaultTypeSpelling,
     FieldBound,
     FieldForm,
     FixedCount,
@@ -56,6 +60,7 @@ from jobgate.rules.forms import (
     Immutable,
     ImpliedKeys,
     KnownKeys,
+    KnownTypes,
     LifecyclePolicies,
     MaxItems,
     NotBoth,
@@ -65,6 +70,8 @@ from jobgate.rules.forms import (
     RequiredRoles,
     RoleFieldBound,
     Roles,
+    RunPolicyAtMostTotal,
+    RunPolicyImmutable,
     Same,
     SameAll,
     SameUnlessBoth,
@@ -224,10 +231,16 @@ class Declarations:
         | DefaultSum
         | ImpliedKeys
         | DefaultItemWhen
-        | DefaultItemProduct,
+        | DefaultItemProduct
+        | DefaultTypeField
+        | DefaultTypeSpelling,
     ) -> Default:
         if isinstance(d, VOLCANO_DEFAULT_FORMS):
             return _volcano_default(d)
+        if isinstance(d, DefaultTypeField):
+            return _type_field_default(d)
+        if isinstance(d, DefaultTypeSpelling):
+            return _type_spelling_default(d)
         literal = _literal(d.value) if not isinstance(d.value, tuple) else ""
         empty = _empty(d.value)
         also = f" (also when {'0' if empty == '0' else chr(34) * 2})" if d.empty_is_unset else ""
@@ -330,6 +343,12 @@ class Declarations:
             return self._immutable(d)
         if isinstance(d, VOLCANO_FORMS):
             return _volcano_rule(d)
+        if isinstance(d, KnownTypes):
+            return _known_types(d)
+        if isinstance(d, RunPolicyImmutable):
+            return _run_policy_immutable(d)
+        if isinstance(d, RunPolicyAtMostTotal):
+            return _run_policy_at_most_total(d)
         raise FormError(f"{d.id}: not a rule form")  # pragma: no cover - the union is exhaustive
 
     def _unique(self, d: UniqueBy) -> Rule:
@@ -584,6 +603,8 @@ class Declarations:
                 ]
             elif isinstance(d, VOLCANO_DEFAULT_FORMS):
                 lines += [f"    if not only or {d.id!r} in only:", f"        obj = {_volcano_default_call(d)}"]
+            elif isinstance(d, DefaultTypeField):
+                lines += [f"    if not only or {d.id!r} in only:", f"        obj = {_type_field_call(d)}"]
             elif isinstance(d, DefaultItemField) and d.list not in done:
                 done.add(d.list)
                 group = [o for o in self.declared if isinstance(o, DefaultItemField) and o.list == d.list]
@@ -608,8 +629,16 @@ class Declarations:
             if isinstance(d, FIELD_FORMS):
                 report.append((d.id, _field_cost(d)))
                 continue
-            if isinstance(d, VOLCANO_DEFAULT_FORMS):
+            if isinstance(d, (*VOLCANO_DEFAULT_FORMS, *REPLICA_MAP_DEFAULT_FORMS)):
                 growth = "linear (policy patch)"
+            elif isinstance(d, RunPolicyImmutable):
+                growth = "constant"
+            elif isinstance(d, RunPolicyAtMostTotal):
+                growth = "linear in the map's keys"
+            elif isinstance(d, KnownTypes):
+                growth = f"linear, bounded by {len(d.types)} keys (maxProperties)" + (
+                    "; quadratic in them for another spelling" if d.any_case else ""
+                )
             elif isinstance(d, DefaultField | DefaultItemField | MaxItems | Immutable):
                 growth = "constant" if not isinstance(d, DefaultItemField) else "linear (policy patch)"
             elif isinstance(d, Unchanged):
@@ -694,6 +723,12 @@ def _python_call(d: Declaration) -> str:
         return f"immutable(obj, old, {_path(d.path)!r}, {d.message!r})"
     if isinstance(d, VOLCANO_FORMS):
         return _volcano_call(d)
+    if isinstance(d, KnownTypes):
+        return f"known_types(obj, {_path(d.path)!r}, {d.types!r}, {d.any_case!r})"
+    if isinstance(d, RunPolicyImmutable):
+        return f"run_policy_immutable(obj, old, {_path(d.field)!r}, {d.place!r}, {d.message!r})"
+    if isinstance(d, RunPolicyAtMostTotal):
+        return f"run_policy_at_most_total(obj, {_path(d.field)!r}, {_path(d.path)!r}, {d.place!r}, {d.message!r})"
     return ""
 
 
@@ -727,6 +762,7 @@ def declared_module_text(kinds: Iterable[tuple[str, str, Declarations]]) -> str:
                 "default_item_product",
                 "default_item_when",
                 "default_sum",
+                "default_type_field",
                 "field_bound",
                 "fixed_count",
                 "flag_names_entry",
@@ -736,12 +772,15 @@ def declared_module_text(kinds: Iterable[tuple[str, str, Declarations]]) -> str:
                 "implied_keys",
                 "known_keys",
                 "lifecycle_policies",
+                "known_types",
                 "max_items",
                 "not_both",
                 "required_field",
                 "required_item_field",
                 "required_list",
                 "required_roles",
+                "run_policy_at_most_total",
+                "run_policy_immutable",
                 "role_field_bound",
                 "string_field",
                 "subdomain",
@@ -2224,6 +2263,187 @@ def _claim_volumes(d: ClaimVolumes) -> list[Rule]:
             why=f"not with a {claim}, whose claim's name the controller writes on UPDATE",
         ),
     ]
+
+
+# --- forms only the kinds of a map of replica types use (KubeDL's, Kubeflow's) ---------------------
+
+
+def _known_types(d: KnownTypes) -> Rule:
+    """Rules on the map (a rule on a map cannot name the key): the message names it."""
+    lowered = {t.casefold(): t for t in d.types}
+    if d.any_case:
+        # Another spelling (``worker``) is the defaults' to rename when no Worker is there; beside a
+        # Worker it is a duplicate, and so are two other spellings of one type (neither renamed).
+        unsupported = f"!(k.lowerAscii() in {cel_list(lowered)})"
+        canonical = "{" + ", ".join(f"{cel_string(k)}: {cel_string(v)}" for k, v in lowered.items()) + "}"
+        duplicate = (
+            f"!(k in {cel_list(d.types)}) && k.lowerAscii() in {cel_list(lowered)} && "
+            f"({canonical}[k.lowerAscii()] in self || self.exists(j, j != k && j.lowerAscii() == k.lowerAscii()))"
+        )
+    else:
+        unsupported = f"!(k in {cel_list(d.types)})"
+    supported = ", ".join(f'"{t}"' for t in d.types)
+    at = _path(d.path)
+    placements = [
+        # A valid job has each type once at most: the bound the CEL cost estimate needs.
+        Placement(at, {"maxProperties": len(d.types)}),
+        Placement(
+            at,
+            validation=Validation(
+                rule=f"!self.exists(k, {unsupported})",
+                message_expression=f"'Unsupported value: \"' + self.filter(k, {unsupported})[0] + "
+                f"'\": supported values: {supported}'",
+            ),
+        ),
+    ]
+    produces = [Produces(f"{d.path}[*]", "NOT_SUPPORTED", apiserver_drops=1)]
+    if d.any_case:
+        placements.append(
+            Placement(
+                at,
+                validation=Validation(
+                    rule=f"!self.exists(k, {duplicate})",
+                    message_expression=f"'Duplicate value: \"' + self.filter(k, {duplicate})[0] + '\"'",
+                ),
+            )
+        )
+        produces.append(Produces(f"{d.path}[*]", "DUPLICATE", apiserver_drops=1))
+    return Rule(d.id, d.summary, Where.CRD_RULE, tuple(produces), tuple(placements), why=d.why)
+
+
+def _run_policy_places(place: str) -> tuple[tuple[str, str, str], ...]:
+    """Where the run policy is (``RUN_POLICY_PLACES``): (CEL of it from spec's ``{v}``, its fieldPath
+    from spec, CEL true when it is there). CEL cannot pick one of two differently typed objects: a rule
+    is written per place."""
+    if place not in RUN_POLICY_PLACES:
+        raise FormError(f"the run policy is at one of {RUN_POLICY_PLACES}, not {place!r}")
+    separate = ("{v}.runPolicy", ".runPolicy", "has({v}.runPolicy)")
+    if place == "either":
+        return (separate, ("{v}", "", "!has({v}.runPolicy)"))
+    return (separate,) if place == "runPolicy" else (("{v}", "", "true"),)
+
+
+def _run_policy_at_most_total(d: RunPolicyAtMostTotal) -> Rule:
+    """A CRD rule on spec per place of the run policy."""
+    top, *rest = _path(d.path)
+    if top != "spec" or len(rest) != 1:
+        raise FormError(f"{d.id}: the map is a field of spec, not {d.path}")
+    entries = f"self.{rest[0]}"
+    unset = " : ".join(f"t == {cel_string(name)} ? {n}" for name, n in d.counts) + f" : {d.others}"
+    count = f"(has({entries}[t].replicas) ? {entries}[t].replicas : ({unset}))"
+    total = f"{entries}.map(t, {count} > 0 ? {count} : 0).sum()"
+    steps = d.field.split(".")
+    placements = []
+    produces = []
+    for of, field_path, holds in _run_policy_places(d.place):
+        policy = of.format(v="self")
+        absent = " || ".join(f"!has({policy}.{'.'.join(steps[: i + 1])})" for i in range(len(steps)))
+        placements.append(
+            Placement(
+                ("spec",),
+                validation=Validation(
+                    rule=f"!{holds.format(v='self')} || {absent} || !has({entries}) || {policy}.{d.field} <= {total}",
+                    message=d.message,
+                    field_path=f"{field_path}.{d.field}",
+                ),
+            )
+        )
+        produces.append(Produces(f"spec{field_path}.{d.field}", "INVALID", "^" + _escape(d.message) + r"( \(\d+\))?$"))
+    return Rule(d.id, d.summary, Where.CRD_RULE, tuple(produces), tuple(placements))
+
+
+def _run_policy_immutable(d: RunPolicyImmutable) -> Rule:
+    """Transition rules on spec: the error where the new value is, else where the old one was."""
+    places = _run_policy_places(d.place)
+    steps = d.field.split(".")
+
+    def value(place: tuple[str, str, str], variable: str) -> str:
+        policy = place[0].format(v=variable)
+        present = " && ".join(f"has({policy}.{'.'.join(steps[: i + 1])})" for i in range(len(steps)))
+        return f"({present} ? {policy}.{d.field} : '')"
+
+    def either(variable: str) -> str:
+        if len(places) == 1:
+            return value(places[0], variable)
+        first, second = places
+        return f"({first[2].format(v=variable)} ? {value(first, variable)} : {value(second, variable)})"
+
+    new, old = either("self"), either("oldSelf")
+    placements = []
+    produces = []
+    for place in places:
+        here = f"{place[1]}.{d.field}"
+        here_now, here_before = place[2].format(v="self"), place[2].format(v="oldSelf")
+        for condition in (f"{new} != '' && {here_now}", f"{new} == '' && {here_before}"):
+            placements.append(
+                Placement(
+                    ("spec",),
+                    validation=Validation(rule=f"!({condition}) || {new} == {old}", message=d.message, field_path=here),
+                )
+            )
+        produces.append(Produces(f"spec{here}", "INVALID", _exact(d.message)))
+    return Rule(d.id, d.summary, Where.TRANSITION, tuple(produces), tuple(placements))
+
+
+def _type_field_default(d: DefaultTypeField) -> Default:
+    """A patch of each value whose key has a value (``k``: the key); a schema default on the map's
+    values as well when all of them get one value, "" is no unset one and no other key gets one (a
+    schema default cannot tell the keys apart: the types' defaults agree, the other keys' are refused)."""
+    entries = f"object.{d.path}"
+    pointer = f"'/{d.path.replace('.', '/')}/' + jsonpatch.escapeKey(k)"
+    types = [t for t, _ in d.values]
+    if d.others is None:
+        known = f"k in {cel_list(types)}"
+        value = "{" + ", ".join(f"{cel_string(t)}: {_literal(v)}" for t, v in d.values) + "}[k]"
+    else:
+        known = "true"
+        value = "(" + " : ".join(f"k == {cel_string(t)} ? {_literal(v)}" for t, v in d.values)
+        value += f" : {_literal(d.others)})"
+    field = f"{entries}[k].{d.field}"
+    unset = f"(!has({field}) || {field} == {_empty(d.values[0][1])})" if d.empty_is_unset else f"!has({field})"
+    patch = (
+        f"has({entries}) ? {entries}.filter(k, {known} && {unset})"
+        f".map(k, JSONPatch{{op: 'add', path: {pointer} + '/{d.field}', value: {value}}}) : []"
+    )
+    uniform = len({v for _, v in d.values}) == 1 and d.others is None and not d.empty_is_unset
+    return Default(
+        d.id,
+        d.summary,
+        Where.SCHEMA_DEFAULT if uniform else Where.MUTATING_POLICY,
+        (patch,),
+        (Placement((*_path(d.path), MAP_VALUES, d.field), {"default": d.values[0][1]}),) if uniform else (),
+    )
+
+
+def _type_spelling_default(d: DefaultTypeSpelling) -> Default:
+    """A policy patch of a move (and, on UPDATE, a remove of the stale entry) per other spelling."""
+    entries, before = f"object.{d.path}", f"oldObject.{d.path}"
+    pointer = "/" + d.path.replace(".", "/") + "/"
+    entry = f"'{pointer}' + jsonpatch.escapeKey(k)"
+    canonical = "{" + ", ".join(f"{cel_string(t.casefold())}: {cel_string(t)}" for t in d.types) + "}"
+    to = f"{canonical}[k.lowerAscii()]"
+    stale = (
+        f"(oldObject != null && has({before}) && !(k in {before}) && {to} in {before} && "
+        f"{to} in {entries} && {entries}[{to}] == {before}[{to}])"
+    )
+    movable = (
+        f"!(k in {cel_list(d.types)}) && k.lowerAscii() in {cel_list(t.casefold() for t in d.types)} && "
+        f"{entries}.filter(j, !(j in {cel_list(d.types)}) && j.lowerAscii() == k.lowerAscii()).size() == 1 && "
+        f"(!({to} in {entries}) || {stale})"
+    )
+    patch = (
+        f"has({entries}) ? {entries}.filter(k, {movable}).map(k, "
+        f"({stale} ? [JSONPatch{{op: 'remove', path: '{pointer}' + {to}}}] : []) + "
+        f"[JSONPatch{{op: 'move', from: {entry}, path: '{pointer}' + {to}}}]).flatten() : []"
+    )
+    return Default(d.id, d.summary, Where.MUTATING_POLICY, (patch,))
+
+
+def _type_field_call(d: DefaultTypeField) -> str:
+    return (
+        f"default_type_field(obj, recorder, {_path(d.path)!r}, field={d.field!r}, values={d.values!r}, "
+        f"others={d.others!r}, empty_is_unset={d.empty_is_unset!r})"
+    )
 
 
 __all__ = ["Declarations", "FormError", "cost_report", "declared_module_text", "field_steps"]

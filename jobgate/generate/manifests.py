@@ -574,11 +574,17 @@ def every_scope() -> list[Scope]:
 
 def declared_kinds(kinds: list[JobKind]) -> list[tuple[str, str, Declarations]]:
     """(group, kind, its declarations) of every kind that declares rules or defaults."""
+    from jobgate.generate.cel.replicajobs import declared_group, replica_map_declarations
+    from jobgate.rules.replicajobs import ReplicaJobKind
+
     found = []
     for kind in kinds:
         declarations = family_declarations(kind)
         if declarations is not None:
             found.append((kind.gvk.group, kind.gvk.kind, declarations))
+        if isinstance(kind, ReplicaJobKind):
+            # The replica map's, KubeDL's and Kubeflow's alike (rules/replicajobs.py calls them).
+            found.append((declared_group(kind), kind.gvk.kind, replica_map_declarations(kind)))
     return found
 
 

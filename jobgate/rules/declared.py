@@ -28,7 +28,7 @@ from jobgate.engine.fielderrors import (
     too_long,
     too_many,
 )
-from jobgate.engine.jsonpatch import PatchRecorder
+from jobgate.engine.jsonpatch import PatchRecorder, escape_pointer_token
 from jobgate.rules.jobmeta import as_int
 from jobgate.rules.names import (
     dns1123_label_problems,
@@ -1081,3 +1081,159 @@ def _changed_paths(old: Any, new: Any, path: tuple[str | int, ...], deepest: int
             found += _changed_paths(before, after, (*path, index), deepest)
         return found
     return [path]
+
+
+# --- forms only the kinds of a map of replica types use (jobgate/rules/replicajobs.py) ---------------
+
+
+def known_types(obj: Any, path: tuple[str, ...], types: tuple[str, ...], any_case: bool) -> list[FieldError]:
+    """``KnownTypes``: each key of the map that is no type, in the map's order."""
+    found = get(obj, path)
+    if not isinstance(found, dict):
+        return []
+    canonical = {t.casefold(): t for t in types}
+    errors: list[FieldError] = []
+    for key in found:
+        if key in types:
+            continue
+        spelled = canonical.get(key.casefold())
+        at = (*path, Key(key))
+        if (
+            spelled is not None
+            and any_case
+            and any(other != key and canonical.get(other.casefold()) == spelled for other in found)
+        ):
+            errors.append(duplicate(at, key))
+        else:
+            errors.append(not_supported(at, key, list(types)))
+    return errors
+
+
+def default_type_field(
+    obj: dict[str, Any],
+    recorder: PatchRecorder,
+    path: tuple[str, ...],
+    *,
+    field: str,
+    values: tuple[tuple[str, Any], ...],
+    others: Any,
+    empty_is_unset: bool,
+) -> dict[str, Any]:
+    """``DefaultTypeField``: each map value's field, by its key's type (``others``: any other key's,
+    None: left alone), set when unset; the map and each changed value copied."""
+    found = get(obj, path)
+    if not isinstance(found, dict):
+        return obj
+    table = dict(values)
+    pointer = "/" + "/".join(path)
+    changed: dict[str, Any] | None = None
+    for key, given in found.items():
+        value = table.get(key, others)
+        if value is None or not isinstance(given, dict):
+            continue
+        current = given.get(field)
+        if not (current is None or (empty_is_unset and _is_empty(current, value))):
+            continue
+        entry = dict(given)
+        recorder.set(entry, field, value, f"{pointer}/{escape_pointer_token(key)}")
+        if changed is None:
+            changed = dict(found)
+        changed[key] = entry
+    return obj if changed is None else _replaced(obj, path, changed)
+
+
+def _run_policy(spec: dict[str, Any], place: str) -> tuple[dict[str, Any], FieldPath]:
+    """The run policy (``RUN_POLICY_PLACES``) and its path."""
+    separate = spec.get("runPolicy")
+    if place == "runPolicy":
+        return (separate if isinstance(separate, dict) else {}), ("spec", "runPolicy")
+    if place == "either" and isinstance(separate, dict):
+        return separate, ("spec", "runPolicy")
+    return spec, ("spec",)
+
+
+def _run_policy_value(spec: dict[str, Any], field: tuple[str, ...], place: str) -> tuple[Any, FieldPath]:
+    """The run policy's field ("" read as None) and its path."""
+    policy, path = _run_policy(spec, place)
+    value = get(policy, field)
+    return (None if value in (MISSING, "") else value), (*path, *field)
+
+
+def run_policy_immutable(obj: Any, old: Any, field: tuple[str, ...], place: str, message: str) -> list[FieldError]:
+    """``RunPolicyImmutable``: on UPDATE the field as it was (unset and "" alike)."""
+    if old is None or not isinstance(obj.get("spec"), dict) or not isinstance(old.get("spec"), dict):
+        return []
+    new_value, new_path = _run_policy_value(obj["spec"], field, place)
+    old_value, old_path = _run_policy_value(old["spec"], field, place)
+    if new_value == old_value:
+        return []
+    return [invalid(new_path if new_value is not None else old_path, new_value, message)]
+
+
+def run_policy_at_most_total(
+    obj: Any, field: tuple[str, ...], path: tuple[str, ...], place: str, message: str
+) -> list[FieldError]:
+    """``RunPolicyAtMostTotal``, on the defaulted job: the replicas as they are."""
+    spec = obj.get("spec")
+    if not isinstance(spec, dict):
+        return []
+    policy, at = _run_policy(spec, place)
+    parent = get(policy, field[:-1])
+    if not isinstance(parent, dict):
+        return []
+    bound = as_int(parent.get(field[-1]))
+    entries = get(obj, path)
+    counts = (
+        [as_int(r.get("replicas")) for r in entries.values() if isinstance(r, dict)]
+        if isinstance(entries, dict)
+        else []
+    )
+    total = sum(n for n in counts if n is not None and n > 0)
+    if bound is None or bound <= total:
+        return []
+    return [invalid((*at, *field), bound, f"{message} ({total})")]
+
+
+def default_type_spelling(
+    obj: dict[str, Any], recorder: PatchRecorder, path: tuple[str, ...], types: tuple[str, ...], old: Any
+) -> dict[str, Any]:
+    """``DefaultTypeSpelling``: ``worker``/``WORKER`` -> ``Worker`` in a copy of the map, unless that
+    would overwrite an existing key; ``old``: the stored job (None on CREATE)."""
+    entries = get(obj, path)
+    if not isinstance(entries, dict):
+        return obj
+    previous = get(old, path) if old is not None else None
+    pointer = "/" + "/".join(path)
+    spelled = {t.casefold(): t for t in types}
+    canonical_of = {
+        key: canonical
+        for key in entries
+        if isinstance(key, str) and (canonical := spelled.get(key.casefold())) not in (None, key)
+    }
+    # Two other spellings of one type (``worker`` and ``WORKER``): neither is renamed, whichever
+    # came first in the object; both are duplicates then.
+    spellings: dict[str, int] = {}
+    for canonical in canonical_of.values():
+        spellings[canonical] = spellings.get(canonical, 0) + 1
+    canonical_of = {key: canonical for key, canonical in canonical_of.items() if spellings[canonical] == 1}
+    stale = {
+        canonical
+        for key, canonical in canonical_of.items()
+        if canonical in entries
+        and isinstance(previous, dict)
+        and key not in previous
+        and previous.get(canonical) == entries[canonical]
+    }
+    for canonical in stale:
+        recorder.remove(pointer, canonical)
+    renamed: dict[str, Any] = {}
+    for key, entry in entries.items():
+        if key in stale:
+            continue
+        canonical = canonical_of.get(key)
+        if canonical is not None and (canonical not in entries or canonical in stale) and canonical not in renamed:
+            recorder.move(pointer, key, canonical)
+            renamed[canonical] = entry
+        else:
+            renamed[key] = entry
+    return _replaced(obj, path, renamed)

@@ -721,6 +721,99 @@ VolcanoForm = (
 VOLCANO_DEFAULT_FORMS = (DefaultIndexed, DefaultSum, ImpliedKeys, DefaultItemWhen, DefaultItemProduct)
 
 
+# --- forms only the kinds of a map of replica types use (jobgate/rules/replicajobs.py: KubeDL's, Kubeflow's) ---
+# Kept apart, as Volcano's are. The map's keys are replica types (``{Worker: {replicas, ...}}``).
+
+
+@dataclass(frozen=True)
+class KnownTypes:
+    """The keys of the map at ``path`` are among ``types``: another key is ``Unsupported value`` at
+    itself, the types listed. With ``any_case`` a key that spells a type in another case (``worker``)
+    is the defaults' to rename, unless the type or another spelling of it is there too: then it is a
+    ``Duplicate value`` (the webhook checks the renamed map; the apiserver's rule admits a sole other
+    spelling, as the defaults make it valid). The map has at most ``len(types)`` keys
+    (``maxProperties``: a valid job has each type once), the bound of the CEL cost."""
+
+    id: str
+    summary: str
+    path: str
+    types: tuple[str, ...]
+    any_case: bool = False
+    why: str = "reported at the map (a rule on a map cannot name the key)"
+
+
+@dataclass(frozen=True)
+class DefaultTypeField:
+    """The ``field`` of each value of the map at ``path`` whose key is a type of ``values`` ((type,
+    value), ...) set, when unset (or, with ``empty_is_unset``, ""), to that type's value; with
+    ``others``, a value of any other key to ``others``. A schema default on the map's values when every
+    key gets one value and no other key does (it cannot tell the keys apart), and a policy patch."""
+
+    id: str
+    summary: str
+    path: str
+    field: str
+    values: tuple[tuple[str, Scalar], ...]
+    others: Scalar | None = None
+    empty_is_unset: bool = False
+
+
+# Where a kind's run policy is: "spec" itself, "runPolicy" (spec.runPolicy alone: Kubeflow's), or
+# "either" (spec.runPolicy when that is there, else spec: KubeDL's MPIJob).
+RUN_POLICY_PLACES = ("spec", "runPolicy", "either")
+
+
+@dataclass(frozen=True)
+class RunPolicyImmutable:
+    """On UPDATE the run policy's ``field`` (dotted, ``schedulingPolicy.queue``; "" is unset) is neither
+    set, removed nor changed, read where each version's run policy is (``place``). ``Invalid value``
+    at the new field, or at the old one when the new one is unset."""
+
+    id: str
+    summary: str
+    field: str
+    place: str = "spec"
+    message: str = "field is immutable"
+
+
+@dataclass(frozen=True)
+class RunPolicyAtMostTotal:
+    """The run policy's integer ``field`` (``schedulingPolicy.minAvailable``) is at most the total of the
+    replicas of the map at ``path`` (each value's ``replicas`` above 0; the apiserver reads an unset one
+    as its type's count in ``counts``, ``others`` for another key, as once defaulted). ``Invalid value``:
+    ``message`` and the total in parentheses; the CEL's message cannot say the total (CEL's cost
+    estimator cannot size a number made a string)."""
+
+    id: str
+    summary: str
+    field: str
+    path: str
+    counts: tuple[tuple[str, int], ...]
+    others: int = 0
+    place: str = "spec"
+    message: str = "must be less than or equal to the total number of replicas"
+
+
+@dataclass(frozen=True)
+class DefaultTypeSpelling:
+    """A key of the map at ``path`` that spells one of ``types`` in another case (``worker``) renamed
+    to it (a JSON Patch ``move``), unless the type is there too or another spelling of it (then each
+    stays, ``KnownTypes``' duplicates). On UPDATE ``kubectl apply`` of a manifest that says ``worker``
+    re-adds it beside the stored ``Worker``: when ``Worker`` is the stored entry, unchanged, and
+    ``worker`` is new, ``worker`` replaces it. A policy patch (it reads ``oldObject``); the webhook
+    calls the form's function with the stored job itself (``rules/replicajobs.py``): the generated
+    defaults have no stored job."""
+
+    id: str
+    summary: str
+    path: str
+    types: tuple[str, ...]
+
+
+REPLICA_MAP_FORMS = (KnownTypes, RunPolicyImmutable, RunPolicyAtMostTotal)
+REPLICA_MAP_DEFAULT_FORMS = (DefaultTypeField, DefaultTypeSpelling)
+
+
 Declaration = (
     (DefaultField | DefaultItemField | MaxItems | UniqueBy | RequiredRoles | ForbiddenRoles | RoleFieldBound)
     | (AtMostSum | Immutable | RequiredField | ForbiddenField | FieldBound | StringField | AtMostOneOf)
@@ -731,5 +824,6 @@ Declaration = (
     | RequiredItemField
     | Bounds
     | (DefaultIndexed | DefaultSum | ImpliedKeys | DefaultItemWhen | DefaultItemProduct)
+    | (KnownTypes | RunPolicyImmutable | RunPolicyAtMostTotal | DefaultTypeField | DefaultTypeSpelling)
 )
-DEFAULT_FORMS = (DefaultField, DefaultItemField, *VOLCANO_DEFAULT_FORMS)
+DEFAULT_FORMS = (DefaultField, DefaultItemField, *VOLCANO_DEFAULT_FORMS, *REPLICA_MAP_DEFAULT_FORMS)

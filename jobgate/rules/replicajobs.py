@@ -11,20 +11,20 @@ module subclasses it with its own hooks (``families/kubedl.py``, ``families/kube
 
 from __future__ import annotations
 
+from jobgate._generated import declared_rules
 from jobgate.api.constants import RESTART_POLICIES
 from jobgate.engine.fielderrors import (
     FieldError,
     FieldPath,
     Key,
-    duplicate,
     invalid,
-    not_supported,
     required,
 )
 from jobgate.engine.findings import Findings
 from jobgate.engine.jsonpatch import NO_PATCH, PatchRecorder, escape_pointer_token
 from jobgate.engine.modelref import ModelRef
 from jobgate.engine.registry import GroupVersionKind
+from jobgate.rules.declared import default_type_spelling
 from jobgate.rules.dicts import copied_dict
 from jobgate.rules.jobmeta import as_int, check_job_name, check_spec_schema
 from jobgate.rules.podtemplate import check_pod_template, default_pod_template
@@ -38,6 +38,16 @@ if TYPE_CHECKING:
 
 # Models are named, not imported: see jobgate/engine/modelref.py.
 JOB_STATUS_MODEL = ModelRef("jobgate.api.common:JobStatus")
+
+# The replica map's declared rules and defaults (jobgate/generate/cel/replicajobs.replica_declarations)
+# are generated under the kind's group with this prefix (jobgate/_generated/declared_rules.py).
+REPLICA_MAP_GROUP = "replicamap."
+# The ids of the declared replica map's rules and defaults.
+TYPES = "replicas/types"
+TYPE_SPELLING = "replicas/type-spelling"
+QUEUE_IMMUTABLE = "run-policy/queue-immutable"
+MIN_AVAILABLE = "run-policy/min-available"
+REPLICA_DEFAULTS = ("replicas/count", "replicas/restart-policy")
 
 
 # The classes here are written out, not dataclasses: importing ``dataclasses`` costs a
@@ -110,6 +120,7 @@ class ReplicaJobKind:
         "_missing_containers",
         "_required_container",
         "_roles",
+        "_types",
         "container",
         "extra_defaults",
         "family",
@@ -191,6 +202,7 @@ class ReplicaJobKind:
         self.gvk = GroupVersionKind(group, version, kind)
         self._roles: dict[str, Role] = {r.name: r for r in roles}
         self._canonical: dict[str, str] = {r.name.casefold(): r.name for r in roles}
+        self._types: tuple[str, ...] = tuple(r.name for r in roles)
         detail = required_container_detail or f"must have at least one container with name {container}"
         self._required_container: tuple[str, str] | None = (container, detail) if require_container else None
         self._missing_containers = missing_containers_detail
@@ -211,6 +223,11 @@ class ReplicaJobKind:
     def run_policy(self, spec: dict[str, Any]) -> dict[str, Any]:
         """The object holding this job's run policy (``spec`` itself when it is inlined)."""
         raise NotImplementedError
+
+    def run_policy_place(self) -> str:
+        """Where the run policy is, for its declared rules: "spec", or "either" (spec.runPolicy when
+        that is there, else spec); a kind whose run policy is spec.runPolicy alone says "runPolicy"."""
+        return "either" if self.separate_run_policy else "spec"
 
     def run_policy_path(self, spec: dict[str, Any]) -> FieldPath:
         return ("spec", "runPolicy") if self.run_policy(spec) is not spec else ("spec",)
@@ -234,29 +251,26 @@ class ReplicaJobKind:
         replicas = spec.get(self.replicas_field)
         if not isinstance(replicas, dict):
             return job
-        previous_replicas = _get(previous, "spec", self.replicas_field)
-        replicas = self._normalised_types(replicas, f"/spec/{self.replicas_field}", recorder, previous_replicas)
+        replicas = self._normalised_types(replicas, recorder, previous)
         spec[self.replicas_field] = replicas
         for replica_type, given in replicas.items():
             if not isinstance(given, dict):
                 continue
             replica = replicas[replica_type] = dict(given)
             pointer = f"/spec/{self.replicas_field}/{escape_pointer_token(replica_type)}"
+            # The declared count and restart policy (of this replica alone: before its template's defaults).
+            single = {"spec": {self.replicas_field: {replica_type: replica}}}
+            defaulted = self._replica_map_function("default")(single, recorder, REPLICA_DEFAULTS)
+            replica = replicas[replica_type] = defaulted["spec"][self.replicas_field][replica_type]
             role = self._roles.get(replica_type)
-            unknown_policy = self.unknown_type_restart_policy() if role is None else None
-            if unknown_policy is not None:
-                role = Role(replica_type, unknown_policy)
-            if role is not None:
-                if replica.get("replicas") is None:
-                    recorder.set(replica, "replicas", role.default_replicas, pointer)
-                if replica.get("restartPolicy") in (None, ""):
-                    recorder.set(replica, "restartPolicy", role.restart_policy, pointer)
             default_pod_template(
                 replica,
                 pointer,
                 recorder,
                 container_name=self.container,
-                port=(self.port_name, self.port) if role is not None and role.gets_port else None,
+                port=(self.port_name, self.port)
+                if (role.gets_port if role is not None else self.unknown_type_restart_policy() is not None)
+                else None,
                 port_requires_named_container=self.port_requires_named_container,
                 termination_message_policy=self.termination_message_policy,
             )
@@ -270,6 +284,11 @@ class ReplicaJobKind:
         self.extra_defaults(spec, run_policy, replicas, recorder, policy_pointer)
         return job
 
+    def _replica_map_function(self, prefix: str) -> Any:
+        """The generated ``default_``/``validate_`` function of the replica map's declarations."""
+        group = (REPLICA_MAP_GROUP + self.gvk.group).replace(".", "_").replace("-", "_")
+        return getattr(declared_rules, f"{prefix}_{self.kind.lower()}_{group.lower()}")
+
     def declared_defaults(self, obj: dict[str, Any], recorder: PatchRecorder) -> dict[str, Any]:
         """The kind's declared defaults (``jobgate/_generated/declared_rules.py``); none here."""
         return obj
@@ -279,48 +298,17 @@ class ReplicaJobKind:
         return []
 
     def _normalised_types(
-        self, replicas: dict[str, Any], pointer: str, recorder: PatchRecorder, previous: Any
+        self, replicas: dict[str, Any], recorder: PatchRecorder, previous: dict[str, Any] | None
     ) -> dict[str, Any]:
-        """``worker``/``WORKER`` -> ``Worker``, unless that would overwrite an existing key.
-
-        On UPDATE one exception: ``kubectl apply`` of a manifest that says ``worker`` re-adds
-        ``worker`` beside the stored ``Worker`` (its patch cannot know about the rename). When
-        ``Worker`` is exactly the stored entry and ``worker`` is the new one, the new one wins.
-        """
+        """A copy of the map, ``worker``/``WORKER`` -> ``Worker`` (declared: ``TYPE_SPELLING``, called with
+        the stored job, which the generated defaults do not have)."""
         if not self.normalise_types:
             return dict(replicas)
-        canonical_of = {
-            key: canonical
-            for key in replicas
-            if isinstance(key, str) and (canonical := self._canonical.get(key.casefold())) not in (None, key)
-        }
-        # Two other spellings of one type (``worker`` and ``WORKER``): neither is renamed, whichever
-        # came first in the object; both are duplicates then.
-        spellings: dict[str, int] = {}
-        for canonical in canonical_of.values():
-            spellings[canonical] = spellings.get(canonical, 0) + 1
-        canonical_of = {key: canonical for key, canonical in canonical_of.items() if spellings[canonical] == 1}
-        stale = {
-            canonical
-            for key, canonical in canonical_of.items()
-            if canonical in replicas
-            and isinstance(previous, dict)
-            and key not in previous
-            and previous.get(canonical) == replicas[canonical]
-        }
-        for canonical in stale:
-            recorder.remove(pointer, canonical)
-        renamed: dict[str, Any] = {}
-        for replica_type, replica in replicas.items():
-            if replica_type in stale:
-                continue
-            canonical = canonical_of.get(replica_type)
-            if canonical is not None and (canonical not in replicas or canonical in stale) and canonical not in renamed:
-                recorder.move(pointer, replica_type, canonical)
-                renamed[canonical] = replica
-            else:
-                renamed[replica_type] = replica
-        return renamed
+        path = ("spec", self.replicas_field)
+        respelled = default_type_spelling(
+            {"spec": {self.replicas_field: replicas}}, recorder, path, self._types, previous
+        )
+        return respelled["spec"][self.replicas_field]  # type: ignore[no-any-return]
 
     # --- validation --------------------------------------------------------------------------
 
@@ -336,6 +324,8 @@ class ReplicaJobKind:
 
         base: FieldPath = ("spec", self.replicas_field)
         if isinstance(replica_map, dict):
+            if self.checks_types():
+                found.errors.extend(self._replica_map_function("validate")(obj, old, (TYPES,)))
             for replica_type in replica_map:
                 self._check_replica_type(replica_type, replica_map, base, found)
         for replica_type, replica in replicas.items():
@@ -351,6 +341,10 @@ class ReplicaJobKind:
                 found.errors.extend(self._check_update(spec, old["spec"]))
         return found
 
+    def checks_types(self) -> bool:
+        """Whether the replica types are checked (the declared ``TYPES``): a kind may take any type."""
+        return True
+
     def _counts_for_name(self, replica_type: str) -> bool:
         """Whether pods of this replica type are named after the job (checked for length)."""
         return self.role(replica_type) is not None
@@ -361,18 +355,8 @@ class ReplicaJobKind:
     def _check_replica_type(
         self, replica_type: str, replica_map: dict[str, Any], base: FieldPath, found: Findings
     ) -> None:
-        if self.role(replica_type) is not None:
-            return
-        canonical = self.canonical_type(replica_type)
-        path = (*base, Key(replica_type))
-        if (
-            canonical is not None
-            and self.normalise_types
-            and any(key != replica_type and self.canonical_type(key) == canonical for key in replica_map)
-        ):
-            found.errors.append(duplicate(path, replica_type))
-        else:
-            found.errors.append(not_supported(path, replica_type, [r.name for r in self.roles]))
+        """A kind's own finding of each replica type (the types themselves are declared: ``TYPES``)."""
+        return None
 
     def _check_replica(self, replica_type: str, replica: dict[str, Any], path: FieldPath, found: Findings) -> None:
         policy = replica.get("restartPolicy")
@@ -388,32 +372,17 @@ class ReplicaJobKind:
         )
 
     def _check_run_policy(self, spec: dict[str, Any], replicas: dict[str, dict[str, Any]], found: Findings) -> None:
-        """The gang size fits in the job: ``schedulingPolicy.minAvailable`` ≤ the total of all replicas."""
-        run_policy = self.run_policy(spec)
-        scheduling = run_policy.get("schedulingPolicy")
-        if not isinstance(scheduling, dict):
-            return
-        min_available = as_int(scheduling.get("minAvailable"))
-        total = sum(n for n in (as_int(r.get("replicas")) for r in replicas.values()) if n is not None and n > 0)
-        if min_available is not None and min_available > total:
-            found.errors.append(
-                invalid(
-                    (*self.run_policy_path(spec), "schedulingPolicy", "minAvailable"),
-                    min_available,
-                    f"must be less than or equal to the total number of replicas ({total})",
-                )
-            )
+        """The gang size fits in the job: ``schedulingPolicy.minAvailable`` ≤ the total of all replicas (declared)."""
+        job = {"spec": {**spec, self.replicas_field: replicas}}
+        found.errors.extend(self._replica_map_function("validate")(job, None, (MIN_AVAILABLE,)))
 
     def _check_family_rules(self, spec: dict[str, Any], replicas: dict[str, dict[str, Any]], found: Findings) -> None:
         return None
 
     def _check_update(self, spec: dict[str, Any], old_spec: dict[str, Any]) -> list[FieldError]:
-        """``schedulingPolicy.queue`` is immutable (any change, setting or removing it included)."""
-        new_queue, new_path = self.queue(spec)
-        old_queue, old_path = self.queue(old_spec)
-        if new_queue != old_queue:
-            return [invalid(new_path if new_queue is not None else old_path, new_queue, "field is immutable")]
-        return []
+        """``schedulingPolicy.queue`` is immutable (any change, setting or removing it included): declared."""
+        check = self._replica_map_function("validate")
+        return check({"spec": spec}, {"spec": old_spec}, (QUEUE_IMMUTABLE,))  # type: ignore[no-any-return]
 
     def queue(self, spec: dict[str, Any]) -> tuple[Any, FieldPath]:
         """The job's scheduling queue (None when unset or empty) and its field path."""
@@ -421,14 +390,6 @@ class ReplicaJobKind:
         scheduling = self.run_policy(spec).get("schedulingPolicy")
         queue = scheduling.get("queue") if isinstance(scheduling, dict) else None
         return (None if queue == "" else queue), path
-
-
-def _get(obj: Any, *keys: str) -> Any:
-    for key in keys:
-        if not isinstance(obj, dict):
-            return None
-        obj = obj.get(key)
-    return obj
 
 
 # --- role rules shared by the families --------------------------------------------------------

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from jobgate._generated import declared_rules
-from jobgate.engine.fielderrors import Key, required
+from jobgate.engine.fielderrors import FieldError, Key, required
 from jobgate.engine.jsonpatch import PatchRecorder
 from jobgate.generate.cel.catalogue import LIST_ITEMS, MAP_VALUES, Where
 from jobgate.generate.cel.podtemplate import TemplateSite, pod_template_rules
@@ -37,6 +37,8 @@ from jobgate.rules.forms import (
     DefaultItemProduct,
     DefaultItemWhen,
     DefaultSum,
+    DefaultTypeField,
+    DefaultTypeSpelling,
     FieldBound,
     FixedCount,
     FlagNamesEntry,
@@ -45,6 +47,7 @@ from jobgate.rules.forms import (
     Immutable,
     ImpliedKeys,
     KnownKeys,
+    KnownTypes,
     LifecyclePolicies,
     MaxItems,
     NotBoth,
@@ -54,6 +57,8 @@ from jobgate.rules.forms import (
     RequiredRoles,
     RoleFieldBound,
     Roles,
+    RunPolicyAtMostTotal,
+    RunPolicyImmutable,
     Scope,
     ScopeSite,
     StringField,
@@ -1122,3 +1127,175 @@ def test_the_pod_templates_image_is_the_container_scopes():
     }
     assert rules["pod-template/containers/image"].explains(found.errors[1])
     assert rules["pod-template/containers/image"].produces[0].detail == "^$"
+
+
+# --- forms only the kinds of a map of replica types use ------------------------------------------
+
+REPLICA_MAP = Declarations(
+    (
+        KnownTypes("m/types", "types are Leader, Worker", "spec.reps", ("Leader", "Worker"), any_case=True),
+        KnownTypes("m/exact-types", "types are Leader, Worker (this case)", "spec.exact", ("Leader", "Worker")),
+        RunPolicyImmutable("m/queue", "the queue stays", "scheduling.queue", place="either"),
+        RunPolicyAtMostTotal(
+            "m/gang", "the gang fits", "scheduling.gang", "spec.reps", (("Leader", 1), ("Worker", 2)), place="runPolicy"
+        ),
+        DefaultTypeField("m/count", "each type's replicas", "spec.reps", "replicas", (("Leader", 1), ("Worker", 1))),
+        DefaultTypeField(
+            "m/policy",
+            "each type's policy, any other key's Never",
+            "spec.reps",
+            "policy",
+            (("Leader", "Always"), ("Worker", "OnFailure")),
+            others="Never",
+            empty_is_unset=True,
+        ),
+    )
+)
+
+
+@pytest.fixture(scope="module")
+def replica_map():
+    namespace: dict[str, object] = {}
+    exec(compile(declared_module_text([("m.example.com", "M", REPLICA_MAP)]), "m", "exec"), namespace)
+    return namespace
+
+
+def test_known_types_in_python_and_their_records(replica_map):
+    validate = replica_map["validate_m_m_example_com"]
+    spec = {"reps": {"Leader": {}, "worker": {}, "Worker": {}, "Chief": {}, "chief": {}}, "exact": {"worker": {}}}
+    errors = validate({"spec": spec}, None)
+    assert [(e.field, e.type.name, e.detail) for e in errors] == [
+        ("spec.reps[worker]", "DUPLICATE", ""),
+        ("spec.reps[Chief]", "NOT_SUPPORTED", 'supported values: "Leader", "Worker"'),
+        ("spec.reps[chief]", "NOT_SUPPORTED", 'supported values: "Leader", "Worker"'),
+        ("spec.exact[worker]", "NOT_SUPPORTED", 'supported values: "Leader", "Worker"'),
+    ]
+    # A sole other spelling: the webhook checks the map once the defaults renamed it, the apiserver's
+    # rule admits it (what the defaults make valid); unrenamed, it is no type.
+    assert [e.type.name for e in validate({"spec": {"reps": {"worker": {}}}}, None, ("m/types",))] == ["NOT_SUPPORTED"]
+    rules = {r.id: r for r in REPLICA_MAP.rules()}
+    for error in errors:
+        rule = rules["m/exact-types" if error.field.startswith("spec.exact") else "m/types"]
+        assert rule.explains(error) is not None, error
+    bound, unsupported, duplicate = rules["m/types"].placements
+    assert (bound.at, bound.keywords) == (("spec", "reps"), {"maxProperties": 2})
+    assert "k.lowerAscii() in ['leader', 'worker']" in unsupported.validation.rule
+    assert "j.lowerAscii() == k.lowerAscii()" in duplicate.validation.rule
+    assert [p.validation.rule for p in rules["m/exact-types"].placements[1:]] == [
+        "!self.exists(k, !(k in ['Leader', 'Worker']))"
+    ]
+
+
+def test_default_type_field_in_python_and_in_the_apiserver(replica_map):
+    default = replica_map["default_m_m_example_com"]
+    recorder = PatchRecorder()
+    given = {"spec": {"reps": {"Leader": {"policy": ""}, "Other": {"replicas": 2}, "Worker": {"replicas": 3}}}}
+    out = default(given, recorder)
+    assert out["spec"]["reps"] == {
+        "Leader": {"policy": "Always", "replicas": 1},
+        "Other": {"replicas": 2, "policy": "Never"},
+        "Worker": {"replicas": 3, "policy": "OnFailure"},
+    }
+    assert given["spec"]["reps"]["Leader"] == {"policy": ""}  # copied, not changed in place
+    assert [op["path"] for op in recorder.ops] == [
+        "/spec/reps/Leader/replicas",
+        "/spec/reps/Leader/policy",
+        "/spec/reps/Other/policy",
+        "/spec/reps/Worker/policy",
+    ]
+    defaults = {d.id: d for d in REPLICA_MAP.defaults()}
+    # One value for every type and none for another key: a schema default on the map's values too.
+    assert defaults["m/count"].where is Where.SCHEMA_DEFAULT
+    assert [(p.at, p.keywords) for p in defaults["m/count"].placements] == [
+        (("spec", "reps", "*", "replicas"), {"default": 1})
+    ]
+    assert defaults["m/policy"].where is Where.MUTATING_POLICY and not defaults["m/policy"].placements
+    assert "(k == 'Leader' ? 'Always' : k == 'Worker' ? 'OnFailure' : 'Never')" in defaults["m/policy"].patches[0]
+    assert "object.spec.reps[k].policy == ''" in defaults["m/policy"].patches[0]
+
+
+def test_run_policy_immutable_where_each_version_has_it(replica_map):
+    validate = replica_map["validate_m_m_example_com"]
+
+    def job(queue, separate=False):
+        policy = {"scheduling": {"queue": queue}} if queue is not None else {}
+        return {"spec": {"runPolicy": policy} if separate else policy}
+
+    def errors(new, old):
+        return [(e.field, e.type.name, e.detail) for e in validate(new, old, ("m/queue",))]
+
+    assert errors(job("a"), None) == []  # CREATE
+    assert errors(job("a"), job("a", separate=True)) == []  # moved, not changed
+    assert errors(job(""), job(None)) == []  # "" is unset
+    assert errors(job("b", separate=True), job("a")) == [
+        ("spec.runPolicy.scheduling.queue", "INVALID", "field is immutable")
+    ]
+    # Removed: reported where the old one was.
+    assert errors(job(None), job("a", separate=True)) == [
+        ("spec.runPolicy.scheduling.queue", "INVALID", "field is immutable")
+    ]
+    rules = {r.id: r for r in REPLICA_MAP.rules()}
+    queue = rules["m/queue"]
+    assert queue.where is Where.TRANSITION
+    assert [p.validation.field_path for p in queue.placements] == [
+        ".runPolicy.scheduling.queue",
+        ".runPolicy.scheduling.queue",
+        ".scheduling.queue",
+        ".scheduling.queue",
+    ]
+    assert "has(oldSelf.runPolicy) ? (has(oldSelf.runPolicy.scheduling)" in queue.placements[0].validation.rule
+    assert [p.detail for p in queue.produces] == ["^field is immutable$", "^field is immutable$"]
+
+
+def test_run_policy_at_most_total(replica_map):
+    validate = replica_map["validate_m_m_example_com"]
+
+    def errors(gang, **reps):
+        spec = {"reps": {k: {"replicas": v} for k, v in reps.items()}, "runPolicy": {"scheduling": {"gang": gang}}}
+        return [(e.field, e.detail) for e in validate({"spec": spec}, None, ("m/gang",))]
+
+    assert errors(3, Leader=1, Worker=2) == []
+    assert errors(4, Leader=1, Worker=2, Other=-5) == [
+        ("spec.runPolicy.scheduling.gang", "must be less than or equal to the total number of replicas (3)")
+    ]
+    # Read in spec.runPolicy alone: the same fields in spec are no run policy's.
+    assert validate({"spec": {"scheduling": {"gang": 9}, "reps": {}}}, None, ("m/gang",)) == []
+    (rule,) = [r for r in REPLICA_MAP.rules() if r.id == "m/gang"]
+    (placement,) = rule.placements
+    assert placement.at == ("spec",) and placement.validation.field_path == ".runPolicy.scheduling.gang"
+    # The apiserver reads an unset count as the type's default, another key's as others (0).
+    assert "(t == 'Leader' ? 1 : t == 'Worker' ? 2 : 0)" in placement.validation.rule
+    error = validate({"spec": {"reps": {}, "runPolicy": {"scheduling": {"gang": 1}}}}, None, ("m/gang",))[0]
+    assert rule.explains(error) is not None
+    # The apiserver's message says no total: the record explains it too.
+    apiserver = FieldError(error.type, error.path, error.value, placement.validation.message)
+    assert rule.explains(apiserver) is not None
+
+
+def test_default_type_spelling():
+    from jobgate.rules.declared import default_type_spelling
+
+    path, types = ("spec", "reps"), ("Leader", "Worker")
+
+    def respell(reps, old=None):
+        recorder = PatchRecorder()
+        out = default_type_spelling({"spec": {"reps": reps}}, recorder, path, types, old)
+        return list(out["spec"]["reps"]), [(op["op"], op.get("from"), op["path"]) for op in recorder.ops]
+
+    assert respell({"worker": {}, "leader": {}}) == (
+        ["Worker", "Leader"],
+        [("move", "/spec/reps/worker", "/spec/reps/Worker"), ("move", "/spec/reps/leader", "/spec/reps/Leader")],
+    )
+    # Beside the type, or another spelling of it: each stays (KnownTypes' duplicates).
+    assert respell({"Worker": {}, "worker": {}}) == (["Worker", "worker"], [])
+    assert respell({"worker": {}, "WORKER": {}}) == (["worker", "WORKER"], [])
+    # kubectl apply re-adds worker beside the stored Worker, unchanged: the new one replaces it.
+    stored = {"spec": {"reps": {"Worker": {"replicas": 1}}}}
+    assert respell({"Worker": {"replicas": 1}, "worker": {"replicas": 2}}, stored) == (
+        ["Worker"],
+        [("remove", None, "/spec/reps/Worker"), ("move", "/spec/reps/worker", "/spec/reps/Worker")],
+    )
+    (spelling,) = Declarations((DefaultTypeSpelling("m/spelling", "other spellings", "spec.reps", types),)).defaults()
+    assert spelling.where is Where.MUTATING_POLICY and not spelling.placements
+    assert "JSONPatch{op: 'move', from: '/spec/reps/' + jsonpatch.escapeKey(k)" in spelling.patches[0]
+    assert "oldObject.spec.reps" in spelling.patches[0]

@@ -26,6 +26,6 @@ def rules(kind: JobKind) -> list[Rule]:
 def defaults(kind: JobKind) -> list[Default]:
     assert isinstance(kind, kubedl.KubeDLKind)
     return [
-        *replica_job_defaults(kind, kubedl.DEFAULT_CLEAN_POD_POLICY),
+        *replica_job_defaults(kind),
         *DECLARED[kind].defaults(),
     ]

@@ -10,6 +10,8 @@ MutatingAdmissionPolicy (``cel.py`` lists them) and the catalogue's records.
 from __future__ import annotations
 
 from jobgate.families.kubedl.rules import (
+    CLEAN_POD_POLICY,
+    DEFAULT_CLEAN_POD_POLICY,
     MARS_MEMORY_DEFAULTS,
     TFJOB_DEFAULT_SUCCESS_POLICY,
     XDL_DEFAULT_BACKOFF_LIMIT,
@@ -34,10 +36,39 @@ def _run_policy_default(default_id: str, name: str, value: int) -> Declaration:
     return DefaultField(default_id, f"spec.{name}", value, summary=f"{name}: {value}")
 
 
+_CLEAN_POD_POLICY_SUMMARY = f"cleanPodPolicy: {DEFAULT_CLEAN_POD_POLICY}"
+# Set first, where the run policy is (rules.py applies it before the replicas' defaults).
+INLINE_CLEAN_POD_POLICY = DefaultField(
+    CLEAN_POD_POLICY,
+    "spec.cleanPodPolicy",
+    DEFAULT_CLEAN_POD_POLICY,
+    empty_is_unset=True,
+    summary=_CLEAN_POD_POLICY_SUMMARY,
+)
+# MPIJob's run policy is spec.runPolicy when that is there, else inline.
+EITHER_CLEAN_POD_POLICY = (
+    DefaultField(
+        CLEAN_POD_POLICY,
+        "spec.cleanPodPolicy",
+        DEFAULT_CLEAN_POD_POLICY,
+        empty_is_unset=True,
+        summary=_CLEAN_POD_POLICY_SUMMARY,
+        unless=("spec.runPolicy",),
+    ),
+    DefaultField(
+        CLEAN_POD_POLICY,
+        "spec.runPolicy.cleanPodPolicy",
+        DEFAULT_CLEAN_POD_POLICY,
+        empty_is_unset=True,
+        when_set=("spec.runPolicy",),
+    ),
+)
+
 LEADERS = ("Chief", "Master")
 _ONE_LEADER = f"at most one of {' and '.join(LEADERS)}, with one replica"
 
 TFJOB: tuple[Declaration, ...] = (
+    INLINE_CLEAN_POD_POLICY,
     AtMostOneOf(
         "roles/one-leader",
         _ONE_LEADER,
@@ -62,13 +93,15 @@ TFJOB: tuple[Declaration, ...] = (
         summary='successPolicy: "" (the Chief or Master, else worker 0)',
     ),
 )
-PYTORCHJOB = _exactly_one("pytorchReplicaSpecs", "Master")
+PYTORCHJOB = (INLINE_CLEAN_POD_POLICY, *_exactly_one("pytorchReplicaSpecs", "Master"))
 XGBOOSTJOB = (
+    INLINE_CLEAN_POD_POLICY,
     *_exactly_one("xgbReplicaSpecs", "Master"),
     _run_policy_default("xgboostjob/ttl", "ttlSecondsAfterFinished", XGBOOST_DEFAULT_TTL_SECONDS),
 )
-MPIJOB = _exactly_one("mpiReplicaSpecs", "Launcher")
+MPIJOB = (*EITHER_CLEAN_POD_POLICY, *_exactly_one("mpiReplicaSpecs", "Launcher"))
 XDLJOB = (
+    INLINE_CLEAN_POD_POLICY,
     _run_policy_default("xdljob/backoff-limit", "backoffLimit", XDL_DEFAULT_BACKOFF_LIMIT),
     DefaultField(
         "xdljob/min-finish-work-rate",
@@ -82,6 +115,7 @@ _TUNING = "spec.workerMemoryTuningPolicy"
 _WORKERS = ("spec.marsReplicaSpecs[Worker]",)
 # When there are workers: the whole policy when there is none, else each of its fields when unset.
 MARSJOB: tuple[Declaration, ...] = (
+    INLINE_CLEAN_POD_POLICY,
     DefaultField(
         "marsjob/worker-memory-tuning",
         _TUNING,

@@ -16,7 +16,6 @@ from jobgate.engine.findings import Findings, clip_warning
 from jobgate.engine.jsonpatch import PatchRecorder
 from jobgate.engine.modelref import ModelRef
 from jobgate.engine.registry import register
-from jobgate.rules.dicts import copied_dict
 from jobgate.rules.replicajobs import (
     JOB_STATUS_MODEL,
     ExtraDefaults,
@@ -32,6 +31,7 @@ if TYPE_CHECKING:
     from typing import Any
 
 DEFAULT_CLEAN_POD_POLICY = "Running"
+CLEAN_POD_POLICY = "run-policy/clean-pod-policy"  # the declared default's id (declared.py)
 # The fields of KubeDL's RunPolicy (inlined into spec, or under spec.runPolicy for MPIJob).
 RUN_POLICY_FIELDS = (
     "cleanPodPolicy",
@@ -97,13 +97,12 @@ class KubeDLKind(ReplicaJobKind):
         return spec
 
     def _default_run_policy(self, spec: dict[str, Any], recorder: PatchRecorder) -> tuple[dict[str, Any], str]:
-        policy_pointer = "/spec"
-        if self.separate_run_policy and copied_dict(spec, "runPolicy") is not None:
-            policy_pointer = "/spec/runPolicy"
+        # The declared cleanPodPolicy default (declared.py) first, as before the replicas' defaults;
+        # declared_defaults runs it again later, a no-op then.
+        defaults: Any = getattr(generated, "default_" + _generated_name(self.kind))
+        spec.update(defaults({"spec": spec}, recorder, (CLEAN_POD_POLICY,))["spec"])
         run_policy = self.run_policy(spec)
-        if run_policy.get("cleanPodPolicy") in (None, ""):
-            recorder.set(run_policy, "cleanPodPolicy", DEFAULT_CLEAN_POD_POLICY, policy_pointer)
-        return run_policy, policy_pointer
+        return run_policy, "/spec" if run_policy is spec else "/spec/runPolicy"
 
     def declared_defaults(self, obj: dict[str, Any], recorder: PatchRecorder) -> dict[str, Any]:
         """The kind's declared defaults (declared.py)."""

@@ -125,6 +125,9 @@ class KubeflowKind(ReplicaJobKind):
     def run_policy_path(self, spec: dict[str, Any]) -> FieldPath:
         return RUN_POLICY_PATH
 
+    def run_policy_place(self) -> str:
+        return "runPolicy"
+
     # --- defaulting ------------------------------------------------------------------------
 
     def _default_run_policy(self, spec: dict[str, Any], recorder: PatchRecorder) -> tuple[dict[str, Any], str]:
@@ -155,6 +158,9 @@ class KubeflowKind(ReplicaJobKind):
 
     # --- validation --------------------------------------------------------------------------
 
+    def checks_types(self) -> bool:
+        return self.check_types
+
     def _counts_for_name(self, replica_type: str) -> bool:
         return self.role(replica_type) is not None or not self.check_types
 
@@ -171,9 +177,7 @@ class KubeflowKind(ReplicaJobKind):
     def _check_replica_type(
         self, replica_type: str, replica_map: dict[str, Any], base: FieldPath, found: Findings
     ) -> None:
-        if self.check_types:
-            super()._check_replica_type(replica_type, replica_map, base, found)
-        elif self.role(replica_type) is None:
+        if not self.check_types and self.role(replica_type) is None:
             # Kubeflow's TFJob webhook takes any replica type; its operator runs it as one more type.
             known = ", ".join(r.name for r in self.roles)
             found.warnings.append(
