@@ -19,14 +19,14 @@ PRODUCES: tuple[tuple[str, str, str, str], ...] = (
     ('genericjob/replica-type', 'spec.replicaSpecs[*].type', 'INVALID', "^(a\\ lowercase\\ RFC\\ 1123\\ label\\ must\\ consist\\ of\\ lower\\ case\\ alphanumeric\\ characters\\ or\\ '\\-',\\ and\\ must\\ start\\ and\\ end\\ with\\ an\\ alphanumeric\\ character\\ \\(e\\.g\\.\\ 'my\\-name',\\ \\ or\\ '123\\-abc',\\ regex\\ used\\ for\\ validation\\ is\\ '\\[a\\-z0\\-9\\]\\(\\[\\-a\\-z0\\-9\\]\\*\\[a\\-z0\\-9\\]\\)\\?'\\)|must be no more than 63 )"),  # 11
     ('genericjob/finish-rule-not-empty', 'spec.successRules[*]', 'REQUIRED', '^a finish rule must name at least one replica$'),  # 12
     ('genericjob/finish-rule-not-empty', 'spec.failureRules[*]', 'REQUIRED', '^a finish rule must name at least one replica$'),  # 13
-    ('genericjob/finish-rule-types', 'spec.successRules[*][*]', 'NOT_FOUND', '^no replica spec of this type '),  # 14
-    ('genericjob/finish-rule-types', 'spec.failureRules[*][*]', 'NOT_FOUND', '^no replica spec of this type '),  # 15
+    ('genericjob/finish-rule-types', 'spec.successRules[*][*]', 'NOT_FOUND', '^no replica spec of this type \\(types: .*\\)$'),  # 14
+    ('genericjob/finish-rule-types', 'spec.failureRules[*][*]', 'NOT_FOUND', '^no replica spec of this type \\(types: .*\\)$'),  # 15
     ('genericjob/finish-rule-indices-listed', 'spec.successRules[*][*]', 'REQUIRED', '^must list at least one replica index$'),  # 16
     ('genericjob/finish-rule-indices-listed', 'spec.failureRules[*][*]', 'REQUIRED', '^must list at least one replica index$'),  # 17
-    ('genericjob/finish-rule-indices', 'spec.successRules[*][*][*]', 'INVALID', '^(must be below replicas|replica type .* has 0 replicas)'),  # 18
-    ('genericjob/finish-rule-indices', 'spec.failureRules[*][*][*]', 'INVALID', '^(must be below replicas|replica type .* has 0 replicas)'),  # 19
-    ('genericjob/run-mode-types', 'spec.runMode.debug.replicaSpecs[*].type', 'NOT_FOUND', '^no replica spec of this type '),  # 20
-    ('genericjob/run-mode-types', 'spec.runMode.pause.resumeSpecs[*].type', 'NOT_FOUND', '^no replica spec of this type '),  # 21
+    ('genericjob/finish-rule-indices', 'spec.successRules[*][*][*]', 'INVALID', '^(must be below replicas \\(.*\\) of type .*: 0 to .*|replica type .* has 0 replicas)$'),  # 18
+    ('genericjob/finish-rule-indices', 'spec.failureRules[*][*][*]', 'INVALID', '^(must be below replicas \\(.*\\) of type .*: 0 to .*|replica type .* has 0 replicas)$'),  # 19
+    ('genericjob/run-mode-types', 'spec.runMode.debug.replicaSpecs[*].type', 'NOT_FOUND', '^no replica spec of this type \\(types: .*\\)$'),  # 20
+    ('genericjob/run-mode-types', 'spec.runMode.pause.resumeSpecs[*].type', 'NOT_FOUND', '^no replica spec of this type \\(types: .*\\)$'),  # 21
     ('genericjob/run-mode-types-unique', 'spec.runMode.debug.replicaSpecs[*].type', 'DUPLICATE', ''),  # 22
     ('genericjob/run-mode-types-unique', 'spec.runMode.pause.resumeSpecs[*].type', 'DUPLICATE', ''),  # 23
     ('genericjob/service-port-names-required', 'spec.service.ports[*].name', 'REQUIRED', '^a service with more than one port needs a name for each$'),  # 24

@@ -28,8 +28,10 @@ from jobgate.rules.forms import (
     ForbiddenRoles,
     Immutable,
     ImpliedKeys,
+    IndexMaps,
     KnownKeys,
     MaxItems,
+    RefersTo,
     RequiredField,
     RequiredRoles,
     RoleFieldBound,
@@ -688,3 +690,143 @@ def test_a_default_of_one_role():
     assert compiled.patches[0].startswith(
         "has(object.spec) && has(object.spec.reps) && 'Worker' in object.spec.reps && !has(object.spec.tuning) ? "
     )
+
+
+# --- the forms only T9k and DI-engine use ------------------------------------------------------------
+
+CREW = (
+    RefersTo(
+        "crew/names-a-member",
+        "a shift names a member",
+        ("spec.shifts.day", "spec.shifts.night"),
+        "who",
+        "spec.members",
+        "role",
+        "no member of this role (roles: {known})",
+        bound=3,
+        unique_id="crew/one-shift-each",
+        unique_summary="one shift per member and list",
+    ),
+)
+CREW_DECLARED = Declarations(CREW)
+
+
+def test_a_reference_to_an_entry_and_its_duplicate_entry_by_entry():
+    namespace: dict[str, object] = {}
+    exec(compile(declared_module_text([("crew.example.com", "Crew", CREW_DECLARED)]), "crew", "exec"), namespace)
+    validate = namespace["validate_crew_crew_example_com"]
+    rules = {r.id: r for r in CREW_DECLARED.rules()}
+    members = [{"role": "cook"}, {"role": "pilot"}, {"role": "cook"}, {"role": ""}]
+    day = [{"who": "pilot"}, {"who": "pilot"}, {"who": "diver"}, {"who": ""}, {}, "x", {"who": "diver"}]
+    obj = {"spec": {"members": members, "shifts": {"day": day, "night": [{"who": "cook"}]}}}
+    errors = validate(obj, None)
+    for error in errors:
+        assert [i for i, r in rules.items() if r.explains(error)], str(error)
+    # Entry by entry: the duplicate of entry 1 before entry 2's unknown value; an unknown value is
+    # not found each time, never a duplicate; each known value listed once.
+    assert [str(e) for e in errors] == [
+        'spec.shifts.day[1].who: Duplicate value: "pilot"',
+        'spec.shifts.day[2].who: Not found: "diver": no member of this role (roles: cook, pilot)',
+        'spec.shifts.day[6].who: Not found: "diver": no member of this role (roles: cook, pilot)',
+    ]
+    assert [str(e) for e in validate(obj, None, ("crew/one-shift-each",))] == [str(e) for e in errors]
+    assert [str(e) for e in validate({"spec": {"shifts": {"night": [{"who": "x"}]}}}, None)] == [
+        'spec.shifts.night[0].who: Not found: "x": no member of this role (roles: none)'
+    ]
+    found, once = rules["crew/names-a-member"], rules["crew/one-shift-each"]
+    assert (found.where, once.where) == (Where.CRD_RULE, Where.CRD_RULE)
+    day_rule = found.placements[0]
+    assert day_rule.at == ("spec",) and day_rule.validation.field_path == ".shifts.day"
+    assert day_rule.validation.rule == (
+        "!(has(self.shifts) && has(self.shifts.day)) || !has(self.members) || self.shifts.day.all(e, "
+        "!has(e.who) || e.who == '' || self.members.exists(r, has(r.role) && r.role == e.who))"
+    )
+    # The known values written out to the bound, no further.
+    assert "size(self.members) > 2" in day_rule.validation.message_expression
+    assert "size(self.members) > 3" not in day_rule.validation.message_expression
+    assert "exists_one" in once.placements[1].validation.rule and once.placements[1].validation.field_path == (
+        ".shifts.night"
+    )
+    assert [p.apiserver_drops for p in found.produces] == [2, 2]
+    report = cost_report([("crew.example.com", "Crew", CREW_DECLARED)])
+    assert any(line.startswith("Crew (crew.example.com) crew/one-shift-each: quadratic") for line in report)
+
+
+SHIFTS = IndexMaps(
+    "crew/shift-not-empty",
+    "a shift names a role",
+    ("spec.shifts", "spec.spares"),
+    "spec.members",
+    "role",
+    "size",
+    1,
+    "a shift names someone",
+    "crew/shift-roles",
+    "a shift names roles of the crew",
+    "no such role (roles: {known})",
+    "crew/shift-listed",
+    "a shift lists a seat of each role",
+    "must list a seat",
+    "crew/shift-seats",
+    "a shift's seats are the role's",
+    "below {count} of {name}: 0 to {last}",
+    "{name} has no seat",
+    bound=2,
+    max_maps=3,
+    max_names=2,
+    bounds_id="crew/bounds",
+    index_why="a policy",
+)
+
+
+def test_maps_of_entries_to_their_indices_map_by_map():
+    declared = Declarations((SHIFTS,))
+    namespace: dict[str, object] = {}
+    exec(compile(declared_module_text([("crew.example.com", "Crew", declared)]), "crew", "exec"), namespace)
+    validate = namespace["validate_crew_crew_example_com"]
+    members = [{"role": "cook", "size": 2}, {"role": "pilot", "size": 0}, {"role": "cook", "size": 9}, {"role": "x"}]
+    shifts = [
+        {"cook": [0, 2, -1], "diver": [0]},
+        {},
+        {"pilot": [0], "cook": []},
+        {"cook": None},
+        {"a": [], "b": [], "c": []},
+    ]
+    errors = validate({"spec": {"members": members, "shifts": shifts, "spares": [{"x": [1]}]}}, None)
+    assert [str(e) for e in errors] == [
+        "spec.shifts: Too many: 5: must have at most 3 items",
+        "spec.shifts[0][cook][1]: Invalid value: 2: below 2 of cook: 0 to 1",
+        "spec.shifts[0][cook][2]: Invalid value: -1: below 2 of cook: 0 to 1",
+        'spec.shifts[0][diver]: Not found: "diver": no such role (roles: cook, pilot, x)',
+        "spec.shifts[1]: Required value: a shift names someone",
+        "spec.shifts[2][pilot][0]: Invalid value: 0: pilot has no seat",
+        "spec.shifts[2][cook]: Required value: must list a seat",
+        "spec.shifts[3]: Required value: a shift names someone",
+        "spec.shifts[4]: Too many: 3: must have at most 2 items",
+        'spec.shifts[4][a]: Not found: "a": no such role (roles: cook, pilot, x)',
+        'spec.shifts[4][b]: Not found: "b": no such role (roles: cook, pilot, x)',
+        'spec.shifts[4][c]: Not found: "c": no such role (roles: cook, pilot, x)',
+        "spec.spares[0][x][0]: Invalid value: 1: below 1 of x: 0 to 0",
+    ]
+    rules = {r.id: r for r in declared.rules()}
+    assert list(rules) == ["crew/shift-not-empty", "crew/shift-roles", "crew/shift-listed", "crew/shift-seats"]
+    for error in errors:
+        if error.type.name != "TOO_MANY":  # the bounds' records are crew/bounds' (another rule places them)
+            assert [i for i, r in rules.items() if r.explains(error)], str(error)
+    # Any of the four ids runs the one check.
+    assert validate({"spec": {"shifts": [{}]}}, None, ("crew/shift-seats",))
+    seats = rules["crew/shift-seats"]
+    assert seats.where is Where.POLICY and len(seats.policy) == 2
+    assert "variables.replicaCounts[variables.replicaTypes.indexOf(t)] > 0 ? 'below ' + string(" in (
+        seats.policy[0].message
+    )
+    assert dict(seats.policy[0].variables)["replicaCounts"] == (
+        "has(object.spec.members) ? object.spec.members.map(r, has(r.size) ? r.size : 1) : []"
+    )
+    roles = rules["crew/shift-roles"].placements[1].validation
+    assert roles.field_path == ".spares" and roles.rule == (
+        "!has(self.spares) || !has(self.members) || "
+        "self.spares.all(rule, rule.all(t, self.members.exists(r, has(r.role) && r.role == t)))"
+    )
+    listed = rules["crew/shift-listed"].placements[0]
+    assert listed.at == ("spec", "shifts", "[]") and listed.validation.rule == "self.all(t, size(self[t]) > 0)"
