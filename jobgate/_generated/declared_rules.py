@@ -70,6 +70,8 @@ def validate_genericjob_batch_tensorstack_dev(
         errors.extend(index_maps(obj, paths=(('spec', 'successRules'), ('spec', 'failureRules')), items_path=('spec', 'replicaSpecs'), by='type', count='replicas', unset=1, messages=('a finish rule must name at least one replica', 'no replica spec of this type (types: {known})', 'must list at least one replica index', 'must be below replicas ({count}) of type {name}: 0 to {last}', 'replica type {name} has 0 replicas'), bounds=(10000, 8)))
     if not only or any(i in only for i in ('genericjob/run-mode-types', 'genericjob/run-mode-types-unique')):
         errors.extend(refers_to(obj, paths=(('spec', 'runMode', 'debug', 'replicaSpecs'), ('spec', 'runMode', 'pause', 'resumeSpecs')), key='type', items_path=('spec', 'replicaSpecs'), by='type', message='no replica spec of this type (types: {known})', unique=True))
+    if not only or any(i in only for i in ('genericjob/service-port-names-required', 'genericjob/service-port-names', 'genericjob/service-port-names-unique')):
+        errors.extend(named_entries(obj, path=('spec', 'service', 'ports'), name='name', type_field='', untyped='', singletons=(), messages=('', '', 'a service with more than one port needs a name for each'), several=True, label_stops=False))
     if not only or 'genericjob/replica-type-required' in only:
         errors.extend(required_field(obj, scope=('spec', 'replicaSpecs', '[*]'), target=('type',), when=None, empty_is_unset=True, message='every replica spec needs a type'))
     if not only or 'genericjob/run-mode-type-required' in only:
@@ -156,7 +158,7 @@ def validate_dijob_diengine_opendilab_org(
     if not only or 'dijob/bounds' in only:
         errors.extend(max_items(obj, ((('spec', 'tasks'), 16), (('spec', 'volumes'), 16))))
     if not only or any(i in only for i in ('dijob/one-task-per-type', 'dijob/task-name-required', 'dijob/task-name', 'dijob/task-names-unique')):
-        errors.extend(named_entries(obj, path=('spec', 'tasks'), name='name', type_field='type', untyped='none', singletons=('learner', 'collector', 'evaluator'), messages=('the number of {type} task is more than one', ' (tasks[{first}] is one)', 'none type task has no name')))
+        errors.extend(named_entries(obj, path=('spec', 'tasks'), name='name', type_field='type', untyped='none', singletons=('learner', 'collector', 'evaluator'), messages=('the number of {type} task is more than one', ' (tasks[{first}] is one)', 'none type task has no name'), several=False, label_stops=True))
     return errors
 
 

@@ -612,8 +612,11 @@ class Declarations:
                 continue
             elif isinstance(d, NamedEntries):
                 report += [
-                    (d.singleton_id, "linear per type (CRD rule on the list)"),
-                    (d.required_id, "constant (CRD rule on each entry)"),
+                    *([(d.singleton_id, "linear per type (CRD rule on the list)")] if d.singleton_id else []),
+                    (
+                        d.required_id,
+                        "linear (CRD rule on the list)" if d.several else "constant (CRD rule on each entry)",
+                    ),
                     (d.label_id, "constant (schema keyword)"),
                     (d.unique_id, "quadratic, bounded by the list's maxItems (CRD rule)"),
                 ]
@@ -691,7 +694,8 @@ def _python_call(d: Declaration) -> str:
     if isinstance(d, NamedEntries):
         return (
             f"named_entries(obj, path={_path(d.path)!r}, name={d.name!r}, type_field={d.type!r}, "
-            f"untyped={d.untyped!r}, singletons={d.singletons!r}, messages={(d.singleton, d.first, d.unnamed)!r})"
+            f"untyped={d.untyped!r}, singletons={d.singletons!r}, messages={(d.singleton, d.first, d.unnamed)!r}, "
+            f"several={d.several!r}, label_stops={d.label_stops!r})"
         )
     if isinstance(d, IndexMaps):
         return (
@@ -1486,7 +1490,7 @@ def _entry_ids(d: RefersTo | IndexMaps | NamedEntries) -> tuple[str, ...]:
     if isinstance(d, IndexMaps):
         return (d.id, d.unknown_id, d.unlisted_id, d.index_id)
     if isinstance(d, NamedEntries):
-        return (d.singleton_id, d.required_id, d.label_id, d.unique_id)
+        return tuple(i for i in (d.singleton_id, d.required_id, d.label_id, d.unique_id) if i)
     return (d.id, d.unique_id) if d.unique_id else (d.id,)
 
 
@@ -1625,57 +1629,92 @@ def _index_maps_rules(d: IndexMaps) -> list[Rule]:
 
 
 def _named_entries_rules(d: NamedEntries) -> list[Rule]:
-    """``NamedEntries``: a CRD rule per singleton type on the list, the name required by a CRD rule on
-    each entry (reading the type through its default), the label by schema keywords, the names'
-    uniqueness by a CRD rule on the list."""
+    """``NamedEntries``: a CRD rule per singleton type on the list; the name required by a CRD rule on
+    each entry (reading the type through its default), or with ``several`` on the list; the label by
+    schema keywords; the names' uniqueness by a CRD rule on the list."""
     path = _path(d.path)
-    singleton, required, label, unique = d.summaries
-    kind = f"(has(self.{d.type}) && self.{d.type} != '' ? self.{d.type} : {cel_string(d.untyped)})"
-    named = f"(has(self.{d.name}) && self.{d.name} != '')"
-    before, after = _split(d.singleton, "type")
-    return [
-        Rule(
-            d.singleton_id,
-            singleton,
-            Where.CRD_RULE,
-            (
-                Produces(
-                    f"{d.path}[*].{d.type}",
-                    "INVALID",
-                    f"^{_escape(before)}({'|'.join(d.singletons)}){_escape(after)}",
-                    apiserver_drops=2,
-                ),
-            ),
-            tuple(
-                Placement(
-                    path,
-                    validation=Validation(
-                        rule=f"self.filter(t, has(t.{d.type}) && t.{d.type} == {cel_string(value)}).size() <= 1",
-                        # The webhook also names the first entry of the type: CEL's cost estimator cannot size an index.
-                        message=d.singleton.format(type=value),
-                    ),
-                )
-                for value in d.singletons
-            ),
-            why=AT_LIST,
-        ),
-        Rule(
-            d.required_id,
-            required,
-            Where.CRD_RULE,
-            (Produces(f"{d.path}[*].{d.name}", "REQUIRED", f"^({_escape(d.unnamed)})?$"),),
-            (
-                Placement(
-                    (*path, LIST_ITEMS),
-                    validation=Validation(
-                        rule=f"{kind} != {cel_string(d.untyped)} || {named}",
-                        message=d.unnamed,
-                        field_path=f".{d.name}",
-                        reason="FieldValueRequired",
+    summaries = list(d.summaries)
+    if len(summaries) != (4 if d.singleton_id else 3):
+        raise FormError(f"{d.id}: a summary for each of its rules")
+    if d.type and d.several:
+        raise FormError(f"{d.id}: a name required of typed entries in a list of any length")
+    out = []
+    if d.singleton_id:
+        before, after = _split(d.singleton, "type")
+        out.append(
+            Rule(
+                d.singleton_id,
+                summaries.pop(0),
+                Where.CRD_RULE,
+                (
+                    Produces(
+                        f"{d.path}[*].{d.type}",
+                        "INVALID",
+                        f"^{_escape(before)}({'|'.join(d.singletons)}){_escape(after)}",
+                        apiserver_drops=2,
                     ),
                 ),
-            ),
-        ),
+                tuple(
+                    Placement(
+                        path,
+                        validation=Validation(
+                            rule=f"self.filter(t, has(t.{d.type}) && t.{d.type} == {cel_string(value)}).size() <= 1",
+                            # The webhook also names the first entry of the type: CEL's cost estimator cannot
+                            # size an index.
+                            message=d.singleton.format(type=value),
+                        ),
+                    )
+                    for value in d.singletons
+                ),
+                why=AT_LIST,
+            )
+        )
+    required, label, unique = summaries
+    named = "(has({e}.{n}) && {e}.{n} != '')"
+    if d.several:
+        out.append(
+            Rule(
+                d.required_id,
+                required,
+                Where.CRD_RULE,
+                (Produces(f"{d.path}[*].{d.name}", "REQUIRED", _exact(d.unnamed), apiserver_drops=2),),
+                (
+                    Placement(
+                        path,
+                        validation=Validation(
+                            rule=f"size(self) <= 1 || self.all(p, has(p.{d.name}) && p.{d.name} != '')",
+                            message=d.unnamed,
+                            reason="FieldValueRequired",
+                        ),
+                    ),
+                ),
+                why=AT_LIST,
+            )
+        )
+    else:
+        holds = named.format(e="self", n=d.name)
+        detail = _exact(d.unnamed)
+        if d.type:
+            kind = f"(has(self.{d.type}) && self.{d.type} != '' ? self.{d.type} : {cel_string(d.untyped)})"
+            holds = f"{kind} != {cel_string(d.untyped)} || {holds}"
+            detail = f"^({_escape(d.unnamed)})?$"  # a typed entry's name: no detail
+        out.append(
+            Rule(
+                d.required_id,
+                required,
+                Where.CRD_RULE,
+                (Produces(f"{d.path}[*].{d.name}", "REQUIRED", detail),),
+                (
+                    Placement(
+                        (*path, LIST_ITEMS),
+                        validation=Validation(
+                            rule=holds, message=d.unnamed, field_path=f".{d.name}", reason="FieldValueRequired"
+                        ),
+                    ),
+                ),
+            )
+        )
+    out += [
         Rule(
             d.label_id,
             label,
@@ -1696,6 +1735,7 @@ def _named_entries_rules(d: NamedEntries) -> list[Rule]:
             why=AT_LIST,
         ),
     ]
+    return out
 
 
 REFERS_AT_LIST = "reported at the list (a rule on the lists' parent, which sees both, cannot name the item)"

@@ -865,16 +865,20 @@ def named_entries(
     untyped: str,
     singletons: tuple[str, ...],
     messages: tuple[str, str, str],
+    several: bool,
+    label_stops: bool,
 ) -> list[FieldError]:
-    """``NamedEntries``: entry by entry, a singleton type once, then the name set, a label, unique;
-    ``messages``: (singleton, first, unnamed)."""
+    """``NamedEntries``: entry by entry, a singleton type once, then the name set (``several``: in a
+    list of more than one entry), a label, unique; ``messages``: (singleton, first, unnamed)."""
     singleton, first, unnamed = messages
+    entries = get(obj, path)
+    many = isinstance(entries, list) and len(entries) > 1
     errors: list[FieldError] = []
     typed: dict[str, int] = {}
     names: set[str] = set()
     for index, item in _items(obj, path) or ():
         at = (*path, index)
-        kind = item.get(type_field)
+        kind = item.get(type_field) if type_field else None
         if isinstance(kind, str) and kind in singletons:
             if kind in typed:
                 words = singleton.format(type=kind) + first.format(first=typed[kind])
@@ -883,13 +887,15 @@ def named_entries(
                 typed[kind] = index
         value = item.get(name)
         if value is None or value == "":
-            errors.append(required((*at, name), unnamed if kind == untyped else ""))
+            if many or not several:
+                errors.append(required((*at, name), unnamed if not type_field or kind == untyped else ""))
             continue
         if not isinstance(value, str):
             continue  # the schema check reports the type
         if not is_dns1123_label(value):
             errors.extend(invalid((*at, name), value, problem) for problem in dns1123_label_problems(value))
-            continue
+            if label_stops:
+                continue
         if value in names:
             errors.append(duplicate((*at, name), value))
             continue

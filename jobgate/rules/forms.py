@@ -553,37 +553,42 @@ class IndexMaps:
 
 @dataclass(frozen=True)
 class NamedEntries:
-    """The entries of the list at ``path`` are named by their ``name`` and typed by their ``type``
-    (``untyped`` when unset or ""): DI-engine's tasks. Four rules, checked in one pass, entry by entry
-    (an entry's type, then its name):
+    """The entries of the list at ``path`` are named by their ``name`` (DI-engine's tasks, T9k's
+    service ports). Up to four rules, checked in one pass, entry by entry (an entry's type, then its
+    name); ``summaries``: one per rule, in this order:
 
-    - ``singleton_id``: at most one entry of each type of ``singletons`` (``Invalid value`` at a later
-      one's type, ``singleton`` with ``{type}``, then ``first`` with ``{first}``, the first one's index:
-      a CRD rule on the list, which says ``singleton`` only, cannot index a list by a computed value);
-    - ``required_id``: every entry has a name (``Required value`` at it; ``unnamed`` when the entry is
-      untyped, else no detail: a typed one is named after its type by a default);
+    - with ``singleton_id``: at most one entry of each type (``type``, ``untyped`` when unset or "")
+      of ``singletons`` (``Invalid value`` at a later one's type, ``singleton`` with ``{type}``, then
+      ``first`` with ``{first}``, the first one's index: a CRD rule on the list, which says
+      ``singleton`` only, cannot index a list by a computed value);
+    - ``required_id``: every entry has a name (``Required value`` at it; ``unnamed``, or with a
+      ``type`` no detail for a typed entry: a default names it after its type); with ``several``
+      only in a list of more than one entry (a service's one port needs no name);
     - ``label_id``: a name is a DNS-1123 label (each problem in Kubernetes' words; schema keywords);
     - ``unique_id``: no two entries of one name (``Duplicate value`` at the later one's).
 
-    A name missing, not a string or not a label is checked no further."""
+    A name missing or not a string is checked no further; one that is no label neither, unless
+    ``label_stops`` is False (its duplicates are reported too)."""
 
-    summaries: tuple[str, str, str, str]
+    summaries: tuple[str, ...]
     path: str
     name: str
-    type: str
-    untyped: str
-    singletons: tuple[str, ...]
-    singleton_id: str
-    singleton: str
-    first: str
     required_id: str
     unnamed: str
     label_id: str
     unique_id: str
+    type: str = ""
+    untyped: str = ""
+    singletons: tuple[str, ...] = ()
+    singleton_id: str = ""
+    singleton: str = ""
+    first: str = ""
+    several: bool = False
+    label_stops: bool = True
 
     @property
     def id(self) -> str:
-        return self.singleton_id
+        return self.singleton_id or self.required_id
 
 
 ENTRY_FORMS = (RefersTo, IndexMaps, NamedEntries)

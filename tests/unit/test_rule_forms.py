@@ -31,6 +31,7 @@ from jobgate.rules.forms import (
     IndexMaps,
     KnownKeys,
     MaxItems,
+    NamedEntries,
     RefersTo,
     RequiredField,
     RequiredRoles,
@@ -830,3 +831,87 @@ def test_maps_of_entries_to_their_indices_map_by_map():
     )
     listed = rules["crew/shift-listed"].placements[0]
     assert listed.at == ("spec", "shifts", "[]") and listed.validation.rule == "self.all(t, size(self[t]) > 0)"
+
+
+TASKS = NamedEntries(
+    ("one lead", "a plain task has a name", "names are labels", "names unique"),
+    "spec.tasks",
+    "name",
+    required_id="t/name-required",
+    unnamed="a plain task needs a name",
+    label_id="t/name",
+    unique_id="t/names-unique",
+    type="kind",
+    untyped="plain",
+    singletons=("lead",),
+    singleton_id="t/one-lead",
+    singleton="only one {type} task",
+    first=" (tasks[{first}] is one)",
+)
+PORTS = NamedEntries(
+    ("ports named", "port names are labels", "port names unique"),
+    "spec.ports",
+    "name",
+    required_id="p/name-required",
+    unnamed="name each of several ports",
+    label_id="p/name",
+    unique_id="p/names-unique",
+    several=True,
+    label_stops=False,
+)
+
+
+def test_named_entries_entry_by_entry():
+    declared = Declarations((TASKS, PORTS))
+    namespace: dict[str, object] = {}
+    exec(compile(declared_module_text([("t.example.com", "T", declared)]), "t", "exec"), namespace)
+    validate = namespace["validate_t_t_example_com"]
+    rules = {r.id: r for r in declared.rules()}
+    tasks = [
+        {"kind": "lead", "name": "a"},
+        {"kind": "lead"},  # a later lead; typed, so its missing name has no detail
+        {"name": "B_b"},
+        {"kind": "plain", "name": "a"},
+        {"kind": "plain", "name": ""},  # (read defaulted: the webhook defaults a "" kind first)
+        {"name": 3},
+        {"name": "B_b"},  # not a label: no duplicate either
+    ]
+    ports = [{"name": "x"}, {}, {"name": "X"}, {"name": "X"}, "p"]
+    errors = validate({"spec": {"tasks": tasks, "ports": ports}}, None)
+    for error in errors:
+        assert [i for i, r in rules.items() if r.explains(error)], str(error)
+    label = "a lowercase RFC 1123 label must consist of lower case alphanumeric characters or '-', and must start"
+    assert [str(e).split(label)[0] for e in errors] == [
+        'spec.tasks[1].kind: Invalid value: "lead": only one lead task (tasks[0] is one)',
+        "spec.tasks[1].name: Required value",
+        'spec.tasks[2].name: Invalid value: "B_b": ',
+        'spec.tasks[3].name: Duplicate value: "a"',
+        "spec.tasks[4].name: Required value: a plain task needs a name",
+        'spec.tasks[6].name: Invalid value: "B_b": ',
+        "spec.ports[1].name: Required value: name each of several ports",
+        'spec.ports[2].name: Invalid value: "X": ',
+        'spec.ports[3].name: Invalid value: "X": ',
+        'spec.ports[3].name: Duplicate value: "X"',
+    ]
+    # One port needs no name.
+    assert validate({"spec": {"ports": [{}]}}, None) == []
+    assert list(rules) == [
+        "t/one-lead",
+        "t/name-required",
+        "t/name",
+        "t/names-unique",
+        "p/name-required",
+        "p/name",
+        "p/names-unique",
+    ]
+    assert rules["t/one-lead"].placements[0].validation.rule == (
+        "self.filter(t, has(t.kind) && t.kind == 'lead').size() <= 1"
+    )
+    assert rules["t/name-required"].placements[0].validation.rule == (
+        "(has(self.kind) && self.kind != '' ? self.kind : 'plain') != 'plain' || (has(self.name) && self.name != '')"
+    )
+    several = rules["p/name-required"].placements[0]
+    assert several.at == ("spec", "ports") and several.validation.rule.startswith("size(self) <= 1 || ")
+    assert rules["p/name"].where is Where.SCHEMA and rules["p/names-unique"].where is Where.CRD_RULE
+    with pytest.raises(FormError):  # a summary per rule
+        Declarations((NamedEntries(("x",), "spec.ports", "name", "a", "b", "c", "d"),)).rules()

@@ -27,7 +27,6 @@ from jobgate.generate.cel.catalogue import (
     Validation,
     Where,
     cel_raw_string,
-    unique_field,
 )
 from jobgate.generate.cel.jobmeta import NAME, derived_names_rule
 from jobgate.generate.cel.podtemplate import TemplateSite, pod_template_rules
@@ -68,7 +67,7 @@ def rules(kind: JobKind) -> list[Rule]:
         *_replica_type_rules(),
         *_declared(t9k.FINISH_RULES),
         *_declared(t9k.RUN_MODE_RULES),
-        *_service_port_rules(),
+        *_declared(t9k.PORT_RULES),
         *_update_rules(),
         *_declared(t9k.LAST_RULES),
         *pod_template_rules(site),
@@ -142,59 +141,6 @@ def _replica_type_rules() -> list[Rule]:
             Where.SCHEMA,
             (Produces("spec.replicaSpecs[*].type", "INVALID", _LABEL_PROBLEM),),
             (Placement((*SPEC, "type"), {"pattern": OPTIONAL_LABEL_PATTERN, "maxLength": LABEL_MAX_LENGTH}),),
-        ),
-    ]
-
-
-def _service_port_rules() -> list[Rule]:
-    return [
-        Rule(
-            "genericjob/service-port-names-required",
-            "each port of a service of more than one port has a name",
-            Where.CRD_RULE,
-            (
-                Produces(
-                    "spec.service.ports[*].name",
-                    "REQUIRED",
-                    "^a service with more than one port needs a name for each$",
-                    apiserver_drops=2,
-                ),
-            ),
-            (
-                Placement(
-                    PORTS,
-                    validation=Validation(
-                        rule="size(self) <= 1 || self.all(p, has(p.name) && p.name != '')",
-                        message="a service with more than one port needs a name for each",
-                        reason="FieldValueRequired",
-                    ),
-                ),
-            ),
-            why="reported at the list (a rule on a list cannot name the item)",
-        ),
-        Rule(
-            "genericjob/service-port-names",
-            "service port names are DNS-1123 labels",
-            Where.SCHEMA,
-            (Produces("spec.service.ports[*].name", "INVALID", _LABEL_PROBLEM),),
-            (
-                Placement(
-                    (*PORTS, LIST_ITEMS, "name"), {"pattern": OPTIONAL_LABEL_PATTERN, "maxLength": LABEL_MAX_LENGTH}
-                ),
-            ),
-        ),
-        Rule(
-            "genericjob/service-port-names-unique",
-            "service port names unique",
-            Where.CRD_RULE,
-            (Produces("spec.service.ports[*].name", "DUPLICATE", apiserver_drops=2),),
-            (
-                Placement(
-                    PORTS,
-                    validation=unique_field("name", empty_counts=False),
-                ),
-            ),
-            why="reported at the list (a rule on a list cannot name the item)",
         ),
     ]
 

@@ -23,6 +23,7 @@ from jobgate.rules.forms import (
     DefaultItemField,
     Immutable,
     IndexMaps,
+    NamedEntries,
     RefersTo,
     RequiredField,
     UniqueBy,
@@ -110,6 +111,22 @@ GENERIC_JOB: tuple[Declaration, ...] = (
         unique_id="genericjob/run-mode-types-unique",
         unique_summary="one debug or resume setting per replica type",
         why="reported at the list (a rule on spec, which sees the replica types, cannot name the item)",
+    ),
+    # Reported where rules.py calls it: after the service's bound.
+    NamedEntries(
+        (
+            "each port of a service of more than one port has a name",
+            "service port names are DNS-1123 labels",
+            "service port names unique",
+        ),
+        "spec.service.ports",
+        "name",
+        required_id="genericjob/service-port-names-required",
+        unnamed="a service with more than one port needs a name for each",
+        label_id="genericjob/service-port-names",
+        unique_id="genericjob/service-port-names-unique",
+        several=True,
+        label_stops=False,
     ),
     # Reported after the rules written by hand (rules.py), which skip an entry without a type.
     RequiredField(

@@ -13,10 +13,8 @@ from jobgate._generated import declared_rules
 from jobgate.api.constants import T9K_GROUP, T9K_VERSION
 from jobgate.engine.fielderrors import (
     FieldPath,
-    duplicate,
     forbidden,
     invalid,
-    required,
     too_many,
 )
 from jobgate.engine.findings import Findings
@@ -57,6 +55,11 @@ FINISH_RULES = (
     "genericjob/finish-rule-types",
     "genericjob/finish-rule-indices-listed",
     "genericjob/finish-rule-indices",
+)
+PORT_RULES = (
+    "genericjob/service-port-names-required",
+    "genericjob/service-port-names",
+    "genericjob/service-port-names-unique",
 )
 RUN_MODE_RULES = ("genericjob/run-mode-types", "genericjob/run-mode-types-unique")
 LAST_RULES = (
@@ -164,7 +167,12 @@ class GenericJobKind:
         found.errors.extend(
             declared_rules.validate_genericjob_batch_tensorstack_dev(obj, None, (*FINISH_RULES, *RUN_MODE_RULES))
         )
-        _check_service(spec.get("service"), found)
+        service = spec.get("service")
+        ports = service.get("ports") if isinstance(service, dict) else None
+        if isinstance(ports, list) and len(ports) > MAX_SERVICE_PORTS:
+            found.errors.append(too_many(("spec", "service", "ports"), len(ports), MAX_SERVICE_PORTS))
+        # The ports' names, declared in declared.py.
+        found.errors.extend(declared_rules.validate_genericjob_batch_tensorstack_dev(obj, None, PORT_RULES))
         stored = old if old is not None and isinstance(old.get("spec"), dict) else None
         if stored is not None:
             _check_update(spec, stored["spec"], found)
@@ -216,31 +224,6 @@ def default_success_rules(counts: dict[str, int]) -> list[dict[str, list[int]]]:
 def default_failure_rules(counts: dict[str, int]) -> list[dict[str, list[int]]]:
     """One rule per replica: the job fails when any replica failed beyond its restart limit."""
     return [{rtype: [index]} for rtype, count in counts.items() for index in range(count)]
-
-
-def _check_service(service: Any, found: Findings) -> None:
-    ports = service.get("ports") if isinstance(service, dict) else None
-    if not isinstance(ports, list):
-        return
-    if len(ports) > MAX_SERVICE_PORTS:
-        found.errors.append(too_many(("spec", "service", "ports"), len(ports), MAX_SERVICE_PORTS))
-    names: set[str] = set()
-    for index, port in enumerate(ports):
-        if not isinstance(port, dict):
-            continue
-        path: FieldPath = ("spec", "service", "ports", index, "name")
-        name = port.get("name")
-        if name is None or name == "":
-            if len(ports) > 1:
-                found.errors.append(required(path, "a service with more than one port needs a name for each"))
-            continue
-        if not isinstance(name, str):
-            continue
-        if not is_dns1123_label(name):
-            found.errors.extend(invalid(path, name, p) for p in dns1123_label_problems(name))
-        if name in names:
-            found.errors.append(duplicate(path, name))
-        names.add(name)
 
 
 def _immutable_replicas(replica_specs: Any) -> list[tuple[Any, Any]]:
