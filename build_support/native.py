@@ -60,6 +60,8 @@ SHARED_COMPILED_MODULES = (
     # run by the families' compiled rules for every review.
     "jobgate.rules.declared",
     "jobgate._generated.declared_rules",
+    # The per-entry scopes' checks, called by the pod template's loops for every container.
+    "jobgate._generated.scoped_rules",
 )
 
 

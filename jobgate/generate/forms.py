@@ -6,12 +6,14 @@ Each form is compiled here once; a family lists declarations, never CEL or a che
 
 from __future__ import annotations
 
+import dataclasses
 import itertools
 import os
 import re
 from collections.abc import Iterable, Sequence
 
 from jobgate import _generated
+from jobgate.engine.fielderrors import not_supported
 from jobgate.generate.cel.catalogue import (
     LIST_ITEMS,
     MAP_VALUES,
@@ -64,6 +66,8 @@ from jobgate.rules.forms import (
     SameAll,
     SameUnlessBoth,
     Scalar,
+    Scope,
+    ScopeSite,
     Shape,
     StringField,
     Subdomain,
@@ -75,7 +79,10 @@ from jobgate.rules.names import (
     DNS1123_LABEL_MESSAGE,
     DNS1123_SUBDOMAIN,
     DNS1123_SUBDOMAIN_MESSAGE,
+    ENV_VAR_NAME_MESSAGE,
     LABEL_MAX_LENGTH,
+    PORT_NAME_MAX_LENGTH,
+    PORT_NAME_PROBLEMS,
     SUBDOMAIN_MAX_LENGTH,
     max_length_message,
 )
@@ -811,6 +818,25 @@ def cost_report(kinds: Iterable[tuple[str, str, Declarations]]) -> list[str]:
 OPTIONAL_LABEL_PATTERN = "^([a-z0-9]([-a-z0-9]*[a-z0-9])?)?$"
 LABEL_PROBLEM = "^(" + re.escape(DNS1123_LABEL_MESSAGE) + "|must be no more than 63 )"
 
+# The names of Kubernetes' validation a StringField's ``syntax`` (``label``) checks: the schema
+# keywords that refuse the same values (in the apiserver's words) and every problem the webhook says.
+# The IANA service name rules without look-arounds (the schema's regular expressions are RE2): groups
+# of letters and digits joined by single hyphens, one letter at least; empty means no name.
+PORT_NAME_PATTERN = "^(([a-z0-9]+-)*[0-9]*[a-z][a-z0-9]*(-[a-z0-9]+)*)?$"
+ENV_VAR_NAME_PATTERN = "^[ -<>-~]+$"  # printable ASCII except '='
+SYNTAXES: dict[str, tuple[dict[str, object], tuple[str, ...]]] = {
+    "label": (
+        {"pattern": OPTIONAL_LABEL_PATTERN, "maxLength": LABEL_MAX_LENGTH},
+        (max_length_message(LABEL_MAX_LENGTH), DNS1123_LABEL_MESSAGE),
+    ),
+    "port-name": (
+        {"pattern": PORT_NAME_PATTERN, "maxLength": PORT_NAME_MAX_LENGTH},
+        (max_length_message(PORT_NAME_MAX_LENGTH), *PORT_NAME_PROBLEMS),
+    ),
+    # "" is refused by the pattern too: such a name is a RequiredField's (empty_is_unset) in the webhook.
+    "env-var-name": ({"pattern": ENV_VAR_NAME_PATTERN}, (ENV_VAR_NAME_MESSAGE,)),
+}
+
 _STEP = re.compile(r"\[\*\]|\{\*\}|\[[^\]*]+\]|[^.\[\]{}]+")
 WILDCARDS = ("[*]", "{*}")
 
@@ -984,9 +1010,12 @@ def _field_parts(d: FieldForm) -> tuple[list[Produces], list[Placement], bool]:
                 )
             )
         elif isinstance(d, RequiredField):
-            if site.plain and not d.message and not d.empty_is_unset:
+            if site.plain and not d.message and (not d.empty_is_unset or d.string):
                 produces.append(Produces(site.produced, "REQUIRED", "^$"))
                 placements.append(Placement(site.location, {"required": [site.target[0]]}))
+                if d.empty_is_unset:
+                    # A string's "": the apiserver refuses it in its own words (at least 1 chars long).
+                    placements.append(Placement((*site.location, site.target[0]), {"minLength": 1}))
                 continue
             _needs_message(d, site)
             holds = f"{site.is_set()} && {field} != ''" if d.empty_is_unset else site.is_set()
@@ -1005,10 +1034,12 @@ def _field_parts(d: FieldForm) -> tuple[list[Produces], list[Placement], bool]:
         elif isinstance(d, FieldBound):
             if d.minimum is None and d.maximum is None:
                 raise FormError(f"{d.id}: a bound needs a minimum or a maximum")
-            if site.plain and not d.message:
+            if site.plain and (not d.message or d.keyword):
                 bounds = {k: v for k, v in (("minimum", d.minimum), ("maximum", d.maximum)) if v is not None}
                 produces.append(
-                    Produces(site.produced, "INVALID", "^.* in body should be (greater|less) than or equal to ")
+                    Produces(site.produced, "INVALID", _exact(d.message))
+                    if d.message
+                    else Produces(site.produced, "INVALID", "^.* in body should be (greater|less) than or equal to ")
                 )
                 placements.append(Placement((*site.location, site.target[0]), bounds))
                 continue
@@ -1021,18 +1052,16 @@ def _field_parts(d: FieldForm) -> tuple[list[Produces], list[Placement], bool]:
             produces.append(Produces(site.produced, "INVALID", _exact(d.message)))
             placements.append(Placement(site.location, validation=site.validation(holds, d.message)))
         else:
-            if d.label:
+            if d.label or d.syntax:
                 if d.pattern or d.enum or d.min_length is not None or d.max_length is not None or d.message:
                     raise FormError(f"{d.id}: a label says its own pattern, length and words")
                 if not site.plain:
                     raise FormError(f"{d.id}: a label is checked by schema keywords: a field, no condition")
-                produces.append(Produces(site.produced, "INVALID", LABEL_PROBLEM))
-                placements.append(
-                    Placement(
-                        (*site.location, site.target[0]),
-                        {"pattern": OPTIONAL_LABEL_PATTERN, "maxLength": LABEL_MAX_LENGTH},
-                    )
-                )
+                if (d.syntax or "label") not in SYNTAXES or (d.label and d.syntax):
+                    raise FormError(f"{d.id}: no syntax {d.syntax!r} (one of {sorted(SYNTAXES)})")
+                keywords, messages = SYNTAXES[d.syntax or "label"]
+                produces += [Produces(site.produced, "INVALID", _exact(m)) for m in messages]
+                placements.append(Placement((*site.location, site.target[0]), dict(keywords)))
                 continue
             if not (d.pattern or d.enum or d.min_length is not None or d.max_length is not None):
                 raise FormError(f"{d.id}: a string form needs a pattern, a length or values")
@@ -1049,7 +1078,9 @@ def _field_parts(d: FieldForm) -> tuple[list[Produces], list[Placement], bool]:
                     produces.append(Produces(site.produced, "TOO_LONG"))
                 if d.enum:
                     keywords["enum"] = list(d.enum)
-                    produces.append(Produces(site.produced, "NOT_SUPPORTED"))
+                    produces.append(
+                        Produces(site.produced, "NOT_SUPPORTED", _exact(not_supported((), "", d.enum).detail))
+                    )
                 placements.append(Placement((*site.location, site.target[0]), keywords))
                 continue
             _needs_message(d, site)
@@ -1096,13 +1127,20 @@ def _field_calls(d: FieldForm) -> list[str]:
             calls.append(f"at_most_one_of(obj, {where}, fields={d.fields!r}, message={d.message!r})")
         elif isinstance(d, RequiredField | ForbiddenField):
             function = "required_field" if isinstance(d, RequiredField) else "forbidden_field"
-            calls.append(f"{function}(obj, {where}, empty_is_unset={d.empty_is_unset!r}, message={d.message!r})")
+            string = ", string=True" if isinstance(d, RequiredField) and d.string else ""
+            calls.append(
+                f"{function}(obj, {where}, empty_is_unset={d.empty_is_unset!r}, message={d.message!r}{string})"
+            )
         elif isinstance(d, FieldBound):
-            calls.append(f"field_bound(obj, {where}, bounds={(d.minimum, d.maximum)!r}, message={d.message!r})")
+            integer = ", integer=True" if d.integer else ""
+            calls.append(
+                f"field_bound(obj, {where}, bounds={(d.minimum, d.maximum)!r}, message={d.message!r}{integer})"
+            )
         else:
+            more = (f", syntax={d.syntax!r}" if d.syntax else "") + (", string=True" if d.string else "")
             calls.append(
                 f"string_field(obj, {where}, pattern={d.pattern!r}, lengths={(d.min_length, d.max_length)!r}, "
-                f"enum={d.enum!r}, message={d.message!r}, label={d.label!r})"
+                f"enum={d.enum!r}, message={d.message!r}, label={d.label!r}{more})"
             )
     return calls
 
@@ -1116,6 +1154,267 @@ def _field_cost(d: FieldForm) -> str:
     if isinstance(d, StringField) and d.pattern:
         return f"linear in the string's length (CRD rule{each})"
     return f"constant (CRD rule{each})"
+
+
+# --- per-entry scopes (jobgate/rules/forms.py's Scope) ------------------------------------------------
+#
+# A scope's declarations are compiled twice: once relative to the entry, to the Python function the
+# hand-written loop calls per entry, and once per site, as the same declarations with the site's path
+# in front, to the catalogue's records and placements (so a scope says at each site what a family's
+# own declaration there would).
+
+SCOPED_TABLE = os.path.join(os.path.dirname(_generated.__file__), "scoped_rules.py")
+
+
+def _prefixed(path: str | tuple[str, ...], prefix: str) -> str | tuple[str, ...]:
+    if isinstance(path, str):
+        return f"{prefix}.{path}"
+    return tuple(f"{prefix}.{p}" for p in path)
+
+
+class ScopeDeclarations:
+    """A scope's declarations: its generated function, and its rules at each site."""
+
+    def __init__(self, scope: Scope) -> None:
+        self.scope = scope
+        if not re.fullmatch(r"[a-z][a-z0-9_]*", scope.name):
+            raise FormError(f"a scope's name is a Python name: {scope.name!r}")
+        for d in scope.declared:
+            if not isinstance(d, FIELD_FORMS):
+                raise FormError(f"{d.id}: a scope holds field declarations (paths relative to the entry)")
+            for path in _paths(d):
+                _Site(d, path)  # refuses a path or condition its form cannot compile
+        # The ids as one site fills them: checked as a kind's are (field forms may share one).
+        self.at(ScopeSite(scope, "spec.entries[*]", ()))
+
+    def at(self, site: ScopeSite) -> Declarations:
+        """The declarations at ``site``: paths from the object's root, ids and summaries filled."""
+        if site.scope != self.scope:
+            raise FormError(f"a site of {site.scope.name} given to {self.scope.name}")
+        names = _Names(site.names)
+        out: list[Declaration] = []
+        for d in self.scope.declared:
+            changes: dict[str, object] = {
+                "id": d.id.format_map(names),
+                "summary": d.summary.format_map(names),
+                "path": _prefixed(d.path, site.path),
+            }
+            when = getattr(d, "when", None)
+            if when is not None:
+                changes["when"] = When(f"{site.path}.{when.path}", when.value)
+            out.append(dataclasses.replace(d, **changes))  # type: ignore[arg-type]
+        return Declarations(out)
+
+    def rules_at(self, site: ScopeSite) -> list[Rule]:
+        """The catalogue's records of the scope at ``site`` (in declaration order)."""
+        return self.at(site).rules()
+
+    def cost(self, site: ScopeSite) -> list[tuple[str, str]]:
+        return self.at(site).cost()
+
+    def python_function(self) -> tuple[list[str], set[str]]:
+        """The lines of ``check_<name>`` and the names it imports."""
+        name = self.scope.name
+        lines = [
+            "",
+            "",
+            f"def check_{name}(",
+            "    entry: dict[str, Any],",
+            "    path: FieldPath,",
+            "    errors: list[FieldError],",
+            "    index: int = -1,",
+            "    only: tuple[str, ...] = (),",
+            ") -> None:",
+            f'    """One {self.scope.entry} at ``path`` (with ``index``, the entry ``index`` of the list at ``path``:',
+            "    the entry's path is built only for an error): its declared rules' errors added to ``errors``,",
+            '    in declaration order (``only``: of these ids alone, for a loop that reports around them)."""',
+        ]
+        body, imports = self._body(each=False)
+        lines += body
+        # The same checks over a whole list, for a loop that reports nothing between its entries.
+        lines += [
+            "",
+            "",
+            f"def check_each_{name}(items: list[Any], path: FieldPath, errors: list[FieldError]) -> None:",
+            f'    """Each {self.scope.entry} of the list at ``path``, as ``check_{name}``; an entry that is no object',
+            '    is refused (``must be of type object``)."""',
+            "    for index, entry in enumerate(items):",
+            "        if type(entry) is not dict:",
+            '            errors.append(invalid((*path, index), entry, "must be of type object"))',
+            "            continue",
+        ]
+        body, more = self._body(each=True)
+        lines += [f"    {line}" for line in body]
+        return lines, imports | more | {"invalid"}
+
+    def _body(self, *, each: bool) -> tuple[list[str], set[str]]:
+        lines: list[str] = []
+        imports: set[str] = set()
+        current, fetched = "", ""
+        for d in self.scope.declared:
+            body, needs = _scoped_python(d, each=each)
+            imports |= needs
+            if d.id != current:
+                # Declarations of one id side by side are one test of ``only`` (none over a list).
+                if not each:
+                    lines.append(f"    if not only or {d.id!r} in only:")
+                current, fetched = d.id, ""
+            if body[0].startswith("value = ") and body[0] == fetched:
+                body = body[1:]  # the same field, read once (no check writes it)
+            fetched = body[0] if body[0].startswith("value = ") else fetched
+            lines += [("    " if each else "        ") + line for line in body]
+        return lines, imports
+
+
+class _Names(dict[str, str]):
+    """A site's words for the placeholders; one it does not fill stays as written."""
+
+    def __missing__(self, key: str) -> str:
+        return "{" + key + "}"
+
+
+def scope_rules(*sites: ScopeSite) -> list[Rule]:
+    """The catalogue's records of scopes at their sites, compiled together: declarations of one id
+    are one rule, wherever they are (a loop that reports between two checks of an entry calls two
+    scopes, whose declarations may be one rule's)."""
+    declared: list[Declaration] = []
+    for site in sites:
+        declared += ScopeDeclarations(site.scope).at(site).declared
+    return Declarations(declared).rules()
+
+
+def _inline_site(d: FieldForm) -> str | None:
+    """The entry's own field that ``d`` checks, when its check can be written inline (one field of
+    the entry, no condition, no map key): the hot path of a loop over entries."""
+    if isinstance(d, AtMostOneOf) or not isinstance(d.path, str):
+        return None
+    site = _Site(d, d.path)
+    if site.scope or not site.plain:
+        return None
+    return site.target[0]
+
+
+def _scoped_python(d: FieldForm, *, each: bool = False) -> tuple[list[str], set[str]]:
+    """The lines that check one declaration of a scope on ``entry`` at ``path`` (``each``: the entry
+    ``index`` of the list at ``path``), and their imports. Inline for the forms of the hot path (a
+    field of the entry); otherwise the form's function, run on the entry, its errors rebased."""
+    field = _inline_site(d)
+    at = f"(*path, index, {field!r})" if each else f"((*path, {field!r}) if index < 0 else (*path, index, {field!r}))"
+    if field is not None and isinstance(d, RequiredField):
+        message = f", {d.message!r}" if d.message else ""
+        unset = 'value is None or value == ""' if d.empty_is_unset else "value is None"
+        if d.string:
+            valid = "type(value) is not str or not value" if d.empty_is_unset else "type(value) is not str"
+            # Valid values take the shortest way: one type test.
+            return [
+                f"value = entry.get({field!r})",
+                f"if {valid}:",
+                f"    if {unset}:",
+                f"        errors.append(required({at}{message}))",
+                "    else:",
+                f'        errors.append(invalid({at}, value, "must be of type string"))',
+            ], {"required", "invalid"}
+        return [
+            f"value = entry.get({field!r})",
+            f"if {unset}:",
+            f"    errors.append(required({at}{message}))",
+        ], {"required"}
+    if field is not None and isinstance(d, StringField) and (d.label or d.syntax):
+        is_one, problems = _SYNTAX_FUNCTIONS[d.syntax or "label"]
+        lines = [
+            f"value = entry.get({field!r})",
+            "if type(value) is str:",
+            f"    if value and not {is_one}(value):",
+            f"        errors.extend([invalid({at}, value, problem) for problem in {problems}(value)])",
+        ]
+        if d.string:
+            lines += ["elif value is not None:", f'    errors.append(invalid({at}, value, "must be of type string"))']
+        return lines, {"invalid", is_one, problems}
+    only_enum = isinstance(d, StringField) and d.enum and not (d.pattern or d.message or d.min_length or d.max_length)
+    if field is not None and isinstance(d, StringField) and only_enum:
+        # A string (or, with ``string``, anything but null) that is none of the values.
+        given = "value is not None" if d.string else "type(value) is str"
+        return [
+            f"value = entry.get({field!r})",
+            f"if {given} and value not in {d.enum!r}:",
+            f"    errors.append(not_supported({at}, value, {d.enum!r}))",
+        ], {"not_supported"}
+    if field is not None and isinstance(d, FieldBound) and d.integer and d.message:
+        within = (
+            (f"{d.minimum} <= " if d.minimum is not None else "")
+            + "value"
+            + (f" <= {d.maximum}" if d.maximum is not None else "")
+        )
+        # Valid values take the shortest way: a type test and a comparison.
+        return [
+            f"value = entry.get({field!r})",
+            f"if value is not None and not (type(value) is int and {within}):",
+            f"    errors.append(invalid({at}, value, {d.message!r}))",
+        ], {"invalid"}
+    calls = _field_calls(d)
+    lines = []
+    entry_path = "(*path, index)" if each else "((*path, index) if index >= 0 else path)"
+    for call in calls:
+        lines += [
+            f"for error in {call.replace('(obj, ', '(entry, ', 1)}:",
+            f"    errors.append(rebased({entry_path}, error))",
+        ]
+    function = calls[0].split("(", 1)[0]
+    return lines, {function, "rebased"}
+
+
+_SYNTAX_FUNCTIONS = {
+    "label": ("is_dns1123_label", "dns1123_label_problems"),
+    "port-name": ("is_port_name", "port_name_problems"),
+    "env-var-name": ("is_env_var_name", "env_var_name_problems"),
+}
+_SCOPED_IMPORTS = {
+    "is_port_name": "jobgate.rules.names",
+    "port_name_problems": "jobgate.rules.names",
+    "is_env_var_name": "jobgate.rules.names",
+    "env_var_name_problems": "jobgate.rules.names",
+    "required": "jobgate.engine.fielderrors",
+    "invalid": "jobgate.engine.fielderrors",
+    "not_supported": "jobgate.engine.fielderrors",
+    "is_dns1123_label": "jobgate.rules.names",
+    "dns1123_label_problems": "jobgate.rules.names",
+}
+
+
+def scoped_module_text(scopes: Iterable[Scope]) -> str:
+    """``jobgate/_generated/scoped_rules.py``: a function ``check_<name>`` per scope. It imports only
+    what its checks call (no declaration, no ``dataclasses`` or ``typing`` at run time: start-up)."""
+    functions: list[str] = []
+    imports: set[str] = set()
+    for scope in sorted(scopes, key=lambda s: s.name):
+        lines, needs = ScopeDeclarations(scope).python_function()
+        functions += lines
+        imports |= needs
+    modules: dict[str, list[str]] = {}
+    for name in sorted(imports):
+        modules.setdefault(_SCOPED_IMPORTS.get(name, "jobgate.rules.declared"), []).append(name)
+    out = [
+        '"""Generated by `jobgate manifests generate` from the per-entry scopes; do not edit.',
+        "",
+        "Each scope's declared rules (jobgate/rules/forms.py's Scope) as one function that a hand-written",
+        'loop calls for each entry, where the checks of the entry run (docs/rule-forms.md)."""',
+        "",
+        "from __future__ import annotations",
+        "",
+    ]
+    for module in sorted(modules):
+        out += [f"from {module} import (", *(f"    {n}," for n in modules[module]), ")"]
+    out += [
+        "",
+        "TYPE_CHECKING = False",
+        "if TYPE_CHECKING:",
+        "    from typing import Any",
+        "",
+        "    from jobgate.engine.fielderrors import FieldError, FieldPath",
+        *functions,
+        "",
+    ]
+    return "\n".join(out)
 
 
 # --- forms only Volcano's rules use (jobgate/rules/forms.py's last block) ---------------------------

@@ -30,7 +30,15 @@ from jobgate.engine.fielderrors import (
 )
 from jobgate.engine.jsonpatch import PatchRecorder
 from jobgate.rules.jobmeta import as_int
-from jobgate.rules.names import dns1123_label_problems, dns1123_subdomain_problems, is_dns1123_label
+from jobgate.rules.names import (
+    dns1123_label_problems,
+    dns1123_subdomain_problems,
+    env_var_name_problems,
+    is_dns1123_label,
+    is_env_var_name,
+    is_port_name,
+    port_name_problems,
+)
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING, without importing typing at run time (start-up)
 if TYPE_CHECKING:
@@ -42,6 +50,7 @@ if TYPE_CHECKING:
     Condition = tuple[tuple[str, ...], Any]
 
 MISSING: Any = object()
+MUST_BE_STRING = "must be of type string"
 
 
 def get(obj: Any, path: tuple[str, ...]) -> Any:
@@ -357,17 +366,26 @@ def field_presence(
     empty_is_unset: bool,
     message: str,
     must_be_set: bool,
+    string: bool = False,
 ) -> list[FieldError]:
-    """``RequiredField`` (``must_be_set``: the field set, not "" with ``empty_is_unset``) and
-    ``ForbiddenField`` (not set, "" unset with ``empty_is_unset``), where the condition holds."""
+    """``RequiredField`` (``must_be_set``: the field set, not "" with ``empty_is_unset``; with
+    ``string``, a string) and ``ForbiddenField`` (not set, "" unset with ``empty_is_unset``), where
+    the condition holds."""
     errors = []
     for path, value in _targets(obj, scope, target, when):
         unset = value is MISSING or (empty_is_unset and value == "")
         if must_be_set and unset:
             errors.append(required(path, message))
+        elif must_be_set and string and type(value) is not str:
+            errors.append(invalid(path, value, MUST_BE_STRING))
         elif not must_be_set and not unset:
             errors.append(forbidden(path, message))
     return errors
+
+
+def rebased(base: FieldPath, error: FieldError) -> FieldError:
+    """The error of a check run on an entry (a scope's), at the entry's path ``base``."""
+    return FieldError(error.type, (*base, *error.path), error.value, error.detail)
 
 
 def required_field(obj: Any, **where: Any) -> list[FieldError]:
@@ -388,11 +406,17 @@ def field_bound(
     when: Condition | None,
     bounds: tuple[int | None, int | None],
     message: str,
+    integer: bool = False,
 ) -> list[FieldError]:
-    """``FieldBound``: an integer within bounds; ``message``, or the apiserver's words for them."""
+    """``FieldBound``: an integer within bounds; ``message``, or the apiserver's words for them.
+    ``integer``: another type is refused with ``message`` too."""
     low, high = bounds
     errors = []
     for path, given in _targets(obj, scope, target, when):
+        if integer:
+            if type(given) is not int or (low is not None and given < low) or (high is not None and given > high):
+                errors.append(invalid(path, given, message))
+            continue
         value = as_int(given)
         if value is None:
             continue
@@ -417,18 +441,23 @@ def string_field(
     enum: tuple[str, ...],
     message: str,
     label: bool = False,
+    syntax: str = "",
+    string: bool = False,
 ) -> list[FieldError]:
     """``StringField``: a string of the pattern, lengths and values; with ``message`` one error
-    saying it, else each broken check in the apiserver's words for its schema keyword. ``label``:
-    a DNS-1123 label, each problem in Kubernetes' words ("" passes)."""
+    saying it, else each broken check in the apiserver's words for its schema keyword. ``label``
+    (``syntax``: "port-name", "env-var-name"): a DNS-1123 label, each problem in Kubernetes' words
+    ("" passes). ``string``: another type refused (``Unsupported value`` with ``enum``)."""
     low, high = lengths
     errors: list[FieldError] = []
     for path, value in _targets(obj, scope, target, when):
         if not isinstance(value, str):
+            if string and value is not MISSING:
+                errors.append(not_supported(path, value, enum) if enum else invalid(path, value, MUST_BE_STRING))
             continue
-        if label:
-            if value and not is_dns1123_label(value):
-                errors.extend(invalid(path, value, problem) for problem in dns1123_label_problems(value))
+        if label or syntax:
+            if value and not _SYNTAXES[syntax or "label"][0](value):
+                errors.extend(invalid(path, value, problem) for problem in _SYNTAXES[syntax or "label"][1](value))
             continue
         # The schema keyword's own words, in the order the apiserver's validator checks them.
         problems: list[FieldError] = []
@@ -448,6 +477,15 @@ def string_field(
         if problems:
             errors.extend([invalid(path, value, message)] if message else problems)
     return errors
+
+
+# The names of Kubernetes' validation a StringField's ``syntax`` (or ``label``) checks: (whether a value
+# is one, its problems in Kubernetes' words).
+_SYNTAXES = {
+    "label": (is_dns1123_label, dns1123_label_problems),
+    "port-name": (is_port_name, port_name_problems),
+    "env-var-name": (is_env_var_name, env_var_name_problems),
+}
 
 
 def at_most_one_of(

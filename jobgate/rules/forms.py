@@ -217,6 +217,9 @@ class RequiredField:
     empty_is_unset: bool = False
     when: When | None = None
     why: str = ""
+    # A string: another type is ``Invalid value: must be of type string`` (a field of an object the
+    # CRD keeps whole, such as a pod template's, that no structural schema check reads).
+    string: bool = False
 
 
 @dataclass(frozen=True)
@@ -246,6 +249,12 @@ class FieldBound:
     message: str = ""
     when: When | None = None
     why: str = ""
+    # An integer: another type is refused with ``message`` too (a field of an object the CRD keeps
+    # whole, whose types no structural schema check reads).
+    integer: bool = False
+    # The schema's ``minimum``/``maximum`` even with a ``message``: the apiserver refuses the same
+    # values in its own words (a pod's container port, which Kubernetes' validation words as the webhook does).
+    keyword: bool = False
 
 
 @dataclass(frozen=True)
@@ -269,6 +278,13 @@ class StringField:
     # A DNS-1123 label, each problem in Kubernetes' own words (its validation's, which no schema
     # keyword says: the keywords refuse the same values in theirs); "" passes (a RequiredField's).
     label: bool = False
+    # Another name of Kubernetes' validation, as ``label``: "port-name" (IANA service name) or
+    # "env-var-name" (printable ASCII but '='); "" passes (a RequiredField's).
+    syntax: str = ""
+    # A string: another type is refused, ``Unsupported value`` with an ``enum``, else ``Invalid value:
+    # must be of type string`` (a field of an object the CRD keeps whole, whose types no structural
+    # schema check reads).
+    string: bool = False
 
 
 @dataclass(frozen=True)
@@ -286,6 +302,43 @@ class AtMostOneOf:
 
 FIELD_FORMS = (RequiredField, ForbiddenField, FieldBound, StringField, AtMostOneOf)
 FieldForm = RequiredField | ForbiddenField | FieldBound | StringField | AtMostOneOf
+
+
+# --- per-entry scopes --------------------------------------------------------------------------------
+#
+# A family (or the pod template) checks some rules entry by entry, interleaved with other errors of
+# the same entry (a container's name, then its image, then its ports ...). A generated check that ran
+# one declaration over the whole job would reorder the errors of a denial. A scope is a named set of
+# field declarations whose paths are relative to one entry (``image``, ``ports[*].name``); it compiles
+#
+# - to ONE generated Python function, ``check_<name>(entry, path, errors, only=())``
+#   (``jobgate/_generated/scoped_rules.py``), that the hand-written loop calls for each entry where
+#   the old hand-written checks ran, so that the errors keep their order;
+# - at every site where it is used (``ScopeSite``: the entries' path from the object's root, and the
+#   words that fill the ids' and summaries' ``{placeholders}``), to the catalogue's records, their
+#   placements and CEL, as the same declarations with the site's path in front.
+
+
+@dataclass(frozen=True)
+class Scope:
+    """Field declarations (``RequiredField``, ``ForbiddenField``, ``FieldBound``, ``StringField``,
+    ``AtMostOneOf``) whose paths are relative to one entry (``entry`` names it: "container"). Their
+    ids and summaries may hold ``{placeholders}`` that each site fills (``pod-template/{list}/image``)."""
+
+    name: str
+    entry: str
+    declared: tuple[FieldForm, ...]
+
+
+@dataclass(frozen=True)
+class ScopeSite:
+    """Where a scope's entries are: ``path`` from the object's root (``spec.tasks[*]``,
+    ``spec.tfReplicaSpecs{*}.template.spec.containers[*]``) and ``names``, the words of its
+    placeholders (``(("list", "containers"),)``)."""
+
+    scope: Scope
+    path: str
+    names: tuple[tuple[str, str], ...] = ()
 
 
 # --- forms only Volcano's rules use (jobgate/families/volcano/declared.py) ---------------------------

@@ -33,6 +33,13 @@ DNS1035_LABEL_MESSAGE = (
     "character, and end with an alphanumeric character (e.g. 'my-name',  or 'abc-123', regex used for "
     "validation is '[a-z]([-a-z0-9]*[a-z0-9])?')"
 )
+# What port_name_problems says of a name that is no IANA service name (besides its length).
+PORT_NAME_PROBLEMS = (
+    "must contain only alpha-numeric characters (a-z, 0-9), and hyphens (-)",
+    "must contain at least one letter (a-z)",
+    "must not contain consecutive hyphens",
+    "must not begin or end with a hyphen",
+)
 ENV_VAR_NAME_MESSAGE = (
     "a valid environment variable name must consist only of printable ASCII characters other than '='"
 )
@@ -170,13 +177,13 @@ def port_name_problems(value: str) -> list[str]:
     if len(value) > PORT_NAME_MAX_LENGTH:
         problems.append(max_length_message(PORT_NAME_MAX_LENGTH))
     if not re.fullmatch(_PORT_NAME_CHARSET, value):
-        problems.append("must contain only alpha-numeric characters (a-z, 0-9), and hyphens (-)")
+        problems.append(PORT_NAME_PROBLEMS[0])
     if not re.search(_HAS_LETTER, value):
-        problems.append("must contain at least one letter (a-z)")
+        problems.append(PORT_NAME_PROBLEMS[1])
     if "--" in value:
-        problems.append("must not contain consecutive hyphens")
+        problems.append(PORT_NAME_PROBLEMS[2])
     if value and (value[0] == "-" or value[-1] == "-"):
-        problems.append("must not begin or end with a hyphen")
+        problems.append(PORT_NAME_PROBLEMS[3])
     return problems
 
 

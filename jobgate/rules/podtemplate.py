@@ -7,6 +7,7 @@ container names, duplicate ports, requests above limits, mounts of volumes that 
 
 from __future__ import annotations
 
+from jobgate._generated import scoped_rules
 from jobgate.engine.fielderrors import (
     FieldError,
     FieldPath,
@@ -14,21 +15,12 @@ from jobgate.engine.fielderrors import (
     duplicate,
     invalid,
     not_found,
-    not_supported,
     required,
     too_many,
 )
 from jobgate.engine.findings import Findings, clip_warning
 from jobgate.engine.jsonpatch import PatchRecorder
 from jobgate.rules.dicts import copied_dict
-from jobgate.rules.names import (
-    dns1123_label_problems,
-    env_var_name_problems,
-    is_dns1123_label,
-    is_env_var_name,
-    is_port_name,
-    port_name_problems,
-)
 from jobgate.rules.quantity import (
     NANO,
     QUANTITY_MESSAGE,
@@ -117,18 +109,6 @@ def default_pod_template(
 # shortest way through (a type test and a regex), the *_problems helpers explain failures.
 
 
-def _required_string(item: dict[str, Any], key: str, path: FieldPath, errors: list[FieldError]) -> str | None:
-    """The non-empty string at ``key``; a Required or type error otherwise."""
-    value = item.get(key)
-    if type(value) is str and value:
-        return value
-    if value is None or value == "":
-        errors.append(required((*path, key)))
-    else:
-        errors.append(invalid((*path, key), value, "must be of type string"))
-    return None
-
-
 def _objects(value: Any, path: FieldPath, errors: list[FieldError], bound: str | None = None) -> list[Any]:
     """The list at ``path`` (a type error and nothing when it is not a list); one longer than
     ``POD_TEMPLATE_BOUNDS[bound]`` is refused, its items still checked."""
@@ -174,8 +154,8 @@ def check_pod_template(
         return found  # the schema check reports a missing or mistyped template
     spec_path = (*path, "spec")
     spec = template.get("spec")
+    scoped_rules.check_template(template, path, errors)
     if spec is None:
-        errors.append(required(spec_path))
         return found
     if type(spec) is not dict:
         errors.append(invalid(spec_path, spec, "must be of type object"))
@@ -208,19 +188,17 @@ def check_pod_template(
     ):
         errors.append(required((*spec_path, "containers"), required_container[1]))
 
+    scoped_rules.check_pod_spec(spec, spec_path, errors)
     pod_policy = spec.get("restartPolicy")
-    if pod_policy is not None:
-        if pod_policy not in POD_RESTART_POLICIES:
-            errors.append(not_supported((*spec_path, "restartPolicy"), pod_policy, POD_RESTART_POLICIES))
-        elif replica_restart_policy is not None:
-            effective = "Never" if replica_restart_policy == "ExitCode" else replica_restart_policy
-            if pod_policy != effective:
-                found.warnings.append(
-                    clip_warning(
-                        f"restartPolicy {replica_restart_policy} overrides the pod template's "
-                        f"restartPolicy {pod_policy} ({where})"
-                    )
+    if replica_restart_policy is not None and pod_policy is not None and pod_policy in POD_RESTART_POLICIES:
+        effective = "Never" if replica_restart_policy == "ExitCode" else replica_restart_policy
+        if pod_policy != effective:
+            found.warnings.append(
+                clip_warning(
+                    f"restartPolicy {replica_restart_policy} overrides the pod template's "
+                    f"restartPolicy {pod_policy} ({where})"
                 )
+            )
     return found
 
 
@@ -236,19 +214,13 @@ def _check_volumes(volumes: Any, path: FieldPath, errors: list[FieldError]) -> s
     if volumes is None:
         return names
     for index, volume in enumerate(_objects(volumes, path, errors, "volumes")):
-        if type(volume) is dict:
-            name = volume.get("name")
-            # The usual case, a new valid name, in one go; anything else takes the long way.
-            if type(name) is str and name not in names and name and is_dns1123_label(name):
-                names.add(name)
-                continue
-        if _not_an_object(volume, (*path, index), errors):
+        if type(volume) is not dict:
+            _not_an_object(volume, (*path, index), errors)
             continue
-        name = _required_string(volume, "name", (*path, index), errors)
-        if name is None:
+        scoped_rules.check_volume(volume, path, errors, index)
+        name = volume.get("name")
+        if type(name) is not str or not name:
             continue
-        if not is_dns1123_label(name):
-            errors.extend(invalid((*path, index, "name"), name, p) for p in dns1123_label_problems(name))
         if name in names:
             errors.append(duplicate((*path, index, "name"), name))
         names.add(name)
@@ -266,26 +238,30 @@ def _check_container(
 ) -> str | None:
     """Check one container; returns its name when it has a usable one."""
     errors = found.errors
+    scoped_rules.check_container_name(container, path, errors)
     name = container.get("name")
-    if type(name) is not str or not name:
-        name = _required_string(container, "name", path, errors)
-    if name is not None:
-        if not is_dns1123_label(name):
-            errors.extend(invalid((*path, "name"), name, p) for p in dns1123_label_problems(name))
+    if type(name) is str and name:
         if name in seen:
             errors.append(duplicate((*path, "name"), name))
         seen.add(name)
-    image = container.get("image")
-    if type(image) is not str or not image:
-        _required_string(container, "image", path, errors)
+    else:
+        name = None
+    scoped_rules.check_container(container, path, errors)
 
     ports = container.get("ports")
     if ports is not None:
         port_names: set[str] = set()
         ports_path = (*path, "ports")
         for index, port in enumerate(_objects(ports, ports_path, errors, "ports")):
-            if not _not_an_object(port, (*ports_path, index), errors):
-                _check_port(port, (*ports_path, index), port_names, errors)
+            if type(port) is not dict:
+                _not_an_object(port, (*ports_path, index), errors)
+                continue
+            scoped_rules.check_container_port(port, ports_path, errors, index)
+            port_name = port.get("name")
+            if type(port_name) is str and port_name:
+                if port_name in port_names:
+                    errors.append(duplicate((*ports_path, index, "name"), port_name))
+                port_names.add(port_name)
 
     resources = container.get("resources")
     if resources is not None:
@@ -298,66 +274,22 @@ def _check_container(
     if mounts is not None:
         mounts_path = (*path, "volumeMounts")
         for index, mount in enumerate(_objects(mounts, mounts_path, errors, "volumeMounts")):
-            if type(mount) is dict:
-                # The usual case, a mount of a declared volume at a path, skips the path tuple.
-                mount_name = mount.get("name")
-                target = mount.get("mountPath")
-                if type(mount_name) is str and mount_name in volume_names and type(target) is str and target:
-                    continue
-            mount_path = (*mounts_path, index)
-            if _not_an_object(mount, mount_path, errors):
+            if type(mount) is not dict:
+                _not_an_object(mount, (*mounts_path, index), errors)
                 continue
+            scoped_rules.check_volume_mount_name(mount, mounts_path, errors, index)
             mount_name = mount.get("name")
-            if type(mount_name) is not str or mount_name not in volume_names:
-                mount_name = _required_string(mount, "name", mount_path, errors)
-                if mount_name is not None and mount_name not in volume_names:
-                    errors.append(not_found((*mount_path, "name"), mount_name, "no volume of that name in the pod"))
-            target = mount.get("mountPath")
-            if type(target) is not str or not target:
-                _required_string(mount, "mountPath", mount_path, errors)
+            if type(mount_name) is str and mount_name and mount_name not in volume_names:
+                mount_path = (*mounts_path, index, "name")
+                errors.append(not_found(mount_path, mount_name, "no volume of that name in the pod"))
+            scoped_rules.check_volume_mount(mount, mounts_path, errors, index)
 
     env = container.get("env")
     if env is not None:
         env_list_path = (*path, "env")
-        for index, variable in enumerate(_objects(env, env_list_path, errors)):
-            if type(variable) is dict:
-                env_name = variable.get("name")
-                if type(env_name) is str and is_env_var_name(env_name):
-                    continue
-            env_path = (*env_list_path, index)
-            if _not_an_object(variable, env_path, errors):
-                continue
-            env_name = _required_string(variable, "name", env_path, errors)
-            if env_name is not None:
-                errors.extend(invalid((*env_path, "name"), env_name, p) for p in env_var_name_problems(env_name))
+        # Nothing is reported between two variables: the generated loop over the list.
+        scoped_rules.check_each_env_var(_objects(env, env_list_path, errors), env_list_path, errors)
     return name
-
-
-def _check_port(port: dict[str, Any], path: FieldPath, seen: set[str], errors: list[FieldError]) -> None:
-    number = port.get("containerPort")
-    if type(number) is int and 1 <= number <= 65535:
-        pass
-    elif number is None:
-        errors.append(required((*path, "containerPort")))
-    else:
-        errors.append(invalid((*path, "containerPort"), number, "must be between 1 and 65535, inclusive"))
-    host_port = port.get("hostPort")
-    if host_port not in (None, 0) and (type(host_port) is not int or not 1 <= host_port <= 65535):
-        errors.append(invalid((*path, "hostPort"), host_port, "must be between 1 and 65535, inclusive"))
-    protocol = port.get("protocol")
-    if protocol is not None and protocol not in PORT_PROTOCOLS:
-        errors.append(not_supported((*path, "protocol"), protocol, PORT_PROTOCOLS))
-    name = port.get("name")
-    if name is None or name == "":
-        return
-    if type(name) is not str:
-        errors.append(invalid((*path, "name"), name, "must be of type string"))
-        return
-    if not is_port_name(name):
-        errors.extend(invalid((*path, "name"), name, problem) for problem in port_name_problems(name))
-    if name in seen:
-        errors.append(duplicate((*path, "name"), name))
-    seen.add(name)
 
 
 # (native, overcommittable) by resource name: extended resources (``vendor/name``) and hugepages

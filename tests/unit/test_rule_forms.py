@@ -9,9 +9,20 @@ from pathlib import Path
 import pytest
 
 from jobgate._generated import declared_rules
+from jobgate.engine.fielderrors import Key
 from jobgate.engine.jsonpatch import PatchRecorder
 from jobgate.generate.cel.catalogue import Where
-from jobgate.generate.forms import DECLARED_TABLE, Declarations, FormError, cost_report, declared_module_text
+from jobgate.generate.cel.podtemplate import TemplateSite, pod_template_rules
+from jobgate.generate.forms import (
+    DECLARED_TABLE,
+    SCOPED_TABLE,
+    Declarations,
+    FormError,
+    ScopeDeclarations,
+    cost_report,
+    declared_module_text,
+    scoped_module_text,
+)
 from jobgate.generate.manifests import declared_kinds, every_family_kind, package_tables
 from jobgate.rules.forms import (
     Acyclic,
@@ -37,11 +48,16 @@ from jobgate.rules.forms import (
     RequiredRoles,
     RoleFieldBound,
     Roles,
+    Scope,
+    ScopeSite,
     StringField,
     Subdomain,
     UniqueBy,
     When,
 )
+from jobgate.rules.names import dns1123_label_problems
+from jobgate.rules.podtemplate import check_pod_template
+from jobgate.rules.podtemplate_declared import CONTAINER
 
 ROLES = Roles("spec.members", "role", ("LEADER", "FOLLOWER", "OBSERVER"))
 TOY = (
@@ -915,3 +931,126 @@ def test_named_entries_entry_by_entry():
     assert rules["p/name"].where is Where.SCHEMA and rules["p/names-unique"].where is Where.CRD_RULE
     with pytest.raises(FormError):  # a summary per rule
         Declarations((NamedEntries(("x",), "spec.ports", "name", "a", "b", "c", "d"),)).rules()
+
+# --- per-entry scopes --------------------------------------------------------------------------------
+
+MEMBER = Scope(
+    "member",
+    "member",
+    (
+        StringField("s/{list}/name", "{list}: names are labels", "name", label=True),
+        RequiredField("s/{list}/image", "{list}: an image", "image", empty_is_unset=True, string=True),
+        # Not a field of the entry itself: the form's function, its errors rebased at the entry.
+        RequiredField("s/{list}/port", "{list}: ports have numbers", "ports[*].number"),
+        FieldBound("s/{list}/replicas", "{list}: replicas at most 3", "replicas", maximum=3, message="at most 3"),
+    ),
+)
+MEMBERS = ScopeDeclarations(MEMBER)
+
+
+@pytest.fixture(scope="module")
+def scoped():
+    namespace: dict[str, object] = {}
+    exec(compile(scoped_module_text([MEMBER]), "scoped", "exec"), namespace)
+    return namespace["check_member"]
+
+
+def test_a_scope_checks_one_entry_at_its_path_in_declaration_order(scoped):
+    entry = {"name": "Bad", "image": "", "ports": [{"number": 1}, {}], "replicas": 4}
+    errors: list = ["an error of the loop before"]
+    scoped(entry, ("spec", "teams", Key("a"), "members", 2), errors)
+    at = "spec.teams[a].members[2]"
+    assert [str(e) for e in errors[1:]] == [
+        *(f'{at}.name: Invalid value: "Bad": {p}' for p in dns1123_label_problems("Bad")),
+        f"{at}.image: Required value",
+        f"{at}.ports[1].number: Required value",
+        f"{at}.replicas: Invalid value: 4: at most 3",
+    ]
+    errors = []
+    scoped({"name": "ok", "image": 7}, ("spec", "members", 0), errors, only=("s/{list}/image",))
+    assert [str(e) for e in errors] == ["spec.members[0].image: Invalid value: 7: must be of type string"]
+    errors = []
+    scoped({"name": "ok", "image": "x", "ports": [{"number": 1}]}, ("spec", "members", 0), errors)
+    assert errors == []
+
+
+def test_a_scope_over_an_entry_of_a_list_and_over_the_whole_list():
+    namespace: dict[str, object] = {}
+    exec(compile(scoped_module_text([MEMBER]), "scoped", "exec"), namespace)
+    one, each = namespace["check_member"], namespace["check_each_member"]
+    members = [{"name": "a", "image": "x"}, {"image": "", "ports": [{}]}, "not an object"]
+    by_index: list = []
+    for index, member in enumerate(members[:2]):
+        one(member, ("spec", "members"), by_index, index)
+    assert [str(e) for e in by_index] == [
+        "spec.members[1].image: Required value",
+        "spec.members[1].ports[0].number: Required value",
+    ]
+    over_list: list = []
+    each(members, ("spec", "members"), over_list)
+    assert [str(e) for e in over_list] == [
+        *(str(e) for e in by_index),
+        'spec.members[2]: Invalid value: "not an object": must be of type object',
+    ]
+
+
+def test_a_scope_is_placed_and_recorded_at_each_site(scoped):
+    for list_name in ("members", "observers"):
+        site = ScopeSite(MEMBER, f"spec.teams{{*}}.{list_name}[*]", (("list", list_name),))
+        rules = {r.id: r for r in MEMBERS.rules_at(site)}
+        assert list(rules) == [f"s/{list_name}/{n}" for n in ("name", "image", "port", "replicas")]
+        image = rules[f"s/{list_name}/image"]
+        assert image.summary == f"{list_name}: an image"
+        assert [(p.path, p.type, p.detail) for p in image.produces] == [
+            (f"spec.teams[*].{list_name}[*].image", "REQUIRED", "^$")
+        ]
+        item = ("spec", "teams", "*", list_name, "[]")
+        assert [(p.at, p.keywords) for p in image.placements] == [
+            (item, {"required": ["image"]}),
+            ((*item, "image"), {"minLength": 1}),
+        ]
+        assert rules[f"s/{list_name}/replicas"].produces[0].detail == "^at most 3$"
+        # Every error of the generated function, at an entry of the site, is explained by the site's records.
+        errors: list = []
+        entry = {"name": "Bad", "image": "", "ports": [{}], "replicas": 4}
+        scoped(entry, ("spec", "teams", Key("a"), list_name, 0), errors)
+        explained = [[i for i, r in rules.items() if r.explains(error)] for error in errors]
+        expected = ["name"] * (len(errors) - 3) + ["image", "port", "replicas"]
+        assert explained == [[f"s/{list_name}/{n}"] for n in expected]
+
+
+def test_a_scope_a_form_cannot_compile_is_refused():
+    with pytest.raises(FormError):  # not a field form
+        ScopeDeclarations(Scope("x", "entry", (MaxItems("x", (("a", 1),)),)))  # type: ignore[arg-type]
+    with pytest.raises(FormError):  # no Python name
+        ScopeDeclarations(Scope("x-y", "entry", ()))
+    with pytest.raises(FormError):  # an id twice
+        ScopeDeclarations(Scope("x", "entry", (MaxItems("a", ()), MaxItems("a", ()))))  # type: ignore[arg-type]
+
+
+def test_the_generated_scopes_are_the_declarations():
+    """`jobgate manifests generate` writes them; the pod template's containers call them."""
+    tables = {str(path): text for path, text in package_tables().items()}
+    assert tables[SCOPED_TABLE] == Path(SCOPED_TABLE).read_text()
+    assert "check_container" in tables[SCOPED_TABLE]
+    assert "dataclasses" not in tables[SCOPED_TABLE] and "\nfrom typing" not in tables[SCOPED_TABLE]
+
+
+def test_the_pod_templates_image_is_the_container_scopes():
+    """The rule removed from the scope, no error: the scope is where the pod template's image is checked."""
+    found = check_pod_template(
+        {"spec": {"containers": [{"name": "a"}], "initContainers": [{"name": "b", "image": 3}]}},
+        ("spec", "tasks", 0, "template"),
+        where="t",
+        replica_restart_policy=None,
+    )
+    assert [str(e) for e in found.errors] == [
+        "spec.tasks[0].template.spec.initContainers[0].image: Invalid value: 3: must be of type string",
+        "spec.tasks[0].template.spec.containers[0].image: Required value",
+    ]
+    assert any(d.id == "pod-template/{list}/image" for d in CONTAINER.declared)
+    rules = {
+        r.id: r for r in pod_template_rules(TemplateSite(("spec", "tasks", "[]", "template"), "spec.tasks[*].template"))
+    }
+    assert rules["pod-template/containers/image"].explains(found.errors[1])
+    assert rules["pod-template/containers/image"].produces[0].detail == "^$"

@@ -36,22 +36,26 @@ from jobgate.generate.cel.catalogue import (
     unique_field,
     unique_values,
 )
+from jobgate.generate.forms import scope_rules
+from jobgate.rules.forms import ScopeSite
 from jobgate.rules.names import (
-    DNS1123_LABEL_MESSAGE,
-    ENV_VAR_NAME_MESSAGE,
     LABEL_MAX_LENGTH,
-    PORT_NAME_MAX_LENGTH,
 )
-from jobgate.rules.podtemplate import FALLBACK_TO_LOGS, POD_RESTART_POLICIES, POD_TEMPLATE_BOUNDS, PORT_PROTOCOLS
+from jobgate.rules.podtemplate import FALLBACK_TO_LOGS, POD_TEMPLATE_BOUNDS
+from jobgate.rules.podtemplate_declared import (
+    CONTAINER,
+    CONTAINER_NAME,
+    ENV_VAR,
+    MOUNT,
+    MOUNT_NAME,
+    POD_SPEC,
+    PORT,
+    TEMPLATE,
+    VOLUME,
+)
 from jobgate.rules.quantity import QUANTITY_MESSAGE
 
 DNS1123_LABEL_PATTERN = "^[a-z0-9]([-a-z0-9]*[a-z0-9])?$"
-# The IANA service name rules without look-arounds (the schema's regular expressions are RE2): groups
-# of letters and digits joined by single hyphens, one letter at least; empty means no name.
-PORT_NAME_PATTERN = "^(([a-z0-9]+-)*[0-9]*[a-z][a-z0-9]*(-[a-z0-9]+)*)?$"
-ENV_VAR_NAME_PATTERN = "^[ -<>-~]+$"  # printable ASCII except '='
-# The details of the webhook's errors of a name that is no DNS-1123 label.
-_LABEL_PROBLEM = "^(" + re.escape(DNS1123_LABEL_MESSAGE) + "|must be no more than 63 )"
 
 
 def _kept(properties: dict[str, Any], **keywords: Any) -> dict[str, Any]:
@@ -136,6 +140,14 @@ class TemplateSite:
         self.missing_containers_detail = missing_containers_detail or "must have at least one container"
 
 
+def _dotted(location: Location) -> str:
+    """A location as a declaration's path (``spec.tasks[*].template``, ``spec.tfReplicaSpecs{*}.template``)."""
+    out = ""
+    for step in location:
+        out += "[*]" if step == LIST_ITEMS else "{*}" if step == MAP_VALUES else ("." if out else "") + step
+    return out
+
+
 def _has_name(variable: str) -> str:
     return f"has({variable}.name)"
 
@@ -152,15 +164,10 @@ def pod_template_rules(site: TemplateSite) -> list[Rule]:
     at = site.location
     spec = (*at, "spec")
     path = f"{site.path}.spec"
+    dotted = _dotted(at)
     bounds = POD_TEMPLATE_BOUNDS
     rules: list[Rule] = [
-        Rule(
-            "pod-template/spec",
-            "a template has a pod spec",
-            Where.SCHEMA,
-            (Produces(path, "REQUIRED", "^$"),),
-            (Placement(at, {"required": ["spec"]}),),
-        ),
+        *scope_rules(ScopeSite(TEMPLATE, dotted)),
         Rule(
             "pod-template/containers",
             "a pod spec has at least one container",
@@ -180,49 +187,10 @@ def pod_template_rules(site: TemplateSite) -> list[Rule]:
     for key in _CONTAINER_LISTS:
         item = (*spec, key, LIST_ITEMS)
         each = f"{path}.{key}[*]"
+        entries, names = f"{dotted}.spec.{key}[*]", (("list", key),)
         rules += [
-            Rule(
-                f"pod-template/{key}/name",
-                f"{key}: a name, a DNS-1123 label",
-                Where.SCHEMA,
-                (
-                    Produces(f"{each}.name", "REQUIRED"),
-                    Produces(f"{each}.name", "INVALID", _LABEL_PROBLEM),
-                ),
-                (
-                    Placement(item, {"required": ["name"]}),
-                    Placement((*item, "name"), {"pattern": DNS1123_LABEL_PATTERN, "maxLength": LABEL_MAX_LENGTH}),
-                ),
-            ),
-            Rule(
-                f"pod-template/{key}/image",
-                f"{key}: an image",
-                Where.SCHEMA,
-                (Produces(f"{each}.image", "REQUIRED"),),
-                (Placement(item, {"required": ["image"]}), Placement((*item, "image"), {"minLength": 1})),
-            ),
-            Rule(
-                f"pod-template/{key}/ports",
-                f"{key}: container ports 1-65535, host ports 0-65535, protocols TCP/UDP/SCTP, IANA port names",
-                Where.SCHEMA,
-                (
-                    Produces(f"{each}.ports[*].containerPort", "REQUIRED"),
-                    Produces(f"{each}.ports[*].containerPort", "INVALID", "^must be between"),
-                    Produces(f"{each}.ports[*].hostPort", "INVALID", "^must be between"),
-                    Produces(f"{each}.ports[*].protocol", "NOT_SUPPORTED"),
-                    Produces(f"{each}.ports[*].name", "INVALID", "^must (contain|not|be no more)"),
-                ),
-                (
-                    Placement((*item, "ports", LIST_ITEMS), {"required": ["containerPort"]}),
-                    Placement((*item, "ports", LIST_ITEMS, "containerPort"), {"minimum": 1, "maximum": 65535}),
-                    Placement((*item, "ports", LIST_ITEMS, "hostPort"), {"minimum": 0, "maximum": 65535}),
-                    Placement((*item, "ports", LIST_ITEMS, "protocol"), {"enum": list(PORT_PROTOCOLS)}),
-                    Placement(
-                        (*item, "ports", LIST_ITEMS, "name"),
-                        {"pattern": PORT_NAME_PATTERN, "maxLength": PORT_NAME_MAX_LENGTH},
-                    ),
-                ),
-            ),
+            *scope_rules(ScopeSite(CONTAINER_NAME, entries, names), ScopeSite(CONTAINER, entries, names)),
+            *scope_rules(ScopeSite(PORT, f"{entries}.ports[*]", names)),
             Rule(
                 f"pod-template/{key}/port-names-unique",
                 f"{key}: port names unique in a container",
@@ -236,19 +204,9 @@ def pod_template_rules(site: TemplateSite) -> list[Rule]:
                 ),
                 why="reported at the container's ports (a rule on a list cannot name the item)",
             ),
-            Rule(
-                f"pod-template/{key}/mounts",
-                f"{key}: volume mounts name a volume and a mount path",
-                Where.SCHEMA,
-                (
-                    Produces(f"{each}.volumeMounts[*].name", "REQUIRED"),
-                    Produces(f"{each}.volumeMounts[*].mountPath", "REQUIRED"),
-                ),
-                (
-                    Placement((*item, "volumeMounts", LIST_ITEMS), {"required": ["name", "mountPath"]}),
-                    Placement((*item, "volumeMounts", LIST_ITEMS, "name"), {"minLength": 1}),
-                    Placement((*item, "volumeMounts", LIST_ITEMS, "mountPath"), {"minLength": 1}),
-                ),
+            *scope_rules(
+                ScopeSite(MOUNT_NAME, f"{entries}.volumeMounts[*]", names),
+                ScopeSite(MOUNT, f"{entries}.volumeMounts[*]", names),
             ),
             Rule(
                 f"pod-template/{key}/mounted-volumes",
@@ -259,19 +217,7 @@ def pod_template_rules(site: TemplateSite) -> list[Rule]:
                 why="a ValidatingAdmissionPolicy: containers x mounts x volumes comparisons, the dearest rule of a "
                 f"pod template, would bound the number of templates a CRD rule allows; reported at the pod's {key}",
             ),
-            Rule(
-                f"pod-template/{key}/env",
-                f"{key}: environment variable names are printable ASCII without '='",
-                Where.SCHEMA,
-                (
-                    Produces(f"{each}.env[*].name", "REQUIRED"),
-                    Produces(f"{each}.env[*].name", "INVALID", re.escape(ENV_VAR_NAME_MESSAGE)),
-                ),
-                (
-                    Placement((*item, "env", LIST_ITEMS), {"required": ["name"]}),
-                    Placement((*item, "env", LIST_ITEMS, "name"), {"pattern": ENV_VAR_NAME_PATTERN}),
-                ),
-            ),
+            *scope_rules(ScopeSite(ENV_VAR, f"{entries}.env[*]", names)),
             *_resource_rules(key, item, each),
         ]
     rules += [
@@ -309,22 +255,7 @@ def pod_template_rules(site: TemplateSite) -> list[Rule]:
             ),
             why="reported at the list (a rule on a list cannot name the item)",
         ),
-        Rule(
-            "pod-template/volumes",
-            "volumes have names, DNS-1123 labels",
-            Where.SCHEMA,
-            (
-                Produces(f"{path}.volumes[*].name", "REQUIRED"),
-                Produces(f"{path}.volumes[*].name", "INVALID", _LABEL_PROBLEM),
-            ),
-            (
-                Placement((*spec, "volumes", LIST_ITEMS), {"required": ["name"]}),
-                Placement(
-                    (*spec, "volumes", LIST_ITEMS, "name"),
-                    {"pattern": DNS1123_LABEL_PATTERN, "maxLength": LABEL_MAX_LENGTH},
-                ),
-            ),
-        ),
+        *scope_rules(ScopeSite(VOLUME, f"{dotted}.spec.volumes[*]")),
         Rule(
             "pod-template/volume-names-unique",
             "volume names unique in a pod",
@@ -338,13 +269,7 @@ def pod_template_rules(site: TemplateSite) -> list[Rule]:
             ),
             why="reported at the list (a rule on a list cannot name the item)",
         ),
-        Rule(
-            "pod-template/restart-policy",
-            "the pod's restartPolicy is Always, OnFailure or Never",
-            Where.SCHEMA,
-            (Produces(f"{path}.restartPolicy", "NOT_SUPPORTED"),),
-            (Placement((*spec, "restartPolicy"), {"enum": list(POD_RESTART_POLICIES)}),),
-        ),
+        *scope_rules(ScopeSite(POD_SPEC, f"{dotted}.spec")),
     ]
     if site.required_container is not None:
         rules.append(_required_container_rule(site, spec, path))
