@@ -932,6 +932,7 @@ def test_named_entries_entry_by_entry():
     with pytest.raises(FormError):  # a summary per rule
         Declarations((NamedEntries(("x",), "spec.ports", "name", "a", "b", "c", "d"),)).rules()
 
+
 # --- per-entry scopes --------------------------------------------------------------------------------
 
 MEMBER = Scope(
