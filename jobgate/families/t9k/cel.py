@@ -13,11 +13,9 @@ every replica spec, and on the stored job.
 
 from __future__ import annotations
 
-import re
-
 from jobgate.engine.registry import JobKind
 from jobgate.families.t9k import rules as t9k
-from jobgate.families.t9k.declared import GENERIC_JOB
+from jobgate.families.t9k.declared import GENERIC_JOB, REPLICA_SPEC
 from jobgate.generate.cel.catalogue import (
     LIST_ITEMS,
     Default,
@@ -30,15 +28,15 @@ from jobgate.generate.cel.catalogue import (
 )
 from jobgate.generate.cel.jobmeta import NAME, derived_names_rule
 from jobgate.generate.cel.podtemplate import TemplateSite, pod_template_rules
-from jobgate.generate.forms import Declarations
-from jobgate.rules.names import DNS1123_LABEL_MESSAGE, LABEL_MAX_LENGTH
+from jobgate.generate.forms import Declarations, scope_rules
+from jobgate.rules.forms import ScopeSite
+from jobgate.rules.names import LABEL_MAX_LENGTH
 
 SPECS = ("spec", "replicaSpecs")
 SPEC = (*SPECS, LIST_ITEMS)
 PORTS = ("spec", "service", "ports")
 # A DNS-1123 label or empty (an empty name is refused by the rule that requires one, with its words).
 OPTIONAL_LABEL_PATTERN = "^([a-z0-9]([-a-z0-9]*[a-z0-9])?)?$"
-_LABEL_PROBLEM = "^(" + re.escape(DNS1123_LABEL_MESSAGE) + "|must be no more than 63 )"
 FINISH_RULES = t9k.FINISH_RULE_KEYS
 # (mode, its list of per-type settings)
 RUN_MODE_LISTS = (("debug", "replicaSpecs"), ("pause", "resumeSpecs"))
@@ -46,6 +44,8 @@ RUN_MODE_LISTS = (("debug", "replicaSpecs"), ("pause", "resumeSpecs"))
 
 # What may not change on UPDATE is declared (declared.py), as far as a form says it; the rest is written here.
 DECLARED = Declarations(GENERIC_JOB)
+# The rules checked replica spec by replica spec (jobgate manifests generate writes their check).
+SCOPES = (REPLICA_SPEC,)
 
 
 def declared(kind: JobKind) -> Declarations:
@@ -64,7 +64,7 @@ def rules(kind: JobKind) -> list[Rule]:
     return [
         _derived_names(),
         _bounds(),
-        *_replica_type_rules(),
+        *scope_rules(ScopeSite(REPLICA_SPEC, "spec.replicaSpecs[*]")),
         *_declared(t9k.FINISH_RULES),
         *_declared(t9k.RUN_MODE_RULES),
         *_declared(t9k.PORT_RULES),
@@ -131,18 +131,6 @@ def _bounds() -> Rule:
         why="bounds the CEL cost estimator needs; no real job comes near them (the webhook checks those a valid "
         "job could reach: the replica specs, the finish rules the defaults write, the service ports)",
     )
-
-
-def _replica_type_rules() -> list[Rule]:
-    return [
-        Rule(
-            "genericjob/replica-type",
-            "a replica type is a DNS-1123 label",
-            Where.SCHEMA,
-            (Produces("spec.replicaSpecs[*].type", "INVALID", _LABEL_PROBLEM),),
-            (Placement((*SPEC, "type"), {"pattern": OPTIONAL_LABEL_PATTERN, "maxLength": LABEL_MAX_LENGTH}),),
-        ),
-    ]
 
 
 def _update_rules() -> list[Rule]:

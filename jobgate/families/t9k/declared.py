@@ -26,6 +26,8 @@ from jobgate.rules.forms import (
     NamedEntries,
     RefersTo,
     RequiredField,
+    Scope,
+    StringField,
     UniqueBy,
 )
 
@@ -157,4 +159,12 @@ GENERIC_JOB: tuple[Declaration, ...] = (
         "spec.runMode.pause.resumeSpecs",
         "field is immutable: only pause.enabled may change while the job exists",
     ),
+)
+
+# Checked replica spec by replica spec (rules.py's loop, after the spec's pod template, for the first
+# spec of a type): a replica type names pods and services.
+REPLICA_SPEC = Scope(
+    "t9k_replica_spec",
+    "replica spec",
+    (StringField("genericjob/replica-type", "a replica type is a DNS-1123 label", "type", label=True),),
 )

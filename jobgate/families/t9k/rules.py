@@ -9,12 +9,11 @@ when any replica failed beyond its restart limit).
 
 from __future__ import annotations
 
-from jobgate._generated import declared_rules
+from jobgate._generated import declared_rules, scoped_rules
 from jobgate.api.constants import T9K_GROUP, T9K_VERSION
 from jobgate.engine.fielderrors import (
     FieldPath,
     forbidden,
-    invalid,
     too_many,
 )
 from jobgate.engine.findings import Findings
@@ -22,7 +21,7 @@ from jobgate.engine.jsonpatch import NO_PATCH, PatchRecorder
 from jobgate.engine.modelref import ModelRef
 from jobgate.engine.registry import GroupVersionKind, register
 from jobgate.rules.jobmeta import as_int, check_job_name, check_spec_schema
-from jobgate.rules.names import dns1123_label_problems, is_dns1123_label
+from jobgate.rules.names import is_dns1123_label
 from jobgate.rules.podtemplate import check_pod_template
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING, without importing typing at run time (start-up)
@@ -151,11 +150,10 @@ class GenericJobKind:
                 continue  # declared.py requires the type; the schema check reports a wrong one
             if replica_type in counts:
                 continue  # a duplicate (declared.py)
+            # A type that is no label is reported once, here (declared.py's REPLICA_SPEC); finish rules
+            # naming it still resolve, and no pod name is derived from it.
+            scoped_rules.check_t9k_replica_spec(replica, path, found.errors)
             if not is_dns1123_label(replica_type):
-                # Reported once here; finish rules naming it still resolve, and no pod name is derived from it.
-                found.errors.extend(
-                    invalid((*path, "type"), replica_type, p) for p in dns1123_label_problems(replica_type)
-                )
                 unnamable.add(replica_type)
             count = as_int(replica.get("replicas"))
             counts[replica_type] = 1 if count is None else count
