@@ -13,6 +13,7 @@ from jobgate.rules.declared import (
     default_indexed,
     default_item_fields,
     default_sum,
+    entries_unchanged,
     field_bound,
     fixed_count,
     flag_names_entry,
@@ -72,6 +73,8 @@ def validate_genericjob_batch_tensorstack_dev(
         errors.extend(refers_to(obj, paths=(('spec', 'runMode', 'debug', 'replicaSpecs'), ('spec', 'runMode', 'pause', 'resumeSpecs')), key='type', items_path=('spec', 'replicaSpecs'), by='type', message='no replica spec of this type (types: {known})', unique=True))
     if not only or any(i in only for i in ('genericjob/service-port-names-required', 'genericjob/service-port-names', 'genericjob/service-port-names-unique')):
         errors.extend(named_entries(obj, path=('spec', 'service', 'ports'), name='name', type_field='', untyped='', singletons=(), messages=('', '', 'a service with more than one port needs a name for each'), several=True, label_stops=False))
+    if not only or 'genericjob/replicas-immutable' in only:
+        errors.extend(entries_unchanged(obj, old, path=('spec', 'replicaSpecs'), fields=('type', 'template'), message='replica types and pod templates are immutable once the job exists'))
     if not only or 'genericjob/replica-type-required' in only:
         errors.extend(required_field(obj, scope=('spec', 'replicaSpecs', '[*]'), target=('type',), when=None, empty_is_unset=True, message='every replica spec needs a type'))
     if not only or 'genericjob/run-mode-type-required' in only:

@@ -45,6 +45,7 @@ from jobgate.rules.forms import (
     DefaultIndexed,
     DefaultItemField,
     DefaultSum,
+    EntriesUnchanged,
     FieldBound,
     FieldForm,
     FixedCount,
@@ -187,6 +188,8 @@ class Declarations:
                 out += _index_maps_rules(d)
             elif isinstance(d, NamedEntries):
                 out += _named_entries_rules(d)
+            elif isinstance(d, EntriesUnchanged):
+                out.append(_entries_unchanged_rule(d))
             else:
                 out.append(self._rule(d))
         return out
@@ -617,6 +620,9 @@ class Declarations:
                 growth = f"quadratic: each entry looked up in the list, bounded by its maxItems ({d.bound})"
                 report += [(d.id, growth), *([(d.unique_id, growth)] if d.unique_id else [])]
                 continue
+            elif isinstance(d, EntriesUnchanged):
+                report.append((d.id, "linear in the entries (transition rule)"))
+                continue
             elif isinstance(d, NamedEntries):
                 report += [
                     *([(d.singleton_id, "linear per type (CRD rule on the list)")] if d.singleton_id else []),
@@ -698,6 +704,8 @@ def _python_call(d: Declaration) -> str:
         return f"immutable(obj, old, {_path(d.path)!r}, {d.message!r})"
     if isinstance(d, VOLCANO_FORMS):
         return _volcano_call(d)
+    if isinstance(d, EntriesUnchanged):
+        return f"entries_unchanged(obj, old, path={_path(d.path)!r}, fields={d.fields!r}, message={d.message!r})"
     if isinstance(d, NamedEntries):
         return (
             f"named_entries(obj, path={_path(d.path)!r}, name={d.name!r}, type_field={d.type!r}, "
@@ -744,6 +752,7 @@ def declared_module_text(kinds: Iterable[tuple[str, str, Declarations]]) -> str:
                 "default_indexed",
                 "default_item_fields",
                 "default_sum",
+                "entries_unchanged",
                 "field_bound",
                 "fixed_count",
                 "flag_names_entry",
@@ -1784,13 +1793,15 @@ def _common_parent(paths: Sequence[str]) -> tuple[str, ...]:
     return tuple(common[: min(len(s) for s in split) - 1])
 
 
-def _entry_ids(d: RefersTo | IndexMaps | NamedEntries) -> tuple[str, ...]:
+def _entry_ids(d: RefersTo | IndexMaps | NamedEntries | EntriesUnchanged) -> tuple[str, ...]:
     """The ids of the rules one check of these forms reports."""
     if isinstance(d, IndexMaps):
         return (d.id, d.unknown_id, d.unlisted_id, d.index_id)
     if isinstance(d, NamedEntries):
         return tuple(i for i in (d.singleton_id, d.required_id, d.label_id, d.unique_id) if i)
-    return (d.id, d.unique_id) if d.unique_id else (d.id,)
+    if isinstance(d, RefersTo) and d.unique_id:
+        return (d.id, d.unique_id)
+    return (d.id,)
 
 
 def _known_names(target: str, by: str, bound: int) -> str:
@@ -2035,6 +2046,34 @@ def _named_entries_rules(d: NamedEntries) -> list[Rule]:
         ),
     ]
     return out
+
+
+def _entries_unchanged_rule(d: EntriesUnchanged) -> Rule:
+    """``EntriesUnchanged``: a transition rule on the list's parent, comparing each field's list."""
+    parent, name = d.path.rsplit(".", 1)
+
+    def of(version: str, field: str) -> str:
+        value = f"r.{field}" if field in d.required else f"has(r.{field}) ? r.{field} : ''"
+        return f"{version}.{name}.map(r, {value})"
+
+    same = " && ".join(f"{of('self', f)} == {of('oldSelf', f)}" for f in d.fields)
+    return Rule(
+        d.id,
+        d.summary,
+        Where.TRANSITION,
+        (Produces(d.path, "FORBIDDEN", _exact(d.message)),),
+        (
+            Placement(
+                _path(parent),
+                validation=Validation(
+                    rule=f"!has(oldSelf.{name}) || !has(self.{name}) || ({same})",
+                    message=d.message,
+                    field_path=f".{name}",
+                    reason="FieldValueForbidden",
+                ),
+            ),
+        ),
+    )
 
 
 REFERS_AT_LIST = "reported at the list (a rule on the lists' parent, which sees both, cannot name the item)"

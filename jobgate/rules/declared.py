@@ -939,3 +939,20 @@ def named_entries(
             continue
         names.add(value)
     return errors
+
+
+def entries_unchanged(
+    obj: Any, old: Any, *, path: tuple[str, ...], fields: tuple[str, ...], message: str
+) -> list[FieldError]:
+    """``EntriesUnchanged``: on UPDATE, each entry's ``fields`` (a list of them, in order) as stored."""
+    if old is None:
+        return []
+
+    def kept(version: Any) -> list[tuple[Any, ...]]:
+        items = get(version, path)
+        if not isinstance(items, list):
+            return []
+        padding = (None,) * (len(fields) - 1)
+        return [tuple(i.get(f) for f in fields) if isinstance(i, dict) else (i, *padding) for i in items]
+
+    return [forbidden(path, message)] if kept(obj) != kept(old) else []

@@ -644,7 +644,23 @@ class NamedEntries:
         return self.singleton_id or self.required_id
 
 
-ENTRY_FORMS = (RefersTo, IndexMaps, NamedEntries)
+@dataclass(frozen=True)
+class EntriesUnchanged:
+    """On UPDATE the entries of the list at ``path`` keep ``fields`` (T9k's replica types and pod
+    templates): the list of each entry's fields, in order, is the stored one's (a list unset counts as
+    none; an entry that is no object as itself). ``Forbidden`` at the list, ``message``. A transition
+    rule on the list's parent, which holds when either version lacks the list; a field not in
+    ``required`` (the schema requires those) is a string, read as "" when unset."""
+
+    id: str
+    summary: str
+    path: str
+    fields: tuple[str, ...]
+    required: tuple[str, ...]
+    message: str
+
+
+ENTRY_FORMS = (RefersTo, IndexMaps, NamedEntries, EntriesUnchanged)
 
 
 Declaration = (
@@ -652,6 +668,6 @@ Declaration = (
     | (AtMostSum | Immutable | RequiredField | ForbiddenField | FieldBound | StringField | AtMostOneOf)
     | (Acyclic | KnownKeys | FixedCount | Subdomain | FlagNamesEntry | Unchanged)
     | (DefaultIndexed | DefaultSum | ImpliedKeys)
-    | (RefersTo | IndexMaps | NamedEntries)
+    | (RefersTo | IndexMaps | NamedEntries | EntriesUnchanged)
 )
 DEFAULT_FORMS = (DefaultField, DefaultItemField, *VOLCANO_DEFAULT_FORMS)

@@ -32,6 +32,7 @@ from jobgate.rules.forms import (
     DefaultIndexed,
     DefaultItemField,
     DefaultSum,
+    EntriesUnchanged,
     FieldBound,
     FixedCount,
     FlagNamesEntry,
@@ -1055,3 +1056,25 @@ def test_the_pod_templates_image_is_the_container_scopes():
     }
     assert rules["pod-template/containers/image"].explains(found.errors[1])
     assert rules["pod-template/containers/image"].produces[0].detail == "^$"
+
+
+def test_entries_keep_their_fields_on_update():
+    kept = EntriesUnchanged(
+        "k/kept", "kinds and bodies stay", "spec.parts", ("kind", "body"), ("body",), "parts are immutable"
+    )
+    declared = Declarations((kept,))
+    namespace: dict[str, object] = {}
+    exec(compile(declared_module_text([("k.example.com", "K", declared)]), "k", "exec"), namespace)
+    validate = namespace["validate_k_k_example_com"]
+    old = {"spec": {"parts": [{"kind": "a", "body": {"x": 1}, "count": 1}]}}
+    assert validate({"spec": {"parts": [{"kind": "a", "body": {"x": 1}, "count": 5}]}}, old) == []
+    assert validate({"spec": {"parts": [{"kind": "b", "body": {"x": 1}}]}}, None) == []  # CREATE
+    for parts in ([{"kind": "b", "body": {"x": 1}}], [{"kind": "a", "body": {"x": 2}}], [], None):
+        errors = validate({"spec": {"parts": parts}}, old)
+        assert [str(e) for e in errors] == ["spec.parts: Forbidden: parts are immutable"]
+    (rule,) = declared.rules()
+    assert rule.where is Where.TRANSITION and rule.placements[0].at == ("spec",)
+    assert rule.placements[0].validation.rule == (
+        "!has(oldSelf.parts) || !has(self.parts) || (self.parts.map(r, has(r.kind) ? r.kind : '') == "
+        "oldSelf.parts.map(r, has(r.kind) ? r.kind : '') && self.parts.map(r, r.body) == oldSelf.parts.map(r, r.body))"
+    )

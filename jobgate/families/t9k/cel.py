@@ -22,7 +22,6 @@ from jobgate.generate.cel.catalogue import (
     Placement,
     Produces,
     Rule,
-    Validation,
     Where,
     cel_raw_string,
 )
@@ -68,7 +67,6 @@ def rules(kind: JobKind) -> list[Rule]:
         *_declared(t9k.FINISH_RULES),
         *_declared(t9k.RUN_MODE_RULES),
         *_declared(t9k.PORT_RULES),
-        *_update_rules(),
         *_declared(t9k.LAST_RULES),
         *pod_template_rules(site),
     ]
@@ -131,38 +129,6 @@ def _bounds() -> Rule:
         why="bounds the CEL cost estimator needs; no real job comes near them (the webhook checks those a valid "
         "job could reach: the replica specs, the finish rules the defaults write, the service ports)",
     )
-
-
-def _update_rules() -> list[Rule]:
-    types = "{s}.replicaSpecs.map(r, has(r.type) ? r.type : '')"
-    templates = "{s}.replicaSpecs.map(r, r.template)"
-    return [
-        Rule(
-            "genericjob/replicas-immutable",
-            "the replica types and pod templates do not change once the job exists",
-            Where.TRANSITION,
-            (
-                Produces(
-                    "spec.replicaSpecs",
-                    "FORBIDDEN",
-                    "^replica types and pod templates are immutable once the job exists$",
-                ),
-            ),
-            (
-                Placement(
-                    ("spec",),
-                    validation=Validation(
-                        rule="!has(oldSelf.replicaSpecs) || !has(self.replicaSpecs) || "
-                        f"({types.format(s='self')} == {types.format(s='oldSelf')} && "
-                        f"{templates.format(s='self')} == {templates.format(s='oldSelf')})",
-                        message="replica types and pod templates are immutable once the job exists",
-                        field_path=".replicaSpecs",
-                        reason="FieldValueForbidden",
-                    ),
-                ),
-            ),
-        ),
-    ]
 
 
 # --- defaults (GenericJobKind.default) -----------------------------------------------------------

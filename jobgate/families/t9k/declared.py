@@ -21,6 +21,7 @@ from jobgate.rules.forms import (
     Declaration,
     DefaultField,
     DefaultItemField,
+    EntriesUnchanged,
     Immutable,
     IndexMaps,
     NamedEntries,
@@ -129,6 +130,16 @@ GENERIC_JOB: tuple[Declaration, ...] = (
         unique_id="genericjob/service-port-names-unique",
         several=True,
         label_stops=False,
+    ),
+    # The controller does not roll running pods: a changed template or replica type would leave pods
+    # that no longer match the job. Replica counts and restart policies may change.
+    EntriesUnchanged(
+        "genericjob/replicas-immutable",
+        "the replica types and pod templates do not change once the job exists",
+        "spec.replicaSpecs",
+        ("type", "template"),
+        ("template",),
+        "replica types and pod templates are immutable once the job exists",
     ),
     # Reported after the rules written by hand (rules.py), which skip an entry without a type.
     RequiredField(

@@ -13,7 +13,6 @@ from jobgate._generated import declared_rules, scoped_rules
 from jobgate.api.constants import T9K_GROUP, T9K_VERSION
 from jobgate.engine.fielderrors import (
     FieldPath,
-    forbidden,
     too_many,
 )
 from jobgate.engine.findings import Findings
@@ -62,6 +61,7 @@ PORT_RULES = (
 )
 RUN_MODE_RULES = ("genericjob/run-mode-types", "genericjob/run-mode-types-unique")
 LAST_RULES = (
+    "genericjob/replicas-immutable",
     "genericjob/replica-type-required",
     "genericjob/run-mode-type-required",
     "genericjob/replica-types-unique",
@@ -172,9 +172,7 @@ class GenericJobKind:
         # The ports' names, declared in declared.py.
         found.errors.extend(declared_rules.validate_genericjob_batch_tensorstack_dev(obj, None, PORT_RULES))
         stored = old if old is not None and isinstance(old.get("spec"), dict) else None
-        if stored is not None:
-            _check_update(spec, stored["spec"], found)
-        # The required types and what may not change on UPDATE, declared in declared.py.
+        # What may not change on UPDATE and the required types, declared in declared.py.
         found.errors.extend(declared_rules.validate_genericjob_batch_tensorstack_dev(obj, stored, LAST_RULES))
         return found
 
@@ -222,21 +220,6 @@ def default_success_rules(counts: dict[str, int]) -> list[dict[str, list[int]]]:
 def default_failure_rules(counts: dict[str, int]) -> list[dict[str, list[int]]]:
     """One rule per replica: the job fails when any replica failed beyond its restart limit."""
     return [{rtype: [index]} for rtype, count in counts.items() for index in range(count)]
-
-
-def _immutable_replicas(replica_specs: Any) -> list[tuple[Any, Any]]:
-    if not isinstance(replica_specs, list):
-        return []
-    return [(r.get("type"), r.get("template")) if isinstance(r, dict) else (r, None) for r in replica_specs]
-
-
-def _check_update(spec: dict[str, Any], old_spec: dict[str, Any], found: Findings) -> None:
-    # The controller does not roll running pods: a changed template or replica type would leave
-    # pods that no longer match the job. Replica counts and restart policies may change.
-    if _immutable_replicas(spec.get("replicaSpecs")) != _immutable_replicas(old_spec.get("replicaSpecs")):
-        found.errors.append(
-            forbidden(("spec", "replicaSpecs"), "replica types and pod templates are immutable once the job exists")
-        )
 
 
 GENERIC_JOB = register(GenericJobKind())
