@@ -864,7 +864,7 @@ def index_maps(
         if len(maps) > max_maps:
             errors.append(too_many(path, len(maps), max_maps))
         for index, entry in enumerate(maps):
-            at = (*path, index)
+            at: FieldPath = (*path, index)
             if not isinstance(entry, dict):
                 continue
             listed = {k: v for k, v in entry.items() if v is not None}
@@ -874,7 +874,7 @@ def index_maps(
             if len(listed) > max_names:
                 errors.append(too_many(at, len(listed), max_names))
             for name, indices in listed.items():
-                name_path = (*at, Key(name))
+                name_path: FieldPath = (*at, Key(name))
                 if name not in counts:
                     errors.append(not_found(name_path, name, detail))
                     continue
@@ -915,7 +915,7 @@ def named_entries(
     typed: dict[str, int] = {}
     names: set[str] = set()
     for index, item in _items(obj, path) or ():
-        at = (*path, index)
+        at: FieldPath = (*path, index)
         kind = item.get(type_field) if type_field else None
         if isinstance(kind, str) and kind in singletons:
             if kind in typed:
