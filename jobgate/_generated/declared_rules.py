@@ -18,6 +18,7 @@ from jobgate.rules.declared import (
     default_item_when,
     default_sum,
     default_type_field,
+    entries_unchanged,
     field_bound,
     fixed_count,
     flag_names_entry,
@@ -25,11 +26,14 @@ from jobgate.rules.declared import (
     forbidden_roles,
     immutable,
     implied_keys,
+    index_maps,
     known_keys,
     lifecycle_policies,
     known_types,
     max_items,
     not_both,
+    named_entries,
+    refers_to,
     required_field,
     required_item_field,
     required_list,
@@ -76,6 +80,14 @@ def validate_genericjob_batch_tensorstack_dev(
 ) -> list[FieldError]:
     """GenericJob (batch.tensorstack.dev): the declared rules' errors, in declaration order (``only``: of these ids alone, for a family whose hand-written rules report around them)."""
     errors: list[FieldError] = []
+    if not only or any(i in only for i in ('genericjob/finish-rule-not-empty', 'genericjob/finish-rule-types', 'genericjob/finish-rule-indices-listed', 'genericjob/finish-rule-indices')):
+        errors.extend(index_maps(obj, paths=(('spec', 'successRules'), ('spec', 'failureRules')), items_path=('spec', 'replicaSpecs'), by='type', count='replicas', unset=1, messages=('a finish rule must name at least one replica', 'no replica spec of this type (types: {known})', 'must list at least one replica index', 'must be below replicas ({count}) of type {name}: 0 to {last}', 'replica type {name} has 0 replicas'), bounds=(10000, 8)))
+    if not only or any(i in only for i in ('genericjob/run-mode-types', 'genericjob/run-mode-types-unique')):
+        errors.extend(refers_to(obj, paths=(('spec', 'runMode', 'debug', 'replicaSpecs'), ('spec', 'runMode', 'pause', 'resumeSpecs')), key='type', items_path=('spec', 'replicaSpecs'), by='type', message='no replica spec of this type (types: {known})', unique=True))
+    if not only or any(i in only for i in ('genericjob/service-port-names-required', 'genericjob/service-port-names', 'genericjob/service-port-names-unique')):
+        errors.extend(named_entries(obj, path=('spec', 'service', 'ports'), name='name', type_field='', untyped='', singletons=(), messages=('', '', 'a service with more than one port needs a name for each'), several=True, label_stops=False))
+    if not only or 'genericjob/replicas-immutable' in only:
+        errors.extend(entries_unchanged(obj, old, path=('spec', 'replicaSpecs'), fields=('type', 'template'), message='replica types and pod templates are immutable once the job exists'))
     if not only or 'genericjob/replica-type-required' in only:
         errors.extend(required_field(obj, scope=('spec', 'replicaSpecs', '[*]'), target=('type',), when=None, empty_is_unset=True, message='every replica spec needs a type'))
     if not only or 'genericjob/run-mode-type-required' in only:
@@ -179,6 +191,8 @@ def validate_dijob_diengine_opendilab_org(
     errors: list[FieldError] = []
     if not only or 'dijob/bounds' in only:
         errors.extend(max_items(obj, ((('spec', 'tasks'), 16), (('spec', 'volumes'), 16))))
+    if not only or any(i in only for i in ('dijob/one-task-per-type', 'dijob/task-name-required', 'dijob/task-name', 'dijob/task-names-unique')):
+        errors.extend(named_entries(obj, path=('spec', 'tasks'), name='name', type_field='type', untyped='none', singletons=('learner', 'collector', 'evaluator'), messages=('the number of {type} task is more than one', ' (tasks[{first}] is one)', 'none type task has no name'), several=False, label_stops=True))
     return errors
 
 

@@ -153,6 +153,23 @@ def check_pod_spec(
             errors.append(not_supported(((*path, 'restartPolicy') if index < 0 else (*path, index, 'restartPolicy')), value, ('Always', 'OnFailure', 'Never')))
 
 
+def check_t9k_replica_spec(
+    entry: dict[str, Any],
+    path: FieldPath,
+    errors: list[FieldError],
+    index: int = -1,
+    only: tuple[str, ...] = (),
+) -> None:
+    """One replica spec at ``path`` (with ``index``, the entry ``index`` of the list at ``path``:
+    the entry's path is built only for an error): its declared rules' errors added to ``errors``,
+    in declaration order (``only``: of these ids alone, for a loop that reports around them)."""
+    if not only or 'genericjob/replica-type' in only:
+        value = entry.get('type')
+        if type(value) is str:
+            if value and not is_dns1123_label(value):
+                errors.extend([invalid(((*path, 'type') if index < 0 else (*path, index, 'type')), value, problem) for problem in dns1123_label_problems(value)])
+
+
 def check_template(
     entry: dict[str, Any],
     path: FieldPath,

@@ -20,6 +20,7 @@ from jobgate.generate.cel.catalogue import (
     Default,
     Location,
     Placement,
+    PolicyValidation,
     Produces,
     Rule,
     Validation,
@@ -27,10 +28,12 @@ from jobgate.generate.cel.catalogue import (
     cel_list,
     cel_raw_string,
     cel_string,
+    first_message,
     unique_field,
 )
 from jobgate.rules.forms import (
     DEFAULT_FORMS,
+    ENTRY_FORMS,
     FIELD_FORMS,
     REPLICA_MAP_DEFAULT_FORMS,
     RUN_POLICY_PLACES,
@@ -51,6 +54,7 @@ from jobgate.rules.forms import (
     DefaultSum,
     DefaultTypeField,
     DefaultTypeSpelling,
+    EntriesUnchanged,
     FieldBound,
     FieldForm,
     FixedCount,
@@ -59,11 +63,14 @@ from jobgate.rules.forms import (
     ForbiddenRoles,
     Immutable,
     ImpliedKeys,
+    IndexMaps,
     KnownKeys,
     KnownTypes,
     LifecyclePolicies,
     MaxItems,
+    NamedEntries,
     NotBoth,
+    RefersTo,
     RequiredField,
     RequiredItemField,
     RequiredList,
@@ -197,6 +204,14 @@ class Declarations:
                 out.extend(_lifecycle_policies(d))
             elif isinstance(d, ClaimVolumes):
                 out.extend(_claim_volumes(d))
+            elif isinstance(d, RefersTo):
+                out += _entry_rules(d)
+            elif isinstance(d, IndexMaps):
+                out += _index_maps_rules(d)
+            elif isinstance(d, NamedEntries):
+                out += _named_entries_rules(d)
+            elif isinstance(d, EntriesUnchanged):
+                out.append(_entries_unchanged_rule(d))
             else:
                 out.append(self._rule(d))
         return out
@@ -582,9 +597,14 @@ class Declarations:
         lines = []
         for d in self.declared:
             calls = [c for c in (_field_calls(d) if isinstance(d, FIELD_FORMS) else [_python_call(d)]) if c]
-            if calls:
+            if not calls:
+                continue
+            if isinstance(d, ENTRY_FORMS) and len(_entry_ids(d)) > 1:
+                # One check of several rules (entry by entry): any of their ids runs it.
+                lines.append(f"    if not only or any(i in only for i in {_entry_ids(d)!r}):")
+            else:
                 lines.append(f"    if not only or {d.id!r} in only:")
-                lines += [f"        errors.extend({call})" for call in calls]
+            lines += [f"        errors.extend({call})" for call in calls]
         return lines
 
     def python_default(self) -> list[str]:
@@ -661,6 +681,32 @@ class Declarations:
                 growth = "quadratic, bounded by the list's maxItems (CRD rule)"
             elif isinstance(d, RequiredItemField | Bounds):
                 growth = "constant (schema keyword)"
+            elif isinstance(d, RefersTo):
+                growth = f"quadratic: each entry looked up in the list, bounded by its maxItems ({d.bound})"
+                report += [(d.id, growth), *([(d.unique_id, growth)] if d.unique_id else [])]
+                continue
+            elif isinstance(d, EntriesUnchanged):
+                report.append((d.id, "linear in the entries (transition rule)"))
+                continue
+            elif isinstance(d, NamedEntries):
+                report += [
+                    *([(d.singleton_id, "linear per type (CRD rule on the list)")] if d.singleton_id else []),
+                    (
+                        d.required_id,
+                        "linear (CRD rule on the list)" if d.several else "constant (CRD rule on each entry)",
+                    ),
+                    (d.label_id, "constant (schema keyword)"),
+                    (d.unique_id, "quadratic, bounded by the list's maxItems (CRD rule)"),
+                ]
+                continue
+            elif isinstance(d, IndexMaps):
+                report += [
+                    (d.id, "constant (CRD rule on each map)"),
+                    (d.unknown_id, f"linear in the maps' names, each looked up in the list (at most {d.bound})"),
+                    (d.unlisted_id, "linear in the map's names (CRD rule on each map)"),
+                    (d.index_id, "linear in the indices (ValidatingAdmissionPolicy)"),
+                ]
+                continue
             elif isinstance(d, UniqueBy):
                 default = self._item_default(d.list, d.key)
                 linear = (default is None or not default.empty_is_unset) and d.list_map
@@ -729,6 +775,25 @@ def _python_call(d: Declaration) -> str:
         return f"run_policy_immutable(obj, old, {_path(d.field)!r}, {d.place!r}, {d.message!r})"
     if isinstance(d, RunPolicyAtMostTotal):
         return f"run_policy_at_most_total(obj, {_path(d.field)!r}, {_path(d.path)!r}, {d.place!r}, {d.message!r})"
+    if isinstance(d, EntriesUnchanged):
+        return f"entries_unchanged(obj, old, path={_path(d.path)!r}, fields={d.fields!r}, message={d.message!r})"
+    if isinstance(d, NamedEntries):
+        return (
+            f"named_entries(obj, path={_path(d.path)!r}, name={d.name!r}, type_field={d.type!r}, "
+            f"untyped={d.untyped!r}, singletons={d.singletons!r}, messages={(d.singleton, d.first, d.unnamed)!r}, "
+            f"several={d.several!r}, label_stops={d.label_stops!r})"
+        )
+    if isinstance(d, IndexMaps):
+        return (
+            f"index_maps(obj, paths={tuple(_path(p) for p in d.paths)!r}, items_path={_path(d.list)!r}, by={d.by!r}, "
+            f"count={d.count!r}, unset={d.unset!r}, messages={(d.empty, d.unknown, d.unlisted, d.below, d.none)!r}, "
+            f"bounds={(d.max_maps, d.max_names)!r})"
+        )
+    if isinstance(d, RefersTo):
+        return (
+            f"refers_to(obj, paths={tuple(_path(p) for p in d.paths)!r}, key={d.key!r}, items_path={_path(d.list)!r}, "
+            f"by={d.by!r}, message={d.message!r}, unique={bool(d.unique_id)!r})"
+        )
     return ""
 
 
@@ -763,6 +828,7 @@ def declared_module_text(kinds: Iterable[tuple[str, str, Declarations]]) -> str:
                 "default_item_when",
                 "default_sum",
                 "default_type_field",
+                "entries_unchanged",
                 "field_bound",
                 "fixed_count",
                 "flag_names_entry",
@@ -770,11 +836,14 @@ def declared_module_text(kinds: Iterable[tuple[str, str, Declarations]]) -> str:
                 "forbidden_roles",
                 "immutable",
                 "implied_keys",
+                "index_maps",
                 "known_keys",
                 "lifecycle_policies",
                 "known_types",
                 "max_items",
                 "not_both",
+                "named_entries",
+                "refers_to",
                 "required_field",
                 "required_item_field",
                 "required_list",
@@ -2444,6 +2513,382 @@ def _type_field_call(d: DefaultTypeField) -> str:
         f"default_type_field(obj, recorder, {_path(d.path)!r}, field={d.field!r}, values={d.values!r}, "
         f"others={d.others!r}, empty_is_unset={d.empty_is_unset!r})"
     )
+
+
+# --- forms only T9k's and DI-engine's rules use (jobgate/rules/forms.py's last block) -------------------
+
+
+def _common_parent(paths: Sequence[str]) -> tuple[str, ...]:
+    """The steps every path starts with, short of the last step of any: where a rule that reads them all sits."""
+    split = [_path(p) for p in paths]
+    common: list[str] = []
+    for steps in zip(*split, strict=False):
+        if len(set(steps)) > 1:
+            break
+        common.append(steps[0])
+    return tuple(common[: min(len(s) for s in split) - 1])
+
+
+def _entry_ids(d: RefersTo | IndexMaps | NamedEntries | EntriesUnchanged) -> tuple[str, ...]:
+    """The ids of the rules one check of these forms reports."""
+    if isinstance(d, IndexMaps):
+        return (d.id, d.unknown_id, d.unlisted_id, d.index_id)
+    if isinstance(d, NamedEntries):
+        return tuple(i for i in (d.singleton_id, d.required_id, d.label_id, d.unique_id) if i)
+    if isinstance(d, RefersTo) and d.unique_id:
+        return (d.id, d.unique_id)
+    return (d.id,)
+
+
+def _known_names(target: str, by: str, bound: int) -> str:
+    """CEL of the entries' ``by`` joined by ', ', each entry written out up to ``bound`` (CEL's cost
+    estimator cannot size join())."""
+    parts = []
+    for index in range(bound):
+        value = f"(has({target}[{index}].{by}) ? {target}[{index}].{by} : '')"
+        joined = value if index == 0 else "', ' + " + value
+        parts.append(f"(size({target}) > {index} ? {joined} : '')")
+    return "(" + " + ".join(parts) + ")"
+
+
+def _template_pattern(template: str) -> str:
+    """The pattern of a message with ``{placeholders}``: its words exact, each placeholder any text."""
+    return ".*".join(_escape(part) for part in re.split(r"\{\w+\}", template))
+
+
+def _cel_template(template: str, values: dict[str, str]) -> str:
+    """CEL of a message with ``{placeholders}``, each the CEL (a string) ``values`` gives."""
+    out = []
+    for position, part in enumerate(re.split(r"\{(\w+)\}", template)):
+        if position % 2:
+            out.append(values[part])
+        elif part:
+            out.append(cel_string(part))
+    return " + ".join(out) or "''"
+
+
+def _index_maps_rules(d: IndexMaps) -> list[Rule]:
+    """``IndexMaps``: the map's emptiness and its names' index lists by CRD rules on each map; its
+    names by a CRD rule per list on the lists' common parent (reported at the list); the indices by
+    a ValidatingAdmissionPolicy that reads each entry's count once per request."""
+    at = _common_parent((d.list, *d.paths))
+    target = "self." + ".".join(_path(d.list)[len(at) :])
+    known = f"{target}.exists(r, has(r.{d.by}) && r.{d.by} == t)"
+    before, after = _split(d.unknown, "known")
+    lists = []
+    for path in d.paths:
+        steps = _path(path)[len(at) :]
+        present = f"!has(self.{steps[0]})" if len(steps) == 1 else f"!{_has_chain('self', steps)}"
+        lists.append((path, steps, present, "self." + ".".join(steps)))
+    # Each entry's name and count, computed once per request (the most maps, the defaults' count, read them).
+    variables = (
+        ("replicaTypes", f"has(object.{d.list}) ? object.{d.list}.map(r, has(r.{d.by}) ? r.{d.by} : '') : []"),
+        (
+            "replicaCounts",
+            f"has(object.{d.list}) ? object.{d.list}.map(r, has(r.{d.count}) ? r.{d.count} : {d.unset}) : []",
+        ),
+    )
+    replicas = "variables.replicaCounts[variables.replicaTypes.indexOf(t)]"
+
+    def bad_index(rule: str, path: str) -> str:
+        """CEL of the webhook's line for the first index of a map that is no replica of its name, ''
+        when none."""
+        below = _cel_template(d.below, {"count": f"string({replicas})", "name": "t", "last": f"string({replicas} - 1)"})
+        detail = f"({replicas} > 0 ? {below} : {_cel_template(d.none, {'name': 't'})})"
+        line = (
+            f"{path} + '[' + t + '][' + string({rule}[t].indexOf(i)) + ']: Invalid value: ' + string(i) + ': ' + "
+            + detail
+        )
+        per_name = f"(({rule}[t].map(i, i < 0 || i >= {replicas} ? {line} : '').filter(m, m != '') + [''])[0])"
+        return f"(({rule}.map(t, t in variables.replicaTypes ? {per_name} : '').filter(m, m != '') + [''])[0])"
+
+    return [
+        Rule(
+            d.id,
+            d.summary,
+            Where.CRD_RULE,
+            tuple(Produces(f"{p}[*]", "REQUIRED", _exact(d.empty)) for p in d.paths),
+            tuple(
+                Placement(
+                    (*_path(p), LIST_ITEMS),
+                    validation=Validation(rule="size(self) > 0", message=d.empty, reason="FieldValueRequired"),
+                )
+                for p in d.paths
+            ),
+        ),
+        Rule(
+            d.unknown_id,
+            d.unknown_summary,
+            Where.CRD_RULE,
+            tuple(
+                Produces(f"{p}[*][*]", "NOT_FOUND", f"^{_escape(before)}.*{_escape(after)}$", apiserver_drops=2)
+                for p in d.paths
+            ),
+            tuple(
+                Placement(
+                    at,
+                    validation=Validation(
+                        rule=f"{absent} || !has({target}) || {items}.all(rule, rule.all(t, {known}))",
+                        # The webhook names the name too: CEL's cost estimator cannot size a key of a map in a list.
+                        message_expression=f"{cel_string('Not found: ' + before)} + "
+                        f"{_known_names(target, d.by, d.bound)}" + (f" + {cel_string(after)}" if after else ""),
+                        field_path="." + ".".join(steps),
+                    ),
+                )
+                for _, steps, absent, items in lists
+            ),
+            why="reported at the list of maps (a rule on their parent, which sees the names, cannot name the item)",
+        ),
+        Rule(
+            d.unlisted_id,
+            d.unlisted_summary,
+            Where.CRD_RULE,
+            tuple(Produces(f"{p}[*][*]", "REQUIRED", _exact(d.unlisted), apiserver_drops=1) for p in d.paths),
+            tuple(
+                Placement(
+                    (*_path(p), LIST_ITEMS),
+                    validation=Validation(
+                        rule="self.all(t, size(self[t]) > 0)",
+                        message_expression=f"self.filter(t, size(self[t]) == 0)[0] + {cel_string(': ' + d.unlisted)}",
+                        reason="FieldValueRequired",
+                    ),
+                )
+                for p in d.paths
+            ),
+            why="reported at the map (a rule on a map cannot name the key)",
+        ),
+        Rule(
+            d.index_id,
+            d.index_summary,
+            Where.POLICY,
+            tuple(
+                Produces(f"{p}[*][*][*]", "INVALID", f"^({_template_pattern(d.below)}|{_template_pattern(d.none)})$")
+                for p in d.paths
+            ),
+            policy=tuple(
+                PolicyValidation(first_message((*_path(p), LIST_ITEMS), bad_index), variables=variables)
+                for p in d.paths
+            ),
+            why=d.index_why,
+        ),
+    ]
+
+
+def _named_entries_rules(d: NamedEntries) -> list[Rule]:
+    """``NamedEntries``: a CRD rule per singleton type on the list; the name required by a CRD rule on
+    each entry (reading the type through its default), or with ``several`` on the list; the label by
+    schema keywords; the names' uniqueness by a CRD rule on the list."""
+    path = _path(d.path)
+    summaries = list(d.summaries)
+    if len(summaries) != (4 if d.singleton_id else 3):
+        raise FormError(f"{d.id}: a summary for each of its rules")
+    if d.type and d.several:
+        raise FormError(f"{d.id}: a name required of typed entries in a list of any length")
+    out = []
+    if d.singleton_id:
+        before, after = _split(d.singleton, "type")
+        out.append(
+            Rule(
+                d.singleton_id,
+                summaries.pop(0),
+                Where.CRD_RULE,
+                (
+                    Produces(
+                        f"{d.path}[*].{d.type}",
+                        "INVALID",
+                        f"^{_escape(before)}({'|'.join(d.singletons)}){_escape(after)}",
+                        apiserver_drops=2,
+                    ),
+                ),
+                tuple(
+                    Placement(
+                        path,
+                        validation=Validation(
+                            rule=f"self.filter(t, has(t.{d.type}) && t.{d.type} == {cel_string(value)}).size() <= 1",
+                            # The webhook also names the first entry of the type: CEL's cost estimator cannot
+                            # size an index.
+                            message=d.singleton.format(type=value),
+                        ),
+                    )
+                    for value in d.singletons
+                ),
+                why=AT_LIST,
+            )
+        )
+    required, label, unique = summaries
+    named = "(has({e}.{n}) && {e}.{n} != '')"
+    if d.several:
+        out.append(
+            Rule(
+                d.required_id,
+                required,
+                Where.CRD_RULE,
+                (Produces(f"{d.path}[*].{d.name}", "REQUIRED", _exact(d.unnamed), apiserver_drops=2),),
+                (
+                    Placement(
+                        path,
+                        validation=Validation(
+                            rule=f"size(self) <= 1 || self.all(p, has(p.{d.name}) && p.{d.name} != '')",
+                            message=d.unnamed,
+                            reason="FieldValueRequired",
+                        ),
+                    ),
+                ),
+                why=AT_LIST,
+            )
+        )
+    else:
+        holds = named.format(e="self", n=d.name)
+        detail = _exact(d.unnamed)
+        if d.type:
+            kind = f"(has(self.{d.type}) && self.{d.type} != '' ? self.{d.type} : {cel_string(d.untyped)})"
+            holds = f"{kind} != {cel_string(d.untyped)} || {holds}"
+            detail = f"^({_escape(d.unnamed)})?$"  # a typed entry's name: no detail
+        out.append(
+            Rule(
+                d.required_id,
+                required,
+                Where.CRD_RULE,
+                (Produces(f"{d.path}[*].{d.name}", "REQUIRED", detail),),
+                (
+                    Placement(
+                        (*path, LIST_ITEMS),
+                        validation=Validation(
+                            rule=holds, message=d.unnamed, field_path=f".{d.name}", reason="FieldValueRequired"
+                        ),
+                    ),
+                ),
+            )
+        )
+    out += [
+        Rule(
+            d.label_id,
+            label,
+            Where.SCHEMA,
+            (Produces(f"{d.path}[*].{d.name}", "INVALID", LABEL_PROBLEM),),
+            (
+                Placement(
+                    (*path, LIST_ITEMS, d.name), {"pattern": OPTIONAL_LABEL_PATTERN, "maxLength": LABEL_MAX_LENGTH}
+                ),
+            ),
+        ),
+        Rule(
+            d.unique_id,
+            unique,
+            Where.CRD_RULE,
+            (Produces(f"{d.path}[*].{d.name}", "DUPLICATE", apiserver_drops=2),),
+            (Placement(path, validation=unique_field(d.name, empty_counts=False)),),
+            why=AT_LIST,
+        ),
+    ]
+    return out
+
+
+def _entries_unchanged_rule(d: EntriesUnchanged) -> Rule:
+    """``EntriesUnchanged``: a transition rule on the list's parent, comparing each field's list."""
+    parent, name = d.path.rsplit(".", 1)
+
+    def of(version: str, field: str) -> str:
+        value = f"r.{field}" if field in d.required else f"has(r.{field}) ? r.{field} : ''"
+        return f"{version}.{name}.map(r, {value})"
+
+    same = " && ".join(f"{of('self', f)} == {of('oldSelf', f)}" for f in d.fields)
+    return Rule(
+        d.id,
+        d.summary,
+        Where.TRANSITION,
+        (Produces(d.path, "FORBIDDEN", _exact(d.message)),),
+        (
+            Placement(
+                _path(parent),
+                validation=Validation(
+                    rule=f"!has(oldSelf.{name}) || !has(self.{name}) || ({same})",
+                    message=d.message,
+                    field_path=f".{name}",
+                    reason="FieldValueForbidden",
+                ),
+            ),
+        ),
+    )
+
+
+REFERS_AT_LIST = "reported at the list (a rule on the lists' parent, which sees both, cannot name the item)"
+
+
+def _entry_rules(d: RefersTo) -> list[Rule]:
+    """``RefersTo``: a CRD rule per list on the lists' common parent, reported at the list (a rule
+    there cannot name the entry); the duplicate's too, with ``unique_id``."""
+    at = _common_parent((d.list, *d.paths))
+    target = "self." + ".".join(_path(d.list)[len(at) :])
+    by, key = d.by, d.key
+
+    def known(value: str) -> str:
+        return f"{target}.exists(r, has(r.{by}) && r.{by} == {value})"
+
+    known_text = _known_names(target, by, d.bound)
+    before, after = _split(d.message, "known")
+    # CEL of the webhook's words for a value that names no entry (``unknown``: CEL of it).
+    shown = "'Not found: \"' + {unknown} + " + cel_string('": ' + before) + " + " + known_text
+    shown += f" + {cel_string(after)}" if after else ""
+    lists = []
+    for path in d.paths:
+        steps = _path(path)[len(at) :]
+        items = "self." + ".".join(steps)
+        lists.append((path, "." + ".".join(steps), f"!{_has_chain('self', steps)} || !has({target})", items))
+    why = d.why or REFERS_AT_LIST
+    out = [
+        Rule(
+            d.id,
+            d.summary,
+            Where.CRD_RULE,
+            tuple(
+                Produces(f"{p}[*].{key}", "NOT_FOUND", f"^{_escape(before)}.*{_escape(after)}$", apiserver_drops=2)
+                for p, *_ in lists
+            ),
+            tuple(
+                Placement(
+                    at,
+                    validation=Validation(
+                        rule=f"{absent} || {items}.all(e, !has(e.{key}) || e.{key} == '' || {known('e.' + key)})",
+                        message_expression=shown.replace(
+                            "{unknown}",
+                            f"{items}.map(e, has(e.{key}) ? e.{key} : '').filter(t, t != '' && !{known('t')})[0]",
+                        ),
+                        field_path=field_path,
+                    ),
+                )
+                for _, field_path, absent, items in lists
+            ),
+            why=why,
+        )
+    ]
+    if d.unique_id:
+        once = "{items}.exists_one(f, has(f.{key}) && f.{key} == e.{key}))"
+        out.append(
+            Rule(
+                d.unique_id,
+                d.unique_summary,
+                Where.CRD_RULE,
+                tuple(Produces(f"{p}[*].{key}", "DUPLICATE", apiserver_drops=2) for p, *_ in lists),
+                tuple(
+                    Placement(
+                        at,
+                        validation=Validation(
+                            # A value that names no entry is not found, not twice.
+                            rule=f"{absent} || {items}.all(e, !has(e.{key}) || !{known('e.' + key)} || "
+                            + once.format(items=items, key=key),
+                            message_expression="'Duplicate value: \"' + "
+                            f"{items}.map(e, has(e.{key}) ? e.{key} : '').filter(t, {known('t')} && "
+                            f"{items}.filter(f, has(f.{key}) && f.{key} == t).size() > 1)[0] + '\"'",
+                            field_path=field_path,
+                        ),
+                    )
+                    for _, field_path, absent, items in lists
+                ),
+                why=why,
+            )
+        )
+    return out
 
 
 __all__ = ["Declarations", "FormError", "cost_report", "declared_module_text", "field_steps"]

@@ -22,6 +22,7 @@ from jobgate.engine.fielderrors import (
     duplicate,
     forbidden,
     invalid,
+    not_found,
     not_supported,
     render_path,
     required,
@@ -1237,3 +1238,165 @@ def default_type_spelling(
         else:
             renamed[key] = entry
     return _replaced(obj, path, renamed)
+
+
+# --- forms only T9k's and DI-engine's rules use ---------------------------------------------------
+
+
+def refers_to(
+    obj: Any,
+    *,
+    paths: tuple[tuple[str, ...], ...],
+    key: str,
+    items_path: tuple[str, ...],
+    by: str,
+    message: str,
+    unique: bool,
+) -> list[FieldError]:
+    """``RefersTo``: each entry's key names an entry of the list (``Not found``, the known values in
+    ``message``) and, with ``unique``, each named value once per list; entry by entry."""
+    known: dict[str, None] = {}
+    for _, item in _items(obj, items_path) or ():
+        value = item.get(by)
+        if isinstance(value, str) and value:
+            known.setdefault(value, None)
+    detail = message.format(known=", ".join(known) or "none")
+    errors: list[FieldError] = []
+    for path in paths:
+        seen: set[str] = set()
+        for index, item in _items(obj, path) or ():
+            value = item.get(key)
+            if not isinstance(value, str) or value == "":
+                continue
+            if value not in known:
+                errors.append(not_found((*path, index, key), value, detail))
+            elif unique and value in seen:
+                errors.append(duplicate((*path, index, key), value))
+            else:
+                seen.add(value)
+    return errors
+
+
+def index_maps(
+    obj: Any,
+    *,
+    paths: tuple[tuple[str, ...], ...],
+    items_path: tuple[str, ...],
+    by: str,
+    count: str,
+    unset: int,
+    messages: tuple[str, str, str, str, str],
+    bounds: tuple[int, int],
+) -> list[FieldError]:
+    """``IndexMaps``: each map names entries (by ``by``) of the list, each name one of them, listing
+    indices below its count; ``messages`` (empty, unknown, unlisted, below, none); ``bounds``: the
+    most maps and names (``Too many``). Map by map, name by name."""
+    empty, unknown, unlisted, below, none = messages
+    max_maps, max_names = bounds
+    counts: dict[str, int] = {}
+    for _, item in _items(obj, items_path) or ():
+        name = item.get(by)
+        if isinstance(name, str) and name and name not in counts:
+            given = as_int(item.get(count))
+            counts[name] = unset if given is None else given
+    detail = unknown.format(known=", ".join(counts) or "none")
+    errors: list[FieldError] = []
+    for path in paths:
+        maps = get(obj, path)
+        if not isinstance(maps, list):
+            continue  # absent (nothing to check) or mistyped (the schema check says so)
+        if len(maps) > max_maps:
+            errors.append(too_many(path, len(maps), max_maps))
+        for index, entry in enumerate(maps):
+            at: FieldPath = (*path, index)
+            if not isinstance(entry, dict):
+                continue
+            listed = {k: v for k, v in entry.items() if v is not None}
+            if not listed:
+                errors.append(required(at, empty))
+                continue
+            if len(listed) > max_names:
+                errors.append(too_many(at, len(listed), max_names))
+            for name, indices in listed.items():
+                name_path: FieldPath = (*at, Key(name))
+                if name not in counts:
+                    errors.append(not_found(name_path, name, detail))
+                    continue
+                if not isinstance(indices, list):
+                    continue
+                if not indices:
+                    errors.append(required(name_path, unlisted))
+                replicas = counts[name]
+                for position, given in enumerate(indices):
+                    value = as_int(given)
+                    if value is not None and (value < 0 or value >= replicas):
+                        if replicas > 0:
+                            words = below.format(count=replicas, name=name, last=replicas - 1)
+                        else:
+                            words = none.format(name=name)
+                        errors.append(invalid((*name_path, position), value, words))
+    return errors
+
+
+def named_entries(
+    obj: Any,
+    *,
+    path: tuple[str, ...],
+    name: str,
+    type_field: str,
+    untyped: str,
+    singletons: tuple[str, ...],
+    messages: tuple[str, str, str],
+    several: bool,
+    label_stops: bool,
+) -> list[FieldError]:
+    """``NamedEntries``: entry by entry, a singleton type once, then the name set (``several``: in a
+    list of more than one entry), a label, unique; ``messages``: (singleton, first, unnamed)."""
+    singleton, first, unnamed = messages
+    entries = get(obj, path)
+    many = isinstance(entries, list) and len(entries) > 1
+    errors: list[FieldError] = []
+    typed: dict[str, int] = {}
+    names: set[str] = set()
+    for index, item in _items(obj, path) or ():
+        at: FieldPath = (*path, index)
+        kind = item.get(type_field) if type_field else None
+        if isinstance(kind, str) and kind in singletons:
+            if kind in typed:
+                words = singleton.format(type=kind) + first.format(first=typed[kind])
+                errors.append(invalid((*at, type_field), kind, words))
+            else:
+                typed[kind] = index
+        value = item.get(name)
+        if value is None or value == "":
+            if many or not several:
+                errors.append(required((*at, name), unnamed if not type_field or kind == untyped else ""))
+            continue
+        if not isinstance(value, str):
+            continue  # the schema check reports the type
+        if not is_dns1123_label(value):
+            errors.extend(invalid((*at, name), value, problem) for problem in dns1123_label_problems(value))
+            if label_stops:
+                continue
+        if value in names:
+            errors.append(duplicate((*at, name), value))
+            continue
+        names.add(value)
+    return errors
+
+
+def entries_unchanged(
+    obj: Any, old: Any, *, path: tuple[str, ...], fields: tuple[str, ...], message: str
+) -> list[FieldError]:
+    """``EntriesUnchanged``: on UPDATE, each entry's ``fields`` (a list of them, in order) as stored."""
+    if old is None:
+        return []
+
+    def kept(version: Any) -> list[tuple[Any, ...]]:
+        items = get(version, path)
+        if not isinstance(items, list):
+            return []
+        padding = (None,) * (len(fields) - 1)
+        return [tuple(i.get(f) for f in fields) if isinstance(i, dict) else (i, *padding) for i in items]
+
+    return [forbidden(path, message)] if kept(obj) != kept(old) else []

@@ -814,6 +814,139 @@ REPLICA_MAP_FORMS = (KnownTypes, RunPolicyImmutable, RunPolicyAtMostTotal)
 REPLICA_MAP_DEFAULT_FORMS = (DefaultTypeField, DefaultTypeSpelling)
 
 
+# --- forms only T9k's and DI-engine's rules use (jobgate/families/{t9k,diengine}/declared.py) ----------
+# Kept apart from the forms above, as Volcano's are.
+
+
+@dataclass(frozen=True)
+class RefersTo:
+    """Each entry of the lists at ``paths`` names by its ``key`` an entry of ``list`` (by the entries'
+    ``by``): another value is ``Not found`` at the key, ``message`` formatted with ``{known}`` (the
+    values ``list`` has, each once, ", "-joined; "none"). With ``unique_id``, each value that names an
+    entry is named once per list: a later one is ``Duplicate value``, a rule of that id. Checked in
+    one pass, entry by entry (an entry's error before the next entry's); an entry without the key
+    (or "") passes (a ``RequiredField``'s). The CEL sits on the lists' common parent and writes the
+    known values out up to ``bound`` (the maxItems of ``list``: CEL's cost estimator cannot size
+    join())."""
+
+    id: str
+    summary: str
+    paths: tuple[str, ...]
+    key: str
+    list: str
+    by: str
+    message: str
+    bound: int
+    unique_id: str = ""
+    unique_summary: str = ""
+    why: str = ""
+
+
+@dataclass(frozen=True)
+class IndexMaps:
+    """Each entry of the lists at ``paths`` maps names of entries of ``list`` (their ``by``; the first
+    entry of a name counts) to indices of that entry's replicas, 0 to its ``count`` - 1 (``unset``
+    when it has none): T9k's finish rules. Four rules, checked in one pass, map by map and name by
+    name (a map's errors before the next map's):
+
+    - ``id``: the map names an entry at least (``Required value`` at the map, ``empty``);
+    - ``unknown_id``: a name is an entry's (``Not found`` at the name, ``unknown`` with ``{known}``:
+      the names there are, each once, or "none");
+    - ``unlisted_id``: a name lists an index at least (``Required value`` at the name, ``unlisted``);
+    - ``index_id``: each index is one of the entry's (``Invalid value`` at the index, ``below`` with
+      ``{count}``, ``{name}`` and ``{last}``; ``none`` with ``{name}`` when the count is 0), a
+      ValidatingAdmissionPolicy: up to ``max_maps`` maps of as many indices, each compared with its
+      entry's count, cost more than a CRD rule may (``index_why``).
+
+    ``max_maps`` and ``max_names`` bound the lists and the maps (``Too many``), reported where these
+    rules are, in the words of the schema's ``maxItems``/``maxProperties`` that another rule places
+    (``bounds_id``: the kind's bounds). ``bound``: the maxItems of ``list``, to which the CEL writes
+    the known names out (CEL's cost estimator cannot size join())."""
+
+    id: str
+    summary: str
+    paths: tuple[str, ...]
+    list: str
+    by: str
+    count: str
+    unset: int
+    empty: str
+    unknown_id: str
+    unknown_summary: str
+    unknown: str
+    unlisted_id: str
+    unlisted_summary: str
+    unlisted: str
+    index_id: str
+    index_summary: str
+    below: str
+    none: str
+    bound: int
+    max_maps: int
+    max_names: int
+    bounds_id: str
+    index_why: str = ""
+
+
+@dataclass(frozen=True)
+class NamedEntries:
+    """The entries of the list at ``path`` are named by their ``name`` (DI-engine's tasks, T9k's
+    service ports). Up to four rules, checked in one pass, entry by entry (an entry's type, then its
+    name); ``summaries``: one per rule, in this order:
+
+    - with ``singleton_id``: at most one entry of each type (``type``, ``untyped`` when unset or "")
+      of ``singletons`` (``Invalid value`` at a later one's type, ``singleton`` with ``{type}``, then
+      ``first`` with ``{first}``, the first one's index: a CRD rule on the list, which says
+      ``singleton`` only, cannot index a list by a computed value);
+    - ``required_id``: every entry has a name (``Required value`` at it; ``unnamed``, or with a
+      ``type`` no detail for a typed entry: a default names it after its type); with ``several``
+      only in a list of more than one entry (a service's one port needs no name);
+    - ``label_id``: a name is a DNS-1123 label (each problem in Kubernetes' words; schema keywords);
+    - ``unique_id``: no two entries of one name (``Duplicate value`` at the later one's).
+
+    A name missing or not a string is checked no further; one that is no label neither, unless
+    ``label_stops`` is False (its duplicates are reported too)."""
+
+    summaries: tuple[str, ...]
+    path: str
+    name: str
+    required_id: str
+    unnamed: str
+    label_id: str
+    unique_id: str
+    type: str = ""
+    untyped: str = ""
+    singletons: tuple[str, ...] = ()
+    singleton_id: str = ""
+    singleton: str = ""
+    first: str = ""
+    several: bool = False
+    label_stops: bool = True
+
+    @property
+    def id(self) -> str:
+        return self.singleton_id or self.required_id
+
+
+@dataclass(frozen=True)
+class EntriesUnchanged:
+    """On UPDATE the entries of the list at ``path`` keep ``fields`` (T9k's replica types and pod
+    templates): the list of each entry's fields, in order, is the stored one's (a list unset counts as
+    none; an entry that is no object as itself). ``Forbidden`` at the list, ``message``. A transition
+    rule on the list's parent, which holds when either version lacks the list; a field not in
+    ``required`` (the schema requires those) is a string, read as "" when unset."""
+
+    id: str
+    summary: str
+    path: str
+    fields: tuple[str, ...]
+    required: tuple[str, ...]
+    message: str
+
+
+ENTRY_FORMS = (RefersTo, IndexMaps, NamedEntries, EntriesUnchanged)
+
+
 Declaration = (
     (DefaultField | DefaultItemField | MaxItems | UniqueBy | RequiredRoles | ForbiddenRoles | RoleFieldBound)
     | (AtMostSum | Immutable | RequiredField | ForbiddenField | FieldBound | StringField | AtMostOneOf)
@@ -825,5 +958,6 @@ Declaration = (
     | Bounds
     | (DefaultIndexed | DefaultSum | ImpliedKeys | DefaultItemWhen | DefaultItemProduct)
     | (KnownTypes | RunPolicyImmutable | RunPolicyAtMostTotal | DefaultTypeField | DefaultTypeSpelling)
+    | (RefersTo | IndexMaps | NamedEntries | EntriesUnchanged)
 )
 DEFAULT_FORMS = (DefaultField, DefaultItemField, *VOLCANO_DEFAULT_FORMS, *REPLICA_MAP_DEFAULT_FORMS)

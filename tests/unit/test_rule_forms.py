@@ -39,6 +39,7 @@ from jobgate.rules.forms import (
     DefaultSum,
     DefaultTypeField,
     DefaultTypeSpelling,
+    EntriesUnchanged,
     FieldBound,
     FixedCount,
     FlagNamesEntry,
@@ -46,11 +47,14 @@ from jobgate.rules.forms import (
     ForbiddenRoles,
     Immutable,
     ImpliedKeys,
+    IndexMaps,
     KnownKeys,
     KnownTypes,
     LifecyclePolicies,
     MaxItems,
+    NamedEntries,
     NotBoth,
+    RefersTo,
     RequiredField,
     RequiredItemField,
     RequiredList,
@@ -1002,6 +1006,230 @@ def test_a_default_of_one_role():
     )
 
 
+# --- the forms only T9k and DI-engine use ------------------------------------------------------------
+
+CREW = (
+    RefersTo(
+        "crew/names-a-member",
+        "a shift names a member",
+        ("spec.shifts.day", "spec.shifts.night"),
+        "who",
+        "spec.members",
+        "role",
+        "no member of this role (roles: {known})",
+        bound=3,
+        unique_id="crew/one-shift-each",
+        unique_summary="one shift per member and list",
+    ),
+)
+CREW_DECLARED = Declarations(CREW)
+
+
+def test_a_reference_to_an_entry_and_its_duplicate_entry_by_entry():
+    namespace: dict[str, object] = {}
+    exec(compile(declared_module_text([("crew.example.com", "Crew", CREW_DECLARED)]), "crew", "exec"), namespace)
+    validate = namespace["validate_crew_crew_example_com"]
+    rules = {r.id: r for r in CREW_DECLARED.rules()}
+    members = [{"role": "cook"}, {"role": "pilot"}, {"role": "cook"}, {"role": ""}]
+    day = [{"who": "pilot"}, {"who": "pilot"}, {"who": "diver"}, {"who": ""}, {}, "x", {"who": "diver"}]
+    obj = {"spec": {"members": members, "shifts": {"day": day, "night": [{"who": "cook"}]}}}
+    errors = validate(obj, None)
+    for error in errors:
+        assert [i for i, r in rules.items() if r.explains(error)], str(error)
+    # Entry by entry: the duplicate of entry 1 before entry 2's unknown value; an unknown value is
+    # not found each time, never a duplicate; each known value listed once.
+    assert [str(e) for e in errors] == [
+        'spec.shifts.day[1].who: Duplicate value: "pilot"',
+        'spec.shifts.day[2].who: Not found: "diver": no member of this role (roles: cook, pilot)',
+        'spec.shifts.day[6].who: Not found: "diver": no member of this role (roles: cook, pilot)',
+    ]
+    assert [str(e) for e in validate(obj, None, ("crew/one-shift-each",))] == [str(e) for e in errors]
+    assert [str(e) for e in validate({"spec": {"shifts": {"night": [{"who": "x"}]}}}, None)] == [
+        'spec.shifts.night[0].who: Not found: "x": no member of this role (roles: none)'
+    ]
+    found, once = rules["crew/names-a-member"], rules["crew/one-shift-each"]
+    assert (found.where, once.where) == (Where.CRD_RULE, Where.CRD_RULE)
+    day_rule = found.placements[0]
+    assert day_rule.at == ("spec",) and day_rule.validation.field_path == ".shifts.day"
+    assert day_rule.validation.rule == (
+        "!(has(self.shifts) && has(self.shifts.day)) || !has(self.members) || self.shifts.day.all(e, "
+        "!has(e.who) || e.who == '' || self.members.exists(r, has(r.role) && r.role == e.who))"
+    )
+    # The known values written out to the bound, no further.
+    assert "size(self.members) > 2" in day_rule.validation.message_expression
+    assert "size(self.members) > 3" not in day_rule.validation.message_expression
+    assert "exists_one" in once.placements[1].validation.rule and once.placements[1].validation.field_path == (
+        ".shifts.night"
+    )
+    assert [p.apiserver_drops for p in found.produces] == [2, 2]
+    report = cost_report([("crew.example.com", "Crew", CREW_DECLARED)])
+    assert any(line.startswith("Crew (crew.example.com) crew/one-shift-each: quadratic") for line in report)
+
+
+SHIFTS = IndexMaps(
+    "crew/shift-not-empty",
+    "a shift names a role",
+    ("spec.shifts", "spec.spares"),
+    "spec.members",
+    "role",
+    "size",
+    1,
+    "a shift names someone",
+    "crew/shift-roles",
+    "a shift names roles of the crew",
+    "no such role (roles: {known})",
+    "crew/shift-listed",
+    "a shift lists a seat of each role",
+    "must list a seat",
+    "crew/shift-seats",
+    "a shift's seats are the role's",
+    "below {count} of {name}: 0 to {last}",
+    "{name} has no seat",
+    bound=2,
+    max_maps=3,
+    max_names=2,
+    bounds_id="crew/bounds",
+    index_why="a policy",
+)
+
+
+def test_maps_of_entries_to_their_indices_map_by_map():
+    declared = Declarations((SHIFTS,))
+    namespace: dict[str, object] = {}
+    exec(compile(declared_module_text([("crew.example.com", "Crew", declared)]), "crew", "exec"), namespace)
+    validate = namespace["validate_crew_crew_example_com"]
+    members = [{"role": "cook", "size": 2}, {"role": "pilot", "size": 0}, {"role": "cook", "size": 9}, {"role": "x"}]
+    shifts = [
+        {"cook": [0, 2, -1], "diver": [0]},
+        {},
+        {"pilot": [0], "cook": []},
+        {"cook": None},
+        {"a": [], "b": [], "c": []},
+    ]
+    errors = validate({"spec": {"members": members, "shifts": shifts, "spares": [{"x": [1]}]}}, None)
+    assert [str(e) for e in errors] == [
+        "spec.shifts: Too many: 5: must have at most 3 items",
+        "spec.shifts[0][cook][1]: Invalid value: 2: below 2 of cook: 0 to 1",
+        "spec.shifts[0][cook][2]: Invalid value: -1: below 2 of cook: 0 to 1",
+        'spec.shifts[0][diver]: Not found: "diver": no such role (roles: cook, pilot, x)',
+        "spec.shifts[1]: Required value: a shift names someone",
+        "spec.shifts[2][pilot][0]: Invalid value: 0: pilot has no seat",
+        "spec.shifts[2][cook]: Required value: must list a seat",
+        "spec.shifts[3]: Required value: a shift names someone",
+        "spec.shifts[4]: Too many: 3: must have at most 2 items",
+        'spec.shifts[4][a]: Not found: "a": no such role (roles: cook, pilot, x)',
+        'spec.shifts[4][b]: Not found: "b": no such role (roles: cook, pilot, x)',
+        'spec.shifts[4][c]: Not found: "c": no such role (roles: cook, pilot, x)',
+        "spec.spares[0][x][0]: Invalid value: 1: below 1 of x: 0 to 0",
+    ]
+    rules = {r.id: r for r in declared.rules()}
+    assert list(rules) == ["crew/shift-not-empty", "crew/shift-roles", "crew/shift-listed", "crew/shift-seats"]
+    for error in errors:
+        if error.type.name != "TOO_MANY":  # the bounds' records are crew/bounds' (another rule places them)
+            assert [i for i, r in rules.items() if r.explains(error)], str(error)
+    # Any of the four ids runs the one check.
+    assert validate({"spec": {"shifts": [{}]}}, None, ("crew/shift-seats",))
+    seats = rules["crew/shift-seats"]
+    assert seats.where is Where.POLICY and len(seats.policy) == 2
+    assert "variables.replicaCounts[variables.replicaTypes.indexOf(t)] > 0 ? 'below ' + string(" in (
+        seats.policy[0].message
+    )
+    assert dict(seats.policy[0].variables)["replicaCounts"] == (
+        "has(object.spec.members) ? object.spec.members.map(r, has(r.size) ? r.size : 1) : []"
+    )
+    roles = rules["crew/shift-roles"].placements[1].validation
+    assert roles.field_path == ".spares" and roles.rule == (
+        "!has(self.spares) || !has(self.members) || "
+        "self.spares.all(rule, rule.all(t, self.members.exists(r, has(r.role) && r.role == t)))"
+    )
+    listed = rules["crew/shift-listed"].placements[0]
+    assert listed.at == ("spec", "shifts", "[]") and listed.validation.rule == "self.all(t, size(self[t]) > 0)"
+
+
+TASKS = NamedEntries(
+    ("one lead", "a plain task has a name", "names are labels", "names unique"),
+    "spec.tasks",
+    "name",
+    required_id="t/name-required",
+    unnamed="a plain task needs a name",
+    label_id="t/name",
+    unique_id="t/names-unique",
+    type="kind",
+    untyped="plain",
+    singletons=("lead",),
+    singleton_id="t/one-lead",
+    singleton="only one {type} task",
+    first=" (tasks[{first}] is one)",
+)
+PORTS = NamedEntries(
+    ("ports named", "port names are labels", "port names unique"),
+    "spec.ports",
+    "name",
+    required_id="p/name-required",
+    unnamed="name each of several ports",
+    label_id="p/name",
+    unique_id="p/names-unique",
+    several=True,
+    label_stops=False,
+)
+
+
+def test_named_entries_entry_by_entry():
+    declared = Declarations((TASKS, PORTS))
+    namespace: dict[str, object] = {}
+    exec(compile(declared_module_text([("t.example.com", "T", declared)]), "t", "exec"), namespace)
+    validate = namespace["validate_t_t_example_com"]
+    rules = {r.id: r for r in declared.rules()}
+    tasks = [
+        {"kind": "lead", "name": "a"},
+        {"kind": "lead"},  # a later lead; typed, so its missing name has no detail
+        {"name": "B_b"},
+        {"kind": "plain", "name": "a"},
+        {"kind": "plain", "name": ""},  # (read defaulted: the webhook defaults a "" kind first)
+        {"name": 3},
+        {"name": "B_b"},  # not a label: no duplicate either
+    ]
+    ports = [{"name": "x"}, {}, {"name": "X"}, {"name": "X"}, "p"]
+    errors = validate({"spec": {"tasks": tasks, "ports": ports}}, None)
+    for error in errors:
+        assert [i for i, r in rules.items() if r.explains(error)], str(error)
+    label = "a lowercase RFC 1123 label must consist of lower case alphanumeric characters or '-', and must start"
+    assert [str(e).split(label)[0] for e in errors] == [
+        'spec.tasks[1].kind: Invalid value: "lead": only one lead task (tasks[0] is one)',
+        "spec.tasks[1].name: Required value",
+        'spec.tasks[2].name: Invalid value: "B_b": ',
+        'spec.tasks[3].name: Duplicate value: "a"',
+        "spec.tasks[4].name: Required value: a plain task needs a name",
+        'spec.tasks[6].name: Invalid value: "B_b": ',
+        "spec.ports[1].name: Required value: name each of several ports",
+        'spec.ports[2].name: Invalid value: "X": ',
+        'spec.ports[3].name: Invalid value: "X": ',
+        'spec.ports[3].name: Duplicate value: "X"',
+    ]
+    # One port needs no name.
+    assert validate({"spec": {"ports": [{}]}}, None) == []
+    assert list(rules) == [
+        "t/one-lead",
+        "t/name-required",
+        "t/name",
+        "t/names-unique",
+        "p/name-required",
+        "p/name",
+        "p/names-unique",
+    ]
+    assert rules["t/one-lead"].placements[0].validation.rule == (
+        "self.filter(t, has(t.kind) && t.kind == 'lead').size() <= 1"
+    )
+    assert rules["t/name-required"].placements[0].validation.rule == (
+        "(has(self.kind) && self.kind != '' ? self.kind : 'plain') != 'plain' || (has(self.name) && self.name != '')"
+    )
+    several = rules["p/name-required"].placements[0]
+    assert several.at == ("spec", "ports") and several.validation.rule.startswith("size(self) <= 1 || ")
+    assert rules["p/name"].where is Where.SCHEMA and rules["p/names-unique"].where is Where.CRD_RULE
+    with pytest.raises(FormError):  # a summary per rule
+        Declarations((NamedEntries(("x",), "spec.ports", "name", "a", "b", "c", "d"),)).rules()
+
+
 # --- per-entry scopes --------------------------------------------------------------------------------
 
 MEMBER = Scope(
@@ -1299,3 +1527,25 @@ def test_default_type_spelling():
     assert spelling.where is Where.MUTATING_POLICY and not spelling.placements
     assert "JSONPatch{op: 'move', from: '/spec/reps/' + jsonpatch.escapeKey(k)" in spelling.patches[0]
     assert "oldObject.spec.reps" in spelling.patches[0]
+
+
+def test_entries_keep_their_fields_on_update():
+    kept = EntriesUnchanged(
+        "k/kept", "kinds and bodies stay", "spec.parts", ("kind", "body"), ("body",), "parts are immutable"
+    )
+    declared = Declarations((kept,))
+    namespace: dict[str, object] = {}
+    exec(compile(declared_module_text([("k.example.com", "K", declared)]), "k", "exec"), namespace)
+    validate = namespace["validate_k_k_example_com"]
+    old = {"spec": {"parts": [{"kind": "a", "body": {"x": 1}, "count": 1}]}}
+    assert validate({"spec": {"parts": [{"kind": "a", "body": {"x": 1}, "count": 5}]}}, old) == []
+    assert validate({"spec": {"parts": [{"kind": "b", "body": {"x": 1}}]}}, None) == []  # CREATE
+    for parts in ([{"kind": "b", "body": {"x": 1}}], [{"kind": "a", "body": {"x": 2}}], [], None):
+        errors = validate({"spec": {"parts": parts}}, old)
+        assert [str(e) for e in errors] == ["spec.parts: Forbidden: parts are immutable"]
+    (rule,) = declared.rules()
+    assert rule.where is Where.TRANSITION and rule.placements[0].at == ("spec",)
+    assert rule.placements[0].validation.rule == (
+        "!has(oldSelf.parts) || !has(self.parts) || (self.parts.map(r, has(r.kind) ? r.kind : '') == "
+        "oldSelf.parts.map(r, has(r.kind) ? r.kind : '') && self.parts.map(r, r.body) == oldSelf.parts.map(r, r.body))"
+    )

@@ -29,7 +29,6 @@ from jobgate.generate.cel.catalogue import (
     Validation,
     Where,
     bound,
-    cel_string,
     unique_field,
 )
 from jobgate.generate.cel.jobmeta import NAME, derived_names_rule
@@ -41,23 +40,16 @@ from jobgate.rules.podtemplate import POD_TEMPLATE_BOUNDS
 TASKS = ("spec", "tasks")
 TASK = (*TASKS, LIST_ITEMS)
 SHARED = ("spec", "volumes")
-# A DNS-1123 label or empty (an empty name is refused by the rule that requires a name, with its words).
-OPTIONAL_LABEL_PATTERN = "^([a-z0-9]([-a-z0-9]*[a-z0-9])?)?$"
 _LABEL_PROBLEM = "^(" + re.escape(DNS1123_LABEL_MESSAGE) + "|must be no more than 63 )"
 _CONTAINER_LISTS = ("containers", "initContainers")
-
-
-def _type(task: str) -> str:
-    """CEL of a task's type as the webhook reads it once defaulted (none when unset)."""
-    untyped = cel_string(diengine.UNTYPED_TASK)
-    return f"(has({task}.type) && {task}.type != '' ? {task}.type : {untyped})"
 
 
 def _named(task: str) -> str:
     return f"(has({task}.name) && {task}.name != '')"
 
 
-# The defaults and the lists' bounds are declared (declared.py); the rest is written here.
+# The defaults, the lists' bounds and the tasks' types and names are declared (declared.py); the rest is
+# written here.
 DECLARED = Declarations(DIJOB)
 
 
@@ -72,12 +64,9 @@ def rules(kind: JobKind) -> list[Rule]:
     template_rules = [r for r in pod_template_rules(site) if not r.id.endswith("/mounted-volumes")]
     return [
         _derived_names(),
-        *DECLARED.rules(),
+        *(r for r in DECLARED.rules() if r.id == "dijob/bounds"),
         _pod_volumes_bound(),
-        _singleton_types(),
-        _name_required(),
-        _name_is_label(),
-        _names_unique(),
+        *(r for r in DECLARED.rules() if r.id != "dijob/bounds"),
         _shared_volume_names(),
         _shared_volume_names_unique(),
         *(_mounted_volumes(key) for key in _CONTAINER_LISTS),
@@ -122,80 +111,6 @@ def _pod_volumes_bound() -> Rule:
                     message=f"Too many: must have at most {limit} items: a pod's volumes with spec.volumes",
                     field_path=".tasks",
                 ),
-            ),
-        ),
-        why="reported at the tasks (a rule on a list cannot name the item)",
-    )
-
-
-def _singleton_types() -> Rule:
-    return Rule(
-        "dijob/one-task-per-type",
-        "at most one task of each of the types " + ", ".join(diengine.SINGLETON_TASK_TYPES),
-        Where.CRD_RULE,
-        (
-            Produces(
-                "spec.tasks[*].type",
-                "INVALID",
-                "^the number of (" + "|".join(diengine.SINGLETON_TASK_TYPES) + ") task is more than one",
-                apiserver_drops=2,
-            ),
-        ),
-        tuple(
-            Placement(
-                TASKS,
-                validation=Validation(
-                    rule=f"self.filter(t, has(t.type) && t.type == {cel_string(task_type)}).size() <= 1",
-                    # The webhook also names the first task of the type: CEL's cost estimator cannot size an index.
-                    message=f"the number of {task_type} task is more than one",
-                ),
-            )
-            for task_type in diengine.SINGLETON_TASK_TYPES
-        ),
-        why="reported at the tasks (a rule on a list cannot name the item)",
-    )
-
-
-def _name_required() -> Rule:
-    return Rule(
-        "dijob/task-name-required",
-        "an untyped task has a name (a typed one is named after its type)",
-        Where.CRD_RULE,
-        (Produces("spec.tasks[*].name", "REQUIRED", "^(none type task has no name)?$"),),
-        (
-            Placement(
-                TASK,
-                validation=Validation(
-                    rule=f"{_type('self')} != {cel_string(diengine.UNTYPED_TASK)} || {_named('self')}",
-                    message="none type task has no name",
-                    field_path=".name",
-                    reason="FieldValueRequired",
-                ),
-            ),
-        ),
-    )
-
-
-def _name_is_label() -> Rule:
-    return Rule(
-        "dijob/task-name",
-        "a task's name is a DNS-1123 label",
-        Where.SCHEMA,
-        (Produces("spec.tasks[*].name", "INVALID", _LABEL_PROBLEM),),
-        (Placement((*TASK, "name"), {"pattern": OPTIONAL_LABEL_PATTERN, "maxLength": LABEL_MAX_LENGTH}),),
-    )
-
-
-def _names_unique() -> Rule:
-    return Rule(
-        "dijob/task-names-unique",
-        "task names unique in the job",
-        Where.CRD_RULE,
-        (Produces("spec.tasks[*].name", "DUPLICATE", apiserver_drops=2),),
-        (
-            Placement(
-                TASKS,
-                validation=unique_field("name", empty_counts=False),
             ),
         ),
         why="reported at the tasks (a rule on a list cannot name the item)",

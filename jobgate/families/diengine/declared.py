@@ -17,7 +17,7 @@ from jobgate.families.diengine.rules import (
     SINGLETON_TASK_TYPES,
     UNTYPED_TASK,
 )
-from jobgate.rules.forms import Declaration, DefaultField, DefaultItemField, MaxItems
+from jobgate.rules.forms import Declaration, DefaultField, DefaultItemField, MaxItems, NamedEntries
 
 TASKS = "spec.tasks"
 
@@ -45,5 +45,26 @@ DIJOB: tuple[Declaration, ...] = (
         ((TASKS, MAX_TASKS), ("spec.volumes", MAX_SHARED_VOLUMES)),
         summary=f"at most {MAX_TASKS} tasks and {MAX_SHARED_VOLUMES} shared volumes",
         why="bounds the CEL cost estimator needs; no real job comes near them (the webhook checks them too)",
+    ),
+    NamedEntries(
+        (
+            "at most one task of each of the types " + ", ".join(SINGLETON_TASK_TYPES),
+            "an untyped task has a name (a typed one is named after its type)",
+            "a task's name is a DNS-1123 label",
+            "task names unique in the job",
+        ),
+        TASKS,
+        "name",
+        required_id="dijob/task-name-required",
+        unnamed="none type task has no name",
+        label_id="dijob/task-name",
+        unique_id="dijob/task-names-unique",
+        type="type",
+        untyped=UNTYPED_TASK,
+        singletons=SINGLETON_TASK_TYPES,
+        singleton_id="dijob/one-task-per-type",
+        # DI-orchestrator's own sentence, with the task it collides with.
+        singleton="the number of {type} task is more than one",
+        first=" (tasks[{first}] is one)",
     ),
 )

@@ -11,13 +11,13 @@ from __future__ import annotations
 
 from jobgate._generated import declared_rules
 from jobgate.api.constants import DIENGINE_GROUP, DIENGINE_VERSION
-from jobgate.engine.fielderrors import FieldError, FieldPath, duplicate, invalid, required
+from jobgate.engine.fielderrors import FieldError, FieldPath
 from jobgate.engine.findings import Findings
 from jobgate.engine.jsonpatch import NO_PATCH, PatchRecorder
 from jobgate.engine.modelref import ModelRef
 from jobgate.engine.registry import GroupVersionKind, register
 from jobgate.rules.jobmeta import as_int, check_job_name, check_spec_schema
-from jobgate.rules.names import dns1123_label_problems, is_dns1123_label
+from jobgate.rules.names import is_dns1123_label
 from jobgate.rules.podtemplate import check_pod_template, volume_errors
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING, without importing typing at run time (start-up)
@@ -90,10 +90,9 @@ class DIJobKind:
         entries = [(i, t) for i, t in enumerate(tasks) if isinstance(t, dict)] if isinstance(tasks, list) else []
         shared_volumes = spec.get("volumes") if spec is not None else None
         base: FieldPath = ("spec", "tasks")
-        # The lists' bounds, declared in declared.py.
+        # The lists' bounds, then each task's type and name, declared in declared.py.
         found.errors.extend(declared_rules.validate_dijob_diengine_opendilab_org(obj, old))
         counts: dict[str, int] = {}
-        typed: dict[str, int] = {}
         template_errors: dict[str, FieldError] = {}
         for index, task in entries:
             path = (*base, index)
@@ -107,34 +106,11 @@ class DIJobKind:
                 template_errors.setdefault(str(error), error)  # spec.volumes errors once, not once per task
             found.warnings.extend(task_found.warnings)
 
-            task_type = task.get("type")
-            if task_type in SINGLETON_TASK_TYPES:
-                if task_type in typed:
-                    found.errors.append(
-                        invalid(
-                            (*path, "type"),
-                            task_type,
-                            # DI-orchestrator's own sentence, with the task it collides with.
-                            f"the number of {task_type} task is more than one (tasks[{typed[task_type]}] is one)",
-                        )
-                    )
-                else:
-                    typed[task_type] = index
+            # The pods of a task that names itself (a label, first of its name) are named after it.
             name = task.get("name")
-            if name is None or name == "":
-                detail = "none type task has no name" if task_type == UNTYPED_TASK else ""
-                found.errors.append(required((*path, "name"), detail))
-                continue
-            if not isinstance(name, str):
-                continue  # the schema check reports the type
-            if not is_dns1123_label(name):
-                found.errors.extend(invalid((*path, "name"), name, p) for p in dns1123_label_problems(name))
-                continue
-            if name in counts:
-                found.errors.append(duplicate((*path, "name"), name))
-                continue
-            count = as_int(task.get("replicas"))
-            counts[name] = 1 if count is None else count
+            if isinstance(name, str) and is_dns1123_label(name) and name not in counts:
+                count = as_int(task.get("replicas"))
+                counts[name] = 1 if count is None else count
         # The shared volumes on their own too: a job whose tasks have no pod spec to carry them
         # (reported there already, then) still has them checked, as the CRD's schema does.
         for error in volume_errors(shared_volumes, ("spec", "volumes")) if isinstance(shared_volumes, list) else ():

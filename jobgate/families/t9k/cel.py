@@ -13,61 +13,48 @@ every replica spec, and on the stored job.
 
 from __future__ import annotations
 
-import re
-
 from jobgate.engine.registry import JobKind
 from jobgate.families.t9k import rules as t9k
-from jobgate.families.t9k.declared import GENERIC_JOB
+from jobgate.families.t9k.declared import GENERIC_JOB, REPLICA_SPEC
 from jobgate.generate.cel.catalogue import (
     LIST_ITEMS,
     Default,
     Placement,
-    PolicyValidation,
     Produces,
     Rule,
-    Validation,
     Where,
     cel_raw_string,
-    first_message,
-    unique_field,
 )
 from jobgate.generate.cel.jobmeta import NAME, derived_names_rule
 from jobgate.generate.cel.podtemplate import TemplateSite, pod_template_rules
-from jobgate.generate.forms import Declarations
-from jobgate.rules.names import DNS1123_LABEL_MESSAGE, LABEL_MAX_LENGTH
+from jobgate.generate.forms import Declarations, scope_rules
+from jobgate.rules.forms import ScopeSite
+from jobgate.rules.names import LABEL_MAX_LENGTH
 
 SPECS = ("spec", "replicaSpecs")
 SPEC = (*SPECS, LIST_ITEMS)
 PORTS = ("spec", "service", "ports")
 # A DNS-1123 label or empty (an empty name is refused by the rule that requires one, with its words).
 OPTIONAL_LABEL_PATTERN = "^([a-z0-9]([-a-z0-9]*[a-z0-9])?)?$"
-_LABEL_PROBLEM = "^(" + re.escape(DNS1123_LABEL_MESSAGE) + "|must be no more than 63 )"
 FINISH_RULES = t9k.FINISH_RULE_KEYS
 # (mode, its list of per-type settings)
 RUN_MODE_LISTS = (("debug", "replicaSpecs"), ("pause", "resumeSpecs"))
-NO_TYPE_DETAIL = "no replica spec of this type"
-
-
-def _known(name: str) -> str:
-    """CEL true when a replica spec has the type ``name`` (CEL of a string)."""
-    return f"self.replicaSpecs.exists(r, has(r.type) && r.type == {name})"
-
-
-def _has_path(variable: str, *steps: str) -> str:
-    """CEL true when every field of the path is there (``has`` of each step)."""
-    parts = []
-    for index in range(1, len(steps) + 1):
-        parts.append(f"has({variable}.{'.'.join(steps[:index])})")
-    return "(" + " && ".join(parts) + ")"
 
 
 # What may not change on UPDATE is declared (declared.py), as far as a form says it; the rest is written here.
 DECLARED = Declarations(GENERIC_JOB)
+# The rules checked replica spec by replica spec (jobgate manifests generate writes their check).
+SCOPES = (REPLICA_SPEC,)
 
 
 def declared(kind: JobKind) -> Declarations:
     assert kind is t9k.GENERIC_JOB
     return DECLARED
+
+
+def _declared(ids: tuple[str, ...]) -> list[Rule]:
+    """The declared rules of these ids, in the catalogue where the webhook reports them."""
+    return [r for r in DECLARED.rules() if r.id in ids]
 
 
 def rules(kind: JobKind) -> list[Rule]:
@@ -76,12 +63,11 @@ def rules(kind: JobKind) -> list[Rule]:
     return [
         _derived_names(),
         _bounds(),
-        *_replica_type_rules(),
-        *_finish_rule_rules(),
-        *_run_mode_rules(),
-        *_service_port_rules(),
-        *_update_rules(),
-        *DECLARED.rules(),
+        *scope_rules(ScopeSite(REPLICA_SPEC, "spec.replicaSpecs[*]")),
+        *_declared(t9k.FINISH_RULES),
+        *_declared(t9k.RUN_MODE_RULES),
+        *_declared(t9k.PORT_RULES),
+        *_declared(t9k.LAST_RULES),
         *pod_template_rules(site),
     ]
 
@@ -143,288 +129,6 @@ def _bounds() -> Rule:
         why="bounds the CEL cost estimator needs; no real job comes near them (the webhook checks those a valid "
         "job could reach: the replica specs, the finish rules the defaults write, the service ports)",
     )
-
-
-def _replica_type_rules() -> list[Rule]:
-    return [
-        Rule(
-            "genericjob/replica-type",
-            "a replica type is a DNS-1123 label",
-            Where.SCHEMA,
-            (Produces("spec.replicaSpecs[*].type", "INVALID", _LABEL_PROBLEM),),
-            (Placement((*SPEC, "type"), {"pattern": OPTIONAL_LABEL_PATTERN, "maxLength": LABEL_MAX_LENGTH}),),
-        ),
-    ]
-
-
-def _types_text() -> str:
-    """CEL of the replica types joined by ', ' (the webhook lists each type once: a type written twice, or
-    not at all, is refused by its own rule). CEL's cost estimator cannot size join(): each item is written
-    out, up to the bound of the list (at least one replica spec: the schema's minItems)."""
-    specs = "self.replicaSpecs"
-
-    def item(index: int) -> str:
-        value = f"(has({specs}[{index}].type) ? {specs}[{index}].type : '')"
-        joined = value if index == 0 else "', ' + " + value
-        return f"(size({specs}) > {index} ? {joined} : '')"
-
-    parts = [item(index) for index in range(t9k.MAX_REPLICA_SPECS)]
-    return "(" + " + ".join(parts) + ")"
-
-
-def _types_message(unknown: str) -> str:
-    """CEL of the webhook's words for a replica type that no replica spec has (``unknown``: CEL of it)."""
-    return f"'Not found: \"' + {unknown} + '\": {NO_TYPE_DETAIL} (types: ' + {_types_text()} + ')'"
-
-
-def _finish_rule_rules() -> list[Rule]:
-    paths = [f"spec.{key}" for key in FINISH_RULES]
-    return [
-        Rule(
-            "genericjob/finish-rule-not-empty",
-            "a finish rule names a replica type at least",
-            Where.CRD_RULE,
-            tuple(Produces(f"{p}[*]", "REQUIRED", "^a finish rule must name at least one replica$") for p in paths),
-            tuple(
-                Placement(
-                    ("spec", key, LIST_ITEMS),
-                    validation=Validation(
-                        rule="size(self) > 0",
-                        message="a finish rule must name at least one replica",
-                        reason="FieldValueRequired",
-                    ),
-                )
-                for key in FINISH_RULES
-            ),
-        ),
-        Rule(
-            "genericjob/finish-rule-types",
-            "a finish rule names replica types of the job",
-            Where.CRD_RULE,
-            tuple(Produces(f"{p}[*][*]", "NOT_FOUND", f"^{NO_TYPE_DETAIL} ", apiserver_drops=2) for p in paths),
-            tuple(
-                Placement(
-                    ("spec",),
-                    validation=Validation(
-                        rule=f"!has(self.{key}) || !has(self.replicaSpecs) || "
-                        f"self.{key}.all(rule, rule.all(t, {_known('t')}))",
-                        # The webhook names the type too: CEL's cost estimator cannot size a key of a map in a list.
-                        message_expression=f"'Not found: {NO_TYPE_DETAIL} (types: ' + {_types_text()} + ')'",
-                        field_path=f".{key}",
-                    ),
-                )
-                for key in FINISH_RULES
-            ),
-            why="reported at the rules (a rule on spec, which sees the replica types, cannot name the item)",
-        ),
-        Rule(
-            "genericjob/finish-rule-indices-listed",
-            "a finish rule lists a replica index at least for each type it names",
-            Where.CRD_RULE,
-            tuple(
-                Produces(f"{p}[*][*]", "REQUIRED", "^must list at least one replica index$", apiserver_drops=1)
-                for p in paths
-            ),
-            tuple(
-                Placement(
-                    ("spec", key, LIST_ITEMS),
-                    validation=Validation(
-                        rule="self.all(t, size(self[t]) > 0)",
-                        message_expression="self.filter(t, size(self[t]) == 0)[0] + "
-                        "': must list at least one replica index'",
-                        reason="FieldValueRequired",
-                    ),
-                )
-                for key in FINISH_RULES
-            ),
-            why="reported at the rule (a rule on a map cannot name the key)",
-        ),
-        Rule(
-            "genericjob/finish-rule-indices",
-            "a finish rule's indices are replicas of the type (0 to replicas - 1)",
-            Where.POLICY,
-            tuple(
-                Produces(f"{p}[*][*][*]", "INVALID", "^(must be below replicas|replica type .* has 0 replicas)")
-                for p in paths
-            ),
-            policy=tuple(
-                PolicyValidation(first_message(("spec", key, LIST_ITEMS), _bad_index), variables=_REPLICA_COUNTS)
-                for key in FINISH_RULES
-            ),
-            why=f"a ValidatingAdmissionPolicy: up to {t9k.MAX_WRITTEN_RULE_REPLICAS} rules (one per replica, as the "
-            "defaults write them) or lists of as many indices, each compared with its type's replicas: a CRD rule "
-            "is costed for the largest of each at once, about 160 times the limit of a rule",
-        ),
-    ]
-
-
-# Each replica type and its count, computed once per request (10,000 default rules read them).
-_REPLICA_COUNTS = (
-    (
-        "replicaTypes",
-        "has(object.spec.replicaSpecs) ? object.spec.replicaSpecs.map(r, has(r.type) ? r.type : '') : []",
-    ),
-    (
-        "replicaCounts",
-        "has(object.spec.replicaSpecs) ? object.spec.replicaSpecs.map(r, has(r.replicas) ? r.replicas : 1) : []",
-    ),
-)
-
-
-def _bad_index(rule: str, path: str) -> str:
-    """CEL of the webhook's line for the first index of a finish rule that is no replica of its type,
-    '' when none (a policy has no static cost limit, and sees the replica specs from the object)."""
-    replicas = "variables.replicaCounts[variables.replicaTypes.indexOf(t)]"
-    detail = (
-        f"({replicas} > 0 ? 'must be below replicas (' + string({replicas}) + ') of type ' + t + ': 0 to ' + "
-        f"string({replicas} - 1) : 'replica type ' + t + ' has 0 replicas')"
-    )
-    line = (
-        f"{path} + '[' + t + '][' + string({rule}[t].indexOf(i)) + ']: Invalid value: ' + string(i) + ': ' + {detail}"
-    )
-    per_type = f"(({rule}[t].map(i, i < 0 || i >= {replicas} ? {line} : '').filter(m, m != '') + [''])[0])"
-    return f"(({rule}.map(t, t in variables.replicaTypes ? {per_type} : '').filter(m, m != '') + [''])[0])"
-
-
-def _run_mode_rules() -> list[Rule]:
-    lists = [(("runMode", mode, items), f"spec.runMode.{mode}.{items}") for mode, items in RUN_MODE_LISTS]
-
-    def present(steps: tuple[str, ...]) -> str:
-        return _has_path("self", *steps)
-
-    def of(steps: tuple[str, ...]) -> str:
-        return "self." + ".".join(steps)
-
-    return [
-        Rule(
-            "genericjob/run-mode-types",
-            "a debug or resume setting names a replica type of the job",
-            Where.CRD_RULE,
-            tuple(Produces(f"{p}[*].type", "NOT_FOUND", f"^{NO_TYPE_DETAIL} ", apiserver_drops=2) for _, p in lists),
-            tuple(
-                Placement(
-                    ("spec",),
-                    validation=Validation(
-                        rule=f"!{present(steps)} || !has(self.replicaSpecs) || "
-                        f"{of(steps)}.all(e, !has(e.type) || e.type == '' || {_known('e.type')})",
-                        message_expression=_types_message(
-                            f"{of(steps)}.map(e, has(e.type) ? e.type : '').filter(t, t != '' && !{_known('t')})[0]"
-                        ),
-                        field_path="." + ".".join(steps),
-                    ),
-                )
-                for steps, _ in lists
-            ),
-            why="reported at the list (a rule on spec, which sees the replica types, cannot name the item)",
-        ),
-        Rule(
-            "genericjob/run-mode-types-unique",
-            "one debug or resume setting per replica type",
-            Where.CRD_RULE,
-            tuple(Produces(f"{p}[*].type", "DUPLICATE", apiserver_drops=2) for _, p in lists),
-            tuple(
-                Placement(
-                    ("spec",),
-                    validation=Validation(
-                        # The webhook reports a type the job does not have as not found, not twice.
-                        rule=f"!{present(steps)} || !has(self.replicaSpecs) || {of(steps)}.all(e, !has(e.type) || "
-                        f"!{_known('e.type')} || {of(steps)}.exists_one(f, has(f.type) && f.type == e.type))",
-                        message_expression="'Duplicate value: \"' + "
-                        f"{of(steps)}.map(e, has(e.type) ? e.type : '').filter(t, {_known('t')} && "
-                        f"{of(steps)}.filter(f, has(f.type) && f.type == t).size() > 1)[0] + '\"'",
-                        field_path="." + ".".join(steps),
-                    ),
-                )
-                for steps, _ in lists
-            ),
-            why="reported at the list (a rule on spec, which sees the replica types, cannot name the item)",
-        ),
-    ]
-
-
-def _service_port_rules() -> list[Rule]:
-    return [
-        Rule(
-            "genericjob/service-port-names-required",
-            "each port of a service of more than one port has a name",
-            Where.CRD_RULE,
-            (
-                Produces(
-                    "spec.service.ports[*].name",
-                    "REQUIRED",
-                    "^a service with more than one port needs a name for each$",
-                    apiserver_drops=2,
-                ),
-            ),
-            (
-                Placement(
-                    PORTS,
-                    validation=Validation(
-                        rule="size(self) <= 1 || self.all(p, has(p.name) && p.name != '')",
-                        message="a service with more than one port needs a name for each",
-                        reason="FieldValueRequired",
-                    ),
-                ),
-            ),
-            why="reported at the list (a rule on a list cannot name the item)",
-        ),
-        Rule(
-            "genericjob/service-port-names",
-            "service port names are DNS-1123 labels",
-            Where.SCHEMA,
-            (Produces("spec.service.ports[*].name", "INVALID", _LABEL_PROBLEM),),
-            (
-                Placement(
-                    (*PORTS, LIST_ITEMS, "name"), {"pattern": OPTIONAL_LABEL_PATTERN, "maxLength": LABEL_MAX_LENGTH}
-                ),
-            ),
-        ),
-        Rule(
-            "genericjob/service-port-names-unique",
-            "service port names unique",
-            Where.CRD_RULE,
-            (Produces("spec.service.ports[*].name", "DUPLICATE", apiserver_drops=2),),
-            (
-                Placement(
-                    PORTS,
-                    validation=unique_field("name", empty_counts=False),
-                ),
-            ),
-            why="reported at the list (a rule on a list cannot name the item)",
-        ),
-    ]
-
-
-def _update_rules() -> list[Rule]:
-    types = "{s}.replicaSpecs.map(r, has(r.type) ? r.type : '')"
-    templates = "{s}.replicaSpecs.map(r, r.template)"
-    return [
-        Rule(
-            "genericjob/replicas-immutable",
-            "the replica types and pod templates do not change once the job exists",
-            Where.TRANSITION,
-            (
-                Produces(
-                    "spec.replicaSpecs",
-                    "FORBIDDEN",
-                    "^replica types and pod templates are immutable once the job exists$",
-                ),
-            ),
-            (
-                Placement(
-                    ("spec",),
-                    validation=Validation(
-                        rule="!has(oldSelf.replicaSpecs) || !has(self.replicaSpecs) || "
-                        f"({types.format(s='self')} == {types.format(s='oldSelf')} && "
-                        f"{templates.format(s='self')} == {templates.format(s='oldSelf')})",
-                        message="replica types and pod templates are immutable once the job exists",
-                        field_path=".replicaSpecs",
-                        reason="FieldValueForbidden",
-                    ),
-                ),
-            ),
-        ),
-    ]
 
 
 # --- defaults (GenericJobKind.default) -----------------------------------------------------------

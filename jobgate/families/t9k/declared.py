@@ -12,13 +12,23 @@ from jobgate.families.t9k.rules import (
     DEFAULT_RESTART_LIMIT,
     DEFAULT_RESTART_POLICY,
     DEFAULT_SCHEDULER_PRIORITY,
+    FINISH_RULE_KEYS,
+    MAX_REPLICA_SPECS,
+    MAX_WRITTEN_RULE_REPLICAS,
+    NO_TYPE_MESSAGE,
 )
 from jobgate.rules.forms import (
     Declaration,
     DefaultField,
     DefaultItemField,
+    EntriesUnchanged,
     Immutable,
+    IndexMaps,
+    NamedEntries,
+    RefersTo,
     RequiredField,
+    Scope,
+    StringField,
     UniqueBy,
 )
 
@@ -64,6 +74,73 @@ GENERIC_JOB: tuple[Declaration, ...] = (
         list(DEFAULT_DEBUG_COMMAND),
         entry="debug setting",
     ),
+    # Reported where rules.py calls them: after the replica specs' rules, before the service's ports.
+    IndexMaps(
+        "genericjob/finish-rule-not-empty",
+        "a finish rule names a replica type at least",
+        tuple(f"spec.{key}" for key in FINISH_RULE_KEYS),
+        "spec.replicaSpecs",
+        "type",
+        "replicas",
+        1,
+        "a finish rule must name at least one replica",
+        "genericjob/finish-rule-types",
+        "a finish rule names replica types of the job",
+        NO_TYPE_MESSAGE,
+        "genericjob/finish-rule-indices-listed",
+        "a finish rule lists a replica index at least for each type it names",
+        "must list at least one replica index",
+        "genericjob/finish-rule-indices",
+        "a finish rule's indices are replicas of the type (0 to replicas - 1)",
+        "must be below replicas ({count}) of type {name}: 0 to {last}",
+        "replica type {name} has 0 replicas",
+        bound=MAX_REPLICA_SPECS,
+        max_maps=MAX_WRITTEN_RULE_REPLICAS,
+        max_names=MAX_REPLICA_SPECS,
+        bounds_id="genericjob/bounds",
+        index_why=f"a ValidatingAdmissionPolicy: up to {MAX_WRITTEN_RULE_REPLICAS} rules (one per replica, as the "
+        "defaults write them) or lists of as many indices, each compared with its type's replicas: a CRD rule "
+        "is costed for the largest of each at once, about 160 times the limit of a rule",
+    ),
+    RefersTo(
+        "genericjob/run-mode-types",
+        "a debug or resume setting names a replica type of the job",
+        ("spec.runMode.debug.replicaSpecs", "spec.runMode.pause.resumeSpecs"),
+        "type",
+        "spec.replicaSpecs",
+        "type",
+        NO_TYPE_MESSAGE,
+        bound=MAX_REPLICA_SPECS,
+        unique_id="genericjob/run-mode-types-unique",
+        unique_summary="one debug or resume setting per replica type",
+        why="reported at the list (a rule on spec, which sees the replica types, cannot name the item)",
+    ),
+    # Reported where rules.py calls it: after the service's bound.
+    NamedEntries(
+        (
+            "each port of a service of more than one port has a name",
+            "service port names are DNS-1123 labels",
+            "service port names unique",
+        ),
+        "spec.service.ports",
+        "name",
+        required_id="genericjob/service-port-names-required",
+        unnamed="a service with more than one port needs a name for each",
+        label_id="genericjob/service-port-names",
+        unique_id="genericjob/service-port-names-unique",
+        several=True,
+        label_stops=False,
+    ),
+    # The controller does not roll running pods: a changed template or replica type would leave pods
+    # that no longer match the job. Replica counts and restart policies may change.
+    EntriesUnchanged(
+        "genericjob/replicas-immutable",
+        "the replica types and pod templates do not change once the job exists",
+        "spec.replicaSpecs",
+        ("type", "template"),
+        ("template",),
+        "replica types and pod templates are immutable once the job exists",
+    ),
     # Reported after the rules written by hand (rules.py), which skip an entry without a type.
     RequiredField(
         "genericjob/replica-type-required",
@@ -93,4 +170,12 @@ GENERIC_JOB: tuple[Declaration, ...] = (
         "spec.runMode.pause.resumeSpecs",
         "field is immutable: only pause.enabled may change while the job exists",
     ),
+)
+
+# Checked replica spec by replica spec (rules.py's loop, after the spec's pod template, for the first
+# spec of a type): a replica type names pods and services.
+REPLICA_SPEC = Scope(
+    "t9k_replica_spec",
+    "replica spec",
+    (StringField("genericjob/replica-type", "a replica type is a DNS-1123 label", "type", label=True),),
 )

@@ -9,16 +9,10 @@ when any replica failed beyond its restart limit).
 
 from __future__ import annotations
 
-from jobgate._generated import declared_rules
+from jobgate._generated import declared_rules, scoped_rules
 from jobgate.api.constants import T9K_GROUP, T9K_VERSION
 from jobgate.engine.fielderrors import (
     FieldPath,
-    Key,
-    duplicate,
-    forbidden,
-    invalid,
-    not_found,
-    required,
     too_many,
 )
 from jobgate.engine.findings import Findings
@@ -26,7 +20,7 @@ from jobgate.engine.jsonpatch import NO_PATCH, PatchRecorder
 from jobgate.engine.modelref import ModelRef
 from jobgate.engine.registry import GroupVersionKind, register
 from jobgate.rules.jobmeta import as_int, check_job_name, check_spec_schema
-from jobgate.rules.names import dns1123_label_problems, is_dns1123_label
+from jobgate.rules.names import is_dns1123_label
 from jobgate.rules.podtemplate import check_pod_template
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING, without importing typing at run time (start-up)
@@ -51,6 +45,28 @@ CONTROLLER_POD_RESTART_POLICY = "Never"
 # (below): the most the defaults write.
 MAX_REPLICA_SPECS = 8
 MAX_SERVICE_PORTS = 128
+# A replica type named where no replica spec has it ({known}: the types there are).
+NO_TYPE_MESSAGE = "no replica spec of this type (types: {known})"
+# The declared rules (declared.py) each reported where the hand-written ones around them expect it.
+FINISH_RULES = (
+    "genericjob/finish-rule-not-empty",
+    "genericjob/finish-rule-types",
+    "genericjob/finish-rule-indices-listed",
+    "genericjob/finish-rule-indices",
+)
+PORT_RULES = (
+    "genericjob/service-port-names-required",
+    "genericjob/service-port-names",
+    "genericjob/service-port-names-unique",
+)
+RUN_MODE_RULES = ("genericjob/run-mode-types", "genericjob/run-mode-types-unique")
+LAST_RULES = (
+    "genericjob/replicas-immutable",
+    "genericjob/replica-type-required",
+    "genericjob/run-mode-type-required",
+    "genericjob/replica-types-unique",
+    "genericjob/resume-specs-immutable",
+)
 
 
 # Models are named, not imported: see jobgate/engine/modelref.py.
@@ -134,26 +150,30 @@ class GenericJobKind:
                 continue  # declared.py requires the type; the schema check reports a wrong one
             if replica_type in counts:
                 continue  # a duplicate (declared.py)
+            # A type that is no label is reported once, here (declared.py's REPLICA_SPEC); finish rules
+            # naming it still resolve, and no pod name is derived from it.
+            scoped_rules.check_t9k_replica_spec(replica, path, found.errors)
             if not is_dns1123_label(replica_type):
-                # Reported once here; finish rules naming it still resolve, and no pod name is derived from it.
-                found.errors.extend(
-                    invalid((*path, "type"), replica_type, p) for p in dns1123_label_problems(replica_type)
-                )
                 unnamable.add(replica_type)
             count = as_int(replica.get("replicas"))
             counts[replica_type] = 1 if count is None else count
         found.errors[:0] = check_job_name(obj, [(t, c) for t, c in counts.items() if t not in unnamable])
         if spec is None:
             return found
-        for rules_key in FINISH_RULE_KEYS:
-            found.errors.extend(_check_finish_rules(spec.get(rules_key), ("spec", rules_key), counts))
-        _check_run_mode(spec.get("runMode"), counts, found)
-        _check_service(spec.get("service"), found)
+        # The finish rules' replica types and indices, and the debug and resume settings' replica
+        # types, declared in declared.py.
+        found.errors.extend(
+            declared_rules.validate_genericjob_batch_tensorstack_dev(obj, None, (*FINISH_RULES, *RUN_MODE_RULES))
+        )
+        service = spec.get("service")
+        ports = service.get("ports") if isinstance(service, dict) else None
+        if isinstance(ports, list) and len(ports) > MAX_SERVICE_PORTS:
+            found.errors.append(too_many(("spec", "service", "ports"), len(ports), MAX_SERVICE_PORTS))
+        # The ports' names, declared in declared.py.
+        found.errors.extend(declared_rules.validate_genericjob_batch_tensorstack_dev(obj, None, PORT_RULES))
         stored = old if old is not None and isinstance(old.get("spec"), dict) else None
-        if stored is not None:
-            _check_update(spec, stored["spec"], found)
-        # The required types and what may not change on UPDATE, declared in declared.py.
-        found.errors.extend(declared_rules.validate_genericjob_batch_tensorstack_dev(obj, stored))
+        # What may not change on UPDATE and the required types, declared in declared.py.
+        found.errors.extend(declared_rules.validate_genericjob_batch_tensorstack_dev(obj, stored, LAST_RULES))
         return found
 
 
@@ -200,115 +220,6 @@ def default_success_rules(counts: dict[str, int]) -> list[dict[str, list[int]]]:
 def default_failure_rules(counts: dict[str, int]) -> list[dict[str, list[int]]]:
     """One rule per replica: the job fails when any replica failed beyond its restart limit."""
     return [{rtype: [index]} for rtype, count in counts.items() for index in range(count)]
-
-
-def _check_finish_rules(rules: Any, path: FieldPath, counts: dict[str, int]) -> list[Any]:
-    errors: list[Any] = []
-    if not isinstance(rules, list):
-        return errors  # absent (nothing to check) or mistyped (the schema check says so)
-    if len(rules) > MAX_WRITTEN_RULE_REPLICAS:
-        errors.append(too_many(path, len(rules), MAX_WRITTEN_RULE_REPLICAS))
-    for index, rule in enumerate(rules):
-        rule_path = (*path, index)
-        if not isinstance(rule, dict):
-            continue
-        listed = {k: v for k, v in rule.items() if v is not None}
-        if not listed:
-            errors.append(required(rule_path, "a finish rule must name at least one replica"))
-            continue
-        if len(listed) > MAX_REPLICA_SPECS:  # the CRD's bound (a rule of a valid job names each type once)
-            errors.append(too_many(rule_path, len(listed), MAX_REPLICA_SPECS))
-        for replica_type, indices in listed.items():
-            type_path = (*rule_path, Key(replica_type))
-            if replica_type not in counts:
-                known = ", ".join(counts) or "none"
-                errors.append(not_found(type_path, replica_type, f"no replica spec of this type (types: {known})"))
-                continue
-            if not isinstance(indices, list):
-                continue
-            if not indices:
-                errors.append(required(type_path, "must list at least one replica index"))
-            replicas = counts[replica_type]
-            for position, replica_index in enumerate(indices):
-                value = as_int(replica_index)
-                if value is not None and (value < 0 or value >= replicas):
-                    errors.append(
-                        invalid(
-                            (*type_path, position),
-                            value,
-                            f"must be below replicas ({replicas}) of type {replica_type}: 0 to {replicas - 1}"
-                            if replicas > 0
-                            else f"replica type {replica_type} has 0 replicas",
-                        )
-                    )
-    return errors
-
-
-def _check_run_mode(run_mode: Any, counts: dict[str, int], found: Findings) -> None:
-    if not isinstance(run_mode, dict):
-        return
-    for mode, list_key in (("debug", "replicaSpecs"), ("pause", "resumeSpecs")):
-        settings = run_mode.get(mode)
-        entries = settings.get(list_key) if isinstance(settings, dict) else None
-        if not isinstance(entries, list):
-            continue
-        seen: set[str] = set()
-        for index, entry in enumerate(entries):
-            if not isinstance(entry, dict):
-                continue
-            type_path: FieldPath = ("spec", "runMode", mode, list_key, index, "type")
-            replica_type = entry.get("type")
-            if replica_type is None or replica_type == "" or not isinstance(replica_type, str):
-                continue  # declared.py requires the type; the schema check reports a wrong one
-            if replica_type not in counts:
-                known = ", ".join(counts) or "none"
-                found.errors.append(
-                    not_found(type_path, replica_type, f"no replica spec of this type (types: {known})")
-                )
-            elif replica_type in seen:
-                found.errors.append(duplicate(type_path, replica_type))
-            else:
-                seen.add(replica_type)
-
-
-def _check_service(service: Any, found: Findings) -> None:
-    ports = service.get("ports") if isinstance(service, dict) else None
-    if not isinstance(ports, list):
-        return
-    if len(ports) > MAX_SERVICE_PORTS:
-        found.errors.append(too_many(("spec", "service", "ports"), len(ports), MAX_SERVICE_PORTS))
-    names: set[str] = set()
-    for index, port in enumerate(ports):
-        if not isinstance(port, dict):
-            continue
-        path: FieldPath = ("spec", "service", "ports", index, "name")
-        name = port.get("name")
-        if name is None or name == "":
-            if len(ports) > 1:
-                found.errors.append(required(path, "a service with more than one port needs a name for each"))
-            continue
-        if not isinstance(name, str):
-            continue
-        if not is_dns1123_label(name):
-            found.errors.extend(invalid(path, name, p) for p in dns1123_label_problems(name))
-        if name in names:
-            found.errors.append(duplicate(path, name))
-        names.add(name)
-
-
-def _immutable_replicas(replica_specs: Any) -> list[tuple[Any, Any]]:
-    if not isinstance(replica_specs, list):
-        return []
-    return [(r.get("type"), r.get("template")) if isinstance(r, dict) else (r, None) for r in replica_specs]
-
-
-def _check_update(spec: dict[str, Any], old_spec: dict[str, Any], found: Findings) -> None:
-    # The controller does not roll running pods: a changed template or replica type would leave
-    # pods that no longer match the job. Replica counts and restart policies may change.
-    if _immutable_replicas(spec.get("replicaSpecs")) != _immutable_replicas(old_spec.get("replicaSpecs")):
-        found.errors.append(
-            forbidden(("spec", "replicaSpecs"), "replica types and pod templates are immutable once the job exists")
-        )
 
 
 GENERIC_JOB = register(GenericJobKind())
