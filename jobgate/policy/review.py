@@ -17,7 +17,7 @@ from typing import Any
 
 from jobgate.engine.context import CREATE, ReviewContext
 from jobgate.engine.fielderrors import ErrorType, FieldError
-from jobgate.engine.jsonpatch import PatchRecorder, escape_pointer_token
+from jobgate.engine.jsonpatch import NO_PATCH, PatchRecorder, escape_pointer_token
 from jobgate.policy.check import PolicyFinding, policy_defaults, policy_findings
 from jobgate.policy.resolve import EffectivePolicy, effective_policy
 
@@ -48,33 +48,36 @@ def with_policy_defaults(
     if not ops:
         return obj
     # Copy on write, each container at most once whatever number of defaults go under it.
-    copies: dict[int, Any] = {}
+    copies: set[int] = set()
     root = dict(obj)
-    copies[id(root)] = root
+    copies.add(id(root))
     for path, value in ops:
         _set_path(root, path, value, recorder, copies)
     return root
 
 
 def _set_path(
-    root: dict[str, Any], path: list[str | int], value: object, recorder: PatchRecorder, copies: dict[int, Any]
+    root: dict[str, Any], path: list[str | int], value: object, recorder: PatchRecorder, copies: set[int]
 ) -> None:
     """Down ``path`` from ``root`` (a copy), copying each container not yet copied and creating
-    missing objects, and set the value at its end. ``copies`` holds the copies made, by identity."""
+    missing objects, and set the value at its end. ``copies`` holds the identities of the copies made."""
     node: Any = root
+    # The pointer serves only the recorded patch: /validate's defaults record none.
+    recording = recorder is not NO_PATCH
     pointer = ""
     for segment in path[:-1]:
-        child = node[int(segment)] if isinstance(node, list) else node.get(segment)
-        if isinstance(child, dict | list):
+        child = node[int(segment)] if type(node) is list else node.get(segment)
+        if type(child) is dict or type(child) is list or isinstance(child, dict | list):
             if id(child) not in copies:
                 child = dict(child) if isinstance(child, dict) else list(child)
-                copies[id(child)] = child
+                copies.add(id(child))
                 node[segment] = child
         else:
             recorder.set(node, str(segment), {}, pointer)
             child = node[segment]
-            copies[id(child)] = child
-        pointer = f"{pointer}/{escape_pointer_token(str(segment))}"
+            copies.add(id(child))
+        if recording:
+            pointer = f"{pointer}/{escape_pointer_token(str(segment))}"
         node = child
     recorder.set(node, str(path[-1]), value, pointer)
 

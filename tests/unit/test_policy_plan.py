@@ -17,7 +17,7 @@ from typing import Any
 import pytest
 
 from envtest.policy_set import NAMESPACE, NAMESPACE_LABELS, policy_set, tfjob_manifest
-from jobgate.policy.check import _all_findings, _plan, policy_findings
+from jobgate.policy.check import _all_findings, _Plan, _plan, policy_findings, specialised_clean
 from jobgate.policy.fieldmap import KINDS, kind_map, pod_sizes
 from jobgate.policy.resolve import PolicySet, effective_policy
 from tests.unit.test_policy_fixtures import cluster, dijob, kubedl, kubeflow, mxjob, pod, t9k, volcano
@@ -163,16 +163,28 @@ POLICIES = _policies()
 @pytest.mark.parametrize("policies", POLICIES, ids=lambda ps: "+".join(p["metadata"]["name"] for p in ps))
 def test_clean_means_no_finding(policies: list[dict[str, Any]]) -> None:
     cleaned = 0
+    fast_cleaned = 0
     for job in JOBS:
         kmap = kind_map(job)
         assert kmap is not None
         eff = effective_policy(policies, "ns", {}, job)
-        if _plan(eff, kmap).clean(job, kmap, eff):
+        plan = _plan(eff, kmap)
+        clean = plan.clean(job, kmap, eff)
+        if clean:
             cleaned += 1
             assert _all_findings(job, eff) == [], job
             assert policy_findings(job, copy.deepcopy(job), kmap.family, eff) == []
+        # The plan written out as source (the pure Python engine's): never cleaner than the plan,
+        # and as clean on every job with a spec object.
+        fast = specialised_clean(_Plan(eff, kmap), kmap, eff)
+        if fast(job):
+            fast_cleaned += 1
+            assert clean, (fast.source if hasattr(fast, "source") else fast, job)
+        elif isinstance(job.get("spec"), dict):
+            assert not clean, (fast.source, job)
     if not any(p["spec"].get("enforcementAction") for p in policies) and len(policies) == 1:
         assert cleaned, "the plan found no job clean: it would only add work"
+        assert fast_cleaned, "the written-out plan found no job clean: it would only add work"
 
 
 def test_bench_job_is_clean_under_the_bench_set() -> None:
@@ -184,8 +196,11 @@ def test_bench_job_is_clean_under_the_bench_set() -> None:
     assert kmap is not None and len(eff.policies) == 10
     job["spec"]["ttlSecondsAfterFinished"] = 3600  # the set's default, written before the checks
     assert _plan(eff, kmap).clean(job, kmap, eff)
+    fast = specialised_clean(_plan(eff, kmap), kmap, eff)
+    assert fast(job)
     job["spec"]["tfReplicaSpecs"]["Worker"]["template"]["spec"]["hostIPC"] = True
     assert not _plan(eff, kmap).clean(job, kmap, eff)
+    assert not fast(job)
     assert [f.rule for f in _all_findings(job, eff)] == ["policy/forbid-hostipc"]
 
 
