@@ -586,6 +586,7 @@ class _Plan:
         self.default_labels: list[tuple[str, Any]] = list(wanted.items())
         # ``clean`` written out for this plan (pure Python only: see specialised_clean).
         self.fast: Any = None
+        self.fast_defaults: Any = None  # likewise policy_defaults (specialised_defaults)
 
     def clean(self, job: dict[str, Any], kmap: KindMap, eff: EffectivePolicy) -> bool:
         """True when the checks would find nothing in ``job``; False when they may (they then decide)."""
@@ -817,8 +818,12 @@ class _Source:
         is neither a dict nor missing (the checks decide what such a shape means)."""
         if source == "job" and path[:1] == ("spec",):
             source, path = "jspec", path[1:]  # the job's spec, read once (a dict: see specialised_clean)
-        self.add(indent, f"{var} = {source}")
-        for segment in path:
+        if not path:
+            self.add(indent, f"{var} = {source}")
+            return
+        # ``source`` is a dict (the job, its spec): the first step needs no test.
+        self.add(indent, f"{var} = {source}.get({path[0]!r})")
+        for segment in path[1:]:
             self.add(indent, f"if type({var}) is dict:")
             self.add(indent + 1, f"{var} = {var}.get({segment!r})")
             self.add(indent, f"elif {var} is not None:")
@@ -949,7 +954,34 @@ def specialised_clean(plan: _Plan, kmap: KindMap, eff: EffectivePolicy) -> Any:
     count = plan.count_gpus
     src.add(1, "replicas = 0")
     src.add(1, "gpus = 0")
-    src.add(1, "for largest, template in _pod_sizes(_kmap, job):")
+    if kmap.replica_layout == "map":
+        # fieldmap.pod_sizes inline for the kinds that keep their roles in a map.
+        src.add(1, f"items = jspec.get({kmap.replica_field!r})")
+        src.add(1, "if not isinstance(items, dict):")
+        src.add(2, "items = {}")
+        if kmap.elastic:
+            src.add(1, 'high = jspec.get("elasticPolicy")')
+            src.add(1, 'high = high.get("maxReplicas") if isinstance(high, dict) else None')
+            src.add(1, "if type(high) is not int:")
+            src.add(2, "if isinstance(high, int) and type(high) is not bool:")
+            src.add(3, "return False")
+            src.add(2, "high = None")
+        src.add(1, "for role, item in items.items():")
+        src.add(2, "if not isinstance(item, dict):")
+        src.add(3, "continue")
+        src.add(2, 'largest = item.get("replicas")')
+        src.add(2, "if type(largest) is not int:")
+        src.add(3, "if isinstance(largest, int) and type(largest) is not bool:")
+        src.add(4, "return False")
+        src.add(3, f"largest = 0 if role in {src.constant(frozenset(kmap.default_zero))} else 1")
+        if kmap.elastic:
+            src.add(2, 'if high is not None and role == "Worker" and high > largest:')
+            src.add(3, "largest = high")
+        src.add(2, 'template = item.get("template")')
+        src.add(2, "if not isinstance(template, dict):")
+        src.add(3, "template = None")
+    else:
+        src.add(1, "for largest, template in _pod_sizes(_kmap, job):")
     if plan.max_role is not None:
         src.add(2, f"if largest > {src.constant(plan.max_role)}:")
         src.add(3, "return False")
@@ -1044,12 +1076,46 @@ def specialised_clean(plan: _Plan, kmap: KindMap, eff: EffectivePolicy) -> Any:
     return clean
 
 
+def specialised_defaults(plan: _Plan, kmap: KindMap) -> Any:
+    """:func:`policy_defaults` for this plan's jobs as one function of the job, giving the same
+    operations (None when a default needs more than a fixed path: a pod template's field, a path
+    that depends on the job, the Volcano and T9k queue cases)."""
+    src = _Source()
+    src.add(0, "def defaults(job):")
+    src.add(1, "ops = []")
+    for field, default, locator in plan.defaults:
+        if locator == TEMPLATE or (field == "queue" and kmap.family in ("volcano", "t9k")):
+            return None
+        path = _fixed_path(locator)
+        if path is None or not path:
+            return None
+        # get_path's reading: a step that is not a dict gives None (the default is then written).
+        src.add(1, f"v = job.get({path[0]!r})")
+        for segment in path[1:]:
+            src.add(1, f"v = v.get({segment!r}) if isinstance(v, dict) else None")
+        src.add(1, "if v is None:")
+        src.add(2, f"ops.append(({src.constant(list(path))}, {src.constant(default)}))")
+    if plan.default_labels:
+        src.add(1, 'labels = job.get("metadata")')
+        src.add(1, 'labels = labels.get("labels") if isinstance(labels, dict) else None')
+        src.add(1, "if not isinstance(labels, dict):")
+        src.add(2, "labels = {}")
+        for key, value in plan.default_labels:
+            src.add(1, f"if {key!r} not in labels:")
+            src.add(2, f"ops.append(({src.constant(['metadata', 'labels', key])}, {src.constant(value)}))")
+    src.add(1, "return ops")
+    namespace = dict(src.constants)
+    exec(compile("\n".join(src.lines), f"<policy defaults {kmap.group}/{kmap.kind}>", "exec"), namespace)
+    return namespace["defaults"]
+
+
 def _plan(eff: EffectivePolicy, kmap: KindMap) -> _Plan:
     plan = eff.plans.get(id(kmap))
     if plan is None:
         plan = _Plan(eff, kmap)
         if _SPECIALISE:
             plan.fast = specialised_clean(plan, kmap, eff)
+            plan.fast_defaults = specialised_defaults(plan, kmap)
         eff.plans[id(kmap)] = plan
     return plan
 
@@ -1103,6 +1169,12 @@ def policy_defaults(
     if kmap is None or kmap.family != family:
         return []
     plan = _plan(effective, kmap)
+    if plan.fast_defaults is not None:
+        return plan.fast_defaults(job)  # type: ignore[no-any-return]
+    return _defaults(job, kmap, plan)
+
+
+def _defaults(job: dict[str, Any], kmap: KindMap, plan: _Plan) -> list[tuple[list[str | int], object]]:
     ops: list[tuple[list[str | int], object]] = []
     # Only the fields given a default that the kind has (explain says which it lacks).
     for field, default, locator in plan.defaults:

@@ -17,7 +17,15 @@ from typing import Any
 import pytest
 
 from envtest.policy_set import NAMESPACE, NAMESPACE_LABELS, policy_set, tfjob_manifest
-from jobgate.policy.check import _all_findings, _Plan, _plan, policy_findings, specialised_clean
+from jobgate.policy.check import (
+    _all_findings,
+    _defaults,
+    _Plan,
+    _plan,
+    policy_findings,
+    specialised_clean,
+    specialised_defaults,
+)
 from jobgate.policy.fieldmap import KINDS, kind_map, pod_sizes
 from jobgate.policy.resolve import PolicySet, effective_policy
 from tests.unit.test_policy_fixtures import cluster, dijob, kubedl, kubeflow, mxjob, pod, t9k, volcano
@@ -222,3 +230,30 @@ def test_pod_sizes_are_the_groups_counts_and_templates() -> None:
                 spec[kmap.replica_field] = [item, 1, {"replicas": 2, "template": "x"}]
             job = {"apiVersion": f"{group}/v1", "kind": kind, "metadata": {"name": "j"}, "spec": spec}
             assert pod_sizes(kmap, job) == [(g.largest, g.template) for g in kmap.groups(job)], (kind, count, extra)
+
+
+DEFAULTS: list[dict[str, Any]] = [
+    {"queue": "vision", "priorityClassName": "high", "schedulerName": "batch"},
+    {"ttlSecondsAfterFinished": 60, "activeDeadlineSeconds": 600},
+    {"labels": {"team": "vision", "cost-center": "ml"}, "kueueQueueName": "q"},
+    {"queue": "vision", "ttlSecondsAfterFinished": 60, "labels": {"kueue.x-k8s.io/queue-name": "other"},
+     "kueueQueueName": "q"},
+]  # fmt: skip
+
+
+@pytest.mark.parametrize("defaults", DEFAULTS, ids="+".join)
+def test_written_out_defaults_are_the_defaults(defaults: dict[str, Any]) -> None:
+    """The defaults written out as source give the very operations of the general code, for every
+    kind it is written for (and it declines the others: templates, job-dependent paths, queues)."""
+    written = 0
+    odd = [{"spec": "x", "metadata": "y"}, {"spec": {"runPolicy": 3, "schedulingPolicy": "z"}}, {}]
+    for job in [*JOBS, *(dict(job, **extra) for job in JOBS[:40] for extra in odd)]:
+        kmap = kind_map(job)
+        assert kmap is not None
+        eff = effective_policy([cluster("d", {"defaults": defaults})], "ns", {}, job)
+        plan = _Plan(eff, kmap)
+        fast = specialised_defaults(plan, kmap)
+        if fast is not None:
+            written += 1
+            assert fast(job) == _defaults(job, kmap, plan), job
+    assert written or "schedulerName" in defaults  # a pod template's field: declined for all but Volcano
