@@ -417,8 +417,6 @@ class PolicySet(tuple[Mapping[str, Any], ...]):
     _effective: dict[Hashable, EffectivePolicy]
     _namespace_keys: tuple[str, ...] | None
     _object_keys: tuple[str, ...] | None
-    _absent_namespace: tuple[Any, ...]
-    _absent_object: tuple[Any, ...]
 
     def __new__(cls, policies: Iterable[Mapping[str, Any]] = ()) -> PolicySet:
         self = super().__new__(cls, policies)
@@ -430,8 +428,6 @@ class PolicySet(tuple[Mapping[str, Any], ...]):
         # and a job whose defaults add a label no selector reads finds the same entry again.
         self._namespace_keys = _selector_keys(self, "namespaceSelector")
         self._object_keys = _selector_keys(self, "objectSelector")
-        self._absent_namespace = (_ABSENT,) * len(self._namespace_keys or ())
-        self._absent_object = (_ABSENT,) * len(self._object_keys or ())
         return self
 
     def effective(
@@ -440,17 +436,18 @@ class PolicySet(tuple[Mapping[str, Any], ...]):
         namespace_keys, object_keys = self._namespace_keys, self._object_keys
         try:
             # Plain dicts (every review's) inline, without a call per part: the lookup is per review.
-            if type(namespace_labels) is dict and namespace_keys is not None:
-                labels_key: Hashable = tuple(map(namespace_labels.get, namespace_keys, self._absent_namespace))
+            # One key read (the common case): its value alone, as _labels_key gives it.
+            if type(namespace_labels) is dict and namespace_keys is not None and len(namespace_keys) == 1:
+                labels_key: Hashable = namespace_labels.get(namespace_keys[0], _ABSENT)
             else:
                 labels_key = _labels_key(namespace_labels, namespace_keys)
             metadata = job.get("metadata") if type(job) is dict else None
             labels = metadata.get("labels") if type(metadata) is dict else None
-            if type(labels) is dict and object_keys is not None:
+            if type(labels) is dict and object_keys is not None and len(object_keys) == 1:
                 job_key: Hashable = (
                     job.get("apiVersion"),  # type: ignore[union-attr]  # job is a dict when labels are
                     job.get("kind"),  # type: ignore[union-attr]
-                    tuple(map(labels.get, object_keys, self._absent_object)),
+                    labels.get(object_keys[0], _ABSENT),
                 )
             else:
                 job_key = _match_key(job, object_keys)
@@ -528,7 +525,9 @@ def _labels_key(labels: Mapping[str, Any] | None, keys: tuple[str, ...] | None) 
     if type(labels) is dict or isinstance(labels, Mapping):
         if keys is None:
             return frozenset(labels.items())
-        return tuple([labels.get(key, _ABSENT) for key in keys])  # as PolicySet.effective's
+        if len(keys) == 1:
+            return labels.get(keys[0], _ABSENT)  # as PolicySet.effective's
+        return tuple([labels.get(key, _ABSENT) for key in keys])
     return None
 
 

@@ -19,19 +19,23 @@ from jobgate.engine.context import CREATE, ReviewContext
 from jobgate.engine.fielderrors import ErrorType, FieldError
 from jobgate.engine.jsonpatch import NO_PATCH, PatchRecorder, escape_pointer_token
 from jobgate.policy.check import PolicyFinding, policy_defaults, policy_findings
-from jobgate.policy.resolve import EffectivePolicy, effective_policy
+from jobgate.policy.resolve import EffectivePolicy, PolicySet, effective_policy
 
 _ERROR_TYPES = {error_type.text: error_type for error_type in ErrorType}
 
 
 def effective_for(job: dict[str, Any], context: ReviewContext) -> EffectivePolicy | None:
     """The job's effective policy, or None when the review carries no policies."""
-    if context.policies is None:
+    policies = context.policies
+    if policies is None:
         return None
     metadata = job.get("metadata")
     namespace = metadata.get("namespace") if isinstance(metadata, dict) else None
-    namespace = namespace if isinstance(namespace, str) and namespace else context.namespace or "default"
-    return effective_policy(context.policies, namespace, context.namespace_labels, job)
+    if type(namespace) is not str or not namespace:
+        namespace = namespace if isinstance(namespace, str) and namespace else context.namespace or "default"
+    if type(policies) is PolicySet:  # the webhook's and the offline command's: its memo, without a call more
+        return policies.effective(namespace, context.namespace_labels, job)
+    return effective_policy(policies, namespace, context.namespace_labels, job)
 
 
 def with_policy_defaults(
