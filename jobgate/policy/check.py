@@ -584,6 +584,9 @@ class _Plan:
         if kueue is not None and kmap.kueue:
             wanted[KUEUE_LABEL] = kueue.value
         self.default_labels: list[tuple[str, Any]] = list(wanted.items())
+        # ``clean`` written out for this plan (pure Python only: see specialised_clean).
+        self.fast: Any = None
+        self.fast_defaults: Any = None  # likewise policy_defaults (specialised_defaults)
 
     def clean(self, job: dict[str, Any], kmap: KindMap, eff: EffectivePolicy) -> bool:
         """True when the checks would find nothing in ``job``; False when they may (they then decide)."""
@@ -712,16 +715,20 @@ class _Plan:
             if type(image) is str:
                 known = self.images.get(image)
                 if known is None:
-                    name = normalise_image(image)
-                    known = all(name_allowed(name, values) for values in self.registries)
-                    if len(self.images) >= _IMAGE_MEMO_LIMIT:
-                        self.images.clear()
-                    self.images[image] = known
+                    known = self.image_allowed(image)
                 if not known:
                     return False
             elif isinstance(image, str):
                 return False  # a str subclass: the checks judge it
         return True
+
+    def image_allowed(self, image: str) -> bool:
+        """Whether every registry list allows ``image``, remembered in ``images``."""
+        known = all(name_allowed(normalise_image(image), values) for values in self.registries)
+        if len(self.images) >= _IMAGE_MEMO_LIMIT:
+            self.images.clear()
+        self.images[image] = known
+        return known
 
     @staticmethod
     def _requests(resources: dict[str, Any], weights: dict[str, Any], eff: EffectivePolicy) -> Amount | None:
@@ -771,10 +778,344 @@ def _no_host_path(volumes: list[Any]) -> bool:
     return not any(isinstance(volume, dict) and volume.get("hostPath") is not None for volume in volumes)
 
 
+# --- the clean path as source -------------------------------------------------------------------
+#
+# Interpreted, :meth:`_Plan.clean` spends most of its time on what is the same for every job of a
+# plan: which constraints exist, where each field is, the calls between its parts. So the pure
+# Python engine writes each plan out once as one function of the job (:func:`specialised_clean`),
+# with the plan's bounds, paths and sets as constants and every part inline. It answers as
+# ``clean`` does and is held to it and to the checks by tests/unit/test_policy_plan.py; in any
+# shape it was not written for (a subclass of dict or list, a Mapping that is not a dict) it says
+# "not clean" and leaves the answer to the checks. The compiled engine keeps the compiled method.
+
+_SPECIALISE = __file__.endswith(".py")
+
+
+def _fixed_path(locator: Any) -> FieldPath | None:
+    """The path a job-level locator gives every job, None when it depends on the job (a KubeDL
+    MPIJob's ``spec.runPolicy``: the one thing locators read, as the generated policies also assume)."""
+    plain = tuple(locator({}))
+    if tuple(locator({"spec": {"runPolicy": {}}})) != plain or not all(type(s) is str for s in plain):
+        return None
+    return plain
+
+
+class _Source:
+    def __init__(self) -> None:
+        self.lines: list[str] = []
+        self.constants: dict[str, Any] = {}
+
+    def add(self, indent: int, line: str) -> None:
+        self.lines.append("    " * indent + line)
+
+    def constant(self, value: Any) -> str:
+        name = f"_c{len(self.constants)}"
+        self.constants[name] = value
+        return name
+
+    def get(self, indent: int, var: str, source: str, path: FieldPath) -> None:
+        """``var`` = the value at ``path`` under ``source`` (None when missing); not clean when a step
+        is neither a dict nor missing (the checks decide what such a shape means)."""
+        if source == "job" and path[:1] == ("spec",):
+            source, path = "jspec", path[1:]  # the job's spec, read once (a dict: see specialised_clean)
+        if not path:
+            self.add(indent, f"{var} = {source}")
+            return
+        # ``source`` is a dict (the job, its spec): the first step needs no test.
+        self.add(indent, f"{var} = {source}.get({path[0]!r})")
+        for segment in path[1:]:
+            self.add(indent, f"if type({var}) is dict:")
+            self.add(indent + 1, f"{var} = {var}.get({segment!r})")
+            self.add(indent, f"elif {var} is not None:")
+            self.add(indent + 1, "return False")
+
+    def job_field(self, indent: int, var: str, locator: Any) -> None:
+        path = _fixed_path(locator)
+        if path is None:
+            self.add(indent, f"{var} = _get_path(job, {self.constant(locator)}(job))")
+        else:
+            self.get(indent, var, "job", path)
+
+    def container(self, indent: int, plan: _Plan) -> None:
+        """The checks of one container ``c`` (a dict)."""
+        if plan.privileged:
+            self.add(indent, 'sc = c.get("securityContext")')
+            self.add(indent, 'if isinstance(sc, dict) and sc.get("privileged") is True:')
+            self.add(indent + 1, "return False")
+        if plan.registries:
+            self.add(indent, 'im = c.get("image")')
+            self.add(indent, "if type(im) is str:")
+            self.add(indent + 1, "known = _images.get(im)")
+            self.add(indent + 1, "if known is None:")
+            self.add(indent + 2, "known = _image_allowed(im)")
+            self.add(indent + 1, "if not known:")
+            self.add(indent + 2, "return False")
+            self.add(indent, "elif isinstance(im, str):")
+            self.add(indent + 1, "return False")
+
+    def containers(self, indent: int, plan: _Plan, list_name: str) -> None:
+        self.add(indent, f"items = spec.get({list_name!r})")
+        self.add(indent, "if type(items) is list:")
+        self.add(indent + 1, "for c in items:")
+        self.add(indent + 2, "if type(c) is dict:")
+        self.container(indent + 3, plan)
+        self.add(indent + 2, "elif isinstance(c, dict):")
+        self.add(indent + 3, "return False")
+        self.add(indent, "elif isinstance(items, list):")
+        self.add(indent + 1, "return False")
+
+    def quantities(self, indent: int, source: str, skip: str | None) -> None:
+        """Add the weighted GPUs of ``source`` (requests or limits) to ``pod``."""
+        # Only the names not known to be other resources (cpu, memory, ...) are looked at, the set
+        # difference taken in C; the sum does not depend on the order.
+        self.add(indent, f"for name in {source}.keys() - _not_gpus:")
+        if skip:
+            self.add(indent + 1, f"if {skip} and name in {skip}:")
+            self.add(indent + 2, "continue")
+        self.add(indent + 1, "w = _weights.get(name, _UNSET)")
+        self.add(indent + 1, "if w is _UNSET:")
+        self.add(indent + 2, "if type(name) is not str:")
+        self.add(indent + 3, "return False")
+        self.add(indent + 2, "w = _weights[name] = _gpu_weight(name, _resources)")
+        self.add(indent + 1, "if w is None:")
+        self.add(indent + 2, "if len(_not_gpus) >= _LIMIT:")
+        self.add(indent + 3, "_not_gpus.clear()")
+        self.add(indent + 2, "_not_gpus.add(name)")
+        self.add(indent + 2, "continue")
+        self.add(indent + 1, f"raw = {source}[name]")
+        self.add(indent + 1, "if type(raw) is int:")
+        self.add(indent + 2, "pod += raw * w")
+        self.add(indent + 1, "else:")
+        self.add(indent + 2, "try:")
+        self.add(indent + 3, "pod += _parse_quantity(raw) * w")
+        self.add(indent + 2, "except _QuantityError:")
+        self.add(indent + 3, "return False")
+
+
+def specialised_clean(plan: _Plan, kmap: KindMap, eff: EffectivePolicy) -> Any:
+    """``plan.clean`` for this plan's jobs, as one function of the job (see above)."""
+    if not plan.usable:
+        return lambda job: False
+    src = _Source()
+    src.constants.update(
+        _get_path=get_path,
+        _pod_sizes=pod_sizes,
+        _kmap=kmap,
+        _Mapping=Mapping,
+        _UNSET=_UNSET,
+        _images=plan.images,
+        _image_allowed=plan.image_allowed,
+        _weights=eff.gpu_weights,
+        _resources=eff.gpu_resources,
+        _gpu_weight=gpu_weight,
+        _parse_quantity=parse_quantity,
+        _QuantityError=QuantityError,
+        _not_gpus=set(),
+        _LIMIT=_IMAGE_MEMO_LIMIT,
+    )
+    src.add(0, "def clean(job):")
+    src.add(1, "if type(job) is not dict:")
+    src.add(2, "return False")
+    # A job without a spec object is left to the checks (the family's rules refuse it anyway).
+    src.add(1, 'jspec = job.get("spec")')
+    src.add(1, "if type(jspec) is not dict:")
+    src.add(2, "return False")
+    for locator, required, maximum in plan.lifetime:
+        src.job_field(1, "v", locator)
+        src.add(1, "if type(v) is int:")
+        src.add(2, f"if v > {src.constant(maximum)}:" if maximum is not None else "pass")
+        if maximum is not None:
+            src.add(3, "return False")
+        src.add(1, f"elif {required!r} or (isinstance(v, int) and type(v) is not bool):")
+        src.add(2, "return False")
+    for locator, allowed in plan.job_allow:
+        src.job_field(1, "v", locator)
+        src.add(1, f"if type(v) is not str or v not in {src.constant(frozenset(allowed))}:")
+        src.add(2, "return False")
+    if plan.labels:
+        src.get(1, "labels", "job", ("metadata", "labels"))
+        src.add(1, "if type(labels) is not dict:")
+        src.add(2, "return False")
+        for key, allowed_values in plan.labels:
+            src.add(1, f"if {key!r} not in labels:")
+            src.add(2, "return False")
+            if allowed_values is not None:
+                src.add(1, f"v = labels[{key!r}]")
+                src.add(1, f"if type(v) is not str or v not in {src.constant(frozenset(allowed_values))}:")
+                src.add(2, "return False")
+    if plan.host_path:
+        src.get(1, "volumes", "job", ("spec", "volumes"))
+        src.add(1, "if type(volumes) is list:")
+        src.add(2, "for volume in volumes:")
+        src.add(3, 'if isinstance(volume, dict) and volume.get("hostPath") is not None:')
+        src.add(4, "return False")
+        src.add(1, "elif isinstance(volumes, list):")
+        src.add(2, "return False")
+    count = plan.count_gpus
+    src.add(1, "replicas = 0")
+    src.add(1, "gpus = 0")
+    if kmap.replica_layout == "map":
+        # fieldmap.pod_sizes inline for the kinds that keep their roles in a map.
+        src.add(1, f"items = jspec.get({kmap.replica_field!r})")
+        src.add(1, "if not isinstance(items, dict):")
+        src.add(2, "items = {}")
+        if kmap.elastic:
+            src.add(1, 'high = jspec.get("elasticPolicy")')
+            src.add(1, 'high = high.get("maxReplicas") if isinstance(high, dict) else None')
+            src.add(1, "if type(high) is not int:")
+            src.add(2, "if isinstance(high, int) and type(high) is not bool:")
+            src.add(3, "return False")
+            src.add(2, "high = None")
+        src.add(1, "for role, item in items.items():")
+        src.add(2, "if not isinstance(item, dict):")
+        src.add(3, "continue")
+        src.add(2, 'largest = item.get("replicas")')
+        src.add(2, "if type(largest) is not int:")
+        src.add(3, "if isinstance(largest, int) and type(largest) is not bool:")
+        src.add(4, "return False")
+        src.add(3, f"largest = 0 if role in {src.constant(frozenset(kmap.default_zero))} else 1")
+        if kmap.elastic:
+            src.add(2, 'if high is not None and role == "Worker" and high > largest:')
+            src.add(3, "largest = high")
+        src.add(2, 'template = item.get("template")')
+        src.add(2, "if not isinstance(template, dict):")
+        src.add(3, "template = None")
+    else:
+        src.add(1, "for largest, template in _pod_sizes(_kmap, job):")
+    if plan.max_role is not None:
+        src.add(2, f"if largest > {src.constant(plan.max_role)}:")
+        src.add(3, "return False")
+    src.add(2, "replicas += largest")
+    src.add(2, "pod = 0")
+    src.add(2, 'spec = template.get("spec") if template is not None else None')
+    src.add(2, "if type(spec) is not dict:")
+    src.add(3, "if spec is not None and isinstance(spec, _Mapping):")
+    src.add(4, "return False")
+    if any(unset is None or unset not in allowed for _, allowed, unset in plan.template_allow):
+        src.add(3, "return False")  # an allow-list's field is unset and its unset meaning is not allowed
+    src.add(2, "else:")
+    for field, allowed, unset in plan.template_allow:
+        src.add(3, f"v = spec.get({field!r})")
+        if unset is not None:
+            src.add(3, "if v is None:")
+            src.add(4, f"v = {unset!r}")
+        src.add(3, f"if type(v) is not str or v not in {src.constant(frozenset(allowed))}:")
+        src.add(4, "return False")
+    for flag in plan.host_flags:
+        src.add(3, f"if spec.get({flag!r}) is True:")
+        src.add(4, "return False")
+    if plan.host_path:
+        src.add(3, 'volumes = spec.get("volumes")')
+        src.add(3, "if type(volumes) is list:")
+        src.add(4, "for volume in volumes:")
+        src.add(5, 'if isinstance(volume, dict) and volume.get("hostPath") is not None:')
+        src.add(6, "return False")
+        src.add(3, "elif isinstance(volumes, list):")
+        src.add(4, "return False")
+    if count:
+        src.add(3, 'overhead = spec.get("overhead")')
+        src.add(3, "if overhead is not None and isinstance(overhead, _Mapping):")
+        src.add(4, "return False")
+        src.add(3, 'if spec.get("resourceClaims"):')
+        src.add(4, "return False")
+        src.add(3, f"items = spec.get({_INITS!r})")
+        src.add(3, "if isinstance(items, list) and len(items) > 0:")
+        src.add(4, "return False")
+    if plan.walk_containers:
+        if not count:  # counting GPUs, any init container was sent to the checks above
+            src.containers(3, plan, _INITS)
+        src.containers(3, plan, _EPHEMERAL)
+    src.add(3, 'containers = spec.get("containers")')
+    src.add(3, "if type(containers) is not list:")
+    src.add(4, "if isinstance(containers, list):")
+    src.add(5, "return False")
+    src.add(4, "containers = ()")
+    src.add(3, "for c in containers:")
+    src.add(4, "if type(c) is not dict:")
+    src.add(5, "if isinstance(c, _Mapping):")
+    src.add(6, "return False")
+    src.add(5, "continue")
+    if plan.walk_containers:
+        src.container(4, plan)
+    if count:
+        src.add(4, 'res = c.get("resources")')
+        src.add(4, "if res is None:")
+        src.add(5, "continue")
+        src.add(4, "if type(res) is not dict:")
+        src.add(5, "if isinstance(res, _Mapping):")
+        src.add(6, "return False")
+        src.add(5, "continue")
+        src.add(4, 'if res.get("claims"):')
+        src.add(5, "return False")
+        src.add(4, 'requests = res.get("requests")')
+        src.add(4, 'limits = res.get("limits")')
+        src.add(4, "if (requests is not None and type(requests) is not dict) or (")
+        src.add(5, "limits is not None and type(limits) is not dict")
+        src.add(4, "):")
+        src.add(5, "return False")
+        src.add(4, "if requests:")
+        src.quantities(5, "requests", None)
+        src.add(4, "if limits:")
+        src.quantities(5, "limits", "requests")
+        if plan.max_pod_gpus is not None:
+            src.add(2, f"if pod > {src.constant(plan.max_pod_gpus)}:")
+            src.add(3, "return False")
+        src.add(2, "if pod:")
+        src.add(3, "gpus += pod * largest")
+    if plan.max_replicas is not None:
+        src.add(1, f"if replicas > {src.constant(plan.max_replicas)}:")
+        src.add(2, "return False")
+    if plan.max_job_gpus is not None:
+        src.add(1, f"if gpus > {src.constant(plan.max_job_gpus)}:")
+        src.add(2, "return False")
+    src.add(1, "return True")
+    namespace = dict(src.constants)
+    exec(compile("\n".join(src.lines), f"<policy plan {kmap.group}/{kmap.kind}>", "exec"), namespace)
+    clean = namespace["clean"]
+    clean.source = "\n".join(src.lines)
+    return clean
+
+
+def specialised_defaults(plan: _Plan, kmap: KindMap) -> Any:
+    """:func:`policy_defaults` for this plan's jobs as one function of the job, giving the same
+    operations (None when a default needs more than a fixed path: a pod template's field, a path
+    that depends on the job, the Volcano and T9k queue cases)."""
+    src = _Source()
+    src.add(0, "def defaults(job):")
+    src.add(1, "ops = []")
+    for field, default, locator in plan.defaults:
+        if locator == TEMPLATE or (field == "queue" and kmap.family in ("volcano", "t9k")):
+            return None
+        path = _fixed_path(locator)
+        if path is None or not path:
+            return None
+        # get_path's reading: a step that is not a dict gives None (the default is then written).
+        src.add(1, f"v = job.get({path[0]!r})")
+        for segment in path[1:]:
+            src.add(1, f"v = v.get({segment!r}) if isinstance(v, dict) else None")
+        src.add(1, "if v is None:")
+        src.add(2, f"ops.append(({src.constant(list(path))}, {src.constant(default)}))")
+    if plan.default_labels:
+        src.add(1, 'labels = job.get("metadata")')
+        src.add(1, 'labels = labels.get("labels") if isinstance(labels, dict) else None')
+        src.add(1, "if not isinstance(labels, dict):")
+        src.add(2, "labels = {}")
+        for key, value in plan.default_labels:
+            src.add(1, f"if {key!r} not in labels:")
+            src.add(2, f"ops.append(({src.constant(['metadata', 'labels', key])}, {src.constant(value)}))")
+    src.add(1, "return ops")
+    namespace = dict(src.constants)
+    exec(compile("\n".join(src.lines), f"<policy defaults {kmap.group}/{kmap.kind}>", "exec"), namespace)
+    return namespace["defaults"]
+
+
 def _plan(eff: EffectivePolicy, kmap: KindMap) -> _Plan:
     plan = eff.plans.get(id(kmap))
     if plan is None:
         plan = _Plan(eff, kmap)
+        if _SPECIALISE:
+            plan.fast = specialised_clean(plan, kmap, eff)
+            plan.fast_defaults = specialised_defaults(plan, kmap)
         eff.plans[id(kmap)] = plan
     return plan
 
@@ -797,7 +1138,9 @@ def policy_findings(
     kmap = kind_map(job)
     if kmap is None or kmap.family != family:
         return []
-    if _plan(effective, kmap).clean(job, kmap, effective):
+    plan = _plan(effective, kmap)
+    fast = plan.fast
+    if fast(job) if fast is not None else plan.clean(job, kmap, effective):
         return []  # nothing to report, whatever the old job had
     found = _all_findings(job, effective)
     if old_job is None or not found:
@@ -826,6 +1169,12 @@ def policy_defaults(
     if kmap is None or kmap.family != family:
         return []
     plan = _plan(effective, kmap)
+    if plan.fast_defaults is not None:
+        return plan.fast_defaults(job)  # type: ignore[no-any-return]
+    return _defaults(job, kmap, plan)
+
+
+def _defaults(job: dict[str, Any], kmap: KindMap, plan: _Plan) -> list[tuple[list[str | int], object]]:
     ops: list[tuple[list[str | int], object]] = []
     # Only the fields given a default that the kind has (explain says which it lacks).
     for field, default, locator in plan.defaults:

@@ -415,19 +415,44 @@ class PolicySet(tuple[Mapping[str, Any], ...]):
     _in_namespace: dict[Hashable, list[Mapping[str, Any]]]
     _combined: dict[Hashable, EffectivePolicy]
     _effective: dict[Hashable, EffectivePolicy]
+    _namespace_keys: tuple[str, ...] | None
+    _object_keys: tuple[str, ...] | None
 
     def __new__(cls, policies: Iterable[Mapping[str, Any]] = ()) -> PolicySet:
         self = super().__new__(cls, policies)
         self._in_namespace = {}
         self._combined = {}
         self._effective = {}
+        # The label keys any selector of the set reads (None: every label, when a selector's shape
+        # is not plain): selection depends on those labels alone, so the memo keys hold only them,
+        # and a job whose defaults add a label no selector reads finds the same entry again.
+        self._namespace_keys = _selector_keys(self, "namespaceSelector")
+        self._object_keys = _selector_keys(self, "objectSelector")
         return self
 
     def effective(
         self, namespace: str, namespace_labels: Mapping[str, str] | None, job: Mapping[str, Any] | None
     ) -> EffectivePolicy:
+        namespace_keys, object_keys = self._namespace_keys, self._object_keys
         try:
-            key = (namespace, _frozen(namespace_labels), _match_key(job))
+            # Plain dicts (every review's) inline, without a call per part: the lookup is per review.
+            # One key read (the common case): its value alone, as _labels_key gives it.
+            if type(namespace_labels) is dict and namespace_keys is not None and len(namespace_keys) == 1:
+                labels_key: Hashable = namespace_labels.get(namespace_keys[0], _ABSENT)
+            else:
+                labels_key = _labels_key(namespace_labels, namespace_keys)
+            metadata = job.get("metadata") if type(job) is dict else None
+            labels = metadata.get("labels") if type(metadata) is dict else None
+            if type(labels) is dict and object_keys is not None and len(object_keys) == 1:
+                job_key: Hashable = (
+                    job.get("apiVersion"),  # type: ignore[union-attr]  # job is a dict when labels are
+                    job.get("kind"),  # type: ignore[union-attr]
+                    labels.get(object_keys[0], _ABSENT),
+                )
+            else:
+                job_key = _match_key(job, object_keys)
+            key = (namespace, labels_key, job_key)
+            hash(key)
         except TypeError:  # a label value that is not a string (a malformed job): resolve without the memo
             return combine(select_policies(self, namespace, namespace_labels, job), namespace)
         effective = self._effective.get(key)
@@ -439,7 +464,7 @@ class PolicySet(tuple[Mapping[str, Any], ...]):
     def _resolve(
         self, namespace: str, namespace_labels: Mapping[str, str] | None, job: Mapping[str, Any] | None
     ) -> EffectivePolicy:
-        namespace_key = (namespace, _frozen(namespace_labels))
+        namespace_key = (namespace, _labels_key(namespace_labels, self._namespace_keys))
         candidates = self._in_namespace.get(namespace_key)
         if candidates is None:
             candidates = select_policies(self, namespace, namespace_labels, None)
@@ -458,20 +483,61 @@ class PolicySet(tuple[Mapping[str, Any], ...]):
         return effective
 
 
-def _frozen(labels: Mapping[str, Any] | None) -> frozenset[tuple[str, Any]] | None:
+_ABSENT: Any = object()  # a label a selector reads that the object does not have
+
+
+def _selector_keys(policies: Iterable[Mapping[str, Any]], where: str) -> tuple[str, ...] | None:
+    """The label keys that the ``where`` selectors (``namespaceSelector`` of the spec, ``objectSelector``
+    of ``spec.match``) of ``policies`` read, sorted; None when a selector's shape is not plain (every
+    label then goes into the memo key, as the selectors' own checks decide what such a shape means)."""
+    keys: set[str] = set()
+    for policy in policies:
+        spec = _spec(policy)
+        holder = spec.get("match") if where == "objectSelector" else spec
+        if holder is None:
+            continue
+        if not isinstance(holder, Mapping):
+            return None
+        selector = holder.get(where)
+        if selector is None:
+            continue
+        if not isinstance(selector, Mapping):
+            return None
+        labels = selector.get("matchLabels")
+        if labels is not None:
+            if not isinstance(labels, Mapping) or not all(type(k) is str for k in labels):
+                return None
+            keys.update(labels)
+        expressions = selector.get("matchExpressions")
+        if expressions is not None:
+            if not isinstance(expressions, list):
+                return None
+            for expr in expressions:
+                if not isinstance(expr, Mapping) or type(expr.get("key")) is not str:
+                    return None
+                keys.add(expr["key"])
+    return tuple(sorted(keys))
+
+
+def _labels_key(labels: Mapping[str, Any] | None, keys: tuple[str, ...] | None) -> Hashable:
+    """What selectors reading ``keys`` see of ``labels`` (``keys`` None: all of them)."""
     # type() first: the abstract Mapping check costs more than the rest of a memo lookup.
     if type(labels) is dict or isinstance(labels, Mapping):
-        return frozenset(labels.items())
+        if keys is None:
+            return frozenset(labels.items())
+        if len(keys) == 1:
+            return labels.get(keys[0], _ABSENT)  # as PolicySet.effective's
+        return tuple([labels.get(key, _ABSENT) for key in keys])
     return None
 
 
-def _match_key(job: Mapping[str, Any] | None) -> Hashable:
+def _match_key(job: Mapping[str, Any] | None, keys: tuple[str, ...] | None = None) -> Hashable:
     """What ``spec.match`` reads of a job: its kind (families and kinds) and its labels (objectSelector)."""
     if job is None:
         return None
     metadata = job.get("metadata")
     labels = metadata.get("labels") if type(metadata) is dict or isinstance(metadata, Mapping) else None
-    return (job.get("apiVersion"), job.get("kind"), _frozen(labels))
+    return (job.get("apiVersion"), job.get("kind"), _labels_key(labels, keys))
 
 
 def _remember(memo: dict[Any, Any], key: Any, value: Any, limit: int) -> None:

@@ -17,21 +17,25 @@ from typing import Any
 
 from jobgate.engine.context import CREATE, ReviewContext
 from jobgate.engine.fielderrors import ErrorType, FieldError
-from jobgate.engine.jsonpatch import PatchRecorder, escape_pointer_token
+from jobgate.engine.jsonpatch import NO_PATCH, PatchRecorder, escape_pointer_token
 from jobgate.policy.check import PolicyFinding, policy_defaults, policy_findings
-from jobgate.policy.resolve import EffectivePolicy, effective_policy
+from jobgate.policy.resolve import EffectivePolicy, PolicySet, effective_policy
 
 _ERROR_TYPES = {error_type.text: error_type for error_type in ErrorType}
 
 
 def effective_for(job: dict[str, Any], context: ReviewContext) -> EffectivePolicy | None:
     """The job's effective policy, or None when the review carries no policies."""
-    if context.policies is None:
+    policies = context.policies
+    if policies is None:
         return None
     metadata = job.get("metadata")
     namespace = metadata.get("namespace") if isinstance(metadata, dict) else None
-    namespace = namespace if isinstance(namespace, str) and namespace else context.namespace or "default"
-    return effective_policy(context.policies, namespace, context.namespace_labels, job)
+    if type(namespace) is not str or not namespace:
+        namespace = namespace if isinstance(namespace, str) and namespace else context.namespace or "default"
+    if type(policies) is PolicySet:  # the webhook's and the offline command's: its memo, without a call more
+        return policies.effective(namespace, context.namespace_labels, job)
+    return effective_policy(policies, namespace, context.namespace_labels, job)
 
 
 def with_policy_defaults(
@@ -48,33 +52,36 @@ def with_policy_defaults(
     if not ops:
         return obj
     # Copy on write, each container at most once whatever number of defaults go under it.
-    copies: dict[int, Any] = {}
+    copies: set[int] = set()
     root = dict(obj)
-    copies[id(root)] = root
+    copies.add(id(root))
     for path, value in ops:
         _set_path(root, path, value, recorder, copies)
     return root
 
 
 def _set_path(
-    root: dict[str, Any], path: list[str | int], value: object, recorder: PatchRecorder, copies: dict[int, Any]
+    root: dict[str, Any], path: list[str | int], value: object, recorder: PatchRecorder, copies: set[int]
 ) -> None:
     """Down ``path`` from ``root`` (a copy), copying each container not yet copied and creating
-    missing objects, and set the value at its end. ``copies`` holds the copies made, by identity."""
+    missing objects, and set the value at its end. ``copies`` holds the identities of the copies made."""
     node: Any = root
+    # The pointer serves only the recorded patch: /validate's defaults record none.
+    recording = recorder is not NO_PATCH
     pointer = ""
     for segment in path[:-1]:
-        child = node[int(segment)] if isinstance(node, list) else node.get(segment)
-        if isinstance(child, dict | list):
+        child = node[int(segment)] if type(node) is list else node.get(segment)
+        if type(child) is dict or type(child) is list or isinstance(child, dict | list):
             if id(child) not in copies:
                 child = dict(child) if isinstance(child, dict) else list(child)
-                copies[id(child)] = child
+                copies.add(id(child))
                 node[segment] = child
         else:
             recorder.set(node, str(segment), {}, pointer)
             child = node[segment]
-            copies[id(child)] = child
-        pointer = f"{pointer}/{escape_pointer_token(str(segment))}"
+            copies.add(id(child))
+        if recording:
+            pointer = f"{pointer}/{escape_pointer_token(str(segment))}"
         node = child
     recorder.set(node, str(path[-1]), value, pointer)
 

@@ -17,7 +17,15 @@ from typing import Any
 import pytest
 
 from envtest.policy_set import NAMESPACE, NAMESPACE_LABELS, policy_set, tfjob_manifest
-from jobgate.policy.check import _all_findings, _plan, policy_findings
+from jobgate.policy.check import (
+    _all_findings,
+    _defaults,
+    _Plan,
+    _plan,
+    policy_findings,
+    specialised_clean,
+    specialised_defaults,
+)
 from jobgate.policy.fieldmap import KINDS, kind_map, pod_sizes
 from jobgate.policy.resolve import PolicySet, effective_policy
 from tests.unit.test_policy_fixtures import cluster, dijob, kubedl, kubeflow, mxjob, pod, t9k, volcano
@@ -163,16 +171,28 @@ POLICIES = _policies()
 @pytest.mark.parametrize("policies", POLICIES, ids=lambda ps: "+".join(p["metadata"]["name"] for p in ps))
 def test_clean_means_no_finding(policies: list[dict[str, Any]]) -> None:
     cleaned = 0
+    fast_cleaned = 0
     for job in JOBS:
         kmap = kind_map(job)
         assert kmap is not None
         eff = effective_policy(policies, "ns", {}, job)
-        if _plan(eff, kmap).clean(job, kmap, eff):
+        plan = _plan(eff, kmap)
+        clean = plan.clean(job, kmap, eff)
+        if clean:
             cleaned += 1
             assert _all_findings(job, eff) == [], job
             assert policy_findings(job, copy.deepcopy(job), kmap.family, eff) == []
+        # The plan written out as source (the pure Python engine's): never cleaner than the plan,
+        # and as clean on every job with a spec object.
+        fast = specialised_clean(_Plan(eff, kmap), kmap, eff)
+        if fast(job):
+            fast_cleaned += 1
+            assert clean, (fast.source if hasattr(fast, "source") else fast, job)
+        elif isinstance(job.get("spec"), dict):
+            assert not clean, (fast.source, job)
     if not any(p["spec"].get("enforcementAction") for p in policies) and len(policies) == 1:
         assert cleaned, "the plan found no job clean: it would only add work"
+        assert fast_cleaned, "the written-out plan found no job clean: it would only add work"
 
 
 def test_bench_job_is_clean_under_the_bench_set() -> None:
@@ -184,8 +204,11 @@ def test_bench_job_is_clean_under_the_bench_set() -> None:
     assert kmap is not None and len(eff.policies) == 10
     job["spec"]["ttlSecondsAfterFinished"] = 3600  # the set's default, written before the checks
     assert _plan(eff, kmap).clean(job, kmap, eff)
+    fast = specialised_clean(_plan(eff, kmap), kmap, eff)
+    assert fast(job)
     job["spec"]["tfReplicaSpecs"]["Worker"]["template"]["spec"]["hostIPC"] = True
     assert not _plan(eff, kmap).clean(job, kmap, eff)
+    assert not fast(job)
     assert [f.rule for f in _all_findings(job, eff)] == ["policy/forbid-hostipc"]
 
 
@@ -207,3 +230,30 @@ def test_pod_sizes_are_the_groups_counts_and_templates() -> None:
                 spec[kmap.replica_field] = [item, 1, {"replicas": 2, "template": "x"}]
             job = {"apiVersion": f"{group}/v1", "kind": kind, "metadata": {"name": "j"}, "spec": spec}
             assert pod_sizes(kmap, job) == [(g.largest, g.template) for g in kmap.groups(job)], (kind, count, extra)
+
+
+DEFAULTS: list[dict[str, Any]] = [
+    {"queue": "vision", "priorityClassName": "high", "schedulerName": "batch"},
+    {"ttlSecondsAfterFinished": 60, "activeDeadlineSeconds": 600},
+    {"labels": {"team": "vision", "cost-center": "ml"}, "kueueQueueName": "q"},
+    {"queue": "vision", "ttlSecondsAfterFinished": 60, "labels": {"kueue.x-k8s.io/queue-name": "other"},
+     "kueueQueueName": "q"},
+]  # fmt: skip
+
+
+@pytest.mark.parametrize("defaults", DEFAULTS, ids="+".join)
+def test_written_out_defaults_are_the_defaults(defaults: dict[str, Any]) -> None:
+    """The defaults written out as source give the very operations of the general code, for every
+    kind it is written for (and it declines the others: templates, job-dependent paths, queues)."""
+    written = 0
+    odd = [{"spec": "x", "metadata": "y"}, {"spec": {"runPolicy": 3, "schedulingPolicy": "z"}}, {}]
+    for job in [*JOBS, *(dict(job, **extra) for job in JOBS[:40] for extra in odd)]:
+        kmap = kind_map(job)
+        assert kmap is not None
+        eff = effective_policy([cluster("d", {"defaults": defaults})], "ns", {}, job)
+        plan = _Plan(eff, kmap)
+        fast = specialised_defaults(plan, kmap)
+        if fast is not None:
+            written += 1
+            assert fast(job) == _defaults(job, kmap, plan), job
+    assert written or "schedulerName" in defaults  # a pod template's field: declined for all but Volcano

@@ -84,7 +84,7 @@ def test_the_memo_is_bounded() -> None:
     policy_set = PolicySet(POLICIES)
     policy_set.MEMO_LIMIT = 3
     for index in range(10):
-        policy_set.effective("team-a", {"tier": "prod", "n": str(index)}, kubedl())
+        policy_set.effective("team-a", {"tier": f"prod-{index}"}, kubedl())
     assert all(len(memo) <= 3 for memo in (policy_set._effective, policy_set._in_namespace, policy_set._combined))
 
 
@@ -102,3 +102,42 @@ def test_non_gpu_quantities_are_not_parsed_for_the_gpu_count() -> None:
 def test_an_image_with_a_space_inside_is_malformed() -> None:
     assert normalise_image("registry.example.com/a b:1") is None
     assert normalise_image(" registry.example.com/ab:1\t") == "registry.example.com/ab"
+
+
+# Selectors reading several keys, by expressions too, and one of a shape the selectors' own checks
+# refuse (every label then goes into the memo keys).
+WIDER = [
+    *POLICIES,
+    cluster(
+        "wide",
+        {
+            "namespaceSelector": {"matchExpressions": [{"key": "zone", "operator": "In", "values": ["a"]}]},
+            "match": {"objectSelector": {"matchExpressions": [{"key": "cost", "operator": "Exists"}]}},
+            "limits": {"maxReplicasPerJob": 3},
+        },
+    ),
+]
+ODD = [*POLICIES, cluster("odd", {"match": {"objectSelector": {"matchLabels": ["team"]}}})]
+
+
+def test_memo_keys_hold_only_the_labels_selectors_read() -> None:
+    policy_set = PolicySet(POLICIES)
+    assert (policy_set._namespace_keys, policy_set._object_keys) == (("tier",), ("team",))
+    first = policy_set.effective("team-a", {"tier": "research", "x": "1"}, labelled(kubedl(), {"team": "v"}))
+    # A label no selector reads (a policy default's, say) finds the same entry.
+    again = policy_set.effective("team-a", {"tier": "research", "y": "2"}, labelled(kubedl(), {"team": "v", "c": "m"}))
+    assert again is first and len(policy_set._effective) == 1
+    assert (PolicySet(WIDER)._namespace_keys, PolicySet(WIDER)._object_keys) == (("tier", "zone"), ("cost", "team"))
+    assert PolicySet(ODD)._object_keys is None
+
+
+def test_remembered_resolutions_equal_fresh_ones_whatever_the_selectors_read() -> None:
+    namespaces = [*NAMESPACES, ("team-a", {"tier": "research", "zone": "a"}), ("other", {"zone": "b"})]
+    extra = [labelled(kubedl(), {"cost": "1"}), labelled(kubedl(), {"cost": "1", "team": "vision"})]
+    for policies in (WIDER, ODD):
+        policy_set = PolicySet(policies)
+        for _ in range(2):
+            for (namespace, labels), job in itertools.product(namespaces, [*jobs(), *extra]):
+                fresh = combine(select_policies(policies, namespace, labels, job), namespace)
+                remembered = effective_policy(policy_set, namespace, labels, job)
+                assert as_dict(remembered) == as_dict(fresh), (namespace, labels, job)
