@@ -109,747 +109,748 @@ PRODUCES: tuple[tuple[str, str, str, str], ...] = (
     ('schema/object-names', 'metadata.name', 'INVALID', "^(a\\ lowercase\\ RFC\\ 1123\\ subdomain\\ must\\ consist\\ of\\ lower\\ case\\ alphanumeric\\ characters,\\ '\\-'\\ or\\ '\\.',\\ and\\ must\\ start\\ and\\ end\\ with\\ an\\ alphanumeric\\ character\\ \\(e\\.g\\.\\ 'example\\.com',\\ regex\\ used\\ for\\ validation\\ is\\ '\\[a\\-z0\\-9\\]\\(\\[\\-a\\-z0\\-9\\]\\*\\[a\\-z0\\-9\\]\\)\\?\\(\\\\\\.\\[a\\-z0\\-9\\]\\(\\[\\-a\\-z0\\-9\\]\\*\\[a\\-z0\\-9\\]\\)\\?\\)\\*'\\)|must\\ be\\ no\\ more\\ than\\ 253\\ characters)$"),  # 101
     ('schema/object-names', 'metadata.generateName', 'INVALID', "^(a\\ lowercase\\ RFC\\ 1123\\ subdomain\\ must\\ consist\\ of\\ lower\\ case\\ alphanumeric\\ characters,\\ '\\-'\\ or\\ '\\.',\\ and\\ must\\ start\\ and\\ end\\ with\\ an\\ alphanumeric\\ character\\ \\(e\\.g\\.\\ 'example\\.com',\\ regex\\ used\\ for\\ validation\\ is\\ '\\[a\\-z0\\-9\\]\\(\\[\\-a\\-z0\\-9\\]\\*\\[a\\-z0\\-9\\]\\)\\?\\(\\\\\\.\\[a\\-z0\\-9\\]\\(\\[\\-a\\-z0\\-9\\]\\*\\[a\\-z0\\-9\\]\\)\\?\\)\\*'\\)|must\\ be\\ no\\ more\\ than\\ 253\\ characters)$"),  # 102
     ('schema/object-names', 'metadata.generateName', 'INVALID', "^may not contain '[/%]'$"),  # 103
-    ('job/name', 'metadata.name', 'INVALID', '^create job with name '),  # 104
-    ('job/name', 'metadata.generateName', 'INVALID', '^create job with name '),  # 105
-    ('volcano/tasks-required', 'spec.tasks', 'REQUIRED', '^No task specified in job spec$'),  # 106
-    ('volcano/counts', 'spec.minAvailable', 'INVALID', "^job 'minAvailable' must be >= 0"),  # 107
-    ('volcano/counts', 'spec.maxRetry', 'INVALID', "^'maxRetry' cannot be less than zero"),  # 108
-    ('volcano/counts', 'spec.ttlSecondsAfterFinished', 'INVALID', "^'ttlSecondsAfterFinished' cannot be"),  # 109
-    ('volcano/counts', 'spec.tasks[*].replicas', 'INVALID', "^'replicas' (< 0|must be >= 0) in task"),  # 110
-    ('volcano/counts', 'spec.tasks[*].minAvailable', 'INVALID', "^'minAvailable' (< 0|must be >= 0) in task"),  # 111
-    ('volcano/min-available', 'spec.minAvailable', 'INVALID', "^job 'minAvailable' should not be greater than total replicas in tasks$"),  # 112
-    ('volcano/min-available', 'spec.minAvailable', 'INVALID', "^job 'minAvailable' must not be greater than total replicas$"),  # 113
-    ('volcano/pod-names', 'spec.tasks[*].name', 'INVALID', '^create pod with name '),  # 114
-    ('volcano/dag', 'spec.tasks[*].dependsOn.name', 'INVALID', "^job has dependencies between tasks, but doesn't form a directed acyclic graph\\(DAG\\)"),  # 115
-    ('volcano/plugins', 'spec.plugins[*]', 'INVALID', '^unable to find job plugin: '),  # 116
-    ('volcano/mpi-master', 'spec.plugins[mpi]', 'INVALID', '^The specified mpi master task was not found$'),  # 117
-    ('volcano/network-topology', 'spec.networkTopology.highestTierName', 'FORBIDDEN', "^must not specify 'highestTierAllowed' and 'highestTierName' in networkTopology simultaneously$"),  # 118
-    ('volcano/network-topology', 'spec.tasks[*].partitionPolicy.networkTopology.highestTierName', 'FORBIDDEN', "^must not specify 'highestTierAllowed' and 'highestTierName' in networkTopology simultaneously$"),  # 119
-    ('volcano/priority-class-name', 'spec.priorityClassName', 'INVALID', "^(must be no more than 253 characters|a lowercase RFC 1123 subdomain must consist of lower case alphanumeric characters, '-' or '\\.', and must start and end with an alphanumeric character \\(e\\.g\\. 'example\\.com', regex used for validation is '\\[a-z0-9\\]\\(\\[-a-z0-9\\]\\*\\[a-z0-9\\]\\)\\?\\(\\\\\\.\\[a-z0-9\\]\\(\\[-a-z0-9\\]\\*\\[a-z0-9\\]\\)\\?\\)\\*'\\))$"),  # 120
-    ('volcano/scheduler-name', 'spec.schedulerName', 'TOO_LONG', ''),  # 121
-    ('volcano/queue', 'spec.queue', 'NOT_FOUND', ''),  # 122
-    ('volcano/queue', 'spec.queue', 'INVALID', ''),  # 123
-    ('volcano/volumes/mount-path', 'spec.volumes[*].mountPath', 'REQUIRED', '^mountPath is required;$'),  # 124
-    ('volcano/volumes/mount-path', 'spec.volumes[*].mountPath', 'INVALID', 'should be at least 1 chars long$'),  # 125
-    ('volcano/volumes/mount-paths-unique', 'spec.volumes[*].mountPath', 'DUPLICATE', '^duplicated mountPath: '),  # 126
-    ('volcano/volumes/claim-required', 'spec.volumes[*]', 'REQUIRED', '^either VolumeClaim or VolumeClaimName must be specified;$'),  # 127
-    ('volcano/volumes/claim-conflict', 'spec.volumes[*].volumeClaimName', 'INVALID', '^conflict: If you want to use an existing PVC, just specify VolumeClaimName\\.If you want to create a new PVC, you do not need to specify VolumeClaimName$'),  # 128
-    ('volcano/volumes/claim-name', 'spec.volumes[*].volumeClaimName', 'INVALID', '^invalid VolumeClaimName '),  # 129
-    ('volcano/task-name', 'spec.tasks[*].name', 'INVALID', 'in body should match '),  # 130
-    ('volcano/task-name', 'spec.tasks[*].name', 'INVALID', '^\\[(a lowercase RFC 1123 label |must be no more than 63 )'),  # 131
-    ('volcano/task-names-unique', 'spec.tasks[*].name', 'DUPLICATE', '^duplicated task name '),  # 132
-    ('volcano/template-required', 'spec.tasks[*].template', 'REQUIRED', '^spec\\.task\\[\\d+\\]\\.template\\.spec\\.containers: Required value$'),  # 133
-    ('volcano/task-min-available', 'spec.tasks[*].minAvailable', 'INVALID', "^'minAvailable' (is greater than|must be <=) 'replicas'"),  # 134
-    ('volcano/partition', 'spec.tasks[*].partitionPolicy.totalPartitions', 'INVALID', "^'TotalPartitions' must be"),  # 135
-    ('volcano/partition', 'spec.tasks[*].partitionPolicy.partitionSize', 'INVALID', "^'PartitionSize' must be"),  # 136
-    ('volcano/partition', 'spec.tasks[*].replicas', 'INVALID', "^'Replicas' are not equal"),  # 137
-    ('volcano/partition', 'spec.tasks[*].minAvailable', 'INVALID', "^'MinAvailable' is not equal"),  # 138
-    ('volcano/numa-cpu', 'spec.tasks[*].template.spec.containers[*].resources', 'INVALID', "^the\\ cpu\\ request\\ isn't\\ an\\ integer"),  # 139
-    ('volcano/numa-cpu', 'spec.tasks[*].template.spec.initContainers[*].resources', 'INVALID', "^the\\ cpu\\ request\\ isn't\\ an\\ integer"),  # 140
-    ('volcano/pod-level-resources/types', 'spec.tasks[*].template.spec.resources', 'INVALID', 'must be of type '),  # 141
-    ('volcano/pod-level-resources/types', 'spec.tasks[*].template.spec.resources.*', 'INVALID', 'must be of type '),  # 142
-    ('volcano/pod-level-resources/types', 'spec.tasks[*].template.spec.resources.*[*]', 'INVALID', 'must be of type '),  # 143
-    ('volcano/pod-level-resources/types', 'spec.tasks[*].template.spec.initContainers[*].restartPolicy', 'INVALID', 'must be of type '),  # 144
-    ('volcano/pod-level-resources', 'spec.tasks[*].template.spec.resources.requests', 'INVALID', 'must be less than or equal to .* limit of'),  # 145
-    ('volcano/pod-level-resources', 'spec.tasks[*].template.spec.resources.requests[*]', 'INVALID', 'aggregate container requests'),  # 146
-    ('volcano/pod-level-resources', 'spec.tasks[*].template.spec.resources.limits[*]', 'INVALID', 'aggregate container limits'),  # 147
-    ('volcano/pod-level-resources', 'spec.tasks[*].template.spec.containers[*].resources.limits[*]', 'INVALID', 'pod\\ limits\\ of'),  # 148
-    ('volcano/policies/event-or-exit-code', 'spec.policies[*]', 'REQUIRED', '^either event and exitCode should be specified$'),  # 149
-    ('volcano/policies/event-or-exit-code', 'spec.policies[*].exitCode', 'FORBIDDEN', '^must not specify event and exitCode simultaneously$'),  # 150
-    ('volcano/policies/event-or-exit-code', 'spec.tasks[*].policies[*]', 'REQUIRED', '^either event and exitCode should be specified$'),  # 151
-    ('volcano/policies/event-or-exit-code', 'spec.tasks[*].policies[*].exitCode', 'FORBIDDEN', '^must not specify event and exitCode simultaneously$'),  # 152
-    ('volcano/policies/action', 'spec.policies[*].action', 'INVALID', '^invalid policy action; valid events are \\[\\*, PodFailed, PodEvicted, PodPending, Unknown, TaskCompleted, TaskFailed, JobUpdated\\], valid actions are \\[AbortJob, RestartJob, RestartTask, RestartPod, RestartPartition, TerminateJob, CompleteJob, ResumeJob\\]$'),  # 153
-    ('volcano/policies/action', 'spec.tasks[*].policies[*].action', 'INVALID', '^invalid policy action; valid events are \\[\\*, PodFailed, PodEvicted, PodPending, Unknown, TaskCompleted, TaskFailed, JobUpdated\\], valid actions are \\[AbortJob, RestartJob, RestartTask, RestartPod, RestartPartition, TerminateJob, CompleteJob, ResumeJob\\]$'),  # 154
-    ('volcano/policies/events', 'spec.policies[*].events[*]', 'INVALID', '^invalid policy event; valid events are \\[\\*, PodFailed, PodEvicted, PodPending, Unknown, TaskCompleted, TaskFailed, JobUpdated\\], valid actions are \\[AbortJob, RestartJob, RestartTask, RestartPod, RestartPartition, TerminateJob, CompleteJob, ResumeJob\\]$'),  # 155
-    ('volcano/policies/events', 'spec.policies[*].event', 'INVALID', '^invalid policy event; valid events are \\[\\*, PodFailed, PodEvicted, PodPending, Unknown, TaskCompleted, TaskFailed, JobUpdated\\], valid actions are \\[AbortJob, RestartJob, RestartTask, RestartPod, RestartPartition, TerminateJob, CompleteJob, ResumeJob\\]$'),  # 156
-    ('volcano/policies/events', 'spec.tasks[*].policies[*].events[*]', 'INVALID', '^invalid policy event; valid events are \\[\\*, PodFailed, PodEvicted, PodPending, Unknown, TaskCompleted, TaskFailed, JobUpdated\\], valid actions are \\[AbortJob, RestartJob, RestartTask, RestartPod, RestartPartition, TerminateJob, CompleteJob, ResumeJob\\]$'),  # 157
-    ('volcano/policies/events', 'spec.tasks[*].policies[*].event', 'INVALID', '^invalid policy event; valid events are \\[\\*, PodFailed, PodEvicted, PodPending, Unknown, TaskCompleted, TaskFailed, JobUpdated\\], valid actions are \\[AbortJob, RestartJob, RestartTask, RestartPod, RestartPartition, TerminateJob, CompleteJob, ResumeJob\\]$'),  # 158
-    ('volcano/policies/exit-code', 'spec.policies[*].exitCode', 'INVALID', '^0 is not a valid error code$'),  # 159
-    ('volcano/policies/exit-code', 'spec.tasks[*].policies[*].exitCode', 'INVALID', '^0 is not a valid error code$'),  # 160
-    ('volcano/policies/events-unique', 'spec.policies[*].events[*]', 'DUPLICATE', '^duplicate event '),  # 161
-    ('volcano/policies/events-unique', 'spec.policies[*].event', 'DUPLICATE', '^duplicate event '),  # 162
-    ('volcano/policies/events-unique', 'spec.tasks[*].policies[*].events[*]', 'DUPLICATE', '^duplicate event '),  # 163
-    ('volcano/policies/events-unique', 'spec.tasks[*].policies[*].event', 'DUPLICATE', '^duplicate event '),  # 164
-    ('volcano/policies/exit-codes-unique', 'spec.policies[*].exitCode', 'DUPLICATE', '^duplicate exitCode '),  # 165
-    ('volcano/policies/exit-codes-unique', 'spec.tasks[*].policies[*].exitCode', 'DUPLICATE', '^duplicate exitCode '),  # 166
-    ('volcano/policies/any-event-alone', 'spec.policies', 'INVALID', "^if there's \\* here, no other policy should be here$"),  # 167
-    ('volcano/policies/any-event-alone', 'spec.tasks[*].policies', 'INVALID', "^if there's \\* here, no other policy should be here$"),  # 168
-    ('volcano/update/task-count', 'spec.tasks', 'FORBIDDEN', '^job updates may not add or remove tasks$'),  # 169
-    ('volcano/update/immutable', 'spec.*', 'FORBIDDEN', '^job updates may not change fields other than `minAvailable`, `tasks\\[\\*\\]\\.replicas under spec` and `PriorityClassName`$'),  # 170
-    ('volcano/update/immutable', 'spec.*.*', 'FORBIDDEN', '^job updates may not change fields other than `minAvailable`, `tasks\\[\\*\\]\\.replicas under spec` and `PriorityClassName`$'),  # 171
-    ('volcano/update/immutable', 'spec.*[*]', 'FORBIDDEN', '^job updates may not change fields other than `minAvailable`, `tasks\\[\\*\\]\\.replicas under spec` and `PriorityClassName`$'),  # 172
-    ('volcano/update/immutable', 'spec.*.*.*', 'FORBIDDEN', '^job updates may not change fields other than `minAvailable`, `tasks\\[\\*\\]\\.replicas under spec` and `PriorityClassName`$'),  # 173
-    ('volcano/update/immutable', 'spec.*.*[*]', 'FORBIDDEN', '^job updates may not change fields other than `minAvailable`, `tasks\\[\\*\\]\\.replicas under spec` and `PriorityClassName`$'),  # 174
-    ('volcano/update/immutable', 'spec.*[*].*', 'FORBIDDEN', '^job updates may not change fields other than `minAvailable`, `tasks\\[\\*\\]\\.replicas under spec` and `PriorityClassName`$'),  # 175
-    ('volcano/update/immutable', 'spec.*[*][*]', 'FORBIDDEN', '^job updates may not change fields other than `minAvailable`, `tasks\\[\\*\\]\\.replicas under spec` and `PriorityClassName`$'),  # 176
-    ('volcano/bounds', 'spec.tasks', 'TOO_MANY', ''),  # 177
-    ('volcano/bounds', 'spec.policies', 'TOO_MANY', ''),  # 178
-    ('volcano/bounds', 'spec.policies[*].events', 'TOO_MANY', ''),  # 179
-    ('volcano/bounds', 'spec.policies[*].action', 'TOO_LONG', ''),  # 180
-    ('volcano/bounds', 'spec.policies[*].timeout', 'TOO_LONG', ''),  # 181
-    ('volcano/bounds', 'spec.volumes', 'TOO_MANY', ''),  # 182
-    ('volcano/bounds', 'spec.volumes[*].mountPath', 'TOO_LONG', ''),  # 183
-    ('volcano/bounds', 'spec.volumes[*].volumeClaimName', 'TOO_LONG', ''),  # 184
-    ('volcano/bounds', 'spec.plugins.*', 'TOO_MANY', ''),  # 185
-    ('volcano/bounds', 'spec.plugins.*[*]', 'TOO_LONG', ''),  # 186
-    ('volcano/bounds', 'spec.tasks[*].policies', 'TOO_MANY', ''),  # 187
-    ('volcano/bounds', 'spec.tasks[*].policies[*].events', 'TOO_MANY', ''),  # 188
-    ('volcano/bounds', 'spec.tasks[*].policies[*].action', 'TOO_LONG', ''),  # 189
-    ('volcano/bounds', 'spec.tasks[*].policies[*].timeout', 'TOO_LONG', ''),  # 190
-    ('volcano/bounds', 'spec.tasks[*].dependsOn.name', 'TOO_MANY', ''),  # 191
-    ('volcano/bounds', 'spec.tasks[*].dependsOn.name[*]', 'TOO_LONG', ''),  # 192
-    ('pod-template/spec', 'spec.tasks[*].template.spec', 'REQUIRED', '^$'),  # 193
-    ('pod-template/containers', 'spec.tasks[*].template.spec.containers', 'REQUIRED', '^must\\ have\\ at\\ least\\ one\\ container$'),  # 194
-    ('pod-template/bounds', 'spec.tasks[*].template.spec.**', 'TOO_MANY', ''),  # 195
-    ('pod-template/containers/name', 'spec.tasks[*].template.spec.containers[*].name', 'REQUIRED', '^$'),  # 196
-    ('pod-template/containers/name', 'spec.tasks[*].template.spec.containers[*].name', 'INVALID', '^must be no more than 63 characters$'),  # 197
-    ('pod-template/containers/name', 'spec.tasks[*].template.spec.containers[*].name', 'INVALID', "^a lowercase RFC 1123 label must consist of lower case alphanumeric characters or '-', and must start and end with an alphanumeric character \\(e\\.g\\. 'my-name',  or '123-abc', regex used for validation is '\\[a-z0-9\\]\\(\\[-a-z0-9\\]\\*\\[a-z0-9\\]\\)\\?'\\)$"),  # 198
-    ('pod-template/containers/image', 'spec.tasks[*].template.spec.containers[*].image', 'REQUIRED', '^$'),  # 199
-    ('pod-template/containers/ports', 'spec.tasks[*].template.spec.containers[*].ports[*].containerPort', 'REQUIRED', '^$'),  # 200
-    ('pod-template/containers/ports', 'spec.tasks[*].template.spec.containers[*].ports[*].containerPort', 'INVALID', '^must be between 1 and 65535, inclusive$'),  # 201
-    ('pod-template/containers/ports', 'spec.tasks[*].template.spec.containers[*].ports[*].hostPort', 'INVALID', '^must be between 1 and 65535, inclusive$'),  # 202
-    ('pod-template/containers/ports', 'spec.tasks[*].template.spec.containers[*].ports[*].protocol', 'NOT_SUPPORTED', '^supported values: "TCP", "UDP", "SCTP"$'),  # 203
-    ('pod-template/containers/ports', 'spec.tasks[*].template.spec.containers[*].ports[*].name', 'INVALID', '^must be no more than 15 characters$'),  # 204
-    ('pod-template/containers/ports', 'spec.tasks[*].template.spec.containers[*].ports[*].name', 'INVALID', '^must contain only alpha-numeric characters \\(a-z, 0-9\\), and hyphens \\(-\\)$'),  # 205
-    ('pod-template/containers/ports', 'spec.tasks[*].template.spec.containers[*].ports[*].name', 'INVALID', '^must contain at least one letter \\(a-z\\)$'),  # 206
-    ('pod-template/containers/ports', 'spec.tasks[*].template.spec.containers[*].ports[*].name', 'INVALID', '^must not contain consecutive hyphens$'),  # 207
-    ('pod-template/containers/ports', 'spec.tasks[*].template.spec.containers[*].ports[*].name', 'INVALID', '^must not begin or end with a hyphen$'),  # 208
-    ('pod-template/containers/port-names-unique', 'spec.tasks[*].template.spec.containers[*].ports[*].name', 'DUPLICATE', ''),  # 209
-    ('pod-template/containers/mounts', 'spec.tasks[*].template.spec.containers[*].volumeMounts[*].name', 'REQUIRED', '^$'),  # 210
-    ('pod-template/containers/mounts', 'spec.tasks[*].template.spec.containers[*].volumeMounts[*].mountPath', 'REQUIRED', '^$'),  # 211
-    ('pod-template/containers/mounted-volumes', 'spec.tasks[*].template.spec.containers[*].volumeMounts[*].name', 'NOT_FOUND', ''),  # 212
-    ('pod-template/containers/env', 'spec.tasks[*].template.spec.containers[*].env[*].name', 'REQUIRED', '^$'),  # 213
-    ('pod-template/containers/env', 'spec.tasks[*].template.spec.containers[*].env[*].name', 'INVALID', "^a valid environment variable name must consist only of printable ASCII characters other than '='$"),  # 214
-    ('pod-template/containers/quantities', 'spec.tasks[*].template.spec.containers[*].resources.limits[*]', 'INVALID', "^quantities\\ must\\ match\\ the\\ regular\\ expression\\ '\\^\\(\\[\\+\\-\\]\\?\\[0\\-9\\.\\]\\+\\)\\(\\[eEinumkKMGTP\\]\\*\\[\\-\\+\\]\\?\\[0\\-9\\]\\*\\)\\$'$"),  # 215
-    ('pod-template/containers/quantities', 'spec.tasks[*].template.spec.containers[*].resources.limits[*]', 'INVALID', '^must be greater than or equal to 0$'),  # 216
-    ('pod-template/containers/quantities', 'spec.tasks[*].template.spec.containers[*].resources.requests[*]', 'INVALID', "^quantities\\ must\\ match\\ the\\ regular\\ expression\\ '\\^\\(\\[\\+\\-\\]\\?\\[0\\-9\\.\\]\\+\\)\\(\\[eEinumkKMGTP\\]\\*\\[\\-\\+\\]\\?\\[0\\-9\\]\\*\\)\\$'$"),  # 217
-    ('pod-template/containers/quantities', 'spec.tasks[*].template.spec.containers[*].resources.requests[*]', 'INVALID', '^must be greater than or equal to 0$'),  # 218
-    ('pod-template/containers/whole-extended-resources', 'spec.tasks[*].template.spec.containers[*].resources.limits[*]', 'INVALID', '^must be an integer$'),  # 219
-    ('pod-template/containers/whole-extended-resources', 'spec.tasks[*].template.spec.containers[*].resources.requests[*]', 'INVALID', '^must be an integer$'),  # 220
-    ('pod-template/containers/requests-within-limits', 'spec.tasks[*].template.spec.containers[*].resources.requests[*]', 'INVALID', ' limit of '),  # 221
-    ('pod-template/initContainers/name', 'spec.tasks[*].template.spec.initContainers[*].name', 'REQUIRED', '^$'),  # 222
-    ('pod-template/initContainers/name', 'spec.tasks[*].template.spec.initContainers[*].name', 'INVALID', '^must be no more than 63 characters$'),  # 223
-    ('pod-template/initContainers/name', 'spec.tasks[*].template.spec.initContainers[*].name', 'INVALID', "^a lowercase RFC 1123 label must consist of lower case alphanumeric characters or '-', and must start and end with an alphanumeric character \\(e\\.g\\. 'my-name',  or '123-abc', regex used for validation is '\\[a-z0-9\\]\\(\\[-a-z0-9\\]\\*\\[a-z0-9\\]\\)\\?'\\)$"),  # 224
-    ('pod-template/initContainers/image', 'spec.tasks[*].template.spec.initContainers[*].image', 'REQUIRED', '^$'),  # 225
-    ('pod-template/initContainers/ports', 'spec.tasks[*].template.spec.initContainers[*].ports[*].containerPort', 'REQUIRED', '^$'),  # 226
-    ('pod-template/initContainers/ports', 'spec.tasks[*].template.spec.initContainers[*].ports[*].containerPort', 'INVALID', '^must be between 1 and 65535, inclusive$'),  # 227
-    ('pod-template/initContainers/ports', 'spec.tasks[*].template.spec.initContainers[*].ports[*].hostPort', 'INVALID', '^must be between 1 and 65535, inclusive$'),  # 228
-    ('pod-template/initContainers/ports', 'spec.tasks[*].template.spec.initContainers[*].ports[*].protocol', 'NOT_SUPPORTED', '^supported values: "TCP", "UDP", "SCTP"$'),  # 229
-    ('pod-template/initContainers/ports', 'spec.tasks[*].template.spec.initContainers[*].ports[*].name', 'INVALID', '^must be no more than 15 characters$'),  # 230
-    ('pod-template/initContainers/ports', 'spec.tasks[*].template.spec.initContainers[*].ports[*].name', 'INVALID', '^must contain only alpha-numeric characters \\(a-z, 0-9\\), and hyphens \\(-\\)$'),  # 231
-    ('pod-template/initContainers/ports', 'spec.tasks[*].template.spec.initContainers[*].ports[*].name', 'INVALID', '^must contain at least one letter \\(a-z\\)$'),  # 232
-    ('pod-template/initContainers/ports', 'spec.tasks[*].template.spec.initContainers[*].ports[*].name', 'INVALID', '^must not contain consecutive hyphens$'),  # 233
-    ('pod-template/initContainers/ports', 'spec.tasks[*].template.spec.initContainers[*].ports[*].name', 'INVALID', '^must not begin or end with a hyphen$'),  # 234
-    ('pod-template/initContainers/port-names-unique', 'spec.tasks[*].template.spec.initContainers[*].ports[*].name', 'DUPLICATE', ''),  # 235
-    ('pod-template/initContainers/mounts', 'spec.tasks[*].template.spec.initContainers[*].volumeMounts[*].name', 'REQUIRED', '^$'),  # 236
-    ('pod-template/initContainers/mounts', 'spec.tasks[*].template.spec.initContainers[*].volumeMounts[*].mountPath', 'REQUIRED', '^$'),  # 237
-    ('pod-template/initContainers/mounted-volumes', 'spec.tasks[*].template.spec.initContainers[*].volumeMounts[*].name', 'NOT_FOUND', ''),  # 238
-    ('pod-template/initContainers/env', 'spec.tasks[*].template.spec.initContainers[*].env[*].name', 'REQUIRED', '^$'),  # 239
-    ('pod-template/initContainers/env', 'spec.tasks[*].template.spec.initContainers[*].env[*].name', 'INVALID', "^a valid environment variable name must consist only of printable ASCII characters other than '='$"),  # 240
-    ('pod-template/initContainers/quantities', 'spec.tasks[*].template.spec.initContainers[*].resources.limits[*]', 'INVALID', "^quantities\\ must\\ match\\ the\\ regular\\ expression\\ '\\^\\(\\[\\+\\-\\]\\?\\[0\\-9\\.\\]\\+\\)\\(\\[eEinumkKMGTP\\]\\*\\[\\-\\+\\]\\?\\[0\\-9\\]\\*\\)\\$'$"),  # 241
-    ('pod-template/initContainers/quantities', 'spec.tasks[*].template.spec.initContainers[*].resources.limits[*]', 'INVALID', '^must be greater than or equal to 0$'),  # 242
-    ('pod-template/initContainers/quantities', 'spec.tasks[*].template.spec.initContainers[*].resources.requests[*]', 'INVALID', "^quantities\\ must\\ match\\ the\\ regular\\ expression\\ '\\^\\(\\[\\+\\-\\]\\?\\[0\\-9\\.\\]\\+\\)\\(\\[eEinumkKMGTP\\]\\*\\[\\-\\+\\]\\?\\[0\\-9\\]\\*\\)\\$'$"),  # 243
-    ('pod-template/initContainers/quantities', 'spec.tasks[*].template.spec.initContainers[*].resources.requests[*]', 'INVALID', '^must be greater than or equal to 0$'),  # 244
-    ('pod-template/initContainers/whole-extended-resources', 'spec.tasks[*].template.spec.initContainers[*].resources.limits[*]', 'INVALID', '^must be an integer$'),  # 245
-    ('pod-template/initContainers/whole-extended-resources', 'spec.tasks[*].template.spec.initContainers[*].resources.requests[*]', 'INVALID', '^must be an integer$'),  # 246
-    ('pod-template/initContainers/requests-within-limits', 'spec.tasks[*].template.spec.initContainers[*].resources.requests[*]', 'INVALID', ' limit of '),  # 247
-    ('pod-template/container-names-unique', 'spec.tasks[*].template.spec.containers[*].name', 'DUPLICATE', ''),  # 248
-    ('pod-template/container-names-unique', 'spec.tasks[*].template.spec.initContainers[*].name', 'DUPLICATE', ''),  # 249
-    ('pod-template/volumes', 'spec.tasks[*].template.spec.volumes[*].name', 'REQUIRED', '^$'),  # 250
-    ('pod-template/volumes', 'spec.tasks[*].template.spec.volumes[*].name', 'INVALID', '^must be no more than 63 characters$'),  # 251
-    ('pod-template/volumes', 'spec.tasks[*].template.spec.volumes[*].name', 'INVALID', "^a lowercase RFC 1123 label must consist of lower case alphanumeric characters or '-', and must start and end with an alphanumeric character \\(e\\.g\\. 'my-name',  or '123-abc', regex used for validation is '\\[a-z0-9\\]\\(\\[-a-z0-9\\]\\*\\[a-z0-9\\]\\)\\?'\\)$"),  # 252
-    ('pod-template/volume-names-unique', 'spec.tasks[*].template.spec.volumes[*].name', 'DUPLICATE', ''),  # 253
-    ('pod-template/restart-policy', 'spec.tasks[*].template.spec.restartPolicy', 'NOT_SUPPORTED', '^supported values: "Always", "OnFailure", "Never"$'),  # 254
-    ('dijob/bounds', 'spec.tasks', 'TOO_MANY', '^must have at most 16 items$'),  # 255
-    ('dijob/bounds', 'spec.volumes', 'TOO_MANY', '^must have at most 16 items$'),  # 256
-    ('dijob/pod-volumes-bound', 'spec.tasks[*].template.spec.volumes', 'TOO_MANY', ''),  # 257
-    ('dijob/one-task-per-type', 'spec.tasks[*].type', 'INVALID', '^the number of (learner|collector|evaluator) task is more than one'),  # 258
-    ('dijob/task-name-required', 'spec.tasks[*].name', 'REQUIRED', '^(none type task has no name)?$'),  # 259
-    ('dijob/task-name', 'spec.tasks[*].name', 'INVALID', "^(a\\ lowercase\\ RFC\\ 1123\\ label\\ must\\ consist\\ of\\ lower\\ case\\ alphanumeric\\ characters\\ or\\ '\\-',\\ and\\ must\\ start\\ and\\ end\\ with\\ an\\ alphanumeric\\ character\\ \\(e\\.g\\.\\ 'my\\-name',\\ \\ or\\ '123\\-abc',\\ regex\\ used\\ for\\ validation\\ is\\ '\\[a\\-z0\\-9\\]\\(\\[\\-a\\-z0\\-9\\]\\*\\[a\\-z0\\-9\\]\\)\\?'\\)|must be no more than 63 )"),  # 260
-    ('dijob/task-names-unique', 'spec.tasks[*].name', 'DUPLICATE', ''),  # 261
-    ('dijob/shared-volumes', 'spec.volumes[*].name', 'REQUIRED', ''),  # 262
-    ('dijob/shared-volumes', 'spec.volumes[*].name', 'INVALID', "^(a\\ lowercase\\ RFC\\ 1123\\ label\\ must\\ consist\\ of\\ lower\\ case\\ alphanumeric\\ characters\\ or\\ '\\-',\\ and\\ must\\ start\\ and\\ end\\ with\\ an\\ alphanumeric\\ character\\ \\(e\\.g\\.\\ 'my\\-name',\\ \\ or\\ '123\\-abc',\\ regex\\ used\\ for\\ validation\\ is\\ '\\[a\\-z0\\-9\\]\\(\\[\\-a\\-z0\\-9\\]\\*\\[a\\-z0\\-9\\]\\)\\?'\\)|must be no more than 63 )"),  # 263
-    ('dijob/shared-volume-names-unique', 'spec.volumes[*].name', 'DUPLICATE', ''),  # 264
-    ('kubeflow/name', 'metadata.name', 'INVALID', '^should match: '),  # 265
-    ('kubeflow/managed-by', 'spec.runPolicy.managedBy', 'NOT_SUPPORTED', ''),  # 266
-    ('kubeflow/managed-by', 'spec.runPolicy.managedBy', 'INVALID', '^field is immutable$'),  # 267
-    ('kubeflow/queue-immutable', 'spec.runPolicy.schedulingPolicy.queue', 'INVALID', '^spec\\.runPolicy\\.schedulingPolicy\\.queue\\ is\\ immutable$'),  # 268
-    ('kubeflow/template-containers', 'spec.jaxReplicaSpecs[*].template.spec.containers', 'REQUIRED', '^must have at least one container$|^must be specified: |containers definition expected'),  # 269
-    ('replicas/types', 'spec.jaxReplicaSpecs[*]', 'NOT_SUPPORTED', ''),  # 270
-    ('replicas/types', 'spec.jaxReplicaSpecs[*]', 'DUPLICATE', ''),  # 271
-    ('run-policy/min-available', 'spec.runPolicy.schedulingPolicy.minAvailable', 'INVALID', 'total number of replicas'),  # 272
-    ('run-policy/queue-immutable', 'spec.schedulingPolicy.queue', 'INVALID', '^field is immutable$'),  # 273
-    ('pod-template/spec', 'spec.jaxReplicaSpecs[*].template.spec', 'REQUIRED', '^$'),  # 274
-    ('pod-template/containers', 'spec.jaxReplicaSpecs[*].template.spec.containers', 'REQUIRED', '^must\\ be\\ specified:\\ must\\ have\\ at\\ least\\ one\\ container\\ with\\ name\\ jax$'),  # 275
-    ('pod-template/bounds', 'spec.jaxReplicaSpecs[*].template.spec.**', 'TOO_MANY', ''),  # 276
-    ('pod-template/containers/name', 'spec.jaxReplicaSpecs[*].template.spec.containers[*].name', 'REQUIRED', '^$'),  # 277
-    ('pod-template/containers/name', 'spec.jaxReplicaSpecs[*].template.spec.containers[*].name', 'INVALID', '^must be no more than 63 characters$'),  # 278
-    ('pod-template/containers/name', 'spec.jaxReplicaSpecs[*].template.spec.containers[*].name', 'INVALID', "^a lowercase RFC 1123 label must consist of lower case alphanumeric characters or '-', and must start and end with an alphanumeric character \\(e\\.g\\. 'my-name',  or '123-abc', regex used for validation is '\\[a-z0-9\\]\\(\\[-a-z0-9\\]\\*\\[a-z0-9\\]\\)\\?'\\)$"),  # 279
-    ('pod-template/containers/image', 'spec.jaxReplicaSpecs[*].template.spec.containers[*].image', 'REQUIRED', '^$'),  # 280
-    ('pod-template/containers/ports', 'spec.jaxReplicaSpecs[*].template.spec.containers[*].ports[*].containerPort', 'REQUIRED', '^$'),  # 281
-    ('pod-template/containers/ports', 'spec.jaxReplicaSpecs[*].template.spec.containers[*].ports[*].containerPort', 'INVALID', '^must be between 1 and 65535, inclusive$'),  # 282
-    ('pod-template/containers/ports', 'spec.jaxReplicaSpecs[*].template.spec.containers[*].ports[*].hostPort', 'INVALID', '^must be between 1 and 65535, inclusive$'),  # 283
-    ('pod-template/containers/ports', 'spec.jaxReplicaSpecs[*].template.spec.containers[*].ports[*].protocol', 'NOT_SUPPORTED', '^supported values: "TCP", "UDP", "SCTP"$'),  # 284
-    ('pod-template/containers/ports', 'spec.jaxReplicaSpecs[*].template.spec.containers[*].ports[*].name', 'INVALID', '^must be no more than 15 characters$'),  # 285
-    ('pod-template/containers/ports', 'spec.jaxReplicaSpecs[*].template.spec.containers[*].ports[*].name', 'INVALID', '^must contain only alpha-numeric characters \\(a-z, 0-9\\), and hyphens \\(-\\)$'),  # 286
-    ('pod-template/containers/ports', 'spec.jaxReplicaSpecs[*].template.spec.containers[*].ports[*].name', 'INVALID', '^must contain at least one letter \\(a-z\\)$'),  # 287
-    ('pod-template/containers/ports', 'spec.jaxReplicaSpecs[*].template.spec.containers[*].ports[*].name', 'INVALID', '^must not contain consecutive hyphens$'),  # 288
-    ('pod-template/containers/ports', 'spec.jaxReplicaSpecs[*].template.spec.containers[*].ports[*].name', 'INVALID', '^must not begin or end with a hyphen$'),  # 289
-    ('pod-template/containers/port-names-unique', 'spec.jaxReplicaSpecs[*].template.spec.containers[*].ports[*].name', 'DUPLICATE', ''),  # 290
-    ('pod-template/containers/mounts', 'spec.jaxReplicaSpecs[*].template.spec.containers[*].volumeMounts[*].name', 'REQUIRED', '^$'),  # 291
-    ('pod-template/containers/mounts', 'spec.jaxReplicaSpecs[*].template.spec.containers[*].volumeMounts[*].mountPath', 'REQUIRED', '^$'),  # 292
-    ('pod-template/containers/mounted-volumes', 'spec.jaxReplicaSpecs[*].template.spec.containers[*].volumeMounts[*].name', 'NOT_FOUND', ''),  # 293
-    ('pod-template/containers/env', 'spec.jaxReplicaSpecs[*].template.spec.containers[*].env[*].name', 'REQUIRED', '^$'),  # 294
-    ('pod-template/containers/env', 'spec.jaxReplicaSpecs[*].template.spec.containers[*].env[*].name', 'INVALID', "^a valid environment variable name must consist only of printable ASCII characters other than '='$"),  # 295
-    ('pod-template/containers/quantities', 'spec.jaxReplicaSpecs[*].template.spec.containers[*].resources.limits[*]', 'INVALID', "^quantities\\ must\\ match\\ the\\ regular\\ expression\\ '\\^\\(\\[\\+\\-\\]\\?\\[0\\-9\\.\\]\\+\\)\\(\\[eEinumkKMGTP\\]\\*\\[\\-\\+\\]\\?\\[0\\-9\\]\\*\\)\\$'$"),  # 296
-    ('pod-template/containers/quantities', 'spec.jaxReplicaSpecs[*].template.spec.containers[*].resources.limits[*]', 'INVALID', '^must be greater than or equal to 0$'),  # 297
-    ('pod-template/containers/quantities', 'spec.jaxReplicaSpecs[*].template.spec.containers[*].resources.requests[*]', 'INVALID', "^quantities\\ must\\ match\\ the\\ regular\\ expression\\ '\\^\\(\\[\\+\\-\\]\\?\\[0\\-9\\.\\]\\+\\)\\(\\[eEinumkKMGTP\\]\\*\\[\\-\\+\\]\\?\\[0\\-9\\]\\*\\)\\$'$"),  # 298
-    ('pod-template/containers/quantities', 'spec.jaxReplicaSpecs[*].template.spec.containers[*].resources.requests[*]', 'INVALID', '^must be greater than or equal to 0$'),  # 299
-    ('pod-template/containers/whole-extended-resources', 'spec.jaxReplicaSpecs[*].template.spec.containers[*].resources.limits[*]', 'INVALID', '^must be an integer$'),  # 300
-    ('pod-template/containers/whole-extended-resources', 'spec.jaxReplicaSpecs[*].template.spec.containers[*].resources.requests[*]', 'INVALID', '^must be an integer$'),  # 301
-    ('pod-template/containers/requests-within-limits', 'spec.jaxReplicaSpecs[*].template.spec.containers[*].resources.requests[*]', 'INVALID', ' limit of '),  # 302
-    ('pod-template/initContainers/name', 'spec.jaxReplicaSpecs[*].template.spec.initContainers[*].name', 'REQUIRED', '^$'),  # 303
-    ('pod-template/initContainers/name', 'spec.jaxReplicaSpecs[*].template.spec.initContainers[*].name', 'INVALID', '^must be no more than 63 characters$'),  # 304
-    ('pod-template/initContainers/name', 'spec.jaxReplicaSpecs[*].template.spec.initContainers[*].name', 'INVALID', "^a lowercase RFC 1123 label must consist of lower case alphanumeric characters or '-', and must start and end with an alphanumeric character \\(e\\.g\\. 'my-name',  or '123-abc', regex used for validation is '\\[a-z0-9\\]\\(\\[-a-z0-9\\]\\*\\[a-z0-9\\]\\)\\?'\\)$"),  # 305
-    ('pod-template/initContainers/image', 'spec.jaxReplicaSpecs[*].template.spec.initContainers[*].image', 'REQUIRED', '^$'),  # 306
-    ('pod-template/initContainers/ports', 'spec.jaxReplicaSpecs[*].template.spec.initContainers[*].ports[*].containerPort', 'REQUIRED', '^$'),  # 307
-    ('pod-template/initContainers/ports', 'spec.jaxReplicaSpecs[*].template.spec.initContainers[*].ports[*].containerPort', 'INVALID', '^must be between 1 and 65535, inclusive$'),  # 308
-    ('pod-template/initContainers/ports', 'spec.jaxReplicaSpecs[*].template.spec.initContainers[*].ports[*].hostPort', 'INVALID', '^must be between 1 and 65535, inclusive$'),  # 309
-    ('pod-template/initContainers/ports', 'spec.jaxReplicaSpecs[*].template.spec.initContainers[*].ports[*].protocol', 'NOT_SUPPORTED', '^supported values: "TCP", "UDP", "SCTP"$'),  # 310
-    ('pod-template/initContainers/ports', 'spec.jaxReplicaSpecs[*].template.spec.initContainers[*].ports[*].name', 'INVALID', '^must be no more than 15 characters$'),  # 311
-    ('pod-template/initContainers/ports', 'spec.jaxReplicaSpecs[*].template.spec.initContainers[*].ports[*].name', 'INVALID', '^must contain only alpha-numeric characters \\(a-z, 0-9\\), and hyphens \\(-\\)$'),  # 312
-    ('pod-template/initContainers/ports', 'spec.jaxReplicaSpecs[*].template.spec.initContainers[*].ports[*].name', 'INVALID', '^must contain at least one letter \\(a-z\\)$'),  # 313
-    ('pod-template/initContainers/ports', 'spec.jaxReplicaSpecs[*].template.spec.initContainers[*].ports[*].name', 'INVALID', '^must not contain consecutive hyphens$'),  # 314
-    ('pod-template/initContainers/ports', 'spec.jaxReplicaSpecs[*].template.spec.initContainers[*].ports[*].name', 'INVALID', '^must not begin or end with a hyphen$'),  # 315
-    ('pod-template/initContainers/port-names-unique', 'spec.jaxReplicaSpecs[*].template.spec.initContainers[*].ports[*].name', 'DUPLICATE', ''),  # 316
-    ('pod-template/initContainers/mounts', 'spec.jaxReplicaSpecs[*].template.spec.initContainers[*].volumeMounts[*].name', 'REQUIRED', '^$'),  # 317
-    ('pod-template/initContainers/mounts', 'spec.jaxReplicaSpecs[*].template.spec.initContainers[*].volumeMounts[*].mountPath', 'REQUIRED', '^$'),  # 318
-    ('pod-template/initContainers/mounted-volumes', 'spec.jaxReplicaSpecs[*].template.spec.initContainers[*].volumeMounts[*].name', 'NOT_FOUND', ''),  # 319
-    ('pod-template/initContainers/env', 'spec.jaxReplicaSpecs[*].template.spec.initContainers[*].env[*].name', 'REQUIRED', '^$'),  # 320
-    ('pod-template/initContainers/env', 'spec.jaxReplicaSpecs[*].template.spec.initContainers[*].env[*].name', 'INVALID', "^a valid environment variable name must consist only of printable ASCII characters other than '='$"),  # 321
-    ('pod-template/initContainers/quantities', 'spec.jaxReplicaSpecs[*].template.spec.initContainers[*].resources.limits[*]', 'INVALID', "^quantities\\ must\\ match\\ the\\ regular\\ expression\\ '\\^\\(\\[\\+\\-\\]\\?\\[0\\-9\\.\\]\\+\\)\\(\\[eEinumkKMGTP\\]\\*\\[\\-\\+\\]\\?\\[0\\-9\\]\\*\\)\\$'$"),  # 322
-    ('pod-template/initContainers/quantities', 'spec.jaxReplicaSpecs[*].template.spec.initContainers[*].resources.limits[*]', 'INVALID', '^must be greater than or equal to 0$'),  # 323
-    ('pod-template/initContainers/quantities', 'spec.jaxReplicaSpecs[*].template.spec.initContainers[*].resources.requests[*]', 'INVALID', "^quantities\\ must\\ match\\ the\\ regular\\ expression\\ '\\^\\(\\[\\+\\-\\]\\?\\[0\\-9\\.\\]\\+\\)\\(\\[eEinumkKMGTP\\]\\*\\[\\-\\+\\]\\?\\[0\\-9\\]\\*\\)\\$'$"),  # 324
-    ('pod-template/initContainers/quantities', 'spec.jaxReplicaSpecs[*].template.spec.initContainers[*].resources.requests[*]', 'INVALID', '^must be greater than or equal to 0$'),  # 325
-    ('pod-template/initContainers/whole-extended-resources', 'spec.jaxReplicaSpecs[*].template.spec.initContainers[*].resources.limits[*]', 'INVALID', '^must be an integer$'),  # 326
-    ('pod-template/initContainers/whole-extended-resources', 'spec.jaxReplicaSpecs[*].template.spec.initContainers[*].resources.requests[*]', 'INVALID', '^must be an integer$'),  # 327
-    ('pod-template/initContainers/requests-within-limits', 'spec.jaxReplicaSpecs[*].template.spec.initContainers[*].resources.requests[*]', 'INVALID', ' limit of '),  # 328
-    ('pod-template/container-names-unique', 'spec.jaxReplicaSpecs[*].template.spec.containers[*].name', 'DUPLICATE', ''),  # 329
-    ('pod-template/container-names-unique', 'spec.jaxReplicaSpecs[*].template.spec.initContainers[*].name', 'DUPLICATE', ''),  # 330
-    ('pod-template/volumes', 'spec.jaxReplicaSpecs[*].template.spec.volumes[*].name', 'REQUIRED', '^$'),  # 331
-    ('pod-template/volumes', 'spec.jaxReplicaSpecs[*].template.spec.volumes[*].name', 'INVALID', '^must be no more than 63 characters$'),  # 332
-    ('pod-template/volumes', 'spec.jaxReplicaSpecs[*].template.spec.volumes[*].name', 'INVALID', "^a lowercase RFC 1123 label must consist of lower case alphanumeric characters or '-', and must start and end with an alphanumeric character \\(e\\.g\\. 'my-name',  or '123-abc', regex used for validation is '\\[a-z0-9\\]\\(\\[-a-z0-9\\]\\*\\[a-z0-9\\]\\)\\?'\\)$"),  # 333
-    ('pod-template/volume-names-unique', 'spec.jaxReplicaSpecs[*].template.spec.volumes[*].name', 'DUPLICATE', ''),  # 334
-    ('pod-template/restart-policy', 'spec.jaxReplicaSpecs[*].template.spec.restartPolicy', 'NOT_SUPPORTED', '^supported values: "Always", "OnFailure", "Never"$'),  # 335
-    ('pod-template/framework-container', 'spec.jaxReplicaSpecs[*].template.spec.containers', 'REQUIRED', '^must\\ have\\ at\\ least\\ one\\ container\\ with\\ name\\ jax$'),  # 336
-    ('kubeflow/template-containers', 'spec.mpiReplicaSpecs[*].template.spec.containers', 'REQUIRED', '^must have at least one container$|^must be specified: |containers definition expected'),  # 337
-    ('kubeflow/one-launcher', 'spec.mpiReplicaSpecs[Launcher]', 'REQUIRED', '^must be present '),  # 338
-    ('kubeflow/one-launcher', 'spec.mpiReplicaSpecs[Launcher].replicas', 'FORBIDDEN', '^must be 1 '),  # 339
-    ('replicas/types', 'spec.mpiReplicaSpecs[*]', 'NOT_SUPPORTED', ''),  # 340
-    ('pod-template/spec', 'spec.mpiReplicaSpecs[*].template.spec', 'REQUIRED', '^$'),  # 341
-    ('pod-template/containers', 'spec.mpiReplicaSpecs[*].template.spec.containers', 'REQUIRED', '^must\\ have\\ at\\ least\\ one\\ container\\ \\(MPIReplicaSpecs\\ is\\ not\\ valid:\\ containers\\ definition\\ expected\\)$'),  # 342
-    ('pod-template/bounds', 'spec.mpiReplicaSpecs[*].template.spec.**', 'TOO_MANY', ''),  # 343
-    ('pod-template/containers/name', 'spec.mpiReplicaSpecs[*].template.spec.containers[*].name', 'REQUIRED', '^$'),  # 344
-    ('pod-template/containers/name', 'spec.mpiReplicaSpecs[*].template.spec.containers[*].name', 'INVALID', '^must be no more than 63 characters$'),  # 345
-    ('pod-template/containers/name', 'spec.mpiReplicaSpecs[*].template.spec.containers[*].name', 'INVALID', "^a lowercase RFC 1123 label must consist of lower case alphanumeric characters or '-', and must start and end with an alphanumeric character \\(e\\.g\\. 'my-name',  or '123-abc', regex used for validation is '\\[a-z0-9\\]\\(\\[-a-z0-9\\]\\*\\[a-z0-9\\]\\)\\?'\\)$"),  # 346
-    ('pod-template/containers/image', 'spec.mpiReplicaSpecs[*].template.spec.containers[*].image', 'REQUIRED', '^$'),  # 347
-    ('pod-template/containers/ports', 'spec.mpiReplicaSpecs[*].template.spec.containers[*].ports[*].containerPort', 'REQUIRED', '^$'),  # 348
-    ('pod-template/containers/ports', 'spec.mpiReplicaSpecs[*].template.spec.containers[*].ports[*].containerPort', 'INVALID', '^must be between 1 and 65535, inclusive$'),  # 349
-    ('pod-template/containers/ports', 'spec.mpiReplicaSpecs[*].template.spec.containers[*].ports[*].hostPort', 'INVALID', '^must be between 1 and 65535, inclusive$'),  # 350
-    ('pod-template/containers/ports', 'spec.mpiReplicaSpecs[*].template.spec.containers[*].ports[*].protocol', 'NOT_SUPPORTED', '^supported values: "TCP", "UDP", "SCTP"$'),  # 351
-    ('pod-template/containers/ports', 'spec.mpiReplicaSpecs[*].template.spec.containers[*].ports[*].name', 'INVALID', '^must be no more than 15 characters$'),  # 352
-    ('pod-template/containers/ports', 'spec.mpiReplicaSpecs[*].template.spec.containers[*].ports[*].name', 'INVALID', '^must contain only alpha-numeric characters \\(a-z, 0-9\\), and hyphens \\(-\\)$'),  # 353
-    ('pod-template/containers/ports', 'spec.mpiReplicaSpecs[*].template.spec.containers[*].ports[*].name', 'INVALID', '^must contain at least one letter \\(a-z\\)$'),  # 354
-    ('pod-template/containers/ports', 'spec.mpiReplicaSpecs[*].template.spec.containers[*].ports[*].name', 'INVALID', '^must not contain consecutive hyphens$'),  # 355
-    ('pod-template/containers/ports', 'spec.mpiReplicaSpecs[*].template.spec.containers[*].ports[*].name', 'INVALID', '^must not begin or end with a hyphen$'),  # 356
-    ('pod-template/containers/port-names-unique', 'spec.mpiReplicaSpecs[*].template.spec.containers[*].ports[*].name', 'DUPLICATE', ''),  # 357
-    ('pod-template/containers/mounts', 'spec.mpiReplicaSpecs[*].template.spec.containers[*].volumeMounts[*].name', 'REQUIRED', '^$'),  # 358
-    ('pod-template/containers/mounts', 'spec.mpiReplicaSpecs[*].template.spec.containers[*].volumeMounts[*].mountPath', 'REQUIRED', '^$'),  # 359
-    ('pod-template/containers/mounted-volumes', 'spec.mpiReplicaSpecs[*].template.spec.containers[*].volumeMounts[*].name', 'NOT_FOUND', ''),  # 360
-    ('pod-template/containers/env', 'spec.mpiReplicaSpecs[*].template.spec.containers[*].env[*].name', 'REQUIRED', '^$'),  # 361
-    ('pod-template/containers/env', 'spec.mpiReplicaSpecs[*].template.spec.containers[*].env[*].name', 'INVALID', "^a valid environment variable name must consist only of printable ASCII characters other than '='$"),  # 362
-    ('pod-template/containers/quantities', 'spec.mpiReplicaSpecs[*].template.spec.containers[*].resources.limits[*]', 'INVALID', "^quantities\\ must\\ match\\ the\\ regular\\ expression\\ '\\^\\(\\[\\+\\-\\]\\?\\[0\\-9\\.\\]\\+\\)\\(\\[eEinumkKMGTP\\]\\*\\[\\-\\+\\]\\?\\[0\\-9\\]\\*\\)\\$'$"),  # 363
-    ('pod-template/containers/quantities', 'spec.mpiReplicaSpecs[*].template.spec.containers[*].resources.limits[*]', 'INVALID', '^must be greater than or equal to 0$'),  # 364
-    ('pod-template/containers/quantities', 'spec.mpiReplicaSpecs[*].template.spec.containers[*].resources.requests[*]', 'INVALID', "^quantities\\ must\\ match\\ the\\ regular\\ expression\\ '\\^\\(\\[\\+\\-\\]\\?\\[0\\-9\\.\\]\\+\\)\\(\\[eEinumkKMGTP\\]\\*\\[\\-\\+\\]\\?\\[0\\-9\\]\\*\\)\\$'$"),  # 365
-    ('pod-template/containers/quantities', 'spec.mpiReplicaSpecs[*].template.spec.containers[*].resources.requests[*]', 'INVALID', '^must be greater than or equal to 0$'),  # 366
-    ('pod-template/containers/whole-extended-resources', 'spec.mpiReplicaSpecs[*].template.spec.containers[*].resources.limits[*]', 'INVALID', '^must be an integer$'),  # 367
-    ('pod-template/containers/whole-extended-resources', 'spec.mpiReplicaSpecs[*].template.spec.containers[*].resources.requests[*]', 'INVALID', '^must be an integer$'),  # 368
-    ('pod-template/containers/requests-within-limits', 'spec.mpiReplicaSpecs[*].template.spec.containers[*].resources.requests[*]', 'INVALID', ' limit of '),  # 369
-    ('pod-template/initContainers/name', 'spec.mpiReplicaSpecs[*].template.spec.initContainers[*].name', 'REQUIRED', '^$'),  # 370
-    ('pod-template/initContainers/name', 'spec.mpiReplicaSpecs[*].template.spec.initContainers[*].name', 'INVALID', '^must be no more than 63 characters$'),  # 371
-    ('pod-template/initContainers/name', 'spec.mpiReplicaSpecs[*].template.spec.initContainers[*].name', 'INVALID', "^a lowercase RFC 1123 label must consist of lower case alphanumeric characters or '-', and must start and end with an alphanumeric character \\(e\\.g\\. 'my-name',  or '123-abc', regex used for validation is '\\[a-z0-9\\]\\(\\[-a-z0-9\\]\\*\\[a-z0-9\\]\\)\\?'\\)$"),  # 372
-    ('pod-template/initContainers/image', 'spec.mpiReplicaSpecs[*].template.spec.initContainers[*].image', 'REQUIRED', '^$'),  # 373
-    ('pod-template/initContainers/ports', 'spec.mpiReplicaSpecs[*].template.spec.initContainers[*].ports[*].containerPort', 'REQUIRED', '^$'),  # 374
-    ('pod-template/initContainers/ports', 'spec.mpiReplicaSpecs[*].template.spec.initContainers[*].ports[*].containerPort', 'INVALID', '^must be between 1 and 65535, inclusive$'),  # 375
-    ('pod-template/initContainers/ports', 'spec.mpiReplicaSpecs[*].template.spec.initContainers[*].ports[*].hostPort', 'INVALID', '^must be between 1 and 65535, inclusive$'),  # 376
-    ('pod-template/initContainers/ports', 'spec.mpiReplicaSpecs[*].template.spec.initContainers[*].ports[*].protocol', 'NOT_SUPPORTED', '^supported values: "TCP", "UDP", "SCTP"$'),  # 377
-    ('pod-template/initContainers/ports', 'spec.mpiReplicaSpecs[*].template.spec.initContainers[*].ports[*].name', 'INVALID', '^must be no more than 15 characters$'),  # 378
-    ('pod-template/initContainers/ports', 'spec.mpiReplicaSpecs[*].template.spec.initContainers[*].ports[*].name', 'INVALID', '^must contain only alpha-numeric characters \\(a-z, 0-9\\), and hyphens \\(-\\)$'),  # 379
-    ('pod-template/initContainers/ports', 'spec.mpiReplicaSpecs[*].template.spec.initContainers[*].ports[*].name', 'INVALID', '^must contain at least one letter \\(a-z\\)$'),  # 380
-    ('pod-template/initContainers/ports', 'spec.mpiReplicaSpecs[*].template.spec.initContainers[*].ports[*].name', 'INVALID', '^must not contain consecutive hyphens$'),  # 381
-    ('pod-template/initContainers/ports', 'spec.mpiReplicaSpecs[*].template.spec.initContainers[*].ports[*].name', 'INVALID', '^must not begin or end with a hyphen$'),  # 382
-    ('pod-template/initContainers/port-names-unique', 'spec.mpiReplicaSpecs[*].template.spec.initContainers[*].ports[*].name', 'DUPLICATE', ''),  # 383
-    ('pod-template/initContainers/mounts', 'spec.mpiReplicaSpecs[*].template.spec.initContainers[*].volumeMounts[*].name', 'REQUIRED', '^$'),  # 384
-    ('pod-template/initContainers/mounts', 'spec.mpiReplicaSpecs[*].template.spec.initContainers[*].volumeMounts[*].mountPath', 'REQUIRED', '^$'),  # 385
-    ('pod-template/initContainers/mounted-volumes', 'spec.mpiReplicaSpecs[*].template.spec.initContainers[*].volumeMounts[*].name', 'NOT_FOUND', ''),  # 386
-    ('pod-template/initContainers/env', 'spec.mpiReplicaSpecs[*].template.spec.initContainers[*].env[*].name', 'REQUIRED', '^$'),  # 387
-    ('pod-template/initContainers/env', 'spec.mpiReplicaSpecs[*].template.spec.initContainers[*].env[*].name', 'INVALID', "^a valid environment variable name must consist only of printable ASCII characters other than '='$"),  # 388
-    ('pod-template/initContainers/quantities', 'spec.mpiReplicaSpecs[*].template.spec.initContainers[*].resources.limits[*]', 'INVALID', "^quantities\\ must\\ match\\ the\\ regular\\ expression\\ '\\^\\(\\[\\+\\-\\]\\?\\[0\\-9\\.\\]\\+\\)\\(\\[eEinumkKMGTP\\]\\*\\[\\-\\+\\]\\?\\[0\\-9\\]\\*\\)\\$'$"),  # 389
-    ('pod-template/initContainers/quantities', 'spec.mpiReplicaSpecs[*].template.spec.initContainers[*].resources.limits[*]', 'INVALID', '^must be greater than or equal to 0$'),  # 390
-    ('pod-template/initContainers/quantities', 'spec.mpiReplicaSpecs[*].template.spec.initContainers[*].resources.requests[*]', 'INVALID', "^quantities\\ must\\ match\\ the\\ regular\\ expression\\ '\\^\\(\\[\\+\\-\\]\\?\\[0\\-9\\.\\]\\+\\)\\(\\[eEinumkKMGTP\\]\\*\\[\\-\\+\\]\\?\\[0\\-9\\]\\*\\)\\$'$"),  # 391
-    ('pod-template/initContainers/quantities', 'spec.mpiReplicaSpecs[*].template.spec.initContainers[*].resources.requests[*]', 'INVALID', '^must be greater than or equal to 0$'),  # 392
-    ('pod-template/initContainers/whole-extended-resources', 'spec.mpiReplicaSpecs[*].template.spec.initContainers[*].resources.limits[*]', 'INVALID', '^must be an integer$'),  # 393
-    ('pod-template/initContainers/whole-extended-resources', 'spec.mpiReplicaSpecs[*].template.spec.initContainers[*].resources.requests[*]', 'INVALID', '^must be an integer$'),  # 394
-    ('pod-template/initContainers/requests-within-limits', 'spec.mpiReplicaSpecs[*].template.spec.initContainers[*].resources.requests[*]', 'INVALID', ' limit of '),  # 395
-    ('pod-template/container-names-unique', 'spec.mpiReplicaSpecs[*].template.spec.containers[*].name', 'DUPLICATE', ''),  # 396
-    ('pod-template/container-names-unique', 'spec.mpiReplicaSpecs[*].template.spec.initContainers[*].name', 'DUPLICATE', ''),  # 397
-    ('pod-template/volumes', 'spec.mpiReplicaSpecs[*].template.spec.volumes[*].name', 'REQUIRED', '^$'),  # 398
-    ('pod-template/volumes', 'spec.mpiReplicaSpecs[*].template.spec.volumes[*].name', 'INVALID', '^must be no more than 63 characters$'),  # 399
-    ('pod-template/volumes', 'spec.mpiReplicaSpecs[*].template.spec.volumes[*].name', 'INVALID', "^a lowercase RFC 1123 label must consist of lower case alphanumeric characters or '-', and must start and end with an alphanumeric character \\(e\\.g\\. 'my-name',  or '123-abc', regex used for validation is '\\[a-z0-9\\]\\(\\[-a-z0-9\\]\\*\\[a-z0-9\\]\\)\\?'\\)$"),  # 400
-    ('pod-template/volume-names-unique', 'spec.mpiReplicaSpecs[*].template.spec.volumes[*].name', 'DUPLICATE', ''),  # 401
-    ('pod-template/restart-policy', 'spec.mpiReplicaSpecs[*].template.spec.restartPolicy', 'NOT_SUPPORTED', '^supported values: "Always", "OnFailure", "Never"$'),  # 402
-    ('kubeflow/template-containers', 'spec.paddleReplicaSpecs[*].template.spec.containers', 'REQUIRED', '^must have at least one container$|^must be specified: |containers definition expected'),  # 403
-    ('kubeflow/elastic-needs-worker', 'spec.paddleReplicaSpecs[Worker]', 'REQUIRED', '^must\\ be\\ configured\\ if\\ elastic\\ policy\\ is\\ used$'),  # 404
-    ('replicas/types', 'spec.paddleReplicaSpecs[*]', 'NOT_SUPPORTED', ''),  # 405
-    ('replicas/types', 'spec.paddleReplicaSpecs[*]', 'DUPLICATE', ''),  # 406
-    ('pod-template/spec', 'spec.paddleReplicaSpecs[*].template.spec', 'REQUIRED', '^$'),  # 407
-    ('pod-template/containers', 'spec.paddleReplicaSpecs[*].template.spec.containers', 'REQUIRED', '^must\\ be\\ specified:\\ must\\ have\\ at\\ least\\ one\\ container\\ with\\ name\\ "paddle"$'),  # 408
-    ('pod-template/bounds', 'spec.paddleReplicaSpecs[*].template.spec.**', 'TOO_MANY', ''),  # 409
-    ('pod-template/containers/name', 'spec.paddleReplicaSpecs[*].template.spec.containers[*].name', 'REQUIRED', '^$'),  # 410
-    ('pod-template/containers/name', 'spec.paddleReplicaSpecs[*].template.spec.containers[*].name', 'INVALID', '^must be no more than 63 characters$'),  # 411
-    ('pod-template/containers/name', 'spec.paddleReplicaSpecs[*].template.spec.containers[*].name', 'INVALID', "^a lowercase RFC 1123 label must consist of lower case alphanumeric characters or '-', and must start and end with an alphanumeric character \\(e\\.g\\. 'my-name',  or '123-abc', regex used for validation is '\\[a-z0-9\\]\\(\\[-a-z0-9\\]\\*\\[a-z0-9\\]\\)\\?'\\)$"),  # 412
-    ('pod-template/containers/image', 'spec.paddleReplicaSpecs[*].template.spec.containers[*].image', 'REQUIRED', '^$'),  # 413
-    ('pod-template/containers/ports', 'spec.paddleReplicaSpecs[*].template.spec.containers[*].ports[*].containerPort', 'REQUIRED', '^$'),  # 414
-    ('pod-template/containers/ports', 'spec.paddleReplicaSpecs[*].template.spec.containers[*].ports[*].containerPort', 'INVALID', '^must be between 1 and 65535, inclusive$'),  # 415
-    ('pod-template/containers/ports', 'spec.paddleReplicaSpecs[*].template.spec.containers[*].ports[*].hostPort', 'INVALID', '^must be between 1 and 65535, inclusive$'),  # 416
-    ('pod-template/containers/ports', 'spec.paddleReplicaSpecs[*].template.spec.containers[*].ports[*].protocol', 'NOT_SUPPORTED', '^supported values: "TCP", "UDP", "SCTP"$'),  # 417
-    ('pod-template/containers/ports', 'spec.paddleReplicaSpecs[*].template.spec.containers[*].ports[*].name', 'INVALID', '^must be no more than 15 characters$'),  # 418
-    ('pod-template/containers/ports', 'spec.paddleReplicaSpecs[*].template.spec.containers[*].ports[*].name', 'INVALID', '^must contain only alpha-numeric characters \\(a-z, 0-9\\), and hyphens \\(-\\)$'),  # 419
-    ('pod-template/containers/ports', 'spec.paddleReplicaSpecs[*].template.spec.containers[*].ports[*].name', 'INVALID', '^must contain at least one letter \\(a-z\\)$'),  # 420
-    ('pod-template/containers/ports', 'spec.paddleReplicaSpecs[*].template.spec.containers[*].ports[*].name', 'INVALID', '^must not contain consecutive hyphens$'),  # 421
-    ('pod-template/containers/ports', 'spec.paddleReplicaSpecs[*].template.spec.containers[*].ports[*].name', 'INVALID', '^must not begin or end with a hyphen$'),  # 422
-    ('pod-template/containers/port-names-unique', 'spec.paddleReplicaSpecs[*].template.spec.containers[*].ports[*].name', 'DUPLICATE', ''),  # 423
-    ('pod-template/containers/mounts', 'spec.paddleReplicaSpecs[*].template.spec.containers[*].volumeMounts[*].name', 'REQUIRED', '^$'),  # 424
-    ('pod-template/containers/mounts', 'spec.paddleReplicaSpecs[*].template.spec.containers[*].volumeMounts[*].mountPath', 'REQUIRED', '^$'),  # 425
-    ('pod-template/containers/mounted-volumes', 'spec.paddleReplicaSpecs[*].template.spec.containers[*].volumeMounts[*].name', 'NOT_FOUND', ''),  # 426
-    ('pod-template/containers/env', 'spec.paddleReplicaSpecs[*].template.spec.containers[*].env[*].name', 'REQUIRED', '^$'),  # 427
-    ('pod-template/containers/env', 'spec.paddleReplicaSpecs[*].template.spec.containers[*].env[*].name', 'INVALID', "^a valid environment variable name must consist only of printable ASCII characters other than '='$"),  # 428
-    ('pod-template/containers/quantities', 'spec.paddleReplicaSpecs[*].template.spec.containers[*].resources.limits[*]', 'INVALID', "^quantities\\ must\\ match\\ the\\ regular\\ expression\\ '\\^\\(\\[\\+\\-\\]\\?\\[0\\-9\\.\\]\\+\\)\\(\\[eEinumkKMGTP\\]\\*\\[\\-\\+\\]\\?\\[0\\-9\\]\\*\\)\\$'$"),  # 429
-    ('pod-template/containers/quantities', 'spec.paddleReplicaSpecs[*].template.spec.containers[*].resources.limits[*]', 'INVALID', '^must be greater than or equal to 0$'),  # 430
-    ('pod-template/containers/quantities', 'spec.paddleReplicaSpecs[*].template.spec.containers[*].resources.requests[*]', 'INVALID', "^quantities\\ must\\ match\\ the\\ regular\\ expression\\ '\\^\\(\\[\\+\\-\\]\\?\\[0\\-9\\.\\]\\+\\)\\(\\[eEinumkKMGTP\\]\\*\\[\\-\\+\\]\\?\\[0\\-9\\]\\*\\)\\$'$"),  # 431
-    ('pod-template/containers/quantities', 'spec.paddleReplicaSpecs[*].template.spec.containers[*].resources.requests[*]', 'INVALID', '^must be greater than or equal to 0$'),  # 432
-    ('pod-template/containers/whole-extended-resources', 'spec.paddleReplicaSpecs[*].template.spec.containers[*].resources.limits[*]', 'INVALID', '^must be an integer$'),  # 433
-    ('pod-template/containers/whole-extended-resources', 'spec.paddleReplicaSpecs[*].template.spec.containers[*].resources.requests[*]', 'INVALID', '^must be an integer$'),  # 434
-    ('pod-template/containers/requests-within-limits', 'spec.paddleReplicaSpecs[*].template.spec.containers[*].resources.requests[*]', 'INVALID', ' limit of '),  # 435
-    ('pod-template/initContainers/name', 'spec.paddleReplicaSpecs[*].template.spec.initContainers[*].name', 'REQUIRED', '^$'),  # 436
-    ('pod-template/initContainers/name', 'spec.paddleReplicaSpecs[*].template.spec.initContainers[*].name', 'INVALID', '^must be no more than 63 characters$'),  # 437
-    ('pod-template/initContainers/name', 'spec.paddleReplicaSpecs[*].template.spec.initContainers[*].name', 'INVALID', "^a lowercase RFC 1123 label must consist of lower case alphanumeric characters or '-', and must start and end with an alphanumeric character \\(e\\.g\\. 'my-name',  or '123-abc', regex used for validation is '\\[a-z0-9\\]\\(\\[-a-z0-9\\]\\*\\[a-z0-9\\]\\)\\?'\\)$"),  # 438
-    ('pod-template/initContainers/image', 'spec.paddleReplicaSpecs[*].template.spec.initContainers[*].image', 'REQUIRED', '^$'),  # 439
-    ('pod-template/initContainers/ports', 'spec.paddleReplicaSpecs[*].template.spec.initContainers[*].ports[*].containerPort', 'REQUIRED', '^$'),  # 440
-    ('pod-template/initContainers/ports', 'spec.paddleReplicaSpecs[*].template.spec.initContainers[*].ports[*].containerPort', 'INVALID', '^must be between 1 and 65535, inclusive$'),  # 441
-    ('pod-template/initContainers/ports', 'spec.paddleReplicaSpecs[*].template.spec.initContainers[*].ports[*].hostPort', 'INVALID', '^must be between 1 and 65535, inclusive$'),  # 442
-    ('pod-template/initContainers/ports', 'spec.paddleReplicaSpecs[*].template.spec.initContainers[*].ports[*].protocol', 'NOT_SUPPORTED', '^supported values: "TCP", "UDP", "SCTP"$'),  # 443
-    ('pod-template/initContainers/ports', 'spec.paddleReplicaSpecs[*].template.spec.initContainers[*].ports[*].name', 'INVALID', '^must be no more than 15 characters$'),  # 444
-    ('pod-template/initContainers/ports', 'spec.paddleReplicaSpecs[*].template.spec.initContainers[*].ports[*].name', 'INVALID', '^must contain only alpha-numeric characters \\(a-z, 0-9\\), and hyphens \\(-\\)$'),  # 445
-    ('pod-template/initContainers/ports', 'spec.paddleReplicaSpecs[*].template.spec.initContainers[*].ports[*].name', 'INVALID', '^must contain at least one letter \\(a-z\\)$'),  # 446
-    ('pod-template/initContainers/ports', 'spec.paddleReplicaSpecs[*].template.spec.initContainers[*].ports[*].name', 'INVALID', '^must not contain consecutive hyphens$'),  # 447
-    ('pod-template/initContainers/ports', 'spec.paddleReplicaSpecs[*].template.spec.initContainers[*].ports[*].name', 'INVALID', '^must not begin or end with a hyphen$'),  # 448
-    ('pod-template/initContainers/port-names-unique', 'spec.paddleReplicaSpecs[*].template.spec.initContainers[*].ports[*].name', 'DUPLICATE', ''),  # 449
-    ('pod-template/initContainers/mounts', 'spec.paddleReplicaSpecs[*].template.spec.initContainers[*].volumeMounts[*].name', 'REQUIRED', '^$'),  # 450
-    ('pod-template/initContainers/mounts', 'spec.paddleReplicaSpecs[*].template.spec.initContainers[*].volumeMounts[*].mountPath', 'REQUIRED', '^$'),  # 451
-    ('pod-template/initContainers/mounted-volumes', 'spec.paddleReplicaSpecs[*].template.spec.initContainers[*].volumeMounts[*].name', 'NOT_FOUND', ''),  # 452
-    ('pod-template/initContainers/env', 'spec.paddleReplicaSpecs[*].template.spec.initContainers[*].env[*].name', 'REQUIRED', '^$'),  # 453
-    ('pod-template/initContainers/env', 'spec.paddleReplicaSpecs[*].template.spec.initContainers[*].env[*].name', 'INVALID', "^a valid environment variable name must consist only of printable ASCII characters other than '='$"),  # 454
-    ('pod-template/initContainers/quantities', 'spec.paddleReplicaSpecs[*].template.spec.initContainers[*].resources.limits[*]', 'INVALID', "^quantities\\ must\\ match\\ the\\ regular\\ expression\\ '\\^\\(\\[\\+\\-\\]\\?\\[0\\-9\\.\\]\\+\\)\\(\\[eEinumkKMGTP\\]\\*\\[\\-\\+\\]\\?\\[0\\-9\\]\\*\\)\\$'$"),  # 455
-    ('pod-template/initContainers/quantities', 'spec.paddleReplicaSpecs[*].template.spec.initContainers[*].resources.limits[*]', 'INVALID', '^must be greater than or equal to 0$'),  # 456
-    ('pod-template/initContainers/quantities', 'spec.paddleReplicaSpecs[*].template.spec.initContainers[*].resources.requests[*]', 'INVALID', "^quantities\\ must\\ match\\ the\\ regular\\ expression\\ '\\^\\(\\[\\+\\-\\]\\?\\[0\\-9\\.\\]\\+\\)\\(\\[eEinumkKMGTP\\]\\*\\[\\-\\+\\]\\?\\[0\\-9\\]\\*\\)\\$'$"),  # 457
-    ('pod-template/initContainers/quantities', 'spec.paddleReplicaSpecs[*].template.spec.initContainers[*].resources.requests[*]', 'INVALID', '^must be greater than or equal to 0$'),  # 458
-    ('pod-template/initContainers/whole-extended-resources', 'spec.paddleReplicaSpecs[*].template.spec.initContainers[*].resources.limits[*]', 'INVALID', '^must be an integer$'),  # 459
-    ('pod-template/initContainers/whole-extended-resources', 'spec.paddleReplicaSpecs[*].template.spec.initContainers[*].resources.requests[*]', 'INVALID', '^must be an integer$'),  # 460
-    ('pod-template/initContainers/requests-within-limits', 'spec.paddleReplicaSpecs[*].template.spec.initContainers[*].resources.requests[*]', 'INVALID', ' limit of '),  # 461
-    ('pod-template/container-names-unique', 'spec.paddleReplicaSpecs[*].template.spec.containers[*].name', 'DUPLICATE', ''),  # 462
-    ('pod-template/container-names-unique', 'spec.paddleReplicaSpecs[*].template.spec.initContainers[*].name', 'DUPLICATE', ''),  # 463
-    ('pod-template/volumes', 'spec.paddleReplicaSpecs[*].template.spec.volumes[*].name', 'REQUIRED', '^$'),  # 464
-    ('pod-template/volumes', 'spec.paddleReplicaSpecs[*].template.spec.volumes[*].name', 'INVALID', '^must be no more than 63 characters$'),  # 465
-    ('pod-template/volumes', 'spec.paddleReplicaSpecs[*].template.spec.volumes[*].name', 'INVALID', "^a lowercase RFC 1123 label must consist of lower case alphanumeric characters or '-', and must start and end with an alphanumeric character \\(e\\.g\\. 'my-name',  or '123-abc', regex used for validation is '\\[a-z0-9\\]\\(\\[-a-z0-9\\]\\*\\[a-z0-9\\]\\)\\?'\\)$"),  # 466
-    ('pod-template/volume-names-unique', 'spec.paddleReplicaSpecs[*].template.spec.volumes[*].name', 'DUPLICATE', ''),  # 467
-    ('pod-template/restart-policy', 'spec.paddleReplicaSpecs[*].template.spec.restartPolicy', 'NOT_SUPPORTED', '^supported values: "Always", "OnFailure", "Never"$'),  # 468
-    ('pod-template/framework-container', 'spec.paddleReplicaSpecs[*].template.spec.containers', 'REQUIRED', '^must\\ have\\ at\\ least\\ one\\ container\\ with\\ name\\ "paddle"$'),  # 469
-    ('kubeflow/template-containers', 'spec.pytorchReplicaSpecs[*].template.spec.containers', 'REQUIRED', '^must have at least one container$|^must be specified: |containers definition expected'),  # 470
-    ('kubeflow/master-replicas', 'spec.pytorchReplicaSpecs[Master].replicas', 'FORBIDDEN', '^must be 1$'),  # 471
-    ('kubeflow/replicas-at-least-one', 'spec.pytorchReplicaSpecs[*].replicas', 'FORBIDDEN', '^must be at least 1$'),  # 472
-    ('kubeflow/elastic-needs-worker', 'spec.pytorchReplicaSpecs[Worker]', 'REQUIRED', '^must\\ be\\ configured\\ if\\ elastic\\ policy\\ is\\ used$'),  # 473
-    ('kubeflow/nproc-per-node', 'spec.elasticPolicy.nProcPerNode', 'FORBIDDEN', '^must not be used with spec\\.nprocPerNode$'),  # 474
-    ('replicas/types', 'spec.pytorchReplicaSpecs[*]', 'NOT_SUPPORTED', ''),  # 475
-    ('replicas/types', 'spec.pytorchReplicaSpecs[*]', 'DUPLICATE', ''),  # 476
-    ('pod-template/spec', 'spec.pytorchReplicaSpecs[*].template.spec', 'REQUIRED', '^$'),  # 477
-    ('pod-template/containers', 'spec.pytorchReplicaSpecs[*].template.spec.containers', 'REQUIRED', '^must\\ be\\ specified:\\ must\\ have\\ at\\ least\\ one\\ container\\ with\\ name\\ pytorch$'),  # 478
-    ('pod-template/bounds', 'spec.pytorchReplicaSpecs[*].template.spec.**', 'TOO_MANY', ''),  # 479
-    ('pod-template/containers/name', 'spec.pytorchReplicaSpecs[*].template.spec.containers[*].name', 'REQUIRED', '^$'),  # 480
-    ('pod-template/containers/name', 'spec.pytorchReplicaSpecs[*].template.spec.containers[*].name', 'INVALID', '^must be no more than 63 characters$'),  # 481
-    ('pod-template/containers/name', 'spec.pytorchReplicaSpecs[*].template.spec.containers[*].name', 'INVALID', "^a lowercase RFC 1123 label must consist of lower case alphanumeric characters or '-', and must start and end with an alphanumeric character \\(e\\.g\\. 'my-name',  or '123-abc', regex used for validation is '\\[a-z0-9\\]\\(\\[-a-z0-9\\]\\*\\[a-z0-9\\]\\)\\?'\\)$"),  # 482
-    ('pod-template/containers/image', 'spec.pytorchReplicaSpecs[*].template.spec.containers[*].image', 'REQUIRED', '^$'),  # 483
-    ('pod-template/containers/ports', 'spec.pytorchReplicaSpecs[*].template.spec.containers[*].ports[*].containerPort', 'REQUIRED', '^$'),  # 484
-    ('pod-template/containers/ports', 'spec.pytorchReplicaSpecs[*].template.spec.containers[*].ports[*].containerPort', 'INVALID', '^must be between 1 and 65535, inclusive$'),  # 485
-    ('pod-template/containers/ports', 'spec.pytorchReplicaSpecs[*].template.spec.containers[*].ports[*].hostPort', 'INVALID', '^must be between 1 and 65535, inclusive$'),  # 486
-    ('pod-template/containers/ports', 'spec.pytorchReplicaSpecs[*].template.spec.containers[*].ports[*].protocol', 'NOT_SUPPORTED', '^supported values: "TCP", "UDP", "SCTP"$'),  # 487
-    ('pod-template/containers/ports', 'spec.pytorchReplicaSpecs[*].template.spec.containers[*].ports[*].name', 'INVALID', '^must be no more than 15 characters$'),  # 488
-    ('pod-template/containers/ports', 'spec.pytorchReplicaSpecs[*].template.spec.containers[*].ports[*].name', 'INVALID', '^must contain only alpha-numeric characters \\(a-z, 0-9\\), and hyphens \\(-\\)$'),  # 489
-    ('pod-template/containers/ports', 'spec.pytorchReplicaSpecs[*].template.spec.containers[*].ports[*].name', 'INVALID', '^must contain at least one letter \\(a-z\\)$'),  # 490
-    ('pod-template/containers/ports', 'spec.pytorchReplicaSpecs[*].template.spec.containers[*].ports[*].name', 'INVALID', '^must not contain consecutive hyphens$'),  # 491
-    ('pod-template/containers/ports', 'spec.pytorchReplicaSpecs[*].template.spec.containers[*].ports[*].name', 'INVALID', '^must not begin or end with a hyphen$'),  # 492
-    ('pod-template/containers/port-names-unique', 'spec.pytorchReplicaSpecs[*].template.spec.containers[*].ports[*].name', 'DUPLICATE', ''),  # 493
-    ('pod-template/containers/mounts', 'spec.pytorchReplicaSpecs[*].template.spec.containers[*].volumeMounts[*].name', 'REQUIRED', '^$'),  # 494
-    ('pod-template/containers/mounts', 'spec.pytorchReplicaSpecs[*].template.spec.containers[*].volumeMounts[*].mountPath', 'REQUIRED', '^$'),  # 495
-    ('pod-template/containers/mounted-volumes', 'spec.pytorchReplicaSpecs[*].template.spec.containers[*].volumeMounts[*].name', 'NOT_FOUND', ''),  # 496
-    ('pod-template/containers/env', 'spec.pytorchReplicaSpecs[*].template.spec.containers[*].env[*].name', 'REQUIRED', '^$'),  # 497
-    ('pod-template/containers/env', 'spec.pytorchReplicaSpecs[*].template.spec.containers[*].env[*].name', 'INVALID', "^a valid environment variable name must consist only of printable ASCII characters other than '='$"),  # 498
-    ('pod-template/containers/quantities', 'spec.pytorchReplicaSpecs[*].template.spec.containers[*].resources.limits[*]', 'INVALID', "^quantities\\ must\\ match\\ the\\ regular\\ expression\\ '\\^\\(\\[\\+\\-\\]\\?\\[0\\-9\\.\\]\\+\\)\\(\\[eEinumkKMGTP\\]\\*\\[\\-\\+\\]\\?\\[0\\-9\\]\\*\\)\\$'$"),  # 499
-    ('pod-template/containers/quantities', 'spec.pytorchReplicaSpecs[*].template.spec.containers[*].resources.limits[*]', 'INVALID', '^must be greater than or equal to 0$'),  # 500
-    ('pod-template/containers/quantities', 'spec.pytorchReplicaSpecs[*].template.spec.containers[*].resources.requests[*]', 'INVALID', "^quantities\\ must\\ match\\ the\\ regular\\ expression\\ '\\^\\(\\[\\+\\-\\]\\?\\[0\\-9\\.\\]\\+\\)\\(\\[eEinumkKMGTP\\]\\*\\[\\-\\+\\]\\?\\[0\\-9\\]\\*\\)\\$'$"),  # 501
-    ('pod-template/containers/quantities', 'spec.pytorchReplicaSpecs[*].template.spec.containers[*].resources.requests[*]', 'INVALID', '^must be greater than or equal to 0$'),  # 502
-    ('pod-template/containers/whole-extended-resources', 'spec.pytorchReplicaSpecs[*].template.spec.containers[*].resources.limits[*]', 'INVALID', '^must be an integer$'),  # 503
-    ('pod-template/containers/whole-extended-resources', 'spec.pytorchReplicaSpecs[*].template.spec.containers[*].resources.requests[*]', 'INVALID', '^must be an integer$'),  # 504
-    ('pod-template/containers/requests-within-limits', 'spec.pytorchReplicaSpecs[*].template.spec.containers[*].resources.requests[*]', 'INVALID', ' limit of '),  # 505
-    ('pod-template/initContainers/name', 'spec.pytorchReplicaSpecs[*].template.spec.initContainers[*].name', 'REQUIRED', '^$'),  # 506
-    ('pod-template/initContainers/name', 'spec.pytorchReplicaSpecs[*].template.spec.initContainers[*].name', 'INVALID', '^must be no more than 63 characters$'),  # 507
-    ('pod-template/initContainers/name', 'spec.pytorchReplicaSpecs[*].template.spec.initContainers[*].name', 'INVALID', "^a lowercase RFC 1123 label must consist of lower case alphanumeric characters or '-', and must start and end with an alphanumeric character \\(e\\.g\\. 'my-name',  or '123-abc', regex used for validation is '\\[a-z0-9\\]\\(\\[-a-z0-9\\]\\*\\[a-z0-9\\]\\)\\?'\\)$"),  # 508
-    ('pod-template/initContainers/image', 'spec.pytorchReplicaSpecs[*].template.spec.initContainers[*].image', 'REQUIRED', '^$'),  # 509
-    ('pod-template/initContainers/ports', 'spec.pytorchReplicaSpecs[*].template.spec.initContainers[*].ports[*].containerPort', 'REQUIRED', '^$'),  # 510
-    ('pod-template/initContainers/ports', 'spec.pytorchReplicaSpecs[*].template.spec.initContainers[*].ports[*].containerPort', 'INVALID', '^must be between 1 and 65535, inclusive$'),  # 511
-    ('pod-template/initContainers/ports', 'spec.pytorchReplicaSpecs[*].template.spec.initContainers[*].ports[*].hostPort', 'INVALID', '^must be between 1 and 65535, inclusive$'),  # 512
-    ('pod-template/initContainers/ports', 'spec.pytorchReplicaSpecs[*].template.spec.initContainers[*].ports[*].protocol', 'NOT_SUPPORTED', '^supported values: "TCP", "UDP", "SCTP"$'),  # 513
-    ('pod-template/initContainers/ports', 'spec.pytorchReplicaSpecs[*].template.spec.initContainers[*].ports[*].name', 'INVALID', '^must be no more than 15 characters$'),  # 514
-    ('pod-template/initContainers/ports', 'spec.pytorchReplicaSpecs[*].template.spec.initContainers[*].ports[*].name', 'INVALID', '^must contain only alpha-numeric characters \\(a-z, 0-9\\), and hyphens \\(-\\)$'),  # 515
-    ('pod-template/initContainers/ports', 'spec.pytorchReplicaSpecs[*].template.spec.initContainers[*].ports[*].name', 'INVALID', '^must contain at least one letter \\(a-z\\)$'),  # 516
-    ('pod-template/initContainers/ports', 'spec.pytorchReplicaSpecs[*].template.spec.initContainers[*].ports[*].name', 'INVALID', '^must not contain consecutive hyphens$'),  # 517
-    ('pod-template/initContainers/ports', 'spec.pytorchReplicaSpecs[*].template.spec.initContainers[*].ports[*].name', 'INVALID', '^must not begin or end with a hyphen$'),  # 518
-    ('pod-template/initContainers/port-names-unique', 'spec.pytorchReplicaSpecs[*].template.spec.initContainers[*].ports[*].name', 'DUPLICATE', ''),  # 519
-    ('pod-template/initContainers/mounts', 'spec.pytorchReplicaSpecs[*].template.spec.initContainers[*].volumeMounts[*].name', 'REQUIRED', '^$'),  # 520
-    ('pod-template/initContainers/mounts', 'spec.pytorchReplicaSpecs[*].template.spec.initContainers[*].volumeMounts[*].mountPath', 'REQUIRED', '^$'),  # 521
-    ('pod-template/initContainers/mounted-volumes', 'spec.pytorchReplicaSpecs[*].template.spec.initContainers[*].volumeMounts[*].name', 'NOT_FOUND', ''),  # 522
-    ('pod-template/initContainers/env', 'spec.pytorchReplicaSpecs[*].template.spec.initContainers[*].env[*].name', 'REQUIRED', '^$'),  # 523
-    ('pod-template/initContainers/env', 'spec.pytorchReplicaSpecs[*].template.spec.initContainers[*].env[*].name', 'INVALID', "^a valid environment variable name must consist only of printable ASCII characters other than '='$"),  # 524
-    ('pod-template/initContainers/quantities', 'spec.pytorchReplicaSpecs[*].template.spec.initContainers[*].resources.limits[*]', 'INVALID', "^quantities\\ must\\ match\\ the\\ regular\\ expression\\ '\\^\\(\\[\\+\\-\\]\\?\\[0\\-9\\.\\]\\+\\)\\(\\[eEinumkKMGTP\\]\\*\\[\\-\\+\\]\\?\\[0\\-9\\]\\*\\)\\$'$"),  # 525
-    ('pod-template/initContainers/quantities', 'spec.pytorchReplicaSpecs[*].template.spec.initContainers[*].resources.limits[*]', 'INVALID', '^must be greater than or equal to 0$'),  # 526
-    ('pod-template/initContainers/quantities', 'spec.pytorchReplicaSpecs[*].template.spec.initContainers[*].resources.requests[*]', 'INVALID', "^quantities\\ must\\ match\\ the\\ regular\\ expression\\ '\\^\\(\\[\\+\\-\\]\\?\\[0\\-9\\.\\]\\+\\)\\(\\[eEinumkKMGTP\\]\\*\\[\\-\\+\\]\\?\\[0\\-9\\]\\*\\)\\$'$"),  # 527
-    ('pod-template/initContainers/quantities', 'spec.pytorchReplicaSpecs[*].template.spec.initContainers[*].resources.requests[*]', 'INVALID', '^must be greater than or equal to 0$'),  # 528
-    ('pod-template/initContainers/whole-extended-resources', 'spec.pytorchReplicaSpecs[*].template.spec.initContainers[*].resources.limits[*]', 'INVALID', '^must be an integer$'),  # 529
-    ('pod-template/initContainers/whole-extended-resources', 'spec.pytorchReplicaSpecs[*].template.spec.initContainers[*].resources.requests[*]', 'INVALID', '^must be an integer$'),  # 530
-    ('pod-template/initContainers/requests-within-limits', 'spec.pytorchReplicaSpecs[*].template.spec.initContainers[*].resources.requests[*]', 'INVALID', ' limit of '),  # 531
-    ('pod-template/container-names-unique', 'spec.pytorchReplicaSpecs[*].template.spec.containers[*].name', 'DUPLICATE', ''),  # 532
-    ('pod-template/container-names-unique', 'spec.pytorchReplicaSpecs[*].template.spec.initContainers[*].name', 'DUPLICATE', ''),  # 533
-    ('pod-template/volumes', 'spec.pytorchReplicaSpecs[*].template.spec.volumes[*].name', 'REQUIRED', '^$'),  # 534
-    ('pod-template/volumes', 'spec.pytorchReplicaSpecs[*].template.spec.volumes[*].name', 'INVALID', '^must be no more than 63 characters$'),  # 535
-    ('pod-template/volumes', 'spec.pytorchReplicaSpecs[*].template.spec.volumes[*].name', 'INVALID', "^a lowercase RFC 1123 label must consist of lower case alphanumeric characters or '-', and must start and end with an alphanumeric character \\(e\\.g\\. 'my-name',  or '123-abc', regex used for validation is '\\[a-z0-9\\]\\(\\[-a-z0-9\\]\\*\\[a-z0-9\\]\\)\\?'\\)$"),  # 536
-    ('pod-template/volume-names-unique', 'spec.pytorchReplicaSpecs[*].template.spec.volumes[*].name', 'DUPLICATE', ''),  # 537
-    ('pod-template/restart-policy', 'spec.pytorchReplicaSpecs[*].template.spec.restartPolicy', 'NOT_SUPPORTED', '^supported values: "Always", "OnFailure", "Never"$'),  # 538
-    ('pod-template/framework-container', 'spec.pytorchReplicaSpecs[*].template.spec.containers', 'REQUIRED', '^must\\ have\\ at\\ least\\ one\\ container\\ with\\ name\\ pytorch$'),  # 539
-    ('kubeflow/template-containers', 'spec.tfReplicaSpecs[*].template.spec.containers', 'REQUIRED', '^must have at least one container$|^must be specified: |containers definition expected'),  # 540
-    ('kubeflow/tfjob-one-leader', 'spec.tfReplicaSpecs', 'FORBIDDEN', '^must not have more than 1 Chief or Master role$'),  # 541
-    ('replicas/types', 'spec.tfReplicaSpecs[*]', 'NOT_SUPPORTED', ''),  # 542
-    ('replicas/types', 'spec.tfReplicaSpecs[*]', 'DUPLICATE', ''),  # 543
-    ('pod-template/spec', 'spec.tfReplicaSpecs[*].template.spec', 'REQUIRED', '^$'),  # 544
-    ('pod-template/containers', 'spec.tfReplicaSpecs[*].template.spec.containers', 'REQUIRED', '^must\\ be\\ specified:\\ must\\ have\\ at\\ least\\ one\\ container\\ with\\ name\\ tensorflow$'),  # 545
-    ('pod-template/bounds', 'spec.tfReplicaSpecs[*].template.spec.**', 'TOO_MANY', ''),  # 546
-    ('pod-template/containers/name', 'spec.tfReplicaSpecs[*].template.spec.containers[*].name', 'REQUIRED', '^$'),  # 547
-    ('pod-template/containers/name', 'spec.tfReplicaSpecs[*].template.spec.containers[*].name', 'INVALID', '^must be no more than 63 characters$'),  # 548
-    ('pod-template/containers/name', 'spec.tfReplicaSpecs[*].template.spec.containers[*].name', 'INVALID', "^a lowercase RFC 1123 label must consist of lower case alphanumeric characters or '-', and must start and end with an alphanumeric character \\(e\\.g\\. 'my-name',  or '123-abc', regex used for validation is '\\[a-z0-9\\]\\(\\[-a-z0-9\\]\\*\\[a-z0-9\\]\\)\\?'\\)$"),  # 549
-    ('pod-template/containers/image', 'spec.tfReplicaSpecs[*].template.spec.containers[*].image', 'REQUIRED', '^$'),  # 550
-    ('pod-template/containers/ports', 'spec.tfReplicaSpecs[*].template.spec.containers[*].ports[*].containerPort', 'REQUIRED', '^$'),  # 551
-    ('pod-template/containers/ports', 'spec.tfReplicaSpecs[*].template.spec.containers[*].ports[*].containerPort', 'INVALID', '^must be between 1 and 65535, inclusive$'),  # 552
-    ('pod-template/containers/ports', 'spec.tfReplicaSpecs[*].template.spec.containers[*].ports[*].hostPort', 'INVALID', '^must be between 1 and 65535, inclusive$'),  # 553
-    ('pod-template/containers/ports', 'spec.tfReplicaSpecs[*].template.spec.containers[*].ports[*].protocol', 'NOT_SUPPORTED', '^supported values: "TCP", "UDP", "SCTP"$'),  # 554
-    ('pod-template/containers/ports', 'spec.tfReplicaSpecs[*].template.spec.containers[*].ports[*].name', 'INVALID', '^must be no more than 15 characters$'),  # 555
-    ('pod-template/containers/ports', 'spec.tfReplicaSpecs[*].template.spec.containers[*].ports[*].name', 'INVALID', '^must contain only alpha-numeric characters \\(a-z, 0-9\\), and hyphens \\(-\\)$'),  # 556
-    ('pod-template/containers/ports', 'spec.tfReplicaSpecs[*].template.spec.containers[*].ports[*].name', 'INVALID', '^must contain at least one letter \\(a-z\\)$'),  # 557
-    ('pod-template/containers/ports', 'spec.tfReplicaSpecs[*].template.spec.containers[*].ports[*].name', 'INVALID', '^must not contain consecutive hyphens$'),  # 558
-    ('pod-template/containers/ports', 'spec.tfReplicaSpecs[*].template.spec.containers[*].ports[*].name', 'INVALID', '^must not begin or end with a hyphen$'),  # 559
-    ('pod-template/containers/port-names-unique', 'spec.tfReplicaSpecs[*].template.spec.containers[*].ports[*].name', 'DUPLICATE', ''),  # 560
-    ('pod-template/containers/mounts', 'spec.tfReplicaSpecs[*].template.spec.containers[*].volumeMounts[*].name', 'REQUIRED', '^$'),  # 561
-    ('pod-template/containers/mounts', 'spec.tfReplicaSpecs[*].template.spec.containers[*].volumeMounts[*].mountPath', 'REQUIRED', '^$'),  # 562
-    ('pod-template/containers/mounted-volumes', 'spec.tfReplicaSpecs[*].template.spec.containers[*].volumeMounts[*].name', 'NOT_FOUND', ''),  # 563
-    ('pod-template/containers/env', 'spec.tfReplicaSpecs[*].template.spec.containers[*].env[*].name', 'REQUIRED', '^$'),  # 564
-    ('pod-template/containers/env', 'spec.tfReplicaSpecs[*].template.spec.containers[*].env[*].name', 'INVALID', "^a valid environment variable name must consist only of printable ASCII characters other than '='$"),  # 565
-    ('pod-template/containers/quantities', 'spec.tfReplicaSpecs[*].template.spec.containers[*].resources.limits[*]', 'INVALID', "^quantities\\ must\\ match\\ the\\ regular\\ expression\\ '\\^\\(\\[\\+\\-\\]\\?\\[0\\-9\\.\\]\\+\\)\\(\\[eEinumkKMGTP\\]\\*\\[\\-\\+\\]\\?\\[0\\-9\\]\\*\\)\\$'$"),  # 566
-    ('pod-template/containers/quantities', 'spec.tfReplicaSpecs[*].template.spec.containers[*].resources.limits[*]', 'INVALID', '^must be greater than or equal to 0$'),  # 567
-    ('pod-template/containers/quantities', 'spec.tfReplicaSpecs[*].template.spec.containers[*].resources.requests[*]', 'INVALID', "^quantities\\ must\\ match\\ the\\ regular\\ expression\\ '\\^\\(\\[\\+\\-\\]\\?\\[0\\-9\\.\\]\\+\\)\\(\\[eEinumkKMGTP\\]\\*\\[\\-\\+\\]\\?\\[0\\-9\\]\\*\\)\\$'$"),  # 568
-    ('pod-template/containers/quantities', 'spec.tfReplicaSpecs[*].template.spec.containers[*].resources.requests[*]', 'INVALID', '^must be greater than or equal to 0$'),  # 569
-    ('pod-template/containers/whole-extended-resources', 'spec.tfReplicaSpecs[*].template.spec.containers[*].resources.limits[*]', 'INVALID', '^must be an integer$'),  # 570
-    ('pod-template/containers/whole-extended-resources', 'spec.tfReplicaSpecs[*].template.spec.containers[*].resources.requests[*]', 'INVALID', '^must be an integer$'),  # 571
-    ('pod-template/containers/requests-within-limits', 'spec.tfReplicaSpecs[*].template.spec.containers[*].resources.requests[*]', 'INVALID', ' limit of '),  # 572
-    ('pod-template/initContainers/name', 'spec.tfReplicaSpecs[*].template.spec.initContainers[*].name', 'REQUIRED', '^$'),  # 573
-    ('pod-template/initContainers/name', 'spec.tfReplicaSpecs[*].template.spec.initContainers[*].name', 'INVALID', '^must be no more than 63 characters$'),  # 574
-    ('pod-template/initContainers/name', 'spec.tfReplicaSpecs[*].template.spec.initContainers[*].name', 'INVALID', "^a lowercase RFC 1123 label must consist of lower case alphanumeric characters or '-', and must start and end with an alphanumeric character \\(e\\.g\\. 'my-name',  or '123-abc', regex used for validation is '\\[a-z0-9\\]\\(\\[-a-z0-9\\]\\*\\[a-z0-9\\]\\)\\?'\\)$"),  # 575
-    ('pod-template/initContainers/image', 'spec.tfReplicaSpecs[*].template.spec.initContainers[*].image', 'REQUIRED', '^$'),  # 576
-    ('pod-template/initContainers/ports', 'spec.tfReplicaSpecs[*].template.spec.initContainers[*].ports[*].containerPort', 'REQUIRED', '^$'),  # 577
-    ('pod-template/initContainers/ports', 'spec.tfReplicaSpecs[*].template.spec.initContainers[*].ports[*].containerPort', 'INVALID', '^must be between 1 and 65535, inclusive$'),  # 578
-    ('pod-template/initContainers/ports', 'spec.tfReplicaSpecs[*].template.spec.initContainers[*].ports[*].hostPort', 'INVALID', '^must be between 1 and 65535, inclusive$'),  # 579
-    ('pod-template/initContainers/ports', 'spec.tfReplicaSpecs[*].template.spec.initContainers[*].ports[*].protocol', 'NOT_SUPPORTED', '^supported values: "TCP", "UDP", "SCTP"$'),  # 580
-    ('pod-template/initContainers/ports', 'spec.tfReplicaSpecs[*].template.spec.initContainers[*].ports[*].name', 'INVALID', '^must be no more than 15 characters$'),  # 581
-    ('pod-template/initContainers/ports', 'spec.tfReplicaSpecs[*].template.spec.initContainers[*].ports[*].name', 'INVALID', '^must contain only alpha-numeric characters \\(a-z, 0-9\\), and hyphens \\(-\\)$'),  # 582
-    ('pod-template/initContainers/ports', 'spec.tfReplicaSpecs[*].template.spec.initContainers[*].ports[*].name', 'INVALID', '^must contain at least one letter \\(a-z\\)$'),  # 583
-    ('pod-template/initContainers/ports', 'spec.tfReplicaSpecs[*].template.spec.initContainers[*].ports[*].name', 'INVALID', '^must not contain consecutive hyphens$'),  # 584
-    ('pod-template/initContainers/ports', 'spec.tfReplicaSpecs[*].template.spec.initContainers[*].ports[*].name', 'INVALID', '^must not begin or end with a hyphen$'),  # 585
-    ('pod-template/initContainers/port-names-unique', 'spec.tfReplicaSpecs[*].template.spec.initContainers[*].ports[*].name', 'DUPLICATE', ''),  # 586
-    ('pod-template/initContainers/mounts', 'spec.tfReplicaSpecs[*].template.spec.initContainers[*].volumeMounts[*].name', 'REQUIRED', '^$'),  # 587
-    ('pod-template/initContainers/mounts', 'spec.tfReplicaSpecs[*].template.spec.initContainers[*].volumeMounts[*].mountPath', 'REQUIRED', '^$'),  # 588
-    ('pod-template/initContainers/mounted-volumes', 'spec.tfReplicaSpecs[*].template.spec.initContainers[*].volumeMounts[*].name', 'NOT_FOUND', ''),  # 589
-    ('pod-template/initContainers/env', 'spec.tfReplicaSpecs[*].template.spec.initContainers[*].env[*].name', 'REQUIRED', '^$'),  # 590
-    ('pod-template/initContainers/env', 'spec.tfReplicaSpecs[*].template.spec.initContainers[*].env[*].name', 'INVALID', "^a valid environment variable name must consist only of printable ASCII characters other than '='$"),  # 591
-    ('pod-template/initContainers/quantities', 'spec.tfReplicaSpecs[*].template.spec.initContainers[*].resources.limits[*]', 'INVALID', "^quantities\\ must\\ match\\ the\\ regular\\ expression\\ '\\^\\(\\[\\+\\-\\]\\?\\[0\\-9\\.\\]\\+\\)\\(\\[eEinumkKMGTP\\]\\*\\[\\-\\+\\]\\?\\[0\\-9\\]\\*\\)\\$'$"),  # 592
-    ('pod-template/initContainers/quantities', 'spec.tfReplicaSpecs[*].template.spec.initContainers[*].resources.limits[*]', 'INVALID', '^must be greater than or equal to 0$'),  # 593
-    ('pod-template/initContainers/quantities', 'spec.tfReplicaSpecs[*].template.spec.initContainers[*].resources.requests[*]', 'INVALID', "^quantities\\ must\\ match\\ the\\ regular\\ expression\\ '\\^\\(\\[\\+\\-\\]\\?\\[0\\-9\\.\\]\\+\\)\\(\\[eEinumkKMGTP\\]\\*\\[\\-\\+\\]\\?\\[0\\-9\\]\\*\\)\\$'$"),  # 594
-    ('pod-template/initContainers/quantities', 'spec.tfReplicaSpecs[*].template.spec.initContainers[*].resources.requests[*]', 'INVALID', '^must be greater than or equal to 0$'),  # 595
-    ('pod-template/initContainers/whole-extended-resources', 'spec.tfReplicaSpecs[*].template.spec.initContainers[*].resources.limits[*]', 'INVALID', '^must be an integer$'),  # 596
-    ('pod-template/initContainers/whole-extended-resources', 'spec.tfReplicaSpecs[*].template.spec.initContainers[*].resources.requests[*]', 'INVALID', '^must be an integer$'),  # 597
-    ('pod-template/initContainers/requests-within-limits', 'spec.tfReplicaSpecs[*].template.spec.initContainers[*].resources.requests[*]', 'INVALID', ' limit of '),  # 598
-    ('pod-template/container-names-unique', 'spec.tfReplicaSpecs[*].template.spec.containers[*].name', 'DUPLICATE', ''),  # 599
-    ('pod-template/container-names-unique', 'spec.tfReplicaSpecs[*].template.spec.initContainers[*].name', 'DUPLICATE', ''),  # 600
-    ('pod-template/volumes', 'spec.tfReplicaSpecs[*].template.spec.volumes[*].name', 'REQUIRED', '^$'),  # 601
-    ('pod-template/volumes', 'spec.tfReplicaSpecs[*].template.spec.volumes[*].name', 'INVALID', '^must be no more than 63 characters$'),  # 602
-    ('pod-template/volumes', 'spec.tfReplicaSpecs[*].template.spec.volumes[*].name', 'INVALID', "^a lowercase RFC 1123 label must consist of lower case alphanumeric characters or '-', and must start and end with an alphanumeric character \\(e\\.g\\. 'my-name',  or '123-abc', regex used for validation is '\\[a-z0-9\\]\\(\\[-a-z0-9\\]\\*\\[a-z0-9\\]\\)\\?'\\)$"),  # 603
-    ('pod-template/volume-names-unique', 'spec.tfReplicaSpecs[*].template.spec.volumes[*].name', 'DUPLICATE', ''),  # 604
-    ('pod-template/restart-policy', 'spec.tfReplicaSpecs[*].template.spec.restartPolicy', 'NOT_SUPPORTED', '^supported values: "Always", "OnFailure", "Never"$'),  # 605
-    ('pod-template/framework-container', 'spec.tfReplicaSpecs[*].template.spec.containers', 'REQUIRED', '^must\\ have\\ at\\ least\\ one\\ container\\ with\\ name\\ tensorflow$'),  # 606
-    ('kubeflow/template-containers', 'spec.xgbReplicaSpecs[*].template.spec.containers', 'REQUIRED', '^must have at least one container$|^must be specified: |containers definition expected'),  # 607
-    ('kubeflow/master-replicas', 'spec.xgbReplicaSpecs[Master].replicas', 'FORBIDDEN', '^must be 1$'),  # 608
-    ('kubeflow/master-required', 'spec.xgbReplicaSpecs[Master]', 'REQUIRED', '^must be present$'),  # 609
-    ('replicas/types', 'spec.xgbReplicaSpecs[*]', 'NOT_SUPPORTED', ''),  # 610
-    ('replicas/types', 'spec.xgbReplicaSpecs[*]', 'DUPLICATE', ''),  # 611
-    ('pod-template/spec', 'spec.xgbReplicaSpecs[*].template.spec', 'REQUIRED', '^$'),  # 612
-    ('pod-template/containers', 'spec.xgbReplicaSpecs[*].template.spec.containers', 'REQUIRED', '^must\\ be\\ specified:\\ must\\ have\\ at\\ least\\ one\\ container\\ with\\ name\\ xgboost$'),  # 613
-    ('pod-template/bounds', 'spec.xgbReplicaSpecs[*].template.spec.**', 'TOO_MANY', ''),  # 614
-    ('pod-template/containers/name', 'spec.xgbReplicaSpecs[*].template.spec.containers[*].name', 'REQUIRED', '^$'),  # 615
-    ('pod-template/containers/name', 'spec.xgbReplicaSpecs[*].template.spec.containers[*].name', 'INVALID', '^must be no more than 63 characters$'),  # 616
-    ('pod-template/containers/name', 'spec.xgbReplicaSpecs[*].template.spec.containers[*].name', 'INVALID', "^a lowercase RFC 1123 label must consist of lower case alphanumeric characters or '-', and must start and end with an alphanumeric character \\(e\\.g\\. 'my-name',  or '123-abc', regex used for validation is '\\[a-z0-9\\]\\(\\[-a-z0-9\\]\\*\\[a-z0-9\\]\\)\\?'\\)$"),  # 617
-    ('pod-template/containers/image', 'spec.xgbReplicaSpecs[*].template.spec.containers[*].image', 'REQUIRED', '^$'),  # 618
-    ('pod-template/containers/ports', 'spec.xgbReplicaSpecs[*].template.spec.containers[*].ports[*].containerPort', 'REQUIRED', '^$'),  # 619
-    ('pod-template/containers/ports', 'spec.xgbReplicaSpecs[*].template.spec.containers[*].ports[*].containerPort', 'INVALID', '^must be between 1 and 65535, inclusive$'),  # 620
-    ('pod-template/containers/ports', 'spec.xgbReplicaSpecs[*].template.spec.containers[*].ports[*].hostPort', 'INVALID', '^must be between 1 and 65535, inclusive$'),  # 621
-    ('pod-template/containers/ports', 'spec.xgbReplicaSpecs[*].template.spec.containers[*].ports[*].protocol', 'NOT_SUPPORTED', '^supported values: "TCP", "UDP", "SCTP"$'),  # 622
-    ('pod-template/containers/ports', 'spec.xgbReplicaSpecs[*].template.spec.containers[*].ports[*].name', 'INVALID', '^must be no more than 15 characters$'),  # 623
-    ('pod-template/containers/ports', 'spec.xgbReplicaSpecs[*].template.spec.containers[*].ports[*].name', 'INVALID', '^must contain only alpha-numeric characters \\(a-z, 0-9\\), and hyphens \\(-\\)$'),  # 624
-    ('pod-template/containers/ports', 'spec.xgbReplicaSpecs[*].template.spec.containers[*].ports[*].name', 'INVALID', '^must contain at least one letter \\(a-z\\)$'),  # 625
-    ('pod-template/containers/ports', 'spec.xgbReplicaSpecs[*].template.spec.containers[*].ports[*].name', 'INVALID', '^must not contain consecutive hyphens$'),  # 626
-    ('pod-template/containers/ports', 'spec.xgbReplicaSpecs[*].template.spec.containers[*].ports[*].name', 'INVALID', '^must not begin or end with a hyphen$'),  # 627
-    ('pod-template/containers/port-names-unique', 'spec.xgbReplicaSpecs[*].template.spec.containers[*].ports[*].name', 'DUPLICATE', ''),  # 628
-    ('pod-template/containers/mounts', 'spec.xgbReplicaSpecs[*].template.spec.containers[*].volumeMounts[*].name', 'REQUIRED', '^$'),  # 629
-    ('pod-template/containers/mounts', 'spec.xgbReplicaSpecs[*].template.spec.containers[*].volumeMounts[*].mountPath', 'REQUIRED', '^$'),  # 630
-    ('pod-template/containers/mounted-volumes', 'spec.xgbReplicaSpecs[*].template.spec.containers[*].volumeMounts[*].name', 'NOT_FOUND', ''),  # 631
-    ('pod-template/containers/env', 'spec.xgbReplicaSpecs[*].template.spec.containers[*].env[*].name', 'REQUIRED', '^$'),  # 632
-    ('pod-template/containers/env', 'spec.xgbReplicaSpecs[*].template.spec.containers[*].env[*].name', 'INVALID', "^a valid environment variable name must consist only of printable ASCII characters other than '='$"),  # 633
-    ('pod-template/containers/quantities', 'spec.xgbReplicaSpecs[*].template.spec.containers[*].resources.limits[*]', 'INVALID', "^quantities\\ must\\ match\\ the\\ regular\\ expression\\ '\\^\\(\\[\\+\\-\\]\\?\\[0\\-9\\.\\]\\+\\)\\(\\[eEinumkKMGTP\\]\\*\\[\\-\\+\\]\\?\\[0\\-9\\]\\*\\)\\$'$"),  # 634
-    ('pod-template/containers/quantities', 'spec.xgbReplicaSpecs[*].template.spec.containers[*].resources.limits[*]', 'INVALID', '^must be greater than or equal to 0$'),  # 635
-    ('pod-template/containers/quantities', 'spec.xgbReplicaSpecs[*].template.spec.containers[*].resources.requests[*]', 'INVALID', "^quantities\\ must\\ match\\ the\\ regular\\ expression\\ '\\^\\(\\[\\+\\-\\]\\?\\[0\\-9\\.\\]\\+\\)\\(\\[eEinumkKMGTP\\]\\*\\[\\-\\+\\]\\?\\[0\\-9\\]\\*\\)\\$'$"),  # 636
-    ('pod-template/containers/quantities', 'spec.xgbReplicaSpecs[*].template.spec.containers[*].resources.requests[*]', 'INVALID', '^must be greater than or equal to 0$'),  # 637
-    ('pod-template/containers/whole-extended-resources', 'spec.xgbReplicaSpecs[*].template.spec.containers[*].resources.limits[*]', 'INVALID', '^must be an integer$'),  # 638
-    ('pod-template/containers/whole-extended-resources', 'spec.xgbReplicaSpecs[*].template.spec.containers[*].resources.requests[*]', 'INVALID', '^must be an integer$'),  # 639
-    ('pod-template/containers/requests-within-limits', 'spec.xgbReplicaSpecs[*].template.spec.containers[*].resources.requests[*]', 'INVALID', ' limit of '),  # 640
-    ('pod-template/initContainers/name', 'spec.xgbReplicaSpecs[*].template.spec.initContainers[*].name', 'REQUIRED', '^$'),  # 641
-    ('pod-template/initContainers/name', 'spec.xgbReplicaSpecs[*].template.spec.initContainers[*].name', 'INVALID', '^must be no more than 63 characters$'),  # 642
-    ('pod-template/initContainers/name', 'spec.xgbReplicaSpecs[*].template.spec.initContainers[*].name', 'INVALID', "^a lowercase RFC 1123 label must consist of lower case alphanumeric characters or '-', and must start and end with an alphanumeric character \\(e\\.g\\. 'my-name',  or '123-abc', regex used for validation is '\\[a-z0-9\\]\\(\\[-a-z0-9\\]\\*\\[a-z0-9\\]\\)\\?'\\)$"),  # 643
-    ('pod-template/initContainers/image', 'spec.xgbReplicaSpecs[*].template.spec.initContainers[*].image', 'REQUIRED', '^$'),  # 644
-    ('pod-template/initContainers/ports', 'spec.xgbReplicaSpecs[*].template.spec.initContainers[*].ports[*].containerPort', 'REQUIRED', '^$'),  # 645
-    ('pod-template/initContainers/ports', 'spec.xgbReplicaSpecs[*].template.spec.initContainers[*].ports[*].containerPort', 'INVALID', '^must be between 1 and 65535, inclusive$'),  # 646
-    ('pod-template/initContainers/ports', 'spec.xgbReplicaSpecs[*].template.spec.initContainers[*].ports[*].hostPort', 'INVALID', '^must be between 1 and 65535, inclusive$'),  # 647
-    ('pod-template/initContainers/ports', 'spec.xgbReplicaSpecs[*].template.spec.initContainers[*].ports[*].protocol', 'NOT_SUPPORTED', '^supported values: "TCP", "UDP", "SCTP"$'),  # 648
-    ('pod-template/initContainers/ports', 'spec.xgbReplicaSpecs[*].template.spec.initContainers[*].ports[*].name', 'INVALID', '^must be no more than 15 characters$'),  # 649
-    ('pod-template/initContainers/ports', 'spec.xgbReplicaSpecs[*].template.spec.initContainers[*].ports[*].name', 'INVALID', '^must contain only alpha-numeric characters \\(a-z, 0-9\\), and hyphens \\(-\\)$'),  # 650
-    ('pod-template/initContainers/ports', 'spec.xgbReplicaSpecs[*].template.spec.initContainers[*].ports[*].name', 'INVALID', '^must contain at least one letter \\(a-z\\)$'),  # 651
-    ('pod-template/initContainers/ports', 'spec.xgbReplicaSpecs[*].template.spec.initContainers[*].ports[*].name', 'INVALID', '^must not contain consecutive hyphens$'),  # 652
-    ('pod-template/initContainers/ports', 'spec.xgbReplicaSpecs[*].template.spec.initContainers[*].ports[*].name', 'INVALID', '^must not begin or end with a hyphen$'),  # 653
-    ('pod-template/initContainers/port-names-unique', 'spec.xgbReplicaSpecs[*].template.spec.initContainers[*].ports[*].name', 'DUPLICATE', ''),  # 654
-    ('pod-template/initContainers/mounts', 'spec.xgbReplicaSpecs[*].template.spec.initContainers[*].volumeMounts[*].name', 'REQUIRED', '^$'),  # 655
-    ('pod-template/initContainers/mounts', 'spec.xgbReplicaSpecs[*].template.spec.initContainers[*].volumeMounts[*].mountPath', 'REQUIRED', '^$'),  # 656
-    ('pod-template/initContainers/mounted-volumes', 'spec.xgbReplicaSpecs[*].template.spec.initContainers[*].volumeMounts[*].name', 'NOT_FOUND', ''),  # 657
-    ('pod-template/initContainers/env', 'spec.xgbReplicaSpecs[*].template.spec.initContainers[*].env[*].name', 'REQUIRED', '^$'),  # 658
-    ('pod-template/initContainers/env', 'spec.xgbReplicaSpecs[*].template.spec.initContainers[*].env[*].name', 'INVALID', "^a valid environment variable name must consist only of printable ASCII characters other than '='$"),  # 659
-    ('pod-template/initContainers/quantities', 'spec.xgbReplicaSpecs[*].template.spec.initContainers[*].resources.limits[*]', 'INVALID', "^quantities\\ must\\ match\\ the\\ regular\\ expression\\ '\\^\\(\\[\\+\\-\\]\\?\\[0\\-9\\.\\]\\+\\)\\(\\[eEinumkKMGTP\\]\\*\\[\\-\\+\\]\\?\\[0\\-9\\]\\*\\)\\$'$"),  # 660
-    ('pod-template/initContainers/quantities', 'spec.xgbReplicaSpecs[*].template.spec.initContainers[*].resources.limits[*]', 'INVALID', '^must be greater than or equal to 0$'),  # 661
-    ('pod-template/initContainers/quantities', 'spec.xgbReplicaSpecs[*].template.spec.initContainers[*].resources.requests[*]', 'INVALID', "^quantities\\ must\\ match\\ the\\ regular\\ expression\\ '\\^\\(\\[\\+\\-\\]\\?\\[0\\-9\\.\\]\\+\\)\\(\\[eEinumkKMGTP\\]\\*\\[\\-\\+\\]\\?\\[0\\-9\\]\\*\\)\\$'$"),  # 662
-    ('pod-template/initContainers/quantities', 'spec.xgbReplicaSpecs[*].template.spec.initContainers[*].resources.requests[*]', 'INVALID', '^must be greater than or equal to 0$'),  # 663
-    ('pod-template/initContainers/whole-extended-resources', 'spec.xgbReplicaSpecs[*].template.spec.initContainers[*].resources.limits[*]', 'INVALID', '^must be an integer$'),  # 664
-    ('pod-template/initContainers/whole-extended-resources', 'spec.xgbReplicaSpecs[*].template.spec.initContainers[*].resources.requests[*]', 'INVALID', '^must be an integer$'),  # 665
-    ('pod-template/initContainers/requests-within-limits', 'spec.xgbReplicaSpecs[*].template.spec.initContainers[*].resources.requests[*]', 'INVALID', ' limit of '),  # 666
-    ('pod-template/container-names-unique', 'spec.xgbReplicaSpecs[*].template.spec.containers[*].name', 'DUPLICATE', ''),  # 667
-    ('pod-template/container-names-unique', 'spec.xgbReplicaSpecs[*].template.spec.initContainers[*].name', 'DUPLICATE', ''),  # 668
-    ('pod-template/volumes', 'spec.xgbReplicaSpecs[*].template.spec.volumes[*].name', 'REQUIRED', '^$'),  # 669
-    ('pod-template/volumes', 'spec.xgbReplicaSpecs[*].template.spec.volumes[*].name', 'INVALID', '^must be no more than 63 characters$'),  # 670
-    ('pod-template/volumes', 'spec.xgbReplicaSpecs[*].template.spec.volumes[*].name', 'INVALID', "^a lowercase RFC 1123 label must consist of lower case alphanumeric characters or '-', and must start and end with an alphanumeric character \\(e\\.g\\. 'my-name',  or '123-abc', regex used for validation is '\\[a-z0-9\\]\\(\\[-a-z0-9\\]\\*\\[a-z0-9\\]\\)\\?'\\)$"),  # 671
-    ('pod-template/volume-names-unique', 'spec.xgbReplicaSpecs[*].template.spec.volumes[*].name', 'DUPLICATE', ''),  # 672
-    ('pod-template/restart-policy', 'spec.xgbReplicaSpecs[*].template.spec.restartPolicy', 'NOT_SUPPORTED', '^supported values: "Always", "OnFailure", "Never"$'),  # 673
-    ('pod-template/framework-container', 'spec.xgbReplicaSpecs[*].template.spec.containers', 'REQUIRED', '^must\\ have\\ at\\ least\\ one\\ container\\ with\\ name\\ xgboost$'),  # 674
-    ('pod-template/framework-container', 'spec.replicaSpecs[*].template.spec.containers', 'REQUIRED', '^Replica type .* is missing a container for mxnet$'),  # 675
-    ('mxjob/scheduler-replicas', 'spec.replicaSpecs[*].replicas', 'INVALID', '^The SCHEDULER must have Replicas = 1$'),  # 676
-    ('mxjob/types-unique', 'spec.replicaSpecs[*].mxReplicaType', 'DUPLICATE', ''),  # 677
-    ('mxjob/local-mode-workers-only', 'spec.replicaSpecs[*].mxReplicaType', 'INVALID', '^job mode is local, but its replicas set have replicas type other than worker$'),  # 678
-    ('mxjob/local-mode-one-worker', 'spec.replicaSpecs[*].replicas', 'INVALID', '^job mode is local, but it has more than 1 worker$'),  # 679
-    ('mxjob/dist-mode-roles', 'spec.replicaSpecs', 'REQUIRED', '^dist job mode without replica type (SCHEDULER|SERVER|WORKER)$'),  # 680
-    ('run-policy/min-available', 'spec.runPolicy.schedulingPolicy.minAvailable', 'INVALID', '^must be less than or equal to the total number of replicas( \\(\\d+\\))?$'),  # 681
-    ('run-policy/min-available', 'spec.schedulingPolicy.minAvailable', 'INVALID', '^must be less than or equal to the total number of replicas( \\(\\d+\\))?$'),  # 682
-    ('run-policy/queue-immutable', 'spec.runPolicy.schedulingPolicy.queue', 'INVALID', '^field is immutable$'),  # 683
-    ('pod-template/containers', 'spec.mpiReplicaSpecs[*].template.spec.containers', 'REQUIRED', '^must\\ have\\ at\\ least\\ one\\ container$'),  # 684
-    ('roles/launcher', 'spec.mpiReplicaSpecs[Launcher]', 'REQUIRED', '^must be present$'),  # 685
-    ('roles/launcher', 'spec.mpiReplicaSpecs[Launcher].replicas', 'INVALID', '^must be 1$'),  # 686
-    ('replicas/types', 'spec.marsReplicaSpecs[*]', 'NOT_SUPPORTED', ''),  # 687
-    ('replicas/types', 'spec.marsReplicaSpecs[*]', 'DUPLICATE', ''),  # 688
-    ('pod-template/spec', 'spec.marsReplicaSpecs[*].template.spec', 'REQUIRED', '^$'),  # 689
-    ('pod-template/containers', 'spec.marsReplicaSpecs[*].template.spec.containers', 'REQUIRED', '^must\\ have\\ at\\ least\\ one\\ container$'),  # 690
-    ('pod-template/bounds', 'spec.marsReplicaSpecs[*].template.spec.**', 'TOO_MANY', ''),  # 691
-    ('pod-template/containers/name', 'spec.marsReplicaSpecs[*].template.spec.containers[*].name', 'REQUIRED', '^$'),  # 692
-    ('pod-template/containers/name', 'spec.marsReplicaSpecs[*].template.spec.containers[*].name', 'INVALID', '^must be no more than 63 characters$'),  # 693
-    ('pod-template/containers/name', 'spec.marsReplicaSpecs[*].template.spec.containers[*].name', 'INVALID', "^a lowercase RFC 1123 label must consist of lower case alphanumeric characters or '-', and must start and end with an alphanumeric character \\(e\\.g\\. 'my-name',  or '123-abc', regex used for validation is '\\[a-z0-9\\]\\(\\[-a-z0-9\\]\\*\\[a-z0-9\\]\\)\\?'\\)$"),  # 694
-    ('pod-template/containers/image', 'spec.marsReplicaSpecs[*].template.spec.containers[*].image', 'REQUIRED', '^$'),  # 695
-    ('pod-template/containers/ports', 'spec.marsReplicaSpecs[*].template.spec.containers[*].ports[*].containerPort', 'REQUIRED', '^$'),  # 696
-    ('pod-template/containers/ports', 'spec.marsReplicaSpecs[*].template.spec.containers[*].ports[*].containerPort', 'INVALID', '^must be between 1 and 65535, inclusive$'),  # 697
-    ('pod-template/containers/ports', 'spec.marsReplicaSpecs[*].template.spec.containers[*].ports[*].hostPort', 'INVALID', '^must be between 1 and 65535, inclusive$'),  # 698
-    ('pod-template/containers/ports', 'spec.marsReplicaSpecs[*].template.spec.containers[*].ports[*].protocol', 'NOT_SUPPORTED', '^supported values: "TCP", "UDP", "SCTP"$'),  # 699
-    ('pod-template/containers/ports', 'spec.marsReplicaSpecs[*].template.spec.containers[*].ports[*].name', 'INVALID', '^must be no more than 15 characters$'),  # 700
-    ('pod-template/containers/ports', 'spec.marsReplicaSpecs[*].template.spec.containers[*].ports[*].name', 'INVALID', '^must contain only alpha-numeric characters \\(a-z, 0-9\\), and hyphens \\(-\\)$'),  # 701
-    ('pod-template/containers/ports', 'spec.marsReplicaSpecs[*].template.spec.containers[*].ports[*].name', 'INVALID', '^must contain at least one letter \\(a-z\\)$'),  # 702
-    ('pod-template/containers/ports', 'spec.marsReplicaSpecs[*].template.spec.containers[*].ports[*].name', 'INVALID', '^must not contain consecutive hyphens$'),  # 703
-    ('pod-template/containers/ports', 'spec.marsReplicaSpecs[*].template.spec.containers[*].ports[*].name', 'INVALID', '^must not begin or end with a hyphen$'),  # 704
-    ('pod-template/containers/port-names-unique', 'spec.marsReplicaSpecs[*].template.spec.containers[*].ports[*].name', 'DUPLICATE', ''),  # 705
-    ('pod-template/containers/mounts', 'spec.marsReplicaSpecs[*].template.spec.containers[*].volumeMounts[*].name', 'REQUIRED', '^$'),  # 706
-    ('pod-template/containers/mounts', 'spec.marsReplicaSpecs[*].template.spec.containers[*].volumeMounts[*].mountPath', 'REQUIRED', '^$'),  # 707
-    ('pod-template/containers/mounted-volumes', 'spec.marsReplicaSpecs[*].template.spec.containers[*].volumeMounts[*].name', 'NOT_FOUND', ''),  # 708
-    ('pod-template/containers/env', 'spec.marsReplicaSpecs[*].template.spec.containers[*].env[*].name', 'REQUIRED', '^$'),  # 709
-    ('pod-template/containers/env', 'spec.marsReplicaSpecs[*].template.spec.containers[*].env[*].name', 'INVALID', "^a valid environment variable name must consist only of printable ASCII characters other than '='$"),  # 710
-    ('pod-template/containers/quantities', 'spec.marsReplicaSpecs[*].template.spec.containers[*].resources.limits[*]', 'INVALID', "^quantities\\ must\\ match\\ the\\ regular\\ expression\\ '\\^\\(\\[\\+\\-\\]\\?\\[0\\-9\\.\\]\\+\\)\\(\\[eEinumkKMGTP\\]\\*\\[\\-\\+\\]\\?\\[0\\-9\\]\\*\\)\\$'$"),  # 711
-    ('pod-template/containers/quantities', 'spec.marsReplicaSpecs[*].template.spec.containers[*].resources.limits[*]', 'INVALID', '^must be greater than or equal to 0$'),  # 712
-    ('pod-template/containers/quantities', 'spec.marsReplicaSpecs[*].template.spec.containers[*].resources.requests[*]', 'INVALID', "^quantities\\ must\\ match\\ the\\ regular\\ expression\\ '\\^\\(\\[\\+\\-\\]\\?\\[0\\-9\\.\\]\\+\\)\\(\\[eEinumkKMGTP\\]\\*\\[\\-\\+\\]\\?\\[0\\-9\\]\\*\\)\\$'$"),  # 713
-    ('pod-template/containers/quantities', 'spec.marsReplicaSpecs[*].template.spec.containers[*].resources.requests[*]', 'INVALID', '^must be greater than or equal to 0$'),  # 714
-    ('pod-template/containers/whole-extended-resources', 'spec.marsReplicaSpecs[*].template.spec.containers[*].resources.limits[*]', 'INVALID', '^must be an integer$'),  # 715
-    ('pod-template/containers/whole-extended-resources', 'spec.marsReplicaSpecs[*].template.spec.containers[*].resources.requests[*]', 'INVALID', '^must be an integer$'),  # 716
-    ('pod-template/containers/requests-within-limits', 'spec.marsReplicaSpecs[*].template.spec.containers[*].resources.requests[*]', 'INVALID', ' limit of '),  # 717
-    ('pod-template/initContainers/name', 'spec.marsReplicaSpecs[*].template.spec.initContainers[*].name', 'REQUIRED', '^$'),  # 718
-    ('pod-template/initContainers/name', 'spec.marsReplicaSpecs[*].template.spec.initContainers[*].name', 'INVALID', '^must be no more than 63 characters$'),  # 719
-    ('pod-template/initContainers/name', 'spec.marsReplicaSpecs[*].template.spec.initContainers[*].name', 'INVALID', "^a lowercase RFC 1123 label must consist of lower case alphanumeric characters or '-', and must start and end with an alphanumeric character \\(e\\.g\\. 'my-name',  or '123-abc', regex used for validation is '\\[a-z0-9\\]\\(\\[-a-z0-9\\]\\*\\[a-z0-9\\]\\)\\?'\\)$"),  # 720
-    ('pod-template/initContainers/image', 'spec.marsReplicaSpecs[*].template.spec.initContainers[*].image', 'REQUIRED', '^$'),  # 721
-    ('pod-template/initContainers/ports', 'spec.marsReplicaSpecs[*].template.spec.initContainers[*].ports[*].containerPort', 'REQUIRED', '^$'),  # 722
-    ('pod-template/initContainers/ports', 'spec.marsReplicaSpecs[*].template.spec.initContainers[*].ports[*].containerPort', 'INVALID', '^must be between 1 and 65535, inclusive$'),  # 723
-    ('pod-template/initContainers/ports', 'spec.marsReplicaSpecs[*].template.spec.initContainers[*].ports[*].hostPort', 'INVALID', '^must be between 1 and 65535, inclusive$'),  # 724
-    ('pod-template/initContainers/ports', 'spec.marsReplicaSpecs[*].template.spec.initContainers[*].ports[*].protocol', 'NOT_SUPPORTED', '^supported values: "TCP", "UDP", "SCTP"$'),  # 725
-    ('pod-template/initContainers/ports', 'spec.marsReplicaSpecs[*].template.spec.initContainers[*].ports[*].name', 'INVALID', '^must be no more than 15 characters$'),  # 726
-    ('pod-template/initContainers/ports', 'spec.marsReplicaSpecs[*].template.spec.initContainers[*].ports[*].name', 'INVALID', '^must contain only alpha-numeric characters \\(a-z, 0-9\\), and hyphens \\(-\\)$'),  # 727
-    ('pod-template/initContainers/ports', 'spec.marsReplicaSpecs[*].template.spec.initContainers[*].ports[*].name', 'INVALID', '^must contain at least one letter \\(a-z\\)$'),  # 728
-    ('pod-template/initContainers/ports', 'spec.marsReplicaSpecs[*].template.spec.initContainers[*].ports[*].name', 'INVALID', '^must not contain consecutive hyphens$'),  # 729
-    ('pod-template/initContainers/ports', 'spec.marsReplicaSpecs[*].template.spec.initContainers[*].ports[*].name', 'INVALID', '^must not begin or end with a hyphen$'),  # 730
-    ('pod-template/initContainers/port-names-unique', 'spec.marsReplicaSpecs[*].template.spec.initContainers[*].ports[*].name', 'DUPLICATE', ''),  # 731
-    ('pod-template/initContainers/mounts', 'spec.marsReplicaSpecs[*].template.spec.initContainers[*].volumeMounts[*].name', 'REQUIRED', '^$'),  # 732
-    ('pod-template/initContainers/mounts', 'spec.marsReplicaSpecs[*].template.spec.initContainers[*].volumeMounts[*].mountPath', 'REQUIRED', '^$'),  # 733
-    ('pod-template/initContainers/mounted-volumes', 'spec.marsReplicaSpecs[*].template.spec.initContainers[*].volumeMounts[*].name', 'NOT_FOUND', ''),  # 734
-    ('pod-template/initContainers/env', 'spec.marsReplicaSpecs[*].template.spec.initContainers[*].env[*].name', 'REQUIRED', '^$'),  # 735
-    ('pod-template/initContainers/env', 'spec.marsReplicaSpecs[*].template.spec.initContainers[*].env[*].name', 'INVALID', "^a valid environment variable name must consist only of printable ASCII characters other than '='$"),  # 736
-    ('pod-template/initContainers/quantities', 'spec.marsReplicaSpecs[*].template.spec.initContainers[*].resources.limits[*]', 'INVALID', "^quantities\\ must\\ match\\ the\\ regular\\ expression\\ '\\^\\(\\[\\+\\-\\]\\?\\[0\\-9\\.\\]\\+\\)\\(\\[eEinumkKMGTP\\]\\*\\[\\-\\+\\]\\?\\[0\\-9\\]\\*\\)\\$'$"),  # 737
-    ('pod-template/initContainers/quantities', 'spec.marsReplicaSpecs[*].template.spec.initContainers[*].resources.limits[*]', 'INVALID', '^must be greater than or equal to 0$'),  # 738
-    ('pod-template/initContainers/quantities', 'spec.marsReplicaSpecs[*].template.spec.initContainers[*].resources.requests[*]', 'INVALID', "^quantities\\ must\\ match\\ the\\ regular\\ expression\\ '\\^\\(\\[\\+\\-\\]\\?\\[0\\-9\\.\\]\\+\\)\\(\\[eEinumkKMGTP\\]\\*\\[\\-\\+\\]\\?\\[0\\-9\\]\\*\\)\\$'$"),  # 739
-    ('pod-template/initContainers/quantities', 'spec.marsReplicaSpecs[*].template.spec.initContainers[*].resources.requests[*]', 'INVALID', '^must be greater than or equal to 0$'),  # 740
-    ('pod-template/initContainers/whole-extended-resources', 'spec.marsReplicaSpecs[*].template.spec.initContainers[*].resources.limits[*]', 'INVALID', '^must be an integer$'),  # 741
-    ('pod-template/initContainers/whole-extended-resources', 'spec.marsReplicaSpecs[*].template.spec.initContainers[*].resources.requests[*]', 'INVALID', '^must be an integer$'),  # 742
-    ('pod-template/initContainers/requests-within-limits', 'spec.marsReplicaSpecs[*].template.spec.initContainers[*].resources.requests[*]', 'INVALID', ' limit of '),  # 743
-    ('pod-template/container-names-unique', 'spec.marsReplicaSpecs[*].template.spec.containers[*].name', 'DUPLICATE', ''),  # 744
-    ('pod-template/container-names-unique', 'spec.marsReplicaSpecs[*].template.spec.initContainers[*].name', 'DUPLICATE', ''),  # 745
-    ('pod-template/volumes', 'spec.marsReplicaSpecs[*].template.spec.volumes[*].name', 'REQUIRED', '^$'),  # 746
-    ('pod-template/volumes', 'spec.marsReplicaSpecs[*].template.spec.volumes[*].name', 'INVALID', '^must be no more than 63 characters$'),  # 747
-    ('pod-template/volumes', 'spec.marsReplicaSpecs[*].template.spec.volumes[*].name', 'INVALID', "^a lowercase RFC 1123 label must consist of lower case alphanumeric characters or '-', and must start and end with an alphanumeric character \\(e\\.g\\. 'my-name',  or '123-abc', regex used for validation is '\\[a-z0-9\\]\\(\\[-a-z0-9\\]\\*\\[a-z0-9\\]\\)\\?'\\)$"),  # 748
-    ('pod-template/volume-names-unique', 'spec.marsReplicaSpecs[*].template.spec.volumes[*].name', 'DUPLICATE', ''),  # 749
-    ('pod-template/restart-policy', 'spec.marsReplicaSpecs[*].template.spec.restartPolicy', 'NOT_SUPPORTED', '^supported values: "Always", "OnFailure", "Never"$'),  # 750
-    ('pod-template/framework-container', 'spec.marsReplicaSpecs[*].template.spec.containers', 'REQUIRED', '^must\\ have\\ at\\ least\\ one\\ container\\ with\\ name\\ mars$'),  # 751
-    ('pod-template/containers', 'spec.pytorchReplicaSpecs[*].template.spec.containers', 'REQUIRED', '^must\\ have\\ at\\ least\\ one\\ container$'),  # 752
-    ('roles/master', 'spec.pytorchReplicaSpecs[Master]', 'REQUIRED', '^must be present$'),  # 753
-    ('roles/master', 'spec.pytorchReplicaSpecs[Master].replicas', 'INVALID', '^must be 1$'),  # 754
-    ('pod-template/containers', 'spec.tfReplicaSpecs[*].template.spec.containers', 'REQUIRED', '^must\\ have\\ at\\ least\\ one\\ container$'),  # 755
-    ('roles/one-leader', 'spec.tfReplicaSpecs', 'FORBIDDEN', '^must not have more than 1 Chief or Master role$'),  # 756
-    ('roles/one-leader', 'spec.tfReplicaSpecs[Chief].replicas', 'INVALID', '^must be less than or equal to 1$'),  # 757
-    ('roles/one-leader', 'spec.tfReplicaSpecs[Master].replicas', 'INVALID', '^must be less than or equal to 1$'),  # 758
-    ('replicas/types', 'spec.xdlReplicaSpecs[*]', 'NOT_SUPPORTED', ''),  # 759
-    ('replicas/types', 'spec.xdlReplicaSpecs[*]', 'DUPLICATE', ''),  # 760
-    ('pod-template/spec', 'spec.xdlReplicaSpecs[*].template.spec', 'REQUIRED', '^$'),  # 761
-    ('pod-template/containers', 'spec.xdlReplicaSpecs[*].template.spec.containers', 'REQUIRED', '^must\\ have\\ at\\ least\\ one\\ container$'),  # 762
-    ('pod-template/bounds', 'spec.xdlReplicaSpecs[*].template.spec.**', 'TOO_MANY', ''),  # 763
-    ('pod-template/containers/name', 'spec.xdlReplicaSpecs[*].template.spec.containers[*].name', 'REQUIRED', '^$'),  # 764
-    ('pod-template/containers/name', 'spec.xdlReplicaSpecs[*].template.spec.containers[*].name', 'INVALID', '^must be no more than 63 characters$'),  # 765
-    ('pod-template/containers/name', 'spec.xdlReplicaSpecs[*].template.spec.containers[*].name', 'INVALID', "^a lowercase RFC 1123 label must consist of lower case alphanumeric characters or '-', and must start and end with an alphanumeric character \\(e\\.g\\. 'my-name',  or '123-abc', regex used for validation is '\\[a-z0-9\\]\\(\\[-a-z0-9\\]\\*\\[a-z0-9\\]\\)\\?'\\)$"),  # 766
-    ('pod-template/containers/image', 'spec.xdlReplicaSpecs[*].template.spec.containers[*].image', 'REQUIRED', '^$'),  # 767
-    ('pod-template/containers/ports', 'spec.xdlReplicaSpecs[*].template.spec.containers[*].ports[*].containerPort', 'REQUIRED', '^$'),  # 768
-    ('pod-template/containers/ports', 'spec.xdlReplicaSpecs[*].template.spec.containers[*].ports[*].containerPort', 'INVALID', '^must be between 1 and 65535, inclusive$'),  # 769
-    ('pod-template/containers/ports', 'spec.xdlReplicaSpecs[*].template.spec.containers[*].ports[*].hostPort', 'INVALID', '^must be between 1 and 65535, inclusive$'),  # 770
-    ('pod-template/containers/ports', 'spec.xdlReplicaSpecs[*].template.spec.containers[*].ports[*].protocol', 'NOT_SUPPORTED', '^supported values: "TCP", "UDP", "SCTP"$'),  # 771
-    ('pod-template/containers/ports', 'spec.xdlReplicaSpecs[*].template.spec.containers[*].ports[*].name', 'INVALID', '^must be no more than 15 characters$'),  # 772
-    ('pod-template/containers/ports', 'spec.xdlReplicaSpecs[*].template.spec.containers[*].ports[*].name', 'INVALID', '^must contain only alpha-numeric characters \\(a-z, 0-9\\), and hyphens \\(-\\)$'),  # 773
-    ('pod-template/containers/ports', 'spec.xdlReplicaSpecs[*].template.spec.containers[*].ports[*].name', 'INVALID', '^must contain at least one letter \\(a-z\\)$'),  # 774
-    ('pod-template/containers/ports', 'spec.xdlReplicaSpecs[*].template.spec.containers[*].ports[*].name', 'INVALID', '^must not contain consecutive hyphens$'),  # 775
-    ('pod-template/containers/ports', 'spec.xdlReplicaSpecs[*].template.spec.containers[*].ports[*].name', 'INVALID', '^must not begin or end with a hyphen$'),  # 776
-    ('pod-template/containers/port-names-unique', 'spec.xdlReplicaSpecs[*].template.spec.containers[*].ports[*].name', 'DUPLICATE', ''),  # 777
-    ('pod-template/containers/mounts', 'spec.xdlReplicaSpecs[*].template.spec.containers[*].volumeMounts[*].name', 'REQUIRED', '^$'),  # 778
-    ('pod-template/containers/mounts', 'spec.xdlReplicaSpecs[*].template.spec.containers[*].volumeMounts[*].mountPath', 'REQUIRED', '^$'),  # 779
-    ('pod-template/containers/mounted-volumes', 'spec.xdlReplicaSpecs[*].template.spec.containers[*].volumeMounts[*].name', 'NOT_FOUND', ''),  # 780
-    ('pod-template/containers/env', 'spec.xdlReplicaSpecs[*].template.spec.containers[*].env[*].name', 'REQUIRED', '^$'),  # 781
-    ('pod-template/containers/env', 'spec.xdlReplicaSpecs[*].template.spec.containers[*].env[*].name', 'INVALID', "^a valid environment variable name must consist only of printable ASCII characters other than '='$"),  # 782
-    ('pod-template/containers/quantities', 'spec.xdlReplicaSpecs[*].template.spec.containers[*].resources.limits[*]', 'INVALID', "^quantities\\ must\\ match\\ the\\ regular\\ expression\\ '\\^\\(\\[\\+\\-\\]\\?\\[0\\-9\\.\\]\\+\\)\\(\\[eEinumkKMGTP\\]\\*\\[\\-\\+\\]\\?\\[0\\-9\\]\\*\\)\\$'$"),  # 783
-    ('pod-template/containers/quantities', 'spec.xdlReplicaSpecs[*].template.spec.containers[*].resources.limits[*]', 'INVALID', '^must be greater than or equal to 0$'),  # 784
-    ('pod-template/containers/quantities', 'spec.xdlReplicaSpecs[*].template.spec.containers[*].resources.requests[*]', 'INVALID', "^quantities\\ must\\ match\\ the\\ regular\\ expression\\ '\\^\\(\\[\\+\\-\\]\\?\\[0\\-9\\.\\]\\+\\)\\(\\[eEinumkKMGTP\\]\\*\\[\\-\\+\\]\\?\\[0\\-9\\]\\*\\)\\$'$"),  # 785
-    ('pod-template/containers/quantities', 'spec.xdlReplicaSpecs[*].template.spec.containers[*].resources.requests[*]', 'INVALID', '^must be greater than or equal to 0$'),  # 786
-    ('pod-template/containers/whole-extended-resources', 'spec.xdlReplicaSpecs[*].template.spec.containers[*].resources.limits[*]', 'INVALID', '^must be an integer$'),  # 787
-    ('pod-template/containers/whole-extended-resources', 'spec.xdlReplicaSpecs[*].template.spec.containers[*].resources.requests[*]', 'INVALID', '^must be an integer$'),  # 788
-    ('pod-template/containers/requests-within-limits', 'spec.xdlReplicaSpecs[*].template.spec.containers[*].resources.requests[*]', 'INVALID', ' limit of '),  # 789
-    ('pod-template/initContainers/name', 'spec.xdlReplicaSpecs[*].template.spec.initContainers[*].name', 'REQUIRED', '^$'),  # 790
-    ('pod-template/initContainers/name', 'spec.xdlReplicaSpecs[*].template.spec.initContainers[*].name', 'INVALID', '^must be no more than 63 characters$'),  # 791
-    ('pod-template/initContainers/name', 'spec.xdlReplicaSpecs[*].template.spec.initContainers[*].name', 'INVALID', "^a lowercase RFC 1123 label must consist of lower case alphanumeric characters or '-', and must start and end with an alphanumeric character \\(e\\.g\\. 'my-name',  or '123-abc', regex used for validation is '\\[a-z0-9\\]\\(\\[-a-z0-9\\]\\*\\[a-z0-9\\]\\)\\?'\\)$"),  # 792
-    ('pod-template/initContainers/image', 'spec.xdlReplicaSpecs[*].template.spec.initContainers[*].image', 'REQUIRED', '^$'),  # 793
-    ('pod-template/initContainers/ports', 'spec.xdlReplicaSpecs[*].template.spec.initContainers[*].ports[*].containerPort', 'REQUIRED', '^$'),  # 794
-    ('pod-template/initContainers/ports', 'spec.xdlReplicaSpecs[*].template.spec.initContainers[*].ports[*].containerPort', 'INVALID', '^must be between 1 and 65535, inclusive$'),  # 795
-    ('pod-template/initContainers/ports', 'spec.xdlReplicaSpecs[*].template.spec.initContainers[*].ports[*].hostPort', 'INVALID', '^must be between 1 and 65535, inclusive$'),  # 796
-    ('pod-template/initContainers/ports', 'spec.xdlReplicaSpecs[*].template.spec.initContainers[*].ports[*].protocol', 'NOT_SUPPORTED', '^supported values: "TCP", "UDP", "SCTP"$'),  # 797
-    ('pod-template/initContainers/ports', 'spec.xdlReplicaSpecs[*].template.spec.initContainers[*].ports[*].name', 'INVALID', '^must be no more than 15 characters$'),  # 798
-    ('pod-template/initContainers/ports', 'spec.xdlReplicaSpecs[*].template.spec.initContainers[*].ports[*].name', 'INVALID', '^must contain only alpha-numeric characters \\(a-z, 0-9\\), and hyphens \\(-\\)$'),  # 799
-    ('pod-template/initContainers/ports', 'spec.xdlReplicaSpecs[*].template.spec.initContainers[*].ports[*].name', 'INVALID', '^must contain at least one letter \\(a-z\\)$'),  # 800
-    ('pod-template/initContainers/ports', 'spec.xdlReplicaSpecs[*].template.spec.initContainers[*].ports[*].name', 'INVALID', '^must not contain consecutive hyphens$'),  # 801
-    ('pod-template/initContainers/ports', 'spec.xdlReplicaSpecs[*].template.spec.initContainers[*].ports[*].name', 'INVALID', '^must not begin or end with a hyphen$'),  # 802
-    ('pod-template/initContainers/port-names-unique', 'spec.xdlReplicaSpecs[*].template.spec.initContainers[*].ports[*].name', 'DUPLICATE', ''),  # 803
-    ('pod-template/initContainers/mounts', 'spec.xdlReplicaSpecs[*].template.spec.initContainers[*].volumeMounts[*].name', 'REQUIRED', '^$'),  # 804
-    ('pod-template/initContainers/mounts', 'spec.xdlReplicaSpecs[*].template.spec.initContainers[*].volumeMounts[*].mountPath', 'REQUIRED', '^$'),  # 805
-    ('pod-template/initContainers/mounted-volumes', 'spec.xdlReplicaSpecs[*].template.spec.initContainers[*].volumeMounts[*].name', 'NOT_FOUND', ''),  # 806
-    ('pod-template/initContainers/env', 'spec.xdlReplicaSpecs[*].template.spec.initContainers[*].env[*].name', 'REQUIRED', '^$'),  # 807
-    ('pod-template/initContainers/env', 'spec.xdlReplicaSpecs[*].template.spec.initContainers[*].env[*].name', 'INVALID', "^a valid environment variable name must consist only of printable ASCII characters other than '='$"),  # 808
-    ('pod-template/initContainers/quantities', 'spec.xdlReplicaSpecs[*].template.spec.initContainers[*].resources.limits[*]', 'INVALID', "^quantities\\ must\\ match\\ the\\ regular\\ expression\\ '\\^\\(\\[\\+\\-\\]\\?\\[0\\-9\\.\\]\\+\\)\\(\\[eEinumkKMGTP\\]\\*\\[\\-\\+\\]\\?\\[0\\-9\\]\\*\\)\\$'$"),  # 809
-    ('pod-template/initContainers/quantities', 'spec.xdlReplicaSpecs[*].template.spec.initContainers[*].resources.limits[*]', 'INVALID', '^must be greater than or equal to 0$'),  # 810
-    ('pod-template/initContainers/quantities', 'spec.xdlReplicaSpecs[*].template.spec.initContainers[*].resources.requests[*]', 'INVALID', "^quantities\\ must\\ match\\ the\\ regular\\ expression\\ '\\^\\(\\[\\+\\-\\]\\?\\[0\\-9\\.\\]\\+\\)\\(\\[eEinumkKMGTP\\]\\*\\[\\-\\+\\]\\?\\[0\\-9\\]\\*\\)\\$'$"),  # 811
-    ('pod-template/initContainers/quantities', 'spec.xdlReplicaSpecs[*].template.spec.initContainers[*].resources.requests[*]', 'INVALID', '^must be greater than or equal to 0$'),  # 812
-    ('pod-template/initContainers/whole-extended-resources', 'spec.xdlReplicaSpecs[*].template.spec.initContainers[*].resources.limits[*]', 'INVALID', '^must be an integer$'),  # 813
-    ('pod-template/initContainers/whole-extended-resources', 'spec.xdlReplicaSpecs[*].template.spec.initContainers[*].resources.requests[*]', 'INVALID', '^must be an integer$'),  # 814
-    ('pod-template/initContainers/requests-within-limits', 'spec.xdlReplicaSpecs[*].template.spec.initContainers[*].resources.requests[*]', 'INVALID', ' limit of '),  # 815
-    ('pod-template/container-names-unique', 'spec.xdlReplicaSpecs[*].template.spec.containers[*].name', 'DUPLICATE', ''),  # 816
-    ('pod-template/container-names-unique', 'spec.xdlReplicaSpecs[*].template.spec.initContainers[*].name', 'DUPLICATE', ''),  # 817
-    ('pod-template/volumes', 'spec.xdlReplicaSpecs[*].template.spec.volumes[*].name', 'REQUIRED', '^$'),  # 818
-    ('pod-template/volumes', 'spec.xdlReplicaSpecs[*].template.spec.volumes[*].name', 'INVALID', '^must be no more than 63 characters$'),  # 819
-    ('pod-template/volumes', 'spec.xdlReplicaSpecs[*].template.spec.volumes[*].name', 'INVALID', "^a lowercase RFC 1123 label must consist of lower case alphanumeric characters or '-', and must start and end with an alphanumeric character \\(e\\.g\\. 'my-name',  or '123-abc', regex used for validation is '\\[a-z0-9\\]\\(\\[-a-z0-9\\]\\*\\[a-z0-9\\]\\)\\?'\\)$"),  # 820
-    ('pod-template/volume-names-unique', 'spec.xdlReplicaSpecs[*].template.spec.volumes[*].name', 'DUPLICATE', ''),  # 821
-    ('pod-template/restart-policy', 'spec.xdlReplicaSpecs[*].template.spec.restartPolicy', 'NOT_SUPPORTED', '^supported values: "Always", "OnFailure", "Never"$'),  # 822
-    ('pod-template/framework-container', 'spec.xdlReplicaSpecs[*].template.spec.containers', 'REQUIRED', '^must\\ have\\ at\\ least\\ one\\ container\\ with\\ name\\ xdl$'),  # 823
-    ('pod-template/containers', 'spec.xgbReplicaSpecs[*].template.spec.containers', 'REQUIRED', '^must\\ have\\ at\\ least\\ one\\ container$'),  # 824
-    ('pod-template/framework-container', 'spec.xgbReplicaSpecs[*].template.spec.containers', 'REQUIRED', '^must\\ have\\ at\\ least\\ one\\ container\\ with\\ name\\ xgboostjob$'),  # 825
-    ('roles/master', 'spec.xgbReplicaSpecs[Master]', 'REQUIRED', '^must be present$'),  # 826
-    ('roles/master', 'spec.xgbReplicaSpecs[Master].replicas', 'INVALID', '^must be 1$'),  # 827
+    ('schema/labels', 'metadata.labels', 'INVALID', "^(must\\ be\\ no\\ more\\ than\\ 63\\ characters|a\\ valid\\ label\\ must\\ be\\ an\\ empty\\ string\\ or\\ consist\\ of\\ alphanumeric\\ characters,\\ '\\-',\\ '_'\\ or\\ '\\.',\\ and\\ must\\ start\\ and\\ end\\ with\\ an\\ alphanumeric\\ character\\ \\(e\\.g\\.\\ 'MyValue',\\ \\ or\\ 'my_value',\\ \\ or\\ '12345',\\ regex\\ used\\ for\\ validation\\ is\\ '\\(\\(\\[A\\-Za\\-z0\\-9\\]\\[\\-A\\-Za\\-z0\\-9_\\.\\]\\*\\)\\?\\[A\\-Za\\-z0\\-9\\]\\)\\?'\\)|(prefix|name) part |a qualified name )"),  # 104
+    ('job/name', 'metadata.name', 'INVALID', '^create job with name '),  # 105
+    ('job/name', 'metadata.generateName', 'INVALID', '^create job with name '),  # 106
+    ('volcano/tasks-required', 'spec.tasks', 'REQUIRED', '^No task specified in job spec$'),  # 107
+    ('volcano/counts', 'spec.minAvailable', 'INVALID', "^job 'minAvailable' must be >= 0"),  # 108
+    ('volcano/counts', 'spec.maxRetry', 'INVALID', "^'maxRetry' cannot be less than zero"),  # 109
+    ('volcano/counts', 'spec.ttlSecondsAfterFinished', 'INVALID', "^'ttlSecondsAfterFinished' cannot be"),  # 110
+    ('volcano/counts', 'spec.tasks[*].replicas', 'INVALID', "^'replicas' (< 0|must be >= 0) in task"),  # 111
+    ('volcano/counts', 'spec.tasks[*].minAvailable', 'INVALID', "^'minAvailable' (< 0|must be >= 0) in task"),  # 112
+    ('volcano/min-available', 'spec.minAvailable', 'INVALID', "^job 'minAvailable' should not be greater than total replicas in tasks$"),  # 113
+    ('volcano/min-available', 'spec.minAvailable', 'INVALID', "^job 'minAvailable' must not be greater than total replicas$"),  # 114
+    ('volcano/pod-names', 'spec.tasks[*].name', 'INVALID', '^create pod with name '),  # 115
+    ('volcano/dag', 'spec.tasks[*].dependsOn.name', 'INVALID', "^job has dependencies between tasks, but doesn't form a directed acyclic graph\\(DAG\\)"),  # 116
+    ('volcano/plugins', 'spec.plugins[*]', 'INVALID', '^unable to find job plugin: '),  # 117
+    ('volcano/mpi-master', 'spec.plugins[mpi]', 'INVALID', '^The specified mpi master task was not found$'),  # 118
+    ('volcano/network-topology', 'spec.networkTopology.highestTierName', 'FORBIDDEN', "^must not specify 'highestTierAllowed' and 'highestTierName' in networkTopology simultaneously$"),  # 119
+    ('volcano/network-topology', 'spec.tasks[*].partitionPolicy.networkTopology.highestTierName', 'FORBIDDEN', "^must not specify 'highestTierAllowed' and 'highestTierName' in networkTopology simultaneously$"),  # 120
+    ('volcano/priority-class-name', 'spec.priorityClassName', 'INVALID', "^(must be no more than 253 characters|a lowercase RFC 1123 subdomain must consist of lower case alphanumeric characters, '-' or '\\.', and must start and end with an alphanumeric character \\(e\\.g\\. 'example\\.com', regex used for validation is '\\[a-z0-9\\]\\(\\[-a-z0-9\\]\\*\\[a-z0-9\\]\\)\\?\\(\\\\\\.\\[a-z0-9\\]\\(\\[-a-z0-9\\]\\*\\[a-z0-9\\]\\)\\?\\)\\*'\\))$"),  # 121
+    ('volcano/scheduler-name', 'spec.schedulerName', 'TOO_LONG', ''),  # 122
+    ('volcano/queue', 'spec.queue', 'NOT_FOUND', ''),  # 123
+    ('volcano/queue', 'spec.queue', 'INVALID', ''),  # 124
+    ('volcano/volumes/mount-path', 'spec.volumes[*].mountPath', 'REQUIRED', '^mountPath is required;$'),  # 125
+    ('volcano/volumes/mount-path', 'spec.volumes[*].mountPath', 'INVALID', 'should be at least 1 chars long$'),  # 126
+    ('volcano/volumes/mount-paths-unique', 'spec.volumes[*].mountPath', 'DUPLICATE', '^duplicated mountPath: '),  # 127
+    ('volcano/volumes/claim-required', 'spec.volumes[*]', 'REQUIRED', '^either VolumeClaim or VolumeClaimName must be specified;$'),  # 128
+    ('volcano/volumes/claim-conflict', 'spec.volumes[*].volumeClaimName', 'INVALID', '^conflict: If you want to use an existing PVC, just specify VolumeClaimName\\.If you want to create a new PVC, you do not need to specify VolumeClaimName$'),  # 129
+    ('volcano/volumes/claim-name', 'spec.volumes[*].volumeClaimName', 'INVALID', '^invalid VolumeClaimName '),  # 130
+    ('volcano/task-name', 'spec.tasks[*].name', 'INVALID', 'in body should match '),  # 131
+    ('volcano/task-name', 'spec.tasks[*].name', 'INVALID', '^\\[(a lowercase RFC 1123 label |must be no more than 63 )'),  # 132
+    ('volcano/task-names-unique', 'spec.tasks[*].name', 'DUPLICATE', '^duplicated task name '),  # 133
+    ('volcano/template-required', 'spec.tasks[*].template', 'REQUIRED', '^spec\\.task\\[\\d+\\]\\.template\\.spec\\.containers: Required value$'),  # 134
+    ('volcano/task-min-available', 'spec.tasks[*].minAvailable', 'INVALID', "^'minAvailable' (is greater than|must be <=) 'replicas'"),  # 135
+    ('volcano/partition', 'spec.tasks[*].partitionPolicy.totalPartitions', 'INVALID', "^'TotalPartitions' must be"),  # 136
+    ('volcano/partition', 'spec.tasks[*].partitionPolicy.partitionSize', 'INVALID', "^'PartitionSize' must be"),  # 137
+    ('volcano/partition', 'spec.tasks[*].replicas', 'INVALID', "^'Replicas' are not equal"),  # 138
+    ('volcano/partition', 'spec.tasks[*].minAvailable', 'INVALID', "^'MinAvailable' is not equal"),  # 139
+    ('volcano/numa-cpu', 'spec.tasks[*].template.spec.containers[*].resources', 'INVALID', "^the\\ cpu\\ request\\ isn't\\ an\\ integer"),  # 140
+    ('volcano/numa-cpu', 'spec.tasks[*].template.spec.initContainers[*].resources', 'INVALID', "^the\\ cpu\\ request\\ isn't\\ an\\ integer"),  # 141
+    ('volcano/pod-level-resources/types', 'spec.tasks[*].template.spec.resources', 'INVALID', 'must be of type '),  # 142
+    ('volcano/pod-level-resources/types', 'spec.tasks[*].template.spec.resources.*', 'INVALID', 'must be of type '),  # 143
+    ('volcano/pod-level-resources/types', 'spec.tasks[*].template.spec.resources.*[*]', 'INVALID', 'must be of type '),  # 144
+    ('volcano/pod-level-resources/types', 'spec.tasks[*].template.spec.initContainers[*].restartPolicy', 'INVALID', 'must be of type '),  # 145
+    ('volcano/pod-level-resources', 'spec.tasks[*].template.spec.resources.requests', 'INVALID', 'must be less than or equal to .* limit of'),  # 146
+    ('volcano/pod-level-resources', 'spec.tasks[*].template.spec.resources.requests[*]', 'INVALID', 'aggregate container requests'),  # 147
+    ('volcano/pod-level-resources', 'spec.tasks[*].template.spec.resources.limits[*]', 'INVALID', 'aggregate container limits'),  # 148
+    ('volcano/pod-level-resources', 'spec.tasks[*].template.spec.containers[*].resources.limits[*]', 'INVALID', 'pod\\ limits\\ of'),  # 149
+    ('volcano/policies/event-or-exit-code', 'spec.policies[*]', 'REQUIRED', '^either event and exitCode should be specified$'),  # 150
+    ('volcano/policies/event-or-exit-code', 'spec.policies[*].exitCode', 'FORBIDDEN', '^must not specify event and exitCode simultaneously$'),  # 151
+    ('volcano/policies/event-or-exit-code', 'spec.tasks[*].policies[*]', 'REQUIRED', '^either event and exitCode should be specified$'),  # 152
+    ('volcano/policies/event-or-exit-code', 'spec.tasks[*].policies[*].exitCode', 'FORBIDDEN', '^must not specify event and exitCode simultaneously$'),  # 153
+    ('volcano/policies/action', 'spec.policies[*].action', 'INVALID', '^invalid policy action; valid events are \\[\\*, PodFailed, PodEvicted, PodPending, Unknown, TaskCompleted, TaskFailed, JobUpdated\\], valid actions are \\[AbortJob, RestartJob, RestartTask, RestartPod, RestartPartition, TerminateJob, CompleteJob, ResumeJob\\]$'),  # 154
+    ('volcano/policies/action', 'spec.tasks[*].policies[*].action', 'INVALID', '^invalid policy action; valid events are \\[\\*, PodFailed, PodEvicted, PodPending, Unknown, TaskCompleted, TaskFailed, JobUpdated\\], valid actions are \\[AbortJob, RestartJob, RestartTask, RestartPod, RestartPartition, TerminateJob, CompleteJob, ResumeJob\\]$'),  # 155
+    ('volcano/policies/events', 'spec.policies[*].events[*]', 'INVALID', '^invalid policy event; valid events are \\[\\*, PodFailed, PodEvicted, PodPending, Unknown, TaskCompleted, TaskFailed, JobUpdated\\], valid actions are \\[AbortJob, RestartJob, RestartTask, RestartPod, RestartPartition, TerminateJob, CompleteJob, ResumeJob\\]$'),  # 156
+    ('volcano/policies/events', 'spec.policies[*].event', 'INVALID', '^invalid policy event; valid events are \\[\\*, PodFailed, PodEvicted, PodPending, Unknown, TaskCompleted, TaskFailed, JobUpdated\\], valid actions are \\[AbortJob, RestartJob, RestartTask, RestartPod, RestartPartition, TerminateJob, CompleteJob, ResumeJob\\]$'),  # 157
+    ('volcano/policies/events', 'spec.tasks[*].policies[*].events[*]', 'INVALID', '^invalid policy event; valid events are \\[\\*, PodFailed, PodEvicted, PodPending, Unknown, TaskCompleted, TaskFailed, JobUpdated\\], valid actions are \\[AbortJob, RestartJob, RestartTask, RestartPod, RestartPartition, TerminateJob, CompleteJob, ResumeJob\\]$'),  # 158
+    ('volcano/policies/events', 'spec.tasks[*].policies[*].event', 'INVALID', '^invalid policy event; valid events are \\[\\*, PodFailed, PodEvicted, PodPending, Unknown, TaskCompleted, TaskFailed, JobUpdated\\], valid actions are \\[AbortJob, RestartJob, RestartTask, RestartPod, RestartPartition, TerminateJob, CompleteJob, ResumeJob\\]$'),  # 159
+    ('volcano/policies/exit-code', 'spec.policies[*].exitCode', 'INVALID', '^0 is not a valid error code$'),  # 160
+    ('volcano/policies/exit-code', 'spec.tasks[*].policies[*].exitCode', 'INVALID', '^0 is not a valid error code$'),  # 161
+    ('volcano/policies/events-unique', 'spec.policies[*].events[*]', 'DUPLICATE', '^duplicate event '),  # 162
+    ('volcano/policies/events-unique', 'spec.policies[*].event', 'DUPLICATE', '^duplicate event '),  # 163
+    ('volcano/policies/events-unique', 'spec.tasks[*].policies[*].events[*]', 'DUPLICATE', '^duplicate event '),  # 164
+    ('volcano/policies/events-unique', 'spec.tasks[*].policies[*].event', 'DUPLICATE', '^duplicate event '),  # 165
+    ('volcano/policies/exit-codes-unique', 'spec.policies[*].exitCode', 'DUPLICATE', '^duplicate exitCode '),  # 166
+    ('volcano/policies/exit-codes-unique', 'spec.tasks[*].policies[*].exitCode', 'DUPLICATE', '^duplicate exitCode '),  # 167
+    ('volcano/policies/any-event-alone', 'spec.policies', 'INVALID', "^if there's \\* here, no other policy should be here$"),  # 168
+    ('volcano/policies/any-event-alone', 'spec.tasks[*].policies', 'INVALID', "^if there's \\* here, no other policy should be here$"),  # 169
+    ('volcano/update/task-count', 'spec.tasks', 'FORBIDDEN', '^job updates may not add or remove tasks$'),  # 170
+    ('volcano/update/immutable', 'spec.*', 'FORBIDDEN', '^job updates may not change fields other than `minAvailable`, `tasks\\[\\*\\]\\.replicas under spec` and `PriorityClassName`$'),  # 171
+    ('volcano/update/immutable', 'spec.*.*', 'FORBIDDEN', '^job updates may not change fields other than `minAvailable`, `tasks\\[\\*\\]\\.replicas under spec` and `PriorityClassName`$'),  # 172
+    ('volcano/update/immutable', 'spec.*[*]', 'FORBIDDEN', '^job updates may not change fields other than `minAvailable`, `tasks\\[\\*\\]\\.replicas under spec` and `PriorityClassName`$'),  # 173
+    ('volcano/update/immutable', 'spec.*.*.*', 'FORBIDDEN', '^job updates may not change fields other than `minAvailable`, `tasks\\[\\*\\]\\.replicas under spec` and `PriorityClassName`$'),  # 174
+    ('volcano/update/immutable', 'spec.*.*[*]', 'FORBIDDEN', '^job updates may not change fields other than `minAvailable`, `tasks\\[\\*\\]\\.replicas under spec` and `PriorityClassName`$'),  # 175
+    ('volcano/update/immutable', 'spec.*[*].*', 'FORBIDDEN', '^job updates may not change fields other than `minAvailable`, `tasks\\[\\*\\]\\.replicas under spec` and `PriorityClassName`$'),  # 176
+    ('volcano/update/immutable', 'spec.*[*][*]', 'FORBIDDEN', '^job updates may not change fields other than `minAvailable`, `tasks\\[\\*\\]\\.replicas under spec` and `PriorityClassName`$'),  # 177
+    ('volcano/bounds', 'spec.tasks', 'TOO_MANY', ''),  # 178
+    ('volcano/bounds', 'spec.policies', 'TOO_MANY', ''),  # 179
+    ('volcano/bounds', 'spec.policies[*].events', 'TOO_MANY', ''),  # 180
+    ('volcano/bounds', 'spec.policies[*].action', 'TOO_LONG', ''),  # 181
+    ('volcano/bounds', 'spec.policies[*].timeout', 'TOO_LONG', ''),  # 182
+    ('volcano/bounds', 'spec.volumes', 'TOO_MANY', ''),  # 183
+    ('volcano/bounds', 'spec.volumes[*].mountPath', 'TOO_LONG', ''),  # 184
+    ('volcano/bounds', 'spec.volumes[*].volumeClaimName', 'TOO_LONG', ''),  # 185
+    ('volcano/bounds', 'spec.plugins.*', 'TOO_MANY', ''),  # 186
+    ('volcano/bounds', 'spec.plugins.*[*]', 'TOO_LONG', ''),  # 187
+    ('volcano/bounds', 'spec.tasks[*].policies', 'TOO_MANY', ''),  # 188
+    ('volcano/bounds', 'spec.tasks[*].policies[*].events', 'TOO_MANY', ''),  # 189
+    ('volcano/bounds', 'spec.tasks[*].policies[*].action', 'TOO_LONG', ''),  # 190
+    ('volcano/bounds', 'spec.tasks[*].policies[*].timeout', 'TOO_LONG', ''),  # 191
+    ('volcano/bounds', 'spec.tasks[*].dependsOn.name', 'TOO_MANY', ''),  # 192
+    ('volcano/bounds', 'spec.tasks[*].dependsOn.name[*]', 'TOO_LONG', ''),  # 193
+    ('pod-template/spec', 'spec.tasks[*].template.spec', 'REQUIRED', '^$'),  # 194
+    ('pod-template/containers', 'spec.tasks[*].template.spec.containers', 'REQUIRED', '^must\\ have\\ at\\ least\\ one\\ container$'),  # 195
+    ('pod-template/bounds', 'spec.tasks[*].template.spec.**', 'TOO_MANY', ''),  # 196
+    ('pod-template/containers/name', 'spec.tasks[*].template.spec.containers[*].name', 'REQUIRED', '^$'),  # 197
+    ('pod-template/containers/name', 'spec.tasks[*].template.spec.containers[*].name', 'INVALID', '^must be no more than 63 characters$'),  # 198
+    ('pod-template/containers/name', 'spec.tasks[*].template.spec.containers[*].name', 'INVALID', "^a lowercase RFC 1123 label must consist of lower case alphanumeric characters or '-', and must start and end with an alphanumeric character \\(e\\.g\\. 'my-name',  or '123-abc', regex used for validation is '\\[a-z0-9\\]\\(\\[-a-z0-9\\]\\*\\[a-z0-9\\]\\)\\?'\\)$"),  # 199
+    ('pod-template/containers/image', 'spec.tasks[*].template.spec.containers[*].image', 'REQUIRED', '^$'),  # 200
+    ('pod-template/containers/ports', 'spec.tasks[*].template.spec.containers[*].ports[*].containerPort', 'REQUIRED', '^$'),  # 201
+    ('pod-template/containers/ports', 'spec.tasks[*].template.spec.containers[*].ports[*].containerPort', 'INVALID', '^must be between 1 and 65535, inclusive$'),  # 202
+    ('pod-template/containers/ports', 'spec.tasks[*].template.spec.containers[*].ports[*].hostPort', 'INVALID', '^must be between 1 and 65535, inclusive$'),  # 203
+    ('pod-template/containers/ports', 'spec.tasks[*].template.spec.containers[*].ports[*].protocol', 'NOT_SUPPORTED', '^supported values: "TCP", "UDP", "SCTP"$'),  # 204
+    ('pod-template/containers/ports', 'spec.tasks[*].template.spec.containers[*].ports[*].name', 'INVALID', '^must be no more than 15 characters$'),  # 205
+    ('pod-template/containers/ports', 'spec.tasks[*].template.spec.containers[*].ports[*].name', 'INVALID', '^must contain only alpha-numeric characters \\(a-z, 0-9\\), and hyphens \\(-\\)$'),  # 206
+    ('pod-template/containers/ports', 'spec.tasks[*].template.spec.containers[*].ports[*].name', 'INVALID', '^must contain at least one letter \\(a-z\\)$'),  # 207
+    ('pod-template/containers/ports', 'spec.tasks[*].template.spec.containers[*].ports[*].name', 'INVALID', '^must not contain consecutive hyphens$'),  # 208
+    ('pod-template/containers/ports', 'spec.tasks[*].template.spec.containers[*].ports[*].name', 'INVALID', '^must not begin or end with a hyphen$'),  # 209
+    ('pod-template/containers/port-names-unique', 'spec.tasks[*].template.spec.containers[*].ports[*].name', 'DUPLICATE', ''),  # 210
+    ('pod-template/containers/mounts', 'spec.tasks[*].template.spec.containers[*].volumeMounts[*].name', 'REQUIRED', '^$'),  # 211
+    ('pod-template/containers/mounts', 'spec.tasks[*].template.spec.containers[*].volumeMounts[*].mountPath', 'REQUIRED', '^$'),  # 212
+    ('pod-template/containers/mounted-volumes', 'spec.tasks[*].template.spec.containers[*].volumeMounts[*].name', 'NOT_FOUND', ''),  # 213
+    ('pod-template/containers/env', 'spec.tasks[*].template.spec.containers[*].env[*].name', 'REQUIRED', '^$'),  # 214
+    ('pod-template/containers/env', 'spec.tasks[*].template.spec.containers[*].env[*].name', 'INVALID', "^a valid environment variable name must consist only of printable ASCII characters other than '='$"),  # 215
+    ('pod-template/containers/quantities', 'spec.tasks[*].template.spec.containers[*].resources.limits[*]', 'INVALID', "^quantities\\ must\\ match\\ the\\ regular\\ expression\\ '\\^\\(\\[\\+\\-\\]\\?\\[0\\-9\\.\\]\\+\\)\\(\\[eEinumkKMGTP\\]\\*\\[\\-\\+\\]\\?\\[0\\-9\\]\\*\\)\\$'$"),  # 216
+    ('pod-template/containers/quantities', 'spec.tasks[*].template.spec.containers[*].resources.limits[*]', 'INVALID', '^must be greater than or equal to 0$'),  # 217
+    ('pod-template/containers/quantities', 'spec.tasks[*].template.spec.containers[*].resources.requests[*]', 'INVALID', "^quantities\\ must\\ match\\ the\\ regular\\ expression\\ '\\^\\(\\[\\+\\-\\]\\?\\[0\\-9\\.\\]\\+\\)\\(\\[eEinumkKMGTP\\]\\*\\[\\-\\+\\]\\?\\[0\\-9\\]\\*\\)\\$'$"),  # 218
+    ('pod-template/containers/quantities', 'spec.tasks[*].template.spec.containers[*].resources.requests[*]', 'INVALID', '^must be greater than or equal to 0$'),  # 219
+    ('pod-template/containers/whole-extended-resources', 'spec.tasks[*].template.spec.containers[*].resources.limits[*]', 'INVALID', '^must be an integer$'),  # 220
+    ('pod-template/containers/whole-extended-resources', 'spec.tasks[*].template.spec.containers[*].resources.requests[*]', 'INVALID', '^must be an integer$'),  # 221
+    ('pod-template/containers/requests-within-limits', 'spec.tasks[*].template.spec.containers[*].resources.requests[*]', 'INVALID', ' limit of '),  # 222
+    ('pod-template/initContainers/name', 'spec.tasks[*].template.spec.initContainers[*].name', 'REQUIRED', '^$'),  # 223
+    ('pod-template/initContainers/name', 'spec.tasks[*].template.spec.initContainers[*].name', 'INVALID', '^must be no more than 63 characters$'),  # 224
+    ('pod-template/initContainers/name', 'spec.tasks[*].template.spec.initContainers[*].name', 'INVALID', "^a lowercase RFC 1123 label must consist of lower case alphanumeric characters or '-', and must start and end with an alphanumeric character \\(e\\.g\\. 'my-name',  or '123-abc', regex used for validation is '\\[a-z0-9\\]\\(\\[-a-z0-9\\]\\*\\[a-z0-9\\]\\)\\?'\\)$"),  # 225
+    ('pod-template/initContainers/image', 'spec.tasks[*].template.spec.initContainers[*].image', 'REQUIRED', '^$'),  # 226
+    ('pod-template/initContainers/ports', 'spec.tasks[*].template.spec.initContainers[*].ports[*].containerPort', 'REQUIRED', '^$'),  # 227
+    ('pod-template/initContainers/ports', 'spec.tasks[*].template.spec.initContainers[*].ports[*].containerPort', 'INVALID', '^must be between 1 and 65535, inclusive$'),  # 228
+    ('pod-template/initContainers/ports', 'spec.tasks[*].template.spec.initContainers[*].ports[*].hostPort', 'INVALID', '^must be between 1 and 65535, inclusive$'),  # 229
+    ('pod-template/initContainers/ports', 'spec.tasks[*].template.spec.initContainers[*].ports[*].protocol', 'NOT_SUPPORTED', '^supported values: "TCP", "UDP", "SCTP"$'),  # 230
+    ('pod-template/initContainers/ports', 'spec.tasks[*].template.spec.initContainers[*].ports[*].name', 'INVALID', '^must be no more than 15 characters$'),  # 231
+    ('pod-template/initContainers/ports', 'spec.tasks[*].template.spec.initContainers[*].ports[*].name', 'INVALID', '^must contain only alpha-numeric characters \\(a-z, 0-9\\), and hyphens \\(-\\)$'),  # 232
+    ('pod-template/initContainers/ports', 'spec.tasks[*].template.spec.initContainers[*].ports[*].name', 'INVALID', '^must contain at least one letter \\(a-z\\)$'),  # 233
+    ('pod-template/initContainers/ports', 'spec.tasks[*].template.spec.initContainers[*].ports[*].name', 'INVALID', '^must not contain consecutive hyphens$'),  # 234
+    ('pod-template/initContainers/ports', 'spec.tasks[*].template.spec.initContainers[*].ports[*].name', 'INVALID', '^must not begin or end with a hyphen$'),  # 235
+    ('pod-template/initContainers/port-names-unique', 'spec.tasks[*].template.spec.initContainers[*].ports[*].name', 'DUPLICATE', ''),  # 236
+    ('pod-template/initContainers/mounts', 'spec.tasks[*].template.spec.initContainers[*].volumeMounts[*].name', 'REQUIRED', '^$'),  # 237
+    ('pod-template/initContainers/mounts', 'spec.tasks[*].template.spec.initContainers[*].volumeMounts[*].mountPath', 'REQUIRED', '^$'),  # 238
+    ('pod-template/initContainers/mounted-volumes', 'spec.tasks[*].template.spec.initContainers[*].volumeMounts[*].name', 'NOT_FOUND', ''),  # 239
+    ('pod-template/initContainers/env', 'spec.tasks[*].template.spec.initContainers[*].env[*].name', 'REQUIRED', '^$'),  # 240
+    ('pod-template/initContainers/env', 'spec.tasks[*].template.spec.initContainers[*].env[*].name', 'INVALID', "^a valid environment variable name must consist only of printable ASCII characters other than '='$"),  # 241
+    ('pod-template/initContainers/quantities', 'spec.tasks[*].template.spec.initContainers[*].resources.limits[*]', 'INVALID', "^quantities\\ must\\ match\\ the\\ regular\\ expression\\ '\\^\\(\\[\\+\\-\\]\\?\\[0\\-9\\.\\]\\+\\)\\(\\[eEinumkKMGTP\\]\\*\\[\\-\\+\\]\\?\\[0\\-9\\]\\*\\)\\$'$"),  # 242
+    ('pod-template/initContainers/quantities', 'spec.tasks[*].template.spec.initContainers[*].resources.limits[*]', 'INVALID', '^must be greater than or equal to 0$'),  # 243
+    ('pod-template/initContainers/quantities', 'spec.tasks[*].template.spec.initContainers[*].resources.requests[*]', 'INVALID', "^quantities\\ must\\ match\\ the\\ regular\\ expression\\ '\\^\\(\\[\\+\\-\\]\\?\\[0\\-9\\.\\]\\+\\)\\(\\[eEinumkKMGTP\\]\\*\\[\\-\\+\\]\\?\\[0\\-9\\]\\*\\)\\$'$"),  # 244
+    ('pod-template/initContainers/quantities', 'spec.tasks[*].template.spec.initContainers[*].resources.requests[*]', 'INVALID', '^must be greater than or equal to 0$'),  # 245
+    ('pod-template/initContainers/whole-extended-resources', 'spec.tasks[*].template.spec.initContainers[*].resources.limits[*]', 'INVALID', '^must be an integer$'),  # 246
+    ('pod-template/initContainers/whole-extended-resources', 'spec.tasks[*].template.spec.initContainers[*].resources.requests[*]', 'INVALID', '^must be an integer$'),  # 247
+    ('pod-template/initContainers/requests-within-limits', 'spec.tasks[*].template.spec.initContainers[*].resources.requests[*]', 'INVALID', ' limit of '),  # 248
+    ('pod-template/container-names-unique', 'spec.tasks[*].template.spec.containers[*].name', 'DUPLICATE', ''),  # 249
+    ('pod-template/container-names-unique', 'spec.tasks[*].template.spec.initContainers[*].name', 'DUPLICATE', ''),  # 250
+    ('pod-template/volumes', 'spec.tasks[*].template.spec.volumes[*].name', 'REQUIRED', '^$'),  # 251
+    ('pod-template/volumes', 'spec.tasks[*].template.spec.volumes[*].name', 'INVALID', '^must be no more than 63 characters$'),  # 252
+    ('pod-template/volumes', 'spec.tasks[*].template.spec.volumes[*].name', 'INVALID', "^a lowercase RFC 1123 label must consist of lower case alphanumeric characters or '-', and must start and end with an alphanumeric character \\(e\\.g\\. 'my-name',  or '123-abc', regex used for validation is '\\[a-z0-9\\]\\(\\[-a-z0-9\\]\\*\\[a-z0-9\\]\\)\\?'\\)$"),  # 253
+    ('pod-template/volume-names-unique', 'spec.tasks[*].template.spec.volumes[*].name', 'DUPLICATE', ''),  # 254
+    ('pod-template/restart-policy', 'spec.tasks[*].template.spec.restartPolicy', 'NOT_SUPPORTED', '^supported values: "Always", "OnFailure", "Never"$'),  # 255
+    ('dijob/bounds', 'spec.tasks', 'TOO_MANY', '^must have at most 16 items$'),  # 256
+    ('dijob/bounds', 'spec.volumes', 'TOO_MANY', '^must have at most 16 items$'),  # 257
+    ('dijob/pod-volumes-bound', 'spec.tasks[*].template.spec.volumes', 'TOO_MANY', ''),  # 258
+    ('dijob/one-task-per-type', 'spec.tasks[*].type', 'INVALID', '^the number of (learner|collector|evaluator) task is more than one'),  # 259
+    ('dijob/task-name-required', 'spec.tasks[*].name', 'REQUIRED', '^(none type task has no name)?$'),  # 260
+    ('dijob/task-name', 'spec.tasks[*].name', 'INVALID', "^(a\\ lowercase\\ RFC\\ 1123\\ label\\ must\\ consist\\ of\\ lower\\ case\\ alphanumeric\\ characters\\ or\\ '\\-',\\ and\\ must\\ start\\ and\\ end\\ with\\ an\\ alphanumeric\\ character\\ \\(e\\.g\\.\\ 'my\\-name',\\ \\ or\\ '123\\-abc',\\ regex\\ used\\ for\\ validation\\ is\\ '\\[a\\-z0\\-9\\]\\(\\[\\-a\\-z0\\-9\\]\\*\\[a\\-z0\\-9\\]\\)\\?'\\)|must be no more than 63 )"),  # 261
+    ('dijob/task-names-unique', 'spec.tasks[*].name', 'DUPLICATE', ''),  # 262
+    ('dijob/shared-volumes', 'spec.volumes[*].name', 'REQUIRED', ''),  # 263
+    ('dijob/shared-volumes', 'spec.volumes[*].name', 'INVALID', "^(a\\ lowercase\\ RFC\\ 1123\\ label\\ must\\ consist\\ of\\ lower\\ case\\ alphanumeric\\ characters\\ or\\ '\\-',\\ and\\ must\\ start\\ and\\ end\\ with\\ an\\ alphanumeric\\ character\\ \\(e\\.g\\.\\ 'my\\-name',\\ \\ or\\ '123\\-abc',\\ regex\\ used\\ for\\ validation\\ is\\ '\\[a\\-z0\\-9\\]\\(\\[\\-a\\-z0\\-9\\]\\*\\[a\\-z0\\-9\\]\\)\\?'\\)|must be no more than 63 )"),  # 264
+    ('dijob/shared-volume-names-unique', 'spec.volumes[*].name', 'DUPLICATE', ''),  # 265
+    ('kubeflow/name', 'metadata.name', 'INVALID', '^should match: '),  # 266
+    ('kubeflow/managed-by', 'spec.runPolicy.managedBy', 'NOT_SUPPORTED', ''),  # 267
+    ('kubeflow/managed-by', 'spec.runPolicy.managedBy', 'INVALID', '^field is immutable$'),  # 268
+    ('kubeflow/queue-immutable', 'spec.runPolicy.schedulingPolicy.queue', 'INVALID', '^spec\\.runPolicy\\.schedulingPolicy\\.queue\\ is\\ immutable$'),  # 269
+    ('kubeflow/template-containers', 'spec.jaxReplicaSpecs[*].template.spec.containers', 'REQUIRED', '^must have at least one container$|^must be specified: |containers definition expected'),  # 270
+    ('replicas/types', 'spec.jaxReplicaSpecs[*]', 'NOT_SUPPORTED', ''),  # 271
+    ('replicas/types', 'spec.jaxReplicaSpecs[*]', 'DUPLICATE', ''),  # 272
+    ('run-policy/min-available', 'spec.runPolicy.schedulingPolicy.minAvailable', 'INVALID', 'total number of replicas'),  # 273
+    ('run-policy/queue-immutable', 'spec.schedulingPolicy.queue', 'INVALID', '^field is immutable$'),  # 274
+    ('pod-template/spec', 'spec.jaxReplicaSpecs[*].template.spec', 'REQUIRED', '^$'),  # 275
+    ('pod-template/containers', 'spec.jaxReplicaSpecs[*].template.spec.containers', 'REQUIRED', '^must\\ be\\ specified:\\ must\\ have\\ at\\ least\\ one\\ container\\ with\\ name\\ jax$'),  # 276
+    ('pod-template/bounds', 'spec.jaxReplicaSpecs[*].template.spec.**', 'TOO_MANY', ''),  # 277
+    ('pod-template/containers/name', 'spec.jaxReplicaSpecs[*].template.spec.containers[*].name', 'REQUIRED', '^$'),  # 278
+    ('pod-template/containers/name', 'spec.jaxReplicaSpecs[*].template.spec.containers[*].name', 'INVALID', '^must be no more than 63 characters$'),  # 279
+    ('pod-template/containers/name', 'spec.jaxReplicaSpecs[*].template.spec.containers[*].name', 'INVALID', "^a lowercase RFC 1123 label must consist of lower case alphanumeric characters or '-', and must start and end with an alphanumeric character \\(e\\.g\\. 'my-name',  or '123-abc', regex used for validation is '\\[a-z0-9\\]\\(\\[-a-z0-9\\]\\*\\[a-z0-9\\]\\)\\?'\\)$"),  # 280
+    ('pod-template/containers/image', 'spec.jaxReplicaSpecs[*].template.spec.containers[*].image', 'REQUIRED', '^$'),  # 281
+    ('pod-template/containers/ports', 'spec.jaxReplicaSpecs[*].template.spec.containers[*].ports[*].containerPort', 'REQUIRED', '^$'),  # 282
+    ('pod-template/containers/ports', 'spec.jaxReplicaSpecs[*].template.spec.containers[*].ports[*].containerPort', 'INVALID', '^must be between 1 and 65535, inclusive$'),  # 283
+    ('pod-template/containers/ports', 'spec.jaxReplicaSpecs[*].template.spec.containers[*].ports[*].hostPort', 'INVALID', '^must be between 1 and 65535, inclusive$'),  # 284
+    ('pod-template/containers/ports', 'spec.jaxReplicaSpecs[*].template.spec.containers[*].ports[*].protocol', 'NOT_SUPPORTED', '^supported values: "TCP", "UDP", "SCTP"$'),  # 285
+    ('pod-template/containers/ports', 'spec.jaxReplicaSpecs[*].template.spec.containers[*].ports[*].name', 'INVALID', '^must be no more than 15 characters$'),  # 286
+    ('pod-template/containers/ports', 'spec.jaxReplicaSpecs[*].template.spec.containers[*].ports[*].name', 'INVALID', '^must contain only alpha-numeric characters \\(a-z, 0-9\\), and hyphens \\(-\\)$'),  # 287
+    ('pod-template/containers/ports', 'spec.jaxReplicaSpecs[*].template.spec.containers[*].ports[*].name', 'INVALID', '^must contain at least one letter \\(a-z\\)$'),  # 288
+    ('pod-template/containers/ports', 'spec.jaxReplicaSpecs[*].template.spec.containers[*].ports[*].name', 'INVALID', '^must not contain consecutive hyphens$'),  # 289
+    ('pod-template/containers/ports', 'spec.jaxReplicaSpecs[*].template.spec.containers[*].ports[*].name', 'INVALID', '^must not begin or end with a hyphen$'),  # 290
+    ('pod-template/containers/port-names-unique', 'spec.jaxReplicaSpecs[*].template.spec.containers[*].ports[*].name', 'DUPLICATE', ''),  # 291
+    ('pod-template/containers/mounts', 'spec.jaxReplicaSpecs[*].template.spec.containers[*].volumeMounts[*].name', 'REQUIRED', '^$'),  # 292
+    ('pod-template/containers/mounts', 'spec.jaxReplicaSpecs[*].template.spec.containers[*].volumeMounts[*].mountPath', 'REQUIRED', '^$'),  # 293
+    ('pod-template/containers/mounted-volumes', 'spec.jaxReplicaSpecs[*].template.spec.containers[*].volumeMounts[*].name', 'NOT_FOUND', ''),  # 294
+    ('pod-template/containers/env', 'spec.jaxReplicaSpecs[*].template.spec.containers[*].env[*].name', 'REQUIRED', '^$'),  # 295
+    ('pod-template/containers/env', 'spec.jaxReplicaSpecs[*].template.spec.containers[*].env[*].name', 'INVALID', "^a valid environment variable name must consist only of printable ASCII characters other than '='$"),  # 296
+    ('pod-template/containers/quantities', 'spec.jaxReplicaSpecs[*].template.spec.containers[*].resources.limits[*]', 'INVALID', "^quantities\\ must\\ match\\ the\\ regular\\ expression\\ '\\^\\(\\[\\+\\-\\]\\?\\[0\\-9\\.\\]\\+\\)\\(\\[eEinumkKMGTP\\]\\*\\[\\-\\+\\]\\?\\[0\\-9\\]\\*\\)\\$'$"),  # 297
+    ('pod-template/containers/quantities', 'spec.jaxReplicaSpecs[*].template.spec.containers[*].resources.limits[*]', 'INVALID', '^must be greater than or equal to 0$'),  # 298
+    ('pod-template/containers/quantities', 'spec.jaxReplicaSpecs[*].template.spec.containers[*].resources.requests[*]', 'INVALID', "^quantities\\ must\\ match\\ the\\ regular\\ expression\\ '\\^\\(\\[\\+\\-\\]\\?\\[0\\-9\\.\\]\\+\\)\\(\\[eEinumkKMGTP\\]\\*\\[\\-\\+\\]\\?\\[0\\-9\\]\\*\\)\\$'$"),  # 299
+    ('pod-template/containers/quantities', 'spec.jaxReplicaSpecs[*].template.spec.containers[*].resources.requests[*]', 'INVALID', '^must be greater than or equal to 0$'),  # 300
+    ('pod-template/containers/whole-extended-resources', 'spec.jaxReplicaSpecs[*].template.spec.containers[*].resources.limits[*]', 'INVALID', '^must be an integer$'),  # 301
+    ('pod-template/containers/whole-extended-resources', 'spec.jaxReplicaSpecs[*].template.spec.containers[*].resources.requests[*]', 'INVALID', '^must be an integer$'),  # 302
+    ('pod-template/containers/requests-within-limits', 'spec.jaxReplicaSpecs[*].template.spec.containers[*].resources.requests[*]', 'INVALID', ' limit of '),  # 303
+    ('pod-template/initContainers/name', 'spec.jaxReplicaSpecs[*].template.spec.initContainers[*].name', 'REQUIRED', '^$'),  # 304
+    ('pod-template/initContainers/name', 'spec.jaxReplicaSpecs[*].template.spec.initContainers[*].name', 'INVALID', '^must be no more than 63 characters$'),  # 305
+    ('pod-template/initContainers/name', 'spec.jaxReplicaSpecs[*].template.spec.initContainers[*].name', 'INVALID', "^a lowercase RFC 1123 label must consist of lower case alphanumeric characters or '-', and must start and end with an alphanumeric character \\(e\\.g\\. 'my-name',  or '123-abc', regex used for validation is '\\[a-z0-9\\]\\(\\[-a-z0-9\\]\\*\\[a-z0-9\\]\\)\\?'\\)$"),  # 306
+    ('pod-template/initContainers/image', 'spec.jaxReplicaSpecs[*].template.spec.initContainers[*].image', 'REQUIRED', '^$'),  # 307
+    ('pod-template/initContainers/ports', 'spec.jaxReplicaSpecs[*].template.spec.initContainers[*].ports[*].containerPort', 'REQUIRED', '^$'),  # 308
+    ('pod-template/initContainers/ports', 'spec.jaxReplicaSpecs[*].template.spec.initContainers[*].ports[*].containerPort', 'INVALID', '^must be between 1 and 65535, inclusive$'),  # 309
+    ('pod-template/initContainers/ports', 'spec.jaxReplicaSpecs[*].template.spec.initContainers[*].ports[*].hostPort', 'INVALID', '^must be between 1 and 65535, inclusive$'),  # 310
+    ('pod-template/initContainers/ports', 'spec.jaxReplicaSpecs[*].template.spec.initContainers[*].ports[*].protocol', 'NOT_SUPPORTED', '^supported values: "TCP", "UDP", "SCTP"$'),  # 311
+    ('pod-template/initContainers/ports', 'spec.jaxReplicaSpecs[*].template.spec.initContainers[*].ports[*].name', 'INVALID', '^must be no more than 15 characters$'),  # 312
+    ('pod-template/initContainers/ports', 'spec.jaxReplicaSpecs[*].template.spec.initContainers[*].ports[*].name', 'INVALID', '^must contain only alpha-numeric characters \\(a-z, 0-9\\), and hyphens \\(-\\)$'),  # 313
+    ('pod-template/initContainers/ports', 'spec.jaxReplicaSpecs[*].template.spec.initContainers[*].ports[*].name', 'INVALID', '^must contain at least one letter \\(a-z\\)$'),  # 314
+    ('pod-template/initContainers/ports', 'spec.jaxReplicaSpecs[*].template.spec.initContainers[*].ports[*].name', 'INVALID', '^must not contain consecutive hyphens$'),  # 315
+    ('pod-template/initContainers/ports', 'spec.jaxReplicaSpecs[*].template.spec.initContainers[*].ports[*].name', 'INVALID', '^must not begin or end with a hyphen$'),  # 316
+    ('pod-template/initContainers/port-names-unique', 'spec.jaxReplicaSpecs[*].template.spec.initContainers[*].ports[*].name', 'DUPLICATE', ''),  # 317
+    ('pod-template/initContainers/mounts', 'spec.jaxReplicaSpecs[*].template.spec.initContainers[*].volumeMounts[*].name', 'REQUIRED', '^$'),  # 318
+    ('pod-template/initContainers/mounts', 'spec.jaxReplicaSpecs[*].template.spec.initContainers[*].volumeMounts[*].mountPath', 'REQUIRED', '^$'),  # 319
+    ('pod-template/initContainers/mounted-volumes', 'spec.jaxReplicaSpecs[*].template.spec.initContainers[*].volumeMounts[*].name', 'NOT_FOUND', ''),  # 320
+    ('pod-template/initContainers/env', 'spec.jaxReplicaSpecs[*].template.spec.initContainers[*].env[*].name', 'REQUIRED', '^$'),  # 321
+    ('pod-template/initContainers/env', 'spec.jaxReplicaSpecs[*].template.spec.initContainers[*].env[*].name', 'INVALID', "^a valid environment variable name must consist only of printable ASCII characters other than '='$"),  # 322
+    ('pod-template/initContainers/quantities', 'spec.jaxReplicaSpecs[*].template.spec.initContainers[*].resources.limits[*]', 'INVALID', "^quantities\\ must\\ match\\ the\\ regular\\ expression\\ '\\^\\(\\[\\+\\-\\]\\?\\[0\\-9\\.\\]\\+\\)\\(\\[eEinumkKMGTP\\]\\*\\[\\-\\+\\]\\?\\[0\\-9\\]\\*\\)\\$'$"),  # 323
+    ('pod-template/initContainers/quantities', 'spec.jaxReplicaSpecs[*].template.spec.initContainers[*].resources.limits[*]', 'INVALID', '^must be greater than or equal to 0$'),  # 324
+    ('pod-template/initContainers/quantities', 'spec.jaxReplicaSpecs[*].template.spec.initContainers[*].resources.requests[*]', 'INVALID', "^quantities\\ must\\ match\\ the\\ regular\\ expression\\ '\\^\\(\\[\\+\\-\\]\\?\\[0\\-9\\.\\]\\+\\)\\(\\[eEinumkKMGTP\\]\\*\\[\\-\\+\\]\\?\\[0\\-9\\]\\*\\)\\$'$"),  # 325
+    ('pod-template/initContainers/quantities', 'spec.jaxReplicaSpecs[*].template.spec.initContainers[*].resources.requests[*]', 'INVALID', '^must be greater than or equal to 0$'),  # 326
+    ('pod-template/initContainers/whole-extended-resources', 'spec.jaxReplicaSpecs[*].template.spec.initContainers[*].resources.limits[*]', 'INVALID', '^must be an integer$'),  # 327
+    ('pod-template/initContainers/whole-extended-resources', 'spec.jaxReplicaSpecs[*].template.spec.initContainers[*].resources.requests[*]', 'INVALID', '^must be an integer$'),  # 328
+    ('pod-template/initContainers/requests-within-limits', 'spec.jaxReplicaSpecs[*].template.spec.initContainers[*].resources.requests[*]', 'INVALID', ' limit of '),  # 329
+    ('pod-template/container-names-unique', 'spec.jaxReplicaSpecs[*].template.spec.containers[*].name', 'DUPLICATE', ''),  # 330
+    ('pod-template/container-names-unique', 'spec.jaxReplicaSpecs[*].template.spec.initContainers[*].name', 'DUPLICATE', ''),  # 331
+    ('pod-template/volumes', 'spec.jaxReplicaSpecs[*].template.spec.volumes[*].name', 'REQUIRED', '^$'),  # 332
+    ('pod-template/volumes', 'spec.jaxReplicaSpecs[*].template.spec.volumes[*].name', 'INVALID', '^must be no more than 63 characters$'),  # 333
+    ('pod-template/volumes', 'spec.jaxReplicaSpecs[*].template.spec.volumes[*].name', 'INVALID', "^a lowercase RFC 1123 label must consist of lower case alphanumeric characters or '-', and must start and end with an alphanumeric character \\(e\\.g\\. 'my-name',  or '123-abc', regex used for validation is '\\[a-z0-9\\]\\(\\[-a-z0-9\\]\\*\\[a-z0-9\\]\\)\\?'\\)$"),  # 334
+    ('pod-template/volume-names-unique', 'spec.jaxReplicaSpecs[*].template.spec.volumes[*].name', 'DUPLICATE', ''),  # 335
+    ('pod-template/restart-policy', 'spec.jaxReplicaSpecs[*].template.spec.restartPolicy', 'NOT_SUPPORTED', '^supported values: "Always", "OnFailure", "Never"$'),  # 336
+    ('pod-template/framework-container', 'spec.jaxReplicaSpecs[*].template.spec.containers', 'REQUIRED', '^must\\ have\\ at\\ least\\ one\\ container\\ with\\ name\\ jax$'),  # 337
+    ('kubeflow/template-containers', 'spec.mpiReplicaSpecs[*].template.spec.containers', 'REQUIRED', '^must have at least one container$|^must be specified: |containers definition expected'),  # 338
+    ('kubeflow/one-launcher', 'spec.mpiReplicaSpecs[Launcher]', 'REQUIRED', '^must be present '),  # 339
+    ('kubeflow/one-launcher', 'spec.mpiReplicaSpecs[Launcher].replicas', 'FORBIDDEN', '^must be 1 '),  # 340
+    ('replicas/types', 'spec.mpiReplicaSpecs[*]', 'NOT_SUPPORTED', ''),  # 341
+    ('pod-template/spec', 'spec.mpiReplicaSpecs[*].template.spec', 'REQUIRED', '^$'),  # 342
+    ('pod-template/containers', 'spec.mpiReplicaSpecs[*].template.spec.containers', 'REQUIRED', '^must\\ have\\ at\\ least\\ one\\ container\\ \\(MPIReplicaSpecs\\ is\\ not\\ valid:\\ containers\\ definition\\ expected\\)$'),  # 343
+    ('pod-template/bounds', 'spec.mpiReplicaSpecs[*].template.spec.**', 'TOO_MANY', ''),  # 344
+    ('pod-template/containers/name', 'spec.mpiReplicaSpecs[*].template.spec.containers[*].name', 'REQUIRED', '^$'),  # 345
+    ('pod-template/containers/name', 'spec.mpiReplicaSpecs[*].template.spec.containers[*].name', 'INVALID', '^must be no more than 63 characters$'),  # 346
+    ('pod-template/containers/name', 'spec.mpiReplicaSpecs[*].template.spec.containers[*].name', 'INVALID', "^a lowercase RFC 1123 label must consist of lower case alphanumeric characters or '-', and must start and end with an alphanumeric character \\(e\\.g\\. 'my-name',  or '123-abc', regex used for validation is '\\[a-z0-9\\]\\(\\[-a-z0-9\\]\\*\\[a-z0-9\\]\\)\\?'\\)$"),  # 347
+    ('pod-template/containers/image', 'spec.mpiReplicaSpecs[*].template.spec.containers[*].image', 'REQUIRED', '^$'),  # 348
+    ('pod-template/containers/ports', 'spec.mpiReplicaSpecs[*].template.spec.containers[*].ports[*].containerPort', 'REQUIRED', '^$'),  # 349
+    ('pod-template/containers/ports', 'spec.mpiReplicaSpecs[*].template.spec.containers[*].ports[*].containerPort', 'INVALID', '^must be between 1 and 65535, inclusive$'),  # 350
+    ('pod-template/containers/ports', 'spec.mpiReplicaSpecs[*].template.spec.containers[*].ports[*].hostPort', 'INVALID', '^must be between 1 and 65535, inclusive$'),  # 351
+    ('pod-template/containers/ports', 'spec.mpiReplicaSpecs[*].template.spec.containers[*].ports[*].protocol', 'NOT_SUPPORTED', '^supported values: "TCP", "UDP", "SCTP"$'),  # 352
+    ('pod-template/containers/ports', 'spec.mpiReplicaSpecs[*].template.spec.containers[*].ports[*].name', 'INVALID', '^must be no more than 15 characters$'),  # 353
+    ('pod-template/containers/ports', 'spec.mpiReplicaSpecs[*].template.spec.containers[*].ports[*].name', 'INVALID', '^must contain only alpha-numeric characters \\(a-z, 0-9\\), and hyphens \\(-\\)$'),  # 354
+    ('pod-template/containers/ports', 'spec.mpiReplicaSpecs[*].template.spec.containers[*].ports[*].name', 'INVALID', '^must contain at least one letter \\(a-z\\)$'),  # 355
+    ('pod-template/containers/ports', 'spec.mpiReplicaSpecs[*].template.spec.containers[*].ports[*].name', 'INVALID', '^must not contain consecutive hyphens$'),  # 356
+    ('pod-template/containers/ports', 'spec.mpiReplicaSpecs[*].template.spec.containers[*].ports[*].name', 'INVALID', '^must not begin or end with a hyphen$'),  # 357
+    ('pod-template/containers/port-names-unique', 'spec.mpiReplicaSpecs[*].template.spec.containers[*].ports[*].name', 'DUPLICATE', ''),  # 358
+    ('pod-template/containers/mounts', 'spec.mpiReplicaSpecs[*].template.spec.containers[*].volumeMounts[*].name', 'REQUIRED', '^$'),  # 359
+    ('pod-template/containers/mounts', 'spec.mpiReplicaSpecs[*].template.spec.containers[*].volumeMounts[*].mountPath', 'REQUIRED', '^$'),  # 360
+    ('pod-template/containers/mounted-volumes', 'spec.mpiReplicaSpecs[*].template.spec.containers[*].volumeMounts[*].name', 'NOT_FOUND', ''),  # 361
+    ('pod-template/containers/env', 'spec.mpiReplicaSpecs[*].template.spec.containers[*].env[*].name', 'REQUIRED', '^$'),  # 362
+    ('pod-template/containers/env', 'spec.mpiReplicaSpecs[*].template.spec.containers[*].env[*].name', 'INVALID', "^a valid environment variable name must consist only of printable ASCII characters other than '='$"),  # 363
+    ('pod-template/containers/quantities', 'spec.mpiReplicaSpecs[*].template.spec.containers[*].resources.limits[*]', 'INVALID', "^quantities\\ must\\ match\\ the\\ regular\\ expression\\ '\\^\\(\\[\\+\\-\\]\\?\\[0\\-9\\.\\]\\+\\)\\(\\[eEinumkKMGTP\\]\\*\\[\\-\\+\\]\\?\\[0\\-9\\]\\*\\)\\$'$"),  # 364
+    ('pod-template/containers/quantities', 'spec.mpiReplicaSpecs[*].template.spec.containers[*].resources.limits[*]', 'INVALID', '^must be greater than or equal to 0$'),  # 365
+    ('pod-template/containers/quantities', 'spec.mpiReplicaSpecs[*].template.spec.containers[*].resources.requests[*]', 'INVALID', "^quantities\\ must\\ match\\ the\\ regular\\ expression\\ '\\^\\(\\[\\+\\-\\]\\?\\[0\\-9\\.\\]\\+\\)\\(\\[eEinumkKMGTP\\]\\*\\[\\-\\+\\]\\?\\[0\\-9\\]\\*\\)\\$'$"),  # 366
+    ('pod-template/containers/quantities', 'spec.mpiReplicaSpecs[*].template.spec.containers[*].resources.requests[*]', 'INVALID', '^must be greater than or equal to 0$'),  # 367
+    ('pod-template/containers/whole-extended-resources', 'spec.mpiReplicaSpecs[*].template.spec.containers[*].resources.limits[*]', 'INVALID', '^must be an integer$'),  # 368
+    ('pod-template/containers/whole-extended-resources', 'spec.mpiReplicaSpecs[*].template.spec.containers[*].resources.requests[*]', 'INVALID', '^must be an integer$'),  # 369
+    ('pod-template/containers/requests-within-limits', 'spec.mpiReplicaSpecs[*].template.spec.containers[*].resources.requests[*]', 'INVALID', ' limit of '),  # 370
+    ('pod-template/initContainers/name', 'spec.mpiReplicaSpecs[*].template.spec.initContainers[*].name', 'REQUIRED', '^$'),  # 371
+    ('pod-template/initContainers/name', 'spec.mpiReplicaSpecs[*].template.spec.initContainers[*].name', 'INVALID', '^must be no more than 63 characters$'),  # 372
+    ('pod-template/initContainers/name', 'spec.mpiReplicaSpecs[*].template.spec.initContainers[*].name', 'INVALID', "^a lowercase RFC 1123 label must consist of lower case alphanumeric characters or '-', and must start and end with an alphanumeric character \\(e\\.g\\. 'my-name',  or '123-abc', regex used for validation is '\\[a-z0-9\\]\\(\\[-a-z0-9\\]\\*\\[a-z0-9\\]\\)\\?'\\)$"),  # 373
+    ('pod-template/initContainers/image', 'spec.mpiReplicaSpecs[*].template.spec.initContainers[*].image', 'REQUIRED', '^$'),  # 374
+    ('pod-template/initContainers/ports', 'spec.mpiReplicaSpecs[*].template.spec.initContainers[*].ports[*].containerPort', 'REQUIRED', '^$'),  # 375
+    ('pod-template/initContainers/ports', 'spec.mpiReplicaSpecs[*].template.spec.initContainers[*].ports[*].containerPort', 'INVALID', '^must be between 1 and 65535, inclusive$'),  # 376
+    ('pod-template/initContainers/ports', 'spec.mpiReplicaSpecs[*].template.spec.initContainers[*].ports[*].hostPort', 'INVALID', '^must be between 1 and 65535, inclusive$'),  # 377
+    ('pod-template/initContainers/ports', 'spec.mpiReplicaSpecs[*].template.spec.initContainers[*].ports[*].protocol', 'NOT_SUPPORTED', '^supported values: "TCP", "UDP", "SCTP"$'),  # 378
+    ('pod-template/initContainers/ports', 'spec.mpiReplicaSpecs[*].template.spec.initContainers[*].ports[*].name', 'INVALID', '^must be no more than 15 characters$'),  # 379
+    ('pod-template/initContainers/ports', 'spec.mpiReplicaSpecs[*].template.spec.initContainers[*].ports[*].name', 'INVALID', '^must contain only alpha-numeric characters \\(a-z, 0-9\\), and hyphens \\(-\\)$'),  # 380
+    ('pod-template/initContainers/ports', 'spec.mpiReplicaSpecs[*].template.spec.initContainers[*].ports[*].name', 'INVALID', '^must contain at least one letter \\(a-z\\)$'),  # 381
+    ('pod-template/initContainers/ports', 'spec.mpiReplicaSpecs[*].template.spec.initContainers[*].ports[*].name', 'INVALID', '^must not contain consecutive hyphens$'),  # 382
+    ('pod-template/initContainers/ports', 'spec.mpiReplicaSpecs[*].template.spec.initContainers[*].ports[*].name', 'INVALID', '^must not begin or end with a hyphen$'),  # 383
+    ('pod-template/initContainers/port-names-unique', 'spec.mpiReplicaSpecs[*].template.spec.initContainers[*].ports[*].name', 'DUPLICATE', ''),  # 384
+    ('pod-template/initContainers/mounts', 'spec.mpiReplicaSpecs[*].template.spec.initContainers[*].volumeMounts[*].name', 'REQUIRED', '^$'),  # 385
+    ('pod-template/initContainers/mounts', 'spec.mpiReplicaSpecs[*].template.spec.initContainers[*].volumeMounts[*].mountPath', 'REQUIRED', '^$'),  # 386
+    ('pod-template/initContainers/mounted-volumes', 'spec.mpiReplicaSpecs[*].template.spec.initContainers[*].volumeMounts[*].name', 'NOT_FOUND', ''),  # 387
+    ('pod-template/initContainers/env', 'spec.mpiReplicaSpecs[*].template.spec.initContainers[*].env[*].name', 'REQUIRED', '^$'),  # 388
+    ('pod-template/initContainers/env', 'spec.mpiReplicaSpecs[*].template.spec.initContainers[*].env[*].name', 'INVALID', "^a valid environment variable name must consist only of printable ASCII characters other than '='$"),  # 389
+    ('pod-template/initContainers/quantities', 'spec.mpiReplicaSpecs[*].template.spec.initContainers[*].resources.limits[*]', 'INVALID', "^quantities\\ must\\ match\\ the\\ regular\\ expression\\ '\\^\\(\\[\\+\\-\\]\\?\\[0\\-9\\.\\]\\+\\)\\(\\[eEinumkKMGTP\\]\\*\\[\\-\\+\\]\\?\\[0\\-9\\]\\*\\)\\$'$"),  # 390
+    ('pod-template/initContainers/quantities', 'spec.mpiReplicaSpecs[*].template.spec.initContainers[*].resources.limits[*]', 'INVALID', '^must be greater than or equal to 0$'),  # 391
+    ('pod-template/initContainers/quantities', 'spec.mpiReplicaSpecs[*].template.spec.initContainers[*].resources.requests[*]', 'INVALID', "^quantities\\ must\\ match\\ the\\ regular\\ expression\\ '\\^\\(\\[\\+\\-\\]\\?\\[0\\-9\\.\\]\\+\\)\\(\\[eEinumkKMGTP\\]\\*\\[\\-\\+\\]\\?\\[0\\-9\\]\\*\\)\\$'$"),  # 392
+    ('pod-template/initContainers/quantities', 'spec.mpiReplicaSpecs[*].template.spec.initContainers[*].resources.requests[*]', 'INVALID', '^must be greater than or equal to 0$'),  # 393
+    ('pod-template/initContainers/whole-extended-resources', 'spec.mpiReplicaSpecs[*].template.spec.initContainers[*].resources.limits[*]', 'INVALID', '^must be an integer$'),  # 394
+    ('pod-template/initContainers/whole-extended-resources', 'spec.mpiReplicaSpecs[*].template.spec.initContainers[*].resources.requests[*]', 'INVALID', '^must be an integer$'),  # 395
+    ('pod-template/initContainers/requests-within-limits', 'spec.mpiReplicaSpecs[*].template.spec.initContainers[*].resources.requests[*]', 'INVALID', ' limit of '),  # 396
+    ('pod-template/container-names-unique', 'spec.mpiReplicaSpecs[*].template.spec.containers[*].name', 'DUPLICATE', ''),  # 397
+    ('pod-template/container-names-unique', 'spec.mpiReplicaSpecs[*].template.spec.initContainers[*].name', 'DUPLICATE', ''),  # 398
+    ('pod-template/volumes', 'spec.mpiReplicaSpecs[*].template.spec.volumes[*].name', 'REQUIRED', '^$'),  # 399
+    ('pod-template/volumes', 'spec.mpiReplicaSpecs[*].template.spec.volumes[*].name', 'INVALID', '^must be no more than 63 characters$'),  # 400
+    ('pod-template/volumes', 'spec.mpiReplicaSpecs[*].template.spec.volumes[*].name', 'INVALID', "^a lowercase RFC 1123 label must consist of lower case alphanumeric characters or '-', and must start and end with an alphanumeric character \\(e\\.g\\. 'my-name',  or '123-abc', regex used for validation is '\\[a-z0-9\\]\\(\\[-a-z0-9\\]\\*\\[a-z0-9\\]\\)\\?'\\)$"),  # 401
+    ('pod-template/volume-names-unique', 'spec.mpiReplicaSpecs[*].template.spec.volumes[*].name', 'DUPLICATE', ''),  # 402
+    ('pod-template/restart-policy', 'spec.mpiReplicaSpecs[*].template.spec.restartPolicy', 'NOT_SUPPORTED', '^supported values: "Always", "OnFailure", "Never"$'),  # 403
+    ('kubeflow/template-containers', 'spec.paddleReplicaSpecs[*].template.spec.containers', 'REQUIRED', '^must have at least one container$|^must be specified: |containers definition expected'),  # 404
+    ('kubeflow/elastic-needs-worker', 'spec.paddleReplicaSpecs[Worker]', 'REQUIRED', '^must\\ be\\ configured\\ if\\ elastic\\ policy\\ is\\ used$'),  # 405
+    ('replicas/types', 'spec.paddleReplicaSpecs[*]', 'NOT_SUPPORTED', ''),  # 406
+    ('replicas/types', 'spec.paddleReplicaSpecs[*]', 'DUPLICATE', ''),  # 407
+    ('pod-template/spec', 'spec.paddleReplicaSpecs[*].template.spec', 'REQUIRED', '^$'),  # 408
+    ('pod-template/containers', 'spec.paddleReplicaSpecs[*].template.spec.containers', 'REQUIRED', '^must\\ be\\ specified:\\ must\\ have\\ at\\ least\\ one\\ container\\ with\\ name\\ "paddle"$'),  # 409
+    ('pod-template/bounds', 'spec.paddleReplicaSpecs[*].template.spec.**', 'TOO_MANY', ''),  # 410
+    ('pod-template/containers/name', 'spec.paddleReplicaSpecs[*].template.spec.containers[*].name', 'REQUIRED', '^$'),  # 411
+    ('pod-template/containers/name', 'spec.paddleReplicaSpecs[*].template.spec.containers[*].name', 'INVALID', '^must be no more than 63 characters$'),  # 412
+    ('pod-template/containers/name', 'spec.paddleReplicaSpecs[*].template.spec.containers[*].name', 'INVALID', "^a lowercase RFC 1123 label must consist of lower case alphanumeric characters or '-', and must start and end with an alphanumeric character \\(e\\.g\\. 'my-name',  or '123-abc', regex used for validation is '\\[a-z0-9\\]\\(\\[-a-z0-9\\]\\*\\[a-z0-9\\]\\)\\?'\\)$"),  # 413
+    ('pod-template/containers/image', 'spec.paddleReplicaSpecs[*].template.spec.containers[*].image', 'REQUIRED', '^$'),  # 414
+    ('pod-template/containers/ports', 'spec.paddleReplicaSpecs[*].template.spec.containers[*].ports[*].containerPort', 'REQUIRED', '^$'),  # 415
+    ('pod-template/containers/ports', 'spec.paddleReplicaSpecs[*].template.spec.containers[*].ports[*].containerPort', 'INVALID', '^must be between 1 and 65535, inclusive$'),  # 416
+    ('pod-template/containers/ports', 'spec.paddleReplicaSpecs[*].template.spec.containers[*].ports[*].hostPort', 'INVALID', '^must be between 1 and 65535, inclusive$'),  # 417
+    ('pod-template/containers/ports', 'spec.paddleReplicaSpecs[*].template.spec.containers[*].ports[*].protocol', 'NOT_SUPPORTED', '^supported values: "TCP", "UDP", "SCTP"$'),  # 418
+    ('pod-template/containers/ports', 'spec.paddleReplicaSpecs[*].template.spec.containers[*].ports[*].name', 'INVALID', '^must be no more than 15 characters$'),  # 419
+    ('pod-template/containers/ports', 'spec.paddleReplicaSpecs[*].template.spec.containers[*].ports[*].name', 'INVALID', '^must contain only alpha-numeric characters \\(a-z, 0-9\\), and hyphens \\(-\\)$'),  # 420
+    ('pod-template/containers/ports', 'spec.paddleReplicaSpecs[*].template.spec.containers[*].ports[*].name', 'INVALID', '^must contain at least one letter \\(a-z\\)$'),  # 421
+    ('pod-template/containers/ports', 'spec.paddleReplicaSpecs[*].template.spec.containers[*].ports[*].name', 'INVALID', '^must not contain consecutive hyphens$'),  # 422
+    ('pod-template/containers/ports', 'spec.paddleReplicaSpecs[*].template.spec.containers[*].ports[*].name', 'INVALID', '^must not begin or end with a hyphen$'),  # 423
+    ('pod-template/containers/port-names-unique', 'spec.paddleReplicaSpecs[*].template.spec.containers[*].ports[*].name', 'DUPLICATE', ''),  # 424
+    ('pod-template/containers/mounts', 'spec.paddleReplicaSpecs[*].template.spec.containers[*].volumeMounts[*].name', 'REQUIRED', '^$'),  # 425
+    ('pod-template/containers/mounts', 'spec.paddleReplicaSpecs[*].template.spec.containers[*].volumeMounts[*].mountPath', 'REQUIRED', '^$'),  # 426
+    ('pod-template/containers/mounted-volumes', 'spec.paddleReplicaSpecs[*].template.spec.containers[*].volumeMounts[*].name', 'NOT_FOUND', ''),  # 427
+    ('pod-template/containers/env', 'spec.paddleReplicaSpecs[*].template.spec.containers[*].env[*].name', 'REQUIRED', '^$'),  # 428
+    ('pod-template/containers/env', 'spec.paddleReplicaSpecs[*].template.spec.containers[*].env[*].name', 'INVALID', "^a valid environment variable name must consist only of printable ASCII characters other than '='$"),  # 429
+    ('pod-template/containers/quantities', 'spec.paddleReplicaSpecs[*].template.spec.containers[*].resources.limits[*]', 'INVALID', "^quantities\\ must\\ match\\ the\\ regular\\ expression\\ '\\^\\(\\[\\+\\-\\]\\?\\[0\\-9\\.\\]\\+\\)\\(\\[eEinumkKMGTP\\]\\*\\[\\-\\+\\]\\?\\[0\\-9\\]\\*\\)\\$'$"),  # 430
+    ('pod-template/containers/quantities', 'spec.paddleReplicaSpecs[*].template.spec.containers[*].resources.limits[*]', 'INVALID', '^must be greater than or equal to 0$'),  # 431
+    ('pod-template/containers/quantities', 'spec.paddleReplicaSpecs[*].template.spec.containers[*].resources.requests[*]', 'INVALID', "^quantities\\ must\\ match\\ the\\ regular\\ expression\\ '\\^\\(\\[\\+\\-\\]\\?\\[0\\-9\\.\\]\\+\\)\\(\\[eEinumkKMGTP\\]\\*\\[\\-\\+\\]\\?\\[0\\-9\\]\\*\\)\\$'$"),  # 432
+    ('pod-template/containers/quantities', 'spec.paddleReplicaSpecs[*].template.spec.containers[*].resources.requests[*]', 'INVALID', '^must be greater than or equal to 0$'),  # 433
+    ('pod-template/containers/whole-extended-resources', 'spec.paddleReplicaSpecs[*].template.spec.containers[*].resources.limits[*]', 'INVALID', '^must be an integer$'),  # 434
+    ('pod-template/containers/whole-extended-resources', 'spec.paddleReplicaSpecs[*].template.spec.containers[*].resources.requests[*]', 'INVALID', '^must be an integer$'),  # 435
+    ('pod-template/containers/requests-within-limits', 'spec.paddleReplicaSpecs[*].template.spec.containers[*].resources.requests[*]', 'INVALID', ' limit of '),  # 436
+    ('pod-template/initContainers/name', 'spec.paddleReplicaSpecs[*].template.spec.initContainers[*].name', 'REQUIRED', '^$'),  # 437
+    ('pod-template/initContainers/name', 'spec.paddleReplicaSpecs[*].template.spec.initContainers[*].name', 'INVALID', '^must be no more than 63 characters$'),  # 438
+    ('pod-template/initContainers/name', 'spec.paddleReplicaSpecs[*].template.spec.initContainers[*].name', 'INVALID', "^a lowercase RFC 1123 label must consist of lower case alphanumeric characters or '-', and must start and end with an alphanumeric character \\(e\\.g\\. 'my-name',  or '123-abc', regex used for validation is '\\[a-z0-9\\]\\(\\[-a-z0-9\\]\\*\\[a-z0-9\\]\\)\\?'\\)$"),  # 439
+    ('pod-template/initContainers/image', 'spec.paddleReplicaSpecs[*].template.spec.initContainers[*].image', 'REQUIRED', '^$'),  # 440
+    ('pod-template/initContainers/ports', 'spec.paddleReplicaSpecs[*].template.spec.initContainers[*].ports[*].containerPort', 'REQUIRED', '^$'),  # 441
+    ('pod-template/initContainers/ports', 'spec.paddleReplicaSpecs[*].template.spec.initContainers[*].ports[*].containerPort', 'INVALID', '^must be between 1 and 65535, inclusive$'),  # 442
+    ('pod-template/initContainers/ports', 'spec.paddleReplicaSpecs[*].template.spec.initContainers[*].ports[*].hostPort', 'INVALID', '^must be between 1 and 65535, inclusive$'),  # 443
+    ('pod-template/initContainers/ports', 'spec.paddleReplicaSpecs[*].template.spec.initContainers[*].ports[*].protocol', 'NOT_SUPPORTED', '^supported values: "TCP", "UDP", "SCTP"$'),  # 444
+    ('pod-template/initContainers/ports', 'spec.paddleReplicaSpecs[*].template.spec.initContainers[*].ports[*].name', 'INVALID', '^must be no more than 15 characters$'),  # 445
+    ('pod-template/initContainers/ports', 'spec.paddleReplicaSpecs[*].template.spec.initContainers[*].ports[*].name', 'INVALID', '^must contain only alpha-numeric characters \\(a-z, 0-9\\), and hyphens \\(-\\)$'),  # 446
+    ('pod-template/initContainers/ports', 'spec.paddleReplicaSpecs[*].template.spec.initContainers[*].ports[*].name', 'INVALID', '^must contain at least one letter \\(a-z\\)$'),  # 447
+    ('pod-template/initContainers/ports', 'spec.paddleReplicaSpecs[*].template.spec.initContainers[*].ports[*].name', 'INVALID', '^must not contain consecutive hyphens$'),  # 448
+    ('pod-template/initContainers/ports', 'spec.paddleReplicaSpecs[*].template.spec.initContainers[*].ports[*].name', 'INVALID', '^must not begin or end with a hyphen$'),  # 449
+    ('pod-template/initContainers/port-names-unique', 'spec.paddleReplicaSpecs[*].template.spec.initContainers[*].ports[*].name', 'DUPLICATE', ''),  # 450
+    ('pod-template/initContainers/mounts', 'spec.paddleReplicaSpecs[*].template.spec.initContainers[*].volumeMounts[*].name', 'REQUIRED', '^$'),  # 451
+    ('pod-template/initContainers/mounts', 'spec.paddleReplicaSpecs[*].template.spec.initContainers[*].volumeMounts[*].mountPath', 'REQUIRED', '^$'),  # 452
+    ('pod-template/initContainers/mounted-volumes', 'spec.paddleReplicaSpecs[*].template.spec.initContainers[*].volumeMounts[*].name', 'NOT_FOUND', ''),  # 453
+    ('pod-template/initContainers/env', 'spec.paddleReplicaSpecs[*].template.spec.initContainers[*].env[*].name', 'REQUIRED', '^$'),  # 454
+    ('pod-template/initContainers/env', 'spec.paddleReplicaSpecs[*].template.spec.initContainers[*].env[*].name', 'INVALID', "^a valid environment variable name must consist only of printable ASCII characters other than '='$"),  # 455
+    ('pod-template/initContainers/quantities', 'spec.paddleReplicaSpecs[*].template.spec.initContainers[*].resources.limits[*]', 'INVALID', "^quantities\\ must\\ match\\ the\\ regular\\ expression\\ '\\^\\(\\[\\+\\-\\]\\?\\[0\\-9\\.\\]\\+\\)\\(\\[eEinumkKMGTP\\]\\*\\[\\-\\+\\]\\?\\[0\\-9\\]\\*\\)\\$'$"),  # 456
+    ('pod-template/initContainers/quantities', 'spec.paddleReplicaSpecs[*].template.spec.initContainers[*].resources.limits[*]', 'INVALID', '^must be greater than or equal to 0$'),  # 457
+    ('pod-template/initContainers/quantities', 'spec.paddleReplicaSpecs[*].template.spec.initContainers[*].resources.requests[*]', 'INVALID', "^quantities\\ must\\ match\\ the\\ regular\\ expression\\ '\\^\\(\\[\\+\\-\\]\\?\\[0\\-9\\.\\]\\+\\)\\(\\[eEinumkKMGTP\\]\\*\\[\\-\\+\\]\\?\\[0\\-9\\]\\*\\)\\$'$"),  # 458
+    ('pod-template/initContainers/quantities', 'spec.paddleReplicaSpecs[*].template.spec.initContainers[*].resources.requests[*]', 'INVALID', '^must be greater than or equal to 0$'),  # 459
+    ('pod-template/initContainers/whole-extended-resources', 'spec.paddleReplicaSpecs[*].template.spec.initContainers[*].resources.limits[*]', 'INVALID', '^must be an integer$'),  # 460
+    ('pod-template/initContainers/whole-extended-resources', 'spec.paddleReplicaSpecs[*].template.spec.initContainers[*].resources.requests[*]', 'INVALID', '^must be an integer$'),  # 461
+    ('pod-template/initContainers/requests-within-limits', 'spec.paddleReplicaSpecs[*].template.spec.initContainers[*].resources.requests[*]', 'INVALID', ' limit of '),  # 462
+    ('pod-template/container-names-unique', 'spec.paddleReplicaSpecs[*].template.spec.containers[*].name', 'DUPLICATE', ''),  # 463
+    ('pod-template/container-names-unique', 'spec.paddleReplicaSpecs[*].template.spec.initContainers[*].name', 'DUPLICATE', ''),  # 464
+    ('pod-template/volumes', 'spec.paddleReplicaSpecs[*].template.spec.volumes[*].name', 'REQUIRED', '^$'),  # 465
+    ('pod-template/volumes', 'spec.paddleReplicaSpecs[*].template.spec.volumes[*].name', 'INVALID', '^must be no more than 63 characters$'),  # 466
+    ('pod-template/volumes', 'spec.paddleReplicaSpecs[*].template.spec.volumes[*].name', 'INVALID', "^a lowercase RFC 1123 label must consist of lower case alphanumeric characters or '-', and must start and end with an alphanumeric character \\(e\\.g\\. 'my-name',  or '123-abc', regex used for validation is '\\[a-z0-9\\]\\(\\[-a-z0-9\\]\\*\\[a-z0-9\\]\\)\\?'\\)$"),  # 467
+    ('pod-template/volume-names-unique', 'spec.paddleReplicaSpecs[*].template.spec.volumes[*].name', 'DUPLICATE', ''),  # 468
+    ('pod-template/restart-policy', 'spec.paddleReplicaSpecs[*].template.spec.restartPolicy', 'NOT_SUPPORTED', '^supported values: "Always", "OnFailure", "Never"$'),  # 469
+    ('pod-template/framework-container', 'spec.paddleReplicaSpecs[*].template.spec.containers', 'REQUIRED', '^must\\ have\\ at\\ least\\ one\\ container\\ with\\ name\\ "paddle"$'),  # 470
+    ('kubeflow/template-containers', 'spec.pytorchReplicaSpecs[*].template.spec.containers', 'REQUIRED', '^must have at least one container$|^must be specified: |containers definition expected'),  # 471
+    ('kubeflow/master-replicas', 'spec.pytorchReplicaSpecs[Master].replicas', 'FORBIDDEN', '^must be 1$'),  # 472
+    ('kubeflow/replicas-at-least-one', 'spec.pytorchReplicaSpecs[*].replicas', 'FORBIDDEN', '^must be at least 1$'),  # 473
+    ('kubeflow/elastic-needs-worker', 'spec.pytorchReplicaSpecs[Worker]', 'REQUIRED', '^must\\ be\\ configured\\ if\\ elastic\\ policy\\ is\\ used$'),  # 474
+    ('kubeflow/nproc-per-node', 'spec.elasticPolicy.nProcPerNode', 'FORBIDDEN', '^must not be used with spec\\.nprocPerNode$'),  # 475
+    ('replicas/types', 'spec.pytorchReplicaSpecs[*]', 'NOT_SUPPORTED', ''),  # 476
+    ('replicas/types', 'spec.pytorchReplicaSpecs[*]', 'DUPLICATE', ''),  # 477
+    ('pod-template/spec', 'spec.pytorchReplicaSpecs[*].template.spec', 'REQUIRED', '^$'),  # 478
+    ('pod-template/containers', 'spec.pytorchReplicaSpecs[*].template.spec.containers', 'REQUIRED', '^must\\ be\\ specified:\\ must\\ have\\ at\\ least\\ one\\ container\\ with\\ name\\ pytorch$'),  # 479
+    ('pod-template/bounds', 'spec.pytorchReplicaSpecs[*].template.spec.**', 'TOO_MANY', ''),  # 480
+    ('pod-template/containers/name', 'spec.pytorchReplicaSpecs[*].template.spec.containers[*].name', 'REQUIRED', '^$'),  # 481
+    ('pod-template/containers/name', 'spec.pytorchReplicaSpecs[*].template.spec.containers[*].name', 'INVALID', '^must be no more than 63 characters$'),  # 482
+    ('pod-template/containers/name', 'spec.pytorchReplicaSpecs[*].template.spec.containers[*].name', 'INVALID', "^a lowercase RFC 1123 label must consist of lower case alphanumeric characters or '-', and must start and end with an alphanumeric character \\(e\\.g\\. 'my-name',  or '123-abc', regex used for validation is '\\[a-z0-9\\]\\(\\[-a-z0-9\\]\\*\\[a-z0-9\\]\\)\\?'\\)$"),  # 483
+    ('pod-template/containers/image', 'spec.pytorchReplicaSpecs[*].template.spec.containers[*].image', 'REQUIRED', '^$'),  # 484
+    ('pod-template/containers/ports', 'spec.pytorchReplicaSpecs[*].template.spec.containers[*].ports[*].containerPort', 'REQUIRED', '^$'),  # 485
+    ('pod-template/containers/ports', 'spec.pytorchReplicaSpecs[*].template.spec.containers[*].ports[*].containerPort', 'INVALID', '^must be between 1 and 65535, inclusive$'),  # 486
+    ('pod-template/containers/ports', 'spec.pytorchReplicaSpecs[*].template.spec.containers[*].ports[*].hostPort', 'INVALID', '^must be between 1 and 65535, inclusive$'),  # 487
+    ('pod-template/containers/ports', 'spec.pytorchReplicaSpecs[*].template.spec.containers[*].ports[*].protocol', 'NOT_SUPPORTED', '^supported values: "TCP", "UDP", "SCTP"$'),  # 488
+    ('pod-template/containers/ports', 'spec.pytorchReplicaSpecs[*].template.spec.containers[*].ports[*].name', 'INVALID', '^must be no more than 15 characters$'),  # 489
+    ('pod-template/containers/ports', 'spec.pytorchReplicaSpecs[*].template.spec.containers[*].ports[*].name', 'INVALID', '^must contain only alpha-numeric characters \\(a-z, 0-9\\), and hyphens \\(-\\)$'),  # 490
+    ('pod-template/containers/ports', 'spec.pytorchReplicaSpecs[*].template.spec.containers[*].ports[*].name', 'INVALID', '^must contain at least one letter \\(a-z\\)$'),  # 491
+    ('pod-template/containers/ports', 'spec.pytorchReplicaSpecs[*].template.spec.containers[*].ports[*].name', 'INVALID', '^must not contain consecutive hyphens$'),  # 492
+    ('pod-template/containers/ports', 'spec.pytorchReplicaSpecs[*].template.spec.containers[*].ports[*].name', 'INVALID', '^must not begin or end with a hyphen$'),  # 493
+    ('pod-template/containers/port-names-unique', 'spec.pytorchReplicaSpecs[*].template.spec.containers[*].ports[*].name', 'DUPLICATE', ''),  # 494
+    ('pod-template/containers/mounts', 'spec.pytorchReplicaSpecs[*].template.spec.containers[*].volumeMounts[*].name', 'REQUIRED', '^$'),  # 495
+    ('pod-template/containers/mounts', 'spec.pytorchReplicaSpecs[*].template.spec.containers[*].volumeMounts[*].mountPath', 'REQUIRED', '^$'),  # 496
+    ('pod-template/containers/mounted-volumes', 'spec.pytorchReplicaSpecs[*].template.spec.containers[*].volumeMounts[*].name', 'NOT_FOUND', ''),  # 497
+    ('pod-template/containers/env', 'spec.pytorchReplicaSpecs[*].template.spec.containers[*].env[*].name', 'REQUIRED', '^$'),  # 498
+    ('pod-template/containers/env', 'spec.pytorchReplicaSpecs[*].template.spec.containers[*].env[*].name', 'INVALID', "^a valid environment variable name must consist only of printable ASCII characters other than '='$"),  # 499
+    ('pod-template/containers/quantities', 'spec.pytorchReplicaSpecs[*].template.spec.containers[*].resources.limits[*]', 'INVALID', "^quantities\\ must\\ match\\ the\\ regular\\ expression\\ '\\^\\(\\[\\+\\-\\]\\?\\[0\\-9\\.\\]\\+\\)\\(\\[eEinumkKMGTP\\]\\*\\[\\-\\+\\]\\?\\[0\\-9\\]\\*\\)\\$'$"),  # 500
+    ('pod-template/containers/quantities', 'spec.pytorchReplicaSpecs[*].template.spec.containers[*].resources.limits[*]', 'INVALID', '^must be greater than or equal to 0$'),  # 501
+    ('pod-template/containers/quantities', 'spec.pytorchReplicaSpecs[*].template.spec.containers[*].resources.requests[*]', 'INVALID', "^quantities\\ must\\ match\\ the\\ regular\\ expression\\ '\\^\\(\\[\\+\\-\\]\\?\\[0\\-9\\.\\]\\+\\)\\(\\[eEinumkKMGTP\\]\\*\\[\\-\\+\\]\\?\\[0\\-9\\]\\*\\)\\$'$"),  # 502
+    ('pod-template/containers/quantities', 'spec.pytorchReplicaSpecs[*].template.spec.containers[*].resources.requests[*]', 'INVALID', '^must be greater than or equal to 0$'),  # 503
+    ('pod-template/containers/whole-extended-resources', 'spec.pytorchReplicaSpecs[*].template.spec.containers[*].resources.limits[*]', 'INVALID', '^must be an integer$'),  # 504
+    ('pod-template/containers/whole-extended-resources', 'spec.pytorchReplicaSpecs[*].template.spec.containers[*].resources.requests[*]', 'INVALID', '^must be an integer$'),  # 505
+    ('pod-template/containers/requests-within-limits', 'spec.pytorchReplicaSpecs[*].template.spec.containers[*].resources.requests[*]', 'INVALID', ' limit of '),  # 506
+    ('pod-template/initContainers/name', 'spec.pytorchReplicaSpecs[*].template.spec.initContainers[*].name', 'REQUIRED', '^$'),  # 507
+    ('pod-template/initContainers/name', 'spec.pytorchReplicaSpecs[*].template.spec.initContainers[*].name', 'INVALID', '^must be no more than 63 characters$'),  # 508
+    ('pod-template/initContainers/name', 'spec.pytorchReplicaSpecs[*].template.spec.initContainers[*].name', 'INVALID', "^a lowercase RFC 1123 label must consist of lower case alphanumeric characters or '-', and must start and end with an alphanumeric character \\(e\\.g\\. 'my-name',  or '123-abc', regex used for validation is '\\[a-z0-9\\]\\(\\[-a-z0-9\\]\\*\\[a-z0-9\\]\\)\\?'\\)$"),  # 509
+    ('pod-template/initContainers/image', 'spec.pytorchReplicaSpecs[*].template.spec.initContainers[*].image', 'REQUIRED', '^$'),  # 510
+    ('pod-template/initContainers/ports', 'spec.pytorchReplicaSpecs[*].template.spec.initContainers[*].ports[*].containerPort', 'REQUIRED', '^$'),  # 511
+    ('pod-template/initContainers/ports', 'spec.pytorchReplicaSpecs[*].template.spec.initContainers[*].ports[*].containerPort', 'INVALID', '^must be between 1 and 65535, inclusive$'),  # 512
+    ('pod-template/initContainers/ports', 'spec.pytorchReplicaSpecs[*].template.spec.initContainers[*].ports[*].hostPort', 'INVALID', '^must be between 1 and 65535, inclusive$'),  # 513
+    ('pod-template/initContainers/ports', 'spec.pytorchReplicaSpecs[*].template.spec.initContainers[*].ports[*].protocol', 'NOT_SUPPORTED', '^supported values: "TCP", "UDP", "SCTP"$'),  # 514
+    ('pod-template/initContainers/ports', 'spec.pytorchReplicaSpecs[*].template.spec.initContainers[*].ports[*].name', 'INVALID', '^must be no more than 15 characters$'),  # 515
+    ('pod-template/initContainers/ports', 'spec.pytorchReplicaSpecs[*].template.spec.initContainers[*].ports[*].name', 'INVALID', '^must contain only alpha-numeric characters \\(a-z, 0-9\\), and hyphens \\(-\\)$'),  # 516
+    ('pod-template/initContainers/ports', 'spec.pytorchReplicaSpecs[*].template.spec.initContainers[*].ports[*].name', 'INVALID', '^must contain at least one letter \\(a-z\\)$'),  # 517
+    ('pod-template/initContainers/ports', 'spec.pytorchReplicaSpecs[*].template.spec.initContainers[*].ports[*].name', 'INVALID', '^must not contain consecutive hyphens$'),  # 518
+    ('pod-template/initContainers/ports', 'spec.pytorchReplicaSpecs[*].template.spec.initContainers[*].ports[*].name', 'INVALID', '^must not begin or end with a hyphen$'),  # 519
+    ('pod-template/initContainers/port-names-unique', 'spec.pytorchReplicaSpecs[*].template.spec.initContainers[*].ports[*].name', 'DUPLICATE', ''),  # 520
+    ('pod-template/initContainers/mounts', 'spec.pytorchReplicaSpecs[*].template.spec.initContainers[*].volumeMounts[*].name', 'REQUIRED', '^$'),  # 521
+    ('pod-template/initContainers/mounts', 'spec.pytorchReplicaSpecs[*].template.spec.initContainers[*].volumeMounts[*].mountPath', 'REQUIRED', '^$'),  # 522
+    ('pod-template/initContainers/mounted-volumes', 'spec.pytorchReplicaSpecs[*].template.spec.initContainers[*].volumeMounts[*].name', 'NOT_FOUND', ''),  # 523
+    ('pod-template/initContainers/env', 'spec.pytorchReplicaSpecs[*].template.spec.initContainers[*].env[*].name', 'REQUIRED', '^$'),  # 524
+    ('pod-template/initContainers/env', 'spec.pytorchReplicaSpecs[*].template.spec.initContainers[*].env[*].name', 'INVALID', "^a valid environment variable name must consist only of printable ASCII characters other than '='$"),  # 525
+    ('pod-template/initContainers/quantities', 'spec.pytorchReplicaSpecs[*].template.spec.initContainers[*].resources.limits[*]', 'INVALID', "^quantities\\ must\\ match\\ the\\ regular\\ expression\\ '\\^\\(\\[\\+\\-\\]\\?\\[0\\-9\\.\\]\\+\\)\\(\\[eEinumkKMGTP\\]\\*\\[\\-\\+\\]\\?\\[0\\-9\\]\\*\\)\\$'$"),  # 526
+    ('pod-template/initContainers/quantities', 'spec.pytorchReplicaSpecs[*].template.spec.initContainers[*].resources.limits[*]', 'INVALID', '^must be greater than or equal to 0$'),  # 527
+    ('pod-template/initContainers/quantities', 'spec.pytorchReplicaSpecs[*].template.spec.initContainers[*].resources.requests[*]', 'INVALID', "^quantities\\ must\\ match\\ the\\ regular\\ expression\\ '\\^\\(\\[\\+\\-\\]\\?\\[0\\-9\\.\\]\\+\\)\\(\\[eEinumkKMGTP\\]\\*\\[\\-\\+\\]\\?\\[0\\-9\\]\\*\\)\\$'$"),  # 528
+    ('pod-template/initContainers/quantities', 'spec.pytorchReplicaSpecs[*].template.spec.initContainers[*].resources.requests[*]', 'INVALID', '^must be greater than or equal to 0$'),  # 529
+    ('pod-template/initContainers/whole-extended-resources', 'spec.pytorchReplicaSpecs[*].template.spec.initContainers[*].resources.limits[*]', 'INVALID', '^must be an integer$'),  # 530
+    ('pod-template/initContainers/whole-extended-resources', 'spec.pytorchReplicaSpecs[*].template.spec.initContainers[*].resources.requests[*]', 'INVALID', '^must be an integer$'),  # 531
+    ('pod-template/initContainers/requests-within-limits', 'spec.pytorchReplicaSpecs[*].template.spec.initContainers[*].resources.requests[*]', 'INVALID', ' limit of '),  # 532
+    ('pod-template/container-names-unique', 'spec.pytorchReplicaSpecs[*].template.spec.containers[*].name', 'DUPLICATE', ''),  # 533
+    ('pod-template/container-names-unique', 'spec.pytorchReplicaSpecs[*].template.spec.initContainers[*].name', 'DUPLICATE', ''),  # 534
+    ('pod-template/volumes', 'spec.pytorchReplicaSpecs[*].template.spec.volumes[*].name', 'REQUIRED', '^$'),  # 535
+    ('pod-template/volumes', 'spec.pytorchReplicaSpecs[*].template.spec.volumes[*].name', 'INVALID', '^must be no more than 63 characters$'),  # 536
+    ('pod-template/volumes', 'spec.pytorchReplicaSpecs[*].template.spec.volumes[*].name', 'INVALID', "^a lowercase RFC 1123 label must consist of lower case alphanumeric characters or '-', and must start and end with an alphanumeric character \\(e\\.g\\. 'my-name',  or '123-abc', regex used for validation is '\\[a-z0-9\\]\\(\\[-a-z0-9\\]\\*\\[a-z0-9\\]\\)\\?'\\)$"),  # 537
+    ('pod-template/volume-names-unique', 'spec.pytorchReplicaSpecs[*].template.spec.volumes[*].name', 'DUPLICATE', ''),  # 538
+    ('pod-template/restart-policy', 'spec.pytorchReplicaSpecs[*].template.spec.restartPolicy', 'NOT_SUPPORTED', '^supported values: "Always", "OnFailure", "Never"$'),  # 539
+    ('pod-template/framework-container', 'spec.pytorchReplicaSpecs[*].template.spec.containers', 'REQUIRED', '^must\\ have\\ at\\ least\\ one\\ container\\ with\\ name\\ pytorch$'),  # 540
+    ('kubeflow/template-containers', 'spec.tfReplicaSpecs[*].template.spec.containers', 'REQUIRED', '^must have at least one container$|^must be specified: |containers definition expected'),  # 541
+    ('kubeflow/tfjob-one-leader', 'spec.tfReplicaSpecs', 'FORBIDDEN', '^must not have more than 1 Chief or Master role$'),  # 542
+    ('replicas/types', 'spec.tfReplicaSpecs[*]', 'NOT_SUPPORTED', ''),  # 543
+    ('replicas/types', 'spec.tfReplicaSpecs[*]', 'DUPLICATE', ''),  # 544
+    ('pod-template/spec', 'spec.tfReplicaSpecs[*].template.spec', 'REQUIRED', '^$'),  # 545
+    ('pod-template/containers', 'spec.tfReplicaSpecs[*].template.spec.containers', 'REQUIRED', '^must\\ be\\ specified:\\ must\\ have\\ at\\ least\\ one\\ container\\ with\\ name\\ tensorflow$'),  # 546
+    ('pod-template/bounds', 'spec.tfReplicaSpecs[*].template.spec.**', 'TOO_MANY', ''),  # 547
+    ('pod-template/containers/name', 'spec.tfReplicaSpecs[*].template.spec.containers[*].name', 'REQUIRED', '^$'),  # 548
+    ('pod-template/containers/name', 'spec.tfReplicaSpecs[*].template.spec.containers[*].name', 'INVALID', '^must be no more than 63 characters$'),  # 549
+    ('pod-template/containers/name', 'spec.tfReplicaSpecs[*].template.spec.containers[*].name', 'INVALID', "^a lowercase RFC 1123 label must consist of lower case alphanumeric characters or '-', and must start and end with an alphanumeric character \\(e\\.g\\. 'my-name',  or '123-abc', regex used for validation is '\\[a-z0-9\\]\\(\\[-a-z0-9\\]\\*\\[a-z0-9\\]\\)\\?'\\)$"),  # 550
+    ('pod-template/containers/image', 'spec.tfReplicaSpecs[*].template.spec.containers[*].image', 'REQUIRED', '^$'),  # 551
+    ('pod-template/containers/ports', 'spec.tfReplicaSpecs[*].template.spec.containers[*].ports[*].containerPort', 'REQUIRED', '^$'),  # 552
+    ('pod-template/containers/ports', 'spec.tfReplicaSpecs[*].template.spec.containers[*].ports[*].containerPort', 'INVALID', '^must be between 1 and 65535, inclusive$'),  # 553
+    ('pod-template/containers/ports', 'spec.tfReplicaSpecs[*].template.spec.containers[*].ports[*].hostPort', 'INVALID', '^must be between 1 and 65535, inclusive$'),  # 554
+    ('pod-template/containers/ports', 'spec.tfReplicaSpecs[*].template.spec.containers[*].ports[*].protocol', 'NOT_SUPPORTED', '^supported values: "TCP", "UDP", "SCTP"$'),  # 555
+    ('pod-template/containers/ports', 'spec.tfReplicaSpecs[*].template.spec.containers[*].ports[*].name', 'INVALID', '^must be no more than 15 characters$'),  # 556
+    ('pod-template/containers/ports', 'spec.tfReplicaSpecs[*].template.spec.containers[*].ports[*].name', 'INVALID', '^must contain only alpha-numeric characters \\(a-z, 0-9\\), and hyphens \\(-\\)$'),  # 557
+    ('pod-template/containers/ports', 'spec.tfReplicaSpecs[*].template.spec.containers[*].ports[*].name', 'INVALID', '^must contain at least one letter \\(a-z\\)$'),  # 558
+    ('pod-template/containers/ports', 'spec.tfReplicaSpecs[*].template.spec.containers[*].ports[*].name', 'INVALID', '^must not contain consecutive hyphens$'),  # 559
+    ('pod-template/containers/ports', 'spec.tfReplicaSpecs[*].template.spec.containers[*].ports[*].name', 'INVALID', '^must not begin or end with a hyphen$'),  # 560
+    ('pod-template/containers/port-names-unique', 'spec.tfReplicaSpecs[*].template.spec.containers[*].ports[*].name', 'DUPLICATE', ''),  # 561
+    ('pod-template/containers/mounts', 'spec.tfReplicaSpecs[*].template.spec.containers[*].volumeMounts[*].name', 'REQUIRED', '^$'),  # 562
+    ('pod-template/containers/mounts', 'spec.tfReplicaSpecs[*].template.spec.containers[*].volumeMounts[*].mountPath', 'REQUIRED', '^$'),  # 563
+    ('pod-template/containers/mounted-volumes', 'spec.tfReplicaSpecs[*].template.spec.containers[*].volumeMounts[*].name', 'NOT_FOUND', ''),  # 564
+    ('pod-template/containers/env', 'spec.tfReplicaSpecs[*].template.spec.containers[*].env[*].name', 'REQUIRED', '^$'),  # 565
+    ('pod-template/containers/env', 'spec.tfReplicaSpecs[*].template.spec.containers[*].env[*].name', 'INVALID', "^a valid environment variable name must consist only of printable ASCII characters other than '='$"),  # 566
+    ('pod-template/containers/quantities', 'spec.tfReplicaSpecs[*].template.spec.containers[*].resources.limits[*]', 'INVALID', "^quantities\\ must\\ match\\ the\\ regular\\ expression\\ '\\^\\(\\[\\+\\-\\]\\?\\[0\\-9\\.\\]\\+\\)\\(\\[eEinumkKMGTP\\]\\*\\[\\-\\+\\]\\?\\[0\\-9\\]\\*\\)\\$'$"),  # 567
+    ('pod-template/containers/quantities', 'spec.tfReplicaSpecs[*].template.spec.containers[*].resources.limits[*]', 'INVALID', '^must be greater than or equal to 0$'),  # 568
+    ('pod-template/containers/quantities', 'spec.tfReplicaSpecs[*].template.spec.containers[*].resources.requests[*]', 'INVALID', "^quantities\\ must\\ match\\ the\\ regular\\ expression\\ '\\^\\(\\[\\+\\-\\]\\?\\[0\\-9\\.\\]\\+\\)\\(\\[eEinumkKMGTP\\]\\*\\[\\-\\+\\]\\?\\[0\\-9\\]\\*\\)\\$'$"),  # 569
+    ('pod-template/containers/quantities', 'spec.tfReplicaSpecs[*].template.spec.containers[*].resources.requests[*]', 'INVALID', '^must be greater than or equal to 0$'),  # 570
+    ('pod-template/containers/whole-extended-resources', 'spec.tfReplicaSpecs[*].template.spec.containers[*].resources.limits[*]', 'INVALID', '^must be an integer$'),  # 571
+    ('pod-template/containers/whole-extended-resources', 'spec.tfReplicaSpecs[*].template.spec.containers[*].resources.requests[*]', 'INVALID', '^must be an integer$'),  # 572
+    ('pod-template/containers/requests-within-limits', 'spec.tfReplicaSpecs[*].template.spec.containers[*].resources.requests[*]', 'INVALID', ' limit of '),  # 573
+    ('pod-template/initContainers/name', 'spec.tfReplicaSpecs[*].template.spec.initContainers[*].name', 'REQUIRED', '^$'),  # 574
+    ('pod-template/initContainers/name', 'spec.tfReplicaSpecs[*].template.spec.initContainers[*].name', 'INVALID', '^must be no more than 63 characters$'),  # 575
+    ('pod-template/initContainers/name', 'spec.tfReplicaSpecs[*].template.spec.initContainers[*].name', 'INVALID', "^a lowercase RFC 1123 label must consist of lower case alphanumeric characters or '-', and must start and end with an alphanumeric character \\(e\\.g\\. 'my-name',  or '123-abc', regex used for validation is '\\[a-z0-9\\]\\(\\[-a-z0-9\\]\\*\\[a-z0-9\\]\\)\\?'\\)$"),  # 576
+    ('pod-template/initContainers/image', 'spec.tfReplicaSpecs[*].template.spec.initContainers[*].image', 'REQUIRED', '^$'),  # 577
+    ('pod-template/initContainers/ports', 'spec.tfReplicaSpecs[*].template.spec.initContainers[*].ports[*].containerPort', 'REQUIRED', '^$'),  # 578
+    ('pod-template/initContainers/ports', 'spec.tfReplicaSpecs[*].template.spec.initContainers[*].ports[*].containerPort', 'INVALID', '^must be between 1 and 65535, inclusive$'),  # 579
+    ('pod-template/initContainers/ports', 'spec.tfReplicaSpecs[*].template.spec.initContainers[*].ports[*].hostPort', 'INVALID', '^must be between 1 and 65535, inclusive$'),  # 580
+    ('pod-template/initContainers/ports', 'spec.tfReplicaSpecs[*].template.spec.initContainers[*].ports[*].protocol', 'NOT_SUPPORTED', '^supported values: "TCP", "UDP", "SCTP"$'),  # 581
+    ('pod-template/initContainers/ports', 'spec.tfReplicaSpecs[*].template.spec.initContainers[*].ports[*].name', 'INVALID', '^must be no more than 15 characters$'),  # 582
+    ('pod-template/initContainers/ports', 'spec.tfReplicaSpecs[*].template.spec.initContainers[*].ports[*].name', 'INVALID', '^must contain only alpha-numeric characters \\(a-z, 0-9\\), and hyphens \\(-\\)$'),  # 583
+    ('pod-template/initContainers/ports', 'spec.tfReplicaSpecs[*].template.spec.initContainers[*].ports[*].name', 'INVALID', '^must contain at least one letter \\(a-z\\)$'),  # 584
+    ('pod-template/initContainers/ports', 'spec.tfReplicaSpecs[*].template.spec.initContainers[*].ports[*].name', 'INVALID', '^must not contain consecutive hyphens$'),  # 585
+    ('pod-template/initContainers/ports', 'spec.tfReplicaSpecs[*].template.spec.initContainers[*].ports[*].name', 'INVALID', '^must not begin or end with a hyphen$'),  # 586
+    ('pod-template/initContainers/port-names-unique', 'spec.tfReplicaSpecs[*].template.spec.initContainers[*].ports[*].name', 'DUPLICATE', ''),  # 587
+    ('pod-template/initContainers/mounts', 'spec.tfReplicaSpecs[*].template.spec.initContainers[*].volumeMounts[*].name', 'REQUIRED', '^$'),  # 588
+    ('pod-template/initContainers/mounts', 'spec.tfReplicaSpecs[*].template.spec.initContainers[*].volumeMounts[*].mountPath', 'REQUIRED', '^$'),  # 589
+    ('pod-template/initContainers/mounted-volumes', 'spec.tfReplicaSpecs[*].template.spec.initContainers[*].volumeMounts[*].name', 'NOT_FOUND', ''),  # 590
+    ('pod-template/initContainers/env', 'spec.tfReplicaSpecs[*].template.spec.initContainers[*].env[*].name', 'REQUIRED', '^$'),  # 591
+    ('pod-template/initContainers/env', 'spec.tfReplicaSpecs[*].template.spec.initContainers[*].env[*].name', 'INVALID', "^a valid environment variable name must consist only of printable ASCII characters other than '='$"),  # 592
+    ('pod-template/initContainers/quantities', 'spec.tfReplicaSpecs[*].template.spec.initContainers[*].resources.limits[*]', 'INVALID', "^quantities\\ must\\ match\\ the\\ regular\\ expression\\ '\\^\\(\\[\\+\\-\\]\\?\\[0\\-9\\.\\]\\+\\)\\(\\[eEinumkKMGTP\\]\\*\\[\\-\\+\\]\\?\\[0\\-9\\]\\*\\)\\$'$"),  # 593
+    ('pod-template/initContainers/quantities', 'spec.tfReplicaSpecs[*].template.spec.initContainers[*].resources.limits[*]', 'INVALID', '^must be greater than or equal to 0$'),  # 594
+    ('pod-template/initContainers/quantities', 'spec.tfReplicaSpecs[*].template.spec.initContainers[*].resources.requests[*]', 'INVALID', "^quantities\\ must\\ match\\ the\\ regular\\ expression\\ '\\^\\(\\[\\+\\-\\]\\?\\[0\\-9\\.\\]\\+\\)\\(\\[eEinumkKMGTP\\]\\*\\[\\-\\+\\]\\?\\[0\\-9\\]\\*\\)\\$'$"),  # 595
+    ('pod-template/initContainers/quantities', 'spec.tfReplicaSpecs[*].template.spec.initContainers[*].resources.requests[*]', 'INVALID', '^must be greater than or equal to 0$'),  # 596
+    ('pod-template/initContainers/whole-extended-resources', 'spec.tfReplicaSpecs[*].template.spec.initContainers[*].resources.limits[*]', 'INVALID', '^must be an integer$'),  # 597
+    ('pod-template/initContainers/whole-extended-resources', 'spec.tfReplicaSpecs[*].template.spec.initContainers[*].resources.requests[*]', 'INVALID', '^must be an integer$'),  # 598
+    ('pod-template/initContainers/requests-within-limits', 'spec.tfReplicaSpecs[*].template.spec.initContainers[*].resources.requests[*]', 'INVALID', ' limit of '),  # 599
+    ('pod-template/container-names-unique', 'spec.tfReplicaSpecs[*].template.spec.containers[*].name', 'DUPLICATE', ''),  # 600
+    ('pod-template/container-names-unique', 'spec.tfReplicaSpecs[*].template.spec.initContainers[*].name', 'DUPLICATE', ''),  # 601
+    ('pod-template/volumes', 'spec.tfReplicaSpecs[*].template.spec.volumes[*].name', 'REQUIRED', '^$'),  # 602
+    ('pod-template/volumes', 'spec.tfReplicaSpecs[*].template.spec.volumes[*].name', 'INVALID', '^must be no more than 63 characters$'),  # 603
+    ('pod-template/volumes', 'spec.tfReplicaSpecs[*].template.spec.volumes[*].name', 'INVALID', "^a lowercase RFC 1123 label must consist of lower case alphanumeric characters or '-', and must start and end with an alphanumeric character \\(e\\.g\\. 'my-name',  or '123-abc', regex used for validation is '\\[a-z0-9\\]\\(\\[-a-z0-9\\]\\*\\[a-z0-9\\]\\)\\?'\\)$"),  # 604
+    ('pod-template/volume-names-unique', 'spec.tfReplicaSpecs[*].template.spec.volumes[*].name', 'DUPLICATE', ''),  # 605
+    ('pod-template/restart-policy', 'spec.tfReplicaSpecs[*].template.spec.restartPolicy', 'NOT_SUPPORTED', '^supported values: "Always", "OnFailure", "Never"$'),  # 606
+    ('pod-template/framework-container', 'spec.tfReplicaSpecs[*].template.spec.containers', 'REQUIRED', '^must\\ have\\ at\\ least\\ one\\ container\\ with\\ name\\ tensorflow$'),  # 607
+    ('kubeflow/template-containers', 'spec.xgbReplicaSpecs[*].template.spec.containers', 'REQUIRED', '^must have at least one container$|^must be specified: |containers definition expected'),  # 608
+    ('kubeflow/master-replicas', 'spec.xgbReplicaSpecs[Master].replicas', 'FORBIDDEN', '^must be 1$'),  # 609
+    ('kubeflow/master-required', 'spec.xgbReplicaSpecs[Master]', 'REQUIRED', '^must be present$'),  # 610
+    ('replicas/types', 'spec.xgbReplicaSpecs[*]', 'NOT_SUPPORTED', ''),  # 611
+    ('replicas/types', 'spec.xgbReplicaSpecs[*]', 'DUPLICATE', ''),  # 612
+    ('pod-template/spec', 'spec.xgbReplicaSpecs[*].template.spec', 'REQUIRED', '^$'),  # 613
+    ('pod-template/containers', 'spec.xgbReplicaSpecs[*].template.spec.containers', 'REQUIRED', '^must\\ be\\ specified:\\ must\\ have\\ at\\ least\\ one\\ container\\ with\\ name\\ xgboost$'),  # 614
+    ('pod-template/bounds', 'spec.xgbReplicaSpecs[*].template.spec.**', 'TOO_MANY', ''),  # 615
+    ('pod-template/containers/name', 'spec.xgbReplicaSpecs[*].template.spec.containers[*].name', 'REQUIRED', '^$'),  # 616
+    ('pod-template/containers/name', 'spec.xgbReplicaSpecs[*].template.spec.containers[*].name', 'INVALID', '^must be no more than 63 characters$'),  # 617
+    ('pod-template/containers/name', 'spec.xgbReplicaSpecs[*].template.spec.containers[*].name', 'INVALID', "^a lowercase RFC 1123 label must consist of lower case alphanumeric characters or '-', and must start and end with an alphanumeric character \\(e\\.g\\. 'my-name',  or '123-abc', regex used for validation is '\\[a-z0-9\\]\\(\\[-a-z0-9\\]\\*\\[a-z0-9\\]\\)\\?'\\)$"),  # 618
+    ('pod-template/containers/image', 'spec.xgbReplicaSpecs[*].template.spec.containers[*].image', 'REQUIRED', '^$'),  # 619
+    ('pod-template/containers/ports', 'spec.xgbReplicaSpecs[*].template.spec.containers[*].ports[*].containerPort', 'REQUIRED', '^$'),  # 620
+    ('pod-template/containers/ports', 'spec.xgbReplicaSpecs[*].template.spec.containers[*].ports[*].containerPort', 'INVALID', '^must be between 1 and 65535, inclusive$'),  # 621
+    ('pod-template/containers/ports', 'spec.xgbReplicaSpecs[*].template.spec.containers[*].ports[*].hostPort', 'INVALID', '^must be between 1 and 65535, inclusive$'),  # 622
+    ('pod-template/containers/ports', 'spec.xgbReplicaSpecs[*].template.spec.containers[*].ports[*].protocol', 'NOT_SUPPORTED', '^supported values: "TCP", "UDP", "SCTP"$'),  # 623
+    ('pod-template/containers/ports', 'spec.xgbReplicaSpecs[*].template.spec.containers[*].ports[*].name', 'INVALID', '^must be no more than 15 characters$'),  # 624
+    ('pod-template/containers/ports', 'spec.xgbReplicaSpecs[*].template.spec.containers[*].ports[*].name', 'INVALID', '^must contain only alpha-numeric characters \\(a-z, 0-9\\), and hyphens \\(-\\)$'),  # 625
+    ('pod-template/containers/ports', 'spec.xgbReplicaSpecs[*].template.spec.containers[*].ports[*].name', 'INVALID', '^must contain at least one letter \\(a-z\\)$'),  # 626
+    ('pod-template/containers/ports', 'spec.xgbReplicaSpecs[*].template.spec.containers[*].ports[*].name', 'INVALID', '^must not contain consecutive hyphens$'),  # 627
+    ('pod-template/containers/ports', 'spec.xgbReplicaSpecs[*].template.spec.containers[*].ports[*].name', 'INVALID', '^must not begin or end with a hyphen$'),  # 628
+    ('pod-template/containers/port-names-unique', 'spec.xgbReplicaSpecs[*].template.spec.containers[*].ports[*].name', 'DUPLICATE', ''),  # 629
+    ('pod-template/containers/mounts', 'spec.xgbReplicaSpecs[*].template.spec.containers[*].volumeMounts[*].name', 'REQUIRED', '^$'),  # 630
+    ('pod-template/containers/mounts', 'spec.xgbReplicaSpecs[*].template.spec.containers[*].volumeMounts[*].mountPath', 'REQUIRED', '^$'),  # 631
+    ('pod-template/containers/mounted-volumes', 'spec.xgbReplicaSpecs[*].template.spec.containers[*].volumeMounts[*].name', 'NOT_FOUND', ''),  # 632
+    ('pod-template/containers/env', 'spec.xgbReplicaSpecs[*].template.spec.containers[*].env[*].name', 'REQUIRED', '^$'),  # 633
+    ('pod-template/containers/env', 'spec.xgbReplicaSpecs[*].template.spec.containers[*].env[*].name', 'INVALID', "^a valid environment variable name must consist only of printable ASCII characters other than '='$"),  # 634
+    ('pod-template/containers/quantities', 'spec.xgbReplicaSpecs[*].template.spec.containers[*].resources.limits[*]', 'INVALID', "^quantities\\ must\\ match\\ the\\ regular\\ expression\\ '\\^\\(\\[\\+\\-\\]\\?\\[0\\-9\\.\\]\\+\\)\\(\\[eEinumkKMGTP\\]\\*\\[\\-\\+\\]\\?\\[0\\-9\\]\\*\\)\\$'$"),  # 635
+    ('pod-template/containers/quantities', 'spec.xgbReplicaSpecs[*].template.spec.containers[*].resources.limits[*]', 'INVALID', '^must be greater than or equal to 0$'),  # 636
+    ('pod-template/containers/quantities', 'spec.xgbReplicaSpecs[*].template.spec.containers[*].resources.requests[*]', 'INVALID', "^quantities\\ must\\ match\\ the\\ regular\\ expression\\ '\\^\\(\\[\\+\\-\\]\\?\\[0\\-9\\.\\]\\+\\)\\(\\[eEinumkKMGTP\\]\\*\\[\\-\\+\\]\\?\\[0\\-9\\]\\*\\)\\$'$"),  # 637
+    ('pod-template/containers/quantities', 'spec.xgbReplicaSpecs[*].template.spec.containers[*].resources.requests[*]', 'INVALID', '^must be greater than or equal to 0$'),  # 638
+    ('pod-template/containers/whole-extended-resources', 'spec.xgbReplicaSpecs[*].template.spec.containers[*].resources.limits[*]', 'INVALID', '^must be an integer$'),  # 639
+    ('pod-template/containers/whole-extended-resources', 'spec.xgbReplicaSpecs[*].template.spec.containers[*].resources.requests[*]', 'INVALID', '^must be an integer$'),  # 640
+    ('pod-template/containers/requests-within-limits', 'spec.xgbReplicaSpecs[*].template.spec.containers[*].resources.requests[*]', 'INVALID', ' limit of '),  # 641
+    ('pod-template/initContainers/name', 'spec.xgbReplicaSpecs[*].template.spec.initContainers[*].name', 'REQUIRED', '^$'),  # 642
+    ('pod-template/initContainers/name', 'spec.xgbReplicaSpecs[*].template.spec.initContainers[*].name', 'INVALID', '^must be no more than 63 characters$'),  # 643
+    ('pod-template/initContainers/name', 'spec.xgbReplicaSpecs[*].template.spec.initContainers[*].name', 'INVALID', "^a lowercase RFC 1123 label must consist of lower case alphanumeric characters or '-', and must start and end with an alphanumeric character \\(e\\.g\\. 'my-name',  or '123-abc', regex used for validation is '\\[a-z0-9\\]\\(\\[-a-z0-9\\]\\*\\[a-z0-9\\]\\)\\?'\\)$"),  # 644
+    ('pod-template/initContainers/image', 'spec.xgbReplicaSpecs[*].template.spec.initContainers[*].image', 'REQUIRED', '^$'),  # 645
+    ('pod-template/initContainers/ports', 'spec.xgbReplicaSpecs[*].template.spec.initContainers[*].ports[*].containerPort', 'REQUIRED', '^$'),  # 646
+    ('pod-template/initContainers/ports', 'spec.xgbReplicaSpecs[*].template.spec.initContainers[*].ports[*].containerPort', 'INVALID', '^must be between 1 and 65535, inclusive$'),  # 647
+    ('pod-template/initContainers/ports', 'spec.xgbReplicaSpecs[*].template.spec.initContainers[*].ports[*].hostPort', 'INVALID', '^must be between 1 and 65535, inclusive$'),  # 648
+    ('pod-template/initContainers/ports', 'spec.xgbReplicaSpecs[*].template.spec.initContainers[*].ports[*].protocol', 'NOT_SUPPORTED', '^supported values: "TCP", "UDP", "SCTP"$'),  # 649
+    ('pod-template/initContainers/ports', 'spec.xgbReplicaSpecs[*].template.spec.initContainers[*].ports[*].name', 'INVALID', '^must be no more than 15 characters$'),  # 650
+    ('pod-template/initContainers/ports', 'spec.xgbReplicaSpecs[*].template.spec.initContainers[*].ports[*].name', 'INVALID', '^must contain only alpha-numeric characters \\(a-z, 0-9\\), and hyphens \\(-\\)$'),  # 651
+    ('pod-template/initContainers/ports', 'spec.xgbReplicaSpecs[*].template.spec.initContainers[*].ports[*].name', 'INVALID', '^must contain at least one letter \\(a-z\\)$'),  # 652
+    ('pod-template/initContainers/ports', 'spec.xgbReplicaSpecs[*].template.spec.initContainers[*].ports[*].name', 'INVALID', '^must not contain consecutive hyphens$'),  # 653
+    ('pod-template/initContainers/ports', 'spec.xgbReplicaSpecs[*].template.spec.initContainers[*].ports[*].name', 'INVALID', '^must not begin or end with a hyphen$'),  # 654
+    ('pod-template/initContainers/port-names-unique', 'spec.xgbReplicaSpecs[*].template.spec.initContainers[*].ports[*].name', 'DUPLICATE', ''),  # 655
+    ('pod-template/initContainers/mounts', 'spec.xgbReplicaSpecs[*].template.spec.initContainers[*].volumeMounts[*].name', 'REQUIRED', '^$'),  # 656
+    ('pod-template/initContainers/mounts', 'spec.xgbReplicaSpecs[*].template.spec.initContainers[*].volumeMounts[*].mountPath', 'REQUIRED', '^$'),  # 657
+    ('pod-template/initContainers/mounted-volumes', 'spec.xgbReplicaSpecs[*].template.spec.initContainers[*].volumeMounts[*].name', 'NOT_FOUND', ''),  # 658
+    ('pod-template/initContainers/env', 'spec.xgbReplicaSpecs[*].template.spec.initContainers[*].env[*].name', 'REQUIRED', '^$'),  # 659
+    ('pod-template/initContainers/env', 'spec.xgbReplicaSpecs[*].template.spec.initContainers[*].env[*].name', 'INVALID', "^a valid environment variable name must consist only of printable ASCII characters other than '='$"),  # 660
+    ('pod-template/initContainers/quantities', 'spec.xgbReplicaSpecs[*].template.spec.initContainers[*].resources.limits[*]', 'INVALID', "^quantities\\ must\\ match\\ the\\ regular\\ expression\\ '\\^\\(\\[\\+\\-\\]\\?\\[0\\-9\\.\\]\\+\\)\\(\\[eEinumkKMGTP\\]\\*\\[\\-\\+\\]\\?\\[0\\-9\\]\\*\\)\\$'$"),  # 661
+    ('pod-template/initContainers/quantities', 'spec.xgbReplicaSpecs[*].template.spec.initContainers[*].resources.limits[*]', 'INVALID', '^must be greater than or equal to 0$'),  # 662
+    ('pod-template/initContainers/quantities', 'spec.xgbReplicaSpecs[*].template.spec.initContainers[*].resources.requests[*]', 'INVALID', "^quantities\\ must\\ match\\ the\\ regular\\ expression\\ '\\^\\(\\[\\+\\-\\]\\?\\[0\\-9\\.\\]\\+\\)\\(\\[eEinumkKMGTP\\]\\*\\[\\-\\+\\]\\?\\[0\\-9\\]\\*\\)\\$'$"),  # 663
+    ('pod-template/initContainers/quantities', 'spec.xgbReplicaSpecs[*].template.spec.initContainers[*].resources.requests[*]', 'INVALID', '^must be greater than or equal to 0$'),  # 664
+    ('pod-template/initContainers/whole-extended-resources', 'spec.xgbReplicaSpecs[*].template.spec.initContainers[*].resources.limits[*]', 'INVALID', '^must be an integer$'),  # 665
+    ('pod-template/initContainers/whole-extended-resources', 'spec.xgbReplicaSpecs[*].template.spec.initContainers[*].resources.requests[*]', 'INVALID', '^must be an integer$'),  # 666
+    ('pod-template/initContainers/requests-within-limits', 'spec.xgbReplicaSpecs[*].template.spec.initContainers[*].resources.requests[*]', 'INVALID', ' limit of '),  # 667
+    ('pod-template/container-names-unique', 'spec.xgbReplicaSpecs[*].template.spec.containers[*].name', 'DUPLICATE', ''),  # 668
+    ('pod-template/container-names-unique', 'spec.xgbReplicaSpecs[*].template.spec.initContainers[*].name', 'DUPLICATE', ''),  # 669
+    ('pod-template/volumes', 'spec.xgbReplicaSpecs[*].template.spec.volumes[*].name', 'REQUIRED', '^$'),  # 670
+    ('pod-template/volumes', 'spec.xgbReplicaSpecs[*].template.spec.volumes[*].name', 'INVALID', '^must be no more than 63 characters$'),  # 671
+    ('pod-template/volumes', 'spec.xgbReplicaSpecs[*].template.spec.volumes[*].name', 'INVALID', "^a lowercase RFC 1123 label must consist of lower case alphanumeric characters or '-', and must start and end with an alphanumeric character \\(e\\.g\\. 'my-name',  or '123-abc', regex used for validation is '\\[a-z0-9\\]\\(\\[-a-z0-9\\]\\*\\[a-z0-9\\]\\)\\?'\\)$"),  # 672
+    ('pod-template/volume-names-unique', 'spec.xgbReplicaSpecs[*].template.spec.volumes[*].name', 'DUPLICATE', ''),  # 673
+    ('pod-template/restart-policy', 'spec.xgbReplicaSpecs[*].template.spec.restartPolicy', 'NOT_SUPPORTED', '^supported values: "Always", "OnFailure", "Never"$'),  # 674
+    ('pod-template/framework-container', 'spec.xgbReplicaSpecs[*].template.spec.containers', 'REQUIRED', '^must\\ have\\ at\\ least\\ one\\ container\\ with\\ name\\ xgboost$'),  # 675
+    ('pod-template/framework-container', 'spec.replicaSpecs[*].template.spec.containers', 'REQUIRED', '^Replica type .* is missing a container for mxnet$'),  # 676
+    ('mxjob/scheduler-replicas', 'spec.replicaSpecs[*].replicas', 'INVALID', '^The SCHEDULER must have Replicas = 1$'),  # 677
+    ('mxjob/types-unique', 'spec.replicaSpecs[*].mxReplicaType', 'DUPLICATE', ''),  # 678
+    ('mxjob/local-mode-workers-only', 'spec.replicaSpecs[*].mxReplicaType', 'INVALID', '^job mode is local, but its replicas set have replicas type other than worker$'),  # 679
+    ('mxjob/local-mode-one-worker', 'spec.replicaSpecs[*].replicas', 'INVALID', '^job mode is local, but it has more than 1 worker$'),  # 680
+    ('mxjob/dist-mode-roles', 'spec.replicaSpecs', 'REQUIRED', '^dist job mode without replica type (SCHEDULER|SERVER|WORKER)$'),  # 681
+    ('run-policy/min-available', 'spec.runPolicy.schedulingPolicy.minAvailable', 'INVALID', '^must be less than or equal to the total number of replicas( \\(\\d+\\))?$'),  # 682
+    ('run-policy/min-available', 'spec.schedulingPolicy.minAvailable', 'INVALID', '^must be less than or equal to the total number of replicas( \\(\\d+\\))?$'),  # 683
+    ('run-policy/queue-immutable', 'spec.runPolicy.schedulingPolicy.queue', 'INVALID', '^field is immutable$'),  # 684
+    ('pod-template/containers', 'spec.mpiReplicaSpecs[*].template.spec.containers', 'REQUIRED', '^must\\ have\\ at\\ least\\ one\\ container$'),  # 685
+    ('roles/launcher', 'spec.mpiReplicaSpecs[Launcher]', 'REQUIRED', '^must be present$'),  # 686
+    ('roles/launcher', 'spec.mpiReplicaSpecs[Launcher].replicas', 'INVALID', '^must be 1$'),  # 687
+    ('replicas/types', 'spec.marsReplicaSpecs[*]', 'NOT_SUPPORTED', ''),  # 688
+    ('replicas/types', 'spec.marsReplicaSpecs[*]', 'DUPLICATE', ''),  # 689
+    ('pod-template/spec', 'spec.marsReplicaSpecs[*].template.spec', 'REQUIRED', '^$'),  # 690
+    ('pod-template/containers', 'spec.marsReplicaSpecs[*].template.spec.containers', 'REQUIRED', '^must\\ have\\ at\\ least\\ one\\ container$'),  # 691
+    ('pod-template/bounds', 'spec.marsReplicaSpecs[*].template.spec.**', 'TOO_MANY', ''),  # 692
+    ('pod-template/containers/name', 'spec.marsReplicaSpecs[*].template.spec.containers[*].name', 'REQUIRED', '^$'),  # 693
+    ('pod-template/containers/name', 'spec.marsReplicaSpecs[*].template.spec.containers[*].name', 'INVALID', '^must be no more than 63 characters$'),  # 694
+    ('pod-template/containers/name', 'spec.marsReplicaSpecs[*].template.spec.containers[*].name', 'INVALID', "^a lowercase RFC 1123 label must consist of lower case alphanumeric characters or '-', and must start and end with an alphanumeric character \\(e\\.g\\. 'my-name',  or '123-abc', regex used for validation is '\\[a-z0-9\\]\\(\\[-a-z0-9\\]\\*\\[a-z0-9\\]\\)\\?'\\)$"),  # 695
+    ('pod-template/containers/image', 'spec.marsReplicaSpecs[*].template.spec.containers[*].image', 'REQUIRED', '^$'),  # 696
+    ('pod-template/containers/ports', 'spec.marsReplicaSpecs[*].template.spec.containers[*].ports[*].containerPort', 'REQUIRED', '^$'),  # 697
+    ('pod-template/containers/ports', 'spec.marsReplicaSpecs[*].template.spec.containers[*].ports[*].containerPort', 'INVALID', '^must be between 1 and 65535, inclusive$'),  # 698
+    ('pod-template/containers/ports', 'spec.marsReplicaSpecs[*].template.spec.containers[*].ports[*].hostPort', 'INVALID', '^must be between 1 and 65535, inclusive$'),  # 699
+    ('pod-template/containers/ports', 'spec.marsReplicaSpecs[*].template.spec.containers[*].ports[*].protocol', 'NOT_SUPPORTED', '^supported values: "TCP", "UDP", "SCTP"$'),  # 700
+    ('pod-template/containers/ports', 'spec.marsReplicaSpecs[*].template.spec.containers[*].ports[*].name', 'INVALID', '^must be no more than 15 characters$'),  # 701
+    ('pod-template/containers/ports', 'spec.marsReplicaSpecs[*].template.spec.containers[*].ports[*].name', 'INVALID', '^must contain only alpha-numeric characters \\(a-z, 0-9\\), and hyphens \\(-\\)$'),  # 702
+    ('pod-template/containers/ports', 'spec.marsReplicaSpecs[*].template.spec.containers[*].ports[*].name', 'INVALID', '^must contain at least one letter \\(a-z\\)$'),  # 703
+    ('pod-template/containers/ports', 'spec.marsReplicaSpecs[*].template.spec.containers[*].ports[*].name', 'INVALID', '^must not contain consecutive hyphens$'),  # 704
+    ('pod-template/containers/ports', 'spec.marsReplicaSpecs[*].template.spec.containers[*].ports[*].name', 'INVALID', '^must not begin or end with a hyphen$'),  # 705
+    ('pod-template/containers/port-names-unique', 'spec.marsReplicaSpecs[*].template.spec.containers[*].ports[*].name', 'DUPLICATE', ''),  # 706
+    ('pod-template/containers/mounts', 'spec.marsReplicaSpecs[*].template.spec.containers[*].volumeMounts[*].name', 'REQUIRED', '^$'),  # 707
+    ('pod-template/containers/mounts', 'spec.marsReplicaSpecs[*].template.spec.containers[*].volumeMounts[*].mountPath', 'REQUIRED', '^$'),  # 708
+    ('pod-template/containers/mounted-volumes', 'spec.marsReplicaSpecs[*].template.spec.containers[*].volumeMounts[*].name', 'NOT_FOUND', ''),  # 709
+    ('pod-template/containers/env', 'spec.marsReplicaSpecs[*].template.spec.containers[*].env[*].name', 'REQUIRED', '^$'),  # 710
+    ('pod-template/containers/env', 'spec.marsReplicaSpecs[*].template.spec.containers[*].env[*].name', 'INVALID', "^a valid environment variable name must consist only of printable ASCII characters other than '='$"),  # 711
+    ('pod-template/containers/quantities', 'spec.marsReplicaSpecs[*].template.spec.containers[*].resources.limits[*]', 'INVALID', "^quantities\\ must\\ match\\ the\\ regular\\ expression\\ '\\^\\(\\[\\+\\-\\]\\?\\[0\\-9\\.\\]\\+\\)\\(\\[eEinumkKMGTP\\]\\*\\[\\-\\+\\]\\?\\[0\\-9\\]\\*\\)\\$'$"),  # 712
+    ('pod-template/containers/quantities', 'spec.marsReplicaSpecs[*].template.spec.containers[*].resources.limits[*]', 'INVALID', '^must be greater than or equal to 0$'),  # 713
+    ('pod-template/containers/quantities', 'spec.marsReplicaSpecs[*].template.spec.containers[*].resources.requests[*]', 'INVALID', "^quantities\\ must\\ match\\ the\\ regular\\ expression\\ '\\^\\(\\[\\+\\-\\]\\?\\[0\\-9\\.\\]\\+\\)\\(\\[eEinumkKMGTP\\]\\*\\[\\-\\+\\]\\?\\[0\\-9\\]\\*\\)\\$'$"),  # 714
+    ('pod-template/containers/quantities', 'spec.marsReplicaSpecs[*].template.spec.containers[*].resources.requests[*]', 'INVALID', '^must be greater than or equal to 0$'),  # 715
+    ('pod-template/containers/whole-extended-resources', 'spec.marsReplicaSpecs[*].template.spec.containers[*].resources.limits[*]', 'INVALID', '^must be an integer$'),  # 716
+    ('pod-template/containers/whole-extended-resources', 'spec.marsReplicaSpecs[*].template.spec.containers[*].resources.requests[*]', 'INVALID', '^must be an integer$'),  # 717
+    ('pod-template/containers/requests-within-limits', 'spec.marsReplicaSpecs[*].template.spec.containers[*].resources.requests[*]', 'INVALID', ' limit of '),  # 718
+    ('pod-template/initContainers/name', 'spec.marsReplicaSpecs[*].template.spec.initContainers[*].name', 'REQUIRED', '^$'),  # 719
+    ('pod-template/initContainers/name', 'spec.marsReplicaSpecs[*].template.spec.initContainers[*].name', 'INVALID', '^must be no more than 63 characters$'),  # 720
+    ('pod-template/initContainers/name', 'spec.marsReplicaSpecs[*].template.spec.initContainers[*].name', 'INVALID', "^a lowercase RFC 1123 label must consist of lower case alphanumeric characters or '-', and must start and end with an alphanumeric character \\(e\\.g\\. 'my-name',  or '123-abc', regex used for validation is '\\[a-z0-9\\]\\(\\[-a-z0-9\\]\\*\\[a-z0-9\\]\\)\\?'\\)$"),  # 721
+    ('pod-template/initContainers/image', 'spec.marsReplicaSpecs[*].template.spec.initContainers[*].image', 'REQUIRED', '^$'),  # 722
+    ('pod-template/initContainers/ports', 'spec.marsReplicaSpecs[*].template.spec.initContainers[*].ports[*].containerPort', 'REQUIRED', '^$'),  # 723
+    ('pod-template/initContainers/ports', 'spec.marsReplicaSpecs[*].template.spec.initContainers[*].ports[*].containerPort', 'INVALID', '^must be between 1 and 65535, inclusive$'),  # 724
+    ('pod-template/initContainers/ports', 'spec.marsReplicaSpecs[*].template.spec.initContainers[*].ports[*].hostPort', 'INVALID', '^must be between 1 and 65535, inclusive$'),  # 725
+    ('pod-template/initContainers/ports', 'spec.marsReplicaSpecs[*].template.spec.initContainers[*].ports[*].protocol', 'NOT_SUPPORTED', '^supported values: "TCP", "UDP", "SCTP"$'),  # 726
+    ('pod-template/initContainers/ports', 'spec.marsReplicaSpecs[*].template.spec.initContainers[*].ports[*].name', 'INVALID', '^must be no more than 15 characters$'),  # 727
+    ('pod-template/initContainers/ports', 'spec.marsReplicaSpecs[*].template.spec.initContainers[*].ports[*].name', 'INVALID', '^must contain only alpha-numeric characters \\(a-z, 0-9\\), and hyphens \\(-\\)$'),  # 728
+    ('pod-template/initContainers/ports', 'spec.marsReplicaSpecs[*].template.spec.initContainers[*].ports[*].name', 'INVALID', '^must contain at least one letter \\(a-z\\)$'),  # 729
+    ('pod-template/initContainers/ports', 'spec.marsReplicaSpecs[*].template.spec.initContainers[*].ports[*].name', 'INVALID', '^must not contain consecutive hyphens$'),  # 730
+    ('pod-template/initContainers/ports', 'spec.marsReplicaSpecs[*].template.spec.initContainers[*].ports[*].name', 'INVALID', '^must not begin or end with a hyphen$'),  # 731
+    ('pod-template/initContainers/port-names-unique', 'spec.marsReplicaSpecs[*].template.spec.initContainers[*].ports[*].name', 'DUPLICATE', ''),  # 732
+    ('pod-template/initContainers/mounts', 'spec.marsReplicaSpecs[*].template.spec.initContainers[*].volumeMounts[*].name', 'REQUIRED', '^$'),  # 733
+    ('pod-template/initContainers/mounts', 'spec.marsReplicaSpecs[*].template.spec.initContainers[*].volumeMounts[*].mountPath', 'REQUIRED', '^$'),  # 734
+    ('pod-template/initContainers/mounted-volumes', 'spec.marsReplicaSpecs[*].template.spec.initContainers[*].volumeMounts[*].name', 'NOT_FOUND', ''),  # 735
+    ('pod-template/initContainers/env', 'spec.marsReplicaSpecs[*].template.spec.initContainers[*].env[*].name', 'REQUIRED', '^$'),  # 736
+    ('pod-template/initContainers/env', 'spec.marsReplicaSpecs[*].template.spec.initContainers[*].env[*].name', 'INVALID', "^a valid environment variable name must consist only of printable ASCII characters other than '='$"),  # 737
+    ('pod-template/initContainers/quantities', 'spec.marsReplicaSpecs[*].template.spec.initContainers[*].resources.limits[*]', 'INVALID', "^quantities\\ must\\ match\\ the\\ regular\\ expression\\ '\\^\\(\\[\\+\\-\\]\\?\\[0\\-9\\.\\]\\+\\)\\(\\[eEinumkKMGTP\\]\\*\\[\\-\\+\\]\\?\\[0\\-9\\]\\*\\)\\$'$"),  # 738
+    ('pod-template/initContainers/quantities', 'spec.marsReplicaSpecs[*].template.spec.initContainers[*].resources.limits[*]', 'INVALID', '^must be greater than or equal to 0$'),  # 739
+    ('pod-template/initContainers/quantities', 'spec.marsReplicaSpecs[*].template.spec.initContainers[*].resources.requests[*]', 'INVALID', "^quantities\\ must\\ match\\ the\\ regular\\ expression\\ '\\^\\(\\[\\+\\-\\]\\?\\[0\\-9\\.\\]\\+\\)\\(\\[eEinumkKMGTP\\]\\*\\[\\-\\+\\]\\?\\[0\\-9\\]\\*\\)\\$'$"),  # 740
+    ('pod-template/initContainers/quantities', 'spec.marsReplicaSpecs[*].template.spec.initContainers[*].resources.requests[*]', 'INVALID', '^must be greater than or equal to 0$'),  # 741
+    ('pod-template/initContainers/whole-extended-resources', 'spec.marsReplicaSpecs[*].template.spec.initContainers[*].resources.limits[*]', 'INVALID', '^must be an integer$'),  # 742
+    ('pod-template/initContainers/whole-extended-resources', 'spec.marsReplicaSpecs[*].template.spec.initContainers[*].resources.requests[*]', 'INVALID', '^must be an integer$'),  # 743
+    ('pod-template/initContainers/requests-within-limits', 'spec.marsReplicaSpecs[*].template.spec.initContainers[*].resources.requests[*]', 'INVALID', ' limit of '),  # 744
+    ('pod-template/container-names-unique', 'spec.marsReplicaSpecs[*].template.spec.containers[*].name', 'DUPLICATE', ''),  # 745
+    ('pod-template/container-names-unique', 'spec.marsReplicaSpecs[*].template.spec.initContainers[*].name', 'DUPLICATE', ''),  # 746
+    ('pod-template/volumes', 'spec.marsReplicaSpecs[*].template.spec.volumes[*].name', 'REQUIRED', '^$'),  # 747
+    ('pod-template/volumes', 'spec.marsReplicaSpecs[*].template.spec.volumes[*].name', 'INVALID', '^must be no more than 63 characters$'),  # 748
+    ('pod-template/volumes', 'spec.marsReplicaSpecs[*].template.spec.volumes[*].name', 'INVALID', "^a lowercase RFC 1123 label must consist of lower case alphanumeric characters or '-', and must start and end with an alphanumeric character \\(e\\.g\\. 'my-name',  or '123-abc', regex used for validation is '\\[a-z0-9\\]\\(\\[-a-z0-9\\]\\*\\[a-z0-9\\]\\)\\?'\\)$"),  # 749
+    ('pod-template/volume-names-unique', 'spec.marsReplicaSpecs[*].template.spec.volumes[*].name', 'DUPLICATE', ''),  # 750
+    ('pod-template/restart-policy', 'spec.marsReplicaSpecs[*].template.spec.restartPolicy', 'NOT_SUPPORTED', '^supported values: "Always", "OnFailure", "Never"$'),  # 751
+    ('pod-template/framework-container', 'spec.marsReplicaSpecs[*].template.spec.containers', 'REQUIRED', '^must\\ have\\ at\\ least\\ one\\ container\\ with\\ name\\ mars$'),  # 752
+    ('pod-template/containers', 'spec.pytorchReplicaSpecs[*].template.spec.containers', 'REQUIRED', '^must\\ have\\ at\\ least\\ one\\ container$'),  # 753
+    ('roles/master', 'spec.pytorchReplicaSpecs[Master]', 'REQUIRED', '^must be present$'),  # 754
+    ('roles/master', 'spec.pytorchReplicaSpecs[Master].replicas', 'INVALID', '^must be 1$'),  # 755
+    ('pod-template/containers', 'spec.tfReplicaSpecs[*].template.spec.containers', 'REQUIRED', '^must\\ have\\ at\\ least\\ one\\ container$'),  # 756
+    ('roles/one-leader', 'spec.tfReplicaSpecs', 'FORBIDDEN', '^must not have more than 1 Chief or Master role$'),  # 757
+    ('roles/one-leader', 'spec.tfReplicaSpecs[Chief].replicas', 'INVALID', '^must be less than or equal to 1$'),  # 758
+    ('roles/one-leader', 'spec.tfReplicaSpecs[Master].replicas', 'INVALID', '^must be less than or equal to 1$'),  # 759
+    ('replicas/types', 'spec.xdlReplicaSpecs[*]', 'NOT_SUPPORTED', ''),  # 760
+    ('replicas/types', 'spec.xdlReplicaSpecs[*]', 'DUPLICATE', ''),  # 761
+    ('pod-template/spec', 'spec.xdlReplicaSpecs[*].template.spec', 'REQUIRED', '^$'),  # 762
+    ('pod-template/containers', 'spec.xdlReplicaSpecs[*].template.spec.containers', 'REQUIRED', '^must\\ have\\ at\\ least\\ one\\ container$'),  # 763
+    ('pod-template/bounds', 'spec.xdlReplicaSpecs[*].template.spec.**', 'TOO_MANY', ''),  # 764
+    ('pod-template/containers/name', 'spec.xdlReplicaSpecs[*].template.spec.containers[*].name', 'REQUIRED', '^$'),  # 765
+    ('pod-template/containers/name', 'spec.xdlReplicaSpecs[*].template.spec.containers[*].name', 'INVALID', '^must be no more than 63 characters$'),  # 766
+    ('pod-template/containers/name', 'spec.xdlReplicaSpecs[*].template.spec.containers[*].name', 'INVALID', "^a lowercase RFC 1123 label must consist of lower case alphanumeric characters or '-', and must start and end with an alphanumeric character \\(e\\.g\\. 'my-name',  or '123-abc', regex used for validation is '\\[a-z0-9\\]\\(\\[-a-z0-9\\]\\*\\[a-z0-9\\]\\)\\?'\\)$"),  # 767
+    ('pod-template/containers/image', 'spec.xdlReplicaSpecs[*].template.spec.containers[*].image', 'REQUIRED', '^$'),  # 768
+    ('pod-template/containers/ports', 'spec.xdlReplicaSpecs[*].template.spec.containers[*].ports[*].containerPort', 'REQUIRED', '^$'),  # 769
+    ('pod-template/containers/ports', 'spec.xdlReplicaSpecs[*].template.spec.containers[*].ports[*].containerPort', 'INVALID', '^must be between 1 and 65535, inclusive$'),  # 770
+    ('pod-template/containers/ports', 'spec.xdlReplicaSpecs[*].template.spec.containers[*].ports[*].hostPort', 'INVALID', '^must be between 1 and 65535, inclusive$'),  # 771
+    ('pod-template/containers/ports', 'spec.xdlReplicaSpecs[*].template.spec.containers[*].ports[*].protocol', 'NOT_SUPPORTED', '^supported values: "TCP", "UDP", "SCTP"$'),  # 772
+    ('pod-template/containers/ports', 'spec.xdlReplicaSpecs[*].template.spec.containers[*].ports[*].name', 'INVALID', '^must be no more than 15 characters$'),  # 773
+    ('pod-template/containers/ports', 'spec.xdlReplicaSpecs[*].template.spec.containers[*].ports[*].name', 'INVALID', '^must contain only alpha-numeric characters \\(a-z, 0-9\\), and hyphens \\(-\\)$'),  # 774
+    ('pod-template/containers/ports', 'spec.xdlReplicaSpecs[*].template.spec.containers[*].ports[*].name', 'INVALID', '^must contain at least one letter \\(a-z\\)$'),  # 775
+    ('pod-template/containers/ports', 'spec.xdlReplicaSpecs[*].template.spec.containers[*].ports[*].name', 'INVALID', '^must not contain consecutive hyphens$'),  # 776
+    ('pod-template/containers/ports', 'spec.xdlReplicaSpecs[*].template.spec.containers[*].ports[*].name', 'INVALID', '^must not begin or end with a hyphen$'),  # 777
+    ('pod-template/containers/port-names-unique', 'spec.xdlReplicaSpecs[*].template.spec.containers[*].ports[*].name', 'DUPLICATE', ''),  # 778
+    ('pod-template/containers/mounts', 'spec.xdlReplicaSpecs[*].template.spec.containers[*].volumeMounts[*].name', 'REQUIRED', '^$'),  # 779
+    ('pod-template/containers/mounts', 'spec.xdlReplicaSpecs[*].template.spec.containers[*].volumeMounts[*].mountPath', 'REQUIRED', '^$'),  # 780
+    ('pod-template/containers/mounted-volumes', 'spec.xdlReplicaSpecs[*].template.spec.containers[*].volumeMounts[*].name', 'NOT_FOUND', ''),  # 781
+    ('pod-template/containers/env', 'spec.xdlReplicaSpecs[*].template.spec.containers[*].env[*].name', 'REQUIRED', '^$'),  # 782
+    ('pod-template/containers/env', 'spec.xdlReplicaSpecs[*].template.spec.containers[*].env[*].name', 'INVALID', "^a valid environment variable name must consist only of printable ASCII characters other than '='$"),  # 783
+    ('pod-template/containers/quantities', 'spec.xdlReplicaSpecs[*].template.spec.containers[*].resources.limits[*]', 'INVALID', "^quantities\\ must\\ match\\ the\\ regular\\ expression\\ '\\^\\(\\[\\+\\-\\]\\?\\[0\\-9\\.\\]\\+\\)\\(\\[eEinumkKMGTP\\]\\*\\[\\-\\+\\]\\?\\[0\\-9\\]\\*\\)\\$'$"),  # 784
+    ('pod-template/containers/quantities', 'spec.xdlReplicaSpecs[*].template.spec.containers[*].resources.limits[*]', 'INVALID', '^must be greater than or equal to 0$'),  # 785
+    ('pod-template/containers/quantities', 'spec.xdlReplicaSpecs[*].template.spec.containers[*].resources.requests[*]', 'INVALID', "^quantities\\ must\\ match\\ the\\ regular\\ expression\\ '\\^\\(\\[\\+\\-\\]\\?\\[0\\-9\\.\\]\\+\\)\\(\\[eEinumkKMGTP\\]\\*\\[\\-\\+\\]\\?\\[0\\-9\\]\\*\\)\\$'$"),  # 786
+    ('pod-template/containers/quantities', 'spec.xdlReplicaSpecs[*].template.spec.containers[*].resources.requests[*]', 'INVALID', '^must be greater than or equal to 0$'),  # 787
+    ('pod-template/containers/whole-extended-resources', 'spec.xdlReplicaSpecs[*].template.spec.containers[*].resources.limits[*]', 'INVALID', '^must be an integer$'),  # 788
+    ('pod-template/containers/whole-extended-resources', 'spec.xdlReplicaSpecs[*].template.spec.containers[*].resources.requests[*]', 'INVALID', '^must be an integer$'),  # 789
+    ('pod-template/containers/requests-within-limits', 'spec.xdlReplicaSpecs[*].template.spec.containers[*].resources.requests[*]', 'INVALID', ' limit of '),  # 790
+    ('pod-template/initContainers/name', 'spec.xdlReplicaSpecs[*].template.spec.initContainers[*].name', 'REQUIRED', '^$'),  # 791
+    ('pod-template/initContainers/name', 'spec.xdlReplicaSpecs[*].template.spec.initContainers[*].name', 'INVALID', '^must be no more than 63 characters$'),  # 792
+    ('pod-template/initContainers/name', 'spec.xdlReplicaSpecs[*].template.spec.initContainers[*].name', 'INVALID', "^a lowercase RFC 1123 label must consist of lower case alphanumeric characters or '-', and must start and end with an alphanumeric character \\(e\\.g\\. 'my-name',  or '123-abc', regex used for validation is '\\[a-z0-9\\]\\(\\[-a-z0-9\\]\\*\\[a-z0-9\\]\\)\\?'\\)$"),  # 793
+    ('pod-template/initContainers/image', 'spec.xdlReplicaSpecs[*].template.spec.initContainers[*].image', 'REQUIRED', '^$'),  # 794
+    ('pod-template/initContainers/ports', 'spec.xdlReplicaSpecs[*].template.spec.initContainers[*].ports[*].containerPort', 'REQUIRED', '^$'),  # 795
+    ('pod-template/initContainers/ports', 'spec.xdlReplicaSpecs[*].template.spec.initContainers[*].ports[*].containerPort', 'INVALID', '^must be between 1 and 65535, inclusive$'),  # 796
+    ('pod-template/initContainers/ports', 'spec.xdlReplicaSpecs[*].template.spec.initContainers[*].ports[*].hostPort', 'INVALID', '^must be between 1 and 65535, inclusive$'),  # 797
+    ('pod-template/initContainers/ports', 'spec.xdlReplicaSpecs[*].template.spec.initContainers[*].ports[*].protocol', 'NOT_SUPPORTED', '^supported values: "TCP", "UDP", "SCTP"$'),  # 798
+    ('pod-template/initContainers/ports', 'spec.xdlReplicaSpecs[*].template.spec.initContainers[*].ports[*].name', 'INVALID', '^must be no more than 15 characters$'),  # 799
+    ('pod-template/initContainers/ports', 'spec.xdlReplicaSpecs[*].template.spec.initContainers[*].ports[*].name', 'INVALID', '^must contain only alpha-numeric characters \\(a-z, 0-9\\), and hyphens \\(-\\)$'),  # 800
+    ('pod-template/initContainers/ports', 'spec.xdlReplicaSpecs[*].template.spec.initContainers[*].ports[*].name', 'INVALID', '^must contain at least one letter \\(a-z\\)$'),  # 801
+    ('pod-template/initContainers/ports', 'spec.xdlReplicaSpecs[*].template.spec.initContainers[*].ports[*].name', 'INVALID', '^must not contain consecutive hyphens$'),  # 802
+    ('pod-template/initContainers/ports', 'spec.xdlReplicaSpecs[*].template.spec.initContainers[*].ports[*].name', 'INVALID', '^must not begin or end with a hyphen$'),  # 803
+    ('pod-template/initContainers/port-names-unique', 'spec.xdlReplicaSpecs[*].template.spec.initContainers[*].ports[*].name', 'DUPLICATE', ''),  # 804
+    ('pod-template/initContainers/mounts', 'spec.xdlReplicaSpecs[*].template.spec.initContainers[*].volumeMounts[*].name', 'REQUIRED', '^$'),  # 805
+    ('pod-template/initContainers/mounts', 'spec.xdlReplicaSpecs[*].template.spec.initContainers[*].volumeMounts[*].mountPath', 'REQUIRED', '^$'),  # 806
+    ('pod-template/initContainers/mounted-volumes', 'spec.xdlReplicaSpecs[*].template.spec.initContainers[*].volumeMounts[*].name', 'NOT_FOUND', ''),  # 807
+    ('pod-template/initContainers/env', 'spec.xdlReplicaSpecs[*].template.spec.initContainers[*].env[*].name', 'REQUIRED', '^$'),  # 808
+    ('pod-template/initContainers/env', 'spec.xdlReplicaSpecs[*].template.spec.initContainers[*].env[*].name', 'INVALID', "^a valid environment variable name must consist only of printable ASCII characters other than '='$"),  # 809
+    ('pod-template/initContainers/quantities', 'spec.xdlReplicaSpecs[*].template.spec.initContainers[*].resources.limits[*]', 'INVALID', "^quantities\\ must\\ match\\ the\\ regular\\ expression\\ '\\^\\(\\[\\+\\-\\]\\?\\[0\\-9\\.\\]\\+\\)\\(\\[eEinumkKMGTP\\]\\*\\[\\-\\+\\]\\?\\[0\\-9\\]\\*\\)\\$'$"),  # 810
+    ('pod-template/initContainers/quantities', 'spec.xdlReplicaSpecs[*].template.spec.initContainers[*].resources.limits[*]', 'INVALID', '^must be greater than or equal to 0$'),  # 811
+    ('pod-template/initContainers/quantities', 'spec.xdlReplicaSpecs[*].template.spec.initContainers[*].resources.requests[*]', 'INVALID', "^quantities\\ must\\ match\\ the\\ regular\\ expression\\ '\\^\\(\\[\\+\\-\\]\\?\\[0\\-9\\.\\]\\+\\)\\(\\[eEinumkKMGTP\\]\\*\\[\\-\\+\\]\\?\\[0\\-9\\]\\*\\)\\$'$"),  # 812
+    ('pod-template/initContainers/quantities', 'spec.xdlReplicaSpecs[*].template.spec.initContainers[*].resources.requests[*]', 'INVALID', '^must be greater than or equal to 0$'),  # 813
+    ('pod-template/initContainers/whole-extended-resources', 'spec.xdlReplicaSpecs[*].template.spec.initContainers[*].resources.limits[*]', 'INVALID', '^must be an integer$'),  # 814
+    ('pod-template/initContainers/whole-extended-resources', 'spec.xdlReplicaSpecs[*].template.spec.initContainers[*].resources.requests[*]', 'INVALID', '^must be an integer$'),  # 815
+    ('pod-template/initContainers/requests-within-limits', 'spec.xdlReplicaSpecs[*].template.spec.initContainers[*].resources.requests[*]', 'INVALID', ' limit of '),  # 816
+    ('pod-template/container-names-unique', 'spec.xdlReplicaSpecs[*].template.spec.containers[*].name', 'DUPLICATE', ''),  # 817
+    ('pod-template/container-names-unique', 'spec.xdlReplicaSpecs[*].template.spec.initContainers[*].name', 'DUPLICATE', ''),  # 818
+    ('pod-template/volumes', 'spec.xdlReplicaSpecs[*].template.spec.volumes[*].name', 'REQUIRED', '^$'),  # 819
+    ('pod-template/volumes', 'spec.xdlReplicaSpecs[*].template.spec.volumes[*].name', 'INVALID', '^must be no more than 63 characters$'),  # 820
+    ('pod-template/volumes', 'spec.xdlReplicaSpecs[*].template.spec.volumes[*].name', 'INVALID', "^a lowercase RFC 1123 label must consist of lower case alphanumeric characters or '-', and must start and end with an alphanumeric character \\(e\\.g\\. 'my-name',  or '123-abc', regex used for validation is '\\[a-z0-9\\]\\(\\[-a-z0-9\\]\\*\\[a-z0-9\\]\\)\\?'\\)$"),  # 821
+    ('pod-template/volume-names-unique', 'spec.xdlReplicaSpecs[*].template.spec.volumes[*].name', 'DUPLICATE', ''),  # 822
+    ('pod-template/restart-policy', 'spec.xdlReplicaSpecs[*].template.spec.restartPolicy', 'NOT_SUPPORTED', '^supported values: "Always", "OnFailure", "Never"$'),  # 823
+    ('pod-template/framework-container', 'spec.xdlReplicaSpecs[*].template.spec.containers', 'REQUIRED', '^must\\ have\\ at\\ least\\ one\\ container\\ with\\ name\\ xdl$'),  # 824
+    ('pod-template/containers', 'spec.xgbReplicaSpecs[*].template.spec.containers', 'REQUIRED', '^must\\ have\\ at\\ least\\ one\\ container$'),  # 825
+    ('pod-template/framework-container', 'spec.xgbReplicaSpecs[*].template.spec.containers', 'REQUIRED', '^must\\ have\\ at\\ least\\ one\\ container\\ with\\ name\\ xgboostjob$'),  # 826
+    ('roles/master', 'spec.xgbReplicaSpecs[Master]', 'REQUIRED', '^must be present$'),  # 827
+    ('roles/master', 'spec.xgbReplicaSpecs[Master].replicas', 'INVALID', '^must be 1$'),  # 828
 )
 
 KIND_PRODUCES: dict[tuple[str, str, str], tuple[int, ...]] = {
-    ('batch.tensorstack.dev', 'v1beta1', 'GenericJob'): (0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 20, 21, 22, 23, 24, 25, 26, 27, 28, 29, 30, 31, 32, 33, 34, 35, 36, 37, 38, 39, 40, 41, 42, 43, 44, 45, 46, 47, 48, 49, 50, 51, 52, 53, 54, 55, 56, 57, 58, 59, 60, 61, 62, 63, 64, 65, 66, 67, 68, 69, 70, 71, 72, 73, 74, 75, 76, 77, 78, 79, 80, 81, 82, 83, 84, 85, 86, 87, 88, 89, 90, 91, 92, 93, 94, 95, 96, 97, 98, 99, 100, 101, 102, 103),
-    ('batch.volcano.sh', 'v1alpha1', 'Job'): (0, 104, 105, 106, 107, 108, 109, 110, 111, 112, 113, 114, 115, 116, 117, 118, 119, 120, 121, 122, 123, 124, 125, 126, 127, 128, 129, 130, 131, 132, 133, 134, 135, 136, 137, 138, 139, 140, 141, 142, 143, 144, 145, 146, 147, 148, 149, 150, 151, 152, 153, 154, 155, 156, 157, 158, 159, 160, 161, 162, 163, 164, 165, 166, 167, 168, 169, 170, 171, 172, 173, 174, 175, 176, 177, 178, 179, 180, 181, 182, 183, 184, 185, 186, 187, 188, 189, 190, 191, 192, 193, 194, 195, 196, 197, 198, 199, 200, 201, 202, 203, 204, 205, 206, 207, 208, 209, 210, 211, 212, 213, 214, 215, 216, 217, 218, 219, 220, 221, 222, 223, 224, 225, 226, 227, 228, 229, 230, 231, 232, 233, 234, 235, 236, 237, 238, 239, 240, 241, 242, 243, 244, 245, 246, 247, 248, 249, 250, 251, 252, 253, 254, 96, 97, 98, 99, 100, 101, 102, 103),
-    ('diengine.opendilab.org', 'v2alpha1', 'DIJob'): (0, 1, 2, 3, 4, 255, 256, 257, 258, 259, 260, 261, 262, 263, 264, 212, 238, 193, 194, 195, 196, 197, 198, 199, 200, 201, 202, 203, 204, 205, 206, 207, 208, 209, 210, 211, 213, 214, 215, 216, 217, 218, 219, 220, 221, 222, 223, 224, 225, 226, 227, 228, 229, 230, 231, 232, 233, 234, 235, 236, 237, 239, 240, 241, 242, 243, 244, 245, 246, 247, 248, 249, 250, 251, 252, 253, 254, 96, 97, 98, 99, 100, 101, 102, 103),
-    ('kubeflow.org', 'v1', 'JAXJob'): (265, 266, 267, 268, 269, 0, 1, 2, 270, 271, 272, 273, 3, 4, 274, 275, 276, 277, 278, 279, 280, 281, 282, 283, 284, 285, 286, 287, 288, 289, 290, 291, 292, 293, 294, 295, 296, 297, 298, 299, 300, 301, 302, 303, 304, 305, 306, 307, 308, 309, 310, 311, 312, 313, 314, 315, 316, 317, 318, 319, 320, 321, 322, 323, 324, 325, 326, 327, 328, 329, 330, 331, 332, 333, 334, 335, 336, 96, 97, 98, 99, 100, 101, 102, 103),
-    ('kubeflow.org', 'v1', 'MPIJob'): (265, 266, 267, 268, 337, 338, 339, 0, 1, 2, 340, 272, 273, 3, 4, 341, 342, 343, 344, 345, 346, 347, 348, 349, 350, 351, 352, 353, 354, 355, 356, 357, 358, 359, 360, 361, 362, 363, 364, 365, 366, 367, 368, 369, 370, 371, 372, 373, 374, 375, 376, 377, 378, 379, 380, 381, 382, 383, 384, 385, 386, 387, 388, 389, 390, 391, 392, 393, 394, 395, 396, 397, 398, 399, 400, 401, 402, 96, 97, 98, 99, 100, 101, 102, 103),
-    ('kubeflow.org', 'v1', 'PaddleJob'): (265, 266, 267, 268, 403, 404, 0, 1, 2, 405, 406, 272, 273, 3, 4, 407, 408, 409, 410, 411, 412, 413, 414, 415, 416, 417, 418, 419, 420, 421, 422, 423, 424, 425, 426, 427, 428, 429, 430, 431, 432, 433, 434, 435, 436, 437, 438, 439, 440, 441, 442, 443, 444, 445, 446, 447, 448, 449, 450, 451, 452, 453, 454, 455, 456, 457, 458, 459, 460, 461, 462, 463, 464, 465, 466, 467, 468, 469, 96, 97, 98, 99, 100, 101, 102, 103),
-    ('kubeflow.org', 'v1', 'PyTorchJob'): (265, 266, 267, 268, 470, 471, 472, 473, 474, 0, 1, 2, 475, 476, 272, 273, 3, 4, 477, 478, 479, 480, 481, 482, 483, 484, 485, 486, 487, 488, 489, 490, 491, 492, 493, 494, 495, 496, 497, 498, 499, 500, 501, 502, 503, 504, 505, 506, 507, 508, 509, 510, 511, 512, 513, 514, 515, 516, 517, 518, 519, 520, 521, 522, 523, 524, 525, 526, 527, 528, 529, 530, 531, 532, 533, 534, 535, 536, 537, 538, 539, 96, 97, 98, 99, 100, 101, 102, 103),
-    ('kubeflow.org', 'v1', 'TFJob'): (265, 266, 267, 268, 540, 541, 0, 1, 2, 542, 543, 272, 273, 3, 4, 544, 545, 546, 547, 548, 549, 550, 551, 552, 553, 554, 555, 556, 557, 558, 559, 560, 561, 562, 563, 564, 565, 566, 567, 568, 569, 570, 571, 572, 573, 574, 575, 576, 577, 578, 579, 580, 581, 582, 583, 584, 585, 586, 587, 588, 589, 590, 591, 592, 593, 594, 595, 596, 597, 598, 599, 600, 601, 602, 603, 604, 605, 606, 96, 97, 98, 99, 100, 101, 102, 103),
-    ('kubeflow.org', 'v1', 'XGBoostJob'): (265, 266, 267, 268, 607, 608, 609, 0, 1, 2, 610, 611, 272, 273, 3, 4, 612, 613, 614, 615, 616, 617, 618, 619, 620, 621, 622, 623, 624, 625, 626, 627, 628, 629, 630, 631, 632, 633, 634, 635, 636, 637, 638, 639, 640, 641, 642, 643, 644, 645, 646, 647, 648, 649, 650, 651, 652, 653, 654, 655, 656, 657, 658, 659, 660, 661, 662, 663, 664, 665, 666, 667, 668, 669, 670, 671, 672, 673, 674, 96, 97, 98, 99, 100, 101, 102, 103),
-    ('mxnet.mlkube.io', 'v1beta1', 'MxJob'): (0, 1, 2, 3, 4, 675, 676, 677, 678, 679, 680, 34, 35, 36, 37, 38, 39, 40, 41, 42, 43, 44, 45, 46, 47, 48, 49, 50, 51, 52, 53, 54, 55, 56, 57, 58, 59, 60, 61, 62, 63, 64, 65, 66, 67, 68, 69, 70, 71, 72, 73, 74, 75, 76, 77, 78, 79, 80, 81, 82, 83, 84, 85, 86, 87, 88, 89, 90, 91, 92, 93, 94, 95, 96, 97, 98, 99, 100, 101, 102, 103),
-    ('training.kubedl.io', 'v1alpha1', 'MPIJob'): (0, 1, 2, 340, 681, 682, 683, 273, 3, 4, 341, 684, 343, 344, 345, 346, 347, 348, 349, 350, 351, 352, 353, 354, 355, 356, 357, 358, 359, 360, 361, 362, 363, 364, 365, 366, 367, 368, 369, 370, 371, 372, 373, 374, 375, 376, 377, 378, 379, 380, 381, 382, 383, 384, 385, 386, 387, 388, 389, 390, 391, 392, 393, 394, 395, 396, 397, 398, 399, 400, 401, 402, 685, 686, 96, 97, 98, 99, 100, 101, 102, 103),
-    ('training.kubedl.io', 'v1alpha1', 'MarsJob'): (0, 1, 2, 687, 688, 682, 273, 3, 4, 689, 690, 691, 692, 693, 694, 695, 696, 697, 698, 699, 700, 701, 702, 703, 704, 705, 706, 707, 708, 709, 710, 711, 712, 713, 714, 715, 716, 717, 718, 719, 720, 721, 722, 723, 724, 725, 726, 727, 728, 729, 730, 731, 732, 733, 734, 735, 736, 737, 738, 739, 740, 741, 742, 743, 744, 745, 746, 747, 748, 749, 750, 751, 96, 97, 98, 99, 100, 101, 102, 103),
-    ('training.kubedl.io', 'v1alpha1', 'PyTorchJob'): (0, 1, 2, 475, 476, 682, 273, 3, 4, 477, 752, 479, 480, 481, 482, 483, 484, 485, 486, 487, 488, 489, 490, 491, 492, 493, 494, 495, 496, 497, 498, 499, 500, 501, 502, 503, 504, 505, 506, 507, 508, 509, 510, 511, 512, 513, 514, 515, 516, 517, 518, 519, 520, 521, 522, 523, 524, 525, 526, 527, 528, 529, 530, 531, 532, 533, 534, 535, 536, 537, 538, 539, 753, 754, 96, 97, 98, 99, 100, 101, 102, 103),
-    ('training.kubedl.io', 'v1alpha1', 'TFJob'): (0, 1, 2, 542, 543, 682, 273, 3, 4, 544, 755, 546, 547, 548, 549, 550, 551, 552, 553, 554, 555, 556, 557, 558, 559, 560, 561, 562, 563, 564, 565, 566, 567, 568, 569, 570, 571, 572, 573, 574, 575, 576, 577, 578, 579, 580, 581, 582, 583, 584, 585, 586, 587, 588, 589, 590, 591, 592, 593, 594, 595, 596, 597, 598, 599, 600, 601, 602, 603, 604, 605, 606, 756, 757, 758, 96, 97, 98, 99, 100, 101, 102, 103),
-    ('training.kubedl.io', 'v1alpha1', 'XDLJob'): (0, 1, 2, 759, 760, 682, 273, 3, 4, 761, 762, 763, 764, 765, 766, 767, 768, 769, 770, 771, 772, 773, 774, 775, 776, 777, 778, 779, 780, 781, 782, 783, 784, 785, 786, 787, 788, 789, 790, 791, 792, 793, 794, 795, 796, 797, 798, 799, 800, 801, 802, 803, 804, 805, 806, 807, 808, 809, 810, 811, 812, 813, 814, 815, 816, 817, 818, 819, 820, 821, 822, 823, 96, 97, 98, 99, 100, 101, 102, 103),
-    ('training.kubedl.io', 'v1alpha1', 'XGBoostJob'): (0, 1, 2, 610, 611, 682, 273, 3, 4, 612, 824, 614, 615, 616, 617, 618, 619, 620, 621, 622, 623, 624, 625, 626, 627, 628, 629, 630, 631, 632, 633, 634, 635, 636, 637, 638, 639, 640, 641, 642, 643, 644, 645, 646, 647, 648, 649, 650, 651, 652, 653, 654, 655, 656, 657, 658, 659, 660, 661, 662, 663, 664, 665, 666, 667, 668, 669, 670, 671, 672, 673, 825, 826, 827, 96, 97, 98, 99, 100, 101, 102, 103),
+    ('batch.tensorstack.dev', 'v1beta1', 'GenericJob'): (0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 20, 21, 22, 23, 24, 25, 26, 27, 28, 29, 30, 31, 32, 33, 34, 35, 36, 37, 38, 39, 40, 41, 42, 43, 44, 45, 46, 47, 48, 49, 50, 51, 52, 53, 54, 55, 56, 57, 58, 59, 60, 61, 62, 63, 64, 65, 66, 67, 68, 69, 70, 71, 72, 73, 74, 75, 76, 77, 78, 79, 80, 81, 82, 83, 84, 85, 86, 87, 88, 89, 90, 91, 92, 93, 94, 95, 96, 97, 98, 99, 100, 101, 102, 103, 104),
+    ('batch.volcano.sh', 'v1alpha1', 'Job'): (0, 105, 106, 107, 108, 109, 110, 111, 112, 113, 114, 115, 116, 117, 118, 119, 120, 121, 122, 123, 124, 125, 126, 127, 128, 129, 130, 131, 132, 133, 134, 135, 136, 137, 138, 139, 140, 141, 142, 143, 144, 145, 146, 147, 148, 149, 150, 151, 152, 153, 154, 155, 156, 157, 158, 159, 160, 161, 162, 163, 164, 165, 166, 167, 168, 169, 170, 171, 172, 173, 174, 175, 176, 177, 178, 179, 180, 181, 182, 183, 184, 185, 186, 187, 188, 189, 190, 191, 192, 193, 194, 195, 196, 197, 198, 199, 200, 201, 202, 203, 204, 205, 206, 207, 208, 209, 210, 211, 212, 213, 214, 215, 216, 217, 218, 219, 220, 221, 222, 223, 224, 225, 226, 227, 228, 229, 230, 231, 232, 233, 234, 235, 236, 237, 238, 239, 240, 241, 242, 243, 244, 245, 246, 247, 248, 249, 250, 251, 252, 253, 254, 255, 96, 97, 98, 99, 100, 101, 102, 103, 104),
+    ('diengine.opendilab.org', 'v2alpha1', 'DIJob'): (0, 1, 2, 3, 4, 256, 257, 258, 259, 260, 261, 262, 263, 264, 265, 213, 239, 194, 195, 196, 197, 198, 199, 200, 201, 202, 203, 204, 205, 206, 207, 208, 209, 210, 211, 212, 214, 215, 216, 217, 218, 219, 220, 221, 222, 223, 224, 225, 226, 227, 228, 229, 230, 231, 232, 233, 234, 235, 236, 237, 238, 240, 241, 242, 243, 244, 245, 246, 247, 248, 249, 250, 251, 252, 253, 254, 255, 96, 97, 98, 99, 100, 101, 102, 103, 104),
+    ('kubeflow.org', 'v1', 'JAXJob'): (266, 267, 268, 269, 270, 0, 1, 2, 271, 272, 273, 274, 3, 4, 275, 276, 277, 278, 279, 280, 281, 282, 283, 284, 285, 286, 287, 288, 289, 290, 291, 292, 293, 294, 295, 296, 297, 298, 299, 300, 301, 302, 303, 304, 305, 306, 307, 308, 309, 310, 311, 312, 313, 314, 315, 316, 317, 318, 319, 320, 321, 322, 323, 324, 325, 326, 327, 328, 329, 330, 331, 332, 333, 334, 335, 336, 337, 96, 97, 98, 99, 100, 101, 102, 103, 104),
+    ('kubeflow.org', 'v1', 'MPIJob'): (266, 267, 268, 269, 338, 339, 340, 0, 1, 2, 341, 273, 274, 3, 4, 342, 343, 344, 345, 346, 347, 348, 349, 350, 351, 352, 353, 354, 355, 356, 357, 358, 359, 360, 361, 362, 363, 364, 365, 366, 367, 368, 369, 370, 371, 372, 373, 374, 375, 376, 377, 378, 379, 380, 381, 382, 383, 384, 385, 386, 387, 388, 389, 390, 391, 392, 393, 394, 395, 396, 397, 398, 399, 400, 401, 402, 403, 96, 97, 98, 99, 100, 101, 102, 103, 104),
+    ('kubeflow.org', 'v1', 'PaddleJob'): (266, 267, 268, 269, 404, 405, 0, 1, 2, 406, 407, 273, 274, 3, 4, 408, 409, 410, 411, 412, 413, 414, 415, 416, 417, 418, 419, 420, 421, 422, 423, 424, 425, 426, 427, 428, 429, 430, 431, 432, 433, 434, 435, 436, 437, 438, 439, 440, 441, 442, 443, 444, 445, 446, 447, 448, 449, 450, 451, 452, 453, 454, 455, 456, 457, 458, 459, 460, 461, 462, 463, 464, 465, 466, 467, 468, 469, 470, 96, 97, 98, 99, 100, 101, 102, 103, 104),
+    ('kubeflow.org', 'v1', 'PyTorchJob'): (266, 267, 268, 269, 471, 472, 473, 474, 475, 0, 1, 2, 476, 477, 273, 274, 3, 4, 478, 479, 480, 481, 482, 483, 484, 485, 486, 487, 488, 489, 490, 491, 492, 493, 494, 495, 496, 497, 498, 499, 500, 501, 502, 503, 504, 505, 506, 507, 508, 509, 510, 511, 512, 513, 514, 515, 516, 517, 518, 519, 520, 521, 522, 523, 524, 525, 526, 527, 528, 529, 530, 531, 532, 533, 534, 535, 536, 537, 538, 539, 540, 96, 97, 98, 99, 100, 101, 102, 103, 104),
+    ('kubeflow.org', 'v1', 'TFJob'): (266, 267, 268, 269, 541, 542, 0, 1, 2, 543, 544, 273, 274, 3, 4, 545, 546, 547, 548, 549, 550, 551, 552, 553, 554, 555, 556, 557, 558, 559, 560, 561, 562, 563, 564, 565, 566, 567, 568, 569, 570, 571, 572, 573, 574, 575, 576, 577, 578, 579, 580, 581, 582, 583, 584, 585, 586, 587, 588, 589, 590, 591, 592, 593, 594, 595, 596, 597, 598, 599, 600, 601, 602, 603, 604, 605, 606, 607, 96, 97, 98, 99, 100, 101, 102, 103, 104),
+    ('kubeflow.org', 'v1', 'XGBoostJob'): (266, 267, 268, 269, 608, 609, 610, 0, 1, 2, 611, 612, 273, 274, 3, 4, 613, 614, 615, 616, 617, 618, 619, 620, 621, 622, 623, 624, 625, 626, 627, 628, 629, 630, 631, 632, 633, 634, 635, 636, 637, 638, 639, 640, 641, 642, 643, 644, 645, 646, 647, 648, 649, 650, 651, 652, 653, 654, 655, 656, 657, 658, 659, 660, 661, 662, 663, 664, 665, 666, 667, 668, 669, 670, 671, 672, 673, 674, 675, 96, 97, 98, 99, 100, 101, 102, 103, 104),
+    ('mxnet.mlkube.io', 'v1beta1', 'MxJob'): (0, 1, 2, 3, 4, 676, 677, 678, 679, 680, 681, 34, 35, 36, 37, 38, 39, 40, 41, 42, 43, 44, 45, 46, 47, 48, 49, 50, 51, 52, 53, 54, 55, 56, 57, 58, 59, 60, 61, 62, 63, 64, 65, 66, 67, 68, 69, 70, 71, 72, 73, 74, 75, 76, 77, 78, 79, 80, 81, 82, 83, 84, 85, 86, 87, 88, 89, 90, 91, 92, 93, 94, 95, 96, 97, 98, 99, 100, 101, 102, 103, 104),
+    ('training.kubedl.io', 'v1alpha1', 'MPIJob'): (0, 1, 2, 341, 682, 683, 684, 274, 3, 4, 342, 685, 344, 345, 346, 347, 348, 349, 350, 351, 352, 353, 354, 355, 356, 357, 358, 359, 360, 361, 362, 363, 364, 365, 366, 367, 368, 369, 370, 371, 372, 373, 374, 375, 376, 377, 378, 379, 380, 381, 382, 383, 384, 385, 386, 387, 388, 389, 390, 391, 392, 393, 394, 395, 396, 397, 398, 399, 400, 401, 402, 403, 686, 687, 96, 97, 98, 99, 100, 101, 102, 103, 104),
+    ('training.kubedl.io', 'v1alpha1', 'MarsJob'): (0, 1, 2, 688, 689, 683, 274, 3, 4, 690, 691, 692, 693, 694, 695, 696, 697, 698, 699, 700, 701, 702, 703, 704, 705, 706, 707, 708, 709, 710, 711, 712, 713, 714, 715, 716, 717, 718, 719, 720, 721, 722, 723, 724, 725, 726, 727, 728, 729, 730, 731, 732, 733, 734, 735, 736, 737, 738, 739, 740, 741, 742, 743, 744, 745, 746, 747, 748, 749, 750, 751, 752, 96, 97, 98, 99, 100, 101, 102, 103, 104),
+    ('training.kubedl.io', 'v1alpha1', 'PyTorchJob'): (0, 1, 2, 476, 477, 683, 274, 3, 4, 478, 753, 480, 481, 482, 483, 484, 485, 486, 487, 488, 489, 490, 491, 492, 493, 494, 495, 496, 497, 498, 499, 500, 501, 502, 503, 504, 505, 506, 507, 508, 509, 510, 511, 512, 513, 514, 515, 516, 517, 518, 519, 520, 521, 522, 523, 524, 525, 526, 527, 528, 529, 530, 531, 532, 533, 534, 535, 536, 537, 538, 539, 540, 754, 755, 96, 97, 98, 99, 100, 101, 102, 103, 104),
+    ('training.kubedl.io', 'v1alpha1', 'TFJob'): (0, 1, 2, 543, 544, 683, 274, 3, 4, 545, 756, 547, 548, 549, 550, 551, 552, 553, 554, 555, 556, 557, 558, 559, 560, 561, 562, 563, 564, 565, 566, 567, 568, 569, 570, 571, 572, 573, 574, 575, 576, 577, 578, 579, 580, 581, 582, 583, 584, 585, 586, 587, 588, 589, 590, 591, 592, 593, 594, 595, 596, 597, 598, 599, 600, 601, 602, 603, 604, 605, 606, 607, 757, 758, 759, 96, 97, 98, 99, 100, 101, 102, 103, 104),
+    ('training.kubedl.io', 'v1alpha1', 'XDLJob'): (0, 1, 2, 760, 761, 683, 274, 3, 4, 762, 763, 764, 765, 766, 767, 768, 769, 770, 771, 772, 773, 774, 775, 776, 777, 778, 779, 780, 781, 782, 783, 784, 785, 786, 787, 788, 789, 790, 791, 792, 793, 794, 795, 796, 797, 798, 799, 800, 801, 802, 803, 804, 805, 806, 807, 808, 809, 810, 811, 812, 813, 814, 815, 816, 817, 818, 819, 820, 821, 822, 823, 824, 96, 97, 98, 99, 100, 101, 102, 103, 104),
+    ('training.kubedl.io', 'v1alpha1', 'XGBoostJob'): (0, 1, 2, 611, 612, 683, 274, 3, 4, 613, 825, 615, 616, 617, 618, 619, 620, 621, 622, 623, 624, 625, 626, 627, 628, 629, 630, 631, 632, 633, 634, 635, 636, 637, 638, 639, 640, 641, 642, 643, 644, 645, 646, 647, 648, 649, 650, 651, 652, 653, 654, 655, 656, 657, 658, 659, 660, 661, 662, 663, 664, 665, 666, 667, 668, 669, 670, 671, 672, 673, 674, 826, 827, 828, 96, 97, 98, 99, 100, 101, 102, 103, 104),
 }

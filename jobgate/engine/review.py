@@ -14,7 +14,7 @@ from jobgate.engine.fielderrors import FieldError, invalid_status
 from jobgate.engine.jsonpatch import NO_PATCH, Patch, PatchRecorder
 from jobgate.engine.registry import GroupVersionKind, JobKind, lookup, served_kinds
 from jobgate.engine.schema import schema_checker
-from jobgate.rules.jobmeta import generate_name_errors, job_name
+from jobgate.rules.jobmeta import generate_name_errors, job_name, label_errors
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING, without importing typing at run time (start-up)
 if TYPE_CHECKING:
@@ -117,6 +117,7 @@ def review_job(
     old_defaulted = kind.default(old) if isinstance(old, dict) else None
     found = kind.validate(defaulted, old_defaulted, context)
     found.errors.extend(generate_name_errors(defaulted.get("metadata"), creating=old is None))
+    found.errors.extend(label_errors(defaulted.get("metadata")))
     audit: list[str] = []
     rules: dict[int, str] = {}
     if context.policies is not None:

@@ -5,7 +5,13 @@ from __future__ import annotations
 from jobgate.engine.fielderrors import FieldError, FieldPath, invalid, required
 from jobgate.engine.findings import Findings
 from jobgate.engine.schema import schema_checker
-from jobgate.rules.names import LABEL_MAX_LENGTH, dns1035_label_problems, dns1123_subdomain_problems
+from jobgate.rules.names import (
+    LABEL_MAX_LENGTH,
+    dns1035_label_problems,
+    dns1123_subdomain_problems,
+    label_value_problems,
+    qualified_name_problems,
+)
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING, without importing typing at run time (start-up)
 if TYPE_CHECKING:
@@ -46,6 +52,23 @@ def generate_name_errors(metadata: Any, *, creating: bool) -> list[FieldError]:
     # apimachinery's maskTrailingDash, its quirk included: the last two characters become one "a".
     masked = prefix[:-2] + "a" if len(prefix) > 1 and prefix.endswith("-") else prefix
     return [invalid(path, prefix, problem) for problem in dns1123_subdomain_problems(masked)]
+
+
+def label_errors(metadata: Any) -> list[FieldError]:
+    """The labels as the apiserver checks every object's (ValidateLabels), on CREATE and UPDATE: each
+    key a qualified name, each value a label value; both reported at metadata.labels. A key or value
+    that is no string is the schema's to refuse."""
+    labels = metadata.get("labels") if isinstance(metadata, dict) else None
+    if not isinstance(labels, dict):
+        return []
+    path: FieldPath = ("metadata", "labels")
+    errors: list[FieldError] = []
+    for key, value in labels.items():
+        if isinstance(key, str):
+            errors += [invalid(path, key, problem) for problem in qualified_name_problems(key)]
+        if isinstance(value, str):
+            errors += [invalid(path, value, problem) for problem in label_value_problems(value)]
+    return errors
 
 
 def pod_name(job: str, replica_type: str, index: int) -> str:

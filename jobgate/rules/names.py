@@ -153,6 +153,55 @@ def max_length_message(limit: int) -> str:
     return f"must be no more than {limit} characters"
 
 
+# apimachinery's IsQualifiedName and IsValidLabelValue, word for word: the apiserver's check of every
+# object's metadata.labels (ValidateLabels), which refuses a job before any admission webhook is asked.
+QUALIFIED_NAME_REGEX_MESSAGE = (
+    "must consist of alphanumeric characters, '-', '_' or '.', and must start and end with an alphanumeric "
+    "character (e.g. 'MyName',  or 'my.name',  or '123-abc', regex used for validation is "
+    f"'{QUALIFIED_NAME}')"
+)
+LABEL_VALUE_MESSAGE = (
+    "a valid label must be an empty string or consist of alphanumeric characters, '-', '_' or '.', and must "
+    "start and end with an alphanumeric character (e.g. 'MyValue',  or 'my_value',  or '12345', regex used for "
+    f"validation is '({QUALIFIED_NAME})?')"
+)
+
+
+def qualified_name_problems(value: str) -> list[str]:
+    """IsQualifiedName: a name part of at most 63 characters, after an optional DNS-1123 subdomain and '/'."""
+    parts = value.split("/")
+    if len(parts) > 2:
+        return [
+            f"a qualified name {QUALIFIED_NAME_REGEX_MESSAGE} with an optional DNS subdomain prefix and '/' "
+            "(e.g. 'example.com/MyName')"
+        ]
+    problems: list[str] = []
+    if len(parts) == 2:
+        prefix = parts[0]
+        if not prefix:
+            problems.append("prefix part must be non-empty")
+        else:
+            problems += [f"prefix part {problem}" for problem in dns1123_subdomain_problems(prefix)]
+    name = parts[-1]
+    if not name:
+        problems.append("name part must be non-empty")
+    elif len(name) > LABEL_MAX_LENGTH:
+        problems.append(f"name part {max_length_message(LABEL_MAX_LENGTH)}")
+    if not matches_qualified_name(name):
+        problems.append(f"name part {QUALIFIED_NAME_REGEX_MESSAGE}")
+    return problems
+
+
+def label_value_problems(value: str) -> list[str]:
+    """IsValidLabelValue: empty, or at most 63 characters of a qualified name's."""
+    problems: list[str] = []
+    if len(value) > LABEL_MAX_LENGTH:
+        problems.append(max_length_message(LABEL_MAX_LENGTH))
+    if value and not matches_qualified_name(value):
+        problems.append(LABEL_VALUE_MESSAGE)
+    return problems
+
+
 def dns1123_label_problems(value: str) -> list[str]:
     problems = []
     if len(value) > LABEL_MAX_LENGTH:

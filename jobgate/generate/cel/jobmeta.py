@@ -11,6 +11,7 @@ from jobgate.rules.names import (
     DNS1035_LABEL_MESSAGE,
     DNS1123_SUBDOMAIN_MESSAGE,
     LABEL_MAX_LENGTH,
+    LABEL_VALUE_MESSAGE,
     SUBDOMAIN_MAX_LENGTH,
     max_length_message,
 )
@@ -21,6 +22,12 @@ GENERATED_SUFFIX_LENGTH = 5
 
 # What the apiserver says of a name that is no DNS-1123 subdomain (names.dns1123_subdomain_problems).
 SUBDOMAIN_PROBLEM = f"^({re.escape(DNS1123_SUBDOMAIN_MESSAGE)}|{re.escape(max_length_message(SUBDOMAIN_MAX_LENGTH))})$"
+
+# What the apiserver says of a label key or value (names.qualified_name_problems, label_value_problems).
+LABEL_PROBLEM = (
+    f"^({re.escape(max_length_message(LABEL_MAX_LENGTH))}|{re.escape(LABEL_VALUE_MESSAGE)}"
+    "|(prefix|name) part |a qualified name )"
+)
 
 NAME = "self.metadata.name"
 PREFIX = "self.metadata.generateName"
@@ -144,5 +151,13 @@ def schema_rules() -> list[Rule]:
                 Produces("metadata.generateName", "INVALID", "^may not contain '[/%]'$"),
             ),
             why="the apiserver's own check of every object's metadata",
+        ),
+        Rule(
+            "schema/labels",
+            "label keys are qualified names (an optional DNS-1123 subdomain and '/' before the name), label values "
+            "empty or at most 63 letters, digits, '-', '_' and '.' between alphanumerics",
+            Where.SCHEMA,
+            (Produces("metadata.labels", "INVALID", LABEL_PROBLEM),),
+            why="the apiserver's own check of every object's metadata, before any admission webhook is asked",
         ),
     ]

@@ -30,7 +30,12 @@ from jobgate.families.volcano.rules.tasks import (
     task_view,
 )
 from jobgate.rules.jobmeta import as_int, check_spec_schema, job_name
-from jobgate.rules.names import dns1123_label_problems, dns1123_subdomain_problems, matches_qualified_name
+from jobgate.rules.names import (
+    QUALIFIED_NAME_REGEX_MESSAGE,
+    dns1123_label_problems,
+    dns1123_subdomain_problems,
+    matches_qualified_name,
+)
 from jobgate.rules.podtemplate import check_pod_template
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING, without importing typing at run time (start-up)
@@ -50,11 +55,7 @@ CLAIM_CONFLICT = (
 # The name rules as regular expressions: the CRD's patterns (jobgate/generate/cel); the webhook checks names
 # by string operations, compiling nothing at start-up.
 QUALIFIED_NAME_REGEX = r"([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]"
-QUALIFIED_NAME_MESSAGE = (
-    "name part must consist of alphanumeric characters, '-', '_' or '.', and must start and end with an "
-    "alphanumeric character (e.g. 'MyName',  or 'my.name',  or '123-abc', regex used for validation is "
-    "'([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]')"
-)
+QUALIFIED_NAME_MESSAGE = f"name part {QUALIFIED_NAME_REGEX_MESSAGE}"
 _GENERATED_SUFFIX_LENGTH = 5
 _RFC1123_LABEL = "a lowercase RFC 1123 label"
 _TASK_NAME_PATTERN = r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$"
