@@ -16,7 +16,9 @@ from jobgate.rules.declared import (
     default_item_fields,
     default_item_product,
     default_item_when,
+    default_map_item_fields,
     default_sum,
+    default_template_port,
     default_type_field,
     entries_unchanged,
     field_bound,
@@ -233,6 +235,8 @@ def default_jaxjob_replicamap_kubeflow_org(
         obj = default_type_field(obj, recorder, ('spec', 'jaxReplicaSpecs'), field='replicas', values=(('Worker', 1),), others=1, empty_is_unset=False)
     if not only or 'replicas/restart-policy' in only:
         obj = default_type_field(obj, recorder, ('spec', 'jaxReplicaSpecs'), field='restartPolicy', values=(('Worker', 'Never'),), others='Never', empty_is_unset=True)
+    if not only or 'pod-template/framework-port' in only:
+        obj = default_template_port(obj, recorder, ('spec', 'jaxReplicaSpecs'), roles=('Worker',), others=True, known=('Worker',), container='jax', port=('jaxjob-port', 6666), requires_named=False)
     return obj
 
 
@@ -258,6 +262,8 @@ def default_mpijob_replicamap_kubeflow_org(
         obj = default_type_field(obj, recorder, ('spec', 'mpiReplicaSpecs'), field='replicas', values=(('Launcher', 1), ('Worker', 0)), others=None, empty_is_unset=False)
     if not only or 'replicas/restart-policy' in only:
         obj = default_type_field(obj, recorder, ('spec', 'mpiReplicaSpecs'), field='restartPolicy', values=(('Launcher', 'Never'), ('Worker', 'Never')), others=None, empty_is_unset=True)
+    if not only or 'pod-template/framework-port' in only:
+        obj = default_template_port(obj, recorder, ('spec', 'mpiReplicaSpecs'), roles=(), others=False, known=('Launcher', 'Worker'), container='mpi', port=('mpi-port', 9999), requires_named=False)
     return obj
 
 
@@ -283,6 +289,8 @@ def default_paddlejob_replicamap_kubeflow_org(
         obj = default_type_field(obj, recorder, ('spec', 'paddleReplicaSpecs'), field='replicas', values=(('Master', 1), ('Worker', 1)), others=1, empty_is_unset=False)
     if not only or 'replicas/restart-policy' in only:
         obj = default_type_field(obj, recorder, ('spec', 'paddleReplicaSpecs'), field='restartPolicy', values=(('Master', 'OnFailure'), ('Worker', 'OnFailure')), others='OnFailure', empty_is_unset=True)
+    if not only or 'pod-template/framework-port' in only:
+        obj = default_template_port(obj, recorder, ('spec', 'paddleReplicaSpecs'), roles=('Master', 'Worker'), others=True, known=('Master', 'Worker'), container='paddle', port=('master', 36543), requires_named=False)
     return obj
 
 
@@ -308,6 +316,8 @@ def default_pytorchjob_replicamap_kubeflow_org(
         obj = default_type_field(obj, recorder, ('spec', 'pytorchReplicaSpecs'), field='replicas', values=(('Master', 1), ('Worker', 1)), others=1, empty_is_unset=False)
     if not only or 'replicas/restart-policy' in only:
         obj = default_type_field(obj, recorder, ('spec', 'pytorchReplicaSpecs'), field='restartPolicy', values=(('Master', 'OnFailure'), ('Worker', 'OnFailure')), others='OnFailure', empty_is_unset=True)
+    if not only or 'pod-template/framework-port' in only:
+        obj = default_template_port(obj, recorder, ('spec', 'pytorchReplicaSpecs'), roles=('Master', 'Worker'), others=True, known=('Master', 'Worker'), container='pytorch', port=('pytorchjob-port', 23456), requires_named=False)
     return obj
 
 
@@ -333,6 +343,8 @@ def default_tfjob_replicamap_kubeflow_org(
         obj = default_type_field(obj, recorder, ('spec', 'tfReplicaSpecs'), field='replicas', values=(('PS', 1), ('Worker', 1), ('Chief', 1), ('Master', 1), ('Evaluator', 1)), others=1, empty_is_unset=False)
     if not only or 'replicas/restart-policy' in only:
         obj = default_type_field(obj, recorder, ('spec', 'tfReplicaSpecs'), field='restartPolicy', values=(('PS', 'Never'), ('Worker', 'Never'), ('Chief', 'Never'), ('Master', 'Never'), ('Evaluator', 'Never')), others='Never', empty_is_unset=True)
+    if not only or 'pod-template/framework-port' in only:
+        obj = default_template_port(obj, recorder, ('spec', 'tfReplicaSpecs'), roles=('PS', 'Worker', 'Chief', 'Master', 'Evaluator'), others=True, known=('PS', 'Worker', 'Chief', 'Master', 'Evaluator'), container='tensorflow', port=('tfjob-port', 2222), requires_named=False)
     return obj
 
 
@@ -358,6 +370,8 @@ def default_xgboostjob_replicamap_kubeflow_org(
         obj = default_type_field(obj, recorder, ('spec', 'xgbReplicaSpecs'), field='replicas', values=(('Master', 1), ('Worker', 1)), others=1, empty_is_unset=False)
     if not only or 'replicas/restart-policy' in only:
         obj = default_type_field(obj, recorder, ('spec', 'xgbReplicaSpecs'), field='restartPolicy', values=(('Master', 'Never'), ('Worker', 'Never')), others='Never', empty_is_unset=True)
+    if not only or 'pod-template/framework-port' in only:
+        obj = default_template_port(obj, recorder, ('spec', 'xgbReplicaSpecs'), roles=('Master', 'Worker'), others=True, known=('Master', 'Worker'), container='xgboost', port=('xgboostjob-port', 9999), requires_named=False)
     return obj
 
 
@@ -383,6 +397,12 @@ def default_mpijob_replicamap_training_kubedl_io(
         obj = default_type_field(obj, recorder, ('spec', 'mpiReplicaSpecs'), field='replicas', values=(('Launcher', 1), ('Worker', 1)), others=None, empty_is_unset=False)
     if not only or 'replicas/restart-policy' in only:
         obj = default_type_field(obj, recorder, ('spec', 'mpiReplicaSpecs'), field='restartPolicy', values=(('Launcher', 'Never'), ('Worker', 'Never')), others=None, empty_is_unset=True)
+    if not only:
+        obj = default_map_item_fields(obj, recorder, ('spec', 'mpiReplicaSpecs'), ('template', 'spec', 'containers'), (('terminationMessagePolicy', 'FallbackToLogsOnError', True, ''),))
+    elif any(i in only for i in ('pod-template/termination-message-policy',)):
+        obj = default_map_item_fields(obj, recorder, ('spec', 'mpiReplicaSpecs'), ('template', 'spec', 'containers'), tuple(f for i, f in zip(('pod-template/termination-message-policy',), (('terminationMessagePolicy', 'FallbackToLogsOnError', True, ''),), strict=True) if i in only))
+    if not only or 'pod-template/framework-port' in only:
+        obj = default_template_port(obj, recorder, ('spec', 'mpiReplicaSpecs'), roles=('Launcher', 'Worker'), others=False, known=('Launcher', 'Worker'), container='mpi', port=('mpi-port', 2222), requires_named=False)
     return obj
 
 
@@ -408,6 +428,12 @@ def default_marsjob_replicamap_training_kubedl_io(
         obj = default_type_field(obj, recorder, ('spec', 'marsReplicaSpecs'), field='replicas', values=(('Scheduler', 1), ('Worker', 1), ('WebService', 1)), others=None, empty_is_unset=False)
     if not only or 'replicas/restart-policy' in only:
         obj = default_type_field(obj, recorder, ('spec', 'marsReplicaSpecs'), field='restartPolicy', values=(('Scheduler', 'Never'), ('Worker', 'ExitCode'), ('WebService', 'Always')), others=None, empty_is_unset=True)
+    if not only:
+        obj = default_map_item_fields(obj, recorder, ('spec', 'marsReplicaSpecs'), ('template', 'spec', 'containers'), (('terminationMessagePolicy', 'FallbackToLogsOnError', True, ''),))
+    elif any(i in only for i in ('pod-template/termination-message-policy',)):
+        obj = default_map_item_fields(obj, recorder, ('spec', 'marsReplicaSpecs'), ('template', 'spec', 'containers'), tuple(f for i, f in zip(('pod-template/termination-message-policy',), (('terminationMessagePolicy', 'FallbackToLogsOnError', True, ''),), strict=True) if i in only))
+    if not only or 'pod-template/framework-port' in only:
+        obj = default_template_port(obj, recorder, ('spec', 'marsReplicaSpecs'), roles=('Scheduler', 'Worker', 'WebService'), others=False, known=('Scheduler', 'Worker', 'WebService'), container='mars', port=('mars-port', 11111), requires_named=False)
     return obj
 
 
@@ -433,6 +459,12 @@ def default_pytorchjob_replicamap_training_kubedl_io(
         obj = default_type_field(obj, recorder, ('spec', 'pytorchReplicaSpecs'), field='replicas', values=(('Master', 1), ('Worker', 1)), others=None, empty_is_unset=False)
     if not only or 'replicas/restart-policy' in only:
         obj = default_type_field(obj, recorder, ('spec', 'pytorchReplicaSpecs'), field='restartPolicy', values=(('Master', 'ExitCode'), ('Worker', 'OnFailure')), others=None, empty_is_unset=True)
+    if not only:
+        obj = default_map_item_fields(obj, recorder, ('spec', 'pytorchReplicaSpecs'), ('template', 'spec', 'containers'), (('terminationMessagePolicy', 'FallbackToLogsOnError', True, ''),))
+    elif any(i in only for i in ('pod-template/termination-message-policy',)):
+        obj = default_map_item_fields(obj, recorder, ('spec', 'pytorchReplicaSpecs'), ('template', 'spec', 'containers'), tuple(f for i, f in zip(('pod-template/termination-message-policy',), (('terminationMessagePolicy', 'FallbackToLogsOnError', True, ''),), strict=True) if i in only))
+    if not only or 'pod-template/framework-port' in only:
+        obj = default_template_port(obj, recorder, ('spec', 'pytorchReplicaSpecs'), roles=('Master',), others=False, known=('Master', 'Worker'), container='pytorch', port=('pytorchjob-port', 23456), requires_named=True)
     return obj
 
 
@@ -458,6 +490,12 @@ def default_tfjob_replicamap_training_kubedl_io(
         obj = default_type_field(obj, recorder, ('spec', 'tfReplicaSpecs'), field='replicas', values=(('PS', 1), ('Worker', 1), ('Chief', 1), ('Master', 1), ('Evaluator', 1)), others=None, empty_is_unset=False)
     if not only or 'replicas/restart-policy' in only:
         obj = default_type_field(obj, recorder, ('spec', 'tfReplicaSpecs'), field='restartPolicy', values=(('PS', 'ExitCode'), ('Worker', 'ExitCode'), ('Chief', 'ExitCode'), ('Master', 'ExitCode'), ('Evaluator', 'ExitCode')), others=None, empty_is_unset=True)
+    if not only:
+        obj = default_map_item_fields(obj, recorder, ('spec', 'tfReplicaSpecs'), ('template', 'spec', 'containers'), (('terminationMessagePolicy', 'FallbackToLogsOnError', True, ''),))
+    elif any(i in only for i in ('pod-template/termination-message-policy',)):
+        obj = default_map_item_fields(obj, recorder, ('spec', 'tfReplicaSpecs'), ('template', 'spec', 'containers'), tuple(f for i, f in zip(('pod-template/termination-message-policy',), (('terminationMessagePolicy', 'FallbackToLogsOnError', True, ''),), strict=True) if i in only))
+    if not only or 'pod-template/framework-port' in only:
+        obj = default_template_port(obj, recorder, ('spec', 'tfReplicaSpecs'), roles=('PS', 'Worker', 'Chief', 'Master', 'Evaluator'), others=False, known=('PS', 'Worker', 'Chief', 'Master', 'Evaluator'), container='tensorflow', port=('tfjob-port', 2222), requires_named=False)
     return obj
 
 
@@ -483,6 +521,12 @@ def default_xdljob_replicamap_training_kubedl_io(
         obj = default_type_field(obj, recorder, ('spec', 'xdlReplicaSpecs'), field='replicas', values=(('Worker', 1), ('PS', 1), ('Scheduler', 1), ('ExtendRole', 1)), others=None, empty_is_unset=False)
     if not only or 'replicas/restart-policy' in only:
         obj = default_type_field(obj, recorder, ('spec', 'xdlReplicaSpecs'), field='restartPolicy', values=(('Worker', 'Never'), ('PS', 'Never'), ('Scheduler', 'Never'), ('ExtendRole', 'Never')), others=None, empty_is_unset=True)
+    if not only:
+        obj = default_map_item_fields(obj, recorder, ('spec', 'xdlReplicaSpecs'), ('template', 'spec', 'containers'), (('terminationMessagePolicy', 'FallbackToLogsOnError', True, ''),))
+    elif any(i in only for i in ('pod-template/termination-message-policy',)):
+        obj = default_map_item_fields(obj, recorder, ('spec', 'xdlReplicaSpecs'), ('template', 'spec', 'containers'), tuple(f for i, f in zip(('pod-template/termination-message-policy',), (('terminationMessagePolicy', 'FallbackToLogsOnError', True, ''),), strict=True) if i in only))
+    if not only or 'pod-template/framework-port' in only:
+        obj = default_template_port(obj, recorder, ('spec', 'xdlReplicaSpecs'), roles=('Worker', 'PS', 'Scheduler', 'ExtendRole'), others=False, known=('Worker', 'PS', 'Scheduler', 'ExtendRole'), container='xdl', port=('xdljob-port', 2222), requires_named=False)
     return obj
 
 
@@ -508,6 +552,12 @@ def default_xgboostjob_replicamap_training_kubedl_io(
         obj = default_type_field(obj, recorder, ('spec', 'xgbReplicaSpecs'), field='replicas', values=(('Master', 1), ('Worker', 1)), others=None, empty_is_unset=False)
     if not only or 'replicas/restart-policy' in only:
         obj = default_type_field(obj, recorder, ('spec', 'xgbReplicaSpecs'), field='restartPolicy', values=(('Master', 'Never'), ('Worker', 'Never')), others=None, empty_is_unset=True)
+    if not only:
+        obj = default_map_item_fields(obj, recorder, ('spec', 'xgbReplicaSpecs'), ('template', 'spec', 'containers'), (('terminationMessagePolicy', 'FallbackToLogsOnError', True, ''),))
+    elif any(i in only for i in ('pod-template/termination-message-policy',)):
+        obj = default_map_item_fields(obj, recorder, ('spec', 'xgbReplicaSpecs'), ('template', 'spec', 'containers'), tuple(f for i, f in zip(('pod-template/termination-message-policy',), (('terminationMessagePolicy', 'FallbackToLogsOnError', True, ''),), strict=True) if i in only))
+    if not only or 'pod-template/framework-port' in only:
+        obj = default_template_port(obj, recorder, ('spec', 'xgbReplicaSpecs'), roles=('Master', 'Worker'), others=False, known=('Master', 'Worker'), container='xgboostjob', port=('xgboostjob-port', 9999), requires_named=False)
     return obj
 
 

@@ -52,6 +52,7 @@ from jobgate.rules.forms import (
     DefaultItemProduct,
     DefaultItemWhen,
     DefaultSum,
+    DefaultTemplatePort,
     DefaultTypeField,
     DefaultTypeSpelling,
     EntriesUnchanged,
@@ -248,7 +249,8 @@ class Declarations:
         | DefaultItemWhen
         | DefaultItemProduct
         | DefaultTypeField
-        | DefaultTypeSpelling,
+        | DefaultTypeSpelling
+        | DefaultTemplatePort,
     ) -> Default:
         if isinstance(d, VOLCANO_DEFAULT_FORMS):
             return _volcano_default(d)
@@ -256,6 +258,8 @@ class Declarations:
             return _type_field_default(d)
         if isinstance(d, DefaultTypeSpelling):
             return _type_spelling_default(d)
+        if isinstance(d, DefaultTemplatePort):
+            return _template_port_default(d)
         literal = _literal(d.value) if not isinstance(d.value, tuple) else ""
         empty = _empty(d.value)
         also = f" (also when {'0' if empty == '0' else chr(34) * 2})" if d.empty_is_unset else ""
@@ -314,6 +318,8 @@ class Declarations:
             )
         if isinstance(d.value, tuple):
             raise FormError(f"{d.id}: a tuple value is for a derived default (from_field)")
+        if "{*}" in d.list:
+            return _map_item_default(d, literal, unset, also)
         # A list below spec's own fields: a default never creates its parents.
         there = f"has(object.{d.list})" if len(path) <= 2 else _has_chain("object." + path[0], path[1:])
         if "." in d.field:
@@ -625,18 +631,24 @@ class Declarations:
                 lines += [f"    if not only or {d.id!r} in only:", f"        obj = {_volcano_default_call(d)}"]
             elif isinstance(d, DefaultTypeField):
                 lines += [f"    if not only or {d.id!r} in only:", f"        obj = {_type_field_call(d)}"]
+            elif isinstance(d, DefaultTemplatePort):
+                lines += [f"    if not only or {d.id!r} in only:", f"        obj = {_template_port_call(d)}"]
             elif isinstance(d, DefaultItemField) and d.list not in done:
                 done.add(d.list)
                 group = [o for o in self.declared if isinstance(o, DefaultItemField) and o.list == d.list]
                 fields = tuple((o.field, o.value, o.empty_is_unset, o.from_field) for o in group)
                 ids = tuple(o.id for o in group)
+                if "{*}" in d.list:
+                    in_map, _, in_value = d.list.partition("{*}.")
+                    call = f"default_map_item_fields(obj, recorder, {_path(in_map)!r}, {_path(in_value)!r}, "
+                else:
+                    call = f"default_item_fields(obj, recorder, {_path(d.list)!r}, "
                 # No variable: mypy types each tuple literal as it is written (the compiled build).
                 lines += [
                     "    if not only:",
-                    f"        obj = default_item_fields(obj, recorder, {_path(d.list)!r}, {fields!r})",
+                    f"        obj = {call}{fields!r})",
                     f"    elif any(i in only for i in {ids!r}):",
-                    f"        obj = default_item_fields(obj, recorder, {_path(d.list)!r}, "
-                    f"tuple(f for i, f in zip({ids!r}, {fields!r}, strict=True) if i in only))",
+                    f"        obj = {call}tuple(f for i, f in zip({ids!r}, {fields!r}, strict=True) if i in only))",
                 ]
         return lines
 
@@ -719,6 +731,28 @@ class Declarations:
             report.append((d.id, growth))
         # Declarations that share an id are one rule: each growth of it once.
         return list(dict.fromkeys(report))
+
+
+def _map_item_default(d: DefaultItemField, literal: str, unset: str, also: str) -> Default:
+    """A ``DefaultItemField`` of the list in each value of a map (``{*}``): a policy patch, the map's
+    keys in order, each value's list where every object on its way is there."""
+    in_map, _, in_value = d.list.partition("{*}.")
+    if "{*}" in in_value or d.from_field or "." in d.field:
+        raise FormError(f"{d.id}: a default through a map's values sets a field of the entry, one map deep")
+    value = f"object.{in_map}[k]"
+    items = f"{value}.{in_value}"
+    pointer = "/" + "/".join(_path(in_map)) + "/' + jsonpatch.escapeKey(k) + '/" + "/".join(_path(in_value))
+    patch = (
+        f"(has(object.{in_map}) ? object.{in_map}.filter(k, {_has_chain(value, _path(in_value))})"
+        f".map(k, {items}.transformList(i, e, {unset}, "
+        f"JSONPatch{{op: 'add', path: '{pointer}/' + string(i) + '/{d.field}', value: {literal}}})).flatten() : [])"
+    )
+    return Default(
+        d.id,
+        d.summary or f"each {d.entry}'s {d.field}: {_summary_value(d.value)}{also}",
+        Where.MUTATING_POLICY,
+        (patch,),
+    )
 
 
 def _has_chain(variable: str, steps: Sequence[str]) -> str:
@@ -826,7 +860,9 @@ def declared_module_text(kinds: Iterable[tuple[str, str, Declarations]]) -> str:
                 "default_item_fields",
                 "default_item_product",
                 "default_item_when",
+                "default_map_item_fields",
                 "default_sum",
+                "default_template_port",
                 "default_type_field",
                 "entries_unchanged",
                 "field_bound",
@@ -2512,6 +2548,43 @@ def _type_field_call(d: DefaultTypeField) -> str:
     return (
         f"default_type_field(obj, recorder, {_path(d.path)!r}, field={d.field!r}, values={d.values!r}, "
         f"others={d.others!r}, empty_is_unset={d.empty_is_unset!r})"
+    )
+
+
+def _template_port_default(d: DefaultTemplatePort) -> Default:
+    """A policy patch per role's template: the port appended to the named container's ports (or the
+    first container's), or its ports made of it."""
+    entries = f"object.{d.path}"
+    template = f"{entries}[k].template"
+    containers = f"{template}.spec.containers"
+    pointer = f"'/{d.path.replace('.', '/')}/' + jsonpatch.escapeKey(k) + '/template'"
+    named = f"has(c.name) && c.name == {cel_string(d.container)}"
+    needs = f"!(has(c.ports) && c.ports.exists(p, has(p.name) && p.name == {cel_string(d.port_name)}))"
+    # The apiserver's CEL wants literals of one type: the port's name and number are made dyn.
+    value = f"{{'name': dyn({cel_string(d.port_name)}), 'containerPort': dyn({d.port})}}"
+    at = f"{pointer} + '/spec/containers/' + string(i) + '/ports"
+    add = (
+        f"(has(c.ports) ? JSONPatch{{op: 'add', path: {at}/-', value: {value}}} : "
+        f"JSONPatch{{op: 'add', path: {at}', value: [{value}]}})"
+    )
+    on_named = f"{containers}.transformList(i, c, {named} && {needs}, {add})"
+    on_first = "[]" if d.requires_named else f"{containers}.transformList(i, c, i == 0 && {needs}, {add})"
+    role = f"k in {cel_list(d.roles)}"
+    if d.others:
+        role = f"({role} || !(k in {cel_list(d.known)}))"
+    patch = (
+        f"(has({entries}) ? {entries}.filter(k, has({template}) && {role} && has({template}.spec) && "
+        f"has({containers}) && size({containers}) > 0)"
+        f".map(k, ({containers}.exists(c, {named}) ? {on_named} : {on_first})).flatten() : [])"
+    )
+    return Default(d.id, d.summary, Where.MUTATING_POLICY, (patch,))
+
+
+def _template_port_call(d: DefaultTemplatePort) -> str:
+    return (
+        f"default_template_port(obj, recorder, {_path(d.path)!r}, roles={d.roles!r}, others={d.others!r}, "
+        f"known={d.known!r}, container={d.container!r}, port={(d.port_name, d.port)!r}, "
+        f"requires_named={d.requires_named!r})"
     )
 
 

@@ -116,15 +116,20 @@ def default_field(
 
 
 def default_item_fields(
-    obj: dict[str, Any], recorder: PatchRecorder, path: tuple[str, ...], fields: tuple[tuple[str, Any, bool, str], ...]
+    obj: dict[str, Any],
+    recorder: PatchRecorder,
+    path: tuple[str, ...],
+    fields: tuple[tuple[str, Any, bool, str], ...],
+    base: str = "",
 ) -> dict[str, Any]:
     """``DefaultItemField``s of one list: each entry's (field, value, empty_is_unset, from_field) in
-    order; with ``from_field``, the entry's value of it when that is one of ``value``."""
+    order; with ``from_field``, the entry's value of it when that is one of ``value``. ``base``: the
+    pointer of ``obj`` itself (a map's value, ``default_map_item_fields``)."""
     items = get(obj, path)
     if not isinstance(items, list):
         return obj
     defaulted = []
-    pointer = "/" + "/".join(path)
+    pointer = base + "/" + "/".join(path)
     for index, given in enumerate(items):
         item = given
         if isinstance(given, dict):
@@ -151,6 +156,28 @@ def default_item_fields(
                     recorder.set(holder, name, source, at)
         defaulted.append(item)
     return _replaced(obj, path, defaulted)
+
+
+def default_map_item_fields(
+    obj: dict[str, Any],
+    recorder: PatchRecorder,
+    map_path: tuple[str, ...],
+    path: tuple[str, ...],
+    fields: tuple[tuple[str, Any, bool, str], ...],
+) -> dict[str, Any]:
+    """``DefaultItemField``s of a list in each value of the map at ``map_path`` (``{*}``): the list
+    at ``path`` from each value that is an object, the map's keys in order."""
+    entries = get(obj, map_path)
+    if not isinstance(entries, dict):
+        return obj
+    at = "/" + "/".join(map_path)
+    defaulted = {
+        key: default_item_fields(value, recorder, path, fields, f"{at}/{escape_pointer_token(key)}")
+        if isinstance(value, dict)
+        else value
+        for key, value in entries.items()
+    }
+    return _replaced(obj, map_path, defaulted)
 
 
 def _is_empty(given: Any, value: Any) -> bool:
@@ -1141,6 +1168,77 @@ def default_type_field(
             changed = dict(found)
         changed[key] = entry
     return obj if changed is None else _replaced(obj, path, changed)
+
+
+def default_template_port(
+    obj: dict[str, Any],
+    recorder: PatchRecorder,
+    path: tuple[str, ...],
+    *,
+    roles: tuple[str, ...],
+    others: bool,
+    known: tuple[str, ...],
+    container: str,
+    port: tuple[str, int],
+    requires_named: bool,
+) -> dict[str, Any]:
+    """``DefaultTemplatePort``: the port on a container of each role's pod template; the map and each
+    changed value copied, down to the container. Anything of an unexpected type is validation's."""
+    found = get(obj, path)
+    if not isinstance(found, dict):
+        return obj
+    pointer = "/" + "/".join(path)
+    changed: dict[str, Any] | None = None
+    for key, given in found.items():
+        if not (key in roles or (others and key not in known)) or not isinstance(given, dict):
+            continue
+        at = f"{pointer}/{escape_pointer_token(key)}"
+        entry = _with_port(given, recorder, at, container=container, port=port, named=requires_named)
+        if entry is not given:
+            if changed is None:
+                changed = dict(found)
+            changed[key] = entry
+    return obj if changed is None else _replaced(obj, path, changed)
+
+
+def _with_port(
+    replica: dict[str, Any],
+    recorder: PatchRecorder,
+    pointer: str,
+    *,
+    container: str,
+    port: tuple[str, int],
+    named: bool,
+) -> dict[str, Any]:
+    template = replica.get("template")
+    spec = template.get("spec") if isinstance(template, dict) else None
+    containers = spec.get("containers") if isinstance(spec, dict) else None
+    if not isinstance(template, dict) or not isinstance(spec, dict) or not isinstance(containers, list):
+        return replica
+    target = next(
+        (i for i, c in enumerate(containers) if isinstance(c, dict) and c.get("name") == container),
+        None,
+    )
+    if target is None:
+        if named or not containers:
+            return replica
+        target = 0
+    given = containers[target]
+    if not isinstance(given, dict):
+        return replica
+    ports = given.get("ports")
+    if ports is not None and not isinstance(ports, list):
+        return replica
+    name, number = port
+    if ports and any(isinstance(p, dict) and p.get("name") == name for p in ports):
+        return replica
+    copied = dict(given)
+    recorder.append(
+        copied, "ports", {"name": name, "containerPort": number}, f"{pointer}/template/spec/containers/{target}"
+    )
+    changed = list(containers)
+    changed[target] = copied
+    return {**replica, "template": {**template, "spec": {**spec, "containers": changed}}}
 
 
 def _run_policy(spec: dict[str, Any], place: str) -> tuple[dict[str, Any], FieldPath]:

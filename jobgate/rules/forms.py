@@ -74,7 +74,10 @@ class DefaultItemField:
 
     A derived default: with ``from_field``, the value is the entry's ``from_field`` when that is one
     of ``value``'s strings (``value`` then a tuple); a policy patch only, no schema default can say it.
-    Defaults of one list may share an ``id``: one default of the catalogue (an object and its fields)."""
+    Defaults of one list may share an ``id``: one default of the catalogue (an object and its fields).
+    A ``list`` through ``{*}`` (``spec.replicaSpecs{*}.template.spec.containers``) is the list in each
+    value of that map that holds one: a policy patch only, as its entries are in an object the CRD keeps
+    whole (a pod template), which has no schema to hold a default."""
 
     id: str
     list: str
@@ -810,8 +813,28 @@ class DefaultTypeSpelling:
     types: tuple[str, ...]
 
 
+@dataclass(frozen=True)
+class DefaultTemplatePort:
+    """The framework's port (``{name: port_name, containerPort: port}``) on a container of the pod
+    template (``template.spec.containers``) of each value of the map at ``path`` whose key is among
+    ``roles`` (with ``others``, a key not among ``known`` too): on the container named ``container``,
+    else on the first (unless ``requires_named``), unless it has a port of that name. A policy patch:
+    the CRD keeps the pod template whole."""
+
+    id: str
+    summary: str
+    path: str
+    roles: tuple[str, ...]
+    container: str
+    port_name: str
+    port: int
+    requires_named: bool = False
+    others: bool = False
+    known: tuple[str, ...] = ()
+
+
 REPLICA_MAP_FORMS = (KnownTypes, RunPolicyImmutable, RunPolicyAtMostTotal)
-REPLICA_MAP_DEFAULT_FORMS = (DefaultTypeField, DefaultTypeSpelling)
+REPLICA_MAP_DEFAULT_FORMS = (DefaultTypeField, DefaultTypeSpelling, DefaultTemplatePort)
 
 
 # --- forms only T9k's and DI-engine's rules use (jobgate/families/{t9k,diengine}/declared.py) ----------
@@ -958,6 +981,7 @@ Declaration = (
     | Bounds
     | (DefaultIndexed | DefaultSum | ImpliedKeys | DefaultItemWhen | DefaultItemProduct)
     | (KnownTypes | RunPolicyImmutable | RunPolicyAtMostTotal | DefaultTypeField | DefaultTypeSpelling)
+    | DefaultTemplatePort
     | (RefersTo | IndexMaps | NamedEntries | EntriesUnchanged)
 )
 DEFAULT_FORMS = (DefaultField, DefaultItemField, *VOLCANO_DEFAULT_FORMS, *REPLICA_MAP_DEFAULT_FORMS)

@@ -19,8 +19,6 @@ from jobgate.engine.fielderrors import (
     too_many,
 )
 from jobgate.engine.findings import Findings, clip_warning
-from jobgate.engine.jsonpatch import PatchRecorder
-from jobgate.rules.dicts import copied_dict
 from jobgate.rules.quantity import (
     NANO,
     QUANTITY_MESSAGE,
@@ -46,60 +44,6 @@ POD_TEMPLATE_BOUNDS = {
     "volumeMounts": 32,
 }
 # --- defaults (copy-on-write: only the containers on the way to a change are copied) ------
-
-
-def default_pod_template(
-    replica: dict[str, Any],
-    pointer: str,
-    recorder: PatchRecorder,
-    *,
-    container_name: str | None,
-    port: tuple[str, int] | None,
-    port_requires_named_container: bool = False,
-    termination_message_policy: bool = True,
-) -> None:
-    """Fill terminationMessagePolicy (unless ``termination_message_policy`` is false) and the
-    framework port, in place on ``replica`` (a copy).
-
-    The port goes to the container named ``container_name``, else to the first container,
-    unless ``port_requires_named_container``; an existing port of that name is left alone.
-    Anything of an unexpected type is left untouched for validation to report.
-    """
-    template = copied_dict(replica, "template")
-    spec = copied_dict(template, "spec") if template is not None else None
-    containers = spec.get("containers") if spec is not None else None
-    if not isinstance(containers, list) or not containers:
-        return
-    containers = list(containers)
-    spec["containers"] = containers  # type: ignore[index]
-    containers_pointer = f"{pointer}/template/spec/containers"
-    for index, given in enumerate(containers):
-        if not termination_message_policy:
-            break
-        if isinstance(given, dict) and given.get("terminationMessagePolicy") in (None, ""):
-            copy = containers[index] = dict(given)
-            recorder.set(copy, "terminationMessagePolicy", FALLBACK_TO_LOGS, f"{containers_pointer}/{index}")
-    if port is None:
-        return
-    target = next(
-        (i for i, c in enumerate(containers) if isinstance(c, dict) and c.get("name") == container_name),
-        None,
-    )
-    if target is None:
-        if port_requires_named_container:
-            return
-        target = 0
-    container = containers[target]
-    if not isinstance(container, dict):
-        return
-    ports = container.get("ports")
-    if ports is not None and not isinstance(ports, list):
-        return
-    name, number = port
-    if ports and any(isinstance(p, dict) and p.get("name") == name for p in ports):
-        return
-    container = containers[target] = dict(container)
-    recorder.append(container, "ports", {"name": name, "containerPort": number}, f"{containers_pointer}/{target}")
 
 
 # --- checks ---------------------------------------------------------------------------------

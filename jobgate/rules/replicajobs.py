@@ -21,13 +21,13 @@ from jobgate.engine.fielderrors import (
     required,
 )
 from jobgate.engine.findings import Findings
-from jobgate.engine.jsonpatch import NO_PATCH, PatchRecorder, escape_pointer_token
+from jobgate.engine.jsonpatch import NO_PATCH, PatchRecorder
 from jobgate.engine.modelref import ModelRef
 from jobgate.engine.registry import GroupVersionKind
 from jobgate.rules.declared import default_type_spelling
 from jobgate.rules.dicts import copied_dict
 from jobgate.rules.jobmeta import as_int, check_job_name, check_spec_schema
-from jobgate.rules.podtemplate import check_pod_template, default_pod_template
+from jobgate.rules.podtemplate import check_pod_template
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING, without importing typing at run time (start-up)
 if TYPE_CHECKING:
@@ -48,6 +48,12 @@ TYPE_SPELLING = "replicas/type-spelling"
 QUEUE_IMMUTABLE = "run-policy/queue-immutable"
 MIN_AVAILABLE = "run-policy/min-available"
 REPLICA_DEFAULTS = ("replicas/count", "replicas/restart-policy")
+# Each container's terminationMessagePolicy (declared for the kinds that default it).
+TERMINATION_MESSAGE_POLICY = "pod-template/termination-message-policy"
+# The framework's port on a container of each replica's template (rules/replicajobs_declared.py).
+FRAMEWORK_PORT = "pod-template/framework-port"
+# The declared defaults of one replica, in their order.
+_ONE_REPLICA_DEFAULTS = (*REPLICA_DEFAULTS, TERMINATION_MESSAGE_POLICY, FRAMEWORK_PORT)
 
 
 # The classes here are written out, not dataclasses: importing ``dataclasses`` costs a
@@ -257,23 +263,11 @@ class ReplicaJobKind:
             if not isinstance(given, dict):
                 continue
             replica = replicas[replica_type] = dict(given)
-            pointer = f"/spec/{self.replicas_field}/{escape_pointer_token(replica_type)}"
-            # The declared count and restart policy (of this replica alone: before its template's defaults).
+            # The declared count, restart policy, containers' terminationMessagePolicy and framework port
+            # (of this replica alone: each replica's patches before the next one's).
             single = {"spec": {self.replicas_field: {replica_type: replica}}}
-            defaulted = self._replica_map_function("default")(single, recorder, REPLICA_DEFAULTS)
-            replica = replicas[replica_type] = defaulted["spec"][self.replicas_field][replica_type]
-            role = self._roles.get(replica_type)
-            default_pod_template(
-                replica,
-                pointer,
-                recorder,
-                container_name=self.container,
-                port=(self.port_name, self.port)
-                if (role.gets_port if role is not None else self.unknown_type_restart_policy() is not None)
-                else None,
-                port_requires_named_container=self.port_requires_named_container,
-                termination_message_policy=self.termination_message_policy,
-            )
+            defaulted = self._replica_map_function("default")(single, recorder, _ONE_REPLICA_DEFAULTS)
+            replicas[replica_type] = defaulted["spec"][self.replicas_field][replica_type]
         # The kind's declared defaults (a family's declared.py), where its hand-written ones were: after
         # the replicas', before the rest of its own (the order a default's new field takes in spec).
         declared = self.declared_defaults(job, recorder)

@@ -10,16 +10,21 @@ from __future__ import annotations
 
 from jobgate.rules.forms import (
     Declaration,
+    DefaultItemField,
+    DefaultTemplatePort,
     DefaultTypeField,
     DefaultTypeSpelling,
     KnownTypes,
     RunPolicyAtMostTotal,
     RunPolicyImmutable,
 )
+from jobgate.rules.podtemplate import FALLBACK_TO_LOGS
 from jobgate.rules.replicajobs import (
+    FRAMEWORK_PORT,
     MIN_AVAILABLE,
     QUEUE_IMMUTABLE,
     REPLICA_DEFAULTS,
+    TERMINATION_MESSAGE_POLICY,
     TYPE_SPELLING,
     TYPES,
     ReplicaJobKind,
@@ -97,4 +102,40 @@ def replica_declarations(kind: ReplicaJobKind) -> tuple[Declaration, ...]:
             empty_is_unset=True,
         ),
     ]
+    if kind.termination_message_policy:
+        # Each replica's containers, after its count and restart policy (rules/replicajobs.py's defaults
+        # of one replica), before its framework port.
+        declared.append(
+            DefaultItemField(
+                TERMINATION_MESSAGE_POLICY,
+                f"spec.{field}{{*}}.template.spec.containers",
+                "terminationMessagePolicy",
+                FALLBACK_TO_LOGS,
+                empty_is_unset=True,
+                entry="container",
+                summary=f"every container's terminationMessagePolicy: {FALLBACK_TO_LOGS}",
+            )
+        )
+    port_roles = tuple(role.name for role in kind.roles if role.gets_port)
+    declared.append(
+        DefaultTemplatePort(
+            FRAMEWORK_PORT,
+            f"the {kind.port_name} port ({kind.port}) on the {kind.container} container of "
+            + ", ".join(port_roles)
+            + (
+                ""
+                if kind.port_requires_named_container
+                else f" (the first container when none is named {kind.container})"
+            ),
+            path,
+            port_roles,
+            kind.container,
+            kind.port_name,
+            kind.port,
+            requires_named=kind.port_requires_named_container,
+            # A type the kind does not know gets the port when it gets a restart policy (Kubeflow's).
+            others=unknown_policy is not None,
+            known=roles,
+        )
+    )
     return tuple(declared)

@@ -37,6 +37,7 @@ from jobgate.rules.forms import (
     DefaultItemProduct,
     DefaultItemWhen,
     DefaultSum,
+    DefaultTemplatePort,
     DefaultTypeField,
     DefaultTypeSpelling,
     EntriesUnchanged,
@@ -538,6 +539,120 @@ def test_an_object_default_and_its_fields_are_one_default():
         Declarations(
             (DefaultItemField("x", "spec.a", "f", 1), DefaultItemField("x", "spec.b", "f", 1)),
         )
+
+
+def test_a_default_of_a_list_in_each_value_of_a_map():
+    declared = Declarations(
+        (
+            DefaultItemField(
+                "m/policy",
+                "spec.roles{*}.template.spec.containers",
+                "policy",
+                "Fallback",
+                empty_is_unset=True,
+                entry="container",
+                summary="every container's policy: Fallback",
+            ),
+        )
+    )
+    namespace: dict[str, object] = {}
+    exec(compile(declared_module_text([("m.example.com", "M", declared)]), "m", "exec"), namespace)
+    recorder = PatchRecorder()
+    one = {"template": {"spec": {"containers": [{"name": "a"}, {"policy": "File"}, {"policy": ""}, "x"]}}}
+    job = {"spec": {"roles": {"A~1/B": one, "C": {"template": {}}, "D": 3}}}
+    out = namespace["default_m_m_example_com"](job, recorder)
+    assert out["spec"]["roles"]["A~1/B"]["template"]["spec"]["containers"] == [
+        {"name": "a", "policy": "Fallback"},
+        {"policy": "File"},
+        {"policy": "Fallback"},
+        "x",
+    ]
+    assert out["spec"]["roles"]["C"] == {"template": {}} and out["spec"]["roles"]["D"] == 3
+    # The map's key escaped in the pointer, as the policy's jsonpatch.escapeKey does.
+    assert [op["path"] for op in recorder.ops] == [
+        "/spec/roles/A~01~1B/template/spec/containers/0/policy",
+        "/spec/roles/A~01~1B/template/spec/containers/2/policy",
+    ]
+    assert "policy" not in job["spec"]["roles"]["A~1/B"]["template"]["spec"]["containers"][0], "input untouched"
+    (default,) = declared.defaults()
+    # In an object the CRD keeps whole (a pod template): a policy patch only, no schema default.
+    assert (default.summary, default.where, default.placements) == (
+        "every container's policy: Fallback",
+        Where.MUTATING_POLICY,
+        (),
+    )
+    assert default.patches[0].startswith(
+        "(has(object.spec.roles) ? object.spec.roles.filter(k, (has(object.spec.roles[k].template) && "
+        "has(object.spec.roles[k].template.spec) && has(object.spec.roles[k].template.spec.containers)))"
+    )
+    assert (
+        "path: '/spec/roles/' + jsonpatch.escapeKey(k) + '/template/spec/containers/' + string(i) + '/policy'"
+        in (default.patches[0])
+    )
+    with pytest.raises(FormError):  # one map deep, a field of the entry
+        Declarations((DefaultItemField("n", "spec.a{*}.b{*}.c", "f", 1),)).defaults()
+
+
+def test_a_framework_port_on_each_roles_template():
+    def port_default(**options):
+        declared = Declarations(
+            (DefaultTemplatePort("p/port", "the port", "spec.roles", ("A", "B"), "main", "fw", 7, **options),)
+        )
+        namespace: dict[str, object] = {}
+        exec(compile(declared_module_text([("p.example.com", "P", declared)]), "p", "exec"), namespace)
+        return namespace["default_p_p_example_com"], declared
+
+    def template(*containers):
+        return {"template": {"spec": {"containers": list(containers)}}}
+
+    port = {"name": "fw", "containerPort": 7}
+    job = {
+        "spec": {
+            "roles": {
+                "A": template({"name": "side"}, {"name": "main", "ports": [{"name": "x"}]}),
+                "B": template({"name": "side"}),
+                "C": template({"name": "main"}),
+                "X": template({"name": "main"}),
+                "D~1": template({"name": "main", "ports": [{"name": "fw", "containerPort": 1}]}),
+            }
+        }
+    }
+    default, declared = port_default()
+    recorder = PatchRecorder()
+    roles = default(job, recorder)["spec"]["roles"]
+    assert roles["A"]["template"]["spec"]["containers"][1]["ports"] == [{"name": "x"}, port]
+    assert roles["B"]["template"]["spec"]["containers"] == [{"name": "side", "ports": [port]}], "the first container"
+    assert roles["C"] == job["spec"]["roles"]["C"], "not a role of the port"
+    assert [op["path"] for op in recorder.ops] == [
+        "/spec/roles/A/template/spec/containers/1/ports/1",
+        "/spec/roles/B/template/spec/containers/0/ports",
+    ]
+    assert "ports" not in job["spec"]["roles"]["B"]["template"]["spec"]["containers"][0], "the input is not modified"
+    # A type not among the known ones too (others), and only on the named container (requires_named).
+    default, _ = port_default(others=True, known=("A", "B", "C"), requires_named=True)
+    recorder = PatchRecorder()
+    roles = default(job, recorder)["spec"]["roles"]
+    assert roles["X"]["template"]["spec"]["containers"] == [{"name": "main", "ports": [port]}]
+    assert "ports" not in roles["B"]["template"]["spec"]["containers"][0]
+    assert [op["path"] for op in recorder.ops] == [
+        "/spec/roles/A/template/spec/containers/1/ports/1",
+        "/spec/roles/X/template/spec/containers/0/ports",
+    ]
+    (record,) = declared.defaults()
+    assert (record.id, record.summary, record.where, record.placements) == (
+        "p/port",
+        "the port",
+        Where.MUTATING_POLICY,
+        (),
+    )
+    patch = record.patches[0]
+    assert "object.spec.roles.filter(k, has(object.spec.roles[k].template) && k in ['A', 'B'] && " in patch
+    assert "value: {'name': dyn('fw'), 'containerPort': dyn(7)}" in patch
+    assert "i == 0 && " in patch, "the first container when none is named main"
+    (named,) = Declarations(
+        (DefaultTemplatePort("p/port", "p", "spec.roles", ("A",), "m", "fw", 7, requires_named=True, others=True),)
+    ).defaults()
+    assert "i == 0" not in named.patches[0] and "(k in ['A'] || !(k in []))" in named.patches[0]
 
 
 # --- the forms only Volcano uses, the zero of a number as "empty", and ``only`` ------------------

@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import copy
 import re
-from collections.abc import Callable
 from typing import Any
 
 from jobgate.generate.cel.catalogue import (
@@ -41,7 +40,7 @@ from jobgate.rules.forms import ScopeSite
 from jobgate.rules.names import (
     LABEL_MAX_LENGTH,
 )
-from jobgate.rules.podtemplate import FALLBACK_TO_LOGS, POD_TEMPLATE_BOUNDS
+from jobgate.rules.podtemplate import POD_TEMPLATE_BOUNDS
 from jobgate.rules.podtemplate_declared import (
     CONTAINER,
     CONTAINER_NAME,
@@ -438,55 +437,3 @@ def _resource_rules(key: str, item: Location, each: str) -> list[Rule]:
             why="reads integer-or-string values, which Kubernetes 1.30's CRD cost estimate cannot bound",
         ),
     ]
-
-
-# --- defaults (rules/podtemplate.default_pod_template) -------------------------------------------
-
-
-class TemplatePatches:
-    """How a MutatingAdmissionPolicy reaches each pod template of a kind: ``each(condition, body)``
-    is CEL of the flattened list of the patches ``body`` makes for every template (in scope as
-    ``template``, with its JSON pointer as ``pointer``) that ``condition`` admits."""
-
-    __slots__ = ("each",)
-
-    def __init__(self, each: Callable[[str, str], str]) -> None:
-        self.each = each
-
-
-def _dyn_map(entries: dict[str, str]) -> str:
-    # The apiserver's CEL wants literals of one type: a port's name and number are made dyn.
-    return "{" + ", ".join(f"{cel_string(k)}: dyn({v})" for k, v in entries.items()) + "}"
-
-
-def termination_message_policy_patch(templates: TemplatePatches) -> str:
-    """terminationMessagePolicy FallbackToLogsOnError on every container that has none."""
-    body = (
-        "template.spec.containers.transformList(i, c, "
-        "!has(c.terminationMessagePolicy) || c.terminationMessagePolicy == '', "
-        "JSONPatch{op: 'add', path: pointer + '/spec/containers/' + string(i) + '/terminationMessagePolicy', "
-        f"value: {cel_string(FALLBACK_TO_LOGS)}}})"
-    )
-    return templates.each("has(template.spec) && has(template.spec.containers)", body)
-
-
-def framework_port_patch(
-    templates: TemplatePatches, condition: str, container: str, port_name: str, port: int, *, requires_named: bool
-) -> str:
-    """The framework's port on the container named ``container`` (else the first, unless
-    ``requires_named``), unless a port of that name is there; for templates ``condition`` admits."""
-    named = f"has(c.name) && c.name == {cel_string(container)}"
-    needs = f"!(has(c.ports) && c.ports.exists(p, has(p.name) && p.name == {cel_string(port_name)}))"
-    value = _dyn_map({"name": cel_string(port_name), "containerPort": str(port)})
-    add = (
-        "(has(c.ports) ? "
-        f"JSONPatch{{op: 'add', path: pointer + '/spec/containers/' + string(i) + '/ports/-', value: {value}}} : "
-        f"JSONPatch{{op: 'add', path: pointer + '/spec/containers/' + string(i) + '/ports', value: [{value}]}})"
-    )
-    on_named = f"template.spec.containers.transformList(i, c, {named} && {needs}, {add})"
-    on_first = "[]" if requires_named else f"template.spec.containers.transformList(i, c, i == 0 && {needs}, {add})"
-    body = f"(template.spec.containers.exists(c, {named}) ? {on_named} : {on_first})"
-    return templates.each(
-        f"{condition} && has(template.spec) && has(template.spec.containers) && size(template.spec.containers) > 0",
-        body,
-    )

@@ -4,22 +4,16 @@ same kind objects the webhook checks with: the roles, the replica map's field, t
 
 from __future__ import annotations
 
-import re
-
 from jobgate.generate.cel.catalogue import (
     MAP_VALUES,
     Default,
     Rule,
-    Where,
     cel_list,
 )
 from jobgate.generate.cel.jobmeta import NAME, derived_names_rule
 from jobgate.generate.cel.podtemplate import (
-    TemplatePatches,
     TemplateSite,
-    framework_port_patch,
     pod_template_rules,
-    termination_message_policy_patch,
 )
 from jobgate.generate.forms import Declarations
 from jobgate.rules.names import LABEL_MAX_LENGTH
@@ -87,61 +81,8 @@ def replica_template_site(kind: ReplicaJobKind) -> TemplateSite:
 # --- defaults (ReplicaJobKind.default) ---------------------------------------------------------------
 
 
-def replica_templates(kind: ReplicaJobKind) -> TemplatePatches:
-    """Each replica's pod template, for the defaults' patches (``k``: the replica type)."""
-    field = kind.replicas_field
-    template = f"object.spec.{field}[k].template"
-    pointer = f"'/spec/{field}/' + jsonpatch.escapeKey(k) + '/template'"
-
-    def each(condition: str, body: str) -> str:
-        def bind(text: str) -> str:
-            return re.sub(r"\bpointer\b", pointer, re.sub(r"\btemplate\b", template, text))
-
-        return (
-            f"(has(object.spec.{field}) ? object.spec.{field}.filter(k, has({template}) && {bind(condition)})"
-            f".map(k, {bind(body)}).flatten() : [])"
-        )
-
-    return TemplatePatches(each)
-
-
 def replica_job_defaults(kind: ReplicaJobKind) -> list[Default]:
-    """The defaults every replica-map kind shares: the replica types' spelling, each replica's
-    count and restart policy, its pods' terminationMessagePolicy and framework port (the run
-    policy's are the family's declarations): the first three declared (replica_declarations)."""
-    defaults = replica_map_declarations(kind).defaults()
-    templates = replica_templates(kind)
-    if kind.termination_message_policy:
-        defaults.append(
-            Default(
-                "pod-template/termination-message-policy",
-                "every container's terminationMessagePolicy: FallbackToLogsOnError",
-                Where.MUTATING_POLICY,
-                (termination_message_policy_patch(templates),),
-            )
-        )
-    port_roles = [role.name for role in kind.roles if role.gets_port]
-    defaults.append(
-        Default(
-            "pod-template/framework-port",
-            f"the {kind.port_name} port ({kind.port}) on the {kind.container} container of "
-            + ", ".join(port_roles)
-            + (
-                ""
-                if kind.port_requires_named_container
-                else f" (the first container when none is named {kind.container})"
-            ),
-            Where.MUTATING_POLICY,
-            (
-                framework_port_patch(
-                    templates,
-                    f"k in {cel_list(port_roles)}",
-                    kind.container,
-                    kind.port_name,
-                    kind.port,
-                    requires_named=kind.port_requires_named_container,
-                ),
-            ),
-        )
-    )
-    return defaults
+    """The defaults every replica-map kind shares, declared (replica_declarations): the replica types'
+    spelling, each replica's count and restart policy, its pods' terminationMessagePolicy and
+    framework port (the run policy's are the family's declarations)."""
+    return replica_map_declarations(kind).defaults()
