@@ -1395,8 +1395,8 @@ def index_maps(
     for _, item in _items(obj, items_path) or ():
         name = item.get(by)
         if isinstance(name, str) and name and name not in counts:
-            given = as_int(item.get(count))
-            counts[name] = unset if given is None else given
+            stated = as_int(item.get(count))
+            counts[name] = unset if stated is None else stated
     detail = unknown.format(known=", ".join(counts) or "none")
     errors: list[FieldError] = []
     for path in paths:
@@ -1425,8 +1425,9 @@ def index_maps(
                 if not indices:
                     errors.append(required(name_path, unlisted))
                 replicas = counts[name]
-                for position, given in enumerate(indices):
-                    value = as_int(given)
+                # Not the name of the int read above: mypyc types a name once, and an index may be any value.
+                for position, listed_index in enumerate(indices):
+                    value = as_int(listed_index)
                     if value is not None and (value < 0 or value >= replicas):
                         if replicas > 0:
                             words = below.format(count=replicas, name=name, last=replicas - 1)
