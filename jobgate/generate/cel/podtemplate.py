@@ -146,10 +146,6 @@ def _dotted(location: Location) -> str:
     return out
 
 
-def _has_name(variable: str) -> str:
-    return f"has({variable}.name)"
-
-
 def _named(variable: str, name: str) -> str:
     return f"(has({variable}.name) && {variable}.name == {name})"
 
