@@ -394,7 +394,7 @@ def default_mpijob_replicamap_training_kubedl_io(
 ) -> dict[str, Any]:
     """MPIJob (replicamap.training.kubedl.io): the declared defaults, in order (``only``: these ids alone)."""
     if not only or 'replicas/count' in only:
-        obj = default_type_field(obj, recorder, ('spec', 'mpiReplicaSpecs'), field='replicas', values=(('Launcher', 1), ('Worker', 1)), others=None, empty_is_unset=False)
+        obj = default_type_field(obj, recorder, ('spec', 'mpiReplicaSpecs'), field='replicas', values=(('Launcher', 1), ('Worker', 1)), others=1, empty_is_unset=False)
     if not only or 'replicas/restart-policy' in only:
         obj = default_type_field(obj, recorder, ('spec', 'mpiReplicaSpecs'), field='restartPolicy', values=(('Launcher', 'Never'), ('Worker', 'Never')), others=None, empty_is_unset=True)
     if not only:
@@ -425,7 +425,7 @@ def default_marsjob_replicamap_training_kubedl_io(
 ) -> dict[str, Any]:
     """MarsJob (replicamap.training.kubedl.io): the declared defaults, in order (``only``: these ids alone)."""
     if not only or 'replicas/count' in only:
-        obj = default_type_field(obj, recorder, ('spec', 'marsReplicaSpecs'), field='replicas', values=(('Scheduler', 1), ('Worker', 1), ('WebService', 1)), others=None, empty_is_unset=False)
+        obj = default_type_field(obj, recorder, ('spec', 'marsReplicaSpecs'), field='replicas', values=(('Scheduler', 1), ('Worker', 1), ('WebService', 1)), others=1, empty_is_unset=False)
     if not only or 'replicas/restart-policy' in only:
         obj = default_type_field(obj, recorder, ('spec', 'marsReplicaSpecs'), field='restartPolicy', values=(('Scheduler', 'Never'), ('Worker', 'ExitCode'), ('WebService', 'Always')), others=None, empty_is_unset=True)
     if not only:
@@ -456,7 +456,7 @@ def default_pytorchjob_replicamap_training_kubedl_io(
 ) -> dict[str, Any]:
     """PyTorchJob (replicamap.training.kubedl.io): the declared defaults, in order (``only``: these ids alone)."""
     if not only or 'replicas/count' in only:
-        obj = default_type_field(obj, recorder, ('spec', 'pytorchReplicaSpecs'), field='replicas', values=(('Master', 1), ('Worker', 1)), others=None, empty_is_unset=False)
+        obj = default_type_field(obj, recorder, ('spec', 'pytorchReplicaSpecs'), field='replicas', values=(('Master', 1), ('Worker', 1)), others=1, empty_is_unset=False)
     if not only or 'replicas/restart-policy' in only:
         obj = default_type_field(obj, recorder, ('spec', 'pytorchReplicaSpecs'), field='restartPolicy', values=(('Master', 'ExitCode'), ('Worker', 'OnFailure')), others=None, empty_is_unset=True)
     if not only:
@@ -487,7 +487,7 @@ def default_tfjob_replicamap_training_kubedl_io(
 ) -> dict[str, Any]:
     """TFJob (replicamap.training.kubedl.io): the declared defaults, in order (``only``: these ids alone)."""
     if not only or 'replicas/count' in only:
-        obj = default_type_field(obj, recorder, ('spec', 'tfReplicaSpecs'), field='replicas', values=(('PS', 1), ('Worker', 1), ('Chief', 1), ('Master', 1), ('Evaluator', 1)), others=None, empty_is_unset=False)
+        obj = default_type_field(obj, recorder, ('spec', 'tfReplicaSpecs'), field='replicas', values=(('PS', 1), ('Worker', 1), ('Chief', 1), ('Master', 1), ('Evaluator', 1)), others=1, empty_is_unset=False)
     if not only or 'replicas/restart-policy' in only:
         obj = default_type_field(obj, recorder, ('spec', 'tfReplicaSpecs'), field='restartPolicy', values=(('PS', 'ExitCode'), ('Worker', 'ExitCode'), ('Chief', 'ExitCode'), ('Master', 'ExitCode'), ('Evaluator', 'ExitCode')), others=None, empty_is_unset=True)
     if not only:
@@ -518,7 +518,7 @@ def default_xdljob_replicamap_training_kubedl_io(
 ) -> dict[str, Any]:
     """XDLJob (replicamap.training.kubedl.io): the declared defaults, in order (``only``: these ids alone)."""
     if not only or 'replicas/count' in only:
-        obj = default_type_field(obj, recorder, ('spec', 'xdlReplicaSpecs'), field='replicas', values=(('Worker', 1), ('PS', 1), ('Scheduler', 1), ('ExtendRole', 1)), others=None, empty_is_unset=False)
+        obj = default_type_field(obj, recorder, ('spec', 'xdlReplicaSpecs'), field='replicas', values=(('Worker', 1), ('PS', 1), ('Scheduler', 1), ('ExtendRole', 1)), others=1, empty_is_unset=False)
     if not only or 'replicas/restart-policy' in only:
         obj = default_type_field(obj, recorder, ('spec', 'xdlReplicaSpecs'), field='restartPolicy', values=(('Worker', 'Never'), ('PS', 'Never'), ('Scheduler', 'Never'), ('ExtendRole', 'Never')), others=None, empty_is_unset=True)
     if not only:
@@ -549,7 +549,7 @@ def default_xgboostjob_replicamap_training_kubedl_io(
 ) -> dict[str, Any]:
     """XGBoostJob (replicamap.training.kubedl.io): the declared defaults, in order (``only``: these ids alone)."""
     if not only or 'replicas/count' in only:
-        obj = default_type_field(obj, recorder, ('spec', 'xgbReplicaSpecs'), field='replicas', values=(('Master', 1), ('Worker', 1)), others=None, empty_is_unset=False)
+        obj = default_type_field(obj, recorder, ('spec', 'xgbReplicaSpecs'), field='replicas', values=(('Master', 1), ('Worker', 1)), others=1, empty_is_unset=False)
     if not only or 'replicas/restart-policy' in only:
         obj = default_type_field(obj, recorder, ('spec', 'xgbReplicaSpecs'), field='restartPolicy', values=(('Master', 'Never'), ('Worker', 'Never')), others=None, empty_is_unset=True)
     if not only:

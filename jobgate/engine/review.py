@@ -113,8 +113,11 @@ def review_job(
         from jobgate.policy.review import with_policy_defaults
 
         obj = with_policy_defaults(kind.family, obj, context, recorder)
-    defaulted = kind.default(obj, recorder, previous=old)
+    # The stored job is a defaulted one: read as the apiserver keeps it, also by the defaults that
+    # compare the update with it (a replica type's spelling), whoever gave it (a webhook's oldObject,
+    # or a manifest on the command line).
     old_defaulted = kind.default(old) if isinstance(old, dict) else None
+    defaulted = kind.default(obj, recorder, previous=old_defaulted)
     found = kind.validate(defaulted, old_defaulted, context)
     found.errors.extend(generate_name_errors(defaulted.get("metadata"), creating=old is None))
     found.errors.extend(label_errors(defaulted.get("metadata")))

@@ -2510,7 +2510,7 @@ def _type_field_default(d: DefaultTypeField) -> Default:
         f"has({entries}) ? {entries}.filter(k, {known} && {unset})"
         f".map(k, JSONPatch{{op: 'add', path: {pointer} + '/{d.field}', value: {value}}}) : []"
     )
-    uniform = len({v for _, v in d.values}) == 1 and d.others is None and not d.empty_is_unset
+    uniform = _schema_defaulted(d)
     return Default(
         d.id,
         d.summary,
@@ -2544,10 +2544,19 @@ def _type_spelling_default(d: DefaultTypeSpelling) -> Default:
     return Default(d.id, d.summary, Where.MUTATING_POLICY, (patch,))
 
 
+def _schema_defaulted(d: DefaultTypeField) -> bool:
+    """Whether the CRD's schema gives the field its default (every type's value the same, no other
+    key's, "" no unset one): a schema default cannot tell the keys apart."""
+    return len({v for _, v in d.values}) == 1 and d.others is None and not d.empty_is_unset
+
+
 def _type_field_call(d: DefaultTypeField) -> str:
+    # Where the schema defaults the field, the apiserver gives every key of the map the value, other
+    # keys too, before any webhook or rule sees the job: so does the Python default.
+    others = d.values[0][1] if _schema_defaulted(d) else d.others
     return (
         f"default_type_field(obj, recorder, {_path(d.path)!r}, field={d.field!r}, values={d.values!r}, "
-        f"others={d.others!r}, empty_is_unset={d.empty_is_unset!r})"
+        f"others={others!r}, empty_is_unset={d.empty_is_unset!r})"
     )
 
 

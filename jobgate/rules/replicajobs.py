@@ -257,17 +257,14 @@ class ReplicaJobKind:
         replicas = spec.get(self.replicas_field)
         if not isinstance(replicas, dict):
             return job
-        replicas = self._normalised_types(replicas, recorder, previous)
+        replicas = self._default_each(self._normalised_types(replicas, recorder, previous), recorder)
+        if previous is not None and self.normalise_types:
+            # The apiserver runs the defaults again after they changed the job (reinvocation): the
+            # stored role, sent again beside its other spelling, is seen stale once defaulted.
+            respelled = self._normalised_types(replicas, recorder, previous)
+            if respelled.keys() != replicas.keys():
+                replicas = self._default_each(respelled, recorder)
         spec[self.replicas_field] = replicas
-        for replica_type, given in replicas.items():
-            if not isinstance(given, dict):
-                continue
-            replica = replicas[replica_type] = dict(given)
-            # The declared count, restart policy, containers' terminationMessagePolicy and framework port
-            # (of this replica alone: each replica's patches before the next one's).
-            single = {"spec": {self.replicas_field: {replica_type: replica}}}
-            defaulted = self._replica_map_function("default")(single, recorder, _ONE_REPLICA_DEFAULTS)
-            replicas[replica_type] = defaulted["spec"][self.replicas_field][replica_type]
         # The kind's declared defaults (a family's declared.py), where its hand-written ones were: after
         # the replicas', before the rest of its own (the order a default's new field takes in spec).
         declared = self.declared_defaults(job, recorder)
@@ -277,6 +274,17 @@ class ReplicaJobKind:
             run_policy = self.run_policy(spec)
         self.extra_defaults(spec, run_policy, replicas, recorder, policy_pointer)
         return job
+
+    def _default_each(self, replicas: dict[str, Any], recorder: PatchRecorder) -> dict[str, Any]:
+        """The declared count, restart policy, containers' terminationMessagePolicy and framework port
+        of each replica (of one replica alone: each replica's patches before the next one's)."""
+        for replica_type, given in replicas.items():
+            if not isinstance(given, dict):
+                continue
+            single = {"spec": {self.replicas_field: {replica_type: dict(given)}}}
+            defaulted = self._replica_map_function("default")(single, recorder, _ONE_REPLICA_DEFAULTS)
+            replicas[replica_type] = defaulted["spec"][self.replicas_field][replica_type]
+        return replicas
 
     def _replica_map_function(self, prefix: str) -> Any:
         """The generated ``default_``/``validate_`` function of the replica map's declarations."""

@@ -274,3 +274,26 @@ def test_both_spellings_given_on_purpose_stay_a_duplicate():
     edited["spec"]["tfReplicaSpecs"]["Worker"]["replicas"] = 5  # the stored entry was changed too
     edited["spec"]["tfReplicaSpecs"]["worker"] = replica(container())
     assert [e.field for e in review(edited, old=stored).errors] == ["spec.tfReplicaSpecs[worker]"]
+
+
+def test_stored_entry_sent_again_without_its_defaults_is_stale_once_defaulted():
+    """As the apiserver's reinvoked defaults see it: the stored `Worker`, sent again as first written
+    (no defaults), beside `worker`, is the stored entry; `worker` takes its place."""
+    written = tfjob({"Worker": replica(container(), replicas=2)})
+    stored = review(written).defaulted
+    sent = copy.deepcopy(written)
+    sent["spec"]["tfReplicaSpecs"]["worker"] = replica(container(), replicas=3)
+    verdict = review(sent, old=stored)
+    assert verdict.errors == []
+    assert list(verdict.defaulted["spec"]["tfReplicaSpecs"]) == ["Worker"]
+    assert verdict.defaulted["spec"]["tfReplicaSpecs"]["Worker"]["replicas"] == 3
+    assert apply_patch(sent, verdict.patch) == verdict.defaulted
+
+
+def test_a_manifest_given_as_the_stored_job_is_read_defaulted():
+    """`jobgate review --old manifest.yaml`: the apiserver keeps the job defaulted, so the old one is."""
+    written = tfjob({"worker": replica(container(), replicas=2)})
+    stored = review(written).defaulted
+    applied = copy.deepcopy(stored)
+    applied["spec"]["tfReplicaSpecs"]["worker"] = replica(container(), replicas=3)
+    assert review(applied, old=written).defaulted == review(applied, old=stored).defaulted

@@ -31,8 +31,8 @@ from jobgate.generate.cel.catalogue import (
     bound,
     unique_field,
 )
-from jobgate.generate.cel.jobmeta import NAME, derived_names_rule
-from jobgate.generate.cel.podtemplate import DNS1123_LABEL_PATTERN, TemplateSite, pod_template_rules
+from jobgate.generate.cel.jobmeta import DNS1123_LABEL_PATTERN, NAME, derived_names_rule, names_a_pod
+from jobgate.generate.cel.podtemplate import TemplateSite, pod_template_rules
 from jobgate.generate.forms import Declarations
 from jobgate.rules.names import DNS1123_LABEL_MESSAGE, LABEL_MAX_LENGTH
 from jobgate.rules.podtemplate import POD_TEMPLATE_BOUNDS
@@ -45,7 +45,8 @@ _CONTAINER_LISTS = ("containers", "initContainers")
 
 
 def _named(task: str) -> str:
-    return f"(has({task}.name) && {task}.name != '')"
+    # A task whose name is no label names no pod (dijob/task-name refuses it), as rules.py counts.
+    return names_a_pod(f"{task}.name")
 
 
 # The defaults, the lists' bounds and the tasks' types and names are declared (declared.py); the rest is
@@ -79,7 +80,7 @@ def _derived_names() -> Rule:
     tasks = "self.spec.tasks"
 
     def length(task: str) -> str:
-        first = f"{tasks}.filter(q, has(q.name) && q.name == {task}.name)[0]"
+        first = f"{tasks}.filter(same, has(same.name) && same.name == {task}.name)[0]"
         count = f"(has({first}.replicas) && {first}.replicas > 0 ? {first}.replicas : 1)"
         return f"(size({NAME}) + size({task}.name) + size(string({count} - 1)) + 2)"
 

@@ -23,9 +23,8 @@ from jobgate.generate.cel.catalogue import (
     Produces,
     Rule,
     Where,
-    cel_raw_string,
 )
-from jobgate.generate.cel.jobmeta import NAME, derived_names_rule
+from jobgate.generate.cel.jobmeta import NAME, derived_names_rule, names_a_pod
 from jobgate.generate.cel.podtemplate import TemplateSite, pod_template_rules
 from jobgate.generate.forms import Declarations, scope_rules
 from jobgate.rules.forms import ScopeSite
@@ -35,7 +34,6 @@ SPECS = ("spec", "replicaSpecs")
 SPEC = (*SPECS, LIST_ITEMS)
 PORTS = ("spec", "service", "ports")
 # A DNS-1123 label or empty (an empty name is refused by the rule that requires one, with its words).
-OPTIONAL_LABEL_PATTERN = "^([a-z0-9]([-a-z0-9]*[a-z0-9])?)?$"
 FINISH_RULES = t9k.FINISH_RULE_KEYS
 # (mode, its list of per-type settings)
 RUN_MODE_LISTS = (("debug", "replicaSpecs"), ("pause", "resumeSpecs"))
@@ -76,14 +74,10 @@ def _derived_names() -> Rule:
     """``<job>-<type>-<index>`` of every replica (the first replica spec of a type counts); a type
     that is no DNS-1123 label names no pod (its own rule refuses it)."""
     specs = "self.spec.replicaSpecs"
-    label = cel_raw_string(OPTIONAL_LABEL_PATTERN)
-    named = (
-        f"(has({{r}}.type) && {{r}}.type != '' && size({{r}}.type) <= {LABEL_MAX_LENGTH} && "
-        f"{{r}}.type.matches({label}))"
-    )
+    named = names_a_pod("{r}.type")
 
     def length(replica: str) -> str:
-        first = f"{specs}.filter(q, has(q.type) && q.type == {replica}.type)[0]"
+        first = f"{specs}.filter(same, has(same.type) && same.type == {replica}.type)[0]"
         count = f"(has({first}.replicas) && {first}.replicas > 0 ? {first}.replicas : 1)"
         return f"(size({NAME}) + size({replica}.type) + size(string({count} - 1)) + 2)"
 

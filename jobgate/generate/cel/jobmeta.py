@@ -38,6 +38,15 @@ GENERATED = (
 )
 # The name the user chose: generateName's prefix when the name was generated.
 NAME_IS_LABEL = f"(size({NAME}) <= {LABEL_MAX_LENGTH} && {NAME}.matches({cel_raw_string(DNS1035_LABEL_PATTERN)}))"
+# A role's or task's name that pods are named after: a DNS-1123 label (rules/jobmeta.py's callers
+# leave any other out of the derived names; its own rule refuses it).
+DNS1123_LABEL_PATTERN = "^[a-z0-9]([-a-z0-9]*[a-z0-9])?$"
+
+
+def names_a_pod(name: str) -> str:
+    """CEL true when the field ``name`` (CEL) names its role's pods: set, a DNS-1123 label."""
+    label = cel_raw_string(DNS1123_LABEL_PATTERN)
+    return f"(has({name}) && {name} != '' && size({name}) <= {LABEL_MAX_LENGTH} && {name}.matches({label}))"
 
 
 def job_name_rule() -> Rule:

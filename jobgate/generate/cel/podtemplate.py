@@ -53,8 +53,6 @@ from jobgate.rules.podtemplate_declared import (
 )
 from jobgate.rules.quantity import QUANTITY_MESSAGE
 
-DNS1123_LABEL_PATTERN = "^[a-z0-9]([-a-z0-9]*[a-z0-9])?$"
-
 
 def _kept(properties: dict[str, Any], **keywords: Any) -> dict[str, Any]:
     """An object whose listed fields are typed and every other field is kept as it is."""
