@@ -12,6 +12,7 @@ from jobgate.rules.declared import (
     bounds,
     claim_volumes,
     default_field,
+    default_finish_rules,
     default_indexed,
     default_item_fields,
     default_item_product,
@@ -59,9 +60,12 @@ if TYPE_CHECKING:
 
 
 def default_genericjob_batch_tensorstack_dev(
-    obj: dict[str, Any], recorder: PatchRecorder, only: tuple[str, ...] = ()
+    obj: dict[str, Any],
+    recorder: PatchRecorder,
+    only: tuple[str, ...] = (),
+    previous: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
-    """GenericJob (batch.tensorstack.dev): the declared defaults, in order (``only``: these ids alone)."""
+    """GenericJob (batch.tensorstack.dev): the declared defaults, in order (``only``: these ids alone; ``previous``: the stored job on UPDATE, for the defaults that read it)."""
     if not only:
         obj = default_item_fields(obj, recorder, ('spec', 'replicaSpecs'), (('replicas', 1, False, ''), ('restartPolicy', {'policy': 'OnFailure', 'limit': 0}, False, ''), ('restartPolicy.policy', 'OnFailure', True, ''), ('restartPolicy.limit', 0, False, '')))
     elif any(i in only for i in ('replicas/count', 'genericjob/restart-policy', 'genericjob/restart-policy', 'genericjob/restart-policy')):
@@ -74,6 +78,10 @@ def default_genericjob_batch_tensorstack_dev(
         obj = default_item_fields(obj, recorder, ('spec', 'runMode', 'debug', 'replicaSpecs'), (('command', ['sleep', 'inf'], False, ''),))
     elif any(i in only for i in ('genericjob/debug-command',)):
         obj = default_item_fields(obj, recorder, ('spec', 'runMode', 'debug', 'replicaSpecs'), tuple(f for i, f in zip(('genericjob/debug-command',), (('command', ['sleep', 'inf'], False, ''),), strict=True) if i in only))
+    if not only or 'genericjob/success-rules' in only:
+        obj = default_finish_rules(obj, recorder, previous, path=('spec', 'successRules'), items_path=('spec', 'replicaSpecs'), by='type', count='replicas', unset=1, each=False, bounds=(8, 10000))
+    if not only or 'genericjob/failure-rules' in only:
+        obj = default_finish_rules(obj, recorder, previous, path=('spec', 'failureRules'), items_path=('spec', 'replicaSpecs'), by='type', count='replicas', unset=1, each=True, bounds=(8, 10000))
     return obj
 
 
@@ -103,9 +111,12 @@ def validate_genericjob_batch_tensorstack_dev(
 
 
 def default_job_batch_volcano_sh(
-    obj: dict[str, Any], recorder: PatchRecorder, only: tuple[str, ...] = ()
+    obj: dict[str, Any],
+    recorder: PatchRecorder,
+    only: tuple[str, ...] = (),
+    previous: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
-    """Job (batch.volcano.sh): the declared defaults, in order (``only``: these ids alone)."""
+    """Job (batch.volcano.sh): the declared defaults, in order (``only``: these ids alone; ``previous``: the stored job on UPDATE, for the defaults that read it)."""
     if not only or 'volcano/queue' in only:
         obj = default_field(obj, recorder, ('spec', 'queue'), 'default', True)
     if not only or 'volcano/scheduler-name' in only:
@@ -168,9 +179,12 @@ def validate_job_batch_volcano_sh(
 
 
 def default_dijob_diengine_opendilab_org(
-    obj: dict[str, Any], recorder: PatchRecorder, only: tuple[str, ...] = ()
+    obj: dict[str, Any],
+    recorder: PatchRecorder,
+    only: tuple[str, ...] = (),
+    previous: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
-    """DIJob (diengine.opendilab.org): the declared defaults, in order (``only``: these ids alone)."""
+    """DIJob (diengine.opendilab.org): the declared defaults, in order (``only``: these ids alone; ``previous``: the stored job on UPDATE, for the defaults that read it)."""
     if not only or 'dijob/priority' in only:
         obj = default_field(obj, recorder, ('spec', 'priority'), 'normal', True)
     if not only or 'dijob/clean-pod-policy' in only:
@@ -199,9 +213,12 @@ def validate_dijob_diengine_opendilab_org(
 
 
 def default_mxjob_mxnet_mlkube_io(
-    obj: dict[str, Any], recorder: PatchRecorder, only: tuple[str, ...] = ()
+    obj: dict[str, Any],
+    recorder: PatchRecorder,
+    only: tuple[str, ...] = (),
+    previous: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
-    """MxJob (mxnet.mlkube.io): the declared defaults, in order (``only``: these ids alone)."""
+    """MxJob (mxnet.mlkube.io): the declared defaults, in order (``only``: these ids alone; ``previous``: the stored job on UPDATE, for the defaults that read it)."""
     if not only:
         obj = default_item_fields(obj, recorder, ('spec', 'replicaSpecs'), (('replicas', 1, False, ''), ('PsRootPort', 9091, False, ''), ('mxReplicaType', 'WORKER', True, '')))
     elif any(i in only for i in ('replicas/count', 'mxjob/ps-root-port', 'mxjob/replica-type')):
@@ -228,9 +245,12 @@ def validate_mxjob_mxnet_mlkube_io(
 
 
 def default_jaxjob_replicamap_kubeflow_org(
-    obj: dict[str, Any], recorder: PatchRecorder, only: tuple[str, ...] = ()
+    obj: dict[str, Any],
+    recorder: PatchRecorder,
+    only: tuple[str, ...] = (),
+    previous: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
-    """JAXJob (replicamap.kubeflow.org): the declared defaults, in order (``only``: these ids alone)."""
+    """JAXJob (replicamap.kubeflow.org): the declared defaults, in order (``only``: these ids alone; ``previous``: the stored job on UPDATE, for the defaults that read it)."""
     if not only or 'replicas/count' in only:
         obj = default_type_field(obj, recorder, ('spec', 'jaxReplicaSpecs'), field='replicas', values=(('Worker', 1),), others=1, empty_is_unset=False)
     if not only or 'replicas/restart-policy' in only:
@@ -255,9 +275,12 @@ def validate_jaxjob_replicamap_kubeflow_org(
 
 
 def default_mpijob_replicamap_kubeflow_org(
-    obj: dict[str, Any], recorder: PatchRecorder, only: tuple[str, ...] = ()
+    obj: dict[str, Any],
+    recorder: PatchRecorder,
+    only: tuple[str, ...] = (),
+    previous: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
-    """MPIJob (replicamap.kubeflow.org): the declared defaults, in order (``only``: these ids alone)."""
+    """MPIJob (replicamap.kubeflow.org): the declared defaults, in order (``only``: these ids alone; ``previous``: the stored job on UPDATE, for the defaults that read it)."""
     if not only or 'replicas/count' in only:
         obj = default_type_field(obj, recorder, ('spec', 'mpiReplicaSpecs'), field='replicas', values=(('Launcher', 1), ('Worker', 0)), others=None, empty_is_unset=False)
     if not only or 'replicas/restart-policy' in only:
@@ -282,9 +305,12 @@ def validate_mpijob_replicamap_kubeflow_org(
 
 
 def default_paddlejob_replicamap_kubeflow_org(
-    obj: dict[str, Any], recorder: PatchRecorder, only: tuple[str, ...] = ()
+    obj: dict[str, Any],
+    recorder: PatchRecorder,
+    only: tuple[str, ...] = (),
+    previous: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
-    """PaddleJob (replicamap.kubeflow.org): the declared defaults, in order (``only``: these ids alone)."""
+    """PaddleJob (replicamap.kubeflow.org): the declared defaults, in order (``only``: these ids alone; ``previous``: the stored job on UPDATE, for the defaults that read it)."""
     if not only or 'replicas/count' in only:
         obj = default_type_field(obj, recorder, ('spec', 'paddleReplicaSpecs'), field='replicas', values=(('Master', 1), ('Worker', 1)), others=1, empty_is_unset=False)
     if not only or 'replicas/restart-policy' in only:
@@ -309,9 +335,12 @@ def validate_paddlejob_replicamap_kubeflow_org(
 
 
 def default_pytorchjob_replicamap_kubeflow_org(
-    obj: dict[str, Any], recorder: PatchRecorder, only: tuple[str, ...] = ()
+    obj: dict[str, Any],
+    recorder: PatchRecorder,
+    only: tuple[str, ...] = (),
+    previous: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
-    """PyTorchJob (replicamap.kubeflow.org): the declared defaults, in order (``only``: these ids alone)."""
+    """PyTorchJob (replicamap.kubeflow.org): the declared defaults, in order (``only``: these ids alone; ``previous``: the stored job on UPDATE, for the defaults that read it)."""
     if not only or 'replicas/count' in only:
         obj = default_type_field(obj, recorder, ('spec', 'pytorchReplicaSpecs'), field='replicas', values=(('Master', 1), ('Worker', 1)), others=1, empty_is_unset=False)
     if not only or 'replicas/restart-policy' in only:
@@ -336,9 +365,12 @@ def validate_pytorchjob_replicamap_kubeflow_org(
 
 
 def default_tfjob_replicamap_kubeflow_org(
-    obj: dict[str, Any], recorder: PatchRecorder, only: tuple[str, ...] = ()
+    obj: dict[str, Any],
+    recorder: PatchRecorder,
+    only: tuple[str, ...] = (),
+    previous: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
-    """TFJob (replicamap.kubeflow.org): the declared defaults, in order (``only``: these ids alone)."""
+    """TFJob (replicamap.kubeflow.org): the declared defaults, in order (``only``: these ids alone; ``previous``: the stored job on UPDATE, for the defaults that read it)."""
     if not only or 'replicas/count' in only:
         obj = default_type_field(obj, recorder, ('spec', 'tfReplicaSpecs'), field='replicas', values=(('PS', 1), ('Worker', 1), ('Chief', 1), ('Master', 1), ('Evaluator', 1)), others=1, empty_is_unset=False)
     if not only or 'replicas/restart-policy' in only:
@@ -363,9 +395,12 @@ def validate_tfjob_replicamap_kubeflow_org(
 
 
 def default_xgboostjob_replicamap_kubeflow_org(
-    obj: dict[str, Any], recorder: PatchRecorder, only: tuple[str, ...] = ()
+    obj: dict[str, Any],
+    recorder: PatchRecorder,
+    only: tuple[str, ...] = (),
+    previous: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
-    """XGBoostJob (replicamap.kubeflow.org): the declared defaults, in order (``only``: these ids alone)."""
+    """XGBoostJob (replicamap.kubeflow.org): the declared defaults, in order (``only``: these ids alone; ``previous``: the stored job on UPDATE, for the defaults that read it)."""
     if not only or 'replicas/count' in only:
         obj = default_type_field(obj, recorder, ('spec', 'xgbReplicaSpecs'), field='replicas', values=(('Master', 1), ('Worker', 1)), others=1, empty_is_unset=False)
     if not only or 'replicas/restart-policy' in only:
@@ -390,9 +425,12 @@ def validate_xgboostjob_replicamap_kubeflow_org(
 
 
 def default_mpijob_replicamap_training_kubedl_io(
-    obj: dict[str, Any], recorder: PatchRecorder, only: tuple[str, ...] = ()
+    obj: dict[str, Any],
+    recorder: PatchRecorder,
+    only: tuple[str, ...] = (),
+    previous: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
-    """MPIJob (replicamap.training.kubedl.io): the declared defaults, in order (``only``: these ids alone)."""
+    """MPIJob (replicamap.training.kubedl.io): the declared defaults, in order (``only``: these ids alone; ``previous``: the stored job on UPDATE, for the defaults that read it)."""
     if not only or 'replicas/count' in only:
         obj = default_type_field(obj, recorder, ('spec', 'mpiReplicaSpecs'), field='replicas', values=(('Launcher', 1), ('Worker', 1)), others=1, empty_is_unset=False)
     if not only or 'replicas/restart-policy' in only:
@@ -421,9 +459,12 @@ def validate_mpijob_replicamap_training_kubedl_io(
 
 
 def default_marsjob_replicamap_training_kubedl_io(
-    obj: dict[str, Any], recorder: PatchRecorder, only: tuple[str, ...] = ()
+    obj: dict[str, Any],
+    recorder: PatchRecorder,
+    only: tuple[str, ...] = (),
+    previous: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
-    """MarsJob (replicamap.training.kubedl.io): the declared defaults, in order (``only``: these ids alone)."""
+    """MarsJob (replicamap.training.kubedl.io): the declared defaults, in order (``only``: these ids alone; ``previous``: the stored job on UPDATE, for the defaults that read it)."""
     if not only or 'replicas/count' in only:
         obj = default_type_field(obj, recorder, ('spec', 'marsReplicaSpecs'), field='replicas', values=(('Scheduler', 1), ('Worker', 1), ('WebService', 1)), others=1, empty_is_unset=False)
     if not only or 'replicas/restart-policy' in only:
@@ -452,9 +493,12 @@ def validate_marsjob_replicamap_training_kubedl_io(
 
 
 def default_pytorchjob_replicamap_training_kubedl_io(
-    obj: dict[str, Any], recorder: PatchRecorder, only: tuple[str, ...] = ()
+    obj: dict[str, Any],
+    recorder: PatchRecorder,
+    only: tuple[str, ...] = (),
+    previous: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
-    """PyTorchJob (replicamap.training.kubedl.io): the declared defaults, in order (``only``: these ids alone)."""
+    """PyTorchJob (replicamap.training.kubedl.io): the declared defaults, in order (``only``: these ids alone; ``previous``: the stored job on UPDATE, for the defaults that read it)."""
     if not only or 'replicas/count' in only:
         obj = default_type_field(obj, recorder, ('spec', 'pytorchReplicaSpecs'), field='replicas', values=(('Master', 1), ('Worker', 1)), others=1, empty_is_unset=False)
     if not only or 'replicas/restart-policy' in only:
@@ -483,9 +527,12 @@ def validate_pytorchjob_replicamap_training_kubedl_io(
 
 
 def default_tfjob_replicamap_training_kubedl_io(
-    obj: dict[str, Any], recorder: PatchRecorder, only: tuple[str, ...] = ()
+    obj: dict[str, Any],
+    recorder: PatchRecorder,
+    only: tuple[str, ...] = (),
+    previous: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
-    """TFJob (replicamap.training.kubedl.io): the declared defaults, in order (``only``: these ids alone)."""
+    """TFJob (replicamap.training.kubedl.io): the declared defaults, in order (``only``: these ids alone; ``previous``: the stored job on UPDATE, for the defaults that read it)."""
     if not only or 'replicas/count' in only:
         obj = default_type_field(obj, recorder, ('spec', 'tfReplicaSpecs'), field='replicas', values=(('PS', 1), ('Worker', 1), ('Chief', 1), ('Master', 1), ('Evaluator', 1)), others=1, empty_is_unset=False)
     if not only or 'replicas/restart-policy' in only:
@@ -514,9 +561,12 @@ def validate_tfjob_replicamap_training_kubedl_io(
 
 
 def default_xdljob_replicamap_training_kubedl_io(
-    obj: dict[str, Any], recorder: PatchRecorder, only: tuple[str, ...] = ()
+    obj: dict[str, Any],
+    recorder: PatchRecorder,
+    only: tuple[str, ...] = (),
+    previous: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
-    """XDLJob (replicamap.training.kubedl.io): the declared defaults, in order (``only``: these ids alone)."""
+    """XDLJob (replicamap.training.kubedl.io): the declared defaults, in order (``only``: these ids alone; ``previous``: the stored job on UPDATE, for the defaults that read it)."""
     if not only or 'replicas/count' in only:
         obj = default_type_field(obj, recorder, ('spec', 'xdlReplicaSpecs'), field='replicas', values=(('Worker', 1), ('PS', 1), ('Scheduler', 1), ('ExtendRole', 1)), others=1, empty_is_unset=False)
     if not only or 'replicas/restart-policy' in only:
@@ -545,9 +595,12 @@ def validate_xdljob_replicamap_training_kubedl_io(
 
 
 def default_xgboostjob_replicamap_training_kubedl_io(
-    obj: dict[str, Any], recorder: PatchRecorder, only: tuple[str, ...] = ()
+    obj: dict[str, Any],
+    recorder: PatchRecorder,
+    only: tuple[str, ...] = (),
+    previous: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
-    """XGBoostJob (replicamap.training.kubedl.io): the declared defaults, in order (``only``: these ids alone)."""
+    """XGBoostJob (replicamap.training.kubedl.io): the declared defaults, in order (``only``: these ids alone; ``previous``: the stored job on UPDATE, for the defaults that read it)."""
     if not only or 'replicas/count' in only:
         obj = default_type_field(obj, recorder, ('spec', 'xgbReplicaSpecs'), field='replicas', values=(('Master', 1), ('Worker', 1)), others=1, empty_is_unset=False)
     if not only or 'replicas/restart-policy' in only:
@@ -576,9 +629,12 @@ def validate_xgboostjob_replicamap_training_kubedl_io(
 
 
 def default_mpijob_training_kubedl_io(
-    obj: dict[str, Any], recorder: PatchRecorder, only: tuple[str, ...] = ()
+    obj: dict[str, Any],
+    recorder: PatchRecorder,
+    only: tuple[str, ...] = (),
+    previous: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
-    """MPIJob (training.kubedl.io): the declared defaults, in order (``only``: these ids alone)."""
+    """MPIJob (training.kubedl.io): the declared defaults, in order (``only``: these ids alone; ``previous``: the stored job on UPDATE, for the defaults that read it)."""
     if not only or 'run-policy/clean-pod-policy' in only:
         obj = default_field(obj, recorder, ('spec', 'cleanPodPolicy'), 'Running', True, unless=(('spec', 'runPolicy'),))
     if not only or 'run-policy/clean-pod-policy' in only:
@@ -599,9 +655,12 @@ def validate_mpijob_training_kubedl_io(
 
 
 def default_marsjob_training_kubedl_io(
-    obj: dict[str, Any], recorder: PatchRecorder, only: tuple[str, ...] = ()
+    obj: dict[str, Any],
+    recorder: PatchRecorder,
+    only: tuple[str, ...] = (),
+    previous: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
-    """MarsJob (training.kubedl.io): the declared defaults, in order (``only``: these ids alone)."""
+    """MarsJob (training.kubedl.io): the declared defaults, in order (``only``: these ids alone; ``previous``: the stored job on UPDATE, for the defaults that read it)."""
     if not only or 'run-policy/clean-pod-policy' in only:
         obj = default_field(obj, recorder, ('spec', 'cleanPodPolicy'), 'Running', True)
     if not only or 'marsjob/worker-memory-tuning' in only:
@@ -622,9 +681,12 @@ def validate_marsjob_training_kubedl_io(
 
 
 def default_pytorchjob_training_kubedl_io(
-    obj: dict[str, Any], recorder: PatchRecorder, only: tuple[str, ...] = ()
+    obj: dict[str, Any],
+    recorder: PatchRecorder,
+    only: tuple[str, ...] = (),
+    previous: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
-    """PyTorchJob (training.kubedl.io): the declared defaults, in order (``only``: these ids alone)."""
+    """PyTorchJob (training.kubedl.io): the declared defaults, in order (``only``: these ids alone; ``previous``: the stored job on UPDATE, for the defaults that read it)."""
     if not only or 'run-policy/clean-pod-policy' in only:
         obj = default_field(obj, recorder, ('spec', 'cleanPodPolicy'), 'Running', True)
     return obj
@@ -643,9 +705,12 @@ def validate_pytorchjob_training_kubedl_io(
 
 
 def default_tfjob_training_kubedl_io(
-    obj: dict[str, Any], recorder: PatchRecorder, only: tuple[str, ...] = ()
+    obj: dict[str, Any],
+    recorder: PatchRecorder,
+    only: tuple[str, ...] = (),
+    previous: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
-    """TFJob (training.kubedl.io): the declared defaults, in order (``only``: these ids alone)."""
+    """TFJob (training.kubedl.io): the declared defaults, in order (``only``: these ids alone; ``previous``: the stored job on UPDATE, for the defaults that read it)."""
     if not only or 'run-policy/clean-pod-policy' in only:
         obj = default_field(obj, recorder, ('spec', 'cleanPodPolicy'), 'Running', True)
     if not only or 'tfjob/success-policy' in only:
@@ -668,9 +733,12 @@ def validate_tfjob_training_kubedl_io(
 
 
 def default_xdljob_training_kubedl_io(
-    obj: dict[str, Any], recorder: PatchRecorder, only: tuple[str, ...] = ()
+    obj: dict[str, Any],
+    recorder: PatchRecorder,
+    only: tuple[str, ...] = (),
+    previous: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
-    """XDLJob (training.kubedl.io): the declared defaults, in order (``only``: these ids alone)."""
+    """XDLJob (training.kubedl.io): the declared defaults, in order (``only``: these ids alone; ``previous``: the stored job on UPDATE, for the defaults that read it)."""
     if not only or 'run-policy/clean-pod-policy' in only:
         obj = default_field(obj, recorder, ('spec', 'cleanPodPolicy'), 'Running', True)
     if not only or 'xdljob/backoff-limit' in only:
@@ -689,9 +757,12 @@ def validate_xdljob_training_kubedl_io(
 
 
 def default_xgboostjob_training_kubedl_io(
-    obj: dict[str, Any], recorder: PatchRecorder, only: tuple[str, ...] = ()
+    obj: dict[str, Any],
+    recorder: PatchRecorder,
+    only: tuple[str, ...] = (),
+    previous: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
-    """XGBoostJob (training.kubedl.io): the declared defaults, in order (``only``: these ids alone)."""
+    """XGBoostJob (training.kubedl.io): the declared defaults, in order (``only``: these ids alone; ``previous``: the stored job on UPDATE, for the defaults that read it)."""
     if not only or 'run-policy/clean-pod-policy' in only:
         obj = default_field(obj, recorder, ('spec', 'cleanPodPolicy'), 'Running', True)
     if not only or 'xgboostjob/ttl' in only:

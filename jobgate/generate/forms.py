@@ -47,6 +47,7 @@ from jobgate.rules.forms import (
     ClaimVolumes,
     Declaration,
     DefaultField,
+    DefaultFinishRules,
     DefaultIndexed,
     DefaultItemField,
     DefaultItemProduct,
@@ -250,7 +251,8 @@ class Declarations:
         | DefaultItemProduct
         | DefaultTypeField
         | DefaultTypeSpelling
-        | DefaultTemplatePort,
+        | DefaultTemplatePort
+        | DefaultFinishRules,
     ) -> Default:
         if isinstance(d, VOLCANO_DEFAULT_FORMS):
             return _volcano_default(d)
@@ -260,6 +262,8 @@ class Declarations:
             return _type_spelling_default(d)
         if isinstance(d, DefaultTemplatePort):
             return _template_port_default(d)
+        if isinstance(d, DefaultFinishRules):
+            return _finish_rules_default(d)
         literal = _literal(d.value) if not isinstance(d.value, tuple) else ""
         empty = _empty(d.value)
         also = f" (also when {'0' if empty == '0' else chr(34) * 2})" if d.empty_is_unset else ""
@@ -633,6 +637,8 @@ class Declarations:
                 lines += [f"    if not only or {d.id!r} in only:", f"        obj = {_type_field_call(d)}"]
             elif isinstance(d, DefaultTemplatePort):
                 lines += [f"    if not only or {d.id!r} in only:", f"        obj = {_template_port_call(d)}"]
+            elif isinstance(d, DefaultFinishRules):
+                lines += [f"    if not only or {d.id!r} in only:", f"        obj = {_finish_rules_call(d)}"]
             elif isinstance(d, DefaultItemField) and d.list not in done:
                 done.add(d.list)
                 group = [o for o in self.declared if isinstance(o, DefaultItemField) and o.list == d.list]
@@ -663,6 +669,11 @@ class Declarations:
                 continue
             if isinstance(d, (*VOLCANO_DEFAULT_FORMS, *REPLICA_MAP_DEFAULT_FORMS)):
                 growth = "linear (policy patch)"
+            elif isinstance(d, DefaultFinishRules):
+                growth = (
+                    f"quadratic in the entries, bounded by {d.max_entries}; linear in the replicas written, "
+                    f"bounded by {d.max_replicas} (policy patch)"
+                )
             elif isinstance(d, RunPolicyImmutable):
                 growth = "constant"
             elif isinstance(d, RunPolicyAtMostTotal):
@@ -856,6 +867,7 @@ def declared_module_text(kinds: Iterable[tuple[str, str, Declarations]]) -> str:
                 "bounds",
                 "claim_volumes",
                 "default_field",
+                "default_finish_rules",
                 "default_indexed",
                 "default_item_fields",
                 "default_item_product",
@@ -910,9 +922,13 @@ def declared_module_text(kinds: Iterable[tuple[str, str, Declarations]]) -> str:
         out += [
             "",
             f"def default_{name}(",
-            "    obj: dict[str, Any], recorder: PatchRecorder, only: tuple[str, ...] = ()",
+            "    obj: dict[str, Any],",
+            "    recorder: PatchRecorder,",
+            "    only: tuple[str, ...] = (),",
+            "    previous: dict[str, Any] | None = None,",
             ") -> dict[str, Any]:",
-            f'    """{kind} ({group}): the declared defaults, in order (``only``: these ids alone)."""',
+            f'    """{kind} ({group}): the declared defaults, in order (``only``: these ids alone; ``previous``:'
+            ' the stored job on UPDATE, for the defaults that read it)."""',
             *defaults,
             "    return obj",
             "",
@@ -2974,3 +2990,68 @@ def _entry_rules(d: RefersTo) -> list[Rule]:
 
 
 __all__ = ["Declarations", "FormError", "cost_report", "declared_module_text", "field_steps"]
+
+
+def _finish_rules_default(d: DefaultFinishRules) -> Default:
+    """``DefaultFinishRules``: a policy patch, the rules written out for the counts, when there are none,
+    or when they are the defaults of ``oldObject``'s counts and the counts changed."""
+    at, items = _path(d.path), _path(d.list)
+    if len(at) < 2 or at[:-1] != items[:-1]:
+        raise FormError(f"{d.id}: the rules ({d.path}) and the entries ({d.list}) are fields of one object")
+    given = f"object.{d.path}"
+    pointer = "/" + "/".join(at)
+    new, old = f"object.{d.list}", f"oldObject.{d.list}"
+    name = f"r.{d.by}"
+
+    def count(entry: str) -> str:
+        return f"(has({entry}.{d.count}) ? {entry}.{d.count} : {d.unset})"
+
+    def counted(entries: str) -> str:
+        """CEL true when the entries' counts are those rules are written for (``_finish_counts``). Unlike the
+        webhook, no rules past ``max_entries`` entries (the CRD's bound, the same): the job is refused for
+        its entries alone, not also for a rule naming more of them than a rule may."""
+        return (
+            f"(has({entries}) && size({entries}) > 0 && size({entries}) <= {d.max_entries} && "
+            f"{entries}.all(r, has({name}) && {name} != '' && (!has(r.{d.count}) || r.{d.count} >= 0) && "
+            f"{entries}.exists_one(q, has(q.{d.by}) && q.{d.by} == {name})) && "
+            f"{entries}.map(r, {count('r')}).sum() <= {d.max_replicas})"
+        )
+
+    def each_rules(entries: str) -> str:
+        return f"{entries}.map(r, lists.range({count('r')}).map(i, {{{name}: [i]}})).flatten()"
+
+    if d.each:
+        matches_old = f"{given} == {each_rules(old)}"
+        write = (
+            f"({new}.map(r, {count('r')}).sum() == 0 ? [] : "
+            f"[JSONPatch{{op: 'add', path: '{pointer}', value: {each_rules(new)}}}])"
+        )
+    else:
+        # The stored counts' one rule: each entry of a count above 0 with its indices, no other name.
+        listed = f"{old}.filter(r, {count('r')} > 0)"
+        matches_old = (
+            f"({listed}.size() == 0 ? size({given}) == 0 : "
+            f"(size({given}) == 1 && size({given}[0]) == {listed}.size() && "
+            f"{listed}.all(r, {name} in {given}[0] && {given}[0][{name}] == lists.range({count('r')}))))"
+        )
+        positive = f"{new}.filter(r, {count('r')} > 0)"
+        write = (
+            f"({positive}.size() == 0 ? [] : [JSONPatch{{op: 'add', path: '{pointer}', value: [{{}}]}}] + "
+            f"{positive}.map(r, JSONPatch{{op: 'add', path: '{pointer}/0/' + jsonpatch.escapeKey({name}), "
+            f"value: lists.range({count('r')})}}))"
+        )
+    old_parents = " && ".join(f"has(oldObject.{'.'.join(items[: i + 1])})" for i in range(len(items) - 1))
+    same = f"q.{d.by} == {name} && {count('q')} == {count('r')}"
+    differ = f"(size({new}) != size({old}) || {new}.exists(r, !{old}.exists(q, {same})))"
+    # Rules written for the stored counts follow a scale; rules a user wrote never change.
+    rescaled = f"(oldObject != null && {old_parents} && {counted(old)} && {differ} && has({given}) && {matches_old})"
+    patch = f"{counted(new)} && (!has({given}) || {rescaled}) ? {write} : []"
+    return Default(d.id, d.summary, Where.MUTATING_POLICY, (patch,))
+
+
+def _finish_rules_call(d: DefaultFinishRules) -> str:
+    return (
+        f"default_finish_rules(obj, recorder, previous, path={_path(d.path)!r}, items_path={_path(d.list)!r}, "
+        f"by={d.by!r}, count={d.count!r}, unset={d.unset!r}, each={d.each!r}, "
+        f"bounds={(d.max_entries, d.max_replicas)!r})"
+    )

@@ -1499,3 +1499,66 @@ def entries_unchanged(
         return [tuple(i.get(f) for f in fields) if isinstance(i, dict) else (i, *padding) for i in items]
 
     return [forbidden(path, message)] if kept(obj) != kept(old) else []
+
+
+def default_finish_rules(
+    obj: dict[str, Any],
+    recorder: PatchRecorder,
+    previous: Any,
+    *,
+    path: tuple[str, ...],
+    items_path: tuple[str, ...],
+    by: str,
+    count: str,
+    unset: int,
+    each: bool,
+    bounds: tuple[int, int],
+) -> dict[str, Any]:
+    """``DefaultFinishRules``: the rules for the entries' counts when there are none, or when they are
+    the defaults of the stored job's counts (``previous``, None on CREATE) and the counts changed."""
+    parent = get(obj, path[:-1])
+    if not isinstance(parent, dict):
+        return obj
+    counts = _finish_counts(get(obj, items_path), by, count, unset, bounds)
+    if not counts:
+        return obj
+    old_counts = _finish_counts(get(previous, items_path), by, count, unset, bounds)
+    given = parent.get(path[-1])
+    rescaled = old_counts and old_counts != counts and given == _finish_rules(old_counts, each)
+    if given is not None and not rescaled:
+        return obj
+    rules = _finish_rules(counts, each)
+    if not rules:
+        return obj
+    parent = dict(parent)
+    recorder.set(parent, path[-1], rules, "/" + "/".join(path[:-1]))
+    return _replaced(obj, path[:-1], parent)
+
+
+def _finish_counts(entries: Any, by: str, count: str, unset: int, bounds: tuple[int, int]) -> dict[str, int]:
+    """Name -> count of each entry, in order; empty when an entry is no object, has no name of its own
+    or a count below 0, or past the bounds (entries, replicas in all)."""
+    counts: dict[str, int] = {}
+    if not isinstance(entries, list):
+        return counts
+    for entry in entries:
+        if not isinstance(entry, dict):
+            return {}
+        name, value = entry.get(by), entry.get(count)
+        if not isinstance(name, str) or not name or name in counts:
+            return {}
+        number = as_int(value) if value is not None else unset
+        if number is None or number < 0:
+            return {}
+        counts[name] = number
+    if len(counts) > bounds[0] or sum(counts.values()) > bounds[1]:
+        return {}
+    return counts
+
+
+def _finish_rules(counts: dict[str, int], each: bool) -> list[dict[str, list[int]]]:
+    """One rule per replica (``each``), or one rule listing every replica (none when there is none)."""
+    if each:
+        return [{name: [index]} for name, number in counts.items() for index in range(number)]
+    every = {name: list(range(number)) for name, number in counts.items() if number > 0}
+    return [every] if every else []

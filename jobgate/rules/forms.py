@@ -805,7 +805,7 @@ class DefaultTypeSpelling:
     re-adds it beside the stored ``Worker``: when ``Worker`` is the stored entry, unchanged, and
     ``worker`` is new, ``worker`` replaces it. A policy patch (it reads ``oldObject``); the webhook
     calls the form's function with the stored job itself (``rules/replicajobs.py``): the generated
-    defaults have no stored job."""
+    defaults make no call of it."""
 
     id: str
     summary: str
@@ -967,7 +967,37 @@ class EntriesUnchanged:
     message: str
 
 
+@dataclass(frozen=True)
+class DefaultFinishRules:
+    """One family uses it: T9k's default finish rules (``successRules``, ``failureRules``). The list at
+    ``path`` (maps of names of entries of ``list``, their ``by``, to indices of that entry's replicas)
+    set, when unset, to one rule listing every replica of each entry (``each=False``: success when all
+    succeeded), or to one rule per replica (``each``: failure when any failed); an entry's ``count`` is
+    ``unset`` when absent, an entry of count 0 is named by no rule, and no rules are written when that
+    would be none. Written only when every entry has a name of its own and a count of 0 at least, and
+    there are at most ``max_entries`` entries of at most ``max_replicas`` replicas in all (a rule's size
+    follows the counts, not the object's: ``replicas: 2000000000`` would make a patch of gigabytes).
+
+    On UPDATE, rules that are these defaults of the stored job's counts (themselves within the bounds)
+    are rewritten for the new counts when those differ: the defaults follow a scale, rules a user wrote
+    never change. A MutatingAdmissionPolicy patch (it reads every entry, and ``oldObject``); the
+    generated defaults take the stored job (``previous``). ``path`` and ``list`` are fields of one
+    object."""
+
+    id: str
+    summary: str
+    path: str
+    list: str
+    by: str
+    count: str
+    unset: int
+    each: bool
+    max_entries: int
+    max_replicas: int
+
+
 ENTRY_FORMS = (RefersTo, IndexMaps, NamedEntries, EntriesUnchanged)
+ENTRY_DEFAULT_FORMS = (DefaultFinishRules,)
 
 
 Declaration = (
@@ -982,6 +1012,12 @@ Declaration = (
     | (DefaultIndexed | DefaultSum | ImpliedKeys | DefaultItemWhen | DefaultItemProduct)
     | (KnownTypes | RunPolicyImmutable | RunPolicyAtMostTotal | DefaultTypeField | DefaultTypeSpelling)
     | DefaultTemplatePort
-    | (RefersTo | IndexMaps | NamedEntries | EntriesUnchanged)
+    | (RefersTo | IndexMaps | NamedEntries | EntriesUnchanged | DefaultFinishRules)
 )
-DEFAULT_FORMS = (DefaultField, DefaultItemField, *VOLCANO_DEFAULT_FORMS, *REPLICA_MAP_DEFAULT_FORMS)
+DEFAULT_FORMS = (
+    DefaultField,
+    DefaultItemField,
+    *VOLCANO_DEFAULT_FORMS,
+    *REPLICA_MAP_DEFAULT_FORMS,
+    *ENTRY_DEFAULT_FORMS,
+)

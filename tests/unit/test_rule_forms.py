@@ -32,6 +32,7 @@ from jobgate.rules.forms import (
     Bounds,
     ClaimVolumes,
     DefaultField,
+    DefaultFinishRules,
     DefaultIndexed,
     DefaultItemField,
     DefaultItemProduct,
@@ -1642,6 +1643,56 @@ def test_default_type_spelling():
     assert spelling.where is Where.MUTATING_POLICY and not spelling.placements
     assert "JSONPatch{op: 'move', from: '/spec/reps/' + jsonpatch.escapeKey(k)" in spelling.patches[0]
     assert "oldObject.spec.reps" in spelling.patches[0]
+
+
+def _finish_rules(each: bool, path: str = "spec.done") -> DefaultFinishRules:
+    return DefaultFinishRules(
+        f"f/{path}", "the defaults", path, "spec.parts", "kind", "count", 1, each=each, max_entries=3, max_replicas=6
+    )
+
+
+def test_default_finish_rules_are_written_for_the_counts_and_follow_a_scale():
+    namespace: dict[str, object] = {}
+    declared = Declarations((_finish_rules(False), _finish_rules(True, "spec.failed")))
+    exec(compile(declared_module_text([("f.example.com", "F", declared)]), "f", "exec"), namespace)
+    default = namespace["default_f_f_example_com"]
+
+    def job(*parts, **rules):
+        return {"spec": {"parts": [{"kind": k, **({} if n is None else {"count": n})} for k, n in parts], **rules}}
+
+    def written(obj, previous=None):
+        recorder = PatchRecorder()
+        out = default(obj, recorder, previous=previous)
+        return out["spec"].get("done"), out["spec"].get("failed"), [(o["op"], o["path"]) for o in recorder.ops]
+
+    # One rule listing every replica (none of a count of 0), one rule per replica; an unset count is `unset`.
+    assert written(job(("a", None), ("b", 2), ("c", 0))) == (
+        [{"a": [0], "b": [0, 1]}],
+        [{"a": [0]}, {"b": [0]}, {"b": [1]}],
+        [("add", "/spec/done"), ("add", "/spec/failed")],
+    )
+    # Nothing to write: no replica, a count below 0, a name twice or missing, past the bounds.
+    assert written(job(("a", 0))) == (None, None, [])
+    for parts in ((("a", -1),), (("a", 1), ("a", 1)), (("", 1),), (("a", 7),), (("a", 1),) * 4):
+        assert written(job(*parts)) == (None, None, [])
+    # Given rules stay, unless they are the defaults of the stored counts and the counts changed.
+    stored = job(("a", 2), done=[{"a": [0, 1]}], failed=[{"a": [0]}, {"a": [1]}])
+    assert written(job(("a", 1), done=[{"a": [0, 1]}], failed=[{"a": [0]}, {"a": [1]}]), stored) == (
+        [{"a": [0]}],
+        [{"a": [0]}],
+        [("replace", "/spec/done"), ("replace", "/spec/failed")],
+    )
+    assert written(job(("a", 1), done=[{"a": [1]}], failed=[{"a": [1]}]), stored) == ([{"a": [1]}], [{"a": [1]}], [])
+    assert written(job(("a", 1), done=[{"a": [0, 1]}]), None)[0] == [{"a": [0, 1]}]  # CREATE: the user's
+
+    (done, failed) = declared.defaults()
+    assert done.where is Where.MUTATING_POLICY and not done.placements
+    assert "oldObject.spec.parts" in done.patches[0] and "<= 3" in done.patches[0] and "<= 6" in done.patches[0]
+    assert "JSONPatch{op: 'add', path: '/spec/done/0/' + jsonpatch.escapeKey(r.kind)" in done.patches[0]
+    each = "JSONPatch{op: 'add', path: '/spec/failed', value: object.spec.parts.map(r, lists.range("
+    assert each in failed.patches[0]
+    with pytest.raises(FormError, match="fields of one object"):
+        Declarations((_finish_rules(False, "spec.run.done"),)).defaults()
 
 
 def test_entries_keep_their_fields_on_update():

@@ -6,9 +6,8 @@ replica types from ``spec``, the narrowest place that sees both, and report at t
 check. What may not change on UPDATE (the replica types and pod templates, the resume settings)
 is a transition rule on ``spec``.
 
-The defaults of the finish rules (one rule listing every replica, one rule per replica) and
-their rescaling when the replica counts change are a MutatingAdmissionPolicy: they depend on
-every replica spec, and on the stored job.
+The defaults, the finish rules' among them (one rule listing every replica, one rule per replica,
+rescaled when the replica counts change: a MutatingAdmissionPolicy), are declared (declared.py).
 """
 
 from __future__ import annotations
@@ -125,89 +124,7 @@ def _bounds() -> Rule:
     )
 
 
-# --- defaults (GenericJobKind.default) -----------------------------------------------------------
-
-OBJECT_SPECS = "object.spec.replicaSpecs"
-OLD_SPECS = "oldObject.spec.replicaSpecs"
-
-
-def _count(replica: str) -> str:
-    return f"(has({replica}.replicas) ? {replica}.replicas : 1)"
-
-
-def _counted(specs: str) -> str:
-    """CEL true when the replica counts are what the webhook writes rules for (replica_counts, _writable):
-    every replica spec with a type of its own and a count of at least 0, at most MAX_WRITTEN_RULE_REPLICAS in all.
-    Unlike the webhook, no rules for more replica specs than the CRD admits: the job is refused for its replica
-    specs alone, not also for a rule naming more types than a rule may (their bound is the same)."""
-    return (
-        f"(has({specs}) && size({specs}) > 0 && size({specs}) <= {t9k.MAX_REPLICA_SPECS} && "
-        f"{specs}.all(r, has(r.type) && r.type != '' && "
-        f"(!has(r.replicas) || r.replicas >= 0) && {specs}.exists_one(q, has(q.type) && q.type == r.type)) && "
-        f"{specs}.map(r, {_count('r')}).sum() <= {t9k.MAX_WRITTEN_RULE_REPLICAS})"
-    )
-
-
-def _success_matches(rules: str, specs: str) -> str:
-    """CEL true when ``rules`` are the default success rules of ``specs``' counts."""
-    counted = f"{specs}.filter(r, {_count('r')} > 0)"
-    return (
-        f"({counted}.size() == 0 ? size({rules}) == 0 : (size({rules}) == 1 && size({rules}[0]) == {counted}.size() && "
-        f"{counted}.all(r, r.type in {rules}[0] && {rules}[0][r.type] == lists.range({_count('r')}))))"
-    )
-
-
-def _failure_rules(specs: str) -> str:
-    return f"{specs}.map(r, lists.range({_count('r')}).map(i, {{r.type: [i]}})).flatten()"
-
-
-def _counts_differ(new: str, old: str) -> str:
-    return (
-        f"(size({new}) != size({old}) || "
-        f"{new}.exists(r, !{old}.exists(q, q.type == r.type && {_count('q')} == {_count('r')})))"
-    )
-
-
-def _finish_rules_default(key: str) -> str:
-    given = f"object.spec.{key}"
-    if key == "successRules":
-        matches_old = _success_matches(given, OLD_SPECS)
-        positive = f"{OBJECT_SPECS}.filter(r, {_count('r')} > 0)"
-        write = (
-            f"({positive}.size() == 0 ? [] : [JSONPatch{{op: 'add', path: '/spec/{key}', value: [{{}}]}}] + "
-            f"{positive}.map(r, JSONPatch{{op: 'add', path: '/spec/{key}/0/' + jsonpatch.escapeKey(r.type), "
-            f"value: lists.range({_count('r')})}}))"
-        )
-    else:
-        matches_old = f"{given} == {_failure_rules(OLD_SPECS)}"
-        write = (
-            f"({OBJECT_SPECS}.map(r, {_count('r')}).sum() == 0 ? [] : "
-            f"[JSONPatch{{op: 'add', path: '/spec/{key}', value: {_failure_rules(OBJECT_SPECS)}}}])"
-        )
-    # Rules jobgate wrote for the stored replica counts follow a scale; rules a user wrote never change.
-    rescaled = (
-        f"(oldObject != null && has(oldObject.spec) && {_counted(OLD_SPECS)} && "
-        f"{_counts_differ(OBJECT_SPECS, OLD_SPECS)} && has({given}) && {matches_old})"
-    )
-    return f"{_counted(OBJECT_SPECS)} && (!has({given}) || {rescaled}) ? {write} : []"
-
-
 def defaults(kind: JobKind) -> list[Default]:
+    """Every default is declared (declared.py), the finish rules' too (``DefaultFinishRules``)."""
     assert kind is t9k.GENERIC_JOB
-    return [
-        *DECLARED.defaults(),
-        Default(
-            "genericjob/success-rules",
-            "successRules: one rule listing every replica (rewritten when the replica counts change, if they were "
-            "the defaults of the stored counts)",
-            Where.MUTATING_POLICY,
-            (_finish_rules_default("successRules"),),
-        ),
-        Default(
-            "genericjob/failure-rules",
-            "failureRules: one rule per replica (rewritten when the replica counts change, if they were the "
-            "defaults of the stored counts)",
-            Where.MUTATING_POLICY,
-            (_finish_rules_default("failureRules"),),
-        ),
-    ]
+    return DECLARED.defaults()

@@ -20,6 +20,7 @@ from jobgate.families.t9k.rules import (
 from jobgate.rules.forms import (
     Declaration,
     DefaultField,
+    DefaultFinishRules,
     DefaultItemField,
     EntriesUnchanged,
     Immutable,
@@ -169,6 +170,34 @@ GENERIC_JOB: tuple[Declaration, ...] = (
         "the resume settings do not change once the job exists",
         "spec.runMode.pause.resumeSpecs",
         "field is immutable: only pause.enabled may change while the job exists",
+    ),
+    # The finish rules jobgate chose, written out for the replica counts: they depend on every replica
+    # spec and, on UPDATE, on the stored job (rules.py passes it). After the defaults above (replicas).
+    DefaultFinishRules(
+        "genericjob/success-rules",
+        "successRules: one rule listing every replica (rewritten when the replica counts change, if they were "
+        "the defaults of the stored counts)",
+        "spec.successRules",
+        "spec.replicaSpecs",
+        "type",
+        "replicas",
+        1,
+        each=False,
+        max_entries=MAX_REPLICA_SPECS,
+        max_replicas=MAX_WRITTEN_RULE_REPLICAS,
+    ),
+    DefaultFinishRules(
+        "genericjob/failure-rules",
+        "failureRules: one rule per replica (rewritten when the replica counts change, if they were the "
+        "defaults of the stored counts)",
+        "spec.failureRules",
+        "spec.replicaSpecs",
+        "type",
+        "replicas",
+        1,
+        each=True,
+        max_entries=MAX_REPLICA_SPECS,
+        max_replicas=MAX_WRITTEN_RULE_REPLICAS,
     ),
 )
 

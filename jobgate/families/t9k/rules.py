@@ -103,23 +103,9 @@ class GenericJobKind:
         # never denies, validation reports the bad value.
         if not isinstance(obj, dict) or not isinstance(obj.get("spec"), dict):
             return obj
-        # The defaults a form says (replicas, restart policies, cleanUpPolicy, the scheduler's priority,
-        # debug commands), declared in declared.py; the finish rules below.
-        obj = declared_rules.default_genericjob_batch_tensorstack_dev(obj, recorder)
-        spec = dict(obj["spec"])
-        counts = _writable(replica_counts(spec.get("replicaSpecs")))
-        old_spec = previous.get("spec") if isinstance(previous, dict) else None
-        old_counts = _writable(replica_counts(old_spec.get("replicaSpecs")) if isinstance(old_spec, dict) else {})
-        if counts:
-            for key, rules_for in (("successRules", default_success_rules), ("failureRules", default_failure_rules)):
-                given = spec.get(key)
-                # Rules jobgate wrote for the old replica counts follow a scale; rules a user wrote never change.
-                rescaled = old_counts and old_counts != counts and given == rules_for(old_counts)
-                if given is None or rescaled:
-                    rules = rules_for(counts)
-                    if rules:
-                        recorder.set(spec, key, rules, "/spec")
-        return {**obj, "spec": spec}
+        # Every default is declared (declared.py): replicas, restart policies, cleanUpPolicy, the scheduler's
+        # priority, debug commands, then the finish rules, which read the stored job.
+        return declared_rules.default_genericjob_batch_tensorstack_dev(obj, recorder, previous=previous)
 
     def validate(self, obj: dict[str, Any], old: dict[str, Any] | None, context: ReviewContext) -> Findings:
         found = Findings()
@@ -177,49 +163,12 @@ class GenericJobKind:
         return found
 
 
-def replica_counts(replica_specs: Any) -> dict[str, int]:
-    """Replica type -> replicas (an absent count is 1); empty when any entry is malformed."""
-    counts: dict[str, int] = {}
-    if not isinstance(replica_specs, list):
-        return counts
-    for replica in replica_specs:
-        if not isinstance(replica, dict):
-            return {}
-        replica_type, count = replica.get("type"), replica.get("replicas", 1)
-        if not isinstance(replica_type, str) or not replica_type or replica_type in counts:
-            return {}
-        count = as_int(count) if count is not None else 1
-        if count is None or count < 0:
-            return {}
-        counts[replica_type] = count
-    return counts
-
-
 # Default rules list every replica, so their size follows the replica counts, not the object's
 # size: a "replicas: 2000000000" of a few bytes would make a patch of gigabytes. Past this many
 # replicas in all the rules are not written (the object could not be stored anyway: 100,000
 # replicas make failure rules larger than etcd's 1.5 MiB), and the controller applies the same
 # rules to a job without any. It is also the most finish rules a job may list (the CRD's bound).
 MAX_WRITTEN_RULE_REPLICAS = 10_000
-
-
-def _writable(counts: dict[str, int]) -> dict[str, int]:
-    """The counts default rules are written for: none past the bounds the CRD (and the webhook) set,
-    a job refused for its replica specs alone (the MutatingAdmissionPolicy writes none for it either)."""
-    if len(counts) > MAX_REPLICA_SPECS or sum(counts.values()) > MAX_WRITTEN_RULE_REPLICAS:
-        return {}
-    return counts
-
-
-def default_success_rules(counts: dict[str, int]) -> list[dict[str, list[int]]]:
-    """One rule listing every replica: the job succeeds when all of them succeeded."""
-    every_replica = {rtype: list(range(count)) for rtype, count in counts.items() if count > 0}
-    return [every_replica] if every_replica else []
-
-
-def default_failure_rules(counts: dict[str, int]) -> list[dict[str, list[int]]]:
-    """One rule per replica: the job fails when any replica failed beyond its restart limit."""
-    return [{rtype: [index]} for rtype, count in counts.items() for index in range(count)]
 
 
 GENERIC_JOB = register(GenericJobKind())
