@@ -56,6 +56,7 @@ SHARED_COMPILED_MODULES = (
     "jobgate.policy.gpu",
     "jobgate.policy.images",
     "jobgate.policy.fieldmap",
+    "jobgate.policy.review",
     # The declared rules (docs/rule-forms.md): each form's function and the generated calls of them,
     # run by the families' compiled rules for every review.
     "jobgate.rules.declared",

@@ -27,6 +27,10 @@ log = logging.getLogger("jobgate.policies")
 RECHECK_ENV = "JOBGATE_POLICY_CRD_RECHECK_SECONDS"
 
 
+# Namespaces whose labels are remembered at most (a deleted namespace's entry goes with the rest).
+LABELS_MEMO_LIMIT = 4096
+
+
 class PolicyCache:
     """``PolicyView`` over informers of both policy kinds and of the namespaces."""
 
@@ -38,6 +42,8 @@ class PolicyCache:
         self.namespaces = Informer(kube, NAMESPACES.path(), name="namespaces")
         self._lock = threading.Lock()
         self._policies: PolicySet | None = None
+        # namespace -> (its object in the informer, its labels as selectors see them)
+        self._labels: dict[str, tuple[dict[str, Any] | None, Mapping[str, str]]] = {}
         for informer in self.informers:
             informer.handlers.append(self._changed)
 
@@ -65,9 +71,17 @@ class PolicyCache:
 
     def namespace_labels(self, namespace: str) -> Mapping[str, str] | None:
         obj = self.namespaces.get(f"/{namespace}")
+        # Built once per version of the Namespace (the informer replaces the object on each change).
+        known = self._labels.get(namespace)
+        if known is not None and known[0] is obj:
+            return known[1]
         metadata = obj.get("metadata") if obj is not None else None
         labels = metadata.get("labels") if isinstance(metadata, dict) else None
-        return namespace_labels(namespace, labels if isinstance(labels, dict) else None)
+        seen = namespace_labels(namespace, labels if isinstance(labels, dict) else None)
+        if len(self._labels) >= LABELS_MEMO_LIMIT:
+            self._labels.clear()
+        self._labels[namespace] = (obj, seen)
+        return seen
 
 
 def policy_crds_served(kube: Kube) -> bool:

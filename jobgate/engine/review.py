@@ -67,6 +67,20 @@ def engine_build() -> str:
     return "pure Python" if __file__.endswith(".py") else "compiled (mypyc)"
 
 
+# jobgate.policy.review once a review carries policies: a plain one-file check never loads it, and a
+# review with policies does not pay an import statement per call.
+_loaded: dict[str, Any] = {}
+
+
+def _policy_review() -> Any:
+    loaded = _loaded.get("policy")
+    if loaded is None:
+        from jobgate.policy import review
+
+        loaded = _loaded["policy"] = review
+    return loaded
+
+
 def warm_up() -> None:
     """Build every kind's schema now, so that the first review does not pay for it."""
     for kind in served_kinds():
@@ -85,9 +99,7 @@ def defaulting_patch(
     validation would say of the result."""
     recorder = PatchRecorder()
     if context is not None and context.policies is not None:
-        from jobgate.policy.review import with_policy_defaults
-
-        obj = with_policy_defaults(kind.family, obj, context, recorder)
+        obj = _policy_review().with_policy_defaults(kind.family, obj, context, recorder)
     kind.default(obj, recorder, previous=old)
     return recorder.ops
 
@@ -108,11 +120,9 @@ def review_job(
     if context is None:
         context = ReviewContext(operation=CREATE if old is None else UPDATE)
     recorder = PatchRecorder() if with_patch else NO_PATCH
-    if context.policies is not None:
-        # Imported only for a review that carries policies: a plain one-file check never loads them.
-        from jobgate.policy.review import with_policy_defaults
-
-        obj = with_policy_defaults(kind.family, obj, context, recorder)
+    policy = _policy_review().PolicyReview(kind.family, context) if context.policies is not None else None
+    if policy is not None:
+        obj = policy.defaults(obj, recorder)
     # The stored job is a defaulted one: read as the apiserver keeps it, also by the defaults that
     # compare the update with it (a replica type's spelling), whoever gave it (a webhook's oldObject,
     # or a manifest on the command line).
@@ -123,10 +133,8 @@ def review_job(
     found.errors.extend(label_errors(defaulted.get("metadata")))
     audit: list[str] = []
     rules: dict[int, str] = {}
-    if context.policies is not None:
-        from jobgate.policy.review import judge
-
-        judged = judge(kind.family, defaulted, old_defaulted, context)
+    if policy is not None:
+        judged = policy.judge(defaulted, old_defaulted)
         if judged is not None:
             found.errors.extend(judged.errors)
             found.warnings.extend(judged.warnings)

@@ -99,7 +99,7 @@ class PolicySnapshot:
     A namespace missing from ``namespaces`` has only the label the apiserver gives every namespace.
     """
 
-    __slots__ = ("_namespaces", "_policies")
+    __slots__ = ("_labels", "_namespaces", "_policies")
 
     def __init__(
         self, policies: Sequence[Mapping[str, Any]], namespaces: Mapping[str, Mapping[str, str]] | None = None
@@ -109,12 +109,17 @@ class PolicySnapshot:
 
         self._policies = PolicySet(policies)
         self._namespaces = dict(namespaces or {})
+        # Each namespace's labels as selectors see them, built once: every review asks.
+        self._labels: dict[str, Mapping[str, str]] = {}
 
     def policies(self) -> Sequence[Mapping[str, Any]]:
         return self._policies
 
     def namespace_labels(self, namespace: str) -> Mapping[str, str] | None:
-        return namespace_labels(namespace, self._namespaces.get(namespace))
+        labels = self._labels.get(namespace)
+        if labels is None:
+            labels = self._labels[namespace] = namespace_labels(namespace, self._namespaces.get(namespace))
+        return labels
 
 
 class ClusterViews:

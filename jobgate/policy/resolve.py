@@ -461,6 +461,11 @@ class PolicySet(tuple[Mapping[str, Any], ...]):
             _remember(self._effective, key, effective, self.MEMO_LIMIT)
         return effective
 
+    def selects_alike(self, job: Mapping[str, Any], other: Mapping[str, Any]) -> bool:
+        """Whether two versions of one job in one namespace select the same policies: the same
+        apiVersion and kind, and the same values of the labels the set's objectSelectors read."""
+        return _match_key(job, self._object_keys) == _match_key(other, self._object_keys)
+
     def _resolve(
         self, namespace: str, namespace_labels: Mapping[str, str] | None, job: Mapping[str, Any] | None
     ) -> EffectivePolicy:

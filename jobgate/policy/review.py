@@ -43,21 +43,54 @@ def with_policy_defaults(
 ) -> dict[str, Any]:
     """``obj`` with its effective policy's defaults (CREATE only), each change recorded; ``obj`` itself
     is not modified."""
-    if context.operation != CREATE or not isinstance(obj, dict):
-        return obj
-    effective = effective_for(obj, context)
-    if effective is None:
-        return obj
-    ops = policy_defaults(obj, family, effective)
-    if not ops:
-        return obj
-    # Copy on write, each container at most once whatever number of defaults go under it.
-    copies: set[int] = set()
-    root = dict(obj)
-    copies.add(id(root))
-    for path, value in ops:
-        _set_path(root, path, value, recorder, copies)
-    return root
+    return PolicyReview(family, context).defaults(obj, recorder)
+
+
+class PolicyReview:
+    """The policies' part of one review: their defaults, then their verdict on the job as defaulted.
+
+    It keeps the effective policy it resolved for the defaults and gives it to the verdict when the
+    defaulted job selects the same policies (the labels selectors read unchanged), so that a review
+    resolves it once."""
+
+    __slots__ = ("context", "effective", "family", "received")
+
+    def __init__(self, family: str, context: ReviewContext) -> None:
+        self.family = family
+        self.context = context
+        self.effective: EffectivePolicy | None = None
+        self.received: dict[str, Any] | None = None
+
+    def defaults(self, obj: dict[str, Any], recorder: PatchRecorder) -> dict[str, Any]:
+        """``obj`` with its effective policy's defaults (CREATE only), each change recorded; ``obj``
+        itself is not modified."""
+        if self.context.operation != CREATE or not isinstance(obj, dict):
+            return obj
+        effective = effective_for(obj, self.context)
+        if effective is None:
+            return obj
+        self.effective, self.received = effective, obj
+        ops = policy_defaults(obj, self.family, effective)
+        if not ops:
+            return obj
+        # Copy on write, each container at most once whatever number of defaults go under it.
+        copies: set[int] = set()
+        root = dict(obj)
+        copies.add(id(root))
+        for path, value in ops:
+            _set_path(root, path, value, recorder, copies)
+        return root
+
+    def judge(self, defaulted: dict[str, Any], old: dict[str, Any] | None) -> PolicyVerdict | None:
+        """The policies' verdict on the job as it will be stored; None when the review carries no policies."""
+        effective, received, policies = self.effective, self.received, self.context.policies
+        reusable = (
+            effective is not None
+            and received is not None
+            and type(policies) is PolicySet
+            and (defaulted is received or policies.selects_alike(received, defaulted))
+        )
+        return judge(self.family, defaulted, old, self.context, effective if reusable else None)
 
 
 def _set_path(
@@ -101,10 +134,16 @@ class PolicyVerdict:
 
 
 def judge(
-    family: str, defaulted: dict[str, Any], old: dict[str, Any] | None, context: ReviewContext
+    family: str,
+    defaulted: dict[str, Any],
+    old: dict[str, Any] | None,
+    context: ReviewContext,
+    effective: EffectivePolicy | None = None,
 ) -> PolicyVerdict | None:
-    """The policies' verdict on the job as it will be stored; None when the review carries no policies."""
-    effective = effective_for(defaulted, context)
+    """The policies' verdict on the job as it will be stored; None when the review carries no policies.
+    ``effective``: the job's effective policy when the caller has it (resolved for this job)."""
+    if effective is None:
+        effective = effective_for(defaulted, context)
     if effective is None:
         return None
     verdict = PolicyVerdict()

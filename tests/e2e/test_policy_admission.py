@@ -137,6 +137,33 @@ def test_a_required_label_is_refused_with_its_field(policy_cluster: Cluster):
     assert "metadata.labels[team]: Required value" in refused.stderr
 
 
+def until_admitted(cluster: Cluster, obj: dict) -> subprocess.CompletedProcess[str]:
+    deadline = time.monotonic() + 30
+    while True:
+        result = apply(cluster, obj, "--dry-run=server")
+        if result.returncode == 0 or time.monotonic() > deadline:
+            return result
+        time.sleep(0.5)
+
+
+def test_a_relabelled_namespace_is_judged_by_its_new_labels(policy_cluster: Cluster):
+    """The webhook remembers each namespace's labels per version of the Namespace: a relabel reaches
+    the next review by watch, in both directions."""
+    namespace = "policy-relabel"
+    policy_cluster.kubectl("create", "namespace", namespace, check=True)
+    try:
+        job = tfjob(namespace, "big", gpus=2, workers=3, labels={"team": "x"})
+        assert until_admitted(policy_cluster, job).returncode == 0
+        policy_cluster.kubectl("label", "namespace", namespace, "tier=research", check=True)
+        refused = until_denied(policy_cluster, job, "e2e-research-gpus")
+        assert "exceeds 4 GPUs per job (ClusterTrainingJobPolicy e2e-research-gpus)" in refused.stderr
+        policy_cluster.kubectl("label", "namespace", namespace, "tier-", check=True)
+        admitted = until_admitted(policy_cluster, job)
+        assert admitted.returncode == 0, admitted.stderr
+    finally:
+        policy_cluster.kubectl("delete", "namespace", namespace, "--wait=false")
+
+
 def test_defaults_are_stored_as_jobgate_default_prints_them(policy_cluster: Cluster, tmp_path: Path):
     job = tfjob(TEAM, "defaulted")
     deadline = time.monotonic() + 30

@@ -255,3 +255,28 @@ def test_validate_checks_policy_documents_as_their_crd_would(tmp_path: Path, cap
     assert sorted(e["field"] for e in errors) == ["spec.limits.gpuResources[0].name", "spec.limits.maxGPUsPerJob"]
     assert {e["rule"] for e in errors} == {"policy/schema"}
     assert main(["validate", str(EXAMPLE_POLICIES)]) == 0
+
+
+def test_a_label_default_that_a_selector_reads_is_judged_by_the_policies_it_selects():
+    """The verdict resolves the policy again for the defaulted job when a default changed a label an
+    objectSelector reads (the review reuses the defaults' resolution only when the selection is the same)."""
+    gold = policy("gold-default", {"defaults": {"labels": {"tier": "gold"}}})
+    gold_cap = policy(
+        "gold-cap", {"match": {"objectSelector": {"matchLabels": {"tier": "gold"}}}, "limits": {"maxReplicasPerJob": 2}}
+    )
+    other_default = policy("cost-default", {"defaults": {"labels": {"cost-center": "ml"}}})
+    job = tfjob(gpus=1, workers=3)
+    verdict = review_job(kind_of(job), job, context=context(gold, gold_cap))
+    assert verdict.defaulted["metadata"]["labels"]["tier"] == "gold"
+    assert any("gold-cap" in str(e) for e in verdict.errors), [str(e) for e in verdict.errors]
+    # A default no selector reads leaves the selection, and the verdict, as they were.
+    verdict = review_job(kind_of(job), job, context=context(other_default, gold_cap))
+    assert verdict.defaulted["metadata"]["labels"]["cost-center"] == "ml" and verdict.allowed
+
+
+def test_the_snapshot_builds_a_namespaces_labels_once():
+    snapshot = PolicySnapshot([GPU_CAP], {"team-a": {"tier": "research"}})
+    first = snapshot.namespace_labels("team-a")
+    assert first == {"tier": "research", "kubernetes.io/metadata.name": "team-a"}
+    assert snapshot.namespace_labels("team-a") is first
+    assert snapshot.namespace_labels("elsewhere") == {"kubernetes.io/metadata.name": "elsewhere"}
