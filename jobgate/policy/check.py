@@ -1131,11 +1131,14 @@ def policy_findings(
     old_job: dict[str, Any] | None,
     family: str,
     effective: EffectivePolicy,
+    kmap: KindMap | None = None,
 ) -> list[PolicyFinding]:
     """Every finding of ``effective`` on ``job``; on UPDATE (``old_job``), minus the existing violations
     the policies allow (see the module docstring). ``family`` must be the job's family (a mismatch
-    finds nothing: the caller dispatched on group and kind)."""
-    kmap = kind_map(job)
+    finds nothing: the caller dispatched on group and kind). ``kmap``: ``kind_map(job)``, when the
+    caller has it."""
+    if kmap is None:
+        kmap = kind_map(job)
     if kmap is None or kmap.family != family:
         return []
     plan = _plan(effective, kmap)
@@ -1162,10 +1165,12 @@ def policy_findings(
 
 
 def policy_defaults(
-    job: dict[str, Any], family: str, effective: EffectivePolicy
+    job: dict[str, Any], family: str, effective: EffectivePolicy, kmap: KindMap | None = None
 ) -> list[tuple[list[str | int], object]]:
-    """(path segments, value) to set on CREATE, only where the job leaves the field unset."""
-    kmap = kind_map(job)
+    """(path segments, value) to set on CREATE, only where the job leaves the field unset (``kmap``:
+    ``kind_map(job)``, when the caller has it)."""
+    if kmap is None:
+        kmap = kind_map(job)
     if kmap is None or kmap.family != family:
         return []
     plan = _plan(effective, kmap)

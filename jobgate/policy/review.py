@@ -19,6 +19,7 @@ from jobgate.engine.context import CREATE, ReviewContext
 from jobgate.engine.fielderrors import ErrorType, FieldError
 from jobgate.engine.jsonpatch import NO_PATCH, PatchRecorder, escape_pointer_token
 from jobgate.policy.check import PolicyFinding, policy_defaults, policy_findings
+from jobgate.policy.fieldmap import KindMap, kind_map
 from jobgate.policy.resolve import EffectivePolicy, PolicySet, effective_policy
 
 _ERROR_TYPES = {error_type.text: error_type for error_type in ErrorType}
@@ -53,13 +54,15 @@ class PolicyReview:
     defaulted job selects the same policies (the labels selectors read unchanged), so that a review
     resolves it once."""
 
-    __slots__ = ("context", "effective", "family", "received")
+    __slots__ = ("context", "effective", "family", "kmap", "received")
 
     def __init__(self, family: str, context: ReviewContext) -> None:
         self.family = family
         self.context = context
         self.effective: EffectivePolicy | None = None
         self.received: dict[str, Any] | None = None
+        # The kind's field map: the defaults never change the apiVersion or kind.
+        self.kmap: KindMap | None = None
 
     def defaults(self, obj: dict[str, Any], recorder: PatchRecorder) -> dict[str, Any]:
         """``obj`` with its effective policy's defaults (CREATE only), each change recorded; ``obj``
@@ -70,7 +73,8 @@ class PolicyReview:
         if effective is None:
             return obj
         self.effective, self.received = effective, obj
-        ops = policy_defaults(obj, self.family, effective)
+        self.kmap = kmap = kind_map(obj)
+        ops = policy_defaults(obj, self.family, effective, kmap)
         if not ops:
             return obj
         # Copy on write, each container at most once whatever number of defaults go under it.
@@ -90,7 +94,9 @@ class PolicyReview:
             and type(policies) is PolicySet
             and (defaulted is received or policies.selects_alike(received, defaulted))
         )
-        return judge(self.family, defaulted, old, self.context, effective if reusable else None)
+        return judge(
+            self.family, defaulted, old, self.context, effective=effective if reusable else None, kmap=self.kmap
+        )
 
 
 def _set_path(
@@ -138,16 +144,19 @@ def judge(
     defaulted: dict[str, Any],
     old: dict[str, Any] | None,
     context: ReviewContext,
+    *,
     effective: EffectivePolicy | None = None,
+    kmap: KindMap | None = None,
 ) -> PolicyVerdict | None:
     """The policies' verdict on the job as it will be stored; None when the review carries no policies.
-    ``effective``: the job's effective policy when the caller has it (resolved for this job)."""
+    ``effective``: the job's effective policy when the caller has it (resolved for this job); ``kmap``:
+    its kind's field map, when the caller has it."""
     if effective is None:
         effective = effective_for(defaulted, context)
     if effective is None:
         return None
     verdict = PolicyVerdict()
-    for finding in policy_findings(defaulted, old, family, effective):
+    for finding in policy_findings(defaulted, old, family, effective, kmap):
         if finding.action == "Deny":
             error = field_error(finding)
             verdict.errors.append(error)
