@@ -584,6 +584,20 @@ class _Plan:
         if kueue is not None and kmap.kueue:
             wanted[KUEUE_LABEL] = kueue.value
         self.default_labels: list[tuple[str, Any]] = list(wanted.items())
+        # The defaults as (path, value) when each has a path every job of the kind shares (None when one
+        # has not: a pod template's field, a path that depends on the job, the Volcano and T9k queue
+        # cases), read without the locators: what specialised_defaults writes out, for the compiled build.
+        self.fixed_defaults: list[tuple[FieldPath, Any]] | None = []
+        for field, default, locator in self.defaults:
+            path = (
+                None
+                if locator == TEMPLATE or (field == "queue" and kmap.family in ("volcano", "t9k"))
+                else (_fixed_path(locator))
+            )
+            if not path:
+                self.fixed_defaults = None
+                break
+            self.fixed_defaults.append((path, default))
         # ``clean`` written out for this plan (pure Python only: see specialised_clean).
         self.fast: Any = None
         self.fast_defaults: Any = None  # likewise policy_defaults (specialised_defaults)
@@ -1181,6 +1195,16 @@ def policy_defaults(
 
 def _defaults(job: dict[str, Any], kmap: KindMap, plan: _Plan) -> list[tuple[list[str | int], object]]:
     ops: list[tuple[list[str | int], object]] = []
+    fixed = plan.fixed_defaults
+    if fixed is not None:
+        for at, default in fixed:
+            node: Any = job
+            for segment in at:
+                node = node.get(segment) if isinstance(node, dict) else None
+            if node is None:
+                ops.append((list(at), default))
+        _label_defaults(job, plan, ops)
+        return ops
     # Only the fields given a default that the kind has (explain says which it lacks).
     for field, default, locator in plan.defaults:
         template_level = locator == TEMPLATE
@@ -1203,13 +1227,17 @@ def _defaults(job: dict[str, Any], kmap: KindMap, plan: _Plan) -> list[tuple[lis
                 continue  # a template without a spec: the family's validation reports it
             if value is None:
                 ops.append(([str(s) if isinstance(s, Key) else s for s in path], default))
+    _label_defaults(job, plan, ops)
+    return ops
+
+
+def _label_defaults(job: dict[str, Any], plan: _Plan, ops: list[tuple[list[str | int], object]]) -> None:
     if plan.default_labels:
         labels = get_path(job, ("metadata", "labels"))
         labels = labels if isinstance(labels, dict) else {}
         for key, value in plan.default_labels:
             if key not in labels:
                 ops.append((["metadata", "labels", key], value))
-    return ops
 
 
 def apply_defaults(job: dict[str, Any], ops: Iterable[tuple[list[str | int], object]]) -> dict[str, Any]:
