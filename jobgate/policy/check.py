@@ -586,14 +586,11 @@ class _Plan:
         self.default_labels: list[tuple[str, Any]] = list(wanted.items())
         # The defaults as (path, value) when each has a path every job of the kind shares (None when one
         # has not: a pod template's field, a path that depends on the job, the Volcano and T9k queue
-        # cases), read without the locators: what specialised_defaults writes out, for the compiled build.
+        # cases), read without the locators: the compiled build reads them, specialised_defaults writes them out.
         self.fixed_defaults: list[tuple[FieldPath, Any]] | None = []
         for field, default, locator in self.defaults:
-            path = (
-                None
-                if locator == TEMPLATE or (field == "queue" and kmap.family in ("volcano", "t9k"))
-                else (_fixed_path(locator))
-            )
+            queue_case = field == "queue" and kmap.family in ("volcano", "t9k")
+            path = None if locator == TEMPLATE or queue_case else _fixed_path(locator)
             if not path:
                 self.fixed_defaults = None
                 break
@@ -1094,15 +1091,12 @@ def specialised_defaults(plan: _Plan, kmap: KindMap) -> Any:
     """:func:`policy_defaults` for this plan's jobs as one function of the job, giving the same
     operations (None when a default needs more than a fixed path: a pod template's field, a path
     that depends on the job, the Volcano and T9k queue cases)."""
+    if plan.fixed_defaults is None:
+        return None
     src = _Source()
     src.add(0, "def defaults(job):")
     src.add(1, "ops = []")
-    for field, default, locator in plan.defaults:
-        if locator == TEMPLATE or (field == "queue" and kmap.family in ("volcano", "t9k")):
-            return None
-        path = _fixed_path(locator)
-        if path is None or not path:
-            return None
+    for path, default in plan.fixed_defaults:
         # get_path's reading: a step that is not a dict gives None (the default is then written).
         src.add(1, f"v = job.get({path[0]!r})")
         for segment in path[1:]:
