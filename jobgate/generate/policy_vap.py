@@ -25,11 +25,14 @@ enforcement action, one ValidatingAdmissionPolicy and its binding:
   the param's GPU resources and each validation's violators are policy ``variables``, written once and
   read by index: the apiserver compiles every expression on its own, so the size of the policies is
   the time it takes to put them in force.
+- The validations are compiled from the constraints' declarations (:mod:`jobgate.policy.constraints`),
+  one compiler per form (``_COMPILERS``), as :mod:`jobgate.policy.check` compiles its findings from them.
 - A VAP validation has no field path of its own (admissionregistration.k8s.io/v1 ``Validation``:
   ``expression``, ``message``, ``messageExpression``, ``reason``; ``fieldPath`` exists only on a CRD's
-  ``x-kubernetes-validations``), so each ``messageExpression`` begins with the path and error type the
-  webhook gives the same finding (``spec.tfReplicaSpecs[Worker].replicas: Invalid value: …``) and ends
-  with the param's name.
+  ``x-kubernetes-validations``), so each ``messageExpression`` writes the whole line the webhook gives
+  the same finding, path and error type first (``spec.tfReplicaSpecs[Worker].replicas: Invalid value:
+  5: role Worker may reach 5 replicas, exceeds 4 per role (ClusterTrainingJobPolicy caps)``), from the
+  declaration's text.
 
 What the policies carry and what stays in the webhook: :func:`enforcement_rows` (printed by
 ``jobgate manifests enforcement --policy``, and in docs/policy-enforcement.md).
@@ -42,9 +45,27 @@ first failing validation of each param; the webhook reports every finding.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Iterable
+from string import Formatter
 from typing import Any
 
+from jobgate.policy.constraints import (
+    ALLOW_LIST,
+    CONSTRAINTS,
+    CONTAINER_FLAG_PATHS,
+    FIELD_CAP,
+    FORBID_CONTAINER_FLAG,
+    FORBID_POD_FLAG,
+    FORBID_VOLUME,
+    IMAGE_REGISTRIES,
+    JOB_CAP,
+    REQUIRED_FIELD,
+    REQUIRED_LABEL,
+    ROLE_CAP,
+    Constraint,
+    Outcome,
+)
 from jobgate.policy.fieldmap import KINDS, TEMPLATE, KindMap
 from jobgate.policy.gpu import DEFAULT_GPU_RESOURCES
 from jobgate.policy.models import API_VERSION, CLUSTER_KIND, NAMESPACED_KIND
@@ -429,6 +450,47 @@ def _q(text: str) -> str:
     return "'" + text.replace("\\", "\\\\").replace("'", "\\'") + "'"
 
 
+def _line(outcome: Outcome, path: str, value: str | None = None, **holes: str) -> str:
+    """The webhook's finding line (``PATH: TYPE[: VALUE]: DETAIL``, jobgate.policy.check's
+    ``PolicyFinding.text``) as a CEL string expression: ``path``, ``value`` and the holes are CEL, the
+    detail's text is the declaration's (jobgate.policy.constraints)."""
+    pieces: list[tuple[bool, str]] = [(False, path), (True, f": {outcome.type}: ")]
+    if value is not None:
+        pieces += [(False, value), (True, ": ")]
+    for literal, hole, _, _ in Formatter().parse(outcome.text):
+        pieces.append((True, literal))
+        if hole is not None:
+            pieces.append((False, holes[hole]))
+    operands: list[str] = []
+    for is_text, written in pieces:
+        piece = (_q(written) if written else "") if is_text else written
+        if not piece:
+            continue
+        tail = _TAIL_LITERAL.search(operands[-1]) if operands else None
+        head = _HEAD_LITERAL.match(piece)
+        if tail is not None and head is not None:
+            # one literal rather than two joined: the expression reads as the text it writes
+            operands[-1] = operands[-1][: tail.start(1)] + piece[1:]
+        else:
+            operands.append(piece)
+    return " + ".join(operands)
+
+
+# A CEL expression's last operand when it is a string literal (``… + 'text'``, ``'text'``), and its
+# first (``'text' + …``).
+_TAIL_LITERAL = re.compile(r"(?:^| \+ )'(?:[^'\\]|\\.)*(')$")
+_HEAD_LITERAL = re.compile(r"'(?:[^'\\]|\\.)*'(?= \+ |$)")
+
+
+def _quoted(value: str) -> str:
+    """A string value as the webhook shows it: in double quotes."""
+    return f"'\"' + {value} + '\"'"
+
+
+def _quoted_list(values: str) -> str:
+    return f"{values}.map(qx, {_quoted('qx')}).join(', ')"
+
+
 def _first(indices: str, message: Callable[[str], str]) -> str:
     """``message(i)`` for the first index of the list ``indices`` (a CEL list), '?' when it is empty."""
     return f"[{indices}].map(bi, size(bi) == 0 ? '?' : {message('bi[0]')})[0]"
@@ -448,274 +510,274 @@ class _Violating:
 
 
 def validations(kc: KindCel, violating: _Violating | None = None) -> list[Validation]:
-    """The validations of one kind. Each message starts with the field path the webhook gives the
-    same finding (jobgate.policy.check), then the error type as the webhook words it: a VAP has no
-    field of its own for a path, so the path is the message's first word."""
-    k = kc.k
+    """The validations of one kind, one piece of code per form of jobgate.policy.constraints. Each
+    message is the line the webhook gives the same finding (jobgate.policy.check): a VAP has no field
+    of its own for a path, so the path is the message's first word."""
     out: list[Validation] = []
-    lim = "params.spec.limits"
-    req = "params.spec.require"
-    allow_old = "variables.allowOld"
-    each = "variables.idx"
     violating = violating if violating is not None else _Violating()
-
-    # maxReplicasPerRole
-    cap = f"{lim}.maxReplicasPerRole"
-
-    def bad_role(i: str) -> str:
-        return (
-            f"{kc.largest(i)} > {cap} && !({allow_old} && "
-            + kc.same_role(i, lambda j: f"{kc.largest(j, True)} > {cap} && {kc.largest(i)} <= {kc.largest(j, True)}")
-            + ")"
-        )
-
-    over_role = violating("overReplicasPerRole", f"{each}.filter(i, {bad_role('i')})")
-    out.append(
-        _v(
-            "policy/max-replicas-per-role",
-            f"has({lim}) && has({cap})",
-            f"size({over_role}) == 0",
-            _msg(
-                _first(
-                    over_role,
-                    lambda b: (
-                        f"{kc.largest_path(b)} + ': Invalid value: ' + string({kc.largest(b)}) + ': role ' + "
-                        f"{kc.role(b)} + ' may reach ' + string({kc.largest(b)}) + ' replicas, exceeds ' + "
-                        f"string({cap}) + ' per role'"
-                    ),
-                )
-            ),
-        )
-    )
-    # maxReplicasPerJob
-    total, old_total, cap = "variables.jobReplicas", "variables.oldJobReplicas", f"{lim}.maxReplicasPerJob"
-    out.append(
-        _v(
-            "policy/max-replicas-per-job",
-            f"has({lim}) && has({cap})",
-            f"{total} <= {cap} || ({allow_old} && {old_total} > {cap} && {total} <= {old_total})",
-            _msg(
-                f"'spec.{k.replica_field}: Invalid value: ' + string({total}) + ': the job may reach ' + "
-                f"string({total}) + ' replicas in all, exceeds ' + string({cap}) + ' per job'"
-            ),
-        )
-    )
-    # maxGPUsPerPod
-    cap = f"(double({lim}.maxGPUsPerPod) + {EPSILON})"
-
-    def bad_pod(i: str) -> str:
-        return (
-            f"{kc.gpus(i)} > {cap} && !({allow_old} && "
-            + kc.same_role(i, lambda j: f"{kc.gpus(j, True)} > {cap} && {kc.gpus(i)} <= {kc.gpus(j, True)} + {EPSILON}")
-            + ")"
-        )
-
-    over_pod = violating("overGpusPerPod", f"{each}.filter(i, {bad_pod('i')})")
-    out.append(
-        _v(
-            "policy/max-gpus-per-pod",
-            f"has({lim}) && has({lim}.maxGPUsPerPod)",
-            f"size({over_pod}) == 0",
-            _msg(
-                _first(
-                    over_pod,
-                    lambda b: (
-                        f"{kc.path(b)} + '.template.spec: Invalid value: a pod of role ' + {kc.role(b)} + "
-                        f"' requests ' + string({kc.gpus(b)}) + ' GPUs, exceeds ' + string({lim}.maxGPUsPerPod) + "
-                        "' GPUs per pod'"
-                    ),
-                )
-            ),
-        )
-    )
-    # maxGPUsPerJob
-    total, old_total = "variables.jobGpus", "variables.oldJobGpus"
-    cap = f"(double({lim}.maxGPUsPerJob) + {EPSILON})"
-    out.append(
-        _v(
-            "policy/max-gpus-per-job",
-            f"has({lim}) && has({lim}.maxGPUsPerJob)",
-            f"{total} <= {cap} || ({allow_old} && {old_total} > {cap} && {total} <= {old_total} + {EPSILON})",
-            _msg(
-                f"'spec: Invalid value: the job requests ' + string({total}) + ' GPUs at its largest, exceeds ' + "
-                f"string({lim}.maxGPUsPerJob) + ' GPUs per job'"
-            ),
-        )
-    )
-    # TTL and deadline: required, and at most
-    for field, limit, max_rule, require_rule in (
-        ("ttlSecondsAfterFinished", "maxTTLSecondsAfterFinished", "policy/max-ttl", "policy/require-ttl"),
-        ("activeDeadlineSeconds", "maxActiveDeadlineSeconds", "policy/max-active-deadline", "policy/require-deadline"),
-    ):
-        new, old = kc.field(field, "object"), kc.field(field, "oldObject")
-        if new is None or old is None:
-            continue  # not applicable: the webhook warns (enforcement table)
-        (present, value, where), (old_present, old_value, _) = new, old
-        number = f"({present} && type({value}) == int)"
-        old_number = f"({old_present} && type({old_value}) == int)"
-        out.append(
-            _v(
-                require_rule,
-                f"has({req}) && has({req}.{field}) && {req}.{field} == true",
-                f"{number} || ({allow_old} && !{old_number})",
-                _msg(f"{where} + ': Required value: the policy requires {field}'"),
-            )
-        )
-        out.append(
-            _v(
-                max_rule,
-                f"has({lim}) && has({lim}.{limit})",
-                f"!{number} || {value} <= {lim}.{limit} || ({allow_old} && {old_number} && {old_value} > {lim}.{limit} "
-                f"&& {value} <= {old_value})",
-                _msg(
-                    f"{where} + ': Invalid value: ' + string({value}) + ': must be less than or equal to ' + "
-                    f"string({lim}.{limit})"
-                ),
-            )
-        )
-    # required labels
-    labels, old_labels = _labels("object"), _labels("oldObject")
-    state = f"(rl.key in {labels} ? {labels}[rl.key] : {ABSENT})"
-    old_state = f"(oldObject != null && rl.key in {old_labels} ? {old_labels}[rl.key] : {ABSENT})"
-    ok_label = f"(rl.key in {labels} && (!has(rl.values) || {labels}[rl.key] in rl.values))"
-    bad_label = f"!{ok_label} && !({allow_old} && {old_state} == {state})"
-    missing = violating("badLabels", f"{req}.labels.filter(rl, {bad_label})")
-    out.append(
-        _v(
-            "policy/required-label",
-            f"has({req}) && has({req}.labels)",
-            f"size({missing}) == 0",
-            _msg(
-                f"[{missing}].map(bl, size(bl) == 0 ? '?' : 'metadata.labels[' + "
-                "bl[0].key + "
-                f"']: ' + (bl[0].key in {labels} ? 'Unsupported value: \"' + {labels}[bl[0].key] + '\": "
-                "supported values: ' + "
-                "bl[0].values.map(x, '\"' + x + '\"').join(', ') : 'Required value: the policy requires this "
-                "label'))[0]"
-            ),
-        )
-    )
-    # allow-lists: queue, priorityClassName, schedulerName
-    for list_name, field, rule in (
-        ("queues", "queue", "policy/allowed-queues"),
-        ("priorityClassNames", "priorityClassName", "policy/allowed-priority-classes"),
-        ("schedulerNames", "schedulerName", "policy/allowed-schedulers"),
-    ):
-        allowed = f"{req}.{list_name}"
-        guard = f"has({req}) && has({allowed})"
-        locator = k.locator(field)
-        if locator is None:
-            continue  # not applicable: the webhook warns
-        if locator == TEMPLATE:
-            default = "'default-scheduler'" if field == "schedulerName" else ABSENT
-
-            def tstate(i: str, old: bool = False, field: str = field, default: str = default) -> str:
-                s = kc.spec(i, old)
-                return f"({kc.pod(i, old)} && has({s}.{field}) ? {s}.{field} : {default})"
-
-            def bad_template(i: str, allowed: str = allowed, tstate: Callable[..., str] = tstate) -> str:
-                return (
-                    f"has({kc.item(i)}.template) && !({tstate(i)} in {allowed}) && !({allow_old} && "
-                    + kc.same_place(
-                        i, lambda j: f"has({kc.item(j, True)}.template) && {tstate(j, True)} == {tstate(i)}"
-                    )
-                    + ")"
-                )
-
-            outside = violating(f"bad{_cap(list_name)}", f"{each}.filter(i, {bad_template('i')})")
-            out.append(
-                _v(
-                    rule,
-                    guard,
-                    f"size({outside}) == 0",
-                    _msg(
-                        _first(
-                            outside,
-                            lambda b, field=field, allowed=allowed, tstate=tstate: (
-                                f"{kc.path(b)} + '.template.spec.{field}: ' + ({tstate(b)} == {ABSENT} ? 'Required "
-                                "value: must be one of: ' : "
-                                f"'Unsupported value: \"' + {tstate(b)} + '\": supported values: ') + "
-                                f"{allowed}.join(', ')"
-                            ),
-                        )
-                    ),
-                )
-            )
-            continue
-        (present, value, where), (old_present, old_value, _) = kc.field(field, "object"), kc.field(field, "oldObject")  # type: ignore[misc]
-        st = f"({present} ? string({value}) : {ABSENT})"
-        old_st = f"(oldObject != null && {old_present} ? string({old_value}) : {ABSENT})"
-        out.append(
-            _v(
-                rule,
-                guard,
-                f"({present} && {value} in {allowed}) || ({allow_old} && {old_st} == {st})",
-                _msg(
-                    f"{where} + ': ' + ({present} ? 'Unsupported value: \"' + string({value}) + "
-                    f"'\": supported values: ' : 'Required value: must be one of: ') + {allowed}.join(', ')"
-                ),
-            )
-        )
-    # image registries (an image the old object had anywhere is excused: the webhook's identity is the image)
-    entries = f"{req}.imageRegistries"
-    bad_image = (
-        f"has(ct.image) && !{_image_allowed('ct.image', entries)} && !({allow_old} && "
-        "variables.oldContainers.exists(ol, ol.exists(oc, has(oc.image) && oc.image == ct.image)))"
-    )
-    bad_images = violating("badImages", f"{each}.filter(i, {kc.containers('i')}.exists(ct, {bad_image}))")
-    out.append(
-        _v(
-            "policy/image-registries",
-            f"has({req}) && has({entries})",
-            f"size({bad_images}) == 0",
-            _msg(
-                _first(
-                    bad_images,
-                    lambda b: (
-                        f"[{kc.containers(b)}.filter(ct, {bad_image})[0]].map(ct, "
-                        f"variables.containerPaths[{b}][{kc.containers(b)}.indexOf(ct)] + "
-                        f"'.image: Invalid value: \"' + ct.image + '\": images must come from: ' + "
-                        f"{entries}.join(', '))[0]"
-                    ),
-                )
-            ),
-        )
-    )
-    out.extend(_forbid(kc, violating))
+    for decl in CONSTRAINTS:
+        out.extend(_COMPILERS[decl.form](kc, decl, violating))
     return out
 
 
-def _forbid(kc: KindCel, violating: _Violating) -> list[Validation]:
-    out = []
-    req = "params.spec.require"
-    allow_old = "variables.allowOld"
-    each = "variables.idx"
-    for item in ("hostNetwork", "hostPID", "hostIPC"):
+def _unless_old(violates: str, had: str) -> str:
+    """``violates``, unless existingViolations: Allow excuses it because the old object ``had`` it (no better)."""
+    return f"{violates} && !({_ALLOW_OLD} && {had})"
 
-        def on(i: str, old: bool = False, item: str = item) -> str:
+
+_LIM = "params.spec.limits"
+_REQ = "params.spec.require"
+_ALLOW_OLD = "variables.allowOld"
+_EACH = "variables.idx"
+
+
+def _role_cap(kc: KindCel, decl: Constraint, violating: _Violating) -> list[Validation]:
+    """A measure of each role (its largest count, its pod's GPUs) at most the limit; a role the old
+    object had over the limit is excused while it does not grow."""
+    gpus = decl.subject == "gpus"
+    limit = f"{_LIM}.{decl.field}"
+    cap = f"(double({limit}) + {EPSILON})" if gpus else limit
+    slack = f" + {EPSILON}" if gpus else ""
+
+    def measure(i: str, old: bool = False) -> str:
+        return kc.gpus(i, old) if gpus else kc.largest(i, old)
+
+    def bad(i: str) -> str:
+        return _unless_old(
+            f"{measure(i)} > {cap}",
+            kc.same_role(i, lambda j: f"{measure(j, True)} > {cap} && {measure(i)} <= {measure(j, True)}{slack}"),
+        )
+
+    over = violating(f"over{_cap(decl.field[3:])}", f"{_EACH}.filter(i, {bad('i')})")
+
+    def line(b: str) -> str:
+        path = f"{kc.path(b)} + '.template.spec'" if gpus else kc.largest_path(b)
+        amount = f"string({measure(b)})"
+        shown = _quoted(amount) if gpus else amount  # a quantity, quoted as the webhook shows one
+        return _line(decl.outcomes["over"], path, shown, role=kc.role(b), measure=amount, limit=f"string({limit})")
+
+    return [_v(decl.rule, f"has({_LIM}) && has({limit})", f"size({over}) == 0", _msg(_first(over, line)))]
+
+
+def _job_cap(kc: KindCel, decl: Constraint, violating: _Violating) -> list[Validation]:
+    """A measure of the whole job at most the limit; over it, the old object's total is excused while
+    the update does not raise it."""
+    gpus = decl.subject == "gpus"
+    limit = f"{_LIM}.{decl.field}"
+    if gpus:
+        total, old_total = "variables.jobGpus", "variables.oldJobGpus"
+        cap, slack, path = f"(double({limit}) + {EPSILON})", f" + {EPSILON}", "'spec'"
+        each = f"{_EACH}.filter(i, {kc.gpus('i')} > 0.0)"
+        if kc.is_map:
+            # CEL iterates a map in no fixed order: the roles by name, as the webhook writes them
+            # (rank of each role, then the index of each rank: quadratic in the roles, in the message only).
+            ranks = f"gl.map(i, size(gl.filter(j, {kc.role('j')} < {kc.role('i')})))"
+            each = f"[{each}].map(gl, [{ranks}].map(gr, gl.map(p, gl[gr.indexOf(gl.indexOf(p))]))[0])[0]"
+        breakdown = {
+            "breakdown": f"{each}.map(i, {kc.role('i')} + ' ' + string({kc.largest('i')}) + ' × ' + "
+            f"string({kc.gpus('i')})).join(', ')"
+        }
+    else:
+        total, old_total = "variables.jobReplicas", "variables.oldJobReplicas"
+        cap, slack, path, breakdown = limit, "", _q(f"spec.{kc.k.replica_field}"), {}
+    amount = f"string({total})"
+    return [
+        _v(
+            decl.rule,
+            f"has({_LIM}) && has({limit})",
+            f"{total} <= {cap} || ({_ALLOW_OLD} && {old_total} > {cap} && {total} <= {old_total}{slack})",
+            _msg(
+                _line(
+                    decl.outcomes["over"],
+                    path,
+                    _quoted(amount) if gpus else amount,
+                    measure=amount,
+                    limit=f"string({limit})",
+                    **breakdown,
+                )
+            ),
+        )
+    ]
+
+
+def _field_cap(kc: KindCel, decl: Constraint, violating: _Violating) -> list[Validation]:
+    new, old = kc.field(decl.subject, "object"), kc.field(decl.subject, "oldObject")
+    if new is None or old is None:
+        return []  # not applicable: the webhook warns (enforcement table)
+    (present, value, where), (old_present, old_value, _) = new, old
+    limit = f"{_LIM}.{decl.field}"
+    number = f"({present} && type({value}) == int)"
+    old_number = f"({old_present} && type({old_value}) == int)"
+    return [
+        _v(
+            decl.rule,
+            f"has({_LIM}) && has({limit})",
+            f"!{number} || {value} <= {limit} || ({_ALLOW_OLD} && {old_number} && {old_value} > {limit} "
+            f"&& {value} <= {old_value})",
+            _msg(_line(decl.outcomes["over"], where, f"string({value})", limit=f"string({limit})")),
+        )
+    ]
+
+
+def _required_field(kc: KindCel, decl: Constraint, violating: _Violating) -> list[Validation]:
+    new, old = kc.field(decl.subject, "object"), kc.field(decl.subject, "oldObject")
+    if new is None or old is None:
+        return []
+    (present, value, where), (old_present, old_value, _) = new, old
+    number = f"({present} && type({value}) == int)"
+    old_number = f"({old_present} && type({old_value}) == int)"
+    required = f"{_REQ}.{decl.field}"
+    return [
+        _v(
+            decl.rule,
+            f"has({_REQ}) && has({required}) && {required} == true",
+            f"{number} || ({_ALLOW_OLD} && !{old_number})",
+            _msg(_line(decl.outcomes["missing"], where)),
+        )
+    ]
+
+
+def _required_label(kc: KindCel, decl: Constraint, violating: _Violating) -> list[Validation]:
+    labels, old_labels = _labels("object"), _labels("oldObject")
+    required = f"{_REQ}.{decl.field}"
+    state = f"(rl.key in {labels} ? {labels}[rl.key] : {ABSENT})"
+    old_state = f"(oldObject != null && rl.key in {old_labels} ? {old_labels}[rl.key] : {ABSENT})"
+    ok_label = f"(rl.key in {labels} && (!has(rl.values) || {labels}[rl.key] in rl.values))"
+    bad_label = f"!{ok_label} && !({_ALLOW_OLD} && {old_state} == {state})"
+    missing = violating("badLabels", f"{required}.filter(rl, {bad_label})")
+    path = "'metadata.labels[' + bl[0].key + ']'"
+    outside = _line(
+        decl.outcomes["outside"], path, _quoted(f"{labels}[bl[0].key]"), supported=_quoted_list("bl[0].values")
+    )
+    absent = _line(decl.outcomes["missing"], path)
+    return [
+        _v(
+            decl.rule,
+            f"has({_REQ}) && has({required})",
+            f"size({missing}) == 0",
+            _msg(f"[{missing}].map(bl, size(bl) == 0 ? '?' : (bl[0].key in {labels} ? {outside} : {absent}))[0]"),
+        )
+    ]
+
+
+def _allow_list(kc: KindCel, decl: Constraint, violating: _Violating) -> list[Validation]:
+    allowed = f"{_REQ}.{decl.field}"
+    guard = f"has({_REQ}) && has({allowed})"
+    field = decl.subject
+    locator = kc.k.locator(field)
+    if locator is None:
+        return []  # not applicable: the webhook warns
+    outside, missing = decl.outcomes["outside"], decl.outcomes["missing"]
+
+    listed = f"{allowed}.join(', ')"
+
+    def line(present: str, path: str, value: str) -> str:
+        return (
+            f"({present} ? {_line(outside, path, _quoted(value), supported=_quoted_list(allowed))} : "
+            f"{_line(missing, path, allowed=listed)})"
+        )
+
+    if locator == TEMPLATE:
+        default = "'default-scheduler'" if field == "schedulerName" else ABSENT
+
+        def state(i: str, old: bool = False) -> str:
             s = kc.spec(i, old)
-            return f"({kc.pod(i, old)} && has({s}.{item}) && {s}.{item} == true)"
+            return f"({kc.pod(i, old)} && has({s}.{field}) ? {s}.{field} : {default})"
 
-        def bad(i: str, on: Callable[..., str] = on) -> str:
-            return f"{on(i)} && !({allow_old} && " + kc.same_role(i, lambda j: on(j, True)) + ")"
+        def bad(i: str) -> str:
+            return _unless_old(
+                f"has({kc.item(i)}.template) && !({state(i)} in {allowed})",
+                kc.same_place(i, lambda j: f"has({kc.item(j, True)}.template) && {state(j, True)} == {state(i)}"),
+            )
 
-        hits = violating(f"bad{_cap(item)}", f"{each}.filter(i, {bad('i')})")
-        out.append(
+        outside_groups = violating(f"bad{_cap(decl.field)}", f"{_EACH}.filter(i, {bad('i')})")
+        return [
             _v(
-                f"policy/forbid-{item.lower()}",
-                f"has({req}) && has({req}.forbid) && '{item}' in {req}.forbid",
-                f"size({hits}) == 0",
+                decl.rule,
+                guard,
+                f"size({outside_groups}) == 0",
                 _msg(
                     _first(
-                        hits,
-                        lambda b, item=item: (
-                            f"{kc.path(b)} + '.template.spec.{item}: Forbidden: {item} is forbidden by policy'"
-                        ),
+                        outside_groups,
+                        lambda b: line(f"{state(b)} != {ABSENT}", f"{kc.path(b)} + '.template.spec.{field}'", state(b)),
                     )
                 ),
-                "Forbidden",
             )
+        ]
+    (present, value, where), (old_present, old_value, _) = kc.field(field, "object"), kc.field(field, "oldObject")  # type: ignore[misc]
+    st = f"({present} ? string({value}) : {ABSENT})"
+    old_st = f"(oldObject != null && {old_present} ? string({old_value}) : {ABSENT})"
+    return [
+        _v(
+            decl.rule,
+            guard,
+            f"({present} && {value} in {allowed}) || ({_ALLOW_OLD} && {old_st} == {st})",
+            _msg(line(present, where, f"string({value})")),
         )
+    ]
+
+
+def _image_registries(kc: KindCel, decl: Constraint, violating: _Violating) -> list[Validation]:
+    """Every container's image from a listed registry; an image the old object had anywhere is
+    excused (the webhook's identity is the image)."""
+    entries = f"{_REQ}.{decl.field}"
+    bad_image = _unless_old(
+        f"has(ct.image) && !{_image_allowed('ct.image', entries)}",
+        "variables.oldContainers.exists(ol, ol.exists(oc, has(oc.image) && oc.image == ct.image))",
+    )
+    bad_images = violating("badImages", f"{_EACH}.filter(i, {kc.containers('i')}.exists(ct, {bad_image}))")
+    origin = (
+        f"[{_image_name('ct.image')}].map(nm, nm == '' ? 'its registry cannot be determined' : "
+        "'it comes from ' + nm.substring(0, nm.lastIndexOf('/')) + '/')[0]"
+    )
+
+    def line(b: str) -> str:
+        detail = _line(
+            decl.outcomes["outside"],
+            f"variables.containerPaths[{b}][{kc.containers(b)}.indexOf(ct)] + '.image'",
+            _quoted("ct.image"),
+            origin=origin,
+            allowed=f"{entries}.join(', ')",
+        )
+        return f"[{kc.containers(b)}.filter(ct, {bad_image})[0]].map(ct, {detail})[0]"
+
+    return [
+        _v(
+            decl.rule,
+            f"has({_REQ}) && has({entries})",
+            f"size({bad_images}) == 0",
+            _msg(_first(bad_images, line)),
+        )
+    ]
+
+
+def _forbidden(decl: Constraint) -> str:
+    return f"has({_REQ}) && has({_REQ}.forbid) && '{decl.subject}' in {_REQ}.forbid"
+
+
+def _forbid_groups(decl: Constraint, hits: str, line: Callable[[str], str]) -> list[Validation]:
+    """The validation of a forbid form: no group in ``hits``; the message is ``line`` of the first."""
+    return [_v(decl.rule, _forbidden(decl), f"size({hits}) == 0", _msg(_first(hits, line)), "Forbidden")]
+
+
+def _forbid_pod_flag(kc: KindCel, decl: Constraint, violating: _Violating) -> list[Validation]:
+    item = decl.subject
+
+    def on(i: str, old: bool = False) -> str:
+        s = kc.spec(i, old)
+        return f"({kc.pod(i, old)} && has({s}.{item}) && {s}.{item} == true)"
+
+    def bad(i: str) -> str:
+        return _unless_old(on(i), kc.same_role(i, lambda j: on(j, True)))
+
+    hits = violating(f"bad{_cap(item)}", f"{_EACH}.filter(i, {bad('i')})")
+    forbidden = decl.outcomes["forbidden"]
+    return _forbid_groups(decl, hits, lambda b: _line(forbidden, f"{kc.path(b)} + '.template.spec.{item}'"))
+
+
+def _forbid_volume(kc: KindCel, decl: Constraint, violating: _Violating) -> list[Validation]:
+    source = decl.subject
+    forbidden = decl.outcomes["forbidden"]
 
     def volumes(i: str, old: bool = False) -> str:
         s = kc.spec(i, old)
@@ -730,83 +792,83 @@ def _forbid(kc: KindCel, violating: _Violating) -> list[Validation]:
         return f"(has({v}.name) ? {v}.name : {ABSENT})"
 
     def bad_volume(i: str) -> str:
-        return (
-            f"has(vl.hostPath) && !({allow_old} && "
-            + kc.same_role(
-                i, lambda j: f"{volumes(j, True)}.exists(ov, has(ov.hostPath) && {vname('ov')} == {vname('vl')})"
-            )
-            + ")"
+        return _unless_old(
+            f"has(vl.{source})",
+            kc.same_role(
+                i, lambda j: f"{volumes(j, True)}.exists(ov, has(ov.{source}) && {vname('ov')} == {vname('vl')})"
+            ),
         )
 
-    job_bad = (
-        f"has(vl.hostPath) && !({allow_old} && "
-        f"{job_volumes('oldObject')}.exists(ov, has(ov.hostPath) && {vname('ov')} == {vname('vl')}))"
+    job_bad = _unless_old(
+        f"has(vl.{source})",
+        f"{job_volumes('oldObject')}.exists(ov, has(ov.{source}) && {vname('ov')} == {vname('vl')})",
     )
-    host_paths = violating("badHostPath", f"{each}.filter(i, {volumes('i')}.exists(vl, {bad_volume('i')}))")
-    group_message = _first(
-        host_paths,
-        lambda b: (
+    hits = violating(f"bad{_cap(source)}", f"{_EACH}.filter(i, {volumes('i')}.exists(vl, {bad_volume('i')}))")
+    message = _first(
+        hits,
+        lambda b: _line(
+            forbidden,
             f"{kc.path(b)} + '.template.spec.volumes[' + string({volumes(b)}.indexOf({volumes(b)}.filter(vl, "
-            f"{bad_volume(b)})[0])) + '].hostPath: Forbidden: hostPath is forbidden by policy'"
+            f"{bad_volume(b)})[0])) + '].{source}'",
         ),
     )
     if kc.k.family == "diengine":
         jv = job_volumes("object")
-        message = (
-            f"({jv}.exists(vl, {job_bad}) ? 'spec.volumes[' + string({jv}.indexOf({jv}.filter(vl, {job_bad})[0])) + "
-            f"'].hostPath: Forbidden: hostPath is forbidden by policy' : {group_message})"
-        )
-    else:
-        message = group_message
-    out.append(
+        index = f"string({jv}.indexOf({jv}.filter(vl, {job_bad})[0]))"
+        on_job = _line(forbidden, f"'spec.volumes[' + {index} + '].{source}'")
+        message = f"({jv}.exists(vl, {job_bad}) ? {on_job} : {message})"
+    return [
         _v(
-            "policy/forbid-hostpath",
-            f"has({req}) && has({req}.forbid) && 'hostPath' in {req}.forbid",
-            f"size({host_paths}) == 0 && !{job_volumes('object')}.exists(vl, {job_bad})",
+            decl.rule,
+            _forbidden(decl),
+            f"size({hits}) == 0 && !{job_volumes('object')}.exists(vl, {job_bad})",
             _msg(message),
             "Forbidden",
         )
-    )
+    ]
 
-    def privileged(c: str) -> str:
-        sc = f"{c}.securityContext"
-        return f"(has({sc}) && has({sc}.privileged) && {sc}.privileged == true)"
+
+def _forbid_container_flag(kc: KindCel, decl: Constraint, violating: _Violating) -> list[Validation]:
+    flag = CONTAINER_FLAG_PATHS[decl.subject]
+
+    def on(c: str) -> str:
+        return "(" + _has(c, flag) + f" && {_at(c, flag)} == true)"
 
     def cname(c: str) -> str:
         return f"(has({c}.name) ? {c}.name : {ABSENT})"
 
     def bad_container(i: str) -> str:
-        return (
-            f"{privileged('ct')} && !({allow_old} && "
-            + kc.same_role(
-                i,
-                lambda j: f"{kc.containers(j, True)}.exists(oc, {privileged('oc')} && {cname('oc')} == {cname('ct')})",
-            )
-            + ")"
+        return _unless_old(
+            on("ct"),
+            kc.same_role(
+                i, lambda j: f"{kc.containers(j, True)}.exists(oc, {on('oc')} && {cname('oc')} == {cname('ct')})"
+            ),
         )
 
-    privileged_groups = violating(
-        "badPrivileged", f"{each}.filter(i, {kc.containers('i')}.exists(ct, {bad_container('i')}))"
+    hits = violating(
+        f"bad{_cap(decl.subject)}", f"{_EACH}.filter(i, {kc.containers('i')}.exists(ct, {bad_container('i')}))"
     )
-    out.append(
-        _v(
-            "policy/forbid-privileged",
-            f"has({req}) && has({req}.forbid) && 'privileged' in {req}.forbid",
-            f"size({privileged_groups}) == 0",
-            _msg(
-                _first(
-                    privileged_groups,
-                    lambda b: (
-                        f"[{kc.containers(b)}.filter(ct, {bad_container(b)})[0]].map(ct, "
-                        f"variables.containerPaths[{b}][{kc.containers(b)}.indexOf(ct)] + "
-                        "'.securityContext.privileged: Forbidden: privileged is forbidden by policy')[0]"
-                    ),
-                )
-            ),
-            "Forbidden",
-        )
-    )
-    return out
+    forbidden = decl.outcomes["forbidden"]
+
+    def line(b: str) -> str:
+        path = f"variables.containerPaths[{b}][{kc.containers(b)}.indexOf(ct)] + '.{'.'.join(flag)}'"
+        return f"[{kc.containers(b)}.filter(ct, {bad_container(b)})[0]].map(ct, {_line(forbidden, path)})[0]"
+
+    return _forbid_groups(decl, hits, line)
+
+
+_COMPILERS: dict[str, Callable[[KindCel, Constraint, _Violating], list[Validation]]] = {
+    ROLE_CAP: _role_cap,
+    JOB_CAP: _job_cap,
+    FIELD_CAP: _field_cap,
+    REQUIRED_FIELD: _required_field,
+    REQUIRED_LABEL: _required_label,
+    ALLOW_LIST: _allow_list,
+    IMAGE_REGISTRIES: _image_registries,
+    FORBID_POD_FLAG: _forbid_pod_flag,
+    FORBID_VOLUME: _forbid_volume,
+    FORBID_CONTAINER_FLAG: _forbid_container_flag,
+}
 
 
 # --- the objects -------------------------------------------------------------------------------------
@@ -961,10 +1023,10 @@ _ROWS: tuple[tuple[str, str, str], ...] = (
     ("enforcementAction", APISERVER, "one policy + binding per action, CEL keeps the params of that action"),
     ("existingViolations", APISERVER, "CEL on oldObject: Allow excuses the same identity, not worse; Deny none"),
     (
-        "field path and error type of a refusal",
+        "field path, error type and message of a refusal",
         APISERVER,
-        "at the head of the message (a VAP validation has no fieldPath): the webhook's path and type for the "
-        "first failing validation; the webhook lists every finding",
+        "the message is the webhook's line for the first failing validation, path and type first (a VAP "
+        "validation has no fieldPath), from the same declaration; the webhook lists every finding",
     ),
     (
         "defaults (queue, priorityClassName, schedulerName, TTL, deadline, labels, kueueQueueName)",

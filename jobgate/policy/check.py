@@ -43,6 +43,21 @@ from fractions import Fraction
 from typing import Any
 
 from jobgate.engine.fielderrors import render_path
+from jobgate.policy.constraints import (
+    ALLOW_LIST,
+    CONSTRAINTS,
+    CONTAINER_FLAG_PATHS,
+    DECLARED,
+    FIELD_CAP,
+    FORBID_CONTAINER_FLAG,
+    FORBID_POD_FLAG,
+    FORBID_VOLUME,
+    FORBIDDEN,
+    REQUIRED,
+    REQUIRED_FIELD,
+    Constraint,
+    of_form,
+)
 from jobgate.policy.fieldmap import (
     KUEUE_LABEL,
     TEMPLATE,
@@ -59,10 +74,6 @@ from jobgate.policy.gpu import Amount, QuantityError, format_gpus, gpu_weight, p
 from jobgate.policy.images import name_allowed, normalise_image
 from jobgate.policy.resolve import ACTION_RANK, EffectivePolicy, Sourced
 
-INVALID = "Invalid value"
-REQUIRED = "Required value"
-FORBIDDEN = "Forbidden"
-UNSUPPORTED = "Unsupported value"
 _VALUELESS = (REQUIRED, FORBIDDEN)
 
 # What an unset template field means for the pods (the apiserver defaults it on the Pod).
@@ -147,84 +158,109 @@ def _not_applicable(entry: Sourced, kmap: KindMap, what: str, field: str) -> Pol
 
 
 # --- the checks --------------------------------------------------------------------------------
+#
+# One piece of code per form of jobgate.policy.constraints, looping over its declarations: the rule
+# id, the error type and the detail's text come from there (the apiserver's policies read the same).
+
+_ROLE_REPLICAS = DECLARED["policy/max-replicas-per-role"]
+_JOB_REPLICAS = DECLARED["policy/max-replicas-per-job"]
+_POD_GPUS = DECLARED["policy/max-gpus-per-pod"]
+_JOB_GPUS = DECLARED["policy/max-gpus-per-job"]
+_LABELS = DECLARED["policy/required-label"]
+_IMAGES = DECLARED["policy/image-registries"]
+# Per job-level field: (its requirement, its cap), the requirement's findings first.
+_FIELD_RULES = tuple(
+    (required, cap)
+    for cap in of_form(FIELD_CAP)
+    for required in of_form(REQUIRED_FIELD)
+    if required.subject == cap.subject
+)
+_ALLOW_LISTS = of_form(ALLOW_LIST)
+_FORBID = {c.subject: c for c in CONSTRAINTS if c.param == "require.forbid"}
+_HOST_FLAGS = tuple(c.subject for c in of_form(FORBID_POD_FLAG))
+
+
+def _over(
+    decl: Constraint,
+    entry: Sourced,
+    path: FieldPath | str,
+    amount: Any,
+    identity: tuple[Any, ...],
+    *,
+    shown: Any = None,
+    **holes: object,
+) -> PolicyFinding:
+    """A cap's finding: ``amount`` is compared (existingViolations) and shown, unless ``shown`` is given."""
+    over = decl.outcomes["over"]
+    detail = over.detail(limit=entry.value, **holes)
+    value = amount if shown is None else shown
+    return _finding(entry, path, over.type, detail, decl.rule, value, identity, amount)
 
 
 def _replica_checks(eff: EffectivePolicy, groups: list[ReplicaGroup], out: list[PolicyFinding]) -> None:
-    for entry in eff.limits.get("maxReplicasPerRole", []):
+    for entry in eff.limits.get(_ROLE_REPLICAS.field, []):
         for g in groups:
             if g.largest > entry.value:
                 out.append(
-                    _finding(
+                    _over(
+                        _ROLE_REPLICAS,
                         entry,
                         g.largest_path,
-                        INVALID,
-                        f"role {g.role} may reach {g.largest} replicas, exceeds {entry.value} per role",
-                        "policy/max-replicas-per-role",
                         g.largest,
                         (g.role,),
-                        g.largest,
+                        role=g.role,
+                        measure=g.largest,
                     )
                 )
     total = sum(g.largest for g in groups)
     base: FieldPath = groups[0].path[:-1] if groups else ("spec",)
-    for entry in eff.limits.get("maxReplicasPerJob", []):
+    for entry in eff.limits.get(_JOB_REPLICAS.field, []):
         if total > entry.value:
-            out.append(
-                _finding(
-                    entry,
-                    base,
-                    INVALID,
-                    f"the job may reach {total} replicas in all, exceeds {entry.value} per job",
-                    "policy/max-replicas-per-job",
-                    total,
-                    (),
-                    total,
-                )
-            )
+            out.append(_over(_JOB_REPLICAS, entry, base, total, (), measure=total))
 
 
-def _gpu_checks(eff: EffectivePolicy, groups: list[ReplicaGroup], out: list[PolicyFinding]) -> None:
-    per_pod = eff.limits.get("maxGPUsPerPod", [])
-    per_job = eff.limits.get("maxGPUsPerJob", [])
+def _gpu_checks(eff: EffectivePolicy, groups: list[ReplicaGroup], by_role: bool, out: list[PolicyFinding]) -> None:
+    per_pod = eff.limits.get(_POD_GPUS.field, [])
+    per_job = eff.limits.get(_JOB_GPUS.field, [])
     if not per_pod and not per_job:
         return
     total: Amount = 0
-    parts = []
+    parts: list[tuple[str, str]] = []
     uncounted: list[str] = []
     for g in groups:
         count = pod_gpus(g.template, eff.gpu_resources, render_path(g.template_path), eff.gpu_weights)
         uncounted.extend(count.uncounted)
         if count.gpus:
             total += count.gpus * g.largest
-            parts.append(f"{g.role} {g.largest} × {format_gpus(count.gpus)}")
+            parts.append((g.role, f"{g.role} {g.largest} × {format_gpus(count.gpus)}"))
         for entry in per_pod:
             if count.gpus > entry.value:
                 out.append(
-                    _finding(
+                    _over(
+                        _POD_GPUS,
                         entry,
                         (*g.template_path, "spec"),
-                        INVALID,
-                        f"a pod of role {g.role} requests {format_gpus(count.gpus)} GPUs, "
-                        f"exceeds {entry.value} GPUs per pod",
-                        "policy/max-gpus-per-pod",
-                        Fraction(count.gpus),  # shown as the apiserver shows a quantity: quoted
-                        (g.role,),
                         count.gpus,
+                        (g.role,),
+                        shown=Fraction(count.gpus),  # as the apiserver shows a quantity: quoted
+                        role=g.role,
+                        measure=format_gpus(count.gpus),
                     )
                 )
     for entry in per_job:
         if total > entry.value:
             out.append(
-                _finding(
+                _over(
+                    _JOB_GPUS,
                     entry,
                     "spec",
-                    INVALID,
-                    f"the job requests {format_gpus(total)} GPUs at its largest ({', '.join(parts)}), "
-                    f"exceeds {entry.value} GPUs per job",
-                    "policy/max-gpus-per-job",
-                    Fraction(total),
-                    (),
                     total,
+                    (),
+                    shown=Fraction(total),
+                    measure=format_gpus(total),
+                    # A map's roles by name: the order the apiserver's JSON gives them, and one the
+                    # apiserver's CEL can write (it iterates a map in no fixed order).
+                    breakdown=", ".join(part for _, part in (sorted(parts) if by_role else parts)),
                 )
             )
     if uncounted:
@@ -244,44 +280,29 @@ def _gpu_checks(eff: EffectivePolicy, groups: list[ReplicaGroup], out: list[Poli
             )
 
 
-_FIELD_RULES = {
-    "ttlSecondsAfterFinished": ("maxTTLSecondsAfterFinished", "policy/max-ttl", "policy/require-ttl"),
-    "activeDeadlineSeconds": ("maxActiveDeadlineSeconds", "policy/max-active-deadline", "policy/require-deadline"),
-}
-
-
 def _lifetime_checks(eff: EffectivePolicy, kmap: KindMap, job: dict[str, Any], out: list[PolicyFinding]) -> None:
-    for field, (limit_name, max_rule, require_rule) in _FIELD_RULES.items():
+    for require, cap in _FIELD_RULES:
+        field = cap.subject
         required = eff.required_fields.get(field, [])
-        maxima = eff.limits.get(limit_name, [])
+        maxima = eff.limits.get(cap.field, [])
         if not required and not maxima:
             continue
         places = kmap.locator(field) and _locations(kmap, field, job)
         if not places:
             for entry in required:
-                out.append(_not_applicable(entry, kmap, f"require.{field}", field))
+                out.append(_not_applicable(entry, kmap, require.param, field))
             for entry in maxima:
-                out.append(_not_applicable(entry, kmap, f"limits.{limit_name}", field))
+                out.append(_not_applicable(entry, kmap, cap.param, field))
             continue
         path, value = places[0]
         number = value if isinstance(value, int) and not isinstance(value, bool) else None
+        missing = require.outcomes["missing"]
         for entry in required:
             if number is None:
-                out.append(_finding(entry, path, REQUIRED, f"the policy requires {field}", require_rule, identity=()))
+                out.append(_finding(entry, path, missing.type, missing.detail(), require.rule, identity=()))
         for entry in maxima:
             if number is not None and number > entry.value:
-                out.append(
-                    _finding(
-                        entry,
-                        path,
-                        INVALID,
-                        f"must be less than or equal to {entry.value}",
-                        max_rule,
-                        number,
-                        (),
-                        number,
-                    )
-                )
+                out.append(_over(cap, entry, path, number, ()))
 
 
 def _locations(kmap: KindMap, field: str, job: dict[str, Any]) -> list[tuple[FieldPath, Any]] | None:
@@ -290,82 +311,48 @@ def _locations(kmap: KindMap, field: str, job: dict[str, Any]) -> list[tuple[Fie
     return field_locations(kmap, field, job)
 
 
-_ALLOW_TO_FIELD = {"queues": "queue", "priorityClassNames": "priorityClassName", "schedulerNames": "schedulerName"}
+def _quoted(values: Iterable[Any]) -> str:
+    return ", ".join(map(_show, values))
 
 
 def _allow_checks(eff: EffectivePolicy, kmap: KindMap, job: dict[str, Any], out: list[PolicyFinding]) -> None:
-    for list_name, field in _ALLOW_TO_FIELD.items():
-        entries = eff.allow.get(list_name, [])
+    for decl in _ALLOW_LISTS:
+        entries = eff.allow.get(decl.field, [])
         if not entries:
             continue
+        field = decl.subject
         places = _locations(kmap, field, job)
         if places is None:
             for entry in entries:
-                out.append(_not_applicable(entry, kmap, f"require.{list_name}", field))
+                out.append(_not_applicable(entry, kmap, decl.param, field))
             continue
         template_level = kmap.locator(field) == "template"
+        missing, outside = decl.outcomes["missing"], decl.outcomes["outside"]
         for path, current in places:
             value = current
             if value is None and template_level and field == "schedulerName":
                 value = DEFAULT_SCHEDULER  # what the pods will run with
             for entry in entries:
                 if value is None:
-                    out.append(
-                        _finding(
-                            entry,
-                            path,
-                            REQUIRED,
-                            f"must be one of: {', '.join(entry.value)}",
-                            f"policy/allowed-{_kebab(list_name)}",
-                            identity=(path,),
-                        )
-                    )
+                    detail = missing.detail(allowed=", ".join(entry.value))
+                    out.append(_finding(entry, path, missing.type, detail, decl.rule, identity=(path,)))
                 elif value not in entry.value:
-                    out.append(
-                        _finding(
-                            entry,
-                            path,
-                            UNSUPPORTED,
-                            f"supported values: {', '.join(map(_show, entry.value))}",
-                            f"policy/allowed-{_kebab(list_name)}",
-                            value,
-                            (path,),
-                            value,
-                        )
-                    )
-
-
-def _kebab(name: str) -> str:
-    return {"queues": "queues", "priorityClassNames": "priority-classes", "schedulerNames": "schedulers"}.get(
-        name, name
-    )
+                    detail = outside.detail(supported=_quoted(entry.value))
+                    out.append(_finding(entry, path, outside.type, detail, decl.rule, value, (path,), value))
 
 
 def _label_checks(eff: EffectivePolicy, job: dict[str, Any], out: list[PolicyFinding]) -> None:
     labels = get_path(job, ("metadata", "labels"))
     labels = labels if isinstance(labels, dict) else {}
+    missing, outside = _LABELS.outcomes["missing"], _LABELS.outcomes["outside"]
     for key, entries in eff.required_labels.items():
         path = ("metadata", "labels", Key(key))
         for entry in entries:
             if key not in labels:
-                out.append(
-                    _finding(
-                        entry, path, REQUIRED, "the policy requires this label", "policy/required-label", None, (key,)
-                    )
-                )
+                out.append(_finding(entry, path, missing.type, missing.detail(), _LABELS.rule, None, (key,)))
             elif entry.value is not None and labels[key] not in entry.value:
-                out.append(
-                    _finding(
-                        entry,
-                        path,
-                        UNSUPPORTED,
-                        f"supported values: {', '.join(map(_show, entry.value))}",
-                        "policy/required-label",
-                        labels[key],
-                        (key,),
-                        labels[key],
-                    )
-                )
+                detail = outside.detail(supported=_quoted(entry.value))
+                out.append(_finding(entry, path, outside.type, detail, _LABELS.rule, labels[key], (key,), labels[key]))
 
 
 _CONTAINER_LISTS = ("initContainers", "containers", "ephemeralContainers")
@@ -383,9 +370,10 @@ def _containers(g: ReplicaGroup) -> Iterable[tuple[FieldPath, dict[str, Any]]]:
 
 
 def _image_checks(eff: EffectivePolicy, groups: list[ReplicaGroup], out: list[PolicyFinding]) -> None:
-    entries = eff.allow.get("imageRegistries", [])
+    entries = eff.allow.get(_IMAGES.field, [])
     if not entries:
         return
+    outside = _IMAGES.outcomes["outside"]
     for g in groups:
         for path, container in _containers(g):
             image = container.get("image")
@@ -395,19 +383,9 @@ def _image_checks(eff: EffectivePolicy, groups: list[ReplicaGroup], out: list[Po
             for entry in entries:
                 if name_allowed(name, entry.value):
                     continue
-                where = f"it comes from {name.rsplit('/', 1)[0]}/" if name else "its registry cannot be determined"
-                out.append(
-                    _finding(
-                        entry,
-                        (*path, "image"),
-                        INVALID,
-                        f"{where}; images must come from: {', '.join(entry.value)}",
-                        "policy/image-registries",
-                        image,
-                        (image,),
-                        None,
-                    )
-                )
+                origin = f"it comes from {name.rsplit('/', 1)[0]}/" if name else "its registry cannot be determined"
+                detail = outside.detail(origin=origin, allowed=", ".join(entry.value))
+                out.append(_finding(entry, (*path, "image"), outside.type, detail, _IMAGES.rule, image, (image,), None))
 
 
 def _forbid_checks(
@@ -416,42 +394,35 @@ def _forbid_checks(
     if not eff.forbid:
         return
     for item, entries in eff.forbid.items():
+        decl = _FORBID[item]
         hits: list[tuple[FieldPath, tuple[Any, ...]]] = []
         for g in groups:
             spec = get_path(g.template, ("spec",))
             if not isinstance(spec, dict):
                 continue
             base = (*g.template_path, "spec")
-            if item in ("hostNetwork", "hostPID", "hostIPC") and spec.get(item) is True:
+            if decl.form == FORBID_POD_FLAG and spec.get(item) is True:
                 hits.append(((*base, item), (g.role,)))
-            elif item == "hostPath":
+            elif decl.form == FORBID_VOLUME:
                 volumes = spec.get("volumes")
                 for i, volume in enumerate(volumes if isinstance(volumes, list) else []):
-                    if isinstance(volume, dict) and volume.get("hostPath") is not None:
-                        hits.append(((*base, "volumes", i, "hostPath"), (g.role, volume.get("name"))))
-            elif item == "privileged":
+                    if isinstance(volume, dict) and volume.get(item) is not None:
+                        hits.append(((*base, "volumes", i, item), (g.role, volume.get("name"))))
+            elif decl.form == FORBID_CONTAINER_FLAG:
+                flag = CONTAINER_FLAG_PATHS[item]
                 for path, container in _containers(g):
-                    if get_path(container, ("securityContext", "privileged")) is True:
-                        hits.append(((*path, "securityContext", "privileged"), (g.role, container.get("name"))))
-        if item == "hostPath":
+                    if get_path(container, flag) is True:
+                        hits.append(((*path, *flag), (g.role, container.get("name"))))
+        if decl.form == FORBID_VOLUME:
             # DIJob adds spec.volumes (core Volumes) to every pod of the job.
             volumes = get_path(job, ("spec", "volumes"))
             for i, volume in enumerate(volumes if isinstance(volumes, list) else []):
-                if isinstance(volume, dict) and volume.get("hostPath") is not None:
-                    hits.append((("spec", "volumes", i, "hostPath"), ("", volume.get("name"))))
+                if isinstance(volume, dict) and volume.get(item) is not None:
+                    hits.append((("spec", "volumes", i, item), ("", volume.get("name"))))
+        forbidden = decl.outcomes["forbidden"]
         for path, identity in hits:
             for entry in entries:
-                out.append(
-                    _finding(
-                        entry,
-                        path,
-                        FORBIDDEN,
-                        f"{item} is forbidden by policy",
-                        f"policy/forbid-{item.lower()}",
-                        None,
-                        identity,
-                    )
-                )
+                out.append(_finding(entry, path, forbidden.type, forbidden.detail(), decl.rule, None, identity))
 
 
 def _conflict_findings(eff: EffectivePolicy, out: list[PolicyFinding]) -> None:
@@ -480,7 +451,7 @@ def _all_findings(job: dict[str, Any], eff: EffectivePolicy) -> list[PolicyFindi
     out: list[PolicyFinding] = []
     _conflict_findings(eff, out)
     _replica_checks(eff, groups, out)
-    _gpu_checks(eff, groups, out)
+    _gpu_checks(eff, groups, kmap.replica_layout == "map", out)
     _lifetime_checks(eff, kmap, job, out)
     _allow_checks(eff, kmap, job, out)
     _label_checks(eff, job, out)
@@ -504,7 +475,6 @@ def _all_findings(job: dict[str, Any], eff: EffectivePolicy) -> list[PolicyFindi
 _UNSET: Any = object()
 _DEFAULT_FIELDS = ("queue", "priorityClassName", "schedulerName", "ttlSecondsAfterFinished", "activeDeadlineSeconds")
 _IMAGE_MEMO_LIMIT = 4096
-_HOST_FLAGS = ("hostNetwork", "hostPID", "hostIPC")
 
 
 def _least(entries: list[Sourced] | None) -> Any:
@@ -534,9 +504,10 @@ class _Plan:
         self.count_gpus = self.max_pod_gpus is not None or self.max_job_gpus is not None
         # (locator, required, strictest maximum or None) per lifetime field the policy constrains.
         self.lifetime: list[tuple[Any, bool, Any]] = []
-        for field, (limit_name, _, _) in _FIELD_RULES.items():
+        for _, cap in _FIELD_RULES:
+            field = cap.subject
             required = bool(eff.required_fields.get(field))
-            maximum = _least(eff.limits.get(limit_name))
+            maximum = _least(eff.limits.get(cap.field))
             if not required and maximum is None:
                 continue
             locator = kmap.locator(field)
@@ -548,8 +519,9 @@ class _Plan:
         # the value an unset field means) in each pod template.
         self.job_allow: list[tuple[Any, set[str]]] = []
         self.template_allow: list[tuple[str, set[str], Any]] = []
-        for list_name, field in _ALLOW_TO_FIELD.items():
-            entries = eff.allow.get(list_name)
+        for decl in _ALLOW_LISTS:
+            field = decl.subject
+            entries = eff.allow.get(decl.field)
             if not entries:
                 continue
             allowed = _common_strings([e.value for e in entries])

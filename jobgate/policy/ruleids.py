@@ -1,5 +1,8 @@
 """The platform-policy rule ids a finding carries (``policy/max-gpus-per-job``, ...), with what each checks.
 
+The constraints' records come from their declarations (:mod:`jobgate.policy.constraints`); the rest
+(warnings, conflicts, the policy schema) are written here.
+
 ``jobgate validate`` prints the id after a policy's message and ``jobgate explain ID`` prints the
 record; ``tests/unit/test_policy_rule_ids.py`` keeps this table equal to the ids the checks emit.
 """
@@ -8,7 +11,7 @@ from __future__ import annotations
 
 from typing import NamedTuple
 
-from jobgate.policy.models import FORBIDDEN_ITEMS
+from jobgate.policy.constraints import CONSTRAINTS
 
 
 class PolicyRule(NamedTuple):
@@ -21,107 +24,13 @@ class PolicyRule(NamedTuple):
 
 
 _RULES = [
-    PolicyRule(
-        "policy/max-replicas-per-role",
-        "limits.maxReplicasPerRole",
-        "Invalid value",
-        "No role may reach more replicas than the limit, counted at the largest size the job may reach "
-        "(a PyTorchJob's elasticPolicy.maxReplicas, a Volcano task's replicas).",
-    ),
-    PolicyRule(
-        "policy/max-replicas-per-job",
-        "limits.maxReplicasPerJob",
-        "Invalid value",
-        "The replicas of all roles together, each at its largest, must not exceed the limit.",
-    ),
-    PolicyRule(
-        "policy/max-gpus-per-pod",
-        "limits.maxGPUsPerPod",
-        "Invalid value",
-        "A pod of any role must not request more weighted GPUs than the limit, counted as Kubernetes "
-        "counts a pod's request (app containers and sidecars against the largest init container; "
-        "requests, else limits; overhead) with the weights of limits.gpuResources.",
-    ),
-    PolicyRule(
-        "policy/max-gpus-per-job",
-        "limits.maxGPUsPerJob",
-        "Invalid value",
-        "The job's weighted GPUs, Σ over roles of the largest replica count × one pod's GPUs, must not "
-        "exceed the limit.",
-    ),
+    *(PolicyRule(c.rule, c.param, c.error_type, c.checks) for c in CONSTRAINTS),
     PolicyRule(
         "policy/gpu-uncounted",
         "limits.maxGPUsPerPod, limits.maxGPUsPerJob",
         "Forbidden",
         "A warning (never a denial) where a GPU limit applies but part of a pod cannot be counted: "
         "DRA resourceClaims, or a GPU quantity that does not parse.",
-    ),
-    PolicyRule(
-        "policy/max-ttl",
-        "limits.maxTTLSecondsAfterFinished",
-        "Invalid value",
-        "ttlSecondsAfterFinished, where the kind has it, must not exceed the limit.",
-    ),
-    PolicyRule(
-        "policy/max-active-deadline",
-        "limits.maxActiveDeadlineSeconds",
-        "Invalid value",
-        "activeDeadlineSeconds, where the kind has it, must not exceed the limit.",
-    ),
-    PolicyRule(
-        "policy/require-ttl",
-        "require.ttlSecondsAfterFinished",
-        "Required value",
-        "The job must set ttlSecondsAfterFinished (where the kind has the field).",
-    ),
-    PolicyRule(
-        "policy/require-deadline",
-        "require.activeDeadlineSeconds",
-        "Required value",
-        "The job must set activeDeadlineSeconds (where the kind has the field).",
-    ),
-    PolicyRule(
-        "policy/allowed-queues",
-        "require.queues",
-        "Unsupported value",
-        "The job's queue must be one of the list (unset: Required value).",
-    ),
-    PolicyRule(
-        "policy/allowed-priority-classes",
-        "require.priorityClassNames",
-        "Unsupported value",
-        "The job's PriorityClass (or each pod template's, for the kinds that keep it there) must be one of the list.",
-    ),
-    PolicyRule(
-        "policy/allowed-schedulers",
-        "require.schedulerNames",
-        "Unsupported value",
-        "The scheduler of the job (Volcano) or of each pod template (unset = default-scheduler) must be "
-        "one of the list.",
-    ),
-    PolicyRule(
-        "policy/required-label",
-        "require.labels",
-        "Required value",
-        "The job must carry the label, with one of the listed values when values are given "
-        "(Unsupported value otherwise).",
-    ),
-    PolicyRule(
-        "policy/image-registries",
-        "require.imageRegistries",
-        "Invalid value",
-        "Every init, app and ephemeral container's image must come from an exact host of the list or "
-        "start with a host/path/ prefix of it; an image without a registry is docker.io's.",
-    ),
-    *(
-        PolicyRule(
-            f"policy/forbid-{item.lower()}",
-            "require.forbid",
-            "Forbidden",
-            f"No pod template of the job may use {item}"
-            + (" (nor a DIJob's spec.volumes)." if item == "hostPath" else "."),
-        )
-        for item in FORBIDDEN_ITEMS
     ),
     PolicyRule(
         "policy/conflict",

@@ -13,6 +13,8 @@ _HAS_LETTER = r"[a-z]"
 _RELAXED_ENV_VAR_NAME = r"[\x20-\x3c\x3e-\x7e]+"  # printable ASCII except '='
 QUALIFIED_NAME = r"([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]"
 DNS1123_SUBDOMAIN = r"[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*"
+# The whole-string form a CRD schema's "pattern" and its message quote.
+DNS1123_LABEL_PATTERN = f"^{_DNS1123_LABEL}$"
 
 LABEL_MAX_LENGTH = 63
 PORT_NAME_MAX_LENGTH = 15

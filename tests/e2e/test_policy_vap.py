@@ -5,7 +5,8 @@ policies selected by namespace labels, namespaced ones) × a corpus (the valid e
 families whose CRDs jobgate installs and of Kubeflow's, through the tests' stand-ins of its CRDs, and
 copies mutated over each limit), a server-side dry run's verdict is compared with ``review_job``
 given the same policies and namespace labels: the same allowed/refused, the refusal naming a policy
-that alone refuses the job with the field path and error type the webhook gives for it, and on an
+that alone refuses the job with one of the lines the webhook gives for it (field path, error type,
+value, detail: both read the declarations of jobgate.policy.constraints), and on an
 admitted job a warning exactly when the webhook warns. The jobs are sent as the webhook's family
 defaults leave them (no MutatingAdmissionPolicy here); the policies carry no defaults (those stay in
 the webhook).
@@ -350,6 +351,8 @@ class Expected:
     family_valid: bool
     # (field path, error type) of every error of each policy alone, by the policy as messages name it
     fields: dict[str, set[tuple[str, str]]]
+    # every error line of each policy alone (PATH: TYPE[: VALUE]: DETAIL (POLICY)), likewise
+    lines: dict[str, set[str]]
 
 
 def _review(job: dict[str, Any], namespace: str, policies: list[dict[str, Any]] | None, old: Any = None) -> Any:
@@ -378,6 +381,7 @@ def expected(job: dict[str, Any], namespace: str, policies: list[dict[str, Any]]
     warnings = _policy_only([w for w in judged.warnings if w not in plain.warnings])
     refusing = set()
     fields: dict[str, set[tuple[str, str]]] = {}
+    lines: dict[str, set[str]] = {}
     for policy in policies:
         alone = _review(job, namespace, [policy], old)
         own = [e for e in alone.errors if str(e) not in base]
@@ -385,7 +389,8 @@ def expected(job: dict[str, Any], namespace: str, policies: list[dict[str, Any]]
         refusing.update(names)
         for named in names:
             fields.setdefault(named, set()).update((render_path(e.path), e.type.text) for e in own)
-    return Expected(not errors, refusing, bool(warnings), not plain.errors, fields)
+            lines.setdefault(named, set()).update(str(e) for e in own)
+    return Expected(not errors, refusing, bool(warnings), not plain.errors, fields, lines)
 
 
 # A VAP validation has no field path of its own (admissionregistration.k8s.io/v1 Validation: expression,
@@ -489,6 +494,11 @@ def _field_problem(body: str, want: Expected) -> str | None:
     fields = want.fields.get(found["who"], set())
     if where not in fields:
         return f"the apiserver says {where} ({found['who']}), the webhook {sorted(fields)}"
+    # Both compile the line from one declaration (jobgate.policy.constraints): the whole text agrees.
+    line = message[found.start("path") :]
+    lines = want.lines.get(found["who"], set())
+    if line not in lines:
+        return f"the apiserver's line {line!r} is none of the webhook's: {sorted(lines)}"
     return None
 
 

@@ -10,7 +10,7 @@ import pytest
 
 from jobgate.cli import main
 from jobgate.policy import check
-from jobgate.policy.models import FORBIDDEN_ITEMS
+from jobgate.policy.constraints import DECLARED
 from jobgate.policy.ruleids import POLICY_RULES
 
 PACKAGE = Path(check.__file__).parents[1]
@@ -18,19 +18,16 @@ SOURCES = [PACKAGE / "policy" / "check.py", PACKAGE / "offline" / "results.py"]
 
 
 def emitted_ids() -> set[str]:
-    """The ids the checks spell: literals, and the two templates over what they expand to."""
+    """The ids the checks spell: literals, and the declared constraints' (the checks read them there)."""
     if not all(source.is_file() for source in SOURCES):
         pytest.skip("the sources are not here (the compiled wheel's pass): the ids are read from them")
     found: set[str] = set()
     for source in SOURCES:
         for node in ast.walk(ast.parse(source.read_text())):
-            # "policy/forbid-" alone is the head of a template, expanded below.
             text = node.value if isinstance(node, ast.Constant) else None
             if isinstance(text, str) and re.fullmatch(r"policy/[a-z-]*[a-z]", text):
                 found.add(text)
-    found |= {f"policy/allowed-{check._kebab(name)}" for name in check._ALLOW_TO_FIELD}
-    found |= {f"policy/forbid-{item.lower()}" for item in FORBIDDEN_ITEMS}
-    return found
+    return found | set(DECLARED)
 
 
 def test_every_emitted_id_has_a_record_and_every_record_is_emitted() -> None:

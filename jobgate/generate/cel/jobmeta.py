@@ -9,6 +9,7 @@ import re
 from jobgate.generate.cel.catalogue import Placement, Produces, Rule, Validation, Where, cel_raw_string
 from jobgate.rules.names import (
     DNS1035_LABEL_MESSAGE,
+    DNS1123_LABEL_PATTERN,
     DNS1123_SUBDOMAIN_MESSAGE,
     LABEL_MAX_LENGTH,
     LABEL_VALUE_MESSAGE,
@@ -40,7 +41,6 @@ GENERATED = (
 NAME_IS_LABEL = f"(size({NAME}) <= {LABEL_MAX_LENGTH} && {NAME}.matches({cel_raw_string(DNS1035_LABEL_PATTERN)}))"
 # A role's or task's name that pods are named after: a DNS-1123 label (rules/jobmeta.py's callers
 # leave any other out of the derived names; its own rule refuses it).
-DNS1123_LABEL_PATTERN = "^[a-z0-9]([-a-z0-9]*[a-z0-9])?$"
 
 
 def names_a_pod(name: str) -> str:

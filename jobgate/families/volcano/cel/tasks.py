@@ -6,7 +6,6 @@ from __future__ import annotations
 import re
 
 from jobgate.families.volcano.cel.common import TASK, name_of, or_default, replicas_of
-from jobgate.families.volcano.rules.job import _TASK_NAME_PATTERN
 from jobgate.generate.cel.catalogue import (
     Placement,
     Produces,
@@ -15,7 +14,7 @@ from jobgate.generate.cel.catalogue import (
     Where,
     cel_string,
 )
-from jobgate.rules.names import LABEL_MAX_LENGTH
+from jobgate.rules.names import DNS1123_LABEL_PATTERN, LABEL_MAX_LENGTH
 
 _IN_TASK = "' in task: ' + " + name_of("self")
 
@@ -29,7 +28,7 @@ def task_name_rule() -> Rule:
             Produces("spec.tasks[*].name", "INVALID", "in body should match "),
             Produces("spec.tasks[*].name", "INVALID", r"^\[(a lowercase RFC 1123 label |must be no more than 63 )"),
         ),
-        (Placement((*TASK, "name"), {"pattern": _TASK_NAME_PATTERN, "maxLength": LABEL_MAX_LENGTH}),),
+        (Placement((*TASK, "name"), {"pattern": DNS1123_LABEL_PATTERN, "maxLength": LABEL_MAX_LENGTH}),),
         why="as Volcano's CRD does it (pattern); a longer name is Too long in the apiserver's words",
     )
 

@@ -31,6 +31,7 @@ from jobgate.families.volcano.rules.tasks import (
 )
 from jobgate.rules.jobmeta import as_int, check_spec_schema, job_name
 from jobgate.rules.names import (
+    DNS1123_LABEL_PATTERN,
     QUALIFIED_NAME_REGEX_MESSAGE,
     dns1123_label_problems,
     dns1123_subdomain_problems,
@@ -58,7 +59,6 @@ QUALIFIED_NAME_REGEX = r"([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]"
 QUALIFIED_NAME_MESSAGE = f"name part {QUALIFIED_NAME_REGEX_MESSAGE}"
 _GENERATED_SUFFIX_LENGTH = 5
 _RFC1123_LABEL = "a lowercase RFC 1123 label"
-_TASK_NAME_PATTERN = r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$"
 _DNS1123_LABEL = "a DNS-1123 label"
 
 
@@ -132,12 +132,12 @@ def _create_errors(obj: dict[str, Any], spec: dict[str, Any] | None, found: Find
         yield from names_twice.get(index, ())
         if name:
             problems = dns1123_label_problems(name)
-            if problems and not re.fullmatch(_TASK_NAME_PATTERN, name):
+            if problems and not re.fullmatch(DNS1123_LABEL_PATTERN, name):
                 # What Volcano's CRD (1.14+) makes the apiserver say before its webhook runs.
                 yield invalid(
                     (*path, "name"),
                     name,
-                    f"spec.tasks[{index}].name in body should match '{_TASK_NAME_PATTERN}'",
+                    f"spec.tasks[{index}].name in body should match '{DNS1123_LABEL_PATTERN}'",
                 )
             for problem in problems:
                 yield invalid((*path, "name"), name, _task_name_detail(problem))
