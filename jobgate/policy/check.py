@@ -242,7 +242,7 @@ def _gpu_checks(eff: EffectivePolicy, groups: list[ReplicaGroup], by_role: bool,
                         (*g.template_path, "spec"),
                         count.gpus,
                         (g.role,),
-                        shown=Fraction(count.gpus),  # as the apiserver shows a quantity: quoted
+                        shown=format_gpus(count.gpus),  # a quantity: quoted, as the apiserver shows one
                         role=g.role,
                         measure=format_gpus(count.gpus),
                     )
@@ -256,7 +256,7 @@ def _gpu_checks(eff: EffectivePolicy, groups: list[ReplicaGroup], by_role: bool,
                     "spec",
                     total,
                     (),
-                    shown=Fraction(total),
+                    shown=format_gpus(total),
                     measure=format_gpus(total),
                     # A map's roles by name: the order the apiserver's JSON gives them, and one the
                     # apiserver's CEL can write (it iterates a map in no fixed order).

@@ -37,7 +37,7 @@ def test_gpus_per_job_message_path_and_action() -> None:
     (f,) = findings(job, GPUS)
     assert f.rule == "policy/max-gpus-per-job" and f.action == "Deny" and f.path == "spec"
     assert "40 GPUs" in f.message and "exceeds 32 GPUs per job (ClusterTrainingJobPolicy research-gpus)" in f.message
-    assert f.text().startswith("spec: Invalid value: 40: ")
+    assert f.text().startswith('spec: Invalid value: "40": ')  # quoted, as the engine and the apiserver show it
 
 
 def test_gpus_per_pod() -> None:
