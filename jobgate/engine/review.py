@@ -100,8 +100,15 @@ def defaulting_patch(
     recorder = PatchRecorder()
     if context is not None and context.policies is not None:
         obj = _policy_review().with_policy_defaults(kind.family, obj, context, recorder)
-    kind.default(obj, recorder, previous=old)
+    kind.default(obj, recorder, previous=_as_stored(kind, old))
     return recorder.ops
+
+
+def _as_stored(kind: JobKind, old: Any) -> dict[str, Any] | None:
+    """The stored job is a defaulted one: read as the apiserver keeps it, also by the defaults that
+    compare the update with it (a replica type's spelling), whoever gave it (a webhook's oldObject,
+    or a manifest on the command line)."""
+    return kind.default(old) if isinstance(old, dict) else None
 
 
 def review_job(
@@ -123,10 +130,7 @@ def review_job(
     policy = _policy_review().PolicyReview(kind.family, context) if context.policies is not None else None
     if policy is not None:
         obj = policy.defaults(obj, recorder)
-    # The stored job is a defaulted one: read as the apiserver keeps it, also by the defaults that
-    # compare the update with it (a replica type's spelling), whoever gave it (a webhook's oldObject,
-    # or a manifest on the command line).
-    old_defaulted = kind.default(old) if isinstance(old, dict) else None
+    old_defaulted = _as_stored(kind, old)
     defaulted = kind.default(obj, recorder, previous=old_defaulted)
     found = kind.validate(defaulted, old_defaulted, context)
     found.errors.extend(generate_name_errors(defaulted.get("metadata"), creating=old is None))

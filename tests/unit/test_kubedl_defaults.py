@@ -297,3 +297,15 @@ def test_a_manifest_given_as_the_stored_job_is_read_defaulted():
     applied = copy.deepcopy(stored)
     applied["spec"]["tfReplicaSpecs"]["worker"] = replica(container(), replicas=3)
     assert review(applied, old=written).defaulted == review(applied, old=stored).defaulted
+
+
+def test_mutate_reads_a_manifest_given_as_the_stored_job_defaulted_too():
+    """/mutate's patch (defaulting_patch) is the patch review_job gives: both read the old job as stored."""
+    from jobgate.engine.review import defaulting_patch, kind_of
+
+    written = tfjob({"worker": replica(container(), replicas=2)})
+    applied = copy.deepcopy(review(written).defaulted)
+    applied["spec"]["tfReplicaSpecs"]["worker"] = replica(container(), replicas=3)
+    patch = defaulting_patch(kind_of(applied), copy.deepcopy(applied), written)
+    assert patch == review(applied, old=written).patch
+    assert apply_patch(applied, patch) == review(applied, old=written).defaulted
