@@ -548,7 +548,7 @@ def _role_cap(kc: KindCel, decl: Constraint, violating: _Violating) -> list[Vali
             kc.same_role(i, lambda j: f"{measure(j, True)} > {cap} && {measure(i)} <= {measure(j, True)}{slack}"),
         )
 
-    over = violating(f"over{_cap(decl.field[3:])}", f"{_EACH}.filter(i, {bad('i')})")
+    over = violating(f"over{_cap(decl.field)}", f"{_EACH}.filter(i, {bad('i')})")
 
     def line(b: str) -> str:
         path = f"{kc.path(b)} + '.template.spec'" if gpus else kc.largest_path(b)
