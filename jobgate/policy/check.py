@@ -36,11 +36,7 @@ the queue, only the exact value ``default``.
 
 from __future__ import annotations
 
-import copy
-from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
-from fractions import Fraction
-from typing import Any
+from collections.abc import Mapping
 
 from jobgate.engine.fielderrors import render_path
 from jobgate.policy.fieldmap import (
@@ -55,9 +51,16 @@ from jobgate.policy.fieldmap import (
     kind_map,
     pod_sizes,
 )
-from jobgate.policy.gpu import Amount, QuantityError, format_gpus, gpu_weight, parse_quantity, pod_gpus
+from jobgate.policy.gpu import QuantityError, format_gpus, gpu_weight, is_fraction, parse_quantity, pod_gpus
 from jobgate.policy.images import name_allowed, normalise_image
 from jobgate.policy.resolve import ACTION_RANK, EffectivePolicy, Sourced
+
+TYPE_CHECKING = False  # typing.TYPE_CHECKING, without importing typing at run time (start-up)
+if TYPE_CHECKING:
+    from collections.abc import Iterable
+    from typing import Any
+
+    from jobgate.policy.gpu import Amount
 
 INVALID = "Invalid value"
 REQUIRED = "Required value"
@@ -69,22 +72,93 @@ _VALUELESS = (REQUIRED, FORBIDDEN)
 DEFAULT_SCHEDULER = "default-scheduler"
 
 
-@dataclass(frozen=True)
-class PolicyFinding:
-    """One violation (or warning) of a policy on a job."""
+# PolicyFinding's fields, in order: what its equality, hash and repr read.
+_FINDING_FIELDS = (
+    "path",
+    "type",
+    "message",
+    "action",
+    "policy",
+    "rule",
+    "value",
+    "identity",
+    "measure",
+    "existing_violations",
+    "segments",
+)
 
-    path: str  # apiserver style: spec.tfReplicaSpecs[Worker].template.spec.containers[0].image
-    type: str  # Invalid value | Required value | Forbidden | Unsupported value
-    message: str  # the detail, naming the policy
-    action: str  # Deny | Warn | Audit
-    policy: str  # e.g. "ClusterTrainingJobPolicy research-gpus" (several, comma-separated, for conflicts)
-    rule: str  # e.g. policy/max-gpus-per-job
-    value: Any = None  # the offending value (shown for Invalid/Unsupported value)
-    identity: tuple[Any, ...] = ()
-    measure: Any = None
-    existing_violations: str = "Deny"
-    # The path as segments, for the engine's field errors (and the offline command's line numbers).
-    segments: FieldPath = ()
+
+class PolicyFinding:
+    """One violation (or warning) of a policy on a job (compared, hashed and shown by all its fields)."""
+
+    __slots__ = (
+        "action",
+        "existing_violations",
+        "identity",
+        "measure",
+        "message",
+        "path",
+        "policy",
+        "rule",
+        "segments",
+        "type",
+        "value",
+    )
+
+    def __init__(  # noqa: PLR0917 (the fields in their order, as the findings have always been made)
+        self,
+        path: str,
+        type: str,
+        message: str,
+        action: str,
+        policy: str,
+        rule: str,
+        value: Any = None,
+        identity: tuple[Any, ...] = (),
+        measure: Any = None,
+        existing_violations: str = "Deny",
+        segments: FieldPath = (),
+    ) -> None:
+        self.path = path  # apiserver style: spec.tfReplicaSpecs[Worker].template.spec.containers[0].image
+        self.type = type  # Invalid value | Required value | Forbidden | Unsupported value
+        self.message = message  # the detail, naming the policy
+        self.action = action  # Deny | Warn | Audit
+        # e.g. "ClusterTrainingJobPolicy research-gpus" (several, comma-separated, for conflicts)
+        self.policy = policy
+        self.rule = rule  # e.g. policy/max-gpus-per-job
+        self.value = value  # the offending value (shown for Invalid/Unsupported value)
+        self.identity = identity
+        self.measure = measure
+        self.existing_violations = existing_violations
+        # The path as segments, for the engine's field errors (and the offline command's line numbers).
+        self.segments = segments
+
+    def _key(self) -> tuple[Any, ...]:
+        return (
+            self.path,
+            self.type,
+            self.message,
+            self.action,
+            self.policy,
+            self.rule,
+            self.value,
+            self.identity,
+            self.measure,
+            self.existing_violations,
+            self.segments,
+        )
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not PolicyFinding:
+            return NotImplemented
+        return self._key() == other._key()  # type: ignore[attr-defined]
+
+    def __hash__(self) -> int:
+        return hash(self._key())
+
+    def __repr__(self) -> str:
+        shown = ", ".join(f"{name}={value!r}" for name, value in zip(_FINDING_FIELDS, self._key(), strict=True))
+        return f"PolicyFinding({shown})"
 
     def text(self) -> str:
         """The line as the apiserver prints a field error."""
@@ -98,9 +172,15 @@ def _show(value: Any) -> str:
         return "true" if value else "false"
     if isinstance(value, int | float):
         return repr(value)
-    if isinstance(value, Fraction):
+    if is_fraction(value):
         return format_gpus(value)
     return '"' + str(value).replace('"', '\\"') + '"'
+
+
+def _fraction(value: Amount) -> Any:
+    from fractions import Fraction
+
+    return Fraction(value)
 
 
 def _finding(  # noqa: PLR0917 (the checks pass value, identity, measure in that order)
@@ -207,7 +287,7 @@ def _gpu_checks(eff: EffectivePolicy, groups: list[ReplicaGroup], out: list[Poli
                         f"a pod of role {g.role} requests {format_gpus(count.gpus)} GPUs, "
                         f"exceeds {entry.value} GPUs per pod",
                         "policy/max-gpus-per-pod",
-                        Fraction(count.gpus),  # shown as the apiserver shows a quantity: quoted
+                        _fraction(count.gpus),  # shown as the apiserver shows a quantity: quoted
                         (g.role,),
                         count.gpus,
                     )
@@ -222,7 +302,7 @@ def _gpu_checks(eff: EffectivePolicy, groups: list[ReplicaGroup], out: list[Poli
                     f"the job requests {format_gpus(total)} GPUs at its largest ({', '.join(parts)}), "
                     f"exceeds {entry.value} GPUs per job",
                     "policy/max-gpus-per-job",
-                    Fraction(total),
+                    _fraction(total),
                     (),
                     total,
                 )
@@ -1129,7 +1209,8 @@ def _plan(eff: EffectivePolicy, kmap: KindMap) -> _Plan:
 
 
 def _not_worse(new: Any, old: Any) -> bool:
-    if isinstance(new, int | Fraction) and isinstance(old, int | Fraction) and not isinstance(new, bool):
+    numbers = (isinstance(new, int) or is_fraction(new)) and (isinstance(old, int) or is_fraction(old))
+    if numbers and not isinstance(new, bool):
         return new <= old
     return new == old
 
@@ -1236,6 +1317,8 @@ def _label_defaults(job: dict[str, Any], plan: _Plan, ops: list[tuple[list[str |
 
 def apply_defaults(job: dict[str, Any], ops: Iterable[tuple[list[str | int], object]]) -> dict[str, Any]:
     """A copy of ``job`` with ``ops`` set, creating missing intermediate objects."""
+    import copy
+
     out = copy.deepcopy(job)
     for path, value in ops:
         node: Any = out

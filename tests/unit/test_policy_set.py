@@ -47,7 +47,7 @@ def jobs() -> list[dict[str, Any] | None]:
 
 
 def as_dict(effective: Any) -> dict[str, Any]:
-    return {name: getattr(effective, name) for name in effective.__dataclass_fields__}
+    return {name: getattr(effective, name) for name in effective.__slots__}
 
 
 def test_a_remembered_resolution_equals_a_fresh_one() -> None:
