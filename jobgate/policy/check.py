@@ -675,9 +675,11 @@ class _Plan:
                 self.fixed_defaults = None
                 break
             self.fixed_defaults.append((path, default))
-        # ``clean`` written out for this plan (pure Python only: see specialised_clean).
+        # ``clean`` written out for this plan (pure Python only: see specialised_clean), once the
+        # plan has judged SPECIALISE_AFTER jobs.
         self.fast: Any = None
         self.fast_defaults: Any = None  # likewise policy_defaults (specialised_defaults)
+        self.jobs = 0
 
     def clean(self, job: dict[str, Any], kmap: KindMap, eff: EffectivePolicy) -> bool:
         """True when the checks would find nothing in ``job``; False when they may (they then decide)."""
@@ -880,6 +882,11 @@ def _no_host_path(volumes: list[Any]) -> bool:
 # "not clean" and leaves the answer to the checks. The compiled engine keeps the compiled method.
 
 _SPECIALISE = __file__.endswith(".py")
+# Jobs a plan judges with ``clean`` before it is written out. Writing and compiling the two
+# functions costs what checking about nine jobs does (20 M instructions, the bench's TFJob and
+# policies), and each saves about 40 k of a job's 2.4 M after: a check of a few files (a
+# pre-commit hook, a CI step) never pays for it, a long run or the webhook pays it once.
+SPECIALISE_AFTER = 64
 
 
 def _fixed_path(locator: Any) -> FieldPath | None:
@@ -1200,12 +1207,17 @@ def specialised_defaults(plan: _Plan, kmap: KindMap) -> Any:
 def _plan(eff: EffectivePolicy, kmap: KindMap) -> _Plan:
     plan = eff.plans.get(id(kmap))
     if plan is None:
-        plan = _Plan(eff, kmap)
-        if _SPECIALISE:
-            plan.fast = specialised_clean(plan, kmap, eff)
-            plan.fast_defaults = specialised_defaults(plan, kmap)
-        eff.plans[id(kmap)] = plan
+        plan = eff.plans[id(kmap)] = _Plan(eff, kmap)
     return plan
+
+
+def _specialise(plan: _Plan, kmap: KindMap, eff: EffectivePolicy) -> Any:
+    """Count a job judged by ``plan``; write the plan out at the SPECIALISE_AFTER-th. ``plan.fast``."""
+    plan.jobs += 1
+    if plan.jobs >= SPECIALISE_AFTER:
+        plan.fast = specialised_clean(plan, kmap, eff)
+        plan.fast_defaults = specialised_defaults(plan, kmap)
+    return plan.fast
 
 
 def _not_worse(new: Any, old: Any) -> bool:
@@ -1232,6 +1244,8 @@ def policy_findings(
         return []
     plan = _plan(effective, kmap)
     fast = plan.fast
+    if fast is None and _SPECIALISE:
+        fast = _specialise(plan, kmap, effective)
     if fast(job) if fast is not None else plan.clean(job, kmap, effective):
         return []  # nothing to report, whatever the old job had
     found = _all_findings(job, effective)
