@@ -56,7 +56,10 @@ class QuantityError(ValueError):
     """A string that is not a Kubernetes quantity."""
 
 
-_QUANTITY = re.compile(r"^([+-]?(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+))(?:([eE][+-]?[0-9]+)|([a-zA-Z]*))$")
+_QUANTITY_PATTERN = r"^([+-]?(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+))(?:([eE][+-]?[0-9]+)|([a-zA-Z]*))$"
+# Compiled by the first quantity written as a string: most GPU counts are plain integers, and
+# compiling it cost the policies' start-up more than loading the rest of this module.
+_QUANTITY: list[re.Pattern[str]] = []  # the compiled pattern, once compiled
 # Each suffix's multiplier as (numerator, denominator).
 _SUFFIX = {
     "": (1, 1),
@@ -96,7 +99,9 @@ def parse_quantity(value: Any) -> Amount:
         return Fraction(str(value))
     if not isinstance(value, str) or len(value) > 64:
         raise QuantityError(f"{value!r} is not a quantity")
-    match = _QUANTITY.match(value)
+    if not _QUANTITY:
+        _QUANTITY.append(re.compile(_QUANTITY_PATTERN))
+    match = _QUANTITY[0].match(value)
     if not match:
         raise QuantityError(f"{value!r} is not a quantity: it must match the regular expression of resource.Quantity")
     number, exponent, suffix = match.groups()
