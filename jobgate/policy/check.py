@@ -676,10 +676,10 @@ class _Plan:
                 break
             self.fixed_defaults.append((path, default))
         # ``clean`` written out for this plan (pure Python only: see specialised_clean), once the
-        # plan has judged SPECIALISE_AFTER jobs.
+        # plan has served SPECIALISE_AFTER calls of policy_findings and policy_defaults.
         self.fast: Any = None
         self.fast_defaults: Any = None  # likewise policy_defaults (specialised_defaults)
-        self.jobs = 0
+        self.uses = 0
 
     def clean(self, job: dict[str, Any], kmap: KindMap, eff: EffectivePolicy) -> bool:
         """True when the checks would find nothing in ``job``; False when they may (they then decide)."""
@@ -882,10 +882,11 @@ def _no_host_path(volumes: list[Any]) -> bool:
 # "not clean" and leaves the answer to the checks. The compiled engine keeps the compiled method.
 
 _SPECIALISE = __file__.endswith(".py")
-# Jobs a plan judges with ``clean`` before it is written out. Writing and compiling the two
-# functions costs what checking about nine jobs does (20 M instructions, the bench's TFJob and
-# policies), and each saves about 40 k of a job's 2.4 M after: a check of a few files (a
-# pre-commit hook, a CI step) never pays for it, a long run or the webhook pays it once.
+# Calls of policy_findings and policy_defaults (a review makes one of each, /mutate only the
+# second) a plan serves with the general code before it is written out. Writing and compiling the
+# two functions costs what checking about nine jobs does (20 M instructions, the bench's TFJob and
+# policies), and they save about 40 k of a job's 2.4 M after: a check of a few files (a pre-commit
+# hook, a CI step) never pays for it, a long run or the webhook pays it once.
 SPECIALISE_AFTER = 64
 
 
@@ -1212,9 +1213,9 @@ def _plan(eff: EffectivePolicy, kmap: KindMap) -> _Plan:
 
 
 def _specialise(plan: _Plan, kmap: KindMap, eff: EffectivePolicy) -> Any:
-    """Count a job judged by ``plan``; write the plan out at the SPECIALISE_AFTER-th. ``plan.fast``."""
-    plan.jobs += 1
-    if plan.jobs >= SPECIALISE_AFTER:
+    """Count a call served by ``plan``; write the plan out at the SPECIALISE_AFTER-th. ``plan.fast``."""
+    plan.uses += 1
+    if plan.uses >= SPECIALISE_AFTER:
         plan.fast = specialised_clean(plan, kmap, eff)
         plan.fast_defaults = specialised_defaults(plan, kmap)
     return plan.fast
@@ -1277,6 +1278,8 @@ def policy_defaults(
     if kmap is None or kmap.family != family:
         return []
     plan = _plan(effective, kmap)
+    if plan.fast is None and _SPECIALISE:
+        _specialise(plan, kmap, effective)
     if plan.fast_defaults is not None:
         return plan.fast_defaults(job)  # type: ignore[no-any-return]
     return _defaults(job, kmap, plan)
