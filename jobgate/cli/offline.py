@@ -319,28 +319,51 @@ def _as_json(text: str) -> str:
 
 
 class QuickArguments:
-    """The namespace argparse gives ``jobgate validate`` when only -o, -j, --validate and paths are given."""
+    """The namespace argparse gives ``jobgate validate`` when only -o, -j, --validate, the cluster
+    files' flags and paths are given."""
 
-    def __init__(self, paths: list[str], output: str, validate: FieldValidation, jobs: int | None) -> None:
+    def __init__(
+        self,
+        paths: list[str],
+        output: str,
+        validate: FieldValidation,
+        jobs: int | None,
+        *,
+        queues: str | None = None,
+        policies: list[str] | None = None,
+        namespaces: str | None = None,
+        namespace: str | None = None,
+    ) -> None:
         self.command = "validate"
         self.paths = paths
         self.output = output
         self.validate = validate
         self.jobs = jobs
-        self.queues = None
-        self.policies = None
-        self.namespaces = None
-        self.namespace = None
+        self.queues = queues
+        self.policies = policies
+        self.namespaces = namespaces
+        self.namespace = namespace
         self.handler = _validate
 
 
 # The flags the quick parse reads, by the attribute each sets.
-_QUICK_FLAGS = {"-o": "output", "--output": "output", "-j": "jobs", "--jobs": "jobs", "--validate": "validate"}
+_QUICK_FLAGS = {
+    "-o": "output",
+    "--output": "output",
+    "-j": "jobs",
+    "--jobs": "jobs",
+    "--validate": "validate",
+    "--queues": "queues",
+    "--policies": "policies",
+    "--namespaces": "namespaces",
+    "--namespace": "namespace",
+}
 
 
 def quick_validate_arguments(arguments: list[str]) -> QuickArguments | None:
-    """``jobgate validate [-o FORMAT] [-j N] [--validate MODE] PATH...``, what a pre-commit hook or
-    a CI step runs, read without argparse; None for anything else, which argparse then parses.
+    """``jobgate validate [-o FORMAT] [-j N] [--validate MODE] [--queues FILE] [--policies FILE|DIR]...
+    [--namespaces FILE] [--namespace NS] PATH...``, what a pre-commit hook or a CI step runs, read
+    without argparse; None for anything else, which argparse then parses.
 
     Importing argparse (and gettext, and the locale look-ups of its messages when a parser is
     built) costs a one-file check more than its rules. Only the plain forms are read here: a
@@ -348,7 +371,8 @@ def quick_validate_arguments(arguments: list[str]) -> QuickArguments | None:
     valid (argparse checks every occurrence, the last one wins), the paths in one run (argparse
     refuses paths on both sides of a flag). Any other word (--queues, -j2, an abbreviation, --,
     -h, a path starting with "-"), a bad value or no path at all is left to argparse, so that
-    every usage error keeps argparse's message and exit status 2.
+    every usage error keeps argparse's message and exit status 2. A file or namespace flag's value
+    is taken as argparse takes it (``--policies`` adds to a list), an empty one is left to argparse.
     """
     if arguments[:1] != ["validate"]:
         return None
@@ -356,6 +380,8 @@ def quick_validate_arguments(arguments: list[str]) -> QuickArguments | None:
     from jobgate.offline.results import FieldValidation
 
     output, validation, jobs = "text", FieldValidation.STRICT, None
+    names: dict[str, str] = {}  # --queues, --namespaces, --namespace: the last one given
+    policies: list[str] | None = None
     paths: list[str] = []
     index, after_path = 1, False
     while index < len(arguments):
@@ -369,11 +395,19 @@ def quick_validate_arguments(arguments: list[str]) -> QuickArguments | None:
                 index += 1
             # Each value as argparse's choices= or type= takes it (FORMATS, _field_validation,
             # _positive_int); one argparse would refuse is left to it.
-            if _QUICK_FLAGS[flag] == "output":
+            attribute = _QUICK_FLAGS[flag]
+            if attribute in ("queues", "policies", "namespaces", "namespace"):
+                if not value or value.startswith("-"):
+                    return None
+                if attribute == "policies":
+                    policies = [*(policies or []), value]
+                else:
+                    names[attribute] = value
+            elif attribute == "output":
                 if value not in FORMATS:
                     return None
                 output = value
-            elif _QUICK_FLAGS[flag] == "validate":
+            elif attribute == "validate":
                 try:
                     validation = FieldValidation.parse(value)
                 except ValueError:
@@ -395,4 +429,13 @@ def quick_validate_arguments(arguments: list[str]) -> QuickArguments | None:
         index, after_path = index + 1, True
     if not paths:
         return None
-    return QuickArguments(paths, output, validation, jobs)
+    return QuickArguments(
+        paths,
+        output,
+        validation,
+        jobs,
+        queues=names.get("queues"),
+        policies=policies,
+        namespaces=names.get("namespaces"),
+        namespace=names.get("namespace"),
+    )

@@ -36,11 +36,7 @@ the queue, only the exact value ``default``.
 
 from __future__ import annotations
 
-import copy
-from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
-from fractions import Fraction
-from typing import Any
+from collections.abc import Mapping
 
 from jobgate.engine.fielderrors import render_path
 from jobgate.policy.constraints import (
@@ -70,9 +66,16 @@ from jobgate.policy.fieldmap import (
     kind_map,
     pod_sizes,
 )
-from jobgate.policy.gpu import Amount, QuantityError, format_gpus, gpu_weight, parse_quantity, pod_gpus
+from jobgate.policy.gpu import QuantityError, format_gpus, gpu_weight, is_fraction, parse_quantity, pod_gpus
 from jobgate.policy.images import name_allowed, normalise_image
 from jobgate.policy.resolve import ACTION_RANK, EffectivePolicy, Sourced
+
+TYPE_CHECKING = False  # typing.TYPE_CHECKING, without importing typing at run time (start-up)
+if TYPE_CHECKING:
+    from collections.abc import Iterable
+    from typing import Any
+
+    from jobgate.policy.gpu import Amount
 
 _VALUELESS = (REQUIRED, FORBIDDEN)
 
@@ -80,22 +83,93 @@ _VALUELESS = (REQUIRED, FORBIDDEN)
 DEFAULT_SCHEDULER = "default-scheduler"
 
 
-@dataclass(frozen=True)
-class PolicyFinding:
-    """One violation (or warning) of a policy on a job."""
+# PolicyFinding's fields, in order: what its equality, hash and repr read.
+_FINDING_FIELDS = (
+    "path",
+    "type",
+    "message",
+    "action",
+    "policy",
+    "rule",
+    "value",
+    "identity",
+    "measure",
+    "existing_violations",
+    "segments",
+)
 
-    path: str  # apiserver style: spec.tfReplicaSpecs[Worker].template.spec.containers[0].image
-    type: str  # Invalid value | Required value | Forbidden | Unsupported value
-    message: str  # the detail, naming the policy
-    action: str  # Deny | Warn | Audit
-    policy: str  # e.g. "ClusterTrainingJobPolicy research-gpus" (several, comma-separated, for conflicts)
-    rule: str  # e.g. policy/max-gpus-per-job
-    value: Any = None  # the offending value (shown for Invalid/Unsupported value)
-    identity: tuple[Any, ...] = ()
-    measure: Any = None
-    existing_violations: str = "Deny"
-    # The path as segments, for the engine's field errors (and the offline command's line numbers).
-    segments: FieldPath = ()
+
+class PolicyFinding:
+    """One violation (or warning) of a policy on a job (compared, hashed and shown by all its fields)."""
+
+    __slots__ = (
+        "action",
+        "existing_violations",
+        "identity",
+        "measure",
+        "message",
+        "path",
+        "policy",
+        "rule",
+        "segments",
+        "type",
+        "value",
+    )
+
+    def __init__(  # noqa: PLR0917 (the fields in their order, as the findings have always been made)
+        self,
+        path: str,
+        type: str,
+        message: str,
+        action: str,
+        policy: str,
+        rule: str,
+        value: Any = None,
+        identity: tuple[Any, ...] = (),
+        measure: Any = None,
+        existing_violations: str = "Deny",
+        segments: FieldPath = (),
+    ) -> None:
+        self.path = path  # apiserver style: spec.tfReplicaSpecs[Worker].template.spec.containers[0].image
+        self.type = type  # Invalid value | Required value | Forbidden | Unsupported value
+        self.message = message  # the detail, naming the policy
+        self.action = action  # Deny | Warn | Audit
+        # e.g. "ClusterTrainingJobPolicy research-gpus" (several, comma-separated, for conflicts)
+        self.policy = policy
+        self.rule = rule  # e.g. policy/max-gpus-per-job
+        self.value = value  # the offending value (shown for Invalid/Unsupported value)
+        self.identity = identity
+        self.measure = measure
+        self.existing_violations = existing_violations
+        # The path as segments, for the engine's field errors (and the offline command's line numbers).
+        self.segments = segments
+
+    def _key(self) -> tuple[Any, ...]:
+        return (
+            self.path,
+            self.type,
+            self.message,
+            self.action,
+            self.policy,
+            self.rule,
+            self.value,
+            self.identity,
+            self.measure,
+            self.existing_violations,
+            self.segments,
+        )
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not PolicyFinding:
+            return NotImplemented
+        return self._key() == other._key()  # type: ignore[attr-defined]
+
+    def __hash__(self) -> int:
+        return hash(self._key())
+
+    def __repr__(self) -> str:
+        shown = ", ".join(f"{name}={value!r}" for name, value in zip(_FINDING_FIELDS, self._key(), strict=True))
+        return f"PolicyFinding({shown})"
 
     def text(self) -> str:
         """The line as the apiserver prints a field error."""
@@ -109,8 +183,6 @@ def _show(value: Any) -> str:
         return "true" if value else "false"
     if isinstance(value, int | float):
         return repr(value)
-    if isinstance(value, Fraction):
-        return format_gpus(value)
     return '"' + str(value).replace('"', '\\"') + '"'
 
 
@@ -567,9 +639,11 @@ class _Plan:
                 self.fixed_defaults = None
                 break
             self.fixed_defaults.append((path, default))
-        # ``clean`` written out for this plan (pure Python only: see specialised_clean).
+        # ``clean`` written out for this plan (pure Python only: see specialised_clean), once the
+        # plan has served SPECIALISE_AFTER calls of policy_findings and policy_defaults.
         self.fast: Any = None
         self.fast_defaults: Any = None  # likewise policy_defaults (specialised_defaults)
+        self.uses = 0
 
     def clean(self, job: dict[str, Any], kmap: KindMap, eff: EffectivePolicy) -> bool:
         """True when the checks would find nothing in ``job``; False when they may (they then decide)."""
@@ -772,6 +846,12 @@ def _no_host_path(volumes: list[Any]) -> bool:
 # "not clean" and leaves the answer to the checks. The compiled engine keeps the compiled method.
 
 _SPECIALISE = __file__.endswith(".py")
+# Calls of policy_findings and policy_defaults (a review makes one of each, /mutate only the
+# second) a plan serves with the general code before it is written out. Writing and compiling the
+# two functions costs what checking about nine jobs does (20 M instructions, the bench's TFJob and
+# policies), and they save about 40 k of a job's 2.4 M after: a check of a few files (a pre-commit
+# hook, a CI step) never pays for it, a long run or the webhook pays it once.
+SPECIALISE_AFTER = 64
 
 
 def _fixed_path(locator: Any) -> FieldPath | None:
@@ -1092,16 +1172,22 @@ def specialised_defaults(plan: _Plan, kmap: KindMap) -> Any:
 def _plan(eff: EffectivePolicy, kmap: KindMap) -> _Plan:
     plan = eff.plans.get(id(kmap))
     if plan is None:
-        plan = _Plan(eff, kmap)
-        if _SPECIALISE:
-            plan.fast = specialised_clean(plan, kmap, eff)
-            plan.fast_defaults = specialised_defaults(plan, kmap)
-        eff.plans[id(kmap)] = plan
+        plan = eff.plans[id(kmap)] = _Plan(eff, kmap)
     return plan
 
 
+def _specialise(plan: _Plan, kmap: KindMap, eff: EffectivePolicy) -> Any:
+    """Count a call served by ``plan``; write the plan out at the SPECIALISE_AFTER-th. ``plan.fast``."""
+    plan.uses += 1
+    if plan.uses >= SPECIALISE_AFTER:
+        plan.fast = specialised_clean(plan, kmap, eff)
+        plan.fast_defaults = specialised_defaults(plan, kmap)
+    return plan.fast
+
+
 def _not_worse(new: Any, old: Any) -> bool:
-    if isinstance(new, int | Fraction) and isinstance(old, int | Fraction) and not isinstance(new, bool):
+    numbers = (isinstance(new, int) or is_fraction(new)) and (isinstance(old, int) or is_fraction(old))
+    if numbers and not isinstance(new, bool):
         return new <= old
     return new == old
 
@@ -1123,6 +1209,8 @@ def policy_findings(
         return []
     plan = _plan(effective, kmap)
     fast = plan.fast
+    if fast is None and _SPECIALISE:
+        fast = _specialise(plan, kmap, effective)
     if fast(job) if fast is not None else plan.clean(job, kmap, effective):
         return []  # nothing to report, whatever the old job had
     found = _all_findings(job, effective)
@@ -1154,6 +1242,8 @@ def policy_defaults(
     if kmap is None or kmap.family != family:
         return []
     plan = _plan(effective, kmap)
+    if plan.fast is None and _SPECIALISE:
+        _specialise(plan, kmap, effective)
     if plan.fast_defaults is not None:
         return plan.fast_defaults(job)  # type: ignore[no-any-return]
     return _defaults(job, kmap, plan)
@@ -1208,6 +1298,8 @@ def _label_defaults(job: dict[str, Any], plan: _Plan, ops: list[tuple[list[str |
 
 def apply_defaults(job: dict[str, Any], ops: Iterable[tuple[list[str | int], object]]) -> dict[str, Any]:
     """A copy of ``job`` with ``ops`` set, creating missing intermediate objects."""
+    import copy
+
     out = copy.deepcopy(job)
     for path, value in ops:
         node: Any = out

@@ -27,12 +27,17 @@ is the family's default (1; a Volcano task's and a Kubeflow MPIJob Worker's is 0
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from dataclasses import dataclass
-from typing import Any
-
 # The engine's field paths: a map key renders ``[key]`` as the apiserver does (``tfReplicaSpecs[Worker]``).
 from jobgate.engine.fielderrors import FieldPath, Key, PathSegment
+
+TYPE_CHECKING = False  # typing.TYPE_CHECKING, without importing typing at run time (start-up)
+if TYPE_CHECKING:
+    from collections.abc import Callable
+    from typing import Any
+
+    # A job-level field: the path of the value in this job (it may depend on the job, e.g. KubeDL's
+    # MPIJob with spec.runPolicy). "template" places the field in each pod template's spec instead.
+    Locator = Callable[[dict[str, Any]], FieldPath]
 
 KUEUE_LABEL = "kueue.x-k8s.io/queue-name"
 
@@ -56,45 +61,120 @@ def as_count(value: Any) -> int | None:
     return value if isinstance(value, int) and not isinstance(value, bool) else None
 
 
-@dataclass(frozen=True)
 class ReplicaGroup:
     """One group of identical pods (a role, a task, a replica type)."""
 
-    role: str
-    path: FieldPath  # the group object, e.g. spec.tfReplicaSpecs[Worker]
-    replicas: int  # the count as written (family default when unset)
-    largest: int  # the largest count the job may reach
-    largest_path: FieldPath  # the field that gives ``largest``
-    template: dict[str, Any] | None
-    template_path: FieldPath
+    __slots__ = ("largest", "largest_path", "path", "replicas", "role", "template", "template_path")
+
+    def __init__(  # noqa: PLR0917 (the fields in their order, as the groups have always been made)
+        self,
+        role: str,
+        path: FieldPath,
+        replicas: int,
+        largest: int,
+        largest_path: FieldPath,
+        template: dict[str, Any] | None,
+        template_path: FieldPath,
+    ) -> None:
+        self.role = role
+        self.path = path  # the group object, e.g. spec.tfReplicaSpecs[Worker]
+        self.replicas = replicas  # the count as written (family default when unset)
+        self.largest = largest  # the largest count the job may reach
+        self.largest_path = largest_path  # the field that gives ``largest``
+        self.template = template
+        self.template_path = template_path
+
+    def _key(self) -> tuple[Any, ...]:
+        return (
+            self.role,
+            self.path,
+            self.replicas,
+            self.largest,
+            self.largest_path,
+            self.template,
+            self.template_path,
+        )
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not ReplicaGroup:
+            return NotImplemented
+        return self._key() == other._key()  # type: ignore[attr-defined]
+
+    __hash__ = None  # type: ignore[assignment]  # holds the template, a dict
+
+    def __repr__(self) -> str:
+        return (
+            f"ReplicaGroup(role={self.role!r}, path={self.path!r}, replicas={self.replicas!r}, "
+            f"largest={self.largest!r}, largest_path={self.largest_path!r}, template={self.template!r}, "
+            f"template_path={self.template_path!r})"
+        )
 
 
-# A job-level field: the path of the value in this job (it may depend on the job, e.g. KubeDL's
-# MPIJob with spec.runPolicy). "template" places the field in each pod template's spec instead.
-Locator = Callable[[dict[str, Any]], FieldPath]
 TEMPLATE = "template"
 
 
-@dataclass(frozen=True)
 class KindMap:
-    family: str
-    group: str
-    kind: str
-    groups: Callable[[dict[str, Any]], list[ReplicaGroup]]
-    queue: Locator | None
-    priority_class: Locator | str | None
-    scheduler: Locator | str | None
-    ttl: Locator | None
-    deadline: Locator | None
-    kueue: bool = False
-    # How ``groups`` reads the job, for the generated admission policies (jobgate.generate.policy_vap):
-    # the field under ``spec``, a map of roles ("map") or a list ("list"), the count of an unset
-    # ``replicas``, roles whose unset count is 0, and whether the Worker may grow to elasticPolicy.maxReplicas.
-    replica_field: str = ""
-    replica_layout: str = "map"
-    default_count: int = 1
-    default_zero: tuple[str, ...] = ()
-    elastic: bool = False
+    """Where one kind keeps what policies read and write. One object per kind (``KINDS``), compared
+    by identity: the plans of an effective policy are keyed by it."""
+
+    __slots__ = (
+        "deadline",
+        "default_count",
+        "default_zero",
+        "elastic",
+        "family",
+        "group",
+        "groups",
+        "kind",
+        "kueue",
+        "priority_class",
+        "queue",
+        "replica_field",
+        "replica_layout",
+        "scheduler",
+        "ttl",
+    )
+
+    def __init__(  # noqa: PLR0917 (as the table has always given them)
+        self,
+        family: str,
+        group: str,
+        kind: str,
+        groups: Callable[[dict[str, Any]], list[ReplicaGroup]],
+        queue: Locator | None,
+        priority_class: Locator | str | None,
+        scheduler: Locator | str | None,
+        ttl: Locator | None,
+        deadline: Locator | None,
+        kueue: bool = False,
+        replica_field: str = "",
+        replica_layout: str = "map",
+        default_count: int = 1,
+        default_zero: tuple[str, ...] = (),
+        elastic: bool = False,
+    ) -> None:
+        self.family = family
+        self.group = group
+        self.kind = kind
+        self.groups = groups
+        self.queue = queue
+        self.priority_class = priority_class
+        self.scheduler = scheduler
+        self.ttl = ttl
+        self.deadline = deadline
+        self.kueue = kueue
+        # How ``groups`` reads the job, for the generated admission policies
+        # (jobgate.generate.policy_vap): the field under ``spec``, a map of roles ("map") or a list
+        # ("list"), the count of an unset ``replicas``, roles whose unset count is 0, and whether the
+        # Worker may grow to elasticPolicy.maxReplicas.
+        self.replica_field = replica_field
+        self.replica_layout = replica_layout
+        self.default_count = default_count
+        self.default_zero = default_zero
+        self.elastic = elastic
+
+    def __repr__(self) -> str:
+        return f"KindMap({self.family!r}, {self.group!r}, {self.kind!r})"
 
     def locator(self, field: str) -> Locator | str | None:
         return {

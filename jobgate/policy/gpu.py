@@ -22,10 +22,20 @@ from __future__ import annotations
 
 import math
 import re
-from collections.abc import Callable, Iterable, Mapping
-from dataclasses import dataclass, field
-from fractions import Fraction
-from typing import Any
+import sys
+from collections.abc import Mapping
+
+TYPE_CHECKING = False  # typing.TYPE_CHECKING, without importing typing at run time (start-up)
+if TYPE_CHECKING:
+    from collections.abc import Callable, Iterable
+    from fractions import Fraction
+    from typing import Any
+
+    # An exact quantity: an int where it is whole, which is nearly always (Fraction arithmetic costs
+    # a review more than the rest of the GPU count), a Fraction otherwise. The two compare and add
+    # exactly. ``fractions`` is imported where a Fraction is made: a check of whole counts (and its
+    # start-up) never loads it.
+    Amount = Fraction | int
 
 # The default list: NVIDIA (whole GPUs and MIG profiles), AMD, Intel (i915 and xe drivers), Habana
 # Gaudi, AWS Neuron (devices and cores), Volcano's vGPU count. vgpu-memory and vgpu-cores are sizes
@@ -42,33 +52,32 @@ DEFAULT_GPU_RESOURCES: tuple[tuple[str, float], ...] = (
 )
 
 
-# An exact quantity: an int where it is whole, which is nearly always (Fraction arithmetic costs a
-# review more than the rest of the GPU count), a Fraction otherwise. The two compare and add exactly.
-Amount = Fraction | int
-
-
 class QuantityError(ValueError):
     """A string that is not a Kubernetes quantity."""
 
 
-_QUANTITY = re.compile(r"^([+-]?(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+))(?:([eE][+-]?[0-9]+)|([a-zA-Z]*))$")
+_QUANTITY_PATTERN = r"^([+-]?(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+))(?:([eE][+-]?[0-9]+)|([a-zA-Z]*))$"
+# Compiled by the first quantity written as a string: most GPU counts are plain integers, and
+# compiling it cost the policies' start-up more than loading the rest of this module.
+_QUANTITY: list[re.Pattern[str]] = []  # the compiled pattern, once compiled
+# Each suffix's multiplier as (numerator, denominator).
 _SUFFIX = {
-    "": Fraction(1),
-    "n": Fraction(1, 10**9),
-    "u": Fraction(1, 10**6),
-    "m": Fraction(1, 1000),
-    "k": Fraction(10**3),
-    "M": Fraction(10**6),
-    "G": Fraction(10**9),
-    "T": Fraction(10**12),
-    "P": Fraction(10**15),
-    "E": Fraction(10**18),
-    "Ki": Fraction(2**10),
-    "Mi": Fraction(2**20),
-    "Gi": Fraction(2**30),
-    "Ti": Fraction(2**40),
-    "Pi": Fraction(2**50),
-    "Ei": Fraction(2**60),
+    "": (1, 1),
+    "n": (1, 10**9),
+    "u": (1, 10**6),
+    "m": (1, 1000),
+    "k": (10**3, 1),
+    "M": (10**6, 1),
+    "G": (10**9, 1),
+    "T": (10**12, 1),
+    "P": (10**15, 1),
+    "E": (10**18, 1),
+    "Ki": (2**10, 1),
+    "Mi": (2**20, 1),
+    "Gi": (2**30, 1),
+    "Ti": (2**40, 1),
+    "Pi": (2**50, 1),
+    "Ei": (2**60, 1),
 }
 _MAX_EXPONENT = 30  # far beyond any real quantity; bounds the work a hostile "1e999999999" could cause
 
@@ -85,15 +94,21 @@ def parse_quantity(value: Any) -> Amount:
     if isinstance(value, float):
         if not math.isfinite(value):
             raise QuantityError(f"{value!r} is not a quantity")
+        from fractions import Fraction
+
         return Fraction(str(value))
     if not isinstance(value, str) or len(value) > 64:
         raise QuantityError(f"{value!r} is not a quantity")
-    match = _QUANTITY.match(value)
+    if not _QUANTITY:
+        _QUANTITY.append(re.compile(_QUANTITY_PATTERN))
+    match = _QUANTITY[0].match(value)
     if not match:
         raise QuantityError(f"{value!r} is not a quantity: it must match the regular expression of resource.Quantity")
     number, exponent, suffix = match.groups()
     if not exponent and not suffix and number.isdigit():
         return int(number)
+    from fractions import Fraction
+
     base = Fraction(number)
     if exponent:
         power = int(exponent[1:])
@@ -102,16 +117,32 @@ def parse_quantity(value: Any) -> Amount:
         return base * Fraction(10) ** power
     if suffix not in _SUFFIX:
         raise QuantityError(f"{value!r} is not a quantity: unknown suffix {suffix!r}")
-    return base * _SUFFIX[suffix]
+    return base * Fraction(*_SUFFIX[suffix])
 
 
-@dataclass
 class PodCount:
     """The weighted GPUs of one pod template, and what could not be counted."""
 
-    gpus: Amount = 0
-    by_resource: dict[str, Amount] = field(default_factory=dict)
-    uncounted: list[str] = field(default_factory=list)  # DRA claims, unparseable quantities
+    __slots__ = ("by_resource", "gpus", "uncounted")
+
+    def __init__(self) -> None:
+        self.gpus: Amount = 0
+        self.by_resource: dict[str, Amount] = {}
+        self.uncounted: list[str] = []  # DRA claims, unparseable quantities
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not PodCount:
+            return NotImplemented
+        return (self.gpus, self.by_resource, self.uncounted) == (
+            other.gpus,  # type: ignore[attr-defined]
+            other.by_resource,  # type: ignore[attr-defined]
+            other.uncounted,  # type: ignore[attr-defined]
+        )
+
+    __hash__ = None  # type: ignore[assignment]  # mutable, compared by value
+
+    def __repr__(self) -> str:
+        return f"PodCount(gpus={self.gpus!r}, by_resource={self.by_resource!r}, uncounted={self.uncounted!r})"
 
 
 def gpu_weight(name: str, resources: Iterable[tuple[str, float]]) -> Amount | None:
@@ -135,7 +166,11 @@ def gpu_weight(name: str, resources: Iterable[tuple[str, float]]) -> Amount | No
 def _exact(weight: float) -> Amount:
     if isinstance(weight, int):
         return weight
-    return int(weight) if weight.is_integer() else Fraction(str(weight))
+    if weight.is_integer():
+        return int(weight)
+    from fractions import Fraction
+
+    return Fraction(str(weight))
 
 
 def _container_requests(
@@ -256,6 +291,12 @@ def pod_gpus(
             count.by_resource[name] = value
             count.gpus += value * weight
     return count
+
+
+def is_fraction(value: object) -> bool:
+    """Whether ``value`` is a Fraction, without importing ``fractions``: none exists before it is imported."""
+    fractions = sys.modules.get("fractions")
+    return fractions is not None and isinstance(value, fractions.Fraction)
 
 
 def format_gpus(value: Amount) -> str:

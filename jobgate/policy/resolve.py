@@ -32,14 +32,17 @@ and ``explain``. Enforcement actions are never merged into one: a constraint is 
 
 from __future__ import annotations
 
-from collections.abc import Hashable, Iterable, Mapping
-from dataclasses import dataclass, field
-from typing import Any
+from collections.abc import Mapping
 
 from jobgate.policy.fieldmap import KINDS, KindMap, kind_map
 from jobgate.policy.gpu import DEFAULT_GPU_RESOURCES
 from jobgate.policy.images import entry_prefix
 from jobgate.policy.selectors import selector_matches
+
+TYPE_CHECKING = False  # typing.TYPE_CHECKING, without importing typing at run time (start-up)
+if TYPE_CHECKING:
+    from collections.abc import Hashable, Iterable
+    from typing import Any
 
 CLUSTER_KIND = "ClusterTrainingJobPolicy"
 NAMESPACED_KIND = "TrainingJobPolicy"
@@ -66,60 +69,171 @@ DEFAULT_FIELDS = (
 )
 
 
-@dataclass(frozen=True, order=True)
 class PolicyRef:
-    """Which policy a value came from."""
+    """Which policy a value came from (ordered and hashed as the tuple (kind, namespace, name))."""
 
-    kind: str
-    namespace: str
-    name: str
+    __slots__ = ("kind", "name", "namespace")
+
+    def __init__(self, kind: str, namespace: str, name: str) -> None:
+        self.kind = kind
+        self.namespace = namespace
+        self.name = name
+
+    def _key(self) -> tuple[str, str, str]:
+        return (self.kind, self.namespace, self.name)
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not PolicyRef:
+            return NotImplemented
+        return self._key() == other._key()  # type: ignore[attr-defined]
+
+    def __lt__(self, other: PolicyRef) -> bool:
+        if other.__class__ is not PolicyRef:
+            return NotImplemented
+        return self._key() < other._key()
+
+    def __le__(self, other: PolicyRef) -> bool:
+        if other.__class__ is not PolicyRef:
+            return NotImplemented
+        return self._key() <= other._key()
+
+    def __gt__(self, other: PolicyRef) -> bool:
+        if other.__class__ is not PolicyRef:
+            return NotImplemented
+        return self._key() > other._key()
+
+    def __ge__(self, other: PolicyRef) -> bool:
+        if other.__class__ is not PolicyRef:
+            return NotImplemented
+        return self._key() >= other._key()
+
+    def __hash__(self) -> int:
+        return hash(self._key())
+
+    def __repr__(self) -> str:
+        return f"PolicyRef(kind={self.kind!r}, namespace={self.namespace!r}, name={self.name!r})"
 
     def __str__(self) -> str:
         return f"{self.kind} {self.namespace}/{self.name}" if self.namespace else f"{self.kind} {self.name}"
 
 
-@dataclass(frozen=True)
 class Sourced:
     """A value with the policy that gave it and that policy's enforcement settings."""
 
-    value: Any
-    source: PolicyRef
-    action: str = "Deny"
-    existing_violations: str = "Allow"
-    priority: int = 0
+    __slots__ = ("action", "existing_violations", "priority", "source", "value")
+
+    def __init__(
+        self,
+        value: Any,
+        source: PolicyRef,
+        action: str = "Deny",
+        existing_violations: str = "Allow",
+        priority: int = 0,
+    ) -> None:
+        self.value = value
+        self.source = source
+        self.action = action
+        self.existing_violations = existing_violations
+        self.priority = priority
+
+    def _key(self) -> tuple[Any, ...]:
+        return (self.value, self.source, self.action, self.existing_violations, self.priority)
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not Sourced:
+            return NotImplemented
+        return self._key() == other._key()  # type: ignore[attr-defined]
+
+    def __hash__(self) -> int:
+        return hash(self._key())
+
+    def __repr__(self) -> str:
+        return (
+            f"Sourced(value={self.value!r}, source={self.source!r}, action={self.action!r}, "
+            f"existing_violations={self.existing_violations!r}, priority={self.priority!r})"
+        )
 
 
-@dataclass(frozen=True)
 class Conflict:
     """Policies that cannot all be satisfied (allow-lists) or disagree on a default."""
 
-    field: str  # e.g. "require.queues", "defaults.queue", "defaults.labels[team]"
-    policies: tuple[PolicyRef, ...]
-    message: str
-    action: str | None = None  # for allow-lists: the action a job gets; None for defaults
+    __slots__ = ("action", "field", "message", "policies")
+
+    def __init__(self, field: str, policies: tuple[PolicyRef, ...], message: str, action: str | None = None) -> None:
+        self.field = field  # e.g. "require.queues", "defaults.queue", "defaults.labels[team]"
+        self.policies = policies
+        self.message = message
+        self.action = action  # for allow-lists: the action a job gets; None for defaults
+
+    def _key(self) -> tuple[Any, ...]:
+        return (self.field, self.policies, self.message, self.action)
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not Conflict:
+            return NotImplemented
+        return self._key() == other._key()  # type: ignore[attr-defined]
+
+    def __hash__(self) -> int:
+        return hash(self._key())
+
+    def __repr__(self) -> str:
+        return (
+            f"Conflict(field={self.field!r}, policies={self.policies!r}, message={self.message!r}, "
+            f"action={self.action!r})"
+        )
 
 
-@dataclass
 class EffectivePolicy:
-    """What applies to one job (or, without a job, to a namespace): see the module docstring."""
+    """What applies to one job (or, without a job, to a namespace): see the module docstring.
 
-    namespace: str
-    policies: list[PolicyRef] = field(default_factory=list)
-    limits: dict[str, list[Sourced]] = field(default_factory=dict)
-    gpu_resources: list[tuple[str, float]] = field(default_factory=lambda: list(DEFAULT_GPU_RESOURCES))
-    gpu_resources_sources: list[PolicyRef] = field(default_factory=list)  # empty = the built-in list
-    # Each resource name's weight under gpu_resources, found once for every job this policy judges.
-    gpu_weights: dict[str, Any] = field(default_factory=dict, compare=False, repr=False)
-    # What :mod:`.check` derives once from this policy per job kind (its plan of the checks and of
-    # the defaults), by the kind map's identity: built by the first job of the kind, then shared.
-    plans: dict[int, Any] = field(default_factory=dict, compare=False, repr=False)
-    allow: dict[str, list[Sourced]] = field(default_factory=dict)
-    required_fields: dict[str, list[Sourced]] = field(default_factory=dict)
-    required_labels: dict[str, list[Sourced]] = field(default_factory=dict)  # value: allowed values or None
-    forbid: dict[str, list[Sourced]] = field(default_factory=dict)
-    defaults: dict[str, Sourced] = field(default_factory=dict)  # "queue", ..., "labels[<key>]"
-    default_labels: dict[str, Sourced] = field(default_factory=dict)
-    conflicts: list[Conflict] = field(default_factory=list)
+    Compared (``==``) and shown by every field in ``FIELDS``; ``gpu_weights`` and ``plans`` are
+    caches derived from them.
+    """
+
+    # The fields, in order: what equality and repr read.
+    FIELDS = (
+        "namespace",
+        "policies",
+        "limits",
+        "gpu_resources",
+        "gpu_resources_sources",
+        "allow",
+        "required_fields",
+        "required_labels",
+        "forbid",
+        "defaults",
+        "default_labels",
+        "conflicts",
+    )
+    __slots__ = (*FIELDS, "gpu_weights", "plans")
+    __hash__ = None  # type: ignore[assignment]  # mutable, compared by value
+
+    def __init__(self, namespace: str, policies: list[PolicyRef] | None = None) -> None:
+        self.namespace = namespace
+        self.policies: list[PolicyRef] = [] if policies is None else policies
+        self.limits: dict[str, list[Sourced]] = {}
+        self.gpu_resources: list[tuple[str, float]] = list(DEFAULT_GPU_RESOURCES)
+        self.gpu_resources_sources: list[PolicyRef] = []  # empty = the built-in list
+        # Each resource name's weight under gpu_resources, found once for every job this policy judges.
+        self.gpu_weights: dict[str, Any] = {}
+        # What :mod:`.check` derives once from this policy per job kind (its plan of the checks and
+        # of the defaults), by the kind map's identity: built by the first job of the kind, then shared.
+        self.plans: dict[int, Any] = {}
+        self.allow: dict[str, list[Sourced]] = {}
+        self.required_fields: dict[str, list[Sourced]] = {}
+        self.required_labels: dict[str, list[Sourced]] = {}  # value: allowed values or None
+        self.forbid: dict[str, list[Sourced]] = {}
+        self.defaults: dict[str, Sourced] = {}  # "queue", ..., "labels[<key>]"
+        self.default_labels: dict[str, Sourced] = {}
+        self.conflicts: list[Conflict] = []
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not EffectivePolicy:
+            return NotImplemented
+        return all(getattr(self, name) == getattr(other, name) for name in self.FIELDS)
+
+    def __repr__(self) -> str:
+        return f"EffectivePolicy({', '.join(f'{name}={getattr(self, name)!r}' for name in self.FIELDS)})"
 
     def limit(self, name: str) -> Sourced | None:
         """The most restrictive Deny value of a limit (else the strictest entry), for display."""
@@ -398,7 +512,7 @@ def effective_policy(
     return combine(select_policies(policies, namespace, namespace_labels, job), namespace)
 
 
-class PolicySet(tuple[Mapping[str, Any], ...]):
+class PolicySet(tuple[Mapping[str, "Any"], ...]):
     """The policies in force at one moment, remembering what was resolved from them.
 
     A review resolves the effective policy twice (defaults, then the verdict) and the webhook does
@@ -452,10 +566,9 @@ class PolicySet(tuple[Mapping[str, Any], ...]):
             else:
                 job_key = _match_key(job, object_keys)
             key = (namespace, labels_key, job_key)
-            hash(key)
+            effective = self._effective.get(key)
         except TypeError:  # a label value that is not a string (a malformed job): resolve without the memo
             return combine(select_policies(self, namespace, namespace_labels, job), namespace)
-        effective = self._effective.get(key)
         if effective is None:
             effective = self._resolve(namespace, namespace_labels, job)
             _remember(self._effective, key, effective, self.MEMO_LIMIT)
@@ -464,7 +577,24 @@ class PolicySet(tuple[Mapping[str, Any], ...]):
     def selects_alike(self, job: Mapping[str, Any], other: Mapping[str, Any]) -> bool:
         """Whether two versions of one job in one namespace select the same policies: the same
         apiVersion and kind, and the same values of the labels the set's objectSelectors read."""
-        return _match_key(job, self._object_keys) == _match_key(other, self._object_keys)
+        keys = self._object_keys
+        if keys is not None and len(keys) == 1 and type(job) is dict and type(other) is dict:
+            # Plain dicts and one label read (every review asks, as effective's lookup does): the
+            # parts of the two keys compared one by one, without building them.
+            metadata, other_metadata = job.get("metadata"), other.get("metadata")
+            if type(metadata) is dict and type(other_metadata) is dict:
+                labels, other_labels = metadata.get("labels"), other_metadata.get("labels")
+                if type(labels) is dict and type(other_labels) is dict:
+                    # Each part equal as a tuple's comparison takes it: the same object, or ==.
+                    a, b = labels.get(keys[0], _ABSENT), other_labels.get(keys[0], _ABSENT)
+                    if a is not b and a != b:
+                        return False
+                    a, b = job.get("apiVersion"), other.get("apiVersion")
+                    if a is not b and a != b:
+                        return False
+                    a, b = job.get("kind"), other.get("kind")
+                    return a is b or a == b
+        return _match_key(job, keys) == _match_key(other, keys)
 
     def _resolve(
         self, namespace: str, namespace_labels: Mapping[str, str] | None, job: Mapping[str, Any] | None

@@ -13,14 +13,16 @@ the family's validation judges the result. Both go into the one JSON Patch /muta
 
 from __future__ import annotations
 
-from typing import Any
-
 from jobgate.engine.context import CREATE, ReviewContext
 from jobgate.engine.fielderrors import ErrorType, FieldError
 from jobgate.engine.jsonpatch import NO_PATCH, PatchRecorder, escape_pointer_token
 from jobgate.policy.check import PolicyFinding, policy_defaults, policy_findings
 from jobgate.policy.fieldmap import KindMap, kind_map
 from jobgate.policy.resolve import EffectivePolicy, PolicySet, effective_policy
+
+TYPE_CHECKING = False  # typing.TYPE_CHECKING, without importing typing at run time (start-up)
+if TYPE_CHECKING:
+    from typing import Any
 
 _ERROR_TYPES = {error_type.text: error_type for error_type in ErrorType}
 

@@ -11,7 +11,10 @@ whose scope is guessed) and :func:`selector_errors` says why, for the policy's s
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any
+
+TYPE_CHECKING = False  # typing.TYPE_CHECKING, without importing typing at run time (start-up)
+if TYPE_CHECKING:
+    from typing import Any
 
 OPERATORS = ("In", "NotIn", "Exists", "DoesNotExist")
 

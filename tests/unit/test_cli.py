@@ -187,7 +187,9 @@ def test_usage_errors_exit_2(argv, capsys):
 QUICK_WORDS = ["-o", "--output", "-j", "--jobs", "--validate", "--queues", "-h", "--", "-", "--out", "-oj", "-j2",
                "--output=json", "--output=", "--jobs=2", "--jobs=0", "--validate=warn", "--validate=no", "text",
                "json", "junit", "github", "xml", "1", "2", "0", "-1", " 3", "1_0", "strict", "warn", "ignore",
-               "true", "false", "a.yaml", "dir/", "", "--x=y", "-x"]  # fmt: skip
+               "true", "false", "a.yaml", "dir/", "", "--x=y", "-x", "--policies", "--namespaces", "--namespace",
+               "--policies=p.yaml", "--policies=", "--namespaces=n.yaml", "--namespace=team-a", "--queues=q.yaml",
+               "--namespace=-x", "--polic", "--names", "p/", "team-a"]  # fmt: skip
 
 
 @settings(max_examples=500, deadline=None)
@@ -203,7 +205,18 @@ def test_the_quick_parse_reads_what_argparse_reads(words):
     if quick is None:
         return
     parsed = build_parser("validate").parse_args(arguments)  # SystemExit: the quick parse took a usage error
-    fields = ("command", "paths", "output", "validate", "jobs", "queues", "handler")
+    fields = (
+        "command",
+        "paths",
+        "output",
+        "validate",
+        "jobs",
+        "queues",
+        "policies",
+        "namespaces",
+        "namespace",
+        "handler",
+    )
     assert [getattr(quick, f) for f in fields] == [getattr(parsed, f) for f in fields]
 
 
@@ -215,6 +228,8 @@ def test_the_quick_parse_reads_what_argparse_reads(words):
         ["a.yaml", "-j", "1"],
         ["--output=github", "--jobs=3", "--validate=false", "a.yaml"],
         ["--validate", "warn", "-o", "junit", "-"],
+        ["--policies", "p.yaml", "--policies=dir/", "--namespaces", "n.yaml", "--namespace=team-a", "a.yaml"],
+        ["-j", "1", "--queues", "q.yaml", "--policies", "p.yaml", "a.yaml", "b.yaml"],
     ],
 )
 def test_the_quick_parse_takes_the_common_command_lines(words):

@@ -280,3 +280,39 @@ def test_the_snapshot_builds_a_namespaces_labels_once():
     assert first == {"tier": "research", "kubernetes.io/metadata.name": "team-a"}
     assert snapshot.namespace_labels("team-a") is first
     assert snapshot.namespace_labels("elsewhere") == {"kubernetes.io/metadata.name": "elsewhere"}
+
+
+def test_a_check_with_plainly_valid_policies_loads_no_parser_models_or_typing(tmp_path: Path) -> None:
+    """`jobgate validate --policies --namespaces FILE` as a pre-commit hook runs it: its command
+    line read without argparse, the policies without pydantic or PyYAML, and the policy modules
+    without typing, dataclasses or fractions (whole GPU counts), each of which cost a one-file
+    check about as much as its rules."""
+    import subprocess
+    import sys
+    import textwrap
+
+    namespaces = {"apiVersion": "v1", "kind": "List", "items": [{"kind": "Namespace", "metadata": {"name": "default"}}]}
+    (tmp_path / "namespaces.yaml").write_text(yaml.safe_dump(namespaces))
+    job = REPO / "examples" / "valid" / "tfjob-mnist.yaml"
+    argv = [
+        "validate",
+        "--policies",
+        str(EXAMPLE_POLICIES),
+        "--namespaces",
+        str(tmp_path / "namespaces.yaml"),
+        str(job),
+    ]
+    script = textwrap.dedent(
+        f"""
+        import sys
+        from jobgate.cli import main
+        code = main({argv!r})
+        unwanted = ("argparse", "typing", "dataclasses", "fractions", "pydantic", "yaml", "jobgate.policy.models")
+        loaded = sorted(m for m in sys.modules if m in unwanted or m.split(".")[0] in ("pydantic", "yaml"))
+        assert not loaded, loaded
+        assert "jobgate.policy.check" in sys.modules
+        sys.exit(code)
+        """
+    )
+    result = subprocess.run([sys.executable, "-c", script], cwd=REPO, capture_output=True, text=True, check=False)
+    assert result.returncode == 0, result.stdout + result.stderr

@@ -17,11 +17,14 @@ from typing import Any
 import pytest
 
 from envtest.policy_set import NAMESPACE, NAMESPACE_LABELS, policy_set, tfjob_manifest
+from jobgate.policy import check
 from jobgate.policy.check import (
+    SPECIALISE_AFTER,
     _all_findings,
     _defaults,
     _Plan,
     _plan,
+    policy_defaults,
     policy_findings,
     specialised_clean,
     specialised_defaults,
@@ -210,6 +213,41 @@ def test_bench_job_is_clean_under_the_bench_set() -> None:
     assert not _plan(eff, kmap).clean(job, kmap, eff)
     assert not fast(job)
     assert [f.rule for f in _all_findings(job, eff)] == ["policy/forbid-hostipc"]
+
+
+def test_a_plan_is_written_out_after_its_first_jobs_and_judges_alike() -> None:
+    """The pure Python engine serves a plan's first SPECIALISE_AFTER calls (findings and defaults)
+    with the general code (writing it out costs a short run more than it saves) and the rest with
+    the written-out functions: the findings and defaults are the same either side of the switch,
+    and /mutate, which asks for the defaults alone, gets there too."""
+    job = tfjob_manifest()
+    job["spec"]["ttlSecondsAfterFinished"] = 3600  # the set's default, written before the checks
+    bad = copy.deepcopy(job)
+    bad["spec"]["tfReplicaSpecs"]["Worker"]["template"]["spec"]["hostIPC"] = True
+    policies = PolicySet(policy_set(50, 10))
+    labels = {**NAMESPACE_LABELS, "kubernetes.io/metadata.name": NAMESPACE}
+    eff = effective_policy(policies, NAMESPACE, labels, job)
+    kmap = kind_map(job)
+    assert kmap is not None
+    answers = []
+    for count in range(1, SPECIALISE_AFTER + 2):
+        answers.append(
+            (
+                policy_findings(job, None, kmap.family, eff, kmap),
+                policy_findings(bad, None, kmap.family, eff, kmap),
+                policy_defaults(tfjob_manifest(), kmap.family, eff, kmap),
+            )
+        )
+        written = _plan(eff, kmap).fast is not None
+        assert written == (check._SPECIALISE and 3 * count >= SPECIALISE_AFTER), count
+    assert answers[0][0] == [] and [f.rule for f in answers[0][1]] == ["policy/forbid-hostipc"]
+    assert answers[0][2]
+    assert all(answer == answers[0] for answer in answers)
+    mutate_only = effective_policy(PolicySet(policy_set(50, 10)), NAMESPACE, labels, job)
+    for count in range(1, SPECIALISE_AFTER + 1):
+        assert policy_defaults(tfjob_manifest(), kmap.family, mutate_only, kmap) == answers[0][2]
+        written = _plan(mutate_only, kmap).fast_defaults is not None
+        assert written == (check._SPECIALISE and count >= SPECIALISE_AFTER), count
 
 
 def test_pod_sizes_are_the_groups_counts_and_templates() -> None:

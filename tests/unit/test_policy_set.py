@@ -47,7 +47,7 @@ def jobs() -> list[dict[str, Any] | None]:
 
 
 def as_dict(effective: Any) -> dict[str, Any]:
-    return {name: getattr(effective, name) for name in effective.__dataclass_fields__}
+    return {name: getattr(effective, name) for name in effective.__slots__}
 
 
 def test_a_remembered_resolution_equals_a_fresh_one() -> None:
@@ -141,3 +141,25 @@ def test_remembered_resolutions_equal_fresh_ones_whatever_the_selectors_read() -
                 fresh = combine(select_policies(policies, namespace, labels, job), namespace)
                 remembered = effective_policy(policy_set, namespace, labels, job)
                 assert as_dict(remembered) == as_dict(fresh), (namespace, labels, job)
+
+
+def test_selects_alike_compares_what_the_memo_keys_hold() -> None:
+    """``selects_alike`` (inline for plain dicts and one label read) answers as comparing the two
+    jobs' memo keys does, for every pair of job versions, odd shapes included."""
+    from jobgate.policy.resolve import _match_key
+
+    odd: list[Any] = [
+        {"apiVersion": "kubeflow.org/v1", "kind": "TFJob"},
+        {"apiVersion": "kubeflow.org/v1", "kind": "TFJob", "metadata": "x"},
+        {"apiVersion": "kubeflow.org/v1", "kind": "TFJob", "metadata": {"labels": ["team"]}},
+        {"apiVersion": "kubeflow.org/v1", "kind": "TFJob", "metadata": {"labels": {"team": float("nan")}}},
+        {"apiVersion": "kubeflow.org/v2", "kind": "TFJob", "metadata": {"labels": {"team": "vision"}}},
+        {"apiVersion": "kubeflow.org/v1", "kind": "PyTorchJob", "metadata": {"labels": {"team": "vision"}}},
+    ]
+    versions = [job for job in jobs() if job is not None] + odd
+    for policies in (POLICIES, [*POLICIES, cluster("two", {"match": {"objectSelector": {"matchLabels": {"x": "y"}}}})]):
+        policy_set = PolicySet(policies)
+        for job, other in itertools.product(versions, repeat=2):
+            keys = policy_set._object_keys
+            same_keys = _match_key(job, keys) == _match_key(other, keys)
+            assert policy_set.selects_alike(job, other) == same_keys, (job, other)
