@@ -600,39 +600,47 @@ def _job_cap(kc: KindCel, decl: Constraint, violating: _Violating) -> list[Valid
     ]
 
 
+class _JobInt:
+    """A job-level integer field of the new and the old object (CEL): where it is, its value, and
+    whether it is set to an integer."""
+
+    def __init__(self, kc: KindCel, field: str) -> None:
+        new, old = kc.field(field, "object"), kc.field(field, "oldObject")
+        self.applies = new is not None and old is not None
+        if new is None or old is None:
+            return  # not applicable: the webhook warns (enforcement table)
+        (present, self.value, self.where), (old_present, self.old_value, _) = new, old
+        self.number = f"({present} && type({self.value}) == int)"
+        self.old_number = f"({old_present} && type({self.old_value}) == int)"
+
+
 def _field_cap(kc: KindCel, decl: Constraint, violating: _Violating) -> list[Validation]:
-    new, old = kc.field(decl.subject, "object"), kc.field(decl.subject, "oldObject")
-    if new is None or old is None:
-        return []  # not applicable: the webhook warns (enforcement table)
-    (present, value, where), (old_present, old_value, _) = new, old
+    f = _JobInt(kc, decl.subject)
+    if not f.applies:
+        return []
     limit = f"{_LIM}.{decl.field}"
-    number = f"({present} && type({value}) == int)"
-    old_number = f"({old_present} && type({old_value}) == int)"
     return [
         _v(
             decl.rule,
             f"has({_LIM}) && has({limit})",
-            f"!{number} || {value} <= {limit} || ({_ALLOW_OLD} && {old_number} && {old_value} > {limit} "
-            f"&& {value} <= {old_value})",
-            _msg(_line(decl.outcomes["over"], where, f"string({value})", limit=f"string({limit})")),
+            f"!{f.number} || {f.value} <= {limit} || ({_ALLOW_OLD} && {f.old_number} && {f.old_value} > {limit} "
+            f"&& {f.value} <= {f.old_value})",
+            _msg(_line(decl.outcomes["over"], f.where, f"string({f.value})", limit=f"string({limit})")),
         )
     ]
 
 
 def _required_field(kc: KindCel, decl: Constraint, violating: _Violating) -> list[Validation]:
-    new, old = kc.field(decl.subject, "object"), kc.field(decl.subject, "oldObject")
-    if new is None or old is None:
+    f = _JobInt(kc, decl.subject)
+    if not f.applies:
         return []
-    (present, value, where), (old_present, old_value, _) = new, old
-    number = f"({present} && type({value}) == int)"
-    old_number = f"({old_present} && type({old_value}) == int)"
     required = f"{_REQ}.{decl.field}"
     return [
         _v(
             decl.rule,
             f"has({_REQ}) && has({required}) && {required} == true",
-            f"{number} || ({_ALLOW_OLD} && !{old_number})",
-            _msg(_line(decl.outcomes["missing"], where)),
+            f"{f.number} || ({_ALLOW_OLD} && !{f.old_number})",
+            _msg(_line(decl.outcomes["missing"], f.where)),
         )
     ]
 
