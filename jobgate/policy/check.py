@@ -929,9 +929,13 @@ class _Source:
 
     def quantities(self, indent: int, source: str, skip: str | None) -> None:
         """Add the weighted GPUs of ``source`` (requests or limits) to ``pod``."""
-        # Only the names not known to be other resources (cpu, memory, ...) are looked at, the set
-        # difference taken in C; the sum does not depend on the order.
-        self.add(indent, f"for name in {source}.keys() - _not_gpus:")
+        # Only the names not known to be other resources (cpu, memory, ...) are looked at; most
+        # containers ask for none other, which one test in C settles.
+        self.add(indent, f"if not _not_gpus.issuperset({source}):")
+        indent += 1
+        self.add(indent, f"for name in {source}:")
+        self.add(indent + 1, "if name in _not_gpus:")
+        self.add(indent + 2, "continue")
         if skip:
             self.add(indent + 1, f"if {skip} and name in {skip}:")
             self.add(indent + 2, "continue")
@@ -1064,9 +1068,6 @@ def specialised_clean(plan: _Plan, kmap: KindMap, eff: EffectivePolicy) -> Any:
             src.add(4, f"v = {unset!r}")
         src.add(3, f"if type(v) is not str or v not in {src.constant(frozenset(allowed))}:")
         src.add(4, "return False")
-    for flag in plan.host_flags:
-        src.add(3, f"if spec.get({flag!r}) is True:")
-        src.add(4, "return False")
     if plan.host_path:
         src.add(3, 'volumes = spec.get("volumes")')
         src.add(3, "if type(volumes) is list:")
@@ -1075,19 +1076,31 @@ def specialised_clean(plan: _Plan, kmap: KindMap, eff: EffectivePolicy) -> Any:
         src.add(6, "return False")
         src.add(3, "elif isinstance(volumes, list):")
         src.add(4, "return False")
+    # The pod fields a plan reads that few pods have: each check passes when its field is absent, so
+    # one test in C that the spec has none of them skips them all.
+    rare = set(plan.host_flags)
     if count:
-        src.add(3, 'overhead = spec.get("overhead")')
-        src.add(3, "if overhead is not None and isinstance(overhead, _Mapping):")
-        src.add(4, "return False")
-        src.add(3, 'if spec.get("resourceClaims"):')
-        src.add(4, "return False")
-        src.add(3, f"items = spec.get({_INITS!r})")
-        src.add(3, "if isinstance(items, list) and len(items) > 0:")
-        src.add(4, "return False")
+        rare.update(("overhead", "resourceClaims", _INITS))
+    if plan.walk_containers:
+        rare.update((_INITS, _EPHEMERAL))
+    if rare:
+        src.add(3, f"if not spec.keys().isdisjoint({src.constant(frozenset(rare))}):")
+    for flag in plan.host_flags:
+        src.add(4, f"if spec.get({flag!r}) is True:")
+        src.add(5, "return False")
+    if count:
+        src.add(4, 'overhead = spec.get("overhead")')
+        src.add(4, "if overhead is not None and isinstance(overhead, _Mapping):")
+        src.add(5, "return False")
+        src.add(4, 'if spec.get("resourceClaims"):')
+        src.add(5, "return False")
+        src.add(4, f"items = spec.get({_INITS!r})")
+        src.add(4, "if isinstance(items, list) and len(items) > 0:")
+        src.add(5, "return False")
     if plan.walk_containers:
         if not count:  # counting GPUs, any init container was sent to the checks above
-            src.containers(3, plan, _INITS)
-        src.containers(3, plan, _EPHEMERAL)
+            src.containers(4, plan, _INITS)
+        src.containers(4, plan, _EPHEMERAL)
     src.add(3, 'containers = spec.get("containers")')
     src.add(3, "if type(containers) is not list:")
     src.add(4, "if isinstance(containers, list):")
@@ -1149,24 +1162,33 @@ def specialised_defaults(plan: _Plan, kmap: KindMap) -> Any:
     src.add(0, "def defaults(job):")
     src.add(1, "ops = []")
     for path, default in plan.fixed_defaults:
-        # get_path's reading: a step that is not a dict gives None (the default is then written).
-        src.add(1, f"v = job.get({path[0]!r})")
-        for segment in path[1:]:
-            src.add(1, f"v = v.get({segment!r}) if isinstance(v, dict) else None")
-        src.add(1, "if v is None:")
+        src.add(1, f"if {_unset_condition(path)}:")
         src.add(2, f"ops.append(({src.constant(list(path))}, {src.constant(default)}))")
     if plan.default_labels:
         src.add(1, 'labels = job.get("metadata")')
-        src.add(1, 'labels = labels.get("labels") if isinstance(labels, dict) else None')
-        src.add(1, "if not isinstance(labels, dict):")
+        src.add(1, "if labels is None:")
         src.add(2, "labels = {}")
+        src.add(1, "elif isinstance(labels, dict):")
+        src.add(2, 'labels = labels.get("labels")')
+        src.add(2, "if labels is None:")
+        src.add(3, "labels = {}")
+        src.add(1, "if isinstance(labels, dict):")
         for key, value in plan.default_labels:
-            src.add(1, f"if {key!r} not in labels:")
-            src.add(2, f"ops.append(({src.constant(['metadata', 'labels', key])}, {src.constant(value)}))")
+            src.add(2, f"if {key!r} not in labels:")
+            src.add(3, f"ops.append(({src.constant(['metadata', 'labels', key])}, {src.constant(value)}))")
     src.add(1, "return ops")
     namespace = dict(src.constants)
     exec(compile("\n".join(src.lines), f"<policy defaults {kmap.group}/{kmap.kind}>", "exec"), namespace)
     return namespace["defaults"]
+
+
+def _unset_condition(path: FieldPath, var: str = "v", source: str = "job") -> str:
+    """:func:`_unset_at` of ``source`` at ``path`` as one expression (``var`` its scratch variable)."""
+    head, *rest = path
+    if not rest:
+        return f"{source}.get({head!r}) is None"
+    inner = _unset_condition(tuple(rest), var, var)
+    return f"(({var} := {source}.get({head!r})) is None or (isinstance({var}, dict) and {inner}))"
 
 
 def _plan(eff: EffectivePolicy, kmap: KindMap) -> _Plan:
@@ -1254,10 +1276,7 @@ def _defaults(job: dict[str, Any], kmap: KindMap, plan: _Plan) -> list[tuple[lis
     fixed = plan.fixed_defaults
     if fixed is not None:
         for at, default in fixed:
-            node: Any = job
-            for segment in at:
-                node = node.get(segment) if isinstance(node, dict) else None
-            if node is None:
+            if _unset_at(job, at):
                 ops.append((list(at), default))
         _label_defaults(job, plan, ops)
         return ops
@@ -1268,6 +1287,10 @@ def _defaults(job: dict[str, Any], kmap: KindMap, plan: _Plan) -> list[tuple[lis
             places = _locations(kmap, field, job) or []
         else:
             path = locator(job)
+            if not _unset_at(job, path) and not (
+                field == "queue" and kmap.family == "volcano" and get_path(job, path) == VOLCANO_SCHEMA_DEFAULT_QUEUE
+            ):
+                continue
             places = [(path, get_path(job, path))]
         for path, current in places:
             value = current
@@ -1287,10 +1310,30 @@ def _defaults(job: dict[str, Any], kmap: KindMap, plan: _Plan) -> list[tuple[lis
     return ops
 
 
+def _unset_at(job: dict[str, Any], path: FieldPath) -> bool:
+    """Whether a default may be written at ``path``: the field is missing or null, and so is each
+    object on the way or it is an object. Something else in the way (a list, a string where the
+    schema wants an object) is the author's, and wrong: the default leaves it for validation to report."""
+    node: Any = job
+    for segment in path:
+        if node is None:
+            return True
+        if not isinstance(node, dict):
+            return False
+        node = node.get(segment)
+    return node is None
+
+
 def _label_defaults(job: dict[str, Any], plan: _Plan, ops: list[tuple[list[str | int], object]]) -> None:
     if plan.default_labels:
-        labels = get_path(job, ("metadata", "labels"))
-        labels = labels if isinstance(labels, dict) else {}
+        metadata = job.get("metadata")
+        labels = metadata.get("labels") if isinstance(metadata, dict) else None
+        if labels is None:
+            if metadata is not None and not isinstance(metadata, dict):
+                return  # a metadata that is no object: validation reports it, no label is written into it
+            labels = {}
+        elif not isinstance(labels, dict):
+            return
         for key, value in plan.default_labels:
             if key not in labels:
                 ops.append((["metadata", "labels", key], value))

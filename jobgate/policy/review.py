@@ -94,11 +94,25 @@ class PolicyReview:
             effective is not None
             and received is not None
             and type(policies) is PolicySet
-            and (defaulted is received or policies.selects_alike(received, defaulted))
+            and (
+                defaulted is received
+                or _selection_untouched(received, defaulted)
+                or policies.selects_alike(received, defaulted)
+            )
         )
         return judge(
             self.family, defaulted, old, self.context, effective=effective if reusable else None, kmap=self.kmap
         )
+
+
+def _selection_untouched(received: dict[str, Any], defaulted: dict[str, Any]) -> bool:
+    """Whether defaulting kept what policies select by (apiVersion, kind, metadata and so the labels)
+    as the very objects received: defaults copy on write, so the same object holds the same values."""
+    return (
+        defaulted.get("metadata") is received.get("metadata")
+        and defaulted.get("kind") is received.get("kind")
+        and defaulted.get("apiVersion") is received.get("apiVersion")
+    )
 
 
 def _set_path(

@@ -45,6 +45,7 @@ def tfjob(namespace: str = "team-a", gpus: int = 1, workers: int = 2, labels: di
 
 
 GPU_CAP = policy("gpu-cap", {"limits": {"maxGPUsPerJob": 4, "maxGPUsPerPod": 2}})
+TTL_AND_LABEL_DEFAULT = policy("ttl", {"defaults": {"ttlSecondsAfterFinished": 60, "labels": {"team": "a"}}})
 QUEUE_DEFAULT = policy("team-a", {"defaults": {"queue": "team-a", "labels": {"team": "a"}}}, namespace="team-a")
 
 
@@ -157,6 +158,29 @@ def test_the_webhook_denies_warns_and_annotates_from_its_views():
     mutated = review_response(tfjob(), Webhook.MUTATE, ClusterViews(policies=PolicySnapshot([QUEUE_DEFAULT])))
     ops = json.loads(base64.b64decode(mutated["patch"]))
     assert {"op": "add", "path": "/metadata/labels/team", "value": "a"} in ops
+
+
+@pytest.mark.parametrize("field,value", [("spec", []), ("spec", "x"), ("spec", 3), ("labels", ["team"])])
+def test_a_default_never_writes_through_a_value_that_is_no_object(field: str, value: object):
+    """A policy default goes where the job leaves a field unset; a list or a string where the schema
+    wants an object is the author's mistake, left as written for validation to report (never replaced
+    by an object holding the default, never an internal error)."""
+    job = tfjob()
+    if field == "spec":
+        job["spec"] = value
+    else:
+        job["metadata"]["labels"] = value
+    views = ClusterViews(policies=PolicySnapshot([TTL_AND_LABEL_DEFAULT]))
+    mutated = review_response(job, Webhook.MUTATE, views)
+    assert "warnings" not in mutated
+    ops = json.loads(base64.b64decode(mutated["patch"])) if "patch" in mutated else []
+    blocked = "/spec" if field == "spec" else "/metadata/labels"
+    assert not [op for op in ops if op["path"] == blocked or op["path"].startswith(blocked + "/")]
+    validated = review_response(job, Webhook.VALIDATE, views)
+    assert validated.get("status", {}).get("code") != 500
+    if field == "spec":
+        assert validated["allowed"] is False and validated["status"]["code"] == 422
+        assert "spec in body must be of type object" in validated["status"]["message"]
 
 
 def test_namespace_selectors_read_the_namespaces_labels():
