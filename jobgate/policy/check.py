@@ -39,6 +39,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 from jobgate.engine.fielderrors import render_path
+from jobgate.engine.jsonpatch import escape_pointer_token
 from jobgate.policy.constraints import (
     ALLOW_LIST,
     CONSTRAINTS,
@@ -574,8 +575,9 @@ class _Plan:
         self.max_pod_gpus: Any = _least(eff.limits.get("maxGPUsPerPod"))
         self.max_job_gpus: Any = _least(eff.limits.get("maxGPUsPerJob"))
         self.count_gpus = self.max_pod_gpus is not None or self.max_job_gpus is not None
-        # (locator, required, strictest maximum or None) per lifetime field the policy constrains.
-        self.lifetime: list[tuple[Any, bool, Any]] = []
+        # (locator, required, strictest maximum or None, the path every job of the kind has it at or
+        # None) per lifetime field the policy constrains.
+        self.lifetime: list[tuple[Any, bool, Any, FieldPath | None]] = []
         for _, cap in _FIELD_RULES:
             field = cap.subject
             required = bool(eff.required_fields.get(field))
@@ -586,10 +588,10 @@ class _Plan:
             if locator is None or locator == TEMPLATE:
                 self.usable = False
             else:
-                self.lifetime.append((locator, required, maximum))
-        # Allow-lists: (locator, the values every policy allows) at the job's level; (field, values,
-        # the value an unset field means) in each pod template.
-        self.job_allow: list[tuple[Any, set[str]]] = []
+                self.lifetime.append((locator, required, maximum, _fixed_path(locator)))
+        # Allow-lists: (locator, the values every policy allows, fixed path or None) at the job's
+        # level; (field, values, the value an unset field means) in each pod template.
+        self.job_allow: list[tuple[Any, set[str], FieldPath | None]] = []
         self.template_allow: list[tuple[str, set[str], Any]] = []
         for decl in _ALLOW_LISTS:
             field = decl.subject
@@ -604,7 +606,7 @@ class _Plan:
                 unset = DEFAULT_SCHEDULER if field == "schedulerName" else None
                 self.template_allow.append((field, allowed, unset))
             else:
-                self.job_allow.append((locator, allowed))
+                self.job_allow.append((locator, allowed, _fixed_path(locator)))
         self.labels: list[tuple[str, set[str] | None]] = []
         for key, entries in eff.required_labels.items():
             with_values = [e.value for e in entries if e.value is not None]
@@ -615,6 +617,15 @@ class _Plan:
         self.host_path = "hostPath" in eff.forbid
         self.privileged = "privileged" in eff.forbid
         self.walk_containers = bool(self.registries) or self.privileged
+        # The pod fields the plan reads that few pods have; every check of them passes when they are
+        # absent, so a pod with none of them skips them all (one test in C).
+        rare = set(self.host_flags)
+        if self.count_gpus:
+            rare.update(("overhead", "resourceClaims", _INITS))
+        if self.walk_containers:
+            rare.update((_INITS, _EPHEMERAL))
+        self.rare_pod_fields = frozenset(rare)
+        self.not_gpus: set[str] = set()  # resource names that weigh nothing under this policy
         # Defaults: (field, value, locator) of each field given one that the kind has, in the order
         # they are written; then the labels, the Kueue one last (it beats a same-key defaults.labels).
         self.defaults: list[tuple[str, Any, Any]] = []
@@ -639,25 +650,86 @@ class _Plan:
                 self.fixed_defaults = None
                 break
             self.fixed_defaults.append((path, default))
+        # The same, as the writes of write_fixed: (path, the pointer of each step, value, a label's
+        # key or None); a label is written when the job's labels lack the key, a field when unset.
+        self.fixed_writes: list[tuple[FieldPath, tuple[str, ...], Any, str | None]] | None = None
+        if self.fixed_defaults is not None:
+            writes: list[tuple[FieldPath, Any, str | None]] = [
+                (path, value, None) for path, value in self.fixed_defaults
+            ]
+            writes += [(("metadata", "labels", key), value, key) for key, value in self.default_labels]
+            self.fixed_writes = [(path, _pointers(path), value, key) for path, value, key in writes]
         # ``clean`` written out for this plan (pure Python only: see specialised_clean), once the
         # plan has served SPECIALISE_AFTER calls of policy_findings and policy_defaults.
         self.fast: Any = None
         self.fast_defaults: Any = None  # likewise policy_defaults (specialised_defaults)
+        self.fast_write: Any = None  # the defaults written into a copy of the job (specialised_writer)
         self.uses = 0
+
+    def write_fixed(self, job: dict[str, Any], ops: list[dict[str, Any]] | None) -> dict[str, Any]:
+        """The compiled build's :func:`specialised_writer`: ``job`` with the fixed defaults written
+        into copies, each container on the way copied once or created, the operations recorded in
+        ``ops`` (unless None) as a ``PatchRecorder`` records them; ``job`` itself when none applies.
+        Only for a plan with ``fixed_writes``."""
+        writes = self.fixed_writes
+        assert writes is not None
+        labels: Any = None
+        if self.default_labels:
+            metadata = job.get("metadata")
+            if metadata is None:
+                labels = {}
+            elif isinstance(metadata, dict):
+                labels = metadata.get("labels")
+                if labels is None:
+                    labels = {}
+        root = job
+        made: dict[str, dict[str, Any]] = {}  # the containers copied or created, by pointer
+        for path, pointers, value, label in writes:
+            # Each tested on the job as received (never changed), as policy_defaults tests them.
+            if label is None:
+                if not _unset_at(job, path):
+                    continue
+            elif not isinstance(labels, dict) or label in labels:
+                continue
+            if root is job:
+                root = dict(job)
+            node = root
+            last = len(path) - 1
+            for step in range(last):
+                segment = str(path[step])
+                child = made.get(pointers[step])
+                if child is None:
+                    existing = node.get(segment)
+                    if isinstance(existing, dict):
+                        child = dict(existing)
+                    else:  # missing or null: anything else stopped the default above
+                        child = {}
+                        if ops is not None:
+                            ops.append(
+                                {"op": "replace" if segment in node else "add", "path": pointers[step], "value": child}
+                            )
+                    node[segment] = child
+                    made[pointers[step]] = child
+                node = child
+            leaf = str(path[last])
+            if ops is not None:
+                ops.append({"op": "replace" if leaf in node else "add", "path": pointers[last], "value": value})
+            node[leaf] = value
+        return root
 
     def clean(self, job: dict[str, Any], kmap: KindMap, eff: EffectivePolicy) -> bool:
         """True when the checks would find nothing in ``job``; False when they may (they then decide)."""
         if not self.usable:
             return False
-        for locator, required, maximum in self.lifetime:
-            value = get_path(job, locator(job))
+        for locator, required, maximum, fixed in self.lifetime:
+            value = get_path(job, fixed if fixed is not None else locator(job))
             if not isinstance(value, int) or isinstance(value, bool):
                 if required:
                     return False
             elif maximum is not None and value > maximum:
                 return False
-        for locator, allowed in self.job_allow:
-            value = get_path(job, locator(job))
+        for locator, allowed, fixed in self.job_allow:
+            value = get_path(job, fixed if fixed is not None else locator(job))
             if type(value) is not str or value not in allowed:
                 return False
         if self.labels:
@@ -709,27 +781,29 @@ class _Plan:
                 value = unset
             if type(value) is not str or value not in allowed:
                 return None
-        for flag in self.host_flags:
-            if spec.get(flag) is True:
-                return None
         if self.host_path:
             volumes = spec.get("volumes")
             if isinstance(volumes, list) and not _no_host_path(volumes):
                 return None
         count = self.count_gpus
-        if count:
-            overhead = spec.get("overhead")
-            if (
-                (overhead is not None and isinstance(overhead, Mapping))
-                or spec.get("resourceClaims")
-                or _non_empty_list(spec, _INITS)
+        rare = self.rare_pod_fields
+        if rare and _has_any(spec, rare):
+            for flag in self.host_flags:
+                if spec.get(flag) is True:
+                    return None
+            if count:
+                overhead = spec.get("overhead")
+                if (
+                    (overhead is not None and isinstance(overhead, Mapping))
+                    or spec.get("resourceClaims")
+                    or _non_empty_list(spec, _INITS)
+                ):
+                    return None
+            if self.walk_containers and not (
+                self._containers_clean(spec, _INITS) and self._containers_clean(spec, _EPHEMERAL)
             ):
                 return None
         gpus: Amount = 0
-        if self.walk_containers and not (
-            self._containers_clean(spec, _INITS) and self._containers_clean(spec, _EPHEMERAL)
-        ):
-            return None
         containers = spec.get("containers")
         if not isinstance(containers, list):
             return gpus
@@ -748,7 +822,7 @@ class _Plan:
                     if isinstance(resources, Mapping):
                         return None
                     continue
-                own = self._requests(resources, eff.gpu_weights, eff)
+                own = self._requests(resources, eff.gpu_weights, eff, self.not_gpus)
                 if own is None:
                     return None
                 gpus += own
@@ -788,9 +862,12 @@ class _Plan:
         return known
 
     @staticmethod
-    def _requests(resources: dict[str, Any], weights: dict[str, Any], eff: EffectivePolicy) -> Amount | None:
+    def _requests(
+        resources: dict[str, Any], weights: dict[str, Any], eff: EffectivePolicy, not_gpus: set[str]
+    ) -> Amount | None:
         """One container's weighted GPUs: per resource ``requests``, else ``limits``; None when
-        something cannot be counted."""
+        something cannot be counted. ``not_gpus``: names known to weigh nothing (cpu, memory, ...),
+        which most containers ask for alone."""
         if resources.get("claims"):
             return None
         requests = resources.get("requests")
@@ -802,6 +879,8 @@ class _Plan:
             if not source:
                 continue
             for name, raw in source.items():
+                if name in not_gpus:
+                    continue
                 if source is limits and requests and name in requests:
                     continue  # requests count, else limits
                 weight = weights.get(name, _UNSET)
@@ -811,6 +890,9 @@ class _Plan:
                     weight = gpu_weight(name, eff.gpu_resources)
                     weights[name] = weight
                 if weight is None:
+                    if len(not_gpus) >= _IMAGE_MEMO_LIMIT:
+                        not_gpus.clear()
+                    not_gpus.add(name)
                     continue
                 if type(raw) is int:
                     total += raw * weight
@@ -824,6 +906,14 @@ class _Plan:
 
 _INITS = "initContainers"
 _EPHEMERAL = "ephemeralContainers"
+
+
+def _has_any(obj: dict[str, Any], keys: frozenset[str]) -> bool:
+    # A loop over the few keys of a pod spec: compiled, cheaper than a set operation's method calls.
+    for key in obj:
+        if key in keys:
+            return True
+    return False
 
 
 def _non_empty_list(spec: dict[str, Any], name: str) -> bool:
@@ -852,6 +942,16 @@ _SPECIALISE = __file__.endswith(".py")
 # policies), and they save about 40 k of a job's 2.4 M after: a check of a few files (a pre-commit
 # hook, a CI step) never pays for it, a long run or the webhook pays it once.
 SPECIALISE_AFTER = 64
+
+
+def _pointers(path: FieldPath) -> tuple[str, ...]:
+    """The JSON Pointer of each step of ``path``: ``/a``, ``/a/b``, ..."""
+    pointers: list[str] = []
+    pointer = ""
+    for segment in path:
+        pointer = f"{pointer}/{escape_pointer_token(str(segment))}"
+        pointers.append(pointer)
+    return tuple(pointers)
 
 
 def _fixed_path(locator: Any) -> FieldPath | None:
@@ -977,7 +1077,7 @@ def specialised_clean(plan: _Plan, kmap: KindMap, eff: EffectivePolicy) -> Any:
         _gpu_weight=gpu_weight,
         _parse_quantity=parse_quantity,
         _QuantityError=QuantityError,
-        _not_gpus=set(),
+        _not_gpus=plan.not_gpus,
         _LIMIT=_IMAGE_MEMO_LIMIT,
     )
     src.add(0, "def clean(job):")
@@ -987,7 +1087,7 @@ def specialised_clean(plan: _Plan, kmap: KindMap, eff: EffectivePolicy) -> Any:
     src.add(1, 'jspec = job.get("spec")')
     src.add(1, "if type(jspec) is not dict:")
     src.add(2, "return False")
-    for locator, required, maximum in plan.lifetime:
+    for locator, required, maximum, _ in plan.lifetime:
         src.job_field(1, "v", locator)
         src.add(1, "if type(v) is int:")
         src.add(2, f"if v > {src.constant(maximum)}:" if maximum is not None else "pass")
@@ -995,7 +1095,7 @@ def specialised_clean(plan: _Plan, kmap: KindMap, eff: EffectivePolicy) -> Any:
             src.add(3, "return False")
         src.add(1, f"elif {required!r} or (isinstance(v, int) and type(v) is not bool):")
         src.add(2, "return False")
-    for locator, allowed in plan.job_allow:
+    for locator, allowed, _ in plan.job_allow:
         src.job_field(1, "v", locator)
         src.add(1, f"if type(v) is not str or v not in {src.constant(frozenset(allowed))}:")
         src.add(2, "return False")
@@ -1076,15 +1176,8 @@ def specialised_clean(plan: _Plan, kmap: KindMap, eff: EffectivePolicy) -> Any:
         src.add(6, "return False")
         src.add(3, "elif isinstance(volumes, list):")
         src.add(4, "return False")
-    # The pod fields a plan reads that few pods have: each check passes when its field is absent, so
-    # one test in C that the spec has none of them skips them all.
-    rare = set(plan.host_flags)
-    if count:
-        rare.update(("overhead", "resourceClaims", _INITS))
-    if plan.walk_containers:
-        rare.update((_INITS, _EPHEMERAL))
-    if rare:
-        src.add(3, f"if not spec.keys().isdisjoint({src.constant(frozenset(rare))}):")
+    if plan.rare_pod_fields:
+        src.add(3, f"if not spec.keys().isdisjoint({src.constant(plan.rare_pod_fields)}):")
     for flag in plan.host_flags:
         src.add(4, f"if spec.get({flag!r}) is True:")
         src.add(5, "return False")
@@ -1182,6 +1275,107 @@ def specialised_defaults(plan: _Plan, kmap: KindMap) -> Any:
     return namespace["defaults"]
 
 
+def specialised_writer(plan: _Plan) -> Any:
+    """The defaults of a plan with fixed paths written into a copy of the job, as one function
+    ``write(job, ops)``: the job with :func:`specialised_defaults`' operations set, each container on
+    the way copied once and a missing one created, and (``ops``, a JSON Patch list, unless None) the
+    operations a ``PatchRecorder`` records for them, in the same order (see ``policy.review``);
+    the job itself when no default applies. None when the plan's defaults are not all fixed."""
+    if plan.fixed_defaults is None:
+        return None
+    src = _Source()
+    # One variable per container on the way, None until copied (or created) in this call.
+    containers: dict[FieldPath, str] = {(): "root"}
+    pointers: dict[FieldPath, str] = {(): ""}
+
+    def ensure(indent: int, path: FieldPath) -> str:
+        """Emit, in the current block, the copy (or creation) of the container at ``path`` and of
+        those above it, each unless an earlier block did; its variable."""
+        if not path:
+            return "root"
+        parent = ensure(indent, path[:-1])
+        if path not in containers:
+            containers[path] = f"n{len(containers)}"
+            pointers[path] = f"{pointers[path[:-1]]}/{escape_pointer_token(str(path[-1]))}"
+        name = containers[path]
+        src.add(indent, f"if {name} is None:")
+        src.add(indent + 1, f"{name} = {parent}.get({path[-1]!r})")
+        src.add(indent + 1, f"if {name} is None:")
+        src.add(indent + 2, f"{name} = {{}}")
+        src.add(indent + 2, "if ops is not None:")
+        src.add(
+            indent + 3,
+            f'ops.append({{"op": {_op(str(path[-1]), parent)}, "path": {pointers[path]!r}, "value": {name}}})',
+        )
+        src.add(indent + 1, "else:")
+        src.add(indent + 2, f"{name} = dict({name})")
+        src.add(indent + 1, f"{parent}[{path[-1]!r}] = {name}")
+        return name
+
+    def write(indent: int, path: FieldPath, value: Any) -> None:
+        src.add(indent, "if root is job:")
+        src.add(indent + 1, "root = dict(job)")
+        # Every default is tested on the job as received, before any is written (as policy_defaults).
+        owner = ensure(indent, path[:-1])
+        pointer = f"{pointers[path[:-1]]}/{escape_pointer_token(str(path[-1]))}"
+        constant = src.constant(value)
+        src.add(indent, "if ops is not None:")
+        src.add(
+            indent + 1, f'ops.append({{"op": {_op(str(path[-1]), owner)}, "path": {pointer!r}, "value": {constant}}})'
+        )
+        src.add(indent, f"{owner}[{path[-1]!r}] = {constant}")
+
+    body_start = len(src.lines)
+    for path, default in plan.fixed_defaults:
+        src.add(1, f"if {_unset_condition(path)}:")
+        write(2, path, default)
+    if plan.default_labels:
+        src.add(1, 'labels = job.get("metadata")')
+        src.add(1, "if labels is None:")
+        src.add(2, "labels = {}")
+        src.add(1, "elif isinstance(labels, dict):")
+        src.add(2, 'labels = labels.get("labels")')
+        src.add(2, "if labels is None:")
+        src.add(3, "labels = {}")
+        src.add(1, "if isinstance(labels, dict):")
+        for key, value in plan.default_labels:
+            src.add(2, f"if {key!r} not in labels:")
+            write(3, ("metadata", "labels", key), value)
+    body = src.lines[body_start:]
+    src.lines[body_start:] = [
+        "def write(job, ops):",
+        "    root = job",
+        *(f"    {name} = None" for path, name in containers.items() if path),
+        *body,
+        "    return root",
+    ]
+    namespace = dict(src.constants)
+    exec(compile("\n".join(src.lines), "<policy defaults written>", "exec"), namespace)
+    write_defaults = namespace["write"]
+    write_defaults.source = "\n".join(src.lines)
+    return write_defaults
+
+
+def _op(key: str, container: str) -> str:
+    """The expression of a recorded operation's name: ``replace`` for a key present (as null), else ``add``."""
+    return f'"replace" if {key!r} in {container} else "add"'
+
+
+def defaults_writer(job: dict[str, Any], family: str, effective: EffectivePolicy, kmap: KindMap | None) -> Any:
+    """What writes the plan's defaults into a copy of ``job`` (``write(job, ops)``): in pure Python its
+    :func:`specialised_writer` once written out, None before (the caller then writes
+    :func:`policy_defaults`' operations, which count towards writing it out); compiled, the plan's
+    ``write_fixed``. None for defaults that are not all at fixed paths."""
+    if kmap is None or kmap.family != family:
+        return None
+    plan = _plan(effective, kmap)
+    if plan.fast_write is not None:
+        return plan.fast_write
+    if not _SPECIALISE and plan.fixed_writes is not None:
+        return plan.write_fixed
+    return None
+
+
 def _unset_condition(path: FieldPath, var: str = "v", source: str = "job") -> str:
     """:func:`_unset_at` of ``source`` at ``path`` as one expression (``var`` its scratch variable)."""
     head, *rest = path
@@ -1204,6 +1398,7 @@ def _specialise(plan: _Plan, kmap: KindMap, eff: EffectivePolicy) -> Any:
     if plan.uses >= SPECIALISE_AFTER:
         plan.fast = specialised_clean(plan, kmap, eff)
         plan.fast_defaults = specialised_defaults(plan, kmap)
+        plan.fast_write = specialised_writer(plan)
     return plan.fast
 
 

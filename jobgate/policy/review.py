@@ -16,7 +16,7 @@ from __future__ import annotations
 from jobgate.engine.context import CREATE, ReviewContext
 from jobgate.engine.fielderrors import ErrorType, FieldError
 from jobgate.engine.jsonpatch import NO_PATCH, PatchRecorder, escape_pointer_token
-from jobgate.policy.check import PolicyFinding, policy_defaults, policy_findings
+from jobgate.policy.check import PolicyFinding, defaults_writer, policy_defaults, policy_findings
 from jobgate.policy.fieldmap import KindMap, kind_map
 from jobgate.policy.resolve import EffectivePolicy, PolicySet, effective_policy
 
@@ -76,6 +76,13 @@ class PolicyReview:
             return obj
         self.effective, self.received = effective, obj
         self.kmap = kmap = kind_map(obj)
+        write = defaults_writer(obj, self.family, effective, kmap)
+        if write is not None:
+            # The plan's defaults written out: the same copies and recorded operations as below.
+            if recorder is NO_PATCH:
+                return write(obj, None)  # type: ignore[no-any-return]
+            if type(recorder) is PatchRecorder:
+                return write(obj, recorder.ops)  # type: ignore[no-any-return]
         ops = policy_defaults(obj, self.family, effective, kmap)
         if not ops:
             return obj
@@ -88,7 +95,7 @@ class PolicyReview:
         return root
 
     def judge(self, defaulted: dict[str, Any], old: dict[str, Any] | None) -> PolicyVerdict | None:
-        """The policies' verdict on the job as it will be stored; None when the review carries no policies."""
+        """The policies' verdict on the job as it will be stored; None when they have nothing to say."""
         effective, received, policies = self.effective, self.received, self.context.policies
         reusable = (
             effective is not None
@@ -164,15 +171,19 @@ def judge(
     effective: EffectivePolicy | None = None,
     kmap: KindMap | None = None,
 ) -> PolicyVerdict | None:
-    """The policies' verdict on the job as it will be stored; None when the review carries no policies.
-    ``effective``: the job's effective policy when the caller has it (resolved for this job); ``kmap``:
-    its kind's field map, when the caller has it."""
+    """The policies' verdict on the job as it will be stored; None when they have nothing to say
+    (the review carries no policies, or the job breaks none). ``effective``: the job's effective
+    policy when the caller has it (resolved for this job); ``kmap``: its kind's field map, when the
+    caller has it."""
     if effective is None:
         effective = effective_for(defaulted, context)
     if effective is None:
         return None
+    found = policy_findings(defaulted, old, family, effective, kmap)
+    if not found:
+        return None
     verdict = PolicyVerdict()
-    for finding in policy_findings(defaulted, old, family, effective, kmap):
+    for finding in found:
         if finding.action == "Deny":
             error = field_error(finding)
             verdict.errors.append(error)

@@ -110,3 +110,15 @@ def test_a_review_refuses_a_bad_label_on_create_and_update() -> None:
         verdict = review_job(kind, bad, old)
         assert not verdict.allowed
         assert [e.field for e in verdict.errors] == ["metadata.labels"]
+
+
+def test_a_label_checked_before_is_judged_the_same() -> None:
+    """Valid pairs are remembered; a pair never is when it has a problem, nor a key with another value."""
+    labels = {"team": "vision", "a/b/c": "x", "ok": "-x"}
+    first = [str(e) for e in label_errors({"labels": labels})]
+    assert len(first) == 2
+    assert [str(e) for e in label_errors({"labels": labels})] == first
+    assert [str(e) for e in label_errors({"labels": {"team": "-vision"}})] == [
+        str(e) for e in label_errors({"labels": {"ok": "-vision"}})
+    ]
+    assert label_errors({"labels": {"team": "vision"}}) == []

@@ -17,6 +17,7 @@ from typing import Any
 import pytest
 
 from envtest.policy_set import NAMESPACE, NAMESPACE_LABELS, policy_set, tfjob_manifest
+from jobgate.engine.jsonpatch import NO_PATCH, PatchRecorder
 from jobgate.policy import check
 from jobgate.policy.check import (
     SPECIALISE_AFTER,
@@ -28,9 +29,11 @@ from jobgate.policy.check import (
     policy_findings,
     specialised_clean,
     specialised_defaults,
+    specialised_writer,
 )
 from jobgate.policy.fieldmap import KINDS, kind_map, pod_sizes
 from jobgate.policy.resolve import PolicySet, effective_policy
+from jobgate.policy.review import _set_path
 from tests.unit.test_policy_fixtures import cluster, dijob, kubedl, kubeflow, mxjob, pod, t9k, volcano
 
 REGISTRY = "registry.example.com/ml/train:1"
@@ -300,3 +303,54 @@ def test_written_out_defaults_are_the_defaults(defaults: dict[str, Any]) -> None
             assert _defaults(job, kmap, plan) == fast(job), job
             plan.fixed_defaults = fixed
     assert written or "schedulerName" in defaults  # a pod template's field: declined for all but Volcano
+
+
+@pytest.mark.parametrize("defaults", DEFAULTS, ids="+".join)
+def test_written_out_writer_copies_and_records_as_the_general_code(defaults: dict[str, Any]) -> None:
+    """``specialised_writer`` and ``_Plan.write_fixed`` give the very job, patch operations and untouched input that
+    ``PolicyReview.defaults`` gives by writing ``policy_defaults``' operations one by one, on every
+    kind it is written for, on jobs missing the containers on the way (created), holding them as null
+    (replaced), or holding something else there (left alone)."""
+    written = 0
+    odd: list[dict[str, Any]] = [
+        {"spec": "x", "metadata": "y"},
+        {"spec": None, "metadata": {"labels": None}},
+        {"spec": {"runPolicy": 3, "schedulingPolicy": "z"}},
+        {"spec": {"runPolicy": None, "schedulingPolicy": None, "ttlSecondsAfterFinished": None}},
+        {"metadata": {"labels": {"team": "own"}}},
+        {"metadata": {"labels": ["team"]}},
+        {},
+    ]
+    for job in [*JOBS, *(dict(job, **extra) for job in JOBS[:40] for extra in odd)]:
+        kmap = kind_map(job)
+        assert kmap is not None
+        eff = effective_policy([cluster("d", {"defaults": defaults})], "ns", {}, job)
+        plan = _Plan(eff, kmap)
+        write = specialised_writer(plan)
+        assert (plan.fixed_defaults is None) == (write is None)
+        if write is None:
+            continue
+        written += 1
+        before = copy.deepcopy(job)
+        for recording in (True, False):
+            general_recorder = PatchRecorder() if recording else NO_PATCH
+            general = _written_by_the_general_code(job, policy_defaults(job, kmap.family, eff, kmap), general_recorder)
+            # The written-out function (pure Python) and the plan's method (the compiled build's).
+            for writer in (write, plan.write_fixed):
+                ops: list[dict[str, Any]] | None = [] if recording else None
+                assert writer(job, ops) == general, (job, writer)
+                assert job == before  # copy on write: the input is never changed
+                if recording:
+                    assert ops == general_recorder.ops, (job, writer)
+    assert written or "schedulerName" in defaults
+
+
+def _written_by_the_general_code(job: dict[str, Any], ops: list[Any], recorder: PatchRecorder) -> dict[str, Any]:
+    if not ops:
+        return job
+    copies: set[int] = set()
+    root = dict(job)
+    copies.add(id(root))
+    for path, value in ops:
+        _set_path(root, path, value, recorder, copies)
+    return root
