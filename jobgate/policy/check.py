@@ -909,11 +909,9 @@ _EPHEMERAL = "ephemeralContainers"
 
 
 def _has_any(obj: dict[str, Any], keys: frozenset[str]) -> bool:
-    # A loop over the few keys of a pod spec: compiled, cheaper than a set operation's method calls.
-    for key in obj:
-        if key in keys:
-            return True
-    return False
+    # A loop over the few keys of a pod spec (mypyc compiles any() of a generator to one): compiled,
+    # cheaper than a set operation's method calls.
+    return any(key in keys for key in obj)
 
 
 def _non_empty_list(spec: dict[str, Any], name: str) -> bool:
