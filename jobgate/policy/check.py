@@ -641,7 +641,7 @@ class _Plan:
         self.default_labels: list[tuple[str, Any]] = list(wanted.items())
         # The defaults as (path, value) when each has a path every job of the kind shares (None when one
         # has not: a pod template's field, a path that depends on the job, the Volcano and T9k queue
-        # cases), read without the locators: the compiled build reads them, specialised_defaults writes them out.
+        # cases), read without the locators by _defaults, write_fixed and specialised_writer.
         self.fixed_defaults: list[tuple[FieldPath, Any]] | None = []
         for field, default, locator in self.defaults:
             queue_case = field == "queue" and kmap.family in ("volcano", "t9k")
@@ -662,7 +662,6 @@ class _Plan:
         # ``clean`` written out for this plan (pure Python only: see specialised_clean), once the
         # plan has served SPECIALISE_AFTER calls of policy_findings and policy_defaults.
         self.fast: Any = None
-        self.fast_defaults: Any = None  # likewise policy_defaults (specialised_defaults)
         self.fast_write: Any = None  # the defaults written into a copy of the job (specialised_writer)
         self.uses = 0
 
@@ -673,15 +672,7 @@ class _Plan:
         Only for a plan with ``fixed_writes``."""
         writes = self.fixed_writes
         assert writes is not None
-        labels: Any = None
-        if self.default_labels:
-            metadata = job.get("metadata")
-            if metadata is None:
-                labels = {}
-            elif isinstance(metadata, dict):
-                labels = metadata.get("labels")
-                if labels is None:
-                    labels = {}
+        labels = _labels_to_default(job) if self.default_labels else None
         root = job
         made: dict[str, dict[str, Any]] = {}  # the containers copied or created, by pointer
         for path, pointers, value, label in writes:
@@ -689,7 +680,7 @@ class _Plan:
             if label is None:
                 if not _unset_at(job, path):
                     continue
-            elif not isinstance(labels, dict) or label in labels:
+            elif labels is None or label in labels:
                 continue
             if root is job:
                 root = dict(job)
@@ -1243,39 +1234,9 @@ def specialised_clean(plan: _Plan, kmap: KindMap, eff: EffectivePolicy) -> Any:
     return clean
 
 
-def specialised_defaults(plan: _Plan, kmap: KindMap) -> Any:
-    """:func:`policy_defaults` for this plan's jobs as one function of the job, giving the same
-    operations (None when a default needs more than a fixed path: a pod template's field, a path
-    that depends on the job, the Volcano and T9k queue cases)."""
-    if plan.fixed_defaults is None:
-        return None
-    src = _Source()
-    src.add(0, "def defaults(job):")
-    src.add(1, "ops = []")
-    for path, default in plan.fixed_defaults:
-        src.add(1, f"if {_unset_condition(path)}:")
-        src.add(2, f"ops.append(({src.constant(list(path))}, {src.constant(default)}))")
-    if plan.default_labels:
-        src.add(1, 'labels = job.get("metadata")')
-        src.add(1, "if labels is None:")
-        src.add(2, "labels = {}")
-        src.add(1, "elif isinstance(labels, dict):")
-        src.add(2, 'labels = labels.get("labels")')
-        src.add(2, "if labels is None:")
-        src.add(3, "labels = {}")
-        src.add(1, "if isinstance(labels, dict):")
-        for key, value in plan.default_labels:
-            src.add(2, f"if {key!r} not in labels:")
-            src.add(3, f"ops.append(({src.constant(['metadata', 'labels', key])}, {src.constant(value)}))")
-    src.add(1, "return ops")
-    namespace = dict(src.constants)
-    exec(compile("\n".join(src.lines), f"<policy defaults {kmap.group}/{kmap.kind}>", "exec"), namespace)
-    return namespace["defaults"]
-
-
 def specialised_writer(plan: _Plan) -> Any:
     """The defaults of a plan with fixed paths written into a copy of the job, as one function
-    ``write(job, ops)``: the job with :func:`specialised_defaults`' operations set, each container on
+    ``write(job, ops)``: the job with :func:`policy_defaults`' operations set, each container on
     the way copied once and a missing one created, and (``ops``, a JSON Patch list, unless None) the
     operations a ``PatchRecorder`` records for them, in the same order (see ``policy.review``);
     the job itself when no default applies. None when the plan's defaults are not all fixed."""
@@ -1328,6 +1289,7 @@ def specialised_writer(plan: _Plan) -> Any:
         src.add(1, f"if {_unset_condition(path)}:")
         write(2, path, default)
     if plan.default_labels:
+        # _labels_to_default inline.
         src.add(1, 'labels = job.get("metadata")')
         src.add(1, "if labels is None:")
         src.add(2, "labels = {}")
@@ -1395,7 +1357,6 @@ def _specialise(plan: _Plan, kmap: KindMap, eff: EffectivePolicy) -> Any:
     plan.uses += 1
     if plan.uses >= SPECIALISE_AFTER:
         plan.fast = specialised_clean(plan, kmap, eff)
-        plan.fast_defaults = specialised_defaults(plan, kmap)
         plan.fast_write = specialised_writer(plan)
     return plan.fast
 
@@ -1458,9 +1419,7 @@ def policy_defaults(
         return []
     plan = _plan(effective, kmap)
     if plan.fast is None and _SPECIALISE:
-        _specialise(plan, kmap, effective)
-    if plan.fast_defaults is not None:
-        return plan.fast_defaults(job)  # type: ignore[no-any-return]
+        _specialise(plan, kmap, effective)  # a /mutate review calls this alone: it counts too
     return _defaults(job, kmap, plan)
 
 
@@ -1517,15 +1476,24 @@ def _unset_at(job: dict[str, Any], path: FieldPath) -> bool:
     return node is None
 
 
+def _labels_to_default(job: dict[str, Any]) -> dict[str, Any] | None:
+    """The job's labels as label defaults read them (empty when it has none); None when its metadata
+    or labels are no object: validation reports that, and no label is written into it."""
+    metadata = job.get("metadata")
+    if metadata is None:
+        return {}
+    if not isinstance(metadata, dict):
+        return None
+    labels = metadata.get("labels")
+    if labels is None:
+        return {}
+    return labels if isinstance(labels, dict) else None
+
+
 def _label_defaults(job: dict[str, Any], plan: _Plan, ops: list[tuple[list[str | int], object]]) -> None:
     if plan.default_labels:
-        metadata = job.get("metadata")
-        labels = metadata.get("labels") if isinstance(metadata, dict) else None
+        labels = _labels_to_default(job)
         if labels is None:
-            if metadata is not None and not isinstance(metadata, dict):
-                return  # a metadata that is no object: validation reports it, no label is written into it
-            labels = {}
-        elif not isinstance(labels, dict):
             return
         for key, value in plan.default_labels:
             if key not in labels:

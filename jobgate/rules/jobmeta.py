@@ -70,23 +70,20 @@ def label_errors(metadata: Any) -> list[FieldError]:
     path: FieldPath = ("metadata", "labels")
     errors: list[FieldError] = []
     for key, value in labels.items():
-        if type(key) is str and type(value) is str:
-            pair = (key, value)
-            if pair in _VALID_LABELS:
-                continue
-            found = [invalid(path, key, problem) for problem in qualified_name_problems(key)]
-            found += [invalid(path, value, problem) for problem in label_value_problems(value)]
-            if found:
-                errors += found
-            else:
-                if len(_VALID_LABELS) >= _VALID_LABELS_LIMIT:
-                    _VALID_LABELS.clear()
-                _VALID_LABELS.add(pair)
+        pair = (key, value) if type(key) is str and type(value) is str else None
+        if pair is not None and pair in _VALID_LABELS:
             continue
+        found: list[FieldError] = []
         if isinstance(key, str):
-            errors += [invalid(path, key, problem) for problem in qualified_name_problems(key)]
+            found += [invalid(path, key, problem) for problem in qualified_name_problems(key)]
         if isinstance(value, str):
-            errors += [invalid(path, value, problem) for problem in label_value_problems(value)]
+            found += [invalid(path, value, problem) for problem in label_value_problems(value)]
+        if found:
+            errors += found
+        elif pair is not None:
+            if len(_VALID_LABELS) >= _VALID_LABELS_LIMIT:
+                _VALID_LABELS.clear()
+            _VALID_LABELS.add(pair)
     return errors
 
 

@@ -28,7 +28,6 @@ from jobgate.policy.check import (
     policy_defaults,
     policy_findings,
     specialised_clean,
-    specialised_defaults,
     specialised_writer,
 )
 from jobgate.policy.fieldmap import KINDS, kind_map, pod_sizes
@@ -249,7 +248,7 @@ def test_a_plan_is_written_out_after_its_first_jobs_and_judges_alike() -> None:
     mutate_only = effective_policy(PolicySet(policy_set(50, 10)), NAMESPACE, labels, job)
     for count in range(1, SPECIALISE_AFTER + 1):
         assert policy_defaults(tfjob_manifest(), kmap.family, mutate_only, kmap) == answers[0][2]
-        written = _plan(mutate_only, kmap).fast_defaults is not None
+        written = _plan(mutate_only, kmap).fast_write is not None
         assert written == (check._SPECIALISE and count >= SPECIALISE_AFTER), count
 
 
@@ -283,26 +282,23 @@ DEFAULTS: list[dict[str, Any]] = [
 
 
 @pytest.mark.parametrize("defaults", DEFAULTS, ids="+".join)
-def test_written_out_defaults_are_the_defaults(defaults: dict[str, Any]) -> None:
-    """The defaults written out as source give the very operations of the general code, for every
-    kind it is written for (and it declines the others: templates, job-dependent paths, queues)."""
-    written = 0
+def test_fixed_default_paths_are_the_locators_paths(defaults: dict[str, Any]) -> None:
+    """The defaults read at fixed paths (the writers' and the compiled build's reading) give the very
+    operations the locators give, for every kind they are fixed for (and none is fixed for the
+    others: templates, job-dependent paths, queues)."""
+    fixed_plans = 0
     odd = [{"spec": "x", "metadata": "y"}, {"spec": {"runPolicy": 3, "schedulingPolicy": "z"}}, {}]
     for job in [*JOBS, *(dict(job, **extra) for job in JOBS[:40] for extra in odd)]:
         kmap = kind_map(job)
         assert kmap is not None
         eff = effective_policy([cluster("d", {"defaults": defaults})], "ns", {}, job)
         plan = _Plan(eff, kmap)
-        fast = specialised_defaults(plan, kmap)
-        # The compiled build's fixed paths decline what the written-out source declines.
-        assert (plan.fixed_defaults is None) == (fast is None), (job, plan.fixed_defaults)
-        if fast is not None:
-            written += 1
-            assert fast(job) == _defaults(job, kmap, plan), job
-            fixed, plan.fixed_defaults = plan.fixed_defaults, None  # the locators' reading
-            assert _defaults(job, kmap, plan) == fast(job), job
-            plan.fixed_defaults = fixed
-    assert written or "schedulerName" in defaults  # a pod template's field: declined for all but Volcano
+        if plan.fixed_defaults is not None:
+            fixed_plans += 1
+            fixed = _defaults(job, kmap, plan)
+            plan.fixed_defaults = None  # the locators' reading
+            assert _defaults(job, kmap, plan) == fixed, job
+    assert fixed_plans or "schedulerName" in defaults  # a pod template's field: fixed for Volcano alone
 
 
 @pytest.mark.parametrize("defaults", DEFAULTS, ids="+".join)
