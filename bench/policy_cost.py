@@ -1,7 +1,7 @@
 """What platform policy costs: the webhook's reviews/s and ``jobgate validate``'s files/s with a set of
 policies in force against the same without, measured in the same run.
 
-    python -m bench.policy_cost [--policies 50] [--matching 10] [--files 2000] [--duration 10] [--rounds 3]
+    python -m bench.policy_cost [--policies 50] [--matching 10] [--files 2000] [--duration 10] [--rounds 5]
                                 [--no-webhook] [--no-offline] [--no-compiled] [--compiled-tree DIR]
 
 The policy set (``envtest/policy_set.py``) has ``--policies`` policies of which ``--matching`` apply to
@@ -15,7 +15,8 @@ namespaceSelector, another namespace, match.families/kinds or an objectSelector.
 - Webhook: a control plane (etcd + kube-apiserver from ``envtest``'s cache) serving the policy CRDs,
   the set and its namespaces; two ``jobgate webhook`` servers pinned to CPU 0 (one without a
   cluster, one with ``--kubeconfig``: its policy caches on, Ready once they are synced), wrk on
-  CPU 1 (``bench/webhook_bench.py``'s), /mutate and /validate, rounds interleaved. /mutate gets the
+  CPU 1 (``bench/webhook_bench.py``'s), /mutate and /validate, rounds interleaved, fresh servers in each
+  round (a process's layout moves its own figures by a few hundredths). /mutate gets the
   job as written; /validate gets it as that server's /mutate left it, as the apiserver sends it
   (with policies, their defaults too). The apiserver is idle during the runs (the caches are
   watch-fed; a review asks the API nothing).
@@ -141,28 +142,37 @@ def webhook(
         for text in (namespace_text, policy_text):
             subprocess.run(kubectl("apply", "-f", "-"), input=text, text=True, check=True, capture_output=True)
         command = [sys.executable, "-m", "jobgate", "webhook", "--tls-dir", str(directory), "--host", "127.0.0.1"]
-        targets: list[tuple[str, str, int, dict[str, str]]] = []
         with_policies = ["--kubeconfig", str(plane.kubeconfig)]
-        for build, tree in builds:
-            for label, extra in (("without policies", []), ("with policies", with_policies)):
-                port = free_port()
-                log = f"{build} {label}.log"
-                servers.append(start_server([*command, "--port", str(port), *extra], port, directory, log, tree))
-                wait_ready(port, directory / "ca.crt")
-                # The apiserver sends /validate the job as the mutating webhooks left it: this server's
-                # /mutate answer applied to the review (with policies: their defaults too).
-                mutated = directory / f"review-validate-{len(servers)}.json"
-                mutated.write_bytes(as_mutated(port, directory / "ca.crt", directory / "review.json"))
-                for path, body in (("mutate", directory / "review.json"), ("validate", mutated)):
-                    url = f"https://127.0.0.1:{port}/{path}"
-                    target_env = {**env, "JOBGATE_BENCH_BODY": str(body)}
-                    targets.append((f"{build}|{label}|{path}", url, servers[-1].pid, target_env))
-        for _, url, _, target_env in targets:
-            wrk(url, target_env, connections=32, seconds=2)  # warm up
-        runs: dict[str, list] = {name: [] for name, _, _, _ in targets}
+        runs: dict[str, list] = {}
+        # Fresh servers every round: one process's layout (its hash seed, where its objects landed)
+        # moves its CPU per review by several hundredths for as long as it runs, so a median over
+        # rounds of the same processes would keep that; over fresh ones it averages out.
         for _ in range(rounds):
+            targets: list[tuple[str, str, int, dict[str, str]]] = []
+            for build, tree in builds:
+                for label, extra in (("without policies", []), ("with policies", with_policies)):
+                    port = free_port()
+                    log = f"{build} {label}.log"
+                    servers.append(start_server([*command, "--port", str(port), *extra], port, directory, log, tree))
+                    wait_ready(port, directory / "ca.crt")
+                    # The apiserver sends /validate the job as the mutating webhooks left it: this server's
+                    # /mutate answer applied to the review (with policies: their defaults too).
+                    mutated = directory / f"review-validate-{len(servers)}.json"
+                    mutated.write_bytes(as_mutated(port, directory / "ca.crt", directory / "review.json"))
+                    for path, body in (("mutate", directory / "review.json"), ("validate", mutated)):
+                        url = f"https://127.0.0.1:{port}/{path}"
+                        target_env = {**env, "JOBGATE_BENCH_BODY": str(body)}
+                        targets.append((f"{build}|{label}|{path}", url, servers[-1].pid, target_env))
+            for _, url, _, target_env in targets:
+                wrk(url, target_env, connections=32, seconds=2)  # warm up
             for name, url, pid, target_env in targets:
-                runs[name].append(wrk(url, target_env, connections=32, seconds=duration, server_pids=[pid]))
+                runs.setdefault(name, []).append(
+                    wrk(url, target_env, connections=32, seconds=duration, server_pids=[pid])
+                )
+            for server in servers:
+                server.terminate()
+                server.wait(timeout=20)
+            servers.clear()
     finally:
         for server in servers:
             server.terminate()
@@ -186,7 +196,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--matching", type=int, default=10, help="of which apply to the job (default 10)")
     parser.add_argument("--files", type=int, default=2000, help="files of the offline part (default 2000)")
     parser.add_argument("--duration", type=float, default=10.0, help="seconds per webhook measurement (default 10)")
-    parser.add_argument("--rounds", type=int, default=3, help="interleaved rounds; medians are reported (default 3)")
+    parser.add_argument(
+        "--rounds",
+        type=int,
+        default=5,
+        help="interleaved rounds, each with fresh servers; medians are reported (default 5)",
+    )
     parser.add_argument("--cpu", type=int, default=max(os.sched_getaffinity(0)), help="CPU of the offline runs")
     parser.add_argument("--no-webhook", action="store_true", help="skip the webhook part (needs a control plane)")
     parser.add_argument("--no-offline", action="store_true", help="skip the jobgate validate part")

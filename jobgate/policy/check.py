@@ -1274,7 +1274,6 @@ def specialised_writer(plan: _Plan) -> Any:
     def write(indent: int, path: FieldPath, value: Any) -> None:
         src.add(indent, "if root is job:")
         src.add(indent + 1, "root = dict(job)")
-        # Every default is tested on the job as received, before any is written (as policy_defaults).
         owner = ensure(indent, path[:-1])
         pointer = f"{pointers[path[:-1]]}/{escape_pointer_token(str(path[-1]))}"
         constant = src.constant(value)
@@ -1284,7 +1283,8 @@ def specialised_writer(plan: _Plan) -> Any:
         )
         src.add(indent, f"{owner}[{path[-1]!r}] = {constant}")
 
-    body_start = len(src.lines)
+    # Each default is tested on the job as received, which is never changed: as policy_defaults
+    # tests them all before any is written.
     for path, default in plan.fixed_defaults:
         src.add(1, f"if {_unset_condition(path)}:")
         write(2, path, default)
@@ -1301,12 +1301,11 @@ def specialised_writer(plan: _Plan) -> Any:
         for key, value in plan.default_labels:
             src.add(2, f"if {key!r} not in labels:")
             write(3, ("metadata", "labels", key), value)
-    body = src.lines[body_start:]
-    src.lines[body_start:] = [
+    src.lines = [
         "def write(job, ops):",
         "    root = job",
         *(f"    {name} = None" for path, name in containers.items() if path),
-        *body,
+        *src.lines,
         "    return root",
     ]
     namespace = dict(src.constants)
