@@ -83,16 +83,7 @@ class PolicyReview:
                 return write(obj, None)  # type: ignore[no-any-return]
             if type(recorder) is PatchRecorder:
                 return write(obj, recorder.ops)  # type: ignore[no-any-return]
-        ops = policy_defaults(obj, self.family, effective, kmap)
-        if not ops:
-            return obj
-        # Copy on write, each container at most once whatever number of defaults go under it.
-        copies: set[int] = set()
-        root = dict(obj)
-        copies.add(id(root))
-        for path, value in ops:
-            _set_path(root, path, value, recorder, copies)
-        return root
+        return write_defaults(obj, policy_defaults(obj, self.family, effective, kmap), recorder)
 
     def judge(self, defaulted: dict[str, Any], old: dict[str, Any] | None) -> PolicyVerdict | None:
         """The policies' verdict on the job as it will be stored; None when they have nothing to say."""
@@ -110,6 +101,21 @@ class PolicyReview:
         return judge(
             self.family, defaulted, old, self.context, effective=effective if reusable else None, kmap=self.kmap
         )
+
+
+def write_defaults(
+    obj: dict[str, Any], ops: list[tuple[list[str | int], object]], recorder: PatchRecorder
+) -> dict[str, Any]:
+    """``obj`` with ``ops`` (``policy_defaults``') set one by one, each change recorded; ``obj`` itself
+    is not modified: copy on write, each container at most once whatever number of defaults go under it."""
+    if not ops:
+        return obj
+    copies: set[int] = set()
+    root = dict(obj)
+    copies.add(id(root))
+    for path, value in ops:
+        _set_path(root, path, value, recorder, copies)
+    return root
 
 
 def _selection_untouched(received: dict[str, Any], defaulted: dict[str, Any]) -> bool:

@@ -32,7 +32,7 @@ from jobgate.policy.check import (
 )
 from jobgate.policy.fieldmap import KINDS, kind_map, pod_sizes
 from jobgate.policy.resolve import PolicySet, effective_policy
-from jobgate.policy.review import _set_path
+from jobgate.policy.review import write_defaults
 from tests.unit.test_policy_fixtures import cluster, dijob, kubedl, kubeflow, mxjob, pod, t9k, volcano
 
 REGISTRY = "registry.example.com/ml/train:1"
@@ -307,7 +307,7 @@ def test_written_out_writer_copies_and_records_as_the_general_code(defaults: dic
     ``PolicyReview.defaults`` gives by writing ``policy_defaults``' operations one by one, on every
     kind it is written for, on jobs missing the containers on the way (created), holding them as null
     (replaced), or holding something else there (left alone)."""
-    written = 0
+    plans_written = 0
     odd: list[dict[str, Any]] = [
         {"spec": "x", "metadata": "y"},
         {"spec": None, "metadata": {"labels": None}},
@@ -326,11 +326,11 @@ def test_written_out_writer_copies_and_records_as_the_general_code(defaults: dic
         assert (plan.fixed_defaults is None) == (write is None)
         if write is None:
             continue
-        written += 1
+        plans_written += 1
         before = copy.deepcopy(job)
         for recording in (True, False):
             general_recorder = PatchRecorder() if recording else NO_PATCH
-            general = _written_by_the_general_code(job, policy_defaults(job, kmap.family, eff, kmap), general_recorder)
+            general = write_defaults(job, policy_defaults(job, kmap.family, eff, kmap), general_recorder)
             # The written-out function (pure Python) and the plan's method (the compiled build's).
             for writer in (write, plan.write_fixed):
                 ops: list[dict[str, Any]] | None = [] if recording else None
@@ -338,15 +338,4 @@ def test_written_out_writer_copies_and_records_as_the_general_code(defaults: dic
                 assert job == before  # copy on write: the input is never changed
                 if recording:
                     assert ops == general_recorder.ops, (job, writer)
-    assert written or "schedulerName" in defaults
-
-
-def _written_by_the_general_code(job: dict[str, Any], ops: list[Any], recorder: PatchRecorder) -> dict[str, Any]:
-    if not ops:
-        return job
-    copies: set[int] = set()
-    root = dict(job)
-    copies.add(id(root))
-    for path, value in ops:
-        _set_path(root, path, value, recorder, copies)
-    return root
+    assert plans_written or "schedulerName" in defaults
