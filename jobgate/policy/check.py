@@ -981,8 +981,8 @@ class _Source:
             self.add(indent, f"elif {var} is not None:")
             self.add(indent + 1, "return False")
 
-    def job_field(self, indent: int, var: str, locator: Any) -> None:
-        path = _fixed_path(locator)
+    def job_field(self, indent: int, var: str, locator: Any, path: FieldPath | None) -> None:
+        """``var`` = a job-level field: at ``path``, the plan's fixed path for it, else where ``locator`` says."""
         if path is None:
             self.add(indent, f"{var} = _get_path(job, {self.constant(locator)}(job))")
         else:
@@ -1076,16 +1076,16 @@ def specialised_clean(plan: _Plan, kmap: KindMap, eff: EffectivePolicy) -> Any:
     src.add(1, 'jspec = job.get("spec")')
     src.add(1, "if type(jspec) is not dict:")
     src.add(2, "return False")
-    for locator, required, maximum, _ in plan.lifetime:
-        src.job_field(1, "v", locator)
+    for locator, required, maximum, fixed in plan.lifetime:
+        src.job_field(1, "v", locator, fixed)
         src.add(1, "if type(v) is int:")
         src.add(2, f"if v > {src.constant(maximum)}:" if maximum is not None else "pass")
         if maximum is not None:
             src.add(3, "return False")
         src.add(1, f"elif {required!r} or (isinstance(v, int) and type(v) is not bool):")
         src.add(2, "return False")
-    for locator, allowed, _ in plan.job_allow:
-        src.job_field(1, "v", locator)
+    for locator, allowed, fixed in plan.job_allow:
+        src.job_field(1, "v", locator, fixed)
         src.add(1, f"if type(v) is not str or v not in {src.constant(frozenset(allowed))}:")
         src.add(2, "return False")
     if plan.labels:
@@ -1245,7 +1245,6 @@ def specialised_writer(plan: _Plan) -> Any:
     src = _Source()
     # One variable per container on the way, None until copied (or created) in this call.
     containers: dict[FieldPath, str] = {(): "root"}
-    pointers: dict[FieldPath, str] = {(): ""}
 
     def ensure(indent: int, path: FieldPath) -> str:
         """Emit, in the current block, the copy (or creation) of the container at ``path`` and of
@@ -1255,7 +1254,6 @@ def specialised_writer(plan: _Plan) -> Any:
         parent = ensure(indent, path[:-1])
         if path not in containers:
             containers[path] = f"n{len(containers)}"
-            pointers[path] = f"{pointers[path[:-1]]}/{escape_pointer_token(str(path[-1]))}"
         name = containers[path]
         src.add(indent, f"if {name} is None:")
         src.add(indent + 1, f"{name} = {parent}.get({path[-1]!r})")
@@ -1264,7 +1262,7 @@ def specialised_writer(plan: _Plan) -> Any:
         src.add(indent + 2, "if ops is not None:")
         src.add(
             indent + 3,
-            f'ops.append({{"op": {_op(str(path[-1]), parent)}, "path": {pointers[path]!r}, "value": {name}}})',
+            f'ops.append({{"op": {_op(str(path[-1]), parent)}, "path": {_pointers(path)[-1]!r}, "value": {name}}})',
         )
         src.add(indent + 1, "else:")
         src.add(indent + 2, f"{name} = dict({name})")
@@ -1275,7 +1273,7 @@ def specialised_writer(plan: _Plan) -> Any:
         src.add(indent, "if root is job:")
         src.add(indent + 1, "root = dict(job)")
         owner = ensure(indent, path[:-1])
-        pointer = f"{pointers[path[:-1]]}/{escape_pointer_token(str(path[-1]))}"
+        pointer = _pointers(path)[-1]
         constant = src.constant(value)
         src.add(indent, "if ops is not None:")
         src.add(
@@ -1320,8 +1318,8 @@ def _op(key: str, container: str) -> str:
     return f'"replace" if {key!r} in {container} else "add"'
 
 
-def defaults_writer(job: dict[str, Any], family: str, effective: EffectivePolicy, kmap: KindMap | None) -> Any:
-    """What writes the plan's defaults into a copy of ``job`` (``write(job, ops)``): in pure Python its
+def defaults_writer(family: str, effective: EffectivePolicy, kmap: KindMap | None) -> Any:
+    """What writes the plan's defaults into a copy of a job (``write(job, ops)``): in pure Python its
     :func:`specialised_writer` once written out, None before (the caller then writes
     :func:`policy_defaults`' operations, which count towards writing it out); compiled, the plan's
     ``write_fixed``. None for defaults that are not all at fixed paths."""
@@ -1438,11 +1436,10 @@ def _defaults(job: dict[str, Any], kmap: KindMap, plan: _Plan) -> list[tuple[lis
             places = _locations(kmap, field, job) or []
         else:
             path = locator(job)
-            if not _unset_at(job, path) and not (
-                field == "queue" and kmap.family == "volcano" and get_path(job, path) == VOLCANO_SCHEMA_DEFAULT_QUEUE
-            ):
-                continue
-            places = [(path, get_path(job, path))]
+            current = get_path(job, path)
+            if current is None and not _unset_at(job, path):
+                continue  # something that is no object on the way: left for validation to report
+            places = [(path, current)]
         for path, current in places:
             value = current
             if field == "queue" and kmap.family == "volcano" and value == VOLCANO_SCHEMA_DEFAULT_QUEUE:

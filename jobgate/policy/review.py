@@ -76,7 +76,7 @@ class PolicyReview:
             return obj
         self.effective, self.received = effective, obj
         self.kmap = kmap = kind_map(obj)
-        write = defaults_writer(obj, self.family, effective, kmap)
+        write = defaults_writer(self.family, effective, kmap)
         if write is not None:
             # The plan's defaults written out: the same copies and recorded operations as below.
             if recorder is NO_PATCH:
