@@ -39,6 +39,7 @@ import tempfile
 import time
 import urllib.request
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import yaml
 
@@ -48,6 +49,9 @@ from bench.webhook_bench import LOAD_CPU, LUA, compiled_tree_or_none, free_port,
 from envtest.policy_set import NAMESPACE, namespaces, policy_set
 from jobgate.certs.authority import init_directory
 from jobgate.engine.jsonpatch import apply_patch
+
+if TYPE_CHECKING:
+    from envtest.harness import ControlPlane
 
 REPO = Path(__file__).resolve().parents[1]
 POLICY_CRDS = [
@@ -105,6 +109,34 @@ def as_mutated(port: int, ca_file: Path, review_file: Path) -> bytes:
     return json.dumps(review).encode()
 
 
+def policy_control_plane(texts: list[str]) -> ControlPlane:
+    """A started control plane (etcd + kube-apiserver) serving the policy CRDs and holding ``texts``
+    (YAML documents: namespaces, policies), pinned to wrk's CPU: its background work (the servers
+    with policies keep watches open) must not take turns on the servers' CPU, which only one side
+    would pay for."""
+    from envtest.harness import ControlPlane
+
+    plane = ControlPlane(controller_manager=False)
+    plane.start()
+    try:
+        for process in plane.processes.values():
+            subprocess.run(["taskset", "-a", "-p", "-c", LOAD_CPU, str(process.pid)], check=True, capture_output=True)
+        kubectl = plane.kubectl_command
+        for crd in POLICY_CRDS:
+            subprocess.run(kubectl("apply", "--server-side", "-f", str(crd)), check=True, capture_output=True)
+        subprocess.run(
+            kubectl("wait", "--for=condition=Established", "crd", "--all", "--timeout=60s"),
+            check=True,
+            capture_output=True,
+        )
+        for text in texts:
+            subprocess.run(kubectl("apply", "-f", "-"), input=text, text=True, check=True, capture_output=True)
+    except BaseException:
+        plane.stop()
+        raise
+    return plane
+
+
 def webhook(
     directory: Path,
     duration: float,
@@ -114,8 +146,6 @@ def webhook(
     *,
     builds: list[tuple[str, Path]],
 ) -> dict:
-    from envtest.harness import ControlPlane
-
     if (os.cpu_count() or 1) < 2 or shutil.which("wrk") is None or shutil.which("taskset") is None:
         raise SystemExit("the webhook part needs two CPUs, wrk and taskset (apt-get install wrk util-linux)")
     init_directory(directory, ["localhost"], ["127.0.0.1"])
@@ -127,24 +157,9 @@ def webhook(
         "JOBGATE_BENCH_SCRIPT": str(directory / "post.lua"),
         "PYTHONPATH": str(REPO),
     }
-    plane = ControlPlane(controller_manager=False)
-    plane.start()
+    plane = policy_control_plane([namespace_text, policy_text])
     servers: list[subprocess.Popen] = []
     try:
-        # etcd and the apiserver beside wrk: their background work (the servers with policies keep
-        # watches open) must not take turns on the servers' CPU, which only one side would pay for.
-        for process in plane.processes.values():
-            subprocess.run(["taskset", "-a", "-p", "-c", LOAD_CPU, str(process.pid)], check=True, capture_output=True)
-        kubectl = plane.kubectl_command
-        for crd in POLICY_CRDS:
-            subprocess.run(kubectl("apply", "--server-side", "-f", str(crd)), check=True, capture_output=True)
-        subprocess.run(
-            kubectl("wait", "--for=condition=Established", "crd", "--all", "--timeout=60s"),
-            check=True,
-            capture_output=True,
-        )
-        for text in (namespace_text, policy_text):
-            subprocess.run(kubectl("apply", "-f", "-"), input=text, text=True, check=True, capture_output=True)
         command = [sys.executable, "-m", "jobgate", "webhook", "--tls-dir", str(directory), "--host", "127.0.0.1"]
         with_policies = ["--kubeconfig", str(plane.kubeconfig)]
         runs: dict[str, list] = {}

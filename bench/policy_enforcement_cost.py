@@ -17,7 +17,6 @@ from __future__ import annotations
 import argparse
 import os
 import statistics
-import subprocess
 import sys
 import tempfile
 from pathlib import Path
@@ -25,32 +24,12 @@ from pathlib import Path
 import yaml
 
 from bench.fixtures import tfjob_review_bytes
-from bench.policy_cost import POLICY_CRDS, as_mutated, wait_ready
-from bench.webhook_bench import LOAD_CPU, LUA, free_port, start_server, wrk
-from envtest.harness import ControlPlane
+from bench.policy_cost import as_mutated, policy_control_plane, wait_ready
+from bench.webhook_bench import LUA, free_port, start_server, wrk
 from envtest.policy_set import namespaces, policy_set
 from jobgate.certs.authority import init_directory
 
 REPO = Path(__file__).resolve().parents[1]
-
-
-def control_plane(with_policies: bool) -> ControlPlane:
-    plane = ControlPlane(controller_manager=False)
-    plane.start()
-    for process in plane.processes.values():
-        subprocess.run(["taskset", "-a", "-p", "-c", LOAD_CPU, str(process.pid)], check=True, capture_output=True)
-    kubectl = plane.kubectl_command
-    for crd in POLICY_CRDS:
-        subprocess.run(kubectl("apply", "--server-side", "-f", str(crd)), check=True, capture_output=True)
-    subprocess.run(
-        kubectl("wait", "--for=condition=Established", "crd", "--all", "--timeout=60s"), check=True, capture_output=True
-    )
-    texts = [yaml.safe_dump_all(namespaces())]
-    if with_policies:
-        texts.append(yaml.safe_dump_all(policy_set(50, 10)))
-    for text in texts:
-        subprocess.run(kubectl("apply", "-f", "-"), input=text, text=True, check=True, capture_output=True)
-    return plane
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -66,7 +45,9 @@ def main(argv: list[str] | None = None) -> int:
     (directory / "review.json").write_bytes(tfjob_review_bytes())
     (directory / "post.lua").write_text(LUA)
     env = {**os.environ, "JOBGATE_BENCH_SCRIPT": str(directory / "post.lua"), "PYTHONPATH": str(REPO)}
-    with_policies, empty = control_plane(True), control_plane(False)
+    namespace_text = yaml.safe_dump_all(namespaces())
+    with_policies = policy_control_plane([namespace_text, yaml.safe_dump_all(policy_set(50, 10))])
+    empty = policy_control_plane([namespace_text])
     servers = {
         "without a cluster": [],
         "enforcement on, no policy": ["--kubeconfig", str(empty.kubeconfig)],
