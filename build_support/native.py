@@ -57,6 +57,7 @@ SHARED_COMPILED_MODULES = (
     "jobgate.policy.images",
     "jobgate.policy.fieldmap",
     "jobgate.policy.review",
+    "jobgate.policy.memo",
     # The declared rules (docs/rule-forms.md): each form's function and the generated calls of them,
     # run by the families' compiled rules for every review.
     "jobgate.rules.declared",

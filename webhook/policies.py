@@ -27,29 +27,41 @@ log = logging.getLogger("jobgate.policies")
 RECHECK_ENV = "JOBGATE_POLICY_CRD_RECHECK_SECONDS"
 
 
-# Namespaces whose labels are remembered at most (a deleted namespace's entry goes with the rest).
-LABELS_MEMO_LIMIT = 4096
-
-
 class PolicyCache:
-    """``PolicyView`` over informers of both policy kinds and of the namespaces."""
+    """``PolicyView`` over informers of both policy kinds and of the namespaces.
+
+    Every review reads it, so a read takes no lock: the informers' handlers keep what reviews
+    read (each namespace's labels as selectors see them) and mark the policy set stale; the first
+    review after a change builds the new set.
+    """
 
     def __init__(self, kube: Kube) -> None:
         self.informers = [
             Informer(kube, CLUSTER_POLICIES.path(), name="clustertrainingjobpolicies"),
             Informer(kube, POLICIES.path(), name="trainingjobpolicies"),
         ]
-        self.namespaces = Informer(kube, NAMESPACES.path(), name="namespaces")
-        self._lock = threading.Lock()
+        self.namespaces = Informer(kube, NAMESPACES.path(), name="namespaces", transform=_name_and_labels)
+        self._lock = threading.Lock()  # serialises building the set against the handlers' marking it stale
         self._policies: PolicySet | None = None
-        # namespace -> (its object in the informer, its labels as selectors see them)
-        self._labels: dict[str, tuple[dict[str, Any] | None, Mapping[str, str]]] = {}
+        self._labels: dict[str, Mapping[str, str]] = {}
         for informer in self.informers:
-            informer.handlers.append(self._changed)
+            informer.handlers.append(self._policy_changed)
+        self.namespaces.handlers.append(self._namespace_changed)
 
-    def _changed(self, event: str, obj: dict[str, Any], old: dict[str, Any] | None) -> None:
+    def _policy_changed(self, event: str, obj: dict[str, Any], old: dict[str, Any] | None) -> None:
         with self._lock:
             self._policies = None  # rebuilt by the next review
+
+    def _namespace_changed(self, event: str, obj: dict[str, Any], old: dict[str, Any] | None) -> None:
+        metadata = obj.get("metadata") or {}
+        name = metadata.get("name")
+        if not isinstance(name, str):
+            return
+        if event == "DELETED":
+            self._labels.pop(name, None)
+        else:
+            labels = metadata.get("labels")
+            self._labels[name] = namespace_labels(name, labels if isinstance(labels, dict) else None)
 
     def start(self) -> None:
         for informer in (*self.informers, self.namespaces):
@@ -63,6 +75,9 @@ class PolicyCache:
         return all(informer.synced.is_set() for informer in (*self.informers, self.namespaces))
 
     def policies(self) -> Sequence[Mapping[str, Any]]:
+        policies = self._policies
+        if policies is not None:
+            return policies
         with self._lock:
             if self._policies is None:
                 # A new set per change: the resolutions it remembers never outlive the policies.
@@ -70,18 +85,15 @@ class PolicyCache:
             return self._policies
 
     def namespace_labels(self, namespace: str) -> Mapping[str, str] | None:
-        obj = self.namespaces.get(f"/{namespace}")
-        # Built once per version of the Namespace (the informer replaces the object on each change).
-        known = self._labels.get(namespace)
-        if known is not None and known[0] is obj:
-            return known[1]
-        metadata = obj.get("metadata") if obj is not None else None
-        labels = metadata.get("labels") if isinstance(metadata, dict) else None
-        seen = namespace_labels(namespace, labels if isinstance(labels, dict) else None)
-        if len(self._labels) >= LABELS_MEMO_LIMIT:
-            self._labels.clear()
-        self._labels[namespace] = (obj, seen)
-        return seen
+        labels = self._labels.get(namespace)
+        # A namespace the informer has not seen (yet): only the label the apiserver gives every one.
+        return labels if labels is not None else namespace_labels(namespace, None)
+
+
+def _name_and_labels(namespace: dict[str, Any]) -> dict[str, Any]:
+    """What the cache keeps of a Namespace: its name and labels (selectors read nothing else)."""
+    metadata = namespace.get("metadata") or {}
+    return {"metadata": {"name": metadata.get("name"), "labels": metadata.get("labels")}}
 
 
 def policy_crds_served(kube: Kube) -> bool:

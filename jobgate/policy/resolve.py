@@ -37,6 +37,7 @@ from collections.abc import Mapping
 from jobgate.policy.fieldmap import KINDS, KindMap, kind_map
 from jobgate.policy.gpu import DEFAULT_GPU_RESOURCES
 from jobgate.policy.images import entry_prefix
+from jobgate.policy.memo import ResolutionMemo, labels_key, remember
 from jobgate.policy.selectors import selector_matches
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING, without importing typing at run time (start-up)
@@ -510,84 +511,45 @@ class PolicySet(tuple[Mapping[str, "Any"], ...]):
     """
 
     MEMO_LIMIT = 4096
+    # The effective policy per job key (compiled: every review looks it up, see .memo).
+    memo: ResolutionMemo
     _in_namespace: dict[Hashable, list[Mapping[str, Any]]]
     _combined: dict[Hashable, EffectivePolicy]
-    _effective: dict[Hashable, EffectivePolicy]
-    _namespace_keys: tuple[str, ...] | None
-    _object_keys: tuple[str, ...] | None
 
     def __new__(cls, policies: Iterable[Mapping[str, Any]] = ()) -> PolicySet:
         self = super().__new__(cls, policies)
         self._in_namespace = {}
         self._combined = {}
-        self._effective = {}
         # The label keys any selector of the set reads (None: every label, when a selector's shape
         # is not plain): selection depends on those labels alone, so the memo keys hold only them,
         # and a job whose defaults add a label no selector reads finds the same entry again.
-        self._namespace_keys = _selector_keys(self, "namespaceSelector")
-        self._object_keys = _selector_keys(self, "objectSelector")
+        self.memo = ResolutionMemo(
+            _selector_keys(self, "namespaceSelector"),
+            _selector_keys(self, "objectSelector"),
+            self._resolve,
+            self._resolve_afresh,
+            self.MEMO_LIMIT,
+        )
         return self
 
     def effective(
         self, namespace: str, namespace_labels: Mapping[str, str] | None, job: Mapping[str, Any] | None
     ) -> EffectivePolicy:
-        namespace_keys, object_keys = self._namespace_keys, self._object_keys
-        try:
-            # Plain dicts (every review's) inline, without a call per part: the lookup is per review.
-            # One key read (the common case): its value alone, as _labels_key gives it.
-            if type(namespace_labels) is dict and namespace_keys is not None and len(namespace_keys) == 1:
-                labels_key: Hashable = namespace_labels.get(namespace_keys[0], _ABSENT)
-            else:
-                labels_key = _labels_key(namespace_labels, namespace_keys)
-            metadata = job.get("metadata") if type(job) is dict else None
-            labels = metadata.get("labels") if type(metadata) is dict else None
-            if type(labels) is dict and object_keys is not None and len(object_keys) == 1:
-                job_key: Hashable = (
-                    job.get("apiVersion"),  # type: ignore[union-attr]  # job is a dict when labels are
-                    job.get("kind"),  # type: ignore[union-attr]
-                    labels.get(object_keys[0], _ABSENT),
-                )
-            else:
-                job_key = _match_key(job, object_keys)
-            key = (namespace, labels_key, job_key)
-            effective = self._effective.get(key)
-        except TypeError:  # a label value that is not a string (a malformed job): resolve without the memo
-            return combine(select_policies(self, namespace, namespace_labels, job), namespace)
-        if effective is None:
-            effective = self._resolve(namespace, namespace_labels, job)
-            _remember(self._effective, key, effective, self.MEMO_LIMIT)
-        return effective
+        return self.memo.effective(namespace, namespace_labels, job)
 
     def selects_alike(self, job: Mapping[str, Any], other: Mapping[str, Any]) -> bool:
         """Whether two versions of one job in one namespace select the same policies: the same
         apiVersion and kind, and the same values of the labels the set's objectSelectors read."""
-        keys = self._object_keys
-        if keys is not None and len(keys) == 1 and type(job) is dict and type(other) is dict:
-            # Plain dicts and one label read (every review asks, as effective's lookup does): the
-            # parts of the two keys compared one by one, without building them.
-            metadata, other_metadata = job.get("metadata"), other.get("metadata")
-            if type(metadata) is dict and type(other_metadata) is dict:
-                labels, other_labels = metadata.get("labels"), other_metadata.get("labels")
-                if type(labels) is dict and type(other_labels) is dict:
-                    # Each part equal as a tuple's comparison takes it: the same object, or ==.
-                    a, b = labels.get(keys[0], _ABSENT), other_labels.get(keys[0], _ABSENT)
-                    if a is not b and a != b:
-                        return False
-                    a, b = job.get("apiVersion"), other.get("apiVersion")
-                    if a is not b and a != b:
-                        return False
-                    a, b = job.get("kind"), other.get("kind")
-                    return a is b or a == b
-        return _match_key(job, keys) == _match_key(other, keys)
+        return self.memo.selects_alike(job, other)
 
     def _resolve(
         self, namespace: str, namespace_labels: Mapping[str, str] | None, job: Mapping[str, Any] | None
     ) -> EffectivePolicy:
-        namespace_key = (namespace, _labels_key(namespace_labels, self._namespace_keys))
+        namespace_key = (namespace, labels_key(namespace_labels, self.memo.namespace_keys))
         candidates = self._in_namespace.get(namespace_key)
         if candidates is None:
             candidates = select_policies(self, namespace, namespace_labels, None)
-            _remember(self._in_namespace, namespace_key, candidates, self.MEMO_LIMIT)
+            remember(self._in_namespace, namespace_key, candidates, self.MEMO_LIMIT)
         if job is None:
             chosen = candidates
         else:
@@ -598,11 +560,13 @@ class PolicySet(tuple[Mapping[str, "Any"], ...]):
         effective = self._combined.get(selection)
         if effective is None:
             effective = combine(chosen, namespace)
-            _remember(self._combined, selection, effective, self.MEMO_LIMIT)
+            remember(self._combined, selection, effective, self.MEMO_LIMIT)
         return effective
 
-
-_ABSENT: Any = object()  # a label a selector reads that the object does not have
+    def _resolve_afresh(
+        self, namespace: str, namespace_labels: Mapping[str, str] | None, job: Mapping[str, Any] | None
+    ) -> EffectivePolicy:
+        return combine(select_policies(self, namespace, namespace_labels, job), namespace)
 
 
 def _selector_keys(policies: Iterable[Mapping[str, Any]], where: str) -> tuple[str, ...] | None:
@@ -636,33 +600,6 @@ def _selector_keys(policies: Iterable[Mapping[str, Any]], where: str) -> tuple[s
                     return None
                 keys.add(expr["key"])
     return tuple(sorted(keys))
-
-
-def _labels_key(labels: Mapping[str, Any] | None, keys: tuple[str, ...] | None) -> Hashable:
-    """What selectors reading ``keys`` see of ``labels`` (``keys`` None: all of them)."""
-    # type() first: the abstract Mapping check costs more than the rest of a memo lookup.
-    if type(labels) is dict or isinstance(labels, Mapping):
-        if keys is None:
-            return frozenset(labels.items())
-        if len(keys) == 1:
-            return labels.get(keys[0], _ABSENT)  # as PolicySet.effective's
-        return tuple([labels.get(key, _ABSENT) for key in keys])
-    return None
-
-
-def _match_key(job: Mapping[str, Any] | None, keys: tuple[str, ...] | None = None) -> Hashable:
-    """What ``spec.match`` reads of a job: its kind (families and kinds) and its labels (objectSelector)."""
-    if job is None:
-        return None
-    metadata = job.get("metadata")
-    labels = metadata.get("labels") if type(metadata) is dict or isinstance(metadata, Mapping) else None
-    return (job.get("apiVersion"), job.get("kind"), _labels_key(labels, keys))
-
-
-def _remember(memo: dict[Any, Any], key: Any, value: Any, limit: int) -> None:
-    if len(memo) >= limit:
-        memo.clear()
-    memo[key] = value
 
 
 def conflicts(

@@ -36,8 +36,8 @@ def effective_for(job: dict[str, Any], context: ReviewContext) -> EffectivePolic
     namespace = metadata.get("namespace") if isinstance(metadata, dict) else None
     if type(namespace) is not str or not namespace:
         namespace = namespace if isinstance(namespace, str) and namespace else context.namespace or "default"
-    if type(policies) is PolicySet:  # the webhook's and the offline command's: its memo, without a call more
-        return policies.effective(namespace, context.namespace_labels, job)
+    if type(policies) is PolicySet:  # the webhook's and the offline command's: its memo, compiled
+        return policies.memo.effective(namespace, context.namespace_labels, job)
     return effective_policy(policies, namespace, context.namespace_labels, job)
 
 
@@ -75,6 +75,8 @@ class PolicyReview:
         if effective is None:
             return obj
         self.effective, self.received = effective, obj
+        if not effective.policies:  # none applies here: nothing to write (most namespaces, most jobs)
+            return obj
         self.kmap = kmap = kind_map(obj)
         write = defaults_writer(self.family, effective, kmap)
         if write is not None:
@@ -95,7 +97,7 @@ class PolicyReview:
             and (
                 defaulted is received
                 or _selection_untouched(received, defaulted)
-                or policies.selects_alike(received, defaulted)
+                or policies.memo.selects_alike(received, defaulted)
             )
         )
         return judge(
@@ -183,7 +185,7 @@ def judge(
     caller has it."""
     if effective is None:
         effective = effective_for(defaulted, context)
-    if effective is None:
+    if effective is None or not effective.policies:
         return None
     found = policy_findings(defaulted, old, family, effective, kmap)
     if not found:

@@ -82,10 +82,10 @@ def test_a_job_with_unhashable_labels_is_still_resolved() -> None:
 
 def test_the_memo_is_bounded() -> None:
     policy_set = PolicySet(POLICIES)
-    policy_set.MEMO_LIMIT = 3
+    policy_set.MEMO_LIMIT = policy_set.memo.limit = 3
     for index in range(10):
         policy_set.effective("team-a", {"tier": f"prod-{index}"}, kubedl())
-    assert all(len(memo) <= 3 for memo in (policy_set._effective, policy_set._in_namespace, policy_set._combined))
+    assert all(len(memo) <= 3 for memo in (policy_set.memo.entries, policy_set._in_namespace, policy_set._combined))
 
 
 def test_a_snapshot_gives_one_set_for_all_its_reviews() -> None:
@@ -122,13 +122,14 @@ ODD = [*POLICIES, cluster("odd", {"match": {"objectSelector": {"matchLabels": ["
 
 def test_memo_keys_hold_only_the_labels_selectors_read() -> None:
     policy_set = PolicySet(POLICIES)
-    assert (policy_set._namespace_keys, policy_set._object_keys) == (("tier",), ("team",))
+    assert (policy_set.memo.namespace_keys, policy_set.memo.object_keys) == (("tier",), ("team",))
     first = policy_set.effective("team-a", {"tier": "research", "x": "1"}, labelled(kubedl(), {"team": "v"}))
     # A label no selector reads (a policy default's, say) finds the same entry.
     again = policy_set.effective("team-a", {"tier": "research", "y": "2"}, labelled(kubedl(), {"team": "v", "c": "m"}))
-    assert again is first and len(policy_set._effective) == 1
-    assert (PolicySet(WIDER)._namespace_keys, PolicySet(WIDER)._object_keys) == (("tier", "zone"), ("cost", "team"))
-    assert PolicySet(ODD)._object_keys is None
+    assert again is first and len(policy_set.memo.entries) == 1
+    wider = PolicySet(WIDER).memo
+    assert (wider.namespace_keys, wider.object_keys) == (("tier", "zone"), ("cost", "team"))
+    assert PolicySet(ODD).memo.object_keys is None
 
 
 def test_remembered_resolutions_equal_fresh_ones_whatever_the_selectors_read() -> None:
@@ -144,9 +145,9 @@ def test_remembered_resolutions_equal_fresh_ones_whatever_the_selectors_read() -
 
 
 def test_selects_alike_compares_what_the_memo_keys_hold() -> None:
-    """``selects_alike`` (inline for plain dicts and one label read) answers as comparing the two
-    jobs' memo keys does, for every pair of job versions, odd shapes included."""
-    from jobgate.policy.resolve import _match_key
+    """``selects_alike`` answers as comparing the two jobs' memo keys does, for every pair of job
+    versions, odd shapes included (a metadata or labels that is no map, a label that is no string)."""
+    from jobgate.policy.memo import match_key
 
     odd: list[Any] = [
         {"apiVersion": "kubeflow.org/v1", "kind": "TFJob"},
@@ -160,6 +161,6 @@ def test_selects_alike_compares_what_the_memo_keys_hold() -> None:
     for policies in (POLICIES, [*POLICIES, cluster("two", {"match": {"objectSelector": {"matchLabels": {"x": "y"}}}})]):
         policy_set = PolicySet(policies)
         for job, other in itertools.product(versions, repeat=2):
-            keys = policy_set._object_keys
-            same_keys = _match_key(job, keys) == _match_key(other, keys)
+            keys = policy_set.memo.object_keys
+            same_keys = match_key(job, keys) == match_key(other, keys)
             assert policy_set.selects_alike(job, other) == same_keys, (job, other)

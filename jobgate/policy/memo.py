@@ -1,0 +1,98 @@
+"""What a ``PolicySet`` remembers of its resolutions, looked up by every review.
+
+Apart from ``resolve`` so that the compiled build compiles it (``resolve.PolicySet`` subclasses
+``tuple``, which mypyc cannot compile natively): the lookup runs twice per review, and
+interpreted it cost a compiled review more than the rest of its policy plumbing together.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+TYPE_CHECKING = False  # typing.TYPE_CHECKING, without importing typing at run time (start-up)
+if TYPE_CHECKING:
+    from collections.abc import Callable, Hashable
+    from typing import Any
+
+    # What is resolved and remembered: resolve's EffectivePolicy (Any here: resolve imports this module).
+    Resolver = Callable[[str, Mapping[str, str] | None, Mapping[str, Any] | None], Any]
+
+# A label a selector reads that the object does not have (a value no label can hold).
+ABSENT: Any = object()
+
+
+def labels_key(labels: object, keys: tuple[str, ...] | None) -> Hashable:
+    """What selectors reading ``keys`` see of ``labels`` (``keys`` None: all of them)."""
+    if not isinstance(labels, dict):
+        if not isinstance(labels, Mapping):
+            return None
+        labels = dict(labels)  # never a review's (parsed JSON), and read as one below
+    if keys is None:
+        return frozenset(labels.items())
+    if len(keys) == 1:
+        return labels.get(keys[0], ABSENT)
+    if not keys:  # no selector reads a label (no policy at all, say): without building an empty list
+        return ()
+    return tuple([labels.get(key, ABSENT) for key in keys])
+
+
+def match_key(job: object, keys: tuple[str, ...] | None) -> Hashable:
+    """What ``spec.match`` reads of a job: its kind (families and kinds) and its labels (objectSelector)."""
+    if not isinstance(job, dict):
+        if not isinstance(job, Mapping):
+            return None
+        job = dict(job)
+    metadata = job.get("metadata")
+    if isinstance(metadata, dict):  # before the ABC check, and so that the compiled get is a dict's
+        labels = metadata.get("labels")
+    else:
+        labels = metadata.get("labels") if isinstance(metadata, Mapping) else None
+    return (job.get("apiVersion"), job.get("kind"), labels_key(labels, keys))
+
+
+def remember(memo: dict[Any, Any], key: Any, value: Any, limit: int) -> None:
+    """``memo[key] = value``, the memo emptied first when it holds ``limit`` entries."""
+    if len(memo) >= limit:
+        memo.clear()
+    memo[key] = value
+
+
+class ResolutionMemo:
+    """Each (namespace, the namespace labels and job labels selectors read, the job's kind) resolved
+    once by ``resolve``; ``resolve_afresh`` (never remembered) serves keys that cannot be hashed
+    (a label value that is no string: a malformed job)."""
+
+    def __init__(
+        self,
+        namespace_keys: tuple[str, ...] | None,
+        object_keys: tuple[str, ...] | None,
+        resolve: Resolver,
+        resolve_afresh: Resolver,
+        limit: int,
+    ) -> None:
+        # The label keys the selectors read (None: every label, when a selector's shape is not plain).
+        self.namespace_keys = namespace_keys
+        self.object_keys = object_keys
+        self.resolve = resolve
+        self.resolve_afresh = resolve_afresh
+        self.limit = limit
+        self.entries: dict[Hashable, Any] = {}
+
+    def effective(
+        self, namespace: str, namespace_labels: Mapping[str, str] | None, job: Mapping[str, Any] | None
+    ) -> Any:
+        try:
+            key = (namespace, labels_key(namespace_labels, self.namespace_keys), match_key(job, self.object_keys))
+            found = self.entries.get(key)
+        except TypeError:
+            return self.resolve_afresh(namespace, namespace_labels, job)
+        if found is None:
+            found = self.resolve(namespace, namespace_labels, job)
+            remember(self.entries, key, found, self.limit)
+        return found
+
+    def selects_alike(self, job: Mapping[str, Any], other: Mapping[str, Any]) -> bool:
+        """Whether two versions of one job in one namespace select the same policies: the same
+        apiVersion and kind, and the same values of the labels the objectSelectors read."""
+        keys = self.object_keys
+        return bool(match_key(job, keys) == match_key(other, keys))
