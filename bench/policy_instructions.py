@@ -8,12 +8,14 @@ For each engine (pure Python; the mypyc-compiled copy of this tree when ``--comp
 one) and each webhook, ``valgrind --tool=cachegrind`` counts the instructions of a process that
 answers the bench's TFJob AdmissionReview ``--reviews`` times in process (``review_body``: parse,
 review, encode; no HTTP or TLS, which the server adds to both sides alike), minus the same process
-answering none, without policies and with ``bench.policy_cost``'s 50 (10 apply to the job) in a
-``PolicySnapshot``. /mutate gets the job as written; /validate the job as that engine's /mutate
-left it (with policies, their defaults too), as the apiserver sends it. Each process answers 200
-reviews before it counts (a plan is written out after 64), with the collector off and bytecode
-caches written. The ratio is instructions without policies over instructions with them: the
-reviews/s one CPU would serve with policies, as a share of those without.
+answering none, without policies, with enforcement on and no policy (an empty ``PolicySnapshot``:
+what having enforcement on costs by itself, as in a namespace no policy applies to), and with
+``bench.policy_cost``'s 50 (10 apply to the job) in a ``PolicySnapshot``. /mutate gets the job as
+written; /validate the job as that engine's /mutate left it (with policies, their defaults too), as
+the apiserver sends it. Each process answers 200 reviews before it counts (a plan is written out
+after 64), with the collector off and bytecode caches written. Each ratio is instructions without
+policies over instructions with enforcement on: the reviews/s one CPU would serve with it, as a
+share of those without.
 """
 
 from __future__ import annotations
@@ -43,9 +45,11 @@ def answer(mode: str, webhook_name: str, reviews: int) -> None:
     from jobgate.webhook.admission import Webhook, review_body
 
     views = None
+    labels = {ns["metadata"]["name"]: ns["metadata"].get("labels", {}) for ns in namespaces()}
     if mode == "with":
-        labels = {ns["metadata"]["name"]: ns["metadata"].get("labels", {}) for ns in namespaces()}
         views = ClusterViews(policies=PolicySnapshot(policy_set(50, 10), labels))
+    elif mode == "empty":
+        views = ClusterViews(policies=PolicySnapshot([], labels))
     body = tfjob_review_bytes()
     webhook = Webhook.MUTATE if webhook_name == "mutate" else Webhook.VALIDATE
     if webhook is Webhook.VALIDATE:
@@ -111,13 +115,16 @@ def main(argv: list[str] | None = None) -> int:
             parser.error(f"--compiled-tree {args.compiled_tree}: no compiled tree there")
         trees.append(("compiled", args.compiled_tree))
     print(f"instructions per review in process, {args.reviews} reviews, 50 policies of which 10 apply to the job")
-    print(f"  {'engine and webhook':28} {'without':>10} {'with':>10} {'ratio':>6}")
+    print(f"  {'engine and webhook':28} {'without':>10} {'no policy':>10} {'ratio':>6} {'with 50':>10} {'ratio':>6}")
     for name, tree in trees:
         for webhook_name in WEBHOOKS:
             without = per_review(tree, "without", webhook_name, args.reviews)
+            empty = per_review(tree, "empty", webhook_name, args.reviews)
             with_policies = per_review(tree, "with", webhook_name, args.reviews)
-            ratio = without / with_policies
-            print(f"  {name + ' /' + webhook_name:28} {without:10.0f} {with_policies:10.0f} {ratio:6.3f}")
+            print(
+                f"  {name + ' /' + webhook_name:28} {without:10.0f} {empty:10.0f} {without / empty:6.3f}"
+                f" {with_policies:10.0f} {without / with_policies:6.3f}"
+            )
     return 0
 
 
