@@ -1,8 +1,8 @@
 """What a ``PolicySet`` remembers of its resolutions, looked up by every review.
 
 Apart from ``resolve`` so that the compiled build compiles it (``resolve.PolicySet`` subclasses
-``tuple``, which mypyc cannot compile natively): the lookup runs twice per review, and
-interpreted it cost a compiled review more than the rest of its policy plumbing together.
+``tuple``, which mypyc cannot compile natively): every review looks it up, and interpreted it
+cost a compiled review more than the rest of its policy plumbing together.
 """
 
 from __future__ import annotations

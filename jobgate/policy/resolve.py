@@ -500,13 +500,13 @@ def effective_policy(
 class PolicySet(tuple[Mapping[str, "Any"], ...]):
     """The policies in force at one moment, remembering what was resolved from them.
 
-    A review resolves the effective policy twice (defaults, then the verdict) and the webhook does
-    it for every request, while policies and namespace labels change rarely: the set remembers
+    Every review resolves the effective policy (once, unless a default changes a label a selector
+    reads), while policies and namespace labels change rarely: the set remembers
     which policies apply in a namespace with given labels, and the effective policy of each
     selection. A change of any policy makes a new set (the webhook's cache builds one per change),
     so nothing here is ever stale; a namespace's labels are part of the key, so a relabelled
-    namespace is looked up afresh. Each memo is cleared when it reaches ``MEMO_LIMIT`` entries
-    (label sets seen over a long run, objectSelector combinations). The objects must not change
+    namespace is looked up afresh. Each memo is cleared when it reaches ``memo.limit`` entries
+    (``MEMO_LIMIT``; label sets seen over a long run, objectSelector combinations). The objects must not change
     while in a set: entries are keyed by their identity.
     """
 
@@ -549,7 +549,7 @@ class PolicySet(tuple[Mapping[str, "Any"], ...]):
         candidates = self._in_namespace.get(namespace_key)
         if candidates is None:
             candidates = select_policies(self, namespace, namespace_labels, None)
-            remember(self._in_namespace, namespace_key, candidates, self.MEMO_LIMIT)
+            remember(self._in_namespace, namespace_key, candidates, self.memo.limit)
         if job is None:
             chosen = candidates
         else:
@@ -560,7 +560,7 @@ class PolicySet(tuple[Mapping[str, "Any"], ...]):
         effective = self._combined.get(selection)
         if effective is None:
             effective = combine(chosen, namespace)
-            remember(self._combined, selection, effective, self.MEMO_LIMIT)
+            remember(self._combined, selection, effective, self.memo.limit)
         return effective
 
     def _resolve_afresh(

@@ -82,7 +82,7 @@ def test_a_job_with_unhashable_labels_is_still_resolved() -> None:
 
 def test_the_memo_is_bounded() -> None:
     policy_set = PolicySet(POLICIES)
-    policy_set.MEMO_LIMIT = policy_set.memo.limit = 3
+    policy_set.memo.limit = 3  # the one bound of all three memos
     for index in range(10):
         policy_set.effective("team-a", {"tier": f"prod-{index}"}, kubedl())
     assert all(len(memo) <= 3 for memo in (policy_set.memo.entries, policy_set._in_namespace, policy_set._combined))
