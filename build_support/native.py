@@ -51,6 +51,8 @@ SHARED_COMPILED_MODULES = (
     "jobgate.rules.podtemplate",
     "jobgate.rules.replicajobs",
     "jobgate.engine.review",
+    # What a review knows: compiled, the rules read its attributes directly, not by attribute lookup.
+    "jobgate.engine.context",
     # Platform policy's per-review checks (resolution is remembered; these run for every job).
     "jobgate.policy.check",
     "jobgate.policy.gpu",

@@ -69,6 +69,7 @@ from jobgate.policy.fieldmap import (
 )
 from jobgate.policy.gpu import QuantityError, format_gpus, gpu_weight, is_fraction, parse_quantity, pod_gpus
 from jobgate.policy.images import name_allowed, normalise_image
+from jobgate.policy.memo import Resolution
 from jobgate.policy.resolve import ACTION_RANK, EffectivePolicy, Sourced
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING, without importing typing at run time (start-up)
@@ -626,6 +627,10 @@ class _Plan:
             rare.update((_INITS, _EPHEMERAL))
         self.rare_pod_fields = frozenset(rare)
         self.not_gpus: set[str] = set()  # resource names that weigh nothing under this policy
+        # The effective policy's weights of GPU resources (shared with its other plans, filled as
+        # names are met) and the list they come from, read here without the policy's attributes.
+        self.gpu_weights: dict[str, Any] = eff.gpu_weights
+        self.gpu_resources: Any = eff.gpu_resources
         # Defaults: (field, value, locator) of each field given one that the kind has, in the order
         # they are written; then the labels, the Kueue one last (it beats a same-key defaults.labels).
         self.defaults: list[tuple[str, Any, Any]] = []
@@ -708,7 +713,7 @@ class _Plan:
             node[leaf] = value
         return root
 
-    def clean(self, job: dict[str, Any], kmap: KindMap, eff: EffectivePolicy) -> bool:
+    def clean(self, job: dict[str, Any], kmap: KindMap) -> bool:
         """True when the checks would find nothing in ``job``; False when they may (they then decide)."""
         if not self.usable:
             return False
@@ -744,7 +749,7 @@ class _Plan:
             if self.max_role is not None and largest > self.max_role:
                 return False
             replicas += largest
-            pod = self._pod(template, eff)
+            pod = self._pod(template)
             if pod is None or (self.max_pod_gpus is not None and pod > self.max_pod_gpus):
                 return False
             if pod:
@@ -753,7 +758,7 @@ class _Plan:
             return False
         return not (self.max_job_gpus is not None and gpus > self.max_job_gpus)
 
-    def _pod(self, template: dict[str, Any] | None, eff: EffectivePolicy) -> Amount | None:
+    def _pod(self, template: dict[str, Any] | None) -> Amount | None:
         """The weighted GPUs of a clean pod template (0 when the policy counts none), as
         :func:`pod_gpus` counts them; None when the template may have a finding, or has more than
         app containers to count (init containers, sidecars, overhead): the checks then decide."""
@@ -813,7 +818,7 @@ class _Plan:
                     if isinstance(resources, Mapping):
                         return None
                     continue
-                own = self._requests(resources, eff.gpu_weights, eff, self.not_gpus)
+                own = self._requests(resources)
                 if own is None:
                     return None
                 gpus += own
@@ -852,13 +857,9 @@ class _Plan:
         self.images[image] = known
         return known
 
-    @staticmethod
-    def _requests(
-        resources: dict[str, Any], weights: dict[str, Any], eff: EffectivePolicy, not_gpus: set[str]
-    ) -> Amount | None:
+    def _requests(self, resources: dict[str, Any]) -> Amount | None:
         """One container's weighted GPUs: per resource ``requests``, else ``limits``; None when
-        something cannot be counted. ``not_gpus``: names known to weigh nothing (cpu, memory, ...),
-        which most containers ask for alone."""
+        something cannot be counted."""
         if resources.get("claims"):
             return None
         requests = resources.get("requests")
@@ -866,32 +867,46 @@ class _Plan:
         if (requests is not None and type(requests) is not dict) or (limits is not None and type(limits) is not dict):
             return None
         total: Amount = 0
-        for source in (requests, limits):
-            if not source:
+        if requests:
+            own = self._weighed(requests, None)
+            if own is None:
+                return None
+            total = own
+        if limits:
+            own = self._weighed(limits, requests or None)
+            if own is None:
+                return None
+            if own:
+                total += own
+        return total
+
+    def _weighed(self, source: dict[str, Any], counted: dict[str, Any] | None) -> Amount | None:
+        """The weighted GPUs of one ``requests`` or ``limits`` map, but for the names in ``counted``
+        (a limit of a requested resource); None when one cannot be counted. Most containers ask only
+        for names that weigh nothing (cpu, memory, ...): ``not_gpus`` remembers them."""
+        not_gpus = self.not_gpus
+        total: Amount = 0
+        for name, raw in source.items():
+            if name in not_gpus or (counted is not None and name in counted):
                 continue
-            for name, raw in source.items():
-                if name in not_gpus:
-                    continue
-                if source is limits and requests and name in requests:
-                    continue  # requests count, else limits
-                weight = weights.get(name, _UNSET)
-                if weight is _UNSET:
-                    if type(name) is not str:
-                        return None
-                    weight = gpu_weight(name, eff.gpu_resources)
-                    weights[name] = weight
-                if weight is None:
-                    if len(not_gpus) >= _IMAGE_MEMO_LIMIT:
-                        not_gpus.clear()
-                    not_gpus.add(name)
-                    continue
-                if type(raw) is int:
-                    total += raw * weight
-                    continue
-                try:
-                    total += parse_quantity(raw) * weight
-                except QuantityError:
+            weight = self.gpu_weights.get(name, _UNSET)
+            if weight is _UNSET:
+                if type(name) is not str:
                     return None
+                weight = gpu_weight(name, self.gpu_resources)
+                self.gpu_weights[name] = weight
+            if weight is None:
+                if len(not_gpus) >= _IMAGE_MEMO_LIMIT:
+                    not_gpus.clear()
+                not_gpus.add(name)
+                continue
+            if type(raw) is int:
+                total += raw * weight
+                continue
+            try:
+                total += parse_quantity(raw) * weight
+            except QuantityError:
+                return None
         return total
 
 
@@ -1318,18 +1333,17 @@ def _op(key: str, container: str) -> str:
     return f'"replace" if {key!r} in {container} else "add"'
 
 
-def defaults_writer(family: str, effective: EffectivePolicy, kmap: KindMap | None) -> Any:
-    """What writes the plan's defaults into a copy of a job (``write(job, ops)``): in pure Python its
-    :func:`specialised_writer` once written out, None before (the caller then writes
-    :func:`policy_defaults`' operations, which count towards writing it out); compiled, the plan's
-    ``write_fixed``. None for defaults that are not all at fixed paths."""
-    if kmap is None or kmap.family != family:
-        return None
-    plan = _plan(effective, kmap)
-    if plan.fast_write is not None:
-        return plan.fast_write
+def written_defaults(plan: _Plan, job: dict[str, Any], ops: list[dict[str, Any]] | None) -> dict[str, Any] | None:
+    """``job`` with the plan's defaults written into copies, each operation recorded in ``ops`` (unless
+    None) as a ``PatchRecorder`` records it: in pure Python by its :func:`specialised_writer` once
+    written out, compiled by the plan's ``write_fixed``. None when neither applies (before the plan is
+    written out, or for defaults that are not all at fixed paths): the caller then writes
+    :func:`policy_defaults`' operations, which count towards writing it out."""
+    fast = plan.fast_write
+    if fast is not None:
+        return fast(job, ops)  # type: ignore[no-any-return]
     if not _SPECIALISE and plan.fixed_writes is not None:
-        return plan.write_fixed
+        return plan.write_fixed(job, ops)
     return None
 
 
@@ -1347,6 +1361,17 @@ def _plan(eff: EffectivePolicy, kmap: KindMap) -> _Plan:
     if plan is None:
         plan = eff.plans[id(kmap)] = _Plan(eff, kmap)
     return plan
+
+
+def resolved_plan(resolution: Resolution) -> _Plan:
+    """The plan of a memo's resolution (its effective policy for its kind, which jobgate serves: a
+    ``kmap``), kept in it: a review reads it there without a lookup."""
+    plan = resolution.plan
+    if plan is None:
+        kmap = resolution.kmap
+        assert kmap is not None, "a kind jobgate does not serve has no plan"
+        plan = resolution.plan = _plan(resolution.effective, kmap)
+    return plan  # type: ignore[no-any-return]
 
 
 def _specialise(plan: _Plan, kmap: KindMap, eff: EffectivePolicy) -> Any:
@@ -1371,20 +1396,23 @@ def policy_findings(
     family: str,
     effective: EffectivePolicy,
     kmap: KindMap | None = None,
+    *,
+    plan: _Plan | None = None,
 ) -> list[PolicyFinding]:
     """Every finding of ``effective`` on ``job``; on UPDATE (``old_job``), minus the existing violations
     the policies allow (see the module docstring). ``family`` must be the job's family (a mismatch
-    finds nothing: the caller dispatched on group and kind). ``kmap``: ``kind_map(job)``, when the
-    caller has it."""
+    finds nothing: the caller dispatched on group and kind). ``kmap``: ``kind_map(job)``, and
+    ``plan``: the plan of ``effective`` for it, when the caller has them."""
     if kmap is None:
         kmap = kind_map(job)
     if kmap is None or kmap.family != family:
         return []
-    plan = _plan(effective, kmap)
+    if plan is None:
+        plan = _plan(effective, kmap)
     fast = plan.fast
     if fast is None and _SPECIALISE:
         fast = _specialise(plan, kmap, effective)
-    if fast(job) if fast is not None else plan.clean(job, kmap, effective):
+    if fast(job) if fast is not None else plan.clean(job, kmap):
         return []  # nothing to report, whatever the old job had
     found = _all_findings(job, effective)
     if old_job is None or not found:
@@ -1406,15 +1434,21 @@ def policy_findings(
 
 
 def policy_defaults(
-    job: dict[str, Any], family: str, effective: EffectivePolicy, kmap: KindMap | None = None
+    job: dict[str, Any],
+    family: str,
+    effective: EffectivePolicy,
+    kmap: KindMap | None = None,
+    *,
+    plan: _Plan | None = None,
 ) -> list[tuple[list[str | int], object]]:
     """(path segments, value) to set on CREATE, only where the job leaves the field unset (``kmap``:
-    ``kind_map(job)``, when the caller has it)."""
+    ``kind_map(job)``, and ``plan``: the plan of ``effective`` for it, when the caller has them)."""
     if kmap is None:
         kmap = kind_map(job)
     if kmap is None or kmap.family != family:
         return []
-    plan = _plan(effective, kmap)
+    if plan is None:
+        plan = _plan(effective, kmap)
     if plan.fast is None and _SPECIALISE:
         _specialise(plan, kmap, effective)  # a /mutate review calls this alone: it counts too
     return _defaults(job, kmap, plan)

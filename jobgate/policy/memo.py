@@ -9,10 +9,14 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
+from jobgate.policy.fieldmap import kind_map
+
 TYPE_CHECKING = False  # typing.TYPE_CHECKING, without importing typing at run time (start-up)
 if TYPE_CHECKING:
     from collections.abc import Callable, Hashable
     from typing import Any
+
+    from jobgate.policy.fieldmap import KindMap
 
     # What is resolved and remembered: resolve's EffectivePolicy (Any here: resolve imports this module).
     Resolver = Callable[[str, Mapping[str, str] | None, Mapping[str, Any] | None], Any]
@@ -38,16 +42,23 @@ def labels_key(labels: object, keys: tuple[str, ...] | None) -> Hashable:
 
 def match_key(job: object, keys: tuple[str, ...] | None) -> Hashable:
     """What ``spec.match`` reads of a job: its kind (families and kinds) and its labels (objectSelector)."""
-    if not isinstance(job, dict):
-        if not isinstance(job, Mapping):
-            return None
-        job = dict(job)
+    job = _as_dict(job)
+    if job is None:
+        return None
+    return (job.get("apiVersion"), job.get("kind"), labels_key(_labels(job), keys))
+
+
+def _as_dict(job: object) -> dict[str, Any] | None:
+    if isinstance(job, dict):
+        return job
+    return dict(job) if isinstance(job, Mapping) else None  # never a review's (parsed JSON)
+
+
+def _labels(job: dict[str, Any]) -> object:
     metadata = job.get("metadata")
     if isinstance(metadata, dict):  # before the ABC check, and so that the compiled get is a dict's
-        labels = metadata.get("labels")
-    else:
-        labels = metadata.get("labels") if isinstance(metadata, Mapping) else None
-    return (job.get("apiVersion"), job.get("kind"), labels_key(labels, keys))
+        return metadata.get("labels")
+    return metadata.get("labels") if isinstance(metadata, Mapping) else None
 
 
 def remember(memo: dict[Any, Any], key: Any, value: Any, limit: int) -> None:
@@ -55,6 +66,20 @@ def remember(memo: dict[Any, Any], key: Any, value: Any, limit: int) -> None:
     if len(memo) >= limit:
         memo.clear()
     memo[key] = value
+
+
+class Resolution:
+    """What the memo holds for a key: its effective policy (``resolve``'s), the field map of the job's
+    kind (the key holds the job's apiVersion and kind, all ``kind_map`` reads), and ``plan``, what the
+    checks make of the two, left to them to fill (``jobgate.policy.check.resolved_plan``). A review
+    looks up this one object and reads the three without another lookup."""
+
+    __slots__ = ("effective", "kmap", "plan")
+
+    def __init__(self, effective: Any, kmap: KindMap | None) -> None:
+        self.effective = effective
+        self.kmap = kmap
+        self.plan: Any = None
 
 
 class ResolutionMemo:
@@ -76,18 +101,37 @@ class ResolutionMemo:
         self.resolve = resolve
         self.resolve_afresh = resolve_afresh
         self.limit = limit
-        self.entries: dict[Hashable, Any] = {}
+        self.entries: dict[Hashable, Resolution] = {}
 
     def effective(
         self, namespace: str, namespace_labels: Mapping[str, str] | None, job: Mapping[str, Any] | None
     ) -> Any:
+        return self.resolution(namespace, namespace_labels, job).effective
+
+    def resolution(
+        self, namespace: str, namespace_labels: Mapping[str, str] | None, job: Mapping[str, Any] | None
+    ) -> Resolution:
+        as_dict = _as_dict(job)
         try:
-            key = (namespace, labels_key(namespace_labels, self.namespace_keys), match_key(job, self.object_keys))
+            # One flat tuple (no match_key inside): a nested one costs every review a second
+            # allocation, hash and comparison.
+            if as_dict is None:
+                key: Hashable = (namespace, labels_key(namespace_labels, self.namespace_keys))
+            else:
+                key = (
+                    namespace,
+                    labels_key(namespace_labels, self.namespace_keys),
+                    as_dict.get("apiVersion"),
+                    as_dict.get("kind"),
+                    labels_key(_labels(as_dict), self.object_keys),
+                )
             found = self.entries.get(key)
         except TypeError:
-            return self.resolve_afresh(namespace, namespace_labels, job)
+            kmap = kind_map(as_dict) if as_dict is not None else None
+            return Resolution(self.resolve_afresh(namespace, namespace_labels, job), kmap)
         if found is None:
-            found = self.resolve(namespace, namespace_labels, job)
+            kmap = kind_map(as_dict) if as_dict is not None else None
+            found = Resolution(self.resolve(namespace, namespace_labels, job), kmap)
             remember(self.entries, key, found, self.limit)
         return found
 

@@ -16,9 +16,16 @@ from __future__ import annotations
 from jobgate.engine.context import CREATE, ReviewContext
 from jobgate.engine.fielderrors import ErrorType, FieldError
 from jobgate.engine.jsonpatch import NO_PATCH, PatchRecorder, escape_pointer_token
-from jobgate.policy.check import PolicyFinding, defaults_writer, policy_defaults, policy_findings
-from jobgate.policy.fieldmap import KindMap, kind_map
-from jobgate.policy.resolve import EffectivePolicy, PolicySet, effective_policy
+from jobgate.policy.check import (
+    PolicyFinding,
+    policy_defaults,
+    policy_findings,
+    resolved_plan,
+    written_defaults,
+)
+from jobgate.policy.fieldmap import kind_map
+from jobgate.policy.memo import Resolution
+from jobgate.policy.resolve import PolicySet, effective_policy
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING, without importing typing at run time (start-up)
 if TYPE_CHECKING:
@@ -27,8 +34,8 @@ if TYPE_CHECKING:
 _ERROR_TYPES = {error_type.text: error_type for error_type in ErrorType}
 
 
-def effective_for(job: dict[str, Any], context: ReviewContext) -> EffectivePolicy | None:
-    """The job's effective policy, or None when the review carries no policies."""
+def resolution_for(job: dict[str, Any], context: ReviewContext) -> Resolution | None:
+    """The job's effective policy with its kind's field map, or None when the review carries no policies."""
     policies = context.policies
     if policies is None:
         return None
@@ -37,8 +44,9 @@ def effective_for(job: dict[str, Any], context: ReviewContext) -> EffectivePolic
     if type(namespace) is not str or not namespace:
         namespace = namespace if isinstance(namespace, str) and namespace else context.namespace or "default"
     if type(policies) is PolicySet:  # the webhook's and the offline command's: its memo, compiled
-        return policies.memo.effective(namespace, context.namespace_labels, job)
-    return effective_policy(policies, namespace, context.namespace_labels, job)
+        return policies.memo.resolution(namespace, context.namespace_labels, job)
+    effective = effective_policy(policies, namespace, context.namespace_labels, job)
+    return Resolution(effective, kind_map(job))
 
 
 def with_policy_defaults(
@@ -56,42 +64,41 @@ class PolicyReview:
     defaulted job selects the same policies (the labels selectors read unchanged), so that a review
     resolves it once."""
 
-    __slots__ = ("context", "effective", "family", "kmap", "received")
+    __slots__ = ("context", "family", "received", "resolution")
 
     def __init__(self, family: str, context: ReviewContext) -> None:
         self.family = family
         self.context = context
-        self.effective: EffectivePolicy | None = None
+        # The effective policy, the kind's field map and their plan, as resolved for the defaults.
+        self.resolution: Resolution | None = None
         self.received: dict[str, Any] | None = None
-        # The kind's field map: the defaults never change the apiVersion or kind.
-        self.kmap: KindMap | None = None
 
     def defaults(self, obj: dict[str, Any], recorder: PatchRecorder) -> dict[str, Any]:
         """``obj`` with its effective policy's defaults (CREATE only), each change recorded; ``obj``
         itself is not modified."""
         if self.context.operation != CREATE or not isinstance(obj, dict):
             return obj
-        effective = effective_for(obj, self.context)
-        if effective is None:
+        resolution = resolution_for(obj, self.context)
+        if resolution is None:
             return obj
-        self.effective, self.received = effective, obj
-        if not effective.policies:  # none applies here: nothing to write (most namespaces, most jobs)
+        self.resolution, self.received = resolution, obj
+        effective, kmap = resolution.effective, resolution.kmap
+        # None applies here (most namespaces, most jobs), or not to this family: nothing to write.
+        if not effective.policies or kmap is None or kmap.family != self.family:
             return obj
-        self.kmap = kmap = kind_map(obj)
-        write = defaults_writer(self.family, effective, kmap)
-        if write is not None:
+        plan = resolved_plan(resolution)
+        if recorder is NO_PATCH or type(recorder) is PatchRecorder:
             # The plan's defaults written out: the same copies and recorded operations as below.
-            if recorder is NO_PATCH:
-                return write(obj, None)  # type: ignore[no-any-return]
-            if type(recorder) is PatchRecorder:
-                return write(obj, recorder.ops)  # type: ignore[no-any-return]
-        return write_defaults(obj, policy_defaults(obj, self.family, effective, kmap), recorder)
+            written = written_defaults(plan, obj, None if recorder is NO_PATCH else recorder.ops)
+            if written is not None:
+                return written
+        return write_defaults(obj, policy_defaults(obj, self.family, effective, kmap, plan=plan), recorder)
 
     def judge(self, defaulted: dict[str, Any], old: dict[str, Any] | None) -> PolicyVerdict | None:
         """The policies' verdict on the job as it will be stored; None when they have nothing to say."""
-        effective, received, policies = self.effective, self.received, self.context.policies
-        reusable = (
-            effective is not None
+        resolution, received, policies = self.resolution, self.received, self.context.policies
+        if not (
+            resolution is not None
             and received is not None
             and type(policies) is PolicySet
             and (
@@ -99,10 +106,9 @@ class PolicyReview:
                 or _selection_untouched(received, defaulted)
                 or policies.memo.selects_alike(received, defaulted)
             )
-        )
-        return judge(
-            self.family, defaulted, old, self.context, effective=effective if reusable else None, kmap=self.kmap
-        )
+        ):
+            return judge(self.family, defaulted, old, self.context)
+        return verdict(self.family, resolution, defaulted, old)
 
 
 def write_defaults(
@@ -171,36 +177,35 @@ class PolicyVerdict:
 
 
 def judge(
-    family: str,
-    defaulted: dict[str, Any],
-    old: dict[str, Any] | None,
-    context: ReviewContext,
-    *,
-    effective: EffectivePolicy | None = None,
-    kmap: KindMap | None = None,
+    family: str, defaulted: dict[str, Any], old: dict[str, Any] | None, context: ReviewContext
 ) -> PolicyVerdict | None:
     """The policies' verdict on the job as it will be stored; None when they have nothing to say
-    (the review carries no policies, or the job breaks none). ``effective``: the job's effective
-    policy when the caller has it (resolved for this job); ``kmap``: its kind's field map, when the
-    caller has it."""
-    if effective is None:
-        effective = effective_for(defaulted, context)
-    if effective is None or not effective.policies:
+    (the review carries no policies, or the job breaks none)."""
+    resolution = resolution_for(defaulted, context)
+    return verdict(family, resolution, defaulted, old) if resolution is not None else None
+
+
+def verdict(
+    family: str, resolution: Resolution, defaulted: dict[str, Any], old: dict[str, Any] | None
+) -> PolicyVerdict | None:
+    """The verdict of the resolved policies on the job as it will be stored; None when the job breaks none."""
+    effective, kmap = resolution.effective, resolution.kmap
+    if not effective.policies or kmap is None or kmap.family != family:
         return None
-    found = policy_findings(defaulted, old, family, effective, kmap)
+    found = policy_findings(defaulted, old, family, effective, kmap, plan=resolved_plan(resolution))
     if not found:
         return None
-    verdict = PolicyVerdict()
+    judged = PolicyVerdict()
     for finding in found:
         if finding.action == "Deny":
             error = field_error(finding)
-            verdict.errors.append(error)
-            verdict.rules[id(error)] = finding.rule
+            judged.errors.append(error)
+            judged.rules[id(error)] = finding.rule
         elif finding.action == "Warn":
-            verdict.warnings.append(finding.text())
+            judged.warnings.append(finding.text())
         else:
-            verdict.audit.append(finding.text())
-    return verdict
+            judged.audit.append(finding.text())
+    return judged
 
 
 def field_error(finding: PolicyFinding) -> FieldError:

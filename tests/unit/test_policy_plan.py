@@ -182,7 +182,7 @@ def test_clean_means_no_finding(policies: list[dict[str, Any]]) -> None:
         assert kmap is not None
         eff = effective_policy(policies, "ns", {}, job)
         plan = _plan(eff, kmap)
-        clean = plan.clean(job, kmap, eff)
+        clean = plan.clean(job, kmap)
         if clean:
             cleaned += 1
             assert _all_findings(job, eff) == [], job
@@ -208,11 +208,11 @@ def test_bench_job_is_clean_under_the_bench_set() -> None:
     kmap = kind_map(job)
     assert kmap is not None and len(eff.policies) == 10
     job["spec"]["ttlSecondsAfterFinished"] = 3600  # the set's default, written before the checks
-    assert _plan(eff, kmap).clean(job, kmap, eff)
+    assert _plan(eff, kmap).clean(job, kmap)
     fast = specialised_clean(_plan(eff, kmap), kmap, eff)
     assert fast(job)
     job["spec"]["tfReplicaSpecs"]["Worker"]["template"]["spec"]["hostIPC"] = True
-    assert not _plan(eff, kmap).clean(job, kmap, eff)
+    assert not _plan(eff, kmap).clean(job, kmap)
     assert not fast(job)
     assert [f.rule for f in _all_findings(job, eff)] == ["policy/forbid-hostipc"]
 

@@ -132,6 +132,29 @@ def test_memo_keys_hold_only_the_labels_selectors_read() -> None:
     assert PolicySet(ODD).memo.object_keys is None
 
 
+def test_a_resolution_holds_the_kinds_field_map_and_keeps_its_plan() -> None:
+    """A review reads the effective policy, the field map of the job's kind and their plan from the one
+    entry the memo looked up: the map is the job's ``kind_map``, and the plan is made once and kept."""
+    from jobgate.policy.check import _plan, resolved_plan
+    from jobgate.policy.fieldmap import kind_map
+
+    policy_set = PolicySet(POLICIES)
+    for job in (kubedl(), labelled(kubedl(), {"team": "vision"}), kubeflow(), volcano()):
+        resolution = policy_set.memo.resolution("team-a", {"tier": "research"}, job)
+        assert resolution is policy_set.memo.resolution("team-a", {"tier": "research"}, job)
+        assert resolution.effective is policy_set.effective("team-a", {"tier": "research"}, job)
+        assert resolution.kmap is kind_map(job)
+        plan = resolved_plan(resolution)
+        assert plan is resolution.plan is _plan(resolution.effective, kind_map(job))
+        assert resolved_plan(resolution) is plan
+    unserved = {"apiVersion": "example.com/v1", "kind": "Job", "metadata": {"name": "x"}}
+    resolution = policy_set.memo.resolution("team-a", None, unserved)
+    assert resolution.kmap is None and resolution.plan is None
+    # A job whose labels cannot be hashed is resolved afresh, with its kind's map all the same.
+    odd = labelled(kubedl(), {"team": ["vision"]})
+    assert policy_set.memo.resolution("team-a", None, odd).kmap is kind_map(odd)
+
+
 def test_remembered_resolutions_equal_fresh_ones_whatever_the_selectors_read() -> None:
     namespaces = [*NAMESPACES, ("team-a", {"tier": "research", "zone": "a"}), ("other", {"zone": "b"})]
     extra = [labelled(kubedl(), {"cost": "1"}), labelled(kubedl(), {"cost": "1", "team": "vision"})]
