@@ -60,9 +60,9 @@ def with_policy_defaults(
 class PolicyReview:
     """The policies' part of one review: their defaults, then their verdict on the job as defaulted.
 
-    It keeps the effective policy it resolved for the defaults and gives it to the verdict when the
-    defaulted job selects the same policies (the labels selectors read unchanged), so that a review
-    resolves it once."""
+    It keeps what it resolved for the defaults (the memo's entry: the effective policy, the kind's
+    field map, their plan) and gives it to the verdict when the defaulted job selects the same
+    policies (the labels selectors read unchanged), so that a review resolves once."""
 
     __slots__ = ("context", "family", "received", "resolution")
 
