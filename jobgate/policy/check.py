@@ -1063,7 +1063,7 @@ class _Source:
         self.add(indent + 3, "return False")
 
 
-def specialised_clean(plan: _Plan, kmap: KindMap, eff: EffectivePolicy) -> Any:
+def specialised_clean(plan: _Plan, kmap: KindMap) -> Any:
     """``plan.clean`` for this plan's jobs, as one function of the job (see above)."""
     if not plan.usable:
         return lambda job: False
@@ -1076,8 +1076,8 @@ def specialised_clean(plan: _Plan, kmap: KindMap, eff: EffectivePolicy) -> Any:
         _UNSET=_UNSET,
         _images=plan.images,
         _image_allowed=plan.image_allowed,
-        _weights=eff.gpu_weights,
-        _resources=eff.gpu_resources,
+        _weights=plan.gpu_weights,
+        _resources=plan.gpu_resources,
         _gpu_weight=gpu_weight,
         _parse_quantity=parse_quantity,
         _QuantityError=QuantityError,
@@ -1374,11 +1374,11 @@ def resolved_plan(resolution: Resolution) -> _Plan:
     return plan  # type: ignore[no-any-return]
 
 
-def _specialise(plan: _Plan, kmap: KindMap, eff: EffectivePolicy) -> Any:
+def _specialise(plan: _Plan, kmap: KindMap) -> Any:
     """Count a call served by ``plan``; write the plan out at the SPECIALISE_AFTER-th. ``plan.fast``."""
     plan.uses += 1
     if plan.uses >= SPECIALISE_AFTER:
-        plan.fast = specialised_clean(plan, kmap, eff)
+        plan.fast = specialised_clean(plan, kmap)
         plan.fast_write = specialised_writer(plan)
     return plan.fast
 
@@ -1411,7 +1411,7 @@ def policy_findings(
         plan = _plan(effective, kmap)
     fast = plan.fast
     if fast is None and _SPECIALISE:
-        fast = _specialise(plan, kmap, effective)
+        fast = _specialise(plan, kmap)
     if fast(job) if fast is not None else plan.clean(job, kmap):
         return []  # nothing to report, whatever the old job had
     found = _all_findings(job, effective)
@@ -1450,7 +1450,7 @@ def policy_defaults(
     if plan is None:
         plan = _plan(effective, kmap)
     if plan.fast is None and _SPECIALISE:
-        _specialise(plan, kmap, effective)  # a /mutate review calls this alone: it counts too
+        _specialise(plan, kmap)  # a /mutate review calls this alone: it counts too
     return _defaults(job, kmap, plan)
 
 

@@ -189,7 +189,7 @@ def test_clean_means_no_finding(policies: list[dict[str, Any]]) -> None:
             assert policy_findings(job, copy.deepcopy(job), kmap.family, eff) == []
         # The plan written out as source (the pure Python engine's): never cleaner than the plan,
         # and as clean on every job with a spec object.
-        fast = specialised_clean(_Plan(eff, kmap), kmap, eff)
+        fast = specialised_clean(_Plan(eff, kmap), kmap)
         if fast(job):
             fast_cleaned += 1
             assert clean, (fast.source if hasattr(fast, "source") else fast, job)
@@ -209,7 +209,7 @@ def test_bench_job_is_clean_under_the_bench_set() -> None:
     assert kmap is not None and len(eff.policies) == 10
     job["spec"]["ttlSecondsAfterFinished"] = 3600  # the set's default, written before the checks
     assert _plan(eff, kmap).clean(job, kmap)
-    fast = specialised_clean(_plan(eff, kmap), kmap, eff)
+    fast = specialised_clean(_plan(eff, kmap), kmap)
     assert fast(job)
     job["spec"]["tfReplicaSpecs"]["Worker"]["template"]["spec"]["hostIPC"] = True
     assert not _plan(eff, kmap).clean(job, kmap)
