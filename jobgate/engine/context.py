@@ -14,7 +14,7 @@ if TYPE_CHECKING:
     from collections.abc import Mapping, Sequence
     from typing import Any
 
-    from jobgate.engine.views import ClusterViews, QueueView
+    from jobgate.engine.views import ClusterViews, DeviceView, QueueView
 
 CREATE = "CREATE"
 UPDATE = "UPDATE"
@@ -32,6 +32,7 @@ class ReviewContext:
     """
 
     __slots__ = (
+        "devices",
         "dry_run",
         "groups",
         "namespace",
@@ -54,6 +55,7 @@ class ReviewContext:
         dry_run: bool = False,
         queues: QueueView | None = None,
         policies: Sequence[Mapping[str, Any]] | None = None,
+        devices: DeviceView | None = None,
     ) -> None:
         self.operation = operation
         self.namespace = namespace
@@ -67,6 +69,9 @@ class ReviewContext:
         # The platform policies (ClusterTrainingJobPolicy, TrainingJobPolicy objects) that may apply;
         # None: policy enforcement is off for this review (no view of them), () none exist.
         self.policies = policies
+        # DRA objects (resource.k8s.io/v1 claim templates, claims, device classes); None: no view,
+        # so a count that needs one cannot be made.
+        self.devices = devices
         self.skipped: set[str] = set()
 
     def __repr__(self) -> str:
@@ -96,4 +101,5 @@ def context_for(
         dry_run=dry_run,
         queues=views.queues,
         policies=policies.policies() if policies is not None else None,
+        devices=views.devices,
     )

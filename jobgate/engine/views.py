@@ -122,6 +122,80 @@ class PolicySnapshot:
         return labels
 
 
+class DeviceView(Protocol):
+    """Read-only view of the cluster's DRA objects (``resource.k8s.io/v1``) that GPU counting reads.
+
+    Each read returns the object as stored (a plain mapping), or None when the view has no such
+    object: the caller tells "not there" from "no view at all" by the view itself being None.
+    """
+
+    def claim_template(self, namespace: str, name: str) -> Mapping[str, Any] | None: ...
+
+    def claim(self, namespace: str, name: str) -> Mapping[str, Any] | None: ...
+
+    def device_class(self, name: str) -> Mapping[str, Any] | None: ...
+
+    def extended_resource_classes(self) -> Mapping[str, str]:
+        """Each DeviceClass's ``spec.extendedResourceName`` mapped to the class's name."""
+        ...
+
+
+# The kinds a DeviceView holds, by apiVersion group.
+DRA_GROUP = "resource.k8s.io"
+DRA_KINDS = ("ResourceClaimTemplate", "ResourceClaim", "DeviceClass")
+
+
+class DeviceSnapshot:
+    """A ``DeviceView`` over DRA objects given at once (``--cluster-objects``, tests).
+
+    Objects of another kind, or without a name, are ignored; a namespaced object without a
+    namespace is taken as in ``default_namespace`` (as kubectl would create it).
+    """
+
+    __slots__ = ("_claims", "_classes", "_extended", "_templates")
+
+    def __init__(self, objects: Sequence[Mapping[str, Any]], default_namespace: str = "default") -> None:
+        self._templates: dict[tuple[str, str], Mapping[str, Any]] = {}
+        self._claims: dict[tuple[str, str], Mapping[str, Any]] = {}
+        self._classes: dict[str, Mapping[str, Any]] = {}
+        self._extended: dict[str, str] = {}
+        for obj in objects:
+            self.add(obj, default_namespace)
+
+    def add(self, obj: Mapping[str, Any], default_namespace: str = "default") -> None:
+        """Take one object (a DRA kind; anything else is ignored)."""
+        metadata = obj.get("metadata")
+        name = metadata.get("name") if isinstance(metadata, dict) else None
+        if not isinstance(name, str) or not name:
+            return
+        kind = obj.get("kind")
+        if kind == "DeviceClass":
+            self._classes[name] = obj
+            spec = obj.get("spec")
+            extended = spec.get("extendedResourceName") if isinstance(spec, dict) else None
+            if isinstance(extended, str) and extended:
+                self._extended[extended] = name
+            return
+        namespace = metadata.get("namespace") if isinstance(metadata, dict) else None
+        key = (namespace if isinstance(namespace, str) and namespace else default_namespace, name)
+        if kind == "ResourceClaimTemplate":
+            self._templates[key] = obj
+        elif kind == "ResourceClaim":
+            self._claims[key] = obj
+
+    def claim_template(self, namespace: str, name: str) -> Mapping[str, Any] | None:
+        return self._templates.get((namespace, name))
+
+    def claim(self, namespace: str, name: str) -> Mapping[str, Any] | None:
+        return self._claims.get((namespace, name))
+
+    def device_class(self, name: str) -> Mapping[str, Any] | None:
+        return self._classes.get(name)
+
+    def extended_resource_classes(self) -> Mapping[str, str]:
+        return self._extended
+
+
 class ClusterViews:
     """The views a transport holds for its reviews, each None until it has one.
 
@@ -129,12 +203,18 @@ class ClusterViews:
     as its caches sync; each review copies what it needs into its ``ReviewContext``.
     """
 
-    __slots__ = ("default_namespace", "policies", "queues")
+    __slots__ = ("default_namespace", "devices", "policies", "queues")
 
     def __init__(
-        self, queues: QueueView | None = None, policies: PolicyView | None = None, default_namespace: str = "default"
+        self,
+        queues: QueueView | None = None,
+        policies: PolicyView | None = None,
+        default_namespace: str = "default",
+        devices: DeviceView | None = None,
     ) -> None:
         self.queues = queues
         self.policies = policies
+        # DRA objects (claim templates, claims, device classes) that GPU counting reads.
+        self.devices = devices
         # The namespace of a job that names none (offline: kubectl's, ``--namespace``).
         self.default_namespace = default_namespace
