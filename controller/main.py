@@ -40,10 +40,30 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--namespace", help="reconcile jobs of this namespace only (default: all)")
     parser.add_argument("--leader-elect", action="store_true", help="act only while holding the Lease")
     parser.add_argument("--lease-namespace", help="namespace of the Lease (default: the pod's, else --namespace)")
-    parser.add_argument("--lease-name", default="jobgate-controller")
-    parser.add_argument("--lease-duration", type=float, default=15.0, metavar="SECONDS")
-    parser.add_argument("--renew-deadline", type=float, default=10.0, metavar="SECONDS")
-    parser.add_argument("--retry-period", type=float, default=2.0, metavar="SECONDS")
+    parser.add_argument(
+        "--lease-name", default="jobgate-controller", help="name of the Lease (default: jobgate-controller)"
+    )
+    parser.add_argument(
+        "--lease-duration",
+        type=float,
+        default=15.0,
+        metavar="SECONDS",
+        help="how long others wait after the last renewal before taking the Lease (default 15)",
+    )
+    parser.add_argument(
+        "--renew-deadline",
+        type=float,
+        default=10.0,
+        metavar="SECONDS",
+        help="the leader steps down when it could not renew for this long (default 10)",
+    )
+    parser.add_argument(
+        "--retry-period",
+        type=float,
+        default=2.0,
+        metavar="SECONDS",
+        help="how often to try to take or renew the Lease (default 2)",
+    )
     parser.add_argument("--workers", type=int, default=16, help="jobs reconciled concurrently (default 16)")
     parser.add_argument("--resync", type=float, default=300.0, metavar="SECONDS", help="full resync period")
     parser.add_argument("--identity", help="leader-election identity (default: host name, pid and a random tag)")
@@ -68,8 +88,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         metavar="PORT",
         help="serve Prometheus metrics (jobgate_policy_violations) on this port (default 0: not served)",
     )
-    parser.add_argument("--log-format", choices=("text", "json"), default="text")
-    parser.add_argument("--log-level", choices=("debug", "info", "warning", "error"), default="info")
+    parser.add_argument("--log-format", choices=("text", "json"), default="text", help="log lines as text or JSON")
+    parser.add_argument(
+        "--log-level", choices=("debug", "info", "warning", "error"), default="info", help="least severe level logged"
+    )
 
 
 def run(args: argparse.Namespace) -> int:

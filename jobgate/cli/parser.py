@@ -18,12 +18,11 @@ if TYPE_CHECKING:
     from collections.abc import Callable
 
 
-def _add_families_flag(parser: argparse.ArgumentParser) -> None:
+def _add_families_flag(parser: argparse.ArgumentParser, others: str) -> None:
     parser.add_argument(
         "--families",
         metavar="LIST",
-        help="comma-separated job API families to serve, e.g. volcano,kubedl (default: all); "
-        "kinds of other families are admitted without checks",
+        help=f"comma-separated job API families to serve, e.g. volcano,kubedl (default: all); {others}",
     )
 
 
@@ -145,8 +144,12 @@ def _webhook_arguments(webhook: argparse.ArgumentParser) -> None:
     webhook.add_argument("--tls-dir", required=True, help="directory with tls.crt and tls.key (reloaded on change)")
     webhook.add_argument("--host", default="0.0.0.0", help="address to listen on (default: 0.0.0.0)")
     webhook.add_argument("--port", type=int, default=9443, help="port to listen on (default: 9443)")
-    webhook.add_argument("--log-format", choices=("text", "json"), default="text")
-    webhook.add_argument("--log-level", choices=("debug", "info", "warning", "error"), default="info")
+    webhook.add_argument(
+        "--log-format", choices=("text", "json"), default="text", help="one line per review as text or JSON"
+    )
+    webhook.add_argument(
+        "--log-level", choices=("debug", "info", "warning", "error"), default="info", help="least severe level logged"
+    )
     webhook.add_argument(
         "--event-loop",
         choices=("asyncio", "uvloop"),
@@ -176,9 +179,10 @@ def _webhook_arguments(webhook: argparse.ArgumentParser) -> None:
     )
     webhook.add_argument(
         "--kubeconfig",
-        help="kubeconfig of the cluster (default: in-cluster when run in a pod); used for Volcano's queue check",
+        help="kubeconfig of the cluster (default: in-cluster when run in a pod); used to watch Volcano's Queues, "
+        "the platform policies and the namespaces' labels",
     )
-    _add_families_flag(webhook)
+    _add_families_flag(webhook, "kinds of other families are admitted without checks")
     webhook.set_defaults(handler=_webhook)
 
 
@@ -186,7 +190,7 @@ def _controller_arguments(controller: argparse.ArgumentParser) -> None:
     from jobgate.controller.main import add_arguments
 
     add_arguments(controller)
-    _add_families_flag(controller)
+    _add_families_flag(controller, "jobs of other families are left to their own controllers")
     controller.set_defaults(handler=_controller)
 
 
@@ -349,11 +353,22 @@ def build_parser(command: str | None = None) -> argparse.ArgumentParser:
         description="Admission rules for distributed-training jobs: offline checks, webhook server, controller.",
         formatter_class=HelpFormatter,
     )
+    parser.add_argument("--version", action="version", version=f"jobgate {_version()}")
     commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     for name, (help_text, add_arguments) in COMMANDS.items():
         if command is None or command == name:
             add_arguments(commands.add_parser(name, help=help_text, formatter_class=HelpFormatter))
     return parser
+
+
+def _version() -> str:
+    """The installed distribution's version (a checkout run without installing has none)."""
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version("jobgate")
+    except PackageNotFoundError:
+        return "(not installed)"
 
 
 def _terminal_columns() -> int:

@@ -356,3 +356,26 @@ def test_offline_path_imports_no_server_or_cluster_client(tmp_path):
     )
     result = subprocess.run([sys.executable, "-c", script], cwd=REPO, capture_output=True, text=True, check=False)
     assert result.returncode == 0, result.stderr
+
+
+def test_version_prints_the_installed_version(capsys):
+    from importlib.metadata import version
+
+    with pytest.raises(SystemExit) as exc:
+        main(["--version"])
+    assert exc.value.code == 0
+    assert capsys.readouterr().out.strip() == f"jobgate {version('jobgate')}"
+
+
+@pytest.mark.parametrize("command", ["controller", "webhook"])
+def test_every_flag_of_the_long_running_commands_has_help(command):
+    from jobgate.cli.parser import build_parser
+
+    parser = build_parser(command)
+    subparsers = next(a for a in parser._actions if a.dest == "command")
+    undocumented = [
+        action.option_strings[0]
+        for action in subparsers.choices[command]._actions
+        if action.option_strings and action.help is None
+    ]
+    assert undocumented == []
