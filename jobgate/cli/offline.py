@@ -22,7 +22,7 @@ if TYPE_CHECKING:
 
     from jobgate.engine.views import ClusterViews, PolicySnapshot
     from jobgate.offline.cluster_objects import Located, Routed
-    from jobgate.offline.results import FieldValidation
+    from jobgate.offline.results import DocumentResult, FieldValidation
 
 
 def _validate(args: argparse.Namespace | QuickArguments) -> int:
@@ -112,6 +112,8 @@ def _default(args: argparse.Namespace) -> int:
                     status = EXIT_USAGE
                 print(f"jobgate: {result.source}:{result.line}: {result.title}: {result.reason}", file=sys.stderr)
                 continue
+            if _default_notices(result):
+                status = EXIT_USAGE  # the stored object depends on a namespace's labels not given
             objects.append(verdict.defaulted)
             if args.output == "json":
                 continue
@@ -141,6 +143,22 @@ def _default(args: argparse.Namespace) -> int:
         yaml.dump_all(trees, buffer)
         sys.stdout.write(buffer.getvalue())
     return status
+
+
+def _default_notices(result: DocumentResult) -> bool:
+    """Print the warnings of a document ``jobgate default`` prints (a policy default dropped by a
+    conflict, say), and the errors that make its output unreliable: whether the document has one."""
+    where = f"jobgate: {result.source}:"
+    for warning in result.warnings:
+        print(f"{where}{warning.line}: {result.title}: warning: {warning.message}", file=sys.stderr)
+    if not result.errors:
+        return False
+    from jobgate.policy.review import NAMESPACE_LABELS_UNKNOWN  # only a run with policies has such errors
+
+    unreliable = [e for e in result.errors if e.rule == NAMESPACE_LABELS_UNKNOWN]
+    for error in unreliable:
+        print(f"{where}{error.line}: {result.title}: error: {error.message} [{error.rule}]", file=sys.stderr)
+    return bool(unreliable)
 
 
 def _cluster_views(args: argparse.Namespace | QuickArguments) -> tuple[ClusterViews | None, bool]:
