@@ -19,7 +19,7 @@ if TYPE_CHECKING:
     from typing import Any, Protocol
 
     class Lines(Protocol):
-        def line_of(self, path: Sequence[Any]) -> int: ...
+        def line_of(self, path: Any) -> int: ...
 
 
 NAMESPACE_KIND = "Namespace"
