@@ -205,5 +205,50 @@ def _validator_error(path: tuple[Any, ...], value: Any, message: str) -> SchemaE
 
 
 def schema_errors(entries: Iterable[Mapping[str, Any]]) -> list[SchemaError]:
-    """Every error of a ``pydantic.ValidationError.errors()`` list, in the apiserver's words."""
-    return [schema_error(entry) for entry in entries]
+    """Every error of a ``pydantic.ValidationError.errors()`` list, in the apiserver's words.
+
+    A model's rule stops at the first entry it refuses, while the CRD checks each entry of a list or
+    map on its own: for the registries and the default labels, every refused entry is listed."""
+    out: list[SchemaError] = []
+    for entry in entries:
+        out.extend(_each_entry(entry) or [schema_error(entry)])
+    return out
+
+
+def _each_entry(entry: Mapping[str, Any]) -> list[SchemaError]:
+    """The errors of every refused entry behind one validator error (empty: not such an error)."""
+    from jobgate.policy.plain import label_key_valid, label_value_valid, registry_valid
+
+    if entry.get("type") != "value_error":
+        return []
+    path = _clean_loc(entry.get("loc") or ())
+    value = entry.get("input")
+    message = str(entry.get("msg") or "").removeprefix("Value error, ")
+    out: list[SchemaError] = []
+    registries = value.get("imageRegistries") if isinstance(value, dict) else None
+    if message.startswith("imageRegistries: '") and isinstance(registries, list):
+        detail = _VALUE_PREFIX.match(message.removeprefix("imageRegistries: "))
+        for index, registry in enumerate(registries):
+            if isinstance(registry, str) and not registry_valid(registry) and detail:
+                where = (*path, "imageRegistries", index)
+                field = field_path(where)
+                out.append(
+                    SchemaError(where, field, f"{field}: Invalid value: {show_value(registry)}: {detail.group(2)}")
+                )
+    elif _LABEL_ERROR.match(message) and isinstance(value, dict):
+        for key, label in value.items():
+            where = (*path, key)
+            field = field_path(where)
+            if not isinstance(key, str) or not label_key_valid(key):
+                out.append(
+                    SchemaError(
+                        where, field, f"{field}: Invalid value: {show_value(key)}: must be a valid qualified name"
+                    )
+                )
+            elif isinstance(label, str) and not label_value_valid(label):
+                out.append(
+                    SchemaError(
+                        where, field, f"{field}: Invalid value: {show_value(label)}: must be a valid label value"
+                    )
+                )
+    return out

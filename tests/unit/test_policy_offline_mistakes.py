@@ -456,3 +456,24 @@ def test_pydantic_errors_in_the_apiservers_words(entry: dict, text: str):
 def test_field_paths_are_spelt_as_the_apiserver_spells_them():
     assert field_path(("spec", "require", "labels", 0, "key")) == "spec.require.labels[0].key"
     assert field_path(("spec", "defaults", "labels", "team")) == "spec.defaults.labels[team]"
+
+
+def test_every_refused_registry_and_default_label_is_listed():
+    """The models stop at the first refused entry; the CRD checks each entry: so does the listing."""
+    from pydantic import ValidationError
+
+    from jobgate.policy.models import parse_policy
+    from jobgate.policy.schema_errors import schema_errors
+
+    spec = {
+        "defaults": {"labels": {"a b": "x", "ok": "x y", "fine": "v"}},
+        "require": {"imageRegistries": ["ok.io/", "https://x/", "r.io/ml"]},
+    }
+    with pytest.raises(ValidationError) as raised:
+        parse_policy(policy("p", spec))
+    assert [e.field for e in schema_errors(raised.value.errors(include_url=False))] == [
+        "spec.defaults.labels[a b]",
+        "spec.defaults.labels[ok]",
+        "spec.require.imageRegistries[1]",
+        "spec.require.imageRegistries[2]",
+    ]
