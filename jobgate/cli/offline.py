@@ -320,7 +320,7 @@ def _load_policies(
 
 def _is_empty_export(located: list[Located], given: str) -> bool:
     """Whether a path holding no policy is an export of a cluster that has none (an empty ``List``,
-    as ``kubectl get clustertrainingjobpolicies -o yaml`` prints it there): said, not refused."""
+    as ``kubectl get clustertrainingjobpolicies -o yaml`` prints it there): accepted, not refused."""
     return not located and _has_empty_list(given)
 
 
