@@ -20,8 +20,9 @@ if TYPE_CHECKING:
     import argparse
     from typing import Any
 
-    from jobgate.engine.views import ClusterViews, PolicySnapshot, QueueSnapshot
-    from jobgate.offline.results import FieldValidation
+    from jobgate.engine.views import ClusterViews, PolicySnapshot
+    from jobgate.offline.cluster_objects import Located, Routed
+    from jobgate.offline.results import DocumentResult, FieldValidation
 
 
 def _validate(args: argparse.Namespace | QuickArguments) -> int:
@@ -52,13 +53,14 @@ def _validate(args: argparse.Namespace | QuickArguments) -> int:
             progress.show(done, time.monotonic() - started)
     if progress is not None:
         progress.clear()
-    if volcano_jobs and args.queues is None:
+    if volcano_jobs and (views is None or views.queues is None):
         # Imported here: the queue check's module loads the Volcano family, which a run without
         # Volcano jobs does not need.
         from jobgate.families.volcano.rules.queue_check import QUEUE_CHECK_SKIPPED
 
         print(
-            f"jobgate: warning: {QUEUE_CHECK_SKIPPED} (offline; --queues FILE checks against exported Queues)",
+            f"jobgate: warning: {QUEUE_CHECK_SKIPPED} (offline; --queues FILE or --cluster-objects FILE "
+            "checks against exported Queues)",
             file=sys.stderr,
         )
     return reporter.finish()
@@ -110,6 +112,8 @@ def _default(args: argparse.Namespace) -> int:
                     status = EXIT_USAGE
                 print(f"jobgate: {result.source}:{result.line}: {result.title}: {result.reason}", file=sys.stderr)
                 continue
+            if _default_notices(result):
+                status = EXIT_USAGE  # the stored object depends on a namespace's labels not given
             objects.append(verdict.defaulted)
             if args.output == "json":
                 continue
@@ -141,6 +145,22 @@ def _default(args: argparse.Namespace) -> int:
     return status
 
 
+def _default_notices(result: DocumentResult) -> bool:
+    """Print the warnings of a document ``jobgate default`` prints (a policy default dropped by a
+    conflict, say), and the errors that make its output unreliable: whether the document has one."""
+    where = f"jobgate: {result.source}:"
+    for warning in result.warnings:
+        print(f"{where}{warning.line}: {result.title}: warning: {warning.message}", file=sys.stderr)
+    if not result.errors:
+        return False
+    from jobgate.policy.review import NAMESPACE_LABELS_UNKNOWN  # only a run with policies has such errors
+
+    unreliable = [e for e in result.errors if e.rule == NAMESPACE_LABELS_UNKNOWN]
+    for error in unreliable:
+        print(f"{where}{error.line}: {result.title}: error: {error.message} [{error.rule}]", file=sys.stderr)
+    return bool(unreliable)
+
+
 def _cluster_views(args: argparse.Namespace | QuickArguments) -> tuple[ClusterViews | None, bool]:
     """The cluster objects given on the command line for the rules to read, and whether they could
     be read (False after printing why not). None when no flag gives any: a plain check imports no
@@ -149,103 +169,173 @@ def _cluster_views(args: argparse.Namespace | QuickArguments) -> tuple[ClusterVi
     policy_paths = getattr(args, "policies", None)
     namespaces_path = getattr(args, "namespaces", None)
     namespace = getattr(args, "namespace", None)
-    if queues_path is None and not policy_paths and namespaces_path is None and namespace is None:
+    cluster_paths = getattr(args, "cluster_objects", None)
+    if queues_path is None and not policy_paths and namespaces_path is None and namespace is None and not cluster_paths:
         return None, True
     from jobgate.engine.views import ClusterViews
 
     views = ClusterViews(default_namespace=namespace or "default")
-    if queues_path is not None:
-        views.queues = _load_queues(queues_path)
-        if views.queues is None:
+    routed = None
+    if cluster_paths:
+        routed = _load_cluster_objects(cluster_paths)
+        if routed is None:
             return None, False
-    if policy_paths or namespaces_path:
-        views.policies = _load_policies(policy_paths or [], namespaces_path)
+    queues: list[dict[str, Any]] = list(routed.queues) if routed is not None else []
+    if queues_path is not None:
+        given = _objects_of(queues_path, "--queues")
+        if given is None:
+            return None, False
+        queues = [*given, *queues]
+    if queues_path is not None or queues:
+        from jobgate.engine.views import QueueSnapshot
+
+        views.queues = QueueSnapshot(queues)
+    if routed is not None:
+        from jobgate.engine.views import DeviceSnapshot
+
+        # Given a cluster's export, a claim template missing from it is missing from the cluster.
+        views.devices = DeviceSnapshot(routed.devices, views.default_namespace)
+    if policy_paths or namespaces_path or (routed is not None and (routed.policies or routed.namespaces)):
+        views.policies = _load_policies(policy_paths or [], namespaces_path, routed)
         if views.policies is None:
             return None, False
     return views, True
 
 
-def _objects_of(path: str, flag: str) -> list[dict[str, Any]] | None:
-    """Every object in a YAML/JSON file (``List`` items unwrapped); None after printing why not."""
+def _read_located(given: str, flag: str) -> list[Located] | None:
+    """Every object under a path (a file, a directory walked recursively, or -), ``List`` items
+    unwrapped, each with where it was written; None after printing why not."""
+    from jobgate.offline.cluster_objects import Located, unwrap
+    from jobgate.offline.sources import SourceError, display_name, expand_paths, iter_documents, read_source
+
     # Read as the jobs are, exactly as kubectl reads what it applies (YAML 1.1 scalars as go-yaml
     # v2 reads them, timestamps kept as written), with the reader a check has already loaded:
     # PyYAML's import alone cost a one-file check with --policies more than the rest of its start-up.
-    from jobgate.offline.sources import SourceError, iter_documents, read_source
-
+    located: list[Located] = []
     try:
-        documents = [d.data for d in iter_documents(read_source(path), path) if d.data is not None]
+        for path in expand_paths([given]):
+            source = display_name(path)
+            for document in iter_documents(read_source(path), path):
+                for obj, prefix in unwrap(document.data):
+                    located.append(Located(obj, source, document, prefix))
     except SourceError as exc:
-        where = f"{path}:{exc.line}" if exc.line else path
+        where = f"{display_name(exc.source)}:{exc.line}" if exc.line else display_name(exc.source)
         print(f"jobgate: {flag} {where}: {exc.message}", file=sys.stderr)
         return None
-    objects: list[dict[str, Any]] = []
-    for document in documents:
-        items = (
-            document.get("items") if isinstance(document, dict) and str(document.get("kind")).endswith("List") else None
-        )
-        objects.extend(item for item in (items if isinstance(items, list) else [document]) if isinstance(item, dict))
-    return objects
+    except RecursionError:
+        print(f"jobgate: {flag} {display_name(given)}: nesting too deep", file=sys.stderr)
+        return None
+    return located
 
 
-def _load_queues(path: str) -> QueueSnapshot | None:
-    """``--queues FILE``: Volcano Queues (e.g. ``kubectl get queues -o yaml``) for the queue check offline."""
-    from jobgate.engine.views import QueueSnapshot
-
-    queues = _objects_of(path, "--queues")
-    return None if queues is None else QueueSnapshot(queues)
+def _objects_of(path: str, flag: str) -> list[dict[str, Any]] | None:
+    """Every object in a YAML/JSON file (``List`` items unwrapped); None after printing why not."""
+    located = _read_located(path, flag)
+    return None if located is None else [item.obj for item in located]
 
 
-def _load_policies(paths: list[str], namespaces_path: str | None) -> PolicySnapshot | None:
-    """``--policies FILE|DIR`` (repeatable) and ``--namespaces FILE``: checked as the apiserver would
-    admit them (a malformed policy is a usage error, exit 2), and the namespaces' labels."""
-    from jobgate.engine.views import PolicySnapshot
-    from jobgate.offline.sources import SourceError, expand_paths
-    from jobgate.policy.plain import POLICY_KINDS, parse_policy_plain
+def _load_cluster_objects(paths: list[str]) -> Routed | None:
+    """``--cluster-objects FILE|DIR`` (repeatable): every object routed by apiVersion and kind; None
+    after printing why not. What no check reads is said in one line."""
+    from jobgate.offline.cluster_objects import route
 
-    policies: list[dict[str, Any]] = []
+    routed = None
     for given in paths:
-        try:
-            files = list(expand_paths([given]))
-        except SourceError as exc:
-            print(f"jobgate: --policies {given}: {exc.message}", file=sys.stderr)
+        located = _read_located(given, "--cluster-objects")
+        if located is None:
             return None
-        for path in files:
-            objects = _objects_of(path, "--policies")
-            if objects is None:
-                return None
-            for obj in objects:
-                if obj.get("kind") not in POLICY_KINDS:
-                    continue  # other objects of an export (e.g. the jobs themselves) are not policies
-                # Plainly valid policies (an export of admitted ones) skip loading pydantic and the
-                # models; the models judge the rest, and word what is wrong.
-                plain = parse_policy_plain(obj)
-                if plain is not None:
-                    policies.append(plain)
-                    continue
-                from pydantic import ValidationError
+        routed = route(located, routed)
+    if routed is not None:
+        for note in routed.notes():
+            print(f"jobgate: --cluster-objects: {note}", file=sys.stderr)
+    return routed
 
-                from jobgate.policy.models import parse_policy
 
-                try:
-                    policies.append(parse_policy(obj))
-                except (ValidationError, ValueError) as exc:
-                    name = (obj.get("metadata") or {}).get("name", "?")
-                    first = str(exc).splitlines()
-                    print(f"jobgate: --policies {path}: {obj.get('kind')} {name} is invalid: "
-                          f"{'; '.join(first[:3])}", file=sys.stderr)  # fmt: skip
-                    return None
-    namespaces: dict[str, dict[str, str]] = {}
+def _known_elsewhere(obj: dict[str, Any]) -> bool:
+    """An object a ``--policies`` folder or export may hold beside its policies without a mistake: a
+    job jobgate serves (policies kept beside the jobs), or a kind ``--cluster-objects`` reads."""
+    from jobgate.engine.registry import GroupVersionKind, lookup
+    from jobgate.offline.cluster_objects import Located, Routed
+
+    probe = Routed()
+    probe.add(Located(obj, ""))
+    if not probe.ignored:
+        return True
+    gvk = GroupVersionKind.from_object(obj)
+    return gvk is not None and lookup(gvk) is not None
+
+
+def _load_policies(
+    paths: list[str], namespaces_path: str | None, routed: Routed | None = None
+) -> PolicySnapshot | None:
+    """``--policies FILE|DIR`` (repeatable), ``--namespaces FILE`` and what ``--cluster-objects`` gave of
+    both: checked as the apiserver would admit them (every error of a malformed or misplaced policy
+    printed, one a line; exit 2), and the namespaces' labels."""
+    from jobgate.engine.views import PolicySnapshot
+    from jobgate.offline.cluster_objects import namespace_labels_of
+    from jobgate.offline.policy_objects import check_policies, merge_policies
+
+    groups: list[list[dict[str, Any]]] = []
+    errors: list[str] = []
+    for given in paths:
+        located = _read_located(given, "--policies")
+        if located is None:
+            return None
+        found, problems = check_policies(located, "--policies", _known_elsewhere)
+        errors += problems
+        groups.append(found)
+        if not found and not problems and not _is_empty_export(located, given):
+            errors.append(
+                f"jobgate: --policies {given}: holds no ClusterTrainingJobPolicy or TrainingJobPolicy "
+                "(export them with `kubectl get clustertrainingjobpolicies,trainingjobpolicies -A -o yaml`)"
+            )
+    if routed is not None and routed.policies:
+        found, problems = check_policies(routed.policies, "--cluster-objects")
+        errors += problems
+        groups.append(found)
+    policies, twice = merge_policies(groups)
+    errors += twice
+    if errors:
+        for line in errors:
+            print(line, file=sys.stderr)
+        return None
+    namespaces: dict[str, dict[str, str]] = dict(routed.namespaces) if routed is not None else {}
     if namespaces_path is not None:
-        objects = _objects_of(namespaces_path, "--namespaces")
-        if objects is None:
+        located = _read_located(namespaces_path, "--namespaces")
+        if located is None:
             return None
-        for obj in objects:
-            metadata = obj.get("metadata") if obj.get("kind") in (None, "Namespace") else None
-            name = metadata.get("name") if isinstance(metadata, dict) else None
-            if isinstance(name, str):
-                labels = metadata.get("labels") if isinstance(metadata, dict) else None
-                namespaces[name] = {str(k): str(v) for k, v in (labels or {}).items()}
+        read = 0
+        for item in located:
+            if item.obj.get("kind") in (None, "Namespace"):
+                found_namespace = namespace_labels_of(item.obj)
+                if found_namespace is not None:
+                    namespaces[found_namespace[0]] = found_namespace[1]
+                    read += 1
+        if located and not read:
+            print(f"jobgate: --namespaces {namespaces_path}: holds no Namespace "
+                  "(export them with `kubectl get namespaces -o yaml`)", file=sys.stderr)  # fmt: skip
+            return None
     return PolicySnapshot(policies, namespaces)
+
+
+def _is_empty_export(located: list[Located], given: str) -> bool:
+    """Whether a path holding no policy is an export of a cluster that has none (an empty ``List``,
+    as ``kubectl get clustertrainingjobpolicies -o yaml`` prints it there): accepted, not refused."""
+    return not located and _has_empty_list(given)
+
+
+def _has_empty_list(given: str) -> bool:
+    from jobgate.offline.sources import SourceError, expand_paths, iter_documents, read_source
+
+    try:
+        for path in expand_paths([given]):
+            for document in iter_documents(read_source(path), path):
+                data = document.data
+                if isinstance(data, dict) and str(data.get("kind")).endswith("List") and data.get("items") == []:
+                    return True
+    except (SourceError, RecursionError):
+        return False
+    return False
 
 
 def _review(args: argparse.Namespace) -> int:
@@ -333,6 +423,7 @@ class QuickArguments:
         policies: list[str] | None = None,
         namespaces: str | None = None,
         namespace: str | None = None,
+        cluster_objects: list[str] | None = None,
     ) -> None:
         self.command = "validate"
         self.paths = paths
@@ -343,6 +434,7 @@ class QuickArguments:
         self.policies = policies
         self.namespaces = namespaces
         self.namespace = namespace
+        self.cluster_objects = cluster_objects
         self.handler = _validate
 
 
@@ -357,13 +449,14 @@ _QUICK_FLAGS = {
     "--policies": "policies",
     "--namespaces": "namespaces",
     "--namespace": "namespace",
+    "--cluster-objects": "cluster_objects",
 }
 
 
 def quick_validate_arguments(arguments: list[str]) -> QuickArguments | None:
     """``jobgate validate [-o FORMAT] [-j N] [--validate MODE] [--queues FILE] [--policies FILE|DIR]...
-    [--namespaces FILE] [--namespace NS] PATH...``, what a pre-commit hook or a CI step runs, read
-    without argparse; None for anything else, which argparse then parses.
+    [--namespaces FILE] [--namespace NS] [--cluster-objects FILE|DIR]... PATH...``, what a pre-commit
+    hook or a CI step runs, read without argparse; None for anything else, which argparse then parses.
 
     Importing argparse (and gettext, and the locale look-ups of its messages when a parser is
     built) costs a one-file check more than its rules. Only the plain forms are read here: a
@@ -372,7 +465,8 @@ def quick_validate_arguments(arguments: list[str]) -> QuickArguments | None:
     refuses paths on both sides of a flag). Any other word (--queues, -j2, an abbreviation, --,
     -h, a path starting with "-"), a bad value or no path at all is left to argparse, so that
     every usage error keeps argparse's message and exit status 2. A file or namespace flag's value
-    is taken as argparse takes it (``--policies`` adds to a list), an empty one is left to argparse.
+    is taken as argparse takes it (``--policies`` and ``--cluster-objects`` add to a list), an empty
+    one is left to argparse.
     """
     if arguments[:1] != ["validate"]:
         return None
@@ -381,7 +475,7 @@ def quick_validate_arguments(arguments: list[str]) -> QuickArguments | None:
 
     output, validation, jobs = "text", FieldValidation.STRICT, None
     names: dict[str, str] = {}  # --queues, --namespaces, --namespace: the last one given
-    policies: list[str] | None = None
+    lists: dict[str, list[str]] = {}  # --policies, --cluster-objects: every one given
     paths: list[str] = []
     index, after_path = 1, False
     while index < len(arguments):
@@ -396,11 +490,11 @@ def quick_validate_arguments(arguments: list[str]) -> QuickArguments | None:
             # Each value as argparse's choices= or type= takes it (FORMATS, _field_validation,
             # _positive_int); one argparse would refuse is left to it.
             attribute = _QUICK_FLAGS[flag]
-            if attribute in ("queues", "policies", "namespaces", "namespace"):
+            if attribute in ("queues", "policies", "namespaces", "namespace", "cluster_objects"):
                 if not value or value.startswith("-"):
                     return None
-                if attribute == "policies":
-                    policies = [*(policies or []), value]
+                if attribute in ("policies", "cluster_objects"):
+                    lists.setdefault(attribute, []).append(value)
                 else:
                     names[attribute] = value
             elif attribute == "output":
@@ -435,7 +529,8 @@ def quick_validate_arguments(arguments: list[str]) -> QuickArguments | None:
         validation,
         jobs,
         queues=names.get("queues"),
-        policies=policies,
+        policies=lists.get("policies"),
         namespaces=names.get("namespaces"),
         namespace=names.get("namespace"),
+        cluster_objects=lists.get("cluster_objects"),
     )

@@ -56,6 +56,16 @@ def _add_cluster_flags(parser: argparse.ArgumentParser, default: object = None) 
         default=default,
         help="the namespace of a job that names none (default: default)",
     )
+    parser.add_argument(
+        "--cluster-objects",
+        metavar="FILE|DIR",
+        action="append",
+        default=default,
+        help="exported cluster objects, routed by apiVersion and kind (Namespaces, the policies, Volcano "
+        "Queues, resource.k8s.io/v1 ResourceClaimTemplates, ResourceClaims, DeviceClasses; other kinds are "
+        "ignored): one `kubectl get namespaces,queues,resourceclaimtemplates,resourceclaims,deviceclasses,"
+        "clustertrainingjobpolicies,trainingjobpolicies -A -o yaml` is all a check needs; may be given again",
+    )
 
 
 def _positive_int(text: str) -> int:

@@ -25,6 +25,21 @@ def _policy_explain(args: argparse.Namespace) -> int:
             return EXIT_USAGE
         policies: Sequence[Mapping[str, Any]] = snapshot.policies()
         labels = snapshot.namespace_labels(args.namespace)
+        if not snapshot.knows_namespace(args.namespace):
+            from jobgate.policy.resolve import CLUSTER_KIND, policy_ref, reads_unknown_labels
+
+            unknown = [
+                str(policy_ref(p))
+                for p in policies
+                if p.get("kind") == CLUSTER_KIND
+                and reads_unknown_labels((p.get("spec") or {}).get("namespaceSelector"))
+            ]
+            if unknown:
+                print(
+                    f"jobgate: warning: the labels of namespace {args.namespace} are unknown (no Namespace given "
+                    f"with --namespaces): not shown, as their selection is unknown: {', '.join(sorted(unknown))}",
+                    file=sys.stderr,
+                )
     else:
         found = _from_cluster(args.kubeconfig, args.namespace)
         if found is None:

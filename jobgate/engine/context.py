@@ -37,6 +37,7 @@ class ReviewContext:
         "groups",
         "namespace",
         "namespace_labels",
+        "namespace_labels_known",
         "operation",
         "policies",
         "queues",
@@ -56,11 +57,15 @@ class ReviewContext:
         queues: QueueView | None = None,
         policies: Sequence[Mapping[str, Any]] | None = None,
         devices: DeviceView | None = None,
+        namespace_labels_known: bool = True,
     ) -> None:
         self.operation = operation
         self.namespace = namespace
         # None: the namespace's labels are not known here (offline without --namespaces).
         self.namespace_labels = namespace_labels
+        # False: only the name label of the namespace is known (offline, no Namespace object given),
+        # so a policy selecting namespaces by another label can be neither applied nor skipped.
+        self.namespace_labels_known = namespace_labels_known
         self.user = user
         self.groups = groups
         self.dry_run = dry_run
@@ -93,10 +98,12 @@ def context_for(
     if views is None:
         return ReviewContext(operation=operation, namespace=namespace, user=user, dry_run=dry_run)
     policies = views.policies
+    knows = getattr(policies, "knows_namespace", None)  # absent: a view of every namespace (the webhook's)
     return ReviewContext(
         operation=operation,
         namespace=namespace,
         namespace_labels=policies.namespace_labels(namespace) if policies is not None and namespace else None,
+        namespace_labels_known=knows is None or not namespace or bool(knows(namespace)),
         user=user,
         dry_run=dry_run,
         queues=views.queues,

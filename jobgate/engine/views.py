@@ -77,7 +77,11 @@ class QueueSnapshot:
 
 
 class PolicyView(Protocol):
-    """Read-only view of the platform policies and the namespaces' labels they select by."""
+    """Read-only view of the platform policies and the namespaces' labels they select by.
+
+    A view that may not know a namespace (objects given offline) also has ``knows_namespace(name)``;
+    one without it (the webhook's, which watches every namespace) knows them all.
+    """
 
     def policies(self) -> Sequence[Mapping[str, Any]]: ...
 
@@ -96,7 +100,9 @@ def namespace_labels(namespace: str, labels: Mapping[str, str] | None) -> dict[s
 class PolicySnapshot:
     """A ``PolicyView`` over objects given at once (``jobgate validate --policies --namespaces``, tests).
 
-    A namespace missing from ``namespaces`` has only the label the apiserver gives every namespace.
+    A namespace missing from ``namespaces`` shows only the label the apiserver gives every namespace,
+    and is not known (``knows_namespace``): its other labels may be anything, so a selection by them
+    cannot be made (``jobgate.policy.review`` refuses to guess it).
     """
 
     __slots__ = ("_labels", "_namespaces", "_policies")
@@ -120,6 +126,10 @@ class PolicySnapshot:
         if labels is None:
             labels = self._labels[namespace] = namespace_labels(namespace, self._namespaces.get(namespace))
         return labels
+
+    def knows_namespace(self, namespace: str) -> bool:
+        """Whether the namespace's labels were given (a Namespace object), not only its name."""
+        return namespace in self._namespaces
 
 
 class DeviceView(Protocol):

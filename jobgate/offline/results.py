@@ -344,17 +344,17 @@ def _policy_result(
     from pydantic import ValidationError
 
     from jobgate.policy.models import parse_policy
+    from jobgate.policy.schema_errors import schema_errors
 
     try:
         parse_policy(obj)
     except ValidationError as exc:
         errors = []
-        for error in exc.errors(include_url=False, include_input=False):
-            path = tuple(part for part in error["loc"] if not isinstance(part, str) or not part.startswith("function-"))
-            field = "".join(f"[{p}]" if isinstance(p, int) else f".{p}" for p in path).lstrip(".") or "spec"
-            detail = error["msg"].removeprefix("Value error, ")
-            message = printable(f"{field}: Invalid value: {detail}")
-            errors.append(Finding(document.line_of((*prefix, *path)), message, field, "policy/schema"))
+        # In the apiserver's words (an unknown field as kubectl's strict decoding error, as for jobs).
+        for error in schema_errors(exc.errors(include_url=False)):
+            text = f"strict decoding error: {error.text}" if error.text.startswith("unknown field") else error.text
+            line = document.line_of((*prefix, *error.path))
+            errors.append(Finding(line, printable(text), printable(error.field), "policy/schema"))
         result.errors = sorted(errors, key=lambda f: f.line)
         result.outcome = Outcome.DENIED
     return result

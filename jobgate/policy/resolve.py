@@ -34,11 +34,12 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
+from jobgate.engine.views import NAMESPACE_NAME_LABEL
 from jobgate.policy.fieldmap import KINDS, KindMap, kind_map
 from jobgate.policy.gpu import DEFAULT_GPU_RESOURCES
 from jobgate.policy.images import entry_prefix
 from jobgate.policy.memo import ResolutionMemo, labels_key, remember
-from jobgate.policy.selectors import selector_matches
+from jobgate.policy.selectors import selector_errors, selector_matches
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING, without importing typing at run time (start-up)
 if TYPE_CHECKING:
@@ -314,6 +315,32 @@ def select_policies(
     """The policies that apply, in a stable order (scope, then name) so that results never depend on input order."""
     chosen = [p for p in policies if policy_applies(p, namespace, namespace_labels, job)]
     return sorted(chosen, key=policy_ref)
+
+
+def reads_unknown_labels(selector: Any) -> bool:
+    """Whether a ``namespaceSelector`` reads a label other than ``kubernetes.io/metadata.name`` (which
+    a namespace's name alone gives): with only the name known, its answer would be a guess. A
+    malformed selector matches nothing whatever the labels (:mod:`.selectors`): it reads none."""
+    if selector is None or selector_errors(selector):
+        return False
+    keys = set(selector.get("matchLabels") or ())
+    keys.update(expr["key"] for expr in selector.get("matchExpressions") or ())
+    return bool(keys - {NAMESPACE_NAME_LABEL})
+
+
+def selected_by_unknown_labels(policies: Iterable[Mapping[str, Any]], job: Mapping[str, Any]) -> list[PolicyRef]:
+    """The cluster policies that would have to read the job namespace's labels to know whether they
+    apply (their ``namespaceSelector`` reads a label beyond the name) and whose ``spec.match`` selects
+    the job: where those labels are unknown (offline, no Namespace given), the job cannot be judged."""
+    kmap = kind_map(dict(job))
+    found = [
+        p
+        for p in policies
+        if p.get("kind") == CLUSTER_KIND
+        and reads_unknown_labels(_spec(p).get("namespaceSelector"))
+        and job_matches(_spec(p).get("match"), job, kmap)
+    ]
+    return sorted(policy_ref(p) for p in found)
 
 
 # --- combination -------------------------------------------------------------------------------

@@ -25,7 +25,7 @@ from jobgate.policy.check import (
 )
 from jobgate.policy.fieldmap import kind_map
 from jobgate.policy.memo import Resolution
-from jobgate.policy.resolve import PolicySet, effective_policy
+from jobgate.policy.resolve import PolicySet, effective_policy, selected_by_unknown_labels
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING, without importing typing at run time (start-up)
 if TYPE_CHECKING:
@@ -107,8 +107,15 @@ class PolicyReview:
                 or policies.memo.selects_alike(received, defaulted)
             )
         ):
-            return judge(self.family, defaulted, old, self.context)
-        return verdict(self.family, resolution, defaulted, old)
+            judged = judge(self.family, defaulted, old, self.context)
+        else:
+            judged = verdict(self.family, resolution, defaulted, old)
+        context = self.context
+        if resolution is not None and resolution.effective.conflicts and context.operation == CREATE:
+            judged = _with_default_conflicts(judged, resolution, self.family)
+        if not context.namespace_labels_known and policies is not None:
+            judged = _with_unknown_labels(judged, defaulted, context)
+        return judged
 
 
 def write_defaults(
@@ -205,6 +212,63 @@ def verdict(
             judged.warnings.append(finding.text())
         else:
             judged.audit.append(finding.text())
+    return judged
+
+
+def _with_default_conflicts(judged: PolicyVerdict | None, resolution: Resolution, family: str) -> PolicyVerdict | None:
+    """A warning for each default that policies of equal priority disagree on (neither value is
+    written): the policy author's mistake, said where a job meets it rather than only in ``policy
+    explain``. Only for a field this kind has (a queue default means nothing to an MxJob)."""
+    kmap = resolution.kmap
+    if kmap is None or kmap.family != family:
+        return judged
+    for conflict in resolution.effective.conflicts:
+        if conflict.action is not None or not conflict.field.startswith("defaults."):
+            continue  # an allow-list conflict: a finding of the checks
+        field = conflict.field.removeprefix("defaults.")
+        if field == "kueueQueueName":
+            if not kmap.kueue:
+                continue
+        elif not field.startswith("labels[") and kmap.locator(field) is None:
+            continue
+        names = ", ".join(str(p) for p in conflict.policies)
+        judged = judged or PolicyVerdict()
+        judged.warnings.append(f"{conflict.field}: the policies {names} conflict: {conflict.message}")
+    return judged
+
+
+# The rule of a job judged where a policy selects namespaces by labels the command was not given.
+NAMESPACE_LABELS_UNKNOWN = "policy/namespace-labels-unknown"
+
+
+def _with_unknown_labels(
+    judged: PolicyVerdict | None, defaulted: dict[str, Any], context: ReviewContext
+) -> PolicyVerdict | None:
+    """An error for each cluster policy whose namespaceSelector reads labels of the job's namespace
+    that were not given (offline without its Namespace): applying it or skipping it would both be a
+    guess, and a skipped limit is a CI check greener than the cluster."""
+    policies = context.policies
+    if policies is None:
+        return judged
+    unknown = selected_by_unknown_labels(policies, defaulted)
+    if not unknown:
+        return judged
+    metadata = defaulted.get("metadata")
+    namespace = metadata.get("namespace") if isinstance(metadata, dict) else None
+    if not isinstance(namespace, str) or not namespace:
+        namespace = context.namespace or "default"
+    judged = judged or PolicyVerdict()
+    for ref in unknown:
+        error = FieldError(
+            ErrorType.INVALID,
+            ("metadata", "namespace"),
+            namespace,
+            f"the labels of namespace {namespace} are unknown and {ref} selects namespaces by label: "
+            f"pass the Namespace (--namespaces FILE or --cluster-objects FILE, e.g. from "
+            f"`kubectl get namespace {namespace} -o yaml`)",
+        )
+        judged.errors.append(error)
+        judged.rules[id(error)] = NAMESPACE_LABELS_UNKNOWN
     return judged
 
 

@@ -47,6 +47,15 @@ _RULES = [
         "(a TTL on MxJob, a queue on DIJob, ...).",
     ),
     PolicyRule(
+        "policy/namespace-labels-unknown",
+        "namespaceSelector (ClusterTrainingJobPolicy)",
+        "Invalid value",
+        "Offline only (jobgate validate, default, review): a cluster policy that would apply to the job "
+        "selects namespaces by a label of the job's namespace that was not given (no Namespace object; only "
+        "kubernetes.io/metadata.name is known from the name). Applying or skipping it would be a guess, so "
+        "the job is not admitted; pass the Namespace with --namespaces or --cluster-objects.",
+    ),
+    PolicyRule(
         "policy/schema",
         "the whole policy object",
         "Invalid value",

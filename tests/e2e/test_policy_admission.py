@@ -132,6 +132,30 @@ def test_a_job_over_the_limit_is_refused_at_apply_and_offline_alike(policy_clust
     assert apply(policy_cluster, tfjob(TEAM, "too-big", gpus=2, workers=1), "--dry-run=server").returncode == 0
 
 
+def test_one_export_of_the_cluster_gives_the_offline_verdict(policy_cluster: Cluster, tmp_path: Path):
+    """`--cluster-objects` with one `kubectl get ... -A -o yaml` (a `kind: List` of every kind the
+    checks read, DRA's included): the cluster's verdict; without the namespace's labels, never
+    "admitted"."""
+    job = tfjob(RESEARCH, "too-big-export", gpus=2, workers=3, labels={"team": "x"})
+    refused = until_denied(policy_cluster, job, "e2e-research-gpus")
+    assert refused.returncode != 0
+    kinds = (
+        "namespaces,resourceclaimtemplates,resourceclaims,deviceclasses,clustertrainingjobpolicies,trainingjobpolicies"
+    )
+    export = policy_cluster.kubectl("get", kinds, "-A", "-o", "yaml", check=True)
+    (tmp_path / "cluster.yaml").write_text(export.stdout)
+    (tmp_path / "job.yaml").write_text(yaml.safe_dump(job))
+    offline = jobgate("validate", "--cluster-objects", str(tmp_path / "cluster.yaml"), str(tmp_path / "job.yaml"))
+    assert offline.returncode == 1, offline.stdout + offline.stderr
+    assert "exceeds 4 GPUs per job (ClusterTrainingJobPolicy e2e-research-gpus)" in offline.stdout
+    policies = policy_cluster.kubectl("get", "clustertrainingjobpolicies,trainingjobpolicies", "-A", "-o", "yaml")
+    (tmp_path / "policies.yaml").write_text(policies.stdout)
+    small = tfjob(RESEARCH, "small-export", gpus=1, workers=1, labels={"team": "x"})
+    (tmp_path / "small.yaml").write_text(yaml.safe_dump(small))
+    unknown = jobgate("validate", "--policies", str(tmp_path / "policies.yaml"), str(tmp_path / "small.yaml"))
+    assert unknown.returncode == 1 and "[policy/namespace-labels-unknown]" in unknown.stdout, unknown.stdout
+
+
 def test_a_required_label_is_refused_with_its_field(policy_cluster: Cluster):
     refused = until_denied(policy_cluster, tfjob(RESEARCH, "unlabelled"), "metadata.labels[team]")
     assert "metadata.labels[team]: Required value" in refused.stderr

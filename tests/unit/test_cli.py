@@ -189,7 +189,8 @@ QUICK_WORDS = ["-o", "--output", "-j", "--jobs", "--validate", "--queues", "-h",
                "json", "junit", "github", "xml", "1", "2", "0", "-1", " 3", "1_0", "strict", "warn", "ignore",
                "true", "false", "a.yaml", "dir/", "", "--x=y", "-x", "--policies", "--namespaces", "--namespace",
                "--policies=p.yaml", "--policies=", "--namespaces=n.yaml", "--namespace=team-a", "--queues=q.yaml",
-               "--namespace=-x", "--polic", "--names", "p/", "team-a"]  # fmt: skip
+               "--namespace=-x", "--polic", "--names", "p/", "team-a", "--cluster-objects",
+               "--cluster-objects=c.yaml", "--cluster-objects="]  # fmt: skip
 
 
 @settings(max_examples=500, deadline=None)
@@ -215,6 +216,7 @@ def test_the_quick_parse_reads_what_argparse_reads(words):
         "policies",
         "namespaces",
         "namespace",
+        "cluster_objects",
         "handler",
     )
     assert [getattr(quick, f) for f in fields] == [getattr(parsed, f) for f in fields]

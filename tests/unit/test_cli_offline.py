@@ -242,11 +242,16 @@ def test_the_command_exits_with_every_line_written(paths, code):
     assert expected.returncode == code
 
 
-def test_the_command_with_policies_exits_with_every_line_written():
+def test_the_command_with_policies_exits_with_every_line_written(tmp_path):
     """With ``--policies`` pydantic imports threading, which starts no thread: the exit still skips
     the teardown, and writes what main() writes."""
     env = {k: v for k, v in os.environ.items() if k != "PYTHONUNBUFFERED"}
-    argv = ["validate", "-j", "1", "--policies", str(REPO / "examples/policies"), str(REPO / "examples/valid")]
+    # The examples' namespace, whose labels the cluster policy's namespaceSelector reads.
+    (tmp_path / "namespaces.json").write_text(
+        '{"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "default"}}'
+    )
+    argv = ["validate", "-j", "1", "--policies", str(REPO / "examples/policies")]
+    argv += ["--namespaces", str(tmp_path / "namespaces.json"), str(REPO / "examples/valid")]
     result = subprocess.run(
         [sys.executable, "-m", "jobgate", *argv], cwd=REPO, capture_output=True, text=True, check=False, env=env
     )

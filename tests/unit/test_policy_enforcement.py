@@ -266,9 +266,13 @@ def test_policy_explain_names_the_source_of_every_value(files: Path, capsys):
     assert "maxGPUsPerJob: 4 from ClusterTrainingJobPolicy gpu-cap" in out
 
 
-def test_the_example_policies_are_accepted_offline(capsys):
+def test_the_example_policies_are_accepted_offline(tmp_path: Path, capsys):
     job = REPO / "examples" / "valid" / "tfjob-mnist.yaml"
-    assert main(["validate", "--policies", str(EXAMPLE_POLICIES), str(job)]) == 0
+    # The cluster policy selects namespaces by label: the job's Namespace is needed to judge it.
+    namespaces = {"apiVersion": "v1", "kind": "List", "items": [{"kind": "Namespace", "metadata": {"name": "default"}}]}
+    (tmp_path / "namespaces.yaml").write_text(yaml.safe_dump(namespaces))
+    flags = ["--policies", str(EXAMPLE_POLICIES), "--namespaces", str(tmp_path / "namespaces.yaml")]
+    assert main(["validate", *flags, str(job)]) == 0
 
 
 def test_validate_checks_policy_documents_as_their_crd_would(tmp_path: Path, capsys):
