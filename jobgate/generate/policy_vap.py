@@ -58,6 +58,7 @@ from jobgate.policy.constraints import (
     FORBID_CONTAINER_FLAG,
     FORBID_POD_FLAG,
     FORBID_VOLUME,
+    GPU_CLAIMS,
     IMAGE_REGISTRIES,
     JOB_CAP,
     REQUIRED_FIELD,
@@ -865,6 +866,12 @@ def _forbid_container_flag(kc: KindCel, decl: Constraint, violating: _Violating)
     return _forbid_groups(decl, hits, line)
 
 
+def _gpu_claims(kc: KindCel, decl: Constraint, violating: _Violating) -> list[Validation]:
+    """Nothing: a pod's claims are counted from ResourceClaimTemplates and ResourceClaims, other objects
+    a ValidatingAdmissionPolicy cannot read (the enforcement table says so)."""
+    return []
+
+
 _COMPILERS: dict[str, Callable[[KindCel, Constraint, _Violating], list[Validation]]] = {
     ROLE_CAP: _role_cap,
     JOB_CAP: _job_cap,
@@ -876,6 +883,7 @@ _COMPILERS: dict[str, Callable[[KindCel, Constraint, _Violating], list[Validatio
     FORBID_POD_FLAG: _forbid_pod_flag,
     FORBID_VOLUME: _forbid_volume,
     FORBID_CONTAINER_FLAG: _forbid_container_flag,
+    GPU_CLAIMS: _gpu_claims,
 }
 
 

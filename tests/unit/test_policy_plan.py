@@ -190,7 +190,7 @@ def test_clean_means_no_finding(policies: list[dict[str, Any]]) -> None:
         # The plan written out as source (the pure Python engine's): never cleaner than the plan,
         # and as clean on every job with a spec object.
         fast = specialised_clean(_Plan(eff, kmap), kmap)
-        if fast(job):
+        if fast(job, {}):
             fast_cleaned += 1
             assert clean, (fast.source if hasattr(fast, "source") else fast, job)
         elif isinstance(job.get("spec"), dict):
@@ -210,10 +210,10 @@ def test_bench_job_is_clean_under_the_bench_set() -> None:
     job["spec"]["ttlSecondsAfterFinished"] = 3600  # the set's default, written before the checks
     assert _plan(eff, kmap).clean(job, kmap)
     fast = specialised_clean(_plan(eff, kmap), kmap)
-    assert fast(job)
+    assert fast(job, {})
     job["spec"]["tfReplicaSpecs"]["Worker"]["template"]["spec"]["hostIPC"] = True
     assert not _plan(eff, kmap).clean(job, kmap)
-    assert not fast(job)
+    assert not fast(job, {})
     assert [f.rule for f in _all_findings(job, eff)] == ["policy/forbid-hostipc"]
 
 
