@@ -68,7 +68,12 @@ from jobgate.policy.constraints import (
     Outcome,
 )
 from jobgate.policy.fieldmap import KINDS, TEMPLATE, KindMap
-from jobgate.policy.gpu import DEFAULT_GPU_RESOURCES
+from jobgate.policy.gpu import (
+    DEFAULT_GPU_DEVICE_CLASSES,
+    DEFAULT_GPU_RESOURCES,
+    IMPLICIT_DEVICE_PREFIX,
+    counted_resources,
+)
 from jobgate.policy.models import API_VERSION, CLUSTER_KIND, NAMESPACED_KIND
 
 ACTIONS = ("Deny", "Warn", "Audit")
@@ -159,16 +164,34 @@ def _resource_names(c: str) -> str:
 
 
 def gpu_variables() -> list[tuple[str, str]]:
-    """The param's GPU resources (its ``gpuResources``, else the built-in list) as two parallel lists,
-    names (a pattern ends in ``*``) and weights: written once per policy, not at every resource of
-    every container."""
+    """The param's GPU resources as two parallel lists, names (a pattern ends in ``*``) and weights:
+    its ``gpuResources`` first, then the built-in list, then the implicit extended resource
+    (``deviceclass.resource.kubernetes.io/<class>``) of each entry of its ``gpuDeviceClasses`` and of
+    the built-in classes. A name given comes before the built-in entry of that name, so that it
+    wins (``indexOf`` finds the first): the param's lists are added to the built-in ones, as the
+    webhook adds them. Written once per policy, not at every resource of every container."""
     lst = "params.spec.limits.gpuResources"
     own = "has(params.spec.limits) && has(params.spec.limits.gpuResources)"
-    names = "[" + ", ".join(f"'{n}'" for n, _ in DEFAULT_GPU_RESOURCES) + "]"
-    weights = "[" + ", ".join(repr(float(w)) for _, w in DEFAULT_GPU_RESOURCES) + "]"
+    classes = "params.spec.limits.gpuDeviceClasses"
+    own_classes = "has(params.spec.limits) && has(params.spec.limits.gpuDeviceClasses)"
+    builtin = counted_resources(DEFAULT_GPU_RESOURCES, ())
+    builtin_classes = counted_resources((), DEFAULT_GPU_DEVICE_CLASSES)
+    names = "[" + ", ".join(f"'{n}'" for n, _ in builtin) + "]"
+    weights = "[" + ", ".join(repr(float(w)) for _, w in builtin) + "]"
+    class_names = "[" + ", ".join(f"'{n}'" for n, _ in builtin_classes) + "]"
+    class_weights = "[" + ", ".join(repr(float(w)) for _, w in builtin_classes) + "]"
+    weight = "has(gw.weight) ? double(gw.weight) : 1.0"
     return [
-        ("gpuNames", f"{own} ? {lst}.map(gw, gw.name) : {names}"),
-        ("gpuWeights", f"{own} ? {lst}.map(gw, has(gw.weight) ? double(gw.weight) : 1.0) : {weights}"),
+        (
+            "gpuNames",
+            f"({own} ? {lst}.map(gw, gw.name) : []) + {names} + "
+            f"({own_classes} ? {classes}.map(gw, '{IMPLICIT_DEVICE_PREFIX}' + gw.name) : []) + {class_names}",
+        ),
+        (
+            "gpuWeights",
+            f"({own} ? {lst}.map(gw, {weight}) : []) + {weights} + "
+            f"({own_classes} ? {classes}.map(gw, {weight}) : []) + {class_weights}",
+        ),
     ]
 
 
@@ -1018,11 +1041,24 @@ _ROWS: tuple[tuple[str, str, str], ...] = (
     ),
     ("limits.maxGPUsPerJob", APISERVER, "Σ roles largest × pod; weights in double precision (1e-9 tolerance)"),
     (
-        "limits.gpuResources across policies",
+        "limits.gpuResources, limits.gpuDeviceClasses across policies",
         WEBHOOK,
-        "the webhook counts with the union of the matching policies' lists (largest weight per name); a VAP param "
-        "counts with its own list: the two agree when every matching policy that sets a GPU limit or gpuResources "
-        "gives the same list (or none does)",
+        "each list is added to its built-in one (a name given again sets its weight, 0 excludes it) on both sides; "
+        "the webhook counts with the union of the matching policies' lists (largest weight per name), a VAP param "
+        "with its own: the two agree when every matching policy that sets a GPU limit or a list gives the same "
+        "lists (or none does)",
+    ),
+    (
+        "deviceclass.resource.kubernetes.io/<class> container resources",
+        APISERVER,
+        "counted as devices of the class, weighted by gpuDeviceClasses and the built-in classes",
+    ),
+    (
+        "DRA claims: spec.resourceClaims (ResourceClaimTemplates, shared ResourceClaims), a DeviceClass's "
+        "extendedResourceName",
+        WEBHOOK,
+        "a VAP cannot read other objects, so it counts none of them (the job's claims count 0 there); the webhook "
+        "reads them from its informers and refuses what it cannot count (allocationMode: All, an object not there)",
     ),
     ("limits.maxTTLSecondsAfterFinished", APISERVER, "where the kind has the field"),
     ("limits.maxActiveDeadlineSeconds", APISERVER, "where the kind has the field"),
@@ -1056,7 +1092,7 @@ _ROWS: tuple[tuple[str, str, str], ...] = (
         "but a kind without the field is not refused there",
     ),
     ("not-applicable notices (a TTL on MxJob, a queue on DIJob …)", WEBHOOK, "a warning; the VAPs skip the field"),
-    ("DRA claims, unparseable quantities", WEBHOOK, "a warning; the VAPs count them as 0, as the webhook"),
+    ("unparseable GPU quantities", WEBHOOK, "a warning; the VAPs count them as 0, as the webhook"),
     (
         "dominated Warn entries",
         WEBHOOK,
