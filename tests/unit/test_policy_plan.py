@@ -58,6 +58,8 @@ CONSTRAINTS: list[dict[str, Any]] = [
     {"require": {"forbid": ["hostNetwork", "hostPID", "hostIPC"]}},
     {"require": {"forbid": ["privileged"]}},
     {"require": {"forbid": ["hostPath"]}},
+    {"limits": {"maxGPUsPerJob": 2, "gpuDeviceClasses": [{"name": "gpu.nvidia.com", "weight": 2}]}},
+    {"limits": {"maxGPUsPerPod": 1, "gpuResources": [{"name": "nvidia.com/gpu", "weight": 0}]}},
     {"require": {"queues": ["a"]}, "enforcementAction": "Warn"},
 ]
 
@@ -96,6 +98,17 @@ def _templates() -> list[dict[str, Any] | None]:
         pod(1, schedulerName="volcano"),
         pod(1, priorityClassName="high"),
         pod(1, resourceClaims=[{"name": "gpu"}]),
+        pod(None, resourceClaims=[{"name": "gpu", "resourceClaimTemplateName": "t"}]),
+        pod(1, volumes=[{"name": "i", "image": {"reference": "evil.io/weights:1"}}]),
+        pod(1, volumes=[{"name": "i", "image": {"reference": REGISTRY}}, {"name": "e", "emptyDir": {}}]),
+        pod(1, volumes=[{"name": "i", "image": "not a source"}, {"name": "j", "image": {"reference": 3}}]),
+        {
+            "spec": {
+                "containers": [
+                    _container(resources={"limits": {"deviceclass.resource.kubernetes.io/gpu.nvidia.com": 2}})
+                ]
+            }
+        },
         pod(1, overhead={"nvidia.com/gpu": "1"}),
         {"spec": {"containers": [_container(resources={"requests": {"nvidia.com/gpu": 1}, "limits": {"cpu": 1}})]}},
         {
@@ -157,6 +170,7 @@ def _jobs() -> list[dict[str, Any]]:
         t9k(scheduler={"t9kScheduler": {"queue": "vision"}}),
         dijob(),
         dijob(volumes=[{"name": "h", "hostPath": {"path": "/"}}]),
+        dijob(volumes=[{"name": "i", "image": {"reference": "evil.io/weights:1"}}]),
         tfjob_manifest(),
     ]  # fmt: skip
     labelled = []
