@@ -1036,8 +1036,8 @@ _ROWS: tuple[tuple[str, str, str], ...] = (
     (
         "limits.maxGPUsPerPod",
         APISERVER,
-        "requests else limits, sidecars and init containers as resource.PodRequests, overhead; each param "
-        "with its own gpuResources (exact names and '*' patterns, weights) or the built-in list",
+        "requests else limits, sidecars and init containers as resource.PodRequests, overhead; the built-in "
+        "list with each param's own gpuResources added (exact names and '*' patterns, weights)",
     ),
     ("limits.maxGPUsPerJob", APISERVER, "Σ roles largest × pod; weights in double precision (1e-9 tolerance)"),
     (
