@@ -773,14 +773,59 @@ def _image_registries(kc: KindCel, decl: Constraint, violating: _Violating) -> l
         )
         return f"[{kc.containers(b)}.filter(ct, {bad_image})[0]].map(ct, {detail})[0]"
 
-    return [
-        _v(
-            decl.rule,
-            f"has({_REQ}) && has({entries})",
-            f"size({bad_images}) == 0",
-            _msg(_first(bad_images, line)),
+    # Image volumes (volumes[].image.reference, GA in 1.36): the same test of the reference; the old
+    # object's containers or image volumes holding the same reference excuse it, as the webhook's
+    # identity (the image) does.
+    def volumes(i: str, old: bool = False) -> str:
+        s = kc.spec(i, old)
+        return f"({kc.pod(i, old)} && has({s}.volumes) ? {s}.volumes : [])"
+
+    def job_volumes(root: str) -> str:
+        if kc.k.family != "diengine":  # DIJob adds spec.volumes to every pod of the job
+            return "[]"
+        return f"({_has(root, ('spec', 'volumes'))} ? {root}.spec.volumes : [])"
+
+    def is_image(v: str) -> str:
+        return f"(has({v}.image) && has({v}.image.reference))"
+
+    had = (
+        "(variables.oldContainers.exists(ol, ol.exists(oc, has(oc.image) && oc.image == vl.image.reference)) || "
+        f"variables.oldIdx.exists(j, {volumes('j', True)}.exists(ov, {is_image('ov')} && "
+        "ov.image.reference == vl.image.reference)) || "
+        f"{job_volumes('oldObject')}.exists(ov, {is_image('ov')} && ov.image.reference == vl.image.reference))"
+    )
+    bad_volume = _unless_old(f"{is_image('vl')} && !{_image_allowed('vl.image.reference', entries)}", had)
+    bad_volumes = violating("badImageVolumes", f"{_EACH}.filter(i, {volumes('i')}.exists(vl, {bad_volume}))")
+    volume_origin = (
+        f"[{_image_name('vl.image.reference')}].map(nm, nm == '' ? 'its registry cannot be determined' : "
+        "'it comes from ' + nm.substring(0, nm.lastIndexOf('/')) + '/')[0]"
+    )
+
+    def volume_line(where: str) -> str:
+        return _line(
+            decl.outcomes["outside"],
+            where,
+            _quoted("vl.image.reference"),
+            origin=volume_origin,
+            allowed=f"{entries}.join(', ')",
         )
-    ]
+
+    def on_volume(b: str) -> str:
+        listed = volumes(b)
+        path = f"{kc.path(b)} + '.template.spec.volumes[' + string({listed}.indexOf(vl)) + '].image.reference'"
+        return f"[{listed}.filter(vl, {bad_volume})[0]].map(vl, {volume_line(path)})[0]"
+
+    # The first of them in the webhook's order: containers, then each pod's volumes, then a DIJob's own.
+    on_volumes = _first(bad_volumes, on_volume)
+    ok = f"size({bad_images}) == 0 && size({bad_volumes}) == 0"
+    if kc.k.family == "diengine":
+        jv = job_volumes("object")
+        on_job = volume_line(f"'spec.volumes[' + string({jv}.indexOf(vl)) + '].image.reference'")
+        first_job = f"[{jv}.filter(vl, {bad_volume})[0]].map(vl, {on_job})[0]"
+        on_volumes = f"(size({bad_volumes}) > 0 ? {on_volumes} : {first_job})"
+        ok = f"{ok} && !{jv}.exists(vl, {bad_volume})"
+    message = f"(size({bad_images}) > 0 ? {_first(bad_images, line)} : {on_volumes})"
+    return [_v(decl.rule, f"has({_REQ}) && has({entries})", ok, _msg(message))]
 
 
 def _forbidden(decl: Constraint) -> str:
@@ -1068,7 +1113,11 @@ _ROWS: tuple[tuple[str, str, str], ...] = (
     ("require.queues", APISERVER, "job-level field (kinds without a queue: webhook warning)"),
     ("require.priorityClassNames", APISERVER, "job-level, or each pod template's for MxJob, GenericJob, DIJob"),
     ("require.schedulerNames", APISERVER, "job-level (Volcano) or each pod template's (unset = default-scheduler)"),
-    ("require.imageRegistries", APISERVER, "init, app and ephemeral containers; docker.io normalisation"),
+    (
+        "require.imageRegistries",
+        APISERVER,
+        "init, app and ephemeral containers, image volumes (volumes[].image.reference); docker.io normalisation",
+    ),
     ("require.forbid", APISERVER, "hostNetwork, hostPID, hostIPC, hostPath (and DIJob spec.volumes), privileged"),
     ("match.families / kinds / objectSelector", APISERVER, "CEL guard per param"),
     ("namespaceSelector (cluster policies)", APISERVER, "CEL against namespaceObject's labels"),
