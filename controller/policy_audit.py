@@ -43,8 +43,9 @@ from jobgate.policy.resources import CLUSTER_POLICIES, NAMESPACES, POLICIES
 log = logging.getLogger("jobgate.policy_audit")
 
 CAP = 20  # violating jobs listed in a policy's status (the total is always exact)
-# Findings about a constraint's reach, not a job's fault: shown at admission, not counted here.
-NOT_VIOLATIONS = frozenset(("policy/not-applicable", "policy/gpu-uncounted"))
+# Findings about a constraint's reach, not a job's fault: shown at admission, not counted here. The
+# audit has no view of DRA objects: a claim it cannot read is not a stored job's violation.
+NOT_VIOLATIONS = frozenset(("policy/not-applicable", "policy/gpu-uncounted", "policy/gpu-claim-unknown"))
 PAGE = 500
 
 VIOLATIONS = Gauge("jobgate_policy_violations", "Stored jobs violating each policy.", ["policy"])

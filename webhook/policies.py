@@ -5,6 +5,10 @@ the ``policy.jobgate.io`` CRDs. Until the three lists are in, the webhook is not
 then would admit what a policy refuses); once synced, each review reads the caches, never the API.
 Without the CRDs, policy enforcement is off, a line at start-up says so, and discovery is asked
 again every ``JOBGATE_POLICY_CRD_RECHECK_SECONDS`` (default 60).
+
+With them, the DRA objects GPU limits count (ResourceClaimTemplates, ResourceClaims, DeviceClasses:
+:mod:`.devices`) are watched too where the cluster serves ``resource.k8s.io/v1``; the webhook is
+not Ready before those lists are in either (a claim not yet listed would be refused as unknown).
 """
 
 from __future__ import annotations
@@ -21,6 +25,7 @@ from jobgate.kube.informer import Informer
 from jobgate.policy.models import GROUP, VERSION
 from jobgate.policy.resolve import PolicySet
 from jobgate.policy.resources import CLUSTER_POLICIES, NAMESPACES, POLICIES
+from jobgate.webhook.devices import DeviceCache, dra_served
 
 log = logging.getLogger("jobgate.policies")
 
@@ -107,10 +112,11 @@ class PolicyEnforcement:
     def __init__(self, views: ClusterViews) -> None:
         self.views = views
         self.cache: PolicyCache | None = None
+        self.devices: DeviceCache | None = None
         self.stop_event = threading.Event()
 
     def ready(self) -> bool:
-        return self.cache is None or self.cache.synced()
+        return (self.cache is None or self.cache.synced()) and (self.devices is None or self.devices.synced())
 
     def start(self, kubeconfig: str | None, in_cluster: bool) -> None:
         if kubeconfig is None and not in_cluster:
@@ -130,10 +136,30 @@ class PolicyEnforcement:
         self._start_cache(kube)
 
     def _start_cache(self, kube: Kube) -> None:
+        self._start_devices(kube)
         cache = PolicyCache(kube)
         cache.start()
         self.cache = cache
         threading.Thread(target=self._install_when_synced, args=(cache,), name="policies-sync", daemon=True).start()
+
+    def _start_devices(self, kube: Kube) -> None:
+        try:
+            served = dra_served(kube)
+        except Exception as exc:  # never a reason to leave the policies off
+            log.warning("DRA objects not watched: discovery of resource.k8s.io/v1 failed (%s)", exc)
+            return
+        if not served:
+            log.info("DRA objects not watched: resource.k8s.io/v1 is not served (a claim under a GPU limit is refused)")
+            return
+        devices = DeviceCache(kube)
+        devices.start()
+        self.devices = devices
+        threading.Thread(target=self._install_devices, args=(devices,), name="devices-sync", daemon=True).start()
+
+    def _install_devices(self, devices: DeviceCache) -> None:
+        devices.wait_synced()
+        self.views.devices = devices
+        log.info("DRA claims counted: watching resource.k8s.io/v1 claim templates, claims and device classes")
 
     def _install_when_synced(self, cache: PolicyCache) -> None:
         for informer in (*cache.informers, cache.namespaces):
@@ -161,3 +187,5 @@ class PolicyEnforcement:
         self.stop_event.set()
         if self.cache is not None:
             self.cache.stop()
+        if self.devices is not None:
+            self.devices.stop()

@@ -331,8 +331,8 @@ POLICY_READER = "jobgate-webhook-policies"
 
 
 def webhook_policy_reader() -> list[dict[str, Any]]:
-    """The watches behind platform policy: the policies, and the namespaces' labels their
-    ``namespaceSelector`` reads (no call per review)."""
+    """The watches behind platform policy: the policies, the namespaces' labels their
+    ``namespaceSelector`` reads, and the DRA objects GPU limits count (no call per review)."""
     metadata = {"name": POLICY_READER, "labels": dict(PART_OF)}
     return [
         {
@@ -346,6 +346,12 @@ def webhook_policy_reader() -> list[dict[str, Any]]:
                     "verbs": ["list", "watch"],
                 },
                 {"apiGroups": [""], "resources": ["namespaces"], "verbs": ["list", "watch"]},
+                # The DRA objects a GPU limit counts a pod's claims from (webhook/devices.py).
+                {
+                    "apiGroups": ["resource.k8s.io"],
+                    "resources": ["resourceclaimtemplates", "resourceclaims", "deviceclasses"],
+                    "verbs": ["get", "list", "watch"],
+                },
             ],
         },
         {

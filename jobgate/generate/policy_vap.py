@@ -58,6 +58,7 @@ from jobgate.policy.constraints import (
     FORBID_CONTAINER_FLAG,
     FORBID_POD_FLAG,
     FORBID_VOLUME,
+    GPU_CLAIMS,
     IMAGE_REGISTRIES,
     JOB_CAP,
     REQUIRED_FIELD,
@@ -67,7 +68,12 @@ from jobgate.policy.constraints import (
     Outcome,
 )
 from jobgate.policy.fieldmap import KINDS, TEMPLATE, KindMap
-from jobgate.policy.gpu import DEFAULT_GPU_RESOURCES
+from jobgate.policy.gpu import (
+    DEFAULT_GPU_DEVICE_CLASSES,
+    DEFAULT_GPU_RESOURCES,
+    IMPLICIT_DEVICE_PREFIX,
+    counted_resources,
+)
 from jobgate.policy.models import API_VERSION, CLUSTER_KIND, NAMESPACED_KIND
 
 ACTIONS = ("Deny", "Warn", "Audit")
@@ -158,16 +164,34 @@ def _resource_names(c: str) -> str:
 
 
 def gpu_variables() -> list[tuple[str, str]]:
-    """The param's GPU resources (its ``gpuResources``, else the built-in list) as two parallel lists,
-    names (a pattern ends in ``*``) and weights: written once per policy, not at every resource of
-    every container."""
+    """The param's GPU resources as two parallel lists, names (a pattern ends in ``*``) and weights:
+    its ``gpuResources`` first, then the built-in list, then the implicit extended resource
+    (``deviceclass.resource.kubernetes.io/<class>``) of each entry of its ``gpuDeviceClasses`` and of
+    the built-in classes. A name given comes before the built-in entry of that name, so that it
+    wins (``indexOf`` finds the first): the param's lists are added to the built-in ones, as the
+    webhook adds them. Written once per policy, not at every resource of every container."""
     lst = "params.spec.limits.gpuResources"
     own = "has(params.spec.limits) && has(params.spec.limits.gpuResources)"
-    names = "[" + ", ".join(f"'{n}'" for n, _ in DEFAULT_GPU_RESOURCES) + "]"
-    weights = "[" + ", ".join(repr(float(w)) for _, w in DEFAULT_GPU_RESOURCES) + "]"
+    classes = "params.spec.limits.gpuDeviceClasses"
+    own_classes = "has(params.spec.limits) && has(params.spec.limits.gpuDeviceClasses)"
+    builtin = counted_resources(DEFAULT_GPU_RESOURCES, ())
+    builtin_classes = counted_resources((), DEFAULT_GPU_DEVICE_CLASSES)
+    names = "[" + ", ".join(f"'{n}'" for n, _ in builtin) + "]"
+    weights = "[" + ", ".join(repr(float(w)) for _, w in builtin) + "]"
+    class_names = "[" + ", ".join(f"'{n}'" for n, _ in builtin_classes) + "]"
+    class_weights = "[" + ", ".join(repr(float(w)) for _, w in builtin_classes) + "]"
+    weight = "has(gw.weight) ? double(gw.weight) : 1.0"
     return [
-        ("gpuNames", f"{own} ? {lst}.map(gw, gw.name) : {names}"),
-        ("gpuWeights", f"{own} ? {lst}.map(gw, has(gw.weight) ? double(gw.weight) : 1.0) : {weights}"),
+        (
+            "gpuNames",
+            f"({own} ? {lst}.map(gw, gw.name) : []) + {names} + "
+            f"({own_classes} ? {classes}.map(gw, '{IMPLICIT_DEVICE_PREFIX}' + gw.name) : []) + {class_names}",
+        ),
+        (
+            "gpuWeights",
+            f"({own} ? {lst}.map(gw, {weight}) : []) + {weights} + "
+            f"({own_classes} ? {classes}.map(gw, {weight}) : []) + {class_weights}",
+        ),
     ]
 
 
@@ -749,14 +773,59 @@ def _image_registries(kc: KindCel, decl: Constraint, violating: _Violating) -> l
         )
         return f"[{kc.containers(b)}.filter(ct, {bad_image})[0]].map(ct, {detail})[0]"
 
-    return [
-        _v(
-            decl.rule,
-            f"has({_REQ}) && has({entries})",
-            f"size({bad_images}) == 0",
-            _msg(_first(bad_images, line)),
+    # Image volumes (volumes[].image.reference, GA in 1.36): the same test of the reference; the old
+    # object's containers or image volumes holding the same reference excuse it, as the webhook's
+    # identity (the image) does.
+    def volumes(i: str, old: bool = False) -> str:
+        s = kc.spec(i, old)
+        return f"({kc.pod(i, old)} && has({s}.volumes) ? {s}.volumes : [])"
+
+    def job_volumes(root: str) -> str:
+        if kc.k.family != "diengine":  # DIJob adds spec.volumes to every pod of the job
+            return "[]"
+        return f"({_has(root, ('spec', 'volumes'))} ? {root}.spec.volumes : [])"
+
+    def is_image(v: str) -> str:
+        return f"(has({v}.image) && has({v}.image.reference))"
+
+    had = (
+        "(variables.oldContainers.exists(ol, ol.exists(oc, has(oc.image) && oc.image == vl.image.reference)) || "
+        f"variables.oldIdx.exists(j, {volumes('j', True)}.exists(ov, {is_image('ov')} && "
+        "ov.image.reference == vl.image.reference)) || "
+        f"{job_volumes('oldObject')}.exists(ov, {is_image('ov')} && ov.image.reference == vl.image.reference))"
+    )
+    bad_volume = _unless_old(f"{is_image('vl')} && !{_image_allowed('vl.image.reference', entries)}", had)
+    bad_volumes = violating("badImageVolumes", f"{_EACH}.filter(i, {volumes('i')}.exists(vl, {bad_volume}))")
+    volume_origin = (
+        f"[{_image_name('vl.image.reference')}].map(nm, nm == '' ? 'its registry cannot be determined' : "
+        "'it comes from ' + nm.substring(0, nm.lastIndexOf('/')) + '/')[0]"
+    )
+
+    def volume_line(where: str) -> str:
+        return _line(
+            decl.outcomes["outside"],
+            where,
+            _quoted("vl.image.reference"),
+            origin=volume_origin,
+            allowed=f"{entries}.join(', ')",
         )
-    ]
+
+    def on_volume(b: str) -> str:
+        listed = volumes(b)
+        path = f"{kc.path(b)} + '.template.spec.volumes[' + string({listed}.indexOf(vl)) + '].image.reference'"
+        return f"[{listed}.filter(vl, {bad_volume})[0]].map(vl, {volume_line(path)})[0]"
+
+    # The first of them in the webhook's order: containers, then each pod's volumes, then a DIJob's own.
+    on_volumes = _first(bad_volumes, on_volume)
+    ok = f"size({bad_images}) == 0 && size({bad_volumes}) == 0"
+    if kc.k.family == "diengine":
+        jv = job_volumes("object")
+        on_job = volume_line(f"'spec.volumes[' + string({jv}.indexOf(vl)) + '].image.reference'")
+        first_job = f"[{jv}.filter(vl, {bad_volume})[0]].map(vl, {on_job})[0]"
+        on_volumes = f"(size({bad_volumes}) > 0 ? {on_volumes} : {first_job})"
+        ok = f"{ok} && !{jv}.exists(vl, {bad_volume})"
+    message = f"(size({bad_images}) > 0 ? {_first(bad_images, line)} : {on_volumes})"
+    return [_v(decl.rule, f"has({_REQ}) && has({entries})", ok, _msg(message))]
 
 
 def _forbidden(decl: Constraint) -> str:
@@ -865,6 +934,12 @@ def _forbid_container_flag(kc: KindCel, decl: Constraint, violating: _Violating)
     return _forbid_groups(decl, hits, line)
 
 
+def _gpu_claims(kc: KindCel, decl: Constraint, violating: _Violating) -> list[Validation]:
+    """Nothing: a pod's claims are counted from ResourceClaimTemplates and ResourceClaims, other objects
+    a ValidatingAdmissionPolicy cannot read (the enforcement table says so)."""
+    return []
+
+
 _COMPILERS: dict[str, Callable[[KindCel, Constraint, _Violating], list[Validation]]] = {
     ROLE_CAP: _role_cap,
     JOB_CAP: _job_cap,
@@ -876,6 +951,7 @@ _COMPILERS: dict[str, Callable[[KindCel, Constraint, _Violating], list[Validatio
     FORBID_POD_FLAG: _forbid_pod_flag,
     FORBID_VOLUME: _forbid_volume,
     FORBID_CONTAINER_FLAG: _forbid_container_flag,
+    GPU_CLAIMS: _gpu_claims,
 }
 
 
@@ -1005,16 +1081,29 @@ _ROWS: tuple[tuple[str, str, str], ...] = (
     (
         "limits.maxGPUsPerPod",
         APISERVER,
-        "requests else limits, sidecars and init containers as resource.PodRequests, overhead; each param "
-        "with its own gpuResources (exact names and '*' patterns, weights) or the built-in list",
+        "requests else limits, sidecars and init containers as resource.PodRequests, overhead; the built-in "
+        "list with each param's own gpuResources added (exact names and '*' patterns, weights)",
     ),
     ("limits.maxGPUsPerJob", APISERVER, "Σ roles largest × pod; weights in double precision (1e-9 tolerance)"),
     (
-        "limits.gpuResources across policies",
+        "limits.gpuResources, limits.gpuDeviceClasses across policies",
         WEBHOOK,
-        "the webhook counts with the union of the matching policies' lists (largest weight per name); a VAP param "
-        "counts with its own list: the two agree when every matching policy that sets a GPU limit or gpuResources "
-        "gives the same list (or none does)",
+        "each list is added to its built-in one (a name given again sets its weight, 0 excludes it) on both sides; "
+        "the webhook counts with the union of the matching policies' lists (largest weight per name), a VAP param "
+        "with its own: the two agree when every matching policy that sets a GPU limit or a list gives the same "
+        "lists (or none does)",
+    ),
+    (
+        "deviceclass.resource.kubernetes.io/<class> container resources",
+        APISERVER,
+        "counted as devices of the class, weighted by gpuDeviceClasses and the built-in classes",
+    ),
+    (
+        "DRA claims: spec.resourceClaims (ResourceClaimTemplates, shared ResourceClaims), a DeviceClass's "
+        "extendedResourceName",
+        WEBHOOK,
+        "a VAP cannot read other objects, so it counts none of them (the job's claims count 0 there); the webhook "
+        "reads them from its informers and refuses what it cannot count (allocationMode: All, an object not there)",
     ),
     ("limits.maxTTLSecondsAfterFinished", APISERVER, "where the kind has the field"),
     ("limits.maxActiveDeadlineSeconds", APISERVER, "where the kind has the field"),
@@ -1024,7 +1113,11 @@ _ROWS: tuple[tuple[str, str, str], ...] = (
     ("require.queues", APISERVER, "job-level field (kinds without a queue: webhook warning)"),
     ("require.priorityClassNames", APISERVER, "job-level, or each pod template's for MxJob, GenericJob, DIJob"),
     ("require.schedulerNames", APISERVER, "job-level (Volcano) or each pod template's (unset = default-scheduler)"),
-    ("require.imageRegistries", APISERVER, "init, app and ephemeral containers; docker.io normalisation"),
+    (
+        "require.imageRegistries",
+        APISERVER,
+        "init, app and ephemeral containers, image volumes (volumes[].image.reference); docker.io normalisation",
+    ),
     ("require.forbid", APISERVER, "hostNetwork, hostPID, hostIPC, hostPath (and DIJob spec.volumes), privileged"),
     ("match.families / kinds / objectSelector", APISERVER, "CEL guard per param"),
     ("namespaceSelector (cluster policies)", APISERVER, "CEL against namespaceObject's labels"),
@@ -1048,7 +1141,7 @@ _ROWS: tuple[tuple[str, str, str], ...] = (
         "but a kind without the field is not refused there",
     ),
     ("not-applicable notices (a TTL on MxJob, a queue on DIJob …)", WEBHOOK, "a warning; the VAPs skip the field"),
-    ("DRA claims, unparseable quantities", WEBHOOK, "a warning; the VAPs count them as 0, as the webhook"),
+    ("unparseable GPU quantities", WEBHOOK, "a warning; the VAPs count them as 0, as the webhook"),
     (
         "dominated Warn entries",
         WEBHOOK,

@@ -67,16 +67,25 @@ from jobgate.policy.fieldmap import (
     kind_map,
     pod_sizes,
 )
-from jobgate.policy.gpu import QuantityError, format_gpus, gpu_weight, is_fraction, parse_quantity, pod_gpus
+from jobgate.policy.gpu import (
+    QuantityError,
+    claim_devices,
+    format_gpus,
+    gpu_weight,
+    is_fraction,
+    parse_quantity,
+    pod_gpus,
+)
 from jobgate.policy.images import name_allowed, normalise_image
 from jobgate.policy.memo import Resolution
 from jobgate.policy.resolve import ACTION_RANK, EffectivePolicy, Sourced
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING, without importing typing at run time (start-up)
 if TYPE_CHECKING:
-    from collections.abc import Iterable
+    from collections.abc import Callable, Iterable
     from typing import Any
 
+    from jobgate.engine.views import DeviceView
     from jobgate.policy.gpu import Amount
 
 _VALUELESS = (REQUIRED, FORBIDDEN)
@@ -242,6 +251,8 @@ _POD_GPUS = DECLARED["policy/max-gpus-per-pod"]
 _JOB_GPUS = DECLARED["policy/max-gpus-per-job"]
 _LABELS = DECLARED["policy/required-label"]
 _IMAGES = DECLARED["policy/image-registries"]
+_CLAIM_UNBOUNDED = DECLARED["policy/gpu-claim-unbounded"]
+_CLAIM_UNKNOWN = DECLARED["policy/gpu-claim-unknown"]
 # Per job-level field: (its requirement, its cap), the requirement's findings first.
 _FIELD_RULES = tuple(
     (required, cap)
@@ -293,7 +304,114 @@ def _replica_checks(eff: EffectivePolicy, groups: list[ReplicaGroup], out: list[
             out.append(_over(_JOB_REPLICAS, entry, base, total, (), measure=total))
 
 
-def _gpu_checks(eff: EffectivePolicy, groups: list[ReplicaGroup], by_role: bool, out: list[PolicyFinding]) -> None:
+def _class_weigher(eff: EffectivePolicy) -> Callable[[str], Amount | None]:
+    """The weight of a DeviceClass under the policy's list (None: not GPUs), remembered in the policy."""
+    weights = eff.class_weights
+    classes = eff.gpu_device_classes
+
+    def weight(device_class: str) -> Amount | None:
+        if device_class not in weights:
+            weights[device_class] = gpu_weight(device_class, classes)
+        return weights[device_class]  # type: ignore[no-any-return]
+
+    return weight
+
+
+def extended_weights(
+    eff: EffectivePolicy, devices: DeviceView | None, memo: list[Any] | None = None
+) -> dict[str, Amount]:
+    """The weight of each resource a DeviceClass names as its ``extendedResourceName`` that the policy's
+    resource list does not count itself: devices of that class (KEP-5004), weighted as the class.
+    Empty without a view or such a class (nearly always). ``memo``: a plan's, keeping the answer for
+    as long as the view's map is the same object of the same size."""
+    if devices is None:
+        return _NO_EXTENDED
+    source = devices.extended_resource_classes()
+    if not source:
+        return _NO_EXTENDED
+    if memo is not None and memo and memo[0] is source and memo[1] == len(source):
+        return memo[2]  # type: ignore[no-any-return]
+    class_weight = _class_weigher(eff)
+    counted = eff.gpu_counted
+    found: dict[str, Amount] = {}
+    for name, device_class in source.items():
+        if type(name) is str and type(device_class) is str and gpu_weight(name, counted) is None:
+            weight = class_weight(device_class)
+            if weight is not None:
+                found[name] = weight
+    if memo is not None:
+        memo[:] = [source, len(source), found]
+    return found
+
+
+_NO_EXTENDED: dict[str, Any] = {}
+
+
+class _Claims:
+    """What the claims of a job's pods ask for (see :func:`_count_claims`)."""
+
+    __slots__ = ("shared", "unbounded", "unknown")
+
+    def __init__(self) -> None:
+        # A ResourceClaim's weighted GPUs by name: one claim is shared by every pod that names it,
+        # so the job counts it once.
+        self.shared: dict[str, Amount] = {}
+        # (path, what, the DeviceClass) of each request no number bounds; (path, what) of each object
+        # the view does not show.
+        self.unbounded: list[tuple[FieldPath, str, str]] = []
+        self.unknown: list[tuple[FieldPath, str]] = []
+
+
+def _count_claims(
+    g: ReplicaGroup,
+    namespace: str,
+    devices: DeviceView | None,
+    class_weight: Callable[[str], Amount | None],
+    claims: _Claims,
+) -> tuple[Amount, Amount]:
+    """(the weighted GPUs of one pod's claim templates, of the ResourceClaims it shares) of group ``g``;
+    what cannot be counted goes into ``claims``."""
+    spec = get_path(g.template, ("spec",))
+    items = spec.get("resourceClaims") if isinstance(spec, dict) else None
+    own: Amount = 0
+    shared: Amount = 0
+    for i, item in enumerate(items if isinstance(items, list) else []):
+        if not isinstance(item, dict):
+            continue
+        template_name, claim_name = item.get("resourceClaimTemplateName"), item.get("resourceClaimName")
+        if isinstance(template_name, str) and template_name:
+            kind, name, field = "ResourceClaimTemplate", template_name, "resourceClaimTemplateName"
+            obj = devices.claim_template(namespace, name) if devices is not None else None
+            claim_spec = get_path(obj, ("spec", "spec")) if isinstance(obj, Mapping) else None
+        elif isinstance(claim_name, str) and claim_name:
+            kind, name, field = "ResourceClaim", claim_name, "resourceClaimName"
+            obj = devices.claim(namespace, name) if devices is not None else None
+            claim_spec = get_path(obj, ("spec",)) if isinstance(obj, Mapping) else None
+        else:
+            continue  # names neither: the apiserver refuses such a pod
+        path: FieldPath = (*g.template_path, "spec", "resourceClaims", i, field)
+        what = f"{kind} {namespace}/{name}"
+        if obj is None:
+            claims.unknown.append((path, what))
+            continue
+        count = claim_devices(claim_spec, class_weight)
+        for device_class in dict.fromkeys(count.unbounded):
+            claims.unbounded.append((path, what, device_class))
+        if kind == "ResourceClaim":
+            shared += count.gpus
+            claims.shared[name] = count.gpus
+        else:
+            own += count.gpus
+    return own, shared
+
+
+def _gpu_checks(
+    eff: EffectivePolicy,
+    groups: list[ReplicaGroup],
+    by_role: bool,
+    out: list[PolicyFinding],
+    devices: DeviceView | None = None,
+) -> None:
     per_pod = eff.limits.get(_POD_GPUS.field, [])
     per_job = eff.limits.get(_JOB_GPUS.field, [])
     if not per_pod and not per_job:
@@ -301,26 +419,44 @@ def _gpu_checks(eff: EffectivePolicy, groups: list[ReplicaGroup], by_role: bool,
     total: Amount = 0
     parts: list[tuple[str, str]] = []
     uncounted: list[str] = []
+    claims = _Claims()
+    class_weight = _class_weigher(eff)
+    extended = extended_weights(eff, devices)
+    counted = eff.gpu_counted
     for g in groups:
-        count = pod_gpus(g.template, eff.gpu_resources, render_path(g.template_path), eff.gpu_weights)
+        count = pod_gpus(g.template, counted, render_path(g.template_path), eff.gpu_weights, extended)
         uncounted.extend(count.uncounted)
-        if count.gpus:
-            total += count.gpus * g.largest
-            parts.append((g.role, f"{g.role} {g.largest} × {format_gpus(count.gpus)}"))
+        pod = count.gpus
+        shared: Amount = 0
+        if (
+            isinstance(g.template, dict)
+            and isinstance(g.template.get("spec"), dict)
+            and g.template["spec"].get("resourceClaims")
+        ):
+            own, shared = _count_claims(g, eff.namespace, devices, class_weight, claims)
+            pod += own
+        if pod:
+            total += pod * g.largest
+            parts.append((g.role, f"{g.role} {g.largest} × {format_gpus(pod)}"))
         for entry in per_pod:
-            if count.gpus > entry.value:
+            if pod + shared > entry.value:
                 out.append(
                     _over(
                         _POD_GPUS,
                         entry,
                         (*g.template_path, "spec"),
-                        count.gpus,
+                        pod + shared,
                         (g.role,),
-                        shown=format_gpus(count.gpus),  # a quantity: quoted, as the apiserver shows one
+                        shown=format_gpus(pod + shared),  # a quantity: quoted, as the apiserver shows one
                         role=g.role,
-                        measure=format_gpus(count.gpus),
+                        measure=format_gpus(pod + shared),
                     )
                 )
+    shared_parts = []
+    for name, gpus in sorted(claims.shared.items()):
+        if gpus:
+            total += gpus
+            shared_parts.append(f"ResourceClaim {name} {format_gpus(gpus)}")
     for entry in per_job:
         if total > entry.value:
             out.append(
@@ -334,9 +470,11 @@ def _gpu_checks(eff: EffectivePolicy, groups: list[ReplicaGroup], by_role: bool,
                     measure=format_gpus(total),
                     # A map's roles by name: the order the apiserver's JSON gives them, and one the
                     # apiserver's CEL can write (it iterates a map in no fixed order).
-                    breakdown=", ".join(part for _, part in (sorted(parts) if by_role else parts)),
+                    breakdown=", ".join([*(part for _, part in (sorted(parts) if by_role else parts)), *shared_parts]),
                 )
             )
+    if claims.unbounded or claims.unknown:
+        _claim_findings(eff, claims, [(_POD_GPUS, e) for e in per_pod] + [(_JOB_GPUS, e) for e in per_job], out)
     if uncounted:
         entry = (per_job or per_pod)[0]
         for problem in dict.fromkeys(uncounted):
@@ -352,6 +490,24 @@ def _gpu_checks(eff: EffectivePolicy, groups: list[ReplicaGroup], by_role: bool,
                     action=_weaker(entry.action),
                 )
             )
+
+
+def _claim_findings(
+    eff: EffectivePolicy, claims: _Claims, caps: list[tuple[Constraint, Sourced]], out: list[PolicyFinding]
+) -> None:
+    """A finding per applying GPU cap for each claim whose GPUs cannot be bounded or read."""
+    unbounded, unknown = _CLAIM_UNBOUNDED.outcomes["unbounded"], _CLAIM_UNKNOWN.outcomes["unknown"]
+    for decl, entry in caps:
+        for path, what, device_class in claims.unbounded:
+            detail = unbounded.detail(claim=what, device_class=device_class, limit_field=decl.param, limit=entry.value)
+            out.append(
+                _finding(
+                    entry, path, unbounded.type, detail, _CLAIM_UNBOUNDED.rule, None, (decl.param, path, device_class)
+                )
+            )
+        for path, what in claims.unknown:
+            detail = unknown.detail(claim=what, limit_field=decl.param, limit=entry.value, namespace=eff.namespace)
+            out.append(_finding(entry, path, unknown.type, detail, _CLAIM_UNKNOWN.rule, None, (decl.param, path)))
 
 
 def _lifetime_checks(eff: EffectivePolicy, kmap: KindMap, job: dict[str, Any], out: list[PolicyFinding]) -> None:
@@ -443,23 +599,45 @@ def _containers(g: ReplicaGroup) -> Iterable[tuple[FieldPath, dict[str, Any]]]:
                 yield (*g.template_path, "spec", list_name, i), container
 
 
-def _image_checks(eff: EffectivePolicy, groups: list[ReplicaGroup], out: list[PolicyFinding]) -> None:
+def _image_volumes(volumes: Any, base: FieldPath) -> Iterable[tuple[FieldPath, Any]]:
+    """(path, reference) of each image volume (``volumes[].image.reference``, GA in 1.36) in ``volumes``."""
+    for i, volume in enumerate(volumes if isinstance(volumes, list) else []):
+        source = volume.get("image") if isinstance(volume, dict) else None
+        if isinstance(source, dict):
+            yield (*base, "volumes", i, "image", "reference"), source.get("reference")
+
+
+def _images(job: dict[str, Any], groups: list[ReplicaGroup]) -> Iterable[tuple[FieldPath, Any]]:
+    """(path, image) of every container and every image volume of the job's pods."""
+    for g in groups:
+        for path, container in _containers(g):
+            yield (*path, "image"), container.get("image")
+        spec = get_path(g.template, ("spec",))
+        if isinstance(spec, dict) and spec.get("volumes"):
+            yield from _image_volumes(spec["volumes"], (*g.template_path, "spec"))
+    # DIJob adds spec.volumes (core Volumes) to every pod of the job.
+    volumes = get_path(job, ("spec", "volumes"))
+    if volumes:
+        yield from _image_volumes(volumes, ("spec",))
+
+
+def _image_checks(
+    eff: EffectivePolicy, job: dict[str, Any], groups: list[ReplicaGroup], out: list[PolicyFinding]
+) -> None:
     entries = eff.allow.get(_IMAGES.field, [])
     if not entries:
         return
     outside = _IMAGES.outcomes["outside"]
-    for g in groups:
-        for path, container in _containers(g):
-            image = container.get("image")
-            if not isinstance(image, str):
+    for path, image in _images(job, groups):
+        if not isinstance(image, str):
+            continue
+        name = normalise_image(image)
+        for entry in entries:
+            if name_allowed(name, entry.value):
                 continue
-            name = normalise_image(image)
-            for entry in entries:
-                if name_allowed(name, entry.value):
-                    continue
-                origin = f"it comes from {name.rsplit('/', 1)[0]}/" if name else "its registry cannot be determined"
-                detail = outside.detail(origin=origin, allowed=", ".join(entry.value))
-                out.append(_finding(entry, (*path, "image"), outside.type, detail, _IMAGES.rule, image, (image,), None))
+            origin = f"it comes from {name.rsplit('/', 1)[0]}/" if name else "its registry cannot be determined"
+            detail = outside.detail(origin=origin, allowed=", ".join(entry.value))
+            out.append(_finding(entry, path, outside.type, detail, _IMAGES.rule, image, (image,), None))
 
 
 def _forbid_checks(
@@ -517,7 +695,7 @@ def _conflict_findings(eff: EffectivePolicy, out: list[PolicyFinding]) -> None:
         )
 
 
-def _all_findings(job: dict[str, Any], eff: EffectivePolicy) -> list[PolicyFinding]:
+def _all_findings(job: dict[str, Any], eff: EffectivePolicy, devices: DeviceView | None = None) -> list[PolicyFinding]:
     kmap = kind_map(job)
     if kmap is None:
         return []
@@ -525,11 +703,11 @@ def _all_findings(job: dict[str, Any], eff: EffectivePolicy) -> list[PolicyFindi
     out: list[PolicyFinding] = []
     _conflict_findings(eff, out)
     _replica_checks(eff, groups, out)
-    _gpu_checks(eff, groups, kmap.replica_layout == "map", out)
+    _gpu_checks(eff, groups, kmap.replica_layout == "map", out, devices)
     _lifetime_checks(eff, kmap, job, out)
     _allow_checks(eff, kmap, job, out)
     _label_checks(eff, job, out)
-    _image_checks(eff, groups, out)
+    _image_checks(eff, job, groups, out)
     _forbid_checks(eff, job, groups, out)
     return out
 
@@ -630,7 +808,9 @@ class _Plan:
         # The effective policy's weights of GPU resources (shared with its other plans, filled as
         # names are met) and the list they come from, read here without the policy's attributes.
         self.gpu_weights: dict[str, Any] = eff.gpu_weights
-        self.gpu_resources: Any = eff.gpu_resources
+        self.gpu_resources: Any = eff.gpu_counted
+        # extended_weights' memo for this plan: the DeviceClasses' extended resources it last answered for.
+        self.extended_memo: list[Any] = []
         # Defaults: (field, value, locator) of each field given one that the kind has, in the order
         # they are written; then the labels, the Kueue one last (it beats a same-key defaults.labels).
         self.defaults: list[tuple[str, Any, Any]] = []
@@ -713,8 +893,10 @@ class _Plan:
             node[leaf] = value
         return root
 
-    def clean(self, job: dict[str, Any], kmap: KindMap) -> bool:
-        """True when the checks would find nothing in ``job``; False when they may (they then decide)."""
+    def clean(self, job: dict[str, Any], kmap: KindMap, extended: Mapping[str, Any] = _NO_EXTENDED) -> bool:
+        """True when the checks would find nothing in ``job``; False when they may (they then decide).
+        ``extended``: :func:`extended_weights`, the resources a DeviceClass makes GPUs (a container
+        asking for one is left to the checks)."""
         if not self.usable:
             return False
         for locator, required, maximum, fixed in self.lifetime:
@@ -739,17 +921,20 @@ class _Plan:
                     value = labels[key]
                     if type(value) is not str or value not in allowed_values:
                         return False
-        if self.host_path:
+        if self.host_path or self.registries:
             volumes = get_path(job, ("spec", "volumes"))
-            if isinstance(volumes, list) and not _no_host_path(volumes):
-                return False
+            if isinstance(volumes, list):
+                if self.host_path and not _no_host_path(volumes):
+                    return False
+                if self.registries and not self._volumes_clean(volumes):
+                    return False
         replicas = 0
         gpus: Amount = 0
         for largest, template in pod_sizes(kmap, job):
             if self.max_role is not None and largest > self.max_role:
                 return False
             replicas += largest
-            pod = self._pod(template)
+            pod = self._pod(template, extended)
             if pod is None or (self.max_pod_gpus is not None and pod > self.max_pod_gpus):
                 return False
             if pod:
@@ -758,7 +943,7 @@ class _Plan:
             return False
         return not (self.max_job_gpus is not None and gpus > self.max_job_gpus)
 
-    def _pod(self, template: dict[str, Any] | None) -> Amount | None:
+    def _pod(self, template: dict[str, Any] | None, extended: Mapping[str, Any]) -> Amount | None:
         """The weighted GPUs of a clean pod template (0 when the policy counts none), as
         :func:`pod_gpus` counts them; None when the template may have a finding, or has more than
         app containers to count (init containers, sidecars, overhead): the checks then decide."""
@@ -777,10 +962,13 @@ class _Plan:
                 value = unset
             if type(value) is not str or value not in allowed:
                 return None
-        if self.host_path:
+        if self.host_path or self.registries:
             volumes = spec.get("volumes")
-            if isinstance(volumes, list) and not _no_host_path(volumes):
-                return None
+            if isinstance(volumes, list):
+                if self.host_path and not _no_host_path(volumes):
+                    return None
+                if self.registries and not self._volumes_clean(volumes):
+                    return None
         count = self.count_gpus
         rare = self.rare_pod_fields
         if rare and _has_any(spec, rare):
@@ -818,11 +1006,36 @@ class _Plan:
                     if isinstance(resources, Mapping):
                         return None
                     continue
-                own = self._requests(resources)
+                own = self._requests(resources, extended)
                 if own is None:
                     return None
                 gpus += own
         return gpus
+
+    def _volumes_clean(self, volumes: list[Any]) -> bool:
+        """Whether every image volume's reference is allowed (as :meth:`_container_clean` an image)."""
+        for volume in volumes:
+            if type(volume) is not dict:
+                if isinstance(volume, dict):
+                    return False
+                continue
+            source = volume.get("image")
+            if source is None:
+                continue
+            if type(source) is not dict:
+                if isinstance(source, dict):
+                    return False  # a dict subclass: the checks judge it
+                continue
+            reference = source.get("reference")
+            if type(reference) is str:
+                known = self.images.get(reference)
+                if known is None:
+                    known = self.image_allowed(reference)
+                if not known:
+                    return False
+            elif isinstance(reference, str):
+                return False
+        return True
 
     def _containers_clean(self, spec: dict[str, Any], list_name: str) -> bool:
         items = spec.get(list_name)
@@ -857,14 +1070,19 @@ class _Plan:
         self.images[image] = known
         return known
 
-    def _requests(self, resources: dict[str, Any]) -> Amount | None:
+    def _requests(self, resources: dict[str, Any], extended: Mapping[str, Any]) -> Amount | None:
         """One container's weighted GPUs: per resource ``requests``, else ``limits``; None when
-        something cannot be counted."""
+        something cannot be counted (or is a DeviceClass's extended resource: the checks count it)."""
         if resources.get("claims"):
             return None
         requests = resources.get("requests")
         limits = resources.get("limits")
         if (requests is not None and type(requests) is not dict) or (limits is not None and type(limits) is not dict):
+            return None
+        if extended and (
+            (requests and not extended.keys().isdisjoint(requests))
+            or (limits and not extended.keys().isdisjoint(limits))
+        ):
             return None
         total: Amount = 0
         if requests:
@@ -1020,6 +1238,30 @@ class _Source:
             self.add(indent, "elif isinstance(im, str):")
             self.add(indent + 1, "return False")
 
+    def volumes(self, indent: int, var: str) -> None:
+        """The image volumes of the list ``var`` (a list): as :meth:`_Plan._volumes_clean`."""
+        self.add(indent, f"for volume in {var}:")
+        self.add(indent + 1, "if type(volume) is not dict:")
+        self.add(indent + 2, "if isinstance(volume, dict):")
+        self.add(indent + 3, "return False")
+        self.add(indent + 2, "continue")
+        self.add(indent + 1, 'source = volume.get("image")')
+        self.add(indent + 1, "if source is None:")
+        self.add(indent + 2, "continue")
+        self.add(indent + 1, "if type(source) is not dict:")
+        self.add(indent + 2, "if isinstance(source, dict):")
+        self.add(indent + 3, "return False")
+        self.add(indent + 2, "continue")
+        self.add(indent + 1, 'im = source.get("reference")')
+        self.add(indent + 1, "if type(im) is str:")
+        self.add(indent + 2, "known = _images.get(im)")
+        self.add(indent + 2, "if known is None:")
+        self.add(indent + 3, "known = _image_allowed(im)")
+        self.add(indent + 2, "if not known:")
+        self.add(indent + 3, "return False")
+        self.add(indent + 1, "elif isinstance(im, str):")
+        self.add(indent + 2, "return False")
+
     def containers(self, indent: int, plan: _Plan, list_name: str) -> None:
         self.add(indent, f"items = spec.get({list_name!r})")
         self.add(indent, "if type(items) is list:")
@@ -1066,7 +1308,7 @@ class _Source:
 def specialised_clean(plan: _Plan, kmap: KindMap) -> Any:
     """``plan.clean`` for this plan's jobs, as one function of the job (see above)."""
     if not plan.usable:
-        return lambda job: False
+        return lambda job, ext: False
     src = _Source()
     src.constants.update(
         _get_path=get_path,
@@ -1084,7 +1326,7 @@ def specialised_clean(plan: _Plan, kmap: KindMap) -> Any:
         _not_gpus=plan.not_gpus,
         _LIMIT=_IMAGE_MEMO_LIMIT,
     )
-    src.add(0, "def clean(job):")
+    src.add(0, "def clean(job, ext):")
     src.add(1, "if type(job) is not dict:")
     src.add(2, "return False")
     # A job without a spec object is left to the checks (the family's rules refuse it anyway).
@@ -1114,12 +1356,15 @@ def specialised_clean(plan: _Plan, kmap: KindMap) -> Any:
                 src.add(1, f"v = labels[{key!r}]")
                 src.add(1, f"if type(v) is not str or v not in {src.constant(frozenset(allowed_values))}:")
                 src.add(2, "return False")
-    if plan.host_path:
+    if plan.host_path or plan.registries:
         src.get(1, "volumes", "job", ("spec", "volumes"))
         src.add(1, "if type(volumes) is list:")
-        src.add(2, "for volume in volumes:")
-        src.add(3, 'if isinstance(volume, dict) and volume.get("hostPath") is not None:')
-        src.add(4, "return False")
+        if plan.host_path:
+            src.add(2, "for volume in volumes:")
+            src.add(3, 'if isinstance(volume, dict) and volume.get("hostPath") is not None:')
+            src.add(4, "return False")
+        if plan.registries:
+            src.volumes(2, "volumes")
         src.add(1, "elif isinstance(volumes, list):")
         src.add(2, "return False")
     count = plan.count_gpus
@@ -1172,12 +1417,15 @@ def specialised_clean(plan: _Plan, kmap: KindMap) -> Any:
             src.add(4, f"v = {unset!r}")
         src.add(3, f"if type(v) is not str or v not in {src.constant(frozenset(allowed))}:")
         src.add(4, "return False")
-    if plan.host_path:
+    if plan.host_path or plan.registries:
         src.add(3, 'volumes = spec.get("volumes")')
         src.add(3, "if type(volumes) is list:")
-        src.add(4, "for volume in volumes:")
-        src.add(5, 'if isinstance(volume, dict) and volume.get("hostPath") is not None:')
-        src.add(6, "return False")
+        if plan.host_path:
+            src.add(4, "for volume in volumes:")
+            src.add(5, 'if isinstance(volume, dict) and volume.get("hostPath") is not None:')
+            src.add(6, "return False")
+        if plan.registries:
+            src.volumes(4, "volumes")
         src.add(3, "elif isinstance(volumes, list):")
         src.add(4, "return False")
     if plan.rare_pod_fields:
@@ -1224,6 +1472,12 @@ def specialised_clean(plan: _Plan, kmap: KindMap) -> Any:
         src.add(4, 'limits = res.get("limits")')
         src.add(4, "if (requests is not None and type(requests) is not dict) or (")
         src.add(5, "limits is not None and type(limits) is not dict")
+        src.add(4, "):")
+        src.add(5, "return False")
+        # A DeviceClass's extended resource (rare; ext is then non-empty): the checks count it.
+        src.add(4, "if ext and (")
+        src.add(5, "(requests and not ext.keys().isdisjoint(requests))")
+        src.add(5, "or (limits and not ext.keys().isdisjoint(limits))")
         src.add(4, "):")
         src.add(5, "return False")
         src.add(4, "if requests:")
@@ -1398,11 +1652,13 @@ def policy_findings(
     kmap: KindMap | None = None,
     *,
     plan: _Plan | None = None,
+    devices: DeviceView | None = None,
 ) -> list[PolicyFinding]:
     """Every finding of ``effective`` on ``job``; on UPDATE (``old_job``), minus the existing violations
     the policies allow (see the module docstring). ``family`` must be the job's family (a mismatch
     finds nothing: the caller dispatched on group and kind). ``kmap``: ``kind_map(job)``, and
-    ``plan``: the plan of ``effective`` for it, when the caller has them."""
+    ``plan``: the plan of ``effective`` for it, when the caller has them. ``devices``: the review's
+    view of the DRA objects its pods' claims name (None: none, so a claim under a GPU limit is a finding)."""
     if kmap is None:
         kmap = kind_map(job)
     if kmap is None or kmap.family != family:
@@ -1412,13 +1668,14 @@ def policy_findings(
     fast = plan.fast
     if fast is None and _SPECIALISE:
         fast = _specialise(plan, kmap)
-    if fast(job) if fast is not None else plan.clean(job, kmap):
+    extended = extended_weights(effective, devices, plan.extended_memo) if devices is not None else _NO_EXTENDED
+    if fast(job, extended) if fast is not None else plan.clean(job, kmap, extended):
         return []  # nothing to report, whatever the old job had
-    found = _all_findings(job, effective)
+    found = _all_findings(job, effective, devices)
     if old_job is None or not found:
         return found
     old: dict[tuple[Any, ...], list[PolicyFinding]] = {}
-    for f in _all_findings(old_job, effective):
+    for f in _all_findings(old_job, effective, devices):
         old.setdefault(f.identity, []).append(f)
     kept = []
     for f in found:

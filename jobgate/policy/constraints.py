@@ -41,6 +41,9 @@ IMAGE_REGISTRIES = "image-registries"  # every container's image from a listed r
 FORBID_POD_FLAG = "forbid-pod-flag"  # a boolean pod-spec field that must not be true
 FORBID_VOLUME = "forbid-volume"  # a volume source no pod (nor a DIJob's spec.volumes) may use
 FORBID_CONTAINER_FLAG = "forbid-container-flag"  # a boolean container field that must not be true
+# The DRA devices a pod's claims ask for, read from other objects (ResourceClaimTemplates,
+# ResourceClaims): the webhook and the offline command only, a VAP cannot read them.
+GPU_CLAIMS = "gpu-claims"
 
 
 class Outcome:
@@ -205,12 +208,41 @@ CONSTRAINTS: tuple[Constraint, ...] = (
         "one of the list.",
     ),
     Constraint(
+        "policy/gpu-claim-unbounded",
+        GPU_CLAIMS,
+        "limits.maxGPUsPerPod, limits.maxGPUsPerJob",
+        "allocationMode",
+        "Where a GPU limit applies, a claim of a pod (its ResourceClaimTemplate or ResourceClaim) must not ask "
+        "for every device of a GPU DeviceClass (allocationMode: All): that number cannot be bounded, so it "
+        "violates the limit.",
+        unbounded=Outcome(
+            FORBIDDEN,
+            "{claim} asks for all devices of class {device_class} (allocationMode: All): the number of GPUs "
+            "cannot be bounded, so {limit_field} ({limit}) cannot hold",
+        ),
+    ),
+    Constraint(
+        "policy/gpu-claim-unknown",
+        GPU_CLAIMS,
+        "limits.maxGPUsPerPod, limits.maxGPUsPerJob",
+        "resourceClaims",
+        "Where a GPU limit applies, every ResourceClaimTemplate and ResourceClaim a pod names must be readable, "
+        "so that its GPUs are counted: in the cluster it must exist before the job; offline it must be given "
+        "with --cluster-objects. One that cannot be read violates the limit (never a guess).",
+        unknown=Outcome(
+            FORBIDDEN,
+            "{claim} is not known here, so its GPUs cannot be counted against {limit_field} ({limit}); "
+            "create it in namespace {namespace} before the job (offline: pass it with --cluster-objects)",
+        ),
+    ),
+    Constraint(
         "policy/image-registries",
         IMAGE_REGISTRIES,
         "require.imageRegistries",
         "image",
-        "Every init, app and ephemeral container's image must come from an exact host of the list or "
-        "start with a host/path/ prefix of it; an image without a registry is docker.io's.",
+        "Every init, app and ephemeral container's image, and every image volume's reference "
+        "(volumes[].image.reference), must come from an exact host of the list or start with a host/path/ "
+        "prefix of it; an image without a registry is docker.io's.",
         outside=Outcome(INVALID, "{origin}; images must come from: {allowed}"),
     ),
     *(

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from jobgate.policy.gpu import DEFAULT_GPU_RESOURCES
+from jobgate.policy.gpu import DEFAULT_GPU_DEVICE_CLASSES, DEFAULT_GPU_RESOURCES
 from jobgate.policy.resolve import ALLOW_FIELDS, EffectivePolicy, Sourced
 
 
@@ -32,13 +32,24 @@ def explain_text(effective: EffectivePolicy) -> str:
     for name, entries in sorted(effective.limits.items()):
         lines.append(f"  {name}: {_tiers(entries)}")
     if effective.limits.get("maxGPUsPerPod") or effective.limits.get("maxGPUsPerJob"):
-        if effective.gpu_resources_sources:
-            sources = ", ".join(str(s) for s in effective.gpu_resources_sources)
-            counted = ", ".join(f"{name}×{weight:g}" for name, weight in effective.gpu_resources)
-            lines.append(f"  gpuResources: {counted} from {sources}")
-        else:
-            counted = ", ".join(name for name, _ in DEFAULT_GPU_RESOURCES)
-            lines.append(f"  gpuResources: {counted} (built-in list)")
+        for field, counted_list, given_by, builtin in (
+            ("gpuResources", effective.gpu_resources, effective.gpu_resources_sources, DEFAULT_GPU_RESOURCES),
+            (
+                "gpuDeviceClasses",
+                effective.gpu_device_classes,
+                effective.gpu_device_classes_sources,
+                DEFAULT_GPU_DEVICE_CLASSES,
+            ),
+        ):
+            if given_by:
+                sources = ", ".join(str(s) for s in given_by)
+                counted = ", ".join(f"{name}×{weight:g}" for name, weight in counted_list if weight)
+                excluded = [name for name, weight in counted_list if not weight]
+                off = f"; excluded: {', '.join(excluded)}" if excluded else ""
+                lines.append(f"  {field}: {counted}{off} (built-in list with {sources})")
+            else:
+                counted = ", ".join(name for name, _ in builtin)
+                lines.append(f"  {field}: {counted} (built-in list)")
     if len(lines) == n:
         lines.append("  none")
     lines.append("Requirements (each policy's own; a job must satisfy all):")

@@ -12,10 +12,16 @@ A pod's request follows k8s.io/component-helpers ``resource.PodRequests`` (with 
 Per container and resource, ``requests`` counts, else ``limits``: pod templates inside CRDs are not
 defaulted by the apiserver (it copies limits into requests only when it creates the Pod).
 
-Which resources are GPUs, and how much one unit weighs, comes from the policy's ``gpuResources``
-(a name may end in ``*``); an exact name beats a pattern, a longer pattern beats a shorter one.
-DRA claims (``spec.resourceClaims``, a container's ``resources.claims``) hold devices that do not
-show as resources: they cannot be counted, and :func:`pod_gpus` says so instead of passing silently.
+Which resources are GPUs, and how much one unit weighs, comes from the built-in list and the
+policy's ``gpuResources`` added to it (a name may end in ``*``): a name given again sets its weight,
+weight 0 excludes it; an exact name beats a pattern, a longer pattern beats a shorter one.
+
+DRA (``resource.k8s.io``). Devices a pod takes through ``spec.resourceClaims`` do not show as
+container resources: :func:`claim_devices` counts the device requests of a ResourceClaimTemplate
+or ResourceClaim, weighted by the DeviceClass list (built-in plus ``gpuDeviceClasses``, the same
+rules). A container resource ``deviceclass.resource.kubernetes.io/<class>`` (KEP-5004's implicit
+extended resource) counts as devices of that class: :func:`counted_resources` adds one pattern per
+DeviceClass entry to the resource list, so it is counted where every other resource is.
 """
 
 from __future__ import annotations
@@ -50,6 +56,37 @@ DEFAULT_GPU_RESOURCES: tuple[tuple[str, float], ...] = (
     ("aws.amazon.com/neuron*", 1),
     ("volcano.sh/vgpu-number", 1),
 )
+
+
+# The DeviceClasses whose devices are GPUs, as the vendors' DRA drivers name them: NVIDIA's
+# (kubernetes-sigs/dra-driver-nvidia-gpu: whole GPUs and MIG slices), AMD's (ROCm k8s-gpu-dra-driver),
+# Intel's (intel-resource-drivers-for-kubernetes). NVIDIA's ComputeDomain classes are channels, not GPUs.
+DEFAULT_GPU_DEVICE_CLASSES: tuple[tuple[str, float], ...] = (
+    ("gpu.nvidia.com", 1),
+    ("mig.nvidia.com", 1),
+    ("gpu.amd.com", 1),
+    ("gpu.intel.com", 1),
+)
+
+# KEP-5004: a container may ask for devices of a class as the extended resource of this name + the class.
+IMPLICIT_DEVICE_PREFIX = "deviceclass.resource.kubernetes.io/"
+
+
+def with_builtin(builtin: Iterable[tuple[str, float]], given: Mapping[str, float]) -> list[tuple[str, float]]:
+    """The built-in list with ``given`` added: a name given again takes the given weight (0 excludes it).
+
+    Sorted by name, so that equal lists compare equal whatever their order."""
+    merged = {name: weight for name, weight in builtin}
+    merged.update(given)
+    return sorted(merged.items())
+
+
+def counted_resources(
+    resources: Iterable[tuple[str, float]], device_classes: Iterable[tuple[str, float]]
+) -> list[tuple[str, float]]:
+    """The resource list a container is counted with: ``resources`` and, for each DeviceClass entry, its
+    implicit extended resource (``deviceclass.resource.kubernetes.io/<class>``, a pattern for a pattern)."""
+    return [*resources, *((IMPLICIT_DEVICE_PREFIX + name, weight) for name, weight in device_classes)]
 
 
 class QuantityError(ValueError):
@@ -128,7 +165,7 @@ class PodCount:
     def __init__(self) -> None:
         self.gpus: Amount = 0
         self.by_resource: dict[str, Amount] = {}
-        self.uncounted: list[str] = []  # DRA claims, unparseable quantities
+        self.uncounted: list[str] = []  # unparseable quantities
 
     def __eq__(self, other: object) -> bool:
         if other.__class__ is not PodCount:
@@ -146,7 +183,9 @@ class PodCount:
 
 
 def gpu_weight(name: str, resources: Iterable[tuple[str, float]]) -> Amount | None:
-    """The weight of resource ``name`` under ``resources`` (``(name-or-pattern, weight)``), None if not a GPU."""
+    """The weight of resource ``name`` under ``resources`` (``(name-or-pattern, weight)``), None if not a
+    GPU: no entry matches, or the best one weighs 0 (an exclusion). Also a DeviceClass's weight under
+    a list of DeviceClasses (the same rules)."""
     best: tuple[int, Amount] | None = None
     for pattern, weight in resources:
         if pattern.endswith("*"):
@@ -160,7 +199,7 @@ def gpu_weight(name: str, resources: Iterable[tuple[str, float]]) -> Amount | No
             continue
         if best is None or rank > best[0]:
             best = (rank, _exact(weight))
-    return best[1] if best else None
+    return best[1] if best and best[1] else None
 
 
 def _exact(weight: float) -> Amount:
@@ -182,8 +221,6 @@ def _container_requests(
     given_requests, given_limits = resources.get("requests"), resources.get("limits")
     requests: Mapping[str, Any] = given_requests if isinstance(given_requests, Mapping) else {}
     limits: Mapping[str, Any] = given_limits if isinstance(given_limits, Mapping) else {}
-    if resources.get("claims"):
-        problems.append(f"{where}.resources.claims: DRA claims cannot be counted as GPUs")
     out: dict[str, Amount] = {}
     for name in {*requests, *limits}:
         if counted is not None and not counted(name):
@@ -262,25 +299,28 @@ def pod_gpus(
     resources: Iterable[tuple[str, float]],
     where: str,
     weights: dict[str, Amount | None] | None = None,
+    extended: Mapping[str, Amount] | None = None,
 ) -> PodCount:
-    """The weighted GPUs of one pod template (``where`` is its field path, for the messages).
+    """The weighted GPUs of one pod template's containers (``where`` is its field path, for the messages).
 
     ``weights``: each resource name's weight under ``resources`` as found so far, kept by the caller
-    for as long as ``resources`` stays the same."""
+    for as long as ``resources`` stays the same. ``extended``: the weight of each resource that
+    ``resources`` does not count but a DeviceClass names as its ``extendedResourceName`` (the class's)."""
     count = PodCount()
     spec = template.get("spec") if isinstance(template, Mapping) else None
     if not isinstance(spec, Mapping):
         return count
     resources = list(resources)
-    if spec.get("resourceClaims"):
-        count.uncounted.append(f"{where}.spec.resourceClaims: DRA claims cannot be counted as GPUs")
     if weights is None:
         weights = {}
 
     def weight_of(name: str) -> Amount | None:
         if name not in weights:
             weights[name] = gpu_weight(name, resources)
-        return weights[name]
+        weight = weights[name]
+        if weight is None and extended:
+            return extended.get(name)
+        return weight
 
     # Only GPU resources are parsed: a CPU or memory quantity (checked by the family's rules) never
     # counts, so it is neither parsed nor reported here.
@@ -290,6 +330,71 @@ def pod_gpus(
         if weight is not None and value:
             count.by_resource[name] = value
             count.gpus += value * weight
+    return count
+
+
+# --- DRA --------------------------------------------------------------------------------------------
+
+
+class ClaimCount:
+    """The weighted GPUs the device requests of one claim spec ask for (``ResourceClaimSpec``: a
+    ResourceClaim's ``spec``, a ResourceClaimTemplate's ``spec.spec``), and the GPU DeviceClasses
+    asked for with ``allocationMode: All`` (or a count that is no count), which no number bounds."""
+
+    __slots__ = ("gpus", "unbounded")
+
+    def __init__(self) -> None:
+        self.gpus: Amount = 0
+        self.unbounded: list[str] = []
+
+
+def _subrequest(request: Mapping[str, Any], class_weight: Callable[[str], Amount | None]) -> tuple[Amount, str | None]:
+    """(weighted GPUs, the class when unbounded) of one exact request: ``exactly`` of a v1 or v1beta2
+    request, a v1beta1 request itself, or a ``firstAvailable`` alternative (the fields are the same)."""
+    device_class = request.get("deviceClassName")
+    weight = class_weight(device_class) if isinstance(device_class, str) else None
+    if weight is None or request.get("adminAccess") is True:
+        # Not a GPU class; or admin access, which watches devices others hold and takes none (as Kueue charges it).
+        return 0, None
+    mode = request.get("allocationMode")
+    if mode is None or mode == "ExactCount":
+        count = request.get("count", 1)
+        if count is None:
+            count = 1
+        if isinstance(count, int) and not isinstance(count, bool) and count >= 0:
+            return count * weight, None
+    return 0, device_class  # All, or a mode or count jobgate cannot bound: never a guess
+
+
+def claim_devices(claim_spec: Any, class_weight: Callable[[str], Amount | None]) -> ClaimCount:
+    """The weighted GPUs of a ``ResourceClaimSpec``: per device request ``count`` devices (1 when
+    absent) of its class × the class's weight, ``allocationMode: All`` unbounded; a ``firstAvailable``
+    list counts its largest alternative (unbounded when one is). Reads ``resource.k8s.io/v1`` and
+    ``v1beta2`` (``exactly``) as well as ``v1beta1`` (the fields on the request itself)."""
+    count = ClaimCount()
+    devices = claim_spec.get("devices") if isinstance(claim_spec, Mapping) else None
+    requests = devices.get("requests") if isinstance(devices, Mapping) else None
+    for request in requests if isinstance(requests, list) else []:
+        if not isinstance(request, Mapping):
+            continue
+        alternatives = request.get("firstAvailable")
+        if isinstance(alternatives, list) and alternatives:
+            largest: Amount = 0
+            for alternative in alternatives:
+                if not isinstance(alternative, Mapping):
+                    continue
+                gpus, unbounded = _subrequest(alternative, class_weight)
+                if unbounded is not None:
+                    count.unbounded.append(unbounded)
+                elif gpus > largest:
+                    largest = gpus
+            count.gpus += largest
+            continue
+        exactly = request.get("exactly")
+        gpus, unbounded = _subrequest(exactly if isinstance(exactly, Mapping) else request, class_weight)
+        if unbounded is not None:
+            count.unbounded.append(unbounded)
+        count.gpus += gpus
     return count
 
 

@@ -22,6 +22,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator, model_valida
 from jobgate.policy.plain import (
     API_VERSION,
     CLUSTER_KIND,
+    DEVICE_CLASS_RE,
     FAMILIES,
     FORBIDDEN_ITEMS,
     GPU_NAME_RE,
@@ -45,6 +46,7 @@ _label_key = re.compile(LABEL_KEY_RE)
 _label_value = re.compile(LABEL_VALUE_RE)
 _registry = re.compile(REGISTRY_RE)
 _gpu_name = re.compile(GPU_NAME_RE)
+_device_class = re.compile(DEVICE_CLASS_RE)
 
 
 def _cel(rule: str, message: str) -> dict[str, str]:
@@ -179,14 +181,45 @@ class GPUResource(PolicyModel):
     )
 
     name: Name = Field(description="Resource name, e.g. nvidia.com/gpu; a trailing '*' matches any suffix.")
-    # gt=0 becomes the schema's exclusive minimum: the apiserver refuses 0 without a CEL rule.
-    weight: float = Field(1.0, gt=0, description="GPUs one unit of the resource counts as. Defaults to 1.")
+    # ge=0 becomes the schema's minimum: 0 takes a name off the built-in list.
+    weight: float = Field(
+        1.0, ge=0, description="GPUs one unit of the resource counts as. Defaults to 1; 0 excludes the resource."
+    )
 
     @field_validator("name")
     @classmethod
     def _name_valid(cls, name: str) -> str:
         if not _gpu_name.match(name) or "*" in name[:-1]:
             raise ValueError(f"{name!r} must be a resource name, optionally ending in a single '*'")
+        return name
+
+
+class GPUDeviceClass(PolicyModel):
+    """A DRA DeviceClass whose devices count as GPUs, with the weight of one device."""
+
+    model_config = ConfigDict(
+        extra="forbid",
+        json_schema_extra=_x(
+            _cel(
+                f"self.name.matches(r'{DEVICE_CLASS_RE}') && "
+                "(!self.name.contains('*') || self.name.matches(r'^[^*]+[*]$'))",
+                "name must be a DeviceClass name, optionally ending in a single '*'",
+            ),
+        ),
+    )
+
+    name: Annotated[str, Field(min_length=1, max_length=253)] = Field(
+        description="DeviceClass name, e.g. gpu.nvidia.com; a trailing '*' matches any suffix."
+    )
+    weight: float = Field(
+        1.0, ge=0, description="GPUs one device of the class counts as. Defaults to 1; 0 excludes the class."
+    )
+
+    @field_validator("name")
+    @classmethod
+    def _name_valid(cls, name: str) -> str:
+        if not _device_class.match(name) or "*" in name[:-1]:
+            raise ValueError(f"{name!r} must be a DeviceClass name, optionally ending in a single '*'")
         return name
 
 
@@ -214,7 +247,14 @@ class PolicyLimits(PolicyModel):
     maxGPUsPerJob: NonNegInt32 | None = Field(None, description="Weighted GPUs of the whole job at its largest.")
     gpuResources: Annotated[list[GPUResource], Field(max_length=MAX_LIST)] | None = Field(
         None,
-        description="Resources counted as GPUs; absent = NVIDIA (incl. MIG), AMD, Intel, Gaudi, Neuron, Volcano vGPU.",
+        description="Resources counted as GPUs, added to the built-in list (NVIDIA incl. MIG, AMD, Intel, Gaudi, "
+        "Neuron, Volcano vGPU): a name given again sets its weight, weight 0 excludes it.",
+        json_schema_extra={"x-kubernetes-list-type": "map", "x-kubernetes-list-map-keys": ["name"]},
+    )
+    gpuDeviceClasses: Annotated[list[GPUDeviceClass], Field(max_length=MAX_LIST)] | None = Field(
+        None,
+        description="DRA DeviceClasses whose devices count as GPUs, added to the built-in list (gpu.nvidia.com, "
+        "mig.nvidia.com, gpu.amd.com, gpu.intel.com): a name given again sets its weight, weight 0 excludes it.",
         json_schema_extra={"x-kubernetes-list-type": "map", "x-kubernetes-list-map-keys": ["name"]},
     )
     maxTTLSecondsAfterFinished: NonNegInt32 | None = Field(None, description="Largest ttlSecondsAfterFinished.")
@@ -232,6 +272,9 @@ class PolicyLimits(PolicyModel):
         names = [g.name for g in self.gpuResources or []]
         if len(names) != len(set(names)):
             raise ValueError("gpuResources: duplicate name")
+        classes = [g.name for g in self.gpuDeviceClasses or []]
+        if len(classes) != len(set(classes)):
+            raise ValueError("gpuDeviceClasses: duplicate name")
         return self
 
 

@@ -55,6 +55,8 @@ REGISTRY_RE = (
 )
 # A GPU resource name or pattern: a qualified resource name, optionally ending in "*".
 GPU_NAME_RE = r"^[a-zA-Z0-9]([-a-zA-Z0-9_./]*[a-zA-Z0-9.*/-])?$"
+# A DeviceClass name (a DNS subdomain) or pattern, optionally ending in "*".
+DEVICE_CLASS_RE = r"^[a-z0-9]([-a-z0-9.]*[a-z0-9.*-])?$"
 
 # The patterns are compiled only for a value the plain tests below cannot settle: compiling them
 # costs a one-file check more than reading fifty policies. Each plain test accepts a subset of what
@@ -97,6 +99,11 @@ def gpu_name_valid(name: str) -> bool:
     if body and body[0] in _ALNUM and body[-1] in _ALNUM and all(c in _NAME_CHARS or c == "/" for c in body):
         return True
     return re.match(GPU_NAME_RE, name) is not None
+
+
+def device_class_valid(name: str) -> bool:
+    """The pattern, and a ``*`` only at the end."""
+    return "*" not in name[:-1] and len(name) <= 253 and re.match(DEVICE_CLASS_RE, name) is not None
 
 
 class _Unsure(Exception):
@@ -223,13 +230,14 @@ def _defaults(value: Any) -> dict[str, Any]:
     return out
 
 
-def _gpu_resource(value: Any) -> dict[str, Any]:
+def _gpu_resource(value: Any, valid: Any = gpu_name_valid) -> dict[str, Any]:
     source = _fields(value, ("name", "weight"))
     name = _name(source.get("name"))
-    if not gpu_name_valid(name):
+    if not valid(name):
         raise _Unsure
     weight = source.get("weight", 1.0)
-    if type(weight) not in (int, float) or not math.isfinite(weight) or not weight > 0:
+    # 0 is allowed: it takes a name off the built-in list.
+    if type(weight) not in (int, float) or not math.isfinite(weight) or not weight >= 0:
         raise _Unsure
     return {"name": name, "weight": float(weight)}
 
@@ -244,17 +252,19 @@ _LIMIT_INTS = (
 
 
 def _limits(value: Any) -> dict[str, Any]:
-    source = _fields(value, (*(name for name, _ in _LIMIT_INTS), "gpuResources", *_LIFETIME_LIMITS))
+    source = _fields(value, (*(name for name, _ in _LIMIT_INTS), "gpuResources", "gpuDeviceClasses", *_LIFETIME_LIMITS))
     out: dict[str, Any] = {}
     for name, high in _LIMIT_INTS:
         _put(out, source, name, lambda v, high=high: _integer(v, 0, high))
     _put(out, source, "gpuResources", lambda v: [_gpu_resource(g) for g in _items(v, MAX_LIST)])
+    _put(out, source, "gpuDeviceClasses", lambda v: [_gpu_resource(g, device_class_valid) for g in _items(v, MAX_LIST)])
     _put(out, source, "maxTTLSecondsAfterFinished", lambda v: _integer(v, 0, INT32_MAX))
     _put(out, source, "maxActiveDeadlineSeconds", lambda v: _integer(v, 0))
     for low, high in (("maxGPUsPerPod", "maxGPUsPerJob"), ("maxReplicasPerRole", "maxReplicasPerJob")):
         if low in out and high in out and out[low] > out[high]:
             raise _Unsure
     _unique([g["name"] for g in out.get("gpuResources", [])])
+    _unique([g["name"] for g in out.get("gpuDeviceClasses", [])])
     return out
 
 

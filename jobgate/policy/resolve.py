@@ -21,8 +21,10 @@ and ``explain``. Enforcement actions are never merged into one: a constraint is 
   violation names the very policy whose list refuses the value. When the intersection is empty no
   job can satisfy them: a :class:`Conflict` names the policies, with the strongest action whose
   policies alone already have an empty intersection (a Deny/Warn clash can only warn).
-- ``gpuResources``: the union of the lists the matching policies give, the largest weight per name
-  (counting more is the restrictive side); the built-in list when none gives one.
+- ``gpuResources`` and ``gpuDeviceClasses``: each added to its built-in list. The matching policies'
+  lists are united, the largest weight per name (counting more is the restrictive side); a name
+  given replaces the built-in entry of that name (weight 0 excludes it), the other built-in entries
+  stay; the built-in list alone when no policy gives one.
 - Defaults (``queue``, ``priorityClassName``, ``schedulerName``, the TTL and deadline, each label,
   ``kueueQueueName``): a ``TrainingJobPolicy`` beats a ``ClusterTrainingJobPolicy``; within a scope the
   higher ``priority`` wins; equal priority with different values is a Conflict and no default for
@@ -36,7 +38,7 @@ from collections.abc import Mapping
 
 from jobgate.engine.views import NAMESPACE_NAME_LABEL
 from jobgate.policy.fieldmap import KINDS, KindMap, kind_map
-from jobgate.policy.gpu import DEFAULT_GPU_RESOURCES
+from jobgate.policy.gpu import DEFAULT_GPU_DEVICE_CLASSES, DEFAULT_GPU_RESOURCES, counted_resources, with_builtin
 from jobgate.policy.images import entry_prefix
 from jobgate.policy.memo import ResolutionMemo, labels_key, remember
 from jobgate.policy.selectors import selector_errors, selector_matches
@@ -183,6 +185,8 @@ class EffectivePolicy:
         "limits",
         "gpu_resources",
         "gpu_resources_sources",
+        "gpu_device_classes",
+        "gpu_device_classes_sources",
         "allow",
         "required_fields",
         "required_labels",
@@ -191,7 +195,7 @@ class EffectivePolicy:
         "default_labels",
         "conflicts",
     )
-    __slots__ = (*FIELDS, "gpu_weights", "plans")
+    __slots__ = (*FIELDS, "_counted", "class_weights", "gpu_weights", "plans")
     __hash__ = None  # type: ignore[assignment]  # mutable, compared by value
 
     def __init__(self, namespace: str, policies: list[PolicyRef] | None = None) -> None:
@@ -200,6 +204,11 @@ class EffectivePolicy:
         self.limits: dict[str, list[Sourced]] = {}
         self.gpu_resources: list[tuple[str, float]] = list(DEFAULT_GPU_RESOURCES)
         self.gpu_resources_sources: list[PolicyRef] = []  # empty = the built-in list
+        self.gpu_device_classes: list[tuple[str, float]] = list(DEFAULT_GPU_DEVICE_CLASSES)
+        self.gpu_device_classes_sources: list[PolicyRef] = []  # empty = the built-in list
+        # Each DeviceClass name's weight under gpu_device_classes, found once (None: not GPUs).
+        self.class_weights: dict[str, Any] = {}
+        self._counted: tuple[Any, Any, list[tuple[str, float]]] | None = None
         # Each resource name's weight under gpu_resources, found once for every job this policy judges.
         self.gpu_weights: dict[str, Any] = {}
         # What :mod:`.check` derives once from this policy per job kind (its plan of the checks and
@@ -220,6 +229,20 @@ class EffectivePolicy:
 
     def __repr__(self) -> str:
         return f"EffectivePolicy({', '.join(f'{name}={getattr(self, name)!r}' for name in self.FIELDS)})"
+
+    @property
+    def gpu_counted(self) -> list[tuple[str, float]]:
+        """The resource list containers are counted with: ``gpu_resources`` and the implicit extended
+        resource of each DeviceClass entry (``deviceclass.resource.kubernetes.io/<class>``)."""
+        counted = self._counted
+        if counted is None or counted[0] is not self.gpu_resources or counted[1] is not self.gpu_device_classes:
+            counted = (
+                self.gpu_resources,
+                self.gpu_device_classes,
+                counted_resources(self.gpu_resources, self.gpu_device_classes),
+            )
+            self._counted = counted
+        return counted[2]
 
     def limit(self, name: str) -> Sourced | None:
         """The most restrictive Deny value of a limit (else the strictest entry), for display."""
@@ -442,19 +465,27 @@ def combine(selected: Iterable[Mapping[str, Any]], namespace: str) -> EffectiveP
     defaults: dict[str, list[Sourced]] = {}
     default_labels: dict[str, list[Sourced]] = {}
     gpu: dict[str, float] = {}
+    classes: dict[str, float] = {}
     for policy in selected:
         lim, req, dflt = _section(policy, "limits"), _section(policy, "require"), _section(policy, "defaults")
         for name in LIMIT_FIELDS:
             value = lim.get(name)
             if isinstance(value, int) and not isinstance(value, bool):
                 limits.setdefault(name, []).append(_sourced(policy, value))
-        resources = lim.get("gpuResources")
-        if isinstance(resources, list) and resources:
-            eff.gpu_resources_sources.append(policy_ref(policy))
-            for item in resources:
-                if isinstance(item, Mapping) and isinstance(item.get("name"), str):
-                    weight = item.get("weight", 1)
-                    gpu[item["name"]] = max(gpu.get(item["name"], 0), weight)
+        for field_name, given, sources in (
+            ("gpuResources", gpu, eff.gpu_resources_sources),
+            ("gpuDeviceClasses", classes, eff.gpu_device_classes_sources),
+        ):
+            items = lim.get(field_name)
+            if isinstance(items, list) and items:
+                sources.append(policy_ref(policy))
+                for item in items:
+                    if isinstance(item, Mapping) and isinstance(item.get("name"), str):
+                        weight = item.get("weight", 1)
+                        if not isinstance(weight, int | float) or isinstance(weight, bool):
+                            weight = 1
+                        name = item["name"]
+                        given[name] = max(given[name], weight) if name in given else weight
         for name in REQUIRED_FIELDS:
             if req.get(name) is True:
                 required.setdefault(name, []).append(_sourced(policy, True))
@@ -481,7 +512,9 @@ def combine(selected: Iterable[Mapping[str, Any]], namespace: str) -> EffectiveP
     eff.required_fields = {name: prune(entries, numeric=False) for name, entries in required.items()}
     eff.forbid = {name: prune(entries, numeric=False) for name, entries in forbid.items()}
     if gpu:
-        eff.gpu_resources = sorted(gpu.items())
+        eff.gpu_resources = with_builtin(DEFAULT_GPU_RESOURCES, gpu)
+    if classes:
+        eff.gpu_device_classes = with_builtin(DEFAULT_GPU_DEVICE_CLASSES, classes)
     for name, entries in eff.allow.items():
         conflict = _allow_conflict(name, entries)
         if conflict:

@@ -31,6 +31,8 @@ TYPE_CHECKING = False  # typing.TYPE_CHECKING, without importing typing at run t
 if TYPE_CHECKING:
     from typing import Any
 
+    from jobgate.engine.views import DeviceView
+
 _ERROR_TYPES = {error_type.text: error_type for error_type in ErrorType}
 
 
@@ -109,7 +111,7 @@ class PolicyReview:
         ):
             judged = judge(self.family, defaulted, old, self.context)
         else:
-            judged = verdict(self.family, resolution, defaulted, old)
+            judged = verdict(self.family, resolution, defaulted, old, self.context.devices)
         context = self.context
         if resolution is not None and resolution.effective.conflicts and context.operation == CREATE:
             judged = _with_default_conflicts(judged, resolution, self.family)
@@ -189,17 +191,22 @@ def judge(
     """The policies' verdict on the job as it will be stored; None when they have nothing to say
     (the review carries no policies, or the job breaks none)."""
     resolution = resolution_for(defaulted, context)
-    return verdict(family, resolution, defaulted, old) if resolution is not None else None
+    return verdict(family, resolution, defaulted, old, context.devices) if resolution is not None else None
 
 
 def verdict(
-    family: str, resolution: Resolution, defaulted: dict[str, Any], old: dict[str, Any] | None
+    family: str,
+    resolution: Resolution,
+    defaulted: dict[str, Any],
+    old: dict[str, Any] | None,
+    devices: DeviceView | None = None,
 ) -> PolicyVerdict | None:
-    """The verdict of the resolved policies on the job as it will be stored; None when the job breaks none."""
+    """The verdict of the resolved policies on the job as it will be stored; None when the job breaks
+    none. ``devices``: the review's view of DRA objects (claim templates, claims, device classes)."""
     effective, kmap = resolution.effective, resolution.kmap
     if not effective.policies or kmap is None or kmap.family != family:
         return None
-    found = policy_findings(defaulted, old, family, effective, kmap, plan=resolved_plan(resolution))
+    found = policy_findings(defaulted, old, family, effective, kmap, plan=resolved_plan(resolution), devices=devices)
     if not found:
         return None
     judged = PolicyVerdict()

@@ -29,8 +29,9 @@ _RULES = [
         "policy/gpu-uncounted",
         "limits.maxGPUsPerPod, limits.maxGPUsPerJob",
         "Forbidden",
-        "A warning (never a denial) where a GPU limit applies but part of a pod cannot be counted: "
-        "DRA resourceClaims, or a GPU quantity that does not parse.",
+        "A warning (never a denial) where a GPU limit applies but a GPU quantity of a pod does not parse "
+        "(the family's rules refuse it). DRA claims are counted: policy/gpu-claim-unbounded and "
+        "policy/gpu-claim-unknown say what cannot be.",
     ),
     PolicyRule(
         "policy/conflict",

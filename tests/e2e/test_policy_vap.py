@@ -149,7 +149,10 @@ POLICY_SETS: dict[str, list[dict[str, Any]]] = {
                     "gpuResources": [
                         {"name": "nvidia.com/gpu", "weight": 1},
                         {"name": "nvidia.com/mig-*", "weight": 0.5},
+                        {"name": "amd.com/gpu", "weight": 0},  # off the built-in list
                     ],
+                    # deviceclass.resource.kubernetes.io/gpu.nvidia.com counts 2 per device
+                    "gpuDeviceClasses": [{"name": "gpu.nvidia.com", "weight": 2}],
                 },
                 "require": {"schedulerNames": ["default-scheduler", "volcano"], "queues": ["default", "team-q"]},
             },
@@ -231,6 +234,13 @@ def _image(image: str) -> Callable[[dict[str, Any]], None]:
     return mutate
 
 
+def _image_volume(reference: str) -> Callable[[dict[str, Any]], None]:
+    def mutate(job: dict[str, Any]) -> None:
+        _first_group(job)[1].setdefault("volumes", []).append({"name": "weights", "image": {"reference": reference}})
+
+    return mutate
+
+
 def _privileged(job: dict[str, Any]) -> None:
     _container(job)["securityContext"] = {"privileged": True}
 
@@ -273,6 +283,9 @@ MUTATIONS: dict[str, Callable[[dict[str, Any]], None]] = {
     "image-evil": _image("evil.example.org/x/y:1"),
     "image-hub": _image("python:3.12"),
     "image-ghcr": _image("ghcr.io/org/img@sha256:" + "a" * 64),
+    "image-volume-evil": _image_volume("evil.example.org/weights:1"),
+    "image-volume-ok": _image_volume("registry.example.com/weights:1"),
+    "dra-implicit-2": _gpus("deviceclass.resource.kubernetes.io/gpu.nvidia.com", 2),
     "scheduler-other": _set("schedulerName", "kube-batch"),
     "ttl-long": _ttl(10**6),
 }
@@ -318,6 +331,7 @@ WORSE: dict[str, Callable[[dict[str, Any]], None]] = {
     "host-path": _set("hostNetwork", True),
     "bad-tier": _labels({"tier": "copper"}),
     "image-evil": _image("evil2.example.org/z:2"),
+    "image-volume-evil": _image_volume("evil2.example.org/weights:2"),
     "scheduler-other": _set("schedulerName", "kube-batch-2"),
     "ttl-long": _ttl(2 * 10**6),
 }

@@ -103,6 +103,18 @@ MATRIX = [
     (CONTROLLER, "update", "leases.coordination.k8s.io/someone-else", "jobgate-system", False),
     (CONTROLLER, "create", "leases.coordination.k8s.io", "team-a", False),
     (CONTROLLER, "create", "mutatingwebhookconfigurations", None, False),
+    # The DRA objects GPU limits count (webhook/devices.py): read, never written.
+    *[
+        (WEBHOOK, verb, f"{plural}.resource.k8s.io", None, True)
+        for plural in ("resourceclaimtemplates", "resourceclaims", "deviceclasses")
+        for verb in ("get", "list", "watch")
+    ],
+    *[
+        (WEBHOOK, verb, f"{plural}.resource.k8s.io", "team-a", False)
+        for plural in ("resourceclaimtemplates", "resourceclaims")
+        for verb in ("create", "update", "delete")
+    ],
+    (WEBHOOK, "get", "resourceslices.resource.k8s.io", None, False),
 ]
 
 

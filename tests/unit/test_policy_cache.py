@@ -67,3 +67,52 @@ def test_a_policy_event_makes_a_new_set_and_reads_between_events_share_one() -> 
     second = cache.policies()
     assert second is not first and sorted(p["metadata"]["name"] for p in second) == ["gpus", "more"]
     assert cache.policies() is second
+
+
+def test_the_device_cache_serves_the_dra_objects_by_namespace_and_name() -> None:
+    from jobgate.webhook.devices import CLAIM_TEMPLATES, CLAIMS, DEVICE_CLASSES, DeviceCache
+
+    template = {
+        "apiVersion": "resource.k8s.io/v1",
+        "kind": "ResourceClaimTemplate",
+        "metadata": {"name": "gpus", "namespace": "team-a", "uid": "u", "managedFields": [{}]},
+        "spec": {"spec": {"devices": {"requests": [{"name": "g", "exactly": {"deviceClassName": "gpu.nvidia.com"}}]}}},
+    }
+    claim = {"kind": "ResourceClaim", "metadata": {"name": "shared", "namespace": "team-a"}, "spec": {}, "status": {}}
+    classes = [
+        {
+            "kind": "DeviceClass",
+            "metadata": {"name": "gpu.nvidia.com"},
+            "spec": {"extendedResourceName": "nvidia.com/gpu"},
+        },
+        {"kind": "DeviceClass", "metadata": {"name": "nic.example.com"}, "spec": {}},
+    ]
+    kube = ListingKube({CLAIM_TEMPLATES.path(): [template], CLAIMS.path(): [claim], DEVICE_CLASSES.path(): classes})
+    cache = DeviceCache(kube)  # type: ignore[arg-type]
+    assert not cache.synced()
+    for informer in cache.informers:
+        informer._list()
+    assert cache.synced()
+    kept = cache.claim_template("team-a", "gpus")
+    assert kept is not None and kept["spec"] == template["spec"] and "uid" not in kept["metadata"]
+    assert cache.claim_template("team-b", "gpus") is None
+    assert cache.claim("team-a", "shared") is not None and "status" not in cache.claim("team-a", "shared")
+    assert cache.device_class("gpu.nvidia.com") is not None
+    assert cache.extended_resource_classes() == {"nvidia.com/gpu": "gpu.nvidia.com"}
+    before = cache.extended_resource_classes()
+    changed = cache.classes._keep(
+        {
+            "kind": "DeviceClass",
+            "metadata": {"name": "nic.example.com"},
+            "spec": {"extendedResourceName": "example.com/nic"},
+        }
+    )
+    with cache.classes._lock:
+        cache.classes._cache["/nic.example.com"] = changed
+    cache.classes._notify("MODIFIED", changed, None)
+    # A new map per change: what a plan remembers of the old one is not reused.
+    assert cache.extended_resource_classes() == {
+        "nvidia.com/gpu": "gpu.nvidia.com",
+        "example.com/nic": "nic.example.com",
+    }
+    assert cache.extended_resource_classes() is not before

@@ -84,12 +84,16 @@ def test_list_families_paths() -> None:
     assert f.path == "spec.tasks"
 
 
-def test_dra_claims_warn_when_a_gpu_limit_applies() -> None:
+def test_a_dra_claim_no_view_shows_violates_each_gpu_limit() -> None:
+    """Without a view of the claim templates (offline without --cluster-objects) the count cannot be
+    made: each applying GPU cap is violated, naming the template (tests/unit/test_policy_dra.py has more)."""
     template = pod(None, resourceClaims=[{"name": "g", "resourceClaimTemplateName": "a100"}])
     job = kubeflow(roles={"Master": (1, template)})
-    (f,) = findings(job, GPUS)
-    assert f.rule == "policy/gpu-uncounted" and f.action == "Warn"
-    assert f.path == "spec.pytorchReplicaSpecs[Master].template.spec.resourceClaims"
+    found = findings(job, GPUS)
+    assert {f.rule for f in found} == {"policy/gpu-claim-unknown"} and len(found) == 2
+    assert all(f.action == "Deny" for f in found)
+    assert found[0].path == "spec.pytorchReplicaSpecs[Master].template.spec.resourceClaims[0].resourceClaimTemplateName"
+    assert "ResourceClaimTemplate ns/a100 is not known here" in found[0].message
     assert findings(job, cluster("none", {})) == []
 
 

@@ -43,7 +43,11 @@ def test_parse_fills_defaults() -> None:
         {"limits": {"maxGPUsPerJob": -1}},
         {"limits": {"maxGPUsPerPod": 9, "maxGPUsPerJob": 8}},
         {"limits": {"maxReplicasPerRole": 9, "maxReplicasPerJob": 8}},
-        {"limits": {"gpuResources": [{"name": "nvidia.com/gpu", "weight": 0}]}},
+        {"limits": {"gpuResources": [{"name": "nvidia.com/gpu", "weight": -1}]}},
+        {"limits": {"gpuDeviceClasses": [{"name": "GPU.nvidia.com"}]}},
+        {"limits": {"gpuDeviceClasses": [{"name": "gpu.*.com"}]}},
+        {"limits": {"gpuDeviceClasses": [{"name": "gpu.nvidia.com"}, {"name": "gpu.nvidia.com", "weight": 2}]}},
+        {"limits": {"gpuDeviceClasses": [{"name": "gpu.nvidia.com", "weight": -0.5}]}},
         {"limits": {"gpuResources": [{"name": "nvidia.com/*gpu"}]}},
         {"limits": {"gpuResources": [{"name": "a/b"}, {"name": "a/b"}]}},
         {"require": {"imageRegistries": ["ghcr.io/org"]}},  # a prefix must end in "/"
@@ -140,7 +144,10 @@ def test_crd_cel_rules_present() -> None:
     for needle in ("maxGPUsPerPod <= self.maxGPUsPerJob", "maxTTLSecondsAfterFinished", "self[k].matches("):
         assert needle in " ".join(rules)
     weight = spec["properties"]["limits"]["properties"]["gpuResources"]["items"]["properties"]["weight"]
-    assert (weight["minimum"], weight["exclusiveMinimum"]) == (0, True)
+    assert weight["minimum"] == 0 and "exclusiveMinimum" not in weight  # weight 0 takes a name off the list
+    classes = spec["properties"]["limits"]["properties"]["gpuDeviceClasses"]
+    assert classes["x-kubernetes-list-map-keys"] == ["name"]
+    assert classes["items"]["properties"]["weight"]["minimum"] == 0
     require = spec["properties"]["require"]["properties"]
     assert require["forbid"]["items"]["enum"] == ["hostNetwork", "privileged", "hostPath", "hostPID", "hostIPC"]
     assert require["forbid"]["x-kubernetes-list-type"] == "set"  # duplicates refused by the apiserver

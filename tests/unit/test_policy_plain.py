@@ -49,6 +49,7 @@ SPEC: dict[str, Any] = {
         "maxGPUsPerPod": 8,
         "maxGPUsPerJob": 64,
         "gpuResources": [{"name": "nvidia.com/gpu"}, {"name": "nvidia.com/mig-*", "weight": 0.25}],
+        "gpuDeviceClasses": [{"name": "gpu.nvidia.com", "weight": 0}, {"name": "gpu.example.com*", "weight": 2}],
         "maxTTLSecondsAfterFinished": 3600,
         "maxActiveDeadlineSeconds": 86400,
     },

@@ -58,6 +58,8 @@ CONSTRAINTS: list[dict[str, Any]] = [
     {"require": {"forbid": ["hostNetwork", "hostPID", "hostIPC"]}},
     {"require": {"forbid": ["privileged"]}},
     {"require": {"forbid": ["hostPath"]}},
+    {"limits": {"maxGPUsPerJob": 2, "gpuDeviceClasses": [{"name": "gpu.nvidia.com", "weight": 2}]}},
+    {"limits": {"maxGPUsPerPod": 1, "gpuResources": [{"name": "nvidia.com/gpu", "weight": 0}]}},
     {"require": {"queues": ["a"]}, "enforcementAction": "Warn"},
 ]
 
@@ -96,6 +98,17 @@ def _templates() -> list[dict[str, Any] | None]:
         pod(1, schedulerName="volcano"),
         pod(1, priorityClassName="high"),
         pod(1, resourceClaims=[{"name": "gpu"}]),
+        pod(None, resourceClaims=[{"name": "gpu", "resourceClaimTemplateName": "t"}]),
+        pod(1, volumes=[{"name": "i", "image": {"reference": "evil.io/weights:1"}}]),
+        pod(1, volumes=[{"name": "i", "image": {"reference": REGISTRY}}, {"name": "e", "emptyDir": {}}]),
+        pod(1, volumes=[{"name": "i", "image": "not a source"}, {"name": "j", "image": {"reference": 3}}]),
+        {
+            "spec": {
+                "containers": [
+                    _container(resources={"limits": {"deviceclass.resource.kubernetes.io/gpu.nvidia.com": 2}})
+                ]
+            }
+        },
         pod(1, overhead={"nvidia.com/gpu": "1"}),
         {"spec": {"containers": [_container(resources={"requests": {"nvidia.com/gpu": 1}, "limits": {"cpu": 1}})]}},
         {
@@ -157,6 +170,7 @@ def _jobs() -> list[dict[str, Any]]:
         t9k(scheduler={"t9kScheduler": {"queue": "vision"}}),
         dijob(),
         dijob(volumes=[{"name": "h", "hostPath": {"path": "/"}}]),
+        dijob(volumes=[{"name": "i", "image": {"reference": "evil.io/weights:1"}}]),
         tfjob_manifest(),
     ]  # fmt: skip
     labelled = []
@@ -190,7 +204,7 @@ def test_clean_means_no_finding(policies: list[dict[str, Any]]) -> None:
         # The plan written out as source (the pure Python engine's): never cleaner than the plan,
         # and as clean on every job with a spec object.
         fast = specialised_clean(_Plan(eff, kmap), kmap)
-        if fast(job):
+        if fast(job, {}):
             fast_cleaned += 1
             assert clean, (fast.source if hasattr(fast, "source") else fast, job)
         elif isinstance(job.get("spec"), dict):
@@ -210,10 +224,10 @@ def test_bench_job_is_clean_under_the_bench_set() -> None:
     job["spec"]["ttlSecondsAfterFinished"] = 3600  # the set's default, written before the checks
     assert _plan(eff, kmap).clean(job, kmap)
     fast = specialised_clean(_plan(eff, kmap), kmap)
-    assert fast(job)
+    assert fast(job, {})
     job["spec"]["tfReplicaSpecs"]["Worker"]["template"]["spec"]["hostIPC"] = True
     assert not _plan(eff, kmap).clean(job, kmap)
-    assert not fast(job)
+    assert not fast(job, {})
     assert [f.rule for f in _all_findings(job, eff)] == ["policy/forbid-hostipc"]
 
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pytest
 
+from jobgate.policy.gpu import DEFAULT_GPU_RESOURCES
 from jobgate.policy.images import image_allowed, normalise_image
 from jobgate.policy.resolve import conflicts, effective_policy, select_policies
 from jobgate.policy.selectors import selector_errors, selector_matches
@@ -205,7 +206,8 @@ def test_gpu_resources_union_with_largest_weight() -> None:
         cluster("b", {"limits": {"gpuResources": [{"name": "nvidia.com/mig-*", "weight": 0.5}, {"name": "x/gpu"}]}}),
     ]
     eff = effective_policy(policies, "ns", {}, None)
-    assert dict(eff.gpu_resources) == {"nvidia.com/mig-*": 0.5, "x/gpu": 1}
+    # Added to the built-in list: nvidia.com/gpu and the others stay counted.
+    assert dict(eff.gpu_resources) == {**dict(DEFAULT_GPU_RESOURCES), "nvidia.com/mig-*": 0.5, "x/gpu": 1}
 
 
 def test_result_does_not_depend_on_input_order() -> None:
