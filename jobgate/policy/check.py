@@ -174,7 +174,10 @@ class PolicyFinding:
         return f"PolicyFinding({shown})"
 
     def text(self) -> str:
-        """The line as the apiserver prints a field error."""
+        """The line as the apiserver prints a field error; a not-applicable notice, never a denial,
+        without an error type (it forbids nothing)."""
+        if self.rule == "policy/not-applicable":
+            return f"{self.path}: {self.message}"
         if self.type in _VALUELESS:
             return f"{self.path}: {self.type}: {self.message}"
         return f"{self.path}: {self.type}: {_show(self.value)}: {self.message}"
