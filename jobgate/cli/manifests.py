@@ -49,6 +49,8 @@ def _other_checkout(directory: Path) -> str:
     """'' unless ``directory`` is the manifests folder of a checkout of jobgate other than the one
     running: then generating would write the running copy's rules over the checkout's (after
     ``pip install .`` rather than ``-e``); what to run instead."""
+    from pathlib import Path
+
     import jobgate
 
     checkout = directory.absolute().parent / "jobgate" / "__init__.py"
