@@ -659,6 +659,12 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m build_support.docs", description=__doc__.split("\n\n")[0])
     parser.add_argument("--check", action="store_true", help="write nothing; exit 1 listing the stale files")
     args = parser.parse_args(argv)
+    from build_support.checkout import install_problem
+
+    problem = install_problem()
+    if problem:
+        print(f"python -m build_support.docs: {problem}", file=sys.stderr)
+        return 2
     if args.check:
         found = stale()
         for path in found:

@@ -24,6 +24,12 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--check", action="store_true", help="write nothing; exit 1 if the README's tables are stale")
     args = parser.parse_args()
+    from build_support.checkout import install_problem
+
+    problem = install_problem()
+    if problem:
+        print(f"python -m build_support.readme_tables: {problem}", file=sys.stderr)
+        return 2
     text = README.read_text()
     new = updated(text)
     if args.check:

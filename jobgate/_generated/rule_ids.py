@@ -67,790 +67,810 @@ PRODUCES: tuple[tuple[str, str, str, str], ...] = (
     ('pod-template/containers/quantities', 'spec.replicaSpecs[*].template.spec.containers[*].resources.requests[*]', 'INVALID', '^must be greater than or equal to 0$'),  # 59
     ('pod-template/containers/whole-extended-resources', 'spec.replicaSpecs[*].template.spec.containers[*].resources.limits[*]', 'INVALID', '^must be an integer$'),  # 60
     ('pod-template/containers/whole-extended-resources', 'spec.replicaSpecs[*].template.spec.containers[*].resources.requests[*]', 'INVALID', '^must be an integer$'),  # 61
-    ('pod-template/containers/requests-within-limits', 'spec.replicaSpecs[*].template.spec.containers[*].resources.requests[*]', 'INVALID', ' limit of '),  # 62
-    ('pod-template/initContainers/name', 'spec.replicaSpecs[*].template.spec.initContainers[*].name', 'REQUIRED', '^$'),  # 63
-    ('pod-template/initContainers/name', 'spec.replicaSpecs[*].template.spec.initContainers[*].name', 'INVALID', '^must be no more than 63 characters$'),  # 64
-    ('pod-template/initContainers/name', 'spec.replicaSpecs[*].template.spec.initContainers[*].name', 'INVALID', "^a lowercase RFC 1123 label must consist of lower case alphanumeric characters or '-', and must start and end with an alphanumeric character \\(e\\.g\\. 'my-name',  or '123-abc', regex used for validation is '\\[a-z0-9\\]\\(\\[-a-z0-9\\]\\*\\[a-z0-9\\]\\)\\?'\\)$"),  # 65
-    ('pod-template/initContainers/image', 'spec.replicaSpecs[*].template.spec.initContainers[*].image', 'REQUIRED', '^$'),  # 66
-    ('pod-template/initContainers/ports', 'spec.replicaSpecs[*].template.spec.initContainers[*].ports[*].containerPort', 'REQUIRED', '^$'),  # 67
-    ('pod-template/initContainers/ports', 'spec.replicaSpecs[*].template.spec.initContainers[*].ports[*].containerPort', 'INVALID', '^must be between 1 and 65535, inclusive$'),  # 68
-    ('pod-template/initContainers/ports', 'spec.replicaSpecs[*].template.spec.initContainers[*].ports[*].hostPort', 'INVALID', '^must be between 1 and 65535, inclusive$'),  # 69
-    ('pod-template/initContainers/ports', 'spec.replicaSpecs[*].template.spec.initContainers[*].ports[*].protocol', 'NOT_SUPPORTED', '^supported values: "TCP", "UDP", "SCTP"$'),  # 70
-    ('pod-template/initContainers/ports', 'spec.replicaSpecs[*].template.spec.initContainers[*].ports[*].name', 'INVALID', '^must be no more than 15 characters$'),  # 71
-    ('pod-template/initContainers/ports', 'spec.replicaSpecs[*].template.spec.initContainers[*].ports[*].name', 'INVALID', '^must contain only alpha-numeric characters \\(a-z, 0-9\\), and hyphens \\(-\\)$'),  # 72
-    ('pod-template/initContainers/ports', 'spec.replicaSpecs[*].template.spec.initContainers[*].ports[*].name', 'INVALID', '^must contain at least one letter \\(a-z\\)$'),  # 73
-    ('pod-template/initContainers/ports', 'spec.replicaSpecs[*].template.spec.initContainers[*].ports[*].name', 'INVALID', '^must not contain consecutive hyphens$'),  # 74
-    ('pod-template/initContainers/ports', 'spec.replicaSpecs[*].template.spec.initContainers[*].ports[*].name', 'INVALID', '^must not begin or end with a hyphen$'),  # 75
-    ('pod-template/initContainers/port-names-unique', 'spec.replicaSpecs[*].template.spec.initContainers[*].ports[*].name', 'DUPLICATE', ''),  # 76
-    ('pod-template/initContainers/mounts', 'spec.replicaSpecs[*].template.spec.initContainers[*].volumeMounts[*].name', 'REQUIRED', '^$'),  # 77
-    ('pod-template/initContainers/mounts', 'spec.replicaSpecs[*].template.spec.initContainers[*].volumeMounts[*].mountPath', 'REQUIRED', '^$'),  # 78
-    ('pod-template/initContainers/mounted-volumes', 'spec.replicaSpecs[*].template.spec.initContainers[*].volumeMounts[*].name', 'NOT_FOUND', ''),  # 79
-    ('pod-template/initContainers/env', 'spec.replicaSpecs[*].template.spec.initContainers[*].env[*].name', 'REQUIRED', '^$'),  # 80
-    ('pod-template/initContainers/env', 'spec.replicaSpecs[*].template.spec.initContainers[*].env[*].name', 'INVALID', "^a valid environment variable name must consist only of printable ASCII characters other than '='$"),  # 81
-    ('pod-template/initContainers/quantities', 'spec.replicaSpecs[*].template.spec.initContainers[*].resources.limits[*]', 'INVALID', "^quantities\\ must\\ match\\ the\\ regular\\ expression\\ '\\^\\(\\[\\+\\-\\]\\?\\[0\\-9\\.\\]\\+\\)\\(\\[eEinumkKMGTP\\]\\*\\[\\-\\+\\]\\?\\[0\\-9\\]\\*\\)\\$'$"),  # 82
-    ('pod-template/initContainers/quantities', 'spec.replicaSpecs[*].template.spec.initContainers[*].resources.limits[*]', 'INVALID', '^must be greater than or equal to 0$'),  # 83
-    ('pod-template/initContainers/quantities', 'spec.replicaSpecs[*].template.spec.initContainers[*].resources.requests[*]', 'INVALID', "^quantities\\ must\\ match\\ the\\ regular\\ expression\\ '\\^\\(\\[\\+\\-\\]\\?\\[0\\-9\\.\\]\\+\\)\\(\\[eEinumkKMGTP\\]\\*\\[\\-\\+\\]\\?\\[0\\-9\\]\\*\\)\\$'$"),  # 84
-    ('pod-template/initContainers/quantities', 'spec.replicaSpecs[*].template.spec.initContainers[*].resources.requests[*]', 'INVALID', '^must be greater than or equal to 0$'),  # 85
-    ('pod-template/initContainers/whole-extended-resources', 'spec.replicaSpecs[*].template.spec.initContainers[*].resources.limits[*]', 'INVALID', '^must be an integer$'),  # 86
-    ('pod-template/initContainers/whole-extended-resources', 'spec.replicaSpecs[*].template.spec.initContainers[*].resources.requests[*]', 'INVALID', '^must be an integer$'),  # 87
-    ('pod-template/initContainers/requests-within-limits', 'spec.replicaSpecs[*].template.spec.initContainers[*].resources.requests[*]', 'INVALID', ' limit of '),  # 88
-    ('pod-template/container-names-unique', 'spec.replicaSpecs[*].template.spec.containers[*].name', 'DUPLICATE', ''),  # 89
-    ('pod-template/container-names-unique', 'spec.replicaSpecs[*].template.spec.initContainers[*].name', 'DUPLICATE', ''),  # 90
-    ('pod-template/volumes', 'spec.replicaSpecs[*].template.spec.volumes[*].name', 'REQUIRED', '^$'),  # 91
-    ('pod-template/volumes', 'spec.replicaSpecs[*].template.spec.volumes[*].name', 'INVALID', '^must be no more than 63 characters$'),  # 92
-    ('pod-template/volumes', 'spec.replicaSpecs[*].template.spec.volumes[*].name', 'INVALID', "^a lowercase RFC 1123 label must consist of lower case alphanumeric characters or '-', and must start and end with an alphanumeric character \\(e\\.g\\. 'my-name',  or '123-abc', regex used for validation is '\\[a-z0-9\\]\\(\\[-a-z0-9\\]\\*\\[a-z0-9\\]\\)\\?'\\)$"),  # 93
-    ('pod-template/volume-names-unique', 'spec.replicaSpecs[*].template.spec.volumes[*].name', 'DUPLICATE', ''),  # 94
-    ('pod-template/restart-policy', 'spec.replicaSpecs[*].template.spec.restartPolicy', 'NOT_SUPPORTED', '^supported values: "Always", "OnFailure", "Never"$'),  # 95
-    ('schema/types', '**', 'INVALID', 'must be of type |^must be an (object|array)$'),  # 96
-    ('schema/enums', '**', 'NOT_SUPPORTED', ''),  # 97
-    ('schema/ranges', '**', 'INVALID', ' in body should (be|have) '),  # 98
-    ('schema/required', '**', 'REQUIRED', '^$'),  # 99
-    ('schema/lengths', '**', 'TOO_LONG', ''),  # 100
-    ('schema/object-names', 'metadata.name', 'INVALID', "^(a\\ lowercase\\ RFC\\ 1123\\ subdomain\\ must\\ consist\\ of\\ lower\\ case\\ alphanumeric\\ characters,\\ '\\-'\\ or\\ '\\.',\\ and\\ must\\ start\\ and\\ end\\ with\\ an\\ alphanumeric\\ character\\ \\(e\\.g\\.\\ 'example\\.com',\\ regex\\ used\\ for\\ validation\\ is\\ '\\[a\\-z0\\-9\\]\\(\\[\\-a\\-z0\\-9\\]\\*\\[a\\-z0\\-9\\]\\)\\?\\(\\\\\\.\\[a\\-z0\\-9\\]\\(\\[\\-a\\-z0\\-9\\]\\*\\[a\\-z0\\-9\\]\\)\\?\\)\\*'\\)|must\\ be\\ no\\ more\\ than\\ 253\\ characters)$"),  # 101
-    ('schema/object-names', 'metadata.generateName', 'INVALID', "^(a\\ lowercase\\ RFC\\ 1123\\ subdomain\\ must\\ consist\\ of\\ lower\\ case\\ alphanumeric\\ characters,\\ '\\-'\\ or\\ '\\.',\\ and\\ must\\ start\\ and\\ end\\ with\\ an\\ alphanumeric\\ character\\ \\(e\\.g\\.\\ 'example\\.com',\\ regex\\ used\\ for\\ validation\\ is\\ '\\[a\\-z0\\-9\\]\\(\\[\\-a\\-z0\\-9\\]\\*\\[a\\-z0\\-9\\]\\)\\?\\(\\\\\\.\\[a\\-z0\\-9\\]\\(\\[\\-a\\-z0\\-9\\]\\*\\[a\\-z0\\-9\\]\\)\\?\\)\\*'\\)|must\\ be\\ no\\ more\\ than\\ 253\\ characters)$"),  # 102
-    ('schema/object-names', 'metadata.generateName', 'INVALID', "^may not contain '[/%]'$"),  # 103
-    ('schema/labels', 'metadata.labels', 'INVALID', "^(must\\ be\\ no\\ more\\ than\\ 63\\ characters|a\\ valid\\ label\\ must\\ be\\ an\\ empty\\ string\\ or\\ consist\\ of\\ alphanumeric\\ characters,\\ '\\-',\\ '_'\\ or\\ '\\.',\\ and\\ must\\ start\\ and\\ end\\ with\\ an\\ alphanumeric\\ character\\ \\(e\\.g\\.\\ 'MyValue',\\ \\ or\\ 'my_value',\\ \\ or\\ '12345',\\ regex\\ used\\ for\\ validation\\ is\\ '\\(\\(\\[A\\-Za\\-z0\\-9\\]\\[\\-A\\-Za\\-z0\\-9_\\.\\]\\*\\)\\?\\[A\\-Za\\-z0\\-9\\]\\)\\?'\\)|(prefix|name) part |a qualified name )"),  # 104
-    ('job/name', 'metadata.name', 'INVALID', '^create job with name '),  # 105
-    ('job/name', 'metadata.generateName', 'INVALID', '^create job with name '),  # 106
-    ('volcano/tasks-required', 'spec.tasks', 'REQUIRED', '^No task specified in job spec$'),  # 107
-    ('volcano/counts', 'spec.minAvailable', 'INVALID', "^job 'minAvailable' must be >= 0"),  # 108
-    ('volcano/counts', 'spec.maxRetry', 'INVALID', "^'maxRetry' cannot be less than zero"),  # 109
-    ('volcano/counts', 'spec.ttlSecondsAfterFinished', 'INVALID', "^'ttlSecondsAfterFinished' cannot be"),  # 110
-    ('volcano/counts', 'spec.tasks[*].replicas', 'INVALID', "^'replicas' (< 0|must be >= 0) in task"),  # 111
-    ('volcano/counts', 'spec.tasks[*].minAvailable', 'INVALID', "^'minAvailable' (< 0|must be >= 0) in task"),  # 112
-    ('volcano/min-available', 'spec.minAvailable', 'INVALID', "^job 'minAvailable' should not be greater than total replicas in tasks$"),  # 113
-    ('volcano/min-available', 'spec.minAvailable', 'INVALID', "^job 'minAvailable' must not be greater than total replicas$"),  # 114
-    ('volcano/pod-names', 'spec.tasks[*].name', 'INVALID', '^create pod with name '),  # 115
-    ('volcano/dag', 'spec.tasks[*].dependsOn.name', 'INVALID', "^job has dependencies between tasks, but doesn't form a directed acyclic graph\\(DAG\\)"),  # 116
-    ('volcano/plugins', 'spec.plugins[*]', 'INVALID', '^unable to find job plugin: '),  # 117
-    ('volcano/mpi-master', 'spec.plugins[mpi]', 'INVALID', '^The specified mpi master task was not found$'),  # 118
-    ('volcano/network-topology', 'spec.networkTopology.highestTierName', 'FORBIDDEN', "^must not specify 'highestTierAllowed' and 'highestTierName' in networkTopology simultaneously$"),  # 119
-    ('volcano/network-topology', 'spec.tasks[*].partitionPolicy.networkTopology.highestTierName', 'FORBIDDEN', "^must not specify 'highestTierAllowed' and 'highestTierName' in networkTopology simultaneously$"),  # 120
-    ('volcano/priority-class-name', 'spec.priorityClassName', 'INVALID', "^(must be no more than 253 characters|a lowercase RFC 1123 subdomain must consist of lower case alphanumeric characters, '-' or '\\.', and must start and end with an alphanumeric character \\(e\\.g\\. 'example\\.com', regex used for validation is '\\[a-z0-9\\]\\(\\[-a-z0-9\\]\\*\\[a-z0-9\\]\\)\\?\\(\\\\\\.\\[a-z0-9\\]\\(\\[-a-z0-9\\]\\*\\[a-z0-9\\]\\)\\?\\)\\*'\\))$"),  # 121
-    ('volcano/scheduler-name', 'spec.schedulerName', 'TOO_LONG', ''),  # 122
-    ('volcano/queue', 'spec.queue', 'NOT_FOUND', ''),  # 123
-    ('volcano/queue', 'spec.queue', 'INVALID', ''),  # 124
-    ('volcano/volumes/mount-path', 'spec.volumes[*].mountPath', 'REQUIRED', '^mountPath is required;$'),  # 125
-    ('volcano/volumes/mount-path', 'spec.volumes[*].mountPath', 'INVALID', 'should be at least 1 chars long$'),  # 126
-    ('volcano/volumes/mount-paths-unique', 'spec.volumes[*].mountPath', 'DUPLICATE', '^duplicated mountPath: '),  # 127
-    ('volcano/volumes/claim-required', 'spec.volumes[*]', 'REQUIRED', '^either VolumeClaim or VolumeClaimName must be specified;$'),  # 128
-    ('volcano/volumes/claim-conflict', 'spec.volumes[*].volumeClaimName', 'INVALID', '^conflict: If you want to use an existing PVC, just specify VolumeClaimName\\.If you want to create a new PVC, you do not need to specify VolumeClaimName$'),  # 129
-    ('volcano/volumes/claim-name', 'spec.volumes[*].volumeClaimName', 'INVALID', '^invalid VolumeClaimName '),  # 130
-    ('volcano/task-name', 'spec.tasks[*].name', 'INVALID', 'in body should match '),  # 131
-    ('volcano/task-name', 'spec.tasks[*].name', 'INVALID', '^\\[(a lowercase RFC 1123 label |must be no more than 63 )'),  # 132
-    ('volcano/task-names-unique', 'spec.tasks[*].name', 'DUPLICATE', '^duplicated task name '),  # 133
-    ('volcano/template-required', 'spec.tasks[*].template', 'REQUIRED', '^spec\\.task\\[\\d+\\]\\.template\\.spec\\.containers: Required value$'),  # 134
-    ('volcano/task-min-available', 'spec.tasks[*].minAvailable', 'INVALID', "^'minAvailable' (is greater than|must be <=) 'replicas'"),  # 135
-    ('volcano/partition', 'spec.tasks[*].partitionPolicy.totalPartitions', 'INVALID', "^'TotalPartitions' must be"),  # 136
-    ('volcano/partition', 'spec.tasks[*].partitionPolicy.partitionSize', 'INVALID', "^'PartitionSize' must be"),  # 137
-    ('volcano/partition', 'spec.tasks[*].replicas', 'INVALID', "^'Replicas' are not equal"),  # 138
-    ('volcano/partition', 'spec.tasks[*].minAvailable', 'INVALID', "^'MinAvailable' is not equal"),  # 139
-    ('volcano/numa-cpu', 'spec.tasks[*].template.spec.containers[*].resources', 'INVALID', "^the\\ cpu\\ request\\ isn't\\ an\\ integer"),  # 140
-    ('volcano/numa-cpu', 'spec.tasks[*].template.spec.initContainers[*].resources', 'INVALID', "^the\\ cpu\\ request\\ isn't\\ an\\ integer"),  # 141
-    ('volcano/pod-level-resources/types', 'spec.tasks[*].template.spec.resources', 'INVALID', 'must be of type '),  # 142
-    ('volcano/pod-level-resources/types', 'spec.tasks[*].template.spec.resources.*', 'INVALID', 'must be of type '),  # 143
-    ('volcano/pod-level-resources/types', 'spec.tasks[*].template.spec.resources.*[*]', 'INVALID', 'must be of type '),  # 144
-    ('volcano/pod-level-resources/types', 'spec.tasks[*].template.spec.initContainers[*].restartPolicy', 'INVALID', 'must be of type '),  # 145
-    ('volcano/pod-level-resources', 'spec.tasks[*].template.spec.resources.requests', 'INVALID', 'must be less than or equal to .* limit of'),  # 146
-    ('volcano/pod-level-resources', 'spec.tasks[*].template.spec.resources.requests[*]', 'INVALID', 'aggregate container requests'),  # 147
-    ('volcano/pod-level-resources', 'spec.tasks[*].template.spec.resources.limits[*]', 'INVALID', 'aggregate container limits'),  # 148
-    ('volcano/pod-level-resources', 'spec.tasks[*].template.spec.containers[*].resources.limits[*]', 'INVALID', 'pod\\ limits\\ of'),  # 149
-    ('volcano/policies/event-or-exit-code', 'spec.policies[*]', 'REQUIRED', '^either event and exitCode should be specified$'),  # 150
-    ('volcano/policies/event-or-exit-code', 'spec.policies[*].exitCode', 'FORBIDDEN', '^must not specify event and exitCode simultaneously$'),  # 151
-    ('volcano/policies/event-or-exit-code', 'spec.tasks[*].policies[*]', 'REQUIRED', '^either event and exitCode should be specified$'),  # 152
-    ('volcano/policies/event-or-exit-code', 'spec.tasks[*].policies[*].exitCode', 'FORBIDDEN', '^must not specify event and exitCode simultaneously$'),  # 153
-    ('volcano/policies/action', 'spec.policies[*].action', 'INVALID', '^invalid policy action; valid events are \\[\\*, PodFailed, PodEvicted, PodPending, Unknown, TaskCompleted, TaskFailed, JobUpdated\\], valid actions are \\[AbortJob, RestartJob, RestartTask, RestartPod, RestartPartition, TerminateJob, CompleteJob, ResumeJob\\]$'),  # 154
-    ('volcano/policies/action', 'spec.tasks[*].policies[*].action', 'INVALID', '^invalid policy action; valid events are \\[\\*, PodFailed, PodEvicted, PodPending, Unknown, TaskCompleted, TaskFailed, JobUpdated\\], valid actions are \\[AbortJob, RestartJob, RestartTask, RestartPod, RestartPartition, TerminateJob, CompleteJob, ResumeJob\\]$'),  # 155
-    ('volcano/policies/events', 'spec.policies[*].events[*]', 'INVALID', '^invalid policy event; valid events are \\[\\*, PodFailed, PodEvicted, PodPending, Unknown, TaskCompleted, TaskFailed, JobUpdated\\], valid actions are \\[AbortJob, RestartJob, RestartTask, RestartPod, RestartPartition, TerminateJob, CompleteJob, ResumeJob\\]$'),  # 156
-    ('volcano/policies/events', 'spec.policies[*].event', 'INVALID', '^invalid policy event; valid events are \\[\\*, PodFailed, PodEvicted, PodPending, Unknown, TaskCompleted, TaskFailed, JobUpdated\\], valid actions are \\[AbortJob, RestartJob, RestartTask, RestartPod, RestartPartition, TerminateJob, CompleteJob, ResumeJob\\]$'),  # 157
-    ('volcano/policies/events', 'spec.tasks[*].policies[*].events[*]', 'INVALID', '^invalid policy event; valid events are \\[\\*, PodFailed, PodEvicted, PodPending, Unknown, TaskCompleted, TaskFailed, JobUpdated\\], valid actions are \\[AbortJob, RestartJob, RestartTask, RestartPod, RestartPartition, TerminateJob, CompleteJob, ResumeJob\\]$'),  # 158
-    ('volcano/policies/events', 'spec.tasks[*].policies[*].event', 'INVALID', '^invalid policy event; valid events are \\[\\*, PodFailed, PodEvicted, PodPending, Unknown, TaskCompleted, TaskFailed, JobUpdated\\], valid actions are \\[AbortJob, RestartJob, RestartTask, RestartPod, RestartPartition, TerminateJob, CompleteJob, ResumeJob\\]$'),  # 159
-    ('volcano/policies/exit-code', 'spec.policies[*].exitCode', 'INVALID', '^0 is not a valid error code$'),  # 160
-    ('volcano/policies/exit-code', 'spec.tasks[*].policies[*].exitCode', 'INVALID', '^0 is not a valid error code$'),  # 161
-    ('volcano/policies/events-unique', 'spec.policies[*].events[*]', 'DUPLICATE', '^duplicate event '),  # 162
-    ('volcano/policies/events-unique', 'spec.policies[*].event', 'DUPLICATE', '^duplicate event '),  # 163
-    ('volcano/policies/events-unique', 'spec.tasks[*].policies[*].events[*]', 'DUPLICATE', '^duplicate event '),  # 164
-    ('volcano/policies/events-unique', 'spec.tasks[*].policies[*].event', 'DUPLICATE', '^duplicate event '),  # 165
-    ('volcano/policies/exit-codes-unique', 'spec.policies[*].exitCode', 'DUPLICATE', '^duplicate exitCode '),  # 166
-    ('volcano/policies/exit-codes-unique', 'spec.tasks[*].policies[*].exitCode', 'DUPLICATE', '^duplicate exitCode '),  # 167
-    ('volcano/policies/any-event-alone', 'spec.policies', 'INVALID', "^if there's \\* here, no other policy should be here$"),  # 168
-    ('volcano/policies/any-event-alone', 'spec.tasks[*].policies', 'INVALID', "^if there's \\* here, no other policy should be here$"),  # 169
-    ('volcano/update/task-count', 'spec.tasks', 'FORBIDDEN', '^job updates may not add or remove tasks$'),  # 170
-    ('volcano/update/immutable', 'spec.*', 'FORBIDDEN', '^job updates may not change fields other than `minAvailable`, `tasks\\[\\*\\]\\.replicas under spec` and `PriorityClassName`$'),  # 171
-    ('volcano/update/immutable', 'spec.*.*', 'FORBIDDEN', '^job updates may not change fields other than `minAvailable`, `tasks\\[\\*\\]\\.replicas under spec` and `PriorityClassName`$'),  # 172
-    ('volcano/update/immutable', 'spec.*[*]', 'FORBIDDEN', '^job updates may not change fields other than `minAvailable`, `tasks\\[\\*\\]\\.replicas under spec` and `PriorityClassName`$'),  # 173
-    ('volcano/update/immutable', 'spec.*.*.*', 'FORBIDDEN', '^job updates may not change fields other than `minAvailable`, `tasks\\[\\*\\]\\.replicas under spec` and `PriorityClassName`$'),  # 174
-    ('volcano/update/immutable', 'spec.*.*[*]', 'FORBIDDEN', '^job updates may not change fields other than `minAvailable`, `tasks\\[\\*\\]\\.replicas under spec` and `PriorityClassName`$'),  # 175
-    ('volcano/update/immutable', 'spec.*[*].*', 'FORBIDDEN', '^job updates may not change fields other than `minAvailable`, `tasks\\[\\*\\]\\.replicas under spec` and `PriorityClassName`$'),  # 176
-    ('volcano/update/immutable', 'spec.*[*][*]', 'FORBIDDEN', '^job updates may not change fields other than `minAvailable`, `tasks\\[\\*\\]\\.replicas under spec` and `PriorityClassName`$'),  # 177
-    ('volcano/bounds', 'spec.tasks', 'TOO_MANY', ''),  # 178
-    ('volcano/bounds', 'spec.policies', 'TOO_MANY', ''),  # 179
-    ('volcano/bounds', 'spec.policies[*].events', 'TOO_MANY', ''),  # 180
-    ('volcano/bounds', 'spec.policies[*].action', 'TOO_LONG', ''),  # 181
-    ('volcano/bounds', 'spec.policies[*].timeout', 'TOO_LONG', ''),  # 182
-    ('volcano/bounds', 'spec.volumes', 'TOO_MANY', ''),  # 183
-    ('volcano/bounds', 'spec.volumes[*].mountPath', 'TOO_LONG', ''),  # 184
-    ('volcano/bounds', 'spec.volumes[*].volumeClaimName', 'TOO_LONG', ''),  # 185
-    ('volcano/bounds', 'spec.plugins.*', 'TOO_MANY', ''),  # 186
-    ('volcano/bounds', 'spec.plugins.*[*]', 'TOO_LONG', ''),  # 187
-    ('volcano/bounds', 'spec.tasks[*].policies', 'TOO_MANY', ''),  # 188
-    ('volcano/bounds', 'spec.tasks[*].policies[*].events', 'TOO_MANY', ''),  # 189
-    ('volcano/bounds', 'spec.tasks[*].policies[*].action', 'TOO_LONG', ''),  # 190
-    ('volcano/bounds', 'spec.tasks[*].policies[*].timeout', 'TOO_LONG', ''),  # 191
-    ('volcano/bounds', 'spec.tasks[*].dependsOn.name', 'TOO_MANY', ''),  # 192
-    ('volcano/bounds', 'spec.tasks[*].dependsOn.name[*]', 'TOO_LONG', ''),  # 193
-    ('pod-template/spec', 'spec.tasks[*].template.spec', 'REQUIRED', '^$'),  # 194
-    ('pod-template/containers', 'spec.tasks[*].template.spec.containers', 'REQUIRED', '^must\\ have\\ at\\ least\\ one\\ container$'),  # 195
-    ('pod-template/bounds', 'spec.tasks[*].template.spec.**', 'TOO_MANY', ''),  # 196
-    ('pod-template/containers/name', 'spec.tasks[*].template.spec.containers[*].name', 'REQUIRED', '^$'),  # 197
-    ('pod-template/containers/name', 'spec.tasks[*].template.spec.containers[*].name', 'INVALID', '^must be no more than 63 characters$'),  # 198
-    ('pod-template/containers/name', 'spec.tasks[*].template.spec.containers[*].name', 'INVALID', "^a lowercase RFC 1123 label must consist of lower case alphanumeric characters or '-', and must start and end with an alphanumeric character \\(e\\.g\\. 'my-name',  or '123-abc', regex used for validation is '\\[a-z0-9\\]\\(\\[-a-z0-9\\]\\*\\[a-z0-9\\]\\)\\?'\\)$"),  # 199
-    ('pod-template/containers/image', 'spec.tasks[*].template.spec.containers[*].image', 'REQUIRED', '^$'),  # 200
-    ('pod-template/containers/ports', 'spec.tasks[*].template.spec.containers[*].ports[*].containerPort', 'REQUIRED', '^$'),  # 201
-    ('pod-template/containers/ports', 'spec.tasks[*].template.spec.containers[*].ports[*].containerPort', 'INVALID', '^must be between 1 and 65535, inclusive$'),  # 202
-    ('pod-template/containers/ports', 'spec.tasks[*].template.spec.containers[*].ports[*].hostPort', 'INVALID', '^must be between 1 and 65535, inclusive$'),  # 203
-    ('pod-template/containers/ports', 'spec.tasks[*].template.spec.containers[*].ports[*].protocol', 'NOT_SUPPORTED', '^supported values: "TCP", "UDP", "SCTP"$'),  # 204
-    ('pod-template/containers/ports', 'spec.tasks[*].template.spec.containers[*].ports[*].name', 'INVALID', '^must be no more than 15 characters$'),  # 205
-    ('pod-template/containers/ports', 'spec.tasks[*].template.spec.containers[*].ports[*].name', 'INVALID', '^must contain only alpha-numeric characters \\(a-z, 0-9\\), and hyphens \\(-\\)$'),  # 206
-    ('pod-template/containers/ports', 'spec.tasks[*].template.spec.containers[*].ports[*].name', 'INVALID', '^must contain at least one letter \\(a-z\\)$'),  # 207
-    ('pod-template/containers/ports', 'spec.tasks[*].template.spec.containers[*].ports[*].name', 'INVALID', '^must not contain consecutive hyphens$'),  # 208
-    ('pod-template/containers/ports', 'spec.tasks[*].template.spec.containers[*].ports[*].name', 'INVALID', '^must not begin or end with a hyphen$'),  # 209
-    ('pod-template/containers/port-names-unique', 'spec.tasks[*].template.spec.containers[*].ports[*].name', 'DUPLICATE', ''),  # 210
-    ('pod-template/containers/mounts', 'spec.tasks[*].template.spec.containers[*].volumeMounts[*].name', 'REQUIRED', '^$'),  # 211
-    ('pod-template/containers/mounts', 'spec.tasks[*].template.spec.containers[*].volumeMounts[*].mountPath', 'REQUIRED', '^$'),  # 212
-    ('pod-template/containers/mounted-volumes', 'spec.tasks[*].template.spec.containers[*].volumeMounts[*].name', 'NOT_FOUND', ''),  # 213
-    ('pod-template/containers/env', 'spec.tasks[*].template.spec.containers[*].env[*].name', 'REQUIRED', '^$'),  # 214
-    ('pod-template/containers/env', 'spec.tasks[*].template.spec.containers[*].env[*].name', 'INVALID', "^a valid environment variable name must consist only of printable ASCII characters other than '='$"),  # 215
-    ('pod-template/containers/quantities', 'spec.tasks[*].template.spec.containers[*].resources.limits[*]', 'INVALID', "^quantities\\ must\\ match\\ the\\ regular\\ expression\\ '\\^\\(\\[\\+\\-\\]\\?\\[0\\-9\\.\\]\\+\\)\\(\\[eEinumkKMGTP\\]\\*\\[\\-\\+\\]\\?\\[0\\-9\\]\\*\\)\\$'$"),  # 216
-    ('pod-template/containers/quantities', 'spec.tasks[*].template.spec.containers[*].resources.limits[*]', 'INVALID', '^must be greater than or equal to 0$'),  # 217
-    ('pod-template/containers/quantities', 'spec.tasks[*].template.spec.containers[*].resources.requests[*]', 'INVALID', "^quantities\\ must\\ match\\ the\\ regular\\ expression\\ '\\^\\(\\[\\+\\-\\]\\?\\[0\\-9\\.\\]\\+\\)\\(\\[eEinumkKMGTP\\]\\*\\[\\-\\+\\]\\?\\[0\\-9\\]\\*\\)\\$'$"),  # 218
-    ('pod-template/containers/quantities', 'spec.tasks[*].template.spec.containers[*].resources.requests[*]', 'INVALID', '^must be greater than or equal to 0$'),  # 219
-    ('pod-template/containers/whole-extended-resources', 'spec.tasks[*].template.spec.containers[*].resources.limits[*]', 'INVALID', '^must be an integer$'),  # 220
-    ('pod-template/containers/whole-extended-resources', 'spec.tasks[*].template.spec.containers[*].resources.requests[*]', 'INVALID', '^must be an integer$'),  # 221
-    ('pod-template/containers/requests-within-limits', 'spec.tasks[*].template.spec.containers[*].resources.requests[*]', 'INVALID', ' limit of '),  # 222
-    ('pod-template/initContainers/name', 'spec.tasks[*].template.spec.initContainers[*].name', 'REQUIRED', '^$'),  # 223
-    ('pod-template/initContainers/name', 'spec.tasks[*].template.spec.initContainers[*].name', 'INVALID', '^must be no more than 63 characters$'),  # 224
-    ('pod-template/initContainers/name', 'spec.tasks[*].template.spec.initContainers[*].name', 'INVALID', "^a lowercase RFC 1123 label must consist of lower case alphanumeric characters or '-', and must start and end with an alphanumeric character \\(e\\.g\\. 'my-name',  or '123-abc', regex used for validation is '\\[a-z0-9\\]\\(\\[-a-z0-9\\]\\*\\[a-z0-9\\]\\)\\?'\\)$"),  # 225
-    ('pod-template/initContainers/image', 'spec.tasks[*].template.spec.initContainers[*].image', 'REQUIRED', '^$'),  # 226
-    ('pod-template/initContainers/ports', 'spec.tasks[*].template.spec.initContainers[*].ports[*].containerPort', 'REQUIRED', '^$'),  # 227
-    ('pod-template/initContainers/ports', 'spec.tasks[*].template.spec.initContainers[*].ports[*].containerPort', 'INVALID', '^must be between 1 and 65535, inclusive$'),  # 228
-    ('pod-template/initContainers/ports', 'spec.tasks[*].template.spec.initContainers[*].ports[*].hostPort', 'INVALID', '^must be between 1 and 65535, inclusive$'),  # 229
-    ('pod-template/initContainers/ports', 'spec.tasks[*].template.spec.initContainers[*].ports[*].protocol', 'NOT_SUPPORTED', '^supported values: "TCP", "UDP", "SCTP"$'),  # 230
-    ('pod-template/initContainers/ports', 'spec.tasks[*].template.spec.initContainers[*].ports[*].name', 'INVALID', '^must be no more than 15 characters$'),  # 231
-    ('pod-template/initContainers/ports', 'spec.tasks[*].template.spec.initContainers[*].ports[*].name', 'INVALID', '^must contain only alpha-numeric characters \\(a-z, 0-9\\), and hyphens \\(-\\)$'),  # 232
-    ('pod-template/initContainers/ports', 'spec.tasks[*].template.spec.initContainers[*].ports[*].name', 'INVALID', '^must contain at least one letter \\(a-z\\)$'),  # 233
-    ('pod-template/initContainers/ports', 'spec.tasks[*].template.spec.initContainers[*].ports[*].name', 'INVALID', '^must not contain consecutive hyphens$'),  # 234
-    ('pod-template/initContainers/ports', 'spec.tasks[*].template.spec.initContainers[*].ports[*].name', 'INVALID', '^must not begin or end with a hyphen$'),  # 235
-    ('pod-template/initContainers/port-names-unique', 'spec.tasks[*].template.spec.initContainers[*].ports[*].name', 'DUPLICATE', ''),  # 236
-    ('pod-template/initContainers/mounts', 'spec.tasks[*].template.spec.initContainers[*].volumeMounts[*].name', 'REQUIRED', '^$'),  # 237
-    ('pod-template/initContainers/mounts', 'spec.tasks[*].template.spec.initContainers[*].volumeMounts[*].mountPath', 'REQUIRED', '^$'),  # 238
-    ('pod-template/initContainers/mounted-volumes', 'spec.tasks[*].template.spec.initContainers[*].volumeMounts[*].name', 'NOT_FOUND', ''),  # 239
-    ('pod-template/initContainers/env', 'spec.tasks[*].template.spec.initContainers[*].env[*].name', 'REQUIRED', '^$'),  # 240
-    ('pod-template/initContainers/env', 'spec.tasks[*].template.spec.initContainers[*].env[*].name', 'INVALID', "^a valid environment variable name must consist only of printable ASCII characters other than '='$"),  # 241
-    ('pod-template/initContainers/quantities', 'spec.tasks[*].template.spec.initContainers[*].resources.limits[*]', 'INVALID', "^quantities\\ must\\ match\\ the\\ regular\\ expression\\ '\\^\\(\\[\\+\\-\\]\\?\\[0\\-9\\.\\]\\+\\)\\(\\[eEinumkKMGTP\\]\\*\\[\\-\\+\\]\\?\\[0\\-9\\]\\*\\)\\$'$"),  # 242
-    ('pod-template/initContainers/quantities', 'spec.tasks[*].template.spec.initContainers[*].resources.limits[*]', 'INVALID', '^must be greater than or equal to 0$'),  # 243
-    ('pod-template/initContainers/quantities', 'spec.tasks[*].template.spec.initContainers[*].resources.requests[*]', 'INVALID', "^quantities\\ must\\ match\\ the\\ regular\\ expression\\ '\\^\\(\\[\\+\\-\\]\\?\\[0\\-9\\.\\]\\+\\)\\(\\[eEinumkKMGTP\\]\\*\\[\\-\\+\\]\\?\\[0\\-9\\]\\*\\)\\$'$"),  # 244
-    ('pod-template/initContainers/quantities', 'spec.tasks[*].template.spec.initContainers[*].resources.requests[*]', 'INVALID', '^must be greater than or equal to 0$'),  # 245
-    ('pod-template/initContainers/whole-extended-resources', 'spec.tasks[*].template.spec.initContainers[*].resources.limits[*]', 'INVALID', '^must be an integer$'),  # 246
-    ('pod-template/initContainers/whole-extended-resources', 'spec.tasks[*].template.spec.initContainers[*].resources.requests[*]', 'INVALID', '^must be an integer$'),  # 247
-    ('pod-template/initContainers/requests-within-limits', 'spec.tasks[*].template.spec.initContainers[*].resources.requests[*]', 'INVALID', ' limit of '),  # 248
-    ('pod-template/container-names-unique', 'spec.tasks[*].template.spec.containers[*].name', 'DUPLICATE', ''),  # 249
-    ('pod-template/container-names-unique', 'spec.tasks[*].template.spec.initContainers[*].name', 'DUPLICATE', ''),  # 250
-    ('pod-template/volumes', 'spec.tasks[*].template.spec.volumes[*].name', 'REQUIRED', '^$'),  # 251
-    ('pod-template/volumes', 'spec.tasks[*].template.spec.volumes[*].name', 'INVALID', '^must be no more than 63 characters$'),  # 252
-    ('pod-template/volumes', 'spec.tasks[*].template.spec.volumes[*].name', 'INVALID', "^a lowercase RFC 1123 label must consist of lower case alphanumeric characters or '-', and must start and end with an alphanumeric character \\(e\\.g\\. 'my-name',  or '123-abc', regex used for validation is '\\[a-z0-9\\]\\(\\[-a-z0-9\\]\\*\\[a-z0-9\\]\\)\\?'\\)$"),  # 253
-    ('pod-template/volume-names-unique', 'spec.tasks[*].template.spec.volumes[*].name', 'DUPLICATE', ''),  # 254
-    ('pod-template/restart-policy', 'spec.tasks[*].template.spec.restartPolicy', 'NOT_SUPPORTED', '^supported values: "Always", "OnFailure", "Never"$'),  # 255
-    ('dijob/bounds', 'spec.tasks', 'TOO_MANY', '^must have at most 16 items$'),  # 256
-    ('dijob/bounds', 'spec.volumes', 'TOO_MANY', '^must have at most 16 items$'),  # 257
-    ('dijob/pod-volumes-bound', 'spec.tasks[*].template.spec.volumes', 'TOO_MANY', ''),  # 258
-    ('dijob/one-task-per-type', 'spec.tasks[*].type', 'INVALID', '^the number of (learner|collector|evaluator) task is more than one'),  # 259
-    ('dijob/task-name-required', 'spec.tasks[*].name', 'REQUIRED', '^(none type task has no name)?$'),  # 260
-    ('dijob/task-name', 'spec.tasks[*].name', 'INVALID', "^(a\\ lowercase\\ RFC\\ 1123\\ label\\ must\\ consist\\ of\\ lower\\ case\\ alphanumeric\\ characters\\ or\\ '\\-',\\ and\\ must\\ start\\ and\\ end\\ with\\ an\\ alphanumeric\\ character\\ \\(e\\.g\\.\\ 'my\\-name',\\ \\ or\\ '123\\-abc',\\ regex\\ used\\ for\\ validation\\ is\\ '\\[a\\-z0\\-9\\]\\(\\[\\-a\\-z0\\-9\\]\\*\\[a\\-z0\\-9\\]\\)\\?'\\)|must be no more than 63 )"),  # 261
-    ('dijob/task-names-unique', 'spec.tasks[*].name', 'DUPLICATE', ''),  # 262
-    ('dijob/shared-volumes', 'spec.volumes[*].name', 'REQUIRED', ''),  # 263
-    ('dijob/shared-volumes', 'spec.volumes[*].name', 'INVALID', "^(a\\ lowercase\\ RFC\\ 1123\\ label\\ must\\ consist\\ of\\ lower\\ case\\ alphanumeric\\ characters\\ or\\ '\\-',\\ and\\ must\\ start\\ and\\ end\\ with\\ an\\ alphanumeric\\ character\\ \\(e\\.g\\.\\ 'my\\-name',\\ \\ or\\ '123\\-abc',\\ regex\\ used\\ for\\ validation\\ is\\ '\\[a\\-z0\\-9\\]\\(\\[\\-a\\-z0\\-9\\]\\*\\[a\\-z0\\-9\\]\\)\\?'\\)|must be no more than 63 )"),  # 264
-    ('dijob/shared-volume-names-unique', 'spec.volumes[*].name', 'DUPLICATE', ''),  # 265
-    ('kubeflow/name', 'metadata.name', 'INVALID', '^should match: '),  # 266
-    ('kubeflow/managed-by', 'spec.runPolicy.managedBy', 'NOT_SUPPORTED', ''),  # 267
-    ('kubeflow/managed-by', 'spec.runPolicy.managedBy', 'INVALID', '^field is immutable$'),  # 268
-    ('kubeflow/queue-immutable', 'spec.runPolicy.schedulingPolicy.queue', 'INVALID', '^spec\\.runPolicy\\.schedulingPolicy\\.queue\\ is\\ immutable$'),  # 269
-    ('kubeflow/template-containers', 'spec.jaxReplicaSpecs[*].template.spec.containers', 'REQUIRED', '^must have at least one container$|^must be specified: |containers definition expected'),  # 270
-    ('replicas/types', 'spec.jaxReplicaSpecs[*]', 'NOT_SUPPORTED', ''),  # 271
-    ('replicas/types', 'spec.jaxReplicaSpecs[*]', 'DUPLICATE', ''),  # 272
-    ('run-policy/min-available', 'spec.runPolicy.schedulingPolicy.minAvailable', 'INVALID', 'total number of replicas'),  # 273
-    ('run-policy/queue-immutable', 'spec.schedulingPolicy.queue', 'INVALID', '^field is immutable$'),  # 274
-    ('pod-template/spec', 'spec.jaxReplicaSpecs[*].template.spec', 'REQUIRED', '^$'),  # 275
-    ('pod-template/containers', 'spec.jaxReplicaSpecs[*].template.spec.containers', 'REQUIRED', '^must\\ be\\ specified:\\ must\\ have\\ at\\ least\\ one\\ container\\ with\\ name\\ jax$'),  # 276
-    ('pod-template/bounds', 'spec.jaxReplicaSpecs[*].template.spec.**', 'TOO_MANY', ''),  # 277
-    ('pod-template/containers/name', 'spec.jaxReplicaSpecs[*].template.spec.containers[*].name', 'REQUIRED', '^$'),  # 278
-    ('pod-template/containers/name', 'spec.jaxReplicaSpecs[*].template.spec.containers[*].name', 'INVALID', '^must be no more than 63 characters$'),  # 279
-    ('pod-template/containers/name', 'spec.jaxReplicaSpecs[*].template.spec.containers[*].name', 'INVALID', "^a lowercase RFC 1123 label must consist of lower case alphanumeric characters or '-', and must start and end with an alphanumeric character \\(e\\.g\\. 'my-name',  or '123-abc', regex used for validation is '\\[a-z0-9\\]\\(\\[-a-z0-9\\]\\*\\[a-z0-9\\]\\)\\?'\\)$"),  # 280
-    ('pod-template/containers/image', 'spec.jaxReplicaSpecs[*].template.spec.containers[*].image', 'REQUIRED', '^$'),  # 281
-    ('pod-template/containers/ports', 'spec.jaxReplicaSpecs[*].template.spec.containers[*].ports[*].containerPort', 'REQUIRED', '^$'),  # 282
-    ('pod-template/containers/ports', 'spec.jaxReplicaSpecs[*].template.spec.containers[*].ports[*].containerPort', 'INVALID', '^must be between 1 and 65535, inclusive$'),  # 283
-    ('pod-template/containers/ports', 'spec.jaxReplicaSpecs[*].template.spec.containers[*].ports[*].hostPort', 'INVALID', '^must be between 1 and 65535, inclusive$'),  # 284
-    ('pod-template/containers/ports', 'spec.jaxReplicaSpecs[*].template.spec.containers[*].ports[*].protocol', 'NOT_SUPPORTED', '^supported values: "TCP", "UDP", "SCTP"$'),  # 285
-    ('pod-template/containers/ports', 'spec.jaxReplicaSpecs[*].template.spec.containers[*].ports[*].name', 'INVALID', '^must be no more than 15 characters$'),  # 286
-    ('pod-template/containers/ports', 'spec.jaxReplicaSpecs[*].template.spec.containers[*].ports[*].name', 'INVALID', '^must contain only alpha-numeric characters \\(a-z, 0-9\\), and hyphens \\(-\\)$'),  # 287
-    ('pod-template/containers/ports', 'spec.jaxReplicaSpecs[*].template.spec.containers[*].ports[*].name', 'INVALID', '^must contain at least one letter \\(a-z\\)$'),  # 288
-    ('pod-template/containers/ports', 'spec.jaxReplicaSpecs[*].template.spec.containers[*].ports[*].name', 'INVALID', '^must not contain consecutive hyphens$'),  # 289
-    ('pod-template/containers/ports', 'spec.jaxReplicaSpecs[*].template.spec.containers[*].ports[*].name', 'INVALID', '^must not begin or end with a hyphen$'),  # 290
-    ('pod-template/containers/port-names-unique', 'spec.jaxReplicaSpecs[*].template.spec.containers[*].ports[*].name', 'DUPLICATE', ''),  # 291
-    ('pod-template/containers/mounts', 'spec.jaxReplicaSpecs[*].template.spec.containers[*].volumeMounts[*].name', 'REQUIRED', '^$'),  # 292
-    ('pod-template/containers/mounts', 'spec.jaxReplicaSpecs[*].template.spec.containers[*].volumeMounts[*].mountPath', 'REQUIRED', '^$'),  # 293
-    ('pod-template/containers/mounted-volumes', 'spec.jaxReplicaSpecs[*].template.spec.containers[*].volumeMounts[*].name', 'NOT_FOUND', ''),  # 294
-    ('pod-template/containers/env', 'spec.jaxReplicaSpecs[*].template.spec.containers[*].env[*].name', 'REQUIRED', '^$'),  # 295
-    ('pod-template/containers/env', 'spec.jaxReplicaSpecs[*].template.spec.containers[*].env[*].name', 'INVALID', "^a valid environment variable name must consist only of printable ASCII characters other than '='$"),  # 296
-    ('pod-template/containers/quantities', 'spec.jaxReplicaSpecs[*].template.spec.containers[*].resources.limits[*]', 'INVALID', "^quantities\\ must\\ match\\ the\\ regular\\ expression\\ '\\^\\(\\[\\+\\-\\]\\?\\[0\\-9\\.\\]\\+\\)\\(\\[eEinumkKMGTP\\]\\*\\[\\-\\+\\]\\?\\[0\\-9\\]\\*\\)\\$'$"),  # 297
-    ('pod-template/containers/quantities', 'spec.jaxReplicaSpecs[*].template.spec.containers[*].resources.limits[*]', 'INVALID', '^must be greater than or equal to 0$'),  # 298
-    ('pod-template/containers/quantities', 'spec.jaxReplicaSpecs[*].template.spec.containers[*].resources.requests[*]', 'INVALID', "^quantities\\ must\\ match\\ the\\ regular\\ expression\\ '\\^\\(\\[\\+\\-\\]\\?\\[0\\-9\\.\\]\\+\\)\\(\\[eEinumkKMGTP\\]\\*\\[\\-\\+\\]\\?\\[0\\-9\\]\\*\\)\\$'$"),  # 299
-    ('pod-template/containers/quantities', 'spec.jaxReplicaSpecs[*].template.spec.containers[*].resources.requests[*]', 'INVALID', '^must be greater than or equal to 0$'),  # 300
-    ('pod-template/containers/whole-extended-resources', 'spec.jaxReplicaSpecs[*].template.spec.containers[*].resources.limits[*]', 'INVALID', '^must be an integer$'),  # 301
-    ('pod-template/containers/whole-extended-resources', 'spec.jaxReplicaSpecs[*].template.spec.containers[*].resources.requests[*]', 'INVALID', '^must be an integer$'),  # 302
-    ('pod-template/containers/requests-within-limits', 'spec.jaxReplicaSpecs[*].template.spec.containers[*].resources.requests[*]', 'INVALID', ' limit of '),  # 303
-    ('pod-template/initContainers/name', 'spec.jaxReplicaSpecs[*].template.spec.initContainers[*].name', 'REQUIRED', '^$'),  # 304
-    ('pod-template/initContainers/name', 'spec.jaxReplicaSpecs[*].template.spec.initContainers[*].name', 'INVALID', '^must be no more than 63 characters$'),  # 305
-    ('pod-template/initContainers/name', 'spec.jaxReplicaSpecs[*].template.spec.initContainers[*].name', 'INVALID', "^a lowercase RFC 1123 label must consist of lower case alphanumeric characters or '-', and must start and end with an alphanumeric character \\(e\\.g\\. 'my-name',  or '123-abc', regex used for validation is '\\[a-z0-9\\]\\(\\[-a-z0-9\\]\\*\\[a-z0-9\\]\\)\\?'\\)$"),  # 306
-    ('pod-template/initContainers/image', 'spec.jaxReplicaSpecs[*].template.spec.initContainers[*].image', 'REQUIRED', '^$'),  # 307
-    ('pod-template/initContainers/ports', 'spec.jaxReplicaSpecs[*].template.spec.initContainers[*].ports[*].containerPort', 'REQUIRED', '^$'),  # 308
-    ('pod-template/initContainers/ports', 'spec.jaxReplicaSpecs[*].template.spec.initContainers[*].ports[*].containerPort', 'INVALID', '^must be between 1 and 65535, inclusive$'),  # 309
-    ('pod-template/initContainers/ports', 'spec.jaxReplicaSpecs[*].template.spec.initContainers[*].ports[*].hostPort', 'INVALID', '^must be between 1 and 65535, inclusive$'),  # 310
-    ('pod-template/initContainers/ports', 'spec.jaxReplicaSpecs[*].template.spec.initContainers[*].ports[*].protocol', 'NOT_SUPPORTED', '^supported values: "TCP", "UDP", "SCTP"$'),  # 311
-    ('pod-template/initContainers/ports', 'spec.jaxReplicaSpecs[*].template.spec.initContainers[*].ports[*].name', 'INVALID', '^must be no more than 15 characters$'),  # 312
-    ('pod-template/initContainers/ports', 'spec.jaxReplicaSpecs[*].template.spec.initContainers[*].ports[*].name', 'INVALID', '^must contain only alpha-numeric characters \\(a-z, 0-9\\), and hyphens \\(-\\)$'),  # 313
-    ('pod-template/initContainers/ports', 'spec.jaxReplicaSpecs[*].template.spec.initContainers[*].ports[*].name', 'INVALID', '^must contain at least one letter \\(a-z\\)$'),  # 314
-    ('pod-template/initContainers/ports', 'spec.jaxReplicaSpecs[*].template.spec.initContainers[*].ports[*].name', 'INVALID', '^must not contain consecutive hyphens$'),  # 315
-    ('pod-template/initContainers/ports', 'spec.jaxReplicaSpecs[*].template.spec.initContainers[*].ports[*].name', 'INVALID', '^must not begin or end with a hyphen$'),  # 316
-    ('pod-template/initContainers/port-names-unique', 'spec.jaxReplicaSpecs[*].template.spec.initContainers[*].ports[*].name', 'DUPLICATE', ''),  # 317
-    ('pod-template/initContainers/mounts', 'spec.jaxReplicaSpecs[*].template.spec.initContainers[*].volumeMounts[*].name', 'REQUIRED', '^$'),  # 318
-    ('pod-template/initContainers/mounts', 'spec.jaxReplicaSpecs[*].template.spec.initContainers[*].volumeMounts[*].mountPath', 'REQUIRED', '^$'),  # 319
-    ('pod-template/initContainers/mounted-volumes', 'spec.jaxReplicaSpecs[*].template.spec.initContainers[*].volumeMounts[*].name', 'NOT_FOUND', ''),  # 320
-    ('pod-template/initContainers/env', 'spec.jaxReplicaSpecs[*].template.spec.initContainers[*].env[*].name', 'REQUIRED', '^$'),  # 321
-    ('pod-template/initContainers/env', 'spec.jaxReplicaSpecs[*].template.spec.initContainers[*].env[*].name', 'INVALID', "^a valid environment variable name must consist only of printable ASCII characters other than '='$"),  # 322
-    ('pod-template/initContainers/quantities', 'spec.jaxReplicaSpecs[*].template.spec.initContainers[*].resources.limits[*]', 'INVALID', "^quantities\\ must\\ match\\ the\\ regular\\ expression\\ '\\^\\(\\[\\+\\-\\]\\?\\[0\\-9\\.\\]\\+\\)\\(\\[eEinumkKMGTP\\]\\*\\[\\-\\+\\]\\?\\[0\\-9\\]\\*\\)\\$'$"),  # 323
-    ('pod-template/initContainers/quantities', 'spec.jaxReplicaSpecs[*].template.spec.initContainers[*].resources.limits[*]', 'INVALID', '^must be greater than or equal to 0$'),  # 324
-    ('pod-template/initContainers/quantities', 'spec.jaxReplicaSpecs[*].template.spec.initContainers[*].resources.requests[*]', 'INVALID', "^quantities\\ must\\ match\\ the\\ regular\\ expression\\ '\\^\\(\\[\\+\\-\\]\\?\\[0\\-9\\.\\]\\+\\)\\(\\[eEinumkKMGTP\\]\\*\\[\\-\\+\\]\\?\\[0\\-9\\]\\*\\)\\$'$"),  # 325
-    ('pod-template/initContainers/quantities', 'spec.jaxReplicaSpecs[*].template.spec.initContainers[*].resources.requests[*]', 'INVALID', '^must be greater than or equal to 0$'),  # 326
-    ('pod-template/initContainers/whole-extended-resources', 'spec.jaxReplicaSpecs[*].template.spec.initContainers[*].resources.limits[*]', 'INVALID', '^must be an integer$'),  # 327
-    ('pod-template/initContainers/whole-extended-resources', 'spec.jaxReplicaSpecs[*].template.spec.initContainers[*].resources.requests[*]', 'INVALID', '^must be an integer$'),  # 328
-    ('pod-template/initContainers/requests-within-limits', 'spec.jaxReplicaSpecs[*].template.spec.initContainers[*].resources.requests[*]', 'INVALID', ' limit of '),  # 329
-    ('pod-template/container-names-unique', 'spec.jaxReplicaSpecs[*].template.spec.containers[*].name', 'DUPLICATE', ''),  # 330
-    ('pod-template/container-names-unique', 'spec.jaxReplicaSpecs[*].template.spec.initContainers[*].name', 'DUPLICATE', ''),  # 331
-    ('pod-template/volumes', 'spec.jaxReplicaSpecs[*].template.spec.volumes[*].name', 'REQUIRED', '^$'),  # 332
-    ('pod-template/volumes', 'spec.jaxReplicaSpecs[*].template.spec.volumes[*].name', 'INVALID', '^must be no more than 63 characters$'),  # 333
-    ('pod-template/volumes', 'spec.jaxReplicaSpecs[*].template.spec.volumes[*].name', 'INVALID', "^a lowercase RFC 1123 label must consist of lower case alphanumeric characters or '-', and must start and end with an alphanumeric character \\(e\\.g\\. 'my-name',  or '123-abc', regex used for validation is '\\[a-z0-9\\]\\(\\[-a-z0-9\\]\\*\\[a-z0-9\\]\\)\\?'\\)$"),  # 334
-    ('pod-template/volume-names-unique', 'spec.jaxReplicaSpecs[*].template.spec.volumes[*].name', 'DUPLICATE', ''),  # 335
-    ('pod-template/restart-policy', 'spec.jaxReplicaSpecs[*].template.spec.restartPolicy', 'NOT_SUPPORTED', '^supported values: "Always", "OnFailure", "Never"$'),  # 336
-    ('pod-template/framework-container', 'spec.jaxReplicaSpecs[*].template.spec.containers', 'REQUIRED', '^must\\ have\\ at\\ least\\ one\\ container\\ with\\ name\\ jax$'),  # 337
-    ('kubeflow/template-containers', 'spec.mpiReplicaSpecs[*].template.spec.containers', 'REQUIRED', '^must have at least one container$|^must be specified: |containers definition expected'),  # 338
-    ('kubeflow/one-launcher', 'spec.mpiReplicaSpecs[Launcher]', 'REQUIRED', '^must be present '),  # 339
-    ('kubeflow/one-launcher', 'spec.mpiReplicaSpecs[Launcher].replicas', 'FORBIDDEN', '^must be 1 '),  # 340
-    ('replicas/types', 'spec.mpiReplicaSpecs[*]', 'NOT_SUPPORTED', ''),  # 341
-    ('pod-template/spec', 'spec.mpiReplicaSpecs[*].template.spec', 'REQUIRED', '^$'),  # 342
-    ('pod-template/containers', 'spec.mpiReplicaSpecs[*].template.spec.containers', 'REQUIRED', '^must\\ have\\ at\\ least\\ one\\ container\\ \\(MPIReplicaSpecs\\ is\\ not\\ valid:\\ containers\\ definition\\ expected\\)$'),  # 343
-    ('pod-template/bounds', 'spec.mpiReplicaSpecs[*].template.spec.**', 'TOO_MANY', ''),  # 344
-    ('pod-template/containers/name', 'spec.mpiReplicaSpecs[*].template.spec.containers[*].name', 'REQUIRED', '^$'),  # 345
-    ('pod-template/containers/name', 'spec.mpiReplicaSpecs[*].template.spec.containers[*].name', 'INVALID', '^must be no more than 63 characters$'),  # 346
-    ('pod-template/containers/name', 'spec.mpiReplicaSpecs[*].template.spec.containers[*].name', 'INVALID', "^a lowercase RFC 1123 label must consist of lower case alphanumeric characters or '-', and must start and end with an alphanumeric character \\(e\\.g\\. 'my-name',  or '123-abc', regex used for validation is '\\[a-z0-9\\]\\(\\[-a-z0-9\\]\\*\\[a-z0-9\\]\\)\\?'\\)$"),  # 347
-    ('pod-template/containers/image', 'spec.mpiReplicaSpecs[*].template.spec.containers[*].image', 'REQUIRED', '^$'),  # 348
-    ('pod-template/containers/ports', 'spec.mpiReplicaSpecs[*].template.spec.containers[*].ports[*].containerPort', 'REQUIRED', '^$'),  # 349
-    ('pod-template/containers/ports', 'spec.mpiReplicaSpecs[*].template.spec.containers[*].ports[*].containerPort', 'INVALID', '^must be between 1 and 65535, inclusive$'),  # 350
-    ('pod-template/containers/ports', 'spec.mpiReplicaSpecs[*].template.spec.containers[*].ports[*].hostPort', 'INVALID', '^must be between 1 and 65535, inclusive$'),  # 351
-    ('pod-template/containers/ports', 'spec.mpiReplicaSpecs[*].template.spec.containers[*].ports[*].protocol', 'NOT_SUPPORTED', '^supported values: "TCP", "UDP", "SCTP"$'),  # 352
-    ('pod-template/containers/ports', 'spec.mpiReplicaSpecs[*].template.spec.containers[*].ports[*].name', 'INVALID', '^must be no more than 15 characters$'),  # 353
-    ('pod-template/containers/ports', 'spec.mpiReplicaSpecs[*].template.spec.containers[*].ports[*].name', 'INVALID', '^must contain only alpha-numeric characters \\(a-z, 0-9\\), and hyphens \\(-\\)$'),  # 354
-    ('pod-template/containers/ports', 'spec.mpiReplicaSpecs[*].template.spec.containers[*].ports[*].name', 'INVALID', '^must contain at least one letter \\(a-z\\)$'),  # 355
-    ('pod-template/containers/ports', 'spec.mpiReplicaSpecs[*].template.spec.containers[*].ports[*].name', 'INVALID', '^must not contain consecutive hyphens$'),  # 356
-    ('pod-template/containers/ports', 'spec.mpiReplicaSpecs[*].template.spec.containers[*].ports[*].name', 'INVALID', '^must not begin or end with a hyphen$'),  # 357
-    ('pod-template/containers/port-names-unique', 'spec.mpiReplicaSpecs[*].template.spec.containers[*].ports[*].name', 'DUPLICATE', ''),  # 358
-    ('pod-template/containers/mounts', 'spec.mpiReplicaSpecs[*].template.spec.containers[*].volumeMounts[*].name', 'REQUIRED', '^$'),  # 359
-    ('pod-template/containers/mounts', 'spec.mpiReplicaSpecs[*].template.spec.containers[*].volumeMounts[*].mountPath', 'REQUIRED', '^$'),  # 360
-    ('pod-template/containers/mounted-volumes', 'spec.mpiReplicaSpecs[*].template.spec.containers[*].volumeMounts[*].name', 'NOT_FOUND', ''),  # 361
-    ('pod-template/containers/env', 'spec.mpiReplicaSpecs[*].template.spec.containers[*].env[*].name', 'REQUIRED', '^$'),  # 362
-    ('pod-template/containers/env', 'spec.mpiReplicaSpecs[*].template.spec.containers[*].env[*].name', 'INVALID', "^a valid environment variable name must consist only of printable ASCII characters other than '='$"),  # 363
-    ('pod-template/containers/quantities', 'spec.mpiReplicaSpecs[*].template.spec.containers[*].resources.limits[*]', 'INVALID', "^quantities\\ must\\ match\\ the\\ regular\\ expression\\ '\\^\\(\\[\\+\\-\\]\\?\\[0\\-9\\.\\]\\+\\)\\(\\[eEinumkKMGTP\\]\\*\\[\\-\\+\\]\\?\\[0\\-9\\]\\*\\)\\$'$"),  # 364
-    ('pod-template/containers/quantities', 'spec.mpiReplicaSpecs[*].template.spec.containers[*].resources.limits[*]', 'INVALID', '^must be greater than or equal to 0$'),  # 365
-    ('pod-template/containers/quantities', 'spec.mpiReplicaSpecs[*].template.spec.containers[*].resources.requests[*]', 'INVALID', "^quantities\\ must\\ match\\ the\\ regular\\ expression\\ '\\^\\(\\[\\+\\-\\]\\?\\[0\\-9\\.\\]\\+\\)\\(\\[eEinumkKMGTP\\]\\*\\[\\-\\+\\]\\?\\[0\\-9\\]\\*\\)\\$'$"),  # 366
-    ('pod-template/containers/quantities', 'spec.mpiReplicaSpecs[*].template.spec.containers[*].resources.requests[*]', 'INVALID', '^must be greater than or equal to 0$'),  # 367
-    ('pod-template/containers/whole-extended-resources', 'spec.mpiReplicaSpecs[*].template.spec.containers[*].resources.limits[*]', 'INVALID', '^must be an integer$'),  # 368
-    ('pod-template/containers/whole-extended-resources', 'spec.mpiReplicaSpecs[*].template.spec.containers[*].resources.requests[*]', 'INVALID', '^must be an integer$'),  # 369
-    ('pod-template/containers/requests-within-limits', 'spec.mpiReplicaSpecs[*].template.spec.containers[*].resources.requests[*]', 'INVALID', ' limit of '),  # 370
-    ('pod-template/initContainers/name', 'spec.mpiReplicaSpecs[*].template.spec.initContainers[*].name', 'REQUIRED', '^$'),  # 371
-    ('pod-template/initContainers/name', 'spec.mpiReplicaSpecs[*].template.spec.initContainers[*].name', 'INVALID', '^must be no more than 63 characters$'),  # 372
-    ('pod-template/initContainers/name', 'spec.mpiReplicaSpecs[*].template.spec.initContainers[*].name', 'INVALID', "^a lowercase RFC 1123 label must consist of lower case alphanumeric characters or '-', and must start and end with an alphanumeric character \\(e\\.g\\. 'my-name',  or '123-abc', regex used for validation is '\\[a-z0-9\\]\\(\\[-a-z0-9\\]\\*\\[a-z0-9\\]\\)\\?'\\)$"),  # 373
-    ('pod-template/initContainers/image', 'spec.mpiReplicaSpecs[*].template.spec.initContainers[*].image', 'REQUIRED', '^$'),  # 374
-    ('pod-template/initContainers/ports', 'spec.mpiReplicaSpecs[*].template.spec.initContainers[*].ports[*].containerPort', 'REQUIRED', '^$'),  # 375
-    ('pod-template/initContainers/ports', 'spec.mpiReplicaSpecs[*].template.spec.initContainers[*].ports[*].containerPort', 'INVALID', '^must be between 1 and 65535, inclusive$'),  # 376
-    ('pod-template/initContainers/ports', 'spec.mpiReplicaSpecs[*].template.spec.initContainers[*].ports[*].hostPort', 'INVALID', '^must be between 1 and 65535, inclusive$'),  # 377
-    ('pod-template/initContainers/ports', 'spec.mpiReplicaSpecs[*].template.spec.initContainers[*].ports[*].protocol', 'NOT_SUPPORTED', '^supported values: "TCP", "UDP", "SCTP"$'),  # 378
-    ('pod-template/initContainers/ports', 'spec.mpiReplicaSpecs[*].template.spec.initContainers[*].ports[*].name', 'INVALID', '^must be no more than 15 characters$'),  # 379
-    ('pod-template/initContainers/ports', 'spec.mpiReplicaSpecs[*].template.spec.initContainers[*].ports[*].name', 'INVALID', '^must contain only alpha-numeric characters \\(a-z, 0-9\\), and hyphens \\(-\\)$'),  # 380
-    ('pod-template/initContainers/ports', 'spec.mpiReplicaSpecs[*].template.spec.initContainers[*].ports[*].name', 'INVALID', '^must contain at least one letter \\(a-z\\)$'),  # 381
-    ('pod-template/initContainers/ports', 'spec.mpiReplicaSpecs[*].template.spec.initContainers[*].ports[*].name', 'INVALID', '^must not contain consecutive hyphens$'),  # 382
-    ('pod-template/initContainers/ports', 'spec.mpiReplicaSpecs[*].template.spec.initContainers[*].ports[*].name', 'INVALID', '^must not begin or end with a hyphen$'),  # 383
-    ('pod-template/initContainers/port-names-unique', 'spec.mpiReplicaSpecs[*].template.spec.initContainers[*].ports[*].name', 'DUPLICATE', ''),  # 384
-    ('pod-template/initContainers/mounts', 'spec.mpiReplicaSpecs[*].template.spec.initContainers[*].volumeMounts[*].name', 'REQUIRED', '^$'),  # 385
-    ('pod-template/initContainers/mounts', 'spec.mpiReplicaSpecs[*].template.spec.initContainers[*].volumeMounts[*].mountPath', 'REQUIRED', '^$'),  # 386
-    ('pod-template/initContainers/mounted-volumes', 'spec.mpiReplicaSpecs[*].template.spec.initContainers[*].volumeMounts[*].name', 'NOT_FOUND', ''),  # 387
-    ('pod-template/initContainers/env', 'spec.mpiReplicaSpecs[*].template.spec.initContainers[*].env[*].name', 'REQUIRED', '^$'),  # 388
-    ('pod-template/initContainers/env', 'spec.mpiReplicaSpecs[*].template.spec.initContainers[*].env[*].name', 'INVALID', "^a valid environment variable name must consist only of printable ASCII characters other than '='$"),  # 389
-    ('pod-template/initContainers/quantities', 'spec.mpiReplicaSpecs[*].template.spec.initContainers[*].resources.limits[*]', 'INVALID', "^quantities\\ must\\ match\\ the\\ regular\\ expression\\ '\\^\\(\\[\\+\\-\\]\\?\\[0\\-9\\.\\]\\+\\)\\(\\[eEinumkKMGTP\\]\\*\\[\\-\\+\\]\\?\\[0\\-9\\]\\*\\)\\$'$"),  # 390
-    ('pod-template/initContainers/quantities', 'spec.mpiReplicaSpecs[*].template.spec.initContainers[*].resources.limits[*]', 'INVALID', '^must be greater than or equal to 0$'),  # 391
-    ('pod-template/initContainers/quantities', 'spec.mpiReplicaSpecs[*].template.spec.initContainers[*].resources.requests[*]', 'INVALID', "^quantities\\ must\\ match\\ the\\ regular\\ expression\\ '\\^\\(\\[\\+\\-\\]\\?\\[0\\-9\\.\\]\\+\\)\\(\\[eEinumkKMGTP\\]\\*\\[\\-\\+\\]\\?\\[0\\-9\\]\\*\\)\\$'$"),  # 392
-    ('pod-template/initContainers/quantities', 'spec.mpiReplicaSpecs[*].template.spec.initContainers[*].resources.requests[*]', 'INVALID', '^must be greater than or equal to 0$'),  # 393
-    ('pod-template/initContainers/whole-extended-resources', 'spec.mpiReplicaSpecs[*].template.spec.initContainers[*].resources.limits[*]', 'INVALID', '^must be an integer$'),  # 394
-    ('pod-template/initContainers/whole-extended-resources', 'spec.mpiReplicaSpecs[*].template.spec.initContainers[*].resources.requests[*]', 'INVALID', '^must be an integer$'),  # 395
-    ('pod-template/initContainers/requests-within-limits', 'spec.mpiReplicaSpecs[*].template.spec.initContainers[*].resources.requests[*]', 'INVALID', ' limit of '),  # 396
-    ('pod-template/container-names-unique', 'spec.mpiReplicaSpecs[*].template.spec.containers[*].name', 'DUPLICATE', ''),  # 397
-    ('pod-template/container-names-unique', 'spec.mpiReplicaSpecs[*].template.spec.initContainers[*].name', 'DUPLICATE', ''),  # 398
-    ('pod-template/volumes', 'spec.mpiReplicaSpecs[*].template.spec.volumes[*].name', 'REQUIRED', '^$'),  # 399
-    ('pod-template/volumes', 'spec.mpiReplicaSpecs[*].template.spec.volumes[*].name', 'INVALID', '^must be no more than 63 characters$'),  # 400
-    ('pod-template/volumes', 'spec.mpiReplicaSpecs[*].template.spec.volumes[*].name', 'INVALID', "^a lowercase RFC 1123 label must consist of lower case alphanumeric characters or '-', and must start and end with an alphanumeric character \\(e\\.g\\. 'my-name',  or '123-abc', regex used for validation is '\\[a-z0-9\\]\\(\\[-a-z0-9\\]\\*\\[a-z0-9\\]\\)\\?'\\)$"),  # 401
-    ('pod-template/volume-names-unique', 'spec.mpiReplicaSpecs[*].template.spec.volumes[*].name', 'DUPLICATE', ''),  # 402
-    ('pod-template/restart-policy', 'spec.mpiReplicaSpecs[*].template.spec.restartPolicy', 'NOT_SUPPORTED', '^supported values: "Always", "OnFailure", "Never"$'),  # 403
-    ('kubeflow/template-containers', 'spec.paddleReplicaSpecs[*].template.spec.containers', 'REQUIRED', '^must have at least one container$|^must be specified: |containers definition expected'),  # 404
-    ('kubeflow/elastic-needs-worker', 'spec.paddleReplicaSpecs[Worker]', 'REQUIRED', '^must\\ be\\ configured\\ if\\ elastic\\ policy\\ is\\ used$'),  # 405
-    ('replicas/types', 'spec.paddleReplicaSpecs[*]', 'NOT_SUPPORTED', ''),  # 406
-    ('replicas/types', 'spec.paddleReplicaSpecs[*]', 'DUPLICATE', ''),  # 407
-    ('pod-template/spec', 'spec.paddleReplicaSpecs[*].template.spec', 'REQUIRED', '^$'),  # 408
-    ('pod-template/containers', 'spec.paddleReplicaSpecs[*].template.spec.containers', 'REQUIRED', '^must\\ be\\ specified:\\ must\\ have\\ at\\ least\\ one\\ container\\ with\\ name\\ "paddle"$'),  # 409
-    ('pod-template/bounds', 'spec.paddleReplicaSpecs[*].template.spec.**', 'TOO_MANY', ''),  # 410
-    ('pod-template/containers/name', 'spec.paddleReplicaSpecs[*].template.spec.containers[*].name', 'REQUIRED', '^$'),  # 411
-    ('pod-template/containers/name', 'spec.paddleReplicaSpecs[*].template.spec.containers[*].name', 'INVALID', '^must be no more than 63 characters$'),  # 412
-    ('pod-template/containers/name', 'spec.paddleReplicaSpecs[*].template.spec.containers[*].name', 'INVALID', "^a lowercase RFC 1123 label must consist of lower case alphanumeric characters or '-', and must start and end with an alphanumeric character \\(e\\.g\\. 'my-name',  or '123-abc', regex used for validation is '\\[a-z0-9\\]\\(\\[-a-z0-9\\]\\*\\[a-z0-9\\]\\)\\?'\\)$"),  # 413
-    ('pod-template/containers/image', 'spec.paddleReplicaSpecs[*].template.spec.containers[*].image', 'REQUIRED', '^$'),  # 414
-    ('pod-template/containers/ports', 'spec.paddleReplicaSpecs[*].template.spec.containers[*].ports[*].containerPort', 'REQUIRED', '^$'),  # 415
-    ('pod-template/containers/ports', 'spec.paddleReplicaSpecs[*].template.spec.containers[*].ports[*].containerPort', 'INVALID', '^must be between 1 and 65535, inclusive$'),  # 416
-    ('pod-template/containers/ports', 'spec.paddleReplicaSpecs[*].template.spec.containers[*].ports[*].hostPort', 'INVALID', '^must be between 1 and 65535, inclusive$'),  # 417
-    ('pod-template/containers/ports', 'spec.paddleReplicaSpecs[*].template.spec.containers[*].ports[*].protocol', 'NOT_SUPPORTED', '^supported values: "TCP", "UDP", "SCTP"$'),  # 418
-    ('pod-template/containers/ports', 'spec.paddleReplicaSpecs[*].template.spec.containers[*].ports[*].name', 'INVALID', '^must be no more than 15 characters$'),  # 419
-    ('pod-template/containers/ports', 'spec.paddleReplicaSpecs[*].template.spec.containers[*].ports[*].name', 'INVALID', '^must contain only alpha-numeric characters \\(a-z, 0-9\\), and hyphens \\(-\\)$'),  # 420
-    ('pod-template/containers/ports', 'spec.paddleReplicaSpecs[*].template.spec.containers[*].ports[*].name', 'INVALID', '^must contain at least one letter \\(a-z\\)$'),  # 421
-    ('pod-template/containers/ports', 'spec.paddleReplicaSpecs[*].template.spec.containers[*].ports[*].name', 'INVALID', '^must not contain consecutive hyphens$'),  # 422
-    ('pod-template/containers/ports', 'spec.paddleReplicaSpecs[*].template.spec.containers[*].ports[*].name', 'INVALID', '^must not begin or end with a hyphen$'),  # 423
-    ('pod-template/containers/port-names-unique', 'spec.paddleReplicaSpecs[*].template.spec.containers[*].ports[*].name', 'DUPLICATE', ''),  # 424
-    ('pod-template/containers/mounts', 'spec.paddleReplicaSpecs[*].template.spec.containers[*].volumeMounts[*].name', 'REQUIRED', '^$'),  # 425
-    ('pod-template/containers/mounts', 'spec.paddleReplicaSpecs[*].template.spec.containers[*].volumeMounts[*].mountPath', 'REQUIRED', '^$'),  # 426
-    ('pod-template/containers/mounted-volumes', 'spec.paddleReplicaSpecs[*].template.spec.containers[*].volumeMounts[*].name', 'NOT_FOUND', ''),  # 427
-    ('pod-template/containers/env', 'spec.paddleReplicaSpecs[*].template.spec.containers[*].env[*].name', 'REQUIRED', '^$'),  # 428
-    ('pod-template/containers/env', 'spec.paddleReplicaSpecs[*].template.spec.containers[*].env[*].name', 'INVALID', "^a valid environment variable name must consist only of printable ASCII characters other than '='$"),  # 429
-    ('pod-template/containers/quantities', 'spec.paddleReplicaSpecs[*].template.spec.containers[*].resources.limits[*]', 'INVALID', "^quantities\\ must\\ match\\ the\\ regular\\ expression\\ '\\^\\(\\[\\+\\-\\]\\?\\[0\\-9\\.\\]\\+\\)\\(\\[eEinumkKMGTP\\]\\*\\[\\-\\+\\]\\?\\[0\\-9\\]\\*\\)\\$'$"),  # 430
-    ('pod-template/containers/quantities', 'spec.paddleReplicaSpecs[*].template.spec.containers[*].resources.limits[*]', 'INVALID', '^must be greater than or equal to 0$'),  # 431
-    ('pod-template/containers/quantities', 'spec.paddleReplicaSpecs[*].template.spec.containers[*].resources.requests[*]', 'INVALID', "^quantities\\ must\\ match\\ the\\ regular\\ expression\\ '\\^\\(\\[\\+\\-\\]\\?\\[0\\-9\\.\\]\\+\\)\\(\\[eEinumkKMGTP\\]\\*\\[\\-\\+\\]\\?\\[0\\-9\\]\\*\\)\\$'$"),  # 432
-    ('pod-template/containers/quantities', 'spec.paddleReplicaSpecs[*].template.spec.containers[*].resources.requests[*]', 'INVALID', '^must be greater than or equal to 0$'),  # 433
-    ('pod-template/containers/whole-extended-resources', 'spec.paddleReplicaSpecs[*].template.spec.containers[*].resources.limits[*]', 'INVALID', '^must be an integer$'),  # 434
-    ('pod-template/containers/whole-extended-resources', 'spec.paddleReplicaSpecs[*].template.spec.containers[*].resources.requests[*]', 'INVALID', '^must be an integer$'),  # 435
-    ('pod-template/containers/requests-within-limits', 'spec.paddleReplicaSpecs[*].template.spec.containers[*].resources.requests[*]', 'INVALID', ' limit of '),  # 436
-    ('pod-template/initContainers/name', 'spec.paddleReplicaSpecs[*].template.spec.initContainers[*].name', 'REQUIRED', '^$'),  # 437
-    ('pod-template/initContainers/name', 'spec.paddleReplicaSpecs[*].template.spec.initContainers[*].name', 'INVALID', '^must be no more than 63 characters$'),  # 438
-    ('pod-template/initContainers/name', 'spec.paddleReplicaSpecs[*].template.spec.initContainers[*].name', 'INVALID', "^a lowercase RFC 1123 label must consist of lower case alphanumeric characters or '-', and must start and end with an alphanumeric character \\(e\\.g\\. 'my-name',  or '123-abc', regex used for validation is '\\[a-z0-9\\]\\(\\[-a-z0-9\\]\\*\\[a-z0-9\\]\\)\\?'\\)$"),  # 439
-    ('pod-template/initContainers/image', 'spec.paddleReplicaSpecs[*].template.spec.initContainers[*].image', 'REQUIRED', '^$'),  # 440
-    ('pod-template/initContainers/ports', 'spec.paddleReplicaSpecs[*].template.spec.initContainers[*].ports[*].containerPort', 'REQUIRED', '^$'),  # 441
-    ('pod-template/initContainers/ports', 'spec.paddleReplicaSpecs[*].template.spec.initContainers[*].ports[*].containerPort', 'INVALID', '^must be between 1 and 65535, inclusive$'),  # 442
-    ('pod-template/initContainers/ports', 'spec.paddleReplicaSpecs[*].template.spec.initContainers[*].ports[*].hostPort', 'INVALID', '^must be between 1 and 65535, inclusive$'),  # 443
-    ('pod-template/initContainers/ports', 'spec.paddleReplicaSpecs[*].template.spec.initContainers[*].ports[*].protocol', 'NOT_SUPPORTED', '^supported values: "TCP", "UDP", "SCTP"$'),  # 444
-    ('pod-template/initContainers/ports', 'spec.paddleReplicaSpecs[*].template.spec.initContainers[*].ports[*].name', 'INVALID', '^must be no more than 15 characters$'),  # 445
-    ('pod-template/initContainers/ports', 'spec.paddleReplicaSpecs[*].template.spec.initContainers[*].ports[*].name', 'INVALID', '^must contain only alpha-numeric characters \\(a-z, 0-9\\), and hyphens \\(-\\)$'),  # 446
-    ('pod-template/initContainers/ports', 'spec.paddleReplicaSpecs[*].template.spec.initContainers[*].ports[*].name', 'INVALID', '^must contain at least one letter \\(a-z\\)$'),  # 447
-    ('pod-template/initContainers/ports', 'spec.paddleReplicaSpecs[*].template.spec.initContainers[*].ports[*].name', 'INVALID', '^must not contain consecutive hyphens$'),  # 448
-    ('pod-template/initContainers/ports', 'spec.paddleReplicaSpecs[*].template.spec.initContainers[*].ports[*].name', 'INVALID', '^must not begin or end with a hyphen$'),  # 449
-    ('pod-template/initContainers/port-names-unique', 'spec.paddleReplicaSpecs[*].template.spec.initContainers[*].ports[*].name', 'DUPLICATE', ''),  # 450
-    ('pod-template/initContainers/mounts', 'spec.paddleReplicaSpecs[*].template.spec.initContainers[*].volumeMounts[*].name', 'REQUIRED', '^$'),  # 451
-    ('pod-template/initContainers/mounts', 'spec.paddleReplicaSpecs[*].template.spec.initContainers[*].volumeMounts[*].mountPath', 'REQUIRED', '^$'),  # 452
-    ('pod-template/initContainers/mounted-volumes', 'spec.paddleReplicaSpecs[*].template.spec.initContainers[*].volumeMounts[*].name', 'NOT_FOUND', ''),  # 453
-    ('pod-template/initContainers/env', 'spec.paddleReplicaSpecs[*].template.spec.initContainers[*].env[*].name', 'REQUIRED', '^$'),  # 454
-    ('pod-template/initContainers/env', 'spec.paddleReplicaSpecs[*].template.spec.initContainers[*].env[*].name', 'INVALID', "^a valid environment variable name must consist only of printable ASCII characters other than '='$"),  # 455
-    ('pod-template/initContainers/quantities', 'spec.paddleReplicaSpecs[*].template.spec.initContainers[*].resources.limits[*]', 'INVALID', "^quantities\\ must\\ match\\ the\\ regular\\ expression\\ '\\^\\(\\[\\+\\-\\]\\?\\[0\\-9\\.\\]\\+\\)\\(\\[eEinumkKMGTP\\]\\*\\[\\-\\+\\]\\?\\[0\\-9\\]\\*\\)\\$'$"),  # 456
-    ('pod-template/initContainers/quantities', 'spec.paddleReplicaSpecs[*].template.spec.initContainers[*].resources.limits[*]', 'INVALID', '^must be greater than or equal to 0$'),  # 457
-    ('pod-template/initContainers/quantities', 'spec.paddleReplicaSpecs[*].template.spec.initContainers[*].resources.requests[*]', 'INVALID', "^quantities\\ must\\ match\\ the\\ regular\\ expression\\ '\\^\\(\\[\\+\\-\\]\\?\\[0\\-9\\.\\]\\+\\)\\(\\[eEinumkKMGTP\\]\\*\\[\\-\\+\\]\\?\\[0\\-9\\]\\*\\)\\$'$"),  # 458
-    ('pod-template/initContainers/quantities', 'spec.paddleReplicaSpecs[*].template.spec.initContainers[*].resources.requests[*]', 'INVALID', '^must be greater than or equal to 0$'),  # 459
-    ('pod-template/initContainers/whole-extended-resources', 'spec.paddleReplicaSpecs[*].template.spec.initContainers[*].resources.limits[*]', 'INVALID', '^must be an integer$'),  # 460
-    ('pod-template/initContainers/whole-extended-resources', 'spec.paddleReplicaSpecs[*].template.spec.initContainers[*].resources.requests[*]', 'INVALID', '^must be an integer$'),  # 461
-    ('pod-template/initContainers/requests-within-limits', 'spec.paddleReplicaSpecs[*].template.spec.initContainers[*].resources.requests[*]', 'INVALID', ' limit of '),  # 462
-    ('pod-template/container-names-unique', 'spec.paddleReplicaSpecs[*].template.spec.containers[*].name', 'DUPLICATE', ''),  # 463
-    ('pod-template/container-names-unique', 'spec.paddleReplicaSpecs[*].template.spec.initContainers[*].name', 'DUPLICATE', ''),  # 464
-    ('pod-template/volumes', 'spec.paddleReplicaSpecs[*].template.spec.volumes[*].name', 'REQUIRED', '^$'),  # 465
-    ('pod-template/volumes', 'spec.paddleReplicaSpecs[*].template.spec.volumes[*].name', 'INVALID', '^must be no more than 63 characters$'),  # 466
-    ('pod-template/volumes', 'spec.paddleReplicaSpecs[*].template.spec.volumes[*].name', 'INVALID', "^a lowercase RFC 1123 label must consist of lower case alphanumeric characters or '-', and must start and end with an alphanumeric character \\(e\\.g\\. 'my-name',  or '123-abc', regex used for validation is '\\[a-z0-9\\]\\(\\[-a-z0-9\\]\\*\\[a-z0-9\\]\\)\\?'\\)$"),  # 467
-    ('pod-template/volume-names-unique', 'spec.paddleReplicaSpecs[*].template.spec.volumes[*].name', 'DUPLICATE', ''),  # 468
-    ('pod-template/restart-policy', 'spec.paddleReplicaSpecs[*].template.spec.restartPolicy', 'NOT_SUPPORTED', '^supported values: "Always", "OnFailure", "Never"$'),  # 469
-    ('pod-template/framework-container', 'spec.paddleReplicaSpecs[*].template.spec.containers', 'REQUIRED', '^must\\ have\\ at\\ least\\ one\\ container\\ with\\ name\\ "paddle"$'),  # 470
-    ('kubeflow/template-containers', 'spec.pytorchReplicaSpecs[*].template.spec.containers', 'REQUIRED', '^must have at least one container$|^must be specified: |containers definition expected'),  # 471
-    ('kubeflow/master-replicas', 'spec.pytorchReplicaSpecs[Master].replicas', 'FORBIDDEN', '^must be 1$'),  # 472
-    ('kubeflow/replicas-at-least-one', 'spec.pytorchReplicaSpecs[*].replicas', 'FORBIDDEN', '^must be at least 1$'),  # 473
-    ('kubeflow/elastic-needs-worker', 'spec.pytorchReplicaSpecs[Worker]', 'REQUIRED', '^must\\ be\\ configured\\ if\\ elastic\\ policy\\ is\\ used$'),  # 474
-    ('kubeflow/nproc-per-node', 'spec.elasticPolicy.nProcPerNode', 'FORBIDDEN', '^must not be used with spec\\.nprocPerNode$'),  # 475
-    ('replicas/types', 'spec.pytorchReplicaSpecs[*]', 'NOT_SUPPORTED', ''),  # 476
-    ('replicas/types', 'spec.pytorchReplicaSpecs[*]', 'DUPLICATE', ''),  # 477
-    ('pod-template/spec', 'spec.pytorchReplicaSpecs[*].template.spec', 'REQUIRED', '^$'),  # 478
-    ('pod-template/containers', 'spec.pytorchReplicaSpecs[*].template.spec.containers', 'REQUIRED', '^must\\ be\\ specified:\\ must\\ have\\ at\\ least\\ one\\ container\\ with\\ name\\ pytorch$'),  # 479
-    ('pod-template/bounds', 'spec.pytorchReplicaSpecs[*].template.spec.**', 'TOO_MANY', ''),  # 480
-    ('pod-template/containers/name', 'spec.pytorchReplicaSpecs[*].template.spec.containers[*].name', 'REQUIRED', '^$'),  # 481
-    ('pod-template/containers/name', 'spec.pytorchReplicaSpecs[*].template.spec.containers[*].name', 'INVALID', '^must be no more than 63 characters$'),  # 482
-    ('pod-template/containers/name', 'spec.pytorchReplicaSpecs[*].template.spec.containers[*].name', 'INVALID', "^a lowercase RFC 1123 label must consist of lower case alphanumeric characters or '-', and must start and end with an alphanumeric character \\(e\\.g\\. 'my-name',  or '123-abc', regex used for validation is '\\[a-z0-9\\]\\(\\[-a-z0-9\\]\\*\\[a-z0-9\\]\\)\\?'\\)$"),  # 483
-    ('pod-template/containers/image', 'spec.pytorchReplicaSpecs[*].template.spec.containers[*].image', 'REQUIRED', '^$'),  # 484
-    ('pod-template/containers/ports', 'spec.pytorchReplicaSpecs[*].template.spec.containers[*].ports[*].containerPort', 'REQUIRED', '^$'),  # 485
-    ('pod-template/containers/ports', 'spec.pytorchReplicaSpecs[*].template.spec.containers[*].ports[*].containerPort', 'INVALID', '^must be between 1 and 65535, inclusive$'),  # 486
-    ('pod-template/containers/ports', 'spec.pytorchReplicaSpecs[*].template.spec.containers[*].ports[*].hostPort', 'INVALID', '^must be between 1 and 65535, inclusive$'),  # 487
-    ('pod-template/containers/ports', 'spec.pytorchReplicaSpecs[*].template.spec.containers[*].ports[*].protocol', 'NOT_SUPPORTED', '^supported values: "TCP", "UDP", "SCTP"$'),  # 488
-    ('pod-template/containers/ports', 'spec.pytorchReplicaSpecs[*].template.spec.containers[*].ports[*].name', 'INVALID', '^must be no more than 15 characters$'),  # 489
-    ('pod-template/containers/ports', 'spec.pytorchReplicaSpecs[*].template.spec.containers[*].ports[*].name', 'INVALID', '^must contain only alpha-numeric characters \\(a-z, 0-9\\), and hyphens \\(-\\)$'),  # 490
-    ('pod-template/containers/ports', 'spec.pytorchReplicaSpecs[*].template.spec.containers[*].ports[*].name', 'INVALID', '^must contain at least one letter \\(a-z\\)$'),  # 491
-    ('pod-template/containers/ports', 'spec.pytorchReplicaSpecs[*].template.spec.containers[*].ports[*].name', 'INVALID', '^must not contain consecutive hyphens$'),  # 492
-    ('pod-template/containers/ports', 'spec.pytorchReplicaSpecs[*].template.spec.containers[*].ports[*].name', 'INVALID', '^must not begin or end with a hyphen$'),  # 493
-    ('pod-template/containers/port-names-unique', 'spec.pytorchReplicaSpecs[*].template.spec.containers[*].ports[*].name', 'DUPLICATE', ''),  # 494
-    ('pod-template/containers/mounts', 'spec.pytorchReplicaSpecs[*].template.spec.containers[*].volumeMounts[*].name', 'REQUIRED', '^$'),  # 495
-    ('pod-template/containers/mounts', 'spec.pytorchReplicaSpecs[*].template.spec.containers[*].volumeMounts[*].mountPath', 'REQUIRED', '^$'),  # 496
-    ('pod-template/containers/mounted-volumes', 'spec.pytorchReplicaSpecs[*].template.spec.containers[*].volumeMounts[*].name', 'NOT_FOUND', ''),  # 497
-    ('pod-template/containers/env', 'spec.pytorchReplicaSpecs[*].template.spec.containers[*].env[*].name', 'REQUIRED', '^$'),  # 498
-    ('pod-template/containers/env', 'spec.pytorchReplicaSpecs[*].template.spec.containers[*].env[*].name', 'INVALID', "^a valid environment variable name must consist only of printable ASCII characters other than '='$"),  # 499
-    ('pod-template/containers/quantities', 'spec.pytorchReplicaSpecs[*].template.spec.containers[*].resources.limits[*]', 'INVALID', "^quantities\\ must\\ match\\ the\\ regular\\ expression\\ '\\^\\(\\[\\+\\-\\]\\?\\[0\\-9\\.\\]\\+\\)\\(\\[eEinumkKMGTP\\]\\*\\[\\-\\+\\]\\?\\[0\\-9\\]\\*\\)\\$'$"),  # 500
-    ('pod-template/containers/quantities', 'spec.pytorchReplicaSpecs[*].template.spec.containers[*].resources.limits[*]', 'INVALID', '^must be greater than or equal to 0$'),  # 501
-    ('pod-template/containers/quantities', 'spec.pytorchReplicaSpecs[*].template.spec.containers[*].resources.requests[*]', 'INVALID', "^quantities\\ must\\ match\\ the\\ regular\\ expression\\ '\\^\\(\\[\\+\\-\\]\\?\\[0\\-9\\.\\]\\+\\)\\(\\[eEinumkKMGTP\\]\\*\\[\\-\\+\\]\\?\\[0\\-9\\]\\*\\)\\$'$"),  # 502
-    ('pod-template/containers/quantities', 'spec.pytorchReplicaSpecs[*].template.spec.containers[*].resources.requests[*]', 'INVALID', '^must be greater than or equal to 0$'),  # 503
-    ('pod-template/containers/whole-extended-resources', 'spec.pytorchReplicaSpecs[*].template.spec.containers[*].resources.limits[*]', 'INVALID', '^must be an integer$'),  # 504
-    ('pod-template/containers/whole-extended-resources', 'spec.pytorchReplicaSpecs[*].template.spec.containers[*].resources.requests[*]', 'INVALID', '^must be an integer$'),  # 505
-    ('pod-template/containers/requests-within-limits', 'spec.pytorchReplicaSpecs[*].template.spec.containers[*].resources.requests[*]', 'INVALID', ' limit of '),  # 506
-    ('pod-template/initContainers/name', 'spec.pytorchReplicaSpecs[*].template.spec.initContainers[*].name', 'REQUIRED', '^$'),  # 507
-    ('pod-template/initContainers/name', 'spec.pytorchReplicaSpecs[*].template.spec.initContainers[*].name', 'INVALID', '^must be no more than 63 characters$'),  # 508
-    ('pod-template/initContainers/name', 'spec.pytorchReplicaSpecs[*].template.spec.initContainers[*].name', 'INVALID', "^a lowercase RFC 1123 label must consist of lower case alphanumeric characters or '-', and must start and end with an alphanumeric character \\(e\\.g\\. 'my-name',  or '123-abc', regex used for validation is '\\[a-z0-9\\]\\(\\[-a-z0-9\\]\\*\\[a-z0-9\\]\\)\\?'\\)$"),  # 509
-    ('pod-template/initContainers/image', 'spec.pytorchReplicaSpecs[*].template.spec.initContainers[*].image', 'REQUIRED', '^$'),  # 510
-    ('pod-template/initContainers/ports', 'spec.pytorchReplicaSpecs[*].template.spec.initContainers[*].ports[*].containerPort', 'REQUIRED', '^$'),  # 511
-    ('pod-template/initContainers/ports', 'spec.pytorchReplicaSpecs[*].template.spec.initContainers[*].ports[*].containerPort', 'INVALID', '^must be between 1 and 65535, inclusive$'),  # 512
-    ('pod-template/initContainers/ports', 'spec.pytorchReplicaSpecs[*].template.spec.initContainers[*].ports[*].hostPort', 'INVALID', '^must be between 1 and 65535, inclusive$'),  # 513
-    ('pod-template/initContainers/ports', 'spec.pytorchReplicaSpecs[*].template.spec.initContainers[*].ports[*].protocol', 'NOT_SUPPORTED', '^supported values: "TCP", "UDP", "SCTP"$'),  # 514
-    ('pod-template/initContainers/ports', 'spec.pytorchReplicaSpecs[*].template.spec.initContainers[*].ports[*].name', 'INVALID', '^must be no more than 15 characters$'),  # 515
-    ('pod-template/initContainers/ports', 'spec.pytorchReplicaSpecs[*].template.spec.initContainers[*].ports[*].name', 'INVALID', '^must contain only alpha-numeric characters \\(a-z, 0-9\\), and hyphens \\(-\\)$'),  # 516
-    ('pod-template/initContainers/ports', 'spec.pytorchReplicaSpecs[*].template.spec.initContainers[*].ports[*].name', 'INVALID', '^must contain at least one letter \\(a-z\\)$'),  # 517
-    ('pod-template/initContainers/ports', 'spec.pytorchReplicaSpecs[*].template.spec.initContainers[*].ports[*].name', 'INVALID', '^must not contain consecutive hyphens$'),  # 518
-    ('pod-template/initContainers/ports', 'spec.pytorchReplicaSpecs[*].template.spec.initContainers[*].ports[*].name', 'INVALID', '^must not begin or end with a hyphen$'),  # 519
-    ('pod-template/initContainers/port-names-unique', 'spec.pytorchReplicaSpecs[*].template.spec.initContainers[*].ports[*].name', 'DUPLICATE', ''),  # 520
-    ('pod-template/initContainers/mounts', 'spec.pytorchReplicaSpecs[*].template.spec.initContainers[*].volumeMounts[*].name', 'REQUIRED', '^$'),  # 521
-    ('pod-template/initContainers/mounts', 'spec.pytorchReplicaSpecs[*].template.spec.initContainers[*].volumeMounts[*].mountPath', 'REQUIRED', '^$'),  # 522
-    ('pod-template/initContainers/mounted-volumes', 'spec.pytorchReplicaSpecs[*].template.spec.initContainers[*].volumeMounts[*].name', 'NOT_FOUND', ''),  # 523
-    ('pod-template/initContainers/env', 'spec.pytorchReplicaSpecs[*].template.spec.initContainers[*].env[*].name', 'REQUIRED', '^$'),  # 524
-    ('pod-template/initContainers/env', 'spec.pytorchReplicaSpecs[*].template.spec.initContainers[*].env[*].name', 'INVALID', "^a valid environment variable name must consist only of printable ASCII characters other than '='$"),  # 525
-    ('pod-template/initContainers/quantities', 'spec.pytorchReplicaSpecs[*].template.spec.initContainers[*].resources.limits[*]', 'INVALID', "^quantities\\ must\\ match\\ the\\ regular\\ expression\\ '\\^\\(\\[\\+\\-\\]\\?\\[0\\-9\\.\\]\\+\\)\\(\\[eEinumkKMGTP\\]\\*\\[\\-\\+\\]\\?\\[0\\-9\\]\\*\\)\\$'$"),  # 526
-    ('pod-template/initContainers/quantities', 'spec.pytorchReplicaSpecs[*].template.spec.initContainers[*].resources.limits[*]', 'INVALID', '^must be greater than or equal to 0$'),  # 527
-    ('pod-template/initContainers/quantities', 'spec.pytorchReplicaSpecs[*].template.spec.initContainers[*].resources.requests[*]', 'INVALID', "^quantities\\ must\\ match\\ the\\ regular\\ expression\\ '\\^\\(\\[\\+\\-\\]\\?\\[0\\-9\\.\\]\\+\\)\\(\\[eEinumkKMGTP\\]\\*\\[\\-\\+\\]\\?\\[0\\-9\\]\\*\\)\\$'$"),  # 528
-    ('pod-template/initContainers/quantities', 'spec.pytorchReplicaSpecs[*].template.spec.initContainers[*].resources.requests[*]', 'INVALID', '^must be greater than or equal to 0$'),  # 529
-    ('pod-template/initContainers/whole-extended-resources', 'spec.pytorchReplicaSpecs[*].template.spec.initContainers[*].resources.limits[*]', 'INVALID', '^must be an integer$'),  # 530
-    ('pod-template/initContainers/whole-extended-resources', 'spec.pytorchReplicaSpecs[*].template.spec.initContainers[*].resources.requests[*]', 'INVALID', '^must be an integer$'),  # 531
-    ('pod-template/initContainers/requests-within-limits', 'spec.pytorchReplicaSpecs[*].template.spec.initContainers[*].resources.requests[*]', 'INVALID', ' limit of '),  # 532
-    ('pod-template/container-names-unique', 'spec.pytorchReplicaSpecs[*].template.spec.containers[*].name', 'DUPLICATE', ''),  # 533
-    ('pod-template/container-names-unique', 'spec.pytorchReplicaSpecs[*].template.spec.initContainers[*].name', 'DUPLICATE', ''),  # 534
-    ('pod-template/volumes', 'spec.pytorchReplicaSpecs[*].template.spec.volumes[*].name', 'REQUIRED', '^$'),  # 535
-    ('pod-template/volumes', 'spec.pytorchReplicaSpecs[*].template.spec.volumes[*].name', 'INVALID', '^must be no more than 63 characters$'),  # 536
-    ('pod-template/volumes', 'spec.pytorchReplicaSpecs[*].template.spec.volumes[*].name', 'INVALID', "^a lowercase RFC 1123 label must consist of lower case alphanumeric characters or '-', and must start and end with an alphanumeric character \\(e\\.g\\. 'my-name',  or '123-abc', regex used for validation is '\\[a-z0-9\\]\\(\\[-a-z0-9\\]\\*\\[a-z0-9\\]\\)\\?'\\)$"),  # 537
-    ('pod-template/volume-names-unique', 'spec.pytorchReplicaSpecs[*].template.spec.volumes[*].name', 'DUPLICATE', ''),  # 538
-    ('pod-template/restart-policy', 'spec.pytorchReplicaSpecs[*].template.spec.restartPolicy', 'NOT_SUPPORTED', '^supported values: "Always", "OnFailure", "Never"$'),  # 539
-    ('pod-template/framework-container', 'spec.pytorchReplicaSpecs[*].template.spec.containers', 'REQUIRED', '^must\\ have\\ at\\ least\\ one\\ container\\ with\\ name\\ pytorch$'),  # 540
-    ('kubeflow/template-containers', 'spec.tfReplicaSpecs[*].template.spec.containers', 'REQUIRED', '^must have at least one container$|^must be specified: |containers definition expected'),  # 541
-    ('kubeflow/tfjob-one-leader', 'spec.tfReplicaSpecs', 'FORBIDDEN', '^must not have more than 1 Chief or Master role$'),  # 542
-    ('replicas/types', 'spec.tfReplicaSpecs[*]', 'NOT_SUPPORTED', ''),  # 543
-    ('replicas/types', 'spec.tfReplicaSpecs[*]', 'DUPLICATE', ''),  # 544
-    ('pod-template/spec', 'spec.tfReplicaSpecs[*].template.spec', 'REQUIRED', '^$'),  # 545
-    ('pod-template/containers', 'spec.tfReplicaSpecs[*].template.spec.containers', 'REQUIRED', '^must\\ be\\ specified:\\ must\\ have\\ at\\ least\\ one\\ container\\ with\\ name\\ tensorflow$'),  # 546
-    ('pod-template/bounds', 'spec.tfReplicaSpecs[*].template.spec.**', 'TOO_MANY', ''),  # 547
-    ('pod-template/containers/name', 'spec.tfReplicaSpecs[*].template.spec.containers[*].name', 'REQUIRED', '^$'),  # 548
-    ('pod-template/containers/name', 'spec.tfReplicaSpecs[*].template.spec.containers[*].name', 'INVALID', '^must be no more than 63 characters$'),  # 549
-    ('pod-template/containers/name', 'spec.tfReplicaSpecs[*].template.spec.containers[*].name', 'INVALID', "^a lowercase RFC 1123 label must consist of lower case alphanumeric characters or '-', and must start and end with an alphanumeric character \\(e\\.g\\. 'my-name',  or '123-abc', regex used for validation is '\\[a-z0-9\\]\\(\\[-a-z0-9\\]\\*\\[a-z0-9\\]\\)\\?'\\)$"),  # 550
-    ('pod-template/containers/image', 'spec.tfReplicaSpecs[*].template.spec.containers[*].image', 'REQUIRED', '^$'),  # 551
-    ('pod-template/containers/ports', 'spec.tfReplicaSpecs[*].template.spec.containers[*].ports[*].containerPort', 'REQUIRED', '^$'),  # 552
-    ('pod-template/containers/ports', 'spec.tfReplicaSpecs[*].template.spec.containers[*].ports[*].containerPort', 'INVALID', '^must be between 1 and 65535, inclusive$'),  # 553
-    ('pod-template/containers/ports', 'spec.tfReplicaSpecs[*].template.spec.containers[*].ports[*].hostPort', 'INVALID', '^must be between 1 and 65535, inclusive$'),  # 554
-    ('pod-template/containers/ports', 'spec.tfReplicaSpecs[*].template.spec.containers[*].ports[*].protocol', 'NOT_SUPPORTED', '^supported values: "TCP", "UDP", "SCTP"$'),  # 555
-    ('pod-template/containers/ports', 'spec.tfReplicaSpecs[*].template.spec.containers[*].ports[*].name', 'INVALID', '^must be no more than 15 characters$'),  # 556
-    ('pod-template/containers/ports', 'spec.tfReplicaSpecs[*].template.spec.containers[*].ports[*].name', 'INVALID', '^must contain only alpha-numeric characters \\(a-z, 0-9\\), and hyphens \\(-\\)$'),  # 557
-    ('pod-template/containers/ports', 'spec.tfReplicaSpecs[*].template.spec.containers[*].ports[*].name', 'INVALID', '^must contain at least one letter \\(a-z\\)$'),  # 558
-    ('pod-template/containers/ports', 'spec.tfReplicaSpecs[*].template.spec.containers[*].ports[*].name', 'INVALID', '^must not contain consecutive hyphens$'),  # 559
-    ('pod-template/containers/ports', 'spec.tfReplicaSpecs[*].template.spec.containers[*].ports[*].name', 'INVALID', '^must not begin or end with a hyphen$'),  # 560
-    ('pod-template/containers/port-names-unique', 'spec.tfReplicaSpecs[*].template.spec.containers[*].ports[*].name', 'DUPLICATE', ''),  # 561
-    ('pod-template/containers/mounts', 'spec.tfReplicaSpecs[*].template.spec.containers[*].volumeMounts[*].name', 'REQUIRED', '^$'),  # 562
-    ('pod-template/containers/mounts', 'spec.tfReplicaSpecs[*].template.spec.containers[*].volumeMounts[*].mountPath', 'REQUIRED', '^$'),  # 563
-    ('pod-template/containers/mounted-volumes', 'spec.tfReplicaSpecs[*].template.spec.containers[*].volumeMounts[*].name', 'NOT_FOUND', ''),  # 564
-    ('pod-template/containers/env', 'spec.tfReplicaSpecs[*].template.spec.containers[*].env[*].name', 'REQUIRED', '^$'),  # 565
-    ('pod-template/containers/env', 'spec.tfReplicaSpecs[*].template.spec.containers[*].env[*].name', 'INVALID', "^a valid environment variable name must consist only of printable ASCII characters other than '='$"),  # 566
-    ('pod-template/containers/quantities', 'spec.tfReplicaSpecs[*].template.spec.containers[*].resources.limits[*]', 'INVALID', "^quantities\\ must\\ match\\ the\\ regular\\ expression\\ '\\^\\(\\[\\+\\-\\]\\?\\[0\\-9\\.\\]\\+\\)\\(\\[eEinumkKMGTP\\]\\*\\[\\-\\+\\]\\?\\[0\\-9\\]\\*\\)\\$'$"),  # 567
-    ('pod-template/containers/quantities', 'spec.tfReplicaSpecs[*].template.spec.containers[*].resources.limits[*]', 'INVALID', '^must be greater than or equal to 0$'),  # 568
-    ('pod-template/containers/quantities', 'spec.tfReplicaSpecs[*].template.spec.containers[*].resources.requests[*]', 'INVALID', "^quantities\\ must\\ match\\ the\\ regular\\ expression\\ '\\^\\(\\[\\+\\-\\]\\?\\[0\\-9\\.\\]\\+\\)\\(\\[eEinumkKMGTP\\]\\*\\[\\-\\+\\]\\?\\[0\\-9\\]\\*\\)\\$'$"),  # 569
-    ('pod-template/containers/quantities', 'spec.tfReplicaSpecs[*].template.spec.containers[*].resources.requests[*]', 'INVALID', '^must be greater than or equal to 0$'),  # 570
-    ('pod-template/containers/whole-extended-resources', 'spec.tfReplicaSpecs[*].template.spec.containers[*].resources.limits[*]', 'INVALID', '^must be an integer$'),  # 571
-    ('pod-template/containers/whole-extended-resources', 'spec.tfReplicaSpecs[*].template.spec.containers[*].resources.requests[*]', 'INVALID', '^must be an integer$'),  # 572
-    ('pod-template/containers/requests-within-limits', 'spec.tfReplicaSpecs[*].template.spec.containers[*].resources.requests[*]', 'INVALID', ' limit of '),  # 573
-    ('pod-template/initContainers/name', 'spec.tfReplicaSpecs[*].template.spec.initContainers[*].name', 'REQUIRED', '^$'),  # 574
-    ('pod-template/initContainers/name', 'spec.tfReplicaSpecs[*].template.spec.initContainers[*].name', 'INVALID', '^must be no more than 63 characters$'),  # 575
-    ('pod-template/initContainers/name', 'spec.tfReplicaSpecs[*].template.spec.initContainers[*].name', 'INVALID', "^a lowercase RFC 1123 label must consist of lower case alphanumeric characters or '-', and must start and end with an alphanumeric character \\(e\\.g\\. 'my-name',  or '123-abc', regex used for validation is '\\[a-z0-9\\]\\(\\[-a-z0-9\\]\\*\\[a-z0-9\\]\\)\\?'\\)$"),  # 576
-    ('pod-template/initContainers/image', 'spec.tfReplicaSpecs[*].template.spec.initContainers[*].image', 'REQUIRED', '^$'),  # 577
-    ('pod-template/initContainers/ports', 'spec.tfReplicaSpecs[*].template.spec.initContainers[*].ports[*].containerPort', 'REQUIRED', '^$'),  # 578
-    ('pod-template/initContainers/ports', 'spec.tfReplicaSpecs[*].template.spec.initContainers[*].ports[*].containerPort', 'INVALID', '^must be between 1 and 65535, inclusive$'),  # 579
-    ('pod-template/initContainers/ports', 'spec.tfReplicaSpecs[*].template.spec.initContainers[*].ports[*].hostPort', 'INVALID', '^must be between 1 and 65535, inclusive$'),  # 580
-    ('pod-template/initContainers/ports', 'spec.tfReplicaSpecs[*].template.spec.initContainers[*].ports[*].protocol', 'NOT_SUPPORTED', '^supported values: "TCP", "UDP", "SCTP"$'),  # 581
-    ('pod-template/initContainers/ports', 'spec.tfReplicaSpecs[*].template.spec.initContainers[*].ports[*].name', 'INVALID', '^must be no more than 15 characters$'),  # 582
-    ('pod-template/initContainers/ports', 'spec.tfReplicaSpecs[*].template.spec.initContainers[*].ports[*].name', 'INVALID', '^must contain only alpha-numeric characters \\(a-z, 0-9\\), and hyphens \\(-\\)$'),  # 583
-    ('pod-template/initContainers/ports', 'spec.tfReplicaSpecs[*].template.spec.initContainers[*].ports[*].name', 'INVALID', '^must contain at least one letter \\(a-z\\)$'),  # 584
-    ('pod-template/initContainers/ports', 'spec.tfReplicaSpecs[*].template.spec.initContainers[*].ports[*].name', 'INVALID', '^must not contain consecutive hyphens$'),  # 585
-    ('pod-template/initContainers/ports', 'spec.tfReplicaSpecs[*].template.spec.initContainers[*].ports[*].name', 'INVALID', '^must not begin or end with a hyphen$'),  # 586
-    ('pod-template/initContainers/port-names-unique', 'spec.tfReplicaSpecs[*].template.spec.initContainers[*].ports[*].name', 'DUPLICATE', ''),  # 587
-    ('pod-template/initContainers/mounts', 'spec.tfReplicaSpecs[*].template.spec.initContainers[*].volumeMounts[*].name', 'REQUIRED', '^$'),  # 588
-    ('pod-template/initContainers/mounts', 'spec.tfReplicaSpecs[*].template.spec.initContainers[*].volumeMounts[*].mountPath', 'REQUIRED', '^$'),  # 589
-    ('pod-template/initContainers/mounted-volumes', 'spec.tfReplicaSpecs[*].template.spec.initContainers[*].volumeMounts[*].name', 'NOT_FOUND', ''),  # 590
-    ('pod-template/initContainers/env', 'spec.tfReplicaSpecs[*].template.spec.initContainers[*].env[*].name', 'REQUIRED', '^$'),  # 591
-    ('pod-template/initContainers/env', 'spec.tfReplicaSpecs[*].template.spec.initContainers[*].env[*].name', 'INVALID', "^a valid environment variable name must consist only of printable ASCII characters other than '='$"),  # 592
-    ('pod-template/initContainers/quantities', 'spec.tfReplicaSpecs[*].template.spec.initContainers[*].resources.limits[*]', 'INVALID', "^quantities\\ must\\ match\\ the\\ regular\\ expression\\ '\\^\\(\\[\\+\\-\\]\\?\\[0\\-9\\.\\]\\+\\)\\(\\[eEinumkKMGTP\\]\\*\\[\\-\\+\\]\\?\\[0\\-9\\]\\*\\)\\$'$"),  # 593
-    ('pod-template/initContainers/quantities', 'spec.tfReplicaSpecs[*].template.spec.initContainers[*].resources.limits[*]', 'INVALID', '^must be greater than or equal to 0$'),  # 594
-    ('pod-template/initContainers/quantities', 'spec.tfReplicaSpecs[*].template.spec.initContainers[*].resources.requests[*]', 'INVALID', "^quantities\\ must\\ match\\ the\\ regular\\ expression\\ '\\^\\(\\[\\+\\-\\]\\?\\[0\\-9\\.\\]\\+\\)\\(\\[eEinumkKMGTP\\]\\*\\[\\-\\+\\]\\?\\[0\\-9\\]\\*\\)\\$'$"),  # 595
-    ('pod-template/initContainers/quantities', 'spec.tfReplicaSpecs[*].template.spec.initContainers[*].resources.requests[*]', 'INVALID', '^must be greater than or equal to 0$'),  # 596
-    ('pod-template/initContainers/whole-extended-resources', 'spec.tfReplicaSpecs[*].template.spec.initContainers[*].resources.limits[*]', 'INVALID', '^must be an integer$'),  # 597
-    ('pod-template/initContainers/whole-extended-resources', 'spec.tfReplicaSpecs[*].template.spec.initContainers[*].resources.requests[*]', 'INVALID', '^must be an integer$'),  # 598
-    ('pod-template/initContainers/requests-within-limits', 'spec.tfReplicaSpecs[*].template.spec.initContainers[*].resources.requests[*]', 'INVALID', ' limit of '),  # 599
-    ('pod-template/container-names-unique', 'spec.tfReplicaSpecs[*].template.spec.containers[*].name', 'DUPLICATE', ''),  # 600
-    ('pod-template/container-names-unique', 'spec.tfReplicaSpecs[*].template.spec.initContainers[*].name', 'DUPLICATE', ''),  # 601
-    ('pod-template/volumes', 'spec.tfReplicaSpecs[*].template.spec.volumes[*].name', 'REQUIRED', '^$'),  # 602
-    ('pod-template/volumes', 'spec.tfReplicaSpecs[*].template.spec.volumes[*].name', 'INVALID', '^must be no more than 63 characters$'),  # 603
-    ('pod-template/volumes', 'spec.tfReplicaSpecs[*].template.spec.volumes[*].name', 'INVALID', "^a lowercase RFC 1123 label must consist of lower case alphanumeric characters or '-', and must start and end with an alphanumeric character \\(e\\.g\\. 'my-name',  or '123-abc', regex used for validation is '\\[a-z0-9\\]\\(\\[-a-z0-9\\]\\*\\[a-z0-9\\]\\)\\?'\\)$"),  # 604
-    ('pod-template/volume-names-unique', 'spec.tfReplicaSpecs[*].template.spec.volumes[*].name', 'DUPLICATE', ''),  # 605
-    ('pod-template/restart-policy', 'spec.tfReplicaSpecs[*].template.spec.restartPolicy', 'NOT_SUPPORTED', '^supported values: "Always", "OnFailure", "Never"$'),  # 606
-    ('pod-template/framework-container', 'spec.tfReplicaSpecs[*].template.spec.containers', 'REQUIRED', '^must\\ have\\ at\\ least\\ one\\ container\\ with\\ name\\ tensorflow$'),  # 607
-    ('kubeflow/template-containers', 'spec.xgbReplicaSpecs[*].template.spec.containers', 'REQUIRED', '^must have at least one container$|^must be specified: |containers definition expected'),  # 608
-    ('kubeflow/master-replicas', 'spec.xgbReplicaSpecs[Master].replicas', 'FORBIDDEN', '^must be 1$'),  # 609
-    ('kubeflow/master-required', 'spec.xgbReplicaSpecs[Master]', 'REQUIRED', '^must be present$'),  # 610
-    ('replicas/types', 'spec.xgbReplicaSpecs[*]', 'NOT_SUPPORTED', ''),  # 611
-    ('replicas/types', 'spec.xgbReplicaSpecs[*]', 'DUPLICATE', ''),  # 612
-    ('pod-template/spec', 'spec.xgbReplicaSpecs[*].template.spec', 'REQUIRED', '^$'),  # 613
-    ('pod-template/containers', 'spec.xgbReplicaSpecs[*].template.spec.containers', 'REQUIRED', '^must\\ be\\ specified:\\ must\\ have\\ at\\ least\\ one\\ container\\ with\\ name\\ xgboost$'),  # 614
-    ('pod-template/bounds', 'spec.xgbReplicaSpecs[*].template.spec.**', 'TOO_MANY', ''),  # 615
-    ('pod-template/containers/name', 'spec.xgbReplicaSpecs[*].template.spec.containers[*].name', 'REQUIRED', '^$'),  # 616
-    ('pod-template/containers/name', 'spec.xgbReplicaSpecs[*].template.spec.containers[*].name', 'INVALID', '^must be no more than 63 characters$'),  # 617
-    ('pod-template/containers/name', 'spec.xgbReplicaSpecs[*].template.spec.containers[*].name', 'INVALID', "^a lowercase RFC 1123 label must consist of lower case alphanumeric characters or '-', and must start and end with an alphanumeric character \\(e\\.g\\. 'my-name',  or '123-abc', regex used for validation is '\\[a-z0-9\\]\\(\\[-a-z0-9\\]\\*\\[a-z0-9\\]\\)\\?'\\)$"),  # 618
-    ('pod-template/containers/image', 'spec.xgbReplicaSpecs[*].template.spec.containers[*].image', 'REQUIRED', '^$'),  # 619
-    ('pod-template/containers/ports', 'spec.xgbReplicaSpecs[*].template.spec.containers[*].ports[*].containerPort', 'REQUIRED', '^$'),  # 620
-    ('pod-template/containers/ports', 'spec.xgbReplicaSpecs[*].template.spec.containers[*].ports[*].containerPort', 'INVALID', '^must be between 1 and 65535, inclusive$'),  # 621
-    ('pod-template/containers/ports', 'spec.xgbReplicaSpecs[*].template.spec.containers[*].ports[*].hostPort', 'INVALID', '^must be between 1 and 65535, inclusive$'),  # 622
-    ('pod-template/containers/ports', 'spec.xgbReplicaSpecs[*].template.spec.containers[*].ports[*].protocol', 'NOT_SUPPORTED', '^supported values: "TCP", "UDP", "SCTP"$'),  # 623
-    ('pod-template/containers/ports', 'spec.xgbReplicaSpecs[*].template.spec.containers[*].ports[*].name', 'INVALID', '^must be no more than 15 characters$'),  # 624
-    ('pod-template/containers/ports', 'spec.xgbReplicaSpecs[*].template.spec.containers[*].ports[*].name', 'INVALID', '^must contain only alpha-numeric characters \\(a-z, 0-9\\), and hyphens \\(-\\)$'),  # 625
-    ('pod-template/containers/ports', 'spec.xgbReplicaSpecs[*].template.spec.containers[*].ports[*].name', 'INVALID', '^must contain at least one letter \\(a-z\\)$'),  # 626
-    ('pod-template/containers/ports', 'spec.xgbReplicaSpecs[*].template.spec.containers[*].ports[*].name', 'INVALID', '^must not contain consecutive hyphens$'),  # 627
-    ('pod-template/containers/ports', 'spec.xgbReplicaSpecs[*].template.spec.containers[*].ports[*].name', 'INVALID', '^must not begin or end with a hyphen$'),  # 628
-    ('pod-template/containers/port-names-unique', 'spec.xgbReplicaSpecs[*].template.spec.containers[*].ports[*].name', 'DUPLICATE', ''),  # 629
-    ('pod-template/containers/mounts', 'spec.xgbReplicaSpecs[*].template.spec.containers[*].volumeMounts[*].name', 'REQUIRED', '^$'),  # 630
-    ('pod-template/containers/mounts', 'spec.xgbReplicaSpecs[*].template.spec.containers[*].volumeMounts[*].mountPath', 'REQUIRED', '^$'),  # 631
-    ('pod-template/containers/mounted-volumes', 'spec.xgbReplicaSpecs[*].template.spec.containers[*].volumeMounts[*].name', 'NOT_FOUND', ''),  # 632
-    ('pod-template/containers/env', 'spec.xgbReplicaSpecs[*].template.spec.containers[*].env[*].name', 'REQUIRED', '^$'),  # 633
-    ('pod-template/containers/env', 'spec.xgbReplicaSpecs[*].template.spec.containers[*].env[*].name', 'INVALID', "^a valid environment variable name must consist only of printable ASCII characters other than '='$"),  # 634
-    ('pod-template/containers/quantities', 'spec.xgbReplicaSpecs[*].template.spec.containers[*].resources.limits[*]', 'INVALID', "^quantities\\ must\\ match\\ the\\ regular\\ expression\\ '\\^\\(\\[\\+\\-\\]\\?\\[0\\-9\\.\\]\\+\\)\\(\\[eEinumkKMGTP\\]\\*\\[\\-\\+\\]\\?\\[0\\-9\\]\\*\\)\\$'$"),  # 635
-    ('pod-template/containers/quantities', 'spec.xgbReplicaSpecs[*].template.spec.containers[*].resources.limits[*]', 'INVALID', '^must be greater than or equal to 0$'),  # 636
-    ('pod-template/containers/quantities', 'spec.xgbReplicaSpecs[*].template.spec.containers[*].resources.requests[*]', 'INVALID', "^quantities\\ must\\ match\\ the\\ regular\\ expression\\ '\\^\\(\\[\\+\\-\\]\\?\\[0\\-9\\.\\]\\+\\)\\(\\[eEinumkKMGTP\\]\\*\\[\\-\\+\\]\\?\\[0\\-9\\]\\*\\)\\$'$"),  # 637
-    ('pod-template/containers/quantities', 'spec.xgbReplicaSpecs[*].template.spec.containers[*].resources.requests[*]', 'INVALID', '^must be greater than or equal to 0$'),  # 638
-    ('pod-template/containers/whole-extended-resources', 'spec.xgbReplicaSpecs[*].template.spec.containers[*].resources.limits[*]', 'INVALID', '^must be an integer$'),  # 639
-    ('pod-template/containers/whole-extended-resources', 'spec.xgbReplicaSpecs[*].template.spec.containers[*].resources.requests[*]', 'INVALID', '^must be an integer$'),  # 640
-    ('pod-template/containers/requests-within-limits', 'spec.xgbReplicaSpecs[*].template.spec.containers[*].resources.requests[*]', 'INVALID', ' limit of '),  # 641
-    ('pod-template/initContainers/name', 'spec.xgbReplicaSpecs[*].template.spec.initContainers[*].name', 'REQUIRED', '^$'),  # 642
-    ('pod-template/initContainers/name', 'spec.xgbReplicaSpecs[*].template.spec.initContainers[*].name', 'INVALID', '^must be no more than 63 characters$'),  # 643
-    ('pod-template/initContainers/name', 'spec.xgbReplicaSpecs[*].template.spec.initContainers[*].name', 'INVALID', "^a lowercase RFC 1123 label must consist of lower case alphanumeric characters or '-', and must start and end with an alphanumeric character \\(e\\.g\\. 'my-name',  or '123-abc', regex used for validation is '\\[a-z0-9\\]\\(\\[-a-z0-9\\]\\*\\[a-z0-9\\]\\)\\?'\\)$"),  # 644
-    ('pod-template/initContainers/image', 'spec.xgbReplicaSpecs[*].template.spec.initContainers[*].image', 'REQUIRED', '^$'),  # 645
-    ('pod-template/initContainers/ports', 'spec.xgbReplicaSpecs[*].template.spec.initContainers[*].ports[*].containerPort', 'REQUIRED', '^$'),  # 646
-    ('pod-template/initContainers/ports', 'spec.xgbReplicaSpecs[*].template.spec.initContainers[*].ports[*].containerPort', 'INVALID', '^must be between 1 and 65535, inclusive$'),  # 647
-    ('pod-template/initContainers/ports', 'spec.xgbReplicaSpecs[*].template.spec.initContainers[*].ports[*].hostPort', 'INVALID', '^must be between 1 and 65535, inclusive$'),  # 648
-    ('pod-template/initContainers/ports', 'spec.xgbReplicaSpecs[*].template.spec.initContainers[*].ports[*].protocol', 'NOT_SUPPORTED', '^supported values: "TCP", "UDP", "SCTP"$'),  # 649
-    ('pod-template/initContainers/ports', 'spec.xgbReplicaSpecs[*].template.spec.initContainers[*].ports[*].name', 'INVALID', '^must be no more than 15 characters$'),  # 650
-    ('pod-template/initContainers/ports', 'spec.xgbReplicaSpecs[*].template.spec.initContainers[*].ports[*].name', 'INVALID', '^must contain only alpha-numeric characters \\(a-z, 0-9\\), and hyphens \\(-\\)$'),  # 651
-    ('pod-template/initContainers/ports', 'spec.xgbReplicaSpecs[*].template.spec.initContainers[*].ports[*].name', 'INVALID', '^must contain at least one letter \\(a-z\\)$'),  # 652
-    ('pod-template/initContainers/ports', 'spec.xgbReplicaSpecs[*].template.spec.initContainers[*].ports[*].name', 'INVALID', '^must not contain consecutive hyphens$'),  # 653
-    ('pod-template/initContainers/ports', 'spec.xgbReplicaSpecs[*].template.spec.initContainers[*].ports[*].name', 'INVALID', '^must not begin or end with a hyphen$'),  # 654
-    ('pod-template/initContainers/port-names-unique', 'spec.xgbReplicaSpecs[*].template.spec.initContainers[*].ports[*].name', 'DUPLICATE', ''),  # 655
-    ('pod-template/initContainers/mounts', 'spec.xgbReplicaSpecs[*].template.spec.initContainers[*].volumeMounts[*].name', 'REQUIRED', '^$'),  # 656
-    ('pod-template/initContainers/mounts', 'spec.xgbReplicaSpecs[*].template.spec.initContainers[*].volumeMounts[*].mountPath', 'REQUIRED', '^$'),  # 657
-    ('pod-template/initContainers/mounted-volumes', 'spec.xgbReplicaSpecs[*].template.spec.initContainers[*].volumeMounts[*].name', 'NOT_FOUND', ''),  # 658
-    ('pod-template/initContainers/env', 'spec.xgbReplicaSpecs[*].template.spec.initContainers[*].env[*].name', 'REQUIRED', '^$'),  # 659
-    ('pod-template/initContainers/env', 'spec.xgbReplicaSpecs[*].template.spec.initContainers[*].env[*].name', 'INVALID', "^a valid environment variable name must consist only of printable ASCII characters other than '='$"),  # 660
-    ('pod-template/initContainers/quantities', 'spec.xgbReplicaSpecs[*].template.spec.initContainers[*].resources.limits[*]', 'INVALID', "^quantities\\ must\\ match\\ the\\ regular\\ expression\\ '\\^\\(\\[\\+\\-\\]\\?\\[0\\-9\\.\\]\\+\\)\\(\\[eEinumkKMGTP\\]\\*\\[\\-\\+\\]\\?\\[0\\-9\\]\\*\\)\\$'$"),  # 661
-    ('pod-template/initContainers/quantities', 'spec.xgbReplicaSpecs[*].template.spec.initContainers[*].resources.limits[*]', 'INVALID', '^must be greater than or equal to 0$'),  # 662
-    ('pod-template/initContainers/quantities', 'spec.xgbReplicaSpecs[*].template.spec.initContainers[*].resources.requests[*]', 'INVALID', "^quantities\\ must\\ match\\ the\\ regular\\ expression\\ '\\^\\(\\[\\+\\-\\]\\?\\[0\\-9\\.\\]\\+\\)\\(\\[eEinumkKMGTP\\]\\*\\[\\-\\+\\]\\?\\[0\\-9\\]\\*\\)\\$'$"),  # 663
-    ('pod-template/initContainers/quantities', 'spec.xgbReplicaSpecs[*].template.spec.initContainers[*].resources.requests[*]', 'INVALID', '^must be greater than or equal to 0$'),  # 664
-    ('pod-template/initContainers/whole-extended-resources', 'spec.xgbReplicaSpecs[*].template.spec.initContainers[*].resources.limits[*]', 'INVALID', '^must be an integer$'),  # 665
-    ('pod-template/initContainers/whole-extended-resources', 'spec.xgbReplicaSpecs[*].template.spec.initContainers[*].resources.requests[*]', 'INVALID', '^must be an integer$'),  # 666
-    ('pod-template/initContainers/requests-within-limits', 'spec.xgbReplicaSpecs[*].template.spec.initContainers[*].resources.requests[*]', 'INVALID', ' limit of '),  # 667
-    ('pod-template/container-names-unique', 'spec.xgbReplicaSpecs[*].template.spec.containers[*].name', 'DUPLICATE', ''),  # 668
-    ('pod-template/container-names-unique', 'spec.xgbReplicaSpecs[*].template.spec.initContainers[*].name', 'DUPLICATE', ''),  # 669
-    ('pod-template/volumes', 'spec.xgbReplicaSpecs[*].template.spec.volumes[*].name', 'REQUIRED', '^$'),  # 670
-    ('pod-template/volumes', 'spec.xgbReplicaSpecs[*].template.spec.volumes[*].name', 'INVALID', '^must be no more than 63 characters$'),  # 671
-    ('pod-template/volumes', 'spec.xgbReplicaSpecs[*].template.spec.volumes[*].name', 'INVALID', "^a lowercase RFC 1123 label must consist of lower case alphanumeric characters or '-', and must start and end with an alphanumeric character \\(e\\.g\\. 'my-name',  or '123-abc', regex used for validation is '\\[a-z0-9\\]\\(\\[-a-z0-9\\]\\*\\[a-z0-9\\]\\)\\?'\\)$"),  # 672
-    ('pod-template/volume-names-unique', 'spec.xgbReplicaSpecs[*].template.spec.volumes[*].name', 'DUPLICATE', ''),  # 673
-    ('pod-template/restart-policy', 'spec.xgbReplicaSpecs[*].template.spec.restartPolicy', 'NOT_SUPPORTED', '^supported values: "Always", "OnFailure", "Never"$'),  # 674
-    ('pod-template/framework-container', 'spec.xgbReplicaSpecs[*].template.spec.containers', 'REQUIRED', '^must\\ have\\ at\\ least\\ one\\ container\\ with\\ name\\ xgboost$'),  # 675
-    ('pod-template/framework-container', 'spec.replicaSpecs[*].template.spec.containers', 'REQUIRED', '^Replica type .* is missing a container for mxnet$'),  # 676
-    ('mxjob/scheduler-replicas', 'spec.replicaSpecs[*].replicas', 'INVALID', '^The SCHEDULER must have Replicas = 1$'),  # 677
-    ('mxjob/types-unique', 'spec.replicaSpecs[*].mxReplicaType', 'DUPLICATE', ''),  # 678
-    ('mxjob/local-mode-workers-only', 'spec.replicaSpecs[*].mxReplicaType', 'INVALID', '^job mode is local, but its replicas set have replicas type other than worker$'),  # 679
-    ('mxjob/local-mode-one-worker', 'spec.replicaSpecs[*].replicas', 'INVALID', '^job mode is local, but it has more than 1 worker$'),  # 680
-    ('mxjob/dist-mode-roles', 'spec.replicaSpecs', 'REQUIRED', '^dist job mode without replica type (SCHEDULER|SERVER|WORKER)$'),  # 681
-    ('run-policy/min-available', 'spec.runPolicy.schedulingPolicy.minAvailable', 'INVALID', '^must be less than or equal to the total number of replicas( \\(\\d+\\))?$'),  # 682
-    ('run-policy/min-available', 'spec.schedulingPolicy.minAvailable', 'INVALID', '^must be less than or equal to the total number of replicas( \\(\\d+\\))?$'),  # 683
-    ('run-policy/queue-immutable', 'spec.runPolicy.schedulingPolicy.queue', 'INVALID', '^field is immutable$'),  # 684
-    ('pod-template/containers', 'spec.mpiReplicaSpecs[*].template.spec.containers', 'REQUIRED', '^must\\ have\\ at\\ least\\ one\\ container$'),  # 685
-    ('roles/launcher', 'spec.mpiReplicaSpecs[Launcher]', 'REQUIRED', '^must be present$'),  # 686
-    ('roles/launcher', 'spec.mpiReplicaSpecs[Launcher].replicas', 'INVALID', '^must be 1$'),  # 687
-    ('replicas/types', 'spec.marsReplicaSpecs[*]', 'NOT_SUPPORTED', ''),  # 688
-    ('replicas/types', 'spec.marsReplicaSpecs[*]', 'DUPLICATE', ''),  # 689
-    ('pod-template/spec', 'spec.marsReplicaSpecs[*].template.spec', 'REQUIRED', '^$'),  # 690
-    ('pod-template/containers', 'spec.marsReplicaSpecs[*].template.spec.containers', 'REQUIRED', '^must\\ have\\ at\\ least\\ one\\ container$'),  # 691
-    ('pod-template/bounds', 'spec.marsReplicaSpecs[*].template.spec.**', 'TOO_MANY', ''),  # 692
-    ('pod-template/containers/name', 'spec.marsReplicaSpecs[*].template.spec.containers[*].name', 'REQUIRED', '^$'),  # 693
-    ('pod-template/containers/name', 'spec.marsReplicaSpecs[*].template.spec.containers[*].name', 'INVALID', '^must be no more than 63 characters$'),  # 694
-    ('pod-template/containers/name', 'spec.marsReplicaSpecs[*].template.spec.containers[*].name', 'INVALID', "^a lowercase RFC 1123 label must consist of lower case alphanumeric characters or '-', and must start and end with an alphanumeric character \\(e\\.g\\. 'my-name',  or '123-abc', regex used for validation is '\\[a-z0-9\\]\\(\\[-a-z0-9\\]\\*\\[a-z0-9\\]\\)\\?'\\)$"),  # 695
-    ('pod-template/containers/image', 'spec.marsReplicaSpecs[*].template.spec.containers[*].image', 'REQUIRED', '^$'),  # 696
-    ('pod-template/containers/ports', 'spec.marsReplicaSpecs[*].template.spec.containers[*].ports[*].containerPort', 'REQUIRED', '^$'),  # 697
-    ('pod-template/containers/ports', 'spec.marsReplicaSpecs[*].template.spec.containers[*].ports[*].containerPort', 'INVALID', '^must be between 1 and 65535, inclusive$'),  # 698
-    ('pod-template/containers/ports', 'spec.marsReplicaSpecs[*].template.spec.containers[*].ports[*].hostPort', 'INVALID', '^must be between 1 and 65535, inclusive$'),  # 699
-    ('pod-template/containers/ports', 'spec.marsReplicaSpecs[*].template.spec.containers[*].ports[*].protocol', 'NOT_SUPPORTED', '^supported values: "TCP", "UDP", "SCTP"$'),  # 700
-    ('pod-template/containers/ports', 'spec.marsReplicaSpecs[*].template.spec.containers[*].ports[*].name', 'INVALID', '^must be no more than 15 characters$'),  # 701
-    ('pod-template/containers/ports', 'spec.marsReplicaSpecs[*].template.spec.containers[*].ports[*].name', 'INVALID', '^must contain only alpha-numeric characters \\(a-z, 0-9\\), and hyphens \\(-\\)$'),  # 702
-    ('pod-template/containers/ports', 'spec.marsReplicaSpecs[*].template.spec.containers[*].ports[*].name', 'INVALID', '^must contain at least one letter \\(a-z\\)$'),  # 703
-    ('pod-template/containers/ports', 'spec.marsReplicaSpecs[*].template.spec.containers[*].ports[*].name', 'INVALID', '^must not contain consecutive hyphens$'),  # 704
-    ('pod-template/containers/ports', 'spec.marsReplicaSpecs[*].template.spec.containers[*].ports[*].name', 'INVALID', '^must not begin or end with a hyphen$'),  # 705
-    ('pod-template/containers/port-names-unique', 'spec.marsReplicaSpecs[*].template.spec.containers[*].ports[*].name', 'DUPLICATE', ''),  # 706
-    ('pod-template/containers/mounts', 'spec.marsReplicaSpecs[*].template.spec.containers[*].volumeMounts[*].name', 'REQUIRED', '^$'),  # 707
-    ('pod-template/containers/mounts', 'spec.marsReplicaSpecs[*].template.spec.containers[*].volumeMounts[*].mountPath', 'REQUIRED', '^$'),  # 708
-    ('pod-template/containers/mounted-volumes', 'spec.marsReplicaSpecs[*].template.spec.containers[*].volumeMounts[*].name', 'NOT_FOUND', ''),  # 709
-    ('pod-template/containers/env', 'spec.marsReplicaSpecs[*].template.spec.containers[*].env[*].name', 'REQUIRED', '^$'),  # 710
-    ('pod-template/containers/env', 'spec.marsReplicaSpecs[*].template.spec.containers[*].env[*].name', 'INVALID', "^a valid environment variable name must consist only of printable ASCII characters other than '='$"),  # 711
-    ('pod-template/containers/quantities', 'spec.marsReplicaSpecs[*].template.spec.containers[*].resources.limits[*]', 'INVALID', "^quantities\\ must\\ match\\ the\\ regular\\ expression\\ '\\^\\(\\[\\+\\-\\]\\?\\[0\\-9\\.\\]\\+\\)\\(\\[eEinumkKMGTP\\]\\*\\[\\-\\+\\]\\?\\[0\\-9\\]\\*\\)\\$'$"),  # 712
-    ('pod-template/containers/quantities', 'spec.marsReplicaSpecs[*].template.spec.containers[*].resources.limits[*]', 'INVALID', '^must be greater than or equal to 0$'),  # 713
-    ('pod-template/containers/quantities', 'spec.marsReplicaSpecs[*].template.spec.containers[*].resources.requests[*]', 'INVALID', "^quantities\\ must\\ match\\ the\\ regular\\ expression\\ '\\^\\(\\[\\+\\-\\]\\?\\[0\\-9\\.\\]\\+\\)\\(\\[eEinumkKMGTP\\]\\*\\[\\-\\+\\]\\?\\[0\\-9\\]\\*\\)\\$'$"),  # 714
-    ('pod-template/containers/quantities', 'spec.marsReplicaSpecs[*].template.spec.containers[*].resources.requests[*]', 'INVALID', '^must be greater than or equal to 0$'),  # 715
-    ('pod-template/containers/whole-extended-resources', 'spec.marsReplicaSpecs[*].template.spec.containers[*].resources.limits[*]', 'INVALID', '^must be an integer$'),  # 716
-    ('pod-template/containers/whole-extended-resources', 'spec.marsReplicaSpecs[*].template.spec.containers[*].resources.requests[*]', 'INVALID', '^must be an integer$'),  # 717
-    ('pod-template/containers/requests-within-limits', 'spec.marsReplicaSpecs[*].template.spec.containers[*].resources.requests[*]', 'INVALID', ' limit of '),  # 718
-    ('pod-template/initContainers/name', 'spec.marsReplicaSpecs[*].template.spec.initContainers[*].name', 'REQUIRED', '^$'),  # 719
-    ('pod-template/initContainers/name', 'spec.marsReplicaSpecs[*].template.spec.initContainers[*].name', 'INVALID', '^must be no more than 63 characters$'),  # 720
-    ('pod-template/initContainers/name', 'spec.marsReplicaSpecs[*].template.spec.initContainers[*].name', 'INVALID', "^a lowercase RFC 1123 label must consist of lower case alphanumeric characters or '-', and must start and end with an alphanumeric character \\(e\\.g\\. 'my-name',  or '123-abc', regex used for validation is '\\[a-z0-9\\]\\(\\[-a-z0-9\\]\\*\\[a-z0-9\\]\\)\\?'\\)$"),  # 721
-    ('pod-template/initContainers/image', 'spec.marsReplicaSpecs[*].template.spec.initContainers[*].image', 'REQUIRED', '^$'),  # 722
-    ('pod-template/initContainers/ports', 'spec.marsReplicaSpecs[*].template.spec.initContainers[*].ports[*].containerPort', 'REQUIRED', '^$'),  # 723
-    ('pod-template/initContainers/ports', 'spec.marsReplicaSpecs[*].template.spec.initContainers[*].ports[*].containerPort', 'INVALID', '^must be between 1 and 65535, inclusive$'),  # 724
-    ('pod-template/initContainers/ports', 'spec.marsReplicaSpecs[*].template.spec.initContainers[*].ports[*].hostPort', 'INVALID', '^must be between 1 and 65535, inclusive$'),  # 725
-    ('pod-template/initContainers/ports', 'spec.marsReplicaSpecs[*].template.spec.initContainers[*].ports[*].protocol', 'NOT_SUPPORTED', '^supported values: "TCP", "UDP", "SCTP"$'),  # 726
-    ('pod-template/initContainers/ports', 'spec.marsReplicaSpecs[*].template.spec.initContainers[*].ports[*].name', 'INVALID', '^must be no more than 15 characters$'),  # 727
-    ('pod-template/initContainers/ports', 'spec.marsReplicaSpecs[*].template.spec.initContainers[*].ports[*].name', 'INVALID', '^must contain only alpha-numeric characters \\(a-z, 0-9\\), and hyphens \\(-\\)$'),  # 728
-    ('pod-template/initContainers/ports', 'spec.marsReplicaSpecs[*].template.spec.initContainers[*].ports[*].name', 'INVALID', '^must contain at least one letter \\(a-z\\)$'),  # 729
-    ('pod-template/initContainers/ports', 'spec.marsReplicaSpecs[*].template.spec.initContainers[*].ports[*].name', 'INVALID', '^must not contain consecutive hyphens$'),  # 730
-    ('pod-template/initContainers/ports', 'spec.marsReplicaSpecs[*].template.spec.initContainers[*].ports[*].name', 'INVALID', '^must not begin or end with a hyphen$'),  # 731
-    ('pod-template/initContainers/port-names-unique', 'spec.marsReplicaSpecs[*].template.spec.initContainers[*].ports[*].name', 'DUPLICATE', ''),  # 732
-    ('pod-template/initContainers/mounts', 'spec.marsReplicaSpecs[*].template.spec.initContainers[*].volumeMounts[*].name', 'REQUIRED', '^$'),  # 733
-    ('pod-template/initContainers/mounts', 'spec.marsReplicaSpecs[*].template.spec.initContainers[*].volumeMounts[*].mountPath', 'REQUIRED', '^$'),  # 734
-    ('pod-template/initContainers/mounted-volumes', 'spec.marsReplicaSpecs[*].template.spec.initContainers[*].volumeMounts[*].name', 'NOT_FOUND', ''),  # 735
-    ('pod-template/initContainers/env', 'spec.marsReplicaSpecs[*].template.spec.initContainers[*].env[*].name', 'REQUIRED', '^$'),  # 736
-    ('pod-template/initContainers/env', 'spec.marsReplicaSpecs[*].template.spec.initContainers[*].env[*].name', 'INVALID', "^a valid environment variable name must consist only of printable ASCII characters other than '='$"),  # 737
-    ('pod-template/initContainers/quantities', 'spec.marsReplicaSpecs[*].template.spec.initContainers[*].resources.limits[*]', 'INVALID', "^quantities\\ must\\ match\\ the\\ regular\\ expression\\ '\\^\\(\\[\\+\\-\\]\\?\\[0\\-9\\.\\]\\+\\)\\(\\[eEinumkKMGTP\\]\\*\\[\\-\\+\\]\\?\\[0\\-9\\]\\*\\)\\$'$"),  # 738
-    ('pod-template/initContainers/quantities', 'spec.marsReplicaSpecs[*].template.spec.initContainers[*].resources.limits[*]', 'INVALID', '^must be greater than or equal to 0$'),  # 739
-    ('pod-template/initContainers/quantities', 'spec.marsReplicaSpecs[*].template.spec.initContainers[*].resources.requests[*]', 'INVALID', "^quantities\\ must\\ match\\ the\\ regular\\ expression\\ '\\^\\(\\[\\+\\-\\]\\?\\[0\\-9\\.\\]\\+\\)\\(\\[eEinumkKMGTP\\]\\*\\[\\-\\+\\]\\?\\[0\\-9\\]\\*\\)\\$'$"),  # 740
-    ('pod-template/initContainers/quantities', 'spec.marsReplicaSpecs[*].template.spec.initContainers[*].resources.requests[*]', 'INVALID', '^must be greater than or equal to 0$'),  # 741
-    ('pod-template/initContainers/whole-extended-resources', 'spec.marsReplicaSpecs[*].template.spec.initContainers[*].resources.limits[*]', 'INVALID', '^must be an integer$'),  # 742
-    ('pod-template/initContainers/whole-extended-resources', 'spec.marsReplicaSpecs[*].template.spec.initContainers[*].resources.requests[*]', 'INVALID', '^must be an integer$'),  # 743
-    ('pod-template/initContainers/requests-within-limits', 'spec.marsReplicaSpecs[*].template.spec.initContainers[*].resources.requests[*]', 'INVALID', ' limit of '),  # 744
-    ('pod-template/container-names-unique', 'spec.marsReplicaSpecs[*].template.spec.containers[*].name', 'DUPLICATE', ''),  # 745
-    ('pod-template/container-names-unique', 'spec.marsReplicaSpecs[*].template.spec.initContainers[*].name', 'DUPLICATE', ''),  # 746
-    ('pod-template/volumes', 'spec.marsReplicaSpecs[*].template.spec.volumes[*].name', 'REQUIRED', '^$'),  # 747
-    ('pod-template/volumes', 'spec.marsReplicaSpecs[*].template.spec.volumes[*].name', 'INVALID', '^must be no more than 63 characters$'),  # 748
-    ('pod-template/volumes', 'spec.marsReplicaSpecs[*].template.spec.volumes[*].name', 'INVALID', "^a lowercase RFC 1123 label must consist of lower case alphanumeric characters or '-', and must start and end with an alphanumeric character \\(e\\.g\\. 'my-name',  or '123-abc', regex used for validation is '\\[a-z0-9\\]\\(\\[-a-z0-9\\]\\*\\[a-z0-9\\]\\)\\?'\\)$"),  # 749
-    ('pod-template/volume-names-unique', 'spec.marsReplicaSpecs[*].template.spec.volumes[*].name', 'DUPLICATE', ''),  # 750
-    ('pod-template/restart-policy', 'spec.marsReplicaSpecs[*].template.spec.restartPolicy', 'NOT_SUPPORTED', '^supported values: "Always", "OnFailure", "Never"$'),  # 751
-    ('pod-template/framework-container', 'spec.marsReplicaSpecs[*].template.spec.containers', 'REQUIRED', '^must\\ have\\ at\\ least\\ one\\ container\\ with\\ name\\ mars$'),  # 752
-    ('pod-template/containers', 'spec.pytorchReplicaSpecs[*].template.spec.containers', 'REQUIRED', '^must\\ have\\ at\\ least\\ one\\ container$'),  # 753
-    ('roles/master', 'spec.pytorchReplicaSpecs[Master]', 'REQUIRED', '^must be present$'),  # 754
-    ('roles/master', 'spec.pytorchReplicaSpecs[Master].replicas', 'INVALID', '^must be 1$'),  # 755
-    ('pod-template/containers', 'spec.tfReplicaSpecs[*].template.spec.containers', 'REQUIRED', '^must\\ have\\ at\\ least\\ one\\ container$'),  # 756
-    ('roles/one-leader', 'spec.tfReplicaSpecs', 'FORBIDDEN', '^must not have more than 1 Chief or Master role$'),  # 757
-    ('roles/one-leader', 'spec.tfReplicaSpecs[Chief].replicas', 'INVALID', '^must be less than or equal to 1$'),  # 758
-    ('roles/one-leader', 'spec.tfReplicaSpecs[Master].replicas', 'INVALID', '^must be less than or equal to 1$'),  # 759
-    ('replicas/types', 'spec.xdlReplicaSpecs[*]', 'NOT_SUPPORTED', ''),  # 760
-    ('replicas/types', 'spec.xdlReplicaSpecs[*]', 'DUPLICATE', ''),  # 761
-    ('pod-template/spec', 'spec.xdlReplicaSpecs[*].template.spec', 'REQUIRED', '^$'),  # 762
-    ('pod-template/containers', 'spec.xdlReplicaSpecs[*].template.spec.containers', 'REQUIRED', '^must\\ have\\ at\\ least\\ one\\ container$'),  # 763
-    ('pod-template/bounds', 'spec.xdlReplicaSpecs[*].template.spec.**', 'TOO_MANY', ''),  # 764
-    ('pod-template/containers/name', 'spec.xdlReplicaSpecs[*].template.spec.containers[*].name', 'REQUIRED', '^$'),  # 765
-    ('pod-template/containers/name', 'spec.xdlReplicaSpecs[*].template.spec.containers[*].name', 'INVALID', '^must be no more than 63 characters$'),  # 766
-    ('pod-template/containers/name', 'spec.xdlReplicaSpecs[*].template.spec.containers[*].name', 'INVALID', "^a lowercase RFC 1123 label must consist of lower case alphanumeric characters or '-', and must start and end with an alphanumeric character \\(e\\.g\\. 'my-name',  or '123-abc', regex used for validation is '\\[a-z0-9\\]\\(\\[-a-z0-9\\]\\*\\[a-z0-9\\]\\)\\?'\\)$"),  # 767
-    ('pod-template/containers/image', 'spec.xdlReplicaSpecs[*].template.spec.containers[*].image', 'REQUIRED', '^$'),  # 768
-    ('pod-template/containers/ports', 'spec.xdlReplicaSpecs[*].template.spec.containers[*].ports[*].containerPort', 'REQUIRED', '^$'),  # 769
-    ('pod-template/containers/ports', 'spec.xdlReplicaSpecs[*].template.spec.containers[*].ports[*].containerPort', 'INVALID', '^must be between 1 and 65535, inclusive$'),  # 770
-    ('pod-template/containers/ports', 'spec.xdlReplicaSpecs[*].template.spec.containers[*].ports[*].hostPort', 'INVALID', '^must be between 1 and 65535, inclusive$'),  # 771
-    ('pod-template/containers/ports', 'spec.xdlReplicaSpecs[*].template.spec.containers[*].ports[*].protocol', 'NOT_SUPPORTED', '^supported values: "TCP", "UDP", "SCTP"$'),  # 772
-    ('pod-template/containers/ports', 'spec.xdlReplicaSpecs[*].template.spec.containers[*].ports[*].name', 'INVALID', '^must be no more than 15 characters$'),  # 773
-    ('pod-template/containers/ports', 'spec.xdlReplicaSpecs[*].template.spec.containers[*].ports[*].name', 'INVALID', '^must contain only alpha-numeric characters \\(a-z, 0-9\\), and hyphens \\(-\\)$'),  # 774
-    ('pod-template/containers/ports', 'spec.xdlReplicaSpecs[*].template.spec.containers[*].ports[*].name', 'INVALID', '^must contain at least one letter \\(a-z\\)$'),  # 775
-    ('pod-template/containers/ports', 'spec.xdlReplicaSpecs[*].template.spec.containers[*].ports[*].name', 'INVALID', '^must not contain consecutive hyphens$'),  # 776
-    ('pod-template/containers/ports', 'spec.xdlReplicaSpecs[*].template.spec.containers[*].ports[*].name', 'INVALID', '^must not begin or end with a hyphen$'),  # 777
-    ('pod-template/containers/port-names-unique', 'spec.xdlReplicaSpecs[*].template.spec.containers[*].ports[*].name', 'DUPLICATE', ''),  # 778
-    ('pod-template/containers/mounts', 'spec.xdlReplicaSpecs[*].template.spec.containers[*].volumeMounts[*].name', 'REQUIRED', '^$'),  # 779
-    ('pod-template/containers/mounts', 'spec.xdlReplicaSpecs[*].template.spec.containers[*].volumeMounts[*].mountPath', 'REQUIRED', '^$'),  # 780
-    ('pod-template/containers/mounted-volumes', 'spec.xdlReplicaSpecs[*].template.spec.containers[*].volumeMounts[*].name', 'NOT_FOUND', ''),  # 781
-    ('pod-template/containers/env', 'spec.xdlReplicaSpecs[*].template.spec.containers[*].env[*].name', 'REQUIRED', '^$'),  # 782
-    ('pod-template/containers/env', 'spec.xdlReplicaSpecs[*].template.spec.containers[*].env[*].name', 'INVALID', "^a valid environment variable name must consist only of printable ASCII characters other than '='$"),  # 783
-    ('pod-template/containers/quantities', 'spec.xdlReplicaSpecs[*].template.spec.containers[*].resources.limits[*]', 'INVALID', "^quantities\\ must\\ match\\ the\\ regular\\ expression\\ '\\^\\(\\[\\+\\-\\]\\?\\[0\\-9\\.\\]\\+\\)\\(\\[eEinumkKMGTP\\]\\*\\[\\-\\+\\]\\?\\[0\\-9\\]\\*\\)\\$'$"),  # 784
-    ('pod-template/containers/quantities', 'spec.xdlReplicaSpecs[*].template.spec.containers[*].resources.limits[*]', 'INVALID', '^must be greater than or equal to 0$'),  # 785
-    ('pod-template/containers/quantities', 'spec.xdlReplicaSpecs[*].template.spec.containers[*].resources.requests[*]', 'INVALID', "^quantities\\ must\\ match\\ the\\ regular\\ expression\\ '\\^\\(\\[\\+\\-\\]\\?\\[0\\-9\\.\\]\\+\\)\\(\\[eEinumkKMGTP\\]\\*\\[\\-\\+\\]\\?\\[0\\-9\\]\\*\\)\\$'$"),  # 786
-    ('pod-template/containers/quantities', 'spec.xdlReplicaSpecs[*].template.spec.containers[*].resources.requests[*]', 'INVALID', '^must be greater than or equal to 0$'),  # 787
-    ('pod-template/containers/whole-extended-resources', 'spec.xdlReplicaSpecs[*].template.spec.containers[*].resources.limits[*]', 'INVALID', '^must be an integer$'),  # 788
-    ('pod-template/containers/whole-extended-resources', 'spec.xdlReplicaSpecs[*].template.spec.containers[*].resources.requests[*]', 'INVALID', '^must be an integer$'),  # 789
-    ('pod-template/containers/requests-within-limits', 'spec.xdlReplicaSpecs[*].template.spec.containers[*].resources.requests[*]', 'INVALID', ' limit of '),  # 790
-    ('pod-template/initContainers/name', 'spec.xdlReplicaSpecs[*].template.spec.initContainers[*].name', 'REQUIRED', '^$'),  # 791
-    ('pod-template/initContainers/name', 'spec.xdlReplicaSpecs[*].template.spec.initContainers[*].name', 'INVALID', '^must be no more than 63 characters$'),  # 792
-    ('pod-template/initContainers/name', 'spec.xdlReplicaSpecs[*].template.spec.initContainers[*].name', 'INVALID', "^a lowercase RFC 1123 label must consist of lower case alphanumeric characters or '-', and must start and end with an alphanumeric character \\(e\\.g\\. 'my-name',  or '123-abc', regex used for validation is '\\[a-z0-9\\]\\(\\[-a-z0-9\\]\\*\\[a-z0-9\\]\\)\\?'\\)$"),  # 793
-    ('pod-template/initContainers/image', 'spec.xdlReplicaSpecs[*].template.spec.initContainers[*].image', 'REQUIRED', '^$'),  # 794
-    ('pod-template/initContainers/ports', 'spec.xdlReplicaSpecs[*].template.spec.initContainers[*].ports[*].containerPort', 'REQUIRED', '^$'),  # 795
-    ('pod-template/initContainers/ports', 'spec.xdlReplicaSpecs[*].template.spec.initContainers[*].ports[*].containerPort', 'INVALID', '^must be between 1 and 65535, inclusive$'),  # 796
-    ('pod-template/initContainers/ports', 'spec.xdlReplicaSpecs[*].template.spec.initContainers[*].ports[*].hostPort', 'INVALID', '^must be between 1 and 65535, inclusive$'),  # 797
-    ('pod-template/initContainers/ports', 'spec.xdlReplicaSpecs[*].template.spec.initContainers[*].ports[*].protocol', 'NOT_SUPPORTED', '^supported values: "TCP", "UDP", "SCTP"$'),  # 798
-    ('pod-template/initContainers/ports', 'spec.xdlReplicaSpecs[*].template.spec.initContainers[*].ports[*].name', 'INVALID', '^must be no more than 15 characters$'),  # 799
-    ('pod-template/initContainers/ports', 'spec.xdlReplicaSpecs[*].template.spec.initContainers[*].ports[*].name', 'INVALID', '^must contain only alpha-numeric characters \\(a-z, 0-9\\), and hyphens \\(-\\)$'),  # 800
-    ('pod-template/initContainers/ports', 'spec.xdlReplicaSpecs[*].template.spec.initContainers[*].ports[*].name', 'INVALID', '^must contain at least one letter \\(a-z\\)$'),  # 801
-    ('pod-template/initContainers/ports', 'spec.xdlReplicaSpecs[*].template.spec.initContainers[*].ports[*].name', 'INVALID', '^must not contain consecutive hyphens$'),  # 802
-    ('pod-template/initContainers/ports', 'spec.xdlReplicaSpecs[*].template.spec.initContainers[*].ports[*].name', 'INVALID', '^must not begin or end with a hyphen$'),  # 803
-    ('pod-template/initContainers/port-names-unique', 'spec.xdlReplicaSpecs[*].template.spec.initContainers[*].ports[*].name', 'DUPLICATE', ''),  # 804
-    ('pod-template/initContainers/mounts', 'spec.xdlReplicaSpecs[*].template.spec.initContainers[*].volumeMounts[*].name', 'REQUIRED', '^$'),  # 805
-    ('pod-template/initContainers/mounts', 'spec.xdlReplicaSpecs[*].template.spec.initContainers[*].volumeMounts[*].mountPath', 'REQUIRED', '^$'),  # 806
-    ('pod-template/initContainers/mounted-volumes', 'spec.xdlReplicaSpecs[*].template.spec.initContainers[*].volumeMounts[*].name', 'NOT_FOUND', ''),  # 807
-    ('pod-template/initContainers/env', 'spec.xdlReplicaSpecs[*].template.spec.initContainers[*].env[*].name', 'REQUIRED', '^$'),  # 808
-    ('pod-template/initContainers/env', 'spec.xdlReplicaSpecs[*].template.spec.initContainers[*].env[*].name', 'INVALID', "^a valid environment variable name must consist only of printable ASCII characters other than '='$"),  # 809
-    ('pod-template/initContainers/quantities', 'spec.xdlReplicaSpecs[*].template.spec.initContainers[*].resources.limits[*]', 'INVALID', "^quantities\\ must\\ match\\ the\\ regular\\ expression\\ '\\^\\(\\[\\+\\-\\]\\?\\[0\\-9\\.\\]\\+\\)\\(\\[eEinumkKMGTP\\]\\*\\[\\-\\+\\]\\?\\[0\\-9\\]\\*\\)\\$'$"),  # 810
-    ('pod-template/initContainers/quantities', 'spec.xdlReplicaSpecs[*].template.spec.initContainers[*].resources.limits[*]', 'INVALID', '^must be greater than or equal to 0$'),  # 811
-    ('pod-template/initContainers/quantities', 'spec.xdlReplicaSpecs[*].template.spec.initContainers[*].resources.requests[*]', 'INVALID', "^quantities\\ must\\ match\\ the\\ regular\\ expression\\ '\\^\\(\\[\\+\\-\\]\\?\\[0\\-9\\.\\]\\+\\)\\(\\[eEinumkKMGTP\\]\\*\\[\\-\\+\\]\\?\\[0\\-9\\]\\*\\)\\$'$"),  # 812
-    ('pod-template/initContainers/quantities', 'spec.xdlReplicaSpecs[*].template.spec.initContainers[*].resources.requests[*]', 'INVALID', '^must be greater than or equal to 0$'),  # 813
-    ('pod-template/initContainers/whole-extended-resources', 'spec.xdlReplicaSpecs[*].template.spec.initContainers[*].resources.limits[*]', 'INVALID', '^must be an integer$'),  # 814
-    ('pod-template/initContainers/whole-extended-resources', 'spec.xdlReplicaSpecs[*].template.spec.initContainers[*].resources.requests[*]', 'INVALID', '^must be an integer$'),  # 815
-    ('pod-template/initContainers/requests-within-limits', 'spec.xdlReplicaSpecs[*].template.spec.initContainers[*].resources.requests[*]', 'INVALID', ' limit of '),  # 816
-    ('pod-template/container-names-unique', 'spec.xdlReplicaSpecs[*].template.spec.containers[*].name', 'DUPLICATE', ''),  # 817
-    ('pod-template/container-names-unique', 'spec.xdlReplicaSpecs[*].template.spec.initContainers[*].name', 'DUPLICATE', ''),  # 818
-    ('pod-template/volumes', 'spec.xdlReplicaSpecs[*].template.spec.volumes[*].name', 'REQUIRED', '^$'),  # 819
-    ('pod-template/volumes', 'spec.xdlReplicaSpecs[*].template.spec.volumes[*].name', 'INVALID', '^must be no more than 63 characters$'),  # 820
-    ('pod-template/volumes', 'spec.xdlReplicaSpecs[*].template.spec.volumes[*].name', 'INVALID', "^a lowercase RFC 1123 label must consist of lower case alphanumeric characters or '-', and must start and end with an alphanumeric character \\(e\\.g\\. 'my-name',  or '123-abc', regex used for validation is '\\[a-z0-9\\]\\(\\[-a-z0-9\\]\\*\\[a-z0-9\\]\\)\\?'\\)$"),  # 821
-    ('pod-template/volume-names-unique', 'spec.xdlReplicaSpecs[*].template.spec.volumes[*].name', 'DUPLICATE', ''),  # 822
-    ('pod-template/restart-policy', 'spec.xdlReplicaSpecs[*].template.spec.restartPolicy', 'NOT_SUPPORTED', '^supported values: "Always", "OnFailure", "Never"$'),  # 823
-    ('pod-template/framework-container', 'spec.xdlReplicaSpecs[*].template.spec.containers', 'REQUIRED', '^must\\ have\\ at\\ least\\ one\\ container\\ with\\ name\\ xdl$'),  # 824
-    ('pod-template/containers', 'spec.xgbReplicaSpecs[*].template.spec.containers', 'REQUIRED', '^must\\ have\\ at\\ least\\ one\\ container$'),  # 825
-    ('pod-template/framework-container', 'spec.xgbReplicaSpecs[*].template.spec.containers', 'REQUIRED', '^must\\ have\\ at\\ least\\ one\\ container\\ with\\ name\\ xgboostjob$'),  # 826
-    ('roles/master', 'spec.xgbReplicaSpecs[Master]', 'REQUIRED', '^must be present$'),  # 827
-    ('roles/master', 'spec.xgbReplicaSpecs[Master].replicas', 'INVALID', '^must be 1$'),  # 828
+    ('pod-template/containers/extended-resource-limits', 'spec.replicaSpecs[*].template.spec.containers[*].resources.limits[*]', 'REQUIRED', 'Limit\\ must\\ be\\ set\\ for\\ non\\ overcommitable\\ resources$'),  # 62
+    ('pod-template/containers/requests-within-limits', 'spec.replicaSpecs[*].template.spec.containers[*].resources.requests[*]', 'INVALID', ' limit of '),  # 63
+    ('pod-template/initContainers/name', 'spec.replicaSpecs[*].template.spec.initContainers[*].name', 'REQUIRED', '^$'),  # 64
+    ('pod-template/initContainers/name', 'spec.replicaSpecs[*].template.spec.initContainers[*].name', 'INVALID', '^must be no more than 63 characters$'),  # 65
+    ('pod-template/initContainers/name', 'spec.replicaSpecs[*].template.spec.initContainers[*].name', 'INVALID', "^a lowercase RFC 1123 label must consist of lower case alphanumeric characters or '-', and must start and end with an alphanumeric character \\(e\\.g\\. 'my-name',  or '123-abc', regex used for validation is '\\[a-z0-9\\]\\(\\[-a-z0-9\\]\\*\\[a-z0-9\\]\\)\\?'\\)$"),  # 66
+    ('pod-template/initContainers/image', 'spec.replicaSpecs[*].template.spec.initContainers[*].image', 'REQUIRED', '^$'),  # 67
+    ('pod-template/initContainers/ports', 'spec.replicaSpecs[*].template.spec.initContainers[*].ports[*].containerPort', 'REQUIRED', '^$'),  # 68
+    ('pod-template/initContainers/ports', 'spec.replicaSpecs[*].template.spec.initContainers[*].ports[*].containerPort', 'INVALID', '^must be between 1 and 65535, inclusive$'),  # 69
+    ('pod-template/initContainers/ports', 'spec.replicaSpecs[*].template.spec.initContainers[*].ports[*].hostPort', 'INVALID', '^must be between 1 and 65535, inclusive$'),  # 70
+    ('pod-template/initContainers/ports', 'spec.replicaSpecs[*].template.spec.initContainers[*].ports[*].protocol', 'NOT_SUPPORTED', '^supported values: "TCP", "UDP", "SCTP"$'),  # 71
+    ('pod-template/initContainers/ports', 'spec.replicaSpecs[*].template.spec.initContainers[*].ports[*].name', 'INVALID', '^must be no more than 15 characters$'),  # 72
+    ('pod-template/initContainers/ports', 'spec.replicaSpecs[*].template.spec.initContainers[*].ports[*].name', 'INVALID', '^must contain only alpha-numeric characters \\(a-z, 0-9\\), and hyphens \\(-\\)$'),  # 73
+    ('pod-template/initContainers/ports', 'spec.replicaSpecs[*].template.spec.initContainers[*].ports[*].name', 'INVALID', '^must contain at least one letter \\(a-z\\)$'),  # 74
+    ('pod-template/initContainers/ports', 'spec.replicaSpecs[*].template.spec.initContainers[*].ports[*].name', 'INVALID', '^must not contain consecutive hyphens$'),  # 75
+    ('pod-template/initContainers/ports', 'spec.replicaSpecs[*].template.spec.initContainers[*].ports[*].name', 'INVALID', '^must not begin or end with a hyphen$'),  # 76
+    ('pod-template/initContainers/port-names-unique', 'spec.replicaSpecs[*].template.spec.initContainers[*].ports[*].name', 'DUPLICATE', ''),  # 77
+    ('pod-template/initContainers/mounts', 'spec.replicaSpecs[*].template.spec.initContainers[*].volumeMounts[*].name', 'REQUIRED', '^$'),  # 78
+    ('pod-template/initContainers/mounts', 'spec.replicaSpecs[*].template.spec.initContainers[*].volumeMounts[*].mountPath', 'REQUIRED', '^$'),  # 79
+    ('pod-template/initContainers/mounted-volumes', 'spec.replicaSpecs[*].template.spec.initContainers[*].volumeMounts[*].name', 'NOT_FOUND', ''),  # 80
+    ('pod-template/initContainers/env', 'spec.replicaSpecs[*].template.spec.initContainers[*].env[*].name', 'REQUIRED', '^$'),  # 81
+    ('pod-template/initContainers/env', 'spec.replicaSpecs[*].template.spec.initContainers[*].env[*].name', 'INVALID', "^a valid environment variable name must consist only of printable ASCII characters other than '='$"),  # 82
+    ('pod-template/initContainers/quantities', 'spec.replicaSpecs[*].template.spec.initContainers[*].resources.limits[*]', 'INVALID', "^quantities\\ must\\ match\\ the\\ regular\\ expression\\ '\\^\\(\\[\\+\\-\\]\\?\\[0\\-9\\.\\]\\+\\)\\(\\[eEinumkKMGTP\\]\\*\\[\\-\\+\\]\\?\\[0\\-9\\]\\*\\)\\$'$"),  # 83
+    ('pod-template/initContainers/quantities', 'spec.replicaSpecs[*].template.spec.initContainers[*].resources.limits[*]', 'INVALID', '^must be greater than or equal to 0$'),  # 84
+    ('pod-template/initContainers/quantities', 'spec.replicaSpecs[*].template.spec.initContainers[*].resources.requests[*]', 'INVALID', "^quantities\\ must\\ match\\ the\\ regular\\ expression\\ '\\^\\(\\[\\+\\-\\]\\?\\[0\\-9\\.\\]\\+\\)\\(\\[eEinumkKMGTP\\]\\*\\[\\-\\+\\]\\?\\[0\\-9\\]\\*\\)\\$'$"),  # 85
+    ('pod-template/initContainers/quantities', 'spec.replicaSpecs[*].template.spec.initContainers[*].resources.requests[*]', 'INVALID', '^must be greater than or equal to 0$'),  # 86
+    ('pod-template/initContainers/whole-extended-resources', 'spec.replicaSpecs[*].template.spec.initContainers[*].resources.limits[*]', 'INVALID', '^must be an integer$'),  # 87
+    ('pod-template/initContainers/whole-extended-resources', 'spec.replicaSpecs[*].template.spec.initContainers[*].resources.requests[*]', 'INVALID', '^must be an integer$'),  # 88
+    ('pod-template/initContainers/extended-resource-limits', 'spec.replicaSpecs[*].template.spec.initContainers[*].resources.limits[*]', 'REQUIRED', 'Limit\\ must\\ be\\ set\\ for\\ non\\ overcommitable\\ resources$'),  # 89
+    ('pod-template/initContainers/requests-within-limits', 'spec.replicaSpecs[*].template.spec.initContainers[*].resources.requests[*]', 'INVALID', ' limit of '),  # 90
+    ('pod-template/container-names-unique', 'spec.replicaSpecs[*].template.spec.containers[*].name', 'DUPLICATE', ''),  # 91
+    ('pod-template/container-names-unique', 'spec.replicaSpecs[*].template.spec.initContainers[*].name', 'DUPLICATE', ''),  # 92
+    ('pod-template/volumes', 'spec.replicaSpecs[*].template.spec.volumes[*].name', 'REQUIRED', '^$'),  # 93
+    ('pod-template/volumes', 'spec.replicaSpecs[*].template.spec.volumes[*].name', 'INVALID', '^must be no more than 63 characters$'),  # 94
+    ('pod-template/volumes', 'spec.replicaSpecs[*].template.spec.volumes[*].name', 'INVALID', "^a lowercase RFC 1123 label must consist of lower case alphanumeric characters or '-', and must start and end with an alphanumeric character \\(e\\.g\\. 'my-name',  or '123-abc', regex used for validation is '\\[a-z0-9\\]\\(\\[-a-z0-9\\]\\*\\[a-z0-9\\]\\)\\?'\\)$"),  # 95
+    ('pod-template/volume-names-unique', 'spec.replicaSpecs[*].template.spec.volumes[*].name', 'DUPLICATE', ''),  # 96
+    ('pod-template/restart-policy', 'spec.replicaSpecs[*].template.spec.restartPolicy', 'NOT_SUPPORTED', '^supported values: "Always", "OnFailure", "Never"$'),  # 97
+    ('schema/types', '**', 'INVALID', 'must be of type |^must be an (object|array)$'),  # 98
+    ('schema/enums', '**', 'NOT_SUPPORTED', ''),  # 99
+    ('schema/ranges', '**', 'INVALID', ' in body should (be|have) '),  # 100
+    ('schema/required', '**', 'REQUIRED', '^$'),  # 101
+    ('schema/lengths', '**', 'TOO_LONG', ''),  # 102
+    ('schema/object-names', 'metadata.name', 'INVALID', "^(a\\ lowercase\\ RFC\\ 1123\\ subdomain\\ must\\ consist\\ of\\ lower\\ case\\ alphanumeric\\ characters,\\ '\\-'\\ or\\ '\\.',\\ and\\ must\\ start\\ and\\ end\\ with\\ an\\ alphanumeric\\ character\\ \\(e\\.g\\.\\ 'example\\.com',\\ regex\\ used\\ for\\ validation\\ is\\ '\\[a\\-z0\\-9\\]\\(\\[\\-a\\-z0\\-9\\]\\*\\[a\\-z0\\-9\\]\\)\\?\\(\\\\\\.\\[a\\-z0\\-9\\]\\(\\[\\-a\\-z0\\-9\\]\\*\\[a\\-z0\\-9\\]\\)\\?\\)\\*'\\)|must\\ be\\ no\\ more\\ than\\ 253\\ characters)$"),  # 103
+    ('schema/object-names', 'metadata.generateName', 'INVALID', "^(a\\ lowercase\\ RFC\\ 1123\\ subdomain\\ must\\ consist\\ of\\ lower\\ case\\ alphanumeric\\ characters,\\ '\\-'\\ or\\ '\\.',\\ and\\ must\\ start\\ and\\ end\\ with\\ an\\ alphanumeric\\ character\\ \\(e\\.g\\.\\ 'example\\.com',\\ regex\\ used\\ for\\ validation\\ is\\ '\\[a\\-z0\\-9\\]\\(\\[\\-a\\-z0\\-9\\]\\*\\[a\\-z0\\-9\\]\\)\\?\\(\\\\\\.\\[a\\-z0\\-9\\]\\(\\[\\-a\\-z0\\-9\\]\\*\\[a\\-z0\\-9\\]\\)\\?\\)\\*'\\)|must\\ be\\ no\\ more\\ than\\ 253\\ characters)$"),  # 104
+    ('schema/object-names', 'metadata.generateName', 'INVALID', "^may not contain '[/%]'$"),  # 105
+    ('schema/labels', 'metadata.labels', 'INVALID', "^(must\\ be\\ no\\ more\\ than\\ 63\\ characters|a\\ valid\\ label\\ must\\ be\\ an\\ empty\\ string\\ or\\ consist\\ of\\ alphanumeric\\ characters,\\ '\\-',\\ '_'\\ or\\ '\\.',\\ and\\ must\\ start\\ and\\ end\\ with\\ an\\ alphanumeric\\ character\\ \\(e\\.g\\.\\ 'MyValue',\\ \\ or\\ 'my_value',\\ \\ or\\ '12345',\\ regex\\ used\\ for\\ validation\\ is\\ '\\(\\(\\[A\\-Za\\-z0\\-9\\]\\[\\-A\\-Za\\-z0\\-9_\\.\\]\\*\\)\\?\\[A\\-Za\\-z0\\-9\\]\\)\\?'\\)|(prefix|name) part |a qualified name )"),  # 106
+    ('job/name', 'metadata.name', 'INVALID', '^create job with name '),  # 107
+    ('job/name', 'metadata.generateName', 'INVALID', '^create job with name '),  # 108
+    ('volcano/tasks-required', 'spec.tasks', 'REQUIRED', '^No task specified in job spec$'),  # 109
+    ('volcano/counts', 'spec.minAvailable', 'INVALID', "^job 'minAvailable' must be >= 0"),  # 110
+    ('volcano/counts', 'spec.maxRetry', 'INVALID', "^'maxRetry' cannot be less than zero"),  # 111
+    ('volcano/counts', 'spec.ttlSecondsAfterFinished', 'INVALID', "^'ttlSecondsAfterFinished' cannot be"),  # 112
+    ('volcano/counts', 'spec.tasks[*].replicas', 'INVALID', "^'replicas' (< 0|must be >= 0) in task"),  # 113
+    ('volcano/counts', 'spec.tasks[*].minAvailable', 'INVALID', "^'minAvailable' (< 0|must be >= 0) in task"),  # 114
+    ('volcano/min-available', 'spec.minAvailable', 'INVALID', "^job 'minAvailable' should not be greater than total replicas in tasks$"),  # 115
+    ('volcano/min-available', 'spec.minAvailable', 'INVALID', "^job 'minAvailable' must not be greater than total replicas$"),  # 116
+    ('volcano/pod-names', 'spec.tasks[*].name', 'INVALID', '^create pod with name '),  # 117
+    ('volcano/dag', 'spec.tasks[*].dependsOn.name', 'INVALID', "^job has dependencies between tasks, but doesn't form a directed acyclic graph\\(DAG\\)"),  # 118
+    ('volcano/plugins', 'spec.plugins[*]', 'INVALID', '^unable to find job plugin: '),  # 119
+    ('volcano/mpi-master', 'spec.plugins[mpi]', 'INVALID', '^The specified mpi master task was not found$'),  # 120
+    ('volcano/network-topology', 'spec.networkTopology.highestTierName', 'FORBIDDEN', "^must not specify 'highestTierAllowed' and 'highestTierName' in networkTopology simultaneously$"),  # 121
+    ('volcano/network-topology', 'spec.tasks[*].partitionPolicy.networkTopology.highestTierName', 'FORBIDDEN', "^must not specify 'highestTierAllowed' and 'highestTierName' in networkTopology simultaneously$"),  # 122
+    ('volcano/priority-class-name', 'spec.priorityClassName', 'INVALID', "^(must be no more than 253 characters|a lowercase RFC 1123 subdomain must consist of lower case alphanumeric characters, '-' or '\\.', and must start and end with an alphanumeric character \\(e\\.g\\. 'example\\.com', regex used for validation is '\\[a-z0-9\\]\\(\\[-a-z0-9\\]\\*\\[a-z0-9\\]\\)\\?\\(\\\\\\.\\[a-z0-9\\]\\(\\[-a-z0-9\\]\\*\\[a-z0-9\\]\\)\\?\\)\\*'\\))$"),  # 123
+    ('volcano/scheduler-name', 'spec.schedulerName', 'TOO_LONG', ''),  # 124
+    ('volcano/queue', 'spec.queue', 'NOT_FOUND', ''),  # 125
+    ('volcano/queue', 'spec.queue', 'INVALID', ''),  # 126
+    ('volcano/volumes/mount-path', 'spec.volumes[*].mountPath', 'REQUIRED', '^mountPath is required;$'),  # 127
+    ('volcano/volumes/mount-path', 'spec.volumes[*].mountPath', 'INVALID', 'should be at least 1 chars long$'),  # 128
+    ('volcano/volumes/mount-paths-unique', 'spec.volumes[*].mountPath', 'DUPLICATE', '^duplicated mountPath: '),  # 129
+    ('volcano/volumes/claim-required', 'spec.volumes[*]', 'REQUIRED', '^either VolumeClaim or VolumeClaimName must be specified;$'),  # 130
+    ('volcano/volumes/claim-conflict', 'spec.volumes[*].volumeClaimName', 'INVALID', '^conflict: If you want to use an existing PVC, just specify VolumeClaimName\\.If you want to create a new PVC, you do not need to specify VolumeClaimName$'),  # 131
+    ('volcano/volumes/claim-name', 'spec.volumes[*].volumeClaimName', 'INVALID', '^invalid VolumeClaimName '),  # 132
+    ('volcano/task-name', 'spec.tasks[*].name', 'INVALID', 'in body should match '),  # 133
+    ('volcano/task-name', 'spec.tasks[*].name', 'INVALID', '^\\[(a lowercase RFC 1123 label |must be no more than 63 )'),  # 134
+    ('volcano/task-names-unique', 'spec.tasks[*].name', 'DUPLICATE', '^duplicated task name '),  # 135
+    ('volcano/template-required', 'spec.tasks[*].template', 'REQUIRED', '^spec\\.task\\[\\d+\\]\\.template\\.spec\\.containers: Required value$'),  # 136
+    ('volcano/task-min-available', 'spec.tasks[*].minAvailable', 'INVALID', "^'minAvailable' (is greater than|must be <=) 'replicas'"),  # 137
+    ('volcano/partition', 'spec.tasks[*].partitionPolicy.totalPartitions', 'INVALID', "^'TotalPartitions' must be"),  # 138
+    ('volcano/partition', 'spec.tasks[*].partitionPolicy.partitionSize', 'INVALID', "^'PartitionSize' must be"),  # 139
+    ('volcano/partition', 'spec.tasks[*].replicas', 'INVALID', "^'Replicas' are not equal"),  # 140
+    ('volcano/partition', 'spec.tasks[*].minAvailable', 'INVALID', "^'MinAvailable' is not equal"),  # 141
+    ('volcano/numa-cpu', 'spec.tasks[*].template.spec.containers[*].resources', 'INVALID', "^the\\ cpu\\ request\\ isn't\\ an\\ integer"),  # 142
+    ('volcano/numa-cpu', 'spec.tasks[*].template.spec.initContainers[*].resources', 'INVALID', "^the\\ cpu\\ request\\ isn't\\ an\\ integer"),  # 143
+    ('volcano/pod-level-resources/types', 'spec.tasks[*].template.spec.resources', 'INVALID', 'must be of type '),  # 144
+    ('volcano/pod-level-resources/types', 'spec.tasks[*].template.spec.resources.*', 'INVALID', 'must be of type '),  # 145
+    ('volcano/pod-level-resources/types', 'spec.tasks[*].template.spec.resources.*[*]', 'INVALID', 'must be of type '),  # 146
+    ('volcano/pod-level-resources/types', 'spec.tasks[*].template.spec.initContainers[*].restartPolicy', 'INVALID', 'must be of type '),  # 147
+    ('volcano/pod-level-resources', 'spec.tasks[*].template.spec.resources.requests', 'INVALID', 'must be less than or equal to .* limit of'),  # 148
+    ('volcano/pod-level-resources', 'spec.tasks[*].template.spec.resources.requests[*]', 'INVALID', 'aggregate container requests'),  # 149
+    ('volcano/pod-level-resources', 'spec.tasks[*].template.spec.resources.limits[*]', 'INVALID', 'aggregate container limits'),  # 150
+    ('volcano/pod-level-resources', 'spec.tasks[*].template.spec.containers[*].resources.limits[*]', 'INVALID', 'pod\\ limits\\ of'),  # 151
+    ('volcano/policies/event-or-exit-code', 'spec.policies[*]', 'REQUIRED', '^either event and exitCode should be specified$'),  # 152
+    ('volcano/policies/event-or-exit-code', 'spec.policies[*].exitCode', 'FORBIDDEN', '^must not specify event and exitCode simultaneously$'),  # 153
+    ('volcano/policies/event-or-exit-code', 'spec.tasks[*].policies[*]', 'REQUIRED', '^either event and exitCode should be specified$'),  # 154
+    ('volcano/policies/event-or-exit-code', 'spec.tasks[*].policies[*].exitCode', 'FORBIDDEN', '^must not specify event and exitCode simultaneously$'),  # 155
+    ('volcano/policies/action', 'spec.policies[*].action', 'INVALID', '^invalid policy action; valid events are \\[\\*, PodFailed, PodEvicted, PodPending, Unknown, TaskCompleted, TaskFailed, JobUpdated\\], valid actions are \\[AbortJob, RestartJob, RestartTask, RestartPod, RestartPartition, TerminateJob, CompleteJob, ResumeJob\\]$'),  # 156
+    ('volcano/policies/action', 'spec.tasks[*].policies[*].action', 'INVALID', '^invalid policy action; valid events are \\[\\*, PodFailed, PodEvicted, PodPending, Unknown, TaskCompleted, TaskFailed, JobUpdated\\], valid actions are \\[AbortJob, RestartJob, RestartTask, RestartPod, RestartPartition, TerminateJob, CompleteJob, ResumeJob\\]$'),  # 157
+    ('volcano/policies/events', 'spec.policies[*].events[*]', 'INVALID', '^invalid policy event; valid events are \\[\\*, PodFailed, PodEvicted, PodPending, Unknown, TaskCompleted, TaskFailed, JobUpdated\\], valid actions are \\[AbortJob, RestartJob, RestartTask, RestartPod, RestartPartition, TerminateJob, CompleteJob, ResumeJob\\]$'),  # 158
+    ('volcano/policies/events', 'spec.policies[*].event', 'INVALID', '^invalid policy event; valid events are \\[\\*, PodFailed, PodEvicted, PodPending, Unknown, TaskCompleted, TaskFailed, JobUpdated\\], valid actions are \\[AbortJob, RestartJob, RestartTask, RestartPod, RestartPartition, TerminateJob, CompleteJob, ResumeJob\\]$'),  # 159
+    ('volcano/policies/events', 'spec.tasks[*].policies[*].events[*]', 'INVALID', '^invalid policy event; valid events are \\[\\*, PodFailed, PodEvicted, PodPending, Unknown, TaskCompleted, TaskFailed, JobUpdated\\], valid actions are \\[AbortJob, RestartJob, RestartTask, RestartPod, RestartPartition, TerminateJob, CompleteJob, ResumeJob\\]$'),  # 160
+    ('volcano/policies/events', 'spec.tasks[*].policies[*].event', 'INVALID', '^invalid policy event; valid events are \\[\\*, PodFailed, PodEvicted, PodPending, Unknown, TaskCompleted, TaskFailed, JobUpdated\\], valid actions are \\[AbortJob, RestartJob, RestartTask, RestartPod, RestartPartition, TerminateJob, CompleteJob, ResumeJob\\]$'),  # 161
+    ('volcano/policies/exit-code', 'spec.policies[*].exitCode', 'INVALID', '^0 is not a valid error code$'),  # 162
+    ('volcano/policies/exit-code', 'spec.tasks[*].policies[*].exitCode', 'INVALID', '^0 is not a valid error code$'),  # 163
+    ('volcano/policies/events-unique', 'spec.policies[*].events[*]', 'DUPLICATE', '^duplicate event '),  # 164
+    ('volcano/policies/events-unique', 'spec.policies[*].event', 'DUPLICATE', '^duplicate event '),  # 165
+    ('volcano/policies/events-unique', 'spec.tasks[*].policies[*].events[*]', 'DUPLICATE', '^duplicate event '),  # 166
+    ('volcano/policies/events-unique', 'spec.tasks[*].policies[*].event', 'DUPLICATE', '^duplicate event '),  # 167
+    ('volcano/policies/exit-codes-unique', 'spec.policies[*].exitCode', 'DUPLICATE', '^duplicate exitCode '),  # 168
+    ('volcano/policies/exit-codes-unique', 'spec.tasks[*].policies[*].exitCode', 'DUPLICATE', '^duplicate exitCode '),  # 169
+    ('volcano/policies/any-event-alone', 'spec.policies', 'INVALID', "^if there's \\* here, no other policy should be here$"),  # 170
+    ('volcano/policies/any-event-alone', 'spec.tasks[*].policies', 'INVALID', "^if there's \\* here, no other policy should be here$"),  # 171
+    ('volcano/update/task-count', 'spec.tasks', 'FORBIDDEN', '^job updates may not add or remove tasks$'),  # 172
+    ('volcano/update/immutable', 'spec.*', 'FORBIDDEN', '^job updates may not change fields other than `minAvailable`, `tasks\\[\\*\\]\\.replicas under spec` and `PriorityClassName`$'),  # 173
+    ('volcano/update/immutable', 'spec.*.*', 'FORBIDDEN', '^job updates may not change fields other than `minAvailable`, `tasks\\[\\*\\]\\.replicas under spec` and `PriorityClassName`$'),  # 174
+    ('volcano/update/immutable', 'spec.*[*]', 'FORBIDDEN', '^job updates may not change fields other than `minAvailable`, `tasks\\[\\*\\]\\.replicas under spec` and `PriorityClassName`$'),  # 175
+    ('volcano/update/immutable', 'spec.*.*.*', 'FORBIDDEN', '^job updates may not change fields other than `minAvailable`, `tasks\\[\\*\\]\\.replicas under spec` and `PriorityClassName`$'),  # 176
+    ('volcano/update/immutable', 'spec.*.*[*]', 'FORBIDDEN', '^job updates may not change fields other than `minAvailable`, `tasks\\[\\*\\]\\.replicas under spec` and `PriorityClassName`$'),  # 177
+    ('volcano/update/immutable', 'spec.*[*].*', 'FORBIDDEN', '^job updates may not change fields other than `minAvailable`, `tasks\\[\\*\\]\\.replicas under spec` and `PriorityClassName`$'),  # 178
+    ('volcano/update/immutable', 'spec.*[*][*]', 'FORBIDDEN', '^job updates may not change fields other than `minAvailable`, `tasks\\[\\*\\]\\.replicas under spec` and `PriorityClassName`$'),  # 179
+    ('volcano/bounds', 'spec.tasks', 'TOO_MANY', ''),  # 180
+    ('volcano/bounds', 'spec.policies', 'TOO_MANY', ''),  # 181
+    ('volcano/bounds', 'spec.policies[*].events', 'TOO_MANY', ''),  # 182
+    ('volcano/bounds', 'spec.policies[*].action', 'TOO_LONG', ''),  # 183
+    ('volcano/bounds', 'spec.policies[*].timeout', 'TOO_LONG', ''),  # 184
+    ('volcano/bounds', 'spec.volumes', 'TOO_MANY', ''),  # 185
+    ('volcano/bounds', 'spec.volumes[*].mountPath', 'TOO_LONG', ''),  # 186
+    ('volcano/bounds', 'spec.volumes[*].volumeClaimName', 'TOO_LONG', ''),  # 187
+    ('volcano/bounds', 'spec.plugins.*', 'TOO_MANY', ''),  # 188
+    ('volcano/bounds', 'spec.plugins.*[*]', 'TOO_LONG', ''),  # 189
+    ('volcano/bounds', 'spec.tasks[*].policies', 'TOO_MANY', ''),  # 190
+    ('volcano/bounds', 'spec.tasks[*].policies[*].events', 'TOO_MANY', ''),  # 191
+    ('volcano/bounds', 'spec.tasks[*].policies[*].action', 'TOO_LONG', ''),  # 192
+    ('volcano/bounds', 'spec.tasks[*].policies[*].timeout', 'TOO_LONG', ''),  # 193
+    ('volcano/bounds', 'spec.tasks[*].dependsOn.name', 'TOO_MANY', ''),  # 194
+    ('volcano/bounds', 'spec.tasks[*].dependsOn.name[*]', 'TOO_LONG', ''),  # 195
+    ('pod-template/spec', 'spec.tasks[*].template.spec', 'REQUIRED', '^$'),  # 196
+    ('pod-template/containers', 'spec.tasks[*].template.spec.containers', 'REQUIRED', '^must\\ have\\ at\\ least\\ one\\ container$'),  # 197
+    ('pod-template/bounds', 'spec.tasks[*].template.spec.**', 'TOO_MANY', ''),  # 198
+    ('pod-template/containers/name', 'spec.tasks[*].template.spec.containers[*].name', 'REQUIRED', '^$'),  # 199
+    ('pod-template/containers/name', 'spec.tasks[*].template.spec.containers[*].name', 'INVALID', '^must be no more than 63 characters$'),  # 200
+    ('pod-template/containers/name', 'spec.tasks[*].template.spec.containers[*].name', 'INVALID', "^a lowercase RFC 1123 label must consist of lower case alphanumeric characters or '-', and must start and end with an alphanumeric character \\(e\\.g\\. 'my-name',  or '123-abc', regex used for validation is '\\[a-z0-9\\]\\(\\[-a-z0-9\\]\\*\\[a-z0-9\\]\\)\\?'\\)$"),  # 201
+    ('pod-template/containers/image', 'spec.tasks[*].template.spec.containers[*].image', 'REQUIRED', '^$'),  # 202
+    ('pod-template/containers/ports', 'spec.tasks[*].template.spec.containers[*].ports[*].containerPort', 'REQUIRED', '^$'),  # 203
+    ('pod-template/containers/ports', 'spec.tasks[*].template.spec.containers[*].ports[*].containerPort', 'INVALID', '^must be between 1 and 65535, inclusive$'),  # 204
+    ('pod-template/containers/ports', 'spec.tasks[*].template.spec.containers[*].ports[*].hostPort', 'INVALID', '^must be between 1 and 65535, inclusive$'),  # 205
+    ('pod-template/containers/ports', 'spec.tasks[*].template.spec.containers[*].ports[*].protocol', 'NOT_SUPPORTED', '^supported values: "TCP", "UDP", "SCTP"$'),  # 206
+    ('pod-template/containers/ports', 'spec.tasks[*].template.spec.containers[*].ports[*].name', 'INVALID', '^must be no more than 15 characters$'),  # 207
+    ('pod-template/containers/ports', 'spec.tasks[*].template.spec.containers[*].ports[*].name', 'INVALID', '^must contain only alpha-numeric characters \\(a-z, 0-9\\), and hyphens \\(-\\)$'),  # 208
+    ('pod-template/containers/ports', 'spec.tasks[*].template.spec.containers[*].ports[*].name', 'INVALID', '^must contain at least one letter \\(a-z\\)$'),  # 209
+    ('pod-template/containers/ports', 'spec.tasks[*].template.spec.containers[*].ports[*].name', 'INVALID', '^must not contain consecutive hyphens$'),  # 210
+    ('pod-template/containers/ports', 'spec.tasks[*].template.spec.containers[*].ports[*].name', 'INVALID', '^must not begin or end with a hyphen$'),  # 211
+    ('pod-template/containers/port-names-unique', 'spec.tasks[*].template.spec.containers[*].ports[*].name', 'DUPLICATE', ''),  # 212
+    ('pod-template/containers/mounts', 'spec.tasks[*].template.spec.containers[*].volumeMounts[*].name', 'REQUIRED', '^$'),  # 213
+    ('pod-template/containers/mounts', 'spec.tasks[*].template.spec.containers[*].volumeMounts[*].mountPath', 'REQUIRED', '^$'),  # 214
+    ('pod-template/containers/mounted-volumes', 'spec.tasks[*].template.spec.containers[*].volumeMounts[*].name', 'NOT_FOUND', ''),  # 215
+    ('pod-template/containers/env', 'spec.tasks[*].template.spec.containers[*].env[*].name', 'REQUIRED', '^$'),  # 216
+    ('pod-template/containers/env', 'spec.tasks[*].template.spec.containers[*].env[*].name', 'INVALID', "^a valid environment variable name must consist only of printable ASCII characters other than '='$"),  # 217
+    ('pod-template/containers/quantities', 'spec.tasks[*].template.spec.containers[*].resources.limits[*]', 'INVALID', "^quantities\\ must\\ match\\ the\\ regular\\ expression\\ '\\^\\(\\[\\+\\-\\]\\?\\[0\\-9\\.\\]\\+\\)\\(\\[eEinumkKMGTP\\]\\*\\[\\-\\+\\]\\?\\[0\\-9\\]\\*\\)\\$'$"),  # 218
+    ('pod-template/containers/quantities', 'spec.tasks[*].template.spec.containers[*].resources.limits[*]', 'INVALID', '^must be greater than or equal to 0$'),  # 219
+    ('pod-template/containers/quantities', 'spec.tasks[*].template.spec.containers[*].resources.requests[*]', 'INVALID', "^quantities\\ must\\ match\\ the\\ regular\\ expression\\ '\\^\\(\\[\\+\\-\\]\\?\\[0\\-9\\.\\]\\+\\)\\(\\[eEinumkKMGTP\\]\\*\\[\\-\\+\\]\\?\\[0\\-9\\]\\*\\)\\$'$"),  # 220
+    ('pod-template/containers/quantities', 'spec.tasks[*].template.spec.containers[*].resources.requests[*]', 'INVALID', '^must be greater than or equal to 0$'),  # 221
+    ('pod-template/containers/whole-extended-resources', 'spec.tasks[*].template.spec.containers[*].resources.limits[*]', 'INVALID', '^must be an integer$'),  # 222
+    ('pod-template/containers/whole-extended-resources', 'spec.tasks[*].template.spec.containers[*].resources.requests[*]', 'INVALID', '^must be an integer$'),  # 223
+    ('pod-template/containers/extended-resource-limits', 'spec.tasks[*].template.spec.containers[*].resources.limits[*]', 'REQUIRED', 'Limit\\ must\\ be\\ set\\ for\\ non\\ overcommitable\\ resources$'),  # 224
+    ('pod-template/containers/requests-within-limits', 'spec.tasks[*].template.spec.containers[*].resources.requests[*]', 'INVALID', ' limit of '),  # 225
+    ('pod-template/initContainers/name', 'spec.tasks[*].template.spec.initContainers[*].name', 'REQUIRED', '^$'),  # 226
+    ('pod-template/initContainers/name', 'spec.tasks[*].template.spec.initContainers[*].name', 'INVALID', '^must be no more than 63 characters$'),  # 227
+    ('pod-template/initContainers/name', 'spec.tasks[*].template.spec.initContainers[*].name', 'INVALID', "^a lowercase RFC 1123 label must consist of lower case alphanumeric characters or '-', and must start and end with an alphanumeric character \\(e\\.g\\. 'my-name',  or '123-abc', regex used for validation is '\\[a-z0-9\\]\\(\\[-a-z0-9\\]\\*\\[a-z0-9\\]\\)\\?'\\)$"),  # 228
+    ('pod-template/initContainers/image', 'spec.tasks[*].template.spec.initContainers[*].image', 'REQUIRED', '^$'),  # 229
+    ('pod-template/initContainers/ports', 'spec.tasks[*].template.spec.initContainers[*].ports[*].containerPort', 'REQUIRED', '^$'),  # 230
+    ('pod-template/initContainers/ports', 'spec.tasks[*].template.spec.initContainers[*].ports[*].containerPort', 'INVALID', '^must be between 1 and 65535, inclusive$'),  # 231
+    ('pod-template/initContainers/ports', 'spec.tasks[*].template.spec.initContainers[*].ports[*].hostPort', 'INVALID', '^must be between 1 and 65535, inclusive$'),  # 232
+    ('pod-template/initContainers/ports', 'spec.tasks[*].template.spec.initContainers[*].ports[*].protocol', 'NOT_SUPPORTED', '^supported values: "TCP", "UDP", "SCTP"$'),  # 233
+    ('pod-template/initContainers/ports', 'spec.tasks[*].template.spec.initContainers[*].ports[*].name', 'INVALID', '^must be no more than 15 characters$'),  # 234
+    ('pod-template/initContainers/ports', 'spec.tasks[*].template.spec.initContainers[*].ports[*].name', 'INVALID', '^must contain only alpha-numeric characters \\(a-z, 0-9\\), and hyphens \\(-\\)$'),  # 235
+    ('pod-template/initContainers/ports', 'spec.tasks[*].template.spec.initContainers[*].ports[*].name', 'INVALID', '^must contain at least one letter \\(a-z\\)$'),  # 236
+    ('pod-template/initContainers/ports', 'spec.tasks[*].template.spec.initContainers[*].ports[*].name', 'INVALID', '^must not contain consecutive hyphens$'),  # 237
+    ('pod-template/initContainers/ports', 'spec.tasks[*].template.spec.initContainers[*].ports[*].name', 'INVALID', '^must not begin or end with a hyphen$'),  # 238
+    ('pod-template/initContainers/port-names-unique', 'spec.tasks[*].template.spec.initContainers[*].ports[*].name', 'DUPLICATE', ''),  # 239
+    ('pod-template/initContainers/mounts', 'spec.tasks[*].template.spec.initContainers[*].volumeMounts[*].name', 'REQUIRED', '^$'),  # 240
+    ('pod-template/initContainers/mounts', 'spec.tasks[*].template.spec.initContainers[*].volumeMounts[*].mountPath', 'REQUIRED', '^$'),  # 241
+    ('pod-template/initContainers/mounted-volumes', 'spec.tasks[*].template.spec.initContainers[*].volumeMounts[*].name', 'NOT_FOUND', ''),  # 242
+    ('pod-template/initContainers/env', 'spec.tasks[*].template.spec.initContainers[*].env[*].name', 'REQUIRED', '^$'),  # 243
+    ('pod-template/initContainers/env', 'spec.tasks[*].template.spec.initContainers[*].env[*].name', 'INVALID', "^a valid environment variable name must consist only of printable ASCII characters other than '='$"),  # 244
+    ('pod-template/initContainers/quantities', 'spec.tasks[*].template.spec.initContainers[*].resources.limits[*]', 'INVALID', "^quantities\\ must\\ match\\ the\\ regular\\ expression\\ '\\^\\(\\[\\+\\-\\]\\?\\[0\\-9\\.\\]\\+\\)\\(\\[eEinumkKMGTP\\]\\*\\[\\-\\+\\]\\?\\[0\\-9\\]\\*\\)\\$'$"),  # 245
+    ('pod-template/initContainers/quantities', 'spec.tasks[*].template.spec.initContainers[*].resources.limits[*]', 'INVALID', '^must be greater than or equal to 0$'),  # 246
+    ('pod-template/initContainers/quantities', 'spec.tasks[*].template.spec.initContainers[*].resources.requests[*]', 'INVALID', "^quantities\\ must\\ match\\ the\\ regular\\ expression\\ '\\^\\(\\[\\+\\-\\]\\?\\[0\\-9\\.\\]\\+\\)\\(\\[eEinumkKMGTP\\]\\*\\[\\-\\+\\]\\?\\[0\\-9\\]\\*\\)\\$'$"),  # 247
+    ('pod-template/initContainers/quantities', 'spec.tasks[*].template.spec.initContainers[*].resources.requests[*]', 'INVALID', '^must be greater than or equal to 0$'),  # 248
+    ('pod-template/initContainers/whole-extended-resources', 'spec.tasks[*].template.spec.initContainers[*].resources.limits[*]', 'INVALID', '^must be an integer$'),  # 249
+    ('pod-template/initContainers/whole-extended-resources', 'spec.tasks[*].template.spec.initContainers[*].resources.requests[*]', 'INVALID', '^must be an integer$'),  # 250
+    ('pod-template/initContainers/extended-resource-limits', 'spec.tasks[*].template.spec.initContainers[*].resources.limits[*]', 'REQUIRED', 'Limit\\ must\\ be\\ set\\ for\\ non\\ overcommitable\\ resources$'),  # 251
+    ('pod-template/initContainers/requests-within-limits', 'spec.tasks[*].template.spec.initContainers[*].resources.requests[*]', 'INVALID', ' limit of '),  # 252
+    ('pod-template/container-names-unique', 'spec.tasks[*].template.spec.containers[*].name', 'DUPLICATE', ''),  # 253
+    ('pod-template/container-names-unique', 'spec.tasks[*].template.spec.initContainers[*].name', 'DUPLICATE', ''),  # 254
+    ('pod-template/volumes', 'spec.tasks[*].template.spec.volumes[*].name', 'REQUIRED', '^$'),  # 255
+    ('pod-template/volumes', 'spec.tasks[*].template.spec.volumes[*].name', 'INVALID', '^must be no more than 63 characters$'),  # 256
+    ('pod-template/volumes', 'spec.tasks[*].template.spec.volumes[*].name', 'INVALID', "^a lowercase RFC 1123 label must consist of lower case alphanumeric characters or '-', and must start and end with an alphanumeric character \\(e\\.g\\. 'my-name',  or '123-abc', regex used for validation is '\\[a-z0-9\\]\\(\\[-a-z0-9\\]\\*\\[a-z0-9\\]\\)\\?'\\)$"),  # 257
+    ('pod-template/volume-names-unique', 'spec.tasks[*].template.spec.volumes[*].name', 'DUPLICATE', ''),  # 258
+    ('pod-template/restart-policy', 'spec.tasks[*].template.spec.restartPolicy', 'NOT_SUPPORTED', '^supported values: "Always", "OnFailure", "Never"$'),  # 259
+    ('dijob/bounds', 'spec.tasks', 'TOO_MANY', '^must have at most 16 items$'),  # 260
+    ('dijob/bounds', 'spec.volumes', 'TOO_MANY', '^must have at most 16 items$'),  # 261
+    ('dijob/pod-volumes-bound', 'spec.tasks[*].template.spec.volumes', 'TOO_MANY', ''),  # 262
+    ('dijob/one-task-per-type', 'spec.tasks[*].type', 'INVALID', '^the number of (learner|collector|evaluator) task is more than one'),  # 263
+    ('dijob/task-name-required', 'spec.tasks[*].name', 'REQUIRED', '^(none type task has no name)?$'),  # 264
+    ('dijob/task-name', 'spec.tasks[*].name', 'INVALID', "^(a\\ lowercase\\ RFC\\ 1123\\ label\\ must\\ consist\\ of\\ lower\\ case\\ alphanumeric\\ characters\\ or\\ '\\-',\\ and\\ must\\ start\\ and\\ end\\ with\\ an\\ alphanumeric\\ character\\ \\(e\\.g\\.\\ 'my\\-name',\\ \\ or\\ '123\\-abc',\\ regex\\ used\\ for\\ validation\\ is\\ '\\[a\\-z0\\-9\\]\\(\\[\\-a\\-z0\\-9\\]\\*\\[a\\-z0\\-9\\]\\)\\?'\\)|must be no more than 63 )"),  # 265
+    ('dijob/task-names-unique', 'spec.tasks[*].name', 'DUPLICATE', ''),  # 266
+    ('dijob/shared-volumes', 'spec.volumes[*].name', 'REQUIRED', ''),  # 267
+    ('dijob/shared-volumes', 'spec.volumes[*].name', 'INVALID', "^(a\\ lowercase\\ RFC\\ 1123\\ label\\ must\\ consist\\ of\\ lower\\ case\\ alphanumeric\\ characters\\ or\\ '\\-',\\ and\\ must\\ start\\ and\\ end\\ with\\ an\\ alphanumeric\\ character\\ \\(e\\.g\\.\\ 'my\\-name',\\ \\ or\\ '123\\-abc',\\ regex\\ used\\ for\\ validation\\ is\\ '\\[a\\-z0\\-9\\]\\(\\[\\-a\\-z0\\-9\\]\\*\\[a\\-z0\\-9\\]\\)\\?'\\)|must be no more than 63 )"),  # 268
+    ('dijob/shared-volume-names-unique', 'spec.volumes[*].name', 'DUPLICATE', ''),  # 269
+    ('kubeflow/name', 'metadata.name', 'INVALID', '^should match: '),  # 270
+    ('kubeflow/managed-by', 'spec.runPolicy.managedBy', 'NOT_SUPPORTED', ''),  # 271
+    ('kubeflow/managed-by', 'spec.runPolicy.managedBy', 'INVALID', '^field is immutable$'),  # 272
+    ('kubeflow/queue-immutable', 'spec.runPolicy.schedulingPolicy.queue', 'INVALID', '^spec\\.runPolicy\\.schedulingPolicy\\.queue\\ is\\ immutable$'),  # 273
+    ('kubeflow/template-containers', 'spec.jaxReplicaSpecs[*].template.spec.containers', 'REQUIRED', '^must have at least one container$|^must be specified: |containers definition expected'),  # 274
+    ('replicas/types', 'spec.jaxReplicaSpecs[*]', 'NOT_SUPPORTED', ''),  # 275
+    ('replicas/types', 'spec.jaxReplicaSpecs[*]', 'DUPLICATE', ''),  # 276
+    ('run-policy/min-available', 'spec.runPolicy.schedulingPolicy.minAvailable', 'INVALID', 'total number of replicas'),  # 277
+    ('run-policy/queue-immutable', 'spec.schedulingPolicy.queue', 'INVALID', '^field is immutable$'),  # 278
+    ('pod-template/spec', 'spec.jaxReplicaSpecs[*].template.spec', 'REQUIRED', '^$'),  # 279
+    ('pod-template/containers', 'spec.jaxReplicaSpecs[*].template.spec.containers', 'REQUIRED', '^must\\ be\\ specified:\\ must\\ have\\ at\\ least\\ one\\ container\\ with\\ name\\ jax$'),  # 280
+    ('pod-template/bounds', 'spec.jaxReplicaSpecs[*].template.spec.**', 'TOO_MANY', ''),  # 281
+    ('pod-template/containers/name', 'spec.jaxReplicaSpecs[*].template.spec.containers[*].name', 'REQUIRED', '^$'),  # 282
+    ('pod-template/containers/name', 'spec.jaxReplicaSpecs[*].template.spec.containers[*].name', 'INVALID', '^must be no more than 63 characters$'),  # 283
+    ('pod-template/containers/name', 'spec.jaxReplicaSpecs[*].template.spec.containers[*].name', 'INVALID', "^a lowercase RFC 1123 label must consist of lower case alphanumeric characters or '-', and must start and end with an alphanumeric character \\(e\\.g\\. 'my-name',  or '123-abc', regex used for validation is '\\[a-z0-9\\]\\(\\[-a-z0-9\\]\\*\\[a-z0-9\\]\\)\\?'\\)$"),  # 284
+    ('pod-template/containers/image', 'spec.jaxReplicaSpecs[*].template.spec.containers[*].image', 'REQUIRED', '^$'),  # 285
+    ('pod-template/containers/ports', 'spec.jaxReplicaSpecs[*].template.spec.containers[*].ports[*].containerPort', 'REQUIRED', '^$'),  # 286
+    ('pod-template/containers/ports', 'spec.jaxReplicaSpecs[*].template.spec.containers[*].ports[*].containerPort', 'INVALID', '^must be between 1 and 65535, inclusive$'),  # 287
+    ('pod-template/containers/ports', 'spec.jaxReplicaSpecs[*].template.spec.containers[*].ports[*].hostPort', 'INVALID', '^must be between 1 and 65535, inclusive$'),  # 288
+    ('pod-template/containers/ports', 'spec.jaxReplicaSpecs[*].template.spec.containers[*].ports[*].protocol', 'NOT_SUPPORTED', '^supported values: "TCP", "UDP", "SCTP"$'),  # 289
+    ('pod-template/containers/ports', 'spec.jaxReplicaSpecs[*].template.spec.containers[*].ports[*].name', 'INVALID', '^must be no more than 15 characters$'),  # 290
+    ('pod-template/containers/ports', 'spec.jaxReplicaSpecs[*].template.spec.containers[*].ports[*].name', 'INVALID', '^must contain only alpha-numeric characters \\(a-z, 0-9\\), and hyphens \\(-\\)$'),  # 291
+    ('pod-template/containers/ports', 'spec.jaxReplicaSpecs[*].template.spec.containers[*].ports[*].name', 'INVALID', '^must contain at least one letter \\(a-z\\)$'),  # 292
+    ('pod-template/containers/ports', 'spec.jaxReplicaSpecs[*].template.spec.containers[*].ports[*].name', 'INVALID', '^must not contain consecutive hyphens$'),  # 293
+    ('pod-template/containers/ports', 'spec.jaxReplicaSpecs[*].template.spec.containers[*].ports[*].name', 'INVALID', '^must not begin or end with a hyphen$'),  # 294
+    ('pod-template/containers/port-names-unique', 'spec.jaxReplicaSpecs[*].template.spec.containers[*].ports[*].name', 'DUPLICATE', ''),  # 295
+    ('pod-template/containers/mounts', 'spec.jaxReplicaSpecs[*].template.spec.containers[*].volumeMounts[*].name', 'REQUIRED', '^$'),  # 296
+    ('pod-template/containers/mounts', 'spec.jaxReplicaSpecs[*].template.spec.containers[*].volumeMounts[*].mountPath', 'REQUIRED', '^$'),  # 297
+    ('pod-template/containers/mounted-volumes', 'spec.jaxReplicaSpecs[*].template.spec.containers[*].volumeMounts[*].name', 'NOT_FOUND', ''),  # 298
+    ('pod-template/containers/env', 'spec.jaxReplicaSpecs[*].template.spec.containers[*].env[*].name', 'REQUIRED', '^$'),  # 299
+    ('pod-template/containers/env', 'spec.jaxReplicaSpecs[*].template.spec.containers[*].env[*].name', 'INVALID', "^a valid environment variable name must consist only of printable ASCII characters other than '='$"),  # 300
+    ('pod-template/containers/quantities', 'spec.jaxReplicaSpecs[*].template.spec.containers[*].resources.limits[*]', 'INVALID', "^quantities\\ must\\ match\\ the\\ regular\\ expression\\ '\\^\\(\\[\\+\\-\\]\\?\\[0\\-9\\.\\]\\+\\)\\(\\[eEinumkKMGTP\\]\\*\\[\\-\\+\\]\\?\\[0\\-9\\]\\*\\)\\$'$"),  # 301
+    ('pod-template/containers/quantities', 'spec.jaxReplicaSpecs[*].template.spec.containers[*].resources.limits[*]', 'INVALID', '^must be greater than or equal to 0$'),  # 302
+    ('pod-template/containers/quantities', 'spec.jaxReplicaSpecs[*].template.spec.containers[*].resources.requests[*]', 'INVALID', "^quantities\\ must\\ match\\ the\\ regular\\ expression\\ '\\^\\(\\[\\+\\-\\]\\?\\[0\\-9\\.\\]\\+\\)\\(\\[eEinumkKMGTP\\]\\*\\[\\-\\+\\]\\?\\[0\\-9\\]\\*\\)\\$'$"),  # 303
+    ('pod-template/containers/quantities', 'spec.jaxReplicaSpecs[*].template.spec.containers[*].resources.requests[*]', 'INVALID', '^must be greater than or equal to 0$'),  # 304
+    ('pod-template/containers/whole-extended-resources', 'spec.jaxReplicaSpecs[*].template.spec.containers[*].resources.limits[*]', 'INVALID', '^must be an integer$'),  # 305
+    ('pod-template/containers/whole-extended-resources', 'spec.jaxReplicaSpecs[*].template.spec.containers[*].resources.requests[*]', 'INVALID', '^must be an integer$'),  # 306
+    ('pod-template/containers/extended-resource-limits', 'spec.jaxReplicaSpecs[*].template.spec.containers[*].resources.limits[*]', 'REQUIRED', 'Limit\\ must\\ be\\ set\\ for\\ non\\ overcommitable\\ resources$'),  # 307
+    ('pod-template/containers/requests-within-limits', 'spec.jaxReplicaSpecs[*].template.spec.containers[*].resources.requests[*]', 'INVALID', ' limit of '),  # 308
+    ('pod-template/initContainers/name', 'spec.jaxReplicaSpecs[*].template.spec.initContainers[*].name', 'REQUIRED', '^$'),  # 309
+    ('pod-template/initContainers/name', 'spec.jaxReplicaSpecs[*].template.spec.initContainers[*].name', 'INVALID', '^must be no more than 63 characters$'),  # 310
+    ('pod-template/initContainers/name', 'spec.jaxReplicaSpecs[*].template.spec.initContainers[*].name', 'INVALID', "^a lowercase RFC 1123 label must consist of lower case alphanumeric characters or '-', and must start and end with an alphanumeric character \\(e\\.g\\. 'my-name',  or '123-abc', regex used for validation is '\\[a-z0-9\\]\\(\\[-a-z0-9\\]\\*\\[a-z0-9\\]\\)\\?'\\)$"),  # 311
+    ('pod-template/initContainers/image', 'spec.jaxReplicaSpecs[*].template.spec.initContainers[*].image', 'REQUIRED', '^$'),  # 312
+    ('pod-template/initContainers/ports', 'spec.jaxReplicaSpecs[*].template.spec.initContainers[*].ports[*].containerPort', 'REQUIRED', '^$'),  # 313
+    ('pod-template/initContainers/ports', 'spec.jaxReplicaSpecs[*].template.spec.initContainers[*].ports[*].containerPort', 'INVALID', '^must be between 1 and 65535, inclusive$'),  # 314
+    ('pod-template/initContainers/ports', 'spec.jaxReplicaSpecs[*].template.spec.initContainers[*].ports[*].hostPort', 'INVALID', '^must be between 1 and 65535, inclusive$'),  # 315
+    ('pod-template/initContainers/ports', 'spec.jaxReplicaSpecs[*].template.spec.initContainers[*].ports[*].protocol', 'NOT_SUPPORTED', '^supported values: "TCP", "UDP", "SCTP"$'),  # 316
+    ('pod-template/initContainers/ports', 'spec.jaxReplicaSpecs[*].template.spec.initContainers[*].ports[*].name', 'INVALID', '^must be no more than 15 characters$'),  # 317
+    ('pod-template/initContainers/ports', 'spec.jaxReplicaSpecs[*].template.spec.initContainers[*].ports[*].name', 'INVALID', '^must contain only alpha-numeric characters \\(a-z, 0-9\\), and hyphens \\(-\\)$'),  # 318
+    ('pod-template/initContainers/ports', 'spec.jaxReplicaSpecs[*].template.spec.initContainers[*].ports[*].name', 'INVALID', '^must contain at least one letter \\(a-z\\)$'),  # 319
+    ('pod-template/initContainers/ports', 'spec.jaxReplicaSpecs[*].template.spec.initContainers[*].ports[*].name', 'INVALID', '^must not contain consecutive hyphens$'),  # 320
+    ('pod-template/initContainers/ports', 'spec.jaxReplicaSpecs[*].template.spec.initContainers[*].ports[*].name', 'INVALID', '^must not begin or end with a hyphen$'),  # 321
+    ('pod-template/initContainers/port-names-unique', 'spec.jaxReplicaSpecs[*].template.spec.initContainers[*].ports[*].name', 'DUPLICATE', ''),  # 322
+    ('pod-template/initContainers/mounts', 'spec.jaxReplicaSpecs[*].template.spec.initContainers[*].volumeMounts[*].name', 'REQUIRED', '^$'),  # 323
+    ('pod-template/initContainers/mounts', 'spec.jaxReplicaSpecs[*].template.spec.initContainers[*].volumeMounts[*].mountPath', 'REQUIRED', '^$'),  # 324
+    ('pod-template/initContainers/mounted-volumes', 'spec.jaxReplicaSpecs[*].template.spec.initContainers[*].volumeMounts[*].name', 'NOT_FOUND', ''),  # 325
+    ('pod-template/initContainers/env', 'spec.jaxReplicaSpecs[*].template.spec.initContainers[*].env[*].name', 'REQUIRED', '^$'),  # 326
+    ('pod-template/initContainers/env', 'spec.jaxReplicaSpecs[*].template.spec.initContainers[*].env[*].name', 'INVALID', "^a valid environment variable name must consist only of printable ASCII characters other than '='$"),  # 327
+    ('pod-template/initContainers/quantities', 'spec.jaxReplicaSpecs[*].template.spec.initContainers[*].resources.limits[*]', 'INVALID', "^quantities\\ must\\ match\\ the\\ regular\\ expression\\ '\\^\\(\\[\\+\\-\\]\\?\\[0\\-9\\.\\]\\+\\)\\(\\[eEinumkKMGTP\\]\\*\\[\\-\\+\\]\\?\\[0\\-9\\]\\*\\)\\$'$"),  # 328
+    ('pod-template/initContainers/quantities', 'spec.jaxReplicaSpecs[*].template.spec.initContainers[*].resources.limits[*]', 'INVALID', '^must be greater than or equal to 0$'),  # 329
+    ('pod-template/initContainers/quantities', 'spec.jaxReplicaSpecs[*].template.spec.initContainers[*].resources.requests[*]', 'INVALID', "^quantities\\ must\\ match\\ the\\ regular\\ expression\\ '\\^\\(\\[\\+\\-\\]\\?\\[0\\-9\\.\\]\\+\\)\\(\\[eEinumkKMGTP\\]\\*\\[\\-\\+\\]\\?\\[0\\-9\\]\\*\\)\\$'$"),  # 330
+    ('pod-template/initContainers/quantities', 'spec.jaxReplicaSpecs[*].template.spec.initContainers[*].resources.requests[*]', 'INVALID', '^must be greater than or equal to 0$'),  # 331
+    ('pod-template/initContainers/whole-extended-resources', 'spec.jaxReplicaSpecs[*].template.spec.initContainers[*].resources.limits[*]', 'INVALID', '^must be an integer$'),  # 332
+    ('pod-template/initContainers/whole-extended-resources', 'spec.jaxReplicaSpecs[*].template.spec.initContainers[*].resources.requests[*]', 'INVALID', '^must be an integer$'),  # 333
+    ('pod-template/initContainers/extended-resource-limits', 'spec.jaxReplicaSpecs[*].template.spec.initContainers[*].resources.limits[*]', 'REQUIRED', 'Limit\\ must\\ be\\ set\\ for\\ non\\ overcommitable\\ resources$'),  # 334
+    ('pod-template/initContainers/requests-within-limits', 'spec.jaxReplicaSpecs[*].template.spec.initContainers[*].resources.requests[*]', 'INVALID', ' limit of '),  # 335
+    ('pod-template/container-names-unique', 'spec.jaxReplicaSpecs[*].template.spec.containers[*].name', 'DUPLICATE', ''),  # 336
+    ('pod-template/container-names-unique', 'spec.jaxReplicaSpecs[*].template.spec.initContainers[*].name', 'DUPLICATE', ''),  # 337
+    ('pod-template/volumes', 'spec.jaxReplicaSpecs[*].template.spec.volumes[*].name', 'REQUIRED', '^$'),  # 338
+    ('pod-template/volumes', 'spec.jaxReplicaSpecs[*].template.spec.volumes[*].name', 'INVALID', '^must be no more than 63 characters$'),  # 339
+    ('pod-template/volumes', 'spec.jaxReplicaSpecs[*].template.spec.volumes[*].name', 'INVALID', "^a lowercase RFC 1123 label must consist of lower case alphanumeric characters or '-', and must start and end with an alphanumeric character \\(e\\.g\\. 'my-name',  or '123-abc', regex used for validation is '\\[a-z0-9\\]\\(\\[-a-z0-9\\]\\*\\[a-z0-9\\]\\)\\?'\\)$"),  # 340
+    ('pod-template/volume-names-unique', 'spec.jaxReplicaSpecs[*].template.spec.volumes[*].name', 'DUPLICATE', ''),  # 341
+    ('pod-template/restart-policy', 'spec.jaxReplicaSpecs[*].template.spec.restartPolicy', 'NOT_SUPPORTED', '^supported values: "Always", "OnFailure", "Never"$'),  # 342
+    ('pod-template/framework-container', 'spec.jaxReplicaSpecs[*].template.spec.containers', 'REQUIRED', '^must\\ have\\ at\\ least\\ one\\ container\\ with\\ name\\ jax$'),  # 343
+    ('kubeflow/template-containers', 'spec.mpiReplicaSpecs[*].template.spec.containers', 'REQUIRED', '^must have at least one container$|^must be specified: |containers definition expected'),  # 344
+    ('kubeflow/one-launcher', 'spec.mpiReplicaSpecs[Launcher]', 'REQUIRED', '^must be present '),  # 345
+    ('kubeflow/one-launcher', 'spec.mpiReplicaSpecs[Launcher].replicas', 'FORBIDDEN', '^must be 1 '),  # 346
+    ('replicas/types', 'spec.mpiReplicaSpecs[*]', 'NOT_SUPPORTED', ''),  # 347
+    ('pod-template/spec', 'spec.mpiReplicaSpecs[*].template.spec', 'REQUIRED', '^$'),  # 348
+    ('pod-template/containers', 'spec.mpiReplicaSpecs[*].template.spec.containers', 'REQUIRED', '^must\\ have\\ at\\ least\\ one\\ container\\ \\(MPIReplicaSpecs\\ is\\ not\\ valid:\\ containers\\ definition\\ expected\\)$'),  # 349
+    ('pod-template/bounds', 'spec.mpiReplicaSpecs[*].template.spec.**', 'TOO_MANY', ''),  # 350
+    ('pod-template/containers/name', 'spec.mpiReplicaSpecs[*].template.spec.containers[*].name', 'REQUIRED', '^$'),  # 351
+    ('pod-template/containers/name', 'spec.mpiReplicaSpecs[*].template.spec.containers[*].name', 'INVALID', '^must be no more than 63 characters$'),  # 352
+    ('pod-template/containers/name', 'spec.mpiReplicaSpecs[*].template.spec.containers[*].name', 'INVALID', "^a lowercase RFC 1123 label must consist of lower case alphanumeric characters or '-', and must start and end with an alphanumeric character \\(e\\.g\\. 'my-name',  or '123-abc', regex used for validation is '\\[a-z0-9\\]\\(\\[-a-z0-9\\]\\*\\[a-z0-9\\]\\)\\?'\\)$"),  # 353
+    ('pod-template/containers/image', 'spec.mpiReplicaSpecs[*].template.spec.containers[*].image', 'REQUIRED', '^$'),  # 354
+    ('pod-template/containers/ports', 'spec.mpiReplicaSpecs[*].template.spec.containers[*].ports[*].containerPort', 'REQUIRED', '^$'),  # 355
+    ('pod-template/containers/ports', 'spec.mpiReplicaSpecs[*].template.spec.containers[*].ports[*].containerPort', 'INVALID', '^must be between 1 and 65535, inclusive$'),  # 356
+    ('pod-template/containers/ports', 'spec.mpiReplicaSpecs[*].template.spec.containers[*].ports[*].hostPort', 'INVALID', '^must be between 1 and 65535, inclusive$'),  # 357
+    ('pod-template/containers/ports', 'spec.mpiReplicaSpecs[*].template.spec.containers[*].ports[*].protocol', 'NOT_SUPPORTED', '^supported values: "TCP", "UDP", "SCTP"$'),  # 358
+    ('pod-template/containers/ports', 'spec.mpiReplicaSpecs[*].template.spec.containers[*].ports[*].name', 'INVALID', '^must be no more than 15 characters$'),  # 359
+    ('pod-template/containers/ports', 'spec.mpiReplicaSpecs[*].template.spec.containers[*].ports[*].name', 'INVALID', '^must contain only alpha-numeric characters \\(a-z, 0-9\\), and hyphens \\(-\\)$'),  # 360
+    ('pod-template/containers/ports', 'spec.mpiReplicaSpecs[*].template.spec.containers[*].ports[*].name', 'INVALID', '^must contain at least one letter \\(a-z\\)$'),  # 361
+    ('pod-template/containers/ports', 'spec.mpiReplicaSpecs[*].template.spec.containers[*].ports[*].name', 'INVALID', '^must not contain consecutive hyphens$'),  # 362
+    ('pod-template/containers/ports', 'spec.mpiReplicaSpecs[*].template.spec.containers[*].ports[*].name', 'INVALID', '^must not begin or end with a hyphen$'),  # 363
+    ('pod-template/containers/port-names-unique', 'spec.mpiReplicaSpecs[*].template.spec.containers[*].ports[*].name', 'DUPLICATE', ''),  # 364
+    ('pod-template/containers/mounts', 'spec.mpiReplicaSpecs[*].template.spec.containers[*].volumeMounts[*].name', 'REQUIRED', '^$'),  # 365
+    ('pod-template/containers/mounts', 'spec.mpiReplicaSpecs[*].template.spec.containers[*].volumeMounts[*].mountPath', 'REQUIRED', '^$'),  # 366
+    ('pod-template/containers/mounted-volumes', 'spec.mpiReplicaSpecs[*].template.spec.containers[*].volumeMounts[*].name', 'NOT_FOUND', ''),  # 367
+    ('pod-template/containers/env', 'spec.mpiReplicaSpecs[*].template.spec.containers[*].env[*].name', 'REQUIRED', '^$'),  # 368
+    ('pod-template/containers/env', 'spec.mpiReplicaSpecs[*].template.spec.containers[*].env[*].name', 'INVALID', "^a valid environment variable name must consist only of printable ASCII characters other than '='$"),  # 369
+    ('pod-template/containers/quantities', 'spec.mpiReplicaSpecs[*].template.spec.containers[*].resources.limits[*]', 'INVALID', "^quantities\\ must\\ match\\ the\\ regular\\ expression\\ '\\^\\(\\[\\+\\-\\]\\?\\[0\\-9\\.\\]\\+\\)\\(\\[eEinumkKMGTP\\]\\*\\[\\-\\+\\]\\?\\[0\\-9\\]\\*\\)\\$'$"),  # 370
+    ('pod-template/containers/quantities', 'spec.mpiReplicaSpecs[*].template.spec.containers[*].resources.limits[*]', 'INVALID', '^must be greater than or equal to 0$'),  # 371
+    ('pod-template/containers/quantities', 'spec.mpiReplicaSpecs[*].template.spec.containers[*].resources.requests[*]', 'INVALID', "^quantities\\ must\\ match\\ the\\ regular\\ expression\\ '\\^\\(\\[\\+\\-\\]\\?\\[0\\-9\\.\\]\\+\\)\\(\\[eEinumkKMGTP\\]\\*\\[\\-\\+\\]\\?\\[0\\-9\\]\\*\\)\\$'$"),  # 372
+    ('pod-template/containers/quantities', 'spec.mpiReplicaSpecs[*].template.spec.containers[*].resources.requests[*]', 'INVALID', '^must be greater than or equal to 0$'),  # 373
+    ('pod-template/containers/whole-extended-resources', 'spec.mpiReplicaSpecs[*].template.spec.containers[*].resources.limits[*]', 'INVALID', '^must be an integer$'),  # 374
+    ('pod-template/containers/whole-extended-resources', 'spec.mpiReplicaSpecs[*].template.spec.containers[*].resources.requests[*]', 'INVALID', '^must be an integer$'),  # 375
+    ('pod-template/containers/extended-resource-limits', 'spec.mpiReplicaSpecs[*].template.spec.containers[*].resources.limits[*]', 'REQUIRED', 'Limit\\ must\\ be\\ set\\ for\\ non\\ overcommitable\\ resources$'),  # 376
+    ('pod-template/containers/requests-within-limits', 'spec.mpiReplicaSpecs[*].template.spec.containers[*].resources.requests[*]', 'INVALID', ' limit of '),  # 377
+    ('pod-template/initContainers/name', 'spec.mpiReplicaSpecs[*].template.spec.initContainers[*].name', 'REQUIRED', '^$'),  # 378
+    ('pod-template/initContainers/name', 'spec.mpiReplicaSpecs[*].template.spec.initContainers[*].name', 'INVALID', '^must be no more than 63 characters$'),  # 379
+    ('pod-template/initContainers/name', 'spec.mpiReplicaSpecs[*].template.spec.initContainers[*].name', 'INVALID', "^a lowercase RFC 1123 label must consist of lower case alphanumeric characters or '-', and must start and end with an alphanumeric character \\(e\\.g\\. 'my-name',  or '123-abc', regex used for validation is '\\[a-z0-9\\]\\(\\[-a-z0-9\\]\\*\\[a-z0-9\\]\\)\\?'\\)$"),  # 380
+    ('pod-template/initContainers/image', 'spec.mpiReplicaSpecs[*].template.spec.initContainers[*].image', 'REQUIRED', '^$'),  # 381
+    ('pod-template/initContainers/ports', 'spec.mpiReplicaSpecs[*].template.spec.initContainers[*].ports[*].containerPort', 'REQUIRED', '^$'),  # 382
+    ('pod-template/initContainers/ports', 'spec.mpiReplicaSpecs[*].template.spec.initContainers[*].ports[*].containerPort', 'INVALID', '^must be between 1 and 65535, inclusive$'),  # 383
+    ('pod-template/initContainers/ports', 'spec.mpiReplicaSpecs[*].template.spec.initContainers[*].ports[*].hostPort', 'INVALID', '^must be between 1 and 65535, inclusive$'),  # 384
+    ('pod-template/initContainers/ports', 'spec.mpiReplicaSpecs[*].template.spec.initContainers[*].ports[*].protocol', 'NOT_SUPPORTED', '^supported values: "TCP", "UDP", "SCTP"$'),  # 385
+    ('pod-template/initContainers/ports', 'spec.mpiReplicaSpecs[*].template.spec.initContainers[*].ports[*].name', 'INVALID', '^must be no more than 15 characters$'),  # 386
+    ('pod-template/initContainers/ports', 'spec.mpiReplicaSpecs[*].template.spec.initContainers[*].ports[*].name', 'INVALID', '^must contain only alpha-numeric characters \\(a-z, 0-9\\), and hyphens \\(-\\)$'),  # 387
+    ('pod-template/initContainers/ports', 'spec.mpiReplicaSpecs[*].template.spec.initContainers[*].ports[*].name', 'INVALID', '^must contain at least one letter \\(a-z\\)$'),  # 388
+    ('pod-template/initContainers/ports', 'spec.mpiReplicaSpecs[*].template.spec.initContainers[*].ports[*].name', 'INVALID', '^must not contain consecutive hyphens$'),  # 389
+    ('pod-template/initContainers/ports', 'spec.mpiReplicaSpecs[*].template.spec.initContainers[*].ports[*].name', 'INVALID', '^must not begin or end with a hyphen$'),  # 390
+    ('pod-template/initContainers/port-names-unique', 'spec.mpiReplicaSpecs[*].template.spec.initContainers[*].ports[*].name', 'DUPLICATE', ''),  # 391
+    ('pod-template/initContainers/mounts', 'spec.mpiReplicaSpecs[*].template.spec.initContainers[*].volumeMounts[*].name', 'REQUIRED', '^$'),  # 392
+    ('pod-template/initContainers/mounts', 'spec.mpiReplicaSpecs[*].template.spec.initContainers[*].volumeMounts[*].mountPath', 'REQUIRED', '^$'),  # 393
+    ('pod-template/initContainers/mounted-volumes', 'spec.mpiReplicaSpecs[*].template.spec.initContainers[*].volumeMounts[*].name', 'NOT_FOUND', ''),  # 394
+    ('pod-template/initContainers/env', 'spec.mpiReplicaSpecs[*].template.spec.initContainers[*].env[*].name', 'REQUIRED', '^$'),  # 395
+    ('pod-template/initContainers/env', 'spec.mpiReplicaSpecs[*].template.spec.initContainers[*].env[*].name', 'INVALID', "^a valid environment variable name must consist only of printable ASCII characters other than '='$"),  # 396
+    ('pod-template/initContainers/quantities', 'spec.mpiReplicaSpecs[*].template.spec.initContainers[*].resources.limits[*]', 'INVALID', "^quantities\\ must\\ match\\ the\\ regular\\ expression\\ '\\^\\(\\[\\+\\-\\]\\?\\[0\\-9\\.\\]\\+\\)\\(\\[eEinumkKMGTP\\]\\*\\[\\-\\+\\]\\?\\[0\\-9\\]\\*\\)\\$'$"),  # 397
+    ('pod-template/initContainers/quantities', 'spec.mpiReplicaSpecs[*].template.spec.initContainers[*].resources.limits[*]', 'INVALID', '^must be greater than or equal to 0$'),  # 398
+    ('pod-template/initContainers/quantities', 'spec.mpiReplicaSpecs[*].template.spec.initContainers[*].resources.requests[*]', 'INVALID', "^quantities\\ must\\ match\\ the\\ regular\\ expression\\ '\\^\\(\\[\\+\\-\\]\\?\\[0\\-9\\.\\]\\+\\)\\(\\[eEinumkKMGTP\\]\\*\\[\\-\\+\\]\\?\\[0\\-9\\]\\*\\)\\$'$"),  # 399
+    ('pod-template/initContainers/quantities', 'spec.mpiReplicaSpecs[*].template.spec.initContainers[*].resources.requests[*]', 'INVALID', '^must be greater than or equal to 0$'),  # 400
+    ('pod-template/initContainers/whole-extended-resources', 'spec.mpiReplicaSpecs[*].template.spec.initContainers[*].resources.limits[*]', 'INVALID', '^must be an integer$'),  # 401
+    ('pod-template/initContainers/whole-extended-resources', 'spec.mpiReplicaSpecs[*].template.spec.initContainers[*].resources.requests[*]', 'INVALID', '^must be an integer$'),  # 402
+    ('pod-template/initContainers/extended-resource-limits', 'spec.mpiReplicaSpecs[*].template.spec.initContainers[*].resources.limits[*]', 'REQUIRED', 'Limit\\ must\\ be\\ set\\ for\\ non\\ overcommitable\\ resources$'),  # 403
+    ('pod-template/initContainers/requests-within-limits', 'spec.mpiReplicaSpecs[*].template.spec.initContainers[*].resources.requests[*]', 'INVALID', ' limit of '),  # 404
+    ('pod-template/container-names-unique', 'spec.mpiReplicaSpecs[*].template.spec.containers[*].name', 'DUPLICATE', ''),  # 405
+    ('pod-template/container-names-unique', 'spec.mpiReplicaSpecs[*].template.spec.initContainers[*].name', 'DUPLICATE', ''),  # 406
+    ('pod-template/volumes', 'spec.mpiReplicaSpecs[*].template.spec.volumes[*].name', 'REQUIRED', '^$'),  # 407
+    ('pod-template/volumes', 'spec.mpiReplicaSpecs[*].template.spec.volumes[*].name', 'INVALID', '^must be no more than 63 characters$'),  # 408
+    ('pod-template/volumes', 'spec.mpiReplicaSpecs[*].template.spec.volumes[*].name', 'INVALID', "^a lowercase RFC 1123 label must consist of lower case alphanumeric characters or '-', and must start and end with an alphanumeric character \\(e\\.g\\. 'my-name',  or '123-abc', regex used for validation is '\\[a-z0-9\\]\\(\\[-a-z0-9\\]\\*\\[a-z0-9\\]\\)\\?'\\)$"),  # 409
+    ('pod-template/volume-names-unique', 'spec.mpiReplicaSpecs[*].template.spec.volumes[*].name', 'DUPLICATE', ''),  # 410
+    ('pod-template/restart-policy', 'spec.mpiReplicaSpecs[*].template.spec.restartPolicy', 'NOT_SUPPORTED', '^supported values: "Always", "OnFailure", "Never"$'),  # 411
+    ('kubeflow/template-containers', 'spec.paddleReplicaSpecs[*].template.spec.containers', 'REQUIRED', '^must have at least one container$|^must be specified: |containers definition expected'),  # 412
+    ('kubeflow/elastic-needs-worker', 'spec.paddleReplicaSpecs[Worker]', 'REQUIRED', '^must\\ be\\ configured\\ if\\ elastic\\ policy\\ is\\ used$'),  # 413
+    ('replicas/types', 'spec.paddleReplicaSpecs[*]', 'NOT_SUPPORTED', ''),  # 414
+    ('replicas/types', 'spec.paddleReplicaSpecs[*]', 'DUPLICATE', ''),  # 415
+    ('pod-template/spec', 'spec.paddleReplicaSpecs[*].template.spec', 'REQUIRED', '^$'),  # 416
+    ('pod-template/containers', 'spec.paddleReplicaSpecs[*].template.spec.containers', 'REQUIRED', '^must\\ be\\ specified:\\ must\\ have\\ at\\ least\\ one\\ container\\ with\\ name\\ "paddle"$'),  # 417
+    ('pod-template/bounds', 'spec.paddleReplicaSpecs[*].template.spec.**', 'TOO_MANY', ''),  # 418
+    ('pod-template/containers/name', 'spec.paddleReplicaSpecs[*].template.spec.containers[*].name', 'REQUIRED', '^$'),  # 419
+    ('pod-template/containers/name', 'spec.paddleReplicaSpecs[*].template.spec.containers[*].name', 'INVALID', '^must be no more than 63 characters$'),  # 420
+    ('pod-template/containers/name', 'spec.paddleReplicaSpecs[*].template.spec.containers[*].name', 'INVALID', "^a lowercase RFC 1123 label must consist of lower case alphanumeric characters or '-', and must start and end with an alphanumeric character \\(e\\.g\\. 'my-name',  or '123-abc', regex used for validation is '\\[a-z0-9\\]\\(\\[-a-z0-9\\]\\*\\[a-z0-9\\]\\)\\?'\\)$"),  # 421
+    ('pod-template/containers/image', 'spec.paddleReplicaSpecs[*].template.spec.containers[*].image', 'REQUIRED', '^$'),  # 422
+    ('pod-template/containers/ports', 'spec.paddleReplicaSpecs[*].template.spec.containers[*].ports[*].containerPort', 'REQUIRED', '^$'),  # 423
+    ('pod-template/containers/ports', 'spec.paddleReplicaSpecs[*].template.spec.containers[*].ports[*].containerPort', 'INVALID', '^must be between 1 and 65535, inclusive$'),  # 424
+    ('pod-template/containers/ports', 'spec.paddleReplicaSpecs[*].template.spec.containers[*].ports[*].hostPort', 'INVALID', '^must be between 1 and 65535, inclusive$'),  # 425
+    ('pod-template/containers/ports', 'spec.paddleReplicaSpecs[*].template.spec.containers[*].ports[*].protocol', 'NOT_SUPPORTED', '^supported values: "TCP", "UDP", "SCTP"$'),  # 426
+    ('pod-template/containers/ports', 'spec.paddleReplicaSpecs[*].template.spec.containers[*].ports[*].name', 'INVALID', '^must be no more than 15 characters$'),  # 427
+    ('pod-template/containers/ports', 'spec.paddleReplicaSpecs[*].template.spec.containers[*].ports[*].name', 'INVALID', '^must contain only alpha-numeric characters \\(a-z, 0-9\\), and hyphens \\(-\\)$'),  # 428
+    ('pod-template/containers/ports', 'spec.paddleReplicaSpecs[*].template.spec.containers[*].ports[*].name', 'INVALID', '^must contain at least one letter \\(a-z\\)$'),  # 429
+    ('pod-template/containers/ports', 'spec.paddleReplicaSpecs[*].template.spec.containers[*].ports[*].name', 'INVALID', '^must not contain consecutive hyphens$'),  # 430
+    ('pod-template/containers/ports', 'spec.paddleReplicaSpecs[*].template.spec.containers[*].ports[*].name', 'INVALID', '^must not begin or end with a hyphen$'),  # 431
+    ('pod-template/containers/port-names-unique', 'spec.paddleReplicaSpecs[*].template.spec.containers[*].ports[*].name', 'DUPLICATE', ''),  # 432
+    ('pod-template/containers/mounts', 'spec.paddleReplicaSpecs[*].template.spec.containers[*].volumeMounts[*].name', 'REQUIRED', '^$'),  # 433
+    ('pod-template/containers/mounts', 'spec.paddleReplicaSpecs[*].template.spec.containers[*].volumeMounts[*].mountPath', 'REQUIRED', '^$'),  # 434
+    ('pod-template/containers/mounted-volumes', 'spec.paddleReplicaSpecs[*].template.spec.containers[*].volumeMounts[*].name', 'NOT_FOUND', ''),  # 435
+    ('pod-template/containers/env', 'spec.paddleReplicaSpecs[*].template.spec.containers[*].env[*].name', 'REQUIRED', '^$'),  # 436
+    ('pod-template/containers/env', 'spec.paddleReplicaSpecs[*].template.spec.containers[*].env[*].name', 'INVALID', "^a valid environment variable name must consist only of printable ASCII characters other than '='$"),  # 437
+    ('pod-template/containers/quantities', 'spec.paddleReplicaSpecs[*].template.spec.containers[*].resources.limits[*]', 'INVALID', "^quantities\\ must\\ match\\ the\\ regular\\ expression\\ '\\^\\(\\[\\+\\-\\]\\?\\[0\\-9\\.\\]\\+\\)\\(\\[eEinumkKMGTP\\]\\*\\[\\-\\+\\]\\?\\[0\\-9\\]\\*\\)\\$'$"),  # 438
+    ('pod-template/containers/quantities', 'spec.paddleReplicaSpecs[*].template.spec.containers[*].resources.limits[*]', 'INVALID', '^must be greater than or equal to 0$'),  # 439
+    ('pod-template/containers/quantities', 'spec.paddleReplicaSpecs[*].template.spec.containers[*].resources.requests[*]', 'INVALID', "^quantities\\ must\\ match\\ the\\ regular\\ expression\\ '\\^\\(\\[\\+\\-\\]\\?\\[0\\-9\\.\\]\\+\\)\\(\\[eEinumkKMGTP\\]\\*\\[\\-\\+\\]\\?\\[0\\-9\\]\\*\\)\\$'$"),  # 440
+    ('pod-template/containers/quantities', 'spec.paddleReplicaSpecs[*].template.spec.containers[*].resources.requests[*]', 'INVALID', '^must be greater than or equal to 0$'),  # 441
+    ('pod-template/containers/whole-extended-resources', 'spec.paddleReplicaSpecs[*].template.spec.containers[*].resources.limits[*]', 'INVALID', '^must be an integer$'),  # 442
+    ('pod-template/containers/whole-extended-resources', 'spec.paddleReplicaSpecs[*].template.spec.containers[*].resources.requests[*]', 'INVALID', '^must be an integer$'),  # 443
+    ('pod-template/containers/extended-resource-limits', 'spec.paddleReplicaSpecs[*].template.spec.containers[*].resources.limits[*]', 'REQUIRED', 'Limit\\ must\\ be\\ set\\ for\\ non\\ overcommitable\\ resources$'),  # 444
+    ('pod-template/containers/requests-within-limits', 'spec.paddleReplicaSpecs[*].template.spec.containers[*].resources.requests[*]', 'INVALID', ' limit of '),  # 445
+    ('pod-template/initContainers/name', 'spec.paddleReplicaSpecs[*].template.spec.initContainers[*].name', 'REQUIRED', '^$'),  # 446
+    ('pod-template/initContainers/name', 'spec.paddleReplicaSpecs[*].template.spec.initContainers[*].name', 'INVALID', '^must be no more than 63 characters$'),  # 447
+    ('pod-template/initContainers/name', 'spec.paddleReplicaSpecs[*].template.spec.initContainers[*].name', 'INVALID', "^a lowercase RFC 1123 label must consist of lower case alphanumeric characters or '-', and must start and end with an alphanumeric character \\(e\\.g\\. 'my-name',  or '123-abc', regex used for validation is '\\[a-z0-9\\]\\(\\[-a-z0-9\\]\\*\\[a-z0-9\\]\\)\\?'\\)$"),  # 448
+    ('pod-template/initContainers/image', 'spec.paddleReplicaSpecs[*].template.spec.initContainers[*].image', 'REQUIRED', '^$'),  # 449
+    ('pod-template/initContainers/ports', 'spec.paddleReplicaSpecs[*].template.spec.initContainers[*].ports[*].containerPort', 'REQUIRED', '^$'),  # 450
+    ('pod-template/initContainers/ports', 'spec.paddleReplicaSpecs[*].template.spec.initContainers[*].ports[*].containerPort', 'INVALID', '^must be between 1 and 65535, inclusive$'),  # 451
+    ('pod-template/initContainers/ports', 'spec.paddleReplicaSpecs[*].template.spec.initContainers[*].ports[*].hostPort', 'INVALID', '^must be between 1 and 65535, inclusive$'),  # 452
+    ('pod-template/initContainers/ports', 'spec.paddleReplicaSpecs[*].template.spec.initContainers[*].ports[*].protocol', 'NOT_SUPPORTED', '^supported values: "TCP", "UDP", "SCTP"$'),  # 453
+    ('pod-template/initContainers/ports', 'spec.paddleReplicaSpecs[*].template.spec.initContainers[*].ports[*].name', 'INVALID', '^must be no more than 15 characters$'),  # 454
+    ('pod-template/initContainers/ports', 'spec.paddleReplicaSpecs[*].template.spec.initContainers[*].ports[*].name', 'INVALID', '^must contain only alpha-numeric characters \\(a-z, 0-9\\), and hyphens \\(-\\)$'),  # 455
+    ('pod-template/initContainers/ports', 'spec.paddleReplicaSpecs[*].template.spec.initContainers[*].ports[*].name', 'INVALID', '^must contain at least one letter \\(a-z\\)$'),  # 456
+    ('pod-template/initContainers/ports', 'spec.paddleReplicaSpecs[*].template.spec.initContainers[*].ports[*].name', 'INVALID', '^must not contain consecutive hyphens$'),  # 457
+    ('pod-template/initContainers/ports', 'spec.paddleReplicaSpecs[*].template.spec.initContainers[*].ports[*].name', 'INVALID', '^must not begin or end with a hyphen$'),  # 458
+    ('pod-template/initContainers/port-names-unique', 'spec.paddleReplicaSpecs[*].template.spec.initContainers[*].ports[*].name', 'DUPLICATE', ''),  # 459
+    ('pod-template/initContainers/mounts', 'spec.paddleReplicaSpecs[*].template.spec.initContainers[*].volumeMounts[*].name', 'REQUIRED', '^$'),  # 460
+    ('pod-template/initContainers/mounts', 'spec.paddleReplicaSpecs[*].template.spec.initContainers[*].volumeMounts[*].mountPath', 'REQUIRED', '^$'),  # 461
+    ('pod-template/initContainers/mounted-volumes', 'spec.paddleReplicaSpecs[*].template.spec.initContainers[*].volumeMounts[*].name', 'NOT_FOUND', ''),  # 462
+    ('pod-template/initContainers/env', 'spec.paddleReplicaSpecs[*].template.spec.initContainers[*].env[*].name', 'REQUIRED', '^$'),  # 463
+    ('pod-template/initContainers/env', 'spec.paddleReplicaSpecs[*].template.spec.initContainers[*].env[*].name', 'INVALID', "^a valid environment variable name must consist only of printable ASCII characters other than '='$"),  # 464
+    ('pod-template/initContainers/quantities', 'spec.paddleReplicaSpecs[*].template.spec.initContainers[*].resources.limits[*]', 'INVALID', "^quantities\\ must\\ match\\ the\\ regular\\ expression\\ '\\^\\(\\[\\+\\-\\]\\?\\[0\\-9\\.\\]\\+\\)\\(\\[eEinumkKMGTP\\]\\*\\[\\-\\+\\]\\?\\[0\\-9\\]\\*\\)\\$'$"),  # 465
+    ('pod-template/initContainers/quantities', 'spec.paddleReplicaSpecs[*].template.spec.initContainers[*].resources.limits[*]', 'INVALID', '^must be greater than or equal to 0$'),  # 466
+    ('pod-template/initContainers/quantities', 'spec.paddleReplicaSpecs[*].template.spec.initContainers[*].resources.requests[*]', 'INVALID', "^quantities\\ must\\ match\\ the\\ regular\\ expression\\ '\\^\\(\\[\\+\\-\\]\\?\\[0\\-9\\.\\]\\+\\)\\(\\[eEinumkKMGTP\\]\\*\\[\\-\\+\\]\\?\\[0\\-9\\]\\*\\)\\$'$"),  # 467
+    ('pod-template/initContainers/quantities', 'spec.paddleReplicaSpecs[*].template.spec.initContainers[*].resources.requests[*]', 'INVALID', '^must be greater than or equal to 0$'),  # 468
+    ('pod-template/initContainers/whole-extended-resources', 'spec.paddleReplicaSpecs[*].template.spec.initContainers[*].resources.limits[*]', 'INVALID', '^must be an integer$'),  # 469
+    ('pod-template/initContainers/whole-extended-resources', 'spec.paddleReplicaSpecs[*].template.spec.initContainers[*].resources.requests[*]', 'INVALID', '^must be an integer$'),  # 470
+    ('pod-template/initContainers/extended-resource-limits', 'spec.paddleReplicaSpecs[*].template.spec.initContainers[*].resources.limits[*]', 'REQUIRED', 'Limit\\ must\\ be\\ set\\ for\\ non\\ overcommitable\\ resources$'),  # 471
+    ('pod-template/initContainers/requests-within-limits', 'spec.paddleReplicaSpecs[*].template.spec.initContainers[*].resources.requests[*]', 'INVALID', ' limit of '),  # 472
+    ('pod-template/container-names-unique', 'spec.paddleReplicaSpecs[*].template.spec.containers[*].name', 'DUPLICATE', ''),  # 473
+    ('pod-template/container-names-unique', 'spec.paddleReplicaSpecs[*].template.spec.initContainers[*].name', 'DUPLICATE', ''),  # 474
+    ('pod-template/volumes', 'spec.paddleReplicaSpecs[*].template.spec.volumes[*].name', 'REQUIRED', '^$'),  # 475
+    ('pod-template/volumes', 'spec.paddleReplicaSpecs[*].template.spec.volumes[*].name', 'INVALID', '^must be no more than 63 characters$'),  # 476
+    ('pod-template/volumes', 'spec.paddleReplicaSpecs[*].template.spec.volumes[*].name', 'INVALID', "^a lowercase RFC 1123 label must consist of lower case alphanumeric characters or '-', and must start and end with an alphanumeric character \\(e\\.g\\. 'my-name',  or '123-abc', regex used for validation is '\\[a-z0-9\\]\\(\\[-a-z0-9\\]\\*\\[a-z0-9\\]\\)\\?'\\)$"),  # 477
+    ('pod-template/volume-names-unique', 'spec.paddleReplicaSpecs[*].template.spec.volumes[*].name', 'DUPLICATE', ''),  # 478
+    ('pod-template/restart-policy', 'spec.paddleReplicaSpecs[*].template.spec.restartPolicy', 'NOT_SUPPORTED', '^supported values: "Always", "OnFailure", "Never"$'),  # 479
+    ('pod-template/framework-container', 'spec.paddleReplicaSpecs[*].template.spec.containers', 'REQUIRED', '^must\\ have\\ at\\ least\\ one\\ container\\ with\\ name\\ "paddle"$'),  # 480
+    ('kubeflow/template-containers', 'spec.pytorchReplicaSpecs[*].template.spec.containers', 'REQUIRED', '^must have at least one container$|^must be specified: |containers definition expected'),  # 481
+    ('kubeflow/master-replicas', 'spec.pytorchReplicaSpecs[Master].replicas', 'FORBIDDEN', '^must be 1$'),  # 482
+    ('kubeflow/replicas-at-least-one', 'spec.pytorchReplicaSpecs[*].replicas', 'FORBIDDEN', '^must be at least 1$'),  # 483
+    ('kubeflow/elastic-needs-worker', 'spec.pytorchReplicaSpecs[Worker]', 'REQUIRED', '^must\\ be\\ configured\\ if\\ elastic\\ policy\\ is\\ used$'),  # 484
+    ('kubeflow/nproc-per-node', 'spec.elasticPolicy.nProcPerNode', 'FORBIDDEN', '^must not be used with spec\\.nprocPerNode$'),  # 485
+    ('replicas/types', 'spec.pytorchReplicaSpecs[*]', 'NOT_SUPPORTED', ''),  # 486
+    ('replicas/types', 'spec.pytorchReplicaSpecs[*]', 'DUPLICATE', ''),  # 487
+    ('pod-template/spec', 'spec.pytorchReplicaSpecs[*].template.spec', 'REQUIRED', '^$'),  # 488
+    ('pod-template/containers', 'spec.pytorchReplicaSpecs[*].template.spec.containers', 'REQUIRED', '^must\\ be\\ specified:\\ must\\ have\\ at\\ least\\ one\\ container\\ with\\ name\\ pytorch$'),  # 489
+    ('pod-template/bounds', 'spec.pytorchReplicaSpecs[*].template.spec.**', 'TOO_MANY', ''),  # 490
+    ('pod-template/containers/name', 'spec.pytorchReplicaSpecs[*].template.spec.containers[*].name', 'REQUIRED', '^$'),  # 491
+    ('pod-template/containers/name', 'spec.pytorchReplicaSpecs[*].template.spec.containers[*].name', 'INVALID', '^must be no more than 63 characters$'),  # 492
+    ('pod-template/containers/name', 'spec.pytorchReplicaSpecs[*].template.spec.containers[*].name', 'INVALID', "^a lowercase RFC 1123 label must consist of lower case alphanumeric characters or '-', and must start and end with an alphanumeric character \\(e\\.g\\. 'my-name',  or '123-abc', regex used for validation is '\\[a-z0-9\\]\\(\\[-a-z0-9\\]\\*\\[a-z0-9\\]\\)\\?'\\)$"),  # 493
+    ('pod-template/containers/image', 'spec.pytorchReplicaSpecs[*].template.spec.containers[*].image', 'REQUIRED', '^$'),  # 494
+    ('pod-template/containers/ports', 'spec.pytorchReplicaSpecs[*].template.spec.containers[*].ports[*].containerPort', 'REQUIRED', '^$'),  # 495
+    ('pod-template/containers/ports', 'spec.pytorchReplicaSpecs[*].template.spec.containers[*].ports[*].containerPort', 'INVALID', '^must be between 1 and 65535, inclusive$'),  # 496
+    ('pod-template/containers/ports', 'spec.pytorchReplicaSpecs[*].template.spec.containers[*].ports[*].hostPort', 'INVALID', '^must be between 1 and 65535, inclusive$'),  # 497
+    ('pod-template/containers/ports', 'spec.pytorchReplicaSpecs[*].template.spec.containers[*].ports[*].protocol', 'NOT_SUPPORTED', '^supported values: "TCP", "UDP", "SCTP"$'),  # 498
+    ('pod-template/containers/ports', 'spec.pytorchReplicaSpecs[*].template.spec.containers[*].ports[*].name', 'INVALID', '^must be no more than 15 characters$'),  # 499
+    ('pod-template/containers/ports', 'spec.pytorchReplicaSpecs[*].template.spec.containers[*].ports[*].name', 'INVALID', '^must contain only alpha-numeric characters \\(a-z, 0-9\\), and hyphens \\(-\\)$'),  # 500
+    ('pod-template/containers/ports', 'spec.pytorchReplicaSpecs[*].template.spec.containers[*].ports[*].name', 'INVALID', '^must contain at least one letter \\(a-z\\)$'),  # 501
+    ('pod-template/containers/ports', 'spec.pytorchReplicaSpecs[*].template.spec.containers[*].ports[*].name', 'INVALID', '^must not contain consecutive hyphens$'),  # 502
+    ('pod-template/containers/ports', 'spec.pytorchReplicaSpecs[*].template.spec.containers[*].ports[*].name', 'INVALID', '^must not begin or end with a hyphen$'),  # 503
+    ('pod-template/containers/port-names-unique', 'spec.pytorchReplicaSpecs[*].template.spec.containers[*].ports[*].name', 'DUPLICATE', ''),  # 504
+    ('pod-template/containers/mounts', 'spec.pytorchReplicaSpecs[*].template.spec.containers[*].volumeMounts[*].name', 'REQUIRED', '^$'),  # 505
+    ('pod-template/containers/mounts', 'spec.pytorchReplicaSpecs[*].template.spec.containers[*].volumeMounts[*].mountPath', 'REQUIRED', '^$'),  # 506
+    ('pod-template/containers/mounted-volumes', 'spec.pytorchReplicaSpecs[*].template.spec.containers[*].volumeMounts[*].name', 'NOT_FOUND', ''),  # 507
+    ('pod-template/containers/env', 'spec.pytorchReplicaSpecs[*].template.spec.containers[*].env[*].name', 'REQUIRED', '^$'),  # 508
+    ('pod-template/containers/env', 'spec.pytorchReplicaSpecs[*].template.spec.containers[*].env[*].name', 'INVALID', "^a valid environment variable name must consist only of printable ASCII characters other than '='$"),  # 509
+    ('pod-template/containers/quantities', 'spec.pytorchReplicaSpecs[*].template.spec.containers[*].resources.limits[*]', 'INVALID', "^quantities\\ must\\ match\\ the\\ regular\\ expression\\ '\\^\\(\\[\\+\\-\\]\\?\\[0\\-9\\.\\]\\+\\)\\(\\[eEinumkKMGTP\\]\\*\\[\\-\\+\\]\\?\\[0\\-9\\]\\*\\)\\$'$"),  # 510
+    ('pod-template/containers/quantities', 'spec.pytorchReplicaSpecs[*].template.spec.containers[*].resources.limits[*]', 'INVALID', '^must be greater than or equal to 0$'),  # 511
+    ('pod-template/containers/quantities', 'spec.pytorchReplicaSpecs[*].template.spec.containers[*].resources.requests[*]', 'INVALID', "^quantities\\ must\\ match\\ the\\ regular\\ expression\\ '\\^\\(\\[\\+\\-\\]\\?\\[0\\-9\\.\\]\\+\\)\\(\\[eEinumkKMGTP\\]\\*\\[\\-\\+\\]\\?\\[0\\-9\\]\\*\\)\\$'$"),  # 512
+    ('pod-template/containers/quantities', 'spec.pytorchReplicaSpecs[*].template.spec.containers[*].resources.requests[*]', 'INVALID', '^must be greater than or equal to 0$'),  # 513
+    ('pod-template/containers/whole-extended-resources', 'spec.pytorchReplicaSpecs[*].template.spec.containers[*].resources.limits[*]', 'INVALID', '^must be an integer$'),  # 514
+    ('pod-template/containers/whole-extended-resources', 'spec.pytorchReplicaSpecs[*].template.spec.containers[*].resources.requests[*]', 'INVALID', '^must be an integer$'),  # 515
+    ('pod-template/containers/extended-resource-limits', 'spec.pytorchReplicaSpecs[*].template.spec.containers[*].resources.limits[*]', 'REQUIRED', 'Limit\\ must\\ be\\ set\\ for\\ non\\ overcommitable\\ resources$'),  # 516
+    ('pod-template/containers/requests-within-limits', 'spec.pytorchReplicaSpecs[*].template.spec.containers[*].resources.requests[*]', 'INVALID', ' limit of '),  # 517
+    ('pod-template/initContainers/name', 'spec.pytorchReplicaSpecs[*].template.spec.initContainers[*].name', 'REQUIRED', '^$'),  # 518
+    ('pod-template/initContainers/name', 'spec.pytorchReplicaSpecs[*].template.spec.initContainers[*].name', 'INVALID', '^must be no more than 63 characters$'),  # 519
+    ('pod-template/initContainers/name', 'spec.pytorchReplicaSpecs[*].template.spec.initContainers[*].name', 'INVALID', "^a lowercase RFC 1123 label must consist of lower case alphanumeric characters or '-', and must start and end with an alphanumeric character \\(e\\.g\\. 'my-name',  or '123-abc', regex used for validation is '\\[a-z0-9\\]\\(\\[-a-z0-9\\]\\*\\[a-z0-9\\]\\)\\?'\\)$"),  # 520
+    ('pod-template/initContainers/image', 'spec.pytorchReplicaSpecs[*].template.spec.initContainers[*].image', 'REQUIRED', '^$'),  # 521
+    ('pod-template/initContainers/ports', 'spec.pytorchReplicaSpecs[*].template.spec.initContainers[*].ports[*].containerPort', 'REQUIRED', '^$'),  # 522
+    ('pod-template/initContainers/ports', 'spec.pytorchReplicaSpecs[*].template.spec.initContainers[*].ports[*].containerPort', 'INVALID', '^must be between 1 and 65535, inclusive$'),  # 523
+    ('pod-template/initContainers/ports', 'spec.pytorchReplicaSpecs[*].template.spec.initContainers[*].ports[*].hostPort', 'INVALID', '^must be between 1 and 65535, inclusive$'),  # 524
+    ('pod-template/initContainers/ports', 'spec.pytorchReplicaSpecs[*].template.spec.initContainers[*].ports[*].protocol', 'NOT_SUPPORTED', '^supported values: "TCP", "UDP", "SCTP"$'),  # 525
+    ('pod-template/initContainers/ports', 'spec.pytorchReplicaSpecs[*].template.spec.initContainers[*].ports[*].name', 'INVALID', '^must be no more than 15 characters$'),  # 526
+    ('pod-template/initContainers/ports', 'spec.pytorchReplicaSpecs[*].template.spec.initContainers[*].ports[*].name', 'INVALID', '^must contain only alpha-numeric characters \\(a-z, 0-9\\), and hyphens \\(-\\)$'),  # 527
+    ('pod-template/initContainers/ports', 'spec.pytorchReplicaSpecs[*].template.spec.initContainers[*].ports[*].name', 'INVALID', '^must contain at least one letter \\(a-z\\)$'),  # 528
+    ('pod-template/initContainers/ports', 'spec.pytorchReplicaSpecs[*].template.spec.initContainers[*].ports[*].name', 'INVALID', '^must not contain consecutive hyphens$'),  # 529
+    ('pod-template/initContainers/ports', 'spec.pytorchReplicaSpecs[*].template.spec.initContainers[*].ports[*].name', 'INVALID', '^must not begin or end with a hyphen$'),  # 530
+    ('pod-template/initContainers/port-names-unique', 'spec.pytorchReplicaSpecs[*].template.spec.initContainers[*].ports[*].name', 'DUPLICATE', ''),  # 531
+    ('pod-template/initContainers/mounts', 'spec.pytorchReplicaSpecs[*].template.spec.initContainers[*].volumeMounts[*].name', 'REQUIRED', '^$'),  # 532
+    ('pod-template/initContainers/mounts', 'spec.pytorchReplicaSpecs[*].template.spec.initContainers[*].volumeMounts[*].mountPath', 'REQUIRED', '^$'),  # 533
+    ('pod-template/initContainers/mounted-volumes', 'spec.pytorchReplicaSpecs[*].template.spec.initContainers[*].volumeMounts[*].name', 'NOT_FOUND', ''),  # 534
+    ('pod-template/initContainers/env', 'spec.pytorchReplicaSpecs[*].template.spec.initContainers[*].env[*].name', 'REQUIRED', '^$'),  # 535
+    ('pod-template/initContainers/env', 'spec.pytorchReplicaSpecs[*].template.spec.initContainers[*].env[*].name', 'INVALID', "^a valid environment variable name must consist only of printable ASCII characters other than '='$"),  # 536
+    ('pod-template/initContainers/quantities', 'spec.pytorchReplicaSpecs[*].template.spec.initContainers[*].resources.limits[*]', 'INVALID', "^quantities\\ must\\ match\\ the\\ regular\\ expression\\ '\\^\\(\\[\\+\\-\\]\\?\\[0\\-9\\.\\]\\+\\)\\(\\[eEinumkKMGTP\\]\\*\\[\\-\\+\\]\\?\\[0\\-9\\]\\*\\)\\$'$"),  # 537
+    ('pod-template/initContainers/quantities', 'spec.pytorchReplicaSpecs[*].template.spec.initContainers[*].resources.limits[*]', 'INVALID', '^must be greater than or equal to 0$'),  # 538
+    ('pod-template/initContainers/quantities', 'spec.pytorchReplicaSpecs[*].template.spec.initContainers[*].resources.requests[*]', 'INVALID', "^quantities\\ must\\ match\\ the\\ regular\\ expression\\ '\\^\\(\\[\\+\\-\\]\\?\\[0\\-9\\.\\]\\+\\)\\(\\[eEinumkKMGTP\\]\\*\\[\\-\\+\\]\\?\\[0\\-9\\]\\*\\)\\$'$"),  # 539
+    ('pod-template/initContainers/quantities', 'spec.pytorchReplicaSpecs[*].template.spec.initContainers[*].resources.requests[*]', 'INVALID', '^must be greater than or equal to 0$'),  # 540
+    ('pod-template/initContainers/whole-extended-resources', 'spec.pytorchReplicaSpecs[*].template.spec.initContainers[*].resources.limits[*]', 'INVALID', '^must be an integer$'),  # 541
+    ('pod-template/initContainers/whole-extended-resources', 'spec.pytorchReplicaSpecs[*].template.spec.initContainers[*].resources.requests[*]', 'INVALID', '^must be an integer$'),  # 542
+    ('pod-template/initContainers/extended-resource-limits', 'spec.pytorchReplicaSpecs[*].template.spec.initContainers[*].resources.limits[*]', 'REQUIRED', 'Limit\\ must\\ be\\ set\\ for\\ non\\ overcommitable\\ resources$'),  # 543
+    ('pod-template/initContainers/requests-within-limits', 'spec.pytorchReplicaSpecs[*].template.spec.initContainers[*].resources.requests[*]', 'INVALID', ' limit of '),  # 544
+    ('pod-template/container-names-unique', 'spec.pytorchReplicaSpecs[*].template.spec.containers[*].name', 'DUPLICATE', ''),  # 545
+    ('pod-template/container-names-unique', 'spec.pytorchReplicaSpecs[*].template.spec.initContainers[*].name', 'DUPLICATE', ''),  # 546
+    ('pod-template/volumes', 'spec.pytorchReplicaSpecs[*].template.spec.volumes[*].name', 'REQUIRED', '^$'),  # 547
+    ('pod-template/volumes', 'spec.pytorchReplicaSpecs[*].template.spec.volumes[*].name', 'INVALID', '^must be no more than 63 characters$'),  # 548
+    ('pod-template/volumes', 'spec.pytorchReplicaSpecs[*].template.spec.volumes[*].name', 'INVALID', "^a lowercase RFC 1123 label must consist of lower case alphanumeric characters or '-', and must start and end with an alphanumeric character \\(e\\.g\\. 'my-name',  or '123-abc', regex used for validation is '\\[a-z0-9\\]\\(\\[-a-z0-9\\]\\*\\[a-z0-9\\]\\)\\?'\\)$"),  # 549
+    ('pod-template/volume-names-unique', 'spec.pytorchReplicaSpecs[*].template.spec.volumes[*].name', 'DUPLICATE', ''),  # 550
+    ('pod-template/restart-policy', 'spec.pytorchReplicaSpecs[*].template.spec.restartPolicy', 'NOT_SUPPORTED', '^supported values: "Always", "OnFailure", "Never"$'),  # 551
+    ('pod-template/framework-container', 'spec.pytorchReplicaSpecs[*].template.spec.containers', 'REQUIRED', '^must\\ have\\ at\\ least\\ one\\ container\\ with\\ name\\ pytorch$'),  # 552
+    ('kubeflow/template-containers', 'spec.tfReplicaSpecs[*].template.spec.containers', 'REQUIRED', '^must have at least one container$|^must be specified: |containers definition expected'),  # 553
+    ('kubeflow/tfjob-one-leader', 'spec.tfReplicaSpecs', 'FORBIDDEN', '^must not have more than 1 Chief or Master role$'),  # 554
+    ('replicas/types', 'spec.tfReplicaSpecs[*]', 'NOT_SUPPORTED', ''),  # 555
+    ('replicas/types', 'spec.tfReplicaSpecs[*]', 'DUPLICATE', ''),  # 556
+    ('pod-template/spec', 'spec.tfReplicaSpecs[*].template.spec', 'REQUIRED', '^$'),  # 557
+    ('pod-template/containers', 'spec.tfReplicaSpecs[*].template.spec.containers', 'REQUIRED', '^must\\ be\\ specified:\\ must\\ have\\ at\\ least\\ one\\ container\\ with\\ name\\ tensorflow$'),  # 558
+    ('pod-template/bounds', 'spec.tfReplicaSpecs[*].template.spec.**', 'TOO_MANY', ''),  # 559
+    ('pod-template/containers/name', 'spec.tfReplicaSpecs[*].template.spec.containers[*].name', 'REQUIRED', '^$'),  # 560
+    ('pod-template/containers/name', 'spec.tfReplicaSpecs[*].template.spec.containers[*].name', 'INVALID', '^must be no more than 63 characters$'),  # 561
+    ('pod-template/containers/name', 'spec.tfReplicaSpecs[*].template.spec.containers[*].name', 'INVALID', "^a lowercase RFC 1123 label must consist of lower case alphanumeric characters or '-', and must start and end with an alphanumeric character \\(e\\.g\\. 'my-name',  or '123-abc', regex used for validation is '\\[a-z0-9\\]\\(\\[-a-z0-9\\]\\*\\[a-z0-9\\]\\)\\?'\\)$"),  # 562
+    ('pod-template/containers/image', 'spec.tfReplicaSpecs[*].template.spec.containers[*].image', 'REQUIRED', '^$'),  # 563
+    ('pod-template/containers/ports', 'spec.tfReplicaSpecs[*].template.spec.containers[*].ports[*].containerPort', 'REQUIRED', '^$'),  # 564
+    ('pod-template/containers/ports', 'spec.tfReplicaSpecs[*].template.spec.containers[*].ports[*].containerPort', 'INVALID', '^must be between 1 and 65535, inclusive$'),  # 565
+    ('pod-template/containers/ports', 'spec.tfReplicaSpecs[*].template.spec.containers[*].ports[*].hostPort', 'INVALID', '^must be between 1 and 65535, inclusive$'),  # 566
+    ('pod-template/containers/ports', 'spec.tfReplicaSpecs[*].template.spec.containers[*].ports[*].protocol', 'NOT_SUPPORTED', '^supported values: "TCP", "UDP", "SCTP"$'),  # 567
+    ('pod-template/containers/ports', 'spec.tfReplicaSpecs[*].template.spec.containers[*].ports[*].name', 'INVALID', '^must be no more than 15 characters$'),  # 568
+    ('pod-template/containers/ports', 'spec.tfReplicaSpecs[*].template.spec.containers[*].ports[*].name', 'INVALID', '^must contain only alpha-numeric characters \\(a-z, 0-9\\), and hyphens \\(-\\)$'),  # 569
+    ('pod-template/containers/ports', 'spec.tfReplicaSpecs[*].template.spec.containers[*].ports[*].name', 'INVALID', '^must contain at least one letter \\(a-z\\)$'),  # 570
+    ('pod-template/containers/ports', 'spec.tfReplicaSpecs[*].template.spec.containers[*].ports[*].name', 'INVALID', '^must not contain consecutive hyphens$'),  # 571
+    ('pod-template/containers/ports', 'spec.tfReplicaSpecs[*].template.spec.containers[*].ports[*].name', 'INVALID', '^must not begin or end with a hyphen$'),  # 572
+    ('pod-template/containers/port-names-unique', 'spec.tfReplicaSpecs[*].template.spec.containers[*].ports[*].name', 'DUPLICATE', ''),  # 573
+    ('pod-template/containers/mounts', 'spec.tfReplicaSpecs[*].template.spec.containers[*].volumeMounts[*].name', 'REQUIRED', '^$'),  # 574
+    ('pod-template/containers/mounts', 'spec.tfReplicaSpecs[*].template.spec.containers[*].volumeMounts[*].mountPath', 'REQUIRED', '^$'),  # 575
+    ('pod-template/containers/mounted-volumes', 'spec.tfReplicaSpecs[*].template.spec.containers[*].volumeMounts[*].name', 'NOT_FOUND', ''),  # 576
+    ('pod-template/containers/env', 'spec.tfReplicaSpecs[*].template.spec.containers[*].env[*].name', 'REQUIRED', '^$'),  # 577
+    ('pod-template/containers/env', 'spec.tfReplicaSpecs[*].template.spec.containers[*].env[*].name', 'INVALID', "^a valid environment variable name must consist only of printable ASCII characters other than '='$"),  # 578
+    ('pod-template/containers/quantities', 'spec.tfReplicaSpecs[*].template.spec.containers[*].resources.limits[*]', 'INVALID', "^quantities\\ must\\ match\\ the\\ regular\\ expression\\ '\\^\\(\\[\\+\\-\\]\\?\\[0\\-9\\.\\]\\+\\)\\(\\[eEinumkKMGTP\\]\\*\\[\\-\\+\\]\\?\\[0\\-9\\]\\*\\)\\$'$"),  # 579
+    ('pod-template/containers/quantities', 'spec.tfReplicaSpecs[*].template.spec.containers[*].resources.limits[*]', 'INVALID', '^must be greater than or equal to 0$'),  # 580
+    ('pod-template/containers/quantities', 'spec.tfReplicaSpecs[*].template.spec.containers[*].resources.requests[*]', 'INVALID', "^quantities\\ must\\ match\\ the\\ regular\\ expression\\ '\\^\\(\\[\\+\\-\\]\\?\\[0\\-9\\.\\]\\+\\)\\(\\[eEinumkKMGTP\\]\\*\\[\\-\\+\\]\\?\\[0\\-9\\]\\*\\)\\$'$"),  # 581
+    ('pod-template/containers/quantities', 'spec.tfReplicaSpecs[*].template.spec.containers[*].resources.requests[*]', 'INVALID', '^must be greater than or equal to 0$'),  # 582
+    ('pod-template/containers/whole-extended-resources', 'spec.tfReplicaSpecs[*].template.spec.containers[*].resources.limits[*]', 'INVALID', '^must be an integer$'),  # 583
+    ('pod-template/containers/whole-extended-resources', 'spec.tfReplicaSpecs[*].template.spec.containers[*].resources.requests[*]', 'INVALID', '^must be an integer$'),  # 584
+    ('pod-template/containers/extended-resource-limits', 'spec.tfReplicaSpecs[*].template.spec.containers[*].resources.limits[*]', 'REQUIRED', 'Limit\\ must\\ be\\ set\\ for\\ non\\ overcommitable\\ resources$'),  # 585
+    ('pod-template/containers/requests-within-limits', 'spec.tfReplicaSpecs[*].template.spec.containers[*].resources.requests[*]', 'INVALID', ' limit of '),  # 586
+    ('pod-template/initContainers/name', 'spec.tfReplicaSpecs[*].template.spec.initContainers[*].name', 'REQUIRED', '^$'),  # 587
+    ('pod-template/initContainers/name', 'spec.tfReplicaSpecs[*].template.spec.initContainers[*].name', 'INVALID', '^must be no more than 63 characters$'),  # 588
+    ('pod-template/initContainers/name', 'spec.tfReplicaSpecs[*].template.spec.initContainers[*].name', 'INVALID', "^a lowercase RFC 1123 label must consist of lower case alphanumeric characters or '-', and must start and end with an alphanumeric character \\(e\\.g\\. 'my-name',  or '123-abc', regex used for validation is '\\[a-z0-9\\]\\(\\[-a-z0-9\\]\\*\\[a-z0-9\\]\\)\\?'\\)$"),  # 589
+    ('pod-template/initContainers/image', 'spec.tfReplicaSpecs[*].template.spec.initContainers[*].image', 'REQUIRED', '^$'),  # 590
+    ('pod-template/initContainers/ports', 'spec.tfReplicaSpecs[*].template.spec.initContainers[*].ports[*].containerPort', 'REQUIRED', '^$'),  # 591
+    ('pod-template/initContainers/ports', 'spec.tfReplicaSpecs[*].template.spec.initContainers[*].ports[*].containerPort', 'INVALID', '^must be between 1 and 65535, inclusive$'),  # 592
+    ('pod-template/initContainers/ports', 'spec.tfReplicaSpecs[*].template.spec.initContainers[*].ports[*].hostPort', 'INVALID', '^must be between 1 and 65535, inclusive$'),  # 593
+    ('pod-template/initContainers/ports', 'spec.tfReplicaSpecs[*].template.spec.initContainers[*].ports[*].protocol', 'NOT_SUPPORTED', '^supported values: "TCP", "UDP", "SCTP"$'),  # 594
+    ('pod-template/initContainers/ports', 'spec.tfReplicaSpecs[*].template.spec.initContainers[*].ports[*].name', 'INVALID', '^must be no more than 15 characters$'),  # 595
+    ('pod-template/initContainers/ports', 'spec.tfReplicaSpecs[*].template.spec.initContainers[*].ports[*].name', 'INVALID', '^must contain only alpha-numeric characters \\(a-z, 0-9\\), and hyphens \\(-\\)$'),  # 596
+    ('pod-template/initContainers/ports', 'spec.tfReplicaSpecs[*].template.spec.initContainers[*].ports[*].name', 'INVALID', '^must contain at least one letter \\(a-z\\)$'),  # 597
+    ('pod-template/initContainers/ports', 'spec.tfReplicaSpecs[*].template.spec.initContainers[*].ports[*].name', 'INVALID', '^must not contain consecutive hyphens$'),  # 598
+    ('pod-template/initContainers/ports', 'spec.tfReplicaSpecs[*].template.spec.initContainers[*].ports[*].name', 'INVALID', '^must not begin or end with a hyphen$'),  # 599
+    ('pod-template/initContainers/port-names-unique', 'spec.tfReplicaSpecs[*].template.spec.initContainers[*].ports[*].name', 'DUPLICATE', ''),  # 600
+    ('pod-template/initContainers/mounts', 'spec.tfReplicaSpecs[*].template.spec.initContainers[*].volumeMounts[*].name', 'REQUIRED', '^$'),  # 601
+    ('pod-template/initContainers/mounts', 'spec.tfReplicaSpecs[*].template.spec.initContainers[*].volumeMounts[*].mountPath', 'REQUIRED', '^$'),  # 602
+    ('pod-template/initContainers/mounted-volumes', 'spec.tfReplicaSpecs[*].template.spec.initContainers[*].volumeMounts[*].name', 'NOT_FOUND', ''),  # 603
+    ('pod-template/initContainers/env', 'spec.tfReplicaSpecs[*].template.spec.initContainers[*].env[*].name', 'REQUIRED', '^$'),  # 604
+    ('pod-template/initContainers/env', 'spec.tfReplicaSpecs[*].template.spec.initContainers[*].env[*].name', 'INVALID', "^a valid environment variable name must consist only of printable ASCII characters other than '='$"),  # 605
+    ('pod-template/initContainers/quantities', 'spec.tfReplicaSpecs[*].template.spec.initContainers[*].resources.limits[*]', 'INVALID', "^quantities\\ must\\ match\\ the\\ regular\\ expression\\ '\\^\\(\\[\\+\\-\\]\\?\\[0\\-9\\.\\]\\+\\)\\(\\[eEinumkKMGTP\\]\\*\\[\\-\\+\\]\\?\\[0\\-9\\]\\*\\)\\$'$"),  # 606
+    ('pod-template/initContainers/quantities', 'spec.tfReplicaSpecs[*].template.spec.initContainers[*].resources.limits[*]', 'INVALID', '^must be greater than or equal to 0$'),  # 607
+    ('pod-template/initContainers/quantities', 'spec.tfReplicaSpecs[*].template.spec.initContainers[*].resources.requests[*]', 'INVALID', "^quantities\\ must\\ match\\ the\\ regular\\ expression\\ '\\^\\(\\[\\+\\-\\]\\?\\[0\\-9\\.\\]\\+\\)\\(\\[eEinumkKMGTP\\]\\*\\[\\-\\+\\]\\?\\[0\\-9\\]\\*\\)\\$'$"),  # 608
+    ('pod-template/initContainers/quantities', 'spec.tfReplicaSpecs[*].template.spec.initContainers[*].resources.requests[*]', 'INVALID', '^must be greater than or equal to 0$'),  # 609
+    ('pod-template/initContainers/whole-extended-resources', 'spec.tfReplicaSpecs[*].template.spec.initContainers[*].resources.limits[*]', 'INVALID', '^must be an integer$'),  # 610
+    ('pod-template/initContainers/whole-extended-resources', 'spec.tfReplicaSpecs[*].template.spec.initContainers[*].resources.requests[*]', 'INVALID', '^must be an integer$'),  # 611
+    ('pod-template/initContainers/extended-resource-limits', 'spec.tfReplicaSpecs[*].template.spec.initContainers[*].resources.limits[*]', 'REQUIRED', 'Limit\\ must\\ be\\ set\\ for\\ non\\ overcommitable\\ resources$'),  # 612
+    ('pod-template/initContainers/requests-within-limits', 'spec.tfReplicaSpecs[*].template.spec.initContainers[*].resources.requests[*]', 'INVALID', ' limit of '),  # 613
+    ('pod-template/container-names-unique', 'spec.tfReplicaSpecs[*].template.spec.containers[*].name', 'DUPLICATE', ''),  # 614
+    ('pod-template/container-names-unique', 'spec.tfReplicaSpecs[*].template.spec.initContainers[*].name', 'DUPLICATE', ''),  # 615
+    ('pod-template/volumes', 'spec.tfReplicaSpecs[*].template.spec.volumes[*].name', 'REQUIRED', '^$'),  # 616
+    ('pod-template/volumes', 'spec.tfReplicaSpecs[*].template.spec.volumes[*].name', 'INVALID', '^must be no more than 63 characters$'),  # 617
+    ('pod-template/volumes', 'spec.tfReplicaSpecs[*].template.spec.volumes[*].name', 'INVALID', "^a lowercase RFC 1123 label must consist of lower case alphanumeric characters or '-', and must start and end with an alphanumeric character \\(e\\.g\\. 'my-name',  or '123-abc', regex used for validation is '\\[a-z0-9\\]\\(\\[-a-z0-9\\]\\*\\[a-z0-9\\]\\)\\?'\\)$"),  # 618
+    ('pod-template/volume-names-unique', 'spec.tfReplicaSpecs[*].template.spec.volumes[*].name', 'DUPLICATE', ''),  # 619
+    ('pod-template/restart-policy', 'spec.tfReplicaSpecs[*].template.spec.restartPolicy', 'NOT_SUPPORTED', '^supported values: "Always", "OnFailure", "Never"$'),  # 620
+    ('pod-template/framework-container', 'spec.tfReplicaSpecs[*].template.spec.containers', 'REQUIRED', '^must\\ have\\ at\\ least\\ one\\ container\\ with\\ name\\ tensorflow$'),  # 621
+    ('kubeflow/template-containers', 'spec.xgbReplicaSpecs[*].template.spec.containers', 'REQUIRED', '^must have at least one container$|^must be specified: |containers definition expected'),  # 622
+    ('kubeflow/master-replicas', 'spec.xgbReplicaSpecs[Master].replicas', 'FORBIDDEN', '^must be 1$'),  # 623
+    ('kubeflow/master-required', 'spec.xgbReplicaSpecs[Master]', 'REQUIRED', '^must be present$'),  # 624
+    ('replicas/types', 'spec.xgbReplicaSpecs[*]', 'NOT_SUPPORTED', ''),  # 625
+    ('replicas/types', 'spec.xgbReplicaSpecs[*]', 'DUPLICATE', ''),  # 626
+    ('pod-template/spec', 'spec.xgbReplicaSpecs[*].template.spec', 'REQUIRED', '^$'),  # 627
+    ('pod-template/containers', 'spec.xgbReplicaSpecs[*].template.spec.containers', 'REQUIRED', '^must\\ be\\ specified:\\ must\\ have\\ at\\ least\\ one\\ container\\ with\\ name\\ xgboost$'),  # 628
+    ('pod-template/bounds', 'spec.xgbReplicaSpecs[*].template.spec.**', 'TOO_MANY', ''),  # 629
+    ('pod-template/containers/name', 'spec.xgbReplicaSpecs[*].template.spec.containers[*].name', 'REQUIRED', '^$'),  # 630
+    ('pod-template/containers/name', 'spec.xgbReplicaSpecs[*].template.spec.containers[*].name', 'INVALID', '^must be no more than 63 characters$'),  # 631
+    ('pod-template/containers/name', 'spec.xgbReplicaSpecs[*].template.spec.containers[*].name', 'INVALID', "^a lowercase RFC 1123 label must consist of lower case alphanumeric characters or '-', and must start and end with an alphanumeric character \\(e\\.g\\. 'my-name',  or '123-abc', regex used for validation is '\\[a-z0-9\\]\\(\\[-a-z0-9\\]\\*\\[a-z0-9\\]\\)\\?'\\)$"),  # 632
+    ('pod-template/containers/image', 'spec.xgbReplicaSpecs[*].template.spec.containers[*].image', 'REQUIRED', '^$'),  # 633
+    ('pod-template/containers/ports', 'spec.xgbReplicaSpecs[*].template.spec.containers[*].ports[*].containerPort', 'REQUIRED', '^$'),  # 634
+    ('pod-template/containers/ports', 'spec.xgbReplicaSpecs[*].template.spec.containers[*].ports[*].containerPort', 'INVALID', '^must be between 1 and 65535, inclusive$'),  # 635
+    ('pod-template/containers/ports', 'spec.xgbReplicaSpecs[*].template.spec.containers[*].ports[*].hostPort', 'INVALID', '^must be between 1 and 65535, inclusive$'),  # 636
+    ('pod-template/containers/ports', 'spec.xgbReplicaSpecs[*].template.spec.containers[*].ports[*].protocol', 'NOT_SUPPORTED', '^supported values: "TCP", "UDP", "SCTP"$'),  # 637
+    ('pod-template/containers/ports', 'spec.xgbReplicaSpecs[*].template.spec.containers[*].ports[*].name', 'INVALID', '^must be no more than 15 characters$'),  # 638
+    ('pod-template/containers/ports', 'spec.xgbReplicaSpecs[*].template.spec.containers[*].ports[*].name', 'INVALID', '^must contain only alpha-numeric characters \\(a-z, 0-9\\), and hyphens \\(-\\)$'),  # 639
+    ('pod-template/containers/ports', 'spec.xgbReplicaSpecs[*].template.spec.containers[*].ports[*].name', 'INVALID', '^must contain at least one letter \\(a-z\\)$'),  # 640
+    ('pod-template/containers/ports', 'spec.xgbReplicaSpecs[*].template.spec.containers[*].ports[*].name', 'INVALID', '^must not contain consecutive hyphens$'),  # 641
+    ('pod-template/containers/ports', 'spec.xgbReplicaSpecs[*].template.spec.containers[*].ports[*].name', 'INVALID', '^must not begin or end with a hyphen$'),  # 642
+    ('pod-template/containers/port-names-unique', 'spec.xgbReplicaSpecs[*].template.spec.containers[*].ports[*].name', 'DUPLICATE', ''),  # 643
+    ('pod-template/containers/mounts', 'spec.xgbReplicaSpecs[*].template.spec.containers[*].volumeMounts[*].name', 'REQUIRED', '^$'),  # 644
+    ('pod-template/containers/mounts', 'spec.xgbReplicaSpecs[*].template.spec.containers[*].volumeMounts[*].mountPath', 'REQUIRED', '^$'),  # 645
+    ('pod-template/containers/mounted-volumes', 'spec.xgbReplicaSpecs[*].template.spec.containers[*].volumeMounts[*].name', 'NOT_FOUND', ''),  # 646
+    ('pod-template/containers/env', 'spec.xgbReplicaSpecs[*].template.spec.containers[*].env[*].name', 'REQUIRED', '^$'),  # 647
+    ('pod-template/containers/env', 'spec.xgbReplicaSpecs[*].template.spec.containers[*].env[*].name', 'INVALID', "^a valid environment variable name must consist only of printable ASCII characters other than '='$"),  # 648
+    ('pod-template/containers/quantities', 'spec.xgbReplicaSpecs[*].template.spec.containers[*].resources.limits[*]', 'INVALID', "^quantities\\ must\\ match\\ the\\ regular\\ expression\\ '\\^\\(\\[\\+\\-\\]\\?\\[0\\-9\\.\\]\\+\\)\\(\\[eEinumkKMGTP\\]\\*\\[\\-\\+\\]\\?\\[0\\-9\\]\\*\\)\\$'$"),  # 649
+    ('pod-template/containers/quantities', 'spec.xgbReplicaSpecs[*].template.spec.containers[*].resources.limits[*]', 'INVALID', '^must be greater than or equal to 0$'),  # 650
+    ('pod-template/containers/quantities', 'spec.xgbReplicaSpecs[*].template.spec.containers[*].resources.requests[*]', 'INVALID', "^quantities\\ must\\ match\\ the\\ regular\\ expression\\ '\\^\\(\\[\\+\\-\\]\\?\\[0\\-9\\.\\]\\+\\)\\(\\[eEinumkKMGTP\\]\\*\\[\\-\\+\\]\\?\\[0\\-9\\]\\*\\)\\$'$"),  # 651
+    ('pod-template/containers/quantities', 'spec.xgbReplicaSpecs[*].template.spec.containers[*].resources.requests[*]', 'INVALID', '^must be greater than or equal to 0$'),  # 652
+    ('pod-template/containers/whole-extended-resources', 'spec.xgbReplicaSpecs[*].template.spec.containers[*].resources.limits[*]', 'INVALID', '^must be an integer$'),  # 653
+    ('pod-template/containers/whole-extended-resources', 'spec.xgbReplicaSpecs[*].template.spec.containers[*].resources.requests[*]', 'INVALID', '^must be an integer$'),  # 654
+    ('pod-template/containers/extended-resource-limits', 'spec.xgbReplicaSpecs[*].template.spec.containers[*].resources.limits[*]', 'REQUIRED', 'Limit\\ must\\ be\\ set\\ for\\ non\\ overcommitable\\ resources$'),  # 655
+    ('pod-template/containers/requests-within-limits', 'spec.xgbReplicaSpecs[*].template.spec.containers[*].resources.requests[*]', 'INVALID', ' limit of '),  # 656
+    ('pod-template/initContainers/name', 'spec.xgbReplicaSpecs[*].template.spec.initContainers[*].name', 'REQUIRED', '^$'),  # 657
+    ('pod-template/initContainers/name', 'spec.xgbReplicaSpecs[*].template.spec.initContainers[*].name', 'INVALID', '^must be no more than 63 characters$'),  # 658
+    ('pod-template/initContainers/name', 'spec.xgbReplicaSpecs[*].template.spec.initContainers[*].name', 'INVALID', "^a lowercase RFC 1123 label must consist of lower case alphanumeric characters or '-', and must start and end with an alphanumeric character \\(e\\.g\\. 'my-name',  or '123-abc', regex used for validation is '\\[a-z0-9\\]\\(\\[-a-z0-9\\]\\*\\[a-z0-9\\]\\)\\?'\\)$"),  # 659
+    ('pod-template/initContainers/image', 'spec.xgbReplicaSpecs[*].template.spec.initContainers[*].image', 'REQUIRED', '^$'),  # 660
+    ('pod-template/initContainers/ports', 'spec.xgbReplicaSpecs[*].template.spec.initContainers[*].ports[*].containerPort', 'REQUIRED', '^$'),  # 661
+    ('pod-template/initContainers/ports', 'spec.xgbReplicaSpecs[*].template.spec.initContainers[*].ports[*].containerPort', 'INVALID', '^must be between 1 and 65535, inclusive$'),  # 662
+    ('pod-template/initContainers/ports', 'spec.xgbReplicaSpecs[*].template.spec.initContainers[*].ports[*].hostPort', 'INVALID', '^must be between 1 and 65535, inclusive$'),  # 663
+    ('pod-template/initContainers/ports', 'spec.xgbReplicaSpecs[*].template.spec.initContainers[*].ports[*].protocol', 'NOT_SUPPORTED', '^supported values: "TCP", "UDP", "SCTP"$'),  # 664
+    ('pod-template/initContainers/ports', 'spec.xgbReplicaSpecs[*].template.spec.initContainers[*].ports[*].name', 'INVALID', '^must be no more than 15 characters$'),  # 665
+    ('pod-template/initContainers/ports', 'spec.xgbReplicaSpecs[*].template.spec.initContainers[*].ports[*].name', 'INVALID', '^must contain only alpha-numeric characters \\(a-z, 0-9\\), and hyphens \\(-\\)$'),  # 666
+    ('pod-template/initContainers/ports', 'spec.xgbReplicaSpecs[*].template.spec.initContainers[*].ports[*].name', 'INVALID', '^must contain at least one letter \\(a-z\\)$'),  # 667
+    ('pod-template/initContainers/ports', 'spec.xgbReplicaSpecs[*].template.spec.initContainers[*].ports[*].name', 'INVALID', '^must not contain consecutive hyphens$'),  # 668
+    ('pod-template/initContainers/ports', 'spec.xgbReplicaSpecs[*].template.spec.initContainers[*].ports[*].name', 'INVALID', '^must not begin or end with a hyphen$'),  # 669
+    ('pod-template/initContainers/port-names-unique', 'spec.xgbReplicaSpecs[*].template.spec.initContainers[*].ports[*].name', 'DUPLICATE', ''),  # 670
+    ('pod-template/initContainers/mounts', 'spec.xgbReplicaSpecs[*].template.spec.initContainers[*].volumeMounts[*].name', 'REQUIRED', '^$'),  # 671
+    ('pod-template/initContainers/mounts', 'spec.xgbReplicaSpecs[*].template.spec.initContainers[*].volumeMounts[*].mountPath', 'REQUIRED', '^$'),  # 672
+    ('pod-template/initContainers/mounted-volumes', 'spec.xgbReplicaSpecs[*].template.spec.initContainers[*].volumeMounts[*].name', 'NOT_FOUND', ''),  # 673
+    ('pod-template/initContainers/env', 'spec.xgbReplicaSpecs[*].template.spec.initContainers[*].env[*].name', 'REQUIRED', '^$'),  # 674
+    ('pod-template/initContainers/env', 'spec.xgbReplicaSpecs[*].template.spec.initContainers[*].env[*].name', 'INVALID', "^a valid environment variable name must consist only of printable ASCII characters other than '='$"),  # 675
+    ('pod-template/initContainers/quantities', 'spec.xgbReplicaSpecs[*].template.spec.initContainers[*].resources.limits[*]', 'INVALID', "^quantities\\ must\\ match\\ the\\ regular\\ expression\\ '\\^\\(\\[\\+\\-\\]\\?\\[0\\-9\\.\\]\\+\\)\\(\\[eEinumkKMGTP\\]\\*\\[\\-\\+\\]\\?\\[0\\-9\\]\\*\\)\\$'$"),  # 676
+    ('pod-template/initContainers/quantities', 'spec.xgbReplicaSpecs[*].template.spec.initContainers[*].resources.limits[*]', 'INVALID', '^must be greater than or equal to 0$'),  # 677
+    ('pod-template/initContainers/quantities', 'spec.xgbReplicaSpecs[*].template.spec.initContainers[*].resources.requests[*]', 'INVALID', "^quantities\\ must\\ match\\ the\\ regular\\ expression\\ '\\^\\(\\[\\+\\-\\]\\?\\[0\\-9\\.\\]\\+\\)\\(\\[eEinumkKMGTP\\]\\*\\[\\-\\+\\]\\?\\[0\\-9\\]\\*\\)\\$'$"),  # 678
+    ('pod-template/initContainers/quantities', 'spec.xgbReplicaSpecs[*].template.spec.initContainers[*].resources.requests[*]', 'INVALID', '^must be greater than or equal to 0$'),  # 679
+    ('pod-template/initContainers/whole-extended-resources', 'spec.xgbReplicaSpecs[*].template.spec.initContainers[*].resources.limits[*]', 'INVALID', '^must be an integer$'),  # 680
+    ('pod-template/initContainers/whole-extended-resources', 'spec.xgbReplicaSpecs[*].template.spec.initContainers[*].resources.requests[*]', 'INVALID', '^must be an integer$'),  # 681
+    ('pod-template/initContainers/extended-resource-limits', 'spec.xgbReplicaSpecs[*].template.spec.initContainers[*].resources.limits[*]', 'REQUIRED', 'Limit\\ must\\ be\\ set\\ for\\ non\\ overcommitable\\ resources$'),  # 682
+    ('pod-template/initContainers/requests-within-limits', 'spec.xgbReplicaSpecs[*].template.spec.initContainers[*].resources.requests[*]', 'INVALID', ' limit of '),  # 683
+    ('pod-template/container-names-unique', 'spec.xgbReplicaSpecs[*].template.spec.containers[*].name', 'DUPLICATE', ''),  # 684
+    ('pod-template/container-names-unique', 'spec.xgbReplicaSpecs[*].template.spec.initContainers[*].name', 'DUPLICATE', ''),  # 685
+    ('pod-template/volumes', 'spec.xgbReplicaSpecs[*].template.spec.volumes[*].name', 'REQUIRED', '^$'),  # 686
+    ('pod-template/volumes', 'spec.xgbReplicaSpecs[*].template.spec.volumes[*].name', 'INVALID', '^must be no more than 63 characters$'),  # 687
+    ('pod-template/volumes', 'spec.xgbReplicaSpecs[*].template.spec.volumes[*].name', 'INVALID', "^a lowercase RFC 1123 label must consist of lower case alphanumeric characters or '-', and must start and end with an alphanumeric character \\(e\\.g\\. 'my-name',  or '123-abc', regex used for validation is '\\[a-z0-9\\]\\(\\[-a-z0-9\\]\\*\\[a-z0-9\\]\\)\\?'\\)$"),  # 688
+    ('pod-template/volume-names-unique', 'spec.xgbReplicaSpecs[*].template.spec.volumes[*].name', 'DUPLICATE', ''),  # 689
+    ('pod-template/restart-policy', 'spec.xgbReplicaSpecs[*].template.spec.restartPolicy', 'NOT_SUPPORTED', '^supported values: "Always", "OnFailure", "Never"$'),  # 690
+    ('pod-template/framework-container', 'spec.xgbReplicaSpecs[*].template.spec.containers', 'REQUIRED', '^must\\ have\\ at\\ least\\ one\\ container\\ with\\ name\\ xgboost$'),  # 691
+    ('pod-template/framework-container', 'spec.replicaSpecs[*].template.spec.containers', 'REQUIRED', '^Replica type .* is missing a container for mxnet$'),  # 692
+    ('mxjob/scheduler-replicas', 'spec.replicaSpecs[*].replicas', 'INVALID', '^The SCHEDULER must have Replicas = 1$'),  # 693
+    ('mxjob/types-unique', 'spec.replicaSpecs[*].mxReplicaType', 'DUPLICATE', ''),  # 694
+    ('mxjob/local-mode-workers-only', 'spec.replicaSpecs[*].mxReplicaType', 'INVALID', '^job mode is local, but its replicas set have replicas type other than worker$'),  # 695
+    ('mxjob/local-mode-one-worker', 'spec.replicaSpecs[*].replicas', 'INVALID', '^job mode is local, but it has more than 1 worker$'),  # 696
+    ('mxjob/dist-mode-roles', 'spec.replicaSpecs', 'REQUIRED', '^dist job mode without replica type (SCHEDULER|SERVER|WORKER)$'),  # 697
+    ('run-policy/min-available', 'spec.runPolicy.schedulingPolicy.minAvailable', 'INVALID', '^must be less than or equal to the total number of replicas( \\(\\d+\\))?$'),  # 698
+    ('run-policy/min-available', 'spec.schedulingPolicy.minAvailable', 'INVALID', '^must be less than or equal to the total number of replicas( \\(\\d+\\))?$'),  # 699
+    ('run-policy/queue-immutable', 'spec.runPolicy.schedulingPolicy.queue', 'INVALID', '^field is immutable$'),  # 700
+    ('pod-template/containers', 'spec.mpiReplicaSpecs[*].template.spec.containers', 'REQUIRED', '^must\\ have\\ at\\ least\\ one\\ container$'),  # 701
+    ('roles/launcher', 'spec.mpiReplicaSpecs[Launcher]', 'REQUIRED', '^must be present$'),  # 702
+    ('roles/launcher', 'spec.mpiReplicaSpecs[Launcher].replicas', 'INVALID', '^must be 1$'),  # 703
+    ('replicas/types', 'spec.marsReplicaSpecs[*]', 'NOT_SUPPORTED', ''),  # 704
+    ('replicas/types', 'spec.marsReplicaSpecs[*]', 'DUPLICATE', ''),  # 705
+    ('pod-template/spec', 'spec.marsReplicaSpecs[*].template.spec', 'REQUIRED', '^$'),  # 706
+    ('pod-template/containers', 'spec.marsReplicaSpecs[*].template.spec.containers', 'REQUIRED', '^must\\ have\\ at\\ least\\ one\\ container$'),  # 707
+    ('pod-template/bounds', 'spec.marsReplicaSpecs[*].template.spec.**', 'TOO_MANY', ''),  # 708
+    ('pod-template/containers/name', 'spec.marsReplicaSpecs[*].template.spec.containers[*].name', 'REQUIRED', '^$'),  # 709
+    ('pod-template/containers/name', 'spec.marsReplicaSpecs[*].template.spec.containers[*].name', 'INVALID', '^must be no more than 63 characters$'),  # 710
+    ('pod-template/containers/name', 'spec.marsReplicaSpecs[*].template.spec.containers[*].name', 'INVALID', "^a lowercase RFC 1123 label must consist of lower case alphanumeric characters or '-', and must start and end with an alphanumeric character \\(e\\.g\\. 'my-name',  or '123-abc', regex used for validation is '\\[a-z0-9\\]\\(\\[-a-z0-9\\]\\*\\[a-z0-9\\]\\)\\?'\\)$"),  # 711
+    ('pod-template/containers/image', 'spec.marsReplicaSpecs[*].template.spec.containers[*].image', 'REQUIRED', '^$'),  # 712
+    ('pod-template/containers/ports', 'spec.marsReplicaSpecs[*].template.spec.containers[*].ports[*].containerPort', 'REQUIRED', '^$'),  # 713
+    ('pod-template/containers/ports', 'spec.marsReplicaSpecs[*].template.spec.containers[*].ports[*].containerPort', 'INVALID', '^must be between 1 and 65535, inclusive$'),  # 714
+    ('pod-template/containers/ports', 'spec.marsReplicaSpecs[*].template.spec.containers[*].ports[*].hostPort', 'INVALID', '^must be between 1 and 65535, inclusive$'),  # 715
+    ('pod-template/containers/ports', 'spec.marsReplicaSpecs[*].template.spec.containers[*].ports[*].protocol', 'NOT_SUPPORTED', '^supported values: "TCP", "UDP", "SCTP"$'),  # 716
+    ('pod-template/containers/ports', 'spec.marsReplicaSpecs[*].template.spec.containers[*].ports[*].name', 'INVALID', '^must be no more than 15 characters$'),  # 717
+    ('pod-template/containers/ports', 'spec.marsReplicaSpecs[*].template.spec.containers[*].ports[*].name', 'INVALID', '^must contain only alpha-numeric characters \\(a-z, 0-9\\), and hyphens \\(-\\)$'),  # 718
+    ('pod-template/containers/ports', 'spec.marsReplicaSpecs[*].template.spec.containers[*].ports[*].name', 'INVALID', '^must contain at least one letter \\(a-z\\)$'),  # 719
+    ('pod-template/containers/ports', 'spec.marsReplicaSpecs[*].template.spec.containers[*].ports[*].name', 'INVALID', '^must not contain consecutive hyphens$'),  # 720
+    ('pod-template/containers/ports', 'spec.marsReplicaSpecs[*].template.spec.containers[*].ports[*].name', 'INVALID', '^must not begin or end with a hyphen$'),  # 721
+    ('pod-template/containers/port-names-unique', 'spec.marsReplicaSpecs[*].template.spec.containers[*].ports[*].name', 'DUPLICATE', ''),  # 722
+    ('pod-template/containers/mounts', 'spec.marsReplicaSpecs[*].template.spec.containers[*].volumeMounts[*].name', 'REQUIRED', '^$'),  # 723
+    ('pod-template/containers/mounts', 'spec.marsReplicaSpecs[*].template.spec.containers[*].volumeMounts[*].mountPath', 'REQUIRED', '^$'),  # 724
+    ('pod-template/containers/mounted-volumes', 'spec.marsReplicaSpecs[*].template.spec.containers[*].volumeMounts[*].name', 'NOT_FOUND', ''),  # 725
+    ('pod-template/containers/env', 'spec.marsReplicaSpecs[*].template.spec.containers[*].env[*].name', 'REQUIRED', '^$'),  # 726
+    ('pod-template/containers/env', 'spec.marsReplicaSpecs[*].template.spec.containers[*].env[*].name', 'INVALID', "^a valid environment variable name must consist only of printable ASCII characters other than '='$"),  # 727
+    ('pod-template/containers/quantities', 'spec.marsReplicaSpecs[*].template.spec.containers[*].resources.limits[*]', 'INVALID', "^quantities\\ must\\ match\\ the\\ regular\\ expression\\ '\\^\\(\\[\\+\\-\\]\\?\\[0\\-9\\.\\]\\+\\)\\(\\[eEinumkKMGTP\\]\\*\\[\\-\\+\\]\\?\\[0\\-9\\]\\*\\)\\$'$"),  # 728
+    ('pod-template/containers/quantities', 'spec.marsReplicaSpecs[*].template.spec.containers[*].resources.limits[*]', 'INVALID', '^must be greater than or equal to 0$'),  # 729
+    ('pod-template/containers/quantities', 'spec.marsReplicaSpecs[*].template.spec.containers[*].resources.requests[*]', 'INVALID', "^quantities\\ must\\ match\\ the\\ regular\\ expression\\ '\\^\\(\\[\\+\\-\\]\\?\\[0\\-9\\.\\]\\+\\)\\(\\[eEinumkKMGTP\\]\\*\\[\\-\\+\\]\\?\\[0\\-9\\]\\*\\)\\$'$"),  # 730
+    ('pod-template/containers/quantities', 'spec.marsReplicaSpecs[*].template.spec.containers[*].resources.requests[*]', 'INVALID', '^must be greater than or equal to 0$'),  # 731
+    ('pod-template/containers/whole-extended-resources', 'spec.marsReplicaSpecs[*].template.spec.containers[*].resources.limits[*]', 'INVALID', '^must be an integer$'),  # 732
+    ('pod-template/containers/whole-extended-resources', 'spec.marsReplicaSpecs[*].template.spec.containers[*].resources.requests[*]', 'INVALID', '^must be an integer$'),  # 733
+    ('pod-template/containers/extended-resource-limits', 'spec.marsReplicaSpecs[*].template.spec.containers[*].resources.limits[*]', 'REQUIRED', 'Limit\\ must\\ be\\ set\\ for\\ non\\ overcommitable\\ resources$'),  # 734
+    ('pod-template/containers/requests-within-limits', 'spec.marsReplicaSpecs[*].template.spec.containers[*].resources.requests[*]', 'INVALID', ' limit of '),  # 735
+    ('pod-template/initContainers/name', 'spec.marsReplicaSpecs[*].template.spec.initContainers[*].name', 'REQUIRED', '^$'),  # 736
+    ('pod-template/initContainers/name', 'spec.marsReplicaSpecs[*].template.spec.initContainers[*].name', 'INVALID', '^must be no more than 63 characters$'),  # 737
+    ('pod-template/initContainers/name', 'spec.marsReplicaSpecs[*].template.spec.initContainers[*].name', 'INVALID', "^a lowercase RFC 1123 label must consist of lower case alphanumeric characters or '-', and must start and end with an alphanumeric character \\(e\\.g\\. 'my-name',  or '123-abc', regex used for validation is '\\[a-z0-9\\]\\(\\[-a-z0-9\\]\\*\\[a-z0-9\\]\\)\\?'\\)$"),  # 738
+    ('pod-template/initContainers/image', 'spec.marsReplicaSpecs[*].template.spec.initContainers[*].image', 'REQUIRED', '^$'),  # 739
+    ('pod-template/initContainers/ports', 'spec.marsReplicaSpecs[*].template.spec.initContainers[*].ports[*].containerPort', 'REQUIRED', '^$'),  # 740
+    ('pod-template/initContainers/ports', 'spec.marsReplicaSpecs[*].template.spec.initContainers[*].ports[*].containerPort', 'INVALID', '^must be between 1 and 65535, inclusive$'),  # 741
+    ('pod-template/initContainers/ports', 'spec.marsReplicaSpecs[*].template.spec.initContainers[*].ports[*].hostPort', 'INVALID', '^must be between 1 and 65535, inclusive$'),  # 742
+    ('pod-template/initContainers/ports', 'spec.marsReplicaSpecs[*].template.spec.initContainers[*].ports[*].protocol', 'NOT_SUPPORTED', '^supported values: "TCP", "UDP", "SCTP"$'),  # 743
+    ('pod-template/initContainers/ports', 'spec.marsReplicaSpecs[*].template.spec.initContainers[*].ports[*].name', 'INVALID', '^must be no more than 15 characters$'),  # 744
+    ('pod-template/initContainers/ports', 'spec.marsReplicaSpecs[*].template.spec.initContainers[*].ports[*].name', 'INVALID', '^must contain only alpha-numeric characters \\(a-z, 0-9\\), and hyphens \\(-\\)$'),  # 745
+    ('pod-template/initContainers/ports', 'spec.marsReplicaSpecs[*].template.spec.initContainers[*].ports[*].name', 'INVALID', '^must contain at least one letter \\(a-z\\)$'),  # 746
+    ('pod-template/initContainers/ports', 'spec.marsReplicaSpecs[*].template.spec.initContainers[*].ports[*].name', 'INVALID', '^must not contain consecutive hyphens$'),  # 747
+    ('pod-template/initContainers/ports', 'spec.marsReplicaSpecs[*].template.spec.initContainers[*].ports[*].name', 'INVALID', '^must not begin or end with a hyphen$'),  # 748
+    ('pod-template/initContainers/port-names-unique', 'spec.marsReplicaSpecs[*].template.spec.initContainers[*].ports[*].name', 'DUPLICATE', ''),  # 749
+    ('pod-template/initContainers/mounts', 'spec.marsReplicaSpecs[*].template.spec.initContainers[*].volumeMounts[*].name', 'REQUIRED', '^$'),  # 750
+    ('pod-template/initContainers/mounts', 'spec.marsReplicaSpecs[*].template.spec.initContainers[*].volumeMounts[*].mountPath', 'REQUIRED', '^$'),  # 751
+    ('pod-template/initContainers/mounted-volumes', 'spec.marsReplicaSpecs[*].template.spec.initContainers[*].volumeMounts[*].name', 'NOT_FOUND', ''),  # 752
+    ('pod-template/initContainers/env', 'spec.marsReplicaSpecs[*].template.spec.initContainers[*].env[*].name', 'REQUIRED', '^$'),  # 753
+    ('pod-template/initContainers/env', 'spec.marsReplicaSpecs[*].template.spec.initContainers[*].env[*].name', 'INVALID', "^a valid environment variable name must consist only of printable ASCII characters other than '='$"),  # 754
+    ('pod-template/initContainers/quantities', 'spec.marsReplicaSpecs[*].template.spec.initContainers[*].resources.limits[*]', 'INVALID', "^quantities\\ must\\ match\\ the\\ regular\\ expression\\ '\\^\\(\\[\\+\\-\\]\\?\\[0\\-9\\.\\]\\+\\)\\(\\[eEinumkKMGTP\\]\\*\\[\\-\\+\\]\\?\\[0\\-9\\]\\*\\)\\$'$"),  # 755
+    ('pod-template/initContainers/quantities', 'spec.marsReplicaSpecs[*].template.spec.initContainers[*].resources.limits[*]', 'INVALID', '^must be greater than or equal to 0$'),  # 756
+    ('pod-template/initContainers/quantities', 'spec.marsReplicaSpecs[*].template.spec.initContainers[*].resources.requests[*]', 'INVALID', "^quantities\\ must\\ match\\ the\\ regular\\ expression\\ '\\^\\(\\[\\+\\-\\]\\?\\[0\\-9\\.\\]\\+\\)\\(\\[eEinumkKMGTP\\]\\*\\[\\-\\+\\]\\?\\[0\\-9\\]\\*\\)\\$'$"),  # 757
+    ('pod-template/initContainers/quantities', 'spec.marsReplicaSpecs[*].template.spec.initContainers[*].resources.requests[*]', 'INVALID', '^must be greater than or equal to 0$'),  # 758
+    ('pod-template/initContainers/whole-extended-resources', 'spec.marsReplicaSpecs[*].template.spec.initContainers[*].resources.limits[*]', 'INVALID', '^must be an integer$'),  # 759
+    ('pod-template/initContainers/whole-extended-resources', 'spec.marsReplicaSpecs[*].template.spec.initContainers[*].resources.requests[*]', 'INVALID', '^must be an integer$'),  # 760
+    ('pod-template/initContainers/extended-resource-limits', 'spec.marsReplicaSpecs[*].template.spec.initContainers[*].resources.limits[*]', 'REQUIRED', 'Limit\\ must\\ be\\ set\\ for\\ non\\ overcommitable\\ resources$'),  # 761
+    ('pod-template/initContainers/requests-within-limits', 'spec.marsReplicaSpecs[*].template.spec.initContainers[*].resources.requests[*]', 'INVALID', ' limit of '),  # 762
+    ('pod-template/container-names-unique', 'spec.marsReplicaSpecs[*].template.spec.containers[*].name', 'DUPLICATE', ''),  # 763
+    ('pod-template/container-names-unique', 'spec.marsReplicaSpecs[*].template.spec.initContainers[*].name', 'DUPLICATE', ''),  # 764
+    ('pod-template/volumes', 'spec.marsReplicaSpecs[*].template.spec.volumes[*].name', 'REQUIRED', '^$'),  # 765
+    ('pod-template/volumes', 'spec.marsReplicaSpecs[*].template.spec.volumes[*].name', 'INVALID', '^must be no more than 63 characters$'),  # 766
+    ('pod-template/volumes', 'spec.marsReplicaSpecs[*].template.spec.volumes[*].name', 'INVALID', "^a lowercase RFC 1123 label must consist of lower case alphanumeric characters or '-', and must start and end with an alphanumeric character \\(e\\.g\\. 'my-name',  or '123-abc', regex used for validation is '\\[a-z0-9\\]\\(\\[-a-z0-9\\]\\*\\[a-z0-9\\]\\)\\?'\\)$"),  # 767
+    ('pod-template/volume-names-unique', 'spec.marsReplicaSpecs[*].template.spec.volumes[*].name', 'DUPLICATE', ''),  # 768
+    ('pod-template/restart-policy', 'spec.marsReplicaSpecs[*].template.spec.restartPolicy', 'NOT_SUPPORTED', '^supported values: "Always", "OnFailure", "Never"$'),  # 769
+    ('pod-template/framework-container', 'spec.marsReplicaSpecs[*].template.spec.containers', 'REQUIRED', '^must\\ have\\ at\\ least\\ one\\ container\\ with\\ name\\ mars$'),  # 770
+    ('pod-template/containers', 'spec.pytorchReplicaSpecs[*].template.spec.containers', 'REQUIRED', '^must\\ have\\ at\\ least\\ one\\ container$'),  # 771
+    ('roles/master', 'spec.pytorchReplicaSpecs[Master]', 'REQUIRED', '^must be present$'),  # 772
+    ('roles/master', 'spec.pytorchReplicaSpecs[Master].replicas', 'INVALID', '^must be 1$'),  # 773
+    ('pod-template/containers', 'spec.tfReplicaSpecs[*].template.spec.containers', 'REQUIRED', '^must\\ have\\ at\\ least\\ one\\ container$'),  # 774
+    ('roles/one-leader', 'spec.tfReplicaSpecs', 'FORBIDDEN', '^must not have more than 1 Chief or Master role$'),  # 775
+    ('roles/one-leader', 'spec.tfReplicaSpecs[Chief].replicas', 'INVALID', '^must be less than or equal to 1$'),  # 776
+    ('roles/one-leader', 'spec.tfReplicaSpecs[Master].replicas', 'INVALID', '^must be less than or equal to 1$'),  # 777
+    ('replicas/types', 'spec.xdlReplicaSpecs[*]', 'NOT_SUPPORTED', ''),  # 778
+    ('replicas/types', 'spec.xdlReplicaSpecs[*]', 'DUPLICATE', ''),  # 779
+    ('pod-template/spec', 'spec.xdlReplicaSpecs[*].template.spec', 'REQUIRED', '^$'),  # 780
+    ('pod-template/containers', 'spec.xdlReplicaSpecs[*].template.spec.containers', 'REQUIRED', '^must\\ have\\ at\\ least\\ one\\ container$'),  # 781
+    ('pod-template/bounds', 'spec.xdlReplicaSpecs[*].template.spec.**', 'TOO_MANY', ''),  # 782
+    ('pod-template/containers/name', 'spec.xdlReplicaSpecs[*].template.spec.containers[*].name', 'REQUIRED', '^$'),  # 783
+    ('pod-template/containers/name', 'spec.xdlReplicaSpecs[*].template.spec.containers[*].name', 'INVALID', '^must be no more than 63 characters$'),  # 784
+    ('pod-template/containers/name', 'spec.xdlReplicaSpecs[*].template.spec.containers[*].name', 'INVALID', "^a lowercase RFC 1123 label must consist of lower case alphanumeric characters or '-', and must start and end with an alphanumeric character \\(e\\.g\\. 'my-name',  or '123-abc', regex used for validation is '\\[a-z0-9\\]\\(\\[-a-z0-9\\]\\*\\[a-z0-9\\]\\)\\?'\\)$"),  # 785
+    ('pod-template/containers/image', 'spec.xdlReplicaSpecs[*].template.spec.containers[*].image', 'REQUIRED', '^$'),  # 786
+    ('pod-template/containers/ports', 'spec.xdlReplicaSpecs[*].template.spec.containers[*].ports[*].containerPort', 'REQUIRED', '^$'),  # 787
+    ('pod-template/containers/ports', 'spec.xdlReplicaSpecs[*].template.spec.containers[*].ports[*].containerPort', 'INVALID', '^must be between 1 and 65535, inclusive$'),  # 788
+    ('pod-template/containers/ports', 'spec.xdlReplicaSpecs[*].template.spec.containers[*].ports[*].hostPort', 'INVALID', '^must be between 1 and 65535, inclusive$'),  # 789
+    ('pod-template/containers/ports', 'spec.xdlReplicaSpecs[*].template.spec.containers[*].ports[*].protocol', 'NOT_SUPPORTED', '^supported values: "TCP", "UDP", "SCTP"$'),  # 790
+    ('pod-template/containers/ports', 'spec.xdlReplicaSpecs[*].template.spec.containers[*].ports[*].name', 'INVALID', '^must be no more than 15 characters$'),  # 791
+    ('pod-template/containers/ports', 'spec.xdlReplicaSpecs[*].template.spec.containers[*].ports[*].name', 'INVALID', '^must contain only alpha-numeric characters \\(a-z, 0-9\\), and hyphens \\(-\\)$'),  # 792
+    ('pod-template/containers/ports', 'spec.xdlReplicaSpecs[*].template.spec.containers[*].ports[*].name', 'INVALID', '^must contain at least one letter \\(a-z\\)$'),  # 793
+    ('pod-template/containers/ports', 'spec.xdlReplicaSpecs[*].template.spec.containers[*].ports[*].name', 'INVALID', '^must not contain consecutive hyphens$'),  # 794
+    ('pod-template/containers/ports', 'spec.xdlReplicaSpecs[*].template.spec.containers[*].ports[*].name', 'INVALID', '^must not begin or end with a hyphen$'),  # 795
+    ('pod-template/containers/port-names-unique', 'spec.xdlReplicaSpecs[*].template.spec.containers[*].ports[*].name', 'DUPLICATE', ''),  # 796
+    ('pod-template/containers/mounts', 'spec.xdlReplicaSpecs[*].template.spec.containers[*].volumeMounts[*].name', 'REQUIRED', '^$'),  # 797
+    ('pod-template/containers/mounts', 'spec.xdlReplicaSpecs[*].template.spec.containers[*].volumeMounts[*].mountPath', 'REQUIRED', '^$'),  # 798
+    ('pod-template/containers/mounted-volumes', 'spec.xdlReplicaSpecs[*].template.spec.containers[*].volumeMounts[*].name', 'NOT_FOUND', ''),  # 799
+    ('pod-template/containers/env', 'spec.xdlReplicaSpecs[*].template.spec.containers[*].env[*].name', 'REQUIRED', '^$'),  # 800
+    ('pod-template/containers/env', 'spec.xdlReplicaSpecs[*].template.spec.containers[*].env[*].name', 'INVALID', "^a valid environment variable name must consist only of printable ASCII characters other than '='$"),  # 801
+    ('pod-template/containers/quantities', 'spec.xdlReplicaSpecs[*].template.spec.containers[*].resources.limits[*]', 'INVALID', "^quantities\\ must\\ match\\ the\\ regular\\ expression\\ '\\^\\(\\[\\+\\-\\]\\?\\[0\\-9\\.\\]\\+\\)\\(\\[eEinumkKMGTP\\]\\*\\[\\-\\+\\]\\?\\[0\\-9\\]\\*\\)\\$'$"),  # 802
+    ('pod-template/containers/quantities', 'spec.xdlReplicaSpecs[*].template.spec.containers[*].resources.limits[*]', 'INVALID', '^must be greater than or equal to 0$'),  # 803
+    ('pod-template/containers/quantities', 'spec.xdlReplicaSpecs[*].template.spec.containers[*].resources.requests[*]', 'INVALID', "^quantities\\ must\\ match\\ the\\ regular\\ expression\\ '\\^\\(\\[\\+\\-\\]\\?\\[0\\-9\\.\\]\\+\\)\\(\\[eEinumkKMGTP\\]\\*\\[\\-\\+\\]\\?\\[0\\-9\\]\\*\\)\\$'$"),  # 804
+    ('pod-template/containers/quantities', 'spec.xdlReplicaSpecs[*].template.spec.containers[*].resources.requests[*]', 'INVALID', '^must be greater than or equal to 0$'),  # 805
+    ('pod-template/containers/whole-extended-resources', 'spec.xdlReplicaSpecs[*].template.spec.containers[*].resources.limits[*]', 'INVALID', '^must be an integer$'),  # 806
+    ('pod-template/containers/whole-extended-resources', 'spec.xdlReplicaSpecs[*].template.spec.containers[*].resources.requests[*]', 'INVALID', '^must be an integer$'),  # 807
+    ('pod-template/containers/extended-resource-limits', 'spec.xdlReplicaSpecs[*].template.spec.containers[*].resources.limits[*]', 'REQUIRED', 'Limit\\ must\\ be\\ set\\ for\\ non\\ overcommitable\\ resources$'),  # 808
+    ('pod-template/containers/requests-within-limits', 'spec.xdlReplicaSpecs[*].template.spec.containers[*].resources.requests[*]', 'INVALID', ' limit of '),  # 809
+    ('pod-template/initContainers/name', 'spec.xdlReplicaSpecs[*].template.spec.initContainers[*].name', 'REQUIRED', '^$'),  # 810
+    ('pod-template/initContainers/name', 'spec.xdlReplicaSpecs[*].template.spec.initContainers[*].name', 'INVALID', '^must be no more than 63 characters$'),  # 811
+    ('pod-template/initContainers/name', 'spec.xdlReplicaSpecs[*].template.spec.initContainers[*].name', 'INVALID', "^a lowercase RFC 1123 label must consist of lower case alphanumeric characters or '-', and must start and end with an alphanumeric character \\(e\\.g\\. 'my-name',  or '123-abc', regex used for validation is '\\[a-z0-9\\]\\(\\[-a-z0-9\\]\\*\\[a-z0-9\\]\\)\\?'\\)$"),  # 812
+    ('pod-template/initContainers/image', 'spec.xdlReplicaSpecs[*].template.spec.initContainers[*].image', 'REQUIRED', '^$'),  # 813
+    ('pod-template/initContainers/ports', 'spec.xdlReplicaSpecs[*].template.spec.initContainers[*].ports[*].containerPort', 'REQUIRED', '^$'),  # 814
+    ('pod-template/initContainers/ports', 'spec.xdlReplicaSpecs[*].template.spec.initContainers[*].ports[*].containerPort', 'INVALID', '^must be between 1 and 65535, inclusive$'),  # 815
+    ('pod-template/initContainers/ports', 'spec.xdlReplicaSpecs[*].template.spec.initContainers[*].ports[*].hostPort', 'INVALID', '^must be between 1 and 65535, inclusive$'),  # 816
+    ('pod-template/initContainers/ports', 'spec.xdlReplicaSpecs[*].template.spec.initContainers[*].ports[*].protocol', 'NOT_SUPPORTED', '^supported values: "TCP", "UDP", "SCTP"$'),  # 817
+    ('pod-template/initContainers/ports', 'spec.xdlReplicaSpecs[*].template.spec.initContainers[*].ports[*].name', 'INVALID', '^must be no more than 15 characters$'),  # 818
+    ('pod-template/initContainers/ports', 'spec.xdlReplicaSpecs[*].template.spec.initContainers[*].ports[*].name', 'INVALID', '^must contain only alpha-numeric characters \\(a-z, 0-9\\), and hyphens \\(-\\)$'),  # 819
+    ('pod-template/initContainers/ports', 'spec.xdlReplicaSpecs[*].template.spec.initContainers[*].ports[*].name', 'INVALID', '^must contain at least one letter \\(a-z\\)$'),  # 820
+    ('pod-template/initContainers/ports', 'spec.xdlReplicaSpecs[*].template.spec.initContainers[*].ports[*].name', 'INVALID', '^must not contain consecutive hyphens$'),  # 821
+    ('pod-template/initContainers/ports', 'spec.xdlReplicaSpecs[*].template.spec.initContainers[*].ports[*].name', 'INVALID', '^must not begin or end with a hyphen$'),  # 822
+    ('pod-template/initContainers/port-names-unique', 'spec.xdlReplicaSpecs[*].template.spec.initContainers[*].ports[*].name', 'DUPLICATE', ''),  # 823
+    ('pod-template/initContainers/mounts', 'spec.xdlReplicaSpecs[*].template.spec.initContainers[*].volumeMounts[*].name', 'REQUIRED', '^$'),  # 824
+    ('pod-template/initContainers/mounts', 'spec.xdlReplicaSpecs[*].template.spec.initContainers[*].volumeMounts[*].mountPath', 'REQUIRED', '^$'),  # 825
+    ('pod-template/initContainers/mounted-volumes', 'spec.xdlReplicaSpecs[*].template.spec.initContainers[*].volumeMounts[*].name', 'NOT_FOUND', ''),  # 826
+    ('pod-template/initContainers/env', 'spec.xdlReplicaSpecs[*].template.spec.initContainers[*].env[*].name', 'REQUIRED', '^$'),  # 827
+    ('pod-template/initContainers/env', 'spec.xdlReplicaSpecs[*].template.spec.initContainers[*].env[*].name', 'INVALID', "^a valid environment variable name must consist only of printable ASCII characters other than '='$"),  # 828
+    ('pod-template/initContainers/quantities', 'spec.xdlReplicaSpecs[*].template.spec.initContainers[*].resources.limits[*]', 'INVALID', "^quantities\\ must\\ match\\ the\\ regular\\ expression\\ '\\^\\(\\[\\+\\-\\]\\?\\[0\\-9\\.\\]\\+\\)\\(\\[eEinumkKMGTP\\]\\*\\[\\-\\+\\]\\?\\[0\\-9\\]\\*\\)\\$'$"),  # 829
+    ('pod-template/initContainers/quantities', 'spec.xdlReplicaSpecs[*].template.spec.initContainers[*].resources.limits[*]', 'INVALID', '^must be greater than or equal to 0$'),  # 830
+    ('pod-template/initContainers/quantities', 'spec.xdlReplicaSpecs[*].template.spec.initContainers[*].resources.requests[*]', 'INVALID', "^quantities\\ must\\ match\\ the\\ regular\\ expression\\ '\\^\\(\\[\\+\\-\\]\\?\\[0\\-9\\.\\]\\+\\)\\(\\[eEinumkKMGTP\\]\\*\\[\\-\\+\\]\\?\\[0\\-9\\]\\*\\)\\$'$"),  # 831
+    ('pod-template/initContainers/quantities', 'spec.xdlReplicaSpecs[*].template.spec.initContainers[*].resources.requests[*]', 'INVALID', '^must be greater than or equal to 0$'),  # 832
+    ('pod-template/initContainers/whole-extended-resources', 'spec.xdlReplicaSpecs[*].template.spec.initContainers[*].resources.limits[*]', 'INVALID', '^must be an integer$'),  # 833
+    ('pod-template/initContainers/whole-extended-resources', 'spec.xdlReplicaSpecs[*].template.spec.initContainers[*].resources.requests[*]', 'INVALID', '^must be an integer$'),  # 834
+    ('pod-template/initContainers/extended-resource-limits', 'spec.xdlReplicaSpecs[*].template.spec.initContainers[*].resources.limits[*]', 'REQUIRED', 'Limit\\ must\\ be\\ set\\ for\\ non\\ overcommitable\\ resources$'),  # 835
+    ('pod-template/initContainers/requests-within-limits', 'spec.xdlReplicaSpecs[*].template.spec.initContainers[*].resources.requests[*]', 'INVALID', ' limit of '),  # 836
+    ('pod-template/container-names-unique', 'spec.xdlReplicaSpecs[*].template.spec.containers[*].name', 'DUPLICATE', ''),  # 837
+    ('pod-template/container-names-unique', 'spec.xdlReplicaSpecs[*].template.spec.initContainers[*].name', 'DUPLICATE', ''),  # 838
+    ('pod-template/volumes', 'spec.xdlReplicaSpecs[*].template.spec.volumes[*].name', 'REQUIRED', '^$'),  # 839
+    ('pod-template/volumes', 'spec.xdlReplicaSpecs[*].template.spec.volumes[*].name', 'INVALID', '^must be no more than 63 characters$'),  # 840
+    ('pod-template/volumes', 'spec.xdlReplicaSpecs[*].template.spec.volumes[*].name', 'INVALID', "^a lowercase RFC 1123 label must consist of lower case alphanumeric characters or '-', and must start and end with an alphanumeric character \\(e\\.g\\. 'my-name',  or '123-abc', regex used for validation is '\\[a-z0-9\\]\\(\\[-a-z0-9\\]\\*\\[a-z0-9\\]\\)\\?'\\)$"),  # 841
+    ('pod-template/volume-names-unique', 'spec.xdlReplicaSpecs[*].template.spec.volumes[*].name', 'DUPLICATE', ''),  # 842
+    ('pod-template/restart-policy', 'spec.xdlReplicaSpecs[*].template.spec.restartPolicy', 'NOT_SUPPORTED', '^supported values: "Always", "OnFailure", "Never"$'),  # 843
+    ('pod-template/framework-container', 'spec.xdlReplicaSpecs[*].template.spec.containers', 'REQUIRED', '^must\\ have\\ at\\ least\\ one\\ container\\ with\\ name\\ xdl$'),  # 844
+    ('pod-template/containers', 'spec.xgbReplicaSpecs[*].template.spec.containers', 'REQUIRED', '^must\\ have\\ at\\ least\\ one\\ container$'),  # 845
+    ('pod-template/framework-container', 'spec.xgbReplicaSpecs[*].template.spec.containers', 'REQUIRED', '^must\\ have\\ at\\ least\\ one\\ container\\ with\\ name\\ xgboostjob$'),  # 846
+    ('roles/master', 'spec.xgbReplicaSpecs[Master]', 'REQUIRED', '^must be present$'),  # 847
+    ('roles/master', 'spec.xgbReplicaSpecs[Master].replicas', 'INVALID', '^must be 1$'),  # 848
 )
 
 KIND_PRODUCES: dict[tuple[str, str, str], tuple[int, ...]] = {
-    ('batch.tensorstack.dev', 'v1beta1', 'GenericJob'): (0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 20, 21, 22, 23, 24, 25, 26, 27, 28, 29, 30, 31, 32, 33, 34, 35, 36, 37, 38, 39, 40, 41, 42, 43, 44, 45, 46, 47, 48, 49, 50, 51, 52, 53, 54, 55, 56, 57, 58, 59, 60, 61, 62, 63, 64, 65, 66, 67, 68, 69, 70, 71, 72, 73, 74, 75, 76, 77, 78, 79, 80, 81, 82, 83, 84, 85, 86, 87, 88, 89, 90, 91, 92, 93, 94, 95, 96, 97, 98, 99, 100, 101, 102, 103, 104),
-    ('batch.volcano.sh', 'v1alpha1', 'Job'): (0, 105, 106, 107, 108, 109, 110, 111, 112, 113, 114, 115, 116, 117, 118, 119, 120, 121, 122, 123, 124, 125, 126, 127, 128, 129, 130, 131, 132, 133, 134, 135, 136, 137, 138, 139, 140, 141, 142, 143, 144, 145, 146, 147, 148, 149, 150, 151, 152, 153, 154, 155, 156, 157, 158, 159, 160, 161, 162, 163, 164, 165, 166, 167, 168, 169, 170, 171, 172, 173, 174, 175, 176, 177, 178, 179, 180, 181, 182, 183, 184, 185, 186, 187, 188, 189, 190, 191, 192, 193, 194, 195, 196, 197, 198, 199, 200, 201, 202, 203, 204, 205, 206, 207, 208, 209, 210, 211, 212, 213, 214, 215, 216, 217, 218, 219, 220, 221, 222, 223, 224, 225, 226, 227, 228, 229, 230, 231, 232, 233, 234, 235, 236, 237, 238, 239, 240, 241, 242, 243, 244, 245, 246, 247, 248, 249, 250, 251, 252, 253, 254, 255, 96, 97, 98, 99, 100, 101, 102, 103, 104),
-    ('diengine.opendilab.org', 'v2alpha1', 'DIJob'): (0, 1, 2, 3, 4, 256, 257, 258, 259, 260, 261, 262, 263, 264, 265, 213, 239, 194, 195, 196, 197, 198, 199, 200, 201, 202, 203, 204, 205, 206, 207, 208, 209, 210, 211, 212, 214, 215, 216, 217, 218, 219, 220, 221, 222, 223, 224, 225, 226, 227, 228, 229, 230, 231, 232, 233, 234, 235, 236, 237, 238, 240, 241, 242, 243, 244, 245, 246, 247, 248, 249, 250, 251, 252, 253, 254, 255, 96, 97, 98, 99, 100, 101, 102, 103, 104),
-    ('kubeflow.org', 'v1', 'JAXJob'): (266, 267, 268, 269, 270, 0, 1, 2, 271, 272, 273, 274, 3, 4, 275, 276, 277, 278, 279, 280, 281, 282, 283, 284, 285, 286, 287, 288, 289, 290, 291, 292, 293, 294, 295, 296, 297, 298, 299, 300, 301, 302, 303, 304, 305, 306, 307, 308, 309, 310, 311, 312, 313, 314, 315, 316, 317, 318, 319, 320, 321, 322, 323, 324, 325, 326, 327, 328, 329, 330, 331, 332, 333, 334, 335, 336, 337, 96, 97, 98, 99, 100, 101, 102, 103, 104),
-    ('kubeflow.org', 'v1', 'MPIJob'): (266, 267, 268, 269, 338, 339, 340, 0, 1, 2, 341, 273, 274, 3, 4, 342, 343, 344, 345, 346, 347, 348, 349, 350, 351, 352, 353, 354, 355, 356, 357, 358, 359, 360, 361, 362, 363, 364, 365, 366, 367, 368, 369, 370, 371, 372, 373, 374, 375, 376, 377, 378, 379, 380, 381, 382, 383, 384, 385, 386, 387, 388, 389, 390, 391, 392, 393, 394, 395, 396, 397, 398, 399, 400, 401, 402, 403, 96, 97, 98, 99, 100, 101, 102, 103, 104),
-    ('kubeflow.org', 'v1', 'PaddleJob'): (266, 267, 268, 269, 404, 405, 0, 1, 2, 406, 407, 273, 274, 3, 4, 408, 409, 410, 411, 412, 413, 414, 415, 416, 417, 418, 419, 420, 421, 422, 423, 424, 425, 426, 427, 428, 429, 430, 431, 432, 433, 434, 435, 436, 437, 438, 439, 440, 441, 442, 443, 444, 445, 446, 447, 448, 449, 450, 451, 452, 453, 454, 455, 456, 457, 458, 459, 460, 461, 462, 463, 464, 465, 466, 467, 468, 469, 470, 96, 97, 98, 99, 100, 101, 102, 103, 104),
-    ('kubeflow.org', 'v1', 'PyTorchJob'): (266, 267, 268, 269, 471, 472, 473, 474, 475, 0, 1, 2, 476, 477, 273, 274, 3, 4, 478, 479, 480, 481, 482, 483, 484, 485, 486, 487, 488, 489, 490, 491, 492, 493, 494, 495, 496, 497, 498, 499, 500, 501, 502, 503, 504, 505, 506, 507, 508, 509, 510, 511, 512, 513, 514, 515, 516, 517, 518, 519, 520, 521, 522, 523, 524, 525, 526, 527, 528, 529, 530, 531, 532, 533, 534, 535, 536, 537, 538, 539, 540, 96, 97, 98, 99, 100, 101, 102, 103, 104),
-    ('kubeflow.org', 'v1', 'TFJob'): (266, 267, 268, 269, 541, 542, 0, 1, 2, 543, 544, 273, 274, 3, 4, 545, 546, 547, 548, 549, 550, 551, 552, 553, 554, 555, 556, 557, 558, 559, 560, 561, 562, 563, 564, 565, 566, 567, 568, 569, 570, 571, 572, 573, 574, 575, 576, 577, 578, 579, 580, 581, 582, 583, 584, 585, 586, 587, 588, 589, 590, 591, 592, 593, 594, 595, 596, 597, 598, 599, 600, 601, 602, 603, 604, 605, 606, 607, 96, 97, 98, 99, 100, 101, 102, 103, 104),
-    ('kubeflow.org', 'v1', 'XGBoostJob'): (266, 267, 268, 269, 608, 609, 610, 0, 1, 2, 611, 612, 273, 274, 3, 4, 613, 614, 615, 616, 617, 618, 619, 620, 621, 622, 623, 624, 625, 626, 627, 628, 629, 630, 631, 632, 633, 634, 635, 636, 637, 638, 639, 640, 641, 642, 643, 644, 645, 646, 647, 648, 649, 650, 651, 652, 653, 654, 655, 656, 657, 658, 659, 660, 661, 662, 663, 664, 665, 666, 667, 668, 669, 670, 671, 672, 673, 674, 675, 96, 97, 98, 99, 100, 101, 102, 103, 104),
-    ('mxnet.mlkube.io', 'v1beta1', 'MxJob'): (0, 1, 2, 3, 4, 676, 677, 678, 679, 680, 681, 34, 35, 36, 37, 38, 39, 40, 41, 42, 43, 44, 45, 46, 47, 48, 49, 50, 51, 52, 53, 54, 55, 56, 57, 58, 59, 60, 61, 62, 63, 64, 65, 66, 67, 68, 69, 70, 71, 72, 73, 74, 75, 76, 77, 78, 79, 80, 81, 82, 83, 84, 85, 86, 87, 88, 89, 90, 91, 92, 93, 94, 95, 96, 97, 98, 99, 100, 101, 102, 103, 104),
-    ('training.kubedl.io', 'v1alpha1', 'MPIJob'): (0, 1, 2, 341, 682, 683, 684, 274, 3, 4, 342, 685, 344, 345, 346, 347, 348, 349, 350, 351, 352, 353, 354, 355, 356, 357, 358, 359, 360, 361, 362, 363, 364, 365, 366, 367, 368, 369, 370, 371, 372, 373, 374, 375, 376, 377, 378, 379, 380, 381, 382, 383, 384, 385, 386, 387, 388, 389, 390, 391, 392, 393, 394, 395, 396, 397, 398, 399, 400, 401, 402, 403, 686, 687, 96, 97, 98, 99, 100, 101, 102, 103, 104),
-    ('training.kubedl.io', 'v1alpha1', 'MarsJob'): (0, 1, 2, 688, 689, 683, 274, 3, 4, 690, 691, 692, 693, 694, 695, 696, 697, 698, 699, 700, 701, 702, 703, 704, 705, 706, 707, 708, 709, 710, 711, 712, 713, 714, 715, 716, 717, 718, 719, 720, 721, 722, 723, 724, 725, 726, 727, 728, 729, 730, 731, 732, 733, 734, 735, 736, 737, 738, 739, 740, 741, 742, 743, 744, 745, 746, 747, 748, 749, 750, 751, 752, 96, 97, 98, 99, 100, 101, 102, 103, 104),
-    ('training.kubedl.io', 'v1alpha1', 'PyTorchJob'): (0, 1, 2, 476, 477, 683, 274, 3, 4, 478, 753, 480, 481, 482, 483, 484, 485, 486, 487, 488, 489, 490, 491, 492, 493, 494, 495, 496, 497, 498, 499, 500, 501, 502, 503, 504, 505, 506, 507, 508, 509, 510, 511, 512, 513, 514, 515, 516, 517, 518, 519, 520, 521, 522, 523, 524, 525, 526, 527, 528, 529, 530, 531, 532, 533, 534, 535, 536, 537, 538, 539, 540, 754, 755, 96, 97, 98, 99, 100, 101, 102, 103, 104),
-    ('training.kubedl.io', 'v1alpha1', 'TFJob'): (0, 1, 2, 543, 544, 683, 274, 3, 4, 545, 756, 547, 548, 549, 550, 551, 552, 553, 554, 555, 556, 557, 558, 559, 560, 561, 562, 563, 564, 565, 566, 567, 568, 569, 570, 571, 572, 573, 574, 575, 576, 577, 578, 579, 580, 581, 582, 583, 584, 585, 586, 587, 588, 589, 590, 591, 592, 593, 594, 595, 596, 597, 598, 599, 600, 601, 602, 603, 604, 605, 606, 607, 757, 758, 759, 96, 97, 98, 99, 100, 101, 102, 103, 104),
-    ('training.kubedl.io', 'v1alpha1', 'XDLJob'): (0, 1, 2, 760, 761, 683, 274, 3, 4, 762, 763, 764, 765, 766, 767, 768, 769, 770, 771, 772, 773, 774, 775, 776, 777, 778, 779, 780, 781, 782, 783, 784, 785, 786, 787, 788, 789, 790, 791, 792, 793, 794, 795, 796, 797, 798, 799, 800, 801, 802, 803, 804, 805, 806, 807, 808, 809, 810, 811, 812, 813, 814, 815, 816, 817, 818, 819, 820, 821, 822, 823, 824, 96, 97, 98, 99, 100, 101, 102, 103, 104),
-    ('training.kubedl.io', 'v1alpha1', 'XGBoostJob'): (0, 1, 2, 611, 612, 683, 274, 3, 4, 613, 825, 615, 616, 617, 618, 619, 620, 621, 622, 623, 624, 625, 626, 627, 628, 629, 630, 631, 632, 633, 634, 635, 636, 637, 638, 639, 640, 641, 642, 643, 644, 645, 646, 647, 648, 649, 650, 651, 652, 653, 654, 655, 656, 657, 658, 659, 660, 661, 662, 663, 664, 665, 666, 667, 668, 669, 670, 671, 672, 673, 674, 826, 827, 828, 96, 97, 98, 99, 100, 101, 102, 103, 104),
+    ('batch.tensorstack.dev', 'v1beta1', 'GenericJob'): (0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 20, 21, 22, 23, 24, 25, 26, 27, 28, 29, 30, 31, 32, 33, 34, 35, 36, 37, 38, 39, 40, 41, 42, 43, 44, 45, 46, 47, 48, 49, 50, 51, 52, 53, 54, 55, 56, 57, 58, 59, 60, 61, 62, 63, 64, 65, 66, 67, 68, 69, 70, 71, 72, 73, 74, 75, 76, 77, 78, 79, 80, 81, 82, 83, 84, 85, 86, 87, 88, 89, 90, 91, 92, 93, 94, 95, 96, 97, 98, 99, 100, 101, 102, 103, 104, 105, 106),
+    ('batch.volcano.sh', 'v1alpha1', 'Job'): (0, 107, 108, 109, 110, 111, 112, 113, 114, 115, 116, 117, 118, 119, 120, 121, 122, 123, 124, 125, 126, 127, 128, 129, 130, 131, 132, 133, 134, 135, 136, 137, 138, 139, 140, 141, 142, 143, 144, 145, 146, 147, 148, 149, 150, 151, 152, 153, 154, 155, 156, 157, 158, 159, 160, 161, 162, 163, 164, 165, 166, 167, 168, 169, 170, 171, 172, 173, 174, 175, 176, 177, 178, 179, 180, 181, 182, 183, 184, 185, 186, 187, 188, 189, 190, 191, 192, 193, 194, 195, 196, 197, 198, 199, 200, 201, 202, 203, 204, 205, 206, 207, 208, 209, 210, 211, 212, 213, 214, 215, 216, 217, 218, 219, 220, 221, 222, 223, 224, 225, 226, 227, 228, 229, 230, 231, 232, 233, 234, 235, 236, 237, 238, 239, 240, 241, 242, 243, 244, 245, 246, 247, 248, 249, 250, 251, 252, 253, 254, 255, 256, 257, 258, 259, 98, 99, 100, 101, 102, 103, 104, 105, 106),
+    ('diengine.opendilab.org', 'v2alpha1', 'DIJob'): (0, 1, 2, 3, 4, 260, 261, 262, 263, 264, 265, 266, 267, 268, 269, 215, 242, 196, 197, 198, 199, 200, 201, 202, 203, 204, 205, 206, 207, 208, 209, 210, 211, 212, 213, 214, 216, 217, 218, 219, 220, 221, 222, 223, 224, 225, 226, 227, 228, 229, 230, 231, 232, 233, 234, 235, 236, 237, 238, 239, 240, 241, 243, 244, 245, 246, 247, 248, 249, 250, 251, 252, 253, 254, 255, 256, 257, 258, 259, 98, 99, 100, 101, 102, 103, 104, 105, 106),
+    ('kubeflow.org', 'v1', 'JAXJob'): (270, 271, 272, 273, 274, 0, 1, 2, 275, 276, 277, 278, 3, 4, 279, 280, 281, 282, 283, 284, 285, 286, 287, 288, 289, 290, 291, 292, 293, 294, 295, 296, 297, 298, 299, 300, 301, 302, 303, 304, 305, 306, 307, 308, 309, 310, 311, 312, 313, 314, 315, 316, 317, 318, 319, 320, 321, 322, 323, 324, 325, 326, 327, 328, 329, 330, 331, 332, 333, 334, 335, 336, 337, 338, 339, 340, 341, 342, 343, 98, 99, 100, 101, 102, 103, 104, 105, 106),
+    ('kubeflow.org', 'v1', 'MPIJob'): (270, 271, 272, 273, 344, 345, 346, 0, 1, 2, 347, 277, 278, 3, 4, 348, 349, 350, 351, 352, 353, 354, 355, 356, 357, 358, 359, 360, 361, 362, 363, 364, 365, 366, 367, 368, 369, 370, 371, 372, 373, 374, 375, 376, 377, 378, 379, 380, 381, 382, 383, 384, 385, 386, 387, 388, 389, 390, 391, 392, 393, 394, 395, 396, 397, 398, 399, 400, 401, 402, 403, 404, 405, 406, 407, 408, 409, 410, 411, 98, 99, 100, 101, 102, 103, 104, 105, 106),
+    ('kubeflow.org', 'v1', 'PaddleJob'): (270, 271, 272, 273, 412, 413, 0, 1, 2, 414, 415, 277, 278, 3, 4, 416, 417, 418, 419, 420, 421, 422, 423, 424, 425, 426, 427, 428, 429, 430, 431, 432, 433, 434, 435, 436, 437, 438, 439, 440, 441, 442, 443, 444, 445, 446, 447, 448, 449, 450, 451, 452, 453, 454, 455, 456, 457, 458, 459, 460, 461, 462, 463, 464, 465, 466, 467, 468, 469, 470, 471, 472, 473, 474, 475, 476, 477, 478, 479, 480, 98, 99, 100, 101, 102, 103, 104, 105, 106),
+    ('kubeflow.org', 'v1', 'PyTorchJob'): (270, 271, 272, 273, 481, 482, 483, 484, 485, 0, 1, 2, 486, 487, 277, 278, 3, 4, 488, 489, 490, 491, 492, 493, 494, 495, 496, 497, 498, 499, 500, 501, 502, 503, 504, 505, 506, 507, 508, 509, 510, 511, 512, 513, 514, 515, 516, 517, 518, 519, 520, 521, 522, 523, 524, 525, 526, 527, 528, 529, 530, 531, 532, 533, 534, 535, 536, 537, 538, 539, 540, 541, 542, 543, 544, 545, 546, 547, 548, 549, 550, 551, 552, 98, 99, 100, 101, 102, 103, 104, 105, 106),
+    ('kubeflow.org', 'v1', 'TFJob'): (270, 271, 272, 273, 553, 554, 0, 1, 2, 555, 556, 277, 278, 3, 4, 557, 558, 559, 560, 561, 562, 563, 564, 565, 566, 567, 568, 569, 570, 571, 572, 573, 574, 575, 576, 577, 578, 579, 580, 581, 582, 583, 584, 585, 586, 587, 588, 589, 590, 591, 592, 593, 594, 595, 596, 597, 598, 599, 600, 601, 602, 603, 604, 605, 606, 607, 608, 609, 610, 611, 612, 613, 614, 615, 616, 617, 618, 619, 620, 621, 98, 99, 100, 101, 102, 103, 104, 105, 106),
+    ('kubeflow.org', 'v1', 'XGBoostJob'): (270, 271, 272, 273, 622, 623, 624, 0, 1, 2, 625, 626, 277, 278, 3, 4, 627, 628, 629, 630, 631, 632, 633, 634, 635, 636, 637, 638, 639, 640, 641, 642, 643, 644, 645, 646, 647, 648, 649, 650, 651, 652, 653, 654, 655, 656, 657, 658, 659, 660, 661, 662, 663, 664, 665, 666, 667, 668, 669, 670, 671, 672, 673, 674, 675, 676, 677, 678, 679, 680, 681, 682, 683, 684, 685, 686, 687, 688, 689, 690, 691, 98, 99, 100, 101, 102, 103, 104, 105, 106),
+    ('mxnet.mlkube.io', 'v1beta1', 'MxJob'): (0, 1, 2, 3, 4, 692, 693, 694, 695, 696, 697, 34, 35, 36, 37, 38, 39, 40, 41, 42, 43, 44, 45, 46, 47, 48, 49, 50, 51, 52, 53, 54, 55, 56, 57, 58, 59, 60, 61, 62, 63, 64, 65, 66, 67, 68, 69, 70, 71, 72, 73, 74, 75, 76, 77, 78, 79, 80, 81, 82, 83, 84, 85, 86, 87, 88, 89, 90, 91, 92, 93, 94, 95, 96, 97, 98, 99, 100, 101, 102, 103, 104, 105, 106),
+    ('training.kubedl.io', 'v1alpha1', 'MPIJob'): (0, 1, 2, 347, 698, 699, 700, 278, 3, 4, 348, 701, 350, 351, 352, 353, 354, 355, 356, 357, 358, 359, 360, 361, 362, 363, 364, 365, 366, 367, 368, 369, 370, 371, 372, 373, 374, 375, 376, 377, 378, 379, 380, 381, 382, 383, 384, 385, 386, 387, 388, 389, 390, 391, 392, 393, 394, 395, 396, 397, 398, 399, 400, 401, 402, 403, 404, 405, 406, 407, 408, 409, 410, 411, 702, 703, 98, 99, 100, 101, 102, 103, 104, 105, 106),
+    ('training.kubedl.io', 'v1alpha1', 'MarsJob'): (0, 1, 2, 704, 705, 699, 278, 3, 4, 706, 707, 708, 709, 710, 711, 712, 713, 714, 715, 716, 717, 718, 719, 720, 721, 722, 723, 724, 725, 726, 727, 728, 729, 730, 731, 732, 733, 734, 735, 736, 737, 738, 739, 740, 741, 742, 743, 744, 745, 746, 747, 748, 749, 750, 751, 752, 753, 754, 755, 756, 757, 758, 759, 760, 761, 762, 763, 764, 765, 766, 767, 768, 769, 770, 98, 99, 100, 101, 102, 103, 104, 105, 106),
+    ('training.kubedl.io', 'v1alpha1', 'PyTorchJob'): (0, 1, 2, 486, 487, 699, 278, 3, 4, 488, 771, 490, 491, 492, 493, 494, 495, 496, 497, 498, 499, 500, 501, 502, 503, 504, 505, 506, 507, 508, 509, 510, 511, 512, 513, 514, 515, 516, 517, 518, 519, 520, 521, 522, 523, 524, 525, 526, 527, 528, 529, 530, 531, 532, 533, 534, 535, 536, 537, 538, 539, 540, 541, 542, 543, 544, 545, 546, 547, 548, 549, 550, 551, 552, 772, 773, 98, 99, 100, 101, 102, 103, 104, 105, 106),
+    ('training.kubedl.io', 'v1alpha1', 'TFJob'): (0, 1, 2, 555, 556, 699, 278, 3, 4, 557, 774, 559, 560, 561, 562, 563, 564, 565, 566, 567, 568, 569, 570, 571, 572, 573, 574, 575, 576, 577, 578, 579, 580, 581, 582, 583, 584, 585, 586, 587, 588, 589, 590, 591, 592, 593, 594, 595, 596, 597, 598, 599, 600, 601, 602, 603, 604, 605, 606, 607, 608, 609, 610, 611, 612, 613, 614, 615, 616, 617, 618, 619, 620, 621, 775, 776, 777, 98, 99, 100, 101, 102, 103, 104, 105, 106),
+    ('training.kubedl.io', 'v1alpha1', 'XDLJob'): (0, 1, 2, 778, 779, 699, 278, 3, 4, 780, 781, 782, 783, 784, 785, 786, 787, 788, 789, 790, 791, 792, 793, 794, 795, 796, 797, 798, 799, 800, 801, 802, 803, 804, 805, 806, 807, 808, 809, 810, 811, 812, 813, 814, 815, 816, 817, 818, 819, 820, 821, 822, 823, 824, 825, 826, 827, 828, 829, 830, 831, 832, 833, 834, 835, 836, 837, 838, 839, 840, 841, 842, 843, 844, 98, 99, 100, 101, 102, 103, 104, 105, 106),
+    ('training.kubedl.io', 'v1alpha1', 'XGBoostJob'): (0, 1, 2, 625, 626, 699, 278, 3, 4, 627, 845, 629, 630, 631, 632, 633, 634, 635, 636, 637, 638, 639, 640, 641, 642, 643, 644, 645, 646, 647, 648, 649, 650, 651, 652, 653, 654, 655, 656, 657, 658, 659, 660, 661, 662, 663, 664, 665, 666, 667, 668, 669, 670, 671, 672, 673, 674, 675, 676, 677, 678, 679, 680, 681, 682, 683, 684, 685, 686, 687, 688, 689, 690, 846, 847, 848, 98, 99, 100, 101, 102, 103, 104, 105, 106),
 }

@@ -66,15 +66,19 @@ def find(entries: dict[tuple[str, str], Entry], wanted: str, family: str | None)
 def _explain(args: argparse.Namespace) -> int:
     import difflib
 
+    from jobgate.engine.warningids import BY_ID
     from jobgate.policy.ruleids import POLICY_RULES
 
     if args.rule in POLICY_RULES:
         sys.stdout.write(describe_policy_rule(args.rule))
         return EXIT_OK
+    if args.rule in BY_ID:
+        sys.stdout.write(describe_warning_rule(args.rule))
+        return EXIT_OK
     entries = catalogue()
     found = find(entries, args.rule, args.family)
     if not found:
-        names = sorted({i for _, i in entries} | {f"{f}/{i}" for f, i in entries} | set(POLICY_RULES))
+        names = sorted({i for _, i in entries} | {f"{f}/{i}" for f, i in entries} | set(POLICY_RULES) | set(BY_ID))
         close = difflib.get_close_matches(args.rule, names, n=5, cutoff=0.6)
         print(f"jobgate: {args.rule}: {UNKNOWN}", file=sys.stderr)
         if close:
@@ -128,6 +132,22 @@ def describe_policy_rule(rule_id: str) -> str:
     if apiserver:
         lines.append(f"  without the webhook: {'; '.join(apiserver)}")
     lines.append(f"  docs:      {DOCUMENTATION} and docs/policy-enforcement.md")
+    return "\n".join(lines) + "\n"
+
+
+def describe_warning_rule(rule_id: str) -> str:
+    """A warning of the families' rules: what it says; it never refuses a job."""
+    from jobgate.engine.warningids import BY_ID
+
+    rule = BY_ID[rule_id]
+    lines = [
+        rule.id,
+        f"  family:    {', '.join(rule.families) if rule.families else 'every family'}",
+        f"  says:      {rule.says}",
+        "  warning:   the job is admitted; the webhook sends it as an admission warning, jobgate validate "
+        "prints it, each with this id after it",
+        "  docs:      docs/families.md",
+    ]
     return "\n".join(lines) + "\n"
 
 

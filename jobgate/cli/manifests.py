@@ -9,6 +9,7 @@ from jobgate.cli.offline import EXIT_DENIED, EXIT_OK, EXIT_USAGE
 TYPE_CHECKING = False  # typing.TYPE_CHECKING, without importing typing at run time (start-up)
 if TYPE_CHECKING:
     import argparse
+    from pathlib import Path
 
 
 def _manifests(args: argparse.Namespace) -> int:
@@ -25,6 +26,10 @@ def _manifests(args: argparse.Namespace) -> int:
 
     directory = Path(args.dir)
     test_crds = Path(args.test_crds) if args.test_crds else directory.absolute().parent / TEST_CRDS_DIR
+    problem = _other_checkout(directory)
+    if problem:
+        print(f"jobgate manifests generate: {problem}", file=sys.stderr)
+        return EXIT_USAGE
     if args.check:
         stale = [str(directory / relative) for relative in differences(directory)]
         stale += [str(test_crds / relative) for relative in differences(test_crds, e2e_crd_files())]
@@ -32,13 +37,30 @@ def _manifests(args: argparse.Namespace) -> int:
         for path in stale:
             print(f"{path}: differs from what `jobgate manifests generate` produces", file=sys.stderr)
         return EXIT_DENIED if stale else EXIT_OK
-    for path in write(directory):
+    written = [*write(directory), *write(test_crds, e2e_crd_files()), *write_package_tables()]
+    for path in written:
         print(f"wrote {path}")
-    for path in write(test_crds, e2e_crd_files()):
-        print(f"wrote {path}")
-    for table in write_package_tables():
-        print(f"wrote {table}")
+    if not written:
+        print("nothing to write: every generated file is current")
     return EXIT_OK
+
+
+def _other_checkout(directory: Path) -> str:
+    """'' unless ``directory`` is the manifests folder of a checkout of jobgate other than the one
+    running: then generating would write the running copy's rules over the checkout's (after
+    ``pip install .`` rather than ``-e``); what to run instead."""
+    from pathlib import Path
+
+    import jobgate
+
+    checkout = directory.absolute().parent / "jobgate" / "__init__.py"
+    running = Path(jobgate.__file__).resolve()
+    if not checkout.is_file() or checkout.resolve() == running:
+        return ""
+    return (
+        f"{checkout.parent.parent} is a checkout of jobgate, but this jobgate runs from {running.parent}: it would "
+        "write its own rules, not the checkout's; install the checkout editable: python3 -m pip install -e '.[test]'"
+    )
 
 
 def policy_enforcement_table() -> str:

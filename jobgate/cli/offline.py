@@ -45,7 +45,8 @@ def _validate(args: argparse.Namespace | QuickArguments) -> int:
     progress = _Progress() if sys.stderr.isatty() else None
     started = time.monotonic()
     volcano_jobs = 0
-    for done, results in enumerate(iter_results(args.paths, args.validate, args.jobs, views), start=1):
+    skip = getattr(args, "skip_non_objects", False)  # argparse's flag; the quick parse leaves it to argparse
+    for done, results in enumerate(iter_results(args.paths, args.validate, args.jobs, views, skip_non_objects=skip), 1):
         reporter.add(results)
         # Counted here, not in the rules: with -j the rules run in worker processes.
         volcano_jobs += sum(r.api_version == f"{VOLCANO_GROUP}/{VOLCANO_VERSION}" and r.kind == "Job" for r in results)
@@ -387,7 +388,8 @@ def _review_rule_ids(text: str, args: argparse.Namespace, views: ClusterViews | 
         return
     gvk = (kind.gvk.group, kind.gvk.version, kind.gvk.kind)
     for error in verdict.errors:
-        print(f"jobgate: {printable(error.field)}: rule {rule_id(gvk, error) or '(none)'}", file=sys.stderr)
+        rule = verdict.rules.get(id(error)) or rule_id(gvk, error)  # a policy's error knows its rule
+        print(f"jobgate: {printable(error.field)}: rule {rule or '(none)'}", file=sys.stderr)
 
 
 def _as_json(text: str) -> str:

@@ -117,6 +117,13 @@ def _validate_arguments(validate: argparse.ArgumentParser) -> None:
         metavar="N",
         help="files checked in parallel (default: the number of CPUs); output stays in input order",
     )
+    validate.add_argument(
+        "--skip-non-objects",
+        action="store_true",
+        help="skip, rather than refuse (exit 2), documents that are no Kubernetes object: no apiVersion and no "
+        "kind (a GitHub workflow), a template with {{ }} (a Helm chart's), a file with no apiVersion that "
+        "does not parse; each is listed as skipped (the pre-commit hook passes it)",
+    )
     _add_cluster_flags(validate)
     validate.set_defaults(handler=_validate)
 

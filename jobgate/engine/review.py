@@ -10,7 +10,7 @@ gets the same verdict as one with it.
 from __future__ import annotations
 
 from jobgate.engine.context import CREATE, UPDATE, ReviewContext
-from jobgate.engine.fielderrors import FieldError, invalid_status
+from jobgate.engine.fielderrors import FieldError, FieldPath, invalid_status
 from jobgate.engine.jsonpatch import NO_PATCH, Patch, PatchRecorder
 from jobgate.engine.registry import GroupVersionKind, JobKind, lookup, served_kinds
 from jobgate.engine.schema import schema_checker
@@ -24,7 +24,7 @@ if TYPE_CHECKING:
 class Verdict:
     # Not a dataclass: importing ``dataclasses`` costs a one-file ``jobgate validate`` more
     # than the rules it runs.
-    __slots__ = ("audit", "defaulted", "errors", "kind", "patch", "rules", "skipped", "warnings")
+    __slots__ = ("audit", "defaulted", "errors", "kind", "patch", "rules", "skipped", "warning_rules", "warnings")
 
     def __init__(
         self,
@@ -37,6 +37,7 @@ class Verdict:
         skipped: frozenset[str] = frozenset(),
         audit: list[str] | None = None,
         rules: dict[int, str] | None = None,
+        warning_rules: dict[str, tuple[str, FieldPath]] | None = None,
     ) -> None:
         self.kind = kind
         self.defaulted = defaulted
@@ -51,10 +52,29 @@ class Verdict:
         # of the error in ``errors``; the others' are looked up in the catalogue's table when
         # reported (jobgate.engine.ruleids).
         self.rules = rules if rules is not None else {}
+        # The rule behind a warning and its field where the review knows them (the platform policies'),
+        # by the warning's text; the others' are looked up by warning_rule (jobgate.engine.warningids).
+        self.warning_rules = warning_rules if warning_rules is not None else {}
 
     @property
     def allowed(self) -> bool:
         return not self.errors
+
+    def warning_rule(self, warning: str) -> str:
+        """The id of the rule behind one of ``warnings``; '' when none is known."""
+        known = self.warning_rules.get(warning)
+        if known is not None:
+            return known[0]
+        from jobgate.engine.warningids import warning_rule
+
+        return warning_rule(self.kind.family, warning)
+
+    def labelled_warnings(self) -> list[str]:
+        """The warnings as the webhook sends them: each with its rule id after it, as errors are
+        printed offline."""
+        from jobgate.engine.warningids import labelled
+
+        return [labelled(w, self.warning_rule(w)) for w in self.warnings]
 
     def status(self) -> dict[str, Any]:
         """The ``metav1.Status`` of a denial (422, reason Invalid, one cause per error)."""
@@ -137,6 +157,7 @@ def review_job(
     found.errors.extend(label_errors(defaulted.get("metadata")))
     audit: list[str] = []
     rules: dict[int, str] = {}
+    warning_rules: dict[str, tuple[str, FieldPath]] | None = None
     if policy is not None:
         judged = policy.judge(defaulted, old_defaulted)
         if judged is not None:
@@ -144,6 +165,7 @@ def review_job(
             found.warnings.extend(judged.warnings)
             audit = judged.audit
             rules = judged.rules
+            warning_rules = judged.warning_rules
     return Verdict(
         kind=kind,
         defaulted=defaulted,
@@ -153,4 +175,5 @@ def review_job(
         skipped=frozenset(context.skipped),
         audit=audit,
         rules=rules,
+        warning_rules=warning_rules,
     )

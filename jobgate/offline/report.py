@@ -65,7 +65,7 @@ def text_lines(result: DocumentResult) -> list[str]:
         header += f" ({result.reason})"
     lines = [header]
     lines.extend(f"{result.source}:{e.line}: error: {_labelled(e)}" for e in result.errors)
-    lines.extend(f"{result.source}:{w.line}: warning: {w.message}" for w in result.warnings)
+    lines.extend(f"{result.source}:{w.line}: warning: {_labelled(w)}" for w in result.warnings)
     return lines
 
 
@@ -92,7 +92,7 @@ def _as_dict(result: DocumentResult) -> dict[str, object]:
         "outcome": result.outcome.value,
         "reason": result.reason,
         "errors": [{"line": e.line, "field": e.field, "message": e.message, "rule": e.rule} for e in result.errors],
-        "warnings": [{"line": w.line, "message": w.message} for w in result.warnings],
+        "warnings": [{"line": w.line, "field": w.field, "message": w.message, "rule": w.rule} for w in result.warnings],
     }
 
 
@@ -128,7 +128,7 @@ def render_junit(run: Run) -> str:
             ElementTree.SubElement(case, "skipped", message=result.reason)
         if result.warnings:
             ElementTree.SubElement(case, "system-out").text = "\n".join(
-                f"warning: {w.message}" for w in result.warnings
+                f"warning: {_labelled(w)}" for w in result.warnings
             )
     suites = ElementTree.Element("testsuites")
     suites.append(suite)
@@ -159,7 +159,7 @@ def github_lines(result: DocumentResult) -> list[str]:
     if result.outcome is Outcome.ERROR:
         lines.append(_annotation("error", result.source, result.line, "jobgate", result.reason))
     lines.extend(_annotation("error", result.source, e.line, title, _labelled(e)) for e in result.errors)
-    lines.extend(_annotation("warning", result.source, w.line, title, w.message) for w in result.warnings)
+    lines.extend(_annotation("warning", result.source, w.line, title, _labelled(w)) for w in result.warnings)
     return lines
 
 

@@ -63,8 +63,8 @@ _TOP_LEVEL_FIELDS = frozenset(("apiVersion", "kind", "metadata", "spec", "status
 
 
 class Finding:
-    """An error or a warning at a line, with the id of the rule that produced it (errors: always;
-    warnings: '' today); read-only, compared by value."""
+    """An error or a warning at a line, with the id of the rule that produced it and its field where
+    known; read-only, compared by value."""
 
     __slots__ = ("field", "line", "message", "rule")
     line: int
@@ -245,22 +245,26 @@ def evaluate(
     *,
     with_patch: bool = False,
     views: ClusterViews | None = None,
+    skip_non_objects: bool = False,
 ) -> tuple[DocumentResult, Verdict | None]:
     """The verdict on one object; ``with_patch`` also records the mutating patch (``jobgate default``).
 
     ``views``: the cluster objects given on the command line (``--queues``), which the review's
-    context shows the rules.
+    context shows the rules. ``skip_non_objects``: a document with neither apiVersion nor kind (or
+    no mapping at all) is skipped rather than an error (the pre-commit hook, among other YAML).
     """
     source = display_name(document.source)
     if not isinstance(obj, dict):
         line = document.line_of(prefix)
-        result = DocumentResult(source, document.index, line, Outcome.ERROR, reason="not a Kubernetes object")
-        return result, None
+        outcome = Outcome.SKIPPED if skip_non_objects else Outcome.ERROR
+        return DocumentResult(source, document.index, line, outcome, reason=NOT_AN_OBJECT), None
     gvk = GroupVersionKind.from_object(obj)
     name, namespace = _metadata(obj)
     if gvk is None or not gvk.version or not gvk.kind:
-        reason = "not a Kubernetes object: apiVersion and kind are required"
         line = document.line_of(prefix)
+        if skip_non_objects and "apiVersion" not in obj and "kind" not in obj:
+            return DocumentResult(source, document.index, line, Outcome.SKIPPED, name=name, reason=NO_TYPE), None
+        reason = "not a Kubernetes object: apiVersion and kind are required"
         return DocumentResult(source, document.index, line, Outcome.ERROR, name=name, reason=reason), None
     api_version, kind_name = printable(gvk.api_version), printable(gvk.kind)
     if gvk.group == POLICY_GROUP and gvk.kind in POLICY_KINDS:
@@ -306,10 +310,23 @@ def evaluate(
             )
             for e in verdict.errors
         ]
-    warnings = [Finding(note_line, printable(note)) for note_line, note in document.notes]
-    warnings += [Finding(line, printable(w)) for w in plain_warnings]
+    from jobgate.engine.fielderrors import render_path
     from jobgate.engine.ruleids import STRICT_DECODING
     from jobgate.engine.unknownfields import kubectl_path  # see above
+    from jobgate.engine.warningids import DUPLICATE_KEY
+
+    warnings = [
+        Finding(note_line, printable(note), "", DUPLICATE_KEY.id if note.startswith("duplicate key ") else "")
+        for note_line, note in document.notes
+    ]
+    for w in plain_warnings:
+        known = verdict.warning_rules.get(w)
+        if known is not None:
+            # A policy's warning: at its field's line, with its field, as an error is.
+            rule, path = known
+            warnings.append(Finding(document.line_of((*prefix, *path)), printable(w), render_path(path), rule))
+        else:
+            warnings.append(Finding(line, printable(w), "", verdict.warning_rule(w)))
 
     for path in unknown:
         where = document.line_of((*prefix, *path))
@@ -318,7 +335,9 @@ def evaluate(
             message = f'strict decoding error: unknown field "{printable(kubectl_path(path))}"'
             errors.append(Finding(where, message, kubectl_path(path), STRICT_DECODING))
         elif validation is FieldValidation.WARN:
-            warnings.append(Finding(where, f'unknown field "{printable(kubectl_path(path))}"'))
+            warnings.append(
+                Finding(where, f'unknown field "{printable(kubectl_path(path))}"', kubectl_path(path), STRICT_DECODING)
+            )
     result.errors = sorted(errors, key=lambda f: f.line)
     result.warnings = warnings
     if result.errors:
@@ -360,35 +379,88 @@ def _policy_result(
     return result
 
 
+# What a document that is no Kubernetes object is told, skipped (``skip_non_objects``).
+NOT_AN_OBJECT = "not a Kubernetes object"
+NO_TYPE = "not a Kubernetes object (no apiVersion, no kind)"
+
+
+# A Helm (Go) template action on one of Helm's objects or a control word: the file's values are
+# placeholders until rendered, even where it parses as YAML.
+_TEMPLATE_ACTION = (
+    r"\{\{-?\s*(\.(Values|Release|Chart|Capabilities|Template|Files)\b"
+    r"|(include|template|define|if|range|with|end|toYaml)\b)"
+)
+
+
+def _template(text: str, source: str) -> DocumentResult | None:
+    """A whole file skipped as a Helm template (``skip_non_objects``), or None."""
+    if "{{" not in text:
+        return None
+    import re
+
+    match = re.search(_TEMPLATE_ACTION, text)
+    if match is None:
+        return None
+    line = text.count("\n", 0, match.start()) + 1
+    reason = "a template ({{ }}), YAML only once rendered: render it (helm template) to check it"
+    return DocumentResult(display_name(source), 0, line, Outcome.SKIPPED, reason=reason)
+
+
+def _unreadable(text: str, source: str, exc: SourceError, skip_non_objects: bool) -> DocumentResult:
+    """A file jobgate cannot read: an error, or (``skip_non_objects``) skipped when it is a template
+    (``{{ }}``, YAML only once rendered) or has no apiVersion anywhere (no Kubernetes object in it)."""
+    where = display_name(source)
+    if skip_non_objects and "{{" in text:
+        reason = f"a template ({{{{ }}}}), YAML only once rendered: render it to check it ({exc.message})"
+        return DocumentResult(where, 0, exc.line or 0, Outcome.SKIPPED, reason=reason)
+    if skip_non_objects and "apiVersion" not in text:
+        reason = f"no Kubernetes object (no apiVersion) and not YAML jobgate reads ({exc.message})"
+        return DocumentResult(where, 0, exc.line or 0, Outcome.SKIPPED, reason=reason)
+    return DocumentResult(where, 0, exc.line or 0, Outcome.ERROR, reason=exc.message)
+
+
 def check_text(
-    text: str, source: str, validation: FieldValidation, views: ClusterViews | None = None
+    text: str,
+    source: str,
+    validation: FieldValidation,
+    views: ClusterViews | None = None,
+    skip_non_objects: bool = False,
 ) -> list[DocumentResult]:
     """Every document of one file's text, checked."""
+    if skip_non_objects:
+        template = _template(text, source)
+        if template is not None:
+            return [template]
     results: list[DocumentResult] = []
     try:
         for document in iter_documents(text, source):
             if document.data is None:
                 continue
             for obj, prefix in job_documents(document):
-                results.append(evaluate(document, obj, prefix, validation, views=views)[0])
+                results.append(
+                    evaluate(document, obj, prefix, validation, views=views, skip_non_objects=skip_non_objects)[0]
+                )
     except SourceError as exc:
-        results.append(DocumentResult(display_name(source), 0, exc.line or 0, Outcome.ERROR, reason=exc.message))
+        results.append(_unreadable(text, source, exc, skip_non_objects))
     except RecursionError:  # a bound missed somewhere: still one line, never a traceback
         results.append(DocumentResult(display_name(source), 0, 0, Outcome.ERROR, reason="nesting too deep"))
     return results
 
 
 def check_file(
-    source: str, validation: FieldValidation = FieldValidation.STRICT, views: ClusterViews | None = None
+    source: str,
+    validation: FieldValidation = FieldValidation.STRICT,
+    views: ClusterViews | None = None,
+    skip_non_objects: bool = False,
 ) -> list[DocumentResult]:
     try:
         text = read_source(source)
     except SourceError as exc:
         return [DocumentResult(display_name(source), 0, exc.line or 0, Outcome.ERROR, reason=exc.message)]
-    return check_text(text, source, validation, views)
+    return check_text(text, source, validation, views, skip_non_objects)
 
 
-def _check_file_task(task: tuple[str, FieldValidation, ClusterViews | None]) -> list[DocumentResult]:
+def _check_file_task(task: tuple[str, FieldValidation, ClusterViews | None, bool]) -> list[DocumentResult]:
     return check_file(*task)
 
 
@@ -412,23 +484,29 @@ def iter_results(
     validation: FieldValidation = FieldValidation.STRICT,
     jobs: int = 1,
     views: ClusterViews | None = None,
+    *,
+    skip_non_objects: bool = False,
 ) -> Iterator[list[DocumentResult]]:
     """The results of each file, in input order, as they are ready."""
     sources = list(_sources(paths))  # names only: a few bytes per file
     files = [s for s in sources if isinstance(s, str) and s != STDIN]
     if jobs <= 1 or len(files) < 2:
         for item in sources:
-            yield [item] if isinstance(item, DocumentResult) else check_file(item, validation, views)
+            yield [item] if isinstance(item, DocumentResult) else check_file(item, validation, views, skip_non_objects)
         return
-    yield from _parallel(sources, validation, jobs, views)
+    yield from _parallel(sources, validation, jobs, views, skip_non_objects)
 
 
 def _parallel(
-    sources: list[str | DocumentResult], validation: FieldValidation, jobs: int, views: ClusterViews | None
+    sources: list[str | DocumentResult],
+    validation: FieldValidation,
+    jobs: int,
+    views: ClusterViews | None,
+    skip_non_objects: bool,
 ) -> Iterator[list[Any]]:
     import multiprocessing
 
-    files = [(s, validation, views) for s in sources if isinstance(s, str) and s != STDIN]
+    files = [(s, validation, views, skip_non_objects) for s in sources if isinstance(s, str) and s != STDIN]
     # fork: the workers inherit the loaded rule engine; imap keeps input order and a bounded queue.
     context = multiprocessing.get_context("fork")
     chunksize = max(1, min(32, len(files) // (jobs * 8)))
@@ -439,7 +517,7 @@ def _parallel(
             if isinstance(item, DocumentResult):
                 yield [item]
             elif item == STDIN:
-                yield check_file(item, validation, views)
+                yield check_file(item, validation, views, skip_non_objects)
             else:
                 yield next(iterator)
 

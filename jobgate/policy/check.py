@@ -183,7 +183,10 @@ class PolicyFinding:
         return f"PolicyFinding({shown})"
 
     def text(self) -> str:
-        """The line as the apiserver prints a field error."""
+        """The line as the apiserver prints a field error; a not-applicable notice, never a denial,
+        without an error type (it forbids nothing)."""
+        if self.rule == "policy/not-applicable":
+            return f"{self.path}: {self.message}"
         if self.type in _VALUELESS:
             return f"{self.path}: {self.type}: {self.message}"
         return f"{self.path}: {self.type}: {_show(self.value)}: {self.message}"
@@ -825,11 +828,11 @@ class _Plan:
             wanted[KUEUE_LABEL] = kueue.value
         self.default_labels: list[tuple[str, Any]] = list(wanted.items())
         # The defaults as (path, value) when each has a path every job of the kind shares (None when one
-        # has not: a pod template's field, a path that depends on the job, the Volcano and T9k queue
-        # cases), read without the locators by _defaults, write_fixed and specialised_writer.
+        # has not: a pod template's field, a path that depends on the job, the Volcano queue case),
+        # read without the locators by _defaults, write_fixed and specialised_writer.
         self.fixed_defaults: list[tuple[FieldPath, Any]] | None = []
         for field, default, locator in self.defaults:
-            queue_case = field == "queue" and kmap.family in ("volcano", "t9k")
+            queue_case = field == "queue" and kmap.family == "volcano"
             path = None if locator == TEMPLATE or queue_case else _fixed_path(locator)
             if not path:
                 self.fixed_defaults = None
@@ -1735,12 +1738,6 @@ def _defaults(job: dict[str, Any], kmap: KindMap, plan: _Plan) -> list[tuple[lis
             value = current
             if field == "queue" and kmap.family == "volcano" and value == VOLCANO_SCHEMA_DEFAULT_QUEUE:
                 value = None  # a schema's or Volcano webhook's default, not the author's choice (module docstring)
-            if (
-                field == "queue"
-                and kmap.family == "t9k"
-                and not isinstance(get_path(job, ("spec", "scheduler", "t9kScheduler")), dict)
-            ):
-                continue  # creating t9kScheduler would switch the job to T9k's scheduler
             if template_level and not isinstance(get_path(job, path[:-1]), dict):
                 continue  # a template without a spec: the family's validation reports it
             if value is None:

@@ -7,7 +7,8 @@ project's truth, read here from the plain dicts the rules see. Per family:
 field               where                                       kinds without it (→ "not applicable")
 ==================  =========================================  ==========================================
 queue               kubeflow ``spec.runPolicy.schedulingPolicy.queue``; kubedl ``spec.schedulingPolicy.queue``
-                    (an MPIJob using ``spec.runPolicy``: there); t9k ``spec.scheduler.t9kScheduler.queue``;
+                    (an MPIJob using ``spec.runPolicy``: there); t9k ``spec.scheduler.t9kScheduler.queue``
+                    (a default creates t9kScheduler: T9k has no queue elsewhere);
                     volcano ``spec.queue``                                    MxJob, DIJob
 priorityClassName   kubeflow ``…schedulingPolicy.priorityClass``; kubedl ``…schedulingPolicy.priorityClassName``;
                     volcano ``spec.priorityClassName``; MxJob, GenericJob, DIJob: each pod template's

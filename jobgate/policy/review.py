@@ -31,6 +31,7 @@ TYPE_CHECKING = False  # typing.TYPE_CHECKING, without importing typing at run t
 if TYPE_CHECKING:
     from typing import Any
 
+    from jobgate.engine.fielderrors import FieldPath
     from jobgate.engine.views import DeviceView
 
 _ERROR_TYPES = {error_type.text: error_type for error_type in ErrorType}
@@ -174,7 +175,7 @@ def _set_path(
 class PolicyVerdict:
     """What the policies add to a review: errors (Deny), warnings (Warn), audit lines (Audit)."""
 
-    __slots__ = ("audit", "errors", "rules", "warnings")
+    __slots__ = ("audit", "errors", "rules", "warning_rules", "warnings")
 
     def __init__(self) -> None:
         self.errors: list[FieldError] = []
@@ -182,6 +183,8 @@ class PolicyVerdict:
         # error's identity: a field error holding a list or a map as its value is not hashable.
         self.rules: dict[int, str] = {}
         self.warnings: list[str] = []
+        # (rule id, field path) of each warning, by its text.
+        self.warning_rules: dict[str, tuple[str, FieldPath]] = {}
         self.audit: list[str] = []
 
 
@@ -216,7 +219,9 @@ def verdict(
             judged.errors.append(error)
             judged.rules[id(error)] = finding.rule
         elif finding.action == "Warn":
-            judged.warnings.append(finding.text())
+            text = finding.text()
+            judged.warnings.append(text)
+            judged.warning_rules[text] = (finding.rule, finding.segments or (finding.path,))
         else:
             judged.audit.append(finding.text())
     return judged

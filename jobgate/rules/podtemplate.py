@@ -118,7 +118,7 @@ def check_pod_template(
             container_path = (*list_path, index)
             if _not_an_object(container, container_path, errors):
                 continue
-            name = _check_container(container, container_path, found, seen=seen, volume_names=volume_names, where=where)
+            name = _check_container(container, container_path, found, seen=seen, volume_names=volume_names)
             if name is not None and key == "containers":
                 main_names.add(name)
     if not containers and (containers is None or type(containers) is list):
@@ -178,7 +178,6 @@ def _check_container(
     *,
     seen: set[str],
     volume_names: set[str],
-    where: str,
 ) -> str | None:
     """Check one container; returns its name when it has a usable one."""
     errors = found.errors
@@ -210,7 +209,7 @@ def _check_container(
     resources = container.get("resources")
     if resources is not None:
         if type(resources) is dict:
-            _check_resources(resources, (*path, "resources"), where, name, found)
+            _check_resources(resources, (*path, "resources"), name, found)
         else:
             errors.append(invalid((*path, "resources"), resources, "must be of type object"))
 
@@ -255,10 +254,6 @@ def _resource_class(resource: str) -> tuple[bool, bool]:
     return known
 
 
-def is_gpu(resource: str) -> bool:
-    return resource.endswith("/gpu")
-
-
 def _quantities(values: Any, path: FieldPath, key: str, errors: list[FieldError]) -> dict[str, tuple[Any, int]]:
     """The valid quantities of ``values`` (requests or limits, at ``path`` + ``key``), by resource."""
     if values is None:
@@ -288,34 +283,50 @@ def _quantities(values: Any, path: FieldPath, key: str, errors: list[FieldError]
     return parsed
 
 
-def _check_resources(
-    resources: dict[str, Any], path: FieldPath, where: str, container_name: str | None, found: Findings
-) -> None:
-    """``where`` and ``container_name`` name the owner in warnings (built only when one is due)."""
+def _check_resources(resources: dict[str, Any], path: FieldPath, container_name: str | None, found: Findings) -> None:
+    """``container_name`` names the container in the errors' details (their paths give its index
+    only, as the apiserver's do)."""
     errors = found.errors
-    limits = _quantities(resources.get("limits"), path, "limits", errors)
-    requests = _quantities(resources.get("requests"), path, "requests", errors)
+    raw_limits = resources.get("limits")
+    raw_requests = resources.get("requests")
+    limits = _quantities(raw_limits, path, "limits", errors)
+    requests = _quantities(raw_requests, path, "requests", errors)
+    owner = f" (container {container_name})" if container_name is not None else ""
+    if type(raw_requests) is dict and (raw_limits is None or type(raw_limits) is dict):
+        # Read from the keys, whatever their values (a wrong one has its own error): the apiserver
+        # refuses the pods ("Limit must be set for non overcommitable resources") and the job would be
+        # stored with pods that never start.
+        for resource in raw_requests:
+            if not _resource_class(resource)[1] and (raw_limits is None or resource not in raw_limits):
+                errors.append(required((*path, "limits", Key(resource)), limit_required_detail(resource, owner)))
     for resource, (raw, quantity) in requests.items():
         limit = limits.get(resource)
-        _, overcommittable = _resource_class(resource)
         if limit is None:
-            if not overcommittable:
-                # The apiserver refuses such pods ("Limit must be set for non overcommitable resources").
-                what = "GPU" if is_gpu(resource) else resource
-                owner = f"{where} container {container_name}"
-                found.warnings.append(clip_warning(f"{what} requested without a limit: {resource} in {owner}"))
             continue
         limit_raw, limit_quantity = limit
-        if overcommittable:
+        if _resource_class(resource)[1]:
             if quantity > limit_quantity:
                 errors.append(
                     invalid(
                         (*path, "requests", Key(resource)),
                         raw,
-                        f"must be less than or equal to {resource} limit of {limit_raw}",
+                        f"must be less than or equal to {resource} limit of {limit_raw}{owner}",
                     )
                 )
         elif quantity != limit_quantity:
             errors.append(
-                invalid((*path, "requests", Key(resource)), raw, f"must be equal to {resource} limit of {limit_raw}")
+                invalid(
+                    (*path, "requests", Key(resource)),
+                    raw,
+                    f"must be equal to {resource} limit of {limit_raw}{owner}",
+                )
             )
+
+
+# The apiserver's own words for a request of a resource that cannot be overcommitted with no limit.
+LIMIT_REQUIRED = "Limit must be set for non overcommitable resources"
+
+
+def limit_required_detail(resource: str, owner: str) -> str:
+    """The detail of a missing limit; ``owner`` is `` (container NAME)`` or ''."""
+    return f"{resource} is requested without a limit{owner}: {LIMIT_REQUIRED}"

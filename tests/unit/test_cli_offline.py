@@ -129,9 +129,9 @@ def test_default_jobs_is_the_number_of_cpus(tmp_path, capsys, monkeypatch):
     seen = []
     real = offline.iter_results
 
-    def spy(paths, validation, jobs, views=None):
+    def spy(paths, validation, jobs, views=None, **options):
         seen.append(jobs)
-        return real(paths, validation, jobs, views)
+        return real(paths, validation, jobs, views, **options)
 
     monkeypatch.setattr(offline, "iter_results", spy)
     make_tree(tmp_path, 2)

@@ -387,12 +387,14 @@ def test_no_warning_when_the_template_agrees():
     assert review(obj).warnings == []
 
 
-def test_warning_for_gpu_requested_without_limit():
+def test_gpu_requested_without_limit_is_refused():
     resources = {"requests": {"nvidia.com/gpu": 1}}
     verdict = review(tfjob({"Worker": replica(container(resources=resources))}))
-    assert verdict.allowed
-    assert verdict.warnings == [
-        "GPU requested without a limit: nvidia.com/gpu in tfReplicaSpecs[Worker] container tensorflow"
+    assert not verdict.allowed and verdict.warnings == []
+    assert [str(e) for e in verdict.errors] == [
+        "spec.tfReplicaSpecs[Worker].template.spec.containers[0].resources.limits[nvidia.com/gpu]: Required value: "
+        "nvidia.com/gpu is requested without a limit (container tensorflow): Limit must be set for non "
+        "overcommitable resources"
     ]
 
 
@@ -405,10 +407,7 @@ def test_warning_for_unknown_fields():
 
 
 def test_warnings_fit_in_120_characters():
-    long_name = "c" * 63
-    resources = {"requests": {"example.com/gpu": 1}}
-    obj = tfjob({"Worker": replica(container(), container(long_name, resources=resources))})
-    verdict = review(obj)
+    verdict = review(tfjob({"Worker": replica(container())}, **{"x" * 120: {}}))
     assert verdict.warnings
     assert all(len(w) <= 120 for w in verdict.warnings)
 

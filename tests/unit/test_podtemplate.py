@@ -77,7 +77,7 @@ def test_requests_at_most_limits():
     resources = {"requests": {"cpu": "1500m", "memory": "2Gi"}, "limits": {"cpu": "1", "memory": "2048Mi"}}
     assert errors_of(worker(container(resources=resources))) == [
         f'{PREFIX}.containers[0].resources.requests[cpu]: Invalid value: "1500m": must be less than or equal to cpu '
-        "limit of 1"
+        "limit of 1 (container tensorflow)"
     ]
 
 
@@ -101,7 +101,7 @@ def test_extended_resources_are_whole_and_requests_equal_limits():
     resources = {"requests": {"nvidia.com/gpu": 1}, "limits": {"nvidia.com/gpu": 2}}
     assert errors_of(worker(container(resources=resources))) == [
         f"{PREFIX}.containers[0].resources.requests[nvidia.com/gpu]: Invalid value: 1: must be equal to nvidia.com/gpu "
-        "limit of 2"
+        "limit of 2 (container tensorflow)"
     ]
     assert errors_of(worker(container(resources={"limits": {"nvidia.com/gpu": "500m"}}))) == [
         f'{PREFIX}.containers[0].resources.limits[nvidia.com/gpu]: Invalid value: "500m": must be an integer'
@@ -186,7 +186,61 @@ def test_wrong_typed_template_spec():
 
 
 def test_warnings_do_not_deny():
-    obj = worker(container(resources={"requests": {"nvidia.com/gpu": 1}}), restartPolicy="OnFailure")
+    obj = worker(container(resources={"requests": {"cpu": 1}}), restartPolicy="OnFailure")
     verdict = review(obj)
     assert verdict.allowed
-    assert len(verdict.warnings) == 2
+    assert len(verdict.warnings) == 1
+
+
+# --- resources Kubernetes cannot overcommit: a request needs its limit ------------------------------
+
+
+def test_extended_resource_requested_without_a_limit_is_refused_naming_container_and_resource():
+    obj = worker(container(), container("trainer", resources={"requests": {"cpu": 1, "nvidia.com/gpu": 2}}))
+    assert errors_of(obj) == [
+        f"{PREFIX}.containers[1].resources.limits[nvidia.com/gpu]: Required value: nvidia.com/gpu is requested "
+        "without a limit (container trainer): Limit must be set for non overcommitable resources"
+    ]
+
+
+def test_hugepages_and_init_containers_need_a_limit_too():
+    init = container("setup", resources={"requests": {"memory": "1Gi", "hugepages-2Mi": "4Mi"}, "limits": {}})
+    (error,) = errors_of(worker(container(), initContainers=[init]))
+    assert error.startswith(f"{PREFIX}.initContainers[0].resources.limits[hugepages-2Mi]: Required value: ")
+    assert "(container setup)" in error
+
+
+@pytest.mark.parametrize(
+    "resource",
+    # Native resources (no prefix, or under kubernetes.io/) can be overcommitted, as the apiserver's
+    # IsOvercommitAllowed says: the DRA implicit name deviceclass.resource.kubernetes.io/<class> is one.
+    ["cpu", "memory", "ephemeral-storage", "deviceclass.resource.kubernetes.io/gpu.nvidia.com"],
+)
+def test_overcommittable_requests_need_no_limit(resource):
+    assert errors_of(worker(container(resources={"requests": {resource: 1}}))) == []
+
+
+def test_limit_alone_or_equal_request_is_fine():
+    assert errors_of(worker(container(resources={"limits": {"nvidia.com/gpu": 2}}))) == []
+    both = {"requests": {"example.com/fpga": 1}, "limits": {"example.com/fpga": "1"}}
+    assert errors_of(worker(container(resources=both))) == []
+
+
+def test_a_limit_with_a_wrong_value_is_still_a_limit():
+    resources = {"requests": {"nvidia.com/gpu": 1}, "limits": {"nvidia.com/gpu": "lots"}}
+    (error,) = errors_of(worker(container(resources=resources)))
+    assert error.startswith(f'{PREFIX}.containers[0].resources.limits[nvidia.com/gpu]: Invalid value: "lots"')
+
+
+def test_a_request_with_a_wrong_value_still_needs_its_limit():
+    errors = errors_of(worker(container(resources={"requests": {"nvidia.com/gpu": "-1"}})))
+    assert any("limits[nvidia.com/gpu]: Required value" in e for e in errors)
+    assert any("requests[nvidia.com/gpu]: Invalid value" in e for e in errors)
+
+
+def test_an_unnamed_container_is_named_by_its_path_only():
+    errors = errors_of(worker(container(), {"image": "x", "resources": {"requests": {"example.com/fpga": 1}}}))
+    assert errors[0] == f"{PREFIX}.containers[1].name: Required value"
+    assert errors[1].endswith(
+        "example.com/fpga is requested without a limit: Limit must be set for non overcommitable resources"
+    )

@@ -356,10 +356,21 @@ def test_defaults_skip_fields_the_kind_lacks(job: dict) -> None:
     ) in paths
 
 
-def test_t9k_queue_default_only_with_the_t9k_scheduler() -> None:
-    assert not any("queue" in p for p, _ in defaults(t9k(), ALL_DEFAULTS))
-    ops = defaults(t9k(scheduler={"t9kScheduler": {}}), ALL_DEFAULTS)
+@pytest.mark.parametrize(
+    "spec", [{}, {"scheduler": None}, {"scheduler": {}}, {"scheduler": {"t9kScheduler": {}}}], ids=str
+)
+def test_t9k_queue_default_is_written_whether_or_not_the_job_names_the_t9k_scheduler(spec: dict) -> None:
+    """A queue lives in spec.scheduler.t9kScheduler, created when missing (docs/policy.md): a GenericJob
+    that names no scheduler gets the default and goes to T9k's scheduler with it."""
+    ops = defaults(t9k(**spec), ALL_DEFAULTS)
     assert (["spec", "scheduler", "t9kScheduler", "queue"], "team-a") in ops
+    queue_only = defaults(t9k(**spec), cluster("d", {"defaults": {"queue": "team-a"}}))
+    assert apply_defaults(t9k(**spec), queue_only)["spec"]["scheduler"]["t9kScheduler"]["queue"] == "team-a"
+
+
+def test_t9k_queue_default_keeps_the_authors_queue_and_what_is_no_object() -> None:
+    assert not any("queue" in p for p, _ in defaults(t9k(scheduler={"t9kScheduler": {"queue": "b"}}), ALL_DEFAULTS))
+    assert not any("queue" in p for p, _ in defaults(t9k(scheduler="t9k"), ALL_DEFAULTS))
 
 
 def test_volcano_schema_default_queue_counts_as_unset() -> None:

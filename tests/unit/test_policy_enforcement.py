@@ -344,3 +344,33 @@ def test_a_check_with_plainly_valid_policies_loads_no_parser_models_or_typing(tm
     )
     result = subprocess.run([sys.executable, "-c", script], cwd=REPO, capture_output=True, text=True, check=False)
     assert result.returncode == 0, result.stdout + result.stderr
+
+
+def _generic_job(**spec: dict) -> dict:
+    container = {"name": "main", "image": "registry.example.com/ml/job:1"}
+    return {
+        "apiVersion": "batch.tensorstack.dev/v1beta1",
+        "kind": "GenericJob",
+        "metadata": {"name": "gj", "namespace": "team-a"},
+        "spec": {"replicaSpecs": [{"type": "worker", "template": {"spec": {"containers": [container]}}}], **spec},
+    }
+
+
+@pytest.mark.parametrize("spec", [{}, {"scheduler": {}}], ids=["no scheduler", "empty scheduler"])
+def test_t9k_queue_default_satisfies_the_required_queues(spec: dict):
+    """defaults.queue with require.queues never refuses a GenericJob that names no scheduler: the
+    default is written at spec.scheduler.t9kScheduler.queue, the one place a GenericJob has a queue.
+    Run past the plan's specialisation (its written-out defaults are a second path)."""
+    queues = policy("q", {"defaults": {"queue": "team-a"}, "require": {"queues": ["team-a"]}}, namespace="team-a")
+    ctx = context(queues)
+    job = _generic_job(**spec)
+    for _ in range(70):
+        verdict = review_job(kind_of(job), job, context=ctx)
+        assert verdict.allowed, [str(e) for e in verdict.errors]
+        assert verdict.defaulted["spec"]["scheduler"]["t9kScheduler"]["queue"] == "team-a"
+        patched = apply_patch(job, defaulting_patch(kind_of(job), job, context=ctx))
+        assert patched["spec"]["scheduler"]["t9kScheduler"] == {"queue": "team-a", "priority": 0}
+    # Without the default, the requirement still holds: no scheduler is no way around a queue.
+    strict = context(policy("q", {"require": {"queues": ["team-a"]}}, namespace="team-a"))
+    (error,) = review_job(kind_of(job), job, context=strict).errors
+    assert str(error).startswith("spec.scheduler.t9kScheduler.queue: Required value")

@@ -40,7 +40,7 @@ from jobgate.rules.forms import ScopeSite
 from jobgate.rules.names import (
     LABEL_MAX_LENGTH,
 )
-from jobgate.rules.podtemplate import POD_TEMPLATE_BOUNDS
+from jobgate.rules.podtemplate import LIMIT_REQUIRED, POD_TEMPLATE_BOUNDS
 from jobgate.rules.podtemplate_declared import (
     CONTAINER,
     CONTAINER_NAME,
@@ -349,6 +349,11 @@ def _bare(v: str) -> str:
     return f"(type({v}) == int ? string({v}) : {v})"
 
 
+def _owner(container: str) -> str:
+    """CEL of `` (container NAME)`` for a named container, '' otherwise (as the webhook's details)."""
+    return f"(has({container}.name) && {container}.name != '' ? ' (container ' + {container}.name + ')' : '')"
+
+
 def _first(messages: list[str]) -> str:
     return "([" + ", ".join(messages) + "].filter(m, m != '') + [''])[0]"
 
@@ -395,10 +400,24 @@ def _resource_rules(key: str, item: Location, each: str) -> list[Rule]:
         )
         message = (
             f"{path} + '.resources.requests[' + k + ']: Invalid value: ' + {_shown(request)} + ': must be ' + "
-            f"({overcommittable} ? 'less than or equal to ' : 'equal to ') + k + ' limit of ' + {_bare(limit)}"
+            f"({overcommittable} ? 'less than or equal to ' : 'equal to ') + k + ' limit of ' + {_bare(limit)} + "
+            f"{_owner(container)}"
         )
         return (
             f"(has({container}.resources) && has({requests}) && has({limits}) ? "
+            f"({requests}.map(k, {bad} ? {message} : '').filter(m, m != '') + [''])[0] : '')"
+        )
+
+    def unlimited(container: str, path: str) -> str:
+        requests, limits = f"{container}.resources.requests", f"{container}.resources.limits"
+        # Keys only: whatever the values, as the webhook reads them.
+        bad = f"!{_OVERCOMMITTABLE.format(k='k')} && !(has({limits}) && k in {limits})"
+        message = (
+            f"{path} + '.resources.limits[' + k + ']: Required value: ' + k + ' is requested without a limit' + "
+            f"{_owner(container)} + ': {LIMIT_REQUIRED}'"
+        )
+        return (
+            f"(has({container}.resources) && has({requests}) ? "
             f"({requests}.map(k, {bad} ? {message} : '').filter(m, m != '') + [''])[0] : '')"
         )
 
@@ -421,6 +440,14 @@ def _resource_rules(key: str, item: Location, each: str) -> list[Rule]:
             ),
             policy=(PolicyValidation(first_message(item, fractional)),),
             why="reads an integer-or-string value, which Kubernetes 1.30's CRD cost estimate cannot bound",
+        ),
+        Rule(
+            f"pod-template/{key}/extended-resource-limits",
+            f"{key}: extended resources and hugepages are requested with a limit (they cannot be overcommitted)",
+            Where.POLICY,
+            (Produces(f"{each}.resources.limits[*]", "REQUIRED", f"{re.escape(LIMIT_REQUIRED)}$"),),
+            policy=(PolicyValidation(first_message(item, unlimited)),),
+            why="reads the keys of a map without a size bound, which a CRD rule's cost estimate cannot bound",
         ),
         Rule(
             f"pod-template/{key}/requests-within-limits",
