@@ -424,6 +424,7 @@ def generated_files() -> dict[str, str]:
             [{"apiVersion": "kustomize.config.k8s.io/v1beta1", "kind": "Kustomization", "resources": written}]
         )
     files.update(policy_vap_files(kinds))
+    files.update(policy_map_files())
     files.update(peer_policy_files())
     files["base/webhook/webhooks.yaml"] = _dump(webhook_configurations())
     files["base/webhook/queue-reader.yaml"] = _dump(webhook_queue_reader())
@@ -479,6 +480,30 @@ def policy_vap_files(kinds: list[JobKind]) -> dict[str, str]:
         files[f"{POLICY_VAP_DIR}/{name}"] = _dump(kind_documents(kmap, kind.plural, kind.gvk.version, PART_OF))
         written.append(name)
     files[f"{POLICY_VAP_DIR}/kustomization.yaml"] = _dump(
+        [{"apiVersion": "kustomize.config.k8s.io/v1beta1", "kind": "Kustomization", "resources": written}]
+    )
+    return files
+
+
+POLICY_MAP_DIR = "policy-maps"
+
+
+def policy_map_files() -> dict[str, str]:
+    """``policy-maps/``: the platform policies' defaults (policy.jobgate.io params) as
+    MutatingAdmissionPolicies (admissionregistration.k8s.io/v1, Kubernetes 1.36+), one file per kind
+    as in ``policy-vaps/``, and the kustomization. Apart from ``policy-vaps/``, which loads on 1.30."""
+    from jobgate.generate.policy_map import kind_documents
+
+    files: dict[str, str] = {}
+    written = []
+    for kind in sorted(every_family_kind(), key=lambda k: (k.gvk.group, k.gvk.kind)):
+        kmap = KINDS.get((kind.gvk.group, kind.gvk.kind))
+        if kmap is None:
+            continue
+        name = f"{kind.gvk.group}_{kind.plural}.yaml"
+        files[f"{POLICY_MAP_DIR}/{name}"] = _dump(kind_documents(kmap, kind.plural, kind.gvk.version, PART_OF))
+        written.append(name)
+    files[f"{POLICY_MAP_DIR}/kustomization.yaml"] = _dump(
         [{"apiVersion": "kustomize.config.k8s.io/v1beta1", "kind": "Kustomization", "resources": written}]
     )
     return files

@@ -1131,8 +1131,22 @@ _ROWS: tuple[tuple[str, str, str], ...] = (
     ),
     (
         "defaults (queue, priorityClassName, schedulerName, TTL, deadline, labels, kueueQueueName)",
+        "apiserver (manifests/policy-maps, 1.36+)",
+        "MutatingAdmissionPolicies (v1), CREATE only, where the job leaves the field unset, at the webhook's "
+        "places; they run before every VAP, so a default that meets a requirement admits the job",
+    ),
+    (
+        "defaults: which policy's value when matching policies differ (scope, priority, equal-priority conflict)",
         WEBHOOK,
-        "CREATE-only, one winner by scope and priority; a MutatingAdmissionPolicy cannot order params",
+        "the apiserver runs each param alone, in no set order, and the first to write a field wins: the webhook "
+        "takes the namespaced policy's, then the higher priority, and writes none on a tie; agree when one policy, "
+        "or policies giving the same value, default a field",
+    ),
+    (
+        "defaults on a field the family also defaults (Volcano schedulerName, KubeDL XGBoostJob TTL)",
+        WEBHOOK,
+        "the webhook writes the policy's first; in the apiserver the family's MutatingAdmissionPolicy (cel-only) "
+        "may run first and keep its own value",
     ),
     (
         "conflicts (empty allow-list intersection, equal-priority defaults)",

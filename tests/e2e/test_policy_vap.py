@@ -8,8 +8,8 @@ given the same policies and namespace labels: the same allowed/refused, the refu
 that alone refuses the job with one of the lines the webhook gives for it (field path, error type,
 value, detail: both read the declarations of jobgate.policy.constraints), and on an
 admitted job a warning exactly when the webhook warns. The jobs are sent as the webhook's family
-defaults leave them (no MutatingAdmissionPolicy here); the policies carry no defaults (those stay in
-the webhook).
+defaults leave them (no MutatingAdmissionPolicy here); the policies carry no defaults (those are
+manifests/policy-maps', Kubernetes 1.36+: tests/e2e/test_policy_map.py).
 
 UPDATEs: jobs stored for real before a set's policies exist (as a tightened policy finds them), then
 updated by a dry-run replace that keeps their violation (a label, a finalizer), makes it worse or adds
