@@ -48,9 +48,10 @@ class Build:
         return {**inherited, **self.env}
 
 
-def working_tree(compiled_tree: Path | None = None) -> list[Build]:
-    """This checkout, pure Python (its editable install), and compiled in a copy when one is given."""
-    builds = [Build("jobgate", Path(sys.executable), REPO)]
+def working_tree(compiled_tree: Path | None = None, pure_tree: Path = REPO) -> list[Build]:
+    """This checkout, pure Python (its editable install, or the copy ``pure_tree``:
+    ``build_support.native.copied_tree``), and compiled in a copy when one is given."""
+    builds = [Build("jobgate", Path(sys.executable), pure_tree)]
     if compiled_tree is not None:
         builds.append(Build("jobgate compiled", Path(sys.executable), compiled_tree, compiled=True))
     return builds

@@ -100,7 +100,11 @@ def main(argv: list[str] | None = None) -> int:
             from bench.webhook_bench import compiled_tree_or_none
 
             compiled_tree = compiled_tree_or_none(directory / "compiled")
-        builds = working_tree(compiled_tree) + baselines(args.baseline, compiled=compiled_tree is not None)
+        from build_support.native import copied_tree
+
+        # A copy of the tree: edits made while the (slow) counts run do not reach them.
+        pure_tree = copied_tree(directory / "pure")
+        builds = working_tree(compiled_tree, pure_tree) + baselines(args.baseline, compiled=compiled_tree is not None)
         body = directory / "review.json"
         body.write_bytes(tfjob_review_bytes())
 

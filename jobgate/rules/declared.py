@@ -43,6 +43,7 @@ from jobgate.rules.names import (
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING, without importing typing at run time (start-up)
 if TYPE_CHECKING:
+    from collections.abc import Callable
     from typing import Any
 
     from jobgate.engine.fielderrors import FieldPath
@@ -124,7 +125,7 @@ def default_item_fields(
 ) -> dict[str, Any]:
     """``DefaultItemField``s of one list: each entry's (field, value, empty_is_unset, from_field) in
     order; with ``from_field``, the entry's value of it when that is one of ``value``. ``base``: the
-    pointer of ``obj`` itself (a map's value, ``default_map_item_fields``)."""
+    pointer of ``obj`` itself (a map's value, ``default_map_values``)."""
     items = get(obj, path)
     if not isinstance(items, list):
         return obj
@@ -158,26 +159,28 @@ def default_item_fields(
     return _replaced(obj, path, defaulted)
 
 
-def default_map_item_fields(
+def default_map_values(
     obj: dict[str, Any],
     recorder: PatchRecorder,
-    map_path: tuple[str, ...],
     path: tuple[str, ...],
-    fields: tuple[tuple[str, Any, bool, str], ...],
+    default_value: Callable[[str, dict[str, Any], str, PatchRecorder, tuple[str, ...]], dict[str, Any]],
+    only: tuple[str, ...] = (),
 ) -> dict[str, Any]:
-    """``DefaultItemField``s of a list in each value of the map at ``map_path`` (``{*}``): the list
-    at ``path`` from each value that is an object, the map's keys in order."""
-    entries = get(obj, map_path)
+    """The defaults of each value of the map at ``path`` that is an object, value by value (each
+    value's patches before the next one's): ``default_value`` (a kind's generated
+    ``default_value_<kind>_<group>``) given the key, a copy of the value, its pointer and ``only``.
+    The map and its values copied, the other values kept."""
+    entries = get(obj, path)
     if not isinstance(entries, dict):
         return obj
-    at = "/" + "/".join(map_path)
+    at = "/" + "/".join(path) + "/"
     defaulted = {
-        key: default_item_fields(value, recorder, path, fields, f"{at}/{escape_pointer_token(key)}")
+        key: default_value(key, dict(value), at + escape_pointer_token(key), recorder, only)
         if isinstance(value, dict)
         else value
         for key, value in entries.items()
     }
-    return _replaced(obj, map_path, defaulted)
+    return _replaced(obj, path, defaulted)
 
 
 def _is_empty(given: Any, value: Any) -> bool:
@@ -1137,71 +1140,7 @@ def known_types(obj: Any, path: tuple[str, ...], types: tuple[str, ...], any_cas
     return errors
 
 
-def default_type_field(
-    obj: dict[str, Any],
-    recorder: PatchRecorder,
-    path: tuple[str, ...],
-    *,
-    field: str,
-    values: tuple[tuple[str, Any], ...],
-    others: Any,
-    empty_is_unset: bool,
-) -> dict[str, Any]:
-    """``DefaultTypeField``: each map value's field, by its key's type (``others``: any other key's,
-    None: left alone), set when unset; the map and each changed value copied."""
-    found = get(obj, path)
-    if not isinstance(found, dict):
-        return obj
-    table = dict(values)
-    pointer = "/" + "/".join(path)
-    changed: dict[str, Any] | None = None
-    for key, given in found.items():
-        value = table.get(key, others)
-        if value is None or not isinstance(given, dict):
-            continue
-        current = given.get(field)
-        if not (current is None or (empty_is_unset and _is_empty(current, value))):
-            continue
-        entry = dict(given)
-        recorder.set(entry, field, value, f"{pointer}/{escape_pointer_token(key)}")
-        if changed is None:
-            changed = dict(found)
-        changed[key] = entry
-    return obj if changed is None else _replaced(obj, path, changed)
-
-
-def default_template_port(
-    obj: dict[str, Any],
-    recorder: PatchRecorder,
-    path: tuple[str, ...],
-    *,
-    roles: tuple[str, ...],
-    others: bool,
-    known: tuple[str, ...],
-    container: str,
-    port: tuple[str, int],
-    requires_named: bool,
-) -> dict[str, Any]:
-    """``DefaultTemplatePort``: the port on a container of each role's pod template; the map and each
-    changed value copied, down to the container. Anything of an unexpected type is validation's."""
-    found = get(obj, path)
-    if not isinstance(found, dict):
-        return obj
-    pointer = "/" + "/".join(path)
-    changed: dict[str, Any] | None = None
-    for key, given in found.items():
-        if not (key in roles or (others and key not in known)) or not isinstance(given, dict):
-            continue
-        at = f"{pointer}/{escape_pointer_token(key)}"
-        entry = _with_port(given, recorder, at, container=container, port=port, named=requires_named)
-        if entry is not given:
-            if changed is None:
-                changed = dict(found)
-            changed[key] = entry
-    return obj if changed is None else _replaced(obj, path, changed)
-
-
-def _with_port(
+def with_port(
     replica: dict[str, Any],
     recorder: PatchRecorder,
     pointer: str,
@@ -1210,6 +1149,10 @@ def _with_port(
     port: tuple[str, int],
     named: bool,
 ) -> dict[str, Any]:
+    """``DefaultTemplatePort`` on one value of the map (``replica``, at ``pointer``): the port on the
+    container named ``container`` (``named``: only there; else the first container), unless a port of
+    its name is there; the value copied down to the container when it changes. Anything of an
+    unexpected type is validation's."""
     template = replica.get("template")
     spec = template.get("spec") if isinstance(template, dict) else None
     containers = spec.get("containers") if isinstance(spec, dict) else None
