@@ -103,12 +103,14 @@ def default_field(
     """``DefaultField``: the field at ``path`` (under an object that exists) set when unset, when
     none of the fields ``unless`` names is set and each of ``when_set`` is there."""
     parent = get(obj, path[:-1])
-    if not isinstance(parent, dict) or any(get(obj, other) not in (MISSING, None) for other in unless):
-        return obj
-    if any(get(obj, tuple(_segment(s) for s in needed)) is MISSING for needed in when_set):
+    if not isinstance(parent, dict):
         return obj
     given = parent.get(path[-1])
     if not (given is None or (empty_is_unset and _is_empty(given, value))):
+        return obj
+    if unless and any(get(obj, other) not in (MISSING, None) for other in unless):
+        return obj
+    if when_set and any(get(obj, tuple(_segment(s) for s in needed)) is MISSING for needed in when_set):
         return obj
     copied = dict(parent)
     own = list(value) if isinstance(value, list) else dict(value) if isinstance(value, dict) else value
@@ -125,38 +127,52 @@ def default_item_fields(
 ) -> dict[str, Any]:
     """``DefaultItemField``s of one list: each entry's (field, value, empty_is_unset, from_field) in
     order; with ``from_field``, the entry's value of it when that is one of ``value``. ``base``: the
-    pointer of ``obj`` itself (a map's value, ``default_map_values``)."""
+    pointer of ``obj`` itself (a map's value, ``default_map_values``). Copy on write: the list, an
+    entry and the objects on the way to the list are copied when an entry changes, ``obj`` itself
+    returned when none does."""
     items = get(obj, path)
     if not isinstance(items, list):
         return obj
-    defaulted = []
-    pointer = base + "/" + "/".join(path)
+    defaulted: list[Any] | None = None
+    pointer = ""
     for index, given in enumerate(items):
+        if not isinstance(given, dict):
+            continue
         item = given
-        if isinstance(given, dict):
-            item = dict(given)
-            for field, value, empty_is_unset, from_field in fields:
-                holder, name, at = item, field, f"{pointer}/{index}"
-                if "." in field:
-                    # A field of an object of the entry: set when that object exists (copied, then).
-                    outer, name = field.split(".", 1)
-                    if not isinstance(item.get(outer), dict):
-                        continue
-                    holder = item[outer] = dict(item[outer])
-                    at = f"{at}/{outer}"
-                current = holder.get(name)
-                if not (current is None or (empty_is_unset and _is_empty(current, value))):
+        for field, value, empty_is_unset, from_field in fields:
+            holder, name, outer = item, field, ""
+            if "." in field:
+                # A field of an object of the entry: set when that object exists (copied, then).
+                outer, name = field.split(".", 1)
+                holder = item.get(outer)
+                if not isinstance(holder, dict):
                     continue
-                if not from_field:
-                    # A list or object value is each entry's own (the patch writes it once per entry too).
-                    own = list(value) if isinstance(value, list) else dict(value) if isinstance(value, dict) else value
-                    recorder.set(holder, name, own, at)
+            current = holder.get(name)
+            if not (current is None or (empty_is_unset and _is_empty(current, value))):
+                continue
+            if from_field:
+                new = holder.get(from_field)
+                if not (isinstance(new, str) and new in value):
                     continue
-                source = holder.get(from_field)
-                if isinstance(source, str) and source in value:
-                    recorder.set(holder, name, source, at)
-        defaulted.append(item)
-    return _replaced(obj, path, defaulted)
+            else:
+                # A list or object value is each entry's own (the patch writes it once per entry too).
+                new = list(value) if isinstance(value, list) else dict(value) if isinstance(value, dict) else value
+            if item is given:
+                item = dict(given)
+            if not pointer:
+                pointer = base + "/" + "/".join(path)
+            at = f"{pointer}/{index}"
+            if outer:
+                holder = item[outer] = dict(holder)
+                at = f"{at}/{outer}"
+            else:
+                holder = item
+            recorder.set(holder, name, new, at)
+        if item is not given:
+            if defaulted is None:
+                defaulted = list(items)
+            defaulted[index] = item
+    return obj if defaulted is None else _replaced(obj, path, defaulted)
 
 
 def default_map_values(
@@ -1158,11 +1174,12 @@ def with_port(
     containers = spec.get("containers") if isinstance(spec, dict) else None
     if not isinstance(template, dict) or not isinstance(spec, dict) or not isinstance(containers, list):
         return replica
-    target = next(
-        (i for i, c in enumerate(containers) if isinstance(c, dict) and c.get("name") == container),
-        None,
-    )
-    if target is None:
+    target = -1
+    for index, candidate in enumerate(containers):
+        if isinstance(candidate, dict) and candidate.get("name") == container:
+            target = index
+            break
+    if target < 0:
         if named or not containers:
             return replica
         target = 0
@@ -1173,8 +1190,9 @@ def with_port(
     if ports is not None and not isinstance(ports, list):
         return replica
     name, number = port
-    if ports and any(isinstance(p, dict) and p.get("name") == name for p in ports):
-        return replica
+    for existing in ports or ():
+        if isinstance(existing, dict) and existing.get("name") == name:
+            return replica
     copied = dict(given)
     recorder.append(
         copied, "ports", {"name": name, "containerPort": number}, f"{pointer}/template/spec/containers/{target}"
@@ -1244,6 +1262,9 @@ def default_type_spelling(
     entries = get(obj, path)
     if not isinstance(entries, dict):
         return obj
+    if all(key in types for key in entries):
+        # Every key spelled as its type (the usual job): nothing to rename, nothing stale.
+        return _replaced(obj, path, dict(entries))
     previous = get(old, path) if old is not None else None
     pointer = "/" + "/".join(path)
     spelled = {t.casefold(): t for t in types}

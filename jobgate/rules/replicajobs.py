@@ -291,11 +291,19 @@ class ReplicaJobKind:
     def _replica_map_function(self, prefix: str) -> Any:
         """The generated ``default_value_``/``validate_`` function of the replica map's declarations,
         looked up on first use (the generated module may be written after the kind is made)."""
-        function = self._generated.get(prefix)
+        return self._generated_function(prefix, REPLICA_MAP_GROUP + self.gvk.group)
+
+    def _kind_function(self, prefix: str) -> Any:
+        """The generated ``default_``/``validate_`` function of the kind's own declarations (its group)."""
+        return self._generated_function(prefix, self.gvk.group)
+
+    def _generated_function(self, prefix: str, group: str) -> Any:
+        """``<prefix>_<kind>_<group>`` of jobgate/_generated/declared_rules.py (``function_name``), found once."""
+        key = prefix + " " + group
+        function = self._generated.get(key)
         if function is None:
-            group = (REPLICA_MAP_GROUP + self.gvk.group).replace(".", "_").replace("-", "_")
-            function = getattr(declared_rules, f"{prefix}_{self.kind.lower()}_{group.lower()}")
-            self._generated[prefix] = function
+            name = (self.kind + "_" + group).replace(".", "_").replace("-", "_").lower()
+            function = self._generated[key] = getattr(declared_rules, f"{prefix}_{name}")
         return function
 
     def declared_defaults(self, obj: dict[str, Any], recorder: PatchRecorder) -> dict[str, Any]:
