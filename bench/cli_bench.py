@@ -1,6 +1,7 @@
 """``jobgate validate`` against kubeconform and a bare parse of the same files, in one run.
 
-    python -m bench.cli_bench [--files 2000] [--rounds 3] [--cpu 1] [--one-file-only]
+    python -m bench.cli_bench [--files 2000] [--rounds 3] [--cpu 1] [--one-file-only] [--no-compiled]
+                              [--baseline REF]...
 
 Two sets of 2,000 distinct files are generated in a temporary directory: realistic TFJobs
 (~3.4 KB: PS + GPU workers, resources, env, volumes, tolerations) and copies of
@@ -8,6 +9,12 @@ Two sets of 2,000 distinct files are generated in a temporary directory: realist
 one CPU, one worker (``jobgate validate -j 1``, ``kubeconform -n 1``), in the same run,
 rounds interleaved; the table gives the medians: manifests/s, the wall time of one small
 file, peak RSS, and the ratios to kubeconform.
+
+With mypy installed (``pip install '.[compile]'``) the tree with its rule engine compiled by mypyc
+(as the image ships it) is measured too. ``--baseline REF`` (repeatable) adds a git ref, pure and
+compiled, built once into its own tree and virtual environments outside the repository
+(``bench/baseline.py``), in the same interleaved rounds: each of this tree's rows then gives its
+ratio to the same engine of each baseline (``× REF``: above 1, this tree is faster).
 
 The one-file figures (one small example of each family, the start-up users wait for in a
 pre-commit hook or a CI step) come from the ``jobgate`` command of a wheel built from this tree
@@ -38,6 +45,7 @@ from typing import Any
 
 from ruamel.yaml import YAML
 
+from bench.baseline import Build, baselines, counterpart, working_tree
 from bench.fixtures import tfjob_manifest
 
 REPO = Path(__file__).resolve().parents[1]
@@ -149,12 +157,13 @@ class Measure:
     returncode: int
 
 
-def measure(argv: list[str], cpu: int) -> Measure:
-    """Wall time and peak RSS of one process pinned to ``cpu``."""
+def measure(argv: list[str], cpu: int, build: Build | None = None) -> Measure:
+    """Wall time and peak RSS of one process pinned to ``cpu`` (run as ``build`` runs, when it is one's)."""
 
     started = time.perf_counter()
     pinned = ["taskset", "--cpu-list", str(cpu), *argv]
-    process = subprocess.Popen(pinned, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, cwd=REPO)
+    cwd, env = (build.cwd, build.environment()) if build is not None else (REPO, None)
+    process = subprocess.Popen(pinned, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, cwd=cwd, env=env)
     _, status, usage = os.wait4(process.pid, 0)
     elapsed = time.perf_counter() - started
     process.returncode = os.waitstatus_to_exitcode(status)
@@ -215,15 +224,30 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--single-runs", type=int, default=15, help="runs of the one-file measurement")
     parser.add_argument("--cpu", type=int, default=max(os.sched_getaffinity(0)), help="CPU to pin every tool to")
     parser.add_argument("--one-file-only", action="store_true", help="only the one-file figures of each family")
+    parser.add_argument("--no-compiled", action="store_true", help="skip the mypyc-compiled builds")
+    parser.add_argument(
+        "--baseline",
+        action="append",
+        default=[],
+        metavar="REF",
+        help="a git ref measured too, pure and compiled, with each figure's ratio to it (repeatable)",
+    )
     args = parser.parse_args(argv)
     # Start-up is measured as users meet it: with bytecode caches written on the first run.
     os.environ.pop("PYTHONDONTWRITEBYTECODE", None)
 
     kubeconform = ensure_kubeconform()
     python = sys.executable
-    jobgate = [python, "-m", "jobgate", "validate", "-j", "1"]
     with tempfile.TemporaryDirectory(prefix="jobgate-cli-bench-") as temporary:
         root = Path(temporary)
+        compiled = None
+        if not args.no_compiled and not args.one_file_only:
+            from bench.webhook_bench import compiled_tree_or_none
+
+            compiled = compiled_tree_or_none(root / "compiled")
+        builds = working_tree(compiled) + baselines(args.baseline, compiled=compiled is not None)
+        # The working tree's pure build keeps the name the docs' tables use.
+        named = {("jobgate validate -j 1" if b.label == "jobgate" else f"{b.label} validate -j 1"): b for b in builds}
         (root / "schemas").mkdir()
         location = write_schemas(root / "schemas")
         realistic, mnist, realistic_size, mnist_size = generate(root, args.files)
@@ -237,33 +261,30 @@ def main(argv: list[str] | None = None) -> int:
         }
         for label, directory in sets.items():
             files = sorted(str(p) for p in directory.iterdir())
-            for name, argv_ in (
-                ("jobgate", [*jobgate, str(directory)]),
-                ("kubeconform", [*kubeconform_argv, str(directory)]),
-            ):
-                check = measure(argv_, args.cpu)
+            tools: dict[str, tuple[list[str], Build | None]] = {
+                **{name: (b.command("validate", "-j", "1", str(directory)), b) for name, b in named.items()},
+                "kubeconform -n 1 -strict": ([*kubeconform_argv, str(directory)], None),
+                "bare parse, yaml-rs": ([python, "-c", PARSE_ONLY, *files], None),
+                "bare parse, PyYAML C loader": ([python, "-c", PARSE_ONLY_PYYAML, *files], None),
+            }
+            for name, (argv_, build) in tools.items():  # bytecode written, files in the page cache
+                check = measure(argv_, args.cpu, build)
                 if check.returncode != 0:
                     print(f"warning: {name} exited {check.returncode} on {label}", file=sys.stderr)
-            tools = {
-                "jobgate validate -j 1": [*jobgate, str(directory)],
-                "kubeconform -n 1 -strict": [*kubeconform_argv, str(directory)],
-                "bare parse, yaml-rs": [python, "-c", PARSE_ONLY, *files],
-                "bare parse, PyYAML C loader": [python, "-c", PARSE_ONLY_PYYAML, *files],
-            }
             results: dict[str, list[Measure]] = {name: [] for name in tools}
             for _ in range(args.rounds):
-                for name, tool_argv in tools.items():
-                    results[name].append(measure(tool_argv, args.cpu))
+                for name, (tool_argv, build) in tools.items():
+                    results[name].append(measure(tool_argv, args.cpu, build))
             single = files[0]
             one_file = {
-                "jobgate validate -j 1": [*jobgate, single],
-                "kubeconform -n 1 -strict": [*kubeconform_argv, single],
+                "jobgate validate -j 1": (named["jobgate validate -j 1"].command("validate", "-j", "1", single),),
+                "kubeconform -n 1 -strict": ([*kubeconform_argv, single],),
             }
             single_times = {
-                name: statistics.median(measure(a, args.cpu).seconds for _ in range(args.single_runs))
+                name: statistics.median(measure(a[0], args.cpu).seconds for _ in range(args.single_runs))
                 for name, a in one_file.items()
             }
-            report(label, len(files), results, single_times)
+            report(label, len(files), results, single_times, builds=named, refs=args.baseline)
     load = os.getloadavg()
     print(
         f"\nload average during the run: {load[0]:.2f} {load[1]:.2f} {load[2]:.2f} "
@@ -272,16 +293,34 @@ def main(argv: list[str] | None = None) -> int:
     return 0
 
 
-def report(label: str, count: int, results: dict[str, list[Measure]], single: dict[str, float]) -> None:
+def report(
+    label: str,
+    count: int,
+    results: dict[str, list[Measure]],
+    single: dict[str, float],
+    *,
+    builds: dict[str, Build],
+    refs: list[str],
+) -> None:
     rates = {name: count / statistics.median(m.seconds for m in runs) for name, runs in results.items()}
     reference = rates["kubeconform -n 1 -strict"]
+    name_of = {id(b): name for name, b in builds.items()}
     print(f"\n{label}, {count} files")
-    print("| tool | manifests/s | × kubeconform | one file, wall | peak RSS |")
-    print("|---|---|---|---|---|")
+    print(
+        "| tool | manifests/s | × kubeconform |"
+        + "".join(f" × {ref} |" for ref in refs)
+        + " one file, wall | peak RSS |"
+    )
+    print("|---|---|---|" + "---|" * len(refs) + "---|---|")
     for name, runs in results.items():
         rss = max(m.max_rss_kb for m in runs) / 1024
         one = f"{single[name] * 1000:.0f} ms" if name in single else ""
-        print(f"| {name} | {rates[name]:,.0f} | {rates[name] / reference:.2f} | {one} | {rss:.0f} MB |")
+        against = ""
+        build = builds.get(name)
+        for ref in refs:
+            other = counterpart(build, list(builds.values()), ref) if build is not None and not build.baseline else None
+            against += f" {rates[name] / rates[name_of[id(other)]]:.2f} |" if other is not None else " |"
+        print(f"| {name} | {rates[name]:,.0f} | {rates[name] / reference:.2f} |{against} {one} | {rss:.0f} MB |")
 
 
 if __name__ == "__main__":

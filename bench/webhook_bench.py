@@ -10,8 +10,13 @@ the machine's Go toolchain into ``~/.cache/jobgate/tools/``, not into the reposi
 When mypy is installed (``pip install '.[compile]'``), a copy of the tree with the rule engine
 compiled by mypyc (as the container image ships it) is measured too, in the same rounds.
 
+``--baseline REF`` (repeatable) measures a git ref too, pure and compiled, built once into its own
+tree and virtual environments outside the repository (``bench/baseline.py``), in the same
+interleaved rounds; each of this tree's figures is then printed with its ratio to the same engine
+and webhook of each baseline (``x REF``: above 1, this tree is faster) beside its ratio to the floor.
+
     python -m bench.webhook_bench [--duration 10] [--rounds 3] [--connections 32] [--event-loop asyncio|uvloop]
-                                  [--no-compiled] [--no-pure] [--no-paced] [--json]
+                                  [--no-compiled] [--no-pure] [--no-paced] [--baseline REF]... [--json]
 
 Besides reviews/s, it reports each server's CPU time per review at saturation (from /proc):
 on a machine shared with other work the wall-clock rates fall with the load, the CPU a review
@@ -39,6 +44,7 @@ import time
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
+from bench.baseline import Build, baselines, counterpart, working_tree
 from bench.fixtures import tfjob_review_bytes
 from jobgate.certs.authority import init_directory
 
@@ -84,6 +90,8 @@ class Run:
 @dataclass
 class Figures:
     name: str
+    build: Build | None
+    webhook: str
     max_rate: float
     cpu_us: float  # server CPU per review at saturation: what the load of other sessions does not change
     max_errors: int
@@ -156,11 +164,21 @@ class Target:
     pids: list[int]
     peaks: list[Run]
     paced: list[Run]
+    build: Build | None = None  # a jobgate build; None for a floor
+    webhook: str = ""
 
 
-def start_server(command: list[str], port: int, directory: Path, log_name: str, tree: Path = REPO) -> subprocess.Popen:
+def start_server(
+    command: list[str],
+    port: int,
+    directory: Path,
+    log_name: str,
+    tree: Path = REPO,
+    *,
+    env: dict[str, str] | None = None,
+) -> subprocess.Popen:
     log = open(directory / log_name, "w")  # noqa: SIM115 - closed with the process
-    process = subprocess.Popen(["taskset", "-c", SERVER_CPU, *command], cwd=tree, stdout=log, stderr=log)
+    process = subprocess.Popen(["taskset", "-c", SERVER_CPU, *command], cwd=tree, stdout=log, stderr=log, env=env)
     wait_until_serving(port, directory / "ca.crt", process)
     return process
 
@@ -220,6 +238,13 @@ def main() -> int:
     parser.add_argument("--no-pure", action="store_true", help="skip the pure-Python rule engine")
     parser.add_argument("--no-paced", action="store_true", help="skip the latency runs at a fixed rate")
     parser.add_argument(
+        "--baseline",
+        action="append",
+        default=[],
+        metavar="REF",
+        help="a git ref measured too, pure and compiled, with each figure's ratio to it (repeatable)",
+    )
+    parser.add_argument(
         "--event-loop",
         choices=("asyncio", "uvloop"),
         default="asyncio",
@@ -269,18 +294,22 @@ def main() -> int:
         targets.append(
             Target("fast-path floor (fixed)", f"https://127.0.0.1:{fast_port}/mutate", [servers[-1].pid], [], [])
         )
-        builds = [] if args.no_pure else [("jobgate", REPO)]
-        if not args.no_compiled:
-            compiled = compiled_tree_or_none(directory / "compiled")
-            if compiled is not None:
-                builds.append(("jobgate compiled", compiled))
-        for label, tree in builds:
+        compiled = None if args.no_compiled else compiled_tree_or_none(directory / "compiled")
+        builds = working_tree(compiled) + baselines(args.baseline, compiled=compiled is not None)
+        if args.no_pure:
+            builds = [build for build in builds if build.compiled]
+        for build in builds:
             port = free_port()
-            command = [python, "-m", "jobgate", "webhook", "--tls-dir", tmp, "--host", "127.0.0.1", *loop_option]
-            servers.append(start_server([*command, "--port", str(port)], port, directory, f"{label}.log", tree))
+            command = build.command("webhook", "--tls-dir", tmp, "--host", "127.0.0.1", *loop_option)
+            log_name = f"{build.label}.log".replace("/", "_").replace(" ", "_")
+            servers.append(
+                start_server(
+                    [*command, "--port", str(port)], port, directory, log_name, build.cwd, env=build.environment()
+                )
+            )
             for webhook in ("mutate", "validate"):
                 url = f"https://127.0.0.1:{port}/{webhook}"
-                targets.append(Target(f"{label} /{webhook}", url, [servers[-1].pid], [], []))
+                targets.append(Target(f"{build.label} /{webhook}", url, [servers[-1].pid], [], [], build, webhook))
         try:
             for target in targets:
                 wrk(target.url, env, connections=args.connections, seconds=2)  # warm up
@@ -302,6 +331,8 @@ def main() -> int:
     figures = [
         Figures(
             t.name,
+            t.build,
+            t.webhook,
             median([r.rate for r in t.peaks]),
             median([r.server_cpu_s / r.requests * 1e6 for r in t.peaks]),
             sum(r.errors for r in t.peaks + t.paced),
@@ -322,19 +353,37 @@ def main() -> int:
     print(f"load average before/after: {load_before} / {os.getloadavg()}")
     # CPU per review is the figure that survives a shared machine: wall-clock rates drop when
     # other processes take the server's core, the CPU each review costs hardly moves.
-    header = f"{'server':26} {'max reviews/s':>14} {'x aiohttp':>9} {'x Go':>6} {'CPU us/review':>13} {'x aiohttp':>9}"
-    print(f"{header}   {'at reviews/s':>12} {'p50 ms':>7} {'p99 ms':>7} {'errors':>7}")
+    builds_measured = [f.build for f in figures if f.build is not None]
+    name_width = max(26, *(len(f.name) for f in figures))
+    # Against each baseline: this tree's reviews/s over the baseline's (same engine and webhook), and
+    # the baseline's CPU per review over this tree's; above 1, this tree is faster.
+    vs = "".join(f" {'x ' + ref:>12} {'CPU x ' + ref:>14}" for ref in args.baseline)
+    header = f"{'server':{name_width}} {'max reviews/s':>14} {'x aiohttp':>9} {'x Go':>6}"
+    header += f" {'CPU us/review':>13} {'x aiohttp':>9}"
+    print(f"{header}{vs}   {'at reviews/s':>12} {'p50 ms':>7} {'p99 ms':>7} {'errors':>7}")
     for f in figures:
         ratio = f.max_rate / floor_rate
         go_ratio = f"{f.max_rate / go_rate:6.2f}" if go_rate else f"{'-':>6}"
+        against = ""
+        for ref in args.baseline:
+            other = None
+            if f.build is not None and not f.build.baseline:
+                base_build = counterpart(f.build, builds_measured, ref)
+                other = next((o for o in figures if o.build == base_build and o.webhook == f.webhook), None)
+            if other is None:
+                against += f" {'':>12} {'':>14}"
+            else:
+                against += f" {f.max_rate / other.max_rate:12.2f} {other.cpu_us / f.cpu_us:14.2f}"
         print(
-            f"{f.name:26} {f.max_rate:14,.0f} {ratio:9.2f} {go_ratio} {f.cpu_us:13.1f} {floor_cpu / f.cpu_us:9.2f}   "
-            f"{f.fixed_rate:12,.0f} {f.p50_ms:7.2f} {f.p99_ms:7.2f} {f.max_errors:7d}"
+            f"{f.name:{name_width}} {f.max_rate:14,.0f} {ratio:9.2f} {go_ratio}"
+            f" {f.cpu_us:13.1f} {floor_cpu / f.cpu_us:9.2f}{against}"
+            f"   {f.fixed_rate:12,.0f} {f.p50_ms:7.2f} {f.p99_ms:7.2f} {f.max_errors:7d}"
         )
     if args.json:
         rows = [
             {
-                **asdict(f),
+                **{k: v for k, v in asdict(f).items() if k != "build"},
+                "build": f.build.label if f.build is not None else None,
                 "ratio": f.max_rate / floor_rate,
                 "ratio_go": f.max_rate / go_rate if go_rate else None,
                 "cpu_ratio": floor_cpu / f.cpu_us,

@@ -137,12 +137,9 @@ def extensions(staged: Path) -> list[Any]:
         os.chdir(here)
 
 
-def compiled_tree(destination: Path) -> Path:
-    """A copy of the tree at ``destination``, the package in its installed layout with the modules
-    above compiled in place: ``python -m jobgate`` run there uses them.
-
-    Needs the ``compile`` extra and a C compiler; raises CalledProcessError with mypyc's output.
-    """
+def copied_tree(destination: Path) -> Path:
+    """A copy of the tree at ``destination``, the package in its installed layout, pure Python:
+    ``python -m jobgate`` run there uses it (a snapshot that later edits of the tree do not reach)."""
     destination.mkdir(parents=True, exist_ok=True)
     for name in TREE:
         source = REPO / name
@@ -150,7 +147,16 @@ def compiled_tree(destination: Path) -> Path:
             shutil.copytree(source, destination / name, ignore=_IGNORED, dirs_exist_ok=True)
         else:
             shutil.copy2(source, destination / name)
-    stage_package(destination)
+    return stage_package(destination)
+
+
+def compiled_tree(destination: Path) -> Path:
+    """A copy of the tree at ``destination``, the package in its installed layout with the modules
+    above compiled in place: ``python -m jobgate`` run there uses them.
+
+    Needs the ``compile`` extra and a C compiler; raises CalledProcessError with mypyc's output.
+    """
+    copied_tree(destination)
     subprocess.run(
         [sys.executable, "-m", "build_support.native", "--in-place", str(destination)],
         cwd=destination,

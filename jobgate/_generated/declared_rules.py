@@ -5,7 +5,10 @@ functions (jobgate/rules/declared.py) with the declarations' values."""
 
 from __future__ import annotations
 
+from jobgate.engine.fielderrors import Key, forbidden, invalid, required
 from jobgate.rules.declared import (
+    MISSING,
+    MUST_BE_STRING,
     acyclic,
     at_most_one_of,
     at_most_sum,
@@ -17,16 +20,15 @@ from jobgate.rules.declared import (
     default_item_fields,
     default_item_product,
     default_item_when,
-    default_map_item_fields,
+    default_map_values,
     default_sum,
-    default_template_port,
-    default_type_field,
     entries_unchanged,
     field_bound,
     fixed_count,
     flag_names_entry,
     forbidden_field,
     forbidden_roles,
+    get,
     immutable,
     implied_keys,
     index_maps,
@@ -49,7 +51,9 @@ from jobgate.rules.declared import (
     unchanged,
     unique_by,
     unique_name,
+    with_port,
 )
+from jobgate.rules.jobmeta import as_int
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -244,6 +248,25 @@ def validate_mxjob_mxnet_mlkube_io(
     return errors
 
 
+def default_value_jaxjob_replicamap_kubeflow_org(
+    key: str,
+    value: dict[str, Any],
+    pointer: str,
+    recorder: PatchRecorder,
+    only: tuple[str, ...] = (),
+) -> dict[str, Any]:
+    """JAXJob (replicamap.kubeflow.org): the declared defaults of one value of spec.jaxReplicaSpecs (``value``, a copy the caller owns, at ``key`` and the JSON pointer ``pointer``), in order (``only``: these ids alone)."""
+    if not only or 'replicas/count' in only:
+        if value.get('replicas') is None:
+            recorder.set(value, 'replicas', 1, pointer)
+    if not only or 'replicas/restart-policy' in only:
+        if value.get('restartPolicy') in (None, ''):
+            recorder.set(value, 'restartPolicy', 'Never', pointer)
+    if (not only or 'pod-template/framework-port' in only):
+        value = with_port(value, recorder, pointer, container='jax', port=('jaxjob-port', 6666), named=False)
+    return value
+
+
 def default_jaxjob_replicamap_kubeflow_org(
     obj: dict[str, Any],
     recorder: PatchRecorder,
@@ -251,12 +274,7 @@ def default_jaxjob_replicamap_kubeflow_org(
     previous: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
     """JAXJob (replicamap.kubeflow.org): the declared defaults, in order (``only``: these ids alone; ``previous``: the stored job on UPDATE, for the defaults that read it)."""
-    if not only or 'replicas/count' in only:
-        obj = default_type_field(obj, recorder, ('spec', 'jaxReplicaSpecs'), field='replicas', values=(('Worker', 1),), others=1, empty_is_unset=False)
-    if not only or 'replicas/restart-policy' in only:
-        obj = default_type_field(obj, recorder, ('spec', 'jaxReplicaSpecs'), field='restartPolicy', values=(('Worker', 'Never'),), others='Never', empty_is_unset=True)
-    if not only or 'pod-template/framework-port' in only:
-        obj = default_template_port(obj, recorder, ('spec', 'jaxReplicaSpecs'), roles=('Worker',), others=True, known=('Worker',), container='jax', port=('jaxjob-port', 6666), requires_named=False)
+    obj = default_map_values(obj, recorder, ('spec', 'jaxReplicaSpecs'), default_value_jaxjob_replicamap_kubeflow_org, only)
     return obj
 
 
@@ -274,6 +292,26 @@ def validate_jaxjob_replicamap_kubeflow_org(
     return errors
 
 
+def default_value_mpijob_replicamap_kubeflow_org(
+    key: str,
+    value: dict[str, Any],
+    pointer: str,
+    recorder: PatchRecorder,
+    only: tuple[str, ...] = (),
+) -> dict[str, Any]:
+    """MPIJob (replicamap.kubeflow.org): the declared defaults of one value of spec.mpiReplicaSpecs (``value``, a copy the caller owns, at ``key`` and the JSON pointer ``pointer``), in order (``only``: these ids alone)."""
+    if not only or 'replicas/count' in only:
+        default = 1 if key in ('Launcher',) else 0 if key in ('Worker',) else None
+        if default is not None and value.get('replicas') is None:
+            recorder.set(value, 'replicas', default, pointer)
+    if not only or 'replicas/restart-policy' in only:
+        if key in ('Launcher', 'Worker') and value.get('restartPolicy') in (None, ''):
+            recorder.set(value, 'restartPolicy', 'Never', pointer)
+    if (not only or 'pod-template/framework-port' in only) and key in ():
+        value = with_port(value, recorder, pointer, container='mpi', port=('mpi-port', 9999), named=False)
+    return value
+
+
 def default_mpijob_replicamap_kubeflow_org(
     obj: dict[str, Any],
     recorder: PatchRecorder,
@@ -281,12 +319,7 @@ def default_mpijob_replicamap_kubeflow_org(
     previous: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
     """MPIJob (replicamap.kubeflow.org): the declared defaults, in order (``only``: these ids alone; ``previous``: the stored job on UPDATE, for the defaults that read it)."""
-    if not only or 'replicas/count' in only:
-        obj = default_type_field(obj, recorder, ('spec', 'mpiReplicaSpecs'), field='replicas', values=(('Launcher', 1), ('Worker', 0)), others=None, empty_is_unset=False)
-    if not only or 'replicas/restart-policy' in only:
-        obj = default_type_field(obj, recorder, ('spec', 'mpiReplicaSpecs'), field='restartPolicy', values=(('Launcher', 'Never'), ('Worker', 'Never')), others=None, empty_is_unset=True)
-    if not only or 'pod-template/framework-port' in only:
-        obj = default_template_port(obj, recorder, ('spec', 'mpiReplicaSpecs'), roles=(), others=False, known=('Launcher', 'Worker'), container='mpi', port=('mpi-port', 9999), requires_named=False)
+    obj = default_map_values(obj, recorder, ('spec', 'mpiReplicaSpecs'), default_value_mpijob_replicamap_kubeflow_org, only)
     return obj
 
 
@@ -304,6 +337,25 @@ def validate_mpijob_replicamap_kubeflow_org(
     return errors
 
 
+def default_value_paddlejob_replicamap_kubeflow_org(
+    key: str,
+    value: dict[str, Any],
+    pointer: str,
+    recorder: PatchRecorder,
+    only: tuple[str, ...] = (),
+) -> dict[str, Any]:
+    """PaddleJob (replicamap.kubeflow.org): the declared defaults of one value of spec.paddleReplicaSpecs (``value``, a copy the caller owns, at ``key`` and the JSON pointer ``pointer``), in order (``only``: these ids alone)."""
+    if not only or 'replicas/count' in only:
+        if value.get('replicas') is None:
+            recorder.set(value, 'replicas', 1, pointer)
+    if not only or 'replicas/restart-policy' in only:
+        if value.get('restartPolicy') in (None, ''):
+            recorder.set(value, 'restartPolicy', 'OnFailure', pointer)
+    if (not only or 'pod-template/framework-port' in only):
+        value = with_port(value, recorder, pointer, container='paddle', port=('master', 36543), named=False)
+    return value
+
+
 def default_paddlejob_replicamap_kubeflow_org(
     obj: dict[str, Any],
     recorder: PatchRecorder,
@@ -311,12 +363,7 @@ def default_paddlejob_replicamap_kubeflow_org(
     previous: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
     """PaddleJob (replicamap.kubeflow.org): the declared defaults, in order (``only``: these ids alone; ``previous``: the stored job on UPDATE, for the defaults that read it)."""
-    if not only or 'replicas/count' in only:
-        obj = default_type_field(obj, recorder, ('spec', 'paddleReplicaSpecs'), field='replicas', values=(('Master', 1), ('Worker', 1)), others=1, empty_is_unset=False)
-    if not only or 'replicas/restart-policy' in only:
-        obj = default_type_field(obj, recorder, ('spec', 'paddleReplicaSpecs'), field='restartPolicy', values=(('Master', 'OnFailure'), ('Worker', 'OnFailure')), others='OnFailure', empty_is_unset=True)
-    if not only or 'pod-template/framework-port' in only:
-        obj = default_template_port(obj, recorder, ('spec', 'paddleReplicaSpecs'), roles=('Master', 'Worker'), others=True, known=('Master', 'Worker'), container='paddle', port=('master', 36543), requires_named=False)
+    obj = default_map_values(obj, recorder, ('spec', 'paddleReplicaSpecs'), default_value_paddlejob_replicamap_kubeflow_org, only)
     return obj
 
 
@@ -334,6 +381,25 @@ def validate_paddlejob_replicamap_kubeflow_org(
     return errors
 
 
+def default_value_pytorchjob_replicamap_kubeflow_org(
+    key: str,
+    value: dict[str, Any],
+    pointer: str,
+    recorder: PatchRecorder,
+    only: tuple[str, ...] = (),
+) -> dict[str, Any]:
+    """PyTorchJob (replicamap.kubeflow.org): the declared defaults of one value of spec.pytorchReplicaSpecs (``value``, a copy the caller owns, at ``key`` and the JSON pointer ``pointer``), in order (``only``: these ids alone)."""
+    if not only or 'replicas/count' in only:
+        if value.get('replicas') is None:
+            recorder.set(value, 'replicas', 1, pointer)
+    if not only or 'replicas/restart-policy' in only:
+        if value.get('restartPolicy') in (None, ''):
+            recorder.set(value, 'restartPolicy', 'OnFailure', pointer)
+    if (not only or 'pod-template/framework-port' in only):
+        value = with_port(value, recorder, pointer, container='pytorch', port=('pytorchjob-port', 23456), named=False)
+    return value
+
+
 def default_pytorchjob_replicamap_kubeflow_org(
     obj: dict[str, Any],
     recorder: PatchRecorder,
@@ -341,12 +407,7 @@ def default_pytorchjob_replicamap_kubeflow_org(
     previous: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
     """PyTorchJob (replicamap.kubeflow.org): the declared defaults, in order (``only``: these ids alone; ``previous``: the stored job on UPDATE, for the defaults that read it)."""
-    if not only or 'replicas/count' in only:
-        obj = default_type_field(obj, recorder, ('spec', 'pytorchReplicaSpecs'), field='replicas', values=(('Master', 1), ('Worker', 1)), others=1, empty_is_unset=False)
-    if not only or 'replicas/restart-policy' in only:
-        obj = default_type_field(obj, recorder, ('spec', 'pytorchReplicaSpecs'), field='restartPolicy', values=(('Master', 'OnFailure'), ('Worker', 'OnFailure')), others='OnFailure', empty_is_unset=True)
-    if not only or 'pod-template/framework-port' in only:
-        obj = default_template_port(obj, recorder, ('spec', 'pytorchReplicaSpecs'), roles=('Master', 'Worker'), others=True, known=('Master', 'Worker'), container='pytorch', port=('pytorchjob-port', 23456), requires_named=False)
+    obj = default_map_values(obj, recorder, ('spec', 'pytorchReplicaSpecs'), default_value_pytorchjob_replicamap_kubeflow_org, only)
     return obj
 
 
@@ -364,6 +425,25 @@ def validate_pytorchjob_replicamap_kubeflow_org(
     return errors
 
 
+def default_value_tfjob_replicamap_kubeflow_org(
+    key: str,
+    value: dict[str, Any],
+    pointer: str,
+    recorder: PatchRecorder,
+    only: tuple[str, ...] = (),
+) -> dict[str, Any]:
+    """TFJob (replicamap.kubeflow.org): the declared defaults of one value of spec.tfReplicaSpecs (``value``, a copy the caller owns, at ``key`` and the JSON pointer ``pointer``), in order (``only``: these ids alone)."""
+    if not only or 'replicas/count' in only:
+        if value.get('replicas') is None:
+            recorder.set(value, 'replicas', 1, pointer)
+    if not only or 'replicas/restart-policy' in only:
+        if value.get('restartPolicy') in (None, ''):
+            recorder.set(value, 'restartPolicy', 'Never', pointer)
+    if (not only or 'pod-template/framework-port' in only):
+        value = with_port(value, recorder, pointer, container='tensorflow', port=('tfjob-port', 2222), named=False)
+    return value
+
+
 def default_tfjob_replicamap_kubeflow_org(
     obj: dict[str, Any],
     recorder: PatchRecorder,
@@ -371,12 +451,7 @@ def default_tfjob_replicamap_kubeflow_org(
     previous: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
     """TFJob (replicamap.kubeflow.org): the declared defaults, in order (``only``: these ids alone; ``previous``: the stored job on UPDATE, for the defaults that read it)."""
-    if not only or 'replicas/count' in only:
-        obj = default_type_field(obj, recorder, ('spec', 'tfReplicaSpecs'), field='replicas', values=(('PS', 1), ('Worker', 1), ('Chief', 1), ('Master', 1), ('Evaluator', 1)), others=1, empty_is_unset=False)
-    if not only or 'replicas/restart-policy' in only:
-        obj = default_type_field(obj, recorder, ('spec', 'tfReplicaSpecs'), field='restartPolicy', values=(('PS', 'Never'), ('Worker', 'Never'), ('Chief', 'Never'), ('Master', 'Never'), ('Evaluator', 'Never')), others='Never', empty_is_unset=True)
-    if not only or 'pod-template/framework-port' in only:
-        obj = default_template_port(obj, recorder, ('spec', 'tfReplicaSpecs'), roles=('PS', 'Worker', 'Chief', 'Master', 'Evaluator'), others=True, known=('PS', 'Worker', 'Chief', 'Master', 'Evaluator'), container='tensorflow', port=('tfjob-port', 2222), requires_named=False)
+    obj = default_map_values(obj, recorder, ('spec', 'tfReplicaSpecs'), default_value_tfjob_replicamap_kubeflow_org, only)
     return obj
 
 
@@ -394,6 +469,25 @@ def validate_tfjob_replicamap_kubeflow_org(
     return errors
 
 
+def default_value_xgboostjob_replicamap_kubeflow_org(
+    key: str,
+    value: dict[str, Any],
+    pointer: str,
+    recorder: PatchRecorder,
+    only: tuple[str, ...] = (),
+) -> dict[str, Any]:
+    """XGBoostJob (replicamap.kubeflow.org): the declared defaults of one value of spec.xgbReplicaSpecs (``value``, a copy the caller owns, at ``key`` and the JSON pointer ``pointer``), in order (``only``: these ids alone)."""
+    if not only or 'replicas/count' in only:
+        if value.get('replicas') is None:
+            recorder.set(value, 'replicas', 1, pointer)
+    if not only or 'replicas/restart-policy' in only:
+        if value.get('restartPolicy') in (None, ''):
+            recorder.set(value, 'restartPolicy', 'Never', pointer)
+    if (not only or 'pod-template/framework-port' in only):
+        value = with_port(value, recorder, pointer, container='xgboost', port=('xgboostjob-port', 9999), named=False)
+    return value
+
+
 def default_xgboostjob_replicamap_kubeflow_org(
     obj: dict[str, Any],
     recorder: PatchRecorder,
@@ -401,12 +495,7 @@ def default_xgboostjob_replicamap_kubeflow_org(
     previous: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
     """XGBoostJob (replicamap.kubeflow.org): the declared defaults, in order (``only``: these ids alone; ``previous``: the stored job on UPDATE, for the defaults that read it)."""
-    if not only or 'replicas/count' in only:
-        obj = default_type_field(obj, recorder, ('spec', 'xgbReplicaSpecs'), field='replicas', values=(('Master', 1), ('Worker', 1)), others=1, empty_is_unset=False)
-    if not only or 'replicas/restart-policy' in only:
-        obj = default_type_field(obj, recorder, ('spec', 'xgbReplicaSpecs'), field='restartPolicy', values=(('Master', 'Never'), ('Worker', 'Never')), others='Never', empty_is_unset=True)
-    if not only or 'pod-template/framework-port' in only:
-        obj = default_template_port(obj, recorder, ('spec', 'xgbReplicaSpecs'), roles=('Master', 'Worker'), others=True, known=('Master', 'Worker'), container='xgboost', port=('xgboostjob-port', 9999), requires_named=False)
+    obj = default_map_values(obj, recorder, ('spec', 'xgbReplicaSpecs'), default_value_xgboostjob_replicamap_kubeflow_org, only)
     return obj
 
 
@@ -424,6 +513,29 @@ def validate_xgboostjob_replicamap_kubeflow_org(
     return errors
 
 
+def default_value_mpijob_replicamap_training_kubedl_io(
+    key: str,
+    value: dict[str, Any],
+    pointer: str,
+    recorder: PatchRecorder,
+    only: tuple[str, ...] = (),
+) -> dict[str, Any]:
+    """MPIJob (replicamap.training.kubedl.io): the declared defaults of one value of spec.mpiReplicaSpecs (``value``, a copy the caller owns, at ``key`` and the JSON pointer ``pointer``), in order (``only``: these ids alone)."""
+    if not only or 'replicas/count' in only:
+        if value.get('replicas') is None:
+            recorder.set(value, 'replicas', 1, pointer)
+    if not only or 'replicas/restart-policy' in only:
+        if key in ('Launcher', 'Worker') and value.get('restartPolicy') in (None, ''):
+            recorder.set(value, 'restartPolicy', 'Never', pointer)
+    if not only:
+        value = default_item_fields(value, recorder, ('template', 'spec', 'containers'), (('terminationMessagePolicy', 'FallbackToLogsOnError', True, ''),), pointer)
+    elif any(i in only for i in ('pod-template/termination-message-policy',)):
+        value = default_item_fields(value, recorder, ('template', 'spec', 'containers'), tuple(f for i, f in zip(('pod-template/termination-message-policy',), (('terminationMessagePolicy', 'FallbackToLogsOnError', True, ''),), strict=True) if i in only), pointer)
+    if (not only or 'pod-template/framework-port' in only) and key in ('Launcher', 'Worker'):
+        value = with_port(value, recorder, pointer, container='mpi', port=('mpi-port', 2222), named=False)
+    return value
+
+
 def default_mpijob_replicamap_training_kubedl_io(
     obj: dict[str, Any],
     recorder: PatchRecorder,
@@ -431,16 +543,7 @@ def default_mpijob_replicamap_training_kubedl_io(
     previous: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
     """MPIJob (replicamap.training.kubedl.io): the declared defaults, in order (``only``: these ids alone; ``previous``: the stored job on UPDATE, for the defaults that read it)."""
-    if not only or 'replicas/count' in only:
-        obj = default_type_field(obj, recorder, ('spec', 'mpiReplicaSpecs'), field='replicas', values=(('Launcher', 1), ('Worker', 1)), others=1, empty_is_unset=False)
-    if not only or 'replicas/restart-policy' in only:
-        obj = default_type_field(obj, recorder, ('spec', 'mpiReplicaSpecs'), field='restartPolicy', values=(('Launcher', 'Never'), ('Worker', 'Never')), others=None, empty_is_unset=True)
-    if not only:
-        obj = default_map_item_fields(obj, recorder, ('spec', 'mpiReplicaSpecs'), ('template', 'spec', 'containers'), (('terminationMessagePolicy', 'FallbackToLogsOnError', True, ''),))
-    elif any(i in only for i in ('pod-template/termination-message-policy',)):
-        obj = default_map_item_fields(obj, recorder, ('spec', 'mpiReplicaSpecs'), ('template', 'spec', 'containers'), tuple(f for i, f in zip(('pod-template/termination-message-policy',), (('terminationMessagePolicy', 'FallbackToLogsOnError', True, ''),), strict=True) if i in only))
-    if not only or 'pod-template/framework-port' in only:
-        obj = default_template_port(obj, recorder, ('spec', 'mpiReplicaSpecs'), roles=('Launcher', 'Worker'), others=False, known=('Launcher', 'Worker'), container='mpi', port=('mpi-port', 2222), requires_named=False)
+    obj = default_map_values(obj, recorder, ('spec', 'mpiReplicaSpecs'), default_value_mpijob_replicamap_training_kubedl_io, only)
     return obj
 
 
@@ -458,6 +561,30 @@ def validate_mpijob_replicamap_training_kubedl_io(
     return errors
 
 
+def default_value_marsjob_replicamap_training_kubedl_io(
+    key: str,
+    value: dict[str, Any],
+    pointer: str,
+    recorder: PatchRecorder,
+    only: tuple[str, ...] = (),
+) -> dict[str, Any]:
+    """MarsJob (replicamap.training.kubedl.io): the declared defaults of one value of spec.marsReplicaSpecs (``value``, a copy the caller owns, at ``key`` and the JSON pointer ``pointer``), in order (``only``: these ids alone)."""
+    if not only or 'replicas/count' in only:
+        if value.get('replicas') is None:
+            recorder.set(value, 'replicas', 1, pointer)
+    if not only or 'replicas/restart-policy' in only:
+        default = 'Never' if key in ('Scheduler',) else 'ExitCode' if key in ('Worker',) else 'Always' if key in ('WebService',) else None
+        if default is not None and value.get('restartPolicy') in (None, ''):
+            recorder.set(value, 'restartPolicy', default, pointer)
+    if not only:
+        value = default_item_fields(value, recorder, ('template', 'spec', 'containers'), (('terminationMessagePolicy', 'FallbackToLogsOnError', True, ''),), pointer)
+    elif any(i in only for i in ('pod-template/termination-message-policy',)):
+        value = default_item_fields(value, recorder, ('template', 'spec', 'containers'), tuple(f for i, f in zip(('pod-template/termination-message-policy',), (('terminationMessagePolicy', 'FallbackToLogsOnError', True, ''),), strict=True) if i in only), pointer)
+    if (not only or 'pod-template/framework-port' in only) and key in ('Scheduler', 'Worker', 'WebService'):
+        value = with_port(value, recorder, pointer, container='mars', port=('mars-port', 11111), named=False)
+    return value
+
+
 def default_marsjob_replicamap_training_kubedl_io(
     obj: dict[str, Any],
     recorder: PatchRecorder,
@@ -465,16 +592,7 @@ def default_marsjob_replicamap_training_kubedl_io(
     previous: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
     """MarsJob (replicamap.training.kubedl.io): the declared defaults, in order (``only``: these ids alone; ``previous``: the stored job on UPDATE, for the defaults that read it)."""
-    if not only or 'replicas/count' in only:
-        obj = default_type_field(obj, recorder, ('spec', 'marsReplicaSpecs'), field='replicas', values=(('Scheduler', 1), ('Worker', 1), ('WebService', 1)), others=1, empty_is_unset=False)
-    if not only or 'replicas/restart-policy' in only:
-        obj = default_type_field(obj, recorder, ('spec', 'marsReplicaSpecs'), field='restartPolicy', values=(('Scheduler', 'Never'), ('Worker', 'ExitCode'), ('WebService', 'Always')), others=None, empty_is_unset=True)
-    if not only:
-        obj = default_map_item_fields(obj, recorder, ('spec', 'marsReplicaSpecs'), ('template', 'spec', 'containers'), (('terminationMessagePolicy', 'FallbackToLogsOnError', True, ''),))
-    elif any(i in only for i in ('pod-template/termination-message-policy',)):
-        obj = default_map_item_fields(obj, recorder, ('spec', 'marsReplicaSpecs'), ('template', 'spec', 'containers'), tuple(f for i, f in zip(('pod-template/termination-message-policy',), (('terminationMessagePolicy', 'FallbackToLogsOnError', True, ''),), strict=True) if i in only))
-    if not only or 'pod-template/framework-port' in only:
-        obj = default_template_port(obj, recorder, ('spec', 'marsReplicaSpecs'), roles=('Scheduler', 'Worker', 'WebService'), others=False, known=('Scheduler', 'Worker', 'WebService'), container='mars', port=('mars-port', 11111), requires_named=False)
+    obj = default_map_values(obj, recorder, ('spec', 'marsReplicaSpecs'), default_value_marsjob_replicamap_training_kubedl_io, only)
     return obj
 
 
@@ -492,6 +610,30 @@ def validate_marsjob_replicamap_training_kubedl_io(
     return errors
 
 
+def default_value_pytorchjob_replicamap_training_kubedl_io(
+    key: str,
+    value: dict[str, Any],
+    pointer: str,
+    recorder: PatchRecorder,
+    only: tuple[str, ...] = (),
+) -> dict[str, Any]:
+    """PyTorchJob (replicamap.training.kubedl.io): the declared defaults of one value of spec.pytorchReplicaSpecs (``value``, a copy the caller owns, at ``key`` and the JSON pointer ``pointer``), in order (``only``: these ids alone)."""
+    if not only or 'replicas/count' in only:
+        if value.get('replicas') is None:
+            recorder.set(value, 'replicas', 1, pointer)
+    if not only or 'replicas/restart-policy' in only:
+        default = 'ExitCode' if key in ('Master',) else 'OnFailure' if key in ('Worker',) else None
+        if default is not None and value.get('restartPolicy') in (None, ''):
+            recorder.set(value, 'restartPolicy', default, pointer)
+    if not only:
+        value = default_item_fields(value, recorder, ('template', 'spec', 'containers'), (('terminationMessagePolicy', 'FallbackToLogsOnError', True, ''),), pointer)
+    elif any(i in only for i in ('pod-template/termination-message-policy',)):
+        value = default_item_fields(value, recorder, ('template', 'spec', 'containers'), tuple(f for i, f in zip(('pod-template/termination-message-policy',), (('terminationMessagePolicy', 'FallbackToLogsOnError', True, ''),), strict=True) if i in only), pointer)
+    if (not only or 'pod-template/framework-port' in only) and key in ('Master',):
+        value = with_port(value, recorder, pointer, container='pytorch', port=('pytorchjob-port', 23456), named=True)
+    return value
+
+
 def default_pytorchjob_replicamap_training_kubedl_io(
     obj: dict[str, Any],
     recorder: PatchRecorder,
@@ -499,16 +641,7 @@ def default_pytorchjob_replicamap_training_kubedl_io(
     previous: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
     """PyTorchJob (replicamap.training.kubedl.io): the declared defaults, in order (``only``: these ids alone; ``previous``: the stored job on UPDATE, for the defaults that read it)."""
-    if not only or 'replicas/count' in only:
-        obj = default_type_field(obj, recorder, ('spec', 'pytorchReplicaSpecs'), field='replicas', values=(('Master', 1), ('Worker', 1)), others=1, empty_is_unset=False)
-    if not only or 'replicas/restart-policy' in only:
-        obj = default_type_field(obj, recorder, ('spec', 'pytorchReplicaSpecs'), field='restartPolicy', values=(('Master', 'ExitCode'), ('Worker', 'OnFailure')), others=None, empty_is_unset=True)
-    if not only:
-        obj = default_map_item_fields(obj, recorder, ('spec', 'pytorchReplicaSpecs'), ('template', 'spec', 'containers'), (('terminationMessagePolicy', 'FallbackToLogsOnError', True, ''),))
-    elif any(i in only for i in ('pod-template/termination-message-policy',)):
-        obj = default_map_item_fields(obj, recorder, ('spec', 'pytorchReplicaSpecs'), ('template', 'spec', 'containers'), tuple(f for i, f in zip(('pod-template/termination-message-policy',), (('terminationMessagePolicy', 'FallbackToLogsOnError', True, ''),), strict=True) if i in only))
-    if not only or 'pod-template/framework-port' in only:
-        obj = default_template_port(obj, recorder, ('spec', 'pytorchReplicaSpecs'), roles=('Master',), others=False, known=('Master', 'Worker'), container='pytorch', port=('pytorchjob-port', 23456), requires_named=True)
+    obj = default_map_values(obj, recorder, ('spec', 'pytorchReplicaSpecs'), default_value_pytorchjob_replicamap_training_kubedl_io, only)
     return obj
 
 
@@ -526,6 +659,29 @@ def validate_pytorchjob_replicamap_training_kubedl_io(
     return errors
 
 
+def default_value_tfjob_replicamap_training_kubedl_io(
+    key: str,
+    value: dict[str, Any],
+    pointer: str,
+    recorder: PatchRecorder,
+    only: tuple[str, ...] = (),
+) -> dict[str, Any]:
+    """TFJob (replicamap.training.kubedl.io): the declared defaults of one value of spec.tfReplicaSpecs (``value``, a copy the caller owns, at ``key`` and the JSON pointer ``pointer``), in order (``only``: these ids alone)."""
+    if not only or 'replicas/count' in only:
+        if value.get('replicas') is None:
+            recorder.set(value, 'replicas', 1, pointer)
+    if not only or 'replicas/restart-policy' in only:
+        if key in ('PS', 'Worker', 'Chief', 'Master', 'Evaluator') and value.get('restartPolicy') in (None, ''):
+            recorder.set(value, 'restartPolicy', 'ExitCode', pointer)
+    if not only:
+        value = default_item_fields(value, recorder, ('template', 'spec', 'containers'), (('terminationMessagePolicy', 'FallbackToLogsOnError', True, ''),), pointer)
+    elif any(i in only for i in ('pod-template/termination-message-policy',)):
+        value = default_item_fields(value, recorder, ('template', 'spec', 'containers'), tuple(f for i, f in zip(('pod-template/termination-message-policy',), (('terminationMessagePolicy', 'FallbackToLogsOnError', True, ''),), strict=True) if i in only), pointer)
+    if (not only or 'pod-template/framework-port' in only) and key in ('PS', 'Worker', 'Chief', 'Master', 'Evaluator'):
+        value = with_port(value, recorder, pointer, container='tensorflow', port=('tfjob-port', 2222), named=False)
+    return value
+
+
 def default_tfjob_replicamap_training_kubedl_io(
     obj: dict[str, Any],
     recorder: PatchRecorder,
@@ -533,16 +689,7 @@ def default_tfjob_replicamap_training_kubedl_io(
     previous: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
     """TFJob (replicamap.training.kubedl.io): the declared defaults, in order (``only``: these ids alone; ``previous``: the stored job on UPDATE, for the defaults that read it)."""
-    if not only or 'replicas/count' in only:
-        obj = default_type_field(obj, recorder, ('spec', 'tfReplicaSpecs'), field='replicas', values=(('PS', 1), ('Worker', 1), ('Chief', 1), ('Master', 1), ('Evaluator', 1)), others=1, empty_is_unset=False)
-    if not only or 'replicas/restart-policy' in only:
-        obj = default_type_field(obj, recorder, ('spec', 'tfReplicaSpecs'), field='restartPolicy', values=(('PS', 'ExitCode'), ('Worker', 'ExitCode'), ('Chief', 'ExitCode'), ('Master', 'ExitCode'), ('Evaluator', 'ExitCode')), others=None, empty_is_unset=True)
-    if not only:
-        obj = default_map_item_fields(obj, recorder, ('spec', 'tfReplicaSpecs'), ('template', 'spec', 'containers'), (('terminationMessagePolicy', 'FallbackToLogsOnError', True, ''),))
-    elif any(i in only for i in ('pod-template/termination-message-policy',)):
-        obj = default_map_item_fields(obj, recorder, ('spec', 'tfReplicaSpecs'), ('template', 'spec', 'containers'), tuple(f for i, f in zip(('pod-template/termination-message-policy',), (('terminationMessagePolicy', 'FallbackToLogsOnError', True, ''),), strict=True) if i in only))
-    if not only or 'pod-template/framework-port' in only:
-        obj = default_template_port(obj, recorder, ('spec', 'tfReplicaSpecs'), roles=('PS', 'Worker', 'Chief', 'Master', 'Evaluator'), others=False, known=('PS', 'Worker', 'Chief', 'Master', 'Evaluator'), container='tensorflow', port=('tfjob-port', 2222), requires_named=False)
+    obj = default_map_values(obj, recorder, ('spec', 'tfReplicaSpecs'), default_value_tfjob_replicamap_training_kubedl_io, only)
     return obj
 
 
@@ -560,6 +707,29 @@ def validate_tfjob_replicamap_training_kubedl_io(
     return errors
 
 
+def default_value_xdljob_replicamap_training_kubedl_io(
+    key: str,
+    value: dict[str, Any],
+    pointer: str,
+    recorder: PatchRecorder,
+    only: tuple[str, ...] = (),
+) -> dict[str, Any]:
+    """XDLJob (replicamap.training.kubedl.io): the declared defaults of one value of spec.xdlReplicaSpecs (``value``, a copy the caller owns, at ``key`` and the JSON pointer ``pointer``), in order (``only``: these ids alone)."""
+    if not only or 'replicas/count' in only:
+        if value.get('replicas') is None:
+            recorder.set(value, 'replicas', 1, pointer)
+    if not only or 'replicas/restart-policy' in only:
+        if key in ('Worker', 'PS', 'Scheduler', 'ExtendRole') and value.get('restartPolicy') in (None, ''):
+            recorder.set(value, 'restartPolicy', 'Never', pointer)
+    if not only:
+        value = default_item_fields(value, recorder, ('template', 'spec', 'containers'), (('terminationMessagePolicy', 'FallbackToLogsOnError', True, ''),), pointer)
+    elif any(i in only for i in ('pod-template/termination-message-policy',)):
+        value = default_item_fields(value, recorder, ('template', 'spec', 'containers'), tuple(f for i, f in zip(('pod-template/termination-message-policy',), (('terminationMessagePolicy', 'FallbackToLogsOnError', True, ''),), strict=True) if i in only), pointer)
+    if (not only or 'pod-template/framework-port' in only) and key in ('Worker', 'PS', 'Scheduler', 'ExtendRole'):
+        value = with_port(value, recorder, pointer, container='xdl', port=('xdljob-port', 2222), named=False)
+    return value
+
+
 def default_xdljob_replicamap_training_kubedl_io(
     obj: dict[str, Any],
     recorder: PatchRecorder,
@@ -567,16 +737,7 @@ def default_xdljob_replicamap_training_kubedl_io(
     previous: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
     """XDLJob (replicamap.training.kubedl.io): the declared defaults, in order (``only``: these ids alone; ``previous``: the stored job on UPDATE, for the defaults that read it)."""
-    if not only or 'replicas/count' in only:
-        obj = default_type_field(obj, recorder, ('spec', 'xdlReplicaSpecs'), field='replicas', values=(('Worker', 1), ('PS', 1), ('Scheduler', 1), ('ExtendRole', 1)), others=1, empty_is_unset=False)
-    if not only or 'replicas/restart-policy' in only:
-        obj = default_type_field(obj, recorder, ('spec', 'xdlReplicaSpecs'), field='restartPolicy', values=(('Worker', 'Never'), ('PS', 'Never'), ('Scheduler', 'Never'), ('ExtendRole', 'Never')), others=None, empty_is_unset=True)
-    if not only:
-        obj = default_map_item_fields(obj, recorder, ('spec', 'xdlReplicaSpecs'), ('template', 'spec', 'containers'), (('terminationMessagePolicy', 'FallbackToLogsOnError', True, ''),))
-    elif any(i in only for i in ('pod-template/termination-message-policy',)):
-        obj = default_map_item_fields(obj, recorder, ('spec', 'xdlReplicaSpecs'), ('template', 'spec', 'containers'), tuple(f for i, f in zip(('pod-template/termination-message-policy',), (('terminationMessagePolicy', 'FallbackToLogsOnError', True, ''),), strict=True) if i in only))
-    if not only or 'pod-template/framework-port' in only:
-        obj = default_template_port(obj, recorder, ('spec', 'xdlReplicaSpecs'), roles=('Worker', 'PS', 'Scheduler', 'ExtendRole'), others=False, known=('Worker', 'PS', 'Scheduler', 'ExtendRole'), container='xdl', port=('xdljob-port', 2222), requires_named=False)
+    obj = default_map_values(obj, recorder, ('spec', 'xdlReplicaSpecs'), default_value_xdljob_replicamap_training_kubedl_io, only)
     return obj
 
 
@@ -594,6 +755,29 @@ def validate_xdljob_replicamap_training_kubedl_io(
     return errors
 
 
+def default_value_xgboostjob_replicamap_training_kubedl_io(
+    key: str,
+    value: dict[str, Any],
+    pointer: str,
+    recorder: PatchRecorder,
+    only: tuple[str, ...] = (),
+) -> dict[str, Any]:
+    """XGBoostJob (replicamap.training.kubedl.io): the declared defaults of one value of spec.xgbReplicaSpecs (``value``, a copy the caller owns, at ``key`` and the JSON pointer ``pointer``), in order (``only``: these ids alone)."""
+    if not only or 'replicas/count' in only:
+        if value.get('replicas') is None:
+            recorder.set(value, 'replicas', 1, pointer)
+    if not only or 'replicas/restart-policy' in only:
+        if key in ('Master', 'Worker') and value.get('restartPolicy') in (None, ''):
+            recorder.set(value, 'restartPolicy', 'Never', pointer)
+    if not only:
+        value = default_item_fields(value, recorder, ('template', 'spec', 'containers'), (('terminationMessagePolicy', 'FallbackToLogsOnError', True, ''),), pointer)
+    elif any(i in only for i in ('pod-template/termination-message-policy',)):
+        value = default_item_fields(value, recorder, ('template', 'spec', 'containers'), tuple(f for i, f in zip(('pod-template/termination-message-policy',), (('terminationMessagePolicy', 'FallbackToLogsOnError', True, ''),), strict=True) if i in only), pointer)
+    if (not only or 'pod-template/framework-port' in only) and key in ('Master', 'Worker'):
+        value = with_port(value, recorder, pointer, container='xgboostjob', port=('xgboostjob-port', 9999), named=False)
+    return value
+
+
 def default_xgboostjob_replicamap_training_kubedl_io(
     obj: dict[str, Any],
     recorder: PatchRecorder,
@@ -601,16 +785,7 @@ def default_xgboostjob_replicamap_training_kubedl_io(
     previous: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
     """XGBoostJob (replicamap.training.kubedl.io): the declared defaults, in order (``only``: these ids alone; ``previous``: the stored job on UPDATE, for the defaults that read it)."""
-    if not only or 'replicas/count' in only:
-        obj = default_type_field(obj, recorder, ('spec', 'xgbReplicaSpecs'), field='replicas', values=(('Master', 1), ('Worker', 1)), others=1, empty_is_unset=False)
-    if not only or 'replicas/restart-policy' in only:
-        obj = default_type_field(obj, recorder, ('spec', 'xgbReplicaSpecs'), field='restartPolicy', values=(('Master', 'Never'), ('Worker', 'Never')), others=None, empty_is_unset=True)
-    if not only:
-        obj = default_map_item_fields(obj, recorder, ('spec', 'xgbReplicaSpecs'), ('template', 'spec', 'containers'), (('terminationMessagePolicy', 'FallbackToLogsOnError', True, ''),))
-    elif any(i in only for i in ('pod-template/termination-message-policy',)):
-        obj = default_map_item_fields(obj, recorder, ('spec', 'xgbReplicaSpecs'), ('template', 'spec', 'containers'), tuple(f for i, f in zip(('pod-template/termination-message-policy',), (('terminationMessagePolicy', 'FallbackToLogsOnError', True, ''),), strict=True) if i in only))
-    if not only or 'pod-template/framework-port' in only:
-        obj = default_template_port(obj, recorder, ('spec', 'xgbReplicaSpecs'), roles=('Master', 'Worker'), others=False, known=('Master', 'Worker'), container='xgboostjob', port=('xgboostjob-port', 9999), requires_named=False)
+    obj = default_map_values(obj, recorder, ('spec', 'xgbReplicaSpecs'), default_value_xgboostjob_replicamap_training_kubedl_io, only)
     return obj
 
 
@@ -648,9 +823,18 @@ def validate_mpijob_training_kubedl_io(
     """MPIJob (training.kubedl.io): the declared rules' errors, in declaration order (``only``: of these ids alone, for a family whose hand-written rules report around them)."""
     errors: list[FieldError] = []
     if not only or 'roles/launcher' in only:
-        errors.extend(required_field(obj, scope=('spec', 'mpiReplicaSpecs'), target=('[Launcher]',), when=None, empty_is_unset=False, message='must be present'))
+        parent = get(obj, ('spec', 'mpiReplicaSpecs'))
+        value = parent.get('Launcher') if isinstance(parent, dict) else MISSING
+        if value is not MISSING and value is None:
+            errors.append(required(('spec', 'mpiReplicaSpecs', Key('Launcher')), 'must be present'))
     if not only or 'roles/launcher' in only:
-        errors.extend(field_bound(obj, scope=('spec', 'mpiReplicaSpecs'), target=('[Launcher]', 'replicas'), when=None, bounds=(1, 1), message='must be 1'))
+        parent = get(obj, ('spec', 'mpiReplicaSpecs', 'Launcher'))
+        value = parent.get('replicas') if isinstance(parent, dict) else MISSING
+        number = as_int(value)
+        if number is not None and number < 1:
+            errors.append(invalid(('spec', 'mpiReplicaSpecs', Key('Launcher'), 'replicas'), number, 'must be 1'))
+        elif number is not None and number > 1:
+            errors.append(invalid(('spec', 'mpiReplicaSpecs', Key('Launcher'), 'replicas'), number, 'must be 1'))
     return errors
 
 
@@ -698,9 +882,18 @@ def validate_pytorchjob_training_kubedl_io(
     """PyTorchJob (training.kubedl.io): the declared rules' errors, in declaration order (``only``: of these ids alone, for a family whose hand-written rules report around them)."""
     errors: list[FieldError] = []
     if not only or 'roles/master' in only:
-        errors.extend(required_field(obj, scope=('spec', 'pytorchReplicaSpecs'), target=('[Master]',), when=None, empty_is_unset=False, message='must be present'))
+        parent = get(obj, ('spec', 'pytorchReplicaSpecs'))
+        value = parent.get('Master') if isinstance(parent, dict) else MISSING
+        if value is not MISSING and value is None:
+            errors.append(required(('spec', 'pytorchReplicaSpecs', Key('Master')), 'must be present'))
     if not only or 'roles/master' in only:
-        errors.extend(field_bound(obj, scope=('spec', 'pytorchReplicaSpecs'), target=('[Master]', 'replicas'), when=None, bounds=(1, 1), message='must be 1'))
+        parent = get(obj, ('spec', 'pytorchReplicaSpecs', 'Master'))
+        value = parent.get('replicas') if isinstance(parent, dict) else MISSING
+        number = as_int(value)
+        if number is not None and number < 1:
+            errors.append(invalid(('spec', 'pytorchReplicaSpecs', Key('Master'), 'replicas'), number, 'must be 1'))
+        elif number is not None and number > 1:
+            errors.append(invalid(('spec', 'pytorchReplicaSpecs', Key('Master'), 'replicas'), number, 'must be 1'))
     return errors
 
 
@@ -724,11 +917,21 @@ def validate_tfjob_training_kubedl_io(
     """TFJob (training.kubedl.io): the declared rules' errors, in declaration order (``only``: of these ids alone, for a family whose hand-written rules report around them)."""
     errors: list[FieldError] = []
     if not only or 'roles/one-leader' in only:
-        errors.extend(at_most_one_of(obj, scope=('spec', 'tfReplicaSpecs'), target=(), fields=('[Chief]', '[Master]'), message='must not have more than 1 Chief or Master role'))
+        holder = get(obj, ('spec', 'tfReplicaSpecs'))
+        if isinstance(holder, dict) and sum(holder.get(f) is not None for f in ('Chief', 'Master')) > 1:
+            errors.append(forbidden(('spec', 'tfReplicaSpecs'), 'must not have more than 1 Chief or Master role'))
     if not only or 'roles/one-leader' in only:
-        errors.extend(field_bound(obj, scope=('spec', 'tfReplicaSpecs'), target=('[Chief]', 'replicas'), when=None, bounds=(None, 1), message='must be less than or equal to 1'))
+        parent = get(obj, ('spec', 'tfReplicaSpecs', 'Chief'))
+        value = parent.get('replicas') if isinstance(parent, dict) else MISSING
+        number = as_int(value)
+        if number is not None and number > 1:
+            errors.append(invalid(('spec', 'tfReplicaSpecs', Key('Chief'), 'replicas'), number, 'must be less than or equal to 1'))
     if not only or 'roles/one-leader' in only:
-        errors.extend(field_bound(obj, scope=('spec', 'tfReplicaSpecs'), target=('[Master]', 'replicas'), when=None, bounds=(None, 1), message='must be less than or equal to 1'))
+        parent = get(obj, ('spec', 'tfReplicaSpecs', 'Master'))
+        value = parent.get('replicas') if isinstance(parent, dict) else MISSING
+        number = as_int(value)
+        if number is not None and number > 1:
+            errors.append(invalid(('spec', 'tfReplicaSpecs', Key('Master'), 'replicas'), number, 'must be less than or equal to 1'))
     return errors
 
 
@@ -776,7 +979,16 @@ def validate_xgboostjob_training_kubedl_io(
     """XGBoostJob (training.kubedl.io): the declared rules' errors, in declaration order (``only``: of these ids alone, for a family whose hand-written rules report around them)."""
     errors: list[FieldError] = []
     if not only or 'roles/master' in only:
-        errors.extend(required_field(obj, scope=('spec', 'xgbReplicaSpecs'), target=('[Master]',), when=None, empty_is_unset=False, message='must be present'))
+        parent = get(obj, ('spec', 'xgbReplicaSpecs'))
+        value = parent.get('Master') if isinstance(parent, dict) else MISSING
+        if value is not MISSING and value is None:
+            errors.append(required(('spec', 'xgbReplicaSpecs', Key('Master')), 'must be present'))
     if not only or 'roles/master' in only:
-        errors.extend(field_bound(obj, scope=('spec', 'xgbReplicaSpecs'), target=('[Master]', 'replicas'), when=None, bounds=(1, 1), message='must be 1'))
+        parent = get(obj, ('spec', 'xgbReplicaSpecs', 'Master'))
+        value = parent.get('replicas') if isinstance(parent, dict) else MISSING
+        number = as_int(value)
+        if number is not None and number < 1:
+            errors.append(invalid(('spec', 'xgbReplicaSpecs', Key('Master'), 'replicas'), number, 'must be 1'))
+        elif number is not None and number > 1:
+            errors.append(invalid(('spec', 'xgbReplicaSpecs', Key('Master'), 'replicas'), number, 'must be 1'))
     return errors

@@ -606,24 +606,83 @@ class Declarations:
         """The body lines of the kind's generated check (``errors`` extended, in declaration order)."""
         lines = []
         for d in self.declared:
-            calls = [c for c in (_field_calls(d) if isinstance(d, FIELD_FORMS) else [_python_call(d)]) if c]
-            if not calls:
+            if isinstance(d, FIELD_FORMS):
+                body = [line for path in _paths(d) for line in _field_lines(d, _Site(d, path))]
+            else:
+                call = _python_call(d)
+                body = [f"        errors.extend({call})"] if call else []
+            if not body:
                 continue
             if isinstance(d, ENTRY_FORMS) and len(_entry_ids(d)) > 1:
                 # One check of several rules (entry by entry): any of their ids runs it.
                 lines.append(f"    if not only or any(i in only for i in {_entry_ids(d)!r}):")
             else:
                 lines.append(f"    if not only or {d.id!r} in only:")
-            lines += [f"        errors.extend({call})" for call in calls]
+            lines += body
         return lines
 
-    def python_default(self) -> list[str]:
-        """The body lines of the kind's generated defaulting (``obj`` replaced, in declaration order:
-        the defaults of one list applied entry by entry, as the patch lists them)."""
+    def value_defaults(self) -> tuple[str, list[Declaration]]:
+        """(the map, its defaults) of the defaults of each value of one map (a replica map's count,
+        restart policy, containers' fields, port), which run value by value: ("", []) when there are none.
+        Declared one after another (as run, each value's defaults before the next value's)."""
+        found = [d for d in self.declared if _value_map(d)]
+        maps = {_value_map(d) for d in found}
+        if len(maps) > 1:
+            raise FormError(f"defaults of the values of more than one map: {sorted(maps)}")
+        defaults = [d for d in self.declared if isinstance(d, DEFAULT_FORMS) and _runs_in_python(d)]
+        if found and defaults[defaults.index(found[0]) : defaults.index(found[-1]) + 1] != found:
+            raise FormError(f"the defaults of {maps.pop()}'s values are declared apart: {[d.id for d in found]}")
+        return (maps.pop() if maps else ""), found
+
+    def python_value_default(self) -> list[str]:
+        """The body lines of the generated defaults of one value of the map (``value_defaults``): on
+        ``value`` (a copy the caller owns), its key ``key`` and pointer ``pointer``, in declaration order,
+        written out for the kind (its types and values as literals, no table read per review)."""
         lines = []
         done: set[str] = set()
+        for d in self.value_defaults()[1]:
+            if isinstance(d, DefaultTypeField):
+                lines += [f"    if not only or {d.id!r} in only:", *_type_field_lines(d)]
+            elif isinstance(d, DefaultTemplatePort):
+                # Its roles, and with ``others`` every key that is no known type: the known types but its roles.
+                role = f" and key in {d.roles!r}"
+                if d.others:
+                    without = tuple(k for k in d.known if k not in d.roles)
+                    role = f" and key not in {without!r}" if without else ""
+                lines += [
+                    f"    if (not only or {d.id!r} in only){role}:",
+                    f"        value = with_port(value, recorder, pointer, container={d.container!r}, "
+                    f"port={(d.port_name, d.port)!r}, named={d.requires_named!r})",
+                ]
+            elif isinstance(d, DefaultItemField) and d.list not in done:
+                done.add(d.list)
+                group = [o for o in self.declared if isinstance(o, DefaultItemField) and o.list == d.list]
+                fields = tuple((o.field, o.value, o.empty_is_unset, o.from_field) for o in group)
+                ids = tuple(o.id for o in group)
+                call = f"default_item_fields(value, recorder, {_path(d.list.partition('{*}.')[2])!r}, "
+                lines += [
+                    "    if not only:",
+                    f"        value = {call}{fields!r}, pointer)",
+                    f"    elif any(i in only for i in {ids!r}):",
+                    f"        value = {call}tuple(f for i, f in zip({ids!r}, {fields!r}, strict=True) if i in only), "
+                    "pointer)",
+                ]
+        return lines
+
+    def python_default(self, value_function: str = "") -> list[str]:
+        """The body lines of the kind's generated defaulting (``obj`` replaced, in declaration order:
+        the defaults of one list applied entry by entry, as the patch lists them; those of a map's
+        values value by value, by ``value_function``: the generated ``python_value_default``)."""
+        lines = []
+        done: set[str] = set()
+        value_map, by_value = self.value_defaults()
         for d in self.declared:
-            if isinstance(d, DefaultField):
+            if any(d is o for o in by_value):
+                if d is by_value[0]:
+                    lines += [
+                        f"    obj = default_map_values(obj, recorder, {_path(value_map)!r}, {value_function}, only)"
+                    ]
+            elif isinstance(d, DefaultField):
                 unless = f", unless={tuple(_path(o) for o in d.unless)!r}" if d.unless else ""
                 unless += f", when_set={tuple(field_steps(o) for o in d.when_set)!r}" if d.when_set else ""
                 values = f"{_path(d.path)!r}, {d.value!r}, {d.empty_is_unset!r}{unless}"
@@ -633,10 +692,6 @@ class Declarations:
                 ]
             elif isinstance(d, VOLCANO_DEFAULT_FORMS):
                 lines += [f"    if not only or {d.id!r} in only:", f"        obj = {_volcano_default_call(d)}"]
-            elif isinstance(d, DefaultTypeField):
-                lines += [f"    if not only or {d.id!r} in only:", f"        obj = {_type_field_call(d)}"]
-            elif isinstance(d, DefaultTemplatePort):
-                lines += [f"    if not only or {d.id!r} in only:", f"        obj = {_template_port_call(d)}"]
             elif isinstance(d, DefaultFinishRules):
                 lines += [f"    if not only or {d.id!r} in only:", f"        obj = {_finish_rules_call(d)}"]
             elif isinstance(d, DefaultItemField) and d.list not in done:
@@ -644,11 +699,7 @@ class Declarations:
                 group = [o for o in self.declared if isinstance(o, DefaultItemField) and o.list == d.list]
                 fields = tuple((o.field, o.value, o.empty_is_unset, o.from_field) for o in group)
                 ids = tuple(o.id for o in group)
-                if "{*}" in d.list:
-                    in_map, _, in_value = d.list.partition("{*}.")
-                    call = f"default_map_item_fields(obj, recorder, {_path(in_map)!r}, {_path(in_value)!r}, "
-                else:
-                    call = f"default_item_fields(obj, recorder, {_path(d.list)!r}, "
+                call = f"default_item_fields(obj, recorder, {_path(d.list)!r}, "
                 # No variable: mypy types each tuple literal as it is written (the compiled build).
                 lines += [
                     "    if not only:",
@@ -857,10 +908,13 @@ def declared_module_text(kinds: Iterable[tuple[str, str, Declarations]]) -> str:
         "",
         "from __future__ import annotations",
         "",
+        "from jobgate.engine.fielderrors import Key, forbidden, invalid, required",
         "from jobgate.rules.declared import (",
         *(
             f"    {name},"
             for name in (
+                "MISSING",
+                "MUST_BE_STRING",
                 "acyclic",
                 "at_most_one_of",
                 "at_most_sum",
@@ -872,16 +926,15 @@ def declared_module_text(kinds: Iterable[tuple[str, str, Declarations]]) -> str:
                 "default_item_fields",
                 "default_item_product",
                 "default_item_when",
-                "default_map_item_fields",
+                "default_map_values",
                 "default_sum",
-                "default_template_port",
-                "default_type_field",
                 "entries_unchanged",
                 "field_bound",
                 "fixed_count",
                 "flag_names_entry",
                 "forbidden_field",
                 "forbidden_roles",
+                "get",
                 "immutable",
                 "implied_keys",
                 "index_maps",
@@ -904,9 +957,11 @@ def declared_module_text(kinds: Iterable[tuple[str, str, Declarations]]) -> str:
                 "unchanged",
                 "unique_by",
                 "unique_name",
+                "with_port",
             )
         ),
         ")",
+        "from jobgate.rules.jobmeta import as_int",
         "",
         "TYPE_CHECKING = False",
         "if TYPE_CHECKING:",
@@ -918,7 +973,24 @@ def declared_module_text(kinds: Iterable[tuple[str, str, Declarations]]) -> str:
     ]
     for group, kind, declarations in sorted(kinds, key=lambda k: (k[0], k[1])):
         name = function_name(group, kind)
-        defaults = declarations.python_default()
+        value_map = declarations.value_defaults()[0]
+        defaults = declarations.python_default(f"default_value_{name}")
+        if value_map:
+            out += [
+                "",
+                f"def default_value_{name}(",
+                "    key: str,",
+                "    value: dict[str, Any],",
+                "    pointer: str,",
+                "    recorder: PatchRecorder,",
+                "    only: tuple[str, ...] = (),",
+                ") -> dict[str, Any]:",
+                f'    """{kind} ({group}): the declared defaults of one value of {value_map} (``value``, a copy the'
+                ' caller owns, at ``key`` and the JSON pointer ``pointer``), in order (``only``: these ids alone)."""',
+                *declarations.python_value_default(),
+                "    return value",
+                "",
+            ]
         out += [
             "",
             f"def default_{name}(",
@@ -1261,33 +1333,91 @@ def _field_rule(parts: Sequence[FieldForm]) -> Rule:
     )
 
 
+def _field_lines(d: FieldForm, site: _Site) -> list[str]:
+    """The Python check of one path of a field declaration in a kind's generated check: written out
+    where the path reaches one object (no list item or map value on the way), else the form's call."""
+    if any(s in WILDCARDS for s in site.scope) or isinstance(d, StringField) or getattr(d, "integer", False):
+        return [f"        errors.extend({_field_call(d, site)})"]
+    steps = tuple(s[1:-1] if _is_key(s) else s for s in (*site.scope, *site.target))
+    parts = [f"Key({s[1:-1]!r})" if _is_key(s) else repr(s) for s in (*site.scope, *site.target)]
+    error_path = f"({', '.join(parts)}{',' if len(parts) == 1 else ''})"
+    lines = []
+    if site.when is not None:
+        when_steps = tuple(s[1:-1] if _is_key(s) else s for s in site.when[0])
+        # The condition is read from the scope's object, as the form's function reads it.
+        lines += [
+            f"        node = get(obj, {steps[: len(site.scope)]!r})",
+            f"        if isinstance(node, dict) and get(node, {when_steps!r}) == {site.when[1]!r}:",
+        ]
+        indent, parent = "            ", f"get(node, {steps[len(site.scope) : -1]!r})"
+    else:
+        indent, parent = "        ", f"get(obj, {steps[:-1]!r})"
+    if isinstance(d, AtMostOneOf):
+        keys = tuple(f[1:-1] if _is_key(f) else f for f in d.fields)
+        return [
+            *lines,
+            f"{indent}holder = get(obj, {steps!r})",
+            f"{indent}if isinstance(holder, dict) and sum(holder.get(f) is not None for f in {keys!r}) > 1:",
+            f"{indent}    errors.append(forbidden({error_path}, {d.message!r}))",
+        ]
+    lines += [
+        f"{indent}parent = {parent}",
+        f"{indent}value = parent.get({steps[-1]!r}) if isinstance(parent, dict) else MISSING",
+    ]
+    if isinstance(d, RequiredField | ForbiddenField):
+        unset = '(value is None or value == "")' if d.empty_is_unset else "value is None"
+        if isinstance(d, ForbiddenField):
+            return [*lines, f"{indent}if value is not MISSING and not {unset}:",
+                    f"{indent}    errors.append(forbidden({error_path}, {d.message!r}))"]  # fmt: skip
+        lines += [
+            f"{indent}if value is not MISSING and {unset}:",
+            f"{indent}    errors.append(required({error_path}, {d.message!r}))",
+        ]
+        if d.string:
+            lines += [
+                f"{indent}elif value is not MISSING and type(value) is not str:",
+                f"{indent}    errors.append(invalid({error_path}, value, MUST_BE_STRING))",
+            ]
+        return lines
+    assert isinstance(d, FieldBound)
+    rendered = _render(site.scope + site.target)
+    lines.append(f"{indent}number = as_int(value)")
+    first = "if"
+    for bound, compare, words in ((d.minimum, "<", "greater"), (d.maximum, ">", "less")):
+        if bound is None:
+            continue
+        detail = d.message or f"{rendered} in body should be {words} than or equal to {bound}"
+        lines += [
+            f"{indent}{first} number is not None and number {compare} {bound}:",
+            f"{indent}    errors.append(invalid({error_path}, number, {detail!r}))",
+        ]
+        first = "elif"
+    return lines
+
+
 def _field_calls(d: FieldForm) -> list[str]:
-    """The Python check of a field declaration: one call per path."""
-    calls = []
-    for path in _paths(d):
-        site = _Site(d, path)
-        where = site.python()
-        if isinstance(d, AtMostOneOf):
-            where = f"scope={site.scope!r}, target={site.target!r}"
-            calls.append(f"at_most_one_of(obj, {where}, fields={d.fields!r}, message={d.message!r})")
-        elif isinstance(d, RequiredField | ForbiddenField):
-            function = "required_field" if isinstance(d, RequiredField) else "forbidden_field"
-            string = ", string=True" if isinstance(d, RequiredField) and d.string else ""
-            calls.append(
-                f"{function}(obj, {where}, empty_is_unset={d.empty_is_unset!r}, message={d.message!r}{string})"
-            )
-        elif isinstance(d, FieldBound):
-            integer = ", integer=True" if d.integer else ""
-            calls.append(
-                f"field_bound(obj, {where}, bounds={(d.minimum, d.maximum)!r}, message={d.message!r}{integer})"
-            )
-        else:
-            more = (f", syntax={d.syntax!r}" if d.syntax else "") + (", string=True" if d.string else "")
-            calls.append(
-                f"string_field(obj, {where}, pattern={d.pattern!r}, lengths={(d.min_length, d.max_length)!r}, "
-                f"enum={d.enum!r}, message={d.message!r}, label={d.label!r}{more})"
-            )
-    return calls
+    """The Python check of a field declaration by the form's function: one call per path."""
+    return [_field_call(d, _Site(d, path)) for path in _paths(d)]
+
+
+def _field_call(d: FieldForm, site: _Site) -> str:
+    """The call of the form's function that checks one path of a field declaration."""
+    where = site.python()
+    if isinstance(d, AtMostOneOf):
+        where = f"scope={site.scope!r}, target={site.target!r}"
+        return f"at_most_one_of(obj, {where}, fields={d.fields!r}, message={d.message!r})"
+    if isinstance(d, RequiredField | ForbiddenField):
+        function = "required_field" if isinstance(d, RequiredField) else "forbidden_field"
+        string = ", string=True" if isinstance(d, RequiredField) and d.string else ""
+        return f"{function}(obj, {where}, empty_is_unset={d.empty_is_unset!r}, message={d.message!r}{string})"
+    if isinstance(d, FieldBound):
+        integer = ", integer=True" if d.integer else ""
+        return f"field_bound(obj, {where}, bounds={(d.minimum, d.maximum)!r}, message={d.message!r}{integer})"
+    more = (f", syntax={d.syntax!r}" if d.syntax else "") + (", string=True" if d.string else "")
+    return (
+        f"string_field(obj, {where}, pattern={d.pattern!r}, lengths={(d.min_length, d.max_length)!r}, "
+        f"enum={d.enum!r}, message={d.message!r}, label={d.label!r}{more})"
+    )
 
 
 def _field_cost(d: FieldForm) -> str:
@@ -2566,14 +2696,32 @@ def _schema_defaulted(d: DefaultTypeField) -> bool:
     return len({v for _, v in d.values}) == 1 and d.others is None and not d.empty_is_unset
 
 
-def _type_field_call(d: DefaultTypeField) -> str:
+def _type_field_lines(d: DefaultTypeField) -> list[str]:
+    """The Python default of one value's field by its key (``key``), unset (or empty, with
+    ``empty_is_unset``) in ``value``: the key's value chosen by literal tests of the key."""
     # Where the schema defaults the field, the apiserver gives every key of the map the value, other
     # keys too, before any webhook or rule sees the job: so does the Python default.
     others = d.values[0][1] if _schema_defaulted(d) else d.others
-    return (
-        f"default_type_field(obj, recorder, {_path(d.path)!r}, field={d.field!r}, values={d.values!r}, "
-        f"others={others!r}, empty_is_unset={d.empty_is_unset!r})"
-    )
+    by_value: dict[Scalar, list[str]] = {}
+    for key, value in d.values:
+        by_value.setdefault(value, []).append(key)
+    current = f"value.get({d.field!r})"
+    unset = f"{current} is None"
+    if d.empty_is_unset:
+        number = isinstance(d.values[0][1], int) and not isinstance(d.values[0][1], bool)
+        # The zero of the default's type reads as unset too (declared.py's _is_empty).
+        unset = f"as_int({current}) in (None, 0)" if number else f"{current} in (None, '')"
+    if len(by_value) == 1 and others in (None, d.values[0][1]):
+        value, keys = next(iter(by_value.items()))
+        guard = "" if others is not None else f"key in {tuple(keys)!r} and "
+        return [f"        if {guard}{unset}:", f"            recorder.set(value, {d.field!r}, {value!r}, pointer)"]
+    chosen = " else ".join(f"{value!r} if key in {tuple(keys)!r}" for value, keys in by_value.items())
+    guard = "default is not None and " if others is None else ""
+    return [
+        f"        default = {chosen} else {others!r}",
+        f"        if {guard}{unset}:",
+        f"            recorder.set(value, {d.field!r}, default, pointer)",
+    ]
 
 
 def _template_port_default(d: DefaultTemplatePort) -> Default:
@@ -2605,12 +2753,18 @@ def _template_port_default(d: DefaultTemplatePort) -> Default:
     return Default(d.id, d.summary, Where.MUTATING_POLICY, (patch,))
 
 
-def _template_port_call(d: DefaultTemplatePort) -> str:
-    return (
-        f"default_template_port(obj, recorder, {_path(d.path)!r}, roles={d.roles!r}, others={d.others!r}, "
-        f"known={d.known!r}, container={d.container!r}, port={(d.port_name, d.port)!r}, "
-        f"requires_named={d.requires_named!r})"
-    )
+def _value_map(d: Declaration) -> str:
+    """The map whose every value ``d`` defaults (``spec.tfReplicaSpecs``), "" for another declaration."""
+    if isinstance(d, DefaultTypeField | DefaultTemplatePort):
+        return d.path
+    if isinstance(d, DefaultItemField) and "{*}" in d.list:
+        return d.list.partition("{*}")[0]
+    return ""
+
+
+def _runs_in_python(d: Declaration) -> bool:
+    """Whether the generated defaulting runs ``d`` (a type's spelling is run by the engine itself)."""
+    return not isinstance(d, DefaultTypeSpelling)
 
 
 # --- forms only T9k's and DI-engine's rules use (jobgate/rules/forms.py's last block) -------------------

@@ -43,6 +43,7 @@ from jobgate.rules.names import (
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING, without importing typing at run time (start-up)
 if TYPE_CHECKING:
+    from collections.abc import Callable
     from typing import Any
 
     from jobgate.engine.fielderrors import FieldPath
@@ -102,12 +103,14 @@ def default_field(
     """``DefaultField``: the field at ``path`` (under an object that exists) set when unset, when
     none of the fields ``unless`` names is set and each of ``when_set`` is there."""
     parent = get(obj, path[:-1])
-    if not isinstance(parent, dict) or any(get(obj, other) not in (MISSING, None) for other in unless):
-        return obj
-    if any(get(obj, tuple(_segment(s) for s in needed)) is MISSING for needed in when_set):
+    if not isinstance(parent, dict):
         return obj
     given = parent.get(path[-1])
     if not (given is None or (empty_is_unset and _is_empty(given, value))):
+        return obj
+    if unless and any(get(obj, other) not in (MISSING, None) for other in unless):
+        return obj
+    if when_set and any(get(obj, tuple(_segment(s) for s in needed)) is MISSING for needed in when_set):
         return obj
     copied = dict(parent)
     own = list(value) if isinstance(value, list) else dict(value) if isinstance(value, dict) else value
@@ -124,60 +127,76 @@ def default_item_fields(
 ) -> dict[str, Any]:
     """``DefaultItemField``s of one list: each entry's (field, value, empty_is_unset, from_field) in
     order; with ``from_field``, the entry's value of it when that is one of ``value``. ``base``: the
-    pointer of ``obj`` itself (a map's value, ``default_map_item_fields``)."""
+    pointer of ``obj`` itself (a map's value, ``default_map_values``). Copy on write: the list, an
+    entry and the objects on the way to the list are copied when an entry changes, ``obj`` itself
+    returned when none does."""
     items = get(obj, path)
     if not isinstance(items, list):
         return obj
-    defaulted = []
-    pointer = base + "/" + "/".join(path)
+    defaulted: list[Any] | None = None
+    pointer = ""
     for index, given in enumerate(items):
+        if not isinstance(given, dict):
+            continue
         item = given
-        if isinstance(given, dict):
-            item = dict(given)
-            for field, value, empty_is_unset, from_field in fields:
-                holder, name, at = item, field, f"{pointer}/{index}"
-                if "." in field:
-                    # A field of an object of the entry: set when that object exists (copied, then).
-                    outer, name = field.split(".", 1)
-                    if not isinstance(item.get(outer), dict):
-                        continue
-                    holder = item[outer] = dict(item[outer])
-                    at = f"{at}/{outer}"
-                current = holder.get(name)
-                if not (current is None or (empty_is_unset and _is_empty(current, value))):
+        for field, value, empty_is_unset, from_field in fields:
+            holder, name, outer = item, field, ""
+            if "." in field:
+                # A field of an object of the entry: set when that object exists (copied, then).
+                outer, name = field.split(".", 1)
+                holder = item.get(outer)
+                if not isinstance(holder, dict):
                     continue
-                if not from_field:
-                    # A list or object value is each entry's own (the patch writes it once per entry too).
-                    own = list(value) if isinstance(value, list) else dict(value) if isinstance(value, dict) else value
-                    recorder.set(holder, name, own, at)
+            current = holder.get(name)
+            if not (current is None or (empty_is_unset and _is_empty(current, value))):
+                continue
+            if from_field:
+                new = holder.get(from_field)
+                if not (isinstance(new, str) and new in value):
                     continue
-                source = holder.get(from_field)
-                if isinstance(source, str) and source in value:
-                    recorder.set(holder, name, source, at)
-        defaulted.append(item)
-    return _replaced(obj, path, defaulted)
+            else:
+                # A list or object value is each entry's own (the patch writes it once per entry too).
+                new = list(value) if isinstance(value, list) else dict(value) if isinstance(value, dict) else value
+            if item is given:
+                item = dict(given)
+            if not pointer:
+                pointer = base + "/" + "/".join(path)
+            at = f"{pointer}/{index}"
+            if outer:
+                holder = item[outer] = dict(holder)
+                at = f"{at}/{outer}"
+            else:
+                holder = item
+            recorder.set(holder, name, new, at)
+        if item is not given:
+            if defaulted is None:
+                defaulted = list(items)
+            defaulted[index] = item
+    return obj if defaulted is None else _replaced(obj, path, defaulted)
 
 
-def default_map_item_fields(
+def default_map_values(
     obj: dict[str, Any],
     recorder: PatchRecorder,
-    map_path: tuple[str, ...],
     path: tuple[str, ...],
-    fields: tuple[tuple[str, Any, bool, str], ...],
+    default_value: Callable[[str, dict[str, Any], str, PatchRecorder, tuple[str, ...]], dict[str, Any]],
+    only: tuple[str, ...] = (),
 ) -> dict[str, Any]:
-    """``DefaultItemField``s of a list in each value of the map at ``map_path`` (``{*}``): the list
-    at ``path`` from each value that is an object, the map's keys in order."""
-    entries = get(obj, map_path)
+    """The defaults of each value of the map at ``path`` that is an object, value by value (each
+    value's patches before the next one's): ``default_value`` (a kind's generated
+    ``default_value_<kind>_<group>``) given the key, a copy of the value, its pointer and ``only``.
+    The map and its values copied, the other values kept."""
+    entries = get(obj, path)
     if not isinstance(entries, dict):
         return obj
-    at = "/" + "/".join(map_path)
+    at = "/" + "/".join(path) + "/"
     defaulted = {
-        key: default_item_fields(value, recorder, path, fields, f"{at}/{escape_pointer_token(key)}")
+        key: default_value(key, dict(value), at + escape_pointer_token(key), recorder, only)
         if isinstance(value, dict)
         else value
         for key, value in entries.items()
     }
-    return _replaced(obj, map_path, defaulted)
+    return _replaced(obj, path, defaulted)
 
 
 def _is_empty(given: Any, value: Any) -> bool:
@@ -1137,71 +1156,7 @@ def known_types(obj: Any, path: tuple[str, ...], types: tuple[str, ...], any_cas
     return errors
 
 
-def default_type_field(
-    obj: dict[str, Any],
-    recorder: PatchRecorder,
-    path: tuple[str, ...],
-    *,
-    field: str,
-    values: tuple[tuple[str, Any], ...],
-    others: Any,
-    empty_is_unset: bool,
-) -> dict[str, Any]:
-    """``DefaultTypeField``: each map value's field, by its key's type (``others``: any other key's,
-    None: left alone), set when unset; the map and each changed value copied."""
-    found = get(obj, path)
-    if not isinstance(found, dict):
-        return obj
-    table = dict(values)
-    pointer = "/" + "/".join(path)
-    changed: dict[str, Any] | None = None
-    for key, given in found.items():
-        value = table.get(key, others)
-        if value is None or not isinstance(given, dict):
-            continue
-        current = given.get(field)
-        if not (current is None or (empty_is_unset and _is_empty(current, value))):
-            continue
-        entry = dict(given)
-        recorder.set(entry, field, value, f"{pointer}/{escape_pointer_token(key)}")
-        if changed is None:
-            changed = dict(found)
-        changed[key] = entry
-    return obj if changed is None else _replaced(obj, path, changed)
-
-
-def default_template_port(
-    obj: dict[str, Any],
-    recorder: PatchRecorder,
-    path: tuple[str, ...],
-    *,
-    roles: tuple[str, ...],
-    others: bool,
-    known: tuple[str, ...],
-    container: str,
-    port: tuple[str, int],
-    requires_named: bool,
-) -> dict[str, Any]:
-    """``DefaultTemplatePort``: the port on a container of each role's pod template; the map and each
-    changed value copied, down to the container. Anything of an unexpected type is validation's."""
-    found = get(obj, path)
-    if not isinstance(found, dict):
-        return obj
-    pointer = "/" + "/".join(path)
-    changed: dict[str, Any] | None = None
-    for key, given in found.items():
-        if not (key in roles or (others and key not in known)) or not isinstance(given, dict):
-            continue
-        at = f"{pointer}/{escape_pointer_token(key)}"
-        entry = _with_port(given, recorder, at, container=container, port=port, named=requires_named)
-        if entry is not given:
-            if changed is None:
-                changed = dict(found)
-            changed[key] = entry
-    return obj if changed is None else _replaced(obj, path, changed)
-
-
-def _with_port(
+def with_port(
     replica: dict[str, Any],
     recorder: PatchRecorder,
     pointer: str,
@@ -1210,16 +1165,21 @@ def _with_port(
     port: tuple[str, int],
     named: bool,
 ) -> dict[str, Any]:
+    """``DefaultTemplatePort`` on one value of the map (``replica``, at ``pointer``): the port on the
+    container named ``container`` (``named``: only there; else the first container), unless a port of
+    its name is there; the value copied down to the container when it changes. Anything of an
+    unexpected type is validation's."""
     template = replica.get("template")
     spec = template.get("spec") if isinstance(template, dict) else None
     containers = spec.get("containers") if isinstance(spec, dict) else None
     if not isinstance(template, dict) or not isinstance(spec, dict) or not isinstance(containers, list):
         return replica
-    target = next(
-        (i for i, c in enumerate(containers) if isinstance(c, dict) and c.get("name") == container),
-        None,
-    )
-    if target is None:
+    target = -1
+    for index, candidate in enumerate(containers):
+        if isinstance(candidate, dict) and candidate.get("name") == container:
+            target = index
+            break
+    if target < 0:
         if named or not containers:
             return replica
         target = 0
@@ -1230,8 +1190,9 @@ def _with_port(
     if ports is not None and not isinstance(ports, list):
         return replica
     name, number = port
-    if ports and any(isinstance(p, dict) and p.get("name") == name for p in ports):
-        return replica
+    for existing in ports or ():
+        if isinstance(existing, dict) and existing.get("name") == name:
+            return replica
     copied = dict(given)
     recorder.append(
         copied, "ports", {"name": name, "containerPort": number}, f"{pointer}/template/spec/containers/{target}"
@@ -1301,6 +1262,9 @@ def default_type_spelling(
     entries = get(obj, path)
     if not isinstance(entries, dict):
         return obj
+    if all(key in types for key in entries):
+        # Every key spelled as its type (the usual job): nothing to rename, nothing stale.
+        return _replaced(obj, path, dict(entries))
     previous = get(old, path) if old is not None else None
     pointer = "/" + "/".join(path)
     spelled = {t.casefold(): t for t in types}

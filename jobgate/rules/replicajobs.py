@@ -21,7 +21,7 @@ from jobgate.engine.fielderrors import (
     required,
 )
 from jobgate.engine.findings import Findings
-from jobgate.engine.jsonpatch import NO_PATCH, PatchRecorder
+from jobgate.engine.jsonpatch import NO_PATCH, PatchRecorder, escape_pointer_token
 from jobgate.engine.modelref import ModelRef
 from jobgate.engine.registry import GroupVersionKind
 from jobgate.rules.declared import default_type_spelling
@@ -52,8 +52,6 @@ REPLICA_DEFAULTS = ("replicas/count", "replicas/restart-policy")
 TERMINATION_MESSAGE_POLICY = "pod-template/termination-message-policy"
 # The framework's port on a container of each replica's template (rules/replicajobs_declared.py).
 FRAMEWORK_PORT = "pod-template/framework-port"
-# The declared defaults of one replica, in their order.
-_ONE_REPLICA_DEFAULTS = (*REPLICA_DEFAULTS, TERMINATION_MESSAGE_POLICY, FRAMEWORK_PORT)
 
 
 # The classes here are written out, not dataclasses: importing ``dataclasses`` costs a
@@ -123,6 +121,7 @@ class ReplicaJobKind:
 
     __slots__ = (
         "_canonical",
+        "_generated",
         "_missing_containers",
         "_required_container",
         "_roles",
@@ -209,6 +208,8 @@ class ReplicaJobKind:
         self._roles: dict[str, Role] = {r.name: r for r in roles}
         self._canonical: dict[str, str] = {r.name.casefold(): r.name for r in roles}
         self._types: tuple[str, ...] = tuple(r.name for r in roles)
+        # The kind's generated functions by prefix, found once (``_replica_map_function``).
+        self._generated: dict[str, Any] = {}
         detail = required_container_detail or f"must have at least one container with name {container}"
         self._required_container: tuple[str, str] | None = (container, detail) if require_container else None
         self._missing_containers = missing_containers_detail
@@ -277,19 +278,33 @@ class ReplicaJobKind:
 
     def _default_each(self, replicas: dict[str, Any], recorder: PatchRecorder) -> dict[str, Any]:
         """The declared count, restart policy, containers' terminationMessagePolicy and framework port
-        of each replica (of one replica alone: each replica's patches before the next one's)."""
+        of each replica (the generated defaults of one value of the map: each replica's patches before
+        the next one's)."""
+        default_value = self._replica_map_function("default_value")
+        pointer = f"/spec/{self.replicas_field}/"
         for replica_type, given in replicas.items():
-            if not isinstance(given, dict):
-                continue
-            single = {"spec": {self.replicas_field: {replica_type: dict(given)}}}
-            defaulted = self._replica_map_function("default")(single, recorder, _ONE_REPLICA_DEFAULTS)
-            replicas[replica_type] = defaulted["spec"][self.replicas_field][replica_type]
+            if isinstance(given, dict):
+                at = pointer + escape_pointer_token(replica_type)
+                replicas[replica_type] = default_value(replica_type, dict(given), at, recorder)
         return replicas
 
     def _replica_map_function(self, prefix: str) -> Any:
-        """The generated ``default_``/``validate_`` function of the replica map's declarations."""
-        group = (REPLICA_MAP_GROUP + self.gvk.group).replace(".", "_").replace("-", "_")
-        return getattr(declared_rules, f"{prefix}_{self.kind.lower()}_{group.lower()}")
+        """The generated ``default_value_``/``validate_`` function of the replica map's declarations,
+        looked up on first use (the generated module may be written after the kind is made)."""
+        return self._generated_function(prefix, REPLICA_MAP_GROUP + self.gvk.group)
+
+    def _kind_function(self, prefix: str) -> Any:
+        """The generated ``default_``/``validate_`` function of the kind's own declarations (its group)."""
+        return self._generated_function(prefix, self.gvk.group)
+
+    def _generated_function(self, prefix: str, group: str) -> Any:
+        """``<prefix>_<kind>_<group>`` of jobgate/_generated/declared_rules.py (``function_name``), found once."""
+        key = prefix + " " + group
+        function = self._generated.get(key)
+        if function is None:
+            name = (self.kind + "_" + group).replace(".", "_").replace("-", "_").lower()
+            function = self._generated[key] = getattr(declared_rules, f"{prefix}_{name}")
+        return function
 
     def declared_defaults(self, obj: dict[str, Any], recorder: PatchRecorder) -> dict[str, Any]:
         """The kind's declared defaults (``jobgate/_generated/declared_rules.py``); none here."""

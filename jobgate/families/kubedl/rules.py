@@ -9,7 +9,6 @@ what its controllers assume (one PyTorch Master, one MPI Launcher, ...), checked
 
 from __future__ import annotations
 
-from jobgate._generated import declared_rules as generated
 from jobgate.api.constants import KUBEDL_GROUP, KUBEDL_VERSION
 from jobgate.engine.fielderrors import FieldError
 from jobgate.engine.findings import Findings, clip_warning
@@ -99,20 +98,18 @@ class KubeDLKind(ReplicaJobKind):
     def _default_run_policy(self, spec: dict[str, Any], recorder: PatchRecorder) -> tuple[dict[str, Any], str]:
         # The declared cleanPodPolicy default (declared.py) first, as before the replicas' defaults;
         # declared_defaults runs it again later, a no-op then.
-        defaults: Any = getattr(generated, "default_" + _generated_name(self.kind))
+        defaults = self._kind_function("default")
         spec.update(defaults({"spec": spec}, recorder, (CLEAN_POD_POLICY,))["spec"])
         run_policy = self.run_policy(spec)
         return run_policy, "/spec" if run_policy is spec else "/spec/runPolicy"
 
     def declared_defaults(self, obj: dict[str, Any], recorder: PatchRecorder) -> dict[str, Any]:
         """The kind's declared defaults (declared.py)."""
-        defaults: Any = getattr(generated, "default_" + _generated_name(self.kind))
-        return defaults(obj, recorder)  # type: ignore[no-any-return]
+        return self._kind_function("default")(obj, recorder)  # type: ignore[no-any-return]
 
     def declared_rules(self, obj: dict[str, Any], old: dict[str, Any] | None) -> list[FieldError]:
         """The kind's declared role rules (declared.py)."""
-        rules: Any = getattr(generated, "validate_" + _generated_name(self.kind))
-        return rules(obj, old)  # type: ignore[no-any-return]
+        return self._kind_function("validate")(obj, old)  # type: ignore[no-any-return]
 
     def _check_run_policy(self, spec: dict[str, Any], replicas: dict[str, dict[str, Any]], found: Findings) -> None:
         run_policy = self.run_policy(spec)
@@ -136,11 +133,6 @@ XDL_DEFAULT_MIN_FINISH_WORK_RATE = 90
 
 
 MARS_MEMORY_DEFAULTS = (("plasmaStore", "/dev/shm"), ("lockFreeFileIO", True))
-
-
-def _generated_name(kind: str) -> str:
-    """The kind's functions in jobgate/_generated/declared_rules.py (jobgate.generate.forms.function_name)."""
-    return (kind + "_" + KUBEDL_GROUP).replace(".", "_").replace("-", "_").lower()
 
 
 # --- the kinds -----------------------------------------------------------------------------------
