@@ -26,13 +26,14 @@ def _policy_explain(args: argparse.Namespace) -> int:
         policies: Sequence[Mapping[str, Any]] = snapshot.policies()
         labels = snapshot.namespace_labels(args.namespace)
         if not snapshot.knows_namespace(args.namespace):
+            from jobgate.engine.views import NAMESPACE_NAME_LABEL
             from jobgate.policy.resolve import CLUSTER_KIND, policy_ref, reads_unknown_labels
 
             unknown = [
                 str(policy_ref(p))
                 for p in policies
                 if p.get("kind") == CLUSTER_KIND
-                and reads_unknown_labels((p.get("spec") or {}).get("namespaceSelector"))
+                and reads_unknown_labels((p.get("spec") or {}).get("namespaceSelector"), NAMESPACE_NAME_LABEL)
             ]
             if unknown:
                 print(

@@ -36,7 +36,6 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from jobgate.engine.views import NAMESPACE_NAME_LABEL
 from jobgate.policy.fieldmap import KINDS, KindMap, kind_map
 from jobgate.policy.gpu import DEFAULT_GPU_DEVICE_CLASSES, DEFAULT_GPU_RESOURCES, counted_resources, with_builtin
 from jobgate.policy.images import entry_prefix
@@ -340,27 +339,30 @@ def select_policies(
     return sorted(chosen, key=policy_ref)
 
 
-def reads_unknown_labels(selector: Any) -> bool:
-    """Whether a ``namespaceSelector`` reads a label other than ``kubernetes.io/metadata.name`` (which
-    a namespace's name alone gives): with only the name known, its answer would be a guess. A
+def reads_unknown_labels(selector: Any, known: str) -> bool:
+    """Whether a ``namespaceSelector`` reads a label other than ``known`` (``kubernetes.io/metadata.name``,
+    which a namespace's name alone gives): with only the name known, its answer would be a guess. A
     malformed selector matches nothing whatever the labels (:mod:`.selectors`): it reads none."""
     if selector is None or selector_errors(selector):
         return False
     keys = set(selector.get("matchLabels") or ())
     keys.update(expr["key"] for expr in selector.get("matchExpressions") or ())
-    return bool(keys - {NAMESPACE_NAME_LABEL})
+    return bool(keys - {known})
 
 
-def selected_by_unknown_labels(policies: Iterable[Mapping[str, Any]], job: Mapping[str, Any]) -> list[PolicyRef]:
+def selected_by_unknown_labels(
+    policies: Iterable[Mapping[str, Any]], job: Mapping[str, Any], known: str
+) -> list[PolicyRef]:
     """The cluster policies that would have to read the job namespace's labels to know whether they
-    apply (their ``namespaceSelector`` reads a label beyond the name) and whose ``spec.match`` selects
-    the job: where those labels are unknown (offline, no Namespace given), the job cannot be judged."""
+    apply (their ``namespaceSelector`` reads a label beyond ``known``, the name's) and whose
+    ``spec.match`` selects the job: where those labels are unknown (offline, no Namespace given), the
+    job cannot be judged."""
     kmap = kind_map(dict(job))
     found = [
         p
         for p in policies
         if p.get("kind") == CLUSTER_KIND
-        and reads_unknown_labels(_spec(p).get("namespaceSelector"))
+        and reads_unknown_labels(_spec(p).get("namespaceSelector"), known)
         and job_matches(_spec(p).get("match"), job, kmap)
     ]
     return sorted(policy_ref(p) for p in found)

@@ -16,6 +16,7 @@ from __future__ import annotations
 from jobgate.engine.context import CREATE, ReviewContext
 from jobgate.engine.fielderrors import ErrorType, FieldError
 from jobgate.engine.jsonpatch import NO_PATCH, PatchRecorder, escape_pointer_token
+from jobgate.engine.views import NAMESPACE_NAME_LABEL
 from jobgate.policy.check import (
     PolicyFinding,
     policy_defaults,
@@ -262,7 +263,7 @@ def _with_unknown_labels(
     policies = context.policies
     if policies is None:
         return judged
-    unknown = selected_by_unknown_labels(policies, defaulted)
+    unknown = selected_by_unknown_labels(policies, defaulted, NAMESPACE_NAME_LABEL)
     if not unknown:
         return judged
     metadata = defaulted.get("metadata")

@@ -15,6 +15,7 @@ import yaml
 from jobgate.cli import main
 from jobgate.engine.context import CREATE, UPDATE, context_for
 from jobgate.engine.review import kind_of, review_job
+from jobgate.engine.views import NAMESPACE_NAME_LABEL as NAME
 from jobgate.engine.views import ClusterViews, PolicySnapshot, namespace_labels
 from jobgate.policy.resolve import PolicySet, reads_unknown_labels, selected_by_unknown_labels
 from jobgate.policy.review import NAMESPACE_LABELS_UNKNOWN
@@ -121,16 +122,16 @@ def test_a_policy_that_cannot_apply_to_the_kind_needs_no_labels():
         "volcano", {"namespaceSelector": {"matchLabels": {"team": "a"}}, "match": {"families": ["volcano"]}}
     )
     assert verdict_in(views(volcano_only), tfjob()).allowed
-    assert selected_by_unknown_labels(PolicySet([volcano_only]), tfjob()) == []
+    assert selected_by_unknown_labels(PolicySet([volcano_only]), tfjob(), NAME) == []
 
 
 def test_reads_unknown_labels():
-    assert reads_unknown_labels({"matchLabels": {"team": "a"}})
-    assert reads_unknown_labels({"matchExpressions": [{"key": "team", "operator": "DoesNotExist"}]})
-    assert not reads_unknown_labels(None)
-    assert not reads_unknown_labels({})
-    assert not reads_unknown_labels({"matchLabels": {"kubernetes.io/metadata.name": "x"}})
-    assert not reads_unknown_labels({"matchLabels": "not a map"})
+    assert reads_unknown_labels({"matchLabels": {"team": "a"}}, NAME)
+    assert reads_unknown_labels({"matchExpressions": [{"key": "team", "operator": "DoesNotExist"}]}, NAME)
+    assert not reads_unknown_labels(None, NAME)
+    assert not reads_unknown_labels({}, NAME)
+    assert not reads_unknown_labels({"matchLabels": {"kubernetes.io/metadata.name": "x"}}, NAME)
+    assert not reads_unknown_labels({"matchLabels": "not a map"}, NAME)
 
 
 def test_a_view_of_every_namespace_is_unaffected():
