@@ -228,7 +228,9 @@ def test_a_warn_policy_admits_with_a_warning(policy_cluster: Cluster):
 @pytest.mark.parametrize(
     ("limits", "fragment"),
     [
-        ({"gpuResources": [{"name": "nvidia.com/gpu", "weight": 0}]}, "weight"),
+        ({"gpuResources": [{"name": "nvidia.com/gpu", "weight": -1}]}, "weight"),
+        ({"gpuDeviceClasses": [{"name": "GPU.nvidia.com"}]}, "DeviceClass name"),
+        ({"gpuDeviceClasses": [{"name": "gpu.nvidia.com"}, {"name": "gpu.nvidia.com", "weight": 2}]}, "Duplicate"),
         ({"maxGPUsPerJob": -1}, "maxGPUsPerJob"),
         ({"maxGPUsPerPod": 8, "maxGPUsPerJob": 4}, "maxGPUsPerPod"),
     ],
@@ -238,6 +240,16 @@ def test_a_malformed_policy_is_refused_by_its_crd(policy_cluster: Cluster, limit
     result = apply(policy_cluster, bad)
     assert result.returncode != 0
     assert fragment in result.stderr
+
+
+def test_weight_zero_takes_a_name_off_the_built_in_list_and_is_accepted(policy_cluster: Cluster):
+    limits = {
+        "gpuResources": [{"name": "nvidia.com/gpu", "weight": 0}],
+        "gpuDeviceClasses": [{"name": "gpu.*", "weight": 0.5}, {"name": "gpu.nvidia.com", "weight": 0}],
+    }
+    valid = {**CLUSTER_POLICY, "metadata": {"name": "weights"}, "spec": {"limits": limits}}
+    result = apply(policy_cluster, valid, "--dry-run=server")
+    assert result.returncode == 0, result.stderr
 
 
 def test_a_namespace_holding_a_policy_deletes(policy_cluster: Cluster):
