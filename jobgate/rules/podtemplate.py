@@ -291,14 +291,14 @@ def _check_resources(resources: dict[str, Any], path: FieldPath, container_name:
     raw_requests = resources.get("requests")
     limits = _quantities(raw_limits, path, "limits", errors)
     requests = _quantities(raw_requests, path, "requests", errors)
-    owner = f" (container {container_name})" if container_name is not None else ""
     if type(raw_requests) is dict and (raw_limits is None or type(raw_limits) is dict):
         # Read from the keys, whatever their values (a wrong one has its own error): the apiserver
         # refuses the pods ("Limit must be set for non overcommitable resources") and the job would be
         # stored with pods that never start.
         for resource in raw_requests:
             if not _resource_class(resource)[1] and (raw_limits is None or resource not in raw_limits):
-                errors.append(required((*path, "limits", Key(resource)), limit_required_detail(resource, owner)))
+                detail = limit_required_detail(resource, _owner(container_name))
+                errors.append(required((*path, "limits", Key(resource)), detail))
     for resource, (raw, quantity) in requests.items():
         limit = limits.get(resource)
         if limit is None:
@@ -310,7 +310,7 @@ def _check_resources(resources: dict[str, Any], path: FieldPath, container_name:
                     invalid(
                         (*path, "requests", Key(resource)),
                         raw,
-                        f"must be less than or equal to {resource} limit of {limit_raw}{owner}",
+                        f"must be less than or equal to {resource} limit of {limit_raw}{_owner(container_name)}",
                     )
                 )
         elif quantity != limit_quantity:
@@ -318,9 +318,14 @@ def _check_resources(resources: dict[str, Any], path: FieldPath, container_name:
                 invalid(
                     (*path, "requests", Key(resource)),
                     raw,
-                    f"must be equal to {resource} limit of {limit_raw}{owner}",
+                    f"must be equal to {resource} limit of {limit_raw}{_owner(container_name)}",
                 )
             )
+
+
+def _owner(container_name: str | None) -> str:
+    """`` (container NAME)`` in a detail, '' for a container without a usable name (its path says which)."""
+    return f" (container {container_name})" if container_name is not None else ""
 
 
 # The apiserver's own words for a request of a resource that cannot be overcommitted with no limit.
