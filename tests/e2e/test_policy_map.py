@@ -86,7 +86,10 @@ DEFAULT_LABEL_KEYS = ("cost-center", "example.com/tier", "owner", KUEUE_LABEL)
 # Fields the family's own MutatingAdmissionPolicy also defaults: MAPs run in no specified order, so
 # the apiserver may keep the family's value where the webhook writes the policy's first
 # (docs/policy-enforcement.md). Either value is accepted there.
-FAMILY_DEFAULTED = {("batch.volcano.sh", "Job", "schedulerName"): "volcano"}
+FAMILY_DEFAULTED = {
+    ("batch.volcano.sh", "Job", "schedulerName"): "volcano",
+    ("training.kubedl.io", "XGBoostJob", "ttlSecondsAfterFinished"): 100,
+}
 
 
 def _own_queue(job: dict[str, Any]) -> None:
