@@ -23,9 +23,10 @@ the binding skipping kube-system and jobgate-system; ``spec.match`` and a cluste
   ``kueue.x-k8s.io/queue-name`` label from ``kueueQueueName`` (beating a same-key ``defaults.labels``).
 
 Where the webhook's behaviour varies by kind, the generator asks the engine rather than repeating
-it (:func:`_write_rule`): which object must already exist before a default is written under it (a
-T9k queue is written only where the job names ``spec.scheduler.t9kScheduler``, so as not to switch
-the job to T9k's scheduler), and which value counts as unset (Volcano's schema ``queue: default``).
+it (:func:`_write_rule`): which object must already exist before a default is written under it
+(whether a T9k queue needs ``spec.scheduler.t9kScheduler`` first, as creating it switches the job to
+T9k's scheduler), and which value counts as unset (Volcano's schema ``queue: default``). A change of
+that behaviour in jobgate.policy.check changes the generated policies: regenerate them.
 
 What a MAP cannot do (docs/policy-enforcement.md): the apiserver evaluates each (policy, binding,
 param) alone and in no specified order (the policies of a hook come from a Go map, a binding's params
