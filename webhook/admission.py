@@ -199,7 +199,7 @@ def _decide(request: AdmissionRequest, webhook: Webhook, views: ClusterViews | N
     if not verdict.allowed:
         response["status"] = verdict.status()
     if verdict.warnings:
-        response["warnings"] = verdict.labelled_warnings()
+        response["warnings"] = verdict.warnings
     if verdict.audit:
         # Audit policies: admitted, recorded in the apiserver's audit log under this key.
         response["auditAnnotations"] = {AUDIT_ANNOTATION: "; ".join(verdict.audit)}

@@ -365,7 +365,7 @@ def _review(args: argparse.Namespace) -> int:
 
 
 def _review_rule_ids(text: str, args: argparse.Namespace, views: ClusterViews | None) -> None:
-    """The rule id of each error of a denial, on stderr: the AdmissionReview on stdout stays
+    """The rule id of each error and warning, on stderr: the AdmissionReview on stdout stays
     byte-identical to the webhook's answer (whose messages name no rule)."""
     from jobgate.engine.registry import lookup_names
     from jobgate.engine.review import review_job
@@ -390,6 +390,9 @@ def _review_rule_ids(text: str, args: argparse.Namespace, views: ClusterViews | 
     for error in verdict.errors:
         rule = verdict.rules.get(id(error)) or rule_id(gvk, error)  # a policy's error knows its rule
         print(f"jobgate: {printable(error.field)}: rule {rule or '(none)'}", file=sys.stderr)
+    for warning in verdict.warnings:
+        rule = verdict.warning_rule(warning)
+        print(f"jobgate: warning {printable(warning)}: rule {rule or '(none)'}", file=sys.stderr)
 
 
 def _as_json(text: str) -> str:

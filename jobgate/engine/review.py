@@ -69,13 +69,6 @@ class Verdict:
 
         return warning_rule(self.kind.family, warning)
 
-    def labelled_warnings(self) -> list[str]:
-        """The warnings as the webhook sends them: each with its rule id after it, as errors are
-        printed offline."""
-        from jobgate.engine.warningids import labelled
-
-        return [labelled(w, self.warning_rule(w)) for w in self.warnings]
-
     def status(self) -> dict[str, Any]:
         """The ``metav1.Status`` of a denial (422, reason Invalid, one cause per error)."""
         gvk = self.kind.gvk

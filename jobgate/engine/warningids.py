@@ -99,8 +99,3 @@ def warning_rule(family: str, text: str) -> str:
         if (not rule.families or family in rule.families) and pattern.search(text) is not None:  # type: ignore[attr-defined]
             return rule.id
     return ""
-
-
-def labelled(text: str, rule: str) -> str:
-    """A warning with its rule id after it, as errors are printed offline (``... [rule]``)."""
-    return f"{text} [{rule}]" if rule else text

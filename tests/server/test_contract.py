@@ -75,8 +75,7 @@ async def test_warnings_in_the_response(client):
     obj = tfjob({"Worker": replica(container(), pod_spec={"restartPolicy": "Always"})})
     answer = (await (await post(client, "/validate", admission_review(obj))).json())["response"]
     assert answer["warnings"] == [
-        "restartPolicy ExitCode overrides the pod template's restartPolicy Always (tfReplicaSpecs[Worker]) "
-        "[pod-template/restart-policy-overridden]"
+        "restartPolicy ExitCode overrides the pod template's restartPolicy Always (tfReplicaSpecs[Worker])"
     ]
 
 

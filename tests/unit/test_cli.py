@@ -320,6 +320,21 @@ def test_review_names_the_rules_of_a_denial_on_stderr_only(tmp_path, capsys):
     assert "rule" not in err
 
 
+def test_review_names_the_rules_of_warnings_on_stderr_only(tmp_path, capsys):
+    from jobgate.webhook.admission import Webhook, review_body
+    from tests.builders import container, replica
+
+    job = tfjob({"Worker": replica(container(), pod_spec={"restartPolicy": "Always"})})
+    review = json.dumps(admission_review(job, uid="u-2"))
+    code, out, err = run(["review", "validate", write(tmp_path, "review.json", review)], capsys)
+    assert code == 0
+    answer = json.loads(out)["response"]
+    # The webhook's warning is the peers' text as it is; only stderr names its rule.
+    assert answer["warnings"] == json.loads(review_body(review, Webhook.VALIDATE))["response"]["warnings"]
+    assert not any("[pod-template/" in warning for warning in answer["warnings"])
+    assert "rule pod-template/restart-policy-overridden" in err
+
+
 def test_review_from_stdin(capsys, monkeypatch):
     code, out, _ = run(
         ["review", "mutate"], capsys, stdin=json.dumps(admission_review(tfjob())), monkeypatch=monkeypatch

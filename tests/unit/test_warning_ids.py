@@ -13,7 +13,7 @@ import yaml
 
 from jobgate.cli import main
 from jobgate.engine.review import kind_of, review_job
-from jobgate.engine.warningids import BY_ID, DUPLICATE_KEY, UNKNOWN_FIELD, WARNING_RULES, labelled
+from jobgate.engine.warningids import BY_ID, DUPLICATE_KEY, UNKNOWN_FIELD, WARNING_RULES
 from jobgate.webhook.admission import Webhook, answer_review, parse_review
 from tests.builders import admission_review, container, kubedl_job, replica, tfjob, vc_task, vcjob
 from tests.unit.test_policy_enforcement import context, policy
@@ -75,16 +75,11 @@ def test_each_warning_of_the_rules_has_its_id(rule: str, job: dict) -> None:
     verdict = review_job(kind_of(job), job)
     assert verdict.warnings, "the job gives no warning"
     assert [verdict.warning_rule(w) for w in verdict.warnings] == [rule] * len(verdict.warnings), verdict.warnings
-    assert verdict.labelled_warnings() == [f"{w} [{rule}]" for w in verdict.warnings]
 
 
 def test_every_warning_record_is_held_to_a_warning() -> None:
     assert {rule for rule, _ in WARNED} == {rule.id for rule in WARNING_RULES}
     assert len(BY_ID) == len(WARNING_RULES) + 1  # and the reader's duplicate key
-
-
-def test_a_warning_of_no_record_is_shown_plainly() -> None:
-    assert labelled("something new", "") == "something new"
 
 
 # --- platform policies ---------------------------------------------------------------------------
@@ -120,12 +115,12 @@ def test_a_policy_warning_carries_its_findings_id() -> None:
     assert verdict.warning_rule(warning) == "policy/max-gpus-per-job"
 
 
-def test_the_webhook_sends_warnings_with_their_ids() -> None:
+def test_the_webhook_sends_warnings_in_the_peers_words_without_ids() -> None:
+    # Admission warnings are compared as they are by the peers' users and vectors, as denials are.
     obj = tfjob({"Worker": replica(container(), pod_spec={"restartPolicy": "Always"})})
     answer = answer_review(parse_review(json.dumps(admission_review(obj)).encode()), Webhook.VALIDATE)
     assert answer["response"]["warnings"] == [
-        "restartPolicy ExitCode overrides the pod template's restartPolicy Always (tfReplicaSpecs[Worker]) "
-        "[pod-template/restart-policy-overridden]"
+        "restartPolicy ExitCode overrides the pod template's restartPolicy Always (tfReplicaSpecs[Worker])"
     ]
 
 
