@@ -6,6 +6,7 @@ ones (``gpuResources``, ``gpuDeviceClasses``); image volumes against ``require.i
 from __future__ import annotations
 
 import copy
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -389,3 +390,20 @@ def test_a_review_reads_the_contexts_device_view() -> None:
         )
         verdict = review_job(kind_of(job), copy.deepcopy(job), context=context)
         assert verdict.allowed == allowed, [str(e) for e in verdict.errors]
+
+
+def test_offline_a_claim_template_not_given_is_not_admitted(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """Point 5: ``jobgate validate --policies`` without the template the count needs says which, and
+    exits 1 (never "admitted")."""
+    import yaml
+
+    from jobgate.cli import main
+
+    job = kubedl(replicas=1, template=claiming("four-gpus"))
+    job["spec"]["tfReplicaSpecs"]["Worker"]["template"]["spec"]["containers"][0]["name"] = "tensorflow"
+    (tmp_path / "job.yaml").write_text(yaml.safe_dump(job))
+    (tmp_path / "policy.yaml").write_text(yaml.safe_dump(CAP8))
+    assert main(["validate", "--policies", str(tmp_path / "policy.yaml"), str(tmp_path / "job.yaml")]) == 1
+    out = capsys.readouterr().out
+    assert "resourceClaims[0].resourceClaimTemplateName" in out
+    assert "ResourceClaimTemplate ns/four-gpus is not known here" in out and "--cluster-objects" in out
