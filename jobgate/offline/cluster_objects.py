@@ -26,9 +26,10 @@ NAMESPACE_KIND = "Namespace"
 POLICY_GROUP = "policy.jobgate.io"
 VOLCANO_QUEUE_GROUP = "scheduling.volcano.sh"
 VOLCANO_QUEUE_KIND = "Queue"
-# The DRA version read: the GA API (Kubernetes 1.34+). An export of an older version has another
-# shape (v1beta1 has no ``exactly``) and is not read: counting it as v1 would guess.
-DRA_VERSION = "v1"
+# The DRA versions read: the GA API (Kubernetes 1.34+) and the two betas before it, whose shapes GPU
+# counting knows (v1beta2 is v1's; v1beta1 has a request's fields on the request, without ``exactly``).
+# An alpha export is not read: counting it by another version's shape would guess.
+DRA_VERSIONS = ("v1", "v1beta2", "v1beta1")
 
 
 class Located:
@@ -101,7 +102,7 @@ class Routed:
         self.namespaces: dict[str, dict[str, str]] = {}  # name -> labels
         self.policies: list[Located] = []  # checked by the command as --policies checks them
         self.queues: list[dict[str, Any]] = []
-        self.devices: list[dict[str, Any]] = []  # resource.k8s.io/v1 claim templates, claims, device classes
+        self.devices: list[dict[str, Any]] = []  # resource.k8s.io claim templates, claims, device classes
         # "apiVersion kind" -> count, of the objects no check reads.
         self.ignored: dict[str, int] = {}
         # "apiVersion kind" -> count, of DRA objects of a version other than the one read.
@@ -124,7 +125,7 @@ class Routed:
             self.queues.append(obj)
             return
         elif group == DRA_GROUP and kind in DRA_KINDS:
-            if version == DRA_VERSION:
+            if version in DRA_VERSIONS:
                 self.devices.append(obj)
             else:
                 key = f"{group}/{version} {kind}"
@@ -139,8 +140,8 @@ class Routed:
         if self.unread_devices:
             shown = ", ".join(f"{count} {key}" for key, count in sorted(self.unread_devices.items()))
             out.append(
-                f"not read: {shown}: only {DRA_GROUP}/{DRA_VERSION} is read (Kubernetes 1.34+; "
-                "`kubectl get` of a 1.34+ cluster prints v1), so GPUs claimed through these cannot be counted"
+                f"not read: {shown}: {DRA_GROUP} is read in versions {', '.join(DRA_VERSIONS)} "
+                "(`kubectl get` of a 1.34+ cluster prints v1), so GPUs claimed through these cannot be counted"
             )
         if self.ignored:
             total = sum(self.ignored.values())

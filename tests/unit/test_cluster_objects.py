@@ -103,13 +103,13 @@ def test_routing_reads_the_group_not_the_kind_alone():
     assert sum(routed.ignored.values()) == 3
 
 
-def test_only_the_ga_dra_version_is_read_and_the_rest_is_said():
-    old = {**TEMPLATE, "apiVersion": "resource.k8s.io/v1beta1"}
+def test_an_alpha_dra_export_is_not_read_and_that_is_said():
+    old = {**TEMPLATE, "apiVersion": "resource.k8s.io/v1alpha3"}
     routed = route(located(old, TEMPLATE))
     assert routed.devices == [TEMPLATE]
-    assert routed.unread_devices == {"resource.k8s.io/v1beta1 ResourceClaimTemplate": 1}
+    assert routed.unread_devices == {"resource.k8s.io/v1alpha3 ResourceClaimTemplate": 1}
     (note,) = routed.notes()
-    assert "resource.k8s.io/v1beta1 ResourceClaimTemplate" in note and "only resource.k8s.io/v1 is read" in note
+    assert "resource.k8s.io/v1alpha3 ResourceClaimTemplate" in note and "versions v1, v1beta2, v1beta1" in note
 
 
 def test_every_policy_group_object_goes_to_the_policy_check():
@@ -311,3 +311,23 @@ def test_validate_with_a_kubectl_list_export_as_a_subprocess(cluster: Path):
         [*command, str(cluster / "small.yaml")], check=False, capture_output=True, text=True, timeout=120, cwd=REPO
     )
     assert admitted.returncode == 0, admitted.stdout + admitted.stderr
+
+
+@pytest.mark.parametrize(
+    ("api_version", "request_"),
+    [
+        ("resource.k8s.io/v1", {"name": "gpus", "exactly": {"deviceClassName": "gpu.nvidia.com", "count": 8}}),
+        ("resource.k8s.io/v1beta2", {"name": "gpus", "exactly": {"deviceClassName": "gpu.nvidia.com", "count": 8}}),
+        ("resource.k8s.io/v1beta1", {"name": "gpus", "deviceClassName": "gpu.nvidia.com", "count": 8}),
+    ],
+)
+def test_a_claim_template_of_each_read_version_is_counted(tmp_path: Path, capsys, api_version, request_):
+    template = {**TEMPLATE, "apiVersion": api_version, "spec": {"spec": {"devices": {"requests": [request_]}}}}
+    (tmp_path / "cluster.yaml").write_text(yaml.safe_dump(export(NAMESPACE, GPU_POLICY, template)))
+    job = tfjob(gpus=0)
+    worker = job["spec"]["tfReplicaSpecs"]["Worker"]
+    worker["replicas"] = 3  # 3 pods × 8 claimed GPUs = 24 > 16
+    worker["template"]["spec"]["resourceClaims"] = [{"name": "gpus", "resourceClaimTemplateName": "eight-gpus"}]
+    (tmp_path / "job.yaml").write_text(yaml.safe_dump(job))
+    assert main(["validate", "--cluster-objects", str(tmp_path / "cluster.yaml"), str(tmp_path / "job.yaml")]) == 1
+    assert "exceeds 16 GPUs per job (ClusterTrainingJobPolicy team-a-gpus)" in capsys.readouterr().out
