@@ -52,7 +52,11 @@ class Reporter:
 
 def _summary(run: Run) -> str:
     total = run.total
-    parts = [f"{run.count(o)} {o.value}" for o in Outcome if run.count(o) or o in (Outcome.ADMITTED, Outcome.DENIED)]
+    parts = [
+        f"{run.count(o)} {o.value}{'s' if o is Outcome.ERROR and run.count(o) != 1 else ''}"
+        for o in Outcome
+        if run.count(o) or o in (Outcome.ADMITTED, Outcome.DENIED)
+    ]
     return f"{total} document{'s' if total != 1 else ''}: {', '.join(parts)}"
 
 

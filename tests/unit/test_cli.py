@@ -396,3 +396,14 @@ def test_every_flag_of_the_long_running_commands_has_help(command):
         if action.option_strings and action.help is None
     ]
     assert undocumented == []
+
+
+def test_the_summary_counts_errors_in_the_plural(tmp_path, capsys):
+    write(tmp_path, "a.yaml", "kind: Nothing\n")
+    write(tmp_path, "b.yaml", "kind: Nothing\n")
+    code, out, _ = run(["validate", str(tmp_path)], capsys)
+    assert code == 2
+    assert out.splitlines()[-1] == "2 documents: 0 admitted, 0 denied, 2 errors"
+    (tmp_path / "b.yaml").unlink()
+    _, out, _ = run(["validate", str(tmp_path)], capsys)
+    assert out.splitlines()[-1] == "1 document: 0 admitted, 0 denied, 1 error"
