@@ -140,7 +140,8 @@ def default_item_fields(
             continue
         item = given
         for field, value, empty_is_unset, from_field in fields:
-            holder, name, outer = item, field, ""
+            holder: Any = item
+            name, outer = field, ""
             if "." in field:
                 # A field of an object of the entry: set when that object exists (copied, then).
                 outer, name = field.split(".", 1)
@@ -1262,7 +1263,7 @@ def default_type_spelling(
     entries = get(obj, path)
     if not isinstance(entries, dict):
         return obj
-    if all(key in types for key in entries):
+    if entries.keys() <= set(types):
         # Every key spelled as its type (the usual job): nothing to rename, nothing stale.
         return _replaced(obj, path, dict(entries))
     previous = get(old, path) if old is not None else None
