@@ -1137,7 +1137,7 @@ def _changed_paths(old: Any, new: Any, path: tuple[str | int, ...], deepest: int
 def known_types(obj: Any, path: tuple[str, ...], types: tuple[str, ...], any_case: bool) -> list[FieldError]:
     """``KnownTypes``: each key of the map that is no type, in the map's order."""
     found = get(obj, path)
-    if not isinstance(found, dict):
+    if not isinstance(found, dict) or found.keys() <= set(types):
         return []
     canonical = {t.casefold(): t for t in types}
     errors: list[FieldError] = []
@@ -1243,6 +1243,8 @@ def run_policy_at_most_total(
     if not isinstance(parent, dict):
         return []
     bound = as_int(parent.get(field[-1]))
+    if bound is None:
+        return []
     entries = get(obj, path)
     counts = (
         [as_int(r.get("replicas")) for r in entries.values() if isinstance(r, dict)]
@@ -1250,7 +1252,7 @@ def run_policy_at_most_total(
         else []
     )
     total = sum(n for n in counts if n is not None and n > 0)
-    if bound is None or bound <= total:
+    if bound <= total:
         return []
     return [invalid((*at, *field), bound, f"{message} ({total})")]
 
