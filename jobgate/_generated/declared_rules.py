@@ -939,12 +939,15 @@ def validate_mpijob_training_kubedl_io(
     """MPIJob (training.kubedl.io): the declared rules' errors, in declaration order (``only``: of these ids alone, for a family whose hand-written rules report around them)."""
     errors: list[FieldError] = []
     if not only or 'roles/launcher' in only:
-        parent = get(obj, ('spec', 'mpiReplicaSpecs'))
+        spec = obj.get('spec', MISSING)
+        parent = spec.get('mpiReplicaSpecs', MISSING) if isinstance(spec, dict) else MISSING
         value = parent.get('Launcher') if isinstance(parent, dict) else MISSING
         if value is not MISSING and value is None:
             errors.append(required(('spec', 'mpiReplicaSpecs', Key('Launcher')), 'must be present'))
     if not only or 'roles/launcher' in only:
-        parent = get(obj, ('spec', 'mpiReplicaSpecs', 'Launcher'))
+        spec = obj.get('spec', MISSING)
+        mpiReplicaSpecs = spec.get('mpiReplicaSpecs', MISSING) if isinstance(spec, dict) else MISSING
+        parent = mpiReplicaSpecs.get('Launcher', MISSING) if isinstance(mpiReplicaSpecs, dict) else MISSING
         value = parent.get('replicas') if isinstance(parent, dict) else MISSING
         number = as_int(value)
         if number is not None and number < 1:
@@ -1006,12 +1009,15 @@ def validate_pytorchjob_training_kubedl_io(
     """PyTorchJob (training.kubedl.io): the declared rules' errors, in declaration order (``only``: of these ids alone, for a family whose hand-written rules report around them)."""
     errors: list[FieldError] = []
     if not only or 'roles/master' in only:
-        parent = get(obj, ('spec', 'pytorchReplicaSpecs'))
+        spec = obj.get('spec', MISSING)
+        parent = spec.get('pytorchReplicaSpecs', MISSING) if isinstance(spec, dict) else MISSING
         value = parent.get('Master') if isinstance(parent, dict) else MISSING
         if value is not MISSING and value is None:
             errors.append(required(('spec', 'pytorchReplicaSpecs', Key('Master')), 'must be present'))
     if not only or 'roles/master' in only:
-        parent = get(obj, ('spec', 'pytorchReplicaSpecs', 'Master'))
+        spec = obj.get('spec', MISSING)
+        pytorchReplicaSpecs = spec.get('pytorchReplicaSpecs', MISSING) if isinstance(spec, dict) else MISSING
+        parent = pytorchReplicaSpecs.get('Master', MISSING) if isinstance(pytorchReplicaSpecs, dict) else MISSING
         value = parent.get('replicas') if isinstance(parent, dict) else MISSING
         number = as_int(value)
         if number is not None and number < 1:
@@ -1049,17 +1055,22 @@ def validate_tfjob_training_kubedl_io(
     """TFJob (training.kubedl.io): the declared rules' errors, in declaration order (``only``: of these ids alone, for a family whose hand-written rules report around them)."""
     errors: list[FieldError] = []
     if not only or 'roles/one-leader' in only:
-        holder = get(obj, ('spec', 'tfReplicaSpecs'))
-        if isinstance(holder, dict) and sum(holder.get(f) is not None for f in ('Chief', 'Master')) > 1:
+        spec = obj.get('spec', MISSING)
+        holder = spec.get('tfReplicaSpecs', MISSING) if isinstance(spec, dict) else MISSING
+        if isinstance(holder, dict) and (holder.get('Chief') is not None) + (holder.get('Master') is not None) > 1:
             errors.append(forbidden(('spec', 'tfReplicaSpecs'), 'must not have more than 1 Chief or Master role'))
     if not only or 'roles/one-leader' in only:
-        parent = get(obj, ('spec', 'tfReplicaSpecs', 'Chief'))
+        spec = obj.get('spec', MISSING)
+        tfReplicaSpecs = spec.get('tfReplicaSpecs', MISSING) if isinstance(spec, dict) else MISSING
+        parent = tfReplicaSpecs.get('Chief', MISSING) if isinstance(tfReplicaSpecs, dict) else MISSING
         value = parent.get('replicas') if isinstance(parent, dict) else MISSING
         number = as_int(value)
         if number is not None and number > 1:
             errors.append(invalid(('spec', 'tfReplicaSpecs', Key('Chief'), 'replicas'), number, 'must be less than or equal to 1'))
     if not only or 'roles/one-leader' in only:
-        parent = get(obj, ('spec', 'tfReplicaSpecs', 'Master'))
+        spec = obj.get('spec', MISSING)
+        tfReplicaSpecs = spec.get('tfReplicaSpecs', MISSING) if isinstance(spec, dict) else MISSING
+        parent = tfReplicaSpecs.get('Master', MISSING) if isinstance(tfReplicaSpecs, dict) else MISSING
         value = parent.get('replicas') if isinstance(parent, dict) else MISSING
         number = as_int(value)
         if number is not None and number > 1:
@@ -1127,12 +1138,15 @@ def validate_xgboostjob_training_kubedl_io(
     """XGBoostJob (training.kubedl.io): the declared rules' errors, in declaration order (``only``: of these ids alone, for a family whose hand-written rules report around them)."""
     errors: list[FieldError] = []
     if not only or 'roles/master' in only:
-        parent = get(obj, ('spec', 'xgbReplicaSpecs'))
+        spec = obj.get('spec', MISSING)
+        parent = spec.get('xgbReplicaSpecs', MISSING) if isinstance(spec, dict) else MISSING
         value = parent.get('Master') if isinstance(parent, dict) else MISSING
         if value is not MISSING and value is None:
             errors.append(required(('spec', 'xgbReplicaSpecs', Key('Master')), 'must be present'))
     if not only or 'roles/master' in only:
-        parent = get(obj, ('spec', 'xgbReplicaSpecs', 'Master'))
+        spec = obj.get('spec', MISSING)
+        xgbReplicaSpecs = spec.get('xgbReplicaSpecs', MISSING) if isinstance(spec, dict) else MISSING
+        parent = xgbReplicaSpecs.get('Master', MISSING) if isinstance(xgbReplicaSpecs, dict) else MISSING
         value = parent.get('replicas') if isinstance(parent, dict) else MISSING
         number = as_int(value)
         if number is not None and number < 1:

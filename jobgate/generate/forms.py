@@ -1334,21 +1334,32 @@ def _field_lines(d: FieldForm, site: _Site) -> list[str]:
             f"        node = get(obj, {steps[: len(site.scope)]!r})",
             f"        if isinstance(node, dict) and get(node, {when_steps!r}) == {site.when[1]!r}:",
         ]
-        indent, parent = "            ", f"get(node, {steps[len(site.scope) : -1]!r})"
+        indent = "            "
+        lines.append(f"{indent}parent = get(node, {steps[len(site.scope) : -1]!r})")
     else:
-        indent, parent = "        ", f"get(obj, {steps[:-1]!r})"
+        # The objects on the way read one by one (MISSING where one is not there).
+        indent = "        "
+        reached = steps if isinstance(d, AtMostOneOf) else steps[:-1]
+        written = (*site.scope, *site.target)
+        # A map key names no variable: at_<i> then. The last object read is the one the check reads.
+        names = [
+            f"at_{i}" if _is_key(w) else n
+            for i, (n, w) in enumerate(zip(_step_names(reached, _CHECK_NAMES), written, strict=False))
+        ]
+        last = "holder" if isinstance(d, AtMostOneOf) else "parent"
+        if names:
+            names[-1] = last
+            lines += _read_lines(["obj", *names[:-1]], names, reached)
+        else:
+            lines.append(f"{indent}{last} = obj")
     if isinstance(d, AtMostOneOf):
-        keys = tuple(f[1:-1] if _is_key(f) else f for f in d.fields)
+        counted = " + ".join(f"(holder.get({f[1:-1] if _is_key(f) else f!r}) is not None)" for f in d.fields)
         return [
             *lines,
-            f"{indent}holder = get(obj, {steps!r})",
-            f"{indent}if isinstance(holder, dict) and sum(holder.get(f) is not None for f in {keys!r}) > 1:",
+            f"{indent}if isinstance(holder, dict) and {counted} > 1:",
             f"{indent}    errors.append(forbidden({error_path}, {d.message!r}))",
         ]
-    lines += [
-        f"{indent}parent = {parent}",
-        f"{indent}value = parent.get({steps[-1]!r}) if isinstance(parent, dict) else MISSING",
-    ]
+    lines.append(f"{indent}value = parent.get({steps[-1]!r}) if isinstance(parent, dict) else MISSING")
     if isinstance(d, RequiredField | ForbiddenField):
         unset = '(value is None or value == "")' if d.empty_is_unset else "value is None"
         if isinstance(d, ForbiddenField):
@@ -2724,6 +2735,8 @@ def _read_lines(parents: Sequence[str], names: Sequence[str], steps: Sequence[st
     ]
 
 
+# Names the generated checks use themselves.
+_CHECK_NAMES = frozenset(("obj", "old", "only", "errors", "node", "parent", "holder", "value", "number"))
 # Names the generated defaults use themselves.
 _DEFAULT_NAMES = frozenset(("obj", "recorder", "only", "previous"))
 
