@@ -226,6 +226,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--one-file-only", action="store_true", help="only the one-file figures of each family")
     parser.add_argument("--no-compiled", action="store_true", help="skip the mypyc-compiled builds")
     parser.add_argument(
+        "--compiled-tree",
+        type=Path,
+        help="where the mypyc-compiled copy of this tree is kept: built there when absent, reused when there",
+    )
+    parser.add_argument(
         "--baseline",
         action="append",
         default=[],
@@ -242,9 +247,9 @@ def main(argv: list[str] | None = None) -> int:
         root = Path(temporary)
         compiled = None
         if not args.no_compiled and not args.one_file_only:
-            from bench.webhook_bench import compiled_tree_or_none
+            from bench.webhook_bench import kept_or_compiled
 
-            compiled = compiled_tree_or_none(root / "compiled")
+            compiled = kept_or_compiled(args.compiled_tree, root)
         builds = working_tree(compiled) + baselines(args.baseline, compiled=compiled is not None)
         # The working tree's pure build keeps the name the docs' tables use.
         named = {("jobgate validate -j 1" if b.label == "jobgate" else f"{b.label} validate -j 1"): b for b in builds}

@@ -1,8 +1,8 @@
 """What one webhook review costs in process, this tree against baselines: CPU instructions (a figure the
 load on a shared machine cannot move) and best-of time, the builds interleaved.
 
-    python -m bench.review_cost [--baseline REF]... [--no-compiled] [--instructions-only | --time-only]
-                                [--reviews 1000] [--rounds 3]
+    python -m bench.review_cost [--baseline REF]... [--no-compiled] [--compiled-tree DIR]
+                                [--instructions-only | --time-only] [--reviews 1000] [--rounds 3]
 
 Each build (this tree pure and compiled, each ``--baseline`` ref pure and compiled, built by
 ``bench/baseline.py``) answers the webhook bench's TFJob AdmissionReview (``bench/fixtures.py``, as
@@ -82,6 +82,11 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--baseline", action="append", default=[], metavar="REF", help="a git ref to compare with")
     parser.add_argument("--no-compiled", action="store_true", help="pure Python builds only")
+    parser.add_argument(
+        "--compiled-tree",
+        type=Path,
+        help="where the mypyc-compiled copy of this tree is kept: built there when absent, reused when there",
+    )
     parser.add_argument("--reviews", type=int, default=1000, help="reviews counted per process (default 1000)")
     parser.add_argument("--rounds", type=int, default=3, help="timed processes per build (default 3)")
     what = parser.add_mutually_exclusive_group()
@@ -97,9 +102,9 @@ def main(argv: list[str] | None = None) -> int:
     with tempfile.TemporaryDirectory(prefix="jobgate-review-cost-") as temporary:
         directory = Path(temporary)
         if not args.no_compiled:
-            from bench.webhook_bench import compiled_tree_or_none
+            from bench.webhook_bench import kept_or_compiled
 
-            compiled_tree = compiled_tree_or_none(directory / "compiled")
+            compiled_tree = kept_or_compiled(args.compiled_tree, directory)
         from build_support.native import copied_tree
 
         # A copy of the tree: edits made while the (slow) counts run do not reach them.

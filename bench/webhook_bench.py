@@ -224,6 +224,17 @@ def compiled_tree_or_none(destination: Path) -> Path | None:
     return compiled_tree(destination)
 
 
+def kept_or_compiled(kept: Path | None, directory: Path) -> Path | None:
+    """The compiled copy ``--compiled-tree`` names when it is there (as ``bench.policy_cost`` keeps one),
+    else one compiled now (at ``kept``, to be kept, or in ``directory``)."""
+    if kept is not None and kept.is_dir():
+        return kept
+    return compiled_tree_or_none(kept or directory / "compiled")
+
+
+COMPILED_TREE_HELP = "where the mypyc-compiled copy of this tree is kept: built there when absent, reused when there"
+
+
 def median(values: list[float]) -> float:
     return statistics.median(values)
 
@@ -237,6 +248,7 @@ def main() -> int:
     parser.add_argument("--no-compiled", action="store_true", help="skip the mypyc-compiled rule engine")
     parser.add_argument("--no-pure", action="store_true", help="skip the pure-Python rule engine")
     parser.add_argument("--no-paced", action="store_true", help="skip the latency runs at a fixed rate")
+    parser.add_argument("--compiled-tree", type=Path, help=COMPILED_TREE_HELP)
     parser.add_argument(
         "--baseline",
         action="append",
@@ -294,7 +306,7 @@ def main() -> int:
         targets.append(
             Target("fast-path floor (fixed)", f"https://127.0.0.1:{fast_port}/mutate", [servers[-1].pid], [], [])
         )
-        compiled = None if args.no_compiled else compiled_tree_or_none(directory / "compiled")
+        compiled = None if args.no_compiled else kept_or_compiled(args.compiled_tree, directory)
         builds = working_tree(compiled) + baselines(args.baseline, compiled=compiled is not None)
         if args.no_pure:
             builds = [build for build in builds if build.compiled]

@@ -75,9 +75,19 @@ def default_genericjob_batch_tensorstack_dev(
     elif any(i in only for i in ('replicas/count', 'genericjob/restart-policy', 'genericjob/restart-policy', 'genericjob/restart-policy')):
         obj = default_item_fields(obj, recorder, ('spec', 'replicaSpecs'), tuple(f for i, f in zip(('replicas/count', 'genericjob/restart-policy', 'genericjob/restart-policy', 'genericjob/restart-policy'), (('replicas', 1, False, ''), ('restartPolicy', {'policy': 'OnFailure', 'limit': 0}, False, ''), ('restartPolicy.policy', 'OnFailure', True, ''), ('restartPolicy.limit', 0, False, '')), strict=True) if i in only))
     if not only or 'genericjob/clean-up-policy' in only:
-        obj = default_field(obj, recorder, ('spec', 'cleanUpPolicy'), 'None', False)
+        spec = obj.get('spec', MISSING)
+        if isinstance(spec, dict) and spec.get('cleanUpPolicy') is None:
+            spec = dict(spec)
+            recorder.set(spec, 'cleanUpPolicy', 'None', '/spec')
+            obj = {**obj, 'spec': spec}
     if not only or 'genericjob/scheduler-priority' in only:
-        obj = default_field(obj, recorder, ('spec', 'scheduler', 't9kScheduler', 'priority'), 0, False)
+        spec = obj.get('spec', MISSING)
+        scheduler = spec.get('scheduler', MISSING) if isinstance(spec, dict) else MISSING
+        t9kScheduler = scheduler.get('t9kScheduler', MISSING) if isinstance(scheduler, dict) else MISSING
+        if isinstance(t9kScheduler, dict) and t9kScheduler.get('priority') is None:
+            t9kScheduler = dict(t9kScheduler)
+            recorder.set(t9kScheduler, 'priority', 0, '/spec/scheduler/t9kScheduler')
+            obj = {**obj, 'spec': {**spec, 'scheduler': {**scheduler, 't9kScheduler': t9kScheduler}}}
     if not only:
         obj = default_item_fields(obj, recorder, ('spec', 'runMode', 'debug', 'replicaSpecs'), (('command', ['sleep', 'inf'], False, ''),))
     elif any(i in only for i in ('genericjob/debug-command',)):
@@ -122,11 +132,23 @@ def default_job_batch_volcano_sh(
 ) -> dict[str, Any]:
     """Job (batch.volcano.sh): the declared defaults, in order (``only``: these ids alone; ``previous``: the stored job on UPDATE, for the defaults that read it)."""
     if not only or 'volcano/queue' in only:
-        obj = default_field(obj, recorder, ('spec', 'queue'), 'default', True)
+        spec = obj.get('spec', MISSING)
+        if isinstance(spec, dict) and spec.get('queue') in (None, ''):
+            spec = dict(spec)
+            recorder.set(spec, 'queue', 'default', '/spec')
+            obj = {**obj, 'spec': spec}
     if not only or 'volcano/scheduler-name' in only:
-        obj = default_field(obj, recorder, ('spec', 'schedulerName'), 'volcano', True)
+        spec = obj.get('spec', MISSING)
+        if isinstance(spec, dict) and spec.get('schedulerName') in (None, ''):
+            spec = dict(spec)
+            recorder.set(spec, 'schedulerName', 'volcano', '/spec')
+            obj = {**obj, 'spec': spec}
     if not only or 'volcano/max-retry' in only:
-        obj = default_field(obj, recorder, ('spec', 'maxRetry'), 3, True)
+        spec = obj.get('spec', MISSING)
+        if isinstance(spec, dict) and (spec.get('maxRetry') is None or as_int(spec.get('maxRetry')) == 0):
+            spec = dict(spec)
+            recorder.set(spec, 'maxRetry', 3, '/spec')
+            obj = {**obj, 'spec': spec}
     if not only or 'volcano/task-name' in only:
         obj = default_indexed(obj, recorder, ('spec', 'tasks'), field='name', prefix='default', empty_is_unset=True)
     if not only or 'volcano/dns-policy' in only:
@@ -190,13 +212,29 @@ def default_dijob_diengine_opendilab_org(
 ) -> dict[str, Any]:
     """DIJob (diengine.opendilab.org): the declared defaults, in order (``only``: these ids alone; ``previous``: the stored job on UPDATE, for the defaults that read it)."""
     if not only or 'dijob/priority' in only:
-        obj = default_field(obj, recorder, ('spec', 'priority'), 'normal', True)
+        spec = obj.get('spec', MISSING)
+        if isinstance(spec, dict) and spec.get('priority') in (None, ''):
+            spec = dict(spec)
+            recorder.set(spec, 'priority', 'normal', '/spec')
+            obj = {**obj, 'spec': spec}
     if not only or 'dijob/clean-pod-policy' in only:
-        obj = default_field(obj, recorder, ('spec', 'cleanPodPolicy'), 'Running', True)
+        spec = obj.get('spec', MISSING)
+        if isinstance(spec, dict) and spec.get('cleanPodPolicy') in (None, ''):
+            spec = dict(spec)
+            recorder.set(spec, 'cleanPodPolicy', 'Running', '/spec')
+            obj = {**obj, 'spec': spec}
     if not only or 'dijob/preemptible' in only:
-        obj = default_field(obj, recorder, ('spec', 'preemptible'), False, False)
+        spec = obj.get('spec', MISSING)
+        if isinstance(spec, dict) and spec.get('preemptible') is None:
+            spec = dict(spec)
+            recorder.set(spec, 'preemptible', False, '/spec')
+            obj = {**obj, 'spec': spec}
     if not only or 'dijob/backoff-limit' in only:
-        obj = default_field(obj, recorder, ('spec', 'backoffLimit'), 3, False)
+        spec = obj.get('spec', MISSING)
+        if isinstance(spec, dict) and spec.get('backoffLimit') is None:
+            spec = dict(spec)
+            recorder.set(spec, 'backoffLimit', 3, '/spec')
+            obj = {**obj, 'spec': spec}
     if not only:
         obj = default_item_fields(obj, recorder, ('spec', 'tasks'), (('replicas', 1, False, ''), ('type', 'none', True, ''), ('name', ('learner', 'collector', 'evaluator'), True, 'type')))
     elif any(i in only for i in ('replicas/count', 'dijob/task-type', 'dijob/task-name')):
@@ -527,10 +565,23 @@ def default_value_mpijob_replicamap_training_kubedl_io(
     if not only or 'replicas/restart-policy' in only:
         if key in ('Launcher', 'Worker') and value.get('restartPolicy') in (None, ''):
             recorder.set(value, 'restartPolicy', 'Never', pointer)
-    if not only:
-        value = default_item_fields(value, recorder, ('template', 'spec', 'containers'), (('terminationMessagePolicy', 'FallbackToLogsOnError', True, ''),), pointer)
-    elif any(i in only for i in ('pod-template/termination-message-policy',)):
-        value = default_item_fields(value, recorder, ('template', 'spec', 'containers'), tuple(f for i, f in zip(('pod-template/termination-message-policy',), (('terminationMessagePolicy', 'FallbackToLogsOnError', True, ''),), strict=True) if i in only), pointer)
+    if not only or 'pod-template/termination-message-policy' in only:
+        template = value.get('template', MISSING)
+        spec = template.get('spec', MISSING) if isinstance(template, dict) else MISSING
+        containers = spec.get('containers', MISSING) if isinstance(spec, dict) else MISSING
+        if isinstance(containers, list):
+            template = value['template'] = dict(template)
+            spec = template['spec'] = dict(spec)
+            containers = spec['containers'] = list(containers)
+            at = pointer + '/template/spec/containers/'
+            for index, given in enumerate(containers):
+                if not isinstance(given, dict):
+                    continue
+                item = given
+                if item.get('terminationMessagePolicy') in (None, ''):
+                    if item is given:
+                        item = containers[index] = dict(given)
+                    recorder.set(item, 'terminationMessagePolicy', 'FallbackToLogsOnError', at + str(index))
     if (not only or 'pod-template/framework-port' in only) and key in ('Launcher', 'Worker'):
         value = with_port(value, recorder, pointer, container='mpi', port=('mpi-port', 2222), named=False)
     return value
@@ -576,10 +627,23 @@ def default_value_marsjob_replicamap_training_kubedl_io(
         default = 'Never' if key in ('Scheduler',) else 'ExitCode' if key in ('Worker',) else 'Always' if key in ('WebService',) else None
         if default is not None and value.get('restartPolicy') in (None, ''):
             recorder.set(value, 'restartPolicy', default, pointer)
-    if not only:
-        value = default_item_fields(value, recorder, ('template', 'spec', 'containers'), (('terminationMessagePolicy', 'FallbackToLogsOnError', True, ''),), pointer)
-    elif any(i in only for i in ('pod-template/termination-message-policy',)):
-        value = default_item_fields(value, recorder, ('template', 'spec', 'containers'), tuple(f for i, f in zip(('pod-template/termination-message-policy',), (('terminationMessagePolicy', 'FallbackToLogsOnError', True, ''),), strict=True) if i in only), pointer)
+    if not only or 'pod-template/termination-message-policy' in only:
+        template = value.get('template', MISSING)
+        spec = template.get('spec', MISSING) if isinstance(template, dict) else MISSING
+        containers = spec.get('containers', MISSING) if isinstance(spec, dict) else MISSING
+        if isinstance(containers, list):
+            template = value['template'] = dict(template)
+            spec = template['spec'] = dict(spec)
+            containers = spec['containers'] = list(containers)
+            at = pointer + '/template/spec/containers/'
+            for index, given in enumerate(containers):
+                if not isinstance(given, dict):
+                    continue
+                item = given
+                if item.get('terminationMessagePolicy') in (None, ''):
+                    if item is given:
+                        item = containers[index] = dict(given)
+                    recorder.set(item, 'terminationMessagePolicy', 'FallbackToLogsOnError', at + str(index))
     if (not only or 'pod-template/framework-port' in only) and key in ('Scheduler', 'Worker', 'WebService'):
         value = with_port(value, recorder, pointer, container='mars', port=('mars-port', 11111), named=False)
     return value
@@ -625,10 +689,23 @@ def default_value_pytorchjob_replicamap_training_kubedl_io(
         default = 'ExitCode' if key in ('Master',) else 'OnFailure' if key in ('Worker',) else None
         if default is not None and value.get('restartPolicy') in (None, ''):
             recorder.set(value, 'restartPolicy', default, pointer)
-    if not only:
-        value = default_item_fields(value, recorder, ('template', 'spec', 'containers'), (('terminationMessagePolicy', 'FallbackToLogsOnError', True, ''),), pointer)
-    elif any(i in only for i in ('pod-template/termination-message-policy',)):
-        value = default_item_fields(value, recorder, ('template', 'spec', 'containers'), tuple(f for i, f in zip(('pod-template/termination-message-policy',), (('terminationMessagePolicy', 'FallbackToLogsOnError', True, ''),), strict=True) if i in only), pointer)
+    if not only or 'pod-template/termination-message-policy' in only:
+        template = value.get('template', MISSING)
+        spec = template.get('spec', MISSING) if isinstance(template, dict) else MISSING
+        containers = spec.get('containers', MISSING) if isinstance(spec, dict) else MISSING
+        if isinstance(containers, list):
+            template = value['template'] = dict(template)
+            spec = template['spec'] = dict(spec)
+            containers = spec['containers'] = list(containers)
+            at = pointer + '/template/spec/containers/'
+            for index, given in enumerate(containers):
+                if not isinstance(given, dict):
+                    continue
+                item = given
+                if item.get('terminationMessagePolicy') in (None, ''):
+                    if item is given:
+                        item = containers[index] = dict(given)
+                    recorder.set(item, 'terminationMessagePolicy', 'FallbackToLogsOnError', at + str(index))
     if (not only or 'pod-template/framework-port' in only) and key in ('Master',):
         value = with_port(value, recorder, pointer, container='pytorch', port=('pytorchjob-port', 23456), named=True)
     return value
@@ -673,10 +750,23 @@ def default_value_tfjob_replicamap_training_kubedl_io(
     if not only or 'replicas/restart-policy' in only:
         if key in ('PS', 'Worker', 'Chief', 'Master', 'Evaluator') and value.get('restartPolicy') in (None, ''):
             recorder.set(value, 'restartPolicy', 'ExitCode', pointer)
-    if not only:
-        value = default_item_fields(value, recorder, ('template', 'spec', 'containers'), (('terminationMessagePolicy', 'FallbackToLogsOnError', True, ''),), pointer)
-    elif any(i in only for i in ('pod-template/termination-message-policy',)):
-        value = default_item_fields(value, recorder, ('template', 'spec', 'containers'), tuple(f for i, f in zip(('pod-template/termination-message-policy',), (('terminationMessagePolicy', 'FallbackToLogsOnError', True, ''),), strict=True) if i in only), pointer)
+    if not only or 'pod-template/termination-message-policy' in only:
+        template = value.get('template', MISSING)
+        spec = template.get('spec', MISSING) if isinstance(template, dict) else MISSING
+        containers = spec.get('containers', MISSING) if isinstance(spec, dict) else MISSING
+        if isinstance(containers, list):
+            template = value['template'] = dict(template)
+            spec = template['spec'] = dict(spec)
+            containers = spec['containers'] = list(containers)
+            at = pointer + '/template/spec/containers/'
+            for index, given in enumerate(containers):
+                if not isinstance(given, dict):
+                    continue
+                item = given
+                if item.get('terminationMessagePolicy') in (None, ''):
+                    if item is given:
+                        item = containers[index] = dict(given)
+                    recorder.set(item, 'terminationMessagePolicy', 'FallbackToLogsOnError', at + str(index))
     if (not only or 'pod-template/framework-port' in only) and key in ('PS', 'Worker', 'Chief', 'Master', 'Evaluator'):
         value = with_port(value, recorder, pointer, container='tensorflow', port=('tfjob-port', 2222), named=False)
     return value
@@ -721,10 +811,23 @@ def default_value_xdljob_replicamap_training_kubedl_io(
     if not only or 'replicas/restart-policy' in only:
         if key in ('Worker', 'PS', 'Scheduler', 'ExtendRole') and value.get('restartPolicy') in (None, ''):
             recorder.set(value, 'restartPolicy', 'Never', pointer)
-    if not only:
-        value = default_item_fields(value, recorder, ('template', 'spec', 'containers'), (('terminationMessagePolicy', 'FallbackToLogsOnError', True, ''),), pointer)
-    elif any(i in only for i in ('pod-template/termination-message-policy',)):
-        value = default_item_fields(value, recorder, ('template', 'spec', 'containers'), tuple(f for i, f in zip(('pod-template/termination-message-policy',), (('terminationMessagePolicy', 'FallbackToLogsOnError', True, ''),), strict=True) if i in only), pointer)
+    if not only or 'pod-template/termination-message-policy' in only:
+        template = value.get('template', MISSING)
+        spec = template.get('spec', MISSING) if isinstance(template, dict) else MISSING
+        containers = spec.get('containers', MISSING) if isinstance(spec, dict) else MISSING
+        if isinstance(containers, list):
+            template = value['template'] = dict(template)
+            spec = template['spec'] = dict(spec)
+            containers = spec['containers'] = list(containers)
+            at = pointer + '/template/spec/containers/'
+            for index, given in enumerate(containers):
+                if not isinstance(given, dict):
+                    continue
+                item = given
+                if item.get('terminationMessagePolicy') in (None, ''):
+                    if item is given:
+                        item = containers[index] = dict(given)
+                    recorder.set(item, 'terminationMessagePolicy', 'FallbackToLogsOnError', at + str(index))
     if (not only or 'pod-template/framework-port' in only) and key in ('Worker', 'PS', 'Scheduler', 'ExtendRole'):
         value = with_port(value, recorder, pointer, container='xdl', port=('xdljob-port', 2222), named=False)
     return value
@@ -769,10 +872,23 @@ def default_value_xgboostjob_replicamap_training_kubedl_io(
     if not only or 'replicas/restart-policy' in only:
         if key in ('Master', 'Worker') and value.get('restartPolicy') in (None, ''):
             recorder.set(value, 'restartPolicy', 'Never', pointer)
-    if not only:
-        value = default_item_fields(value, recorder, ('template', 'spec', 'containers'), (('terminationMessagePolicy', 'FallbackToLogsOnError', True, ''),), pointer)
-    elif any(i in only for i in ('pod-template/termination-message-policy',)):
-        value = default_item_fields(value, recorder, ('template', 'spec', 'containers'), tuple(f for i, f in zip(('pod-template/termination-message-policy',), (('terminationMessagePolicy', 'FallbackToLogsOnError', True, ''),), strict=True) if i in only), pointer)
+    if not only or 'pod-template/termination-message-policy' in only:
+        template = value.get('template', MISSING)
+        spec = template.get('spec', MISSING) if isinstance(template, dict) else MISSING
+        containers = spec.get('containers', MISSING) if isinstance(spec, dict) else MISSING
+        if isinstance(containers, list):
+            template = value['template'] = dict(template)
+            spec = template['spec'] = dict(spec)
+            containers = spec['containers'] = list(containers)
+            at = pointer + '/template/spec/containers/'
+            for index, given in enumerate(containers):
+                if not isinstance(given, dict):
+                    continue
+                item = given
+                if item.get('terminationMessagePolicy') in (None, ''):
+                    if item is given:
+                        item = containers[index] = dict(given)
+                    recorder.set(item, 'terminationMessagePolicy', 'FallbackToLogsOnError', at + str(index))
     if (not only or 'pod-template/framework-port' in only) and key in ('Master', 'Worker'):
         value = with_port(value, recorder, pointer, container='xgboostjob', port=('xgboostjob-port', 9999), named=False)
     return value
@@ -823,12 +939,15 @@ def validate_mpijob_training_kubedl_io(
     """MPIJob (training.kubedl.io): the declared rules' errors, in declaration order (``only``: of these ids alone, for a family whose hand-written rules report around them)."""
     errors: list[FieldError] = []
     if not only or 'roles/launcher' in only:
-        parent = get(obj, ('spec', 'mpiReplicaSpecs'))
+        spec = obj.get('spec', MISSING)
+        parent = spec.get('mpiReplicaSpecs', MISSING) if isinstance(spec, dict) else MISSING
         value = parent.get('Launcher') if isinstance(parent, dict) else MISSING
         if value is not MISSING and value is None:
             errors.append(required(('spec', 'mpiReplicaSpecs', Key('Launcher')), 'must be present'))
     if not only or 'roles/launcher' in only:
-        parent = get(obj, ('spec', 'mpiReplicaSpecs', 'Launcher'))
+        spec = obj.get('spec', MISSING)
+        mpiReplicaSpecs = spec.get('mpiReplicaSpecs', MISSING) if isinstance(spec, dict) else MISSING
+        parent = mpiReplicaSpecs.get('Launcher', MISSING) if isinstance(mpiReplicaSpecs, dict) else MISSING
         value = parent.get('replicas') if isinstance(parent, dict) else MISSING
         number = as_int(value)
         if number is not None and number < 1:
@@ -846,7 +965,11 @@ def default_marsjob_training_kubedl_io(
 ) -> dict[str, Any]:
     """MarsJob (training.kubedl.io): the declared defaults, in order (``only``: these ids alone; ``previous``: the stored job on UPDATE, for the defaults that read it)."""
     if not only or 'run-policy/clean-pod-policy' in only:
-        obj = default_field(obj, recorder, ('spec', 'cleanPodPolicy'), 'Running', True)
+        spec = obj.get('spec', MISSING)
+        if isinstance(spec, dict) and spec.get('cleanPodPolicy') in (None, ''):
+            spec = dict(spec)
+            recorder.set(spec, 'cleanPodPolicy', 'Running', '/spec')
+            obj = {**obj, 'spec': spec}
     if not only or 'marsjob/worker-memory-tuning' in only:
         obj = default_field(obj, recorder, ('spec', 'workerMemoryTuningPolicy'), {'plasmaStore': '/dev/shm', 'lockFreeFileIO': True}, False, when_set=(('spec', 'marsReplicaSpecs', '[Worker]'),))
     if not only or 'marsjob/worker-memory-tuning' in only:
@@ -872,7 +995,11 @@ def default_pytorchjob_training_kubedl_io(
 ) -> dict[str, Any]:
     """PyTorchJob (training.kubedl.io): the declared defaults, in order (``only``: these ids alone; ``previous``: the stored job on UPDATE, for the defaults that read it)."""
     if not only or 'run-policy/clean-pod-policy' in only:
-        obj = default_field(obj, recorder, ('spec', 'cleanPodPolicy'), 'Running', True)
+        spec = obj.get('spec', MISSING)
+        if isinstance(spec, dict) and spec.get('cleanPodPolicy') in (None, ''):
+            spec = dict(spec)
+            recorder.set(spec, 'cleanPodPolicy', 'Running', '/spec')
+            obj = {**obj, 'spec': spec}
     return obj
 
 
@@ -882,12 +1009,15 @@ def validate_pytorchjob_training_kubedl_io(
     """PyTorchJob (training.kubedl.io): the declared rules' errors, in declaration order (``only``: of these ids alone, for a family whose hand-written rules report around them)."""
     errors: list[FieldError] = []
     if not only or 'roles/master' in only:
-        parent = get(obj, ('spec', 'pytorchReplicaSpecs'))
+        spec = obj.get('spec', MISSING)
+        parent = spec.get('pytorchReplicaSpecs', MISSING) if isinstance(spec, dict) else MISSING
         value = parent.get('Master') if isinstance(parent, dict) else MISSING
         if value is not MISSING and value is None:
             errors.append(required(('spec', 'pytorchReplicaSpecs', Key('Master')), 'must be present'))
     if not only or 'roles/master' in only:
-        parent = get(obj, ('spec', 'pytorchReplicaSpecs', 'Master'))
+        spec = obj.get('spec', MISSING)
+        pytorchReplicaSpecs = spec.get('pytorchReplicaSpecs', MISSING) if isinstance(spec, dict) else MISSING
+        parent = pytorchReplicaSpecs.get('Master', MISSING) if isinstance(pytorchReplicaSpecs, dict) else MISSING
         value = parent.get('replicas') if isinstance(parent, dict) else MISSING
         number = as_int(value)
         if number is not None and number < 1:
@@ -905,9 +1035,17 @@ def default_tfjob_training_kubedl_io(
 ) -> dict[str, Any]:
     """TFJob (training.kubedl.io): the declared defaults, in order (``only``: these ids alone; ``previous``: the stored job on UPDATE, for the defaults that read it)."""
     if not only or 'run-policy/clean-pod-policy' in only:
-        obj = default_field(obj, recorder, ('spec', 'cleanPodPolicy'), 'Running', True)
+        spec = obj.get('spec', MISSING)
+        if isinstance(spec, dict) and spec.get('cleanPodPolicy') in (None, ''):
+            spec = dict(spec)
+            recorder.set(spec, 'cleanPodPolicy', 'Running', '/spec')
+            obj = {**obj, 'spec': spec}
     if not only or 'tfjob/success-policy' in only:
-        obj = default_field(obj, recorder, ('spec', 'successPolicy'), '', False)
+        spec = obj.get('spec', MISSING)
+        if isinstance(spec, dict) and spec.get('successPolicy') is None:
+            spec = dict(spec)
+            recorder.set(spec, 'successPolicy', '', '/spec')
+            obj = {**obj, 'spec': spec}
     return obj
 
 
@@ -917,17 +1055,22 @@ def validate_tfjob_training_kubedl_io(
     """TFJob (training.kubedl.io): the declared rules' errors, in declaration order (``only``: of these ids alone, for a family whose hand-written rules report around them)."""
     errors: list[FieldError] = []
     if not only or 'roles/one-leader' in only:
-        holder = get(obj, ('spec', 'tfReplicaSpecs'))
-        if isinstance(holder, dict) and sum(holder.get(f) is not None for f in ('Chief', 'Master')) > 1:
+        spec = obj.get('spec', MISSING)
+        holder = spec.get('tfReplicaSpecs', MISSING) if isinstance(spec, dict) else MISSING
+        if isinstance(holder, dict) and (holder.get('Chief') is not None) + (holder.get('Master') is not None) > 1:
             errors.append(forbidden(('spec', 'tfReplicaSpecs'), 'must not have more than 1 Chief or Master role'))
     if not only or 'roles/one-leader' in only:
-        parent = get(obj, ('spec', 'tfReplicaSpecs', 'Chief'))
+        spec = obj.get('spec', MISSING)
+        tfReplicaSpecs = spec.get('tfReplicaSpecs', MISSING) if isinstance(spec, dict) else MISSING
+        parent = tfReplicaSpecs.get('Chief', MISSING) if isinstance(tfReplicaSpecs, dict) else MISSING
         value = parent.get('replicas') if isinstance(parent, dict) else MISSING
         number = as_int(value)
         if number is not None and number > 1:
             errors.append(invalid(('spec', 'tfReplicaSpecs', Key('Chief'), 'replicas'), number, 'must be less than or equal to 1'))
     if not only or 'roles/one-leader' in only:
-        parent = get(obj, ('spec', 'tfReplicaSpecs', 'Master'))
+        spec = obj.get('spec', MISSING)
+        tfReplicaSpecs = spec.get('tfReplicaSpecs', MISSING) if isinstance(spec, dict) else MISSING
+        parent = tfReplicaSpecs.get('Master', MISSING) if isinstance(tfReplicaSpecs, dict) else MISSING
         value = parent.get('replicas') if isinstance(parent, dict) else MISSING
         number = as_int(value)
         if number is not None and number > 1:
@@ -943,9 +1086,17 @@ def default_xdljob_training_kubedl_io(
 ) -> dict[str, Any]:
     """XDLJob (training.kubedl.io): the declared defaults, in order (``only``: these ids alone; ``previous``: the stored job on UPDATE, for the defaults that read it)."""
     if not only or 'run-policy/clean-pod-policy' in only:
-        obj = default_field(obj, recorder, ('spec', 'cleanPodPolicy'), 'Running', True)
+        spec = obj.get('spec', MISSING)
+        if isinstance(spec, dict) and spec.get('cleanPodPolicy') in (None, ''):
+            spec = dict(spec)
+            recorder.set(spec, 'cleanPodPolicy', 'Running', '/spec')
+            obj = {**obj, 'spec': spec}
     if not only or 'xdljob/backoff-limit' in only:
-        obj = default_field(obj, recorder, ('spec', 'backoffLimit'), 20, False)
+        spec = obj.get('spec', MISSING)
+        if isinstance(spec, dict) and spec.get('backoffLimit') is None:
+            spec = dict(spec)
+            recorder.set(spec, 'backoffLimit', 20, '/spec')
+            obj = {**obj, 'spec': spec}
     if not only or 'xdljob/min-finish-work-rate' in only:
         obj = default_field(obj, recorder, ('spec', 'minFinishWorkRate'), 90, False, unless=(('spec', 'minFinishWorkNum'),))
     return obj
@@ -967,9 +1118,17 @@ def default_xgboostjob_training_kubedl_io(
 ) -> dict[str, Any]:
     """XGBoostJob (training.kubedl.io): the declared defaults, in order (``only``: these ids alone; ``previous``: the stored job on UPDATE, for the defaults that read it)."""
     if not only or 'run-policy/clean-pod-policy' in only:
-        obj = default_field(obj, recorder, ('spec', 'cleanPodPolicy'), 'Running', True)
+        spec = obj.get('spec', MISSING)
+        if isinstance(spec, dict) and spec.get('cleanPodPolicy') in (None, ''):
+            spec = dict(spec)
+            recorder.set(spec, 'cleanPodPolicy', 'Running', '/spec')
+            obj = {**obj, 'spec': spec}
     if not only or 'xgboostjob/ttl' in only:
-        obj = default_field(obj, recorder, ('spec', 'ttlSecondsAfterFinished'), 100, False)
+        spec = obj.get('spec', MISSING)
+        if isinstance(spec, dict) and spec.get('ttlSecondsAfterFinished') is None:
+            spec = dict(spec)
+            recorder.set(spec, 'ttlSecondsAfterFinished', 100, '/spec')
+            obj = {**obj, 'spec': spec}
     return obj
 
 
@@ -979,12 +1138,15 @@ def validate_xgboostjob_training_kubedl_io(
     """XGBoostJob (training.kubedl.io): the declared rules' errors, in declaration order (``only``: of these ids alone, for a family whose hand-written rules report around them)."""
     errors: list[FieldError] = []
     if not only or 'roles/master' in only:
-        parent = get(obj, ('spec', 'xgbReplicaSpecs'))
+        spec = obj.get('spec', MISSING)
+        parent = spec.get('xgbReplicaSpecs', MISSING) if isinstance(spec, dict) else MISSING
         value = parent.get('Master') if isinstance(parent, dict) else MISSING
         if value is not MISSING and value is None:
             errors.append(required(('spec', 'xgbReplicaSpecs', Key('Master')), 'must be present'))
     if not only or 'roles/master' in only:
-        parent = get(obj, ('spec', 'xgbReplicaSpecs', 'Master'))
+        spec = obj.get('spec', MISSING)
+        xgbReplicaSpecs = spec.get('xgbReplicaSpecs', MISSING) if isinstance(spec, dict) else MISSING
+        parent = xgbReplicaSpecs.get('Master', MISSING) if isinstance(xgbReplicaSpecs, dict) else MISSING
         value = parent.get('replicas') if isinstance(parent, dict) else MISSING
         number = as_int(value)
         if number is not None and number < 1:

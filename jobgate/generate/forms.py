@@ -657,16 +657,7 @@ class Declarations:
             elif isinstance(d, DefaultItemField) and d.list not in done:
                 done.add(d.list)
                 group = [o for o in self.declared if isinstance(o, DefaultItemField) and o.list == d.list]
-                fields = tuple((o.field, o.value, o.empty_is_unset, o.from_field) for o in group)
-                ids = tuple(o.id for o in group)
-                call = f"default_item_fields(value, recorder, {_path(d.list.partition('{*}.')[2])!r}, "
-                lines += [
-                    "    if not only:",
-                    f"        value = {call}{fields!r}, pointer)",
-                    f"    elif any(i in only for i in {ids!r}):",
-                    f"        value = {call}tuple(f for i, f in zip({ids!r}, {fields!r}, strict=True) if i in only), "
-                    "pointer)",
-                ]
+                lines += _value_list_lines(group)
         return lines
 
     def python_default(self, value_function: str = "") -> list[str]:
@@ -683,13 +674,7 @@ class Declarations:
                         f"    obj = default_map_values(obj, recorder, {_path(value_map)!r}, {value_function}, only)"
                     ]
             elif isinstance(d, DefaultField):
-                unless = f", unless={tuple(_path(o) for o in d.unless)!r}" if d.unless else ""
-                unless += f", when_set={tuple(field_steps(o) for o in d.when_set)!r}" if d.when_set else ""
-                values = f"{_path(d.path)!r}, {d.value!r}, {d.empty_is_unset!r}{unless}"
-                lines += [
-                    f"    if not only or {d.id!r} in only:",
-                    f"        obj = default_field(obj, recorder, {values})",
-                ]
+                lines += [f"    if not only or {d.id!r} in only:", *_field_default_lines(d)]
             elif isinstance(d, VOLCANO_DEFAULT_FORMS):
                 lines += [f"    if not only or {d.id!r} in only:", f"        obj = {_volcano_default_call(d)}"]
             elif isinstance(d, DefaultFinishRules):
@@ -1349,21 +1334,32 @@ def _field_lines(d: FieldForm, site: _Site) -> list[str]:
             f"        node = get(obj, {steps[: len(site.scope)]!r})",
             f"        if isinstance(node, dict) and get(node, {when_steps!r}) == {site.when[1]!r}:",
         ]
-        indent, parent = "            ", f"get(node, {steps[len(site.scope) : -1]!r})"
+        indent = "            "
+        lines.append(f"{indent}parent = get(node, {steps[len(site.scope) : -1]!r})")
     else:
-        indent, parent = "        ", f"get(obj, {steps[:-1]!r})"
+        # The objects on the way read one by one (MISSING where one is not there).
+        indent = "        "
+        reached = steps if isinstance(d, AtMostOneOf) else steps[:-1]
+        written = (*site.scope, *site.target)
+        # A map key names no variable: at_<i> then. The last object read is the one the check reads.
+        names = [
+            f"at_{i}" if _is_key(w) else n
+            for i, (n, w) in enumerate(zip(_step_names(reached, _CHECK_NAMES), written, strict=False))
+        ]
+        last = "holder" if isinstance(d, AtMostOneOf) else "parent"
+        if names:
+            names[-1] = last
+            lines += _read_lines(["obj", *names[:-1]], names, reached)
+        else:
+            lines.append(f"{indent}{last} = obj")
     if isinstance(d, AtMostOneOf):
-        keys = tuple(f[1:-1] if _is_key(f) else f for f in d.fields)
+        counted = " + ".join(f"(holder.get({f[1:-1] if _is_key(f) else f!r}) is not None)" for f in d.fields)
         return [
             *lines,
-            f"{indent}holder = get(obj, {steps!r})",
-            f"{indent}if isinstance(holder, dict) and sum(holder.get(f) is not None for f in {keys!r}) > 1:",
+            f"{indent}if isinstance(holder, dict) and {counted} > 1:",
             f"{indent}    errors.append(forbidden({error_path}, {d.message!r}))",
         ]
-    lines += [
-        f"{indent}parent = {parent}",
-        f"{indent}value = parent.get({steps[-1]!r}) if isinstance(parent, dict) else MISSING",
-    ]
+    lines.append(f"{indent}value = parent.get({steps[-1]!r}) if isinstance(parent, dict) else MISSING")
     if isinstance(d, RequiredField | ForbiddenField):
         unset = '(value is None or value == "")' if d.empty_is_unset else "value is None"
         if isinstance(d, ForbiddenField):
@@ -2696,6 +2692,111 @@ def _schema_defaulted(d: DefaultTypeField) -> bool:
     return len({v for _, v in d.values}) == 1 and d.others is None and not d.empty_is_unset
 
 
+def _field_default_lines(d: DefaultField) -> list[str]:
+    """The Python ``DefaultField``, written out: the objects on the way read, and when the field is
+    unset the field's object copied with it set and ``obj`` rebuilt down to it. With conditions on
+    other fields (``unless``, ``when_set``), the form's function (``default_field``)."""
+    steps = _path(d.path)
+    if d.unless or d.when_set:
+        unless = f", unless={tuple(_path(o) for o in d.unless)!r}" if d.unless else ""
+        unless += f", when_set={tuple(field_steps(o) for o in d.when_set)!r}" if d.when_set else ""
+        return [f"        obj = default_field(obj, recorder, {steps!r}, {d.value!r}, {d.empty_is_unset!r}{unless})"]
+    names = _step_names(steps[:-1], _DEFAULT_NAMES)
+    parents = ["obj", *names]
+    lines = _read_lines(parents, names, steps)
+    holder = parents[-1]
+    unset = _unset(f"{holder}.get({steps[-1]!r})", d.value, d.empty_is_unset)
+    lines += [
+        f"        if isinstance({holder}, dict) and {unset}:",
+        f"            {holder} = dict({holder})",
+        # A list or object literal is a new one each time: the job's own.
+        f"            recorder.set({holder}, {steps[-1]!r}, {d.value!r}, {'/' + '/'.join(steps[:-1])!r})",
+    ]
+    rebuilt = holder
+    for parent, step in reversed(list(zip(parents[:-1], steps[:-1], strict=True))):
+        rebuilt = f"{{**{parent}, {step!r}: {rebuilt}}}"
+    lines.append(f"            obj = {rebuilt}")
+    return lines
+
+
+def _step_names(steps: Sequence[str], taken: frozenset[str]) -> list[str]:
+    """Variable names for the objects reached by ``steps`` in generated code: the steps' own where they can be."""
+    return [s if s.isidentifier() and s not in taken else f"at_{i}" for i, s in enumerate(steps)]
+
+
+def _read_lines(parents: Sequence[str], names: Sequence[str], steps: Sequence[str]) -> list[str]:
+    """Generated lines reading each object on the way (``names[i]`` from ``parents[i]``), MISSING (no
+    object) where one is not there. MISSING, not None: typed ``Any``, so that the compiled build's types
+    need no test the code does not already make."""
+    return [
+        f"        {name} = {parent}.get({step!r}, MISSING)"
+        + (f" if isinstance({parent}, dict) else MISSING" if i else "")
+        for i, (parent, name, step) in enumerate(zip(parents, names, steps, strict=False))
+    ]
+
+
+# Names the generated checks use themselves.
+_CHECK_NAMES = frozenset(("obj", "old", "only", "errors", "node", "parent", "holder", "value", "number"))
+# Names the generated defaults use themselves.
+_DEFAULT_NAMES = frozenset(("obj", "recorder", "only", "previous"))
+
+
+def _unset(current: str, default: Scalar | list[Scalar] | dict[str, Scalar], empty_is_unset: bool) -> str:
+    """Python true when the field read by ``current`` (a name) is unset: None, or with ``empty_is_unset``
+    the zero of the default's type ("" or 0: declared.py's ``_is_empty``)."""
+    if not empty_is_unset:
+        return f"{current} is None"
+    if isinstance(default, int) and not isinstance(default, bool):
+        return f"({current} is None or as_int({current}) == 0)"
+    return f"{current} in (None, '')"
+
+
+def _value_list_lines(group: Sequence[DefaultItemField]) -> list[str]:
+    """The Python defaults of the entries of one list of a map's value (``{*}.template.spec.containers``),
+    written out: the objects on the way to the list and the list copied into ``value`` (a copy the
+    caller owns), an entry copied when it changes. A default of an entry's object's field or from
+    another field of the entry is the form's function's (``default_item_fields``)."""
+    ids = tuple(o.id for o in group)
+    steps = _path(group[0].list.partition("{*}.")[2])
+    guard = "not only" + (f" or {ids[0]!r} in only" if len(ids) == 1 else f" or any(i in only for i in {ids!r})")
+    if any("." in o.field or o.from_field for o in group):
+        fields = tuple((o.field, o.value, o.empty_is_unset, o.from_field) for o in group)
+        chosen = f"tuple(f for i, f in zip({ids!r}, {fields!r}, strict=True) if not only or i in only)"
+        return [
+            f"    if {guard}:",
+            f"        value = default_item_fields(value, recorder, {steps!r}, {chosen}, pointer)",
+        ]
+    names = _step_names(steps, _VALUE_NAMES)
+    parents = ["value", *names[:-1]]
+    lines = [f"    if {guard}:", *_read_lines(parents, names, steps)]
+    items = names[-1]
+    lines.append(f"        if isinstance({items}, list):")
+    for parent, name, step in zip(parents, names, steps, strict=True):
+        copy = "list" if name == items else "dict"
+        lines.append(f"            {name} = {parent}[{step!r}] = {copy}({name})")
+    lines += [
+        f"            at = pointer + {'/' + '/'.join(steps) + '/'!r}",
+        f"            for index, given in enumerate({items}):",
+        "                if not isinstance(given, dict):",
+        "                    continue",
+        "                item = given",
+    ]
+    for o in group:
+        only = f"(not only or {o.id!r} in only) and " if len(group) > 1 else ""
+        lines += [
+            f"                if {only}{_unset(f'item.get({o.field!r})', o.value, o.empty_is_unset)}:",
+            "                    if item is given:",
+            f"                        item = {items}[index] = dict(given)",
+            # A list or object literal is a new one each time: each entry's own.
+            f"                    recorder.set(item, {o.field!r}, {o.value!r}, at + str(index))",
+        ]
+    return lines
+
+
+# Names the generated defaults of a map's value use themselves.
+_VALUE_NAMES = frozenset(("value", "key", "pointer", "recorder", "only", "at", "index", "given", "item", "default"))
+
+
 def _type_field_lines(d: DefaultTypeField) -> list[str]:
     """The Python default of one value's field by its key (``key``), unset (or empty, with
     ``empty_is_unset``) in ``value``: the key's value chosen by literal tests of the key."""
@@ -2705,12 +2806,7 @@ def _type_field_lines(d: DefaultTypeField) -> list[str]:
     by_value: dict[Scalar, list[str]] = {}
     for key, value in d.values:
         by_value.setdefault(value, []).append(key)
-    current = f"value.get({d.field!r})"
-    unset = f"{current} is None"
-    if d.empty_is_unset:
-        number = isinstance(d.values[0][1], int) and not isinstance(d.values[0][1], bool)
-        # The zero of the default's type reads as unset too (declared.py's _is_empty).
-        unset = f"as_int({current}) in (None, 0)" if number else f"{current} in (None, '')"
+    unset = _unset(f"value.get({d.field!r})", d.values[0][1], d.empty_is_unset)
     if len(by_value) == 1 and others in (None, d.values[0][1]):
         value, keys = next(iter(by_value.items()))
         guard = "" if others is not None else f"key in {tuple(keys)!r} and "

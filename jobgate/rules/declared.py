@@ -140,7 +140,8 @@ def default_item_fields(
             continue
         item = given
         for field, value, empty_is_unset, from_field in fields:
-            holder, name, outer = item, field, ""
+            holder: Any = item
+            name, outer = field, ""
             if "." in field:
                 # A field of an object of the entry: set when that object exists (copied, then).
                 outer, name = field.split(".", 1)
@@ -1136,7 +1137,7 @@ def _changed_paths(old: Any, new: Any, path: tuple[str | int, ...], deepest: int
 def known_types(obj: Any, path: tuple[str, ...], types: tuple[str, ...], any_case: bool) -> list[FieldError]:
     """``KnownTypes``: each key of the map that is no type, in the map's order."""
     found = get(obj, path)
-    if not isinstance(found, dict):
+    if not isinstance(found, dict) or found.keys() <= set(types):
         return []
     canonical = {t.casefold(): t for t in types}
     errors: list[FieldError] = []
@@ -1242,6 +1243,8 @@ def run_policy_at_most_total(
     if not isinstance(parent, dict):
         return []
     bound = as_int(parent.get(field[-1]))
+    if bound is None:
+        return []
     entries = get(obj, path)
     counts = (
         [as_int(r.get("replicas")) for r in entries.values() if isinstance(r, dict)]
@@ -1249,7 +1252,7 @@ def run_policy_at_most_total(
         else []
     )
     total = sum(n for n in counts if n is not None and n > 0)
-    if bound is None or bound <= total:
+    if bound <= total:
         return []
     return [invalid((*at, *field), bound, f"{message} ({total})")]
 
@@ -1262,7 +1265,7 @@ def default_type_spelling(
     entries = get(obj, path)
     if not isinstance(entries, dict):
         return obj
-    if all(key in types for key in entries):
+    if entries.keys() <= set(types):
         # Every key spelled as its type (the usual job): nothing to rename, nothing stale.
         return _replaced(obj, path, dict(entries))
     previous = get(old, path) if old is not None else None
