@@ -1,8 +1,9 @@
 """The Python meaning of each rule form (``jobgate/rules/forms.py``): one function per form.
 
 A declared rule is not run from its declaration: ``jobgate manifests generate`` writes, for each
-kind, a module of calls to these functions with the declaration's values as literals
-(``jobgate/_generated/declared_rules.py``), as it writes the schema table. Checking a job then
+kind, a module of its checks with the declaration's values as literals
+(``jobgate/_generated/declared_rules.py``), as it writes the schema table: the forms every review
+runs written out, the others as calls of these functions. Checking a job then
 imports neither the declarations nor ``dataclasses``, and the calls compile with mypyc as the
 family's rules do. The same forms compile to the apiserver's CEL (``jobgate/generate/forms.py``),
 so each form's meaning is written twice, once here and once there, instead of once per rule.
