@@ -246,10 +246,14 @@ def _with_default_conflicts(judged: PolicyVerdict | None, resolution: Resolution
             continue
         names = ", ".join(str(p) for p in conflict.policies)
         judged = judged or PolicyVerdict()
-        judged.warnings.append(f"{conflict.field}: the policies {names} conflict: {conflict.message}")
+        text = f"{conflict.field}: the policies {names} conflict: {conflict.message}"
+        judged.warnings.append(text)
+        judged.warning_rules[text] = (DEFAULT_CONFLICT, ("spec",))
     return judged
 
 
+# The rule of the warning that policies of equal priority disagree on a default.
+DEFAULT_CONFLICT = "policy/default-conflict"
 # The rule of a job judged where a policy selects namespaces by labels the command was not given.
 NAMESPACE_LABELS_UNKNOWN = "policy/namespace-labels-unknown"
 

@@ -41,6 +41,13 @@ _RULES = [
         "the message names the policies.",
     ),
     PolicyRule(
+        "policy/default-conflict",
+        "defaults (of several policies)",
+        "Warning",
+        "A warning (never a denial): policies of equal priority that apply to the job set different "
+        "defaults for one field, so neither is written; the message names the policies and the values.",
+    ),
+    PolicyRule(
         "policy/not-applicable",
         "limits, require",
         "Forbidden",

@@ -205,6 +205,7 @@ def test_equal_priority_defaults_that_differ_warn_naming_both_policies_and_the_f
     assert "ClusterTrainingJobPolicy queue-a" in queue and "ClusterTrainingJobPolicy queue-b" in queue
     assert "no default is applied" in queue
     assert any(w.startswith("defaults.labels[tier]:") for w in found.warnings)
+    assert found.warning_rule(queue) == "policy/default-conflict"
 
 
 def test_no_conflict_warning_on_update_or_for_a_field_the_kind_lacks():
@@ -234,7 +235,9 @@ def test_validate_and_default_print_the_conflict(tmp_path: Path, capsys):
     (tmp_path / "job.yaml").write_text(yaml.safe_dump(tfjob(gpus=1)))
     flags = ["--policies", str(tmp_path / "policies.yaml")]
     assert main(["validate", *flags, str(tmp_path / "job.yaml")]) == 0
-    assert "warning: defaults.queue: the policies ClusterTrainingJobPolicy queue-a" in capsys.readouterr().out
+    out = capsys.readouterr().out
+    assert "warning: defaults.queue: the policies ClusterTrainingJobPolicy queue-a" in out
+    assert "no default is applied [policy/default-conflict]" in out
     assert main(["default", *flags, str(tmp_path / "job.yaml")]) == 0
     assert "warning: defaults.queue: the policies ClusterTrainingJobPolicy queue-a" in capsys.readouterr().err
 
