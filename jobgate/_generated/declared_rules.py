@@ -323,9 +323,29 @@ def validate_jaxjob_replicamap_kubeflow_org(
     """JAXJob (replicamap.kubeflow.org): the declared rules' errors, in declaration order (``only``: of these ids alone, for a family whose hand-written rules report around them)."""
     errors: list[FieldError] = []
     if not only or 'replicas/types' in only:
-        errors.extend(known_types(obj, ('spec', 'jaxReplicaSpecs'), ('Worker',), True))
+        spec = obj.get('spec', MISSING)
+        jaxReplicaSpecs = spec.get('jaxReplicaSpecs', MISSING) if isinstance(spec, dict) else MISSING
+        if isinstance(jaxReplicaSpecs, dict):
+            for key in jaxReplicaSpecs:
+                if key not in ('Worker',):
+                    errors.extend(known_types(obj, ('spec', 'jaxReplicaSpecs'), ('Worker',), True))
+                    break
     if not only or 'run-policy/min-available' in only:
-        errors.extend(run_policy_at_most_total(obj, ('schedulingPolicy', 'minAvailable'), ('spec', 'jaxReplicaSpecs'), 'runPolicy', 'must be less than or equal to the total number of replicas'))
+        spec = obj.get('spec', MISSING)
+        if isinstance(spec, dict):
+            policy = spec.get('runPolicy', MISSING)
+            schedulingPolicy = policy.get('schedulingPolicy', MISSING) if isinstance(policy, dict) else MISSING
+            number = as_int(schedulingPolicy.get('minAvailable')) if isinstance(schedulingPolicy, dict) else None
+            if number is not None:
+                jaxReplicaSpecs = spec.get('jaxReplicaSpecs', MISSING)
+                total = 0
+                if isinstance(jaxReplicaSpecs, dict):
+                    for entry in jaxReplicaSpecs.values():
+                        count = as_int(entry.get('replicas')) if isinstance(entry, dict) else None
+                        if count is not None and count > 0:
+                            total += count
+                if number > total:
+                    errors.append(invalid(('spec', 'runPolicy', 'schedulingPolicy', 'minAvailable'), number, 'must be less than or equal to the total number of replicas (' + str(total) + ')'))
     if not only or 'run-policy/queue-immutable' in only:
         errors.extend(run_policy_immutable(obj, old, ('schedulingPolicy', 'queue'), 'spec', 'field is immutable'))
     return errors
@@ -368,9 +388,29 @@ def validate_mpijob_replicamap_kubeflow_org(
     """MPIJob (replicamap.kubeflow.org): the declared rules' errors, in declaration order (``only``: of these ids alone, for a family whose hand-written rules report around them)."""
     errors: list[FieldError] = []
     if not only or 'replicas/types' in only:
-        errors.extend(known_types(obj, ('spec', 'mpiReplicaSpecs'), ('Launcher', 'Worker'), False))
+        spec = obj.get('spec', MISSING)
+        mpiReplicaSpecs = spec.get('mpiReplicaSpecs', MISSING) if isinstance(spec, dict) else MISSING
+        if isinstance(mpiReplicaSpecs, dict):
+            for key in mpiReplicaSpecs:
+                if key not in ('Launcher', 'Worker'):
+                    errors.extend(known_types(obj, ('spec', 'mpiReplicaSpecs'), ('Launcher', 'Worker'), False))
+                    break
     if not only or 'run-policy/min-available' in only:
-        errors.extend(run_policy_at_most_total(obj, ('schedulingPolicy', 'minAvailable'), ('spec', 'mpiReplicaSpecs'), 'runPolicy', 'must be less than or equal to the total number of replicas'))
+        spec = obj.get('spec', MISSING)
+        if isinstance(spec, dict):
+            policy = spec.get('runPolicy', MISSING)
+            schedulingPolicy = policy.get('schedulingPolicy', MISSING) if isinstance(policy, dict) else MISSING
+            number = as_int(schedulingPolicy.get('minAvailable')) if isinstance(schedulingPolicy, dict) else None
+            if number is not None:
+                mpiReplicaSpecs = spec.get('mpiReplicaSpecs', MISSING)
+                total = 0
+                if isinstance(mpiReplicaSpecs, dict):
+                    for entry in mpiReplicaSpecs.values():
+                        count = as_int(entry.get('replicas')) if isinstance(entry, dict) else None
+                        if count is not None and count > 0:
+                            total += count
+                if number > total:
+                    errors.append(invalid(('spec', 'runPolicy', 'schedulingPolicy', 'minAvailable'), number, 'must be less than or equal to the total number of replicas (' + str(total) + ')'))
     if not only or 'run-policy/queue-immutable' in only:
         errors.extend(run_policy_immutable(obj, old, ('schedulingPolicy', 'queue'), 'spec', 'field is immutable'))
     return errors
@@ -412,9 +452,29 @@ def validate_paddlejob_replicamap_kubeflow_org(
     """PaddleJob (replicamap.kubeflow.org): the declared rules' errors, in declaration order (``only``: of these ids alone, for a family whose hand-written rules report around them)."""
     errors: list[FieldError] = []
     if not only or 'replicas/types' in only:
-        errors.extend(known_types(obj, ('spec', 'paddleReplicaSpecs'), ('Master', 'Worker'), True))
+        spec = obj.get('spec', MISSING)
+        paddleReplicaSpecs = spec.get('paddleReplicaSpecs', MISSING) if isinstance(spec, dict) else MISSING
+        if isinstance(paddleReplicaSpecs, dict):
+            for key in paddleReplicaSpecs:
+                if key not in ('Master', 'Worker'):
+                    errors.extend(known_types(obj, ('spec', 'paddleReplicaSpecs'), ('Master', 'Worker'), True))
+                    break
     if not only or 'run-policy/min-available' in only:
-        errors.extend(run_policy_at_most_total(obj, ('schedulingPolicy', 'minAvailable'), ('spec', 'paddleReplicaSpecs'), 'runPolicy', 'must be less than or equal to the total number of replicas'))
+        spec = obj.get('spec', MISSING)
+        if isinstance(spec, dict):
+            policy = spec.get('runPolicy', MISSING)
+            schedulingPolicy = policy.get('schedulingPolicy', MISSING) if isinstance(policy, dict) else MISSING
+            number = as_int(schedulingPolicy.get('minAvailable')) if isinstance(schedulingPolicy, dict) else None
+            if number is not None:
+                paddleReplicaSpecs = spec.get('paddleReplicaSpecs', MISSING)
+                total = 0
+                if isinstance(paddleReplicaSpecs, dict):
+                    for entry in paddleReplicaSpecs.values():
+                        count = as_int(entry.get('replicas')) if isinstance(entry, dict) else None
+                        if count is not None and count > 0:
+                            total += count
+                if number > total:
+                    errors.append(invalid(('spec', 'runPolicy', 'schedulingPolicy', 'minAvailable'), number, 'must be less than or equal to the total number of replicas (' + str(total) + ')'))
     if not only or 'run-policy/queue-immutable' in only:
         errors.extend(run_policy_immutable(obj, old, ('schedulingPolicy', 'queue'), 'spec', 'field is immutable'))
     return errors
@@ -456,9 +516,29 @@ def validate_pytorchjob_replicamap_kubeflow_org(
     """PyTorchJob (replicamap.kubeflow.org): the declared rules' errors, in declaration order (``only``: of these ids alone, for a family whose hand-written rules report around them)."""
     errors: list[FieldError] = []
     if not only or 'replicas/types' in only:
-        errors.extend(known_types(obj, ('spec', 'pytorchReplicaSpecs'), ('Master', 'Worker'), True))
+        spec = obj.get('spec', MISSING)
+        pytorchReplicaSpecs = spec.get('pytorchReplicaSpecs', MISSING) if isinstance(spec, dict) else MISSING
+        if isinstance(pytorchReplicaSpecs, dict):
+            for key in pytorchReplicaSpecs:
+                if key not in ('Master', 'Worker'):
+                    errors.extend(known_types(obj, ('spec', 'pytorchReplicaSpecs'), ('Master', 'Worker'), True))
+                    break
     if not only or 'run-policy/min-available' in only:
-        errors.extend(run_policy_at_most_total(obj, ('schedulingPolicy', 'minAvailable'), ('spec', 'pytorchReplicaSpecs'), 'runPolicy', 'must be less than or equal to the total number of replicas'))
+        spec = obj.get('spec', MISSING)
+        if isinstance(spec, dict):
+            policy = spec.get('runPolicy', MISSING)
+            schedulingPolicy = policy.get('schedulingPolicy', MISSING) if isinstance(policy, dict) else MISSING
+            number = as_int(schedulingPolicy.get('minAvailable')) if isinstance(schedulingPolicy, dict) else None
+            if number is not None:
+                pytorchReplicaSpecs = spec.get('pytorchReplicaSpecs', MISSING)
+                total = 0
+                if isinstance(pytorchReplicaSpecs, dict):
+                    for entry in pytorchReplicaSpecs.values():
+                        count = as_int(entry.get('replicas')) if isinstance(entry, dict) else None
+                        if count is not None and count > 0:
+                            total += count
+                if number > total:
+                    errors.append(invalid(('spec', 'runPolicy', 'schedulingPolicy', 'minAvailable'), number, 'must be less than or equal to the total number of replicas (' + str(total) + ')'))
     if not only or 'run-policy/queue-immutable' in only:
         errors.extend(run_policy_immutable(obj, old, ('schedulingPolicy', 'queue'), 'spec', 'field is immutable'))
     return errors
@@ -500,9 +580,29 @@ def validate_tfjob_replicamap_kubeflow_org(
     """TFJob (replicamap.kubeflow.org): the declared rules' errors, in declaration order (``only``: of these ids alone, for a family whose hand-written rules report around them)."""
     errors: list[FieldError] = []
     if not only or 'replicas/types' in only:
-        errors.extend(known_types(obj, ('spec', 'tfReplicaSpecs'), ('PS', 'Worker', 'Chief', 'Master', 'Evaluator'), True))
+        spec = obj.get('spec', MISSING)
+        tfReplicaSpecs = spec.get('tfReplicaSpecs', MISSING) if isinstance(spec, dict) else MISSING
+        if isinstance(tfReplicaSpecs, dict):
+            for key in tfReplicaSpecs:
+                if key not in ('PS', 'Worker', 'Chief', 'Master', 'Evaluator'):
+                    errors.extend(known_types(obj, ('spec', 'tfReplicaSpecs'), ('PS', 'Worker', 'Chief', 'Master', 'Evaluator'), True))
+                    break
     if not only or 'run-policy/min-available' in only:
-        errors.extend(run_policy_at_most_total(obj, ('schedulingPolicy', 'minAvailable'), ('spec', 'tfReplicaSpecs'), 'runPolicy', 'must be less than or equal to the total number of replicas'))
+        spec = obj.get('spec', MISSING)
+        if isinstance(spec, dict):
+            policy = spec.get('runPolicy', MISSING)
+            schedulingPolicy = policy.get('schedulingPolicy', MISSING) if isinstance(policy, dict) else MISSING
+            number = as_int(schedulingPolicy.get('minAvailable')) if isinstance(schedulingPolicy, dict) else None
+            if number is not None:
+                tfReplicaSpecs = spec.get('tfReplicaSpecs', MISSING)
+                total = 0
+                if isinstance(tfReplicaSpecs, dict):
+                    for entry in tfReplicaSpecs.values():
+                        count = as_int(entry.get('replicas')) if isinstance(entry, dict) else None
+                        if count is not None and count > 0:
+                            total += count
+                if number > total:
+                    errors.append(invalid(('spec', 'runPolicy', 'schedulingPolicy', 'minAvailable'), number, 'must be less than or equal to the total number of replicas (' + str(total) + ')'))
     if not only or 'run-policy/queue-immutable' in only:
         errors.extend(run_policy_immutable(obj, old, ('schedulingPolicy', 'queue'), 'spec', 'field is immutable'))
     return errors
@@ -544,9 +644,29 @@ def validate_xgboostjob_replicamap_kubeflow_org(
     """XGBoostJob (replicamap.kubeflow.org): the declared rules' errors, in declaration order (``only``: of these ids alone, for a family whose hand-written rules report around them)."""
     errors: list[FieldError] = []
     if not only or 'replicas/types' in only:
-        errors.extend(known_types(obj, ('spec', 'xgbReplicaSpecs'), ('Master', 'Worker'), True))
+        spec = obj.get('spec', MISSING)
+        xgbReplicaSpecs = spec.get('xgbReplicaSpecs', MISSING) if isinstance(spec, dict) else MISSING
+        if isinstance(xgbReplicaSpecs, dict):
+            for key in xgbReplicaSpecs:
+                if key not in ('Master', 'Worker'):
+                    errors.extend(known_types(obj, ('spec', 'xgbReplicaSpecs'), ('Master', 'Worker'), True))
+                    break
     if not only or 'run-policy/min-available' in only:
-        errors.extend(run_policy_at_most_total(obj, ('schedulingPolicy', 'minAvailable'), ('spec', 'xgbReplicaSpecs'), 'runPolicy', 'must be less than or equal to the total number of replicas'))
+        spec = obj.get('spec', MISSING)
+        if isinstance(spec, dict):
+            policy = spec.get('runPolicy', MISSING)
+            schedulingPolicy = policy.get('schedulingPolicy', MISSING) if isinstance(policy, dict) else MISSING
+            number = as_int(schedulingPolicy.get('minAvailable')) if isinstance(schedulingPolicy, dict) else None
+            if number is not None:
+                xgbReplicaSpecs = spec.get('xgbReplicaSpecs', MISSING)
+                total = 0
+                if isinstance(xgbReplicaSpecs, dict):
+                    for entry in xgbReplicaSpecs.values():
+                        count = as_int(entry.get('replicas')) if isinstance(entry, dict) else None
+                        if count is not None and count > 0:
+                            total += count
+                if number > total:
+                    errors.append(invalid(('spec', 'runPolicy', 'schedulingPolicy', 'minAvailable'), number, 'must be less than or equal to the total number of replicas (' + str(total) + ')'))
     if not only or 'run-policy/queue-immutable' in only:
         errors.extend(run_policy_immutable(obj, old, ('schedulingPolicy', 'queue'), 'spec', 'field is immutable'))
     return errors
@@ -605,9 +725,32 @@ def validate_mpijob_replicamap_training_kubedl_io(
     """MPIJob (replicamap.training.kubedl.io): the declared rules' errors, in declaration order (``only``: of these ids alone, for a family whose hand-written rules report around them)."""
     errors: list[FieldError] = []
     if not only or 'replicas/types' in only:
-        errors.extend(known_types(obj, ('spec', 'mpiReplicaSpecs'), ('Launcher', 'Worker'), False))
+        spec = obj.get('spec', MISSING)
+        mpiReplicaSpecs = spec.get('mpiReplicaSpecs', MISSING) if isinstance(spec, dict) else MISSING
+        if isinstance(mpiReplicaSpecs, dict):
+            for key in mpiReplicaSpecs:
+                if key not in ('Launcher', 'Worker'):
+                    errors.extend(known_types(obj, ('spec', 'mpiReplicaSpecs'), ('Launcher', 'Worker'), False))
+                    break
     if not only or 'run-policy/min-available' in only:
-        errors.extend(run_policy_at_most_total(obj, ('schedulingPolicy', 'minAvailable'), ('spec', 'mpiReplicaSpecs'), 'either', 'must be less than or equal to the total number of replicas'))
+        spec = obj.get('spec', MISSING)
+        if isinstance(spec, dict):
+            policy = spec.get('runPolicy', MISSING)
+            separate = isinstance(policy, dict)
+            if not separate:
+                policy = spec
+            schedulingPolicy = policy.get('schedulingPolicy', MISSING)
+            number = as_int(schedulingPolicy.get('minAvailable')) if isinstance(schedulingPolicy, dict) else None
+            if number is not None:
+                mpiReplicaSpecs = spec.get('mpiReplicaSpecs', MISSING)
+                total = 0
+                if isinstance(mpiReplicaSpecs, dict):
+                    for entry in mpiReplicaSpecs.values():
+                        count = as_int(entry.get('replicas')) if isinstance(entry, dict) else None
+                        if count is not None and count > 0:
+                            total += count
+                if number > total:
+                    errors.append(invalid((('spec', 'runPolicy', 'schedulingPolicy', 'minAvailable') if separate else ('spec', 'schedulingPolicy', 'minAvailable')), number, 'must be less than or equal to the total number of replicas (' + str(total) + ')'))
     if not only or 'run-policy/queue-immutable' in only:
         errors.extend(run_policy_immutable(obj, old, ('schedulingPolicy', 'queue'), 'either', 'field is immutable'))
     return errors
@@ -667,9 +810,29 @@ def validate_marsjob_replicamap_training_kubedl_io(
     """MarsJob (replicamap.training.kubedl.io): the declared rules' errors, in declaration order (``only``: of these ids alone, for a family whose hand-written rules report around them)."""
     errors: list[FieldError] = []
     if not only or 'replicas/types' in only:
-        errors.extend(known_types(obj, ('spec', 'marsReplicaSpecs'), ('Scheduler', 'Worker', 'WebService'), True))
+        spec = obj.get('spec', MISSING)
+        marsReplicaSpecs = spec.get('marsReplicaSpecs', MISSING) if isinstance(spec, dict) else MISSING
+        if isinstance(marsReplicaSpecs, dict):
+            for key in marsReplicaSpecs:
+                if key not in ('Scheduler', 'Worker', 'WebService'):
+                    errors.extend(known_types(obj, ('spec', 'marsReplicaSpecs'), ('Scheduler', 'Worker', 'WebService'), True))
+                    break
     if not only or 'run-policy/min-available' in only:
-        errors.extend(run_policy_at_most_total(obj, ('schedulingPolicy', 'minAvailable'), ('spec', 'marsReplicaSpecs'), 'spec', 'must be less than or equal to the total number of replicas'))
+        spec = obj.get('spec', MISSING)
+        if isinstance(spec, dict):
+            policy = spec
+            schedulingPolicy = policy.get('schedulingPolicy', MISSING)
+            number = as_int(schedulingPolicy.get('minAvailable')) if isinstance(schedulingPolicy, dict) else None
+            if number is not None:
+                marsReplicaSpecs = spec.get('marsReplicaSpecs', MISSING)
+                total = 0
+                if isinstance(marsReplicaSpecs, dict):
+                    for entry in marsReplicaSpecs.values():
+                        count = as_int(entry.get('replicas')) if isinstance(entry, dict) else None
+                        if count is not None and count > 0:
+                            total += count
+                if number > total:
+                    errors.append(invalid(('spec', 'schedulingPolicy', 'minAvailable'), number, 'must be less than or equal to the total number of replicas (' + str(total) + ')'))
     if not only or 'run-policy/queue-immutable' in only:
         errors.extend(run_policy_immutable(obj, old, ('schedulingPolicy', 'queue'), 'spec', 'field is immutable'))
     return errors
@@ -729,9 +892,29 @@ def validate_pytorchjob_replicamap_training_kubedl_io(
     """PyTorchJob (replicamap.training.kubedl.io): the declared rules' errors, in declaration order (``only``: of these ids alone, for a family whose hand-written rules report around them)."""
     errors: list[FieldError] = []
     if not only or 'replicas/types' in only:
-        errors.extend(known_types(obj, ('spec', 'pytorchReplicaSpecs'), ('Master', 'Worker'), True))
+        spec = obj.get('spec', MISSING)
+        pytorchReplicaSpecs = spec.get('pytorchReplicaSpecs', MISSING) if isinstance(spec, dict) else MISSING
+        if isinstance(pytorchReplicaSpecs, dict):
+            for key in pytorchReplicaSpecs:
+                if key not in ('Master', 'Worker'):
+                    errors.extend(known_types(obj, ('spec', 'pytorchReplicaSpecs'), ('Master', 'Worker'), True))
+                    break
     if not only or 'run-policy/min-available' in only:
-        errors.extend(run_policy_at_most_total(obj, ('schedulingPolicy', 'minAvailable'), ('spec', 'pytorchReplicaSpecs'), 'spec', 'must be less than or equal to the total number of replicas'))
+        spec = obj.get('spec', MISSING)
+        if isinstance(spec, dict):
+            policy = spec
+            schedulingPolicy = policy.get('schedulingPolicy', MISSING)
+            number = as_int(schedulingPolicy.get('minAvailable')) if isinstance(schedulingPolicy, dict) else None
+            if number is not None:
+                pytorchReplicaSpecs = spec.get('pytorchReplicaSpecs', MISSING)
+                total = 0
+                if isinstance(pytorchReplicaSpecs, dict):
+                    for entry in pytorchReplicaSpecs.values():
+                        count = as_int(entry.get('replicas')) if isinstance(entry, dict) else None
+                        if count is not None and count > 0:
+                            total += count
+                if number > total:
+                    errors.append(invalid(('spec', 'schedulingPolicy', 'minAvailable'), number, 'must be less than or equal to the total number of replicas (' + str(total) + ')'))
     if not only or 'run-policy/queue-immutable' in only:
         errors.extend(run_policy_immutable(obj, old, ('schedulingPolicy', 'queue'), 'spec', 'field is immutable'))
     return errors
@@ -790,9 +973,29 @@ def validate_tfjob_replicamap_training_kubedl_io(
     """TFJob (replicamap.training.kubedl.io): the declared rules' errors, in declaration order (``only``: of these ids alone, for a family whose hand-written rules report around them)."""
     errors: list[FieldError] = []
     if not only or 'replicas/types' in only:
-        errors.extend(known_types(obj, ('spec', 'tfReplicaSpecs'), ('PS', 'Worker', 'Chief', 'Master', 'Evaluator'), True))
+        spec = obj.get('spec', MISSING)
+        tfReplicaSpecs = spec.get('tfReplicaSpecs', MISSING) if isinstance(spec, dict) else MISSING
+        if isinstance(tfReplicaSpecs, dict):
+            for key in tfReplicaSpecs:
+                if key not in ('PS', 'Worker', 'Chief', 'Master', 'Evaluator'):
+                    errors.extend(known_types(obj, ('spec', 'tfReplicaSpecs'), ('PS', 'Worker', 'Chief', 'Master', 'Evaluator'), True))
+                    break
     if not only or 'run-policy/min-available' in only:
-        errors.extend(run_policy_at_most_total(obj, ('schedulingPolicy', 'minAvailable'), ('spec', 'tfReplicaSpecs'), 'spec', 'must be less than or equal to the total number of replicas'))
+        spec = obj.get('spec', MISSING)
+        if isinstance(spec, dict):
+            policy = spec
+            schedulingPolicy = policy.get('schedulingPolicy', MISSING)
+            number = as_int(schedulingPolicy.get('minAvailable')) if isinstance(schedulingPolicy, dict) else None
+            if number is not None:
+                tfReplicaSpecs = spec.get('tfReplicaSpecs', MISSING)
+                total = 0
+                if isinstance(tfReplicaSpecs, dict):
+                    for entry in tfReplicaSpecs.values():
+                        count = as_int(entry.get('replicas')) if isinstance(entry, dict) else None
+                        if count is not None and count > 0:
+                            total += count
+                if number > total:
+                    errors.append(invalid(('spec', 'schedulingPolicy', 'minAvailable'), number, 'must be less than or equal to the total number of replicas (' + str(total) + ')'))
     if not only or 'run-policy/queue-immutable' in only:
         errors.extend(run_policy_immutable(obj, old, ('schedulingPolicy', 'queue'), 'spec', 'field is immutable'))
     return errors
@@ -851,9 +1054,29 @@ def validate_xdljob_replicamap_training_kubedl_io(
     """XDLJob (replicamap.training.kubedl.io): the declared rules' errors, in declaration order (``only``: of these ids alone, for a family whose hand-written rules report around them)."""
     errors: list[FieldError] = []
     if not only or 'replicas/types' in only:
-        errors.extend(known_types(obj, ('spec', 'xdlReplicaSpecs'), ('Worker', 'PS', 'Scheduler', 'ExtendRole'), True))
+        spec = obj.get('spec', MISSING)
+        xdlReplicaSpecs = spec.get('xdlReplicaSpecs', MISSING) if isinstance(spec, dict) else MISSING
+        if isinstance(xdlReplicaSpecs, dict):
+            for key in xdlReplicaSpecs:
+                if key not in ('Worker', 'PS', 'Scheduler', 'ExtendRole'):
+                    errors.extend(known_types(obj, ('spec', 'xdlReplicaSpecs'), ('Worker', 'PS', 'Scheduler', 'ExtendRole'), True))
+                    break
     if not only or 'run-policy/min-available' in only:
-        errors.extend(run_policy_at_most_total(obj, ('schedulingPolicy', 'minAvailable'), ('spec', 'xdlReplicaSpecs'), 'spec', 'must be less than or equal to the total number of replicas'))
+        spec = obj.get('spec', MISSING)
+        if isinstance(spec, dict):
+            policy = spec
+            schedulingPolicy = policy.get('schedulingPolicy', MISSING)
+            number = as_int(schedulingPolicy.get('minAvailable')) if isinstance(schedulingPolicy, dict) else None
+            if number is not None:
+                xdlReplicaSpecs = spec.get('xdlReplicaSpecs', MISSING)
+                total = 0
+                if isinstance(xdlReplicaSpecs, dict):
+                    for entry in xdlReplicaSpecs.values():
+                        count = as_int(entry.get('replicas')) if isinstance(entry, dict) else None
+                        if count is not None and count > 0:
+                            total += count
+                if number > total:
+                    errors.append(invalid(('spec', 'schedulingPolicy', 'minAvailable'), number, 'must be less than or equal to the total number of replicas (' + str(total) + ')'))
     if not only or 'run-policy/queue-immutable' in only:
         errors.extend(run_policy_immutable(obj, old, ('schedulingPolicy', 'queue'), 'spec', 'field is immutable'))
     return errors
@@ -912,9 +1135,29 @@ def validate_xgboostjob_replicamap_training_kubedl_io(
     """XGBoostJob (replicamap.training.kubedl.io): the declared rules' errors, in declaration order (``only``: of these ids alone, for a family whose hand-written rules report around them)."""
     errors: list[FieldError] = []
     if not only or 'replicas/types' in only:
-        errors.extend(known_types(obj, ('spec', 'xgbReplicaSpecs'), ('Master', 'Worker'), True))
+        spec = obj.get('spec', MISSING)
+        xgbReplicaSpecs = spec.get('xgbReplicaSpecs', MISSING) if isinstance(spec, dict) else MISSING
+        if isinstance(xgbReplicaSpecs, dict):
+            for key in xgbReplicaSpecs:
+                if key not in ('Master', 'Worker'):
+                    errors.extend(known_types(obj, ('spec', 'xgbReplicaSpecs'), ('Master', 'Worker'), True))
+                    break
     if not only or 'run-policy/min-available' in only:
-        errors.extend(run_policy_at_most_total(obj, ('schedulingPolicy', 'minAvailable'), ('spec', 'xgbReplicaSpecs'), 'spec', 'must be less than or equal to the total number of replicas'))
+        spec = obj.get('spec', MISSING)
+        if isinstance(spec, dict):
+            policy = spec
+            schedulingPolicy = policy.get('schedulingPolicy', MISSING)
+            number = as_int(schedulingPolicy.get('minAvailable')) if isinstance(schedulingPolicy, dict) else None
+            if number is not None:
+                xgbReplicaSpecs = spec.get('xgbReplicaSpecs', MISSING)
+                total = 0
+                if isinstance(xgbReplicaSpecs, dict):
+                    for entry in xgbReplicaSpecs.values():
+                        count = as_int(entry.get('replicas')) if isinstance(entry, dict) else None
+                        if count is not None and count > 0:
+                            total += count
+                if number > total:
+                    errors.append(invalid(('spec', 'schedulingPolicy', 'minAvailable'), number, 'must be less than or equal to the total number of replicas (' + str(total) + ')'))
     if not only or 'run-policy/queue-immutable' in only:
         errors.extend(run_policy_immutable(obj, old, ('schedulingPolicy', 'queue'), 'spec', 'field is immutable'))
     return errors
