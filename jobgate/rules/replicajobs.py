@@ -24,7 +24,7 @@ from jobgate.engine.findings import Findings
 from jobgate.engine.jsonpatch import NO_PATCH, PatchRecorder, escape_pointer_token
 from jobgate.engine.modelref import ModelRef
 from jobgate.engine.registry import GroupVersionKind
-from jobgate.rules.declared import default_type_spelling
+from jobgate.rules.declared import respelled_types
 from jobgate.rules.dicts import copied_dict
 from jobgate.rules.jobmeta import as_int, check_job_name, check_spec_schema
 from jobgate.rules.podtemplate import check_pod_template
@@ -321,11 +321,9 @@ class ReplicaJobKind:
         the stored job, which the generated defaults do not have)."""
         if not self.normalise_types:
             return dict(replicas)
-        path = ("spec", self.replicas_field)
-        respelled = default_type_spelling(
-            {"spec": {self.replicas_field: replicas}}, recorder, path, self._types, previous
-        )
-        return respelled["spec"][self.replicas_field]  # type: ignore[no-any-return]
+        old_spec = previous.get("spec") if previous is not None else None
+        old_map = old_spec.get(self.replicas_field) if isinstance(old_spec, dict) else None
+        return respelled_types(replicas, recorder, "/spec/" + self.replicas_field, self._types, old_map)
 
     # --- validation --------------------------------------------------------------------------
 
