@@ -122,6 +122,7 @@ class ReplicaJobKind:
     __slots__ = (
         "_canonical",
         "_generated",
+        "_kind_generated",
         "_missing_containers",
         "_required_container",
         "_roles",
@@ -208,8 +209,10 @@ class ReplicaJobKind:
         self._roles: dict[str, Role] = {r.name: r for r in roles}
         self._canonical: dict[str, str] = {r.name.casefold(): r.name for r in roles}
         self._types: tuple[str, ...] = tuple(r.name for r in roles)
-        # The kind's generated functions by prefix, found once (``_replica_map_function``).
+        # The kind's generated functions by prefix, found once: its replica map's (``_replica_map_function``)
+        # and its own (``_kind_function``).
         self._generated: dict[str, Any] = {}
+        self._kind_generated: dict[str, Any] = {}
         detail = required_container_detail or f"must have at least one container with name {container}"
         self._required_container: tuple[str, str] | None = (container, detail) if require_container else None
         self._missing_containers = missing_containers_detail
@@ -291,20 +294,22 @@ class ReplicaJobKind:
     def _replica_map_function(self, prefix: str) -> Any:
         """The generated ``default_value_``/``validate_`` function of the replica map's declarations,
         looked up on first use (the generated module may be written after the kind is made)."""
-        return self._generated_function(prefix, REPLICA_MAP_GROUP + self.gvk.group)
+        function = self._generated.get(prefix)
+        if function is None:
+            function = self._generated[prefix] = self._generated_function(prefix, REPLICA_MAP_GROUP + self.gvk.group)
+        return function
 
     def _kind_function(self, prefix: str) -> Any:
         """The generated ``default_``/``validate_`` function of the kind's own declarations (its group)."""
-        return self._generated_function(prefix, self.gvk.group)
+        function = self._kind_generated.get(prefix)
+        if function is None:
+            function = self._kind_generated[prefix] = self._generated_function(prefix, self.gvk.group)
+        return function
 
     def _generated_function(self, prefix: str, group: str) -> Any:
-        """``<prefix>_<kind>_<group>`` of jobgate/_generated/declared_rules.py (``function_name``), found once."""
-        key = prefix + " " + group
-        function = self._generated.get(key)
-        if function is None:
-            name = (self.kind + "_" + group).replace(".", "_").replace("-", "_").lower()
-            function = self._generated[key] = getattr(declared_rules, f"{prefix}_{name}")
-        return function
+        """``<prefix>_<kind>_<group>`` of jobgate/_generated/declared_rules.py (``function_name``)."""
+        name = (self.kind + "_" + group).replace(".", "_").replace("-", "_").lower()
+        return getattr(declared_rules, f"{prefix}_{name}")
 
     def declared_defaults(self, obj: dict[str, Any], recorder: PatchRecorder) -> dict[str, Any]:
         """The kind's declared defaults (``jobgate/_generated/declared_rules.py``); none here."""
