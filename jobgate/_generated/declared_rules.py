@@ -302,7 +302,31 @@ def default_value_jaxjob_replicamap_kubeflow_org(
         if value.get('restartPolicy') in (None, ''):
             recorder.set(value, 'restartPolicy', 'Never', pointer)
     if (not only or 'pod-template/framework-port' in only):
-        value = with_port(value, recorder, pointer, container='jax', port=('jaxjob-port', 6666), named=False)
+        template = value.get('template', MISSING)
+        spec = template.get('spec', MISSING) if isinstance(template, dict) else MISSING
+        containers = spec.get('containers', MISSING) if isinstance(spec, dict) else MISSING
+        if isinstance(containers, list) and containers:
+            target = -1
+            for index, given in enumerate(containers):
+                if isinstance(given, dict) and given.get('name') == 'jax':
+                    target = index
+                    break
+            if target < 0:
+                target = 0
+            item = containers[target] if target >= 0 else MISSING
+            ports = item.get('ports') if isinstance(item, dict) else MISSING
+            if ports is None or isinstance(ports, list):
+                for existing in ports or ():
+                    if isinstance(existing, dict) and existing.get('name') == 'jaxjob-port':
+                        break
+                else:
+                    template = value['template'] = dict(template)
+                    spec = template['spec'] = dict(spec)
+                    containers = spec['containers'] = list(containers)
+                    item = containers[target] = dict(item)
+                    port = {'name': 'jaxjob-port', 'containerPort': 6666}
+                    at = pointer + '/template/spec/containers/' + str(target)
+                    recorder.append(item, 'ports', port, at)
     return value
 
 
@@ -367,7 +391,31 @@ def default_value_mpijob_replicamap_kubeflow_org(
         if key in ('Launcher', 'Worker') and value.get('restartPolicy') in (None, ''):
             recorder.set(value, 'restartPolicy', 'Never', pointer)
     if (not only or 'pod-template/framework-port' in only) and key in ():
-        value = with_port(value, recorder, pointer, container='mpi', port=('mpi-port', 9999), named=False)
+        template = value.get('template', MISSING)
+        spec = template.get('spec', MISSING) if isinstance(template, dict) else MISSING
+        containers = spec.get('containers', MISSING) if isinstance(spec, dict) else MISSING
+        if isinstance(containers, list) and containers:
+            target = -1
+            for index, given in enumerate(containers):
+                if isinstance(given, dict) and given.get('name') == 'mpi':
+                    target = index
+                    break
+            if target < 0:
+                target = 0
+            item = containers[target] if target >= 0 else MISSING
+            ports = item.get('ports') if isinstance(item, dict) else MISSING
+            if ports is None or isinstance(ports, list):
+                for existing in ports or ():
+                    if isinstance(existing, dict) and existing.get('name') == 'mpi-port':
+                        break
+                else:
+                    template = value['template'] = dict(template)
+                    spec = template['spec'] = dict(spec)
+                    containers = spec['containers'] = list(containers)
+                    item = containers[target] = dict(item)
+                    port = {'name': 'mpi-port', 'containerPort': 9999}
+                    at = pointer + '/template/spec/containers/' + str(target)
+                    recorder.append(item, 'ports', port, at)
     return value
 
 
@@ -431,7 +479,31 @@ def default_value_paddlejob_replicamap_kubeflow_org(
         if value.get('restartPolicy') in (None, ''):
             recorder.set(value, 'restartPolicy', 'OnFailure', pointer)
     if (not only or 'pod-template/framework-port' in only):
-        value = with_port(value, recorder, pointer, container='paddle', port=('master', 36543), named=False)
+        template = value.get('template', MISSING)
+        spec = template.get('spec', MISSING) if isinstance(template, dict) else MISSING
+        containers = spec.get('containers', MISSING) if isinstance(spec, dict) else MISSING
+        if isinstance(containers, list) and containers:
+            target = -1
+            for index, given in enumerate(containers):
+                if isinstance(given, dict) and given.get('name') == 'paddle':
+                    target = index
+                    break
+            if target < 0:
+                target = 0
+            item = containers[target] if target >= 0 else MISSING
+            ports = item.get('ports') if isinstance(item, dict) else MISSING
+            if ports is None or isinstance(ports, list):
+                for existing in ports or ():
+                    if isinstance(existing, dict) and existing.get('name') == 'master':
+                        break
+                else:
+                    template = value['template'] = dict(template)
+                    spec = template['spec'] = dict(spec)
+                    containers = spec['containers'] = list(containers)
+                    item = containers[target] = dict(item)
+                    port = {'name': 'master', 'containerPort': 36543}
+                    at = pointer + '/template/spec/containers/' + str(target)
+                    recorder.append(item, 'ports', port, at)
     return value
 
 
@@ -495,7 +567,31 @@ def default_value_pytorchjob_replicamap_kubeflow_org(
         if value.get('restartPolicy') in (None, ''):
             recorder.set(value, 'restartPolicy', 'OnFailure', pointer)
     if (not only or 'pod-template/framework-port' in only):
-        value = with_port(value, recorder, pointer, container='pytorch', port=('pytorchjob-port', 23456), named=False)
+        template = value.get('template', MISSING)
+        spec = template.get('spec', MISSING) if isinstance(template, dict) else MISSING
+        containers = spec.get('containers', MISSING) if isinstance(spec, dict) else MISSING
+        if isinstance(containers, list) and containers:
+            target = -1
+            for index, given in enumerate(containers):
+                if isinstance(given, dict) and given.get('name') == 'pytorch':
+                    target = index
+                    break
+            if target < 0:
+                target = 0
+            item = containers[target] if target >= 0 else MISSING
+            ports = item.get('ports') if isinstance(item, dict) else MISSING
+            if ports is None or isinstance(ports, list):
+                for existing in ports or ():
+                    if isinstance(existing, dict) and existing.get('name') == 'pytorchjob-port':
+                        break
+                else:
+                    template = value['template'] = dict(template)
+                    spec = template['spec'] = dict(spec)
+                    containers = spec['containers'] = list(containers)
+                    item = containers[target] = dict(item)
+                    port = {'name': 'pytorchjob-port', 'containerPort': 23456}
+                    at = pointer + '/template/spec/containers/' + str(target)
+                    recorder.append(item, 'ports', port, at)
     return value
 
 
@@ -559,7 +655,31 @@ def default_value_tfjob_replicamap_kubeflow_org(
         if value.get('restartPolicy') in (None, ''):
             recorder.set(value, 'restartPolicy', 'Never', pointer)
     if (not only or 'pod-template/framework-port' in only):
-        value = with_port(value, recorder, pointer, container='tensorflow', port=('tfjob-port', 2222), named=False)
+        template = value.get('template', MISSING)
+        spec = template.get('spec', MISSING) if isinstance(template, dict) else MISSING
+        containers = spec.get('containers', MISSING) if isinstance(spec, dict) else MISSING
+        if isinstance(containers, list) and containers:
+            target = -1
+            for index, given in enumerate(containers):
+                if isinstance(given, dict) and given.get('name') == 'tensorflow':
+                    target = index
+                    break
+            if target < 0:
+                target = 0
+            item = containers[target] if target >= 0 else MISSING
+            ports = item.get('ports') if isinstance(item, dict) else MISSING
+            if ports is None or isinstance(ports, list):
+                for existing in ports or ():
+                    if isinstance(existing, dict) and existing.get('name') == 'tfjob-port':
+                        break
+                else:
+                    template = value['template'] = dict(template)
+                    spec = template['spec'] = dict(spec)
+                    containers = spec['containers'] = list(containers)
+                    item = containers[target] = dict(item)
+                    port = {'name': 'tfjob-port', 'containerPort': 2222}
+                    at = pointer + '/template/spec/containers/' + str(target)
+                    recorder.append(item, 'ports', port, at)
     return value
 
 
@@ -623,7 +743,31 @@ def default_value_xgboostjob_replicamap_kubeflow_org(
         if value.get('restartPolicy') in (None, ''):
             recorder.set(value, 'restartPolicy', 'Never', pointer)
     if (not only or 'pod-template/framework-port' in only):
-        value = with_port(value, recorder, pointer, container='xgboost', port=('xgboostjob-port', 9999), named=False)
+        template = value.get('template', MISSING)
+        spec = template.get('spec', MISSING) if isinstance(template, dict) else MISSING
+        containers = spec.get('containers', MISSING) if isinstance(spec, dict) else MISSING
+        if isinstance(containers, list) and containers:
+            target = -1
+            for index, given in enumerate(containers):
+                if isinstance(given, dict) and given.get('name') == 'xgboost':
+                    target = index
+                    break
+            if target < 0:
+                target = 0
+            item = containers[target] if target >= 0 else MISSING
+            ports = item.get('ports') if isinstance(item, dict) else MISSING
+            if ports is None or isinstance(ports, list):
+                for existing in ports or ():
+                    if isinstance(existing, dict) and existing.get('name') == 'xgboostjob-port':
+                        break
+                else:
+                    template = value['template'] = dict(template)
+                    spec = template['spec'] = dict(spec)
+                    containers = spec['containers'] = list(containers)
+                    item = containers[target] = dict(item)
+                    port = {'name': 'xgboostjob-port', 'containerPort': 9999}
+                    at = pointer + '/template/spec/containers/' + str(target)
+                    recorder.append(item, 'ports', port, at)
     return value
 
 
@@ -704,7 +848,31 @@ def default_value_mpijob_replicamap_training_kubedl_io(
                         item = containers[index] = dict(given)
                     recorder.set(item, 'terminationMessagePolicy', 'FallbackToLogsOnError', at + str(index))
     if (not only or 'pod-template/framework-port' in only) and key in ('Launcher', 'Worker'):
-        value = with_port(value, recorder, pointer, container='mpi', port=('mpi-port', 2222), named=False)
+        template = value.get('template', MISSING)
+        spec = template.get('spec', MISSING) if isinstance(template, dict) else MISSING
+        containers = spec.get('containers', MISSING) if isinstance(spec, dict) else MISSING
+        if isinstance(containers, list) and containers:
+            target = -1
+            for index, given in enumerate(containers):
+                if isinstance(given, dict) and given.get('name') == 'mpi':
+                    target = index
+                    break
+            if target < 0:
+                target = 0
+            item = containers[target] if target >= 0 else MISSING
+            ports = item.get('ports') if isinstance(item, dict) else MISSING
+            if ports is None or isinstance(ports, list):
+                for existing in ports or ():
+                    if isinstance(existing, dict) and existing.get('name') == 'mpi-port':
+                        break
+                else:
+                    template = value['template'] = dict(template)
+                    spec = template['spec'] = dict(spec)
+                    containers = spec['containers'] = list(containers)
+                    item = containers[target] = dict(item)
+                    port = {'name': 'mpi-port', 'containerPort': 2222}
+                    at = pointer + '/template/spec/containers/' + str(target)
+                    recorder.append(item, 'ports', port, at)
     return value
 
 
@@ -789,7 +957,31 @@ def default_value_marsjob_replicamap_training_kubedl_io(
                         item = containers[index] = dict(given)
                     recorder.set(item, 'terminationMessagePolicy', 'FallbackToLogsOnError', at + str(index))
     if (not only or 'pod-template/framework-port' in only) and key in ('Scheduler', 'Worker', 'WebService'):
-        value = with_port(value, recorder, pointer, container='mars', port=('mars-port', 11111), named=False)
+        template = value.get('template', MISSING)
+        spec = template.get('spec', MISSING) if isinstance(template, dict) else MISSING
+        containers = spec.get('containers', MISSING) if isinstance(spec, dict) else MISSING
+        if isinstance(containers, list) and containers:
+            target = -1
+            for index, given in enumerate(containers):
+                if isinstance(given, dict) and given.get('name') == 'mars':
+                    target = index
+                    break
+            if target < 0:
+                target = 0
+            item = containers[target] if target >= 0 else MISSING
+            ports = item.get('ports') if isinstance(item, dict) else MISSING
+            if ports is None or isinstance(ports, list):
+                for existing in ports or ():
+                    if isinstance(existing, dict) and existing.get('name') == 'mars-port':
+                        break
+                else:
+                    template = value['template'] = dict(template)
+                    spec = template['spec'] = dict(spec)
+                    containers = spec['containers'] = list(containers)
+                    item = containers[target] = dict(item)
+                    port = {'name': 'mars-port', 'containerPort': 11111}
+                    at = pointer + '/template/spec/containers/' + str(target)
+                    recorder.append(item, 'ports', port, at)
     return value
 
 
@@ -871,7 +1063,29 @@ def default_value_pytorchjob_replicamap_training_kubedl_io(
                         item = containers[index] = dict(given)
                     recorder.set(item, 'terminationMessagePolicy', 'FallbackToLogsOnError', at + str(index))
     if (not only or 'pod-template/framework-port' in only) and key in ('Master',):
-        value = with_port(value, recorder, pointer, container='pytorch', port=('pytorchjob-port', 23456), named=True)
+        template = value.get('template', MISSING)
+        spec = template.get('spec', MISSING) if isinstance(template, dict) else MISSING
+        containers = spec.get('containers', MISSING) if isinstance(spec, dict) else MISSING
+        if isinstance(containers, list) and containers:
+            target = -1
+            for index, given in enumerate(containers):
+                if isinstance(given, dict) and given.get('name') == 'pytorch':
+                    target = index
+                    break
+            item = containers[target] if target >= 0 else MISSING
+            ports = item.get('ports') if isinstance(item, dict) else MISSING
+            if ports is None or isinstance(ports, list):
+                for existing in ports or ():
+                    if isinstance(existing, dict) and existing.get('name') == 'pytorchjob-port':
+                        break
+                else:
+                    template = value['template'] = dict(template)
+                    spec = template['spec'] = dict(spec)
+                    containers = spec['containers'] = list(containers)
+                    item = containers[target] = dict(item)
+                    port = {'name': 'pytorchjob-port', 'containerPort': 23456}
+                    at = pointer + '/template/spec/containers/' + str(target)
+                    recorder.append(item, 'ports', port, at)
     return value
 
 
@@ -952,7 +1166,31 @@ def default_value_tfjob_replicamap_training_kubedl_io(
                         item = containers[index] = dict(given)
                     recorder.set(item, 'terminationMessagePolicy', 'FallbackToLogsOnError', at + str(index))
     if (not only or 'pod-template/framework-port' in only) and key in ('PS', 'Worker', 'Chief', 'Master', 'Evaluator'):
-        value = with_port(value, recorder, pointer, container='tensorflow', port=('tfjob-port', 2222), named=False)
+        template = value.get('template', MISSING)
+        spec = template.get('spec', MISSING) if isinstance(template, dict) else MISSING
+        containers = spec.get('containers', MISSING) if isinstance(spec, dict) else MISSING
+        if isinstance(containers, list) and containers:
+            target = -1
+            for index, given in enumerate(containers):
+                if isinstance(given, dict) and given.get('name') == 'tensorflow':
+                    target = index
+                    break
+            if target < 0:
+                target = 0
+            item = containers[target] if target >= 0 else MISSING
+            ports = item.get('ports') if isinstance(item, dict) else MISSING
+            if ports is None or isinstance(ports, list):
+                for existing in ports or ():
+                    if isinstance(existing, dict) and existing.get('name') == 'tfjob-port':
+                        break
+                else:
+                    template = value['template'] = dict(template)
+                    spec = template['spec'] = dict(spec)
+                    containers = spec['containers'] = list(containers)
+                    item = containers[target] = dict(item)
+                    port = {'name': 'tfjob-port', 'containerPort': 2222}
+                    at = pointer + '/template/spec/containers/' + str(target)
+                    recorder.append(item, 'ports', port, at)
     return value
 
 
@@ -1033,7 +1271,31 @@ def default_value_xdljob_replicamap_training_kubedl_io(
                         item = containers[index] = dict(given)
                     recorder.set(item, 'terminationMessagePolicy', 'FallbackToLogsOnError', at + str(index))
     if (not only or 'pod-template/framework-port' in only) and key in ('Worker', 'PS', 'Scheduler', 'ExtendRole'):
-        value = with_port(value, recorder, pointer, container='xdl', port=('xdljob-port', 2222), named=False)
+        template = value.get('template', MISSING)
+        spec = template.get('spec', MISSING) if isinstance(template, dict) else MISSING
+        containers = spec.get('containers', MISSING) if isinstance(spec, dict) else MISSING
+        if isinstance(containers, list) and containers:
+            target = -1
+            for index, given in enumerate(containers):
+                if isinstance(given, dict) and given.get('name') == 'xdl':
+                    target = index
+                    break
+            if target < 0:
+                target = 0
+            item = containers[target] if target >= 0 else MISSING
+            ports = item.get('ports') if isinstance(item, dict) else MISSING
+            if ports is None or isinstance(ports, list):
+                for existing in ports or ():
+                    if isinstance(existing, dict) and existing.get('name') == 'xdljob-port':
+                        break
+                else:
+                    template = value['template'] = dict(template)
+                    spec = template['spec'] = dict(spec)
+                    containers = spec['containers'] = list(containers)
+                    item = containers[target] = dict(item)
+                    port = {'name': 'xdljob-port', 'containerPort': 2222}
+                    at = pointer + '/template/spec/containers/' + str(target)
+                    recorder.append(item, 'ports', port, at)
     return value
 
 
@@ -1114,7 +1376,31 @@ def default_value_xgboostjob_replicamap_training_kubedl_io(
                         item = containers[index] = dict(given)
                     recorder.set(item, 'terminationMessagePolicy', 'FallbackToLogsOnError', at + str(index))
     if (not only or 'pod-template/framework-port' in only) and key in ('Master', 'Worker'):
-        value = with_port(value, recorder, pointer, container='xgboostjob', port=('xgboostjob-port', 9999), named=False)
+        template = value.get('template', MISSING)
+        spec = template.get('spec', MISSING) if isinstance(template, dict) else MISSING
+        containers = spec.get('containers', MISSING) if isinstance(spec, dict) else MISSING
+        if isinstance(containers, list) and containers:
+            target = -1
+            for index, given in enumerate(containers):
+                if isinstance(given, dict) and given.get('name') == 'xgboostjob':
+                    target = index
+                    break
+            if target < 0:
+                target = 0
+            item = containers[target] if target >= 0 else MISSING
+            ports = item.get('ports') if isinstance(item, dict) else MISSING
+            if ports is None or isinstance(ports, list):
+                for existing in ports or ():
+                    if isinstance(existing, dict) and existing.get('name') == 'xgboostjob-port':
+                        break
+                else:
+                    template = value['template'] = dict(template)
+                    spec = template['spec'] = dict(spec)
+                    containers = spec['containers'] = list(containers)
+                    item = containers[target] = dict(item)
+                    port = {'name': 'xgboostjob-port', 'containerPort': 9999}
+                    at = pointer + '/template/spec/containers/' + str(target)
+                    recorder.append(item, 'ports', port, at)
     return value
 
 

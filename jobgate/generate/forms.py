@@ -653,11 +653,7 @@ class Declarations:
                 if d.others:
                     without = tuple(k for k in d.known if k not in d.roles)
                     role = f" and key not in {without!r}" if without else ""
-                lines += [
-                    f"    if (not only or {d.id!r} in only){role}:",
-                    f"        value = with_port(value, recorder, pointer, container={d.container!r}, "
-                    f"port={(d.port_name, d.port)!r}, named={d.requires_named!r})",
-                ]
+                lines += [f"    if (not only or {d.id!r} in only){role}:", *_port_lines(d)]
             elif isinstance(d, DefaultItemField) and d.list not in done:
                 done.add(d.list)
                 group = [o for o in self.declared if isinstance(o, DefaultItemField) and o.list == d.list]
@@ -2826,6 +2822,43 @@ def _unset(current: str, default: Scalar | list[Scalar] | dict[str, Scalar], emp
     if isinstance(default, int) and not isinstance(default, bool):
         return f"({current} is None or as_int({current}) == 0)"
     return f"{current} in (None, '')"
+
+
+def _port_lines(d: DefaultTemplatePort) -> list[str]:
+    """The Python ``DefaultTemplatePort`` of one value of the map, written out (``with_port``'s reading):
+    the port on the container named ``container`` (with ``requires_named``: only there; else the
+    first container) unless a port of its name is there, the objects on the way copied into ``value``
+    (a copy the caller owns) only then."""
+    lines = [
+        "        template = value.get('template', MISSING)",
+        "        spec = template.get('spec', MISSING) if isinstance(template, dict) else MISSING",
+        "        containers = spec.get('containers', MISSING) if isinstance(spec, dict) else MISSING",
+        "        if isinstance(containers, list) and containers:",
+        "            target = -1",
+        "            for index, given in enumerate(containers):",
+        f"                if isinstance(given, dict) and given.get('name') == {d.container!r}:",
+        "                    target = index",
+        "                    break",
+    ]
+    if not d.requires_named:
+        lines += ["            if target < 0:", "                target = 0"]
+    return [
+        *lines,
+        "            item = containers[target] if target >= 0 else MISSING",
+        "            ports = item.get('ports') if isinstance(item, dict) else MISSING",
+        "            if ports is None or isinstance(ports, list):",
+        "                for existing in ports or ():",
+        f"                    if isinstance(existing, dict) and existing.get('name') == {d.port_name!r}:",
+        "                        break",
+        "                else:",
+        "                    template = value['template'] = dict(template)",
+        "                    spec = template['spec'] = dict(spec)",
+        "                    containers = spec['containers'] = list(containers)",
+        "                    item = containers[target] = dict(item)",
+        f"                    port = {{'name': {d.port_name!r}, 'containerPort': {d.port!r}}}",
+        "                    at = pointer + '/template/spec/containers/' + str(target)",
+        "                    recorder.append(item, 'ports', port, at)",
+    ]
 
 
 def _value_list_lines(group: Sequence[DefaultItemField]) -> list[str]:
