@@ -302,7 +302,31 @@ def default_value_jaxjob_replicamap_kubeflow_org(
         if value.get('restartPolicy') in (None, ''):
             recorder.set(value, 'restartPolicy', 'Never', pointer)
     if (not only or 'pod-template/framework-port' in only):
-        value = with_port(value, recorder, pointer, container='jax', port=('jaxjob-port', 6666), named=False)
+        template = value.get('template', MISSING)
+        spec = template.get('spec', MISSING) if isinstance(template, dict) else MISSING
+        containers = spec.get('containers', MISSING) if isinstance(spec, dict) else MISSING
+        if isinstance(containers, list) and containers:
+            target = -1
+            for index, given in enumerate(containers):
+                if isinstance(given, dict) and given.get('name') == 'jax':
+                    target = index
+                    break
+            if target < 0:
+                target = 0
+            item = containers[target] if target >= 0 else MISSING
+            ports = item.get('ports') if isinstance(item, dict) else MISSING
+            if ports is None or isinstance(ports, list):
+                for existing in ports or ():
+                    if isinstance(existing, dict) and existing.get('name') == 'jaxjob-port':
+                        break
+                else:
+                    template = value['template'] = dict(template)
+                    spec = template['spec'] = dict(spec)
+                    containers = spec['containers'] = list(containers)
+                    item = containers[target] = dict(item)
+                    port = {'name': 'jaxjob-port', 'containerPort': 6666}
+                    at = pointer + '/template/spec/containers/' + str(target)
+                    recorder.append(item, 'ports', port, at)
     return value
 
 
@@ -323,9 +347,29 @@ def validate_jaxjob_replicamap_kubeflow_org(
     """JAXJob (replicamap.kubeflow.org): the declared rules' errors, in declaration order (``only``: of these ids alone, for a family whose hand-written rules report around them)."""
     errors: list[FieldError] = []
     if not only or 'replicas/types' in only:
-        errors.extend(known_types(obj, ('spec', 'jaxReplicaSpecs'), ('Worker',), True))
+        spec = obj.get('spec', MISSING)
+        jaxReplicaSpecs = spec.get('jaxReplicaSpecs', MISSING) if isinstance(spec, dict) else MISSING
+        if isinstance(jaxReplicaSpecs, dict):
+            for key in jaxReplicaSpecs:
+                if key not in ('Worker',):
+                    errors.extend(known_types(obj, ('spec', 'jaxReplicaSpecs'), ('Worker',), True))
+                    break
     if not only or 'run-policy/min-available' in only:
-        errors.extend(run_policy_at_most_total(obj, ('schedulingPolicy', 'minAvailable'), ('spec', 'jaxReplicaSpecs'), 'runPolicy', 'must be less than or equal to the total number of replicas'))
+        spec = obj.get('spec', MISSING)
+        if isinstance(spec, dict):
+            policy = spec.get('runPolicy', MISSING)
+            schedulingPolicy = policy.get('schedulingPolicy', MISSING) if isinstance(policy, dict) else MISSING
+            number = as_int(schedulingPolicy.get('minAvailable')) if isinstance(schedulingPolicy, dict) else None
+            if number is not None:
+                jaxReplicaSpecs = spec.get('jaxReplicaSpecs', MISSING)
+                total = 0
+                if isinstance(jaxReplicaSpecs, dict):
+                    for entry in jaxReplicaSpecs.values():
+                        count = as_int(entry.get('replicas')) if isinstance(entry, dict) else None
+                        if count is not None and count > 0:
+                            total += count
+                if number > total:
+                    errors.append(invalid(('spec', 'runPolicy', 'schedulingPolicy', 'minAvailable'), number, 'must be less than or equal to the total number of replicas (' + str(total) + ')'))
     if not only or 'run-policy/queue-immutable' in only:
         errors.extend(run_policy_immutable(obj, old, ('schedulingPolicy', 'queue'), 'spec', 'field is immutable'))
     return errors
@@ -347,7 +391,31 @@ def default_value_mpijob_replicamap_kubeflow_org(
         if key in ('Launcher', 'Worker') and value.get('restartPolicy') in (None, ''):
             recorder.set(value, 'restartPolicy', 'Never', pointer)
     if (not only or 'pod-template/framework-port' in only) and key in ():
-        value = with_port(value, recorder, pointer, container='mpi', port=('mpi-port', 9999), named=False)
+        template = value.get('template', MISSING)
+        spec = template.get('spec', MISSING) if isinstance(template, dict) else MISSING
+        containers = spec.get('containers', MISSING) if isinstance(spec, dict) else MISSING
+        if isinstance(containers, list) and containers:
+            target = -1
+            for index, given in enumerate(containers):
+                if isinstance(given, dict) and given.get('name') == 'mpi':
+                    target = index
+                    break
+            if target < 0:
+                target = 0
+            item = containers[target] if target >= 0 else MISSING
+            ports = item.get('ports') if isinstance(item, dict) else MISSING
+            if ports is None or isinstance(ports, list):
+                for existing in ports or ():
+                    if isinstance(existing, dict) and existing.get('name') == 'mpi-port':
+                        break
+                else:
+                    template = value['template'] = dict(template)
+                    spec = template['spec'] = dict(spec)
+                    containers = spec['containers'] = list(containers)
+                    item = containers[target] = dict(item)
+                    port = {'name': 'mpi-port', 'containerPort': 9999}
+                    at = pointer + '/template/spec/containers/' + str(target)
+                    recorder.append(item, 'ports', port, at)
     return value
 
 
@@ -368,9 +436,29 @@ def validate_mpijob_replicamap_kubeflow_org(
     """MPIJob (replicamap.kubeflow.org): the declared rules' errors, in declaration order (``only``: of these ids alone, for a family whose hand-written rules report around them)."""
     errors: list[FieldError] = []
     if not only or 'replicas/types' in only:
-        errors.extend(known_types(obj, ('spec', 'mpiReplicaSpecs'), ('Launcher', 'Worker'), False))
+        spec = obj.get('spec', MISSING)
+        mpiReplicaSpecs = spec.get('mpiReplicaSpecs', MISSING) if isinstance(spec, dict) else MISSING
+        if isinstance(mpiReplicaSpecs, dict):
+            for key in mpiReplicaSpecs:
+                if key not in ('Launcher', 'Worker'):
+                    errors.extend(known_types(obj, ('spec', 'mpiReplicaSpecs'), ('Launcher', 'Worker'), False))
+                    break
     if not only or 'run-policy/min-available' in only:
-        errors.extend(run_policy_at_most_total(obj, ('schedulingPolicy', 'minAvailable'), ('spec', 'mpiReplicaSpecs'), 'runPolicy', 'must be less than or equal to the total number of replicas'))
+        spec = obj.get('spec', MISSING)
+        if isinstance(spec, dict):
+            policy = spec.get('runPolicy', MISSING)
+            schedulingPolicy = policy.get('schedulingPolicy', MISSING) if isinstance(policy, dict) else MISSING
+            number = as_int(schedulingPolicy.get('minAvailable')) if isinstance(schedulingPolicy, dict) else None
+            if number is not None:
+                mpiReplicaSpecs = spec.get('mpiReplicaSpecs', MISSING)
+                total = 0
+                if isinstance(mpiReplicaSpecs, dict):
+                    for entry in mpiReplicaSpecs.values():
+                        count = as_int(entry.get('replicas')) if isinstance(entry, dict) else None
+                        if count is not None and count > 0:
+                            total += count
+                if number > total:
+                    errors.append(invalid(('spec', 'runPolicy', 'schedulingPolicy', 'minAvailable'), number, 'must be less than or equal to the total number of replicas (' + str(total) + ')'))
     if not only or 'run-policy/queue-immutable' in only:
         errors.extend(run_policy_immutable(obj, old, ('schedulingPolicy', 'queue'), 'spec', 'field is immutable'))
     return errors
@@ -391,7 +479,31 @@ def default_value_paddlejob_replicamap_kubeflow_org(
         if value.get('restartPolicy') in (None, ''):
             recorder.set(value, 'restartPolicy', 'OnFailure', pointer)
     if (not only or 'pod-template/framework-port' in only):
-        value = with_port(value, recorder, pointer, container='paddle', port=('master', 36543), named=False)
+        template = value.get('template', MISSING)
+        spec = template.get('spec', MISSING) if isinstance(template, dict) else MISSING
+        containers = spec.get('containers', MISSING) if isinstance(spec, dict) else MISSING
+        if isinstance(containers, list) and containers:
+            target = -1
+            for index, given in enumerate(containers):
+                if isinstance(given, dict) and given.get('name') == 'paddle':
+                    target = index
+                    break
+            if target < 0:
+                target = 0
+            item = containers[target] if target >= 0 else MISSING
+            ports = item.get('ports') if isinstance(item, dict) else MISSING
+            if ports is None or isinstance(ports, list):
+                for existing in ports or ():
+                    if isinstance(existing, dict) and existing.get('name') == 'master':
+                        break
+                else:
+                    template = value['template'] = dict(template)
+                    spec = template['spec'] = dict(spec)
+                    containers = spec['containers'] = list(containers)
+                    item = containers[target] = dict(item)
+                    port = {'name': 'master', 'containerPort': 36543}
+                    at = pointer + '/template/spec/containers/' + str(target)
+                    recorder.append(item, 'ports', port, at)
     return value
 
 
@@ -412,9 +524,29 @@ def validate_paddlejob_replicamap_kubeflow_org(
     """PaddleJob (replicamap.kubeflow.org): the declared rules' errors, in declaration order (``only``: of these ids alone, for a family whose hand-written rules report around them)."""
     errors: list[FieldError] = []
     if not only or 'replicas/types' in only:
-        errors.extend(known_types(obj, ('spec', 'paddleReplicaSpecs'), ('Master', 'Worker'), True))
+        spec = obj.get('spec', MISSING)
+        paddleReplicaSpecs = spec.get('paddleReplicaSpecs', MISSING) if isinstance(spec, dict) else MISSING
+        if isinstance(paddleReplicaSpecs, dict):
+            for key in paddleReplicaSpecs:
+                if key not in ('Master', 'Worker'):
+                    errors.extend(known_types(obj, ('spec', 'paddleReplicaSpecs'), ('Master', 'Worker'), True))
+                    break
     if not only or 'run-policy/min-available' in only:
-        errors.extend(run_policy_at_most_total(obj, ('schedulingPolicy', 'minAvailable'), ('spec', 'paddleReplicaSpecs'), 'runPolicy', 'must be less than or equal to the total number of replicas'))
+        spec = obj.get('spec', MISSING)
+        if isinstance(spec, dict):
+            policy = spec.get('runPolicy', MISSING)
+            schedulingPolicy = policy.get('schedulingPolicy', MISSING) if isinstance(policy, dict) else MISSING
+            number = as_int(schedulingPolicy.get('minAvailable')) if isinstance(schedulingPolicy, dict) else None
+            if number is not None:
+                paddleReplicaSpecs = spec.get('paddleReplicaSpecs', MISSING)
+                total = 0
+                if isinstance(paddleReplicaSpecs, dict):
+                    for entry in paddleReplicaSpecs.values():
+                        count = as_int(entry.get('replicas')) if isinstance(entry, dict) else None
+                        if count is not None and count > 0:
+                            total += count
+                if number > total:
+                    errors.append(invalid(('spec', 'runPolicy', 'schedulingPolicy', 'minAvailable'), number, 'must be less than or equal to the total number of replicas (' + str(total) + ')'))
     if not only or 'run-policy/queue-immutable' in only:
         errors.extend(run_policy_immutable(obj, old, ('schedulingPolicy', 'queue'), 'spec', 'field is immutable'))
     return errors
@@ -435,7 +567,31 @@ def default_value_pytorchjob_replicamap_kubeflow_org(
         if value.get('restartPolicy') in (None, ''):
             recorder.set(value, 'restartPolicy', 'OnFailure', pointer)
     if (not only or 'pod-template/framework-port' in only):
-        value = with_port(value, recorder, pointer, container='pytorch', port=('pytorchjob-port', 23456), named=False)
+        template = value.get('template', MISSING)
+        spec = template.get('spec', MISSING) if isinstance(template, dict) else MISSING
+        containers = spec.get('containers', MISSING) if isinstance(spec, dict) else MISSING
+        if isinstance(containers, list) and containers:
+            target = -1
+            for index, given in enumerate(containers):
+                if isinstance(given, dict) and given.get('name') == 'pytorch':
+                    target = index
+                    break
+            if target < 0:
+                target = 0
+            item = containers[target] if target >= 0 else MISSING
+            ports = item.get('ports') if isinstance(item, dict) else MISSING
+            if ports is None or isinstance(ports, list):
+                for existing in ports or ():
+                    if isinstance(existing, dict) and existing.get('name') == 'pytorchjob-port':
+                        break
+                else:
+                    template = value['template'] = dict(template)
+                    spec = template['spec'] = dict(spec)
+                    containers = spec['containers'] = list(containers)
+                    item = containers[target] = dict(item)
+                    port = {'name': 'pytorchjob-port', 'containerPort': 23456}
+                    at = pointer + '/template/spec/containers/' + str(target)
+                    recorder.append(item, 'ports', port, at)
     return value
 
 
@@ -456,9 +612,29 @@ def validate_pytorchjob_replicamap_kubeflow_org(
     """PyTorchJob (replicamap.kubeflow.org): the declared rules' errors, in declaration order (``only``: of these ids alone, for a family whose hand-written rules report around them)."""
     errors: list[FieldError] = []
     if not only or 'replicas/types' in only:
-        errors.extend(known_types(obj, ('spec', 'pytorchReplicaSpecs'), ('Master', 'Worker'), True))
+        spec = obj.get('spec', MISSING)
+        pytorchReplicaSpecs = spec.get('pytorchReplicaSpecs', MISSING) if isinstance(spec, dict) else MISSING
+        if isinstance(pytorchReplicaSpecs, dict):
+            for key in pytorchReplicaSpecs:
+                if key not in ('Master', 'Worker'):
+                    errors.extend(known_types(obj, ('spec', 'pytorchReplicaSpecs'), ('Master', 'Worker'), True))
+                    break
     if not only or 'run-policy/min-available' in only:
-        errors.extend(run_policy_at_most_total(obj, ('schedulingPolicy', 'minAvailable'), ('spec', 'pytorchReplicaSpecs'), 'runPolicy', 'must be less than or equal to the total number of replicas'))
+        spec = obj.get('spec', MISSING)
+        if isinstance(spec, dict):
+            policy = spec.get('runPolicy', MISSING)
+            schedulingPolicy = policy.get('schedulingPolicy', MISSING) if isinstance(policy, dict) else MISSING
+            number = as_int(schedulingPolicy.get('minAvailable')) if isinstance(schedulingPolicy, dict) else None
+            if number is not None:
+                pytorchReplicaSpecs = spec.get('pytorchReplicaSpecs', MISSING)
+                total = 0
+                if isinstance(pytorchReplicaSpecs, dict):
+                    for entry in pytorchReplicaSpecs.values():
+                        count = as_int(entry.get('replicas')) if isinstance(entry, dict) else None
+                        if count is not None and count > 0:
+                            total += count
+                if number > total:
+                    errors.append(invalid(('spec', 'runPolicy', 'schedulingPolicy', 'minAvailable'), number, 'must be less than or equal to the total number of replicas (' + str(total) + ')'))
     if not only or 'run-policy/queue-immutable' in only:
         errors.extend(run_policy_immutable(obj, old, ('schedulingPolicy', 'queue'), 'spec', 'field is immutable'))
     return errors
@@ -479,7 +655,31 @@ def default_value_tfjob_replicamap_kubeflow_org(
         if value.get('restartPolicy') in (None, ''):
             recorder.set(value, 'restartPolicy', 'Never', pointer)
     if (not only or 'pod-template/framework-port' in only):
-        value = with_port(value, recorder, pointer, container='tensorflow', port=('tfjob-port', 2222), named=False)
+        template = value.get('template', MISSING)
+        spec = template.get('spec', MISSING) if isinstance(template, dict) else MISSING
+        containers = spec.get('containers', MISSING) if isinstance(spec, dict) else MISSING
+        if isinstance(containers, list) and containers:
+            target = -1
+            for index, given in enumerate(containers):
+                if isinstance(given, dict) and given.get('name') == 'tensorflow':
+                    target = index
+                    break
+            if target < 0:
+                target = 0
+            item = containers[target] if target >= 0 else MISSING
+            ports = item.get('ports') if isinstance(item, dict) else MISSING
+            if ports is None or isinstance(ports, list):
+                for existing in ports or ():
+                    if isinstance(existing, dict) and existing.get('name') == 'tfjob-port':
+                        break
+                else:
+                    template = value['template'] = dict(template)
+                    spec = template['spec'] = dict(spec)
+                    containers = spec['containers'] = list(containers)
+                    item = containers[target] = dict(item)
+                    port = {'name': 'tfjob-port', 'containerPort': 2222}
+                    at = pointer + '/template/spec/containers/' + str(target)
+                    recorder.append(item, 'ports', port, at)
     return value
 
 
@@ -500,9 +700,29 @@ def validate_tfjob_replicamap_kubeflow_org(
     """TFJob (replicamap.kubeflow.org): the declared rules' errors, in declaration order (``only``: of these ids alone, for a family whose hand-written rules report around them)."""
     errors: list[FieldError] = []
     if not only or 'replicas/types' in only:
-        errors.extend(known_types(obj, ('spec', 'tfReplicaSpecs'), ('PS', 'Worker', 'Chief', 'Master', 'Evaluator'), True))
+        spec = obj.get('spec', MISSING)
+        tfReplicaSpecs = spec.get('tfReplicaSpecs', MISSING) if isinstance(spec, dict) else MISSING
+        if isinstance(tfReplicaSpecs, dict):
+            for key in tfReplicaSpecs:
+                if key not in ('PS', 'Worker', 'Chief', 'Master', 'Evaluator'):
+                    errors.extend(known_types(obj, ('spec', 'tfReplicaSpecs'), ('PS', 'Worker', 'Chief', 'Master', 'Evaluator'), True))
+                    break
     if not only or 'run-policy/min-available' in only:
-        errors.extend(run_policy_at_most_total(obj, ('schedulingPolicy', 'minAvailable'), ('spec', 'tfReplicaSpecs'), 'runPolicy', 'must be less than or equal to the total number of replicas'))
+        spec = obj.get('spec', MISSING)
+        if isinstance(spec, dict):
+            policy = spec.get('runPolicy', MISSING)
+            schedulingPolicy = policy.get('schedulingPolicy', MISSING) if isinstance(policy, dict) else MISSING
+            number = as_int(schedulingPolicy.get('minAvailable')) if isinstance(schedulingPolicy, dict) else None
+            if number is not None:
+                tfReplicaSpecs = spec.get('tfReplicaSpecs', MISSING)
+                total = 0
+                if isinstance(tfReplicaSpecs, dict):
+                    for entry in tfReplicaSpecs.values():
+                        count = as_int(entry.get('replicas')) if isinstance(entry, dict) else None
+                        if count is not None and count > 0:
+                            total += count
+                if number > total:
+                    errors.append(invalid(('spec', 'runPolicy', 'schedulingPolicy', 'minAvailable'), number, 'must be less than or equal to the total number of replicas (' + str(total) + ')'))
     if not only or 'run-policy/queue-immutable' in only:
         errors.extend(run_policy_immutable(obj, old, ('schedulingPolicy', 'queue'), 'spec', 'field is immutable'))
     return errors
@@ -523,7 +743,31 @@ def default_value_xgboostjob_replicamap_kubeflow_org(
         if value.get('restartPolicy') in (None, ''):
             recorder.set(value, 'restartPolicy', 'Never', pointer)
     if (not only or 'pod-template/framework-port' in only):
-        value = with_port(value, recorder, pointer, container='xgboost', port=('xgboostjob-port', 9999), named=False)
+        template = value.get('template', MISSING)
+        spec = template.get('spec', MISSING) if isinstance(template, dict) else MISSING
+        containers = spec.get('containers', MISSING) if isinstance(spec, dict) else MISSING
+        if isinstance(containers, list) and containers:
+            target = -1
+            for index, given in enumerate(containers):
+                if isinstance(given, dict) and given.get('name') == 'xgboost':
+                    target = index
+                    break
+            if target < 0:
+                target = 0
+            item = containers[target] if target >= 0 else MISSING
+            ports = item.get('ports') if isinstance(item, dict) else MISSING
+            if ports is None or isinstance(ports, list):
+                for existing in ports or ():
+                    if isinstance(existing, dict) and existing.get('name') == 'xgboostjob-port':
+                        break
+                else:
+                    template = value['template'] = dict(template)
+                    spec = template['spec'] = dict(spec)
+                    containers = spec['containers'] = list(containers)
+                    item = containers[target] = dict(item)
+                    port = {'name': 'xgboostjob-port', 'containerPort': 9999}
+                    at = pointer + '/template/spec/containers/' + str(target)
+                    recorder.append(item, 'ports', port, at)
     return value
 
 
@@ -544,9 +788,29 @@ def validate_xgboostjob_replicamap_kubeflow_org(
     """XGBoostJob (replicamap.kubeflow.org): the declared rules' errors, in declaration order (``only``: of these ids alone, for a family whose hand-written rules report around them)."""
     errors: list[FieldError] = []
     if not only or 'replicas/types' in only:
-        errors.extend(known_types(obj, ('spec', 'xgbReplicaSpecs'), ('Master', 'Worker'), True))
+        spec = obj.get('spec', MISSING)
+        xgbReplicaSpecs = spec.get('xgbReplicaSpecs', MISSING) if isinstance(spec, dict) else MISSING
+        if isinstance(xgbReplicaSpecs, dict):
+            for key in xgbReplicaSpecs:
+                if key not in ('Master', 'Worker'):
+                    errors.extend(known_types(obj, ('spec', 'xgbReplicaSpecs'), ('Master', 'Worker'), True))
+                    break
     if not only or 'run-policy/min-available' in only:
-        errors.extend(run_policy_at_most_total(obj, ('schedulingPolicy', 'minAvailable'), ('spec', 'xgbReplicaSpecs'), 'runPolicy', 'must be less than or equal to the total number of replicas'))
+        spec = obj.get('spec', MISSING)
+        if isinstance(spec, dict):
+            policy = spec.get('runPolicy', MISSING)
+            schedulingPolicy = policy.get('schedulingPolicy', MISSING) if isinstance(policy, dict) else MISSING
+            number = as_int(schedulingPolicy.get('minAvailable')) if isinstance(schedulingPolicy, dict) else None
+            if number is not None:
+                xgbReplicaSpecs = spec.get('xgbReplicaSpecs', MISSING)
+                total = 0
+                if isinstance(xgbReplicaSpecs, dict):
+                    for entry in xgbReplicaSpecs.values():
+                        count = as_int(entry.get('replicas')) if isinstance(entry, dict) else None
+                        if count is not None and count > 0:
+                            total += count
+                if number > total:
+                    errors.append(invalid(('spec', 'runPolicy', 'schedulingPolicy', 'minAvailable'), number, 'must be less than or equal to the total number of replicas (' + str(total) + ')'))
     if not only or 'run-policy/queue-immutable' in only:
         errors.extend(run_policy_immutable(obj, old, ('schedulingPolicy', 'queue'), 'spec', 'field is immutable'))
     return errors
@@ -584,7 +848,31 @@ def default_value_mpijob_replicamap_training_kubedl_io(
                         item = containers[index] = dict(given)
                     recorder.set(item, 'terminationMessagePolicy', 'FallbackToLogsOnError', at + str(index))
     if (not only or 'pod-template/framework-port' in only) and key in ('Launcher', 'Worker'):
-        value = with_port(value, recorder, pointer, container='mpi', port=('mpi-port', 2222), named=False)
+        template = value.get('template', MISSING)
+        spec = template.get('spec', MISSING) if isinstance(template, dict) else MISSING
+        containers = spec.get('containers', MISSING) if isinstance(spec, dict) else MISSING
+        if isinstance(containers, list) and containers:
+            target = -1
+            for index, given in enumerate(containers):
+                if isinstance(given, dict) and given.get('name') == 'mpi':
+                    target = index
+                    break
+            if target < 0:
+                target = 0
+            item = containers[target] if target >= 0 else MISSING
+            ports = item.get('ports') if isinstance(item, dict) else MISSING
+            if ports is None or isinstance(ports, list):
+                for existing in ports or ():
+                    if isinstance(existing, dict) and existing.get('name') == 'mpi-port':
+                        break
+                else:
+                    template = value['template'] = dict(template)
+                    spec = template['spec'] = dict(spec)
+                    containers = spec['containers'] = list(containers)
+                    item = containers[target] = dict(item)
+                    port = {'name': 'mpi-port', 'containerPort': 2222}
+                    at = pointer + '/template/spec/containers/' + str(target)
+                    recorder.append(item, 'ports', port, at)
     return value
 
 
@@ -605,9 +893,32 @@ def validate_mpijob_replicamap_training_kubedl_io(
     """MPIJob (replicamap.training.kubedl.io): the declared rules' errors, in declaration order (``only``: of these ids alone, for a family whose hand-written rules report around them)."""
     errors: list[FieldError] = []
     if not only or 'replicas/types' in only:
-        errors.extend(known_types(obj, ('spec', 'mpiReplicaSpecs'), ('Launcher', 'Worker'), False))
+        spec = obj.get('spec', MISSING)
+        mpiReplicaSpecs = spec.get('mpiReplicaSpecs', MISSING) if isinstance(spec, dict) else MISSING
+        if isinstance(mpiReplicaSpecs, dict):
+            for key in mpiReplicaSpecs:
+                if key not in ('Launcher', 'Worker'):
+                    errors.extend(known_types(obj, ('spec', 'mpiReplicaSpecs'), ('Launcher', 'Worker'), False))
+                    break
     if not only or 'run-policy/min-available' in only:
-        errors.extend(run_policy_at_most_total(obj, ('schedulingPolicy', 'minAvailable'), ('spec', 'mpiReplicaSpecs'), 'either', 'must be less than or equal to the total number of replicas'))
+        spec = obj.get('spec', MISSING)
+        if isinstance(spec, dict):
+            policy = spec.get('runPolicy', MISSING)
+            separate = isinstance(policy, dict)
+            if not separate:
+                policy = spec
+            schedulingPolicy = policy.get('schedulingPolicy', MISSING)
+            number = as_int(schedulingPolicy.get('minAvailable')) if isinstance(schedulingPolicy, dict) else None
+            if number is not None:
+                mpiReplicaSpecs = spec.get('mpiReplicaSpecs', MISSING)
+                total = 0
+                if isinstance(mpiReplicaSpecs, dict):
+                    for entry in mpiReplicaSpecs.values():
+                        count = as_int(entry.get('replicas')) if isinstance(entry, dict) else None
+                        if count is not None and count > 0:
+                            total += count
+                if number > total:
+                    errors.append(invalid((('spec', 'runPolicy', 'schedulingPolicy', 'minAvailable') if separate else ('spec', 'schedulingPolicy', 'minAvailable')), number, 'must be less than or equal to the total number of replicas (' + str(total) + ')'))
     if not only or 'run-policy/queue-immutable' in only:
         errors.extend(run_policy_immutable(obj, old, ('schedulingPolicy', 'queue'), 'either', 'field is immutable'))
     return errors
@@ -646,7 +957,31 @@ def default_value_marsjob_replicamap_training_kubedl_io(
                         item = containers[index] = dict(given)
                     recorder.set(item, 'terminationMessagePolicy', 'FallbackToLogsOnError', at + str(index))
     if (not only or 'pod-template/framework-port' in only) and key in ('Scheduler', 'Worker', 'WebService'):
-        value = with_port(value, recorder, pointer, container='mars', port=('mars-port', 11111), named=False)
+        template = value.get('template', MISSING)
+        spec = template.get('spec', MISSING) if isinstance(template, dict) else MISSING
+        containers = spec.get('containers', MISSING) if isinstance(spec, dict) else MISSING
+        if isinstance(containers, list) and containers:
+            target = -1
+            for index, given in enumerate(containers):
+                if isinstance(given, dict) and given.get('name') == 'mars':
+                    target = index
+                    break
+            if target < 0:
+                target = 0
+            item = containers[target] if target >= 0 else MISSING
+            ports = item.get('ports') if isinstance(item, dict) else MISSING
+            if ports is None or isinstance(ports, list):
+                for existing in ports or ():
+                    if isinstance(existing, dict) and existing.get('name') == 'mars-port':
+                        break
+                else:
+                    template = value['template'] = dict(template)
+                    spec = template['spec'] = dict(spec)
+                    containers = spec['containers'] = list(containers)
+                    item = containers[target] = dict(item)
+                    port = {'name': 'mars-port', 'containerPort': 11111}
+                    at = pointer + '/template/spec/containers/' + str(target)
+                    recorder.append(item, 'ports', port, at)
     return value
 
 
@@ -667,9 +1002,29 @@ def validate_marsjob_replicamap_training_kubedl_io(
     """MarsJob (replicamap.training.kubedl.io): the declared rules' errors, in declaration order (``only``: of these ids alone, for a family whose hand-written rules report around them)."""
     errors: list[FieldError] = []
     if not only or 'replicas/types' in only:
-        errors.extend(known_types(obj, ('spec', 'marsReplicaSpecs'), ('Scheduler', 'Worker', 'WebService'), True))
+        spec = obj.get('spec', MISSING)
+        marsReplicaSpecs = spec.get('marsReplicaSpecs', MISSING) if isinstance(spec, dict) else MISSING
+        if isinstance(marsReplicaSpecs, dict):
+            for key in marsReplicaSpecs:
+                if key not in ('Scheduler', 'Worker', 'WebService'):
+                    errors.extend(known_types(obj, ('spec', 'marsReplicaSpecs'), ('Scheduler', 'Worker', 'WebService'), True))
+                    break
     if not only or 'run-policy/min-available' in only:
-        errors.extend(run_policy_at_most_total(obj, ('schedulingPolicy', 'minAvailable'), ('spec', 'marsReplicaSpecs'), 'spec', 'must be less than or equal to the total number of replicas'))
+        spec = obj.get('spec', MISSING)
+        if isinstance(spec, dict):
+            policy = spec
+            schedulingPolicy = policy.get('schedulingPolicy', MISSING)
+            number = as_int(schedulingPolicy.get('minAvailable')) if isinstance(schedulingPolicy, dict) else None
+            if number is not None:
+                marsReplicaSpecs = spec.get('marsReplicaSpecs', MISSING)
+                total = 0
+                if isinstance(marsReplicaSpecs, dict):
+                    for entry in marsReplicaSpecs.values():
+                        count = as_int(entry.get('replicas')) if isinstance(entry, dict) else None
+                        if count is not None and count > 0:
+                            total += count
+                if number > total:
+                    errors.append(invalid(('spec', 'schedulingPolicy', 'minAvailable'), number, 'must be less than or equal to the total number of replicas (' + str(total) + ')'))
     if not only or 'run-policy/queue-immutable' in only:
         errors.extend(run_policy_immutable(obj, old, ('schedulingPolicy', 'queue'), 'spec', 'field is immutable'))
     return errors
@@ -708,7 +1063,29 @@ def default_value_pytorchjob_replicamap_training_kubedl_io(
                         item = containers[index] = dict(given)
                     recorder.set(item, 'terminationMessagePolicy', 'FallbackToLogsOnError', at + str(index))
     if (not only or 'pod-template/framework-port' in only) and key in ('Master',):
-        value = with_port(value, recorder, pointer, container='pytorch', port=('pytorchjob-port', 23456), named=True)
+        template = value.get('template', MISSING)
+        spec = template.get('spec', MISSING) if isinstance(template, dict) else MISSING
+        containers = spec.get('containers', MISSING) if isinstance(spec, dict) else MISSING
+        if isinstance(containers, list) and containers:
+            target = -1
+            for index, given in enumerate(containers):
+                if isinstance(given, dict) and given.get('name') == 'pytorch':
+                    target = index
+                    break
+            item = containers[target] if target >= 0 else MISSING
+            ports = item.get('ports') if isinstance(item, dict) else MISSING
+            if ports is None or isinstance(ports, list):
+                for existing in ports or ():
+                    if isinstance(existing, dict) and existing.get('name') == 'pytorchjob-port':
+                        break
+                else:
+                    template = value['template'] = dict(template)
+                    spec = template['spec'] = dict(spec)
+                    containers = spec['containers'] = list(containers)
+                    item = containers[target] = dict(item)
+                    port = {'name': 'pytorchjob-port', 'containerPort': 23456}
+                    at = pointer + '/template/spec/containers/' + str(target)
+                    recorder.append(item, 'ports', port, at)
     return value
 
 
@@ -729,9 +1106,29 @@ def validate_pytorchjob_replicamap_training_kubedl_io(
     """PyTorchJob (replicamap.training.kubedl.io): the declared rules' errors, in declaration order (``only``: of these ids alone, for a family whose hand-written rules report around them)."""
     errors: list[FieldError] = []
     if not only or 'replicas/types' in only:
-        errors.extend(known_types(obj, ('spec', 'pytorchReplicaSpecs'), ('Master', 'Worker'), True))
+        spec = obj.get('spec', MISSING)
+        pytorchReplicaSpecs = spec.get('pytorchReplicaSpecs', MISSING) if isinstance(spec, dict) else MISSING
+        if isinstance(pytorchReplicaSpecs, dict):
+            for key in pytorchReplicaSpecs:
+                if key not in ('Master', 'Worker'):
+                    errors.extend(known_types(obj, ('spec', 'pytorchReplicaSpecs'), ('Master', 'Worker'), True))
+                    break
     if not only or 'run-policy/min-available' in only:
-        errors.extend(run_policy_at_most_total(obj, ('schedulingPolicy', 'minAvailable'), ('spec', 'pytorchReplicaSpecs'), 'spec', 'must be less than or equal to the total number of replicas'))
+        spec = obj.get('spec', MISSING)
+        if isinstance(spec, dict):
+            policy = spec
+            schedulingPolicy = policy.get('schedulingPolicy', MISSING)
+            number = as_int(schedulingPolicy.get('minAvailable')) if isinstance(schedulingPolicy, dict) else None
+            if number is not None:
+                pytorchReplicaSpecs = spec.get('pytorchReplicaSpecs', MISSING)
+                total = 0
+                if isinstance(pytorchReplicaSpecs, dict):
+                    for entry in pytorchReplicaSpecs.values():
+                        count = as_int(entry.get('replicas')) if isinstance(entry, dict) else None
+                        if count is not None and count > 0:
+                            total += count
+                if number > total:
+                    errors.append(invalid(('spec', 'schedulingPolicy', 'minAvailable'), number, 'must be less than or equal to the total number of replicas (' + str(total) + ')'))
     if not only or 'run-policy/queue-immutable' in only:
         errors.extend(run_policy_immutable(obj, old, ('schedulingPolicy', 'queue'), 'spec', 'field is immutable'))
     return errors
@@ -769,7 +1166,31 @@ def default_value_tfjob_replicamap_training_kubedl_io(
                         item = containers[index] = dict(given)
                     recorder.set(item, 'terminationMessagePolicy', 'FallbackToLogsOnError', at + str(index))
     if (not only or 'pod-template/framework-port' in only) and key in ('PS', 'Worker', 'Chief', 'Master', 'Evaluator'):
-        value = with_port(value, recorder, pointer, container='tensorflow', port=('tfjob-port', 2222), named=False)
+        template = value.get('template', MISSING)
+        spec = template.get('spec', MISSING) if isinstance(template, dict) else MISSING
+        containers = spec.get('containers', MISSING) if isinstance(spec, dict) else MISSING
+        if isinstance(containers, list) and containers:
+            target = -1
+            for index, given in enumerate(containers):
+                if isinstance(given, dict) and given.get('name') == 'tensorflow':
+                    target = index
+                    break
+            if target < 0:
+                target = 0
+            item = containers[target] if target >= 0 else MISSING
+            ports = item.get('ports') if isinstance(item, dict) else MISSING
+            if ports is None or isinstance(ports, list):
+                for existing in ports or ():
+                    if isinstance(existing, dict) and existing.get('name') == 'tfjob-port':
+                        break
+                else:
+                    template = value['template'] = dict(template)
+                    spec = template['spec'] = dict(spec)
+                    containers = spec['containers'] = list(containers)
+                    item = containers[target] = dict(item)
+                    port = {'name': 'tfjob-port', 'containerPort': 2222}
+                    at = pointer + '/template/spec/containers/' + str(target)
+                    recorder.append(item, 'ports', port, at)
     return value
 
 
@@ -790,9 +1211,29 @@ def validate_tfjob_replicamap_training_kubedl_io(
     """TFJob (replicamap.training.kubedl.io): the declared rules' errors, in declaration order (``only``: of these ids alone, for a family whose hand-written rules report around them)."""
     errors: list[FieldError] = []
     if not only or 'replicas/types' in only:
-        errors.extend(known_types(obj, ('spec', 'tfReplicaSpecs'), ('PS', 'Worker', 'Chief', 'Master', 'Evaluator'), True))
+        spec = obj.get('spec', MISSING)
+        tfReplicaSpecs = spec.get('tfReplicaSpecs', MISSING) if isinstance(spec, dict) else MISSING
+        if isinstance(tfReplicaSpecs, dict):
+            for key in tfReplicaSpecs:
+                if key not in ('PS', 'Worker', 'Chief', 'Master', 'Evaluator'):
+                    errors.extend(known_types(obj, ('spec', 'tfReplicaSpecs'), ('PS', 'Worker', 'Chief', 'Master', 'Evaluator'), True))
+                    break
     if not only or 'run-policy/min-available' in only:
-        errors.extend(run_policy_at_most_total(obj, ('schedulingPolicy', 'minAvailable'), ('spec', 'tfReplicaSpecs'), 'spec', 'must be less than or equal to the total number of replicas'))
+        spec = obj.get('spec', MISSING)
+        if isinstance(spec, dict):
+            policy = spec
+            schedulingPolicy = policy.get('schedulingPolicy', MISSING)
+            number = as_int(schedulingPolicy.get('minAvailable')) if isinstance(schedulingPolicy, dict) else None
+            if number is not None:
+                tfReplicaSpecs = spec.get('tfReplicaSpecs', MISSING)
+                total = 0
+                if isinstance(tfReplicaSpecs, dict):
+                    for entry in tfReplicaSpecs.values():
+                        count = as_int(entry.get('replicas')) if isinstance(entry, dict) else None
+                        if count is not None and count > 0:
+                            total += count
+                if number > total:
+                    errors.append(invalid(('spec', 'schedulingPolicy', 'minAvailable'), number, 'must be less than or equal to the total number of replicas (' + str(total) + ')'))
     if not only or 'run-policy/queue-immutable' in only:
         errors.extend(run_policy_immutable(obj, old, ('schedulingPolicy', 'queue'), 'spec', 'field is immutable'))
     return errors
@@ -830,7 +1271,31 @@ def default_value_xdljob_replicamap_training_kubedl_io(
                         item = containers[index] = dict(given)
                     recorder.set(item, 'terminationMessagePolicy', 'FallbackToLogsOnError', at + str(index))
     if (not only or 'pod-template/framework-port' in only) and key in ('Worker', 'PS', 'Scheduler', 'ExtendRole'):
-        value = with_port(value, recorder, pointer, container='xdl', port=('xdljob-port', 2222), named=False)
+        template = value.get('template', MISSING)
+        spec = template.get('spec', MISSING) if isinstance(template, dict) else MISSING
+        containers = spec.get('containers', MISSING) if isinstance(spec, dict) else MISSING
+        if isinstance(containers, list) and containers:
+            target = -1
+            for index, given in enumerate(containers):
+                if isinstance(given, dict) and given.get('name') == 'xdl':
+                    target = index
+                    break
+            if target < 0:
+                target = 0
+            item = containers[target] if target >= 0 else MISSING
+            ports = item.get('ports') if isinstance(item, dict) else MISSING
+            if ports is None or isinstance(ports, list):
+                for existing in ports or ():
+                    if isinstance(existing, dict) and existing.get('name') == 'xdljob-port':
+                        break
+                else:
+                    template = value['template'] = dict(template)
+                    spec = template['spec'] = dict(spec)
+                    containers = spec['containers'] = list(containers)
+                    item = containers[target] = dict(item)
+                    port = {'name': 'xdljob-port', 'containerPort': 2222}
+                    at = pointer + '/template/spec/containers/' + str(target)
+                    recorder.append(item, 'ports', port, at)
     return value
 
 
@@ -851,9 +1316,29 @@ def validate_xdljob_replicamap_training_kubedl_io(
     """XDLJob (replicamap.training.kubedl.io): the declared rules' errors, in declaration order (``only``: of these ids alone, for a family whose hand-written rules report around them)."""
     errors: list[FieldError] = []
     if not only or 'replicas/types' in only:
-        errors.extend(known_types(obj, ('spec', 'xdlReplicaSpecs'), ('Worker', 'PS', 'Scheduler', 'ExtendRole'), True))
+        spec = obj.get('spec', MISSING)
+        xdlReplicaSpecs = spec.get('xdlReplicaSpecs', MISSING) if isinstance(spec, dict) else MISSING
+        if isinstance(xdlReplicaSpecs, dict):
+            for key in xdlReplicaSpecs:
+                if key not in ('Worker', 'PS', 'Scheduler', 'ExtendRole'):
+                    errors.extend(known_types(obj, ('spec', 'xdlReplicaSpecs'), ('Worker', 'PS', 'Scheduler', 'ExtendRole'), True))
+                    break
     if not only or 'run-policy/min-available' in only:
-        errors.extend(run_policy_at_most_total(obj, ('schedulingPolicy', 'minAvailable'), ('spec', 'xdlReplicaSpecs'), 'spec', 'must be less than or equal to the total number of replicas'))
+        spec = obj.get('spec', MISSING)
+        if isinstance(spec, dict):
+            policy = spec
+            schedulingPolicy = policy.get('schedulingPolicy', MISSING)
+            number = as_int(schedulingPolicy.get('minAvailable')) if isinstance(schedulingPolicy, dict) else None
+            if number is not None:
+                xdlReplicaSpecs = spec.get('xdlReplicaSpecs', MISSING)
+                total = 0
+                if isinstance(xdlReplicaSpecs, dict):
+                    for entry in xdlReplicaSpecs.values():
+                        count = as_int(entry.get('replicas')) if isinstance(entry, dict) else None
+                        if count is not None and count > 0:
+                            total += count
+                if number > total:
+                    errors.append(invalid(('spec', 'schedulingPolicy', 'minAvailable'), number, 'must be less than or equal to the total number of replicas (' + str(total) + ')'))
     if not only or 'run-policy/queue-immutable' in only:
         errors.extend(run_policy_immutable(obj, old, ('schedulingPolicy', 'queue'), 'spec', 'field is immutable'))
     return errors
@@ -891,7 +1376,31 @@ def default_value_xgboostjob_replicamap_training_kubedl_io(
                         item = containers[index] = dict(given)
                     recorder.set(item, 'terminationMessagePolicy', 'FallbackToLogsOnError', at + str(index))
     if (not only or 'pod-template/framework-port' in only) and key in ('Master', 'Worker'):
-        value = with_port(value, recorder, pointer, container='xgboostjob', port=('xgboostjob-port', 9999), named=False)
+        template = value.get('template', MISSING)
+        spec = template.get('spec', MISSING) if isinstance(template, dict) else MISSING
+        containers = spec.get('containers', MISSING) if isinstance(spec, dict) else MISSING
+        if isinstance(containers, list) and containers:
+            target = -1
+            for index, given in enumerate(containers):
+                if isinstance(given, dict) and given.get('name') == 'xgboostjob':
+                    target = index
+                    break
+            if target < 0:
+                target = 0
+            item = containers[target] if target >= 0 else MISSING
+            ports = item.get('ports') if isinstance(item, dict) else MISSING
+            if ports is None or isinstance(ports, list):
+                for existing in ports or ():
+                    if isinstance(existing, dict) and existing.get('name') == 'xgboostjob-port':
+                        break
+                else:
+                    template = value['template'] = dict(template)
+                    spec = template['spec'] = dict(spec)
+                    containers = spec['containers'] = list(containers)
+                    item = containers[target] = dict(item)
+                    port = {'name': 'xgboostjob-port', 'containerPort': 9999}
+                    at = pointer + '/template/spec/containers/' + str(target)
+                    recorder.append(item, 'ports', port, at)
     return value
 
 
@@ -912,9 +1421,29 @@ def validate_xgboostjob_replicamap_training_kubedl_io(
     """XGBoostJob (replicamap.training.kubedl.io): the declared rules' errors, in declaration order (``only``: of these ids alone, for a family whose hand-written rules report around them)."""
     errors: list[FieldError] = []
     if not only or 'replicas/types' in only:
-        errors.extend(known_types(obj, ('spec', 'xgbReplicaSpecs'), ('Master', 'Worker'), True))
+        spec = obj.get('spec', MISSING)
+        xgbReplicaSpecs = spec.get('xgbReplicaSpecs', MISSING) if isinstance(spec, dict) else MISSING
+        if isinstance(xgbReplicaSpecs, dict):
+            for key in xgbReplicaSpecs:
+                if key not in ('Master', 'Worker'):
+                    errors.extend(known_types(obj, ('spec', 'xgbReplicaSpecs'), ('Master', 'Worker'), True))
+                    break
     if not only or 'run-policy/min-available' in only:
-        errors.extend(run_policy_at_most_total(obj, ('schedulingPolicy', 'minAvailable'), ('spec', 'xgbReplicaSpecs'), 'spec', 'must be less than or equal to the total number of replicas'))
+        spec = obj.get('spec', MISSING)
+        if isinstance(spec, dict):
+            policy = spec
+            schedulingPolicy = policy.get('schedulingPolicy', MISSING)
+            number = as_int(schedulingPolicy.get('minAvailable')) if isinstance(schedulingPolicy, dict) else None
+            if number is not None:
+                xgbReplicaSpecs = spec.get('xgbReplicaSpecs', MISSING)
+                total = 0
+                if isinstance(xgbReplicaSpecs, dict):
+                    for entry in xgbReplicaSpecs.values():
+                        count = as_int(entry.get('replicas')) if isinstance(entry, dict) else None
+                        if count is not None and count > 0:
+                            total += count
+                if number > total:
+                    errors.append(invalid(('spec', 'schedulingPolicy', 'minAvailable'), number, 'must be less than or equal to the total number of replicas (' + str(total) + ')'))
     if not only or 'run-policy/queue-immutable' in only:
         errors.extend(run_policy_immutable(obj, old, ('schedulingPolicy', 'queue'), 'spec', 'field is immutable'))
     return errors

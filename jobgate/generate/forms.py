@@ -608,6 +608,10 @@ class Declarations:
         for d in self.declared:
             if isinstance(d, FIELD_FORMS):
                 body = [line for path in _paths(d) for line in _field_lines(d, _Site(d, path))]
+            elif isinstance(d, KnownTypes):
+                body = _known_types_lines(d)
+            elif isinstance(d, RunPolicyAtMostTotal):
+                body = _at_most_total_lines(d)
             else:
                 call = _python_call(d)
                 body = [f"        errors.extend({call})"] if call else []
@@ -649,11 +653,7 @@ class Declarations:
                 if d.others:
                     without = tuple(k for k in d.known if k not in d.roles)
                     role = f" and key not in {without!r}" if without else ""
-                lines += [
-                    f"    if (not only or {d.id!r} in only){role}:",
-                    f"        value = with_port(value, recorder, pointer, container={d.container!r}, "
-                    f"port={(d.port_name, d.port)!r}, named={d.requires_named!r})",
-                ]
+                lines += [f"    if (not only or {d.id!r} in only){role}:", *_port_lines(d)]
             elif isinstance(d, DefaultItemField) and d.list not in done:
                 done.add(d.list)
                 group = [o for o in self.declared if isinstance(o, DefaultItemField) and o.list == d.list]
@@ -2736,6 +2736,78 @@ def _read_lines(parents: Sequence[str], names: Sequence[str], steps: Sequence[st
     ]
 
 
+def _known_types_lines(d: KnownTypes) -> list[str]:
+    """The Python ``KnownTypes``, written out: the map read object by object and its keys looked up
+    among the types (a literal); at the first other key the form's function reports them all."""
+    steps = _path(d.path)
+    names = _step_names(steps, _CHECK_NAMES)
+    return [
+        *_read_lines(["obj", *names], names, steps),
+        f"        if isinstance({names[-1]}, dict):",
+        f"            for key in {names[-1]}:",
+        f"                if key not in {d.types!r}:",
+        f"                    errors.extend(known_types(obj, {steps!r}, {d.types!r}, {d.any_case!r}))",
+        "                    break",
+    ]
+
+
+def _at_most_total_lines(d: RunPolicyAtMostTotal) -> list[str]:
+    """The Python ``RunPolicyAtMostTotal``, written out: the bound read where the run policy is
+    (``place``), and only when it is set the replicas counted (``run_policy_at_most_total``'s reading)."""
+    field = _path(d.field)
+    steps = _path(d.path)
+    if d.place == "spec":
+        policy = ["            policy = spec"]
+        at = f"{('spec', *field)!r}"
+    elif d.place == "runPolicy":
+        policy = ["            policy = spec.get('runPolicy', MISSING)"]
+        at = f"{('spec', 'runPolicy', *field)!r}"
+    else:  # "either": spec.runPolicy when it is an object, else spec
+        policy = [
+            "            policy = spec.get('runPolicy', MISSING)",
+            "            separate = isinstance(policy, dict)",
+            "            if not separate:",
+            "                policy = spec",
+        ]
+        at = f"({('spec', 'runPolicy', *field)!r} if separate else {('spec', *field)!r})"
+    parents = _step_names(field[:-1], _CHECK_NAMES | {"spec", "policy", "separate"})
+    holder = parents[-1] if parents else "policy"
+    reads = [
+        f"            {name} = {parent}.get({step!r}, MISSING)"
+        + (f" if isinstance({parent}, dict) else MISSING" if i else "")
+        for i, (parent, name, step) in enumerate(zip(["policy", *parents], parents, field[:-1], strict=False))
+    ]
+    if d.place == "runPolicy" and reads:
+        reads[0] += " if isinstance(policy, dict) else MISSING"
+    bound = f"as_int({holder}.get({field[-1]!r}))"
+    # The map from spec when it is under spec (read already), else from the job.
+    start, rest = ("spec", steps[1:]) if steps[0] == "spec" else ("obj", steps)
+    maps = _step_names(rest, _CHECK_NAMES | {"spec", "policy", "separate", *parents}) if rest else []
+    entries = maps[-1] if maps else start
+    map_reads = [
+        f"                {name} = {parent}.get({step!r}, MISSING)"
+        + (f" if isinstance({parent}, dict) else MISSING" if i or parent != "spec" else "")
+        for i, (parent, name, step) in enumerate(zip([start, *maps], maps, rest, strict=False))
+    ]
+    return [
+        "        spec = obj.get('spec', MISSING)",
+        "        if isinstance(spec, dict):",
+        *policy,
+        *reads,
+        f"            number = {bound} if isinstance({holder}, dict) else None",
+        "            if number is not None:",
+        *map_reads,
+        "                total = 0",
+        f"                if isinstance({entries}, dict):",
+        f"                    for entry in {entries}.values():",
+        "                        count = as_int(entry.get('replicas')) if isinstance(entry, dict) else None",
+        "                        if count is not None and count > 0:",
+        "                            total += count",
+        "                if number > total:",
+        f"                    errors.append(invalid({at}, number, {d.message + ' ('!r} + str(total) + ')'))",
+    ]
+
+
 # Names the generated checks use themselves.
 _CHECK_NAMES = frozenset(("obj", "old", "only", "errors", "node", "parent", "holder", "value", "number"))
 # Names the generated defaults use themselves.
@@ -2750,6 +2822,43 @@ def _unset(current: str, default: Scalar | list[Scalar] | dict[str, Scalar], emp
     if isinstance(default, int) and not isinstance(default, bool):
         return f"({current} is None or as_int({current}) == 0)"
     return f"{current} in (None, '')"
+
+
+def _port_lines(d: DefaultTemplatePort) -> list[str]:
+    """The Python ``DefaultTemplatePort`` of one value of the map, written out (``with_port``'s reading):
+    the port on the container named ``container`` (with ``requires_named``: only there; else the
+    first container) unless a port of its name is there, the objects on the way copied into ``value``
+    (a copy the caller owns) only then."""
+    lines = [
+        "        template = value.get('template', MISSING)",
+        "        spec = template.get('spec', MISSING) if isinstance(template, dict) else MISSING",
+        "        containers = spec.get('containers', MISSING) if isinstance(spec, dict) else MISSING",
+        "        if isinstance(containers, list) and containers:",
+        "            target = -1",
+        "            for index, given in enumerate(containers):",
+        f"                if isinstance(given, dict) and given.get('name') == {d.container!r}:",
+        "                    target = index",
+        "                    break",
+    ]
+    if not d.requires_named:
+        lines += ["            if target < 0:", "                target = 0"]
+    return [
+        *lines,
+        "            item = containers[target] if target >= 0 else MISSING",
+        "            ports = item.get('ports') if isinstance(item, dict) else MISSING",
+        "            if ports is None or isinstance(ports, list):",
+        "                for existing in ports or ():",
+        f"                    if isinstance(existing, dict) and existing.get('name') == {d.port_name!r}:",
+        "                        break",
+        "                else:",
+        "                    template = value['template'] = dict(template)",
+        "                    spec = template['spec'] = dict(spec)",
+        "                    containers = spec['containers'] = list(containers)",
+        "                    item = containers[target] = dict(item)",
+        f"                    port = {{'name': {d.port_name!r}, 'containerPort': {d.port!r}}}",
+        "                    at = pointer + '/template/spec/containers/' + str(target)",
+        "                    recorder.append(item, 'ports', port, at)",
+    ]
 
 
 def _value_list_lines(group: Sequence[DefaultItemField]) -> list[str]:

@@ -1266,11 +1266,18 @@ def default_type_spelling(
     entries = get(obj, path)
     if not isinstance(entries, dict):
         return obj
+    previous = get(old, path) if old is not None else None
+    return _replaced(obj, path, respelled_types(entries, recorder, "/" + "/".join(path), types, previous))
+
+
+def respelled_types(
+    entries: dict[str, Any], recorder: PatchRecorder, pointer: str, types: tuple[str, ...], previous: Any
+) -> dict[str, Any]:
+    """``DefaultTypeSpelling`` on the map itself (``entries``, at the JSON pointer ``pointer``; ``previous``:
+    the stored job's map, or anything else when there is none): its renamed copy."""
     if entries.keys() <= set(types):
         # Every key spelled as its type (the usual job): nothing to rename, nothing stale.
-        return _replaced(obj, path, dict(entries))
-    previous = get(old, path) if old is not None else None
-    pointer = "/" + "/".join(path)
+        return dict(entries)
     spelled = {t.casefold(): t for t in types}
     canonical_of = {
         key: canonical
@@ -1303,7 +1310,7 @@ def default_type_spelling(
             renamed[canonical] = entry
         else:
             renamed[key] = entry
-    return _replaced(obj, path, renamed)
+    return renamed
 
 
 # --- forms only T9k's and DI-engine's rules use ---------------------------------------------------

@@ -24,7 +24,7 @@ from jobgate.engine.findings import Findings
 from jobgate.engine.jsonpatch import NO_PATCH, PatchRecorder, escape_pointer_token
 from jobgate.engine.modelref import ModelRef
 from jobgate.engine.registry import GroupVersionKind
-from jobgate.rules.declared import default_type_spelling
+from jobgate.rules.declared import respelled_types
 from jobgate.rules.dicts import copied_dict
 from jobgate.rules.jobmeta import as_int, check_job_name, check_spec_schema
 from jobgate.rules.podtemplate import check_pod_template
@@ -122,6 +122,7 @@ class ReplicaJobKind:
     __slots__ = (
         "_canonical",
         "_generated",
+        "_kind_generated",
         "_missing_containers",
         "_required_container",
         "_roles",
@@ -208,8 +209,10 @@ class ReplicaJobKind:
         self._roles: dict[str, Role] = {r.name: r for r in roles}
         self._canonical: dict[str, str] = {r.name.casefold(): r.name for r in roles}
         self._types: tuple[str, ...] = tuple(r.name for r in roles)
-        # The kind's generated functions by prefix, found once (``_replica_map_function``).
+        # The kind's generated functions by prefix, found once: its replica map's (``_replica_map_function``)
+        # and its own (``_kind_function``).
         self._generated: dict[str, Any] = {}
+        self._kind_generated: dict[str, Any] = {}
         detail = required_container_detail or f"must have at least one container with name {container}"
         self._required_container: tuple[str, str] | None = (container, detail) if require_container else None
         self._missing_containers = missing_containers_detail
@@ -291,20 +294,22 @@ class ReplicaJobKind:
     def _replica_map_function(self, prefix: str) -> Any:
         """The generated ``default_value_``/``validate_`` function of the replica map's declarations,
         looked up on first use (the generated module may be written after the kind is made)."""
-        return self._generated_function(prefix, REPLICA_MAP_GROUP + self.gvk.group)
+        function = self._generated.get(prefix)
+        if function is None:
+            function = self._generated[prefix] = self._generated_function(prefix, REPLICA_MAP_GROUP + self.gvk.group)
+        return function
 
     def _kind_function(self, prefix: str) -> Any:
         """The generated ``default_``/``validate_`` function of the kind's own declarations (its group)."""
-        return self._generated_function(prefix, self.gvk.group)
+        function = self._kind_generated.get(prefix)
+        if function is None:
+            function = self._kind_generated[prefix] = self._generated_function(prefix, self.gvk.group)
+        return function
 
     def _generated_function(self, prefix: str, group: str) -> Any:
-        """``<prefix>_<kind>_<group>`` of jobgate/_generated/declared_rules.py (``function_name``), found once."""
-        key = prefix + " " + group
-        function = self._generated.get(key)
-        if function is None:
-            name = (self.kind + "_" + group).replace(".", "_").replace("-", "_").lower()
-            function = self._generated[key] = getattr(declared_rules, f"{prefix}_{name}")
-        return function
+        """``<prefix>_<kind>_<group>`` of jobgate/_generated/declared_rules.py (``function_name``)."""
+        name = (self.kind + "_" + group).replace(".", "_").replace("-", "_").lower()
+        return getattr(declared_rules, f"{prefix}_{name}")
 
     def declared_defaults(self, obj: dict[str, Any], recorder: PatchRecorder) -> dict[str, Any]:
         """The kind's declared defaults (``jobgate/_generated/declared_rules.py``); none here."""
@@ -321,11 +326,9 @@ class ReplicaJobKind:
         the stored job, which the generated defaults do not have)."""
         if not self.normalise_types:
             return dict(replicas)
-        path = ("spec", self.replicas_field)
-        respelled = default_type_spelling(
-            {"spec": {self.replicas_field: replicas}}, recorder, path, self._types, previous
-        )
-        return respelled["spec"][self.replicas_field]  # type: ignore[no-any-return]
+        old_spec = previous.get("spec") if previous is not None else None
+        old_map = old_spec.get(self.replicas_field) if isinstance(old_spec, dict) else None
+        return respelled_types(replicas, recorder, "/spec/" + self.replicas_field, self._types, old_map)
 
     # --- validation --------------------------------------------------------------------------
 

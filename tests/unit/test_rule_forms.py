@@ -1645,6 +1645,23 @@ def test_default_type_spelling():
     assert "oldObject.spec.reps" in spelling.patches[0]
 
 
+def test_respelled_types_on_the_map():
+    # The engine's call (rules/replicajobs.py): the map itself, its pointer, the stored map.
+    from jobgate.rules.declared import respelled_types
+
+    types = ("Leader", "Worker")
+    given = {"Worker": {}, "leader": {}}
+    recorder = PatchRecorder()
+    out = respelled_types(given, recorder, "/spec/reps", types, None)
+    assert list(out) == ["Worker", "Leader"] and list(given) == ["Worker", "leader"]
+    assert recorder.ops == [{"op": "move", "from": "/spec/reps/leader", "path": "/spec/reps/Leader"}]
+    usual = {"Worker": {}}
+    assert respelled_types(usual, recorder, "/spec/reps", types, {"Worker": {}}) == usual
+    assert respelled_types(usual, recorder, "/spec/reps", types, None) is not usual
+    stored, sent = {"Worker": {"n": 1}}, {"Worker": {"n": 1}, "worker": {"n": 2}}
+    assert respelled_types(sent, recorder, "/p", types, stored) == {"Worker": {"n": 2}}
+
+
 def _finish_rules(each: bool, path: str = "spec.done") -> DefaultFinishRules:
     return DefaultFinishRules(
         f"f/{path}", "the defaults", path, "spec.parts", "kind", "count", 1, each=each, max_entries=3, max_replicas=6
