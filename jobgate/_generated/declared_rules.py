@@ -302,31 +302,31 @@ def default_value_jaxjob_replicamap_kubeflow_org(
         if value.get('restartPolicy') in (None, ''):
             recorder.set(value, 'restartPolicy', 'Never', pointer)
     if (not only or 'pod-template/framework-port' in only):
-        template = value.get('template', MISSING)
-        spec = template.get('spec', MISSING) if isinstance(template, dict) else MISSING
-        containers = spec.get('containers', MISSING) if isinstance(spec, dict) else MISSING
-        if isinstance(containers, list) and containers:
-            target = -1
-            for index, given in enumerate(containers):
-                if isinstance(given, dict) and given.get('name') == 'jax':
-                    target = index
+        port_template = value.get('template', MISSING)
+        port_spec = port_template.get('spec', MISSING) if isinstance(port_template, dict) else MISSING
+        port_containers = port_spec.get('containers', MISSING) if isinstance(port_spec, dict) else MISSING
+        if isinstance(port_containers, list) and port_containers:
+            port_target = -1
+            for port_index, port_given in enumerate(port_containers):
+                if isinstance(port_given, dict) and port_given.get('name') == 'jax':
+                    port_target = port_index
                     break
-            if target < 0:
-                target = 0
-            item = containers[target] if target >= 0 else MISSING
-            ports = item.get('ports') if isinstance(item, dict) else MISSING
-            if ports is None or isinstance(ports, list):
-                for existing in ports or ():
-                    if isinstance(existing, dict) and existing.get('name') == 'jaxjob-port':
+            if port_target < 0:
+                port_target = 0
+            port_item = port_containers[port_target] if port_target >= 0 else MISSING
+            port_list = port_item.get('ports') if isinstance(port_item, dict) else MISSING
+            if port_list is None or isinstance(port_list, list):
+                for port_existing in port_list or ():
+                    if isinstance(port_existing, dict) and port_existing.get('name') == 'jaxjob-port':
                         break
                 else:
-                    template = value['template'] = dict(template)
-                    spec = template['spec'] = dict(spec)
-                    containers = spec['containers'] = list(containers)
-                    item = containers[target] = dict(item)
+                    port_template = value['template'] = dict(port_template)
+                    port_spec = port_template['spec'] = dict(port_spec)
+                    port_containers = port_spec['containers'] = list(port_containers)
+                    port_item = port_containers[port_target] = dict(port_item)
                     port = {'name': 'jaxjob-port', 'containerPort': 6666}
-                    at = pointer + '/template/spec/containers/' + str(target)
-                    recorder.append(item, 'ports', port, at)
+                    at = pointer + '/template/spec/containers/' + str(port_target)
+                    recorder.append(port_item, 'ports', port, at)
     return value
 
 
@@ -391,31 +391,31 @@ def default_value_mpijob_replicamap_kubeflow_org(
         if key in ('Launcher', 'Worker') and value.get('restartPolicy') in (None, ''):
             recorder.set(value, 'restartPolicy', 'Never', pointer)
     if (not only or 'pod-template/framework-port' in only) and key in ():
-        template = value.get('template', MISSING)
-        spec = template.get('spec', MISSING) if isinstance(template, dict) else MISSING
-        containers = spec.get('containers', MISSING) if isinstance(spec, dict) else MISSING
-        if isinstance(containers, list) and containers:
-            target = -1
-            for index, given in enumerate(containers):
-                if isinstance(given, dict) and given.get('name') == 'mpi':
-                    target = index
+        port_template = value.get('template', MISSING)
+        port_spec = port_template.get('spec', MISSING) if isinstance(port_template, dict) else MISSING
+        port_containers = port_spec.get('containers', MISSING) if isinstance(port_spec, dict) else MISSING
+        if isinstance(port_containers, list) and port_containers:
+            port_target = -1
+            for port_index, port_given in enumerate(port_containers):
+                if isinstance(port_given, dict) and port_given.get('name') == 'mpi':
+                    port_target = port_index
                     break
-            if target < 0:
-                target = 0
-            item = containers[target] if target >= 0 else MISSING
-            ports = item.get('ports') if isinstance(item, dict) else MISSING
-            if ports is None or isinstance(ports, list):
-                for existing in ports or ():
-                    if isinstance(existing, dict) and existing.get('name') == 'mpi-port':
+            if port_target < 0:
+                port_target = 0
+            port_item = port_containers[port_target] if port_target >= 0 else MISSING
+            port_list = port_item.get('ports') if isinstance(port_item, dict) else MISSING
+            if port_list is None or isinstance(port_list, list):
+                for port_existing in port_list or ():
+                    if isinstance(port_existing, dict) and port_existing.get('name') == 'mpi-port':
                         break
                 else:
-                    template = value['template'] = dict(template)
-                    spec = template['spec'] = dict(spec)
-                    containers = spec['containers'] = list(containers)
-                    item = containers[target] = dict(item)
+                    port_template = value['template'] = dict(port_template)
+                    port_spec = port_template['spec'] = dict(port_spec)
+                    port_containers = port_spec['containers'] = list(port_containers)
+                    port_item = port_containers[port_target] = dict(port_item)
                     port = {'name': 'mpi-port', 'containerPort': 9999}
-                    at = pointer + '/template/spec/containers/' + str(target)
-                    recorder.append(item, 'ports', port, at)
+                    at = pointer + '/template/spec/containers/' + str(port_target)
+                    recorder.append(port_item, 'ports', port, at)
     return value
 
 
@@ -479,31 +479,31 @@ def default_value_paddlejob_replicamap_kubeflow_org(
         if value.get('restartPolicy') in (None, ''):
             recorder.set(value, 'restartPolicy', 'OnFailure', pointer)
     if (not only or 'pod-template/framework-port' in only):
-        template = value.get('template', MISSING)
-        spec = template.get('spec', MISSING) if isinstance(template, dict) else MISSING
-        containers = spec.get('containers', MISSING) if isinstance(spec, dict) else MISSING
-        if isinstance(containers, list) and containers:
-            target = -1
-            for index, given in enumerate(containers):
-                if isinstance(given, dict) and given.get('name') == 'paddle':
-                    target = index
+        port_template = value.get('template', MISSING)
+        port_spec = port_template.get('spec', MISSING) if isinstance(port_template, dict) else MISSING
+        port_containers = port_spec.get('containers', MISSING) if isinstance(port_spec, dict) else MISSING
+        if isinstance(port_containers, list) and port_containers:
+            port_target = -1
+            for port_index, port_given in enumerate(port_containers):
+                if isinstance(port_given, dict) and port_given.get('name') == 'paddle':
+                    port_target = port_index
                     break
-            if target < 0:
-                target = 0
-            item = containers[target] if target >= 0 else MISSING
-            ports = item.get('ports') if isinstance(item, dict) else MISSING
-            if ports is None or isinstance(ports, list):
-                for existing in ports or ():
-                    if isinstance(existing, dict) and existing.get('name') == 'master':
+            if port_target < 0:
+                port_target = 0
+            port_item = port_containers[port_target] if port_target >= 0 else MISSING
+            port_list = port_item.get('ports') if isinstance(port_item, dict) else MISSING
+            if port_list is None or isinstance(port_list, list):
+                for port_existing in port_list or ():
+                    if isinstance(port_existing, dict) and port_existing.get('name') == 'master':
                         break
                 else:
-                    template = value['template'] = dict(template)
-                    spec = template['spec'] = dict(spec)
-                    containers = spec['containers'] = list(containers)
-                    item = containers[target] = dict(item)
+                    port_template = value['template'] = dict(port_template)
+                    port_spec = port_template['spec'] = dict(port_spec)
+                    port_containers = port_spec['containers'] = list(port_containers)
+                    port_item = port_containers[port_target] = dict(port_item)
                     port = {'name': 'master', 'containerPort': 36543}
-                    at = pointer + '/template/spec/containers/' + str(target)
-                    recorder.append(item, 'ports', port, at)
+                    at = pointer + '/template/spec/containers/' + str(port_target)
+                    recorder.append(port_item, 'ports', port, at)
     return value
 
 
@@ -567,31 +567,31 @@ def default_value_pytorchjob_replicamap_kubeflow_org(
         if value.get('restartPolicy') in (None, ''):
             recorder.set(value, 'restartPolicy', 'OnFailure', pointer)
     if (not only or 'pod-template/framework-port' in only):
-        template = value.get('template', MISSING)
-        spec = template.get('spec', MISSING) if isinstance(template, dict) else MISSING
-        containers = spec.get('containers', MISSING) if isinstance(spec, dict) else MISSING
-        if isinstance(containers, list) and containers:
-            target = -1
-            for index, given in enumerate(containers):
-                if isinstance(given, dict) and given.get('name') == 'pytorch':
-                    target = index
+        port_template = value.get('template', MISSING)
+        port_spec = port_template.get('spec', MISSING) if isinstance(port_template, dict) else MISSING
+        port_containers = port_spec.get('containers', MISSING) if isinstance(port_spec, dict) else MISSING
+        if isinstance(port_containers, list) and port_containers:
+            port_target = -1
+            for port_index, port_given in enumerate(port_containers):
+                if isinstance(port_given, dict) and port_given.get('name') == 'pytorch':
+                    port_target = port_index
                     break
-            if target < 0:
-                target = 0
-            item = containers[target] if target >= 0 else MISSING
-            ports = item.get('ports') if isinstance(item, dict) else MISSING
-            if ports is None or isinstance(ports, list):
-                for existing in ports or ():
-                    if isinstance(existing, dict) and existing.get('name') == 'pytorchjob-port':
+            if port_target < 0:
+                port_target = 0
+            port_item = port_containers[port_target] if port_target >= 0 else MISSING
+            port_list = port_item.get('ports') if isinstance(port_item, dict) else MISSING
+            if port_list is None or isinstance(port_list, list):
+                for port_existing in port_list or ():
+                    if isinstance(port_existing, dict) and port_existing.get('name') == 'pytorchjob-port':
                         break
                 else:
-                    template = value['template'] = dict(template)
-                    spec = template['spec'] = dict(spec)
-                    containers = spec['containers'] = list(containers)
-                    item = containers[target] = dict(item)
+                    port_template = value['template'] = dict(port_template)
+                    port_spec = port_template['spec'] = dict(port_spec)
+                    port_containers = port_spec['containers'] = list(port_containers)
+                    port_item = port_containers[port_target] = dict(port_item)
                     port = {'name': 'pytorchjob-port', 'containerPort': 23456}
-                    at = pointer + '/template/spec/containers/' + str(target)
-                    recorder.append(item, 'ports', port, at)
+                    at = pointer + '/template/spec/containers/' + str(port_target)
+                    recorder.append(port_item, 'ports', port, at)
     return value
 
 
@@ -655,31 +655,31 @@ def default_value_tfjob_replicamap_kubeflow_org(
         if value.get('restartPolicy') in (None, ''):
             recorder.set(value, 'restartPolicy', 'Never', pointer)
     if (not only or 'pod-template/framework-port' in only):
-        template = value.get('template', MISSING)
-        spec = template.get('spec', MISSING) if isinstance(template, dict) else MISSING
-        containers = spec.get('containers', MISSING) if isinstance(spec, dict) else MISSING
-        if isinstance(containers, list) and containers:
-            target = -1
-            for index, given in enumerate(containers):
-                if isinstance(given, dict) and given.get('name') == 'tensorflow':
-                    target = index
+        port_template = value.get('template', MISSING)
+        port_spec = port_template.get('spec', MISSING) if isinstance(port_template, dict) else MISSING
+        port_containers = port_spec.get('containers', MISSING) if isinstance(port_spec, dict) else MISSING
+        if isinstance(port_containers, list) and port_containers:
+            port_target = -1
+            for port_index, port_given in enumerate(port_containers):
+                if isinstance(port_given, dict) and port_given.get('name') == 'tensorflow':
+                    port_target = port_index
                     break
-            if target < 0:
-                target = 0
-            item = containers[target] if target >= 0 else MISSING
-            ports = item.get('ports') if isinstance(item, dict) else MISSING
-            if ports is None or isinstance(ports, list):
-                for existing in ports or ():
-                    if isinstance(existing, dict) and existing.get('name') == 'tfjob-port':
+            if port_target < 0:
+                port_target = 0
+            port_item = port_containers[port_target] if port_target >= 0 else MISSING
+            port_list = port_item.get('ports') if isinstance(port_item, dict) else MISSING
+            if port_list is None or isinstance(port_list, list):
+                for port_existing in port_list or ():
+                    if isinstance(port_existing, dict) and port_existing.get('name') == 'tfjob-port':
                         break
                 else:
-                    template = value['template'] = dict(template)
-                    spec = template['spec'] = dict(spec)
-                    containers = spec['containers'] = list(containers)
-                    item = containers[target] = dict(item)
+                    port_template = value['template'] = dict(port_template)
+                    port_spec = port_template['spec'] = dict(port_spec)
+                    port_containers = port_spec['containers'] = list(port_containers)
+                    port_item = port_containers[port_target] = dict(port_item)
                     port = {'name': 'tfjob-port', 'containerPort': 2222}
-                    at = pointer + '/template/spec/containers/' + str(target)
-                    recorder.append(item, 'ports', port, at)
+                    at = pointer + '/template/spec/containers/' + str(port_target)
+                    recorder.append(port_item, 'ports', port, at)
     return value
 
 
@@ -743,31 +743,31 @@ def default_value_xgboostjob_replicamap_kubeflow_org(
         if value.get('restartPolicy') in (None, ''):
             recorder.set(value, 'restartPolicy', 'Never', pointer)
     if (not only or 'pod-template/framework-port' in only):
-        template = value.get('template', MISSING)
-        spec = template.get('spec', MISSING) if isinstance(template, dict) else MISSING
-        containers = spec.get('containers', MISSING) if isinstance(spec, dict) else MISSING
-        if isinstance(containers, list) and containers:
-            target = -1
-            for index, given in enumerate(containers):
-                if isinstance(given, dict) and given.get('name') == 'xgboost':
-                    target = index
+        port_template = value.get('template', MISSING)
+        port_spec = port_template.get('spec', MISSING) if isinstance(port_template, dict) else MISSING
+        port_containers = port_spec.get('containers', MISSING) if isinstance(port_spec, dict) else MISSING
+        if isinstance(port_containers, list) and port_containers:
+            port_target = -1
+            for port_index, port_given in enumerate(port_containers):
+                if isinstance(port_given, dict) and port_given.get('name') == 'xgboost':
+                    port_target = port_index
                     break
-            if target < 0:
-                target = 0
-            item = containers[target] if target >= 0 else MISSING
-            ports = item.get('ports') if isinstance(item, dict) else MISSING
-            if ports is None or isinstance(ports, list):
-                for existing in ports or ():
-                    if isinstance(existing, dict) and existing.get('name') == 'xgboostjob-port':
+            if port_target < 0:
+                port_target = 0
+            port_item = port_containers[port_target] if port_target >= 0 else MISSING
+            port_list = port_item.get('ports') if isinstance(port_item, dict) else MISSING
+            if port_list is None or isinstance(port_list, list):
+                for port_existing in port_list or ():
+                    if isinstance(port_existing, dict) and port_existing.get('name') == 'xgboostjob-port':
                         break
                 else:
-                    template = value['template'] = dict(template)
-                    spec = template['spec'] = dict(spec)
-                    containers = spec['containers'] = list(containers)
-                    item = containers[target] = dict(item)
+                    port_template = value['template'] = dict(port_template)
+                    port_spec = port_template['spec'] = dict(port_spec)
+                    port_containers = port_spec['containers'] = list(port_containers)
+                    port_item = port_containers[port_target] = dict(port_item)
                     port = {'name': 'xgboostjob-port', 'containerPort': 9999}
-                    at = pointer + '/template/spec/containers/' + str(target)
-                    recorder.append(item, 'ports', port, at)
+                    at = pointer + '/template/spec/containers/' + str(port_target)
+                    recorder.append(port_item, 'ports', port, at)
     return value
 
 
@@ -848,31 +848,31 @@ def default_value_mpijob_replicamap_training_kubedl_io(
                         item = containers[index] = dict(given)
                     recorder.set(item, 'terminationMessagePolicy', 'FallbackToLogsOnError', at + str(index))
     if (not only or 'pod-template/framework-port' in only) and key in ('Launcher', 'Worker'):
-        template = value.get('template', MISSING)
-        spec = template.get('spec', MISSING) if isinstance(template, dict) else MISSING
-        containers = spec.get('containers', MISSING) if isinstance(spec, dict) else MISSING
-        if isinstance(containers, list) and containers:
-            target = -1
-            for index, given in enumerate(containers):
-                if isinstance(given, dict) and given.get('name') == 'mpi':
-                    target = index
+        port_template = value.get('template', MISSING)
+        port_spec = port_template.get('spec', MISSING) if isinstance(port_template, dict) else MISSING
+        port_containers = port_spec.get('containers', MISSING) if isinstance(port_spec, dict) else MISSING
+        if isinstance(port_containers, list) and port_containers:
+            port_target = -1
+            for port_index, port_given in enumerate(port_containers):
+                if isinstance(port_given, dict) and port_given.get('name') == 'mpi':
+                    port_target = port_index
                     break
-            if target < 0:
-                target = 0
-            item = containers[target] if target >= 0 else MISSING
-            ports = item.get('ports') if isinstance(item, dict) else MISSING
-            if ports is None or isinstance(ports, list):
-                for existing in ports or ():
-                    if isinstance(existing, dict) and existing.get('name') == 'mpi-port':
+            if port_target < 0:
+                port_target = 0
+            port_item = port_containers[port_target] if port_target >= 0 else MISSING
+            port_list = port_item.get('ports') if isinstance(port_item, dict) else MISSING
+            if port_list is None or isinstance(port_list, list):
+                for port_existing in port_list or ():
+                    if isinstance(port_existing, dict) and port_existing.get('name') == 'mpi-port':
                         break
                 else:
-                    template = value['template'] = dict(template)
-                    spec = template['spec'] = dict(spec)
-                    containers = spec['containers'] = list(containers)
-                    item = containers[target] = dict(item)
+                    port_template = value['template'] = dict(port_template)
+                    port_spec = port_template['spec'] = dict(port_spec)
+                    port_containers = port_spec['containers'] = list(port_containers)
+                    port_item = port_containers[port_target] = dict(port_item)
                     port = {'name': 'mpi-port', 'containerPort': 2222}
-                    at = pointer + '/template/spec/containers/' + str(target)
-                    recorder.append(item, 'ports', port, at)
+                    at = pointer + '/template/spec/containers/' + str(port_target)
+                    recorder.append(port_item, 'ports', port, at)
     return value
 
 
@@ -957,31 +957,31 @@ def default_value_marsjob_replicamap_training_kubedl_io(
                         item = containers[index] = dict(given)
                     recorder.set(item, 'terminationMessagePolicy', 'FallbackToLogsOnError', at + str(index))
     if (not only or 'pod-template/framework-port' in only) and key in ('Scheduler', 'Worker', 'WebService'):
-        template = value.get('template', MISSING)
-        spec = template.get('spec', MISSING) if isinstance(template, dict) else MISSING
-        containers = spec.get('containers', MISSING) if isinstance(spec, dict) else MISSING
-        if isinstance(containers, list) and containers:
-            target = -1
-            for index, given in enumerate(containers):
-                if isinstance(given, dict) and given.get('name') == 'mars':
-                    target = index
+        port_template = value.get('template', MISSING)
+        port_spec = port_template.get('spec', MISSING) if isinstance(port_template, dict) else MISSING
+        port_containers = port_spec.get('containers', MISSING) if isinstance(port_spec, dict) else MISSING
+        if isinstance(port_containers, list) and port_containers:
+            port_target = -1
+            for port_index, port_given in enumerate(port_containers):
+                if isinstance(port_given, dict) and port_given.get('name') == 'mars':
+                    port_target = port_index
                     break
-            if target < 0:
-                target = 0
-            item = containers[target] if target >= 0 else MISSING
-            ports = item.get('ports') if isinstance(item, dict) else MISSING
-            if ports is None or isinstance(ports, list):
-                for existing in ports or ():
-                    if isinstance(existing, dict) and existing.get('name') == 'mars-port':
+            if port_target < 0:
+                port_target = 0
+            port_item = port_containers[port_target] if port_target >= 0 else MISSING
+            port_list = port_item.get('ports') if isinstance(port_item, dict) else MISSING
+            if port_list is None or isinstance(port_list, list):
+                for port_existing in port_list or ():
+                    if isinstance(port_existing, dict) and port_existing.get('name') == 'mars-port':
                         break
                 else:
-                    template = value['template'] = dict(template)
-                    spec = template['spec'] = dict(spec)
-                    containers = spec['containers'] = list(containers)
-                    item = containers[target] = dict(item)
+                    port_template = value['template'] = dict(port_template)
+                    port_spec = port_template['spec'] = dict(port_spec)
+                    port_containers = port_spec['containers'] = list(port_containers)
+                    port_item = port_containers[port_target] = dict(port_item)
                     port = {'name': 'mars-port', 'containerPort': 11111}
-                    at = pointer + '/template/spec/containers/' + str(target)
-                    recorder.append(item, 'ports', port, at)
+                    at = pointer + '/template/spec/containers/' + str(port_target)
+                    recorder.append(port_item, 'ports', port, at)
     return value
 
 
@@ -1063,29 +1063,29 @@ def default_value_pytorchjob_replicamap_training_kubedl_io(
                         item = containers[index] = dict(given)
                     recorder.set(item, 'terminationMessagePolicy', 'FallbackToLogsOnError', at + str(index))
     if (not only or 'pod-template/framework-port' in only) and key in ('Master',):
-        template = value.get('template', MISSING)
-        spec = template.get('spec', MISSING) if isinstance(template, dict) else MISSING
-        containers = spec.get('containers', MISSING) if isinstance(spec, dict) else MISSING
-        if isinstance(containers, list) and containers:
-            target = -1
-            for index, given in enumerate(containers):
-                if isinstance(given, dict) and given.get('name') == 'pytorch':
-                    target = index
+        port_template = value.get('template', MISSING)
+        port_spec = port_template.get('spec', MISSING) if isinstance(port_template, dict) else MISSING
+        port_containers = port_spec.get('containers', MISSING) if isinstance(port_spec, dict) else MISSING
+        if isinstance(port_containers, list) and port_containers:
+            port_target = -1
+            for port_index, port_given in enumerate(port_containers):
+                if isinstance(port_given, dict) and port_given.get('name') == 'pytorch':
+                    port_target = port_index
                     break
-            item = containers[target] if target >= 0 else MISSING
-            ports = item.get('ports') if isinstance(item, dict) else MISSING
-            if ports is None or isinstance(ports, list):
-                for existing in ports or ():
-                    if isinstance(existing, dict) and existing.get('name') == 'pytorchjob-port':
+            port_item = port_containers[port_target] if port_target >= 0 else MISSING
+            port_list = port_item.get('ports') if isinstance(port_item, dict) else MISSING
+            if port_list is None or isinstance(port_list, list):
+                for port_existing in port_list or ():
+                    if isinstance(port_existing, dict) and port_existing.get('name') == 'pytorchjob-port':
                         break
                 else:
-                    template = value['template'] = dict(template)
-                    spec = template['spec'] = dict(spec)
-                    containers = spec['containers'] = list(containers)
-                    item = containers[target] = dict(item)
+                    port_template = value['template'] = dict(port_template)
+                    port_spec = port_template['spec'] = dict(port_spec)
+                    port_containers = port_spec['containers'] = list(port_containers)
+                    port_item = port_containers[port_target] = dict(port_item)
                     port = {'name': 'pytorchjob-port', 'containerPort': 23456}
-                    at = pointer + '/template/spec/containers/' + str(target)
-                    recorder.append(item, 'ports', port, at)
+                    at = pointer + '/template/spec/containers/' + str(port_target)
+                    recorder.append(port_item, 'ports', port, at)
     return value
 
 
@@ -1166,31 +1166,31 @@ def default_value_tfjob_replicamap_training_kubedl_io(
                         item = containers[index] = dict(given)
                     recorder.set(item, 'terminationMessagePolicy', 'FallbackToLogsOnError', at + str(index))
     if (not only or 'pod-template/framework-port' in only) and key in ('PS', 'Worker', 'Chief', 'Master', 'Evaluator'):
-        template = value.get('template', MISSING)
-        spec = template.get('spec', MISSING) if isinstance(template, dict) else MISSING
-        containers = spec.get('containers', MISSING) if isinstance(spec, dict) else MISSING
-        if isinstance(containers, list) and containers:
-            target = -1
-            for index, given in enumerate(containers):
-                if isinstance(given, dict) and given.get('name') == 'tensorflow':
-                    target = index
+        port_template = value.get('template', MISSING)
+        port_spec = port_template.get('spec', MISSING) if isinstance(port_template, dict) else MISSING
+        port_containers = port_spec.get('containers', MISSING) if isinstance(port_spec, dict) else MISSING
+        if isinstance(port_containers, list) and port_containers:
+            port_target = -1
+            for port_index, port_given in enumerate(port_containers):
+                if isinstance(port_given, dict) and port_given.get('name') == 'tensorflow':
+                    port_target = port_index
                     break
-            if target < 0:
-                target = 0
-            item = containers[target] if target >= 0 else MISSING
-            ports = item.get('ports') if isinstance(item, dict) else MISSING
-            if ports is None or isinstance(ports, list):
-                for existing in ports or ():
-                    if isinstance(existing, dict) and existing.get('name') == 'tfjob-port':
+            if port_target < 0:
+                port_target = 0
+            port_item = port_containers[port_target] if port_target >= 0 else MISSING
+            port_list = port_item.get('ports') if isinstance(port_item, dict) else MISSING
+            if port_list is None or isinstance(port_list, list):
+                for port_existing in port_list or ():
+                    if isinstance(port_existing, dict) and port_existing.get('name') == 'tfjob-port':
                         break
                 else:
-                    template = value['template'] = dict(template)
-                    spec = template['spec'] = dict(spec)
-                    containers = spec['containers'] = list(containers)
-                    item = containers[target] = dict(item)
+                    port_template = value['template'] = dict(port_template)
+                    port_spec = port_template['spec'] = dict(port_spec)
+                    port_containers = port_spec['containers'] = list(port_containers)
+                    port_item = port_containers[port_target] = dict(port_item)
                     port = {'name': 'tfjob-port', 'containerPort': 2222}
-                    at = pointer + '/template/spec/containers/' + str(target)
-                    recorder.append(item, 'ports', port, at)
+                    at = pointer + '/template/spec/containers/' + str(port_target)
+                    recorder.append(port_item, 'ports', port, at)
     return value
 
 
@@ -1271,31 +1271,31 @@ def default_value_xdljob_replicamap_training_kubedl_io(
                         item = containers[index] = dict(given)
                     recorder.set(item, 'terminationMessagePolicy', 'FallbackToLogsOnError', at + str(index))
     if (not only or 'pod-template/framework-port' in only) and key in ('Worker', 'PS', 'Scheduler', 'ExtendRole'):
-        template = value.get('template', MISSING)
-        spec = template.get('spec', MISSING) if isinstance(template, dict) else MISSING
-        containers = spec.get('containers', MISSING) if isinstance(spec, dict) else MISSING
-        if isinstance(containers, list) and containers:
-            target = -1
-            for index, given in enumerate(containers):
-                if isinstance(given, dict) and given.get('name') == 'xdl':
-                    target = index
+        port_template = value.get('template', MISSING)
+        port_spec = port_template.get('spec', MISSING) if isinstance(port_template, dict) else MISSING
+        port_containers = port_spec.get('containers', MISSING) if isinstance(port_spec, dict) else MISSING
+        if isinstance(port_containers, list) and port_containers:
+            port_target = -1
+            for port_index, port_given in enumerate(port_containers):
+                if isinstance(port_given, dict) and port_given.get('name') == 'xdl':
+                    port_target = port_index
                     break
-            if target < 0:
-                target = 0
-            item = containers[target] if target >= 0 else MISSING
-            ports = item.get('ports') if isinstance(item, dict) else MISSING
-            if ports is None or isinstance(ports, list):
-                for existing in ports or ():
-                    if isinstance(existing, dict) and existing.get('name') == 'xdljob-port':
+            if port_target < 0:
+                port_target = 0
+            port_item = port_containers[port_target] if port_target >= 0 else MISSING
+            port_list = port_item.get('ports') if isinstance(port_item, dict) else MISSING
+            if port_list is None or isinstance(port_list, list):
+                for port_existing in port_list or ():
+                    if isinstance(port_existing, dict) and port_existing.get('name') == 'xdljob-port':
                         break
                 else:
-                    template = value['template'] = dict(template)
-                    spec = template['spec'] = dict(spec)
-                    containers = spec['containers'] = list(containers)
-                    item = containers[target] = dict(item)
+                    port_template = value['template'] = dict(port_template)
+                    port_spec = port_template['spec'] = dict(port_spec)
+                    port_containers = port_spec['containers'] = list(port_containers)
+                    port_item = port_containers[port_target] = dict(port_item)
                     port = {'name': 'xdljob-port', 'containerPort': 2222}
-                    at = pointer + '/template/spec/containers/' + str(target)
-                    recorder.append(item, 'ports', port, at)
+                    at = pointer + '/template/spec/containers/' + str(port_target)
+                    recorder.append(port_item, 'ports', port, at)
     return value
 
 
@@ -1376,31 +1376,31 @@ def default_value_xgboostjob_replicamap_training_kubedl_io(
                         item = containers[index] = dict(given)
                     recorder.set(item, 'terminationMessagePolicy', 'FallbackToLogsOnError', at + str(index))
     if (not only or 'pod-template/framework-port' in only) and key in ('Master', 'Worker'):
-        template = value.get('template', MISSING)
-        spec = template.get('spec', MISSING) if isinstance(template, dict) else MISSING
-        containers = spec.get('containers', MISSING) if isinstance(spec, dict) else MISSING
-        if isinstance(containers, list) and containers:
-            target = -1
-            for index, given in enumerate(containers):
-                if isinstance(given, dict) and given.get('name') == 'xgboostjob':
-                    target = index
+        port_template = value.get('template', MISSING)
+        port_spec = port_template.get('spec', MISSING) if isinstance(port_template, dict) else MISSING
+        port_containers = port_spec.get('containers', MISSING) if isinstance(port_spec, dict) else MISSING
+        if isinstance(port_containers, list) and port_containers:
+            port_target = -1
+            for port_index, port_given in enumerate(port_containers):
+                if isinstance(port_given, dict) and port_given.get('name') == 'xgboostjob':
+                    port_target = port_index
                     break
-            if target < 0:
-                target = 0
-            item = containers[target] if target >= 0 else MISSING
-            ports = item.get('ports') if isinstance(item, dict) else MISSING
-            if ports is None or isinstance(ports, list):
-                for existing in ports or ():
-                    if isinstance(existing, dict) and existing.get('name') == 'xgboostjob-port':
+            if port_target < 0:
+                port_target = 0
+            port_item = port_containers[port_target] if port_target >= 0 else MISSING
+            port_list = port_item.get('ports') if isinstance(port_item, dict) else MISSING
+            if port_list is None or isinstance(port_list, list):
+                for port_existing in port_list or ():
+                    if isinstance(port_existing, dict) and port_existing.get('name') == 'xgboostjob-port':
                         break
                 else:
-                    template = value['template'] = dict(template)
-                    spec = template['spec'] = dict(spec)
-                    containers = spec['containers'] = list(containers)
-                    item = containers[target] = dict(item)
+                    port_template = value['template'] = dict(port_template)
+                    port_spec = port_template['spec'] = dict(port_spec)
+                    port_containers = port_spec['containers'] = list(port_containers)
+                    port_item = port_containers[port_target] = dict(port_item)
                     port = {'name': 'xgboostjob-port', 'containerPort': 9999}
-                    at = pointer + '/template/spec/containers/' + str(target)
-                    recorder.append(item, 'ports', port, at)
+                    at = pointer + '/template/spec/containers/' + str(port_target)
+                    recorder.append(port_item, 'ports', port, at)
     return value
 
 

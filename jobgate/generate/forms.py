@@ -2828,36 +2828,38 @@ def _port_lines(d: DefaultTemplatePort) -> list[str]:
     """The Python ``DefaultTemplatePort`` of one value of the map, written out (``with_port``'s reading):
     the port on the container named ``container`` (with ``requires_named``: only there; else the
     first container) unless a port of its name is there, the objects on the way copied into ``value``
-    (a copy the caller owns) only then."""
+    (a copy the caller owns) only then. Its locals are its own (``port_*``): mypyc gives a local one
+    type for the whole function, and another block of the generated function may hold a dict in a
+    local of the same name, which would turn a non-object here into a TypeError."""
     lines = [
-        "        template = value.get('template', MISSING)",
-        "        spec = template.get('spec', MISSING) if isinstance(template, dict) else MISSING",
-        "        containers = spec.get('containers', MISSING) if isinstance(spec, dict) else MISSING",
-        "        if isinstance(containers, list) and containers:",
-        "            target = -1",
-        "            for index, given in enumerate(containers):",
-        f"                if isinstance(given, dict) and given.get('name') == {d.container!r}:",
-        "                    target = index",
+        "        port_template = value.get('template', MISSING)",
+        "        port_spec = port_template.get('spec', MISSING) if isinstance(port_template, dict) else MISSING",
+        "        port_containers = port_spec.get('containers', MISSING) if isinstance(port_spec, dict) else MISSING",
+        "        if isinstance(port_containers, list) and port_containers:",
+        "            port_target = -1",
+        "            for port_index, port_given in enumerate(port_containers):",
+        f"                if isinstance(port_given, dict) and port_given.get('name') == {d.container!r}:",
+        "                    port_target = port_index",
         "                    break",
     ]
     if not d.requires_named:
-        lines += ["            if target < 0:", "                target = 0"]
+        lines += ["            if port_target < 0:", "                port_target = 0"]
     return [
         *lines,
-        "            item = containers[target] if target >= 0 else MISSING",
-        "            ports = item.get('ports') if isinstance(item, dict) else MISSING",
-        "            if ports is None or isinstance(ports, list):",
-        "                for existing in ports or ():",
-        f"                    if isinstance(existing, dict) and existing.get('name') == {d.port_name!r}:",
+        "            port_item = port_containers[port_target] if port_target >= 0 else MISSING",
+        "            port_list = port_item.get('ports') if isinstance(port_item, dict) else MISSING",
+        "            if port_list is None or isinstance(port_list, list):",
+        "                for port_existing in port_list or ():",
+        f"                    if isinstance(port_existing, dict) and port_existing.get('name') == {d.port_name!r}:",
         "                        break",
         "                else:",
-        "                    template = value['template'] = dict(template)",
-        "                    spec = template['spec'] = dict(spec)",
-        "                    containers = spec['containers'] = list(containers)",
-        "                    item = containers[target] = dict(item)",
+        "                    port_template = value['template'] = dict(port_template)",
+        "                    port_spec = port_template['spec'] = dict(port_spec)",
+        "                    port_containers = port_spec['containers'] = list(port_containers)",
+        "                    port_item = port_containers[port_target] = dict(port_item)",
         f"                    port = {{'name': {d.port_name!r}, 'containerPort': {d.port!r}}}",
-        "                    at = pointer + '/template/spec/containers/' + str(target)",
-        "                    recorder.append(item, 'ports', port, at)",
+        "                    at = pointer + '/template/spec/containers/' + str(port_target)",
+        "                    recorder.append(port_item, 'ports', port, at)",
     ]
 
 
