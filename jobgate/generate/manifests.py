@@ -12,6 +12,7 @@ import importlib
 import io
 import sys
 from collections import defaultdict
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -469,20 +470,7 @@ def policy_vap_files(kinds: list[JobKind]) -> dict[str, str]:
     the kustomization. Not in the base (the webhook enforces the same); the webhook-less overlays use it."""
     from jobgate.generate.policy_vap import kind_documents
 
-    files: dict[str, str] = {}
-    written = []
-    every = sorted(every_family_kind(), key=lambda k: (k.gvk.group, k.gvk.kind))
-    for kind in every:
-        kmap = KINDS.get((kind.gvk.group, kind.gvk.kind))
-        if kmap is None:
-            continue
-        name = f"{kind.gvk.group}_{kind.plural}.yaml"
-        files[f"{POLICY_VAP_DIR}/{name}"] = _dump(kind_documents(kmap, kind.plural, kind.gvk.version, PART_OF))
-        written.append(name)
-    files[f"{POLICY_VAP_DIR}/kustomization.yaml"] = _dump(
-        [{"apiVersion": "kustomize.config.k8s.io/v1beta1", "kind": "Kustomization", "resources": written}]
-    )
-    return files
+    return _per_kind_policy_files(POLICY_VAP_DIR, kind_documents)
 
 
 POLICY_MAP_DIR = "policy-maps"
@@ -494,6 +482,14 @@ def policy_map_files() -> dict[str, str]:
     as in ``policy-vaps/``, and the kustomization. Apart from ``policy-vaps/``, which loads on 1.30."""
     from jobgate.generate.policy_map import kind_documents
 
+    return _per_kind_policy_files(POLICY_MAP_DIR, kind_documents)
+
+
+def _per_kind_policy_files(
+    directory: str, kind_documents: Callable[[Any, str, str, str], list[dict[str, Any]]]
+) -> dict[str, str]:
+    """One file of ``kind_documents`` per kind with a policy field map, in ``directory``, and its
+    kustomization (``policy-vaps/`` and ``policy-maps/`` alike)."""
     files: dict[str, str] = {}
     written = []
     for kind in sorted(every_family_kind(), key=lambda k: (k.gvk.group, k.gvk.kind)):
@@ -501,9 +497,9 @@ def policy_map_files() -> dict[str, str]:
         if kmap is None:
             continue
         name = f"{kind.gvk.group}_{kind.plural}.yaml"
-        files[f"{POLICY_MAP_DIR}/{name}"] = _dump(kind_documents(kmap, kind.plural, kind.gvk.version, PART_OF))
+        files[f"{directory}/{name}"] = _dump(kind_documents(kmap, kind.plural, kind.gvk.version, PART_OF))
         written.append(name)
-    files[f"{POLICY_MAP_DIR}/kustomization.yaml"] = _dump(
+    files[f"{directory}/kustomization.yaml"] = _dump(
         [{"apiVersion": "kustomize.config.k8s.io/v1beta1", "kind": "Kustomization", "resources": written}]
     )
     return files
