@@ -15,6 +15,7 @@ starts the working tree and its baselines with one command line.
 
 from __future__ import annotations
 
+import argparse
 import io
 import os
 import shutil
@@ -55,6 +56,17 @@ def working_tree(compiled_tree: Path | None = None, pure_tree: Path = REPO) -> l
     if compiled_tree is not None:
         builds.append(Build("jobgate compiled", Path(sys.executable), compiled_tree, compiled=True))
     return builds
+
+
+def add_baseline_flag(parser: argparse.ArgumentParser) -> None:
+    """``--baseline REF`` (repeatable), as every bench that compares trees takes it."""
+    parser.add_argument(
+        "--baseline",
+        action="append",
+        default=[],
+        metavar="REF",
+        help="a git ref measured too, pure and compiled, with each figure's ratio to it (repeatable)",
+    )
 
 
 def resolve(ref: str) -> str:

@@ -45,7 +45,7 @@ from typing import Any
 
 from ruamel.yaml import YAML
 
-from bench.baseline import Build, baselines, counterpart, working_tree
+from bench.baseline import Build, add_baseline_flag, baselines, counterpart, working_tree
 from bench.fixtures import tfjob_manifest
 
 REPO = Path(__file__).resolve().parents[1]
@@ -240,13 +240,7 @@ def main(argv: list[str] | None = None) -> int:
         type=Path,
         help="where the mypyc-compiled copy of this tree is kept: built there when absent, reused when there",
     )
-    parser.add_argument(
-        "--baseline",
-        action="append",
-        default=[],
-        metavar="REF",
-        help="a git ref measured too, pure and compiled, with each figure's ratio to it (repeatable)",
-    )
+    add_baseline_flag(parser)
     args = parser.parse_args(argv)
     # Start-up is measured as users meet it: with bytecode caches written on the first run.
     os.environ.pop("PYTHONDONTWRITEBYTECODE", None)

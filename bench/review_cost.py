@@ -24,7 +24,7 @@ import sys
 import tempfile
 from pathlib import Path
 
-from bench.baseline import Build, baselines, counterpart, working_tree
+from bench.baseline import Build, add_baseline_flag, baselines, counterpart, working_tree
 from bench.fixtures import tfjob_review_bytes
 
 WEBHOOKS = ("mutate", "validate")
@@ -80,7 +80,7 @@ def best_time(build: Build, body: Path, webhook: str) -> float:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--baseline", action="append", default=[], metavar="REF", help="a git ref to compare with")
+    add_baseline_flag(parser)
     parser.add_argument("--no-compiled", action="store_true", help="pure Python builds only")
     parser.add_argument(
         "--compiled-tree",

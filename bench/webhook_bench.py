@@ -44,7 +44,7 @@ import time
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
-from bench.baseline import Build, baselines, counterpart, working_tree
+from bench.baseline import Build, add_baseline_flag, baselines, counterpart, working_tree
 from bench.fixtures import tfjob_review_bytes
 from jobgate.certs.authority import init_directory
 
@@ -249,13 +249,7 @@ def main() -> int:
     parser.add_argument("--no-pure", action="store_true", help="skip the pure-Python rule engine")
     parser.add_argument("--no-paced", action="store_true", help="skip the latency runs at a fixed rate")
     parser.add_argument("--compiled-tree", type=Path, help=COMPILED_TREE_HELP)
-    parser.add_argument(
-        "--baseline",
-        action="append",
-        default=[],
-        metavar="REF",
-        help="a git ref measured too, pure and compiled, with each figure's ratio to it (repeatable)",
-    )
+    add_baseline_flag(parser)
     parser.add_argument(
         "--event-loop",
         choices=("asyncio", "uvloop"),
