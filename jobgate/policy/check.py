@@ -1029,14 +1029,7 @@ class _Plan:
                 if isinstance(source, dict):
                     return False  # a dict subclass: the checks judge it
                 continue
-            reference = source.get("reference")
-            if type(reference) is str:
-                known = self.images.get(reference)
-                if known is None:
-                    known = self.image_allowed(reference)
-                if not known:
-                    return False
-            elif isinstance(reference, str):
+            if not self._image_clean(source.get("reference")):
                 return False
         return True
 
@@ -1053,17 +1046,17 @@ class _Plan:
             context = container.get("securityContext")
             if isinstance(context, dict) and context.get("privileged") is True:
                 return False
-        if self.registries:
-            image = container.get("image")
-            if type(image) is str:
-                known = self.images.get(image)
-                if known is None:
-                    known = self.image_allowed(image)
-                if not known:
-                    return False
-            elif isinstance(image, str):
-                return False  # a str subclass: the checks judge it
-        return True
+        return not self.registries or self._image_clean(container.get("image"))
+
+    def _image_clean(self, image: object) -> bool:
+        """Whether an image reference (a container's or an image volume's) is from an allowed registry,
+        or no string at all (the family's rules judge that); remembered per reference."""
+        if type(image) is str:
+            known = self.images.get(image)
+            if known is None:
+                known = self.image_allowed(image)
+            return bool(known)
+        return not isinstance(image, str)  # a str subclass: the checks judge it
 
     def image_allowed(self, image: str) -> bool:
         """Whether every registry list allows ``image``, remembered in ``images``."""
