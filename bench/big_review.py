@@ -40,7 +40,7 @@ import orjson
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from envtest.big_jobs import FAMILIES, Family, base_job, first_item, review, shapes
-from jobgate.engine.review import engine_build, warm_up
+from jobgate.review import engine_build, warm_up
 from jobgate.webhook.admission import Webhook
 from jobgate.webhook.outcome import _review_in_worker, review_outcome
 

@@ -199,7 +199,7 @@ def large_job() -> dict[str, Any]:
 
 def check_offline(job: dict[str, Any]) -> None:
     """The job as ``jobgate validate`` sees it: admitted, or the bench measures refusals."""
-    from jobgate.engine.review import kind_of, review_job
+    from jobgate.review import kind_of, review_job
 
     kind = kind_of(job)
     assert kind is not None

@@ -41,7 +41,8 @@ def answer(mode: str, webhook_name: str, reviews: int) -> None:
     from bench.fixtures import tfjob_review_bytes
     from envtest.policy_set import namespaces, policy_set
     from jobgate.engine.jsonpatch import apply_patch
-    from jobgate.engine.views import ClusterViews, PolicySnapshot
+    from jobgate.engine.views import ClusterViews
+    from jobgate.policy.snapshot import PolicySnapshot
     from jobgate.webhook.admission import Webhook, review_body
 
     views = None

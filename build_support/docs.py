@@ -129,7 +129,7 @@ def _flow(value: Any) -> str:
 
 
 def _errors(vector: Any) -> list[str]:
-    from jobgate.engine.review import kind_of, review_job
+    from jobgate.review import kind_of, review_job
 
     kind = kind_of(vector.obj)
     verdict = review_job(kind, vector.obj, vector.old)
@@ -226,7 +226,7 @@ def rules_markdown(family: str) -> str:
         for path in sorted((REPO / "examples" / "invalid").glob(f"{family}-*.yaml")):
             out.append(f"- `examples/invalid/{path.name}`:")
             for document in (d for d in yaml.safe_load_all(path.read_text()) if d):
-                from jobgate.engine.review import kind_of, review_job
+                from jobgate.review import kind_of, review_job
 
                 kind = kind_of(document)
                 verdict = review_job(kind, document, None)

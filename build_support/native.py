@@ -50,7 +50,7 @@ SHARED_COMPILED_MODULES = (
     "jobgate.rules.jobmeta",
     "jobgate.rules.podtemplate",
     "jobgate.rules.replicajobs",
-    "jobgate.engine.review",
+    "jobgate.review",
     # What a review knows: compiled, the rules read its attributes directly, not by attribute lookup.
     "jobgate.engine.context",
     # Platform policy's per-review checks (resolution is remembered; these run for every job).
@@ -94,7 +94,7 @@ def compile_requirements() -> list[str]:
 
 
 def module_path(module: str) -> str:
-    """``jobgate.engine.review`` → ``jobgate/engine/review.py`` (the installed layout)."""
+    """``jobgate.review`` → ``jobgate/review.py`` (the installed layout)."""
     return module.replace(".", "/") + ".py"
 
 
@@ -178,7 +178,7 @@ def _build_in_place(staged: Path) -> None:
 
 
 def is_compiled(module: str) -> bool:
-    """Whether ``module`` (e.g. ``jobgate.engine.review``) is imported from an extension module."""
+    """Whether ``module`` (e.g. ``jobgate.review``) is imported from an extension module."""
     import importlib
 
     imported = importlib.import_module(module)

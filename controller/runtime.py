@@ -34,9 +34,9 @@ from jobgate.controller.workqueue import WorkQueue, job_key, split_key
 from jobgate.engine.context import ReviewContext
 from jobgate.engine.fielderrors import aggregate_message
 from jobgate.engine.registry import GroupVersionKind
-from jobgate.engine.review import review_job
 from jobgate.kube.client import ApiError, Kube, Resource
 from jobgate.kube.informer import Informer
+from jobgate.review import review_job
 
 log = logging.getLogger("jobgate.controller")
 COMPONENT = "jobgate-controller"

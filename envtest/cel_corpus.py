@@ -25,10 +25,10 @@ from pathlib import Path
 import yaml
 
 from envtest.cel_differential import POLICY_DENIAL, Apiserver, Case
-from jobgate.engine.review import kind_of
 from jobgate.generate.cel.generate import family_rules
 from jobgate.generate.cel.vectors import Vector, load_vectors
 from jobgate.generate.manifests import every_family_kind
+from jobgate.review import kind_of
 
 REPO = Path(__file__).resolve().parents[1]
 VECTORS_DIR = REPO / "tests" / "cel_vectors"

@@ -21,10 +21,10 @@ import yaml
 
 from envtest.cel_differential import POLICY_DENIAL, Apiserver, Case, Outcome, comparable, defaulted, install
 from jobgate.engine.fielderrors import FieldError
-from jobgate.engine.review import kind_of
 from jobgate.generate.cel.catalogue import Rule, Where, explaining_rule
 from jobgate.generate.cel.generate import rules_for
 from jobgate.generate.cel.vectors import load_vectors
+from jobgate.review import kind_of
 
 REPO = Path(__file__).resolve().parents[1]
 POLICIES = REPO / "manifests/kubeflow-policies"

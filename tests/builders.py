@@ -6,7 +6,7 @@ import copy
 import uuid
 from typing import Any
 
-from jobgate.engine.review import Verdict, kind_of, review_job
+from jobgate.review import Verdict, kind_of, review_job
 
 KUBEDL = "training.kubedl.io/v1alpha1"
 MLKUBE = "mxnet.mlkube.io/v1beta1"

@@ -18,7 +18,7 @@ import orjson
 
 from jobgate.engine.context import ReviewContext, context_for
 from jobgate.engine.registry import GroupVersionKind, JobKind, lookup_names
-from jobgate.engine.review import defaulting_patch, review_job
+from jobgate.review import defaulting_patch, review_job
 from jobgate.webhook.envelope import ADMISSION_API_VERSION, AdmissionRequest, AdmissionReview, BadReview, RequestKind
 
 if TYPE_CHECKING:

@@ -11,7 +11,7 @@ import multiprocessing
 import os
 import re
 
-from jobgate.engine.review import warm_up
+from jobgate.review import warm_up
 from jobgate.webhook.admission import (
     Webhook,
 )

@@ -20,8 +20,8 @@ from aiohttp import web
 from aiohttp.http_exceptions import HttpProcessingError
 from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 
-from jobgate.engine.review import engine_build, warm_up
 from jobgate.engine.views import ClusterViews
+from jobgate.review import engine_build, warm_up
 from jobgate.webhook.admission import (
     Webhook,
 )

@@ -20,7 +20,7 @@ from typing import Any
 
 from envtest.cel_corpus import enforced_examples, enforced_vectors
 from envtest.cel_differential import Case
-from jobgate.engine.review import kind_of, review_job
+from jobgate.review import kind_of, review_job
 
 _NAMES = ["a", "x" * 20, "x" * 40, "x" * 50, "x" * 52, "x" * 53, "x" * 60, "x" * 63, "x" * 64, "Upper", "a_b", "a.b"]
 _INTEGERS = [-1, 0, 1, 2, 3, 4, 8, 100, 2**31 - 1, 2**31]

@@ -157,8 +157,8 @@ def _indent(text: str, width: int) -> list[str]:
 
 def _errors_of(kind: JobKind, obj: dict[str, Any], old: dict[str, Any] | None) -> list[tuple[str, str]]:
     """(rule id, message) of each error jobgate gives ``obj``."""
-    from jobgate.engine.review import review_job
     from jobgate.engine.ruleids import rule_id
+    from jobgate.review import review_job
 
     verdict = review_job(kind, obj, old)
     gvk = (kind.gvk.group, kind.gvk.version, kind.gvk.kind)
@@ -184,8 +184,8 @@ def _vectors(family: str) -> list[tuple[Any, Any, list[tuple[str, str]]]]:
     directory = CHECKOUT / "tests" / "cel_vectors"
     if not (directory / f"{family}.yaml").is_file():
         return []
-    from jobgate.engine.review import kind_of
     from jobgate.generate.cel.vectors import load_vectors
+    from jobgate.review import kind_of
 
     found = []
     for vector in load_vectors(directory, CHECKOUT, family):
@@ -216,7 +216,7 @@ def _example_files(refused: bool) -> list[tuple[str, Any, list[tuple[str, str]]]
         return []
     import yaml
 
-    from jobgate.engine.review import kind_of
+    from jobgate.review import kind_of
 
     found = []
     for path in sorted(directory.glob("*.yaml")):

@@ -20,9 +20,10 @@ if TYPE_CHECKING:
     import argparse
     from typing import Any
 
-    from jobgate.engine.views import ClusterViews, PolicySnapshot
+    from jobgate.engine.views import ClusterViews
     from jobgate.offline.cluster_objects import Located, Routed
     from jobgate.offline.results import DocumentResult, FieldValidation
+    from jobgate.policy.snapshot import PolicySnapshot
 
 
 def _validate(args: argparse.Namespace | QuickArguments) -> int:
@@ -272,9 +273,9 @@ def _load_policies(
     """``--policies FILE|DIR`` (repeatable), ``--namespaces FILE`` and what ``--cluster-objects`` gave of
     both: checked as the apiserver would admit them (every error of a malformed or misplaced policy
     printed, one a line; exit 2), and the namespaces' labels."""
-    from jobgate.engine.views import PolicySnapshot
     from jobgate.offline.cluster_objects import namespace_labels_of
     from jobgate.offline.policy_objects import check_policies, merge_policies
+    from jobgate.policy.snapshot import PolicySnapshot
 
     groups: list[list[dict[str, Any]]] = []
     errors: list[str] = []
@@ -368,9 +369,9 @@ def _review_rule_ids(text: str, args: argparse.Namespace, views: ClusterViews | 
     """The rule id of each error and warning, on stderr: the AdmissionReview on stdout stays
     byte-identical to the webhook's answer (whose messages name no rule)."""
     from jobgate.engine.registry import lookup_names
-    from jobgate.engine.review import review_job
     from jobgate.engine.ruleids import rule_id
     from jobgate.offline.sources import printable
+    from jobgate.review import review_job
     from jobgate.webhook.admission import Webhook, parse_review, review_context
 
     if Webhook(args.webhook) is not Webhook.VALIDATE:

@@ -5,17 +5,17 @@ defaults, so every lookup takes the full group/version/kind.
 
 A family registers its kinds when its rules module (``jobgate/families/<family>/rules``) is
 imported. The registry imports a family the first time one of its kinds is looked up, through
-``family_index`` (a table generated from the families' records), so that checking one file loads
-one family; the webhook and the controller load every family they serve at start
-(``served_kinds``).
+``family_index`` (a table generated from the families' records: each kind's family, each family's
+rules module), so that checking one file loads one family; the webhook and the controller load
+every family they serve at start (``served_kinds``). The registry reads no record: the engine
+stands below the families.
 """
 
 from __future__ import annotations
 
-from jobgate._generated.family_index import KIND_FAMILIES
+from jobgate._generated.family_index import FAMILY_RULES, KIND_FAMILIES
 from jobgate.engine.findings import Findings
 from jobgate.engine.jsonpatch import PatchRecorder
-from jobgate.families import family as record_of
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING, without importing typing at run time (start-up)
 if TYPE_CHECKING:
@@ -198,8 +198,8 @@ def registered_kinds() -> list[JobKind]:
 
 
 def family_module(family: str) -> str:
-    """The module that registers the family's kinds (its record's ``rules``)."""
-    return record_of(family).rules
+    """The module that registers the family's kinds (its record's ``rules``, as the index gives it)."""
+    return FAMILY_RULES[family]
 
 
 def load_family(family: str) -> None:

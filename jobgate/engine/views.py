@@ -97,41 +97,6 @@ def namespace_labels(namespace: str, labels: Mapping[str, str] | None) -> dict[s
     return {**(labels or {}), NAMESPACE_NAME_LABEL: namespace}
 
 
-class PolicySnapshot:
-    """A ``PolicyView`` over objects given at once (``jobgate validate --policies --namespaces``, tests).
-
-    A namespace missing from ``namespaces`` shows only the label the apiserver gives every namespace,
-    and is not known (``knows_namespace``): its other labels may be anything, so a selection by them
-    cannot be made (``jobgate.policy.review`` refuses to guess it).
-    """
-
-    __slots__ = ("_labels", "_namespaces", "_policies")
-
-    def __init__(
-        self, policies: Sequence[Mapping[str, Any]], namespaces: Mapping[str, Mapping[str, str]] | None = None
-    ) -> None:
-        # Imported here: only a run given policies needs them (a plain check stays lean).
-        from jobgate.policy.resolve import PolicySet
-
-        self._policies = PolicySet(policies)
-        self._namespaces = dict(namespaces or {})
-        # Each namespace's labels as selectors see them, built once: every review asks.
-        self._labels: dict[str, Mapping[str, str]] = {}
-
-    def policies(self) -> Sequence[Mapping[str, Any]]:
-        return self._policies
-
-    def namespace_labels(self, namespace: str) -> Mapping[str, str] | None:
-        labels = self._labels.get(namespace)
-        if labels is None:
-            labels = self._labels[namespace] = namespace_labels(namespace, self._namespaces.get(namespace))
-        return labels
-
-    def knows_namespace(self, namespace: str) -> bool:
-        """Whether the namespace's labels were given (a Namespace object), not only its name."""
-        return namespace in self._namespaces
-
-
 class DeviceView(Protocol):
     """Read-only view of the cluster's DRA objects (``resource.k8s.io/v1``) that GPU counting reads.
 

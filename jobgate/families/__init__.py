@@ -8,8 +8,9 @@ Adding a family is its package and its name below.
 
 A record names its modules by string, so that reading it imports none of them: checking one file
 loads the one family it needs, and the layers stay apart (the engine never imports a generator or
-the controller). It lives here, not in the engine, because importing a family's rules imports
-this package first anyway: one module fewer on the way to a one-file check.
+the controller). This package and the records import nothing of the families' code, so every
+layer may read them (platform policy finds the families' field maps here); the engine reads the
+generated family index instead (``jobgate/_generated/family_index.py``).
 """
 
 from __future__ import annotations
@@ -33,6 +34,7 @@ class Family:
         "kinds",
         "models",
         "name",
+        "policy",
         "rules",
         "version",
         "webhook_only_reason",
@@ -54,6 +56,7 @@ class Family:
         controller: str | None = None,
         compiled_modules: tuple[str, ...] = (),
         admission_only: bool = False,
+        policy: str | None = None,
     ) -> None:
         if (cel is None) == (webhook_only_reason is None):
             raise ValueError(f"family {name}: give either a CEL module or the reason its rules stay with the webhook")
@@ -84,6 +87,9 @@ class Family:
         # Its peer's CRD and operator run the jobs: jobgate ships neither a CRD nor controller
         # permissions for the kinds, only admission.
         self.admission_only = admission_only
+        # The module of the kinds' policy field maps (``KIND_MAPS``, jobgate.policy.fieldmap): where
+        # platform policies find the queue, scheduler, TTL and pod templates. None: no policy applies.
+        self.policy = policy
 
     def __repr__(self) -> str:
         return f"Family({self.name!r}, {self.group}/{self.version}, kinds={self.kinds!r})"

@@ -46,7 +46,8 @@ from collections.abc import Iterable
 from typing import Any
 
 from jobgate.generate.policy_vap import EXCLUDED_NAMESPACES, PREFIX, SCOPES, _has, _labels, _q, _selector
-from jobgate.policy.fieldmap import KINDS, KUEUE_LABEL, TEMPLATE, VOLCANO_SCHEMA_DEFAULT_QUEUE, KindMap
+from jobgate.policy.fieldmap import KUEUE_LABEL, TEMPLATE, VOLCANO_SCHEMA_DEFAULT_QUEUE, KindMap
+from jobgate.policy.kinds import KINDS
 from jobgate.policy.models import API_VERSION, CLUSTER_KIND
 
 # The defaults at a field of the job, in the order jobgate.policy.check writes them; then the labels.

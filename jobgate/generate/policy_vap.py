@@ -67,13 +67,14 @@ from jobgate.policy.constraints import (
     Constraint,
     Outcome,
 )
-from jobgate.policy.fieldmap import KINDS, TEMPLATE, KindMap
+from jobgate.policy.fieldmap import TEMPLATE, KindMap
 from jobgate.policy.gpu import (
     DEFAULT_GPU_DEVICE_CLASSES,
     DEFAULT_GPU_RESOURCES,
     IMPLICIT_DEVICE_PREFIX,
     counted_resources,
 )
+from jobgate.policy.kinds import KINDS
 from jobgate.policy.models import API_VERSION, CLUSTER_KIND, NAMESPACED_KIND
 
 ACTIONS = ("Deny", "Warn", "Audit")

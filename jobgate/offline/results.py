@@ -11,7 +11,6 @@ from enum import StrEnum
 
 from jobgate.engine.context import context_for
 from jobgate.engine.registry import GroupVersionKind, lookup
-from jobgate.engine.review import Verdict, review_job
 from jobgate.offline.sources import (
     STDIN,
     Document,
@@ -22,6 +21,7 @@ from jobgate.offline.sources import (
     printable,
     read_source,
 )
+from jobgate.review import Verdict, review_job
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING, without importing typing at run time (start-up)
 if TYPE_CHECKING:

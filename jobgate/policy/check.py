@@ -64,7 +64,6 @@ from jobgate.policy.fieldmap import (
     KindMap,
     ReplicaGroup,
     get_path,
-    kind_map,
     pod_sizes,
 )
 from jobgate.policy.gpu import (
@@ -77,6 +76,7 @@ from jobgate.policy.gpu import (
     pod_gpus,
 )
 from jobgate.policy.images import name_allowed, normalise_image
+from jobgate.policy.kinds import kind_map
 from jobgate.policy.memo import Resolution
 from jobgate.policy.resolve import ACTION_RANK, EffectivePolicy, Sourced
 

@@ -1,24 +1,11 @@
-"""Where each job kind keeps the fields a policy reads or writes.
+"""How a policy finds the fields it reads or writes in a job: the shared mechanism of the field maps.
 
-The field names follow jobgate's own job models (``jobgate/families/<name>/models.py``), the
-project's truth, read here from the plain dicts the rules see. Per family:
-
-==================  =========================================  ==========================================
-field               where                                       kinds without it (→ "not applicable")
-==================  =========================================  ==========================================
-queue               kubeflow ``spec.runPolicy.schedulingPolicy.queue``; kubedl ``spec.schedulingPolicy.queue``
-                    (an MPIJob using ``spec.runPolicy``: there); t9k ``spec.scheduler.t9kScheduler.queue``
-                    (a default creates t9kScheduler: T9k has no queue elsewhere);
-                    volcano ``spec.queue``                                    MxJob, DIJob
-priorityClassName   kubeflow ``…schedulingPolicy.priorityClass``; kubedl ``…schedulingPolicy.priorityClassName``;
-                    volcano ``spec.priorityClassName``; MxJob, GenericJob, DIJob: each pod template's
-                    ``spec.priorityClassName`` (their job-level priorities are not PriorityClasses)
-schedulerName       volcano ``spec.schedulerName``; every other kind: each pod template's ``spec.schedulerName``
-ttl / deadline      kubeflow ``spec.runPolicy.*``; kubedl inline ``spec.*`` (MPIJob: ``spec.runPolicy.*`` when
-                    present); volcano ``spec.ttlSecondsAfterFinished``       MxJob, GenericJob, DIJob (both);
-                                                                              volcano (deadline)
-kueue label         ``metadata.labels["kueue.x-k8s.io/queue-name"]``         every family but kubeflow.org
-==================  =========================================  ==========================================
+Each family keeps its kinds' maps in its own package (``jobgate/families/<name>/policy.py``, named by
+its record's ``policy``; :mod:`jobgate.policy.kinds` collects them): where the queue, the priority
+class, the scheduler, the TTL and the deadline live, and how the job's replica groups are read. The
+field names follow jobgate's own job models (``jobgate/families/<name>/models.py``), read here from
+the plain dicts the rules see. A kind without a field gives None for it ("not applicable");
+``TEMPLATE`` places a field in each pod template's spec instead of the job's.
 
 Replica groups give the largest pod count the job may reach, because a limit must hold at the
 job's largest size: a PyTorchJob's or PaddleJob's Worker may grow to ``elasticPolicy.maxReplicas``;
@@ -115,8 +102,9 @@ TEMPLATE = "template"
 
 
 class KindMap:
-    """Where one kind keeps what policies read and write. One object per kind (``KINDS``), compared
-    by identity: the plans of an effective policy are keyed by it."""
+    """Where one kind keeps what policies read and write. One object per kind (a family's ``KIND_MAPS``,
+    collected in ``jobgate.policy.kinds.KINDS``), compared by identity: the plans of an effective
+    policy are keyed by it."""
 
     __slots__ = (
         "deadline",
@@ -187,11 +175,15 @@ class KindMap:
         }[field]
 
 
-def _fixed(*path: PathSegment) -> Locator:
+def fixed(*path: PathSegment) -> Locator:
+    """A field at the same path in every job of the kind."""
     return lambda job: path
 
 
-def _map_groups(field: str, elastic: bool = False, default_zero: tuple[str, ...] = ()) -> Callable:
+def map_groups(field: str, elastic: bool = False, default_zero: tuple[str, ...] = ()) -> Callable:
+    """The groups of a map of roles under ``spec.<field>`` (``tfReplicaSpecs``): an unset count is 1, 0 for
+    the roles in ``default_zero``; ``elastic``: the Worker may grow to ``spec.elasticPolicy.maxReplicas``."""
+
     def groups(job: dict[str, Any]) -> list[ReplicaGroup]:
         specs = get_path(job, ("spec", field))
         if not isinstance(specs, dict):
@@ -226,7 +218,10 @@ def _map_groups(field: str, elastic: bool = False, default_zero: tuple[str, ...]
     return groups
 
 
-def _list_groups(field: str, role_of: Callable[[dict[str, Any], int], str], default_count: int) -> Callable:
+def list_groups(field: str, role_of: Callable[[dict[str, Any], int], str], default_count: int) -> Callable:
+    """The groups of a list under ``spec.<field>`` (Volcano's ``tasks``): ``role_of(item, index)`` names
+    each, an unset count is ``default_count``."""
+
     def groups(job: dict[str, Any]) -> list[ReplicaGroup]:
         items = get_path(job, ("spec", field))
         if not isinstance(items, list):
@@ -256,177 +251,10 @@ def _list_groups(field: str, role_of: Callable[[dict[str, Any], int], str], defa
     return groups
 
 
-def _kubedl_run_policy(kind: str) -> Callable[[str], Locator]:
-    """KubeDL inlines RunPolicy into spec; an MPIJob may keep it under spec.runPolicy (then inline is ignored)."""
-
-    def at(*rest: str) -> Locator:
-        def locate(job: dict[str, Any]) -> FieldPath:
-            if kind == "MPIJob" and isinstance(get_path(job, ("spec", "runPolicy")), dict):
-                return ("spec", "runPolicy", *rest)
-            return ("spec", *rest)
-
-        return locate
-
-    return lambda field: at(*field.split("."))
-
-
-KUBEDL_GROUP = "training.kubedl.io"
-KUBEFLOW_GROUP = "kubeflow.org"
-MLKUBE_GROUP = "mxnet.mlkube.io"
-T9K_GROUP = "batch.tensorstack.dev"
-DIENGINE_GROUP = "diengine.opendilab.org"
-VOLCANO_GROUP = "batch.volcano.sh"
-
-_KUBEDL_KINDS = {
-    "TFJob": "tfReplicaSpecs",
-    "PyTorchJob": "pytorchReplicaSpecs",
-    "XGBoostJob": "xgbReplicaSpecs",
-    "MPIJob": "mpiReplicaSpecs",
-    "XDLJob": "xdlReplicaSpecs",
-    "MarsJob": "marsReplicaSpecs",
-}
-_KUBEFLOW_KINDS = {
-    "TFJob": "tfReplicaSpecs",
-    "PyTorchJob": "pytorchReplicaSpecs",
-    "XGBoostJob": "xgbReplicaSpecs",
-    "PaddleJob": "paddleReplicaSpecs",
-    "JAXJob": "jaxReplicaSpecs",
-    "MPIJob": "mpiReplicaSpecs",
-}
-
-
-def _build() -> dict[tuple[str, str], KindMap]:
-    table: dict[tuple[str, str], KindMap] = {}
-    for kind, field in _KUBEDL_KINDS.items():
-        rp = _kubedl_run_policy(kind)
-        table[KUBEDL_GROUP, kind] = KindMap(
-            "kubedl",
-            KUBEDL_GROUP,
-            kind,
-            _map_groups(field),
-            queue=rp("schedulingPolicy.queue"),
-            priority_class=rp("schedulingPolicy.priorityClassName"),
-            scheduler=TEMPLATE,
-            ttl=rp("ttlSecondsAfterFinished"),
-            deadline=rp("activeDeadlineSeconds"),
-            replica_field=field,
-        )
-    for kind, field in _KUBEFLOW_KINDS.items():
-        table[KUBEFLOW_GROUP, kind] = KindMap(
-            "kubeflow",
-            KUBEFLOW_GROUP,
-            kind,
-            _map_groups(
-                field,
-                elastic=kind in ("PyTorchJob", "PaddleJob"),
-                # Kubeflow's MPIJob Worker defaults to 0 replicas (the launcher may run alone).
-                default_zero=("Worker",) if kind == "MPIJob" else (),
-            ),
-            queue=_fixed("spec", "runPolicy", "schedulingPolicy", "queue"),
-            priority_class=_fixed("spec", "runPolicy", "schedulingPolicy", "priorityClass"),
-            scheduler=TEMPLATE,
-            ttl=_fixed("spec", "runPolicy", "ttlSecondsAfterFinished"),
-            deadline=_fixed("spec", "runPolicy", "activeDeadlineSeconds"),
-            kueue=True,
-            replica_field=field,
-            default_zero=("Worker",) if kind == "MPIJob" else (),
-            elastic=kind in ("PyTorchJob", "PaddleJob"),
-        )
-    table[MLKUBE_GROUP, "MxJob"] = KindMap(
-        "mlkube",
-        MLKUBE_GROUP,
-        "MxJob",
-        _list_groups("replicaSpecs", lambda s, i: str(s.get("mxReplicaType") or "WORKER"), 1),
-        queue=None,
-        priority_class=TEMPLATE,
-        scheduler=TEMPLATE,
-        ttl=None,
-        deadline=None,
-        replica_field="replicaSpecs",
-        replica_layout="list",
-        default_count=1,
-    )
-    table[T9K_GROUP, "GenericJob"] = KindMap(
-        "t9k",
-        T9K_GROUP,
-        "GenericJob",
-        _list_groups("replicaSpecs", lambda s, i: str(s.get("type") or i), 1),
-        queue=_fixed("spec", "scheduler", "t9kScheduler", "queue"),
-        priority_class=TEMPLATE,
-        scheduler=TEMPLATE,
-        ttl=None,
-        deadline=None,
-        replica_field="replicaSpecs",
-        replica_layout="list",
-        default_count=1,
-    )
-    table[DIENGINE_GROUP, "DIJob"] = KindMap(
-        "diengine",
-        DIENGINE_GROUP,
-        "DIJob",
-        _list_groups("tasks", lambda s, i: str(s.get("name") or s.get("type") or "none"), 1),
-        queue=None,
-        priority_class=TEMPLATE,
-        scheduler=TEMPLATE,
-        ttl=None,
-        deadline=None,
-        replica_field="tasks",
-        replica_layout="list",
-        default_count=1,
-    )
-    table[VOLCANO_GROUP, "Job"] = KindMap(
-        "volcano",
-        VOLCANO_GROUP,
-        "Job",
-        # Volcano's task replicas is a plain int32: unset is 0 (its CRD has no default).
-        _list_groups("tasks", lambda s, i: str(s.get("name") or f"default{i}"), 0),
-        queue=_fixed("spec", "queue"),
-        priority_class=_fixed("spec", "priorityClassName"),
-        scheduler=_fixed("spec", "schedulerName"),
-        ttl=_fixed("spec", "ttlSecondsAfterFinished"),
-        deadline=None,
-        replica_field="tasks",
-        replica_layout="list",
-        default_count=0,
-    )
-    return table
-
-
-KINDS: dict[tuple[str, str], KindMap] = _build()
-
 # jobgate's Volcano CRD defaults spec.queue to this value (Volcano's own webhook sets it beside Volcano's
-# CRD), so a job may reach admission with it set.
+# CRD), so a job may reach admission with it set. Here rather than in Volcano's field map: the policy
+# checks' Volcano queue case reads it.
 VOLCANO_SCHEMA_DEFAULT_QUEUE = "default"
-
-
-def group_kind(job: dict[str, Any]) -> tuple[str, str]:
-    """(group, kind) of a job object; the version is not needed (one served version per group)."""
-    api_version = job.get("apiVersion") if isinstance(job, dict) else None
-    group = api_version.rsplit("/", 1)[0] if isinstance(api_version, str) and "/" in api_version else ""
-    kind = job.get("kind") if isinstance(job, dict) else None
-    return group, kind if isinstance(kind, str) else ""
-
-
-def kind_map(job: dict[str, Any]) -> KindMap | None:
-    """The field map of the job's kind, or None for a kind jobgate does not serve."""
-    if isinstance(job, dict):
-        api_version, kind = job.get("apiVersion"), job.get("kind")
-        if type(api_version) is str and type(kind) is str:
-            # Every review asks this a few times, with one of a handful of pairs.
-            key = (api_version, kind)
-            found = _BY_API_VERSION.get(key, _UNKNOWN)
-            if found is _UNKNOWN:
-                found = KINDS.get(group_kind(job))
-                if len(_BY_API_VERSION) >= _BY_API_VERSION_LIMIT:
-                    _BY_API_VERSION.clear()
-                _BY_API_VERSION[key] = found
-            return found
-    return KINDS.get(group_kind(job))
-
-
-_UNKNOWN: Any = object()
-_BY_API_VERSION: dict[tuple[str, str], Any] = {}
-_BY_API_VERSION_LIMIT = 1024
 
 
 def pod_sizes(kmap: KindMap, job: dict[str, Any]) -> list[tuple[int, dict[str, Any] | None]]:

@@ -37,7 +37,8 @@ from jobgate.policy.plain import (
     VERSION,  # noqa: F401
 )
 
-Family = Literal["kubedl", "mlkube", "t9k", "diengine", "volcano", "kubeflow"]
+# Literal of a tuple is the Literal of its items: the registered families (jobgate.families).
+Family = Literal[FAMILIES]  # type: ignore[valid-type]
 EnforcementAction = Literal["Deny", "Warn", "Audit"]
 ExistingViolations = Literal["Allow", "Deny"]
 ForbiddenItem = Literal["hostNetwork", "privileged", "hostPath", "hostPID", "hostIPC"]
@@ -122,7 +123,7 @@ class PolicyMatch(PolicyModel):
 
     families: Annotated[list[Family], Field(max_length=len(FAMILIES))] | None = Field(
         None,
-        description="jobgate families: kubedl, mlkube, t9k, diengine, volcano, kubeflow.",
+        description=f"jobgate families: {', '.join(FAMILIES)}.",
         json_schema_extra={"x-kubernetes-list-type": "set"},
     )
     kinds: Annotated[list[KindRef], Field(max_length=MAX_LIST)] | None = Field(

@@ -16,6 +16,8 @@ from __future__ import annotations
 import math
 import re
 
+from jobgate.families import FAMILY_NAMES
+
 TYPE_CHECKING = False  # typing.TYPE_CHECKING, without importing typing at run time (start-up)
 if TYPE_CHECKING:
     from typing import Any
@@ -27,7 +29,8 @@ CLUSTER_KIND = "ClusterTrainingJobPolicy"
 NAMESPACED_KIND = "TrainingJobPolicy"
 POLICY_KINDS = (CLUSTER_KIND, NAMESPACED_KIND)
 
-FAMILIES = ("kubedl", "mlkube", "t9k", "diengine", "volcano", "kubeflow")
+# The families a policy may name (``match.families``): every registered one, in registration order.
+FAMILIES = FAMILY_NAMES
 ACTIONS = ("Deny", "Warn", "Audit")
 EXISTING = ("Allow", "Deny")
 FORBIDDEN_ITEMS = ("hostNetwork", "privileged", "hostPath", "hostPID", "hostIPC")

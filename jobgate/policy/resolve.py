@@ -36,9 +36,10 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from jobgate.policy.fieldmap import KINDS, KindMap, kind_map
+from jobgate.policy.fieldmap import KindMap
 from jobgate.policy.gpu import DEFAULT_GPU_DEVICE_CLASSES, DEFAULT_GPU_RESOURCES, counted_resources, with_builtin
 from jobgate.policy.images import entry_prefix
+from jobgate.policy.kinds import KINDS, kind_map
 from jobgate.policy.memo import ResolutionMemo, labels_key, remember
 from jobgate.policy.selectors import selector_errors, selector_matches
 

@@ -24,7 +24,7 @@ from jobgate.policy.check import (
     resolved_plan,
     written_defaults,
 )
-from jobgate.policy.fieldmap import kind_map
+from jobgate.policy.kinds import kind_map
 from jobgate.policy.memo import Resolution
 from jobgate.policy.resolve import PolicySet, effective_policy, selected_by_unknown_labels
 

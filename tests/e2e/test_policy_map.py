@@ -31,9 +31,10 @@ from envtest.cel_differential import Apiserver
 from envtest.harness import ControlPlane
 from envtest.versions import KUBERNETES_VERSION
 from jobgate.engine.context import CREATE, ReviewContext
-from jobgate.engine.review import kind_of, review_job
 from jobgate.generate.policy_map import DEFAULT_FIELDS
-from jobgate.policy.fieldmap import KUEUE_LABEL, field_locations, kind_map
+from jobgate.policy.fieldmap import KUEUE_LABEL, field_locations
+from jobgate.policy.kinds import kind_map
+from jobgate.review import kind_of, review_job
 from tests.e2e.conftest import KUBEFLOW_TEST_CRDS, started
 from tests.e2e.test_policy_vap import _cluster, _examples, _first_group, _gpus, _namespaced
 

@@ -37,8 +37,8 @@ from envtest.harness import ControlPlane
 from envtest.versions import KUBERNETES_VERSION, OLDEST_KUBERNETES_VERSION
 from jobgate.engine.context import CREATE, UPDATE, ReviewContext
 from jobgate.engine.fielderrors import render_path
-from jobgate.engine.review import kind_of, review_job
-from jobgate.policy.fieldmap import kind_map
+from jobgate.policy.kinds import kind_map
+from jobgate.review import kind_of, review_job
 from tests.e2e.conftest import KUBEFLOW_TEST_CRDS, started
 
 REPO = Path(__file__).resolve().parents[2]

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from envtest.fuzzing.cel_cases import cases
-from jobgate.engine.review import kind_of
+from jobgate.review import kind_of
 
 
 def test_the_cases_are_reproducible_jobs_of_served_kinds():

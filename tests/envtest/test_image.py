@@ -370,7 +370,7 @@ import importlib, os, pkgutil, sys, jobgate
 names = [m.name for m in pkgutil.walk_packages(jobgate.__path__, "jobgate.") if not m.name.endswith("__main__")]
 for name in names:
     importlib.import_module(name)
-from jobgate.engine.review import engine_build
+from jobgate.review import engine_build
 print(len(names), "modules;", engine_build(), os.getuid(), os.getgid())
 """
 
@@ -567,7 +567,7 @@ def test_validate_runs_in_a_restricted_read_only_pod(node: Node, restricted: str
 
 INSIDE = """
 import os, shutil, sys
-from jobgate.engine.review import engine_build
+from jobgate.review import engine_build
 print("ids", os.getuid(), os.getgid(), os.getgroups())
 print("engine", engine_build())
 print("shell", shutil.which("sh"), os.path.exists("/bin/sh"))

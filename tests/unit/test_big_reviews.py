@@ -8,7 +8,7 @@ import orjson
 
 from envtest.big_jobs import FAMILIES, review, types_job
 from jobgate.engine.fielderrors import MAX_LISTED_ERRORS, aggregate_message, invalid_status, required
-from jobgate.engine.review import kind_of, review_job
+from jobgate.review import kind_of, review_job
 from jobgate.webhook.admission import Webhook, review_body
 
 

@@ -82,7 +82,7 @@ def test_bad_validate_mode_is_a_usage_error(typo, capsys):
 
 
 def test_the_webhook_still_only_warns_about_unknown_fields():
-    from jobgate.engine.review import kind_of, review_job
+    from jobgate.review import kind_of, review_job
     from tests.builders import tfjob
 
     job = tfjob()

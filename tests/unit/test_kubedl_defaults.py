@@ -301,7 +301,7 @@ def test_a_manifest_given_as_the_stored_job_is_read_defaulted():
 
 def test_mutate_reads_a_manifest_given_as_the_stored_job_defaulted_too():
     """/mutate's patch (defaulting_patch) is the patch review_job gives: both read the old job as stored."""
-    from jobgate.engine.review import defaulting_patch, kind_of
+    from jobgate.review import defaulting_patch, kind_of
 
     written = tfjob({"worker": replica(container(), replicas=2)})
     applied = copy.deepcopy(review(written).defaulted)

@@ -9,9 +9,9 @@ import pytest
 
 from jobgate.api.constants import KUBEFLOW_MANAGED_BY
 from jobgate.engine.fielderrors import ErrorType
-from jobgate.engine.review import defaulting_patch, kind_of, review_job
 from jobgate.families.kubeflow import models
 from jobgate.families.kubeflow import rules as kubeflow
+from jobgate.review import defaulting_patch, kind_of, review_job
 
 KF = "kubeflow.org/v1"
 FIELDS = {k.kind: (k.replicas_field, k.container) for k in kubeflow.KINDS}

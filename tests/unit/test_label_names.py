@@ -10,7 +10,7 @@ import pytest
 import yaml
 
 from jobgate.engine.fielderrors import ErrorType
-from jobgate.engine.review import kind_of, review_job
+from jobgate.review import kind_of, review_job
 from jobgate.rules.jobmeta import label_errors
 from jobgate.rules.names import label_value_problems, qualified_name_problems
 

@@ -12,7 +12,7 @@ import os
 import pytest
 
 from build_support.native import COMPILED_MODULES, compile_requirements, is_compiled, source_path
-from jobgate.engine.review import engine_build
+from jobgate.review import engine_build
 
 EXPECT_COMPILED = os.environ.get("JOBGATE_EXPECT_COMPILED") == "1"
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from jobgate.controller.policy_audit import CAP, VIOLATIONS, PolicyAudit, audit, policy_status
-from jobgate.engine.review import kind_of
+from jobgate.review import kind_of
 
 
 def policy(name: str, spec: dict, namespace: str | None = None) -> dict:

@@ -7,7 +7,7 @@ import copy
 import pytest
 
 from jobgate.policy.check import PolicyFinding, apply_defaults, policy_defaults, policy_findings
-from jobgate.policy.fieldmap import kind_map
+from jobgate.policy.kinds import kind_map
 from jobgate.policy.resolve import effective_policy
 from tests.unit.test_policy_fixtures import cluster, dijob, kubedl, kubeflow, mxjob, namespaced, pod, t9k, volcano
 

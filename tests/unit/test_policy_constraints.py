@@ -15,7 +15,7 @@ from jobgate.engine.views import DeviceSnapshot
 from jobgate.generate.policy_vap import kind_documents
 from jobgate.policy.check import apply_defaults, policy_findings
 from jobgate.policy.constraints import CONSTRAINTS, DECLARED, GPU_CLAIMS, Constraint, Outcome, of_form
-from jobgate.policy.fieldmap import kind_map
+from jobgate.policy.kinds import kind_map
 from jobgate.policy.models import FORBIDDEN_ITEMS
 from jobgate.policy.resolve import effective_policy
 from tests.unit.test_policy_fixtures import cluster, kubedl, pod

@@ -12,12 +12,13 @@ from typing import Any
 import pytest
 
 from jobgate.engine.context import ReviewContext
-from jobgate.engine.review import kind_of, review_job
-from jobgate.engine.views import DeviceSnapshot, PolicySnapshot
+from jobgate.engine.views import DeviceSnapshot
 from jobgate.policy.check import PolicyFinding, _all_findings, _Plan, _plan, policy_findings, specialised_clean
-from jobgate.policy.fieldmap import kind_map
 from jobgate.policy.gpu import DEFAULT_GPU_DEVICE_CLASSES, claim_devices, gpu_weight
+from jobgate.policy.kinds import kind_map
 from jobgate.policy.resolve import effective_policy
+from jobgate.policy.snapshot import PolicySnapshot
+from jobgate.review import kind_of, review_job
 from tests.unit.test_policy_fixtures import cluster, dijob, kubedl, kubeflow, pod, volcano
 
 NS = "ns"

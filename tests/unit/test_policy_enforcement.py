@@ -13,8 +13,9 @@ import yaml
 from jobgate.cli import main
 from jobgate.engine.context import ReviewContext
 from jobgate.engine.jsonpatch import apply_patch
-from jobgate.engine.review import defaulting_patch, kind_of, review_job
-from jobgate.engine.views import ClusterViews, PolicySnapshot
+from jobgate.engine.views import ClusterViews
+from jobgate.policy.snapshot import PolicySnapshot
+from jobgate.review import defaulting_patch, kind_of, review_job
 from jobgate.webhook.admission import AUDIT_ANNOTATION, Webhook, answer_review, parse_review
 from tests.builders import admission_review, vc_task, vcjob
 

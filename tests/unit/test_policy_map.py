@@ -20,7 +20,8 @@ from jobgate.generate.policy_map import (
     policy_map_kinds,
 )
 from jobgate.policy.check import policy_defaults
-from jobgate.policy.fieldmap import KINDS, KUEUE_LABEL, TEMPLATE, KindMap
+from jobgate.policy.fieldmap import KUEUE_LABEL, TEMPLATE, KindMap
+from jobgate.policy.kinds import KINDS
 from jobgate.policy.resolve import effective_policy
 
 REPO = Path(__file__).resolve().parents[2]

@@ -14,12 +14,13 @@ import yaml
 
 from jobgate.cli import main
 from jobgate.engine.context import CREATE, UPDATE, context_for
-from jobgate.engine.review import kind_of, review_job
 from jobgate.engine.views import NAMESPACE_NAME_LABEL as NAME
-from jobgate.engine.views import ClusterViews, PolicySnapshot, namespace_labels
+from jobgate.engine.views import ClusterViews, namespace_labels
 from jobgate.policy.resolve import PolicySet, reads_unknown_labels, selected_by_unknown_labels
 from jobgate.policy.review import NAMESPACE_LABELS_UNKNOWN
 from jobgate.policy.schema_errors import field_path, schema_error
+from jobgate.policy.snapshot import PolicySnapshot
+from jobgate.review import kind_of, review_job
 from jobgate.webhook.admission import Webhook, answer_review, parse_review
 from tests.builders import admission_review
 

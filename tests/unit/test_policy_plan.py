@@ -30,7 +30,8 @@ from jobgate.policy.check import (
     specialised_clean,
     specialised_writer,
 )
-from jobgate.policy.fieldmap import KINDS, kind_map, pod_sizes
+from jobgate.policy.fieldmap import pod_sizes
+from jobgate.policy.kinds import KINDS, kind_map
 from jobgate.policy.resolve import PolicySet, effective_policy
 from jobgate.policy.review import write_defaults
 from tests.unit.test_policy_fixtures import cluster, dijob, kubedl, kubeflow, mxjob, pod, t9k, volcano

@@ -5,10 +5,10 @@ from __future__ import annotations
 import itertools
 from typing import Any
 
-from jobgate.engine.views import PolicySnapshot
 from jobgate.policy.gpu import DEFAULT_GPU_RESOURCES, pod_gpus
 from jobgate.policy.images import normalise_image
 from jobgate.policy.resolve import PolicySet, combine, effective_policy, select_policies
+from jobgate.policy.snapshot import PolicySnapshot
 from tests.unit.test_policy_fixtures import cluster, kubedl, kubeflow, namespaced, volcano
 
 POLICIES = [
@@ -136,7 +136,7 @@ def test_a_resolution_holds_the_kinds_field_map_and_keeps_its_plan() -> None:
     """A review reads the effective policy, the field map of the job's kind and their plan from the one
     entry the memo looked up: the map is the job's ``kind_map``, and the plan is made once and kept."""
     from jobgate.policy.check import _plan, resolved_plan
-    from jobgate.policy.fieldmap import kind_map
+    from jobgate.policy.kinds import kind_map
 
     policy_set = PolicySet(POLICIES)
     for job in (kubedl(), labelled(kubedl(), {"team": "vision"}), kubeflow(), volcano()):

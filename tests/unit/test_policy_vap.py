@@ -11,7 +11,8 @@ import pytest
 from jobgate.cli.manifests import policy_enforcement_table
 from jobgate.generate.manifests import generated_files
 from jobgate.generate.policy_vap import ACTIONS, kind_documents
-from jobgate.policy.fieldmap import KINDS, KindMap
+from jobgate.policy.fieldmap import KindMap
+from jobgate.policy.kinds import KINDS
 
 REPO = Path(__file__).resolve().parents[2]
 

@@ -8,7 +8,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from jobgate.engine.jsonpatch import apply_patch
-from jobgate.engine.review import kind_of, review_job
+from jobgate.review import kind_of, review_job
 from jobgate.webhook.admission import Webhook, answer_review, parse_review
 from tests.builders import KUBEDL, MLKUBE, REPLICA_FIELDS, VOLCANO, container, replica
 

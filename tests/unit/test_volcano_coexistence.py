@@ -73,8 +73,8 @@ def test_the_transports_queue_view_is_used_by_validate(queues):
 
 def test_a_review_without_a_queue_view_skips_the_check_and_says_so_in_its_verdict():
     from jobgate.engine.context import ReviewContext
-    from jobgate.engine.review import kind_of, review_job
     from jobgate.families.volcano.rules.queue_check import QUEUE_CHECK
+    from jobgate.review import kind_of, review_job
 
     job = vcjob(vc_task("w", 1), queue="gone")
     verdict = review_job(kind_of(job), job, context=ReviewContext())

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from jobgate.engine.jsonpatch import apply_patch
-from jobgate.engine.review import defaulting_patch, kind_of
+from jobgate.review import defaulting_patch, kind_of
 from tests.builders import review, vc_task, vcjob
 
 

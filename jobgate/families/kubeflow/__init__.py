@@ -14,6 +14,7 @@ FAMILY = Family(
     ),
     models="jobgate.families.kubeflow.models",
     rules="jobgate.families.kubeflow.rules",
+    policy="jobgate.families.kubeflow.policy",
     # The reason of the rules its catalogue leaves to the webhook that have none of their own (the
     # structural schema's): Kubeflow's job-only rules are ValidatingAdmissionPolicies (catalogue.py).
     webhook_only_reason=(
