@@ -58,6 +58,7 @@ SHARED_COMPILED_MODULES = (
     "jobgate.policy.gpu",
     "jobgate.policy.images",
     "jobgate.policy.fieldmap",
+    "jobgate.policy.kinds",
     "jobgate.policy.review",
     "jobgate.policy.memo",
     # The declared rules (docs/rule-forms.md): each form's function and the generated calls of them,

@@ -5,6 +5,9 @@ mutating webhooks may still complete the object after it (and the apiserver may 
 again). ``review_job`` defaults in memory and then validates: /validate, ``jobgate
 validate``/``default`` and the controller call it, so a cluster without the mutating webhook
 gets the same verdict as one with it.
+
+The pipeline stands above what it calls: the engine (registry, context, patches), the shared
+ObjectMeta checks, the families' kinds and platform policy. The engine below imports none of them.
 """
 
 from __future__ import annotations

@@ -489,12 +489,15 @@ def _per_kind_policy_files(
     directory: str, kind_documents: Callable[[Any, str, str, str], list[dict[str, Any]]]
 ) -> dict[str, str]:
     """One file of ``kind_documents`` per kind with a policy field map, in ``directory``, and its
-    kustomization (``policy-vaps/`` and ``policy-maps/`` alike)."""
+    kustomization (``policy-vaps/`` and ``policy-maps/`` alike).
+
+    A kind whose field map reads no replica groups (no pod template for a policy to read, as the
+    toy of docs/adding-a-family.md) gets none: the webhook alone enforces policies on it."""
     files: dict[str, str] = {}
     written = []
     for kind in sorted(every_family_kind(), key=lambda k: (k.gvk.group, k.gvk.kind)):
         kmap = KINDS.get((kind.gvk.group, kind.gvk.kind))
-        if kmap is None:
+        if kmap is None or not kmap.replica_field:
             continue
         name = f"{kind.gvk.group}_{kind.plural}.yaml"
         files[f"{directory}/{name}"] = _dump(kind_documents(kmap, kind.plural, kind.gvk.version, PART_OF))

@@ -57,6 +57,7 @@ def test_the_guide_has_every_part():
         "jobgate/families/toy/__init__.py",
         "jobgate/families/toy/models.py",
         "jobgate/families/toy/rules.py",
+        "jobgate/families/toy/policy.py",
         "toyjob.yaml",
     }
     assert registration.startswith("FAMILY_NAMES")

@@ -8,7 +8,7 @@ import pytest
 import yaml
 
 from jobgate.families import FAMILY_NAMES, Family, every_family, family
-from tests.family_conformance import problems
+from tests.family_conformance import policy_problems, problems
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -36,6 +36,50 @@ def test_a_missing_part_is_found():
     assert any("no {kind} placeholder" in p for p in found)
     assert any("register" in p for p in found)
     assert any("adapters for" in p for p in found)
+
+
+@pytest.mark.parametrize("name", FAMILY_NAMES)
+def test_the_family_has_a_policy_field_map_and_its_kinds_take_policies(name: str):
+    """Each kind has a field map (``Family.policy``), and a policy naming the family and the kind
+    is enforced on a job of it: a family a policy cannot name or apply to fails here."""
+    record = family(name)
+    assert record.policy == f"jobgate.families.{name}.policy"
+    assert policy_problems(record) == []
+
+
+def test_a_family_without_a_policy_field_map_is_found():
+    record = family("mlkube")
+    without = Family(
+        name=record.name,
+        group=record.group,
+        version=record.version,
+        kinds=record.kinds,
+        description=record.description,
+        models=record.models,
+        rules=record.rules,
+        cel=record.cel,
+    )
+    assert [p for p in problems(without) if "no policy field map" in p] == [
+        "no policy field map: the record names no policy module (Family.policy), so no policy applies"
+    ]
+
+
+def test_a_field_map_of_other_kinds_is_found():
+    record = family("mlkube")
+    elsewhere = Family(
+        name=record.name,
+        group=record.group,
+        version=record.version,
+        kinds=record.kinds,
+        description=record.description,
+        models=record.models,
+        rules=record.rules,
+        cel=record.cel,
+        policy="jobgate.families.diengine.policy",
+    )
+    found = policy_problems(elsewhere)
+    assert any("field maps for ['DIJob'], the record ['MxJob']" in p for p in found)
+    assert any("not of mlkube" in p for p in found)
 
 
 def test_a_record_must_say_where_its_rules_are_enforced():
