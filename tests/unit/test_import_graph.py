@@ -47,6 +47,8 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
     (
         "rule language",
         (
+            # Issue 47's forms step gathers the rule language in one package, jobgate/forms/.
+            "jobgate.forms",
             "jobgate.rules.forms",
             "jobgate.rules.declared",
             "jobgate._generated.declared_rules",
@@ -64,6 +66,8 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
             "jobgate.families.*.rules",
             "jobgate.families.*.declared",
             "jobgate.families.*.policy",
+            # The forms only one family uses (issue 47's forms step: jobgate/families/volcano/forms/).
+            "jobgate.families.*.forms",
         ),
     ),
     ("review", ("jobgate.review",)),
