@@ -1703,7 +1703,13 @@ def _queue_findings(job: dict[str, Any], kmap: KindMap, entries: list[Sourced], 
     if not isinstance(namespace, str) or not namespace:
         namespace = context.namespace or "default"
     return queue_fit_findings(
-        job, kmap, entries, context.queue_objects, namespace, context.namespace_labels, context.namespace_labels_known
+        job,
+        kmap,
+        entries,
+        context.queue_objects,
+        namespace,
+        namespace_labels=context.namespace_labels,
+        labels_known=context.namespace_labels_known,
     )
 
 

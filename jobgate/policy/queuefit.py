@@ -334,10 +334,10 @@ def flavor_rejects(flavor: Mapping[str, Any], pod_spec: Any) -> str | None:
     pod = pod_spec if isinstance(pod_spec, dict) else {}
     tolerations = [*(pod.get("tolerations") or []), *(spec.get("tolerations") or [])]
     for taint in spec.get("nodeTaints") or []:
-        if isinstance(taint, dict) and taint.get("effect") in ("NoSchedule", "NoExecute"):
-            if not _tolerates(tolerations, taint):
-                shown = f"{taint.get('key')}={taint.get('value') or ''}:{taint.get('effect')}"
-                return f"untolerated taint {shown}"
+        stops = isinstance(taint, dict) and taint.get("effect") in ("NoSchedule", "NoExecute")
+        if stops and not _tolerates(tolerations, taint):
+            shown = f"{taint.get('key')}={taint.get('value') or ''}:{taint.get('effect')}"
+            return f"untolerated taint {shown}"
     labels = spec.get("nodeLabels") if isinstance(spec.get("nodeLabels"), dict) else {}
     selector = pod.get("nodeSelector")
     for key, value in (selector if isinstance(selector, dict) else {}).items():
@@ -379,7 +379,9 @@ def _groups(spec: Any) -> list[_Group]:
         if not isinstance(group, dict):
             continue
         covered = [r for r in group.get("coveredResources") or [] if isinstance(r, str)]
-        flavors = [f["name"] for f in group.get("flavors") or [] if isinstance(f, dict) and isinstance(f.get("name"), str)]
+        flavors = [
+            f["name"] for f in group.get("flavors") or [] if isinstance(f, dict) and isinstance(f.get("name"), str)
+        ]
         out.append(_Group(covered, flavors))
     return out
 
@@ -434,6 +436,7 @@ def _assign(
 def _kueue_outcomes(
     job: dict[str, Any],
     kmap: KindMap,
+    *,
     store: QueueObjects | None,
     namespace: str,
     namespace_labels: Mapping[str, str] | None,
@@ -484,7 +487,10 @@ def _kueue_outcomes(
     title = f"{lq_title} (ClusterQueue {cq_name})"
     spec = cluster_queue.get("spec") if isinstance(cluster_queue.get("spec"), dict) else {}
     if spec.get("stopPolicy") in _STOPPED:
-        return say(MISCONFIGURED, f"misconfigured: ClusterQueue {cq_name} of {lq_title} is stopped (stopPolicy {spec['stopPolicy']})")
+        return say(
+            MISCONFIGURED,
+            f"misconfigured: ClusterQueue {cq_name} of {lq_title} is stopped (stopPolicy {spec['stopPolicy']})",
+        )
     selector = spec.get("namespaceSelector")
     ns_labels = namespace_labels if namespace_labels is not None else {"kubernetes.io/metadata.name": namespace}
     if selector is None:
@@ -557,7 +563,9 @@ def _kueue_outcomes(
             eligible.append(ok)
         asked = [r for r in group.covered if any(r in need for need in needs)]
 
-        def considered_for(resources: list[str], group: _Group = group, caps: Any = caps, rejected: Any = rejected) -> str:
+        def considered_for(
+            resources: list[str], group: _Group = group, caps: Any = caps, rejected: Any = rejected
+        ) -> str:
             return _considered(tree, group, caps, resources, rejected)
 
         considered = considered_for(asked)
@@ -593,7 +601,12 @@ def _kueue_outcomes(
                 index,
             )
             continue
-        say(FIT, _exceeds(title, members, group, caps, eligible, considered_for), "quota", index)
+        say(
+            FIT,
+            _exceeds(title, members, group=group, caps=caps, eligible=eligible, considered_for=considered_for),
+            "quota",
+            index,
+        )
     if any(p.spec.get("resourceClaims") for p in pod_sets if isinstance(p.spec, dict)):
         say(
             NOT_MODELLED,
@@ -619,9 +632,7 @@ def _considered(
         if flavor in rejected:
             parts.append(f"{flavor}: {rejected[flavor]}")
             continue
-        shown = "; ".join(
-            f"{r} at most {format_amount(caps[flavor][r])} ({tree.describe(flavor, r)})" for r in asked
-        )
+        shown = "; ".join(f"{r} at most {format_amount(caps[flavor][r])} ({tree.describe(flavor, r)})" for r in asked)
         parts.append(f"{flavor}: {shown}")
     return "; ".join(parts) if parts else "none"
 
@@ -629,6 +640,7 @@ def _considered(
 def _exceeds(
     title: str,
     members: list[PodSet],
+    *,
     group: _Group,
     caps: dict[str, dict[str, Amount]],
     eligible: list[list[str]],
@@ -758,11 +770,7 @@ def _volcano_outcomes(job: dict[str, Any], kmap: KindMap, store: QueueObjects | 
             if resource in capability and (tightest is None or capability[resource] < tightest[0]):
                 tightest = (capability[resource], queue_name)
         if tightest is not None and need[resource] > tightest[0]:
-            capped = (
-                "its capability"
-                if tightest[1] == name
-                else f"the capability of its parent queue {tightest[1]}"
-            )
+            capped = "its capability" if tightest[1] == name else f"the capability of its parent queue {tightest[1]}"
             say(
                 FIT,
                 f"the job can never run in Volcano queue {name}: {what} asks {resource} "
@@ -785,13 +793,16 @@ def queue_outcomes(
     kmap: KindMap,
     store: QueueObjects | None,
     namespace: str,
+    *,
     namespace_labels: Mapping[str, str] | None = None,
     labels_known: bool = True,
 ) -> list[Outcome]:
     """What the check finds of ``job`` against the queues ``store`` shows (None: none given)."""
     out: list[Outcome] = []
     if kmap.kueue:
-        out += _kueue_outcomes(job, kmap, store, namespace, namespace_labels, labels_known)
+        out += _kueue_outcomes(
+            job, kmap, store=store, namespace=namespace, namespace_labels=namespace_labels, labels_known=labels_known
+        )
     out += _volcano_outcomes(job, kmap, store)
     return out
 
@@ -802,6 +813,7 @@ def queue_fit_findings(
     entries: list[Sourced],
     store: QueueObjects | None,
     namespace: str,
+    *,
     namespace_labels: Mapping[str, str] | None = None,
     labels_known: bool = True,
 ) -> list[PolicyFinding]:
@@ -810,7 +822,7 @@ def queue_fit_findings(
     from jobgate.policy.check import PolicyFinding
     from jobgate.policy.resolve import ACTION_RANK
 
-    outcomes = queue_outcomes(job, kmap, store, namespace, namespace_labels, labels_known)
+    outcomes = queue_outcomes(job, kmap, store, namespace, namespace_labels=namespace_labels, labels_known=labels_known)
     found = []
     for entry in entries:
         for o in outcomes:

@@ -113,7 +113,7 @@ class PolicyReview:
         ):
             judged = judge(self.family, defaulted, old, self.context)
         else:
-            judged = verdict(self.family, resolution, defaulted, old, self.context.devices, self.context)
+            judged = verdict(self.family, resolution, defaulted, old, self.context.devices, context=self.context)
         context = self.context
         if resolution is not None and resolution.effective.conflicts and context.operation == CREATE:
             judged = _with_default_conflicts(judged, resolution, self.family)
@@ -195,7 +195,11 @@ def judge(
     """The policies' verdict on the job as it will be stored; None when they have nothing to say
     (the review carries no policies, or the job breaks none)."""
     resolution = resolution_for(defaulted, context)
-    return verdict(family, resolution, defaulted, old, context.devices, context) if resolution is not None else None
+    return (
+        verdict(family, resolution, defaulted, old, context.devices, context=context)
+        if resolution is not None
+        else None
+    )
 
 
 def verdict(
@@ -204,6 +208,7 @@ def verdict(
     defaulted: dict[str, Any],
     old: dict[str, Any] | None,
     devices: DeviceView | None = None,
+    *,
     context: ReviewContext | None = None,
 ) -> PolicyVerdict | None:
     """The verdict of the resolved policies on the job as it will be stored; None when the job breaks
