@@ -652,14 +652,6 @@ def _exceeds(
         asked = [(p, p.total(resource), ok) for p, ok in zip(members, eligible, strict=True) if p.per_pod.get(resource)]
         if not asked:
             continue
-        for p, need, ok in asked:
-            most = max((caps[f].get(resource, 0) for f in ok), default=0)
-            if need > most:
-                return (
-                    f"the job can never be admitted by {title}: pod set {p.name} asks {resource} {format_amount(need)} "
-                    f"({p.count} × {format_amount(p.per_pod[resource])}), the most the ClusterQueue can ever give it "
-                    f"in one flavor is {format_amount(most)} (flavors considered: {considered_for([resource])})"
-                )
         usable = {f for _, _, ok in asked for f in ok}
         total = sum(need for _, need, _ in asked)
         most = sum(caps[f].get(resource, 0) for f in usable)
@@ -669,6 +661,14 @@ def _exceeds(
                 f"({_breakdown(members, resource)}), the most the ClusterQueue can ever give is {format_amount(most)} "
                 f"(flavors considered: {considered_for([resource])})"
             )
+        for p, need, ok in asked:
+            most = max((caps[f].get(resource, 0) for f in ok), default=0)
+            if need > most:
+                return (
+                    f"the job can never be admitted by {title}: pod set {p.name} asks {resource} {format_amount(need)} "
+                    f"({p.count} × {format_amount(p.per_pod[resource])}), the most the ClusterQueue can ever give it "
+                    f"in one flavor is {format_amount(most)} (flavors considered: {considered_for([resource])})"
+                )
     shown = "; ".join(
         f"{p.name}: " + ", ".join(f"{r} {format_amount(p.total(r))}" for r in group.covered if p.per_pod.get(r))
         for p in members
@@ -845,3 +845,70 @@ def queue_fit_findings(
                 )
             )
     return found
+
+
+# --- jobgate policy explain --------------------------------------------------------------------------
+
+
+def ceiling_lines(store: QueueObjects | None, namespace: str) -> list[str]:
+    """Each queue a job of ``namespace`` may name, with the most it can ever give per resource: the
+    namespace's LocalQueues (per flavor of their ClusterQueue) and every Volcano Queue (its
+    capability, capped by its parents')."""
+    if store is None or not (store.kueue or store.volcano):
+        return ["  no Kueue or Volcano queue objects known (pass them with --cluster-objects)"]
+    lines: list[str] = []
+    local_queues = sorted(
+        (lq for lq in store.local_queues() if (lq.get("metadata") or {}).get("namespace") == namespace), key=_name
+    )
+    for lq in local_queues:
+        cq_name = get_path(lq, ("spec", "clusterQueue"))
+        head = f"  LocalQueue {namespace}/{_name(lq)} → ClusterQueue {cq_name}"
+        cq = store.cluster_queue(cq_name) if isinstance(cq_name, str) else None
+        if cq is None:
+            lines.append(f"{head}: misconfigured (the ClusterQueue does not exist)")
+            continue
+        tree = QuotaTree(store, cq)
+        stopped = [
+            f"{what} stopped ({policy})"
+            for what, policy in (
+                ("LocalQueue", get_path(lq, ("spec", "stopPolicy"))),
+                ("ClusterQueue", get_path(cq, ("spec", "stopPolicy"))),
+            )
+            if policy in _STOPPED
+        ]
+        cohort = f" (cohort {tree.cohort})" if tree.cohort else ""
+        lines.append(f"{head}{cohort}{': misconfigured: ' + ', '.join(stopped) if stopped else ''}")
+        if tree.cohort and tree.cohort_chain() is None:
+            lines.append("    misconfigured: its cohorts form a cycle")
+            continue
+        for group in _groups(cq.get("spec")):
+            for flavor in group.flavors:
+                shown = ", ".join(f"{r} {format_amount(tree.potential_available(flavor, r))}" for r in group.covered)
+                missing = (
+                    "" if store.resource_flavor(flavor) is not None else " (misconfigured: no such ResourceFlavor)"
+                )
+                lines.append(f"    flavor {flavor}: {shown}{missing}")
+    if store.kueue and not local_queues:
+        lines.append(f"  no Kueue LocalQueue in namespace {namespace}")
+    for queue in sorted(store.volcano_queues(), key=_name):
+        name = _name(queue)
+        state = get_path(queue, ("status", "state"))
+        capped: dict[str, tuple[Amount, str]] = {}
+        current: Mapping[str, Any] | None = queue
+        seen: list[str] = []
+        current_name = name
+        while current is not None and current_name not in seen:
+            seen.append(current_name)
+            for resource, value in parse_resources(get_path(current, ("spec", "capability")), "", []).items():
+                if resource not in capped or value < capped[resource][0]:
+                    capped[resource] = (value, current_name)
+            parent = get_path(current, ("spec", "parent"))
+            current_name = parent if isinstance(parent, str) else ""
+            current = store.volcano_queue(current_name) if current_name else None
+        shown = ", ".join(
+            f"{r} {format_amount(v)}" + ("" if by == name else f" (queue {by})")
+            for r, (v, by) in sorted(capped.items())
+        )
+        closed = f" [{state}]" if state in _CLOSED else ""
+        lines.append(f"  Volcano Queue {name}{closed}: {shown or 'no capability (unbounded)'}")
+    return lines

@@ -157,12 +157,12 @@ def test_a_job_over_the_quota_is_refused_naming_queues_resource_and_flavors() ->
 
 
 def test_one_pod_set_over_every_flavor_is_named() -> None:
-    job = pytorch(workers=1)
-    job["spec"]["pytorchReplicaSpecs"]["Worker"]["replicas"] = 5
-    job["spec"]["pytorchReplicaSpecs"]["Master"]["template"] = pod(gpus=0)
-    (found,) = outcomes(job, store(cluster_queue(), local_queue()))
-    assert "pod set Worker asks nvidia.com/gpu 40 (5 × 8)" in found.message
-    assert "in one flavor is 32" in found.message
+    quotas = {"cpu": 256, "memory": "2Ti", "nvidia.com/gpu": 16}
+    cq = cluster_queue(flavors=[("a100", quotas), ("h100", quotas)])
+    # 32 GPUs in all fit the two flavors' 32, but the Worker's 24 fit neither.
+    (found,) = outcomes(pytorch(workers=3), store(cq, local_queue(), flavors=("a100", "h100")))
+    assert "pod set Worker asks nvidia.com/gpu 24 (3 × 8)" in found.message
+    assert "the most the ClusterQueue can ever give it in one flavor is 16" in found.message
 
 
 def test_missing_local_queue_is_misconfigured() -> None:
@@ -322,7 +322,8 @@ def test_two_flavors_each_too_small_for_the_job_refuse_it() -> None:
         ]
     )
     (found,) = outcomes(pytorch(workers=4), store(cq, local_queue(), flavors=("a100", "h100")))
-    assert found.rule == FIT and "pod set Worker asks nvidia.com/gpu 32" in found.message
+    assert found.rule == FIT and "it asks nvidia.com/gpu 40" in found.message
+    assert "the most the ClusterQueue can ever give is 32" in found.message
     assert "a100: nvidia.com/gpu at most 16" in found.message and "h100: nvidia.com/gpu at most 16" in found.message
 
 
@@ -598,3 +599,20 @@ def test_kubeflow_job_on_volcano_uses_its_min_resources() -> None:
 def test_kubeflow_job_not_scheduled_by_volcano_is_not_checked() -> None:
     objects = queue_objects([volcano_queue("research", {"nvidia.com/gpu": 8})])
     assert outcomes(kubeflow_on_volcano(scheduler=None), objects) == []
+
+
+def test_pod_sets_that_do_not_pack_into_the_flavors_are_refused() -> None:
+    quotas = {"cpu": 256, "memory": "2Ti", "nvidia.com/gpu": 10}
+    cq = cluster_queue(flavors=[("a100", quotas), ("h100", quotas)])
+    job = {
+        "apiVersion": "kubeflow.org/v1",
+        "kind": "TFJob",
+        "metadata": {"name": "t", "namespace": NS, "labels": {"kueue.x-k8s.io/queue-name": "team-a"}},
+        "spec": {
+            "tfReplicaSpecs": {role: {"replicas": 1, "template": pod(gpus=6)} for role in ("Chief", "PS", "Worker")}
+        },
+    }
+    # 18 GPUs within the flavors' 20, each pod set's 6 within one flavor's 10: but three 6s do not go into two 10s.
+    (found,) = outcomes(job, store(cq, local_queue(), flavors=("a100", "h100")))
+    assert found.rule == FIT and "no assignment of its pod sets" in found.message
+    assert "Chief: cpu 4, memory 32Gi, nvidia.com/gpu 6" in found.message
