@@ -189,3 +189,14 @@ def test_policy_explain_prints_each_queues_ceiling(tmp_path: Path, capsys: pytes
     assert "the job must fit its queue (fitsQueue)" in out
     assert "LocalQueue ns/team-a → ClusterQueue gpu-cq (cohort org)" in out
     assert "flavor a100: nvidia.com/gpu 24" in out
+
+
+def test_the_example_admits_what_fits_and_refuses_the_rest(capsys: pytest.CaptureFixture[str]) -> None:
+    example = Path(__file__).resolve().parents[2] / "examples/queue-fit"
+    argv = ["validate", str(example / "jobs.yaml")]
+    argv += ["--cluster-objects", str(example / "cluster.yaml"), "--cluster-objects", str(example / "policy.yaml")]
+    assert main(argv) == 1
+    out = capsys.readouterr().out
+    assert "PyTorchJob ml/fits: admitted" in out
+    assert "PyTorchJob ml/never-fits: denied" in out and "the most the ClusterQueue can ever give is 24" in out
+    assert "Job ml/gang-too-big: denied" in out and "the capability of its parent queue org" in out
