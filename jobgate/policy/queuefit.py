@@ -285,6 +285,11 @@ class QuotaTree:
 # --- Kueue: flavors ----------------------------------------------------------------------------------
 
 
+def _items(value: Any) -> list[Any]:
+    """A list field as a list (anything else, as a malformed object may hold, as none)."""
+    return value if isinstance(value, list) else []
+
+
 def _tolerates(tolerations: list[Any], taint: Mapping[str, Any]) -> bool:
     for toleration in tolerations:
         if not isinstance(toleration, dict):
@@ -307,7 +312,9 @@ def _tolerates(tolerations: list[Any], taint: Mapping[str, Any]) -> bool:
 
 def _expression_matches(expression: Mapping[str, Any], labels: Mapping[str, str]) -> bool:
     key, operator = expression.get("key"), expression.get("operator")
-    values = expression.get("values") or []
+    values = _items(expression.get("values"))
+    if not isinstance(key, str):
+        return False
     present = key in labels
     if operator == "In":
         return present and labels[key] in values
@@ -320,7 +327,7 @@ def _expression_matches(expression: Mapping[str, Any], labels: Mapping[str, str]
     if operator in ("Gt", "Lt") and present and len(values) == 1:
         try:
             have, bound = int(labels[key]), int(values[0])
-        except ValueError:
+        except (TypeError, ValueError):
             return False
         return have > bound if operator == "Gt" else have < bound
     return False
@@ -332,8 +339,8 @@ def flavor_rejects(flavor: Mapping[str, Any], pod_spec: Any) -> str | None:
     node selector or required node affinity refuse (only the flavor's label keys compared)."""
     spec = flavor.get("spec") if isinstance(flavor.get("spec"), dict) else {}
     pod = pod_spec if isinstance(pod_spec, dict) else {}
-    tolerations = [*(pod.get("tolerations") or []), *(spec.get("tolerations") or [])]
-    for taint in spec.get("nodeTaints") or []:
+    tolerations = [*_items(pod.get("tolerations")), *_items(spec.get("tolerations"))]
+    for taint in _items(spec.get("nodeTaints")):
         stops = isinstance(taint, dict) and taint.get("effect") in ("NoSchedule", "NoExecute")
         if stops and not _tolerates(tolerations, taint):
             shown = f"{taint.get('key')}={taint.get('value') or ''}:{taint.get('effect')}"
@@ -349,7 +356,11 @@ def flavor_rejects(flavor: Mapping[str, Any], pod_spec: Any) -> str | None:
         kept = []
         for term in terms:
             expressions = term.get("matchExpressions") if isinstance(term, dict) else None
-            relevant = [e for e in expressions or [] if isinstance(e, dict) and e.get("key") in labels]
+            relevant = [
+                e
+                for e in _items(expressions)
+                if isinstance(e, dict) and isinstance(e.get("key"), str) and e["key"] in labels
+            ]
             if not relevant:
                 kept = []  # a term with nothing about this flavor's labels matches it
                 break
@@ -378,9 +389,9 @@ def _groups(spec: Any) -> list[_Group]:
     for group in groups if isinstance(groups, list) else []:
         if not isinstance(group, dict):
             continue
-        covered = [r for r in group.get("coveredResources") or [] if isinstance(r, str)]
+        covered = [r for r in _items(group.get("coveredResources")) if isinstance(r, str)]
         flavors = [
-            f["name"] for f in group.get("flavors") or [] if isinstance(f, dict) and isinstance(f.get("name"), str)
+            f["name"] for f in _items(group.get("flavors")) if isinstance(f, dict) and isinstance(f.get("name"), str)
         ]
         out.append(_Group(covered, flavors))
     return out

@@ -616,3 +616,31 @@ def test_pod_sets_that_do_not_pack_into_the_flavors_are_refused() -> None:
     (found,) = outcomes(job, store(cq, local_queue(), flavors=("a100", "h100")))
     assert found.rule == FIT and "no assignment of its pod sets" in found.message
     assert "Chief: cpu 4, memory 32Gi, nvidia.com/gpu 6" in found.message
+
+
+@pytest.mark.parametrize(
+    "broken",
+    [
+        {"resourceGroups": [{"coveredResources": 1, "flavors": "a100"}]},
+        {"resourceGroups": [{"coveredResources": ["nvidia.com/gpu"], "flavors": [{"name": "a100", "resources": 7}]}]},
+        {"resourceGroups": [{"flavors": [{"name": "a100", "resources": [{"name": "cpu", "nominalQuota": "lots"}]}]}]},
+        {"resourceGroups": None, "cohort": ["x"]},
+    ],
+)
+def test_malformed_queue_objects_never_raise(broken: dict[str, Any]) -> None:
+    cq = {
+        "apiVersion": KUEUE,
+        "kind": "ClusterQueue",
+        "metadata": {"name": "gpu-cq"},
+        "spec": {"namespaceSelector": {}, **broken},
+    }
+    tainted = flavor("a100", nodeLabels={"gpu": {"x": 1}}, nodeTaints="all", tolerations=5)
+    affinity = {
+        "nodeAffinity": {
+            "requiredDuringSchedulingIgnoredDuringExecution": {
+                "nodeSelectorTerms": [{"matchExpressions": [{"key": "gpu", "operator": "Gt", "values": [{}]}]}]
+            }
+        }
+    }
+    found = outcomes(pytorch(workers=1, affinity=affinity), queue_objects([tainted, cq, local_queue()]))
+    assert all(o.rule in (FIT, MISCONFIGURED, NOT_MODELLED) for o in found)
