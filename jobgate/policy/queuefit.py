@@ -285,6 +285,11 @@ class QuotaTree:
 # --- Kueue: flavors ----------------------------------------------------------------------------------
 
 
+def _object(value: Any) -> dict[str, Any]:
+    """An object field as a dict (anything else, as a malformed object may hold, as an empty one)."""
+    return value if isinstance(value, dict) else {}
+
+
 def _items(value: Any) -> list[Any]:
     """A list field as a list (anything else, as a malformed object may hold, as none)."""
     return value if isinstance(value, list) else []
@@ -337,15 +342,15 @@ def flavor_rejects(flavor: Mapping[str, Any], pod_spec: Any) -> str | None:
     """Why a ResourceFlavor cannot take a pod of ``pod_spec`` (None: it can), as Kueue's
     ``checkFlavorForPodSets``: an untolerated NoSchedule/NoExecute taint, or node labels the pod's
     node selector or required node affinity refuse (only the flavor's label keys compared)."""
-    spec = flavor.get("spec") if isinstance(flavor.get("spec"), dict) else {}
-    pod = pod_spec if isinstance(pod_spec, dict) else {}
+    spec = _object(flavor.get("spec"))
+    pod = _object(pod_spec)
     tolerations = [*_items(pod.get("tolerations")), *_items(spec.get("tolerations"))]
     for taint in _items(spec.get("nodeTaints")):
         stops = isinstance(taint, dict) and taint.get("effect") in ("NoSchedule", "NoExecute")
         if stops and not _tolerates(tolerations, taint):
             shown = f"{taint.get('key')}={taint.get('value') or ''}:{taint.get('effect')}"
             return f"untolerated taint {shown}"
-    labels = spec.get("nodeLabels") if isinstance(spec.get("nodeLabels"), dict) else {}
+    labels = _object(spec.get("nodeLabels"))
     selector = pod.get("nodeSelector")
     for key, value in (selector if isinstance(selector, dict) else {}).items():
         if key in labels and labels[key] != value:
@@ -353,7 +358,7 @@ def flavor_rejects(flavor: Mapping[str, Any], pod_spec: Any) -> str | None:
     terms = get_path(pod, ("affinity", "nodeAffinity", "requiredDuringSchedulingIgnoredDuringExecution"))
     terms = terms.get("nodeSelectorTerms") if isinstance(terms, dict) else None
     if isinstance(terms, list) and terms:
-        kept = []
+        kept: list[list[dict[str, Any]]] = []
         for term in terms:
             expressions = term.get("matchExpressions") if isinstance(term, dict) else None
             relevant = [
@@ -407,16 +412,15 @@ def _assign(
     """(Kueue's first-fit assignment on an empty queue or None, any assignment that fits or None,
     whether the search stopped at SEARCH_LIMIT) of pod sets (their ``needs``) to flavors."""
     usage: dict[str, dict[str, Amount]] = {f: {} for f in caps}
-    greedy: list[str] | None = []
+    greedy: list[str] = []
     for need, flavors in zip(needs, eligible, strict=True):
         chosen = next((f for f in flavors if _fits(usage[f], need, caps[f])), None)
         if chosen is None:
-            greedy = None
             break
         for r, value in need.items():
             usage[chosen][r] = usage[chosen].get(r, 0) + value
         greedy.append(chosen)
-    if greedy is not None:
+    if len(greedy) == len(needs):
         return greedy, greedy, False
     usage = {f: {} for f in caps}
     chosen_list: list[str] = []
@@ -485,7 +489,7 @@ def _kueue_outcomes(
     local_queue = store.local_queue(namespace, name)
     if local_queue is None:
         return say(MISCONFIGURED, f"misconfigured: {lq_title} does not exist, so Kueue never admits the job")
-    lq_spec = local_queue.get("spec") if isinstance(local_queue.get("spec"), dict) else {}
+    lq_spec = _object(local_queue.get("spec"))
     if lq_spec.get("stopPolicy") in _STOPPED:
         return say(MISCONFIGURED, f"misconfigured: {lq_title} is stopped (stopPolicy {lq_spec['stopPolicy']})")
     cq_name = lq_spec.get("clusterQueue")
@@ -496,7 +500,7 @@ def _kueue_outcomes(
             f"misconfigured: {lq_title} points to ClusterQueue {cq_name}, which does not exist",
         )
     title = f"{lq_title} (ClusterQueue {cq_name})"
-    spec = cluster_queue.get("spec") if isinstance(cluster_queue.get("spec"), dict) else {}
+    spec = _object(cluster_queue.get("spec"))
     if spec.get("stopPolicy") in _STOPPED:
         return say(
             MISCONFIGURED,
@@ -695,7 +699,7 @@ def _exceeds(
 
 # Where a kind's scheduling policy keeps the gang's minimum, beside its queue: (the fields under the
 # object that holds the queue) for minAvailable and minResources; a Volcano Job keeps both under spec.
-_GANG_FIELDS = {
+_GANG_FIELDS: dict[str, tuple[str, str | None]] = {
     "volcano": ("minAvailable", None),
     "kubeflow": ("minAvailable", "minResources"),
     "kubedl": ("minAvailable", None),
@@ -750,10 +754,11 @@ def _volcano_outcomes(job: dict[str, Any], kmap: KindMap, store: QueueObjects | 
     problems: list[str] = []
     min_field, resources_field = _GANG_FIELDS[kmap.family]
     holder = path[:-1]
-    given = get_path(job, (*holder, resources_field)) if resources_field else None
-    if isinstance(given, dict) and given:
-        need = parse_resources(given, render_path((*holder, resources_field)), problems)
-        what = f"its minResources ({render_path((*holder, resources_field))})"
+    given = get_path(job, (*holder, resources_field)) if resources_field is not None else None
+    if isinstance(given, dict) and given and resources_field is not None:
+        where = render_path((*holder, resources_field))
+        need = parse_resources(given, where, problems)
+        what = f"its minResources ({where})"
     else:
         parts: list[str] = []
         min_available = get_path(job, (*holder, min_field))
