@@ -205,3 +205,14 @@ def test_a_volcano_job_over_its_parent_queues_capability_is_refused(queue_cluste
     assert "the most the queue can ever give is 16 (the capability of its parent queue e2e-org)" in refused.stderr
     admitted = dry_run(queue_cluster, vcjob("fits", 2))
     assert admitted.returncode == 0, admitted.stderr
+
+
+def test_policy_explain_reads_the_queues_from_the_cluster(queue_cluster: Cluster):
+    from tests.e2e.conftest import jobgate
+
+    shown = jobgate("policy", "explain", "--namespace", NAMESPACE, "--kubeconfig", queue_cluster.kubeconfig)
+    assert shown.returncode == 0, shown.stderr
+    assert "the job must fit its queue (fitsQueue)" in shown.stdout
+    assert f"LocalQueue {NAMESPACE}/team-a → ClusterQueue e2e-gpu-cq (cohort e2e-org)" in shown.stdout
+    assert "flavor e2e-a100: nvidia.com/gpu 24" in shown.stdout
+    assert "Volcano Queue e2e-research: nvidia.com/gpu 16 (queue e2e-org)" in shown.stdout
