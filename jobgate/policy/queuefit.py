@@ -5,11 +5,12 @@ A job that asks more than its queue can ever hold is stored, then waits forever 
 a PodGroup left Pending). This check says so before anything is stored, from the queue objects the
 review's context shows (:mod:`.queueobjects`).
 
-**Kueue** (the kinds Kueue integrates: ``KindMap.kueue``, through ``kueue.x-k8s.io/queue-name``; a
-label on any other kind is not checked). LocalQueue in the job's namespace → its ClusterQueue (a
-missing or stopped one, or one whose ``namespaceSelector`` leaves the namespace out, is
-misconfigured) → its resource groups. What is modelled, as Kueue's flavor assigner
-(``pkg/scheduler/flavorassigner``) and quota tree (``pkg/cache/scheduler/resource_node.go``) do it:
+**Kueue** (the kinds Kueue integrates: ``KUEUE_INTEGRATED`` of the ``KindMap.kueue`` families, through
+``kueue.x-k8s.io/queue-name``; a label on any other kind, a Kubeflow v1 MPIJob included, is not
+checked). LocalQueue in the job's namespace → its ClusterQueue (a missing or stopped one, or one whose
+``namespaceSelector`` leaves the namespace out, is misconfigured) → its resource groups. What is
+modelled, as Kueue's flavor assigner (``pkg/scheduler/flavorassigner``) and quota tree
+(``pkg/cache/scheduler/resource_node.go``) do it:
 
 - each pod set asks ``count`` × the pod's request (:mod:`.podrequests`), plus ``pods`` = ``count``
   when the ClusterQueue has quota for ``pods``; a resource no resource group covers is never
@@ -63,6 +64,9 @@ NOT_MODELLED = "policy/queue-fit-not-modelled"
 RULES = (FIT, MISCONFIGURED, OBJECTS_MISSING, NOT_MODELLED)
 
 VOLCANO_SCHEDULER = "volcano"
+# The kinds of the Kueue-labelled families (KindMap.kueue) that Kueue itself integrates
+# (pkg/controller/jobs/kubeflow/jobs): not kubeflow.org/v1 MPIJob, Kueue's MPIJob being mpi-operator's v2beta1.
+KUEUE_INTEGRATED = frozenset(("TFJob", "PyTorchJob", "XGBoostJob", "PaddleJob", "JAXJob"))
 # Kueue's stopPolicy values that stop admission (``None`` is the default and admits).
 _STOPPED = ("Hold", "HoldAndDrain")
 _CLOSED = ("Closed", "Closing")
@@ -815,7 +819,7 @@ def queue_outcomes(
 ) -> list[Outcome]:
     """What the check finds of ``job`` against the queues ``store`` shows (None: none given)."""
     out: list[Outcome] = []
-    if kmap.kueue:
+    if kmap.kueue and kmap.kind in KUEUE_INTEGRATED:
         out += _kueue_outcomes(
             job, kmap, store=store, namespace=namespace, namespace_labels=namespace_labels, labels_known=labels_known
         )

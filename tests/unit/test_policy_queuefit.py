@@ -378,6 +378,14 @@ def test_a_label_on_a_kind_kueue_does_not_manage_is_not_checked() -> None:
     assert outcomes(job, None) == []
 
 
+def test_a_kubeflow_v1_mpijob_is_not_kueues() -> None:
+    """Kueue's MPIJob integration is mpi-operator's kubeflow.org/v2beta1, not training-operator's v1."""
+    job = pytorch(workers=40)
+    job["kind"] = "MPIJob"
+    job["spec"] = {"mpiReplicaSpecs": job["spec"]["pytorchReplicaSpecs"]}
+    assert outcomes(job, None) == []
+
+
 def test_an_unlabelled_job_is_not_checked_unless_a_default_local_queue_exists() -> None:
     assert outcomes(pytorch(queue=None), store(cluster_queue(), local_queue())) == []
     (found,) = outcomes(pytorch(queue=None, workers=4), store(cluster_queue(), local_queue(name="default")))
