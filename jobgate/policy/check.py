@@ -1696,21 +1696,42 @@ def policy_findings(
 
 
 def _queue_findings(job: dict[str, Any], kmap: KindMap, entries: list[Sourced], context: Any) -> list[PolicyFinding]:
-    from jobgate.policy.queuefit import queue_fit_findings
+    """``require.fitsQueue``'s findings (jobgate.policy.queuefit) for each policy requiring it: at its
+    action, a not-modelled notice at most a warning."""
+    from jobgate.policy.queuefit import NOT_MODELLED, queue_outcomes
 
     metadata = job.get("metadata")
     namespace = metadata.get("namespace") if isinstance(metadata, dict) else None
     if not isinstance(namespace, str) or not namespace:
         namespace = context.namespace or "default"
-    return queue_fit_findings(
+    outcomes = queue_outcomes(
         job,
         kmap,
-        entries,
         context.queue_objects,
         namespace,
         namespace_labels=context.namespace_labels,
         labels_known=context.namespace_labels_known,
     )
+    found = []
+    for entry in entries:
+        for o in outcomes:
+            notice = o.rule == NOT_MODELLED
+            found.append(
+                PolicyFinding(
+                    render_path(o.path),
+                    FORBIDDEN if notice else "Invalid value",
+                    f"{o.message} ({entry.source})",
+                    _weaker(entry.action) if notice else entry.action,
+                    str(entry.source),
+                    o.rule,
+                    o.value,
+                    (o.rule, entry.source, *o.identity),
+                    None,
+                    entry.existing_violations,
+                    o.path,
+                )
+            )
+    return found
 
 
 # --- defaults ----------------------------------------------------------------------------------

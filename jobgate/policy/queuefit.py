@@ -50,12 +50,10 @@ if TYPE_CHECKING:
     from typing import Any
 
     from jobgate.engine.fielderrors import FieldPath
-    from jobgate.policy.check import PolicyFinding
     from jobgate.policy.fieldmap import KindMap
     from jobgate.policy.gpu import Amount
     from jobgate.policy.podrequests import PodSet
     from jobgate.policy.queueobjects import QueueObjects
-    from jobgate.policy.resolve import Sourced
 
 FIT = "policy/queue-fit"
 MISCONFIGURED = "policy/queue-misconfigured"
@@ -805,7 +803,7 @@ def _volcano_outcomes(job: dict[str, Any], kmap: KindMap, store: QueueObjects | 
     return out
 
 
-# --- findings ----------------------------------------------------------------------------------------
+# --- outcomes ----------------------------------------------------------------------------------------
 
 
 def queue_outcomes(
@@ -825,46 +823,6 @@ def queue_outcomes(
         )
     out += _volcano_outcomes(job, kmap, store)
     return out
-
-
-def queue_fit_findings(
-    job: dict[str, Any],
-    kmap: KindMap,
-    entries: list[Sourced],
-    store: QueueObjects | None,
-    namespace: str,
-    *,
-    namespace_labels: Mapping[str, str] | None = None,
-    labels_known: bool = True,
-) -> list[PolicyFinding]:
-    """The findings of each policy that requires ``fitsQueue`` (``entries``): at its action, a
-    not-modelled notice at most a warning."""
-    from jobgate.policy.check import PolicyFinding
-    from jobgate.policy.resolve import ACTION_RANK
-
-    outcomes = queue_outcomes(job, kmap, store, namespace, namespace_labels=namespace_labels, labels_known=labels_known)
-    found = []
-    for entry in entries:
-        for o in outcomes:
-            action = entry.action
-            if o.rule == NOT_MODELLED and ACTION_RANK[action] >= ACTION_RANK["Warn"]:
-                action = "Warn"
-            found.append(
-                PolicyFinding(
-                    render_path(o.path),
-                    "Forbidden" if o.rule == NOT_MODELLED else "Invalid value",
-                    f"{o.message} ({entry.source})",
-                    action,
-                    str(entry.source),
-                    o.rule,
-                    o.value,
-                    (o.rule, entry.source, *o.identity),
-                    None,
-                    entry.existing_violations,
-                    o.path,
-                )
-            )
-    return found
 
 
 # --- jobgate policy explain --------------------------------------------------------------------------
