@@ -652,3 +652,23 @@ def test_malformed_queue_objects_never_raise(broken: dict[str, Any]) -> None:
     }
     found = outcomes(pytorch(workers=1, affinity=affinity), queue_objects([tainted, cq, local_queue()]))
     assert all(o.rule in (FIT, MISCONFIGURED, NOT_MODELLED) for o in found)
+
+
+def test_ceiling_lines_show_each_queue_and_what_caps_it() -> None:
+    from jobgate.policy.queuefit import ceiling_lines
+
+    objects = store(
+        cluster_queue(stopPolicy="Hold"),
+        local_queue(),
+        local_queue(name="lost", cq="gone"),
+        volcano_queue("research", {"nvidia.com/gpu": 64, "cpu": 8}, parent="org"),
+        volcano_queue("org", {"nvidia.com/gpu": 16}),
+        volcano_queue("closed", state="Closed"),
+    )
+    lines = ceiling_lines(objects, NS)
+    assert "  LocalQueue ml/lost → ClusterQueue gone: misconfigured (the ClusterQueue does not exist)" in lines
+    assert "  LocalQueue ml/team-a → ClusterQueue gpu-cq: misconfigured: ClusterQueue stopped (Hold)" in lines
+    assert "    flavor a100: cpu 256, memory 2Ti, nvidia.com/gpu 32" in lines
+    assert "  Volcano Queue research: cpu 8, nvidia.com/gpu 16 (queue org)" in lines
+    assert "  Volcano Queue closed [Closed]: no capability (unbounded)" in lines
+    assert ceiling_lines(None, NS) == ["  no Kueue or Volcano queue objects known (pass them with --cluster-objects)"]
