@@ -9,9 +9,10 @@ Started with the platform policies (:mod:`.policies`) whenever their CRDs are se
 policy asks for ``fitsQueue`` yet: the objects are few and small, and a policy that starts asking must
 not wait for a list. The webhook is not Ready before the lists are in, and the policies are not
 installed before them either (a review would otherwise call a queue missing that is only not listed).
-A scheduler whose API the cluster does not serve is said so in a warning on each job that names one of
-its queues; the API is not looked for again (installing Kueue or Volcano later needs a restart of the
-webhook, as their CRDs come with their own controllers' deployment).
+A scheduler whose API the cluster does not serve, or whose queues the webhook may not list (RBAC), is
+said so in a warning on each job that names one of its queues; the API is not looked for again
+(installing Kueue or Volcano later needs a restart of the webhook, as their CRDs come with their own
+controllers' deployment).
 """
 
 from __future__ import annotations
@@ -20,7 +21,7 @@ import logging
 from typing import Any
 
 from jobgate.engine.views import ClusterViews
-from jobgate.kube.client import Kube, Resource
+from jobgate.kube.client import ApiError, Kube, Resource
 from jobgate.kube.informer import Informer
 from jobgate.policy.queueobjects import CLUSTER, KUEUE_GROUP, VOLCANO_QUEUE_GROUP, QueueObjects
 
@@ -62,16 +63,21 @@ class QueueFitCache:
     def __init__(self, kube: Kube) -> None:
         self.store = QueueObjects(CLUSTER)
         self.informers: list[Informer] = []
+        kueue: list[tuple[Resource, str]] = []
         for kind, plural, namespaced, versions in KUEUE_RESOURCES:
             version = next((v for v in versions if _served(kube, KUEUE_GROUP, v, plural)), None)
-            if version is None:
-                continue
+            if version is not None:
+                kueue.append((Resource(KUEUE_GROUP, version, plural, namespaced=namespaced), kind))
+        # A scheduler whose queues this webhook may not list (RBAC older than the image) is left out,
+        # said once: an informer refused forever would keep the webhook from ever being Ready.
+        if kueue and all(_listable(kube, resource) for resource, _ in kueue):
             self.store.kueue = True
-            resource = Resource(KUEUE_GROUP, version, plural, namespaced=namespaced)
-            self._watch(kube, resource, kind)
-        if _served(kube, VOLCANO_QUEUES.group, VOLCANO_QUEUES.version, VOLCANO_QUEUES.plural):
+            for resource, kind in kueue:
+                self._watch(kube, resource, kind)
+        volcano = VOLCANO_QUEUES
+        if _served(kube, volcano.group, volcano.version, volcano.plural) and _listable(kube, volcano):
             self.store.volcano = True
-            self._watch(kube, VOLCANO_QUEUES, "Queue")
+            self._watch(kube, volcano, "Queue")
 
     def _watch(self, kube: Kube, resource: Resource, kind: str) -> None:
         api_version = f"{resource.group}/{resource.version}"
@@ -107,6 +113,20 @@ def _served(kube: Kube, group: str, version: str, plural: str) -> bool:
     except Exception as exc:  # discovery failing must not stop the policies
         log.warning("queue fit: discovery of %s/%s failed (%s)", group, version, exc)
         return False
+
+
+def _listable(kube: Kube, resource: Resource) -> bool:
+    try:
+        kube.get(resource.path(), limit=1)
+    except ApiError as exc:
+        if exc.status in (401, 403):
+            log.warning(
+                "queue fit: may not list %s.%s (%s): its queues are not checked", resource.plural, resource.group, exc
+            )
+            return False
+    except Exception as exc:  # the informer retries what fails otherwise
+        log.debug("queue fit: listing %s failed (%s)", resource.plural, exc)
+    return True
 
 
 def start_queue_fit(kube: Kube, views: ClusterViews) -> QueueFitCache:

@@ -480,8 +480,8 @@ def _kueue_outcomes(
         if store is not None and store.origin != "offline":
             return say(
                 NOT_MODELLED,
-                f"{lq_title} cannot be checked: this cluster does not serve Kueue's API (kueue.x-k8s.io), "
-                "so no Kueue queues the job",
+                f"{lq_title} cannot be checked: the webhook knows no Kueue queues (this cluster does not serve "
+                "kueue.x-k8s.io, or the webhook may not list its queues)",
             )
         return say(
             OBJECTS_MISSING,
@@ -739,8 +739,8 @@ def _volcano_outcomes(job: dict[str, Any], kmap: KindMap, store: QueueObjects | 
         if store is not None and store.origin != "offline":
             return say(
                 NOT_MODELLED,
-                f"Volcano queue {name} cannot be checked: this cluster does not serve Volcano's Queue API "
-                "(scheduling.volcano.sh/v1beta1)",
+                f"Volcano queue {name} cannot be checked: the webhook knows no Volcano Queues (this cluster does "
+                "not serve scheduling.volcano.sh/v1beta1, or the webhook may not list them)",
             )
         return say(
             OBJECTS_MISSING,

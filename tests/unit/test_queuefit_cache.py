@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from jobgate.kube.client import ApiError
 from jobgate.webhook.queuefit import QueueFitCache
 
 
@@ -19,7 +20,11 @@ class ListingKube:
         return all(plural in self.served.get(f"{group}/{version}", []) for plural in plurals)
 
     def get(self, path: str, **query: Any) -> dict[str, Any]:
+        if path in self.forbidden:
+            raise ApiError(403, "Forbidden")
         return {"metadata": {"resourceVersion": "1"}, "items": self.items.get(path, [])}
+
+    forbidden: tuple[str, ...] = ()
 
 
 KUEUE_V1BETA2 = ["localqueues", "clusterqueues", "resourceflavors", "cohorts"]
@@ -66,3 +71,11 @@ def test_kueue_v1beta1_is_read_where_v1beta2_is_not_served_and_a_missing_api_is_
         f"/apis/kueue.x-k8s.io/v1beta1/{plural}" for plural in KUEUE_V1BETA2
     }
     assert not QueueFitCache(ListingKube({}, {})).store.kueue  # type: ignore[arg-type]
+
+
+def test_queues_the_webhook_may_not_list_are_left_out_rather_than_never_ready() -> None:
+    kube = ListingKube({"kueue.x-k8s.io/v1beta2": KUEUE_V1BETA2, "scheduling.volcano.sh/v1beta1": ["queues"]}, {})
+    kube.forbidden = ("/apis/kueue.x-k8s.io/v1beta2/cohorts",)
+    cache = QueueFitCache(kube)  # type: ignore[arg-type]
+    assert not cache.store.kueue and cache.store.volcano
+    assert [informer.path for informer in cache.informers] == ["/apis/scheduling.volcano.sh/v1beta1/queues"]
