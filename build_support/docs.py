@@ -618,7 +618,18 @@ def pages() -> dict[str, Callable[[], str]]:
     return found
 
 
+def policy_rules_table() -> str:
+    """Every platform-policy rule id a finding can carry, with its policy field and what it checks."""
+    from jobgate.policy.ruleids import POLICY_RULES
+
+    lines = ["| rule | policy field | error type | what it checks |", "|---|---|---|---|"]
+    for rule in sorted(POLICY_RULES.values()):
+        lines.append(f"| `{rule.id}` | {_cell(rule.constraint)} | {rule.error_type} | {_cell(rule.checks)} |")
+    return "\n".join(lines) + "\n"
+
+
 MARKED: dict[tuple[str, str], Callable[[], str]] = {
+    ("docs/policy.md", "policy-rules"): policy_rules_table,
     ("README.md", "served-kinds"): kinds_table,
     ("README.md", "overlays"): overlays_table,
     ("README.md", "enforcement-summary"): lambda: _jobgate(["manifests", "enforcement", "--summary"]),

@@ -26,6 +26,7 @@ from jobgate.policy.models import GROUP, VERSION
 from jobgate.policy.resolve import PolicySet
 from jobgate.policy.resources import CLUSTER_POLICIES, NAMESPACES, POLICIES
 from jobgate.webhook.devices import DeviceCache, dra_served
+from jobgate.webhook.queuefit import QueueFitCache, install_when_synced, start_queue_fit
 
 log = logging.getLogger("jobgate.policies")
 
@@ -113,10 +114,15 @@ class PolicyEnforcement:
         self.views = views
         self.cache: PolicyCache | None = None
         self.devices: DeviceCache | None = None
+        self.queue_fit: QueueFitCache | None = None  # Kueue's and Volcano's queues (require.fitsQueue)
         self.stop_event = threading.Event()
 
     def ready(self) -> bool:
-        return (self.cache is None or self.cache.synced()) and (self.devices is None or self.devices.synced())
+        return (
+            (self.cache is None or self.cache.synced())
+            and (self.devices is None or self.devices.synced())
+            and (self.queue_fit is None or self.queue_fit.synced())
+        )
 
     def start(self, kubeconfig: str | None, in_cluster: bool) -> None:
         if kubeconfig is None and not in_cluster:
@@ -137,6 +143,7 @@ class PolicyEnforcement:
 
     def _start_cache(self, kube: Kube) -> None:
         self._start_devices(kube)
+        self.queue_fit = start_queue_fit(kube, self.views)
         cache = PolicyCache(kube)
         cache.start()
         self.cache = cache
@@ -164,6 +171,8 @@ class PolicyEnforcement:
     def _install_when_synced(self, cache: PolicyCache) -> None:
         for informer in (*cache.informers, cache.namespaces):
             informer.synced.wait()
+        if self.queue_fit is not None:
+            install_when_synced(self.queue_fit, self.views)  # before the policies: no queue seen missing
         self.views.policies = cache
         log.info("platform policy on: watching %s policies and namespaces", GROUP)
 
@@ -189,3 +198,5 @@ class PolicyEnforcement:
             self.cache.stop()
         if self.devices is not None:
             self.devices.stop()
+        if self.queue_fit is not None:
+            self.queue_fit.stop()

@@ -192,6 +192,13 @@ def _cluster_views(args: argparse.Namespace | QuickArguments) -> tuple[ClusterVi
         from jobgate.engine.views import QueueSnapshot
 
         views.queues = QueueSnapshot(queues)
+    if routed is not None or queues:
+        from jobgate.policy.queueobjects import queue_objects
+
+        # Given a cluster's export, a queue missing from it is missing from the cluster (require.fitsQueue).
+        views.queue_objects = queue_objects(
+            [*(routed.kueue if routed is not None else []), *queues], views.default_namespace
+        )
     if routed is not None:
         from jobgate.engine.views import DeviceSnapshot
 

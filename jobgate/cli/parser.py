@@ -62,9 +62,11 @@ def _add_cluster_flags(parser: argparse.ArgumentParser, default: object = None) 
         action="append",
         default=default,
         help="exported cluster objects, routed by apiVersion and kind (Namespaces, the policies, Volcano "
-        "Queues, resource.k8s.io/v1 ResourceClaimTemplates, ResourceClaims, DeviceClasses; other kinds are "
-        "ignored): one `kubectl get namespaces,queues,resourceclaimtemplates,resourceclaims,deviceclasses,"
-        "clustertrainingjobpolicies,trainingjobpolicies -A -o yaml` is all a check needs; may be given again",
+        "Queues, Kueue LocalQueues, ClusterQueues, ResourceFlavors and Cohorts, resource.k8s.io/v1 "
+        "ResourceClaimTemplates, ResourceClaims, DeviceClasses; other kinds are ignored): one `kubectl get "
+        "namespaces,queues,localqueues,clusterqueues,resourceflavors,cohorts,resourceclaimtemplates,resourceclaims,"
+        "deviceclasses,clustertrainingjobpolicies,trainingjobpolicies -A -o yaml` is all a check needs; may be "
+        "given again",
     )
 
 
@@ -319,6 +321,13 @@ def _policy_arguments(policy: argparse.ArgumentParser) -> None:
         help="policy objects from files instead of the cluster; may be given again",
     )
     explain.add_argument("--namespaces", metavar="FILE", help="Namespace objects, for the policies' namespaceSelector")
+    explain.add_argument(
+        "--cluster-objects",
+        metavar="FILE|DIR",
+        action="append",
+        help="exported cluster objects instead of the cluster: the policies, Namespaces, and the Kueue and Volcano "
+        "queues whose ceilings it prints when a policy requires fitsQueue; may be given again",
+    )
     explain.add_argument("--kubeconfig", help="kubeconfig file (default: in-cluster configuration)")
     explain.set_defaults(handler=_policy_explain)
 

@@ -40,6 +40,7 @@ class ReviewContext:
         "namespace_labels_known",
         "operation",
         "policies",
+        "queue_objects",
         "queues",
         "skipped",
         "user",
@@ -58,6 +59,7 @@ class ReviewContext:
         policies: Sequence[Mapping[str, Any]] | None = None,
         devices: DeviceView | None = None,
         namespace_labels_known: bool = True,
+        queue_objects: Any = None,
     ) -> None:
         self.operation = operation
         self.namespace = namespace
@@ -77,6 +79,9 @@ class ReviewContext:
         # DRA objects (resource.k8s.io/v1 claim templates, claims, device classes); None: no view,
         # so a count that needs one cannot be made.
         self.devices = devices
+        # Kueue's and Volcano's queue objects for require.fitsQueue (jobgate.policy.queueobjects); None:
+        # none given (offline), so a job the check would read them for is not admitted on a guess.
+        self.queue_objects = queue_objects
         self.skipped: set[str] = set()
 
     def __repr__(self) -> str:
@@ -109,4 +114,5 @@ def context_for(
         queues=views.queues,
         policies=policies.policies() if policies is not None else None,
         devices=views.devices,
+        queue_objects=views.queue_objects,
     )

@@ -353,6 +353,13 @@ def webhook_policy_reader() -> list[dict[str, Any]]:
                     "resources": ["resourceclaimtemplates", "resourceclaims", "deviceclasses"],
                     "verbs": ["get", "list", "watch"],
                 },
+                # Kueue's queues require.fitsQueue reads (webhook/queuefit.py); Volcano's Queues are
+                # already the queue reader's (queue-reader.yaml).
+                {
+                    "apiGroups": ["kueue.x-k8s.io"],
+                    "resources": ["localqueues", "clusterqueues", "resourceflavors", "cohorts"],
+                    "verbs": ["list", "watch"],
+                },
             ],
         },
         {

@@ -1110,6 +1110,12 @@ _ROWS: tuple[tuple[str, str, str], ...] = (
     ("limits.maxActiveDeadlineSeconds", APISERVER, "where the kind has the field"),
     ("require.ttlSecondsAfterFinished", APISERVER, "where the kind has the field"),
     ("require.activeDeadlineSeconds", APISERVER, "where the kind has the field"),
+    (
+        "require.fitsQueue",
+        WEBHOOK,
+        "reads Kueue's LocalQueues, ClusterQueues, ResourceFlavors and Cohorts and Volcano's Queues, which a VAP "
+        "cannot: the webhook (informers) and jobgate validate (--cluster-objects) only",
+    ),
     ("require.labels (key, values)", APISERVER, "each param's list; several lists = their intersection"),
     ("require.queues", APISERVER, "job-level field (kinds without a queue: webhook warning)"),
     ("require.priorityClassNames", APISERVER, "job-level, or each pod template's for MxJob, GenericJob, DIJob"),

@@ -1,6 +1,7 @@
 """Exported cluster objects (``--cluster-objects FILE|DIR``), routed by apiVersion and kind to what
 each check reads: Namespaces (their labels, for the policies' ``namespaceSelector``), the platform
-policies, Volcano Queues, and the DRA objects GPU counting reads.
+policies, Volcano Queues, Kueue's queues (LocalQueues, ClusterQueues, ResourceFlavors, Cohorts, for
+``require.fitsQueue``), and the DRA objects GPU counting reads.
 
 One ``kubectl get namespaces,queues,resourceclaimtemplates,resourceclaims,deviceclasses,
 clustertrainingjobpolicies,trainingjobpolicies -A -o yaml`` is all an offline check needs: a
@@ -12,6 +13,7 @@ files is the command's business.
 from __future__ import annotations
 
 from jobgate.engine.views import DRA_GROUP, DRA_KINDS
+from jobgate.policy.queueobjects import KUEUE_GROUP, KUEUE_KINDS
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING, without importing typing at run time (start-up)
 if TYPE_CHECKING:
@@ -96,13 +98,14 @@ def namespace_labels_of(obj: dict[str, Any]) -> tuple[str, dict[str, str]] | Non
 class Routed:
     """The cluster objects of a run, by what reads them."""
 
-    __slots__ = ("devices", "ignored", "namespaces", "policies", "queues", "unread_devices")
+    __slots__ = ("devices", "ignored", "kueue", "namespaces", "policies", "queues", "unread_devices")
 
     def __init__(self) -> None:
         self.namespaces: dict[str, dict[str, str]] = {}  # name -> labels
         self.policies: list[Located] = []  # checked by the command as --policies checks them
         self.queues: list[dict[str, Any]] = []
         self.devices: list[dict[str, Any]] = []  # resource.k8s.io claim templates, claims, device classes
+        self.kueue: list[dict[str, Any]] = []  # LocalQueues, ClusterQueues, ResourceFlavors, Cohorts (fitsQueue)
         # "apiVersion kind" -> count, of the objects no check reads.
         self.ignored: dict[str, int] = {}
         # "apiVersion kind" -> count, of DRA objects of a version other than the one read.
@@ -123,6 +126,9 @@ class Routed:
             return
         elif group == VOLCANO_QUEUE_GROUP and kind == VOLCANO_QUEUE_KIND:
             self.queues.append(obj)
+            return
+        elif group == KUEUE_GROUP and kind in KUEUE_KINDS:
+            self.kueue.append(obj)
             return
         elif group == DRA_GROUP and kind in DRA_KINDS:
             if version in DRA_VERSIONS:

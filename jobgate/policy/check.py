@@ -1649,12 +1649,15 @@ def policy_findings(
     *,
     plan: _Plan | None = None,
     devices: DeviceView | None = None,
+    context: Any = None,
 ) -> list[PolicyFinding]:
     """Every finding of ``effective`` on ``job``; on UPDATE (``old_job``), minus the existing violations
     the policies allow (see the module docstring). ``family`` must be the job's family (a mismatch
     finds nothing: the caller dispatched on group and kind). ``kmap``: ``kind_map(job)``, and
     ``plan``: the plan of ``effective`` for it, when the caller has them. ``devices``: the review's
-    view of the DRA objects its pods' claims name (None: none, so a claim under a GPU limit is a finding)."""
+    view of the DRA objects its pods' claims name (None: none, so a claim under a GPU limit is a finding).
+    ``context``: the review's (its queue objects and namespace labels, for ``require.fitsQueue``, which
+    is not judged without one: the controller's audit)."""
     if kmap is None:
         kmap = kind_map(job)
     if kmap is None or kmap.family != family:
@@ -1665,13 +1668,22 @@ def policy_findings(
     if fast is None and _SPECIALISE:
         fast = _specialise(plan, kmap)
     extended = extended_weights(effective, devices, plan.extended_memo) if devices is not None else _NO_EXTENDED
+    fits = effective.required_fields.get("fitsQueue") if context is not None else None
     if fast(job, extended) if fast is not None else plan.clean(job, kmap, extended):
-        return []  # nothing to report, whatever the old job had
-    found = _all_findings(job, effective, devices)
+        if not fits:
+            return []  # nothing to report, whatever the old job had
+        found = []
+    else:
+        found = _all_findings(job, effective, devices)
+    if fits:
+        found += _queue_findings(job, kmap, fits, context)
     if old_job is None or not found:
         return found
     old: dict[tuple[Any, ...], list[PolicyFinding]] = {}
-    for f in _all_findings(old_job, effective, devices):
+    old_found = _all_findings(old_job, effective, devices)
+    if fits and kind_map(old_job) is kmap:
+        old_found += _queue_findings(old_job, kmap, fits, context)
+    for f in old_found:
         old.setdefault(f.identity, []).append(f)
     kept = []
     for f in found:
@@ -1681,6 +1693,45 @@ def policy_findings(
                 continue
         kept.append(f)
     return kept
+
+
+def _queue_findings(job: dict[str, Any], kmap: KindMap, entries: list[Sourced], context: Any) -> list[PolicyFinding]:
+    """``require.fitsQueue``'s findings (jobgate.policy.queuefit) for each policy requiring it: at its
+    action, a not-modelled notice at most a warning."""
+    from jobgate.policy.queuefit import NOT_MODELLED, queue_outcomes
+
+    metadata = job.get("metadata")
+    namespace = metadata.get("namespace") if isinstance(metadata, dict) else None
+    if not isinstance(namespace, str) or not namespace:
+        namespace = context.namespace or "default"
+    outcomes = queue_outcomes(
+        job,
+        kmap,
+        context.queue_objects,
+        namespace,
+        namespace_labels=context.namespace_labels,
+        labels_known=context.namespace_labels_known,
+    )
+    found = []
+    for entry in entries:
+        for o in outcomes:
+            notice = o.rule == NOT_MODELLED
+            found.append(
+                PolicyFinding(
+                    render_path(o.path),
+                    FORBIDDEN if notice else "Invalid value",
+                    f"{o.message} ({entry.source})",
+                    _weaker(entry.action) if notice else entry.action,
+                    str(entry.source),
+                    o.rule,
+                    o.value,
+                    (o.rule, entry.source, *o.identity),
+                    None,
+                    entry.existing_violations,
+                    o.path,
+                )
+            )
+    return found
 
 
 # --- defaults ----------------------------------------------------------------------------------

@@ -55,6 +55,9 @@ def explain_text(effective: EffectivePolicy) -> str:
     lines.append("Requirements (each policy's own; a job must satisfy all):")
     n = len(lines)
     for name, entries in sorted(effective.required_fields.items()):
+        if name == "fitsQueue":
+            lines.append(f"  the job must fit its queue (fitsQueue): {_tiers(entries)}")
+            continue
         lines.append(f"  {name} must be set: {_tiers(entries)}")
     for name in ALLOW_FIELDS:
         for e in effective.allow.get(name, []):

@@ -319,6 +319,13 @@ class PolicyRequire(PolicyModel):
     )
     ttlSecondsAfterFinished: bool | None = Field(None, description="The job must set a TTL after it finishes.")
     activeDeadlineSeconds: bool | None = Field(None, description="The job must set an active deadline.")
+    fitsQueue: bool | None = Field(
+        None,
+        description=(
+            "The job must fit its scheduler queue: a Kueue LocalQueue's ClusterQueue (quotas, flavors, cohorts) "
+            "or a Volcano Queue's capability (and its parents'); a job the queue can never admit is refused."
+        ),
+    )
     queues: list[Name] | None = _allow_list("queues")
     priorityClassNames: list[Name] | None = _allow_list("PriorityClass names")
     schedulerNames: list[Name] | None = _allow_list("scheduler names")

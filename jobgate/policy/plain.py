@@ -300,6 +300,7 @@ def _require(value: Any) -> dict[str, Any]:
             "labels",
             "ttlSecondsAfterFinished",
             "activeDeadlineSeconds",
+            "fitsQueue",
             "queues",
             "priorityClassNames",
             "schedulerNames",
@@ -311,6 +312,7 @@ def _require(value: Any) -> dict[str, Any]:
     _put(out, source, "labels", lambda v: [_required_label(x) for x in _items(v, MAX_LIST)])
     _put(out, source, "ttlSecondsAfterFinished", _boolean)
     _put(out, source, "activeDeadlineSeconds", _boolean)
+    _put(out, source, "fitsQueue", _boolean)
     for name in ("queues", "priorityClassNames", "schedulerNames", "imageRegistries"):
         _put(out, source, name, _names)
     _put(out, source, "forbid", lambda v: [_one_of(x, FORBIDDEN_ITEMS) for x in _items(v, len(FORBIDDEN_ITEMS))])

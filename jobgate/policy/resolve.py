@@ -62,7 +62,7 @@ LIMIT_FIELDS = (
     "maxActiveDeadlineSeconds",
 )
 ALLOW_FIELDS = ("queues", "priorityClassNames", "schedulerNames", "imageRegistries")
-REQUIRED_FIELDS = ("ttlSecondsAfterFinished", "activeDeadlineSeconds")
+REQUIRED_FIELDS = ("ttlSecondsAfterFinished", "activeDeadlineSeconds", "fitsQueue")
 DEFAULT_FIELDS = (
     "queue",
     "priorityClassName",

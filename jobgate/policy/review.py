@@ -113,7 +113,7 @@ class PolicyReview:
         ):
             judged = judge(self.family, defaulted, old, self.context)
         else:
-            judged = verdict(self.family, resolution, defaulted, old, self.context.devices)
+            judged = verdict(self.family, resolution, defaulted, old, self.context.devices, context=self.context)
         context = self.context
         if resolution is not None and resolution.effective.conflicts and context.operation == CREATE:
             judged = _with_default_conflicts(judged, resolution, self.family)
@@ -195,7 +195,11 @@ def judge(
     """The policies' verdict on the job as it will be stored; None when they have nothing to say
     (the review carries no policies, or the job breaks none)."""
     resolution = resolution_for(defaulted, context)
-    return verdict(family, resolution, defaulted, old, context.devices) if resolution is not None else None
+    return (
+        verdict(family, resolution, defaulted, old, context.devices, context=context)
+        if resolution is not None
+        else None
+    )
 
 
 def verdict(
@@ -204,13 +208,18 @@ def verdict(
     defaulted: dict[str, Any],
     old: dict[str, Any] | None,
     devices: DeviceView | None = None,
+    *,
+    context: ReviewContext | None = None,
 ) -> PolicyVerdict | None:
     """The verdict of the resolved policies on the job as it will be stored; None when the job breaks
-    none. ``devices``: the review's view of DRA objects (claim templates, claims, device classes)."""
+    none. ``devices``: the review's view of DRA objects (claim templates, claims, device classes);
+    ``context``: the review's (queue objects, namespace labels: ``require.fitsQueue``)."""
     effective, kmap = resolution.effective, resolution.kmap
     if not effective.policies or kmap is None or kmap.family != family:
         return None
-    found = policy_findings(defaulted, old, family, effective, kmap, plan=resolved_plan(resolution), devices=devices)
+    found = policy_findings(
+        defaulted, old, family, effective, kmap, plan=resolved_plan(resolution), devices=devices, context=context
+    )
     if not found:
         return None
     judged = PolicyVerdict()

@@ -64,6 +64,42 @@ _RULES = [
         "the job is not admitted; pass the Namespace with --namespaces or --cluster-objects.",
     ),
     PolicyRule(
+        "policy/queue-fit",
+        "require.fitsQueue",
+        "Invalid value",
+        "The job can never be admitted by its queue: Kueue (the kueue.x-k8s.io/queue-name label of a kind Kueue "
+        "integrates) when no assignment of flavors to its pod sets fits what the ClusterQueue can ever hold "
+        "(nominalQuota, borrowingLimit, what its cohorts can lend), a resource no resource group covers, or a pod "
+        "set no flavor takes (taints, node labels); Volcano when the job's minResources or gang minimum exceeds the "
+        "capability of its Queue or of a parent Queue, or the Queue is closed. The message names the queues, the "
+        "resource, what the job asks, the most the queue can give and the flavors considered.",
+    ),
+    PolicyRule(
+        "policy/queue-misconfigured",
+        "require.fitsQueue",
+        "Invalid value",
+        "The job's queue cannot admit anything: the LocalQueue or its ClusterQueue does not exist or is stopped "
+        "(stopPolicy), the ClusterQueue's namespaceSelector leaves the job's namespace out, it names a "
+        "ResourceFlavor that does not exist, its cohorts form a cycle; the Volcano Queue does not exist.",
+    ),
+    PolicyRule(
+        "policy/queue-objects-missing",
+        "require.fitsQueue",
+        "Invalid value",
+        "Offline only: the job names a Kueue or Volcano queue but no objects of that scheduler were given, so "
+        "whether it fits is unknown and the job is not admitted; pass them with --cluster-objects (`kubectl get "
+        "localqueues,clusterqueues,resourceflavors,cohorts,queues.scheduling.volcano.sh -A -o yaml`).",
+    ),
+    PolicyRule(
+        "policy/queue-fit-not-modelled",
+        "require.fitsQueue",
+        "Forbidden",
+        "A warning (never a denial): part of the queue check could not be decided and the job is admitted: the "
+        "only assignment of flavors that fits is not Kueue's first-fit one, the search was too large, DRA claims "
+        "(Kueue counts them by its own configuration), a quantity that does not parse, a namespace whose labels "
+        "were not given, or the scheduler's API not served by the cluster.",
+    ),
+    PolicyRule(
         "policy/schema",
         "the whole policy object",
         "Invalid value",

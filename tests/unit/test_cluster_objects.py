@@ -100,7 +100,17 @@ def test_routing_reads_the_group_not_the_kind_alone():
     other_class = {"apiVersion": "example.com/v1", "kind": "DeviceClass", "metadata": {"name": "d"}}
     routed = route(located(kueue, other_queue, other_class))
     assert not routed.queues and not routed.devices
-    assert sum(routed.ignored.values()) == 3
+    assert routed.kueue == [kueue]  # Kueue's own queues go to require.fitsQueue
+    assert sum(routed.ignored.values()) == 2
+
+
+def test_kueue_queue_objects_are_routed_to_the_queue_fit_check():
+    kinds = ("LocalQueue", "ClusterQueue", "ResourceFlavor", "Cohort")
+    objects = [{"apiVersion": "kueue.x-k8s.io/v1beta2", "kind": kind, "metadata": {"name": "x"}} for kind in kinds]
+    workload = {"apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "Workload", "metadata": {"name": "w"}}
+    routed = route(located(*objects, workload))
+    assert routed.kueue == objects
+    assert routed.ignored == {"kueue.x-k8s.io/v1beta2 Workload": 1}
 
 
 def test_an_alpha_dra_export_is_not_read_and_that_is_said():
