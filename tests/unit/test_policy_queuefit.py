@@ -11,7 +11,7 @@ import pytest
 
 from jobgate.engine.context import ReviewContext
 from jobgate.policy.check import policy_findings
-from jobgate.policy.fieldmap import kind_map
+from jobgate.policy.kinds import kind_map
 from jobgate.policy.podrequests import gang_minimum, kueue_pod_sets, volcano_tasks
 from jobgate.policy.queuefit import (
     FIT,
