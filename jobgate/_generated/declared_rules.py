@@ -2,57 +2,71 @@
 
 Each kind's declared defaults and rules (jobgate/rules/forms.py) with the declarations' values:
 the forms every review runs written out, the others as calls of the forms' functions
-(jobgate/rules/declared.py)."""
+(jobgate/forms/checks/)."""
 
 from __future__ import annotations
 
 from jobgate.engine.fielderrors import Key, forbidden, invalid, required
-from jobgate.rules.declared import (
+from jobgate.forms.checks.common import (
     MISSING,
     MUST_BE_STRING,
-    acyclic,
-    at_most_one_of,
-    at_most_sum,
-    bounds,
-    claim_volumes,
-    default_field,
-    default_finish_rules,
-    default_indexed,
-    default_item_fields,
-    default_item_product,
-    default_item_when,
-    default_map_values,
-    default_sum,
-    entries_unchanged,
-    field_bound,
-    fixed_count,
-    flag_names_entry,
-    forbidden_field,
-    forbidden_roles,
     get,
-    immutable,
-    implied_keys,
-    index_maps,
-    known_keys,
-    lifecycle_policies,
-    known_types,
-    max_items,
-    not_both,
+)
+from jobgate.forms.checks.defaults import (
+    default_field,
+    default_item_fields,
+    default_map_values,
+)
+from jobgate.forms.checks.entries import (
     named_entries,
-    refers_to,
+)
+from jobgate.forms.checks.fields import (
+    at_most_one_of,
+    field_bound,
+    forbidden_field,
     required_field,
-    required_item_field,
-    required_list,
-    required_roles,
+    string_field,
+)
+from jobgate.forms.checks.replica_maps import (
+    known_types,
     run_policy_at_most_total,
     run_policy_immutable,
+    with_port,
+)
+from jobgate.forms.checks.roles import (
+    at_most_sum,
+    forbidden_roles,
+    immutable,
+    max_items,
+    required_roles,
     role_field_bound,
-    string_field,
+    unique_by,
+)
+from jobgate.forms.checks.t9k import (
+    default_finish_rules,
+    entries_unchanged,
+    index_maps,
+    refers_to,
+)
+from jobgate.forms.checks.volcano import (
+    acyclic,
+    bounds,
+    claim_volumes,
+    default_indexed,
+    default_item_product,
+    default_item_when,
+    default_sum,
+    fixed_count,
+    flag_names_entry,
+    implied_keys,
+    known_keys,
+    lifecycle_policies,
+    not_both,
+    required_item_field,
+    required_list,
     subdomain,
     unchanged,
-    unique_by,
     unique_name,
-    with_port,
 )
 from jobgate.rules.jobmeta import as_int
 

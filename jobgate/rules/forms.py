@@ -3,7 +3,7 @@
 A declaration names a form and its values (paths, bounds, roles, the message) and nothing else:
 no CEL, no Python. ``jobgate/generate/forms.py`` compiles each one to
 
-- the Python check: a call of the form's function (``jobgate/rules/declared.py``) written into
+- the Python check: a call of the form's function (its runtime twin, ``jobgate/forms/checks/<group>.py``) written into
   ``jobgate/_generated/declared_rules.py`` by ``jobgate manifests generate``;
 - its place in the apiserver: a schema keyword, a CRD rule or transition rule, a schema default
   and a MutatingAdmissionPolicy patch, with their CEL;

@@ -37,6 +37,7 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
         (
             "jobgate.engine",
             "jobgate.rules",
+            "jobgate.forms",
             "jobgate._generated",
             "jobgate.families",
             "jobgate.families.*",

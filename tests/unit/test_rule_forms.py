@@ -1,4 +1,4 @@
-"""The rule forms (jobgate/rules/forms.py): each form's Python meaning (jobgate/rules/declared.py),
+"""The rule forms (jobgate/rules/forms.py): each form's Python meaning (its runtime twin in jobgate/forms/checks/),
 its compilation (jobgate/generate/forms.py) to the generated module, the apiserver's placements and
 the catalogue's records, and that the records explain exactly the errors the Python check gives."""
 
@@ -1617,7 +1617,7 @@ def test_run_policy_at_most_total(replica_map):
 
 
 def test_default_type_spelling():
-    from jobgate.rules.declared import default_type_spelling
+    from jobgate.forms.checks.replica_maps import default_type_spelling
 
     path, types = ("spec", "reps"), ("Leader", "Worker")
 
@@ -1647,7 +1647,7 @@ def test_default_type_spelling():
 
 def test_respelled_types_on_the_map():
     # The engine's call (rules/replicajobs.py): the map itself, its pointer, the stored map.
-    from jobgate.rules.declared import respelled_types
+    from jobgate.forms.checks.replica_maps import respelled_types
 
     types = ("Leader", "Worker")
     given = {"Worker": {}, "leader": {}}
