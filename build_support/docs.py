@@ -183,7 +183,7 @@ def _rule_examples(family: str, rule_id: str) -> tuple[Any | None, Any | None]:
 
 
 def _where_line(entry: Any) -> str:
-    from jobgate.generate.cel.catalogue import Where
+    from jobgate.forms.catalogue import Where
 
     if entry.where is Where.WEBHOOK:
         return "the webhook and `jobgate validate` only"

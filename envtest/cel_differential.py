@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING, Any
 
 from jobgate.engine.fielderrors import FieldError, render_path
 from jobgate.engine.review import kind_of, review_job
-from jobgate.generate.cel.catalogue import Where, explaining_rule
+from jobgate.forms.catalogue import Where, explaining_rule
 from jobgate.generate.cel.generate import rules_for
 
 if TYPE_CHECKING:

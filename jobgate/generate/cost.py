@@ -20,7 +20,7 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 
 from jobgate.engine.registry import JobKind
-from jobgate.generate.cel.catalogue import LIST_ITEMS, MAP_VALUES, Location, Where
+from jobgate.forms.catalogue import LIST_ITEMS, MAP_VALUES, Location, Where
 from jobgate.generate.cel.generate import family_defaults, family_rules, patches_nonempty, rules_for
 from jobgate.generate.forms import cost_report
 from jobgate.generate.manifests import declared_kinds, every_family_kind

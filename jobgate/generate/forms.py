@@ -15,7 +15,7 @@ from collections.abc import Iterable, Sequence
 
 from jobgate import _generated
 from jobgate.engine.fielderrors import not_supported
-from jobgate.generate.cel.catalogue import (
+from jobgate.forms.catalogue import (
     LIST_ITEMS,
     MAP_VALUES,
     Default,

@@ -11,7 +11,7 @@ import pytest
 from jobgate._generated import declared_rules
 from jobgate.engine.fielderrors import FieldError, Key, required
 from jobgate.engine.jsonpatch import PatchRecorder
-from jobgate.generate.cel.catalogue import LIST_ITEMS, MAP_VALUES, Where
+from jobgate.forms.catalogue import LIST_ITEMS, MAP_VALUES, Where
 from jobgate.generate.cel.podtemplate import TemplateSite, pod_template_rules
 from jobgate.generate.forms import (
     DECLARED_TABLE,

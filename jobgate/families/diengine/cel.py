@@ -20,7 +20,7 @@ import re
 from jobgate.engine.registry import JobKind
 from jobgate.families.diengine import rules as diengine
 from jobgate.families.diengine.declared import DIJOB
-from jobgate.generate.cel.catalogue import (
+from jobgate.forms.catalogue import (
     LIST_ITEMS,
     Default,
     Placement,

@@ -5,7 +5,7 @@ from __future__ import annotations
 from jobgate.engine.registry import JobKind
 from jobgate.families.kubedl import declared as declarations
 from jobgate.families.kubedl import rules as kubedl
-from jobgate.generate.cel.catalogue import Default, Rule
+from jobgate.forms.catalogue import Default, Rule
 from jobgate.generate.cel.replicajobs import replica_job_defaults, replica_job_rules, replica_template_site
 from jobgate.generate.forms import Declarations
 

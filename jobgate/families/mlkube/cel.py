@@ -10,7 +10,7 @@ from __future__ import annotations
 from jobgate.engine.registry import JobKind
 from jobgate.families.mlkube import rules as mlkube
 from jobgate.families.mlkube.declared import MXJOB, ROLES
-from jobgate.generate.cel.catalogue import (
+from jobgate.forms.catalogue import (
     LIST_ITEMS,
     Default,
     Placement,

@@ -15,7 +15,7 @@ from __future__ import annotations
 from jobgate.engine.registry import JobKind
 from jobgate.families.t9k import rules as t9k
 from jobgate.families.t9k.declared import GENERIC_JOB, REPLICA_SPEC
-from jobgate.generate.cel.catalogue import (
+from jobgate.forms.catalogue import (
     LIST_ITEMS,
     Default,
     Placement,

@@ -12,7 +12,7 @@ from typing import Any
 
 from jobgate.engine.registry import JobKind
 from jobgate.families import family as family_record
-from jobgate.generate.cel.catalogue import (
+from jobgate.forms.catalogue import (
     LIST_ITEMS,
     MAP_VALUES,
     Default,

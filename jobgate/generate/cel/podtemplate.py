@@ -19,7 +19,7 @@ import copy
 import re
 from typing import Any
 
-from jobgate.generate.cel.catalogue import (
+from jobgate.forms.catalogue import (
     LIST_ITEMS,
     MAP_VALUES,
     Location,

@@ -4,7 +4,7 @@ same kind objects the webhook checks with: the roles, the replica map's field, t
 
 from __future__ import annotations
 
-from jobgate.generate.cel.catalogue import (
+from jobgate.forms.catalogue import (
     MAP_VALUES,
     Default,
     Rule,

@@ -13,7 +13,7 @@ from jobgate.engine.registry import JobKind
 from jobgate.families.volcano import rules as volcano
 from jobgate.families.volcano.cel import job, resources, tasks
 from jobgate.families.volcano.declared import JOB
-from jobgate.generate.cel.catalogue import Default, Rule
+from jobgate.forms.catalogue import Default, Rule
 from jobgate.generate.cel.podtemplate import TemplateSite, pod_template_rules
 from jobgate.generate.forms import Declarations
 
