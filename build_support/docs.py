@@ -6,7 +6,8 @@ Whole pages (each starts with the line ``GENERATED``): the CLI reference from th
 the rule reference of each family from the rule catalogue and the test vectors, the defaults, the
 served kinds, the overlays, the chart's values and the metrics. Tables inside hand-written pages sit
 between ``<!-- name -->`` and ``<!-- /name -->`` markers (``MARKED``): the README's served kinds,
-overlays and enforcement summary, the full enforcement table of ``docs/apiserver-enforcement.md``.
+overlays and enforcement summary, the full enforcement table of ``docs/apiserver-enforcement.md``,
+the forms' tables of ``docs/rule-forms.md`` (each form's ``DOC`` rows).
 
 ``rule_anchor(rule_id)`` is the anchor of a rule in ``docs/rules/<family>.md``: a rule id leads
 to ``docs/rules/<family>.md#<rule_anchor(id)>``.
@@ -599,6 +600,15 @@ def cli_markdown() -> str:
     return "\n".join(out)
 
 
+def forms_table(name: str) -> str:
+    """A table of docs/rule-forms.md: the ``DOC`` rows of its forms, in ``DOC_TABLES``' order."""
+    from jobgate.rules.forms import DOC_TABLES
+
+    rows = ["| form | meaning | Python error | apiserver |", "|---|---|---|---|"]
+    rows += ["| " + " | ".join(row) + " |" for form in DOC_TABLES[name] for row in form.DOC]
+    return "\n".join(rows) + "\n"
+
+
 # --- the pages and the marked tables ----------------------------------------------------------------
 
 
@@ -618,11 +628,14 @@ def pages() -> dict[str, Callable[[], str]]:
     return found
 
 
+# The tables of docs/rule-forms.md, each written from its forms' classes (jobgate/rules/forms.py).
+FORM_TABLES = ("forms", "volcano-forms", "replica-map-forms", "entry-forms")
 MARKED: dict[tuple[str, str], Callable[[], str]] = {
     ("README.md", "served-kinds"): kinds_table,
     ("README.md", "overlays"): overlays_table,
     ("README.md", "enforcement-summary"): lambda: _jobgate(["manifests", "enforcement", "--summary"]),
     ("docs/apiserver-enforcement.md", "enforcement"): lambda: _jobgate(["manifests", "enforcement"]),
+    **{("docs/rule-forms.md", table): functools.partial(forms_table, table) for table in FORM_TABLES},
 }
 
 

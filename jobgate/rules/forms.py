@@ -53,6 +53,30 @@ class DefaultField:
     """A field set to ``value`` when unset (or, with ``empty_is_unset``, ""): a schema default, and a
     MutatingAdmissionPolicy patch for what a schema default cannot cover ("")."""
 
+    # Its rows of the table in docs/rule-forms.md (form, meaning, Python error, apiserver).
+    DOC = (
+        (
+            "`DefaultField(id, path, value, empty_is_unset=False)`",
+            'the field set when unset (or "") under an object that exists',
+            "— (a patch)",
+            "schema `default` and a MutatingAdmissionPolicy patch",
+        ),
+        (
+            "`DefaultField(..., unless=(path, ...))`",
+            "the field set when unset and none of the other fields is set (a default another field replaces)",
+            "— (a patch)",
+            "a MutatingAdmissionPolicy patch only",
+        ),
+        (
+            "`DefaultField(..., when_set=(path, ...))`",
+            "the field set when unset and each of the other fields or map keys "
+            "(`spec.marsReplicaSpecs[Worker]`) is there: a role's default; `DefaultField`s of one id are one "
+            "default (an object when absent, else each of its fields)",
+            "— (a patch)",
+            "a MutatingAdmissionPolicy patch only",
+        ),
+    )
+
     id: str
     path: str
     value: Scalar | ScalarList | ScalarMap
@@ -79,6 +103,43 @@ class DefaultItemField:
     value of that map that holds one: a policy patch only, as its entries are in an object the CRD keeps
     whole (a pod template), which has no schema to hold a default."""
 
+    # Its rows of the table in docs/rule-forms.md (form, meaning, Python error, apiserver).
+    DOC = (
+        (
+            "`DefaultItemField(id, list, field, value, empty_is_unset=False, entry=...)`",
+            "each entry's field set when unset; the defaults of one list are applied entry by entry in "
+            "declaration order",
+            "— (a patch)",
+            "schema `default` on the items and a patch",
+        ),
+        (
+            "`DefaultItemField(..., value=(values...), from_field=f)`",
+            "derived: the entry's field copied from its field `f` when that is one of `values`",
+            "— (a patch)",
+            "a patch only",
+        ),
+        (
+            "`DefaultItemField(..., value=[...])`",
+            "a list value (a command), each entry its own copy",
+            "— (a patch)",
+            "schema `default` on the items and a patch",
+        ),
+        (
+            '`DefaultItemField(..., list="spec.m{*}.template.spec.containers")`',
+            "the list in each value of a map (one `{*}`): each replica's containers' "
+            "`terminationMessagePolicy` (KubeDL's)",
+            "— (a patch)",
+            "a patch only (the pod template is kept whole, no schema to hold a default)",
+        ),
+        (
+            '`DefaultItemField(..., field="a.b", value={...})`',
+            "a field of an object of each entry (set when that object exists), an object value; defaults of "
+            "one list may share an id: one default (an object when absent, else each of its fields)",
+            "— (a patch)",
+            "schema `default`s and a patch each",
+        ),
+    )
+
     id: str
     list: str
     # A field of the entry, or of an object of it ("restartPolicy.policy": set when that object exists).
@@ -100,6 +161,16 @@ class MaxItems:
     """Lists of at most so many entries, ``(path, limit)`` each (a schema keyword; a bound the CEL
     cost estimate needs)."""
 
+    # Its rows of the table in docs/rule-forms.md (form, meaning, Python error, apiserver).
+    DOC = (
+        (
+            "`MaxItems(id, ((path, limit), ...))`",
+            "lists of at most so many entries",
+            "`Too many` at the list",
+            "`maxItems`",
+        ),
+    )
+
     id: str
     lists: tuple[tuple[str, int], ...]
     summary: str = ""
@@ -114,6 +185,23 @@ class UniqueBy:
     it compiles to a list-map key (``x-kubernetes-list-type: map``), which the apiserver checks in
     linear time; otherwise to a CRD rule. ``among``: only these values count, and the list then has
     at most ``len(among)`` entries (a longer one holds a duplicate)."""
+
+    # Its rows of the table in docs/rule-forms.md (form, meaning, Python error, apiserver).
+    DOC = (
+        (
+            "`UniqueBy(id, list, key, among=())`",
+            "no two entries with the same key; the later one is the duplicate",
+            "`Duplicate value` at `<list>[i].<key>`",
+            'a list-map key (`x-kubernetes-list-type: map`), linear, when no default rereads "" as another '
+            "key; otherwise a CRD rule through the default, the list bounded by `len(among)`",
+        ),
+        (
+            "`UniqueBy(..., list_map=False)`",
+            "as `UniqueBy`, for a list whose entries the key does not identify (or may lack it)",
+            "`Duplicate value` at `<list>[i].<key>`",
+            "a CRD rule on the list, quadratic, bounded by its `maxItems`",
+        ),
+    )
 
     id: str
     list: str
@@ -131,6 +219,16 @@ class RequiredRoles:
     """When ``when`` holds, the list holds an entry of each of ``roles``; reported at the list,
     ``message`` formatted with ``{role}``."""
 
+    # Its rows of the table in docs/rule-forms.md (form, meaning, Python error, apiserver).
+    DOC = (
+        (
+            "`RequiredRoles(id, summary, roles, (role...), message, when=When(path, value))`",
+            "when the condition holds, an entry of each role",
+            "`Required value` at the list, `{role}` in the message",
+            "a CRD rule per role on the list's parent",
+        ),
+    )
+
     id: str
     summary: str
     of: Roles
@@ -142,6 +240,16 @@ class RequiredRoles:
 @dataclass(frozen=True)
 class ForbiddenRoles:
     """When ``when`` holds, the list holds no entry of ``roles``; reported at that entry's key."""
+
+    # Its rows of the table in docs/rule-forms.md (form, meaning, Python error, apiserver).
+    DOC = (
+        (
+            "`ForbiddenRoles(id, summary, roles, (role...), message, when=...)`",
+            "when the condition holds, no entry of these roles",
+            "`Invalid value` at the first entry's key",
+            "a CRD rule on the list's parent",
+        ),
+    )
 
     id: str
     summary: str
@@ -155,6 +263,16 @@ class ForbiddenRoles:
 class RoleFieldBound:
     """An integer field of the role's entry within [minimum, maximum] (an unset field passes).
     ``every``: of each entry of the role (a duplicate too), else of the first."""
+
+    # Its rows of the table in docs/rule-forms.md (form, meaning, Python error, apiserver).
+    DOC = (
+        (
+            "`RoleFieldBound(id, summary, roles, role, field, message, minimum=, maximum=, every=False, when=...)`",
+            "an integer field of the role's first entry (`every`: of each) within bounds",
+            "`Invalid value` at the field",
+            "a CRD rule on the entry (`every`) or on the list's parent",
+        ),
+    )
 
     id: str
     summary: str
@@ -175,6 +293,16 @@ class AtMostSum:
     without it counts ``unset``; no list sums to 0): a count across replicas. ``update_message``:
     the words on UPDATE, when they differ (Volcano says it otherwise)."""
 
+    # Its rows of the table in docs/rule-forms.md (form, meaning, Python error, apiserver).
+    DOC = (
+        (
+            "`AtMostSum(id, summary, path, list, field, message, unset=0)`",
+            "an integer at most the sum of a field over a list's entries",
+            "`Invalid value` at the integer",
+            "a CRD rule on their parent",
+        ),
+    )
+
     id: str
     summary: str
     path: str
@@ -188,6 +316,16 @@ class AtMostSum:
 @dataclass(frozen=True)
 class Immutable:
     """On UPDATE the field is neither set, removed nor changed (a CRD transition rule)."""
+
+    # Its rows of the table in docs/rule-forms.md (form, meaning, Python error, apiserver).
+    DOC = (
+        (
+            '`Immutable(id, summary, path, message="field is immutable")`',
+            "on UPDATE the field is neither set, removed nor changed (null counts as unset)",
+            "`Forbidden` at the field",
+            "a transition rule on `spec`, which every version of the job has",
+        ),
+    )
 
     id: str
     summary: str
@@ -213,6 +351,16 @@ class RequiredField:
     """When ``when`` holds, the field (or map key) is set (with ``empty_is_unset``, not "" either).
     ``Required value`` at the field, with ``message`` as its detail."""
 
+    # Its rows of the table in docs/rule-forms.md (form, meaning, Python error, apiserver).
+    DOC = (
+        (
+            '`RequiredField(id, summary, path, message="", empty_is_unset=False, when=...)`',
+            "the field (or map key) is set under each object on the path that exists",
+            "`Required value` at the field, `message` its detail",
+            "the schema's `required` without a message or condition; otherwise a CRD rule on the field's object",
+        ),
+    )
+
     id: str
     summary: str
     path: str | tuple[str, ...]
@@ -230,6 +378,16 @@ class ForbiddenField:
     """When ``when`` holds, the field (or map key) is not set (with ``empty_is_unset``, "" is unset).
     ``Forbidden`` at the field, with ``message``."""
 
+    # Its rows of the table in docs/rule-forms.md (form, meaning, Python error, apiserver).
+    DOC = (
+        (
+            "`ForbiddenField(id, summary, path, message, empty_is_unset=False, when=...)`",
+            "the field (or map key) is not set",
+            "`Forbidden` at the field",
+            "a CRD rule on the field's object",
+        ),
+    )
+
     id: str
     summary: str
     path: str | tuple[str, ...]
@@ -243,6 +401,23 @@ class ForbiddenField:
 class FieldBound:
     """An integer field within [minimum, maximum] (an unset one passes). ``Invalid value`` at the
     field: ``message``, or without one the apiserver's words for ``minimum``/``maximum``."""
+
+    # Its rows of the table in docs/rule-forms.md (form, meaning, Python error, apiserver).
+    DOC = (
+        (
+            '`FieldBound(id, summary, path, minimum=, maximum=, message="", when=...)`',
+            "an integer field within bounds (an unset one passes)",
+            "`Invalid value` at the field: `message`, or the apiserver's `... in body should be greater than "
+            "or equal to N`",
+            "`minimum`/`maximum` without a message or condition; otherwise a CRD rule",
+        ),
+        (
+            "`FieldBound(..., message=..., keyword=True)`",
+            "a bound the webhook says in Kubernetes' words and the apiserver in its own",
+            "`Invalid value: message`",
+            "`minimum`/`maximum`",
+        ),
+    )
 
     id: str
     summary: str
@@ -267,6 +442,39 @@ class StringField:
     check is its schema keyword, in the apiserver's words (``Unsupported value``, ``... in body
     should match '<pattern>'``, ``Too long``, ``... should be at least N chars long``); with one, a
     CRD rule whose ``Invalid value`` says ``message``."""
+
+    # Its rows of the table in docs/rule-forms.md (form, meaning, Python error, apiserver).
+    DOC = (
+        (
+            '`StringField(id, summary, path, pattern=, min_length=, max_length=, enum=(), message="", when=...)`',
+            "a string of the pattern (searched, as CEL and the schema do), lengths and values",
+            "without `message` each check in its keyword's words (`... should match '<pattern>'`, `Too "
+            "long`, `... should be at least N chars long`, `Unsupported value`); with one, `Invalid value: "
+            "message`",
+            "`pattern`, `minLength`, `maxLength`, `enum` without a message or condition; otherwise a CRD rule",
+        ),
+        (
+            "`StringField(id, summary, path, label=True)`",
+            'a DNS-1123 label; "" passes (a `RequiredField`\'s)',
+            "`Invalid value` for each problem, in Kubernetes' validation's words",
+            "`pattern` and `maxLength: 63` (the apiserver refuses the same values in its own words: no "
+            "keyword says Kubernetes')",
+        ),
+        (
+            '`StringField(id, summary, path, syntax="port-name"` or `"env-var-name")`',
+            "as `label`, an IANA service name (a container port's) or an environment variable's name "
+            "(printable ASCII but `=`)",
+            "`Invalid value` for each problem, in Kubernetes' words; the record lists each message exactly",
+            "`pattern` (and `maxLength: 15` for a port name)",
+        ),
+        (
+            "`...(string=True)` on `RequiredField`, `StringField`; `FieldBound(integer=True)`",
+            "a field of an object the CRD keeps whole (a pod template's), whose types no structural schema "
+            "check reads: another type is refused",
+            "`must be of type string` (`Unsupported value` with an `enum`); a bound's `message`",
+            "the schema's `type`, given by the template's schema",
+        ),
+    )
 
     id: str
     summary: str
@@ -294,6 +502,16 @@ class StringField:
 class AtMostOneOf:
     """Of the fields (or map keys, ``[Chief]``) of the object at ``path``, at most one is set.
     ``Forbidden`` at the object, with ``message``."""
+
+    # Its rows of the table in docs/rule-forms.md (form, meaning, Python error, apiserver).
+    DOC = (
+        (
+            "`AtMostOneOf(id, summary, path, fields, message)`",
+            "of the object's fields or map keys (`[Chief]`), at most one is set",
+            "`Forbidden` at the object",
+            "a CRD rule on the object",
+        ),
+    )
 
     id: str
     summary: str
@@ -359,6 +577,18 @@ class Acyclic:
     dependencies in ``message``, with ``missing`` (``{names}``) when it names no entry. The CEL
     sorts in at most ``bound`` rounds: the list's maxItems. CREATE only with ``create_only``."""
 
+    # Its rows of the table in docs/rule-forms.md (form, meaning, Python error, apiserver).
+    DOC = (
+        (
+            '`Acyclic(id, summary, list, key, depends, message, bound, missing="", create_only=False)`',
+            "the entries' dependencies (a list of names under each entry, `dependsOn.name`) name entries by "
+            "`key` and form no cycle (Kahn's algorithm, as Volcano's topological sort)",
+            "`Invalid value` at each unsorted entry's dependencies, `missing` (`{names}`) added when it names no entry",
+            "a CRD rule on the list's parent: the sort in `bound` rounds (the list's maxItems), each round "
+            "bound once (`[x].all(s, ...)`: 1.30 has no `cel.bind`)",
+        ),
+    )
+
     id: str
     summary: str
     list: str
@@ -377,6 +607,16 @@ class KnownKeys:
     ``message`` formatted with ``{key}``. The map then has at most ``len(keys)`` keys: its
     ``maxProperties``, which bounds the CEL cost."""
 
+    # Its rows of the table in docs/rule-forms.md (form, meaning, Python error, apiserver).
+    DOC = (
+        (
+            "`KnownKeys(id, summary, path, keys, message)`",
+            "the map's keys are among `keys`",
+            "`Invalid value` at the key (`spec.plugins[gang]`), `{key}` in the message",
+            "`maxProperties: len(keys)` and a CRD rule on the map",
+        ),
+    )
+
     id: str
     summary: str
     path: str
@@ -389,6 +629,16 @@ class KnownKeys:
 class FixedCount:
     """On UPDATE the list at ``path`` keeps its number of entries (unset counts 0)."""
 
+    # Its rows of the table in docs/rule-forms.md (form, meaning, Python error, apiserver).
+    DOC = (
+        (
+            "`FixedCount(id, summary, path, message)`",
+            "on UPDATE the list keeps its number of entries (unset: 0)",
+            "`Forbidden` at the list",
+            "a transition rule on its parent",
+        ),
+    )
+
     id: str
     summary: str
     path: str
@@ -399,6 +649,16 @@ class FixedCount:
 class Subdomain:
     """A string field, when set and not "", is a DNS-1123 subdomain: each problem (its length, its
     characters) reported in Kubernetes' words. CREATE only with ``create_only``."""
+
+    # Its rows of the table in docs/rule-forms.md (form, meaning, Python error, apiserver).
+    DOC = (
+        (
+            "`Subdomain(id, summary, path, create_only=False)`",
+            'a string (set, not "") is a DNS-1123 subdomain',
+            "`Invalid value`, each problem in Kubernetes' words",
+            "two CRD rules (length, pattern) on its parent",
+        ),
+    )
 
     id: str
     summary: str
@@ -413,6 +673,17 @@ class FlagNamesEntry:
     ``default`` when it is not there or empty) names an entry of ``list`` by its ``key``. Reported at
     the arguments with ``message``; the map and the list are beside each other. The CEL walks at
     most ``bound`` arguments (their maxItems). CREATE only with ``create_only``."""
+
+    # Its rows of the table in docs/rule-forms.md (form, meaning, Python error, apiserver).
+    DOC = (
+        (
+            "`FlagNamesEntry(id, summary, map, name, flag, default, list, key, message, bound, create_only=False)`",
+            "a Go-syntax flag (`--flag=v`, `-flag v`) in the argument list `map[name]`, else `default`, "
+            "names an entry of `list` by `key`",
+            "`Invalid value` at `map[name]`",
+            "a CRD rule on their parent, the arguments walked by index up to `bound`",
+        ),
+    )
 
     id: str
     summary: str
@@ -433,6 +704,16 @@ class DefaultIndexed:
     """Each entry's ``field`` set, when unset (or, with ``empty_is_unset``, ""), to ``prefix`` and
     the entry's index (``default0``): a policy patch (no schema default knows the index)."""
 
+    # Its rows of the table in docs/rule-forms.md (form, meaning, Python error, apiserver).
+    DOC = (
+        (
+            "`DefaultIndexed(id, summary, list, field, prefix, empty_is_unset=False)`",
+            "each entry's field, when unset, the prefix and the entry's index (`default0`)",
+            "— (a patch)",
+            "a MutatingAdmissionPolicy patch",
+        ),
+    )
+
     id: str
     summary: str
     list: str
@@ -447,6 +728,16 @@ class DefaultSum:
     to the sum of ``field`` over the list's entries (an entry without it counts 0), read once they
     are defaulted: a policy patch after theirs."""
 
+    # Its rows of the table in docs/rule-forms.md (form, meaning, Python error, apiserver).
+    DOC = (
+        (
+            "`DefaultSum(id, summary, path, list, field, empty_is_unset=False)`",
+            "the integer, when unset (or 0) and the list exists, the sum of the entries' field once they are defaulted",
+            "— (a patch)",
+            "a patch",
+        ),
+    )
+
     id: str
     summary: str
     path: str
@@ -459,6 +750,16 @@ class DefaultSum:
 class ImpliedKeys:
     """Keys of the map at ``path`` that imply others (``implies``: (key, (implied key, ...)), ...):
     each implied key that is absent is added with an empty list (a policy patch)."""
+
+    # Its rows of the table in docs/rule-forms.md (form, meaning, Python error, apiserver).
+    DOC = (
+        (
+            "`ImpliedKeys(id, summary, path, implies)`",
+            "each absent key that a present key of the map implies, added with `[]`",
+            "— (a patch)",
+            "a patch",
+        ),
+    )
 
     id: str
     summary: str
@@ -517,6 +818,21 @@ class Unchanged:
     rule each (``(field, shape)``), and with ``entries`` ``(list, bound, ((field, shape), ...))`` each
     field of the list's entries, one rule each, when the entries are as many."""
 
+    # Its rows of the table in docs/rule-forms.md (form, meaning, Python error, apiserver).
+    DOC = (
+        (
+            "`Unchanged(id, summary, path, message, mutable, mutable_entries, written, maps, depth, counted, "
+            "fields, entries)`",
+            "on UPDATE nothing under `path` changes but the fields `mutable`, the entries' fields of "
+            "`mutable_entries` and a field `written` by another beside its `beside`; compared as Go's "
+            "semantic equality (unset, null, empty alike, except in the Go maps `maps`)",
+            "`Forbidden` at each change, down to `depth` levels below `path`; none under `counted` when its "
+            "entries are not as many (a `FixedCount`'s)",
+            "a transition rule per field of `fields` (`Same`, `SameAll`, `SameEach`, `SameUnlessBoth`) and "
+            "per field of the entries of `entries` when they are as many: CEL cannot see into unknown fields",
+        ),
+    )
+
     id: str
     summary: str
     path: str
@@ -539,6 +855,17 @@ class DefaultItemWhen:
     field ``when`` beside it (``When("hostNetwork", True)``) holds the value, of its type: a policy
     patch (no schema default has a condition)."""
 
+    # Its rows of the table in docs/rule-forms.md (form, meaning, Python error, apiserver).
+    DOC = (
+        (
+            "`DefaultItemWhen(id, summary, list, field, value, when=When(beside, value), empty_is_unset=False)`",
+            "each entry's field (`template.spec.dnsPolicy`, under objects that exist) set when unset and the "
+            "field beside it holds the value, of its type (`hostNetwork: true`)",
+            "— (a patch)",
+            "a patch",
+        ),
+    )
+
     id: str
     summary: str
     list: str
@@ -553,6 +880,17 @@ class DefaultItemProduct:
     """Each entry's integer ``field``, when unset, the product of ``factors`` (integer fields of the
     entry, dotted; unset counts 0) when the first is above 0, else its field ``otherwise`` (unset: 0):
     a policy patch (no schema default reads another field)."""
+
+    # Its rows of the table in docs/rule-forms.md (form, meaning, Python error, apiserver).
+    DOC = (
+        (
+            "`DefaultItemProduct(id, summary, list, field, factors, otherwise)`",
+            "each entry's integer, when unset, the product of its `factors` (unset: 0) when the first is "
+            "above 0, else its field `otherwise`",
+            "— (a patch)",
+            "a patch",
+        ),
+    )
 
     id: str
     summary: str
@@ -573,6 +911,21 @@ class LifecyclePolicies:
     policy, each stopping at its first problem of naming, as Volcano's loop. One declaration, a rule of
     the catalogue per check: ``<id>/event-or-exit-code``, ``/action``, ``/events``, ``/exit-code``,
     ``/events-unique``, ``/exit-codes-unique`` and ``/any-event-alone``."""
+
+    # Its rows of the table in docs/rule-forms.md (form, meaning, Python error, apiserver).
+    DOC = (
+        (
+            "`LifecyclePolicies(id, lists, events, actions, any_event, both=, neither=, action=, event=, "
+            "event_twice=, zero=, code_twice=, not_alone=)`",
+            "lists of lifecycle policies checked as Volcano's validatePolicies: events or an exit code, not "
+            "both; an action and events among the known ones; an event or exit code (not 0) named once in a "
+            "list; the any-event alone; policy by policy, in Volcano's order",
+            "per check: `Forbidden` at `exitCode`, `Required value` at the policy, `Invalid value` at the "
+            "action, event or exit code, `Duplicate value` (`{event}`, `{code}`), `Invalid value` at the list",
+            "a CRD rule per check on each policy or list: seven rules, `<id>/event-or-exit-code` ... "
+            "`<id>/any-event-alone`",
+        ),
+    )
 
     id: str
     lists: tuple[str, ...]
@@ -600,6 +953,21 @@ class ClaimVolumes:
     of the catalogue per check: ``<id>/mount-path``, ``/mount-paths-unique``, ``/claim-required``,
     ``/claim-conflict`` and ``/claim-name``."""
 
+    # Its rows of the table in docs/rule-forms.md (form, meaning, Python error, apiserver).
+    DOC = (
+        (
+            "`ClaimVolumes(id, list, mount, claim, claim_name, mount_required=, mount_twice=, neither=, "
+            "both=, bad_name=)`",
+            "volumes checked as Volcano's validateIO, volume by volume: a mount path, once in the list; a "
+            "claim or a claim's name, not both (CREATE only); the claim's name a DNS-1123 subdomain",
+            'per check: `Invalid value` (`""`: too short, the apiserver\'s words) and `Required value` at the '
+            "mount path, `Duplicate value` (`{path}`), `Required value` at the volume, `Invalid value` at "
+            "the claim's name (`{name}`, `{problems}`)",
+            "five rules, `<id>/mount-path` (`minLength`) ... `<id>/claim-name`, CRD rules on each volume, "
+            "the list or its parent",
+        ),
+    )
+
     id: str
     list: str
     mount: str
@@ -617,6 +985,16 @@ class NotBoth:
     """Under each object ``path`` reaches (``spec.tasks[*].partitionPolicy.networkTopology``), the field
     ``second``, when set and not "", is not beside a ``first`` that is set: ``Forbidden`` at ``second``."""
 
+    # Its rows of the table in docs/rule-forms.md (form, meaning, Python error, apiserver).
+    DOC = (
+        (
+            "`NotBoth(id, summary, path, first, second, message)`",
+            'under each object the path reaches (`[*]`), `second` (set, not "") is not beside a `first` that is set',
+            "`Forbidden` at `second`",
+            "a CRD rule on each object",
+        ),
+    )
+
     id: str
     summary: str
     path: str | tuple[str, ...]
@@ -630,6 +1008,16 @@ class RequiredList:
     """The list at ``path`` (under an object that exists) is set and not empty: ``Required value`` at
     the list with ``message``. The apiserver's CRD rule refuses it unset; an empty one is the schema's
     ``minItems`` to refuse, in its words."""
+
+    # Its rows of the table in docs/rule-forms.md (form, meaning, Python error, apiserver).
+    DOC = (
+        (
+            "`RequiredList(id, summary, path, message)`",
+            "the list (under an object that exists) is set and not empty",
+            "`Required value` at the list",
+            "a CRD rule on its parent (`has`); an empty list is the schema's `minItems` to refuse",
+        ),
+    )
 
     id: str
     summary: str
@@ -645,6 +1033,16 @@ class UniqueName:
     (on the list: it cannot name the entry) counts the keys that are set and not "", all a defaulted
     job has."""
 
+    # Its rows of the table in docs/rule-forms.md (form, meaning, Python error, apiserver).
+    DOC = (
+        (
+            "`UniqueName(id, summary, list, key, message)`",
+            'no two entries with the same key (a string, else ""): each later one a duplicate',
+            "`Duplicate value` at `<list>[i].<key>`, `{name}` in the message",
+            'a CRD rule on the list (keys set and not ""), quadratic, bounded by its maxItems',
+        ),
+    )
+
     id: str
     summary: str
     list: str
@@ -657,6 +1055,16 @@ class RequiredItemField:
     """Each entry of the list has ``field`` (null is unset): ``Required value`` at it with ``message``,
     ``{index}`` the entry's index (Volcano's words). The schema's ``required``, which the apiserver says
     in its words."""
+
+    # Its rows of the table in docs/rule-forms.md (form, meaning, Python error, apiserver).
+    DOC = (
+        (
+            "`RequiredItemField(id, summary, list, field, message)`",
+            "each entry has the field (null is unset)",
+            "`Required value` at it, `{index}` in the message",
+            "the schema's `required` on the items (the apiserver's words)",
+        ),
+    )
 
     id: str
     summary: str
@@ -684,6 +1092,18 @@ class Bounds:
     """Lists and strings within bounds (``Too many``, ``Too long`` in the apiserver's words), walked in
     the order of ``bounds``, each node's entries before the next node: the schema's ``maxItems`` and
     ``maxLength``, which the CEL cost estimate needs."""
+
+    # Its rows of the table in docs/rule-forms.md (form, meaning, Python error, apiserver).
+    DOC = (
+        (
+            "`Bounds(id, summary, (Bound(path, limit, string=False, each=(...)), ...))`",
+            "lists of at most `limit` entries and strings of at most `limit` bytes, walked in the declared "
+            "order, each node's entries (`each`, paths from the entry; `{*}` a map's values, named as "
+            'fields; "" the entry itself) before the next node',
+            "`Too many`, `Too long` (the apiserver's words)",
+            "`maxItems`, `maxLength`",
+        ),
+    )
 
     id: str
     summary: str
@@ -737,6 +1157,17 @@ class KnownTypes:
     spelling, as the defaults make it valid). The map has at most ``len(types)`` keys
     (``maxProperties``: a valid job has each type once), the bound of the CEL cost."""
 
+    # Its rows of the table in docs/rule-forms.md (form, meaning, Python error, apiserver).
+    DOC = (
+        (
+            "`KnownTypes(id, summary, path, types, any_case=False)`",
+            "the map's keys are among `types`; with `any_case` another spelling (`worker`) is the defaults' "
+            "to rename, and a duplicate beside the type or another spelling",
+            "`Unsupported value` at the key (the types listed), `Duplicate value`",
+            "`maxProperties: len(types)` and CRD rules on the map (their messages name the key)",
+        ),
+    )
+
     id: str
     summary: str
     path: str
@@ -751,6 +1182,17 @@ class DefaultTypeField:
     value), ...) set, when unset (or, with ``empty_is_unset``, ""), to that type's value; with
     ``others``, a value of any other key to ``others``. A schema default on the map's values when every
     key gets one value and no other key does (it cannot tell the keys apart), and a policy patch."""
+
+    # Its rows of the table in docs/rule-forms.md (form, meaning, Python error, apiserver).
+    DOC = (
+        (
+            "`DefaultTypeField(id, summary, path, field, ((type, value), ...), others=None, empty_is_unset=False)`",
+            "each map value's field, by its key's type (`others`: any other key's), set when unset",
+            "— (a patch)",
+            "a patch; a schema default on the map's values too when every type's value is one, no other key "
+            'gets one and "" is not unset',
+        ),
+    )
 
     id: str
     summary: str
@@ -772,6 +1214,18 @@ class RunPolicyImmutable:
     set, removed nor changed, read where each version's run policy is (``place``). ``Invalid value``
     at the new field, or at the old one when the new one is unset."""
 
+    # Its rows of the table in docs/rule-forms.md (form, meaning, Python error, apiserver).
+    DOC = (
+        (
+            '`RunPolicyImmutable(id, summary, field, place="spec", message="field is immutable")`',
+            'on UPDATE the run policy\'s field ("" is unset) is neither set, removed nor changed, read where '
+            "each version's run policy is (`place`: `spec`, `runPolicy`, or `either`: spec.runPolicy when "
+            "there, else spec, as KubeDL's MPIJob)",
+            "`Invalid value` at the new field, else at the old one",
+            "transition rules on `spec`, one per place of the run policy",
+        ),
+    )
+
     id: str
     summary: str
     field: str
@@ -786,6 +1240,19 @@ class RunPolicyAtMostTotal:
     as its type's count in ``counts``, ``others`` for another key, as once defaulted). ``Invalid value``:
     ``message`` and the total in parentheses; the CEL's message cannot say the total (CEL's cost
     estimator cannot size a number made a string)."""
+
+    # Its rows of the table in docs/rule-forms.md (form, meaning, Python error, apiserver).
+    DOC = (
+        (
+            '`RunPolicyAtMostTotal(id, summary, field, path, ((type, count), ...), others=0, place="spec")`',
+            "the run policy's integer (the gang, `schedulingPolicy.minAvailable`) at most the total of the "
+            "map's replicas (each above 0); the apiserver reads an unset count as its type's (`others` for "
+            "another key), as once defaulted; `place`: `spec`, `runPolicy` (Kubeflow's) or `either`",
+            "`Invalid value` at the field, the total in parentheses (CEL's cost estimator cannot size a "
+            "number made a string: the apiserver's message says none)",
+            "a CRD rule on `spec` per place",
+        ),
+    )
 
     id: str
     summary: str
@@ -807,6 +1274,19 @@ class DefaultTypeSpelling:
     calls the form's function with the stored job itself (``rules/replicajobs.py``): the generated
     defaults make no call of it."""
 
+    # Its rows of the table in docs/rule-forms.md (form, meaning, Python error, apiserver).
+    DOC = (
+        (
+            "`DefaultTypeSpelling(id, summary, path, types)`",
+            "a key spelling a type in another case (`worker`) renamed to it, unless the type or another "
+            "spelling is there; on UPDATE a re-added `worker` beside the stored, unchanged `Worker` replaces "
+            "it",
+            "— (a `move`, and a `remove` of the stale entry)",
+            "a patch (it reads `oldObject`); the webhook calls the form's function with the stored job (the "
+            "generated defaults make no call of it)",
+        ),
+    )
+
     id: str
     summary: str
     path: str
@@ -820,6 +1300,20 @@ class DefaultTemplatePort:
     ``roles`` (with ``others``, a key not among ``known`` too): on the container named ``container``,
     else on the first (unless ``requires_named``), unless it has a port of that name. A policy patch:
     the CRD keeps the pod template whole."""
+
+    # Its rows of the table in docs/rule-forms.md (form, meaning, Python error, apiserver).
+    DOC = (
+        (
+            "`DefaultTemplatePort(id, summary, path, roles, container, port_name, port, "
+            "requires_named=False, others=False, known=())`",
+            "the framework's port on the pod template of each value whose key is among `roles` (`others`: a "
+            "key not among `known` too): on the container named `container`, else the first (unless "
+            "`requires_named`), unless a port of that name is there; one form, one rule "
+            "(`pod-template/framework-port`, every replica-map kind's)",
+            "— (a patch)",
+            "a patch only",
+        ),
+    )
 
     id: str
     summary: str
@@ -851,6 +1345,20 @@ class RefersTo:
     (or "") passes (a ``RequiredField``'s). The CEL sits on the lists' common parent and writes the
     known values out up to ``bound`` (the maxItems of ``list``: CEL's cost estimator cannot size
     join())."""
+
+    # Its rows of the table in docs/rule-forms.md (form, meaning, Python error, apiserver).
+    DOC = (
+        (
+            '`RefersTo(id, summary, paths, key, list, by, message, bound, unique_id="", unique_summary="")`',
+            "each entry of the lists `paths` names by `key` an entry of `list` (by its `by`); with "
+            "`unique_id`, each value that names one once per list. One pass, entry by entry, so a denial "
+            "lists an entry's error before the next entry's; a missing or \"\" key passes (a `RequiredField`'s)",
+            "`Not found` at the key, `message` with `{known}` (the list's values, each once, or `none`); "
+            "`Duplicate value` at a later one (the `unique_id` rule)",
+            "a CRD rule per list on the lists' common parent, reported at the list; the known values written "
+            "out up to `bound` (the list's maxItems: CEL cannot size `join()`)",
+        ),
+    )
 
     id: str
     summary: str
@@ -885,6 +1393,24 @@ class IndexMaps:
     rules are, in the words of the schema's ``maxItems``/``maxProperties`` that another rule places
     (``bounds_id``: the kind's bounds). ``bound``: the maxItems of ``list``, to which the CEL writes
     the known names out (CEL's cost estimator cannot size join())."""
+
+    # Its rows of the table in docs/rule-forms.md (form, meaning, Python error, apiserver).
+    DOC = (
+        (
+            "`IndexMaps(id, summary, paths, list, by, count, unset, empty, unknown_id, ..., unknown, "
+            "unlisted_id, ..., unlisted, index_id, ..., below, none, bound, max_maps, max_names, bounds_id, "
+            'index_why="")`',
+            "each entry of the lists `paths` maps names of entries of `list` (their `by`) to indices below "
+            "that entry's `count` (`unset` when absent): T9k's finish rules",
+            "`Required value` at an empty map (`empty`, rule `id`); `Not found` at an unknown name "
+            "(`unknown`, `{known}`); `Required value` at a name listing no index (`unlisted`); `Invalid "
+            "value` at an index past the count (`below` with `{count}`, `{name}`, `{last}`, or `none`); `Too "
+            "many` past `max_maps`/`max_names` (the records of `bounds_id`, which places the keywords)",
+            "CRD rules on each map (empty, unlisted), a CRD rule per list on their common parent (unknown "
+            "names, known ones written out to `bound`), a ValidatingAdmissionPolicy for the indices (each "
+            "entry's count read once per request)",
+        ),
+    )
 
     id: str
     summary: str
@@ -930,6 +1456,24 @@ class NamedEntries:
     A name missing or not a string is checked no further; one that is no label neither, unless
     ``label_stops`` is False (its duplicates are reported too)."""
 
+    # Its rows of the table in docs/rule-forms.md (form, meaning, Python error, apiserver).
+    DOC = (
+        (
+            '`NamedEntries(summaries, path, name, required_id, unnamed, label_id, unique_id, type="", '
+            'untyped="", singletons=(), singleton_id="", singleton="", first="", several=False, '
+            "label_stops=True)`",
+            "entries named by `name`: (with `singleton_id`) one entry of each type of `singletons`; a name "
+            "set (`several`: only in a list of more than one entry); a DNS-1123 label; unique. A name that "
+            "is no label is checked no further unless `label_stops=False`",
+            "`Invalid value` at a later singleton's type (`singleton` + `first`, with `{type}`, `{first}`); "
+            "`Required value` (`unnamed`; no detail for a typed entry, which a default names); the label's "
+            "problems in Kubernetes' words; `Duplicate value`",
+            "a CRD rule per singleton type on the list (`singleton` only: no index); the name required by a "
+            "CRD rule on each entry through the type's default (`several`: on the list); `pattern` and "
+            "`maxLength`; a CRD rule on the list for uniqueness",
+        ),
+    )
+
     summaries: tuple[str, ...]
     path: str
     name: str
@@ -959,6 +1503,18 @@ class EntriesUnchanged:
     rule on the list's parent, which holds when either version lacks the list; a field not in
     ``required`` (the schema requires those) is a string, read as "" when unset."""
 
+    # Its rows of the table in docs/rule-forms.md (form, meaning, Python error, apiserver).
+    DOC = (
+        (
+            "`EntriesUnchanged(id, summary, path, fields, required, message)`",
+            "on UPDATE the entries of the list keep `fields` (each entry's, in order; an unset list counts "
+            "as none): T9k's replica types and pod templates",
+            "`Forbidden` at the list",
+            "a transition rule on the list's parent, which holds when either version lacks the list; a field "
+            'not in `required` is a string, read as "" when unset',
+        ),
+    )
+
     id: str
     summary: str
     path: str
@@ -983,6 +1539,22 @@ class DefaultFinishRules:
     never change. A MutatingAdmissionPolicy patch (it reads every entry, and ``oldObject``); the
     generated defaults take the stored job (``previous``). ``path`` and ``list`` are fields of one
     object."""
+
+    # Its rows of the table in docs/rule-forms.md (form, meaning, Python error, apiserver).
+    DOC = (
+        (
+            "`DefaultFinishRules(id, summary, path, list, by, count, unset, each, max_entries, max_replicas)`",
+            "one family uses it (T9k's `successRules`, `failureRules`): the list set, when unset, to one "
+            "rule listing every replica of `list`'s entries (named by `by`, `count` replicas, `unset` when "
+            "absent), or (`each`) to one rule per replica; only when each entry has a name of its own and a "
+            "count of 0 at least, at most `max_entries` entries and `max_replicas` replicas in all. On "
+            "UPDATE, rules that are the defaults of the stored counts are rewritten when the counts change; "
+            "rules a user wrote never change",
+            "— (a patch: `add`, `replace` when rescaled)",
+            "a MutatingAdmissionPolicy patch only (it reads every entry and `oldObject`); the generated "
+            "default takes the stored job (`previous`)",
+        ),
+    )
 
     id: str
     summary: str
@@ -1021,3 +1593,59 @@ DEFAULT_FORMS = (
     *REPLICA_MAP_DEFAULT_FORMS,
     *ENTRY_DEFAULT_FORMS,
 )
+
+
+# The tables of docs/rule-forms.md, by marker: the forms whose DOC rows each lists, in order.
+DOC_TABLES = {
+    "forms": (
+        DefaultField,
+        DefaultItemField,
+        MaxItems,
+        UniqueBy,
+        RequiredRoles,
+        ForbiddenRoles,
+        RoleFieldBound,
+        AtMostSum,
+        Immutable,
+        RequiredField,
+        ForbiddenField,
+        FieldBound,
+        StringField,
+        AtMostOneOf,
+    ),
+    "volcano-forms": (
+        Acyclic,
+        KnownKeys,
+        FixedCount,
+        Subdomain,
+        FlagNamesEntry,
+        Unchanged,
+        LifecyclePolicies,
+        ClaimVolumes,
+        RequiredList,
+        UniqueName,
+        RequiredItemField,
+        Bounds,
+        NotBoth,
+        DefaultIndexed,
+        DefaultSum,
+        ImpliedKeys,
+        DefaultItemWhen,
+        DefaultItemProduct,
+    ),
+    "replica-map-forms": (
+        KnownTypes,
+        RunPolicyImmutable,
+        RunPolicyAtMostTotal,
+        DefaultTypeSpelling,
+        DefaultTypeField,
+        DefaultTemplatePort,
+    ),
+    "entry-forms": (
+        RefersTo,
+        IndexMaps,
+        NamedEntries,
+        EntriesUnchanged,
+        DefaultFinishRules,
+    ),
+}

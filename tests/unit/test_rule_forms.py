@@ -1732,3 +1732,17 @@ def test_entries_keep_their_fields_on_update():
         "!has(oldSelf.parts) || !has(self.parts) || (self.parts.map(r, has(r.kind) ? r.kind : '') == "
         "oldSelf.parts.map(r, has(r.kind) ? r.kind : '') && self.parts.map(r, r.body) == oldSelf.parts.map(r, r.body))"
     )
+
+
+def test_every_form_has_its_rows_in_one_table_of_the_docs():
+    """docs/rule-forms.md's tables are written from the forms' ``DOC`` rows (build_support/docs.py):
+    a form that is in no table, or has no rows, is a form the page does not describe."""
+    import typing
+
+    from jobgate.rules.forms import DOC_TABLES, Declaration
+
+    listed = [form for forms in DOC_TABLES.values() for form in forms]
+    assert sorted(f.__name__ for f in listed) == sorted(f.__name__ for f in typing.get_args(Declaration))
+    for form in listed:
+        assert form.DOC and all(len(row) == 4 and all(row) for row in form.DOC), form.__name__
+        assert form.DOC[0][0].startswith(f"`{form.__name__}("), form.__name__
