@@ -600,12 +600,28 @@ def cli_markdown() -> str:
     return "\n".join(out)
 
 
+def form_tables() -> dict[str, tuple[Any, ...]]:
+    """The forms each table of docs/rule-forms.md lists: the shared ones (``jobgate/forms/tables.py``),
+    then each family's own (its ``forms`` module's ``DOC_TABLE`` and ``FORMS``)."""
+    import importlib
+    import importlib.util
+
+    from jobgate.families import FAMILY_NAMES
+    from jobgate.forms.tables import DOC_TABLES
+
+    tables = dict(DOC_TABLES)
+    for family in FAMILY_NAMES:
+        if importlib.util.find_spec(f"jobgate.families.{family}.forms") is None:
+            continue
+        module = importlib.import_module(f"jobgate.families.{family}.forms")
+        tables[module.DOC_TABLE] = (*tables[module.DOC_TABLE], *module.FORMS)
+    return tables
+
+
 def forms_table(name: str) -> str:
     """A table of docs/rule-forms.md: the ``DOC`` rows of its forms, in ``DOC_TABLES``' order."""
-    from jobgate.rules.forms import DOC_TABLES
-
     rows = ["| form | meaning | Python error | apiserver |", "|---|---|---|---|"]
-    rows += ["| " + " | ".join(row) + " |" for form in DOC_TABLES[name] for row in form.DOC]
+    rows += ["| " + " | ".join(row) + " |" for form in form_tables()[name] for row in form.DOC]
     return "\n".join(rows) + "\n"
 
 
@@ -628,7 +644,7 @@ def pages() -> dict[str, Callable[[], str]]:
     return found
 
 
-# The tables of docs/rule-forms.md, each written from its forms' classes (jobgate/rules/forms.py).
+# The tables of docs/rule-forms.md, each written from its forms' classes (``form_tables``).
 FORM_TABLES = ("forms", "volcano-forms", "replica-map-forms", "entry-forms")
 MARKED: dict[tuple[str, str], Callable[[], str]] = {
     ("README.md", "served-kinds"): kinds_table,

@@ -20,6 +20,7 @@ import re
 from jobgate.engine.registry import JobKind
 from jobgate.families.diengine import rules as diengine
 from jobgate.families.diengine.declared import DIJOB
+from jobgate.forms.base import Declarations
 from jobgate.forms.catalogue import (
     LIST_ITEMS,
     Default,
@@ -33,7 +34,6 @@ from jobgate.forms.catalogue import (
 )
 from jobgate.generate.cel.jobmeta import DNS1123_LABEL_PATTERN, NAME, derived_names_rule, names_a_pod
 from jobgate.generate.cel.podtemplate import TemplateSite, pod_template_rules
-from jobgate.generate.forms import Declarations
 from jobgate.rules.names import DNS1123_LABEL_MESSAGE, LABEL_MAX_LENGTH
 from jobgate.rules.podtemplate import POD_TEMPLATE_BOUNDS
 

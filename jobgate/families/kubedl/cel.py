@@ -5,9 +5,9 @@ from __future__ import annotations
 from jobgate.engine.registry import JobKind
 from jobgate.families.kubedl import declared as declarations
 from jobgate.families.kubedl import rules as kubedl
+from jobgate.forms.base import Declarations
 from jobgate.forms.catalogue import Default, Rule
 from jobgate.generate.cel.replicajobs import replica_job_defaults, replica_job_rules, replica_template_site
-from jobgate.generate.forms import Declarations
 
 # The role rules and the defaults a form says, declared (declared.py); the rest is written here.
 DECLARED = {kind: Declarations(declarations.BY_KIND[kind.kind]) for kind in kubedl.KINDS}

@@ -10,6 +10,7 @@ from __future__ import annotations
 from jobgate.engine.registry import JobKind
 from jobgate.families.mlkube import rules as mlkube
 from jobgate.families.mlkube.declared import MXJOB, ROLES
+from jobgate.forms.base import Declarations
 from jobgate.forms.catalogue import (
     LIST_ITEMS,
     Default,
@@ -22,7 +23,6 @@ from jobgate.forms.catalogue import (
 )
 from jobgate.generate.cel.jobmeta import NAME, derived_names_rule
 from jobgate.generate.cel.podtemplate import TemplateSite, pod_template_rules
-from jobgate.generate.forms import Declarations
 from jobgate.rules.names import LABEL_MAX_LENGTH
 
 REPLICAS = ("spec", "replicaSpecs")

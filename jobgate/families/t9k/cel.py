@@ -15,6 +15,7 @@ from __future__ import annotations
 from jobgate.engine.registry import JobKind
 from jobgate.families.t9k import rules as t9k
 from jobgate.families.t9k.declared import GENERIC_JOB, REPLICA_SPEC
+from jobgate.forms.base import Declarations
 from jobgate.forms.catalogue import (
     LIST_ITEMS,
     Default,
@@ -23,10 +24,9 @@ from jobgate.forms.catalogue import (
     Rule,
     Where,
 )
+from jobgate.forms.scopes import ScopeSite, scope_rules
 from jobgate.generate.cel.jobmeta import NAME, derived_names_rule, names_a_pod
 from jobgate.generate.cel.podtemplate import TemplateSite, pod_template_rules
-from jobgate.generate.forms import Declarations, scope_rules
-from jobgate.rules.forms import ScopeSite
 from jobgate.rules.names import LABEL_MAX_LENGTH
 
 SPECS = ("spec", "replicaSpecs")

@@ -12,6 +12,7 @@ from typing import Any
 
 from jobgate.engine.registry import JobKind
 from jobgate.families import family as family_record
+from jobgate.forms.base import Declarations
 from jobgate.forms.catalogue import (
     LIST_ITEMS,
     MAP_VALUES,
@@ -25,7 +26,6 @@ from jobgate.forms.catalogue import (
 )
 from jobgate.generate.cel.jobmeta import job_name_rule, schema_rules
 from jobgate.generate.cel.podtemplate import pod_template_schema
-from jobgate.generate.forms import Declarations
 
 POD_TEMPLATE_DESCRIPTION_START = "Pod template ("
 NAME_MAX_LENGTH = 253

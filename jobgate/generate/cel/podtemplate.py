@@ -35,8 +35,7 @@ from jobgate.forms.catalogue import (
     unique_field,
     unique_values,
 )
-from jobgate.generate.forms import scope_rules
-from jobgate.rules.forms import ScopeSite
+from jobgate.forms.scopes import ScopeSite, scope_rules
 from jobgate.rules.names import (
     LABEL_MAX_LENGTH,
 )

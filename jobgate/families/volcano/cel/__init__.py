@@ -13,9 +13,9 @@ from jobgate.engine.registry import JobKind
 from jobgate.families.volcano import rules as volcano
 from jobgate.families.volcano.cel import job, resources, tasks
 from jobgate.families.volcano.declared import JOB
+from jobgate.forms.base import Declarations
 from jobgate.forms.catalogue import Default, Rule
 from jobgate.generate.cel.podtemplate import TemplateSite, pod_template_rules
-from jobgate.generate.forms import Declarations
 
 # The rules a form says are declared (declared.py); the rest is written in the modules here.
 DECLARED = Declarations(JOB)
