@@ -585,10 +585,10 @@ def package_tables() -> dict[Path, str]:
 
 
 def every_scope() -> list[Scope]:
-    """Every per-entry scope: the pod template's, then each family's (its CEL module's ``SCOPES``)."""
+    """Every per-entry scope: the pod template's, then each family's (its declared module's ``SCOPES``)."""
     found = list(SCOPES)
     for family in every_family():
-        module = family.cel
+        module = family.declared
         if module is not None:
             found += [s for s in getattr(importlib.import_module(module), "SCOPES", ()) if s not in found]
     return found

@@ -71,3 +71,7 @@ DIJOB: tuple[Declaration, ...] = (
         first=" (tasks[{first}] is one)",
     ),
 )
+
+
+# Each kind's declarations, by its name (the family record's ``declared``: the generators compile them).
+DECLARED = {"DIJob": DIJOB}

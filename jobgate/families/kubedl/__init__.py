@@ -14,6 +14,7 @@ FAMILY = Family(
     ),
     models="jobgate.families.kubedl.models",
     rules="jobgate.families.kubedl.rules",
+    declared="jobgate.families.kubedl.declared",
     cel="jobgate.families.kubedl.cel",
     controller="jobgate.controller.adapters.kubedl",
     compiled_modules=("jobgate.families.kubedl.rules",),

@@ -131,7 +131,8 @@ MARSJOB: tuple[Declaration, ...] = (
     ),
 )
 
-BY_KIND = {
+# Each kind's declarations, by its name (the family record's ``declared``: the generators compile them).
+DECLARED = {
     "TFJob": TFJOB,
     "PyTorchJob": PYTORCHJOB,
     "XGBoostJob": XGBOOSTJOB,

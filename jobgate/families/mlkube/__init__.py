@@ -15,6 +15,7 @@ FAMILY = Family(
     ),
     models="jobgate.families.mlkube.models",
     rules="jobgate.families.mlkube.rules",
+    declared="jobgate.families.mlkube.declared",
     cel="jobgate.families.mlkube.cel",
     controller="jobgate.controller.adapters.mlkube",
     compiled_modules=("jobgate.families.mlkube.rules",),

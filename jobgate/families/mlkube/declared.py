@@ -75,3 +75,7 @@ MXJOB: tuple[Declaration, ...] = (
         when=When("spec.jobMode", "dist"),
     ),
 )
+
+
+# Each kind's declarations, by its name (the family record's ``declared``: the generators compile them).
+DECLARED = {"MxJob": MXJOB}

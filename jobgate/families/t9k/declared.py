@@ -200,3 +200,9 @@ REPLICA_SPEC = Scope(
     "replica spec",
     (StringField("genericjob/replica-type", "a replica type is a DNS-1123 label", "type", label=True),),
 )
+
+
+# Each kind's declarations, by its name (the family record's ``declared``: the generators compile them).
+DECLARED = {"GenericJob": GENERIC_JOB}
+# The rules checked replica spec by replica spec (jobgate manifests generate writes their check).
+SCOPES = (REPLICA_SPEC,)

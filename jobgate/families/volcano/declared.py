@@ -365,3 +365,7 @@ JOB: tuple[Declaration, ...] = (
         "(Volcano's) admits it",
     ),
 )
+
+
+# Each kind's declarations, by its name (the family record's ``declared``: the generators compile them).
+DECLARED = {"Job": JOB}
