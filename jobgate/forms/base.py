@@ -19,11 +19,7 @@ from jobgate.forms.catalogue import (
 )
 
 Scalar = int | str | bool
-
-
 ScalarList = list[Scalar]
-
-
 ScalarMap = dict[str, Scalar]
 
 

@@ -230,26 +230,18 @@ class AtMostOneOf(_FieldForm):
 
 
 FIELD_FORMS = (RequiredField, ForbiddenField, FieldBound, StringField, AtMostOneOf)
-
-
 FieldForm = RequiredField | ForbiddenField | FieldBound | StringField | AtMostOneOf
-
 
 # A DNS-1123 label or "" (an empty one is a RequiredField's to refuse, in its words), and what the
 # webhook says of one that is not (jobgate.rules.names.dns1123_label_problems).
 OPTIONAL_LABEL_PATTERN = "^([a-z0-9]([-a-z0-9]*[a-z0-9])?)?$"
-
-
 LABEL_PROBLEM = "^(" + re.escape(DNS1123_LABEL_MESSAGE) + "|must be no more than 63 )"
-
 
 # The names of Kubernetes' validation a StringField's ``syntax`` (``label``) checks: the schema
 # keywords that refuse the same values (in the apiserver's words) and every problem the webhook says.
 # The IANA service name rules without look-arounds (the schema's regular expressions are RE2): groups
 # of letters and digits joined by single hyphens, one letter at least; empty means no name.
 PORT_NAME_PATTERN = "^(([a-z0-9]+-)*[0-9]*[a-z][a-z0-9]*(-[a-z0-9]+)*)?$"
-
-
 ENV_VAR_NAME_PATTERN = "^[ -<>-~]+$"  # printable ASCII except '='
 
 
@@ -268,8 +260,6 @@ SYNTAXES: dict[str, tuple[dict[str, object], tuple[str, ...]]] = {
 
 
 _STEP = re.compile(r"\[\*\]|\{\*\}|\[[^\]*]+\]|[^.\[\]{}]+")
-
-
 WILDCARDS = ("[*]", "{*}")
 
 

@@ -33,7 +33,6 @@ def read_lines(parents: Sequence[str], names: Sequence[str], steps: Sequence[str
 # Names the generated checks use themselves.
 CHECK_NAMES = frozenset(("obj", "old", "only", "errors", "node", "parent", "holder", "value", "number"))
 
-
 # Names the generated defaults use themselves.
 DEFAULT_NAMES = frozenset(("obj", "recorder", "only", "previous"))
 
@@ -50,7 +49,6 @@ def python_unset(current: str, default: Scalar | list[Scalar] | dict[str, Scalar
 
 # Names the generated defaults of a map's value use themselves.
 VALUE_NAMES = frozenset(("value", "key", "pointer", "recorder", "only", "at", "index", "given", "item", "default"))
-
 
 # Found from the package, not from a module's __file__ (see jobgate/generate/schemas.py).
 DECLARED_TABLE = os.path.join(os.path.dirname(_generated.__file__), "declared_rules.py")

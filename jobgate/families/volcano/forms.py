@@ -51,11 +51,12 @@ class _VolcanoDefault(Declaration):
 
     IS_DEFAULT = True
 
-    def default_record(self, decls: Declarations) -> Default:
-        return _volcano_default(self)  # type: ignore[arg-type]
+    def python_default_call(self) -> str:
+        """The generated defaulting's call of the default's function."""
+        raise FormError(f"{self.id}: no call of its own")
 
     def python_default(self, decls: Declarations, done: set[str]) -> list[str]:
-        return [f"    if not only or {self.id!r} in only:", f"        obj = {_volcano_default_call(self)}"]  # type: ignore[arg-type]
+        return [f"    if not only or {self.id!r} in only:", f"        obj = {self.python_default_call()}"]
 
     def cost(self, decls: Declarations) -> list[tuple[str, str]]:
         return [(self.id, "linear (policy patch)")]
@@ -93,10 +94,14 @@ class Acyclic(Declaration):
     why: str = ""
 
     def rule(self, decls: Declarations) -> Rule:
-        return _volcano_rule(self)
+        return _acyclic(self)
 
     def python_call(self) -> str:
-        return _volcano_call(self)
+        return (
+            f"acyclic(obj, old, path={path_steps(self.list)!r}, key={self.key!r}, "
+            f"depends={path_steps(self.depends)!r}, "
+            f"message={self.message!r}, missing={self.missing!r}, create_only={self.create_only!r})"
+        )
 
     def cost(self, decls: Declarations) -> list[tuple[str, str]]:
         return [(self.id, f"quadratic per round, {self.bound} rounds, bounded by {self.bound} entries")]
@@ -126,10 +131,10 @@ class KnownKeys(Declaration):
     why: str = ""
 
     def rule(self, decls: Declarations) -> Rule:
-        return _volcano_rule(self)
+        return _known_keys(self)
 
     def python_call(self) -> str:
-        return _volcano_call(self)
+        return f"known_keys(obj, {path_steps(self.path)!r}, {self.keys!r}, {self.message!r})"
 
 
 @dataclass(frozen=True)
@@ -152,10 +157,28 @@ class FixedCount(Declaration):
     message: str
 
     def rule(self, decls: Declarations) -> Rule:
-        return _volcano_rule(self)
+        parent, name = self.path.rsplit(".", 1)
+        count = "(has({v}.{n}) ? size({v}.{n}) : 0)"
+        return Rule(
+            self.id,
+            self.summary,
+            Where.TRANSITION,
+            (Produces(self.path, "FORBIDDEN", exact_detail(self.message)),),
+            (
+                Placement(
+                    path_steps(parent),
+                    validation=Validation(
+                        rule=f"{count.format(v='self', n=name)} == {count.format(v='oldSelf', n=name)}",
+                        message=self.message,
+                        field_path=f".{name}",
+                        reason="FieldValueForbidden",
+                    ),
+                ),
+            ),
+        )
 
     def python_call(self) -> str:
-        return _volcano_call(self)
+        return f"fixed_count(obj, old, {path_steps(self.path)!r}, {self.message!r})"
 
     def cost(self, decls: Declarations) -> list[tuple[str, str]]:
         return [(self.id, "constant")]
@@ -183,10 +206,10 @@ class Subdomain(Declaration):
     why: str = ""
 
     def rule(self, decls: Declarations) -> Rule:
-        return _volcano_rule(self)
+        return _subdomain(self)
 
     def python_call(self) -> str:
-        return _volcano_call(self)
+        return f"subdomain(obj, old, {path_steps(self.path)!r}, {self.create_only!r})"
 
     def cost(self, decls: Declarations) -> list[tuple[str, str]]:
         return [(self.id, "constant")]
@@ -224,10 +247,15 @@ class FlagNamesEntry(Declaration):
     why: str = ""
 
     def rule(self, decls: Declarations) -> Rule:
-        return _volcano_rule(self)
+        return _flag_names_entry(self)
 
     def python_call(self) -> str:
-        return _volcano_call(self)
+        return (
+            f"flag_names_entry(obj, old, map_path={path_steps(self.map)!r}, name={self.name!r}, flag={self.flag!r}, "
+            f"default={self.default!r}, items_path={path_steps(self.list)!r}, key={self.key!r}, "
+            f"message={self.message!r}, "
+            f"create_only={self.create_only!r})"
+        )
 
     def cost(self, decls: Declarations) -> list[tuple[str, str]]:
         return [(self.id, f"linear in the arguments (at most {self.bound}) and the list")]
@@ -255,6 +283,23 @@ class DefaultIndexed(_VolcanoDefault):
     prefix: str
     empty_is_unset: bool = False
 
+    def default_record(self, decls: Declarations) -> Default:
+        parent = "object." + self.list.rsplit(".", 1)[0]
+        items = f"object.{self.list}"
+        unset = f"!has(e.{self.field})" + (f" || e.{self.field} == ''" if self.empty_is_unset else "")
+        pointer = cel_string("/" + self.list.replace(".", "/") + "/") + f" + string(i) + {cel_string('/' + self.field)}"
+        patch = (
+            f"has({parent}) && has({items}) ? {items}.transformList(i, e, {unset}, "
+            f"{_patch(pointer, cel_string(self.prefix) + ' + string(i)')}) : []"
+        )
+        return Default(self.id, self.summary, Where.MUTATING_POLICY, (patch,))
+
+    def python_default_call(self) -> str:
+        return (
+            f"default_indexed(obj, recorder, {path_steps(self.list)!r}, field={self.field!r}, prefix={self.prefix!r}, "
+            f"empty_is_unset={self.empty_is_unset!r})"
+        )
+
 
 @dataclass(frozen=True)
 class DefaultSum(_VolcanoDefault):
@@ -279,6 +324,25 @@ class DefaultSum(_VolcanoDefault):
     field: str
     empty_is_unset: bool = False
 
+    def default_record(self, decls: Declarations) -> Default:
+        parent = self.path.rsplit(".", 1)[0]
+        items = f"object.{self.list}"
+        field = f"object.{self.path}"
+        total = f"{items}.map(t, has(t.{self.field}) ? t.{self.field} : 0).sum()"
+        unset = f"!has({field})" + (f" || ({field} == 0 && {total} != 0)" if self.empty_is_unset else "")
+        patch = (
+            f"has(object.{parent}) && has({items}) && ({unset}) ? "
+            f"[{_patch(cel_string('/' + self.path.replace('.', '/')), total)}] : []"
+        )
+        return Default(self.id, self.summary, Where.MUTATING_POLICY, (patch,))
+
+    def python_default_call(self) -> str:
+        return (
+            f"default_sum(obj, recorder, {path_steps(self.path)!r}, items_path={path_steps(self.list)!r}, "
+            f"field={self.field!r}, "
+            f"empty_is_unset={self.empty_is_unset!r})"
+        )
+
 
 @dataclass(frozen=True)
 class ImpliedKeys(_VolcanoDefault):
@@ -299,6 +363,26 @@ class ImpliedKeys(_VolcanoDefault):
     summary: str
     path: str
     implies: tuple[tuple[str, tuple[str, ...]], ...]
+
+    def default_record(self, decls: Declarations) -> Default:
+        # ImpliedKeys: the implied keys in order of their names, each when a key that implies it is there.
+        found = f"object.{self.path}"
+        implied = sorted({k for _, keys in self.implies for k in keys})
+        needs = {
+            k: " || ".join(f"{cel_string(f)} in {found}" for f, keys in self.implies if k in keys) for k in implied
+        }
+        missing = " + ".join(
+            f"(!({cel_string(k)} in {found}) && ({needs[k]}) ? "
+            f"[{_patch(cel_string('/' + self.path.replace('.', '/') + '/' + k), '[]')}] : [])"
+            for k in implied
+        )
+        parent = "object." + self.path.rsplit(".", 1)[0]
+        return Default(
+            self.id, self.summary, Where.MUTATING_POLICY, (f"has({parent}) && has({found}) ? {missing} : []",)
+        )
+
+    def python_default_call(self) -> str:
+        return f"implied_keys(obj, recorder, {path_steps(self.path)!r}, {self.implies!r})"
 
 
 @dataclass(frozen=True)
@@ -382,10 +466,15 @@ class Unchanged(Declaration):
     why: str = ""
 
     def rule(self, decls: Declarations) -> Rule:
-        return _volcano_rule(self)
+        return _unchanged(self)
 
     def python_call(self) -> str:
-        return _volcano_call(self)
+        return (
+            f"unchanged(obj, old, path={path_steps(self.path)!r}, mutable={self.mutable!r}, "
+            f"mutable_entries={self.mutable_entries!r}, written={self.written!r}, maps={self.maps!r}, "
+            f"depth={self.depth!r}, "
+            f"counted={self.counted!r}, message={self.message!r})"
+        )
 
     def cost(self, decls: Declarations) -> list[tuple[str, str]]:
         return [(self.id, f"linear: each field, its lists walked by index (at most {self.entries[1]} entries)")]
@@ -417,6 +506,16 @@ class DefaultItemWhen(_VolcanoDefault):
     when: When
     empty_is_unset: bool = False
 
+    def default_record(self, decls: Declarations) -> Default:
+        return _item_patch(self)
+
+    def python_default_call(self) -> str:
+        return (
+            f"default_item_when(obj, recorder, {path_steps(self.list)!r}, field={path_steps(self.field)!r}, "
+            f"value={self.value!r}, "
+            f"when={(self.when.path, self.when.value)!r}, empty_is_unset={self.empty_is_unset!r})"
+        )
+
 
 @dataclass(frozen=True)
 class DefaultItemProduct(_VolcanoDefault):
@@ -441,6 +540,15 @@ class DefaultItemProduct(_VolcanoDefault):
     field: str
     factors: tuple[str, ...]
     otherwise: str
+
+    def default_record(self, decls: Declarations) -> Default:
+        return _item_patch(self)
+
+    def python_default_call(self) -> str:
+        return (
+            f"default_item_product(obj, recorder, {path_steps(self.list)!r}, field={self.field!r}, "
+            f"factors={tuple(path_steps(f) for f in self.factors)!r}, otherwise={path_steps(self.otherwise)!r})"
+        )
 
 
 @dataclass(frozen=True)
@@ -488,7 +596,20 @@ class LifecyclePolicies(Declaration):
         return _lifecycle_policies(self)
 
     def python_call(self) -> str:
-        return _volcano_call(self)
+        words = (
+            self.both,
+            self.neither,
+            self.action,
+            self.event,
+            self.event_twice,
+            self.zero,
+            self.code_twice,
+            self.not_alone,
+        )
+        return (
+            f"lifecycle_policies(obj, lists={tuple(field_steps(p) for p in self.lists)!r}, events={self.events!r}, "
+            f"actions={self.actions!r}, any_event={self.any_event!r}, words={words!r})"
+        )
 
     def cost(self, decls: Declarations) -> list[tuple[str, str]]:
         return [(self.id, "quadratic in a list's policies (its uniqueness rules), bounded by its maxItems")]
@@ -535,7 +656,9 @@ class ClaimVolumes(Declaration):
         return _claim_volumes(self)
 
     def python_call(self) -> str:
-        return _volcano_call(self)
+        words = (self.mount_required, self.mount_twice, self.neither, self.both, self.bad_name)
+        fields = (self.mount, self.claim, self.claim_name)
+        return f"claim_volumes(obj, {path_steps(self.list)!r}, fields={fields!r}, words={words!r})"
 
     def cost(self, decls: Declarations) -> list[tuple[str, str]]:
         return [(self.id, "quadratic in the volumes (distinct mount paths), bounded by their maxItems")]
@@ -564,10 +687,11 @@ class NotBoth(Declaration):
     message: str
 
     def rule(self, decls: Declarations) -> Rule:
-        return _volcano_rule(self)
+        return _not_both(self)
 
     def python_call(self) -> str:
-        return _volcano_call(self)
+        paths = tuple(field_steps(p) for p in ((self.path,) if isinstance(self.path, str) else self.path))
+        return f"not_both(obj, {paths!r}, {self.first!r}, {self.second!r}, {self.message!r})"
 
     def cost(self, decls: Declarations) -> list[tuple[str, str]]:
         return [(self.id, "constant (CRD rule on each object)")]
@@ -596,10 +720,28 @@ class RequiredList(Declaration):
     why: str = ""
 
     def rule(self, decls: Declarations) -> Rule:
-        return _volcano_rule(self)
+        parent, name = self.path.rsplit(".", 1)
+        return Rule(
+            self.id,
+            self.summary,
+            Where.CRD_RULE,
+            (Produces(self.path, "REQUIRED", exact_detail(self.message)),),
+            (
+                Placement(
+                    path_steps(parent),
+                    validation=Validation(
+                        rule=f"has(self.{name})",
+                        message=self.message,
+                        field_path=f".{name}",
+                        reason="FieldValueRequired",
+                    ),
+                ),
+            ),
+            why=self.why,
+        )
 
     def python_call(self) -> str:
-        return _volcano_call(self)
+        return f"required_list(obj, {path_steps(self.path)!r}, {self.message!r})"
 
     def cost(self, decls: Declarations) -> list[tuple[str, str]]:
         return [(self.id, "constant")]
@@ -629,10 +771,33 @@ class UniqueName(Declaration):
     message: str
 
     def rule(self, decls: Declarations) -> Rule:
-        return _volcano_rule(self)
+        key = self.key
+        before, after = split_message(self.message, "name")
+        first = (
+            f"self.map(t, (has(t.{key}) ? t.{key} : '')).filter(n, n != '' && "
+            f"self.filter(u, has(u.{key}) && u.{key} == n).size() > 1)[0]"
+        )
+        shown = f"{cel_string(before)} + {first}" + (f" + {cel_string(after)}" if after else "")
+        return Rule(
+            self.id,
+            self.summary,
+            Where.CRD_RULE,
+            (Produces(f"{self.list}[*].{key}", "DUPLICATE", "^" + escape_detail(before), apiserver_drops=2),),
+            (
+                Placement(
+                    path_steps(self.list),
+                    validation=Validation(
+                        rule=f"self.all(t, !(has(t.{key}) && t.{key} != '') || "
+                        f"self.exists_one(u, has(u.{key}) && u.{key} == t.{key}))",
+                        message_expression=shown,
+                    ),
+                ),
+            ),
+            why=ITEM_NOT_NAMED,
+        )
 
     def python_call(self) -> str:
-        return _volcano_call(self)
+        return f"unique_name(obj, {path_steps(self.list)!r}, {self.key!r}, {self.message!r})"
 
     def cost(self, decls: Declarations) -> list[tuple[str, str]]:
         return [(self.id, "quadratic, bounded by the list's maxItems (CRD rule)")]
@@ -662,10 +827,24 @@ class RequiredItemField(Declaration):
     why: str = ""
 
     def rule(self, decls: Declarations) -> Rule:
-        return _volcano_rule(self)
+        before, after = split_message(self.message, "index")
+        return Rule(
+            self.id,
+            self.summary,
+            Where.SCHEMA,
+            (
+                Produces(
+                    f"{self.list}[*].{self.field}",
+                    "REQUIRED",
+                    "^" + escape_detail(before) + r"\d+" + escape_detail(after) + "$",
+                ),
+            ),
+            (Placement((*path_steps(self.list), LIST_ITEMS), {"required": [self.field]}),),
+            why=self.why,
+        )
 
     def python_call(self) -> str:
-        return _volcano_call(self)
+        return f"required_item_field(obj, {path_steps(self.list)!r}, {self.field!r}, {self.message!r})"
 
     def cost(self, decls: Declarations) -> list[tuple[str, str]]:
         return [(self.id, "constant (schema keyword)")]
@@ -708,10 +887,18 @@ class Bounds(Declaration):
     why: str = ""
 
     def rule(self, decls: Declarations) -> Rule:
-        return _volcano_rule(self)
+        walked = list(_bound_places(self.bounds, (), ""))
+        return Rule(
+            self.id,
+            self.summary,
+            Where.SCHEMA,
+            tuple(Produces(shown, kind) for _, _, shown, kind in walked),
+            tuple(Placement(at, keyword) for at, keyword, _, _ in walked),
+            why=self.why,
+        )
 
     def python_call(self) -> str:
-        return _volcano_call(self)
+        return f"bounds(obj, {_bound_nodes(self.bounds)!r})"
 
     def cost(self, decls: Declarations) -> list[tuple[str, str]]:
         return [(self.id, "constant (schema keyword)")]
@@ -735,120 +922,12 @@ VolcanoForm = (
 
 
 CREATE_ONLY = "oldSelf.hasValue() || "
-
-
 ITEM_NOT_NAMED = "reported at the list (a rule on a list cannot name the item)"
 
 
 def _create_only(rule: str, create_only: bool) -> str:
     """CEL of ``rule`` on CREATE and true on UPDATE (with ``optionalOldSelf``), or ``rule``."""
     return CREATE_ONLY + "(" + rule + ")" if create_only else rule
-
-
-def _volcano_rule(
-    d: VolcanoForm,
-) -> Rule:
-    if isinstance(d, Bounds):
-        walked = list(_bound_places(d.bounds, (), ""))
-        return Rule(
-            d.id,
-            d.summary,
-            Where.SCHEMA,
-            tuple(Produces(shown, kind) for _, _, shown, kind in walked),
-            tuple(Placement(at, keyword) for at, keyword, _, _ in walked),
-            why=d.why,
-        )
-    if isinstance(d, RequiredItemField):
-        before, after = split_message(d.message, "index")
-        return Rule(
-            d.id,
-            d.summary,
-            Where.SCHEMA,
-            (
-                Produces(
-                    f"{d.list}[*].{d.field}",
-                    "REQUIRED",
-                    "^" + escape_detail(before) + r"\d+" + escape_detail(after) + "$",
-                ),
-            ),
-            (Placement((*path_steps(d.list), LIST_ITEMS), {"required": [d.field]}),),
-            why=d.why,
-        )
-    if isinstance(d, UniqueName):
-        key = d.key
-        before, after = split_message(d.message, "name")
-        first = (
-            f"self.map(t, (has(t.{key}) ? t.{key} : '')).filter(n, n != '' && "
-            f"self.filter(u, has(u.{key}) && u.{key} == n).size() > 1)[0]"
-        )
-        shown = f"{cel_string(before)} + {first}" + (f" + {cel_string(after)}" if after else "")
-        return Rule(
-            d.id,
-            d.summary,
-            Where.CRD_RULE,
-            (Produces(f"{d.list}[*].{key}", "DUPLICATE", "^" + escape_detail(before), apiserver_drops=2),),
-            (
-                Placement(
-                    path_steps(d.list),
-                    validation=Validation(
-                        rule=f"self.all(t, !(has(t.{key}) && t.{key} != '') || "
-                        f"self.exists_one(u, has(u.{key}) && u.{key} == t.{key}))",
-                        message_expression=shown,
-                    ),
-                ),
-            ),
-            why=ITEM_NOT_NAMED,
-        )
-    if isinstance(d, RequiredList):
-        parent, name = d.path.rsplit(".", 1)
-        return Rule(
-            d.id,
-            d.summary,
-            Where.CRD_RULE,
-            (Produces(d.path, "REQUIRED", exact_detail(d.message)),),
-            (
-                Placement(
-                    path_steps(parent),
-                    validation=Validation(
-                        rule=f"has(self.{name})", message=d.message, field_path=f".{name}", reason="FieldValueRequired"
-                    ),
-                ),
-            ),
-            why=d.why,
-        )
-    if isinstance(d, NotBoth):
-        return _not_both(d)
-    if isinstance(d, LifecyclePolicies | ClaimVolumes):
-        raise FormError(f"{d.id}: a rule per check (Declarations.rules)")  # pragma: no cover
-    if isinstance(d, Acyclic):
-        return _acyclic(d)
-    if isinstance(d, Unchanged):
-        return _unchanged(d)
-    if isinstance(d, FlagNamesEntry):
-        return _flag_names_entry(d)
-    if isinstance(d, KnownKeys):
-        return _known_keys(d)
-    if isinstance(d, FixedCount):
-        parent, name = d.path.rsplit(".", 1)
-        count = "(has({v}.{n}) ? size({v}.{n}) : 0)"
-        return Rule(
-            d.id,
-            d.summary,
-            Where.TRANSITION,
-            (Produces(d.path, "FORBIDDEN", exact_detail(d.message)),),
-            (
-                Placement(
-                    path_steps(parent),
-                    validation=Validation(
-                        rule=f"{count.format(v='self', n=name)} == {count.format(v='oldSelf', n=name)}",
-                        message=d.message,
-                        field_path=f".{name}",
-                        reason="FieldValueForbidden",
-                    ),
-                ),
-            ),
-        )
-    return _subdomain(d)
 
 
 def _acyclic(d: Acyclic) -> Rule:
@@ -1007,46 +1086,6 @@ def _patch(path: str, value: str) -> str:
     return f"JSONPatch{{op: 'add', path: {path}, value: {value}}}"
 
 
-def _volcano_default(
-    d: DefaultIndexed | DefaultSum | ImpliedKeys | DefaultItemWhen | DefaultItemProduct,
-) -> Default:
-    """A policy patch each: no schema default says any of them."""
-    if isinstance(d, DefaultItemWhen | DefaultItemProduct):
-        return _item_patch(d)
-    if isinstance(d, DefaultIndexed):
-        parent = "object." + d.list.rsplit(".", 1)[0]
-        items = f"object.{d.list}"
-        unset = f"!has(e.{d.field})" + (f" || e.{d.field} == ''" if d.empty_is_unset else "")
-        pointer = cel_string("/" + d.list.replace(".", "/") + "/") + f" + string(i) + {cel_string('/' + d.field)}"
-        patch = (
-            f"has({parent}) && has({items}) ? {items}.transformList(i, e, {unset}, "
-            f"{_patch(pointer, cel_string(d.prefix) + ' + string(i)')}) : []"
-        )
-        return Default(d.id, d.summary, Where.MUTATING_POLICY, (patch,))
-    if isinstance(d, DefaultSum):
-        parent = d.path.rsplit(".", 1)[0]
-        items = f"object.{d.list}"
-        field = f"object.{d.path}"
-        total = f"{items}.map(t, has(t.{d.field}) ? t.{d.field} : 0).sum()"
-        unset = f"!has({field})" + (f" || ({field} == 0 && {total} != 0)" if d.empty_is_unset else "")
-        patch = (
-            f"has(object.{parent}) && has({items}) && ({unset}) ? "
-            f"[{_patch(cel_string('/' + d.path.replace('.', '/')), total)}] : []"
-        )
-        return Default(d.id, d.summary, Where.MUTATING_POLICY, (patch,))
-    # ImpliedKeys: the implied keys in order of their names, each when a key that implies it is there.
-    found = f"object.{d.path}"
-    implied = sorted({k for _, keys in d.implies for k in keys})
-    needs = {k: " || ".join(f"{cel_string(f)} in {found}" for f, keys in d.implies if k in keys) for k in implied}
-    missing = " + ".join(
-        f"(!({cel_string(k)} in {found}) && ({needs[k]}) ? "
-        f"[{_patch(cel_string('/' + d.path.replace('.', '/') + '/' + k), '[]')}] : [])"
-        for k in implied
-    )
-    parent = "object." + d.path.rsplit(".", 1)[0]
-    return Default(d.id, d.summary, Where.MUTATING_POLICY, (f"has({parent}) && has({found}) ? {missing} : []",))
-
-
 def _item_patch(d: DefaultItemWhen | DefaultItemProduct) -> Default:
     """A patch of each entry (``t``, its index ``ti``) whose field is unset (and whose condition holds)."""
     path = path_steps(d.list)
@@ -1072,31 +1111,6 @@ def _item_patch(d: DefaultItemWhen | DefaultItemProduct) -> Default:
         f"{cel_has_chain('object', path)} ? {items}.transformList(ti, t, {condition}, {_patch(pointer, value)}) : []"
     )
     return Default(d.id, d.summary, Where.MUTATING_POLICY, (patch,))
-
-
-def _volcano_default_call(d: DefaultIndexed | DefaultSum | ImpliedKeys | DefaultItemWhen | DefaultItemProduct) -> str:
-    if isinstance(d, DefaultItemWhen):
-        return (
-            f"default_item_when(obj, recorder, {path_steps(d.list)!r}, field={path_steps(d.field)!r}, "
-            f"value={d.value!r}, "
-            f"when={(d.when.path, d.when.value)!r}, empty_is_unset={d.empty_is_unset!r})"
-        )
-    if isinstance(d, DefaultItemProduct):
-        return (
-            f"default_item_product(obj, recorder, {path_steps(d.list)!r}, field={d.field!r}, "
-            f"factors={tuple(path_steps(f) for f in d.factors)!r}, otherwise={path_steps(d.otherwise)!r})"
-        )
-    if isinstance(d, DefaultIndexed):
-        return (
-            f"default_indexed(obj, recorder, {path_steps(d.list)!r}, field={d.field!r}, prefix={d.prefix!r}, "
-            f"empty_is_unset={d.empty_is_unset!r})"
-        )
-    if isinstance(d, DefaultSum):
-        return (
-            f"default_sum(obj, recorder, {path_steps(d.path)!r}, items_path={path_steps(d.list)!r}, field={d.field!r}, "
-            f"empty_is_unset={d.empty_is_unset!r})"
-        )
-    return f"implied_keys(obj, recorder, {path_steps(d.path)!r}, {d.implies!r})"
 
 
 def _same(a: str, b: str, path: str, *, non_empty: bool = False) -> str:
@@ -1177,55 +1191,6 @@ def _unchanged(d: Unchanged) -> Rule:
         ),
         why=d.why,
     )
-
-
-def _volcano_call(
-    d: VolcanoForm,
-) -> str:
-    if isinstance(d, Bounds):
-        return f"bounds(obj, {_bound_nodes(d.bounds)!r})"
-    if isinstance(d, RequiredItemField):
-        return f"required_item_field(obj, {path_steps(d.list)!r}, {d.field!r}, {d.message!r})"
-    if isinstance(d, UniqueName):
-        return f"unique_name(obj, {path_steps(d.list)!r}, {d.key!r}, {d.message!r})"
-    if isinstance(d, RequiredList):
-        return f"required_list(obj, {path_steps(d.path)!r}, {d.message!r})"
-    if isinstance(d, NotBoth):
-        paths = tuple(field_steps(p) for p in ((d.path,) if isinstance(d.path, str) else d.path))
-        return f"not_both(obj, {paths!r}, {d.first!r}, {d.second!r}, {d.message!r})"
-    if isinstance(d, ClaimVolumes):
-        words = (d.mount_required, d.mount_twice, d.neither, d.both, d.bad_name)
-        return (
-            f"claim_volumes(obj, {path_steps(d.list)!r}, fields={(d.mount, d.claim, d.claim_name)!r}, words={words!r})"
-        )
-    if isinstance(d, LifecyclePolicies):
-        words = (d.both, d.neither, d.action, d.event, d.event_twice, d.zero, d.code_twice, d.not_alone)
-        return (
-            f"lifecycle_policies(obj, lists={tuple(field_steps(p) for p in d.lists)!r}, events={d.events!r}, "
-            f"actions={d.actions!r}, any_event={d.any_event!r}, words={words!r})"
-        )
-    if isinstance(d, Acyclic):
-        return (
-            f"acyclic(obj, old, path={path_steps(d.list)!r}, key={d.key!r}, depends={path_steps(d.depends)!r}, "
-            f"message={d.message!r}, missing={d.missing!r}, create_only={d.create_only!r})"
-        )
-    if isinstance(d, KnownKeys):
-        return f"known_keys(obj, {path_steps(d.path)!r}, {d.keys!r}, {d.message!r})"
-    if isinstance(d, FixedCount):
-        return f"fixed_count(obj, old, {path_steps(d.path)!r}, {d.message!r})"
-    if isinstance(d, Unchanged):
-        return (
-            f"unchanged(obj, old, path={path_steps(d.path)!r}, mutable={d.mutable!r}, "
-            f"mutable_entries={d.mutable_entries!r}, written={d.written!r}, maps={d.maps!r}, depth={d.depth!r}, "
-            f"counted={d.counted!r}, message={d.message!r})"
-        )
-    if isinstance(d, FlagNamesEntry):
-        return (
-            f"flag_names_entry(obj, old, map_path={path_steps(d.map)!r}, name={d.name!r}, flag={d.flag!r}, "
-            f"default={d.default!r}, items_path={path_steps(d.list)!r}, key={d.key!r}, message={d.message!r}, "
-            f"create_only={d.create_only!r})"
-        )
-    return f"subdomain(obj, old, {path_steps(d.path)!r}, {d.create_only!r})"
 
 
 def _on_events(p: str) -> str:
