@@ -6,7 +6,8 @@ Whole pages (each starts with the line ``GENERATED``): the CLI reference from th
 the rule reference of each family from the rule catalogue and the test vectors, the defaults, the
 served kinds, the overlays, the chart's values and the metrics. Tables inside hand-written pages sit
 between ``<!-- name -->`` and ``<!-- /name -->`` markers (``MARKED``): the README's served kinds,
-overlays and enforcement summary, the full enforcement table of ``docs/apiserver-enforcement.md``.
+overlays and enforcement summary, the full enforcement table of ``docs/apiserver-enforcement.md``,
+the forms' tables of ``docs/rule-forms.md`` (each form's ``DOC`` rows).
 
 ``rule_anchor(rule_id)`` is the anchor of a rule in ``docs/rules/<family>.md``: a rule id leads
 to ``docs/rules/<family>.md#<rule_anchor(id)>``.
@@ -183,7 +184,7 @@ def _rule_examples(family: str, rule_id: str) -> tuple[Any | None, Any | None]:
 
 
 def _where_line(entry: Any) -> str:
-    from jobgate.generate.cel.catalogue import Where
+    from jobgate.forms.catalogue import Where
 
     if entry.where is Where.WEBHOOK:
         return "the webhook and `jobgate validate` only"
@@ -599,6 +600,31 @@ def cli_markdown() -> str:
     return "\n".join(out)
 
 
+def form_tables() -> dict[str, tuple[Any, ...]]:
+    """The forms each table of docs/rule-forms.md lists: the shared ones (``jobgate/forms/tables.py``),
+    then each family's own (its ``forms`` module's ``DOC_TABLE`` and ``FORMS``)."""
+    import importlib
+    import importlib.util
+
+    from jobgate.families import FAMILY_NAMES
+    from jobgate.forms.tables import DOC_TABLES
+
+    tables = dict(DOC_TABLES)
+    for family in FAMILY_NAMES:
+        if importlib.util.find_spec(f"jobgate.families.{family}.forms") is None:
+            continue
+        module = importlib.import_module(f"jobgate.families.{family}.forms")
+        tables[module.DOC_TABLE] = (*tables[module.DOC_TABLE], *module.FORMS)
+    return tables
+
+
+def forms_table(name: str) -> str:
+    """A table of docs/rule-forms.md: the ``DOC`` rows of its forms, in ``DOC_TABLES``' order."""
+    rows = ["| form | meaning | Python error | apiserver |", "|---|---|---|---|"]
+    rows += ["| " + " | ".join(row) + " |" for form in form_tables()[name] for row in form.DOC]
+    return "\n".join(rows) + "\n"
+
+
 # --- the pages and the marked tables ----------------------------------------------------------------
 
 
@@ -628,12 +654,15 @@ def policy_rules_table() -> str:
     return "\n".join(lines) + "\n"
 
 
+# The tables of docs/rule-forms.md, each written from its forms' classes (``form_tables``).
+FORM_TABLES = ("forms", "volcano-forms", "replica-map-forms", "entry-forms")
 MARKED: dict[tuple[str, str], Callable[[], str]] = {
     ("docs/policy.md", "policy-rules"): policy_rules_table,
     ("README.md", "served-kinds"): kinds_table,
     ("README.md", "overlays"): overlays_table,
     ("README.md", "enforcement-summary"): lambda: _jobgate(["manifests", "enforcement", "--summary"]),
     ("docs/apiserver-enforcement.md", "enforcement"): lambda: _jobgate(["manifests", "enforcement"]),
+    **{("docs/rule-forms.md", table): functools.partial(forms_table, table) for table in FORM_TABLES},
 }
 
 

@@ -63,7 +63,14 @@ SHARED_COMPILED_MODULES = (
     "jobgate.policy.memo",
     # The declared rules (docs/rule-forms.md): each form's function and the generated calls of them,
     # run by the families' compiled rules for every review.
-    "jobgate.rules.declared",
+    "jobgate.forms.checks.common",
+    "jobgate.forms.checks.defaults",
+    "jobgate.forms.checks.roles",
+    "jobgate.forms.checks.fields",
+    "jobgate.forms.checks.replica_maps",
+    "jobgate.forms.checks.entries",
+    "jobgate.forms.checks.t9k",
+    "jobgate.forms.checks.volcano",
     "jobgate._generated.declared_rules",
     # The per-entry scopes' checks, called by the pod template's loops for every container.
     "jobgate._generated.scoped_rules",

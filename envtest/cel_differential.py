@@ -23,7 +23,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from jobgate.engine.fielderrors import FieldError, render_path
-from jobgate.generate.cel.catalogue import Where, explaining_rule
+from jobgate.forms.catalogue import Where, explaining_rule
 from jobgate.generate.cel.generate import rules_for
 from jobgate.review import kind_of, review_job
 

@@ -21,7 +21,7 @@ import yaml
 
 from envtest.cel_differential import POLICY_DENIAL, Apiserver, Case, Outcome, comparable, defaulted, install
 from jobgate.engine.fielderrors import FieldError
-from jobgate.generate.cel.catalogue import Rule, Where, explaining_rule
+from jobgate.forms.catalogue import Rule, Where, explaining_rule
 from jobgate.generate.cel.generate import rules_for
 from jobgate.generate.cel.vectors import load_vectors
 from jobgate.review import kind_of

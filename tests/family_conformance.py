@@ -45,6 +45,19 @@ def problems(record: Family) -> list[str]:
         found += [
             f"{record.cel}: no {name}()" for name in ("rules", "defaults") if not callable(getattr(cel, name, None))
         ]
+        rules = getattr(cel, "rules", None)
+        if callable(rules) and list(inspect.signature(rules).parameters)[:2] != ["kind", "declared"]:
+            found.append(
+                f"{record.cel}: rules{tuple(inspect.signature(rules).parameters)} does not take (kind, declared)"
+            )
+    if record.declared is not None:
+        declared = getattr(importlib.import_module(record.declared), "DECLARED", None)
+        if not isinstance(declared, dict):
+            found.append(f"{record.declared}: no DECLARED (each kind's name to its declarations)")
+        elif set(declared) - set(record.kinds):
+            found.append(
+                f"{record.declared}: declarations of {sorted(set(declared) - set(record.kinds))}, no kind of it"
+            )
     elif not record.webhook_only_reason:
         found.append("neither a CEL module nor the reason its rules stay with the webhook")
     if record.controller is not None:

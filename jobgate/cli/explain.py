@@ -20,7 +20,7 @@ if TYPE_CHECKING:
     from typing import Any
 
     from jobgate.engine.registry import JobKind
-    from jobgate.generate.cel.catalogue import Rule
+    from jobgate.forms.catalogue import Rule
 
 UNKNOWN = "unknown rule ID; `jobgate manifests enforcement` lists them"
 # A checkout: the package's parent holds the vectors and the examples.

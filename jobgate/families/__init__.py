@@ -2,7 +2,8 @@
 
 ``jobgate/families/<name>/__init__.py`` holds the family's record (``FAMILY``, a ``Family``
 below); beside it, ``models`` (pydantic), ``rules`` (defaults and
-validation; importing it registers the kinds), ``cel`` (the rules as the apiserver enforces them)
+validation; importing it registers the kinds), ``declared`` (the rules and defaults of a known form),
+``cel`` (the rules the apiserver enforces that no form says, placed among the declared ones)
 and, for the families jobgate's controller runs, an adapter under ``jobgate/controller/adapters``.
 Adding a family is its package and its name below.
 
@@ -29,6 +30,7 @@ class Family:
         "cel",
         "compiled_modules",
         "controller",
+        "declared",
         "description",
         "group",
         "kinds",
@@ -50,6 +52,7 @@ class Family:
         description: str,
         models: str,
         rules: str,
+        declared: str | None = None,
         cel: str | None = None,
         webhook_only_reason: str | None = None,
         catalogue: str | None = None,
@@ -76,6 +79,9 @@ class Family:
         # controller's adapters (``ADAPTERS``).
         self.models = models
         self.rules = rules
+        # The module of its declarations (docs/rule-forms.md): ``DECLARED`` maps each kind's name to
+        # its declarations, which the generators compile (and ``SCOPES``, its per-entry scopes).
+        self.declared = declared
         self.cel = cel
         self.webhook_only_reason = webhook_only_reason
         # A webhook-only family: the module whose ``rules(kind)`` names its rules (every one

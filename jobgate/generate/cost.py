@@ -1,7 +1,7 @@
 """``python -m jobgate.generate.cost``: how the apiserver's check of each generated rule grows with
 the lists it reads, one line per rule.
 
-First the declared rules (``jobgate/generate/forms.py``, ``Declarations.cost``), then every CEL
+First the declared rules (``jobgate/forms/base.py``, ``Declarations.cost``), then every CEL
 expression the generator writes for the apiserver: CRD rules (``x-kubernetes-validations``), the
 ValidatingAdmissionPolicies' validations, the MutatingAdmissionPolicies' mutations and match
 condition. Each expression is read, not run: its comprehensions (``all``, ``exists``, ``map``, ...)
@@ -20,9 +20,9 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 
 from jobgate.engine.registry import JobKind
-from jobgate.generate.cel.catalogue import LIST_ITEMS, MAP_VALUES, Location, Where
+from jobgate.forms.catalogue import LIST_ITEMS, MAP_VALUES, Location, Where
+from jobgate.forms.python_text import cost_report
 from jobgate.generate.cel.generate import family_defaults, family_rules, patches_nonempty, rules_for
-from jobgate.generate.forms import cost_report
 from jobgate.generate.manifests import declared_kinds, every_family_kind
 
 ITERATING = ("all", "exists", "exists_one", "map", "filter", "transformList", "transformMap")

@@ -5,6 +5,9 @@ from __future__ import annotations
 from jobgate.engine.fielderrors import FieldError, FieldPath, invalid, required
 from jobgate.engine.findings import Findings
 from jobgate.engine.schema import schema_checker
+
+# as_int is the rule language's (the forms' runtime reads integers with it); the rules take it from here.
+from jobgate.forms.checks.common import as_int  # noqa: F401
 from jobgate.rules.names import (
     LABEL_MAX_LENGTH,
     dns1035_label_problems,
@@ -156,14 +159,3 @@ def check_spec_schema(
 
         found.warnings.extend(UnknownField(p) for p in unknown)
     return spec if isinstance(spec, dict) else None
-
-
-def as_int(value: Any) -> int | None:
-    """An integer field's value; None when unset or of the wrong type (reported elsewhere)."""
-    if isinstance(value, bool):
-        return None
-    if isinstance(value, int):
-        return value
-    if isinstance(value, float) and value.is_integer():
-        return int(value)
-    return None

@@ -16,7 +16,8 @@ no structural schema check reads their types, so the declarations say them (``st
 
 from __future__ import annotations
 
-from jobgate.rules.forms import FieldBound, RequiredField, Scope, StringField
+from jobgate.forms.fields import FieldBound, RequiredField, StringField
+from jobgate.forms.scopes import Scope
 from jobgate.rules.podtemplate import POD_RESTART_POLICIES, PORT_PROTOCOLS
 
 PORT_RANGE = "must be between 1 and 65535, inclusive"

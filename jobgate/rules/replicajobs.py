@@ -24,7 +24,7 @@ from jobgate.engine.findings import Findings
 from jobgate.engine.jsonpatch import NO_PATCH, PatchRecorder, escape_pointer_token
 from jobgate.engine.modelref import ModelRef
 from jobgate.engine.registry import GroupVersionKind
-from jobgate.rules.declared import respelled_types
+from jobgate.forms.checks.replica_maps import respelled_types
 from jobgate.rules.dicts import copied_dict
 from jobgate.rules.jobmeta import as_int, check_job_name, check_spec_schema
 from jobgate.rules.podtemplate import check_pod_template

@@ -1,5 +1,5 @@
 """The rules and defaults of a map of replica types that forms say, as declarations
-(``jobgate/rules/forms.py``), from a kind's roles: KubeDL's kinds and Kubeflow's alike.
+(``jobgate/forms/``), from a kind's roles: KubeDL's kinds and Kubeflow's alike.
 
 Read by the generators only (``jobgate manifests generate`` compiles them to the functions
 ``rules/replicajobs.py`` calls, and ``jobgate/generate/cel/replicajobs.py`` to the records), never
@@ -8,9 +8,9 @@ when a job is checked: the forms' dataclasses stay out of the webhook's start-up
 
 from __future__ import annotations
 
-from jobgate.rules.forms import (
-    Declaration,
-    DefaultItemField,
+from jobgate.forms.base import Declaration
+from jobgate.forms.defaults import DefaultItemField
+from jobgate.forms.replica_maps import (
     DefaultTemplatePort,
     DefaultTypeField,
     DefaultTypeSpelling,

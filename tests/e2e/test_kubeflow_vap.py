@@ -23,7 +23,7 @@ from envtest.cel_differential import Apiserver, Case, defaulted, plane_kubectl, 
 from envtest.harness import ControlPlane
 from envtest.kubeflow_vap import corpus, install_policies, policy_lines, policy_problems
 from envtest.versions import OLDEST_KUBERNETES_VERSION
-from jobgate.generate.cel.catalogue import Where
+from jobgate.forms.catalogue import Where
 from jobgate.generate.cel.generate import rules_for
 from jobgate.generate.manifests import every_family_kind
 from tests.e2e.conftest import started

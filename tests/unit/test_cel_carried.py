@@ -1,4 +1,4 @@
-"""CRD rules carried into a ValidatingAdmissionPolicy (jobgate/generate/cel/carried.py), and Kubeflow's
+"""CRD rules carried into a ValidatingAdmissionPolicy (jobgate/forms/carried.py), and Kubeflow's
 policies generated from its catalogue's records (the CEL on a real apiserver: tests/e2e/test_kubeflow_vap.py)."""
 
 from __future__ import annotations
@@ -6,8 +6,8 @@ from __future__ import annotations
 import pytest
 
 from jobgate.families.kubeflow import rules as kubeflow
-from jobgate.generate.cel.carried import NotCarried, carried, placement_check
-from jobgate.generate.cel.catalogue import LIST_ITEMS, MAP_VALUES, Placement, Produces, Rule, Validation, Where
+from jobgate.forms.carried import NotCarried, carried, placement_check
+from jobgate.forms.catalogue import LIST_ITEMS, MAP_VALUES, Placement, Produces, Rule, Validation, Where
 from jobgate.generate.cel.generate import rules_for, validating_policy
 from jobgate.generate.manifests import peer_policy_files
 

@@ -8,7 +8,7 @@ import pytest
 
 from build_support import readme_tables
 from jobgate.engine.fielderrors import Key
-from jobgate.generate.cel.catalogue import PathPattern, Rule, Where
+from jobgate.forms.catalogue import PathPattern, Rule, Where
 from jobgate.generate.cel.generate import CatalogueError, enforcement_rows, rules_for
 from jobgate.generate.manifests import custom_resource_definition, every_family_kind, plain_crd
 
@@ -61,8 +61,8 @@ def test_every_family_is_in_the_table():
 
 def test_a_placement_where_the_schema_has_nothing_is_a_clear_error(monkeypatch):
     from jobgate.families.kubedl import rules as kubedl
+    from jobgate.forms.catalogue import Placement, Produces
     from jobgate.generate.cel import generate
-    from jobgate.generate.cel.catalogue import Placement, Produces
 
     stray = Rule(
         "x/stray", "x", Where.SCHEMA, (Produces("**", "INVALID"),), (Placement(("spec", "nowhere"), {"maxLength": 1}),)

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from jobgate.generate.cel.catalogue import bound, unique_field
+from jobgate.forms.catalogue import bound, unique_field
 from jobgate.generate.cel.generate import merged_mutations, mutating_policy, patches_nonempty
 from jobgate.generate.cost import generated_report, growth, main
 from jobgate.generate.manifests import every_family_kind

@@ -16,6 +16,8 @@ from build_support import docs  # noqa: E402 (after the skip: it reads the tree)
 
 # Pages other changes are writing; linked already, checked once they exist.
 PENDING: set[str] = set()
+# Paths the CHANGELOG names as they were when its entry was written, and where each is now.
+MOVED: dict[str, str] = {"jobgate/generate/cel/carried.py": "jobgate/forms/carried.py"}
 
 
 def _pages() -> list[Path]:
@@ -113,5 +115,7 @@ def test_links_and_paths_resolve(page: Path):
             broken.append(f"{target}: no anchor #{anchor} in {relative}")
     for token in _repo_paths(page):
         if not (REPO / token).exists() and token.rstrip("/") not in PENDING:
+            if page.name == "CHANGELOG.md" and (REPO / MOVED.get(token, token)).exists():
+                continue
             broken.append(f"`{token}`: no such path")
     assert not broken, broken

@@ -82,6 +82,41 @@ def test_a_field_map_of_other_kinds_is_found():
     assert any("not of mlkube" in p for p in found)
 
 
+def test_a_declarations_module_of_another_kind_is_found():
+    record = family("mlkube")
+    broken = Family(
+        name="mlkube",
+        group=record.group,
+        version=record.version,
+        kinds=record.kinds,
+        description=record.description,
+        models=record.models,
+        rules=record.rules,
+        declared="jobgate.families.kubedl.declared",
+        cel=record.cel,
+        controller=record.controller,
+    )
+    assert any("no kind of it" in p for p in problems(broken))
+
+
+@pytest.mark.parametrize("name", FAMILY_NAMES)
+def test_the_generator_compiles_the_declarations_the_record_names(name: str):
+    """A family's declarations reach the generator through its record (``declared=``), not its CEL module."""
+    import importlib
+
+    from jobgate.engine.registry import load_family, registered_kinds
+    from jobgate.generate.cel.generate import family_declarations
+
+    record = family(name)
+    load_family(name)
+    declared = importlib.import_module(record.declared).DECLARED if record.declared else {}
+    for kind in (k for k in registered_kinds() if k.family == name):
+        compiled = family_declarations(kind)
+        assert (compiled.declared if compiled else None) == (
+            tuple(declared[kind.gvk.kind]) if kind.gvk.kind in declared else None
+        )
+
+
 def test_a_record_must_say_where_its_rules_are_enforced():
     with pytest.raises(ValueError, match="either a CEL module or the reason"):
         Family(name="x", group="g", version="v", kinds=("K",), description="{kind}", models="m", rules="r")

@@ -1,6 +1,7 @@
-"""The rule forms (jobgate/rules/forms.py): each form's Python meaning (jobgate/rules/declared.py),
-its compilation (jobgate/generate/forms.py) to the generated module, the apiserver's placements and
-the catalogue's records, and that the records explain exactly the errors the Python check gives."""
+"""The rule forms (jobgate/forms/, and a family's own in its forms.py): each form's Python meaning
+(its runtime twin in jobgate/forms/checks/), its compilation (the form's methods) to the generated
+module, the apiserver's placements and the catalogue's records, and that the records explain exactly
+the errors the Python check gives."""
 
 from __future__ import annotations
 
@@ -11,68 +12,45 @@ import pytest
 from jobgate._generated import declared_rules
 from jobgate.engine.fielderrors import FieldError, Key, required
 from jobgate.engine.jsonpatch import PatchRecorder
-from jobgate.generate.cel.catalogue import LIST_ITEMS, MAP_VALUES, Where
-from jobgate.generate.cel.podtemplate import TemplateSite, pod_template_rules
-from jobgate.generate.forms import (
-    DECLARED_TABLE,
-    SCOPED_TABLE,
-    Declarations,
-    FormError,
-    ScopeDeclarations,
-    cost_report,
-    declared_module_text,
-    scoped_module_text,
-)
-from jobgate.generate.manifests import declared_kinds, every_family_kind, package_tables
-from jobgate.rules.forms import (
+from jobgate.families.t9k.forms import DefaultFinishRules, EntriesUnchanged, IndexMaps, RefersTo
+from jobgate.families.volcano.forms import (
     Acyclic,
-    AtMostOneOf,
-    AtMostSum,
     Bound,
     Bounds,
     ClaimVolumes,
-    DefaultField,
-    DefaultFinishRules,
     DefaultIndexed,
-    DefaultItemField,
     DefaultItemProduct,
     DefaultItemWhen,
     DefaultSum,
+    FixedCount,
+    FlagNamesEntry,
+    ImpliedKeys,
+    KnownKeys,
+    LifecyclePolicies,
+    NotBoth,
+    RequiredItemField,
+    RequiredList,
+    Subdomain,
+    UniqueName,
+)
+from jobgate.forms.base import Declarations, FormError, Roles, When
+from jobgate.forms.catalogue import LIST_ITEMS, MAP_VALUES, Where
+from jobgate.forms.defaults import DefaultField, DefaultItemField
+from jobgate.forms.entries import NamedEntries
+from jobgate.forms.fields import AtMostOneOf, FieldBound, ForbiddenField, RequiredField, StringField
+from jobgate.forms.python_text import DECLARED_TABLE, cost_report, declared_module_text
+from jobgate.forms.replica_maps import (
     DefaultTemplatePort,
     DefaultTypeField,
     DefaultTypeSpelling,
-    EntriesUnchanged,
-    FieldBound,
-    FixedCount,
-    FlagNamesEntry,
-    ForbiddenField,
-    ForbiddenRoles,
-    Immutable,
-    ImpliedKeys,
-    IndexMaps,
-    KnownKeys,
     KnownTypes,
-    LifecyclePolicies,
-    MaxItems,
-    NamedEntries,
-    NotBoth,
-    RefersTo,
-    RequiredField,
-    RequiredItemField,
-    RequiredList,
-    RequiredRoles,
-    RoleFieldBound,
-    Roles,
     RunPolicyAtMostTotal,
     RunPolicyImmutable,
-    Scope,
-    ScopeSite,
-    StringField,
-    Subdomain,
-    UniqueBy,
-    UniqueName,
-    When,
 )
+from jobgate.forms.roles import AtMostSum, ForbiddenRoles, Immutable, MaxItems, RequiredRoles, RoleFieldBound, UniqueBy
+from jobgate.forms.scopes import SCOPED_TABLE, Scope, ScopeDeclarations, ScopeSite, scoped_module_text
+from jobgate.generate.cel.podtemplate import TemplateSite, pod_template_rules
+from jobgate.generate.manifests import declared_kinds, every_family_kind, package_tables
 from jobgate.rules.names import DNS1123_SUBDOMAIN_MESSAGE, dns1123_label_problems
 from jobgate.rules.podtemplate import check_pod_template
 from jobgate.rules.podtemplate_declared import CONTAINER
@@ -1617,7 +1595,7 @@ def test_run_policy_at_most_total(replica_map):
 
 
 def test_default_type_spelling():
-    from jobgate.rules.declared import default_type_spelling
+    from jobgate.forms.checks.replica_maps import default_type_spelling
 
     path, types = ("spec", "reps"), ("Leader", "Worker")
 
@@ -1647,7 +1625,7 @@ def test_default_type_spelling():
 
 def test_respelled_types_on_the_map():
     # The engine's call (rules/replicajobs.py): the map itself, its pointer, the stored map.
-    from jobgate.rules.declared import respelled_types
+    from jobgate.forms.checks.replica_maps import respelled_types
 
     types = ("Leader", "Worker")
     given = {"Worker": {}, "leader": {}}
@@ -1732,3 +1710,22 @@ def test_entries_keep_their_fields_on_update():
         "!has(oldSelf.parts) || !has(self.parts) || (self.parts.map(r, has(r.kind) ? r.kind : '') == "
         "oldSelf.parts.map(r, has(r.kind) ? r.kind : '') && self.parts.map(r, r.body) == oldSelf.parts.map(r, r.body))"
     )
+
+
+def test_every_form_has_its_rows_in_one_table_of_the_docs():
+    """docs/rule-forms.md's tables are written from the forms' ``DOC`` rows (build_support/docs.py):
+    a form that is in no table, or has no rows, is a form the page does not describe."""
+    import dataclasses
+
+    from build_support.docs import form_tables
+    from jobgate.forms.base import Declaration
+
+    def forms(cls: type) -> list[type]:
+        below = [form for sub in cls.__subclasses__() for form in (sub, *forms(sub))]
+        return [form for form in below if dataclasses.is_dataclass(form)]
+
+    listed = [form for forms_of_table in form_tables().values() for form in forms_of_table]
+    assert sorted(f.__name__ for f in listed) == sorted({f.__name__ for f in forms(Declaration)})
+    for form in listed:
+        assert form.DOC and all(len(row) == 4 and all(row) for row in form.DOC), form.__name__
+        assert form.DOC[0][0].startswith(f"`{form.__name__}("), form.__name__

@@ -9,7 +9,7 @@ import pytest
 from envtest.cel_corpus import REPO, vectors
 from jobgate.engine.pathpattern import rule_anchor
 from jobgate.engine.ruleids import STRICT_DECODING, rule_id
-from jobgate.generate.cel.catalogue import explaining_rule
+from jobgate.forms.catalogue import explaining_rule
 from jobgate.generate.cel.generate import rules_for
 from jobgate.generate.manifests import every_family_kind
 from jobgate.offline.results import Outcome, check_file

@@ -16,6 +16,7 @@ FAMILY = Family(
     models="jobgate.families.diengine.models",
     rules="jobgate.families.diengine.rules",
     policy="jobgate.families.diengine.policy",
+    declared="jobgate.families.diengine.declared",
     cel="jobgate.families.diengine.cel",
     controller="jobgate.controller.adapters.diengine",
     compiled_modules=("jobgate.families.diengine.rules",),

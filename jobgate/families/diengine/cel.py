@@ -19,8 +19,8 @@ import re
 
 from jobgate.engine.registry import JobKind
 from jobgate.families.diengine import rules as diengine
-from jobgate.families.diengine.declared import DIJOB
-from jobgate.generate.cel.catalogue import (
+from jobgate.forms.base import Declarations
+from jobgate.forms.catalogue import (
     LIST_ITEMS,
     Default,
     Placement,
@@ -33,7 +33,6 @@ from jobgate.generate.cel.catalogue import (
 )
 from jobgate.generate.cel.jobmeta import DNS1123_LABEL_PATTERN, NAME, derived_names_rule, names_a_pod
 from jobgate.generate.cel.podtemplate import TemplateSite, pod_template_rules
-from jobgate.generate.forms import Declarations
 from jobgate.rules.names import DNS1123_LABEL_MESSAGE, LABEL_MAX_LENGTH
 from jobgate.rules.podtemplate import POD_TEMPLATE_BOUNDS
 
@@ -51,23 +50,18 @@ def _named(task: str) -> str:
 
 # The defaults, the lists' bounds and the tasks' types and names are declared (declared.py); the rest is
 # written here.
-DECLARED = Declarations(DIJOB)
 
 
-def declared(kind: JobKind) -> Declarations:
-    assert kind is diengine.DIJOB
-    return DECLARED
-
-
-def rules(kind: JobKind) -> list[Rule]:
+def rules(kind: JobKind, declared: Declarations) -> list[Rule]:
+    """The kind's rules, its declared ones (``declared``, compiled by the generator) in their places."""
     assert kind is diengine.DIJOB
     site = TemplateSite((*TASK, "template"), "spec.tasks[*].template")
     template_rules = [r for r in pod_template_rules(site) if not r.id.endswith("/mounted-volumes")]
     return [
         _derived_names(),
-        *(r for r in DECLARED.rules() if r.id == "dijob/bounds"),
+        *(r for r in declared.rules() if r.id == "dijob/bounds"),
         _pod_volumes_bound(),
-        *(r for r in DECLARED.rules() if r.id != "dijob/bounds"),
+        *(r for r in declared.rules() if r.id != "dijob/bounds"),
         _shared_volume_names(),
         _shared_volume_names_unique(),
         *(_mounted_volumes(key) for key in _CONTAINER_LISTS),
@@ -219,5 +213,6 @@ def _mounted_volumes(key: str) -> Rule:
 
 
 def defaults(kind: JobKind) -> list[Default]:
+    """Every default is declared (declared.py): none written here."""
     assert kind is diengine.DIJOB
-    return DECLARED.defaults()
+    return []

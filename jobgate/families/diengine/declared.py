@@ -1,4 +1,4 @@
-"""DIJob's defaults and bounds as declarations (``jobgate/rules/forms.py``): ``dijob_types.go``'s
+"""DIJob's defaults and bounds as declarations (``jobgate/forms/``): ``dijob_types.go``'s
 defaults, the task names DI-orchestrator writes back, and the bounds of its lists.
 
 ``jobgate manifests generate`` compiles them to the calls ``rules.py`` makes
@@ -17,7 +17,10 @@ from jobgate.families.diengine.rules import (
     SINGLETON_TASK_TYPES,
     UNTYPED_TASK,
 )
-from jobgate.rules.forms import Declaration, DefaultField, DefaultItemField, MaxItems, NamedEntries
+from jobgate.forms.base import Declaration
+from jobgate.forms.defaults import DefaultField, DefaultItemField
+from jobgate.forms.entries import NamedEntries
+from jobgate.forms.roles import MaxItems
 
 TASKS = "spec.tasks"
 
@@ -68,3 +71,7 @@ DIJOB: tuple[Declaration, ...] = (
         first=" (tasks[{first}] is one)",
     ),
 )
+
+
+# Each kind's declarations, by its name (the family record's ``declared``: the generators compile them).
+DECLARED = {"DIJob": DIJOB}

@@ -15,6 +15,7 @@ FAMILY = Family(
     models="jobgate.families.kubedl.models",
     rules="jobgate.families.kubedl.rules",
     policy="jobgate.families.kubedl.policy",
+    declared="jobgate.families.kubedl.declared",
     cel="jobgate.families.kubedl.cel",
     controller="jobgate.controller.adapters.kubedl",
     compiled_modules=("jobgate.families.kubedl.rules",),

@@ -3,29 +3,21 @@
 from __future__ import annotations
 
 from jobgate.engine.registry import JobKind
-from jobgate.families.kubedl import declared as declarations
 from jobgate.families.kubedl import rules as kubedl
-from jobgate.generate.cel.catalogue import Default, Rule
+from jobgate.forms.base import Declarations
+from jobgate.forms.catalogue import Default, Rule
 from jobgate.generate.cel.replicajobs import replica_job_defaults, replica_job_rules, replica_template_site
-from jobgate.generate.forms import Declarations
 
 # The role rules and the defaults a form says, declared (declared.py); the rest is written here.
-DECLARED = {kind: Declarations(declarations.BY_KIND[kind.kind]) for kind in kubedl.KINDS}
 
 
-def declared(kind: JobKind) -> Declarations:
+def rules(kind: JobKind, declared: Declarations) -> list[Rule]:
+    """The kind's rules, its declared ones (``declared``, compiled by the generator) last."""
     assert isinstance(kind, kubedl.KubeDLKind)
-    return DECLARED[kind]
-
-
-def rules(kind: JobKind) -> list[Rule]:
-    assert isinstance(kind, kubedl.KubeDLKind)
-    return [*replica_job_rules(kind, replica_template_site(kind)), *DECLARED[kind].rules()]
+    return [*replica_job_rules(kind, replica_template_site(kind)), *declared.rules()]
 
 
 def defaults(kind: JobKind) -> list[Default]:
+    """The replica map's defaults (the declared ones follow them)."""
     assert isinstance(kind, kubedl.KubeDLKind)
-    return [
-        *replica_job_defaults(kind),
-        *DECLARED[kind].defaults(),
-    ]
+    return replica_job_defaults(kind)

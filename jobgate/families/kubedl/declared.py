@@ -1,4 +1,4 @@
-"""The KubeDL kinds' role rules and run-policy defaults as declarations (``jobgate/rules/forms.py``):
+"""The KubeDL kinds' role rules and run-policy defaults as declarations (``jobgate/forms/``):
 what KubeDL's controllers assume of the roles (one PyTorch Master, one MPI Launcher, at most one
 TFJob Chief or Master) and the per-kind defaults of its ``*_defaults.go`` that a form says.
 
@@ -18,7 +18,9 @@ from jobgate.families.kubedl.rules import (
     XDL_DEFAULT_MIN_FINISH_WORK_RATE,
     XGBOOST_DEFAULT_TTL_SECONDS,
 )
-from jobgate.rules.forms import AtMostOneOf, Declaration, DefaultField, FieldBound, RequiredField
+from jobgate.forms.base import Declaration
+from jobgate.forms.defaults import DefaultField
+from jobgate.forms.fields import AtMostOneOf, FieldBound, RequiredField
 
 
 def _exactly_one(replica_specs: str, role: str) -> tuple[Declaration, ...]:
@@ -129,7 +131,8 @@ MARSJOB: tuple[Declaration, ...] = (
     ),
 )
 
-BY_KIND = {
+# Each kind's declarations, by its name (the family record's ``declared``: the generators compile them).
+DECLARED = {
     "TFJob": TFJOB,
     "PyTorchJob": PYTORCHJOB,
     "XGBoostJob": XGBOOSTJOB,

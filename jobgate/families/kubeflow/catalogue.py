@@ -14,7 +14,7 @@ admits what the defaults would make valid, so a policy never refuses a job the w
 
 The shared replica-map rules (replica types, pod templates, gang size, names) are the records the
 other replica-map families generate CRD rules from: those that are CRD rules or policies there are
-carried into the same policies (``jobgate/generate/cel/carried.py``: each placement's validation on
+carried into the same policies (``jobgate/forms/carried.py``: each placement's validation on
 ``object.<its place>``, the same message), but for ``NOT_CARRIED`` and, for TFJob, ``TFJOB_ANY_TYPE``
 (each with its reason); structural-schema keywords have no policy form and stay the webhook's.
 Kubeflow's own checks, in its wording, come first (an error is explained by the first rule that matches).
@@ -28,8 +28,8 @@ from jobgate.engine.fielderrors import not_supported, render_path
 from jobgate.engine.registry import JobKind
 from jobgate.families import kubeflow as record
 from jobgate.families.kubeflow import rules as kubeflow
-from jobgate.generate.cel.carried import NotCarried, carried
-from jobgate.generate.cel.catalogue import (
+from jobgate.forms.carried import NotCarried, carried
+from jobgate.forms.catalogue import (
     MAP_VALUES,
     PolicyValidation,
     Produces,

@@ -16,6 +16,7 @@ FAMILY = Family(
     models="jobgate.families.mlkube.models",
     rules="jobgate.families.mlkube.rules",
     policy="jobgate.families.mlkube.policy",
+    declared="jobgate.families.mlkube.declared",
     cel="jobgate.families.mlkube.cel",
     controller="jobgate.controller.adapters.mlkube",
     compiled_modules=("jobgate.families.mlkube.rules",),

@@ -9,8 +9,9 @@ from __future__ import annotations
 
 from jobgate.engine.registry import JobKind
 from jobgate.families.mlkube import rules as mlkube
-from jobgate.families.mlkube.declared import MXJOB, ROLES
-from jobgate.generate.cel.catalogue import (
+from jobgate.families.mlkube.declared import ROLES
+from jobgate.forms.base import Declarations
+from jobgate.forms.catalogue import (
     LIST_ITEMS,
     Default,
     Placement,
@@ -22,38 +23,34 @@ from jobgate.generate.cel.catalogue import (
 )
 from jobgate.generate.cel.jobmeta import NAME, derived_names_rule
 from jobgate.generate.cel.podtemplate import TemplateSite, pod_template_rules
-from jobgate.generate.forms import Declarations
 from jobgate.rules.names import LABEL_MAX_LENGTH
 
 REPLICAS = ("spec", "replicaSpecs")
 ITEM = (*REPLICAS, LIST_ITEMS)
 LIST = "self.spec.replicaSpecs"
 # The defaults and the role and job-mode rules are declared (declared.py); the rest is written here.
-DECLARED = Declarations(MXJOB)
 
 
-def _type(replica: str) -> str:
+def _type(declared: Declarations, replica: str) -> str:
     """CEL of an entry's replica type as the webhook reads it once defaulted (WORKER when unset)."""
-    return DECLARED.key(ROLES, replica)
+    return declared.key(ROLES, replica)
 
 
-def declared(kind: JobKind) -> Declarations:
-    assert kind is mlkube.MXJOB
-    return DECLARED
-
-
-def rules(kind: JobKind) -> list[Rule]:
+def rules(kind: JobKind, declared: Declarations) -> list[Rule]:
+    """The kind's rules, its declared ones (``declared``, compiled by the generator) among them."""
     assert kind is mlkube.MXJOB
     site = TemplateSite((*ITEM, "template"), "spec.replicaSpecs[*].template")
-    return [_derived_names(), _framework_container(), *DECLARED.rules(), *pod_template_rules(site)]
+    return [_derived_names(declared), _framework_container(declared), *declared.rules(), *pod_template_rules(site)]
 
 
-def _derived_names() -> Rule:
+def _derived_names(declared: Declarations) -> Rule:
     """``<job>-<type>-<index>`` of every replica (rules/jobmeta.check_job_name with the known types)."""
     count = "(has(r.replicas) && r.replicas > 0 ? r.replicas : 1)"
-    length = f"(size({NAME}) + size({_type('r')}) + size(string({count} - 1)) + 2)"
+    length = f"(size({NAME}) + size({_type(declared, 'r')}) + size(string({count} - 1)) + 2)"
     longest = f"{LIST}.map(r, {length})"
-    longest_type = f"{LIST}.map(r, {length} == {longest}.max() ? {_type('r')} : '').filter(t, t != '')[0].lowerAscii()"
+    longest_type = (
+        f"{LIST}.map(r, {length} == {longest}.max() ? {_type(declared, 'r')} : '').filter(t, t != '')[0].lowerAscii()"
+    )
     return derived_names_rule(
         "job/derived-names",
         "the pods' and services' names (<job>-<type>-<index>) fit in 63 characters",
@@ -62,7 +59,7 @@ def _derived_names() -> Rule:
     )
 
 
-def _framework_container() -> Rule:
+def _framework_container(declared: Declarations) -> Rule:
     """A container named mxnet in every template whose containers have names (rules/podtemplate's
     required_container; the detail names the replica type, which the template's own rules cannot see)."""
     containers = "self.template.spec.containers"
@@ -85,7 +82,7 @@ def _framework_container() -> Rule:
                 ITEM,
                 validation=Validation(
                     rule=f"!({has_containers}) || !{named} || {mxnet}",
-                    message_expression=f"'Replica type ' + {_type('self')} + "
+                    message_expression=f"'Replica type ' + {_type(declared, 'self')} + "
                     f"' is missing a container for {mlkube.MXNET_CONTAINER}'",
                     field_path=".template.spec.containers",
                     reason="FieldValueRequired",
@@ -96,5 +93,6 @@ def _framework_container() -> Rule:
 
 
 def defaults(kind: JobKind) -> list[Default]:
+    """Every default is declared (declared.py): none written here."""
     assert kind is mlkube.MXJOB
-    return DECLARED.defaults()
+    return []

@@ -1,4 +1,4 @@
-"""MxJob's defaults and rules as declarations (``jobgate/rules/forms.py``): the operator's ``SetDefaults``
+"""MxJob's defaults and rules as declarations (``jobgate/forms/``): the operator's ``SetDefaults``
 and its job-mode rules, with the operator's own sentences.
 
 ``jobgate manifests generate`` compiles them to the check ``rules.py`` calls
@@ -10,16 +10,9 @@ from __future__ import annotations
 
 from jobgate.api.constants import MX_REPLICA_TYPES
 from jobgate.families.mlkube.rules import DEFAULT_PS_ROOT_PORT, DEFAULT_REPLICA_TYPE
-from jobgate.rules.forms import (
-    Declaration,
-    DefaultItemField,
-    ForbiddenRoles,
-    RequiredRoles,
-    RoleFieldBound,
-    Roles,
-    UniqueBy,
-    When,
-)
+from jobgate.forms.base import Declaration, Roles, When
+from jobgate.forms.defaults import DefaultItemField
+from jobgate.forms.roles import ForbiddenRoles, RequiredRoles, RoleFieldBound, UniqueBy
 
 REPLICA_SPECS = "spec.replicaSpecs"
 ROLES = Roles(REPLICA_SPECS, "mxReplicaType", MX_REPLICA_TYPES)
@@ -82,3 +75,7 @@ MXJOB: tuple[Declaration, ...] = (
         when=When("spec.jobMode", "dist"),
     ),
 )
+
+
+# Each kind's declarations, by its name (the family record's ``declared``: the generators compile them).
+DECLARED = {"MxJob": MXJOB}

@@ -16,6 +16,7 @@ FAMILY = Family(
     models="jobgate.families.t9k.models",
     rules="jobgate.families.t9k.rules",
     policy="jobgate.families.t9k.policy",
+    declared="jobgate.families.t9k.declared",
     cel="jobgate.families.t9k.cel",
     controller="jobgate.controller.adapters.t9k",
     compiled_modules=("jobgate.families.t9k.rules",),

@@ -14,8 +14,9 @@ from __future__ import annotations
 
 from jobgate.engine.registry import JobKind
 from jobgate.families.t9k import rules as t9k
-from jobgate.families.t9k.declared import GENERIC_JOB, REPLICA_SPEC
-from jobgate.generate.cel.catalogue import (
+from jobgate.families.t9k.declared import REPLICA_SPEC
+from jobgate.forms.base import Declarations
+from jobgate.forms.catalogue import (
     LIST_ITEMS,
     Default,
     Placement,
@@ -23,10 +24,9 @@ from jobgate.generate.cel.catalogue import (
     Rule,
     Where,
 )
+from jobgate.forms.scopes import ScopeSite, scope_rules
 from jobgate.generate.cel.jobmeta import NAME, derived_names_rule, names_a_pod
 from jobgate.generate.cel.podtemplate import TemplateSite, pod_template_rules
-from jobgate.generate.forms import Declarations, scope_rules
-from jobgate.rules.forms import ScopeSite
 from jobgate.rules.names import LABEL_MAX_LENGTH
 
 SPECS = ("spec", "replicaSpecs")
@@ -39,32 +39,25 @@ RUN_MODE_LISTS = (("debug", "replicaSpecs"), ("pause", "resumeSpecs"))
 
 
 # What may not change on UPDATE is declared (declared.py), as far as a form says it; the rest is written here.
-DECLARED = Declarations(GENERIC_JOB)
-# The rules checked replica spec by replica spec (jobgate manifests generate writes their check).
-SCOPES = (REPLICA_SPEC,)
 
 
-def declared(kind: JobKind) -> Declarations:
-    assert kind is t9k.GENERIC_JOB
-    return DECLARED
-
-
-def _declared(ids: tuple[str, ...]) -> list[Rule]:
+def _declared(declared: Declarations, ids: tuple[str, ...]) -> list[Rule]:
     """The declared rules of these ids, in the catalogue where the webhook reports them."""
-    return [r for r in DECLARED.rules() if r.id in ids]
+    return [r for r in declared.rules() if r.id in ids]
 
 
-def rules(kind: JobKind) -> list[Rule]:
+def rules(kind: JobKind, declared: Declarations) -> list[Rule]:
+    """The kind's rules, its declared ones (``declared``, compiled by the generator) in their places."""
     assert kind is t9k.GENERIC_JOB
     site = TemplateSite((*SPEC, "template"), "spec.replicaSpecs[*].template")
     return [
         _derived_names(),
         _bounds(),
         *scope_rules(ScopeSite(REPLICA_SPEC, "spec.replicaSpecs[*]")),
-        *_declared(t9k.FINISH_RULES),
-        *_declared(t9k.RUN_MODE_RULES),
-        *_declared(t9k.PORT_RULES),
-        *_declared(t9k.LAST_RULES),
+        *_declared(declared, t9k.FINISH_RULES),
+        *_declared(declared, t9k.RUN_MODE_RULES),
+        *_declared(declared, t9k.PORT_RULES),
+        *_declared(declared, t9k.LAST_RULES),
         *pod_template_rules(site),
     ]
 
@@ -127,4 +120,4 @@ def _bounds() -> Rule:
 def defaults(kind: JobKind) -> list[Default]:
     """Every default is declared (declared.py), the finish rules' too (``DefaultFinishRules``)."""
     assert kind is t9k.GENERIC_JOB
-    return DECLARED.defaults()
+    return []

@@ -1,4 +1,4 @@
-"""GenericJob's defaults and rules as declarations (``jobgate/rules/forms.py``), as far as a form
+"""GenericJob's defaults and rules as declarations (``jobgate/forms/``), as far as a form
 says them; ``jobgate manifests generate`` compiles them to the calls ``rules.py`` makes
 (``jobgate/_generated/declared_rules.py``), to the CRD's schema defaults and rules, the
 MutatingAdmissionPolicy (``cel.py`` lists them) and the catalogue's records.
@@ -6,6 +6,7 @@ MutatingAdmissionPolicy (``cel.py`` lists them) and the catalogue's records.
 
 from __future__ import annotations
 
+from jobgate.families.t9k.forms import DefaultFinishRules, EntriesUnchanged, IndexMaps, RefersTo
 from jobgate.families.t9k.rules import (
     DEFAULT_CLEAN_UP_POLICY,
     DEFAULT_DEBUG_COMMAND,
@@ -17,21 +18,12 @@ from jobgate.families.t9k.rules import (
     MAX_WRITTEN_RULE_REPLICAS,
     NO_TYPE_MESSAGE,
 )
-from jobgate.rules.forms import (
-    Declaration,
-    DefaultField,
-    DefaultFinishRules,
-    DefaultItemField,
-    EntriesUnchanged,
-    Immutable,
-    IndexMaps,
-    NamedEntries,
-    RefersTo,
-    RequiredField,
-    Scope,
-    StringField,
-    UniqueBy,
-)
+from jobgate.forms.base import Declaration
+from jobgate.forms.defaults import DefaultField, DefaultItemField
+from jobgate.forms.entries import NamedEntries
+from jobgate.forms.fields import RequiredField, StringField
+from jobgate.forms.roles import Immutable, UniqueBy
+from jobgate.forms.scopes import Scope
 
 _RESTART_POLICY = (
     f"each replica spec's restartPolicy: {{policy: {DEFAULT_RESTART_POLICY}, limit: {DEFAULT_RESTART_LIMIT}}} "
@@ -208,3 +200,9 @@ REPLICA_SPEC = Scope(
     "replica spec",
     (StringField("genericjob/replica-type", "a replica type is a DNS-1123 label", "type", label=True),),
 )
+
+
+# Each kind's declarations, by its name (the family record's ``declared``: the generators compile them).
+DECLARED = {"GenericJob": GENERIC_JOB}
+# The rules checked replica spec by replica spec (jobgate manifests generate writes their check).
+SCOPES = (REPLICA_SPEC,)

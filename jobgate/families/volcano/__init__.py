@@ -16,6 +16,7 @@ FAMILY = Family(
     models="jobgate.families.volcano.models",
     rules="jobgate.families.volcano.rules",
     policy="jobgate.families.volcano.policy",
+    declared="jobgate.families.volcano.declared",
     cel="jobgate.families.volcano.cel",
     controller="jobgate.controller.adapters.volcano",
     compiled_modules=(

@@ -1,4 +1,4 @@
-"""Volcano Job's rules as declarations (``jobgate/rules/forms.py``), as far as a form says them;
+"""Volcano Job's rules as declarations (``jobgate/forms/``), as far as a form says them;
 ``jobgate manifests generate`` compiles them to the calls ``rules/`` makes
 (``jobgate/_generated/declared_rules.py``), to the CRD's rules (``cel/`` lists them) and to the
 catalogue's records.
@@ -6,6 +6,31 @@ catalogue's records.
 
 from __future__ import annotations
 
+from jobgate.families.volcano.forms import (
+    Acyclic,
+    Bound,
+    Bounds,
+    ClaimVolumes,
+    DefaultIndexed,
+    DefaultItemProduct,
+    DefaultItemWhen,
+    DefaultSum,
+    FixedCount,
+    FlagNamesEntry,
+    ImpliedKeys,
+    KnownKeys,
+    LifecyclePolicies,
+    NotBoth,
+    RequiredItemField,
+    RequiredList,
+    Same,
+    SameAll,
+    SameEach,
+    SameUnlessBoth,
+    Subdomain,
+    Unchanged,
+    UniqueName,
+)
 from jobgate.families.volcano.rules.bounds import (
     DEPENDENCY_NAME_MAX_LENGTH,
     MOUNT_PATH_MAX_LENGTH,
@@ -27,37 +52,10 @@ from jobgate.families.volcano.rules.plugins import DEFAULT_MPI_MASTER, PLUGINS
 from jobgate.families.volcano.rules.policies import ANY_EVENT, USER_ACTIONS, USER_EVENTS, VALID_LISTS
 from jobgate.families.volcano.rules.tasks import TIER_CONFLICT
 from jobgate.families.volcano.rules.update import UPDATE_FORBIDDEN
-from jobgate.rules.forms import (
-    Acyclic,
-    AtMostSum,
-    Bound,
-    Bounds,
-    ClaimVolumes,
-    Declaration,
-    DefaultField,
-    DefaultIndexed,
-    DefaultItemField,
-    DefaultItemProduct,
-    DefaultItemWhen,
-    DefaultSum,
-    FixedCount,
-    FlagNamesEntry,
-    ImpliedKeys,
-    KnownKeys,
-    LifecyclePolicies,
-    NotBoth,
-    RequiredItemField,
-    RequiredList,
-    Same,
-    SameAll,
-    SameEach,
-    SameUnlessBoth,
-    StringField,
-    Subdomain,
-    Unchanged,
-    UniqueName,
-    When,
-)
+from jobgate.forms.base import Declaration, When
+from jobgate.forms.defaults import DefaultField, DefaultItemField
+from jobgate.forms.fields import StringField
+from jobgate.forms.roles import AtMostSum
 from jobgate.rules.names import LABEL_MAX_LENGTH
 
 # A list of lifecycle policies as an UPDATE compares it (the job's and each task's).
@@ -367,3 +365,7 @@ JOB: tuple[Declaration, ...] = (
         "(Volcano's) admits it",
     ),
 )
+
+
+# Each kind's declarations, by its name (the family record's ``declared``: the generators compile them).
+DECLARED = {"Job": JOB}

@@ -5,6 +5,7 @@ and the table of where each rule is enforced.
 from __future__ import annotations
 
 import copy
+import functools
 import importlib
 import re
 from collections.abc import Iterable, Sequence
@@ -12,7 +13,8 @@ from typing import Any
 
 from jobgate.engine.registry import JobKind
 from jobgate.families import family as family_record
-from jobgate.generate.cel.catalogue import (
+from jobgate.forms.base import Declarations
+from jobgate.forms.catalogue import (
     LIST_ITEMS,
     MAP_VALUES,
     Default,
@@ -25,7 +27,6 @@ from jobgate.generate.cel.catalogue import (
 )
 from jobgate.generate.cel.jobmeta import job_name_rule, schema_rules
 from jobgate.generate.cel.podtemplate import pod_template_schema
-from jobgate.generate.forms import Declarations
 
 POD_TEMPLATE_DESCRIPTION_START = "Pod template ("
 NAME_MAX_LENGTH = 253
@@ -36,31 +37,40 @@ class CatalogueError(ValueError):
 
 
 def family_rules(kind: JobKind) -> list[Rule] | None:
-    """The family's own rules for the kind; None when the family has no CEL module (webhook only)."""
+    """The family's own rules for the kind, its declared ones in their places (its CEL module's
+    ``rules(kind, declared)``); None when the family has no CEL module (webhook only)."""
     module = family_record(kind.family).cel
     if module is None:
         return None
-    rules: list[Rule] = importlib.import_module(module).rules(kind)
+    declared = family_declarations(kind) or Declarations(())
+    rules: list[Rule] = importlib.import_module(module).rules(kind, declared)
     return rules
 
 
 def family_defaults(kind: JobKind) -> list[Default] | None:
-    """The family's defaults for the kind; None when the family has no CEL module (webhook only)."""
+    """The family's defaults for the kind: its CEL module's own (``defaults(kind)``), then the declared
+    ones; None when the family has no CEL module (webhook only)."""
     module = family_record(kind.family).cel
     if module is None:
         return None
+    declared = family_declarations(kind)
     defaults: list[Default] = importlib.import_module(module).defaults(kind)
-    return defaults
+    return [*defaults, *(declared.defaults() if declared is not None else ())]
 
 
 def family_declarations(kind: JobKind) -> Declarations | None:
-    """The kind's declared rules and defaults (its CEL module's ``declared(kind)``), None when it has none."""
-    module = family_record(kind.family).cel
+    """The kind's declarations compiled (the family record's ``declared`` module's ``DECLARED``), None
+    when it declares none."""
+    return _declarations(kind.family, kind.gvk.kind)
+
+
+@functools.cache
+def _declarations(family: str, kind: str) -> Declarations | None:
+    module = family_record(family).declared
     if module is None:
         return None
-    declared = getattr(importlib.import_module(module), "declared", None)
-    found: Declarations | None = declared(kind) if declared is not None else None
-    return found
+    declared = importlib.import_module(module).DECLARED.get(kind)
+    return None if declared is None else Declarations(declared)
 
 
 def _shared_job_name_rule(own: list[Rule]) -> list[Rule]:

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import re
 
-from jobgate.generate.cel.catalogue import Placement, Produces, Rule, Validation, Where, cel_raw_string
+from jobgate.forms.catalogue import Placement, Produces, Rule, Validation, Where, cel_raw_string
 from jobgate.rules.names import (
     DNS1035_LABEL_MESSAGE,
     DNS1123_LABEL_PATTERN,

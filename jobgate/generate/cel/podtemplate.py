@@ -19,7 +19,7 @@ import copy
 import re
 from typing import Any
 
-from jobgate.generate.cel.catalogue import (
+from jobgate.forms.catalogue import (
     LIST_ITEMS,
     MAP_VALUES,
     Location,
@@ -35,8 +35,7 @@ from jobgate.generate.cel.catalogue import (
     unique_field,
     unique_values,
 )
-from jobgate.generate.forms import scope_rules
-from jobgate.rules.forms import ScopeSite
+from jobgate.forms.scopes import ScopeSite, scope_rules
 from jobgate.rules.names import (
     LABEL_MAX_LENGTH,
 )

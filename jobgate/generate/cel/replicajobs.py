@@ -4,7 +4,8 @@ same kind objects the webhook checks with: the roles, the replica map's field, t
 
 from __future__ import annotations
 
-from jobgate.generate.cel.catalogue import (
+from jobgate.forms.base import Declarations
+from jobgate.forms.catalogue import (
     MAP_VALUES,
     Default,
     Rule,
@@ -15,7 +16,6 @@ from jobgate.generate.cel.podtemplate import (
     TemplateSite,
     pod_template_rules,
 )
-from jobgate.generate.forms import Declarations
 from jobgate.rules.names import LABEL_MAX_LENGTH
 from jobgate.rules.replicajobs import MIN_AVAILABLE, QUEUE_IMMUTABLE, REPLICA_MAP_GROUP, TYPES, ReplicaJobKind
 from jobgate.rules.replicajobs_declared import replica_declarations

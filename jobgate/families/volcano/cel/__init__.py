@@ -12,26 +12,20 @@ from __future__ import annotations
 from jobgate.engine.registry import JobKind
 from jobgate.families.volcano import rules as volcano
 from jobgate.families.volcano.cel import job, resources, tasks
-from jobgate.families.volcano.declared import JOB
-from jobgate.generate.cel.catalogue import Default, Rule
+from jobgate.forms.base import Declarations
+from jobgate.forms.catalogue import Default, Rule
 from jobgate.generate.cel.podtemplate import TemplateSite, pod_template_rules
-from jobgate.generate.forms import Declarations
 
 # The rules a form says are declared (declared.py); the rest is written in the modules here.
-DECLARED = Declarations(JOB)
 TEMPLATES = TemplateSite(("spec", "tasks", "[]", "template"), "spec.tasks[*].template")
 
 
-def declared(kind: JobKind) -> Declarations:
-    assert kind is volcano.VOLCANO_JOB
-    return DECLARED
-
-
-def rules(kind: JobKind) -> list[Rule]:
+def rules(kind: JobKind, declared: Declarations) -> list[Rule]:
+    """The kind's rules, its declared ones (``declared``, compiled by the generator) in their places."""
     assert kind is volcano.VOLCANO_JOB
     # Declared rules in their places among the others: the order of a CRD's rules is the order of
     # the apiserver's errors.
-    declared_rules = {r.id: r for r in DECLARED.rules()}
+    declared_rules = {r.id: r for r in declared.rules()}
     return [
         job.job_name_rule(),
         declared_rules["volcano/tasks-required"],
@@ -45,7 +39,7 @@ def rules(kind: JobKind) -> list[Rule]:
         declared_rules["volcano/priority-class-name"],
         declared_rules["volcano/scheduler-name"],
         job.queue_rule(),
-        *(r for r in DECLARED.rules() if r.id.startswith("volcano/volumes/")),
+        *(r for r in declared.rules() if r.id.startswith("volcano/volumes/")),
         tasks.task_name_rule(),
         declared_rules["volcano/task-names-unique"],
         declared_rules["volcano/template-required"],
@@ -53,7 +47,7 @@ def rules(kind: JobKind) -> list[Rule]:
         tasks.partition_rule(),
         tasks.numa_rule(),
         *resources.pod_level_resources_rules(),
-        *(r for r in DECLARED.rules() if r.id.startswith("volcano/policies/")),
+        *(r for r in declared.rules() if r.id.startswith("volcano/policies/")),
         declared_rules["volcano/update/task-count"],
         declared_rules["volcano/update/immutable"],
         declared_rules["volcano/bounds"],
@@ -63,5 +57,5 @@ def rules(kind: JobKind) -> list[Rule]:
 
 def defaults(kind: JobKind) -> list[Default]:
     assert kind is volcano.VOLCANO_JOB
-    # Every default is declared, in the webhook's order (declared.py).
-    return DECLARED.defaults()
+    # Every default is declared, in the webhook's order (declared.py): none written here.
+    return []

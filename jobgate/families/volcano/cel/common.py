@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from jobgate.families.volcano.rules.bounds import VOLCANO_BOUNDS
-from jobgate.generate.cel.catalogue import LIST_ITEMS, Location
+from jobgate.forms.catalogue import LIST_ITEMS, Location
 
 SPEC: Location = ("spec",)
 TASKS: Location = ("spec", "tasks")

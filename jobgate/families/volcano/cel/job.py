@@ -21,7 +21,7 @@ from jobgate.families.volcano.rules.job import (
     QUALIFIED_NAME_MESSAGE,
     QUALIFIED_NAME_REGEX,
 )
-from jobgate.generate.cel.catalogue import (
+from jobgate.forms.catalogue import (
     Placement,
     Produces,
     Rule,

@@ -15,7 +15,7 @@ import copy
 import re
 
 from jobgate.families.volcano.cel.common import TASK
-from jobgate.generate.cel.catalogue import LIST_ITEMS, Placement, Produces, Rule, Validation, Where, bound
+from jobgate.forms.catalogue import LIST_ITEMS, Placement, Produces, Rule, Validation, Where, bound
 from jobgate.generate.cel.podtemplate import QUANTITIES, is_quantity, quantity_of
 from jobgate.rules.podtemplate import POD_TEMPLATE_BOUNDS
 

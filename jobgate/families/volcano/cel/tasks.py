@@ -6,7 +6,7 @@ from __future__ import annotations
 import re
 
 from jobgate.families.volcano.cel.common import TASK, name_of, or_default, replicas_of
-from jobgate.generate.cel.catalogue import (
+from jobgate.forms.catalogue import (
     Placement,
     Produces,
     Rule,

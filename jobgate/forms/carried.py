@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import re
 
-from jobgate.generate.cel.catalogue import (
+from jobgate.forms.catalogue import (
     Location,
     PolicyValidation,
     Rule,

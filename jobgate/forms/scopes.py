@@ -1,0 +1,314 @@
+"""Per-entry scopes: field declarations relative to one entry (a container, a port), compiled once
+relative to the entry, to the Python function the hand-written loop calls per entry
+(``jobgate/_generated/scoped_rules.py``), and once per site, as the same declarations with the
+site's path in front, to the catalogue's records and placements.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+import re
+from collections.abc import Iterable
+from dataclasses import dataclass
+
+from jobgate import _generated
+from jobgate.forms.base import Declaration, Declarations, FormError, When
+from jobgate.forms.catalogue import (
+    Rule,
+)
+from jobgate.forms.fields import (
+    FIELD_FORMS,
+    AtMostOneOf,
+    FieldBound,
+    FieldForm,
+    RequiredField,
+    Site,
+    StringField,
+    field_calls,
+    field_paths,
+)
+from jobgate.forms.python_text import runtime_module
+
+
+@dataclass(frozen=True)
+class Scope:
+    """Field declarations (``RequiredField``, ``ForbiddenField``, ``FieldBound``, ``StringField``,
+    ``AtMostOneOf``) whose paths are relative to one entry (``entry`` names it: "container"). Their
+    ids and summaries may hold ``{placeholders}`` that each site fills (``pod-template/{list}/image``)."""
+
+    name: str
+    entry: str
+    declared: tuple[FieldForm, ...]
+    # Also ``check_each_<name>(items, path, errors)``: the checks over a whole list, for a loop that
+    # reports nothing between its entries (one call per list, not per entry).
+    each: bool = False
+
+
+@dataclass(frozen=True)
+class ScopeSite:
+    """Where a scope's entries are: ``path`` from the object's root (``spec.tasks[*]``,
+    ``spec.tfReplicaSpecs{*}.template.spec.containers[*]``) and ``names``, the words of its
+    placeholders (``(("list", "containers"),)``)."""
+
+    scope: Scope
+    path: str
+    names: tuple[tuple[str, str], ...] = ()
+
+
+SCOPED_TABLE = os.path.join(os.path.dirname(_generated.__file__), "scoped_rules.py")
+
+
+def _prefixed(path: str | tuple[str, ...], prefix: str) -> str | tuple[str, ...]:
+    if isinstance(path, str):
+        return f"{prefix}.{path}"
+    return tuple(f"{prefix}.{p}" for p in path)
+
+
+class ScopeDeclarations:
+    """A scope's declarations: its generated function, and its rules at each site."""
+
+    def __init__(self, scope: Scope) -> None:
+        self.scope = scope
+        if not re.fullmatch(r"[a-z][a-z0-9_]*", scope.name):
+            raise FormError(f"a scope's name is a Python name: {scope.name!r}")
+        for d in scope.declared:
+            if not isinstance(d, FIELD_FORMS):
+                raise FormError(f"{d.id}: a scope holds field declarations (paths relative to the entry)")
+            for path in field_paths(d):
+                Site(d, path)  # refuses a path or condition its form cannot compile
+        # The ids as one site fills them: checked as a kind's are (field forms may share one).
+        self.at(ScopeSite(scope, "spec.entries[*]", ()))
+
+    def at(self, site: ScopeSite) -> Declarations:
+        """The declarations at ``site``: paths from the object's root, ids and summaries filled."""
+        if site.scope != self.scope:
+            raise FormError(f"a site of {site.scope.name} given to {self.scope.name}")
+        names = _Names(site.names)
+        out: list[Declaration] = []
+        for d in self.scope.declared:
+            changes: dict[str, object] = {
+                "id": d.id.format_map(names),
+                "summary": d.summary.format_map(names),
+                "path": _prefixed(d.path, site.path),
+            }
+            when = getattr(d, "when", None)
+            if when is not None:
+                changes["when"] = When(f"{site.path}.{when.path}", when.value)
+            out.append(dataclasses.replace(d, **changes))  # type: ignore[arg-type]
+        return Declarations(out)
+
+    def rules_at(self, site: ScopeSite) -> list[Rule]:
+        """The catalogue's records of the scope at ``site`` (in declaration order)."""
+        return self.at(site).rules()
+
+    def cost(self, site: ScopeSite) -> list[tuple[str, str]]:
+        return self.at(site).cost()
+
+    def python_function(self) -> tuple[list[str], set[str]]:
+        """The lines of ``check_<name>`` and the names it imports."""
+        name = self.scope.name
+        lines = [
+            "",
+            "",
+            f"def check_{name}(",
+            "    entry: dict[str, Any],",
+            "    path: FieldPath,",
+            "    errors: list[FieldError],",
+            "    index: int = -1,",
+            "    only: tuple[str, ...] = (),",
+            ") -> None:",
+            f'    """One {self.scope.entry} at ``path`` (with ``index``, the entry ``index`` of the list at ``path``:',
+            "    the entry's path is built only for an error): its declared rules' errors added to ``errors``,",
+            '    in declaration order (``only``: of these ids alone, for a loop that reports around them)."""',
+        ]
+        body, imports = self._body(each=False)
+        lines += body
+        if not self.scope.each:
+            return lines, imports
+        # The same checks over a whole list, for a loop that reports nothing between its entries.
+        lines += [
+            "",
+            "",
+            f"def check_each_{name}(items: list[Any], path: FieldPath, errors: list[FieldError]) -> None:",
+            f'    """Each {self.scope.entry} of the list at ``path``, as ``check_{name}``; an entry that is no object',
+            '    is refused (``must be of type object``)."""',
+            "    for index, entry in enumerate(items):",
+            "        if type(entry) is not dict:",
+            '            errors.append(invalid((*path, index), entry, "must be of type object"))',
+            "            continue",
+        ]
+        body, more = self._body(each=True)
+        lines += [f"    {line}" for line in body]
+        return lines, imports | more | {"invalid"}
+
+    def _body(self, *, each: bool) -> tuple[list[str], set[str]]:
+        lines: list[str] = []
+        imports: set[str] = set()
+        current, fetched = "", ""
+        for d in self.scope.declared:
+            body, needs = _scoped_python(d, each=each)
+            imports |= needs
+            if d.id != current:
+                # Declarations of one id side by side are one test of ``only`` (none over a list).
+                if not each:
+                    lines.append(f"    if not only or {d.id!r} in only:")
+                current, fetched = d.id, ""
+            if body[0].startswith("value = ") and body[0] == fetched:
+                body = body[1:]  # the same field, read once (no check writes it)
+            fetched = body[0] if body[0].startswith("value = ") else fetched
+            lines += [("    " if each else "        ") + line for line in body]
+        return lines, imports
+
+
+class _Names(dict[str, str]):
+    """A site's words for the placeholders; one it does not fill stays as written."""
+
+    def __missing__(self, key: str) -> str:
+        return "{" + key + "}"
+
+
+def scope_rules(*sites: ScopeSite) -> list[Rule]:
+    """The catalogue's records of scopes at their sites, compiled together: declarations of one id
+    are one rule, wherever they are (a loop that reports between two checks of an entry calls two
+    scopes, whose declarations may be one rule's)."""
+    declared: list[Declaration] = []
+    for site in sites:
+        declared += ScopeDeclarations(site.scope).at(site).declared
+    return Declarations(declared).rules()
+
+
+def _inline_site(d: FieldForm) -> str | None:
+    """The entry's own field that ``d`` checks, when its check can be written inline (one field of
+    the entry, no condition, no map key): the hot path of a loop over entries."""
+    if isinstance(d, AtMostOneOf) or not isinstance(d.path, str):
+        return None
+    site = Site(d, d.path)
+    if site.scope or not site.plain:
+        return None
+    return site.target[0]
+
+
+def _scoped_python(d: FieldForm, *, each: bool = False) -> tuple[list[str], set[str]]:
+    """The lines that check one declaration of a scope on ``entry`` at ``path`` (``each``: the entry
+    ``index`` of the list at ``path``), and their imports. Inline for the forms of the hot path (a
+    field of the entry); otherwise the form's function, run on the entry, its errors rebased."""
+    field = _inline_site(d)
+    at = f"(*path, index, {field!r})" if each else f"((*path, {field!r}) if index < 0 else (*path, index, {field!r}))"
+    if field is not None and isinstance(d, RequiredField):
+        message = f", {d.message!r}" if d.message else ""
+        unset = 'value is None or value == ""' if d.empty_is_unset else "value is None"
+        if d.string:
+            valid = "type(value) is not str or not value" if d.empty_is_unset else "type(value) is not str"
+            # Valid values take the shortest way: one type test.
+            return [
+                f"value = entry.get({field!r})",
+                f"if {valid}:",
+                f"    if {unset}:",
+                f"        errors.append(required({at}{message}))",
+                "    else:",
+                f'        errors.append(invalid({at}, value, "must be of type string"))',
+            ], {"required", "invalid"}
+        return [
+            f"value = entry.get({field!r})",
+            f"if {unset}:",
+            f"    errors.append(required({at}{message}))",
+        ], {"required"}
+    if field is not None and isinstance(d, StringField) and (d.label or d.syntax):
+        is_one, problems = _SYNTAX_FUNCTIONS[d.syntax or "label"]
+        lines = [
+            f"value = entry.get({field!r})",
+            "if type(value) is str:",
+            f"    if value and not {is_one}(value):",
+            f"        errors.extend([invalid({at}, value, problem) for problem in {problems}(value)])",
+        ]
+        if d.string:
+            lines += ["elif value is not None:", f'    errors.append(invalid({at}, value, "must be of type string"))']
+        return lines, {"invalid", is_one, problems}
+    only_enum = isinstance(d, StringField) and d.enum and not (d.pattern or d.message or d.min_length or d.max_length)
+    if field is not None and isinstance(d, StringField) and only_enum:
+        # A string (or, with ``string``, anything but null) that is none of the values.
+        given = "value is not None" if d.string else "type(value) is str"
+        return [
+            f"value = entry.get({field!r})",
+            f"if {given} and value not in {d.enum!r}:",
+            f"    errors.append(not_supported({at}, value, {d.enum!r}))",
+        ], {"not_supported"}
+    if field is not None and isinstance(d, FieldBound) and d.integer and d.message:
+        within = (
+            (f"{d.minimum} <= " if d.minimum is not None else "")
+            + "value"
+            + (f" <= {d.maximum}" if d.maximum is not None else "")
+        )
+        # Valid values take the shortest way: a type test and a comparison.
+        return [
+            f"value = entry.get({field!r})",
+            f"if value is not None and not (type(value) is int and {within}):",
+            f"    errors.append(invalid({at}, value, {d.message!r}))",
+        ], {"invalid"}
+    calls = field_calls(d)
+    lines = []
+    entry_path = "(*path, index)" if each else "((*path, index) if index >= 0 else path)"
+    for call in calls:
+        lines += [
+            f"for error in {call.replace('(obj, ', '(entry, ', 1)}:",
+            f"    errors.append(rebased({entry_path}, error))",
+        ]
+    function = calls[0].split("(", 1)[0]
+    return lines, {function, "rebased"}
+
+
+_SYNTAX_FUNCTIONS = {
+    "label": ("is_dns1123_label", "dns1123_label_problems"),
+    "port-name": ("is_port_name", "port_name_problems"),
+    "env-var-name": ("is_env_var_name", "env_var_name_problems"),
+}
+
+
+_SCOPED_IMPORTS = {
+    "is_port_name": "jobgate.rules.names",
+    "port_name_problems": "jobgate.rules.names",
+    "is_env_var_name": "jobgate.rules.names",
+    "env_var_name_problems": "jobgate.rules.names",
+    "required": "jobgate.engine.fielderrors",
+    "invalid": "jobgate.engine.fielderrors",
+    "not_supported": "jobgate.engine.fielderrors",
+    "is_dns1123_label": "jobgate.rules.names",
+    "dns1123_label_problems": "jobgate.rules.names",
+}
+
+
+def scoped_module_text(scopes: Iterable[Scope]) -> str:
+    """``jobgate/_generated/scoped_rules.py``: a function ``check_<name>`` per scope. It imports only
+    what its checks call (no declaration, no ``dataclasses`` or ``typing`` at run time: start-up)."""
+    functions: list[str] = []
+    imports: set[str] = set()
+    for scope in sorted(scopes, key=lambda s: s.name):
+        lines, needs = ScopeDeclarations(scope).python_function()
+        functions += lines
+        imports |= needs
+    modules: dict[str, list[str]] = {}
+    for name in sorted(imports):
+        modules.setdefault(_SCOPED_IMPORTS.get(name) or runtime_module(name), []).append(name)
+    out = [
+        '"""Generated by `jobgate manifests generate` from the per-entry scopes; do not edit.',
+        "",
+        "Each scope's declared rules (jobgate/forms/scopes.py's Scope) as one function that a hand-written",
+        'loop calls for each entry, where the checks of the entry run (docs/rule-forms.md)."""',
+        "",
+        "from __future__ import annotations",
+        "",
+    ]
+    for module in sorted(modules):
+        out += [f"from {module} import (", *(f"    {n}," for n in modules[module]), ")"]
+    out += [
+        "",
+        "TYPE_CHECKING = False",
+        "if TYPE_CHECKING:",
+        "    from typing import Any",
+        "",
+        "    from jobgate.engine.fielderrors import FieldError, FieldPath",
+        *functions,
+        "",
+    ]
+    return "\n".join(out)
