@@ -34,6 +34,7 @@ class ReviewContext:
     __slots__ = (
         "devices",
         "dry_run",
+        "exceptions",
         "groups",
         "namespace",
         "namespace_labels",
@@ -58,6 +59,7 @@ class ReviewContext:
         policies: Sequence[Mapping[str, Any]] | None = None,
         devices: DeviceView | None = None,
         namespace_labels_known: bool = True,
+        exceptions: Any = None,
     ) -> None:
         self.operation = operation
         self.namespace = namespace
@@ -77,6 +79,9 @@ class ReviewContext:
         # DRA objects (resource.k8s.io/v1 claim templates, claims, device classes); None: no view,
         # so a count that needs one cannot be made.
         self.devices = devices
+        # TrainingJobPolicyExceptions in force (jobgate.policy.exceptions.ExceptionSnapshot or the
+        # webhook's cache); None: none are known, nothing is waived.
+        self.exceptions = exceptions
         self.skipped: set[str] = set()
 
     def __repr__(self) -> str:
@@ -109,4 +114,5 @@ def context_for(
         queues=views.queues,
         policies=policies.policies() if policies is not None else None,
         devices=views.devices,
+        exceptions=views.exceptions,
     )

@@ -213,7 +213,7 @@ class ClusterViews:
     as its caches sync; each review copies what it needs into its ``ReviewContext``.
     """
 
-    __slots__ = ("default_namespace", "devices", "policies", "queues")
+    __slots__ = ("default_namespace", "devices", "exceptions", "policies", "queues")
 
     def __init__(
         self,
@@ -226,5 +226,7 @@ class ClusterViews:
         self.policies = policies
         # DRA objects (claim templates, claims, device classes) that GPU counting reads.
         self.devices = devices
+        # TrainingJobPolicyExceptions (jobgate.policy.exceptions.ExceptionSnapshot, or the webhook's cache).
+        self.exceptions: Any = None
         # The namespace of a job that names none (offline: kubectl's, ``--namespace``).
         self.default_namespace = default_namespace

@@ -34,9 +34,10 @@ from jobgate.generate.forms import (
 from jobgate.generate.rule_ids import RULE_ID_TABLE, rule_ids_text
 from jobgate.generate.schemas import SCHEMA_TABLE, schema_table_text
 from jobgate.policy.crds import policy_crds
+from jobgate.policy.exception_models import exception_crd
 from jobgate.policy.fieldmap import KINDS
 from jobgate.policy.models import GROUP as POLICY_GROUP
-from jobgate.policy.resources import CLUSTER_POLICIES, POLICIES
+from jobgate.policy.resources import CLUSTER_POLICIES, EXCEPTIONS, POLICIES
 from jobgate.rules.forms import Scope
 from jobgate.rules.podtemplate_declared import SCOPES
 
@@ -283,12 +284,12 @@ def controller_cluster_role() -> dict[str, Any]:
         # The policy audit: it reads the policies and the namespaces' labels, writes the policies' status.
         {
             "apiGroups": [POLICY_GROUP],
-            "resources": [CLUSTER_POLICIES.plural, POLICIES.plural],
+            "resources": [CLUSTER_POLICIES.plural, POLICIES.plural, EXCEPTIONS.plural],
             "verbs": ["list", "watch"],
         },
         {
             "apiGroups": [POLICY_GROUP],
-            "resources": [f"{CLUSTER_POLICIES.plural}/status", f"{POLICIES.plural}/status"],
+            "resources": [f"{r.plural}/status" for r in (CLUSTER_POLICIES, POLICIES, EXCEPTIONS)],
             "verbs": ["update"],
         },
         {"apiGroups": [""], "resources": ["namespaces"], "verbs": ["list", "watch"]},
@@ -343,7 +344,7 @@ def webhook_policy_reader() -> list[dict[str, Any]]:
             "rules": [
                 {
                     "apiGroups": [POLICY_GROUP],
-                    "resources": [CLUSTER_POLICIES.plural, POLICIES.plural],
+                    "resources": [CLUSTER_POLICIES.plural, POLICIES.plural, EXCEPTIONS.plural],
                     "verbs": ["list", "watch"],
                 },
                 {"apiGroups": [""], "resources": ["namespaces"], "verbs": ["list", "watch"]},
@@ -406,7 +407,7 @@ def generated_files() -> dict[str, str]:
         files[f"base/crds/{kind.gvk.group}_{kind.plural}.yaml"] = _dump([custom_resource_definition(kind)])
     files[f"base/crds/{COMMAND_CRD_FILE}"] = _dump([command_custom_resource_definition()])
     policy_files = []
-    for crd in policy_crds():
+    for crd in (*policy_crds(), exception_crd()):
         policy_files.append(f"{crd['metadata']['name'].partition('.')[2]}_{crd['spec']['names']['plural']}.yaml")
         files[f"base/crds/{policy_files[-1]}"] = _dump([crd])
     names = [f"{k.gvk.group}_{k.plural}.yaml" for k in kinds] + [COMMAND_CRD_FILE, *policy_files]

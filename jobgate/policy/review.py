@@ -113,7 +113,7 @@ class PolicyReview:
         ):
             judged = judge(self.family, defaulted, old, self.context)
         else:
-            judged = verdict(self.family, resolution, defaulted, old, self.context.devices)
+            judged = verdict(self.family, resolution, defaulted, old, self.context.devices, context=self.context)
         context = self.context
         if resolution is not None and resolution.effective.conflicts and context.operation == CREATE:
             judged = _with_default_conflicts(judged, resolution, self.family)
@@ -176,7 +176,7 @@ def _set_path(
 class PolicyVerdict:
     """What the policies add to a review: errors (Deny), warnings (Warn), audit lines (Audit)."""
 
-    __slots__ = ("audit", "errors", "rules", "warning_rules", "warnings")
+    __slots__ = ("audit", "errors", "rules", "waived", "warning_rules", "warnings")
 
     def __init__(self) -> None:
         self.errors: list[FieldError] = []
@@ -187,6 +187,8 @@ class PolicyVerdict:
         # (rule id, field path) of each warning, by its text.
         self.warning_rules: dict[str, tuple[str, FieldPath]] = {}
         self.audit: list[str] = []
+        # What TrainingJobPolicyExceptions waived, one line per exception (also a warning).
+        self.waived: list[str] = []
 
 
 def judge(
@@ -195,7 +197,9 @@ def judge(
     """The policies' verdict on the job as it will be stored; None when they have nothing to say
     (the review carries no policies, or the job breaks none)."""
     resolution = resolution_for(defaulted, context)
-    return verdict(family, resolution, defaulted, old, context.devices) if resolution is not None else None
+    if resolution is None:
+        return None
+    return verdict(family, resolution, defaulted, old, context.devices, context=context)
 
 
 def verdict(
@@ -204,16 +208,29 @@ def verdict(
     defaulted: dict[str, Any],
     old: dict[str, Any] | None,
     devices: DeviceView | None = None,
+    *,
+    context: ReviewContext | None = None,
 ) -> PolicyVerdict | None:
     """The verdict of the resolved policies on the job as it will be stored; None when the job breaks
-    none. ``devices``: the review's view of DRA objects (claim templates, claims, device classes)."""
+    none. ``devices``: the review's view of DRA objects (claim templates, claims, device classes);
+    ``context``: the review's, for the exceptions in force."""
     effective, kmap = resolution.effective, resolution.kmap
     if not effective.policies or kmap is None or kmap.family != family:
         return None
     found = policy_findings(defaulted, old, family, effective, kmap, plan=resolved_plan(resolution), devices=devices)
     if not found:
         return None
+    waived: list[str] = []
+    if context is not None and context.exceptions is not None:
+        from jobgate.policy.exception_review import waive_in_review
+
+        found, waived = waive_in_review(found, context, family, resolution, defaulted, old=old)
     judged = PolicyVerdict()
+    if waived:
+        judged.waived = waived
+        for line in waived:
+            judged.warnings.append(line)
+            judged.warning_rules[line] = ("policy/exception", ("metadata", "name"))
     for finding in found:
         if finding.action == "Deny":
             error = field_error(finding)
