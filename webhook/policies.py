@@ -113,10 +113,15 @@ class PolicyEnforcement:
         self.views = views
         self.cache: PolicyCache | None = None
         self.devices: DeviceCache | None = None
+        self.exceptions: Any = None  # webhook.policy_exceptions.ExceptionCache, where the CRD is served
         self.stop_event = threading.Event()
 
     def ready(self) -> bool:
-        return (self.cache is None or self.cache.synced()) and (self.devices is None or self.devices.synced())
+        return (
+            (self.cache is None or self.cache.synced())
+            and (self.devices is None or self.devices.synced())
+            and (self.exceptions is None or self.exceptions.synced())
+        )
 
     def start(self, kubeconfig: str | None, in_cluster: bool) -> None:
         if kubeconfig is None and not in_cluster:
@@ -137,6 +142,9 @@ class PolicyEnforcement:
 
     def _start_cache(self, kube: Kube) -> None:
         self._start_devices(kube)
+        from jobgate.webhook.policy_exceptions import start_exceptions
+
+        self.exceptions = start_exceptions(kube, self.views)
         cache = PolicyCache(kube)
         cache.start()
         self.cache = cache
@@ -189,3 +197,5 @@ class PolicyEnforcement:
             self.cache.stop()
         if self.devices is not None:
             self.devices.stop()
+        if self.exceptions is not None:
+            self.exceptions.stop()

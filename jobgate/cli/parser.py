@@ -66,6 +66,24 @@ def _add_cluster_flags(parser: argparse.ArgumentParser, default: object = None) 
         "ignored): one `kubectl get namespaces,queues,resourceclaimtemplates,resourceclaims,deviceclasses,"
         "clustertrainingjobpolicies,trainingjobpolicies -A -o yaml` is all a check needs; may be given again",
     )
+    _add_now_flag(parser, default)
+
+
+def _now_argument(text: str) -> object:
+    from jobgate.offline.exception_objects import now_argument  # only a run given --now reads it
+
+    return now_argument(text)
+
+
+def _add_now_flag(parser: argparse.ArgumentParser, default: object = None) -> None:
+    parser.add_argument(
+        "--now",
+        metavar="RFC3339",
+        type=_now_argument,
+        default=default,
+        help="the time TrainingJobPolicyExceptions (in --policies or --cluster-objects) are judged at, e.g. "
+        "2026-12-01T00:00:00Z, for reproducible CI (default: the current time)",
+    )
 
 
 def _positive_int(text: str) -> int:

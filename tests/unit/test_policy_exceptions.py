@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import datetime
+import json
 
 import pytest
 from pydantic import ValidationError
@@ -226,3 +227,88 @@ def test_a_malformed_stored_exception_waives_nothing():
     obj = exception()
     obj["spec"]["policies"][0]["rules"] = ["policy/nope"]
     assert PolicyException.from_object(obj) is None
+
+
+# --- offline: --policies, --cluster-objects, --now --------------------------------------------------
+
+
+def _write(path, *documents) -> str:
+    import yaml
+
+    path.write_text(yaml.safe_dump_all(documents))
+    return str(path)
+
+
+def test_offline_honours_exceptions_at_the_given_time(tmp_path, capsys):
+    from jobgate.cli import main
+
+    policies = _write(tmp_path / "policies.yaml", GPU_CAP, exception())
+    job = _write(tmp_path / "job.yaml", big())
+    assert main(["validate", "--policies", policies, "--now", "2026-12-01T00:00:00Z", job]) == 0
+    out = capsys.readouterr().out
+    assert "TrainingJobPolicyException team-a/big-run waives" in out and "[policy/exception]" in out
+    assert main(["validate", "--policies", policies, "--now", "2026-12-05T00:00:00Z", job]) == 1
+    assert main(["validate", "--cluster-objects", policies, "--now", "2026-12-01T00:00:00Z", job]) == 0
+    assert main(["default", "--policies", policies, "--now", "2026-12-01T00:00:00Z", job]) == 0
+    # A policy file and an exception file apart: both are read.
+    apart = _write(tmp_path / "exceptions.yaml", exception())
+    only_policy = _write(tmp_path / "policy.yaml", GPU_CAP)
+    args = ["validate", "--policies", only_policy, "--cluster-objects", apart, "--now", "2026-12-01T00:00:00Z", job]
+    assert main(args) == 0
+
+
+@pytest.mark.parametrize(
+    ("broken", "expected"),
+    [
+        ({"expiresAt": None}, "spec.expiresAt: Required value"),
+        ({"reason": None}, "spec.reason: Required value"),
+        ({"policies": [{"kind": "ClusterTrainingJobPolicy", "name": "x", "rules": ["nope"]}]}, "rules[0]"),
+    ],
+)
+def test_offline_a_malformed_exception_is_a_usage_error_naming_it(tmp_path, capsys, broken, expected):
+    from jobgate.cli import main
+
+    obj = exception()
+    for key, value in broken.items():
+        if value is None:
+            del obj["spec"][key]
+        else:
+            obj["spec"][key] = value
+    policies = _write(tmp_path / "policies.yaml", GPU_CAP, obj)
+    assert main(["validate", "--policies", policies, _write(tmp_path / "job.yaml", big())]) == 2
+    err = capsys.readouterr().err
+    assert "TrainingJobPolicyException team-a/big-run is invalid" in err
+    assert expected in err
+
+
+def test_offline_an_exception_without_namespace_is_a_usage_error(tmp_path, capsys):
+    from jobgate.cli import main
+
+    obj = exception()
+    del obj["metadata"]["namespace"]
+    policies = _write(tmp_path / "policies.yaml", GPU_CAP, obj)
+    assert main(["validate", "--policies", policies, _write(tmp_path / "job.yaml", big())]) == 2
+    assert "metadata.namespace: Required value" in capsys.readouterr().err
+
+
+def test_offline_now_must_be_rfc3339(tmp_path):
+    from jobgate.cli import main
+
+    policies = _write(tmp_path / "policies.yaml", GPU_CAP)
+    with pytest.raises(SystemExit) as exited:
+        main(["validate", "--policies", policies, "--now", "tomorrow", _write(tmp_path / "job.yaml", big())])
+    assert exited.value.code == 2
+
+
+def test_the_webhook_answer_carries_the_warning_and_the_audit_annotation():
+    from jobgate.engine.views import ClusterViews
+    from jobgate.webhook.admission import EXCEPTION_ANNOTATION, Webhook, answer_review, parse_review
+    from tests.builders import admission_review
+
+    views = ClusterViews(policies=PolicySnapshot([parse_policy(GPU_CAP)]))
+    views.exceptions = ExceptionSnapshot.of_objects([exception()], NOW)
+    review = parse_review(json.dumps(admission_review(big())).encode())
+    response = answer_review(review, Webhook.VALIDATE, views)["response"]
+    assert response["allowed"] is True
+    assert any("TrainingJobPolicyException team-a/big-run" in w for w in response["warnings"])
+    assert "big-run" in response["auditAnnotations"][EXCEPTION_ANNOTATION]
