@@ -40,8 +40,9 @@ def _add_cluster_flags(parser: argparse.ArgumentParser, default: object = None) 
         metavar="FILE|DIR",
         action="append",
         default=default,
-        help="platform policies to enforce (ClusterTrainingJobPolicy, TrainingJobPolicy; e.g. `kubectl get "
-        "clustertrainingjobpolicies,trainingjobpolicies -A -o yaml`); may be given again",
+        help="platform policies to enforce (ClusterTrainingJobPolicy, TrainingJobPolicy, and the "
+        "TrainingJobPolicyExceptions that waive them; e.g. `kubectl get "
+        "clustertrainingjobpolicies,trainingjobpolicies,trainingjobpolicyexceptions -A -o yaml`); may be given again",
     )
     parser.add_argument(
         "--namespaces",
@@ -61,7 +62,8 @@ def _add_cluster_flags(parser: argparse.ArgumentParser, default: object = None) 
         metavar="FILE|DIR",
         action="append",
         default=default,
-        help="exported cluster objects, routed by apiVersion and kind (Namespaces, the policies, Volcano "
+        help="exported cluster objects, routed by apiVersion and kind (Namespaces, the policies and their "
+        "exceptions, Volcano "
         "Queues, resource.k8s.io/v1 ResourceClaimTemplates, ResourceClaims, DeviceClasses; other kinds are "
         "ignored): one `kubectl get namespaces,queues,resourceclaimtemplates,resourceclaims,deviceclasses,"
         "clustertrainingjobpolicies,trainingjobpolicies -A -o yaml` is all a check needs; may be given again",
@@ -320,8 +322,25 @@ def _certs_arguments(certs: argparse.ArgumentParser) -> None:
     inject.set_defaults(handler=_certs_inject)
 
 
+def _policy_test(args: argparse.Namespace) -> int:
+    from jobgate.cli.policy_test import policy_test
+
+    return policy_test(args)
+
+
 def _policy_arguments(policy: argparse.ArgumentParser) -> None:
-    actions = policy.add_subparsers(dest="action", metavar="{explain}", required=True)
+    actions = policy.add_subparsers(dest="action", metavar="{explain,test}", required=True)
+    test = actions.add_parser("test", help="run declarative policy tests (jobgate-test.yaml) offline")
+    test.description = (
+        "Runs each test file (PATH, or every jobgate-test.yaml under a directory; default: .): its policies, "
+        "exceptions and cluster objects against its jobs, with the engine of `jobgate validate`, and compares "
+        "each job's outcome (admitted, warned, denied), rule ids and stored fields with the file's results "
+        "(docs/policy-over-time.md). Exit status: 0 every expectation met, 1 any not met, 2 a test that cannot run."
+    )
+    test.add_argument("paths", nargs="*", metavar="PATH", help="test files or directories (default: .)")
+    test.add_argument("-o", "--output", choices=("table", "json", "junit"), default="table", help="default: table")
+    test.add_argument("--update", action="store_true", help="write each file's results from what the engine says now")
+    test.set_defaults(handler=_policy_test)
     explain = actions.add_parser(
         "explain", help="print a namespace's effective policy, each value with the policy that gave it"
     )
