@@ -32,6 +32,7 @@ from typing import Any
 from prometheus_client import Gauge
 
 from jobgate.controller.exception_audit import Coverage, ExceptionStatusWriter, exceptions_informer, next_expiry
+from jobgate.controller.openreports import ReportWriter
 from jobgate.engine.registry import JobKind
 from jobgate.engine.views import namespace_labels
 from jobgate.kube.client import ApiError, Kube, Resource
@@ -66,6 +67,8 @@ class Violations:
 
     def __init__(self) -> None:
         self.by_policy: dict[str, dict[str, dict[str, Any]]] = {}
+        # By job key: the job and its findings (the OpenReports of :mod:`.openreports`).
+        self.jobs: dict[str, tuple[Mapping[str, Any], list[Any]]] = {}
 
     def add(self, policy: str, job: Mapping[str, Any], message: str) -> None:
         metadata = job.get("metadata") or {}
@@ -107,6 +110,7 @@ def audit(
                 continue
             for name in finding.policy.split(", "):
                 found.add(name, job, finding.text())
+            found.jobs.setdefault(str((job.get("metadata") or {}).get("uid")), (job, []))[1].append(finding)
     return found
 
 
@@ -156,7 +160,14 @@ class PolicyAudit:
     """The leader's audit loop: informers of the policies and namespaces, jobs listed per audit."""
 
     def __init__(
-        self, kube: Kube, kinds: list[JobKind], *, interval: float = 300.0, namespace: str | None = None
+        self,
+        kube: Kube,
+        kinds: list[JobKind],
+        *,
+        interval: float = 300.0,
+        namespace: str | None = None,
+        openreports: bool = True,
+        report_writes_per_second: float = 20.0,
     ) -> None:
         self.kube = kube
         self.kinds = kinds
@@ -175,6 +186,10 @@ class PolicyAudit:
             informer.handlers.append(self._on_change)
         self._thread: threading.Thread | None = None
         self.exception_status: ExceptionStatusWriter | None = None
+        # OpenReports, where the cluster serves them (asked at each audit) and not turned off.
+        self.reports = (
+            ReportWriter(kube, namespace=namespace, writes_per_second=report_writes_per_second) if openreports else None
+        )
 
     def _on_change(self, event: str, obj: dict[str, Any], old: dict[str, Any] | None) -> None:
         # A status the audit itself wrote changes nothing it judges: only spec, labels and presence.
@@ -284,6 +299,8 @@ class PolicyAudit:
             self._events(name, violations)
         if coverage is not None and self.exception_status is not None:
             self.exception_status.write(coverage)
+        if self.reports is not None and self.reports.served():
+            self.reports.sync(found.jobs, datetime.datetime.now(datetime.UTC))
         self.audits += 1
         return found
 

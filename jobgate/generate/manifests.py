@@ -293,6 +293,12 @@ def controller_cluster_role() -> dict[str, Any]:
             "verbs": ["update"],
         },
         {"apiGroups": [""], "resources": ["namespaces"], "verbs": ["list", "watch"]},
+        # OpenReports: a Report per violating job, where the openreports.io CRDs are installed.
+        {
+            "apiGroups": ["openreports.io"],
+            "resources": ["reports"],
+            "verbs": ["list", "create", "update", "delete"],
+        },
     ]
     return {
         "apiVersion": "rbac.authorization.k8s.io/v1",
