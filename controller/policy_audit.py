@@ -15,10 +15,9 @@ effective policy exactly as the webhook would judge it as stored (``jobgate.poli
 Jobs are listed at each audit rather than cached: the audit needs whole jobs (pod templates,
 resources) that the reconciler's caches need not keep, and it runs minutes apart.
 
-PolicyReport objects (wg-policy ``PolicyReport``/OpenReports) are not written: their CRDs are
-Kyverno's and optional, and a cluster without them would need jobgate to install a second API for
-what the policies' own status already says (``kubectl get clustertrainingjobpolicies`` prints
-the count). The status is the report.
+Where the cluster serves OpenReports' CRDs, each violating job also gets a ``Report``
+(:mod:`.openreports`); TrainingJobPolicyExceptions are honoured and their status written
+(:mod:`.exception_audit`).
 """
 
 from __future__ import annotations
