@@ -64,6 +64,15 @@ _RULES = [
         "the job is not admitted; pass the Namespace with --namespaces or --cluster-objects.",
     ),
     PolicyRule(
+        "policy/exception",
+        "TrainingJobPolicyException (spec.policies, spec.match, spec.expiresAt)",
+        "Warning",
+        "A warning (never a denial): a TrainingJobPolicyException of the job's namespace, in force (its "
+        "expiresAt after now) and matching the job, waived some of a policy's limits and requirements; the "
+        "message names the exception, what it waived, until when and why (also the webhook's audit "
+        "annotation policy-exceptions).",
+    ),
+    PolicyRule(
         "policy/schema",
         "the whole policy object",
         "Invalid value",
