@@ -62,8 +62,7 @@ def _add_cluster_flags(parser: argparse.ArgumentParser, default: object = None) 
         metavar="FILE|DIR",
         action="append",
         default=default,
-        help="exported cluster objects, routed by apiVersion and kind (Namespaces, the policies and their "
-        "exceptions, Volcano "
+        help="exported cluster objects, routed by apiVersion and kind (Namespaces, the policies, Volcano "
         "Queues, resource.k8s.io/v1 ResourceClaimTemplates, ResourceClaims, DeviceClasses; other kinds are "
         "ignored): one `kubectl get namespaces,queues,resourceclaimtemplates,resourceclaims,deviceclasses,"
         "clustertrainingjobpolicies,trainingjobpolicies -A -o yaml` is all a check needs; may be given again",
