@@ -31,6 +31,9 @@ def split_exceptions(objects: Iterable[Located]) -> tuple[list[Located], list[Lo
 
 def check_exceptions(objects: Iterable[Located], flag: str) -> tuple[list[dict[str, Any]], list[str]]:
     """The valid exceptions among ``objects`` and the error lines of the others."""
+    objects = list(objects)
+    if not objects:
+        return [], []  # the models (pydantic) are loaded only for a run given exceptions
     from pydantic import ValidationError
 
     from jobgate.offline.cluster_objects import POLICY_GROUP
