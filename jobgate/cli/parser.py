@@ -380,7 +380,7 @@ COMMANDS: dict[str, tuple[str, Callable[[argparse.ArgumentParser], None]]] = {
     "manifests": ("generated CRDs, policies and webhook configurations", _manifests_arguments),
     "certs": ("certificates for the webhook", _certs_arguments),
     "explain": ("print a rule's documentation: what it checks, where it is enforced, examples", _explain_arguments),
-    "policy": ("platform policies: a namespace's effective policy", _policy_arguments),
+    "policy": ("platform policies: a namespace's effective policy, declarative policy tests", _policy_arguments),
 }
 
 

@@ -312,3 +312,19 @@ def test_the_webhook_answer_carries_the_warning_and_the_audit_annotation():
     assert response["allowed"] is True
     assert any("TrainingJobPolicyException team-a/big-run" in w for w in response["warnings"])
     assert "big-run" in response["auditAnnotations"][EXCEPTION_ANNOTATION]
+
+
+def test_offline_review_answers_as_the_webhook_with_the_exception(tmp_path, capsys):
+    from jobgate.cli import main
+    from tests.builders import admission_review
+
+    policies = _write(tmp_path / "policies.yaml", GPU_CAP, exception())
+    review = tmp_path / "review.json"
+    review.write_text(json.dumps(admission_review(big())))
+    flags = ["--policies", policies, "--now", "2026-12-01T00:00:00Z"]
+    assert main(["review", "validate", *flags, str(review)]) == 0
+    answer = json.loads(capsys.readouterr().out)["response"]
+    assert answer["allowed"] is True
+    assert "TrainingJobPolicyException team-a/big-run" in answer["auditAnnotations"]["policy-exceptions"]
+    assert main(["review", "validate", "--policies", policies, "--now", "2026-12-09T00:00:00Z", str(review)]) == 0
+    assert json.loads(capsys.readouterr().out)["response"]["allowed"] is False
