@@ -147,3 +147,17 @@ def test_the_audit_writes_reports_only_where_served_and_not_turned_off():
     assert not [p for p, _ in kube.created if "openreports" in p]
     off = PolicyAudit(kube, [], openreports=False)  # type: ignore[arg-type]
     assert off.reports is None
+
+
+def test_ten_thousand_violating_jobs_write_once_then_nothing():
+    one = findings_of(stored_tfjob("big", "a", 4))["uid-big"]
+    violating = {}
+    for i in range(10_000):
+        job = {**one[0], "metadata": {**one[0]["metadata"], "name": f"job-{i}", "uid": f"uid-{i}"}}
+        violating[f"uid-{i}"] = (job, one[1])
+    kube = ReportKube()
+    writer = ReportWriter(kube, writes_per_second=0)  # type: ignore[arg-type]
+    writer.sync(violating, NOW)
+    assert writer.writes == 10_000 and len(kube.reports) == 10_000
+    writer.sync(violating, LATER)
+    assert writer.writes == 10_000  # an audit that finds the same writes nothing
