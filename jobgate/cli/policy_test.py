@@ -192,8 +192,8 @@ def run_test(path: Path, spec: PolicyTestFile) -> list[JobResult]:
             raise BadTest(f"{path}: {item.source}:{item.line}: {item.reason}")
         for obj, prefix in job_documents(item):
             result, verdict = evaluate(item, obj, prefix, with_patch=False, views=views)
-            if result.outcome is Outcome.SKIPPED:
-                continue
+            if result.outcome is Outcome.SKIPPED or result.api_version.startswith("policy.jobgate.io/"):
+                continue  # not a job (a policy kept beside the jobs is read by `policies:`)
             if result.outcome is Outcome.ERROR:
                 raise BadTest(f"{path}: {result.source}:{result.line}: {result.reason}")
             if result.errors:
