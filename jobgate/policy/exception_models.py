@@ -48,7 +48,7 @@ class WaivedPolicy(PolicyModel):
         description="ClusterTrainingJobPolicy, or TrainingJobPolicy (in the exception's namespace)."
     )
     name: Name = Field(description="The policy's name.")
-    rules: Annotated[list[RuleId], Field(min_length=1, max_length=len(WAIVABLE_RULES))] | None = Field(
+    rules: Annotated[list[RuleId], Field(min_length=1, max_length=len(WAIVABLE_RULES))] | None = Field(  # type: ignore[valid-type]
         None,
         description="Rule ids waived (policy/max-gpus-per-job, ...); absent = every limit and requirement of the "
         "policy (never its conflicts, never its defaults).",

@@ -185,7 +185,7 @@ class PolicyException:
                 return False
         return True
 
-    def rules_for(self, ref: PolicyRef) -> frozenset[str] | None:
+    def rules_for(self, ref: PolicyRef) -> frozenset[str]:
         """The rule ids waived of ``ref`` (every constraint: :data:`WAIVABLE_RULES`); empty when none."""
         if ref not in self.waives:
             return frozenset()
