@@ -108,9 +108,9 @@ crds:
   # helm.sh/resource-policy: keep, so that `helm uninstall` never deletes the CRDs and with
   # them every job stored in the cluster. Delete them by hand to remove the jobs.
   keep: true
-  # The platform-policy CRDs (ClusterTrainingJobPolicy, TrainingJobPolicy), whatever families are
-  # served and whether or not the job CRDs are installed: policies apply to every family,
-  # Kubeflow's included (docs/policy.md).
+  # The platform-policy CRDs (ClusterTrainingJobPolicy, TrainingJobPolicy,
+  # TrainingJobPolicyException), whatever families are served and whether or not the job CRDs
+  # are installed: policies apply to every family, Kubeflow's included (docs/policy.md).
   installPolicies: true
 
 certificates:

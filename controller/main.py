@@ -82,6 +82,19 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "this often (default 300; 0: no audit)",
     )
     parser.add_argument(
+        "--no-openreports",
+        action="store_true",
+        help="write no OpenReports (openreports.io/v1alpha1 Report per violating job), even where their CRDs "
+        "are installed",
+    )
+    parser.add_argument(
+        "--openreports-writes-per-second",
+        type=float,
+        default=20.0,
+        metavar="N",
+        help="pace the audit's Report writes (default 20; 0: unpaced)",
+    )
+    parser.add_argument(
         "--metrics-port",
         type=int,
         default=0,
@@ -167,7 +180,14 @@ def _policy_audit(kube: Kube, controller: Controller, args: argparse.Namespace) 
     from jobgate.controller.policy_audit import PolicyAudit
 
     kinds = [adapter.kind for adapter in controller.adapters.values()]
-    return PolicyAudit(kube, kinds, interval=args.policy_audit_interval, namespace=args.namespace)
+    return PolicyAudit(
+        kube,
+        kinds,
+        interval=args.policy_audit_interval,
+        namespace=args.namespace,
+        openreports=not args.no_openreports,
+        report_writes_per_second=args.openreports_writes_per_second,
+    )
 
 
 def start_when_leading(

@@ -15,10 +15,9 @@ effective policy exactly as the webhook would judge it as stored (``jobgate.poli
 Jobs are listed at each audit rather than cached: the audit needs whole jobs (pod templates,
 resources) that the reconciler's caches need not keep, and it runs minutes apart.
 
-PolicyReport objects (wg-policy ``PolicyReport``/OpenReports) are not written: their CRDs are
-Kyverno's and optional, and a cluster without them would need jobgate to install a second API for
-what the policies' own status already says (``kubectl get clustertrainingjobpolicies`` prints
-the count). The status is the report.
+Where the cluster serves OpenReports' CRDs, each violating job also gets a ``Report``
+(:mod:`.openreports`); TrainingJobPolicyExceptions are honoured and their status written
+(:mod:`.exception_audit`).
 """
 
 from __future__ import annotations
@@ -31,6 +30,8 @@ from typing import Any
 
 from prometheus_client import Gauge
 
+from jobgate.controller.exception_audit import Coverage, ExceptionStatusWriter, exceptions_informer, next_expiry
+from jobgate.controller.openreports import ReportWriter
 from jobgate.engine.registry import JobKind
 from jobgate.engine.views import namespace_labels
 from jobgate.kube.client import ApiError, Kube, Resource
@@ -65,6 +66,8 @@ class Violations:
 
     def __init__(self) -> None:
         self.by_policy: dict[str, dict[str, dict[str, Any]]] = {}
+        # By job key: the job and its findings (the OpenReports of :mod:`.openreports`).
+        self.jobs: dict[str, tuple[Mapping[str, Any], list[Any]]] = {}
 
     def add(self, policy: str, job: Mapping[str, Any], message: str) -> None:
         metadata = job.get("metadata") or {}
@@ -86,8 +89,10 @@ def audit(
     jobs: Iterable[tuple[JobKind, Mapping[str, Any]]],
     policies: list[Mapping[str, Any]],
     namespaces: Mapping[str, Mapping[str, str]],
+    coverage: Coverage | None = None,
 ) -> Violations:
-    """Every stored job judged against its effective policy, as the webhook would judge it stored."""
+    """Every stored job judged against its effective policy, as the webhook would judge it stored;
+    what the exceptions in force (``coverage``) waive is not a violation."""
     found = Violations()
     for kind, job in jobs:
         metadata = job.get("metadata") or {}
@@ -96,11 +101,15 @@ def audit(
         effective = effective_policy(policies, namespace, labels, job)
         if not effective.policies:
             continue
-        for finding in policy_findings(dict(job), None, kind.family, effective):
+        findings = policy_findings(dict(job), None, kind.family, effective)
+        if coverage is not None and findings:
+            findings = coverage.waive(findings, policies, job, kind.family, effective)
+        for finding in findings:
             if finding.rule in NOT_VIOLATIONS:
                 continue
             for name in finding.policy.split(", "):
                 found.add(name, job, finding.text())
+            found.jobs.setdefault(str((job.get("metadata") or {}).get("uid")), (job, []))[1].append(finding)
     return found
 
 
@@ -150,7 +159,14 @@ class PolicyAudit:
     """The leader's audit loop: informers of the policies and namespaces, jobs listed per audit."""
 
     def __init__(
-        self, kube: Kube, kinds: list[JobKind], *, interval: float = 300.0, namespace: str | None = None
+        self,
+        kube: Kube,
+        kinds: list[JobKind],
+        *,
+        interval: float = 300.0,
+        namespace: str | None = None,
+        openreports: bool = True,
+        report_writes_per_second: float = 20.0,
     ) -> None:
         self.kube = kube
         self.kinds = kinds
@@ -168,6 +184,11 @@ class PolicyAudit:
         for informer in self.informers.values():
             informer.handlers.append(self._on_change)
         self._thread: threading.Thread | None = None
+        self.exception_status: ExceptionStatusWriter | None = None
+        # OpenReports, where the cluster serves them (asked at each audit) and not turned off.
+        self.reports = (
+            ReportWriter(kube, namespace=namespace, writes_per_second=report_writes_per_second) if openreports else None
+        )
 
     def _on_change(self, event: str, obj: dict[str, Any], old: dict[str, Any] | None) -> None:
         # A status the audit itself wrote changes nothing it judges: only spec, labels and presence.
@@ -188,6 +209,10 @@ class PolicyAudit:
         if not served:
             log.info("policy audit off: the %s CRDs are not served", GROUP)
             return False
+        exceptions = exceptions_informer(self.kube, self._on_change)
+        if exceptions is not None:
+            self.informers["exceptions"] = exceptions
+            self.exception_status = ExceptionStatusWriter(self.kube)
         for informer in self.informers.values():
             informer.start()
         self._thread = threading.Thread(target=self._loop, name="policy-audit", daemon=True)
@@ -209,9 +234,17 @@ class PolicyAudit:
                 self.run_once()
             except Exception:  # a failed audit is retried at the next change or period
                 log.exception("policy audit failed")
-            self.changed.wait(self.interval)
+            self.changed.wait(self._until_next_audit())
             # Several changes in a row (kubectl apply -f dir/) give one audit.
             self.stopped.wait(0.5)
+
+    def _until_next_audit(self) -> float:
+        """The period, or less: an exception expiring sooner makes the jobs it covered count again."""
+        informer = self.informers.get("exceptions")
+        if informer is None:
+            return self.interval
+        expiry = next_expiry(informer.items(), datetime.datetime.now(datetime.UTC))
+        return self.interval if expiry is None else max(1.0, min(self.interval, expiry + 1.0))
 
     def jobs(self) -> Iterator[tuple[JobKind, dict[str, Any]]]:
         for kind in self.kinds:
@@ -243,7 +276,9 @@ class PolicyAudit:
             for n in self.informers["namespaces"].items()
         }
         # One set per audit: jobs of a namespace that select the same policies share one resolution.
-        found = audit(self.jobs(), PolicySet(policies), namespaces)
+        exceptions = self.informers.get("exceptions")
+        coverage = Coverage(exceptions.items()) if exceptions is not None else None
+        found = audit(self.jobs(), PolicySet(policies), namespaces, coverage)
         clashes: dict[str, list[str]] = {}
         for clash in conflicts(policies, namespaces):
             for ref in clash.policies:
@@ -261,6 +296,10 @@ class PolicyAudit:
             if not _same_status(policy.get("status"), status):
                 self._write_status(policy, status)
             self._events(name, violations)
+        if coverage is not None and self.exception_status is not None:
+            self.exception_status.write(coverage)
+        if self.reports is not None and self.reports.served():
+            self.reports.sync(found.jobs, datetime.datetime.now(datetime.UTC))
         self.audits += 1
         return found
 

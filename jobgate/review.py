@@ -27,7 +27,18 @@ if TYPE_CHECKING:
 class Verdict:
     # Not a dataclass: importing ``dataclasses`` costs a one-file ``jobgate validate`` more
     # than the rules it runs.
-    __slots__ = ("audit", "defaulted", "errors", "kind", "patch", "rules", "skipped", "warning_rules", "warnings")
+    __slots__ = (
+        "audit",
+        "defaulted",
+        "errors",
+        "kind",
+        "patch",
+        "rules",
+        "skipped",
+        "waived",
+        "warning_rules",
+        "warnings",
+    )
 
     def __init__(
         self,
@@ -58,6 +69,8 @@ class Verdict:
         # The rule behind a warning and its field where the review knows them (the platform policies'),
         # by the warning's text; the others' are looked up by warning_rule (jobgate.engine.warningids).
         self.warning_rules = warning_rules if warning_rules is not None else {}
+        # What TrainingJobPolicyExceptions waived (the webhook's audit annotation policy-exceptions).
+        self.waived: list[str] = []
 
     @property
     def allowed(self) -> bool:
@@ -154,6 +167,7 @@ def review_job(
     audit: list[str] = []
     rules: dict[int, str] = {}
     warning_rules: dict[str, tuple[str, FieldPath]] | None = None
+    waived: list[str] = []
     if policy is not None:
         judged = policy.judge(defaulted, old_defaulted)
         if judged is not None:
@@ -162,7 +176,8 @@ def review_job(
             audit = judged.audit
             rules = judged.rules
             warning_rules = judged.warning_rules
-    return Verdict(
+            waived = judged.waived
+    verdict = Verdict(
         kind=kind,
         defaulted=defaulted,
         patch=recorder.ops if with_patch else [],
@@ -173,3 +188,5 @@ def review_job(
         rules=rules,
         warning_rules=warning_rules,
     )
+    verdict.waived = waived
+    return verdict

@@ -28,6 +28,8 @@ log = logging.getLogger("jobgate.admission")
 
 # The audit annotation an Audit policy's findings go under (the apiserver prefixes the webhook's name).
 AUDIT_ANNOTATION = "policy-violations"
+# The audit annotation naming the exceptions a job was admitted through, and what they waived.
+EXCEPTION_ANNOTATION = "policy-exceptions"
 
 # Nesting is bounded by the JSON parser: orjson refuses documents nested deeper than 1024
 # levels (a 400 "depth limit exceeded"). Everything that walks a parsed review (the schema
@@ -203,6 +205,9 @@ def _decide(request: AdmissionRequest, webhook: Webhook, views: ClusterViews | N
     if verdict.audit:
         # Audit policies: admitted, recorded in the apiserver's audit log under this key.
         response["auditAnnotations"] = {AUDIT_ANNOTATION: "; ".join(verdict.audit)}
+    if verdict.waived:
+        # Findings TrainingJobPolicyExceptions waived: recorded beside the warnings that say so.
+        response.setdefault("auditAnnotations", {})[EXCEPTION_ANNOTATION] = "; ".join(verdict.waived)
     return response
 
 

@@ -115,6 +115,7 @@ class PolicyEnforcement:
         self.cache: PolicyCache | None = None
         self.devices: DeviceCache | None = None
         self.queue_fit: QueueFitCache | None = None  # Kueue's and Volcano's queues (require.fitsQueue)
+        self.exceptions: Any = None  # webhook.policy_exceptions.ExceptionCache, where the CRD is served
         self.stop_event = threading.Event()
 
     def ready(self) -> bool:
@@ -122,6 +123,7 @@ class PolicyEnforcement:
             (self.cache is None or self.cache.synced())
             and (self.devices is None or self.devices.synced())
             and (self.queue_fit is None or self.queue_fit.synced())
+            and (self.exceptions is None or self.exceptions.synced())
         )
 
     def start(self, kubeconfig: str | None, in_cluster: bool) -> None:
@@ -144,6 +146,9 @@ class PolicyEnforcement:
     def _start_cache(self, kube: Kube) -> None:
         self._start_devices(kube)
         self.queue_fit = start_queue_fit(kube, self.views)
+        from jobgate.webhook.policy_exceptions import start_exceptions
+
+        self.exceptions = start_exceptions(kube, self.views)
         cache = PolicyCache(kube)
         cache.start()
         self.cache = cache
@@ -200,3 +205,5 @@ class PolicyEnforcement:
             self.devices.stop()
         if self.queue_fit is not None:
             self.queue_fit.stop()
+        if self.exceptions is not None:
+            self.exceptions.stop()

@@ -205,9 +205,14 @@ def _cluster_views(args: argparse.Namespace | QuickArguments) -> tuple[ClusterVi
         # Given a cluster's export, a claim template missing from it is missing from the cluster.
         views.devices = DeviceSnapshot(routed.devices, views.default_namespace)
     if policy_paths or namespaces_path or (routed is not None and (routed.policies or routed.namespaces)):
-        views.policies = _load_policies(policy_paths or [], namespaces_path, routed)
+        exceptions: list[dict[str, Any]] = []  # TrainingJobPolicyExceptions among the policies' objects
+        views.policies = _load_policies(policy_paths or [], namespaces_path, routed, exceptions)
         if views.policies is None:
             return None, False
+        if exceptions:
+            from jobgate.offline.exception_objects import exception_view
+
+            views.exceptions = exception_view(exceptions, getattr(args, "now", None))
     return views, True
 
 
@@ -275,12 +280,17 @@ def _known_elsewhere(obj: dict[str, Any]) -> bool:
 
 
 def _load_policies(
-    paths: list[str], namespaces_path: str | None, routed: Routed | None = None
+    paths: list[str],
+    namespaces_path: str | None,
+    routed: Routed | None = None,
+    exceptions: list[dict[str, Any]] | None = None,
 ) -> PolicySnapshot | None:
     """``--policies FILE|DIR`` (repeatable), ``--namespaces FILE`` and what ``--cluster-objects`` gave of
     both: checked as the apiserver would admit them (every error of a malformed or misplaced policy
-    printed, one a line; exit 2), and the namespaces' labels."""
+    printed, one a line; exit 2), and the namespaces' labels. The TrainingJobPolicyExceptions among
+    them, checked the same way, are added to ``exceptions``."""
     from jobgate.offline.cluster_objects import namespace_labels_of
+    from jobgate.offline.exception_objects import check_exceptions, split_exceptions
     from jobgate.offline.policy_objects import check_policies, merge_policies
     from jobgate.policy.snapshot import PolicySnapshot
 
@@ -290,16 +300,26 @@ def _load_policies(
         located = _read_located(given, "--policies")
         if located is None:
             return None
+        located, waivers = split_exceptions(located)
+        taken, problems = check_exceptions(waivers, "--policies")
+        errors += problems
+        if exceptions is not None:
+            exceptions += taken
         found, problems = check_policies(located, "--policies", _known_elsewhere)
         errors += problems
         groups.append(found)
-        if not found and not problems and not _is_empty_export(located, given):
+        if not found and not waivers and not problems and not _is_empty_export(located, given):
             errors.append(
                 f"jobgate: --policies {given}: holds no ClusterTrainingJobPolicy or TrainingJobPolicy "
                 "(export them with `kubectl get clustertrainingjobpolicies,trainingjobpolicies -A -o yaml`)"
             )
     if routed is not None and routed.policies:
-        found, problems = check_policies(routed.policies, "--cluster-objects")
+        routed_policies, waivers = split_exceptions(routed.policies)
+        taken, problems = check_exceptions(waivers, "--cluster-objects")
+        errors += problems
+        if exceptions is not None:
+            exceptions += taken
+        found, problems = check_policies(routed_policies, "--cluster-objects")
         errors += problems
         groups.append(found)
     policies, twice = merge_policies(groups)

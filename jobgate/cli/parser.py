@@ -40,8 +40,9 @@ def _add_cluster_flags(parser: argparse.ArgumentParser, default: object = None) 
         metavar="FILE|DIR",
         action="append",
         default=default,
-        help="platform policies to enforce (ClusterTrainingJobPolicy, TrainingJobPolicy; e.g. `kubectl get "
-        "clustertrainingjobpolicies,trainingjobpolicies -A -o yaml`); may be given again",
+        help="platform policies to enforce (ClusterTrainingJobPolicy, TrainingJobPolicy, and the "
+        "TrainingJobPolicyExceptions that waive them; e.g. `kubectl get "
+        "clustertrainingjobpolicies,trainingjobpolicies,trainingjobpolicyexceptions -A -o yaml`); may be given again",
     )
     parser.add_argument(
         "--namespaces",
@@ -67,6 +68,24 @@ def _add_cluster_flags(parser: argparse.ArgumentParser, default: object = None) 
         "namespaces,queues,localqueues,clusterqueues,resourceflavors,cohorts,resourceclaimtemplates,resourceclaims,"
         "deviceclasses,clustertrainingjobpolicies,trainingjobpolicies -A -o yaml` is all a check needs; may be "
         "given again",
+    )
+    _add_now_flag(parser, default)
+
+
+def _now_argument(text: str) -> object:
+    from jobgate.offline.exception_objects import now_argument  # only a run given --now reads it
+
+    return now_argument(text)
+
+
+def _add_now_flag(parser: argparse.ArgumentParser, default: object = None) -> None:
+    parser.add_argument(
+        "--now",
+        metavar="RFC3339",
+        type=_now_argument,
+        default=default,
+        help="the time TrainingJobPolicyExceptions (in --policies or --cluster-objects) are judged at, e.g. "
+        "2026-12-01T00:00:00Z, for reproducible CI (default: the current time)",
     )
 
 
@@ -304,8 +323,25 @@ def _certs_arguments(certs: argparse.ArgumentParser) -> None:
     inject.set_defaults(handler=_certs_inject)
 
 
+def _policy_test(args: argparse.Namespace) -> int:
+    from jobgate.cli.policy_test import policy_test
+
+    return policy_test(args)
+
+
 def _policy_arguments(policy: argparse.ArgumentParser) -> None:
-    actions = policy.add_subparsers(dest="action", metavar="{explain}", required=True)
+    actions = policy.add_subparsers(dest="action", metavar="{explain,test}", required=True)
+    test = actions.add_parser("test", help="run declarative policy tests (jobgate-test.yaml) offline")
+    test.description = (
+        "Runs each test file (PATH, or every jobgate-test.yaml under a directory; default: .): its policies, "
+        "exceptions and cluster objects against its jobs, with the engine of `jobgate validate`, and compares "
+        "each job's outcome (admitted, warned, denied), rule ids and stored fields with the file's results "
+        "(docs/policy-over-time.md). Exit status: 0 every expectation met, 1 any not met, 2 a test that cannot run."
+    )
+    test.add_argument("paths", nargs="*", metavar="PATH", help="test files or directories (default: .)")
+    test.add_argument("-o", "--output", choices=("table", "json", "junit"), default="table", help="default: table")
+    test.add_argument("--update", action="store_true", help="write each file's results from what the engine says now")
+    test.set_defaults(handler=_policy_test)
     explain = actions.add_parser(
         "explain", help="print a namespace's effective policy, each value with the policy that gave it"
     )
@@ -353,7 +389,7 @@ COMMANDS: dict[str, tuple[str, Callable[[argparse.ArgumentParser], None]]] = {
     "manifests": ("generated CRDs, policies and webhook configurations", _manifests_arguments),
     "certs": ("certificates for the webhook", _certs_arguments),
     "explain": ("print a rule's documentation: what it checks, where it is enforced, examples", _explain_arguments),
-    "policy": ("platform policies: a namespace's effective policy", _policy_arguments),
+    "policy": ("platform policies: a namespace's effective policy, declarative policy tests", _policy_arguments),
 }
 
 

@@ -34,6 +34,7 @@ class ReviewContext:
     __slots__ = (
         "devices",
         "dry_run",
+        "exceptions",
         "groups",
         "namespace",
         "namespace_labels",
@@ -60,6 +61,7 @@ class ReviewContext:
         devices: DeviceView | None = None,
         namespace_labels_known: bool = True,
         queue_objects: Any = None,
+        exceptions: Any = None,
     ) -> None:
         self.operation = operation
         self.namespace = namespace
@@ -82,6 +84,9 @@ class ReviewContext:
         # Kueue's and Volcano's queue objects for require.fitsQueue (jobgate.policy.queueobjects); None:
         # none given (offline), so a job the check would read them for is not admitted on a guess.
         self.queue_objects = queue_objects
+        # TrainingJobPolicyExceptions in force (jobgate.policy.exceptions.ExceptionSnapshot or the
+        # webhook's cache); None: none are known, nothing is waived.
+        self.exceptions = exceptions
         self.skipped: set[str] = set()
 
     def __repr__(self) -> str:
@@ -115,4 +120,5 @@ def context_for(
         policies=policies.policies() if policies is not None else None,
         devices=views.devices,
         queue_objects=views.queue_objects,
+        exceptions=views.exceptions,
     )

@@ -178,7 +178,7 @@ class ClusterViews:
     as its caches sync; each review copies what it needs into its ``ReviewContext``.
     """
 
-    __slots__ = ("default_namespace", "devices", "policies", "queue_objects", "queues")
+    __slots__ = ("default_namespace", "devices", "exceptions", "policies", "queue_objects", "queues")
 
     def __init__(
         self,
@@ -193,5 +193,7 @@ class ClusterViews:
         self.devices = devices
         # Kueue's and Volcano's queue objects that require.fitsQueue reads (jobgate.policy.queueobjects).
         self.queue_objects: Any = None
+        # TrainingJobPolicyExceptions (jobgate.policy.exceptions.ExceptionSnapshot, or the webhook's cache).
+        self.exceptions: Any = None
         # The namespace of a job that names none (offline: kubectl's, ``--namespace``).
         self.default_namespace = default_namespace

@@ -1168,6 +1168,13 @@ _ROWS: tuple[tuple[str, str, str], ...] = (
         WEBHOOK,
         "the webhook drops a Warn limit a stricter Deny one covers; the apiserver warns for it as well",
     ),
+    (
+        "TrainingJobPolicyException (waivers until expiresAt), spec.exceptions",
+        WEBHOOK,
+        "a VAP's param is the policy alone and cannot read exceptions: without the webhook nothing is waived, "
+        "the safe side (a job an exception covers is refused as if it had none); the MAPs are unaffected "
+        "(exceptions never touch defaults)",
+    ),
     ("policy status, violations of stored jobs, events, metrics", "controller", "section 4"),
 )
 

@@ -403,6 +403,11 @@ class TrainingJobPolicySpec(PolicyModel):
             "Allow (default): an UPDATE is judged only on what it makes new or worse; Deny: every violation counts."
         ),
     )
+    exceptions: ExistingViolations = Field(
+        "Allow",
+        description="Allow (default): a TrainingJobPolicyException may waive the policy's limits and requirements "
+        "for some jobs until it expires; Deny: no exception waives anything of this policy.",
+    )
     defaults: PolicyDefaults | None = Field(None, description="Values set on CREATE where the job leaves them unset.")
     limits: PolicyLimits | None = Field(None, description="Upper bounds.")
     require: PolicyRequire | None = Field(None, description="Requirements.")

@@ -323,7 +323,16 @@ def _require(value: Any) -> dict[str, Any]:
     return out
 
 
-_SPEC_FIELDS = ("match", "priority", "enforcementAction", "existingViolations", "defaults", "limits", "require")
+_SPEC_FIELDS = (
+    "match",
+    "priority",
+    "enforcementAction",
+    "existingViolations",
+    "exceptions",
+    "defaults",
+    "limits",
+    "require",
+)
 
 
 def _spec(value: Any, cluster: bool) -> dict[str, Any]:
@@ -333,6 +342,7 @@ def _spec(value: Any, cluster: bool) -> dict[str, Any]:
     out["priority"] = _integer(source.get("priority", 0), -(2**31), INT32_MAX)
     out["enforcementAction"] = _one_of(source.get("enforcementAction", "Deny"), ACTIONS)
     out["existingViolations"] = _one_of(source.get("existingViolations", "Allow"), EXISTING)
+    out["exceptions"] = _one_of(source.get("exceptions", "Allow"), EXISTING)
     _put(out, source, "defaults", _defaults)
     _put(out, source, "limits", _limits)
     _put(out, source, "require", _require)

@@ -8,4 +8,5 @@ from jobgate.policy.models import GROUP, VERSION
 
 CLUSTER_POLICIES = Resource(GROUP, VERSION, "clustertrainingjobpolicies", namespaced=False)
 POLICIES = Resource(GROUP, VERSION, "trainingjobpolicies", namespaced=True)
+EXCEPTIONS = Resource(GROUP, VERSION, "trainingjobpolicyexceptions", namespaced=True)
 NAMESPACES = Resource("", "v1", "namespaces", namespaced=False)

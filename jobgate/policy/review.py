@@ -176,7 +176,7 @@ def _set_path(
 class PolicyVerdict:
     """What the policies add to a review: errors (Deny), warnings (Warn), audit lines (Audit)."""
 
-    __slots__ = ("audit", "errors", "rules", "warning_rules", "warnings")
+    __slots__ = ("audit", "errors", "rules", "waived", "warning_rules", "warnings")
 
     def __init__(self) -> None:
         self.errors: list[FieldError] = []
@@ -187,6 +187,8 @@ class PolicyVerdict:
         # (rule id, field path) of each warning, by its text.
         self.warning_rules: dict[str, tuple[str, FieldPath]] = {}
         self.audit: list[str] = []
+        # What TrainingJobPolicyExceptions waived, one line per exception (also a warning).
+        self.waived: list[str] = []
 
 
 def judge(
@@ -213,7 +215,7 @@ def verdict(
 ) -> PolicyVerdict | None:
     """The verdict of the resolved policies on the job as it will be stored; None when the job breaks
     none. ``devices``: the review's view of DRA objects (claim templates, claims, device classes);
-    ``context``: the review's (queue objects, namespace labels: ``require.fitsQueue``)."""
+    ``context``: the review's (queue objects, namespace labels: ``require.fitsQueue``; the exceptions in force)."""
     effective, kmap = resolution.effective, resolution.kmap
     if not effective.policies or kmap is None or kmap.family != family:
         return None
@@ -222,7 +224,17 @@ def verdict(
     )
     if not found:
         return None
+    waived: list[str] = []
+    if context is not None and context.exceptions is not None:
+        from jobgate.policy.exception_review import waive_in_review
+
+        found, waived = waive_in_review(found, context, family, resolution, defaulted, old=old)
     judged = PolicyVerdict()
+    if waived:
+        judged.waived = waived
+        for line in waived:
+            judged.warnings.append(line)
+            judged.warning_rules[line] = ("policy/exception", ("metadata", "name"))
     for finding in found:
         if finding.action == "Deny":
             error = field_error(finding)

@@ -100,6 +100,15 @@ _RULES = [
         "were not given, or the scheduler's API not served by the cluster.",
     ),
     PolicyRule(
+        "policy/exception",
+        "TrainingJobPolicyException (spec.policies, spec.match, spec.expiresAt)",
+        "Warning",
+        "A warning (never a denial): a TrainingJobPolicyException of the job's namespace, in force (its "
+        "expiresAt after now) and matching the job, waived some of a policy's limits and requirements; the "
+        "message names the exception, what it waived, until when and why (also the webhook's audit "
+        "annotation policy-exceptions).",
+    ),
+    PolicyRule(
         "policy/schema",
         "the whole policy object",
         "Invalid value",

@@ -257,7 +257,7 @@ def test_default_values_differ_from_the_base_only_where_helm_needs_it(helm: Helm
     (namespace,) = [key for key in expected if key[0] == "Namespace"]
     del expected[namespace]
     crds = [key for key in expected if key[0] == "CustomResourceDefinition"]
-    assert len(crds) == 13  # 10 job kinds, Volcano's Command, the two platform-policy kinds
+    assert len(crds) == 14  # 10 job kinds, Volcano's Command, the two platform-policy kinds and their exceptions
     for key in crds:
         expected[key]["metadata"].setdefault("annotations", {})["helm.sh/resource-policy"] = "keep"
     rendered = template(helm)

@@ -322,7 +322,8 @@ def test_pre_commit_hook_definition():
     if not definition.exists():
         pytest.skip("not in this copy of the tree (CI's compiled run copies tests, not the repository root)")
     hooks = YAML(typ="safe").load(definition.read_text())
-    (hook,) = hooks
+    hook, policy_test = hooks
+    assert policy_test["entry"] == "jobgate policy test" and policy_test["pass_filenames"] is False
     assert hook["entry"].split()[:2] == ["jobgate", "validate"]
     assert hook["language"] == "python"
     assert set(hook["types_or"]) == {"yaml", "json"}

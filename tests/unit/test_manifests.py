@@ -55,6 +55,7 @@ def test_a_crd_per_served_kind():
     # Platform policies, not jobs (tests/unit/test_policy_models.py checks their CRDs).
     assert crds.pop(("policy.jobgate.io", "ClusterTrainingJobPolicy"))
     assert crds.pop(("policy.jobgate.io", "TrainingJobPolicy"))
+    assert crds.pop(("policy.jobgate.io", "TrainingJobPolicyException"))
     # Kubeflow's kinds are admitted only: their CRDs are Kubeflow's, never shipped (see the test below).
     assert set(crds) == {(k.gvk.group, k.gvk.kind) for k in served_kinds() if not admission_only(k)}
     for crd in crds.values():

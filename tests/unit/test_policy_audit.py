@@ -85,6 +85,9 @@ class FakeKube:
         self.created.append((path, body))
         return body
 
+    def serves(self, group: str, version: str, *plurals: str) -> bool:
+        return False  # no OpenReports CRDs (tests/unit/test_openreports.py has them)
+
 
 def audited(kube: FakeKube, policies: list[dict]) -> PolicyAudit:
     kinds = [kind_of(stored_tfjob("x", "a", 1))]

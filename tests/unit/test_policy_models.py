@@ -33,7 +33,7 @@ def test_examples_parse_and_resolve() -> None:
 
 def test_parse_fills_defaults() -> None:
     spec = parse_policy(cluster("p", {}))["spec"]
-    assert spec == {"priority": 0, "enforcementAction": "Deny", "existingViolations": "Allow"}
+    assert spec == {"priority": 0, "enforcementAction": "Deny", "existingViolations": "Allow", "exceptions": "Allow"}
 
 
 @pytest.mark.parametrize(
