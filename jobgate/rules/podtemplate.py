@@ -28,6 +28,7 @@ from jobgate.rules.quantity import (
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING, without importing typing at run time (start-up)
 if TYPE_CHECKING:
+    from collections.abc import Set as AbstractSet
     from typing import Any
 
 FALLBACK_TO_LOGS = "FallbackToLogsOnError"
@@ -49,13 +50,16 @@ POD_TEMPLATE_BOUNDS = {
 # --- checks ---------------------------------------------------------------------------------
 
 
-# The checks below run twice per review on the webhook's hot path: valid values take the
-# shortest way through (a type test and a regex), the *_problems helpers explain failures.
+# The checks below run twice per review on the webhook's hot path, where a Python call costs more
+# than the test it makes: valid values take the shortest way through (a type test and a lookup,
+# the scope's generated check once per entry), and the helpers that explain a failure (``_objects``,
+# ``_resource_class``) are called only for what is not the usual case.
 
 
 def _objects(value: Any, path: FieldPath, errors: list[FieldError], bound: str | None = None) -> list[Any]:
     """The list at ``path`` (a type error and nothing when it is not a list); one longer than
-    ``POD_TEMPLATE_BOUNDS[bound]`` is refused, its items still checked."""
+    ``POD_TEMPLATE_BOUNDS[bound]`` is refused, its items still checked. The loops below call it only
+    when the value is not a list within its bound."""
     if type(value) is list:
         limit = POD_TEMPLATE_BOUNDS.get(bound) if bound is not None else None
         if limit is not None and len(value) > limit:
@@ -63,13 +67,6 @@ def _objects(value: Any, path: FieldPath, errors: list[FieldError], bound: str |
         return value
     errors.append(invalid(path, value, "must be of type array"))
     return []
-
-
-def _not_an_object(item: Any, path: FieldPath, errors: list[FieldError]) -> bool:
-    if type(item) is dict:
-        return False
-    errors.append(invalid(path, item, "must be of type object"))
-    return True
 
 
 def check_pod_template(
@@ -96,31 +93,27 @@ def check_pod_template(
     errors = found.errors
     if type(template) is not dict:
         return found  # the schema check reports a missing or mistyped template
-    spec_path = (*path, "spec")
     spec = template.get("spec")
     scoped_rules.check_template(template, path, errors)
     if spec is None:
         return found
+    spec_path = (*path, "spec")
     if type(spec) is not dict:
         errors.append(invalid(spec_path, spec, "must be of type object"))
         return found
 
     volumes = spec.get("volumes")
-    volume_names = _check_volumes(volumes, (*spec_path, "volumes"), errors) if volumes is not None else set()
+    volume_names = _check_volumes(volumes, (*spec_path, "volumes"), errors) if volumes is not None else _NO_NAMES
     seen: set[str] = set()
-    main_names: set[str] = set()
+    init_containers = spec.get("initContainers")
+    if init_containers is not None:
+        _check_containers(init_containers, (*spec_path, "initContainers"), errors, seen, volume_names)
     containers = spec.get("containers")
-    for key, items in (("initContainers", spec.get("initContainers")), ("containers", containers)):
-        if items is None:
-            continue
-        list_path = (*spec_path, key)
-        for index, container in enumerate(_objects(items, list_path, errors, key)):
-            container_path = (*list_path, index)
-            if _not_an_object(container, container_path, errors):
-                continue
-            name = _check_container(container, container_path, found, seen=seen, volume_names=volume_names)
-            if name is not None and key == "containers":
-                main_names.add(name)
+    main_names = (
+        _check_containers(containers, (*spec_path, "containers"), errors, seen, volume_names)
+        if containers is not None
+        else _NO_NAMES
+    )
     if not containers and (containers is None or type(containers) is list):
         errors.append(
             required((*spec_path, "containers"), missing_containers_detail or "must have at least one container")
@@ -146,6 +139,10 @@ def check_pod_template(
     return found
 
 
+# The names of no volume or container (read only).
+_NO_NAMES: frozenset[str] = frozenset()
+
+
 def volume_errors(volumes: Any, path: FieldPath) -> list[FieldError]:
     """A list of pod volumes on its own: objects, each with a name that is a DNS-1123 label, unique."""
     errors: list[FieldError] = []
@@ -157,11 +154,14 @@ def _check_volumes(volumes: Any, path: FieldPath, errors: list[FieldError]) -> s
     names: set[str] = set()
     if volumes is None:
         return names
-    for index, volume in enumerate(_objects(volumes, path, errors, "volumes")):
+    if type(volumes) is not list or len(volumes) > POD_TEMPLATE_BOUNDS["volumes"]:
+        volumes = _objects(volumes, path, errors, "volumes")
+    check_volume = scoped_rules.check_volume
+    for index, volume in enumerate(volumes):
         if type(volume) is not dict:
-            _not_an_object(volume, (*path, index), errors)
+            errors.append(invalid((*path, index), volume, "must be of type object"))
             continue
-        scoped_rules.check_volume(volume, path, errors, index)
+        check_volume(volume, path, errors, index)
         name = volume.get("name")
         if type(name) is not str or not name:
             continue
@@ -171,16 +171,34 @@ def _check_volumes(volumes: Any, path: FieldPath, errors: list[FieldError]) -> s
     return names
 
 
+def _check_containers(
+    items: Any, path: FieldPath, errors: list[FieldError], seen: set[str], volume_names: AbstractSet[str]
+) -> set[str]:
+    """Check the containers (or init containers) at ``path``, the pod spec's and its key; the usable
+    names among them, also added to ``seen`` (the pod's names so far, which a container's may not repeat)."""
+    key = path[-1]
+    assert type(key) is str
+    if type(items) is not list or len(items) > POD_TEMPLATE_BOUNDS[key]:
+        items = _objects(items, path, errors, key)
+    names: set[str] = set()
+    for index, container in enumerate(items):
+        if type(container) is not dict:
+            errors.append(invalid((*path, index), container, "must be of type object"))
+            continue
+        name = _check_container(container, (*path, index), errors, seen, volume_names)
+        if name is not None:
+            names.add(name)
+    return names
+
+
 def _check_container(
     container: dict[str, Any],
     path: FieldPath,
-    found: Findings,
-    *,
+    errors: list[FieldError],
     seen: set[str],
-    volume_names: set[str],
+    volume_names: AbstractSet[str],
 ) -> str | None:
     """Check one container; returns its name when it has a usable one."""
-    errors = found.errors
     scoped_rules.check_container_name(container, path, errors)
     name = container.get("name")
     if type(name) is str and name:
@@ -193,11 +211,13 @@ def _check_container(
 
     ports = container.get("ports")
     if ports is not None:
-        port_names: set[str] = set()
         ports_path = (*path, "ports")
-        for index, port in enumerate(_objects(ports, ports_path, errors, "ports")):
+        if type(ports) is not list or len(ports) > POD_TEMPLATE_BOUNDS["ports"]:
+            ports = _objects(ports, ports_path, errors, "ports")
+        port_names: set[str] = set()
+        for index, port in enumerate(ports):
             if type(port) is not dict:
-                _not_an_object(port, (*ports_path, index), errors)
+                errors.append(invalid((*ports_path, index), port, "must be of type object"))
                 continue
             scoped_rules.check_container_port(port, ports_path, errors, index)
             port_name = port.get("name")
@@ -209,16 +229,19 @@ def _check_container(
     resources = container.get("resources")
     if resources is not None:
         if type(resources) is dict:
-            _check_resources(resources, (*path, "resources"), name, found)
+            _check_resources(resources, (*path, "resources"), name, errors)
         else:
             errors.append(invalid((*path, "resources"), resources, "must be of type object"))
 
     mounts = container.get("volumeMounts")
     if mounts is not None:
         mounts_path = (*path, "volumeMounts")
-        for index, mount in enumerate(_objects(mounts, mounts_path, errors, "volumeMounts")):
+        if type(mounts) is not list or len(mounts) > POD_TEMPLATE_BOUNDS["volumeMounts"]:
+            mounts = _objects(mounts, mounts_path, errors, "volumeMounts")
+        check_volume_mount = scoped_rules.check_volume_mount
+        for index, mount in enumerate(mounts):
             if type(mount) is not dict:
-                _not_an_object(mount, (*mounts_path, index), errors)
+                errors.append(invalid((*mounts_path, index), mount, "must be of type object"))
                 continue
             # A name of no volume is set (a string, not ""): it never comes with the scope's error of
             # the name, and is reported first, where it was (before the mount's path).
@@ -226,13 +249,15 @@ def _check_container(
             if type(mount_name) is str and mount_name and mount_name not in volume_names:
                 mount_path = (*mounts_path, index, "name")
                 errors.append(not_found(mount_path, mount_name, "no volume of that name in the pod"))
-            scoped_rules.check_volume_mount(mount, mounts_path, errors, index)
+            check_volume_mount(mount, mounts_path, errors, index)
 
     env = container.get("env")
     if env is not None:
         env_list_path = (*path, "env")
+        if type(env) is not list:
+            env = _objects(env, env_list_path, errors)
         # Nothing is reported between two variables: the generated loop over the list.
-        scoped_rules.check_each_env_var(_objects(env, env_list_path, errors), env_list_path, errors)
+        scoped_rules.check_each_env_var(env, env_list_path, errors)
     return name
 
 
@@ -255,9 +280,7 @@ def _resource_class(resource: str) -> tuple[bool, bool]:
 
 
 def _quantities(values: Any, path: FieldPath, key: str, errors: list[FieldError]) -> dict[str, tuple[Any, int]]:
-    """The valid quantities of ``values`` (requests or limits, at ``path`` + ``key``), by resource."""
-    if values is None:
-        return {}
+    """The valid quantities of ``values`` (requests or limits, at ``path`` + ``key``, not None), by resource."""
     if type(values) is not dict:
         errors.append(invalid((*path, key), values, "must be of type object"))
         return {}
@@ -271,8 +294,9 @@ def _quantities(values: Any, path: FieldPath, key: str, errors: list[FieldError]
         else:
             errors.append(invalid((*path, key, Key(resource)), raw, "must be of type integer or string"))
             continue
-        # A native resource (cpu, memory) may be fractional; the modulo is only paid by others.
-        if quantity is not None and quantity >= 0 and (_resource_class(resource)[0] or quantity % NANO == 0):
+        # A whole number of units is valid for every resource; only a fraction asks which it is
+        # (a native resource, cpu or memory, may be fractional).
+        if quantity is not None and quantity >= 0 and (quantity % NANO == 0 or _resource_class(resource)[0]):
             parsed[resource] = (raw, quantity)
         elif quantity is None:
             errors.append(invalid((*path, key, Key(resource)), raw, QUANTITY_MESSAGE))
@@ -283,26 +307,29 @@ def _quantities(values: Any, path: FieldPath, key: str, errors: list[FieldError]
     return parsed
 
 
-def _check_resources(resources: dict[str, Any], path: FieldPath, container_name: str | None, found: Findings) -> None:
+def _check_resources(
+    resources: dict[str, Any], path: FieldPath, container_name: str | None, errors: list[FieldError]
+) -> None:
     """``container_name`` names the container in the errors' details (their paths give its index
     only, as the apiserver's do)."""
-    errors = found.errors
     raw_limits = resources.get("limits")
     raw_requests = resources.get("requests")
-    limits = _quantities(raw_limits, path, "limits", errors)
+    limits = _quantities(raw_limits, path, "limits", errors) if raw_limits is not None else _NO_QUANTITIES
+    if raw_requests is None:
+        return
     requests = _quantities(raw_requests, path, "requests", errors)
     if type(raw_requests) is dict and (raw_limits is None or type(raw_limits) is dict):
         # Read from the keys, whatever their values (a wrong one has its own error): the apiserver
         # refuses the pods ("Limit must be set for non overcommitable resources") and the job would be
         # stored with pods that never start.
         for resource in raw_requests:
-            if not _resource_class(resource)[1] and (raw_limits is None or resource not in raw_limits):
+            if (raw_limits is None or resource not in raw_limits) and not _resource_class(resource)[1]:
                 detail = limit_required_detail(resource, _owner(container_name))
                 errors.append(required((*path, "limits", Key(resource)), detail))
     for resource, (raw, quantity) in requests.items():
         limit = limits.get(resource)
-        if limit is None:
-            continue
+        if limit is None or quantity == limit[1]:
+            continue  # a request equal to its limit is valid for every resource
         limit_raw, limit_quantity = limit
         if _resource_class(resource)[1]:
             if quantity > limit_quantity:
@@ -313,7 +340,7 @@ def _check_resources(resources: dict[str, Any], path: FieldPath, container_name:
                         f"must be less than or equal to {resource} limit of {limit_raw}{_owner(container_name)}",
                     )
                 )
-        elif quantity != limit_quantity:
+        else:
             errors.append(
                 invalid(
                     (*path, "requests", Key(resource)),
@@ -321,6 +348,10 @@ def _check_resources(resources: dict[str, Any], path: FieldPath, container_name:
                     f"must be equal to {resource} limit of {limit_raw}{_owner(container_name)}",
                 )
             )
+
+
+# No quantities (a container without limits; read only).
+_NO_QUANTITIES: dict[str, tuple[Any, int]] = {}
 
 
 def _owner(container_name: str | None) -> str:

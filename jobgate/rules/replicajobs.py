@@ -352,8 +352,11 @@ class ReplicaJobKind:
             self._check_replica(replica_type, replica, (*base, Key(replica_type)), found)
         found.errors.extend(self.role_rules(replicas, base))
         # The declared role rules read the replica map as the role rules always have: its object entries,
-        # none when there is no map (a role is then missing too, beside the schema's error).
-        found.errors.extend(self.declared_rules({**obj, "spec": {**(spec or {}), self.replicas_field: replicas}}, old))
+        # none when there is no map (a role is then missing too, beside the schema's error). The job
+        # as it is when every entry is an object.
+        whole_map = type(replica_map) is dict and len(replica_map) == len(replicas)
+        roles_read = obj if whole_map else {**obj, "spec": {**(spec or {}), self.replicas_field: replicas}}
+        found.errors.extend(self.declared_rules(roles_read, old))
         if spec is not None:
             self._check_run_policy(spec, replicas, found)
             self._check_family_rules(spec, replicas, found)
@@ -393,7 +396,9 @@ class ReplicaJobKind:
 
     def _check_run_policy(self, spec: dict[str, Any], replicas: dict[str, dict[str, Any]], found: Findings) -> None:
         """The gang size fits in the job: ``schedulingPolicy.minAvailable`` ≤ the total of all replicas (declared)."""
-        job = {"spec": {**spec, self.replicas_field: replicas}}
+        replica_map = spec.get(self.replicas_field)
+        whole_map = type(replica_map) is dict and len(replica_map) == len(replicas)
+        job = {"spec": spec if whole_map else {**spec, self.replicas_field: replicas}}
         found.errors.extend(self._replica_map_function("validate")(job, None, (MIN_AVAILABLE,)))
 
     def _check_family_rules(self, spec: dict[str, Any], replicas: dict[str, dict[str, Any]], found: Findings) -> None:
