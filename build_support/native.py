@@ -55,6 +55,9 @@ SHARED_COMPILED_MODULES = (
     "jobgate.engine.context",
     # Platform policy's per-review checks (resolution is remembered; these run for every job).
     "jobgate.policy.check",
+    "jobgate.policy.findings",
+    "jobgate.policy.plan",
+    "jobgate.policy.defaults",
     "jobgate.policy.gpu",
     "jobgate.policy.images",
     "jobgate.policy.fieldmap",

@@ -14,9 +14,12 @@ import pytest
 from jobgate.engine.context import ReviewContext
 from jobgate.engine.review import kind_of, review_job
 from jobgate.engine.views import DeviceSnapshot, PolicySnapshot
-from jobgate.policy.check import PolicyFinding, _all_findings, _Plan, _plan, policy_findings, specialised_clean
+from jobgate.policy.check import PolicyFinding, policy_findings
 from jobgate.policy.fieldmap import kind_map
+from jobgate.policy.findings import _all_findings
 from jobgate.policy.gpu import DEFAULT_GPU_DEVICE_CLASSES, claim_devices, gpu_weight
+from jobgate.policy.plan import _Plan, _plan
+from jobgate.policy.plan_source import specialised_clean
 from jobgate.policy.resolve import effective_policy
 from tests.unit.test_policy_fixtures import cluster, dijob, kubedl, kubeflow, pod, volcano
 

@@ -1,4 +1,4 @@
-"""The clean path of the policy checks (``check._Plan``) against the checks themselves.
+"""The clean path of the policy checks (``jobgate.policy.plan._Plan``) against the checks themselves.
 
 The plan may only skip work whose result is empty: whenever it calls a job clean, the full checks
 must find nothing in it, for every family, every constraint and every action. These tests run it
@@ -19,18 +19,11 @@ import pytest
 from envtest.policy_set import NAMESPACE, NAMESPACE_LABELS, policy_set, tfjob_manifest
 from jobgate.engine.jsonpatch import NO_PATCH, PatchRecorder
 from jobgate.policy import check
-from jobgate.policy.check import (
-    SPECIALISE_AFTER,
-    _all_findings,
-    _defaults,
-    _Plan,
-    _plan,
-    policy_defaults,
-    policy_findings,
-    specialised_clean,
-    specialised_writer,
-)
+from jobgate.policy.check import _defaults, policy_defaults, policy_findings
 from jobgate.policy.fieldmap import KINDS, kind_map, pod_sizes
+from jobgate.policy.findings import _all_findings
+from jobgate.policy.plan import _Plan, _plan
+from jobgate.policy.plan_source import SPECIALISE_AFTER, specialised_clean, specialised_writer
 from jobgate.policy.resolve import PolicySet, effective_policy
 from jobgate.policy.review import write_defaults
 from tests.unit.test_policy_fixtures import cluster, dijob, kubedl, kubeflow, mxjob, pod, t9k, volcano

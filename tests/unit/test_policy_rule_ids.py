@@ -14,7 +14,12 @@ from jobgate.policy.constraints import DECLARED
 from jobgate.policy.ruleids import POLICY_RULES
 
 PACKAGE = Path(check.__file__).parents[1]
-SOURCES = [PACKAGE / "policy" / "check.py", PACKAGE / "policy" / "review.py", PACKAGE / "offline" / "results.py"]
+SOURCES = [
+    PACKAGE / "policy" / "check.py",
+    PACKAGE / "policy" / "findings.py",
+    PACKAGE / "policy" / "review.py",
+    PACKAGE / "offline" / "results.py",
+]
 
 
 def emitted_ids() -> set[str]:
