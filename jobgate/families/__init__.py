@@ -3,7 +3,7 @@
 ``jobgate/families/<name>/__init__.py`` holds the family's record (``FAMILY``, a ``Family``
 below); beside it, ``models`` (pydantic), ``rules`` (defaults and
 validation; importing it registers the kinds), ``cel`` (the rules as the apiserver enforces them)
-and, for the families jobgate's controller runs, an adapter under ``jobgate/controller/adapters``.
+and, for the families jobgate's controller runs, an adapter under ``controller/adapters/``.
 Adding a family is its package and its name below.
 
 A record names its modules by string, so that reading it imports none of them: checking one file
