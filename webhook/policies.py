@@ -25,7 +25,8 @@ from jobgate.kube.informer import Informer
 from jobgate.policy.models import GROUP, VERSION
 from jobgate.policy.resolve import PolicySet
 from jobgate.policy.resources import CLUSTER_POLICIES, NAMESPACES, POLICIES
-from jobgate.webhook.devices import DeviceCache, dra_served
+
+from .devices import DeviceCache, dra_served
 
 log = logging.getLogger("jobgate.policies")
 
