@@ -35,8 +35,7 @@ the queue, only the exact value ``default``.
 
 Where the parts live: the checks and :class:`PolicyFinding` in :mod:`jobgate.policy.findings`; the
 clean path (a plan per effective policy and kind, which rules out a finding without building one) in
-:mod:`jobgate.policy.plan`, written out as source in the pure-Python build by
-:mod:`jobgate.policy.plan_source`; where a default may be written in :mod:`jobgate.policy.defaults`.
+:mod:`jobgate.policy.plan`; where a default may be written in :mod:`jobgate.policy.defaults`.
 This module is the entry: the findings and the defaults of one job.
 """
 
@@ -56,7 +55,6 @@ from jobgate.policy.fieldmap import (
 from jobgate.policy.findings import _NO_EXTENDED, PolicyFinding, _all_findings, _locations, extended_weights
 from jobgate.policy.gpu import is_fraction
 from jobgate.policy.plan import _label_defaults, _Plan, _plan, resolved_plan
-from jobgate.policy.plan_source import _specialise
 from jobgate.policy.resolve import EffectivePolicy
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING, without importing typing at run time (start-up)
@@ -79,21 +77,12 @@ __all__ = [
     "written_defaults",
 ]
 
-# The pure-Python build writes each plan out as source (jobgate.policy.plan_source, which is not
-# compiled); the compiled build keeps the plan's compiled methods. Read from this module's own file.
-_SPECIALISE = __file__.endswith(".py")
-
 
 def written_defaults(plan: _Plan, job: dict[str, Any], ops: list[dict[str, Any]] | None) -> dict[str, Any] | None:
     """``job`` with the plan's defaults written into copies, each operation recorded in ``ops`` (unless
-    None) as a ``PatchRecorder`` records it: in pure Python by its :func:`specialised_writer` once
-    written out, compiled by the plan's ``write_fixed``. None when neither applies (before the plan is
-    written out, or for defaults that are not all at fixed paths): the caller then writes
-    :func:`policy_defaults`' operations, which count towards writing it out."""
-    fast = plan.fast_write
-    if fast is not None:
-        return fast(job, ops)  # type: ignore[no-any-return]
-    if not _SPECIALISE and plan.fixed_writes is not None:
+    None) as a ``PatchRecorder`` records it (the plan's ``write_fixed``). None for defaults that are not
+    all at fixed paths: the caller then writes :func:`policy_defaults`' operations."""
+    if plan.fixed_writes is not None:
         return plan.write_fixed(job, ops)
     return None
 
@@ -126,11 +115,8 @@ def policy_findings(
         return []
     if plan is None:
         plan = _plan(effective, kmap)
-    fast = plan.fast
-    if fast is None and _SPECIALISE:
-        fast = _specialise(plan, kmap)
     extended = extended_weights(effective, devices, plan.extended_memo) if devices is not None else _NO_EXTENDED
-    if fast(job, extended) if fast is not None else plan.clean(job, kmap, extended):
+    if plan.clean(job, kmap, extended):
         return []  # nothing to report, whatever the old job had
     found = _all_findings(job, effective, devices)
     if old_job is None or not found:
@@ -167,8 +153,6 @@ def policy_defaults(
         return []
     if plan is None:
         plan = _plan(effective, kmap)
-    if plan.fast is None and _SPECIALISE:
-        _specialise(plan, kmap)  # a /mutate review calls this alone: it counts too
     return _defaults(job, kmap, plan)
 
 

@@ -123,6 +123,17 @@ class _Plan:
         if self.walk_containers:
             rare.update((_INITS, _EPHEMERAL))
         self.rare_pod_fields = frozenset(rare)
+        # Whether any constraint reads the pods or their count: without one (enforcement on, no policy
+        # with a pod-level rule, as in most namespaces) the job-level checks decide alone.
+        self.reads_pods = bool(
+            self.max_role is not None
+            or self.max_replicas is not None
+            or self.count_gpus
+            or self.template_allow
+            or self.host_flags
+            or self.host_path
+            or self.walk_containers
+        )
         self.not_gpus: set[str] = set()  # resource names that weigh nothing under this policy
         # The effective policy's weights of GPU resources (shared with its other plans, filled as
         # names are met) and the list they come from, read here without the policy's attributes.
@@ -145,7 +156,7 @@ class _Plan:
         self.default_labels: list[tuple[str, Any]] = list(wanted.items())
         # The defaults as (path, value) when each has a path every job of the kind shares (None when one
         # has not: a pod template's field, a path that depends on the job, the Volcano queue case),
-        # read without the locators by _defaults, write_fixed and specialised_writer.
+        # read without the locators by _defaults and write_fixed.
         self.fixed_defaults: list[tuple[FieldPath, Any]] | None = []
         for field, default, locator in self.defaults:
             queue_case = field == "queue" and kmap.family == "volcano"
@@ -163,17 +174,11 @@ class _Plan:
             ]
             writes += [(("metadata", "labels", key), value, key) for key, value in self.default_labels]
             self.fixed_writes = [(path, _pointers(path), value, key) for path, value, key in writes]
-        # ``clean`` written out for this plan (pure Python only: see specialised_clean), once the
-        # plan has served SPECIALISE_AFTER calls of policy_findings and policy_defaults.
-        self.fast: Any = None
-        self.fast_write: Any = None  # the defaults written into a copy of the job (specialised_writer)
-        self.uses = 0
 
     def write_fixed(self, job: dict[str, Any], ops: list[dict[str, Any]] | None) -> dict[str, Any]:
-        """The compiled build's :func:`specialised_writer`: ``job`` with the fixed defaults written
-        into copies, each container on the way copied once or created, the operations recorded in
-        ``ops`` (unless None) as a ``PatchRecorder`` records them; ``job`` itself when none applies.
-        Only for a plan with ``fixed_writes``."""
+        """``job`` with the fixed defaults written into copies, each container on the way copied once
+        or created, the operations recorded in ``ops`` (unless None) as a ``PatchRecorder`` records
+        them; ``job`` itself when none applies. Only for a plan with ``fixed_writes``."""
         writes = self.fixed_writes
         assert writes is not None
         labels = _labels_to_default(job) if self.default_labels else None
@@ -247,6 +252,8 @@ class _Plan:
                     return False
                 if self.registries and not self._volumes_clean(volumes):
                     return False
+        if not self.reads_pods:
+            return True
         replicas = 0
         gpus: Amount = 0
         for largest, template in pod_sizes(kmap, job):
