@@ -16,13 +16,8 @@ from jobgate.engine.jsonpatch import PatchRecorder
 from jobgate.engine.modelref import ModelRef
 from jobgate.engine.registry import register
 from jobgate.rules.replicajobs import (
-    JOB_STATUS_MODEL,
-    ExtraDefaults,
     ReplicaJobKind,
     Role,
-    RoleRules,
-    no_extra_defaults,
-    no_role_rules,
 )
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING, without importing typing at run time (start-up)
@@ -46,48 +41,9 @@ class KubeDLKind(ReplicaJobKind):
 
     __slots__ = ()
 
-    # The signature of the dataclass this was, positional fields included.
-    def __init__(  # noqa: PLR0917
-        self,
-        kind: str,
-        plural: str,
-        short_names: tuple[str, ...],
-        replicas_field: str,
-        spec_model: ModelRef,
-        container: str,
-        port_name: str,
-        port: int,
-        roles: tuple[Role, ...],
-        require_container: bool = True,
-        normalise_types: bool = True,
-        port_requires_named_container: bool = False,
-        role_rules: RoleRules = no_role_rules,
-        extra_defaults: ExtraDefaults = no_extra_defaults,
-        separate_run_policy: bool = False,
-        family: str = "kubedl",
-        status_model: ModelRef = JOB_STATUS_MODEL,
-    ) -> None:
-        super().__init__(
-            kind,
-            plural,
-            short_names,
-            replicas_field,
-            spec_model,
-            container,
-            port_name,
-            port,
-            roles,
-            require_container,
-            normalise_types,
-            port_requires_named_container,
-            role_rules,
-            extra_defaults,
-            group=KUBEDL_GROUP,
-            version=KUBEDL_VERSION,
-            family=family,
-            status_model=status_model,
-            separate_run_policy=separate_run_policy,
-        )
+    def __init__(self, **fields: Any) -> None:
+        """``ReplicaJobKind``'s keyword-only fields, in KubeDL's group and version."""
+        super().__init__(group=KUBEDL_GROUP, version=KUBEDL_VERSION, family="kubedl", **fields)
 
     def run_policy(self, spec: dict[str, Any]) -> dict[str, Any]:
         """Where this job's RunPolicy lives: inline in spec, or spec.runPolicy when an MPIJob uses it."""

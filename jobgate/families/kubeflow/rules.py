@@ -31,13 +31,9 @@ from jobgate.rules.dicts import copied_dict
 from jobgate.rules.jobmeta import as_int, check_job_name
 from jobgate.rules.names import dns1035_label_problems
 from jobgate.rules.replicajobs import (
-    ExtraDefaults,
     ReplicaJobKind,
     Role,
-    RoleRules,
     exactly_one,
-    no_extra_defaults,
-    no_role_rules,
 )
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING, without importing typing at run time (start-up)
@@ -66,51 +62,19 @@ class KubeflowKind(ReplicaJobKind):
     termination_message_policy = False
     required_container_when_unnamed = True
 
-    # The signature of KubeDLKind, positional fields included.
-    def __init__(  # noqa: PLR0917
-        self,
-        kind: str,
-        plural: str,
-        short_names: tuple[str, ...],
-        replicas_field: str,
-        spec_model: ModelRef,
-        container: str,
-        port_name: str,
-        port: int,
-        roles: tuple[Role, ...],
-        require_container: bool = True,
-        normalise_types: bool = True,
-        role_rules: RoleRules = no_role_rules,
-        extra_defaults: ExtraDefaults = no_extra_defaults,
-        check_types: bool = True,
-        required_container_detail: str | None = None,
-        missing_containers_detail: str | None = None,
-    ) -> None:
+    def __init__(self, *, check_types: bool = True, **fields: Any) -> None:
+        """``ReplicaJobKind``'s keyword-only fields, in Kubeflow's group and version, with its status and
+        printer columns; ``check_types``: whether replica types outside the kind's roles are refused."""
+        fields["missing_containers_detail"] = fields.get("missing_containers_detail") or (
+            f"must be specified: must have at least one container with name {fields['container']}"
+        )
         super().__init__(
-            kind,
-            plural,
-            short_names,
-            replicas_field,
-            spec_model,
-            container,
-            port_name,
-            port,
-            roles,
-            require_container,
-            normalise_types,
-            False,
-            role_rules,
-            extra_defaults,
             group=KUBEFLOW_GROUP,
             version=KUBEFLOW_VERSION,
             family="kubeflow",
             status_model=STATUS_MODEL,
-            required_container_detail=required_container_detail,
-            missing_containers_detail=(
-                missing_containers_detail
-                or (f"must be specified: must have at least one container with name {container}")
-            ),
             printer_columns=KUBEFLOW_PRINTER_COLUMNS,
+            **fields,
         )
         self.check_types = check_types
 
