@@ -39,10 +39,10 @@ WEBHOOKS = ("mutate", "validate")
 def answer(mode: str, webhook_name: str, reviews: int) -> None:
     """The measured process: ``reviews`` answers of one webhook, after the warm-up."""
     from bench.fixtures import tfjob_review_bytes
-    from envtest.policy_set import namespaces, policy_set
     from jobgate.engine.jsonpatch import apply_patch
     from jobgate.engine.views import ClusterViews, PolicySnapshot
     from jobgate.webhook.admission import Webhook, review_body
+    from testkit.policy_set import namespaces, policy_set
 
     views = None
     labels = {ns["metadata"]["name"]: ns["metadata"].get("labels", {}) for ns in namespaces()}

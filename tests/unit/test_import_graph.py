@@ -274,3 +274,9 @@ def test_the_harness_imports_neither_tests_nor_benchmarks():
     if not (REPO / "envtest").is_dir():
         pytest.skip("no envtest/ here")
     assert _importing("envtest", ("tests", "bench")) == []
+
+
+def test_the_test_kit_imports_neither_tests_nor_benchmarks():
+    if not (REPO / "testkit").is_dir():
+        pytest.skip("no testkit/ here")
+    assert _importing("testkit", ("tests", "bench")) == []

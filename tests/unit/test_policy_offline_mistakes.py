@@ -21,7 +21,7 @@ from jobgate.policy.resolve import PolicySet, reads_unknown_labels, selected_by_
 from jobgate.policy.review import NAMESPACE_LABELS_UNKNOWN
 from jobgate.policy.schema_errors import field_path, schema_error
 from jobgate.webhook.admission import Webhook, answer_review, parse_review
-from tests.builders import admission_review
+from testkit.builders import admission_review
 
 
 def policy(name: str, spec: dict, *, namespace: str | None = None) -> dict:

@@ -16,7 +16,6 @@ from typing import Any
 
 import pytest
 
-from envtest.policy_set import NAMESPACE, NAMESPACE_LABELS, policy_set, tfjob_manifest
 from jobgate.engine.jsonpatch import NO_PATCH, PatchRecorder
 from jobgate.policy.check import _defaults, policy_defaults, policy_findings
 from jobgate.policy.fieldmap import KINDS, kind_map, pod_sizes
@@ -24,6 +23,7 @@ from jobgate.policy.findings import _all_findings
 from jobgate.policy.plan import _Plan, _plan
 from jobgate.policy.resolve import PolicySet, effective_policy
 from jobgate.policy.review import write_defaults
+from testkit.policy_set import NAMESPACE, NAMESPACE_LABELS, policy_set, tfjob_manifest
 from tests.unit.test_policy_fixtures import cluster, dijob, kubedl, kubeflow, mxjob, pod, t9k, volcano
 
 REGISTRY = "registry.example.com/ml/train:1"
