@@ -83,7 +83,8 @@ def inline_figures(body: bytes, repeats: int) -> dict[str, Any]:
 async def server_figures(bodies: dict[str, bytes], concurrent: int, repeats: int) -> dict[str, Any]:
     import aiohttp
 
-    from bench.soak import free_port, wait_ready
+    from bench.common import free_port
+    from bench.soak import wait_ready
     from jobgate.certs.authority import init_directory
 
     with tempfile.TemporaryDirectory(prefix="jobgate-big-") as directory:

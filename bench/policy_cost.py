@@ -44,8 +44,9 @@ from typing import TYPE_CHECKING
 import yaml
 
 from bench.cli_bench import generate, measure
+from bench.common import free_port
 from bench.fixtures import tfjob_review_bytes
-from bench.webhook_bench import LOAD_CPU, LUA, compiled_tree_or_none, free_port, start_server, wrk
+from bench.webhook_bench import LOAD_CPU, LUA, compiled_tree_or_none, start_server, wrk
 from jobgate.certs.authority import init_directory
 from jobgate.engine.jsonpatch import apply_patch
 from testkit.policy_set import NAMESPACE, namespaces, policy_set
