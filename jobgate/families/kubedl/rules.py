@@ -36,6 +36,12 @@ RUN_POLICY_FIELDS = (
 )
 
 
+# ReplicaJobKind's constructor through an untyped reference: compiled by mypyc, a native call of it with
+# ``**fields`` (``super().__init__(..., **fields)``) passes the dict as a positional argument. Run at
+# import only, once per kind.
+_replica_job_init: Any = ReplicaJobKind.__init__
+
+
 class KubeDLKind(ReplicaJobKind):
     """A KubeDL kind: the run policy inlined into ``spec`` (an MPIJob may use ``spec.runPolicy``)."""
 
@@ -43,7 +49,7 @@ class KubeDLKind(ReplicaJobKind):
 
     def __init__(self, **fields: Any) -> None:
         """``ReplicaJobKind``'s keyword-only fields, in KubeDL's group and version."""
-        super().__init__(group=KUBEDL_GROUP, version=KUBEDL_VERSION, family="kubedl", **fields)
+        _replica_job_init(self, group=KUBEDL_GROUP, version=KUBEDL_VERSION, family="kubedl", **fields)
 
     def run_policy(self, spec: dict[str, Any]) -> dict[str, Any]:
         """Where this job's RunPolicy lives: inline in spec, or spec.runPolicy when an MPIJob uses it."""

@@ -54,6 +54,10 @@ QUEUE_IMMUTABLE = "spec.runPolicy.schedulingPolicy.queue is immutable"  # Kubefl
 SUPPORTED_MANAGERS = tuple(sorted(KUBEFLOW_MANAGED_BY))
 
 
+# ReplicaJobKind's constructor through an untyped reference (see KubeDLKind's, families/kubedl/rules.py).
+_replica_job_init: Any = ReplicaJobKind.__init__
+
+
 class KubeflowKind(ReplicaJobKind):
     """A ``kubeflow.org/v1`` kind: the run policy at ``spec.runPolicy``."""
 
@@ -68,7 +72,8 @@ class KubeflowKind(ReplicaJobKind):
         fields["missing_containers_detail"] = fields.get("missing_containers_detail") or (
             f"must be specified: must have at least one container with name {fields['container']}"
         )
-        super().__init__(
+        _replica_job_init(
+            self,
             group=KUBEFLOW_GROUP,
             version=KUBEFLOW_VERSION,
             family="kubeflow",
