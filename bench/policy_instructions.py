@@ -12,8 +12,8 @@ answering none, without policies, with enforcement on and no policy (an empty ``
 what having enforcement on costs by itself, as in a namespace no policy applies to), and with
 ``bench.policy_cost``'s 50 (10 apply to the job) in a ``PolicySnapshot``. /mutate gets the job as
 written; /validate the job as that engine's /mutate left it (with policies, their defaults too), as
-the apiserver sends it. Each process answers 200 reviews before it counts (a plan is written out
-after 64), with the collector off and bytecode caches written. Each ratio is instructions without
+the apiserver sends it. Each process answers 200 reviews before it counts (its plans and memos
+made), with the collector off and bytecode caches written. Each ratio is instructions without
 policies over instructions with enforcement on: the reviews/s one CPU would serve with it, as a
 share of those without.
 """
