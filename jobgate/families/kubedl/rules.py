@@ -36,20 +36,10 @@ RUN_POLICY_FIELDS = (
 )
 
 
-# ReplicaJobKind's constructor through an untyped reference: compiled by mypyc, a native call of it with
-# ``**fields`` (``super().__init__(..., **fields)``) passes the dict as a positional argument. Run at
-# import only, once per kind.
-_replica_job_init: Any = ReplicaJobKind.__init__
-
-
 class KubeDLKind(ReplicaJobKind):
     """A KubeDL kind: the run policy inlined into ``spec`` (an MPIJob may use ``spec.runPolicy``)."""
 
     __slots__ = ()
-
-    def __init__(self, **fields: Any) -> None:
-        """``ReplicaJobKind``'s keyword-only fields, in KubeDL's group and version."""
-        _replica_job_init(self, group=KUBEDL_GROUP, version=KUBEDL_VERSION, family="kubedl", **fields)
 
     def run_policy(self, spec: dict[str, Any]) -> dict[str, Any]:
         """Where this job's RunPolicy lives: inline in spec, or spec.runPolicy when an MPIJob uses it."""
@@ -86,6 +76,16 @@ class KubeDLKind(ReplicaJobKind):
         super()._check_run_policy(spec, replicas, found)
 
 
+# The class through an untyped reference: compiled by mypyc, a native call of a constructor with
+# ``**fields`` (or ``super().__init__(**fields)`` in a subclass) passes the dict as a positional argument.
+_KUBEDL_KIND: Any = KubeDLKind
+
+
+def kubedl_kind(**fields: Any) -> KubeDLKind:
+    """A KubeDL kind: ``ReplicaJobKind``'s keyword-only fields, in KubeDL's group and version."""
+    return _KUBEDL_KIND(group=KUBEDL_GROUP, version=KUBEDL_VERSION, family="kubedl", **fields)  # type: ignore[no-any-return]
+
+
 # --- per-kind extra defaults ---------------------------------------------------------------------
 
 XGBOOST_DEFAULT_TTL_SECONDS = 100
@@ -100,7 +100,7 @@ MARS_MEMORY_DEFAULTS = (("plasmaStore", "/dev/shm"), ("lockFreeFileIO", True))
 # --- the kinds -----------------------------------------------------------------------------------
 
 TFJOB = register(
-    KubeDLKind(
+    kubedl_kind(
         kind="TFJob",
         plural="tfjobs",
         short_names=("tfj",),
@@ -120,7 +120,7 @@ TFJOB = register(
 )
 
 PYTORCHJOB = register(
-    KubeDLKind(
+    kubedl_kind(
         kind="PyTorchJob",
         plural="pytorchjobs",
         short_names=("ptj",),
@@ -135,7 +135,7 @@ PYTORCHJOB = register(
 )
 
 XGBOOSTJOB = register(
-    KubeDLKind(
+    kubedl_kind(
         kind="XGBoostJob",
         plural="xgboostjobs",
         short_names=("xgbj",),
@@ -149,7 +149,7 @@ XGBOOSTJOB = register(
 )
 
 MPIJOB = register(
-    KubeDLKind(
+    kubedl_kind(
         kind="MPIJob",
         plural="mpijobs",
         short_names=("mpij",),
@@ -166,7 +166,7 @@ MPIJOB = register(
 )
 
 XDLJOB = register(
-    KubeDLKind(
+    kubedl_kind(
         kind="XDLJob",
         plural="xdljobs",
         short_names=("xdlj",),
@@ -180,7 +180,7 @@ XDLJOB = register(
 )
 
 MARSJOB = register(
-    KubeDLKind(
+    kubedl_kind(
         kind="MarsJob",
         plural="marsjobs",
         short_names=("marsj",),

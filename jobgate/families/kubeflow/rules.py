@@ -54,34 +54,14 @@ QUEUE_IMMUTABLE = "spec.runPolicy.schedulingPolicy.queue is immutable"  # Kubefl
 SUPPORTED_MANAGERS = tuple(sorted(KUBEFLOW_MANAGED_BY))
 
 
-# ReplicaJobKind's constructor through an untyped reference (see KubeDLKind's, families/kubedl/rules.py).
-_replica_job_init: Any = ReplicaJobKind.__init__
-
-
 class KubeflowKind(ReplicaJobKind):
     """A ``kubeflow.org/v1`` kind: the run policy at ``spec.runPolicy``."""
 
     __slots__ = ("check_types",)
+    check_types: bool  # whether replica types outside the kind's roles are refused (kubeflow_kind sets it)
 
     termination_message_policy = False
     required_container_when_unnamed = True
-
-    def __init__(self, *, check_types: bool = True, **fields: Any) -> None:
-        """``ReplicaJobKind``'s keyword-only fields, in Kubeflow's group and version, with its status and
-        printer columns; ``check_types``: whether replica types outside the kind's roles are refused."""
-        fields["missing_containers_detail"] = fields.get("missing_containers_detail") or (
-            f"must be specified: must have at least one container with name {fields['container']}"
-        )
-        _replica_job_init(
-            self,
-            group=KUBEFLOW_GROUP,
-            version=KUBEFLOW_VERSION,
-            family="kubeflow",
-            status_model=STATUS_MODEL,
-            printer_columns=KUBEFLOW_PRINTER_COLUMNS,
-            **fields,
-        )
-        self.check_types = check_types
 
     def unknown_type_restart_policy(self) -> str | None:
         # Kubeflow's defaulters default every entry of the map (MPIJob's only Launcher and Worker).
@@ -323,10 +303,34 @@ class _ElasticKind(KubeflowKind):
             )
 
 
+# The classes through an untyped reference (see families/kubedl/rules.py's kubedl_kind).
+_KUBEFLOW_KIND: Any = KubeflowKind
+_ELASTIC_KIND: Any = _ElasticKind
+
+
+def kubeflow_kind(*, check_types: bool = True, elastic: bool = False, **fields: Any) -> KubeflowKind:
+    """A ``kubeflow.org/v1`` kind: ``ReplicaJobKind``'s keyword-only fields, in Kubeflow's group and
+    version, with its status and printer columns; ``check_types``: whether replica types outside the
+    kind's roles are refused; ``elastic``: PyTorchJob's and PaddleJob's elastic policy checks."""
+    fields["missing_containers_detail"] = fields.get("missing_containers_detail") or (
+        f"must be specified: must have at least one container with name {fields['container']}"
+    )
+    kind: KubeflowKind = (_ELASTIC_KIND if elastic else _KUBEFLOW_KIND)(
+        group=KUBEFLOW_GROUP,
+        version=KUBEFLOW_VERSION,
+        family="kubeflow",
+        status_model=STATUS_MODEL,
+        printer_columns=KUBEFLOW_PRINTER_COLUMNS,
+        **fields,
+    )
+    kind.check_types = check_types
+    return kind
+
+
 # --- the kinds -----------------------------------------------------------------------------------
 
 TFJOB = register(
-    KubeflowKind(
+    kubeflow_kind(
         kind="TFJob",
         plural="tfjobs",
         short_names=(),
@@ -349,7 +353,8 @@ TFJOB = register(
 )
 
 PYTORCHJOB = register(
-    _ElasticKind(
+    kubeflow_kind(
+        elastic=True,
         kind="PyTorchJob",
         plural="pytorchjobs",
         short_names=(),
@@ -365,7 +370,7 @@ PYTORCHJOB = register(
 )
 
 XGBOOSTJOB = register(
-    KubeflowKind(
+    kubeflow_kind(
         kind="XGBoostJob",
         plural="xgboostjobs",
         short_names=(),
@@ -380,7 +385,8 @@ XGBOOSTJOB = register(
 )
 
 PADDLEJOB = register(
-    _ElasticKind(
+    kubeflow_kind(
+        elastic=True,
         kind="PaddleJob",
         plural="paddlejobs",
         short_names=(),
@@ -397,7 +403,7 @@ PADDLEJOB = register(
 )
 
 JAXJOB = register(
-    KubeflowKind(
+    kubeflow_kind(
         kind="JAXJob",
         plural="jaxjobs",
         short_names=(),
@@ -411,7 +417,7 @@ JAXJOB = register(
 )
 
 MPIJOB = register(
-    KubeflowKind(
+    kubeflow_kind(
         kind="MPIJob",
         plural="mpijobs",
         short_names=(),
