@@ -2,7 +2,7 @@
 
 For every family with a collection of replica specs (KubeDL TFJob's map, Volcano's tasks,
 T9k's replicaSpecs, DIJob's tasks) it builds objects just under the apiserver's 3 MiB limit in
-the worst shapes (``envtest/big_jobs.py``): 10,000 replica types (valid where the family allows
+the worst shapes (``testkit/big_jobs.py``): 10,000 replica types (valid where the family allows
 that many, and all invalid), 5,000 containers, 10,000 env entries, and an UPDATE carrying the old
 object (a ~6 MB body). Each body is reviewed
 
@@ -39,10 +39,10 @@ import orjson
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from envtest.big_jobs import FAMILIES, Family, base_job, first_item, review, shapes
 from jobgate.review import engine_build, warm_up
 from jobgate.webhook.admission import Webhook
 from jobgate.webhook.outcome import _review_in_worker, review_outcome
+from testkit.big_jobs import FAMILIES, Family, base_job, first_item, review, shapes
 
 REPO = Path(__file__).resolve().parents[1]
 MB = 1e6
@@ -83,7 +83,8 @@ def inline_figures(body: bytes, repeats: int) -> dict[str, Any]:
 async def server_figures(bodies: dict[str, bytes], concurrent: int, repeats: int) -> dict[str, Any]:
     import aiohttp
 
-    from bench.soak import free_port, wait_ready
+    from bench.common import free_port
+    from bench.soak import wait_ready
     from jobgate.certs.authority import init_directory
 
     with tempfile.TemporaryDirectory(prefix="jobgate-big-") as directory:

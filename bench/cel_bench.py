@@ -80,6 +80,8 @@ from typing import Any
 
 import yaml
 
+from bench.common import cpu_seconds, free_port, percentile
+
 REPO = Path(__file__).resolve().parents[1]
 SMALL_JOB = REPO / "examples/valid/tfjob-mnist.yaml"
 CEL_ONLY = "manifests/overlays/cel-only"
@@ -425,7 +427,6 @@ class WebhookProcess:
     """``jobgate webhook`` on 127.0.0.1 (its own process group: its large-review workers go with it)."""
 
     def __init__(self, directory: Path) -> None:
-        from envtest.harness import free_port
         from jobgate.certs.authority import init_directory
 
         self.tls_dir = directory / "webhook-tls"
@@ -545,19 +546,6 @@ def batch(
     return [ms for _, ms in times], used
 
 
-CLOCK_TICKS = os.sysconf("SC_CLK_TCK")
-
-
-def cpu_seconds(pids: list[int]) -> float:
-    """User + system CPU of these processes so far (from /proc; a process gone counts 0)."""
-    total = 0
-    for pid in pids:
-        with contextlib.suppress(OSError):
-            fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-            total += int(fields[11]) + int(fields[12])  # utime, stime
-    return total / CLOCK_TICKS
-
-
 def process_tree(pid: int) -> list[int]:
     """``pid`` and its descendants (the webhook's large-review workers)."""
     children: dict[int, list[int]] = {}
@@ -576,13 +564,6 @@ def process_tree(pid: int) -> list[int]:
 
 def split(total: int, parts: int) -> list[int]:
     return [total // parts + (1 if index < total % parts else 0) for index in range(parts)]
-
-
-def percentile(values: list[int] | list[float], fraction: float) -> float:
-    """Nearest rank."""
-    ordered = sorted(values)
-    rank = max(1, -(-len(ordered) * fraction // 1))
-    return float(ordered[int(rank) - 1])
 
 
 @dataclass

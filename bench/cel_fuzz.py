@@ -7,7 +7,7 @@ Each goes through ``envtest/cel_differential.py``: where the catalogue places a 
 apiserver, the apiserver must refuse the job at that rule's field; it may refuse nothing the
 webhook admits; and a job both admit is stored as ``jobgate default`` prints it.
 
-The jobs (``envtest/fuzzing/cel_cases.py``) keep to what a person could write: values replaced,
+The jobs (``testkit/fuzzing/cel_cases.py``) keep to what a person could write: values replaced,
 keys removed or copied in from another job, list items dropped or repeated, replica types renamed;
 one to six mutations per job, a quarter of them UPDATEs of a valid job stored first. Seeded,
 bounded in count and time; each disagreement is written to ``--findings`` as the job (and the
@@ -31,12 +31,12 @@ import yaml
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from envtest.cel_corpus import wait_for_policies
 from envtest.cel_differential import Apiserver, Case, defaulted, install, plane_kubectl, run_case
-from envtest.fuzzing.cel_cases import cases
 from envtest.harness import ControlPlane
 from envtest.kubeflow_vap import corpus as kubeflow_corpus
 from envtest.kubeflow_vap import install_policies, policy_problems
+from testkit.cel_corpus import wait_for_policies
+from testkit.fuzzing.cel_cases import cases
 
 REPO = Path(__file__).resolve().parents[1]
 

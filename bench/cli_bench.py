@@ -46,6 +46,7 @@ from typing import Any
 from ruamel.yaml import YAML
 
 from bench.baseline import Build, add_baseline_flag, baselines, counterpart, working_tree
+from bench.common import pinned
 from bench.fixtures import tfjob_manifest
 
 REPO = Path(__file__).resolve().parents[1]
@@ -166,10 +167,10 @@ def measure(argv: list[str], cpu: int, build: Build | None = None) -> Measure:
     """Wall time and peak RSS of one process pinned to ``cpu`` (run as ``build`` runs, when it is one's).
     The peak RSS is GNU time's (``%M``); without it, the child's ru_maxrss, at least this bench's size."""
 
-    pinned = ["taskset", "--cpu-list", str(cpu), *argv]
+    command = pinned(argv, cpu)
     cwd, env = (build.cwd, build.environment()) if build is not None else (REPO, None)
     with tempfile.NamedTemporaryFile("r", suffix=".rss") as rss:
-        timed = [GNU_TIME, "--format=%M", f"--output={rss.name}", *pinned] if os.path.exists(GNU_TIME) else pinned
+        timed = [GNU_TIME, "--format=%M", f"--output={rss.name}", *command] if os.path.exists(GNU_TIME) else command
         started = time.perf_counter()
         process = subprocess.Popen(timed, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, cwd=cwd, env=env)
         _, status, usage = os.wait4(process.pid, 0)

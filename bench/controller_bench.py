@@ -55,6 +55,7 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:
     from jobgate.kube.client import Kube
 
+from bench.common import free_port
 from envtest.peers import (
     AUDIT_POLICY,
     CONTROLLER_USER,
@@ -409,12 +410,6 @@ def controller_kubeconfig(plane, directory: Path) -> Path:
         )
     )
     return path
-
-
-def free_port() -> int:
-    from envtest.harness import free_port as port
-
-    return port()
 
 
 def start_contender(name: str, kubeconfig: Path, workers: int, log: Path, qps: float | None) -> subprocess.Popen:

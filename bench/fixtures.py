@@ -9,7 +9,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from envtest.policy_set import tfjob_manifest
+from testkit.policy_set import tfjob_manifest
 
 
 def tfjob_review(uid: str = "705ab4f5-6393-11e8-b7cc-42010a800002") -> dict[str, Any]:

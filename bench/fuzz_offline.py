@@ -1,7 +1,7 @@
 """Fuzz the offline command (``jobgate validate`` / ``review`` on a file): ``python -m bench.fuzz_offline``.
 
 Every input is a file's bytes, mutated from the manifests in ``examples/`` (see
-``envtest/fuzzing/offline_mutator.py``: text, structure and byte mutations), and goes through what
+``testkit/fuzzing/offline_mutator.py``: text, structure and byte mutations), and goes through what
 the command does with a file: UTF-8 decoding, document splitting, loading, mutate-then-validate,
 the text report, and ``jobgate review``'s parsing for inputs that look like JSON or a review.
 It must end in a defined way (a result per document, one-line reasons, exit 0/1/2, printable
@@ -28,7 +28,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from bench.fuzzrun import fuzz_arguments, report, run_workers
-from envtest.fuzzing.offline_mutator import check, damage, example_texts, inputs, mutate_text
+from testkit.fuzzing.offline_mutator import check, damage, example_texts, inputs, mutate_text
 
 
 def _save(findings: Path, raw: bytes, error: BaseException) -> None:
@@ -40,8 +40,8 @@ def _save(findings: Path, raw: bytes, error: BaseException) -> None:
 
 def check_differential(raw: bytes) -> str:
     """libyaml's reading against ruamel's (``jobgate/offline/exact_yaml.py`` uses libyaml only where they agree)."""
-    from envtest.fuzzing.loader_differential import differences
-    from envtest.fuzzing.review_mutator import Finding
+    from testkit.fuzzing.loader_differential import differences
+    from testkit.fuzzing.review_mutator import Finding
 
     difference = differences(raw.decode("utf-8", "replace"))
     if difference is not None:

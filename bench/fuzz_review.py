@@ -1,7 +1,7 @@
 """Fuzz the review handler (/mutate and /validate bodies): ``python -m bench.fuzz_review``.
 
 Every input goes through ``review_body`` for both webhooks and must pass the oracle in
-``envtest/fuzzing/review_mutator.py``: a one-line 400 (``BadReview``) or an AdmissionReview that is
+``testkit/fuzzing/review_mutator.py``: a one-line 400 (``BadReview``) or an AdmissionReview that is
 not an internal error, /mutate always admitting. Inputs are structure- and type-aware mutations
 of the manifests in ``examples/`` (plus truncation, invalid UTF-8, lone surrogates, huge
 integers). Bounded in count and time; ``--workers`` runs seeds ``seed..seed+N-1`` in parallel.
@@ -25,7 +25,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from bench.fuzzrun import fuzz_arguments, report, run_workers
-from envtest.fuzzing.review_mutator import check_both, encode, inputs, mutate_review, seed_reviews
+from testkit.fuzzing.review_mutator import check_both, encode, inputs, mutate_review, seed_reviews
 
 
 def _save(findings: Path, body: bytes, error: BaseException) -> None:

@@ -4,7 +4,7 @@ policies in force against the same without, measured in the same run.
     python -m bench.policy_cost [--policies 50] [--matching 10] [--files 2000] [--duration 10] [--rounds 5]
                                 [--no-webhook] [--no-offline] [--no-compiled] [--compiled-tree DIR]
 
-The policy set (``envtest/policy_set.py``) has ``--policies`` policies of which ``--matching`` apply to
+The policy set (``testkit/policy_set.py``) has ``--policies`` policies of which ``--matching`` apply to
 the bench's TFJob (limits, GPUs, required labels, allow-lists, registries, forbid, defaults, one
 Warn), all satisfied by it, so that both runs admit the same job; the others are kept from it by a
 namespaceSelector, another namespace, match.families/kinds or an objectSelector.
@@ -44,11 +44,12 @@ from typing import TYPE_CHECKING
 import yaml
 
 from bench.cli_bench import generate, measure
+from bench.common import free_port
 from bench.fixtures import tfjob_review_bytes
-from bench.webhook_bench import LOAD_CPU, LUA, compiled_tree_or_none, free_port, start_server, wrk
-from envtest.policy_set import NAMESPACE, namespaces, policy_set
+from bench.webhook_bench import LOAD_CPU, LUA, compiled_tree_or_none, start_server, wrk
 from jobgate.certs.authority import init_directory
 from jobgate.engine.jsonpatch import apply_patch
+from testkit.policy_set import NAMESPACE, namespaces, policy_set
 
 if TYPE_CHECKING:
     from envtest.harness import ControlPlane

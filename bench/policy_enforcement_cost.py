@@ -25,11 +25,12 @@ from pathlib import Path
 
 import yaml
 
+from bench.common import free_port
 from bench.fixtures import tfjob_review_bytes
 from bench.policy_cost import as_mutated, policy_control_plane, wait_ready
-from bench.webhook_bench import LUA, free_port, start_server, wrk
-from envtest.policy_set import namespaces, policy_set
+from bench.webhook_bench import LUA, start_server, wrk
 from jobgate.certs.authority import init_directory
+from testkit.policy_set import namespaces, policy_set
 
 REPO = Path(__file__).resolve().parents[1]
 

@@ -12,8 +12,8 @@ answering none, without policies, with enforcement on and no policy (an empty ``
 what having enforcement on costs by itself, as in a namespace no policy applies to), and with
 ``bench.policy_cost``'s 50 (10 apply to the job) in a ``PolicySnapshot``. /mutate gets the job as
 written; /validate the job as that engine's /mutate left it (with policies, their defaults too), as
-the apiserver sends it. Each process answers 200 reviews before it counts (a plan is written out
-after 64), with the collector off and bytecode caches written. Each ratio is instructions without
+the apiserver sends it. Each process answers 200 reviews before it counts (its plans and memos
+made), with the collector off and bytecode caches written. Each ratio is instructions without
 policies over instructions with enforcement on: the reviews/s one CPU would serve with it, as a
 share of those without.
 """
@@ -39,11 +39,11 @@ WEBHOOKS = ("mutate", "validate")
 def answer(mode: str, webhook_name: str, reviews: int) -> None:
     """The measured process: ``reviews`` answers of one webhook, after the warm-up."""
     from bench.fixtures import tfjob_review_bytes
-    from envtest.policy_set import namespaces, policy_set
     from jobgate.engine.jsonpatch import apply_patch
     from jobgate.engine.views import ClusterViews
     from jobgate.policy.snapshot import PolicySnapshot
     from jobgate.webhook.admission import Webhook, review_body
+    from testkit.policy_set import namespaces, policy_set
 
     views = None
     labels = {ns["metadata"]["name"]: ns["metadata"].get("labels", {}) for ns in namespaces()}

@@ -25,7 +25,6 @@ import json
 import os
 import random
 import signal
-import socket
 import ssl
 import subprocess
 import sys
@@ -38,6 +37,7 @@ import aiohttp
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from bench.common import free_port
 from bench.fixtures import tfjob_review
 from jobgate.certs.authority import (
     cert_pem,
@@ -48,12 +48,6 @@ from jobgate.certs.authority import (
 )
 
 REPO = Path(__file__).resolve().parents[1]
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
 
 
 def bodies() -> dict[str, tuple[bytes, int]]:

@@ -36,7 +36,6 @@ import os
 import shutil
 import socket
 import ssl
-import statistics
 import subprocess
 import sys
 import tempfile
@@ -45,6 +44,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 
 from bench.baseline import Build, add_baseline_flag, baselines, counterpart, working_tree
+from bench.common import cpu_seconds, free_port, median
 from bench.fixtures import tfjob_review_bytes
 from jobgate.certs.authority import init_directory
 
@@ -100,12 +100,6 @@ class Figures:
     p99_ms: float
 
 
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 def wait_until_serving(port: int, ca_file: Path, process: subprocess.Popen, timeout: float = 20) -> None:
     context = ssl.create_default_context(cafile=str(ca_file))
     deadline = time.monotonic() + timeout
@@ -121,18 +115,6 @@ def wait_until_serving(port: int, ca_file: Path, process: subprocess.Popen, time
         except OSError:
             time.sleep(0.1)
     raise RuntimeError("server did not start")
-
-
-CLOCK_TICKS = os.sysconf("SC_CLK_TCK")
-
-
-def cpu_seconds(pids: list[int]) -> float:
-    """User + system CPU of these processes (all their threads) so far, from /proc."""
-    total = 0
-    for pid in pids:
-        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-        total += int(fields[11]) + int(fields[12])  # utime, stime
-    return total / CLOCK_TICKS
 
 
 def wrk(
@@ -233,10 +215,6 @@ def kept_or_compiled(kept: Path | None, directory: Path) -> Path | None:
 
 
 COMPILED_TREE_HELP = "where the mypyc-compiled copy of this tree is kept: built there when absent, reused when there"
-
-
-def median(values: list[float]) -> float:
-    return statistics.median(values)
 
 
 def main() -> int:

@@ -36,13 +36,14 @@ import re
 import shutil
 import sys
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import yaml
 
-REPO = Path(__file__).resolve().parents[1]
+from build_support.chart_model import REPO, ChartError, Defaults
+
 MANIFESTS = REPO / "manifests"
 CHART = REPO / "charts" / "jobgate"
 NAMESPACE = "jobgate-system"  # the base's namespace: the release's in the chart
@@ -50,10 +51,6 @@ HAND_WRITTEN = ("tests",)  # chart directories this generator leaves alone
 CERT_MODES = {"self-signed": "selfSigned", "cert-manager": "certManager"}
 # CRDs of a group that is no job API's: which family they belong to (Volcano's Command bus).
 EXTRA_CRD_FAMILIES = {"bus.volcano.sh": "volcano"}
-
-
-class ChartError(RuntimeError):
-    """The manifests hold something this generator does not know how to carry into the chart."""
 
 
 # --- template nodes: a YAML tree where some values are Helm template text -----------------
@@ -309,18 +306,6 @@ def base_image(documents: list[Document]) -> str:
     if len(images) != 1:
         raise ChartError(f"the base's pods should share one image, found {sorted(images)}")
     return images.pop()
-
-
-@dataclass
-class Defaults:
-    repository: str
-    tag: str
-    webhook: dict[str, Any]
-    controller: dict[str, Any]
-    pdb: dict[str, Any]
-    admission: dict[str, Any]
-    families: list[str]
-    groups: dict[str, str] = field(default_factory=dict)  # API group -> family
 
 
 def families_by_group() -> dict[str, str]:

@@ -1,6 +1,6 @@
 """The hand-written parts of ``charts/jobgate``: Chart.yaml, the values' documentation and schema,
 the helpers, NOTES.txt and the optional ServiceMonitor. Every default comes from ``manifests/``
-through ``build_support.chart.Defaults``; no manifest object is written here."""
+through ``build_support.chart_model.Defaults``; no manifest object is written here."""
 
 from __future__ import annotations
 
@@ -9,9 +9,9 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from build_support.chart import Defaults
+    from build_support.chart_model import Defaults
 
-from build_support.chart import REPO, ChartError
+from build_support.chart_model import REPO, ChartError
 
 CERT_MODES = ("selfSigned", "certManager")
 

@@ -104,7 +104,7 @@ def _family_catalogue(family: str) -> tuple[list[tuple[Any, list[str]]], list[tu
 
 @functools.cache
 def _vectors(family: str) -> list[Any]:
-    from envtest.cel_corpus import vectors
+    from testkit.cel_corpus import vectors
 
     return vectors(family)
 

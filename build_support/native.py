@@ -32,7 +32,7 @@ def package_dirs() -> dict[str, str]:
 
 
 PACKAGE_DIRS = package_dirs()
-TREE = ("pyproject.toml", "setup.py", "build_support", "envtest", "bench", "tests", "examples", "manifests")
+TREE = ("pyproject.toml", "setup.py", "build_support", "envtest", "testkit", "bench", "tests", "examples", "manifests")
 
 # Hot per-review code. Left out: fielderrors (a str subclass, which mypyc cannot compile
 # natively) and registry (a Protocol with ``...`` defaults), both cheap; and the ``__init__`` of
@@ -55,6 +55,9 @@ SHARED_COMPILED_MODULES = (
     "jobgate.engine.context",
     # Platform policy's per-review checks (resolution is remembered; these run for every job).
     "jobgate.policy.check",
+    "jobgate.policy.findings",
+    "jobgate.policy.plan",
+    "jobgate.policy.defaults",
     "jobgate.policy.gpu",
     "jobgate.policy.images",
     "jobgate.policy.fieldmap",

@@ -11,8 +11,8 @@ from typing import Any
 
 from cryptography import x509
 
-from jobgate.certs.authority import cert_pem, key_pem
-from jobgate.certs.renewal import (
+from .authority import cert_pem, key_pem
+from .renewal import (
     Authority,
     CertificateState,
     Lifetimes,

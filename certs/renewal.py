@@ -24,7 +24,7 @@ from cryptography import x509
 from cryptography.exceptions import InvalidSignature
 from cryptography.hazmat.primitives.asymmetric import ec
 
-from jobgate.certs.authority import (
+from .authority import (
     BACKDATE,
     PrivateKey,
     create_ca,

@@ -11,7 +11,7 @@ from __future__ import annotations
 import copy
 from typing import Any
 
-from jobgate.controller.model import JobModel, ReplicaGroup, child_name
+from .model import JobModel, ReplicaGroup, child_name
 
 # On every replica's pod and Service: the Service selects its pod by them, the engine finds a pod's replica.
 LABEL_REPLICA_TYPE = "replica-type"

@@ -18,7 +18,7 @@ import math
 from dataclasses import dataclass, field
 from typing import Any
 
-from jobgate.controller.children import (
+from .children import (
     LABEL_REPLICA_INDEX,
     LABEL_REPLICA_TYPE,
     POD_GROUP_API,
@@ -28,8 +28,8 @@ from jobgate.controller.children import (
     pod_name,
     wants_service,
 )
-from jobgate.controller.clock import parse_time, timestamp
-from jobgate.controller.model import (
+from .clock import parse_time, timestamp
+from .model import (
     RETRYABLE_EXIT_CODES,
     RETRYABLE_POD_REASONS,
     CleanPodPolicy,

@@ -16,9 +16,10 @@ import threading
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from jobgate.controller.clock import micro_timestamp, parse_time
-from jobgate.controller.resources import LEASES
 from jobgate.kube.client import ApiError, Kube
+
+from .clock import micro_timestamp, parse_time
+from .resources import LEASES
 
 log = logging.getLogger("jobgate.leader")
 

@@ -23,10 +23,10 @@ from __future__ import annotations
 import datetime
 from typing import Any
 
-from jobgate.controller.children import build_pod, pod_name
-from jobgate.controller.clock import parse_time
-from jobgate.controller.engine import ACTIVE_PHASES, Deletion, Event, exit_code
-from jobgate.controller.lifecycle_policy import (
+from .children import build_pod, pod_name
+from .clock import parse_time
+from .engine import ACTIVE_PHASES, Deletion, Event, exit_code
+from .lifecycle_policy import (
     COMMAND_ISSUED,
     GROUP_NAME_KEY,
     JOB_VERSION_KEY,

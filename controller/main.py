@@ -14,9 +14,10 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from jobgate.controller.policy_audit import PolicyAudit
-    from jobgate.controller.runtime import Controller
     from jobgate.kube.client import Kube
+
+    from .policy_audit import PolicyAudit
+    from .runtime import Controller
 
 log = logging.getLogger("jobgate.controller")
 SERVICE_ACCOUNT_NAMESPACE = Path("/var/run/secrets/kubernetes.io/serviceaccount/namespace")
@@ -109,9 +110,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from jobgate.common import logs
-    from jobgate.controller.leader import LeaderElector, LeaseTiming
-    from jobgate.controller.runtime import Controller
     from jobgate.kube.client import Kube
+
+    from .leader import LeaderElector, LeaseTiming
+    from .runtime import Controller
 
     logs.configure(args.log_format, args.log_level)
     identity = args.identity or f"{socket.gethostname()}_{os.getpid()}_{uuid.uuid4().hex[:6]}"
@@ -177,7 +179,7 @@ def _policy_audit(kube: Kube, controller: Controller, args: argparse.Namespace) 
     """The audit of stored jobs against the platform policies, over the kinds this controller runs."""
     if args.policy_audit_interval <= 0:
         return None
-    from jobgate.controller.policy_audit import PolicyAudit
+    from .policy_audit import PolicyAudit
 
     kinds = [adapter.kind for adapter in controller.adapters.values()]
     return PolicyAudit(

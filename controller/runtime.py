@@ -22,21 +22,22 @@ from typing import Any
 
 from urllib3.exceptions import HTTPError
 
-from jobgate.controller.adapters import ADAPTERS, JOB_UID_LABEL, Adapter
-from jobgate.controller.clock import timestamp
-from jobgate.controller.engine import Deletion, Event, Observed, Plan, reconcile, set_condition
-from jobgate.controller.expectations import Expectations
-from jobgate.controller.model import JobModel
-from jobgate.controller.resources import COMMANDS, EVENTS, KIND_RESOURCES, POD_GROUPS, PODS, SERVICES
-from jobgate.controller.slim import slim_pod, slim_service, strip_managed_fields
-from jobgate.controller.volcano_apis import VolcanoApis, command_crd_recheck_seconds
-from jobgate.controller.workqueue import WorkQueue, job_key, split_key
 from jobgate.engine.context import ReviewContext
 from jobgate.engine.fielderrors import aggregate_message
 from jobgate.engine.registry import GroupVersionKind
 from jobgate.kube.client import ApiError, Kube, Resource
 from jobgate.kube.informer import Informer
 from jobgate.review import review_job
+
+from .adapters import ADAPTERS, JOB_UID_LABEL, Adapter
+from .clock import timestamp
+from .engine import Deletion, Event, Observed, Plan, reconcile, set_condition
+from .expectations import Expectations
+from .model import JobModel
+from .resources import COMMANDS, EVENTS, KIND_RESOURCES, POD_GROUPS, PODS, SERVICES
+from .slim import slim_pod, slim_service, strip_managed_fields
+from .volcano_apis import VolcanoApis, command_crd_recheck_seconds
+from .workqueue import WorkQueue, job_key, split_key
 
 log = logging.getLogger("jobgate.controller")
 COMPONENT = "jobgate-controller"

@@ -39,7 +39,7 @@ import weakref
 from collections.abc import Callable, Hashable
 from typing import Any
 
-from jobgate.controller.lifecycle_policy import JOB_VERSION_KEY
+from .lifecycle_policy import JOB_VERSION_KEY
 
 # The only pod annotations a pass reads (``lifecycle._version``): everything else a template adds
 # (user annotations, scheduler hints) is written to the pod and never read back.

@@ -18,13 +18,14 @@ from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 from jobgate.common.envconfig import seconds_from_environment
-from jobgate.controller.adapters import JOB_UID_LABEL, Adapter
-from jobgate.controller.resources import COMMANDS, POD_GROUPS
-from jobgate.controller.slim import slim_pod_group
-from jobgate.controller.workqueue import WorkQueue, job_key
 from jobgate.engine.registry import GroupVersionKind
 from jobgate.kube.client import ApiError, Kube, Resource
 from jobgate.kube.informer import Handler, Informer
+
+from .adapters import JOB_UID_LABEL, Adapter
+from .resources import COMMANDS, POD_GROUPS
+from .slim import slim_pod_group
+from .workqueue import WorkQueue, job_key
 
 log = logging.getLogger("jobgate.controller")
 

@@ -9,7 +9,7 @@ webhook admits: each of its causes must stand at (or above) a field the webhook 
 
 Used by tests/e2e/test_cel_enforcement.py, tests/e2e/test_cel_oldest_release.py,
 tests/e2e/test_in_cluster_jobgate.py and ``python -m bench.cel_fuzz`` (jobs mutated from the corpus,
-``envtest/fuzzing/cel_cases.py``); the corpus itself is ``envtest/cel_corpus.py``.
+``testkit/fuzzing/cel_cases.py``); the corpus itself is ``testkit/cel_corpus.py``.
 """
 
 from __future__ import annotations

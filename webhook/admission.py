@@ -19,7 +19,8 @@ import orjson
 from jobgate.engine.context import ReviewContext, context_for
 from jobgate.engine.registry import GroupVersionKind, JobKind, lookup_names
 from jobgate.review import defaulting_patch, review_job
-from jobgate.webhook.envelope import ADMISSION_API_VERSION, AdmissionRequest, AdmissionReview, BadReview, RequestKind
+
+from .envelope import ADMISSION_API_VERSION, AdmissionRequest, AdmissionReview, BadReview, RequestKind
 
 if TYPE_CHECKING:
     from jobgate.engine.views import ClusterViews
@@ -79,7 +80,7 @@ def parse_review(body: bytes | str) -> AdmissionReview:
         return review
     # Not the usual shape: the schema decides, and words the 400. Imported only here, so that
     # well-formed reviews (and the start of ``jobgate review``) never load pydantic.
-    from jobgate.webhook.envelope_schema import checked_review
+    from .envelope_schema import checked_review
 
     return checked_review(document)
 

@@ -11,7 +11,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from jobgate.webhook.envelope import (
+from .envelope import (
     ADMISSION_API_VERSION,
     AdmissionRequest,
     AdmissionReview,

@@ -12,10 +12,11 @@ import os
 import re
 
 from jobgate.review import warm_up
-from jobgate.webhook.admission import (
+
+from .admission import (
     Webhook,
 )
-from jobgate.webhook.outcome import ReviewOutcome, _review_in_worker, review_outcome
+from .outcome import ReviewOutcome, _review_in_worker, review_outcome
 
 log = logging.getLogger("jobgate.webhook")
 

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from prometheus_client import CollectorRegistry, Counter, Gauge
 
-from jobgate.webhook.review_metrics import ReviewMetrics
-from jobgate.webhook.tlsreload import LoadedCertificate
+from .review_metrics import ReviewMetrics
+from .tlsreload import LoadedCertificate
 
 LATENCY_BUCKETS = (0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5)
 

@@ -12,14 +12,15 @@ from typing import Any
 
 from jobgate.common.logs import FastLine
 from jobgate.engine.views import ClusterViews
-from jobgate.webhook.admission import (
+
+from .admission import (
     AdmissionReviewResponse,
     Webhook,
     answer_review,
     encode_response,
     parse_review,
 )
-from jobgate.webhook.envelope import AdmissionReview, BadReview
+from .envelope import AdmissionReview, BadReview
 
 review_log = FastLine("jobgate.review")
 

@@ -25,8 +25,9 @@ from jobgate.kube.informer import Informer
 from jobgate.policy.models import GROUP, VERSION
 from jobgate.policy.resolve import PolicySet
 from jobgate.policy.resources import CLUSTER_POLICIES, NAMESPACES, POLICIES
-from jobgate.webhook.devices import DeviceCache, dra_served
-from jobgate.webhook.queuefit import QueueFitCache, install_when_synced, start_queue_fit
+
+from .devices import DeviceCache, dra_served
+from .queuefit import QueueFitCache, install_when_synced, start_queue_fit
 
 log = logging.getLogger("jobgate.policies")
 
@@ -146,7 +147,7 @@ class PolicyEnforcement:
     def _start_cache(self, kube: Kube) -> None:
         self._start_devices(kube)
         self.queue_fit = start_queue_fit(kube, self.views)
-        from jobgate.webhook.policy_exceptions import start_exceptions
+        from .policy_exceptions import start_exceptions
 
         self.exceptions = start_exceptions(kube, self.views)
         cache = PolicyCache(kube)

@@ -22,15 +22,16 @@ from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 
 from jobgate.engine.views import ClusterViews
 from jobgate.review import engine_build, warm_up
-from jobgate.webhook.admission import (
+
+from .admission import (
     Webhook,
 )
-from jobgate.webhook.fastpath import FastLane
-from jobgate.webhook.large_reviews import LargeReviewPool, budget_from_timeout
-from jobgate.webhook.metrics import Metrics
-from jobgate.webhook.outcome import ReviewOutcome, review_log, review_outcome
-from jobgate.webhook.review_metrics import ReviewCount
-from jobgate.webhook.tlsreload import CertificateError, ReloadingCertificate
+from .fastpath import FastLane
+from .large_reviews import LargeReviewPool, budget_from_timeout
+from .metrics import Metrics
+from .outcome import ReviewOutcome, review_log, review_outcome
+from .review_metrics import ReviewCount
+from .tlsreload import CertificateError, ReloadingCertificate
 
 MAX_BODY_BYTES = 7 * 1024 * 1024  # object + oldObject of a 3 MiB apiserver request, as controller-runtime allows
 

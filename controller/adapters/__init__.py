@@ -9,9 +9,10 @@ from __future__ import annotations
 import importlib
 from typing import Any
 
-from jobgate.controller.adapters.common import JOB_UID_LABEL, Adapter, common_status_document, read_status
 from jobgate.engine.registry import GroupVersionKind
 from jobgate.families import every_family
+
+from .common import JOB_UID_LABEL, Adapter, common_status_document, read_status
 
 ADAPTERS: dict[GroupVersionKind, Adapter] = {
     adapter.gvk: adapter

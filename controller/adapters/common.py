@@ -11,7 +11,11 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from jobgate.controller.model import (
+from jobgate.engine.registry import GroupVersionKind, JobKind
+from jobgate.rules.dicts import container_named, containers_of
+from jobgate.rules.jobmeta import as_int
+
+from ..model import (
     Condition,
     FinishRule,
     JobModel,
@@ -19,9 +23,6 @@ from jobgate.controller.model import (
     ReplicaCounts,
     Selector,
 )
-from jobgate.engine.registry import GroupVersionKind, JobKind
-from jobgate.rules.dicts import container_named, containers_of
-from jobgate.rules.jobmeta import as_int
 
 JOB_UID_LABEL = "jobgate.dev/job-uid"
 Env = dict[str, list[dict[str, Any]]]

@@ -15,8 +15,10 @@ from __future__ import annotations
 import copy
 from typing import Any
 
-from jobgate.controller.adapters.common import Adapter, Env, common_status_document, env_var, job_identity, read_status
-from jobgate.controller.model import (
+from jobgate.engine.registry import GroupVersionKind, JobKind, lookup
+from jobgate.rules.jobmeta import as_int
+
+from ..model import (
     CleanPodPolicy,
     FinishRule,
     JobModel,
@@ -27,8 +29,7 @@ from jobgate.controller.model import (
     Selector,
     child_name,
 )
-from jobgate.engine.registry import GroupVersionKind, JobKind, lookup
-from jobgate.rules.jobmeta import as_int
+from .common import Adapter, Env, common_status_document, env_var, job_identity, read_status
 
 DIJOB_GVK = GroupVersionKind("diengine.opendilab.org", "v2alpha1", "DIJob")
 

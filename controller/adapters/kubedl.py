@@ -6,16 +6,13 @@ import json
 from collections.abc import Callable
 from typing import Any
 
-from jobgate.controller.adapters.common import (
-    Adapter,
-    Env,
-    all_succeeded,
-    default_container_name,
-    env_var,
-    job_identity,
-)
-from jobgate.controller.engine import ceil_fraction
-from jobgate.controller.model import (
+from jobgate.engine.registry import JobKind
+from jobgate.families.kubedl import rules as kubedl
+from jobgate.rules.dicts import container_named, container_port
+from jobgate.rules.jobmeta import as_int
+
+from ..engine import ceil_fraction
+from ..model import (
     CleanPodPolicy,
     FinishRule,
     JobModel,
@@ -25,10 +22,14 @@ from jobgate.controller.model import (
     Selector,
     child_name,
 )
-from jobgate.engine.registry import JobKind
-from jobgate.families.kubedl import rules as kubedl
-from jobgate.rules.dicts import container_named, container_port
-from jobgate.rules.jobmeta import as_int
+from .common import (
+    Adapter,
+    Env,
+    all_succeeded,
+    default_container_name,
+    env_var,
+    job_identity,
+)
 
 
 def _kubedl_groups(kind: kubedl.KubeDLKind, spec: dict[str, Any]) -> tuple[ReplicaGroup, ...]:

@@ -4,16 +4,11 @@ from __future__ import annotations
 
 from typing import Any
 
-from jobgate.controller.adapters.common import (
-    Adapter,
-    Env,
-    all_succeeded,
-    common_status_document,
-    default_container_name,
-    env_var,
-    job_identity,
-)
-from jobgate.controller.model import (
+from jobgate.engine.registry import JobKind
+from jobgate.families.mlkube import rules as mlkube
+from jobgate.rules.jobmeta import as_int
+
+from ..model import (
     CleanPodPolicy,
     JobModel,
     JobStatusModel,
@@ -22,9 +17,15 @@ from jobgate.controller.model import (
     RunPolicy,
     child_name,
 )
-from jobgate.engine.registry import JobKind
-from jobgate.families.mlkube import rules as mlkube
-from jobgate.rules.jobmeta import as_int
+from .common import (
+    Adapter,
+    Env,
+    all_succeeded,
+    common_status_document,
+    default_container_name,
+    env_var,
+    job_identity,
+)
 
 
 def build_mxjob(kind: JobKind, job: dict[str, Any]) -> JobModel:

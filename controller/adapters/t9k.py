@@ -13,14 +13,11 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from jobgate.controller.adapters.common import (
-    Adapter,
-    common_status_document,
-    default_container_name,
-    job_identity,
-    read_status,
-)
-from jobgate.controller.model import (
+from jobgate.engine.registry import GroupVersionKind, JobKind, lookup
+from jobgate.families.t9k.rules import MAX_WRITTEN_RULE_REPLICAS
+from jobgate.rules.jobmeta import as_int
+
+from ..model import (
     CleanPodPolicy,
     Condition,
     FinishRule,
@@ -34,11 +31,15 @@ from jobgate.controller.model import (
     RunPolicy,
     Selector,
 )
-from jobgate.controller.runmodes import apply_override, debug_override, resume_override
-from jobgate.controller.substitution import SubstitutionContext, substitute_pod
-from jobgate.engine.registry import GroupVersionKind, JobKind, lookup
-from jobgate.families.t9k.rules import MAX_WRITTEN_RULE_REPLICAS
-from jobgate.rules.jobmeta import as_int
+from ..runmodes import apply_override, debug_override, resume_override
+from ..substitution import SubstitutionContext, substitute_pod
+from .common import (
+    Adapter,
+    common_status_document,
+    default_container_name,
+    job_identity,
+    read_status,
+)
 
 GENERICJOB_GVK = GroupVersionKind("batch.tensorstack.dev", "v1beta1", "GenericJob")
 

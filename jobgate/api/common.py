@@ -1,7 +1,7 @@
 """Types shared by the job APIs: integers with Kubernetes formats, pod templates, job status.
 
 These pydantic models are the one description of the wire format. Nothing on the admission
-hot path instantiates them: the structural schema derived from them (``rules.schema``) drives
+hot path instantiates them: the structural schema derived from them (``engine.schema``) drives
 the type/enum/range checks, and the same schema is written into the CRDs, so the cluster
 and ``jobgate validate`` can never disagree about a field's type or bounds.
 """

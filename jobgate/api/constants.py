@@ -1,7 +1,7 @@
 """Names and enumerations of the job APIs, without pydantic: what the rule modules import.
 
 The pydantic models in this package import their groups and versions from here; their
-``Literal`` enumerations must equal the tuples below (tests/unit/test_loader_startup.py checks).
+``Literal`` enumerations must equal the tuples below (tests/unit/test_cli_offline.py checks).
 """
 
 from __future__ import annotations

@@ -1,8 +1,9 @@
 """``jobgate``: the command-line front end.
 
-``main`` reads the common ``jobgate validate`` without argparse (``offline.quick_validate_arguments``) and every other
-command line with the parser (``parser``); each command's handler is in the module of its concern:
-``offline`` (validate, default, review), ``serve`` (webhook, controller), ``certs``, ``manifests``.
+``main`` reads the common ``jobgate validate`` without argparse
+(``cli.offline.quick_validate_arguments``) and every other command line with the parser
+(``parser``); each command's handler is in the module of its concern: ``offline`` (validate,
+default, review), ``serve`` (webhook, controller), ``certs``, ``manifests``.
 The offline commands import neither aiohttp nor the kubernetes client.
 """
 

@@ -11,9 +11,11 @@ from __future__ import annotations
 from enum import Enum
 from functools import lru_cache
 
+from jobgate.engine.values import FrozenValue
+
 TYPE_CHECKING = False  # typing.TYPE_CHECKING, without importing typing at run time (start-up)
 if TYPE_CHECKING:
-    from collections.abc import Callable, Iterable, Sequence
+    from collections.abc import Iterable, Sequence
     from typing import Any
 
 
@@ -85,11 +87,11 @@ def format_value(value: Any) -> str:
         return json.dumps(str(value))
 
 
-class FieldError:
-    """One error, read-only and compared by value (not a dataclass: importing ``dataclasses``
-    costs a one-file ``jobgate validate`` more than the rules it runs)."""
+class FieldError(FrozenValue):
+    """One error, read-only and compared by value (:mod:`jobgate.engine.values`)."""
 
-    __slots__ = ("detail", "path", "type", "value")
+    FIELDS = ("type", "path", "value", "detail")
+    __slots__ = FIELDS
     type: ErrorType
     path: FieldPath
     value: Any
@@ -101,27 +103,8 @@ class FieldError:
         object.__setattr__(self, "value", value)
         object.__setattr__(self, "detail", detail)
 
-    def __setattr__(self, name: str, value: object) -> None:
-        raise AttributeError(f"cannot assign to field {name!r}")
-
-    def __delattr__(self, name: str) -> None:
-        raise AttributeError(f"cannot delete field {name!r}")
-
-    def __eq__(self, other: object) -> bool:
-        if type(other) is not FieldError:
-            return NotImplemented
-        return (self.type, self.path, self.value, self.detail) == (other.type, other.path, other.value, other.detail)
-
-    def __hash__(self) -> int:
-        return hash((self.type, self.path, self.value, self.detail))
-
-    def __repr__(self) -> str:
-        return f"FieldError(type={self.type!r}, path={self.path!r}, value={self.value!r}, detail={self.detail!r})"
-
-    # Callable, not type[...]: ``type`` here is the field.
-    def __reduce__(self) -> tuple[Callable[..., FieldError], tuple[ErrorType, FieldPath, Any, str]]:
-        # Read-only slots: pickle and copy would otherwise assign them.
-        return FieldError, (self.type, self.path, self.value, self.detail)
+    def _key(self) -> tuple[ErrorType, FieldPath, Any, str]:  # written out: errors are compared per review
+        return (self.type, self.path, self.value, self.detail)
 
     @property
     def field(self) -> str:

@@ -9,6 +9,8 @@ class directly (``spec_model=api.TFJobSpec``) keeps working, it just starts slow
 
 from __future__ import annotations
 
+from jobgate.engine.values import FrozenValue
+
 TYPE_CHECKING = False  # typing.TYPE_CHECKING, without importing typing at run time (start-up)
 if TYPE_CHECKING:
     from typing import Any
@@ -16,39 +18,15 @@ if TYPE_CHECKING:
     from pydantic import BaseModel
 
 
-class ModelRef:
-    """``"module:QualifiedName"`` of a pydantic model; read-only and compared by value (a cache key).
+class ModelRef(FrozenValue):
+    """``"module:QualifiedName"`` of a pydantic model; read-only and compared by value (a cache key)."""
 
-    Not a dataclass: importing ``dataclasses`` costs a one-file ``jobgate validate`` more
-    than the rules it runs.
-    """
-
-    __slots__ = ("path",)
+    FIELDS = ("path",)
+    __slots__ = FIELDS
     path: str
 
     def __init__(self, path: str) -> None:
         object.__setattr__(self, "path", path)
-
-    def __setattr__(self, name: str, value: object) -> None:
-        raise AttributeError(f"cannot assign to field {name!r}")
-
-    def __delattr__(self, name: str) -> None:
-        raise AttributeError(f"cannot delete field {name!r}")
-
-    def __eq__(self, other: object) -> bool:
-        if type(other) is not ModelRef:
-            return NotImplemented
-        return self.path == other.path
-
-    def __hash__(self) -> int:
-        return hash((self.path,))
-
-    def __repr__(self) -> str:
-        return f"ModelRef(path={self.path!r})"
-
-    def __reduce__(self) -> tuple[type[ModelRef], tuple[str]]:
-        # Read-only slots: pickle and copy would otherwise assign them.
-        return ModelRef, (self.path,)
 
     def resolve(self) -> type[BaseModel]:
         # Imported here: importlib (and the warnings module it imports) is not needed to check a file.

@@ -16,6 +16,7 @@ from __future__ import annotations
 from jobgate._generated.family_index import FAMILY_RULES, KIND_FAMILIES
 from jobgate.engine.findings import Findings
 from jobgate.engine.jsonpatch import PatchRecorder
+from jobgate.engine.values import FrozenValue
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING, without importing typing at run time (start-up)
 if TYPE_CHECKING:
@@ -33,15 +34,11 @@ else:
     Protocol = object
 
 
-class GroupVersionKind:
-    """Equal, hashed and read-only by value: a dict key.
+class GroupVersionKind(FrozenValue):
+    """Equal, hashed and read-only by value: a dict key."""
 
-    Written out rather than a frozen dataclass: importing ``dataclasses`` (and the ``inspect``
-    and ``ast`` it imports), then building each class, is a large part of the start-up of a
-    one-file ``jobgate validate``.
-    """
-
-    __slots__ = ("group", "kind", "version")
+    FIELDS = ("group", "version", "kind")
+    __slots__ = FIELDS
     group: str
     version: str
     kind: str
@@ -51,26 +48,8 @@ class GroupVersionKind:
         object.__setattr__(self, "version", version)
         object.__setattr__(self, "kind", kind)
 
-    def __setattr__(self, name: str, value: object) -> None:
-        raise AttributeError(f"cannot assign to field {name!r}")
-
-    def __delattr__(self, name: str) -> None:
-        raise AttributeError(f"cannot delete field {name!r}")
-
-    def __eq__(self, other: object) -> bool:
-        if type(other) is not GroupVersionKind:
-            return NotImplemented
-        return (self.group, self.version, self.kind) == (other.group, other.version, other.kind)
-
-    def __hash__(self) -> int:
-        return hash((self.group, self.version, self.kind))
-
-    def __repr__(self) -> str:
-        return f"GroupVersionKind(group={self.group!r}, version={self.version!r}, kind={self.kind!r})"
-
-    def __reduce__(self) -> tuple[type[GroupVersionKind], tuple[str, str, str]]:
-        # Read-only slots: pickle and copy would otherwise assign them.
-        return GroupVersionKind, (self.group, self.version, self.kind)
+    def _key(self) -> tuple[str, str, str]:  # written out: the registry's dict key, hashed per review
+        return (self.group, self.version, self.kind)
 
     @classmethod
     def from_object(cls, obj: Any) -> GroupVersionKind | None:

@@ -6,6 +6,8 @@ The webhook backs them with watch caches, ``jobgate validate`` with objects read
 
 from __future__ import annotations
 
+from jobgate.engine.values import Value
+
 TYPE_CHECKING = False  # typing.TYPE_CHECKING, without importing typing at run time (start-up)
 if TYPE_CHECKING:
     from collections.abc import Mapping, Sequence
@@ -15,33 +17,16 @@ else:
     Protocol = object
 
 
-class QueueInfo:
-    """What the queue check needs of a ``scheduling.volcano.sh`` Queue.
+class QueueInfo(Value):
+    """What the queue check needs of a ``scheduling.volcano.sh`` Queue."""
 
-    Not a dataclass: importing ``dataclasses`` costs a one-file ``jobgate validate`` more than
-    the rules it runs.
-    """
-
-    __slots__ = ("child_count", "name", "state")
+    FIELDS = ("name", "state", "child_count")
+    __slots__ = FIELDS
 
     def __init__(self, name: str, state: str, child_count: int) -> None:
         self.name = name
         self.state = state
         self.child_count = child_count
-
-    def _values(self) -> tuple[str, str, int]:
-        return (self.name, self.state, self.child_count)
-
-    def __eq__(self, other: object) -> bool:
-        if type(other) is not QueueInfo:
-            return NotImplemented
-        return self._values() == other._values()
-
-    def __hash__(self) -> int:
-        return hash(self._values())
-
-    def __repr__(self) -> str:
-        return f"QueueInfo(name={self.name!r}, state={self.state!r}, child_count={self.child_count!r})"
 
 
 class QueueView(Protocol):

@@ -4,7 +4,7 @@
 below); beside it, ``models`` (pydantic), ``rules`` (defaults and
 validation; importing it registers the kinds), ``declared`` (the rules and defaults of a known form),
 ``cel`` (the rules the apiserver enforces that no form says, placed among the declared ones)
-and, for the families jobgate's controller runs, an adapter under ``jobgate/controller/adapters``.
+and, for the families jobgate's controller runs, an adapter under ``controller/adapters/``.
 Adding a family is its package and its name below.
 
 A record names its modules by string, so that reading it imports none of them: checking one file

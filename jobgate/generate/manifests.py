@@ -1,7 +1,7 @@
 """Generated manifests: the CRDs and webhook configurations of every kind the rule engine serves.
 
 The CRD schemas come from the same pydantic models the admission checks are compiled from
-(``rules.schema.structural_schema``), and the webhook rules from the same registry the
+(``engine.schema.structural_schema``), and the webhook rules from the same registry the
 webhook dispatches on, so the cluster, the webhook and ``jobgate validate`` cannot drift.
 ``jobgate manifests generate`` writes them; ``--check`` fails when the files differ.
 """

@@ -26,7 +26,7 @@ enforcement action, one ValidatingAdmissionPolicy and its binding:
   read by index: the apiserver compiles every expression on its own, so the size of the policies is
   the time it takes to put them in force.
 - The validations are compiled from the constraints' declarations (:mod:`jobgate.policy.constraints`),
-  one compiler per form (``_COMPILERS``), as :mod:`jobgate.policy.check` compiles its findings from them.
+  one compiler per form (``_COMPILERS``), as :mod:`jobgate.policy.findings` compiles its findings from them.
 - A VAP validation has no field path of its own (admissionregistration.k8s.io/v1 ``Validation``:
   ``expression``, ``message``, ``messageExpression``, ``reason``; ``fieldPath`` exists only on a CRD's
   ``x-kubernetes-validations``), so each ``messageExpression`` writes the whole line the webhook gives

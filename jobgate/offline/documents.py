@@ -1,14 +1,14 @@
 """A manifest file's documents, as kubectl's YAML reader splits them, and the limits on reading one.
 
 A file is split at ``---`` lines into chunks, each with the line of the file it starts on;
-``webhook.loader`` reads each one's data (its fast path, or ``webhook.exact_yaml``, the exact
+``offline.loader`` reads each one's data (its fast path, or ``offline.exact_yaml``, the exact
 path). Both readers refuse what kubectl cannot turn into JSON with a ``LoadError``, and both write
 numbers as Go's JSON does (``json_number``).
 
 Every input is bounded (the limits are in docs/offline.md): a document over
 ``MAX_DOCUMENT_BYTES``, nesting deeper than ``MAX_DEPTH``, a number longer than
 ``MAX_NUMBER_DIGITS`` or excessive aliasing is refused with a one-line message
-(``MAX_FILE_BYTES`` is enforced where files are read, ``webhook.sources``).
+(``MAX_FILE_BYTES`` is enforced where files are read, ``offline.sources``).
 """
 
 from __future__ import annotations

@@ -1,14 +1,14 @@
 """The exact path: a YAML document composed into a node graph and resolved with go-yaml v2's rules.
 
 kubectl converts YAML to JSON with sigs.k8s.io/yaml, which parses with go-yaml v2 (YAML 1.1);
-``webhook.loader``'s fast path reads with a YAML 1.2 parser and hands here every document where
+``offline.loader``'s fast path reads with a YAML 1.2 parser and hands here every document where
 the two may disagree or that it cannot read: the rare YAML 1.1 tokens, parse errors, duplicate
 keys, deep nesting. This path is about ten times slower and the reference for both.
 
 The document is composed with ruamel.yaml, which keeps each scalar's style and tag (by libyaml
 instead, in C, where it composes exactly as ruamel does), and every plain scalar is resolved as
 go-yaml v2 resolves it (``resolve_plain``); the same node graphs give a document's lines
-(``webhook.loader.Locator``). ruamel's error messages and lines are the ones reported.
+(``offline.loader.Locator``). ruamel's error messages and lines are the ones reported.
 
 Every reading is bounded: nesting deeper than ``MAX_DEPTH`` (flow nesting is stopped while
 scanning), a number longer than ``MAX_NUMBER_DIGITS`` and excessive aliasing are refused with
@@ -451,7 +451,7 @@ def _compose_ruamel(chunk: Chunk) -> Any:
 def load_exact(chunk: Chunk, notes: list[tuple[int, str]] | None = None) -> Any:
     """The document as the plain JSON data kubectl sends (None for an empty document).
 
-    ``notes`` as for ``webhook.loader.load_document``.
+    ``notes`` as for ``offline.loader.load_document``.
     """
     node = _compose(chunk)
     if node is None:

@@ -6,8 +6,8 @@ therefore indexed by key on its first visit, so that locating costs the size of 
 plus the length of the findings' paths, never the findings times the mapping's size.
 
 The nodes are ruamel's or PyYAML's (libyaml): both have ``id``, ``value`` and
-``start_mark.line``. Composing them is the exact path's business (``webhook.exact_yaml``, for
-``webhook.loader.Locator``); this module parses nothing and imports nothing of jobgate.
+``start_mark.line``. Composing them is the exact path's business (``offline.exact_yaml``, for
+``offline.loader.Locator``); this module parses nothing and imports nothing of jobgate.
 """
 
 from __future__ import annotations

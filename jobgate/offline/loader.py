@@ -13,14 +13,14 @@ Two paths produce exactly that data:
   disagree (``yes``, ``0777``, ``1_000``, a tag, a merge key, ...) take the exact path
   instead: a cheap pre-scan of the text and the walk over the result find them, because
   after parsing a quoted ``"yes"`` and a plain ``yes`` can no longer be told apart.
-- the exact path (``webhook.exact_yaml``) composes the document with ruamel.yaml and resolves
+- the exact path (``offline.exact_yaml``) composes the document with ruamel.yaml and resolves
   every plain scalar with go-yaml v2's rules. It is ten times slower, so it serves only
   documents the fast path cannot take, and is imported only when one is met.
 
 Lines are found only when a document has something to report: ``Locator`` has the exact path
-compose it then and ``webhook.lines`` follows each finding's path in the node graph.
+compose it then and ``offline.lines`` follows each finding's path in the node graph.
 
-A file's documents, the limits on reading them and ``LoadError`` are ``webhook.documents``'s.
+A file's documents, the limits on reading them and ``LoadError`` are ``offline.documents``'s.
 """
 
 from __future__ import annotations

@@ -11,6 +11,7 @@ from enum import StrEnum
 
 from jobgate.engine.context import context_for
 from jobgate.engine.registry import GroupVersionKind, lookup
+from jobgate.engine.values import FrozenValue, Value
 from jobgate.offline.sources import (
     STDIN,
     Document,
@@ -58,15 +59,15 @@ class FieldValidation(StrEnum):
 _TOP_LEVEL_FIELDS = frozenset(("apiVersion", "kind", "metadata", "spec", "status"))
 
 
-# The classes below are written out, not dataclasses: importing ``dataclasses`` costs a
-# one-file ``jobgate validate`` more than the rules it runs.
+# The classes below are not dataclasses (jobgate.engine.values says why).
 
 
-class Finding:
+class Finding(FrozenValue):
     """An error or a warning at a line, with the id of the rule that produced it and its field where
-    known; read-only, compared by value."""
+    known; read-only, compared by value. Pickled to the parent by ``-j`` workers."""
 
-    __slots__ = ("field", "line", "message", "rule")
+    FIELDS = ("line", "message", "field", "rule")
+    __slots__ = FIELDS
     line: int
     message: str
     field: str
@@ -78,61 +79,22 @@ class Finding:
         object.__setattr__(self, "field", field)
         object.__setattr__(self, "rule", rule)
 
-    def __setattr__(self, name: str, value: object) -> None:
-        raise AttributeError(f"cannot assign to field {name!r}")
 
-    def __delattr__(self, name: str) -> None:
-        raise AttributeError(f"cannot delete field {name!r}")
-
-    def __eq__(self, other: object) -> bool:
-        if type(other) is not Finding:
-            return NotImplemented
-        return (self.line, self.message, self.field, self.rule) == (other.line, other.message, other.field, other.rule)
-
-    def __hash__(self) -> int:
-        return hash((self.line, self.message, self.field, self.rule))
-
-    def __repr__(self) -> str:
-        return f"Finding(line={self.line!r}, message={self.message!r}, field={self.field!r}, rule={self.rule!r})"
-
-    def __reduce__(self) -> tuple[type[Finding], tuple[int, str, str, str]]:
-        # Pickled to the parent by ``-j`` workers: unpickling would otherwise assign the slots.
-        return Finding, (self.line, self.message, self.field, self.rule)
-
-
-_RESULT_FIELDS = (
-    "source",
-    "index",
-    "line",
-    "outcome",
-    "api_version",
-    "kind",
-    "namespace",
-    "name",
-    "reason",
-    "errors",
-    "warnings",
-)
-
-
-def _values(result: DocumentResult) -> tuple[object, ...]:
-    return tuple(getattr(result, name) for name in _RESULT_FIELDS)
-
-
-class DocumentResult:
-    __slots__ = (
-        "api_version",
-        "errors",
-        "index",
-        "kind",
-        "line",
-        "name",
-        "namespace",
-        "outcome",
-        "reason",
+class DocumentResult(Value):
+    FIELDS = (
         "source",
+        "index",
+        "line",
+        "outcome",
+        "api_version",
+        "kind",
+        "namespace",
+        "name",
+        "reason",
+        "errors",
         "warnings",
     )
+    __slots__ = FIELDS
 
     # The signature of the dataclass this was, positional fields included.
     def __init__(  # noqa: PLR0917
@@ -160,15 +122,6 @@ class DocumentResult:
         self.reason = reason
         self.errors: list[Finding] = [] if errors is None else errors
         self.warnings: list[Finding] = [] if warnings is None else warnings
-
-    def __eq__(self, other: object) -> bool:
-        if type(other) is not DocumentResult:
-            return NotImplemented
-        return _values(self) == _values(other)
-
-    def __repr__(self) -> str:
-        shown = ", ".join(f"{name}={value!r}" for name, value in zip(_RESULT_FIELDS, _values(self), strict=True))
-        return f"DocumentResult({shown})"
 
     __hash__ = None  # type: ignore[assignment]  # mutable: unhashable, as the dataclass was
 

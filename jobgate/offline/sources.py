@@ -1,6 +1,6 @@
 """Reading manifests for the offline commands: files, directories, stdin; multi-document YAML.
 
-Values are read as kubectl reads them (``webhook.loader``); a document's lines are found
+Values are read as kubectl reads them (``offline.loader``); a document's lines are found
 only when it has something to report. Hostile input is bounded: special files (FIFOs,
 devices), files over ``MAX_FILE_BYTES``, undecodable bytes, symlink loops and overlong
 paths are each refused with a one-line message, never a traceback or a hang.

@@ -4,7 +4,7 @@ A declaration names the rule id its findings carry, the policy field that states
 checks, and for each outcome the field-error type and the detail's text. Three readers compile
 from the same declarations:
 
-- :mod:`jobgate.policy.check`, the webhook's and the offline command's findings: :meth:`Outcome.detail`
+- :mod:`jobgate.policy.findings`, the webhook's and the offline command's findings: :meth:`Outcome.detail`
   fills a text's holes with Python values;
 - :mod:`jobgate.generate.policy_vap`, the apiserver's ValidatingAdmissionPolicies: the same text
   written as a CEL string expression whose holes are CEL, so that the apiserver's refusal reads as

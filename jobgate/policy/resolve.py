@@ -36,6 +36,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
+from jobgate.engine.values import Value
 from jobgate.policy.fieldmap import KindMap
 from jobgate.policy.gpu import DEFAULT_GPU_DEVICE_CLASSES, DEFAULT_GPU_RESOURCES, counted_resources, with_builtin
 from jobgate.policy.images import entry_prefix
@@ -73,30 +74,7 @@ DEFAULT_FIELDS = (
 )
 
 
-class _Value:
-    """Compared, hashed and shown by ``FIELDS``, in order (what the frozen dataclasses these classes
-    were gave; a dataclass costs the offline command's start-up its import)."""
-
-    __slots__ = ()
-    FIELDS: tuple[str, ...] = ()
-
-    def _key(self) -> tuple[Any, ...]:
-        return tuple(getattr(self, name) for name in self.FIELDS)
-
-    def __eq__(self, other: object) -> bool:
-        if other.__class__ is not self.__class__:
-            return NotImplemented
-        return self._key() == other._key()  # type: ignore[attr-defined]
-
-    def __hash__(self) -> int:
-        return hash(self._key())
-
-    def __repr__(self) -> str:
-        shown = ", ".join(f"{name}={getattr(self, name)!r}" for name in self.FIELDS)
-        return f"{self.__class__.__name__}({shown})"
-
-
-class PolicyRef(_Value):
+class PolicyRef(Value):
     """Which policy a value came from (ordered as the tuple (kind, namespace, name))."""
 
     FIELDS = ("kind", "namespace", "name")
@@ -134,7 +112,7 @@ class PolicyRef(_Value):
         return f"{self.kind} {self.namespace}/{self.name}" if self.namespace else f"{self.kind} {self.name}"
 
 
-class Sourced(_Value):
+class Sourced(Value):
     """A value with the policy that gave it and that policy's enforcement settings."""
 
     FIELDS = ("value", "source", "action", "existing_violations", "priority")
@@ -158,7 +136,7 @@ class Sourced(_Value):
         return (self.value, self.source, self.action, self.existing_violations, self.priority)
 
 
-class Conflict(_Value):
+class Conflict(Value):
     """Policies that cannot all be satisfied (allow-lists) or disagree on a default."""
 
     FIELDS = ("field", "policies", "message", "action")

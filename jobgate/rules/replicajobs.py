@@ -162,9 +162,11 @@ class ReplicaJobKind:
     # Whether a framework container is still required when no container has a name.
     required_container_when_unnamed = False
 
-    # The signature of the dataclass this was, positional fields included.
-    def __init__(  # noqa: PLR0917
+    # Keyword-only, the one signature: a family's subclass passes its group, version and family and
+    # forwards the rest (``KubeDLKind``, ``KubeflowKind``).
+    def __init__(
         self,
+        *,
         kind: str,
         plural: str,
         short_names: tuple[str, ...],
@@ -179,7 +181,6 @@ class ReplicaJobKind:
         port_requires_named_container: bool = False,
         role_rules: RoleRules = no_role_rules,
         extra_defaults: ExtraDefaults = no_extra_defaults,
-        *,
         group: str,
         version: str,
         family: str,

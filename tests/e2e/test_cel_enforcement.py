@@ -1,7 +1,7 @@
 """jobgate's rules enforced by the apiserver alone: a control plane of its own with
 ``manifests/overlays/cel-only`` applied (the CRDs with their schema keywords and CEL rules, the
 MutatingAdmissionPolicies) and no webhook. Every test vector (tests/cel_vectors, read by
-envtest/cel_corpus.py) and every example goes to it and to the webhook's rules
+testkit/cel_corpus.py) and every example goes to it and to the webhook's rules
 (envtest/cel_differential.py): where the catalogue says the apiserver enforces a rule, it refuses
 the job at that rule's field; it refuses nothing the webhook admits; and it stores a valid job as
 ``jobgate default`` prints it.
@@ -14,11 +14,11 @@ from pathlib import Path
 
 import pytest
 
-from envtest.cel_corpus import enforced_examples, enforced_vectors, wait_for_policies
 from envtest.cel_differential import Apiserver, Case, Outcome, install, plane_kubectl, run_case
 from envtest.harness import ControlPlane
 from jobgate.generate.cel.generate import family_rules, rules_for
 from jobgate.generate.manifests import every_family_kind
+from testkit.cel_corpus import enforced_examples, enforced_vectors, wait_for_policies
 from tests.e2e.conftest import started
 
 REPO = Path(__file__).resolve().parents[2]

@@ -14,10 +14,10 @@ from pathlib import Path
 
 import pytest
 
-from envtest.cel_corpus import enforced_examples, enforced_vectors, wait_for_policies
 from envtest.cel_differential import Apiserver, Case, defaulted, install, plane_kubectl, run_case
 from envtest.harness import ControlPlane
 from envtest.versions import OLDEST_KUBERNETES_VERSION
+from testkit.cel_corpus import enforced_examples, enforced_vectors, wait_for_policies
 from tests.e2e.conftest import started
 
 REPO = Path(__file__).resolve().parents[2]

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from envtest.fuzzing.cel_cases import cases
 from jobgate.review import kind_of
+from testkit.fuzzing.cel_cases import cases
 
 
 def test_the_cases_are_reproducible_jobs_of_served_kinds():

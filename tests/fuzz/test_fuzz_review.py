@@ -6,8 +6,8 @@ import json
 
 import pytest
 
-from envtest.fuzzing.review_mutator import check, check_both, deep_value, inputs, review_of, seed_reviews
 from jobgate.webhook.admission import Webhook
+from testkit.fuzzing.review_mutator import check, check_both, deep_value, inputs, review_of, seed_reviews
 
 SLICE_SEEDS = [1, 2, 3]
 SLICE_SIZE = 300

@@ -60,7 +60,11 @@ def test_the_wheel_holds_one_top_level_name(wheel: Path):
     shipped = ("webhook/server.py", "controller/engine.py", "certs/authority.py", "kube/client.py", "cli/__init__.py",
                "_generated/structural_schemas.py", "policy/check.py")  # fmt: skip
     assert [m for m in shipped if f"jobgate/{m}" not in names] == []
-    assert not [n for n in names if n.startswith(("jobgate/envtest", "jobgate/bench", "jobgate/build_support"))]
+    assert not [
+        n
+        for n in names
+        if n.startswith(("jobgate/envtest", "jobgate/testkit", "jobgate/bench", "jobgate/build_support"))
+    ]
     # pyproject.toml lists the packages: a new subpackage missing there would be left out.
     sources = {
         f"{installed}/{path.relative_to(REPO / directory).as_posix()}"
@@ -127,7 +131,7 @@ def test_one_file_of_each_family_imports_nothing_it_does_not_need(installed: Pat
 def test_the_installed_environment_has_no_bare_webhook_controller_or_certs(installed: Path, tmp_path: Path):
     probe = (
         "import importlib.util, jobgate.webhook, jobgate.controller, jobgate.certs, jobgate.kube;"
-        "print([n for n in ('webhook', 'controller', 'certs', 'envtest', 'bench', 'build_support')"
+        "print([n for n in ('webhook', 'controller', 'certs', 'envtest', 'testkit', 'bench', 'build_support')"
         " if importlib.util.find_spec(n) is not None])"
     )
     command = [installed / "python", "-c", probe]

@@ -13,7 +13,7 @@ import aiohttp
 import pytest
 
 from jobgate.webhook.server import MAX_BODY_BYTES, OFFLOAD_BYTES, WebhookServer
-from tests.builders import admission_review, container, replica, tfjob
+from testkit.builders import admission_review, container, replica, tfjob
 
 EIGHT_MIB = 8 * 1024 * 1024
 

@@ -9,7 +9,7 @@ import pytest
 
 from jobgate.families.kubedl import rules as kubedl
 from jobgate.webhook.server import MAX_BODY_BYTES, ServerState, build_app
-from tests.builders import admission_review, container, replica, review, tfjob
+from testkit.builders import admission_review, container, replica, review, tfjob
 
 
 @pytest.fixture

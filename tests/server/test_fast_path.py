@@ -15,7 +15,7 @@ import pytest
 
 from jobgate.webhook.fastpath import HAND_OVER, MAX_HEAD_BYTES, FastLane, parse_head
 from jobgate.webhook.server import OFFLOAD_BYTES, WebhookServer
-from tests.builders import admission_review, tfjob
+from testkit.builders import admission_review, tfjob
 
 REVIEWS = {b"/mutate": lambda body, arrived: (200, b"m"), b"/validate": lambda body, arrived: (200, b"v")}
 

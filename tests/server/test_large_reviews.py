@@ -19,7 +19,7 @@ from jobgate.webhook.admission import Webhook
 from jobgate.webhook.large_reviews import WORKER_NICENESS, LargeReviewPool, budget_from_timeout, large_review_workers
 from jobgate.webhook.outcome import _review_in_worker
 from jobgate.webhook.server import OFFLOAD_BYTES, ServerState, WebhookServer
-from tests.builders import admission_review, container, replica, tfjob
+from testkit.builders import admission_review, container, replica, tfjob
 
 
 def large_body(types: int = 2_500) -> bytes:

@@ -29,7 +29,7 @@ from jobgate.certs.authority import (
     write_atomically,
 )
 from jobgate.webhook.server import WebhookServer
-from tests.builders import admission_review, tfjob
+from testkit.builders import admission_review, tfjob
 
 REPO = Path(__file__).resolve().parents[2]
 

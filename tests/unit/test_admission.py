@@ -10,7 +10,7 @@ import pytest
 from jobgate.engine.jsonpatch import apply_patch
 from jobgate.families.kubedl import rules as kubedl
 from jobgate.webhook.admission import BadReview, Webhook, decoded_patch, review_body
-from tests.builders import admission_review, container, mx_replica, mxjob, replica, review, tfjob
+from testkit.builders import admission_review, container, mx_replica, mxjob, replica, review, tfjob
 
 
 def answer(review_request, webhook=Webhook.MUTATE):

@@ -6,10 +6,10 @@ import copy
 
 import orjson
 
-from envtest.big_jobs import FAMILIES, review, types_job
 from jobgate.engine.fielderrors import MAX_LISTED_ERRORS, aggregate_message, invalid_status, required
 from jobgate.review import kind_of, review_job
 from jobgate.webhook.admission import Webhook, review_body
+from testkit.big_jobs import FAMILIES, review, types_job
 
 
 def _errors(count: int) -> list:

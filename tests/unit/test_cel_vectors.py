@@ -7,11 +7,11 @@ from __future__ import annotations
 
 import pytest
 
-from envtest.cel_corpus import vectors
 from jobgate.forms.catalogue import explaining_rule
 from jobgate.generate.cel.generate import family_rules, rules_for
 from jobgate.generate.manifests import every_family_kind
 from jobgate.review import kind_of, review_job
+from testkit.cel_corpus import vectors
 
 VECTORS = vectors()
 

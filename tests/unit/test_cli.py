@@ -16,7 +16,7 @@ from hypothesis import strategies as st
 from ruamel.yaml import YAML
 
 from jobgate.cli import main
-from tests.builders import admission_review, tfjob
+from testkit.builders import admission_review, tfjob
 
 REPO = Path(__file__).resolve().parents[2]
 EXAMPLES = REPO / "examples"
@@ -322,7 +322,7 @@ def test_review_names_the_rules_of_a_denial_on_stderr_only(tmp_path, capsys):
 
 def test_review_names_the_rules_of_warnings_on_stderr_only(tmp_path, capsys):
     from jobgate.webhook.admission import Webhook, review_body
-    from tests.builders import container, replica
+    from testkit.builders import container, replica
 
     job = tfjob({"Worker": replica(container(), pod_spec={"restartPolicy": "Always"})})
     review = json.dumps(admission_review(job, uid="u-2"))

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.builders import admission_review, container, replica, tfjob
+from testkit.builders import admission_review, container, replica, tfjob
 
 REPO = Path(__file__).resolve().parents[2]
 

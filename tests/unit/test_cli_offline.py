@@ -83,7 +83,7 @@ def test_bad_validate_mode_is_a_usage_error(typo, capsys):
 
 def test_the_webhook_still_only_warns_about_unknown_fields():
     from jobgate.review import kind_of, review_job
-    from tests.builders import tfjob
+    from testkit.builders import tfjob
 
     job = tfjob()
     job["spec"]["tfReplicaSpecs"]["Worker"]["replica"] = 2

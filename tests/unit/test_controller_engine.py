@@ -10,7 +10,7 @@ import pytest
 from jobgate.controller.adapters import adapter_for, read_status
 from jobgate.controller.engine import Observed, Plan, reconcile
 from jobgate.controller.model import JobStatusModel
-from tests.builders import container, kubedl_job, mx_replica, mxjob, replica, tfjob
+from testkit.builders import container, kubedl_job, mx_replica, mxjob, replica, tfjob
 
 T0 = datetime.datetime(2026, 11, 21, 12, 0, tzinfo=datetime.UTC)
 

@@ -348,24 +348,33 @@ def test_repeated_apiserver_refusals_are_logged_without_a_traceback(tmp_path, ca
     controller = _offline_controller(tmp_path)
     # The apiserver refusing (403), then out of reach (what urllib3 raises for a refused connection).
     unreachable = MaxRetryError(None, "/apis/x", NewConnectionError(None, "Connection refused"))  # type: ignore[arg-type]
-    failures = iter([ApiError(403, "Forbidden", None)] * 6 + [unreachable] * 6 + [RuntimeError("a bug")] * 6)
+    failures = [ApiError(403, "Forbidden", None)] * 6 + [unreachable] * 6 + [RuntimeError("a bug")] * 6
+    calls = iter(failures)
+    retried_after_all = threading.Event()
 
     def reconcile_key(key: str) -> None:
-        raise next(failures)
+        failure = next(calls, None)
+        if failure is None:  # every failure above was logged and retried: the 19th call succeeds
+            retried_after_all.set()
+            return
+        raise failure
 
     controller.reconcile_key = reconcile_key  # type: ignore[method-assign]
-    controller.queue._base_delay = 0.0001  # the real backoff, counting failures, only shorter
+    # The real backoff, counting failures (what the log level reads), only short: uncapped, the 17th
+    # retry would wait 0.0001 s * 2**16, seconds.
+    controller.queue._base_delay = 0.0001
+    controller.queue._max_delay = 0.001
     worker = threading.Thread(target=controller._work)
     with caplog.at_level(logging.WARNING, logger="jobgate.controller"):
         worker.start()
         controller.queue.add("TFJob.v1alpha1.training.kubedl.io/ns/j")
-        deadline = time.monotonic() + 10
-        while len(caplog.records) < 18 and time.monotonic() < deadline:
-            time.sleep(0.01)
+        finished = retried_after_all.wait(60)  # a safety net: the worker sets it after 18 failures
         controller.stop()
         worker.join(5)
+    assert finished, "the worker stopped retrying"
+    assert len(caplog.records) == len(failures)
     refusals, out_of_reach, bugs = caplog.records[:6], caplog.records[6:12], caplog.records[12:18]
     assert [bool(r.exc_info) for r in refusals] == [False] * 6  # ERROR from the 5th on, never a traceback
     assert refusals[-1].levelno == logging.ERROR
     assert [bool(r.exc_info) for r in out_of_reach] == [False] * 6
-    assert bugs[-1].exc_info  # an unexpected exception keeps its traceback
+    assert [bool(r.exc_info) for r in bugs] == [True] * 6  # an unexpected exception keeps its traceback

@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 
 from jobgate.engine.jsonpatch import apply_patch
-from tests.builders import container, errors_of, review
+from testkit.builders import container, errors_of, review
 
 
 def task(task_type: str | None = None, name: str | None = None, replicas: int | None = None, **extra: Any) -> dict:

@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 
 from jobgate.webhook import envelope_schema
 from jobgate.webhook.admission import AdmissionReview, BadReview, parse_review
-from tests.builders import admission_review, tfjob
+from testkit.builders import admission_review, tfjob
 
 # Values a field of the envelope may be given: right and wrong JSON types, convertible and not.
 ODD_VALUES: list[Any] = [

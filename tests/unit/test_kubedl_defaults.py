@@ -7,7 +7,7 @@ import copy
 import pytest
 
 from jobgate.engine.jsonpatch import apply_patch
-from tests.builders import REPLICA_FIELDS, container, kubedl_job, replica, review, tfjob
+from testkit.builders import REPLICA_FIELDS, container, kubedl_job, replica, review, tfjob
 
 FALLBACK = "FallbackToLogsOnError"
 

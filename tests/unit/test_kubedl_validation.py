@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from tests.builders import REPLICA_FIELDS, container, errors_of, fields_of, kubedl_job, replica, review, tfjob
+from testkit.builders import REPLICA_FIELDS, container, errors_of, fields_of, kubedl_job, replica, review, tfjob
 
 
 @pytest.mark.parametrize("kind", sorted(REPLICA_FIELDS))

@@ -24,7 +24,7 @@ import pytest
 
 from jobgate.cli import main
 from jobgate.engine.jsonpatch import apply_patch
-from tests.builders import admission_review
+from testkit.builders import admission_review
 
 KF = "kubeflow.org/v1"
 FIELDS = {

@@ -354,8 +354,8 @@ def ruamel_reading(text: str, scanner: object) -> object:
     from ruamel.yaml import YAML
     from ruamel.yaml.error import YAMLError
 
-    from envtest.fuzzing.loader_differential import shape
     from jobgate.offline import exact_yaml
+    from testkit.fuzzing.loader_differential import shape
 
     yaml = YAML(typ="rt")
     yaml.Resolver = exact_yaml._plain_marking_resolver()
@@ -389,8 +389,8 @@ SIMPLE_KEYS = [
 
 def test_the_bounded_scanner_reads_as_ruamel_does():
     """Simple keys found in constant time per token, by ruamel's rules: same graphs, same errors."""
-    from envtest.fuzzing.offline_mutator import example_texts, inputs
     from jobgate.offline import exact_yaml
+    from testkit.fuzzing.offline_mutator import example_texts, inputs
 
     texts = SIMPLE_KEYS + example_texts()[:10]
     texts += [raw.decode("utf-8", "replace") for raw in inputs(13, 60)]

@@ -6,7 +6,7 @@ import collections
 
 import pytest
 
-from envtest.fuzzing.offline_mutator import check, inputs
+from testkit.fuzzing.offline_mutator import check, inputs
 
 # The mutator reuses anchors on purpose; ruamel's warning about each says nothing here.
 pytestmark = pytest.mark.filterwarnings("ignore::ruamel.yaml.error.ReusedAnchorWarning")

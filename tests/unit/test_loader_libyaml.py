@@ -9,10 +9,10 @@ from __future__ import annotations
 
 import pytest
 
-from envtest.fuzzing.loader_differential import differences
-from envtest.fuzzing.offline_mutator import example_texts, inputs
 from jobgate.offline import exact_yaml, loader
 from jobgate.offline.documents import Chunk
+from testkit.fuzzing.loader_differential import differences
+from testkit.fuzzing.offline_mutator import example_texts, inputs
 
 
 @pytest.mark.parametrize("index", range(len(example_texts())))

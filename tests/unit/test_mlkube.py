@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from tests.builders import container, errors_of, mx_replica, mxjob, replica, review
+from testkit.builders import container, errors_of, mx_replica, mxjob, replica, review
 
 
 def dist_job(**overrides):

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from tests.builders import container, errors_of, replica, review, tfjob
+from testkit.builders import container, errors_of, replica, review, tfjob
 
 PREFIX = "spec.tfReplicaSpecs[Worker].template.spec"
 

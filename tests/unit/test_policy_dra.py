@@ -13,9 +13,11 @@ import pytest
 
 from jobgate.engine.context import ReviewContext
 from jobgate.engine.views import DeviceSnapshot
-from jobgate.policy.check import PolicyFinding, _all_findings, _Plan, _plan, policy_findings, specialised_clean
+from jobgate.policy.check import PolicyFinding, policy_findings
+from jobgate.policy.findings import _all_findings
 from jobgate.policy.gpu import DEFAULT_GPU_DEVICE_CLASSES, claim_devices, gpu_weight
 from jobgate.policy.kinds import kind_map
+from jobgate.policy.plan import _plan
 from jobgate.policy.resolve import effective_policy
 from jobgate.policy.snapshot import PolicySnapshot
 from jobgate.review import kind_of, review_job
@@ -238,12 +240,11 @@ def test_a_device_classs_extended_resource_name_counts_as_its_devices() -> None:
     assert findings(job, CAP8) == []  # not a GPU resource by name
     (f,) = findings(job, CAP8, devices=devices)
     assert f.rule == "policy/max-gpus-per-job" and f.value == "16"
-    # The plan (and its written-out source) leave such a container to the checks.
+    # The plan leaves such a container to the checks.
     eff = effective_policy([CAP8], NS, {}, job)
     kmap = kind_map(job)
     extended = {"example.com/gpu": 1}
     assert not _plan(eff, kmap).clean(job, kmap, extended)
-    assert not specialised_clean(_Plan(eff, kmap), kmap)(job, extended)
     small = kubedl(replicas=1, template=gpu_container("example.com/gpu", 4))
     assert findings(small, CAP8, devices=devices) == []
 
@@ -252,7 +253,7 @@ def test_a_job_without_claims_is_clean_on_the_plan_with_devices_around() -> None
     job = kubedl(replicas=2)
     eff = effective_policy([CAP8], NS, {}, job)
     kmap = kind_map(job)
-    assert _plan(eff, kmap).clean(job, kmap, {}) and specialised_clean(_Plan(eff, kmap), kmap)(job, {})
+    assert _plan(eff, kmap).clean(job, kmap, {})
 
 
 # --- the lists added to the built-in ones (point 4) --------------------------------------------------
@@ -368,14 +369,13 @@ def test_the_plan_sends_a_bad_image_volume_to_the_checks() -> None:
         eff = effective_policy([REGISTRIES], NS, {}, job)
         kmap = kind_map(job)
         assert not _plan(eff, kmap).clean(job, kmap)
-        assert not specialised_clean(_Plan(eff, kmap), kmap)(job, {})
         assert rules(_all_findings(job, eff)) == ["policy/image-registries"]
     fine = kubedl(
         replicas=1, template=pod(1, volumes=[{"name": "m", "image": {"reference": "registry.example.com/w"}}])
     )
     eff = effective_policy([REGISTRIES], NS, {}, fine)
     kmap = kind_map(fine)
-    assert _plan(eff, kmap).clean(fine, kmap) and specialised_clean(_Plan(eff, kmap), kmap)(fine, {})
+    assert _plan(eff, kmap).clean(fine, kmap)
 
 
 # --- through a review --------------------------------------------------------------------------------

@@ -17,7 +17,7 @@ from jobgate.engine.views import ClusterViews
 from jobgate.policy.snapshot import PolicySnapshot
 from jobgate.review import defaulting_patch, kind_of, review_job
 from jobgate.webhook.admission import AUDIT_ANNOTATION, Webhook, answer_review, parse_review
-from tests.builders import admission_review, vc_task, vcjob
+from testkit.builders import admission_review, vc_task, vcjob
 
 REPO = Path(__file__).resolve().parents[2]
 EXAMPLE_POLICIES = REPO / "examples" / "policies"

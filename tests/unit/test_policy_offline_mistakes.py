@@ -22,7 +22,7 @@ from jobgate.policy.schema_errors import field_path, schema_error
 from jobgate.policy.snapshot import PolicySnapshot
 from jobgate.review import kind_of, review_job
 from jobgate.webhook.admission import Webhook, answer_review, parse_review
-from tests.builders import admission_review
+from testkit.builders import admission_review
 
 
 def policy(name: str, spec: dict, *, namespace: str | None = None) -> dict:

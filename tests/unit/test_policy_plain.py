@@ -14,9 +14,9 @@ from typing import Any
 import pytest
 from pydantic import ValidationError
 
-from envtest.policy_set import policy_set
 from jobgate.policy.models import parse_policy
 from jobgate.policy.plain import parse_policy_plain
+from testkit.policy_set import policy_set
 
 SELECTOR = {
     "matchLabels": {"tier": "research"},

@@ -1,4 +1,4 @@
-"""The clean path of the policy checks (``check._Plan``) against the checks themselves.
+"""The clean path of the policy checks (``jobgate.policy.plan._Plan``) against the checks themselves.
 
 The plan may only skip work whose result is empty: whenever it calls a job clean, the full checks
 must find nothing in it, for every family, every constraint and every action. These tests run it
@@ -16,24 +16,15 @@ from typing import Any
 
 import pytest
 
-from envtest.policy_set import NAMESPACE, NAMESPACE_LABELS, policy_set, tfjob_manifest
 from jobgate.engine.jsonpatch import NO_PATCH, PatchRecorder
-from jobgate.policy import check
-from jobgate.policy.check import (
-    SPECIALISE_AFTER,
-    _all_findings,
-    _defaults,
-    _Plan,
-    _plan,
-    policy_defaults,
-    policy_findings,
-    specialised_clean,
-    specialised_writer,
-)
+from jobgate.policy.check import _defaults, policy_defaults, policy_findings
 from jobgate.policy.fieldmap import pod_sizes
+from jobgate.policy.findings import _all_findings
 from jobgate.policy.kinds import KINDS, kind_map
+from jobgate.policy.plan import _Plan, _plan
 from jobgate.policy.resolve import PolicySet, effective_policy
 from jobgate.policy.review import write_defaults
+from testkit.policy_set import NAMESPACE, NAMESPACE_LABELS, policy_set, tfjob_manifest
 from tests.unit.test_policy_fixtures import cluster, dijob, kubedl, kubeflow, mxjob, pod, t9k, volcano
 
 REGISTRY = "registry.example.com/ml/train:1"
@@ -191,7 +182,6 @@ POLICIES = _policies()
 @pytest.mark.parametrize("policies", POLICIES, ids=lambda ps: "+".join(p["metadata"]["name"] for p in ps))
 def test_clean_means_no_finding(policies: list[dict[str, Any]]) -> None:
     cleaned = 0
-    fast_cleaned = 0
     for job in JOBS:
         kmap = kind_map(job)
         assert kmap is not None
@@ -202,17 +192,8 @@ def test_clean_means_no_finding(policies: list[dict[str, Any]]) -> None:
             cleaned += 1
             assert _all_findings(job, eff) == [], job
             assert policy_findings(job, copy.deepcopy(job), kmap.family, eff) == []
-        # The plan written out as source (the pure Python engine's): never cleaner than the plan,
-        # and as clean on every job with a spec object.
-        fast = specialised_clean(_Plan(eff, kmap), kmap)
-        if fast(job, {}):
-            fast_cleaned += 1
-            assert clean, (fast.source if hasattr(fast, "source") else fast, job)
-        elif isinstance(job.get("spec"), dict):
-            assert not clean, (fast.source, job)
     if not any(p["spec"].get("enforcementAction") for p in policies) and len(policies) == 1:
         assert cleaned, "the plan found no job clean: it would only add work"
-        assert fast_cleaned, "the written-out plan found no job clean: it would only add work"
 
 
 def test_bench_job_is_clean_under_the_bench_set() -> None:
@@ -224,47 +205,9 @@ def test_bench_job_is_clean_under_the_bench_set() -> None:
     assert kmap is not None and len(eff.policies) == 10
     job["spec"]["ttlSecondsAfterFinished"] = 3600  # the set's default, written before the checks
     assert _plan(eff, kmap).clean(job, kmap)
-    fast = specialised_clean(_plan(eff, kmap), kmap)
-    assert fast(job, {})
     job["spec"]["tfReplicaSpecs"]["Worker"]["template"]["spec"]["hostIPC"] = True
     assert not _plan(eff, kmap).clean(job, kmap)
-    assert not fast(job, {})
     assert [f.rule for f in _all_findings(job, eff)] == ["policy/forbid-hostipc"]
-
-
-def test_a_plan_is_written_out_after_its_first_jobs_and_judges_alike() -> None:
-    """The pure Python engine serves a plan's first SPECIALISE_AFTER calls (findings and defaults)
-    with the general code (writing it out costs a short run more than it saves) and the rest with
-    the written-out functions: the findings and defaults are the same either side of the switch,
-    and /mutate, which asks for the defaults alone, gets there too."""
-    job = tfjob_manifest()
-    job["spec"]["ttlSecondsAfterFinished"] = 3600  # the set's default, written before the checks
-    bad = copy.deepcopy(job)
-    bad["spec"]["tfReplicaSpecs"]["Worker"]["template"]["spec"]["hostIPC"] = True
-    policies = PolicySet(policy_set(50, 10))
-    labels = {**NAMESPACE_LABELS, "kubernetes.io/metadata.name": NAMESPACE}
-    eff = effective_policy(policies, NAMESPACE, labels, job)
-    kmap = kind_map(job)
-    assert kmap is not None
-    answers = []
-    for count in range(1, SPECIALISE_AFTER + 2):
-        answers.append(
-            (
-                policy_findings(job, None, kmap.family, eff, kmap),
-                policy_findings(bad, None, kmap.family, eff, kmap),
-                policy_defaults(tfjob_manifest(), kmap.family, eff, kmap),
-            )
-        )
-        written = _plan(eff, kmap).fast is not None
-        assert written == (check._SPECIALISE and 3 * count >= SPECIALISE_AFTER), count
-    assert answers[0][0] == [] and [f.rule for f in answers[0][1]] == ["policy/forbid-hostipc"]
-    assert answers[0][2]
-    assert all(answer == answers[0] for answer in answers)
-    mutate_only = effective_policy(PolicySet(policy_set(50, 10)), NAMESPACE, labels, job)
-    for count in range(1, SPECIALISE_AFTER + 1):
-        assert policy_defaults(tfjob_manifest(), kmap.family, mutate_only, kmap) == answers[0][2]
-        written = _plan(mutate_only, kmap).fast_write is not None
-        assert written == (check._SPECIALISE and count >= SPECIALISE_AFTER), count
 
 
 def test_pod_sizes_are_the_groups_counts_and_templates() -> None:
@@ -317,8 +260,8 @@ def test_fixed_default_paths_are_the_locators_paths(defaults: dict[str, Any]) ->
 
 
 @pytest.mark.parametrize("defaults", DEFAULTS, ids="+".join)
-def test_written_out_writer_copies_and_records_as_the_general_code(defaults: dict[str, Any]) -> None:
-    """``specialised_writer`` and ``_Plan.write_fixed`` give the very job, patch operations and untouched input that
+def test_fixed_writer_copies_and_records_as_the_general_code(defaults: dict[str, Any]) -> None:
+    """``_Plan.write_fixed`` gives the very job, patch operations and untouched input that
     ``PolicyReview.defaults`` gives by writing ``policy_defaults``' operations one by one, on every
     kind it is written for, on jobs missing the containers on the way (created), holding them as null
     (replaced), or holding something else there (left alone)."""
@@ -337,20 +280,17 @@ def test_written_out_writer_copies_and_records_as_the_general_code(defaults: dic
         assert kmap is not None
         eff = effective_policy([cluster("d", {"defaults": defaults})], "ns", {}, job)
         plan = _Plan(eff, kmap)
-        write = specialised_writer(plan)
-        assert (plan.fixed_defaults is None) == (write is None)
-        if write is None:
+        assert (plan.fixed_defaults is None) == (plan.fixed_writes is None)
+        if plan.fixed_writes is None:
             continue
         plans_written += 1
         before = copy.deepcopy(job)
         for recording in (True, False):
             general_recorder = PatchRecorder() if recording else NO_PATCH
             general = write_defaults(job, policy_defaults(job, kmap.family, eff, kmap), general_recorder)
-            # The written-out function (pure Python) and the plan's method (the compiled build's).
-            for writer in (write, plan.write_fixed):
-                ops: list[dict[str, Any]] | None = [] if recording else None
-                assert writer(job, ops) == general, (job, writer)
-                assert job == before  # copy on write: the input is never changed
-                if recording:
-                    assert ops == general_recorder.ops, (job, writer)
+            ops: list[dict[str, Any]] | None = [] if recording else None
+            assert plan.write_fixed(job, ops) == general, job
+            assert job == before  # copy on write: the input is never changed
+            if recording:
+                assert ops == general_recorder.ops, job
     assert plans_written or "schedulerName" in defaults

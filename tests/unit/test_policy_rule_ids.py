@@ -16,6 +16,7 @@ from jobgate.policy.ruleids import POLICY_RULES
 PACKAGE = Path(check.__file__).parents[1]
 SOURCES = [
     PACKAGE / "policy" / "check.py",
+    PACKAGE / "policy" / "findings.py",
     PACKAGE / "policy" / "review.py",
     PACKAGE / "policy" / "queuefit.py",
     PACKAGE / "offline" / "results.py",

@@ -135,8 +135,8 @@ def test_memo_keys_hold_only_the_labels_selectors_read() -> None:
 def test_a_resolution_holds_the_kinds_field_map_and_keeps_its_plan() -> None:
     """A review reads the effective policy, the field map of the job's kind and their plan from the one
     entry the memo looked up: the map is the job's ``kind_map``, and the plan is made once and kept."""
-    from jobgate.policy.check import _plan, resolved_plan
     from jobgate.policy.kinds import kind_map
+    from jobgate.policy.plan import _plan, resolved_plan
 
     policy_set = PolicySet(POLICIES)
     for job in (kubedl(), labelled(kubedl(), {"team": "vision"}), kubeflow(), volcano()):

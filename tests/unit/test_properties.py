@@ -10,7 +10,7 @@ from hypothesis import strategies as st
 from jobgate.engine.jsonpatch import apply_patch
 from jobgate.review import kind_of, review_job
 from jobgate.webhook.admission import Webhook, answer_review, parse_review
-from tests.builders import KUBEDL, MLKUBE, REPLICA_FIELDS, VOLCANO, container, replica
+from testkit.builders import KUBEDL, MLKUBE, REPLICA_FIELDS, VOLCANO, container, replica
 
 scalars = st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False) | st.text(max_size=8)
 json_like = st.recursive(

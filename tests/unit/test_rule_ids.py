@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import pytest
 
-from envtest.cel_corpus import REPO, vectors
 from jobgate.engine.pathpattern import rule_anchor
 from jobgate.engine.ruleids import STRICT_DECODING, rule_id
 from jobgate.forms.catalogue import explaining_rule
@@ -14,6 +13,7 @@ from jobgate.generate.cel.generate import rules_for
 from jobgate.generate.manifests import every_family_kind
 from jobgate.offline.results import Outcome, check_file
 from jobgate.review import kind_of, review_job
+from testkit.cel_corpus import REPO, vectors
 
 VECTORS = vectors()
 INVALID = sorted((REPO / "examples" / "invalid").glob("*.yaml"))

@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 
 from jobgate.engine.jsonpatch import apply_patch
-from tests.builders import container, errors_of, review
+from testkit.builders import container, errors_of, review
 
 
 def t9k_replica(replica_type: str | None = "worker", replicas: int | None = None, **extra: Any) -> dict[str, Any]:

@@ -11,7 +11,7 @@ from jobgate.cli import main
 from jobgate.engine import registry
 from jobgate.engine.views import ClusterViews, QueueInfo
 from jobgate.webhook.admission import Webhook, answer_review, parse_review
-from tests.builders import admission_review, vc_task, vcjob
+from testkit.builders import admission_review, vc_task, vcjob
 
 
 @pytest.fixture

@@ -6,7 +6,7 @@ import pytest
 
 from jobgate.engine.jsonpatch import apply_patch
 from jobgate.review import defaulting_patch, kind_of
-from tests.builders import review, vc_task, vcjob
+from testkit.builders import review, vc_task, vcjob
 
 
 def defaulted(obj):

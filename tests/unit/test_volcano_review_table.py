@@ -16,7 +16,7 @@ import pytest
 from jobgate.engine.jsonpatch import apply_patch
 from jobgate.engine.views import ClusterViews, QueueSnapshot
 from jobgate.webhook.admission import Webhook, answer_review, parse_review
-from tests.builders import admission_review
+from testkit.builders import admission_review
 
 
 def task(name="task-1", replicas=1, **fields):

@@ -8,7 +8,7 @@ import pytest
 
 from jobgate.engine.views import QueueInfo
 from jobgate.families.volcano.rules.queue_check import check_queue
-from tests.builders import errors_of, review, vc_task, vcjob
+from testkit.builders import errors_of, review, vc_task, vcjob
 
 
 def one_error_with(obj, fragment, old=None):

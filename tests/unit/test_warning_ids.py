@@ -15,7 +15,7 @@ from jobgate.cli import main
 from jobgate.engine.warningids import BY_ID, DUPLICATE_KEY, UNKNOWN_FIELD, WARNING_RULES
 from jobgate.review import kind_of, review_job
 from jobgate.webhook.admission import Webhook, answer_review, parse_review
-from tests.builders import admission_review, container, kubedl_job, replica, tfjob, vc_task, vcjob
+from testkit.builders import admission_review, container, kubedl_job, replica, tfjob, vc_task, vcjob
 from tests.unit.test_policy_enforcement import context, policy
 
 REPO = Path(__file__).resolve().parents[2]

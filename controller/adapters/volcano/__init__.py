@@ -13,9 +13,10 @@ PodGroup), ``pods`` (what the plugins add to each pod), ``model`` (the job as th
 
 from __future__ import annotations
 
-from jobgate.controller.adapters.common import Adapter
-from jobgate.controller.adapters.volcano.model import build_volcano_job
-from jobgate.controller.adapters.volcano.status import project_volcano_status, read_volcano_status
 from jobgate.families.volcano import rules as volcano
+
+from ..common import Adapter
+from .model import build_volcano_job
+from .status import project_volcano_status, read_volcano_status
 
 ADAPTERS = (Adapter(volcano.VOLCANO_JOB, build_volcano_job, project_volcano_status, read_volcano_status),)

@@ -8,14 +8,15 @@ import hashlib
 import json
 from typing import Any
 
-from jobgate.controller.adapters.volcano.plugins import SSH_DEFAULT_PORT, _flag, _int_arg, env_key, task_hosts
-from jobgate.controller.lifecycle_policy import (
+from jobgate.families.volcano.rules.defaults import DEFAULT_QUEUE
+from jobgate.rules.jobmeta import as_int
+
+from ...lifecycle_policy import (
     JOB_NAME_KEY,
     JOB_NAMESPACE_KEY,
     POD_GROUP_API,
 )
-from jobgate.families.volcano.rules.defaults import DEFAULT_QUEUE
-from jobgate.rules.jobmeta import as_int
+from .plugins import SSH_DEFAULT_PORT, _flag, _int_arg, env_key, task_hosts
 
 
 def _metadata(identity: dict[str, Any], name: str, labels: dict[str, str]) -> dict[str, Any]:

@@ -6,8 +6,22 @@ import copy
 import functools
 from typing import Any
 
-from jobgate.controller.adapters.common import job_identity
-from jobgate.controller.adapters.volcano.children import (
+from jobgate.engine.registry import JobKind
+from jobgate.families.volcano.rules.defaults import DEFAULT_MAX_RETRY
+from jobgate.rules.jobmeta import as_int
+
+from ...lifecycle import run as run_lifecycle
+from ...lifecycle_policy import (
+    Action,
+    Child,
+    JobRules,
+    Policy,
+    TaskRules,
+    parse_go_duration,
+)
+from ...model import JobModel, ReplicaGroup, RestartMode, RunPolicy
+from ..common import job_identity
+from .children import (
     content_digest,
     pod_group,
     pod_group_name,
@@ -16,21 +30,8 @@ from jobgate.controller.adapters.volcano.children import (
     svc_network_policy,
     svc_service,
 )
-from jobgate.controller.adapters.volcano.plugins import _flag, plugin_args
-from jobgate.controller.adapters.volcano.pods import PodDecoration
-from jobgate.controller.lifecycle import run as run_lifecycle
-from jobgate.controller.lifecycle_policy import (
-    Action,
-    Child,
-    JobRules,
-    Policy,
-    TaskRules,
-    parse_go_duration,
-)
-from jobgate.controller.model import JobModel, ReplicaGroup, RestartMode, RunPolicy
-from jobgate.engine.registry import JobKind
-from jobgate.families.volcano.rules.defaults import DEFAULT_MAX_RETRY
-from jobgate.rules.jobmeta import as_int
+from .plugins import _flag, plugin_args
+from .pods import PodDecoration
 
 
 def _policies(raw: Any) -> tuple[Policy, ...]:

@@ -5,7 +5,20 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from jobgate.controller.adapters.volcano.plugins import (
+from jobgate.families.volcano.rules.defaults import DEFAULT_QUEUE
+from jobgate.rules.jobmeta import as_int
+
+from ...lifecycle_policy import (
+    JOB_NAME_KEY,
+    JOB_NAMESPACE_KEY,
+    PARTITION_KEY,
+    QUEUE_NAME_KEY,
+    TASK_INDEX_KEY,
+    TASK_SPEC_KEY,
+    TEMPLATE_UID_KEY,
+)
+from ...model import ReplicaGroup
+from .plugins import (
     PYTORCH_DEFAULT_PORT,
     SSH_DEFAULT_PATH,
     SSH_FILES,
@@ -18,18 +31,6 @@ from jobgate.controller.adapters.volcano.plugins import (
     plugin_args,
     task_hosts,
 )
-from jobgate.controller.lifecycle_policy import (
-    JOB_NAME_KEY,
-    JOB_NAMESPACE_KEY,
-    PARTITION_KEY,
-    QUEUE_NAME_KEY,
-    TASK_INDEX_KEY,
-    TASK_SPEC_KEY,
-    TEMPLATE_UID_KEY,
-)
-from jobgate.controller.model import ReplicaGroup
-from jobgate.families.volcano.rules.defaults import DEFAULT_QUEUE
-from jobgate.rules.jobmeta import as_int
 
 
 def _all_containers(pod: dict[str, Any]) -> list[dict[str, Any]]:

@@ -4,9 +4,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from jobgate.controller.clock import parse_time
-from jobgate.controller.model import JobStatusModel
 from jobgate.rules.jobmeta import as_int
+
+from ...clock import parse_time
+from ...model import JobStatusModel
 
 # Bookkeeping the lifecycle keeps in ``status.extra``, by the status field it is written to.
 STATE_FIELDS = ("reason", "message", "lastTransitionTime")

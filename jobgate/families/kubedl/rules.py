@@ -16,13 +16,8 @@ from jobgate.engine.jsonpatch import PatchRecorder
 from jobgate.engine.modelref import ModelRef
 from jobgate.engine.registry import register
 from jobgate.rules.replicajobs import (
-    JOB_STATUS_MODEL,
-    ExtraDefaults,
     ReplicaJobKind,
     Role,
-    RoleRules,
-    no_extra_defaults,
-    no_role_rules,
 )
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING, without importing typing at run time (start-up)
@@ -45,49 +40,6 @@ class KubeDLKind(ReplicaJobKind):
     """A KubeDL kind: the run policy inlined into ``spec`` (an MPIJob may use ``spec.runPolicy``)."""
 
     __slots__ = ()
-
-    # The signature of the dataclass this was, positional fields included.
-    def __init__(  # noqa: PLR0917
-        self,
-        kind: str,
-        plural: str,
-        short_names: tuple[str, ...],
-        replicas_field: str,
-        spec_model: ModelRef,
-        container: str,
-        port_name: str,
-        port: int,
-        roles: tuple[Role, ...],
-        require_container: bool = True,
-        normalise_types: bool = True,
-        port_requires_named_container: bool = False,
-        role_rules: RoleRules = no_role_rules,
-        extra_defaults: ExtraDefaults = no_extra_defaults,
-        separate_run_policy: bool = False,
-        family: str = "kubedl",
-        status_model: ModelRef = JOB_STATUS_MODEL,
-    ) -> None:
-        super().__init__(
-            kind,
-            plural,
-            short_names,
-            replicas_field,
-            spec_model,
-            container,
-            port_name,
-            port,
-            roles,
-            require_container,
-            normalise_types,
-            port_requires_named_container,
-            role_rules,
-            extra_defaults,
-            group=KUBEDL_GROUP,
-            version=KUBEDL_VERSION,
-            family=family,
-            status_model=status_model,
-            separate_run_policy=separate_run_policy,
-        )
 
     def run_policy(self, spec: dict[str, Any]) -> dict[str, Any]:
         """Where this job's RunPolicy lives: inline in spec, or spec.runPolicy when an MPIJob uses it."""
@@ -124,6 +76,16 @@ class KubeDLKind(ReplicaJobKind):
         super()._check_run_policy(spec, replicas, found)
 
 
+# The class through an untyped reference: compiled by mypyc, a native call of a constructor with
+# ``**fields`` (or ``super().__init__(**fields)`` in a subclass) passes the dict as a positional argument.
+_KUBEDL_KIND: Any = KubeDLKind
+
+
+def kubedl_kind(**fields: Any) -> KubeDLKind:
+    """A KubeDL kind: ``ReplicaJobKind``'s keyword-only fields, in KubeDL's group and version."""
+    return _KUBEDL_KIND(group=KUBEDL_GROUP, version=KUBEDL_VERSION, family="kubedl", **fields)  # type: ignore[no-any-return]
+
+
 # --- per-kind extra defaults ---------------------------------------------------------------------
 
 XGBOOST_DEFAULT_TTL_SECONDS = 100
@@ -138,7 +100,7 @@ MARS_MEMORY_DEFAULTS = (("plasmaStore", "/dev/shm"), ("lockFreeFileIO", True))
 # --- the kinds -----------------------------------------------------------------------------------
 
 TFJOB = register(
-    KubeDLKind(
+    kubedl_kind(
         kind="TFJob",
         plural="tfjobs",
         short_names=("tfj",),
@@ -158,7 +120,7 @@ TFJOB = register(
 )
 
 PYTORCHJOB = register(
-    KubeDLKind(
+    kubedl_kind(
         kind="PyTorchJob",
         plural="pytorchjobs",
         short_names=("ptj",),
@@ -173,7 +135,7 @@ PYTORCHJOB = register(
 )
 
 XGBOOSTJOB = register(
-    KubeDLKind(
+    kubedl_kind(
         kind="XGBoostJob",
         plural="xgboostjobs",
         short_names=("xgbj",),
@@ -187,7 +149,7 @@ XGBOOSTJOB = register(
 )
 
 MPIJOB = register(
-    KubeDLKind(
+    kubedl_kind(
         kind="MPIJob",
         plural="mpijobs",
         short_names=("mpij",),
@@ -204,7 +166,7 @@ MPIJOB = register(
 )
 
 XDLJOB = register(
-    KubeDLKind(
+    kubedl_kind(
         kind="XDLJob",
         plural="xdljobs",
         short_names=("xdlj",),
@@ -218,7 +180,7 @@ XDLJOB = register(
 )
 
 MARSJOB = register(
-    KubeDLKind(
+    kubedl_kind(
         kind="MarsJob",
         plural="marsjobs",
         short_names=("marsj",),

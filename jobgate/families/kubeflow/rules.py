@@ -31,13 +31,9 @@ from jobgate.rules.dicts import copied_dict
 from jobgate.rules.jobmeta import as_int, check_job_name
 from jobgate.rules.names import dns1035_label_problems
 from jobgate.rules.replicajobs import (
-    ExtraDefaults,
     ReplicaJobKind,
     Role,
-    RoleRules,
     exactly_one,
-    no_extra_defaults,
-    no_role_rules,
 )
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING, without importing typing at run time (start-up)
@@ -62,57 +58,10 @@ class KubeflowKind(ReplicaJobKind):
     """A ``kubeflow.org/v1`` kind: the run policy at ``spec.runPolicy``."""
 
     __slots__ = ("check_types",)
+    check_types: bool  # whether replica types outside the kind's roles are refused (kubeflow_kind sets it)
 
     termination_message_policy = False
     required_container_when_unnamed = True
-
-    # The signature of KubeDLKind, positional fields included.
-    def __init__(  # noqa: PLR0917
-        self,
-        kind: str,
-        plural: str,
-        short_names: tuple[str, ...],
-        replicas_field: str,
-        spec_model: ModelRef,
-        container: str,
-        port_name: str,
-        port: int,
-        roles: tuple[Role, ...],
-        require_container: bool = True,
-        normalise_types: bool = True,
-        role_rules: RoleRules = no_role_rules,
-        extra_defaults: ExtraDefaults = no_extra_defaults,
-        check_types: bool = True,
-        required_container_detail: str | None = None,
-        missing_containers_detail: str | None = None,
-    ) -> None:
-        super().__init__(
-            kind,
-            plural,
-            short_names,
-            replicas_field,
-            spec_model,
-            container,
-            port_name,
-            port,
-            roles,
-            require_container,
-            normalise_types,
-            False,
-            role_rules,
-            extra_defaults,
-            group=KUBEFLOW_GROUP,
-            version=KUBEFLOW_VERSION,
-            family="kubeflow",
-            status_model=STATUS_MODEL,
-            required_container_detail=required_container_detail,
-            missing_containers_detail=(
-                missing_containers_detail
-                or (f"must be specified: must have at least one container with name {container}")
-            ),
-            printer_columns=KUBEFLOW_PRINTER_COLUMNS,
-        )
-        self.check_types = check_types
 
     def unknown_type_restart_policy(self) -> str | None:
         # Kubeflow's defaulters default every entry of the map (MPIJob's only Launcher and Worker).
@@ -354,10 +303,34 @@ class _ElasticKind(KubeflowKind):
             )
 
 
+# The classes through an untyped reference (see families/kubedl/rules.py's kubedl_kind).
+_KUBEFLOW_KIND: Any = KubeflowKind
+_ELASTIC_KIND: Any = _ElasticKind
+
+
+def kubeflow_kind(*, check_types: bool = True, elastic: bool = False, **fields: Any) -> KubeflowKind:
+    """A ``kubeflow.org/v1`` kind: ``ReplicaJobKind``'s keyword-only fields, in Kubeflow's group and
+    version, with its status and printer columns; ``check_types``: whether replica types outside the
+    kind's roles are refused; ``elastic``: PyTorchJob's and PaddleJob's elastic policy checks."""
+    fields["missing_containers_detail"] = fields.get("missing_containers_detail") or (
+        f"must be specified: must have at least one container with name {fields['container']}"
+    )
+    kind: KubeflowKind = (_ELASTIC_KIND if elastic else _KUBEFLOW_KIND)(
+        group=KUBEFLOW_GROUP,
+        version=KUBEFLOW_VERSION,
+        family="kubeflow",
+        status_model=STATUS_MODEL,
+        printer_columns=KUBEFLOW_PRINTER_COLUMNS,
+        **fields,
+    )
+    kind.check_types = check_types
+    return kind
+
+
 # --- the kinds -----------------------------------------------------------------------------------
 
 TFJOB = register(
-    KubeflowKind(
+    kubeflow_kind(
         kind="TFJob",
         plural="tfjobs",
         short_names=(),
@@ -380,7 +353,8 @@ TFJOB = register(
 )
 
 PYTORCHJOB = register(
-    _ElasticKind(
+    kubeflow_kind(
+        elastic=True,
         kind="PyTorchJob",
         plural="pytorchjobs",
         short_names=(),
@@ -396,7 +370,7 @@ PYTORCHJOB = register(
 )
 
 XGBOOSTJOB = register(
-    KubeflowKind(
+    kubeflow_kind(
         kind="XGBoostJob",
         plural="xgboostjobs",
         short_names=(),
@@ -411,7 +385,8 @@ XGBOOSTJOB = register(
 )
 
 PADDLEJOB = register(
-    _ElasticKind(
+    kubeflow_kind(
+        elastic=True,
         kind="PaddleJob",
         plural="paddlejobs",
         short_names=(),
@@ -428,7 +403,7 @@ PADDLEJOB = register(
 )
 
 JAXJOB = register(
-    KubeflowKind(
+    kubeflow_kind(
         kind="JAXJob",
         plural="jaxjobs",
         short_names=(),
@@ -442,7 +417,7 @@ JAXJOB = register(
 )
 
 MPIJOB = register(
-    KubeflowKind(
+    kubeflow_kind(
         kind="MPIJob",
         plural="mpijobs",
         short_names=(),

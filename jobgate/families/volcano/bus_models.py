@@ -4,7 +4,7 @@
 ``vcctl job suspend|resume`` writes one per request; jobgate's controller takes (deletes) those whose
 ``target`` is a job it serves and carries out the action once. A Command is not a job: no webhook
 reviews it and no family serves it, so it is absent from the registry and gets its CRD from
-``webhook.manifests.command_custom_resource_definition``. The wire names are Volcano's: the target
+``generate.manifests.command_custom_resource_definition``. The wire names are Volcano's: the target
 is ``target`` (the Go field ``TargetObject``), and ``action`` is a free string, as in Volcano's CRD,
 because queue commands (``OpenQueue``, ``CloseQueue``) share the API.
 """

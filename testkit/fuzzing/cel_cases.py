@@ -1,7 +1,7 @@
 """Jobs nobody wrote, for the apiserver against the webhook (``python -m bench.cel_fuzz``, and its
 generator's test ``tests/envtest/test_cel_fuzz_cases.py``): mutated from the CEL corpus (the
 examples and the CEL test vectors of every family whose rules the apiserver enforces,
-``envtest/cel_corpus.py``).
+``testkit/cel_corpus.py``).
 
 The mutations keep to what a person could write: a value replaced by one seen under the same key
 elsewhere in the corpus or by a boundary (0, -1, a name of 64 characters, ...), a key removed or
@@ -18,9 +18,9 @@ import random
 from collections.abc import Iterator
 from typing import Any
 
-from envtest.cel_corpus import enforced_examples, enforced_vectors
 from envtest.cel_differential import Case
 from jobgate.review import kind_of, review_job
+from testkit.cel_corpus import enforced_examples, enforced_vectors
 
 _NAMES = ["a", "x" * 20, "x" * 40, "x" * 50, "x" * 52, "x" * 53, "x" * 60, "x" * 63, "x" * 64, "Upper", "a_b", "a.b"]
 _INTEGERS = [-1, 0, 1, 2, 3, 4, 8, 100, 2**31 - 1, 2**31]

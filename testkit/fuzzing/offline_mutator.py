@@ -30,8 +30,8 @@ from typing import Any
 
 import yaml
 
-from envtest.fuzzing.review_mutator import Finding, containers_of, random_value, review_of
-from envtest.fuzzing.review_mutator import _mutate_node as mutate_node
+from testkit.fuzzing.review_mutator import Finding, containers_of, random_value, review_of
+from testkit.fuzzing.review_mutator import _mutate_node as mutate_node
 
 REPO = Path(__file__).resolve().parents[2]
 SOURCE = "fuzz.yaml"
@@ -223,12 +223,12 @@ def inputs(seed: int, count: int) -> Iterator[bytes]:
 
 def check(raw: bytes) -> str:
     """What ``jobgate validate`` and ``jobgate review`` do with one file; the outcome class, or ``Finding``."""
-    from envtest.fuzzing.review_mutator import check as check_review
     from jobgate.cli.offline import _as_json
     from jobgate.offline.report import render
     from jobgate.offline.results import FieldValidation, Outcome, Run, check_text
     from jobgate.offline.sources import SourceError, _decode
     from jobgate.webhook.admission import BadReview, Webhook
+    from testkit.fuzzing.review_mutator import check as check_review
 
     try:
         text = _decode(SOURCE, raw)

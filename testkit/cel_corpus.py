@@ -14,7 +14,7 @@ A family's vectors are ``tests/cel_vectors/<family>.yaml`` (data, read by path):
 ``tests/unit/test_cel_vectors.py`` holds each vector to the webhook's verdict (offline);
 ``tests/e2e/test_cel_enforcement.py`` and ``tests/e2e/test_cel_oldest_release.py`` send each (and
 each example) to a real apiserver with only the generated CRDs and policies in force;
-``python -m bench.cel_fuzz`` mutates them (``envtest/fuzzing/cel_cases.py``).
+``python -m bench.cel_fuzz`` mutates them (``testkit/fuzzing/cel_cases.py``).
 """
 
 from __future__ import annotations
