@@ -9,7 +9,8 @@ builds it (or reports the cached build); nothing in CI builds it.
 ``run`` starts it against a test control plane, everything on loopback: no leader election, no
 internal certificate management (which would wait for webhook configurations to inject a CA into),
 its webhook server on 127.0.0.1 with the plane's serving certificate but registered with no
-apiserver (jobs are written as Kueue's defaulting webhook leaves them: suspended), metrics off. Kueue
+apiserver (jobs are written as Kueue's defaulting webhook leaves them: suspended), metrics and the
+visibility server off. Kueue
 reads its metrics certificate from a fixed path, ``/etc/kueue/metrics/certs``, even with metrics off;
 it runs in a private mount namespace (``unshare``) whose ``/etc`` is an overlay, so that the file is
 written there and nowhere on the machine.
@@ -65,6 +66,8 @@ def configuration(frameworks: list[str], health_port: int, webhook_port: int, ce
         "internalCertManagement": {"enable": False},
         "manageJobsWithoutQueueName": False,
         "integrations": {"frameworks": frameworks},
+        # On by default: an extension apiserver on every interface, with a certificate from /visibility.
+        "featureGates": {"VisibilityOnDemand": False},
     }
 
 

@@ -198,3 +198,4 @@ def test_kueue_runs_on_loopback_with_nothing_to_wait_for():
     assert config["leaderElection"] == {"leaderElect": False}
     assert config["internalCertManagement"] == {"enable": False}
     assert config["integrations"] == {"frameworks": ["kubeflow.org/pytorchjob"]}
+    assert config["featureGates"] == {"VisibilityOnDemand": False}  # its own server, on every interface
