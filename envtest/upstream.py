@@ -1,7 +1,8 @@
 """CRDs of the projects jobgate stands beside, read from their Go modules (the module proxy is the
 one source reachable here, and the Go module cache keeps what it downloads).
 
-    python -m envtest.upstream   # prints the path of Volcano's Job CRD, downloading it once
+    python -m envtest.upstream   # prints the paths of Volcano's Job and Queue CRDs and Kueue's
+                                 # queue CRDs, downloading each module once
 """
 
 from __future__ import annotations
@@ -13,10 +14,20 @@ import subprocess
 import sys
 from pathlib import Path
 
-from envtest.versions import VOLCANO_VERSION
+import yaml
+
+from envtest.versions import KUEUE_VERSION, VOLCANO_VERSION
 
 VOLCANO_MODULE = "volcano.sh/volcano"
 VOLCANO_JOB_CRD = "config/crd/volcano/bases/batch.volcano.sh_jobs.yaml"
+VOLCANO_QUEUE_CRD = "config/crd/volcano/bases/scheduling.volcano.sh_queues.yaml"
+
+KUEUE_MODULE = "sigs.k8s.io/kueue"
+KUEUE_CRD_DIRECTORY = "config/components/crd/bases"
+# The objects jobgate's queue fit reads (jobgate/policy/queueobjects.py), by plural.
+KUEUE_QUEUE_PLURALS = ("localqueues", "clusterqueues", "resourceflavors", "cohorts")
+# The version the webhook reads first, and the one the tests write.
+KUEUE_API_VERSION = "v1beta2"
 
 
 class UpstreamUnavailable(RuntimeError):
@@ -46,17 +57,49 @@ def module_directory(module: str, version: str) -> Path:
     return Path(answer["Dir"])
 
 
+def _module_file(module: str, version: str, relative: str) -> Path:
+    path = module_directory(module, version) / relative
+    if not path.is_file():
+        raise UpstreamUnavailable(f"{module}@{version} has no {relative}")
+    return path
+
+
 def volcano_job_crd(version: str = VOLCANO_VERSION) -> Path:
     """Volcano's own ``jobs.batch.volcano.sh`` CRD, as its release installs it."""
-    path = module_directory(VOLCANO_MODULE, version) / VOLCANO_JOB_CRD
-    if not path.is_file():
-        raise UpstreamUnavailable(f"{VOLCANO_MODULE}@{version} has no {VOLCANO_JOB_CRD}")
-    return path
+    return _module_file(VOLCANO_MODULE, version, VOLCANO_JOB_CRD)
+
+
+def volcano_queue_crd(version: str = VOLCANO_VERSION) -> Path:
+    """Volcano's own ``queues.scheduling.volcano.sh`` CRD (``v1beta1``, with ``spec.parent`` and a status
+    subresource), as its release installs it."""
+    return _module_file(VOLCANO_MODULE, version, VOLCANO_QUEUE_CRD)
+
+
+def served_versions(crd: Path) -> list[str]:
+    """The versions a CRD manifest serves."""
+    (document,) = [d for d in yaml.safe_load_all(crd.read_text()) if d]
+    return [v["name"] for v in document["spec"]["versions"] if v.get("served")]
+
+
+def kueue_queue_crds(version: str = KUEUE_VERSION) -> list[Path]:
+    """Kueue's LocalQueue, ClusterQueue, ResourceFlavor and Cohort CRDs, as its release's CRD bases
+    (without the conversion webhook its kustomization adds: no Kueue serves one here, and every
+    served version has the same storage). Each must serve ``KUEUE_API_VERSION``: a version pinned
+    too old to serve it fails here, by name, rather than in the tests' first write."""
+    crds = [
+        _module_file(KUEUE_MODULE, version, f"{KUEUE_CRD_DIRECTORY}/kueue.x-k8s.io_{plural}.yaml")
+        for plural in KUEUE_QUEUE_PLURALS
+    ]
+    for crd in crds:
+        if KUEUE_API_VERSION not in served_versions(crd):
+            raise UpstreamUnavailable(f"{KUEUE_MODULE}@{version}: {crd.name} does not serve {KUEUE_API_VERSION}")
+    return crds
 
 
 if __name__ == "__main__":
     try:
-        print(volcano_job_crd())
+        for path in (volcano_job_crd(), volcano_queue_crd(), *kueue_queue_crds()):
+            print(path)
     except UpstreamUnavailable as exc:
         print(f"envtest.upstream: {exc}", file=sys.stderr)
         sys.exit(1)

@@ -17,3 +17,9 @@ HELM_UNITTEST_VERSION = "v1.1.2"
 # Volcano's own Job CRD (its Go module's config/crd/volcano/bases), for the tests that check
 # jobgate against the CRD a Volcano install brings rather than jobgate's copy of it.
 VOLCANO_VERSION = "v1.10.0"
+
+# Kueue's queue CRDs (LocalQueue, ClusterQueue, ResourceFlavor, Cohort) from its Go module, for the
+# queue-fit tests (tests/e2e/test_policy_queuefit.py). The module proxy serves sigs.k8s.io/kueue at
+# this version only here; it serves ``kueue.x-k8s.io/v1beta2`` (storage) and ``v1beta1``. Volcano's
+# Queue CRD comes from VOLCANO_VERSION's module.
+KUEUE_VERSION = "v0.17.0"

@@ -1,8 +1,9 @@
 """require.fitsQueue on a real apiserver (issue 45): the webhook (``--kubeconfig``) watches Kueue's
 LocalQueues, ClusterQueues, ResourceFlavors and Cohorts (``kueue.x-k8s.io/v1beta2``) and Volcano's Queues
-from their own CRDs (vendored under tests/e2e/crds: Kueue v0.19.2, Volcano v1.15.1), and refuses a job
-its queue can never run, through ``kubectl``. No Kueue or Volcano controller runs: the objects are
-written as an administrator writes them (a Volcano Queue's state as its controller would)."""
+from their own CRDs (read from their Go modules at the versions envtest/versions.py pins: Kueue
+KUEUE_VERSION, Volcano VOLCANO_VERSION; see envtest/upstream.py), and refuses a job its queue can never
+run, through ``kubectl``. No Kueue or Volcano controller runs: the objects are written as an
+administrator writes them (a Volcano Queue's state as its controller would)."""
 
 from __future__ import annotations
 
@@ -10,22 +11,34 @@ import json
 import subprocess
 import time
 from collections.abc import Callable, Iterator
+from pathlib import Path
 
 import pytest
 import yaml
 
-from tests.e2e.conftest import KUBEFLOW_TEST_CRDS, REPO, Cluster, WebhookProcess, wait_for_webhook, wait_until
+from tests.e2e.conftest import IN_CI, KUBEFLOW_TEST_CRDS, Cluster, WebhookProcess, wait_for_webhook, wait_until
 
 pytestmark = pytest.mark.e2e
 
 NAMESPACE = "policy-queuefit"
 KUEUE = "kueue.x-k8s.io/v1beta2"
-CRDS = [
-    *sorted((REPO / "tests/e2e/crds/kueue").glob("*.yaml")),
-    REPO / "tests/e2e/crds/volcano-queue/scheduling.volcano.sh_queues.yaml",
+
+
+def queue_crds() -> list[Path]:
+    """Kueue's queue CRDs and Volcano's Queue CRD from the Go module cache (downloaded once through
+    the module proxy), and a PaddleJob CRD. Without the proxy the tests skip, except under CI."""
+    from envtest.upstream import UpstreamUnavailable, kueue_queue_crds, volcano_queue_crd
+
+    try:
+        upstream = [*kueue_queue_crds(), volcano_queue_crd()]
+    except UpstreamUnavailable as exc:
+        if IN_CI:
+            raise
+        pytest.skip(f"Kueue's or Volcano's queue CRDs cannot be had from their Go modules here: {exc}")
     # PaddleJob: a kind Kueue integrates that no KubeDL CRD shares a plural with (the shared cluster's).
-    KUBEFLOW_TEST_CRDS / "kubeflow.org_paddlejobs.yaml",
-]
+    return [*upstream, KUBEFLOW_TEST_CRDS / "kubeflow.org_paddlejobs.yaml"]
+
+
 POLICY = {
     "apiVersion": "policy.jobgate.io/v1alpha1",
     "kind": "ClusterTrainingJobPolicy",
@@ -107,7 +120,7 @@ def vcjob(name: str, workers: int) -> dict:
 def queue_cluster(cluster: Cluster, webhook_process: WebhookProcess) -> Iterator[Cluster]:
     """Kueue's and Volcano's queue CRDs and a PaddleJob CRD installed, the session's webhook restarted with
     --kubeconfig (its queue informers on), the queues and the policy written."""
-    for crd in CRDS:
+    for crd in queue_crds():
         cluster.kubectl("apply", "--server-side", "--force-conflicts", "-f", str(crd), check=True)
     for name in ("localqueues", "clusterqueues", "resourceflavors", "cohorts"):
         cluster.kubectl("wait", "--for=condition=Established", f"crd/{name}.kueue.x-k8s.io", check=True)
@@ -126,7 +139,8 @@ def queue_cluster(cluster: Cluster, webhook_process: WebhookProcess) -> Iterator
         objects = [POLICY, *KUEUE_OBJECTS, *VOLCANO_QUEUES]
         cluster.kubectl("apply", "-f", "-", input=yaml.safe_dump_all(objects), check=True)
         for queue in VOLCANO_QUEUES:
-            status = json.dumps({"status": {"state": "Open"}})
+            # As Volcano's queue controller writes it on an idle queue: the CRD requires `allocated`.
+            status = json.dumps({"status": {"state": "Open", "allocated": {}}})
             name = queue["metadata"]["name"]
             patch = (
                 "patch",

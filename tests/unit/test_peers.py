@@ -181,3 +181,21 @@ def test_the_breakdown_names_the_resource_and_subresource():
     ]
     assert audit_breakdown(lines) == {"CREATE pods": 2, "UPDATE tfjobs/status": 2, "CREATE events": 1}
     assert list(audit_breakdown(lines)) == ["CREATE pods", "UPDATE tfjobs/status", "CREATE events"]
+
+
+def test_kueue_runs_on_loopback_with_nothing_to_wait_for():
+    from pathlib import Path
+
+    from envtest.kueue import KUEUE, configuration
+
+    assert KUEUE.module == "sigs.k8s.io/kueue" and KUEUE.package == "sigs.k8s.io/kueue/cmd/kueue"
+    config = configuration(["kubeflow.org/pytorchjob"], 8081, 9443, Path("/tmp/certs"))
+    assert config["apiVersion"] == "config.kueue.x-k8s.io/v1beta2" and config["kind"] == "Configuration"
+    assert config["health"]["healthProbeBindAddress"] == "127.0.0.1:8081"
+    assert config["webhook"] == {"port": 9443, "host": "127.0.0.1", "certDir": "/tmp/certs"}
+    assert config["metrics"] == {"bindAddress": "0"}
+    # Neither waits on objects nothing here makes (a lease holder; webhook configurations to inject a CA into).
+    assert config["leaderElection"] == {"leaderElect": False}
+    assert config["internalCertManagement"] == {"enable": False}
+    assert config["integrations"] == {"frameworks": ["kubeflow.org/pytorchjob"]}
+    assert config["featureGates"] == {"VisibilityOnDemand": False}  # its own server, on every interface
