@@ -17,7 +17,13 @@ from build_support import docs  # noqa: E402 (after the skip: it reads the tree)
 # Pages other changes are writing; linked already, checked once they exist.
 PENDING: set[str] = set()
 # Paths the CHANGELOG names as they were when its entry was written, and where each is now.
-MOVED: dict[str, str] = {"jobgate/generate/cel/carried.py": "jobgate/forms/carried.py"}
+MOVED: dict[str, str] = {
+    "jobgate/generate/cel/carried.py": "jobgate/forms/carried.py",
+    # Issue 47: the rule forms, their runtime and their compiler became the jobgate/forms/ package.
+    "jobgate/rules/forms.py": "jobgate/forms",
+    "jobgate/rules/declared.py": "jobgate/forms/checks",
+    "jobgate/generate/forms.py": "jobgate/forms",
+}
 
 
 def _pages() -> list[Path]:

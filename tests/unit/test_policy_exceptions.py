@@ -303,7 +303,7 @@ def test_offline_now_must_be_rfc3339(tmp_path):
 def test_the_webhook_answer_carries_the_warning_and_the_audit_annotation():
     from jobgate.engine.views import ClusterViews
     from jobgate.webhook.admission import EXCEPTION_ANNOTATION, Webhook, answer_review, parse_review
-    from tests.builders import admission_review
+    from testkit.builders import admission_review
 
     views = ClusterViews(policies=PolicySnapshot([parse_policy(GPU_CAP)]))
     views.exceptions = ExceptionSnapshot.of_objects([exception()], NOW)
@@ -316,7 +316,7 @@ def test_the_webhook_answer_carries_the_warning_and_the_audit_annotation():
 
 def test_offline_review_answers_as_the_webhook_with_the_exception(tmp_path, capsys):
     from jobgate.cli import main
-    from tests.builders import admission_review
+    from testkit.builders import admission_review
 
     policies = _write(tmp_path / "policies.yaml", GPU_CAP, exception())
     review = tmp_path / "review.json"
