@@ -87,19 +87,28 @@ def format_value(value: Any) -> str:
 
 class FieldError:
     """One error, read-only and compared by value (not a dataclass: importing ``dataclasses``
-    costs a one-file ``jobgate validate`` more than the rules it runs)."""
+    costs a one-file ``jobgate validate`` more than the rules it runs).
 
-    __slots__ = ("detail", "path", "type", "value")
+    ``rule``: the id of the rule that found it, set by the code that made it (a declaration's generated
+    check, a policy's finding); "" where that code names none (``jobgate.engine.ruleids`` then finds it
+    in the catalogue's table). A label, not part of the error: equality, hash and repr leave it out, so
+    that an error is the same error whoever labels it."""
+
+    __slots__ = ("detail", "path", "rule", "type", "value")
     type: ErrorType
     path: FieldPath
     value: Any
     detail: str
+    rule: str
 
-    def __init__(self, type: ErrorType, path: FieldPath, value: Any = _OMITTED, detail: str = "") -> None:
+    def __init__(
+        self, type: ErrorType, path: FieldPath, value: Any = _OMITTED, detail: str = "", rule: str = ""
+    ) -> None:
         object.__setattr__(self, "type", type)
         object.__setattr__(self, "path", path)
         object.__setattr__(self, "value", value)
         object.__setattr__(self, "detail", detail)
+        object.__setattr__(self, "rule", rule)
 
     def __setattr__(self, name: str, value: object) -> None:
         raise AttributeError(f"cannot assign to field {name!r}")
@@ -119,9 +128,9 @@ class FieldError:
         return f"FieldError(type={self.type!r}, path={self.path!r}, value={self.value!r}, detail={self.detail!r})"
 
     # Callable, not type[...]: ``type`` here is the field.
-    def __reduce__(self) -> tuple[Callable[..., FieldError], tuple[ErrorType, FieldPath, Any, str]]:
+    def __reduce__(self) -> tuple[Callable[..., FieldError], tuple[ErrorType, FieldPath, Any, str, str]]:
         # Read-only slots: pickle and copy would otherwise assign them.
-        return FieldError, (self.type, self.path, self.value, self.detail)
+        return FieldError, (self.type, self.path, self.value, self.detail, self.rule)
 
     @property
     def field(self) -> str:
@@ -139,16 +148,16 @@ class FieldError:
         return f"{self.field}: {self.body}"
 
 
-def required(path: FieldPath, detail: str = "") -> FieldError:
-    return FieldError(ErrorType.REQUIRED, path, detail=detail)
+def required(path: FieldPath, detail: str = "", rule: str = "") -> FieldError:
+    return FieldError(ErrorType.REQUIRED, path, detail=detail, rule=rule)
 
 
-def invalid(path: FieldPath, value: Any, detail: str) -> FieldError:
-    return FieldError(ErrorType.INVALID, path, value, detail)
+def invalid(path: FieldPath, value: Any, detail: str, rule: str = "") -> FieldError:
+    return FieldError(ErrorType.INVALID, path, value, detail, rule)
 
 
-def not_supported(path: FieldPath, value: Any, supported: Iterable[str]) -> FieldError:
-    return FieldError(ErrorType.NOT_SUPPORTED, path, value, _supported_values(tuple(supported)))
+def not_supported(path: FieldPath, value: Any, supported: Iterable[str], rule: str = "") -> FieldError:
+    return FieldError(ErrorType.NOT_SUPPORTED, path, value, _supported_values(tuple(supported)), rule)
 
 
 @lru_cache(maxsize=256)
@@ -159,8 +168,8 @@ def _supported_values(supported: tuple[str, ...]) -> str:
     return "supported values: " + ", ".join(json.dumps(s) for s in supported)
 
 
-def forbidden(path: FieldPath, detail: str) -> FieldError:
-    return FieldError(ErrorType.FORBIDDEN, path, detail=detail)
+def forbidden(path: FieldPath, detail: str, rule: str = "") -> FieldError:
+    return FieldError(ErrorType.FORBIDDEN, path, detail=detail, rule=rule)
 
 
 def duplicate(path: FieldPath, value: Any) -> FieldError:
