@@ -104,3 +104,18 @@ def test_rule_anchor():
         "pod-template-containers-requests-within-limits"
     )
     assert rule_anchor("Schema/Types_x.y") == "schema-types-x-y"
+
+
+def test_a_field_errors_rule_is_a_label_kept_by_pickle_and_left_out_of_equality():
+    import copy
+    import pickle
+
+    from jobgate.engine.fielderrors import FieldError, invalid
+
+    labelled = invalid(("spec", "x"), -1, "must be greater than or equal to 0", "family/x")
+    plain = invalid(("spec", "x"), -1, "must be greater than or equal to 0")
+    assert labelled.rule == "family/x" and plain.rule == ""
+    assert labelled == plain and hash(labelled) == hash(plain) and repr(labelled) == repr(plain)
+    assert str(labelled) == str(plain)
+    for twin in (pickle.loads(pickle.dumps(labelled)), copy.copy(labelled), copy.deepcopy(labelled)):
+        assert type(twin) is FieldError and twin == labelled and twin.rule == "family/x"
