@@ -33,7 +33,6 @@ class Verdict:
         "errors",
         "kind",
         "patch",
-        "rules",
         "skipped",
         "waived",
         "warning_rules",
@@ -50,7 +49,6 @@ class Verdict:
         *,
         skipped: frozenset[str] = frozenset(),
         audit: list[str] | None = None,
-        rules: dict[int, str] | None = None,
         warning_rules: dict[str, tuple[str, FieldPath]] | None = None,
     ) -> None:
         self.kind = kind
@@ -62,10 +60,6 @@ class Verdict:
         self.skipped = skipped
         # Findings of Audit policies: recorded (the webhook's audit annotations), never shown as denials.
         self.audit = audit if audit is not None else []
-        # The rule behind an error where the review knows it (the platform policies'), by the id()
-        # of the error in ``errors``; the others' are looked up in the catalogue's table when
-        # reported (jobgate.engine.ruleids).
-        self.rules = rules if rules is not None else {}
         # The rule behind a warning and its field where the review knows them (the platform policies'),
         # by the warning's text; the others' are looked up by warning_rule (jobgate.engine.warningids).
         self.warning_rules = warning_rules if warning_rules is not None else {}
@@ -165,7 +159,6 @@ def review_job(
     found.errors.extend(generate_name_errors(defaulted.get("metadata"), creating=old is None))
     found.errors.extend(label_errors(defaulted.get("metadata")))
     audit: list[str] = []
-    rules: dict[int, str] = {}
     warning_rules: dict[str, tuple[str, FieldPath]] | None = None
     waived: list[str] = []
     if policy is not None:
@@ -174,7 +167,6 @@ def review_job(
             found.errors.extend(judged.errors)
             found.warnings.extend(judged.warnings)
             audit = judged.audit
-            rules = judged.rules
             warning_rules = judged.warning_rules
             waived = judged.waived
     verdict = Verdict(
@@ -185,7 +177,6 @@ def review_job(
         warnings=list(dict.fromkeys(found.warnings)),
         skipped=frozenset(context.skipped),
         audit=audit,
-        rules=rules,
         warning_rules=warning_rules,
     )
     verdict.waived = waived

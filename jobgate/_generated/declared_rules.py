@@ -11,6 +11,7 @@ from jobgate.forms.checks.common import (
     MISSING,
     MUST_BE_STRING,
     get,
+    ruled,
 )
 from jobgate.forms.checks.defaults import (
     default_field,
@@ -126,16 +127,28 @@ def validate_genericjob_batch_tensorstack_dev(
     if not only or any(i in only for i in ('genericjob/service-port-names-required', 'genericjob/service-port-names', 'genericjob/service-port-names-unique')):
         errors.extend(named_entries(obj, path=('spec', 'service', 'ports'), name='name', type_field='', untyped='', singletons=(), messages=('', '', 'a service with more than one port needs a name for each'), several=True, label_stops=False))
     if not only or 'genericjob/replicas-immutable' in only:
-        errors.extend(entries_unchanged(obj, old, path=('spec', 'replicaSpecs'), fields=('type', 'template'), message='replica types and pod templates are immutable once the job exists'))
+        found = entries_unchanged(obj, old, path=('spec', 'replicaSpecs'), fields=('type', 'template'), message='replica types and pod templates are immutable once the job exists')
+        if found:
+            errors.extend(ruled('genericjob/replicas-immutable', found))
     if not only or 'genericjob/replica-type-required' in only:
-        errors.extend(required_field(obj, scope=('spec', 'replicaSpecs', '[*]'), target=('type',), when=None, empty_is_unset=True, message='every replica spec needs a type'))
+        found = required_field(obj, scope=('spec', 'replicaSpecs', '[*]'), target=('type',), when=None, empty_is_unset=True, message='every replica spec needs a type')
+        if found:
+            errors.extend(ruled('genericjob/replica-type-required', found))
     if not only or 'genericjob/run-mode-type-required' in only:
-        errors.extend(required_field(obj, scope=('spec', 'runMode', 'debug', 'replicaSpecs', '[*]'), target=('type',), when=None, empty_is_unset=True, message='names the replica type it applies to'))
-        errors.extend(required_field(obj, scope=('spec', 'runMode', 'pause', 'resumeSpecs', '[*]'), target=('type',), when=None, empty_is_unset=True, message='names the replica type it applies to'))
+        found = required_field(obj, scope=('spec', 'runMode', 'debug', 'replicaSpecs', '[*]'), target=('type',), when=None, empty_is_unset=True, message='names the replica type it applies to')
+        if found:
+            errors.extend(ruled('genericjob/run-mode-type-required', found))
+        found = required_field(obj, scope=('spec', 'runMode', 'pause', 'resumeSpecs', '[*]'), target=('type',), when=None, empty_is_unset=True, message='names the replica type it applies to')
+        if found:
+            errors.extend(ruled('genericjob/run-mode-type-required', found))
     if not only or 'genericjob/replica-types-unique' in only:
-        errors.extend(unique_by(obj, ('spec', 'replicaSpecs'), 'type', ()))
+        found = unique_by(obj, ('spec', 'replicaSpecs'), 'type', ())
+        if found:
+            errors.extend(ruled('genericjob/replica-types-unique', found))
     if not only or 'genericjob/resume-specs-immutable' in only:
-        errors.extend(immutable(obj, old, ('spec', 'runMode', 'pause', 'resumeSpecs'), 'field is immutable: only pause.enabled may change while the job exists'))
+        found = immutable(obj, old, ('spec', 'runMode', 'pause', 'resumeSpecs'), 'field is immutable: only pause.enabled may change while the job exists')
+        if found:
+            errors.extend(ruled('genericjob/resume-specs-immutable', found))
     return errors
 
 
@@ -187,35 +200,61 @@ def validate_job_batch_volcano_sh(
     """Job (batch.volcano.sh): the declared rules' errors, in declaration order (``only``: of these ids alone, for a family whose hand-written rules report around them)."""
     errors: list[FieldError] = []
     if not only or 'volcano/tasks-required' in only:
-        errors.extend(required_list(obj, ('spec', 'tasks'), 'No task specified in job spec'))
+        found = required_list(obj, ('spec', 'tasks'), 'No task specified in job spec')
+        if found:
+            errors.extend(ruled('volcano/tasks-required', found))
     if not only or 'volcano/task-names-unique' in only:
-        errors.extend(unique_name(obj, ('spec', 'tasks'), 'name', 'duplicated task name {name}'))
+        found = unique_name(obj, ('spec', 'tasks'), 'name', 'duplicated task name {name}')
+        if found:
+            errors.extend(ruled('volcano/task-names-unique', found))
     if not only or 'volcano/template-required' in only:
-        errors.extend(required_item_field(obj, ('spec', 'tasks'), 'template', 'spec.task[{index}].template.spec.containers: Required value'))
+        found = required_item_field(obj, ('spec', 'tasks'), 'template', 'spec.task[{index}].template.spec.containers: Required value')
+        if found:
+            errors.extend(ruled('volcano/template-required', found))
     if not only or 'volcano/min-available' in only:
-        errors.extend(at_most_sum(obj, old, path=('spec', 'minAvailable'), items_path=('spec', 'tasks'), field='replicas', unset=0, message="job 'minAvailable' should not be greater than total replicas in tasks", update_message="job 'minAvailable' must not be greater than total replicas"))
+        found = at_most_sum(obj, old, path=('spec', 'minAvailable'), items_path=('spec', 'tasks'), field='replicas', unset=0, message="job 'minAvailable' should not be greater than total replicas in tasks", update_message="job 'minAvailable' must not be greater than total replicas")
+        if found:
+            errors.extend(ruled('volcano/min-available', found))
     if not only or 'volcano/plugins' in only:
-        errors.extend(known_keys(obj, ('spec', 'plugins'), ('ssh', 'env', 'svc', 'tensorflow', 'mpi', 'pytorch', 'hcclrank', 'ray'), 'unable to find job plugin: {key}'))
+        found = known_keys(obj, ('spec', 'plugins'), ('ssh', 'env', 'svc', 'tensorflow', 'mpi', 'pytorch', 'hcclrank', 'ray'), 'unable to find job plugin: {key}')
+        if found:
+            errors.extend(ruled('volcano/plugins', found))
     if not only or 'volcano/mpi-master' in only:
-        errors.extend(flag_names_entry(obj, old, map_path=('spec', 'plugins'), name='mpi', flag='master', default='master', items_path=('spec', 'tasks'), key='name', message='The specified mpi master task was not found', create_only=True))
+        found = flag_names_entry(obj, old, map_path=('spec', 'plugins'), name='mpi', flag='master', default='master', items_path=('spec', 'tasks'), key='name', message='The specified mpi master task was not found', create_only=True)
+        if found:
+            errors.extend(ruled('volcano/mpi-master', found))
     if not only or 'volcano/volumes' in only:
         errors.extend(claim_volumes(obj, ('spec', 'volumes'), fields=('mountPath', 'volumeClaim', 'volumeClaimName'), words=('mountPath is required;', 'duplicated mountPath: {path};', 'either VolumeClaim or VolumeClaimName must be specified;', 'conflict: If you want to use an existing PVC, just specify VolumeClaimName.If you want to create a new PVC, you do not need to specify VolumeClaimName', 'invalid VolumeClaimName {name} : [{problems}]')))
     if not only or 'volcano/dag' in only:
-        errors.extend(acyclic(obj, old, path=('spec', 'tasks'), key='name', depends=('dependsOn', 'name'), message="job has dependencies between tasks, but doesn't form a directed acyclic graph(DAG)", missing=' (no task named {names})', create_only=True))
+        found = acyclic(obj, old, path=('spec', 'tasks'), key='name', depends=('dependsOn', 'name'), message="job has dependencies between tasks, but doesn't form a directed acyclic graph(DAG)", missing=' (no task named {names})', create_only=True)
+        if found:
+            errors.extend(ruled('volcano/dag', found))
     if not only or 'volcano/policies' in only:
         errors.extend(lifecycle_policies(obj, lists=(('spec', 'policies'), ('spec', 'tasks', '[*]', 'policies')), events=('*', 'PodFailed', 'PodEvicted', 'PodPending', 'Unknown', 'TaskCompleted', 'TaskFailed', 'JobUpdated'), actions=('AbortJob', 'RestartJob', 'RestartTask', 'RestartPod', 'RestartPartition', 'TerminateJob', 'CompleteJob', 'ResumeJob'), any_event='*', words=('must not specify event and exitCode simultaneously', 'either event and exitCode should be specified', 'invalid policy action; valid events are [*, PodFailed, PodEvicted, PodPending, Unknown, TaskCompleted, TaskFailed, JobUpdated], valid actions are [AbortJob, RestartJob, RestartTask, RestartPod, RestartPartition, TerminateJob, CompleteJob, ResumeJob]', 'invalid policy event; valid events are [*, PodFailed, PodEvicted, PodPending, Unknown, TaskCompleted, TaskFailed, JobUpdated], valid actions are [AbortJob, RestartJob, RestartTask, RestartPod, RestartPartition, TerminateJob, CompleteJob, ResumeJob]', 'duplicate event {event}  across different policy', '0 is not a valid error code', 'duplicate exitCode {code}', "if there's * here, no other policy should be here")))
     if not only or 'volcano/network-topology' in only:
-        errors.extend(not_both(obj, (('spec', 'networkTopology'), ('spec', 'tasks', '[*]', 'partitionPolicy', 'networkTopology')), 'highestTierAllowed', 'highestTierName', "must not specify 'highestTierAllowed' and 'highestTierName' in networkTopology simultaneously"))
+        found = not_both(obj, (('spec', 'networkTopology'), ('spec', 'tasks', '[*]', 'partitionPolicy', 'networkTopology')), 'highestTierAllowed', 'highestTierName', "must not specify 'highestTierAllowed' and 'highestTierName' in networkTopology simultaneously")
+        if found:
+            errors.extend(ruled('volcano/network-topology', found))
     if not only or 'volcano/priority-class-name' in only:
-        errors.extend(subdomain(obj, old, ('spec', 'priorityClassName'), True))
+        found = subdomain(obj, old, ('spec', 'priorityClassName'), True)
+        if found:
+            errors.extend(ruled('volcano/priority-class-name', found))
     if not only or 'volcano/bounds' in only:
-        errors.extend(bounds(obj, ((('spec', 'tasks'), 30, False, ()), (('spec', 'policies'), 32, False, ((('events',), 16, False, ()), (('action',), 128, True, ()), (('timeout',), 128, True, ()))), (('spec', 'volumes'), 32, False, ((('mountPath',), 4096, True, ()), (('volumeClaimName',), 253, True, ()))), (('spec', 'plugins', '{*}'), 64, False, (((), 1024, True, ()),)), (('spec', 'tasks'), None, False, ((('policies',), 32, False, ((('events',), 16, False, ()), (('action',), 128, True, ()), (('timeout',), 128, True, ()))), (('dependsOn', 'name'), 16, False, (((), 63, True, ()),)))))))
+        found = bounds(obj, ((('spec', 'tasks'), 30, False, ()), (('spec', 'policies'), 32, False, ((('events',), 16, False, ()), (('action',), 128, True, ()), (('timeout',), 128, True, ()))), (('spec', 'volumes'), 32, False, ((('mountPath',), 4096, True, ()), (('volumeClaimName',), 253, True, ()))), (('spec', 'plugins', '{*}'), 64, False, (((), 1024, True, ()),)), (('spec', 'tasks'), None, False, ((('policies',), 32, False, ((('events',), 16, False, ()), (('action',), 128, True, ()), (('timeout',), 128, True, ()))), (('dependsOn', 'name'), 16, False, (((), 63, True, ()),))))))
+        if found:
+            errors.extend(ruled('volcano/bounds', found))
     if not only or 'volcano/update/task-count' in only:
-        errors.extend(fixed_count(obj, old, ('spec', 'tasks'), 'job updates may not add or remove tasks'))
+        found = fixed_count(obj, old, ('spec', 'tasks'), 'job updates may not add or remove tasks')
+        if found:
+            errors.extend(ruled('volcano/update/task-count', found))
     if not only or 'volcano/scheduler-name' in only:
-        errors.extend(string_field(obj, scope=('spec',), target=('schedulerName',), when=None, pattern='', lengths=(None, 63), enum=(), message='', label=False))
+        found = string_field(obj, scope=('spec',), target=('schedulerName',), when=None, pattern='', lengths=(None, 63), enum=(), message='', label=False)
+        if found:
+            errors.extend(ruled('volcano/scheduler-name', found))
     if not only or 'volcano/update/immutable' in only:
-        errors.extend(unchanged(obj, old, path=('spec',), mutable=('minAvailable', 'priorityClassName'), mutable_entries=(('tasks', ('replicas', 'minAvailable')),), written=(('volumes', 'volumeClaimName', 'volumeClaim'),), maps=('plugins', 'labels', 'annotations', 'nodeSelector', 'requests', 'limits'), depth=3, counted='tasks', message='job updates may not change fields other than `minAvailable`, `tasks[*].replicas under spec` and `PriorityClassName`'))
+        found = unchanged(obj, old, path=('spec',), mutable=('minAvailable', 'priorityClassName'), mutable_entries=(('tasks', ('replicas', 'minAvailable')),), written=(('volumes', 'volumeClaimName', 'volumeClaim'),), maps=('plugins', 'labels', 'annotations', 'nodeSelector', 'requests', 'limits'), depth=3, counted='tasks', message='job updates may not change fields other than `minAvailable`, `tasks[*].replicas under spec` and `PriorityClassName`')
+        if found:
+            errors.extend(ruled('volcano/update/immutable', found))
     return errors
 
 
@@ -263,7 +302,9 @@ def validate_dijob_diengine_opendilab_org(
     """DIJob (diengine.opendilab.org): the declared rules' errors, in declaration order (``only``: of these ids alone, for a family whose hand-written rules report around them)."""
     errors: list[FieldError] = []
     if not only or 'dijob/bounds' in only:
-        errors.extend(max_items(obj, ((('spec', 'tasks'), 16), (('spec', 'volumes'), 16))))
+        found = max_items(obj, ((('spec', 'tasks'), 16), (('spec', 'volumes'), 16)))
+        if found:
+            errors.extend(ruled('dijob/bounds', found))
     if not only or any(i in only for i in ('dijob/one-task-per-type', 'dijob/task-name-required', 'dijob/task-name', 'dijob/task-names-unique')):
         errors.extend(named_entries(obj, path=('spec', 'tasks'), name='name', type_field='type', untyped='none', singletons=('learner', 'collector', 'evaluator'), messages=('the number of {type} task is more than one', ' (tasks[{first}] is one)', 'none type task has no name'), several=False, label_stops=True))
     return errors
@@ -289,15 +330,25 @@ def validate_mxjob_mxnet_mlkube_io(
     """MxJob (mxnet.mlkube.io): the declared rules' errors, in declaration order (``only``: of these ids alone, for a family whose hand-written rules report around them)."""
     errors: list[FieldError] = []
     if not only or 'mxjob/scheduler-replicas' in only:
-        errors.extend(role_field_bound(obj, path=('spec', 'replicaSpecs'), key='mxReplicaType', among=('SCHEDULER', 'SERVER', 'WORKER'), role='SCHEDULER', field='replicas', bounds=(1, 1), every=True, when=None, message='The SCHEDULER must have Replicas = 1'))
+        found = role_field_bound(obj, path=('spec', 'replicaSpecs'), key='mxReplicaType', among=('SCHEDULER', 'SERVER', 'WORKER'), role='SCHEDULER', field='replicas', bounds=(1, 1), every=True, when=None, message='The SCHEDULER must have Replicas = 1')
+        if found:
+            errors.extend(ruled('mxjob/scheduler-replicas', found))
     if not only or 'mxjob/types-unique' in only:
-        errors.extend(unique_by(obj, ('spec', 'replicaSpecs'), 'mxReplicaType', ('SCHEDULER', 'SERVER', 'WORKER')))
+        found = unique_by(obj, ('spec', 'replicaSpecs'), 'mxReplicaType', ('SCHEDULER', 'SERVER', 'WORKER'))
+        if found:
+            errors.extend(ruled('mxjob/types-unique', found))
     if not only or 'mxjob/local-mode-workers-only' in only:
-        errors.extend(forbidden_roles(obj, path=('spec', 'replicaSpecs'), key='mxReplicaType', among=('SCHEDULER', 'SERVER', 'WORKER'), roles=('SCHEDULER', 'SERVER'), when=(('spec', 'jobMode'), 'local'), message='job mode is local, but its replicas set have replicas type other than worker'))
+        found = forbidden_roles(obj, path=('spec', 'replicaSpecs'), key='mxReplicaType', among=('SCHEDULER', 'SERVER', 'WORKER'), roles=('SCHEDULER', 'SERVER'), when=(('spec', 'jobMode'), 'local'), message='job mode is local, but its replicas set have replicas type other than worker')
+        if found:
+            errors.extend(ruled('mxjob/local-mode-workers-only', found))
     if not only or 'mxjob/local-mode-one-worker' in only:
-        errors.extend(role_field_bound(obj, path=('spec', 'replicaSpecs'), key='mxReplicaType', among=('SCHEDULER', 'SERVER', 'WORKER'), role='WORKER', field='replicas', bounds=(None, 1), every=False, when=(('spec', 'jobMode'), 'local'), message='job mode is local, but it has more than 1 worker'))
+        found = role_field_bound(obj, path=('spec', 'replicaSpecs'), key='mxReplicaType', among=('SCHEDULER', 'SERVER', 'WORKER'), role='WORKER', field='replicas', bounds=(None, 1), every=False, when=(('spec', 'jobMode'), 'local'), message='job mode is local, but it has more than 1 worker')
+        if found:
+            errors.extend(ruled('mxjob/local-mode-one-worker', found))
     if not only or 'mxjob/dist-mode-roles' in only:
-        errors.extend(required_roles(obj, path=('spec', 'replicaSpecs'), key='mxReplicaType', among=('SCHEDULER', 'SERVER', 'WORKER'), roles=('SCHEDULER', 'SERVER', 'WORKER'), when=(('spec', 'jobMode'), 'dist'), message='dist job mode without replica type {role}'))
+        found = required_roles(obj, path=('spec', 'replicaSpecs'), key='mxReplicaType', among=('SCHEDULER', 'SERVER', 'WORKER'), roles=('SCHEDULER', 'SERVER', 'WORKER'), when=(('spec', 'jobMode'), 'dist'), message='dist job mode without replica type {role}')
+        if found:
+            errors.extend(ruled('mxjob/dist-mode-roles', found))
     return errors
 
 
@@ -366,7 +417,9 @@ def validate_jaxjob_replicamap_kubeflow_org(
         if isinstance(jaxReplicaSpecs, dict):
             for key in jaxReplicaSpecs:
                 if key not in ('Worker',):
-                    errors.extend(known_types(obj, ('spec', 'jaxReplicaSpecs'), ('Worker',), True))
+                    found = known_types(obj, ('spec', 'jaxReplicaSpecs'), ('Worker',), True)
+                    if found:
+                        errors.extend(ruled('replicas/types', found))
                     break
     if not only or 'run-policy/min-available' in only:
         spec = obj.get('spec', MISSING)
@@ -383,9 +436,11 @@ def validate_jaxjob_replicamap_kubeflow_org(
                         if count is not None and count > 0:
                             total += count
                 if number > total:
-                    errors.append(invalid(('spec', 'runPolicy', 'schedulingPolicy', 'minAvailable'), number, 'must be less than or equal to the total number of replicas (' + str(total) + ')'))
+                    errors.append(invalid(('spec', 'runPolicy', 'schedulingPolicy', 'minAvailable'), number, 'must be less than or equal to the total number of replicas (' + str(total) + ')', rule='run-policy/min-available'))
     if not only or 'run-policy/queue-immutable' in only:
-        errors.extend(run_policy_immutable(obj, old, ('schedulingPolicy', 'queue'), 'spec', 'field is immutable'))
+        found = run_policy_immutable(obj, old, ('schedulingPolicy', 'queue'), 'spec', 'field is immutable')
+        if found:
+            errors.extend(ruled('run-policy/queue-immutable', found))
     return errors
 
 
@@ -455,7 +510,9 @@ def validate_mpijob_replicamap_kubeflow_org(
         if isinstance(mpiReplicaSpecs, dict):
             for key in mpiReplicaSpecs:
                 if key not in ('Launcher', 'Worker'):
-                    errors.extend(known_types(obj, ('spec', 'mpiReplicaSpecs'), ('Launcher', 'Worker'), False))
+                    found = known_types(obj, ('spec', 'mpiReplicaSpecs'), ('Launcher', 'Worker'), False)
+                    if found:
+                        errors.extend(ruled('replicas/types', found))
                     break
     if not only or 'run-policy/min-available' in only:
         spec = obj.get('spec', MISSING)
@@ -472,9 +529,11 @@ def validate_mpijob_replicamap_kubeflow_org(
                         if count is not None and count > 0:
                             total += count
                 if number > total:
-                    errors.append(invalid(('spec', 'runPolicy', 'schedulingPolicy', 'minAvailable'), number, 'must be less than or equal to the total number of replicas (' + str(total) + ')'))
+                    errors.append(invalid(('spec', 'runPolicy', 'schedulingPolicy', 'minAvailable'), number, 'must be less than or equal to the total number of replicas (' + str(total) + ')', rule='run-policy/min-available'))
     if not only or 'run-policy/queue-immutable' in only:
-        errors.extend(run_policy_immutable(obj, old, ('schedulingPolicy', 'queue'), 'spec', 'field is immutable'))
+        found = run_policy_immutable(obj, old, ('schedulingPolicy', 'queue'), 'spec', 'field is immutable')
+        if found:
+            errors.extend(ruled('run-policy/queue-immutable', found))
     return errors
 
 
@@ -543,7 +602,9 @@ def validate_paddlejob_replicamap_kubeflow_org(
         if isinstance(paddleReplicaSpecs, dict):
             for key in paddleReplicaSpecs:
                 if key not in ('Master', 'Worker'):
-                    errors.extend(known_types(obj, ('spec', 'paddleReplicaSpecs'), ('Master', 'Worker'), True))
+                    found = known_types(obj, ('spec', 'paddleReplicaSpecs'), ('Master', 'Worker'), True)
+                    if found:
+                        errors.extend(ruled('replicas/types', found))
                     break
     if not only or 'run-policy/min-available' in only:
         spec = obj.get('spec', MISSING)
@@ -560,9 +621,11 @@ def validate_paddlejob_replicamap_kubeflow_org(
                         if count is not None and count > 0:
                             total += count
                 if number > total:
-                    errors.append(invalid(('spec', 'runPolicy', 'schedulingPolicy', 'minAvailable'), number, 'must be less than or equal to the total number of replicas (' + str(total) + ')'))
+                    errors.append(invalid(('spec', 'runPolicy', 'schedulingPolicy', 'minAvailable'), number, 'must be less than or equal to the total number of replicas (' + str(total) + ')', rule='run-policy/min-available'))
     if not only or 'run-policy/queue-immutable' in only:
-        errors.extend(run_policy_immutable(obj, old, ('schedulingPolicy', 'queue'), 'spec', 'field is immutable'))
+        found = run_policy_immutable(obj, old, ('schedulingPolicy', 'queue'), 'spec', 'field is immutable')
+        if found:
+            errors.extend(ruled('run-policy/queue-immutable', found))
     return errors
 
 
@@ -631,7 +694,9 @@ def validate_pytorchjob_replicamap_kubeflow_org(
         if isinstance(pytorchReplicaSpecs, dict):
             for key in pytorchReplicaSpecs:
                 if key not in ('Master', 'Worker'):
-                    errors.extend(known_types(obj, ('spec', 'pytorchReplicaSpecs'), ('Master', 'Worker'), True))
+                    found = known_types(obj, ('spec', 'pytorchReplicaSpecs'), ('Master', 'Worker'), True)
+                    if found:
+                        errors.extend(ruled('replicas/types', found))
                     break
     if not only or 'run-policy/min-available' in only:
         spec = obj.get('spec', MISSING)
@@ -648,9 +713,11 @@ def validate_pytorchjob_replicamap_kubeflow_org(
                         if count is not None and count > 0:
                             total += count
                 if number > total:
-                    errors.append(invalid(('spec', 'runPolicy', 'schedulingPolicy', 'minAvailable'), number, 'must be less than or equal to the total number of replicas (' + str(total) + ')'))
+                    errors.append(invalid(('spec', 'runPolicy', 'schedulingPolicy', 'minAvailable'), number, 'must be less than or equal to the total number of replicas (' + str(total) + ')', rule='run-policy/min-available'))
     if not only or 'run-policy/queue-immutable' in only:
-        errors.extend(run_policy_immutable(obj, old, ('schedulingPolicy', 'queue'), 'spec', 'field is immutable'))
+        found = run_policy_immutable(obj, old, ('schedulingPolicy', 'queue'), 'spec', 'field is immutable')
+        if found:
+            errors.extend(ruled('run-policy/queue-immutable', found))
     return errors
 
 
@@ -719,7 +786,9 @@ def validate_tfjob_replicamap_kubeflow_org(
         if isinstance(tfReplicaSpecs, dict):
             for key in tfReplicaSpecs:
                 if key not in ('PS', 'Worker', 'Chief', 'Master', 'Evaluator'):
-                    errors.extend(known_types(obj, ('spec', 'tfReplicaSpecs'), ('PS', 'Worker', 'Chief', 'Master', 'Evaluator'), True))
+                    found = known_types(obj, ('spec', 'tfReplicaSpecs'), ('PS', 'Worker', 'Chief', 'Master', 'Evaluator'), True)
+                    if found:
+                        errors.extend(ruled('replicas/types', found))
                     break
     if not only or 'run-policy/min-available' in only:
         spec = obj.get('spec', MISSING)
@@ -736,9 +805,11 @@ def validate_tfjob_replicamap_kubeflow_org(
                         if count is not None and count > 0:
                             total += count
                 if number > total:
-                    errors.append(invalid(('spec', 'runPolicy', 'schedulingPolicy', 'minAvailable'), number, 'must be less than or equal to the total number of replicas (' + str(total) + ')'))
+                    errors.append(invalid(('spec', 'runPolicy', 'schedulingPolicy', 'minAvailable'), number, 'must be less than or equal to the total number of replicas (' + str(total) + ')', rule='run-policy/min-available'))
     if not only or 'run-policy/queue-immutable' in only:
-        errors.extend(run_policy_immutable(obj, old, ('schedulingPolicy', 'queue'), 'spec', 'field is immutable'))
+        found = run_policy_immutable(obj, old, ('schedulingPolicy', 'queue'), 'spec', 'field is immutable')
+        if found:
+            errors.extend(ruled('run-policy/queue-immutable', found))
     return errors
 
 
@@ -807,7 +878,9 @@ def validate_xgboostjob_replicamap_kubeflow_org(
         if isinstance(xgbReplicaSpecs, dict):
             for key in xgbReplicaSpecs:
                 if key not in ('Master', 'Worker'):
-                    errors.extend(known_types(obj, ('spec', 'xgbReplicaSpecs'), ('Master', 'Worker'), True))
+                    found = known_types(obj, ('spec', 'xgbReplicaSpecs'), ('Master', 'Worker'), True)
+                    if found:
+                        errors.extend(ruled('replicas/types', found))
                     break
     if not only or 'run-policy/min-available' in only:
         spec = obj.get('spec', MISSING)
@@ -824,9 +897,11 @@ def validate_xgboostjob_replicamap_kubeflow_org(
                         if count is not None and count > 0:
                             total += count
                 if number > total:
-                    errors.append(invalid(('spec', 'runPolicy', 'schedulingPolicy', 'minAvailable'), number, 'must be less than or equal to the total number of replicas (' + str(total) + ')'))
+                    errors.append(invalid(('spec', 'runPolicy', 'schedulingPolicy', 'minAvailable'), number, 'must be less than or equal to the total number of replicas (' + str(total) + ')', rule='run-policy/min-available'))
     if not only or 'run-policy/queue-immutable' in only:
-        errors.extend(run_policy_immutable(obj, old, ('schedulingPolicy', 'queue'), 'spec', 'field is immutable'))
+        found = run_policy_immutable(obj, old, ('schedulingPolicy', 'queue'), 'spec', 'field is immutable')
+        if found:
+            errors.extend(ruled('run-policy/queue-immutable', found))
     return errors
 
 
@@ -912,7 +987,9 @@ def validate_mpijob_replicamap_training_kubedl_io(
         if isinstance(mpiReplicaSpecs, dict):
             for key in mpiReplicaSpecs:
                 if key not in ('Launcher', 'Worker'):
-                    errors.extend(known_types(obj, ('spec', 'mpiReplicaSpecs'), ('Launcher', 'Worker'), False))
+                    found = known_types(obj, ('spec', 'mpiReplicaSpecs'), ('Launcher', 'Worker'), False)
+                    if found:
+                        errors.extend(ruled('replicas/types', found))
                     break
     if not only or 'run-policy/min-available' in only:
         spec = obj.get('spec', MISSING)
@@ -932,9 +1009,11 @@ def validate_mpijob_replicamap_training_kubedl_io(
                         if count is not None and count > 0:
                             total += count
                 if number > total:
-                    errors.append(invalid((('spec', 'runPolicy', 'schedulingPolicy', 'minAvailable') if separate else ('spec', 'schedulingPolicy', 'minAvailable')), number, 'must be less than or equal to the total number of replicas (' + str(total) + ')'))
+                    errors.append(invalid((('spec', 'runPolicy', 'schedulingPolicy', 'minAvailable') if separate else ('spec', 'schedulingPolicy', 'minAvailable')), number, 'must be less than or equal to the total number of replicas (' + str(total) + ')', rule='run-policy/min-available'))
     if not only or 'run-policy/queue-immutable' in only:
-        errors.extend(run_policy_immutable(obj, old, ('schedulingPolicy', 'queue'), 'either', 'field is immutable'))
+        found = run_policy_immutable(obj, old, ('schedulingPolicy', 'queue'), 'either', 'field is immutable')
+        if found:
+            errors.extend(ruled('run-policy/queue-immutable', found))
     return errors
 
 
@@ -1021,7 +1100,9 @@ def validate_marsjob_replicamap_training_kubedl_io(
         if isinstance(marsReplicaSpecs, dict):
             for key in marsReplicaSpecs:
                 if key not in ('Scheduler', 'Worker', 'WebService'):
-                    errors.extend(known_types(obj, ('spec', 'marsReplicaSpecs'), ('Scheduler', 'Worker', 'WebService'), True))
+                    found = known_types(obj, ('spec', 'marsReplicaSpecs'), ('Scheduler', 'Worker', 'WebService'), True)
+                    if found:
+                        errors.extend(ruled('replicas/types', found))
                     break
     if not only or 'run-policy/min-available' in only:
         spec = obj.get('spec', MISSING)
@@ -1038,9 +1119,11 @@ def validate_marsjob_replicamap_training_kubedl_io(
                         if count is not None and count > 0:
                             total += count
                 if number > total:
-                    errors.append(invalid(('spec', 'schedulingPolicy', 'minAvailable'), number, 'must be less than or equal to the total number of replicas (' + str(total) + ')'))
+                    errors.append(invalid(('spec', 'schedulingPolicy', 'minAvailable'), number, 'must be less than or equal to the total number of replicas (' + str(total) + ')', rule='run-policy/min-available'))
     if not only or 'run-policy/queue-immutable' in only:
-        errors.extend(run_policy_immutable(obj, old, ('schedulingPolicy', 'queue'), 'spec', 'field is immutable'))
+        found = run_policy_immutable(obj, old, ('schedulingPolicy', 'queue'), 'spec', 'field is immutable')
+        if found:
+            errors.extend(ruled('run-policy/queue-immutable', found))
     return errors
 
 
@@ -1125,7 +1208,9 @@ def validate_pytorchjob_replicamap_training_kubedl_io(
         if isinstance(pytorchReplicaSpecs, dict):
             for key in pytorchReplicaSpecs:
                 if key not in ('Master', 'Worker'):
-                    errors.extend(known_types(obj, ('spec', 'pytorchReplicaSpecs'), ('Master', 'Worker'), True))
+                    found = known_types(obj, ('spec', 'pytorchReplicaSpecs'), ('Master', 'Worker'), True)
+                    if found:
+                        errors.extend(ruled('replicas/types', found))
                     break
     if not only or 'run-policy/min-available' in only:
         spec = obj.get('spec', MISSING)
@@ -1142,9 +1227,11 @@ def validate_pytorchjob_replicamap_training_kubedl_io(
                         if count is not None and count > 0:
                             total += count
                 if number > total:
-                    errors.append(invalid(('spec', 'schedulingPolicy', 'minAvailable'), number, 'must be less than or equal to the total number of replicas (' + str(total) + ')'))
+                    errors.append(invalid(('spec', 'schedulingPolicy', 'minAvailable'), number, 'must be less than or equal to the total number of replicas (' + str(total) + ')', rule='run-policy/min-available'))
     if not only or 'run-policy/queue-immutable' in only:
-        errors.extend(run_policy_immutable(obj, old, ('schedulingPolicy', 'queue'), 'spec', 'field is immutable'))
+        found = run_policy_immutable(obj, old, ('schedulingPolicy', 'queue'), 'spec', 'field is immutable')
+        if found:
+            errors.extend(ruled('run-policy/queue-immutable', found))
     return errors
 
 
@@ -1230,7 +1317,9 @@ def validate_tfjob_replicamap_training_kubedl_io(
         if isinstance(tfReplicaSpecs, dict):
             for key in tfReplicaSpecs:
                 if key not in ('PS', 'Worker', 'Chief', 'Master', 'Evaluator'):
-                    errors.extend(known_types(obj, ('spec', 'tfReplicaSpecs'), ('PS', 'Worker', 'Chief', 'Master', 'Evaluator'), True))
+                    found = known_types(obj, ('spec', 'tfReplicaSpecs'), ('PS', 'Worker', 'Chief', 'Master', 'Evaluator'), True)
+                    if found:
+                        errors.extend(ruled('replicas/types', found))
                     break
     if not only or 'run-policy/min-available' in only:
         spec = obj.get('spec', MISSING)
@@ -1247,9 +1336,11 @@ def validate_tfjob_replicamap_training_kubedl_io(
                         if count is not None and count > 0:
                             total += count
                 if number > total:
-                    errors.append(invalid(('spec', 'schedulingPolicy', 'minAvailable'), number, 'must be less than or equal to the total number of replicas (' + str(total) + ')'))
+                    errors.append(invalid(('spec', 'schedulingPolicy', 'minAvailable'), number, 'must be less than or equal to the total number of replicas (' + str(total) + ')', rule='run-policy/min-available'))
     if not only or 'run-policy/queue-immutable' in only:
-        errors.extend(run_policy_immutable(obj, old, ('schedulingPolicy', 'queue'), 'spec', 'field is immutable'))
+        found = run_policy_immutable(obj, old, ('schedulingPolicy', 'queue'), 'spec', 'field is immutable')
+        if found:
+            errors.extend(ruled('run-policy/queue-immutable', found))
     return errors
 
 
@@ -1335,7 +1426,9 @@ def validate_xdljob_replicamap_training_kubedl_io(
         if isinstance(xdlReplicaSpecs, dict):
             for key in xdlReplicaSpecs:
                 if key not in ('Worker', 'PS', 'Scheduler', 'ExtendRole'):
-                    errors.extend(known_types(obj, ('spec', 'xdlReplicaSpecs'), ('Worker', 'PS', 'Scheduler', 'ExtendRole'), True))
+                    found = known_types(obj, ('spec', 'xdlReplicaSpecs'), ('Worker', 'PS', 'Scheduler', 'ExtendRole'), True)
+                    if found:
+                        errors.extend(ruled('replicas/types', found))
                     break
     if not only or 'run-policy/min-available' in only:
         spec = obj.get('spec', MISSING)
@@ -1352,9 +1445,11 @@ def validate_xdljob_replicamap_training_kubedl_io(
                         if count is not None and count > 0:
                             total += count
                 if number > total:
-                    errors.append(invalid(('spec', 'schedulingPolicy', 'minAvailable'), number, 'must be less than or equal to the total number of replicas (' + str(total) + ')'))
+                    errors.append(invalid(('spec', 'schedulingPolicy', 'minAvailable'), number, 'must be less than or equal to the total number of replicas (' + str(total) + ')', rule='run-policy/min-available'))
     if not only or 'run-policy/queue-immutable' in only:
-        errors.extend(run_policy_immutable(obj, old, ('schedulingPolicy', 'queue'), 'spec', 'field is immutable'))
+        found = run_policy_immutable(obj, old, ('schedulingPolicy', 'queue'), 'spec', 'field is immutable')
+        if found:
+            errors.extend(ruled('run-policy/queue-immutable', found))
     return errors
 
 
@@ -1440,7 +1535,9 @@ def validate_xgboostjob_replicamap_training_kubedl_io(
         if isinstance(xgbReplicaSpecs, dict):
             for key in xgbReplicaSpecs:
                 if key not in ('Master', 'Worker'):
-                    errors.extend(known_types(obj, ('spec', 'xgbReplicaSpecs'), ('Master', 'Worker'), True))
+                    found = known_types(obj, ('spec', 'xgbReplicaSpecs'), ('Master', 'Worker'), True)
+                    if found:
+                        errors.extend(ruled('replicas/types', found))
                     break
     if not only or 'run-policy/min-available' in only:
         spec = obj.get('spec', MISSING)
@@ -1457,9 +1554,11 @@ def validate_xgboostjob_replicamap_training_kubedl_io(
                         if count is not None and count > 0:
                             total += count
                 if number > total:
-                    errors.append(invalid(('spec', 'schedulingPolicy', 'minAvailable'), number, 'must be less than or equal to the total number of replicas (' + str(total) + ')'))
+                    errors.append(invalid(('spec', 'schedulingPolicy', 'minAvailable'), number, 'must be less than or equal to the total number of replicas (' + str(total) + ')', rule='run-policy/min-available'))
     if not only or 'run-policy/queue-immutable' in only:
-        errors.extend(run_policy_immutable(obj, old, ('schedulingPolicy', 'queue'), 'spec', 'field is immutable'))
+        found = run_policy_immutable(obj, old, ('schedulingPolicy', 'queue'), 'spec', 'field is immutable')
+        if found:
+            errors.extend(ruled('run-policy/queue-immutable', found))
     return errors
 
 
@@ -1487,7 +1586,7 @@ def validate_mpijob_training_kubedl_io(
         parent = spec.get('mpiReplicaSpecs', MISSING) if isinstance(spec, dict) else MISSING
         value = parent.get('Launcher') if isinstance(parent, dict) else MISSING
         if value is not MISSING and value is None:
-            errors.append(required(('spec', 'mpiReplicaSpecs', Key('Launcher')), 'must be present'))
+            errors.append(required(('spec', 'mpiReplicaSpecs', Key('Launcher')), 'must be present', rule='roles/launcher'))
     if not only or 'roles/launcher' in only:
         spec = obj.get('spec', MISSING)
         mpiReplicaSpecs = spec.get('mpiReplicaSpecs', MISSING) if isinstance(spec, dict) else MISSING
@@ -1495,9 +1594,9 @@ def validate_mpijob_training_kubedl_io(
         value = parent.get('replicas') if isinstance(parent, dict) else MISSING
         number = as_int(value)
         if number is not None and number < 1:
-            errors.append(invalid(('spec', 'mpiReplicaSpecs', Key('Launcher'), 'replicas'), number, 'must be 1'))
+            errors.append(invalid(('spec', 'mpiReplicaSpecs', Key('Launcher'), 'replicas'), number, 'must be 1', rule='roles/launcher'))
         elif number is not None and number > 1:
-            errors.append(invalid(('spec', 'mpiReplicaSpecs', Key('Launcher'), 'replicas'), number, 'must be 1'))
+            errors.append(invalid(('spec', 'mpiReplicaSpecs', Key('Launcher'), 'replicas'), number, 'must be 1', rule='roles/launcher'))
     return errors
 
 
@@ -1557,7 +1656,7 @@ def validate_pytorchjob_training_kubedl_io(
         parent = spec.get('pytorchReplicaSpecs', MISSING) if isinstance(spec, dict) else MISSING
         value = parent.get('Master') if isinstance(parent, dict) else MISSING
         if value is not MISSING and value is None:
-            errors.append(required(('spec', 'pytorchReplicaSpecs', Key('Master')), 'must be present'))
+            errors.append(required(('spec', 'pytorchReplicaSpecs', Key('Master')), 'must be present', rule='roles/master'))
     if not only or 'roles/master' in only:
         spec = obj.get('spec', MISSING)
         pytorchReplicaSpecs = spec.get('pytorchReplicaSpecs', MISSING) if isinstance(spec, dict) else MISSING
@@ -1565,9 +1664,9 @@ def validate_pytorchjob_training_kubedl_io(
         value = parent.get('replicas') if isinstance(parent, dict) else MISSING
         number = as_int(value)
         if number is not None and number < 1:
-            errors.append(invalid(('spec', 'pytorchReplicaSpecs', Key('Master'), 'replicas'), number, 'must be 1'))
+            errors.append(invalid(('spec', 'pytorchReplicaSpecs', Key('Master'), 'replicas'), number, 'must be 1', rule='roles/master'))
         elif number is not None and number > 1:
-            errors.append(invalid(('spec', 'pytorchReplicaSpecs', Key('Master'), 'replicas'), number, 'must be 1'))
+            errors.append(invalid(('spec', 'pytorchReplicaSpecs', Key('Master'), 'replicas'), number, 'must be 1', rule='roles/master'))
     return errors
 
 
@@ -1602,7 +1701,7 @@ def validate_tfjob_training_kubedl_io(
         spec = obj.get('spec', MISSING)
         holder = spec.get('tfReplicaSpecs', MISSING) if isinstance(spec, dict) else MISSING
         if isinstance(holder, dict) and (holder.get('Chief') is not None) + (holder.get('Master') is not None) > 1:
-            errors.append(forbidden(('spec', 'tfReplicaSpecs'), 'must not have more than 1 Chief or Master role'))
+            errors.append(forbidden(('spec', 'tfReplicaSpecs'), 'must not have more than 1 Chief or Master role', rule='roles/one-leader'))
     if not only or 'roles/one-leader' in only:
         spec = obj.get('spec', MISSING)
         tfReplicaSpecs = spec.get('tfReplicaSpecs', MISSING) if isinstance(spec, dict) else MISSING
@@ -1610,7 +1709,7 @@ def validate_tfjob_training_kubedl_io(
         value = parent.get('replicas') if isinstance(parent, dict) else MISSING
         number = as_int(value)
         if number is not None and number > 1:
-            errors.append(invalid(('spec', 'tfReplicaSpecs', Key('Chief'), 'replicas'), number, 'must be less than or equal to 1'))
+            errors.append(invalid(('spec', 'tfReplicaSpecs', Key('Chief'), 'replicas'), number, 'must be less than or equal to 1', rule='roles/one-leader'))
     if not only or 'roles/one-leader' in only:
         spec = obj.get('spec', MISSING)
         tfReplicaSpecs = spec.get('tfReplicaSpecs', MISSING) if isinstance(spec, dict) else MISSING
@@ -1618,7 +1717,7 @@ def validate_tfjob_training_kubedl_io(
         value = parent.get('replicas') if isinstance(parent, dict) else MISSING
         number = as_int(value)
         if number is not None and number > 1:
-            errors.append(invalid(('spec', 'tfReplicaSpecs', Key('Master'), 'replicas'), number, 'must be less than or equal to 1'))
+            errors.append(invalid(('spec', 'tfReplicaSpecs', Key('Master'), 'replicas'), number, 'must be less than or equal to 1', rule='roles/one-leader'))
     return errors
 
 
@@ -1686,7 +1785,7 @@ def validate_xgboostjob_training_kubedl_io(
         parent = spec.get('xgbReplicaSpecs', MISSING) if isinstance(spec, dict) else MISSING
         value = parent.get('Master') if isinstance(parent, dict) else MISSING
         if value is not MISSING and value is None:
-            errors.append(required(('spec', 'xgbReplicaSpecs', Key('Master')), 'must be present'))
+            errors.append(required(('spec', 'xgbReplicaSpecs', Key('Master')), 'must be present', rule='roles/master'))
     if not only or 'roles/master' in only:
         spec = obj.get('spec', MISSING)
         xgbReplicaSpecs = spec.get('xgbReplicaSpecs', MISSING) if isinstance(spec, dict) else MISSING
@@ -1694,7 +1793,7 @@ def validate_xgboostjob_training_kubedl_io(
         value = parent.get('replicas') if isinstance(parent, dict) else MISSING
         number = as_int(value)
         if number is not None and number < 1:
-            errors.append(invalid(('spec', 'xgbReplicaSpecs', Key('Master'), 'replicas'), number, 'must be 1'))
+            errors.append(invalid(('spec', 'xgbReplicaSpecs', Key('Master'), 'replicas'), number, 'must be 1', rule='roles/master'))
         elif number is not None and number > 1:
-            errors.append(invalid(('spec', 'xgbReplicaSpecs', Key('Master'), 'replicas'), number, 'must be 1'))
+            errors.append(invalid(('spec', 'xgbReplicaSpecs', Key('Master'), 'replicas'), number, 'must be 1', rule='roles/master'))
     return errors

@@ -157,12 +157,12 @@ def _indent(text: str, width: int) -> list[str]:
 
 def _errors_of(kind: JobKind, obj: dict[str, Any], old: dict[str, Any] | None) -> list[tuple[str, str]]:
     """(rule id, message) of each error jobgate gives ``obj``."""
-    from jobgate.engine.ruleids import rule_id
+    from jobgate.engine.ruleids import error_rule
     from jobgate.review import review_job
 
     verdict = review_job(kind, obj, old)
     gvk = (kind.gvk.group, kind.gvk.version, kind.gvk.kind)
-    return [(rule_id(gvk, e), str(e)) for e in verdict.errors]
+    return [(error_rule(gvk, e), str(e)) for e in verdict.errors]
 
 
 def examples(entry: Entry) -> tuple[str | None, str | None]:

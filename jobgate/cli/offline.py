@@ -396,7 +396,7 @@ def _review_rule_ids(text: str, args: argparse.Namespace, views: ClusterViews | 
     """The rule id of each error and warning, on stderr: the AdmissionReview on stdout stays
     byte-identical to the webhook's answer (whose messages name no rule)."""
     from jobgate.engine.registry import lookup_names
-    from jobgate.engine.ruleids import rule_id
+    from jobgate.engine.ruleids import error_rule
     from jobgate.offline.sources import printable
     from jobgate.review import review_job
     from jobgate.webhook.admission import Webhook, parse_review, review_context
@@ -416,7 +416,7 @@ def _review_rule_ids(text: str, args: argparse.Namespace, views: ClusterViews | 
         return
     gvk = (kind.gvk.group, kind.gvk.version, kind.gvk.kind)
     for error in verdict.errors:
-        rule = verdict.rules.get(id(error)) or rule_id(gvk, error)  # a policy's error knows its rule
+        rule = error_rule(gvk, error)
         print(f"jobgate: {printable(error.field)}: rule {rule or '(none)'}", file=sys.stderr)
     for warning in verdict.warnings:
         rule = verdict.warning_rule(warning)

@@ -15,7 +15,7 @@ from jobgate.engine.values import FrozenValue
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING, without importing typing at run time (start-up)
 if TYPE_CHECKING:
-    from collections.abc import Iterable, Sequence
+    from collections.abc import Callable, Iterable, Sequence
     from typing import Any
 
 
@@ -88,23 +88,37 @@ def format_value(value: Any) -> str:
 
 
 class FieldError(FrozenValue):
-    """One error, read-only and compared by value (:mod:`jobgate.engine.values`)."""
+    """One error, read-only and compared by value (:mod:`jobgate.engine.values`).
+
+    ``rule``: the id of the rule that found it, set by the code that made it (a declaration's generated
+    check, a policy's finding); "" where that code names none (``jobgate.engine.ruleids`` then finds it
+    in the catalogue's table). A label, not part of the error: equality, hash and repr leave it out
+    (it is not in ``FIELDS``), so that an error is the same error whoever labels it."""
 
     FIELDS = ("type", "path", "value", "detail")
-    __slots__ = FIELDS
+    __slots__ = (*FIELDS, "rule")
     type: ErrorType
     path: FieldPath
     value: Any
     detail: str
+    rule: str
 
-    def __init__(self, type: ErrorType, path: FieldPath, value: Any = _OMITTED, detail: str = "") -> None:
+    def __init__(
+        self, type: ErrorType, path: FieldPath, value: Any = _OMITTED, detail: str = "", rule: str = ""
+    ) -> None:
         object.__setattr__(self, "type", type)
         object.__setattr__(self, "path", path)
         object.__setattr__(self, "value", value)
         object.__setattr__(self, "detail", detail)
+        object.__setattr__(self, "rule", rule)
 
     def _key(self) -> tuple[ErrorType, FieldPath, Any, str]:  # written out: errors are compared per review
         return (self.type, self.path, self.value, self.detail)
+
+    # Callable, not type[...]: ``type`` here is the field.
+    def __reduce__(self) -> tuple[Callable[..., FieldError], tuple[ErrorType, FieldPath, Any, str, str]]:
+        # The rule travels too (FrozenValue's reduce gives the compared fields only).
+        return FieldError, (self.type, self.path, self.value, self.detail, self.rule)
 
     @property
     def field(self) -> str:
@@ -122,16 +136,16 @@ class FieldError(FrozenValue):
         return f"{self.field}: {self.body}"
 
 
-def required(path: FieldPath, detail: str = "") -> FieldError:
-    return FieldError(ErrorType.REQUIRED, path, detail=detail)
+def required(path: FieldPath, detail: str = "", rule: str = "") -> FieldError:
+    return FieldError(ErrorType.REQUIRED, path, detail=detail, rule=rule)
 
 
-def invalid(path: FieldPath, value: Any, detail: str) -> FieldError:
-    return FieldError(ErrorType.INVALID, path, value, detail)
+def invalid(path: FieldPath, value: Any, detail: str, rule: str = "") -> FieldError:
+    return FieldError(ErrorType.INVALID, path, value, detail, rule)
 
 
-def not_supported(path: FieldPath, value: Any, supported: Iterable[str]) -> FieldError:
-    return FieldError(ErrorType.NOT_SUPPORTED, path, value, _supported_values(tuple(supported)))
+def not_supported(path: FieldPath, value: Any, supported: Iterable[str], rule: str = "") -> FieldError:
+    return FieldError(ErrorType.NOT_SUPPORTED, path, value, _supported_values(tuple(supported)), rule)
 
 
 @lru_cache(maxsize=256)
@@ -142,8 +156,8 @@ def _supported_values(supported: tuple[str, ...]) -> str:
     return "supported values: " + ", ".join(json.dumps(s) for s in supported)
 
 
-def forbidden(path: FieldPath, detail: str) -> FieldError:
-    return FieldError(ErrorType.FORBIDDEN, path, detail=detail)
+def forbidden(path: FieldPath, detail: str, rule: str = "") -> FieldError:
+    return FieldError(ErrorType.FORBIDDEN, path, detail=detail, rule=rule)
 
 
 def duplicate(path: FieldPath, value: Any) -> FieldError:

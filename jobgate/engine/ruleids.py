@@ -1,8 +1,12 @@
-"""The rule behind a field error, for the offline command's findings: read from the table that
+"""The rule behind a field error. jobgate's own errors carry it from the code that made them
+(``FieldError.rule``: a declaration's generated check, a policy's finding), ``error_rule``; an error
+that no code labelled (a hand-written rule's), or a message that is not jobgate's (the apiserver's,
+which ``jobgate explain`` and the CEL differential explain), is matched against the table that
 ``jobgate manifests generate`` writes from the rule catalogue (``jobgate/_generated/rule_ids.py``),
-so that the offline command names rules without importing the generators.
+``rule_id``, so that the offline command names rules without importing the generators.
 
-Loaded only when there is an error to label: a one-file check that finds nothing never pays for it.
+The table is loaded only when an error needs it: a one-file check that finds nothing, or only
+labelled errors, never pays for it.
 """
 
 from __future__ import annotations
@@ -28,6 +32,12 @@ def _entry(index: int) -> tuple[object, object]:
         found = (PathPattern(path), re.compile(detail) if detail else None)
         _compiled[index] = found
     return found
+
+
+def error_rule(gvk: tuple[str, str, str], error: FieldError) -> str:
+    """The id of the rule behind one of jobgate's own errors: the one its code labelled it with, else
+    the catalogue's table's (``rule_id``)."""
+    return error.rule or rule_id(gvk, error)
 
 
 def rule_id(gvk: tuple[str, str, str], error: FieldError) -> str:

@@ -165,6 +165,30 @@ class Declaration:
         return [(self.id, "linear")]
 
 
+# The error helpers the generated checks call (jobgate.engine.fielderrors), each taking ``rule=``.
+_ERROR_HELPERS = ("invalid(", "required(", "forbidden(", "not_supported(")
+
+
+def with_rule(line: str, rule: str) -> list[str]:
+    """A generated check's line with the errors it adds labelled with ``rule``, its declaration's id: an
+    error made in place gets ``rule=``; a runtime twin's errors, when there are any, are labelled by
+    ``ruled`` (jobgate/forms/checks/common.py), so that a job without errors pays nothing for the label."""
+    code = line.lstrip()
+    indent = line[: len(line) - len(code)]
+    if code.startswith("errors.extend(") and code.endswith(")"):
+        found = code[len("errors.extend(") : -1]
+        return [f"{indent}found = {found}", f"{indent}if found:", f"{indent}    errors.extend(ruled({rule!r}, found))"]
+    if (
+        code.startswith("errors.append(")
+        and code.endswith("))")
+        and code[len("errors.append(") :].startswith(_ERROR_HELPERS)
+    ):
+        return [f"{line[:-2]}, rule={rule!r}))"]
+    if code.startswith(("errors.append(", "errors.extend(")):
+        raise FormError(f"{rule}: cannot label the errors of the generated line {code!r}")
+    return [line]
+
+
 class Declarations:
     """One kind's declarations: the rules and defaults they compile to, in declaration order. Each
     declaration compiles itself (``jobgate/forms/base.py``'s ``Declaration``); this is the loop."""
@@ -265,7 +289,12 @@ class Declarations:
                 lines.append(f"    if not only or any(i in only for i in {ids!r}):")
             else:
                 lines.append(f"    if not only or {d.id!r} in only:")
-            lines += body
+            if len(ids) == 1 and {r.id for r in d.rules(self)} <= {d.id}:
+                lines += [labelled for line in body for labelled in with_rule(line, d.id)]
+            else:
+                # A check whose errors are of several rules (Volcano's policies: one record per
+                # problem) leaves them unlabelled: which rule an error is, the catalogue's table says.
+                lines += body
         return lines
 
     def value_defaults(self) -> tuple[str, list[Declaration]]:

@@ -31,7 +31,7 @@ def read_lines(parents: Sequence[str], names: Sequence[str], steps: Sequence[str
 
 
 # Names the generated checks use themselves.
-CHECK_NAMES = frozenset(("obj", "old", "only", "errors", "node", "parent", "holder", "value", "number"))
+CHECK_NAMES = frozenset(("obj", "old", "only", "errors", "found", "node", "parent", "holder", "value", "number"))
 
 # Names the generated defaults use themselves.
 DEFAULT_NAMES = frozenset(("obj", "recorder", "only", "previous"))
@@ -141,6 +141,7 @@ def declared_module_text(kinds: Iterable[tuple[str, str, Declarations]]) -> str:
                 "named_entries",
                 "refers_to",
                 "required_field",
+                "ruled",
                 "required_item_field",
                 "required_list",
                 "required_roles",

@@ -250,8 +250,8 @@ def evaluate(
     result = DocumentResult(source, document.index, line, Outcome.ADMITTED, api_version, kind_name, namespace, name)
     errors: list[Finding] = []
     if verdict.errors:
-        # The rule-id table is read only when there is an error to label.
-        from jobgate.engine.ruleids import rule_id
+        # Errors carry their rule; the catalogue's table is read only for one that does not.
+        from jobgate.engine.ruleids import error_rule
 
         gvk = (kind.gvk.group, kind.gvk.version, kind.gvk.kind)
         errors = [
@@ -259,7 +259,7 @@ def evaluate(
                 document.line_of((*prefix, *e.path)),
                 printable(str(e)),
                 e.field,
-                verdict.rules.get(id(e)) or rule_id(gvk, e),
+                error_rule(gvk, e),
             )
             for e in verdict.errors
         ]

@@ -176,13 +176,11 @@ def _set_path(
 class PolicyVerdict:
     """What the policies add to a review: errors (Deny), warnings (Warn), audit lines (Audit)."""
 
-    __slots__ = ("audit", "errors", "rules", "waived", "warning_rules", "warnings")
+    __slots__ = ("audit", "errors", "waived", "warning_rules", "warnings")
 
     def __init__(self) -> None:
+        # Each labelled with the policy rule behind it (``policy/max-gpus-per-job``, ...: ``FieldError.rule``).
         self.errors: list[FieldError] = []
-        # The id of the policy rule behind each error (``policy/max-gpus-per-job``, ...), by the
-        # error's identity: a field error holding a list or a map as its value is not hashable.
-        self.rules: dict[int, str] = {}
         self.warnings: list[str] = []
         # (rule id, field path) of each warning, by its text.
         self.warning_rules: dict[str, tuple[str, FieldPath]] = {}
@@ -237,9 +235,7 @@ def verdict(
             judged.warning_rules[line] = ("policy/exception", ("metadata", "name"))
     for finding in found:
         if finding.action == "Deny":
-            error = field_error(finding)
-            judged.errors.append(error)
-            judged.rules[id(error)] = finding.rule
+            judged.errors.append(field_error(finding))
         elif finding.action == "Warn":
             text = finding.text()
             judged.warnings.append(text)
@@ -304,9 +300,9 @@ def _with_unknown_labels(
             f"the labels of namespace {namespace} are unknown and {ref} selects namespaces by label: "
             f"pass the Namespace (--namespaces FILE or --cluster-objects FILE, e.g. from "
             f"`kubectl get namespace {namespace} -o yaml`)",
+            NAMESPACE_LABELS_UNKNOWN,
         )
         judged.errors.append(error)
-        judged.rules[id(error)] = NAMESPACE_LABELS_UNKNOWN
     return judged
 
 
@@ -314,5 +310,5 @@ def field_error(finding: PolicyFinding) -> FieldError:
     error_type = _ERROR_TYPES.get(finding.type, ErrorType.INVALID)
     path = finding.segments or (finding.path,)
     if error_type in (ErrorType.REQUIRED, ErrorType.FORBIDDEN):
-        return FieldError(error_type, path, detail=finding.message)
-    return FieldError(error_type, path, finding.value, finding.message)
+        return FieldError(error_type, path, detail=finding.message, rule=finding.rule)
+    return FieldError(error_type, path, finding.value, finding.message, finding.rule)

@@ -29,6 +29,13 @@ if TYPE_CHECKING:
 _GENERATED_SUFFIX_LENGTH = 5
 
 
+# The ids of the rules below (their catalogue records: jobgate/generate/cel/jobmeta.py), which their
+# errors carry (FieldError.rule).
+JOB_NAME = "job/name"
+OBJECT_NAMES = "schema/object-names"
+LABELS = "schema/labels"
+
+
 def job_name(obj: dict[str, Any]) -> str:
     metadata = obj.get("metadata")
     if not isinstance(metadata, dict):
@@ -51,10 +58,10 @@ def generate_name_errors(metadata: Any, *, creating: bool) -> list[FieldError]:
         return []
     path = ("metadata", "generateName")
     if not creating:
-        return [invalid(path, prefix, f"may not contain '{c}'") for c in "/%" if c in prefix]
+        return [invalid(path, prefix, f"may not contain '{c}'", OBJECT_NAMES) for c in "/%" if c in prefix]
     # apimachinery's maskTrailingDash, its quirk included: the last two characters become one "a".
     masked = prefix[:-2] + "a" if len(prefix) > 1 and prefix.endswith("-") else prefix
-    return [invalid(path, prefix, problem) for problem in dns1123_subdomain_problems(masked)]
+    return [invalid(path, prefix, problem, OBJECT_NAMES) for problem in dns1123_subdomain_problems(masked)]
 
 
 # Labels found valid, remembered: a cluster's jobs carry the same few (team, cost-center, ...), and
@@ -78,9 +85,9 @@ def label_errors(metadata: Any) -> list[FieldError]:
             continue
         found: list[FieldError] = []
         if isinstance(key, str):
-            found += [invalid(path, key, problem) for problem in qualified_name_problems(key)]
+            found += [invalid(path, key, problem, LABELS) for problem in qualified_name_problems(key)]
         if isinstance(value, str):
-            found += [invalid(path, value, problem) for problem in label_value_problems(value)]
+            found += [invalid(path, value, problem, LABELS) for problem in label_value_problems(value)]
         if found:
             errors += found
         elif pair is not None:
@@ -111,12 +118,12 @@ def check_job_name(obj: dict[str, Any], replica_counts: Iterable[tuple[str, int]
         path = ("metadata", "generateName")
         generated = True
         if name is None or name == "":
-            return [required(("metadata", "name"), "name or generateName is required")]
+            return [required(("metadata", "name"), "name or generateName is required", JOB_NAME)]
     if not isinstance(name, str):
         return [invalid(path, name, "must be of type string")]
 
     full_name = name + "x" * _GENERATED_SUFFIX_LENGTH if generated else name
-    errors = [invalid(path, name, problem) for problem in dns1035_label_problems(full_name)]
+    errors = [invalid(path, name, problem, JOB_NAME) for problem in dns1035_label_problems(full_name)]
     if errors:
         return errors
     # The longest derived name, measured before it is built: built only for the message.

@@ -86,7 +86,7 @@ def test_a_label_selector_over_unknown_labels_refuses_the_job_naming_the_policy(
     assert error.field == "metadata.namespace"
     assert "ClusterTrainingJobPolicy team-a-gpus" in str(error)
     assert "--namespaces" in str(error) and "--cluster-objects" in str(error)
-    assert found.rules[id(error)] == NAMESPACE_LABELS_UNKNOWN
+    assert error.rule == NAMESPACE_LABELS_UNKNOWN
 
 
 def test_given_the_namespace_the_selection_is_made():

@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 
 from jobgate.engine.pathpattern import rule_anchor
-from jobgate.engine.ruleids import STRICT_DECODING, rule_id
+from jobgate.engine.ruleids import STRICT_DECODING, error_rule, rule_id
 from jobgate.forms.catalogue import explaining_rule
 from jobgate.generate.cel.generate import rules_for
 from jobgate.generate.manifests import every_family_kind
@@ -43,6 +43,46 @@ def test_every_error_of_a_vector_names_the_rule_the_catalogue_names(vector):
         assert rule_id(gvk, error) == found[0].id, str(error)
 
 
+def _labelled_and_not(jobs):
+    """(errors labelled by the code that made them, errors the table must name), of reviewing each (obj, old)."""
+    labelled, unlabelled = [], []
+    for obj, old in jobs:
+        kind = kind_of(obj)
+        gvk = (kind.gvk.group, kind.gvk.version, kind.gvk.kind)
+        for error in review_job(kind, obj, old).errors:
+            (labelled if error.rule else unlabelled).append((gvk, error))
+    return labelled, unlabelled
+
+
+def _example_jobs():
+    import yaml
+
+    for path in INVALID:
+        for doc in yaml.safe_load_all(path.read_text()):
+            if isinstance(doc, dict) and kind_of(doc) is not None:
+                yield doc, None
+
+
+def test_a_declarations_label_is_the_rule_the_table_names():
+    """The id a generated check (or a policy) gives its error is the one the catalogue's table found
+    for it before errors carried ids: ``jobgate validate`` names the same rules as before."""
+    labelled, unlabelled = _labelled_and_not([*((v.obj, v.old) for v in VECTORS), *_example_jobs()])
+    assert len(labelled) > 100  # the declared rules' errors are labelled where they are made
+    disagree = [(e.rule, rule_id(gvk, e), str(e)) for gvk, e in labelled if e.rule != rule_id(gvk, e)]
+    assert not disagree
+    # Unlabelled errors (hand-written rules, and checks of several rules) still get their id: from the table.
+    assert all(error_rule(gvk, error) for gvk, error in unlabelled)
+
+
+def test_a_generated_check_labels_its_errors_and_a_multi_rule_check_leaves_it_to_the_table():
+    from jobgate.engine.registry import lookup_names
+
+    kind = lookup_names("batch.volcano.sh", "v1alpha1", "Job")
+    job = {"apiVersion": "batch.volcano.sh/v1alpha1", "kind": "Job", "metadata": {"name": "j"}, "spec": {}}
+    errors = review_job(kind, job).errors
+    assert [e.rule for e in errors if e.detail == "No task specified in job spec"] == ["volcano/tasks-required"]
+
+
 def test_the_ids_name_rules_of_the_kind_or_strict_decoding(tmp_path):
     path = tmp_path / "unknown.yaml"
     text = (REPO / "examples" / "valid" / "tfjob-mnist.yaml").read_text()
@@ -64,3 +104,18 @@ def test_rule_anchor():
         "pod-template-containers-requests-within-limits"
     )
     assert rule_anchor("Schema/Types_x.y") == "schema-types-x-y"
+
+
+def test_a_field_errors_rule_is_a_label_kept_by_pickle_and_left_out_of_equality():
+    import copy
+    import pickle
+
+    from jobgate.engine.fielderrors import FieldError, invalid
+
+    labelled = invalid(("spec", "x"), -1, "must be greater than or equal to 0", "family/x")
+    plain = invalid(("spec", "x"), -1, "must be greater than or equal to 0")
+    assert labelled.rule == "family/x" and plain.rule == ""
+    assert labelled == plain and hash(labelled) == hash(plain) and repr(labelled) == repr(plain)
+    assert str(labelled) == str(plain)
+    for twin in (pickle.loads(pickle.dumps(labelled)), copy.copy(labelled), copy.deepcopy(labelled)):
+        assert type(twin) is FieldError and twin == labelled and twin.rule == "family/x"

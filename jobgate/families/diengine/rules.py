@@ -146,7 +146,7 @@ def _attribute_shared_volumes(errors: list[FieldError], template_path: FieldPath
         position = path[depth] if path[:depth] == volumes_path and len(path) > depth else None
         if isinstance(position, int) and position >= own_count:
             shared_path = ("spec", "volumes", position - own_count, *path[depth + 1 :])
-            attributed.append(FieldError(error.type, shared_path, error.value, error.detail))
+            attributed.append(FieldError(error.type, shared_path, error.value, error.detail, error.rule))
             continue
         attributed.append(error)
     return attributed

@@ -11,6 +11,8 @@ TYPE_CHECKING = False  # typing.TYPE_CHECKING, without importing typing at run t
 if TYPE_CHECKING:
     from typing import Any
 
+    from jobgate.engine.fielderrors import FieldError
+
     FieldSteps = tuple[str, ...]
     Condition = tuple[tuple[str, ...], Any]
 
@@ -60,3 +62,11 @@ def first_of_each(items: list[tuple[int, dict[str, Any]]], key: str, among: tupl
         if isinstance(role, str) and role in among and role not in first:
             first[role] = index
     return first
+
+
+def ruled(rule: str, found: list[FieldError]) -> list[FieldError]:
+    """The errors a declaration's check ``found``, labelled with its id (generated checks call it only
+    when there are some, so a job without errors never pays for it)."""
+    from jobgate.engine.fielderrors import FieldError
+
+    return [FieldError(e.type, e.path, e.value, e.detail, rule) for e in found]

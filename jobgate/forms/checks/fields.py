@@ -117,7 +117,7 @@ def field_presence(
 
 def rebased(base: FieldPath, error: FieldError) -> FieldError:
     """The error of a check run on an entry (a scope's), at the entry's path ``base``."""
-    return FieldError(error.type, (*base, *error.path), error.value, error.detail)
+    return FieldError(error.type, (*base, *error.path), error.value, error.detail, error.rule)
 
 
 def required_field(obj: Any, **where: Any) -> list[FieldError]:
