@@ -15,6 +15,8 @@ from pathlib import Path
 import pytest
 
 REPO = Path(__file__).resolve().parents[2]
+# .ci/run's compiled pass copies the tests, not the sources whose docstrings this reads.
+pytestmark = pytest.mark.skipif(not (REPO / "jobgate").is_dir(), reason="no jobgate/ sources here (the compiled pass)")
 PACKAGE_DIRS = {"jobgate.webhook": "webhook", "jobgate.controller": "controller", "jobgate.certs": "certs"}
 SCANNED = ("jobgate", "webhook", "controller", "certs", "envtest", "bench", "build_support", "testkit")
 # The repository's top-level directories a path in prose may start with.
@@ -24,7 +26,9 @@ ROOTS = (*SCANNED, "tests", "docs", "examples", "manifests", "charts", ".ci")
 # and Kubeflow's Go package of that name (``common.ReplicaSpec``) is cited too.
 SUBPACKAGES = (
     frozenset(
-        p.name for p in (REPO / "jobgate").iterdir() if (p / "__init__.py").is_file() and not p.name.startswith("_")
+        p.name
+        for p in ((REPO / "jobgate").iterdir() if (REPO / "jobgate").is_dir() else ())
+        if (p / "__init__.py").is_file() and not p.name.startswith("_")
     )
     | {"webhook", "controller", "certs"}
 ) - {"common"}
