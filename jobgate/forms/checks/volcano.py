@@ -1,6 +1,6 @@
 """The Python meaning of the forms only Volcano's rules use (``Bounds``, ``LifecyclePolicies``,
 ``ClaimVolumes``, ``Acyclic``, ``Unchanged``, its defaults and the rest of
-``jobgate/families/volcano/forms.py``).
+``jobgate/families/volcano/forms/``).
 
 Generated calls of these functions are in ``jobgate/_generated/declared_rules.py``; see
 ``docs/rule-forms.md``.
