@@ -412,6 +412,19 @@ def test_a_policy_queue_default_reaches_volcano_jobs_under_either_crd(policy_clu
                 "status": {"state": "Open"},
             }
             apply(policy_cluster, queue).check_returncode()
+            # Volcano's own Queue CRD (another test of the session may have installed it) keeps
+            # status in a subresource, which an apply does not write (and requires status.allocated).
+            policy_cluster.kubectl(
+                "patch",
+                "queue",
+                name,
+                "--subresource=status",
+                "--type=merge",
+                "-p",
+                '{"status":{"state":"Open","allocated":{}}}',
+            )
+            stored = json.loads(policy_cluster.kubectl("get", "queue", name, "-o", "json", check=True).stdout)
+            assert stored.get("status", {}).get("state") == "Open", stored
     session = _session_crd(policy_cluster)
     assert _crd_in_force(policy_cluster) == "session"
     try:
