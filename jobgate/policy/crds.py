@@ -82,10 +82,32 @@ def structural(schema: dict[str, Any], defs: dict[str, Any] | None = None) -> di
     return out
 
 
-def _crd(kind: str, plural: str, scope: str, spec_model: type, short: list[str]) -> dict[str, Any]:
+def group_crd(
+    *,
+    kind: str,
+    plural: str,
+    scope: str,
+    short: list[str],
+    columns: list[dict[str, str]],
+    description: str,
+    spec_model: type,
+    status_model: type,
+    required: tuple[str, ...] = (),
+) -> dict[str, Any]:
+    """A CRD of the policy group from its spec and status models (the policies' and the exceptions')."""
     spec = structural(spec_model.model_json_schema(mode="validation"))
-    status = structural(PolicyStatus.model_json_schema(mode="validation"))
+    status = structural(status_model.model_json_schema(mode="validation"))
     spec.pop("description", None)
+    schema: dict[str, Any] = {"type": "object", "description": description}
+    if required:
+        schema["required"] = list(required)
+    schema["properties"] = {
+        "apiVersion": {"type": "string"},
+        "kind": {"type": "string"},
+        "metadata": {"type": "object"},
+        "spec": spec,
+        "status": status,
+    }
     return {
         "apiVersion": "apiextensions.k8s.io/v1",
         "kind": "CustomResourceDefinition",
@@ -107,29 +129,33 @@ def _crd(kind: str, plural: str, scope: str, spec_model: type, short: list[str])
                     "served": True,
                     "storage": True,
                     "subresources": {"status": {}},
-                    "additionalPrinterColumns": [
-                        {"name": "Action", "type": "string", "jsonPath": ".spec.enforcementAction"},
-                        {"name": "Priority", "type": "integer", "jsonPath": ".spec.priority"},
-                        {"name": "Violations", "type": "integer", "jsonPath": ".status.totalViolations"},
-                        {"name": "Age", "type": "date", "jsonPath": ".metadata.creationTimestamp"},
-                    ],
-                    "schema": {
-                        "openAPIV3Schema": {
-                            "type": "object",
-                            "description": spec_model.__doc__.strip().splitlines()[0] if spec_model.__doc__ else "",
-                            "properties": {
-                                "apiVersion": {"type": "string"},
-                                "kind": {"type": "string"},
-                                "metadata": {"type": "object"},
-                                "spec": spec,
-                                "status": status,
-                            },
-                        }
-                    },
+                    "additionalPrinterColumns": columns,
+                    "schema": {"openAPIV3Schema": schema},
                 }
             ],
         },
     }
+
+
+_POLICY_COLUMNS = [
+    {"name": "Action", "type": "string", "jsonPath": ".spec.enforcementAction"},
+    {"name": "Priority", "type": "integer", "jsonPath": ".spec.priority"},
+    {"name": "Violations", "type": "integer", "jsonPath": ".status.totalViolations"},
+    {"name": "Age", "type": "date", "jsonPath": ".metadata.creationTimestamp"},
+]
+
+
+def _crd(kind: str, plural: str, scope: str, spec_model: type, short: list[str]) -> dict[str, Any]:
+    return group_crd(
+        kind=kind,
+        plural=plural,
+        scope=scope,
+        short=short,
+        columns=_POLICY_COLUMNS,
+        description=spec_model.__doc__.strip().splitlines()[0] if spec_model.__doc__ else "",
+        spec_model=spec_model,
+        status_model=PolicyStatus,
+    )
 
 
 def policy_crds() -> list[dict[str, Any]]:

@@ -26,9 +26,7 @@ from jobgate.policy.exceptions import (
 )
 from jobgate.policy.models import (
     API_VERSION,
-    GROUP,
     MAX_LIST,
-    VERSION,
     Condition,
     KindRef,
     LabelSelector,
@@ -137,56 +135,24 @@ def parse_exception(obj: dict[str, Any]) -> dict[str, Any]:
 
 def exception_crd() -> dict[str, Any]:
     """The TrainingJobPolicyException CRD (namespaced), from the model."""
-    from jobgate.policy.crds import structural
+    from jobgate.policy.crds import group_crd
 
-    spec = structural(TrainingJobPolicyExceptionSpec.model_json_schema(mode="validation"))
-    spec.pop("description", None)
-    status = structural(TrainingJobPolicyExceptionStatus.model_json_schema(mode="validation"))
-    return {
-        "apiVersion": "apiextensions.k8s.io/v1",
-        "kind": "CustomResourceDefinition",
-        "metadata": {"name": f"{EXCEPTION_PLURAL}.{GROUP}"},
-        "spec": {
-            "group": GROUP,
-            "scope": "Namespaced",
-            "names": {
-                "kind": EXCEPTION_KIND,
-                "listKind": f"{EXCEPTION_KIND}List",
-                "plural": EXCEPTION_PLURAL,
-                "singular": EXCEPTION_KIND.lower(),
-                "shortNames": ["tjpe"],
-                "categories": ["jobgate", "policy"],
-            },
-            "versions": [
-                {
-                    "name": VERSION,
-                    "served": True,
-                    "storage": True,
-                    "subresources": {"status": {}},
-                    "additionalPrinterColumns": [
-                        {"name": "Expires", "type": "string", "jsonPath": ".spec.expiresAt"},
-                        {"name": "Expired", "type": "boolean", "jsonPath": ".status.expired"},
-                        {"name": "Jobs", "type": "integer", "jsonPath": ".status.totalJobs"},
-                        {"name": "Age", "type": "date", "jsonPath": ".metadata.creationTimestamp"},
-                    ],
-                    "schema": {
-                        "openAPIV3Schema": {
-                            "type": "object",
-                            "description": (TrainingJobPolicyException.__doc__ or "").strip().splitlines()[0],
-                            "required": ["spec"],
-                            "properties": {
-                                "apiVersion": {"type": "string"},
-                                "kind": {"type": "string"},
-                                "metadata": {"type": "object"},
-                                "spec": spec,
-                                "status": status,
-                            },
-                        }
-                    },
-                }
-            ],
-        },
-    }
+    return group_crd(
+        kind=EXCEPTION_KIND,
+        plural=EXCEPTION_PLURAL,
+        scope="Namespaced",
+        short=["tjpe"],
+        columns=[
+            {"name": "Expires", "type": "string", "jsonPath": ".spec.expiresAt"},
+            {"name": "Expired", "type": "boolean", "jsonPath": ".status.expired"},
+            {"name": "Jobs", "type": "integer", "jsonPath": ".status.totalJobs"},
+            {"name": "Age", "type": "date", "jsonPath": ".metadata.creationTimestamp"},
+        ],
+        description=(TrainingJobPolicyException.__doc__ or "").strip().splitlines()[0],
+        spec_model=TrainingJobPolicyExceptionSpec,
+        status_model=TrainingJobPolicyExceptionStatus,
+        required=("spec",),
+    )
 
 
 __all__ = [
