@@ -235,10 +235,14 @@ def apply(setup: Setup, obj: dict) -> subprocess.CompletedProcess[str]:
 
 def test_the_overlay_ships_no_crd_no_controller_and_serves_kubeflow_only(kubeflow_cluster: Setup):
     documents = rendered_overlay(kubeflow_cluster.cluster)
-    # No job CRD (Kubeflow's serve kubeflow.org/v1); only platform policy's own, which applies to
-    # Kubeflow's jobs too.
+    # No job CRD (Kubeflow's serve kubeflow.org/v1); only platform policy's own (the policies and
+    # their exceptions), which apply to Kubeflow's jobs too.
     crds = sorted(d["metadata"]["name"] for d in documents if d["kind"] == "CustomResourceDefinition")
-    assert crds == ["clustertrainingjobpolicies.policy.jobgate.io", "trainingjobpolicies.policy.jobgate.io"]
+    assert crds == [
+        "clustertrainingjobpolicies.policy.jobgate.io",
+        "trainingjobpolicies.policy.jobgate.io",
+        "trainingjobpolicyexceptions.policy.jobgate.io",
+    ]
     (deployment,) = [d for d in documents if d["kind"] == "Deployment"]
     assert deployment["metadata"]["name"] == "jobgate"
     assert "--families=kubeflow" in deployment["spec"]["template"]["spec"]["containers"][0]["args"]
