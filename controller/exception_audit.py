@@ -128,6 +128,9 @@ class Coverage:
 
 
 def same_status(old: Mapping[str, Any] | None, new: Mapping[str, Any]) -> bool:
+    """Whether two statuses say the same, the conditions' transition times aside (a policy's and an
+    exception's status are written only when this is false)."""
+
     def plain(status: Mapping[str, Any] | None) -> dict[str, Any]:
         status = dict(status or {})
         status["conditions"] = [

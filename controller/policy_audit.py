@@ -30,8 +30,6 @@ from typing import Any
 
 from prometheus_client import Gauge
 
-from jobgate.controller.exception_audit import Coverage, ExceptionStatusWriter, exceptions_informer, next_expiry
-from jobgate.controller.openreports import ReportWriter
 from jobgate.engine.registry import JobKind
 from jobgate.engine.views import namespace_labels
 from jobgate.kube.client import ApiError, Kube, Resource
@@ -40,6 +38,15 @@ from jobgate.policy.check import policy_findings
 from jobgate.policy.models import GROUP, VERSION
 from jobgate.policy.resolve import PolicySet, conflicts, effective_policy, policy_ref
 from jobgate.policy.resources import CLUSTER_POLICIES, NAMESPACES, POLICIES
+
+from .exception_audit import (
+    Coverage,
+    ExceptionStatusWriter,
+    exceptions_informer,
+    next_expiry,
+    same_status,
+)
+from .openreports import ReportWriter
 
 log = logging.getLogger("jobgate.policy_audit")
 
@@ -142,17 +149,6 @@ def policy_status(
     if generation is not None:
         status["observedGeneration"] = generation
     return status
-
-
-def _same_status(old: Mapping[str, Any] | None, new: Mapping[str, Any]) -> bool:
-    def plain(status: Mapping[str, Any] | None) -> dict[str, Any]:
-        status = dict(status or {})
-        status["conditions"] = [
-            {k: v for k, v in c.items() if k != "lastTransitionTime"} for c in status.get("conditions") or []
-        ]
-        return status
-
-    return plain(old) == plain(new)
 
 
 class PolicyAudit:
@@ -293,7 +289,7 @@ class PolicyAudit:
             )
             status = policy_status(policy, violations, matched, "; ".join(clashes[name]) if name in clashes else None)
             VIOLATIONS.labels(name).set(len(violations))
-            if not _same_status(policy.get("status"), status):
+            if not same_status(policy.get("status"), status):
                 self._write_status(policy, status)
             self._events(name, violations)
         if coverage is not None and self.exception_status is not None:

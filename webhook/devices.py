@@ -17,7 +17,7 @@ from typing import Any
 
 from jobgate.engine.views import DRA_GROUP
 from jobgate.kube.client import Kube, Resource
-from jobgate.kube.informer import Informer
+from jobgate.kube.informer import Informer, InformerGroup
 
 log = logging.getLogger("jobgate.devices")
 
@@ -37,7 +37,7 @@ def _name_and_spec(obj: dict[str, Any]) -> dict[str, Any]:
     return {"apiVersion": obj.get("apiVersion"), "kind": obj.get("kind"), "metadata": kept, "spec": obj.get("spec")}
 
 
-class DeviceCache:
+class DeviceCache(InformerGroup):
     """``DeviceView`` over informers of every ResourceClaimTemplate, ResourceClaim and DeviceClass."""
 
     def __init__(self, kube: Kube) -> None:
@@ -63,21 +63,6 @@ class DeviceCache:
                 extended[resource] = name
         if extended != self._extended:
             self._extended = extended
-
-    def start(self) -> None:
-        for informer in self.informers:
-            informer.start()
-
-    def stop(self) -> None:
-        for informer in self.informers:
-            informer.stop()
-
-    def synced(self) -> bool:
-        return all(informer.synced.is_set() for informer in self.informers)
-
-    def wait_synced(self) -> None:
-        for informer in self.informers:
-            informer.synced.wait()
 
     def claim_template(self, namespace: str, name: str) -> Mapping[str, Any] | None:
         return self.templates.get(f"{namespace}/{name}")

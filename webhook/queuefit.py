@@ -22,7 +22,7 @@ from typing import Any
 
 from jobgate.engine.views import ClusterViews
 from jobgate.kube.client import ApiError, Kube, Resource
-from jobgate.kube.informer import Informer
+from jobgate.kube.informer import Informer, InformerGroup
 from jobgate.policy.queueobjects import CLUSTER, KUEUE_GROUP, VOLCANO_QUEUE_GROUP, QueueObjects
 
 log = logging.getLogger("jobgate.queuefit")
@@ -57,7 +57,7 @@ def _keeper(api_version: str, kind: str) -> Any:
     return keep
 
 
-class QueueFitCache:
+class QueueFitCache(InformerGroup):
     """Informers of the queue objects served by the cluster, feeding one store."""
 
     def __init__(self, kube: Kube) -> None:
@@ -90,21 +90,6 @@ class QueueFitCache:
             self.store.remove(obj)
         else:
             self.store.add(obj)
-
-    def start(self) -> None:
-        for informer in self.informers:
-            informer.start()
-
-    def stop(self) -> None:
-        for informer in self.informers:
-            informer.stop()
-
-    def synced(self) -> bool:
-        return all(informer.synced.is_set() for informer in self.informers)
-
-    def wait_synced(self) -> None:
-        for informer in self.informers:
-            informer.synced.wait()
 
 
 def _served(kube: Kube, group: str, version: str, plural: str) -> bool:

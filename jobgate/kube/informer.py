@@ -19,7 +19,7 @@ import logging
 import random
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from jobgate.kube.client import ApiError, Kube
@@ -197,3 +197,25 @@ class Informer:
                 handler(kind, obj, old)
             except Exception:
                 log.exception("%s: handler failed for %s", self.name, object_key(obj))
+
+
+class InformerGroup:
+    """The informers of one cache, started, stopped and waited on together: the cache is synced when
+    every one of them is. A subclass gives ``informers``."""
+
+    informers: Sequence[Informer]
+
+    def start(self) -> None:
+        for informer in self.informers:
+            informer.start()
+
+    def stop(self) -> None:
+        for informer in self.informers:
+            informer.stop()
+
+    def synced(self) -> bool:
+        return all(informer.synced.is_set() for informer in self.informers)
+
+    def wait_synced(self) -> None:
+        for informer in self.informers:
+            informer.synced.wait()
