@@ -27,7 +27,7 @@ from __future__ import annotations
 import datetime
 
 from jobgate.policy.constraints import CONSTRAINTS
-from jobgate.policy.resolve import PolicyRef, combine, policy_ref
+from jobgate.policy.resolve import CLUSTER_KIND, NAMESPACED_KIND, PolicyRef, combine, policy_ref
 from jobgate.policy.selectors import selector_matches
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING, without importing typing at run time (start-up)
@@ -41,8 +41,6 @@ if TYPE_CHECKING:
 
 EXCEPTION_KIND = "TrainingJobPolicyException"
 EXCEPTION_PLURAL = "trainingjobpolicyexceptions"
-CLUSTER_KIND = "ClusterTrainingJobPolicy"
-NAMESPACED_KIND = "TrainingJobPolicy"
 # The rule ids an exception may name: the constraints (limits and requirements) of the policies.
 WAIVABLE_RULES = frozenset(c.rule for c in CONSTRAINTS)
 # The rule of the warning and audit line that say an exception waived a finding.
