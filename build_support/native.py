@@ -64,16 +64,8 @@ SHARED_COMPILED_MODULES = (
     "jobgate.policy.kinds",
     "jobgate.policy.review",
     "jobgate.policy.memo",
-    # The declared rules (docs/rule-forms.md): each form's function and the generated calls of them,
-    # run by the families' compiled rules for every review.
-    "jobgate.forms.checks.common",
-    "jobgate.forms.checks.defaults",
-    "jobgate.forms.checks.roles",
-    "jobgate.forms.checks.fields",
-    "jobgate.forms.checks.replica_maps",
-    "jobgate.forms.checks.entries",
-    "jobgate.forms.checks.t9k",
-    "jobgate.forms.checks.volcano",
+    # The declared rules' generated calls (docs/rule-forms.md), run by the families' compiled rules
+    # for every review; the forms' runtime modules they call are added by compiled_modules().
     "jobgate._generated.declared_rules",
     # The per-entry scopes' checks, called by the pod template's loops for every container.
     "jobgate._generated.scoped_rules",
@@ -81,13 +73,16 @@ SHARED_COMPILED_MODULES = (
 
 
 def compiled_modules() -> tuple[str, ...]:
-    """Every module the compiled build compiles: the shared ones, then each family's (its record's)."""
+    """Every module the compiled build compiles: the shared ones, the forms' runtime modules, then each
+    family's (its record's)."""
     sys.path.insert(0, str(REPO))
     try:
         from jobgate.families import every_family
+        from jobgate.forms.checks import RUNTIME_MODULES
     finally:
         sys.path.remove(str(REPO))
-    return SHARED_COMPILED_MODULES + tuple(m for record in every_family() for m in record.compiled_modules)
+    families = tuple(m for record in every_family() for m in record.compiled_modules)
+    return SHARED_COMPILED_MODULES + RUNTIME_MODULES + families
 
 
 COMPILED_MODULES = compiled_modules()

@@ -12,6 +12,7 @@ from collections.abc import Iterable, Sequence
 
 from jobgate import _generated
 from jobgate.forms.base import Declarations, FormError, Scalar
+from jobgate.forms.checks import RUNTIME_MODULES
 
 
 def step_names(steps: Sequence[str], taken: frozenset[str]) -> list[str]:
@@ -52,19 +53,6 @@ VALUE_NAMES = frozenset(("value", "key", "pointer", "recorder", "only", "at", "i
 
 # Found from the package, not from a module's __file__ (see jobgate/generate/schemas.py).
 DECLARED_TABLE = os.path.join(os.path.dirname(_generated.__file__), "declared_rules.py")
-
-
-# The forms' runtime twins (docs/rule-forms.md): the modules the generated checks import from.
-RUNTIME_MODULES = (
-    "jobgate.forms.checks.common",
-    "jobgate.forms.checks.defaults",
-    "jobgate.forms.checks.roles",
-    "jobgate.forms.checks.fields",
-    "jobgate.forms.checks.replica_maps",
-    "jobgate.forms.checks.entries",
-    "jobgate.forms.checks.t9k",
-    "jobgate.forms.checks.volcano",
-)
 
 
 def runtime_module(name: str) -> str:
