@@ -12,8 +12,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from jobgate.engine.registry import GroupVersionKind, JobKind
-from jobgate.rules.dicts import container_named, containers_of
-from jobgate.rules.jobmeta import as_int
+from jobgate.rules.dicts import as_int, container_named, containers_of
 
 from ..model import (
     Condition,

@@ -16,7 +16,7 @@ import copy
 from typing import Any
 
 from jobgate.engine.registry import GroupVersionKind, JobKind, lookup
-from jobgate.rules.jobmeta import as_int
+from jobgate.rules.dicts import as_int
 
 from ..model import (
     CleanPodPolicy,

@@ -8,8 +8,7 @@ from typing import Any
 
 from jobgate.engine.registry import JobKind
 from jobgate.families.kubedl import rules as kubedl
-from jobgate.rules.dicts import container_named, container_port
-from jobgate.rules.jobmeta import as_int
+from jobgate.rules.dicts import as_int, container_named, container_port
 
 from ..engine import ceil_fraction
 from ..model import (

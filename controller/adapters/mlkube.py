@@ -6,7 +6,7 @@ from typing import Any
 
 from jobgate.engine.registry import JobKind
 from jobgate.families.mlkube import rules as mlkube
-from jobgate.rules.jobmeta import as_int
+from jobgate.rules.dicts import as_int
 
 from ..model import (
     CleanPodPolicy,

@@ -15,7 +15,7 @@ from typing import Any
 
 from jobgate.engine.registry import GroupVersionKind, JobKind, lookup
 from jobgate.families.t9k.rules import MAX_WRITTEN_RULE_REPLICAS
-from jobgate.rules.jobmeta import as_int
+from jobgate.rules.dicts import as_int
 
 from ..model import (
     CleanPodPolicy,

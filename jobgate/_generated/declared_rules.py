@@ -69,7 +69,7 @@ from jobgate.forms.checks.volcano import (
     unchanged,
     unique_name,
 )
-from jobgate.forms.checks.common import as_int
+from jobgate.rules.dicts import as_int
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:

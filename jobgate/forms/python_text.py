@@ -144,7 +144,7 @@ def declared_module_text(kinds: Iterable[tuple[str, str, Declarations]]) -> str:
                 "with_port",
             )
         ),
-        "from jobgate.forms.checks.common import as_int",
+        "from jobgate.rules.dicts import as_int",
         "",
         "TYPE_CHECKING = False",
         "if TYPE_CHECKING:",

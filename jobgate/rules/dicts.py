@@ -14,6 +14,17 @@ if TYPE_CHECKING:
 # --- typed access that never raises ------------------------------------------------------
 
 
+def as_int(value: Any) -> int | None:
+    """An integer field's value; None when unset or of the wrong type (reported elsewhere)."""
+    if isinstance(value, bool):
+        return None
+    if isinstance(value, int):
+        return value
+    if isinstance(value, float) and value.is_integer():
+        return int(value)
+    return None
+
+
 def pod_spec(template: Any) -> dict[str, Any] | None:
     if isinstance(template, dict):
         spec = template.get("spec")

@@ -5,9 +5,6 @@ from __future__ import annotations
 from jobgate.engine.fielderrors import FieldError, FieldPath, invalid, required
 from jobgate.engine.findings import Findings
 from jobgate.engine.schema import schema_checker
-
-# as_int is the rule language's (the forms' runtime reads integers with it); the rules take it from here.
-from jobgate.forms.checks.common import as_int  # noqa: F401
 from jobgate.rules.names import (
     LABEL_MAX_LENGTH,
     dns1035_label_problems,

@@ -25,8 +25,8 @@ from jobgate.engine.jsonpatch import NO_PATCH, PatchRecorder, escape_pointer_tok
 from jobgate.engine.modelref import ModelRef
 from jobgate.engine.registry import GroupVersionKind
 from jobgate.forms.checks.replica_maps import respelled_types
-from jobgate.rules.dicts import copied_dict
-from jobgate.rules.jobmeta import as_int, check_job_name, check_spec_schema
+from jobgate.rules.dicts import as_int, copied_dict
+from jobgate.rules.jobmeta import check_job_name, check_spec_schema
 from jobgate.rules.podtemplate import check_pod_template
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING, without importing typing at run time (start-up)

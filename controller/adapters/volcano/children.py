@@ -9,7 +9,7 @@ import json
 from typing import Any
 
 from jobgate.families.volcano.rules.defaults import DEFAULT_QUEUE
-from jobgate.rules.jobmeta import as_int
+from jobgate.rules.dicts import as_int
 
 from ...lifecycle_policy import (
     JOB_NAME_KEY,

@@ -8,7 +8,7 @@ from typing import Any
 
 from jobgate.engine.registry import JobKind
 from jobgate.families.volcano.rules.defaults import DEFAULT_MAX_RETRY
-from jobgate.rules.jobmeta import as_int
+from jobgate.rules.dicts import as_int
 
 from ...lifecycle import run as run_lifecycle
 from ...lifecycle_policy import (

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from jobgate.rules.jobmeta import as_int
+from jobgate.rules.dicts import as_int
 
 from ...clock import parse_time
 from ...model import JobStatusModel

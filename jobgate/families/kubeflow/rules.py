@@ -27,8 +27,8 @@ from jobgate.engine.findings import Findings, clip_warning
 from jobgate.engine.jsonpatch import PatchRecorder
 from jobgate.engine.modelref import ModelRef
 from jobgate.engine.registry import register
-from jobgate.rules.dicts import copied_dict
-from jobgate.rules.jobmeta import as_int, check_job_name
+from jobgate.rules.dicts import as_int, copied_dict
+from jobgate.rules.jobmeta import check_job_name
 from jobgate.rules.names import dns1035_label_problems
 from jobgate.rules.replicajobs import (
     ReplicaJobKind,

@@ -14,7 +14,8 @@ from jobgate.engine.findings import Findings
 from jobgate.engine.jsonpatch import NO_PATCH, PatchRecorder
 from jobgate.engine.modelref import ModelRef
 from jobgate.engine.registry import GroupVersionKind, register
-from jobgate.rules.jobmeta import as_int, check_job_name, check_spec_schema
+from jobgate.rules.dicts import as_int
+from jobgate.rules.jobmeta import check_job_name, check_spec_schema
 from jobgate.rules.podtemplate import check_pod_template
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING, without importing typing at run time (start-up)

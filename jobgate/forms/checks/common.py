@@ -21,17 +21,6 @@ MISSING: Any = object()
 MUST_BE_STRING = "must be of type string"
 
 
-def as_int(value: Any) -> int | None:
-    """An integer field's value; None when unset or of the wrong type (reported elsewhere)."""
-    if isinstance(value, bool):
-        return None
-    if isinstance(value, int):
-        return value
-    if isinstance(value, float) and value.is_integer():
-        return int(value)
-    return None
-
-
 def get(obj: Any, path: tuple[str, ...]) -> Any:
     """The value at ``path`` (field names from the object's root), MISSING when any step is absent."""
     value = obj

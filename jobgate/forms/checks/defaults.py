@@ -8,8 +8,9 @@ Generated calls of these functions are in ``jobgate/_generated/declared_rules.py
 from __future__ import annotations
 
 from jobgate.engine.jsonpatch import PatchRecorder, escape_pointer_token
-from jobgate.forms.checks.common import MISSING, as_int, get
+from jobgate.forms.checks.common import MISSING, get
 from jobgate.forms.checks.fields import segment
+from jobgate.rules.dicts import as_int
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING, without importing typing at run time (start-up)
 if TYPE_CHECKING:

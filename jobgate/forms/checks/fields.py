@@ -17,7 +17,8 @@ from jobgate.engine.fielderrors import (
     required,
     too_long,
 )
-from jobgate.forms.checks.common import MISSING, MUST_BE_STRING, as_int, get
+from jobgate.forms.checks.common import MISSING, MUST_BE_STRING, get
+from jobgate.rules.dicts import as_int
 from jobgate.rules.names import (
     dns1123_label_problems,
     env_var_name_problems,

@@ -15,8 +15,9 @@ from jobgate.engine.fielderrors import (
     not_supported,
 )
 from jobgate.engine.jsonpatch import PatchRecorder
-from jobgate.forms.checks.common import MISSING, as_int, get
+from jobgate.forms.checks.common import MISSING, get
 from jobgate.forms.checks.defaults import replaced
+from jobgate.rules.dicts import as_int
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING, without importing typing at run time (start-up)
 if TYPE_CHECKING:

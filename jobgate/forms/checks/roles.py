@@ -15,7 +15,8 @@ from jobgate.engine.fielderrors import (
     required,
     too_many,
 )
-from jobgate.forms.checks.common import MISSING, as_int, first_of_each, get, holds, object_items
+from jobgate.forms.checks.common import MISSING, first_of_each, get, holds, object_items
+from jobgate.rules.dicts import as_int
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING, without importing typing at run time (start-up)
 if TYPE_CHECKING:

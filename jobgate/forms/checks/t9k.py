@@ -18,8 +18,9 @@ from jobgate.engine.fielderrors import (
     too_many,
 )
 from jobgate.engine.jsonpatch import PatchRecorder
-from jobgate.forms.checks.common import as_int, get, object_items
+from jobgate.forms.checks.common import get, object_items
 from jobgate.forms.checks.defaults import replaced
+from jobgate.rules.dicts import as_int
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING, without importing typing at run time (start-up)
 if TYPE_CHECKING:

@@ -22,9 +22,10 @@ from jobgate.engine.fielderrors import (
     too_many,
 )
 from jobgate.engine.jsonpatch import PatchRecorder
-from jobgate.forms.checks.common import MISSING, as_int, get, object_items
+from jobgate.forms.checks.common import MISSING, get, object_items
 from jobgate.forms.checks.defaults import is_empty, replaced
 from jobgate.forms.checks.fields import scoped
+from jobgate.rules.dicts import as_int
 from jobgate.rules.names import dns1123_subdomain_problems
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING, without importing typing at run time (start-up)

@@ -29,7 +29,8 @@ from jobgate.families.volcano.rules.tasks import (
     task_name,
     task_view,
 )
-from jobgate.rules.jobmeta import as_int, check_spec_schema, job_name
+from jobgate.rules.dicts import as_int
+from jobgate.rules.jobmeta import check_spec_schema, job_name
 from jobgate.rules.names import (
     DNS1123_LABEL_PATTERN,
     QUALIFIED_NAME_REGEX_MESSAGE,

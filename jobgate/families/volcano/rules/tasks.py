@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from jobgate._generated import declared_rules
 from jobgate.engine.fielderrors import FieldError, FieldPath, invalid
-from jobgate.rules.jobmeta import as_int
+from jobgate.rules.dicts import as_int
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING, without importing typing at run time (start-up)
 if TYPE_CHECKING:

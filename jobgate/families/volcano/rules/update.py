@@ -15,7 +15,8 @@ from jobgate.families.volcano.rules.tasks import (
     partition_errors,
     task_name,
 )
-from jobgate.rules.jobmeta import as_int, job_name
+from jobgate.rules.dicts import as_int
+from jobgate.rules.jobmeta import job_name
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING, without importing typing at run time (start-up)
 if TYPE_CHECKING:
