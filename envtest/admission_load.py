@@ -49,6 +49,9 @@ class Load:
     answers: list[Answer] = field(default_factory=list)
     started: float = 0.0
     stopped: float = 0.0
+    # Set by the caller around the event the load watches (monotonic, like each answer's time).
+    event_started: float = 0.0
+    event_ended: float = 0.0
     stop: threading.Event = field(default_factory=threading.Event)
     threads: list[threading.Thread] = field(default_factory=list)
     lock: threading.Lock = field(default_factory=threading.Lock)

@@ -50,17 +50,30 @@ def under_load(cluster: Cluster, event, run: str, settle: float = 12.0) -> Load:
     """The load run around ``event``, which returns when the event has played out."""
     load = Load(cluster.kubeconfig, run).start()
     time.sleep(3)
+    load.event_started = time.monotonic()
     event()
     time.sleep(settle)  # the replaced pods' drain and the endpoints' last updates
+    load.event_ended = time.monotonic()
     load.finish()
     wait_until(lambda: ready_webhook_pods(cluster) >= 2, 120, message="two webhook replicas ready again")
     return load
 
 
+# Answers sent while an event played out (and its settling time, >= 5 s): enough that an event
+# losing admissions could not hide between requests, few enough that a loaded machine's slower
+# clients (about 20/s of the 25/s asked) still send them. A count, not a rate: no time is asserted.
+ANSWERS_DURING_AN_EVENT = 50
+
+
+def assert_the_event_was_under_load(load: Load) -> None:
+    during = [a for a in load.answers if load.event_started <= a[3] <= load.event_ended]
+    assert len(during) >= ANSWERS_DURING_AN_EVENT, f"only {len(during)} requests while the event played out"
+
+
 def check(load: Load, event: str) -> None:
     answers = load.answers
     print(f"\n{event}: {len(answers)} requests at {load.rate:.1f}/s: {summary(answers)}")
-    assert load.rate >= 20, f"the load ran below 20 requests/s: {load.rate:.1f}"
+    assert_the_event_was_under_load(load)
     assert failures(answers) == [], f"{event}: failed admissions: {failures(answers)[:10]}"
 
 
@@ -134,7 +147,7 @@ def test_a_sigkilled_webhook_fails_only_what_reached_it_until_its_endpoint_went(
     window = (failed[-1][3] - killed[0]) if failed else 0.0
     print(f"\nSIGKILL of a webhook container: {len(load.answers)} requests at {load.rate:.1f}/s, {len(failed)} "
           f"failed admissions, the last {window:.1f} s after the kill: {summary(load.answers)}")  # fmt: skip
-    assert load.rate >= 20
+    assert_the_event_was_under_load(load)
     assert all(answer[3] >= killed[0] for answer in failed), "a failure before the kill"
     assert window < 15, f"requests still failed {window:.1f} s after the kill: {failed[-3:]}"
 
