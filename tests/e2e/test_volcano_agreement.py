@@ -44,8 +44,9 @@ pytestmark = pytest.mark.e2e
 NAMESPACE = "volcano-agreement"
 GPU = "nvidia.com/gpu"
 SCHEDULING = "scheduling.volcano.sh/v1beta1"
-# Nodes enough for every job that fits at once (each pod takes a node's 8 GPUs).
-NODES = 10
+# Nodes enough for every job that fits at once and then some (each pod takes a node's 8 GPUs): a job
+# that does not run is refused by its queue, not by the nodes.
+NODES = 16
 NODE_CAPACITY = {"cpu": "32", "memory": "128Gi", "pods": "110", GPU: "8"}
 # Sessions that must refuse a job before it counts as never scheduled (scheduling cycles, not seconds).
 SESSIONS = 3
@@ -63,6 +64,8 @@ QUEUES = [
     queue("agree-over", {GPU: 16}),
     queue("agree-elastic", {GPU: 16}),
     queue("agree-limits", {GPU: 16}),
+    queue("agree-limits-fits", {GPU: 16}),
+    queue("agree-first-pods", {GPU: 16}),
     queue("agree-cpu", {"cpu": "4"}),
     queue("agree-closed", {GPU: 64}),
     queue("agree-org", {GPU: 16}),
@@ -86,19 +89,25 @@ class Case:
     queue: str | None  # None: unset, Volcano's `default` queue (no capability)
     replicas: int
     never_fits: bool
-    min_available: int | None = None  # None: Volcano's webhook sets the tasks' sum
+    min_available: int | None = None  # the job's; None: Volcano's webhook sets the tasks' sum
+    task_min: int | None = None  # the workers' minAvailable; None: Volcano's webhook sets replicas
+    ps: int = 0  # pods of a first task asking a CPU and no GPU
     gpus: int = 8  # per pod
     gpu_requests: bool = True  # False: the GPUs in limits only
     cpu: str | None = None  # per pod, requested
     refused_by_webhook: str | None = None  # what Volcano's admission webhook says
     enqueue_refuses: bool = False  # the capacity plugin keeps the PodGroup Pending
+    allocate_refuses: bool = False  # enqueued, but the capacity plugin lets no gang be allocated
 
 
 CASES = [
     Case("fits", "agree-fits", 2, never_fits=False),  # 16 of 16
     Case("over", "agree-over", 3, never_fits=True, enqueue_refuses=True),  # 24 > 16
-    Case("elastic", "agree-elastic", 3, never_fits=False, min_available=2),  # gang minimum 16 of 16
-    Case("over-in-limits", "agree-limits", 3, never_fits=True, gpu_requests=False),  # 24 > 16
+    Case("elastic", "agree-elastic", 3, never_fits=False, min_available=2, task_min=2),  # gang minimum 16
+    # Below the tasks' minimums (1 + 3), the job's first 3 pods: the ps and two workers, 16 of 16.
+    Case("first-pods", "agree-first-pods", 3, never_fits=False, min_available=3, ps=1),
+    Case("over-in-limits", "agree-limits", 3, never_fits=True, gpu_requests=False, allocate_refuses=True),  # 24 > 16
+    Case("fits-in-limits", "agree-limits-fits", 2, never_fits=False, gpu_requests=False),  # 16 of 16
     Case("cpu-over", "agree-cpu", 2, never_fits=True, gpus=0, cpu="3", enqueue_refuses=True),  # 6 > 4
     Case("default-queue", None, 2, never_fits=False),
     Case(
@@ -126,9 +135,12 @@ def vcjob(case: Case) -> dict:
         resources.setdefault("requests", {})["cpu"] = case.cpu
     container = {"name": "worker", "image": "busybox:1.36", "command": ["sleep", "600"], "resources": resources}
     task = {"name": "worker", "replicas": case.replicas, "template": {"spec": {"containers": [container]}}}
-    if case.min_available is not None:
-        task["minAvailable"] = case.min_available
+    if case.task_min is not None:
+        task["minAvailable"] = case.task_min
     spec: dict = {"tasks": [task]}
+    if case.ps:
+        ps = {**container, "name": "ps", "resources": {"requests": {"cpu": "1"}}}
+        spec["tasks"].insert(0, {"name": "ps", "replicas": case.ps, "template": {"spec": {"containers": [ps]}}})
     if case.queue:
         spec["queue"] = case.queue
     if case.min_available is not None:
@@ -150,6 +162,13 @@ def node(index: int) -> dict:
 class VolcanoCluster:
     kubectl: list[str]
     work: Path
+    scheduler_log: Path | None = None
+
+    def overused(self, queue: str, job: str) -> bool:
+        """Whether the scheduler's allocate action found the queue overused by one of the job's pods
+        (its log at --v=3)."""
+        assert self.scheduler_log is not None
+        return f"Queue <{queue}> is overused when considering task <{job}-" in self.scheduler_log.read_text()
 
     def run(self, *args: str, input: str | None = None, check: bool = True) -> subprocess.CompletedProcess[str]:
         result = subprocess.run(
@@ -223,6 +242,7 @@ def volcano_cluster() -> Iterator[VolcanoCluster]:
         webhooks = volcano_runner.chart_webhook_configurations(f"https://127.0.0.1:{port}", ca)
         cluster.run("apply", "-f", "-", input=yaml.safe_dump_all(webhooks))
         volcano = volcano_runner.start(plane.kubeconfig, pki, Path(tmp) / "volcano", port)
+        cluster.scheduler_log = volcano.logs["vc-scheduler"]
         try:
             # Through Volcano's queue webhooks; its queue controller then opens each.
             cluster.run("apply", "-f", "-", input=yaml.safe_dump_all(QUEUES))
@@ -274,7 +294,7 @@ def phase(group: dict | None) -> str | None:
 def running(cluster: VolcanoCluster, case: Case) -> dict | None:
     """The job's PodGroup once Running with its gang minimum bound."""
     group = pod_group(cluster, case.job)
-    gang = case.min_available if case.min_available is not None else case.replicas
+    gang = case.min_available if case.min_available is not None else case.replicas + case.ps
     if phase(group) == "Running" and len(bound_pods(cluster, case.job)) >= gang:
         return group
     return None
@@ -326,7 +346,11 @@ def test_volcano_never_runs_the_jobs_jobgate_refuses_and_runs_the_others(volcano
             assert phase(group) == "Pending", group
             messages = [e.get("message") for e in events_of(volcano_cluster, group)]
             assert "queue resource quota insufficient" in messages, messages
-    # The elastic job's third pod is past the queue's capability: it stays unbound.
+        if case.allocate_refuses:
+            assert phase(group) == "Inqueue", group
+            assert volcano_cluster.overused(case.queue or "default", case.job)
+    # The elastic job's third pod is past the queue's capability: it stays unbound, for that reason.
+    wait_until(lambda: volcano_cluster.overused("agree-elastic", "elastic"), 60, message="elastic's queue overused")
     assert len(bound_pods(volcano_cluster, "elastic")) == 2
 
 
