@@ -67,6 +67,8 @@ QUEUES = [
     queue("agree-limits-fits", {GPU: 16}),
     queue("agree-first-pods", {GPU: 16}),
     queue("agree-cpu", {"cpu": "4"}),
+    # Volcano reads a cpu or memory capability of zero as no bound (jobgate once read it as zero).
+    queue("agree-zero-cpu", {GPU: 16, "cpu": "0", "memory": "0"}),
     queue("agree-closed", {GPU: 64}),
     queue("agree-org", {GPU: 16}),
     queue("agree-research", {GPU: 64}, parent="agree-org"),
@@ -94,7 +96,7 @@ class Case:
     ps: int = 0  # pods of a first task asking a CPU and no GPU
     gpus: int = 8  # per pod
     gpu_requests: bool = True  # False: the GPUs in limits only
-    cpu: str | None = None  # per pod, requested
+    cpu: str | None = None  # per pod, requested (with as many GiB of memory)
     refused_by_webhook: str | None = None  # what Volcano's admission webhook says
     enqueue_refuses: bool = False  # the capacity plugin keeps the PodGroup Pending
     allocate_refuses: bool = False  # enqueued, but the capacity plugin lets no gang be allocated
@@ -109,6 +111,7 @@ CASES = [
     Case("over-in-limits", "agree-limits", 3, never_fits=True, gpu_requests=False, allocate_refuses=True),  # 24 > 16
     Case("fits-in-limits", "agree-limits-fits", 2, never_fits=False, gpu_requests=False),  # 16 of 16
     Case("cpu-over", "agree-cpu", 2, never_fits=True, gpus=0, cpu="3", enqueue_refuses=True),  # 6 > 4
+    Case("zero-cpu-capability", "agree-zero-cpu", 2, never_fits=False, cpu="1"),
     Case("default-queue", None, 2, never_fits=False),
     Case(
         "closed",
@@ -132,7 +135,7 @@ def vcjob(case: Case) -> dict:
         if case.gpu_requests:
             resources["requests"] = {GPU: case.gpus}
     if case.cpu:
-        resources.setdefault("requests", {})["cpu"] = case.cpu
+        resources.setdefault("requests", {}).update({"cpu": case.cpu, "memory": f"{case.cpu}Gi"})
     container = {"name": "worker", "image": "busybox:1.36", "command": ["sleep", "600"], "resources": resources}
     task = {"name": "worker", "replicas": case.replicas, "template": {"spec": {"containers": [container]}}}
     if case.task_min is not None:
