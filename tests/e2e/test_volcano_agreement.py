@@ -67,6 +67,7 @@ QUEUES = [
     queue("agree-limits-fits", {GPU: 16}),
     queue("agree-first-pods", {GPU: 16}),
     queue("agree-cpu", {"cpu": "4"}),
+    queue("agree-init", {GPU: 16}),
     # Volcano reads a cpu or memory capability of zero as no bound (jobgate once read it as zero).
     queue("agree-zero-cpu", {GPU: 16, "cpu": "0", "memory": "0"}),
     queue("agree-closed", {GPU: 64}),
@@ -97,6 +98,7 @@ class Case:
     gpus: int = 8  # per pod
     gpu_requests: bool = True  # False: the GPUs in limits only
     cpu: str | None = None  # per pod, requested (with as many GiB of memory)
+    gpus_in_init: bool = False  # the GPUs asked by an init container, the app container asking none
     refused_by_webhook: str | None = None  # what Volcano's admission webhook says
     enqueue_refuses: bool = False  # the capacity plugin keeps the PodGroup Pending
     allocate_refuses: bool = False  # enqueued, but the capacity plugin lets no gang be allocated
@@ -110,6 +112,8 @@ CASES = [
     Case("first-pods", "agree-first-pods", 3, never_fits=False, min_available=3, ps=1),
     Case("over-in-limits", "agree-limits", 3, never_fits=True, gpu_requests=False, allocate_refuses=True),  # 24 > 16
     Case("fits-in-limits", "agree-limits-fits", 2, never_fits=False, gpu_requests=False),  # 16 of 16
+    # A pod asks the most of its init containers and its app containers: 3 × 8 > 16.
+    Case("over-in-init", "agree-init", 3, never_fits=True, gpus_in_init=True, enqueue_refuses=True),
     Case("cpu-over", "agree-cpu", 2, never_fits=True, gpus=0, cpu="3", enqueue_refuses=True),  # 6 > 4
     Case("zero-cpu-capability", "agree-zero-cpu", 2, never_fits=False, cpu="1"),
     Case("default-queue", None, 2, never_fits=False),
@@ -137,7 +141,10 @@ def vcjob(case: Case) -> dict:
     if case.cpu:
         resources.setdefault("requests", {}).update({"cpu": case.cpu, "memory": f"{case.cpu}Gi"})
     container = {"name": "worker", "image": "busybox:1.36", "command": ["sleep", "600"], "resources": resources}
-    task = {"name": "worker", "replicas": case.replicas, "template": {"spec": {"containers": [container]}}}
+    pod: dict = {"containers": [container]}
+    if case.gpus_in_init:
+        pod = {"initContainers": [{**container, "name": "warm-up"}], "containers": [{**container, "resources": {}}]}
+    task = {"name": "worker", "replicas": case.replicas, "template": {"spec": pod}}
     if case.task_min is not None:
         task["minAvailable"] = case.task_min
     spec: dict = {"tasks": [task]}
