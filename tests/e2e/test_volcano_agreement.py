@@ -18,6 +18,9 @@ exported from that cluster, as docs/policy.md says) must agree with Volcano:
   quota's pod usage reads requests): then the PodGroup is enqueued and the allocate action, which
   counts each pod's request as the apiserver defaulted it, never binds the gang.
 
+Found by it, and fixed: Volcano reads a ``cpu`` or ``memory`` capability of zero as no bound at all
+(jobgate read it as zero, refusing every job of such a queue that asks either).
+
 One known difference is pinned too: Volcano v1.10's scheduler does not read a Queue's ``spec.parent``
 (no code of that release does; hierarchical queues came later, with the capacity plugin's hierarchy),
 while jobgate caps a job by each parent's capability, as hierarchical Volcano does.
