@@ -46,6 +46,13 @@ class Peer:
     version: str
     package: str  # the main package, inside the module
     crd_dir: str  # the module's directory of CRD manifests, as its own deployment applies them
+    # (binary name, main package) of each command built, for a peer run as several programs
+    # (Volcano); empty: one binary named after the peer, of ``package``.
+    commands: tuple[tuple[str, str], ...] = ()
+
+    def binaries(self) -> dict[str, str]:
+        """Binary name → main package, of every command the build makes."""
+        return dict(self.commands) or {self.name: self.package}
 
     @property
     def directory(self) -> Path:
@@ -55,11 +62,21 @@ class Peer:
 
     @property
     def binary(self) -> Path:
-        return self.directory / self.name
+        return self.directory / next(iter(self.binaries()))
 
     def cached(self) -> Path | None:
-        """The binary of a finished build, or None."""
-        if (self.directory / _STAMP).is_file() and os.access(self.binary, os.X_OK):
+        """The (first) binary of a finished build of every command, or None: a stamp naming other
+        commands than the peer's (a command added since) is a build to redo."""
+        stamp = self.directory / _STAMP
+        if not stamp.is_file():
+            return None
+        try:
+            built = json.loads(stamp.read_text()).get("binaries", {self.name: self.package})
+        except (OSError, ValueError, AttributeError):
+            return None
+        if built != self.binaries():
+            return None
+        if all(os.access(self.directory / name, os.X_OK) for name in built):
             return self.binary
         return None
 
@@ -161,18 +178,22 @@ def build(peer: Peer, log: Log = print) -> Path:
             info = json.loads(_go(["mod", "download", "-json", f"{peer.module}@{peer.version}"], work))
             gomod = Path(info["GoMod"]).read_text()
             (work / "go.mod").write_text(wrapper_gomod(peer, gomod))
-            # A file importing the package, so that `go mod tidy` keeps the peer and its graph.
-            (work / "tools.go").write_text(f'//go:build tools\n\npackage tools\n\nimport _ "{peer.package}"\n')
-            log(f"building {peer.name} {peer.version} (go build {peer.package}) into {target} ...")
+            binaries = peer.binaries()
+            # A file importing the packages, so that `go mod tidy` keeps the peer and its graph.
+            imports = "".join(f'\t_ "{package}"\n' for package in binaries.values())
+            (work / "tools.go").write_text(f"//go:build tools\n\npackage tools\n\nimport (\n{imports})\n")
+            log(f"building {peer.name} {peer.version} (go build {' '.join(binaries.values())}) into {target} ...")
             started = time.monotonic()
             _go(["mod", "tidy"], work)
-            _go(["build", "-ldflags=-s -w", "-o", str(scratch / peer.name), peer.package], work)
+            for name, package in binaries.items():
+                _go(["build", "-ldflags=-s -w", "-o", str(scratch / name), package], work)
             go_version = _go(["env", "GOVERSION"], work).strip()
             stamp = {
                 "peer": peer.name,
                 "module": peer.module,
                 "version": peer.version,
                 "package": peer.package,
+                "binaries": binaries,
                 "go": go_version,
                 "build_seconds": round(time.monotonic() - started, 1),
             }

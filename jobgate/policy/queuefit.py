@@ -33,8 +33,9 @@ admission checks, TAS, Kueue's configuration (``resources.excludeResourcePrefixe
 **Volcano** (Volcano Jobs, and jobs of other kinds whose pod templates name ``schedulerName:
 volcano`` and whose scheduling policy names a queue). The Queue must exist and be open; the job's
 minimum (``schedulingPolicy.minResources`` where the kind has one, else the gang minimum of
-:func:`.podrequests.gang_minimum`) must fit, per resource the queue's ``capability`` names, in the
-queue and in each parent up ``spec.parent`` (hierarchical queues).
+:func:`.podrequests.gang_minimum`) must fit, per resource the queue's ``capability`` names (cpu or
+memory at zero or less bounds nothing, as Volcano's scheduler reads it), in the queue and in each
+parent up ``spec.parent`` (hierarchical queues).
 """
 
 from __future__ import annotations
@@ -708,6 +709,18 @@ _GANG_FIELDS: dict[str, tuple[str, str | None]] = {
 }
 
 
+# Volcano's capacity and proportion plugins read a capability's cpu or memory of zero or less as no
+# bound at all (they set it to the largest float); any other resource's zero is a bound of zero.
+_UNBOUNDED_AT_ZERO = ("cpu", "memory")
+
+
+def volcano_capability(queue: Mapping[str, Any]) -> dict[str, Amount]:
+    """A Volcano Queue's ``spec.capability`` as its scheduler bounds the queue by it (a quantity that
+    does not parse bounds nothing)."""
+    capability = parse_resources(get_path(queue, ("spec", "capability")), "capability", [])
+    return {r: v for r, v in capability.items() if not (r in _UNBOUNDED_AT_ZERO and v <= 0)}
+
+
 def _volcano_queue(job: dict[str, Any], kmap: KindMap) -> tuple[FieldPath, str] | None:
     """(the queue's path, its name) when Volcano schedules the job in a queue; None otherwise."""
     if kmap.family not in _GANG_FIELDS or kmap.queue is None or kmap.queue == TEMPLATE:
@@ -784,7 +797,7 @@ def _volcano_outcomes(job: dict[str, Any], kmap: KindMap, store: QueueObjects | 
             continue
         tightest: tuple[Amount, str] | None = None
         for queue_name, obj in chain:
-            capability = parse_resources(get_path(obj, ("spec", "capability")), "capability", [])
+            capability = volcano_capability(obj)
             if resource in capability and (tightest is None or capability[resource] < tightest[0]):
                 tightest = (capability[resource], queue_name)
         if tightest is not None and need[resource] > tightest[0]:
@@ -877,7 +890,7 @@ def ceiling_lines(store: QueueObjects | None, namespace: str) -> list[str]:
         current_name = name
         while current is not None and current_name not in seen:
             seen.append(current_name)
-            for resource, value in parse_resources(get_path(current, ("spec", "capability")), "", []).items():
+            for resource, value in volcano_capability(current).items():
                 if resource not in capped or value < capped[resource][0]:
                     capped[resource] = (value, current_name)
             parent = get_path(current, ("spec", "parent"))

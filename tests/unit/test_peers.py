@@ -199,3 +199,106 @@ def test_kueue_runs_on_loopback_with_nothing_to_wait_for():
     assert config["internalCertManagement"] == {"enable": False}
     assert config["integrations"] == {"frameworks": ["kubeflow.org/pytorchjob"]}
     assert config["featureGates"] == {"VisibilityOnDemand": False}  # its own server, on every interface
+
+
+def test_a_peer_of_several_commands_is_cached_only_with_every_binary_of_its_stamp(tmp_path, monkeypatch):
+    from envtest.volcano import VOLCANO
+
+    monkeypatch.setenv("JOBGATE_PEERS_CACHE", str(tmp_path))
+    assert list(VOLCANO.binaries()) == ["vc-scheduler", "vc-controller-manager", "vc-webhook-manager"]
+    directory = VOLCANO.directory
+    directory.mkdir()
+    for name in VOLCANO.binaries():
+        (directory / name).write_text("#!/bin/sh\n")
+        (directory / name).chmod(0o755)
+    assert VOLCANO.cached() is None  # no stamp: an interrupted build
+    stamp = {"peer": "volcano", "binaries": {"vc-scheduler": VOLCANO.package}}
+    (directory / "build-info.json").write_text(json.dumps(stamp))
+    assert VOLCANO.cached() is None  # built before the other commands were added
+    (directory / "build-info.json").write_text(json.dumps({**stamp, "binaries": VOLCANO.binaries()}))
+    assert VOLCANO.cached() == directory / "vc-scheduler"
+    (directory / "vc-webhook-manager").unlink()
+    assert VOLCANO.cached() is None
+
+
+def test_a_single_command_peers_stamp_without_binaries_still_counts(tmp_path, monkeypatch):
+    monkeypatch.setenv("JOBGATE_PEERS_CACHE", str(tmp_path))
+    assert KUBEDL.binaries() == {"kubedl": "github.com/alibaba/kubedl"}
+    KUBEDL.directory.mkdir()
+    (KUBEDL.directory / "kubedl").write_text("#!/bin/sh\n")
+    (KUBEDL.directory / "kubedl").chmod(0o755)
+    (KUBEDL.directory / "build-info.json").write_text(json.dumps({"peer": "kubedl"}))
+    assert KUBEDL.cached() == KUBEDL.directory / "kubedl"
+
+
+VOLCANO_WEBHOOKS = """{{- if .Values.custom.admission_enable }}
+
+{{- if .Values.custom.enabled_admissions | regexMatch "/jobs/mutate" }}
+apiVersion: admissionregistration.k8s.io/v1
+kind: MutatingWebhookConfiguration
+metadata:
+  name: volcano-admission-service-jobs-mutate
+  {{- if .Values.custom.common_labels }}
+  labels:
+    {{- toYaml .Values.custom.common_labels | nindent 4 }}
+  {{- end }}
+webhooks:
+  - clientConfig:
+      service:
+        name: {{ .Release.Name }}-admission-service
+        namespace: {{ .Release.Namespace }}
+        path: /jobs/mutate
+    name: mutatejob.volcano.sh
+    namespaceSelector:
+      matchExpressions:
+        - key: kubernetes.io/metadata.name
+          operator: NotIn
+          values:
+            - {{ .Release.Namespace }}
+{{- end }}
+
+{{- if .Values.custom.enabled_admissions | regexMatch "/pods/validate" }}
+---
+apiVersion: admissionregistration.k8s.io/v1
+kind: ValidatingWebhookConfiguration
+metadata:
+  name: volcano-admission-service-pods-validate
+webhooks:
+  - clientConfig:
+      service:
+        path: /pods/validate
+    name: validatepod.volcano.sh
+{{- end }}
+{{- end }}
+"""
+
+
+def test_volcanos_chart_webhooks_are_rendered_with_its_values_and_called_by_url():
+    import base64
+
+    from envtest.volcano import webhook_configurations
+
+    values = {"custom": {"admission_enable": True, "enabled_admissions": "/jobs/mutate,/jobs/validate"}}
+    documents = webhook_configurations("https://127.0.0.1:9443/", b"CA", VOLCANO_WEBHOOKS, values)
+    # /pods/validate is not in enabled_admissions; common_labels is unset, so no labels.
+    assert [d["metadata"] for d in documents] == [{"name": "volcano-admission-service-jobs-mutate"}]
+    webhook = documents[0]["webhooks"][0]
+    assert webhook["clientConfig"] == {
+        "url": "https://127.0.0.1:9443/jobs/mutate",
+        "caBundle": base64.b64encode(b"CA").decode(),
+    }
+    assert webhook["namespaceSelector"]["matchExpressions"][0]["values"] == ["volcano-system"]
+    assert webhook_configurations("https://h", b"", VOLCANO_WEBHOOKS, {"custom": {}}) == []
+
+
+def test_a_chart_construct_the_renderer_does_not_know_is_refused():
+    import pytest
+
+    from envtest.volcano import TemplateError, render_chart_template
+
+    with pytest.raises(TemplateError, match="unknown template expression"):
+        render_chart_template("name: {{ .Values.other }}\n", {})
+    with pytest.raises(TemplateError, match="unknown template action"):
+        render_chart_template("{{- range .Values.list }}\n", {})
+    with pytest.raises(TemplateError, match="without its end"):
+        render_chart_template("{{- if .Values.custom.x }}\n", {"custom": {"x": True}})

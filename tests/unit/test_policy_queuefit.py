@@ -569,6 +569,23 @@ def test_volcano_parent_capability_caps() -> None:
     assert "the capability of its parent queue org" in found.message and "at most" not in found.message
 
 
+def test_volcano_reads_a_zero_cpu_or_memory_capability_as_no_bound() -> None:
+    from jobgate.policy.queuefit import ceiling_lines
+
+    zero = {"nvidia.com/gpu": 16, "cpu": "0", "memory": "0"}
+    objects = queue_objects([volcano_queue("research", zero)])
+    job = vcjob([("worker", 2, None, 8)])
+    job["spec"]["tasks"][0]["template"]["spec"]["containers"][0]["resources"]["requests"] = {
+        "cpu": "1",
+        "memory": "1Gi",
+    }
+    assert outcomes(job, objects) == []
+    assert "  Volcano Queue research: nvidia.com/gpu 16" in ceiling_lines(objects, NS)
+    # Any other resource's zero is a bound: no GPU at all.
+    (found,) = outcomes(job, queue_objects([volcano_queue("research", {**zero, "nvidia.com/gpu": 0})]))
+    assert "the most the queue can ever give is 0 (its capability)" in found.message
+
+
 def test_volcano_closed_queue_is_refused_as_closed() -> None:
     objects = queue_objects([volcano_queue("research", state="Closed")])
     (found,) = outcomes(vcjob([("worker", 1, None, 1)]), objects)
