@@ -73,12 +73,12 @@ SHARED_COMPILED_MODULES = (
 
 
 def compiled_modules() -> tuple[str, ...]:
-    """Every module the compiled build compiles: the shared ones, the forms' runtime modules, then each
-    family's (its record's)."""
+    """Every module the compiled build compiles: the shared ones, the forms' runtime modules (the shared
+    twins, then each family's record's ``form_checks``), then each family's (its record's)."""
     sys.path.insert(0, str(REPO))
     try:
         from jobgate.families import every_family
-        from jobgate.forms.checks import RUNTIME_MODULES
+        from jobgate.forms.runtime_modules import RUNTIME_MODULES
     finally:
         sys.path.remove(str(REPO))
     families = tuple(m for record in every_family() for m in record.compiled_modules)

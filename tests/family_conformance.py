@@ -70,6 +70,14 @@ def problems(record: Family) -> list[str]:
             importlib.import_module(module)
         except ImportError as exc:
             found.append(f"compiled module {module}: {exc}")
+    for module in record.form_checks:
+        # Its own forms' runtime twins, in its package (the shared ones are jobgate/forms/checks/).
+        if not module.startswith(f"jobgate.families.{record.name}."):
+            found.append(f"form checks {module}: not in the family's package")
+        try:
+            importlib.import_module(module)
+        except ImportError as exc:
+            found.append(f"form checks {module}: {exc}")
     return found + policy_problems(record)
 
 

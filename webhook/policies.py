@@ -21,7 +21,7 @@ from typing import Any
 from jobgate.common.envconfig import seconds_from_environment
 from jobgate.engine.views import ClusterViews, namespace_labels
 from jobgate.kube.client import Kube
-from jobgate.kube.informer import Informer
+from jobgate.kube.informer import Informer, InformerGroup
 from jobgate.policy.models import GROUP, VERSION
 from jobgate.policy.resolve import PolicySet
 from jobgate.policy.resources import CLUSTER_POLICIES, NAMESPACES, POLICIES
@@ -34,7 +34,7 @@ log = logging.getLogger("jobgate.policies")
 RECHECK_ENV = "JOBGATE_POLICY_CRD_RECHECK_SECONDS"
 
 
-class PolicyCache:
+class PolicyCache(InformerGroup):
     """``PolicyView`` over informers of both policy kinds and of the namespaces.
 
     Every review reads it, so a read takes no lock: the informers' handlers keep what reviews
@@ -43,15 +43,16 @@ class PolicyCache:
     """
 
     def __init__(self, kube: Kube) -> None:
-        self.informers = [
+        self.policy_informers = (
             Informer(kube, CLUSTER_POLICIES.path(), name="clustertrainingjobpolicies"),
             Informer(kube, POLICIES.path(), name="trainingjobpolicies"),
-        ]
+        )
         self.namespaces = Informer(kube, NAMESPACES.path(), name="namespaces", transform=_name_and_labels)
+        self.informers = (*self.policy_informers, self.namespaces)
         self._lock = threading.Lock()  # serialises building the set against the handlers' marking it stale
         self._policies: PolicySet | None = None
         self._labels: dict[str, Mapping[str, str]] = {}
-        for informer in self.informers:
+        for informer in self.policy_informers:
             informer.handlers.append(self._policy_changed)
         self.namespaces.handlers.append(self._namespace_changed)
 
@@ -70,17 +71,6 @@ class PolicyCache:
             labels = metadata.get("labels")
             self._labels[name] = namespace_labels(name, labels if isinstance(labels, dict) else None)
 
-    def start(self) -> None:
-        for informer in (*self.informers, self.namespaces):
-            informer.start()
-
-    def stop(self) -> None:
-        for informer in (*self.informers, self.namespaces):
-            informer.stop()
-
-    def synced(self) -> bool:
-        return all(informer.synced.is_set() for informer in (*self.informers, self.namespaces))
-
     def policies(self) -> Sequence[Mapping[str, Any]]:
         policies = self._policies
         if policies is not None:
@@ -88,7 +78,7 @@ class PolicyCache:
         with self._lock:
             if self._policies is None:
                 # A new set per change: the resolutions it remembers never outlive the policies.
-                self._policies = PolicySet(obj for informer in self.informers for obj in informer.items())
+                self._policies = PolicySet(obj for informer in self.policy_informers for obj in informer.items())
             return self._policies
 
     def namespace_labels(self, namespace: str) -> Mapping[str, str] | None:
@@ -175,8 +165,7 @@ class PolicyEnforcement:
         log.info("DRA claims counted: watching resource.k8s.io/v1 claim templates, claims and device classes")
 
     def _install_when_synced(self, cache: PolicyCache) -> None:
-        for informer in (*cache.informers, cache.namespaces):
-            informer.synced.wait()
+        cache.wait_synced()
         if self.queue_fit is not None:
             install_when_synced(self.queue_fit, self.views)  # before the policies: no queue seen missing
         self.views.policies = cache

@@ -13,7 +13,7 @@ import threading
 from typing import Any
 
 from jobgate.kube.client import Kube
-from jobgate.kube.informer import Informer
+from jobgate.kube.informer import Informer, InformerGroup
 from jobgate.policy.exceptions import ExceptionSnapshot, PolicyException
 from jobgate.policy.models import GROUP, VERSION
 from jobgate.policy.resources import EXCEPTIONS
@@ -25,27 +25,19 @@ def exceptions_served(kube: Kube) -> bool:
     return kube.serves(GROUP, VERSION, EXCEPTIONS.plural)
 
 
-class ExceptionCache:
+class ExceptionCache(InformerGroup):
     """The exceptions of every namespace, judged against the clock at each review."""
 
     def __init__(self, kube: Kube) -> None:
         self.informer = Informer(kube, EXCEPTIONS.path(), name="trainingjobpolicyexceptions")
         self.informer.handlers.append(self._changed)
+        self.informers = (self.informer,)
         self._lock = threading.Lock()
         self._snapshot: ExceptionSnapshot | None = None
 
     def _changed(self, event: str, obj: dict[str, Any], old: dict[str, Any] | None) -> None:
         with self._lock:
             self._snapshot = None  # rebuilt by the next review that asks
-
-    def start(self) -> None:
-        self.informer.start()
-
-    def stop(self) -> None:
-        self.informer.stop()
-
-    def synced(self) -> bool:
-        return self.informer.synced.is_set()
 
     def _current(self) -> ExceptionSnapshot:
         snapshot = self._snapshot
@@ -77,7 +69,7 @@ def start_exceptions(kube: Kube, views: Any) -> ExceptionCache | None:
     cache.start()
 
     def install() -> None:
-        cache.informer.synced.wait()
+        cache.wait_synced()
         views.exceptions = cache
         log.info("policy exceptions on: watching %s", EXCEPTIONS.plural)
 

@@ -7,6 +7,32 @@ the forms every review runs written out, the others as calls of the forms' funct
 from __future__ import annotations
 
 from jobgate.engine.fielderrors import Key, forbidden, invalid, required
+from jobgate.families.t9k.form_checks import (
+    default_finish_rules,
+    entries_unchanged,
+    index_maps,
+    refers_to,
+)
+from jobgate.families.volcano.form_checks import (
+    acyclic,
+    bounds,
+    claim_volumes,
+    default_indexed,
+    default_item_product,
+    default_item_when,
+    default_sum,
+    fixed_count,
+    flag_names_entry,
+    implied_keys,
+    known_keys,
+    lifecycle_policies,
+    not_both,
+    required_item_field,
+    required_list,
+    subdomain,
+    unchanged,
+    unique_name,
+)
 from jobgate.forms.checks.common import (
     MISSING,
     MUST_BE_STRING,
@@ -42,32 +68,6 @@ from jobgate.forms.checks.roles import (
     required_roles,
     role_field_bound,
     unique_by,
-)
-from jobgate.forms.checks.t9k import (
-    default_finish_rules,
-    entries_unchanged,
-    index_maps,
-    refers_to,
-)
-from jobgate.forms.checks.volcano import (
-    acyclic,
-    bounds,
-    claim_volumes,
-    default_indexed,
-    default_item_product,
-    default_item_when,
-    default_sum,
-    fixed_count,
-    flag_names_entry,
-    implied_keys,
-    known_keys,
-    lifecycle_policies,
-    not_both,
-    required_item_field,
-    required_list,
-    subdomain,
-    unchanged,
-    unique_name,
 )
 from jobgate.rules.dicts import as_int
 

@@ -3,8 +3,9 @@
 ``jobgate/families/<name>/__init__.py`` holds the family's record (``FAMILY``, a ``Family``
 below); beside it, ``models`` (pydantic), ``rules`` (defaults and
 validation; importing it registers the kinds), ``declared`` (the rules and defaults of a known form),
-``cel`` (the rules the apiserver enforces that no form says, placed among the declared ones)
-and, for the families jobgate's controller runs, an adapter under ``controller/adapters/``.
+``cel`` (the rules the apiserver enforces that no form says, placed among the declared ones),
+``forms`` and ``form_checks`` (the forms only this family uses and their runtime twins) and, for
+the families jobgate's controller runs, an adapter under ``controller/adapters/``.
 Adding a family is its package and its name below.
 
 A record names its modules by string, so that reading it imports none of them: checking one file
@@ -32,6 +33,7 @@ class Family:
         "controller",
         "declared",
         "description",
+        "form_checks",
         "group",
         "kinds",
         "models",
@@ -60,6 +62,7 @@ class Family:
         compiled_modules: tuple[str, ...] = (),
         admission_only: bool = False,
         policy: str | None = None,
+        form_checks: tuple[str, ...] = (),
     ) -> None:
         if (cel is None) == (webhook_only_reason is None):
             raise ValueError(f"family {name}: give either a CEL module or the reason its rules stay with the webhook")
@@ -96,6 +99,9 @@ class Family:
         # The module of the kinds' policy field maps (``KIND_MAPS``, jobgate.policy.fieldmap): where
         # platform policies find the queue, scheduler, TTL and pod templates. None: no policy applies.
         self.policy = policy
+        # The runtime twins of the forms only this family uses (docs/rule-forms.md): the functions its
+        # generated checks call, found by the generator after the shared twins and compiled with them.
+        self.form_checks = form_checks
 
     def __repr__(self) -> str:
         return f"Family({self.name!r}, {self.group}/{self.version}, kinds={self.kinds!r})"

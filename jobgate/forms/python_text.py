@@ -12,7 +12,7 @@ from collections.abc import Iterable, Sequence
 
 from jobgate import _generated
 from jobgate.forms.base import Declarations, FormError, Scalar
-from jobgate.forms.checks import RUNTIME_MODULES
+from jobgate.forms.runtime_modules import RUNTIME_MODULES
 
 
 def step_names(steps: Sequence[str], taken: frozenset[str]) -> list[str]:

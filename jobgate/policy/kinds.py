@@ -16,9 +16,21 @@ if TYPE_CHECKING:
     from typing import Any
 
 
+# The families in the order their kinds' maps were listed before each family kept its own (Kubeflow's
+# second, not last as registered): it orders the conflicts in a policy's status
+# (jobgate.policy.resolve.conflicts), which the move was not to change. A family not named here
+# follows, in registration order.
+EARLIER_ORDER: tuple[str, ...] = ("kubedl", "kubeflow", "mlkube", "t9k", "diengine", "volcano")
+
+
+def _place(name: str) -> int:
+    return EARLIER_ORDER.index(name) if name in EARLIER_ORDER else len(EARLIER_ORDER)
+
+
 def _collect() -> dict[tuple[str, str], KindMap]:
     table: dict[tuple[str, str], KindMap] = {}
-    for record in every_family():
+    # sorted() is stable: the families not in EARLIER_ORDER keep their registration order.
+    for record in sorted(every_family(), key=lambda record: _place(record.name)):
         if record.policy is None:
             continue
         # __import__ rather than importlib: one builtin call, nothing more imported.
@@ -28,7 +40,8 @@ def _collect() -> dict[tuple[str, str], KindMap]:
     return table
 
 
-# By (group, kind): one served version per group.
+# By (group, kind): one served version per group; families in EARLIER_ORDER, each family's kinds in its
+# KIND_MAPS' order.
 KINDS: dict[tuple[str, str], KindMap] = _collect()
 
 

@@ -49,6 +49,9 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
         (
             # The rule language: the forms, their runtime twins and the calls generated from them.
             "jobgate.forms",
+            # A family's runtime twins of the forms only it uses (Volcano's, T9k's): rule language the
+            # generated calls import, whatever package holds them.
+            "jobgate.families.*.form_checks",
             "jobgate._generated.declared_rules",
             "jobgate._generated.scoped_rules",
             # Helpers of the rule language and the rules alike (names, quantities, dict walks).
@@ -209,6 +212,8 @@ def test_the_layer_table_places_modules_by_their_most_specific_pattern():
     assert layer_of("jobgate.families.kubedl") == _layer("models and shared helpers")
     assert layer_of("jobgate._generated.family_index") == _layer("engine")
     assert layer_of("jobgate._generated.declared_rules") == _layer("rule language")
+    assert layer_of("jobgate.families.volcano.form_checks") == _layer("rule language")
+    assert layer_of("jobgate.families.volcano.forms.bounds") == _layer("families")
     assert layer_of("jobgate.rules.jobmeta") == _layer("rules and policy")
     assert layer_of("jobgate.policy.kinds") == _layer("rules and policy")
     assert layer_of("jobgate.families.volcano.rules.job") == _layer("families")
@@ -258,6 +263,22 @@ def test_the_engine_imports_nothing_of_rules_policy_families_or_generated_rule_c
         if a.startswith("jobgate.engine")
         for b in sorted(targets)
         if b.startswith(tuple(f"{p}." for p in above)) or b in above or b.startswith(generated_code)
+    ]
+    assert found == []
+
+
+def test_the_runtime_twins_import_no_declaration():
+    """A review imports the forms' runtime twins (shared or a family's) and never a form's declaration:
+    a twin imports no module of jobgate/forms/ but the other twins."""
+    graph = import_graph()
+    patterns = ("jobgate.forms.checks", "jobgate.families.*.form_checks")
+    twins = [name for name in graph if any(_matches(name, p) for p in patterns)]
+    assert "jobgate.families.volcano.form_checks" in twins
+    found = [
+        f"{a} imports {b}"
+        for a in sorted(twins)
+        for b in sorted(graph[a])
+        if _matches(b, "jobgate.forms") and not _matches(b, "jobgate.forms.checks")
     ]
     assert found == []
 

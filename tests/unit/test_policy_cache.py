@@ -36,7 +36,7 @@ def listed_cache() -> PolicyCache:
         }
     )
     cache = PolicyCache(kube)  # type: ignore[arg-type]
-    for informer in (*cache.informers, cache.namespaces):
+    for informer in cache.informers:
         informer._list()
     return cache
 
@@ -62,8 +62,8 @@ def test_a_policy_event_makes_a_new_set_and_reads_between_events_share_one() -> 
     first = cache.policies()
     assert cache.policies() is first and [p["metadata"]["name"] for p in first] == ["gpus"]
     added = policy("more")
-    cache.informers[0]._cache["/more"] = added
-    cache.informers[0]._notify("ADDED", added, None)
+    cache.policy_informers[0]._cache["/more"] = added
+    cache.policy_informers[0]._notify("ADDED", added, None)
     second = cache.policies()
     assert second is not first and sorted(p["metadata"]["name"] for p in second) == ["gpus", "more"]
     assert cache.policies() is second

@@ -217,6 +217,53 @@ def test_result_does_not_depend_on_input_order() -> None:
     assert a == b and a.limits["maxGPUsPerJob"][0].source.name == "a"
 
 
+def test_conflicts_are_listed_in_the_earlier_kind_order() -> None:
+    """A policy's status joins its conflicts' messages in the order ``conflicts`` finds them, kind by
+    kind (jobgate.policy.kinds.KINDS): Kubeflow's kinds come before Volcano's, as before each family
+    kept its own field map."""
+    policies = [
+        cluster("every", {"defaults": {"queue": "q-every"}}),
+        cluster("volcano-only", {"defaults": {"queue": "q-volcano"}, "match": {"families": ["volcano"]}}),
+        cluster("kubeflow-only", {"defaults": {"queue": "q-kubeflow"}, "match": {"families": ["kubeflow"]}}),
+    ]
+    found = [(c.field, tuple(p.name for p in c.policies)) for c in conflicts(policies)]
+    assert found == [
+        ("defaults.queue", ("every", "kubeflow-only")),
+        ("defaults.queue", ("every", "volcano-only")),
+    ]
+
+
+def test_the_kinds_keep_their_earlier_order() -> None:
+    """The families' kinds in the order of the field maps before the families held them; a family
+    added since follows, in registration order."""
+    from jobgate.families import FAMILY_NAMES, family
+    from jobgate.policy.kinds import EARLIER_ORDER, KINDS
+
+    earlier = [
+        ("training.kubedl.io", "TFJob"),
+        ("training.kubedl.io", "PyTorchJob"),
+        ("training.kubedl.io", "XGBoostJob"),
+        ("training.kubedl.io", "MPIJob"),
+        ("training.kubedl.io", "XDLJob"),
+        ("training.kubedl.io", "MarsJob"),
+        ("kubeflow.org", "TFJob"),
+        ("kubeflow.org", "PyTorchJob"),
+        ("kubeflow.org", "XGBoostJob"),
+        ("kubeflow.org", "PaddleJob"),
+        ("kubeflow.org", "JAXJob"),
+        ("kubeflow.org", "MPIJob"),
+        ("mxnet.mlkube.io", "MxJob"),
+        ("batch.tensorstack.dev", "GenericJob"),
+        ("diengine.opendilab.org", "DIJob"),
+        ("batch.volcano.sh", "Job"),
+    ]
+    assert list(KINDS)[: len(earlier)] == earlier
+    later = [family(name) for name in FAMILY_NAMES if name not in EARLIER_ORDER]
+    assert [KINDS[key].family for key in list(KINDS)[len(earlier) :]] == [
+        record.name for record in later if record.policy is not None for _ in record.kinds
+    ]
+
+
 def test_conflicts_for_status() -> None:
     policies = [
         cluster("a", {"defaults": {"queue": "qa"}}),

@@ -17,6 +17,7 @@ FAMILY = Family(
     rules="jobgate.families.t9k.rules",
     policy="jobgate.families.t9k.policy",
     declared="jobgate.families.t9k.declared",
+    form_checks=("jobgate.families.t9k.form_checks",),
     cel="jobgate.families.t9k.cel",
     controller="jobgate.controller.adapters.t9k",
     compiled_modules=("jobgate.families.t9k.rules",),

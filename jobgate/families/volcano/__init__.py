@@ -17,6 +17,7 @@ FAMILY = Family(
     rules="jobgate.families.volcano.rules",
     policy="jobgate.families.volcano.policy",
     declared="jobgate.families.volcano.declared",
+    form_checks=("jobgate.families.volcano.form_checks",),
     cel="jobgate.families.volcano.cel",
     controller="jobgate.controller.adapters.volcano",
     compiled_modules=(
