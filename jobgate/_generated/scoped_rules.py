@@ -32,17 +32,20 @@ def check_container(
     errors: list[FieldError],
     index: int = -1,
     only: tuple[str, ...] = (),
+    rule: str = '',
 ) -> None:
     """One container at ``path`` (with ``index``, the entry ``index`` of the list at ``path``:
     the entry's path is built only for an error): its declared rules' errors added to ``errors``,
-    in declaration order (``only``: of these ids alone, for a loop that reports around them)."""
+    in declaration order (``only``: of these ids alone, for a loop that reports around them),
+    labelled ``rule`` (the id at the caller's site: a placeholder's word filled, or another rule's;
+    a value of the wrong type is the schema's rule's, as the catalogue says)."""
     if not only or 'pod-template/{list}/image' in only:
         value = entry.get('image')
         if type(value) is not str or not value:
             if value is None or value == "":
-                errors.append(required(((*path, 'image') if index < 0 else (*path, index, 'image'))))
+                errors.append(required(((*path, 'image') if index < 0 else (*path, index, 'image')), rule=rule))
             else:
-                errors.append(invalid(((*path, 'image') if index < 0 else (*path, index, 'image')), value, "must be of type string"))
+                errors.append(invalid(((*path, 'image') if index < 0 else (*path, index, 'image')), value, "must be of type string", 'schema/types'))
 
 
 def check_container_name(
@@ -51,20 +54,23 @@ def check_container_name(
     errors: list[FieldError],
     index: int = -1,
     only: tuple[str, ...] = (),
+    rule: str = '',
 ) -> None:
     """One container at ``path`` (with ``index``, the entry ``index`` of the list at ``path``:
     the entry's path is built only for an error): its declared rules' errors added to ``errors``,
-    in declaration order (``only``: of these ids alone, for a loop that reports around them)."""
+    in declaration order (``only``: of these ids alone, for a loop that reports around them),
+    labelled ``rule`` (the id at the caller's site: a placeholder's word filled, or another rule's;
+    a value of the wrong type is the schema's rule's, as the catalogue says)."""
     if not only or 'pod-template/{list}/name' in only:
         value = entry.get('name')
         if type(value) is not str or not value:
             if value is None or value == "":
-                errors.append(required(((*path, 'name') if index < 0 else (*path, index, 'name'))))
+                errors.append(required(((*path, 'name') if index < 0 else (*path, index, 'name')), rule=rule))
             else:
-                errors.append(invalid(((*path, 'name') if index < 0 else (*path, index, 'name')), value, "must be of type string"))
+                errors.append(invalid(((*path, 'name') if index < 0 else (*path, index, 'name')), value, "must be of type string", 'schema/types'))
         if type(value) is str:
             if value and not is_dns1123_label(value):
-                errors.extend([invalid(((*path, 'name') if index < 0 else (*path, index, 'name')), value, problem) for problem in dns1123_label_problems(value)])
+                errors.extend([invalid(((*path, 'name') if index < 0 else (*path, index, 'name')), value, problem, rule) for problem in dns1123_label_problems(value)])
 
 
 def check_container_port(
@@ -73,28 +79,31 @@ def check_container_port(
     errors: list[FieldError],
     index: int = -1,
     only: tuple[str, ...] = (),
+    rule: str = '',
 ) -> None:
     """One container port at ``path`` (with ``index``, the entry ``index`` of the list at ``path``:
     the entry's path is built only for an error): its declared rules' errors added to ``errors``,
-    in declaration order (``only``: of these ids alone, for a loop that reports around them)."""
+    in declaration order (``only``: of these ids alone, for a loop that reports around them),
+    labelled ``rule`` (the id at the caller's site: a placeholder's word filled, or another rule's;
+    a value of the wrong type is the schema's rule's, as the catalogue says)."""
     if not only or 'pod-template/{list}/ports' in only:
         value = entry.get('containerPort')
         if value is None:
-            errors.append(required(((*path, 'containerPort') if index < 0 else (*path, index, 'containerPort'))))
+            errors.append(required(((*path, 'containerPort') if index < 0 else (*path, index, 'containerPort')), rule=rule))
         if value is not None and not (type(value) is int and 1 <= value <= 65535):
-            errors.append(invalid(((*path, 'containerPort') if index < 0 else (*path, index, 'containerPort')), value, 'must be between 1 and 65535, inclusive'))
+            errors.append(invalid(((*path, 'containerPort') if index < 0 else (*path, index, 'containerPort')), value, 'must be between 1 and 65535, inclusive', rule))
         value = entry.get('hostPort')
         if value is not None and not (type(value) is int and 0 <= value <= 65535):
-            errors.append(invalid(((*path, 'hostPort') if index < 0 else (*path, index, 'hostPort')), value, 'must be between 1 and 65535, inclusive'))
+            errors.append(invalid(((*path, 'hostPort') if index < 0 else (*path, index, 'hostPort')), value, 'must be between 1 and 65535, inclusive', rule))
         value = entry.get('protocol')
         if value is not None and value not in ('TCP', 'UDP', 'SCTP'):
-            errors.append(not_supported(((*path, 'protocol') if index < 0 else (*path, index, 'protocol')), value, ('TCP', 'UDP', 'SCTP')))
+            errors.append(not_supported(((*path, 'protocol') if index < 0 else (*path, index, 'protocol')), value, ('TCP', 'UDP', 'SCTP'), rule))
         value = entry.get('name')
         if type(value) is str:
             if value and not is_port_name(value):
-                errors.extend([invalid(((*path, 'name') if index < 0 else (*path, index, 'name')), value, problem) for problem in port_name_problems(value)])
+                errors.extend([invalid(((*path, 'name') if index < 0 else (*path, index, 'name')), value, problem, rule) for problem in port_name_problems(value)])
         elif value is not None:
-            errors.append(invalid(((*path, 'name') if index < 0 else (*path, index, 'name')), value, "must be of type string"))
+            errors.append(invalid(((*path, 'name') if index < 0 else (*path, index, 'name')), value, "must be of type string", 'schema/types'))
 
 
 def check_env_var(
@@ -103,38 +112,43 @@ def check_env_var(
     errors: list[FieldError],
     index: int = -1,
     only: tuple[str, ...] = (),
+    rule: str = '',
 ) -> None:
     """One environment variable at ``path`` (with ``index``, the entry ``index`` of the list at ``path``:
     the entry's path is built only for an error): its declared rules' errors added to ``errors``,
-    in declaration order (``only``: of these ids alone, for a loop that reports around them)."""
+    in declaration order (``only``: of these ids alone, for a loop that reports around them),
+    labelled ``rule`` (the id at the caller's site: a placeholder's word filled, or another rule's;
+    a value of the wrong type is the schema's rule's, as the catalogue says)."""
     if not only or 'pod-template/{list}/env' in only:
         value = entry.get('name')
         if type(value) is not str or not value:
             if value is None or value == "":
-                errors.append(required(((*path, 'name') if index < 0 else (*path, index, 'name'))))
+                errors.append(required(((*path, 'name') if index < 0 else (*path, index, 'name')), rule=rule))
             else:
-                errors.append(invalid(((*path, 'name') if index < 0 else (*path, index, 'name')), value, "must be of type string"))
+                errors.append(invalid(((*path, 'name') if index < 0 else (*path, index, 'name')), value, "must be of type string", 'schema/types'))
         if type(value) is str:
             if value and not is_env_var_name(value):
-                errors.extend([invalid(((*path, 'name') if index < 0 else (*path, index, 'name')), value, problem) for problem in env_var_name_problems(value)])
+                errors.extend([invalid(((*path, 'name') if index < 0 else (*path, index, 'name')), value, problem, rule) for problem in env_var_name_problems(value)])
 
 
-def check_each_env_var(items: list[Any], path: FieldPath, errors: list[FieldError]) -> None:
+def check_each_env_var(
+    items: list[Any], path: FieldPath, errors: list[FieldError], rule: str = ''
+) -> None:
     """Each environment variable of the list at ``path``, as ``check_env_var``; an entry that is no object
-    is refused (``must be of type object``)."""
+    is refused (``must be of type object``, a type error of the schema's rule)."""
     for index, entry in enumerate(items):
         if type(entry) is not dict:
-            errors.append(invalid((*path, index), entry, "must be of type object"))
+            errors.append(invalid((*path, index), entry, "must be of type object", 'schema/types'))
             continue
         value = entry.get('name')
         if type(value) is not str or not value:
             if value is None or value == "":
-                errors.append(required((*path, index, 'name')))
+                errors.append(required((*path, index, 'name'), rule=rule))
             else:
-                errors.append(invalid((*path, index, 'name'), value, "must be of type string"))
+                errors.append(invalid((*path, index, 'name'), value, "must be of type string", 'schema/types'))
         if type(value) is str:
             if value and not is_env_var_name(value):
-                errors.extend([invalid((*path, index, 'name'), value, problem) for problem in env_var_name_problems(value)])
+                errors.extend([invalid((*path, index, 'name'), value, problem, rule) for problem in env_var_name_problems(value)])
 
 
 def check_pod_spec(
@@ -143,14 +157,17 @@ def check_pod_spec(
     errors: list[FieldError],
     index: int = -1,
     only: tuple[str, ...] = (),
+    rule: str = 'pod-template/restart-policy',
 ) -> None:
     """One pod spec at ``path`` (with ``index``, the entry ``index`` of the list at ``path``:
     the entry's path is built only for an error): its declared rules' errors added to ``errors``,
-    in declaration order (``only``: of these ids alone, for a loop that reports around them)."""
+    in declaration order (``only``: of these ids alone, for a loop that reports around them),
+    labelled ``rule`` (the id at the caller's site: a placeholder's word filled, or another rule's;
+    a value of the wrong type is the schema's rule's, as the catalogue says)."""
     if not only or 'pod-template/restart-policy' in only:
         value = entry.get('restartPolicy')
         if value is not None and value not in ('Always', 'OnFailure', 'Never'):
-            errors.append(not_supported(((*path, 'restartPolicy') if index < 0 else (*path, index, 'restartPolicy')), value, ('Always', 'OnFailure', 'Never')))
+            errors.append(not_supported(((*path, 'restartPolicy') if index < 0 else (*path, index, 'restartPolicy')), value, ('Always', 'OnFailure', 'Never'), rule))
 
 
 def check_t9k_replica_spec(
@@ -159,15 +176,18 @@ def check_t9k_replica_spec(
     errors: list[FieldError],
     index: int = -1,
     only: tuple[str, ...] = (),
+    rule: str = 'genericjob/replica-type',
 ) -> None:
     """One replica spec at ``path`` (with ``index``, the entry ``index`` of the list at ``path``:
     the entry's path is built only for an error): its declared rules' errors added to ``errors``,
-    in declaration order (``only``: of these ids alone, for a loop that reports around them)."""
+    in declaration order (``only``: of these ids alone, for a loop that reports around them),
+    labelled ``rule`` (the id at the caller's site: a placeholder's word filled, or another rule's;
+    a value of the wrong type is the schema's rule's, as the catalogue says)."""
     if not only or 'genericjob/replica-type' in only:
         value = entry.get('type')
         if type(value) is str:
             if value and not is_dns1123_label(value):
-                errors.extend([invalid(((*path, 'type') if index < 0 else (*path, index, 'type')), value, problem) for problem in dns1123_label_problems(value)])
+                errors.extend([invalid(((*path, 'type') if index < 0 else (*path, index, 'type')), value, problem, rule) for problem in dns1123_label_problems(value)])
 
 
 def check_template(
@@ -176,14 +196,17 @@ def check_template(
     errors: list[FieldError],
     index: int = -1,
     only: tuple[str, ...] = (),
+    rule: str = 'pod-template/spec',
 ) -> None:
     """One pod template at ``path`` (with ``index``, the entry ``index`` of the list at ``path``:
     the entry's path is built only for an error): its declared rules' errors added to ``errors``,
-    in declaration order (``only``: of these ids alone, for a loop that reports around them)."""
+    in declaration order (``only``: of these ids alone, for a loop that reports around them),
+    labelled ``rule`` (the id at the caller's site: a placeholder's word filled, or another rule's;
+    a value of the wrong type is the schema's rule's, as the catalogue says)."""
     if not only or 'pod-template/spec' in only:
         value = entry.get('spec')
         if value is None:
-            errors.append(required(((*path, 'spec') if index < 0 else (*path, index, 'spec'))))
+            errors.append(required(((*path, 'spec') if index < 0 else (*path, index, 'spec')), rule=rule))
 
 
 def check_volume(
@@ -192,20 +215,23 @@ def check_volume(
     errors: list[FieldError],
     index: int = -1,
     only: tuple[str, ...] = (),
+    rule: str = 'pod-template/volumes',
 ) -> None:
     """One volume at ``path`` (with ``index``, the entry ``index`` of the list at ``path``:
     the entry's path is built only for an error): its declared rules' errors added to ``errors``,
-    in declaration order (``only``: of these ids alone, for a loop that reports around them)."""
+    in declaration order (``only``: of these ids alone, for a loop that reports around them),
+    labelled ``rule`` (the id at the caller's site: a placeholder's word filled, or another rule's;
+    a value of the wrong type is the schema's rule's, as the catalogue says)."""
     if not only or 'pod-template/volumes' in only:
         value = entry.get('name')
         if type(value) is not str or not value:
             if value is None or value == "":
-                errors.append(required(((*path, 'name') if index < 0 else (*path, index, 'name'))))
+                errors.append(required(((*path, 'name') if index < 0 else (*path, index, 'name')), rule=rule))
             else:
-                errors.append(invalid(((*path, 'name') if index < 0 else (*path, index, 'name')), value, "must be of type string"))
+                errors.append(invalid(((*path, 'name') if index < 0 else (*path, index, 'name')), value, "must be of type string", 'schema/types'))
         if type(value) is str:
             if value and not is_dns1123_label(value):
-                errors.extend([invalid(((*path, 'name') if index < 0 else (*path, index, 'name')), value, problem) for problem in dns1123_label_problems(value)])
+                errors.extend([invalid(((*path, 'name') if index < 0 else (*path, index, 'name')), value, problem, rule) for problem in dns1123_label_problems(value)])
 
 
 def check_volume_mount(
@@ -214,20 +240,23 @@ def check_volume_mount(
     errors: list[FieldError],
     index: int = -1,
     only: tuple[str, ...] = (),
+    rule: str = '',
 ) -> None:
     """One volume mount at ``path`` (with ``index``, the entry ``index`` of the list at ``path``:
     the entry's path is built only for an error): its declared rules' errors added to ``errors``,
-    in declaration order (``only``: of these ids alone, for a loop that reports around them)."""
+    in declaration order (``only``: of these ids alone, for a loop that reports around them),
+    labelled ``rule`` (the id at the caller's site: a placeholder's word filled, or another rule's;
+    a value of the wrong type is the schema's rule's, as the catalogue says)."""
     if not only or 'pod-template/{list}/mounts' in only:
         value = entry.get('name')
         if type(value) is not str or not value:
             if value is None or value == "":
-                errors.append(required(((*path, 'name') if index < 0 else (*path, index, 'name'))))
+                errors.append(required(((*path, 'name') if index < 0 else (*path, index, 'name')), rule=rule))
             else:
-                errors.append(invalid(((*path, 'name') if index < 0 else (*path, index, 'name')), value, "must be of type string"))
+                errors.append(invalid(((*path, 'name') if index < 0 else (*path, index, 'name')), value, "must be of type string", 'schema/types'))
         value = entry.get('mountPath')
         if type(value) is not str or not value:
             if value is None or value == "":
-                errors.append(required(((*path, 'mountPath') if index < 0 else (*path, index, 'mountPath'))))
+                errors.append(required(((*path, 'mountPath') if index < 0 else (*path, index, 'mountPath')), rule=rule))
             else:
-                errors.append(invalid(((*path, 'mountPath') if index < 0 else (*path, index, 'mountPath')), value, "must be of type string"))
+                errors.append(invalid(((*path, 'mountPath') if index < 0 else (*path, index, 'mountPath')), value, "must be of type string", 'schema/types'))

@@ -13,6 +13,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 
 from jobgate import _generated
+from jobgate.engine.schema import SCHEMA_TYPES
 from jobgate.forms.base import Declaration, Declarations, FormError, When
 from jobgate.forms.catalogue import (
     Rule,
@@ -117,10 +118,13 @@ class ScopeDeclarations:
             "    errors: list[FieldError],",
             "    index: int = -1,",
             "    only: tuple[str, ...] = (),",
+            f"    rule: str = {self.default_rule()!r},",
             ") -> None:",
             f'    """One {self.scope.entry} at ``path`` (with ``index``, the entry ``index`` of the list at ``path``:',
             "    the entry's path is built only for an error): its declared rules' errors added to ``errors``,",
-            '    in declaration order (``only``: of these ids alone, for a loop that reports around them)."""',
+            "    in declaration order (``only``: of these ids alone, for a loop that reports around them),",
+            "    labelled ``rule`` (the id at the caller's site: a placeholder's word filled, or another rule's;",
+            '    a value of the wrong type is the schema\'s rule\'s, as the catalogue says)."""',
         ]
         body, imports = self._body(each=False)
         lines += body
@@ -130,17 +134,28 @@ class ScopeDeclarations:
         lines += [
             "",
             "",
-            f"def check_each_{name}(items: list[Any], path: FieldPath, errors: list[FieldError]) -> None:",
+            f"def check_each_{name}(",
+            f"    items: list[Any], path: FieldPath, errors: list[FieldError], rule: str = {self.default_rule()!r}",
+            ") -> None:",
             f'    """Each {self.scope.entry} of the list at ``path``, as ``check_{name}``; an entry that is no object',
-            '    is refused (``must be of type object``)."""',
+            '    is refused (``must be of type object``, a type error of the schema\'s rule)."""',
             "    for index, entry in enumerate(items):",
             "        if type(entry) is not dict:",
-            '            errors.append(invalid((*path, index), entry, "must be of type object"))',
+            f'            errors.append(invalid((*path, index), entry, "must be of type object", {SCHEMA_TYPES!r}))',
             "            continue",
         ]
         body, more = self._body(each=True)
         lines += [f"    {line}" for line in body]
         return lines, imports | more | {"invalid"}
+
+    def default_rule(self) -> str:
+        """The id the scope's errors carry unless its caller names one: its declarations' id when they
+        share one without a placeholder, else '' (the caller must name it)."""
+        ids = {d.id for d in self.scope.declared}
+        if len(ids) > 1:
+            raise FormError(f"scope {self.scope.name}: its declarations are one rule's (ids {sorted(ids)})")
+        (rule,) = ids
+        return "" if "{" in rule else rule
 
     def _body(self, *, each: bool) -> tuple[list[str], set[str]]:
         lines: list[str] = []
@@ -205,14 +220,14 @@ def _scoped_python(d: FieldForm, *, each: bool = False) -> tuple[list[str], set[
                 f"value = entry.get({field!r})",
                 f"if {valid}:",
                 f"    if {unset}:",
-                f"        errors.append(required({at}{message}))",
+                f"        errors.append(required({at}{message}, rule=rule))",
                 "    else:",
-                f'        errors.append(invalid({at}, value, "must be of type string"))',
+                f'        errors.append(invalid({at}, value, "must be of type string", {SCHEMA_TYPES!r}))',
             ], {"required", "invalid"}
         return [
             f"value = entry.get({field!r})",
             f"if {unset}:",
-            f"    errors.append(required({at}{message}))",
+            f"    errors.append(required({at}{message}, rule=rule))",
         ], {"required"}
     if field is not None and isinstance(d, StringField) and (d.label or d.syntax):
         is_one, problems = _SYNTAX_FUNCTIONS[d.syntax or "label"]
@@ -220,10 +235,13 @@ def _scoped_python(d: FieldForm, *, each: bool = False) -> tuple[list[str], set[
             f"value = entry.get({field!r})",
             "if type(value) is str:",
             f"    if value and not {is_one}(value):",
-            f"        errors.extend([invalid({at}, value, problem) for problem in {problems}(value)])",
+            f"        errors.extend([invalid({at}, value, problem, rule) for problem in {problems}(value)])",
         ]
         if d.string:
-            lines += ["elif value is not None:", f'    errors.append(invalid({at}, value, "must be of type string"))']
+            lines += [
+                "elif value is not None:",
+                f'    errors.append(invalid({at}, value, "must be of type string", {SCHEMA_TYPES!r}))',
+            ]
         return lines, {"invalid", is_one, problems}
     only_enum = isinstance(d, StringField) and d.enum and not (d.pattern or d.message or d.min_length or d.max_length)
     if field is not None and isinstance(d, StringField) and only_enum:
@@ -232,7 +250,7 @@ def _scoped_python(d: FieldForm, *, each: bool = False) -> tuple[list[str], set[
         return [
             f"value = entry.get({field!r})",
             f"if {given} and value not in {d.enum!r}:",
-            f"    errors.append(not_supported({at}, value, {d.enum!r}))",
+            f"    errors.append(not_supported({at}, value, {d.enum!r}, rule))",
         ], {"not_supported"}
     if field is not None and isinstance(d, FieldBound) and d.integer and d.message:
         within = (
@@ -244,18 +262,18 @@ def _scoped_python(d: FieldForm, *, each: bool = False) -> tuple[list[str], set[
         return [
             f"value = entry.get({field!r})",
             f"if value is not None and not (type(value) is int and {within}):",
-            f"    errors.append(invalid({at}, value, {d.message!r}))",
+            f"    errors.append(invalid({at}, value, {d.message!r}, rule))",
         ], {"invalid"}
     calls = field_calls(d)
     lines = []
     entry_path = "(*path, index)" if each else "((*path, index) if index >= 0 else path)"
     for call in calls:
         lines += [
-            f"for error in {call.replace('(obj, ', '(entry, ', 1)}:",
+            f"for error in ruled(rule, {call.replace('(obj, ', '(entry, ', 1)}):",
             f"    errors.append(rebased({entry_path}, error))",
         ]
     function = calls[0].split("(", 1)[0]
-    return lines, {function, "rebased"}
+    return lines, {function, "rebased", "ruled"}
 
 
 _SYNTAX_FUNCTIONS = {

@@ -19,6 +19,7 @@ from jobgate.engine.fielderrors import (
     too_many,
 )
 from jobgate.engine.findings import Findings, clip_warning
+from jobgate.engine.schema import SCHEMA_TYPES
 from jobgate.rules.quantity import (
     NANO,
     QUANTITY_MESSAGE,
@@ -44,6 +45,50 @@ POD_TEMPLATE_BOUNDS = {
     "ports": 32,
     "volumeMounts": 32,
 }
+# The ids of the rules below (the catalogue's records: jobgate/generate/cel/podtemplate.py), which
+# their errors carry.
+CONTAINERS_REQUIRED = "pod-template/containers"
+FRAMEWORK_CONTAINER = "pod-template/framework-container"
+BOUNDS = "pod-template/bounds"
+VOLUMES = "pod-template/volumes"
+VOLUME_NAMES_UNIQUE = "pod-template/volume-names-unique"
+CONTAINER_NAMES_UNIQUE = "pod-template/container-names-unique"
+
+
+class ContainerRules:
+    """The ids of the rules of one container list (``pod-template/{list}/...``, the list's key filled)."""
+
+    __slots__ = (
+        "env",
+        "extended_resource_limits",
+        "image",
+        "mounted_volumes",
+        "mounts",
+        "name",
+        "port_names_unique",
+        "ports",
+        "quantities",
+        "requests_within_limits",
+        "whole_extended_resources",
+    )
+
+    def __init__(self, key: str) -> None:
+        prefix = f"pod-template/{key}/"
+        self.name = prefix + "name"
+        self.image = prefix + "image"
+        self.ports = prefix + "ports"
+        self.port_names_unique = prefix + "port-names-unique"
+        self.mounts = prefix + "mounts"
+        self.mounted_volumes = prefix + "mounted-volumes"
+        self.env = prefix + "env"
+        self.quantities = prefix + "quantities"
+        self.whole_extended_resources = prefix + "whole-extended-resources"
+        self.extended_resource_limits = prefix + "extended-resource-limits"
+        self.requests_within_limits = prefix + "requests-within-limits"
+
+
+CONTAINER_RULES = {key: ContainerRules(key) for key in ("containers", "initContainers")}
+
 # --- defaults (copy-on-write: only the containers on the way to a change are copied) ------
 
 
@@ -56,16 +101,18 @@ POD_TEMPLATE_BOUNDS = {
 # ``_resource_class``) are called only for what is not the usual case.
 
 
-def _objects(value: Any, path: FieldPath, errors: list[FieldError], bound: str | None = None) -> list[Any]:
+def _objects(
+    value: Any, path: FieldPath, errors: list[FieldError], bound: str | None = None, bound_rule: str = BOUNDS
+) -> list[Any]:
     """The list at ``path`` (a type error and nothing when it is not a list); one longer than
-    ``POD_TEMPLATE_BOUNDS[bound]`` is refused, its items still checked. The loops below call it only
-    when the value is not a list within its bound."""
+    ``POD_TEMPLATE_BOUNDS[bound]`` is refused (labelled ``bound_rule``), its items still checked. The
+    loops below call it only when the value is not a list within its bound."""
     if type(value) is list:
         limit = POD_TEMPLATE_BOUNDS.get(bound) if bound is not None else None
         if limit is not None and len(value) > limit:
-            errors.append(too_many(path, len(value), limit))
+            errors.append(too_many(path, len(value), limit, bound_rule))
         return value
-    errors.append(invalid(path, value, "must be of type array"))
+    errors.append(invalid(path, value, "must be of type array", SCHEMA_TYPES))
     return []
 
 
@@ -79,6 +126,8 @@ def check_pod_template(
     found: Findings | None = None,
     required_container_when_unnamed: bool = False,
     missing_containers_detail: str | None = None,
+    missing_containers_rule: str = CONTAINERS_REQUIRED,
+    volumes_bound_rule: str = BOUNDS,
 ) -> Findings:
     """Everything the apiserver would refuse in pods created from ``template``.
 
@@ -86,7 +135,9 @@ def check_pod_template(
     ``required_container`` is (name, detail of the error when no container has that name), an
     error reported when containers have names (``required_container_when_unnamed``: also when
     none has one); ``missing_containers_detail`` replaces the detail of the error for a template
-    without containers. The findings are added to ``found`` when given (and returned), else to new ones.
+    without containers, ``missing_containers_rule`` its id (a family's own rule may claim it) and
+    ``volumes_bound_rule`` the id of too many volumes. The findings are added to ``found`` when given
+    (and returned), else to new ones.
     """
     if found is None:
         found = Findings()
@@ -99,11 +150,22 @@ def check_pod_template(
         return found
     spec_path = (*path, "spec")
     if type(spec) is not dict:
-        errors.append(invalid(spec_path, spec, "must be of type object"))
+        errors.append(invalid(spec_path, spec, "must be of type object", SCHEMA_TYPES))
         return found
 
     volumes = spec.get("volumes")
-    volume_names = _check_volumes(volumes, (*spec_path, "volumes"), errors) if volumes is not None else _NO_NAMES
+    volume_names = (
+        _check_volumes(
+            volumes,
+            (*spec_path, "volumes"),
+            errors,
+            rule=VOLUMES,
+            names_unique_rule=VOLUME_NAMES_UNIQUE,
+            bound_rule=volumes_bound_rule,
+        )
+        if volumes is not None
+        else _NO_NAMES
+    )
     seen: set[str] = set()
     init_containers = spec.get("initContainers")
     if init_containers is not None:
@@ -115,15 +177,14 @@ def check_pod_template(
         else _NO_NAMES
     )
     if not containers and (containers is None or type(containers) is list):
-        errors.append(
-            required((*spec_path, "containers"), missing_containers_detail or "must have at least one container")
-        )
+        detail = missing_containers_detail or "must have at least one container"
+        errors.append(required((*spec_path, "containers"), detail, missing_containers_rule))
     elif (
         required_container is not None
         and (main_names or (required_container_when_unnamed and type(containers) is list))
         and required_container[0] not in main_names
     ):
-        errors.append(required((*spec_path, "containers"), required_container[1]))
+        errors.append(required((*spec_path, "containers"), required_container[1], FRAMEWORK_CONTAINER))
 
     scoped_rules.check_pod_spec(spec, spec_path, errors)
     pod_policy = spec.get("restartPolicy")
@@ -143,30 +204,36 @@ def check_pod_template(
 _NO_NAMES: frozenset[str] = frozenset()
 
 
-def volume_errors(volumes: Any, path: FieldPath) -> list[FieldError]:
-    """A list of pod volumes on its own: objects, each with a name that is a DNS-1123 label, unique."""
+def volume_errors(
+    volumes: Any, path: FieldPath, rule: str, names_unique_rule: str, bound_rule: str
+) -> list[FieldError]:
+    """A list of pod volumes on its own: objects, each with a name that is a DNS-1123 label (an error
+    labelled ``rule``), unique (``names_unique_rule``), at most ``POD_TEMPLATE_BOUNDS`` of them
+    (``bound_rule``): the ids of the rules of the caller's list."""
     errors: list[FieldError] = []
-    _check_volumes(volumes, path, errors)
+    _check_volumes(volumes, path, errors, rule=rule, names_unique_rule=names_unique_rule, bound_rule=bound_rule)
     return errors
 
 
-def _check_volumes(volumes: Any, path: FieldPath, errors: list[FieldError]) -> set[str]:
+def _check_volumes(
+    volumes: Any, path: FieldPath, errors: list[FieldError], *, rule: str, names_unique_rule: str, bound_rule: str
+) -> set[str]:
     names: set[str] = set()
     if volumes is None:
         return names
     if type(volumes) is not list or len(volumes) > POD_TEMPLATE_BOUNDS["volumes"]:
-        volumes = _objects(volumes, path, errors, "volumes")
+        volumes = _objects(volumes, path, errors, "volumes", bound_rule)
     check_volume = scoped_rules.check_volume
     for index, volume in enumerate(volumes):
         if type(volume) is not dict:
-            errors.append(invalid((*path, index), volume, "must be of type object"))
+            errors.append(invalid((*path, index), volume, "must be of type object", SCHEMA_TYPES))
             continue
-        check_volume(volume, path, errors, index)
+        check_volume(volume, path, errors, index, (), rule)
         name = volume.get("name")
         if type(name) is not str or not name:
             continue
         if name in names:
-            errors.append(duplicate((*path, index, "name"), name))
+            errors.append(duplicate((*path, index, "name"), name, names_unique_rule))
         names.add(name)
     return names
 
@@ -180,12 +247,13 @@ def _check_containers(
     assert type(key) is str
     if type(items) is not list or len(items) > POD_TEMPLATE_BOUNDS[key]:
         items = _objects(items, path, errors, key)
+    rules = CONTAINER_RULES[key]
     names: set[str] = set()
     for index, container in enumerate(items):
         if type(container) is not dict:
-            errors.append(invalid((*path, index), container, "must be of type object"))
+            errors.append(invalid((*path, index), container, "must be of type object", SCHEMA_TYPES))
             continue
-        name = _check_container(container, (*path, index), errors, seen, volume_names)
+        name = _check_container(container, (*path, index), errors, seen, volume_names, rules=rules)
         if name is not None:
             names.add(name)
     return names
@@ -197,17 +265,19 @@ def _check_container(
     errors: list[FieldError],
     seen: set[str],
     volume_names: AbstractSet[str],
+    *,
+    rules: ContainerRules,
 ) -> str | None:
-    """Check one container; returns its name when it has a usable one."""
-    scoped_rules.check_container_name(container, path, errors)
+    """Check one container (of the list whose rules' ids are ``rules``); returns its name when it has a usable one."""
+    scoped_rules.check_container_name(container, path, errors, -1, (), rules.name)
     name = container.get("name")
     if type(name) is str and name:
         if name in seen:
-            errors.append(duplicate((*path, "name"), name))
+            errors.append(duplicate((*path, "name"), name, CONTAINER_NAMES_UNIQUE))
         seen.add(name)
     else:
         name = None
-    scoped_rules.check_container(container, path, errors)
+    scoped_rules.check_container(container, path, errors, -1, (), rules.image)
 
     ports = container.get("ports")
     if ports is not None:
@@ -217,21 +287,21 @@ def _check_container(
         port_names: set[str] = set()
         for index, port in enumerate(ports):
             if type(port) is not dict:
-                errors.append(invalid((*ports_path, index), port, "must be of type object"))
+                errors.append(invalid((*ports_path, index), port, "must be of type object", SCHEMA_TYPES))
                 continue
-            scoped_rules.check_container_port(port, ports_path, errors, index)
+            scoped_rules.check_container_port(port, ports_path, errors, index, (), rules.ports)
             port_name = port.get("name")
             if type(port_name) is str and port_name:
                 if port_name in port_names:
-                    errors.append(duplicate((*ports_path, index, "name"), port_name))
+                    errors.append(duplicate((*ports_path, index, "name"), port_name, rules.port_names_unique))
                 port_names.add(port_name)
 
     resources = container.get("resources")
     if resources is not None:
         if type(resources) is dict:
-            _check_resources(resources, (*path, "resources"), name, errors)
+            _check_resources(resources, (*path, "resources"), name, errors, rules)
         else:
-            errors.append(invalid((*path, "resources"), resources, "must be of type object"))
+            errors.append(invalid((*path, "resources"), resources, "must be of type object", SCHEMA_TYPES))
 
     mounts = container.get("volumeMounts")
     if mounts is not None:
@@ -241,15 +311,17 @@ def _check_container(
         check_volume_mount = scoped_rules.check_volume_mount
         for index, mount in enumerate(mounts):
             if type(mount) is not dict:
-                errors.append(invalid((*mounts_path, index), mount, "must be of type object"))
+                errors.append(invalid((*mounts_path, index), mount, "must be of type object", SCHEMA_TYPES))
                 continue
             # A name of no volume is set (a string, not ""): it never comes with the scope's error of
             # the name, and is reported first, where it was (before the mount's path).
             mount_name = mount.get("name")
             if type(mount_name) is str and mount_name and mount_name not in volume_names:
                 mount_path = (*mounts_path, index, "name")
-                errors.append(not_found(mount_path, mount_name, "no volume of that name in the pod"))
-            check_volume_mount(mount, mounts_path, errors, index)
+                errors.append(
+                    not_found(mount_path, mount_name, "no volume of that name in the pod", rules.mounted_volumes)
+                )
+            check_volume_mount(mount, mounts_path, errors, index, (), rules.mounts)
 
     env = container.get("env")
     if env is not None:
@@ -257,7 +329,7 @@ def _check_container(
         if type(env) is not list:
             env = _objects(env, env_list_path, errors)
         # Nothing is reported between two variables: the generated loop over the list.
-        scoped_rules.check_each_env_var(env, env_list_path, errors)
+        scoped_rules.check_each_env_var(env, env_list_path, errors, rules.env)
     return name
 
 
@@ -279,10 +351,12 @@ def _resource_class(resource: str) -> tuple[bool, bool]:
     return known
 
 
-def _quantities(values: Any, path: FieldPath, key: str, errors: list[FieldError]) -> dict[str, tuple[Any, int]]:
+def _quantities(
+    values: Any, path: FieldPath, key: str, errors: list[FieldError], rules: ContainerRules
+) -> dict[str, tuple[Any, int]]:
     """The valid quantities of ``values`` (requests or limits, at ``path`` + ``key``, not None), by resource."""
     if type(values) is not dict:
-        errors.append(invalid((*path, key), values, "must be of type object"))
+        errors.append(invalid((*path, key), values, "must be of type object", SCHEMA_TYPES))
         return {}
     parsed = {}
     for resource, raw in values.items():
@@ -292,32 +366,39 @@ def _quantities(values: Any, path: FieldPath, key: str, errors: list[FieldError]
         elif type(raw) is int:
             quantity = parse_quantity(raw)
         else:
-            errors.append(invalid((*path, key, Key(resource)), raw, "must be of type integer or string"))
+            errors.append(invalid((*path, key, Key(resource)), raw, "must be of type integer or string", SCHEMA_TYPES))
             continue
         # A whole number of units is valid for every resource; only a fraction asks which it is
         # (a native resource, cpu or memory, may be fractional).
         if quantity is not None and quantity >= 0 and (quantity % NANO == 0 or _resource_class(resource)[0]):
             parsed[resource] = (raw, quantity)
         elif quantity is None:
-            errors.append(invalid((*path, key, Key(resource)), raw, QUANTITY_MESSAGE))
+            errors.append(invalid((*path, key, Key(resource)), raw, QUANTITY_MESSAGE, rules.quantities))
         elif quantity < 0:
-            errors.append(invalid((*path, key, Key(resource)), raw, "must be greater than or equal to 0"))
+            errors.append(
+                invalid((*path, key, Key(resource)), raw, "must be greater than or equal to 0", rules.quantities)
+            )
         else:
-            errors.append(invalid((*path, key, Key(resource)), raw, "must be an integer"))
+            whole = rules.whole_extended_resources
+            errors.append(invalid((*path, key, Key(resource)), raw, "must be an integer", whole))
     return parsed
 
 
 def _check_resources(
-    resources: dict[str, Any], path: FieldPath, container_name: str | None, errors: list[FieldError]
+    resources: dict[str, Any],
+    path: FieldPath,
+    container_name: str | None,
+    errors: list[FieldError],
+    rules: ContainerRules,
 ) -> None:
     """``container_name`` names the container in the errors' details (their paths give its index
     only, as the apiserver's do)."""
     raw_limits = resources.get("limits")
     raw_requests = resources.get("requests")
-    limits = _quantities(raw_limits, path, "limits", errors) if raw_limits is not None else _NO_QUANTITIES
+    limits = _quantities(raw_limits, path, "limits", errors, rules) if raw_limits is not None else _NO_QUANTITIES
     if raw_requests is None:
         return
-    requests = _quantities(raw_requests, path, "requests", errors)
+    requests = _quantities(raw_requests, path, "requests", errors, rules)
     if type(raw_requests) is dict and (raw_limits is None or type(raw_limits) is dict):
         # Read from the keys, whatever their values (a wrong one has its own error): the apiserver
         # refuses the pods ("Limit must be set for non overcommitable resources") and the job would be
@@ -325,7 +406,7 @@ def _check_resources(
         for resource in raw_requests:
             if (raw_limits is None or resource not in raw_limits) and not _resource_class(resource)[1]:
                 detail = limit_required_detail(resource, _owner(container_name))
-                errors.append(required((*path, "limits", Key(resource)), detail))
+                errors.append(required((*path, "limits", Key(resource)), detail, rules.extended_resource_limits))
     for resource, (raw, quantity) in requests.items():
         limit = limits.get(resource)
         if limit is None or quantity == limit[1]:
@@ -338,6 +419,7 @@ def _check_resources(
                         (*path, "requests", Key(resource)),
                         raw,
                         f"must be less than or equal to {resource} limit of {limit_raw}{_owner(container_name)}",
+                        rules.requests_within_limits,
                     )
                 )
         else:
@@ -346,6 +428,7 @@ def _check_resources(
                     (*path, "requests", Key(resource)),
                     raw,
                     f"must be equal to {resource} limit of {limit_raw}{_owner(container_name)}",
+                    rules.requests_within_limits,
                 )
             )
 

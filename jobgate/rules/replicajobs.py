@@ -27,7 +27,7 @@ from jobgate.engine.registry import GroupVersionKind
 from jobgate.forms.checks.replica_maps import respelled_types
 from jobgate.rules.dicts import as_int, copied_dict
 from jobgate.rules.jobmeta import check_job_name, check_spec_schema
-from jobgate.rules.podtemplate import check_pod_template
+from jobgate.rules.podtemplate import CONTAINERS_REQUIRED, check_pod_template
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING, without importing typing at run time (start-up)
 if TYPE_CHECKING:
@@ -158,6 +158,11 @@ class ReplicaJobKind:
         A method, not a class attribute a subclass overrides: compiled by mypyc, a base class's
         attribute is read natively and a subclass's override is not seen."""
         return None
+
+    def missing_containers_rule(self) -> str:
+        """The id of the rule of a replica's template without containers (a family's own may claim it).
+        A method: see ``unknown_type_restart_policy``."""
+        return CONTAINERS_REQUIRED
 
     # Whether a framework container is still required when no container has a name.
     required_container_when_unnamed = False
@@ -393,6 +398,7 @@ class ReplicaJobKind:
             found=found,
             required_container_when_unnamed=self.required_container_when_unnamed,
             missing_containers_detail=self._missing_containers,
+            missing_containers_rule=self.missing_containers_rule(),
         )
 
     def _check_run_policy(self, spec: dict[str, Any], replicas: dict[str, dict[str, Any]], found: Findings) -> None:
@@ -421,11 +427,11 @@ class ReplicaJobKind:
 # --- role rules shared by the families --------------------------------------------------------
 
 
-def exactly_one(replicas: dict[str, dict[str, Any]], base: FieldPath, role: str) -> list[FieldError]:
-    """``role`` is present with 1 replica (an unset count is 1 once defaulted)."""
+def exactly_one(replicas: dict[str, dict[str, Any]], base: FieldPath, role: str, rule: str) -> list[FieldError]:
+    """``role`` is present with 1 replica (an unset count is 1 once defaulted); ``rule`` is the caller's id."""
     if role not in replicas:
-        return [required((*base, Key(role)), "must be present")]
+        return [required((*base, Key(role)), "must be present", rule)]
     count = as_int(replicas[role].get("replicas"))
     if count is not None and count != 1:
-        return [invalid((*base, Key(role), "replicas"), count, "must be 1")]
+        return [invalid((*base, Key(role), "replicas"), count, "must be 1", rule)]
     return []

@@ -19,7 +19,7 @@ from jobgate.engine.registry import GroupVersionKind, register
 from jobgate.rules.dicts import as_int
 from jobgate.rules.jobmeta import check_job_name, check_spec_schema
 from jobgate.rules.names import is_dns1123_label
-from jobgate.rules.podtemplate import check_pod_template, volume_errors
+from jobgate.rules.podtemplate import VOLUME_NAMES_UNIQUE, VOLUMES, check_pod_template, volume_errors
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING, without importing typing at run time (start-up)
 if TYPE_CHECKING:
@@ -38,6 +38,13 @@ CONTROLLER_POD_RESTART_POLICY = "Never"
 # rules (jobgate/families/diengine/cel.py) need bounds for the apiserver's cost estimate; no real
 # job comes near these, and a longer list is refused here as the apiserver does, so that both agree.
 MAX_TASKS = 16
+# The ids of DIJob's rules of its shared volumes (jobgate/families/diengine/cel.py), which their errors carry.
+TASK_VOLUMES_BOUND = "dijob/pod-volumes-bound"
+SHARED_VOLUMES = "dijob/shared-volumes"
+SHARED_VOLUME_NAMES_UNIQUE = "dijob/shared-volume-names-unique"
+BOUNDS = "dijob/bounds"
+# A pod template's volume rule whose error, once it points at a shared volume, is the shared volumes' rule.
+_SHARED_RULES = {VOLUMES: SHARED_VOLUMES, VOLUME_NAMES_UNIQUE: SHARED_VOLUME_NAMES_UNIQUE}
 MAX_SHARED_VOLUMES = 16
 
 
@@ -102,6 +109,7 @@ class DIJobKind:
                 (*path, "template"),
                 where=f"tasks[{index}]",
                 replica_restart_policy=CONTROLLER_POD_RESTART_POLICY,
+                volumes_bound_rule=TASK_VOLUMES_BOUND,
             )
             for error in _attribute_shared_volumes(task_found.errors, (*path, "template"), task.get("template")):
                 template_errors.setdefault(str(error), error)  # spec.volumes errors once, not once per task
@@ -114,7 +122,12 @@ class DIJobKind:
                 counts[name] = 1 if count is None else count
         # The shared volumes on their own too: a job whose tasks have no pod spec to carry them
         # (reported there already, then) still has them checked, as the CRD's schema does.
-        for error in volume_errors(shared_volumes, ("spec", "volumes")) if isinstance(shared_volumes, list) else ():
+        shared_errors = (
+            volume_errors(shared_volumes, ("spec", "volumes"), SHARED_VOLUMES, SHARED_VOLUME_NAMES_UNIQUE, BOUNDS)
+            if isinstance(shared_volumes, list)
+            else ()
+        )
+        for error in shared_errors:
             template_errors.setdefault(str(error), error)
         found.errors[:0] = check_job_name(obj, counts.items())
         found.errors.extend(template_errors.values())
@@ -147,7 +160,8 @@ def _attribute_shared_volumes(errors: list[FieldError], template_path: FieldPath
         position = path[depth] if path[:depth] == volumes_path and len(path) > depth else None
         if isinstance(position, int) and position >= own_count:
             shared_path = ("spec", "volumes", position - own_count, *path[depth + 1 :])
-            attributed.append(FieldError(error.type, shared_path, error.value, error.detail, error.rule))
+            rule = _SHARED_RULES.get(error.rule, error.rule)
+            attributed.append(FieldError(error.type, shared_path, error.value, error.detail, rule))
             continue
         attributed.append(error)
     return attributed
