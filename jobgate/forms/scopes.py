@@ -118,13 +118,14 @@ class ScopeDeclarations:
             "    errors: list[FieldError],",
             "    index: int = -1,",
             "    only: tuple[str, ...] = (),",
-            f"    rule: str = {self.default_rule()!r},",
+            f"    rules: tuple[str, ...] = {self.default_rules()!r},",
             ") -> None:",
             f'    """One {self.scope.entry} at ``path`` (with ``index``, the entry ``index`` of the list at ``path``:',
             "    the entry's path is built only for an error): its declared rules' errors added to ``errors``,",
             "    in declaration order (``only``: of these ids alone, for a loop that reports around them),",
-            "    labelled ``rule`` (the id at the caller's site: a placeholder's word filled, or another rule's;",
-            '    a value of the wrong type is the schema\'s rule\'s, as the catalogue says)."""',
+            "    each labelled with its rule's id in ``rules`` (the scope's ids in declaration order, as at the",
+            "    caller's site: a placeholder's word filled, or another rule's id; a value of the wrong type is",
+            '    the schema\'s rule\'s, as the catalogue says)."""',
         ]
         body, imports = self._body(each=False)
         lines += body
@@ -135,7 +136,10 @@ class ScopeDeclarations:
             "",
             "",
             f"def check_each_{name}(",
-            f"    items: list[Any], path: FieldPath, errors: list[FieldError], rule: str = {self.default_rule()!r}",
+            "    items: list[Any],",
+            "    path: FieldPath,",
+            "    errors: list[FieldError],",
+            f"    rules: tuple[str, ...] = {self.default_rules()!r},",
             ") -> None:",
             f'    """Each {self.scope.entry} of the list at ``path``, as ``check_{name}``; an entry that is no object',
             '    is refused (``must be of type object``, a type error of the schema\'s rule)."""',
@@ -148,21 +152,22 @@ class ScopeDeclarations:
         lines += [f"    {line}" for line in body]
         return lines, imports | more | {"invalid"}
 
-    def default_rule(self) -> str:
-        """The id the scope's errors carry unless its caller names one: its declarations' id when they
-        share one without a placeholder, else '' (the caller must name it)."""
-        ids = {d.id for d in self.scope.declared}
-        if len(ids) > 1:
-            raise FormError(f"scope {self.scope.name}: its declarations are one rule's (ids {sorted(ids)})")
-        (rule,) = ids
-        return "" if "{" in rule else rule
+    def ids(self) -> list[str]:
+        """The scope's ids, in declaration order: where its generated function finds each in ``rules``."""
+        return list(dict.fromkeys(d.id for d in self.scope.declared))
+
+    def default_rules(self) -> tuple[str, ...]:
+        """The ids the scope's errors carry unless its caller names them: each as declared, '' for one
+        with a placeholder (its caller fills the word)."""
+        return tuple("" if "{" in rule else rule for rule in self.ids())
 
     def _body(self, *, each: bool) -> tuple[list[str], set[str]]:
         lines: list[str] = []
         imports: set[str] = set()
         current, fetched = "", ""
+        ids = self.ids()
         for d in self.scope.declared:
-            body, needs = _scoped_python(d, each=each)
+            body, needs = _scoped_python(d, f"rules[{ids.index(d.id)}]", each=each)
             imports |= needs
             if d.id != current:
                 # Declarations of one id side by side are one test of ``only`` (none over a list).
@@ -204,10 +209,11 @@ def _inline_site(d: FieldForm) -> str | None:
     return site.target[0]
 
 
-def _scoped_python(d: FieldForm, *, each: bool = False) -> tuple[list[str], set[str]]:
+def _scoped_python(d: FieldForm, rule: str, *, each: bool = False) -> tuple[list[str], set[str]]:
     """The lines that check one declaration of a scope on ``entry`` at ``path`` (``each``: the entry
-    ``index`` of the list at ``path``), and their imports. Inline for the forms of the hot path (a
-    field of the entry); otherwise the form's function, run on the entry, its errors rebased."""
+    ``index`` of the list at ``path``), its errors labelled ``rule`` (an expression), and their imports.
+    Inline for the forms of the hot path (a field of the entry); otherwise the form's function, run on
+    the entry, its errors rebased."""
     field = _inline_site(d)
     at = f"(*path, index, {field!r})" if each else f"((*path, {field!r}) if index < 0 else (*path, index, {field!r}))"
     if field is not None and isinstance(d, RequiredField):
@@ -220,14 +226,14 @@ def _scoped_python(d: FieldForm, *, each: bool = False) -> tuple[list[str], set[
                 f"value = entry.get({field!r})",
                 f"if {valid}:",
                 f"    if {unset}:",
-                f"        errors.append(required({at}{message}, rule=rule))",
+                f"        errors.append(required({at}{message}, rule={rule}))",
                 "    else:",
                 f'        errors.append(invalid({at}, value, "must be of type string", {SCHEMA_TYPES!r}))',
             ], {"required", "invalid"}
         return [
             f"value = entry.get({field!r})",
             f"if {unset}:",
-            f"    errors.append(required({at}{message}, rule=rule))",
+            f"    errors.append(required({at}{message}, rule={rule}))",
         ], {"required"}
     if field is not None and isinstance(d, StringField) and (d.label or d.syntax):
         is_one, problems = _SYNTAX_FUNCTIONS[d.syntax or "label"]
@@ -235,7 +241,7 @@ def _scoped_python(d: FieldForm, *, each: bool = False) -> tuple[list[str], set[
             f"value = entry.get({field!r})",
             "if type(value) is str:",
             f"    if value and not {is_one}(value):",
-            f"        errors.extend([invalid({at}, value, problem, rule) for problem in {problems}(value)])",
+            f"        errors.extend([invalid({at}, value, problem, {rule}) for problem in {problems}(value)])",
         ]
         if d.string:
             lines += [
@@ -250,7 +256,7 @@ def _scoped_python(d: FieldForm, *, each: bool = False) -> tuple[list[str], set[
         return [
             f"value = entry.get({field!r})",
             f"if {given} and value not in {d.enum!r}:",
-            f"    errors.append(not_supported({at}, value, {d.enum!r}, rule))",
+            f"    errors.append(not_supported({at}, value, {d.enum!r}, {rule}))",
         ], {"not_supported"}
     if field is not None and isinstance(d, FieldBound) and d.integer and d.message:
         within = (
@@ -262,14 +268,14 @@ def _scoped_python(d: FieldForm, *, each: bool = False) -> tuple[list[str], set[
         return [
             f"value = entry.get({field!r})",
             f"if value is not None and not (type(value) is int and {within}):",
-            f"    errors.append(invalid({at}, value, {d.message!r}, rule))",
+            f"    errors.append(invalid({at}, value, {d.message!r}, {rule}))",
         ], {"invalid"}
     calls = field_calls(d)
     lines = []
     entry_path = "(*path, index)" if each else "((*path, index) if index >= 0 else path)"
     for call in calls:
         lines += [
-            f"for error in ruled(rule, {call.replace('(obj, ', '(entry, ', 1)}):",
+            f"for error in ruled({rule}, {call.replace('(obj, ', '(entry, ', 1)}):",
             f"    errors.append(rebased({entry_path}, error))",
         ]
     function = calls[0].split("(", 1)[0]

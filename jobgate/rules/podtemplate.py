@@ -56,7 +56,8 @@ CONTAINER_NAMES_UNIQUE = "pod-template/container-names-unique"
 
 
 class ContainerRules:
-    """The ids of the rules of one container list (``pod-template/{list}/...``, the list's key filled)."""
+    """The ids of the rules of one container list (``pod-template/{list}/...``, the list's key filled);
+    those of the generated scope functions as their ``rules`` argument (one id each)."""
 
     __slots__ = (
         "env",
@@ -74,13 +75,13 @@ class ContainerRules:
 
     def __init__(self, key: str) -> None:
         prefix = f"pod-template/{key}/"
-        self.name = prefix + "name"
-        self.image = prefix + "image"
-        self.ports = prefix + "ports"
+        self.name = (prefix + "name",)
+        self.image = (prefix + "image",)
+        self.ports = (prefix + "ports",)
         self.port_names_unique = prefix + "port-names-unique"
-        self.mounts = prefix + "mounts"
+        self.mounts = (prefix + "mounts",)
         self.mounted_volumes = prefix + "mounted-volumes"
-        self.env = prefix + "env"
+        self.env = (prefix + "env",)
         self.quantities = prefix + "quantities"
         self.whole_extended_resources = prefix + "whole-extended-resources"
         self.extended_resource_limits = prefix + "extended-resource-limits"
@@ -224,11 +225,12 @@ def _check_volumes(
     if type(volumes) is not list or len(volumes) > POD_TEMPLATE_BOUNDS["volumes"]:
         volumes = _objects(volumes, path, errors, "volumes", bound_rule)
     check_volume = scoped_rules.check_volume
+    volume_rules = (rule,)
     for index, volume in enumerate(volumes):
         if type(volume) is not dict:
             errors.append(invalid((*path, index), volume, "must be of type object", SCHEMA_TYPES))
             continue
-        check_volume(volume, path, errors, index, (), rule)
+        check_volume(volume, path, errors, index, (), volume_rules)
         name = volume.get("name")
         if type(name) is not str or not name:
             continue

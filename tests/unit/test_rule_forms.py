@@ -1412,6 +1412,23 @@ def test_a_scope_is_placed_and_recorded_at_each_site(scoped):
         assert explained == [[f"s/{list_name}/{n}"] for n in expected]
 
 
+def test_a_scopes_errors_carry_the_ids_its_caller_names(scoped):
+    """Each declaration's errors carry its id from ``rules`` (the scope's ids in declaration order), which
+    the caller fills for its site (a placeholder's word); a value of the wrong type is the schema's rule's."""
+    from jobgate.rules.podtemplate_declared import TEMPLATE
+
+    assert MEMBERS.default_rules() == ("", "", "", "")  # each id has a placeholder: the caller names them
+    assert ScopeDeclarations(TEMPLATE).default_rules() == ("pod-template/spec",)
+    ids = tuple(f"s/members/{n}" for n in ("name", "image", "port", "replicas"))
+    errors: list = []
+    entry = {"name": "Bad", "image": "", "ports": [{}], "replicas": 4}
+    scoped(entry, ("spec", "members", 0), errors, rules=ids)
+    assert [e.rule for e in errors] == [ids[0]] * (len(errors) - 3) + list(ids[1:])
+    errors = []
+    scoped({"name": "ok", "image": 7}, ("spec", "members", 0), errors, rules=ids)
+    assert [e.rule for e in errors] == ["schema/types"]
+
+
 def test_a_scope_a_form_cannot_compile_is_refused():
     with pytest.raises(FormError):  # not a field form
         ScopeDeclarations(Scope("x", "entry", (MaxItems("x", (("a", 1),)),)))  # type: ignore[arg-type]
