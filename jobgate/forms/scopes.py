@@ -44,6 +44,10 @@ class Scope:
     # Also ``check_each_<name>(items, path, errors)``: the checks over a whole list, for a loop that
     # reports nothing between its entries (one call per list, not per entry).
     each: bool = False
+    # Where the word of each placeholder of the ids is in an entry's path, counted from its end
+    # (``(("list", -2),)``: a container's list, ``...containers[0]``): the generated function labels
+    # its errors with the ids it fills from the path, so that its callers pass nothing for them.
+    words: tuple[tuple[str, int], ...] = ()
 
 
 @dataclass(frozen=True)
@@ -78,6 +82,13 @@ class ScopeDeclarations:
                 raise FormError(f"{d.id}: a scope holds field declarations (paths relative to the entry)")
             for path in field_paths(d):
                 Site(d, path)  # refuses a path or condition its form cannot compile
+        words = dict(scope.words)
+        for placeholder in {p for d in scope.declared for p in re.findall(r"{(\w+)}", d.id)}:
+            if words.get(placeholder, 0) > -2:
+                raise FormError(
+                    f"scope {scope.name}: the word of {{{placeholder}}} in its ids is a step of the entry's "
+                    "path before its own (words: offset -2 or less)"
+                )
         # The ids as one site fills them: checked as a kind's are (field forms may share one).
         self.at(ScopeSite(scope, "spec.entries[*]", ()))
 
@@ -118,14 +129,12 @@ class ScopeDeclarations:
             "    errors: list[FieldError],",
             "    index: int = -1,",
             "    only: tuple[str, ...] = (),",
-            f"    rules: tuple[str, ...] = {self.default_rules()!r},",
             ") -> None:",
             f'    """One {self.scope.entry} at ``path`` (with ``index``, the entry ``index`` of the list at ``path``:',
             "    the entry's path is built only for an error): its declared rules' errors added to ``errors``,",
             "    in declaration order (``only``: of these ids alone, for a loop that reports around them),",
-            "    each labelled with its rule's id in ``rules`` (the scope's ids in declaration order, as at the",
-            "    caller's site: a placeholder's word filled, or another rule's id; a value of the wrong type is",
-            '    the schema\'s rule\'s, as the catalogue says)."""',
+            "    each labelled with its rule's id (a placeholder's word read from the entry's path; a value of",
+            '    the wrong type is the schema\'s rule\'s, as the catalogue says)."""',
         ]
         body, imports = self._body(each=False)
         lines += body
@@ -139,7 +148,6 @@ class ScopeDeclarations:
             "    items: list[Any],",
             "    path: FieldPath,",
             "    errors: list[FieldError],",
-            f"    rules: tuple[str, ...] = {self.default_rules()!r},",
             ") -> None:",
             f'    """Each {self.scope.entry} of the list at ``path``, as ``check_{name}``; an entry that is no object',
             '    is refused (``must be of type object``, a type error of the schema\'s rule)."""',
@@ -152,22 +160,25 @@ class ScopeDeclarations:
         lines += [f"    {line}" for line in body]
         return lines, imports | more | {"invalid"}
 
-    def ids(self) -> list[str]:
-        """The scope's ids, in declaration order: where its generated function finds each in ``rules``."""
-        return list(dict.fromkeys(d.id for d in self.scope.declared))
+    def label(self, rule: str, *, each: bool) -> str:
+        """The expression of the id ``rule`` in the generated function: a literal, or an f-string whose
+        placeholders read their words from the entry's path (``path`` with ``index``, or the entry's own)."""
+        words = dict(self.scope.words)
+        if "{" not in rule:
+            return repr(rule)
 
-    def default_rules(self) -> tuple[str, ...]:
-        """The ids the scope's errors carry unless its caller names them: each as declared, '' for one
-        with a placeholder (its caller fills the word)."""
-        return tuple("" if "{" in rule else rule for rule in self.ids())
+        def word(match: re.Match[str]) -> str:
+            offset = words[match.group(1)]
+            return f"{{path[{offset + 1}]}}" if each else f"{{path[{offset}] if index < 0 else path[{offset + 1}]}}"
+
+        return "f" + repr(re.sub(r"{(\w+)}", word, rule))
 
     def _body(self, *, each: bool) -> tuple[list[str], set[str]]:
         lines: list[str] = []
         imports: set[str] = set()
         current, fetched = "", ""
-        ids = self.ids()
         for d in self.scope.declared:
-            body, needs = _scoped_python(d, f"rules[{ids.index(d.id)}]", each=each)
+            body, needs = _scoped_python(d, self.label(d.id, each=each), each=each)
             imports |= needs
             if d.id != current:
                 # Declarations of one id side by side are one test of ``only`` (none over a list).

@@ -56,18 +56,14 @@ CONTAINER_NAMES_UNIQUE = "pod-template/container-names-unique"
 
 
 class ContainerRules:
-    """The ids of the rules of one container list (``pod-template/{list}/...``, the list's key filled);
-    those of the generated scope functions as their ``rules`` argument (one id each)."""
+    """The ids of the hand-written rules of one container list (``pod-template/{list}/...``, the list's
+    key filled), found by ``_rules`` where an error is made (the generated scope functions read the key
+    from the path themselves): a valid container pays nothing for them."""
 
     __slots__ = (
-        "env",
         "extended_resource_limits",
-        "image",
         "mounted_volumes",
-        "mounts",
-        "name",
         "port_names_unique",
-        "ports",
         "quantities",
         "requests_within_limits",
         "whole_extended_resources",
@@ -75,13 +71,8 @@ class ContainerRules:
 
     def __init__(self, key: str) -> None:
         prefix = f"pod-template/{key}/"
-        self.name = (prefix + "name",)
-        self.image = (prefix + "image",)
-        self.ports = (prefix + "ports",)
         self.port_names_unique = prefix + "port-names-unique"
-        self.mounts = (prefix + "mounts",)
         self.mounted_volumes = prefix + "mounted-volumes"
-        self.env = (prefix + "env",)
         self.quantities = prefix + "quantities"
         self.whole_extended_resources = prefix + "whole-extended-resources"
         self.extended_resource_limits = prefix + "extended-resource-limits"
@@ -89,6 +80,15 @@ class ContainerRules:
 
 
 CONTAINER_RULES = {key: ContainerRules(key) for key in ("containers", "initContainers")}
+
+
+def _rules(container_path: FieldPath) -> ContainerRules:
+    """The ids of the rules of the list of the container at ``container_path`` (its key, then its
+    index): read where an error is made, so that a valid container pays nothing for them."""
+    key = container_path[-2]
+    assert type(key) is str
+    return CONTAINER_RULES[key]
+
 
 # --- defaults (copy-on-write: only the containers on the way to a change are copied) ------
 
@@ -102,16 +102,14 @@ CONTAINER_RULES = {key: ContainerRules(key) for key in ("containers", "initConta
 # ``_resource_class``) are called only for what is not the usual case.
 
 
-def _objects(
-    value: Any, path: FieldPath, errors: list[FieldError], bound: str | None = None, bound_rule: str = BOUNDS
-) -> list[Any]:
+def _objects(value: Any, path: FieldPath, errors: list[FieldError], bound: str | None = None) -> list[Any]:
     """The list at ``path`` (a type error and nothing when it is not a list); one longer than
-    ``POD_TEMPLATE_BOUNDS[bound]`` is refused (labelled ``bound_rule``), its items still checked. The
-    loops below call it only when the value is not a list within its bound."""
+    ``POD_TEMPLATE_BOUNDS[bound]`` is refused, its items still checked. The loops below call it only
+    when the value is not a list within its bound."""
     if type(value) is list:
         limit = POD_TEMPLATE_BOUNDS.get(bound) if bound is not None else None
         if limit is not None and len(value) > limit:
-            errors.append(too_many(path, len(value), limit, bound_rule))
+            errors.append(too_many(path, len(value), limit, BOUNDS))
         return value
     errors.append(invalid(path, value, "must be of type array", SCHEMA_TYPES))
     return []
@@ -127,8 +125,6 @@ def check_pod_template(
     found: Findings | None = None,
     required_container_when_unnamed: bool = False,
     missing_containers_detail: str | None = None,
-    missing_containers_rule: str = CONTAINERS_REQUIRED,
-    volumes_bound_rule: str = BOUNDS,
 ) -> Findings:
     """Everything the apiserver would refuse in pods created from ``template``.
 
@@ -136,9 +132,10 @@ def check_pod_template(
     ``required_container`` is (name, detail of the error when no container has that name), an
     error reported when containers have names (``required_container_when_unnamed``: also when
     none has one); ``missing_containers_detail`` replaces the detail of the error for a template
-    without containers, ``missing_containers_rule`` its id (a family's own rule may claim it) and
-    ``volumes_bound_rule`` the id of too many volumes. The findings are added to ``found`` when given
-    (and returned), else to new ones.
+    without containers. The findings are added to ``found`` when given (and returned), else to new ones.
+    Errors carry the pod template's rule ids; a family whose own rule claims one of them (Kubeflow's
+    missing containers, DI-engine's bound of a task's volumes) relabels it: no parameter for it here,
+    which every call would pay for.
     """
     if found is None:
         found = Findings()
@@ -155,18 +152,7 @@ def check_pod_template(
         return found
 
     volumes = spec.get("volumes")
-    volume_names = (
-        _check_volumes(
-            volumes,
-            (*spec_path, "volumes"),
-            errors,
-            rule=VOLUMES,
-            names_unique_rule=VOLUME_NAMES_UNIQUE,
-            bound_rule=volumes_bound_rule,
-        )
-        if volumes is not None
-        else _NO_NAMES
-    )
+    volume_names = _check_volumes(volumes, (*spec_path, "volumes"), errors) if volumes is not None else _NO_NAMES
     seen: set[str] = set()
     init_containers = spec.get("initContainers")
     if init_containers is not None:
@@ -179,7 +165,7 @@ def check_pod_template(
     )
     if not containers and (containers is None or type(containers) is list):
         detail = missing_containers_detail or "must have at least one container"
-        errors.append(required((*spec_path, "containers"), detail, missing_containers_rule))
+        errors.append(required((*spec_path, "containers"), detail, CONTAINERS_REQUIRED))
     elif (
         required_container is not None
         and (main_names or (required_container_when_unnamed and type(containers) is list))
@@ -205,37 +191,31 @@ def check_pod_template(
 _NO_NAMES: frozenset[str] = frozenset()
 
 
-def volume_errors(
-    volumes: Any, path: FieldPath, rule: str, names_unique_rule: str, bound_rule: str
-) -> list[FieldError]:
-    """A list of pod volumes on its own: objects, each with a name that is a DNS-1123 label (an error
-    labelled ``rule``), unique (``names_unique_rule``), at most ``POD_TEMPLATE_BOUNDS`` of them
-    (``bound_rule``): the ids of the rules of the caller's list."""
+def volume_errors(volumes: Any, path: FieldPath) -> list[FieldError]:
+    """A list of pod volumes on its own: objects, each with a name that is a DNS-1123 label
+    (``VOLUMES``), unique (``VOLUME_NAMES_UNIQUE``), at most ``POD_TEMPLATE_BOUNDS`` of them (``BOUNDS``)."""
     errors: list[FieldError] = []
-    _check_volumes(volumes, path, errors, rule=rule, names_unique_rule=names_unique_rule, bound_rule=bound_rule)
+    _check_volumes(volumes, path, errors)
     return errors
 
 
-def _check_volumes(
-    volumes: Any, path: FieldPath, errors: list[FieldError], *, rule: str, names_unique_rule: str, bound_rule: str
-) -> set[str]:
+def _check_volumes(volumes: Any, path: FieldPath, errors: list[FieldError]) -> set[str]:
     names: set[str] = set()
     if volumes is None:
         return names
     if type(volumes) is not list or len(volumes) > POD_TEMPLATE_BOUNDS["volumes"]:
-        volumes = _objects(volumes, path, errors, "volumes", bound_rule)
+        volumes = _objects(volumes, path, errors, "volumes")
     check_volume = scoped_rules.check_volume
-    volume_rules = (rule,)
     for index, volume in enumerate(volumes):
         if type(volume) is not dict:
             errors.append(invalid((*path, index), volume, "must be of type object", SCHEMA_TYPES))
             continue
-        check_volume(volume, path, errors, index, (), volume_rules)
+        check_volume(volume, path, errors, index)
         name = volume.get("name")
         if type(name) is not str or not name:
             continue
         if name in names:
-            errors.append(duplicate((*path, index, "name"), name, names_unique_rule))
+            errors.append(duplicate((*path, index, "name"), name, VOLUME_NAMES_UNIQUE))
         names.add(name)
     return names
 
@@ -249,13 +229,12 @@ def _check_containers(
     assert type(key) is str
     if type(items) is not list or len(items) > POD_TEMPLATE_BOUNDS[key]:
         items = _objects(items, path, errors, key)
-    rules = CONTAINER_RULES[key]
     names: set[str] = set()
     for index, container in enumerate(items):
         if type(container) is not dict:
             errors.append(invalid((*path, index), container, "must be of type object", SCHEMA_TYPES))
             continue
-        name = _check_container(container, (*path, index), errors, seen, volume_names, rules=rules)
+        name = _check_container(container, (*path, index), errors, seen, volume_names)
         if name is not None:
             names.add(name)
     return names
@@ -267,11 +246,9 @@ def _check_container(
     errors: list[FieldError],
     seen: set[str],
     volume_names: AbstractSet[str],
-    *,
-    rules: ContainerRules,
 ) -> str | None:
-    """Check one container (of the list whose rules' ids are ``rules``); returns its name when it has a usable one."""
-    scoped_rules.check_container_name(container, path, errors, -1, (), rules.name)
+    """Check one container; returns its name when it has a usable one."""
+    scoped_rules.check_container_name(container, path, errors)
     name = container.get("name")
     if type(name) is str and name:
         if name in seen:
@@ -279,7 +256,7 @@ def _check_container(
         seen.add(name)
     else:
         name = None
-    scoped_rules.check_container(container, path, errors, -1, (), rules.image)
+    scoped_rules.check_container(container, path, errors)
 
     ports = container.get("ports")
     if ports is not None:
@@ -291,17 +268,17 @@ def _check_container(
             if type(port) is not dict:
                 errors.append(invalid((*ports_path, index), port, "must be of type object", SCHEMA_TYPES))
                 continue
-            scoped_rules.check_container_port(port, ports_path, errors, index, (), rules.ports)
+            scoped_rules.check_container_port(port, ports_path, errors, index)
             port_name = port.get("name")
             if type(port_name) is str and port_name:
                 if port_name in port_names:
-                    errors.append(duplicate((*ports_path, index, "name"), port_name, rules.port_names_unique))
+                    errors.append(duplicate((*ports_path, index, "name"), port_name, _rules(path).port_names_unique))
                 port_names.add(port_name)
 
     resources = container.get("resources")
     if resources is not None:
         if type(resources) is dict:
-            _check_resources(resources, (*path, "resources"), name, errors, rules)
+            _check_resources(resources, (*path, "resources"), name, errors)
         else:
             errors.append(invalid((*path, "resources"), resources, "must be of type object", SCHEMA_TYPES))
 
@@ -321,9 +298,9 @@ def _check_container(
             if type(mount_name) is str and mount_name and mount_name not in volume_names:
                 mount_path = (*mounts_path, index, "name")
                 errors.append(
-                    not_found(mount_path, mount_name, "no volume of that name in the pod", rules.mounted_volumes)
+                    not_found(mount_path, mount_name, "no volume of that name in the pod", _rules(path).mounted_volumes)
                 )
-            check_volume_mount(mount, mounts_path, errors, index, (), rules.mounts)
+            check_volume_mount(mount, mounts_path, errors, index)
 
     env = container.get("env")
     if env is not None:
@@ -331,7 +308,7 @@ def _check_container(
         if type(env) is not list:
             env = _objects(env, env_list_path, errors)
         # Nothing is reported between two variables: the generated loop over the list.
-        scoped_rules.check_each_env_var(env, env_list_path, errors, rules.env)
+        scoped_rules.check_each_env_var(env, env_list_path, errors)
     return name
 
 
@@ -353,9 +330,7 @@ def _resource_class(resource: str) -> tuple[bool, bool]:
     return known
 
 
-def _quantities(
-    values: Any, path: FieldPath, key: str, errors: list[FieldError], rules: ContainerRules
-) -> dict[str, tuple[Any, int]]:
+def _quantities(values: Any, path: FieldPath, key: str, errors: list[FieldError]) -> dict[str, tuple[Any, int]]:
     """The valid quantities of ``values`` (requests or limits, at ``path`` + ``key``, not None), by resource."""
     if type(values) is not dict:
         errors.append(invalid((*path, key), values, "must be of type object", SCHEMA_TYPES))
@@ -375,32 +350,30 @@ def _quantities(
         if quantity is not None and quantity >= 0 and (quantity % NANO == 0 or _resource_class(resource)[0]):
             parsed[resource] = (raw, quantity)
         elif quantity is None:
-            errors.append(invalid((*path, key, Key(resource)), raw, QUANTITY_MESSAGE, rules.quantities))
+            errors.append(invalid((*path, key, Key(resource)), raw, QUANTITY_MESSAGE, _rules(path[:-1]).quantities))
         elif quantity < 0:
             errors.append(
-                invalid((*path, key, Key(resource)), raw, "must be greater than or equal to 0", rules.quantities)
+                invalid(
+                    (*path, key, Key(resource)), raw, "must be greater than or equal to 0", _rules(path[:-1]).quantities
+                )
             )
         else:
-            whole = rules.whole_extended_resources
+            whole = _rules(path[:-1]).whole_extended_resources
             errors.append(invalid((*path, key, Key(resource)), raw, "must be an integer", whole))
     return parsed
 
 
 def _check_resources(
-    resources: dict[str, Any],
-    path: FieldPath,
-    container_name: str | None,
-    errors: list[FieldError],
-    rules: ContainerRules,
+    resources: dict[str, Any], path: FieldPath, container_name: str | None, errors: list[FieldError]
 ) -> None:
     """``container_name`` names the container in the errors' details (their paths give its index
     only, as the apiserver's do)."""
     raw_limits = resources.get("limits")
     raw_requests = resources.get("requests")
-    limits = _quantities(raw_limits, path, "limits", errors, rules) if raw_limits is not None else _NO_QUANTITIES
+    limits = _quantities(raw_limits, path, "limits", errors) if raw_limits is not None else _NO_QUANTITIES
     if raw_requests is None:
         return
-    requests = _quantities(raw_requests, path, "requests", errors, rules)
+    requests = _quantities(raw_requests, path, "requests", errors)
     if type(raw_requests) is dict and (raw_limits is None or type(raw_limits) is dict):
         # Read from the keys, whatever their values (a wrong one has its own error): the apiserver
         # refuses the pods ("Limit must be set for non overcommitable resources") and the job would be
@@ -408,7 +381,9 @@ def _check_resources(
         for resource in raw_requests:
             if (raw_limits is None or resource not in raw_limits) and not _resource_class(resource)[1]:
                 detail = limit_required_detail(resource, _owner(container_name))
-                errors.append(required((*path, "limits", Key(resource)), detail, rules.extended_resource_limits))
+                errors.append(
+                    required((*path, "limits", Key(resource)), detail, _rules(path[:-1]).extended_resource_limits)
+                )
     for resource, (raw, quantity) in requests.items():
         limit = limits.get(resource)
         if limit is None or quantity == limit[1]:
@@ -421,7 +396,7 @@ def _check_resources(
                         (*path, "requests", Key(resource)),
                         raw,
                         f"must be less than or equal to {resource} limit of {limit_raw}{_owner(container_name)}",
-                        rules.requests_within_limits,
+                        _rules(path[:-1]).requests_within_limits,
                     )
                 )
         else:
@@ -430,7 +405,7 @@ def _check_resources(
                     (*path, "requests", Key(resource)),
                     raw,
                     f"must be equal to {resource} limit of {limit_raw}{_owner(container_name)}",
-                    rules.requests_within_limits,
+                    _rules(path[:-1]).requests_within_limits,
                 )
             )
 

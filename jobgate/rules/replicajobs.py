@@ -27,7 +27,7 @@ from jobgate.engine.registry import GroupVersionKind
 from jobgate.forms.checks.replica_maps import respelled_types
 from jobgate.rules.dicts import as_int, copied_dict
 from jobgate.rules.jobmeta import check_job_name, check_spec_schema
-from jobgate.rules.podtemplate import CONTAINERS_REQUIRED, check_pod_template
+from jobgate.rules.podtemplate import check_pod_template
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING, without importing typing at run time (start-up)
 if TYPE_CHECKING:
@@ -158,11 +158,6 @@ class ReplicaJobKind:
         A method, not a class attribute a subclass overrides: compiled by mypyc, a base class's
         attribute is read natively and a subclass's override is not seen."""
         return None
-
-    def missing_containers_rule(self) -> str:
-        """The id of the rule of a replica's template without containers (a family's own may claim it).
-        A method: see ``unknown_type_restart_policy``."""
-        return CONTAINERS_REQUIRED
 
     # Whether a framework container is still required when no container has a name.
     required_container_when_unnamed = False
@@ -398,7 +393,6 @@ class ReplicaJobKind:
             found=found,
             required_container_when_unnamed=self.required_container_when_unnamed,
             missing_containers_detail=self._missing_containers,
-            missing_containers_rule=self.missing_containers_rule(),
         )
 
     def _check_run_policy(self, spec: dict[str, Any], replicas: dict[str, dict[str, Any]], found: Findings) -> None:

@@ -30,6 +30,7 @@ from jobgate.engine.registry import register
 from jobgate.rules.dicts import as_int, copied_dict
 from jobgate.rules.jobmeta import check_job_name
 from jobgate.rules.names import dns1035_label_problems
+from jobgate.rules.podtemplate import CONTAINERS_REQUIRED
 from jobgate.rules.replicajobs import (
     ReplicaJobKind,
     Role,
@@ -80,9 +81,6 @@ class KubeflowKind(ReplicaJobKind):
     def unknown_type_restart_policy(self) -> str | None:
         # Kubeflow's defaulters default every entry of the map (MPIJob's only Launcher and Worker).
         return self.roles[0].restart_policy if self.normalise_types else None
-
-    def missing_containers_rule(self) -> str:
-        return TEMPLATE_CONTAINERS
 
     def run_policy(self, spec: dict[str, Any]) -> dict[str, Any]:
         policy = spec.get("runPolicy")
@@ -157,7 +155,14 @@ class KubeflowKind(ReplicaJobKind):
             detail = self._missing_containers or "must have at least one container"
             found.errors.append(required((*path, "template", "spec", "containers"), detail, TEMPLATE_CONTAINERS))
             return
+        start = len(found.errors)
         super()._check_replica(replica_type, replica, path, found)
+        # A template without containers is Kubeflow's own rule's (its words, its id), not the pod template's.
+        errors = found.errors
+        for index in range(start, len(errors)):
+            error = errors[index]
+            if error.rule == CONTAINERS_REQUIRED:
+                errors[index] = FieldError(error.type, error.path, error.value, error.detail, TEMPLATE_CONTAINERS)
 
     def _check_family_rules(self, spec: dict[str, Any], replicas: dict[str, dict[str, Any]], found: Findings) -> None:
         manager = self.run_policy(spec).get("managedBy")
