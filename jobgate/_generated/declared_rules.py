@@ -125,7 +125,7 @@ def validate_genericjob_batch_tensorstack_dev(
     if not only or any(i in only for i in ('genericjob/run-mode-types', 'genericjob/run-mode-types-unique')):
         errors.extend(refers_to(obj, paths=(('spec', 'runMode', 'debug', 'replicaSpecs'), ('spec', 'runMode', 'pause', 'resumeSpecs')), key='type', items_path=('spec', 'replicaSpecs'), by='type', message='no replica spec of this type (types: {known})', unique=True))
     if not only or any(i in only for i in ('genericjob/service-port-names-required', 'genericjob/service-port-names', 'genericjob/service-port-names-unique')):
-        errors.extend(named_entries(obj, path=('spec', 'service', 'ports'), name='name', type_field='', untyped='', singletons=(), messages=('', '', 'a service with more than one port needs a name for each'), several=True, label_stops=False))
+        errors.extend(named_entries(obj, path=('spec', 'service', 'ports'), name='name', type_field='', untyped='', singletons=(), messages=('', '', 'a service with more than one port needs a name for each'), several=True, label_stops=False, rules=('', 'genericjob/service-port-names-required', 'genericjob/service-port-names', 'genericjob/service-port-names-unique')))
     if not only or 'genericjob/replicas-immutable' in only:
         found = entries_unchanged(obj, old, path=('spec', 'replicaSpecs'), fields=('type', 'template'), message='replica types and pod templates are immutable once the job exists')
         if found:
@@ -306,7 +306,7 @@ def validate_dijob_diengine_opendilab_org(
         if found:
             errors.extend(ruled('dijob/bounds', found))
     if not only or any(i in only for i in ('dijob/one-task-per-type', 'dijob/task-name-required', 'dijob/task-name', 'dijob/task-names-unique')):
-        errors.extend(named_entries(obj, path=('spec', 'tasks'), name='name', type_field='type', untyped='none', singletons=('learner', 'collector', 'evaluator'), messages=('the number of {type} task is more than one', ' (tasks[{first}] is one)', 'none type task has no name'), several=False, label_stops=True))
+        errors.extend(named_entries(obj, path=('spec', 'tasks'), name='name', type_field='type', untyped='none', singletons=('learner', 'collector', 'evaluator'), messages=('the number of {type} task is more than one', ' (tasks[{first}] is one)', 'none type task has no name'), several=False, label_stops=True, rules=('dijob/one-task-per-type', 'dijob/task-name-required', 'dijob/task-name', 'dijob/task-names-unique')))
     return errors
 
 

@@ -35,14 +35,16 @@ def check_container(
 ) -> None:
     """One container at ``path`` (with ``index``, the entry ``index`` of the list at ``path``:
     the entry's path is built only for an error): its declared rules' errors added to ``errors``,
-    in declaration order (``only``: of these ids alone, for a loop that reports around them)."""
+    in declaration order (``only``: of these ids alone, for a loop that reports around them),
+    each labelled with its rule's id (a placeholder's word read from the entry's path; a value of
+    the wrong type is the schema's rule's, as the catalogue says)."""
     if not only or 'pod-template/{list}/image' in only:
         value = entry.get('image')
         if type(value) is not str or not value:
             if value is None or value == "":
-                errors.append(required(((*path, 'image') if index < 0 else (*path, index, 'image'))))
+                errors.append(required(((*path, 'image') if index < 0 else (*path, index, 'image')), rule=f'pod-template/{path[-2] if index < 0 else path[-1]}/image'))
             else:
-                errors.append(invalid(((*path, 'image') if index < 0 else (*path, index, 'image')), value, "must be of type string"))
+                errors.append(invalid(((*path, 'image') if index < 0 else (*path, index, 'image')), value, "must be of type string", 'schema/types'))
 
 
 def check_container_name(
@@ -54,17 +56,19 @@ def check_container_name(
 ) -> None:
     """One container at ``path`` (with ``index``, the entry ``index`` of the list at ``path``:
     the entry's path is built only for an error): its declared rules' errors added to ``errors``,
-    in declaration order (``only``: of these ids alone, for a loop that reports around them)."""
+    in declaration order (``only``: of these ids alone, for a loop that reports around them),
+    each labelled with its rule's id (a placeholder's word read from the entry's path; a value of
+    the wrong type is the schema's rule's, as the catalogue says)."""
     if not only or 'pod-template/{list}/name' in only:
         value = entry.get('name')
         if type(value) is not str or not value:
             if value is None or value == "":
-                errors.append(required(((*path, 'name') if index < 0 else (*path, index, 'name'))))
+                errors.append(required(((*path, 'name') if index < 0 else (*path, index, 'name')), rule=f'pod-template/{path[-2] if index < 0 else path[-1]}/name'))
             else:
-                errors.append(invalid(((*path, 'name') if index < 0 else (*path, index, 'name')), value, "must be of type string"))
+                errors.append(invalid(((*path, 'name') if index < 0 else (*path, index, 'name')), value, "must be of type string", 'schema/types'))
         if type(value) is str:
             if value and not is_dns1123_label(value):
-                errors.extend([invalid(((*path, 'name') if index < 0 else (*path, index, 'name')), value, problem) for problem in dns1123_label_problems(value)])
+                errors.extend([invalid(((*path, 'name') if index < 0 else (*path, index, 'name')), value, problem, f'pod-template/{path[-2] if index < 0 else path[-1]}/name') for problem in dns1123_label_problems(value)])
 
 
 def check_container_port(
@@ -76,25 +80,27 @@ def check_container_port(
 ) -> None:
     """One container port at ``path`` (with ``index``, the entry ``index`` of the list at ``path``:
     the entry's path is built only for an error): its declared rules' errors added to ``errors``,
-    in declaration order (``only``: of these ids alone, for a loop that reports around them)."""
+    in declaration order (``only``: of these ids alone, for a loop that reports around them),
+    each labelled with its rule's id (a placeholder's word read from the entry's path; a value of
+    the wrong type is the schema's rule's, as the catalogue says)."""
     if not only or 'pod-template/{list}/ports' in only:
         value = entry.get('containerPort')
         if value is None:
-            errors.append(required(((*path, 'containerPort') if index < 0 else (*path, index, 'containerPort'))))
+            errors.append(required(((*path, 'containerPort') if index < 0 else (*path, index, 'containerPort')), rule=f'pod-template/{path[-4] if index < 0 else path[-3]}/ports'))
         if value is not None and not (type(value) is int and 1 <= value <= 65535):
-            errors.append(invalid(((*path, 'containerPort') if index < 0 else (*path, index, 'containerPort')), value, 'must be between 1 and 65535, inclusive'))
+            errors.append(invalid(((*path, 'containerPort') if index < 0 else (*path, index, 'containerPort')), value, 'must be between 1 and 65535, inclusive', f'pod-template/{path[-4] if index < 0 else path[-3]}/ports'))
         value = entry.get('hostPort')
         if value is not None and not (type(value) is int and 0 <= value <= 65535):
-            errors.append(invalid(((*path, 'hostPort') if index < 0 else (*path, index, 'hostPort')), value, 'must be between 1 and 65535, inclusive'))
+            errors.append(invalid(((*path, 'hostPort') if index < 0 else (*path, index, 'hostPort')), value, 'must be between 1 and 65535, inclusive', f'pod-template/{path[-4] if index < 0 else path[-3]}/ports'))
         value = entry.get('protocol')
         if value is not None and value not in ('TCP', 'UDP', 'SCTP'):
-            errors.append(not_supported(((*path, 'protocol') if index < 0 else (*path, index, 'protocol')), value, ('TCP', 'UDP', 'SCTP')))
+            errors.append(not_supported(((*path, 'protocol') if index < 0 else (*path, index, 'protocol')), value, ('TCP', 'UDP', 'SCTP'), f'pod-template/{path[-4] if index < 0 else path[-3]}/ports'))
         value = entry.get('name')
         if type(value) is str:
             if value and not is_port_name(value):
-                errors.extend([invalid(((*path, 'name') if index < 0 else (*path, index, 'name')), value, problem) for problem in port_name_problems(value)])
+                errors.extend([invalid(((*path, 'name') if index < 0 else (*path, index, 'name')), value, problem, f'pod-template/{path[-4] if index < 0 else path[-3]}/ports') for problem in port_name_problems(value)])
         elif value is not None:
-            errors.append(invalid(((*path, 'name') if index < 0 else (*path, index, 'name')), value, "must be of type string"))
+            errors.append(invalid(((*path, 'name') if index < 0 else (*path, index, 'name')), value, "must be of type string", 'schema/types'))
 
 
 def check_env_var(
@@ -106,35 +112,41 @@ def check_env_var(
 ) -> None:
     """One environment variable at ``path`` (with ``index``, the entry ``index`` of the list at ``path``:
     the entry's path is built only for an error): its declared rules' errors added to ``errors``,
-    in declaration order (``only``: of these ids alone, for a loop that reports around them)."""
+    in declaration order (``only``: of these ids alone, for a loop that reports around them),
+    each labelled with its rule's id (a placeholder's word read from the entry's path; a value of
+    the wrong type is the schema's rule's, as the catalogue says)."""
     if not only or 'pod-template/{list}/env' in only:
         value = entry.get('name')
         if type(value) is not str or not value:
             if value is None or value == "":
-                errors.append(required(((*path, 'name') if index < 0 else (*path, index, 'name'))))
+                errors.append(required(((*path, 'name') if index < 0 else (*path, index, 'name')), rule=f'pod-template/{path[-4] if index < 0 else path[-3]}/env'))
             else:
-                errors.append(invalid(((*path, 'name') if index < 0 else (*path, index, 'name')), value, "must be of type string"))
+                errors.append(invalid(((*path, 'name') if index < 0 else (*path, index, 'name')), value, "must be of type string", 'schema/types'))
         if type(value) is str:
             if value and not is_env_var_name(value):
-                errors.extend([invalid(((*path, 'name') if index < 0 else (*path, index, 'name')), value, problem) for problem in env_var_name_problems(value)])
+                errors.extend([invalid(((*path, 'name') if index < 0 else (*path, index, 'name')), value, problem, f'pod-template/{path[-4] if index < 0 else path[-3]}/env') for problem in env_var_name_problems(value)])
 
 
-def check_each_env_var(items: list[Any], path: FieldPath, errors: list[FieldError]) -> None:
+def check_each_env_var(
+    items: list[Any],
+    path: FieldPath,
+    errors: list[FieldError],
+) -> None:
     """Each environment variable of the list at ``path``, as ``check_env_var``; an entry that is no object
-    is refused (``must be of type object``)."""
+    is refused (``must be of type object``, a type error of the schema's rule)."""
     for index, entry in enumerate(items):
         if type(entry) is not dict:
-            errors.append(invalid((*path, index), entry, "must be of type object"))
+            errors.append(invalid((*path, index), entry, "must be of type object", 'schema/types'))
             continue
         value = entry.get('name')
         if type(value) is not str or not value:
             if value is None or value == "":
-                errors.append(required((*path, index, 'name')))
+                errors.append(required((*path, index, 'name'), rule=f'pod-template/{path[-3]}/env'))
             else:
-                errors.append(invalid((*path, index, 'name'), value, "must be of type string"))
+                errors.append(invalid((*path, index, 'name'), value, "must be of type string", 'schema/types'))
         if type(value) is str:
             if value and not is_env_var_name(value):
-                errors.extend([invalid((*path, index, 'name'), value, problem) for problem in env_var_name_problems(value)])
+                errors.extend([invalid((*path, index, 'name'), value, problem, f'pod-template/{path[-3]}/env') for problem in env_var_name_problems(value)])
 
 
 def check_pod_spec(
@@ -146,11 +158,13 @@ def check_pod_spec(
 ) -> None:
     """One pod spec at ``path`` (with ``index``, the entry ``index`` of the list at ``path``:
     the entry's path is built only for an error): its declared rules' errors added to ``errors``,
-    in declaration order (``only``: of these ids alone, for a loop that reports around them)."""
+    in declaration order (``only``: of these ids alone, for a loop that reports around them),
+    each labelled with its rule's id (a placeholder's word read from the entry's path; a value of
+    the wrong type is the schema's rule's, as the catalogue says)."""
     if not only or 'pod-template/restart-policy' in only:
         value = entry.get('restartPolicy')
         if value is not None and value not in ('Always', 'OnFailure', 'Never'):
-            errors.append(not_supported(((*path, 'restartPolicy') if index < 0 else (*path, index, 'restartPolicy')), value, ('Always', 'OnFailure', 'Never')))
+            errors.append(not_supported(((*path, 'restartPolicy') if index < 0 else (*path, index, 'restartPolicy')), value, ('Always', 'OnFailure', 'Never'), 'pod-template/restart-policy'))
 
 
 def check_t9k_replica_spec(
@@ -162,12 +176,14 @@ def check_t9k_replica_spec(
 ) -> None:
     """One replica spec at ``path`` (with ``index``, the entry ``index`` of the list at ``path``:
     the entry's path is built only for an error): its declared rules' errors added to ``errors``,
-    in declaration order (``only``: of these ids alone, for a loop that reports around them)."""
+    in declaration order (``only``: of these ids alone, for a loop that reports around them),
+    each labelled with its rule's id (a placeholder's word read from the entry's path; a value of
+    the wrong type is the schema's rule's, as the catalogue says)."""
     if not only or 'genericjob/replica-type' in only:
         value = entry.get('type')
         if type(value) is str:
             if value and not is_dns1123_label(value):
-                errors.extend([invalid(((*path, 'type') if index < 0 else (*path, index, 'type')), value, problem) for problem in dns1123_label_problems(value)])
+                errors.extend([invalid(((*path, 'type') if index < 0 else (*path, index, 'type')), value, problem, 'genericjob/replica-type') for problem in dns1123_label_problems(value)])
 
 
 def check_template(
@@ -179,11 +195,13 @@ def check_template(
 ) -> None:
     """One pod template at ``path`` (with ``index``, the entry ``index`` of the list at ``path``:
     the entry's path is built only for an error): its declared rules' errors added to ``errors``,
-    in declaration order (``only``: of these ids alone, for a loop that reports around them)."""
+    in declaration order (``only``: of these ids alone, for a loop that reports around them),
+    each labelled with its rule's id (a placeholder's word read from the entry's path; a value of
+    the wrong type is the schema's rule's, as the catalogue says)."""
     if not only or 'pod-template/spec' in only:
         value = entry.get('spec')
         if value is None:
-            errors.append(required(((*path, 'spec') if index < 0 else (*path, index, 'spec'))))
+            errors.append(required(((*path, 'spec') if index < 0 else (*path, index, 'spec')), rule='pod-template/spec'))
 
 
 def check_volume(
@@ -195,17 +213,19 @@ def check_volume(
 ) -> None:
     """One volume at ``path`` (with ``index``, the entry ``index`` of the list at ``path``:
     the entry's path is built only for an error): its declared rules' errors added to ``errors``,
-    in declaration order (``only``: of these ids alone, for a loop that reports around them)."""
+    in declaration order (``only``: of these ids alone, for a loop that reports around them),
+    each labelled with its rule's id (a placeholder's word read from the entry's path; a value of
+    the wrong type is the schema's rule's, as the catalogue says)."""
     if not only or 'pod-template/volumes' in only:
         value = entry.get('name')
         if type(value) is not str or not value:
             if value is None or value == "":
-                errors.append(required(((*path, 'name') if index < 0 else (*path, index, 'name'))))
+                errors.append(required(((*path, 'name') if index < 0 else (*path, index, 'name')), rule='pod-template/volumes'))
             else:
-                errors.append(invalid(((*path, 'name') if index < 0 else (*path, index, 'name')), value, "must be of type string"))
+                errors.append(invalid(((*path, 'name') if index < 0 else (*path, index, 'name')), value, "must be of type string", 'schema/types'))
         if type(value) is str:
             if value and not is_dns1123_label(value):
-                errors.extend([invalid(((*path, 'name') if index < 0 else (*path, index, 'name')), value, problem) for problem in dns1123_label_problems(value)])
+                errors.extend([invalid(((*path, 'name') if index < 0 else (*path, index, 'name')), value, problem, 'pod-template/volumes') for problem in dns1123_label_problems(value)])
 
 
 def check_volume_mount(
@@ -217,17 +237,19 @@ def check_volume_mount(
 ) -> None:
     """One volume mount at ``path`` (with ``index``, the entry ``index`` of the list at ``path``:
     the entry's path is built only for an error): its declared rules' errors added to ``errors``,
-    in declaration order (``only``: of these ids alone, for a loop that reports around them)."""
+    in declaration order (``only``: of these ids alone, for a loop that reports around them),
+    each labelled with its rule's id (a placeholder's word read from the entry's path; a value of
+    the wrong type is the schema's rule's, as the catalogue says)."""
     if not only or 'pod-template/{list}/mounts' in only:
         value = entry.get('name')
         if type(value) is not str or not value:
             if value is None or value == "":
-                errors.append(required(((*path, 'name') if index < 0 else (*path, index, 'name'))))
+                errors.append(required(((*path, 'name') if index < 0 else (*path, index, 'name')), rule=f'pod-template/{path[-4] if index < 0 else path[-3]}/mounts'))
             else:
-                errors.append(invalid(((*path, 'name') if index < 0 else (*path, index, 'name')), value, "must be of type string"))
+                errors.append(invalid(((*path, 'name') if index < 0 else (*path, index, 'name')), value, "must be of type string", 'schema/types'))
         value = entry.get('mountPath')
         if type(value) is not str or not value:
             if value is None or value == "":
-                errors.append(required(((*path, 'mountPath') if index < 0 else (*path, index, 'mountPath'))))
+                errors.append(required(((*path, 'mountPath') if index < 0 else (*path, index, 'mountPath')), rule=f'pod-template/{path[-4] if index < 0 else path[-3]}/mounts'))
             else:
-                errors.append(invalid(((*path, 'mountPath') if index < 0 else (*path, index, 'mountPath')), value, "must be of type string"))
+                errors.append(invalid(((*path, 'mountPath') if index < 0 else (*path, index, 'mountPath')), value, "must be of type string", 'schema/types'))

@@ -160,22 +160,22 @@ def forbidden(path: FieldPath, detail: str, rule: str = "") -> FieldError:
     return FieldError(ErrorType.FORBIDDEN, path, detail=detail, rule=rule)
 
 
-def duplicate(path: FieldPath, value: Any) -> FieldError:
-    return FieldError(ErrorType.DUPLICATE, path, value)
+def duplicate(path: FieldPath, value: Any, rule: str = "") -> FieldError:
+    return FieldError(ErrorType.DUPLICATE, path, value, "", rule)
 
 
-def not_found(path: FieldPath, value: Any, detail: str = "") -> FieldError:
-    return FieldError(ErrorType.NOT_FOUND, path, value, detail)
+def not_found(path: FieldPath, value: Any, detail: str = "", rule: str = "") -> FieldError:
+    return FieldError(ErrorType.NOT_FOUND, path, value, detail, rule)
 
 
-def too_long(path: FieldPath, limit: int) -> FieldError:
+def too_long(path: FieldPath, limit: int, rule: str = "") -> FieldError:
     """A string longer than its schema's maxLength, in the apiserver's words."""
-    return FieldError(ErrorType.TOO_LONG, path, detail=f"may not be more than {limit} bytes")
+    return FieldError(ErrorType.TOO_LONG, path, detail=f"may not be more than {limit} bytes", rule=rule)
 
 
-def too_many(path: FieldPath, count: int, limit: int) -> FieldError:
+def too_many(path: FieldPath, count: int, limit: int, rule: str = "") -> FieldError:
     """A list longer than its schema's maxItems, in the apiserver's words."""
-    return FieldError(ErrorType.TOO_MANY, path, count, f"must have at most {limit} items")
+    return FieldError(ErrorType.TOO_MANY, path, count, f"must have at most {limit} items", rule)
 
 
 # The apiserver lists every error of an Invalid status (apierrors.NewInvalid has no limit), but

@@ -29,6 +29,14 @@ if TYPE_CHECKING:
 
     from pydantic import BaseModel
 
+# The ids of the catalogue's records of the structural schema's checks (jobgate/generate/cel/jobmeta.py),
+# which its errors carry. A family whose own rule claims some of them (a field its rule types) relabels
+# those where it runs the check.
+SCHEMA_TYPES = "schema/types"
+SCHEMA_ENUMS = "schema/enums"
+SCHEMA_RANGES = "schema/ranges"
+SCHEMA_REQUIRED = "schema/required"
+
 INFINITY = float("inf")  # math.inf, without loading the math module (a shared library) at start-up
 
 # "Any" quoted: aliases are evaluated at run time, where typing is not imported.
@@ -197,8 +205,11 @@ def _json_type(value: Any) -> tuple[str, str]:
     return "object", ""
 
 
-def type_error(value: Any, path: FieldPath, expected: str, expected_format: str | None) -> FieldError | None:
-    """The apiserver's error for a value of the wrong JSON type, or None when the type is right.
+def type_error(
+    value: Any, path: FieldPath, expected: str, expected_format: str | None, rule: str = SCHEMA_TYPES
+) -> FieldError | None:
+    """The apiserver's error for a value of the wrong JSON type (labelled ``rule``: the schema's, or the
+    rule of a family that types the field itself), or None when the type is right.
 
     A field with a format is checked against the format first for anything but strings and
     lists (go-openapi's order), which is why a boolean in an int32 field reads
@@ -219,12 +230,15 @@ def type_error(value: Any, path: FieldPath, expected: str, expected_format: str 
         import json  # only a message needs it: not imported at start-up (see fielderrors.format_value)
 
         return invalid(
-            path, actual_format, _in_body(path, f"must be of type {expected_format}: {json.dumps(actual_format)}")
+            path,
+            actual_format,
+            _in_body(path, f"must be of type {expected_format}: {json.dumps(actual_format)}"),
+            rule,
         )
     if not compatible:
         import json
 
-        return invalid(path, actual, _in_body(path, f"must be of type {expected}: {json.dumps(actual)}"))
+        return invalid(path, actual, _in_body(path, f"must be of type {expected}: {json.dumps(actual)}"), rule)
     return None
 
 
@@ -259,12 +273,13 @@ def _object_checker(schema: Schema) -> Checker:
 
     def check(value: Any, path: FieldPath, errors: list[FieldError], unknown: list[FieldPath]) -> None:
         if type(value) is not dict and not isinstance(value, dict):
-            errors.append(type_error(value, path, "object", None) or invalid(path, value, "must be an object"))
+            wrong = type_error(value, path, "object", None) or invalid(path, value, "must be an object", SCHEMA_TYPES)
+            errors.append(wrong)
             return
         if properties is not None:
             for name in required_names:
                 if value.get(name) is None:
-                    errors.append(required((*path, name)))
+                    errors.append(required((*path, name), rule=SCHEMA_REQUIRED))
             for name, item in value.items():
                 sub = properties.get(name)
                 if sub is None:
@@ -286,7 +301,8 @@ def _object_checker(schema: Schema) -> Checker:
                 if item is not None:
                     additional(item, (*path, name), errors, unknown)
         if min_properties and (present := sum(item is not None for item in value.values())) < min_properties:
-            errors.append(invalid(path, present, _in_body(path, f"should have at least {min_properties} properties")))
+            detail = _in_body(path, f"should have at least {min_properties} properties")
+            errors.append(invalid(path, present, detail, SCHEMA_RANGES))
 
     return check
 
@@ -298,16 +314,21 @@ def _array_checker(schema: Schema) -> Checker:
 
     def check(value: Any, path: FieldPath, errors: list[FieldError], unknown: list[FieldPath]) -> None:
         if not isinstance(value, list):
-            errors.append(type_error(value, path, "array", None) or invalid(path, value, "must be an array"))
+            wrong = type_error(value, path, "array", None) or invalid(path, value, "must be an array", SCHEMA_TYPES)
+            errors.append(wrong)
             return
         if len(value) < min_items:
-            errors.append(invalid(path, len(value), _in_body(path, f"should have at least {min_items} items")))
+            errors.append(
+                invalid(path, len(value), _in_body(path, f"should have at least {min_items} items"), SCHEMA_RANGES)
+            )
         if items is not None:
             for index, item in enumerate(value):
                 if item is None:
                     item_path = (*path, index)
                     errors.append(
-                        invalid(item_path, "null", _in_body(item_path, f'must be of type {item_type}: "null"'))
+                        invalid(
+                            item_path, "null", _in_body(item_path, f'must be of type {item_type}: "null"'), SCHEMA_TYPES
+                        )
                     )
                 else:
                     items(item, (*path, index), errors, unknown)
@@ -338,9 +359,11 @@ def _integer_checker(schema: Schema) -> Checker:
             errors.append(error)
         elif value < low:
             bound = f"greater than {minimum}" if exclusive else f"greater than or equal to {minimum}"
-            errors.append(invalid(path, value, _in_body(path, f"should be {bound}")))
+            errors.append(invalid(path, value, _in_body(path, f"should be {bound}"), SCHEMA_RANGES))
         elif value > high:
-            errors.append(invalid(path, value, _in_body(path, f"should be less than or equal to {maximum}")))
+            errors.append(
+                invalid(path, value, _in_body(path, f"should be less than or equal to {maximum}"), SCHEMA_RANGES)
+            )
 
     return check
 
@@ -355,8 +378,8 @@ def _string_checker(schema: Schema) -> Checker:
             if error is not None:
                 errors.append(error)
             if allowed is not None:  # the apiserver checks the enum on its own, whatever the type
-                errors.append(not_supported(path, value, enum or ()))
+                errors.append(not_supported(path, value, enum or (), SCHEMA_ENUMS))
         elif allowed is not None and value not in allowed:
-            errors.append(not_supported(path, value, enum or ()))
+            errors.append(not_supported(path, value, enum or (), SCHEMA_ENUMS))
 
     return check

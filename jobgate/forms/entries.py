@@ -99,7 +99,8 @@ class NamedEntries(Declaration):
             f"named_entries(obj, path={path_steps(self.path)!r}, name={self.name!r}, type_field={self.type!r}, "
             f"untyped={self.untyped!r}, singletons={self.singletons!r}, "
             f"messages={(self.singleton, self.first, self.unnamed)!r}, "
-            f"several={self.several!r}, label_stops={self.label_stops!r})"
+            f"several={self.several!r}, label_stops={self.label_stops!r}, "
+            f"rules={(self.singleton_id, self.required_id, self.label_id, self.unique_id)!r})"
         )
 
     def check_ids(self) -> tuple[str, ...]:

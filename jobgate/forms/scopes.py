@@ -13,6 +13,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 
 from jobgate import _generated
+from jobgate.engine.schema import SCHEMA_TYPES
 from jobgate.forms.base import Declaration, Declarations, FormError, When
 from jobgate.forms.catalogue import (
     Rule,
@@ -43,6 +44,10 @@ class Scope:
     # Also ``check_each_<name>(items, path, errors)``: the checks over a whole list, for a loop that
     # reports nothing between its entries (one call per list, not per entry).
     each: bool = False
+    # Where the word of each placeholder of the ids is in an entry's path, counted from its end
+    # (``(("list", -2),)``: a container's list, ``...containers[0]``): the generated function labels
+    # its errors with the ids it fills from the path, so that its callers pass nothing for them.
+    words: tuple[tuple[str, int], ...] = ()
 
 
 @dataclass(frozen=True)
@@ -77,6 +82,13 @@ class ScopeDeclarations:
                 raise FormError(f"{d.id}: a scope holds field declarations (paths relative to the entry)")
             for path in field_paths(d):
                 Site(d, path)  # refuses a path or condition its form cannot compile
+        words = dict(scope.words)
+        for placeholder in {p for d in scope.declared for p in re.findall(r"{(\w+)}", d.id)}:
+            if words.get(placeholder, 0) > -2:
+                raise FormError(
+                    f"scope {scope.name}: the word of {{{placeholder}}} in its ids is a step of the entry's "
+                    "path before its own (words: offset -2 or less)"
+                )
         # The ids as one site fills them: checked as a kind's are (field forms may share one).
         self.at(ScopeSite(scope, "spec.entries[*]", ()))
 
@@ -120,7 +132,9 @@ class ScopeDeclarations:
             ") -> None:",
             f'    """One {self.scope.entry} at ``path`` (with ``index``, the entry ``index`` of the list at ``path``:',
             "    the entry's path is built only for an error): its declared rules' errors added to ``errors``,",
-            '    in declaration order (``only``: of these ids alone, for a loop that reports around them)."""',
+            "    in declaration order (``only``: of these ids alone, for a loop that reports around them),",
+            "    each labelled with its rule's id (a placeholder's word read from the entry's path; a value of",
+            '    the wrong type is the schema\'s rule\'s, as the catalogue says)."""',
         ]
         body, imports = self._body(each=False)
         lines += body
@@ -130,24 +144,41 @@ class ScopeDeclarations:
         lines += [
             "",
             "",
-            f"def check_each_{name}(items: list[Any], path: FieldPath, errors: list[FieldError]) -> None:",
+            f"def check_each_{name}(",
+            "    items: list[Any],",
+            "    path: FieldPath,",
+            "    errors: list[FieldError],",
+            ") -> None:",
             f'    """Each {self.scope.entry} of the list at ``path``, as ``check_{name}``; an entry that is no object',
-            '    is refused (``must be of type object``)."""',
+            '    is refused (``must be of type object``, a type error of the schema\'s rule)."""',
             "    for index, entry in enumerate(items):",
             "        if type(entry) is not dict:",
-            '            errors.append(invalid((*path, index), entry, "must be of type object"))',
+            f'            errors.append(invalid((*path, index), entry, "must be of type object", {SCHEMA_TYPES!r}))',
             "            continue",
         ]
         body, more = self._body(each=True)
         lines += [f"    {line}" for line in body]
         return lines, imports | more | {"invalid"}
 
+    def label(self, rule: str, *, each: bool) -> str:
+        """The expression of the id ``rule`` in the generated function: a literal, or an f-string whose
+        placeholders read their words from the entry's path (``path`` with ``index``, or the entry's own)."""
+        words = dict(self.scope.words)
+        if "{" not in rule:
+            return repr(rule)
+
+        def word(match: re.Match[str]) -> str:
+            offset = words[match.group(1)]
+            return f"{{path[{offset + 1}]}}" if each else f"{{path[{offset}] if index < 0 else path[{offset + 1}]}}"
+
+        return "f" + repr(re.sub(r"{(\w+)}", word, rule))
+
     def _body(self, *, each: bool) -> tuple[list[str], set[str]]:
         lines: list[str] = []
         imports: set[str] = set()
         current, fetched = "", ""
         for d in self.scope.declared:
-            body, needs = _scoped_python(d, each=each)
+            body, needs = _scoped_python(d, self.label(d.id, each=each), each=each)
             imports |= needs
             if d.id != current:
                 # Declarations of one id side by side are one test of ``only`` (none over a list).
@@ -189,10 +220,11 @@ def _inline_site(d: FieldForm) -> str | None:
     return site.target[0]
 
 
-def _scoped_python(d: FieldForm, *, each: bool = False) -> tuple[list[str], set[str]]:
+def _scoped_python(d: FieldForm, rule: str, *, each: bool = False) -> tuple[list[str], set[str]]:
     """The lines that check one declaration of a scope on ``entry`` at ``path`` (``each``: the entry
-    ``index`` of the list at ``path``), and their imports. Inline for the forms of the hot path (a
-    field of the entry); otherwise the form's function, run on the entry, its errors rebased."""
+    ``index`` of the list at ``path``), its errors labelled ``rule`` (an expression), and their imports.
+    Inline for the forms of the hot path (a field of the entry); otherwise the form's function, run on
+    the entry, its errors rebased."""
     field = _inline_site(d)
     at = f"(*path, index, {field!r})" if each else f"((*path, {field!r}) if index < 0 else (*path, index, {field!r}))"
     if field is not None and isinstance(d, RequiredField):
@@ -205,14 +237,14 @@ def _scoped_python(d: FieldForm, *, each: bool = False) -> tuple[list[str], set[
                 f"value = entry.get({field!r})",
                 f"if {valid}:",
                 f"    if {unset}:",
-                f"        errors.append(required({at}{message}))",
+                f"        errors.append(required({at}{message}, rule={rule}))",
                 "    else:",
-                f'        errors.append(invalid({at}, value, "must be of type string"))',
+                f'        errors.append(invalid({at}, value, "must be of type string", {SCHEMA_TYPES!r}))',
             ], {"required", "invalid"}
         return [
             f"value = entry.get({field!r})",
             f"if {unset}:",
-            f"    errors.append(required({at}{message}))",
+            f"    errors.append(required({at}{message}, rule={rule}))",
         ], {"required"}
     if field is not None and isinstance(d, StringField) and (d.label or d.syntax):
         is_one, problems = _SYNTAX_FUNCTIONS[d.syntax or "label"]
@@ -220,10 +252,13 @@ def _scoped_python(d: FieldForm, *, each: bool = False) -> tuple[list[str], set[
             f"value = entry.get({field!r})",
             "if type(value) is str:",
             f"    if value and not {is_one}(value):",
-            f"        errors.extend([invalid({at}, value, problem) for problem in {problems}(value)])",
+            f"        errors.extend([invalid({at}, value, problem, {rule}) for problem in {problems}(value)])",
         ]
         if d.string:
-            lines += ["elif value is not None:", f'    errors.append(invalid({at}, value, "must be of type string"))']
+            lines += [
+                "elif value is not None:",
+                f'    errors.append(invalid({at}, value, "must be of type string", {SCHEMA_TYPES!r}))',
+            ]
         return lines, {"invalid", is_one, problems}
     only_enum = isinstance(d, StringField) and d.enum and not (d.pattern or d.message or d.min_length or d.max_length)
     if field is not None and isinstance(d, StringField) and only_enum:
@@ -232,7 +267,7 @@ def _scoped_python(d: FieldForm, *, each: bool = False) -> tuple[list[str], set[
         return [
             f"value = entry.get({field!r})",
             f"if {given} and value not in {d.enum!r}:",
-            f"    errors.append(not_supported({at}, value, {d.enum!r}))",
+            f"    errors.append(not_supported({at}, value, {d.enum!r}, {rule}))",
         ], {"not_supported"}
     if field is not None and isinstance(d, FieldBound) and d.integer and d.message:
         within = (
@@ -244,18 +279,18 @@ def _scoped_python(d: FieldForm, *, each: bool = False) -> tuple[list[str], set[
         return [
             f"value = entry.get({field!r})",
             f"if value is not None and not (type(value) is int and {within}):",
-            f"    errors.append(invalid({at}, value, {d.message!r}))",
+            f"    errors.append(invalid({at}, value, {d.message!r}, {rule}))",
         ], {"invalid"}
     calls = field_calls(d)
     lines = []
     entry_path = "(*path, index)" if each else "((*path, index) if index >= 0 else path)"
     for call in calls:
         lines += [
-            f"for error in {call.replace('(obj, ', '(entry, ', 1)}:",
+            f"for error in ruled({rule}, {call.replace('(obj, ', '(entry, ', 1)}):",
             f"    errors.append(rebased({entry_path}, error))",
         ]
     function = calls[0].split("(", 1)[0]
-    return lines, {function, "rebased"}
+    return lines, {function, "rebased", "ruled"}
 
 
 _SYNTAX_FUNCTIONS = {

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from jobgate.engine.fielderrors import FieldError, FieldPath, invalid, required
 from jobgate.engine.findings import Findings
-from jobgate.engine.schema import schema_checker
+from jobgate.engine.schema import SCHEMA_REQUIRED, SCHEMA_TYPES, schema_checker
 from jobgate.rules.names import (
     LABEL_MAX_LENGTH,
     dns1035_label_problems,
@@ -31,6 +31,7 @@ _GENERATED_SUFFIX_LENGTH = 5
 JOB_NAME = "job/name"
 OBJECT_NAMES = "schema/object-names"
 LABELS = "schema/labels"
+DERIVED_NAMES = "job/derived-names"
 
 
 def job_name(obj: dict[str, Any]) -> str:
@@ -107,7 +108,7 @@ def check_job_name(obj: dict[str, Any], replica_counts: Iterable[tuple[str, int]
     metadata = obj.get("metadata")
     path: FieldPath = ("metadata", "name")
     if not isinstance(metadata, dict):
-        return [required(("metadata",))]
+        return [required(("metadata",), rule=SCHEMA_REQUIRED)]
     name = metadata.get("name")
     generated = False
     if name is None or name == "":
@@ -117,7 +118,7 @@ def check_job_name(obj: dict[str, Any], replica_counts: Iterable[tuple[str, int]
         if name is None or name == "":
             return [required(("metadata", "name"), "name or generateName is required", JOB_NAME)]
     if not isinstance(name, str):
-        return [invalid(path, name, "must be of type string")]
+        return [invalid(path, name, "must be of type string", SCHEMA_TYPES)]
 
     full_name = name + "x" * _GENERATED_SUFFIX_LENGTH if generated else name
     errors = [invalid(path, name, problem, JOB_NAME) for problem in dns1035_label_problems(full_name)]
@@ -142,6 +143,7 @@ def check_job_name(obj: dict[str, Any], replica_counts: Iterable[tuple[str, int]
                 name,
                 f"must be no more than {budget} characters: the pod and service name "
                 f'"{longest}" derived from it must be no more than {LABEL_MAX_LENGTH} characters',
+                DERIVED_NAMES,
             )
         )
     return errors
@@ -153,7 +155,7 @@ def check_spec_schema(
     """Type, enum and range checks of ``spec``; returns the spec when it is an object."""
     spec = obj.get("spec")
     if spec is None:
-        found.errors.append(required(("spec",)))
+        found.errors.append(required(("spec",), rule=SCHEMA_REQUIRED))
         return None
     unknown: list[FieldPath] = []
     schema_checker(spec_model)(spec, ("spec",), found.errors, unknown)

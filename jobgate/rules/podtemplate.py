@@ -19,6 +19,7 @@ from jobgate.engine.fielderrors import (
     too_many,
 )
 from jobgate.engine.findings import Findings, clip_warning
+from jobgate.engine.schema import SCHEMA_TYPES
 from jobgate.rules.quantity import (
     NANO,
     QUANTITY_MESSAGE,
@@ -44,6 +45,51 @@ POD_TEMPLATE_BOUNDS = {
     "ports": 32,
     "volumeMounts": 32,
 }
+# The ids of the rules below (the catalogue's records: jobgate/generate/cel/podtemplate.py), which
+# their errors carry.
+CONTAINERS_REQUIRED = "pod-template/containers"
+FRAMEWORK_CONTAINER = "pod-template/framework-container"
+BOUNDS = "pod-template/bounds"
+VOLUMES = "pod-template/volumes"
+VOLUME_NAMES_UNIQUE = "pod-template/volume-names-unique"
+CONTAINER_NAMES_UNIQUE = "pod-template/container-names-unique"
+
+
+class ContainerRules:
+    """The ids of the hand-written rules of one container list (``pod-template/{list}/...``, the list's
+    key filled), found by ``_rules`` where an error is made (the generated scope functions read the key
+    from the path themselves): a valid container pays nothing for them."""
+
+    __slots__ = (
+        "extended_resource_limits",
+        "mounted_volumes",
+        "port_names_unique",
+        "quantities",
+        "requests_within_limits",
+        "whole_extended_resources",
+    )
+
+    def __init__(self, key: str) -> None:
+        prefix = f"pod-template/{key}/"
+        self.port_names_unique = prefix + "port-names-unique"
+        self.mounted_volumes = prefix + "mounted-volumes"
+        self.quantities = prefix + "quantities"
+        self.whole_extended_resources = prefix + "whole-extended-resources"
+        self.extended_resource_limits = prefix + "extended-resource-limits"
+        self.requests_within_limits = prefix + "requests-within-limits"
+
+
+CONTAINER_RULES = {key: ContainerRules(key) for key in ("containers", "initContainers")}
+
+
+def _rules(container_path: FieldPath) -> ContainerRules:
+    """The ids of the rules of the list of the container at ``container_path`` (its key, then its
+    index): read where an error is made, so that a valid container pays nothing for them."""
+    key = container_path[-2]
+    assert type(key) is str
+    return CONTAINER_RULES[key]
+
+
 # --- defaults (copy-on-write: only the containers on the way to a change are copied) ------
 
 
@@ -63,9 +109,9 @@ def _objects(value: Any, path: FieldPath, errors: list[FieldError], bound: str |
     if type(value) is list:
         limit = POD_TEMPLATE_BOUNDS.get(bound) if bound is not None else None
         if limit is not None and len(value) > limit:
-            errors.append(too_many(path, len(value), limit))
+            errors.append(too_many(path, len(value), limit, BOUNDS))
         return value
-    errors.append(invalid(path, value, "must be of type array"))
+    errors.append(invalid(path, value, "must be of type array", SCHEMA_TYPES))
     return []
 
 
@@ -87,6 +133,9 @@ def check_pod_template(
     error reported when containers have names (``required_container_when_unnamed``: also when
     none has one); ``missing_containers_detail`` replaces the detail of the error for a template
     without containers. The findings are added to ``found`` when given (and returned), else to new ones.
+    Errors carry the pod template's rule ids; a family whose own rule claims one of them (Kubeflow's
+    missing containers, DI-engine's bound of a task's volumes) relabels it: no parameter for it here,
+    which every call would pay for.
     """
     if found is None:
         found = Findings()
@@ -99,7 +148,7 @@ def check_pod_template(
         return found
     spec_path = (*path, "spec")
     if type(spec) is not dict:
-        errors.append(invalid(spec_path, spec, "must be of type object"))
+        errors.append(invalid(spec_path, spec, "must be of type object", SCHEMA_TYPES))
         return found
 
     volumes = spec.get("volumes")
@@ -115,15 +164,14 @@ def check_pod_template(
         else _NO_NAMES
     )
     if not containers and (containers is None or type(containers) is list):
-        errors.append(
-            required((*spec_path, "containers"), missing_containers_detail or "must have at least one container")
-        )
+        detail = missing_containers_detail or "must have at least one container"
+        errors.append(required((*spec_path, "containers"), detail, CONTAINERS_REQUIRED))
     elif (
         required_container is not None
         and (main_names or (required_container_when_unnamed and type(containers) is list))
         and required_container[0] not in main_names
     ):
-        errors.append(required((*spec_path, "containers"), required_container[1]))
+        errors.append(required((*spec_path, "containers"), required_container[1], FRAMEWORK_CONTAINER))
 
     scoped_rules.check_pod_spec(spec, spec_path, errors)
     pod_policy = spec.get("restartPolicy")
@@ -144,7 +192,8 @@ _NO_NAMES: frozenset[str] = frozenset()
 
 
 def volume_errors(volumes: Any, path: FieldPath) -> list[FieldError]:
-    """A list of pod volumes on its own: objects, each with a name that is a DNS-1123 label, unique."""
+    """A list of pod volumes on its own: objects, each with a name that is a DNS-1123 label
+    (``VOLUMES``), unique (``VOLUME_NAMES_UNIQUE``), at most ``POD_TEMPLATE_BOUNDS`` of them (``BOUNDS``)."""
     errors: list[FieldError] = []
     _check_volumes(volumes, path, errors)
     return errors
@@ -159,14 +208,14 @@ def _check_volumes(volumes: Any, path: FieldPath, errors: list[FieldError]) -> s
     check_volume = scoped_rules.check_volume
     for index, volume in enumerate(volumes):
         if type(volume) is not dict:
-            errors.append(invalid((*path, index), volume, "must be of type object"))
+            errors.append(invalid((*path, index), volume, "must be of type object", SCHEMA_TYPES))
             continue
         check_volume(volume, path, errors, index)
         name = volume.get("name")
         if type(name) is not str or not name:
             continue
         if name in names:
-            errors.append(duplicate((*path, index, "name"), name))
+            errors.append(duplicate((*path, index, "name"), name, VOLUME_NAMES_UNIQUE))
         names.add(name)
     return names
 
@@ -183,7 +232,7 @@ def _check_containers(
     names: set[str] = set()
     for index, container in enumerate(items):
         if type(container) is not dict:
-            errors.append(invalid((*path, index), container, "must be of type object"))
+            errors.append(invalid((*path, index), container, "must be of type object", SCHEMA_TYPES))
             continue
         name = _check_container(container, (*path, index), errors, seen, volume_names)
         if name is not None:
@@ -203,7 +252,7 @@ def _check_container(
     name = container.get("name")
     if type(name) is str and name:
         if name in seen:
-            errors.append(duplicate((*path, "name"), name))
+            errors.append(duplicate((*path, "name"), name, CONTAINER_NAMES_UNIQUE))
         seen.add(name)
     else:
         name = None
@@ -217,13 +266,13 @@ def _check_container(
         port_names: set[str] = set()
         for index, port in enumerate(ports):
             if type(port) is not dict:
-                errors.append(invalid((*ports_path, index), port, "must be of type object"))
+                errors.append(invalid((*ports_path, index), port, "must be of type object", SCHEMA_TYPES))
                 continue
             scoped_rules.check_container_port(port, ports_path, errors, index)
             port_name = port.get("name")
             if type(port_name) is str and port_name:
                 if port_name in port_names:
-                    errors.append(duplicate((*ports_path, index, "name"), port_name))
+                    errors.append(duplicate((*ports_path, index, "name"), port_name, _rules(path).port_names_unique))
                 port_names.add(port_name)
 
     resources = container.get("resources")
@@ -231,7 +280,7 @@ def _check_container(
         if type(resources) is dict:
             _check_resources(resources, (*path, "resources"), name, errors)
         else:
-            errors.append(invalid((*path, "resources"), resources, "must be of type object"))
+            errors.append(invalid((*path, "resources"), resources, "must be of type object", SCHEMA_TYPES))
 
     mounts = container.get("volumeMounts")
     if mounts is not None:
@@ -241,14 +290,16 @@ def _check_container(
         check_volume_mount = scoped_rules.check_volume_mount
         for index, mount in enumerate(mounts):
             if type(mount) is not dict:
-                errors.append(invalid((*mounts_path, index), mount, "must be of type object"))
+                errors.append(invalid((*mounts_path, index), mount, "must be of type object", SCHEMA_TYPES))
                 continue
             # A name of no volume is set (a string, not ""): it never comes with the scope's error of
             # the name, and is reported first, where it was (before the mount's path).
             mount_name = mount.get("name")
             if type(mount_name) is str and mount_name and mount_name not in volume_names:
                 mount_path = (*mounts_path, index, "name")
-                errors.append(not_found(mount_path, mount_name, "no volume of that name in the pod"))
+                errors.append(
+                    not_found(mount_path, mount_name, "no volume of that name in the pod", _rules(path).mounted_volumes)
+                )
             check_volume_mount(mount, mounts_path, errors, index)
 
     env = container.get("env")
@@ -282,7 +333,7 @@ def _resource_class(resource: str) -> tuple[bool, bool]:
 def _quantities(values: Any, path: FieldPath, key: str, errors: list[FieldError]) -> dict[str, tuple[Any, int]]:
     """The valid quantities of ``values`` (requests or limits, at ``path`` + ``key``, not None), by resource."""
     if type(values) is not dict:
-        errors.append(invalid((*path, key), values, "must be of type object"))
+        errors.append(invalid((*path, key), values, "must be of type object", SCHEMA_TYPES))
         return {}
     parsed = {}
     for resource, raw in values.items():
@@ -292,18 +343,23 @@ def _quantities(values: Any, path: FieldPath, key: str, errors: list[FieldError]
         elif type(raw) is int:
             quantity = parse_quantity(raw)
         else:
-            errors.append(invalid((*path, key, Key(resource)), raw, "must be of type integer or string"))
+            errors.append(invalid((*path, key, Key(resource)), raw, "must be of type integer or string", SCHEMA_TYPES))
             continue
         # A whole number of units is valid for every resource; only a fraction asks which it is
         # (a native resource, cpu or memory, may be fractional).
         if quantity is not None and quantity >= 0 and (quantity % NANO == 0 or _resource_class(resource)[0]):
             parsed[resource] = (raw, quantity)
         elif quantity is None:
-            errors.append(invalid((*path, key, Key(resource)), raw, QUANTITY_MESSAGE))
+            errors.append(invalid((*path, key, Key(resource)), raw, QUANTITY_MESSAGE, _rules(path[:-1]).quantities))
         elif quantity < 0:
-            errors.append(invalid((*path, key, Key(resource)), raw, "must be greater than or equal to 0"))
+            errors.append(
+                invalid(
+                    (*path, key, Key(resource)), raw, "must be greater than or equal to 0", _rules(path[:-1]).quantities
+                )
+            )
         else:
-            errors.append(invalid((*path, key, Key(resource)), raw, "must be an integer"))
+            whole = _rules(path[:-1]).whole_extended_resources
+            errors.append(invalid((*path, key, Key(resource)), raw, "must be an integer", whole))
     return parsed
 
 
@@ -325,7 +381,9 @@ def _check_resources(
         for resource in raw_requests:
             if (raw_limits is None or resource not in raw_limits) and not _resource_class(resource)[1]:
                 detail = limit_required_detail(resource, _owner(container_name))
-                errors.append(required((*path, "limits", Key(resource)), detail))
+                errors.append(
+                    required((*path, "limits", Key(resource)), detail, _rules(path[:-1]).extended_resource_limits)
+                )
     for resource, (raw, quantity) in requests.items():
         limit = limits.get(resource)
         if limit is None or quantity == limit[1]:
@@ -338,6 +396,7 @@ def _check_resources(
                         (*path, "requests", Key(resource)),
                         raw,
                         f"must be less than or equal to {resource} limit of {limit_raw}{_owner(container_name)}",
+                        _rules(path[:-1]).requests_within_limits,
                     )
                 )
         else:
@@ -346,6 +405,7 @@ def _check_resources(
                     (*path, "requests", Key(resource)),
                     raw,
                     f"must be equal to {resource} limit of {limit_raw}{_owner(container_name)}",
+                    _rules(path[:-1]).requests_within_limits,
                 )
             )
 

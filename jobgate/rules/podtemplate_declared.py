@@ -6,9 +6,10 @@ every template of every kind by ``jobgate/generate/cel/podtemplate.py``. Data on
 generators, never when a job is checked.
 
 ``{list}`` in an id or summary is the container list of the site: ``containers`` or
-``initContainers``. A loop that reports something of its own between two checks of one entry (a
-container's name used twice, between its name's and its image's errors) calls two scopes, one before
-and one after; the declarations of one id are one rule of the catalogue however many scopes hold them.
+``initContainers``, which the generated functions read from the entry's path (the scope's ``words``).
+A loop that reports something of its own between two checks of one entry (a container's name used
+twice, between its name's and its image's errors) calls two scopes, one before and one after; the
+declarations of one id are one rule of the catalogue however many scopes hold them.
 
 The fields are strings and integers that the CRDs keep whole (``x-kubernetes-preserve-unknown-fields``):
 no structural schema check reads their types, so the declarations say them (``string``, ``integer``).
@@ -50,11 +51,13 @@ CONTAINER_NAME = Scope(
         ),
         StringField("pod-template/{list}/name", "{list}: a name, a DNS-1123 label", "name", label=True),
     ),
+    words=(("list", -2),),  # ...containers[0]
 )
 CONTAINER = Scope(
     "container",
     "container",
     (RequiredField("pod-template/{list}/image", "{list}: an image", "image", empty_is_unset=True, string=True),),
+    words=(("list", -2),),
 )
 _PORTS = "pod-template/{list}/ports"
 _PORTS_SUMMARY = "{list}: container ports 1-65535, host ports 0-65535, protocols TCP/UDP/SCTP, IANA port names"
@@ -69,6 +72,7 @@ PORT = Scope(
         StringField(_PORTS, _PORTS_SUMMARY, "protocol", enum=PORT_PROTOCOLS, string=True),
         StringField(_PORTS, _PORTS_SUMMARY, "name", syntax="port-name", string=True),
     ),
+    words=(("list", -4),),  # ...containers[0].ports[1]
 )
 _MOUNTS = "pod-template/{list}/mounts"
 _MOUNTS_SUMMARY = "{list}: volume mounts name a volume and a mount path"
@@ -79,6 +83,7 @@ MOUNT = Scope(
         RequiredField(_MOUNTS, _MOUNTS_SUMMARY, "name", empty_is_unset=True, string=True),
         RequiredField(_MOUNTS, _MOUNTS_SUMMARY, "mountPath", empty_is_unset=True, string=True),
     ),
+    words=(("list", -4),),
 )
 _ENV = "pod-template/{list}/env"
 _ENV_SUMMARY = "{list}: environment variable names are printable ASCII without '='"
@@ -90,6 +95,7 @@ ENV_VAR = Scope(
         StringField(_ENV, _ENV_SUMMARY, "name", syntax="env-var-name"),
     ),
     each=True,
+    words=(("list", -4),),
 )
 _VOLUMES = "pod-template/volumes"
 _VOLUMES_SUMMARY = "volumes have names, DNS-1123 labels"

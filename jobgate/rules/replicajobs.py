@@ -421,11 +421,11 @@ class ReplicaJobKind:
 # --- role rules shared by the families --------------------------------------------------------
 
 
-def exactly_one(replicas: dict[str, dict[str, Any]], base: FieldPath, role: str) -> list[FieldError]:
-    """``role`` is present with 1 replica (an unset count is 1 once defaulted)."""
+def exactly_one(replicas: dict[str, dict[str, Any]], base: FieldPath, role: str, rule: str) -> list[FieldError]:
+    """``role`` is present with 1 replica (an unset count is 1 once defaulted); ``rule`` is the caller's id."""
     if role not in replicas:
-        return [required((*base, Key(role)), "must be present")]
+        return [required((*base, Key(role)), "must be present", rule)]
     count = as_int(replicas[role].get("replicas"))
     if count is not None and count != 1:
-        return [invalid((*base, Key(role), "replicas"), count, "must be 1")]
+        return [invalid((*base, Key(role), "replicas"), count, "must be 1", rule)]
     return []

@@ -5,6 +5,7 @@ the errors the Python check gives."""
 
 from __future__ import annotations
 
+import dataclasses
 from pathlib import Path
 
 import pytest
@@ -1337,6 +1338,7 @@ MEMBER = Scope(
         FieldBound("s/{list}/replicas", "{list}: replicas at most 3", "replicas", maximum=3, message="at most 3"),
     ),
     each=True,
+    words=(("list", -2),),
 )
 MEMBERS = ScopeDeclarations(MEMBER)
 
@@ -1410,6 +1412,31 @@ def test_a_scope_is_placed_and_recorded_at_each_site(scoped):
         explained = [[i for i, r in rules.items() if r.explains(error)] for error in errors]
         expected = ["name"] * (len(errors) - 3) + ["image", "port", "replicas"]
         assert explained == [[f"s/{list_name}/{n}"] for n in expected]
+
+
+def test_a_scopes_errors_carry_their_ids_the_placeholders_read_from_the_path(scoped):
+    """Each declaration's errors carry its id, a placeholder's word read from the entry's path where the
+    scope's ``words`` say (the caller passes nothing); a value of the wrong type is the schema's rule's."""
+    namespace: dict[str, object] = {}
+    exec(compile(scoped_module_text([MEMBER]), "scoped", "exec"), namespace)
+    each = namespace["check_each_member"]
+    entry = {"name": "Bad", "image": "", "ports": [{}], "replicas": 4}
+    for list_name in ("members", "observers"):
+        ids = [f"s/{list_name}/{n}" for n in ("name", "image", "port", "replicas")]
+        at = ("spec", "teams", Key("a"), list_name)
+        by_entry: list = []
+        scoped(entry, (*at, 0), by_entry)
+        by_index: list = []
+        scoped(entry, at, by_index, 0)
+        over_list: list = []
+        each([entry], at, over_list)
+        for errors in (by_entry, by_index, over_list):
+            assert [e.rule for e in errors] == [ids[0]] * (len(errors) - 3) + ids[1:]
+    errors = []
+    scoped({"name": "ok", "image": 7}, ("spec", "members", 0), errors)
+    assert [e.rule for e in errors] == ["schema/types"]
+    with pytest.raises(FormError):  # a placeholder whose word the path does not hold
+        ScopeDeclarations(dataclasses.replace(MEMBER, words=()))
 
 
 def test_a_scope_a_form_cannot_compile_is_refused():

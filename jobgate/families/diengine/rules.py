@@ -19,7 +19,8 @@ from jobgate.engine.registry import GroupVersionKind, register
 from jobgate.rules.dicts import as_int
 from jobgate.rules.jobmeta import check_job_name, check_spec_schema
 from jobgate.rules.names import is_dns1123_label
-from jobgate.rules.podtemplate import check_pod_template, volume_errors
+from jobgate.rules.podtemplate import BOUNDS as POD_TEMPLATE_BOUNDS
+from jobgate.rules.podtemplate import VOLUME_NAMES_UNIQUE, VOLUMES, check_pod_template, volume_errors
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING, without importing typing at run time (start-up)
 if TYPE_CHECKING:
@@ -38,6 +39,17 @@ CONTROLLER_POD_RESTART_POLICY = "Never"
 # rules (jobgate/families/diengine/cel.py) need bounds for the apiserver's cost estimate; no real
 # job comes near these, and a longer list is refused here as the apiserver does, so that both agree.
 MAX_TASKS = 16
+# The ids of DIJob's rules of its shared volumes (jobgate/families/diengine/cel.py), which their errors carry.
+TASK_VOLUMES_BOUND = "dijob/pod-volumes-bound"
+SHARED_VOLUMES = "dijob/shared-volumes"
+SHARED_VOLUME_NAMES_UNIQUE = "dijob/shared-volume-names-unique"
+BOUNDS = "dijob/bounds"
+# A pod template's volume rule whose error, once it points at a shared volume, is the shared volumes' rule.
+_SHARED_RULES = {
+    VOLUMES: SHARED_VOLUMES,
+    VOLUME_NAMES_UNIQUE: SHARED_VOLUME_NAMES_UNIQUE,
+    POD_TEMPLATE_BOUNDS: BOUNDS,
+}
 MAX_SHARED_VOLUMES = 16
 
 
@@ -115,10 +127,16 @@ class DIJobKind:
         # The shared volumes on their own too: a job whose tasks have no pod spec to carry them
         # (reported there already, then) still has them checked, as the CRD's schema does.
         for error in volume_errors(shared_volumes, ("spec", "volumes")) if isinstance(shared_volumes, list) else ():
-            template_errors.setdefault(str(error), error)
+            template_errors.setdefault(str(error), _as_shared(error))
         found.errors[:0] = check_job_name(obj, counts.items())
         found.errors.extend(template_errors.values())
         return found
+
+
+def _as_shared(error: FieldError) -> FieldError:
+    """An error of the pod template's volume rules about a shared volume, as the shared volumes' rule's."""
+    rule = _SHARED_RULES.get(error.rule)
+    return error if rule is None else FieldError(error.type, error.path, error.value, error.detail, rule)
 
 
 def _with_shared_volumes(template: Any, shared_volumes: Any) -> Any:
@@ -144,10 +162,14 @@ def _attribute_shared_volumes(errors: list[FieldError], template_path: FieldPath
     attributed = []
     for error in errors:
         path = error.path
+        if error.rule == POD_TEMPLATE_BOUNDS and path == volumes_path:
+            # Too many volumes in a task's pod: DIJob's own bound (its pods carry the shared ones too).
+            attributed.append(FieldError(error.type, path, error.value, error.detail, TASK_VOLUMES_BOUND))
+            continue
         position = path[depth] if path[:depth] == volumes_path and len(path) > depth else None
         if isinstance(position, int) and position >= own_count:
             shared_path = ("spec", "volumes", position - own_count, *path[depth + 1 :])
-            attributed.append(FieldError(error.type, shared_path, error.value, error.detail, error.rule))
+            attributed.append(_as_shared(FieldError(error.type, shared_path, error.value, error.detail, error.rule)))
             continue
         attributed.append(error)
     return attributed

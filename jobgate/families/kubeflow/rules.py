@@ -30,6 +30,7 @@ from jobgate.engine.registry import register
 from jobgate.rules.dicts import as_int, copied_dict
 from jobgate.rules.jobmeta import check_job_name
 from jobgate.rules.names import dns1035_label_problems
+from jobgate.rules.podtemplate import CONTAINERS_REQUIRED
 from jobgate.rules.replicajobs import (
     ReplicaJobKind,
     Role,
@@ -52,6 +53,20 @@ MANAGED_BY_PATH: FieldPath = ("spec", "runPolicy", "managedBy")
 QUEUE_IMMUTABLE = "spec.runPolicy.schedulingPolicy.queue is immutable"  # Kubeflow's CRD rule (CEL)
 # Kubeflow's sets.List order: sorted.
 SUPPORTED_MANAGERS = tuple(sorted(KUBEFLOW_MANAGED_BY))
+
+
+# The ids of Kubeflow's own rules (jobgate/families/kubeflow/catalogue.py), which their errors carry.
+NAME = "kubeflow/name"
+TEMPLATE_CONTAINERS = "kubeflow/template-containers"
+MANAGED_BY = "kubeflow/managed-by"
+QUEUE_IMMUTABLE_RULE = "kubeflow/queue-immutable"
+TFJOB_ONE_LEADER = "kubeflow/tfjob-one-leader"
+MASTER_REPLICAS = "kubeflow/master-replicas"
+REPLICAS_AT_LEAST_ONE = "kubeflow/replicas-at-least-one"
+MASTER_REQUIRED = "kubeflow/master-required"
+ONE_LAUNCHER = "kubeflow/one-launcher"
+ELASTIC_NEEDS_WORKER = "kubeflow/elastic-needs-worker"
+NPROC_PER_NODE = "kubeflow/nproc-per-node"
 
 
 class KubeflowKind(ReplicaJobKind):
@@ -120,7 +135,7 @@ class KubeflowKind(ReplicaJobKind):
         if isinstance(name, str) and name:
             problems = dns1035_label_problems(name)
             if problems:
-                return [invalid(("metadata", "name"), name, f"should match: {','.join(problems)}")]
+                return [invalid(("metadata", "name"), name, f"should match: {','.join(problems)}", NAME)]
         return check_job_name(obj, counts)
 
     def _check_replica_type(
@@ -138,25 +153,32 @@ class KubeflowKind(ReplicaJobKind):
         if template is None or (isinstance(template, dict) and template.get("spec") is None):
             # Kubeflow reads a missing template as one without containers.
             detail = self._missing_containers or "must have at least one container"
-            found.errors.append(required((*path, "template", "spec", "containers"), detail))
+            found.errors.append(required((*path, "template", "spec", "containers"), detail, TEMPLATE_CONTAINERS))
             return
+        start = len(found.errors)
         super()._check_replica(replica_type, replica, path, found)
+        # A template without containers is Kubeflow's own rule's (its words, its id), not the pod template's.
+        errors = found.errors
+        for index in range(start, len(errors)):
+            error = errors[index]
+            if error.rule == CONTAINERS_REQUIRED:
+                errors[index] = FieldError(error.type, error.path, error.value, error.detail, TEMPLATE_CONTAINERS)
 
     def _check_family_rules(self, spec: dict[str, Any], replicas: dict[str, dict[str, Any]], found: Findings) -> None:
         manager = self.run_policy(spec).get("managedBy")
         if manager is not None and manager not in KUBEFLOW_MANAGED_BY:
-            found.errors.append(not_supported(MANAGED_BY_PATH, manager, SUPPORTED_MANAGERS))
+            found.errors.append(not_supported(MANAGED_BY_PATH, manager, SUPPORTED_MANAGERS, MANAGED_BY))
 
     def _check_update(self, spec: dict[str, Any], old_spec: dict[str, Any]) -> list[FieldError]:
         errors = []
         old_manager = self.run_policy(old_spec).get("managedBy")
         new_manager = self.run_policy(spec).get("managedBy")
         if new_manager != old_manager:
-            errors.append(invalid(MANAGED_BY_PATH, new_manager, "field is immutable"))
+            errors.append(invalid(MANAGED_BY_PATH, new_manager, "field is immutable", MANAGED_BY))
         # The CRD's transition rule (self == oldSelf): only a queue set before and after is compared.
         new_raw, old_raw = self._raw_queue(spec), self._raw_queue(old_spec)
         if new_raw is not None and old_raw is not None and new_raw != old_raw:
-            errors.append(invalid(self.queue(spec)[1], new_raw, QUEUE_IMMUTABLE))
+            errors.append(invalid(self.queue(spec)[1], new_raw, QUEUE_IMMUTABLE, QUEUE_IMMUTABLE_RULE))
         return errors
 
     def _raw_queue(self, spec: dict[str, Any]) -> Any:
@@ -169,14 +191,14 @@ class KubeflowKind(ReplicaJobKind):
 
 def _tfjob_roles(replicas: dict[str, dict[str, Any]], base: FieldPath) -> list[FieldError]:
     if sum(1 for t in ("Chief", "Master") if t in replicas) > 1:
-        return [forbidden(base, "must not have more than 1 Chief or Master role")]
+        return [forbidden(base, "must not have more than 1 Chief or Master role", TFJOB_ONE_LEADER)]
     return []
 
 
 def _master_replicas(replicas: dict[str, dict[str, Any]], base: FieldPath) -> list[FieldError]:
     master = replicas.get("Master")
     if master is not None and as_int(master.get("replicas")) != 1:
-        return [forbidden((*base, Key("Master"), "replicas"), "must be 1")]
+        return [forbidden((*base, Key("Master"), "replicas"), "must be 1", MASTER_REPLICAS)]
     return []
 
 
@@ -185,14 +207,15 @@ def _pytorchjob_roles(replicas: dict[str, dict[str, Any]], base: FieldPath) -> l
     for replica_type, replica in replicas.items():
         count = as_int(replica.get("replicas"))
         if replica_type != "Master" and count is not None and count < 1:
-            errors.append(forbidden((*base, Key(replica_type), "replicas"), "must be at least 1"))
+            path = (*base, Key(replica_type), "replicas")
+            errors.append(forbidden(path, "must be at least 1", REPLICAS_AT_LEAST_ONE))
     return errors
 
 
 def _xgboostjob_roles(replicas: dict[str, dict[str, Any]], base: FieldPath) -> list[FieldError]:
     errors = _master_replicas(replicas, base)
     if "Master" not in replicas:
-        errors.append(required((*base, Key("Master")), "must be present"))
+        errors.append(required((*base, Key("Master")), "must be present", MASTER_REQUIRED))
     return errors
 
 
@@ -208,12 +231,12 @@ def _mpijob_roles(replicas: dict[str, dict[str, Any]], base: FieldPath) -> list[
     """
     if not replicas:
         return []
-    errors = exactly_one(replicas, base, "Launcher")
+    errors = exactly_one(replicas, base, "Launcher", ONE_LAUNCHER)
     for index, error in enumerate(errors):
         if error.path[-1] == "replicas":
-            errors[index] = forbidden(error.path, MPI_LAUNCHER_REPLICAS)
+            errors[index] = forbidden(error.path, MPI_LAUNCHER_REPLICAS, ONE_LAUNCHER)
         else:
-            errors[index] = required(error.path, MPI_NO_LAUNCHER)
+            errors[index] = required(error.path, MPI_NO_LAUNCHER, ONE_LAUNCHER)
     return errors
 
 
@@ -293,13 +316,17 @@ class _ElasticKind(KubeflowKind):
             return
         map_given = isinstance(spec.get(self.replicas_field), dict)
         if map_given and "Worker" not in replicas:
-            found.errors.append(required(("spec", self.replicas_field, Key("Worker")), ELASTIC_WITHOUT_WORKER))
+            found.errors.append(
+                required(("spec", self.replicas_field, Key("Worker")), ELASTIC_WITHOUT_WORKER, ELASTIC_NEEDS_WORKER)
+            )
         if self.kind != "PyTorchJob" or not isinstance(elastic, dict) or elastic.get("nProcPerNode") is None:
             return
         found.warnings.append("spec.elasticPolicy.nProcPerNode is deprecated, use spec.nprocPerNode instead")
         if spec.get("nprocPerNode") is not None:
             found.errors.append(
-                forbidden(("spec", "elasticPolicy", "nProcPerNode"), "must not be used with spec.nprocPerNode")
+                forbidden(
+                    ("spec", "elasticPolicy", "nProcPerNode"), "must not be used with spec.nprocPerNode", NPROC_PER_NODE
+                )
             )
 
 

@@ -46,6 +46,8 @@ CONTROLLER_POD_RESTART_POLICY = "Never"
 # (below): the most the defaults write.
 MAX_REPLICA_SPECS = 8
 MAX_SERVICE_PORTS = 128
+# The id of the lists' bounds (jobgate/families/t9k/cel.py), which the errors of these carry.
+BOUNDS = "genericjob/bounds"
 # A replica type named where no replica spec has it ({known}: the types there are).
 NO_TYPE_MESSAGE = "no replica spec of this type (types: {known})"
 # The declared rules (declared.py) each reported where the hand-written ones around them expect it.
@@ -121,7 +123,7 @@ class GenericJobKind:
         unnamable: set[str] = set()
         base: FieldPath = ("spec", "replicaSpecs")
         if isinstance(replica_specs, list) and len(replica_specs) > MAX_REPLICA_SPECS:
-            found.errors.append(too_many(base, len(replica_specs), MAX_REPLICA_SPECS))
+            found.errors.append(too_many(base, len(replica_specs), MAX_REPLICA_SPECS, BOUNDS))
         for index, replica in entries:
             path = (*base, index)
             found.extend(
@@ -155,7 +157,7 @@ class GenericJobKind:
         service = spec.get("service")
         ports = service.get("ports") if isinstance(service, dict) else None
         if isinstance(ports, list) and len(ports) > MAX_SERVICE_PORTS:
-            found.errors.append(too_many(("spec", "service", "ports"), len(ports), MAX_SERVICE_PORTS))
+            found.errors.append(too_many(("spec", "service", "ports"), len(ports), MAX_SERVICE_PORTS, BOUNDS))
         # The ports' names, declared in declared.py.
         found.errors.extend(declared_rules.validate_genericjob_batch_tensorstack_dev(obj, None, PORT_RULES))
         stored = old if old is not None and isinstance(old.get("spec"), dict) else None

@@ -39,10 +39,13 @@ def named_entries(
     messages: tuple[str, str, str],
     several: bool,
     label_stops: bool,
+    rules: tuple[str, str, str, str],
 ) -> list[FieldError]:
     """``NamedEntries``: entry by entry, a singleton type once, then the name set (``several``: in a
-    list of more than one entry), a label, unique; ``messages``: (singleton, first, unnamed)."""
+    list of more than one entry), a label, unique; ``messages``: (singleton, first, unnamed); ``rules``:
+    the ids of these four rules, which their errors carry."""
     singleton, first, unnamed = messages
+    singleton_rule, required_rule, label_rule, unique_rule = rules
     entries = get(obj, path)
     many = isinstance(entries, list) and len(entries) > 1
     errors: list[FieldError] = []
@@ -54,22 +57,23 @@ def named_entries(
         if isinstance(kind, str) and kind in singletons:
             if kind in typed:
                 words = singleton.format(type=kind) + first.format(first=typed[kind])
-                errors.append(invalid((*at, type_field), kind, words))
+                errors.append(invalid((*at, type_field), kind, words, singleton_rule))
             else:
                 typed[kind] = index
         value = item.get(name)
         if value is None or value == "":
             if many or not several:
-                errors.append(required((*at, name), unnamed if not type_field or kind == untyped else ""))
+                detail = unnamed if not type_field or kind == untyped else ""
+                errors.append(required((*at, name), detail, required_rule))
             continue
         if not isinstance(value, str):
             continue  # the schema check reports the type
         if not is_dns1123_label(value):
-            errors.extend(invalid((*at, name), value, problem) for problem in dns1123_label_problems(value))
+            errors.extend(invalid((*at, name), value, problem, label_rule) for problem in dns1123_label_problems(value))
             if label_stops:
                 continue
         if value in names:
-            errors.append(duplicate((*at, name), value))
+            errors.append(duplicate((*at, name), value, unique_rule))
             continue
         names.add(value)
     return errors

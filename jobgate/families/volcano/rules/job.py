@@ -16,12 +16,15 @@ from jobgate._generated import declared_rules
 from jobgate.engine.fielderrors import FieldError, FieldPath, invalid, required
 from jobgate.engine.findings import Findings, clip_warning
 from jobgate.engine.modelref import ModelRef
+from jobgate.engine.schema import SCHEMA_REQUIRED, SCHEMA_TYPES
 from jobgate.families.volcano.rules.bounds import bound_errors
 from jobgate.families.volcano.rules.policies import policy_warnings
 from jobgate.families.volcano.rules.queue_check import QUEUE_CHECK, check_queue
 from jobgate.families.volcano.rules.resources import numa_errors, pod_level_resource_errors
 from jobgate.families.volcano.rules.tasks import (
+    COUNTS,
     LEGACY,
+    TASK_MIN_AVAILABLE,
     declared_in,
     job_tasks,
     job_topology_errors,
@@ -30,7 +33,7 @@ from jobgate.families.volcano.rules.tasks import (
     task_view,
 )
 from jobgate.rules.dicts import as_int
-from jobgate.rules.jobmeta import check_spec_schema, job_name
+from jobgate.rules.jobmeta import JOB_NAME, OBJECT_NAMES, check_spec_schema, job_name
 from jobgate.rules.names import (
     DNS1123_LABEL_PATTERN,
     QUALIFIED_NAME_REGEX_MESSAGE,
@@ -46,6 +49,10 @@ if TYPE_CHECKING:
     from typing import Any
 
     from jobgate.engine.context import ReviewContext
+
+# The ids of the rules of this module (jobgate/families/volcano/cel/), which their errors carry.
+TASK_NAME = "volcano/task-name"
+POD_NAMES = "volcano/pod-names"
 
 # The words of the DAG rule (declared.py).
 DAG_MESSAGE = "job has dependencies between tasks, but doesn't form a directed acyclic graph(DAG)"
@@ -129,6 +136,7 @@ def _create_errors(obj: dict[str, Any], spec: dict[str, Any] | None, found: Find
                 (*path, "minAvailable"),
                 min_available,
                 f"'minAvailable' is greater than 'replicas' in task: {name}, job: {job}",
+                TASK_MIN_AVAILABLE,
             )
         yield from names_twice.get(index, ())
         if name:
@@ -139,9 +147,10 @@ def _create_errors(obj: dict[str, Any], spec: dict[str, Any] | None, found: Find
                     (*path, "name"),
                     name,
                     f"spec.tasks[{index}].name in body should match '{DNS1123_LABEL_PATTERN}'",
+                    TASK_NAME,
                 )
             for problem in problems:
-                yield invalid((*path, "name"), name, _task_name_detail(problem))
+                yield invalid((*path, "name"), name, _task_name_detail(problem), TASK_NAME)
         yield from declared_in(task_view(index, task), "volcano/policies")
         yield from _pod_name_errors(job, name, index, replicas, path)
         yield from no_template.get(index, ())
@@ -192,7 +201,7 @@ def _task_name_detail(problem: str) -> str:
 def _job_name_errors(obj: dict[str, Any]) -> Iterator[FieldError]:
     metadata = obj.get("metadata")
     if not isinstance(metadata, dict):
-        yield required(("metadata",))
+        yield required(("metadata",), rule=SCHEMA_REQUIRED)
         return
     path: FieldPath = ("metadata", "name")
     name = metadata.get("name")
@@ -201,19 +210,19 @@ def _job_name_errors(obj: dict[str, Any]) -> Iterator[FieldError]:
         name = metadata.get("generateName")
         path = ("metadata", "generateName")
         if name in (None, ""):
-            yield required(("metadata", "name"), "name or generateName is required")
+            yield required(("metadata", "name"), "name or generateName is required", JOB_NAME)
             return
         full = f"{name}{'x' * _GENERATED_SUFFIX_LENGTH}" if isinstance(name, str) else name
     if not isinstance(full, str):
-        yield invalid(path, name, "must be of type string")
+        yield invalid(path, name, "must be of type string", SCHEMA_TYPES)
         return
     problems = qualified_name_problems(full)
     if problems:
-        yield invalid(path, name, f"create job with name {name} validate failed [{', '.join(problems)}]")
+        yield invalid(path, name, f"create job with name {name} validate failed [{', '.join(problems)}]", JOB_NAME)
     # The apiserver's own checks of any custom object's names, which Volcano's qualified names
     # (capitals, underscores) can pass.
     if path[-1] == "name":
-        yield from (invalid(path, name, problem) for problem in dns1123_subdomain_problems(full))
+        yield from (invalid(path, name, problem, OBJECT_NAMES) for problem in dns1123_subdomain_problems(full))
 
 
 def _pod_name_errors(job: str, task: str, index: int, replicas: int, path: FieldPath) -> Iterator[FieldError]:
@@ -225,7 +234,8 @@ def _pod_name_errors(job: str, task: str, index: int, replicas: int, path: Field
     pod = f"{job}-{task}-{last}"
     problems = qualified_name_problems(pod)
     if problems:
-        yield invalid((*path, "name"), task, f"create pod with name {pod} validate failed [{', '.join(problems)}]")
+        detail = f"create pod with name {pod} validate failed [{', '.join(problems)}]"
+        yield invalid((*path, "name"), task, detail, POD_NAMES)
 
 
 def _negative_errors(spec: dict[str, Any], tasks: list[tuple[int, dict[str, Any]]], job: str) -> Iterator[FieldError]:
@@ -238,7 +248,7 @@ def _negative_errors(spec: dict[str, Any], tasks: list[tuple[int, dict[str, Any]
     for key, message in checks:
         value = as_int(spec.get(key))
         if value is not None and value < 0:
-            yield invalid(("spec", key), value, message)
+            yield invalid(("spec", key), value, message, COUNTS)
     total_replicas = sum(as_int(task.get("replicas")) or 0 for _, task in tasks)
     job_min = as_int(spec.get("minAvailable"))
     for index, task in tasks:
@@ -253,13 +263,14 @@ def _negative_errors(spec: dict[str, Any], tasks: list[tuple[int, dict[str, Any]
                 f" ({LEGACY} 1.9: 'replicas' < 0 in task: {name}; "
                 f"{LEGACY} 1.0: 'replicas' is not set positive in task: {name};)"
             )
-            yield invalid(("spec", "tasks", index, "replicas"), replicas, detail)
+            yield invalid(("spec", "tasks", index, "replicas"), replicas, detail, COUNTS)
         min_available = as_int(task.get("minAvailable"))
         if min_available is not None and min_available < 0:
             yield invalid(
                 ("spec", "tasks", index, "minAvailable"),
                 min_available,
                 f"'minAvailable' < 0 in task: {name}, job: {job};",
+                COUNTS,
             )
 
 

@@ -17,6 +17,8 @@ if TYPE_CHECKING:
 
 # The name under which a review's context records the check as skipped (no view of the Queues).
 QUEUE_CHECK = "volcano-queue"
+# The id of the rule (jobgate/families/volcano/cel/job.py), which its errors carry.
+QUEUE = "volcano/queue"
 
 
 QUEUE_CHECK_SKIPPED = (
@@ -39,20 +41,27 @@ def check_queue(obj: dict[str, Any], queues: QueueView) -> list[FieldError]:
                 path,
                 name,
                 f'unable to find job queue: queue.scheduling.volcano.sh "{name}" not found',
+                QUEUE,
             )
         ]
     if info.state != "Open":
         return [
             invalid(
-                path, name, f"can only submit job to queue with state `Open`, queue `{name}` status is `{info.state}`"
+                path,
+                name,
+                f"can only submit job to queue with state `Open`, queue `{name}` status is `{info.state}`",
+                QUEUE,
             )
         ]
     if name == "root":
-        return [invalid(path, name, "can not submit job to root queue")]
+        return [invalid(path, name, "can not submit job to root queue", QUEUE)]
     if info.child_count > 0:
         return [
             invalid(
-                path, name, f"can only submit job to leaf queue, queue `{name}` has {info.child_count} child queues"
+                path,
+                name,
+                f"can only submit job to leaf queue, queue `{name}` has {info.child_count} child queues",
+                QUEUE,
             )
         ]
     return []

@@ -11,6 +11,11 @@ from jobgate.engine.schema import type_error
 from jobgate.families.volcano.rules.tasks import LEGACY
 from jobgate.rules.quantity import parse_quantity
 
+# The ids of these rules (jobgate/families/volcano/cel/resources.py), which their errors carry.
+NUMA_CPU = "volcano/numa-cpu"
+POD_LEVEL_RESOURCES = "volcano/pod-level-resources"
+POD_LEVEL_RESOURCE_TYPES = "volcano/pod-level-resources/types"
+
 TYPE_CHECKING = False  # typing.TYPE_CHECKING, without importing typing at run time (start-up)
 if TYPE_CHECKING:
     from collections.abc import Iterator
@@ -48,6 +53,7 @@ def numa_errors(task: dict[str, Any], index: int, path: FieldPath) -> Iterator[F
                 cpu,
                 f"the cpu request isn't an integer in spec.task[{index}] container[{position}]. "
                 f"({LEGACY} 1.14: the cpu request isn't  an integer in spec.task[{index}] container[{position}].)",
+                NUMA_CPU,
             )
 
 
@@ -136,6 +142,7 @@ def pod_level_resource_errors(template: Any, index: int, path: FieldPath) -> Ite
                 raw,
                 f'{volcano_path}.requests: Invalid value: "{raw}": must be less than or equal to {resource} limit '
                 f"of {limit[0]}",
+                POD_LEVEL_RESOURCES,
             )
     for resource, (total, binary) in _aggregate(pod_spec, "requests").items():
         request = requests.get(resource)
@@ -145,6 +152,7 @@ def pod_level_resource_errors(template: Any, index: int, path: FieldPath) -> Ite
                 request[0],
                 f'{volcano_path}.requests[{resource}]: Invalid value: "{request[0]}": must be greater than or equal '
                 f"to aggregate container requests of {_format_quantity(total, binary)}",
+                POD_LEVEL_RESOURCES,
             )
     for resource, (total, binary) in _aggregate(pod_spec, "limits").items():
         limit = limits.get(resource)
@@ -154,6 +162,7 @@ def pod_level_resource_errors(template: Any, index: int, path: FieldPath) -> Ite
                 limit[0],
                 f'{volcano_path}.limits[{resource}]: Invalid value: "{limit[0]}": must be greater than or equal '
                 f"to aggregate container limits of {_format_quantity(total, binary)}",
+                POD_LEVEL_RESOURCES,
             )
     for position, container in enumerate(pod_spec.get("containers") or []):
         if not isinstance(container, dict):
@@ -166,6 +175,7 @@ def pod_level_resource_errors(template: Any, index: int, path: FieldPath) -> Ite
                     raw,
                     f"spec.task[{index}].template.spec.containers[{position}][{resource}].limits: Invalid value: "
                     f'"{raw}": must be less than or equal to pod limits of {limit[0]}',
+                    POD_LEVEL_RESOURCES,
                 )
 
 
@@ -180,7 +190,7 @@ def typed_template_errors(template: Any, path: FieldPath) -> Iterator[FieldError
     spec_path = (*path, "spec")
     resources = pod_spec.get("resources")
     if resources is not None:
-        error = type_error(resources, (*spec_path, "resources"), "object", None)
+        error = type_error(resources, (*spec_path, "resources"), "object", None, POD_LEVEL_RESOURCE_TYPES)
         if error is not None:
             yield error
         else:
@@ -190,7 +200,8 @@ def typed_template_errors(template: Any, path: FieldPath) -> Iterator[FieldError
     for index, container in enumerate(init_containers if isinstance(init_containers, list) else []):
         policy = container.get("restartPolicy") if isinstance(container, dict) else None
         if policy is not None:
-            error = type_error(policy, (*spec_path, "initContainers", index, "restartPolicy"), "string", None)
+            policy_path = (*spec_path, "initContainers", index, "restartPolicy")
+            error = type_error(policy, policy_path, "string", None, POD_LEVEL_RESOURCE_TYPES)
             if error is not None:
                 yield error
 
@@ -198,10 +209,10 @@ def typed_template_errors(template: Any, path: FieldPath) -> Iterator[FieldError
 def _typed_quantities(values: Any, path: FieldPath) -> Iterator[FieldError]:
     if values is None:
         return
-    error = type_error(values, path, "object", None)
+    error = type_error(values, path, "object", None, POD_LEVEL_RESOURCE_TYPES)
     if error is not None:
         yield error
         return
     for resource, raw in values.items():
         if type(raw) is not str and type(raw) is not int and raw is not None:
-            yield invalid((*path, Key(resource)), raw, "must be of type integer or string")
+            yield invalid((*path, Key(resource)), raw, "must be of type integer or string", POD_LEVEL_RESOURCE_TYPES)

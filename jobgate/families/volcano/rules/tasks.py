@@ -21,6 +21,11 @@ TIER_CONFLICT = "must not specify 'highestTierAllowed' and 'highestTierName' in 
 # Older Volcano releases worded several messages differently; their users' scripts may grep for the old
 # words, so the detail carries them too, after the current wording, as "(before Volcano X: ...)".
 LEGACY = "before Volcano"
+# The ids of the hand-written rules that CREATE and UPDATE share (jobgate/families/volcano/cel/), which
+# their errors carry.
+PARTITION = "volcano/partition"
+COUNTS = "volcano/counts"
+TASK_MIN_AVAILABLE = "volcano/task-min-available"
 
 
 def job_tasks(spec: dict[str, Any] | None) -> list[tuple[int, dict[str, Any]]]:
@@ -63,18 +68,26 @@ def partition_errors(
     size = as_int(partition.get("partitionSize")) or 0
     min_partitions = as_int(partition.get("minPartitions")) or 0
     if total <= 0:
-        yield invalid((*partition_path, "totalPartitions"), total, f"'TotalPartitions' must be greater than 0 {where}")
+        yield invalid(
+            (*partition_path, "totalPartitions"), total, f"'TotalPartitions' must be greater than 0 {where}", PARTITION
+        )
     elif size <= 0:
-        yield invalid((*partition_path, "partitionSize"), size, f"'PartitionSize' must be greater than 0 {where}")
+        yield invalid(
+            (*partition_path, "partitionSize"), size, f"'PartitionSize' must be greater than 0 {where}", PARTITION
+        )
     elif replicas != total * size:
         yield invalid(
-            (*path, "replicas"), replicas, f"'Replicas' are not equal to TotalPartitions*PartitionSize {where}"
+            (*path, "replicas"),
+            replicas,
+            f"'Replicas' are not equal to TotalPartitions*PartitionSize {where}",
+            PARTITION,
         )
     elif min_available is not None and min_partitions > 0 and min_partitions * size != min_available:
         yield invalid(
             (*path, "minAvailable"),
             min_available,
             f"'MinAvailable' is not equal to MinPartitions*PartitionSize {where}",
+            PARTITION,
         )
     # The partition's network topology (declared), over this task alone.
     yield from declared_in(task_view(int(path[-1]), {"partitionPolicy": partition}), "volcano/network-topology")

@@ -10,6 +10,8 @@ from __future__ import annotations
 from jobgate._generated import declared_rules
 from jobgate.engine.fielderrors import FieldError, FieldPath, invalid
 from jobgate.families.volcano.rules.tasks import (
+    COUNTS,
+    TASK_MIN_AVAILABLE,
     job_tasks,
     job_topology_errors,
     partition_errors,
@@ -41,19 +43,24 @@ def update_errors(obj: dict[str, Any], old: dict[str, Any], spec: dict[str, Any]
         replicas = as_int(task.get("replicas")) or 0
         min_available = as_int(task.get("minAvailable"))
         if replicas < 0:
-            yield invalid((*path, "replicas"), replicas, f"'replicas' must be >= 0 in task: {name}")
+            yield invalid((*path, "replicas"), replicas, f"'replicas' must be >= 0 in task: {name}", COUNTS)
         if min_available is not None and min_available < 0:
-            yield invalid((*path, "minAvailable"), min_available, f"'minAvailable' must be >= 0 in task: {name}")
+            yield invalid(
+                (*path, "minAvailable"), min_available, f"'minAvailable' must be >= 0 in task: {name}", COUNTS
+            )
         elif min_available is not None and min_available > replicas:
             yield invalid(
-                (*path, "minAvailable"), min_available, f"'minAvailable' must be <= 'replicas' in task: {name}"
+                (*path, "minAvailable"),
+                min_available,
+                f"'minAvailable' must be <= 'replicas' in task: {name}",
+                TASK_MIN_AVAILABLE,
             )
         yield from partition_errors(task, path, name=name, job=job, replicas=replicas, min_available=min_available)
     # minAvailable at most the tasks' replicas, declared in declared.py.
     yield from declared_rules.validate_job_batch_volcano_sh(obj, old, ("volcano/min-available",))
     job_min = as_int(spec.get("minAvailable"))
     if job_min is not None and job_min < 0:
-        yield invalid(("spec", "minAvailable"), job_min, "job 'minAvailable' must be >= 0")
+        yield invalid(("spec", "minAvailable"), job_min, "job 'minAvailable' must be >= 0", COUNTS)
     yield from job_topology_errors(spec)
 
     # The number of tasks, then every other field an UPDATE may not change: declared.
