@@ -31,6 +31,7 @@ from typing import Any
 
 import pytest
 import yaml
+from urllib3.exceptions import ProtocolError
 
 from envtest.cel_differential import Apiserver
 from envtest.harness import ControlPlane
@@ -475,9 +476,19 @@ def _warm_up(apiserver: Server, kubectl: Callable[..., subprocess.CompletedProce
     kubectl("apply", "-f", "-", input=yaml.safe_dump(everything)).check_returncode()
     pending = {kind_map(job).kind + kind_map(job).group: job for _, job in _examples()}  # type: ignore[union-attr]
     deadline = time.monotonic() + 900
+    dropped: list[str] = []
     while pending and time.monotonic() < deadline:
         for key, job in list(pending.items()):
-            if _send(apiserver, job, "pv-team")[0] >= 300:
+            try:
+                refused = _send(apiserver, job, "pv-team")[0] >= 300
+            except ProtocolError as exc:
+                # While it compiles the policies, a loaded apiserver (1.30 in CI, twice) can drop a
+                # connection without answering; a dry run is safe to send again. Bounded: a server
+                # that keeps dropping them fails the warm-up.
+                dropped.append(f"{key}: {exc}")
+                assert len(dropped) <= 10, f"the apiserver kept dropping connections: {dropped}"
+                continue
+            if refused:
                 del pending[key]
         time.sleep(2)
     kubectl("delete", "-f", "-", "--wait", input=yaml.safe_dump(everything))
