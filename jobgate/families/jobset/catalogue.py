@@ -128,8 +128,7 @@ def _own() -> list[Rule]:
         ),
         _rule(
             checks.R_RULE_NAMES,
-            "failure policy rule names: 1 to 128 characters, a letter first, letters, digits and '_,:' after, "
-            "unique",
+            "failure policy rule names: 1 to 128 characters, a letter first, letters, digits and '_,:' after, unique",
             _internal("^invalid failure policy rule name "),
             _internal("^rule names are not unique"),
         ),

@@ -138,15 +138,21 @@ class JobSetKind:
         spec = check_spec_schema(obj, self.spec_model, found)
         if spec is None:
             return found
-        old_spec = old.get("spec") if old is not None else None
-        found.errors += crd_rules(spec, old_spec if type(old_spec) is dict else ({} if old is not None else None))
         gates = context.feature_gates
         if old is not None:
-            found.errors += validate_update(obj, old, spec, gates)
+            # Compared as JobSet's defaulter leaves a created JobSet, both sides: the stored one was, and
+            # an update that leaves out what the defaulter wrote (a manifest applied again) changes nothing.
+            new, stored = self.default(obj), self.default(old)
+            new_spec, stored_spec = new.get("spec"), stored.get("spec")
+            new_spec = new_spec if type(new_spec) is dict else {}
+            found.errors += crd_rules(new_spec, stored_spec if type(stored_spec) is dict else {})
+            found.errors += validate_update(new, stored, new_spec, gates)
             return found
+        found.errors += crd_rules(spec, None)
         found.errors += validate_create(obj, spec, gates)
         jobs = list(enumerate(replicated_jobs(spec)))
         found.errors += job_template_errors(jobs)
+        claims = claim_template_names(spec)
         for index, job in jobs:
             name = job.get("name")
             template = job.get("template")
@@ -154,10 +160,50 @@ class JobSetKind:
             if type(job_spec) is dict:
                 path = ("spec", "replicatedJobs", index, "template", "spec", "template")
                 where = f"replicatedJobs[{name}]"
-                check_pod_template(
-                    job_spec.get("template"), path, where=where, replica_restart_policy=None, found=found
-                )
+                pod = with_claim_volumes(job_spec.get("template"), claims)
+                check_pod_template(pod, path, where=where, replica_restart_policy=None, found=found)
         return found
+
+
+def claim_template_names(spec: dict[str, Any]) -> list[str]:
+    """The names of the volume claim policies' PVC templates, in order."""
+    names = []
+    policies = spec.get("volumeClaimPolicies")
+    for policy in policies if type(policies) is list else []:
+        templates = policy.get("templates") if type(policy) is dict else None
+        for template in templates if type(templates) is list else []:
+            metadata = template.get("metadata") if type(template) is dict else None
+            name = metadata.get("name") if type(metadata) is dict else None
+            if type(name) is str and name:
+                names.append(name)
+    return names
+
+
+def with_claim_volumes(template: Any, claims: list[str]) -> Any:
+    """The pod template as JobSet's controller makes each Job's (``addVolumes``): a volume for each claim
+    template a container or init container mounts, so that the mount is not reported as of no volume.
+    One the template already has is left (``jobset/volume-claim-mounts`` reports the conflict)."""
+    spec = template.get("spec") if type(template) is dict else None
+    if not claims or type(spec) is not dict:
+        return template
+    mounted = set()
+    for key in ("initContainers", "containers"):
+        containers = spec.get(key)
+        for container in containers if type(containers) is list else []:
+            mounts = container.get("volumeMounts") if type(container) is dict else None
+            for mount in mounts if type(mounts) is list else []:
+                if type(mount) is dict:
+                    mounted.add(mount.get("name"))
+    volumes = spec.get("volumes")
+    if volumes is not None and type(volumes) is not list:
+        return template
+    present = {v.get("name") for v in volumes or [] if type(v) is dict}
+    added = [
+        {"name": c, "persistentVolumeClaim": {"claimName": c}} for c in claims if c in mounted and c not in present
+    ]
+    if not added:
+        return template
+    return {**template, "spec": {**spec, "volumes": [*(volumes or []), *added]}}
 
 
 JOBSET = register(JobSetKind())
