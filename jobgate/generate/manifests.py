@@ -436,6 +436,9 @@ def generated_files() -> dict[str, str]:
     files.update(policy_vap_files(kinds))
     files.update(policy_map_files())
     files.update(peer_policy_files())
+    from jobgate.generate.overlays import overlay_files
+
+    files.update(overlay_files())
     files["base/webhook/webhooks.yaml"] = _dump(webhook_configurations())
     files["base/webhook/queue-reader.yaml"] = _dump(webhook_queue_reader())
     files["base/webhook/policy-reader.yaml"] = _dump(webhook_policy_reader())

@@ -209,5 +209,14 @@ def _shared(rule: Rule) -> Rule:
     return Rule(rule.id, rule.summary, Where.WEBHOOK, rule.produces, why=why)
 
 
+def enforced_by(rule: Rule) -> str:
+    """Where the rule holds, for the rule reference (docs/rules/jobset.md)."""
+    if rule.why == CEL_WHY:
+        return f"JobSet {record.PEER_VERSION}'s CRD (CEL) in the cluster; the webhook and `jobgate validate`"
+    if "feature gate" in rule.why:
+        return "the webhook and `jobgate validate`, " + rule.why.split(", ", 1)[1].split(";")[0]
+    return "the webhook and `jobgate validate`"
+
+
 def rules(kind: JobKind) -> list[Rule]:
     return [*_own(), *(_shared(rule) for rule in pod_template_rules(SITE))]
