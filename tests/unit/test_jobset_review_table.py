@@ -603,6 +603,15 @@ UPDATE: list[tuple[str, dict[str, Any], dict[str, Any], tuple[str, str] | None, 
         None,
     ),
     (
+        # Kueue adds pod labels: the template's metadata appears, and JobSet's typed comparison takes an
+        # empty metadata for an absent one once the labels are set aside.
+        "pod template labels can be added while suspended",
+        _upd({**rj(R0), "template": {"spec": {"template": {**POD, "metadata": {"labels": {"a": "b"}}}}}}, suspend=True),
+        _upd(rj(R0), suspend=True),
+        None,
+        None,
+    ),
+    (
         "schedulingGates for pod template can be updated for suspended JobSet",
         _upd(_with_pod(rj(R0, parallelism=2), schedulingGates=[{"name": "example.com/gate"}]), suspend=True),
         _upd(rj(R0, parallelism=2), suspend=True),

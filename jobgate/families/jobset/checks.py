@@ -523,11 +523,22 @@ def validate_update(
                         continue
                     target = template[part] = {}
                 _set(target, key, source)
-    if munged != old_spec.get("replicatedJobs"):
+    if _pruned(munged) != _pruned(old_spec.get("replicatedJobs")):
         errors.append(invalid(("spec", "replicatedJobs"), munged, IMMUTABLE, R_REPLICATED_JOBS_IMMUTABLE))
     if spec.get("managedBy") != old_spec.get("managedBy"):
         errors.append(invalid(("spec", "managedBy"), spec.get("managedBy"), IMMUTABLE, R_MANAGED_BY_IMMUTABLE))
     return errors
+
+
+def _pruned(value: Any) -> Any:
+    """``value`` without empty objects: JobSet compares typed Go structs, where an empty struct (a pod
+    template's ``metadata: {}``) and an absent one are the same value."""
+    if type(value) is dict:
+        pruned = {k: _pruned(v) for k, v in value.items()}
+        return {k: v for k, v in pruned.items() if v != {}}
+    if type(value) is list:
+        return [_pruned(v) for v in value]
+    return value
 
 
 def _elastic(index: int, job: dict[str, Any], previous: dict[str, Any], terminal: bool) -> list[FieldError]:
