@@ -110,15 +110,15 @@ def jobset_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Setup]:
         plane.stop()
 
 
-def wait_established(cluster: Cluster, timeout: float = 60) -> None:
+def wait_established(cluster: Cluster, name: str = "jobsets.jobset.x-k8s.io", timeout: float = 60) -> None:
     """The CRD serves once Established (its status is written a moment after it is created)."""
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
-        status = cluster.get_json("crd", "jobsets.jobset.x-k8s.io").get("status") or {}
+        status = cluster.get_json("crd", name).get("status") or {}
         if any(c["type"] == "Established" and c["status"] == "True" for c in status.get("conditions") or []):
             return
         time.sleep(0.2)
-    raise AssertionError("JobSet's CRD never became Established")
+    raise AssertionError(f"CRD {name} never became Established")
 
 
 def wait_for_webhook(setup: Setup, timeout: float = 60) -> None:
@@ -253,3 +253,49 @@ def test_updates_are_refused_but_for_kueues_fields_while_suspended(jobset_cluste
     result = jobset_cluster.cluster.kubectl("replace", "-f", "-", input=json.dumps(changed))
     assert result.returncode != 0
     assert "spec.replicatedJobs: Invalid value" in result.stderr and "field is immutable" in result.stderr
+
+
+def test_the_generated_policies_count_a_jobsets_pods_and_gpus_in_the_apiserver(jobset_cluster: Setup, tmp_path):
+    """manifests/policy-vaps for JobSet (the webhook-less platform policy): the apiserver totals replicas ×
+    pods per Job and their GPUs as the webhook does, and refuses with the webhook's line."""
+    cluster = jobset_cluster.cluster
+    for crd in sorted((REPO / "manifests/base/crds").glob("policy.jobgate.io_*.yaml")):
+        cluster.kubectl("apply", "--server-side", "-f", str(crd), check=True)
+        wait_established(cluster, yaml.safe_load(crd.read_text())["metadata"]["name"])
+    cluster.kubectl("apply", "--server-side", "-f", str(REPO / "manifests/policy-vaps/jobset.x-k8s.io_jobsets.yaml"),
+                    check=True)  # fmt: skip
+    policy = {
+        "apiVersion": "policy.jobgate.io/v1alpha1",
+        "kind": "ClusterTrainingJobPolicy",
+        "metadata": {"name": "jobset-gpus"},
+        "spec": {"enforcementAction": "Deny", "limits": {"maxGPUsPerJob": 64, "maxReplicasPerJob": 9}},
+    }
+    path = tmp_path / "policy.yaml"
+    path.write_text(yaml.safe_dump(policy))
+    cluster.kubectl("apply", "-f", str(path), check=True)
+    job = yaml.safe_load((REPO / "examples/valid/jobset-pytorch.yaml").read_text())
+    job["metadata"]["namespace"] = NAMESPACE
+    job["metadata"]["name"] = "gpus"
+    deadline = time.monotonic() + 60
+    result = None
+    while time.monotonic() < deadline:  # a policy and its params take effect a moment after they are written
+        result = cluster.kubectl("create", "--dry-run=server", "-f", "-", input=json.dumps(job))
+        if "policy/max-gpus-per-job" in result.stderr:
+            break
+        time.sleep(0.5)
+    assert result is not None and result.returncode != 0, result
+    assert "ValidatingAdmissionPolicy 'jobgate-policy.cluster.deny.jobsets.jobset.x-k8s.io'" in result.stderr
+    offline_job = tmp_path / "job.yaml"
+    offline_job.write_text(yaml.safe_dump(job))
+    offline = jobgate("validate", "--policies", str(path), str(offline_job))
+    (line,) = [x for x in offline.stdout.splitlines() if "max-gpus-per-job" in x]
+    # The webhook's line (its field path, value and detail) is the policy's message.
+    assert line.split("error: ", 1)[1].split(" (ClusterTrainingJobPolicy")[0] in result.stderr
+    # 9 pods: within maxReplicasPerJob; one GPU per pod fits 64.
+    for replicated_job in job["spec"]["replicatedJobs"]:
+        replicated_job["template"]["spec"]["template"]["spec"]["containers"][0]["resources"]["limits"] = {
+            "nvidia.com/gpu": 1
+        }
+    result = cluster.kubectl("create", "--dry-run=server", "-f", "-", input=json.dumps(job))
+    assert result.returncode == 0, result.stderr
+    cluster.kubectl("delete", "clustertrainingjobpolicy", "jobset-gpus", check=True)
