@@ -299,3 +299,42 @@ def test_the_generated_policies_count_a_jobsets_pods_and_gpus_in_the_apiserver(j
     result = cluster.kubectl("create", "--dry-run=server", "-f", "-", input=json.dumps(job))
     assert result.returncode == 0, result.stderr
     cluster.kubectl("delete", "clustertrainingjobpolicy", "jobset-gpus", check=True)
+
+
+def test_the_generated_policy_defaults_reach_every_replicated_jobs_pod_template(jobset_cluster: Setup, tmp_path):
+    """manifests/policy-maps for JobSet (MutatingAdmissionPolicy v1): the Kueue queue label and a pod
+    priority class default written by the apiserver as the webhook writes them (in each Job template's
+    pod template)."""
+    cluster = jobset_cluster.cluster
+    for crd in sorted((REPO / "manifests/base/crds").glob("policy.jobgate.io_*.yaml")):
+        cluster.kubectl("apply", "--server-side", "-f", str(crd), check=True)
+        wait_established(cluster, yaml.safe_load(crd.read_text())["metadata"]["name"])
+    cluster.kubectl("apply", "--server-side", "-f", str(REPO / "manifests/policy-maps/jobset.x-k8s.io_jobsets.yaml"),
+                    check=True)  # fmt: skip
+    policy = {
+        "apiVersion": "policy.jobgate.io/v1alpha1",
+        "kind": "ClusterTrainingJobPolicy",
+        "metadata": {"name": "jobset-defaults"},
+        "spec": {"defaults": {"kueueQueueName": "lq-team", "priorityClassName": "batch-low"}},
+    }
+    path = tmp_path / "policy.yaml"
+    path.write_text(yaml.safe_dump(policy))
+    cluster.kubectl("apply", "-f", str(path), check=True)
+    job = jobset("with-defaults", replicated("a"), replicated("b", parallelism=2, completions=2))
+    expected = json.loads(jobgate("default", "-o", "json", "--policies", str(path), "-", input=json.dumps(job)).stdout)
+    deadline = time.monotonic() + 60
+    written = None
+    while time.monotonic() < deadline:  # the policy and its params take effect a moment after they are written
+        result = cluster.kubectl("create", "--dry-run=server", "-o", "json", "-f", "-", input=json.dumps(job))
+        assert result.returncode == 0, result.stderr
+        written = json.loads(result.stdout)
+        if (written["metadata"].get("labels") or {}).get("kueue.x-k8s.io/queue-name") == "lq-team":
+            break
+        time.sleep(0.5)
+    assert written is not None
+    assert written["metadata"]["labels"] == expected["metadata"]["labels"] == {"kueue.x-k8s.io/queue-name": "lq-team"}
+    for mine, theirs in zip(written["spec"]["replicatedJobs"], expected["spec"]["replicatedJobs"], strict=True):
+        pod = mine["template"]["spec"]["template"]["spec"]
+        assert pod["priorityClassName"] == theirs["template"]["spec"]["template"]["spec"]["priorityClassName"]
+        assert pod["priorityClassName"] == "batch-low"
+    cluster.kubectl("delete", "clustertrainingjobpolicy", "jobset-defaults", check=True)
