@@ -76,7 +76,7 @@ def _add_cluster_flags(parser: argparse.ArgumentParser, default: object = None) 
 def _jobset_gates(text: str) -> frozenset[str]:
     import argparse
 
-    from jobgate.families.jobset.gates import parse_gates
+    from jobgate.families.jobset.rules.gates import parse_gates
 
     try:
         return parse_gates(text)

@@ -53,19 +53,13 @@ def _rules(group: str, version: str, plurals: list[str]) -> str:
     return yaml.safe_dump([{"op": "replace", "path": "/webhooks/0/rules", "value": [rule]}], sort_keys=False)
 
 
-def overlay(family: str) -> str:
-    """The overlay's kustomization.yaml."""
-    from jobgate.generate.manifests import COMMAND_CRD_FILE, admission_only, every_family_kind
-
+def overlay(family: str, job_crds: list[str], plurals: list[str]) -> str:
+    """The overlay's kustomization.yaml: ``job_crds`` the names of jobgate's job CRDs the base installs
+    (deleted), ``plurals`` the family's kinds' (its webhooks' rules)."""
     record = family_record(family)
     peer = __import__(f"jobgate.families.{family}", fromlist=["PEER_VERSION"]).PEER_VERSION.removeprefix("v")
-    kinds = every_family_kind()
-    own = sorted(k.plural for k in kinds if k.family == family)
-    # jobgate's job CRDs the base installs (those of families it runs, and Volcano's Command).
-    command_group, _, command_plural = COMMAND_CRD_FILE.removesuffix(".yaml").partition("_")
-    crds = sorted(
-        [*(f"{k.plural}.{k.gvk.group}" for k in kinds if not admission_only(k)), f"{command_plural}.{command_group}"]
-    )
+    own = sorted(plurals)
+    crds = sorted(job_crds)
     patches: list[dict[str, Any]] = [_patch("CustomResourceDefinition", name) for name in crds]
     patches.append(_patch("Deployment", "jobgate-controller", "jobgate-system"))
     patches.append(
@@ -107,6 +101,10 @@ def _string(dumper: yaml.SafeDumper, value: str) -> yaml.Node:
 _BlockDumper.add_representer(str, _string)
 
 
-def overlay_files() -> dict[str, str]:
-    """Relative path under ``manifests/`` -> content, for each family in ``GENERATED``."""
-    return {f"{DIRECTORY.format(family=name)}/kustomization.yaml": overlay(name) for name in GENERATED}
+def overlay_files(job_crds: list[str], plurals: dict[str, list[str]]) -> dict[str, str]:
+    """Relative path under ``manifests/`` -> content, for each family in ``GENERATED`` (``plurals``: each
+    family's kinds' plurals)."""
+    return {
+        f"{DIRECTORY.format(family=name)}/kustomization.yaml": overlay(name, job_crds, plurals[name])
+        for name in GENERATED
+    }

@@ -15,8 +15,8 @@ from jobgate.engine.context import ReviewContext
 from jobgate.engine.ruleids import error_rule
 from jobgate.families import family
 from jobgate.families.jobset import PEER_VERSION
-from jobgate.families.jobset.gates import parse_gates
-from jobgate.generate.overlays import overlay_files
+from jobgate.families.jobset.rules.gates import parse_gates
+from jobgate.generate.manifests import admission_only_overlays
 from jobgate.policy.fieldmap import pod_sizes, pods_per_job
 from jobgate.policy.kinds import KINDS
 from jobgate.review import kind_of, review_job
@@ -110,7 +110,7 @@ def test_every_error_of_the_tables_carries_its_rule_id():
 
 
 def test_the_overlay_is_generated_and_current():
-    assert overlay_files()["overlays/jobset-admission-only/kustomization.yaml"] == OVERLAY.read_text()
+    assert admission_only_overlays()["overlays/jobset-admission-only/kustomization.yaml"] == OVERLAY.read_text()
 
 
 def test_the_overlay_serves_jobsets_alone_without_crds_of_jobgates_families_or_a_controller():

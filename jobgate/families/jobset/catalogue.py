@@ -13,7 +13,7 @@ import re
 
 from jobgate.engine.registry import JobKind
 from jobgate.families import jobset as record
-from jobgate.families.jobset import checks
+from jobgate.families.jobset.rules import checks
 from jobgate.forms.catalogue import LIST_ITEMS, Produces, Rule, Where
 from jobgate.generate.cel.podtemplate import TemplateSite, pod_template_rules
 

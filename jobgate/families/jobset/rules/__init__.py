@@ -17,7 +17,7 @@ from jobgate.engine.jsonpatch import NO_PATCH, PatchRecorder
 from jobgate.engine.modelref import ModelRef
 from jobgate.engine.registry import GroupVersionKind, register
 from jobgate.families.jobset import GROUP, VERSION
-from jobgate.families.jobset.checks import (
+from jobgate.families.jobset.rules.checks import (
     crd_rules,
     job_template_errors,
     replicated_jobs,

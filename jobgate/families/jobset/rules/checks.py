@@ -11,7 +11,7 @@ validator reads it after its defaulter.
 from __future__ import annotations
 
 from jobgate.engine.fielderrors import ErrorType, FieldError, FieldPath, forbidden, invalid, required
-from jobgate.families.jobset import gates
+from jobgate.families.jobset.rules.gates import ELASTIC_JOBSET, IN_PLACE_RESTART, RESTART_JOB
 from jobgate.rules.names import (
     dns1035_label_problems,
     dns1123_subdomain_problems,
@@ -171,7 +171,7 @@ def validate_create(obj: dict[str, Any], spec: dict[str, Any], enabled: frozense
     name = jobset_name(obj)
     failure_policy = spec.get("failurePolicy")
     in_place = type(failure_policy) is dict and failure_policy.get("restartStrategy") == "InPlaceRestart"
-    if in_place and gates.IN_PLACE_RESTART not in enabled:
+    if in_place and IN_PLACE_RESTART not in enabled:
         errors.append(
             internal(
                 "InPlaceRestart restart strategy cannot be set when InPlaceRestart feature gate is disabled",
@@ -201,7 +201,7 @@ def validate_create(obj: dict[str, Any], spec: dict[str, Any], enabled: frozense
             )
     names: set[str] = set()
     for index, job in enumerate(jobs):
-        errors += _replicated_job(name, index, job, names, in_place and gates.IN_PLACE_RESTART in enabled)
+        errors += _replicated_job(name, index, job, names, in_place and IN_PLACE_RESTART in enabled)
     success_policy = _dict(spec.get("successPolicy"))
     for target in _list(success_policy.get("targetReplicatedJobs")):
         if target not in names:
@@ -297,7 +297,7 @@ def _failure_policy(
     errors: list[FieldError] = []
     rules = [rule if type(rule) is dict else {} for rule in _list(policy.get("rules"))]
     if any(rule.get("action") in RESTART_JOB_ACTIONS for rule in rules):
-        if gates.RESTART_JOB not in enabled:
+        if RESTART_JOB not in enabled:
             return [
                 internal(
                     "RestartJob and RestartJobAndIgnoreMaxRestarts failure policy actions are not allowed when "
@@ -492,7 +492,7 @@ def validate_update(
     new_jobs = spec.get("replicatedJobs")
     munged: Any = copy.deepcopy(new_jobs)
     old_by_name = {_str(j.get("name")): j for j in replicated_jobs(old_spec)}
-    if gates.ELASTIC_JOBSET in enabled and type(munged) is list:
+    if ELASTIC_JOBSET in enabled and type(munged) is list:
         terminal = _terminal(old)
         for index, job in enumerate(munged):
             if type(job) is not dict:
