@@ -93,7 +93,9 @@ families: []
 
 # Admission only: no jobgate controller, and none of jobgate's CRDs of the served families: their
 # own system defines and runs those jobs. families: [volcano] with admissionOnly: true is
-# manifests/overlays/volcano-admission-only, for a cluster that already runs Volcano.
+# manifests/overlays/volcano-admission-only, for a cluster that already runs Volcano; families: [jobset]
+# with admissionOnly: true and crds.install: false is manifests/overlays/jobset-admission-only, beside
+# JobSet (its feature gates: webhook.extraArgs: ["--jobset-feature-gates=InPlaceRestart=true"]).
 admissionOnly: false
 
 # With admissionOnly and families: [kubeflow]: Kubeflow's job-only rules also enforced by the

@@ -191,6 +191,30 @@ def _where_line(entry: Any) -> str:
     return f"the apiserver ({entry.where.value}), the webhook and `jobgate validate`"
 
 
+def _webhook_only_rules_table(family: str) -> list[str]:
+    """A catalogue family whose every rule is the webhook's (JobSet's): its rules, each with where it holds
+    (the catalogue module's ``enforced_by(rule)``, e.g. the peer's own CRD), before the examples' denials."""
+    import importlib
+
+    from jobgate.families import family as record_of
+    from jobgate.forms.catalogue import Where
+    from jobgate.generate.cel.generate import rules_for
+
+    record = record_of(family)
+    if record.catalogue is None:
+        return []
+    rules = [r for kind in _kinds() if kind.family == family for r in rules_for(kind)]
+    if any(r.where is not Where.WEBHOOK for r in rules):
+        return []
+    enforced_by = getattr(importlib.import_module(record.catalogue), "enforced_by", None)
+    out = ["| rule | what it checks | enforced by |", "|---|---|---|"]
+    for rule in {r.id: r for r in rules}.values():
+        where = (enforced_by(rule) if enforced_by is not None else None) or "the webhook and `jobgate validate`"
+        anchor = f'<a id="{rule_anchor(rule.id)}"></a>'
+        out.append(f"| {anchor}`{rule.id}` | {_cell(rule.summary)} | {_cell(where)} |")
+    return [*out, "", "The denials of the bundled examples:", ""]
+
+
 def rules_markdown(family: str) -> str:
     from jobgate.engine.fielderrors import ErrorType
     from jobgate.families import family as record_of
@@ -224,6 +248,7 @@ def rules_markdown(family: str) -> str:
             f" project: [families](../families.md#{family}). The denials of the bundled examples:",
             "",
         ]
+        out += _webhook_only_rules_table(family)
         for path in sorted((REPO / "examples" / "invalid").glob(f"{family}-*.yaml")):
             out.append(f"- `examples/invalid/{path.name}`:")
             for document in (d for d in yaml.safe_load_all(path.read_text()) if d):

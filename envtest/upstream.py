@@ -1,8 +1,8 @@
 """CRDs of the projects jobgate stands beside, read from their Go modules (the module proxy is the
 one source reachable here, and the Go module cache keeps what it downloads).
 
-    python -m envtest.upstream   # prints the paths of Volcano's Job and Queue CRDs and Kueue's
-                                 # queue CRDs, downloading each module once
+    python -m envtest.upstream   # prints the paths of Volcano's Job and Queue CRDs, Kueue's
+                                 # queue CRDs and JobSet's CRD, downloading each module once
 """
 
 from __future__ import annotations
@@ -96,9 +96,20 @@ def kueue_queue_crds(version: str = KUEUE_VERSION) -> list[Path]:
     return crds
 
 
+JOBSET_CRD = "config/components/crd/bases/jobset.x-k8s.io_jobsets.yaml"
+
+
+def jobset_crd() -> Path:
+    """JobSet's own ``jobsets.jobset.x-k8s.io`` CRD (its schema, defaults and CEL rules), of the release
+    the jobset family follows (``jobgate.families.jobset.PEER_VERSION``)."""
+    from jobgate.families.jobset import PEER_MODULE, PEER_VERSION
+
+    return _module_file(PEER_MODULE, PEER_VERSION, JOBSET_CRD)
+
+
 if __name__ == "__main__":
     try:
-        for path in (volcano_job_crd(), volcano_queue_crd(), *kueue_queue_crds()):
+        for path in (volcano_job_crd(), volcano_queue_crd(), *kueue_queue_crds(), jobset_crd()):
             print(path)
     except UpstreamUnavailable as exc:
         print(f"envtest.upstream: {exc}", file=sys.stderr)

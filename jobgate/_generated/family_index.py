@@ -9,6 +9,7 @@ KIND_FAMILIES: dict[tuple[str, str, str], str] = {
     ("batch.tensorstack.dev", "v1beta1", "GenericJob"): "t9k",
     ("batch.volcano.sh", "v1alpha1", "Job"): "volcano",
     ("diengine.opendilab.org", "v2alpha1", "DIJob"): "diengine",
+    ("jobset.x-k8s.io", "v1alpha2", "JobSet"): "jobset",
     ("kubeflow.org", "v1", "JAXJob"): "kubeflow",
     ("kubeflow.org", "v1", "MPIJob"): "kubeflow",
     ("kubeflow.org", "v1", "PaddleJob"): "kubeflow",
@@ -31,4 +32,5 @@ FAMILY_RULES: dict[str, str] = {
     "diengine": "jobgate.families.diengine.rules",
     "volcano": "jobgate.families.volcano.rules",
     "kubeflow": "jobgate.families.kubeflow.rules",
+    "jobset": "jobgate.families.jobset.rules",
 }

@@ -275,602 +275,704 @@ PRODUCES: tuple[tuple[str, str, str, str], ...] = (
     ('dijob/shared-volumes', 'spec.volumes[*].name', 'REQUIRED', ''),  # 267
     ('dijob/shared-volumes', 'spec.volumes[*].name', 'INVALID', "^(a\\ lowercase\\ RFC\\ 1123\\ label\\ must\\ consist\\ of\\ lower\\ case\\ alphanumeric\\ characters\\ or\\ '\\-',\\ and\\ must\\ start\\ and\\ end\\ with\\ an\\ alphanumeric\\ character\\ \\(e\\.g\\.\\ 'my\\-name',\\ \\ or\\ '123\\-abc',\\ regex\\ used\\ for\\ validation\\ is\\ '\\[a\\-z0\\-9\\]\\(\\[\\-a\\-z0\\-9\\]\\*\\[a\\-z0\\-9\\]\\)\\?'\\)|must be no more than 63 )"),  # 268
     ('dijob/shared-volume-names-unique', 'spec.volumes[*].name', 'DUPLICATE', ''),  # 269
-    ('kubeflow/name', 'metadata.name', 'INVALID', '^should match: '),  # 270
-    ('kubeflow/managed-by', 'spec.runPolicy.managedBy', 'NOT_SUPPORTED', ''),  # 271
-    ('kubeflow/managed-by', 'spec.runPolicy.managedBy', 'INVALID', '^field is immutable$'),  # 272
-    ('kubeflow/queue-immutable', 'spec.runPolicy.schedulingPolicy.queue', 'INVALID', '^spec\\.runPolicy\\.schedulingPolicy\\.queue\\ is\\ immutable$'),  # 273
-    ('kubeflow/template-containers', 'spec.jaxReplicaSpecs[*].template.spec.containers', 'REQUIRED', '^must have at least one container$|^must be specified: |containers definition expected'),  # 274
-    ('replicas/types', 'spec.jaxReplicaSpecs[*]', 'NOT_SUPPORTED', ''),  # 275
-    ('replicas/types', 'spec.jaxReplicaSpecs[*]', 'DUPLICATE', ''),  # 276
-    ('run-policy/min-available', 'spec.runPolicy.schedulingPolicy.minAvailable', 'INVALID', 'total number of replicas'),  # 277
-    ('run-policy/queue-immutable', 'spec.schedulingPolicy.queue', 'INVALID', '^field is immutable$'),  # 278
-    ('pod-template/spec', 'spec.jaxReplicaSpecs[*].template.spec', 'REQUIRED', '^$'),  # 279
-    ('pod-template/containers', 'spec.jaxReplicaSpecs[*].template.spec.containers', 'REQUIRED', '^must\\ be\\ specified:\\ must\\ have\\ at\\ least\\ one\\ container\\ with\\ name\\ jax$'),  # 280
-    ('pod-template/bounds', 'spec.jaxReplicaSpecs[*].template.spec.**', 'TOO_MANY', ''),  # 281
-    ('pod-template/containers/name', 'spec.jaxReplicaSpecs[*].template.spec.containers[*].name', 'REQUIRED', '^$'),  # 282
-    ('pod-template/containers/name', 'spec.jaxReplicaSpecs[*].template.spec.containers[*].name', 'INVALID', '^must be no more than 63 characters$'),  # 283
-    ('pod-template/containers/name', 'spec.jaxReplicaSpecs[*].template.spec.containers[*].name', 'INVALID', "^a lowercase RFC 1123 label must consist of lower case alphanumeric characters or '-', and must start and end with an alphanumeric character \\(e\\.g\\. 'my-name',  or '123-abc', regex used for validation is '\\[a-z0-9\\]\\(\\[-a-z0-9\\]\\*\\[a-z0-9\\]\\)\\?'\\)$"),  # 284
-    ('pod-template/containers/image', 'spec.jaxReplicaSpecs[*].template.spec.containers[*].image', 'REQUIRED', '^$'),  # 285
-    ('pod-template/containers/ports', 'spec.jaxReplicaSpecs[*].template.spec.containers[*].ports[*].containerPort', 'REQUIRED', '^$'),  # 286
-    ('pod-template/containers/ports', 'spec.jaxReplicaSpecs[*].template.spec.containers[*].ports[*].containerPort', 'INVALID', '^must be between 1 and 65535, inclusive$'),  # 287
-    ('pod-template/containers/ports', 'spec.jaxReplicaSpecs[*].template.spec.containers[*].ports[*].hostPort', 'INVALID', '^must be between 1 and 65535, inclusive$'),  # 288
-    ('pod-template/containers/ports', 'spec.jaxReplicaSpecs[*].template.spec.containers[*].ports[*].protocol', 'NOT_SUPPORTED', '^supported values: "TCP", "UDP", "SCTP"$'),  # 289
-    ('pod-template/containers/ports', 'spec.jaxReplicaSpecs[*].template.spec.containers[*].ports[*].name', 'INVALID', '^must be no more than 15 characters$'),  # 290
-    ('pod-template/containers/ports', 'spec.jaxReplicaSpecs[*].template.spec.containers[*].ports[*].name', 'INVALID', '^must contain only alpha-numeric characters \\(a-z, 0-9\\), and hyphens \\(-\\)$'),  # 291
-    ('pod-template/containers/ports', 'spec.jaxReplicaSpecs[*].template.spec.containers[*].ports[*].name', 'INVALID', '^must contain at least one letter \\(a-z\\)$'),  # 292
-    ('pod-template/containers/ports', 'spec.jaxReplicaSpecs[*].template.spec.containers[*].ports[*].name', 'INVALID', '^must not contain consecutive hyphens$'),  # 293
-    ('pod-template/containers/ports', 'spec.jaxReplicaSpecs[*].template.spec.containers[*].ports[*].name', 'INVALID', '^must not begin or end with a hyphen$'),  # 294
-    ('pod-template/containers/port-names-unique', 'spec.jaxReplicaSpecs[*].template.spec.containers[*].ports[*].name', 'DUPLICATE', ''),  # 295
-    ('pod-template/containers/mounts', 'spec.jaxReplicaSpecs[*].template.spec.containers[*].volumeMounts[*].name', 'REQUIRED', '^$'),  # 296
-    ('pod-template/containers/mounts', 'spec.jaxReplicaSpecs[*].template.spec.containers[*].volumeMounts[*].mountPath', 'REQUIRED', '^$'),  # 297
-    ('pod-template/containers/mounted-volumes', 'spec.jaxReplicaSpecs[*].template.spec.containers[*].volumeMounts[*].name', 'NOT_FOUND', ''),  # 298
-    ('pod-template/containers/env', 'spec.jaxReplicaSpecs[*].template.spec.containers[*].env[*].name', 'REQUIRED', '^$'),  # 299
-    ('pod-template/containers/env', 'spec.jaxReplicaSpecs[*].template.spec.containers[*].env[*].name', 'INVALID', "^a valid environment variable name must consist only of printable ASCII characters other than '='$"),  # 300
-    ('pod-template/containers/quantities', 'spec.jaxReplicaSpecs[*].template.spec.containers[*].resources.limits[*]', 'INVALID', "^quantities\\ must\\ match\\ the\\ regular\\ expression\\ '\\^\\(\\[\\+\\-\\]\\?\\[0\\-9\\.\\]\\+\\)\\(\\[eEinumkKMGTP\\]\\*\\[\\-\\+\\]\\?\\[0\\-9\\]\\*\\)\\$'$"),  # 301
-    ('pod-template/containers/quantities', 'spec.jaxReplicaSpecs[*].template.spec.containers[*].resources.limits[*]', 'INVALID', '^must be greater than or equal to 0$'),  # 302
-    ('pod-template/containers/quantities', 'spec.jaxReplicaSpecs[*].template.spec.containers[*].resources.requests[*]', 'INVALID', "^quantities\\ must\\ match\\ the\\ regular\\ expression\\ '\\^\\(\\[\\+\\-\\]\\?\\[0\\-9\\.\\]\\+\\)\\(\\[eEinumkKMGTP\\]\\*\\[\\-\\+\\]\\?\\[0\\-9\\]\\*\\)\\$'$"),  # 303
-    ('pod-template/containers/quantities', 'spec.jaxReplicaSpecs[*].template.spec.containers[*].resources.requests[*]', 'INVALID', '^must be greater than or equal to 0$'),  # 304
-    ('pod-template/containers/whole-extended-resources', 'spec.jaxReplicaSpecs[*].template.spec.containers[*].resources.limits[*]', 'INVALID', '^must be an integer$'),  # 305
-    ('pod-template/containers/whole-extended-resources', 'spec.jaxReplicaSpecs[*].template.spec.containers[*].resources.requests[*]', 'INVALID', '^must be an integer$'),  # 306
-    ('pod-template/containers/extended-resource-limits', 'spec.jaxReplicaSpecs[*].template.spec.containers[*].resources.limits[*]', 'REQUIRED', 'Limit\\ must\\ be\\ set\\ for\\ non\\ overcommitable\\ resources$'),  # 307
-    ('pod-template/containers/requests-within-limits', 'spec.jaxReplicaSpecs[*].template.spec.containers[*].resources.requests[*]', 'INVALID', ' limit of '),  # 308
-    ('pod-template/initContainers/name', 'spec.jaxReplicaSpecs[*].template.spec.initContainers[*].name', 'REQUIRED', '^$'),  # 309
-    ('pod-template/initContainers/name', 'spec.jaxReplicaSpecs[*].template.spec.initContainers[*].name', 'INVALID', '^must be no more than 63 characters$'),  # 310
-    ('pod-template/initContainers/name', 'spec.jaxReplicaSpecs[*].template.spec.initContainers[*].name', 'INVALID', "^a lowercase RFC 1123 label must consist of lower case alphanumeric characters or '-', and must start and end with an alphanumeric character \\(e\\.g\\. 'my-name',  or '123-abc', regex used for validation is '\\[a-z0-9\\]\\(\\[-a-z0-9\\]\\*\\[a-z0-9\\]\\)\\?'\\)$"),  # 311
-    ('pod-template/initContainers/image', 'spec.jaxReplicaSpecs[*].template.spec.initContainers[*].image', 'REQUIRED', '^$'),  # 312
-    ('pod-template/initContainers/ports', 'spec.jaxReplicaSpecs[*].template.spec.initContainers[*].ports[*].containerPort', 'REQUIRED', '^$'),  # 313
-    ('pod-template/initContainers/ports', 'spec.jaxReplicaSpecs[*].template.spec.initContainers[*].ports[*].containerPort', 'INVALID', '^must be between 1 and 65535, inclusive$'),  # 314
-    ('pod-template/initContainers/ports', 'spec.jaxReplicaSpecs[*].template.spec.initContainers[*].ports[*].hostPort', 'INVALID', '^must be between 1 and 65535, inclusive$'),  # 315
-    ('pod-template/initContainers/ports', 'spec.jaxReplicaSpecs[*].template.spec.initContainers[*].ports[*].protocol', 'NOT_SUPPORTED', '^supported values: "TCP", "UDP", "SCTP"$'),  # 316
-    ('pod-template/initContainers/ports', 'spec.jaxReplicaSpecs[*].template.spec.initContainers[*].ports[*].name', 'INVALID', '^must be no more than 15 characters$'),  # 317
-    ('pod-template/initContainers/ports', 'spec.jaxReplicaSpecs[*].template.spec.initContainers[*].ports[*].name', 'INVALID', '^must contain only alpha-numeric characters \\(a-z, 0-9\\), and hyphens \\(-\\)$'),  # 318
-    ('pod-template/initContainers/ports', 'spec.jaxReplicaSpecs[*].template.spec.initContainers[*].ports[*].name', 'INVALID', '^must contain at least one letter \\(a-z\\)$'),  # 319
-    ('pod-template/initContainers/ports', 'spec.jaxReplicaSpecs[*].template.spec.initContainers[*].ports[*].name', 'INVALID', '^must not contain consecutive hyphens$'),  # 320
-    ('pod-template/initContainers/ports', 'spec.jaxReplicaSpecs[*].template.spec.initContainers[*].ports[*].name', 'INVALID', '^must not begin or end with a hyphen$'),  # 321
-    ('pod-template/initContainers/port-names-unique', 'spec.jaxReplicaSpecs[*].template.spec.initContainers[*].ports[*].name', 'DUPLICATE', ''),  # 322
-    ('pod-template/initContainers/mounts', 'spec.jaxReplicaSpecs[*].template.spec.initContainers[*].volumeMounts[*].name', 'REQUIRED', '^$'),  # 323
-    ('pod-template/initContainers/mounts', 'spec.jaxReplicaSpecs[*].template.spec.initContainers[*].volumeMounts[*].mountPath', 'REQUIRED', '^$'),  # 324
-    ('pod-template/initContainers/mounted-volumes', 'spec.jaxReplicaSpecs[*].template.spec.initContainers[*].volumeMounts[*].name', 'NOT_FOUND', ''),  # 325
-    ('pod-template/initContainers/env', 'spec.jaxReplicaSpecs[*].template.spec.initContainers[*].env[*].name', 'REQUIRED', '^$'),  # 326
-    ('pod-template/initContainers/env', 'spec.jaxReplicaSpecs[*].template.spec.initContainers[*].env[*].name', 'INVALID', "^a valid environment variable name must consist only of printable ASCII characters other than '='$"),  # 327
-    ('pod-template/initContainers/quantities', 'spec.jaxReplicaSpecs[*].template.spec.initContainers[*].resources.limits[*]', 'INVALID', "^quantities\\ must\\ match\\ the\\ regular\\ expression\\ '\\^\\(\\[\\+\\-\\]\\?\\[0\\-9\\.\\]\\+\\)\\(\\[eEinumkKMGTP\\]\\*\\[\\-\\+\\]\\?\\[0\\-9\\]\\*\\)\\$'$"),  # 328
-    ('pod-template/initContainers/quantities', 'spec.jaxReplicaSpecs[*].template.spec.initContainers[*].resources.limits[*]', 'INVALID', '^must be greater than or equal to 0$'),  # 329
-    ('pod-template/initContainers/quantities', 'spec.jaxReplicaSpecs[*].template.spec.initContainers[*].resources.requests[*]', 'INVALID', "^quantities\\ must\\ match\\ the\\ regular\\ expression\\ '\\^\\(\\[\\+\\-\\]\\?\\[0\\-9\\.\\]\\+\\)\\(\\[eEinumkKMGTP\\]\\*\\[\\-\\+\\]\\?\\[0\\-9\\]\\*\\)\\$'$"),  # 330
-    ('pod-template/initContainers/quantities', 'spec.jaxReplicaSpecs[*].template.spec.initContainers[*].resources.requests[*]', 'INVALID', '^must be greater than or equal to 0$'),  # 331
-    ('pod-template/initContainers/whole-extended-resources', 'spec.jaxReplicaSpecs[*].template.spec.initContainers[*].resources.limits[*]', 'INVALID', '^must be an integer$'),  # 332
-    ('pod-template/initContainers/whole-extended-resources', 'spec.jaxReplicaSpecs[*].template.spec.initContainers[*].resources.requests[*]', 'INVALID', '^must be an integer$'),  # 333
-    ('pod-template/initContainers/extended-resource-limits', 'spec.jaxReplicaSpecs[*].template.spec.initContainers[*].resources.limits[*]', 'REQUIRED', 'Limit\\ must\\ be\\ set\\ for\\ non\\ overcommitable\\ resources$'),  # 334
-    ('pod-template/initContainers/requests-within-limits', 'spec.jaxReplicaSpecs[*].template.spec.initContainers[*].resources.requests[*]', 'INVALID', ' limit of '),  # 335
-    ('pod-template/container-names-unique', 'spec.jaxReplicaSpecs[*].template.spec.containers[*].name', 'DUPLICATE', ''),  # 336
-    ('pod-template/container-names-unique', 'spec.jaxReplicaSpecs[*].template.spec.initContainers[*].name', 'DUPLICATE', ''),  # 337
-    ('pod-template/volumes', 'spec.jaxReplicaSpecs[*].template.spec.volumes[*].name', 'REQUIRED', '^$'),  # 338
-    ('pod-template/volumes', 'spec.jaxReplicaSpecs[*].template.spec.volumes[*].name', 'INVALID', '^must be no more than 63 characters$'),  # 339
-    ('pod-template/volumes', 'spec.jaxReplicaSpecs[*].template.spec.volumes[*].name', 'INVALID', "^a lowercase RFC 1123 label must consist of lower case alphanumeric characters or '-', and must start and end with an alphanumeric character \\(e\\.g\\. 'my-name',  or '123-abc', regex used for validation is '\\[a-z0-9\\]\\(\\[-a-z0-9\\]\\*\\[a-z0-9\\]\\)\\?'\\)$"),  # 340
-    ('pod-template/volume-names-unique', 'spec.jaxReplicaSpecs[*].template.spec.volumes[*].name', 'DUPLICATE', ''),  # 341
-    ('pod-template/restart-policy', 'spec.jaxReplicaSpecs[*].template.spec.restartPolicy', 'NOT_SUPPORTED', '^supported values: "Always", "OnFailure", "Never"$'),  # 342
-    ('pod-template/framework-container', 'spec.jaxReplicaSpecs[*].template.spec.containers', 'REQUIRED', '^must\\ have\\ at\\ least\\ one\\ container\\ with\\ name\\ jax$'),  # 343
-    ('kubeflow/template-containers', 'spec.mpiReplicaSpecs[*].template.spec.containers', 'REQUIRED', '^must have at least one container$|^must be specified: |containers definition expected'),  # 344
-    ('kubeflow/one-launcher', 'spec.mpiReplicaSpecs[Launcher]', 'REQUIRED', '^must be present '),  # 345
-    ('kubeflow/one-launcher', 'spec.mpiReplicaSpecs[Launcher].replicas', 'FORBIDDEN', '^must be 1 '),  # 346
-    ('replicas/types', 'spec.mpiReplicaSpecs[*]', 'NOT_SUPPORTED', ''),  # 347
-    ('pod-template/spec', 'spec.mpiReplicaSpecs[*].template.spec', 'REQUIRED', '^$'),  # 348
-    ('pod-template/containers', 'spec.mpiReplicaSpecs[*].template.spec.containers', 'REQUIRED', '^must\\ have\\ at\\ least\\ one\\ container\\ \\(MPIReplicaSpecs\\ is\\ not\\ valid:\\ containers\\ definition\\ expected\\)$'),  # 349
-    ('pod-template/bounds', 'spec.mpiReplicaSpecs[*].template.spec.**', 'TOO_MANY', ''),  # 350
-    ('pod-template/containers/name', 'spec.mpiReplicaSpecs[*].template.spec.containers[*].name', 'REQUIRED', '^$'),  # 351
-    ('pod-template/containers/name', 'spec.mpiReplicaSpecs[*].template.spec.containers[*].name', 'INVALID', '^must be no more than 63 characters$'),  # 352
-    ('pod-template/containers/name', 'spec.mpiReplicaSpecs[*].template.spec.containers[*].name', 'INVALID', "^a lowercase RFC 1123 label must consist of lower case alphanumeric characters or '-', and must start and end with an alphanumeric character \\(e\\.g\\. 'my-name',  or '123-abc', regex used for validation is '\\[a-z0-9\\]\\(\\[-a-z0-9\\]\\*\\[a-z0-9\\]\\)\\?'\\)$"),  # 353
-    ('pod-template/containers/image', 'spec.mpiReplicaSpecs[*].template.spec.containers[*].image', 'REQUIRED', '^$'),  # 354
-    ('pod-template/containers/ports', 'spec.mpiReplicaSpecs[*].template.spec.containers[*].ports[*].containerPort', 'REQUIRED', '^$'),  # 355
-    ('pod-template/containers/ports', 'spec.mpiReplicaSpecs[*].template.spec.containers[*].ports[*].containerPort', 'INVALID', '^must be between 1 and 65535, inclusive$'),  # 356
-    ('pod-template/containers/ports', 'spec.mpiReplicaSpecs[*].template.spec.containers[*].ports[*].hostPort', 'INVALID', '^must be between 1 and 65535, inclusive$'),  # 357
-    ('pod-template/containers/ports', 'spec.mpiReplicaSpecs[*].template.spec.containers[*].ports[*].protocol', 'NOT_SUPPORTED', '^supported values: "TCP", "UDP", "SCTP"$'),  # 358
-    ('pod-template/containers/ports', 'spec.mpiReplicaSpecs[*].template.spec.containers[*].ports[*].name', 'INVALID', '^must be no more than 15 characters$'),  # 359
-    ('pod-template/containers/ports', 'spec.mpiReplicaSpecs[*].template.spec.containers[*].ports[*].name', 'INVALID', '^must contain only alpha-numeric characters \\(a-z, 0-9\\), and hyphens \\(-\\)$'),  # 360
-    ('pod-template/containers/ports', 'spec.mpiReplicaSpecs[*].template.spec.containers[*].ports[*].name', 'INVALID', '^must contain at least one letter \\(a-z\\)$'),  # 361
-    ('pod-template/containers/ports', 'spec.mpiReplicaSpecs[*].template.spec.containers[*].ports[*].name', 'INVALID', '^must not contain consecutive hyphens$'),  # 362
-    ('pod-template/containers/ports', 'spec.mpiReplicaSpecs[*].template.spec.containers[*].ports[*].name', 'INVALID', '^must not begin or end with a hyphen$'),  # 363
-    ('pod-template/containers/port-names-unique', 'spec.mpiReplicaSpecs[*].template.spec.containers[*].ports[*].name', 'DUPLICATE', ''),  # 364
-    ('pod-template/containers/mounts', 'spec.mpiReplicaSpecs[*].template.spec.containers[*].volumeMounts[*].name', 'REQUIRED', '^$'),  # 365
-    ('pod-template/containers/mounts', 'spec.mpiReplicaSpecs[*].template.spec.containers[*].volumeMounts[*].mountPath', 'REQUIRED', '^$'),  # 366
-    ('pod-template/containers/mounted-volumes', 'spec.mpiReplicaSpecs[*].template.spec.containers[*].volumeMounts[*].name', 'NOT_FOUND', ''),  # 367
-    ('pod-template/containers/env', 'spec.mpiReplicaSpecs[*].template.spec.containers[*].env[*].name', 'REQUIRED', '^$'),  # 368
-    ('pod-template/containers/env', 'spec.mpiReplicaSpecs[*].template.spec.containers[*].env[*].name', 'INVALID', "^a valid environment variable name must consist only of printable ASCII characters other than '='$"),  # 369
-    ('pod-template/containers/quantities', 'spec.mpiReplicaSpecs[*].template.spec.containers[*].resources.limits[*]', 'INVALID', "^quantities\\ must\\ match\\ the\\ regular\\ expression\\ '\\^\\(\\[\\+\\-\\]\\?\\[0\\-9\\.\\]\\+\\)\\(\\[eEinumkKMGTP\\]\\*\\[\\-\\+\\]\\?\\[0\\-9\\]\\*\\)\\$'$"),  # 370
-    ('pod-template/containers/quantities', 'spec.mpiReplicaSpecs[*].template.spec.containers[*].resources.limits[*]', 'INVALID', '^must be greater than or equal to 0$'),  # 371
-    ('pod-template/containers/quantities', 'spec.mpiReplicaSpecs[*].template.spec.containers[*].resources.requests[*]', 'INVALID', "^quantities\\ must\\ match\\ the\\ regular\\ expression\\ '\\^\\(\\[\\+\\-\\]\\?\\[0\\-9\\.\\]\\+\\)\\(\\[eEinumkKMGTP\\]\\*\\[\\-\\+\\]\\?\\[0\\-9\\]\\*\\)\\$'$"),  # 372
-    ('pod-template/containers/quantities', 'spec.mpiReplicaSpecs[*].template.spec.containers[*].resources.requests[*]', 'INVALID', '^must be greater than or equal to 0$'),  # 373
-    ('pod-template/containers/whole-extended-resources', 'spec.mpiReplicaSpecs[*].template.spec.containers[*].resources.limits[*]', 'INVALID', '^must be an integer$'),  # 374
-    ('pod-template/containers/whole-extended-resources', 'spec.mpiReplicaSpecs[*].template.spec.containers[*].resources.requests[*]', 'INVALID', '^must be an integer$'),  # 375
-    ('pod-template/containers/extended-resource-limits', 'spec.mpiReplicaSpecs[*].template.spec.containers[*].resources.limits[*]', 'REQUIRED', 'Limit\\ must\\ be\\ set\\ for\\ non\\ overcommitable\\ resources$'),  # 376
-    ('pod-template/containers/requests-within-limits', 'spec.mpiReplicaSpecs[*].template.spec.containers[*].resources.requests[*]', 'INVALID', ' limit of '),  # 377
-    ('pod-template/initContainers/name', 'spec.mpiReplicaSpecs[*].template.spec.initContainers[*].name', 'REQUIRED', '^$'),  # 378
-    ('pod-template/initContainers/name', 'spec.mpiReplicaSpecs[*].template.spec.initContainers[*].name', 'INVALID', '^must be no more than 63 characters$'),  # 379
-    ('pod-template/initContainers/name', 'spec.mpiReplicaSpecs[*].template.spec.initContainers[*].name', 'INVALID', "^a lowercase RFC 1123 label must consist of lower case alphanumeric characters or '-', and must start and end with an alphanumeric character \\(e\\.g\\. 'my-name',  or '123-abc', regex used for validation is '\\[a-z0-9\\]\\(\\[-a-z0-9\\]\\*\\[a-z0-9\\]\\)\\?'\\)$"),  # 380
-    ('pod-template/initContainers/image', 'spec.mpiReplicaSpecs[*].template.spec.initContainers[*].image', 'REQUIRED', '^$'),  # 381
-    ('pod-template/initContainers/ports', 'spec.mpiReplicaSpecs[*].template.spec.initContainers[*].ports[*].containerPort', 'REQUIRED', '^$'),  # 382
-    ('pod-template/initContainers/ports', 'spec.mpiReplicaSpecs[*].template.spec.initContainers[*].ports[*].containerPort', 'INVALID', '^must be between 1 and 65535, inclusive$'),  # 383
-    ('pod-template/initContainers/ports', 'spec.mpiReplicaSpecs[*].template.spec.initContainers[*].ports[*].hostPort', 'INVALID', '^must be between 1 and 65535, inclusive$'),  # 384
-    ('pod-template/initContainers/ports', 'spec.mpiReplicaSpecs[*].template.spec.initContainers[*].ports[*].protocol', 'NOT_SUPPORTED', '^supported values: "TCP", "UDP", "SCTP"$'),  # 385
-    ('pod-template/initContainers/ports', 'spec.mpiReplicaSpecs[*].template.spec.initContainers[*].ports[*].name', 'INVALID', '^must be no more than 15 characters$'),  # 386
-    ('pod-template/initContainers/ports', 'spec.mpiReplicaSpecs[*].template.spec.initContainers[*].ports[*].name', 'INVALID', '^must contain only alpha-numeric characters \\(a-z, 0-9\\), and hyphens \\(-\\)$'),  # 387
-    ('pod-template/initContainers/ports', 'spec.mpiReplicaSpecs[*].template.spec.initContainers[*].ports[*].name', 'INVALID', '^must contain at least one letter \\(a-z\\)$'),  # 388
-    ('pod-template/initContainers/ports', 'spec.mpiReplicaSpecs[*].template.spec.initContainers[*].ports[*].name', 'INVALID', '^must not contain consecutive hyphens$'),  # 389
-    ('pod-template/initContainers/ports', 'spec.mpiReplicaSpecs[*].template.spec.initContainers[*].ports[*].name', 'INVALID', '^must not begin or end with a hyphen$'),  # 390
-    ('pod-template/initContainers/port-names-unique', 'spec.mpiReplicaSpecs[*].template.spec.initContainers[*].ports[*].name', 'DUPLICATE', ''),  # 391
-    ('pod-template/initContainers/mounts', 'spec.mpiReplicaSpecs[*].template.spec.initContainers[*].volumeMounts[*].name', 'REQUIRED', '^$'),  # 392
-    ('pod-template/initContainers/mounts', 'spec.mpiReplicaSpecs[*].template.spec.initContainers[*].volumeMounts[*].mountPath', 'REQUIRED', '^$'),  # 393
-    ('pod-template/initContainers/mounted-volumes', 'spec.mpiReplicaSpecs[*].template.spec.initContainers[*].volumeMounts[*].name', 'NOT_FOUND', ''),  # 394
-    ('pod-template/initContainers/env', 'spec.mpiReplicaSpecs[*].template.spec.initContainers[*].env[*].name', 'REQUIRED', '^$'),  # 395
-    ('pod-template/initContainers/env', 'spec.mpiReplicaSpecs[*].template.spec.initContainers[*].env[*].name', 'INVALID', "^a valid environment variable name must consist only of printable ASCII characters other than '='$"),  # 396
-    ('pod-template/initContainers/quantities', 'spec.mpiReplicaSpecs[*].template.spec.initContainers[*].resources.limits[*]', 'INVALID', "^quantities\\ must\\ match\\ the\\ regular\\ expression\\ '\\^\\(\\[\\+\\-\\]\\?\\[0\\-9\\.\\]\\+\\)\\(\\[eEinumkKMGTP\\]\\*\\[\\-\\+\\]\\?\\[0\\-9\\]\\*\\)\\$'$"),  # 397
-    ('pod-template/initContainers/quantities', 'spec.mpiReplicaSpecs[*].template.spec.initContainers[*].resources.limits[*]', 'INVALID', '^must be greater than or equal to 0$'),  # 398
-    ('pod-template/initContainers/quantities', 'spec.mpiReplicaSpecs[*].template.spec.initContainers[*].resources.requests[*]', 'INVALID', "^quantities\\ must\\ match\\ the\\ regular\\ expression\\ '\\^\\(\\[\\+\\-\\]\\?\\[0\\-9\\.\\]\\+\\)\\(\\[eEinumkKMGTP\\]\\*\\[\\-\\+\\]\\?\\[0\\-9\\]\\*\\)\\$'$"),  # 399
-    ('pod-template/initContainers/quantities', 'spec.mpiReplicaSpecs[*].template.spec.initContainers[*].resources.requests[*]', 'INVALID', '^must be greater than or equal to 0$'),  # 400
-    ('pod-template/initContainers/whole-extended-resources', 'spec.mpiReplicaSpecs[*].template.spec.initContainers[*].resources.limits[*]', 'INVALID', '^must be an integer$'),  # 401
-    ('pod-template/initContainers/whole-extended-resources', 'spec.mpiReplicaSpecs[*].template.spec.initContainers[*].resources.requests[*]', 'INVALID', '^must be an integer$'),  # 402
-    ('pod-template/initContainers/extended-resource-limits', 'spec.mpiReplicaSpecs[*].template.spec.initContainers[*].resources.limits[*]', 'REQUIRED', 'Limit\\ must\\ be\\ set\\ for\\ non\\ overcommitable\\ resources$'),  # 403
-    ('pod-template/initContainers/requests-within-limits', 'spec.mpiReplicaSpecs[*].template.spec.initContainers[*].resources.requests[*]', 'INVALID', ' limit of '),  # 404
-    ('pod-template/container-names-unique', 'spec.mpiReplicaSpecs[*].template.spec.containers[*].name', 'DUPLICATE', ''),  # 405
-    ('pod-template/container-names-unique', 'spec.mpiReplicaSpecs[*].template.spec.initContainers[*].name', 'DUPLICATE', ''),  # 406
-    ('pod-template/volumes', 'spec.mpiReplicaSpecs[*].template.spec.volumes[*].name', 'REQUIRED', '^$'),  # 407
-    ('pod-template/volumes', 'spec.mpiReplicaSpecs[*].template.spec.volumes[*].name', 'INVALID', '^must be no more than 63 characters$'),  # 408
-    ('pod-template/volumes', 'spec.mpiReplicaSpecs[*].template.spec.volumes[*].name', 'INVALID', "^a lowercase RFC 1123 label must consist of lower case alphanumeric characters or '-', and must start and end with an alphanumeric character \\(e\\.g\\. 'my-name',  or '123-abc', regex used for validation is '\\[a-z0-9\\]\\(\\[-a-z0-9\\]\\*\\[a-z0-9\\]\\)\\?'\\)$"),  # 409
-    ('pod-template/volume-names-unique', 'spec.mpiReplicaSpecs[*].template.spec.volumes[*].name', 'DUPLICATE', ''),  # 410
-    ('pod-template/restart-policy', 'spec.mpiReplicaSpecs[*].template.spec.restartPolicy', 'NOT_SUPPORTED', '^supported values: "Always", "OnFailure", "Never"$'),  # 411
-    ('kubeflow/template-containers', 'spec.paddleReplicaSpecs[*].template.spec.containers', 'REQUIRED', '^must have at least one container$|^must be specified: |containers definition expected'),  # 412
-    ('kubeflow/elastic-needs-worker', 'spec.paddleReplicaSpecs[Worker]', 'REQUIRED', '^must\\ be\\ configured\\ if\\ elastic\\ policy\\ is\\ used$'),  # 413
-    ('replicas/types', 'spec.paddleReplicaSpecs[*]', 'NOT_SUPPORTED', ''),  # 414
-    ('replicas/types', 'spec.paddleReplicaSpecs[*]', 'DUPLICATE', ''),  # 415
-    ('pod-template/spec', 'spec.paddleReplicaSpecs[*].template.spec', 'REQUIRED', '^$'),  # 416
-    ('pod-template/containers', 'spec.paddleReplicaSpecs[*].template.spec.containers', 'REQUIRED', '^must\\ be\\ specified:\\ must\\ have\\ at\\ least\\ one\\ container\\ with\\ name\\ "paddle"$'),  # 417
-    ('pod-template/bounds', 'spec.paddleReplicaSpecs[*].template.spec.**', 'TOO_MANY', ''),  # 418
-    ('pod-template/containers/name', 'spec.paddleReplicaSpecs[*].template.spec.containers[*].name', 'REQUIRED', '^$'),  # 419
-    ('pod-template/containers/name', 'spec.paddleReplicaSpecs[*].template.spec.containers[*].name', 'INVALID', '^must be no more than 63 characters$'),  # 420
-    ('pod-template/containers/name', 'spec.paddleReplicaSpecs[*].template.spec.containers[*].name', 'INVALID', "^a lowercase RFC 1123 label must consist of lower case alphanumeric characters or '-', and must start and end with an alphanumeric character \\(e\\.g\\. 'my-name',  or '123-abc', regex used for validation is '\\[a-z0-9\\]\\(\\[-a-z0-9\\]\\*\\[a-z0-9\\]\\)\\?'\\)$"),  # 421
-    ('pod-template/containers/image', 'spec.paddleReplicaSpecs[*].template.spec.containers[*].image', 'REQUIRED', '^$'),  # 422
-    ('pod-template/containers/ports', 'spec.paddleReplicaSpecs[*].template.spec.containers[*].ports[*].containerPort', 'REQUIRED', '^$'),  # 423
-    ('pod-template/containers/ports', 'spec.paddleReplicaSpecs[*].template.spec.containers[*].ports[*].containerPort', 'INVALID', '^must be between 1 and 65535, inclusive$'),  # 424
-    ('pod-template/containers/ports', 'spec.paddleReplicaSpecs[*].template.spec.containers[*].ports[*].hostPort', 'INVALID', '^must be between 1 and 65535, inclusive$'),  # 425
-    ('pod-template/containers/ports', 'spec.paddleReplicaSpecs[*].template.spec.containers[*].ports[*].protocol', 'NOT_SUPPORTED', '^supported values: "TCP", "UDP", "SCTP"$'),  # 426
-    ('pod-template/containers/ports', 'spec.paddleReplicaSpecs[*].template.spec.containers[*].ports[*].name', 'INVALID', '^must be no more than 15 characters$'),  # 427
-    ('pod-template/containers/ports', 'spec.paddleReplicaSpecs[*].template.spec.containers[*].ports[*].name', 'INVALID', '^must contain only alpha-numeric characters \\(a-z, 0-9\\), and hyphens \\(-\\)$'),  # 428
-    ('pod-template/containers/ports', 'spec.paddleReplicaSpecs[*].template.spec.containers[*].ports[*].name', 'INVALID', '^must contain at least one letter \\(a-z\\)$'),  # 429
-    ('pod-template/containers/ports', 'spec.paddleReplicaSpecs[*].template.spec.containers[*].ports[*].name', 'INVALID', '^must not contain consecutive hyphens$'),  # 430
-    ('pod-template/containers/ports', 'spec.paddleReplicaSpecs[*].template.spec.containers[*].ports[*].name', 'INVALID', '^must not begin or end with a hyphen$'),  # 431
-    ('pod-template/containers/port-names-unique', 'spec.paddleReplicaSpecs[*].template.spec.containers[*].ports[*].name', 'DUPLICATE', ''),  # 432
-    ('pod-template/containers/mounts', 'spec.paddleReplicaSpecs[*].template.spec.containers[*].volumeMounts[*].name', 'REQUIRED', '^$'),  # 433
-    ('pod-template/containers/mounts', 'spec.paddleReplicaSpecs[*].template.spec.containers[*].volumeMounts[*].mountPath', 'REQUIRED', '^$'),  # 434
-    ('pod-template/containers/mounted-volumes', 'spec.paddleReplicaSpecs[*].template.spec.containers[*].volumeMounts[*].name', 'NOT_FOUND', ''),  # 435
-    ('pod-template/containers/env', 'spec.paddleReplicaSpecs[*].template.spec.containers[*].env[*].name', 'REQUIRED', '^$'),  # 436
-    ('pod-template/containers/env', 'spec.paddleReplicaSpecs[*].template.spec.containers[*].env[*].name', 'INVALID', "^a valid environment variable name must consist only of printable ASCII characters other than '='$"),  # 437
-    ('pod-template/containers/quantities', 'spec.paddleReplicaSpecs[*].template.spec.containers[*].resources.limits[*]', 'INVALID', "^quantities\\ must\\ match\\ the\\ regular\\ expression\\ '\\^\\(\\[\\+\\-\\]\\?\\[0\\-9\\.\\]\\+\\)\\(\\[eEinumkKMGTP\\]\\*\\[\\-\\+\\]\\?\\[0\\-9\\]\\*\\)\\$'$"),  # 438
-    ('pod-template/containers/quantities', 'spec.paddleReplicaSpecs[*].template.spec.containers[*].resources.limits[*]', 'INVALID', '^must be greater than or equal to 0$'),  # 439
-    ('pod-template/containers/quantities', 'spec.paddleReplicaSpecs[*].template.spec.containers[*].resources.requests[*]', 'INVALID', "^quantities\\ must\\ match\\ the\\ regular\\ expression\\ '\\^\\(\\[\\+\\-\\]\\?\\[0\\-9\\.\\]\\+\\)\\(\\[eEinumkKMGTP\\]\\*\\[\\-\\+\\]\\?\\[0\\-9\\]\\*\\)\\$'$"),  # 440
-    ('pod-template/containers/quantities', 'spec.paddleReplicaSpecs[*].template.spec.containers[*].resources.requests[*]', 'INVALID', '^must be greater than or equal to 0$'),  # 441
-    ('pod-template/containers/whole-extended-resources', 'spec.paddleReplicaSpecs[*].template.spec.containers[*].resources.limits[*]', 'INVALID', '^must be an integer$'),  # 442
-    ('pod-template/containers/whole-extended-resources', 'spec.paddleReplicaSpecs[*].template.spec.containers[*].resources.requests[*]', 'INVALID', '^must be an integer$'),  # 443
-    ('pod-template/containers/extended-resource-limits', 'spec.paddleReplicaSpecs[*].template.spec.containers[*].resources.limits[*]', 'REQUIRED', 'Limit\\ must\\ be\\ set\\ for\\ non\\ overcommitable\\ resources$'),  # 444
-    ('pod-template/containers/requests-within-limits', 'spec.paddleReplicaSpecs[*].template.spec.containers[*].resources.requests[*]', 'INVALID', ' limit of '),  # 445
-    ('pod-template/initContainers/name', 'spec.paddleReplicaSpecs[*].template.spec.initContainers[*].name', 'REQUIRED', '^$'),  # 446
-    ('pod-template/initContainers/name', 'spec.paddleReplicaSpecs[*].template.spec.initContainers[*].name', 'INVALID', '^must be no more than 63 characters$'),  # 447
-    ('pod-template/initContainers/name', 'spec.paddleReplicaSpecs[*].template.spec.initContainers[*].name', 'INVALID', "^a lowercase RFC 1123 label must consist of lower case alphanumeric characters or '-', and must start and end with an alphanumeric character \\(e\\.g\\. 'my-name',  or '123-abc', regex used for validation is '\\[a-z0-9\\]\\(\\[-a-z0-9\\]\\*\\[a-z0-9\\]\\)\\?'\\)$"),  # 448
-    ('pod-template/initContainers/image', 'spec.paddleReplicaSpecs[*].template.spec.initContainers[*].image', 'REQUIRED', '^$'),  # 449
-    ('pod-template/initContainers/ports', 'spec.paddleReplicaSpecs[*].template.spec.initContainers[*].ports[*].containerPort', 'REQUIRED', '^$'),  # 450
-    ('pod-template/initContainers/ports', 'spec.paddleReplicaSpecs[*].template.spec.initContainers[*].ports[*].containerPort', 'INVALID', '^must be between 1 and 65535, inclusive$'),  # 451
-    ('pod-template/initContainers/ports', 'spec.paddleReplicaSpecs[*].template.spec.initContainers[*].ports[*].hostPort', 'INVALID', '^must be between 1 and 65535, inclusive$'),  # 452
-    ('pod-template/initContainers/ports', 'spec.paddleReplicaSpecs[*].template.spec.initContainers[*].ports[*].protocol', 'NOT_SUPPORTED', '^supported values: "TCP", "UDP", "SCTP"$'),  # 453
-    ('pod-template/initContainers/ports', 'spec.paddleReplicaSpecs[*].template.spec.initContainers[*].ports[*].name', 'INVALID', '^must be no more than 15 characters$'),  # 454
-    ('pod-template/initContainers/ports', 'spec.paddleReplicaSpecs[*].template.spec.initContainers[*].ports[*].name', 'INVALID', '^must contain only alpha-numeric characters \\(a-z, 0-9\\), and hyphens \\(-\\)$'),  # 455
-    ('pod-template/initContainers/ports', 'spec.paddleReplicaSpecs[*].template.spec.initContainers[*].ports[*].name', 'INVALID', '^must contain at least one letter \\(a-z\\)$'),  # 456
-    ('pod-template/initContainers/ports', 'spec.paddleReplicaSpecs[*].template.spec.initContainers[*].ports[*].name', 'INVALID', '^must not contain consecutive hyphens$'),  # 457
-    ('pod-template/initContainers/ports', 'spec.paddleReplicaSpecs[*].template.spec.initContainers[*].ports[*].name', 'INVALID', '^must not begin or end with a hyphen$'),  # 458
-    ('pod-template/initContainers/port-names-unique', 'spec.paddleReplicaSpecs[*].template.spec.initContainers[*].ports[*].name', 'DUPLICATE', ''),  # 459
-    ('pod-template/initContainers/mounts', 'spec.paddleReplicaSpecs[*].template.spec.initContainers[*].volumeMounts[*].name', 'REQUIRED', '^$'),  # 460
-    ('pod-template/initContainers/mounts', 'spec.paddleReplicaSpecs[*].template.spec.initContainers[*].volumeMounts[*].mountPath', 'REQUIRED', '^$'),  # 461
-    ('pod-template/initContainers/mounted-volumes', 'spec.paddleReplicaSpecs[*].template.spec.initContainers[*].volumeMounts[*].name', 'NOT_FOUND', ''),  # 462
-    ('pod-template/initContainers/env', 'spec.paddleReplicaSpecs[*].template.spec.initContainers[*].env[*].name', 'REQUIRED', '^$'),  # 463
-    ('pod-template/initContainers/env', 'spec.paddleReplicaSpecs[*].template.spec.initContainers[*].env[*].name', 'INVALID', "^a valid environment variable name must consist only of printable ASCII characters other than '='$"),  # 464
-    ('pod-template/initContainers/quantities', 'spec.paddleReplicaSpecs[*].template.spec.initContainers[*].resources.limits[*]', 'INVALID', "^quantities\\ must\\ match\\ the\\ regular\\ expression\\ '\\^\\(\\[\\+\\-\\]\\?\\[0\\-9\\.\\]\\+\\)\\(\\[eEinumkKMGTP\\]\\*\\[\\-\\+\\]\\?\\[0\\-9\\]\\*\\)\\$'$"),  # 465
-    ('pod-template/initContainers/quantities', 'spec.paddleReplicaSpecs[*].template.spec.initContainers[*].resources.limits[*]', 'INVALID', '^must be greater than or equal to 0$'),  # 466
-    ('pod-template/initContainers/quantities', 'spec.paddleReplicaSpecs[*].template.spec.initContainers[*].resources.requests[*]', 'INVALID', "^quantities\\ must\\ match\\ the\\ regular\\ expression\\ '\\^\\(\\[\\+\\-\\]\\?\\[0\\-9\\.\\]\\+\\)\\(\\[eEinumkKMGTP\\]\\*\\[\\-\\+\\]\\?\\[0\\-9\\]\\*\\)\\$'$"),  # 467
-    ('pod-template/initContainers/quantities', 'spec.paddleReplicaSpecs[*].template.spec.initContainers[*].resources.requests[*]', 'INVALID', '^must be greater than or equal to 0$'),  # 468
-    ('pod-template/initContainers/whole-extended-resources', 'spec.paddleReplicaSpecs[*].template.spec.initContainers[*].resources.limits[*]', 'INVALID', '^must be an integer$'),  # 469
-    ('pod-template/initContainers/whole-extended-resources', 'spec.paddleReplicaSpecs[*].template.spec.initContainers[*].resources.requests[*]', 'INVALID', '^must be an integer$'),  # 470
-    ('pod-template/initContainers/extended-resource-limits', 'spec.paddleReplicaSpecs[*].template.spec.initContainers[*].resources.limits[*]', 'REQUIRED', 'Limit\\ must\\ be\\ set\\ for\\ non\\ overcommitable\\ resources$'),  # 471
-    ('pod-template/initContainers/requests-within-limits', 'spec.paddleReplicaSpecs[*].template.spec.initContainers[*].resources.requests[*]', 'INVALID', ' limit of '),  # 472
-    ('pod-template/container-names-unique', 'spec.paddleReplicaSpecs[*].template.spec.containers[*].name', 'DUPLICATE', ''),  # 473
-    ('pod-template/container-names-unique', 'spec.paddleReplicaSpecs[*].template.spec.initContainers[*].name', 'DUPLICATE', ''),  # 474
-    ('pod-template/volumes', 'spec.paddleReplicaSpecs[*].template.spec.volumes[*].name', 'REQUIRED', '^$'),  # 475
-    ('pod-template/volumes', 'spec.paddleReplicaSpecs[*].template.spec.volumes[*].name', 'INVALID', '^must be no more than 63 characters$'),  # 476
-    ('pod-template/volumes', 'spec.paddleReplicaSpecs[*].template.spec.volumes[*].name', 'INVALID', "^a lowercase RFC 1123 label must consist of lower case alphanumeric characters or '-', and must start and end with an alphanumeric character \\(e\\.g\\. 'my-name',  or '123-abc', regex used for validation is '\\[a-z0-9\\]\\(\\[-a-z0-9\\]\\*\\[a-z0-9\\]\\)\\?'\\)$"),  # 477
-    ('pod-template/volume-names-unique', 'spec.paddleReplicaSpecs[*].template.spec.volumes[*].name', 'DUPLICATE', ''),  # 478
-    ('pod-template/restart-policy', 'spec.paddleReplicaSpecs[*].template.spec.restartPolicy', 'NOT_SUPPORTED', '^supported values: "Always", "OnFailure", "Never"$'),  # 479
-    ('pod-template/framework-container', 'spec.paddleReplicaSpecs[*].template.spec.containers', 'REQUIRED', '^must\\ have\\ at\\ least\\ one\\ container\\ with\\ name\\ "paddle"$'),  # 480
-    ('kubeflow/template-containers', 'spec.pytorchReplicaSpecs[*].template.spec.containers', 'REQUIRED', '^must have at least one container$|^must be specified: |containers definition expected'),  # 481
-    ('kubeflow/master-replicas', 'spec.pytorchReplicaSpecs[Master].replicas', 'FORBIDDEN', '^must be 1$'),  # 482
-    ('kubeflow/replicas-at-least-one', 'spec.pytorchReplicaSpecs[*].replicas', 'FORBIDDEN', '^must be at least 1$'),  # 483
-    ('kubeflow/elastic-needs-worker', 'spec.pytorchReplicaSpecs[Worker]', 'REQUIRED', '^must\\ be\\ configured\\ if\\ elastic\\ policy\\ is\\ used$'),  # 484
-    ('kubeflow/nproc-per-node', 'spec.elasticPolicy.nProcPerNode', 'FORBIDDEN', '^must not be used with spec\\.nprocPerNode$'),  # 485
-    ('replicas/types', 'spec.pytorchReplicaSpecs[*]', 'NOT_SUPPORTED', ''),  # 486
-    ('replicas/types', 'spec.pytorchReplicaSpecs[*]', 'DUPLICATE', ''),  # 487
-    ('pod-template/spec', 'spec.pytorchReplicaSpecs[*].template.spec', 'REQUIRED', '^$'),  # 488
-    ('pod-template/containers', 'spec.pytorchReplicaSpecs[*].template.spec.containers', 'REQUIRED', '^must\\ be\\ specified:\\ must\\ have\\ at\\ least\\ one\\ container\\ with\\ name\\ pytorch$'),  # 489
-    ('pod-template/bounds', 'spec.pytorchReplicaSpecs[*].template.spec.**', 'TOO_MANY', ''),  # 490
-    ('pod-template/containers/name', 'spec.pytorchReplicaSpecs[*].template.spec.containers[*].name', 'REQUIRED', '^$'),  # 491
-    ('pod-template/containers/name', 'spec.pytorchReplicaSpecs[*].template.spec.containers[*].name', 'INVALID', '^must be no more than 63 characters$'),  # 492
-    ('pod-template/containers/name', 'spec.pytorchReplicaSpecs[*].template.spec.containers[*].name', 'INVALID', "^a lowercase RFC 1123 label must consist of lower case alphanumeric characters or '-', and must start and end with an alphanumeric character \\(e\\.g\\. 'my-name',  or '123-abc', regex used for validation is '\\[a-z0-9\\]\\(\\[-a-z0-9\\]\\*\\[a-z0-9\\]\\)\\?'\\)$"),  # 493
-    ('pod-template/containers/image', 'spec.pytorchReplicaSpecs[*].template.spec.containers[*].image', 'REQUIRED', '^$'),  # 494
-    ('pod-template/containers/ports', 'spec.pytorchReplicaSpecs[*].template.spec.containers[*].ports[*].containerPort', 'REQUIRED', '^$'),  # 495
-    ('pod-template/containers/ports', 'spec.pytorchReplicaSpecs[*].template.spec.containers[*].ports[*].containerPort', 'INVALID', '^must be between 1 and 65535, inclusive$'),  # 496
-    ('pod-template/containers/ports', 'spec.pytorchReplicaSpecs[*].template.spec.containers[*].ports[*].hostPort', 'INVALID', '^must be between 1 and 65535, inclusive$'),  # 497
-    ('pod-template/containers/ports', 'spec.pytorchReplicaSpecs[*].template.spec.containers[*].ports[*].protocol', 'NOT_SUPPORTED', '^supported values: "TCP", "UDP", "SCTP"$'),  # 498
-    ('pod-template/containers/ports', 'spec.pytorchReplicaSpecs[*].template.spec.containers[*].ports[*].name', 'INVALID', '^must be no more than 15 characters$'),  # 499
-    ('pod-template/containers/ports', 'spec.pytorchReplicaSpecs[*].template.spec.containers[*].ports[*].name', 'INVALID', '^must contain only alpha-numeric characters \\(a-z, 0-9\\), and hyphens \\(-\\)$'),  # 500
-    ('pod-template/containers/ports', 'spec.pytorchReplicaSpecs[*].template.spec.containers[*].ports[*].name', 'INVALID', '^must contain at least one letter \\(a-z\\)$'),  # 501
-    ('pod-template/containers/ports', 'spec.pytorchReplicaSpecs[*].template.spec.containers[*].ports[*].name', 'INVALID', '^must not contain consecutive hyphens$'),  # 502
-    ('pod-template/containers/ports', 'spec.pytorchReplicaSpecs[*].template.spec.containers[*].ports[*].name', 'INVALID', '^must not begin or end with a hyphen$'),  # 503
-    ('pod-template/containers/port-names-unique', 'spec.pytorchReplicaSpecs[*].template.spec.containers[*].ports[*].name', 'DUPLICATE', ''),  # 504
-    ('pod-template/containers/mounts', 'spec.pytorchReplicaSpecs[*].template.spec.containers[*].volumeMounts[*].name', 'REQUIRED', '^$'),  # 505
-    ('pod-template/containers/mounts', 'spec.pytorchReplicaSpecs[*].template.spec.containers[*].volumeMounts[*].mountPath', 'REQUIRED', '^$'),  # 506
-    ('pod-template/containers/mounted-volumes', 'spec.pytorchReplicaSpecs[*].template.spec.containers[*].volumeMounts[*].name', 'NOT_FOUND', ''),  # 507
-    ('pod-template/containers/env', 'spec.pytorchReplicaSpecs[*].template.spec.containers[*].env[*].name', 'REQUIRED', '^$'),  # 508
-    ('pod-template/containers/env', 'spec.pytorchReplicaSpecs[*].template.spec.containers[*].env[*].name', 'INVALID', "^a valid environment variable name must consist only of printable ASCII characters other than '='$"),  # 509
-    ('pod-template/containers/quantities', 'spec.pytorchReplicaSpecs[*].template.spec.containers[*].resources.limits[*]', 'INVALID', "^quantities\\ must\\ match\\ the\\ regular\\ expression\\ '\\^\\(\\[\\+\\-\\]\\?\\[0\\-9\\.\\]\\+\\)\\(\\[eEinumkKMGTP\\]\\*\\[\\-\\+\\]\\?\\[0\\-9\\]\\*\\)\\$'$"),  # 510
-    ('pod-template/containers/quantities', 'spec.pytorchReplicaSpecs[*].template.spec.containers[*].resources.limits[*]', 'INVALID', '^must be greater than or equal to 0$'),  # 511
-    ('pod-template/containers/quantities', 'spec.pytorchReplicaSpecs[*].template.spec.containers[*].resources.requests[*]', 'INVALID', "^quantities\\ must\\ match\\ the\\ regular\\ expression\\ '\\^\\(\\[\\+\\-\\]\\?\\[0\\-9\\.\\]\\+\\)\\(\\[eEinumkKMGTP\\]\\*\\[\\-\\+\\]\\?\\[0\\-9\\]\\*\\)\\$'$"),  # 512
-    ('pod-template/containers/quantities', 'spec.pytorchReplicaSpecs[*].template.spec.containers[*].resources.requests[*]', 'INVALID', '^must be greater than or equal to 0$'),  # 513
-    ('pod-template/containers/whole-extended-resources', 'spec.pytorchReplicaSpecs[*].template.spec.containers[*].resources.limits[*]', 'INVALID', '^must be an integer$'),  # 514
-    ('pod-template/containers/whole-extended-resources', 'spec.pytorchReplicaSpecs[*].template.spec.containers[*].resources.requests[*]', 'INVALID', '^must be an integer$'),  # 515
-    ('pod-template/containers/extended-resource-limits', 'spec.pytorchReplicaSpecs[*].template.spec.containers[*].resources.limits[*]', 'REQUIRED', 'Limit\\ must\\ be\\ set\\ for\\ non\\ overcommitable\\ resources$'),  # 516
-    ('pod-template/containers/requests-within-limits', 'spec.pytorchReplicaSpecs[*].template.spec.containers[*].resources.requests[*]', 'INVALID', ' limit of '),  # 517
-    ('pod-template/initContainers/name', 'spec.pytorchReplicaSpecs[*].template.spec.initContainers[*].name', 'REQUIRED', '^$'),  # 518
-    ('pod-template/initContainers/name', 'spec.pytorchReplicaSpecs[*].template.spec.initContainers[*].name', 'INVALID', '^must be no more than 63 characters$'),  # 519
-    ('pod-template/initContainers/name', 'spec.pytorchReplicaSpecs[*].template.spec.initContainers[*].name', 'INVALID', "^a lowercase RFC 1123 label must consist of lower case alphanumeric characters or '-', and must start and end with an alphanumeric character \\(e\\.g\\. 'my-name',  or '123-abc', regex used for validation is '\\[a-z0-9\\]\\(\\[-a-z0-9\\]\\*\\[a-z0-9\\]\\)\\?'\\)$"),  # 520
-    ('pod-template/initContainers/image', 'spec.pytorchReplicaSpecs[*].template.spec.initContainers[*].image', 'REQUIRED', '^$'),  # 521
-    ('pod-template/initContainers/ports', 'spec.pytorchReplicaSpecs[*].template.spec.initContainers[*].ports[*].containerPort', 'REQUIRED', '^$'),  # 522
-    ('pod-template/initContainers/ports', 'spec.pytorchReplicaSpecs[*].template.spec.initContainers[*].ports[*].containerPort', 'INVALID', '^must be between 1 and 65535, inclusive$'),  # 523
-    ('pod-template/initContainers/ports', 'spec.pytorchReplicaSpecs[*].template.spec.initContainers[*].ports[*].hostPort', 'INVALID', '^must be between 1 and 65535, inclusive$'),  # 524
-    ('pod-template/initContainers/ports', 'spec.pytorchReplicaSpecs[*].template.spec.initContainers[*].ports[*].protocol', 'NOT_SUPPORTED', '^supported values: "TCP", "UDP", "SCTP"$'),  # 525
-    ('pod-template/initContainers/ports', 'spec.pytorchReplicaSpecs[*].template.spec.initContainers[*].ports[*].name', 'INVALID', '^must be no more than 15 characters$'),  # 526
-    ('pod-template/initContainers/ports', 'spec.pytorchReplicaSpecs[*].template.spec.initContainers[*].ports[*].name', 'INVALID', '^must contain only alpha-numeric characters \\(a-z, 0-9\\), and hyphens \\(-\\)$'),  # 527
-    ('pod-template/initContainers/ports', 'spec.pytorchReplicaSpecs[*].template.spec.initContainers[*].ports[*].name', 'INVALID', '^must contain at least one letter \\(a-z\\)$'),  # 528
-    ('pod-template/initContainers/ports', 'spec.pytorchReplicaSpecs[*].template.spec.initContainers[*].ports[*].name', 'INVALID', '^must not contain consecutive hyphens$'),  # 529
-    ('pod-template/initContainers/ports', 'spec.pytorchReplicaSpecs[*].template.spec.initContainers[*].ports[*].name', 'INVALID', '^must not begin or end with a hyphen$'),  # 530
-    ('pod-template/initContainers/port-names-unique', 'spec.pytorchReplicaSpecs[*].template.spec.initContainers[*].ports[*].name', 'DUPLICATE', ''),  # 531
-    ('pod-template/initContainers/mounts', 'spec.pytorchReplicaSpecs[*].template.spec.initContainers[*].volumeMounts[*].name', 'REQUIRED', '^$'),  # 532
-    ('pod-template/initContainers/mounts', 'spec.pytorchReplicaSpecs[*].template.spec.initContainers[*].volumeMounts[*].mountPath', 'REQUIRED', '^$'),  # 533
-    ('pod-template/initContainers/mounted-volumes', 'spec.pytorchReplicaSpecs[*].template.spec.initContainers[*].volumeMounts[*].name', 'NOT_FOUND', ''),  # 534
-    ('pod-template/initContainers/env', 'spec.pytorchReplicaSpecs[*].template.spec.initContainers[*].env[*].name', 'REQUIRED', '^$'),  # 535
-    ('pod-template/initContainers/env', 'spec.pytorchReplicaSpecs[*].template.spec.initContainers[*].env[*].name', 'INVALID', "^a valid environment variable name must consist only of printable ASCII characters other than '='$"),  # 536
-    ('pod-template/initContainers/quantities', 'spec.pytorchReplicaSpecs[*].template.spec.initContainers[*].resources.limits[*]', 'INVALID', "^quantities\\ must\\ match\\ the\\ regular\\ expression\\ '\\^\\(\\[\\+\\-\\]\\?\\[0\\-9\\.\\]\\+\\)\\(\\[eEinumkKMGTP\\]\\*\\[\\-\\+\\]\\?\\[0\\-9\\]\\*\\)\\$'$"),  # 537
-    ('pod-template/initContainers/quantities', 'spec.pytorchReplicaSpecs[*].template.spec.initContainers[*].resources.limits[*]', 'INVALID', '^must be greater than or equal to 0$'),  # 538
-    ('pod-template/initContainers/quantities', 'spec.pytorchReplicaSpecs[*].template.spec.initContainers[*].resources.requests[*]', 'INVALID', "^quantities\\ must\\ match\\ the\\ regular\\ expression\\ '\\^\\(\\[\\+\\-\\]\\?\\[0\\-9\\.\\]\\+\\)\\(\\[eEinumkKMGTP\\]\\*\\[\\-\\+\\]\\?\\[0\\-9\\]\\*\\)\\$'$"),  # 539
-    ('pod-template/initContainers/quantities', 'spec.pytorchReplicaSpecs[*].template.spec.initContainers[*].resources.requests[*]', 'INVALID', '^must be greater than or equal to 0$'),  # 540
-    ('pod-template/initContainers/whole-extended-resources', 'spec.pytorchReplicaSpecs[*].template.spec.initContainers[*].resources.limits[*]', 'INVALID', '^must be an integer$'),  # 541
-    ('pod-template/initContainers/whole-extended-resources', 'spec.pytorchReplicaSpecs[*].template.spec.initContainers[*].resources.requests[*]', 'INVALID', '^must be an integer$'),  # 542
-    ('pod-template/initContainers/extended-resource-limits', 'spec.pytorchReplicaSpecs[*].template.spec.initContainers[*].resources.limits[*]', 'REQUIRED', 'Limit\\ must\\ be\\ set\\ for\\ non\\ overcommitable\\ resources$'),  # 543
-    ('pod-template/initContainers/requests-within-limits', 'spec.pytorchReplicaSpecs[*].template.spec.initContainers[*].resources.requests[*]', 'INVALID', ' limit of '),  # 544
-    ('pod-template/container-names-unique', 'spec.pytorchReplicaSpecs[*].template.spec.containers[*].name', 'DUPLICATE', ''),  # 545
-    ('pod-template/container-names-unique', 'spec.pytorchReplicaSpecs[*].template.spec.initContainers[*].name', 'DUPLICATE', ''),  # 546
-    ('pod-template/volumes', 'spec.pytorchReplicaSpecs[*].template.spec.volumes[*].name', 'REQUIRED', '^$'),  # 547
-    ('pod-template/volumes', 'spec.pytorchReplicaSpecs[*].template.spec.volumes[*].name', 'INVALID', '^must be no more than 63 characters$'),  # 548
-    ('pod-template/volumes', 'spec.pytorchReplicaSpecs[*].template.spec.volumes[*].name', 'INVALID', "^a lowercase RFC 1123 label must consist of lower case alphanumeric characters or '-', and must start and end with an alphanumeric character \\(e\\.g\\. 'my-name',  or '123-abc', regex used for validation is '\\[a-z0-9\\]\\(\\[-a-z0-9\\]\\*\\[a-z0-9\\]\\)\\?'\\)$"),  # 549
-    ('pod-template/volume-names-unique', 'spec.pytorchReplicaSpecs[*].template.spec.volumes[*].name', 'DUPLICATE', ''),  # 550
-    ('pod-template/restart-policy', 'spec.pytorchReplicaSpecs[*].template.spec.restartPolicy', 'NOT_SUPPORTED', '^supported values: "Always", "OnFailure", "Never"$'),  # 551
-    ('pod-template/framework-container', 'spec.pytorchReplicaSpecs[*].template.spec.containers', 'REQUIRED', '^must\\ have\\ at\\ least\\ one\\ container\\ with\\ name\\ pytorch$'),  # 552
-    ('kubeflow/template-containers', 'spec.tfReplicaSpecs[*].template.spec.containers', 'REQUIRED', '^must have at least one container$|^must be specified: |containers definition expected'),  # 553
-    ('kubeflow/tfjob-one-leader', 'spec.tfReplicaSpecs', 'FORBIDDEN', '^must not have more than 1 Chief or Master role$'),  # 554
-    ('replicas/types', 'spec.tfReplicaSpecs[*]', 'NOT_SUPPORTED', ''),  # 555
-    ('replicas/types', 'spec.tfReplicaSpecs[*]', 'DUPLICATE', ''),  # 556
-    ('pod-template/spec', 'spec.tfReplicaSpecs[*].template.spec', 'REQUIRED', '^$'),  # 557
-    ('pod-template/containers', 'spec.tfReplicaSpecs[*].template.spec.containers', 'REQUIRED', '^must\\ be\\ specified:\\ must\\ have\\ at\\ least\\ one\\ container\\ with\\ name\\ tensorflow$'),  # 558
-    ('pod-template/bounds', 'spec.tfReplicaSpecs[*].template.spec.**', 'TOO_MANY', ''),  # 559
-    ('pod-template/containers/name', 'spec.tfReplicaSpecs[*].template.spec.containers[*].name', 'REQUIRED', '^$'),  # 560
-    ('pod-template/containers/name', 'spec.tfReplicaSpecs[*].template.spec.containers[*].name', 'INVALID', '^must be no more than 63 characters$'),  # 561
-    ('pod-template/containers/name', 'spec.tfReplicaSpecs[*].template.spec.containers[*].name', 'INVALID', "^a lowercase RFC 1123 label must consist of lower case alphanumeric characters or '-', and must start and end with an alphanumeric character \\(e\\.g\\. 'my-name',  or '123-abc', regex used for validation is '\\[a-z0-9\\]\\(\\[-a-z0-9\\]\\*\\[a-z0-9\\]\\)\\?'\\)$"),  # 562
-    ('pod-template/containers/image', 'spec.tfReplicaSpecs[*].template.spec.containers[*].image', 'REQUIRED', '^$'),  # 563
-    ('pod-template/containers/ports', 'spec.tfReplicaSpecs[*].template.spec.containers[*].ports[*].containerPort', 'REQUIRED', '^$'),  # 564
-    ('pod-template/containers/ports', 'spec.tfReplicaSpecs[*].template.spec.containers[*].ports[*].containerPort', 'INVALID', '^must be between 1 and 65535, inclusive$'),  # 565
-    ('pod-template/containers/ports', 'spec.tfReplicaSpecs[*].template.spec.containers[*].ports[*].hostPort', 'INVALID', '^must be between 1 and 65535, inclusive$'),  # 566
-    ('pod-template/containers/ports', 'spec.tfReplicaSpecs[*].template.spec.containers[*].ports[*].protocol', 'NOT_SUPPORTED', '^supported values: "TCP", "UDP", "SCTP"$'),  # 567
-    ('pod-template/containers/ports', 'spec.tfReplicaSpecs[*].template.spec.containers[*].ports[*].name', 'INVALID', '^must be no more than 15 characters$'),  # 568
-    ('pod-template/containers/ports', 'spec.tfReplicaSpecs[*].template.spec.containers[*].ports[*].name', 'INVALID', '^must contain only alpha-numeric characters \\(a-z, 0-9\\), and hyphens \\(-\\)$'),  # 569
-    ('pod-template/containers/ports', 'spec.tfReplicaSpecs[*].template.spec.containers[*].ports[*].name', 'INVALID', '^must contain at least one letter \\(a-z\\)$'),  # 570
-    ('pod-template/containers/ports', 'spec.tfReplicaSpecs[*].template.spec.containers[*].ports[*].name', 'INVALID', '^must not contain consecutive hyphens$'),  # 571
-    ('pod-template/containers/ports', 'spec.tfReplicaSpecs[*].template.spec.containers[*].ports[*].name', 'INVALID', '^must not begin or end with a hyphen$'),  # 572
-    ('pod-template/containers/port-names-unique', 'spec.tfReplicaSpecs[*].template.spec.containers[*].ports[*].name', 'DUPLICATE', ''),  # 573
-    ('pod-template/containers/mounts', 'spec.tfReplicaSpecs[*].template.spec.containers[*].volumeMounts[*].name', 'REQUIRED', '^$'),  # 574
-    ('pod-template/containers/mounts', 'spec.tfReplicaSpecs[*].template.spec.containers[*].volumeMounts[*].mountPath', 'REQUIRED', '^$'),  # 575
-    ('pod-template/containers/mounted-volumes', 'spec.tfReplicaSpecs[*].template.spec.containers[*].volumeMounts[*].name', 'NOT_FOUND', ''),  # 576
-    ('pod-template/containers/env', 'spec.tfReplicaSpecs[*].template.spec.containers[*].env[*].name', 'REQUIRED', '^$'),  # 577
-    ('pod-template/containers/env', 'spec.tfReplicaSpecs[*].template.spec.containers[*].env[*].name', 'INVALID', "^a valid environment variable name must consist only of printable ASCII characters other than '='$"),  # 578
-    ('pod-template/containers/quantities', 'spec.tfReplicaSpecs[*].template.spec.containers[*].resources.limits[*]', 'INVALID', "^quantities\\ must\\ match\\ the\\ regular\\ expression\\ '\\^\\(\\[\\+\\-\\]\\?\\[0\\-9\\.\\]\\+\\)\\(\\[eEinumkKMGTP\\]\\*\\[\\-\\+\\]\\?\\[0\\-9\\]\\*\\)\\$'$"),  # 579
-    ('pod-template/containers/quantities', 'spec.tfReplicaSpecs[*].template.spec.containers[*].resources.limits[*]', 'INVALID', '^must be greater than or equal to 0$'),  # 580
-    ('pod-template/containers/quantities', 'spec.tfReplicaSpecs[*].template.spec.containers[*].resources.requests[*]', 'INVALID', "^quantities\\ must\\ match\\ the\\ regular\\ expression\\ '\\^\\(\\[\\+\\-\\]\\?\\[0\\-9\\.\\]\\+\\)\\(\\[eEinumkKMGTP\\]\\*\\[\\-\\+\\]\\?\\[0\\-9\\]\\*\\)\\$'$"),  # 581
-    ('pod-template/containers/quantities', 'spec.tfReplicaSpecs[*].template.spec.containers[*].resources.requests[*]', 'INVALID', '^must be greater than or equal to 0$'),  # 582
-    ('pod-template/containers/whole-extended-resources', 'spec.tfReplicaSpecs[*].template.spec.containers[*].resources.limits[*]', 'INVALID', '^must be an integer$'),  # 583
-    ('pod-template/containers/whole-extended-resources', 'spec.tfReplicaSpecs[*].template.spec.containers[*].resources.requests[*]', 'INVALID', '^must be an integer$'),  # 584
-    ('pod-template/containers/extended-resource-limits', 'spec.tfReplicaSpecs[*].template.spec.containers[*].resources.limits[*]', 'REQUIRED', 'Limit\\ must\\ be\\ set\\ for\\ non\\ overcommitable\\ resources$'),  # 585
-    ('pod-template/containers/requests-within-limits', 'spec.tfReplicaSpecs[*].template.spec.containers[*].resources.requests[*]', 'INVALID', ' limit of '),  # 586
-    ('pod-template/initContainers/name', 'spec.tfReplicaSpecs[*].template.spec.initContainers[*].name', 'REQUIRED', '^$'),  # 587
-    ('pod-template/initContainers/name', 'spec.tfReplicaSpecs[*].template.spec.initContainers[*].name', 'INVALID', '^must be no more than 63 characters$'),  # 588
-    ('pod-template/initContainers/name', 'spec.tfReplicaSpecs[*].template.spec.initContainers[*].name', 'INVALID', "^a lowercase RFC 1123 label must consist of lower case alphanumeric characters or '-', and must start and end with an alphanumeric character \\(e\\.g\\. 'my-name',  or '123-abc', regex used for validation is '\\[a-z0-9\\]\\(\\[-a-z0-9\\]\\*\\[a-z0-9\\]\\)\\?'\\)$"),  # 589
-    ('pod-template/initContainers/image', 'spec.tfReplicaSpecs[*].template.spec.initContainers[*].image', 'REQUIRED', '^$'),  # 590
-    ('pod-template/initContainers/ports', 'spec.tfReplicaSpecs[*].template.spec.initContainers[*].ports[*].containerPort', 'REQUIRED', '^$'),  # 591
-    ('pod-template/initContainers/ports', 'spec.tfReplicaSpecs[*].template.spec.initContainers[*].ports[*].containerPort', 'INVALID', '^must be between 1 and 65535, inclusive$'),  # 592
-    ('pod-template/initContainers/ports', 'spec.tfReplicaSpecs[*].template.spec.initContainers[*].ports[*].hostPort', 'INVALID', '^must be between 1 and 65535, inclusive$'),  # 593
-    ('pod-template/initContainers/ports', 'spec.tfReplicaSpecs[*].template.spec.initContainers[*].ports[*].protocol', 'NOT_SUPPORTED', '^supported values: "TCP", "UDP", "SCTP"$'),  # 594
-    ('pod-template/initContainers/ports', 'spec.tfReplicaSpecs[*].template.spec.initContainers[*].ports[*].name', 'INVALID', '^must be no more than 15 characters$'),  # 595
-    ('pod-template/initContainers/ports', 'spec.tfReplicaSpecs[*].template.spec.initContainers[*].ports[*].name', 'INVALID', '^must contain only alpha-numeric characters \\(a-z, 0-9\\), and hyphens \\(-\\)$'),  # 596
-    ('pod-template/initContainers/ports', 'spec.tfReplicaSpecs[*].template.spec.initContainers[*].ports[*].name', 'INVALID', '^must contain at least one letter \\(a-z\\)$'),  # 597
-    ('pod-template/initContainers/ports', 'spec.tfReplicaSpecs[*].template.spec.initContainers[*].ports[*].name', 'INVALID', '^must not contain consecutive hyphens$'),  # 598
-    ('pod-template/initContainers/ports', 'spec.tfReplicaSpecs[*].template.spec.initContainers[*].ports[*].name', 'INVALID', '^must not begin or end with a hyphen$'),  # 599
-    ('pod-template/initContainers/port-names-unique', 'spec.tfReplicaSpecs[*].template.spec.initContainers[*].ports[*].name', 'DUPLICATE', ''),  # 600
-    ('pod-template/initContainers/mounts', 'spec.tfReplicaSpecs[*].template.spec.initContainers[*].volumeMounts[*].name', 'REQUIRED', '^$'),  # 601
-    ('pod-template/initContainers/mounts', 'spec.tfReplicaSpecs[*].template.spec.initContainers[*].volumeMounts[*].mountPath', 'REQUIRED', '^$'),  # 602
-    ('pod-template/initContainers/mounted-volumes', 'spec.tfReplicaSpecs[*].template.spec.initContainers[*].volumeMounts[*].name', 'NOT_FOUND', ''),  # 603
-    ('pod-template/initContainers/env', 'spec.tfReplicaSpecs[*].template.spec.initContainers[*].env[*].name', 'REQUIRED', '^$'),  # 604
-    ('pod-template/initContainers/env', 'spec.tfReplicaSpecs[*].template.spec.initContainers[*].env[*].name', 'INVALID', "^a valid environment variable name must consist only of printable ASCII characters other than '='$"),  # 605
-    ('pod-template/initContainers/quantities', 'spec.tfReplicaSpecs[*].template.spec.initContainers[*].resources.limits[*]', 'INVALID', "^quantities\\ must\\ match\\ the\\ regular\\ expression\\ '\\^\\(\\[\\+\\-\\]\\?\\[0\\-9\\.\\]\\+\\)\\(\\[eEinumkKMGTP\\]\\*\\[\\-\\+\\]\\?\\[0\\-9\\]\\*\\)\\$'$"),  # 606
-    ('pod-template/initContainers/quantities', 'spec.tfReplicaSpecs[*].template.spec.initContainers[*].resources.limits[*]', 'INVALID', '^must be greater than or equal to 0$'),  # 607
-    ('pod-template/initContainers/quantities', 'spec.tfReplicaSpecs[*].template.spec.initContainers[*].resources.requests[*]', 'INVALID', "^quantities\\ must\\ match\\ the\\ regular\\ expression\\ '\\^\\(\\[\\+\\-\\]\\?\\[0\\-9\\.\\]\\+\\)\\(\\[eEinumkKMGTP\\]\\*\\[\\-\\+\\]\\?\\[0\\-9\\]\\*\\)\\$'$"),  # 608
-    ('pod-template/initContainers/quantities', 'spec.tfReplicaSpecs[*].template.spec.initContainers[*].resources.requests[*]', 'INVALID', '^must be greater than or equal to 0$'),  # 609
-    ('pod-template/initContainers/whole-extended-resources', 'spec.tfReplicaSpecs[*].template.spec.initContainers[*].resources.limits[*]', 'INVALID', '^must be an integer$'),  # 610
-    ('pod-template/initContainers/whole-extended-resources', 'spec.tfReplicaSpecs[*].template.spec.initContainers[*].resources.requests[*]', 'INVALID', '^must be an integer$'),  # 611
-    ('pod-template/initContainers/extended-resource-limits', 'spec.tfReplicaSpecs[*].template.spec.initContainers[*].resources.limits[*]', 'REQUIRED', 'Limit\\ must\\ be\\ set\\ for\\ non\\ overcommitable\\ resources$'),  # 612
-    ('pod-template/initContainers/requests-within-limits', 'spec.tfReplicaSpecs[*].template.spec.initContainers[*].resources.requests[*]', 'INVALID', ' limit of '),  # 613
-    ('pod-template/container-names-unique', 'spec.tfReplicaSpecs[*].template.spec.containers[*].name', 'DUPLICATE', ''),  # 614
-    ('pod-template/container-names-unique', 'spec.tfReplicaSpecs[*].template.spec.initContainers[*].name', 'DUPLICATE', ''),  # 615
-    ('pod-template/volumes', 'spec.tfReplicaSpecs[*].template.spec.volumes[*].name', 'REQUIRED', '^$'),  # 616
-    ('pod-template/volumes', 'spec.tfReplicaSpecs[*].template.spec.volumes[*].name', 'INVALID', '^must be no more than 63 characters$'),  # 617
-    ('pod-template/volumes', 'spec.tfReplicaSpecs[*].template.spec.volumes[*].name', 'INVALID', "^a lowercase RFC 1123 label must consist of lower case alphanumeric characters or '-', and must start and end with an alphanumeric character \\(e\\.g\\. 'my-name',  or '123-abc', regex used for validation is '\\[a-z0-9\\]\\(\\[-a-z0-9\\]\\*\\[a-z0-9\\]\\)\\?'\\)$"),  # 618
-    ('pod-template/volume-names-unique', 'spec.tfReplicaSpecs[*].template.spec.volumes[*].name', 'DUPLICATE', ''),  # 619
-    ('pod-template/restart-policy', 'spec.tfReplicaSpecs[*].template.spec.restartPolicy', 'NOT_SUPPORTED', '^supported values: "Always", "OnFailure", "Never"$'),  # 620
-    ('pod-template/framework-container', 'spec.tfReplicaSpecs[*].template.spec.containers', 'REQUIRED', '^must\\ have\\ at\\ least\\ one\\ container\\ with\\ name\\ tensorflow$'),  # 621
-    ('kubeflow/template-containers', 'spec.xgbReplicaSpecs[*].template.spec.containers', 'REQUIRED', '^must have at least one container$|^must be specified: |containers definition expected'),  # 622
-    ('kubeflow/master-replicas', 'spec.xgbReplicaSpecs[Master].replicas', 'FORBIDDEN', '^must be 1$'),  # 623
-    ('kubeflow/master-required', 'spec.xgbReplicaSpecs[Master]', 'REQUIRED', '^must be present$'),  # 624
-    ('replicas/types', 'spec.xgbReplicaSpecs[*]', 'NOT_SUPPORTED', ''),  # 625
-    ('replicas/types', 'spec.xgbReplicaSpecs[*]', 'DUPLICATE', ''),  # 626
-    ('pod-template/spec', 'spec.xgbReplicaSpecs[*].template.spec', 'REQUIRED', '^$'),  # 627
-    ('pod-template/containers', 'spec.xgbReplicaSpecs[*].template.spec.containers', 'REQUIRED', '^must\\ be\\ specified:\\ must\\ have\\ at\\ least\\ one\\ container\\ with\\ name\\ xgboost$'),  # 628
-    ('pod-template/bounds', 'spec.xgbReplicaSpecs[*].template.spec.**', 'TOO_MANY', ''),  # 629
-    ('pod-template/containers/name', 'spec.xgbReplicaSpecs[*].template.spec.containers[*].name', 'REQUIRED', '^$'),  # 630
-    ('pod-template/containers/name', 'spec.xgbReplicaSpecs[*].template.spec.containers[*].name', 'INVALID', '^must be no more than 63 characters$'),  # 631
-    ('pod-template/containers/name', 'spec.xgbReplicaSpecs[*].template.spec.containers[*].name', 'INVALID', "^a lowercase RFC 1123 label must consist of lower case alphanumeric characters or '-', and must start and end with an alphanumeric character \\(e\\.g\\. 'my-name',  or '123-abc', regex used for validation is '\\[a-z0-9\\]\\(\\[-a-z0-9\\]\\*\\[a-z0-9\\]\\)\\?'\\)$"),  # 632
-    ('pod-template/containers/image', 'spec.xgbReplicaSpecs[*].template.spec.containers[*].image', 'REQUIRED', '^$'),  # 633
-    ('pod-template/containers/ports', 'spec.xgbReplicaSpecs[*].template.spec.containers[*].ports[*].containerPort', 'REQUIRED', '^$'),  # 634
-    ('pod-template/containers/ports', 'spec.xgbReplicaSpecs[*].template.spec.containers[*].ports[*].containerPort', 'INVALID', '^must be between 1 and 65535, inclusive$'),  # 635
-    ('pod-template/containers/ports', 'spec.xgbReplicaSpecs[*].template.spec.containers[*].ports[*].hostPort', 'INVALID', '^must be between 1 and 65535, inclusive$'),  # 636
-    ('pod-template/containers/ports', 'spec.xgbReplicaSpecs[*].template.spec.containers[*].ports[*].protocol', 'NOT_SUPPORTED', '^supported values: "TCP", "UDP", "SCTP"$'),  # 637
-    ('pod-template/containers/ports', 'spec.xgbReplicaSpecs[*].template.spec.containers[*].ports[*].name', 'INVALID', '^must be no more than 15 characters$'),  # 638
-    ('pod-template/containers/ports', 'spec.xgbReplicaSpecs[*].template.spec.containers[*].ports[*].name', 'INVALID', '^must contain only alpha-numeric characters \\(a-z, 0-9\\), and hyphens \\(-\\)$'),  # 639
-    ('pod-template/containers/ports', 'spec.xgbReplicaSpecs[*].template.spec.containers[*].ports[*].name', 'INVALID', '^must contain at least one letter \\(a-z\\)$'),  # 640
-    ('pod-template/containers/ports', 'spec.xgbReplicaSpecs[*].template.spec.containers[*].ports[*].name', 'INVALID', '^must not contain consecutive hyphens$'),  # 641
-    ('pod-template/containers/ports', 'spec.xgbReplicaSpecs[*].template.spec.containers[*].ports[*].name', 'INVALID', '^must not begin or end with a hyphen$'),  # 642
-    ('pod-template/containers/port-names-unique', 'spec.xgbReplicaSpecs[*].template.spec.containers[*].ports[*].name', 'DUPLICATE', ''),  # 643
-    ('pod-template/containers/mounts', 'spec.xgbReplicaSpecs[*].template.spec.containers[*].volumeMounts[*].name', 'REQUIRED', '^$'),  # 644
-    ('pod-template/containers/mounts', 'spec.xgbReplicaSpecs[*].template.spec.containers[*].volumeMounts[*].mountPath', 'REQUIRED', '^$'),  # 645
-    ('pod-template/containers/mounted-volumes', 'spec.xgbReplicaSpecs[*].template.spec.containers[*].volumeMounts[*].name', 'NOT_FOUND', ''),  # 646
-    ('pod-template/containers/env', 'spec.xgbReplicaSpecs[*].template.spec.containers[*].env[*].name', 'REQUIRED', '^$'),  # 647
-    ('pod-template/containers/env', 'spec.xgbReplicaSpecs[*].template.spec.containers[*].env[*].name', 'INVALID', "^a valid environment variable name must consist only of printable ASCII characters other than '='$"),  # 648
-    ('pod-template/containers/quantities', 'spec.xgbReplicaSpecs[*].template.spec.containers[*].resources.limits[*]', 'INVALID', "^quantities\\ must\\ match\\ the\\ regular\\ expression\\ '\\^\\(\\[\\+\\-\\]\\?\\[0\\-9\\.\\]\\+\\)\\(\\[eEinumkKMGTP\\]\\*\\[\\-\\+\\]\\?\\[0\\-9\\]\\*\\)\\$'$"),  # 649
-    ('pod-template/containers/quantities', 'spec.xgbReplicaSpecs[*].template.spec.containers[*].resources.limits[*]', 'INVALID', '^must be greater than or equal to 0$'),  # 650
-    ('pod-template/containers/quantities', 'spec.xgbReplicaSpecs[*].template.spec.containers[*].resources.requests[*]', 'INVALID', "^quantities\\ must\\ match\\ the\\ regular\\ expression\\ '\\^\\(\\[\\+\\-\\]\\?\\[0\\-9\\.\\]\\+\\)\\(\\[eEinumkKMGTP\\]\\*\\[\\-\\+\\]\\?\\[0\\-9\\]\\*\\)\\$'$"),  # 651
-    ('pod-template/containers/quantities', 'spec.xgbReplicaSpecs[*].template.spec.containers[*].resources.requests[*]', 'INVALID', '^must be greater than or equal to 0$'),  # 652
-    ('pod-template/containers/whole-extended-resources', 'spec.xgbReplicaSpecs[*].template.spec.containers[*].resources.limits[*]', 'INVALID', '^must be an integer$'),  # 653
-    ('pod-template/containers/whole-extended-resources', 'spec.xgbReplicaSpecs[*].template.spec.containers[*].resources.requests[*]', 'INVALID', '^must be an integer$'),  # 654
-    ('pod-template/containers/extended-resource-limits', 'spec.xgbReplicaSpecs[*].template.spec.containers[*].resources.limits[*]', 'REQUIRED', 'Limit\\ must\\ be\\ set\\ for\\ non\\ overcommitable\\ resources$'),  # 655
-    ('pod-template/containers/requests-within-limits', 'spec.xgbReplicaSpecs[*].template.spec.containers[*].resources.requests[*]', 'INVALID', ' limit of '),  # 656
-    ('pod-template/initContainers/name', 'spec.xgbReplicaSpecs[*].template.spec.initContainers[*].name', 'REQUIRED', '^$'),  # 657
-    ('pod-template/initContainers/name', 'spec.xgbReplicaSpecs[*].template.spec.initContainers[*].name', 'INVALID', '^must be no more than 63 characters$'),  # 658
-    ('pod-template/initContainers/name', 'spec.xgbReplicaSpecs[*].template.spec.initContainers[*].name', 'INVALID', "^a lowercase RFC 1123 label must consist of lower case alphanumeric characters or '-', and must start and end with an alphanumeric character \\(e\\.g\\. 'my-name',  or '123-abc', regex used for validation is '\\[a-z0-9\\]\\(\\[-a-z0-9\\]\\*\\[a-z0-9\\]\\)\\?'\\)$"),  # 659
-    ('pod-template/initContainers/image', 'spec.xgbReplicaSpecs[*].template.spec.initContainers[*].image', 'REQUIRED', '^$'),  # 660
-    ('pod-template/initContainers/ports', 'spec.xgbReplicaSpecs[*].template.spec.initContainers[*].ports[*].containerPort', 'REQUIRED', '^$'),  # 661
-    ('pod-template/initContainers/ports', 'spec.xgbReplicaSpecs[*].template.spec.initContainers[*].ports[*].containerPort', 'INVALID', '^must be between 1 and 65535, inclusive$'),  # 662
-    ('pod-template/initContainers/ports', 'spec.xgbReplicaSpecs[*].template.spec.initContainers[*].ports[*].hostPort', 'INVALID', '^must be between 1 and 65535, inclusive$'),  # 663
-    ('pod-template/initContainers/ports', 'spec.xgbReplicaSpecs[*].template.spec.initContainers[*].ports[*].protocol', 'NOT_SUPPORTED', '^supported values: "TCP", "UDP", "SCTP"$'),  # 664
-    ('pod-template/initContainers/ports', 'spec.xgbReplicaSpecs[*].template.spec.initContainers[*].ports[*].name', 'INVALID', '^must be no more than 15 characters$'),  # 665
-    ('pod-template/initContainers/ports', 'spec.xgbReplicaSpecs[*].template.spec.initContainers[*].ports[*].name', 'INVALID', '^must contain only alpha-numeric characters \\(a-z, 0-9\\), and hyphens \\(-\\)$'),  # 666
-    ('pod-template/initContainers/ports', 'spec.xgbReplicaSpecs[*].template.spec.initContainers[*].ports[*].name', 'INVALID', '^must contain at least one letter \\(a-z\\)$'),  # 667
-    ('pod-template/initContainers/ports', 'spec.xgbReplicaSpecs[*].template.spec.initContainers[*].ports[*].name', 'INVALID', '^must not contain consecutive hyphens$'),  # 668
-    ('pod-template/initContainers/ports', 'spec.xgbReplicaSpecs[*].template.spec.initContainers[*].ports[*].name', 'INVALID', '^must not begin or end with a hyphen$'),  # 669
-    ('pod-template/initContainers/port-names-unique', 'spec.xgbReplicaSpecs[*].template.spec.initContainers[*].ports[*].name', 'DUPLICATE', ''),  # 670
-    ('pod-template/initContainers/mounts', 'spec.xgbReplicaSpecs[*].template.spec.initContainers[*].volumeMounts[*].name', 'REQUIRED', '^$'),  # 671
-    ('pod-template/initContainers/mounts', 'spec.xgbReplicaSpecs[*].template.spec.initContainers[*].volumeMounts[*].mountPath', 'REQUIRED', '^$'),  # 672
-    ('pod-template/initContainers/mounted-volumes', 'spec.xgbReplicaSpecs[*].template.spec.initContainers[*].volumeMounts[*].name', 'NOT_FOUND', ''),  # 673
-    ('pod-template/initContainers/env', 'spec.xgbReplicaSpecs[*].template.spec.initContainers[*].env[*].name', 'REQUIRED', '^$'),  # 674
-    ('pod-template/initContainers/env', 'spec.xgbReplicaSpecs[*].template.spec.initContainers[*].env[*].name', 'INVALID', "^a valid environment variable name must consist only of printable ASCII characters other than '='$"),  # 675
-    ('pod-template/initContainers/quantities', 'spec.xgbReplicaSpecs[*].template.spec.initContainers[*].resources.limits[*]', 'INVALID', "^quantities\\ must\\ match\\ the\\ regular\\ expression\\ '\\^\\(\\[\\+\\-\\]\\?\\[0\\-9\\.\\]\\+\\)\\(\\[eEinumkKMGTP\\]\\*\\[\\-\\+\\]\\?\\[0\\-9\\]\\*\\)\\$'$"),  # 676
-    ('pod-template/initContainers/quantities', 'spec.xgbReplicaSpecs[*].template.spec.initContainers[*].resources.limits[*]', 'INVALID', '^must be greater than or equal to 0$'),  # 677
-    ('pod-template/initContainers/quantities', 'spec.xgbReplicaSpecs[*].template.spec.initContainers[*].resources.requests[*]', 'INVALID', "^quantities\\ must\\ match\\ the\\ regular\\ expression\\ '\\^\\(\\[\\+\\-\\]\\?\\[0\\-9\\.\\]\\+\\)\\(\\[eEinumkKMGTP\\]\\*\\[\\-\\+\\]\\?\\[0\\-9\\]\\*\\)\\$'$"),  # 678
-    ('pod-template/initContainers/quantities', 'spec.xgbReplicaSpecs[*].template.spec.initContainers[*].resources.requests[*]', 'INVALID', '^must be greater than or equal to 0$'),  # 679
-    ('pod-template/initContainers/whole-extended-resources', 'spec.xgbReplicaSpecs[*].template.spec.initContainers[*].resources.limits[*]', 'INVALID', '^must be an integer$'),  # 680
-    ('pod-template/initContainers/whole-extended-resources', 'spec.xgbReplicaSpecs[*].template.spec.initContainers[*].resources.requests[*]', 'INVALID', '^must be an integer$'),  # 681
-    ('pod-template/initContainers/extended-resource-limits', 'spec.xgbReplicaSpecs[*].template.spec.initContainers[*].resources.limits[*]', 'REQUIRED', 'Limit\\ must\\ be\\ set\\ for\\ non\\ overcommitable\\ resources$'),  # 682
-    ('pod-template/initContainers/requests-within-limits', 'spec.xgbReplicaSpecs[*].template.spec.initContainers[*].resources.requests[*]', 'INVALID', ' limit of '),  # 683
-    ('pod-template/container-names-unique', 'spec.xgbReplicaSpecs[*].template.spec.containers[*].name', 'DUPLICATE', ''),  # 684
-    ('pod-template/container-names-unique', 'spec.xgbReplicaSpecs[*].template.spec.initContainers[*].name', 'DUPLICATE', ''),  # 685
-    ('pod-template/volumes', 'spec.xgbReplicaSpecs[*].template.spec.volumes[*].name', 'REQUIRED', '^$'),  # 686
-    ('pod-template/volumes', 'spec.xgbReplicaSpecs[*].template.spec.volumes[*].name', 'INVALID', '^must be no more than 63 characters$'),  # 687
-    ('pod-template/volumes', 'spec.xgbReplicaSpecs[*].template.spec.volumes[*].name', 'INVALID', "^a lowercase RFC 1123 label must consist of lower case alphanumeric characters or '-', and must start and end with an alphanumeric character \\(e\\.g\\. 'my-name',  or '123-abc', regex used for validation is '\\[a-z0-9\\]\\(\\[-a-z0-9\\]\\*\\[a-z0-9\\]\\)\\?'\\)$"),  # 688
-    ('pod-template/volume-names-unique', 'spec.xgbReplicaSpecs[*].template.spec.volumes[*].name', 'DUPLICATE', ''),  # 689
-    ('pod-template/restart-policy', 'spec.xgbReplicaSpecs[*].template.spec.restartPolicy', 'NOT_SUPPORTED', '^supported values: "Always", "OnFailure", "Never"$'),  # 690
-    ('pod-template/framework-container', 'spec.xgbReplicaSpecs[*].template.spec.containers', 'REQUIRED', '^must\\ have\\ at\\ least\\ one\\ container\\ with\\ name\\ xgboost$'),  # 691
-    ('pod-template/framework-container', 'spec.replicaSpecs[*].template.spec.containers', 'REQUIRED', '^Replica type .* is missing a container for mxnet$'),  # 692
-    ('mxjob/scheduler-replicas', 'spec.replicaSpecs[*].replicas', 'INVALID', '^The SCHEDULER must have Replicas = 1$'),  # 693
-    ('mxjob/types-unique', 'spec.replicaSpecs[*].mxReplicaType', 'DUPLICATE', ''),  # 694
-    ('mxjob/local-mode-workers-only', 'spec.replicaSpecs[*].mxReplicaType', 'INVALID', '^job mode is local, but its replicas set have replicas type other than worker$'),  # 695
-    ('mxjob/local-mode-one-worker', 'spec.replicaSpecs[*].replicas', 'INVALID', '^job mode is local, but it has more than 1 worker$'),  # 696
-    ('mxjob/dist-mode-roles', 'spec.replicaSpecs', 'REQUIRED', '^dist job mode without replica type (SCHEDULER|SERVER|WORKER)$'),  # 697
-    ('run-policy/min-available', 'spec.runPolicy.schedulingPolicy.minAvailable', 'INVALID', '^must be less than or equal to the total number of replicas( \\(\\d+\\))?$'),  # 698
-    ('run-policy/min-available', 'spec.schedulingPolicy.minAvailable', 'INVALID', '^must be less than or equal to the total number of replicas( \\(\\d+\\))?$'),  # 699
-    ('run-policy/queue-immutable', 'spec.runPolicy.schedulingPolicy.queue', 'INVALID', '^field is immutable$'),  # 700
-    ('pod-template/containers', 'spec.mpiReplicaSpecs[*].template.spec.containers', 'REQUIRED', '^must\\ have\\ at\\ least\\ one\\ container$'),  # 701
-    ('roles/launcher', 'spec.mpiReplicaSpecs[Launcher]', 'REQUIRED', '^must be present$'),  # 702
-    ('roles/launcher', 'spec.mpiReplicaSpecs[Launcher].replicas', 'INVALID', '^must be 1$'),  # 703
-    ('replicas/types', 'spec.marsReplicaSpecs[*]', 'NOT_SUPPORTED', ''),  # 704
-    ('replicas/types', 'spec.marsReplicaSpecs[*]', 'DUPLICATE', ''),  # 705
-    ('pod-template/spec', 'spec.marsReplicaSpecs[*].template.spec', 'REQUIRED', '^$'),  # 706
-    ('pod-template/containers', 'spec.marsReplicaSpecs[*].template.spec.containers', 'REQUIRED', '^must\\ have\\ at\\ least\\ one\\ container$'),  # 707
-    ('pod-template/bounds', 'spec.marsReplicaSpecs[*].template.spec.**', 'TOO_MANY', ''),  # 708
-    ('pod-template/containers/name', 'spec.marsReplicaSpecs[*].template.spec.containers[*].name', 'REQUIRED', '^$'),  # 709
-    ('pod-template/containers/name', 'spec.marsReplicaSpecs[*].template.spec.containers[*].name', 'INVALID', '^must be no more than 63 characters$'),  # 710
-    ('pod-template/containers/name', 'spec.marsReplicaSpecs[*].template.spec.containers[*].name', 'INVALID', "^a lowercase RFC 1123 label must consist of lower case alphanumeric characters or '-', and must start and end with an alphanumeric character \\(e\\.g\\. 'my-name',  or '123-abc', regex used for validation is '\\[a-z0-9\\]\\(\\[-a-z0-9\\]\\*\\[a-z0-9\\]\\)\\?'\\)$"),  # 711
-    ('pod-template/containers/image', 'spec.marsReplicaSpecs[*].template.spec.containers[*].image', 'REQUIRED', '^$'),  # 712
-    ('pod-template/containers/ports', 'spec.marsReplicaSpecs[*].template.spec.containers[*].ports[*].containerPort', 'REQUIRED', '^$'),  # 713
-    ('pod-template/containers/ports', 'spec.marsReplicaSpecs[*].template.spec.containers[*].ports[*].containerPort', 'INVALID', '^must be between 1 and 65535, inclusive$'),  # 714
-    ('pod-template/containers/ports', 'spec.marsReplicaSpecs[*].template.spec.containers[*].ports[*].hostPort', 'INVALID', '^must be between 1 and 65535, inclusive$'),  # 715
-    ('pod-template/containers/ports', 'spec.marsReplicaSpecs[*].template.spec.containers[*].ports[*].protocol', 'NOT_SUPPORTED', '^supported values: "TCP", "UDP", "SCTP"$'),  # 716
-    ('pod-template/containers/ports', 'spec.marsReplicaSpecs[*].template.spec.containers[*].ports[*].name', 'INVALID', '^must be no more than 15 characters$'),  # 717
-    ('pod-template/containers/ports', 'spec.marsReplicaSpecs[*].template.spec.containers[*].ports[*].name', 'INVALID', '^must contain only alpha-numeric characters \\(a-z, 0-9\\), and hyphens \\(-\\)$'),  # 718
-    ('pod-template/containers/ports', 'spec.marsReplicaSpecs[*].template.spec.containers[*].ports[*].name', 'INVALID', '^must contain at least one letter \\(a-z\\)$'),  # 719
-    ('pod-template/containers/ports', 'spec.marsReplicaSpecs[*].template.spec.containers[*].ports[*].name', 'INVALID', '^must not contain consecutive hyphens$'),  # 720
-    ('pod-template/containers/ports', 'spec.marsReplicaSpecs[*].template.spec.containers[*].ports[*].name', 'INVALID', '^must not begin or end with a hyphen$'),  # 721
-    ('pod-template/containers/port-names-unique', 'spec.marsReplicaSpecs[*].template.spec.containers[*].ports[*].name', 'DUPLICATE', ''),  # 722
-    ('pod-template/containers/mounts', 'spec.marsReplicaSpecs[*].template.spec.containers[*].volumeMounts[*].name', 'REQUIRED', '^$'),  # 723
-    ('pod-template/containers/mounts', 'spec.marsReplicaSpecs[*].template.spec.containers[*].volumeMounts[*].mountPath', 'REQUIRED', '^$'),  # 724
-    ('pod-template/containers/mounted-volumes', 'spec.marsReplicaSpecs[*].template.spec.containers[*].volumeMounts[*].name', 'NOT_FOUND', ''),  # 725
-    ('pod-template/containers/env', 'spec.marsReplicaSpecs[*].template.spec.containers[*].env[*].name', 'REQUIRED', '^$'),  # 726
-    ('pod-template/containers/env', 'spec.marsReplicaSpecs[*].template.spec.containers[*].env[*].name', 'INVALID', "^a valid environment variable name must consist only of printable ASCII characters other than '='$"),  # 727
-    ('pod-template/containers/quantities', 'spec.marsReplicaSpecs[*].template.spec.containers[*].resources.limits[*]', 'INVALID', "^quantities\\ must\\ match\\ the\\ regular\\ expression\\ '\\^\\(\\[\\+\\-\\]\\?\\[0\\-9\\.\\]\\+\\)\\(\\[eEinumkKMGTP\\]\\*\\[\\-\\+\\]\\?\\[0\\-9\\]\\*\\)\\$'$"),  # 728
-    ('pod-template/containers/quantities', 'spec.marsReplicaSpecs[*].template.spec.containers[*].resources.limits[*]', 'INVALID', '^must be greater than or equal to 0$'),  # 729
-    ('pod-template/containers/quantities', 'spec.marsReplicaSpecs[*].template.spec.containers[*].resources.requests[*]', 'INVALID', "^quantities\\ must\\ match\\ the\\ regular\\ expression\\ '\\^\\(\\[\\+\\-\\]\\?\\[0\\-9\\.\\]\\+\\)\\(\\[eEinumkKMGTP\\]\\*\\[\\-\\+\\]\\?\\[0\\-9\\]\\*\\)\\$'$"),  # 730
-    ('pod-template/containers/quantities', 'spec.marsReplicaSpecs[*].template.spec.containers[*].resources.requests[*]', 'INVALID', '^must be greater than or equal to 0$'),  # 731
-    ('pod-template/containers/whole-extended-resources', 'spec.marsReplicaSpecs[*].template.spec.containers[*].resources.limits[*]', 'INVALID', '^must be an integer$'),  # 732
-    ('pod-template/containers/whole-extended-resources', 'spec.marsReplicaSpecs[*].template.spec.containers[*].resources.requests[*]', 'INVALID', '^must be an integer$'),  # 733
-    ('pod-template/containers/extended-resource-limits', 'spec.marsReplicaSpecs[*].template.spec.containers[*].resources.limits[*]', 'REQUIRED', 'Limit\\ must\\ be\\ set\\ for\\ non\\ overcommitable\\ resources$'),  # 734
-    ('pod-template/containers/requests-within-limits', 'spec.marsReplicaSpecs[*].template.spec.containers[*].resources.requests[*]', 'INVALID', ' limit of '),  # 735
-    ('pod-template/initContainers/name', 'spec.marsReplicaSpecs[*].template.spec.initContainers[*].name', 'REQUIRED', '^$'),  # 736
-    ('pod-template/initContainers/name', 'spec.marsReplicaSpecs[*].template.spec.initContainers[*].name', 'INVALID', '^must be no more than 63 characters$'),  # 737
-    ('pod-template/initContainers/name', 'spec.marsReplicaSpecs[*].template.spec.initContainers[*].name', 'INVALID', "^a lowercase RFC 1123 label must consist of lower case alphanumeric characters or '-', and must start and end with an alphanumeric character \\(e\\.g\\. 'my-name',  or '123-abc', regex used for validation is '\\[a-z0-9\\]\\(\\[-a-z0-9\\]\\*\\[a-z0-9\\]\\)\\?'\\)$"),  # 738
-    ('pod-template/initContainers/image', 'spec.marsReplicaSpecs[*].template.spec.initContainers[*].image', 'REQUIRED', '^$'),  # 739
-    ('pod-template/initContainers/ports', 'spec.marsReplicaSpecs[*].template.spec.initContainers[*].ports[*].containerPort', 'REQUIRED', '^$'),  # 740
-    ('pod-template/initContainers/ports', 'spec.marsReplicaSpecs[*].template.spec.initContainers[*].ports[*].containerPort', 'INVALID', '^must be between 1 and 65535, inclusive$'),  # 741
-    ('pod-template/initContainers/ports', 'spec.marsReplicaSpecs[*].template.spec.initContainers[*].ports[*].hostPort', 'INVALID', '^must be between 1 and 65535, inclusive$'),  # 742
-    ('pod-template/initContainers/ports', 'spec.marsReplicaSpecs[*].template.spec.initContainers[*].ports[*].protocol', 'NOT_SUPPORTED', '^supported values: "TCP", "UDP", "SCTP"$'),  # 743
-    ('pod-template/initContainers/ports', 'spec.marsReplicaSpecs[*].template.spec.initContainers[*].ports[*].name', 'INVALID', '^must be no more than 15 characters$'),  # 744
-    ('pod-template/initContainers/ports', 'spec.marsReplicaSpecs[*].template.spec.initContainers[*].ports[*].name', 'INVALID', '^must contain only alpha-numeric characters \\(a-z, 0-9\\), and hyphens \\(-\\)$'),  # 745
-    ('pod-template/initContainers/ports', 'spec.marsReplicaSpecs[*].template.spec.initContainers[*].ports[*].name', 'INVALID', '^must contain at least one letter \\(a-z\\)$'),  # 746
-    ('pod-template/initContainers/ports', 'spec.marsReplicaSpecs[*].template.spec.initContainers[*].ports[*].name', 'INVALID', '^must not contain consecutive hyphens$'),  # 747
-    ('pod-template/initContainers/ports', 'spec.marsReplicaSpecs[*].template.spec.initContainers[*].ports[*].name', 'INVALID', '^must not begin or end with a hyphen$'),  # 748
-    ('pod-template/initContainers/port-names-unique', 'spec.marsReplicaSpecs[*].template.spec.initContainers[*].ports[*].name', 'DUPLICATE', ''),  # 749
-    ('pod-template/initContainers/mounts', 'spec.marsReplicaSpecs[*].template.spec.initContainers[*].volumeMounts[*].name', 'REQUIRED', '^$'),  # 750
-    ('pod-template/initContainers/mounts', 'spec.marsReplicaSpecs[*].template.spec.initContainers[*].volumeMounts[*].mountPath', 'REQUIRED', '^$'),  # 751
-    ('pod-template/initContainers/mounted-volumes', 'spec.marsReplicaSpecs[*].template.spec.initContainers[*].volumeMounts[*].name', 'NOT_FOUND', ''),  # 752
-    ('pod-template/initContainers/env', 'spec.marsReplicaSpecs[*].template.spec.initContainers[*].env[*].name', 'REQUIRED', '^$'),  # 753
-    ('pod-template/initContainers/env', 'spec.marsReplicaSpecs[*].template.spec.initContainers[*].env[*].name', 'INVALID', "^a valid environment variable name must consist only of printable ASCII characters other than '='$"),  # 754
-    ('pod-template/initContainers/quantities', 'spec.marsReplicaSpecs[*].template.spec.initContainers[*].resources.limits[*]', 'INVALID', "^quantities\\ must\\ match\\ the\\ regular\\ expression\\ '\\^\\(\\[\\+\\-\\]\\?\\[0\\-9\\.\\]\\+\\)\\(\\[eEinumkKMGTP\\]\\*\\[\\-\\+\\]\\?\\[0\\-9\\]\\*\\)\\$'$"),  # 755
-    ('pod-template/initContainers/quantities', 'spec.marsReplicaSpecs[*].template.spec.initContainers[*].resources.limits[*]', 'INVALID', '^must be greater than or equal to 0$'),  # 756
-    ('pod-template/initContainers/quantities', 'spec.marsReplicaSpecs[*].template.spec.initContainers[*].resources.requests[*]', 'INVALID', "^quantities\\ must\\ match\\ the\\ regular\\ expression\\ '\\^\\(\\[\\+\\-\\]\\?\\[0\\-9\\.\\]\\+\\)\\(\\[eEinumkKMGTP\\]\\*\\[\\-\\+\\]\\?\\[0\\-9\\]\\*\\)\\$'$"),  # 757
-    ('pod-template/initContainers/quantities', 'spec.marsReplicaSpecs[*].template.spec.initContainers[*].resources.requests[*]', 'INVALID', '^must be greater than or equal to 0$'),  # 758
-    ('pod-template/initContainers/whole-extended-resources', 'spec.marsReplicaSpecs[*].template.spec.initContainers[*].resources.limits[*]', 'INVALID', '^must be an integer$'),  # 759
-    ('pod-template/initContainers/whole-extended-resources', 'spec.marsReplicaSpecs[*].template.spec.initContainers[*].resources.requests[*]', 'INVALID', '^must be an integer$'),  # 760
-    ('pod-template/initContainers/extended-resource-limits', 'spec.marsReplicaSpecs[*].template.spec.initContainers[*].resources.limits[*]', 'REQUIRED', 'Limit\\ must\\ be\\ set\\ for\\ non\\ overcommitable\\ resources$'),  # 761
-    ('pod-template/initContainers/requests-within-limits', 'spec.marsReplicaSpecs[*].template.spec.initContainers[*].resources.requests[*]', 'INVALID', ' limit of '),  # 762
-    ('pod-template/container-names-unique', 'spec.marsReplicaSpecs[*].template.spec.containers[*].name', 'DUPLICATE', ''),  # 763
-    ('pod-template/container-names-unique', 'spec.marsReplicaSpecs[*].template.spec.initContainers[*].name', 'DUPLICATE', ''),  # 764
-    ('pod-template/volumes', 'spec.marsReplicaSpecs[*].template.spec.volumes[*].name', 'REQUIRED', '^$'),  # 765
-    ('pod-template/volumes', 'spec.marsReplicaSpecs[*].template.spec.volumes[*].name', 'INVALID', '^must be no more than 63 characters$'),  # 766
-    ('pod-template/volumes', 'spec.marsReplicaSpecs[*].template.spec.volumes[*].name', 'INVALID', "^a lowercase RFC 1123 label must consist of lower case alphanumeric characters or '-', and must start and end with an alphanumeric character \\(e\\.g\\. 'my-name',  or '123-abc', regex used for validation is '\\[a-z0-9\\]\\(\\[-a-z0-9\\]\\*\\[a-z0-9\\]\\)\\?'\\)$"),  # 767
-    ('pod-template/volume-names-unique', 'spec.marsReplicaSpecs[*].template.spec.volumes[*].name', 'DUPLICATE', ''),  # 768
-    ('pod-template/restart-policy', 'spec.marsReplicaSpecs[*].template.spec.restartPolicy', 'NOT_SUPPORTED', '^supported values: "Always", "OnFailure", "Never"$'),  # 769
-    ('pod-template/framework-container', 'spec.marsReplicaSpecs[*].template.spec.containers', 'REQUIRED', '^must\\ have\\ at\\ least\\ one\\ container\\ with\\ name\\ mars$'),  # 770
-    ('pod-template/containers', 'spec.pytorchReplicaSpecs[*].template.spec.containers', 'REQUIRED', '^must\\ have\\ at\\ least\\ one\\ container$'),  # 771
-    ('roles/master', 'spec.pytorchReplicaSpecs[Master]', 'REQUIRED', '^must be present$'),  # 772
-    ('roles/master', 'spec.pytorchReplicaSpecs[Master].replicas', 'INVALID', '^must be 1$'),  # 773
-    ('pod-template/containers', 'spec.tfReplicaSpecs[*].template.spec.containers', 'REQUIRED', '^must\\ have\\ at\\ least\\ one\\ container$'),  # 774
-    ('roles/one-leader', 'spec.tfReplicaSpecs', 'FORBIDDEN', '^must not have more than 1 Chief or Master role$'),  # 775
-    ('roles/one-leader', 'spec.tfReplicaSpecs[Chief].replicas', 'INVALID', '^must be less than or equal to 1$'),  # 776
-    ('roles/one-leader', 'spec.tfReplicaSpecs[Master].replicas', 'INVALID', '^must be less than or equal to 1$'),  # 777
-    ('replicas/types', 'spec.xdlReplicaSpecs[*]', 'NOT_SUPPORTED', ''),  # 778
-    ('replicas/types', 'spec.xdlReplicaSpecs[*]', 'DUPLICATE', ''),  # 779
-    ('pod-template/spec', 'spec.xdlReplicaSpecs[*].template.spec', 'REQUIRED', '^$'),  # 780
-    ('pod-template/containers', 'spec.xdlReplicaSpecs[*].template.spec.containers', 'REQUIRED', '^must\\ have\\ at\\ least\\ one\\ container$'),  # 781
-    ('pod-template/bounds', 'spec.xdlReplicaSpecs[*].template.spec.**', 'TOO_MANY', ''),  # 782
-    ('pod-template/containers/name', 'spec.xdlReplicaSpecs[*].template.spec.containers[*].name', 'REQUIRED', '^$'),  # 783
-    ('pod-template/containers/name', 'spec.xdlReplicaSpecs[*].template.spec.containers[*].name', 'INVALID', '^must be no more than 63 characters$'),  # 784
-    ('pod-template/containers/name', 'spec.xdlReplicaSpecs[*].template.spec.containers[*].name', 'INVALID', "^a lowercase RFC 1123 label must consist of lower case alphanumeric characters or '-', and must start and end with an alphanumeric character \\(e\\.g\\. 'my-name',  or '123-abc', regex used for validation is '\\[a-z0-9\\]\\(\\[-a-z0-9\\]\\*\\[a-z0-9\\]\\)\\?'\\)$"),  # 785
-    ('pod-template/containers/image', 'spec.xdlReplicaSpecs[*].template.spec.containers[*].image', 'REQUIRED', '^$'),  # 786
-    ('pod-template/containers/ports', 'spec.xdlReplicaSpecs[*].template.spec.containers[*].ports[*].containerPort', 'REQUIRED', '^$'),  # 787
-    ('pod-template/containers/ports', 'spec.xdlReplicaSpecs[*].template.spec.containers[*].ports[*].containerPort', 'INVALID', '^must be between 1 and 65535, inclusive$'),  # 788
-    ('pod-template/containers/ports', 'spec.xdlReplicaSpecs[*].template.spec.containers[*].ports[*].hostPort', 'INVALID', '^must be between 1 and 65535, inclusive$'),  # 789
-    ('pod-template/containers/ports', 'spec.xdlReplicaSpecs[*].template.spec.containers[*].ports[*].protocol', 'NOT_SUPPORTED', '^supported values: "TCP", "UDP", "SCTP"$'),  # 790
-    ('pod-template/containers/ports', 'spec.xdlReplicaSpecs[*].template.spec.containers[*].ports[*].name', 'INVALID', '^must be no more than 15 characters$'),  # 791
-    ('pod-template/containers/ports', 'spec.xdlReplicaSpecs[*].template.spec.containers[*].ports[*].name', 'INVALID', '^must contain only alpha-numeric characters \\(a-z, 0-9\\), and hyphens \\(-\\)$'),  # 792
-    ('pod-template/containers/ports', 'spec.xdlReplicaSpecs[*].template.spec.containers[*].ports[*].name', 'INVALID', '^must contain at least one letter \\(a-z\\)$'),  # 793
-    ('pod-template/containers/ports', 'spec.xdlReplicaSpecs[*].template.spec.containers[*].ports[*].name', 'INVALID', '^must not contain consecutive hyphens$'),  # 794
-    ('pod-template/containers/ports', 'spec.xdlReplicaSpecs[*].template.spec.containers[*].ports[*].name', 'INVALID', '^must not begin or end with a hyphen$'),  # 795
-    ('pod-template/containers/port-names-unique', 'spec.xdlReplicaSpecs[*].template.spec.containers[*].ports[*].name', 'DUPLICATE', ''),  # 796
-    ('pod-template/containers/mounts', 'spec.xdlReplicaSpecs[*].template.spec.containers[*].volumeMounts[*].name', 'REQUIRED', '^$'),  # 797
-    ('pod-template/containers/mounts', 'spec.xdlReplicaSpecs[*].template.spec.containers[*].volumeMounts[*].mountPath', 'REQUIRED', '^$'),  # 798
-    ('pod-template/containers/mounted-volumes', 'spec.xdlReplicaSpecs[*].template.spec.containers[*].volumeMounts[*].name', 'NOT_FOUND', ''),  # 799
-    ('pod-template/containers/env', 'spec.xdlReplicaSpecs[*].template.spec.containers[*].env[*].name', 'REQUIRED', '^$'),  # 800
-    ('pod-template/containers/env', 'spec.xdlReplicaSpecs[*].template.spec.containers[*].env[*].name', 'INVALID', "^a valid environment variable name must consist only of printable ASCII characters other than '='$"),  # 801
-    ('pod-template/containers/quantities', 'spec.xdlReplicaSpecs[*].template.spec.containers[*].resources.limits[*]', 'INVALID', "^quantities\\ must\\ match\\ the\\ regular\\ expression\\ '\\^\\(\\[\\+\\-\\]\\?\\[0\\-9\\.\\]\\+\\)\\(\\[eEinumkKMGTP\\]\\*\\[\\-\\+\\]\\?\\[0\\-9\\]\\*\\)\\$'$"),  # 802
-    ('pod-template/containers/quantities', 'spec.xdlReplicaSpecs[*].template.spec.containers[*].resources.limits[*]', 'INVALID', '^must be greater than or equal to 0$'),  # 803
-    ('pod-template/containers/quantities', 'spec.xdlReplicaSpecs[*].template.spec.containers[*].resources.requests[*]', 'INVALID', "^quantities\\ must\\ match\\ the\\ regular\\ expression\\ '\\^\\(\\[\\+\\-\\]\\?\\[0\\-9\\.\\]\\+\\)\\(\\[eEinumkKMGTP\\]\\*\\[\\-\\+\\]\\?\\[0\\-9\\]\\*\\)\\$'$"),  # 804
-    ('pod-template/containers/quantities', 'spec.xdlReplicaSpecs[*].template.spec.containers[*].resources.requests[*]', 'INVALID', '^must be greater than or equal to 0$'),  # 805
-    ('pod-template/containers/whole-extended-resources', 'spec.xdlReplicaSpecs[*].template.spec.containers[*].resources.limits[*]', 'INVALID', '^must be an integer$'),  # 806
-    ('pod-template/containers/whole-extended-resources', 'spec.xdlReplicaSpecs[*].template.spec.containers[*].resources.requests[*]', 'INVALID', '^must be an integer$'),  # 807
-    ('pod-template/containers/extended-resource-limits', 'spec.xdlReplicaSpecs[*].template.spec.containers[*].resources.limits[*]', 'REQUIRED', 'Limit\\ must\\ be\\ set\\ for\\ non\\ overcommitable\\ resources$'),  # 808
-    ('pod-template/containers/requests-within-limits', 'spec.xdlReplicaSpecs[*].template.spec.containers[*].resources.requests[*]', 'INVALID', ' limit of '),  # 809
-    ('pod-template/initContainers/name', 'spec.xdlReplicaSpecs[*].template.spec.initContainers[*].name', 'REQUIRED', '^$'),  # 810
-    ('pod-template/initContainers/name', 'spec.xdlReplicaSpecs[*].template.spec.initContainers[*].name', 'INVALID', '^must be no more than 63 characters$'),  # 811
-    ('pod-template/initContainers/name', 'spec.xdlReplicaSpecs[*].template.spec.initContainers[*].name', 'INVALID', "^a lowercase RFC 1123 label must consist of lower case alphanumeric characters or '-', and must start and end with an alphanumeric character \\(e\\.g\\. 'my-name',  or '123-abc', regex used for validation is '\\[a-z0-9\\]\\(\\[-a-z0-9\\]\\*\\[a-z0-9\\]\\)\\?'\\)$"),  # 812
-    ('pod-template/initContainers/image', 'spec.xdlReplicaSpecs[*].template.spec.initContainers[*].image', 'REQUIRED', '^$'),  # 813
-    ('pod-template/initContainers/ports', 'spec.xdlReplicaSpecs[*].template.spec.initContainers[*].ports[*].containerPort', 'REQUIRED', '^$'),  # 814
-    ('pod-template/initContainers/ports', 'spec.xdlReplicaSpecs[*].template.spec.initContainers[*].ports[*].containerPort', 'INVALID', '^must be between 1 and 65535, inclusive$'),  # 815
-    ('pod-template/initContainers/ports', 'spec.xdlReplicaSpecs[*].template.spec.initContainers[*].ports[*].hostPort', 'INVALID', '^must be between 1 and 65535, inclusive$'),  # 816
-    ('pod-template/initContainers/ports', 'spec.xdlReplicaSpecs[*].template.spec.initContainers[*].ports[*].protocol', 'NOT_SUPPORTED', '^supported values: "TCP", "UDP", "SCTP"$'),  # 817
-    ('pod-template/initContainers/ports', 'spec.xdlReplicaSpecs[*].template.spec.initContainers[*].ports[*].name', 'INVALID', '^must be no more than 15 characters$'),  # 818
-    ('pod-template/initContainers/ports', 'spec.xdlReplicaSpecs[*].template.spec.initContainers[*].ports[*].name', 'INVALID', '^must contain only alpha-numeric characters \\(a-z, 0-9\\), and hyphens \\(-\\)$'),  # 819
-    ('pod-template/initContainers/ports', 'spec.xdlReplicaSpecs[*].template.spec.initContainers[*].ports[*].name', 'INVALID', '^must contain at least one letter \\(a-z\\)$'),  # 820
-    ('pod-template/initContainers/ports', 'spec.xdlReplicaSpecs[*].template.spec.initContainers[*].ports[*].name', 'INVALID', '^must not contain consecutive hyphens$'),  # 821
-    ('pod-template/initContainers/ports', 'spec.xdlReplicaSpecs[*].template.spec.initContainers[*].ports[*].name', 'INVALID', '^must not begin or end with a hyphen$'),  # 822
-    ('pod-template/initContainers/port-names-unique', 'spec.xdlReplicaSpecs[*].template.spec.initContainers[*].ports[*].name', 'DUPLICATE', ''),  # 823
-    ('pod-template/initContainers/mounts', 'spec.xdlReplicaSpecs[*].template.spec.initContainers[*].volumeMounts[*].name', 'REQUIRED', '^$'),  # 824
-    ('pod-template/initContainers/mounts', 'spec.xdlReplicaSpecs[*].template.spec.initContainers[*].volumeMounts[*].mountPath', 'REQUIRED', '^$'),  # 825
-    ('pod-template/initContainers/mounted-volumes', 'spec.xdlReplicaSpecs[*].template.spec.initContainers[*].volumeMounts[*].name', 'NOT_FOUND', ''),  # 826
-    ('pod-template/initContainers/env', 'spec.xdlReplicaSpecs[*].template.spec.initContainers[*].env[*].name', 'REQUIRED', '^$'),  # 827
-    ('pod-template/initContainers/env', 'spec.xdlReplicaSpecs[*].template.spec.initContainers[*].env[*].name', 'INVALID', "^a valid environment variable name must consist only of printable ASCII characters other than '='$"),  # 828
-    ('pod-template/initContainers/quantities', 'spec.xdlReplicaSpecs[*].template.spec.initContainers[*].resources.limits[*]', 'INVALID', "^quantities\\ must\\ match\\ the\\ regular\\ expression\\ '\\^\\(\\[\\+\\-\\]\\?\\[0\\-9\\.\\]\\+\\)\\(\\[eEinumkKMGTP\\]\\*\\[\\-\\+\\]\\?\\[0\\-9\\]\\*\\)\\$'$"),  # 829
-    ('pod-template/initContainers/quantities', 'spec.xdlReplicaSpecs[*].template.spec.initContainers[*].resources.limits[*]', 'INVALID', '^must be greater than or equal to 0$'),  # 830
-    ('pod-template/initContainers/quantities', 'spec.xdlReplicaSpecs[*].template.spec.initContainers[*].resources.requests[*]', 'INVALID', "^quantities\\ must\\ match\\ the\\ regular\\ expression\\ '\\^\\(\\[\\+\\-\\]\\?\\[0\\-9\\.\\]\\+\\)\\(\\[eEinumkKMGTP\\]\\*\\[\\-\\+\\]\\?\\[0\\-9\\]\\*\\)\\$'$"),  # 831
-    ('pod-template/initContainers/quantities', 'spec.xdlReplicaSpecs[*].template.spec.initContainers[*].resources.requests[*]', 'INVALID', '^must be greater than or equal to 0$'),  # 832
-    ('pod-template/initContainers/whole-extended-resources', 'spec.xdlReplicaSpecs[*].template.spec.initContainers[*].resources.limits[*]', 'INVALID', '^must be an integer$'),  # 833
-    ('pod-template/initContainers/whole-extended-resources', 'spec.xdlReplicaSpecs[*].template.spec.initContainers[*].resources.requests[*]', 'INVALID', '^must be an integer$'),  # 834
-    ('pod-template/initContainers/extended-resource-limits', 'spec.xdlReplicaSpecs[*].template.spec.initContainers[*].resources.limits[*]', 'REQUIRED', 'Limit\\ must\\ be\\ set\\ for\\ non\\ overcommitable\\ resources$'),  # 835
-    ('pod-template/initContainers/requests-within-limits', 'spec.xdlReplicaSpecs[*].template.spec.initContainers[*].resources.requests[*]', 'INVALID', ' limit of '),  # 836
-    ('pod-template/container-names-unique', 'spec.xdlReplicaSpecs[*].template.spec.containers[*].name', 'DUPLICATE', ''),  # 837
-    ('pod-template/container-names-unique', 'spec.xdlReplicaSpecs[*].template.spec.initContainers[*].name', 'DUPLICATE', ''),  # 838
-    ('pod-template/volumes', 'spec.xdlReplicaSpecs[*].template.spec.volumes[*].name', 'REQUIRED', '^$'),  # 839
-    ('pod-template/volumes', 'spec.xdlReplicaSpecs[*].template.spec.volumes[*].name', 'INVALID', '^must be no more than 63 characters$'),  # 840
-    ('pod-template/volumes', 'spec.xdlReplicaSpecs[*].template.spec.volumes[*].name', 'INVALID', "^a lowercase RFC 1123 label must consist of lower case alphanumeric characters or '-', and must start and end with an alphanumeric character \\(e\\.g\\. 'my-name',  or '123-abc', regex used for validation is '\\[a-z0-9\\]\\(\\[-a-z0-9\\]\\*\\[a-z0-9\\]\\)\\?'\\)$"),  # 841
-    ('pod-template/volume-names-unique', 'spec.xdlReplicaSpecs[*].template.spec.volumes[*].name', 'DUPLICATE', ''),  # 842
-    ('pod-template/restart-policy', 'spec.xdlReplicaSpecs[*].template.spec.restartPolicy', 'NOT_SUPPORTED', '^supported values: "Always", "OnFailure", "Never"$'),  # 843
-    ('pod-template/framework-container', 'spec.xdlReplicaSpecs[*].template.spec.containers', 'REQUIRED', '^must\\ have\\ at\\ least\\ one\\ container\\ with\\ name\\ xdl$'),  # 844
-    ('pod-template/containers', 'spec.xgbReplicaSpecs[*].template.spec.containers', 'REQUIRED', '^must\\ have\\ at\\ least\\ one\\ container$'),  # 845
-    ('pod-template/framework-container', 'spec.xgbReplicaSpecs[*].template.spec.containers', 'REQUIRED', '^must\\ have\\ at\\ least\\ one\\ container\\ with\\ name\\ xgboostjob$'),  # 846
-    ('roles/master', 'spec.xgbReplicaSpecs[Master]', 'REQUIRED', '^must be present$'),  # 847
-    ('roles/master', 'spec.xgbReplicaSpecs[Master].replicas', 'INVALID', '^must be 1$'),  # 848
+    ('jobset/crd-startup-policy-depends-on', 'spec', 'INVALID', '^StartupPolicy\\ and\\ DependsOn\\ APIs\\ are\\ mutually\\ exclusive$'),  # 270
+    ('jobset/crd-immutable', 'spec.*', 'INVALID', '^Value is immutable$'),  # 271
+    ('jobset/crd-immutable', 'spec.replicatedJobs[*].dependsOn', 'INVALID', '^Value is immutable$'),  # 272
+    ('jobset/crd-claim-namespace', 'spec.volumeClaimPolicies[*]', 'INVALID', '^namespace\\ cannot\\ be\\ set\\ for\\ VolumeClaimPolicies\\ templates$'),  # 273
+    ('jobset/in-place-restart-gate', '<nil>', 'INTERNAL', '^InPlaceRestart restart strategy cannot be set'),  # 274
+    ('jobset/first-job-depends-on', '<nil>', 'INTERNAL', "^DependsOn can't be set for the first ReplicatedJob$"),  # 275
+    ('jobset/network-subdomain', 'spec.network.subdomain', 'INVALID', ''),  # 276
+    ('jobset/managed-by', 'spec.managedBy', 'INVALID', ''),  # 277
+    ('jobset/managed-by', 'spec.managedBy', 'REQUIRED', ''),  # 278
+    ('jobset/managed-by', 'spec.managedBy', 'TOO_LONG', ''),  # 279
+    ('jobset/pod-count', '<nil>', 'INTERNAL', '^the product of replicas and parallelism must not exceed '),  # 280
+    ('jobset/group-name', 'spec.replicatedJobs[*].groupName', 'INVALID', ''),  # 281
+    ('jobset/derived-names', 'spec.replicatedJobs[*].name', 'INVALID', ''),  # 282
+    ('jobset/depends-on-order', '<nil>', 'INTERNAL', '^replicatedJob: .* cannot depend on replicatedJob: '),  # 283
+    ('jobset/in-place-restart-jobs', 'spec.replicatedJobs[*].template.spec.backoffLimit', 'INVALID', 'when in-place restart is enabled$'),  # 284
+    ('jobset/in-place-restart-jobs', 'spec.replicatedJobs[*].template.spec.podReplacementPolicy', 'INVALID', 'when in-place restart is enabled$'),  # 285
+    ('jobset/in-place-restart-jobs', 'spec.replicatedJobs[*].template.spec.completions', 'INVALID', 'when in-place restart is enabled$'),  # 286
+    ('jobset/success-policy-targets', '<nil>', 'INTERNAL', "^invalid replicatedJob name '.*' does not appear in \\.spec\\.ReplicatedJobs$"),  # 287
+    ('jobset/failure-policy-restart-job', '<nil>', 'INTERNAL', '^RestartJob and RestartJobAndIgnoreMaxRestarts failure policy actions are not allowed'),  # 288
+    ('jobset/failure-policy-restart-job', '<nil>', 'INTERNAL', '^JobSet cannot have a failure policy rule with RestartJob'),  # 289
+    ('jobset/failure-policy-rule-names', '<nil>', 'INTERNAL', '^invalid failure policy rule name '),  # 290
+    ('jobset/failure-policy-rule-names', '<nil>', 'INTERNAL', '^rule names are not unique'),  # 291
+    ('jobset/failure-policy-targets', '<nil>', 'INTERNAL', "^invalid replicatedJob name '.*' in failure policy does not appear"),  # 292
+    ('jobset/failure-policy-reasons', '<nil>', 'INTERNAL', '^invalid job failure reason '),  # 293
+    ('jobset/coordinator', '<nil>', 'INTERNAL', '^coordinator |^job for coordinator pod must be indexed'),  # 294
+    ('jobset/coordinator-label', '<nil>', 'INTERNAL', '^spec will lead to invalid label value '),  # 295
+    ('jobset/volume-claim-templates', 'spec.volumeClaimPolicies[*].template[*].name', 'INVALID', ''),  # 296
+    ('jobset/volume-claim-mounts', 'spec.replicatedJobs[*].template.spec.template.spec.volumes[*].name', 'INVALID', '^volume name conflicts '),  # 297
+    ('jobset/volume-claim-mounts', 'spec.replicatedJobs', 'INVALID', "^replicatedJob containers don't have a matching volumeMount"),  # 298
+    ('jobset/replicated-jobs-immutable', 'spec.replicatedJobs', 'INVALID', '^field is immutable$'),  # 299
+    ('jobset/elastic-scaling', 'spec.replicatedJobs[*].template.spec', 'FORBIDDEN', '^Cannot mutate parallelism or completions'),  # 300
+    ('jobset/elastic-scaling', 'spec.replicatedJobs[*].template.spec.parallelism', 'INVALID', '^parallelism must be >= 1$'),  # 301
+    ('jobset/elastic-scaling', 'spec.replicatedJobs[*].template.spec.completions', 'INVALID', '^completions must be'),  # 302
+    ('jobset/managed-by-immutable', 'spec.managedBy', 'INVALID', '^field is immutable$'),  # 303
+    ('jobset/job-template', 'spec.replicatedJobs[*].template.spec.*', 'INVALID', ''),  # 304
+    ('jobset/job-template', 'spec.replicatedJobs[*].template.spec.completions', 'REQUIRED', '^when completion mode is Indexed$'),  # 305
+    ('jobset/job-template', 'spec.replicatedJobs[*].template.spec.template.spec.restartPolicy', 'NOT_SUPPORTED', ''),  # 306
+    ('pod-template/spec', 'spec.replicatedJobs[*].template.spec.template.spec', 'REQUIRED', '^$'),  # 307
+    ('pod-template/containers', 'spec.replicatedJobs[*].template.spec.template.spec.containers', 'REQUIRED', '^must\\ have\\ at\\ least\\ one\\ container$'),  # 308
+    ('pod-template/bounds', 'spec.replicatedJobs[*].template.spec.template.spec.**', 'TOO_MANY', ''),  # 309
+    ('pod-template/containers/name', 'spec.replicatedJobs[*].template.spec.template.spec.containers[*].name', 'REQUIRED', '^$'),  # 310
+    ('pod-template/containers/name', 'spec.replicatedJobs[*].template.spec.template.spec.containers[*].name', 'INVALID', '^must be no more than 63 characters$'),  # 311
+    ('pod-template/containers/name', 'spec.replicatedJobs[*].template.spec.template.spec.containers[*].name', 'INVALID', "^a lowercase RFC 1123 label must consist of lower case alphanumeric characters or '-', and must start and end with an alphanumeric character \\(e\\.g\\. 'my-name',  or '123-abc', regex used for validation is '\\[a-z0-9\\]\\(\\[-a-z0-9\\]\\*\\[a-z0-9\\]\\)\\?'\\)$"),  # 312
+    ('pod-template/containers/image', 'spec.replicatedJobs[*].template.spec.template.spec.containers[*].image', 'REQUIRED', '^$'),  # 313
+    ('pod-template/containers/ports', 'spec.replicatedJobs[*].template.spec.template.spec.containers[*].ports[*].containerPort', 'REQUIRED', '^$'),  # 314
+    ('pod-template/containers/ports', 'spec.replicatedJobs[*].template.spec.template.spec.containers[*].ports[*].containerPort', 'INVALID', '^must be between 1 and 65535, inclusive$'),  # 315
+    ('pod-template/containers/ports', 'spec.replicatedJobs[*].template.spec.template.spec.containers[*].ports[*].hostPort', 'INVALID', '^must be between 1 and 65535, inclusive$'),  # 316
+    ('pod-template/containers/ports', 'spec.replicatedJobs[*].template.spec.template.spec.containers[*].ports[*].protocol', 'NOT_SUPPORTED', '^supported values: "TCP", "UDP", "SCTP"$'),  # 317
+    ('pod-template/containers/ports', 'spec.replicatedJobs[*].template.spec.template.spec.containers[*].ports[*].name', 'INVALID', '^must be no more than 15 characters$'),  # 318
+    ('pod-template/containers/ports', 'spec.replicatedJobs[*].template.spec.template.spec.containers[*].ports[*].name', 'INVALID', '^must contain only alpha-numeric characters \\(a-z, 0-9\\), and hyphens \\(-\\)$'),  # 319
+    ('pod-template/containers/ports', 'spec.replicatedJobs[*].template.spec.template.spec.containers[*].ports[*].name', 'INVALID', '^must contain at least one letter \\(a-z\\)$'),  # 320
+    ('pod-template/containers/ports', 'spec.replicatedJobs[*].template.spec.template.spec.containers[*].ports[*].name', 'INVALID', '^must not contain consecutive hyphens$'),  # 321
+    ('pod-template/containers/ports', 'spec.replicatedJobs[*].template.spec.template.spec.containers[*].ports[*].name', 'INVALID', '^must not begin or end with a hyphen$'),  # 322
+    ('pod-template/containers/port-names-unique', 'spec.replicatedJobs[*].template.spec.template.spec.containers[*].ports[*].name', 'DUPLICATE', ''),  # 323
+    ('pod-template/containers/mounts', 'spec.replicatedJobs[*].template.spec.template.spec.containers[*].volumeMounts[*].name', 'REQUIRED', '^$'),  # 324
+    ('pod-template/containers/mounts', 'spec.replicatedJobs[*].template.spec.template.spec.containers[*].volumeMounts[*].mountPath', 'REQUIRED', '^$'),  # 325
+    ('pod-template/containers/mounted-volumes', 'spec.replicatedJobs[*].template.spec.template.spec.containers[*].volumeMounts[*].name', 'NOT_FOUND', ''),  # 326
+    ('pod-template/containers/env', 'spec.replicatedJobs[*].template.spec.template.spec.containers[*].env[*].name', 'REQUIRED', '^$'),  # 327
+    ('pod-template/containers/env', 'spec.replicatedJobs[*].template.spec.template.spec.containers[*].env[*].name', 'INVALID', "^a valid environment variable name must consist only of printable ASCII characters other than '='$"),  # 328
+    ('pod-template/containers/quantities', 'spec.replicatedJobs[*].template.spec.template.spec.containers[*].resources.limits[*]', 'INVALID', "^quantities\\ must\\ match\\ the\\ regular\\ expression\\ '\\^\\(\\[\\+\\-\\]\\?\\[0\\-9\\.\\]\\+\\)\\(\\[eEinumkKMGTP\\]\\*\\[\\-\\+\\]\\?\\[0\\-9\\]\\*\\)\\$'$"),  # 329
+    ('pod-template/containers/quantities', 'spec.replicatedJobs[*].template.spec.template.spec.containers[*].resources.limits[*]', 'INVALID', '^must be greater than or equal to 0$'),  # 330
+    ('pod-template/containers/quantities', 'spec.replicatedJobs[*].template.spec.template.spec.containers[*].resources.requests[*]', 'INVALID', "^quantities\\ must\\ match\\ the\\ regular\\ expression\\ '\\^\\(\\[\\+\\-\\]\\?\\[0\\-9\\.\\]\\+\\)\\(\\[eEinumkKMGTP\\]\\*\\[\\-\\+\\]\\?\\[0\\-9\\]\\*\\)\\$'$"),  # 331
+    ('pod-template/containers/quantities', 'spec.replicatedJobs[*].template.spec.template.spec.containers[*].resources.requests[*]', 'INVALID', '^must be greater than or equal to 0$'),  # 332
+    ('pod-template/containers/whole-extended-resources', 'spec.replicatedJobs[*].template.spec.template.spec.containers[*].resources.limits[*]', 'INVALID', '^must be an integer$'),  # 333
+    ('pod-template/containers/whole-extended-resources', 'spec.replicatedJobs[*].template.spec.template.spec.containers[*].resources.requests[*]', 'INVALID', '^must be an integer$'),  # 334
+    ('pod-template/containers/extended-resource-limits', 'spec.replicatedJobs[*].template.spec.template.spec.containers[*].resources.limits[*]', 'REQUIRED', 'Limit\\ must\\ be\\ set\\ for\\ non\\ overcommitable\\ resources$'),  # 335
+    ('pod-template/containers/requests-within-limits', 'spec.replicatedJobs[*].template.spec.template.spec.containers[*].resources.requests[*]', 'INVALID', ' limit of '),  # 336
+    ('pod-template/initContainers/name', 'spec.replicatedJobs[*].template.spec.template.spec.initContainers[*].name', 'REQUIRED', '^$'),  # 337
+    ('pod-template/initContainers/name', 'spec.replicatedJobs[*].template.spec.template.spec.initContainers[*].name', 'INVALID', '^must be no more than 63 characters$'),  # 338
+    ('pod-template/initContainers/name', 'spec.replicatedJobs[*].template.spec.template.spec.initContainers[*].name', 'INVALID', "^a lowercase RFC 1123 label must consist of lower case alphanumeric characters or '-', and must start and end with an alphanumeric character \\(e\\.g\\. 'my-name',  or '123-abc', regex used for validation is '\\[a-z0-9\\]\\(\\[-a-z0-9\\]\\*\\[a-z0-9\\]\\)\\?'\\)$"),  # 339
+    ('pod-template/initContainers/image', 'spec.replicatedJobs[*].template.spec.template.spec.initContainers[*].image', 'REQUIRED', '^$'),  # 340
+    ('pod-template/initContainers/ports', 'spec.replicatedJobs[*].template.spec.template.spec.initContainers[*].ports[*].containerPort', 'REQUIRED', '^$'),  # 341
+    ('pod-template/initContainers/ports', 'spec.replicatedJobs[*].template.spec.template.spec.initContainers[*].ports[*].containerPort', 'INVALID', '^must be between 1 and 65535, inclusive$'),  # 342
+    ('pod-template/initContainers/ports', 'spec.replicatedJobs[*].template.spec.template.spec.initContainers[*].ports[*].hostPort', 'INVALID', '^must be between 1 and 65535, inclusive$'),  # 343
+    ('pod-template/initContainers/ports', 'spec.replicatedJobs[*].template.spec.template.spec.initContainers[*].ports[*].protocol', 'NOT_SUPPORTED', '^supported values: "TCP", "UDP", "SCTP"$'),  # 344
+    ('pod-template/initContainers/ports', 'spec.replicatedJobs[*].template.spec.template.spec.initContainers[*].ports[*].name', 'INVALID', '^must be no more than 15 characters$'),  # 345
+    ('pod-template/initContainers/ports', 'spec.replicatedJobs[*].template.spec.template.spec.initContainers[*].ports[*].name', 'INVALID', '^must contain only alpha-numeric characters \\(a-z, 0-9\\), and hyphens \\(-\\)$'),  # 346
+    ('pod-template/initContainers/ports', 'spec.replicatedJobs[*].template.spec.template.spec.initContainers[*].ports[*].name', 'INVALID', '^must contain at least one letter \\(a-z\\)$'),  # 347
+    ('pod-template/initContainers/ports', 'spec.replicatedJobs[*].template.spec.template.spec.initContainers[*].ports[*].name', 'INVALID', '^must not contain consecutive hyphens$'),  # 348
+    ('pod-template/initContainers/ports', 'spec.replicatedJobs[*].template.spec.template.spec.initContainers[*].ports[*].name', 'INVALID', '^must not begin or end with a hyphen$'),  # 349
+    ('pod-template/initContainers/port-names-unique', 'spec.replicatedJobs[*].template.spec.template.spec.initContainers[*].ports[*].name', 'DUPLICATE', ''),  # 350
+    ('pod-template/initContainers/mounts', 'spec.replicatedJobs[*].template.spec.template.spec.initContainers[*].volumeMounts[*].name', 'REQUIRED', '^$'),  # 351
+    ('pod-template/initContainers/mounts', 'spec.replicatedJobs[*].template.spec.template.spec.initContainers[*].volumeMounts[*].mountPath', 'REQUIRED', '^$'),  # 352
+    ('pod-template/initContainers/mounted-volumes', 'spec.replicatedJobs[*].template.spec.template.spec.initContainers[*].volumeMounts[*].name', 'NOT_FOUND', ''),  # 353
+    ('pod-template/initContainers/env', 'spec.replicatedJobs[*].template.spec.template.spec.initContainers[*].env[*].name', 'REQUIRED', '^$'),  # 354
+    ('pod-template/initContainers/env', 'spec.replicatedJobs[*].template.spec.template.spec.initContainers[*].env[*].name', 'INVALID', "^a valid environment variable name must consist only of printable ASCII characters other than '='$"),  # 355
+    ('pod-template/initContainers/quantities', 'spec.replicatedJobs[*].template.spec.template.spec.initContainers[*].resources.limits[*]', 'INVALID', "^quantities\\ must\\ match\\ the\\ regular\\ expression\\ '\\^\\(\\[\\+\\-\\]\\?\\[0\\-9\\.\\]\\+\\)\\(\\[eEinumkKMGTP\\]\\*\\[\\-\\+\\]\\?\\[0\\-9\\]\\*\\)\\$'$"),  # 356
+    ('pod-template/initContainers/quantities', 'spec.replicatedJobs[*].template.spec.template.spec.initContainers[*].resources.limits[*]', 'INVALID', '^must be greater than or equal to 0$'),  # 357
+    ('pod-template/initContainers/quantities', 'spec.replicatedJobs[*].template.spec.template.spec.initContainers[*].resources.requests[*]', 'INVALID', "^quantities\\ must\\ match\\ the\\ regular\\ expression\\ '\\^\\(\\[\\+\\-\\]\\?\\[0\\-9\\.\\]\\+\\)\\(\\[eEinumkKMGTP\\]\\*\\[\\-\\+\\]\\?\\[0\\-9\\]\\*\\)\\$'$"),  # 358
+    ('pod-template/initContainers/quantities', 'spec.replicatedJobs[*].template.spec.template.spec.initContainers[*].resources.requests[*]', 'INVALID', '^must be greater than or equal to 0$'),  # 359
+    ('pod-template/initContainers/whole-extended-resources', 'spec.replicatedJobs[*].template.spec.template.spec.initContainers[*].resources.limits[*]', 'INVALID', '^must be an integer$'),  # 360
+    ('pod-template/initContainers/whole-extended-resources', 'spec.replicatedJobs[*].template.spec.template.spec.initContainers[*].resources.requests[*]', 'INVALID', '^must be an integer$'),  # 361
+    ('pod-template/initContainers/extended-resource-limits', 'spec.replicatedJobs[*].template.spec.template.spec.initContainers[*].resources.limits[*]', 'REQUIRED', 'Limit\\ must\\ be\\ set\\ for\\ non\\ overcommitable\\ resources$'),  # 362
+    ('pod-template/initContainers/requests-within-limits', 'spec.replicatedJobs[*].template.spec.template.spec.initContainers[*].resources.requests[*]', 'INVALID', ' limit of '),  # 363
+    ('pod-template/container-names-unique', 'spec.replicatedJobs[*].template.spec.template.spec.containers[*].name', 'DUPLICATE', ''),  # 364
+    ('pod-template/container-names-unique', 'spec.replicatedJobs[*].template.spec.template.spec.initContainers[*].name', 'DUPLICATE', ''),  # 365
+    ('pod-template/volumes', 'spec.replicatedJobs[*].template.spec.template.spec.volumes[*].name', 'REQUIRED', '^$'),  # 366
+    ('pod-template/volumes', 'spec.replicatedJobs[*].template.spec.template.spec.volumes[*].name', 'INVALID', '^must be no more than 63 characters$'),  # 367
+    ('pod-template/volumes', 'spec.replicatedJobs[*].template.spec.template.spec.volumes[*].name', 'INVALID', "^a lowercase RFC 1123 label must consist of lower case alphanumeric characters or '-', and must start and end with an alphanumeric character \\(e\\.g\\. 'my-name',  or '123-abc', regex used for validation is '\\[a-z0-9\\]\\(\\[-a-z0-9\\]\\*\\[a-z0-9\\]\\)\\?'\\)$"),  # 368
+    ('pod-template/volume-names-unique', 'spec.replicatedJobs[*].template.spec.template.spec.volumes[*].name', 'DUPLICATE', ''),  # 369
+    ('pod-template/restart-policy', 'spec.replicatedJobs[*].template.spec.template.spec.restartPolicy', 'NOT_SUPPORTED', '^supported values: "Always", "OnFailure", "Never"$'),  # 370
+    ('kubeflow/name', 'metadata.name', 'INVALID', '^should match: '),  # 371
+    ('kubeflow/managed-by', 'spec.runPolicy.managedBy', 'NOT_SUPPORTED', ''),  # 372
+    ('kubeflow/managed-by', 'spec.runPolicy.managedBy', 'INVALID', '^field is immutable$'),  # 373
+    ('kubeflow/queue-immutable', 'spec.runPolicy.schedulingPolicy.queue', 'INVALID', '^spec\\.runPolicy\\.schedulingPolicy\\.queue\\ is\\ immutable$'),  # 374
+    ('kubeflow/template-containers', 'spec.jaxReplicaSpecs[*].template.spec.containers', 'REQUIRED', '^must have at least one container$|^must be specified: |containers definition expected'),  # 375
+    ('replicas/types', 'spec.jaxReplicaSpecs[*]', 'NOT_SUPPORTED', ''),  # 376
+    ('replicas/types', 'spec.jaxReplicaSpecs[*]', 'DUPLICATE', ''),  # 377
+    ('run-policy/min-available', 'spec.runPolicy.schedulingPolicy.minAvailable', 'INVALID', 'total number of replicas'),  # 378
+    ('run-policy/queue-immutable', 'spec.schedulingPolicy.queue', 'INVALID', '^field is immutable$'),  # 379
+    ('pod-template/spec', 'spec.jaxReplicaSpecs[*].template.spec', 'REQUIRED', '^$'),  # 380
+    ('pod-template/containers', 'spec.jaxReplicaSpecs[*].template.spec.containers', 'REQUIRED', '^must\\ be\\ specified:\\ must\\ have\\ at\\ least\\ one\\ container\\ with\\ name\\ jax$'),  # 381
+    ('pod-template/bounds', 'spec.jaxReplicaSpecs[*].template.spec.**', 'TOO_MANY', ''),  # 382
+    ('pod-template/containers/name', 'spec.jaxReplicaSpecs[*].template.spec.containers[*].name', 'REQUIRED', '^$'),  # 383
+    ('pod-template/containers/name', 'spec.jaxReplicaSpecs[*].template.spec.containers[*].name', 'INVALID', '^must be no more than 63 characters$'),  # 384
+    ('pod-template/containers/name', 'spec.jaxReplicaSpecs[*].template.spec.containers[*].name', 'INVALID', "^a lowercase RFC 1123 label must consist of lower case alphanumeric characters or '-', and must start and end with an alphanumeric character \\(e\\.g\\. 'my-name',  or '123-abc', regex used for validation is '\\[a-z0-9\\]\\(\\[-a-z0-9\\]\\*\\[a-z0-9\\]\\)\\?'\\)$"),  # 385
+    ('pod-template/containers/image', 'spec.jaxReplicaSpecs[*].template.spec.containers[*].image', 'REQUIRED', '^$'),  # 386
+    ('pod-template/containers/ports', 'spec.jaxReplicaSpecs[*].template.spec.containers[*].ports[*].containerPort', 'REQUIRED', '^$'),  # 387
+    ('pod-template/containers/ports', 'spec.jaxReplicaSpecs[*].template.spec.containers[*].ports[*].containerPort', 'INVALID', '^must be between 1 and 65535, inclusive$'),  # 388
+    ('pod-template/containers/ports', 'spec.jaxReplicaSpecs[*].template.spec.containers[*].ports[*].hostPort', 'INVALID', '^must be between 1 and 65535, inclusive$'),  # 389
+    ('pod-template/containers/ports', 'spec.jaxReplicaSpecs[*].template.spec.containers[*].ports[*].protocol', 'NOT_SUPPORTED', '^supported values: "TCP", "UDP", "SCTP"$'),  # 390
+    ('pod-template/containers/ports', 'spec.jaxReplicaSpecs[*].template.spec.containers[*].ports[*].name', 'INVALID', '^must be no more than 15 characters$'),  # 391
+    ('pod-template/containers/ports', 'spec.jaxReplicaSpecs[*].template.spec.containers[*].ports[*].name', 'INVALID', '^must contain only alpha-numeric characters \\(a-z, 0-9\\), and hyphens \\(-\\)$'),  # 392
+    ('pod-template/containers/ports', 'spec.jaxReplicaSpecs[*].template.spec.containers[*].ports[*].name', 'INVALID', '^must contain at least one letter \\(a-z\\)$'),  # 393
+    ('pod-template/containers/ports', 'spec.jaxReplicaSpecs[*].template.spec.containers[*].ports[*].name', 'INVALID', '^must not contain consecutive hyphens$'),  # 394
+    ('pod-template/containers/ports', 'spec.jaxReplicaSpecs[*].template.spec.containers[*].ports[*].name', 'INVALID', '^must not begin or end with a hyphen$'),  # 395
+    ('pod-template/containers/port-names-unique', 'spec.jaxReplicaSpecs[*].template.spec.containers[*].ports[*].name', 'DUPLICATE', ''),  # 396
+    ('pod-template/containers/mounts', 'spec.jaxReplicaSpecs[*].template.spec.containers[*].volumeMounts[*].name', 'REQUIRED', '^$'),  # 397
+    ('pod-template/containers/mounts', 'spec.jaxReplicaSpecs[*].template.spec.containers[*].volumeMounts[*].mountPath', 'REQUIRED', '^$'),  # 398
+    ('pod-template/containers/mounted-volumes', 'spec.jaxReplicaSpecs[*].template.spec.containers[*].volumeMounts[*].name', 'NOT_FOUND', ''),  # 399
+    ('pod-template/containers/env', 'spec.jaxReplicaSpecs[*].template.spec.containers[*].env[*].name', 'REQUIRED', '^$'),  # 400
+    ('pod-template/containers/env', 'spec.jaxReplicaSpecs[*].template.spec.containers[*].env[*].name', 'INVALID', "^a valid environment variable name must consist only of printable ASCII characters other than '='$"),  # 401
+    ('pod-template/containers/quantities', 'spec.jaxReplicaSpecs[*].template.spec.containers[*].resources.limits[*]', 'INVALID', "^quantities\\ must\\ match\\ the\\ regular\\ expression\\ '\\^\\(\\[\\+\\-\\]\\?\\[0\\-9\\.\\]\\+\\)\\(\\[eEinumkKMGTP\\]\\*\\[\\-\\+\\]\\?\\[0\\-9\\]\\*\\)\\$'$"),  # 402
+    ('pod-template/containers/quantities', 'spec.jaxReplicaSpecs[*].template.spec.containers[*].resources.limits[*]', 'INVALID', '^must be greater than or equal to 0$'),  # 403
+    ('pod-template/containers/quantities', 'spec.jaxReplicaSpecs[*].template.spec.containers[*].resources.requests[*]', 'INVALID', "^quantities\\ must\\ match\\ the\\ regular\\ expression\\ '\\^\\(\\[\\+\\-\\]\\?\\[0\\-9\\.\\]\\+\\)\\(\\[eEinumkKMGTP\\]\\*\\[\\-\\+\\]\\?\\[0\\-9\\]\\*\\)\\$'$"),  # 404
+    ('pod-template/containers/quantities', 'spec.jaxReplicaSpecs[*].template.spec.containers[*].resources.requests[*]', 'INVALID', '^must be greater than or equal to 0$'),  # 405
+    ('pod-template/containers/whole-extended-resources', 'spec.jaxReplicaSpecs[*].template.spec.containers[*].resources.limits[*]', 'INVALID', '^must be an integer$'),  # 406
+    ('pod-template/containers/whole-extended-resources', 'spec.jaxReplicaSpecs[*].template.spec.containers[*].resources.requests[*]', 'INVALID', '^must be an integer$'),  # 407
+    ('pod-template/containers/extended-resource-limits', 'spec.jaxReplicaSpecs[*].template.spec.containers[*].resources.limits[*]', 'REQUIRED', 'Limit\\ must\\ be\\ set\\ for\\ non\\ overcommitable\\ resources$'),  # 408
+    ('pod-template/containers/requests-within-limits', 'spec.jaxReplicaSpecs[*].template.spec.containers[*].resources.requests[*]', 'INVALID', ' limit of '),  # 409
+    ('pod-template/initContainers/name', 'spec.jaxReplicaSpecs[*].template.spec.initContainers[*].name', 'REQUIRED', '^$'),  # 410
+    ('pod-template/initContainers/name', 'spec.jaxReplicaSpecs[*].template.spec.initContainers[*].name', 'INVALID', '^must be no more than 63 characters$'),  # 411
+    ('pod-template/initContainers/name', 'spec.jaxReplicaSpecs[*].template.spec.initContainers[*].name', 'INVALID', "^a lowercase RFC 1123 label must consist of lower case alphanumeric characters or '-', and must start and end with an alphanumeric character \\(e\\.g\\. 'my-name',  or '123-abc', regex used for validation is '\\[a-z0-9\\]\\(\\[-a-z0-9\\]\\*\\[a-z0-9\\]\\)\\?'\\)$"),  # 412
+    ('pod-template/initContainers/image', 'spec.jaxReplicaSpecs[*].template.spec.initContainers[*].image', 'REQUIRED', '^$'),  # 413
+    ('pod-template/initContainers/ports', 'spec.jaxReplicaSpecs[*].template.spec.initContainers[*].ports[*].containerPort', 'REQUIRED', '^$'),  # 414
+    ('pod-template/initContainers/ports', 'spec.jaxReplicaSpecs[*].template.spec.initContainers[*].ports[*].containerPort', 'INVALID', '^must be between 1 and 65535, inclusive$'),  # 415
+    ('pod-template/initContainers/ports', 'spec.jaxReplicaSpecs[*].template.spec.initContainers[*].ports[*].hostPort', 'INVALID', '^must be between 1 and 65535, inclusive$'),  # 416
+    ('pod-template/initContainers/ports', 'spec.jaxReplicaSpecs[*].template.spec.initContainers[*].ports[*].protocol', 'NOT_SUPPORTED', '^supported values: "TCP", "UDP", "SCTP"$'),  # 417
+    ('pod-template/initContainers/ports', 'spec.jaxReplicaSpecs[*].template.spec.initContainers[*].ports[*].name', 'INVALID', '^must be no more than 15 characters$'),  # 418
+    ('pod-template/initContainers/ports', 'spec.jaxReplicaSpecs[*].template.spec.initContainers[*].ports[*].name', 'INVALID', '^must contain only alpha-numeric characters \\(a-z, 0-9\\), and hyphens \\(-\\)$'),  # 419
+    ('pod-template/initContainers/ports', 'spec.jaxReplicaSpecs[*].template.spec.initContainers[*].ports[*].name', 'INVALID', '^must contain at least one letter \\(a-z\\)$'),  # 420
+    ('pod-template/initContainers/ports', 'spec.jaxReplicaSpecs[*].template.spec.initContainers[*].ports[*].name', 'INVALID', '^must not contain consecutive hyphens$'),  # 421
+    ('pod-template/initContainers/ports', 'spec.jaxReplicaSpecs[*].template.spec.initContainers[*].ports[*].name', 'INVALID', '^must not begin or end with a hyphen$'),  # 422
+    ('pod-template/initContainers/port-names-unique', 'spec.jaxReplicaSpecs[*].template.spec.initContainers[*].ports[*].name', 'DUPLICATE', ''),  # 423
+    ('pod-template/initContainers/mounts', 'spec.jaxReplicaSpecs[*].template.spec.initContainers[*].volumeMounts[*].name', 'REQUIRED', '^$'),  # 424
+    ('pod-template/initContainers/mounts', 'spec.jaxReplicaSpecs[*].template.spec.initContainers[*].volumeMounts[*].mountPath', 'REQUIRED', '^$'),  # 425
+    ('pod-template/initContainers/mounted-volumes', 'spec.jaxReplicaSpecs[*].template.spec.initContainers[*].volumeMounts[*].name', 'NOT_FOUND', ''),  # 426
+    ('pod-template/initContainers/env', 'spec.jaxReplicaSpecs[*].template.spec.initContainers[*].env[*].name', 'REQUIRED', '^$'),  # 427
+    ('pod-template/initContainers/env', 'spec.jaxReplicaSpecs[*].template.spec.initContainers[*].env[*].name', 'INVALID', "^a valid environment variable name must consist only of printable ASCII characters other than '='$"),  # 428
+    ('pod-template/initContainers/quantities', 'spec.jaxReplicaSpecs[*].template.spec.initContainers[*].resources.limits[*]', 'INVALID', "^quantities\\ must\\ match\\ the\\ regular\\ expression\\ '\\^\\(\\[\\+\\-\\]\\?\\[0\\-9\\.\\]\\+\\)\\(\\[eEinumkKMGTP\\]\\*\\[\\-\\+\\]\\?\\[0\\-9\\]\\*\\)\\$'$"),  # 429
+    ('pod-template/initContainers/quantities', 'spec.jaxReplicaSpecs[*].template.spec.initContainers[*].resources.limits[*]', 'INVALID', '^must be greater than or equal to 0$'),  # 430
+    ('pod-template/initContainers/quantities', 'spec.jaxReplicaSpecs[*].template.spec.initContainers[*].resources.requests[*]', 'INVALID', "^quantities\\ must\\ match\\ the\\ regular\\ expression\\ '\\^\\(\\[\\+\\-\\]\\?\\[0\\-9\\.\\]\\+\\)\\(\\[eEinumkKMGTP\\]\\*\\[\\-\\+\\]\\?\\[0\\-9\\]\\*\\)\\$'$"),  # 431
+    ('pod-template/initContainers/quantities', 'spec.jaxReplicaSpecs[*].template.spec.initContainers[*].resources.requests[*]', 'INVALID', '^must be greater than or equal to 0$'),  # 432
+    ('pod-template/initContainers/whole-extended-resources', 'spec.jaxReplicaSpecs[*].template.spec.initContainers[*].resources.limits[*]', 'INVALID', '^must be an integer$'),  # 433
+    ('pod-template/initContainers/whole-extended-resources', 'spec.jaxReplicaSpecs[*].template.spec.initContainers[*].resources.requests[*]', 'INVALID', '^must be an integer$'),  # 434
+    ('pod-template/initContainers/extended-resource-limits', 'spec.jaxReplicaSpecs[*].template.spec.initContainers[*].resources.limits[*]', 'REQUIRED', 'Limit\\ must\\ be\\ set\\ for\\ non\\ overcommitable\\ resources$'),  # 435
+    ('pod-template/initContainers/requests-within-limits', 'spec.jaxReplicaSpecs[*].template.spec.initContainers[*].resources.requests[*]', 'INVALID', ' limit of '),  # 436
+    ('pod-template/container-names-unique', 'spec.jaxReplicaSpecs[*].template.spec.containers[*].name', 'DUPLICATE', ''),  # 437
+    ('pod-template/container-names-unique', 'spec.jaxReplicaSpecs[*].template.spec.initContainers[*].name', 'DUPLICATE', ''),  # 438
+    ('pod-template/volumes', 'spec.jaxReplicaSpecs[*].template.spec.volumes[*].name', 'REQUIRED', '^$'),  # 439
+    ('pod-template/volumes', 'spec.jaxReplicaSpecs[*].template.spec.volumes[*].name', 'INVALID', '^must be no more than 63 characters$'),  # 440
+    ('pod-template/volumes', 'spec.jaxReplicaSpecs[*].template.spec.volumes[*].name', 'INVALID', "^a lowercase RFC 1123 label must consist of lower case alphanumeric characters or '-', and must start and end with an alphanumeric character \\(e\\.g\\. 'my-name',  or '123-abc', regex used for validation is '\\[a-z0-9\\]\\(\\[-a-z0-9\\]\\*\\[a-z0-9\\]\\)\\?'\\)$"),  # 441
+    ('pod-template/volume-names-unique', 'spec.jaxReplicaSpecs[*].template.spec.volumes[*].name', 'DUPLICATE', ''),  # 442
+    ('pod-template/restart-policy', 'spec.jaxReplicaSpecs[*].template.spec.restartPolicy', 'NOT_SUPPORTED', '^supported values: "Always", "OnFailure", "Never"$'),  # 443
+    ('pod-template/framework-container', 'spec.jaxReplicaSpecs[*].template.spec.containers', 'REQUIRED', '^must\\ have\\ at\\ least\\ one\\ container\\ with\\ name\\ jax$'),  # 444
+    ('kubeflow/template-containers', 'spec.mpiReplicaSpecs[*].template.spec.containers', 'REQUIRED', '^must have at least one container$|^must be specified: |containers definition expected'),  # 445
+    ('kubeflow/one-launcher', 'spec.mpiReplicaSpecs[Launcher]', 'REQUIRED', '^must be present '),  # 446
+    ('kubeflow/one-launcher', 'spec.mpiReplicaSpecs[Launcher].replicas', 'FORBIDDEN', '^must be 1 '),  # 447
+    ('replicas/types', 'spec.mpiReplicaSpecs[*]', 'NOT_SUPPORTED', ''),  # 448
+    ('pod-template/spec', 'spec.mpiReplicaSpecs[*].template.spec', 'REQUIRED', '^$'),  # 449
+    ('pod-template/containers', 'spec.mpiReplicaSpecs[*].template.spec.containers', 'REQUIRED', '^must\\ have\\ at\\ least\\ one\\ container\\ \\(MPIReplicaSpecs\\ is\\ not\\ valid:\\ containers\\ definition\\ expected\\)$'),  # 450
+    ('pod-template/bounds', 'spec.mpiReplicaSpecs[*].template.spec.**', 'TOO_MANY', ''),  # 451
+    ('pod-template/containers/name', 'spec.mpiReplicaSpecs[*].template.spec.containers[*].name', 'REQUIRED', '^$'),  # 452
+    ('pod-template/containers/name', 'spec.mpiReplicaSpecs[*].template.spec.containers[*].name', 'INVALID', '^must be no more than 63 characters$'),  # 453
+    ('pod-template/containers/name', 'spec.mpiReplicaSpecs[*].template.spec.containers[*].name', 'INVALID', "^a lowercase RFC 1123 label must consist of lower case alphanumeric characters or '-', and must start and end with an alphanumeric character \\(e\\.g\\. 'my-name',  or '123-abc', regex used for validation is '\\[a-z0-9\\]\\(\\[-a-z0-9\\]\\*\\[a-z0-9\\]\\)\\?'\\)$"),  # 454
+    ('pod-template/containers/image', 'spec.mpiReplicaSpecs[*].template.spec.containers[*].image', 'REQUIRED', '^$'),  # 455
+    ('pod-template/containers/ports', 'spec.mpiReplicaSpecs[*].template.spec.containers[*].ports[*].containerPort', 'REQUIRED', '^$'),  # 456
+    ('pod-template/containers/ports', 'spec.mpiReplicaSpecs[*].template.spec.containers[*].ports[*].containerPort', 'INVALID', '^must be between 1 and 65535, inclusive$'),  # 457
+    ('pod-template/containers/ports', 'spec.mpiReplicaSpecs[*].template.spec.containers[*].ports[*].hostPort', 'INVALID', '^must be between 1 and 65535, inclusive$'),  # 458
+    ('pod-template/containers/ports', 'spec.mpiReplicaSpecs[*].template.spec.containers[*].ports[*].protocol', 'NOT_SUPPORTED', '^supported values: "TCP", "UDP", "SCTP"$'),  # 459
+    ('pod-template/containers/ports', 'spec.mpiReplicaSpecs[*].template.spec.containers[*].ports[*].name', 'INVALID', '^must be no more than 15 characters$'),  # 460
+    ('pod-template/containers/ports', 'spec.mpiReplicaSpecs[*].template.spec.containers[*].ports[*].name', 'INVALID', '^must contain only alpha-numeric characters \\(a-z, 0-9\\), and hyphens \\(-\\)$'),  # 461
+    ('pod-template/containers/ports', 'spec.mpiReplicaSpecs[*].template.spec.containers[*].ports[*].name', 'INVALID', '^must contain at least one letter \\(a-z\\)$'),  # 462
+    ('pod-template/containers/ports', 'spec.mpiReplicaSpecs[*].template.spec.containers[*].ports[*].name', 'INVALID', '^must not contain consecutive hyphens$'),  # 463
+    ('pod-template/containers/ports', 'spec.mpiReplicaSpecs[*].template.spec.containers[*].ports[*].name', 'INVALID', '^must not begin or end with a hyphen$'),  # 464
+    ('pod-template/containers/port-names-unique', 'spec.mpiReplicaSpecs[*].template.spec.containers[*].ports[*].name', 'DUPLICATE', ''),  # 465
+    ('pod-template/containers/mounts', 'spec.mpiReplicaSpecs[*].template.spec.containers[*].volumeMounts[*].name', 'REQUIRED', '^$'),  # 466
+    ('pod-template/containers/mounts', 'spec.mpiReplicaSpecs[*].template.spec.containers[*].volumeMounts[*].mountPath', 'REQUIRED', '^$'),  # 467
+    ('pod-template/containers/mounted-volumes', 'spec.mpiReplicaSpecs[*].template.spec.containers[*].volumeMounts[*].name', 'NOT_FOUND', ''),  # 468
+    ('pod-template/containers/env', 'spec.mpiReplicaSpecs[*].template.spec.containers[*].env[*].name', 'REQUIRED', '^$'),  # 469
+    ('pod-template/containers/env', 'spec.mpiReplicaSpecs[*].template.spec.containers[*].env[*].name', 'INVALID', "^a valid environment variable name must consist only of printable ASCII characters other than '='$"),  # 470
+    ('pod-template/containers/quantities', 'spec.mpiReplicaSpecs[*].template.spec.containers[*].resources.limits[*]', 'INVALID', "^quantities\\ must\\ match\\ the\\ regular\\ expression\\ '\\^\\(\\[\\+\\-\\]\\?\\[0\\-9\\.\\]\\+\\)\\(\\[eEinumkKMGTP\\]\\*\\[\\-\\+\\]\\?\\[0\\-9\\]\\*\\)\\$'$"),  # 471
+    ('pod-template/containers/quantities', 'spec.mpiReplicaSpecs[*].template.spec.containers[*].resources.limits[*]', 'INVALID', '^must be greater than or equal to 0$'),  # 472
+    ('pod-template/containers/quantities', 'spec.mpiReplicaSpecs[*].template.spec.containers[*].resources.requests[*]', 'INVALID', "^quantities\\ must\\ match\\ the\\ regular\\ expression\\ '\\^\\(\\[\\+\\-\\]\\?\\[0\\-9\\.\\]\\+\\)\\(\\[eEinumkKMGTP\\]\\*\\[\\-\\+\\]\\?\\[0\\-9\\]\\*\\)\\$'$"),  # 473
+    ('pod-template/containers/quantities', 'spec.mpiReplicaSpecs[*].template.spec.containers[*].resources.requests[*]', 'INVALID', '^must be greater than or equal to 0$'),  # 474
+    ('pod-template/containers/whole-extended-resources', 'spec.mpiReplicaSpecs[*].template.spec.containers[*].resources.limits[*]', 'INVALID', '^must be an integer$'),  # 475
+    ('pod-template/containers/whole-extended-resources', 'spec.mpiReplicaSpecs[*].template.spec.containers[*].resources.requests[*]', 'INVALID', '^must be an integer$'),  # 476
+    ('pod-template/containers/extended-resource-limits', 'spec.mpiReplicaSpecs[*].template.spec.containers[*].resources.limits[*]', 'REQUIRED', 'Limit\\ must\\ be\\ set\\ for\\ non\\ overcommitable\\ resources$'),  # 477
+    ('pod-template/containers/requests-within-limits', 'spec.mpiReplicaSpecs[*].template.spec.containers[*].resources.requests[*]', 'INVALID', ' limit of '),  # 478
+    ('pod-template/initContainers/name', 'spec.mpiReplicaSpecs[*].template.spec.initContainers[*].name', 'REQUIRED', '^$'),  # 479
+    ('pod-template/initContainers/name', 'spec.mpiReplicaSpecs[*].template.spec.initContainers[*].name', 'INVALID', '^must be no more than 63 characters$'),  # 480
+    ('pod-template/initContainers/name', 'spec.mpiReplicaSpecs[*].template.spec.initContainers[*].name', 'INVALID', "^a lowercase RFC 1123 label must consist of lower case alphanumeric characters or '-', and must start and end with an alphanumeric character \\(e\\.g\\. 'my-name',  or '123-abc', regex used for validation is '\\[a-z0-9\\]\\(\\[-a-z0-9\\]\\*\\[a-z0-9\\]\\)\\?'\\)$"),  # 481
+    ('pod-template/initContainers/image', 'spec.mpiReplicaSpecs[*].template.spec.initContainers[*].image', 'REQUIRED', '^$'),  # 482
+    ('pod-template/initContainers/ports', 'spec.mpiReplicaSpecs[*].template.spec.initContainers[*].ports[*].containerPort', 'REQUIRED', '^$'),  # 483
+    ('pod-template/initContainers/ports', 'spec.mpiReplicaSpecs[*].template.spec.initContainers[*].ports[*].containerPort', 'INVALID', '^must be between 1 and 65535, inclusive$'),  # 484
+    ('pod-template/initContainers/ports', 'spec.mpiReplicaSpecs[*].template.spec.initContainers[*].ports[*].hostPort', 'INVALID', '^must be between 1 and 65535, inclusive$'),  # 485
+    ('pod-template/initContainers/ports', 'spec.mpiReplicaSpecs[*].template.spec.initContainers[*].ports[*].protocol', 'NOT_SUPPORTED', '^supported values: "TCP", "UDP", "SCTP"$'),  # 486
+    ('pod-template/initContainers/ports', 'spec.mpiReplicaSpecs[*].template.spec.initContainers[*].ports[*].name', 'INVALID', '^must be no more than 15 characters$'),  # 487
+    ('pod-template/initContainers/ports', 'spec.mpiReplicaSpecs[*].template.spec.initContainers[*].ports[*].name', 'INVALID', '^must contain only alpha-numeric characters \\(a-z, 0-9\\), and hyphens \\(-\\)$'),  # 488
+    ('pod-template/initContainers/ports', 'spec.mpiReplicaSpecs[*].template.spec.initContainers[*].ports[*].name', 'INVALID', '^must contain at least one letter \\(a-z\\)$'),  # 489
+    ('pod-template/initContainers/ports', 'spec.mpiReplicaSpecs[*].template.spec.initContainers[*].ports[*].name', 'INVALID', '^must not contain consecutive hyphens$'),  # 490
+    ('pod-template/initContainers/ports', 'spec.mpiReplicaSpecs[*].template.spec.initContainers[*].ports[*].name', 'INVALID', '^must not begin or end with a hyphen$'),  # 491
+    ('pod-template/initContainers/port-names-unique', 'spec.mpiReplicaSpecs[*].template.spec.initContainers[*].ports[*].name', 'DUPLICATE', ''),  # 492
+    ('pod-template/initContainers/mounts', 'spec.mpiReplicaSpecs[*].template.spec.initContainers[*].volumeMounts[*].name', 'REQUIRED', '^$'),  # 493
+    ('pod-template/initContainers/mounts', 'spec.mpiReplicaSpecs[*].template.spec.initContainers[*].volumeMounts[*].mountPath', 'REQUIRED', '^$'),  # 494
+    ('pod-template/initContainers/mounted-volumes', 'spec.mpiReplicaSpecs[*].template.spec.initContainers[*].volumeMounts[*].name', 'NOT_FOUND', ''),  # 495
+    ('pod-template/initContainers/env', 'spec.mpiReplicaSpecs[*].template.spec.initContainers[*].env[*].name', 'REQUIRED', '^$'),  # 496
+    ('pod-template/initContainers/env', 'spec.mpiReplicaSpecs[*].template.spec.initContainers[*].env[*].name', 'INVALID', "^a valid environment variable name must consist only of printable ASCII characters other than '='$"),  # 497
+    ('pod-template/initContainers/quantities', 'spec.mpiReplicaSpecs[*].template.spec.initContainers[*].resources.limits[*]', 'INVALID', "^quantities\\ must\\ match\\ the\\ regular\\ expression\\ '\\^\\(\\[\\+\\-\\]\\?\\[0\\-9\\.\\]\\+\\)\\(\\[eEinumkKMGTP\\]\\*\\[\\-\\+\\]\\?\\[0\\-9\\]\\*\\)\\$'$"),  # 498
+    ('pod-template/initContainers/quantities', 'spec.mpiReplicaSpecs[*].template.spec.initContainers[*].resources.limits[*]', 'INVALID', '^must be greater than or equal to 0$'),  # 499
+    ('pod-template/initContainers/quantities', 'spec.mpiReplicaSpecs[*].template.spec.initContainers[*].resources.requests[*]', 'INVALID', "^quantities\\ must\\ match\\ the\\ regular\\ expression\\ '\\^\\(\\[\\+\\-\\]\\?\\[0\\-9\\.\\]\\+\\)\\(\\[eEinumkKMGTP\\]\\*\\[\\-\\+\\]\\?\\[0\\-9\\]\\*\\)\\$'$"),  # 500
+    ('pod-template/initContainers/quantities', 'spec.mpiReplicaSpecs[*].template.spec.initContainers[*].resources.requests[*]', 'INVALID', '^must be greater than or equal to 0$'),  # 501
+    ('pod-template/initContainers/whole-extended-resources', 'spec.mpiReplicaSpecs[*].template.spec.initContainers[*].resources.limits[*]', 'INVALID', '^must be an integer$'),  # 502
+    ('pod-template/initContainers/whole-extended-resources', 'spec.mpiReplicaSpecs[*].template.spec.initContainers[*].resources.requests[*]', 'INVALID', '^must be an integer$'),  # 503
+    ('pod-template/initContainers/extended-resource-limits', 'spec.mpiReplicaSpecs[*].template.spec.initContainers[*].resources.limits[*]', 'REQUIRED', 'Limit\\ must\\ be\\ set\\ for\\ non\\ overcommitable\\ resources$'),  # 504
+    ('pod-template/initContainers/requests-within-limits', 'spec.mpiReplicaSpecs[*].template.spec.initContainers[*].resources.requests[*]', 'INVALID', ' limit of '),  # 505
+    ('pod-template/container-names-unique', 'spec.mpiReplicaSpecs[*].template.spec.containers[*].name', 'DUPLICATE', ''),  # 506
+    ('pod-template/container-names-unique', 'spec.mpiReplicaSpecs[*].template.spec.initContainers[*].name', 'DUPLICATE', ''),  # 507
+    ('pod-template/volumes', 'spec.mpiReplicaSpecs[*].template.spec.volumes[*].name', 'REQUIRED', '^$'),  # 508
+    ('pod-template/volumes', 'spec.mpiReplicaSpecs[*].template.spec.volumes[*].name', 'INVALID', '^must be no more than 63 characters$'),  # 509
+    ('pod-template/volumes', 'spec.mpiReplicaSpecs[*].template.spec.volumes[*].name', 'INVALID', "^a lowercase RFC 1123 label must consist of lower case alphanumeric characters or '-', and must start and end with an alphanumeric character \\(e\\.g\\. 'my-name',  or '123-abc', regex used for validation is '\\[a-z0-9\\]\\(\\[-a-z0-9\\]\\*\\[a-z0-9\\]\\)\\?'\\)$"),  # 510
+    ('pod-template/volume-names-unique', 'spec.mpiReplicaSpecs[*].template.spec.volumes[*].name', 'DUPLICATE', ''),  # 511
+    ('pod-template/restart-policy', 'spec.mpiReplicaSpecs[*].template.spec.restartPolicy', 'NOT_SUPPORTED', '^supported values: "Always", "OnFailure", "Never"$'),  # 512
+    ('kubeflow/template-containers', 'spec.paddleReplicaSpecs[*].template.spec.containers', 'REQUIRED', '^must have at least one container$|^must be specified: |containers definition expected'),  # 513
+    ('kubeflow/elastic-needs-worker', 'spec.paddleReplicaSpecs[Worker]', 'REQUIRED', '^must\\ be\\ configured\\ if\\ elastic\\ policy\\ is\\ used$'),  # 514
+    ('replicas/types', 'spec.paddleReplicaSpecs[*]', 'NOT_SUPPORTED', ''),  # 515
+    ('replicas/types', 'spec.paddleReplicaSpecs[*]', 'DUPLICATE', ''),  # 516
+    ('pod-template/spec', 'spec.paddleReplicaSpecs[*].template.spec', 'REQUIRED', '^$'),  # 517
+    ('pod-template/containers', 'spec.paddleReplicaSpecs[*].template.spec.containers', 'REQUIRED', '^must\\ be\\ specified:\\ must\\ have\\ at\\ least\\ one\\ container\\ with\\ name\\ "paddle"$'),  # 518
+    ('pod-template/bounds', 'spec.paddleReplicaSpecs[*].template.spec.**', 'TOO_MANY', ''),  # 519
+    ('pod-template/containers/name', 'spec.paddleReplicaSpecs[*].template.spec.containers[*].name', 'REQUIRED', '^$'),  # 520
+    ('pod-template/containers/name', 'spec.paddleReplicaSpecs[*].template.spec.containers[*].name', 'INVALID', '^must be no more than 63 characters$'),  # 521
+    ('pod-template/containers/name', 'spec.paddleReplicaSpecs[*].template.spec.containers[*].name', 'INVALID', "^a lowercase RFC 1123 label must consist of lower case alphanumeric characters or '-', and must start and end with an alphanumeric character \\(e\\.g\\. 'my-name',  or '123-abc', regex used for validation is '\\[a-z0-9\\]\\(\\[-a-z0-9\\]\\*\\[a-z0-9\\]\\)\\?'\\)$"),  # 522
+    ('pod-template/containers/image', 'spec.paddleReplicaSpecs[*].template.spec.containers[*].image', 'REQUIRED', '^$'),  # 523
+    ('pod-template/containers/ports', 'spec.paddleReplicaSpecs[*].template.spec.containers[*].ports[*].containerPort', 'REQUIRED', '^$'),  # 524
+    ('pod-template/containers/ports', 'spec.paddleReplicaSpecs[*].template.spec.containers[*].ports[*].containerPort', 'INVALID', '^must be between 1 and 65535, inclusive$'),  # 525
+    ('pod-template/containers/ports', 'spec.paddleReplicaSpecs[*].template.spec.containers[*].ports[*].hostPort', 'INVALID', '^must be between 1 and 65535, inclusive$'),  # 526
+    ('pod-template/containers/ports', 'spec.paddleReplicaSpecs[*].template.spec.containers[*].ports[*].protocol', 'NOT_SUPPORTED', '^supported values: "TCP", "UDP", "SCTP"$'),  # 527
+    ('pod-template/containers/ports', 'spec.paddleReplicaSpecs[*].template.spec.containers[*].ports[*].name', 'INVALID', '^must be no more than 15 characters$'),  # 528
+    ('pod-template/containers/ports', 'spec.paddleReplicaSpecs[*].template.spec.containers[*].ports[*].name', 'INVALID', '^must contain only alpha-numeric characters \\(a-z, 0-9\\), and hyphens \\(-\\)$'),  # 529
+    ('pod-template/containers/ports', 'spec.paddleReplicaSpecs[*].template.spec.containers[*].ports[*].name', 'INVALID', '^must contain at least one letter \\(a-z\\)$'),  # 530
+    ('pod-template/containers/ports', 'spec.paddleReplicaSpecs[*].template.spec.containers[*].ports[*].name', 'INVALID', '^must not contain consecutive hyphens$'),  # 531
+    ('pod-template/containers/ports', 'spec.paddleReplicaSpecs[*].template.spec.containers[*].ports[*].name', 'INVALID', '^must not begin or end with a hyphen$'),  # 532
+    ('pod-template/containers/port-names-unique', 'spec.paddleReplicaSpecs[*].template.spec.containers[*].ports[*].name', 'DUPLICATE', ''),  # 533
+    ('pod-template/containers/mounts', 'spec.paddleReplicaSpecs[*].template.spec.containers[*].volumeMounts[*].name', 'REQUIRED', '^$'),  # 534
+    ('pod-template/containers/mounts', 'spec.paddleReplicaSpecs[*].template.spec.containers[*].volumeMounts[*].mountPath', 'REQUIRED', '^$'),  # 535
+    ('pod-template/containers/mounted-volumes', 'spec.paddleReplicaSpecs[*].template.spec.containers[*].volumeMounts[*].name', 'NOT_FOUND', ''),  # 536
+    ('pod-template/containers/env', 'spec.paddleReplicaSpecs[*].template.spec.containers[*].env[*].name', 'REQUIRED', '^$'),  # 537
+    ('pod-template/containers/env', 'spec.paddleReplicaSpecs[*].template.spec.containers[*].env[*].name', 'INVALID', "^a valid environment variable name must consist only of printable ASCII characters other than '='$"),  # 538
+    ('pod-template/containers/quantities', 'spec.paddleReplicaSpecs[*].template.spec.containers[*].resources.limits[*]', 'INVALID', "^quantities\\ must\\ match\\ the\\ regular\\ expression\\ '\\^\\(\\[\\+\\-\\]\\?\\[0\\-9\\.\\]\\+\\)\\(\\[eEinumkKMGTP\\]\\*\\[\\-\\+\\]\\?\\[0\\-9\\]\\*\\)\\$'$"),  # 539
+    ('pod-template/containers/quantities', 'spec.paddleReplicaSpecs[*].template.spec.containers[*].resources.limits[*]', 'INVALID', '^must be greater than or equal to 0$'),  # 540
+    ('pod-template/containers/quantities', 'spec.paddleReplicaSpecs[*].template.spec.containers[*].resources.requests[*]', 'INVALID', "^quantities\\ must\\ match\\ the\\ regular\\ expression\\ '\\^\\(\\[\\+\\-\\]\\?\\[0\\-9\\.\\]\\+\\)\\(\\[eEinumkKMGTP\\]\\*\\[\\-\\+\\]\\?\\[0\\-9\\]\\*\\)\\$'$"),  # 541
+    ('pod-template/containers/quantities', 'spec.paddleReplicaSpecs[*].template.spec.containers[*].resources.requests[*]', 'INVALID', '^must be greater than or equal to 0$'),  # 542
+    ('pod-template/containers/whole-extended-resources', 'spec.paddleReplicaSpecs[*].template.spec.containers[*].resources.limits[*]', 'INVALID', '^must be an integer$'),  # 543
+    ('pod-template/containers/whole-extended-resources', 'spec.paddleReplicaSpecs[*].template.spec.containers[*].resources.requests[*]', 'INVALID', '^must be an integer$'),  # 544
+    ('pod-template/containers/extended-resource-limits', 'spec.paddleReplicaSpecs[*].template.spec.containers[*].resources.limits[*]', 'REQUIRED', 'Limit\\ must\\ be\\ set\\ for\\ non\\ overcommitable\\ resources$'),  # 545
+    ('pod-template/containers/requests-within-limits', 'spec.paddleReplicaSpecs[*].template.spec.containers[*].resources.requests[*]', 'INVALID', ' limit of '),  # 546
+    ('pod-template/initContainers/name', 'spec.paddleReplicaSpecs[*].template.spec.initContainers[*].name', 'REQUIRED', '^$'),  # 547
+    ('pod-template/initContainers/name', 'spec.paddleReplicaSpecs[*].template.spec.initContainers[*].name', 'INVALID', '^must be no more than 63 characters$'),  # 548
+    ('pod-template/initContainers/name', 'spec.paddleReplicaSpecs[*].template.spec.initContainers[*].name', 'INVALID', "^a lowercase RFC 1123 label must consist of lower case alphanumeric characters or '-', and must start and end with an alphanumeric character \\(e\\.g\\. 'my-name',  or '123-abc', regex used for validation is '\\[a-z0-9\\]\\(\\[-a-z0-9\\]\\*\\[a-z0-9\\]\\)\\?'\\)$"),  # 549
+    ('pod-template/initContainers/image', 'spec.paddleReplicaSpecs[*].template.spec.initContainers[*].image', 'REQUIRED', '^$'),  # 550
+    ('pod-template/initContainers/ports', 'spec.paddleReplicaSpecs[*].template.spec.initContainers[*].ports[*].containerPort', 'REQUIRED', '^$'),  # 551
+    ('pod-template/initContainers/ports', 'spec.paddleReplicaSpecs[*].template.spec.initContainers[*].ports[*].containerPort', 'INVALID', '^must be between 1 and 65535, inclusive$'),  # 552
+    ('pod-template/initContainers/ports', 'spec.paddleReplicaSpecs[*].template.spec.initContainers[*].ports[*].hostPort', 'INVALID', '^must be between 1 and 65535, inclusive$'),  # 553
+    ('pod-template/initContainers/ports', 'spec.paddleReplicaSpecs[*].template.spec.initContainers[*].ports[*].protocol', 'NOT_SUPPORTED', '^supported values: "TCP", "UDP", "SCTP"$'),  # 554
+    ('pod-template/initContainers/ports', 'spec.paddleReplicaSpecs[*].template.spec.initContainers[*].ports[*].name', 'INVALID', '^must be no more than 15 characters$'),  # 555
+    ('pod-template/initContainers/ports', 'spec.paddleReplicaSpecs[*].template.spec.initContainers[*].ports[*].name', 'INVALID', '^must contain only alpha-numeric characters \\(a-z, 0-9\\), and hyphens \\(-\\)$'),  # 556
+    ('pod-template/initContainers/ports', 'spec.paddleReplicaSpecs[*].template.spec.initContainers[*].ports[*].name', 'INVALID', '^must contain at least one letter \\(a-z\\)$'),  # 557
+    ('pod-template/initContainers/ports', 'spec.paddleReplicaSpecs[*].template.spec.initContainers[*].ports[*].name', 'INVALID', '^must not contain consecutive hyphens$'),  # 558
+    ('pod-template/initContainers/ports', 'spec.paddleReplicaSpecs[*].template.spec.initContainers[*].ports[*].name', 'INVALID', '^must not begin or end with a hyphen$'),  # 559
+    ('pod-template/initContainers/port-names-unique', 'spec.paddleReplicaSpecs[*].template.spec.initContainers[*].ports[*].name', 'DUPLICATE', ''),  # 560
+    ('pod-template/initContainers/mounts', 'spec.paddleReplicaSpecs[*].template.spec.initContainers[*].volumeMounts[*].name', 'REQUIRED', '^$'),  # 561
+    ('pod-template/initContainers/mounts', 'spec.paddleReplicaSpecs[*].template.spec.initContainers[*].volumeMounts[*].mountPath', 'REQUIRED', '^$'),  # 562
+    ('pod-template/initContainers/mounted-volumes', 'spec.paddleReplicaSpecs[*].template.spec.initContainers[*].volumeMounts[*].name', 'NOT_FOUND', ''),  # 563
+    ('pod-template/initContainers/env', 'spec.paddleReplicaSpecs[*].template.spec.initContainers[*].env[*].name', 'REQUIRED', '^$'),  # 564
+    ('pod-template/initContainers/env', 'spec.paddleReplicaSpecs[*].template.spec.initContainers[*].env[*].name', 'INVALID', "^a valid environment variable name must consist only of printable ASCII characters other than '='$"),  # 565
+    ('pod-template/initContainers/quantities', 'spec.paddleReplicaSpecs[*].template.spec.initContainers[*].resources.limits[*]', 'INVALID', "^quantities\\ must\\ match\\ the\\ regular\\ expression\\ '\\^\\(\\[\\+\\-\\]\\?\\[0\\-9\\.\\]\\+\\)\\(\\[eEinumkKMGTP\\]\\*\\[\\-\\+\\]\\?\\[0\\-9\\]\\*\\)\\$'$"),  # 566
+    ('pod-template/initContainers/quantities', 'spec.paddleReplicaSpecs[*].template.spec.initContainers[*].resources.limits[*]', 'INVALID', '^must be greater than or equal to 0$'),  # 567
+    ('pod-template/initContainers/quantities', 'spec.paddleReplicaSpecs[*].template.spec.initContainers[*].resources.requests[*]', 'INVALID', "^quantities\\ must\\ match\\ the\\ regular\\ expression\\ '\\^\\(\\[\\+\\-\\]\\?\\[0\\-9\\.\\]\\+\\)\\(\\[eEinumkKMGTP\\]\\*\\[\\-\\+\\]\\?\\[0\\-9\\]\\*\\)\\$'$"),  # 568
+    ('pod-template/initContainers/quantities', 'spec.paddleReplicaSpecs[*].template.spec.initContainers[*].resources.requests[*]', 'INVALID', '^must be greater than or equal to 0$'),  # 569
+    ('pod-template/initContainers/whole-extended-resources', 'spec.paddleReplicaSpecs[*].template.spec.initContainers[*].resources.limits[*]', 'INVALID', '^must be an integer$'),  # 570
+    ('pod-template/initContainers/whole-extended-resources', 'spec.paddleReplicaSpecs[*].template.spec.initContainers[*].resources.requests[*]', 'INVALID', '^must be an integer$'),  # 571
+    ('pod-template/initContainers/extended-resource-limits', 'spec.paddleReplicaSpecs[*].template.spec.initContainers[*].resources.limits[*]', 'REQUIRED', 'Limit\\ must\\ be\\ set\\ for\\ non\\ overcommitable\\ resources$'),  # 572
+    ('pod-template/initContainers/requests-within-limits', 'spec.paddleReplicaSpecs[*].template.spec.initContainers[*].resources.requests[*]', 'INVALID', ' limit of '),  # 573
+    ('pod-template/container-names-unique', 'spec.paddleReplicaSpecs[*].template.spec.containers[*].name', 'DUPLICATE', ''),  # 574
+    ('pod-template/container-names-unique', 'spec.paddleReplicaSpecs[*].template.spec.initContainers[*].name', 'DUPLICATE', ''),  # 575
+    ('pod-template/volumes', 'spec.paddleReplicaSpecs[*].template.spec.volumes[*].name', 'REQUIRED', '^$'),  # 576
+    ('pod-template/volumes', 'spec.paddleReplicaSpecs[*].template.spec.volumes[*].name', 'INVALID', '^must be no more than 63 characters$'),  # 577
+    ('pod-template/volumes', 'spec.paddleReplicaSpecs[*].template.spec.volumes[*].name', 'INVALID', "^a lowercase RFC 1123 label must consist of lower case alphanumeric characters or '-', and must start and end with an alphanumeric character \\(e\\.g\\. 'my-name',  or '123-abc', regex used for validation is '\\[a-z0-9\\]\\(\\[-a-z0-9\\]\\*\\[a-z0-9\\]\\)\\?'\\)$"),  # 578
+    ('pod-template/volume-names-unique', 'spec.paddleReplicaSpecs[*].template.spec.volumes[*].name', 'DUPLICATE', ''),  # 579
+    ('pod-template/restart-policy', 'spec.paddleReplicaSpecs[*].template.spec.restartPolicy', 'NOT_SUPPORTED', '^supported values: "Always", "OnFailure", "Never"$'),  # 580
+    ('pod-template/framework-container', 'spec.paddleReplicaSpecs[*].template.spec.containers', 'REQUIRED', '^must\\ have\\ at\\ least\\ one\\ container\\ with\\ name\\ "paddle"$'),  # 581
+    ('kubeflow/template-containers', 'spec.pytorchReplicaSpecs[*].template.spec.containers', 'REQUIRED', '^must have at least one container$|^must be specified: |containers definition expected'),  # 582
+    ('kubeflow/master-replicas', 'spec.pytorchReplicaSpecs[Master].replicas', 'FORBIDDEN', '^must be 1$'),  # 583
+    ('kubeflow/replicas-at-least-one', 'spec.pytorchReplicaSpecs[*].replicas', 'FORBIDDEN', '^must be at least 1$'),  # 584
+    ('kubeflow/elastic-needs-worker', 'spec.pytorchReplicaSpecs[Worker]', 'REQUIRED', '^must\\ be\\ configured\\ if\\ elastic\\ policy\\ is\\ used$'),  # 585
+    ('kubeflow/nproc-per-node', 'spec.elasticPolicy.nProcPerNode', 'FORBIDDEN', '^must not be used with spec\\.nprocPerNode$'),  # 586
+    ('replicas/types', 'spec.pytorchReplicaSpecs[*]', 'NOT_SUPPORTED', ''),  # 587
+    ('replicas/types', 'spec.pytorchReplicaSpecs[*]', 'DUPLICATE', ''),  # 588
+    ('pod-template/spec', 'spec.pytorchReplicaSpecs[*].template.spec', 'REQUIRED', '^$'),  # 589
+    ('pod-template/containers', 'spec.pytorchReplicaSpecs[*].template.spec.containers', 'REQUIRED', '^must\\ be\\ specified:\\ must\\ have\\ at\\ least\\ one\\ container\\ with\\ name\\ pytorch$'),  # 590
+    ('pod-template/bounds', 'spec.pytorchReplicaSpecs[*].template.spec.**', 'TOO_MANY', ''),  # 591
+    ('pod-template/containers/name', 'spec.pytorchReplicaSpecs[*].template.spec.containers[*].name', 'REQUIRED', '^$'),  # 592
+    ('pod-template/containers/name', 'spec.pytorchReplicaSpecs[*].template.spec.containers[*].name', 'INVALID', '^must be no more than 63 characters$'),  # 593
+    ('pod-template/containers/name', 'spec.pytorchReplicaSpecs[*].template.spec.containers[*].name', 'INVALID', "^a lowercase RFC 1123 label must consist of lower case alphanumeric characters or '-', and must start and end with an alphanumeric character \\(e\\.g\\. 'my-name',  or '123-abc', regex used for validation is '\\[a-z0-9\\]\\(\\[-a-z0-9\\]\\*\\[a-z0-9\\]\\)\\?'\\)$"),  # 594
+    ('pod-template/containers/image', 'spec.pytorchReplicaSpecs[*].template.spec.containers[*].image', 'REQUIRED', '^$'),  # 595
+    ('pod-template/containers/ports', 'spec.pytorchReplicaSpecs[*].template.spec.containers[*].ports[*].containerPort', 'REQUIRED', '^$'),  # 596
+    ('pod-template/containers/ports', 'spec.pytorchReplicaSpecs[*].template.spec.containers[*].ports[*].containerPort', 'INVALID', '^must be between 1 and 65535, inclusive$'),  # 597
+    ('pod-template/containers/ports', 'spec.pytorchReplicaSpecs[*].template.spec.containers[*].ports[*].hostPort', 'INVALID', '^must be between 1 and 65535, inclusive$'),  # 598
+    ('pod-template/containers/ports', 'spec.pytorchReplicaSpecs[*].template.spec.containers[*].ports[*].protocol', 'NOT_SUPPORTED', '^supported values: "TCP", "UDP", "SCTP"$'),  # 599
+    ('pod-template/containers/ports', 'spec.pytorchReplicaSpecs[*].template.spec.containers[*].ports[*].name', 'INVALID', '^must be no more than 15 characters$'),  # 600
+    ('pod-template/containers/ports', 'spec.pytorchReplicaSpecs[*].template.spec.containers[*].ports[*].name', 'INVALID', '^must contain only alpha-numeric characters \\(a-z, 0-9\\), and hyphens \\(-\\)$'),  # 601
+    ('pod-template/containers/ports', 'spec.pytorchReplicaSpecs[*].template.spec.containers[*].ports[*].name', 'INVALID', '^must contain at least one letter \\(a-z\\)$'),  # 602
+    ('pod-template/containers/ports', 'spec.pytorchReplicaSpecs[*].template.spec.containers[*].ports[*].name', 'INVALID', '^must not contain consecutive hyphens$'),  # 603
+    ('pod-template/containers/ports', 'spec.pytorchReplicaSpecs[*].template.spec.containers[*].ports[*].name', 'INVALID', '^must not begin or end with a hyphen$'),  # 604
+    ('pod-template/containers/port-names-unique', 'spec.pytorchReplicaSpecs[*].template.spec.containers[*].ports[*].name', 'DUPLICATE', ''),  # 605
+    ('pod-template/containers/mounts', 'spec.pytorchReplicaSpecs[*].template.spec.containers[*].volumeMounts[*].name', 'REQUIRED', '^$'),  # 606
+    ('pod-template/containers/mounts', 'spec.pytorchReplicaSpecs[*].template.spec.containers[*].volumeMounts[*].mountPath', 'REQUIRED', '^$'),  # 607
+    ('pod-template/containers/mounted-volumes', 'spec.pytorchReplicaSpecs[*].template.spec.containers[*].volumeMounts[*].name', 'NOT_FOUND', ''),  # 608
+    ('pod-template/containers/env', 'spec.pytorchReplicaSpecs[*].template.spec.containers[*].env[*].name', 'REQUIRED', '^$'),  # 609
+    ('pod-template/containers/env', 'spec.pytorchReplicaSpecs[*].template.spec.containers[*].env[*].name', 'INVALID', "^a valid environment variable name must consist only of printable ASCII characters other than '='$"),  # 610
+    ('pod-template/containers/quantities', 'spec.pytorchReplicaSpecs[*].template.spec.containers[*].resources.limits[*]', 'INVALID', "^quantities\\ must\\ match\\ the\\ regular\\ expression\\ '\\^\\(\\[\\+\\-\\]\\?\\[0\\-9\\.\\]\\+\\)\\(\\[eEinumkKMGTP\\]\\*\\[\\-\\+\\]\\?\\[0\\-9\\]\\*\\)\\$'$"),  # 611
+    ('pod-template/containers/quantities', 'spec.pytorchReplicaSpecs[*].template.spec.containers[*].resources.limits[*]', 'INVALID', '^must be greater than or equal to 0$'),  # 612
+    ('pod-template/containers/quantities', 'spec.pytorchReplicaSpecs[*].template.spec.containers[*].resources.requests[*]', 'INVALID', "^quantities\\ must\\ match\\ the\\ regular\\ expression\\ '\\^\\(\\[\\+\\-\\]\\?\\[0\\-9\\.\\]\\+\\)\\(\\[eEinumkKMGTP\\]\\*\\[\\-\\+\\]\\?\\[0\\-9\\]\\*\\)\\$'$"),  # 613
+    ('pod-template/containers/quantities', 'spec.pytorchReplicaSpecs[*].template.spec.containers[*].resources.requests[*]', 'INVALID', '^must be greater than or equal to 0$'),  # 614
+    ('pod-template/containers/whole-extended-resources', 'spec.pytorchReplicaSpecs[*].template.spec.containers[*].resources.limits[*]', 'INVALID', '^must be an integer$'),  # 615
+    ('pod-template/containers/whole-extended-resources', 'spec.pytorchReplicaSpecs[*].template.spec.containers[*].resources.requests[*]', 'INVALID', '^must be an integer$'),  # 616
+    ('pod-template/containers/extended-resource-limits', 'spec.pytorchReplicaSpecs[*].template.spec.containers[*].resources.limits[*]', 'REQUIRED', 'Limit\\ must\\ be\\ set\\ for\\ non\\ overcommitable\\ resources$'),  # 617
+    ('pod-template/containers/requests-within-limits', 'spec.pytorchReplicaSpecs[*].template.spec.containers[*].resources.requests[*]', 'INVALID', ' limit of '),  # 618
+    ('pod-template/initContainers/name', 'spec.pytorchReplicaSpecs[*].template.spec.initContainers[*].name', 'REQUIRED', '^$'),  # 619
+    ('pod-template/initContainers/name', 'spec.pytorchReplicaSpecs[*].template.spec.initContainers[*].name', 'INVALID', '^must be no more than 63 characters$'),  # 620
+    ('pod-template/initContainers/name', 'spec.pytorchReplicaSpecs[*].template.spec.initContainers[*].name', 'INVALID', "^a lowercase RFC 1123 label must consist of lower case alphanumeric characters or '-', and must start and end with an alphanumeric character \\(e\\.g\\. 'my-name',  or '123-abc', regex used for validation is '\\[a-z0-9\\]\\(\\[-a-z0-9\\]\\*\\[a-z0-9\\]\\)\\?'\\)$"),  # 621
+    ('pod-template/initContainers/image', 'spec.pytorchReplicaSpecs[*].template.spec.initContainers[*].image', 'REQUIRED', '^$'),  # 622
+    ('pod-template/initContainers/ports', 'spec.pytorchReplicaSpecs[*].template.spec.initContainers[*].ports[*].containerPort', 'REQUIRED', '^$'),  # 623
+    ('pod-template/initContainers/ports', 'spec.pytorchReplicaSpecs[*].template.spec.initContainers[*].ports[*].containerPort', 'INVALID', '^must be between 1 and 65535, inclusive$'),  # 624
+    ('pod-template/initContainers/ports', 'spec.pytorchReplicaSpecs[*].template.spec.initContainers[*].ports[*].hostPort', 'INVALID', '^must be between 1 and 65535, inclusive$'),  # 625
+    ('pod-template/initContainers/ports', 'spec.pytorchReplicaSpecs[*].template.spec.initContainers[*].ports[*].protocol', 'NOT_SUPPORTED', '^supported values: "TCP", "UDP", "SCTP"$'),  # 626
+    ('pod-template/initContainers/ports', 'spec.pytorchReplicaSpecs[*].template.spec.initContainers[*].ports[*].name', 'INVALID', '^must be no more than 15 characters$'),  # 627
+    ('pod-template/initContainers/ports', 'spec.pytorchReplicaSpecs[*].template.spec.initContainers[*].ports[*].name', 'INVALID', '^must contain only alpha-numeric characters \\(a-z, 0-9\\), and hyphens \\(-\\)$'),  # 628
+    ('pod-template/initContainers/ports', 'spec.pytorchReplicaSpecs[*].template.spec.initContainers[*].ports[*].name', 'INVALID', '^must contain at least one letter \\(a-z\\)$'),  # 629
+    ('pod-template/initContainers/ports', 'spec.pytorchReplicaSpecs[*].template.spec.initContainers[*].ports[*].name', 'INVALID', '^must not contain consecutive hyphens$'),  # 630
+    ('pod-template/initContainers/ports', 'spec.pytorchReplicaSpecs[*].template.spec.initContainers[*].ports[*].name', 'INVALID', '^must not begin or end with a hyphen$'),  # 631
+    ('pod-template/initContainers/port-names-unique', 'spec.pytorchReplicaSpecs[*].template.spec.initContainers[*].ports[*].name', 'DUPLICATE', ''),  # 632
+    ('pod-template/initContainers/mounts', 'spec.pytorchReplicaSpecs[*].template.spec.initContainers[*].volumeMounts[*].name', 'REQUIRED', '^$'),  # 633
+    ('pod-template/initContainers/mounts', 'spec.pytorchReplicaSpecs[*].template.spec.initContainers[*].volumeMounts[*].mountPath', 'REQUIRED', '^$'),  # 634
+    ('pod-template/initContainers/mounted-volumes', 'spec.pytorchReplicaSpecs[*].template.spec.initContainers[*].volumeMounts[*].name', 'NOT_FOUND', ''),  # 635
+    ('pod-template/initContainers/env', 'spec.pytorchReplicaSpecs[*].template.spec.initContainers[*].env[*].name', 'REQUIRED', '^$'),  # 636
+    ('pod-template/initContainers/env', 'spec.pytorchReplicaSpecs[*].template.spec.initContainers[*].env[*].name', 'INVALID', "^a valid environment variable name must consist only of printable ASCII characters other than '='$"),  # 637
+    ('pod-template/initContainers/quantities', 'spec.pytorchReplicaSpecs[*].template.spec.initContainers[*].resources.limits[*]', 'INVALID', "^quantities\\ must\\ match\\ the\\ regular\\ expression\\ '\\^\\(\\[\\+\\-\\]\\?\\[0\\-9\\.\\]\\+\\)\\(\\[eEinumkKMGTP\\]\\*\\[\\-\\+\\]\\?\\[0\\-9\\]\\*\\)\\$'$"),  # 638
+    ('pod-template/initContainers/quantities', 'spec.pytorchReplicaSpecs[*].template.spec.initContainers[*].resources.limits[*]', 'INVALID', '^must be greater than or equal to 0$'),  # 639
+    ('pod-template/initContainers/quantities', 'spec.pytorchReplicaSpecs[*].template.spec.initContainers[*].resources.requests[*]', 'INVALID', "^quantities\\ must\\ match\\ the\\ regular\\ expression\\ '\\^\\(\\[\\+\\-\\]\\?\\[0\\-9\\.\\]\\+\\)\\(\\[eEinumkKMGTP\\]\\*\\[\\-\\+\\]\\?\\[0\\-9\\]\\*\\)\\$'$"),  # 640
+    ('pod-template/initContainers/quantities', 'spec.pytorchReplicaSpecs[*].template.spec.initContainers[*].resources.requests[*]', 'INVALID', '^must be greater than or equal to 0$'),  # 641
+    ('pod-template/initContainers/whole-extended-resources', 'spec.pytorchReplicaSpecs[*].template.spec.initContainers[*].resources.limits[*]', 'INVALID', '^must be an integer$'),  # 642
+    ('pod-template/initContainers/whole-extended-resources', 'spec.pytorchReplicaSpecs[*].template.spec.initContainers[*].resources.requests[*]', 'INVALID', '^must be an integer$'),  # 643
+    ('pod-template/initContainers/extended-resource-limits', 'spec.pytorchReplicaSpecs[*].template.spec.initContainers[*].resources.limits[*]', 'REQUIRED', 'Limit\\ must\\ be\\ set\\ for\\ non\\ overcommitable\\ resources$'),  # 644
+    ('pod-template/initContainers/requests-within-limits', 'spec.pytorchReplicaSpecs[*].template.spec.initContainers[*].resources.requests[*]', 'INVALID', ' limit of '),  # 645
+    ('pod-template/container-names-unique', 'spec.pytorchReplicaSpecs[*].template.spec.containers[*].name', 'DUPLICATE', ''),  # 646
+    ('pod-template/container-names-unique', 'spec.pytorchReplicaSpecs[*].template.spec.initContainers[*].name', 'DUPLICATE', ''),  # 647
+    ('pod-template/volumes', 'spec.pytorchReplicaSpecs[*].template.spec.volumes[*].name', 'REQUIRED', '^$'),  # 648
+    ('pod-template/volumes', 'spec.pytorchReplicaSpecs[*].template.spec.volumes[*].name', 'INVALID', '^must be no more than 63 characters$'),  # 649
+    ('pod-template/volumes', 'spec.pytorchReplicaSpecs[*].template.spec.volumes[*].name', 'INVALID', "^a lowercase RFC 1123 label must consist of lower case alphanumeric characters or '-', and must start and end with an alphanumeric character \\(e\\.g\\. 'my-name',  or '123-abc', regex used for validation is '\\[a-z0-9\\]\\(\\[-a-z0-9\\]\\*\\[a-z0-9\\]\\)\\?'\\)$"),  # 650
+    ('pod-template/volume-names-unique', 'spec.pytorchReplicaSpecs[*].template.spec.volumes[*].name', 'DUPLICATE', ''),  # 651
+    ('pod-template/restart-policy', 'spec.pytorchReplicaSpecs[*].template.spec.restartPolicy', 'NOT_SUPPORTED', '^supported values: "Always", "OnFailure", "Never"$'),  # 652
+    ('pod-template/framework-container', 'spec.pytorchReplicaSpecs[*].template.spec.containers', 'REQUIRED', '^must\\ have\\ at\\ least\\ one\\ container\\ with\\ name\\ pytorch$'),  # 653
+    ('kubeflow/template-containers', 'spec.tfReplicaSpecs[*].template.spec.containers', 'REQUIRED', '^must have at least one container$|^must be specified: |containers definition expected'),  # 654
+    ('kubeflow/tfjob-one-leader', 'spec.tfReplicaSpecs', 'FORBIDDEN', '^must not have more than 1 Chief or Master role$'),  # 655
+    ('replicas/types', 'spec.tfReplicaSpecs[*]', 'NOT_SUPPORTED', ''),  # 656
+    ('replicas/types', 'spec.tfReplicaSpecs[*]', 'DUPLICATE', ''),  # 657
+    ('pod-template/spec', 'spec.tfReplicaSpecs[*].template.spec', 'REQUIRED', '^$'),  # 658
+    ('pod-template/containers', 'spec.tfReplicaSpecs[*].template.spec.containers', 'REQUIRED', '^must\\ be\\ specified:\\ must\\ have\\ at\\ least\\ one\\ container\\ with\\ name\\ tensorflow$'),  # 659
+    ('pod-template/bounds', 'spec.tfReplicaSpecs[*].template.spec.**', 'TOO_MANY', ''),  # 660
+    ('pod-template/containers/name', 'spec.tfReplicaSpecs[*].template.spec.containers[*].name', 'REQUIRED', '^$'),  # 661
+    ('pod-template/containers/name', 'spec.tfReplicaSpecs[*].template.spec.containers[*].name', 'INVALID', '^must be no more than 63 characters$'),  # 662
+    ('pod-template/containers/name', 'spec.tfReplicaSpecs[*].template.spec.containers[*].name', 'INVALID', "^a lowercase RFC 1123 label must consist of lower case alphanumeric characters or '-', and must start and end with an alphanumeric character \\(e\\.g\\. 'my-name',  or '123-abc', regex used for validation is '\\[a-z0-9\\]\\(\\[-a-z0-9\\]\\*\\[a-z0-9\\]\\)\\?'\\)$"),  # 663
+    ('pod-template/containers/image', 'spec.tfReplicaSpecs[*].template.spec.containers[*].image', 'REQUIRED', '^$'),  # 664
+    ('pod-template/containers/ports', 'spec.tfReplicaSpecs[*].template.spec.containers[*].ports[*].containerPort', 'REQUIRED', '^$'),  # 665
+    ('pod-template/containers/ports', 'spec.tfReplicaSpecs[*].template.spec.containers[*].ports[*].containerPort', 'INVALID', '^must be between 1 and 65535, inclusive$'),  # 666
+    ('pod-template/containers/ports', 'spec.tfReplicaSpecs[*].template.spec.containers[*].ports[*].hostPort', 'INVALID', '^must be between 1 and 65535, inclusive$'),  # 667
+    ('pod-template/containers/ports', 'spec.tfReplicaSpecs[*].template.spec.containers[*].ports[*].protocol', 'NOT_SUPPORTED', '^supported values: "TCP", "UDP", "SCTP"$'),  # 668
+    ('pod-template/containers/ports', 'spec.tfReplicaSpecs[*].template.spec.containers[*].ports[*].name', 'INVALID', '^must be no more than 15 characters$'),  # 669
+    ('pod-template/containers/ports', 'spec.tfReplicaSpecs[*].template.spec.containers[*].ports[*].name', 'INVALID', '^must contain only alpha-numeric characters \\(a-z, 0-9\\), and hyphens \\(-\\)$'),  # 670
+    ('pod-template/containers/ports', 'spec.tfReplicaSpecs[*].template.spec.containers[*].ports[*].name', 'INVALID', '^must contain at least one letter \\(a-z\\)$'),  # 671
+    ('pod-template/containers/ports', 'spec.tfReplicaSpecs[*].template.spec.containers[*].ports[*].name', 'INVALID', '^must not contain consecutive hyphens$'),  # 672
+    ('pod-template/containers/ports', 'spec.tfReplicaSpecs[*].template.spec.containers[*].ports[*].name', 'INVALID', '^must not begin or end with a hyphen$'),  # 673
+    ('pod-template/containers/port-names-unique', 'spec.tfReplicaSpecs[*].template.spec.containers[*].ports[*].name', 'DUPLICATE', ''),  # 674
+    ('pod-template/containers/mounts', 'spec.tfReplicaSpecs[*].template.spec.containers[*].volumeMounts[*].name', 'REQUIRED', '^$'),  # 675
+    ('pod-template/containers/mounts', 'spec.tfReplicaSpecs[*].template.spec.containers[*].volumeMounts[*].mountPath', 'REQUIRED', '^$'),  # 676
+    ('pod-template/containers/mounted-volumes', 'spec.tfReplicaSpecs[*].template.spec.containers[*].volumeMounts[*].name', 'NOT_FOUND', ''),  # 677
+    ('pod-template/containers/env', 'spec.tfReplicaSpecs[*].template.spec.containers[*].env[*].name', 'REQUIRED', '^$'),  # 678
+    ('pod-template/containers/env', 'spec.tfReplicaSpecs[*].template.spec.containers[*].env[*].name', 'INVALID', "^a valid environment variable name must consist only of printable ASCII characters other than '='$"),  # 679
+    ('pod-template/containers/quantities', 'spec.tfReplicaSpecs[*].template.spec.containers[*].resources.limits[*]', 'INVALID', "^quantities\\ must\\ match\\ the\\ regular\\ expression\\ '\\^\\(\\[\\+\\-\\]\\?\\[0\\-9\\.\\]\\+\\)\\(\\[eEinumkKMGTP\\]\\*\\[\\-\\+\\]\\?\\[0\\-9\\]\\*\\)\\$'$"),  # 680
+    ('pod-template/containers/quantities', 'spec.tfReplicaSpecs[*].template.spec.containers[*].resources.limits[*]', 'INVALID', '^must be greater than or equal to 0$'),  # 681
+    ('pod-template/containers/quantities', 'spec.tfReplicaSpecs[*].template.spec.containers[*].resources.requests[*]', 'INVALID', "^quantities\\ must\\ match\\ the\\ regular\\ expression\\ '\\^\\(\\[\\+\\-\\]\\?\\[0\\-9\\.\\]\\+\\)\\(\\[eEinumkKMGTP\\]\\*\\[\\-\\+\\]\\?\\[0\\-9\\]\\*\\)\\$'$"),  # 682
+    ('pod-template/containers/quantities', 'spec.tfReplicaSpecs[*].template.spec.containers[*].resources.requests[*]', 'INVALID', '^must be greater than or equal to 0$'),  # 683
+    ('pod-template/containers/whole-extended-resources', 'spec.tfReplicaSpecs[*].template.spec.containers[*].resources.limits[*]', 'INVALID', '^must be an integer$'),  # 684
+    ('pod-template/containers/whole-extended-resources', 'spec.tfReplicaSpecs[*].template.spec.containers[*].resources.requests[*]', 'INVALID', '^must be an integer$'),  # 685
+    ('pod-template/containers/extended-resource-limits', 'spec.tfReplicaSpecs[*].template.spec.containers[*].resources.limits[*]', 'REQUIRED', 'Limit\\ must\\ be\\ set\\ for\\ non\\ overcommitable\\ resources$'),  # 686
+    ('pod-template/containers/requests-within-limits', 'spec.tfReplicaSpecs[*].template.spec.containers[*].resources.requests[*]', 'INVALID', ' limit of '),  # 687
+    ('pod-template/initContainers/name', 'spec.tfReplicaSpecs[*].template.spec.initContainers[*].name', 'REQUIRED', '^$'),  # 688
+    ('pod-template/initContainers/name', 'spec.tfReplicaSpecs[*].template.spec.initContainers[*].name', 'INVALID', '^must be no more than 63 characters$'),  # 689
+    ('pod-template/initContainers/name', 'spec.tfReplicaSpecs[*].template.spec.initContainers[*].name', 'INVALID', "^a lowercase RFC 1123 label must consist of lower case alphanumeric characters or '-', and must start and end with an alphanumeric character \\(e\\.g\\. 'my-name',  or '123-abc', regex used for validation is '\\[a-z0-9\\]\\(\\[-a-z0-9\\]\\*\\[a-z0-9\\]\\)\\?'\\)$"),  # 690
+    ('pod-template/initContainers/image', 'spec.tfReplicaSpecs[*].template.spec.initContainers[*].image', 'REQUIRED', '^$'),  # 691
+    ('pod-template/initContainers/ports', 'spec.tfReplicaSpecs[*].template.spec.initContainers[*].ports[*].containerPort', 'REQUIRED', '^$'),  # 692
+    ('pod-template/initContainers/ports', 'spec.tfReplicaSpecs[*].template.spec.initContainers[*].ports[*].containerPort', 'INVALID', '^must be between 1 and 65535, inclusive$'),  # 693
+    ('pod-template/initContainers/ports', 'spec.tfReplicaSpecs[*].template.spec.initContainers[*].ports[*].hostPort', 'INVALID', '^must be between 1 and 65535, inclusive$'),  # 694
+    ('pod-template/initContainers/ports', 'spec.tfReplicaSpecs[*].template.spec.initContainers[*].ports[*].protocol', 'NOT_SUPPORTED', '^supported values: "TCP", "UDP", "SCTP"$'),  # 695
+    ('pod-template/initContainers/ports', 'spec.tfReplicaSpecs[*].template.spec.initContainers[*].ports[*].name', 'INVALID', '^must be no more than 15 characters$'),  # 696
+    ('pod-template/initContainers/ports', 'spec.tfReplicaSpecs[*].template.spec.initContainers[*].ports[*].name', 'INVALID', '^must contain only alpha-numeric characters \\(a-z, 0-9\\), and hyphens \\(-\\)$'),  # 697
+    ('pod-template/initContainers/ports', 'spec.tfReplicaSpecs[*].template.spec.initContainers[*].ports[*].name', 'INVALID', '^must contain at least one letter \\(a-z\\)$'),  # 698
+    ('pod-template/initContainers/ports', 'spec.tfReplicaSpecs[*].template.spec.initContainers[*].ports[*].name', 'INVALID', '^must not contain consecutive hyphens$'),  # 699
+    ('pod-template/initContainers/ports', 'spec.tfReplicaSpecs[*].template.spec.initContainers[*].ports[*].name', 'INVALID', '^must not begin or end with a hyphen$'),  # 700
+    ('pod-template/initContainers/port-names-unique', 'spec.tfReplicaSpecs[*].template.spec.initContainers[*].ports[*].name', 'DUPLICATE', ''),  # 701
+    ('pod-template/initContainers/mounts', 'spec.tfReplicaSpecs[*].template.spec.initContainers[*].volumeMounts[*].name', 'REQUIRED', '^$'),  # 702
+    ('pod-template/initContainers/mounts', 'spec.tfReplicaSpecs[*].template.spec.initContainers[*].volumeMounts[*].mountPath', 'REQUIRED', '^$'),  # 703
+    ('pod-template/initContainers/mounted-volumes', 'spec.tfReplicaSpecs[*].template.spec.initContainers[*].volumeMounts[*].name', 'NOT_FOUND', ''),  # 704
+    ('pod-template/initContainers/env', 'spec.tfReplicaSpecs[*].template.spec.initContainers[*].env[*].name', 'REQUIRED', '^$'),  # 705
+    ('pod-template/initContainers/env', 'spec.tfReplicaSpecs[*].template.spec.initContainers[*].env[*].name', 'INVALID', "^a valid environment variable name must consist only of printable ASCII characters other than '='$"),  # 706
+    ('pod-template/initContainers/quantities', 'spec.tfReplicaSpecs[*].template.spec.initContainers[*].resources.limits[*]', 'INVALID', "^quantities\\ must\\ match\\ the\\ regular\\ expression\\ '\\^\\(\\[\\+\\-\\]\\?\\[0\\-9\\.\\]\\+\\)\\(\\[eEinumkKMGTP\\]\\*\\[\\-\\+\\]\\?\\[0\\-9\\]\\*\\)\\$'$"),  # 707
+    ('pod-template/initContainers/quantities', 'spec.tfReplicaSpecs[*].template.spec.initContainers[*].resources.limits[*]', 'INVALID', '^must be greater than or equal to 0$'),  # 708
+    ('pod-template/initContainers/quantities', 'spec.tfReplicaSpecs[*].template.spec.initContainers[*].resources.requests[*]', 'INVALID', "^quantities\\ must\\ match\\ the\\ regular\\ expression\\ '\\^\\(\\[\\+\\-\\]\\?\\[0\\-9\\.\\]\\+\\)\\(\\[eEinumkKMGTP\\]\\*\\[\\-\\+\\]\\?\\[0\\-9\\]\\*\\)\\$'$"),  # 709
+    ('pod-template/initContainers/quantities', 'spec.tfReplicaSpecs[*].template.spec.initContainers[*].resources.requests[*]', 'INVALID', '^must be greater than or equal to 0$'),  # 710
+    ('pod-template/initContainers/whole-extended-resources', 'spec.tfReplicaSpecs[*].template.spec.initContainers[*].resources.limits[*]', 'INVALID', '^must be an integer$'),  # 711
+    ('pod-template/initContainers/whole-extended-resources', 'spec.tfReplicaSpecs[*].template.spec.initContainers[*].resources.requests[*]', 'INVALID', '^must be an integer$'),  # 712
+    ('pod-template/initContainers/extended-resource-limits', 'spec.tfReplicaSpecs[*].template.spec.initContainers[*].resources.limits[*]', 'REQUIRED', 'Limit\\ must\\ be\\ set\\ for\\ non\\ overcommitable\\ resources$'),  # 713
+    ('pod-template/initContainers/requests-within-limits', 'spec.tfReplicaSpecs[*].template.spec.initContainers[*].resources.requests[*]', 'INVALID', ' limit of '),  # 714
+    ('pod-template/container-names-unique', 'spec.tfReplicaSpecs[*].template.spec.containers[*].name', 'DUPLICATE', ''),  # 715
+    ('pod-template/container-names-unique', 'spec.tfReplicaSpecs[*].template.spec.initContainers[*].name', 'DUPLICATE', ''),  # 716
+    ('pod-template/volumes', 'spec.tfReplicaSpecs[*].template.spec.volumes[*].name', 'REQUIRED', '^$'),  # 717
+    ('pod-template/volumes', 'spec.tfReplicaSpecs[*].template.spec.volumes[*].name', 'INVALID', '^must be no more than 63 characters$'),  # 718
+    ('pod-template/volumes', 'spec.tfReplicaSpecs[*].template.spec.volumes[*].name', 'INVALID', "^a lowercase RFC 1123 label must consist of lower case alphanumeric characters or '-', and must start and end with an alphanumeric character \\(e\\.g\\. 'my-name',  or '123-abc', regex used for validation is '\\[a-z0-9\\]\\(\\[-a-z0-9\\]\\*\\[a-z0-9\\]\\)\\?'\\)$"),  # 719
+    ('pod-template/volume-names-unique', 'spec.tfReplicaSpecs[*].template.spec.volumes[*].name', 'DUPLICATE', ''),  # 720
+    ('pod-template/restart-policy', 'spec.tfReplicaSpecs[*].template.spec.restartPolicy', 'NOT_SUPPORTED', '^supported values: "Always", "OnFailure", "Never"$'),  # 721
+    ('pod-template/framework-container', 'spec.tfReplicaSpecs[*].template.spec.containers', 'REQUIRED', '^must\\ have\\ at\\ least\\ one\\ container\\ with\\ name\\ tensorflow$'),  # 722
+    ('kubeflow/template-containers', 'spec.xgbReplicaSpecs[*].template.spec.containers', 'REQUIRED', '^must have at least one container$|^must be specified: |containers definition expected'),  # 723
+    ('kubeflow/master-replicas', 'spec.xgbReplicaSpecs[Master].replicas', 'FORBIDDEN', '^must be 1$'),  # 724
+    ('kubeflow/master-required', 'spec.xgbReplicaSpecs[Master]', 'REQUIRED', '^must be present$'),  # 725
+    ('replicas/types', 'spec.xgbReplicaSpecs[*]', 'NOT_SUPPORTED', ''),  # 726
+    ('replicas/types', 'spec.xgbReplicaSpecs[*]', 'DUPLICATE', ''),  # 727
+    ('pod-template/spec', 'spec.xgbReplicaSpecs[*].template.spec', 'REQUIRED', '^$'),  # 728
+    ('pod-template/containers', 'spec.xgbReplicaSpecs[*].template.spec.containers', 'REQUIRED', '^must\\ be\\ specified:\\ must\\ have\\ at\\ least\\ one\\ container\\ with\\ name\\ xgboost$'),  # 729
+    ('pod-template/bounds', 'spec.xgbReplicaSpecs[*].template.spec.**', 'TOO_MANY', ''),  # 730
+    ('pod-template/containers/name', 'spec.xgbReplicaSpecs[*].template.spec.containers[*].name', 'REQUIRED', '^$'),  # 731
+    ('pod-template/containers/name', 'spec.xgbReplicaSpecs[*].template.spec.containers[*].name', 'INVALID', '^must be no more than 63 characters$'),  # 732
+    ('pod-template/containers/name', 'spec.xgbReplicaSpecs[*].template.spec.containers[*].name', 'INVALID', "^a lowercase RFC 1123 label must consist of lower case alphanumeric characters or '-', and must start and end with an alphanumeric character \\(e\\.g\\. 'my-name',  or '123-abc', regex used for validation is '\\[a-z0-9\\]\\(\\[-a-z0-9\\]\\*\\[a-z0-9\\]\\)\\?'\\)$"),  # 733
+    ('pod-template/containers/image', 'spec.xgbReplicaSpecs[*].template.spec.containers[*].image', 'REQUIRED', '^$'),  # 734
+    ('pod-template/containers/ports', 'spec.xgbReplicaSpecs[*].template.spec.containers[*].ports[*].containerPort', 'REQUIRED', '^$'),  # 735
+    ('pod-template/containers/ports', 'spec.xgbReplicaSpecs[*].template.spec.containers[*].ports[*].containerPort', 'INVALID', '^must be between 1 and 65535, inclusive$'),  # 736
+    ('pod-template/containers/ports', 'spec.xgbReplicaSpecs[*].template.spec.containers[*].ports[*].hostPort', 'INVALID', '^must be between 1 and 65535, inclusive$'),  # 737
+    ('pod-template/containers/ports', 'spec.xgbReplicaSpecs[*].template.spec.containers[*].ports[*].protocol', 'NOT_SUPPORTED', '^supported values: "TCP", "UDP", "SCTP"$'),  # 738
+    ('pod-template/containers/ports', 'spec.xgbReplicaSpecs[*].template.spec.containers[*].ports[*].name', 'INVALID', '^must be no more than 15 characters$'),  # 739
+    ('pod-template/containers/ports', 'spec.xgbReplicaSpecs[*].template.spec.containers[*].ports[*].name', 'INVALID', '^must contain only alpha-numeric characters \\(a-z, 0-9\\), and hyphens \\(-\\)$'),  # 740
+    ('pod-template/containers/ports', 'spec.xgbReplicaSpecs[*].template.spec.containers[*].ports[*].name', 'INVALID', '^must contain at least one letter \\(a-z\\)$'),  # 741
+    ('pod-template/containers/ports', 'spec.xgbReplicaSpecs[*].template.spec.containers[*].ports[*].name', 'INVALID', '^must not contain consecutive hyphens$'),  # 742
+    ('pod-template/containers/ports', 'spec.xgbReplicaSpecs[*].template.spec.containers[*].ports[*].name', 'INVALID', '^must not begin or end with a hyphen$'),  # 743
+    ('pod-template/containers/port-names-unique', 'spec.xgbReplicaSpecs[*].template.spec.containers[*].ports[*].name', 'DUPLICATE', ''),  # 744
+    ('pod-template/containers/mounts', 'spec.xgbReplicaSpecs[*].template.spec.containers[*].volumeMounts[*].name', 'REQUIRED', '^$'),  # 745
+    ('pod-template/containers/mounts', 'spec.xgbReplicaSpecs[*].template.spec.containers[*].volumeMounts[*].mountPath', 'REQUIRED', '^$'),  # 746
+    ('pod-template/containers/mounted-volumes', 'spec.xgbReplicaSpecs[*].template.spec.containers[*].volumeMounts[*].name', 'NOT_FOUND', ''),  # 747
+    ('pod-template/containers/env', 'spec.xgbReplicaSpecs[*].template.spec.containers[*].env[*].name', 'REQUIRED', '^$'),  # 748
+    ('pod-template/containers/env', 'spec.xgbReplicaSpecs[*].template.spec.containers[*].env[*].name', 'INVALID', "^a valid environment variable name must consist only of printable ASCII characters other than '='$"),  # 749
+    ('pod-template/containers/quantities', 'spec.xgbReplicaSpecs[*].template.spec.containers[*].resources.limits[*]', 'INVALID', "^quantities\\ must\\ match\\ the\\ regular\\ expression\\ '\\^\\(\\[\\+\\-\\]\\?\\[0\\-9\\.\\]\\+\\)\\(\\[eEinumkKMGTP\\]\\*\\[\\-\\+\\]\\?\\[0\\-9\\]\\*\\)\\$'$"),  # 750
+    ('pod-template/containers/quantities', 'spec.xgbReplicaSpecs[*].template.spec.containers[*].resources.limits[*]', 'INVALID', '^must be greater than or equal to 0$'),  # 751
+    ('pod-template/containers/quantities', 'spec.xgbReplicaSpecs[*].template.spec.containers[*].resources.requests[*]', 'INVALID', "^quantities\\ must\\ match\\ the\\ regular\\ expression\\ '\\^\\(\\[\\+\\-\\]\\?\\[0\\-9\\.\\]\\+\\)\\(\\[eEinumkKMGTP\\]\\*\\[\\-\\+\\]\\?\\[0\\-9\\]\\*\\)\\$'$"),  # 752
+    ('pod-template/containers/quantities', 'spec.xgbReplicaSpecs[*].template.spec.containers[*].resources.requests[*]', 'INVALID', '^must be greater than or equal to 0$'),  # 753
+    ('pod-template/containers/whole-extended-resources', 'spec.xgbReplicaSpecs[*].template.spec.containers[*].resources.limits[*]', 'INVALID', '^must be an integer$'),  # 754
+    ('pod-template/containers/whole-extended-resources', 'spec.xgbReplicaSpecs[*].template.spec.containers[*].resources.requests[*]', 'INVALID', '^must be an integer$'),  # 755
+    ('pod-template/containers/extended-resource-limits', 'spec.xgbReplicaSpecs[*].template.spec.containers[*].resources.limits[*]', 'REQUIRED', 'Limit\\ must\\ be\\ set\\ for\\ non\\ overcommitable\\ resources$'),  # 756
+    ('pod-template/containers/requests-within-limits', 'spec.xgbReplicaSpecs[*].template.spec.containers[*].resources.requests[*]', 'INVALID', ' limit of '),  # 757
+    ('pod-template/initContainers/name', 'spec.xgbReplicaSpecs[*].template.spec.initContainers[*].name', 'REQUIRED', '^$'),  # 758
+    ('pod-template/initContainers/name', 'spec.xgbReplicaSpecs[*].template.spec.initContainers[*].name', 'INVALID', '^must be no more than 63 characters$'),  # 759
+    ('pod-template/initContainers/name', 'spec.xgbReplicaSpecs[*].template.spec.initContainers[*].name', 'INVALID', "^a lowercase RFC 1123 label must consist of lower case alphanumeric characters or '-', and must start and end with an alphanumeric character \\(e\\.g\\. 'my-name',  or '123-abc', regex used for validation is '\\[a-z0-9\\]\\(\\[-a-z0-9\\]\\*\\[a-z0-9\\]\\)\\?'\\)$"),  # 760
+    ('pod-template/initContainers/image', 'spec.xgbReplicaSpecs[*].template.spec.initContainers[*].image', 'REQUIRED', '^$'),  # 761
+    ('pod-template/initContainers/ports', 'spec.xgbReplicaSpecs[*].template.spec.initContainers[*].ports[*].containerPort', 'REQUIRED', '^$'),  # 762
+    ('pod-template/initContainers/ports', 'spec.xgbReplicaSpecs[*].template.spec.initContainers[*].ports[*].containerPort', 'INVALID', '^must be between 1 and 65535, inclusive$'),  # 763
+    ('pod-template/initContainers/ports', 'spec.xgbReplicaSpecs[*].template.spec.initContainers[*].ports[*].hostPort', 'INVALID', '^must be between 1 and 65535, inclusive$'),  # 764
+    ('pod-template/initContainers/ports', 'spec.xgbReplicaSpecs[*].template.spec.initContainers[*].ports[*].protocol', 'NOT_SUPPORTED', '^supported values: "TCP", "UDP", "SCTP"$'),  # 765
+    ('pod-template/initContainers/ports', 'spec.xgbReplicaSpecs[*].template.spec.initContainers[*].ports[*].name', 'INVALID', '^must be no more than 15 characters$'),  # 766
+    ('pod-template/initContainers/ports', 'spec.xgbReplicaSpecs[*].template.spec.initContainers[*].ports[*].name', 'INVALID', '^must contain only alpha-numeric characters \\(a-z, 0-9\\), and hyphens \\(-\\)$'),  # 767
+    ('pod-template/initContainers/ports', 'spec.xgbReplicaSpecs[*].template.spec.initContainers[*].ports[*].name', 'INVALID', '^must contain at least one letter \\(a-z\\)$'),  # 768
+    ('pod-template/initContainers/ports', 'spec.xgbReplicaSpecs[*].template.spec.initContainers[*].ports[*].name', 'INVALID', '^must not contain consecutive hyphens$'),  # 769
+    ('pod-template/initContainers/ports', 'spec.xgbReplicaSpecs[*].template.spec.initContainers[*].ports[*].name', 'INVALID', '^must not begin or end with a hyphen$'),  # 770
+    ('pod-template/initContainers/port-names-unique', 'spec.xgbReplicaSpecs[*].template.spec.initContainers[*].ports[*].name', 'DUPLICATE', ''),  # 771
+    ('pod-template/initContainers/mounts', 'spec.xgbReplicaSpecs[*].template.spec.initContainers[*].volumeMounts[*].name', 'REQUIRED', '^$'),  # 772
+    ('pod-template/initContainers/mounts', 'spec.xgbReplicaSpecs[*].template.spec.initContainers[*].volumeMounts[*].mountPath', 'REQUIRED', '^$'),  # 773
+    ('pod-template/initContainers/mounted-volumes', 'spec.xgbReplicaSpecs[*].template.spec.initContainers[*].volumeMounts[*].name', 'NOT_FOUND', ''),  # 774
+    ('pod-template/initContainers/env', 'spec.xgbReplicaSpecs[*].template.spec.initContainers[*].env[*].name', 'REQUIRED', '^$'),  # 775
+    ('pod-template/initContainers/env', 'spec.xgbReplicaSpecs[*].template.spec.initContainers[*].env[*].name', 'INVALID', "^a valid environment variable name must consist only of printable ASCII characters other than '='$"),  # 776
+    ('pod-template/initContainers/quantities', 'spec.xgbReplicaSpecs[*].template.spec.initContainers[*].resources.limits[*]', 'INVALID', "^quantities\\ must\\ match\\ the\\ regular\\ expression\\ '\\^\\(\\[\\+\\-\\]\\?\\[0\\-9\\.\\]\\+\\)\\(\\[eEinumkKMGTP\\]\\*\\[\\-\\+\\]\\?\\[0\\-9\\]\\*\\)\\$'$"),  # 777
+    ('pod-template/initContainers/quantities', 'spec.xgbReplicaSpecs[*].template.spec.initContainers[*].resources.limits[*]', 'INVALID', '^must be greater than or equal to 0$'),  # 778
+    ('pod-template/initContainers/quantities', 'spec.xgbReplicaSpecs[*].template.spec.initContainers[*].resources.requests[*]', 'INVALID', "^quantities\\ must\\ match\\ the\\ regular\\ expression\\ '\\^\\(\\[\\+\\-\\]\\?\\[0\\-9\\.\\]\\+\\)\\(\\[eEinumkKMGTP\\]\\*\\[\\-\\+\\]\\?\\[0\\-9\\]\\*\\)\\$'$"),  # 779
+    ('pod-template/initContainers/quantities', 'spec.xgbReplicaSpecs[*].template.spec.initContainers[*].resources.requests[*]', 'INVALID', '^must be greater than or equal to 0$'),  # 780
+    ('pod-template/initContainers/whole-extended-resources', 'spec.xgbReplicaSpecs[*].template.spec.initContainers[*].resources.limits[*]', 'INVALID', '^must be an integer$'),  # 781
+    ('pod-template/initContainers/whole-extended-resources', 'spec.xgbReplicaSpecs[*].template.spec.initContainers[*].resources.requests[*]', 'INVALID', '^must be an integer$'),  # 782
+    ('pod-template/initContainers/extended-resource-limits', 'spec.xgbReplicaSpecs[*].template.spec.initContainers[*].resources.limits[*]', 'REQUIRED', 'Limit\\ must\\ be\\ set\\ for\\ non\\ overcommitable\\ resources$'),  # 783
+    ('pod-template/initContainers/requests-within-limits', 'spec.xgbReplicaSpecs[*].template.spec.initContainers[*].resources.requests[*]', 'INVALID', ' limit of '),  # 784
+    ('pod-template/container-names-unique', 'spec.xgbReplicaSpecs[*].template.spec.containers[*].name', 'DUPLICATE', ''),  # 785
+    ('pod-template/container-names-unique', 'spec.xgbReplicaSpecs[*].template.spec.initContainers[*].name', 'DUPLICATE', ''),  # 786
+    ('pod-template/volumes', 'spec.xgbReplicaSpecs[*].template.spec.volumes[*].name', 'REQUIRED', '^$'),  # 787
+    ('pod-template/volumes', 'spec.xgbReplicaSpecs[*].template.spec.volumes[*].name', 'INVALID', '^must be no more than 63 characters$'),  # 788
+    ('pod-template/volumes', 'spec.xgbReplicaSpecs[*].template.spec.volumes[*].name', 'INVALID', "^a lowercase RFC 1123 label must consist of lower case alphanumeric characters or '-', and must start and end with an alphanumeric character \\(e\\.g\\. 'my-name',  or '123-abc', regex used for validation is '\\[a-z0-9\\]\\(\\[-a-z0-9\\]\\*\\[a-z0-9\\]\\)\\?'\\)$"),  # 789
+    ('pod-template/volume-names-unique', 'spec.xgbReplicaSpecs[*].template.spec.volumes[*].name', 'DUPLICATE', ''),  # 790
+    ('pod-template/restart-policy', 'spec.xgbReplicaSpecs[*].template.spec.restartPolicy', 'NOT_SUPPORTED', '^supported values: "Always", "OnFailure", "Never"$'),  # 791
+    ('pod-template/framework-container', 'spec.xgbReplicaSpecs[*].template.spec.containers', 'REQUIRED', '^must\\ have\\ at\\ least\\ one\\ container\\ with\\ name\\ xgboost$'),  # 792
+    ('pod-template/framework-container', 'spec.replicaSpecs[*].template.spec.containers', 'REQUIRED', '^Replica type .* is missing a container for mxnet$'),  # 793
+    ('mxjob/scheduler-replicas', 'spec.replicaSpecs[*].replicas', 'INVALID', '^The SCHEDULER must have Replicas = 1$'),  # 794
+    ('mxjob/types-unique', 'spec.replicaSpecs[*].mxReplicaType', 'DUPLICATE', ''),  # 795
+    ('mxjob/local-mode-workers-only', 'spec.replicaSpecs[*].mxReplicaType', 'INVALID', '^job mode is local, but its replicas set have replicas type other than worker$'),  # 796
+    ('mxjob/local-mode-one-worker', 'spec.replicaSpecs[*].replicas', 'INVALID', '^job mode is local, but it has more than 1 worker$'),  # 797
+    ('mxjob/dist-mode-roles', 'spec.replicaSpecs', 'REQUIRED', '^dist job mode without replica type (SCHEDULER|SERVER|WORKER)$'),  # 798
+    ('run-policy/min-available', 'spec.runPolicy.schedulingPolicy.minAvailable', 'INVALID', '^must be less than or equal to the total number of replicas( \\(\\d+\\))?$'),  # 799
+    ('run-policy/min-available', 'spec.schedulingPolicy.minAvailable', 'INVALID', '^must be less than or equal to the total number of replicas( \\(\\d+\\))?$'),  # 800
+    ('run-policy/queue-immutable', 'spec.runPolicy.schedulingPolicy.queue', 'INVALID', '^field is immutable$'),  # 801
+    ('pod-template/containers', 'spec.mpiReplicaSpecs[*].template.spec.containers', 'REQUIRED', '^must\\ have\\ at\\ least\\ one\\ container$'),  # 802
+    ('roles/launcher', 'spec.mpiReplicaSpecs[Launcher]', 'REQUIRED', '^must be present$'),  # 803
+    ('roles/launcher', 'spec.mpiReplicaSpecs[Launcher].replicas', 'INVALID', '^must be 1$'),  # 804
+    ('replicas/types', 'spec.marsReplicaSpecs[*]', 'NOT_SUPPORTED', ''),  # 805
+    ('replicas/types', 'spec.marsReplicaSpecs[*]', 'DUPLICATE', ''),  # 806
+    ('pod-template/spec', 'spec.marsReplicaSpecs[*].template.spec', 'REQUIRED', '^$'),  # 807
+    ('pod-template/containers', 'spec.marsReplicaSpecs[*].template.spec.containers', 'REQUIRED', '^must\\ have\\ at\\ least\\ one\\ container$'),  # 808
+    ('pod-template/bounds', 'spec.marsReplicaSpecs[*].template.spec.**', 'TOO_MANY', ''),  # 809
+    ('pod-template/containers/name', 'spec.marsReplicaSpecs[*].template.spec.containers[*].name', 'REQUIRED', '^$'),  # 810
+    ('pod-template/containers/name', 'spec.marsReplicaSpecs[*].template.spec.containers[*].name', 'INVALID', '^must be no more than 63 characters$'),  # 811
+    ('pod-template/containers/name', 'spec.marsReplicaSpecs[*].template.spec.containers[*].name', 'INVALID', "^a lowercase RFC 1123 label must consist of lower case alphanumeric characters or '-', and must start and end with an alphanumeric character \\(e\\.g\\. 'my-name',  or '123-abc', regex used for validation is '\\[a-z0-9\\]\\(\\[-a-z0-9\\]\\*\\[a-z0-9\\]\\)\\?'\\)$"),  # 812
+    ('pod-template/containers/image', 'spec.marsReplicaSpecs[*].template.spec.containers[*].image', 'REQUIRED', '^$'),  # 813
+    ('pod-template/containers/ports', 'spec.marsReplicaSpecs[*].template.spec.containers[*].ports[*].containerPort', 'REQUIRED', '^$'),  # 814
+    ('pod-template/containers/ports', 'spec.marsReplicaSpecs[*].template.spec.containers[*].ports[*].containerPort', 'INVALID', '^must be between 1 and 65535, inclusive$'),  # 815
+    ('pod-template/containers/ports', 'spec.marsReplicaSpecs[*].template.spec.containers[*].ports[*].hostPort', 'INVALID', '^must be between 1 and 65535, inclusive$'),  # 816
+    ('pod-template/containers/ports', 'spec.marsReplicaSpecs[*].template.spec.containers[*].ports[*].protocol', 'NOT_SUPPORTED', '^supported values: "TCP", "UDP", "SCTP"$'),  # 817
+    ('pod-template/containers/ports', 'spec.marsReplicaSpecs[*].template.spec.containers[*].ports[*].name', 'INVALID', '^must be no more than 15 characters$'),  # 818
+    ('pod-template/containers/ports', 'spec.marsReplicaSpecs[*].template.spec.containers[*].ports[*].name', 'INVALID', '^must contain only alpha-numeric characters \\(a-z, 0-9\\), and hyphens \\(-\\)$'),  # 819
+    ('pod-template/containers/ports', 'spec.marsReplicaSpecs[*].template.spec.containers[*].ports[*].name', 'INVALID', '^must contain at least one letter \\(a-z\\)$'),  # 820
+    ('pod-template/containers/ports', 'spec.marsReplicaSpecs[*].template.spec.containers[*].ports[*].name', 'INVALID', '^must not contain consecutive hyphens$'),  # 821
+    ('pod-template/containers/ports', 'spec.marsReplicaSpecs[*].template.spec.containers[*].ports[*].name', 'INVALID', '^must not begin or end with a hyphen$'),  # 822
+    ('pod-template/containers/port-names-unique', 'spec.marsReplicaSpecs[*].template.spec.containers[*].ports[*].name', 'DUPLICATE', ''),  # 823
+    ('pod-template/containers/mounts', 'spec.marsReplicaSpecs[*].template.spec.containers[*].volumeMounts[*].name', 'REQUIRED', '^$'),  # 824
+    ('pod-template/containers/mounts', 'spec.marsReplicaSpecs[*].template.spec.containers[*].volumeMounts[*].mountPath', 'REQUIRED', '^$'),  # 825
+    ('pod-template/containers/mounted-volumes', 'spec.marsReplicaSpecs[*].template.spec.containers[*].volumeMounts[*].name', 'NOT_FOUND', ''),  # 826
+    ('pod-template/containers/env', 'spec.marsReplicaSpecs[*].template.spec.containers[*].env[*].name', 'REQUIRED', '^$'),  # 827
+    ('pod-template/containers/env', 'spec.marsReplicaSpecs[*].template.spec.containers[*].env[*].name', 'INVALID', "^a valid environment variable name must consist only of printable ASCII characters other than '='$"),  # 828
+    ('pod-template/containers/quantities', 'spec.marsReplicaSpecs[*].template.spec.containers[*].resources.limits[*]', 'INVALID', "^quantities\\ must\\ match\\ the\\ regular\\ expression\\ '\\^\\(\\[\\+\\-\\]\\?\\[0\\-9\\.\\]\\+\\)\\(\\[eEinumkKMGTP\\]\\*\\[\\-\\+\\]\\?\\[0\\-9\\]\\*\\)\\$'$"),  # 829
+    ('pod-template/containers/quantities', 'spec.marsReplicaSpecs[*].template.spec.containers[*].resources.limits[*]', 'INVALID', '^must be greater than or equal to 0$'),  # 830
+    ('pod-template/containers/quantities', 'spec.marsReplicaSpecs[*].template.spec.containers[*].resources.requests[*]', 'INVALID', "^quantities\\ must\\ match\\ the\\ regular\\ expression\\ '\\^\\(\\[\\+\\-\\]\\?\\[0\\-9\\.\\]\\+\\)\\(\\[eEinumkKMGTP\\]\\*\\[\\-\\+\\]\\?\\[0\\-9\\]\\*\\)\\$'$"),  # 831
+    ('pod-template/containers/quantities', 'spec.marsReplicaSpecs[*].template.spec.containers[*].resources.requests[*]', 'INVALID', '^must be greater than or equal to 0$'),  # 832
+    ('pod-template/containers/whole-extended-resources', 'spec.marsReplicaSpecs[*].template.spec.containers[*].resources.limits[*]', 'INVALID', '^must be an integer$'),  # 833
+    ('pod-template/containers/whole-extended-resources', 'spec.marsReplicaSpecs[*].template.spec.containers[*].resources.requests[*]', 'INVALID', '^must be an integer$'),  # 834
+    ('pod-template/containers/extended-resource-limits', 'spec.marsReplicaSpecs[*].template.spec.containers[*].resources.limits[*]', 'REQUIRED', 'Limit\\ must\\ be\\ set\\ for\\ non\\ overcommitable\\ resources$'),  # 835
+    ('pod-template/containers/requests-within-limits', 'spec.marsReplicaSpecs[*].template.spec.containers[*].resources.requests[*]', 'INVALID', ' limit of '),  # 836
+    ('pod-template/initContainers/name', 'spec.marsReplicaSpecs[*].template.spec.initContainers[*].name', 'REQUIRED', '^$'),  # 837
+    ('pod-template/initContainers/name', 'spec.marsReplicaSpecs[*].template.spec.initContainers[*].name', 'INVALID', '^must be no more than 63 characters$'),  # 838
+    ('pod-template/initContainers/name', 'spec.marsReplicaSpecs[*].template.spec.initContainers[*].name', 'INVALID', "^a lowercase RFC 1123 label must consist of lower case alphanumeric characters or '-', and must start and end with an alphanumeric character \\(e\\.g\\. 'my-name',  or '123-abc', regex used for validation is '\\[a-z0-9\\]\\(\\[-a-z0-9\\]\\*\\[a-z0-9\\]\\)\\?'\\)$"),  # 839
+    ('pod-template/initContainers/image', 'spec.marsReplicaSpecs[*].template.spec.initContainers[*].image', 'REQUIRED', '^$'),  # 840
+    ('pod-template/initContainers/ports', 'spec.marsReplicaSpecs[*].template.spec.initContainers[*].ports[*].containerPort', 'REQUIRED', '^$'),  # 841
+    ('pod-template/initContainers/ports', 'spec.marsReplicaSpecs[*].template.spec.initContainers[*].ports[*].containerPort', 'INVALID', '^must be between 1 and 65535, inclusive$'),  # 842
+    ('pod-template/initContainers/ports', 'spec.marsReplicaSpecs[*].template.spec.initContainers[*].ports[*].hostPort', 'INVALID', '^must be between 1 and 65535, inclusive$'),  # 843
+    ('pod-template/initContainers/ports', 'spec.marsReplicaSpecs[*].template.spec.initContainers[*].ports[*].protocol', 'NOT_SUPPORTED', '^supported values: "TCP", "UDP", "SCTP"$'),  # 844
+    ('pod-template/initContainers/ports', 'spec.marsReplicaSpecs[*].template.spec.initContainers[*].ports[*].name', 'INVALID', '^must be no more than 15 characters$'),  # 845
+    ('pod-template/initContainers/ports', 'spec.marsReplicaSpecs[*].template.spec.initContainers[*].ports[*].name', 'INVALID', '^must contain only alpha-numeric characters \\(a-z, 0-9\\), and hyphens \\(-\\)$'),  # 846
+    ('pod-template/initContainers/ports', 'spec.marsReplicaSpecs[*].template.spec.initContainers[*].ports[*].name', 'INVALID', '^must contain at least one letter \\(a-z\\)$'),  # 847
+    ('pod-template/initContainers/ports', 'spec.marsReplicaSpecs[*].template.spec.initContainers[*].ports[*].name', 'INVALID', '^must not contain consecutive hyphens$'),  # 848
+    ('pod-template/initContainers/ports', 'spec.marsReplicaSpecs[*].template.spec.initContainers[*].ports[*].name', 'INVALID', '^must not begin or end with a hyphen$'),  # 849
+    ('pod-template/initContainers/port-names-unique', 'spec.marsReplicaSpecs[*].template.spec.initContainers[*].ports[*].name', 'DUPLICATE', ''),  # 850
+    ('pod-template/initContainers/mounts', 'spec.marsReplicaSpecs[*].template.spec.initContainers[*].volumeMounts[*].name', 'REQUIRED', '^$'),  # 851
+    ('pod-template/initContainers/mounts', 'spec.marsReplicaSpecs[*].template.spec.initContainers[*].volumeMounts[*].mountPath', 'REQUIRED', '^$'),  # 852
+    ('pod-template/initContainers/mounted-volumes', 'spec.marsReplicaSpecs[*].template.spec.initContainers[*].volumeMounts[*].name', 'NOT_FOUND', ''),  # 853
+    ('pod-template/initContainers/env', 'spec.marsReplicaSpecs[*].template.spec.initContainers[*].env[*].name', 'REQUIRED', '^$'),  # 854
+    ('pod-template/initContainers/env', 'spec.marsReplicaSpecs[*].template.spec.initContainers[*].env[*].name', 'INVALID', "^a valid environment variable name must consist only of printable ASCII characters other than '='$"),  # 855
+    ('pod-template/initContainers/quantities', 'spec.marsReplicaSpecs[*].template.spec.initContainers[*].resources.limits[*]', 'INVALID', "^quantities\\ must\\ match\\ the\\ regular\\ expression\\ '\\^\\(\\[\\+\\-\\]\\?\\[0\\-9\\.\\]\\+\\)\\(\\[eEinumkKMGTP\\]\\*\\[\\-\\+\\]\\?\\[0\\-9\\]\\*\\)\\$'$"),  # 856
+    ('pod-template/initContainers/quantities', 'spec.marsReplicaSpecs[*].template.spec.initContainers[*].resources.limits[*]', 'INVALID', '^must be greater than or equal to 0$'),  # 857
+    ('pod-template/initContainers/quantities', 'spec.marsReplicaSpecs[*].template.spec.initContainers[*].resources.requests[*]', 'INVALID', "^quantities\\ must\\ match\\ the\\ regular\\ expression\\ '\\^\\(\\[\\+\\-\\]\\?\\[0\\-9\\.\\]\\+\\)\\(\\[eEinumkKMGTP\\]\\*\\[\\-\\+\\]\\?\\[0\\-9\\]\\*\\)\\$'$"),  # 858
+    ('pod-template/initContainers/quantities', 'spec.marsReplicaSpecs[*].template.spec.initContainers[*].resources.requests[*]', 'INVALID', '^must be greater than or equal to 0$'),  # 859
+    ('pod-template/initContainers/whole-extended-resources', 'spec.marsReplicaSpecs[*].template.spec.initContainers[*].resources.limits[*]', 'INVALID', '^must be an integer$'),  # 860
+    ('pod-template/initContainers/whole-extended-resources', 'spec.marsReplicaSpecs[*].template.spec.initContainers[*].resources.requests[*]', 'INVALID', '^must be an integer$'),  # 861
+    ('pod-template/initContainers/extended-resource-limits', 'spec.marsReplicaSpecs[*].template.spec.initContainers[*].resources.limits[*]', 'REQUIRED', 'Limit\\ must\\ be\\ set\\ for\\ non\\ overcommitable\\ resources$'),  # 862
+    ('pod-template/initContainers/requests-within-limits', 'spec.marsReplicaSpecs[*].template.spec.initContainers[*].resources.requests[*]', 'INVALID', ' limit of '),  # 863
+    ('pod-template/container-names-unique', 'spec.marsReplicaSpecs[*].template.spec.containers[*].name', 'DUPLICATE', ''),  # 864
+    ('pod-template/container-names-unique', 'spec.marsReplicaSpecs[*].template.spec.initContainers[*].name', 'DUPLICATE', ''),  # 865
+    ('pod-template/volumes', 'spec.marsReplicaSpecs[*].template.spec.volumes[*].name', 'REQUIRED', '^$'),  # 866
+    ('pod-template/volumes', 'spec.marsReplicaSpecs[*].template.spec.volumes[*].name', 'INVALID', '^must be no more than 63 characters$'),  # 867
+    ('pod-template/volumes', 'spec.marsReplicaSpecs[*].template.spec.volumes[*].name', 'INVALID', "^a lowercase RFC 1123 label must consist of lower case alphanumeric characters or '-', and must start and end with an alphanumeric character \\(e\\.g\\. 'my-name',  or '123-abc', regex used for validation is '\\[a-z0-9\\]\\(\\[-a-z0-9\\]\\*\\[a-z0-9\\]\\)\\?'\\)$"),  # 868
+    ('pod-template/volume-names-unique', 'spec.marsReplicaSpecs[*].template.spec.volumes[*].name', 'DUPLICATE', ''),  # 869
+    ('pod-template/restart-policy', 'spec.marsReplicaSpecs[*].template.spec.restartPolicy', 'NOT_SUPPORTED', '^supported values: "Always", "OnFailure", "Never"$'),  # 870
+    ('pod-template/framework-container', 'spec.marsReplicaSpecs[*].template.spec.containers', 'REQUIRED', '^must\\ have\\ at\\ least\\ one\\ container\\ with\\ name\\ mars$'),  # 871
+    ('pod-template/containers', 'spec.pytorchReplicaSpecs[*].template.spec.containers', 'REQUIRED', '^must\\ have\\ at\\ least\\ one\\ container$'),  # 872
+    ('roles/master', 'spec.pytorchReplicaSpecs[Master]', 'REQUIRED', '^must be present$'),  # 873
+    ('roles/master', 'spec.pytorchReplicaSpecs[Master].replicas', 'INVALID', '^must be 1$'),  # 874
+    ('pod-template/containers', 'spec.tfReplicaSpecs[*].template.spec.containers', 'REQUIRED', '^must\\ have\\ at\\ least\\ one\\ container$'),  # 875
+    ('roles/one-leader', 'spec.tfReplicaSpecs', 'FORBIDDEN', '^must not have more than 1 Chief or Master role$'),  # 876
+    ('roles/one-leader', 'spec.tfReplicaSpecs[Chief].replicas', 'INVALID', '^must be less than or equal to 1$'),  # 877
+    ('roles/one-leader', 'spec.tfReplicaSpecs[Master].replicas', 'INVALID', '^must be less than or equal to 1$'),  # 878
+    ('replicas/types', 'spec.xdlReplicaSpecs[*]', 'NOT_SUPPORTED', ''),  # 879
+    ('replicas/types', 'spec.xdlReplicaSpecs[*]', 'DUPLICATE', ''),  # 880
+    ('pod-template/spec', 'spec.xdlReplicaSpecs[*].template.spec', 'REQUIRED', '^$'),  # 881
+    ('pod-template/containers', 'spec.xdlReplicaSpecs[*].template.spec.containers', 'REQUIRED', '^must\\ have\\ at\\ least\\ one\\ container$'),  # 882
+    ('pod-template/bounds', 'spec.xdlReplicaSpecs[*].template.spec.**', 'TOO_MANY', ''),  # 883
+    ('pod-template/containers/name', 'spec.xdlReplicaSpecs[*].template.spec.containers[*].name', 'REQUIRED', '^$'),  # 884
+    ('pod-template/containers/name', 'spec.xdlReplicaSpecs[*].template.spec.containers[*].name', 'INVALID', '^must be no more than 63 characters$'),  # 885
+    ('pod-template/containers/name', 'spec.xdlReplicaSpecs[*].template.spec.containers[*].name', 'INVALID', "^a lowercase RFC 1123 label must consist of lower case alphanumeric characters or '-', and must start and end with an alphanumeric character \\(e\\.g\\. 'my-name',  or '123-abc', regex used for validation is '\\[a-z0-9\\]\\(\\[-a-z0-9\\]\\*\\[a-z0-9\\]\\)\\?'\\)$"),  # 886
+    ('pod-template/containers/image', 'spec.xdlReplicaSpecs[*].template.spec.containers[*].image', 'REQUIRED', '^$'),  # 887
+    ('pod-template/containers/ports', 'spec.xdlReplicaSpecs[*].template.spec.containers[*].ports[*].containerPort', 'REQUIRED', '^$'),  # 888
+    ('pod-template/containers/ports', 'spec.xdlReplicaSpecs[*].template.spec.containers[*].ports[*].containerPort', 'INVALID', '^must be between 1 and 65535, inclusive$'),  # 889
+    ('pod-template/containers/ports', 'spec.xdlReplicaSpecs[*].template.spec.containers[*].ports[*].hostPort', 'INVALID', '^must be between 1 and 65535, inclusive$'),  # 890
+    ('pod-template/containers/ports', 'spec.xdlReplicaSpecs[*].template.spec.containers[*].ports[*].protocol', 'NOT_SUPPORTED', '^supported values: "TCP", "UDP", "SCTP"$'),  # 891
+    ('pod-template/containers/ports', 'spec.xdlReplicaSpecs[*].template.spec.containers[*].ports[*].name', 'INVALID', '^must be no more than 15 characters$'),  # 892
+    ('pod-template/containers/ports', 'spec.xdlReplicaSpecs[*].template.spec.containers[*].ports[*].name', 'INVALID', '^must contain only alpha-numeric characters \\(a-z, 0-9\\), and hyphens \\(-\\)$'),  # 893
+    ('pod-template/containers/ports', 'spec.xdlReplicaSpecs[*].template.spec.containers[*].ports[*].name', 'INVALID', '^must contain at least one letter \\(a-z\\)$'),  # 894
+    ('pod-template/containers/ports', 'spec.xdlReplicaSpecs[*].template.spec.containers[*].ports[*].name', 'INVALID', '^must not contain consecutive hyphens$'),  # 895
+    ('pod-template/containers/ports', 'spec.xdlReplicaSpecs[*].template.spec.containers[*].ports[*].name', 'INVALID', '^must not begin or end with a hyphen$'),  # 896
+    ('pod-template/containers/port-names-unique', 'spec.xdlReplicaSpecs[*].template.spec.containers[*].ports[*].name', 'DUPLICATE', ''),  # 897
+    ('pod-template/containers/mounts', 'spec.xdlReplicaSpecs[*].template.spec.containers[*].volumeMounts[*].name', 'REQUIRED', '^$'),  # 898
+    ('pod-template/containers/mounts', 'spec.xdlReplicaSpecs[*].template.spec.containers[*].volumeMounts[*].mountPath', 'REQUIRED', '^$'),  # 899
+    ('pod-template/containers/mounted-volumes', 'spec.xdlReplicaSpecs[*].template.spec.containers[*].volumeMounts[*].name', 'NOT_FOUND', ''),  # 900
+    ('pod-template/containers/env', 'spec.xdlReplicaSpecs[*].template.spec.containers[*].env[*].name', 'REQUIRED', '^$'),  # 901
+    ('pod-template/containers/env', 'spec.xdlReplicaSpecs[*].template.spec.containers[*].env[*].name', 'INVALID', "^a valid environment variable name must consist only of printable ASCII characters other than '='$"),  # 902
+    ('pod-template/containers/quantities', 'spec.xdlReplicaSpecs[*].template.spec.containers[*].resources.limits[*]', 'INVALID', "^quantities\\ must\\ match\\ the\\ regular\\ expression\\ '\\^\\(\\[\\+\\-\\]\\?\\[0\\-9\\.\\]\\+\\)\\(\\[eEinumkKMGTP\\]\\*\\[\\-\\+\\]\\?\\[0\\-9\\]\\*\\)\\$'$"),  # 903
+    ('pod-template/containers/quantities', 'spec.xdlReplicaSpecs[*].template.spec.containers[*].resources.limits[*]', 'INVALID', '^must be greater than or equal to 0$'),  # 904
+    ('pod-template/containers/quantities', 'spec.xdlReplicaSpecs[*].template.spec.containers[*].resources.requests[*]', 'INVALID', "^quantities\\ must\\ match\\ the\\ regular\\ expression\\ '\\^\\(\\[\\+\\-\\]\\?\\[0\\-9\\.\\]\\+\\)\\(\\[eEinumkKMGTP\\]\\*\\[\\-\\+\\]\\?\\[0\\-9\\]\\*\\)\\$'$"),  # 905
+    ('pod-template/containers/quantities', 'spec.xdlReplicaSpecs[*].template.spec.containers[*].resources.requests[*]', 'INVALID', '^must be greater than or equal to 0$'),  # 906
+    ('pod-template/containers/whole-extended-resources', 'spec.xdlReplicaSpecs[*].template.spec.containers[*].resources.limits[*]', 'INVALID', '^must be an integer$'),  # 907
+    ('pod-template/containers/whole-extended-resources', 'spec.xdlReplicaSpecs[*].template.spec.containers[*].resources.requests[*]', 'INVALID', '^must be an integer$'),  # 908
+    ('pod-template/containers/extended-resource-limits', 'spec.xdlReplicaSpecs[*].template.spec.containers[*].resources.limits[*]', 'REQUIRED', 'Limit\\ must\\ be\\ set\\ for\\ non\\ overcommitable\\ resources$'),  # 909
+    ('pod-template/containers/requests-within-limits', 'spec.xdlReplicaSpecs[*].template.spec.containers[*].resources.requests[*]', 'INVALID', ' limit of '),  # 910
+    ('pod-template/initContainers/name', 'spec.xdlReplicaSpecs[*].template.spec.initContainers[*].name', 'REQUIRED', '^$'),  # 911
+    ('pod-template/initContainers/name', 'spec.xdlReplicaSpecs[*].template.spec.initContainers[*].name', 'INVALID', '^must be no more than 63 characters$'),  # 912
+    ('pod-template/initContainers/name', 'spec.xdlReplicaSpecs[*].template.spec.initContainers[*].name', 'INVALID', "^a lowercase RFC 1123 label must consist of lower case alphanumeric characters or '-', and must start and end with an alphanumeric character \\(e\\.g\\. 'my-name',  or '123-abc', regex used for validation is '\\[a-z0-9\\]\\(\\[-a-z0-9\\]\\*\\[a-z0-9\\]\\)\\?'\\)$"),  # 913
+    ('pod-template/initContainers/image', 'spec.xdlReplicaSpecs[*].template.spec.initContainers[*].image', 'REQUIRED', '^$'),  # 914
+    ('pod-template/initContainers/ports', 'spec.xdlReplicaSpecs[*].template.spec.initContainers[*].ports[*].containerPort', 'REQUIRED', '^$'),  # 915
+    ('pod-template/initContainers/ports', 'spec.xdlReplicaSpecs[*].template.spec.initContainers[*].ports[*].containerPort', 'INVALID', '^must be between 1 and 65535, inclusive$'),  # 916
+    ('pod-template/initContainers/ports', 'spec.xdlReplicaSpecs[*].template.spec.initContainers[*].ports[*].hostPort', 'INVALID', '^must be between 1 and 65535, inclusive$'),  # 917
+    ('pod-template/initContainers/ports', 'spec.xdlReplicaSpecs[*].template.spec.initContainers[*].ports[*].protocol', 'NOT_SUPPORTED', '^supported values: "TCP", "UDP", "SCTP"$'),  # 918
+    ('pod-template/initContainers/ports', 'spec.xdlReplicaSpecs[*].template.spec.initContainers[*].ports[*].name', 'INVALID', '^must be no more than 15 characters$'),  # 919
+    ('pod-template/initContainers/ports', 'spec.xdlReplicaSpecs[*].template.spec.initContainers[*].ports[*].name', 'INVALID', '^must contain only alpha-numeric characters \\(a-z, 0-9\\), and hyphens \\(-\\)$'),  # 920
+    ('pod-template/initContainers/ports', 'spec.xdlReplicaSpecs[*].template.spec.initContainers[*].ports[*].name', 'INVALID', '^must contain at least one letter \\(a-z\\)$'),  # 921
+    ('pod-template/initContainers/ports', 'spec.xdlReplicaSpecs[*].template.spec.initContainers[*].ports[*].name', 'INVALID', '^must not contain consecutive hyphens$'),  # 922
+    ('pod-template/initContainers/ports', 'spec.xdlReplicaSpecs[*].template.spec.initContainers[*].ports[*].name', 'INVALID', '^must not begin or end with a hyphen$'),  # 923
+    ('pod-template/initContainers/port-names-unique', 'spec.xdlReplicaSpecs[*].template.spec.initContainers[*].ports[*].name', 'DUPLICATE', ''),  # 924
+    ('pod-template/initContainers/mounts', 'spec.xdlReplicaSpecs[*].template.spec.initContainers[*].volumeMounts[*].name', 'REQUIRED', '^$'),  # 925
+    ('pod-template/initContainers/mounts', 'spec.xdlReplicaSpecs[*].template.spec.initContainers[*].volumeMounts[*].mountPath', 'REQUIRED', '^$'),  # 926
+    ('pod-template/initContainers/mounted-volumes', 'spec.xdlReplicaSpecs[*].template.spec.initContainers[*].volumeMounts[*].name', 'NOT_FOUND', ''),  # 927
+    ('pod-template/initContainers/env', 'spec.xdlReplicaSpecs[*].template.spec.initContainers[*].env[*].name', 'REQUIRED', '^$'),  # 928
+    ('pod-template/initContainers/env', 'spec.xdlReplicaSpecs[*].template.spec.initContainers[*].env[*].name', 'INVALID', "^a valid environment variable name must consist only of printable ASCII characters other than '='$"),  # 929
+    ('pod-template/initContainers/quantities', 'spec.xdlReplicaSpecs[*].template.spec.initContainers[*].resources.limits[*]', 'INVALID', "^quantities\\ must\\ match\\ the\\ regular\\ expression\\ '\\^\\(\\[\\+\\-\\]\\?\\[0\\-9\\.\\]\\+\\)\\(\\[eEinumkKMGTP\\]\\*\\[\\-\\+\\]\\?\\[0\\-9\\]\\*\\)\\$'$"),  # 930
+    ('pod-template/initContainers/quantities', 'spec.xdlReplicaSpecs[*].template.spec.initContainers[*].resources.limits[*]', 'INVALID', '^must be greater than or equal to 0$'),  # 931
+    ('pod-template/initContainers/quantities', 'spec.xdlReplicaSpecs[*].template.spec.initContainers[*].resources.requests[*]', 'INVALID', "^quantities\\ must\\ match\\ the\\ regular\\ expression\\ '\\^\\(\\[\\+\\-\\]\\?\\[0\\-9\\.\\]\\+\\)\\(\\[eEinumkKMGTP\\]\\*\\[\\-\\+\\]\\?\\[0\\-9\\]\\*\\)\\$'$"),  # 932
+    ('pod-template/initContainers/quantities', 'spec.xdlReplicaSpecs[*].template.spec.initContainers[*].resources.requests[*]', 'INVALID', '^must be greater than or equal to 0$'),  # 933
+    ('pod-template/initContainers/whole-extended-resources', 'spec.xdlReplicaSpecs[*].template.spec.initContainers[*].resources.limits[*]', 'INVALID', '^must be an integer$'),  # 934
+    ('pod-template/initContainers/whole-extended-resources', 'spec.xdlReplicaSpecs[*].template.spec.initContainers[*].resources.requests[*]', 'INVALID', '^must be an integer$'),  # 935
+    ('pod-template/initContainers/extended-resource-limits', 'spec.xdlReplicaSpecs[*].template.spec.initContainers[*].resources.limits[*]', 'REQUIRED', 'Limit\\ must\\ be\\ set\\ for\\ non\\ overcommitable\\ resources$'),  # 936
+    ('pod-template/initContainers/requests-within-limits', 'spec.xdlReplicaSpecs[*].template.spec.initContainers[*].resources.requests[*]', 'INVALID', ' limit of '),  # 937
+    ('pod-template/container-names-unique', 'spec.xdlReplicaSpecs[*].template.spec.containers[*].name', 'DUPLICATE', ''),  # 938
+    ('pod-template/container-names-unique', 'spec.xdlReplicaSpecs[*].template.spec.initContainers[*].name', 'DUPLICATE', ''),  # 939
+    ('pod-template/volumes', 'spec.xdlReplicaSpecs[*].template.spec.volumes[*].name', 'REQUIRED', '^$'),  # 940
+    ('pod-template/volumes', 'spec.xdlReplicaSpecs[*].template.spec.volumes[*].name', 'INVALID', '^must be no more than 63 characters$'),  # 941
+    ('pod-template/volumes', 'spec.xdlReplicaSpecs[*].template.spec.volumes[*].name', 'INVALID', "^a lowercase RFC 1123 label must consist of lower case alphanumeric characters or '-', and must start and end with an alphanumeric character \\(e\\.g\\. 'my-name',  or '123-abc', regex used for validation is '\\[a-z0-9\\]\\(\\[-a-z0-9\\]\\*\\[a-z0-9\\]\\)\\?'\\)$"),  # 942
+    ('pod-template/volume-names-unique', 'spec.xdlReplicaSpecs[*].template.spec.volumes[*].name', 'DUPLICATE', ''),  # 943
+    ('pod-template/restart-policy', 'spec.xdlReplicaSpecs[*].template.spec.restartPolicy', 'NOT_SUPPORTED', '^supported values: "Always", "OnFailure", "Never"$'),  # 944
+    ('pod-template/framework-container', 'spec.xdlReplicaSpecs[*].template.spec.containers', 'REQUIRED', '^must\\ have\\ at\\ least\\ one\\ container\\ with\\ name\\ xdl$'),  # 945
+    ('pod-template/containers', 'spec.xgbReplicaSpecs[*].template.spec.containers', 'REQUIRED', '^must\\ have\\ at\\ least\\ one\\ container$'),  # 946
+    ('pod-template/framework-container', 'spec.xgbReplicaSpecs[*].template.spec.containers', 'REQUIRED', '^must\\ have\\ at\\ least\\ one\\ container\\ with\\ name\\ xgboostjob$'),  # 947
+    ('roles/master', 'spec.xgbReplicaSpecs[Master]', 'REQUIRED', '^must be present$'),  # 948
+    ('roles/master', 'spec.xgbReplicaSpecs[Master].replicas', 'INVALID', '^must be 1$'),  # 949
 )
 
 KIND_PRODUCES: dict[tuple[str, str, str], tuple[int, ...]] = {
     ('batch.tensorstack.dev', 'v1beta1', 'GenericJob'): (0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 20, 21, 22, 23, 24, 25, 26, 27, 28, 29, 30, 31, 32, 33, 34, 35, 36, 37, 38, 39, 40, 41, 42, 43, 44, 45, 46, 47, 48, 49, 50, 51, 52, 53, 54, 55, 56, 57, 58, 59, 60, 61, 62, 63, 64, 65, 66, 67, 68, 69, 70, 71, 72, 73, 74, 75, 76, 77, 78, 79, 80, 81, 82, 83, 84, 85, 86, 87, 88, 89, 90, 91, 92, 93, 94, 95, 96, 97, 98, 99, 100, 101, 102, 103, 104, 105, 106),
     ('batch.volcano.sh', 'v1alpha1', 'Job'): (0, 107, 108, 109, 110, 111, 112, 113, 114, 115, 116, 117, 118, 119, 120, 121, 122, 123, 124, 125, 126, 127, 128, 129, 130, 131, 132, 133, 134, 135, 136, 137, 138, 139, 140, 141, 142, 143, 144, 145, 146, 147, 148, 149, 150, 151, 152, 153, 154, 155, 156, 157, 158, 159, 160, 161, 162, 163, 164, 165, 166, 167, 168, 169, 170, 171, 172, 173, 174, 175, 176, 177, 178, 179, 180, 181, 182, 183, 184, 185, 186, 187, 188, 189, 190, 191, 192, 193, 194, 195, 196, 197, 198, 199, 200, 201, 202, 203, 204, 205, 206, 207, 208, 209, 210, 211, 212, 213, 214, 215, 216, 217, 218, 219, 220, 221, 222, 223, 224, 225, 226, 227, 228, 229, 230, 231, 232, 233, 234, 235, 236, 237, 238, 239, 240, 241, 242, 243, 244, 245, 246, 247, 248, 249, 250, 251, 252, 253, 254, 255, 256, 257, 258, 259, 98, 99, 100, 101, 102, 103, 104, 105, 106),
     ('diengine.opendilab.org', 'v2alpha1', 'DIJob'): (0, 1, 2, 3, 4, 260, 261, 262, 263, 264, 265, 266, 267, 268, 269, 215, 242, 196, 197, 198, 199, 200, 201, 202, 203, 204, 205, 206, 207, 208, 209, 210, 211, 212, 213, 214, 216, 217, 218, 219, 220, 221, 222, 223, 224, 225, 226, 227, 228, 229, 230, 231, 232, 233, 234, 235, 236, 237, 238, 239, 240, 241, 243, 244, 245, 246, 247, 248, 249, 250, 251, 252, 253, 254, 255, 256, 257, 258, 259, 98, 99, 100, 101, 102, 103, 104, 105, 106),
-    ('kubeflow.org', 'v1', 'JAXJob'): (270, 271, 272, 273, 274, 0, 1, 2, 275, 276, 277, 278, 3, 4, 279, 280, 281, 282, 283, 284, 285, 286, 287, 288, 289, 290, 291, 292, 293, 294, 295, 296, 297, 298, 299, 300, 301, 302, 303, 304, 305, 306, 307, 308, 309, 310, 311, 312, 313, 314, 315, 316, 317, 318, 319, 320, 321, 322, 323, 324, 325, 326, 327, 328, 329, 330, 331, 332, 333, 334, 335, 336, 337, 338, 339, 340, 341, 342, 343, 98, 99, 100, 101, 102, 103, 104, 105, 106),
-    ('kubeflow.org', 'v1', 'MPIJob'): (270, 271, 272, 273, 344, 345, 346, 0, 1, 2, 347, 277, 278, 3, 4, 348, 349, 350, 351, 352, 353, 354, 355, 356, 357, 358, 359, 360, 361, 362, 363, 364, 365, 366, 367, 368, 369, 370, 371, 372, 373, 374, 375, 376, 377, 378, 379, 380, 381, 382, 383, 384, 385, 386, 387, 388, 389, 390, 391, 392, 393, 394, 395, 396, 397, 398, 399, 400, 401, 402, 403, 404, 405, 406, 407, 408, 409, 410, 411, 98, 99, 100, 101, 102, 103, 104, 105, 106),
-    ('kubeflow.org', 'v1', 'PaddleJob'): (270, 271, 272, 273, 412, 413, 0, 1, 2, 414, 415, 277, 278, 3, 4, 416, 417, 418, 419, 420, 421, 422, 423, 424, 425, 426, 427, 428, 429, 430, 431, 432, 433, 434, 435, 436, 437, 438, 439, 440, 441, 442, 443, 444, 445, 446, 447, 448, 449, 450, 451, 452, 453, 454, 455, 456, 457, 458, 459, 460, 461, 462, 463, 464, 465, 466, 467, 468, 469, 470, 471, 472, 473, 474, 475, 476, 477, 478, 479, 480, 98, 99, 100, 101, 102, 103, 104, 105, 106),
-    ('kubeflow.org', 'v1', 'PyTorchJob'): (270, 271, 272, 273, 481, 482, 483, 484, 485, 0, 1, 2, 486, 487, 277, 278, 3, 4, 488, 489, 490, 491, 492, 493, 494, 495, 496, 497, 498, 499, 500, 501, 502, 503, 504, 505, 506, 507, 508, 509, 510, 511, 512, 513, 514, 515, 516, 517, 518, 519, 520, 521, 522, 523, 524, 525, 526, 527, 528, 529, 530, 531, 532, 533, 534, 535, 536, 537, 538, 539, 540, 541, 542, 543, 544, 545, 546, 547, 548, 549, 550, 551, 552, 98, 99, 100, 101, 102, 103, 104, 105, 106),
-    ('kubeflow.org', 'v1', 'TFJob'): (270, 271, 272, 273, 553, 554, 0, 1, 2, 555, 556, 277, 278, 3, 4, 557, 558, 559, 560, 561, 562, 563, 564, 565, 566, 567, 568, 569, 570, 571, 572, 573, 574, 575, 576, 577, 578, 579, 580, 581, 582, 583, 584, 585, 586, 587, 588, 589, 590, 591, 592, 593, 594, 595, 596, 597, 598, 599, 600, 601, 602, 603, 604, 605, 606, 607, 608, 609, 610, 611, 612, 613, 614, 615, 616, 617, 618, 619, 620, 621, 98, 99, 100, 101, 102, 103, 104, 105, 106),
-    ('kubeflow.org', 'v1', 'XGBoostJob'): (270, 271, 272, 273, 622, 623, 624, 0, 1, 2, 625, 626, 277, 278, 3, 4, 627, 628, 629, 630, 631, 632, 633, 634, 635, 636, 637, 638, 639, 640, 641, 642, 643, 644, 645, 646, 647, 648, 649, 650, 651, 652, 653, 654, 655, 656, 657, 658, 659, 660, 661, 662, 663, 664, 665, 666, 667, 668, 669, 670, 671, 672, 673, 674, 675, 676, 677, 678, 679, 680, 681, 682, 683, 684, 685, 686, 687, 688, 689, 690, 691, 98, 99, 100, 101, 102, 103, 104, 105, 106),
-    ('mxnet.mlkube.io', 'v1beta1', 'MxJob'): (0, 1, 2, 3, 4, 692, 693, 694, 695, 696, 697, 34, 35, 36, 37, 38, 39, 40, 41, 42, 43, 44, 45, 46, 47, 48, 49, 50, 51, 52, 53, 54, 55, 56, 57, 58, 59, 60, 61, 62, 63, 64, 65, 66, 67, 68, 69, 70, 71, 72, 73, 74, 75, 76, 77, 78, 79, 80, 81, 82, 83, 84, 85, 86, 87, 88, 89, 90, 91, 92, 93, 94, 95, 96, 97, 98, 99, 100, 101, 102, 103, 104, 105, 106),
-    ('training.kubedl.io', 'v1alpha1', 'MPIJob'): (0, 1, 2, 347, 698, 699, 700, 278, 3, 4, 348, 701, 350, 351, 352, 353, 354, 355, 356, 357, 358, 359, 360, 361, 362, 363, 364, 365, 366, 367, 368, 369, 370, 371, 372, 373, 374, 375, 376, 377, 378, 379, 380, 381, 382, 383, 384, 385, 386, 387, 388, 389, 390, 391, 392, 393, 394, 395, 396, 397, 398, 399, 400, 401, 402, 403, 404, 405, 406, 407, 408, 409, 410, 411, 702, 703, 98, 99, 100, 101, 102, 103, 104, 105, 106),
-    ('training.kubedl.io', 'v1alpha1', 'MarsJob'): (0, 1, 2, 704, 705, 699, 278, 3, 4, 706, 707, 708, 709, 710, 711, 712, 713, 714, 715, 716, 717, 718, 719, 720, 721, 722, 723, 724, 725, 726, 727, 728, 729, 730, 731, 732, 733, 734, 735, 736, 737, 738, 739, 740, 741, 742, 743, 744, 745, 746, 747, 748, 749, 750, 751, 752, 753, 754, 755, 756, 757, 758, 759, 760, 761, 762, 763, 764, 765, 766, 767, 768, 769, 770, 98, 99, 100, 101, 102, 103, 104, 105, 106),
-    ('training.kubedl.io', 'v1alpha1', 'PyTorchJob'): (0, 1, 2, 486, 487, 699, 278, 3, 4, 488, 771, 490, 491, 492, 493, 494, 495, 496, 497, 498, 499, 500, 501, 502, 503, 504, 505, 506, 507, 508, 509, 510, 511, 512, 513, 514, 515, 516, 517, 518, 519, 520, 521, 522, 523, 524, 525, 526, 527, 528, 529, 530, 531, 532, 533, 534, 535, 536, 537, 538, 539, 540, 541, 542, 543, 544, 545, 546, 547, 548, 549, 550, 551, 552, 772, 773, 98, 99, 100, 101, 102, 103, 104, 105, 106),
-    ('training.kubedl.io', 'v1alpha1', 'TFJob'): (0, 1, 2, 555, 556, 699, 278, 3, 4, 557, 774, 559, 560, 561, 562, 563, 564, 565, 566, 567, 568, 569, 570, 571, 572, 573, 574, 575, 576, 577, 578, 579, 580, 581, 582, 583, 584, 585, 586, 587, 588, 589, 590, 591, 592, 593, 594, 595, 596, 597, 598, 599, 600, 601, 602, 603, 604, 605, 606, 607, 608, 609, 610, 611, 612, 613, 614, 615, 616, 617, 618, 619, 620, 621, 775, 776, 777, 98, 99, 100, 101, 102, 103, 104, 105, 106),
-    ('training.kubedl.io', 'v1alpha1', 'XDLJob'): (0, 1, 2, 778, 779, 699, 278, 3, 4, 780, 781, 782, 783, 784, 785, 786, 787, 788, 789, 790, 791, 792, 793, 794, 795, 796, 797, 798, 799, 800, 801, 802, 803, 804, 805, 806, 807, 808, 809, 810, 811, 812, 813, 814, 815, 816, 817, 818, 819, 820, 821, 822, 823, 824, 825, 826, 827, 828, 829, 830, 831, 832, 833, 834, 835, 836, 837, 838, 839, 840, 841, 842, 843, 844, 98, 99, 100, 101, 102, 103, 104, 105, 106),
-    ('training.kubedl.io', 'v1alpha1', 'XGBoostJob'): (0, 1, 2, 625, 626, 699, 278, 3, 4, 627, 845, 629, 630, 631, 632, 633, 634, 635, 636, 637, 638, 639, 640, 641, 642, 643, 644, 645, 646, 647, 648, 649, 650, 651, 652, 653, 654, 655, 656, 657, 658, 659, 660, 661, 662, 663, 664, 665, 666, 667, 668, 669, 670, 671, 672, 673, 674, 675, 676, 677, 678, 679, 680, 681, 682, 683, 684, 685, 686, 687, 688, 689, 690, 846, 847, 848, 98, 99, 100, 101, 102, 103, 104, 105, 106),
+    ('jobset.x-k8s.io', 'v1alpha2', 'JobSet'): (270, 271, 272, 273, 274, 275, 276, 277, 278, 279, 280, 281, 282, 283, 284, 285, 286, 287, 288, 289, 290, 291, 292, 293, 294, 295, 296, 297, 298, 299, 300, 301, 302, 303, 304, 305, 306, 307, 308, 309, 310, 311, 312, 313, 314, 315, 316, 317, 318, 319, 320, 321, 322, 323, 324, 325, 326, 327, 328, 329, 330, 331, 332, 333, 334, 335, 336, 337, 338, 339, 340, 341, 342, 343, 344, 345, 346, 347, 348, 349, 350, 351, 352, 353, 354, 355, 356, 357, 358, 359, 360, 361, 362, 363, 364, 365, 366, 367, 368, 369, 370, 98, 99, 100, 101, 102, 103, 104, 105, 106),
+    ('kubeflow.org', 'v1', 'JAXJob'): (371, 372, 373, 374, 375, 0, 1, 2, 376, 377, 378, 379, 3, 4, 380, 381, 382, 383, 384, 385, 386, 387, 388, 389, 390, 391, 392, 393, 394, 395, 396, 397, 398, 399, 400, 401, 402, 403, 404, 405, 406, 407, 408, 409, 410, 411, 412, 413, 414, 415, 416, 417, 418, 419, 420, 421, 422, 423, 424, 425, 426, 427, 428, 429, 430, 431, 432, 433, 434, 435, 436, 437, 438, 439, 440, 441, 442, 443, 444, 98, 99, 100, 101, 102, 103, 104, 105, 106),
+    ('kubeflow.org', 'v1', 'MPIJob'): (371, 372, 373, 374, 445, 446, 447, 0, 1, 2, 448, 378, 379, 3, 4, 449, 450, 451, 452, 453, 454, 455, 456, 457, 458, 459, 460, 461, 462, 463, 464, 465, 466, 467, 468, 469, 470, 471, 472, 473, 474, 475, 476, 477, 478, 479, 480, 481, 482, 483, 484, 485, 486, 487, 488, 489, 490, 491, 492, 493, 494, 495, 496, 497, 498, 499, 500, 501, 502, 503, 504, 505, 506, 507, 508, 509, 510, 511, 512, 98, 99, 100, 101, 102, 103, 104, 105, 106),
+    ('kubeflow.org', 'v1', 'PaddleJob'): (371, 372, 373, 374, 513, 514, 0, 1, 2, 515, 516, 378, 379, 3, 4, 517, 518, 519, 520, 521, 522, 523, 524, 525, 526, 527, 528, 529, 530, 531, 532, 533, 534, 535, 536, 537, 538, 539, 540, 541, 542, 543, 544, 545, 546, 547, 548, 549, 550, 551, 552, 553, 554, 555, 556, 557, 558, 559, 560, 561, 562, 563, 564, 565, 566, 567, 568, 569, 570, 571, 572, 573, 574, 575, 576, 577, 578, 579, 580, 581, 98, 99, 100, 101, 102, 103, 104, 105, 106),
+    ('kubeflow.org', 'v1', 'PyTorchJob'): (371, 372, 373, 374, 582, 583, 584, 585, 586, 0, 1, 2, 587, 588, 378, 379, 3, 4, 589, 590, 591, 592, 593, 594, 595, 596, 597, 598, 599, 600, 601, 602, 603, 604, 605, 606, 607, 608, 609, 610, 611, 612, 613, 614, 615, 616, 617, 618, 619, 620, 621, 622, 623, 624, 625, 626, 627, 628, 629, 630, 631, 632, 633, 634, 635, 636, 637, 638, 639, 640, 641, 642, 643, 644, 645, 646, 647, 648, 649, 650, 651, 652, 653, 98, 99, 100, 101, 102, 103, 104, 105, 106),
+    ('kubeflow.org', 'v1', 'TFJob'): (371, 372, 373, 374, 654, 655, 0, 1, 2, 656, 657, 378, 379, 3, 4, 658, 659, 660, 661, 662, 663, 664, 665, 666, 667, 668, 669, 670, 671, 672, 673, 674, 675, 676, 677, 678, 679, 680, 681, 682, 683, 684, 685, 686, 687, 688, 689, 690, 691, 692, 693, 694, 695, 696, 697, 698, 699, 700, 701, 702, 703, 704, 705, 706, 707, 708, 709, 710, 711, 712, 713, 714, 715, 716, 717, 718, 719, 720, 721, 722, 98, 99, 100, 101, 102, 103, 104, 105, 106),
+    ('kubeflow.org', 'v1', 'XGBoostJob'): (371, 372, 373, 374, 723, 724, 725, 0, 1, 2, 726, 727, 378, 379, 3, 4, 728, 729, 730, 731, 732, 733, 734, 735, 736, 737, 738, 739, 740, 741, 742, 743, 744, 745, 746, 747, 748, 749, 750, 751, 752, 753, 754, 755, 756, 757, 758, 759, 760, 761, 762, 763, 764, 765, 766, 767, 768, 769, 770, 771, 772, 773, 774, 775, 776, 777, 778, 779, 780, 781, 782, 783, 784, 785, 786, 787, 788, 789, 790, 791, 792, 98, 99, 100, 101, 102, 103, 104, 105, 106),
+    ('mxnet.mlkube.io', 'v1beta1', 'MxJob'): (0, 1, 2, 3, 4, 793, 794, 795, 796, 797, 798, 34, 35, 36, 37, 38, 39, 40, 41, 42, 43, 44, 45, 46, 47, 48, 49, 50, 51, 52, 53, 54, 55, 56, 57, 58, 59, 60, 61, 62, 63, 64, 65, 66, 67, 68, 69, 70, 71, 72, 73, 74, 75, 76, 77, 78, 79, 80, 81, 82, 83, 84, 85, 86, 87, 88, 89, 90, 91, 92, 93, 94, 95, 96, 97, 98, 99, 100, 101, 102, 103, 104, 105, 106),
+    ('training.kubedl.io', 'v1alpha1', 'MPIJob'): (0, 1, 2, 448, 799, 800, 801, 379, 3, 4, 449, 802, 451, 452, 453, 454, 455, 456, 457, 458, 459, 460, 461, 462, 463, 464, 465, 466, 467, 468, 469, 470, 471, 472, 473, 474, 475, 476, 477, 478, 479, 480, 481, 482, 483, 484, 485, 486, 487, 488, 489, 490, 491, 492, 493, 494, 495, 496, 497, 498, 499, 500, 501, 502, 503, 504, 505, 506, 507, 508, 509, 510, 511, 512, 803, 804, 98, 99, 100, 101, 102, 103, 104, 105, 106),
+    ('training.kubedl.io', 'v1alpha1', 'MarsJob'): (0, 1, 2, 805, 806, 800, 379, 3, 4, 807, 808, 809, 810, 811, 812, 813, 814, 815, 816, 817, 818, 819, 820, 821, 822, 823, 824, 825, 826, 827, 828, 829, 830, 831, 832, 833, 834, 835, 836, 837, 838, 839, 840, 841, 842, 843, 844, 845, 846, 847, 848, 849, 850, 851, 852, 853, 854, 855, 856, 857, 858, 859, 860, 861, 862, 863, 864, 865, 866, 867, 868, 869, 870, 871, 98, 99, 100, 101, 102, 103, 104, 105, 106),
+    ('training.kubedl.io', 'v1alpha1', 'PyTorchJob'): (0, 1, 2, 587, 588, 800, 379, 3, 4, 589, 872, 591, 592, 593, 594, 595, 596, 597, 598, 599, 600, 601, 602, 603, 604, 605, 606, 607, 608, 609, 610, 611, 612, 613, 614, 615, 616, 617, 618, 619, 620, 621, 622, 623, 624, 625, 626, 627, 628, 629, 630, 631, 632, 633, 634, 635, 636, 637, 638, 639, 640, 641, 642, 643, 644, 645, 646, 647, 648, 649, 650, 651, 652, 653, 873, 874, 98, 99, 100, 101, 102, 103, 104, 105, 106),
+    ('training.kubedl.io', 'v1alpha1', 'TFJob'): (0, 1, 2, 656, 657, 800, 379, 3, 4, 658, 875, 660, 661, 662, 663, 664, 665, 666, 667, 668, 669, 670, 671, 672, 673, 674, 675, 676, 677, 678, 679, 680, 681, 682, 683, 684, 685, 686, 687, 688, 689, 690, 691, 692, 693, 694, 695, 696, 697, 698, 699, 700, 701, 702, 703, 704, 705, 706, 707, 708, 709, 710, 711, 712, 713, 714, 715, 716, 717, 718, 719, 720, 721, 722, 876, 877, 878, 98, 99, 100, 101, 102, 103, 104, 105, 106),
+    ('training.kubedl.io', 'v1alpha1', 'XDLJob'): (0, 1, 2, 879, 880, 800, 379, 3, 4, 881, 882, 883, 884, 885, 886, 887, 888, 889, 890, 891, 892, 893, 894, 895, 896, 897, 898, 899, 900, 901, 902, 903, 904, 905, 906, 907, 908, 909, 910, 911, 912, 913, 914, 915, 916, 917, 918, 919, 920, 921, 922, 923, 924, 925, 926, 927, 928, 929, 930, 931, 932, 933, 934, 935, 936, 937, 938, 939, 940, 941, 942, 943, 944, 945, 98, 99, 100, 101, 102, 103, 104, 105, 106),
+    ('training.kubedl.io', 'v1alpha1', 'XGBoostJob'): (0, 1, 2, 726, 727, 800, 379, 3, 4, 728, 946, 730, 731, 732, 733, 734, 735, 736, 737, 738, 739, 740, 741, 742, 743, 744, 745, 746, 747, 748, 749, 750, 751, 752, 753, 754, 755, 756, 757, 758, 759, 760, 761, 762, 763, 764, 765, 766, 767, 768, 769, 770, 771, 772, 773, 774, 775, 776, 777, 778, 779, 780, 781, 782, 783, 784, 785, 786, 787, 788, 789, 790, 791, 947, 948, 949, 98, 99, 100, 101, 102, 103, 104, 105, 106),
 }

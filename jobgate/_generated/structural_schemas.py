@@ -92,6 +92,387 @@ def _families_diengine_models_DIJobSpec() -> dict[str, object]:
     }
 
 
+def _families_jobset_models_JobSetSpec() -> dict[str, object]:
+    return {
+     "description": "Desired state of a JobSet.",
+     "properties": {
+      "coordinator": {
+       "description": "The coordinator pod.",
+       "properties": {
+        "jobIndex": {
+         "description": "Index of its Job.",
+         "type": "integer"
+        },
+        "podIndex": {
+         "description": "Completion index of the pod in that Job.",
+         "type": "integer"
+        },
+        "replicatedJob": {
+         "description": "The replicated job of the coordinator pod.",
+         "type": "string"
+        }
+       },
+       "required": [
+        "replicatedJob"
+       ],
+       "type": "object"
+      },
+      "failurePolicy": {
+       "description": "Failure and restart policy; immutable.",
+       "properties": {
+        "maxRestarts": {
+         "description": "Restarts before the JobSet is failed.",
+         "format": "int32",
+         "maximum": 2147483647,
+         "minimum": -2147483648,
+         "type": "integer"
+        },
+        "restartStrategy": {
+         "description": "Recreate (default, JobSet's CRD), BlockingRecreate or InPlaceRestart (feature gate).",
+         "enum": [
+          "Recreate",
+          "BlockingRecreate",
+          "InPlaceRestart"
+         ],
+         "type": "string"
+        },
+        "rules": {
+         "description": "Rules evaluated in order; the first match acts.",
+         "items": {
+          "description": "An action for Job failures that match the rule.",
+          "properties": {
+           "action": {
+            "description": "What JobSet does when the rule matches.",
+            "enum": [
+             "FailJobSet",
+             "RestartJobSet",
+             "RestartJobSetAndIgnoreMaxRestarts",
+             "RestartJob",
+             "RestartJobAndIgnoreMaxRestarts"
+            ],
+            "type": "string"
+           },
+           "name": {
+            "description": "Name of the rule; defaulted to failurePolicyRule<index> by JobSet's webhook.",
+            "type": "string"
+           },
+           "onJobFailureMessagePatterns": {
+            "description": "Regexes of failure messages it matches.",
+            "items": {
+             "type": "string"
+            },
+            "type": "array"
+           },
+           "onJobFailureReasons": {
+            "description": "Job failure reasons the rule matches.",
+            "items": {
+             "type": "string"
+            },
+            "type": "array"
+           },
+           "targetReplicatedJobs": {
+            "description": "Replicated jobs the rule applies to.",
+            "items": {
+             "type": "string"
+            },
+            "type": "array"
+           }
+          },
+          "required": [
+           "name",
+           "action"
+          ],
+          "type": "object"
+         },
+         "type": "array"
+        }
+       },
+       "type": "object"
+      },
+      "managedBy": {
+       "description": "The controller of the JobSet: jobset.sigs.k8s.io/jobset-controller when unset, or any domain-prefixed path of at most 63 characters (kueue.x-k8s.io/multikueue). Immutable.",
+       "type": "string"
+      },
+      "network": {
+       "description": "Networking of the JobSet's pods; immutable.",
+       "properties": {
+        "enableDNSHostnames": {
+         "description": "Pods reachable by hostname. Defaults to true.",
+         "type": "boolean"
+        },
+        "publishNotReadyAddresses": {
+         "description": "Publish pods' DNS records before they are ready. Defaults to true.",
+         "type": "boolean"
+        },
+        "subdomain": {
+         "description": "The headless service's name. Defaults to the JobSet's name.",
+         "type": "string"
+        }
+       },
+       "type": "object"
+      },
+      "replicatedJobs": {
+       "description": "The groups of Jobs, by name.",
+       "items": {
+        "description": "A group of identical Jobs.",
+        "properties": {
+         "dependsOn": {
+          "description": "Replicated jobs this one starts after; immutable (JobSet's CRD rule).",
+          "items": {
+           "description": "A replicated job this one waits for.",
+           "properties": {
+            "name": {
+             "description": "An earlier replicated job.",
+             "type": "string"
+            },
+            "status": {
+             "description": "Ready (its pods are ready) or Complete (its Jobs completed).",
+             "enum": [
+              "Ready",
+              "Complete"
+             ],
+             "type": "string"
+            }
+           },
+           "required": [
+            "name",
+            "status"
+           ],
+           "type": "object"
+          },
+          "maxItems": 5,
+          "type": "array"
+         },
+         "groupName": {
+          "description": "Group of the replicated job (a DNS-1035 label). Defaults to default (JobSet's CRD).",
+          "type": "string"
+         },
+         "name": {
+          "description": "Name of the replicated job; its Jobs are <jobset>-<name>-<index>.",
+          "type": "string"
+         },
+         "replicas": {
+          "description": "Number of Jobs. Defaults to 1 (JobSet's CRD).",
+          "format": "int32",
+          "maximum": 2147483647,
+          "minimum": -2147483648,
+          "type": "integer"
+         },
+         "template": {
+          "description": "The Job template (batch/v1).",
+          "properties": {
+           "metadata": {
+            "description": "Labels and annotations of the Jobs.",
+            "type": "object",
+            "x-kubernetes-preserve-unknown-fields": True
+           },
+           "spec": {
+            "description": "The Jobs' spec.",
+            "properties": {
+             "activeDeadlineSeconds": {
+              "description": "Seconds the Job may run before it is failed.",
+              "format": "int64",
+              "type": "integer"
+             },
+             "backoffLimit": {
+              "description": "Pod failures before the Job is failed. Defaults to 6.",
+              "format": "int32",
+              "maximum": 2147483647,
+              "minimum": -2147483648,
+              "type": "integer"
+             },
+             "backoffLimitPerIndex": {
+              "description": "Pod failures per index (Indexed Jobs).",
+              "format": "int32",
+              "maximum": 2147483647,
+              "minimum": -2147483648,
+              "type": "integer"
+             },
+             "completionMode": {
+              "description": "NonIndexed or Indexed; JobSet's webhook defaults it to Indexed.",
+              "enum": [
+               "NonIndexed",
+               "Indexed"
+              ],
+              "type": "string"
+             },
+             "completions": {
+              "description": "Successful pods the Job needs (Indexed: its completion indexes). Defaults to parallelism.",
+              "format": "int32",
+              "maximum": 2147483647,
+              "minimum": -2147483648,
+              "type": "integer"
+             },
+             "managedBy": {
+              "description": "The controller of the Job (batch/v1).",
+              "type": "string"
+             },
+             "manualSelector": {
+              "description": "Whether the selector is the user's.",
+              "type": "boolean"
+             },
+             "maxFailedIndexes": {
+              "description": "Failed indexes before the Job is failed.",
+              "format": "int32",
+              "maximum": 2147483647,
+              "minimum": -2147483648,
+              "type": "integer"
+             },
+             "parallelism": {
+              "description": "Pods the Job runs at once. Defaults to 1.",
+              "format": "int32",
+              "maximum": 2147483647,
+              "minimum": -2147483648,
+              "type": "integer"
+             },
+             "podFailurePolicy": {
+              "description": "How pod failures count (batch/v1 PodFailurePolicy).",
+              "type": "object",
+              "x-kubernetes-preserve-unknown-fields": True
+             },
+             "podReplacementPolicy": {
+              "description": "When a failed pod is replaced: TerminatingOrFailed or Failed.",
+              "enum": [
+               "TerminatingOrFailed",
+               "Failed"
+              ],
+              "type": "string"
+             },
+             "selector": {
+              "description": "Label selector of the Job's pods (generated unless manual).",
+              "type": "object",
+              "x-kubernetes-preserve-unknown-fields": True
+             },
+             "successPolicy": {
+              "description": "When an Indexed Job succeeds (batch/v1 SuccessPolicy).",
+              "type": "object",
+              "x-kubernetes-preserve-unknown-fields": True
+             },
+             "suspend": {
+              "description": "Whether the Job is suspended (JobSet sets it).",
+              "type": "boolean"
+             },
+             "template": {
+              "description": "Pod template (a core/v1 PodTemplateSpec) for the pods of this replica type. Its restartPolicy is overridden by the replica's restartPolicy.",
+              "type": "object",
+              "x-kubernetes-preserve-unknown-fields": True
+             },
+             "ttlSecondsAfterFinished": {
+              "description": "Seconds after the Job finished before deletion.",
+              "format": "int32",
+              "maximum": 2147483647,
+              "minimum": -2147483648,
+              "type": "integer"
+             }
+            },
+            "required": [
+             "template"
+            ],
+            "type": "object"
+           }
+          },
+          "type": "object"
+         }
+        },
+        "required": [
+         "name",
+         "template"
+        ],
+        "type": "object"
+       },
+       "type": "array"
+      },
+      "startupPolicy": {
+       "description": "Defaults to AnyOrder; immutable.",
+       "properties": {
+        "startupPolicyOrder": {
+         "description": "AnyOrder or InOrder.",
+         "enum": [
+          "AnyOrder",
+          "InOrder"
+         ],
+         "type": "string"
+        }
+       },
+       "required": [
+        "startupPolicyOrder"
+       ],
+       "type": "object"
+      },
+      "successPolicy": {
+       "description": "Defaults to operator All; immutable.",
+       "properties": {
+        "operator": {
+         "description": "All: every targeted Job succeeded; Any: one did.",
+         "enum": [
+          "All",
+          "Any"
+         ],
+         "type": "string"
+        },
+        "targetReplicatedJobs": {
+         "description": "Replicated jobs counted (default: all).",
+         "items": {
+          "type": "string"
+         },
+         "type": "array"
+        }
+       },
+       "required": [
+        "operator"
+       ],
+       "type": "object"
+      },
+      "suspend": {
+       "description": "Suspends the JobSet's Jobs (Kueue sets it).",
+       "type": "boolean"
+      },
+      "ttlSecondsAfterFinished": {
+       "description": "Seconds after the JobSet finished before it is deleted.",
+       "format": "int32",
+       "maximum": 2147483647,
+       "minimum": 0,
+       "type": "integer"
+      },
+      "volumeClaimPolicies": {
+       "description": "Claims shared by the pods; immutable.",
+       "items": {
+        "description": "PersistentVolumeClaims JobSet creates for the JobSet's pods.",
+        "properties": {
+         "retentionPolicy": {
+          "description": "Defaults to whenDeleted: Delete.",
+          "properties": {
+           "whenDeleted": {
+            "description": "Delete (default) or Retain.",
+            "enum": [
+             "Delete",
+             "Retain"
+            ],
+            "type": "string"
+           }
+          },
+          "type": "object"
+         },
+         "templates": {
+          "description": "PVC templates (core/v1).",
+          "items": {
+           "type": "object",
+           "x-kubernetes-preserve-unknown-fields": True
+          },
+          "maxItems": 50,
+          "type": "array"
+         }
+        },
+        "type": "object"
+       },
+       "maxItems": 50,
+       "type": "array"
+      }
+     },
+     "type": "object"
+    }
+
+
 def _families_kubedl_models_MPIJobSpec() -> dict[str, object]:
     return {
      "description": "Desired state of an MPI training job.",
@@ -2458,6 +2839,7 @@ def _families_volcano_models_VolcanoJobSpec() -> dict[str, object]:
 
 SCHEMAS = {
     "jobgate.families.diengine.models:DIJobSpec": _families_diengine_models_DIJobSpec,
+    "jobgate.families.jobset.models:JobSetSpec": _families_jobset_models_JobSetSpec,
     "jobgate.families.kubedl.models:MPIJobSpec": _families_kubedl_models_MPIJobSpec,
     "jobgate.families.kubedl.models:MarsJobSpec": _families_kubedl_models_MarsJobSpec,
     "jobgate.families.kubedl.models:PyTorchJobSpec": _families_kubedl_models_PyTorchJobSpec,

@@ -172,11 +172,21 @@ def _cluster_views(args: argparse.Namespace | QuickArguments) -> tuple[ClusterVi
     namespaces_path = getattr(args, "namespaces", None)
     namespace = getattr(args, "namespace", None)
     cluster_paths = getattr(args, "cluster_objects", None)
-    if queues_path is None and not policy_paths and namespaces_path is None and namespace is None and not cluster_paths:
+    jobset_gates = getattr(args, "jobset_feature_gates", None)
+    if (
+        queues_path is None
+        and not policy_paths
+        and namespaces_path is None
+        and namespace is None
+        and not cluster_paths
+        and jobset_gates is None
+    ):
         return None, True
     from jobgate.engine.views import ClusterViews
 
     views = ClusterViews(default_namespace=namespace or "default")
+    if jobset_gates is not None:
+        views.feature_gates = jobset_gates
     routed = None
     if cluster_paths:
         routed = _load_cluster_objects(cluster_paths)

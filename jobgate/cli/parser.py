@@ -70,6 +70,29 @@ def _add_cluster_flags(parser: argparse.ArgumentParser, default: object = None) 
         "given again",
     )
     _add_now_flag(parser, default)
+    _add_jobset_gates_flag(parser, default)
+
+
+def _jobset_gates(text: str) -> frozenset[str]:
+    import argparse
+
+    from jobgate.families.jobset.rules.gates import parse_gates
+
+    try:
+        return parse_gates(text)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+
+
+def _add_jobset_gates_flag(parser: argparse.ArgumentParser, default: object = None) -> None:
+    parser.add_argument(
+        "--jobset-feature-gates",
+        metavar="LIST",
+        type=_jobset_gates,
+        default=default,
+        help="JobSet's feature gates, as its controller's --feature-gates (e.g. InPlaceRestart=true,RestartJob=true,"
+        "ElasticJobSet=true; default: all off, as JobSet v0.12.0): the JobSet rules behind a gate follow it",
+    )
 
 
 def _now_argument(text: str) -> object:
@@ -221,6 +244,7 @@ def _webhook_arguments(webhook: argparse.ArgumentParser) -> None:
         "the platform policies and the namespaces' labels",
     )
     _add_families_flag(webhook, "kinds of other families are admitted without checks")
+    _add_jobset_gates_flag(webhook)
     webhook.set_defaults(handler=_webhook)
 
 

@@ -30,6 +30,8 @@ def _webhook(args: argparse.Namespace) -> int:
         shutdown_timeout=args.shutdown_timeout,
         shutdown_delay=args.shutdown_delay,
     )
+    if args.jobset_feature_gates is not None:
+        server.state.views.feature_gates = args.jobset_feature_gates
     start_queue_check(args.kubeconfig, server.state.views)
     from jobgate.webhook.policies import PolicyEnforcement
     from jobgate.webhook.queues import in_cluster

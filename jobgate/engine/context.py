@@ -35,6 +35,7 @@ class ReviewContext:
         "devices",
         "dry_run",
         "exceptions",
+        "feature_gates",
         "groups",
         "namespace",
         "namespace_labels",
@@ -62,6 +63,7 @@ class ReviewContext:
         namespace_labels_known: bool = True,
         queue_objects: Any = None,
         exceptions: Any = None,
+        feature_gates: frozenset[str] = frozenset(),
     ) -> None:
         self.operation = operation
         self.namespace = namespace
@@ -87,6 +89,9 @@ class ReviewContext:
         # TrainingJobPolicyExceptions in force (jobgate.policy.exceptions.ExceptionSnapshot or the
         # webhook's cache); None: none are known, nothing is waived.
         self.exceptions = exceptions
+        # The peers' feature gates this transport was started with (``--jobset-feature-gates``): the
+        # enabled ones' names, read by the rules a peer puts behind a gate.
+        self.feature_gates = feature_gates
         self.skipped: set[str] = set()
 
     def __repr__(self) -> str:
@@ -121,4 +126,5 @@ def context_for(
         devices=views.devices,
         queue_objects=views.queue_objects,
         exceptions=views.exceptions,
+        feature_gates=views.feature_gates,
     )

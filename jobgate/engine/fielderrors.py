@@ -52,6 +52,9 @@ class ErrorType(Enum):
     NOT_FOUND = ("Not found", "FieldValueNotFound")
     TOO_LONG = ("Too long", "FieldValueTooLong")
     TOO_MANY = ("Too many", "FieldValueTooMany")
+    # A plain error of a peer's webhook that controller-runtime wraps as field.InternalError(nil, err)
+    # (JobSet's): no field, shown as the apiserver shows it (``<nil>: Internal error: ...``).
+    INTERNAL = ("Internal error", "InternalError")
 
     @property
     def text(self) -> str:
@@ -64,7 +67,7 @@ class ErrorType(Enum):
 
 _OMITTED: Any = object()
 # Types whose message shows no value, as in k8s.io/apimachinery field.Error.ErrorBody.
-_VALUELESS = {ErrorType.REQUIRED, ErrorType.FORBIDDEN, ErrorType.TOO_LONG}
+_VALUELESS = {ErrorType.REQUIRED, ErrorType.FORBIDDEN, ErrorType.TOO_LONG, ErrorType.INTERNAL}
 
 
 def format_value(value: Any) -> str:

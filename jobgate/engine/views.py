@@ -163,7 +163,7 @@ class ClusterViews:
     as its caches sync; each review copies what it needs into its ``ReviewContext``.
     """
 
-    __slots__ = ("default_namespace", "devices", "exceptions", "policies", "queue_objects", "queues")
+    __slots__ = ("default_namespace", "devices", "exceptions", "feature_gates", "policies", "queue_objects", "queues")
 
     def __init__(
         self,
@@ -182,3 +182,5 @@ class ClusterViews:
         self.exceptions: Any = None
         # The namespace of a job that names none (offline: kubectl's, ``--namespace``).
         self.default_namespace = default_namespace
+        # The enabled feature gates of the peers' webhooks (``--jobset-feature-gates``).
+        self.feature_gates: frozenset[str] = frozenset()

@@ -27,6 +27,7 @@ from jobgate.forms.base import Declarations
 from jobgate.forms.python_text import DECLARED_TABLE, declared_module_text
 from jobgate.forms.scopes import SCOPED_TABLE, Scope, scoped_module_text
 from jobgate.generate.cel.generate import family_declarations, mutating_policy, validating_policy, with_rules
+from jobgate.generate.overlays import overlay_files
 from jobgate.generate.rule_ids import RULE_ID_TABLE, rule_ids_text
 from jobgate.generate.schemas import SCHEMA_TABLE, schema_table_text
 from jobgate.policy.crds import policy_crds
@@ -436,6 +437,7 @@ def generated_files() -> dict[str, str]:
     files.update(policy_vap_files(kinds))
     files.update(policy_map_files())
     files.update(peer_policy_files())
+    files.update(admission_only_overlays())
     files["base/webhook/webhooks.yaml"] = _dump(webhook_configurations())
     files["base/webhook/queue-reader.yaml"] = _dump(webhook_queue_reader())
     files["base/webhook/policy-reader.yaml"] = _dump(webhook_policy_reader())
@@ -468,6 +470,18 @@ def peer_policy_files() -> dict[str, str]:
                 [{"apiVersion": "kustomize.config.k8s.io/v1beta1", "kind": "Kustomization", "resources": written}]
             )
     return files
+
+
+def admission_only_overlays() -> dict[str, str]:
+    """``overlays/<family>-admission-only/`` of the families whose overlay is generated
+    (``jobgate.generate.overlays``): the base less jobgate's job CRDs and controller."""
+    kinds = every_family_kind()
+    command_group, _, command_plural = COMMAND_CRD_FILE.removesuffix(".yaml").partition("_")
+    job_crds = [f"{k.plural}.{k.gvk.group}" for k in kinds if not admission_only(k)]
+    plurals: dict[str, list[str]] = {}
+    for kind in kinds:
+        plurals.setdefault(kind.family, []).append(kind.plural)
+    return overlay_files([*job_crds, f"{command_plural}.{command_group}"], plurals)
 
 
 POLICY_VAP_DIR = "policy-vaps"

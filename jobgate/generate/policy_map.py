@@ -210,25 +210,37 @@ def _job_level_patch(writes: list[_Write]) -> list[str]:
     return parts
 
 
+def _has_steps(root: str, steps: tuple[str, ...]) -> str:
+    """``has(g.a) && has(g.a.b)``: each step below ``root``."""
+    parts, current = [], root
+    for step in steps:
+        current = f"{current}.{step}"
+        parts.append(f"has({current})")
+    return " && ".join(parts)
+
+
 def _template_patch(kmap: KindMap) -> list[str]:
     """Pod-template fields: in each group whose template has a ``spec`` without the field."""
     parts = []
     f = kmap.replica_field
     groups = f"object.spec.{f}"
+    # Where a group keeps its pod template: a JobSet's replicated job in its Job template.
+    steps = ("template", "spec", "template") if kmap.replica_layout == "jobs" else ("template",)
     present = _has("object", ("spec", f))
     for field in DEFAULT_FIELDS:
         if kmap.locator(field) != TEMPLATE:
             continue
 
         def wanted(g: str, field: str = field) -> str:
-            return f"has({g}.template) && has({g}.template.spec) && !has({g}.template.spec.{field})"
+            template = f"{g}.{'.'.join(steps)}"
+            return f"{_has_steps(g, steps)} && has({template}.spec) && !has({template}.spec.{field})"
 
         value = f"{_DEFAULTS}.{field}"
         if kmap.replica_layout == "map":
             path = f"'/spec/{f}/' + {_escaped('r')} + '/template/spec/{field}'"
             each = f"{groups}.filter(r, {wanted(f'{groups}[r]')}).map(r, {_patch(path, value)})"
         else:
-            path = f"'/spec/{f}/' + string(i) + '/template/spec/{field}'"
+            path = f"'/spec/{f}/' + string(i) + '/{'/'.join(steps)}/spec/{field}'"
             each = f"{groups}.transformList(i, g, {wanted('g')}, {_patch(path, value)})"
         parts.append(f"({_given(field)} && {present} ? {each} : [])")
     return parts

@@ -94,6 +94,7 @@ _LIST_ROLES = {
         "(has({g}.name) && {g}.name != '' ? {g}.name : (has({g}.type) && {g}.type != '' ? {g}.type : 'none'))"
     ),
     ("batch.volcano.sh", "Job"): "(has({g}.name) && {g}.name != '' ? {g}.name : 'default' + string({i}))",
+    ("jobset.x-k8s.io", "JobSet"): "(has({g}.name) && {g}.name != '' ? {g}.name : string({i}))",
 }
 
 
@@ -300,13 +301,30 @@ class KindCel:
         """Init, app and ephemeral containers of the group's pod, in that order."""
         return f"{self.var('containers', old)}[{i}]"
 
+    @property
+    def template_steps(self) -> tuple[str, ...]:
+        """Where a group keeps its pod template: ``template``, or a Job template's (JobSet's)."""
+        return ("template", "spec", "template") if self.k.replica_layout == "jobs" else ("template",)
+
+    def has_template(self, i: str, old: bool = False) -> str:
+        """``has(g.template) && …`` for each step, unparenthesised (a plain conjunction in what it joins)."""
+        return (
+            _has(self.item(i, old), self.template_steps)[1:-1]
+            if len(self.template_steps) > 1
+            else (f"has({self.item(i, old)}.template)")
+        )
+
     def pod(self, i: str, old: bool = False) -> str:
         """The group's pod spec is present."""
-        g = self.item(i, old)
-        return f"(has({g}.template) && has({g}.template.spec))"
+        return _has(self.item(i, old), (*self.template_steps, "spec"))
 
     def spec(self, i: str, old: bool = False) -> str:
-        return f"{self.item(i, old)}.template.spec"
+        return f"{self.item(i, old)}.{'.'.join(self.template_steps)}.spec"
+
+    @property
+    def template(self) -> str:
+        """The pod template's place in a group, dotted (``template``)."""
+        return ".".join(self.template_steps)
 
     def path(self, i: str) -> str:
         """The new object's group at index ``i`` as the webhook's field path (a CEL string)."""
@@ -329,7 +347,15 @@ class KindCel:
         default = str(self.k.default_count)
         if self.k.default_zero:
             default = f"({self.role(i, old)} in {list(self.k.default_zero)!r} ? 0 : {default})"
-        return f"(has({g}.replicas) && type({g}.replicas) == int ? {g}.replicas : {default})"
+        own = f"(has({g}.replicas) && type({g}.replicas) == int ? {g}.replicas : {default})"
+        if self.k.replica_layout != "jobs":
+            return own
+        # A JobSet's replicated job: replicas × its Job's pods, min(parallelism (1), completions (parallelism)).
+        js = f"{g}.template.spec"
+        parallelism = f"(has({js}.parallelism) && type({js}.parallelism) == int ? {js}.parallelism : 1)"
+        fewer = f"has({js}.completions) && type({js}.completions) == int && {js}.completions < {parallelism}"
+        pods = f"((has({g}.template) && has({js})) ? (({fewer}) ? {js}.completions : {parallelism}) : 1)"
+        return f"({own} * {pods})"
 
     def _elastic_high(self, i: str, old: bool) -> str:
         """The Worker grows to elasticPolicy.maxReplicas (a CEL condition)."""
@@ -366,7 +392,7 @@ class KindCel:
         """The webhook's field path of each of ``containers(i)`` (new object), in the same order."""
         s = self.spec(i)
         parts = [
-            f"(has({s}.{name}) ? {s}.{name}.map(ct, {self.path(i)} + '.template.spec.{name}[' + "
+            f"(has({s}.{name}) ? {s}.{name}.map(ct, {self.path(i)} + '.{self.template}.spec.{name}[' + "
             f"string({s}.{name}.indexOf(ct)) + ']') : [])"
             for name in ("initContainers", "containers", "ephemeralContainers")
         ]
@@ -576,7 +602,7 @@ def _role_cap(kc: KindCel, decl: Constraint, violating: _Violating) -> list[Vali
     over = violating(f"over{_cap(decl.field)}", f"{_EACH}.filter(i, {bad('i')})")
 
     def line(b: str) -> str:
-        path = f"{kc.path(b)} + '.template.spec'" if gpus else kc.largest_path(b)
+        path = f"{kc.path(b)} + '.{kc.template}.spec'" if gpus else kc.largest_path(b)
         amount = f"string({measure(b)})"
         shown = _quoted(amount) if gpus else amount  # a quantity, quoted as the webhook shows one
         return _line(decl.outcomes["over"], path, shown, role=kc.role(b), measure=amount, limit=f"string({limit})")
@@ -719,8 +745,8 @@ def _allow_list(kc: KindCel, decl: Constraint, violating: _Violating) -> list[Va
 
         def bad(i: str) -> str:
             return _unless_old(
-                f"has({kc.item(i)}.template) && !({state(i)} in {allowed})",
-                kc.same_place(i, lambda j: f"has({kc.item(j, True)}.template) && {state(j, True)} == {state(i)}"),
+                f"{kc.has_template(i)} && !({state(i)} in {allowed})",
+                kc.same_place(i, lambda j: f"{kc.has_template(j, True)} && {state(j, True)} == {state(i)}"),
             )
 
         outside_groups = violating(f"bad{_cap(decl.field)}", f"{_EACH}.filter(i, {bad('i')})")
@@ -732,7 +758,9 @@ def _allow_list(kc: KindCel, decl: Constraint, violating: _Violating) -> list[Va
                 _msg(
                     _first(
                         outside_groups,
-                        lambda b: line(f"{state(b)} != {ABSENT}", f"{kc.path(b)} + '.template.spec.{field}'", state(b)),
+                        lambda b: line(
+                            f"{state(b)} != {ABSENT}", f"{kc.path(b)} + '.{kc.template}.spec.{field}'", state(b)
+                        ),
                     )
                 ),
             )
@@ -813,7 +841,7 @@ def _image_registries(kc: KindCel, decl: Constraint, violating: _Violating) -> l
 
     def on_volume(b: str) -> str:
         listed = volumes(b)
-        path = f"{kc.path(b)} + '.template.spec.volumes[' + string({listed}.indexOf(vl)) + '].image.reference'"
+        path = f"{kc.path(b)} + '.{kc.template}.spec.volumes[' + string({listed}.indexOf(vl)) + '].image.reference'"
         return f"[{listed}.filter(vl, {bad_volume})[0]].map(vl, {volume_line(path)})[0]"
 
     # The first of them in the webhook's order: containers, then each pod's volumes, then a DIJob's own.
@@ -850,7 +878,7 @@ def _forbid_pod_flag(kc: KindCel, decl: Constraint, violating: _Violating) -> li
 
     hits = violating(f"bad{_cap(item)}", f"{_EACH}.filter(i, {bad('i')})")
     forbidden = decl.outcomes["forbidden"]
-    return _forbid_groups(decl, hits, lambda b: _line(forbidden, f"{kc.path(b)} + '.template.spec.{item}'"))
+    return _forbid_groups(decl, hits, lambda b: _line(forbidden, f"{kc.path(b)} + '.{kc.template}.spec.{item}'"))
 
 
 def _forbid_volume(kc: KindCel, decl: Constraint, violating: _Violating) -> list[Validation]:
@@ -886,7 +914,7 @@ def _forbid_volume(kc: KindCel, decl: Constraint, violating: _Violating) -> list
         hits,
         lambda b: _line(
             forbidden,
-            f"{kc.path(b)} + '.template.spec.volumes[' + string({volumes(b)}.indexOf({volumes(b)}.filter(vl, "
+            f"{kc.path(b)} + '.{kc.template}.spec.volumes[' + string({volumes(b)}.indexOf({volumes(b)}.filter(vl, "
             f"{bad_volume(b)})[0])) + '].{source}'",
         ),
     )

@@ -154,8 +154,10 @@ class KindMap:
         self.kueue = kueue
         # How ``groups`` reads the job, for the generated admission policies
         # (jobgate.generate.policy_vap): the field under ``spec``, a map of roles ("map") or a list
-        # ("list"), the count of an unset ``replicas``, roles whose unset count is 0, and whether the
-        # Worker may grow to elasticPolicy.maxReplicas.
+        # ("list"; "jobs": a list of batch/v1 Job templates, JobSet's, whose pods are replicas × pods
+        # per Job and whose pod template is ``template.spec.template``), the count of an unset
+        # ``replicas``, roles whose unset count is 0, and whether the Worker may grow to
+        # elasticPolicy.maxReplicas.
         self.replica_field = replica_field
         self.replica_layout = replica_layout
         self.default_count = default_count
@@ -251,6 +253,58 @@ def list_groups(field: str, role_of: Callable[[dict[str, Any], int], str], defau
     return groups
 
 
+def pods_per_job(job_spec: Any) -> int:
+    """The pods a batch/v1 Job runs at once, as Kueue counts a JobSet's (``podsCount``): parallelism
+    (1 when unset), at most completions (which defaults to parallelism)."""
+    if not isinstance(job_spec, dict):
+        return 1
+    parallelism = as_count(job_spec.get("parallelism"))
+    if parallelism is None:
+        parallelism = 1
+    completions = as_count(job_spec.get("completions"))
+    return min(parallelism, completions) if completions is not None else parallelism
+
+
+def _job_group(item: dict[str, Any]) -> tuple[int, dict[str, Any] | None]:
+    """(pods, pod template) of one of JobSet's replicated jobs: replicas (1 when unset) × pods per Job."""
+    count = as_count(item.get("replicas"))
+    template = item.get("template")
+    job_spec = template.get("spec") if isinstance(template, dict) else None
+    pod = job_spec.get("template") if isinstance(job_spec, dict) else None
+    return (1 if count is None else count) * pods_per_job(job_spec), pod if isinstance(pod, dict) else None
+
+
+def job_groups(field: str) -> Callable:
+    """The groups of a list of replicated jobs under ``spec.<field>`` (JobSet's ``replicatedJobs``), each
+    named by its ``name``: its pods are replicas × pods per Job, its pod template the Job template's."""
+
+    def groups(job: dict[str, Any]) -> list[ReplicaGroup]:
+        items = get_path(job, ("spec", field))
+        if not isinstance(items, list):
+            return []
+        out = []
+        for i, item in enumerate(items):
+            if not isinstance(item, dict):
+                continue
+            path: FieldPath = ("spec", field, i)
+            count, template = _job_group(item)
+            name = item.get("name")
+            out.append(
+                ReplicaGroup(
+                    name if isinstance(name, str) and name else str(i),
+                    path,
+                    count,
+                    count,
+                    (*path, "replicas"),
+                    template,
+                    (*path, "template", "spec", "template"),
+                )
+            )
+        return out
+
+    return groups
+
+
 # jobgate's Volcano CRD defaults spec.queue to this value (Volcano's own webhook sets it beside Volcano's
 # CRD), so a job may reach admission with it set. Here rather than in Volcano's field map: the policy
 # checks' Volcano queue case reads it.
@@ -285,6 +339,8 @@ def pod_sizes(kmap: KindMap, job: dict[str, Any]) -> list[tuple[int, dict[str, A
         return out
     if not isinstance(items, list):
         return []
+    if kmap.replica_layout == "jobs":
+        return [_job_group(item) for item in items if isinstance(item, dict)]
     for item in items:
         if not isinstance(item, dict):
             continue
