@@ -311,7 +311,7 @@ PRODUCES: tuple[tuple[str, str, str, str], ...] = (
     ('jobset/managed-by-immutable', 'spec.managedBy', 'INVALID', '^field is immutable$'),  # 303
     ('jobset/job-template', 'spec.replicatedJobs[*].template.spec.*', 'INVALID', ''),  # 304
     ('jobset/job-template', 'spec.replicatedJobs[*].template.spec.completions', 'REQUIRED', '^when completion mode is Indexed$'),  # 305
-    ('jobset/job-template', 'spec.replicatedJobs[*].template.spec.template.spec.restartPolicy', 'NOT_SUPPORTED', ''),  # 306
+    ('jobset/job-template', 'spec.replicatedJobs[*].template.spec.template.spec.restartPolicy', 'NOT_SUPPORTED', '^supported values: "OnFailure", "Never"$'),  # 306
     ('pod-template/spec', 'spec.replicatedJobs[*].template.spec.template.spec', 'REQUIRED', '^$'),  # 307
     ('pod-template/containers', 'spec.replicatedJobs[*].template.spec.template.spec.containers', 'REQUIRED', '^must\\ have\\ at\\ least\\ one\\ container$'),  # 308
     ('pod-template/bounds', 'spec.replicatedJobs[*].template.spec.template.spec.**', 'TOO_MANY', ''),  # 309

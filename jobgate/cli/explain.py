@@ -157,12 +157,10 @@ def _indent(text: str, width: int) -> list[str]:
 
 def _errors_of(kind: JobKind, obj: dict[str, Any], old: dict[str, Any] | None) -> list[tuple[str, str]]:
     """(rule id, message) of each error jobgate gives ``obj``."""
-    from jobgate.engine.ruleids import error_rule
     from jobgate.review import review_job
 
     verdict = review_job(kind, obj, old)
-    gvk = (kind.gvk.group, kind.gvk.version, kind.gvk.kind)
-    return [(error_rule(gvk, e), str(e)) for e in verdict.errors]
+    return [(e.rule, str(e)) for e in verdict.errors]
 
 
 def examples(entry: Entry) -> tuple[str | None, str | None]:

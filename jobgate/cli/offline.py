@@ -406,7 +406,6 @@ def _review_rule_ids(text: str, args: argparse.Namespace, views: ClusterViews | 
     """The rule id of each error and warning, on stderr: the AdmissionReview on stdout stays
     byte-identical to the webhook's answer (whose messages name no rule)."""
     from jobgate.engine.registry import lookup_names
-    from jobgate.engine.ruleids import error_rule
     from jobgate.offline.sources import printable
     from jobgate.review import review_job
     from jobgate.webhook.admission import Webhook, parse_review, review_context
@@ -424,10 +423,8 @@ def _review_rule_ids(text: str, args: argparse.Namespace, views: ClusterViews | 
         verdict = review_job(kind, request.object, old, context=review_context(request, views), with_patch=False)
     except Exception:  # the answer is printed already; ids are a courtesy, never a second failure
         return
-    gvk = (kind.gvk.group, kind.gvk.version, kind.gvk.kind)
     for error in verdict.errors:
-        rule = error_rule(gvk, error)
-        print(f"jobgate: {printable(error.field)}: rule {rule or '(none)'}", file=sys.stderr)
+        print(f"jobgate: {printable(error.field)}: rule {error.rule or '(none)'}", file=sys.stderr)
     for warning in verdict.warnings:
         rule = verdict.warning_rule(warning)
         print(f"jobgate: warning {printable(warning)}: rule {rule or '(none)'}", file=sys.stderr)

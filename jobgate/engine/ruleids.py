@@ -1,13 +1,10 @@
-"""The rule behind a field error. jobgate's own errors carry it from the code that made them
-(``FieldError.rule``: a declaration's generated check, a hand-written rule, a schema check, a policy's
-finding), ``error_rule``. A message that is not jobgate's (an apiserver's) is matched against the table
-that ``jobgate manifests generate`` writes from the rule catalogue (``jobgate/_generated/rule_ids.py``),
-``rule_id``, so that the offline command could name its rule without importing the generators.
-
-``error_rule`` still falls back to the table for the errors of the runtime checks that hold several
-rules and do not label their errors yet (``UNLABELLED``); ``tests/unit/test_rule_ids.py`` holds every
-other error of the examples, the test vectors and fuzzed jobs to its label, equal to the table's id.
-The table is loaded only when such an error needs it.
+"""The rule behind a message that is not jobgate's own. jobgate's own errors carry their rule from the
+code that made them (``FieldError.rule``: a declaration's generated check, a hand-written rule, a
+schema check, a policy's finding). A message that is not jobgate's (an apiserver's) is matched against
+the table that ``jobgate manifests generate`` writes from the rule catalogue
+(``jobgate/_generated/rule_ids.py``), ``rule_id``, without importing the generators;
+``tests/unit/test_rule_ids.py`` holds every error of the examples, the test vectors and fuzzed jobs to
+carry its label, equal to the table's id. The table is loaded only when it is read.
 """
 
 from __future__ import annotations
@@ -33,39 +30,6 @@ def _entry(index: int) -> tuple[object, object]:
         found = (PathPattern(path), re.compile(detail) if detail else None)
         _compiled[index] = found
     return found
-
-
-# The rules whose errors are made unlabelled, by runtime checks of several rules each (Volcano's
-# policies and claim volumes, T9k's finish rules and run-mode types: jobgate/forms/checks/volcano.py
-# and t9k.py, on their way into their families' packages); the table names them.
-UNLABELLED = frozenset(
-    {
-        "volcano/policies/event-or-exit-code",
-        "volcano/policies/action",
-        "volcano/policies/events",
-        "volcano/policies/events-unique",
-        "volcano/policies/exit-code",
-        "volcano/policies/exit-codes-unique",
-        "volcano/policies/any-event-alone",
-        "volcano/volumes/mount-path",
-        "volcano/volumes/mount-paths-unique",
-        "volcano/volumes/claim-required",
-        "volcano/volumes/claim-conflict",
-        "volcano/volumes/claim-name",
-        "genericjob/finish-rule-not-empty",
-        "genericjob/finish-rule-types",
-        "genericjob/finish-rule-indices-listed",
-        "genericjob/finish-rule-indices",
-        "genericjob/run-mode-types",
-        "genericjob/run-mode-types-unique",
-    }
-)
-
-
-def error_rule(gvk: tuple[str, str, str], error: FieldError) -> str:
-    """The id of the rule behind one of jobgate's own errors: the one its code labelled it with (the
-    table's, ``rule_id``, only for an error of the checks of ``UNLABELLED``, which carry none)."""
-    return error.rule or rule_id(gvk, error)
 
 
 def rule_id(gvk: tuple[str, str, str], error: FieldError) -> str:

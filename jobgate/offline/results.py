@@ -250,18 +250,8 @@ def evaluate(
     result = DocumentResult(source, document.index, line, Outcome.ADMITTED, api_version, kind_name, namespace, name)
     errors: list[Finding] = []
     if verdict.errors:
-        # Errors carry their rule; the catalogue's table is read only for one that does not.
-        from jobgate.engine.ruleids import error_rule
-
-        gvk = (kind.gvk.group, kind.gvk.version, kind.gvk.kind)
         errors = [
-            Finding(
-                document.line_of((*prefix, *e.path)),
-                printable(str(e)),
-                e.field,
-                error_rule(gvk, e),
-            )
-            for e in verdict.errors
+            Finding(document.line_of((*prefix, *e.path)), printable(str(e)), e.field, e.rule) for e in verdict.errors
         ]
     from jobgate.engine.fielderrors import render_path
     from jobgate.engine.ruleids import STRICT_DECODING

@@ -192,7 +192,11 @@ def _own() -> list[Rule]:
             "and parallelism at most 100000, pod restartPolicy OnFailure or Never",
             Produces(f"{jobs}.template.spec.*", "INVALID"),
             Produces(f"{jobs}.template.spec.completions", "REQUIRED", "^when completion mode is Indexed$"),
-            Produces(f"{jobs}.template.spec.template.spec.restartPolicy", "NOT_SUPPORTED"),
+            Produces(
+                f"{jobs}.template.spec.template.spec.restartPolicy",
+                "NOT_SUPPORTED",
+                '^supported values: "OnFailure", "Never"$',
+            ),
             why=(
                 "jobgate's rule beyond JobSet's webhook (jobset PR #1211's intent): the apiserver's batch/v1 Job "
                 "validation, which otherwise refuses the Jobs only when JobSet's controller creates them; " + REASON

@@ -40,10 +40,12 @@ def refers_to(
     items_path: tuple[str, ...],
     by: str,
     message: str,
-    unique: bool,
+    rules: tuple[str, str],
 ) -> list[FieldError]:
     """``RefersTo``: each entry's key names an entry of the list (``Not found``, the known values in
-    ``message``) and, with ``unique``, each named value once per list; entry by entry."""
+    ``message``) and, when ``rules`` names a second rule (the unique one), each named value once per
+    list; entry by entry. ``rules``: the ids the errors carry (refers, unique or "")."""
+    refers_rule, unique_rule = rules
     known: dict[str, None] = {}
     for _, item in object_items(obj, items_path) or ():
         value = item.get(by)
@@ -58,9 +60,9 @@ def refers_to(
             if not isinstance(value, str) or value == "":
                 continue
             if value not in known:
-                errors.append(not_found((*path, index, key), value, detail))
-            elif unique and value in seen:
-                errors.append(duplicate((*path, index, key), value))
+                errors.append(not_found((*path, index, key), value, detail, rule=refers_rule))
+            elif unique_rule and value in seen:
+                errors.append(duplicate((*path, index, key), value, rule=unique_rule))
             else:
                 seen.add(value)
     return errors
@@ -76,11 +78,14 @@ def index_maps(
     unset: int,
     messages: tuple[str, str, str, str, str],
     bounds: tuple[int, int],
+    rules: tuple[str, str, str, str, str],
 ) -> list[FieldError]:
     """``IndexMaps``: each map names entries (by ``by``) of the list, each name one of them, listing
     indices below its count; ``messages`` (empty, unknown, unlisted, below, none); ``bounds``: the
-    most maps and names (``Too many``). Map by map, name by name."""
+    most maps and names (``Too many``). Map by map, name by name. ``rules``: the ids the errors
+    carry (empty, unknown, unlisted, index, bounds)."""
     empty, unknown, unlisted, below, none = messages
+    empty_rule, unknown_rule, unlisted_rule, index_rule, bounds_rule = rules
     max_maps, max_names = bounds
     counts: dict[str, int] = {}
     for _, item in object_items(obj, items_path) or ():
@@ -95,26 +100,26 @@ def index_maps(
         if not isinstance(maps, list):
             continue  # absent (nothing to check) or mistyped (the schema check says so)
         if len(maps) > max_maps:
-            errors.append(too_many(path, len(maps), max_maps))
+            errors.append(too_many(path, len(maps), max_maps, rule=bounds_rule))
         for index, entry in enumerate(maps):
             at: FieldPath = (*path, index)
             if not isinstance(entry, dict):
                 continue
             listed = {k: v for k, v in entry.items() if v is not None}
             if not listed:
-                errors.append(required(at, empty))
+                errors.append(required(at, empty, rule=empty_rule))
                 continue
             if len(listed) > max_names:
-                errors.append(too_many(at, len(listed), max_names))
+                errors.append(too_many(at, len(listed), max_names, rule=bounds_rule))
             for name, indices in listed.items():
                 name_path: FieldPath = (*at, Key(name))
                 if name not in counts:
-                    errors.append(not_found(name_path, name, detail))
+                    errors.append(not_found(name_path, name, detail, rule=unknown_rule))
                     continue
                 if not isinstance(indices, list):
                     continue
                 if not indices:
-                    errors.append(required(name_path, unlisted))
+                    errors.append(required(name_path, unlisted, rule=unlisted_rule))
                 replicas = counts[name]
                 # Not the name of the int read above: mypyc types a name once, and an index may be any value.
                 for position, listed_index in enumerate(indices):
@@ -124,7 +129,7 @@ def index_maps(
                             words = below.format(count=replicas, name=name, last=replicas - 1)
                         else:
                             words = none.format(name=name)
-                        errors.append(invalid((*name_path, position), value, words))
+                        errors.append(invalid((*name_path, position), value, words, rule=index_rule))
     return errors
 
 

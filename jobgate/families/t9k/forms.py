@@ -75,7 +75,7 @@ class RefersTo(Declaration):
         return (
             f"refers_to(obj, paths={tuple(path_steps(p) for p in self.paths)!r}, key={self.key!r}, "
             f"items_path={path_steps(self.list)!r}, by={self.by!r}, message={self.message!r}, "
-            f"unique={bool(self.unique_id)!r})"
+            f"rules={(self.id, self.unique_id)!r})"
         )
 
     def check_ids(self) -> tuple[str, ...]:
@@ -158,7 +158,8 @@ class IndexMaps(Declaration):
             f"items_path={path_steps(self.list)!r}, "
             f"by={self.by!r}, count={self.count!r}, unset={self.unset!r}, "
             f"messages={(self.empty, self.unknown, self.unlisted, self.below, self.none)!r}, "
-            f"bounds={(self.max_maps, self.max_names)!r})"
+            f"bounds={(self.max_maps, self.max_names)!r}, "
+            f"rules={(self.id, self.unknown_id, self.unlisted_id, self.index_id, self.bounds_id)!r})"
         )
 
     def check_ids(self) -> tuple[str, ...]:

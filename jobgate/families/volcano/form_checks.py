@@ -250,10 +250,12 @@ def lifecycle_policies(
     actions: tuple[str, ...],
     any_event: str,
     words: tuple[str, str, str, str, str, str, str, str],
+    rules: tuple[str, str, str, str, str, str, str],
 ) -> list[FieldError]:
     """``LifecyclePolicies``: each list (scope steps to its holder, then its field) as Volcano's
     validatePolicies checks it. ``words``: both, neither, action, event, event_twice, zero,
-    code_twice, not_alone."""
+    code_twice, not_alone; ``rules``: the ids the errors carry (event or exit code, action, events,
+    events unique, exit code, exit codes unique, any event alone)."""
     errors: list[FieldError] = []
     for steps in lists:
         for holder_path, holder in scoped(obj, steps[:-1], None):
@@ -267,6 +269,7 @@ def lifecycle_policies(
                         actions=actions,
                         any_event=any_event,
                         words=words,
+                        rules=rules,
                     )
                 )
     return errors
@@ -280,8 +283,10 @@ def _policies(
     actions: tuple[str, ...],
     any_event: str,
     words: tuple[str, str, str, str, str, str, str, str],
+    rules: tuple[str, str, str, str, str, str, str],
 ) -> list[FieldError]:
     both, neither, bad_action, bad_event, event_twice, zero, code_twice, not_alone = words
+    one_of_rule, action_rule, events_rule, events_unique_rule, code_rule, codes_unique_rule, alone_rule = rules
     errors: list[FieldError] = []
     seen_events: set[str] = set()
     seen_codes: set[int] = set()
@@ -292,33 +297,41 @@ def _policies(
         located = _policy_events(policy, policy_path)
         exit_code = as_int(policy.get("exitCode"))
         if located and policy.get("exitCode") is not None:
-            errors.append(forbidden((*policy_path, "exitCode"), both))
+            errors.append(forbidden((*policy_path, "exitCode"), both, one_of_rule))
             continue
         if not located and policy.get("exitCode") is None:
-            errors.append(required(policy_path, neither))
+            errors.append(required(policy_path, neither, one_of_rule))
             continue
         action = policy.get("action")
         if located:
             if action not in actions:
-                errors.append(invalid((*policy_path, "action"), action or "", bad_action))
+                errors.append(invalid((*policy_path, "action"), action or "", bad_action, action_rule))
             for event, event_path in located:
                 if event not in events:
-                    errors.append(invalid(event_path, event, bad_event))
+                    errors.append(invalid(event_path, event, bad_event, events_rule))
                 elif event in seen_events:
-                    errors.append(FieldError(ErrorType.DUPLICATE, event_path, event, event_twice.format(event=event)))
+                    errors.append(
+                        FieldError(
+                            ErrorType.DUPLICATE, event_path, event, event_twice.format(event=event), events_unique_rule
+                        )
+                    )
                 seen_events.add(event)
         elif exit_code is not None:
             if exit_code == 0:
-                errors.append(invalid((*policy_path, "exitCode"), 0, zero))
+                errors.append(invalid((*policy_path, "exitCode"), 0, zero, code_rule))
             elif exit_code in seen_codes:
                 errors.append(
                     FieldError(
-                        ErrorType.DUPLICATE, (*policy_path, "exitCode"), exit_code, code_twice.format(code=exit_code)
+                        ErrorType.DUPLICATE,
+                        (*policy_path, "exitCode"),
+                        exit_code,
+                        code_twice.format(code=exit_code),
+                        codes_unique_rule,
                     )
                 )
             seen_codes.add(exit_code)
     if any_event in seen_events and len(seen_events) > 1:
-        errors.append(invalid(path, any_event, not_alone))
+        errors.append(invalid(path, any_event, not_alone, alone_rule))
     return errors
 
 
@@ -422,14 +435,17 @@ def claim_volumes(
     *,
     fields: tuple[str, str, str],
     words: tuple[str, str, str, str, str],
+    rules: tuple[str, str, str, str, str],
 ) -> list[FieldError]:
     """``ClaimVolumes``: each volume, in order (``fields``: mount, claim, claim_name; ``words``:
-    mount_required, mount_twice, neither, both, bad_name)."""
+    mount_required, mount_twice, neither, both, bad_name; ``rules``: the ids the errors carry, the
+    mount path, unique, claim required, conflict, claim name)."""
     volumes = get(obj, path)
     if not isinstance(volumes, list):
         return []
     mount, claim_field, name_field = fields
     mount_required, mount_twice, neither, both, bad_name = words
+    mount_rule, mount_unique_rule, claim_rule, conflict_rule, name_rule = rules
     errors: list[FieldError] = []
     mount_paths: set[str] = set()
     for index, volume in enumerate(volumes):
@@ -440,28 +456,42 @@ def claim_volumes(
         if mount_path == "":
             # The apiserver's words for the CRD's minLength, which it says before any webhook runs.
             errors.append(
-                invalid((*at, mount), "", f"{render_path((*at, mount))} in body should be at least 1 chars long")
+                invalid(
+                    (*at, mount),
+                    "",
+                    f"{render_path((*at, mount))} in body should be at least 1 chars long",
+                    mount_rule,
+                )
             )
         if mount_path in (None, ""):
-            errors.append(required((*at, mount), mount_required))
+            errors.append(required((*at, mount), mount_required, mount_rule))
         elif isinstance(mount_path, str):
             if mount_path in mount_paths:
                 errors.append(
-                    FieldError(ErrorType.DUPLICATE, (*at, mount), mount_path, mount_twice.format(path=mount_path))
+                    FieldError(
+                        ErrorType.DUPLICATE,
+                        (*at, mount),
+                        mount_path,
+                        mount_twice.format(path=mount_path),
+                        mount_unique_rule,
+                    )
                 )
             mount_paths.add(mount_path)
         claim = volume.get(claim_field)
         claim_name = volume.get(name_field)
         if claim is None and claim_name in (None, ""):
-            errors.append(required(at, neither))
+            errors.append(required(at, neither, claim_rule))
         elif claim is not None and claim_name not in (None, ""):
-            errors.append(invalid((*at, name_field), claim_name, both))
+            errors.append(invalid((*at, name_field), claim_name, both, conflict_rule))
         elif isinstance(claim_name, str) and claim_name:
             problems = dns1123_subdomain_problems(claim_name)
             if problems:
                 errors.append(
                     invalid(
-                        (*at, name_field), claim_name, bad_name.format(name=claim_name, problems=", ".join(problems))
+                        (*at, name_field),
+                        claim_name,
+                        bad_name.format(name=claim_name, problems=", ".join(problems)),
+                        name_rule,
                     )
                 )
     return errors

@@ -25,6 +25,17 @@ from jobgate.forms.catalogue import (
 )
 from jobgate.forms.fields import field_steps, render_steps
 
+# The rules of a LifecyclePolicies, ``<id>/<name>``, in the order its runtime check takes their ids.
+LIFECYCLE_RULES = (
+    "event-or-exit-code",
+    "action",
+    "events",
+    "events-unique",
+    "exit-code",
+    "exit-codes-unique",
+    "any-event-alone",
+)
+
 
 @dataclass(frozen=True)
 class LifecyclePolicies(Declaration):
@@ -83,7 +94,8 @@ class LifecyclePolicies(Declaration):
         )
         return (
             f"lifecycle_policies(obj, lists={tuple(field_steps(p) for p in self.lists)!r}, events={self.events!r}, "
-            f"actions={self.actions!r}, any_event={self.any_event!r}, words={words!r})"
+            f"actions={self.actions!r}, any_event={self.any_event!r}, words={words!r}, "
+            f"rules={tuple(f'{self.id}/{name}' for name in LIFECYCLE_RULES)!r})"
         )
 
     def cost(self, decls: Declarations) -> list[tuple[str, str]]:

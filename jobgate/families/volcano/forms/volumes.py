@@ -30,6 +30,9 @@ from jobgate.rules.names import (
     max_length_message,
 )
 
+# The rules of a ClaimVolumes, ``<id>/<name>``, in the order its runtime check takes their ids.
+CLAIM_VOLUME_RULES = ("mount-path", "mount-paths-unique", "claim-required", "claim-conflict", "claim-name")
+
 
 @dataclass(frozen=True)
 class ClaimVolumes(Declaration):
@@ -74,7 +77,8 @@ class ClaimVolumes(Declaration):
     def python_call(self) -> str:
         words = (self.mount_required, self.mount_twice, self.neither, self.both, self.bad_name)
         fields = (self.mount, self.claim, self.claim_name)
-        return f"claim_volumes(obj, {path_steps(self.list)!r}, fields={fields!r}, words={words!r})"
+        rules = tuple(f"{self.id}/{name}" for name in CLAIM_VOLUME_RULES)
+        return f"claim_volumes(obj, {path_steps(self.list)!r}, fields={fields!r}, words={words!r}, rules={rules!r})"
 
     def cost(self, decls: Declarations) -> list[tuple[str, str]]:
         return [(self.id, "quadratic in the volumes (distinct mount paths), bounded by their maxItems")]
