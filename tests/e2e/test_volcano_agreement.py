@@ -414,8 +414,10 @@ HIERARCHY_CASES = [
     Case("over-parent", "hier-team", 3, never_fits=True, enqueue_refuses=True),
     Case("within-parent", "hier-lab-team", 2, never_fits=False),  # 16 of 16, and of its parent's 16
 ]
-# A job on a queue that has child queues: Volcano v1.11's job webhook refuses it; jobgate has no such rule.
-ON_A_PARENT = Case("on-a-parent", "hier-org", 1, never_fits=False)
+# A job on a queue that has child queues: Volcano v1.11's job webhook refuses it, and so does jobgate's
+# own validation of the job against the exported queues (rule volcano/queue, Volcano's words).
+LEAF_ONLY = "can only submit job to leaf queue, queue `hier-org` has 1 child queues"
+ON_A_PARENT = Case("on-a-parent", "hier-org", 1, never_fits=True, refused_by_webhook=LEAF_ONLY)
 # The v1.10 case's shape (a child's capability above its parent's), made last: see the test.
 INVALID_HIERARCHY = [queue("hier-wide-org", {GPU: 16}), queue("hier-wide-team", {GPU: 64}, parent="hier-wide-org")]
 OVER_NARROW_PARENT = Case("over-narrow-parent", "hier-wide-team", 3, never_fits=True)
@@ -454,12 +456,12 @@ def test_hierarchical_volcano_never_runs_a_job_over_its_parent_queue_as_jobgate_
     messages = [e.get("message") for e in events_of(cluster, group)]
     assert "queue resource quota insufficient" in messages, messages
 
-    # Known difference: jobgate admits a job on a queue with children, which Volcano's webhook refuses.
     verdict = jobgate_verdict(cluster, ON_A_PARENT)
-    assert verdict.returncode == 0, verdict.stdout + verdict.stderr
+    assert verdict.returncode == 1, verdict.stdout + verdict.stderr
+    assert f"{LEAF_ONLY} [volcano/queue]" in verdict.stdout, verdict.stdout
     created = apply(cluster, ON_A_PARENT, check=False)
     assert created.returncode != 0, "Volcano's webhook admitted a job on a parent queue"
-    assert "can only submit job to leaf queue, queue `hier-org` has 1 child queues" in created.stderr, created.stderr
+    assert LEAF_ONLY in created.stderr, created.stderr
 
     # Last, as it stops the whole scheduler: a child's capability above its parent's (the v1.10 case's
     # queues) is a hierarchy Volcano refuses to schedule at all, so the job jobgate refuses (24 over the
