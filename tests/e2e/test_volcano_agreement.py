@@ -25,8 +25,18 @@ One known difference is pinned too: Volcano v1.10's scheduler does not read a Qu
 (no code of that release does; hierarchical queues came later, with the capacity plugin's hierarchy),
 while jobgate caps a job by each parent's capability, as hierarchical Volcano does.
 
+The hierarchy cases run again against ``VOLCANO_HIERARCHY_VERSION`` (v1.11.0, the first release whose
+``capacity`` plugin reads ``spec.parent``), its chart's scheduler configuration with that plugin and
+``enableHierarchy: true``, on a control plane of their own, and agree: a job within its queue's
+capability but over its parent's stays Pending ("queue resource quota insufficient": the plugin caps a
+child by its parent's capability), a job within both runs, a job on a queue that has child queues is
+refused by Volcano's webhook as by jobgate. A child whose capability is above its parent's (the v1.10
+case's queues) is a hierarchy v1.11 refuses outright: its scheduler then schedules nothing at all,
+so the job jobgate refuses there stays Pending too, for that reason (made last, as it stops the rest).
+
 Volcano is not built in CI (a cold build of its three commands takes tens of minutes on 2 cores:
-``python -m envtest.volcano``), so this test skips without the build, under CI too."""
+``python -m envtest.volcano``, and ``--version v1.11.0 --git DIR`` for the second release), so this test
+skips without the builds, under CI too."""
 
 from __future__ import annotations
 
