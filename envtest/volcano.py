@@ -370,6 +370,13 @@ def main(argv: list[str] | None = None) -> int:
             build(peer)
     except (RuntimeError, subprocess.CalledProcessError, OSError, tarfile.TarError) as exc:
         print(f"building volcano {peer.version} failed: {exc}", file=sys.stderr)
+        if arguments.git is None:
+            # `go mod download -json` puts the proxy's refusal in its JSON answer, not on stderr.
+            print(
+                "the Go module proxy refuses volcano.sh/volcano after v1.10.0 here (403 Forbidden: This module "
+                "version is not available); build the release's tag from git: --git DIR",
+                file=sys.stderr,
+            )
         return 1
     for name in peer.binaries():
         print(peer.directory / name)

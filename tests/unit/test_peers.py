@@ -395,3 +395,15 @@ def test_a_build_from_git_keeps_its_trees_crds_and_chart_as_the_peers_source(tmp
     (peer.directory / "build-info.json").write_text(json_module.dumps({"binaries": peer.binaries()}))
     assert source(peer) == peer.directory / SOURCE_COPY
     assert [p.name for p in crds(peer)] == ["scheduling.volcano.sh_queues.yaml"]
+
+
+def test_a_volcano_the_module_proxy_refuses_is_pointed_at_a_build_from_git(tmp_path, monkeypatch, capsys):
+    from envtest import volcano
+
+    def refused(peer, log=print):
+        raise RuntimeError(f"go mod download -json volcano.sh/volcano@{peer.version} failed")
+
+    monkeypatch.setenv("JOBGATE_PEERS_CACHE", str(tmp_path))
+    monkeypatch.setattr(volcano, "build", refused)
+    assert volcano.main(["--version", "v1.11.0"]) == 1
+    assert "build the release's tag from git: --git DIR" in capsys.readouterr().err
