@@ -17,6 +17,10 @@ HELM_UNITTEST_VERSION = "v1.1.2"
 # Volcano's own Job CRD (its Go module's config/crd/volcano/bases), for the tests that check
 # jobgate against the CRD a Volcano install brings rather than jobgate's copy of it.
 VOLCANO_VERSION = "v1.10.0"
+# The first release whose scheduler reads a Queue's spec.parent (the capacity plugin's
+# `enableHierarchy`), for the hierarchical-queue cases of tests/e2e/test_volcano_agreement.py. The
+# module proxy refuses volcano.sh/volcano at it here: envtest/volcano.py builds it from git.
+VOLCANO_HIERARCHY_VERSION = "v1.11.0"
 
 # Kueue's queue CRDs (LocalQueue, ClusterQueue, ResourceFlavor, Cohort) from its Go module, for the
 # queue-fit tests (tests/e2e/test_policy_queuefit.py). The module proxy serves sigs.k8s.io/kueue at

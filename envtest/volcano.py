@@ -15,17 +15,32 @@ chart's ``volcano-scheduler.conf``, and the admission webhooks on 127.0.0.1 with
 certificate, registered with the apiserver by URL (``webhook_configurations``: the chart's own
 ``webhooks.yaml``, rendered with its default values). Volcano v1.10 refuses a job whose queue is missing
 or not open in those webhooks, not in the scheduler, so they are part of what is compared.
+
+A second release, ``VOLCANO_HIERARCHY_VERSION`` (v1.11.0, the first whose ``capacity`` plugin reads
+``spec.parent`` when the scheduler configuration gives it ``enableHierarchy: true``), is built beside
+it in ``volcano-<that version>/`` for the hierarchical-queue cases. The module proxy reachable here
+refuses ``volcano.sh/volcano`` at every version after v1.10.0 (``403 Forbidden: This module version is
+not available``), so that release is built from a git repository of Volcano holding its tag
+(``python -m envtest.volcano --version v1.11.0 --git DIR``): the tag's tree, its own ``go.mod`` and
+``go.sum`` (every dependency still from the module proxy, checked against that ``go.sum``); the build
+keeps the tree's CRDs and chart beside the binaries (``source/``), since no module cache has them.
 """
 
 from __future__ import annotations
 
+import argparse
 import base64
+import io
+import json
 import os
 import re
+import shutil
 import signal
 import socket
 import subprocess
 import sys
+import tarfile
+import tempfile
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -33,22 +48,29 @@ from typing import Any
 
 import yaml
 
-from envtest.peers import Peer, build
+from envtest.peers import _STAMP, Log, Peer, _go, build
 from envtest.upstream import VOLCANO_MODULE, module_directory
-from envtest.versions import VOLCANO_VERSION
+from envtest.versions import VOLCANO_HIERARCHY_VERSION, VOLCANO_VERSION
 
-VOLCANO = Peer(
-    "volcano",
-    VOLCANO_MODULE,
-    VOLCANO_VERSION,
-    f"{VOLCANO_MODULE}/cmd/scheduler",
-    "config/crd/volcano/bases",
-    commands=(
-        ("vc-scheduler", f"{VOLCANO_MODULE}/cmd/scheduler"),
-        ("vc-controller-manager", f"{VOLCANO_MODULE}/cmd/controller-manager"),
-        ("vc-webhook-manager", f"{VOLCANO_MODULE}/cmd/webhook-manager"),
-    ),
-)
+
+def volcano_peer(version: str) -> Peer:
+    """Volcano's three commands at ``version``, cached in ``volcano-<version>/``."""
+    return Peer(
+        "volcano",
+        VOLCANO_MODULE,
+        version,
+        f"{VOLCANO_MODULE}/cmd/scheduler",
+        "config/crd/volcano/bases",
+        commands=(
+            ("vc-scheduler", f"{VOLCANO_MODULE}/cmd/scheduler"),
+            ("vc-controller-manager", f"{VOLCANO_MODULE}/cmd/controller-manager"),
+            ("vc-webhook-manager", f"{VOLCANO_MODULE}/cmd/webhook-manager"),
+        ),
+    )
+
+
+VOLCANO = volcano_peer(VOLCANO_VERSION)
+HIERARCHICAL = volcano_peer(VOLCANO_HIERARCHY_VERSION)
 
 # The controller manager runs every controller by default, the job flow ones too: their CRDs as well.
 CRD_DIRECTORIES = ("config/crd/volcano/bases", "config/crd/jobflow/bases")
@@ -58,22 +80,47 @@ WEBHOOKS_TEMPLATE = f"{CHART}/templates/webhooks.yaml"
 # The chart's release, as its README installs it (the webhooks leave its namespace out).
 RELEASE_NAME = "volcano"
 RELEASE_NAMESPACE = "volcano-system"
+# What a build from a git tree keeps of it, beside the binaries (``source/``).
+KEPT_FROM_SOURCE = (*CRD_DIRECTORIES, CHART)
+SOURCE_COPY = "source"
 
 
-def source() -> Path:
-    """Volcano's module source in the Go module cache (downloaded if missing)."""
-    return module_directory(VOLCANO.module, VOLCANO.version)
+def source(peer: Peer = VOLCANO) -> Path:
+    """Volcano's source at the peer's version: the tree kept by a build from git, else its module
+    source in the Go module cache (downloaded if missing)."""
+    kept = peer.directory / SOURCE_COPY
+    if peer.cached() is not None and kept.is_dir():
+        return kept
+    return module_directory(peer.module, peer.version)
 
 
-def crds() -> list[Path]:
-    root = source()
+def crds(peer: Peer = VOLCANO) -> list[Path]:
+    root = source(peer)
     return [path for directory in CRD_DIRECTORIES for path in sorted((root / directory).glob("*.yaml"))]
 
 
-def scheduler_conf() -> str:
+def scheduler_conf(peer: Peer = VOLCANO) -> str:
     """The scheduler configuration Volcano's chart deploys (actions enqueue, allocate, backfill; the
-    ``capacity`` plugin for queues' capability), rather than the binary's built-in one (``proportion``)."""
-    return (source() / SCHEDULER_CONF).read_text()
+    ``capacity`` plugin for queues' capability in v1.10, ``proportion`` in v1.11), rather than the
+    binary's built-in one (``proportion``)."""
+    return (source(peer) / SCHEDULER_CONF).read_text()
+
+
+def hierarchical_scheduler_conf(chart_conf: str) -> str:
+    """The chart's configuration with hierarchical queues on, as Volcano's capacity-plugin guide
+    configures them: its queue plugin (``proportion`` or ``capacity``) replaced by ``capacity`` with
+    ``enableHierarchy: true`` (the two plugins conflict; only ``capacity`` reads ``spec.parent``)."""
+    conf = yaml.safe_load(chart_conf) or {}
+    replaced = 0
+    for tier in conf.get("tiers") or []:
+        plugins = tier.get("plugins") or []
+        for index, plugin in enumerate(plugins):
+            if plugin.get("name") in ("proportion", "capacity"):
+                plugins[index] = {**plugin, "name": "capacity", "enableHierarchy": True}
+                replaced += 1
+    if replaced != 1:
+        raise ValueError(f"expected one proportion or capacity plugin in the scheduler configuration, found {replaced}")
+    return yaml.safe_dump(conf, sort_keys=False)
 
 
 class TemplateError(ValueError):
@@ -130,16 +177,19 @@ def webhook_configurations(url: str, ca_bundle: bytes, template: str, values: di
     return documents
 
 
-def chart_webhook_configurations(url: str, ca_bundle: bytes) -> list[dict]:
-    root = source() / CHART
+def chart_webhook_configurations(url: str, ca_bundle: bytes, peer: Peer = VOLCANO) -> list[dict]:
+    root = source(peer) / CHART
     values = yaml.safe_load((root / "values.yaml").read_text()) or {}
     return webhook_configurations(url, ca_bundle, (root / "templates/webhooks.yaml").read_text(), values)
 
 
-def unavailable_reason() -> str | None:
-    """Why Volcano cannot be run here, or None."""
-    if VOLCANO.cached() is None:
-        return f"Volcano {VOLCANO_VERSION} is not built (python -m envtest.volcano builds it: tens of minutes, cold)"
+def unavailable_reason(peer: Peer = VOLCANO) -> str | None:
+    """Why Volcano at the peer's version cannot be run here, or None."""
+    if peer.cached() is None:
+        how = f"python -m envtest.volcano --version {peer.version}"
+        if peer.version != VOLCANO_VERSION:
+            how += " --git DIR (a git repository of volcano-sh/volcano with that tag: the module proxy refuses it)"
+        return f"Volcano {peer.version} is not built ({how} builds it: tens of minutes, cold)"
     return None
 
 
@@ -187,17 +237,20 @@ class Volcano:
                 process.wait(timeout=30)
 
 
-def start(kubeconfig: Path, pki: Path, work: Path, webhook_port: int) -> Volcano:
+def start(
+    kubeconfig: Path, pki: Path, work: Path, webhook_port: int, *, peer: Peer = VOLCANO, conf_text: str | None = None
+) -> Volcano:
     """Start the built commands against ``kubeconfig`` (see the module's docstring): the admission
     server first, until it serves (``webhook_configurations`` must be applied already: it waits for
     them, and the scheduler's first act, creating the ``default`` queue, goes through them), then the
     controller manager and the scheduler. ``pki`` holds the plane's ``ca.crt``, ``apiserver.crt`` and
-    ``apiserver.key``; ``work`` gets the scheduler's configuration and the logs."""
-    if VOLCANO.cached() is None:
-        raise RuntimeError(unavailable_reason() or "Volcano is not built")
+    ``apiserver.key``; ``work`` gets the scheduler's configuration (``conf_text``, else the chart's)
+    and the logs."""
+    if peer.cached() is None:
+        raise RuntimeError(unavailable_reason(peer) or "Volcano is not built")
     work.mkdir(parents=True, exist_ok=True)
     conf = work / "volcano-scheduler.conf"
-    conf.write_text(scheduler_conf())
+    conf.write_text(conf_text if conf_text is not None else scheduler_conf(peer))
     common = [f"--kubeconfig={kubeconfig}", "--v=3", "--logtostderr"]
     commands = {
         "vc-webhook-manager": [
@@ -218,7 +271,7 @@ def start(kubeconfig: Path, pki: Path, work: Path, webhook_port: int) -> Volcano
             log = volcano.logs[name] = work / f"{name}.log"
             with open(log, "ab") as output:
                 volcano.processes[name] = subprocess.Popen(
-                    [str(VOLCANO.directory / name), *arguments],
+                    [str(peer.directory / name), *arguments],
                     stdout=output,
                     stderr=subprocess.STDOUT,
                     start_new_session=True,
@@ -231,14 +284,102 @@ def start(kubeconfig: Path, pki: Path, work: Path, webhook_port: int) -> Volcano
     return volcano
 
 
-def main() -> int:
+def tag_commit(git_dir: Path, tag: str) -> str:
+    """The commit the tag names in that git repository."""
+    process = subprocess.run(
+        ["git", "-C", str(git_dir), "rev-parse", "--verify", f"refs/tags/{tag}^{{commit}}"],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    if process.returncode != 0:
+        raise RuntimeError(f"{git_dir} has no tag {tag}: {process.stderr.strip()}")
+    return process.stdout.strip()
+
+
+def build_from_git(peer: Peer, git_dir: Path, log: Log = print) -> Path:
+    """Build the peer's commands from the tree of its version's tag in ``git_dir`` (see the module's
+    docstring): ``go build`` of each in that tree, with its own go.mod and go.sum; the tree's CRDs and
+    chart kept in ``source/``. The same stamp and cache directory as a build from the module proxy."""
+    existing = peer.cached()
+    if existing is not None:
+        return existing
+    if shutil.which("go") is None:
+        raise RuntimeError(f"go is not installed; cannot build {peer.name} {peer.version}")
+    commit = tag_commit(git_dir, peer.version)
+    target = peer.directory
+    target.parent.mkdir(parents=True, exist_ok=True)
+    # One place per commit, so that a rebuild finds its packages in the go build cache.
+    tree = target.parent / f".{peer.name}-src-{commit[:12]}"
+    scratch = Path(tempfile.mkdtemp(prefix=f".{target.name}-", dir=target.parent))
     try:
-        build(VOLCANO)
-    except RuntimeError as exc:
-        print(f"building volcano {VOLCANO_VERSION} failed: {exc}", file=sys.stderr)
+        if tree.exists():
+            shutil.rmtree(tree)
+        archive = subprocess.run(["git", "-C", str(git_dir), "archive", commit], capture_output=True, check=True)
+        with tarfile.open(fileobj=io.BytesIO(archive.stdout)) as tar:
+            tar.extractall(tree, filter="data")
+        module = re.search(r"^module (\S+)", (tree / "go.mod").read_text(), re.M)
+        if module is None or module.group(1) != peer.module:
+            raise RuntimeError(f"{peer.version} of {git_dir} is not module {peer.module}")
+        binaries = peer.binaries()
+        log(f"building {peer.name} {peer.version} (git {commit}) into {target} ...")
+        started = time.monotonic()
+        for name, package in binaries.items():
+            relative = "./" + package.removeprefix(peer.module).lstrip("/")
+            _go(["build", "-ldflags=-s -w", "-o", str(scratch / name), relative], tree)
+        for kept in KEPT_FROM_SOURCE:
+            shutil.copytree(tree / kept, scratch / SOURCE_COPY / kept)
+        stamp = {
+            "peer": peer.name,
+            "module": peer.module,
+            "version": peer.version,
+            "package": peer.package,
+            "binaries": binaries,
+            "source": {"git_commit": commit, "tag": peer.version},
+            "go": _go(["env", "GOVERSION"], tree).strip(),
+            "build_seconds": round(time.monotonic() - started, 1),
+        }
+        (scratch / _STAMP).write_text(json.dumps(stamp, indent=2) + "\n")
+        if target.exists():
+            shutil.rmtree(target)
+        scratch.rename(target)
+    finally:
+        for leftover in (scratch, tree):
+            if leftover.exists():
+                shutil.rmtree(leftover)
+    built = peer.cached()
+    assert built is not None
+    return built
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m envtest.volcano", description="Build Volcano's commands (cached).")
+    parser.add_argument("--version", default=VOLCANO_VERSION, help=f"Volcano release (default {VOLCANO_VERSION})")
+    parser.add_argument(
+        "--git",
+        type=Path,
+        help="a git repository of volcano-sh/volcano holding the version's tag: build that tree instead of "
+        "the module from the Go module proxy",
+    )
+    arguments = parser.parse_args(argv)
+    peer = volcano_peer(arguments.version)
+    try:
+        if arguments.git is not None:
+            build_from_git(peer, arguments.git)
+        else:
+            build(peer)
+    except (RuntimeError, subprocess.CalledProcessError, OSError, tarfile.TarError) as exc:
+        print(f"building volcano {peer.version} failed: {exc}", file=sys.stderr)
+        if arguments.git is None:
+            # `go mod download -json` puts the proxy's refusal in its JSON answer, not on stderr.
+            print(
+                "the Go module proxy refuses volcano.sh/volcano after v1.10.0 here (403 Forbidden: This module "
+                "version is not available); build the release's tag from git: --git DIR",
+                file=sys.stderr,
+            )
         return 1
-    for name in VOLCANO.binaries():
-        print(VOLCANO.directory / name)
+    for name in peer.binaries():
+        print(peer.directory / name)
     return 0
 
 

@@ -25,8 +25,18 @@ One known difference is pinned too: Volcano v1.10's scheduler does not read a Qu
 (no code of that release does; hierarchical queues came later, with the capacity plugin's hierarchy),
 while jobgate caps a job by each parent's capability, as hierarchical Volcano does.
 
+The hierarchy cases run again against ``VOLCANO_HIERARCHY_VERSION`` (v1.11.0, the first release whose
+``capacity`` plugin reads ``spec.parent``), its chart's scheduler configuration with that plugin and
+``enableHierarchy: true``, on a control plane of their own, and agree: a job within its queue's
+capability but over its parent's stays Pending ("queue resource quota insufficient": the plugin caps a
+child by its parent's capability), a job within both runs, a job on a queue that has child queues is
+refused by Volcano's webhook as by jobgate. A child whose capability is above its parent's (the v1.10
+case's queues) is a hierarchy v1.11 refuses outright: its scheduler then schedules nothing at all,
+so the job jobgate refuses there stays Pending too, for that reason (made last, as it stops the rest).
+
 Volcano is not built in CI (a cold build of its three commands takes tens of minutes on 2 cores:
-``python -m envtest.volcano``), so this test skips without the build, under CI too."""
+``python -m envtest.volcano``, and ``--version v1.11.0 --git DIR`` for the second release), so this test
+skips without the builds, under CI too."""
 
 from __future__ import annotations
 
@@ -34,13 +44,18 @@ import json
 import subprocess
 import tempfile
 from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import pytest
 import yaml
 
 from tests.e2e.conftest import IN_CI, jobgate, wait_until
+
+if TYPE_CHECKING:
+    from envtest.peers import Peer
 
 pytestmark = pytest.mark.e2e
 
@@ -222,18 +237,20 @@ def queue_state(cluster: VolcanoCluster, name: str) -> str | None:
     return (cluster.get("queues.scheduling.volcano.sh", name).get("status") or {}).get("state")
 
 
-@pytest.fixture(scope="module")
-def volcano_cluster() -> Iterator[VolcanoCluster]:
+@contextmanager
+def running_volcano(peer: Peer, queues: list[dict], conf_text: str | None = None) -> Iterator[VolcanoCluster]:
+    """A control plane with the peer's CRDs, its chart's webhooks, ``NODES`` nodes, its three commands
+    running (the scheduler with ``conf_text``, else its chart's configuration) and ``queues`` open."""
     from envtest import volcano as volcano_runner
     from envtest.harness import ControlPlane, free_port
     from envtest.upstream import UpstreamUnavailable
 
-    reason = volcano_runner.unavailable_reason()
+    reason = volcano_runner.unavailable_reason(peer)
     if reason:
         # The Volcano build is the one thing CI does not make (see the module's docstring): a skip there too.
         pytest.skip(reason)
     try:
-        crds = volcano_runner.crds()
+        crds = volcano_runner.crds(peer)
     except (UpstreamUnavailable, RuntimeError) as exc:
         if IN_CI:
             raise
@@ -252,23 +269,37 @@ def volcano_cluster() -> Iterator[VolcanoCluster]:
         pki = plane.work_dir / "pki"
         port = free_port()
         ca = (pki / "ca.crt").read_bytes()
-        webhooks = volcano_runner.chart_webhook_configurations(f"https://127.0.0.1:{port}", ca)
+        webhooks = volcano_runner.chart_webhook_configurations(f"https://127.0.0.1:{port}", ca, peer)
         cluster.run("apply", "-f", "-", input=yaml.safe_dump_all(webhooks))
-        volcano = volcano_runner.start(plane.kubeconfig, pki, Path(tmp) / "volcano", port)
+        volcano = volcano_runner.start(
+            plane.kubeconfig, pki, Path(tmp) / "volcano", port, peer=peer, conf_text=conf_text
+        )
         cluster.scheduler_log = volcano.logs["vc-scheduler"]
         try:
-            # Through Volcano's queue webhooks; its queue controller then opens each.
-            cluster.run("apply", "-f", "-", input=yaml.safe_dump_all(QUEUES))
-            for name in [q["metadata"]["name"] for q in QUEUES] + ["default"]:
+            # Through Volcano's queue webhooks, parents first; its queue controller then opens each.
+            for item in queues:
+                parent = item["spec"].get("parent")
+                if parent:  # Volcano's webhook looks the parent up (from v1.11): it must be there first
+                    wait_until(lambda p=parent: queue_state(cluster, p) == "Open", 60, message=f"queue {parent} Open")
+                cluster.run("apply", "-f", "-", input=yaml.safe_dump(item))
+            for name in [q["metadata"]["name"] for q in queues] + ["default"]:
                 wait_until(lambda name=name: queue_state(cluster, name) == "Open", 60, message=f"queue {name} Open")
-            close_queue(cluster, CLOSED)
-            wait_until(lambda: queue_state(cluster, CLOSED) == "Closed", 60, message=f"queue {CLOSED} Closed")
             yield cluster
         except BaseException:
             print(volcano.tail())
             raise
         finally:
             volcano.stop()
+
+
+@pytest.fixture(scope="module")
+def volcano_cluster() -> Iterator[VolcanoCluster]:
+    from envtest.volcano import VOLCANO
+
+    with running_volcano(VOLCANO, QUEUES) as cluster:
+        close_queue(cluster, CLOSED)
+        wait_until(lambda: queue_state(cluster, CLOSED) == "Closed", 60, message=f"queue {CLOSED} Closed")
+        yield cluster
 
 
 def jobgate_verdict(cluster: VolcanoCluster, case: Case) -> subprocess.CompletedProcess[str]:
@@ -377,3 +408,99 @@ def test_volcano_v1_10_ignores_a_parent_queues_capability_that_jobgate_enforces(
         120,
         message=f"{PARENT_CAPPED.job} Running: {pod_group(volcano_cluster, PARENT_CAPPED.job)}",
     )
+
+
+# --- hierarchical queues, against the first Volcano release that reads spec.parent ---------------------
+
+HIERARCHICAL_QUEUES = [
+    queue("hier-org", {GPU: 16}),
+    # No GPU bound of its own: its parent's is the most it can ever give.
+    queue("hier-team", {"cpu": "256"}, parent="hier-org"),
+    queue("hier-lab", {GPU: 16}),
+    queue("hier-lab-team", {GPU: 16}, parent="hier-lab"),
+]
+HIERARCHY_CASES = [
+    # Within its own capability (none on GPUs), over its parent's: 24 > 16.
+    Case("over-parent", "hier-team", 3, never_fits=True, enqueue_refuses=True),
+    Case("within-parent", "hier-lab-team", 2, never_fits=False),  # 16 of 16, and of its parent's 16
+]
+# A job on a queue that has child queues: Volcano v1.11's job webhook refuses it, and so does jobgate's
+# own validation of the job against the exported queues (rule volcano/queue, Volcano's words).
+LEAF_ONLY = "can only submit job to leaf queue, queue `hier-org` has 1 child queues"
+ON_A_PARENT = Case("on-a-parent", "hier-org", 1, never_fits=True, refused_by_webhook=LEAF_ONLY)
+# The v1.10 case's shape (a child's capability above its parent's), made last: see the test.
+INVALID_HIERARCHY = [queue("hier-wide-org", {GPU: 16}), queue("hier-wide-team", {GPU: 64}, parent="hier-wide-org")]
+OVER_NARROW_PARENT = Case("over-narrow-parent", "hier-wide-team", 3, never_fits=True)
+
+
+@pytest.fixture(scope="module")
+def hierarchical_cluster() -> Iterator[VolcanoCluster]:
+    from envtest.volcano import HIERARCHICAL, hierarchical_scheduler_conf, scheduler_conf
+
+    if HIERARCHICAL.cached() is None:
+        pytest.skip(f"Volcano {HIERARCHICAL.version} is not built (see docs/testing.md)")
+    conf = hierarchical_scheduler_conf(scheduler_conf(HIERARCHICAL))
+    with running_volcano(HIERARCHICAL, HIERARCHICAL_QUEUES, conf) as cluster:
+        yield cluster
+
+
+def test_hierarchical_volcano_never_runs_a_job_over_its_parent_queue_as_jobgate_refuses_it(
+    hierarchical_cluster: VolcanoCluster,
+):
+    cluster = hierarchical_cluster
+    over, within = HIERARCHY_CASES
+    verdict = jobgate_verdict(cluster, over)
+    assert verdict.returncode == 1, verdict.stdout + verdict.stderr
+    assert "the capability of its parent queue hier-org" in verdict.stdout, verdict.stdout
+    verdict = jobgate_verdict(cluster, within)
+    assert verdict.returncode == 0, verdict.stdout + verdict.stderr
+    for case in HIERARCHY_CASES:
+        apply(cluster, case)
+    wait_until(lambda: running(cluster, within), 120, message=f"{within.job} Running: {pod_group(cluster, within.job)}")
+    group = wait_until(
+        lambda: refused_sessions(cluster, over),
+        120,
+        message=f"{over.job} refused in {SESSIONS} sessions: {pod_group(cluster, over.job)}",
+    )
+    assert phase(group) == "Pending", group
+    messages = [e.get("message") for e in events_of(cluster, group)]
+    assert "queue resource quota insufficient" in messages, messages
+
+    verdict = jobgate_verdict(cluster, ON_A_PARENT)
+    assert verdict.returncode == 1, verdict.stdout + verdict.stderr
+    assert f"{LEAF_ONLY} [volcano/queue]" in verdict.stdout, verdict.stdout
+    created = apply(cluster, ON_A_PARENT, check=False)
+    assert created.returncode != 0, "Volcano's webhook admitted a job on a parent queue"
+    assert LEAF_ONLY in created.stderr, created.stderr
+
+    # Last, as it stops the whole scheduler: a child's capability above its parent's (the v1.10 case's
+    # queues) is a hierarchy Volcano refuses to schedule at all, so the job jobgate refuses (24 over the
+    # parent's 16) stays Pending there too, for that reason.
+    for item in INVALID_HIERARCHY:
+        cluster.run("apply", "-f", "-", input=yaml.safe_dump(item))
+        name = item["metadata"]["name"]
+        wait_until(lambda name=name: queue_state(cluster, name) == "Open", 60, message=f"queue {name} Open")
+    verdict = jobgate_verdict(cluster, OVER_NARROW_PARENT)
+    assert verdict.returncode == 1, verdict.stdout + verdict.stderr
+    assert "the capability of its parent queue hier-wide-org" in verdict.stdout, verdict.stdout
+    apply(cluster, OVER_NARROW_PARENT)
+    assert cluster.scheduler_log is not None
+    wait_until(
+        lambda: (
+            "queue <hier-wide-org> capability is less than its child queue <hier-wide-team>"
+            in cluster.scheduler_log.read_text()
+        ),
+        120,
+        message="Volcano's scheduler refusing the hierarchy",
+    )
+    for _ in range(SESSIONS):  # sessions, not seconds: each refuses the hierarchy again
+        seen = cluster.scheduler_log.read_text().count("Failed to check queue's hierarchical structure")
+        wait_until(
+            lambda seen=seen: (
+                cluster.scheduler_log.read_text().count("Failed to check queue's hierarchical structure") > seen
+            ),
+            60,
+            message="another scheduling session",
+        )
+        assert bound_pods(cluster, OVER_NARROW_PARENT.job) == []
+        assert phase(pod_group(cluster, OVER_NARROW_PARENT.job)) != "Running"

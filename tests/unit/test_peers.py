@@ -302,3 +302,108 @@ def test_a_chart_construct_the_renderer_does_not_know_is_refused():
         render_chart_template("{{- range .Values.list }}\n", {})
     with pytest.raises(TemplateError, match="without its end"):
         render_chart_template("{{- if .Values.custom.x }}\n", {"custom": {"x": True}})
+
+
+V1_11_CHART_SCHEDULER_CONF = """actions: "enqueue, allocate, backfill"
+tiers:
+- plugins:
+  - name: priority
+  - name: gang
+    enablePreemptable: false
+- plugins:
+  - name: drf
+    enablePreemptable: false
+  - name: predicates
+  - name: proportion
+  - name: nodeorder
+"""
+
+
+def test_hierarchical_queues_are_the_capacity_plugin_with_enable_hierarchy_in_place_of_the_queue_plugin():
+    import pytest
+    import yaml
+
+    from envtest.volcano import hierarchical_scheduler_conf
+
+    conf = yaml.safe_load(hierarchical_scheduler_conf(V1_11_CHART_SCHEDULER_CONF))
+    assert conf["actions"] == "enqueue, allocate, backfill"
+    assert [p["name"] for p in conf["tiers"][1]["plugins"]] == ["drf", "predicates", "capacity", "nodeorder"]
+    assert conf["tiers"][1]["plugins"][2] == {"name": "capacity", "enableHierarchy": True}
+    # v1.10's chart already names capacity: it gains the flag.
+    capacity = V1_11_CHART_SCHEDULER_CONF.replace("proportion", "capacity")
+    assert yaml.safe_load(hierarchical_scheduler_conf(capacity))["tiers"][1]["plugins"][2]["enableHierarchy"] is True
+    with pytest.raises(ValueError, match="found 0"):
+        hierarchical_scheduler_conf(V1_11_CHART_SCHEDULER_CONF.replace("proportion", "binpack"))
+
+
+def test_each_volcano_version_has_its_own_cache_and_the_unserved_one_says_how_to_build_it(tmp_path, monkeypatch):
+    from envtest.versions import VOLCANO_HIERARCHY_VERSION, VOLCANO_VERSION
+    from envtest.volcano import HIERARCHICAL, VOLCANO, unavailable_reason
+
+    monkeypatch.setenv("JOBGATE_PEERS_CACHE", str(tmp_path))
+    assert VOLCANO.directory == tmp_path / f"volcano-{VOLCANO_VERSION}"
+    assert HIERARCHICAL.directory == tmp_path / f"volcano-{VOLCANO_HIERARCHY_VERSION}"
+    assert HIERARCHICAL.binaries() == VOLCANO.binaries()
+    assert "--git DIR" in (unavailable_reason(HIERARCHICAL) or "")
+    assert "--git" not in (unavailable_reason(VOLCANO) or "")
+
+
+def _git_repository(path, gomod: str, tag: str) -> None:
+    import subprocess
+
+    path.mkdir()
+    (path / "go.mod").write_text(gomod)
+    identity = ["-c", "user.name=t", "-c", "user.email=t@example.invalid"]
+    for command in (["init", "-q"], ["add", "go.mod"], [*identity, "commit", "-qm", "x"], ["tag", tag]):
+        subprocess.run(["git", "-C", str(path), *command], check=True, capture_output=True)
+
+
+def test_a_build_from_git_needs_the_versions_tag_and_volcanos_module(tmp_path, monkeypatch):
+    import shutil
+
+    import pytest
+
+    from envtest.volcano import build_from_git, tag_commit, volcano_peer
+
+    monkeypatch.setenv("JOBGATE_PEERS_CACHE", str(tmp_path / "cache"))
+    repository = tmp_path / "repo"
+    _git_repository(repository, "module example.invalid/other\n", "v9.9.9")
+    assert len(tag_commit(repository, "v9.9.9")) == 40
+    with pytest.raises(RuntimeError, match=r"has no tag v9\.9\.8"):
+        build_from_git(volcano_peer("v9.9.8"), repository, log=lambda _: None)
+    if shutil.which("go") is None:
+        pytest.skip("no go: the module check comes after go is found")
+    with pytest.raises(RuntimeError, match=r"is not module volcano\.sh/volcano"):
+        build_from_git(volcano_peer("v9.9.9"), repository, log=lambda _: None)
+    # Nothing half-built is left behind to be taken for a build.
+    assert [p.name for p in (tmp_path / "cache").iterdir()] == []
+
+
+def test_a_build_from_git_keeps_its_trees_crds_and_chart_as_the_peers_source(tmp_path, monkeypatch):
+    import json as json_module
+
+    from envtest.volcano import SOURCE_COPY, crds, source, volcano_peer
+
+    monkeypatch.setenv("JOBGATE_PEERS_CACHE", str(tmp_path))
+    peer = volcano_peer("v9.9.9")
+    kept = peer.directory / SOURCE_COPY / "config/crd/volcano/bases"
+    kept.mkdir(parents=True)
+    (kept / "scheduling.volcano.sh_queues.yaml").write_text("kind: CustomResourceDefinition\n")
+    for name in peer.binaries():
+        (peer.directory / name).write_text("#!/bin/sh\n")
+        (peer.directory / name).chmod(0o755)
+    (peer.directory / "build-info.json").write_text(json_module.dumps({"binaries": peer.binaries()}))
+    assert source(peer) == peer.directory / SOURCE_COPY
+    assert [p.name for p in crds(peer)] == ["scheduling.volcano.sh_queues.yaml"]
+
+
+def test_a_volcano_the_module_proxy_refuses_is_pointed_at_a_build_from_git(tmp_path, monkeypatch, capsys):
+    from envtest import volcano
+
+    def refused(peer, log=print):
+        raise RuntimeError(f"go mod download -json volcano.sh/volcano@{peer.version} failed")
+
+    monkeypatch.setenv("JOBGATE_PEERS_CACHE", str(tmp_path))
+    monkeypatch.setattr(volcano, "build", refused)
+    assert volcano.main(["--version", "v1.11.0"]) == 1
+    assert "build the release's tag from git: --git DIR" in capsys.readouterr().err
