@@ -43,6 +43,7 @@ class ReviewContext:
         "policies",
         "queue_objects",
         "queues",
+        "runtimes",
         "skipped",
         "user",
     )
@@ -62,6 +63,7 @@ class ReviewContext:
         namespace_labels_known: bool = True,
         queue_objects: Any = None,
         exceptions: Any = None,
+        runtimes: Any = None,
     ) -> None:
         self.operation = operation
         self.namespace = namespace
@@ -87,6 +89,9 @@ class ReviewContext:
         # TrainingJobPolicyExceptions in force (jobgate.policy.exceptions.ExceptionSnapshot or the
         # webhook's cache); None: none are known, nothing is waived.
         self.exceptions = exceptions
+        # Kubeflow Trainer's runtimes a TrainJob is judged against (jobgate.families.trainer.runtimes.RuntimeView);
+        # None: no view (offline without --cluster-objects), so a TrainJob is refused with how to give one.
+        self.runtimes = runtimes
         self.skipped: set[str] = set()
 
     def __repr__(self) -> str:
@@ -121,4 +126,5 @@ def context_for(
         devices=views.devices,
         queue_objects=views.queue_objects,
         exceptions=views.exceptions,
+        runtimes=views.runtimes,
     )

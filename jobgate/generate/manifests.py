@@ -69,7 +69,7 @@ def custom_resource_definition(kind: JobKind, *, with_catalogue: bool = True) ->
                 "shortNames": list(kind.short_names),
                 "categories": ["jobgate"],
             },
-            "scope": "Namespaced",
+            "scope": "Namespaced" if getattr(kind, "namespaced", True) else "Cluster",
             "versions": [
                 {
                     "name": gvk.version,
@@ -195,8 +195,11 @@ def _printer_columns(kind: JobKind) -> list[dict[str, Any]]:
 
 def _rules() -> list[dict[str, Any]]:
     resources: dict[tuple[str, str], list[str]] = defaultdict(list)
+    cluster_scoped: set[tuple[str, str]] = set()
     for kind in every_family_kind():
         resources[(kind.gvk.group, kind.gvk.version)].append(kind.plural)
+        if not getattr(kind, "namespaced", True):  # Trainer's ClusterTrainingRuntime
+            cluster_scoped.add((kind.gvk.group, kind.gvk.version))
     return [
         {
             "apiGroups": [group],
@@ -204,7 +207,7 @@ def _rules() -> list[dict[str, Any]]:
             # Only the resources: status updates (the controller's) are not reviewed.
             "resources": sorted(plurals),
             "operations": ["CREATE", "UPDATE"],
-            "scope": "Namespaced",
+            "scope": "*" if (group, version) in cluster_scoped else "Namespaced",
         }
         for (group, version), plurals in sorted(resources.items())
     ]
