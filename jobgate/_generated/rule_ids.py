@@ -703,195 +703,197 @@ PRODUCES: tuple[tuple[str, str, str, str], ...] = (
     ('mxjob/local-mode-workers-only', 'spec.replicaSpecs[*].mxReplicaType', 'INVALID', '^job mode is local, but its replicas set have replicas type other than worker$'),  # 695
     ('mxjob/local-mode-one-worker', 'spec.replicaSpecs[*].replicas', 'INVALID', '^job mode is local, but it has more than 1 worker$'),  # 696
     ('mxjob/dist-mode-roles', 'spec.replicaSpecs', 'REQUIRED', '^dist job mode without replica type (SCHEDULER|SERVER|WORKER)$'),  # 697
-    ('trainer/runtime-template', 'spec', 'INVALID', '^must have at least 1 properties$'),  # 698
-    ('trainer/runtime-template', 'spec.template', 'INVALID', '^must have at least 1 properties$'),  # 699
-    ('trainer/ml-policy-one', 'spec.mlPolicy', 'INVALID', '^Only one of the policy can be configured$'),  # 700
-    ('trainer/num-proc-per-node', 'spec.mlPolicy.*.numProcPerNode', 'INVALID', '^NumProcPerNode in '),  # 701
-    ('trainer/env-injection-node', 'spec.mlPolicy.torch.envInjection.targets[*].containerNames', 'INVALID', '^containerNames must not'),  # 702
-    ('trainer/jobset-rules', 'spec.template.spec', 'INVALID', 'mutually exclusive$'),  # 703
-    ('trainer/jobset-rules', 'spec.template.spec.volumeClaimPolicies[*]', 'INVALID', '^namespace cannot be set'),  # 704
-    ('trainer/jobset-immutable', 'spec.template.spec.**', 'INVALID', '^Value is immutable$'),  # 705
-    ('trainer/runtime-ancestor-replicas', 'spec.template.spec.replicatedJobs[*].replicas', 'INVALID', '^always must be 1$'),  # 706
-    ('trainer/runtime-ancestor-container', 'spec.template.spec.replicatedJobs[*].template.spec.template.spec.containers', 'INVALID', '^must contain the required container for the ancestor: '),  # 707
-    ('trainer/name', 'metadata.name', 'INVALID', '^metadata\\.name must '),  # 708
-    ('trainer/managed-by', 'spec.managedBy', 'INVALID', '^ManagedBy must be '),  # 709
-    ('trainer/storage-uri', 'spec.initializer.*.storageUri', 'INVALID', '^storageUri may be empty'),  # 710
-    ('trainer/num-nodes', 'spec.trainer.numNodes', 'INVALID', '^must be greater than or equal to 0$'),  # 711
-    ('trainer/num-proc-per-node', 'spec.trainer.numProcPerNode', 'INVALID', '^numProcPerNode must be greater than or equal to 1$'),  # 712
-    ('trainer/immutable', 'spec.*', 'INVALID', '^field is immutable$'),  # 713
-    ('trainer/patch-immutable', 'spec.runtimePatches[*].**', 'INVALID', '^field is immutable$'),  # 714
-    ('trainer/runtime-supported', 'spec.runtimeRef', 'INVALID', '^unsupported runtime: '),  # 715
-    ('trainer/runtime-exists', 'spec.runtimeRef', 'INVALID', 'must be created before the TrainJob is created'),  # 716
-    ('trainer/runtime-exists', 'spec.RuntimeRef', 'INVALID', 'must be created before the TrainJob is created'),  # 717
-    ('trainer/initializer-jobs', 'spec.runtimeRef', 'INVALID', '^must have (dataset|model)-initializer job|^must have container with name - |^must have volumeMount with name - '),  # 718
-    ('trainer/runtime-patches-suspended', 'spec.runtimePatches', 'FORBIDDEN', '^RuntimePatches can'),  # 719
-    ('trainer/patch-manager', 'spec.runtimePatches.manager', 'INVALID', ''),  # 720
-    ('trainer/patch-manager', 'spec.runtimePatches.manager', 'REQUIRED', ''),  # 721
-    ('trainer/patch-targets', 'spec.runtimePatches', 'INVALID', "^must not have (replicated job|initContainer|container) that doesn't exist"),  # 722
-    ('trainer/patch-env', 'spec.runtimePatches', 'INVALID', '^must not have envs for the '),  # 723
-    ('trainer/torch-env-injection', 'spec.runtimeRef', 'INVALID', '^envInjection target podSet '),  # 724
-    ('trainer/reserved-env', 'spec.trainer.env', 'INVALID', '^must not have reserved envs'),  # 725
-    ('trainer/reserved-env', 'spec.trainer.env[*]', 'FORBIDDEN', 'is reserved for the XGBoost runtime$'),  # 726
-    ('trainer/torchtune', 'spec.runtimeRef.name', 'INVALID', ''),  # 727
-    ('trainer/torchtune', 'spec.trainer.numNodes', 'INVALID', 'model$|TorchTune$'),  # 728
-    ('trainer/torchtune', 'spec.trainer.numProcPerNode', 'INVALID', 'QLoRA$'),  # 729
-    ('trainer/torchtune', 'spec.trainer.resourcesPerNode', 'INVALID', 'QLoRA$'),  # 730
-    ('trainer/torchtune', 'spec.trainer.args[*]', 'INVALID', '^must not set immutable config '),  # 731
-    ('trainer/mpi-launcher-as-node', 'spec.trainer.numNodes', 'INVALID', 'runLauncherAsNode'),  # 732
-    ('trainer/flux', 'spec.trainer.numProcPerNode', 'INVALID', 'for Flux TrainJob$'),  # 733
-    ('trainer/flux', 'spec.trainer.initContainers', 'INVALID', 'is reserved$'),  # 734
-    ('trainer/volcano-queue', 'spec.annotations[*]', 'INVALID', '^Volcano queue name must not be empty$'),  # 735
-    ('run-policy/min-available', 'spec.runPolicy.schedulingPolicy.minAvailable', 'INVALID', '^must be less than or equal to the total number of replicas( \\(\\d+\\))?$'),  # 736
-    ('run-policy/min-available', 'spec.schedulingPolicy.minAvailable', 'INVALID', '^must be less than or equal to the total number of replicas( \\(\\d+\\))?$'),  # 737
-    ('run-policy/queue-immutable', 'spec.runPolicy.schedulingPolicy.queue', 'INVALID', '^field is immutable$'),  # 738
-    ('pod-template/containers', 'spec.mpiReplicaSpecs[*].template.spec.containers', 'REQUIRED', '^must\\ have\\ at\\ least\\ one\\ container$'),  # 739
-    ('roles/launcher', 'spec.mpiReplicaSpecs[Launcher]', 'REQUIRED', '^must be present$'),  # 740
-    ('roles/launcher', 'spec.mpiReplicaSpecs[Launcher].replicas', 'INVALID', '^must be 1$'),  # 741
-    ('replicas/types', 'spec.marsReplicaSpecs[*]', 'NOT_SUPPORTED', ''),  # 742
-    ('replicas/types', 'spec.marsReplicaSpecs[*]', 'DUPLICATE', ''),  # 743
-    ('pod-template/spec', 'spec.marsReplicaSpecs[*].template.spec', 'REQUIRED', '^$'),  # 744
-    ('pod-template/containers', 'spec.marsReplicaSpecs[*].template.spec.containers', 'REQUIRED', '^must\\ have\\ at\\ least\\ one\\ container$'),  # 745
-    ('pod-template/bounds', 'spec.marsReplicaSpecs[*].template.spec.**', 'TOO_MANY', ''),  # 746
-    ('pod-template/containers/name', 'spec.marsReplicaSpecs[*].template.spec.containers[*].name', 'REQUIRED', '^$'),  # 747
-    ('pod-template/containers/name', 'spec.marsReplicaSpecs[*].template.spec.containers[*].name', 'INVALID', '^must be no more than 63 characters$'),  # 748
-    ('pod-template/containers/name', 'spec.marsReplicaSpecs[*].template.spec.containers[*].name', 'INVALID', "^a lowercase RFC 1123 label must consist of lower case alphanumeric characters or '-', and must start and end with an alphanumeric character \\(e\\.g\\. 'my-name',  or '123-abc', regex used for validation is '\\[a-z0-9\\]\\(\\[-a-z0-9\\]\\*\\[a-z0-9\\]\\)\\?'\\)$"),  # 749
-    ('pod-template/containers/image', 'spec.marsReplicaSpecs[*].template.spec.containers[*].image', 'REQUIRED', '^$'),  # 750
-    ('pod-template/containers/ports', 'spec.marsReplicaSpecs[*].template.spec.containers[*].ports[*].containerPort', 'REQUIRED', '^$'),  # 751
-    ('pod-template/containers/ports', 'spec.marsReplicaSpecs[*].template.spec.containers[*].ports[*].containerPort', 'INVALID', '^must be between 1 and 65535, inclusive$'),  # 752
-    ('pod-template/containers/ports', 'spec.marsReplicaSpecs[*].template.spec.containers[*].ports[*].hostPort', 'INVALID', '^must be between 1 and 65535, inclusive$'),  # 753
-    ('pod-template/containers/ports', 'spec.marsReplicaSpecs[*].template.spec.containers[*].ports[*].protocol', 'NOT_SUPPORTED', '^supported values: "TCP", "UDP", "SCTP"$'),  # 754
-    ('pod-template/containers/ports', 'spec.marsReplicaSpecs[*].template.spec.containers[*].ports[*].name', 'INVALID', '^must be no more than 15 characters$'),  # 755
-    ('pod-template/containers/ports', 'spec.marsReplicaSpecs[*].template.spec.containers[*].ports[*].name', 'INVALID', '^must contain only alpha-numeric characters \\(a-z, 0-9\\), and hyphens \\(-\\)$'),  # 756
-    ('pod-template/containers/ports', 'spec.marsReplicaSpecs[*].template.spec.containers[*].ports[*].name', 'INVALID', '^must contain at least one letter \\(a-z\\)$'),  # 757
-    ('pod-template/containers/ports', 'spec.marsReplicaSpecs[*].template.spec.containers[*].ports[*].name', 'INVALID', '^must not contain consecutive hyphens$'),  # 758
-    ('pod-template/containers/ports', 'spec.marsReplicaSpecs[*].template.spec.containers[*].ports[*].name', 'INVALID', '^must not begin or end with a hyphen$'),  # 759
-    ('pod-template/containers/port-names-unique', 'spec.marsReplicaSpecs[*].template.spec.containers[*].ports[*].name', 'DUPLICATE', ''),  # 760
-    ('pod-template/containers/mounts', 'spec.marsReplicaSpecs[*].template.spec.containers[*].volumeMounts[*].name', 'REQUIRED', '^$'),  # 761
-    ('pod-template/containers/mounts', 'spec.marsReplicaSpecs[*].template.spec.containers[*].volumeMounts[*].mountPath', 'REQUIRED', '^$'),  # 762
-    ('pod-template/containers/mounted-volumes', 'spec.marsReplicaSpecs[*].template.spec.containers[*].volumeMounts[*].name', 'NOT_FOUND', ''),  # 763
-    ('pod-template/containers/env', 'spec.marsReplicaSpecs[*].template.spec.containers[*].env[*].name', 'REQUIRED', '^$'),  # 764
-    ('pod-template/containers/env', 'spec.marsReplicaSpecs[*].template.spec.containers[*].env[*].name', 'INVALID', "^a valid environment variable name must consist only of printable ASCII characters other than '='$"),  # 765
-    ('pod-template/containers/quantities', 'spec.marsReplicaSpecs[*].template.spec.containers[*].resources.limits[*]', 'INVALID', "^quantities\\ must\\ match\\ the\\ regular\\ expression\\ '\\^\\(\\[\\+\\-\\]\\?\\[0\\-9\\.\\]\\+\\)\\(\\[eEinumkKMGTP\\]\\*\\[\\-\\+\\]\\?\\[0\\-9\\]\\*\\)\\$'$"),  # 766
-    ('pod-template/containers/quantities', 'spec.marsReplicaSpecs[*].template.spec.containers[*].resources.limits[*]', 'INVALID', '^must be greater than or equal to 0$'),  # 767
-    ('pod-template/containers/quantities', 'spec.marsReplicaSpecs[*].template.spec.containers[*].resources.requests[*]', 'INVALID', "^quantities\\ must\\ match\\ the\\ regular\\ expression\\ '\\^\\(\\[\\+\\-\\]\\?\\[0\\-9\\.\\]\\+\\)\\(\\[eEinumkKMGTP\\]\\*\\[\\-\\+\\]\\?\\[0\\-9\\]\\*\\)\\$'$"),  # 768
-    ('pod-template/containers/quantities', 'spec.marsReplicaSpecs[*].template.spec.containers[*].resources.requests[*]', 'INVALID', '^must be greater than or equal to 0$'),  # 769
-    ('pod-template/containers/whole-extended-resources', 'spec.marsReplicaSpecs[*].template.spec.containers[*].resources.limits[*]', 'INVALID', '^must be an integer$'),  # 770
-    ('pod-template/containers/whole-extended-resources', 'spec.marsReplicaSpecs[*].template.spec.containers[*].resources.requests[*]', 'INVALID', '^must be an integer$'),  # 771
-    ('pod-template/containers/extended-resource-limits', 'spec.marsReplicaSpecs[*].template.spec.containers[*].resources.limits[*]', 'REQUIRED', 'Limit\\ must\\ be\\ set\\ for\\ non\\ overcommitable\\ resources$'),  # 772
-    ('pod-template/containers/requests-within-limits', 'spec.marsReplicaSpecs[*].template.spec.containers[*].resources.requests[*]', 'INVALID', ' limit of '),  # 773
-    ('pod-template/initContainers/name', 'spec.marsReplicaSpecs[*].template.spec.initContainers[*].name', 'REQUIRED', '^$'),  # 774
-    ('pod-template/initContainers/name', 'spec.marsReplicaSpecs[*].template.spec.initContainers[*].name', 'INVALID', '^must be no more than 63 characters$'),  # 775
-    ('pod-template/initContainers/name', 'spec.marsReplicaSpecs[*].template.spec.initContainers[*].name', 'INVALID', "^a lowercase RFC 1123 label must consist of lower case alphanumeric characters or '-', and must start and end with an alphanumeric character \\(e\\.g\\. 'my-name',  or '123-abc', regex used for validation is '\\[a-z0-9\\]\\(\\[-a-z0-9\\]\\*\\[a-z0-9\\]\\)\\?'\\)$"),  # 776
-    ('pod-template/initContainers/image', 'spec.marsReplicaSpecs[*].template.spec.initContainers[*].image', 'REQUIRED', '^$'),  # 777
-    ('pod-template/initContainers/ports', 'spec.marsReplicaSpecs[*].template.spec.initContainers[*].ports[*].containerPort', 'REQUIRED', '^$'),  # 778
-    ('pod-template/initContainers/ports', 'spec.marsReplicaSpecs[*].template.spec.initContainers[*].ports[*].containerPort', 'INVALID', '^must be between 1 and 65535, inclusive$'),  # 779
-    ('pod-template/initContainers/ports', 'spec.marsReplicaSpecs[*].template.spec.initContainers[*].ports[*].hostPort', 'INVALID', '^must be between 1 and 65535, inclusive$'),  # 780
-    ('pod-template/initContainers/ports', 'spec.marsReplicaSpecs[*].template.spec.initContainers[*].ports[*].protocol', 'NOT_SUPPORTED', '^supported values: "TCP", "UDP", "SCTP"$'),  # 781
-    ('pod-template/initContainers/ports', 'spec.marsReplicaSpecs[*].template.spec.initContainers[*].ports[*].name', 'INVALID', '^must be no more than 15 characters$'),  # 782
-    ('pod-template/initContainers/ports', 'spec.marsReplicaSpecs[*].template.spec.initContainers[*].ports[*].name', 'INVALID', '^must contain only alpha-numeric characters \\(a-z, 0-9\\), and hyphens \\(-\\)$'),  # 783
-    ('pod-template/initContainers/ports', 'spec.marsReplicaSpecs[*].template.spec.initContainers[*].ports[*].name', 'INVALID', '^must contain at least one letter \\(a-z\\)$'),  # 784
-    ('pod-template/initContainers/ports', 'spec.marsReplicaSpecs[*].template.spec.initContainers[*].ports[*].name', 'INVALID', '^must not contain consecutive hyphens$'),  # 785
-    ('pod-template/initContainers/ports', 'spec.marsReplicaSpecs[*].template.spec.initContainers[*].ports[*].name', 'INVALID', '^must not begin or end with a hyphen$'),  # 786
-    ('pod-template/initContainers/port-names-unique', 'spec.marsReplicaSpecs[*].template.spec.initContainers[*].ports[*].name', 'DUPLICATE', ''),  # 787
-    ('pod-template/initContainers/mounts', 'spec.marsReplicaSpecs[*].template.spec.initContainers[*].volumeMounts[*].name', 'REQUIRED', '^$'),  # 788
-    ('pod-template/initContainers/mounts', 'spec.marsReplicaSpecs[*].template.spec.initContainers[*].volumeMounts[*].mountPath', 'REQUIRED', '^$'),  # 789
-    ('pod-template/initContainers/mounted-volumes', 'spec.marsReplicaSpecs[*].template.spec.initContainers[*].volumeMounts[*].name', 'NOT_FOUND', ''),  # 790
-    ('pod-template/initContainers/env', 'spec.marsReplicaSpecs[*].template.spec.initContainers[*].env[*].name', 'REQUIRED', '^$'),  # 791
-    ('pod-template/initContainers/env', 'spec.marsReplicaSpecs[*].template.spec.initContainers[*].env[*].name', 'INVALID', "^a valid environment variable name must consist only of printable ASCII characters other than '='$"),  # 792
-    ('pod-template/initContainers/quantities', 'spec.marsReplicaSpecs[*].template.spec.initContainers[*].resources.limits[*]', 'INVALID', "^quantities\\ must\\ match\\ the\\ regular\\ expression\\ '\\^\\(\\[\\+\\-\\]\\?\\[0\\-9\\.\\]\\+\\)\\(\\[eEinumkKMGTP\\]\\*\\[\\-\\+\\]\\?\\[0\\-9\\]\\*\\)\\$'$"),  # 793
-    ('pod-template/initContainers/quantities', 'spec.marsReplicaSpecs[*].template.spec.initContainers[*].resources.limits[*]', 'INVALID', '^must be greater than or equal to 0$'),  # 794
-    ('pod-template/initContainers/quantities', 'spec.marsReplicaSpecs[*].template.spec.initContainers[*].resources.requests[*]', 'INVALID', "^quantities\\ must\\ match\\ the\\ regular\\ expression\\ '\\^\\(\\[\\+\\-\\]\\?\\[0\\-9\\.\\]\\+\\)\\(\\[eEinumkKMGTP\\]\\*\\[\\-\\+\\]\\?\\[0\\-9\\]\\*\\)\\$'$"),  # 795
-    ('pod-template/initContainers/quantities', 'spec.marsReplicaSpecs[*].template.spec.initContainers[*].resources.requests[*]', 'INVALID', '^must be greater than or equal to 0$'),  # 796
-    ('pod-template/initContainers/whole-extended-resources', 'spec.marsReplicaSpecs[*].template.spec.initContainers[*].resources.limits[*]', 'INVALID', '^must be an integer$'),  # 797
-    ('pod-template/initContainers/whole-extended-resources', 'spec.marsReplicaSpecs[*].template.spec.initContainers[*].resources.requests[*]', 'INVALID', '^must be an integer$'),  # 798
-    ('pod-template/initContainers/extended-resource-limits', 'spec.marsReplicaSpecs[*].template.spec.initContainers[*].resources.limits[*]', 'REQUIRED', 'Limit\\ must\\ be\\ set\\ for\\ non\\ overcommitable\\ resources$'),  # 799
-    ('pod-template/initContainers/requests-within-limits', 'spec.marsReplicaSpecs[*].template.spec.initContainers[*].resources.requests[*]', 'INVALID', ' limit of '),  # 800
-    ('pod-template/container-names-unique', 'spec.marsReplicaSpecs[*].template.spec.containers[*].name', 'DUPLICATE', ''),  # 801
-    ('pod-template/container-names-unique', 'spec.marsReplicaSpecs[*].template.spec.initContainers[*].name', 'DUPLICATE', ''),  # 802
-    ('pod-template/volumes', 'spec.marsReplicaSpecs[*].template.spec.volumes[*].name', 'REQUIRED', '^$'),  # 803
-    ('pod-template/volumes', 'spec.marsReplicaSpecs[*].template.spec.volumes[*].name', 'INVALID', '^must be no more than 63 characters$'),  # 804
-    ('pod-template/volumes', 'spec.marsReplicaSpecs[*].template.spec.volumes[*].name', 'INVALID', "^a lowercase RFC 1123 label must consist of lower case alphanumeric characters or '-', and must start and end with an alphanumeric character \\(e\\.g\\. 'my-name',  or '123-abc', regex used for validation is '\\[a-z0-9\\]\\(\\[-a-z0-9\\]\\*\\[a-z0-9\\]\\)\\?'\\)$"),  # 805
-    ('pod-template/volume-names-unique', 'spec.marsReplicaSpecs[*].template.spec.volumes[*].name', 'DUPLICATE', ''),  # 806
-    ('pod-template/restart-policy', 'spec.marsReplicaSpecs[*].template.spec.restartPolicy', 'NOT_SUPPORTED', '^supported values: "Always", "OnFailure", "Never"$'),  # 807
-    ('pod-template/framework-container', 'spec.marsReplicaSpecs[*].template.spec.containers', 'REQUIRED', '^must\\ have\\ at\\ least\\ one\\ container\\ with\\ name\\ mars$'),  # 808
-    ('pod-template/containers', 'spec.pytorchReplicaSpecs[*].template.spec.containers', 'REQUIRED', '^must\\ have\\ at\\ least\\ one\\ container$'),  # 809
-    ('roles/master', 'spec.pytorchReplicaSpecs[Master]', 'REQUIRED', '^must be present$'),  # 810
-    ('roles/master', 'spec.pytorchReplicaSpecs[Master].replicas', 'INVALID', '^must be 1$'),  # 811
-    ('pod-template/containers', 'spec.tfReplicaSpecs[*].template.spec.containers', 'REQUIRED', '^must\\ have\\ at\\ least\\ one\\ container$'),  # 812
-    ('roles/one-leader', 'spec.tfReplicaSpecs', 'FORBIDDEN', '^must not have more than 1 Chief or Master role$'),  # 813
-    ('roles/one-leader', 'spec.tfReplicaSpecs[Chief].replicas', 'INVALID', '^must be less than or equal to 1$'),  # 814
-    ('roles/one-leader', 'spec.tfReplicaSpecs[Master].replicas', 'INVALID', '^must be less than or equal to 1$'),  # 815
-    ('replicas/types', 'spec.xdlReplicaSpecs[*]', 'NOT_SUPPORTED', ''),  # 816
-    ('replicas/types', 'spec.xdlReplicaSpecs[*]', 'DUPLICATE', ''),  # 817
-    ('pod-template/spec', 'spec.xdlReplicaSpecs[*].template.spec', 'REQUIRED', '^$'),  # 818
-    ('pod-template/containers', 'spec.xdlReplicaSpecs[*].template.spec.containers', 'REQUIRED', '^must\\ have\\ at\\ least\\ one\\ container$'),  # 819
-    ('pod-template/bounds', 'spec.xdlReplicaSpecs[*].template.spec.**', 'TOO_MANY', ''),  # 820
-    ('pod-template/containers/name', 'spec.xdlReplicaSpecs[*].template.spec.containers[*].name', 'REQUIRED', '^$'),  # 821
-    ('pod-template/containers/name', 'spec.xdlReplicaSpecs[*].template.spec.containers[*].name', 'INVALID', '^must be no more than 63 characters$'),  # 822
-    ('pod-template/containers/name', 'spec.xdlReplicaSpecs[*].template.spec.containers[*].name', 'INVALID', "^a lowercase RFC 1123 label must consist of lower case alphanumeric characters or '-', and must start and end with an alphanumeric character \\(e\\.g\\. 'my-name',  or '123-abc', regex used for validation is '\\[a-z0-9\\]\\(\\[-a-z0-9\\]\\*\\[a-z0-9\\]\\)\\?'\\)$"),  # 823
-    ('pod-template/containers/image', 'spec.xdlReplicaSpecs[*].template.spec.containers[*].image', 'REQUIRED', '^$'),  # 824
-    ('pod-template/containers/ports', 'spec.xdlReplicaSpecs[*].template.spec.containers[*].ports[*].containerPort', 'REQUIRED', '^$'),  # 825
-    ('pod-template/containers/ports', 'spec.xdlReplicaSpecs[*].template.spec.containers[*].ports[*].containerPort', 'INVALID', '^must be between 1 and 65535, inclusive$'),  # 826
-    ('pod-template/containers/ports', 'spec.xdlReplicaSpecs[*].template.spec.containers[*].ports[*].hostPort', 'INVALID', '^must be between 1 and 65535, inclusive$'),  # 827
-    ('pod-template/containers/ports', 'spec.xdlReplicaSpecs[*].template.spec.containers[*].ports[*].protocol', 'NOT_SUPPORTED', '^supported values: "TCP", "UDP", "SCTP"$'),  # 828
-    ('pod-template/containers/ports', 'spec.xdlReplicaSpecs[*].template.spec.containers[*].ports[*].name', 'INVALID', '^must be no more than 15 characters$'),  # 829
-    ('pod-template/containers/ports', 'spec.xdlReplicaSpecs[*].template.spec.containers[*].ports[*].name', 'INVALID', '^must contain only alpha-numeric characters \\(a-z, 0-9\\), and hyphens \\(-\\)$'),  # 830
-    ('pod-template/containers/ports', 'spec.xdlReplicaSpecs[*].template.spec.containers[*].ports[*].name', 'INVALID', '^must contain at least one letter \\(a-z\\)$'),  # 831
-    ('pod-template/containers/ports', 'spec.xdlReplicaSpecs[*].template.spec.containers[*].ports[*].name', 'INVALID', '^must not contain consecutive hyphens$'),  # 832
-    ('pod-template/containers/ports', 'spec.xdlReplicaSpecs[*].template.spec.containers[*].ports[*].name', 'INVALID', '^must not begin or end with a hyphen$'),  # 833
-    ('pod-template/containers/port-names-unique', 'spec.xdlReplicaSpecs[*].template.spec.containers[*].ports[*].name', 'DUPLICATE', ''),  # 834
-    ('pod-template/containers/mounts', 'spec.xdlReplicaSpecs[*].template.spec.containers[*].volumeMounts[*].name', 'REQUIRED', '^$'),  # 835
-    ('pod-template/containers/mounts', 'spec.xdlReplicaSpecs[*].template.spec.containers[*].volumeMounts[*].mountPath', 'REQUIRED', '^$'),  # 836
-    ('pod-template/containers/mounted-volumes', 'spec.xdlReplicaSpecs[*].template.spec.containers[*].volumeMounts[*].name', 'NOT_FOUND', ''),  # 837
-    ('pod-template/containers/env', 'spec.xdlReplicaSpecs[*].template.spec.containers[*].env[*].name', 'REQUIRED', '^$'),  # 838
-    ('pod-template/containers/env', 'spec.xdlReplicaSpecs[*].template.spec.containers[*].env[*].name', 'INVALID', "^a valid environment variable name must consist only of printable ASCII characters other than '='$"),  # 839
-    ('pod-template/containers/quantities', 'spec.xdlReplicaSpecs[*].template.spec.containers[*].resources.limits[*]', 'INVALID', "^quantities\\ must\\ match\\ the\\ regular\\ expression\\ '\\^\\(\\[\\+\\-\\]\\?\\[0\\-9\\.\\]\\+\\)\\(\\[eEinumkKMGTP\\]\\*\\[\\-\\+\\]\\?\\[0\\-9\\]\\*\\)\\$'$"),  # 840
-    ('pod-template/containers/quantities', 'spec.xdlReplicaSpecs[*].template.spec.containers[*].resources.limits[*]', 'INVALID', '^must be greater than or equal to 0$'),  # 841
-    ('pod-template/containers/quantities', 'spec.xdlReplicaSpecs[*].template.spec.containers[*].resources.requests[*]', 'INVALID', "^quantities\\ must\\ match\\ the\\ regular\\ expression\\ '\\^\\(\\[\\+\\-\\]\\?\\[0\\-9\\.\\]\\+\\)\\(\\[eEinumkKMGTP\\]\\*\\[\\-\\+\\]\\?\\[0\\-9\\]\\*\\)\\$'$"),  # 842
-    ('pod-template/containers/quantities', 'spec.xdlReplicaSpecs[*].template.spec.containers[*].resources.requests[*]', 'INVALID', '^must be greater than or equal to 0$'),  # 843
-    ('pod-template/containers/whole-extended-resources', 'spec.xdlReplicaSpecs[*].template.spec.containers[*].resources.limits[*]', 'INVALID', '^must be an integer$'),  # 844
-    ('pod-template/containers/whole-extended-resources', 'spec.xdlReplicaSpecs[*].template.spec.containers[*].resources.requests[*]', 'INVALID', '^must be an integer$'),  # 845
-    ('pod-template/containers/extended-resource-limits', 'spec.xdlReplicaSpecs[*].template.spec.containers[*].resources.limits[*]', 'REQUIRED', 'Limit\\ must\\ be\\ set\\ for\\ non\\ overcommitable\\ resources$'),  # 846
-    ('pod-template/containers/requests-within-limits', 'spec.xdlReplicaSpecs[*].template.spec.containers[*].resources.requests[*]', 'INVALID', ' limit of '),  # 847
-    ('pod-template/initContainers/name', 'spec.xdlReplicaSpecs[*].template.spec.initContainers[*].name', 'REQUIRED', '^$'),  # 848
-    ('pod-template/initContainers/name', 'spec.xdlReplicaSpecs[*].template.spec.initContainers[*].name', 'INVALID', '^must be no more than 63 characters$'),  # 849
-    ('pod-template/initContainers/name', 'spec.xdlReplicaSpecs[*].template.spec.initContainers[*].name', 'INVALID', "^a lowercase RFC 1123 label must consist of lower case alphanumeric characters or '-', and must start and end with an alphanumeric character \\(e\\.g\\. 'my-name',  or '123-abc', regex used for validation is '\\[a-z0-9\\]\\(\\[-a-z0-9\\]\\*\\[a-z0-9\\]\\)\\?'\\)$"),  # 850
-    ('pod-template/initContainers/image', 'spec.xdlReplicaSpecs[*].template.spec.initContainers[*].image', 'REQUIRED', '^$'),  # 851
-    ('pod-template/initContainers/ports', 'spec.xdlReplicaSpecs[*].template.spec.initContainers[*].ports[*].containerPort', 'REQUIRED', '^$'),  # 852
-    ('pod-template/initContainers/ports', 'spec.xdlReplicaSpecs[*].template.spec.initContainers[*].ports[*].containerPort', 'INVALID', '^must be between 1 and 65535, inclusive$'),  # 853
-    ('pod-template/initContainers/ports', 'spec.xdlReplicaSpecs[*].template.spec.initContainers[*].ports[*].hostPort', 'INVALID', '^must be between 1 and 65535, inclusive$'),  # 854
-    ('pod-template/initContainers/ports', 'spec.xdlReplicaSpecs[*].template.spec.initContainers[*].ports[*].protocol', 'NOT_SUPPORTED', '^supported values: "TCP", "UDP", "SCTP"$'),  # 855
-    ('pod-template/initContainers/ports', 'spec.xdlReplicaSpecs[*].template.spec.initContainers[*].ports[*].name', 'INVALID', '^must be no more than 15 characters$'),  # 856
-    ('pod-template/initContainers/ports', 'spec.xdlReplicaSpecs[*].template.spec.initContainers[*].ports[*].name', 'INVALID', '^must contain only alpha-numeric characters \\(a-z, 0-9\\), and hyphens \\(-\\)$'),  # 857
-    ('pod-template/initContainers/ports', 'spec.xdlReplicaSpecs[*].template.spec.initContainers[*].ports[*].name', 'INVALID', '^must contain at least one letter \\(a-z\\)$'),  # 858
-    ('pod-template/initContainers/ports', 'spec.xdlReplicaSpecs[*].template.spec.initContainers[*].ports[*].name', 'INVALID', '^must not contain consecutive hyphens$'),  # 859
-    ('pod-template/initContainers/ports', 'spec.xdlReplicaSpecs[*].template.spec.initContainers[*].ports[*].name', 'INVALID', '^must not begin or end with a hyphen$'),  # 860
-    ('pod-template/initContainers/port-names-unique', 'spec.xdlReplicaSpecs[*].template.spec.initContainers[*].ports[*].name', 'DUPLICATE', ''),  # 861
-    ('pod-template/initContainers/mounts', 'spec.xdlReplicaSpecs[*].template.spec.initContainers[*].volumeMounts[*].name', 'REQUIRED', '^$'),  # 862
-    ('pod-template/initContainers/mounts', 'spec.xdlReplicaSpecs[*].template.spec.initContainers[*].volumeMounts[*].mountPath', 'REQUIRED', '^$'),  # 863
-    ('pod-template/initContainers/mounted-volumes', 'spec.xdlReplicaSpecs[*].template.spec.initContainers[*].volumeMounts[*].name', 'NOT_FOUND', ''),  # 864
-    ('pod-template/initContainers/env', 'spec.xdlReplicaSpecs[*].template.spec.initContainers[*].env[*].name', 'REQUIRED', '^$'),  # 865
-    ('pod-template/initContainers/env', 'spec.xdlReplicaSpecs[*].template.spec.initContainers[*].env[*].name', 'INVALID', "^a valid environment variable name must consist only of printable ASCII characters other than '='$"),  # 866
-    ('pod-template/initContainers/quantities', 'spec.xdlReplicaSpecs[*].template.spec.initContainers[*].resources.limits[*]', 'INVALID', "^quantities\\ must\\ match\\ the\\ regular\\ expression\\ '\\^\\(\\[\\+\\-\\]\\?\\[0\\-9\\.\\]\\+\\)\\(\\[eEinumkKMGTP\\]\\*\\[\\-\\+\\]\\?\\[0\\-9\\]\\*\\)\\$'$"),  # 867
-    ('pod-template/initContainers/quantities', 'spec.xdlReplicaSpecs[*].template.spec.initContainers[*].resources.limits[*]', 'INVALID', '^must be greater than or equal to 0$'),  # 868
-    ('pod-template/initContainers/quantities', 'spec.xdlReplicaSpecs[*].template.spec.initContainers[*].resources.requests[*]', 'INVALID', "^quantities\\ must\\ match\\ the\\ regular\\ expression\\ '\\^\\(\\[\\+\\-\\]\\?\\[0\\-9\\.\\]\\+\\)\\(\\[eEinumkKMGTP\\]\\*\\[\\-\\+\\]\\?\\[0\\-9\\]\\*\\)\\$'$"),  # 869
-    ('pod-template/initContainers/quantities', 'spec.xdlReplicaSpecs[*].template.spec.initContainers[*].resources.requests[*]', 'INVALID', '^must be greater than or equal to 0$'),  # 870
-    ('pod-template/initContainers/whole-extended-resources', 'spec.xdlReplicaSpecs[*].template.spec.initContainers[*].resources.limits[*]', 'INVALID', '^must be an integer$'),  # 871
-    ('pod-template/initContainers/whole-extended-resources', 'spec.xdlReplicaSpecs[*].template.spec.initContainers[*].resources.requests[*]', 'INVALID', '^must be an integer$'),  # 872
-    ('pod-template/initContainers/extended-resource-limits', 'spec.xdlReplicaSpecs[*].template.spec.initContainers[*].resources.limits[*]', 'REQUIRED', 'Limit\\ must\\ be\\ set\\ for\\ non\\ overcommitable\\ resources$'),  # 873
-    ('pod-template/initContainers/requests-within-limits', 'spec.xdlReplicaSpecs[*].template.spec.initContainers[*].resources.requests[*]', 'INVALID', ' limit of '),  # 874
-    ('pod-template/container-names-unique', 'spec.xdlReplicaSpecs[*].template.spec.containers[*].name', 'DUPLICATE', ''),  # 875
-    ('pod-template/container-names-unique', 'spec.xdlReplicaSpecs[*].template.spec.initContainers[*].name', 'DUPLICATE', ''),  # 876
-    ('pod-template/volumes', 'spec.xdlReplicaSpecs[*].template.spec.volumes[*].name', 'REQUIRED', '^$'),  # 877
-    ('pod-template/volumes', 'spec.xdlReplicaSpecs[*].template.spec.volumes[*].name', 'INVALID', '^must be no more than 63 characters$'),  # 878
-    ('pod-template/volumes', 'spec.xdlReplicaSpecs[*].template.spec.volumes[*].name', 'INVALID', "^a lowercase RFC 1123 label must consist of lower case alphanumeric characters or '-', and must start and end with an alphanumeric character \\(e\\.g\\. 'my-name',  or '123-abc', regex used for validation is '\\[a-z0-9\\]\\(\\[-a-z0-9\\]\\*\\[a-z0-9\\]\\)\\?'\\)$"),  # 879
-    ('pod-template/volume-names-unique', 'spec.xdlReplicaSpecs[*].template.spec.volumes[*].name', 'DUPLICATE', ''),  # 880
-    ('pod-template/restart-policy', 'spec.xdlReplicaSpecs[*].template.spec.restartPolicy', 'NOT_SUPPORTED', '^supported values: "Always", "OnFailure", "Never"$'),  # 881
-    ('pod-template/framework-container', 'spec.xdlReplicaSpecs[*].template.spec.containers', 'REQUIRED', '^must\\ have\\ at\\ least\\ one\\ container\\ with\\ name\\ xdl$'),  # 882
-    ('pod-template/containers', 'spec.xgbReplicaSpecs[*].template.spec.containers', 'REQUIRED', '^must\\ have\\ at\\ least\\ one\\ container$'),  # 883
-    ('pod-template/framework-container', 'spec.xgbReplicaSpecs[*].template.spec.containers', 'REQUIRED', '^must\\ have\\ at\\ least\\ one\\ container\\ with\\ name\\ xgboostjob$'),  # 884
-    ('roles/master', 'spec.xgbReplicaSpecs[Master]', 'REQUIRED', '^must be present$'),  # 885
-    ('roles/master', 'spec.xgbReplicaSpecs[Master].replicas', 'INVALID', '^must be 1$'),  # 886
+    ('trainer/lengths', 'spec.**', 'TOO_LONG', ''),  # 698
+    ('trainer/lengths', 'spec.**', 'INVALID', ' in body should be at least '),  # 699
+    ('trainer/runtime-template', 'spec', 'INVALID', '^must have at least 1 properties$'),  # 700
+    ('trainer/runtime-template', 'spec.template', 'INVALID', '^must have at least 1 properties$'),  # 701
+    ('trainer/ml-policy-one', 'spec.mlPolicy', 'INVALID', '^Only one of the policy can be configured$'),  # 702
+    ('trainer/num-proc-per-node', 'spec.mlPolicy.*.numProcPerNode', 'INVALID', '^NumProcPerNode in '),  # 703
+    ('trainer/env-injection-node', 'spec.mlPolicy.torch.envInjection.targets[*].containerNames', 'INVALID', '^containerNames must not'),  # 704
+    ('trainer/jobset-rules', 'spec.template.spec', 'INVALID', 'mutually exclusive$'),  # 705
+    ('trainer/jobset-rules', 'spec.template.spec.volumeClaimPolicies[*]', 'INVALID', '^namespace cannot be set'),  # 706
+    ('trainer/jobset-immutable', 'spec.template.spec.**', 'INVALID', '^Value is immutable$'),  # 707
+    ('trainer/runtime-ancestor-replicas', 'spec.template.spec.replicatedJobs[*].replicas', 'INVALID', '^always must be 1$'),  # 708
+    ('trainer/runtime-ancestor-container', 'spec.template.spec.replicatedJobs[*].template.spec.template.spec.containers', 'INVALID', '^must contain the required container for the ancestor: '),  # 709
+    ('trainer/name', 'metadata.name', 'INVALID', '^metadata\\.name must '),  # 710
+    ('trainer/managed-by', 'spec.managedBy', 'INVALID', '^ManagedBy must be '),  # 711
+    ('trainer/storage-uri', 'spec.initializer.*.storageUri', 'INVALID', '^storageUri may be empty'),  # 712
+    ('trainer/num-nodes', 'spec.trainer.numNodes', 'INVALID', '^must be greater than or equal to 0$'),  # 713
+    ('trainer/num-proc-per-node', 'spec.trainer.numProcPerNode', 'INVALID', '^numProcPerNode must be greater than or equal to 1$'),  # 714
+    ('trainer/immutable', 'spec.*', 'INVALID', '^field is immutable$'),  # 715
+    ('trainer/patch-immutable', 'spec.runtimePatches[*].**', 'INVALID', '^field is immutable$'),  # 716
+    ('trainer/runtime-supported', 'spec.runtimeRef', 'INVALID', '^unsupported runtime: '),  # 717
+    ('trainer/runtime-exists', 'spec.runtimeRef', 'INVALID', 'must be created before the TrainJob is created'),  # 718
+    ('trainer/runtime-exists', 'spec.RuntimeRef', 'INVALID', 'must be created before the TrainJob is created'),  # 719
+    ('trainer/initializer-jobs', 'spec.runtimeRef', 'INVALID', '^must have (dataset|model)-initializer job|^must have container with name - |^must have volumeMount with name - '),  # 720
+    ('trainer/runtime-patches-suspended', 'spec.runtimePatches', 'FORBIDDEN', '^RuntimePatches can'),  # 721
+    ('trainer/patch-manager', 'spec.runtimePatches.manager', 'INVALID', ''),  # 722
+    ('trainer/patch-manager', 'spec.runtimePatches.manager', 'REQUIRED', ''),  # 723
+    ('trainer/patch-targets', 'spec.runtimePatches', 'INVALID', "^must not have (replicated job|initContainer|container) that doesn't exist"),  # 724
+    ('trainer/patch-env', 'spec.runtimePatches', 'INVALID', '^must not have envs for the '),  # 725
+    ('trainer/torch-env-injection', 'spec.runtimeRef', 'INVALID', '^envInjection target podSet '),  # 726
+    ('trainer/reserved-env', 'spec.trainer.env', 'INVALID', '^must not have reserved envs'),  # 727
+    ('trainer/reserved-env', 'spec.trainer.env[*]', 'FORBIDDEN', 'is reserved for the XGBoost runtime$'),  # 728
+    ('trainer/torchtune', 'spec.runtimeRef.name', 'INVALID', ''),  # 729
+    ('trainer/torchtune', 'spec.trainer.numNodes', 'INVALID', 'model$|TorchTune$'),  # 730
+    ('trainer/torchtune', 'spec.trainer.numProcPerNode', 'INVALID', 'QLoRA$'),  # 731
+    ('trainer/torchtune', 'spec.trainer.resourcesPerNode', 'INVALID', 'QLoRA$'),  # 732
+    ('trainer/torchtune', 'spec.trainer.args[*]', 'INVALID', '^must not set immutable config '),  # 733
+    ('trainer/mpi-launcher-as-node', 'spec.trainer.numNodes', 'INVALID', 'runLauncherAsNode'),  # 734
+    ('trainer/flux', 'spec.trainer.numProcPerNode', 'INVALID', 'for Flux TrainJob$'),  # 735
+    ('trainer/flux', 'spec.trainer.initContainers', 'INVALID', 'is reserved$'),  # 736
+    ('trainer/volcano-queue', 'spec.annotations[*]', 'INVALID', '^Volcano queue name must not be empty$'),  # 737
+    ('run-policy/min-available', 'spec.runPolicy.schedulingPolicy.minAvailable', 'INVALID', '^must be less than or equal to the total number of replicas( \\(\\d+\\))?$'),  # 738
+    ('run-policy/min-available', 'spec.schedulingPolicy.minAvailable', 'INVALID', '^must be less than or equal to the total number of replicas( \\(\\d+\\))?$'),  # 739
+    ('run-policy/queue-immutable', 'spec.runPolicy.schedulingPolicy.queue', 'INVALID', '^field is immutable$'),  # 740
+    ('pod-template/containers', 'spec.mpiReplicaSpecs[*].template.spec.containers', 'REQUIRED', '^must\\ have\\ at\\ least\\ one\\ container$'),  # 741
+    ('roles/launcher', 'spec.mpiReplicaSpecs[Launcher]', 'REQUIRED', '^must be present$'),  # 742
+    ('roles/launcher', 'spec.mpiReplicaSpecs[Launcher].replicas', 'INVALID', '^must be 1$'),  # 743
+    ('replicas/types', 'spec.marsReplicaSpecs[*]', 'NOT_SUPPORTED', ''),  # 744
+    ('replicas/types', 'spec.marsReplicaSpecs[*]', 'DUPLICATE', ''),  # 745
+    ('pod-template/spec', 'spec.marsReplicaSpecs[*].template.spec', 'REQUIRED', '^$'),  # 746
+    ('pod-template/containers', 'spec.marsReplicaSpecs[*].template.spec.containers', 'REQUIRED', '^must\\ have\\ at\\ least\\ one\\ container$'),  # 747
+    ('pod-template/bounds', 'spec.marsReplicaSpecs[*].template.spec.**', 'TOO_MANY', ''),  # 748
+    ('pod-template/containers/name', 'spec.marsReplicaSpecs[*].template.spec.containers[*].name', 'REQUIRED', '^$'),  # 749
+    ('pod-template/containers/name', 'spec.marsReplicaSpecs[*].template.spec.containers[*].name', 'INVALID', '^must be no more than 63 characters$'),  # 750
+    ('pod-template/containers/name', 'spec.marsReplicaSpecs[*].template.spec.containers[*].name', 'INVALID', "^a lowercase RFC 1123 label must consist of lower case alphanumeric characters or '-', and must start and end with an alphanumeric character \\(e\\.g\\. 'my-name',  or '123-abc', regex used for validation is '\\[a-z0-9\\]\\(\\[-a-z0-9\\]\\*\\[a-z0-9\\]\\)\\?'\\)$"),  # 751
+    ('pod-template/containers/image', 'spec.marsReplicaSpecs[*].template.spec.containers[*].image', 'REQUIRED', '^$'),  # 752
+    ('pod-template/containers/ports', 'spec.marsReplicaSpecs[*].template.spec.containers[*].ports[*].containerPort', 'REQUIRED', '^$'),  # 753
+    ('pod-template/containers/ports', 'spec.marsReplicaSpecs[*].template.spec.containers[*].ports[*].containerPort', 'INVALID', '^must be between 1 and 65535, inclusive$'),  # 754
+    ('pod-template/containers/ports', 'spec.marsReplicaSpecs[*].template.spec.containers[*].ports[*].hostPort', 'INVALID', '^must be between 1 and 65535, inclusive$'),  # 755
+    ('pod-template/containers/ports', 'spec.marsReplicaSpecs[*].template.spec.containers[*].ports[*].protocol', 'NOT_SUPPORTED', '^supported values: "TCP", "UDP", "SCTP"$'),  # 756
+    ('pod-template/containers/ports', 'spec.marsReplicaSpecs[*].template.spec.containers[*].ports[*].name', 'INVALID', '^must be no more than 15 characters$'),  # 757
+    ('pod-template/containers/ports', 'spec.marsReplicaSpecs[*].template.spec.containers[*].ports[*].name', 'INVALID', '^must contain only alpha-numeric characters \\(a-z, 0-9\\), and hyphens \\(-\\)$'),  # 758
+    ('pod-template/containers/ports', 'spec.marsReplicaSpecs[*].template.spec.containers[*].ports[*].name', 'INVALID', '^must contain at least one letter \\(a-z\\)$'),  # 759
+    ('pod-template/containers/ports', 'spec.marsReplicaSpecs[*].template.spec.containers[*].ports[*].name', 'INVALID', '^must not contain consecutive hyphens$'),  # 760
+    ('pod-template/containers/ports', 'spec.marsReplicaSpecs[*].template.spec.containers[*].ports[*].name', 'INVALID', '^must not begin or end with a hyphen$'),  # 761
+    ('pod-template/containers/port-names-unique', 'spec.marsReplicaSpecs[*].template.spec.containers[*].ports[*].name', 'DUPLICATE', ''),  # 762
+    ('pod-template/containers/mounts', 'spec.marsReplicaSpecs[*].template.spec.containers[*].volumeMounts[*].name', 'REQUIRED', '^$'),  # 763
+    ('pod-template/containers/mounts', 'spec.marsReplicaSpecs[*].template.spec.containers[*].volumeMounts[*].mountPath', 'REQUIRED', '^$'),  # 764
+    ('pod-template/containers/mounted-volumes', 'spec.marsReplicaSpecs[*].template.spec.containers[*].volumeMounts[*].name', 'NOT_FOUND', ''),  # 765
+    ('pod-template/containers/env', 'spec.marsReplicaSpecs[*].template.spec.containers[*].env[*].name', 'REQUIRED', '^$'),  # 766
+    ('pod-template/containers/env', 'spec.marsReplicaSpecs[*].template.spec.containers[*].env[*].name', 'INVALID', "^a valid environment variable name must consist only of printable ASCII characters other than '='$"),  # 767
+    ('pod-template/containers/quantities', 'spec.marsReplicaSpecs[*].template.spec.containers[*].resources.limits[*]', 'INVALID', "^quantities\\ must\\ match\\ the\\ regular\\ expression\\ '\\^\\(\\[\\+\\-\\]\\?\\[0\\-9\\.\\]\\+\\)\\(\\[eEinumkKMGTP\\]\\*\\[\\-\\+\\]\\?\\[0\\-9\\]\\*\\)\\$'$"),  # 768
+    ('pod-template/containers/quantities', 'spec.marsReplicaSpecs[*].template.spec.containers[*].resources.limits[*]', 'INVALID', '^must be greater than or equal to 0$'),  # 769
+    ('pod-template/containers/quantities', 'spec.marsReplicaSpecs[*].template.spec.containers[*].resources.requests[*]', 'INVALID', "^quantities\\ must\\ match\\ the\\ regular\\ expression\\ '\\^\\(\\[\\+\\-\\]\\?\\[0\\-9\\.\\]\\+\\)\\(\\[eEinumkKMGTP\\]\\*\\[\\-\\+\\]\\?\\[0\\-9\\]\\*\\)\\$'$"),  # 770
+    ('pod-template/containers/quantities', 'spec.marsReplicaSpecs[*].template.spec.containers[*].resources.requests[*]', 'INVALID', '^must be greater than or equal to 0$'),  # 771
+    ('pod-template/containers/whole-extended-resources', 'spec.marsReplicaSpecs[*].template.spec.containers[*].resources.limits[*]', 'INVALID', '^must be an integer$'),  # 772
+    ('pod-template/containers/whole-extended-resources', 'spec.marsReplicaSpecs[*].template.spec.containers[*].resources.requests[*]', 'INVALID', '^must be an integer$'),  # 773
+    ('pod-template/containers/extended-resource-limits', 'spec.marsReplicaSpecs[*].template.spec.containers[*].resources.limits[*]', 'REQUIRED', 'Limit\\ must\\ be\\ set\\ for\\ non\\ overcommitable\\ resources$'),  # 774
+    ('pod-template/containers/requests-within-limits', 'spec.marsReplicaSpecs[*].template.spec.containers[*].resources.requests[*]', 'INVALID', ' limit of '),  # 775
+    ('pod-template/initContainers/name', 'spec.marsReplicaSpecs[*].template.spec.initContainers[*].name', 'REQUIRED', '^$'),  # 776
+    ('pod-template/initContainers/name', 'spec.marsReplicaSpecs[*].template.spec.initContainers[*].name', 'INVALID', '^must be no more than 63 characters$'),  # 777
+    ('pod-template/initContainers/name', 'spec.marsReplicaSpecs[*].template.spec.initContainers[*].name', 'INVALID', "^a lowercase RFC 1123 label must consist of lower case alphanumeric characters or '-', and must start and end with an alphanumeric character \\(e\\.g\\. 'my-name',  or '123-abc', regex used for validation is '\\[a-z0-9\\]\\(\\[-a-z0-9\\]\\*\\[a-z0-9\\]\\)\\?'\\)$"),  # 778
+    ('pod-template/initContainers/image', 'spec.marsReplicaSpecs[*].template.spec.initContainers[*].image', 'REQUIRED', '^$'),  # 779
+    ('pod-template/initContainers/ports', 'spec.marsReplicaSpecs[*].template.spec.initContainers[*].ports[*].containerPort', 'REQUIRED', '^$'),  # 780
+    ('pod-template/initContainers/ports', 'spec.marsReplicaSpecs[*].template.spec.initContainers[*].ports[*].containerPort', 'INVALID', '^must be between 1 and 65535, inclusive$'),  # 781
+    ('pod-template/initContainers/ports', 'spec.marsReplicaSpecs[*].template.spec.initContainers[*].ports[*].hostPort', 'INVALID', '^must be between 1 and 65535, inclusive$'),  # 782
+    ('pod-template/initContainers/ports', 'spec.marsReplicaSpecs[*].template.spec.initContainers[*].ports[*].protocol', 'NOT_SUPPORTED', '^supported values: "TCP", "UDP", "SCTP"$'),  # 783
+    ('pod-template/initContainers/ports', 'spec.marsReplicaSpecs[*].template.spec.initContainers[*].ports[*].name', 'INVALID', '^must be no more than 15 characters$'),  # 784
+    ('pod-template/initContainers/ports', 'spec.marsReplicaSpecs[*].template.spec.initContainers[*].ports[*].name', 'INVALID', '^must contain only alpha-numeric characters \\(a-z, 0-9\\), and hyphens \\(-\\)$'),  # 785
+    ('pod-template/initContainers/ports', 'spec.marsReplicaSpecs[*].template.spec.initContainers[*].ports[*].name', 'INVALID', '^must contain at least one letter \\(a-z\\)$'),  # 786
+    ('pod-template/initContainers/ports', 'spec.marsReplicaSpecs[*].template.spec.initContainers[*].ports[*].name', 'INVALID', '^must not contain consecutive hyphens$'),  # 787
+    ('pod-template/initContainers/ports', 'spec.marsReplicaSpecs[*].template.spec.initContainers[*].ports[*].name', 'INVALID', '^must not begin or end with a hyphen$'),  # 788
+    ('pod-template/initContainers/port-names-unique', 'spec.marsReplicaSpecs[*].template.spec.initContainers[*].ports[*].name', 'DUPLICATE', ''),  # 789
+    ('pod-template/initContainers/mounts', 'spec.marsReplicaSpecs[*].template.spec.initContainers[*].volumeMounts[*].name', 'REQUIRED', '^$'),  # 790
+    ('pod-template/initContainers/mounts', 'spec.marsReplicaSpecs[*].template.spec.initContainers[*].volumeMounts[*].mountPath', 'REQUIRED', '^$'),  # 791
+    ('pod-template/initContainers/mounted-volumes', 'spec.marsReplicaSpecs[*].template.spec.initContainers[*].volumeMounts[*].name', 'NOT_FOUND', ''),  # 792
+    ('pod-template/initContainers/env', 'spec.marsReplicaSpecs[*].template.spec.initContainers[*].env[*].name', 'REQUIRED', '^$'),  # 793
+    ('pod-template/initContainers/env', 'spec.marsReplicaSpecs[*].template.spec.initContainers[*].env[*].name', 'INVALID', "^a valid environment variable name must consist only of printable ASCII characters other than '='$"),  # 794
+    ('pod-template/initContainers/quantities', 'spec.marsReplicaSpecs[*].template.spec.initContainers[*].resources.limits[*]', 'INVALID', "^quantities\\ must\\ match\\ the\\ regular\\ expression\\ '\\^\\(\\[\\+\\-\\]\\?\\[0\\-9\\.\\]\\+\\)\\(\\[eEinumkKMGTP\\]\\*\\[\\-\\+\\]\\?\\[0\\-9\\]\\*\\)\\$'$"),  # 795
+    ('pod-template/initContainers/quantities', 'spec.marsReplicaSpecs[*].template.spec.initContainers[*].resources.limits[*]', 'INVALID', '^must be greater than or equal to 0$'),  # 796
+    ('pod-template/initContainers/quantities', 'spec.marsReplicaSpecs[*].template.spec.initContainers[*].resources.requests[*]', 'INVALID', "^quantities\\ must\\ match\\ the\\ regular\\ expression\\ '\\^\\(\\[\\+\\-\\]\\?\\[0\\-9\\.\\]\\+\\)\\(\\[eEinumkKMGTP\\]\\*\\[\\-\\+\\]\\?\\[0\\-9\\]\\*\\)\\$'$"),  # 797
+    ('pod-template/initContainers/quantities', 'spec.marsReplicaSpecs[*].template.spec.initContainers[*].resources.requests[*]', 'INVALID', '^must be greater than or equal to 0$'),  # 798
+    ('pod-template/initContainers/whole-extended-resources', 'spec.marsReplicaSpecs[*].template.spec.initContainers[*].resources.limits[*]', 'INVALID', '^must be an integer$'),  # 799
+    ('pod-template/initContainers/whole-extended-resources', 'spec.marsReplicaSpecs[*].template.spec.initContainers[*].resources.requests[*]', 'INVALID', '^must be an integer$'),  # 800
+    ('pod-template/initContainers/extended-resource-limits', 'spec.marsReplicaSpecs[*].template.spec.initContainers[*].resources.limits[*]', 'REQUIRED', 'Limit\\ must\\ be\\ set\\ for\\ non\\ overcommitable\\ resources$'),  # 801
+    ('pod-template/initContainers/requests-within-limits', 'spec.marsReplicaSpecs[*].template.spec.initContainers[*].resources.requests[*]', 'INVALID', ' limit of '),  # 802
+    ('pod-template/container-names-unique', 'spec.marsReplicaSpecs[*].template.spec.containers[*].name', 'DUPLICATE', ''),  # 803
+    ('pod-template/container-names-unique', 'spec.marsReplicaSpecs[*].template.spec.initContainers[*].name', 'DUPLICATE', ''),  # 804
+    ('pod-template/volumes', 'spec.marsReplicaSpecs[*].template.spec.volumes[*].name', 'REQUIRED', '^$'),  # 805
+    ('pod-template/volumes', 'spec.marsReplicaSpecs[*].template.spec.volumes[*].name', 'INVALID', '^must be no more than 63 characters$'),  # 806
+    ('pod-template/volumes', 'spec.marsReplicaSpecs[*].template.spec.volumes[*].name', 'INVALID', "^a lowercase RFC 1123 label must consist of lower case alphanumeric characters or '-', and must start and end with an alphanumeric character \\(e\\.g\\. 'my-name',  or '123-abc', regex used for validation is '\\[a-z0-9\\]\\(\\[-a-z0-9\\]\\*\\[a-z0-9\\]\\)\\?'\\)$"),  # 807
+    ('pod-template/volume-names-unique', 'spec.marsReplicaSpecs[*].template.spec.volumes[*].name', 'DUPLICATE', ''),  # 808
+    ('pod-template/restart-policy', 'spec.marsReplicaSpecs[*].template.spec.restartPolicy', 'NOT_SUPPORTED', '^supported values: "Always", "OnFailure", "Never"$'),  # 809
+    ('pod-template/framework-container', 'spec.marsReplicaSpecs[*].template.spec.containers', 'REQUIRED', '^must\\ have\\ at\\ least\\ one\\ container\\ with\\ name\\ mars$'),  # 810
+    ('pod-template/containers', 'spec.pytorchReplicaSpecs[*].template.spec.containers', 'REQUIRED', '^must\\ have\\ at\\ least\\ one\\ container$'),  # 811
+    ('roles/master', 'spec.pytorchReplicaSpecs[Master]', 'REQUIRED', '^must be present$'),  # 812
+    ('roles/master', 'spec.pytorchReplicaSpecs[Master].replicas', 'INVALID', '^must be 1$'),  # 813
+    ('pod-template/containers', 'spec.tfReplicaSpecs[*].template.spec.containers', 'REQUIRED', '^must\\ have\\ at\\ least\\ one\\ container$'),  # 814
+    ('roles/one-leader', 'spec.tfReplicaSpecs', 'FORBIDDEN', '^must not have more than 1 Chief or Master role$'),  # 815
+    ('roles/one-leader', 'spec.tfReplicaSpecs[Chief].replicas', 'INVALID', '^must be less than or equal to 1$'),  # 816
+    ('roles/one-leader', 'spec.tfReplicaSpecs[Master].replicas', 'INVALID', '^must be less than or equal to 1$'),  # 817
+    ('replicas/types', 'spec.xdlReplicaSpecs[*]', 'NOT_SUPPORTED', ''),  # 818
+    ('replicas/types', 'spec.xdlReplicaSpecs[*]', 'DUPLICATE', ''),  # 819
+    ('pod-template/spec', 'spec.xdlReplicaSpecs[*].template.spec', 'REQUIRED', '^$'),  # 820
+    ('pod-template/containers', 'spec.xdlReplicaSpecs[*].template.spec.containers', 'REQUIRED', '^must\\ have\\ at\\ least\\ one\\ container$'),  # 821
+    ('pod-template/bounds', 'spec.xdlReplicaSpecs[*].template.spec.**', 'TOO_MANY', ''),  # 822
+    ('pod-template/containers/name', 'spec.xdlReplicaSpecs[*].template.spec.containers[*].name', 'REQUIRED', '^$'),  # 823
+    ('pod-template/containers/name', 'spec.xdlReplicaSpecs[*].template.spec.containers[*].name', 'INVALID', '^must be no more than 63 characters$'),  # 824
+    ('pod-template/containers/name', 'spec.xdlReplicaSpecs[*].template.spec.containers[*].name', 'INVALID', "^a lowercase RFC 1123 label must consist of lower case alphanumeric characters or '-', and must start and end with an alphanumeric character \\(e\\.g\\. 'my-name',  or '123-abc', regex used for validation is '\\[a-z0-9\\]\\(\\[-a-z0-9\\]\\*\\[a-z0-9\\]\\)\\?'\\)$"),  # 825
+    ('pod-template/containers/image', 'spec.xdlReplicaSpecs[*].template.spec.containers[*].image', 'REQUIRED', '^$'),  # 826
+    ('pod-template/containers/ports', 'spec.xdlReplicaSpecs[*].template.spec.containers[*].ports[*].containerPort', 'REQUIRED', '^$'),  # 827
+    ('pod-template/containers/ports', 'spec.xdlReplicaSpecs[*].template.spec.containers[*].ports[*].containerPort', 'INVALID', '^must be between 1 and 65535, inclusive$'),  # 828
+    ('pod-template/containers/ports', 'spec.xdlReplicaSpecs[*].template.spec.containers[*].ports[*].hostPort', 'INVALID', '^must be between 1 and 65535, inclusive$'),  # 829
+    ('pod-template/containers/ports', 'spec.xdlReplicaSpecs[*].template.spec.containers[*].ports[*].protocol', 'NOT_SUPPORTED', '^supported values: "TCP", "UDP", "SCTP"$'),  # 830
+    ('pod-template/containers/ports', 'spec.xdlReplicaSpecs[*].template.spec.containers[*].ports[*].name', 'INVALID', '^must be no more than 15 characters$'),  # 831
+    ('pod-template/containers/ports', 'spec.xdlReplicaSpecs[*].template.spec.containers[*].ports[*].name', 'INVALID', '^must contain only alpha-numeric characters \\(a-z, 0-9\\), and hyphens \\(-\\)$'),  # 832
+    ('pod-template/containers/ports', 'spec.xdlReplicaSpecs[*].template.spec.containers[*].ports[*].name', 'INVALID', '^must contain at least one letter \\(a-z\\)$'),  # 833
+    ('pod-template/containers/ports', 'spec.xdlReplicaSpecs[*].template.spec.containers[*].ports[*].name', 'INVALID', '^must not contain consecutive hyphens$'),  # 834
+    ('pod-template/containers/ports', 'spec.xdlReplicaSpecs[*].template.spec.containers[*].ports[*].name', 'INVALID', '^must not begin or end with a hyphen$'),  # 835
+    ('pod-template/containers/port-names-unique', 'spec.xdlReplicaSpecs[*].template.spec.containers[*].ports[*].name', 'DUPLICATE', ''),  # 836
+    ('pod-template/containers/mounts', 'spec.xdlReplicaSpecs[*].template.spec.containers[*].volumeMounts[*].name', 'REQUIRED', '^$'),  # 837
+    ('pod-template/containers/mounts', 'spec.xdlReplicaSpecs[*].template.spec.containers[*].volumeMounts[*].mountPath', 'REQUIRED', '^$'),  # 838
+    ('pod-template/containers/mounted-volumes', 'spec.xdlReplicaSpecs[*].template.spec.containers[*].volumeMounts[*].name', 'NOT_FOUND', ''),  # 839
+    ('pod-template/containers/env', 'spec.xdlReplicaSpecs[*].template.spec.containers[*].env[*].name', 'REQUIRED', '^$'),  # 840
+    ('pod-template/containers/env', 'spec.xdlReplicaSpecs[*].template.spec.containers[*].env[*].name', 'INVALID', "^a valid environment variable name must consist only of printable ASCII characters other than '='$"),  # 841
+    ('pod-template/containers/quantities', 'spec.xdlReplicaSpecs[*].template.spec.containers[*].resources.limits[*]', 'INVALID', "^quantities\\ must\\ match\\ the\\ regular\\ expression\\ '\\^\\(\\[\\+\\-\\]\\?\\[0\\-9\\.\\]\\+\\)\\(\\[eEinumkKMGTP\\]\\*\\[\\-\\+\\]\\?\\[0\\-9\\]\\*\\)\\$'$"),  # 842
+    ('pod-template/containers/quantities', 'spec.xdlReplicaSpecs[*].template.spec.containers[*].resources.limits[*]', 'INVALID', '^must be greater than or equal to 0$'),  # 843
+    ('pod-template/containers/quantities', 'spec.xdlReplicaSpecs[*].template.spec.containers[*].resources.requests[*]', 'INVALID', "^quantities\\ must\\ match\\ the\\ regular\\ expression\\ '\\^\\(\\[\\+\\-\\]\\?\\[0\\-9\\.\\]\\+\\)\\(\\[eEinumkKMGTP\\]\\*\\[\\-\\+\\]\\?\\[0\\-9\\]\\*\\)\\$'$"),  # 844
+    ('pod-template/containers/quantities', 'spec.xdlReplicaSpecs[*].template.spec.containers[*].resources.requests[*]', 'INVALID', '^must be greater than or equal to 0$'),  # 845
+    ('pod-template/containers/whole-extended-resources', 'spec.xdlReplicaSpecs[*].template.spec.containers[*].resources.limits[*]', 'INVALID', '^must be an integer$'),  # 846
+    ('pod-template/containers/whole-extended-resources', 'spec.xdlReplicaSpecs[*].template.spec.containers[*].resources.requests[*]', 'INVALID', '^must be an integer$'),  # 847
+    ('pod-template/containers/extended-resource-limits', 'spec.xdlReplicaSpecs[*].template.spec.containers[*].resources.limits[*]', 'REQUIRED', 'Limit\\ must\\ be\\ set\\ for\\ non\\ overcommitable\\ resources$'),  # 848
+    ('pod-template/containers/requests-within-limits', 'spec.xdlReplicaSpecs[*].template.spec.containers[*].resources.requests[*]', 'INVALID', ' limit of '),  # 849
+    ('pod-template/initContainers/name', 'spec.xdlReplicaSpecs[*].template.spec.initContainers[*].name', 'REQUIRED', '^$'),  # 850
+    ('pod-template/initContainers/name', 'spec.xdlReplicaSpecs[*].template.spec.initContainers[*].name', 'INVALID', '^must be no more than 63 characters$'),  # 851
+    ('pod-template/initContainers/name', 'spec.xdlReplicaSpecs[*].template.spec.initContainers[*].name', 'INVALID', "^a lowercase RFC 1123 label must consist of lower case alphanumeric characters or '-', and must start and end with an alphanumeric character \\(e\\.g\\. 'my-name',  or '123-abc', regex used for validation is '\\[a-z0-9\\]\\(\\[-a-z0-9\\]\\*\\[a-z0-9\\]\\)\\?'\\)$"),  # 852
+    ('pod-template/initContainers/image', 'spec.xdlReplicaSpecs[*].template.spec.initContainers[*].image', 'REQUIRED', '^$'),  # 853
+    ('pod-template/initContainers/ports', 'spec.xdlReplicaSpecs[*].template.spec.initContainers[*].ports[*].containerPort', 'REQUIRED', '^$'),  # 854
+    ('pod-template/initContainers/ports', 'spec.xdlReplicaSpecs[*].template.spec.initContainers[*].ports[*].containerPort', 'INVALID', '^must be between 1 and 65535, inclusive$'),  # 855
+    ('pod-template/initContainers/ports', 'spec.xdlReplicaSpecs[*].template.spec.initContainers[*].ports[*].hostPort', 'INVALID', '^must be between 1 and 65535, inclusive$'),  # 856
+    ('pod-template/initContainers/ports', 'spec.xdlReplicaSpecs[*].template.spec.initContainers[*].ports[*].protocol', 'NOT_SUPPORTED', '^supported values: "TCP", "UDP", "SCTP"$'),  # 857
+    ('pod-template/initContainers/ports', 'spec.xdlReplicaSpecs[*].template.spec.initContainers[*].ports[*].name', 'INVALID', '^must be no more than 15 characters$'),  # 858
+    ('pod-template/initContainers/ports', 'spec.xdlReplicaSpecs[*].template.spec.initContainers[*].ports[*].name', 'INVALID', '^must contain only alpha-numeric characters \\(a-z, 0-9\\), and hyphens \\(-\\)$'),  # 859
+    ('pod-template/initContainers/ports', 'spec.xdlReplicaSpecs[*].template.spec.initContainers[*].ports[*].name', 'INVALID', '^must contain at least one letter \\(a-z\\)$'),  # 860
+    ('pod-template/initContainers/ports', 'spec.xdlReplicaSpecs[*].template.spec.initContainers[*].ports[*].name', 'INVALID', '^must not contain consecutive hyphens$'),  # 861
+    ('pod-template/initContainers/ports', 'spec.xdlReplicaSpecs[*].template.spec.initContainers[*].ports[*].name', 'INVALID', '^must not begin or end with a hyphen$'),  # 862
+    ('pod-template/initContainers/port-names-unique', 'spec.xdlReplicaSpecs[*].template.spec.initContainers[*].ports[*].name', 'DUPLICATE', ''),  # 863
+    ('pod-template/initContainers/mounts', 'spec.xdlReplicaSpecs[*].template.spec.initContainers[*].volumeMounts[*].name', 'REQUIRED', '^$'),  # 864
+    ('pod-template/initContainers/mounts', 'spec.xdlReplicaSpecs[*].template.spec.initContainers[*].volumeMounts[*].mountPath', 'REQUIRED', '^$'),  # 865
+    ('pod-template/initContainers/mounted-volumes', 'spec.xdlReplicaSpecs[*].template.spec.initContainers[*].volumeMounts[*].name', 'NOT_FOUND', ''),  # 866
+    ('pod-template/initContainers/env', 'spec.xdlReplicaSpecs[*].template.spec.initContainers[*].env[*].name', 'REQUIRED', '^$'),  # 867
+    ('pod-template/initContainers/env', 'spec.xdlReplicaSpecs[*].template.spec.initContainers[*].env[*].name', 'INVALID', "^a valid environment variable name must consist only of printable ASCII characters other than '='$"),  # 868
+    ('pod-template/initContainers/quantities', 'spec.xdlReplicaSpecs[*].template.spec.initContainers[*].resources.limits[*]', 'INVALID', "^quantities\\ must\\ match\\ the\\ regular\\ expression\\ '\\^\\(\\[\\+\\-\\]\\?\\[0\\-9\\.\\]\\+\\)\\(\\[eEinumkKMGTP\\]\\*\\[\\-\\+\\]\\?\\[0\\-9\\]\\*\\)\\$'$"),  # 869
+    ('pod-template/initContainers/quantities', 'spec.xdlReplicaSpecs[*].template.spec.initContainers[*].resources.limits[*]', 'INVALID', '^must be greater than or equal to 0$'),  # 870
+    ('pod-template/initContainers/quantities', 'spec.xdlReplicaSpecs[*].template.spec.initContainers[*].resources.requests[*]', 'INVALID', "^quantities\\ must\\ match\\ the\\ regular\\ expression\\ '\\^\\(\\[\\+\\-\\]\\?\\[0\\-9\\.\\]\\+\\)\\(\\[eEinumkKMGTP\\]\\*\\[\\-\\+\\]\\?\\[0\\-9\\]\\*\\)\\$'$"),  # 871
+    ('pod-template/initContainers/quantities', 'spec.xdlReplicaSpecs[*].template.spec.initContainers[*].resources.requests[*]', 'INVALID', '^must be greater than or equal to 0$'),  # 872
+    ('pod-template/initContainers/whole-extended-resources', 'spec.xdlReplicaSpecs[*].template.spec.initContainers[*].resources.limits[*]', 'INVALID', '^must be an integer$'),  # 873
+    ('pod-template/initContainers/whole-extended-resources', 'spec.xdlReplicaSpecs[*].template.spec.initContainers[*].resources.requests[*]', 'INVALID', '^must be an integer$'),  # 874
+    ('pod-template/initContainers/extended-resource-limits', 'spec.xdlReplicaSpecs[*].template.spec.initContainers[*].resources.limits[*]', 'REQUIRED', 'Limit\\ must\\ be\\ set\\ for\\ non\\ overcommitable\\ resources$'),  # 875
+    ('pod-template/initContainers/requests-within-limits', 'spec.xdlReplicaSpecs[*].template.spec.initContainers[*].resources.requests[*]', 'INVALID', ' limit of '),  # 876
+    ('pod-template/container-names-unique', 'spec.xdlReplicaSpecs[*].template.spec.containers[*].name', 'DUPLICATE', ''),  # 877
+    ('pod-template/container-names-unique', 'spec.xdlReplicaSpecs[*].template.spec.initContainers[*].name', 'DUPLICATE', ''),  # 878
+    ('pod-template/volumes', 'spec.xdlReplicaSpecs[*].template.spec.volumes[*].name', 'REQUIRED', '^$'),  # 879
+    ('pod-template/volumes', 'spec.xdlReplicaSpecs[*].template.spec.volumes[*].name', 'INVALID', '^must be no more than 63 characters$'),  # 880
+    ('pod-template/volumes', 'spec.xdlReplicaSpecs[*].template.spec.volumes[*].name', 'INVALID', "^a lowercase RFC 1123 label must consist of lower case alphanumeric characters or '-', and must start and end with an alphanumeric character \\(e\\.g\\. 'my-name',  or '123-abc', regex used for validation is '\\[a-z0-9\\]\\(\\[-a-z0-9\\]\\*\\[a-z0-9\\]\\)\\?'\\)$"),  # 881
+    ('pod-template/volume-names-unique', 'spec.xdlReplicaSpecs[*].template.spec.volumes[*].name', 'DUPLICATE', ''),  # 882
+    ('pod-template/restart-policy', 'spec.xdlReplicaSpecs[*].template.spec.restartPolicy', 'NOT_SUPPORTED', '^supported values: "Always", "OnFailure", "Never"$'),  # 883
+    ('pod-template/framework-container', 'spec.xdlReplicaSpecs[*].template.spec.containers', 'REQUIRED', '^must\\ have\\ at\\ least\\ one\\ container\\ with\\ name\\ xdl$'),  # 884
+    ('pod-template/containers', 'spec.xgbReplicaSpecs[*].template.spec.containers', 'REQUIRED', '^must\\ have\\ at\\ least\\ one\\ container$'),  # 885
+    ('pod-template/framework-container', 'spec.xgbReplicaSpecs[*].template.spec.containers', 'REQUIRED', '^must\\ have\\ at\\ least\\ one\\ container\\ with\\ name\\ xgboostjob$'),  # 886
+    ('roles/master', 'spec.xgbReplicaSpecs[Master]', 'REQUIRED', '^must be present$'),  # 887
+    ('roles/master', 'spec.xgbReplicaSpecs[Master].replicas', 'INVALID', '^must be 1$'),  # 888
 )
 
 KIND_PRODUCES: dict[tuple[str, str, str], tuple[int, ...]] = {
@@ -905,13 +907,13 @@ KIND_PRODUCES: dict[tuple[str, str, str], tuple[int, ...]] = {
     ('kubeflow.org', 'v1', 'TFJob'): (270, 271, 272, 273, 553, 554, 0, 1, 2, 555, 556, 277, 278, 3, 4, 557, 558, 559, 560, 561, 562, 563, 564, 565, 566, 567, 568, 569, 570, 571, 572, 573, 574, 575, 576, 577, 578, 579, 580, 581, 582, 583, 584, 585, 586, 587, 588, 589, 590, 591, 592, 593, 594, 595, 596, 597, 598, 599, 600, 601, 602, 603, 604, 605, 606, 607, 608, 609, 610, 611, 612, 613, 614, 615, 616, 617, 618, 619, 620, 621, 98, 99, 100, 101, 102, 103, 104, 105, 106),
     ('kubeflow.org', 'v1', 'XGBoostJob'): (270, 271, 272, 273, 622, 623, 624, 0, 1, 2, 625, 626, 277, 278, 3, 4, 627, 628, 629, 630, 631, 632, 633, 634, 635, 636, 637, 638, 639, 640, 641, 642, 643, 644, 645, 646, 647, 648, 649, 650, 651, 652, 653, 654, 655, 656, 657, 658, 659, 660, 661, 662, 663, 664, 665, 666, 667, 668, 669, 670, 671, 672, 673, 674, 675, 676, 677, 678, 679, 680, 681, 682, 683, 684, 685, 686, 687, 688, 689, 690, 691, 98, 99, 100, 101, 102, 103, 104, 105, 106),
     ('mxnet.mlkube.io', 'v1beta1', 'MxJob'): (0, 1, 2, 3, 4, 692, 693, 694, 695, 696, 697, 34, 35, 36, 37, 38, 39, 40, 41, 42, 43, 44, 45, 46, 47, 48, 49, 50, 51, 52, 53, 54, 55, 56, 57, 58, 59, 60, 61, 62, 63, 64, 65, 66, 67, 68, 69, 70, 71, 72, 73, 74, 75, 76, 77, 78, 79, 80, 81, 82, 83, 84, 85, 86, 87, 88, 89, 90, 91, 92, 93, 94, 95, 96, 97, 98, 99, 100, 101, 102, 103, 104, 105, 106),
-    ('trainer.kubeflow.org', 'v1alpha1', 'ClusterTrainingRuntime'): (698, 699, 700, 701, 702, 703, 704, 705, 706, 707, 98, 99, 100, 101, 102, 103, 104, 105, 106),
-    ('trainer.kubeflow.org', 'v1alpha1', 'TrainJob'): (708, 709, 710, 711, 712, 713, 714, 715, 716, 717, 718, 719, 720, 721, 722, 723, 724, 725, 726, 727, 728, 729, 730, 731, 732, 733, 734, 735, 98, 99, 100, 101, 102, 103, 104, 105, 106),
-    ('trainer.kubeflow.org', 'v1alpha1', 'TrainingRuntime'): (698, 699, 700, 701, 702, 703, 704, 705, 706, 707, 98, 99, 100, 101, 102, 103, 104, 105, 106),
-    ('training.kubedl.io', 'v1alpha1', 'MPIJob'): (0, 1, 2, 347, 736, 737, 738, 278, 3, 4, 348, 739, 350, 351, 352, 353, 354, 355, 356, 357, 358, 359, 360, 361, 362, 363, 364, 365, 366, 367, 368, 369, 370, 371, 372, 373, 374, 375, 376, 377, 378, 379, 380, 381, 382, 383, 384, 385, 386, 387, 388, 389, 390, 391, 392, 393, 394, 395, 396, 397, 398, 399, 400, 401, 402, 403, 404, 405, 406, 407, 408, 409, 410, 411, 740, 741, 98, 99, 100, 101, 102, 103, 104, 105, 106),
-    ('training.kubedl.io', 'v1alpha1', 'MarsJob'): (0, 1, 2, 742, 743, 737, 278, 3, 4, 744, 745, 746, 747, 748, 749, 750, 751, 752, 753, 754, 755, 756, 757, 758, 759, 760, 761, 762, 763, 764, 765, 766, 767, 768, 769, 770, 771, 772, 773, 774, 775, 776, 777, 778, 779, 780, 781, 782, 783, 784, 785, 786, 787, 788, 789, 790, 791, 792, 793, 794, 795, 796, 797, 798, 799, 800, 801, 802, 803, 804, 805, 806, 807, 808, 98, 99, 100, 101, 102, 103, 104, 105, 106),
-    ('training.kubedl.io', 'v1alpha1', 'PyTorchJob'): (0, 1, 2, 486, 487, 737, 278, 3, 4, 488, 809, 490, 491, 492, 493, 494, 495, 496, 497, 498, 499, 500, 501, 502, 503, 504, 505, 506, 507, 508, 509, 510, 511, 512, 513, 514, 515, 516, 517, 518, 519, 520, 521, 522, 523, 524, 525, 526, 527, 528, 529, 530, 531, 532, 533, 534, 535, 536, 537, 538, 539, 540, 541, 542, 543, 544, 545, 546, 547, 548, 549, 550, 551, 552, 810, 811, 98, 99, 100, 101, 102, 103, 104, 105, 106),
-    ('training.kubedl.io', 'v1alpha1', 'TFJob'): (0, 1, 2, 555, 556, 737, 278, 3, 4, 557, 812, 559, 560, 561, 562, 563, 564, 565, 566, 567, 568, 569, 570, 571, 572, 573, 574, 575, 576, 577, 578, 579, 580, 581, 582, 583, 584, 585, 586, 587, 588, 589, 590, 591, 592, 593, 594, 595, 596, 597, 598, 599, 600, 601, 602, 603, 604, 605, 606, 607, 608, 609, 610, 611, 612, 613, 614, 615, 616, 617, 618, 619, 620, 621, 813, 814, 815, 98, 99, 100, 101, 102, 103, 104, 105, 106),
-    ('training.kubedl.io', 'v1alpha1', 'XDLJob'): (0, 1, 2, 816, 817, 737, 278, 3, 4, 818, 819, 820, 821, 822, 823, 824, 825, 826, 827, 828, 829, 830, 831, 832, 833, 834, 835, 836, 837, 838, 839, 840, 841, 842, 843, 844, 845, 846, 847, 848, 849, 850, 851, 852, 853, 854, 855, 856, 857, 858, 859, 860, 861, 862, 863, 864, 865, 866, 867, 868, 869, 870, 871, 872, 873, 874, 875, 876, 877, 878, 879, 880, 881, 882, 98, 99, 100, 101, 102, 103, 104, 105, 106),
-    ('training.kubedl.io', 'v1alpha1', 'XGBoostJob'): (0, 1, 2, 625, 626, 737, 278, 3, 4, 627, 883, 629, 630, 631, 632, 633, 634, 635, 636, 637, 638, 639, 640, 641, 642, 643, 644, 645, 646, 647, 648, 649, 650, 651, 652, 653, 654, 655, 656, 657, 658, 659, 660, 661, 662, 663, 664, 665, 666, 667, 668, 669, 670, 671, 672, 673, 674, 675, 676, 677, 678, 679, 680, 681, 682, 683, 684, 685, 686, 687, 688, 689, 690, 884, 885, 886, 98, 99, 100, 101, 102, 103, 104, 105, 106),
+    ('trainer.kubeflow.org', 'v1alpha1', 'ClusterTrainingRuntime'): (698, 699, 700, 701, 702, 703, 704, 705, 706, 707, 708, 709, 98, 99, 100, 101, 102, 103, 104, 105, 106),
+    ('trainer.kubeflow.org', 'v1alpha1', 'TrainJob'): (698, 699, 710, 711, 712, 713, 714, 715, 716, 717, 718, 719, 720, 721, 722, 723, 724, 725, 726, 727, 728, 729, 730, 731, 732, 733, 734, 735, 736, 737, 98, 99, 100, 101, 102, 103, 104, 105, 106),
+    ('trainer.kubeflow.org', 'v1alpha1', 'TrainingRuntime'): (698, 699, 700, 701, 702, 703, 704, 705, 706, 707, 708, 709, 98, 99, 100, 101, 102, 103, 104, 105, 106),
+    ('training.kubedl.io', 'v1alpha1', 'MPIJob'): (0, 1, 2, 347, 738, 739, 740, 278, 3, 4, 348, 741, 350, 351, 352, 353, 354, 355, 356, 357, 358, 359, 360, 361, 362, 363, 364, 365, 366, 367, 368, 369, 370, 371, 372, 373, 374, 375, 376, 377, 378, 379, 380, 381, 382, 383, 384, 385, 386, 387, 388, 389, 390, 391, 392, 393, 394, 395, 396, 397, 398, 399, 400, 401, 402, 403, 404, 405, 406, 407, 408, 409, 410, 411, 742, 743, 98, 99, 100, 101, 102, 103, 104, 105, 106),
+    ('training.kubedl.io', 'v1alpha1', 'MarsJob'): (0, 1, 2, 744, 745, 739, 278, 3, 4, 746, 747, 748, 749, 750, 751, 752, 753, 754, 755, 756, 757, 758, 759, 760, 761, 762, 763, 764, 765, 766, 767, 768, 769, 770, 771, 772, 773, 774, 775, 776, 777, 778, 779, 780, 781, 782, 783, 784, 785, 786, 787, 788, 789, 790, 791, 792, 793, 794, 795, 796, 797, 798, 799, 800, 801, 802, 803, 804, 805, 806, 807, 808, 809, 810, 98, 99, 100, 101, 102, 103, 104, 105, 106),
+    ('training.kubedl.io', 'v1alpha1', 'PyTorchJob'): (0, 1, 2, 486, 487, 739, 278, 3, 4, 488, 811, 490, 491, 492, 493, 494, 495, 496, 497, 498, 499, 500, 501, 502, 503, 504, 505, 506, 507, 508, 509, 510, 511, 512, 513, 514, 515, 516, 517, 518, 519, 520, 521, 522, 523, 524, 525, 526, 527, 528, 529, 530, 531, 532, 533, 534, 535, 536, 537, 538, 539, 540, 541, 542, 543, 544, 545, 546, 547, 548, 549, 550, 551, 552, 812, 813, 98, 99, 100, 101, 102, 103, 104, 105, 106),
+    ('training.kubedl.io', 'v1alpha1', 'TFJob'): (0, 1, 2, 555, 556, 739, 278, 3, 4, 557, 814, 559, 560, 561, 562, 563, 564, 565, 566, 567, 568, 569, 570, 571, 572, 573, 574, 575, 576, 577, 578, 579, 580, 581, 582, 583, 584, 585, 586, 587, 588, 589, 590, 591, 592, 593, 594, 595, 596, 597, 598, 599, 600, 601, 602, 603, 604, 605, 606, 607, 608, 609, 610, 611, 612, 613, 614, 615, 616, 617, 618, 619, 620, 621, 815, 816, 817, 98, 99, 100, 101, 102, 103, 104, 105, 106),
+    ('training.kubedl.io', 'v1alpha1', 'XDLJob'): (0, 1, 2, 818, 819, 739, 278, 3, 4, 820, 821, 822, 823, 824, 825, 826, 827, 828, 829, 830, 831, 832, 833, 834, 835, 836, 837, 838, 839, 840, 841, 842, 843, 844, 845, 846, 847, 848, 849, 850, 851, 852, 853, 854, 855, 856, 857, 858, 859, 860, 861, 862, 863, 864, 865, 866, 867, 868, 869, 870, 871, 872, 873, 874, 875, 876, 877, 878, 879, 880, 881, 882, 883, 884, 98, 99, 100, 101, 102, 103, 104, 105, 106),
+    ('training.kubedl.io', 'v1alpha1', 'XGBoostJob'): (0, 1, 2, 625, 626, 739, 278, 3, 4, 627, 885, 629, 630, 631, 632, 633, 634, 635, 636, 637, 638, 639, 640, 641, 642, 643, 644, 645, 646, 647, 648, 649, 650, 651, 652, 653, 654, 655, 656, 657, 658, 659, 660, 661, 662, 663, 664, 665, 666, 667, 668, 669, 670, 671, 672, 673, 674, 675, 676, 677, 678, 679, 680, 681, 682, 683, 684, 685, 686, 687, 688, 689, 690, 886, 887, 888, 98, 99, 100, 101, 102, 103, 104, 105, 106),
 }

@@ -28,6 +28,7 @@ if TYPE_CHECKING:
 NAMESPACE_KIND = "Namespace"
 TRAINER_GROUP = "trainer.kubeflow.org"
 TRAINER_RUNTIME_KINDS = ("TrainingRuntime", "ClusterTrainingRuntime")
+JOBSET_GROUP = "jobset.x-k8s.io"
 POLICY_GROUP = "policy.jobgate.io"
 VOLCANO_QUEUE_GROUP = "scheduling.volcano.sh"
 VOLCANO_QUEUE_KIND = "Queue"
@@ -134,8 +135,8 @@ class Routed:
         elif group == KUEUE_GROUP and kind in KUEUE_KINDS:
             self.kueue.append(obj)
             return
-        elif group == TRAINER_GROUP and kind in TRAINER_RUNTIME_KINDS:
-            self.runtimes.append(obj)
+        elif (group == TRAINER_GROUP and kind in TRAINER_RUNTIME_KINDS) or (group == JOBSET_GROUP and kind == "JobSet"):
+            self.runtimes.append(obj)  # a JobSet: a TrainJob's child, whose active jobs freeze its patches
             return
         elif group == DRA_GROUP and kind in DRA_KINDS:
             if version in DRA_VERSIONS:

@@ -3,7 +3,7 @@ TrainJob against them as against ``--cluster-objects`` (those given beside win).
 
 from __future__ import annotations
 
-from jobgate.families.trainer.runtimes import OFFLINE_HINT, RuntimeSnapshot, is_runtime
+from jobgate.families.trainer.runtimes import OFFLINE_HINT, RuntimeSnapshot, is_jobset, is_runtime
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -29,6 +29,12 @@ class LayeredRuntimes:
             found = self.given.runtime(kind, namespace, name)
         return found
 
+    def jobset(self, namespace: str | None, name: str) -> Mapping[str, Any] | None:
+        found = self.beside.jobset(namespace, name)
+        if found is None and self.given is not None and hasattr(self.given, "jobset"):
+            found = self.given.jobset(namespace, name)
+        return found
+
 
 def with_runtimes_beside(text: str, source: str, views: ClusterViews | None) -> ClusterViews | None:
     """``views`` with the runtimes of this file's documents added; ``views`` itself when it has none."""
@@ -41,7 +47,7 @@ def with_runtimes_beside(text: str, source: str, views: ClusterViews | None) -> 
     try:
         for document in iter_documents(text, source):
             for obj, _ in unwrap(document.data):
-                if is_runtime(obj):
+                if is_runtime(obj) or is_jobset(obj):
                     beside.add(obj)
     except (SourceError, RecursionError):
         pass  # the check proper reports the file's problem

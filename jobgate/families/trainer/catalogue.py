@@ -31,6 +31,13 @@ def _rule(rule_id: str, summary: str, why: str, *produces: Produces) -> Rule:
 
 TRAINJOB_RULES = (
     _rule(
+        "trainer/lengths",
+        "the CRD's string lengths (names, URIs, images, commands and args, managers, paths)",
+        CEL.replace("(x-kubernetes-validations)", "(maxLength, minLength)"),
+        Produces("spec.**", "TOO_LONG"),
+        Produces("spec.**", "INVALID", " in body should be at least "),
+    ),
+    _rule(
         "trainer/name",
         "metadata.name is an RFC 1035 DNS label of at most 63 characters",
         CEL,
@@ -174,6 +181,13 @@ TRAINJOB_RULES = (
 )
 
 RUNTIME_RULES = (
+    _rule(
+        "trainer/lengths",
+        "the CRD's string lengths (names, URIs, images, commands and args, managers, paths)",
+        CEL.replace("(x-kubernetes-validations)", "(maxLength, minLength)"),
+        Produces("spec.**", "TOO_LONG"),
+        Produces("spec.**", "INVALID", " in body should be at least "),
+    ),
     _rule(
         "trainer/runtime-template",
         "spec and spec.template are not empty",

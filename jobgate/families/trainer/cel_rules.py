@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import re
 
-from jobgate.engine.fielderrors import FieldError, FieldPath, invalid
+from jobgate.engine.fielderrors import FieldError, FieldPath, invalid, too_long
 from jobgate.families.trainer import runtimes as rt
 
 TYPE_CHECKING = False
@@ -123,6 +123,7 @@ def trainjob_rules(obj: dict[str, Any], spec: dict[str, Any], old_spec: dict[str
                 )
             )
     errors += lower_bounds(spec)
+    errors += trainjob_lengths(spec)
     if old_spec is not None:
         for field in ("runtimeRef", "initializer", "trainer", "activeDeadlineSeconds", "managedBy"):
             errors += _transition(("spec", field), spec.get(field), old_spec.get(field), "trainer/immutable")
@@ -182,6 +183,49 @@ def patch_immutability(spec: dict[str, Any], old_spec: dict[str, Any]) -> list[F
     return errors
 
 
+LENGTH_RULE = "trainer/lengths"
+
+
+def _length(path: FieldPath, value: Any, limit: int, least: int = 0) -> list[FieldError]:
+    """The CRD's maxLength (and minLength) of one string, in the apiserver's words."""
+    if not isinstance(value, str):
+        return []
+    if len(value.encode()) > limit:
+        return [_too_long(path, limit)]
+    if len(value) < least:
+        field = ".".join(str(p) for p in path)
+        return [invalid(path, value, f"{field} in body should be at least {least} chars long", rule=LENGTH_RULE)]
+    return []
+
+
+def _too_long(path: FieldPath, limit: int) -> FieldError:
+    error = too_long(path, limit)
+    return FieldError(error.type, error.path, detail=error.detail, rule=LENGTH_RULE)
+
+
+def trainjob_lengths(spec: dict[str, Any]) -> list[FieldError]:
+    """The TrainJob CRD's string lengths (the engine's schema check reads types and bounds, not lengths)."""
+    errors: list[FieldError] = []
+    ref = _dict(spec.get("runtimeRef"))
+    errors += _length(("spec", "runtimeRef", "name"), ref.get("name"), 253, least=1)
+    errors += _length(("spec", "runtimeRef", "apiGroup"), ref.get("apiGroup"), 253)
+    errors += _length(("spec", "runtimeRef", "kind"), ref.get("kind"), 253)
+    errors += _length(("spec", "managedBy"), spec.get("managedBy"), 253)
+    initializer = _dict(spec.get("initializer"))
+    for key in ("dataset", "model"):
+        errors += _length(
+            ("spec", "initializer", key, "storageUri"), _dict(initializer.get(key)).get("storageUri"), 2048
+        )
+    trainer = _dict(spec.get("trainer"))
+    errors += _length(("spec", "trainer", "image"), trainer.get("image"), 500)
+    for field in ("command", "args"):
+        for i, item in enumerate(_list(trainer.get(field))):
+            errors += _length(("spec", "trainer", field, i), item, 1048576)
+    for i, patch in enumerate(_list(spec.get("runtimePatches"))):
+        errors += _length(("spec", "runtimePatches", i, "manager"), _dict(patch).get("manager"), 253, least=1)
+    return errors
+
+
 # --- TrainingRuntime, ClusterTrainingRuntime -------------------------------------------------------
 
 
@@ -237,6 +281,14 @@ def runtime_rules(spec: dict[str, Any], old_spec: dict[str, Any] | None) -> list
                     )
                 )
     errors += jobset_template_rules(_dict(_dict(template).get("spec")), old_spec)
+    mpi = _dict(_dict(policy).get("mpi"))
+    errors += _length(("spec", "mlPolicy", "mpi", "sshAuthMountPath"), mpi.get("sshAuthMountPath"), 4096)
+    targets = _dict(_dict(_dict(policy).get("torch")).get("envInjection")).get("targets")
+    for i, target in enumerate(_list(targets)):
+        for j, name in enumerate(_list(_dict(target).get("containerNames"))):
+            errors += _length(
+                ("spec", "mlPolicy", "torch", "envInjection", "targets", i, "containerNames", j), name, 63
+            )
     return errors
 
 

@@ -159,19 +159,31 @@ def _suspended(spec: dict[str, Any]) -> bool:
     return spec.get("suspend") is True
 
 
-def patches_while_running(spec: dict[str, Any], old_spec: dict[str, Any] | None) -> list[FieldError]:
-    """T7: runtimePatches change only when the job is suspended before or after the update. (T8, the
-    child JobSet's active jobs, reads the JobSet: not checked here.)"""
+def patches_while_running(
+    spec: dict[str, Any], old_spec: dict[str, Any] | None, jobset: Mapping[str, Any] | None = None
+) -> list[FieldError]:
+    """T7/T8: runtimePatches change only when the job is suspended before or after the update, and then
+    only while no replicated job of its JobSet (``jobset``, named like the TrainJob; None: none known)
+    is active."""
     if old_spec is None or _list(old_spec.get("runtimePatches")) == _list(spec.get("runtimePatches")):
         return []
-    if _suspended(old_spec) or _suspended(spec):
-        return []
+    if not _suspended(old_spec) and not _suspended(spec):
+        return [
+            forbidden(
+                RUNTIME_PATCHES,
+                "RuntimePatches can only be modified when the TrainJob is suspended before or after the update",
+                rule="trainer/runtime-patches-suspended",
+            )
+        ]
+    statuses = _list(_dict(jobset.get("status")).get("replicatedJobsStatus")) if jobset is not None else []
     return [
         forbidden(
             RUNTIME_PATCHES,
-            "RuntimePatches can only be modified when the TrainJob is suspended before or after the update",
+            f"RuntimePatches cannot be modified when the JobSet's ReplicatedJob {status.get('name')} is still active",
             rule="trainer/runtime-patches-suspended",
         )
+        for status in statuses
+        if isinstance(status, dict) and rt.int_or(status.get("active"), 0) > 0
     ]
 
 

@@ -60,20 +60,32 @@ class RuntimeSnapshot:
     """A ``RuntimeView`` over runtime objects given at once (``--cluster-objects``, documents beside the
     jobs, tests). A TrainingRuntime without a namespace is taken as in ``default_namespace``."""
 
-    __slots__ = ("_cluster", "_namespaced", "default_namespace", "offline_hint")
+    __slots__ = ("_cluster", "_jobsets", "_namespaced", "default_namespace", "offline_hint")
 
     def __init__(
         self, objects: Iterable[Mapping[str, Any]] = (), default_namespace: str = "default", offline_hint: str = ""
     ) -> None:
         self._cluster: dict[str, Mapping[str, Any]] = {}
         self._namespaced: dict[tuple[str, str], Mapping[str, Any]] = {}
+        # The TrainJobs' child JobSets (jobset.x-k8s.io), whose active jobs freeze a suspended job's patches.
+        self._jobsets: dict[tuple[str, str], Mapping[str, Any]] = {}
         self.default_namespace = default_namespace
         self.offline_hint = offline_hint
         for obj in objects:
             self.add(obj)
 
     def add(self, obj: Mapping[str, Any]) -> bool:
-        """Take one runtime (anything else is ignored); whether it was taken."""
+        """Take one runtime or JobSet (anything else is ignored); whether it was taken."""
+        if is_jobset(obj):
+            metadata = obj.get("metadata")
+            metadata = metadata if isinstance(metadata, dict) else {}
+            name, namespace = metadata.get("name"), metadata.get("namespace")
+            if not isinstance(name, str):
+                return False
+            self._jobsets[(namespace if isinstance(namespace, str) and namespace else self.default_namespace, name)] = (
+                obj
+            )
+            return True
         if not is_runtime(obj):
             return False
         metadata = obj.get("metadata")
@@ -102,8 +114,18 @@ class RuntimeSnapshot:
             return self._cluster.get(name)
         return self._namespaced.get((namespace or self.default_namespace, name))
 
+    def jobset(self, namespace: str | None, name: str) -> Mapping[str, Any] | None:
+        return self._jobsets.get((namespace or self.default_namespace, name))
+
     def __len__(self) -> int:
         return len(self._cluster) + len(self._namespaced)
+
+
+JOBSET_API_VERSION = "jobset.x-k8s.io/v1alpha2"
+
+
+def is_jobset(obj: Any) -> bool:
+    return isinstance(obj, dict) and obj.get("apiVersion") == JOBSET_API_VERSION and obj.get("kind") == "JobSet"
 
 
 def is_runtime(obj: Any) -> bool:
