@@ -191,6 +191,40 @@ def _where_line(entry: Any) -> str:
     return f"the apiserver ({entry.where.value}), the webhook and `jobgate validate`"
 
 
+def _beside_context(path: Path) -> Any:
+    """The review context of an example whose TrainJobs' runtimes are written beside them (else None)."""
+    text = path.read_text()
+    if "trainer.kubeflow.org/" not in text:
+        return None
+    from jobgate.engine.context import context_for
+    from jobgate.families.trainer.beside import with_runtimes_beside
+
+    return context_for(with_runtimes_beside(text, str(path), None))
+
+
+def _webhook_rule_table(family: str) -> list[str]:
+    """A webhook-only family whose catalogue lists its rules (all the webhook's): each with why it is."""
+    from jobgate.families import family as record_of
+    from jobgate.forms.catalogue import Where
+
+    record = record_of(family)
+    if record.catalogue is None:
+        return []
+    import importlib
+
+    module = importlib.import_module(record.catalogue)
+    listed: dict[str, tuple[Any, list[str]]] = {}
+    for kind in (k for k in _kinds() if k.family == family):
+        for rule in module.rules(kind):
+            if rule.where is not Where.WEBHOOK:
+                return []
+            listed.setdefault(rule.id, (rule, []))[1].append(kind.gvk.kind)
+    out = ["| rule | kinds | what it checks | why the webhook (and where else it holds) |", "|---|---|---|---|"]
+    for rule_id, (rule, kinds) in sorted(listed.items()):
+        out.append(f"| `{rule_id}` | {', '.join(kinds)} | {_cell(rule.summary)} | {_cell(rule.why)} |")
+    return [*out, ""]
+
+
 def rules_markdown(family: str) -> str:
     from jobgate.engine.fielderrors import ErrorType
     from jobgate.families import family as record_of
@@ -226,13 +260,15 @@ def rules_markdown(family: str) -> str:
         ]
         for path in sorted((REPO / "examples" / "invalid").glob(f"{family}-*.yaml")):
             out.append(f"- `examples/invalid/{path.name}`:")
+            context = _beside_context(path)
             for document in (d for d in yaml.safe_load_all(path.read_text()) if d):
                 from jobgate.review import kind_of, review_job
 
                 kind = kind_of(document)
-                verdict = review_job(kind, document, None)
+                verdict = review_job(kind, document, None, context=context)
                 out += [f"  - `{_cell(error)}`" for error in verdict.errors]
         out.append("")
+        out += _webhook_rule_table(family)
         return "\n".join(out)
     rules, _ = catalogue
     out += ["| rule | what it checks | enforced by |", "|---|---|---|"]

@@ -311,9 +311,11 @@ WEBHOOK_ACCOUNT = "jobgate-webhook"  # manifests/base/rbac.yaml
 
 
 def webhook_queue_reader() -> list[dict[str, Any]]:
-    """The webhook's one read of the API: the watch behind Volcano's queue check (no call per review).
+    """The webhook's reads of the API for its rules: the watch behind Volcano's queue check and the
+    watches of Kubeflow Trainer's runtimes (no call per review, but a runtime's miss and a TrainJob's
+    JobSet on a suspended job's patch change).
 
-    Harmless where Volcano is absent: the webhook then finds no Queue CRD and leaves the check off.
+    Harmless where Volcano or Trainer is absent: the webhook then finds no CRD and leaves the check off.
     """
     metadata = {"name": QUEUE_READER, "labels": dict(PART_OF)}
     return [
@@ -321,7 +323,18 @@ def webhook_queue_reader() -> list[dict[str, Any]]:
             "apiVersion": "rbac.authorization.k8s.io/v1",
             "kind": "ClusterRole",
             "metadata": metadata,
-            "rules": [{"apiGroups": ["scheduling.volcano.sh"], "resources": ["queues"], "verbs": ["list", "watch"]}],
+            "rules": [
+                {"apiGroups": ["scheduling.volcano.sh"], "resources": ["queues"], "verbs": ["list", "watch"]},
+                # Kubeflow Trainer's runtimes, which a TrainJob is judged against (webhook/trainer_runtimes.py):
+                # watched, and read on a miss (a runtime created a moment before its job).
+                {
+                    "apiGroups": ["trainer.kubeflow.org"],
+                    "resources": ["clustertrainingruntimes", "trainingruntimes"],
+                    "verbs": ["get", "list", "watch"],
+                },
+                # A TrainJob's JobSet, read when its runtimePatches change while suspended.
+                {"apiGroups": ["jobset.x-k8s.io"], "resources": ["jobsets"], "verbs": ["get"]},
+            ],
         },
         {
             "apiVersion": "rbac.authorization.k8s.io/v1",

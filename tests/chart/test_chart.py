@@ -24,6 +24,7 @@ OVERLAYS = {
     "cert-manager": ("certificates.mode=certManager",),
     "volcano-admission-only": ("families={volcano}", "admissionOnly=true"),
     "kubeflow-admission-only": ("families={kubeflow}", "admissionOnly=true", "crds.install=false"),
+    "trainer-admission-only": ("families={trainer}", "admissionOnly=true", "crds.install=false"),
 }
 
 # A values file that changes every knob at once (lint and unittest-independent rendering).

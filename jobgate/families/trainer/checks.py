@@ -16,7 +16,7 @@ from jobgate.rules.names import dns1123_subdomain_problems
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from collections.abc import Mapping
+    from collections.abc import Callable, Mapping
     from typing import Any
 
 RUNTIME_REF: FieldPath = ("spec", "runtimeRef")
@@ -160,11 +160,13 @@ def _suspended(spec: dict[str, Any]) -> bool:
 
 
 def patches_while_running(
-    spec: dict[str, Any], old_spec: dict[str, Any] | None, jobset: Mapping[str, Any] | None = None
+    spec: dict[str, Any],
+    old_spec: dict[str, Any] | None,
+    read_jobset: Callable[[], Mapping[str, Any] | None] | None = None,
 ) -> list[FieldError]:
     """T7/T8: runtimePatches change only when the job is suspended before or after the update, and then
-    only while no replicated job of its JobSet (``jobset``, named like the TrainJob; None: none known)
-    is active."""
+    only while no replicated job of its JobSet (``read_jobset()``, the JobSet named like the TrainJob;
+    None: none there) is active. The JobSet is read only when the patches changed while suspended."""
     if old_spec is None or _list(old_spec.get("runtimePatches")) == _list(spec.get("runtimePatches")):
         return []
     if not _suspended(old_spec) and not _suspended(spec):
@@ -175,6 +177,7 @@ def patches_while_running(
                 rule="trainer/runtime-patches-suspended",
             )
         ]
+    jobset = read_jobset() if read_jobset is not None else None
     statuses = _list(_dict(jobset.get("status")).get("replicatedJobsStatus")) if jobset is not None else []
     return [
         forbidden(

@@ -147,22 +147,27 @@ class TrainJobKind:
             warning = checks.deprecated_warning(runtime, referenced=True)
             if warning is not None:
                 found.warnings.append(warning)
-        jobset = None
+        read_jobset = None
         if old_spec is not None and hasattr(view, "jobset"):
             metadata = obj.get("metadata")
-            jobset = view.jobset(_namespace(obj, context), metadata.get("name") if isinstance(metadata, dict) else "")
-        found.errors += judge_against_runtime(spec, old_spec, runtime, jobset)
+            name = metadata.get("name") if isinstance(metadata, dict) else ""
+            namespace = _namespace(obj, context)
+
+            def read_jobset() -> Any:
+                return view.jobset(namespace, name)
+
+        found.errors += judge_against_runtime(spec, old_spec, runtime, read_jobset)
         return found
 
 
 def judge_against_runtime(
-    spec: dict[str, Any], old_spec: dict[str, Any] | None, runtime: Any, jobset: Any = None
+    spec: dict[str, Any], old_spec: dict[str, Any] | None, runtime: Any, read_jobset: Any = None
 ) -> list[Any]:
     """Every plugin's check of the TrainJob against its runtime (Trainer's plugins run in map order; jobgate
     in a fixed one: the JobSet plugin, then torch, MPI, XGBoost, Flux and Volcano)."""
     jobs = rt.runtime_replicated_jobs(runtime)
     errors = checks.initializer_checks(spec, jobs)
-    errors += checks.patches_while_running(spec, old_spec, jobset)
+    errors += checks.patches_while_running(spec, old_spec, read_jobset)
     errors += checks.patch_checks(spec, jobs)
     errors += checks.torch_checks(spec, runtime, jobs)
     errors += checks.mpi_checks(spec, runtime, jobs)
