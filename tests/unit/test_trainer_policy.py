@@ -152,14 +152,14 @@ def test_gpus_per_job_counted_from_the_runtime(tmp_path, capsys):
 
 def test_gpus_per_pod_from_the_runtimes_node_container(tmp_path, capsys):
     rt = runtime(jobs=[rjob("node", "trainer", resources={"limits": {"nvidia.com/gpu": 2}})], ml_policy={"torch": {}})
-    code, errors = validate(tmp_path, capsys, trainjob(), rt, policy(limits={"maxGPUsPerPod": 1}))
+    _code, errors = validate(tmp_path, capsys, trainjob(), rt, policy(limits={"maxGPUsPerPod": 1}))
     assert rules(errors) == {"policy/max-gpus-per-pod"}
 
 
 def test_replicas_per_job_count_every_replicated_job(tmp_path, capsys):
     rt = runtime(jobs=[rjob("launcher"), rjob("node", "trainer")], ml_policy={"mpi": {"runLauncherAsNode": True}})
     assert validate(tmp_path, capsys, trainjob(numNodes=3), rt, policy(limits={"maxReplicasPerJob": 3}))[0] == 0
-    code, errors = validate(tmp_path, capsys, trainjob(numNodes=4), rt, policy(limits={"maxReplicasPerJob": 3}))
+    _code, errors = validate(tmp_path, capsys, trainjob(numNodes=4), rt, policy(limits={"maxReplicasPerJob": 3}))
     assert rules(errors) == {"policy/max-replicas-per-job"}
 
 
@@ -167,13 +167,13 @@ def test_images_of_the_runtime_and_the_trainer(tmp_path, capsys):
     rt = runtime()
     limited = policy(require={"imageRegistries": ["registry.example.com/"]})
     assert validate(tmp_path, capsys, trainjob(), rt, limited)[0] == 0
-    code, errors = validate(tmp_path, capsys, trainjob(image="docker.io/evil:1"), rt, limited)
+    _code, errors = validate(tmp_path, capsys, trainjob(image="docker.io/evil:1"), rt, limited)
     assert rules(errors) == {"policy/image-registries"}
 
 
 def test_kueue_labels_are_the_queue(tmp_path, capsys):
     queues = policy(require={"queues": ["team-a"]})
-    code, errors = validate(tmp_path, capsys, trainjob(), runtime(), queues)
+    _code, errors = validate(tmp_path, capsys, trainjob(), runtime(), queues)
     assert rules(errors) == {"policy/allowed-queues"}
     assert errors[0]["field"] == "metadata.labels[kueue.x-k8s.io/queue-name]"
     ok = trainjob(labels={"kueue.x-k8s.io/queue-name": "team-a"})
@@ -190,7 +190,7 @@ def test_runtimes_allowed_per_kind(tmp_path, capsys):
     assert rules(errors) == {"policy/runtime-not-allowed"}
     assert errors[0]["field"] == "spec.runtimeRef.name"
     namespaced = runtime("mine", kind="TrainingRuntime")
-    code, errors = validate(tmp_path, capsys, trainjob("mine", kind="TrainingRuntime"), namespaced, limited)
+    _code, errors = validate(tmp_path, capsys, trainjob("mine", kind="TrainingRuntime"), namespaced, limited)
     assert rules(errors) == {"policy/runtime-not-allowed"}
 
 
