@@ -186,7 +186,7 @@ def test_kueue_labels_are_the_queue(tmp_path, capsys):
 def test_runtimes_allowed_per_kind(tmp_path, capsys):
     limited = policy(require={"runtimes": {"clusterTrainingRuntimes": ["torch"], "trainingRuntimes": []}})
     assert validate(tmp_path, capsys, trainjob(), runtime(), limited)[0] == 0
-    code, errors = validate(tmp_path, capsys, trainjob("other"), runtime("other"), limited)
+    _code, errors = validate(tmp_path, capsys, trainjob("other"), runtime("other"), limited)
     assert rules(errors) == {"policy/runtime-not-allowed"}
     assert errors[0]["field"] == "spec.runtimeRef.name"
     namespaced = runtime("mine", kind="TrainingRuntime")
