@@ -221,7 +221,8 @@ def _webhook_rule_table(family: str) -> list[str]:
             listed.setdefault(rule.id, (rule, []))[1].append(kind.gvk.kind)
     out = ["| rule | kinds | what it checks | why the webhook (and where else it holds) |", "|---|---|---|---|"]
     for rule_id, (rule, kinds) in sorted(listed.items()):
-        out.append(f"| `{rule_id}` | {', '.join(kinds)} | {_cell(rule.summary)} | {_cell(rule.why)} |")
+        anchor = f'<a id="{rule_anchor(rule_id)}"></a>'
+        out.append(f"| {anchor}`{rule_id}` | {', '.join(kinds)} | {_cell(rule.summary)} | {_cell(rule.why)} |")
     return [*out, ""]
 
 
