@@ -63,8 +63,9 @@ RULES = (FIT, MISCONFIGURED, OBJECTS_MISSING, NOT_MODELLED)
 
 VOLCANO_SCHEDULER = "volcano"
 # The kinds of the Kueue-labelled families (KindMap.kueue) that Kueue itself integrates
-# (pkg/controller/jobs/kubeflow/jobs): not kubeflow.org/v1 MPIJob, Kueue's MPIJob being mpi-operator's v2beta1.
-KUEUE_INTEGRATED = frozenset(("TFJob", "PyTorchJob", "XGBoostJob", "PaddleJob", "JAXJob"))
+# (pkg/controller/jobs/kubeflow/jobs): not kubeflow.org/v1 MPIJob, Kueue's MPIJob being mpi-operator's v2beta1;
+# Kubeflow Trainer's TrainJob (pkg/controller/jobs/trainjob: its pod sets are its runtime's replicated jobs).
+KUEUE_INTEGRATED = frozenset(("TFJob", "PyTorchJob", "XGBoostJob", "PaddleJob", "JAXJob", "TrainJob"))
 # Kueue's stopPolicy values that stop admission (``None`` is the default and admits).
 _STOPPED = ("Hold", "HoldAndDrain")
 _CLOSED = ("Closed", "Closing")

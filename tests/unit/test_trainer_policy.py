@@ -222,3 +222,41 @@ def test_a_training_runtime_is_policed_as_a_job(tmp_path, capsys):
     clean["spec"]["template"]["spec"]["replicatedJobs"][0]["template"]["spec"]["template"]["spec"]["containers"][0].pop(
         "securityContext")  # fmt: skip
     assert validate(tmp_path, capsys, clean, policy(require={"forbid": ["privileged"]}))[0] == 0
+
+
+# --- require.fitsQueue: Kueue integrates TrainJob, its pod sets are the runtime's ------------------
+
+KUEUE = "kueue.x-k8s.io/v1beta1"
+
+
+def test_a_trainjob_must_fit_its_kueue_queue(tmp_path, capsys):
+    objects = [
+        {"apiVersion": KUEUE, "kind": "ResourceFlavor", "metadata": {"name": "a100"}, "spec": {}},
+        {
+            "apiVersion": KUEUE,
+            "kind": "ClusterQueue",
+            "metadata": {"name": "gpu-cq"},
+            "spec": {
+                "namespaceSelector": {},
+                "resourceGroups": [
+                    {
+                        "coveredResources": ["nvidia.com/gpu"],
+                        "flavors": [{"name": "a100", "resources": [{"name": "nvidia.com/gpu", "nominalQuota": 16}]}],
+                    }
+                ],
+            },
+        },
+        {
+            "apiVersion": KUEUE,
+            "kind": "LocalQueue",
+            "metadata": {"name": "team-a", "namespace": "team-a"},
+            "spec": {"clusterQueue": "gpu-cq"},
+        },
+        runtime(),
+        policy(require={"fitsQueue": True}),
+    ]
+    queue = {"kueue.x-k8s.io/queue-name": "team-a"}
+    gpus = {"limits": {"nvidia.com/gpu": 8}}
+    _code, errors = validate(tmp_path, capsys, trainjob(labels=queue, numNodes=4, resourcesPerNode=gpus), *objects)
+    assert rules(errors) == {"policy/queue-fit"}, errors
+    assert validate(tmp_path, capsys, trainjob(labels=queue, numNodes=2, resourcesPerNode=gpus), *objects)[0] == 0
