@@ -67,7 +67,7 @@ def go_list(names: list[str]) -> str:
 def runtime_ref(spec: dict[str, Any]) -> dict[str, Any]:
     """``spec.runtimeRef`` in Go's field order (name, apiGroup, kind), as Trainer prints it in errors."""
     ref = _dict(spec.get("runtimeRef"))
-    ordered = {key: ref[key] for key in ("name", "apiGroup", "kind") if key in ref}
+    ordered: dict[str, Any] = {key: ref[key] for key in ("name", "apiGroup", "kind") if key in ref}
     return {**ordered, **{k: v for k, v in ref.items() if k not in ordered}}
 
 
@@ -279,7 +279,8 @@ def _trainer(spec: dict[str, Any]) -> dict[str, Any] | None:
 
 
 def _env_names(trainer: dict[str, Any]) -> list[str]:
-    return [e.get("name") for e in _list(trainer.get("env")) if isinstance(e, dict) and isinstance(e.get("name"), str)]
+    names = (e.get("name") for e in _list(trainer.get("env")) if isinstance(e, dict))
+    return [name for name in names if isinstance(name, str)]
 
 
 def reserved_envs(trainer: dict[str, Any], reserved: frozenset[str]) -> list[FieldError]:

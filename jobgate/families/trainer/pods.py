@@ -58,7 +58,8 @@ def runtime_pod_sets(
     out = []
     for index, rjob in enumerate(rt.runtime_replicated_jobs(runtime)):
         path = (*where, "spec", "template", "spec", "replicatedJobs", index)
-        name = rjob.get("name") if isinstance(rjob.get("name"), str) else str(index)
+        given = rjob.get("name")
+        name = given if isinstance(given, str) else str(index)
         parallelism = rt.int_or(rt.job_spec(rjob).get("parallelism"), 1)
         trainer_job = _is_trainer(rjob, policy)
         if trainer_job:

@@ -148,14 +148,10 @@ class TrainJobKind:
             if warning is not None:
                 found.warnings.append(warning)
         read_jobset = None
-        if old_spec is not None and hasattr(view, "jobset"):
+        if old_spec is not None and view is not None and hasattr(view, "jobset"):
             metadata = obj.get("metadata")
-            name = metadata.get("name") if isinstance(metadata, dict) else ""
-            namespace = _namespace(obj, context)
-
-            def read_jobset() -> Any:
-                return view.jobset(namespace, name)
-
+            job_name = metadata.get("name") if isinstance(metadata, dict) else None
+            read_jobset = _jobset_reader(view, _namespace(obj, context), job_name if isinstance(job_name, str) else "")
         found.errors += judge_against_runtime(spec, old_spec, runtime, read_jobset)
         return found
 
@@ -175,6 +171,11 @@ def judge_against_runtime(
     errors += checks.flux_checks(spec, runtime, jobs)
     errors += checks.volcano_checks(spec, runtime)
     return errors
+
+
+def _jobset_reader(view: Any, namespace: str, name: str) -> Any:
+    """Reads the TrainJob's JobSet only when a check needs it (the webhook's read is an API call)."""
+    return lambda: view.jobset(namespace, name)
 
 
 def _namespace(obj: dict[str, Any], context: ReviewContext) -> str:

@@ -195,11 +195,8 @@ def containers(rjob: dict[str, Any], field: str = "containers") -> list[dict[str
 
 def container_names(rjob: dict[str, Any]) -> set[str]:
     """Names of the init containers and containers of a replicated job's pods (one set, as Trainer's)."""
-    return {
-        c.get("name")
-        for c in (*containers(rjob, "initContainers"), *containers(rjob))
-        if isinstance(c.get("name"), str)
-    }  # type: ignore[misc]
+    names = (c.get("name") for c in (*containers(rjob, "initContainers"), *containers(rjob)))
+    return {name for name in names if isinstance(name, str)}
 
 
 def find_job(jobs: list[dict[str, Any]], name: str) -> dict[str, Any] | None:
