@@ -853,3 +853,11 @@ def test_runtime_crd_defaults(tmp_path, capsys):
     assert all(
         j["replicas"] == 1 and j["groupName"] == "default" for j in stored["spec"]["template"]["spec"]["replicatedJobs"]
     )
+
+
+def test_an_update_compares_with_the_stored_object_as_stored(tmp_path, capsys):
+    """The stored TrainJob has its CRD's defaults (runtimeRef's apiGroup and kind) even where the
+    review's oldObject was written without them, and an unchanged patch without a time stays as it was."""
+    old = trainjob(runtimePatches=[patch(nodeSelector={"a": "b"})])
+    new = copy.deepcopy(old)
+    assert causes(answer(tmp_path, capsys, new, old, [CTR])) == set()

@@ -167,7 +167,9 @@ def patches_while_running(
     """T7/T8: runtimePatches change only when the job is suspended before or after the update, and then
     only while no replicated job of its JobSet (``read_jobset()``, the JobSet named like the TrainJob;
     None: none there) is active. The JobSet is read only when the patches changed while suspended."""
-    if old_spec is None or _list(old_spec.get("runtimePatches")) == _list(spec.get("runtimePatches")):
+    # Compared without their times: the times are the mutating webhook's, stamped from the content, and
+    # an oldObject written without them is stamped when read as stored (jobgate/review.py).
+    if old_spec is None or _untimed(old_spec) == _untimed(spec):
         return []
     if not _suspended(old_spec) and not _suspended(spec):
         return [
@@ -187,6 +189,13 @@ def patches_while_running(
         )
         for status in statuses
         if isinstance(status, dict) and rt.int_or(status.get("active"), 0) > 0
+    ]
+
+
+def _untimed(spec: dict[str, Any]) -> list[Any]:
+    return [
+        {k: v for k, v in p.items() if k != "time"} if isinstance(p, dict) else p
+        for p in _list(spec.get("runtimePatches"))
     ]
 
 

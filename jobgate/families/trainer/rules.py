@@ -59,6 +59,12 @@ class TrainJobKind:
     def default(
         self, obj: dict[str, Any], recorder: PatchRecorder = NO_PATCH, previous: dict[str, Any] | None = None
     ) -> dict[str, Any]:
+        return self._defaulted(obj, recorder, previous, stamp=True)
+
+    def _defaulted(
+        self, obj: dict[str, Any], recorder: PatchRecorder, previous: dict[str, Any] | None, *, stamp: bool
+    ) -> dict[str, Any]:
+        """The CRD's defaults and, with ``stamp``, Trainer's defaulter's patch times."""
         spec_value = obj.get("spec")
         if not isinstance(spec_value, dict):
             return obj
@@ -83,7 +89,8 @@ class TrainJobKind:
                 secret = copied_dict(part, "secretRef") if part is not None else None
                 if secret is not None and secret.get("name") is None:
                     recorder.set(secret, "name", "", f"/spec/initializer/{key}/secretRef")
-        self._stamp_patches(spec, previous, recorder)
+        if stamp:
+            self._stamp_patches(spec, previous, recorder)
         return obj
 
     def _stamp_patches(self, spec: dict[str, Any], previous: dict[str, Any] | None, recorder: PatchRecorder) -> None:
@@ -104,8 +111,9 @@ class TrainJobKind:
                 continue
             old = old_by_manager.get(patch.get("manager")) if previous is not None else None
             if old is not None:
-                wanted = old.get("time") if _without_time(old) == _without_time(patch) else None
-                if wanted is None:
+                if _without_time(old) == _without_time(patch):
+                    wanted = old.get("time")  # the stored time, unset included (Trainer copies it as it is)
+                else:
                     now = now or _now()
                     wanted = now
             elif patch.get("time") is None:
@@ -113,19 +121,26 @@ class TrainJobKind:
                 wanted = now
             else:
                 continue
-            if patch.get("time") != wanted:
+            if patch.get("time") != wanted or (wanted is None and "time" in patch):
                 stamped = dict(patch)
                 if not changed:
                     spec["runtimePatches"] = copied
                     changed = True
                 copied[index] = stamped
-                recorder.set(stamped, "time", wanted, f"/spec/runtimePatches/{index}")
+                if wanted is None:
+                    del stamped["time"]
+                    recorder.remove(f"/spec/runtimePatches/{index}", "time")
+                else:
+                    recorder.set(stamped, "time", wanted, f"/spec/runtimePatches/{index}")
 
     def validate(self, obj: dict[str, Any], old: dict[str, Any] | None, context: ReviewContext) -> Findings:
         found = Findings()
         spec = check_spec_schema(obj, self.spec_model, found)
         if spec is None:
             return found
+        # The stored object as the apiserver stored it: its CRD's defaults in (a transition rule compares
+        # two defaulted objects; a stored runtimeRef always has its apiGroup and kind).
+        old = self._defaulted(old, NO_PATCH, None, stamp=False) if isinstance(old, dict) else None
         old_spec = old.get("spec") if isinstance(old, dict) and isinstance(old.get("spec"), dict) else None
         found.errors += cel_rules.trainjob_rules(obj, spec, old_spec)
         if spec.get("trainer", {}).get("numNodes") == 0 if isinstance(spec.get("trainer"), dict) else False:
