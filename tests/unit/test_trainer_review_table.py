@@ -535,7 +535,55 @@ TARGETS = runtime(
     ml_policy={"torch": {"envInjection": {"targets": [{"jobName": "node", "containerNames": ["sidecar"]}]}}}
 )
 
+TUNE = {"command": ["tune", "run"], "image": "ghcr.io/kubeflow/trainer/torchtune-trainer"}
+LORA = "model.lora_attn_modules=[q_proj, v_proj, output_proj]"
+
+
+def _tune(name: str, **trainer: Any) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+    return trainjob(ref=name, trainer={**TUNE, **trainer}), [runtime(name, ml_policy={"torch": {}})]
+
+
 PLUGIN_CASES = [
+    (
+        "torch: multi-device QLoRA for llama3.2-1b",
+        *_tune(
+            "torchtune-llama3.2-1b",
+            numNodes=1,
+            args=[LORA, "model.quantize_base=True"],
+            resourcesPerNode={"requests": {"example.com/gpu": "2"}},
+        )[:1],
+        None,
+        _tune("torchtune-llama3.2-1b")[1],
+        {(INV, "spec.trainer.numProcPerNode"), (INV, "spec.trainer.resourcesPerNode")},
+    ),
+    (
+        "torch: LoRA on many nodes",
+        *_tune("torchtune-llama3.3-70b", numNodes=2, args=[LORA])[:1],
+        None,
+        _tune("torchtune-llama3.3-70b")[1],
+        {(INV, "spec.trainer.numNodes")},
+    ),
+    (
+        "torch: LoRA on one node",
+        *_tune("torchtune-llama3.2-1b", numNodes=1, args=[LORA])[:1],
+        None,
+        _tune("torchtune-llama3.2-1b")[1],
+        set(),
+    ),
+    (
+        "torch: several immutable configs in args",
+        *_tune("torchtune-llama3.2-3b", args=["tokenizer.path=/x", "checkpointer.checkpoint_dir=/y"])[:1],
+        None,
+        _tune("torchtune-llama3.2-3b")[1],
+        {(INV, "spec.trainer.args[0]"), (INV, "spec.trainer.args[1]")},
+    ),
+    (
+        "no mlPolicy: no plugin check",
+        trainjob(trainer={"env": [{"name": "PET_NNODES", "value": "1"}]}),
+        None,
+        [CTR],
+        set(),
+    ),
     (
         "torch: envInjection target container not in the runtime",
         trainjob(),
