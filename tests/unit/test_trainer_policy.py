@@ -260,3 +260,50 @@ def test_a_trainjob_must_fit_its_kueue_queue(tmp_path, capsys):
     _code, errors = validate(tmp_path, capsys, trainjob(labels=queue, numNodes=4, resourcesPerNode=gpus), *objects)
     assert rules(errors) == {"policy/queue-fit"}, errors
     assert validate(tmp_path, capsys, trainjob(labels=queue, numNodes=2, resourcesPerNode=gpus), *objects)[0] == 0
+
+
+# --- runtimePatches: what the pods run with ---------------------------------------------------------
+
+
+def _patch(**pod_spec: Any) -> dict[str, Any]:
+    rjob_patch = {"name": "node", "template": {"spec": {"template": {"spec": pod_spec}}}}
+    return {
+        "manager": "example.com/me",
+        "trainingRuntimeSpec": {"template": {"spec": {"replicatedJobs": [rjob_patch]}}},
+    }
+
+
+def test_patches_are_merged_into_the_pods_by_name():
+    rt = runtime(jobs=[rjob("node", "trainer", resources={"limits": {"nvidia.com/gpu": 1}})])
+    patches = [
+        _patch(
+            containers=[{"name": "node", "securityContext": {"privileged": True}}],
+            volumes=[{"name": "host", "hostPath": {"path": "/"}}],
+            nodeSelector={"a": "b"},
+        )
+    ]
+    (node,) = pods.runtime_pod_sets(rt, {"runtimePatches": patches})
+    spec = node.template["spec"]
+    assert spec["containers"][0]["securityContext"] == {"privileged": True}
+    assert spec["containers"][0]["resources"] == {"limits": {"nvidia.com/gpu": 1}}  # the runtime's, kept
+    assert spec["volumes"] == [{"name": "host", "hostPath": {"path": "/"}}]
+    assert spec["nodeSelector"] == {"a": "b"}
+
+
+@pytest.mark.parametrize(
+    ("forbid", "pod_spec", "rule"),
+    [
+        (
+            "privileged",
+            {"containers": [{"name": "node", "securityContext": {"privileged": True}}]},
+            "policy/forbid-privileged",
+        ),
+        ("hostPath", {"volumes": [{"name": "host", "hostPath": {"path": "/"}}]}, "policy/forbid-hostpath"),
+    ],
+)
+def test_a_patch_cannot_bring_what_a_policy_forbids(tmp_path, capsys, forbid, pod_spec, rule):
+    job = trainjob()
+    job["spec"]["runtimePatches"] = [{**_patch(**pod_spec), "time": "2026-01-01T00:00:00Z"}]
+    code, errors = validate(tmp_path, capsys, job, runtime(), policy(require={"forbid": [forbid]}))
+    assert code == 1
+    assert rule in rules(errors)

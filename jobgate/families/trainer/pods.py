@@ -69,10 +69,71 @@ def runtime_pod_sets(
         else:
             count = parallelism
         template = rt.pod_template(rjob)
+        if trainjob_spec is not None:
+            template = with_patches(template, name, trainjob_spec.get("runtimePatches"))
         if trainer_job and trainjob_spec is not None:
             template = _with_trainer(template, trainer)
         out.append(PodSet(name, path, rt.replicas(rjob) * count, template, (*path, "template", "spec", "template")))
     return out
+
+
+def _named(items: Any) -> dict[Any, dict[str, Any]]:
+    return {i.get("name"): i for i in items if isinstance(i, dict)} if isinstance(items, list) else {}
+
+
+def _merge_named(base: Any, patch: Any) -> list[Any]:
+    """A list of named items (containers, volumes) with the patch's merged in by name (its fields win;
+    a container's env and volumeMounts merged by name too), new names appended."""
+    out = [dict(i) if isinstance(i, dict) else i for i in (base if isinstance(base, list) else [])]
+    by_name = _named(out)
+    for item in patch if isinstance(patch, list) else []:
+        if not isinstance(item, dict):
+            continue
+        known = by_name.get(item.get("name"))
+        if known is None:
+            out.append(dict(item))
+            continue
+        for key, value in item.items():
+            if key in ("env", "volumeMounts"):
+                known[key] = _merge_named(known.get(key), value)
+            elif key == "securityContext" and isinstance(value, dict) and isinstance(known.get(key), dict):
+                known[key] = {**known[key], **value}
+            else:
+                known[key] = value
+    return out
+
+
+def with_patches(template: dict[str, Any], job_name: str, patches: Any) -> dict[str, Any]:
+    """The pod template of one replicated job with every runtimePatch of it merged in, as Trainer
+    strategic-merges them (by replicated job, container and volume name): what the pods will run with —
+    the patches' security contexts, volumes, node selectors and labels included."""
+    for patch in patches if isinstance(patches, list) else []:
+        spec = ((patch.get("trainingRuntimeSpec") or {}).get("template") or {}) if isinstance(patch, dict) else {}
+        jobs = rt.replicated_jobs(spec.get("spec") if isinstance(spec, dict) else None)
+        patched = rt.find_job(jobs, job_name)
+        if patched is None:
+            continue
+        pod = rt.pod_template(patched)
+        metadata, pod_spec = pod.get("metadata"), pod.get("spec")
+        merged = dict(template)
+        if isinstance(metadata, dict):
+            current = dict(merged.get("metadata") or {})
+            for key in ("labels", "annotations"):
+                if isinstance(metadata.get(key), dict):
+                    current[key] = {**(current.get(key) or {}), **metadata[key]}
+            merged["metadata"] = current
+        if isinstance(pod_spec, dict):
+            current_spec = dict(merged.get("spec") or {})
+            for key, value in pod_spec.items():
+                if key in ("containers", "initContainers", "volumes"):
+                    current_spec[key] = _merge_named(current_spec.get(key), value)
+                elif key in ("securityContext", "nodeSelector") and isinstance(value, dict):
+                    current_spec[key] = {**(current_spec.get(key) or {}), **value}
+                else:
+                    current_spec[key] = value
+            merged["spec"] = current_spec
+        template = merged
+    return template
 
 
 def _with_trainer(template: dict[str, Any], trainer: dict[str, Any]) -> dict[str, Any]:
