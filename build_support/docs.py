@@ -197,7 +197,7 @@ def _beside_context(path: Path) -> Any:
     if "trainer.kubeflow.org/" not in text:
         return None
     from jobgate.engine.context import context_for
-    from jobgate.families.trainer.beside import with_runtimes_beside
+    from jobgate.offline.trainer_runtimes import with_runtimes_beside
 
     return context_for(with_runtimes_beside(text, str(path), None))
 

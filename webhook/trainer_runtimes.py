@@ -15,7 +15,7 @@ import logging
 from typing import Any
 
 from jobgate.engine.views import ClusterViews
-from jobgate.families.trainer.runtimes import CLUSTER_TRAINING_RUNTIME, RuntimeSnapshot
+from jobgate.families.trainer.rules.runtimes import CLUSTER_TRAINING_RUNTIME, RuntimeSnapshot
 from jobgate.kube.client import ApiError, Kube, Resource
 from jobgate.kube.informer import Informer, InformerGroup
 

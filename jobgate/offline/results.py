@@ -390,7 +390,7 @@ def check_text(
     results: list[DocumentResult] = []
     if TRAINER_GROUP in text:
         # Kubeflow Trainer's runtimes written beside the TrainJobs that use them.
-        from jobgate.families.trainer.beside import with_runtimes_beside
+        from jobgate.offline.trainer_runtimes import with_runtimes_beside
 
         views = with_runtimes_beside(text, source, views)
     try:

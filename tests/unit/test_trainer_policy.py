@@ -9,9 +9,9 @@ from typing import Any
 
 import pytest
 
+import jobgate.families.trainer.rules.pods as pods  # noqa: PLR0402 (the module, not its package)
 from jobgate.cli import main
-from jobgate.families.trainer import pods
-from jobgate.families.trainer.runtimes import merge_resources
+from jobgate.families.trainer.rules.runtimes import merge_resources
 
 API = "trainer.kubeflow.org/v1alpha1"
 ANCESTOR = "trainer.kubeflow.org/trainjob-ancestor-step"

@@ -32,5 +32,8 @@ FAMILY = Family(
     ),
     catalogue="jobgate.families.trainer.catalogue",
     admission_only=True,
-    compiled_modules=(),
+    # Every module of the rules package (never its __init__: see build_support/native.py).
+    compiled_modules=tuple(
+        f"jobgate.families.trainer.rules.{name}" for name in ("cel_rules", "checks", "kinds", "pods", "runtimes")
+    ),
 )

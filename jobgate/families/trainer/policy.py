@@ -11,9 +11,9 @@ to them as to a job.
 
 from __future__ import annotations
 
+import jobgate.families.trainer.rules.pods as pods  # noqa: PLR0402 (the module, not its package)
+import jobgate.families.trainer.rules.runtimes as rt
 from jobgate.engine.fielderrors import FieldPath, Key
-from jobgate.families.trainer import pods
-from jobgate.families.trainer import runtimes as rt
 from jobgate.policy.fieldmap import KUEUE_LABEL, TEMPLATE, KindMap, ReplicaGroup, fixed
 
 TYPE_CHECKING = False
@@ -48,7 +48,7 @@ def runtime_groups(job: dict[str, Any]) -> list[ReplicaGroup]:
 def resolve_trainjob(job: dict[str, Any], context: Any) -> dict[str, Any]:
     """The TrainJob with its runtime's pod sets (none when the runtime is not known: the TrainJob's own
     validation refuses it then)."""
-    from jobgate.families.trainer.checks import ref_kind
+    from jobgate.families.trainer.rules.checks import ref_kind
 
     spec = job.get("spec")
     view = getattr(context, "runtimes", None)

@@ -11,13 +11,15 @@ Where Trainer is known to be wrong, jobgate does what it intends (docs/families.
 
 from __future__ import annotations
 
+import jobgate.families.trainer.rules.cel_rules as cel_rules  # noqa: PLR0402 (the module, not its package)
+import jobgate.families.trainer.rules.checks as checks  # noqa: PLR0402 (the module, not its package)
+import jobgate.families.trainer.rules.runtimes as rt
 from jobgate.engine.context import CREATE
 from jobgate.engine.findings import Findings
 from jobgate.engine.jsonpatch import NO_PATCH
 from jobgate.engine.modelref import ModelRef
 from jobgate.engine.registry import GroupVersionKind, register
-from jobgate.families.trainer import TRAINER_API_VERSION, TRAINER_GROUP, cel_rules, checks
-from jobgate.families.trainer import runtimes as rt
+from jobgate.families.trainer import TRAINER_API_VERSION, TRAINER_GROUP
 from jobgate.rules.dicts import copied_dict
 from jobgate.rules.jobmeta import check_spec_schema
 

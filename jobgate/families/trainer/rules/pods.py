@@ -10,7 +10,7 @@ counts, initializers included (Kueue reserves quota for all at once).
 
 from __future__ import annotations
 
-from jobgate.families.trainer import runtimes as rt
+import jobgate.families.trainer.rules.runtimes as rt
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:

@@ -3,7 +3,7 @@ TrainJob against them as against ``--cluster-objects`` (those given beside win).
 
 from __future__ import annotations
 
-from jobgate.families.trainer.runtimes import OFFLINE_HINT, RuntimeSnapshot, is_jobset, is_runtime
+from jobgate.families.trainer.rules.runtimes import OFFLINE_HINT, RuntimeSnapshot, is_jobset, is_runtime
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:

@@ -10,8 +10,8 @@ from __future__ import annotations
 
 import re
 
+import jobgate.families.trainer.rules.runtimes as rt
 from jobgate.engine.fielderrors import FieldError, FieldPath, forbidden, invalid, required
-from jobgate.families.trainer import runtimes as rt
 from jobgate.rules.names import dns1123_subdomain_problems
 
 TYPE_CHECKING = False

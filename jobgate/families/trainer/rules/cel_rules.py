@@ -11,8 +11,8 @@ from __future__ import annotations
 
 import re
 
+import jobgate.families.trainer.rules.runtimes as rt
 from jobgate.engine.fielderrors import FieldError, FieldPath, invalid, too_long
-from jobgate.families.trainer import runtimes as rt
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
