@@ -89,7 +89,7 @@ class ReviewContext:
         # TrainingJobPolicyExceptions in force (jobgate.policy.exceptions.ExceptionSnapshot or the
         # webhook's cache); None: none are known, nothing is waived.
         self.exceptions = exceptions
-        # Kubeflow Trainer's runtimes a TrainJob is judged against (jobgate.families.trainer.rules.runtimes.RuntimeView);
+        # Kubeflow Trainer's runtimes a TrainJob is judged against (jobgate.families.trainer.views.RuntimeView);
         # None: no view (offline without --cluster-objects), so a TrainJob is refused with how to give one.
         self.runtimes = runtimes
         self.skipped: set[str] = set()

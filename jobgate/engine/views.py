@@ -180,7 +180,7 @@ class ClusterViews:
         self.queue_objects: Any = None
         # TrainingJobPolicyExceptions (jobgate.policy.exceptions.ExceptionSnapshot, or the webhook's cache).
         self.exceptions: Any = None
-        # Kubeflow Trainer's runtimes (jobgate.families.trainer.rules.runtimes.RuntimeView) TrainJobs are judged against.
+        # Kubeflow Trainer's runtimes (jobgate.families.trainer.views.RuntimeView) TrainJobs are judged against.
         self.runtimes: Any = None
         # The namespace of a job that names none (offline: kubectl's, ``--namespace``).
         self.default_namespace = default_namespace

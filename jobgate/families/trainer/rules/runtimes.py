@@ -1,10 +1,10 @@
 """The runtimes a TrainJob is judged against, and the family's own small view of a runtime's JobSet template.
 
 A TrainJob's validation reads its runtime (``spec.runtimeRef``): a TrainingRuntime in the job's
-namespace or a ClusterTrainingRuntime. The review's context carries a :class:`RuntimeView`: the
-webhook's is an informer over both kinds (``webhook/trainer_runtimes.py``), ``jobgate validate`` /
-``review`` build a :class:`RuntimeSnapshot` from ``--cluster-objects`` and the runtimes given beside
-the jobs.
+namespace or a ClusterTrainingRuntime. The review's context carries a ``RuntimeView``
+(``jobgate/families/trainer/views.py``): the webhook's is an informer over both kinds
+(``webhook/trainer_runtimes.py``), ``jobgate validate`` / ``review`` build a :class:`RuntimeSnapshot`
+from ``--cluster-objects`` and the runtimes given beside the jobs.
 
 A runtime's ``spec.template`` is a JobSet template (``jobset.x-k8s.io/v1alpha2`` JobSetSpec): this
 module reads what the trainer rules need of it (replicated jobs, their ancestor label, their pod
@@ -16,9 +16,8 @@ from __future__ import annotations
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from collections.abc import Iterable, Mapping
-    from typing import Any, Protocol
-else:
-    Protocol = object
+    from typing import Any
+
 
 TRAINER_GROUP = "trainer.kubeflow.org"
 TRAINING_RUNTIME = "TrainingRuntime"
@@ -36,18 +35,6 @@ INITIALIZER_VOLUME = "initializer"
 SUPPORT_LABEL = "trainer.kubeflow.org/support"
 SUPPORT_DEPRECATED = "deprecated"
 WEBHOOK_VALIDATION_LABEL = "trainer.kubeflow.org/webhook-validation"
-
-
-class RuntimeView(Protocol):
-    """Read-only view of the cluster's runtimes.
-
-    ``runtime`` returns the stored object or None when the view has none of that name. ``offline_hint``
-    is appended to the "not found" error: how to give the runtime to an offline check ("" in the webhook).
-    """
-
-    offline_hint: str
-
-    def runtime(self, kind: str, namespace: str | None, name: str) -> Mapping[str, Any] | None: ...
 
 
 OFFLINE_HINT = (
