@@ -192,27 +192,42 @@ def _where_line(entry: Any) -> str:
 
 
 def _webhook_only_rules_table(family: str) -> list[str]:
-    """A catalogue family whose every rule is the webhook's (JobSet's): its rules, each with where it holds
-    (the catalogue module's ``enforced_by(rule)``, e.g. the peer's own CRD), before the examples' denials."""
+    """A webhook-only family whose catalogue lists its rules (JobSet's, Trainer's): each rule with its
+    kinds and where it holds (the catalogue module's ``enforced_by(rule)`` where it has one, e.g. the
+    peer's own CRD, else the rule's why), before the examples' denials."""
     import importlib
 
     from jobgate.families import family as record_of
     from jobgate.forms.catalogue import Where
-    from jobgate.generate.cel.generate import rules_for
 
     record = record_of(family)
     if record.catalogue is None:
         return []
-    rules = [r for kind in _kinds() if kind.family == family for r in rules_for(kind)]
-    if any(r.where is not Where.WEBHOOK for r in rules):
-        return []
-    enforced_by = getattr(importlib.import_module(record.catalogue), "enforced_by", None)
-    out = ["| rule | what it checks | enforced by |", "|---|---|---|"]
-    for rule in {r.id: r for r in rules}.values():
-        where = (enforced_by(rule) if enforced_by is not None else None) or "the webhook and `jobgate validate`"
-        anchor = f'<a id="{rule_anchor(rule.id)}"></a>'
-        out.append(f"| {anchor}`{rule.id}` | {_cell(rule.summary)} | {_cell(where)} |")
+    module = importlib.import_module(record.catalogue)
+    enforced_by = getattr(module, "enforced_by", None)
+    listed: dict[str, tuple[Any, list[str]]] = {}
+    for kind in (k for k in _kinds() if k.family == family):
+        for rule in module.rules(kind):
+            if rule.where is not Where.WEBHOOK:
+                return []
+            listed.setdefault(rule.id, (rule, []))[1].append(kind.gvk.kind)
+    out = ["| rule | kinds | what it checks | where it holds |", "|---|---|---|---|"]
+    for rule_id, (rule, kinds) in sorted(listed.items()):
+        where = (enforced_by(rule) if enforced_by is not None else rule.why) or "the webhook and `jobgate validate`"
+        anchor = f'<a id="{rule_anchor(rule_id)}"></a>'
+        out.append(f"| {anchor}`{rule_id}` | {', '.join(kinds)} | {_cell(rule.summary)} | {_cell(where)} |")
     return [*out, "", "The denials of the bundled examples:", ""]
+
+
+def _beside_context(path: Path) -> Any:
+    """The review context of an example whose TrainJobs' runtimes are written beside them (else None)."""
+    text = path.read_text()
+    if "trainer.kubeflow.org/" not in text:
+        return None
+    from jobgate.engine.context import context_for
+    from jobgate.offline.trainer_runtimes import with_runtimes_beside
+
+    return context_for(with_runtimes_beside(text, str(path), None))
 
 
 def rules_markdown(family: str) -> str:
@@ -251,11 +266,12 @@ def rules_markdown(family: str) -> str:
         out += _webhook_only_rules_table(family)
         for path in sorted((REPO / "examples" / "invalid").glob(f"{family}-*.yaml")):
             out.append(f"- `examples/invalid/{path.name}`:")
+            context = _beside_context(path)
             for document in (d for d in yaml.safe_load_all(path.read_text()) if d):
                 from jobgate.review import kind_of, review_job
 
                 kind = kind_of(document)
-                verdict = review_job(kind, document, None)
+                verdict = review_job(kind, document, None, context=context)
                 out += [f"  - `{_cell(error)}`" for error in verdict.errors]
         out.append("")
         return "\n".join(out)

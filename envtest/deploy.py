@@ -64,6 +64,17 @@ spec:
 """,
         "spec.mpiReplicaSpecs[Worker].template.spec.containers[0].image: Required value",
     ),
+    # A TrainJob whose runtime does not exist: refused by the webhook alone (it reads the runtimes).
+    "trainer-admission-only": (
+        """
+apiVersion: trainer.kubeflow.org/v1alpha1
+kind: TrainJob
+metadata: {{name: probe, namespace: {namespace}}}
+spec:
+  runtimeRef: {{name: no-such-runtime}}
+""",
+        "specified clusterTrainingRuntime must be created before the TrainJob is created",
+    ),
 }
 STAND_IN_CRDS = {
     "volcano-admission-only": [
@@ -71,6 +82,7 @@ STAND_IN_CRDS = {
         REPO / "manifests/base/crds/bus.volcano.sh_commands.yaml",
     ],
     "kubeflow-admission-only": sorted((REPO / "tests/e2e/crds/kubeflow").glob("kubeflow.org_*.yaml")),
+    "trainer-admission-only": sorted((REPO / "tests/e2e/crds/trainer").glob("trainer.kubeflow.org_*.yaml")),
 }
 
 

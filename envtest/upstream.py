@@ -16,7 +16,7 @@ from pathlib import Path
 
 import yaml
 
-from envtest.versions import KUEUE_VERSION, VOLCANO_VERSION
+from envtest.versions import KUEUE_VERSION, TRAINER_VERSION, VOLCANO_VERSION
 
 VOLCANO_MODULE = "volcano.sh/volcano"
 VOLCANO_JOB_CRD = "config/crd/volcano/bases/batch.volcano.sh_jobs.yaml"
@@ -105,6 +105,20 @@ def jobset_crd() -> Path:
     from jobgate.families.jobset import PEER_MODULE, PEER_VERSION
 
     return _module_file(PEER_MODULE, PEER_VERSION, JOBSET_CRD)
+
+
+TRAINER_MODULE = "github.com/kubeflow/trainer/v2"
+TRAINER_CRD_DIRECTORY = "manifests/base/crds"
+TRAINER_PLURALS = ("trainjobs", "trainingruntimes", "clustertrainingruntimes")
+
+
+def trainer_crds(version: str = TRAINER_VERSION) -> list[Path]:
+    """Kubeflow Trainer's own CRDs, as its release installs them (their CEL rules and JobSet's, inherited
+    by the runtimes, included)."""
+    return [
+        _module_file(TRAINER_MODULE, version, f"{TRAINER_CRD_DIRECTORY}/trainer.kubeflow.org_{plural}.yaml")
+        for plural in TRAINER_PLURALS
+    ]
 
 
 if __name__ == "__main__":

@@ -27,3 +27,8 @@ VOLCANO_HIERARCHY_VERSION = "v1.11.0"
 # this version only here; it serves ``kueue.x-k8s.io/v1beta2`` (storage) and ``v1beta1``. Volcano's
 # Queue CRD comes from VOLCANO_VERSION's module.
 KUEUE_VERSION = "v0.17.0"
+
+# Kubeflow Trainer's own CRDs (TrainJob, TrainingRuntime, ClusterTrainingRuntime) from its Go module
+# (github.com/kubeflow/trainer/v2, manifests/base/crds), for tests/e2e/test_trainer_admission.py: the
+# release the trainer family pins (jobgate/families/trainer TRAINER_VERSION; a test holds them equal).
+TRAINER_VERSION = "v2.3.0"

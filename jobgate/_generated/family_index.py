@@ -17,6 +17,9 @@ KIND_FAMILIES: dict[tuple[str, str, str], str] = {
     ("kubeflow.org", "v1", "TFJob"): "kubeflow",
     ("kubeflow.org", "v1", "XGBoostJob"): "kubeflow",
     ("mxnet.mlkube.io", "v1beta1", "MxJob"): "mlkube",
+    ("trainer.kubeflow.org", "v1alpha1", "ClusterTrainingRuntime"): "trainer",
+    ("trainer.kubeflow.org", "v1alpha1", "TrainJob"): "trainer",
+    ("trainer.kubeflow.org", "v1alpha1", "TrainingRuntime"): "trainer",
     ("training.kubedl.io", "v1alpha1", "MPIJob"): "kubedl",
     ("training.kubedl.io", "v1alpha1", "MarsJob"): "kubedl",
     ("training.kubedl.io", "v1alpha1", "PyTorchJob"): "kubedl",
@@ -33,4 +36,5 @@ FAMILY_RULES: dict[str, str] = {
     "volcano": "jobgate.families.volcano.rules",
     "kubeflow": "jobgate.families.kubeflow.rules",
     "jobset": "jobgate.families.jobset.rules",
+    "trainer": "jobgate.families.trainer.rules",
 }

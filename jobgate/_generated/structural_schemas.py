@@ -2475,6 +2475,299 @@ def _families_t9k_models_GenericJobSpec() -> dict[str, object]:
     }
 
 
+def _families_trainer_models_TrainJobSpec() -> dict[str, object]:
+    return {
+     "description": "Desired state of a TrainJob.",
+     "properties": {
+      "activeDeadlineSeconds": {
+       "description": "Seconds the job may run; immutable.",
+       "format": "int64",
+       "minimum": 1,
+       "type": "integer"
+      },
+      "initializer": {
+       "description": "Dataset and model initializers; immutable.",
+       "properties": {
+        "dataset": {
+         "description": "The dataset initializer.",
+         "properties": {
+          "env": {
+           "description": "Environment of the initializer container.",
+           "items": {
+            "type": "object",
+            "x-kubernetes-preserve-unknown-fields": True
+           },
+           "maxItems": 128,
+           "type": "array"
+          },
+          "secretRef": {
+           "description": "Secret with the credentials of the storage.",
+           "properties": {
+            "name": {
+             "description": "Name of the Secret.",
+             "type": "string"
+            }
+           },
+           "type": "object"
+          },
+          "storageUri": {
+           "description": "Where the dataset is read from (scheme://...).",
+           "maxLength": 2048,
+           "type": "string"
+          }
+         },
+         "type": "object"
+        },
+        "model": {
+         "description": "The model initializer.",
+         "properties": {
+          "env": {
+           "description": "Environment of the initializer container.",
+           "items": {
+            "type": "object",
+            "x-kubernetes-preserve-unknown-fields": True
+           },
+           "maxItems": 128,
+           "type": "array"
+          },
+          "secretRef": {
+           "description": "Secret with the credentials of the storage.",
+           "properties": {
+            "name": {
+             "description": "Name of the Secret.",
+             "type": "string"
+            }
+           },
+           "type": "object"
+          },
+          "storageUri": {
+           "description": "Where the dataset is read from (scheme://...).",
+           "maxLength": 2048,
+           "type": "string"
+          }
+         },
+         "type": "object"
+        }
+       },
+       "type": "object"
+      },
+      "managedBy": {
+       "description": "The controller of the job.",
+       "maxLength": 253,
+       "type": "string"
+      },
+      "runtimePatches": {
+       "description": "Patches, one per manager.",
+       "items": {
+        "description": "A manager's patch of the runtime's JobSet template (v2.2+).",
+        "properties": {
+         "manager": {
+          "description": "The domain-prefixed name of the patch's manager.",
+          "maxLength": 253,
+          "type": "string"
+         },
+         "time": {
+          "description": "When the patch was last changed (set by the mutating webhook).",
+          "format": "date-time",
+          "type": "string"
+         },
+         "trainingRuntimeSpec": {
+          "description": "The patch of the runtime's spec.",
+          "type": "object",
+          "x-kubernetes-preserve-unknown-fields": True
+         }
+        },
+        "required": [
+         "manager"
+        ],
+        "type": "object"
+       },
+       "maxItems": 16,
+       "type": "array"
+      },
+      "runtimeRef": {
+       "description": "The runtime the job runs on; immutable.",
+       "properties": {
+        "apiGroup": {
+         "description": "API group of the runtime. Defaults to trainer.kubeflow.org.",
+         "maxLength": 253,
+         "type": "string"
+        },
+        "kind": {
+         "description": "ClusterTrainingRuntime (the default) or TrainingRuntime (in the TrainJob's namespace).",
+         "maxLength": 253,
+         "type": "string"
+        },
+        "name": {
+         "description": "Name of the runtime.",
+         "maxLength": 253,
+         "type": "string"
+        }
+       },
+       "required": [
+        "name"
+       ],
+       "type": "object"
+      },
+      "suspend": {
+       "description": "Whether the job is suspended.",
+       "type": "boolean"
+      },
+      "trainer": {
+       "description": "Overrides of the runtime's trainer; immutable.",
+       "properties": {
+        "args": {
+         "items": {
+          "maxLength": 1048576,
+          "type": "string"
+         },
+         "maxItems": 128,
+         "type": "array"
+        },
+        "command": {
+         "items": {
+          "maxLength": 1048576,
+          "type": "string"
+         },
+         "maxItems": 128,
+         "type": "array"
+        },
+        "env": {
+         "description": "Merged into the node container's env.",
+         "items": {
+          "type": "object",
+          "x-kubernetes-preserve-unknown-fields": True
+         },
+         "maxItems": 128,
+         "type": "array"
+        },
+        "image": {
+         "description": "Image of the node container.",
+         "maxLength": 500,
+         "type": "string"
+        },
+        "numNodes": {
+         "description": "Trainer nodes; overrides the runtime's mlPolicy.numNodes.",
+         "format": "int32",
+         "maximum": 2147483647,
+         "minimum": -2147483648,
+         "type": "integer"
+        },
+        "numProcPerNode": {
+         "description": "Processes per node.",
+         "format": "int32",
+         "maximum": 2147483647,
+         "minimum": -2147483648,
+         "type": "integer"
+        },
+        "resourcesPerNode": {
+         "description": "Merged per key onto the node container's resources.",
+         "type": "object",
+         "x-kubernetes-preserve-unknown-fields": True
+        }
+       },
+       "type": "object"
+      }
+     },
+     "required": [
+      "runtimeRef"
+     ],
+     "type": "object"
+    }
+
+
+def _families_trainer_models_TrainingRuntimeSpec() -> dict[str, object]:
+    return {
+     "description": "Desired state of a (Cluster)TrainingRuntime.",
+     "properties": {
+      "mlPolicy": {
+       "description": "The ML framework and its settings.",
+       "properties": {
+        "flux": {
+         "properties": {
+          "numProcPerNode": {
+           "format": "int32",
+           "maximum": 2147483647,
+           "minimum": -2147483648,
+           "type": "integer"
+          }
+         },
+         "type": "object"
+        },
+        "jax": {
+         "type": "object",
+         "x-kubernetes-preserve-unknown-fields": True
+        },
+        "mpi": {
+         "properties": {
+          "mpiImplementation": {
+           "description": "The MPI implementation.",
+           "enum": [
+            "OpenMPI",
+            ""
+           ],
+           "type": "string"
+          },
+          "numProcPerNode": {
+           "description": "Slots per node.",
+           "format": "int32",
+           "maximum": 2147483647,
+           "minimum": -2147483648,
+           "type": "integer"
+          },
+          "runLauncherAsNode": {
+           "description": "Whether the launcher also trains.",
+           "type": "boolean"
+          },
+          "sshAuthMountPath": {
+           "maxLength": 4096,
+           "type": "string"
+          }
+         },
+         "type": "object"
+        },
+        "numNodes": {
+         "description": "Trainer nodes; 1 when unset.",
+         "format": "int32",
+         "maximum": 2147483647,
+         "minimum": -2147483648,
+         "type": "integer"
+        },
+        "torch": {
+         "properties": {
+          "envInjection": {
+           "description": "Containers that get the PET_* variables too.",
+           "type": "object",
+           "x-kubernetes-preserve-unknown-fields": True
+          }
+         },
+         "type": "object"
+        },
+        "xgboost": {
+         "type": "object",
+         "x-kubernetes-preserve-unknown-fields": True
+        }
+       },
+       "type": "object"
+      },
+      "podGroupPolicy": {
+       "description": "Gang scheduling (coscheduling or Volcano).",
+       "type": "object",
+       "x-kubernetes-preserve-unknown-fields": True
+      },
+      "template": {
+       "description": "The JobSet template (metadata and a jobset.x-k8s.io/v1alpha2 JobSetSpec).",
+       "type": "object",
+       "x-kubernetes-preserve-unknown-fields": True
+      }
+     },
+     "required": [
+      "template"
+     ],
+     "type": "object"
+    }
+
+
 def _families_volcano_models_VolcanoJobSpec() -> dict[str, object]:
     return {
      "description": "Desired state of a Volcano Job.",
@@ -2854,5 +3147,7 @@ SCHEMAS = {
     "jobgate.families.kubeflow.models:XGBoostJobSpec": _families_kubeflow_models_XGBoostJobSpec,
     "jobgate.families.mlkube.models:MxJobSpec": _families_mlkube_models_MxJobSpec,
     "jobgate.families.t9k.models:GenericJobSpec": _families_t9k_models_GenericJobSpec,
+    "jobgate.families.trainer.models:TrainJobSpec": _families_trainer_models_TrainJobSpec,
+    "jobgate.families.trainer.models:TrainingRuntimeSpec": _families_trainer_models_TrainingRuntimeSpec,
     "jobgate.families.volcano.models:VolcanoJobSpec": _families_volcano_models_VolcanoJobSpec,
 }

@@ -214,6 +214,11 @@ def _cluster_views(args: argparse.Namespace | QuickArguments) -> tuple[ClusterVi
 
         # Given a cluster's export, a claim template missing from it is missing from the cluster.
         views.devices = DeviceSnapshot(routed.devices, views.default_namespace)
+    if routed is not None:
+        from jobgate.families.trainer.rules.runtimes import OFFLINE_HINT, RuntimeSnapshot
+
+        # Given a cluster's export, a runtime missing from it is missing from the cluster (the hint says how to add it).
+        views.runtimes = RuntimeSnapshot(routed.runtimes, views.default_namespace, OFFLINE_HINT)
     if policy_paths or namespaces_path or (routed is not None and (routed.policies or routed.namespaces)):
         exceptions: list[dict[str, Any]] = []  # TrainingJobPolicyExceptions among the policies' objects
         views.policies = _load_policies(policy_paths or [], namespaces_path, routed, exceptions)

@@ -9,6 +9,7 @@ from jobgate.cli.offline import EXIT_USAGE
 TYPE_CHECKING = False  # typing.TYPE_CHECKING, without importing typing at run time (start-up)
 if TYPE_CHECKING:
     import argparse
+    from typing import Any
 
 
 def _webhook(args: argparse.Namespace) -> int:
@@ -39,9 +40,30 @@ def _webhook(args: argparse.Namespace) -> int:
     policies = PolicyEnforcement(server.state.views)
     policies.start(args.kubeconfig, in_cluster())
     server.state.caches_synced = policies.ready
+    runtimes = _trainer_runtimes(args.kubeconfig, in_cluster(), server.state.views)
+    if runtimes is not None:
+        server.state.caches_synced = lambda: policies.ready() and runtimes.synced()
     server.state.unready_while_draining = "readiness" not in args.drain_omit
     server.state.close_while_draining = "connection-close" not in args.drain_omit
     return run(server, args.event_loop)
+
+
+def _trainer_runtimes(kubeconfig: str | None, in_cluster: bool, views: Any) -> Any:
+    """The runtime informers TrainJob reviews read (webhook/trainer_runtimes.py), when the trainer family is served."""
+    from jobgate.engine.registry import known_families, served_kinds
+
+    if "trainer" not in known_families() or not any(k.family == "trainer" for k in served_kinds()):
+        return None
+    from jobgate.kube.client import Kube
+    from jobgate.webhook.trainer_runtimes import start_runtime_cache
+
+    kube = None
+    if kubeconfig is not None or in_cluster:
+        try:
+            kube = Kube(kubeconfig)
+        except Exception:  # an unreachable cluster must not stop admission: TrainJobs are refused as unknown
+            kube = None
+    return start_runtime_cache(kube, views)
 
 
 def _serve_families(args: argparse.Namespace) -> bool:

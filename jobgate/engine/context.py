@@ -44,6 +44,7 @@ class ReviewContext:
         "policies",
         "queue_objects",
         "queues",
+        "runtimes",
         "skipped",
         "user",
     )
@@ -64,6 +65,7 @@ class ReviewContext:
         queue_objects: Any = None,
         exceptions: Any = None,
         feature_gates: frozenset[str] = frozenset(),
+        runtimes: Any = None,
     ) -> None:
         self.operation = operation
         self.namespace = namespace
@@ -92,6 +94,9 @@ class ReviewContext:
         # The peers' feature gates this transport was started with (``--jobset-feature-gates``): the
         # enabled ones' names, read by the rules a peer puts behind a gate.
         self.feature_gates = feature_gates
+        # Kubeflow Trainer's runtimes a TrainJob is judged against (jobgate.families.trainer.views.RuntimeView);
+        # None: no view (offline without --cluster-objects), so a TrainJob is refused with how to give one.
+        self.runtimes = runtimes
         self.skipped: set[str] = set()
 
     def __repr__(self) -> str:
@@ -127,4 +132,5 @@ def context_for(
         queue_objects=views.queue_objects,
         exceptions=views.exceptions,
         feature_gates=views.feature_gates,
+        runtimes=views.runtimes,
     )

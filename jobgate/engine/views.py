@@ -163,7 +163,16 @@ class ClusterViews:
     as its caches sync; each review copies what it needs into its ``ReviewContext``.
     """
 
-    __slots__ = ("default_namespace", "devices", "exceptions", "feature_gates", "policies", "queue_objects", "queues")
+    __slots__ = (
+        "default_namespace",
+        "devices",
+        "exceptions",
+        "feature_gates",
+        "policies",
+        "queue_objects",
+        "queues",
+        "runtimes",
+    )
 
     def __init__(
         self,
@@ -180,6 +189,8 @@ class ClusterViews:
         self.queue_objects: Any = None
         # TrainingJobPolicyExceptions (jobgate.policy.exceptions.ExceptionSnapshot, or the webhook's cache).
         self.exceptions: Any = None
+        # Kubeflow Trainer's runtimes (jobgate.families.trainer.views.RuntimeView) TrainJobs are judged against.
+        self.runtimes: Any = None
         # The namespace of a job that names none (offline: kubectl's, ``--namespace``).
         self.default_namespace = default_namespace
         # The enabled feature gates of the peers' webhooks (``--jobset-feature-gates``).

@@ -108,7 +108,7 @@ class Family:
 
 
 # The registration: every family's package name. Adding a family is its package and its name here.
-FAMILY_NAMES: tuple[str, ...] = ("kubedl", "mlkube", "t9k", "diengine", "volcano", "kubeflow", "jobset")
+FAMILY_NAMES: tuple[str, ...] = ("kubedl", "mlkube", "t9k", "diengine", "volcano", "kubeflow", "jobset", "trainer")
 
 
 def family(name: str) -> Family:

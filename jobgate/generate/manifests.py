@@ -70,7 +70,7 @@ def custom_resource_definition(kind: JobKind, *, with_catalogue: bool = True) ->
                 "shortNames": list(kind.short_names),
                 "categories": ["jobgate"],
             },
-            "scope": "Namespaced",
+            "scope": "Namespaced" if getattr(kind, "namespaced", True) else "Cluster",
             "versions": [
                 {
                     "name": gvk.version,
@@ -196,8 +196,11 @@ def _printer_columns(kind: JobKind) -> list[dict[str, Any]]:
 
 def _rules() -> list[dict[str, Any]]:
     resources: dict[tuple[str, str], list[str]] = defaultdict(list)
+    cluster_scoped: set[tuple[str, str]] = set()
     for kind in every_family_kind():
         resources[(kind.gvk.group, kind.gvk.version)].append(kind.plural)
+        if not getattr(kind, "namespaced", True):  # Trainer's ClusterTrainingRuntime
+            cluster_scoped.add((kind.gvk.group, kind.gvk.version))
     return [
         {
             "apiGroups": [group],
@@ -205,7 +208,7 @@ def _rules() -> list[dict[str, Any]]:
             # Only the resources: status updates (the controller's) are not reviewed.
             "resources": sorted(plurals),
             "operations": ["CREATE", "UPDATE"],
-            "scope": "Namespaced",
+            "scope": "*" if (group, version) in cluster_scoped else "Namespaced",
         }
         for (group, version), plurals in sorted(resources.items())
     ]
@@ -309,9 +312,11 @@ WEBHOOK_ACCOUNT = "jobgate-webhook"  # manifests/base/rbac.yaml
 
 
 def webhook_queue_reader() -> list[dict[str, Any]]:
-    """The webhook's one read of the API: the watch behind Volcano's queue check (no call per review).
+    """The webhook's reads of the API for its rules: the watch behind Volcano's queue check and the
+    watches of Kubeflow Trainer's runtimes (no call per review, but a runtime's miss and a TrainJob's
+    JobSet on a suspended job's patch change).
 
-    Harmless where Volcano is absent: the webhook then finds no Queue CRD and leaves the check off.
+    Harmless where Volcano or Trainer is absent: the webhook then finds no CRD and leaves the check off.
     """
     metadata = {"name": QUEUE_READER, "labels": dict(PART_OF)}
     return [
@@ -319,7 +324,18 @@ def webhook_queue_reader() -> list[dict[str, Any]]:
             "apiVersion": "rbac.authorization.k8s.io/v1",
             "kind": "ClusterRole",
             "metadata": metadata,
-            "rules": [{"apiGroups": ["scheduling.volcano.sh"], "resources": ["queues"], "verbs": ["list", "watch"]}],
+            "rules": [
+                {"apiGroups": ["scheduling.volcano.sh"], "resources": ["queues"], "verbs": ["list", "watch"]},
+                # Kubeflow Trainer's runtimes, which a TrainJob is judged against (webhook/trainer_runtimes.py):
+                # watched, and read on a miss (a runtime created a moment before its job).
+                {
+                    "apiGroups": ["trainer.kubeflow.org"],
+                    "resources": ["clustertrainingruntimes", "trainingruntimes"],
+                    "verbs": ["get", "list", "watch"],
+                },
+                # A TrainJob's JobSet, read when its runtimePatches change while suspended.
+                {"apiGroups": ["jobset.x-k8s.io"], "resources": ["jobsets"], "verbs": ["get"]},
+            ],
         },
         {
             "apiVersion": "rbac.authorization.k8s.io/v1",

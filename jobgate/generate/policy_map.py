@@ -361,4 +361,6 @@ def kind_documents(kmap: KindMap, plural: str, version: str, labels: dict[str, s
 
 
 def policy_map_kinds() -> list[KindMap]:
-    return sorted(KINDS.values(), key=lambda m: (m.group, m.kind))
+    """The kinds that get a policy map: those whose field map reads their pods from their own fields (not
+    a TrainJob, whose pods are its runtime's)."""
+    return sorted((m for m in KINDS.values() if m.replica_field), key=lambda m: (m.group, m.kind))

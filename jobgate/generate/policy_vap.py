@@ -64,6 +64,7 @@ from jobgate.policy.constraints import (
     REQUIRED_FIELD,
     REQUIRED_LABEL,
     ROLE_CAP,
+    RUNTIMES,
     Constraint,
     Outcome,
 )
@@ -981,6 +982,8 @@ _COMPILERS: dict[str, Callable[[KindCel, Constraint, _Violating], list[Validatio
     FORBID_VOLUME: _forbid_volume,
     FORBID_CONTAINER_FLAG: _forbid_container_flag,
     GPU_CLAIMS: _gpu_claims,
+    # A TrainJob's runtime: no kind with a generated policy references one (TrainJobs get none).
+    RUNTIMES: lambda kc, decl, violating: [],
 }
 
 
@@ -1154,6 +1157,11 @@ _ROWS: tuple[tuple[str, str, str], ...] = (
         "init, app and ephemeral containers, image volumes (volumes[].image.reference); docker.io normalisation",
     ),
     ("require.forbid", APISERVER, "hostNetwork, hostPID, hostIPC, hostPath (and DIJob spec.volumes), privileged"),
+    (
+        "require.runtimes",
+        WEBHOOK,
+        "a Kubeflow Trainer TrainJob's runtimeRef: TrainJobs get no generated policy (their pods are their runtime's)",
+    ),
     ("match.families / kinds / objectSelector", APISERVER, "CEL guard per param"),
     ("namespaceSelector (cluster policies)", APISERVER, "CEL against namespaceObject's labels"),
     ("enforcementAction", APISERVER, "one policy + binding per action, CEL keeps the params of that action"),

@@ -1,7 +1,8 @@
 """Exported cluster objects (``--cluster-objects FILE|DIR``), routed by apiVersion and kind to what
 each check reads: Namespaces (their labels, for the policies' ``namespaceSelector``), the platform
 policies, Volcano Queues, Kueue's queues (LocalQueues, ClusterQueues, ResourceFlavors, Cohorts, for
-``require.fitsQueue``), and the DRA objects GPU counting reads.
+``require.fitsQueue``), the DRA objects GPU counting reads, and Kubeflow Trainer's TrainingRuntimes and
+ClusterTrainingRuntimes, which a TrainJob is judged against.
 
 One ``kubectl get namespaces,queues,resourceclaimtemplates,resourceclaims,deviceclasses,
 clustertrainingjobpolicies,trainingjobpolicies -A -o yaml`` is all an offline check needs: a
@@ -25,6 +26,9 @@ if TYPE_CHECKING:
 
 
 NAMESPACE_KIND = "Namespace"
+TRAINER_GROUP = "trainer.kubeflow.org"
+TRAINER_RUNTIME_KINDS = ("TrainingRuntime", "ClusterTrainingRuntime")
+JOBSET_GROUP = "jobset.x-k8s.io"
 POLICY_GROUP = "policy.jobgate.io"
 VOLCANO_QUEUE_GROUP = "scheduling.volcano.sh"
 VOLCANO_QUEUE_KIND = "Queue"
@@ -98,7 +102,7 @@ def namespace_labels_of(obj: dict[str, Any]) -> tuple[str, dict[str, str]] | Non
 class Routed:
     """The cluster objects of a run, by what reads them."""
 
-    __slots__ = ("devices", "ignored", "kueue", "namespaces", "policies", "queues", "unread_devices")
+    __slots__ = ("devices", "ignored", "kueue", "namespaces", "policies", "queues", "runtimes", "unread_devices")
 
     def __init__(self) -> None:
         self.namespaces: dict[str, dict[str, str]] = {}  # name -> labels
@@ -106,6 +110,7 @@ class Routed:
         self.queues: list[dict[str, Any]] = []
         self.devices: list[dict[str, Any]] = []  # resource.k8s.io claim templates, claims, device classes
         self.kueue: list[dict[str, Any]] = []  # LocalQueues, ClusterQueues, ResourceFlavors, Cohorts (fitsQueue)
+        self.runtimes: list[dict[str, Any]] = []  # Kubeflow Trainer's (Cluster)TrainingRuntimes, for TrainJobs
         # "apiVersion kind" -> count, of the objects no check reads.
         self.ignored: dict[str, int] = {}
         # "apiVersion kind" -> count, of DRA objects of a version other than the one read.
@@ -129,6 +134,9 @@ class Routed:
             return
         elif group == KUEUE_GROUP and kind in KUEUE_KINDS:
             self.kueue.append(obj)
+            return
+        elif (group == TRAINER_GROUP and kind in TRAINER_RUNTIME_KINDS) or (group == JOBSET_GROUP and kind == "JobSet"):
+            self.runtimes.append(obj)  # a JobSet: a TrainJob's child, whose active jobs freeze its patches
             return
         elif group == DRA_GROUP and kind in DRA_KINDS:
             if version in DRA_VERSIONS:

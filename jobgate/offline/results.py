@@ -362,6 +362,9 @@ def _unreadable(text: str, source: str, exc: SourceError, skip_non_objects: bool
     return DocumentResult(where, 0, exc.line or 0, Outcome.ERROR, reason=exc.message)
 
 
+TRAINER_GROUP = "trainer.kubeflow.org/"
+
+
 def check_text(
     text: str,
     source: str,
@@ -375,6 +378,11 @@ def check_text(
         if template is not None:
             return [template]
     results: list[DocumentResult] = []
+    if TRAINER_GROUP in text:
+        # Kubeflow Trainer's runtimes written beside the TrainJobs that use them.
+        from jobgate.offline.trainer_runtimes import with_runtimes_beside
+
+        views = with_runtimes_beside(text, source, views)
     try:
         for document in iter_documents(text, source):
             if document.data is None:

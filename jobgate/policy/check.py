@@ -117,6 +117,9 @@ def policy_findings(
         kmap = kind_map(job)
     if kmap is None or kmap.family != family:
         return []
+    if kmap.resolve is not None:
+        job = kmap.resolve(job, context)
+        old_job = kmap.resolve(old_job, context) if old_job is not None else None
     if plan is None:
         plan = _plan(effective, kmap)
     extended = extended_weights(effective, devices, plan.extended_memo) if devices is not None else _NO_EXTENDED

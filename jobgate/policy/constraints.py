@@ -44,6 +44,9 @@ FORBID_CONTAINER_FLAG = "forbid-container-flag"  # a boolean container field tha
 # The DRA devices a pod's claims ask for, read from other objects (ResourceClaimTemplates,
 # ResourceClaims): the webhook and the offline command only, a VAP cannot read them.
 GPU_CLAIMS = "gpu-claims"
+# The runtime a Kubeflow Trainer TrainJob references, by kind: the webhook and the offline command only
+# (TrainJobs get no generated policy: their pods are their runtime's).
+RUNTIMES = "runtimes"
 
 
 class Outcome:
@@ -251,6 +254,16 @@ CONSTRAINTS: tuple[Constraint, ...] = (
     ),
     _forbid(FORBID_VOLUME, "hostPath", "No pod template of the job may use hostPath (nor a DIJob's spec.volumes)."),
     _forbid(FORBID_CONTAINER_FLAG, "privileged", "No pod template of the job may use privileged."),
+    Constraint(
+        "policy/runtime-not-allowed",
+        RUNTIMES,
+        "require.runtimes",
+        "runtimeRef",
+        "A Kubeflow Trainer TrainJob's spec.runtimeRef must name a runtime of the list of its kind "
+        "(require.runtimes.clusterTrainingRuntimes, require.runtimes.trainingRuntimes); a kind the policy "
+        "does not list is not limited. Several policies: their intersection.",
+        outside=Outcome(UNSUPPORTED, "supported values: {supported}"),
+    ),
 )
 
 DECLARED: dict[str, Constraint] = {c.rule: c for c in CONSTRAINTS}

@@ -120,6 +120,7 @@ class KindMap:
         "queue",
         "replica_field",
         "replica_layout",
+        "resolve",
         "scheduler",
         "ttl",
     )
@@ -163,6 +164,9 @@ class KindMap:
         self.default_count = default_count
         self.default_zero = default_zero
         self.elastic = elastic
+        # ``resolve(job, context)``: the job as the policy checks read it, for a kind whose pods live in
+        # another object (a TrainJob's in its runtime: jobgate/families/trainer/policy.py); None: the job.
+        self.resolve: Callable[[dict[str, Any], Any], dict[str, Any]] | None = None
 
     def __repr__(self) -> str:
         return f"KindMap({self.family!r}, {self.group!r}, {self.kind!r})"
@@ -314,6 +318,8 @@ VOLCANO_SCHEMA_DEFAULT_QUEUE = "default"
 def pod_sizes(kmap: KindMap, job: dict[str, Any]) -> list[tuple[int, dict[str, Any] | None]]:
     """``(largest, template)`` of each of ``kmap.groups(job)``, in the same order, without building
     the groups (their paths and roles serve only messages): the policy checks' clean path."""
+    if not kmap.replica_field:  # groups read some other way (a TrainJob's, from its runtime)
+        return [(g.largest, g.template) for g in kmap.groups(job)]
     spec = job.get("spec")
     if not isinstance(spec, dict):
         return []

@@ -23,6 +23,7 @@ from jobgate.policy.constraints import (
     FORBIDDEN,
     REQUIRED,
     REQUIRED_FIELD,
+    RUNTIMES,
     Constraint,
     of_form,
 )
@@ -228,6 +229,12 @@ _FIELD_RULES = tuple(
     if required.subject == cap.subject
 )
 _ALLOW_LISTS = of_form(ALLOW_LIST)
+(_RUNTIMES,) = of_form(RUNTIMES)
+# A TrainJob's runtime kind (spec.runtimeRef.kind, ClusterTrainingRuntime by default) -> its require.runtimes list.
+_RUNTIME_LISTS = {
+    "ClusterTrainingRuntime": "runtimes.clusterTrainingRuntimes",
+    "TrainingRuntime": "runtimes.trainingRuntimes",
+}
 _FORBID = {c.subject: c for c in CONSTRAINTS if c.param == "require.forbid"}
 _HOST_FLAGS = tuple(c.subject for c in of_form(FORBID_POD_FLAG))
 
@@ -538,6 +545,22 @@ def _allow_checks(eff: EffectivePolicy, kmap: KindMap, job: dict[str, Any], out:
                     out.append(_finding(entry, path, outside.type, detail, decl.rule, value, (path,), value))
 
 
+def _runtime_checks(eff: EffectivePolicy, job: dict[str, Any], out: list[PolicyFinding]) -> None:
+    """require.runtimes: a TrainJob's runtime is one its kind's lists allow."""
+    ref = get_path(job, ("spec", "runtimeRef"))
+    if not isinstance(ref, dict):
+        return  # no runtime named: the TrainJob's own validation refuses it
+    kind = ref.get("kind") if isinstance(ref.get("kind"), str) else "ClusterTrainingRuntime"
+    entries = eff.allow.get(_RUNTIME_LISTS.get(kind, ""), [])
+    name = ref.get("name")
+    path = ("spec", "runtimeRef", "name")
+    outside = _RUNTIMES.outcomes["outside"]
+    for entry in entries:
+        if name not in entry.value:
+            detail = outside.detail(supported=_quoted(entry.value))
+            out.append(_finding(entry, path, outside.type, detail, _RUNTIMES.rule, name, (path, kind), name))
+
+
 def _label_checks(eff: EffectivePolicy, job: dict[str, Any], out: list[PolicyFinding]) -> None:
     labels = get_path(job, ("metadata", "labels"))
     labels = labels if isinstance(labels, dict) else {}
@@ -673,6 +696,8 @@ def _all_findings(job: dict[str, Any], eff: EffectivePolicy, devices: DeviceView
     _gpu_checks(eff, groups, kmap.replica_layout == "map", out, devices)
     _lifetime_checks(eff, kmap, job, out)
     _allow_checks(eff, kmap, job, out)
+    if kmap.kind == "TrainJob":
+        _runtime_checks(eff, job, out)
     _label_checks(eff, job, out)
     _image_checks(eff, job, groups, out)
     _forbid_checks(eff, job, groups, out)

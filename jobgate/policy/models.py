@@ -309,6 +309,21 @@ def _allow_list(what: str) -> Any:
     )
 
 
+class RequiredRuntimes(PolicyModel):
+    """The Kubeflow Trainer runtimes a TrainJob may reference, per kind (absent: any of that kind)."""
+
+    clusterTrainingRuntimes: list[Name] | None = _allow_list("ClusterTrainingRuntime names")
+    trainingRuntimes: list[Name] | None = _allow_list("TrainingRuntime names (in the TrainJob's namespace)")
+
+    @model_validator(mode="after")
+    def _no_duplicates(self) -> RequiredRuntimes:
+        for name in ("clusterTrainingRuntimes", "trainingRuntimes"):
+            values = getattr(self, name) or []
+            if len(values) != len(set(values)):
+                raise ValueError(f"runtimes.{name}: duplicate value")
+        return self
+
+
 class PolicyRequire(PolicyModel):
     """What every matching job must have or must not have."""
 
@@ -345,6 +360,13 @@ class PolicyRequire(PolicyModel):
                 )
             ),
         },
+    )
+    runtimes: RequiredRuntimes | None = Field(
+        None,
+        description=(
+            "Kubeflow Trainer runtimes a TrainJob may reference (spec.runtimeRef), per kind: the runtime decides "
+            "a TrainJob's images, GPUs and privileges."
+        ),
     )
     forbid: Annotated[list[ForbiddenItem], Field(max_length=len(FORBIDDEN_ITEMS))] | None = Field(
         None,

@@ -293,6 +293,17 @@ def _names(value: Any) -> list[str]:
     return names
 
 
+def _runtimes(value: Any) -> dict[str, Any]:
+    source = _fields(value, RUNTIME_LISTS)
+    out: dict[str, Any] = {}
+    for name in RUNTIME_LISTS:
+        _put(out, source, name, _names)
+    return out
+
+
+RUNTIME_LISTS = ("clusterTrainingRuntimes", "trainingRuntimes")
+
+
 def _require(value: Any) -> dict[str, Any]:
     source = _fields(
         value,
@@ -306,6 +317,7 @@ def _require(value: Any) -> dict[str, Any]:
             "schedulerNames",
             "imageRegistries",
             "forbid",
+            "runtimes",
         ),
     )
     out: dict[str, Any] = {}
@@ -316,6 +328,7 @@ def _require(value: Any) -> dict[str, Any]:
     for name in ("queues", "priorityClassNames", "schedulerNames", "imageRegistries"):
         _put(out, source, name, _names)
     _put(out, source, "forbid", lambda v: [_one_of(x, FORBIDDEN_ITEMS) for x in _items(v, len(FORBIDDEN_ITEMS))])
+    _put(out, source, "runtimes", _runtimes)
     _unique(out.get("forbid", []))
     _unique([label["key"] for label in out.get("labels", [])])
     if not all(registry_valid(entry) for entry in out.get("imageRegistries", [])):

@@ -105,6 +105,8 @@ class _Plan:
                 self.template_allow.append((field, allowed, unset))
             else:
                 self.job_allow.append((locator, allowed, _fixed_path(locator)))
+        if kmap.kind == "TrainJob" and any(name.startswith("runtimes.") for name in eff.allow):
+            self.usable = False  # require.runtimes: the findings read the TrainJob's runtimeRef
         self.labels: list[tuple[str, set[str] | None]] = []
         for key, entries in eff.required_labels.items():
             with_values = [e.value for e in entries if e.value is not None]

@@ -64,9 +64,10 @@ RULES = (FIT, MISCONFIGURED, OBJECTS_MISSING, NOT_MODELLED)
 
 VOLCANO_SCHEDULER = "volcano"
 # The kinds of the Kueue-labelled families (KindMap.kueue) that Kueue itself integrates
-# (pkg/controller/jobs/kubeflow/jobs, and pkg/controller/jobs/jobset: one pod set per replicated job): not
-# kubeflow.org/v1 MPIJob, Kueue's MPIJob being mpi-operator's v2beta1.
-KUEUE_INTEGRATED = frozenset(("TFJob", "PyTorchJob", "XGBoostJob", "PaddleJob", "JAXJob", "JobSet"))
+# (pkg/controller/jobs/kubeflow/jobs; pkg/controller/jobs/jobset: one pod set per replicated job;
+# pkg/controller/jobs/trainjob: its pod sets are its runtime's replicated jobs): not kubeflow.org/v1
+# MPIJob, Kueue's MPIJob being mpi-operator's v2beta1.
+KUEUE_INTEGRATED = frozenset(("TFJob", "PyTorchJob", "XGBoostJob", "PaddleJob", "JAXJob", "JobSet", "TrainJob"))
 # Kueue's stopPolicy values that stop admission (``None`` is the default and admits).
 _STOPPED = ("Hold", "HoldAndDrain")
 _CLOSED = ("Closed", "Closing")

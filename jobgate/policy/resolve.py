@@ -63,6 +63,11 @@ LIMIT_FIELDS = (
     "maxActiveDeadlineSeconds",
 )
 ALLOW_FIELDS = ("queues", "priorityClassNames", "schedulerNames", "imageRegistries")
+# require.runtimes' lists (a TrainJob's runtime, per kind), kept with the allow-lists under these names.
+RUNTIME_ALLOW = {
+    "clusterTrainingRuntimes": "runtimes.clusterTrainingRuntimes",
+    "trainingRuntimes": "runtimes.trainingRuntimes",
+}
 REQUIRED_FIELDS = ("ttlSecondsAfterFinished", "activeDeadlineSeconds", "fitsQueue")
 DEFAULT_FIELDS = (
     "queue",
@@ -476,6 +481,10 @@ def combine(selected: Iterable[Mapping[str, Any]], namespace: str) -> EffectiveP
             values = req.get(name)
             if isinstance(values, list):
                 eff.allow.setdefault(name, []).append(_sourced(policy, list(values)))
+        runtimes = req.get("runtimes")
+        for name, values in runtimes.items() if isinstance(runtimes, Mapping) else ():
+            if name in RUNTIME_ALLOW and isinstance(values, list):
+                eff.allow.setdefault(RUNTIME_ALLOW[name], []).append(_sourced(policy, list(values)))
         for label in req.get("labels") or []:
             if isinstance(label, Mapping) and isinstance(label.get("key"), str):
                 values = label.get("values")

@@ -25,6 +25,7 @@ OVERLAYS = {
     "volcano-admission-only": ("families={volcano}", "admissionOnly=true"),
     "kubeflow-admission-only": ("families={kubeflow}", "admissionOnly=true", "crds.install=false"),
     "jobset-admission-only": ("families={jobset}", "admissionOnly=true", "crds.install=false"),
+    "trainer-admission-only": ("families={trainer}", "admissionOnly=true", "crds.install=false"),
 }
 
 # A values file that changes every knob at once (lint and unittest-independent rendering).

@@ -245,10 +245,16 @@ def test_pdb_keeps_a_webhook_replica():
     assert pdb["spec"]["minAvailable"] == 1
 
 
-def test_the_webhook_account_may_only_list_and_watch_volcano_queues():
+def test_the_webhook_account_may_only_read_volcano_queues_and_trainer_runtimes():
     role, binding = load_all(MANIFESTS / "base/webhook/queue-reader.yaml")
     assert role["rules"] == [
-        {"apiGroups": ["scheduling.volcano.sh"], "resources": ["queues"], "verbs": ["list", "watch"]}
+        {"apiGroups": ["scheduling.volcano.sh"], "resources": ["queues"], "verbs": ["list", "watch"]},
+        {
+            "apiGroups": ["trainer.kubeflow.org"],
+            "resources": ["clustertrainingruntimes", "trainingruntimes"],
+            "verbs": ["get", "list", "watch"],
+        },
+        {"apiGroups": ["jobset.x-k8s.io"], "resources": ["jobsets"], "verbs": ["get"]},
     ]
     assert binding["subjects"] == [{"kind": "ServiceAccount", "name": "jobgate-webhook", "namespace": "jobgate-system"}]
     assert binding["roleRef"]["name"] == role["metadata"]["name"]

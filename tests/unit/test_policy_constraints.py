@@ -14,7 +14,7 @@ import pytest
 from jobgate.engine.views import DeviceSnapshot
 from jobgate.generate.policy_vap import kind_documents
 from jobgate.policy.check import apply_defaults, policy_findings
-from jobgate.policy.constraints import CONSTRAINTS, DECLARED, GPU_CLAIMS, Constraint, Outcome, of_form
+from jobgate.policy.constraints import CONSTRAINTS, DECLARED, GPU_CLAIMS, RUNTIMES, Constraint, Outcome, of_form
 from jobgate.policy.kinds import kind_map
 from jobgate.policy.models import FORBIDDEN_ITEMS
 from jobgate.policy.resolve import effective_policy
@@ -114,6 +114,15 @@ TRIGGERS: dict[tuple[str, str], tuple[dict[str, Any], dict[str, Any]]] = {
             template={"spec": {"containers": [{"name": "m", "image": "x", "securityContext": {"privileged": True}}]}}
         ),
     ),
+    ("policy/runtime-not-allowed", "outside"): (
+        {"require": {"runtimes": {"clusterTrainingRuntimes": ["torch"]}}},
+        {
+            "apiVersion": "trainer.kubeflow.org/v1alpha1",
+            "kind": "TrainJob",
+            "metadata": {"name": "t", "namespace": "ns"},
+            "spec": {"runtimeRef": {"name": "deepspeed"}},
+        },
+    ),
 }
 # Where the kind leaves the scheduler unset, the pods run with default-scheduler: never "missing".
 UNREACHABLE = {("policy/allowed-schedulers", "missing")}
@@ -157,7 +166,8 @@ def _validation(decl: Constraint) -> dict[str, Any]:
 
 
 # Read from other objects (claim templates, claims): the apiserver's policies cannot count them.
-WEBHOOK_ONLY = {key for key in TRIGGERS if DECLARED[key[0]].form == GPU_CLAIMS}
+# A TrainJob's runtime: TrainJobs get no generated policy (their pods are their runtime's).
+WEBHOOK_ONLY = {key for key in TRIGGERS if DECLARED[key[0]].form in (GPU_CLAIMS, RUNTIMES)}
 
 
 def test_the_apiserver_policy_has_no_validation_for_what_it_cannot_read() -> None:

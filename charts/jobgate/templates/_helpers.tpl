@@ -11,7 +11,7 @@
 
 {{- /* What the schema cannot say, refused with the reason (templates/validate.yaml runs it). */}}
 {{- define "jobgate.validate" -}}
-{{- $known := list "diengine" "jobset" "kubedl" "kubeflow" "mlkube" "t9k" "volcano" -}}
+{{- $known := list "diengine" "jobset" "kubedl" "kubeflow" "mlkube" "t9k" "trainer" "volcano" -}}
 {{- range .Values.families -}}
 {{- if not (has . $known) -}}
 {{- fail (printf "families: unknown family %q (known: %s)" . (join ", " $known)) -}}
