@@ -69,6 +69,8 @@ PORT = Scope(
         StringField(_PORTS, _PORTS_SUMMARY, "protocol", enum=PORT_PROTOCOLS, string=True),
         StringField(_PORTS, _PORTS_SUMMARY, "name", syntax="port-name", string=True),
     ),
+    each=True,
+    unique="name",  # its record: pod-template/{list}/port-names-unique (jobgate/generate/cel/podtemplate.py)
 )
 _MOUNTS = "pod-template/{list}/mounts"
 _MOUNTS_SUMMARY = "{list}: volume mounts name a volume and a mount path"
@@ -79,6 +81,8 @@ MOUNT = Scope(
         RequiredField(_MOUNTS, _MOUNTS_SUMMARY, "name", empty_is_unset=True, string=True),
         RequiredField(_MOUNTS, _MOUNTS_SUMMARY, "mountPath", empty_is_unset=True, string=True),
     ),
+    each=True,
+    refers=("name", "no volume of that name in the pod"),  # its record: pod-template/{list}/mounted-volumes
 )
 _ENV = "pod-template/{list}/env"
 _ENV_SUMMARY = "{list}: environment variable names are printable ASCII without '='"
@@ -100,6 +104,8 @@ VOLUME = Scope(
         RequiredField(_VOLUMES, _VOLUMES_SUMMARY, "name", empty_is_unset=True, string=True),
         StringField(_VOLUMES, _VOLUMES_SUMMARY, "name", label=True),
     ),
+    each=True,
+    unique="name",  # its record: pod-template/volume-names-unique
 )
 
 SCOPES = (TEMPLATE, POD_SPEC, CONTAINER_NAME, CONTAINER, PORT, MOUNT, ENV_VAR, VOLUME)
