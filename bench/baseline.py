@@ -6,6 +6,8 @@ the image get it: ``pure`` holds its ordinary wheel, ``compiled`` its ``JOBGATE_
 rule engine compiled by mypyc, as ``.ci/run`` and the Dockerfile build it). Builds are kept by commit
 under ``~/.cache/jobgate/bench-baselines/<sha>/`` (``$JOBGATE_BENCH_BASELINES``), outside the
 repository: a second run against the same ref starts at once. A build that failed is started afresh.
+Builds of one commit hold a lock (``<sha>/lock``): a bench started while another builds the same
+baseline waits for it instead of building it twice at once.
 
 Every build is run the same way: ``<python> -m jobgate ...`` in its own directory, so each benchmark
 starts the working tree and its baselines with one command line.
@@ -16,12 +18,15 @@ starts the working tree and its baselines with one command line.
 from __future__ import annotations
 
 import argparse
+import fcntl
 import io
 import os
 import shutil
 import subprocess
 import sys
 import tarfile
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -126,6 +131,28 @@ def baseline(ref: str, *, compiled: bool = True) -> list[Build]:
     sha = resolve(ref)
     root = CACHE / sha
     root.mkdir(parents=True, exist_ok=True)
+    # One builder per commit at a time: two benches started together would otherwise build (and
+    # remove) the same tree and environments under each other. The second waits, then finds them ready.
+    with _locked(root / "lock"):
+        return _built(ref, sha, root, compiled=compiled)
+
+
+@contextmanager
+def _locked(path: Path) -> Iterator[None]:
+    """An exclusive lock on ``path`` (created if needed), released on exit or when the process ends."""
+    with path.open("a") as handle:
+        try:
+            fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            print(f"waiting for another build of {path.parent.name[:7]} ...", file=sys.stderr)
+            fcntl.flock(handle, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(handle, fcntl.LOCK_UN)
+
+
+def _built(ref: str, sha: str, root: Path, *, compiled: bool) -> list[Build]:
     log = root / "build.log"
     tree = root / "tree"
     if not (root / "tree.ready").exists():

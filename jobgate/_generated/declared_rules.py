@@ -366,29 +366,31 @@ def default_value_jaxjob_replicamap_kubeflow_org(
     if not only or 'replicas/restart-policy' in only:
         if value.get('restartPolicy') in (None, ''):
             recorder.set(value, 'restartPolicy', 'Never', pointer)
+    template = value.get('template', MISSING)
+    spec = template.get('spec', MISSING) if isinstance(template, dict) else MISSING
+    containers = given_containers = spec.get('containers', MISSING) if isinstance(spec, dict) else MISSING
     if (not only or 'pod-template/framework-port' in only):
-        port_template = value.get('template', MISSING)
-        port_spec = port_template.get('spec', MISSING) if isinstance(port_template, dict) else MISSING
-        port_containers = port_spec.get('containers', MISSING) if isinstance(port_spec, dict) else MISSING
-        if isinstance(port_containers, list) and port_containers:
+        if isinstance(containers, list) and containers:
             port_target = -1
-            for port_index, port_given in enumerate(port_containers):
+            for port_index, port_given in enumerate(containers):
                 if isinstance(port_given, dict) and port_given.get('name') == 'jax':
                     port_target = port_index
                     break
             if port_target < 0:
                 port_target = 0
-            port_item = port_containers[port_target] if port_target >= 0 else MISSING
+            port_item = containers[port_target] if port_target >= 0 else MISSING
             port_list = port_item.get('ports') if isinstance(port_item, dict) else MISSING
             if port_list is None or isinstance(port_list, list):
                 for port_existing in port_list or ():
                     if isinstance(port_existing, dict) and port_existing.get('name') == 'jaxjob-port':
                         break
                 else:
-                    port_template = value['template'] = dict(port_template)
-                    port_spec = port_template['spec'] = dict(port_spec)
-                    port_containers = port_spec['containers'] = list(port_containers)
-                    port_item = port_containers[port_target] = dict(port_item)
+                    if containers is given_containers:
+                        template = value['template'] = dict(template)
+                        spec = template['spec'] = dict(spec)
+                        containers = spec['containers'] = list(containers)
+                    if port_item is given_containers[port_target]:
+                        port_item = containers[port_target] = dict(port_item)
                     port = {'name': 'jaxjob-port', 'containerPort': 6666}
                     at = pointer + '/template/spec/containers/' + str(port_target)
                     recorder.append(port_item, 'ports', port, at)
@@ -459,32 +461,6 @@ def default_value_mpijob_replicamap_kubeflow_org(
     if not only or 'replicas/restart-policy' in only:
         if key in ('Launcher', 'Worker') and value.get('restartPolicy') in (None, ''):
             recorder.set(value, 'restartPolicy', 'Never', pointer)
-    if (not only or 'pod-template/framework-port' in only) and key in ():
-        port_template = value.get('template', MISSING)
-        port_spec = port_template.get('spec', MISSING) if isinstance(port_template, dict) else MISSING
-        port_containers = port_spec.get('containers', MISSING) if isinstance(port_spec, dict) else MISSING
-        if isinstance(port_containers, list) and port_containers:
-            port_target = -1
-            for port_index, port_given in enumerate(port_containers):
-                if isinstance(port_given, dict) and port_given.get('name') == 'mpi':
-                    port_target = port_index
-                    break
-            if port_target < 0:
-                port_target = 0
-            port_item = port_containers[port_target] if port_target >= 0 else MISSING
-            port_list = port_item.get('ports') if isinstance(port_item, dict) else MISSING
-            if port_list is None or isinstance(port_list, list):
-                for port_existing in port_list or ():
-                    if isinstance(port_existing, dict) and port_existing.get('name') == 'mpi-port':
-                        break
-                else:
-                    port_template = value['template'] = dict(port_template)
-                    port_spec = port_template['spec'] = dict(port_spec)
-                    port_containers = port_spec['containers'] = list(port_containers)
-                    port_item = port_containers[port_target] = dict(port_item)
-                    port = {'name': 'mpi-port', 'containerPort': 9999}
-                    at = pointer + '/template/spec/containers/' + str(port_target)
-                    recorder.append(port_item, 'ports', port, at)
     return value
 
 
@@ -551,29 +527,31 @@ def default_value_paddlejob_replicamap_kubeflow_org(
     if not only or 'replicas/restart-policy' in only:
         if value.get('restartPolicy') in (None, ''):
             recorder.set(value, 'restartPolicy', 'OnFailure', pointer)
+    template = value.get('template', MISSING)
+    spec = template.get('spec', MISSING) if isinstance(template, dict) else MISSING
+    containers = given_containers = spec.get('containers', MISSING) if isinstance(spec, dict) else MISSING
     if (not only or 'pod-template/framework-port' in only):
-        port_template = value.get('template', MISSING)
-        port_spec = port_template.get('spec', MISSING) if isinstance(port_template, dict) else MISSING
-        port_containers = port_spec.get('containers', MISSING) if isinstance(port_spec, dict) else MISSING
-        if isinstance(port_containers, list) and port_containers:
+        if isinstance(containers, list) and containers:
             port_target = -1
-            for port_index, port_given in enumerate(port_containers):
+            for port_index, port_given in enumerate(containers):
                 if isinstance(port_given, dict) and port_given.get('name') == 'paddle':
                     port_target = port_index
                     break
             if port_target < 0:
                 port_target = 0
-            port_item = port_containers[port_target] if port_target >= 0 else MISSING
+            port_item = containers[port_target] if port_target >= 0 else MISSING
             port_list = port_item.get('ports') if isinstance(port_item, dict) else MISSING
             if port_list is None or isinstance(port_list, list):
                 for port_existing in port_list or ():
                     if isinstance(port_existing, dict) and port_existing.get('name') == 'master':
                         break
                 else:
-                    port_template = value['template'] = dict(port_template)
-                    port_spec = port_template['spec'] = dict(port_spec)
-                    port_containers = port_spec['containers'] = list(port_containers)
-                    port_item = port_containers[port_target] = dict(port_item)
+                    if containers is given_containers:
+                        template = value['template'] = dict(template)
+                        spec = template['spec'] = dict(spec)
+                        containers = spec['containers'] = list(containers)
+                    if port_item is given_containers[port_target]:
+                        port_item = containers[port_target] = dict(port_item)
                     port = {'name': 'master', 'containerPort': 36543}
                     at = pointer + '/template/spec/containers/' + str(port_target)
                     recorder.append(port_item, 'ports', port, at)
@@ -643,29 +621,31 @@ def default_value_pytorchjob_replicamap_kubeflow_org(
     if not only or 'replicas/restart-policy' in only:
         if value.get('restartPolicy') in (None, ''):
             recorder.set(value, 'restartPolicy', 'OnFailure', pointer)
+    template = value.get('template', MISSING)
+    spec = template.get('spec', MISSING) if isinstance(template, dict) else MISSING
+    containers = given_containers = spec.get('containers', MISSING) if isinstance(spec, dict) else MISSING
     if (not only or 'pod-template/framework-port' in only):
-        port_template = value.get('template', MISSING)
-        port_spec = port_template.get('spec', MISSING) if isinstance(port_template, dict) else MISSING
-        port_containers = port_spec.get('containers', MISSING) if isinstance(port_spec, dict) else MISSING
-        if isinstance(port_containers, list) and port_containers:
+        if isinstance(containers, list) and containers:
             port_target = -1
-            for port_index, port_given in enumerate(port_containers):
+            for port_index, port_given in enumerate(containers):
                 if isinstance(port_given, dict) and port_given.get('name') == 'pytorch':
                     port_target = port_index
                     break
             if port_target < 0:
                 port_target = 0
-            port_item = port_containers[port_target] if port_target >= 0 else MISSING
+            port_item = containers[port_target] if port_target >= 0 else MISSING
             port_list = port_item.get('ports') if isinstance(port_item, dict) else MISSING
             if port_list is None or isinstance(port_list, list):
                 for port_existing in port_list or ():
                     if isinstance(port_existing, dict) and port_existing.get('name') == 'pytorchjob-port':
                         break
                 else:
-                    port_template = value['template'] = dict(port_template)
-                    port_spec = port_template['spec'] = dict(port_spec)
-                    port_containers = port_spec['containers'] = list(port_containers)
-                    port_item = port_containers[port_target] = dict(port_item)
+                    if containers is given_containers:
+                        template = value['template'] = dict(template)
+                        spec = template['spec'] = dict(spec)
+                        containers = spec['containers'] = list(containers)
+                    if port_item is given_containers[port_target]:
+                        port_item = containers[port_target] = dict(port_item)
                     port = {'name': 'pytorchjob-port', 'containerPort': 23456}
                     at = pointer + '/template/spec/containers/' + str(port_target)
                     recorder.append(port_item, 'ports', port, at)
@@ -735,29 +715,31 @@ def default_value_tfjob_replicamap_kubeflow_org(
     if not only or 'replicas/restart-policy' in only:
         if value.get('restartPolicy') in (None, ''):
             recorder.set(value, 'restartPolicy', 'Never', pointer)
+    template = value.get('template', MISSING)
+    spec = template.get('spec', MISSING) if isinstance(template, dict) else MISSING
+    containers = given_containers = spec.get('containers', MISSING) if isinstance(spec, dict) else MISSING
     if (not only or 'pod-template/framework-port' in only):
-        port_template = value.get('template', MISSING)
-        port_spec = port_template.get('spec', MISSING) if isinstance(port_template, dict) else MISSING
-        port_containers = port_spec.get('containers', MISSING) if isinstance(port_spec, dict) else MISSING
-        if isinstance(port_containers, list) and port_containers:
+        if isinstance(containers, list) and containers:
             port_target = -1
-            for port_index, port_given in enumerate(port_containers):
+            for port_index, port_given in enumerate(containers):
                 if isinstance(port_given, dict) and port_given.get('name') == 'tensorflow':
                     port_target = port_index
                     break
             if port_target < 0:
                 port_target = 0
-            port_item = port_containers[port_target] if port_target >= 0 else MISSING
+            port_item = containers[port_target] if port_target >= 0 else MISSING
             port_list = port_item.get('ports') if isinstance(port_item, dict) else MISSING
             if port_list is None or isinstance(port_list, list):
                 for port_existing in port_list or ():
                     if isinstance(port_existing, dict) and port_existing.get('name') == 'tfjob-port':
                         break
                 else:
-                    port_template = value['template'] = dict(port_template)
-                    port_spec = port_template['spec'] = dict(port_spec)
-                    port_containers = port_spec['containers'] = list(port_containers)
-                    port_item = port_containers[port_target] = dict(port_item)
+                    if containers is given_containers:
+                        template = value['template'] = dict(template)
+                        spec = template['spec'] = dict(spec)
+                        containers = spec['containers'] = list(containers)
+                    if port_item is given_containers[port_target]:
+                        port_item = containers[port_target] = dict(port_item)
                     port = {'name': 'tfjob-port', 'containerPort': 2222}
                     at = pointer + '/template/spec/containers/' + str(port_target)
                     recorder.append(port_item, 'ports', port, at)
@@ -827,29 +809,31 @@ def default_value_xgboostjob_replicamap_kubeflow_org(
     if not only or 'replicas/restart-policy' in only:
         if value.get('restartPolicy') in (None, ''):
             recorder.set(value, 'restartPolicy', 'Never', pointer)
+    template = value.get('template', MISSING)
+    spec = template.get('spec', MISSING) if isinstance(template, dict) else MISSING
+    containers = given_containers = spec.get('containers', MISSING) if isinstance(spec, dict) else MISSING
     if (not only or 'pod-template/framework-port' in only):
-        port_template = value.get('template', MISSING)
-        port_spec = port_template.get('spec', MISSING) if isinstance(port_template, dict) else MISSING
-        port_containers = port_spec.get('containers', MISSING) if isinstance(port_spec, dict) else MISSING
-        if isinstance(port_containers, list) and port_containers:
+        if isinstance(containers, list) and containers:
             port_target = -1
-            for port_index, port_given in enumerate(port_containers):
+            for port_index, port_given in enumerate(containers):
                 if isinstance(port_given, dict) and port_given.get('name') == 'xgboost':
                     port_target = port_index
                     break
             if port_target < 0:
                 port_target = 0
-            port_item = port_containers[port_target] if port_target >= 0 else MISSING
+            port_item = containers[port_target] if port_target >= 0 else MISSING
             port_list = port_item.get('ports') if isinstance(port_item, dict) else MISSING
             if port_list is None or isinstance(port_list, list):
                 for port_existing in port_list or ():
                     if isinstance(port_existing, dict) and port_existing.get('name') == 'xgboostjob-port':
                         break
                 else:
-                    port_template = value['template'] = dict(port_template)
-                    port_spec = port_template['spec'] = dict(port_spec)
-                    port_containers = port_spec['containers'] = list(port_containers)
-                    port_item = port_containers[port_target] = dict(port_item)
+                    if containers is given_containers:
+                        template = value['template'] = dict(template)
+                        spec = template['spec'] = dict(spec)
+                        containers = spec['containers'] = list(containers)
+                    if port_item is given_containers[port_target]:
+                        port_item = containers[port_target] = dict(port_item)
                     port = {'name': 'xgboostjob-port', 'containerPort': 9999}
                     at = pointer + '/template/spec/containers/' + str(port_target)
                     recorder.append(port_item, 'ports', port, at)
@@ -919,46 +903,45 @@ def default_value_mpijob_replicamap_training_kubedl_io(
     if not only or 'replicas/restart-policy' in only:
         if key in ('Launcher', 'Worker') and value.get('restartPolicy') in (None, ''):
             recorder.set(value, 'restartPolicy', 'Never', pointer)
+    template = value.get('template', MISSING)
+    spec = template.get('spec', MISSING) if isinstance(template, dict) else MISSING
+    containers = given_containers = spec.get('containers', MISSING) if isinstance(spec, dict) else MISSING
     if not only or 'pod-template/termination-message-policy' in only:
-        template = value.get('template', MISSING)
-        spec = template.get('spec', MISSING) if isinstance(template, dict) else MISSING
-        containers = spec.get('containers', MISSING) if isinstance(spec, dict) else MISSING
         if isinstance(containers, list):
-            template = value['template'] = dict(template)
-            spec = template['spec'] = dict(spec)
-            containers = spec['containers'] = list(containers)
             at = pointer + '/template/spec/containers/'
-            for index, given in enumerate(containers):
-                if not isinstance(given, dict):
+            for index, item in enumerate(containers):
+                if not isinstance(item, dict):
                     continue
-                item = given
                 if item.get('terminationMessagePolicy') in (None, ''):
-                    if item is given:
-                        item = containers[index] = dict(given)
+                    if containers is given_containers:
+                        template = value['template'] = dict(template)
+                        spec = template['spec'] = dict(spec)
+                        containers = spec['containers'] = list(containers)
+                    if item is given_containers[index]:
+                        item = containers[index] = dict(item)
                     recorder.set(item, 'terminationMessagePolicy', 'FallbackToLogsOnError', at + str(index))
     if (not only or 'pod-template/framework-port' in only) and key in ('Launcher', 'Worker'):
-        port_template = value.get('template', MISSING)
-        port_spec = port_template.get('spec', MISSING) if isinstance(port_template, dict) else MISSING
-        port_containers = port_spec.get('containers', MISSING) if isinstance(port_spec, dict) else MISSING
-        if isinstance(port_containers, list) and port_containers:
+        if isinstance(containers, list) and containers:
             port_target = -1
-            for port_index, port_given in enumerate(port_containers):
+            for port_index, port_given in enumerate(containers):
                 if isinstance(port_given, dict) and port_given.get('name') == 'mpi':
                     port_target = port_index
                     break
             if port_target < 0:
                 port_target = 0
-            port_item = port_containers[port_target] if port_target >= 0 else MISSING
+            port_item = containers[port_target] if port_target >= 0 else MISSING
             port_list = port_item.get('ports') if isinstance(port_item, dict) else MISSING
             if port_list is None or isinstance(port_list, list):
                 for port_existing in port_list or ():
                     if isinstance(port_existing, dict) and port_existing.get('name') == 'mpi-port':
                         break
                 else:
-                    port_template = value['template'] = dict(port_template)
-                    port_spec = port_template['spec'] = dict(port_spec)
-                    port_containers = port_spec['containers'] = list(port_containers)
-                    port_item = port_containers[port_target] = dict(port_item)
+                    if containers is given_containers:
+                        template = value['template'] = dict(template)
+                        spec = template['spec'] = dict(spec)
+                        containers = spec['containers'] = list(containers)
+                    if port_item is given_containers[port_target]:
+                        port_item = containers[port_target] = dict(port_item)
                     port = {'name': 'mpi-port', 'containerPort': 2222}
                     at = pointer + '/template/spec/containers/' + str(port_target)
                     recorder.append(port_item, 'ports', port, at)
@@ -1032,46 +1015,45 @@ def default_value_marsjob_replicamap_training_kubedl_io(
         default = 'Never' if key in ('Scheduler',) else 'ExitCode' if key in ('Worker',) else 'Always' if key in ('WebService',) else None
         if default is not None and value.get('restartPolicy') in (None, ''):
             recorder.set(value, 'restartPolicy', default, pointer)
+    template = value.get('template', MISSING)
+    spec = template.get('spec', MISSING) if isinstance(template, dict) else MISSING
+    containers = given_containers = spec.get('containers', MISSING) if isinstance(spec, dict) else MISSING
     if not only or 'pod-template/termination-message-policy' in only:
-        template = value.get('template', MISSING)
-        spec = template.get('spec', MISSING) if isinstance(template, dict) else MISSING
-        containers = spec.get('containers', MISSING) if isinstance(spec, dict) else MISSING
         if isinstance(containers, list):
-            template = value['template'] = dict(template)
-            spec = template['spec'] = dict(spec)
-            containers = spec['containers'] = list(containers)
             at = pointer + '/template/spec/containers/'
-            for index, given in enumerate(containers):
-                if not isinstance(given, dict):
+            for index, item in enumerate(containers):
+                if not isinstance(item, dict):
                     continue
-                item = given
                 if item.get('terminationMessagePolicy') in (None, ''):
-                    if item is given:
-                        item = containers[index] = dict(given)
+                    if containers is given_containers:
+                        template = value['template'] = dict(template)
+                        spec = template['spec'] = dict(spec)
+                        containers = spec['containers'] = list(containers)
+                    if item is given_containers[index]:
+                        item = containers[index] = dict(item)
                     recorder.set(item, 'terminationMessagePolicy', 'FallbackToLogsOnError', at + str(index))
     if (not only or 'pod-template/framework-port' in only) and key in ('Scheduler', 'Worker', 'WebService'):
-        port_template = value.get('template', MISSING)
-        port_spec = port_template.get('spec', MISSING) if isinstance(port_template, dict) else MISSING
-        port_containers = port_spec.get('containers', MISSING) if isinstance(port_spec, dict) else MISSING
-        if isinstance(port_containers, list) and port_containers:
+        if isinstance(containers, list) and containers:
             port_target = -1
-            for port_index, port_given in enumerate(port_containers):
+            for port_index, port_given in enumerate(containers):
                 if isinstance(port_given, dict) and port_given.get('name') == 'mars':
                     port_target = port_index
                     break
             if port_target < 0:
                 port_target = 0
-            port_item = port_containers[port_target] if port_target >= 0 else MISSING
+            port_item = containers[port_target] if port_target >= 0 else MISSING
             port_list = port_item.get('ports') if isinstance(port_item, dict) else MISSING
             if port_list is None or isinstance(port_list, list):
                 for port_existing in port_list or ():
                     if isinstance(port_existing, dict) and port_existing.get('name') == 'mars-port':
                         break
                 else:
-                    port_template = value['template'] = dict(port_template)
-                    port_spec = port_template['spec'] = dict(port_spec)
-                    port_containers = port_spec['containers'] = list(port_containers)
-                    port_item = port_containers[port_target] = dict(port_item)
+                    if containers is given_containers:
+                        template = value['template'] = dict(template)
+                        spec = template['spec'] = dict(spec)
+                        containers = spec['containers'] = list(containers)
+                    if port_item is given_containers[port_target]:
+                        port_item = containers[port_target] = dict(port_item)
                     port = {'name': 'mars-port', 'containerPort': 11111}
                     at = pointer + '/template/spec/containers/' + str(port_target)
                     recorder.append(port_item, 'ports', port, at)
@@ -1142,44 +1124,43 @@ def default_value_pytorchjob_replicamap_training_kubedl_io(
         default = 'ExitCode' if key in ('Master',) else 'OnFailure' if key in ('Worker',) else None
         if default is not None and value.get('restartPolicy') in (None, ''):
             recorder.set(value, 'restartPolicy', default, pointer)
+    template = value.get('template', MISSING)
+    spec = template.get('spec', MISSING) if isinstance(template, dict) else MISSING
+    containers = given_containers = spec.get('containers', MISSING) if isinstance(spec, dict) else MISSING
     if not only or 'pod-template/termination-message-policy' in only:
-        template = value.get('template', MISSING)
-        spec = template.get('spec', MISSING) if isinstance(template, dict) else MISSING
-        containers = spec.get('containers', MISSING) if isinstance(spec, dict) else MISSING
         if isinstance(containers, list):
-            template = value['template'] = dict(template)
-            spec = template['spec'] = dict(spec)
-            containers = spec['containers'] = list(containers)
             at = pointer + '/template/spec/containers/'
-            for index, given in enumerate(containers):
-                if not isinstance(given, dict):
+            for index, item in enumerate(containers):
+                if not isinstance(item, dict):
                     continue
-                item = given
                 if item.get('terminationMessagePolicy') in (None, ''):
-                    if item is given:
-                        item = containers[index] = dict(given)
+                    if containers is given_containers:
+                        template = value['template'] = dict(template)
+                        spec = template['spec'] = dict(spec)
+                        containers = spec['containers'] = list(containers)
+                    if item is given_containers[index]:
+                        item = containers[index] = dict(item)
                     recorder.set(item, 'terminationMessagePolicy', 'FallbackToLogsOnError', at + str(index))
     if (not only or 'pod-template/framework-port' in only) and key in ('Master',):
-        port_template = value.get('template', MISSING)
-        port_spec = port_template.get('spec', MISSING) if isinstance(port_template, dict) else MISSING
-        port_containers = port_spec.get('containers', MISSING) if isinstance(port_spec, dict) else MISSING
-        if isinstance(port_containers, list) and port_containers:
+        if isinstance(containers, list) and containers:
             port_target = -1
-            for port_index, port_given in enumerate(port_containers):
+            for port_index, port_given in enumerate(containers):
                 if isinstance(port_given, dict) and port_given.get('name') == 'pytorch':
                     port_target = port_index
                     break
-            port_item = port_containers[port_target] if port_target >= 0 else MISSING
+            port_item = containers[port_target] if port_target >= 0 else MISSING
             port_list = port_item.get('ports') if isinstance(port_item, dict) else MISSING
             if port_list is None or isinstance(port_list, list):
                 for port_existing in port_list or ():
                     if isinstance(port_existing, dict) and port_existing.get('name') == 'pytorchjob-port':
                         break
                 else:
-                    port_template = value['template'] = dict(port_template)
-                    port_spec = port_template['spec'] = dict(port_spec)
-                    port_containers = port_spec['containers'] = list(port_containers)
-                    port_item = port_containers[port_target] = dict(port_item)
+                    if containers is given_containers:
+                        template = value['template'] = dict(template)
+                        spec = template['spec'] = dict(spec)
+                        containers = spec['containers'] = list(containers)
+                    if port_item is given_containers[port_target]:
+                        port_item = containers[port_target] = dict(port_item)
                     port = {'name': 'pytorchjob-port', 'containerPort': 23456}
                     at = pointer + '/template/spec/containers/' + str(port_target)
                     recorder.append(port_item, 'ports', port, at)
@@ -1249,46 +1230,45 @@ def default_value_tfjob_replicamap_training_kubedl_io(
     if not only or 'replicas/restart-policy' in only:
         if key in ('PS', 'Worker', 'Chief', 'Master', 'Evaluator') and value.get('restartPolicy') in (None, ''):
             recorder.set(value, 'restartPolicy', 'ExitCode', pointer)
+    template = value.get('template', MISSING)
+    spec = template.get('spec', MISSING) if isinstance(template, dict) else MISSING
+    containers = given_containers = spec.get('containers', MISSING) if isinstance(spec, dict) else MISSING
     if not only or 'pod-template/termination-message-policy' in only:
-        template = value.get('template', MISSING)
-        spec = template.get('spec', MISSING) if isinstance(template, dict) else MISSING
-        containers = spec.get('containers', MISSING) if isinstance(spec, dict) else MISSING
         if isinstance(containers, list):
-            template = value['template'] = dict(template)
-            spec = template['spec'] = dict(spec)
-            containers = spec['containers'] = list(containers)
             at = pointer + '/template/spec/containers/'
-            for index, given in enumerate(containers):
-                if not isinstance(given, dict):
+            for index, item in enumerate(containers):
+                if not isinstance(item, dict):
                     continue
-                item = given
                 if item.get('terminationMessagePolicy') in (None, ''):
-                    if item is given:
-                        item = containers[index] = dict(given)
+                    if containers is given_containers:
+                        template = value['template'] = dict(template)
+                        spec = template['spec'] = dict(spec)
+                        containers = spec['containers'] = list(containers)
+                    if item is given_containers[index]:
+                        item = containers[index] = dict(item)
                     recorder.set(item, 'terminationMessagePolicy', 'FallbackToLogsOnError', at + str(index))
     if (not only or 'pod-template/framework-port' in only) and key in ('PS', 'Worker', 'Chief', 'Master', 'Evaluator'):
-        port_template = value.get('template', MISSING)
-        port_spec = port_template.get('spec', MISSING) if isinstance(port_template, dict) else MISSING
-        port_containers = port_spec.get('containers', MISSING) if isinstance(port_spec, dict) else MISSING
-        if isinstance(port_containers, list) and port_containers:
+        if isinstance(containers, list) and containers:
             port_target = -1
-            for port_index, port_given in enumerate(port_containers):
+            for port_index, port_given in enumerate(containers):
                 if isinstance(port_given, dict) and port_given.get('name') == 'tensorflow':
                     port_target = port_index
                     break
             if port_target < 0:
                 port_target = 0
-            port_item = port_containers[port_target] if port_target >= 0 else MISSING
+            port_item = containers[port_target] if port_target >= 0 else MISSING
             port_list = port_item.get('ports') if isinstance(port_item, dict) else MISSING
             if port_list is None or isinstance(port_list, list):
                 for port_existing in port_list or ():
                     if isinstance(port_existing, dict) and port_existing.get('name') == 'tfjob-port':
                         break
                 else:
-                    port_template = value['template'] = dict(port_template)
-                    port_spec = port_template['spec'] = dict(port_spec)
-                    port_containers = port_spec['containers'] = list(port_containers)
-                    port_item = port_containers[port_target] = dict(port_item)
+                    if containers is given_containers:
+                        template = value['template'] = dict(template)
+                        spec = template['spec'] = dict(spec)
+                        containers = spec['containers'] = list(containers)
+                    if port_item is given_containers[port_target]:
+                        port_item = containers[port_target] = dict(port_item)
                     port = {'name': 'tfjob-port', 'containerPort': 2222}
                     at = pointer + '/template/spec/containers/' + str(port_target)
                     recorder.append(port_item, 'ports', port, at)
@@ -1358,46 +1338,45 @@ def default_value_xdljob_replicamap_training_kubedl_io(
     if not only or 'replicas/restart-policy' in only:
         if key in ('Worker', 'PS', 'Scheduler', 'ExtendRole') and value.get('restartPolicy') in (None, ''):
             recorder.set(value, 'restartPolicy', 'Never', pointer)
+    template = value.get('template', MISSING)
+    spec = template.get('spec', MISSING) if isinstance(template, dict) else MISSING
+    containers = given_containers = spec.get('containers', MISSING) if isinstance(spec, dict) else MISSING
     if not only or 'pod-template/termination-message-policy' in only:
-        template = value.get('template', MISSING)
-        spec = template.get('spec', MISSING) if isinstance(template, dict) else MISSING
-        containers = spec.get('containers', MISSING) if isinstance(spec, dict) else MISSING
         if isinstance(containers, list):
-            template = value['template'] = dict(template)
-            spec = template['spec'] = dict(spec)
-            containers = spec['containers'] = list(containers)
             at = pointer + '/template/spec/containers/'
-            for index, given in enumerate(containers):
-                if not isinstance(given, dict):
+            for index, item in enumerate(containers):
+                if not isinstance(item, dict):
                     continue
-                item = given
                 if item.get('terminationMessagePolicy') in (None, ''):
-                    if item is given:
-                        item = containers[index] = dict(given)
+                    if containers is given_containers:
+                        template = value['template'] = dict(template)
+                        spec = template['spec'] = dict(spec)
+                        containers = spec['containers'] = list(containers)
+                    if item is given_containers[index]:
+                        item = containers[index] = dict(item)
                     recorder.set(item, 'terminationMessagePolicy', 'FallbackToLogsOnError', at + str(index))
     if (not only or 'pod-template/framework-port' in only) and key in ('Worker', 'PS', 'Scheduler', 'ExtendRole'):
-        port_template = value.get('template', MISSING)
-        port_spec = port_template.get('spec', MISSING) if isinstance(port_template, dict) else MISSING
-        port_containers = port_spec.get('containers', MISSING) if isinstance(port_spec, dict) else MISSING
-        if isinstance(port_containers, list) and port_containers:
+        if isinstance(containers, list) and containers:
             port_target = -1
-            for port_index, port_given in enumerate(port_containers):
+            for port_index, port_given in enumerate(containers):
                 if isinstance(port_given, dict) and port_given.get('name') == 'xdl':
                     port_target = port_index
                     break
             if port_target < 0:
                 port_target = 0
-            port_item = port_containers[port_target] if port_target >= 0 else MISSING
+            port_item = containers[port_target] if port_target >= 0 else MISSING
             port_list = port_item.get('ports') if isinstance(port_item, dict) else MISSING
             if port_list is None or isinstance(port_list, list):
                 for port_existing in port_list or ():
                     if isinstance(port_existing, dict) and port_existing.get('name') == 'xdljob-port':
                         break
                 else:
-                    port_template = value['template'] = dict(port_template)
-                    port_spec = port_template['spec'] = dict(port_spec)
-                    port_containers = port_spec['containers'] = list(port_containers)
-                    port_item = port_containers[port_target] = dict(port_item)
+                    if containers is given_containers:
+                        template = value['template'] = dict(template)
+                        spec = template['spec'] = dict(spec)
+                        containers = spec['containers'] = list(containers)
+                    if port_item is given_containers[port_target]:
+                        port_item = containers[port_target] = dict(port_item)
                     port = {'name': 'xdljob-port', 'containerPort': 2222}
                     at = pointer + '/template/spec/containers/' + str(port_target)
                     recorder.append(port_item, 'ports', port, at)
@@ -1467,46 +1446,45 @@ def default_value_xgboostjob_replicamap_training_kubedl_io(
     if not only or 'replicas/restart-policy' in only:
         if key in ('Master', 'Worker') and value.get('restartPolicy') in (None, ''):
             recorder.set(value, 'restartPolicy', 'Never', pointer)
+    template = value.get('template', MISSING)
+    spec = template.get('spec', MISSING) if isinstance(template, dict) else MISSING
+    containers = given_containers = spec.get('containers', MISSING) if isinstance(spec, dict) else MISSING
     if not only or 'pod-template/termination-message-policy' in only:
-        template = value.get('template', MISSING)
-        spec = template.get('spec', MISSING) if isinstance(template, dict) else MISSING
-        containers = spec.get('containers', MISSING) if isinstance(spec, dict) else MISSING
         if isinstance(containers, list):
-            template = value['template'] = dict(template)
-            spec = template['spec'] = dict(spec)
-            containers = spec['containers'] = list(containers)
             at = pointer + '/template/spec/containers/'
-            for index, given in enumerate(containers):
-                if not isinstance(given, dict):
+            for index, item in enumerate(containers):
+                if not isinstance(item, dict):
                     continue
-                item = given
                 if item.get('terminationMessagePolicy') in (None, ''):
-                    if item is given:
-                        item = containers[index] = dict(given)
+                    if containers is given_containers:
+                        template = value['template'] = dict(template)
+                        spec = template['spec'] = dict(spec)
+                        containers = spec['containers'] = list(containers)
+                    if item is given_containers[index]:
+                        item = containers[index] = dict(item)
                     recorder.set(item, 'terminationMessagePolicy', 'FallbackToLogsOnError', at + str(index))
     if (not only or 'pod-template/framework-port' in only) and key in ('Master', 'Worker'):
-        port_template = value.get('template', MISSING)
-        port_spec = port_template.get('spec', MISSING) if isinstance(port_template, dict) else MISSING
-        port_containers = port_spec.get('containers', MISSING) if isinstance(port_spec, dict) else MISSING
-        if isinstance(port_containers, list) and port_containers:
+        if isinstance(containers, list) and containers:
             port_target = -1
-            for port_index, port_given in enumerate(port_containers):
+            for port_index, port_given in enumerate(containers):
                 if isinstance(port_given, dict) and port_given.get('name') == 'xgboostjob':
                     port_target = port_index
                     break
             if port_target < 0:
                 port_target = 0
-            port_item = port_containers[port_target] if port_target >= 0 else MISSING
+            port_item = containers[port_target] if port_target >= 0 else MISSING
             port_list = port_item.get('ports') if isinstance(port_item, dict) else MISSING
             if port_list is None or isinstance(port_list, list):
                 for port_existing in port_list or ():
                     if isinstance(port_existing, dict) and port_existing.get('name') == 'xgboostjob-port':
                         break
                 else:
-                    port_template = value['template'] = dict(port_template)
-                    port_spec = port_template['spec'] = dict(port_spec)
-                    port_containers = port_spec['containers'] = list(port_containers)
-                    port_item = port_containers[port_target] = dict(port_item)
+                    if containers is given_containers:
+                        template = value['template'] = dict(template)
+                        spec = template['spec'] = dict(spec)
+                        containers = spec['containers'] = list(containers)
+                    if port_item is given_containers[port_target]:
+                        port_item = containers[port_target] = dict(port_item)
                     port = {'name': 'xgboostjob-port', 'containerPort': 9999}
                     at = pointer + '/template/spec/containers/' + str(port_target)
                     recorder.append(port_item, 'ports', port, at)

@@ -6,7 +6,9 @@ loop calls for each entry, where the checks of the entry run (docs/rule-forms.md
 from __future__ import annotations
 
 from jobgate.engine.fielderrors import (
+    duplicate,
     invalid,
+    not_found,
     not_supported,
     required,
 )
@@ -21,6 +23,7 @@ from jobgate.rules.names import (
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
+    from collections.abc import Set as AbstractSet
     from typing import Any
 
     from jobgate.engine.fielderrors import FieldError, FieldPath
@@ -103,6 +106,40 @@ def check_container_port(
             errors.append(invalid(((*path, 'name') if index < 0 else (*path, index, 'name')), value, "must be of type string", 'schema/types'))
 
 
+def check_each_container_port(items: list[Any], path: FieldPath, errors: list[FieldError]) -> set[str]:
+    """Each container port of the list at ``path``, as ``check_container_port``; an entry that is no object
+    is refused (``must be of type object``, a type error of the schema's rule);
+    a name an earlier entry has: ``Duplicate value``, after the entry's own errors. The
+    names."""
+    seen: set[str] = set()
+    for index, entry in enumerate(items):
+        if type(entry) is not dict:
+            errors.append(invalid((*path, index), entry, "must be of type object", 'schema/types'))
+            continue
+        value = entry.get('containerPort')
+        if value is None:
+            errors.append(required((*path, index, 'containerPort'), rule=f'pod-template/{path[-3]}/ports'))
+        if value is not None and not (type(value) is int and 1 <= value <= 65535):
+            errors.append(invalid((*path, index, 'containerPort'), value, 'must be between 1 and 65535, inclusive', f'pod-template/{path[-3]}/ports'))
+        value = entry.get('hostPort')
+        if value is not None and not (type(value) is int and 0 <= value <= 65535):
+            errors.append(invalid((*path, index, 'hostPort'), value, 'must be between 1 and 65535, inclusive', f'pod-template/{path[-3]}/ports'))
+        value = entry.get('protocol')
+        if value is not None and value not in ('TCP', 'UDP', 'SCTP'):
+            errors.append(not_supported((*path, index, 'protocol'), value, ('TCP', 'UDP', 'SCTP'), f'pod-template/{path[-3]}/ports'))
+        value = entry.get('name')
+        if type(value) is str:
+            if value and not is_port_name(value):
+                errors.extend([invalid((*path, index, 'name'), value, problem, f'pod-template/{path[-3]}/ports') for problem in port_name_problems(value)])
+        elif value is not None:
+            errors.append(invalid((*path, index, 'name'), value, "must be of type string", 'schema/types'))
+        if type(value) is str and value:
+            if value in seen:
+                errors.append(duplicate((*path, index, 'name'), value, f'pod-template/{path[-3]}/port-names-unique'))
+            seen.add(value)
+    return seen
+
+
 def check_env_var(
     entry: dict[str, Any],
     path: FieldPath,
@@ -127,11 +164,7 @@ def check_env_var(
                 errors.extend([invalid(((*path, 'name') if index < 0 else (*path, index, 'name')), value, problem, f'pod-template/{path[-4] if index < 0 else path[-3]}/env') for problem in env_var_name_problems(value)])
 
 
-def check_each_env_var(
-    items: list[Any],
-    path: FieldPath,
-    errors: list[FieldError],
-) -> None:
+def check_each_env_var(items: list[Any], path: FieldPath, errors: list[FieldError]) -> None:
     """Each environment variable of the list at ``path``, as ``check_env_var``; an entry that is no object
     is refused (``must be of type object``, a type error of the schema's rule)."""
     for index, entry in enumerate(items):
@@ -228,6 +261,32 @@ def check_volume(
                 errors.extend([invalid(((*path, 'name') if index < 0 else (*path, index, 'name')), value, problem, 'pod-template/volumes') for problem in dns1123_label_problems(value)])
 
 
+def check_each_volume(items: list[Any], path: FieldPath, errors: list[FieldError]) -> set[str]:
+    """Each volume of the list at ``path``, as ``check_volume``; an entry that is no object
+    is refused (``must be of type object``, a type error of the schema's rule);
+    a name an earlier entry has: ``Duplicate value``, after the entry's own errors. The
+    names."""
+    seen: set[str] = set()
+    for index, entry in enumerate(items):
+        if type(entry) is not dict:
+            errors.append(invalid((*path, index), entry, "must be of type object", 'schema/types'))
+            continue
+        value = entry.get('name')
+        if type(value) is not str or not value:
+            if value is None or value == "":
+                errors.append(required((*path, index, 'name'), rule='pod-template/volumes'))
+            else:
+                errors.append(invalid((*path, index, 'name'), value, "must be of type string", 'schema/types'))
+        if type(value) is str:
+            if value and not is_dns1123_label(value):
+                errors.extend([invalid((*path, index, 'name'), value, problem, 'pod-template/volumes') for problem in dns1123_label_problems(value)])
+        if type(value) is str and value:
+            if value in seen:
+                errors.append(duplicate((*path, index, 'name'), value, 'pod-template/volume-names-unique'))
+            seen.add(value)
+    return seen
+
+
 def check_volume_mount(
     entry: dict[str, Any],
     path: FieldPath,
@@ -253,3 +312,27 @@ def check_volume_mount(
                 errors.append(required(((*path, 'mountPath') if index < 0 else (*path, index, 'mountPath')), rule=f'pod-template/{path[-4] if index < 0 else path[-3]}/mounts'))
             else:
                 errors.append(invalid(((*path, 'mountPath') if index < 0 else (*path, index, 'mountPath')), value, "must be of type string", 'schema/types'))
+
+
+def check_each_volume_mount(items: list[Any], path: FieldPath, errors: list[FieldError], names: AbstractSet[str]) -> None:
+    """Each volume mount of the list at ``path``, as ``check_volume_mount``; an entry that is no object
+    is refused (``must be of type object``, a type error of the schema's rule);
+    a name not among ``names``: ``Not found``, before the entry's own errors."""
+    for index, entry in enumerate(items):
+        if type(entry) is not dict:
+            errors.append(invalid((*path, index), entry, "must be of type object", 'schema/types'))
+            continue
+        value = entry.get('name')
+        if type(value) is str and value and value not in names:
+            errors.append(not_found((*path, index, 'name'), value, 'no volume of that name in the pod', f'pod-template/{path[-3]}/mounted-volumes'))
+        if type(value) is not str or not value:
+            if value is None or value == "":
+                errors.append(required((*path, index, 'name'), rule=f'pod-template/{path[-3]}/mounts'))
+            else:
+                errors.append(invalid((*path, index, 'name'), value, "must be of type string", 'schema/types'))
+        value = entry.get('mountPath')
+        if type(value) is not str or not value:
+            if value is None or value == "":
+                errors.append(required((*path, index, 'mountPath'), rule=f'pod-template/{path[-3]}/mounts'))
+            else:
+                errors.append(invalid((*path, index, 'mountPath'), value, "must be of type string", 'schema/types'))

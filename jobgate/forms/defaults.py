@@ -28,7 +28,16 @@ from jobgate.forms.catalogue import (
     cel_list,
 )
 from jobgate.forms.fields import cel_present, field_steps
-from jobgate.forms.python_text import DEFAULT_NAMES, VALUE_NAMES, python_unset, read_lines, step_names
+from jobgate.forms.python_text import (
+    DEFAULT_NAMES,
+    python_unset,
+    read_lines,
+    step_names,
+    value_entry_copy,
+    value_list_copy,
+    value_list_reads,
+    value_list_unread,
+)
 
 
 @dataclass(frozen=True)
@@ -160,7 +169,9 @@ class DefaultItemField(Declaration):
         if self.list in done:
             return []
         done.add(self.list)
-        return _value_list_lines([o for o in decls.declared if isinstance(o, DefaultItemField) and o.list == self.list])
+        return _value_list_lines(
+            [o for o in decls.declared if isinstance(o, DefaultItemField) and o.list == self.list], done
+        )
 
     def python_default(self, decls: Declarations, done: set[str]) -> list[str]:
         if self.list in done:
@@ -231,42 +242,40 @@ def _field_default_lines(d: DefaultField) -> list[str]:
     return lines
 
 
-def _value_list_lines(group: Sequence[DefaultItemField]) -> list[str]:
+def _value_list_lines(group: Sequence[DefaultItemField], done: set[str]) -> list[str]:
     """The Python defaults of the entries of one list of a map's value (``{*}.template.spec.containers``),
-    written out: the objects on the way to the list and the list copied into ``value`` (a copy the
-    caller owns), an entry copied when it changes. A default of an entry's object's field or from
-    another field of the entry is the form's function's (``default_item_fields``)."""
+    written out: the list read once for the value's defaults (``value_list_reads``), and when an entry
+    changes, the objects on the way to the list and the list copied into ``value`` (a copy the caller
+    owns) and the entry copied, each once. A default of an entry's object's field or from another field
+    of the entry is the form's function's (``default_item_fields``)."""
     ids = tuple(o.id for o in group)
     steps = path_steps(group[0].list.partition("{*}.")[2])
     guard = "not only" + (f" or {ids[0]!r} in only" if len(ids) == 1 else f" or any(i in only for i in {ids!r})")
     if any("." in o.field or o.from_field for o in group):
         fields = tuple((o.field, o.value, o.empty_is_unset, o.from_field) for o in group)
         chosen = f"tuple(f for i, f in zip({ids!r}, {fields!r}, strict=True) if not only or i in only)"
+        # It may replace ``value``: a later default of the list reads it again.
+        value_list_unread(steps, done)
         return [
             f"    if {guard}:",
             f"        value = default_item_fields(value, recorder, {steps!r}, {chosen}, pointer)",
         ]
-    names = step_names(steps, VALUE_NAMES)
-    parents = ["value", *names[:-1]]
-    lines = [f"    if {guard}:", *read_lines(parents, names, steps)]
+    lines, names = value_list_reads(steps, done)
     items = names[-1]
-    lines.append(f"        if isinstance({items}, list):")
-    for parent, name, step in zip(parents, names, steps, strict=True):
-        copy = "list" if name == items else "dict"
-        lines.append(f"            {name} = {parent}[{step!r}] = {copy}({name})")
     lines += [
+        f"    if {guard}:",
+        f"        if isinstance({items}, list):",
         f"            at = pointer + {'/' + '/'.join(steps) + '/'!r}",
-        f"            for index, given in enumerate({items}):",
-        "                if not isinstance(given, dict):",
+        f"            for index, item in enumerate({items}):",
+        "                if not isinstance(item, dict):",
         "                    continue",
-        "                item = given",
     ]
     for o in group:
         only = f"(not only or {o.id!r} in only) and " if len(group) > 1 else ""
         lines += [
             f"                if {only}{python_unset(f'item.get({o.field!r})', o.value, o.empty_is_unset)}:",
-            "                    if item is given:",
-            f"                        item = {items}[index] = dict(given)",
+            *value_list_copy(steps, names, "                    "),
+            *value_entry_copy(items, "item", "index", "                    "),
             # A list or object literal is a new one each time: each entry's own.
             f"                    recorder.set(item, {o.field!r}, {o.value!r}, at + str(index))",
         ]

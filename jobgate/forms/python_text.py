@@ -51,6 +51,49 @@ def python_unset(current: str, default: Scalar | list[Scalar] | dict[str, Scalar
 # Names the generated defaults of a map's value use themselves.
 VALUE_NAMES = frozenset(("value", "key", "pointer", "recorder", "only", "at", "index", "given", "item", "default"))
 
+
+def value_list_reads(steps: Sequence[str], done: set[str]) -> tuple[list[str], list[str]]:
+    """A list of a map's value (``steps`` from ``value``: ``template.spec.containers``) in the generated
+    defaults of one value: (the lines reading it and the objects on the way, the names they read them
+    into). The defaults of one value that change entries of the same list share one read and one copy:
+    the lines are written once per function (``done`` remembers it), at the function's level, before the
+    first default's own test of ``only``; ``given_<list>`` keeps the list as given, so that
+    ``value_list_copy`` and ``value_entry_copy`` copy each object once, when a default first changes it."""
+    names = step_names(steps, VALUE_NAMES)
+    marker = "read " + ".".join(steps)
+    if marker in done:
+        return [], names
+    done.add(marker)
+    lines = [line[4:] for line in read_lines(["value", *names[:-1]], names, steps)]
+    lines[-1] = lines[-1].replace(f"    {names[-1]} = ", f"    {names[-1]} = given_{names[-1]} = ", 1)
+    return lines, names
+
+
+def value_list_unread(steps: Sequence[str], done: set[str]) -> None:
+    """After a default that may have replaced ``value`` (a runtime function's copy): the next default of
+    the list at ``steps`` reads it again."""
+    done.discard("read " + ".".join(steps))
+
+
+def value_list_copy(steps: Sequence[str], names: Sequence[str], indent: str) -> list[str]:
+    """The lines that make the objects on the way to the list (``value_list_reads``' names) and the list
+    ``value``'s own copies, unless a default of the value made them already."""
+    items = names[-1]
+    return [
+        f"{indent}if {items} is given_{items}:",
+        *(
+            f"{indent}    {name} = {parent}[{step!r}] = {'list' if name == items else 'dict'}({name})"
+            for parent, name, step in zip(["value", *names[:-1]], names, steps, strict=True)
+        ),
+    ]
+
+
+def value_entry_copy(items: str, entry: str, index: str, indent: str) -> list[str]:
+    """The lines that make the entry ``entry`` (at ``index`` of the list ``items``, copied already:
+    ``value_list_copy``) the list's own copy, unless a default of the value made it already."""
+    return [f"{indent}if {entry} is given_{items}[{index}]:", f"{indent}    {entry} = {items}[{index}] = dict({entry})"]
+
+
 # Found from the package, not from a module's __file__ (see jobgate/generate/schemas.py).
 DECLARED_TABLE = os.path.join(os.path.dirname(_generated.__file__), "declared_rules.py")
 

@@ -28,7 +28,15 @@ from jobgate.forms.catalogue import (
     cel_list,
     cel_string,
 )
-from jobgate.forms.python_text import CHECK_NAMES, python_unset, read_lines, step_names
+from jobgate.forms.python_text import (
+    CHECK_NAMES,
+    python_unset,
+    read_lines,
+    step_names,
+    value_entry_copy,
+    value_list_copy,
+    value_list_reads,
+)
 
 
 @dataclass(frozen=True)
@@ -279,12 +287,15 @@ class DefaultTemplatePort(Declaration):
         return self.path
 
     def python_value_default(self, decls: Declarations, done: set[str]) -> list[str]:
+        if not self.roles and not self.others:
+            return []  # no key gets the port (no role of the kind does): no code
         # Its roles, and with ``others`` every key that is no known type: the known types but its roles.
         role = f" and key in {self.roles!r}"
         if self.others:
             without = tuple(k for k in self.known if k not in self.roles)
             role = f" and key not in {without!r}" if without else ""
-        return [f"    if (not only or {self.id!r} in only){role}:", *_port_lines(self)]
+        reads, lines = _port_lines(self, done)
+        return [*reads, f"    if (not only or {self.id!r} in only){role}:", *lines]
 
     def cost(self, decls: Declarations) -> list[tuple[str, str]]:
         return [(self.id, "linear (policy patch)")]
@@ -541,43 +552,46 @@ def _at_most_total_lines(d: RunPolicyAtMostTotal) -> list[str]:
     ]
 
 
-def _port_lines(d: DefaultTemplatePort) -> list[str]:
+def _port_lines(d: DefaultTemplatePort, done: set[str]) -> tuple[list[str], list[str]]:
     """The Python ``DefaultTemplatePort`` of one value of the map, written out (``with_port``'s reading):
     the port on the container named ``container`` (with ``requires_named``: only there; else the
-    first container) unless a port of its name is there, the objects on the way copied into ``value``
-    (a copy the caller owns) only then. Its locals are its own (``port_*``): mypyc gives a local one
-    type for the whole function, and another block of the generated function may hold a dict in a
-    local of the same name, which would turn a non-object here into a TypeError."""
+    first container) unless a port of its name is there. The containers are read once for the value's
+    defaults (``value_list_reads``), and the objects on the way and the container copied into ``value``
+    (a copy the caller owns) only then, unless another default of the value copied them already. Its
+    other locals are its own (``port_*``): mypyc gives a local one type for the whole function, and
+    another block of the generated function may hold a dict in a local of the same name, which would
+    turn a non-object here into a TypeError."""
+    reads, names = value_list_reads(PORT_CONTAINERS, done)
+    containers = names[-1]
     lines = [
-        "        port_template = value.get('template', MISSING)",
-        "        port_spec = port_template.get('spec', MISSING) if isinstance(port_template, dict) else MISSING",
-        "        port_containers = port_spec.get('containers', MISSING) if isinstance(port_spec, dict) else MISSING",
-        "        if isinstance(port_containers, list) and port_containers:",
+        f"        if isinstance({containers}, list) and {containers}:",
         "            port_target = -1",
-        "            for port_index, port_given in enumerate(port_containers):",
+        f"            for port_index, port_given in enumerate({containers}):",
         f"                if isinstance(port_given, dict) and port_given.get('name') == {d.container!r}:",
         "                    port_target = port_index",
         "                    break",
     ]
     if not d.requires_named:
         lines += ["            if port_target < 0:", "                port_target = 0"]
-    return [
+    return reads, [
         *lines,
-        "            port_item = port_containers[port_target] if port_target >= 0 else MISSING",
+        f"            port_item = {containers}[port_target] if port_target >= 0 else MISSING",
         "            port_list = port_item.get('ports') if isinstance(port_item, dict) else MISSING",
         "            if port_list is None or isinstance(port_list, list):",
         "                for port_existing in port_list or ():",
         f"                    if isinstance(port_existing, dict) and port_existing.get('name') == {d.port_name!r}:",
         "                        break",
         "                else:",
-        "                    port_template = value['template'] = dict(port_template)",
-        "                    port_spec = port_template['spec'] = dict(port_spec)",
-        "                    port_containers = port_spec['containers'] = list(port_containers)",
-        "                    port_item = port_containers[port_target] = dict(port_item)",
+        *value_list_copy(PORT_CONTAINERS, names, "                    "),
+        *value_entry_copy(containers, "port_item", "port_target", "                    "),
         f"                    port = {{'name': {d.port_name!r}, 'containerPort': {d.port!r}}}",
-        "                    at = pointer + '/template/spec/containers/' + str(port_target)",
+        f"                    at = pointer + {'/' + '/'.join(PORT_CONTAINERS) + '/'!r} + str(port_target)",
         "                    recorder.append(port_item, 'ports', port, at)",
     ]
+
+
+# Where a map's value holds the containers that ``DefaultTemplatePort`` gives the port.
+PORT_CONTAINERS = ("template", "spec", "containers")
 
 
 def _type_field_lines(d: DefaultTypeField) -> list[str]:

@@ -48,6 +48,17 @@ class Scope:
     # (``(("list", -2),)``: a container's list, ``...containers[0]``): the generated function labels
     # its errors with the ids it fills from the path, so that its callers pass nothing for them.
     words: tuple[tuple[str, int], ...] = ()
+    # With ``each``, the list's own checks between one entry's errors and the next's, so that a loop
+    # with them is the generated one too: ``unique``, a field of the entry no two entries give the same
+    # string (``Duplicate value`` at the later one, after its own errors; ``check_each_`` returns the
+    # strings); ``refers`` (field, detail), a field that names one of the strings the caller gives
+    # (``names``: ``Not found`` with the detail, before the entry's own errors). Their records are the
+    # caller's rules' (a scope's declarations are field forms of one entry).
+    unique: str = ""
+    refers: tuple[str, str] | None = None
+    # The ids the list's own checks label their errors with (placeholders as in the declarations').
+    unique_rule: str = ""
+    refers_rule: str = ""
 
 
 @dataclass(frozen=True)
@@ -77,6 +88,8 @@ class ScopeDeclarations:
         self.scope = scope
         if not re.fullmatch(r"[a-z][a-z0-9_]*", scope.name):
             raise FormError(f"a scope's name is a Python name: {scope.name!r}")
+        if (scope.unique or scope.refers) and not scope.each:
+            raise FormError(f"scope {scope.name}: unique and refers are checks of its list's loop (each=True)")
         for d in scope.declared:
             if not isinstance(d, FIELD_FORMS):
                 raise FormError(f"{d.id}: a scope holds field declarations (paths relative to the entry)")
@@ -140,25 +153,65 @@ class ScopeDeclarations:
         lines += body
         if not self.scope.each:
             return lines, imports
-        # The same checks over a whole list, for a loop that reports nothing between its entries.
+        # The same checks over a whole list, for a loop that reports nothing between its entries
+        # but the list's own checks (``unique``, ``refers``).
+        scope = self.scope
+        names = ", names: AbstractSet[str]" if scope.refers else ""
+        returned = "set[str]" if scope.unique else "None"
         lines += [
             "",
             "",
-            f"def check_each_{name}(",
-            "    items: list[Any],",
-            "    path: FieldPath,",
-            "    errors: list[FieldError],",
-            ") -> None:",
-            f'    """Each {self.scope.entry} of the list at ``path``, as ``check_{name}``; an entry that is no object',
-            '    is refused (``must be of type object``, a type error of the schema\'s rule)."""',
+            f"def check_each_{name}(items: list[Any], path: FieldPath, errors: list[FieldError]{names}) -> {returned}:",
+            f'    """Each {scope.entry} of the list at ``path``, as ``check_{name}``; an entry that is no object',
+            "    is refused (``must be of type object``, a type error of the schema's rule)"
+            + (";" if scope.unique or scope.refers else '."""'),
+        ]
+        if scope.refers:
+            end = ";" if scope.unique else '."""'
+            lines.append(
+                f"    a {scope.refers[0]} not among ``names``: ``Not found``, before the entry's own errors{end}"
+            )
+        if scope.unique:
+            lines += [
+                f"    a {scope.unique} an earlier entry has: ``Duplicate value``, after the entry's own errors. The",
+                f'    {scope.unique}s."""',
+                "    seen: set[str] = set()",
+            ]
+        lines += [
             "    for index, entry in enumerate(items):",
             "        if type(entry) is not dict:",
             f'            errors.append(invalid((*path, index), entry, "must be of type object", {SCHEMA_TYPES!r}))',
             "            continue",
         ]
-        body, more = self._body(each=True)
+        more = {"invalid"}
+        fetched = ""
+        if scope.refers:
+            field, detail = scope.refers
+            fetched = f"value = entry.get({field!r})"
+            lines += [
+                f"        {fetched}",
+                "        if type(value) is str and value and value not in names:",
+                f"            errors.append(not_found((*path, index, {field!r}), value, {detail!r}, "
+                f"{self.label(scope.refers_rule, each=True)}))",
+            ]
+            more.add("not_found")
+        body, needs = self._body(each=True, fetched=fetched)
         lines += [f"    {line}" for line in body]
-        return lines, imports | more | {"invalid"}
+        if scope.unique:
+            read = f"value = entry.get({scope.unique!r})"
+            last = [line.strip() for line in body if line.startswith("    value = ")]
+            if (last[-1] if last else fetched) != read:
+                lines.append(f"        {read}")
+            lines += [
+                "        if type(value) is str and value:",
+                "            if value in seen:",
+                f"                errors.append(duplicate((*path, index, {scope.unique!r}), value, "
+                f"{self.label(scope.unique_rule, each=True)}))",
+                "            seen.add(value)",
+                "    return seen",
+            ]
+            more.add("duplicate")
+        return lines, imports | needs | more
 
     def label(self, rule: str, *, each: bool) -> str:
         """The expression of the id ``rule`` in the generated function: a literal, or an f-string whose
@@ -173,10 +226,12 @@ class ScopeDeclarations:
 
         return "f" + repr(re.sub(r"{(\w+)}", word, rule))
 
-    def _body(self, *, each: bool) -> tuple[list[str], set[str]]:
+    def _body(self, *, each: bool, fetched: str = "") -> tuple[list[str], set[str]]:
+        """The lines of the checks of one entry (``each``: in the loop over the list, where no test of
+        ``only`` stands between two reads; ``fetched``: the read of ``value`` before them)."""
         lines: list[str] = []
         imports: set[str] = set()
-        current, fetched = "", ""
+        current = ""
         for d in self.scope.declared:
             body, needs = _scoped_python(d, self.label(d.id, each=each), each=each)
             imports |= needs
@@ -184,7 +239,8 @@ class ScopeDeclarations:
                 # Declarations of one id side by side are one test of ``only`` (none over a list).
                 if not each:
                     lines.append(f"    if not only or {d.id!r} in only:")
-                current, fetched = d.id, ""
+                    fetched = ""
+                current = d.id
             if body[0].startswith("value = ") and body[0] == fetched:
                 body = body[1:]  # the same field, read once (no check writes it)
             fetched = body[0] if body[0].startswith("value = ") else fetched
@@ -308,6 +364,8 @@ _SCOPED_IMPORTS = {
     "required": "jobgate.engine.fielderrors",
     "invalid": "jobgate.engine.fielderrors",
     "not_supported": "jobgate.engine.fielderrors",
+    "not_found": "jobgate.engine.fielderrors",
+    "duplicate": "jobgate.engine.fielderrors",
     "is_dns1123_label": "jobgate.rules.names",
     "dns1123_label_problems": "jobgate.rules.names",
 }
@@ -318,7 +376,8 @@ def scoped_module_text(scopes: Iterable[Scope]) -> str:
     what its checks call (no declaration, no ``dataclasses`` or ``typing`` at run time: start-up)."""
     functions: list[str] = []
     imports: set[str] = set()
-    for scope in sorted(scopes, key=lambda s: s.name):
+    scopes = sorted(scopes, key=lambda s: s.name)
+    for scope in scopes:
         lines, needs = ScopeDeclarations(scope).python_function()
         functions += lines
         imports |= needs
@@ -340,6 +399,7 @@ def scoped_module_text(scopes: Iterable[Scope]) -> str:
         "",
         "TYPE_CHECKING = False",
         "if TYPE_CHECKING:",
+        *(["    from collections.abc import Set as AbstractSet"] if any(scope.refers for scope in scopes) else []),
         "    from typing import Any",
         "",
         "    from jobgate.engine.fielderrors import FieldError, FieldPath",

@@ -14,7 +14,6 @@ from jobgate.engine.fielderrors import (
     Key,
     duplicate,
     invalid,
-    not_found,
     required,
     too_many,
 )
@@ -62,8 +61,6 @@ class ContainerRules:
 
     __slots__ = (
         "extended_resource_limits",
-        "mounted_volumes",
-        "port_names_unique",
         "quantities",
         "requests_within_limits",
         "whole_extended_resources",
@@ -71,8 +68,6 @@ class ContainerRules:
 
     def __init__(self, key: str) -> None:
         prefix = f"pod-template/{key}/"
-        self.port_names_unique = prefix + "port-names-unique"
-        self.mounted_volumes = prefix + "mounted-volumes"
         self.quantities = prefix + "quantities"
         self.whole_extended_resources = prefix + "whole-extended-resources"
         self.extended_resource_limits = prefix + "extended-resource-limits"
@@ -97,9 +92,9 @@ def _rules(container_path: FieldPath) -> ContainerRules:
 
 
 # The checks below run twice per review on the webhook's hot path, where a Python call costs more
-# than the test it makes: valid values take the shortest way through (a type test and a lookup,
-# the scope's generated check once per entry), and the helpers that explain a failure (``_objects``,
-# ``_resource_class``) are called only for what is not the usual case.
+# than the test it makes: valid values take the shortest way through (a type test and a lookup, one
+# generated loop per list of volumes, ports, mounts or variables), and the helpers that explain a
+# failure (``_objects``, ``_resource_class``) are called only for what is not the usual case.
 
 
 def _objects(value: Any, path: FieldPath, errors: list[FieldError], bound: str | None = None) -> list[Any]:
@@ -205,19 +200,8 @@ def _check_volumes(volumes: Any, path: FieldPath, errors: list[FieldError]) -> s
         return names
     if type(volumes) is not list or len(volumes) > POD_TEMPLATE_BOUNDS["volumes"]:
         volumes = _objects(volumes, path, errors, "volumes")
-    check_volume = scoped_rules.check_volume
-    for index, volume in enumerate(volumes):
-        if type(volume) is not dict:
-            errors.append(invalid((*path, index), volume, "must be of type object", SCHEMA_TYPES))
-            continue
-        check_volume(volume, path, errors, index)
-        name = volume.get("name")
-        if type(name) is not str or not name:
-            continue
-        if name in names:
-            errors.append(duplicate((*path, index, "name"), name, VOLUME_NAMES_UNIQUE))
-        names.add(name)
-    return names
+    # The generated loop over the list: each volume's name, then whether an earlier one has it.
+    return scoped_rules.check_each_volume(volumes, path, errors)
 
 
 def _check_containers(
@@ -263,17 +247,8 @@ def _check_container(
         ports_path = (*path, "ports")
         if type(ports) is not list or len(ports) > POD_TEMPLATE_BOUNDS["ports"]:
             ports = _objects(ports, ports_path, errors, "ports")
-        port_names: set[str] = set()
-        for index, port in enumerate(ports):
-            if type(port) is not dict:
-                errors.append(invalid((*ports_path, index), port, "must be of type object", SCHEMA_TYPES))
-                continue
-            scoped_rules.check_container_port(port, ports_path, errors, index)
-            port_name = port.get("name")
-            if type(port_name) is str and port_name:
-                if port_name in port_names:
-                    errors.append(duplicate((*ports_path, index, "name"), port_name, _rules(path).port_names_unique))
-                port_names.add(port_name)
+        # The generated loop: each port's fields, then whether an earlier port has its name.
+        scoped_rules.check_each_container_port(ports, ports_path, errors)
 
     resources = container.get("resources")
     if resources is not None:
@@ -287,20 +262,9 @@ def _check_container(
         mounts_path = (*path, "volumeMounts")
         if type(mounts) is not list or len(mounts) > POD_TEMPLATE_BOUNDS["volumeMounts"]:
             mounts = _objects(mounts, mounts_path, errors, "volumeMounts")
-        check_volume_mount = scoped_rules.check_volume_mount
-        for index, mount in enumerate(mounts):
-            if type(mount) is not dict:
-                errors.append(invalid((*mounts_path, index), mount, "must be of type object", SCHEMA_TYPES))
-                continue
-            # A name of no volume is set (a string, not ""): it never comes with the scope's error of
-            # the name, and is reported first, where it was (before the mount's path).
-            mount_name = mount.get("name")
-            if type(mount_name) is str and mount_name and mount_name not in volume_names:
-                mount_path = (*mounts_path, index, "name")
-                errors.append(
-                    not_found(mount_path, mount_name, "no volume of that name in the pod", _rules(path).mounted_volumes)
-                )
-            check_volume_mount(mount, mounts_path, errors, index)
+        # The generated loop: a name of no volume first (a set one: it never comes with the scope's
+        # error of the name), then each mount's fields.
+        scoped_rules.check_each_volume_mount(mounts, mounts_path, errors, volume_names)
 
     env = container.get("env")
     if env is not None:

@@ -73,6 +73,9 @@ PORT = Scope(
         StringField(_PORTS, _PORTS_SUMMARY, "name", syntax="port-name", string=True),
     ),
     words=(("list", -4),),  # ...containers[0].ports[1]
+    each=True,
+    unique="name",
+    unique_rule="pod-template/{list}/port-names-unique",
 )
 _MOUNTS = "pod-template/{list}/mounts"
 _MOUNTS_SUMMARY = "{list}: volume mounts name a volume and a mount path"
@@ -84,6 +87,9 @@ MOUNT = Scope(
         RequiredField(_MOUNTS, _MOUNTS_SUMMARY, "mountPath", empty_is_unset=True, string=True),
     ),
     words=(("list", -4),),
+    each=True,
+    refers=("name", "no volume of that name in the pod"),
+    refers_rule="pod-template/{list}/mounted-volumes",
 )
 _ENV = "pod-template/{list}/env"
 _ENV_SUMMARY = "{list}: environment variable names are printable ASCII without '='"
@@ -106,6 +112,9 @@ VOLUME = Scope(
         RequiredField(_VOLUMES, _VOLUMES_SUMMARY, "name", empty_is_unset=True, string=True),
         StringField(_VOLUMES, _VOLUMES_SUMMARY, "name", label=True),
     ),
+    each=True,
+    unique="name",
+    unique_rule="pod-template/volume-names-unique",
 )
 
 SCOPES = (TEMPLATE, POD_SPEC, CONTAINER_NAME, CONTAINER, PORT, MOUNT, ENV_VAR, VOLUME)

@@ -1389,6 +1389,41 @@ def test_a_scope_over_an_entry_of_a_list_and_over_the_whole_list():
     ]
 
 
+def test_a_scopes_list_loop_checks_a_unique_field_and_a_reference_around_each_entrys_errors():
+    """``unique`` after each entry's own errors (the strings returned), ``refers`` before them: the
+    order of a hand-written loop that made those checks between one entry's scoped errors and the next's."""
+    linked = Scope(
+        "link",
+        "link",
+        (
+            RequiredField("l/name", "links are named", "name", empty_is_unset=True, string=True),
+            StringField("l/name", "links are named", "name", label=True),
+            RequiredField("l/to", "links go somewhere", "to", empty_is_unset=True, string=True),
+        ),
+        each=True,
+        unique="name",
+        refers=("to", "no such target"),
+    )
+    namespace: dict[str, object] = {}
+    exec(compile(scoped_module_text([linked]), "scoped", "exec"), namespace)
+    each = namespace["check_each_link"]
+    links = [{"name": "a", "to": "x"}, {"name": "Bad", "to": "nowhere"}, {"name": "Bad", "to": 4}, {"name": "a"}]
+    errors: list = []
+    assert each(links, ("spec", "links"), errors, {"x"}) == {"a", "Bad"}
+    label = [f'spec.links[2].name: Invalid value: "Bad": {p}' for p in dns1123_label_problems("Bad")]
+    assert [str(e) for e in errors] == [
+        'spec.links[1].to: Not found: "nowhere": no such target',
+        *(line.replace("[2]", "[1]") for line in label),
+        *label,
+        "spec.links[2].to: Invalid value: 4: must be of type string",
+        'spec.links[2].name: Duplicate value: "Bad"',
+        "spec.links[3].to: Required value",
+        'spec.links[3].name: Duplicate value: "a"',
+    ]
+    with pytest.raises(FormError):  # checks of the list's loop: only with each=True
+        ScopeDeclarations(Scope("x", "entry", (), unique="name"))
+
+
 def test_a_scope_is_placed_and_recorded_at_each_site(scoped):
     for list_name in ("members", "observers"):
         site = ScopeSite(MEMBER, f"spec.teams{{*}}.{list_name}[*]", (("list", list_name),))
