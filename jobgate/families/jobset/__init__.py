@@ -32,5 +32,5 @@ FAMILY = Family(
     ),
     catalogue="jobgate.families.jobset.catalogue",
     admission_only=True,
-    compiled_modules=("jobgate.families.jobset.rules", "jobgate.families.jobset.rules.checks"),
+    compiled_modules=("jobgate.families.jobset.rules.checks", "jobgate.families.jobset.rules.gates"),
 )
