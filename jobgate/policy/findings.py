@@ -550,7 +550,8 @@ def _runtime_checks(eff: EffectivePolicy, job: dict[str, Any], out: list[PolicyF
     ref = get_path(job, ("spec", "runtimeRef"))
     if not isinstance(ref, dict):
         return  # no runtime named: the TrainJob's own validation refuses it
-    kind = ref.get("kind") if isinstance(ref.get("kind"), str) else "ClusterTrainingRuntime"
+    named_kind = ref.get("kind")
+    kind: str = named_kind if isinstance(named_kind, str) else "ClusterTrainingRuntime"
     entries = eff.allow.get(_RUNTIME_LISTS.get(kind, ""), [])
     name = ref.get("name")
     path = ("spec", "runtimeRef", "name")

@@ -132,6 +132,20 @@ def webhook_process(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Webhoo
         process.stop()
 
 
+def by_url(configurations: list[dict], port: int, ca: bytes) -> str:
+    """Webhook configurations as an overlay renders them, pointed at a webhook on 127.0.0.1:``port``
+    trusted through ``ca`` and asked for every namespace: a kubectl List."""
+    import base64
+
+    bundle = base64.b64encode(ca).decode()
+    for configuration in configurations:
+        for webhook in configuration["webhooks"]:
+            path = webhook["clientConfig"]["service"]["path"]
+            webhook["clientConfig"] = {"url": f"https://127.0.0.1:{port}{path}", "caBundle": bundle}
+            webhook.pop("namespaceSelector", None)
+    return json.dumps({"apiVersion": "v1", "kind": "List", "items": configurations})
+
+
 def url_overlay(port: int) -> str:
     """The url overlay, rendered by kubectl's kustomize, pointed at the webhook's port, its CRDs
     without jobgate's CEL rules, schema keywords and defaults (the models' schema alone): the suites

@@ -10,11 +10,9 @@ refuse as JobSet's webhook does.
 
 from __future__ import annotations
 
-import base64
 import copy
 import json
 import subprocess
-import sys
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -24,7 +22,7 @@ import yaml
 
 from envtest.harness import ControlPlane, free_port
 from jobgate.certs.authority import init_directory
-from tests.e2e.conftest import IN_CI, REPO, Cluster, jobgate
+from tests.e2e.conftest import IN_CI, REPO, Cluster, WebhookProcess, by_url, jobgate
 
 pytestmark = pytest.mark.e2e
 
@@ -34,14 +32,6 @@ NAMESPACE = "team-js"
 
 def rendered_overlay(cluster: Cluster) -> list[dict]:
     return [d for d in yaml.safe_load_all(cluster.kubectl("kustomize", str(OVERLAY), check=True).stdout) if d]
-
-
-def to_url(configuration: dict, port: int, ca: bytes) -> dict:
-    for webhook in configuration["webhooks"]:
-        path = webhook["clientConfig"]["service"]["path"]
-        webhook["clientConfig"] = {"url": f"https://127.0.0.1:{port}{path}", "caBundle": base64.b64encode(ca).decode()}
-        webhook.pop("namespaceSelector", None)
-    return configuration
 
 
 def jobset(name: str, *jobs: dict, **spec: object) -> dict:
@@ -84,29 +74,20 @@ def jobset_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Setup]:
     plane = ControlPlane()
     plane.start()
     cluster = Cluster(plane)
-    port = free_port()
-    log = work / "webhook.log"
-    command = [sys.executable, "-m", "jobgate", "webhook", "--tls-dir", str(tls), "--host", "127.0.0.1"]
-    webhook = subprocess.Popen([*command, "--port", str(port), "--families=jobset"], cwd=REPO, stderr=log.open("ab"))
+    webhook = WebhookProcess(tls, free_port())
+    webhook.extra = ("--families=jobset",)
     try:
-        deadline = time.monotonic() + 30
-        while f"127.0.0.1:{port}" not in log.read_text():
-            assert webhook.poll() is None and time.monotonic() < deadline, log.read_text()
-            time.sleep(0.1)
+        webhook.start()
         cluster.kubectl("apply", "--server-side", "-f", str(crd), check=True)
         wait_established(cluster)
         configurations = [d for d in rendered_overlay(cluster) if d["kind"].endswith("WebhookConfiguration")]
-        stream = json.dumps(
-            {"apiVersion": "v1", "kind": "List", "items": [to_url(c, port, ca) for c in configurations]}
-        )
-        cluster.kubectl("apply", "-f", "-", input=stream, check=True)
+        cluster.kubectl("apply", "-f", "-", input=by_url(configurations, webhook.port, ca), check=True)
         cluster.kubectl("create", "namespace", NAMESPACE, check=True)
-        setup = Setup(cluster, log)
+        setup = Setup(cluster, webhook.log)
         wait_for_webhook(setup)
         yield setup
     finally:
-        webhook.terminate()
-        webhook.wait(timeout=20)
+        webhook.stop()
         plane.stop()
 
 

@@ -16,7 +16,6 @@ import json
 import re
 import ssl
 import subprocess
-import sys
 import threading
 import time
 from collections.abc import Iterator
@@ -29,7 +28,7 @@ import yaml
 from envtest.deploy import stand_in
 from envtest.harness import ControlPlane, free_port
 from jobgate.certs.authority import init_directory
-from tests.e2e.conftest import KUBEFLOW_TEST_CRDS, REPO, Cluster, jobgate
+from tests.e2e.conftest import KUBEFLOW_TEST_CRDS, REPO, Cluster, WebhookProcess, by_url, jobgate
 
 pytestmark = pytest.mark.e2e
 
@@ -116,14 +115,6 @@ def rendered_overlay(cluster: Cluster) -> list[dict]:
     return [d for d in yaml.safe_load_all(cluster.kubectl("kustomize", str(OVERLAY), check=True).stdout) if d]
 
 
-def to_url(configuration: dict, port: int, ca: bytes) -> dict:
-    for webhook in configuration["webhooks"]:
-        path = webhook["clientConfig"]["service"]["path"]
-        webhook["clientConfig"] = {"url": f"https://127.0.0.1:{port}{path}", "caBundle": base64.b64encode(ca).decode()}
-        webhook.pop("namespaceSelector", None)
-    return configuration
-
-
 def kubeflow_configuration(port: int, ca: bytes) -> dict:
     """Kubeflow's own registration of its PyTorchJob validator (its kubebuilder marker), by URL."""
     return {
@@ -165,17 +156,12 @@ def kubeflow_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Setup
     plane = ControlPlane()
     plane.start()
     cluster = Cluster(plane)
-    port = free_port()
-    log = work / "webhook.log"
-    command = [sys.executable, "-m", "jobgate", "webhook", "--tls-dir", str(tls), "--host", "127.0.0.1"]
-    webhook = subprocess.Popen([*command, "--port", str(port), "--families=kubeflow"], cwd=REPO, stderr=log.open("ab"))
+    webhook = WebhookProcess(tls, free_port())
+    webhook.extra = ("--families=kubeflow",)
     validator = KubeflowValidator(tls)
     validator.thread.start()
     try:
-        deadline = time.monotonic() + 30
-        while f"127.0.0.1:{port}" not in log.read_text():
-            assert webhook.poll() is None and time.monotonic() < deadline, log.read_text()
-            time.sleep(0.1)
+        webhook.start()
         # Kubeflow's CRDs (the tests' stand-ins) and its validating webhook, installed before jobgate.
         cluster.kubectl("apply", "-k", str(KUBEFLOW_TEST_CRDS), check=True)
         cluster.kubectl("wait", "--for=condition=Established", "crd", "-l", "app.kubernetes.io/part-of=jobgate",
@@ -183,18 +169,14 @@ def kubeflow_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Setup
         cluster.kubectl("apply", "-f", "-", input=json.dumps(kubeflow_configuration(validator.port, ca)), check=True)
         # jobgate's webhook configurations as the overlay renders them, pointed at the local webhook.
         configurations = [d for d in rendered_overlay(cluster) if d["kind"].endswith("WebhookConfiguration")]
-        stream = json.dumps(
-            {"apiVersion": "v1", "kind": "List", "items": [to_url(c, port, ca) for c in configurations]}
-        )
-        cluster.kubectl("apply", "-f", "-", input=stream, check=True)
+        cluster.kubectl("apply", "-f", "-", input=by_url(configurations, webhook.port, ca), check=True)
         cluster.kubectl("create", "namespace", NAMESPACE, check=True)
-        setup = Setup(cluster, validator, log)
+        setup = Setup(cluster, validator, webhook.log)
         wait_for_both(setup)
         yield setup
     finally:
         validator.server.shutdown()
-        webhook.terminate()
-        webhook.wait(timeout=20)
+        webhook.stop()
         plane.stop()
 
 
