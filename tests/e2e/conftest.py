@@ -132,6 +132,16 @@ def webhook_process(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Webhoo
         process.stop()
 
 
+def examples_with_crds(folder: str) -> list[Path]:
+    """The examples of ``examples/<folder>`` whose kinds jobgate's CRDs define: not those of an
+    admission-only family (named after it), whose peer's kinds a cluster of jobgate alone lacks; each
+    such family's own suite applies them (test_kubeflow_admission.py, test_jobset_admission.py, ...)."""
+    from jobgate.families import every_family
+
+    admission_only = tuple(f"{f.name}-" for f in every_family() if f.admission_only)
+    return sorted(p for p in (REPO / "examples" / folder).glob("*.yaml") if not p.name.startswith(admission_only))
+
+
 def by_url(configurations: list[dict], port: int, ca: bytes) -> str:
     """Webhook configurations as an overlay renders them, pointed at a webhook on 127.0.0.1:``port``
     trusted through ``ca`` and asked for every namespace: a kubectl List."""

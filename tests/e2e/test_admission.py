@@ -10,11 +10,10 @@ from pathlib import Path
 import pytest
 from ruamel.yaml import YAML
 
-from tests.e2e.conftest import REPO, Cluster, WebhookProcess, jobgate, wait_for_webhook
+from tests.e2e.conftest import REPO, Cluster, WebhookProcess, examples_with_crds, jobgate, wait_for_webhook
 
-# Kubeflow's examples need Kubeflow's kinds served: tests/e2e/test_kubeflow_admission.py applies them.
-VALID = sorted(p for p in (REPO / "examples/valid").glob("*.yaml") if not p.name.startswith("kubeflow-"))
-INVALID = sorted(p for p in (REPO / "examples/invalid").glob("*.yaml") if not p.name.startswith("kubeflow-"))
+VALID = examples_with_crds("valid")
+INVALID = examples_with_crds("invalid")
 DENIED_BY = 'admission webhook "validate.jobgate.dev" denied the request'
 
 

@@ -19,7 +19,7 @@ import yaml
 
 from envtest.cel_differential import Apiserver, Case, run_case
 from envtest.node import JOB_IMAGE
-from tests.e2e.conftest import REPO, Cluster, jobgate, wait_until
+from tests.e2e.conftest import REPO, Cluster, examples_with_crds, jobgate, wait_until
 
 pytestmark = [pytest.mark.e2e, pytest.mark.node]
 
@@ -110,15 +110,8 @@ def test_a_valid_job_is_stored_as_jobgate_default_prints_it(deployed: Cluster, e
     assert json.loads(stored.stdout)["spec"] == expected["spec"]
 
 
-# Kubeflow's jobs are admission-only (no CRD of jobgate's): test_in_cluster_admission_only.py.
-@pytest.mark.parametrize(
-    "example",
-    sorted(
-        p.name
-        for p in (EXAMPLES / "invalid").iterdir()
-        if p.suffix in (".yaml", ".yml") and not p.name.startswith("kubeflow-")
-    ),
-)
+# The admission-only families' jobs (no CRD of jobgate's): test_in_cluster_admission_only.py and their suites.
+@pytest.mark.parametrize("example", [p.name for p in examples_with_crds("invalid")])
 def test_an_invalid_job_is_refused_with_its_field_errors(deployed: Cluster, example: str):
     """Refused in both modes; each of the webhook's errors reported at its field. With the base's
     CRD rules in force, the apiserver refuses first what they enforce (at the field the catalogue
