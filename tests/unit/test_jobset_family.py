@@ -30,8 +30,12 @@ def test_the_pinned_jobset_release_is_a_visible_fact():
     """The alpha API changes between minors: the release the rules follow is named where users read."""
     assert PEER_VERSION == "v0.12.0"
     assert PEER_VERSION in family("jobset").description
-    assert "JobSet v0.12.0" in (REPO / "docs/families.md").read_text()
     assert "JobSet v0.12.0" in OVERLAY.read_text()
+
+
+@pytest.mark.skipif(not (REPO / "docs").is_dir(), reason="no docs/ here (the compiled pass copies the tests)")
+def test_the_docs_name_the_pinned_jobset_release():
+    assert "JobSet v0.12.0" in (REPO / "docs/families.md").read_text()
     assert "JobSet v0.12.0" in (REPO / "docs/rules/jobset.md").read_text()
 
 
