@@ -465,7 +465,10 @@ def server(request: pytest.FixtureRequest) -> Iterator[tuple[Server, Callable[..
         assert release in kubectl("version", "-o", "json").stdout
         apiserver = Server(str(plane.kubeconfig))
         apiserver.release = release
-        _warm_up(apiserver, kubectl)
+        try:
+            _warm_up(apiserver, kubectl)
+        except Exception as exc:  # the apiserver's own account of it, where CI shows it
+            raise AssertionError(f"{exc!r}; kube-apiserver {release}:\n{plane.log_tail('kube-apiserver')}") from exc
         yield apiserver, kubectl
 
 
