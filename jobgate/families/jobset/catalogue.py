@@ -23,7 +23,16 @@ CEL_WHY = (
     f"enforced in the cluster by JobSet {record.PEER_VERSION}'s own CRD (x-kubernetes-validations, CEL), before any "
     "webhook; jobgate checks it too, so that `jobgate validate` (no CRD offline) refuses what the cluster refuses"
 )
-GATED = "behind JobSet's feature gate {gate} (off by default; jobgate's flag --jobset-feature-gates)"
+
+
+def _gated(gate: str) -> str:
+    """The why of a rule JobSet puts behind a feature gate."""
+    return (
+        f"{PEER}'s rule, behind JobSet's feature gate {gate} (off by default; jobgate's flag "
+        f"--jobset-feature-gates); {REASON}"
+    )
+
+
 SITE = TemplateSite(
     ("spec", "replicatedJobs", LIST_ITEMS, "template", "spec", "template"),
     "spec.replicatedJobs[*].template.spec.template",
@@ -111,7 +120,7 @@ def _own() -> list[Rule]:
             Produces(f"{jobs}.template.spec.backoffLimit", "INVALID", "when in-place restart is enabled$"),
             Produces(f"{jobs}.template.spec.podReplacementPolicy", "INVALID", "when in-place restart is enabled$"),
             Produces(f"{jobs}.template.spec.completions", "INVALID", "when in-place restart is enabled$"),
-            why=f"{PEER}'s rule, {GATED.format(gate='InPlaceRestart')}; {REASON}",
+            why=_gated("InPlaceRestart"),
         ),
         _rule(
             checks.R_SUCCESS_TARGETS,
@@ -124,7 +133,7 @@ def _own() -> list[Rule]:
             "replicas",
             _internal("^RestartJob and RestartJobAndIgnoreMaxRestarts failure policy actions are not allowed"),
             _internal("^JobSet cannot have a failure policy rule with RestartJob"),
-            why=f"{PEER}'s rule, {GATED.format(gate='RestartJob')}; {REASON}",
+            why=_gated("RestartJob"),
         ),
         _rule(
             checks.R_RULE_NAMES,
@@ -178,7 +187,7 @@ def _own() -> list[Rule]:
             Produces(f"{jobs}.template.spec", "FORBIDDEN", "^Cannot mutate parallelism or completions"),
             Produces(f"{jobs}.template.spec.parallelism", "INVALID", "^parallelism must be >= 1$"),
             Produces(f"{jobs}.template.spec.completions", "INVALID", "^completions must be"),
-            why=f"{PEER}'s rule, {GATED.format(gate='ElasticJobSet')}; {REASON}",
+            why=_gated("ElasticJobSet"),
         ),
         _rule(
             checks.R_MANAGED_BY_IMMUTABLE,

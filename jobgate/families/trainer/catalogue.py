@@ -29,14 +29,17 @@ def _rule(rule_id: str, summary: str, why: str, *produces: Produces) -> Rule:
     return Rule(rule_id, summary, Where.WEBHOOK, produces, why=why)
 
 
+# The CRDs' string lengths, one rule of every kind.
+LENGTHS = _rule(
+    "trainer/lengths",
+    "the CRD's string lengths (names, URIs, images, commands and args, managers, paths)",
+    CEL.replace("(x-kubernetes-validations)", "(maxLength, minLength)"),
+    Produces("spec.**", "TOO_LONG"),
+    Produces("spec.**", "INVALID", " in body should be at least "),
+)
+
 TRAINJOB_RULES = (
-    _rule(
-        "trainer/lengths",
-        "the CRD's string lengths (names, URIs, images, commands and args, managers, paths)",
-        CEL.replace("(x-kubernetes-validations)", "(maxLength, minLength)"),
-        Produces("spec.**", "TOO_LONG"),
-        Produces("spec.**", "INVALID", " in body should be at least "),
-    ),
+    LENGTHS,
     _rule(
         "trainer/name",
         "metadata.name is an RFC 1035 DNS label of at most 63 characters",
@@ -181,13 +184,7 @@ TRAINJOB_RULES = (
 )
 
 RUNTIME_RULES = (
-    _rule(
-        "trainer/lengths",
-        "the CRD's string lengths (names, URIs, images, commands and args, managers, paths)",
-        CEL.replace("(x-kubernetes-validations)", "(maxLength, minLength)"),
-        Produces("spec.**", "TOO_LONG"),
-        Produces("spec.**", "INVALID", " in body should be at least "),
-    ),
+    LENGTHS,
     _rule(
         "trainer/runtime-template",
         "spec and spec.template are not empty",
