@@ -162,6 +162,27 @@ def wrapper_gomod(peer: Peer, gomod: str) -> str:
     return "\n".join(lines) + "\n"
 
 
+def install(
+    peer: Peer, scratch: Path, binaries: dict[str, str], go_version: str, started: float, **more: object
+) -> None:
+    """The built ``scratch`` directory becomes the peer's cache directory, with the stamp that names the
+    build (``more``: what else the builder records, e.g. the source it built from)."""
+    stamp = {
+        "peer": peer.name,
+        "module": peer.module,
+        "version": peer.version,
+        "package": peer.package,
+        "binaries": binaries,
+        **more,
+        "go": go_version,
+        "build_seconds": round(time.monotonic() - started, 1),
+    }
+    (scratch / _STAMP).write_text(json.dumps(stamp, indent=2) + "\n")
+    if peer.directory.exists():
+        shutil.rmtree(peer.directory)
+    scratch.rename(peer.directory)
+
+
 def build(peer: Peer, log: Log = print) -> Path:
     existing = peer.cached()
     if existing is not None:
@@ -188,19 +209,7 @@ def build(peer: Peer, log: Log = print) -> Path:
             for name, package in binaries.items():
                 _go(["build", "-ldflags=-s -w", "-o", str(scratch / name), package], work)
             go_version = _go(["env", "GOVERSION"], work).strip()
-            stamp = {
-                "peer": peer.name,
-                "module": peer.module,
-                "version": peer.version,
-                "package": peer.package,
-                "binaries": binaries,
-                "go": go_version,
-                "build_seconds": round(time.monotonic() - started, 1),
-            }
-        (scratch / _STAMP).write_text(json.dumps(stamp, indent=2) + "\n")
-        if target.exists():
-            shutil.rmtree(target)
-        scratch.rename(target)
+        install(peer, scratch, binaries, go_version, started)
     finally:
         if scratch.exists():
             shutil.rmtree(scratch)

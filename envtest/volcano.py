@@ -31,7 +31,6 @@ from __future__ import annotations
 import argparse
 import base64
 import io
-import json
 import os
 import re
 import shutil
@@ -48,7 +47,7 @@ from typing import Any
 
 import yaml
 
-from envtest.peers import _STAMP, Log, Peer, _go, build
+from envtest.peers import Log, Peer, _go, build, install
 from envtest.upstream import VOLCANO_MODULE, module_directory
 from envtest.versions import VOLCANO_HIERARCHY_VERSION, VOLCANO_VERSION
 
@@ -329,20 +328,8 @@ def build_from_git(peer: Peer, git_dir: Path, log: Log = print) -> Path:
             _go(["build", "-ldflags=-s -w", "-o", str(scratch / name), relative], tree)
         for kept in KEPT_FROM_SOURCE:
             shutil.copytree(tree / kept, scratch / SOURCE_COPY / kept)
-        stamp = {
-            "peer": peer.name,
-            "module": peer.module,
-            "version": peer.version,
-            "package": peer.package,
-            "binaries": binaries,
-            "source": {"git_commit": commit, "tag": peer.version},
-            "go": _go(["env", "GOVERSION"], tree).strip(),
-            "build_seconds": round(time.monotonic() - started, 1),
-        }
-        (scratch / _STAMP).write_text(json.dumps(stamp, indent=2) + "\n")
-        if target.exists():
-            shutil.rmtree(target)
-        scratch.rename(target)
+        go_version = _go(["env", "GOVERSION"], tree).strip()
+        install(peer, scratch, binaries, go_version, started, source={"git_commit": commit, "tag": peer.version})
     finally:
         for leftover in (scratch, tree):
             if leftover.exists():

@@ -407,3 +407,29 @@ def test_a_volcano_the_module_proxy_refuses_is_pointed_at_a_build_from_git(tmp_p
     monkeypatch.setattr(volcano, "build", refused)
     assert volcano.main(["--version", "v1.11.0"]) == 1
     assert "build the release's tag from git: --git DIR" in capsys.readouterr().err
+
+
+def test_an_installed_build_is_found_by_its_stamp_and_replaces_an_older_one(tmp_path, monkeypatch):
+    """``install``, shared by the module-proxy and the git builds: the scratch directory becomes the
+    peer's cache directory, its stamp naming the commands (and what else the builder records)."""
+    import time
+
+    from envtest.peers import _STAMP, Peer, install
+
+    monkeypatch.setenv("JOBGATE_PEERS_CACHE", str(tmp_path / "peers"))
+    peer = Peer("toy", "example.com/toy", "v1.0.0", "example.com/toy/cmd/toy", "config/crd",
+                commands=(("toy-a", "example.com/toy/cmd/a"), ("toy-b", "example.com/toy/cmd/b")))  # fmt: skip
+    peer.directory.mkdir(parents=True)
+    (peer.directory / "stale").write_text("an older build")
+    scratch = tmp_path / "peers" / ".scratch"
+    scratch.mkdir()
+    for name in peer.binaries():
+        (scratch / name).write_text("#!/bin/sh\n")
+        (scratch / name).chmod(0o755)
+    install(peer, scratch, peer.binaries(), "go1.26.8", time.monotonic(), source={"tag": "v1.0.0"})
+    assert not scratch.exists() and not (peer.directory / "stale").exists()
+    assert peer.cached() == peer.directory / "toy-a"
+    stamp = json.loads((peer.directory / _STAMP).read_text())
+    assert stamp["binaries"] == peer.binaries()
+    assert stamp["source"] == {"tag": "v1.0.0"} and stamp["go"] == "go1.26.8"
+    assert list(stamp)[:5] == ["peer", "module", "version", "package", "binaries"]
