@@ -142,6 +142,34 @@ def examples_with_crds(folder: str) -> list[Path]:
     return sorted(p for p in (REPO / "examples" / folder).glob("*.yaml") if not p.name.startswith(admission_only))
 
 
+def fits_queue_verdict(
+    run: Callable[..., subprocess.CompletedProcess[str]], work: Path, queue_kinds: str, namespace: str, job: dict
+) -> subprocess.CompletedProcess[str]:
+    """``jobgate validate`` of ``job`` under a policy requiring ``fitsQueue`` in ``namespace``, with the
+    namespaces and ``queue_kinds`` (kubectl's resource list) exported from the cluster ``run`` reaches:
+    the offline verdict the agreement tests hold a scheduler to."""
+    exported = run("get", f"namespaces,{queue_kinds}", "-A", "-o", "yaml")
+    objects = work / "cluster-objects.yaml"
+    objects.write_text(exported.stdout)
+    policy = work / "policy.yaml"
+    policy.write_text(
+        yaml.safe_dump(
+            {
+                "apiVersion": "policy.jobgate.io/v1alpha1",
+                "kind": "ClusterTrainingJobPolicy",
+                "metadata": {"name": "agreement-fits-queue"},
+                "spec": {
+                    "namespaceSelector": {"matchLabels": {"kubernetes.io/metadata.name": namespace}},
+                    "require": {"fitsQueue": True},
+                },
+            }
+        )
+    )
+    path = work / f"{job['metadata']['name']}.yaml"
+    path.write_text(yaml.safe_dump(job))
+    return jobgate("validate", str(path), "--policies", str(policy), "--cluster-objects", str(objects))
+
+
 def by_url(configurations: list[dict], port: int, ca: bytes) -> str:
     """Webhook configurations as an overlay renders them, pointed at a webhook on 127.0.0.1:``port``
     trusted through ``ca`` and asked for every namespace: a kubectl List."""

@@ -20,7 +20,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from tests.e2e.conftest import IN_CI, jobgate, wait_until
+from tests.e2e.conftest import IN_CI, fits_queue_verdict, wait_until
 
 pytestmark = pytest.mark.e2e
 
@@ -72,15 +72,6 @@ QUEUES = [
     local_queue("agree-borrower"),
     local_queue("agree-split"),
 ]
-POLICY = {
-    "apiVersion": "policy.jobgate.io/v1alpha1",
-    "kind": "ClusterTrainingJobPolicy",
-    "metadata": {"name": "agreement-fits-queue"},
-    "spec": {
-        "namespaceSelector": {"matchLabels": {"kubernetes.io/metadata.name": NAMESPACE}},
-        "require": {"fitsQueue": True},
-    },
-}
 
 
 @dataclass(frozen=True)
@@ -181,14 +172,8 @@ def kueue_cluster() -> Iterator[KueueCluster]:
 
 def jobgate_refuses(cluster: KueueCluster, case: Case) -> subprocess.CompletedProcess[str]:
     """``jobgate validate`` of the job with the policy and the queues exported from the cluster."""
-    exported = cluster.run("get", "namespaces,localqueues,clusterqueues,resourceflavors,cohorts", "-A", "-o", "yaml")
-    objects = cluster.work / "cluster-objects.yaml"
-    objects.write_text(exported.stdout)
-    policy = cluster.work / "policy.yaml"
-    policy.write_text(yaml.safe_dump(POLICY))
-    job = cluster.work / f"{case.job}.yaml"
-    job.write_text(yaml.safe_dump(pytorchjob(case)))
-    return jobgate("validate", str(job), "--policies", str(policy), "--cluster-objects", str(objects))
+    kinds = "localqueues,clusterqueues,resourceflavors,cohorts"
+    return fits_queue_verdict(cluster.run, cluster.work, kinds, NAMESPACE, pytorchjob(case))
 
 
 def workload_of(cluster: KueueCluster, job: str) -> dict | None:

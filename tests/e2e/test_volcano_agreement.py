@@ -52,7 +52,7 @@ from typing import TYPE_CHECKING
 import pytest
 import yaml
 
-from tests.e2e.conftest import IN_CI, jobgate, wait_until
+from tests.e2e.conftest import IN_CI, fits_queue_verdict, wait_until
 
 if TYPE_CHECKING:
     from envtest.peers import Peer
@@ -93,15 +93,6 @@ QUEUES = [
     queue("agree-research", {GPU: 64}, parent="agree-org"),
 ]
 CLOSED = "agree-closed"
-POLICY = {
-    "apiVersion": "policy.jobgate.io/v1alpha1",
-    "kind": "ClusterTrainingJobPolicy",
-    "metadata": {"name": "agreement-fits-queue"},
-    "spec": {
-        "namespaceSelector": {"matchLabels": {"kubernetes.io/metadata.name": NAMESPACE}},
-        "require": {"fitsQueue": True},
-    },
-}
 
 
 @dataclass(frozen=True)
@@ -304,14 +295,7 @@ def volcano_cluster() -> Iterator[VolcanoCluster]:
 
 def jobgate_verdict(cluster: VolcanoCluster, case: Case) -> subprocess.CompletedProcess[str]:
     """``jobgate validate`` of the job with the policy and the queues exported from the cluster."""
-    exported = cluster.run("get", "namespaces,queues.scheduling.volcano.sh", "-o", "yaml")
-    objects = cluster.work / "cluster-objects.yaml"
-    objects.write_text(exported.stdout)
-    policy = cluster.work / "policy.yaml"
-    policy.write_text(yaml.safe_dump(POLICY))
-    job = cluster.work / f"{case.job}.yaml"
-    job.write_text(yaml.safe_dump(vcjob(case)))
-    return jobgate("validate", str(job), "--policies", str(policy), "--cluster-objects", str(objects))
+    return fits_queue_verdict(cluster.run, cluster.work, "queues.scheduling.volcano.sh", NAMESPACE, vcjob(case))
 
 
 def pod_group(cluster: VolcanoCluster, job: str) -> dict | None:
