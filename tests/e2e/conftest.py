@@ -170,6 +170,33 @@ def fits_queue_verdict(
     return jobgate("validate", str(path), "--policies", str(policy), "--cluster-objects", str(objects))
 
 
+@contextlib.contextmanager
+def admission_only_cluster(
+    work: Path, overlay: Path, install: Callable[[Cluster, list[dict]], None], *flags: str, kubeconfig: bool = False
+) -> Iterator[tuple[Cluster, WebhookProcess]]:
+    """A control plane of its own with a peer's kinds (``install``, given the overlay's rendered
+    objects, puts them in), then ``jobgate webhook`` on loopback (``flags``; with ``kubeconfig``, the
+    plane's, for the webhook's informers) and the overlay's webhook configurations pointed at it."""
+    tls = work / "tls"
+    init_directory(tls, ["localhost"], ["127.0.0.1"])
+    plane = ControlPlane()
+    plane.start()
+    cluster = Cluster(plane)
+    webhook = WebhookProcess(tls, free_port())
+    webhook.extra = (*flags, *(("--kubeconfig", str(plane.kubeconfig)) if kubeconfig else ()))
+    try:
+        rendered = [d for d in yaml.safe_load_all(cluster.kubectl("kustomize", str(overlay), check=True).stdout) if d]
+        install(cluster, rendered)
+        webhook.start()
+        configurations = [d for d in rendered if d["kind"].endswith("WebhookConfiguration")]
+        cluster.kubectl("apply", "-f", "-", input=by_url(configurations, webhook.port, (tls / "ca.crt").read_bytes()),
+                        check=True)  # fmt: skip
+        yield cluster, webhook
+    finally:
+        webhook.stop()
+        plane.stop()
+
+
 def by_url(configurations: list[dict], port: int, ca: bytes) -> str:
     """Webhook configurations as an overlay renders them, pointed at a webhook on 127.0.0.1:``port``
     trusted through ``ca`` and asked for every namespace: a kubectl List."""

@@ -20,9 +20,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from envtest.harness import ControlPlane, free_port
-from jobgate.certs.authority import init_directory
-from tests.e2e.conftest import IN_CI, REPO, Cluster, WebhookProcess, by_url, jobgate
+from tests.e2e.conftest import IN_CI, REPO, Cluster, admission_only_cluster, jobgate
 
 pytestmark = pytest.mark.e2e
 
@@ -67,28 +65,17 @@ def jobset_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Setup]:
         if IN_CI:
             raise
         pytest.skip(f"JobSet's CRD is not available here: {exc}")
-    work = tmp_path_factory.mktemp("jobset")
-    tls = work / "tls"
-    init_directory(tls, ["localhost"], ["127.0.0.1"])
-    ca = (tls / "ca.crt").read_bytes()
-    plane = ControlPlane()
-    plane.start()
-    cluster = Cluster(plane)
-    webhook = WebhookProcess(tls, free_port())
-    webhook.extra = ("--families=jobset",)
-    try:
-        webhook.start()
+
+    def install(cluster: Cluster, rendered: list[dict]) -> None:
         cluster.kubectl("apply", "--server-side", "-f", str(crd), check=True)
         wait_established(cluster)
-        configurations = [d for d in rendered_overlay(cluster) if d["kind"].endswith("WebhookConfiguration")]
-        cluster.kubectl("apply", "-f", "-", input=by_url(configurations, webhook.port, ca), check=True)
+
+    work = tmp_path_factory.mktemp("jobset")
+    with admission_only_cluster(work, OVERLAY, install, "--families=jobset") as (cluster, webhook):
         cluster.kubectl("create", "namespace", NAMESPACE, check=True)
         setup = Setup(cluster, webhook.log)
         wait_for_webhook(setup)
         yield setup
-    finally:
-        webhook.stop()
-        plane.stop()
 
 
 def wait_established(cluster: Cluster, name: str = "jobsets.jobset.x-k8s.io", timeout: float = 60) -> None:

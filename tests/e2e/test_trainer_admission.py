@@ -16,11 +16,8 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-import yaml
 
-from envtest.harness import ControlPlane, free_port
-from jobgate.certs.authority import init_directory
-from tests.e2e.conftest import IN_CI, REPO, Cluster, WebhookProcess, by_url
+from tests.e2e.conftest import IN_CI, REPO, Cluster, admission_only_cluster
 
 pytestmark = pytest.mark.e2e
 
@@ -62,35 +59,23 @@ def trainer_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Setup]
         if IN_CI:
             raise
         pytest.skip(f"Kubeflow Trainer's CRDs not available: {exc}")
-    work = tmp_path_factory.mktemp("trainer")
-    tls = work / "tls"
-    init_directory(tls, ["localhost"], ["127.0.0.1"])
-    ca = (tls / "ca.crt").read_bytes()
-    plane = ControlPlane()
-    plane.start()
-    cluster = Cluster(plane)
-    webhook = WebhookProcess(tls, free_port())
-    webhook.extra = ("--families=trainer", "--kubeconfig", str(plane.kubeconfig))
-    try:
+
+    def install(cluster: Cluster, rendered: list[dict]) -> None:
         for crd in crds:
             cluster.kubectl("apply", "--server-side", "-f", str(crd), check=True)
-        rendered = [d for d in yaml.safe_load_all(cluster.kubectl("kustomize", str(OVERLAY), check=True).stdout) if d]
         # The platform-policy CRDs of the overlay (policies apply to TrainJobs too), before the webhook starts.
         policy_crds = [d for d in rendered if d["kind"] == "CustomResourceDefinition"]
         cluster.kubectl(
             "apply", "-f", "-", input=json.dumps({"apiVersion": "v1", "kind": "List", "items": policy_crds}), check=True
         )
         cluster.kubectl("wait", "--for=condition=Established", "crd", "--all", "--timeout=60s", check=True)
-        webhook.start()
-        configurations = [d for d in rendered if d["kind"].endswith("WebhookConfiguration")]
-        cluster.kubectl("apply", "-f", "-", input=by_url(configurations, webhook.port, ca), check=True)
+
+    work = tmp_path_factory.mktemp("trainer")
+    with admission_only_cluster(work, OVERLAY, install, "--families=trainer", kubeconfig=True) as (cluster, webhook):
         cluster.kubectl("create", "namespace", NAMESPACE, check=True)
         setup = Setup(cluster, webhook.log)
         wait_for_webhook(setup)
         yield setup
-    finally:
-        webhook.stop()
-        plane.stop()
 
 
 def runtime(name: str, *, kind: str = "ClusterTrainingRuntime", gpus: int = 0, replicas: int = 1) -> dict:
