@@ -124,3 +124,60 @@ def test_regression_kubeflow_elastic_policy_copies_only_integers(field):
         spec["elasticPolicy"] = {field: deep}
     assert check(_body(review), Webhook.MUTATE) in ("allowed", "patched")
     assert check(_body(review), Webhook.VALIDATE) == "denied"
+
+
+def _review_of_kind(kind: str) -> dict:
+    return next(r for r in seed_reviews() if r["request"]["kind"]["kind"] == kind)
+
+
+def _as_update(review: dict) -> dict:
+    review["request"]["operation"] = "UPDATE"
+    review["request"]["oldObject"] = json.loads(json.dumps(review["request"]["object"]))
+    return review
+
+
+@pytest.mark.parametrize("key", [{}, [], {"a": [1]}])
+@pytest.mark.parametrize("place", ["success targets", "failure targets", "mount name", "volume name"])
+def test_regression_jobset_names_that_are_not_strings(place, key):
+    # Found by fuzzing: an object or list where JobSet expects a replicated job's or a volume's name
+    # was looked up in a set (TypeError: unhashable type, internal errors).
+    review = _review_of_kind("JobSet")
+    spec = review["request"]["object"]["spec"]
+    pod = spec["replicatedJobs"][0]["template"]["spec"]["template"]["spec"]
+    if place == "success targets":
+        spec["successPolicy"] = {"operator": "All", "targetReplicatedJobs": [key]}
+    elif place == "failure targets":
+        spec["failurePolicy"] = {"rules": [{"name": "r", "action": "FailJobSet", "targetReplicatedJobs": [key]}]}
+    else:
+        spec["volumeClaimPolicies"] = [{"templates": [{"metadata": {"name": "data"}, "spec": {}}]}]
+        if place == "mount name":
+            pod["containers"][0]["volumeMounts"] = [{"name": key, "mountPath": "/data"}]
+        else:
+            pod["volumes"] = [{"name": key, "emptyDir": {}}]
+    assert check(_body(review), Webhook.MUTATE) in ("allowed", "patched")
+    assert check(_body(review), Webhook.VALIDATE) == "denied"
+
+
+@pytest.mark.parametrize("manager", [{}, [], {"a": [1]}])
+@pytest.mark.parametrize("side", ["old", "new", "both"])
+def test_regression_trainjob_patch_managers_that_are_not_strings(side, manager):
+    # Found by fuzzing: runtimePatches are keyed by manager on an update; an object or list as the
+    # manager was used as a dictionary key (TypeError: unhashable type, internal errors).
+    review = _as_update(_review_of_kind("TrainJob"))
+    for which, obj in (("new", review["request"]["object"]), ("old", review["request"]["oldObject"])):
+        if side in (which, "both"):
+            obj["spec"]["runtimePatches"] = [{"manager": manager}]
+    assert check(_body(review), Webhook.MUTATE) in ("allowed", "patched")
+    assert check(_body(review), Webhook.VALIDATE) == "denied"
+
+
+@pytest.mark.parametrize("name", [{}, [], {"a": [1]}])
+@pytest.mark.parametrize("side", ["old", "new"])
+def test_regression_training_runtime_job_names_that_are_not_strings(side, name):
+    # Found by fuzzing: a runtime's replicated jobs are matched by name against the stored runtime;
+    # an object or list as a name was used as a dictionary key (internal errors).
+    review = _as_update(_review_of_kind("ClusterTrainingRuntime"))
+    which = "oldObject" if side == "old" else "object"
+    review["request"][which]["spec"]["template"]["spec"]["replicatedJobs"][0]["name"] = name
+    assert check(_body(review), Webhook.MUTATE) in ("allowed", "patched")
+    assert check(_body(review), Webhook.VALIDATE) in ("allowed", "denied")

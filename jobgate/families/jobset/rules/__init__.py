@@ -192,12 +192,12 @@ def with_claim_volumes(template: Any, claims: list[str]) -> Any:
         for container in containers if type(containers) is list else []:
             mounts = container.get("volumeMounts") if type(container) is dict else None
             for mount in mounts if type(mounts) is list else []:
-                if type(mount) is dict:
-                    mounted.add(mount.get("name"))
+                if type(mount) is dict and type(mount.get("name")) is str:
+                    mounted.add(mount["name"])
     volumes = spec.get("volumes")
     if volumes is not None and type(volumes) is not list:
         return template
-    present = {v.get("name") for v in volumes or [] if type(v) is dict}
+    present = {v["name"] for v in volumes or [] if type(v) is dict and type(v.get("name")) is str}
     added = [
         {"name": c, "persistentVolumeClaim": {"claimName": c}} for c in claims if c in mounted and c not in present
     ]

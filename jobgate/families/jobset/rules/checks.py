@@ -204,7 +204,7 @@ def validate_create(obj: dict[str, Any], spec: dict[str, Any], enabled: frozense
         errors += _replicated_job(name, index, job, names, in_place and IN_PLACE_RESTART in enabled)
     success_policy = _dict(spec.get("successPolicy"))
     for target in _list(success_policy.get("targetReplicatedJobs")):
-        if target not in names:
+        if type(target) is str and target not in names:
             errors.append(
                 internal(
                     f"invalid replicatedJob name '{target}' does not appear in .spec.ReplicatedJobs", R_SUCCESS_TARGETS
@@ -335,7 +335,7 @@ def _failure_policy(
                 )
             )
         for target in _list(rule.get("targetReplicatedJobs")):
-            if target not in names:
+            if type(target) is str and target not in names:
                 errors.append(
                     internal(
                         f"invalid replicatedJob name '{target}' in failure policy does not appear in "

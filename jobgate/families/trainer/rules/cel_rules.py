@@ -66,8 +66,14 @@ def _list(value: Any) -> list[Any]:
     return value if isinstance(value, list) else []
 
 
-def _by_key(items: Any, key: str) -> dict[Any, tuple[int, dict[str, Any]]]:
-    return {item.get(key): (i, item) for i, item in enumerate(_list(items)) if isinstance(item, dict)}
+def _by_key(items: Any, key: str) -> dict[str, dict[str, Any]]:
+    """List items by their string key; an item whose key is not a string matches nothing (the schema refuses it)."""
+    return {item[key]: item for item in _list(items) if isinstance(item, dict) and isinstance(item.get(key), str)}
+
+
+def _matching(index: dict[str, dict[str, Any]], item: dict[str, Any], key: str) -> dict[str, Any] | None:
+    value = item.get(key)
+    return index.get(value) if isinstance(value, str) else None
 
 
 def _transition(path: FieldPath, new: Any, old: Any, rule: str, message: str = IMMUTABLE) -> list[FieldError]:
@@ -161,19 +167,20 @@ def patch_immutability(spec: dict[str, Any], old_spec: dict[str, Any]) -> list[F
     errors: list[FieldError] = []
     old_patches = _by_key(old_spec.get("runtimePatches"), "manager")
     for i, patch in enumerate(_list(spec.get("runtimePatches"))):
-        if not isinstance(patch, dict) or patch.get("manager") not in old_patches:
+        old_patch = _matching(old_patches, patch, "manager") if isinstance(patch, dict) else None
+        if old_patch is None:
             continue
-        old_patch = old_patches[patch.get("manager")][1]
 
         def jobs_of(p: dict[str, Any]) -> Any:
             return _dict(_dict(_dict(p.get("trainingRuntimeSpec")).get("template")).get("spec")).get("replicatedJobs")
 
         old_jobs = _by_key(jobs_of(old_patch), "name")
         for j, rjob in enumerate(_list(jobs_of(patch))):
-            if not isinstance(rjob, dict) or rjob.get("name") not in old_jobs:
+            old_job = _matching(old_jobs, rjob, "name") if isinstance(rjob, dict) else None
+            if old_job is None:
                 continue
             new_pod = rt.pod_spec(rjob)
-            old_pod = rt.pod_spec(old_jobs[rjob.get("name")][1])
+            old_pod = rt.pod_spec(old_job)
             base: FieldPath = (
                 "spec", "runtimePatches", i, "trainingRuntimeSpec", "template", "spec", "replicatedJobs", j,
                 "template", "spec", "template", "spec",
@@ -320,8 +327,9 @@ def jobset_template_rules(jobset: dict[str, Any], old_spec: dict[str, Any] | Non
             )
         old_jobs = _by_key(old.get("replicatedJobs"), "name")
         for i, rjob in enumerate(rt.replicated_jobs(jobset)):
-            if rjob.get("name") in old_jobs:
-                before = old_jobs[rjob.get("name")][1].get("dependsOn")
+            old_job = _matching(old_jobs, rjob, "name")
+            if old_job is not None:
+                before = old_job.get("dependsOn")
                 errors += _transition(
                     (*base, "replicatedJobs", i, "dependsOn"), rjob.get("dependsOn"), before,
                     "trainer/jobset-immutable", JOBSET_IMMUTABLE,

@@ -103,7 +103,9 @@ class TrainJobKind:
         old_spec = previous.get("spec") if isinstance(previous, dict) else None
         old_patches = old_spec.get("runtimePatches") if isinstance(old_spec, dict) else None
         old_by_manager = {
-            p.get("manager"): p for p in (old_patches if isinstance(old_patches, list) else []) if isinstance(p, dict)
+            p["manager"]: p
+            for p in (old_patches if isinstance(old_patches, list) else [])
+            if isinstance(p, dict) and isinstance(p.get("manager"), str)
         }
         now = None
         copied = list(patches)
@@ -111,7 +113,8 @@ class TrainJobKind:
         for index, patch in enumerate(copied):
             if not isinstance(patch, dict):
                 continue
-            old = old_by_manager.get(patch.get("manager")) if previous is not None else None
+            manager = patch.get("manager")
+            old = old_by_manager.get(manager) if previous is not None and isinstance(manager, str) else None
             if old is not None:
                 if _without_time(old) == _without_time(patch):
                     wanted = old.get("time")  # the stored time, unset included (Trainer copies it as it is)
