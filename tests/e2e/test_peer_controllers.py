@@ -24,6 +24,7 @@ from pathlib import Path
 import pytest
 import yaml
 
+from envtest.harness import free_port
 from envtest.node import JOB_IMAGE
 from tests.e2e.conftest import IN_CI, REPO, Cluster, WebhookProcess, by_url, running_node, wait_until
 
@@ -96,7 +97,7 @@ def peer_plane(tmp_path_factory: pytest.TempPathFactory) -> Iterator[PeerPlane]:
         cluster.kubectl("create", "namespace", NS, check=True)
         tls = work / "tls"
         init_directory(tls, ["localhost"], ["127.0.0.1"])
-        webhook = WebhookProcess(tls, _free_port())
+        webhook = WebhookProcess(tls, free_port())
         webhook.extra = ("--families=trainer,jobset", "--kubeconfig", str(node.plane.kubeconfig))
         webhook.start()
         names = []
@@ -113,12 +114,6 @@ def peer_plane(tmp_path_factory: pytest.TempPathFactory) -> Iterator[PeerPlane]:
             webhook.stop()
 
 
-def _free_port() -> int:
-    from envtest.harness import free_port
-
-    return free_port()
-
-
 def wait_for_webhook(cluster: Cluster, timeout: float = 60) -> None:
     """Webhook configurations take effect a moment after they are written; the webhook is Ready once
     its runtime informers have synced: until jobgate refuses a TrainJob's missing runtime."""
@@ -133,38 +128,40 @@ def wait_for_webhook(cluster: Cluster, timeout: float = 60) -> None:
 
 
 @pytest.fixture(scope="module")
-def jobset_controller(peer_plane: PeerPlane) -> Iterator[None]:
+def jobset_controller(request: pytest.FixtureRequest) -> Iterator[PeerPlane]:
+    """The plane with JobSet's controller running; a skip before any node starts when it is not built."""
     from envtest import jobset
 
     reason = jobset.unavailable_reason()
     if reason:
         # The peers' builds are what CI does not make (see the module's docstring): a skip there too.
         pytest.skip(reason)
+    plane: PeerPlane = request.getfixturevalue("peer_plane")
     process = jobset.run(
-        peer_plane.cluster.plane.kubeconfig, peer_plane.pki / "apiserver.crt", peer_plane.pki / "apiserver.key",
-        peer_plane.work / "jobset",
-    )  # fmt: skip
+        plane.cluster.plane.kubeconfig, plane.pki / "apiserver.crt", plane.pki / "apiserver.key", plane.work / "jobset"
+    )
     try:
         process.wait_ready()
-        yield
+        yield plane
     finally:
         process.stop()
 
 
 @pytest.fixture(scope="module")
-def trainer_controller(peer_plane: PeerPlane, jobset_controller: None) -> Iterator[None]:
-    from envtest import trainer
+def trainer_controller(request: pytest.FixtureRequest) -> Iterator[PeerPlane]:
+    """The plane with Trainer's controller manager and JobSet's controller (which runs its JobSets)."""
+    from envtest import jobset, trainer
 
-    reason = trainer.unavailable_reason()
+    reason = trainer.unavailable_reason() or jobset.unavailable_reason()
     if reason:
         pytest.skip(reason)
+    plane: PeerPlane = request.getfixturevalue("jobset_controller")
     process = trainer.run(
-        peer_plane.cluster.plane.kubeconfig, peer_plane.pki / "apiserver.crt", peer_plane.pki / "apiserver.key",
-        peer_plane.work / "trainer",
-    )  # fmt: skip
+        plane.cluster.plane.kubeconfig, plane.pki / "apiserver.crt", plane.pki / "apiserver.key", plane.work / "trainer"
+    )
     try:
         process.wait_ready()
-        yield
+        yield plane
     finally:
         process.stop()
 
@@ -251,8 +248,8 @@ def pod_logs(cluster: Cluster, pods: list[dict]) -> list[str]:
     return [cluster.kubectl("logs", "-n", NS, p["metadata"]["name"], check=True).stdout for p in pods]
 
 
-def test_a_jobset_jobgate_defaulted_runs_to_its_jobs_and_pods(peer_plane: PeerPlane, jobset_controller: None):
-    cluster = peer_plane.cluster
+def test_a_jobset_jobgate_defaulted_runs_to_its_jobs_and_pods(jobset_controller: PeerPlane):
+    cluster = jobset_controller.cluster
     code = "import os; print('index', os.environ['JOB_COMPLETION_INDEX'])"
     create(cluster, jobset("pair", replicated("leader", 1, code), replicated("workers", 2, code, parallelism=2,
                                                                             completions=2)))  # fmt: skip
@@ -275,8 +272,8 @@ def test_a_jobset_jobgate_defaulted_runs_to_its_jobs_and_pods(peer_plane: PeerPl
     assert sorted(t.strip() for t in texts) == ["index 0"] * 3 + ["index 1"] * 2
 
 
-def test_a_trainjob_jobgate_admitted_runs_through_trainer_and_jobset(peer_plane: PeerPlane, trainer_controller: None):
-    cluster = peer_plane.cluster
+def test_a_trainjob_jobgate_admitted_runs_through_trainer_and_jobset(trainer_controller: PeerPlane):
+    cluster = trainer_controller.cluster
     code = "import os; print('nodes', os.environ['PET_NNODES'], 'rank', os.environ['PET_NODE_RANK'])"
     create(cluster, cluster_runtime("local-torch", code))
     create(cluster, trainjob("train", "local-torch", trainer={"numNodes": 2}))
@@ -303,8 +300,8 @@ def test_a_trainjob_jobgate_admitted_runs_through_trainer_and_jobset(peer_plane:
     wait_until(complete, 60, interval=1, message="the TrainJob's Complete condition")
 
 
-def test_an_invalid_trainjob_is_refused_and_nothing_runs(peer_plane: PeerPlane, trainer_controller: None):
-    cluster = peer_plane.cluster
+def test_an_invalid_trainjob_is_refused_and_nothing_runs(trainer_controller: PeerPlane):
+    cluster = trainer_controller.cluster
     create(cluster, cluster_runtime("local-plain", "print('never')"))
     ghost = {"manager": "example.com/mine", "trainingRuntimeSpec": {"template": {"spec": {"replicatedJobs": [
         {"name": "ghost"}]}}}}  # fmt: skip
