@@ -276,9 +276,12 @@ def test_a_trainjob_jobgate_admitted_runs_through_trainer_and_jobset(trainer_con
     cluster = trainer_controller.cluster
     code = "import os; print('nodes', os.environ['PET_NNODES'], 'rank', os.environ['PET_NODE_RANK'])"
     create(cluster, cluster_runtime("local-torch", code))
-    create(cluster, trainjob("train", "local-torch", trainer={"numNodes": 2}))
+    labelled = {"manager": "example.com/team", "trainingRuntimeSpec": {"template": {"spec": {"replicatedJobs": [
+        {"name": "node", "template": {"spec": {"template": {"metadata": {"labels": {"team": "a"}}}}}}]}}}}  # fmt: skip
+    create(cluster, trainjob("train", "local-torch", trainer={"numNodes": 2}, runtimePatches=[labelled]))
     stored = cluster.get_json("trainjobs.trainer.kubeflow.org", "train", "-n", NS)
     assert stored["spec"]["runtimeRef"]["kind"] == "ClusterTrainingRuntime"
+    assert stored["spec"]["runtimePatches"][0]["time"]  # stamped by jobgate's /mutate, as Trainer's defaulter does
 
     # Trainer's controller makes the JobSet; jobgate defaulted it on its way in, as JobSet's webhook would.
     child = wait_until(lambda: stored_or_none(cluster, "jobsets.jobset.x-k8s.io", "train"), 60, interval=1,
@@ -292,6 +295,7 @@ def test_a_trainjob_jobgate_admitted_runs_through_trainer_and_jobset(trainer_con
     wait_jobset_completed(cluster, "train")
     pods = listed(cluster, "pods", f"{JOBSET_NAME}=train")
     assert len(pods) == 2 and all(p["status"]["phase"] == "Succeeded" for p in pods), pods
+    assert all(p["metadata"]["labels"].get("team") == "a" for p in pods)  # the patch, merged by Trainer
     assert sorted(t.strip() for t in pod_logs(cluster, pods)) == ["nodes 2 rank 0", "nodes 2 rank 1"]
 
     def complete() -> bool:
