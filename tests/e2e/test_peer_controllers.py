@@ -321,3 +321,21 @@ def test_an_invalid_trainjob_is_refused_and_nothing_runs(trainer_controller: Pee
         assert stored_or_none(cluster, "trainjobs.trainer.kubeflow.org", name) is None
         assert stored_or_none(cluster, "jobsets.jobset.x-k8s.io", name) is None
         assert not listed(cluster, "pods", f"{JOBSET_NAME}={name}")
+
+
+def test_a_suspended_trainjob_resumes_through_jobgates_jobset_update_checks(trainer_controller: PeerPlane):
+    """Trainer applies the resumed JobSet as an UPDATE: jobgate's JobSet UPDATE rules (immutability, with
+    JobSet's relaxations while suspended) meet the object Trainer's server-side apply writes."""
+    cluster = trainer_controller.cluster
+    create(cluster, cluster_runtime("local-held", "print('resumed')"))
+    create(cluster, trainjob("held", "local-held", suspend=True))
+    child = wait_until(lambda: stored_or_none(cluster, "jobsets.jobset.x-k8s.io", "held"), 60, interval=1,
+                       message="the suspended TrainJob's JobSet")  # fmt: skip
+    assert child["spec"]["suspend"] is True
+    assert not listed(cluster, "pods", f"{JOBSET_NAME}=held")
+    patch = json.dumps({"spec": {"suspend": False}})
+    cluster.kubectl("patch", "trainjobs.trainer.kubeflow.org", "held", "-n", NS, "--type=merge", "-p", patch,
+                    check=True)  # fmt: skip
+    wait_jobset_completed(cluster, "held")
+    (pod,) = listed(cluster, "pods", f"{JOBSET_NAME}=held")
+    assert pod["status"]["phase"] == "Succeeded"
