@@ -20,16 +20,13 @@ from __future__ import annotations
 
 import os
 import shutil
-import subprocess
 import sys
-import time
-import urllib.request
-from dataclasses import dataclass
 from pathlib import Path
 
 import yaml
 
 from envtest.harness import free_port
+from envtest.peer_process import PeerProcess, spawn
 from envtest.peers import Peer, build
 from envtest.versions import KUEUE_VERSION
 
@@ -80,38 +77,7 @@ def unavailable_reason() -> str | None:
     return None
 
 
-@dataclass
-class Kueue:
-    process: subprocess.Popen
-    log: Path
-    health_port: int
-
-    def ready(self) -> bool:
-        try:
-            with urllib.request.urlopen(f"http://127.0.0.1:{self.health_port}/readyz", timeout=2) as answer:
-                return answer.status == 200
-        except OSError:
-            return False
-
-    def wait_ready(self, timeout: float = 120.0) -> None:
-        deadline = time.monotonic() + timeout
-        while not self.ready():
-            if self.process.poll() is not None or time.monotonic() > deadline:
-                tail = "\n".join(self.log.read_text(errors="replace").splitlines()[-30:])
-                raise RuntimeError(f"Kueue did not become ready (exit {self.process.poll()}):\n{tail}")
-            time.sleep(0.5)
-
-    def stop(self) -> None:
-        if self.process.poll() is None:
-            os.killpg(self.process.pid, 15)
-            try:
-                self.process.wait(timeout=30)
-            except subprocess.TimeoutExpired:
-                os.killpg(self.process.pid, 9)
-                self.process.wait(timeout=30)
-
-
-def run(kubeconfig: Path, serving_cert: Path, serving_key: Path, work: Path, frameworks: list[str]) -> Kueue:
+def run(kubeconfig: Path, serving_cert: Path, serving_key: Path, work: Path, frameworks: list[str]) -> PeerProcess:
     """Start the built Kueue against ``kubeconfig`` (see the module's docstring); ``work`` holds its
     configuration, certificates, overlay and log."""
     binary = KUEUE.cached()
@@ -130,12 +96,7 @@ def run(kubeconfig: Path, serving_cert: Path, serving_key: Path, work: Path, fra
     log = work / "kueue.log"
     command = ["unshare", "--mount", "--propagation", "private", "sh", "-c", _IN_NAMESPACE, "kueue"]
     command += [str(binary), str(config), str(certs), str(upper), str(scratch)]
-    environment = {**os.environ, "KUBECONFIG": str(kubeconfig)}
-    with open(log, "ab") as output:
-        process = subprocess.Popen(
-            command, stdout=output, stderr=subprocess.STDOUT, env=environment, start_new_session=True
-        )
-    return Kueue(process, log, health_port)
+    return spawn("Kueue", command, kubeconfig, log, health_port)
 
 
 def main() -> int:

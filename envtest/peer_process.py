@@ -1,4 +1,4 @@
-"""A peer's controller manager running against a test control plane (JobSet's, Trainer's): started in a
+"""A peer's controller manager running against a test control plane (Kueue's, JobSet's, Trainer's): started in a
 session of its own, ready when its health endpoint says so, stopped by its process group."""
 
 from __future__ import annotations
