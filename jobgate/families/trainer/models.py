@@ -5,8 +5,9 @@ lengths, enums, defaults). A runtime's JobSet template has the shape Trainer's C
 JobSet v0.12.0's ``JobSetSpec``, taken from the jobset family's models (one description of a JobSet
 spec), and a TrainJob's runtimePatches have Trainer's own patch types. Core Kubernetes values (env
 vars, resources, volumes, security contexts, pod templates) are held whole: their own schemas are the
-apiserver's, and the rules read them as plain data. jobgate serves these kinds at admission only; the CRDs generated from
-these models are only the end-to-end tests' stand-in for Trainer's (``tests/e2e/crds/trainer``).
+apiserver's, and the rules read them as plain data. jobgate serves these kinds at admission only; the
+CRDs generated from these models are only the end-to-end tests' stand-in for Trainer's
+(``tests/e2e/crds/trainer``).
 """
 
 from __future__ import annotations

@@ -8,10 +8,17 @@ from ``--cluster-objects`` and the runtimes given beside the jobs.
 
 A runtime's ``spec.template`` is a JobSet template (``jobset.x-k8s.io/v1alpha2`` JobSetSpec): this
 module reads what the trainer rules need of it (replicated jobs, their ancestor label, their pod
-templates and containers) as plain data, without depending on the ``jobset`` family.
+templates and containers) as plain data, through the jobset family's reader of a JobSet spec
+(``jobgate/families/jobset/shape.py``, which imports nothing: reading a template neither loads nor
+registers the JobSet family).
 """
 
 from __future__ import annotations
+
+from jobgate.families.jobset import shape
+
+# Read by the other rules modules as rt.job_spec, rt.replicas, ...: the same thing in a runtime as in a JobSet.
+from jobgate.families.jobset.shape import job_labels, job_spec, pod_spec, pod_template, replicas  # noqa: F401
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -146,34 +153,17 @@ def ml_policy(runtime: Mapping[str, Any] | None) -> dict[str, Any]:
 
 
 def replicated_jobs(template_spec: Any) -> list[dict[str, Any]]:
-    """The replicated jobs of a JobSetSpec (each an object; anything else skipped)."""
-    return [rj for rj in _list(_dict(template_spec).get("replicatedJobs")) if isinstance(rj, dict)]
+    """The replicated jobs of a JobSetSpec that are objects (anything else skipped: the schema refuses it)."""
+    return [rj for rj in shape.as_list(shape.as_dict(template_spec).get("replicatedJobs")) if type(rj) is dict]
 
 
 def runtime_replicated_jobs(runtime: Mapping[str, Any] | None) -> list[dict[str, Any]]:
     return replicated_jobs(_dict(runtime_spec(runtime).get("template")).get("spec"))
 
 
-def job_labels(rjob: dict[str, Any]) -> dict[str, Any]:
-    """The Job template's labels of a replicated job (where the ancestor label is)."""
-    return _dict(_dict(_dict(rjob.get("template")).get("metadata")).get("labels"))
-
-
 def ancestor(rjob: dict[str, Any]) -> str | None:
     value = job_labels(rjob).get(ANCESTOR_LABEL)
     return value if isinstance(value, str) else None
-
-
-def job_spec(rjob: dict[str, Any]) -> dict[str, Any]:
-    return _dict(_dict(rjob.get("template")).get("spec"))
-
-
-def pod_template(rjob: dict[str, Any]) -> dict[str, Any]:
-    return _dict(job_spec(rjob).get("template"))
-
-
-def pod_spec(rjob: dict[str, Any]) -> dict[str, Any]:
-    return _dict(pod_template(rjob).get("spec"))
 
 
 def containers(rjob: dict[str, Any], field: str = "containers") -> list[dict[str, Any]]:
@@ -198,11 +188,6 @@ def find_container(rjob: dict[str, Any] | None, name: str) -> dict[str, Any] | N
 
 def int_or(value: Any, default: int) -> int:
     return value if isinstance(value, int) and not isinstance(value, bool) else default
-
-
-def replicas(rjob: dict[str, Any]) -> int:
-    """``replicas``, the JobSet CRD's default 1 when unset."""
-    return int_or(rjob.get("replicas"), 1)
 
 
 def node_resources(runtime_jobs: list[dict[str, Any]]) -> dict[str, Any] | None:
