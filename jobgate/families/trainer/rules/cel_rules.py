@@ -12,7 +12,7 @@ from __future__ import annotations
 import re
 
 import jobgate.families.trainer.rules.runtimes as rt
-from jobgate.engine.fielderrors import FieldError, FieldPath, invalid, too_long
+from jobgate.engine.fielderrors import FieldError, FieldPath, invalid, render_path, too_long
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -197,7 +197,7 @@ def _length(path: FieldPath, value: Any, limit: int, least: int = 0) -> list[Fie
     if len(value.encode()) > limit:
         return [_too_long(path, limit)]
     if len(value) < least:
-        field = ".".join(str(p) for p in path)
+        field = render_path(path)
         return [invalid(path, value, f"{field} in body should be at least {least} chars long", rule=LENGTH_RULE)]
     return []
 

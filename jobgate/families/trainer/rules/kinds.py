@@ -252,8 +252,8 @@ class RuntimeKind:
         old_spec = old.get("spec") if isinstance(old, dict) and isinstance(old.get("spec"), dict) else None
         found.errors += cel_rules.runtime_rules(spec, old_spec)
         if old is not None and found.errors:
-            # What the CRDs check is ratcheted against the stored runtime, as stored: its defaults in.
-            found.errors = crd_schema.ratcheted(found.errors, obj, self.default(old))
+            # What the CRDs check is ratcheted against the stored runtime (the engine gives it defaulted).
+            found.errors = crd_schema.ratcheted(found.errors, obj, old)
         if checks.labels_of(obj).get(rt.WEBHOOK_VALIDATION_LABEL) == "disabled":
             return found  # Trainer's webhook configurations select such runtimes out (objectSelector)
         if self.kind == rt.CLUSTER_TRAINING_RUNTIME and context.operation == CREATE:
