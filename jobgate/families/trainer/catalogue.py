@@ -191,6 +191,12 @@ TRAINJOB_RULES = (
         PLUGIN,
         Produces("spec.annotations[*]", "INVALID", "^Volcano queue name must not be empty$"),
     ),
+    _rule(
+        "trainer/volcano-priority-class",
+        "the PriorityClass a Volcano runtime's pods name exists (system-*-critical excepted)",
+        PLUGIN.replace("it reads the runtime", "it reads the runtime and the cluster's PriorityClasses"),
+        Produces("spec.templateSpec.priorityClassName", "INVALID", "^PriorityClass .* doesn't exist: "),
+    ),
 )
 
 RUNTIME_RULES = (

@@ -180,12 +180,25 @@ class TrainJobKind:
             metadata = obj.get("metadata")
             job_name = metadata.get("name") if isinstance(metadata, dict) else None
             read_jobset = _jobset_reader(view, _namespace(obj, context), job_name if isinstance(job_name, str) else "")
-        found.errors += judge_against_runtime(spec, old_spec, runtime, read_jobset)
+        found.errors += judge_against_runtime(spec, old_spec, runtime, read_jobset, _priority_class_lookup(view))
         return found
 
 
+def _priority_class_lookup(view: Any) -> checks.PriorityClassLookup | None:
+    """The view's PriorityClass look-up for T24 (None: the view reads none)."""
+    find = getattr(view, "priority_class", None)
+    if find is None:
+        return None
+    hint = rt.PRIORITY_CLASS_HINT if view.offline_hint else ""
+    return lambda name: None if find(name) is not None else hint
+
+
 def judge_against_runtime(
-    spec: dict[str, Any], old_spec: dict[str, Any] | None, runtime: Any, read_jobset: Any = None
+    spec: dict[str, Any],
+    old_spec: dict[str, Any] | None,
+    runtime: Any,
+    read_jobset: Any = None,
+    priority_classes: checks.PriorityClassLookup | None = None,
 ) -> list[Any]:
     """Every plugin's check of the TrainJob against its runtime (Trainer's plugins run in map order; jobgate
     in a fixed one: the JobSet plugin, then torch, MPI, XGBoost, Flux and Volcano)."""
@@ -197,7 +210,7 @@ def judge_against_runtime(
     errors += checks.mpi_checks(spec, runtime, jobs)
     errors += checks.xgboost_checks(spec, runtime)
     errors += checks.flux_checks(spec, runtime, jobs)
-    errors += checks.volcano_checks(spec, runtime)
+    errors += checks.volcano_checks(spec, runtime, priority_classes)
     return errors
 
 

@@ -50,11 +50,18 @@ OFFLINE_HINT = (
 )
 
 
+# Added to a Volcano runtime's "PriorityClass ... not found" offline (T24).
+PRIORITY_CLASS_HINT = (
+    " (offline, give the PriorityClasses with --cluster-objects FILE|DIR: `kubectl get priorityclasses -o yaml`)"
+)
+
+
 class RuntimeSnapshot:
     """A ``RuntimeView`` over runtime objects given at once (``--cluster-objects``, documents beside the
-    jobs, tests). A TrainingRuntime without a namespace is taken as in ``default_namespace``."""
+    jobs, tests), with the JobSets and PriorityClasses some checks read. A TrainingRuntime without a
+    namespace is taken as in ``default_namespace``."""
 
-    __slots__ = ("_cluster", "_jobsets", "_namespaced", "default_namespace", "offline_hint")
+    __slots__ = ("_cluster", "_jobsets", "_namespaced", "_priority_classes", "default_namespace", "offline_hint")
 
     def __init__(
         self, objects: Iterable[Mapping[str, Any]] = (), default_namespace: str = "default", offline_hint: str = ""
@@ -63,13 +70,22 @@ class RuntimeSnapshot:
         self._namespaced: dict[tuple[str, str], Mapping[str, Any]] = {}
         # The TrainJobs' child JobSets (jobset.x-k8s.io), whose active jobs freeze a suspended job's patches.
         self._jobsets: dict[tuple[str, str], Mapping[str, Any]] = {}
+        # PriorityClasses (scheduling.k8s.io), which a Volcano runtime's pods name (T24).
+        self._priority_classes: dict[str, Mapping[str, Any]] = {}
         self.default_namespace = default_namespace
         self.offline_hint = offline_hint
         for obj in objects:
             self.add(obj)
 
     def add(self, obj: Mapping[str, Any]) -> bool:
-        """Take one runtime or JobSet (anything else is ignored); whether it was taken."""
+        """Take one runtime, JobSet or PriorityClass (anything else is ignored); whether it was taken."""
+        if is_priority_class(obj):
+            metadata = obj.get("metadata")
+            name = metadata.get("name") if isinstance(metadata, dict) else None
+            if not isinstance(name, str) or not name:
+                return False
+            self._priority_classes[name] = obj
+            return True
         if is_jobset(obj):
             metadata = obj.get("metadata")
             metadata = metadata if isinstance(metadata, dict) else {}
@@ -111,8 +127,11 @@ class RuntimeSnapshot:
     def jobset(self, namespace: str | None, name: str) -> Mapping[str, Any] | None:
         return self._jobsets.get((namespace or self.default_namespace, name))
 
+    def priority_class(self, name: str) -> Mapping[str, Any] | None:
+        return self._priority_classes.get(name)
+
     def __len__(self) -> int:
-        return len(self._cluster) + len(self._namespaced)
+        return len(self._cluster) + len(self._namespaced) + len(self._jobsets) + len(self._priority_classes)
 
 
 JOBSET_API_VERSION = "jobset.x-k8s.io/v1alpha2"
@@ -120,6 +139,12 @@ JOBSET_API_VERSION = "jobset.x-k8s.io/v1alpha2"
 
 def is_jobset(obj: Any) -> bool:
     return isinstance(obj, dict) and obj.get("apiVersion") == JOBSET_API_VERSION and obj.get("kind") == "JobSet"
+
+
+def is_priority_class(obj: Any) -> bool:
+    return (
+        isinstance(obj, dict) and obj.get("apiVersion") == "scheduling.k8s.io/v1" and obj.get("kind") == "PriorityClass"
+    )
 
 
 def is_runtime(obj: Any) -> bool:
