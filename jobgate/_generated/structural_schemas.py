@@ -2573,8 +2573,324 @@ def _families_trainer_models_TrainJobSpec() -> dict[str, object]:
          },
          "trainingRuntimeSpec": {
           "description": "The patch of the runtime's spec.",
-          "type": "object",
-          "x-kubernetes-preserve-unknown-fields": True
+          "properties": {
+           "template": {
+            "description": "The patch of the runtime's JobSet template.",
+            "properties": {
+             "metadata": {
+              "description": "Labels and annotations of the JobSet.",
+              "properties": {
+               "annotations": {
+                "additionalProperties": {
+                 "type": "string"
+                },
+                "description": "Annotations.",
+                "type": "object"
+               },
+               "finalizers": {
+                "description": "Finalizers.",
+                "items": {
+                 "type": "string"
+                },
+                "type": "array"
+               },
+               "labels": {
+                "additionalProperties": {
+                 "type": "string"
+                },
+                "description": "Labels.",
+                "type": "object"
+               },
+               "name": {
+                "description": "Name.",
+                "type": "string"
+               },
+               "namespace": {
+                "description": "Namespace.",
+                "type": "string"
+               }
+              },
+              "type": "object"
+             },
+             "spec": {
+              "description": "The patch of the JobSet's spec.",
+              "properties": {
+               "replicatedJobs": {
+                "description": "By name.",
+                "items": {
+                 "properties": {
+                  "name": {
+                   "description": "The runtime's replicated job patched.",
+                   "maxLength": 253,
+                   "type": "string"
+                  },
+                  "template": {
+                   "description": "The patch of its Job template.",
+                   "properties": {
+                    "metadata": {
+                     "description": "Labels and annotations of the Jobs.",
+                     "properties": {
+                      "annotations": {
+                       "additionalProperties": {
+                        "type": "string"
+                       },
+                       "description": "Annotations.",
+                       "type": "object"
+                      },
+                      "finalizers": {
+                       "description": "Finalizers.",
+                       "items": {
+                        "type": "string"
+                       },
+                       "type": "array"
+                      },
+                      "labels": {
+                       "additionalProperties": {
+                        "type": "string"
+                       },
+                       "description": "Labels.",
+                       "type": "object"
+                      },
+                      "name": {
+                       "description": "Name.",
+                       "type": "string"
+                      },
+                      "namespace": {
+                       "description": "Namespace.",
+                       "type": "string"
+                      }
+                     },
+                     "type": "object"
+                    },
+                    "spec": {
+                     "description": "The patch of the Jobs' spec.",
+                     "properties": {
+                      "template": {
+                       "description": "The patch of the Job's pod template.",
+                       "properties": {
+                        "metadata": {
+                         "description": "Labels and annotations of the pods.",
+                         "properties": {
+                          "annotations": {
+                           "additionalProperties": {
+                            "type": "string"
+                           },
+                           "description": "Annotations.",
+                           "type": "object"
+                          },
+                          "finalizers": {
+                           "description": "Finalizers.",
+                           "items": {
+                            "type": "string"
+                           },
+                           "type": "array"
+                          },
+                          "labels": {
+                           "additionalProperties": {
+                            "type": "string"
+                           },
+                           "description": "Labels.",
+                           "type": "object"
+                          },
+                          "name": {
+                           "description": "Name.",
+                           "type": "string"
+                          },
+                          "namespace": {
+                           "description": "Namespace.",
+                           "type": "string"
+                          }
+                         },
+                         "type": "object"
+                        },
+                        "spec": {
+                         "description": "The patch of the pods' spec.",
+                         "properties": {
+                          "affinity": {
+                           "description": "Affinity (core/v1).",
+                           "type": "object",
+                           "x-kubernetes-preserve-unknown-fields": True
+                          },
+                          "containers": {
+                           "description": "Immutable.",
+                           "items": {
+                            "description": "A patch of one container of the runtime's pods (by name): no image, command or resources.",
+                            "properties": {
+                             "env": {
+                              "description": "Environment variables (core/v1 EnvVar).",
+                              "items": {
+                               "type": "object",
+                               "x-kubernetes-preserve-unknown-fields": True
+                              },
+                              "maxItems": 128,
+                              "type": "array"
+                             },
+                             "name": {
+                              "description": "The container patched.",
+                              "maxLength": 253,
+                              "type": "string"
+                             },
+                             "securityContext": {
+                              "description": "Security context (core/v1).",
+                              "type": "object",
+                              "x-kubernetes-preserve-unknown-fields": True
+                             },
+                             "volumeMounts": {
+                              "description": "Volume mounts (core/v1).",
+                              "items": {
+                               "type": "object",
+                               "x-kubernetes-preserve-unknown-fields": True
+                              },
+                              "maxItems": 128,
+                              "type": "array"
+                             }
+                            },
+                            "required": [
+                             "name"
+                            ],
+                            "type": "object"
+                           },
+                           "maxItems": 64,
+                           "type": "array"
+                          },
+                          "imagePullSecrets": {
+                           "description": "Immutable.",
+                           "items": {
+                            "type": "object",
+                            "x-kubernetes-preserve-unknown-fields": True
+                           },
+                           "maxItems": 64,
+                           "type": "array"
+                          },
+                          "initContainers": {
+                           "description": "Immutable.",
+                           "items": {
+                            "description": "A patch of one container of the runtime's pods (by name): no image, command or resources.",
+                            "properties": {
+                             "env": {
+                              "description": "Environment variables (core/v1 EnvVar).",
+                              "items": {
+                               "type": "object",
+                               "x-kubernetes-preserve-unknown-fields": True
+                              },
+                              "maxItems": 128,
+                              "type": "array"
+                             },
+                             "name": {
+                              "description": "The container patched.",
+                              "maxLength": 253,
+                              "type": "string"
+                             },
+                             "securityContext": {
+                              "description": "Security context (core/v1).",
+                              "type": "object",
+                              "x-kubernetes-preserve-unknown-fields": True
+                             },
+                             "volumeMounts": {
+                              "description": "Volume mounts (core/v1).",
+                              "items": {
+                               "type": "object",
+                               "x-kubernetes-preserve-unknown-fields": True
+                              },
+                              "maxItems": 128,
+                              "type": "array"
+                             }
+                            },
+                            "required": [
+                             "name"
+                            ],
+                            "type": "object"
+                           },
+                           "maxItems": 64,
+                           "type": "array"
+                          },
+                          "nodeSelector": {
+                           "additionalProperties": {
+                            "type": "string"
+                           },
+                           "description": "Node selector.",
+                           "type": "object"
+                          },
+                          "schedulingGates": {
+                           "description": "Scheduling gates.",
+                           "items": {
+                            "properties": {
+                             "name": {
+                              "description": "Name of the scheduling gate.",
+                              "type": "string"
+                             }
+                            },
+                            "required": [
+                             "name"
+                            ],
+                            "type": "object"
+                           },
+                           "maxItems": 16,
+                           "type": "array"
+                          },
+                          "securityContext": {
+                           "description": "Pod security context (core/v1); immutable.",
+                           "type": "object",
+                           "x-kubernetes-preserve-unknown-fields": True
+                          },
+                          "serviceAccountName": {
+                           "description": "Service account; immutable.",
+                           "maxLength": 253,
+                           "type": "string"
+                          },
+                          "terminationGracePeriodSeconds": {
+                           "description": "Immutable.",
+                           "format": "int64",
+                           "minimum": 0,
+                           "type": "integer"
+                          },
+                          "tolerations": {
+                           "description": "Tolerations (core/v1).",
+                           "items": {
+                            "type": "object",
+                            "x-kubernetes-preserve-unknown-fields": True
+                           },
+                           "maxItems": 128,
+                           "type": "array"
+                          },
+                          "volumes": {
+                           "description": "Volumes (core/v1); immutable.",
+                           "items": {
+                            "type": "object",
+                            "x-kubernetes-preserve-unknown-fields": True
+                           },
+                           "maxItems": 128,
+                           "type": "array"
+                          }
+                         },
+                         "type": "object"
+                        }
+                       },
+                       "type": "object"
+                      }
+                     },
+                     "type": "object"
+                    }
+                   },
+                   "type": "object"
+                  }
+                 },
+                 "required": [
+                  "name"
+                 ],
+                 "type": "object"
+                },
+                "maxItems": 100,
+                "type": "array"
+               }
+              },
+              "type": "object"
+             }
+            },
+            "type": "object"
+           }
+          },
+          "type": "object"
          }
         },
         "required": [
@@ -2756,9 +3072,423 @@ def _families_trainer_models_TrainingRuntimeSpec() -> dict[str, object]:
        "x-kubernetes-preserve-unknown-fields": True
       },
       "template": {
-       "description": "The JobSet template (metadata and a jobset.x-k8s.io/v1alpha2 JobSetSpec).",
-       "type": "object",
-       "x-kubernetes-preserve-unknown-fields": True
+       "description": "The JobSet template (metadata and a JobSet v0.12.0 spec).",
+       "properties": {
+        "metadata": {
+         "description": "Labels and annotations of the JobSet.",
+         "properties": {
+          "annotations": {
+           "additionalProperties": {
+            "type": "string"
+           },
+           "description": "Annotations.",
+           "type": "object"
+          },
+          "finalizers": {
+           "description": "Finalizers.",
+           "items": {
+            "type": "string"
+           },
+           "type": "array"
+          },
+          "labels": {
+           "additionalProperties": {
+            "type": "string"
+           },
+           "description": "Labels.",
+           "type": "object"
+          },
+          "name": {
+           "description": "Name.",
+           "type": "string"
+          },
+          "namespace": {
+           "description": "Namespace.",
+           "type": "string"
+          }
+         },
+         "type": "object"
+        },
+        "spec": {
+         "description": "The JobSet's spec (jobset.x-k8s.io/v1alpha2).",
+         "properties": {
+          "coordinator": {
+           "description": "The coordinator pod.",
+           "properties": {
+            "jobIndex": {
+             "description": "Index of its Job.",
+             "type": "integer"
+            },
+            "podIndex": {
+             "description": "Completion index of the pod in that Job.",
+             "type": "integer"
+            },
+            "replicatedJob": {
+             "description": "The replicated job of the coordinator pod.",
+             "type": "string"
+            }
+           },
+           "required": [
+            "replicatedJob"
+           ],
+           "type": "object"
+          },
+          "failurePolicy": {
+           "description": "Failure and restart policy; immutable.",
+           "properties": {
+            "maxRestarts": {
+             "description": "Restarts before the JobSet is failed.",
+             "format": "int32",
+             "maximum": 2147483647,
+             "minimum": -2147483648,
+             "type": "integer"
+            },
+            "restartStrategy": {
+             "description": "Recreate (default, JobSet's CRD), BlockingRecreate or InPlaceRestart (feature gate).",
+             "enum": [
+              "Recreate",
+              "BlockingRecreate",
+              "InPlaceRestart"
+             ],
+             "type": "string"
+            },
+            "rules": {
+             "description": "Rules evaluated in order; the first match acts.",
+             "items": {
+              "description": "An action for Job failures that match the rule.",
+              "properties": {
+               "action": {
+                "description": "What JobSet does when the rule matches.",
+                "enum": [
+                 "FailJobSet",
+                 "RestartJobSet",
+                 "RestartJobSetAndIgnoreMaxRestarts",
+                 "RestartJob",
+                 "RestartJobAndIgnoreMaxRestarts"
+                ],
+                "type": "string"
+               },
+               "name": {
+                "description": "Name of the rule; defaulted to failurePolicyRule<index> by JobSet's webhook.",
+                "type": "string"
+               },
+               "onJobFailureMessagePatterns": {
+                "description": "Regexes of failure messages it matches.",
+                "items": {
+                 "type": "string"
+                },
+                "type": "array"
+               },
+               "onJobFailureReasons": {
+                "description": "Job failure reasons the rule matches.",
+                "items": {
+                 "type": "string"
+                },
+                "type": "array"
+               },
+               "targetReplicatedJobs": {
+                "description": "Replicated jobs the rule applies to.",
+                "items": {
+                 "type": "string"
+                },
+                "type": "array"
+               }
+              },
+              "required": [
+               "name",
+               "action"
+              ],
+              "type": "object"
+             },
+             "type": "array"
+            }
+           },
+           "type": "object"
+          },
+          "managedBy": {
+           "description": "The controller of the JobSet: jobset.sigs.k8s.io/jobset-controller when unset, or any domain-prefixed path of at most 63 characters (kueue.x-k8s.io/multikueue). Immutable.",
+           "type": "string"
+          },
+          "network": {
+           "description": "Networking of the JobSet's pods; immutable.",
+           "properties": {
+            "enableDNSHostnames": {
+             "description": "Pods reachable by hostname. Defaults to true.",
+             "type": "boolean"
+            },
+            "publishNotReadyAddresses": {
+             "description": "Publish pods' DNS records before they are ready. Defaults to true.",
+             "type": "boolean"
+            },
+            "subdomain": {
+             "description": "The headless service's name. Defaults to the JobSet's name.",
+             "type": "string"
+            }
+           },
+           "type": "object"
+          },
+          "replicatedJobs": {
+           "description": "The groups of Jobs, by name.",
+           "items": {
+            "description": "A group of identical Jobs.",
+            "properties": {
+             "dependsOn": {
+              "description": "Replicated jobs this one starts after; immutable (JobSet's CRD rule).",
+              "items": {
+               "description": "A replicated job this one waits for.",
+               "properties": {
+                "name": {
+                 "description": "An earlier replicated job.",
+                 "type": "string"
+                },
+                "status": {
+                 "description": "Ready (its pods are ready) or Complete (its Jobs completed).",
+                 "enum": [
+                  "Ready",
+                  "Complete"
+                 ],
+                 "type": "string"
+                }
+               },
+               "required": [
+                "name",
+                "status"
+               ],
+               "type": "object"
+              },
+              "maxItems": 5,
+              "type": "array"
+             },
+             "groupName": {
+              "description": "Group of the replicated job (a DNS-1035 label). Defaults to default (JobSet's CRD).",
+              "type": "string"
+             },
+             "name": {
+              "description": "Name of the replicated job; its Jobs are <jobset>-<name>-<index>.",
+              "type": "string"
+             },
+             "replicas": {
+              "description": "Number of Jobs. Defaults to 1 (JobSet's CRD).",
+              "format": "int32",
+              "maximum": 2147483647,
+              "minimum": -2147483648,
+              "type": "integer"
+             },
+             "template": {
+              "description": "The Job template (batch/v1).",
+              "properties": {
+               "metadata": {
+                "description": "Labels and annotations of the Jobs.",
+                "type": "object",
+                "x-kubernetes-preserve-unknown-fields": True
+               },
+               "spec": {
+                "description": "The Jobs' spec.",
+                "properties": {
+                 "activeDeadlineSeconds": {
+                  "description": "Seconds the Job may run before it is failed.",
+                  "format": "int64",
+                  "type": "integer"
+                 },
+                 "backoffLimit": {
+                  "description": "Pod failures before the Job is failed. Defaults to 6.",
+                  "format": "int32",
+                  "maximum": 2147483647,
+                  "minimum": -2147483648,
+                  "type": "integer"
+                 },
+                 "backoffLimitPerIndex": {
+                  "description": "Pod failures per index (Indexed Jobs).",
+                  "format": "int32",
+                  "maximum": 2147483647,
+                  "minimum": -2147483648,
+                  "type": "integer"
+                 },
+                 "completionMode": {
+                  "description": "NonIndexed or Indexed; JobSet's webhook defaults it to Indexed.",
+                  "enum": [
+                   "NonIndexed",
+                   "Indexed"
+                  ],
+                  "type": "string"
+                 },
+                 "completions": {
+                  "description": "Successful pods the Job needs (Indexed: its completion indexes). Defaults to parallelism.",
+                  "format": "int32",
+                  "maximum": 2147483647,
+                  "minimum": -2147483648,
+                  "type": "integer"
+                 },
+                 "managedBy": {
+                  "description": "The controller of the Job (batch/v1).",
+                  "type": "string"
+                 },
+                 "manualSelector": {
+                  "description": "Whether the selector is the user's.",
+                  "type": "boolean"
+                 },
+                 "maxFailedIndexes": {
+                  "description": "Failed indexes before the Job is failed.",
+                  "format": "int32",
+                  "maximum": 2147483647,
+                  "minimum": -2147483648,
+                  "type": "integer"
+                 },
+                 "parallelism": {
+                  "description": "Pods the Job runs at once. Defaults to 1.",
+                  "format": "int32",
+                  "maximum": 2147483647,
+                  "minimum": -2147483648,
+                  "type": "integer"
+                 },
+                 "podFailurePolicy": {
+                  "description": "How pod failures count (batch/v1 PodFailurePolicy).",
+                  "type": "object",
+                  "x-kubernetes-preserve-unknown-fields": True
+                 },
+                 "podReplacementPolicy": {
+                  "description": "When a failed pod is replaced: TerminatingOrFailed or Failed.",
+                  "enum": [
+                   "TerminatingOrFailed",
+                   "Failed"
+                  ],
+                  "type": "string"
+                 },
+                 "selector": {
+                  "description": "Label selector of the Job's pods (generated unless manual).",
+                  "type": "object",
+                  "x-kubernetes-preserve-unknown-fields": True
+                 },
+                 "successPolicy": {
+                  "description": "When an Indexed Job succeeds (batch/v1 SuccessPolicy).",
+                  "type": "object",
+                  "x-kubernetes-preserve-unknown-fields": True
+                 },
+                 "suspend": {
+                  "description": "Whether the Job is suspended (JobSet sets it).",
+                  "type": "boolean"
+                 },
+                 "template": {
+                  "description": "Pod template (a core/v1 PodTemplateSpec) for the pods of this replica type. Its restartPolicy is overridden by the replica's restartPolicy.",
+                  "type": "object",
+                  "x-kubernetes-preserve-unknown-fields": True
+                 },
+                 "ttlSecondsAfterFinished": {
+                  "description": "Seconds after the Job finished before deletion.",
+                  "format": "int32",
+                  "maximum": 2147483647,
+                  "minimum": -2147483648,
+                  "type": "integer"
+                 }
+                },
+                "required": [
+                 "template"
+                ],
+                "type": "object"
+               }
+              },
+              "type": "object"
+             }
+            },
+            "required": [
+             "name",
+             "template"
+            ],
+            "type": "object"
+           },
+           "type": "array"
+          },
+          "startupPolicy": {
+           "description": "Defaults to AnyOrder; immutable.",
+           "properties": {
+            "startupPolicyOrder": {
+             "description": "AnyOrder or InOrder.",
+             "enum": [
+              "AnyOrder",
+              "InOrder"
+             ],
+             "type": "string"
+            }
+           },
+           "required": [
+            "startupPolicyOrder"
+           ],
+           "type": "object"
+          },
+          "successPolicy": {
+           "description": "Defaults to operator All; immutable.",
+           "properties": {
+            "operator": {
+             "description": "All: every targeted Job succeeded; Any: one did.",
+             "enum": [
+              "All",
+              "Any"
+             ],
+             "type": "string"
+            },
+            "targetReplicatedJobs": {
+             "description": "Replicated jobs counted (default: all).",
+             "items": {
+              "type": "string"
+             },
+             "type": "array"
+            }
+           },
+           "required": [
+            "operator"
+           ],
+           "type": "object"
+          },
+          "suspend": {
+           "description": "Suspends the JobSet's Jobs (Kueue sets it).",
+           "type": "boolean"
+          },
+          "ttlSecondsAfterFinished": {
+           "description": "Seconds after the JobSet finished before it is deleted.",
+           "format": "int32",
+           "maximum": 2147483647,
+           "minimum": 0,
+           "type": "integer"
+          },
+          "volumeClaimPolicies": {
+           "description": "Claims shared by the pods; immutable.",
+           "items": {
+            "description": "PersistentVolumeClaims JobSet creates for the JobSet's pods.",
+            "properties": {
+             "retentionPolicy": {
+              "description": "Defaults to whenDeleted: Delete.",
+              "properties": {
+               "whenDeleted": {
+                "description": "Delete (default) or Retain.",
+                "enum": [
+                 "Delete",
+                 "Retain"
+                ],
+                "type": "string"
+               }
+              },
+              "type": "object"
+             },
+             "templates": {
+              "description": "PVC templates (core/v1).",
+              "items": {
+               "type": "object",
+               "x-kubernetes-preserve-unknown-fields": True
+              },
+              "maxItems": 50,
+              "type": "array"
+             }
+            },
+            "type": "object"
+           },
+           "maxItems": 50,
+           "type": "array"
+          }
+         },
+         "type": "object"
+        }
+       },
+       "type": "object"
       }
      },
      "required": [

@@ -335,6 +335,12 @@ def webhook_queue_reader() -> list[dict[str, Any]]:
                 },
                 # A TrainJob's JobSet, read when its runtimePatches change while suspended.
                 {"apiGroups": ["jobset.x-k8s.io"], "resources": ["jobsets"], "verbs": ["get"]},
+                # PriorityClasses a Volcano runtime's pods name (Trainer's T24): watched, read on a miss.
+                {
+                    "apiGroups": ["scheduling.k8s.io"],
+                    "resources": ["priorityclasses"],
+                    "verbs": ["get", "list", "watch"],
+                },
             ],
         },
         {

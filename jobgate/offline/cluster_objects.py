@@ -135,8 +135,14 @@ class Routed:
         elif group == KUEUE_GROUP and kind in KUEUE_KINDS:
             self.kueue.append(obj)
             return
-        elif (group == TRAINER_GROUP and kind in TRAINER_RUNTIME_KINDS) or (group == JOBSET_GROUP and kind == "JobSet"):
-            self.runtimes.append(obj)  # a JobSet: a TrainJob's child, whose active jobs freeze its patches
+        elif (
+            (group == TRAINER_GROUP and kind in TRAINER_RUNTIME_KINDS)
+            or (group == JOBSET_GROUP and kind == "JobSet")
+            or (group == "scheduling.k8s.io" and kind == "PriorityClass")
+        ):
+            # A JobSet: a TrainJob's child, whose active jobs freeze its patches; a PriorityClass: named by
+            # a Volcano runtime's pods.
+            self.runtimes.append(obj)
             return
         elif group == DRA_GROUP and kind in DRA_KINDS:
             if version in DRA_VERSIONS:

@@ -3,7 +3,13 @@ TrainJob against them as against ``--cluster-objects`` (those given beside win).
 
 from __future__ import annotations
 
-from jobgate.families.trainer.rules.runtimes import OFFLINE_HINT, RuntimeSnapshot, is_jobset, is_runtime
+from jobgate.families.trainer.rules.runtimes import (
+    OFFLINE_HINT,
+    RuntimeSnapshot,
+    is_jobset,
+    is_priority_class,
+    is_runtime,
+)
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -35,6 +41,12 @@ class LayeredRuntimes:
             found = self.given.jobset(namespace, name)
         return found
 
+    def priority_class(self, name: str) -> Mapping[str, Any] | None:
+        found = self.beside.priority_class(name)
+        if found is None and self.given is not None and hasattr(self.given, "priority_class"):
+            found = self.given.priority_class(name)
+        return found
+
 
 def with_runtimes_beside(text: str, source: str, views: ClusterViews | None) -> ClusterViews | None:
     """``views`` with the runtimes of this file's documents added; ``views`` itself when it has none."""
@@ -47,7 +59,7 @@ def with_runtimes_beside(text: str, source: str, views: ClusterViews | None) -> 
     try:
         for document in iter_documents(text, source):
             for obj, _ in unwrap(document.data):
-                if is_runtime(obj) or is_jobset(obj):
+                if is_runtime(obj) or is_jobset(obj) or is_priority_class(obj):
                     beside.add(obj)
     except (SourceError, RecursionError):
         pass  # the check proper reports the file's problem

@@ -194,3 +194,29 @@ def test_a_gpu_limit_counts_the_runtimes_pods(trainer_cluster: Setup):
         "small", "torch-gpu", trainer={"numNodes": 2, "resourcesPerNode": {"limits": {"nvidia.com/gpu": 8}}}
     )
     assert setup.cluster.kubectl("create", "--dry-run=server", "-f", "-", input=json.dumps(small)).returncode == 0
+
+
+def test_a_volcano_runtimes_priority_class_is_looked_up(trainer_cluster: Setup):
+    """Trainer's T24: the PriorityClass a Volcano runtime's pods name must exist; jobgate's webhook watches
+    PriorityClasses and reads one its cache lacks from the API, so one created a moment ago is found."""
+    setup = trainer_cluster
+    volcano = runtime("volcano-pc")
+    volcano["spec"]["podGroupPolicy"] = {"volcano": {}}
+    pod = volcano["spec"]["template"]["spec"]["replicatedJobs"][0]["template"]["spec"]["template"]["spec"]
+    pod["priorityClassName"] = "team-high"
+    assert setup.create(volcano).returncode == 0
+    job = json.dumps(trainjob("prioritized", "volcano-pc"))
+    result = setup.cluster.kubectl("create", "--dry-run=server", "-f", "-", input=job)
+    assert (
+        'spec.templateSpec.priorityClassName: Invalid value: "team-high": PriorityClass "team-high" doesn\'t exist'
+        in result.stderr
+    ), result.stderr
+    high = {
+        "apiVersion": "scheduling.k8s.io/v1",
+        "kind": "PriorityClass",
+        "metadata": {"name": "team-high"},
+        "value": 1000,
+    }
+    assert setup.create(high).returncode == 0
+    result = setup.cluster.kubectl("create", "--dry-run=server", "-f", "-", input=job)
+    assert result.returncode == 0, result.stderr

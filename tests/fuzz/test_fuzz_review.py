@@ -175,9 +175,11 @@ def test_regression_trainjob_patch_managers_that_are_not_strings(side, manager):
 @pytest.mark.parametrize("side", ["old", "new"])
 def test_regression_training_runtime_job_names_that_are_not_strings(side, name):
     # Found by fuzzing: a runtime's replicated jobs are matched by name against the stored runtime;
-    # an object or list as a name was used as a dictionary key (internal errors).
+    # an object or list as a name was used as a dictionary key (internal errors). The template is a
+    # JobSetSpec in Trainer's CRDs: a name that is no string is refused, as the apiserver refuses it;
+    # a stored one is no reason to refuse a valid update.
     review = _as_update(_review_of_kind("ClusterTrainingRuntime"))
     which = "oldObject" if side == "old" else "object"
     review["request"][which]["spec"]["template"]["spec"]["replicatedJobs"][0]["name"] = name
     assert check(_body(review), Webhook.MUTATE) in ("allowed", "patched")
-    assert check(_body(review), Webhook.VALIDATE) in ("allowed", "denied")
+    assert check(_body(review), Webhook.VALIDATE) == ("denied" if side == "new" else "allowed")

@@ -255,6 +255,7 @@ def test_the_webhook_account_may_only_read_volcano_queues_and_trainer_runtimes()
             "verbs": ["get", "list", "watch"],
         },
         {"apiGroups": ["jobset.x-k8s.io"], "resources": ["jobsets"], "verbs": ["get"]},
+        {"apiGroups": ["scheduling.k8s.io"], "resources": ["priorityclasses"], "verbs": ["get", "list", "watch"]},
     ]
     assert binding["subjects"] == [{"kind": "ServiceAccount", "name": "jobgate-webhook", "namespace": "jobgate-system"}]
     assert binding["roleRef"]["name"] == role["metadata"]["name"]

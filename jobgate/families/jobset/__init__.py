@@ -32,5 +32,9 @@ FAMILY = Family(
     ),
     catalogue="jobgate.families.jobset.catalogue",
     admission_only=True,
-    compiled_modules=("jobgate.families.jobset.rules.checks", "jobgate.families.jobset.rules.gates"),
+    compiled_modules=(
+        "jobgate.families.jobset.rules.checks",
+        "jobgate.families.jobset.rules.gates",
+        "jobgate.families.jobset.shape",
+    ),
 )

@@ -34,6 +34,7 @@ FAMILY = Family(
     admission_only=True,
     # Every module of the rules package (never its __init__: see build_support/native.py).
     compiled_modules=tuple(
-        f"jobgate.families.trainer.rules.{name}" for name in ("cel_rules", "checks", "kinds", "pods", "runtimes")
+        f"jobgate.families.trainer.rules.{name}"
+        for name in ("cel_rules", "checks", "crd_schema", "kinds", "pods", "runtimes")
     ),
 )

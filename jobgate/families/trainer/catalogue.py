@@ -38,8 +38,18 @@ LENGTHS = _rule(
     Produces("spec.**", "INVALID", " in body should be at least "),
 )
 
+# The CRDs' list bounds (maxItems), one rule of every kind.
+LIST_BOUNDS = _rule(
+    "trainer/list-bounds",
+    "the CRD's list bounds (runtimePatches, commands, args, env; a runtime template's dependsOn and volume "
+    "claim policies, JobSet's)",
+    CEL.replace("(x-kubernetes-validations)", "(maxItems)"),
+    Produces("spec.**", "TOO_MANY"),
+)
+
 TRAINJOB_RULES = (
     LENGTHS,
+    LIST_BOUNDS,
     _rule(
         "trainer/name",
         "metadata.name is an RFC 1035 DNS label of at most 63 characters",
@@ -181,10 +191,17 @@ TRAINJOB_RULES = (
         PLUGIN,
         Produces("spec.annotations[*]", "INVALID", "^Volcano queue name must not be empty$"),
     ),
+    _rule(
+        "trainer/volcano-priority-class",
+        "the PriorityClass a Volcano runtime's pods name exists (system-*-critical excepted)",
+        PLUGIN.replace("it reads the runtime", "it reads the runtime and the cluster's PriorityClasses"),
+        Produces("spec.templateSpec.priorityClassName", "INVALID", "^PriorityClass .* doesn't exist: "),
+    ),
 )
 
 RUNTIME_RULES = (
     LENGTHS,
+    LIST_BOUNDS,
     _rule(
         "trainer/runtime-template",
         "spec and spec.template are not empty",

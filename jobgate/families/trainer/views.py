@@ -17,7 +17,8 @@ class RuntimeView(Protocol):
 
     ``runtime`` returns the stored object or None when the view has none of that name. ``offline_hint``
     is appended to the "not found" error: how to give the runtime to an offline check ("" in the webhook).
-    ``jobset`` (optional) returns a TrainJob's JobSet, named like it.
+    ``jobset`` (optional) returns a TrainJob's JobSet, named like it; ``priority_class`` (optional) a
+    PriorityClass by name, or None (a Volcano runtime's pods name them: T24).
     """
 
     offline_hint: str

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from jobgate.engine.fielderrors import ErrorType, FieldError, FieldPath, forbidden, invalid, required
 from jobgate.families.jobset.rules.gates import ELASTIC_JOBSET, IN_PLACE_RESTART, RESTART_JOB
+from jobgate.families.jobset.shape import job_spec, pod_spec, replicas, replicated_jobs
 from jobgate.rules.names import (
     dns1035_label_problems,
     dns1123_subdomain_problems,
@@ -105,23 +106,6 @@ def _int(value: Any, default: int) -> int:
 
 def _str(value: Any) -> str:
     return value if type(value) is str else ""
-
-
-def replicated_jobs(spec: dict[str, Any]) -> list[dict[str, Any]]:
-    return [job if type(job) is dict else {} for job in _list(spec.get("replicatedJobs"))]
-
-
-def job_spec(job: dict[str, Any]) -> dict[str, Any]:
-    return _dict(_dict(job.get("template")).get("spec"))
-
-
-def pod_spec(job: dict[str, Any]) -> dict[str, Any]:
-    return _dict(_dict(job_spec(job).get("template")).get("spec"))
-
-
-def replicas(job: dict[str, Any]) -> int:
-    """A replicated job's replicas (1 when unset: JobSet's CRD default)."""
-    return _int(job.get("replicas"), 1)
 
 
 def is_indexed(job: dict[str, Any]) -> bool:
@@ -583,32 +567,38 @@ def _schema_type(value: Any) -> str:
     return "array" if type(value) is list else "object" if type(value) is dict else "string"
 
 
-def crd_rules(spec: dict[str, Any], old_spec: dict[str, Any] | None) -> list[FieldError]:
+def crd_rules(spec: dict[str, Any], old_spec: dict[str, Any] | None, base: FieldPath = ("spec",)) -> list[FieldError]:
     """JobSet's x-kubernetes-validations: the apiserver reports each at its field with the schema type as
     the value (``Invalid value: "object"``). A transition rule (``self == oldSelf``) holds only where the
-    field is in both the old and the new object."""
+    field is in both the old and the new object (a null is no value: the apiserver prunes it).
+
+    ``base`` is where the JobSetSpec is: ``spec`` in a JobSet, ``spec.template.spec`` in a Kubeflow
+    Trainer runtime, whose CRDs carry these rules too."""
     errors: list[FieldError] = []
     startup = _dict(spec.get("startupPolicy"))
     jobs = replicated_jobs(spec)
     if startup.get("startupPolicyOrder") == "InOrder" and any("dependsOn" in job for job in jobs):
-        errors.append(invalid(("spec",), "object", CEL_STARTUP_DEPENDS_ON, R_CEL_STARTUP_DEPENDS_ON))
+        errors.append(invalid(base, "object", CEL_STARTUP_DEPENDS_ON, R_CEL_STARTUP_DEPENDS_ON))
     if old_spec is not None:
         for field in _IMMUTABLE_FIELDS:
-            if field in spec and field in old_spec and spec[field] != old_spec[field]:
-                errors.append(invalid(("spec", field), _schema_type(spec[field]), CEL_IMMUTABLE, R_CEL_IMMUTABLE))
-        old_jobs = {_str(j.get("name")): j for j in replicated_jobs(old_spec)}
+            value, before = spec.get(field), old_spec.get(field)
+            if value is not None and before is not None and value != before:
+                errors.append(invalid((*base, field), _schema_type(value), CEL_IMMUTABLE, R_CEL_IMMUTABLE))
+        # Correlated by name, a list-map's key: a job whose name is no string matches none (the schema refuses it).
+        old_jobs = {j["name"]: j for j in replicated_jobs(old_spec) if type(j.get("name")) is str}
         for index, job in enumerate(jobs):
-            previous = old_jobs.get(_str(job.get("name")))
-            if previous is None or "dependsOn" not in job or "dependsOn" not in previous:
+            name = job.get("name")
+            previous = old_jobs.get(name) if type(name) is str else None
+            if previous is None or job.get("dependsOn") is None or previous.get("dependsOn") is None:
                 continue
             if job["dependsOn"] != previous["dependsOn"]:
-                path = ("spec", "replicatedJobs", index, "dependsOn")
-                errors.append(invalid(path, "array", CEL_IMMUTABLE, R_CEL_IMMUTABLE))
+                path = (*base, "replicatedJobs", index, "dependsOn")
+                errors.append(invalid(path, _schema_type(job["dependsOn"]), CEL_IMMUTABLE, R_CEL_IMMUTABLE))
     for p, policy in enumerate(_list(spec.get("volumeClaimPolicies"))):
         templates = _list(_dict(policy).get("templates"))
         if any(_str(_dict(_dict(t).get("metadata")).get("namespace")) for t in templates):
             errors.append(
-                invalid(("spec", "volumeClaimPolicies", p), "object", CEL_CLAIM_NAMESPACE, R_CEL_CLAIM_NAMESPACE)
+                invalid((*base, "volumeClaimPolicies", p), "object", CEL_CLAIM_NAMESPACE, R_CEL_CLAIM_NAMESPACE)
             )
     return errors
 

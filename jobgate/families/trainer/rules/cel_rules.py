@@ -12,7 +12,7 @@ from __future__ import annotations
 import re
 
 import jobgate.families.trainer.rules.runtimes as rt
-from jobgate.engine.fielderrors import FieldError, FieldPath, invalid, too_long
+from jobgate.engine.fielderrors import FieldError, FieldPath, invalid, render_path, too_long
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -21,7 +21,6 @@ if TYPE_CHECKING:
     from jobgate.engine.jsonpatch import PatchRecorder
 
 IMMUTABLE = "field is immutable"
-JOBSET_IMMUTABLE = "Value is immutable"
 NAME_PATTERN = re.compile(r"^[a-z]([-a-z0-9]*[a-z0-9])?$")
 STORAGE_URI = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]*://.+$")
 MANAGERS = ("trainer.kubeflow.org/trainjob-controller", "kueue.x-k8s.io/multikueue")
@@ -35,8 +34,6 @@ PATCH_IMMUTABLE = (
     "securityContext",
     "terminationGracePeriodSeconds",
 )
-# The JobSet template's fields that JobSet's CRD makes immutable (inherited by the runtimes' CRDs).
-JOBSET_IMMUTABLE_FIELDS = ("network", "successPolicy", "failurePolicy", "startupPolicy", "volumeClaimPolicies")
 
 
 def schema_type(value: Any) -> str:
@@ -200,7 +197,7 @@ def _length(path: FieldPath, value: Any, limit: int, least: int = 0) -> list[Fie
     if len(value.encode()) > limit:
         return [_too_long(path, limit)]
     if len(value) < least:
-        field = ".".join(str(p) for p in path)
+        field = render_path(path)
         return [invalid(path, value, f"{field} in body should be at least {least} chars long", rule=LENGTH_RULE)]
     return []
 
@@ -230,6 +227,18 @@ def trainjob_lengths(spec: dict[str, Any]) -> list[FieldError]:
             errors += _length(("spec", "trainer", field, i), item, 1048576)
     for i, patch in enumerate(_list(spec.get("runtimePatches"))):
         errors += _length(("spec", "runtimePatches", i, "manager"), _dict(patch).get("manager"), 253, least=1)
+        jobs_path: FieldPath = (
+            "spec", "runtimePatches", i, "trainingRuntimeSpec", "template", "spec", "replicatedJobs",
+        )  # fmt: skip
+        jobs = _dict(_dict(_dict(_dict(patch).get("trainingRuntimeSpec")).get("template")).get("spec"))
+        for j, rjob in enumerate(_list(jobs.get("replicatedJobs"))):
+            errors += _length((*jobs_path, j, "name"), _dict(rjob).get("name"), 253, least=1)
+            pod_path: FieldPath = (*jobs_path, j, "template", "spec", "template", "spec")
+            pod = rt.pod_spec(_dict(rjob))
+            errors += _length((*pod_path, "serviceAccountName"), pod.get("serviceAccountName"), 253)
+            for field in ("initContainers", "containers"):
+                for k, container in enumerate(_list(pod.get(field))):
+                    errors += _length((*pod_path, field, k, "name"), _dict(container).get("name"), 253, least=1)
     return errors
 
 
@@ -300,41 +309,17 @@ def runtime_rules(spec: dict[str, Any], old_spec: dict[str, Any] | None) -> list
 
 
 def jobset_template_rules(jobset: dict[str, Any], old_spec: dict[str, Any] | None) -> list[FieldError]:
-    """JobSet's own CEL rules, inherited by the runtimes' CRDs on ``spec.template.spec``."""
-    base: FieldPath = ("spec", "template", "spec")
-    errors: list[FieldError] = []
-    startup = _dict(jobset.get("startupPolicy")).get("startupPolicyOrder")
-    if startup == "InOrder" and any("dependsOn" in rj for rj in rt.replicated_jobs(jobset)):
-        errors.append(
-            cel_error(base, jobset, "StartupPolicy and DependsOn APIs are mutually exclusive", "trainer/jobset-rules")
-        )
-    for i, policy in enumerate(_list(jobset.get("volumeClaimPolicies"))):
-        templates = _list(_dict(policy).get("templates"))
-        if any(_dict(_dict(t).get("metadata")).get("namespace") for t in templates):
-            errors.append(
-                cel_error(
-                    (*base, "volumeClaimPolicies", i),
-                    policy,
-                    "namespace cannot be set for VolumeClaimPolicies templates",
-                    "trainer/jobset-rules",
-                )
-            )
-    if old_spec is not None:
-        old = _dict(_dict(old_spec.get("template")).get("spec"))
-        for field in JOBSET_IMMUTABLE_FIELDS:
-            errors += _transition(
-                (*base, field), jobset.get(field), old.get(field), "trainer/jobset-immutable", JOBSET_IMMUTABLE
-            )
-        old_jobs = _by_key(old.get("replicatedJobs"), "name")
-        for i, rjob in enumerate(rt.replicated_jobs(jobset)):
-            old_job = _matching(old_jobs, rjob, "name")
-            if old_job is not None:
-                before = old_job.get("dependsOn")
-                errors += _transition(
-                    (*base, "replicatedJobs", i, "dependsOn"), rjob.get("dependsOn"), before,
-                    "trainer/jobset-immutable", JOBSET_IMMUTABLE,
-                )  # fmt: skip
-    return errors
+    """JobSet's own CEL rules, inherited by the runtimes' CRDs on ``spec.template.spec``: the JobSet
+    family's check of them, at the template's path, under the trainer family's rule ids."""
+    # Imported here: only a runtime's review needs the JobSet family's rules (a TrainJob's does not).
+    from jobgate.families.jobset.rules import checks as jobset_checks
+
+    old = _dict(_dict(old_spec.get("template")).get("spec")) if old_spec is not None else None
+    rules = {jobset_checks.R_CEL_IMMUTABLE: "trainer/jobset-immutable"}
+    return [
+        FieldError(e.type, e.path, e.value, e.detail, rules.get(e.rule, "trainer/jobset-rules"))
+        for e in jobset_checks.crd_rules(jobset, old, base=("spec", "template", "spec"))
+    ]
 
 
 def runtime_defaults(spec: dict[str, Any], recorder: PatchRecorder) -> None:

@@ -19,6 +19,10 @@ if TYPE_CHECKING:
     from collections.abc import Callable, Mapping
     from typing import Any
 
+    # A PriorityClass's look-up by name: None when it exists, else what to add to the "not found" detail
+    # ("" in the webhook; offline, how to give it).
+    PriorityClassLookup = Callable[[str], str | None]
+
 RUNTIME_REF: FieldPath = ("spec", "runtimeRef")
 RUNTIME_PATCHES: FieldPath = ("spec", "runtimePatches")
 TRAINER_ENV: FieldPath = ("spec", "trainer", "env")
@@ -512,12 +516,49 @@ def flux_checks(spec: dict[str, Any], runtime: Mapping[str, Any], jobs: list[dic
     return errors
 
 
-def volcano_checks(spec: dict[str, Any], runtime: Mapping[str, Any]) -> list[FieldError]:
+# Names Kubernetes reserves for its own highest priorities: no PriorityClass object is looked up for them.
+SYSTEM_PRIORITY_CLASSES = ("system-cluster-critical", "system-node-critical")
+
+
+def volcano_checks(
+    spec: dict[str, Any], runtime: Mapping[str, Any], priority_classes: PriorityClassLookup | None = None
+) -> list[FieldError]:
     """T23: an empty Volcano queue annotation on the runtime's JobSet template or a patch's (the later
-    wins, as merged). T24, the pods' PriorityClass existing, reads PriorityClasses: not checked here."""
+    wins, as merged). T24: each replicated job's pod ``priorityClassName`` names a PriorityClass that
+    exists, looked up with ``priority_classes`` (None: not checked); as Trainer, the first
+    ``system-*-critical`` name ends the look-ups."""
     volcano = _dict(rt.runtime_spec(runtime).get("podGroupPolicy")).get("volcano")
     if volcano is None:
         return []
+    errors = _volcano_queue(spec, runtime)
+    if priority_classes is not None:
+        errors += _priority_classes(runtime, priority_classes)
+    return errors
+
+
+def _priority_classes(runtime: Mapping[str, Any], lookup: PriorityClassLookup) -> list[FieldError]:
+    errors: list[FieldError] = []
+    for rjob in rt.runtime_replicated_jobs(runtime):
+        name = rt.pod_spec(rjob).get("priorityClassName")
+        if not isinstance(name, str) or not name:
+            continue  # unset (Trainer reads the typed pod spec, where "" is unset)
+        if name in SYSTEM_PRIORITY_CLASSES:
+            break
+        missing = lookup(name)
+        if missing is not None:
+            errors.append(
+                invalid(
+                    ("spec", "templateSpec", "priorityClassName"),
+                    name,
+                    f'PriorityClass "{name}" doesn\'t exist: priorityclasses.scheduling.k8s.io "{name}" not found'
+                    + missing,
+                    rule="trainer/volcano-priority-class",
+                )
+            )
+    return errors
+
+
+def _volcano_queue(spec: dict[str, Any], runtime: Mapping[str, Any]) -> list[FieldError]:
     annotations = dict(_dict(_dict(_dict(rt.runtime_spec(runtime).get("template")).get("metadata")).get("annotations")))
     for patch in _list(spec.get("runtimePatches")):
         template = _dict(_dict(_dict(patch).get("trainingRuntimeSpec")).get("template"))

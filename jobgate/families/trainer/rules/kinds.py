@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import jobgate.families.trainer.rules.cel_rules as cel_rules  # noqa: PLR0402 (the module, not its package)
 import jobgate.families.trainer.rules.checks as checks  # noqa: PLR0402 (the module, not its package)
+import jobgate.families.trainer.rules.crd_schema as crd_schema  # noqa: PLR0402 (the module, not its package)
 import jobgate.families.trainer.rules.runtimes as rt
 from jobgate.engine.context import CREATE
 from jobgate.engine.findings import Findings
@@ -139,13 +140,20 @@ class TrainJobKind:
                     recorder.set(stamped, "time", wanted, f"/spec/runtimePatches/{index}")
 
     def validate(self, obj: dict[str, Any], old: dict[str, Any] | None, context: ReviewContext) -> Findings:
+        # The stored object as the apiserver stored it: its CRD's defaults in (a transition rule compares
+        # two defaulted objects; a stored runtimeRef always has its apiGroup and kind).
+        old = self._defaulted(old, NO_PATCH, None, stamp=False) if isinstance(old, dict) else None
+        found = self._validate(obj, old, context)
+        if old is not None and found.errors:
+            found.errors = crd_schema.ratcheted(found.errors, obj, old)
+        return found
+
+    def _validate(self, obj: dict[str, Any], old: dict[str, Any] | None, context: ReviewContext) -> Findings:
         found = Findings()
         spec = check_spec_schema(obj, self.spec_model, found)
         if spec is None:
             return found
-        # The stored object as the apiserver stored it: its CRD's defaults in (a transition rule compares
-        # two defaulted objects; a stored runtimeRef always has its apiGroup and kind).
-        old = self._defaulted(old, NO_PATCH, None, stamp=False) if isinstance(old, dict) else None
+        found.errors += crd_schema.list_bound_errors(spec, self.spec_model, ("spec",))
         old_spec = old.get("spec") if isinstance(old, dict) and isinstance(old.get("spec"), dict) else None
         found.errors += cel_rules.trainjob_rules(obj, spec, old_spec)
         if spec.get("trainer", {}).get("numNodes") == 0 if isinstance(spec.get("trainer"), dict) else False:
@@ -172,12 +180,25 @@ class TrainJobKind:
             metadata = obj.get("metadata")
             job_name = metadata.get("name") if isinstance(metadata, dict) else None
             read_jobset = _jobset_reader(view, _namespace(obj, context), job_name if isinstance(job_name, str) else "")
-        found.errors += judge_against_runtime(spec, old_spec, runtime, read_jobset)
+        found.errors += judge_against_runtime(spec, old_spec, runtime, read_jobset, _priority_class_lookup(view))
         return found
 
 
+def _priority_class_lookup(view: Any) -> checks.PriorityClassLookup | None:
+    """The view's PriorityClass look-up for T24 (None: the view reads none)."""
+    find = getattr(view, "priority_class", None)
+    if find is None:
+        return None
+    hint = rt.PRIORITY_CLASS_HINT if view.offline_hint else ""
+    return lambda name: None if find(name) is not None else hint
+
+
 def judge_against_runtime(
-    spec: dict[str, Any], old_spec: dict[str, Any] | None, runtime: Any, read_jobset: Any = None
+    spec: dict[str, Any],
+    old_spec: dict[str, Any] | None,
+    runtime: Any,
+    read_jobset: Any = None,
+    priority_classes: checks.PriorityClassLookup | None = None,
 ) -> list[Any]:
     """Every plugin's check of the TrainJob against its runtime (Trainer's plugins run in map order; jobgate
     in a fixed one: the JobSet plugin, then torch, MPI, XGBoost, Flux and Volcano)."""
@@ -189,7 +210,7 @@ def judge_against_runtime(
     errors += checks.mpi_checks(spec, runtime, jobs)
     errors += checks.xgboost_checks(spec, runtime)
     errors += checks.flux_checks(spec, runtime, jobs)
-    errors += checks.volcano_checks(spec, runtime)
+    errors += checks.volcano_checks(spec, runtime, priority_classes)
     return errors
 
 
@@ -240,8 +261,12 @@ class RuntimeKind:
         spec = check_spec_schema(obj, self.spec_model, found)
         if spec is None:
             return found
+        found.errors += crd_schema.list_bound_errors(spec, self.spec_model, ("spec",))
         old_spec = old.get("spec") if isinstance(old, dict) and isinstance(old.get("spec"), dict) else None
         found.errors += cel_rules.runtime_rules(spec, old_spec)
+        if old is not None and found.errors:
+            # What the CRDs check is ratcheted against the stored runtime (the engine gives it defaulted).
+            found.errors = crd_schema.ratcheted(found.errors, obj, old)
         if checks.labels_of(obj).get(rt.WEBHOOK_VALIDATION_LABEL) == "disabled":
             return found  # Trainer's webhook configurations select such runtimes out (objectSelector)
         if self.kind == rt.CLUSTER_TRAINING_RUNTIME and context.operation == CREATE:

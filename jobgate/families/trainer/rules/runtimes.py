@@ -8,10 +8,17 @@ from ``--cluster-objects`` and the runtimes given beside the jobs.
 
 A runtime's ``spec.template`` is a JobSet template (``jobset.x-k8s.io/v1alpha2`` JobSetSpec): this
 module reads what the trainer rules need of it (replicated jobs, their ancestor label, their pod
-templates and containers) as plain data, without depending on the ``jobset`` family.
+templates and containers) as plain data, through the jobset family's reader of a JobSet spec
+(``jobgate/families/jobset/shape.py``, which imports nothing: reading a template neither loads nor
+registers the JobSet family).
 """
 
 from __future__ import annotations
+
+from jobgate.families.jobset import shape
+
+# Read by the other rules modules as rt.job_spec, rt.replicas, ...: the same thing in a runtime as in a JobSet.
+from jobgate.families.jobset.shape import job_labels, job_spec, pod_spec, pod_template, replicas  # noqa: F401
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -43,11 +50,18 @@ OFFLINE_HINT = (
 )
 
 
+# Added to a Volcano runtime's "PriorityClass ... not found" offline (T24).
+PRIORITY_CLASS_HINT = (
+    " (offline, give the PriorityClasses with --cluster-objects FILE|DIR: `kubectl get priorityclasses -o yaml`)"
+)
+
+
 class RuntimeSnapshot:
     """A ``RuntimeView`` over runtime objects given at once (``--cluster-objects``, documents beside the
-    jobs, tests). A TrainingRuntime without a namespace is taken as in ``default_namespace``."""
+    jobs, tests), with the JobSets and PriorityClasses some checks read. A TrainingRuntime without a
+    namespace is taken as in ``default_namespace``."""
 
-    __slots__ = ("_cluster", "_jobsets", "_namespaced", "default_namespace", "offline_hint")
+    __slots__ = ("_cluster", "_jobsets", "_namespaced", "_priority_classes", "default_namespace", "offline_hint")
 
     def __init__(
         self, objects: Iterable[Mapping[str, Any]] = (), default_namespace: str = "default", offline_hint: str = ""
@@ -56,13 +70,22 @@ class RuntimeSnapshot:
         self._namespaced: dict[tuple[str, str], Mapping[str, Any]] = {}
         # The TrainJobs' child JobSets (jobset.x-k8s.io), whose active jobs freeze a suspended job's patches.
         self._jobsets: dict[tuple[str, str], Mapping[str, Any]] = {}
+        # PriorityClasses (scheduling.k8s.io), which a Volcano runtime's pods name (T24).
+        self._priority_classes: dict[str, Mapping[str, Any]] = {}
         self.default_namespace = default_namespace
         self.offline_hint = offline_hint
         for obj in objects:
             self.add(obj)
 
     def add(self, obj: Mapping[str, Any]) -> bool:
-        """Take one runtime or JobSet (anything else is ignored); whether it was taken."""
+        """Take one runtime, JobSet or PriorityClass (anything else is ignored); whether it was taken."""
+        if is_priority_class(obj):
+            metadata = obj.get("metadata")
+            name = metadata.get("name") if isinstance(metadata, dict) else None
+            if not isinstance(name, str) or not name:
+                return False
+            self._priority_classes[name] = obj
+            return True
         if is_jobset(obj):
             metadata = obj.get("metadata")
             metadata = metadata if isinstance(metadata, dict) else {}
@@ -104,8 +127,11 @@ class RuntimeSnapshot:
     def jobset(self, namespace: str | None, name: str) -> Mapping[str, Any] | None:
         return self._jobsets.get((namespace or self.default_namespace, name))
 
+    def priority_class(self, name: str) -> Mapping[str, Any] | None:
+        return self._priority_classes.get(name)
+
     def __len__(self) -> int:
-        return len(self._cluster) + len(self._namespaced)
+        return len(self._cluster) + len(self._namespaced) + len(self._jobsets) + len(self._priority_classes)
 
 
 JOBSET_API_VERSION = "jobset.x-k8s.io/v1alpha2"
@@ -113,6 +139,12 @@ JOBSET_API_VERSION = "jobset.x-k8s.io/v1alpha2"
 
 def is_jobset(obj: Any) -> bool:
     return isinstance(obj, dict) and obj.get("apiVersion") == JOBSET_API_VERSION and obj.get("kind") == "JobSet"
+
+
+def is_priority_class(obj: Any) -> bool:
+    return (
+        isinstance(obj, dict) and obj.get("apiVersion") == "scheduling.k8s.io/v1" and obj.get("kind") == "PriorityClass"
+    )
 
 
 def is_runtime(obj: Any) -> bool:
@@ -146,34 +178,17 @@ def ml_policy(runtime: Mapping[str, Any] | None) -> dict[str, Any]:
 
 
 def replicated_jobs(template_spec: Any) -> list[dict[str, Any]]:
-    """The replicated jobs of a JobSetSpec (each an object; anything else skipped)."""
-    return [rj for rj in _list(_dict(template_spec).get("replicatedJobs")) if isinstance(rj, dict)]
+    """The replicated jobs of a JobSetSpec that are objects (anything else skipped: the schema refuses it)."""
+    return [rj for rj in shape.as_list(shape.as_dict(template_spec).get("replicatedJobs")) if type(rj) is dict]
 
 
 def runtime_replicated_jobs(runtime: Mapping[str, Any] | None) -> list[dict[str, Any]]:
     return replicated_jobs(_dict(runtime_spec(runtime).get("template")).get("spec"))
 
 
-def job_labels(rjob: dict[str, Any]) -> dict[str, Any]:
-    """The Job template's labels of a replicated job (where the ancestor label is)."""
-    return _dict(_dict(_dict(rjob.get("template")).get("metadata")).get("labels"))
-
-
 def ancestor(rjob: dict[str, Any]) -> str | None:
     value = job_labels(rjob).get(ANCESTOR_LABEL)
     return value if isinstance(value, str) else None
-
-
-def job_spec(rjob: dict[str, Any]) -> dict[str, Any]:
-    return _dict(_dict(rjob.get("template")).get("spec"))
-
-
-def pod_template(rjob: dict[str, Any]) -> dict[str, Any]:
-    return _dict(job_spec(rjob).get("template"))
-
-
-def pod_spec(rjob: dict[str, Any]) -> dict[str, Any]:
-    return _dict(pod_template(rjob).get("spec"))
 
 
 def containers(rjob: dict[str, Any], field: str = "containers") -> list[dict[str, Any]]:
@@ -198,11 +213,6 @@ def find_container(rjob: dict[str, Any] | None, name: str) -> dict[str, Any] | N
 
 def int_or(value: Any, default: int) -> int:
     return value if isinstance(value, int) and not isinstance(value, bool) else default
-
-
-def replicas(rjob: dict[str, Any]) -> int:
-    """``replicas``, the JobSet CRD's default 1 when unset."""
-    return int_or(rjob.get("replicas"), 1)
 
 
 def node_resources(runtime_jobs: list[dict[str, Any]]) -> dict[str, Any] | None:
