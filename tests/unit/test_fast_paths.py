@@ -101,6 +101,12 @@ def test_the_control_character_check_answers_as_the_pattern(text: str) -> None:
     assert loader._has_control_characters(text) == (re.search(loader._NOT_YAML_CHARACTERS, text) is not None)
 
 
+@pytest.mark.parametrize("character", [chr(code) for code in range(0x80)] + ["\x85", "\x9f", "é"])
+def test_the_control_character_check_of_each_character(character: str) -> None:
+    text = f"a: b{character}c\n"
+    assert loader._has_control_characters(text) == (re.search(loader._NOT_YAML_CHARACTERS, text) is not None)
+
+
 def _template(volumes: list[Any], mounts: list[Any], env: list[Any]) -> dict[str, Any]:
     container = {"name": "main", "image": "busybox", "volumeMounts": mounts, "env": env}
     return {"spec": {"containers": [container], "volumes": volumes}}
