@@ -1,7 +1,7 @@
 """``jobgate validate`` against kubeconform and a bare parse of the same files, in one run.
 
     python -m bench.cli_bench [--files 2000] [--rounds 3] [--cpu 1] [--one-file-only] [--no-compiled]
-                              [--baseline REF]...
+                              [--baseline REF]... [--instructions [--instruction-files 400]]
 
 Two sets of 2,000 distinct files are generated in a temporary directory: realistic TFJobs
 (~3.4 KB: PS + GPU workers, resources, env, volumes, tolerations) and copies of
@@ -15,6 +15,12 @@ With mypy installed (``pip install '.[compile]'``) the tree with its rule engine
 compiled, built once into its own tree and virtual environments outside the repository
 (``bench/baseline.py``), in the same interleaved rounds: each of this tree's rows then gives its
 ratio to the same engine of each baseline (``× REF``: above 1, this tree is faster).
+
+``--instructions`` counts instructions instead of timing (``valgrind --tool=cachegrind``, a figure
+the load of a shared machine cannot move): each build's ``jobgate validate -j 1`` over the first
+``--instruction-files`` files of each set and over a tenth of them; the difference over the files
+between is the cost per file, what is left of the smaller run once its files are taken off the
+start-up (bytecode caches written first). Neither kubeconform nor the one-file figures run then.
 
 The one-file figures (one small example of each family, the start-up users wait for in a
 pre-commit hook or a CI step) come from the ``jobgate`` command of a wheel built from this tree
@@ -203,6 +209,14 @@ def installed_jobgate(directory: Path) -> Path:
     return directory / "venv" / "bin" / "jobgate"
 
 
+def installed_build(directory: Path) -> Build:
+    """This tree's wheel installed as a baseline's is (``installed_jobgate``), run where no jobgate
+    source lies: the development environment's editable install adds its finder to every start-up
+    (importlib.util, pathlib: some 50 M instructions), which no user's ``pip install`` pays."""
+    python = installed_jobgate(directory).parent / "python"
+    return Build("jobgate", python, directory)
+
+
 def one_file_figures(jobgate: Path, kubeconform_argv: list[str], runs: int, cpu: int) -> None:
     print(f"\none small file per family (median of {runs} interleaved runs, wall):")
     print("| family | file | jobgate validate | kubeconform -strict | × kubeconform |")
@@ -241,10 +255,18 @@ def main(argv: list[str] | None = None) -> int:
         type=Path,
         help="where the mypyc-compiled copy of this tree is kept: built there when absent, reused when there",
     )
+    parser.add_argument(
+        "--instructions",
+        action="store_true",
+        help="count instructions per file and at start-up (valgrind) instead of timing; no kubeconform",
+    )
+    parser.add_argument("--instruction-files", type=int, default=400, help="files per set counted (default 400)")
     add_baseline_flag(parser)
     args = parser.parse_args(argv)
     # Start-up is measured as users meet it: with bytecode caches written on the first run.
     os.environ.pop("PYTHONDONTWRITEBYTECODE", None)
+    if args.instructions:
+        return instruction_counts(args)
 
     kubeconform = ensure_kubeconform()
     python = sys.executable
@@ -255,14 +277,15 @@ def main(argv: list[str] | None = None) -> int:
             from bench.webhook_bench import kept_or_compiled
 
             compiled = kept_or_compiled(args.compiled_tree, root)
-        builds = working_tree(compiled) + baselines(args.baseline, compiled=compiled is not None)
+        installed = installed_build(root / "installed")
+        builds = [installed, *working_tree(compiled)[1:], *baselines(args.baseline, compiled=compiled is not None)]
         # The working tree's pure build keeps the name the docs' tables use.
         named = {("jobgate validate -j 1" if b.label == "jobgate" else f"{b.label} validate -j 1"): b for b in builds}
         (root / "schemas").mkdir()
         location = write_schemas(root / "schemas")
         realistic, mnist, realistic_size, mnist_size = generate(root, args.files)
         kubeconform_argv = [str(kubeconform), "-n", "1", "-strict", "-summary", "-schema-location", location]
-        one_file_figures(installed_jobgate(root / "installed"), kubeconform_argv, args.single_runs, args.cpu)
+        one_file_figures(installed.python.parent / "jobgate", kubeconform_argv, args.single_runs, args.cpu)
         if args.one_file_only:
             return 0
         sets = {
@@ -287,11 +310,11 @@ def main(argv: list[str] | None = None) -> int:
                     results[name].append(measure(tool_argv, args.cpu, build))
             single = files[0]
             one_file = {
-                "jobgate validate -j 1": (named["jobgate validate -j 1"].command("validate", "-j", "1", single),),
-                "kubeconform -n 1 -strict": ([*kubeconform_argv, single],),
+                "jobgate validate -j 1": (installed.command("validate", "-j", "1", single), installed),
+                "kubeconform -n 1 -strict": ([*kubeconform_argv, single], None),
             }
             single_times = {
-                name: statistics.median(measure(a[0], args.cpu).seconds for _ in range(args.single_runs))
+                name: statistics.median(measure(a[0], args.cpu, a[1]).seconds for _ in range(args.single_runs))
                 for name, a in one_file.items()
             }
             report(label, len(files), results, single_times, builds=named, refs=args.baseline)
@@ -300,6 +323,70 @@ def main(argv: list[str] | None = None) -> int:
         f"\nload average during the run: {load[0]:.2f} {load[1]:.2f} {load[2]:.2f} "
         f"({os.cpu_count()} CPUs; every tool pinned to CPU {args.cpu})"
     )
+    return 0
+
+
+def count_instructions(argv: list[str], build: Build) -> int:
+    """Instructions of one run of ``argv`` as ``build`` runs (cachegrind, no cache simulation)."""
+    command = ["valgrind", "--tool=cachegrind", "--cache-sim=no", "--cachegrind-out-file=/dev/null", *argv]
+    environment = build.environment()
+    done = subprocess.run(command, cwd=build.cwd, env=environment, capture_output=True, text=True, check=False)
+    found = [line for line in done.stderr.splitlines() if "I   refs:" in line or "I refs:" in line]
+    if not found:
+        raise SystemExit(f"{build.label}: no instruction count from valgrind:\n{done.stderr[-2000:]}")
+    return int(found[-1].rsplit(":", 1)[1].replace(",", ""))
+
+
+def instruction_counts(args: argparse.Namespace) -> int:
+    """``--instructions``: instructions per file and at start-up of each build, on both sets."""
+    import shutil
+
+    if shutil.which("valgrind") is None:
+        print("valgrind is needed for --instructions (apt-get install valgrind)", file=sys.stderr)
+        return 2
+    many = args.instruction_files
+    few = max(1, many // 10)
+    with tempfile.TemporaryDirectory(prefix="jobgate-cli-instructions-") as temporary:
+        root = Path(temporary)
+        compiled = None
+        if not args.no_compiled:
+            from bench.webhook_bench import kept_or_compiled
+
+            compiled = kept_or_compiled(args.compiled_tree, root)
+        installed = installed_build(root / "installed")
+        builds = [installed, *working_tree(compiled)[1:], *baselines(args.baseline, compiled=compiled is not None)]
+        realistic, mnist, realistic_size, mnist_size = generate(root, many)
+        sets = {
+            f"realistic TFJobs (~{realistic_size / 1024:.1f} KB)": realistic,
+            f"tfjob-mnist.yaml copies ({mnist_size / 1024:.1f} KB)": mnist,
+        }
+        refs = args.baseline
+        print(f"instructions of `jobgate validate -j 1`: per file from {few} and {many} files; x REF: REF's / this")
+        for label, directory in sets.items():
+            smaller = root / f"{directory.name}-{few}"
+            smaller.mkdir()
+            for path in sorted(directory.iterdir())[:few]:
+                shutil.copyfile(path, smaller / path.name)
+            counted: dict[str, tuple[float, float]] = {}
+            for build in builds:
+                run_few, run_many = (
+                    build.command("validate", "-j", "1", str(smaller)),
+                    build.command("validate", "-j", "1", str(directory)),
+                )
+                subprocess.run(run_few, cwd=build.cwd, env=build.environment(), stdout=subprocess.DEVNULL, check=False)
+                small, large = count_instructions(run_few, build), count_instructions(run_many, build)
+                per_file = (large - small) / (many - few)
+                counted[build.label] = (per_file, small - few * per_file)
+            print(f"\n{label}")
+            print("| build | per file | start-up |" + "".join(f" × {ref} |" for ref in refs))
+            print("|---|---:|---:|" + "---:|" * len(refs))
+            for build in builds:
+                per_file, start = counted[build.label]
+                against = ""
+                for ref in refs:
+                    other = counterpart(build, builds, ref) if not build.baseline else None
+                    against += f" {counted[other.label][0] / per_file:.2f} |" if other is not None else " |"
+                print(f"| {build.label} | {per_file / 1000:,.1f} k | {start / 1e6:,.1f} M |{against}")
     return 0
 
 

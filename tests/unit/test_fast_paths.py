@@ -91,6 +91,22 @@ def test_the_yaml11_number_check_asks_the_pattern_only_when_it_can_match(token: 
     assert loader._yaml11_number(token) == (re.fullmatch(loader._YAML11_NUMBER, token) is not None)
 
 
+# Text with every ASCII control character and the odd other character (non-ASCII among them).
+stream_like = st.text(st.characters(max_codepoint=0x7F) | st.sampled_from("a: \n\t\r\x85é\x9f\ufeff"), max_size=40)
+
+
+@given(text=stream_like)
+def test_the_control_character_check_answers_as_the_pattern(text: str) -> None:
+    # The ASCII case deletes the allowed bytes instead of searching the pattern: the same answer.
+    assert loader._has_control_characters(text) == (re.search(loader._NOT_YAML_CHARACTERS, text) is not None)
+
+
+@pytest.mark.parametrize("character", [chr(code) for code in range(0x80)] + ["\x85", "\x9f", "é"])
+def test_the_control_character_check_of_each_character(character: str) -> None:
+    text = f"a: b{character}c\n"
+    assert loader._has_control_characters(text) == (re.search(loader._NOT_YAML_CHARACTERS, text) is not None)
+
+
 def _template(volumes: list[Any], mounts: list[Any], env: list[Any]) -> dict[str, Any]:
     container = {"name": "main", "image": "busybox", "volumeMounts": mounts, "env": env}
     return {"spec": {"containers": [container], "volumes": volumes}}
