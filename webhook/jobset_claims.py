@@ -2,7 +2,8 @@
 name, when a JobSet with claim templates is reviewed (CREATE only), as JobSet's webhook reads them.
 
 No informer: a cache of every PVC of the cluster would cost the webhook memory and a watch for the
-rare JobSet that has claim templates. A read that fails for another reason than "not found" refuses
+rare JobSet that has claim templates. The read is made in the review, as a Trainer runtime's read on
+a cache miss is, with a short timeout. A read that fails for another reason than "not found" refuses
 the JobSet as JobSet's webhook does (``Internal error: failed to check for existing PVC ...``).
 """
 
@@ -18,6 +19,9 @@ from jobgate.kube.client import ApiError, Kube, Resource
 log = logging.getLogger("jobgate.jobset")
 
 CLAIMS = Resource("", "v1", "persistentvolumeclaims", namespaced=True)
+# The review waits for the read: short enough to answer within the apiserver's webhook timeout (10 s by
+# default) with JobSet's "failed to check" error rather than be timed out.
+READ_TIMEOUT_SECONDS = 4.0
 
 
 class ClaimReader:
@@ -28,7 +32,9 @@ class ClaimReader:
 
     def claim(self, namespace: str, name: str) -> dict[str, Any] | None:
         try:
-            return self.kube.get(CLAIMS.path(namespace=namespace, name=name))
+            path = CLAIMS.path(namespace=namespace, name=name)
+            found: dict[str, Any] = self.kube.request("GET", path, timeout=READ_TIMEOUT_SECONDS)
+            return found
         except ApiError as exc:
             if exc.status == 404:
                 return None

@@ -264,7 +264,8 @@ class StubKube:
         self.answers = answers
         self.paths: list[str] = []
 
-    def get(self, path: str) -> Any:
+    def request(self, method: str, path: str, **options: Any) -> Any:
+        assert method == "GET" and options["timeout"] < 10  # within the apiserver's webhook timeout
         self.paths.append(path)
         answer = self.answers.get(path, ApiError(404, "Not Found"))
         if isinstance(answer, Exception):
