@@ -298,3 +298,33 @@ def test_the_webhook_without_a_cluster_has_no_view():
     assert start_claim_reader(None, views) is None and views.claims is None
     start_claim_reader(StubKube({}), views)  # type: ignore[arg-type]
     assert isinstance(views.claims, ClaimReader)
+
+
+def test_jobgate_webhook_reads_pvcs_when_it_has_a_cluster(tmp_path):
+    from jobgate.cli.serve import _jobset_claims
+    from jobgate.engine.views import ClusterViews
+
+    kubeconfig = tmp_path / "kubeconfig"
+    kubeconfig.write_text(
+        json.dumps(
+            {
+                "apiVersion": "v1",
+                "kind": "Config",
+                "clusters": [{"name": "c", "cluster": {"server": "https://127.0.0.1:1"}}],
+                "users": [{"name": "u", "user": {"token": "t"}}],
+                "contexts": [{"name": "x", "context": {"cluster": "c", "user": "u"}}],
+                "current-context": "x",
+            }
+        )
+    )
+    without = ClusterViews()
+    _jobset_claims(None, False, without)
+    assert without.claims is None
+    given = ClusterViews()
+    _jobset_claims(str(kubeconfig), False, given)
+    assert isinstance(given.claims, ClaimReader)
+    # An API that cannot be reached refuses the JobSet as JobSet's webhook does when its read fails.
+    [error] = validate(jobset(), given.claims).errors
+    assert str(error).startswith(
+        "spec.volumeClaimPolicies[0].template[0]: Internal error: failed to check for existing PVC data-js: "
+    )
