@@ -198,6 +198,7 @@ def test_specs_equal_as_jobsets_decoded_structs_hold_them(template, stored):
         ({"resources": {"requests": {"storage": "1Gi"}}}, {"resources": {"requests": {"storage": "2Gi"}}}),
         ({"accessModes": ["ReadWriteOnce"]}, {"accessModes": ["ReadWriteMany"]}),
         ({"volumeName": "pv-1"}, {}),
+        ({"selector": {"matchLabels": {"a": ""}}}, {"selector": {"matchLabels": {}}}),  # a map keeps "" values
     ],
 )
 def test_specs_that_differ(template, stored):

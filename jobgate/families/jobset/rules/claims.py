@@ -45,6 +45,10 @@ _POINTER_FIELDS = frozenset(
 )
 
 
+# Fields of PersistentVolumeClaimSpec's types that are Go maps: an entry's empty value is a value.
+_MAP_FIELDS = frozenset(("matchLabels", "requests", "limits"))
+
+
 class ClaimLookupError(Exception):
     """A PVC's read failed for another reason than "not found" (the webhook's API read)."""
 
@@ -99,11 +103,11 @@ class LayeredClaims:
 
 def _go_struct(value: Any, pointer_fields: frozenset[str] = frozenset()) -> Any:
     """``value`` as a decoded Go struct holds it: empty lists, maps and strings dropped (``omitempty``)
-    but under a pointer field; quantities (any string that parses as one under ``resources``) by amount."""
+    but under a pointer field; the entries of Go maps (labels, resource lists) kept as they are."""
     if type(value) is dict:
         out = {}
         for key, item in value.items():
-            kept = _go_struct(item)
+            kept = item if key in _MAP_FIELDS and type(item) is dict else _go_struct(item)
             if (key in pointer_fields and item is not None) or kept not in (None, "", [], {}):
                 out[key] = kept
         return out
