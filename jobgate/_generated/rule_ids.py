@@ -304,720 +304,723 @@ PRODUCES: tuple[tuple[str, str, str, str], ...] = (
     ('jobset/volume-claim-templates', 'spec.volumeClaimPolicies[*].template[*].name', 'INVALID', ''),  # 296
     ('jobset/volume-claim-mounts', 'spec.replicatedJobs[*].template.spec.template.spec.volumes[*].name', 'INVALID', '^volume name conflicts '),  # 297
     ('jobset/volume-claim-mounts', 'spec.replicatedJobs', 'INVALID', "^replicatedJob containers don't have a matching volumeMount"),  # 298
-    ('jobset/replicated-jobs-immutable', 'spec.replicatedJobs', 'INVALID', '^field is immutable$'),  # 299
-    ('jobset/elastic-scaling', 'spec.replicatedJobs[*].template.spec', 'FORBIDDEN', '^Cannot mutate parallelism or completions'),  # 300
-    ('jobset/elastic-scaling', 'spec.replicatedJobs[*].template.spec.parallelism', 'INVALID', '^parallelism must be >= 1$'),  # 301
-    ('jobset/elastic-scaling', 'spec.replicatedJobs[*].template.spec.completions', 'INVALID', '^completions must be'),  # 302
-    ('jobset/managed-by-immutable', 'spec.managedBy', 'INVALID', '^field is immutable$'),  # 303
-    ('jobset/job-template', 'spec.replicatedJobs[*].template.spec.*', 'INVALID', ''),  # 304
-    ('jobset/job-template', 'spec.replicatedJobs[*].template.spec.completions', 'REQUIRED', '^when completion mode is Indexed$'),  # 305
-    ('jobset/job-template', 'spec.replicatedJobs[*].template.spec.template.spec.restartPolicy', 'NOT_SUPPORTED', '^supported values: "OnFailure", "Never"$'),  # 306
-    ('pod-template/spec', 'spec.replicatedJobs[*].template.spec.template.spec', 'REQUIRED', '^$'),  # 307
-    ('pod-template/containers', 'spec.replicatedJobs[*].template.spec.template.spec.containers', 'REQUIRED', '^must\\ have\\ at\\ least\\ one\\ container$'),  # 308
-    ('pod-template/bounds', 'spec.replicatedJobs[*].template.spec.template.spec.**', 'TOO_MANY', ''),  # 309
-    ('pod-template/containers/name', 'spec.replicatedJobs[*].template.spec.template.spec.containers[*].name', 'REQUIRED', '^$'),  # 310
-    ('pod-template/containers/name', 'spec.replicatedJobs[*].template.spec.template.spec.containers[*].name', 'INVALID', '^must be no more than 63 characters$'),  # 311
-    ('pod-template/containers/name', 'spec.replicatedJobs[*].template.spec.template.spec.containers[*].name', 'INVALID', "^a lowercase RFC 1123 label must consist of lower case alphanumeric characters or '-', and must start and end with an alphanumeric character \\(e\\.g\\. 'my-name',  or '123-abc', regex used for validation is '\\[a-z0-9\\]\\(\\[-a-z0-9\\]\\*\\[a-z0-9\\]\\)\\?'\\)$"),  # 312
-    ('pod-template/containers/image', 'spec.replicatedJobs[*].template.spec.template.spec.containers[*].image', 'REQUIRED', '^$'),  # 313
-    ('pod-template/containers/ports', 'spec.replicatedJobs[*].template.spec.template.spec.containers[*].ports[*].containerPort', 'REQUIRED', '^$'),  # 314
-    ('pod-template/containers/ports', 'spec.replicatedJobs[*].template.spec.template.spec.containers[*].ports[*].containerPort', 'INVALID', '^must be between 1 and 65535, inclusive$'),  # 315
-    ('pod-template/containers/ports', 'spec.replicatedJobs[*].template.spec.template.spec.containers[*].ports[*].hostPort', 'INVALID', '^must be between 1 and 65535, inclusive$'),  # 316
-    ('pod-template/containers/ports', 'spec.replicatedJobs[*].template.spec.template.spec.containers[*].ports[*].protocol', 'NOT_SUPPORTED', '^supported values: "TCP", "UDP", "SCTP"$'),  # 317
-    ('pod-template/containers/ports', 'spec.replicatedJobs[*].template.spec.template.spec.containers[*].ports[*].name', 'INVALID', '^must be no more than 15 characters$'),  # 318
-    ('pod-template/containers/ports', 'spec.replicatedJobs[*].template.spec.template.spec.containers[*].ports[*].name', 'INVALID', '^must contain only alpha-numeric characters \\(a-z, 0-9\\), and hyphens \\(-\\)$'),  # 319
-    ('pod-template/containers/ports', 'spec.replicatedJobs[*].template.spec.template.spec.containers[*].ports[*].name', 'INVALID', '^must contain at least one letter \\(a-z\\)$'),  # 320
-    ('pod-template/containers/ports', 'spec.replicatedJobs[*].template.spec.template.spec.containers[*].ports[*].name', 'INVALID', '^must not contain consecutive hyphens$'),  # 321
-    ('pod-template/containers/ports', 'spec.replicatedJobs[*].template.spec.template.spec.containers[*].ports[*].name', 'INVALID', '^must not begin or end with a hyphen$'),  # 322
-    ('pod-template/containers/port-names-unique', 'spec.replicatedJobs[*].template.spec.template.spec.containers[*].ports[*].name', 'DUPLICATE', ''),  # 323
-    ('pod-template/containers/mounts', 'spec.replicatedJobs[*].template.spec.template.spec.containers[*].volumeMounts[*].name', 'REQUIRED', '^$'),  # 324
-    ('pod-template/containers/mounts', 'spec.replicatedJobs[*].template.spec.template.spec.containers[*].volumeMounts[*].mountPath', 'REQUIRED', '^$'),  # 325
-    ('pod-template/containers/mounted-volumes', 'spec.replicatedJobs[*].template.spec.template.spec.containers[*].volumeMounts[*].name', 'NOT_FOUND', ''),  # 326
-    ('pod-template/containers/env', 'spec.replicatedJobs[*].template.spec.template.spec.containers[*].env[*].name', 'REQUIRED', '^$'),  # 327
-    ('pod-template/containers/env', 'spec.replicatedJobs[*].template.spec.template.spec.containers[*].env[*].name', 'INVALID', "^a valid environment variable name must consist only of printable ASCII characters other than '='$"),  # 328
-    ('pod-template/containers/quantities', 'spec.replicatedJobs[*].template.spec.template.spec.containers[*].resources.limits[*]', 'INVALID', "^quantities\\ must\\ match\\ the\\ regular\\ expression\\ '\\^\\(\\[\\+\\-\\]\\?\\[0\\-9\\.\\]\\+\\)\\(\\[eEinumkKMGTP\\]\\*\\[\\-\\+\\]\\?\\[0\\-9\\]\\*\\)\\$'$"),  # 329
-    ('pod-template/containers/quantities', 'spec.replicatedJobs[*].template.spec.template.spec.containers[*].resources.limits[*]', 'INVALID', '^must be greater than or equal to 0$'),  # 330
-    ('pod-template/containers/quantities', 'spec.replicatedJobs[*].template.spec.template.spec.containers[*].resources.requests[*]', 'INVALID', "^quantities\\ must\\ match\\ the\\ regular\\ expression\\ '\\^\\(\\[\\+\\-\\]\\?\\[0\\-9\\.\\]\\+\\)\\(\\[eEinumkKMGTP\\]\\*\\[\\-\\+\\]\\?\\[0\\-9\\]\\*\\)\\$'$"),  # 331
-    ('pod-template/containers/quantities', 'spec.replicatedJobs[*].template.spec.template.spec.containers[*].resources.requests[*]', 'INVALID', '^must be greater than or equal to 0$'),  # 332
-    ('pod-template/containers/whole-extended-resources', 'spec.replicatedJobs[*].template.spec.template.spec.containers[*].resources.limits[*]', 'INVALID', '^must be an integer$'),  # 333
-    ('pod-template/containers/whole-extended-resources', 'spec.replicatedJobs[*].template.spec.template.spec.containers[*].resources.requests[*]', 'INVALID', '^must be an integer$'),  # 334
-    ('pod-template/containers/extended-resource-limits', 'spec.replicatedJobs[*].template.spec.template.spec.containers[*].resources.limits[*]', 'REQUIRED', 'Limit\\ must\\ be\\ set\\ for\\ non\\ overcommitable\\ resources$'),  # 335
-    ('pod-template/containers/requests-within-limits', 'spec.replicatedJobs[*].template.spec.template.spec.containers[*].resources.requests[*]', 'INVALID', ' limit of '),  # 336
-    ('pod-template/initContainers/name', 'spec.replicatedJobs[*].template.spec.template.spec.initContainers[*].name', 'REQUIRED', '^$'),  # 337
-    ('pod-template/initContainers/name', 'spec.replicatedJobs[*].template.spec.template.spec.initContainers[*].name', 'INVALID', '^must be no more than 63 characters$'),  # 338
-    ('pod-template/initContainers/name', 'spec.replicatedJobs[*].template.spec.template.spec.initContainers[*].name', 'INVALID', "^a lowercase RFC 1123 label must consist of lower case alphanumeric characters or '-', and must start and end with an alphanumeric character \\(e\\.g\\. 'my-name',  or '123-abc', regex used for validation is '\\[a-z0-9\\]\\(\\[-a-z0-9\\]\\*\\[a-z0-9\\]\\)\\?'\\)$"),  # 339
-    ('pod-template/initContainers/image', 'spec.replicatedJobs[*].template.spec.template.spec.initContainers[*].image', 'REQUIRED', '^$'),  # 340
-    ('pod-template/initContainers/ports', 'spec.replicatedJobs[*].template.spec.template.spec.initContainers[*].ports[*].containerPort', 'REQUIRED', '^$'),  # 341
-    ('pod-template/initContainers/ports', 'spec.replicatedJobs[*].template.spec.template.spec.initContainers[*].ports[*].containerPort', 'INVALID', '^must be between 1 and 65535, inclusive$'),  # 342
-    ('pod-template/initContainers/ports', 'spec.replicatedJobs[*].template.spec.template.spec.initContainers[*].ports[*].hostPort', 'INVALID', '^must be between 1 and 65535, inclusive$'),  # 343
-    ('pod-template/initContainers/ports', 'spec.replicatedJobs[*].template.spec.template.spec.initContainers[*].ports[*].protocol', 'NOT_SUPPORTED', '^supported values: "TCP", "UDP", "SCTP"$'),  # 344
-    ('pod-template/initContainers/ports', 'spec.replicatedJobs[*].template.spec.template.spec.initContainers[*].ports[*].name', 'INVALID', '^must be no more than 15 characters$'),  # 345
-    ('pod-template/initContainers/ports', 'spec.replicatedJobs[*].template.spec.template.spec.initContainers[*].ports[*].name', 'INVALID', '^must contain only alpha-numeric characters \\(a-z, 0-9\\), and hyphens \\(-\\)$'),  # 346
-    ('pod-template/initContainers/ports', 'spec.replicatedJobs[*].template.spec.template.spec.initContainers[*].ports[*].name', 'INVALID', '^must contain at least one letter \\(a-z\\)$'),  # 347
-    ('pod-template/initContainers/ports', 'spec.replicatedJobs[*].template.spec.template.spec.initContainers[*].ports[*].name', 'INVALID', '^must not contain consecutive hyphens$'),  # 348
-    ('pod-template/initContainers/ports', 'spec.replicatedJobs[*].template.spec.template.spec.initContainers[*].ports[*].name', 'INVALID', '^must not begin or end with a hyphen$'),  # 349
-    ('pod-template/initContainers/port-names-unique', 'spec.replicatedJobs[*].template.spec.template.spec.initContainers[*].ports[*].name', 'DUPLICATE', ''),  # 350
-    ('pod-template/initContainers/mounts', 'spec.replicatedJobs[*].template.spec.template.spec.initContainers[*].volumeMounts[*].name', 'REQUIRED', '^$'),  # 351
-    ('pod-template/initContainers/mounts', 'spec.replicatedJobs[*].template.spec.template.spec.initContainers[*].volumeMounts[*].mountPath', 'REQUIRED', '^$'),  # 352
-    ('pod-template/initContainers/mounted-volumes', 'spec.replicatedJobs[*].template.spec.template.spec.initContainers[*].volumeMounts[*].name', 'NOT_FOUND', ''),  # 353
-    ('pod-template/initContainers/env', 'spec.replicatedJobs[*].template.spec.template.spec.initContainers[*].env[*].name', 'REQUIRED', '^$'),  # 354
-    ('pod-template/initContainers/env', 'spec.replicatedJobs[*].template.spec.template.spec.initContainers[*].env[*].name', 'INVALID', "^a valid environment variable name must consist only of printable ASCII characters other than '='$"),  # 355
-    ('pod-template/initContainers/quantities', 'spec.replicatedJobs[*].template.spec.template.spec.initContainers[*].resources.limits[*]', 'INVALID', "^quantities\\ must\\ match\\ the\\ regular\\ expression\\ '\\^\\(\\[\\+\\-\\]\\?\\[0\\-9\\.\\]\\+\\)\\(\\[eEinumkKMGTP\\]\\*\\[\\-\\+\\]\\?\\[0\\-9\\]\\*\\)\\$'$"),  # 356
-    ('pod-template/initContainers/quantities', 'spec.replicatedJobs[*].template.spec.template.spec.initContainers[*].resources.limits[*]', 'INVALID', '^must be greater than or equal to 0$'),  # 357
-    ('pod-template/initContainers/quantities', 'spec.replicatedJobs[*].template.spec.template.spec.initContainers[*].resources.requests[*]', 'INVALID', "^quantities\\ must\\ match\\ the\\ regular\\ expression\\ '\\^\\(\\[\\+\\-\\]\\?\\[0\\-9\\.\\]\\+\\)\\(\\[eEinumkKMGTP\\]\\*\\[\\-\\+\\]\\?\\[0\\-9\\]\\*\\)\\$'$"),  # 358
-    ('pod-template/initContainers/quantities', 'spec.replicatedJobs[*].template.spec.template.spec.initContainers[*].resources.requests[*]', 'INVALID', '^must be greater than or equal to 0$'),  # 359
-    ('pod-template/initContainers/whole-extended-resources', 'spec.replicatedJobs[*].template.spec.template.spec.initContainers[*].resources.limits[*]', 'INVALID', '^must be an integer$'),  # 360
-    ('pod-template/initContainers/whole-extended-resources', 'spec.replicatedJobs[*].template.spec.template.spec.initContainers[*].resources.requests[*]', 'INVALID', '^must be an integer$'),  # 361
-    ('pod-template/initContainers/extended-resource-limits', 'spec.replicatedJobs[*].template.spec.template.spec.initContainers[*].resources.limits[*]', 'REQUIRED', 'Limit\\ must\\ be\\ set\\ for\\ non\\ overcommitable\\ resources$'),  # 362
-    ('pod-template/initContainers/requests-within-limits', 'spec.replicatedJobs[*].template.spec.template.spec.initContainers[*].resources.requests[*]', 'INVALID', ' limit of '),  # 363
-    ('pod-template/container-names-unique', 'spec.replicatedJobs[*].template.spec.template.spec.containers[*].name', 'DUPLICATE', ''),  # 364
-    ('pod-template/container-names-unique', 'spec.replicatedJobs[*].template.spec.template.spec.initContainers[*].name', 'DUPLICATE', ''),  # 365
-    ('pod-template/volumes', 'spec.replicatedJobs[*].template.spec.template.spec.volumes[*].name', 'REQUIRED', '^$'),  # 366
-    ('pod-template/volumes', 'spec.replicatedJobs[*].template.spec.template.spec.volumes[*].name', 'INVALID', '^must be no more than 63 characters$'),  # 367
-    ('pod-template/volumes', 'spec.replicatedJobs[*].template.spec.template.spec.volumes[*].name', 'INVALID', "^a lowercase RFC 1123 label must consist of lower case alphanumeric characters or '-', and must start and end with an alphanumeric character \\(e\\.g\\. 'my-name',  or '123-abc', regex used for validation is '\\[a-z0-9\\]\\(\\[-a-z0-9\\]\\*\\[a-z0-9\\]\\)\\?'\\)$"),  # 368
-    ('pod-template/volume-names-unique', 'spec.replicatedJobs[*].template.spec.template.spec.volumes[*].name', 'DUPLICATE', ''),  # 369
-    ('pod-template/restart-policy', 'spec.replicatedJobs[*].template.spec.template.spec.restartPolicy', 'NOT_SUPPORTED', '^supported values: "Always", "OnFailure", "Never"$'),  # 370
-    ('kubeflow/name', 'metadata.name', 'INVALID', '^should match: '),  # 371
-    ('kubeflow/managed-by', 'spec.runPolicy.managedBy', 'NOT_SUPPORTED', ''),  # 372
-    ('kubeflow/managed-by', 'spec.runPolicy.managedBy', 'INVALID', '^field is immutable$'),  # 373
-    ('kubeflow/queue-immutable', 'spec.runPolicy.schedulingPolicy.queue', 'INVALID', '^spec\\.runPolicy\\.schedulingPolicy\\.queue\\ is\\ immutable$'),  # 374
-    ('kubeflow/template-containers', 'spec.jaxReplicaSpecs[*].template.spec.containers', 'REQUIRED', '^must have at least one container$|^must be specified: |containers definition expected'),  # 375
-    ('replicas/types', 'spec.jaxReplicaSpecs[*]', 'NOT_SUPPORTED', ''),  # 376
-    ('replicas/types', 'spec.jaxReplicaSpecs[*]', 'DUPLICATE', ''),  # 377
-    ('run-policy/min-available', 'spec.runPolicy.schedulingPolicy.minAvailable', 'INVALID', 'total number of replicas'),  # 378
-    ('run-policy/queue-immutable', 'spec.schedulingPolicy.queue', 'INVALID', '^field is immutable$'),  # 379
-    ('pod-template/spec', 'spec.jaxReplicaSpecs[*].template.spec', 'REQUIRED', '^$'),  # 380
-    ('pod-template/containers', 'spec.jaxReplicaSpecs[*].template.spec.containers', 'REQUIRED', '^must\\ be\\ specified:\\ must\\ have\\ at\\ least\\ one\\ container\\ with\\ name\\ jax$'),  # 381
-    ('pod-template/bounds', 'spec.jaxReplicaSpecs[*].template.spec.**', 'TOO_MANY', ''),  # 382
-    ('pod-template/containers/name', 'spec.jaxReplicaSpecs[*].template.spec.containers[*].name', 'REQUIRED', '^$'),  # 383
-    ('pod-template/containers/name', 'spec.jaxReplicaSpecs[*].template.spec.containers[*].name', 'INVALID', '^must be no more than 63 characters$'),  # 384
-    ('pod-template/containers/name', 'spec.jaxReplicaSpecs[*].template.spec.containers[*].name', 'INVALID', "^a lowercase RFC 1123 label must consist of lower case alphanumeric characters or '-', and must start and end with an alphanumeric character \\(e\\.g\\. 'my-name',  or '123-abc', regex used for validation is '\\[a-z0-9\\]\\(\\[-a-z0-9\\]\\*\\[a-z0-9\\]\\)\\?'\\)$"),  # 385
-    ('pod-template/containers/image', 'spec.jaxReplicaSpecs[*].template.spec.containers[*].image', 'REQUIRED', '^$'),  # 386
-    ('pod-template/containers/ports', 'spec.jaxReplicaSpecs[*].template.spec.containers[*].ports[*].containerPort', 'REQUIRED', '^$'),  # 387
-    ('pod-template/containers/ports', 'spec.jaxReplicaSpecs[*].template.spec.containers[*].ports[*].containerPort', 'INVALID', '^must be between 1 and 65535, inclusive$'),  # 388
-    ('pod-template/containers/ports', 'spec.jaxReplicaSpecs[*].template.spec.containers[*].ports[*].hostPort', 'INVALID', '^must be between 1 and 65535, inclusive$'),  # 389
-    ('pod-template/containers/ports', 'spec.jaxReplicaSpecs[*].template.spec.containers[*].ports[*].protocol', 'NOT_SUPPORTED', '^supported values: "TCP", "UDP", "SCTP"$'),  # 390
-    ('pod-template/containers/ports', 'spec.jaxReplicaSpecs[*].template.spec.containers[*].ports[*].name', 'INVALID', '^must be no more than 15 characters$'),  # 391
-    ('pod-template/containers/ports', 'spec.jaxReplicaSpecs[*].template.spec.containers[*].ports[*].name', 'INVALID', '^must contain only alpha-numeric characters \\(a-z, 0-9\\), and hyphens \\(-\\)$'),  # 392
-    ('pod-template/containers/ports', 'spec.jaxReplicaSpecs[*].template.spec.containers[*].ports[*].name', 'INVALID', '^must contain at least one letter \\(a-z\\)$'),  # 393
-    ('pod-template/containers/ports', 'spec.jaxReplicaSpecs[*].template.spec.containers[*].ports[*].name', 'INVALID', '^must not contain consecutive hyphens$'),  # 394
-    ('pod-template/containers/ports', 'spec.jaxReplicaSpecs[*].template.spec.containers[*].ports[*].name', 'INVALID', '^must not begin or end with a hyphen$'),  # 395
-    ('pod-template/containers/port-names-unique', 'spec.jaxReplicaSpecs[*].template.spec.containers[*].ports[*].name', 'DUPLICATE', ''),  # 396
-    ('pod-template/containers/mounts', 'spec.jaxReplicaSpecs[*].template.spec.containers[*].volumeMounts[*].name', 'REQUIRED', '^$'),  # 397
-    ('pod-template/containers/mounts', 'spec.jaxReplicaSpecs[*].template.spec.containers[*].volumeMounts[*].mountPath', 'REQUIRED', '^$'),  # 398
-    ('pod-template/containers/mounted-volumes', 'spec.jaxReplicaSpecs[*].template.spec.containers[*].volumeMounts[*].name', 'NOT_FOUND', ''),  # 399
-    ('pod-template/containers/env', 'spec.jaxReplicaSpecs[*].template.spec.containers[*].env[*].name', 'REQUIRED', '^$'),  # 400
-    ('pod-template/containers/env', 'spec.jaxReplicaSpecs[*].template.spec.containers[*].env[*].name', 'INVALID', "^a valid environment variable name must consist only of printable ASCII characters other than '='$"),  # 401
-    ('pod-template/containers/quantities', 'spec.jaxReplicaSpecs[*].template.spec.containers[*].resources.limits[*]', 'INVALID', "^quantities\\ must\\ match\\ the\\ regular\\ expression\\ '\\^\\(\\[\\+\\-\\]\\?\\[0\\-9\\.\\]\\+\\)\\(\\[eEinumkKMGTP\\]\\*\\[\\-\\+\\]\\?\\[0\\-9\\]\\*\\)\\$'$"),  # 402
-    ('pod-template/containers/quantities', 'spec.jaxReplicaSpecs[*].template.spec.containers[*].resources.limits[*]', 'INVALID', '^must be greater than or equal to 0$'),  # 403
-    ('pod-template/containers/quantities', 'spec.jaxReplicaSpecs[*].template.spec.containers[*].resources.requests[*]', 'INVALID', "^quantities\\ must\\ match\\ the\\ regular\\ expression\\ '\\^\\(\\[\\+\\-\\]\\?\\[0\\-9\\.\\]\\+\\)\\(\\[eEinumkKMGTP\\]\\*\\[\\-\\+\\]\\?\\[0\\-9\\]\\*\\)\\$'$"),  # 404
-    ('pod-template/containers/quantities', 'spec.jaxReplicaSpecs[*].template.spec.containers[*].resources.requests[*]', 'INVALID', '^must be greater than or equal to 0$'),  # 405
-    ('pod-template/containers/whole-extended-resources', 'spec.jaxReplicaSpecs[*].template.spec.containers[*].resources.limits[*]', 'INVALID', '^must be an integer$'),  # 406
-    ('pod-template/containers/whole-extended-resources', 'spec.jaxReplicaSpecs[*].template.spec.containers[*].resources.requests[*]', 'INVALID', '^must be an integer$'),  # 407
-    ('pod-template/containers/extended-resource-limits', 'spec.jaxReplicaSpecs[*].template.spec.containers[*].resources.limits[*]', 'REQUIRED', 'Limit\\ must\\ be\\ set\\ for\\ non\\ overcommitable\\ resources$'),  # 408
-    ('pod-template/containers/requests-within-limits', 'spec.jaxReplicaSpecs[*].template.spec.containers[*].resources.requests[*]', 'INVALID', ' limit of '),  # 409
-    ('pod-template/initContainers/name', 'spec.jaxReplicaSpecs[*].template.spec.initContainers[*].name', 'REQUIRED', '^$'),  # 410
-    ('pod-template/initContainers/name', 'spec.jaxReplicaSpecs[*].template.spec.initContainers[*].name', 'INVALID', '^must be no more than 63 characters$'),  # 411
-    ('pod-template/initContainers/name', 'spec.jaxReplicaSpecs[*].template.spec.initContainers[*].name', 'INVALID', "^a lowercase RFC 1123 label must consist of lower case alphanumeric characters or '-', and must start and end with an alphanumeric character \\(e\\.g\\. 'my-name',  or '123-abc', regex used for validation is '\\[a-z0-9\\]\\(\\[-a-z0-9\\]\\*\\[a-z0-9\\]\\)\\?'\\)$"),  # 412
-    ('pod-template/initContainers/image', 'spec.jaxReplicaSpecs[*].template.spec.initContainers[*].image', 'REQUIRED', '^$'),  # 413
-    ('pod-template/initContainers/ports', 'spec.jaxReplicaSpecs[*].template.spec.initContainers[*].ports[*].containerPort', 'REQUIRED', '^$'),  # 414
-    ('pod-template/initContainers/ports', 'spec.jaxReplicaSpecs[*].template.spec.initContainers[*].ports[*].containerPort', 'INVALID', '^must be between 1 and 65535, inclusive$'),  # 415
-    ('pod-template/initContainers/ports', 'spec.jaxReplicaSpecs[*].template.spec.initContainers[*].ports[*].hostPort', 'INVALID', '^must be between 1 and 65535, inclusive$'),  # 416
-    ('pod-template/initContainers/ports', 'spec.jaxReplicaSpecs[*].template.spec.initContainers[*].ports[*].protocol', 'NOT_SUPPORTED', '^supported values: "TCP", "UDP", "SCTP"$'),  # 417
-    ('pod-template/initContainers/ports', 'spec.jaxReplicaSpecs[*].template.spec.initContainers[*].ports[*].name', 'INVALID', '^must be no more than 15 characters$'),  # 418
-    ('pod-template/initContainers/ports', 'spec.jaxReplicaSpecs[*].template.spec.initContainers[*].ports[*].name', 'INVALID', '^must contain only alpha-numeric characters \\(a-z, 0-9\\), and hyphens \\(-\\)$'),  # 419
-    ('pod-template/initContainers/ports', 'spec.jaxReplicaSpecs[*].template.spec.initContainers[*].ports[*].name', 'INVALID', '^must contain at least one letter \\(a-z\\)$'),  # 420
-    ('pod-template/initContainers/ports', 'spec.jaxReplicaSpecs[*].template.spec.initContainers[*].ports[*].name', 'INVALID', '^must not contain consecutive hyphens$'),  # 421
-    ('pod-template/initContainers/ports', 'spec.jaxReplicaSpecs[*].template.spec.initContainers[*].ports[*].name', 'INVALID', '^must not begin or end with a hyphen$'),  # 422
-    ('pod-template/initContainers/port-names-unique', 'spec.jaxReplicaSpecs[*].template.spec.initContainers[*].ports[*].name', 'DUPLICATE', ''),  # 423
-    ('pod-template/initContainers/mounts', 'spec.jaxReplicaSpecs[*].template.spec.initContainers[*].volumeMounts[*].name', 'REQUIRED', '^$'),  # 424
-    ('pod-template/initContainers/mounts', 'spec.jaxReplicaSpecs[*].template.spec.initContainers[*].volumeMounts[*].mountPath', 'REQUIRED', '^$'),  # 425
-    ('pod-template/initContainers/mounted-volumes', 'spec.jaxReplicaSpecs[*].template.spec.initContainers[*].volumeMounts[*].name', 'NOT_FOUND', ''),  # 426
-    ('pod-template/initContainers/env', 'spec.jaxReplicaSpecs[*].template.spec.initContainers[*].env[*].name', 'REQUIRED', '^$'),  # 427
-    ('pod-template/initContainers/env', 'spec.jaxReplicaSpecs[*].template.spec.initContainers[*].env[*].name', 'INVALID', "^a valid environment variable name must consist only of printable ASCII characters other than '='$"),  # 428
-    ('pod-template/initContainers/quantities', 'spec.jaxReplicaSpecs[*].template.spec.initContainers[*].resources.limits[*]', 'INVALID', "^quantities\\ must\\ match\\ the\\ regular\\ expression\\ '\\^\\(\\[\\+\\-\\]\\?\\[0\\-9\\.\\]\\+\\)\\(\\[eEinumkKMGTP\\]\\*\\[\\-\\+\\]\\?\\[0\\-9\\]\\*\\)\\$'$"),  # 429
-    ('pod-template/initContainers/quantities', 'spec.jaxReplicaSpecs[*].template.spec.initContainers[*].resources.limits[*]', 'INVALID', '^must be greater than or equal to 0$'),  # 430
-    ('pod-template/initContainers/quantities', 'spec.jaxReplicaSpecs[*].template.spec.initContainers[*].resources.requests[*]', 'INVALID', "^quantities\\ must\\ match\\ the\\ regular\\ expression\\ '\\^\\(\\[\\+\\-\\]\\?\\[0\\-9\\.\\]\\+\\)\\(\\[eEinumkKMGTP\\]\\*\\[\\-\\+\\]\\?\\[0\\-9\\]\\*\\)\\$'$"),  # 431
-    ('pod-template/initContainers/quantities', 'spec.jaxReplicaSpecs[*].template.spec.initContainers[*].resources.requests[*]', 'INVALID', '^must be greater than or equal to 0$'),  # 432
-    ('pod-template/initContainers/whole-extended-resources', 'spec.jaxReplicaSpecs[*].template.spec.initContainers[*].resources.limits[*]', 'INVALID', '^must be an integer$'),  # 433
-    ('pod-template/initContainers/whole-extended-resources', 'spec.jaxReplicaSpecs[*].template.spec.initContainers[*].resources.requests[*]', 'INVALID', '^must be an integer$'),  # 434
-    ('pod-template/initContainers/extended-resource-limits', 'spec.jaxReplicaSpecs[*].template.spec.initContainers[*].resources.limits[*]', 'REQUIRED', 'Limit\\ must\\ be\\ set\\ for\\ non\\ overcommitable\\ resources$'),  # 435
-    ('pod-template/initContainers/requests-within-limits', 'spec.jaxReplicaSpecs[*].template.spec.initContainers[*].resources.requests[*]', 'INVALID', ' limit of '),  # 436
-    ('pod-template/container-names-unique', 'spec.jaxReplicaSpecs[*].template.spec.containers[*].name', 'DUPLICATE', ''),  # 437
-    ('pod-template/container-names-unique', 'spec.jaxReplicaSpecs[*].template.spec.initContainers[*].name', 'DUPLICATE', ''),  # 438
-    ('pod-template/volumes', 'spec.jaxReplicaSpecs[*].template.spec.volumes[*].name', 'REQUIRED', '^$'),  # 439
-    ('pod-template/volumes', 'spec.jaxReplicaSpecs[*].template.spec.volumes[*].name', 'INVALID', '^must be no more than 63 characters$'),  # 440
-    ('pod-template/volumes', 'spec.jaxReplicaSpecs[*].template.spec.volumes[*].name', 'INVALID', "^a lowercase RFC 1123 label must consist of lower case alphanumeric characters or '-', and must start and end with an alphanumeric character \\(e\\.g\\. 'my-name',  or '123-abc', regex used for validation is '\\[a-z0-9\\]\\(\\[-a-z0-9\\]\\*\\[a-z0-9\\]\\)\\?'\\)$"),  # 441
-    ('pod-template/volume-names-unique', 'spec.jaxReplicaSpecs[*].template.spec.volumes[*].name', 'DUPLICATE', ''),  # 442
-    ('pod-template/restart-policy', 'spec.jaxReplicaSpecs[*].template.spec.restartPolicy', 'NOT_SUPPORTED', '^supported values: "Always", "OnFailure", "Never"$'),  # 443
-    ('pod-template/framework-container', 'spec.jaxReplicaSpecs[*].template.spec.containers', 'REQUIRED', '^must\\ have\\ at\\ least\\ one\\ container\\ with\\ name\\ jax$'),  # 444
-    ('kubeflow/template-containers', 'spec.mpiReplicaSpecs[*].template.spec.containers', 'REQUIRED', '^must have at least one container$|^must be specified: |containers definition expected'),  # 445
-    ('kubeflow/one-launcher', 'spec.mpiReplicaSpecs[Launcher]', 'REQUIRED', '^must be present '),  # 446
-    ('kubeflow/one-launcher', 'spec.mpiReplicaSpecs[Launcher].replicas', 'FORBIDDEN', '^must be 1 '),  # 447
-    ('replicas/types', 'spec.mpiReplicaSpecs[*]', 'NOT_SUPPORTED', ''),  # 448
-    ('pod-template/spec', 'spec.mpiReplicaSpecs[*].template.spec', 'REQUIRED', '^$'),  # 449
-    ('pod-template/containers', 'spec.mpiReplicaSpecs[*].template.spec.containers', 'REQUIRED', '^must\\ have\\ at\\ least\\ one\\ container\\ \\(MPIReplicaSpecs\\ is\\ not\\ valid:\\ containers\\ definition\\ expected\\)$'),  # 450
-    ('pod-template/bounds', 'spec.mpiReplicaSpecs[*].template.spec.**', 'TOO_MANY', ''),  # 451
-    ('pod-template/containers/name', 'spec.mpiReplicaSpecs[*].template.spec.containers[*].name', 'REQUIRED', '^$'),  # 452
-    ('pod-template/containers/name', 'spec.mpiReplicaSpecs[*].template.spec.containers[*].name', 'INVALID', '^must be no more than 63 characters$'),  # 453
-    ('pod-template/containers/name', 'spec.mpiReplicaSpecs[*].template.spec.containers[*].name', 'INVALID', "^a lowercase RFC 1123 label must consist of lower case alphanumeric characters or '-', and must start and end with an alphanumeric character \\(e\\.g\\. 'my-name',  or '123-abc', regex used for validation is '\\[a-z0-9\\]\\(\\[-a-z0-9\\]\\*\\[a-z0-9\\]\\)\\?'\\)$"),  # 454
-    ('pod-template/containers/image', 'spec.mpiReplicaSpecs[*].template.spec.containers[*].image', 'REQUIRED', '^$'),  # 455
-    ('pod-template/containers/ports', 'spec.mpiReplicaSpecs[*].template.spec.containers[*].ports[*].containerPort', 'REQUIRED', '^$'),  # 456
-    ('pod-template/containers/ports', 'spec.mpiReplicaSpecs[*].template.spec.containers[*].ports[*].containerPort', 'INVALID', '^must be between 1 and 65535, inclusive$'),  # 457
-    ('pod-template/containers/ports', 'spec.mpiReplicaSpecs[*].template.spec.containers[*].ports[*].hostPort', 'INVALID', '^must be between 1 and 65535, inclusive$'),  # 458
-    ('pod-template/containers/ports', 'spec.mpiReplicaSpecs[*].template.spec.containers[*].ports[*].protocol', 'NOT_SUPPORTED', '^supported values: "TCP", "UDP", "SCTP"$'),  # 459
-    ('pod-template/containers/ports', 'spec.mpiReplicaSpecs[*].template.spec.containers[*].ports[*].name', 'INVALID', '^must be no more than 15 characters$'),  # 460
-    ('pod-template/containers/ports', 'spec.mpiReplicaSpecs[*].template.spec.containers[*].ports[*].name', 'INVALID', '^must contain only alpha-numeric characters \\(a-z, 0-9\\), and hyphens \\(-\\)$'),  # 461
-    ('pod-template/containers/ports', 'spec.mpiReplicaSpecs[*].template.spec.containers[*].ports[*].name', 'INVALID', '^must contain at least one letter \\(a-z\\)$'),  # 462
-    ('pod-template/containers/ports', 'spec.mpiReplicaSpecs[*].template.spec.containers[*].ports[*].name', 'INVALID', '^must not contain consecutive hyphens$'),  # 463
-    ('pod-template/containers/ports', 'spec.mpiReplicaSpecs[*].template.spec.containers[*].ports[*].name', 'INVALID', '^must not begin or end with a hyphen$'),  # 464
-    ('pod-template/containers/port-names-unique', 'spec.mpiReplicaSpecs[*].template.spec.containers[*].ports[*].name', 'DUPLICATE', ''),  # 465
-    ('pod-template/containers/mounts', 'spec.mpiReplicaSpecs[*].template.spec.containers[*].volumeMounts[*].name', 'REQUIRED', '^$'),  # 466
-    ('pod-template/containers/mounts', 'spec.mpiReplicaSpecs[*].template.spec.containers[*].volumeMounts[*].mountPath', 'REQUIRED', '^$'),  # 467
-    ('pod-template/containers/mounted-volumes', 'spec.mpiReplicaSpecs[*].template.spec.containers[*].volumeMounts[*].name', 'NOT_FOUND', ''),  # 468
-    ('pod-template/containers/env', 'spec.mpiReplicaSpecs[*].template.spec.containers[*].env[*].name', 'REQUIRED', '^$'),  # 469
-    ('pod-template/containers/env', 'spec.mpiReplicaSpecs[*].template.spec.containers[*].env[*].name', 'INVALID', "^a valid environment variable name must consist only of printable ASCII characters other than '='$"),  # 470
-    ('pod-template/containers/quantities', 'spec.mpiReplicaSpecs[*].template.spec.containers[*].resources.limits[*]', 'INVALID', "^quantities\\ must\\ match\\ the\\ regular\\ expression\\ '\\^\\(\\[\\+\\-\\]\\?\\[0\\-9\\.\\]\\+\\)\\(\\[eEinumkKMGTP\\]\\*\\[\\-\\+\\]\\?\\[0\\-9\\]\\*\\)\\$'$"),  # 471
-    ('pod-template/containers/quantities', 'spec.mpiReplicaSpecs[*].template.spec.containers[*].resources.limits[*]', 'INVALID', '^must be greater than or equal to 0$'),  # 472
-    ('pod-template/containers/quantities', 'spec.mpiReplicaSpecs[*].template.spec.containers[*].resources.requests[*]', 'INVALID', "^quantities\\ must\\ match\\ the\\ regular\\ expression\\ '\\^\\(\\[\\+\\-\\]\\?\\[0\\-9\\.\\]\\+\\)\\(\\[eEinumkKMGTP\\]\\*\\[\\-\\+\\]\\?\\[0\\-9\\]\\*\\)\\$'$"),  # 473
-    ('pod-template/containers/quantities', 'spec.mpiReplicaSpecs[*].template.spec.containers[*].resources.requests[*]', 'INVALID', '^must be greater than or equal to 0$'),  # 474
-    ('pod-template/containers/whole-extended-resources', 'spec.mpiReplicaSpecs[*].template.spec.containers[*].resources.limits[*]', 'INVALID', '^must be an integer$'),  # 475
-    ('pod-template/containers/whole-extended-resources', 'spec.mpiReplicaSpecs[*].template.spec.containers[*].resources.requests[*]', 'INVALID', '^must be an integer$'),  # 476
-    ('pod-template/containers/extended-resource-limits', 'spec.mpiReplicaSpecs[*].template.spec.containers[*].resources.limits[*]', 'REQUIRED', 'Limit\\ must\\ be\\ set\\ for\\ non\\ overcommitable\\ resources$'),  # 477
-    ('pod-template/containers/requests-within-limits', 'spec.mpiReplicaSpecs[*].template.spec.containers[*].resources.requests[*]', 'INVALID', ' limit of '),  # 478
-    ('pod-template/initContainers/name', 'spec.mpiReplicaSpecs[*].template.spec.initContainers[*].name', 'REQUIRED', '^$'),  # 479
-    ('pod-template/initContainers/name', 'spec.mpiReplicaSpecs[*].template.spec.initContainers[*].name', 'INVALID', '^must be no more than 63 characters$'),  # 480
-    ('pod-template/initContainers/name', 'spec.mpiReplicaSpecs[*].template.spec.initContainers[*].name', 'INVALID', "^a lowercase RFC 1123 label must consist of lower case alphanumeric characters or '-', and must start and end with an alphanumeric character \\(e\\.g\\. 'my-name',  or '123-abc', regex used for validation is '\\[a-z0-9\\]\\(\\[-a-z0-9\\]\\*\\[a-z0-9\\]\\)\\?'\\)$"),  # 481
-    ('pod-template/initContainers/image', 'spec.mpiReplicaSpecs[*].template.spec.initContainers[*].image', 'REQUIRED', '^$'),  # 482
-    ('pod-template/initContainers/ports', 'spec.mpiReplicaSpecs[*].template.spec.initContainers[*].ports[*].containerPort', 'REQUIRED', '^$'),  # 483
-    ('pod-template/initContainers/ports', 'spec.mpiReplicaSpecs[*].template.spec.initContainers[*].ports[*].containerPort', 'INVALID', '^must be between 1 and 65535, inclusive$'),  # 484
-    ('pod-template/initContainers/ports', 'spec.mpiReplicaSpecs[*].template.spec.initContainers[*].ports[*].hostPort', 'INVALID', '^must be between 1 and 65535, inclusive$'),  # 485
-    ('pod-template/initContainers/ports', 'spec.mpiReplicaSpecs[*].template.spec.initContainers[*].ports[*].protocol', 'NOT_SUPPORTED', '^supported values: "TCP", "UDP", "SCTP"$'),  # 486
-    ('pod-template/initContainers/ports', 'spec.mpiReplicaSpecs[*].template.spec.initContainers[*].ports[*].name', 'INVALID', '^must be no more than 15 characters$'),  # 487
-    ('pod-template/initContainers/ports', 'spec.mpiReplicaSpecs[*].template.spec.initContainers[*].ports[*].name', 'INVALID', '^must contain only alpha-numeric characters \\(a-z, 0-9\\), and hyphens \\(-\\)$'),  # 488
-    ('pod-template/initContainers/ports', 'spec.mpiReplicaSpecs[*].template.spec.initContainers[*].ports[*].name', 'INVALID', '^must contain at least one letter \\(a-z\\)$'),  # 489
-    ('pod-template/initContainers/ports', 'spec.mpiReplicaSpecs[*].template.spec.initContainers[*].ports[*].name', 'INVALID', '^must not contain consecutive hyphens$'),  # 490
-    ('pod-template/initContainers/ports', 'spec.mpiReplicaSpecs[*].template.spec.initContainers[*].ports[*].name', 'INVALID', '^must not begin or end with a hyphen$'),  # 491
-    ('pod-template/initContainers/port-names-unique', 'spec.mpiReplicaSpecs[*].template.spec.initContainers[*].ports[*].name', 'DUPLICATE', ''),  # 492
-    ('pod-template/initContainers/mounts', 'spec.mpiReplicaSpecs[*].template.spec.initContainers[*].volumeMounts[*].name', 'REQUIRED', '^$'),  # 493
-    ('pod-template/initContainers/mounts', 'spec.mpiReplicaSpecs[*].template.spec.initContainers[*].volumeMounts[*].mountPath', 'REQUIRED', '^$'),  # 494
-    ('pod-template/initContainers/mounted-volumes', 'spec.mpiReplicaSpecs[*].template.spec.initContainers[*].volumeMounts[*].name', 'NOT_FOUND', ''),  # 495
-    ('pod-template/initContainers/env', 'spec.mpiReplicaSpecs[*].template.spec.initContainers[*].env[*].name', 'REQUIRED', '^$'),  # 496
-    ('pod-template/initContainers/env', 'spec.mpiReplicaSpecs[*].template.spec.initContainers[*].env[*].name', 'INVALID', "^a valid environment variable name must consist only of printable ASCII characters other than '='$"),  # 497
-    ('pod-template/initContainers/quantities', 'spec.mpiReplicaSpecs[*].template.spec.initContainers[*].resources.limits[*]', 'INVALID', "^quantities\\ must\\ match\\ the\\ regular\\ expression\\ '\\^\\(\\[\\+\\-\\]\\?\\[0\\-9\\.\\]\\+\\)\\(\\[eEinumkKMGTP\\]\\*\\[\\-\\+\\]\\?\\[0\\-9\\]\\*\\)\\$'$"),  # 498
-    ('pod-template/initContainers/quantities', 'spec.mpiReplicaSpecs[*].template.spec.initContainers[*].resources.limits[*]', 'INVALID', '^must be greater than or equal to 0$'),  # 499
-    ('pod-template/initContainers/quantities', 'spec.mpiReplicaSpecs[*].template.spec.initContainers[*].resources.requests[*]', 'INVALID', "^quantities\\ must\\ match\\ the\\ regular\\ expression\\ '\\^\\(\\[\\+\\-\\]\\?\\[0\\-9\\.\\]\\+\\)\\(\\[eEinumkKMGTP\\]\\*\\[\\-\\+\\]\\?\\[0\\-9\\]\\*\\)\\$'$"),  # 500
-    ('pod-template/initContainers/quantities', 'spec.mpiReplicaSpecs[*].template.spec.initContainers[*].resources.requests[*]', 'INVALID', '^must be greater than or equal to 0$'),  # 501
-    ('pod-template/initContainers/whole-extended-resources', 'spec.mpiReplicaSpecs[*].template.spec.initContainers[*].resources.limits[*]', 'INVALID', '^must be an integer$'),  # 502
-    ('pod-template/initContainers/whole-extended-resources', 'spec.mpiReplicaSpecs[*].template.spec.initContainers[*].resources.requests[*]', 'INVALID', '^must be an integer$'),  # 503
-    ('pod-template/initContainers/extended-resource-limits', 'spec.mpiReplicaSpecs[*].template.spec.initContainers[*].resources.limits[*]', 'REQUIRED', 'Limit\\ must\\ be\\ set\\ for\\ non\\ overcommitable\\ resources$'),  # 504
-    ('pod-template/initContainers/requests-within-limits', 'spec.mpiReplicaSpecs[*].template.spec.initContainers[*].resources.requests[*]', 'INVALID', ' limit of '),  # 505
-    ('pod-template/container-names-unique', 'spec.mpiReplicaSpecs[*].template.spec.containers[*].name', 'DUPLICATE', ''),  # 506
-    ('pod-template/container-names-unique', 'spec.mpiReplicaSpecs[*].template.spec.initContainers[*].name', 'DUPLICATE', ''),  # 507
-    ('pod-template/volumes', 'spec.mpiReplicaSpecs[*].template.spec.volumes[*].name', 'REQUIRED', '^$'),  # 508
-    ('pod-template/volumes', 'spec.mpiReplicaSpecs[*].template.spec.volumes[*].name', 'INVALID', '^must be no more than 63 characters$'),  # 509
-    ('pod-template/volumes', 'spec.mpiReplicaSpecs[*].template.spec.volumes[*].name', 'INVALID', "^a lowercase RFC 1123 label must consist of lower case alphanumeric characters or '-', and must start and end with an alphanumeric character \\(e\\.g\\. 'my-name',  or '123-abc', regex used for validation is '\\[a-z0-9\\]\\(\\[-a-z0-9\\]\\*\\[a-z0-9\\]\\)\\?'\\)$"),  # 510
-    ('pod-template/volume-names-unique', 'spec.mpiReplicaSpecs[*].template.spec.volumes[*].name', 'DUPLICATE', ''),  # 511
-    ('pod-template/restart-policy', 'spec.mpiReplicaSpecs[*].template.spec.restartPolicy', 'NOT_SUPPORTED', '^supported values: "Always", "OnFailure", "Never"$'),  # 512
-    ('kubeflow/template-containers', 'spec.paddleReplicaSpecs[*].template.spec.containers', 'REQUIRED', '^must have at least one container$|^must be specified: |containers definition expected'),  # 513
-    ('kubeflow/elastic-needs-worker', 'spec.paddleReplicaSpecs[Worker]', 'REQUIRED', '^must\\ be\\ configured\\ if\\ elastic\\ policy\\ is\\ used$'),  # 514
-    ('replicas/types', 'spec.paddleReplicaSpecs[*]', 'NOT_SUPPORTED', ''),  # 515
-    ('replicas/types', 'spec.paddleReplicaSpecs[*]', 'DUPLICATE', ''),  # 516
-    ('pod-template/spec', 'spec.paddleReplicaSpecs[*].template.spec', 'REQUIRED', '^$'),  # 517
-    ('pod-template/containers', 'spec.paddleReplicaSpecs[*].template.spec.containers', 'REQUIRED', '^must\\ be\\ specified:\\ must\\ have\\ at\\ least\\ one\\ container\\ with\\ name\\ "paddle"$'),  # 518
-    ('pod-template/bounds', 'spec.paddleReplicaSpecs[*].template.spec.**', 'TOO_MANY', ''),  # 519
-    ('pod-template/containers/name', 'spec.paddleReplicaSpecs[*].template.spec.containers[*].name', 'REQUIRED', '^$'),  # 520
-    ('pod-template/containers/name', 'spec.paddleReplicaSpecs[*].template.spec.containers[*].name', 'INVALID', '^must be no more than 63 characters$'),  # 521
-    ('pod-template/containers/name', 'spec.paddleReplicaSpecs[*].template.spec.containers[*].name', 'INVALID', "^a lowercase RFC 1123 label must consist of lower case alphanumeric characters or '-', and must start and end with an alphanumeric character \\(e\\.g\\. 'my-name',  or '123-abc', regex used for validation is '\\[a-z0-9\\]\\(\\[-a-z0-9\\]\\*\\[a-z0-9\\]\\)\\?'\\)$"),  # 522
-    ('pod-template/containers/image', 'spec.paddleReplicaSpecs[*].template.spec.containers[*].image', 'REQUIRED', '^$'),  # 523
-    ('pod-template/containers/ports', 'spec.paddleReplicaSpecs[*].template.spec.containers[*].ports[*].containerPort', 'REQUIRED', '^$'),  # 524
-    ('pod-template/containers/ports', 'spec.paddleReplicaSpecs[*].template.spec.containers[*].ports[*].containerPort', 'INVALID', '^must be between 1 and 65535, inclusive$'),  # 525
-    ('pod-template/containers/ports', 'spec.paddleReplicaSpecs[*].template.spec.containers[*].ports[*].hostPort', 'INVALID', '^must be between 1 and 65535, inclusive$'),  # 526
-    ('pod-template/containers/ports', 'spec.paddleReplicaSpecs[*].template.spec.containers[*].ports[*].protocol', 'NOT_SUPPORTED', '^supported values: "TCP", "UDP", "SCTP"$'),  # 527
-    ('pod-template/containers/ports', 'spec.paddleReplicaSpecs[*].template.spec.containers[*].ports[*].name', 'INVALID', '^must be no more than 15 characters$'),  # 528
-    ('pod-template/containers/ports', 'spec.paddleReplicaSpecs[*].template.spec.containers[*].ports[*].name', 'INVALID', '^must contain only alpha-numeric characters \\(a-z, 0-9\\), and hyphens \\(-\\)$'),  # 529
-    ('pod-template/containers/ports', 'spec.paddleReplicaSpecs[*].template.spec.containers[*].ports[*].name', 'INVALID', '^must contain at least one letter \\(a-z\\)$'),  # 530
-    ('pod-template/containers/ports', 'spec.paddleReplicaSpecs[*].template.spec.containers[*].ports[*].name', 'INVALID', '^must not contain consecutive hyphens$'),  # 531
-    ('pod-template/containers/ports', 'spec.paddleReplicaSpecs[*].template.spec.containers[*].ports[*].name', 'INVALID', '^must not begin or end with a hyphen$'),  # 532
-    ('pod-template/containers/port-names-unique', 'spec.paddleReplicaSpecs[*].template.spec.containers[*].ports[*].name', 'DUPLICATE', ''),  # 533
-    ('pod-template/containers/mounts', 'spec.paddleReplicaSpecs[*].template.spec.containers[*].volumeMounts[*].name', 'REQUIRED', '^$'),  # 534
-    ('pod-template/containers/mounts', 'spec.paddleReplicaSpecs[*].template.spec.containers[*].volumeMounts[*].mountPath', 'REQUIRED', '^$'),  # 535
-    ('pod-template/containers/mounted-volumes', 'spec.paddleReplicaSpecs[*].template.spec.containers[*].volumeMounts[*].name', 'NOT_FOUND', ''),  # 536
-    ('pod-template/containers/env', 'spec.paddleReplicaSpecs[*].template.spec.containers[*].env[*].name', 'REQUIRED', '^$'),  # 537
-    ('pod-template/containers/env', 'spec.paddleReplicaSpecs[*].template.spec.containers[*].env[*].name', 'INVALID', "^a valid environment variable name must consist only of printable ASCII characters other than '='$"),  # 538
-    ('pod-template/containers/quantities', 'spec.paddleReplicaSpecs[*].template.spec.containers[*].resources.limits[*]', 'INVALID', "^quantities\\ must\\ match\\ the\\ regular\\ expression\\ '\\^\\(\\[\\+\\-\\]\\?\\[0\\-9\\.\\]\\+\\)\\(\\[eEinumkKMGTP\\]\\*\\[\\-\\+\\]\\?\\[0\\-9\\]\\*\\)\\$'$"),  # 539
-    ('pod-template/containers/quantities', 'spec.paddleReplicaSpecs[*].template.spec.containers[*].resources.limits[*]', 'INVALID', '^must be greater than or equal to 0$'),  # 540
-    ('pod-template/containers/quantities', 'spec.paddleReplicaSpecs[*].template.spec.containers[*].resources.requests[*]', 'INVALID', "^quantities\\ must\\ match\\ the\\ regular\\ expression\\ '\\^\\(\\[\\+\\-\\]\\?\\[0\\-9\\.\\]\\+\\)\\(\\[eEinumkKMGTP\\]\\*\\[\\-\\+\\]\\?\\[0\\-9\\]\\*\\)\\$'$"),  # 541
-    ('pod-template/containers/quantities', 'spec.paddleReplicaSpecs[*].template.spec.containers[*].resources.requests[*]', 'INVALID', '^must be greater than or equal to 0$'),  # 542
-    ('pod-template/containers/whole-extended-resources', 'spec.paddleReplicaSpecs[*].template.spec.containers[*].resources.limits[*]', 'INVALID', '^must be an integer$'),  # 543
-    ('pod-template/containers/whole-extended-resources', 'spec.paddleReplicaSpecs[*].template.spec.containers[*].resources.requests[*]', 'INVALID', '^must be an integer$'),  # 544
-    ('pod-template/containers/extended-resource-limits', 'spec.paddleReplicaSpecs[*].template.spec.containers[*].resources.limits[*]', 'REQUIRED', 'Limit\\ must\\ be\\ set\\ for\\ non\\ overcommitable\\ resources$'),  # 545
-    ('pod-template/containers/requests-within-limits', 'spec.paddleReplicaSpecs[*].template.spec.containers[*].resources.requests[*]', 'INVALID', ' limit of '),  # 546
-    ('pod-template/initContainers/name', 'spec.paddleReplicaSpecs[*].template.spec.initContainers[*].name', 'REQUIRED', '^$'),  # 547
-    ('pod-template/initContainers/name', 'spec.paddleReplicaSpecs[*].template.spec.initContainers[*].name', 'INVALID', '^must be no more than 63 characters$'),  # 548
-    ('pod-template/initContainers/name', 'spec.paddleReplicaSpecs[*].template.spec.initContainers[*].name', 'INVALID', "^a lowercase RFC 1123 label must consist of lower case alphanumeric characters or '-', and must start and end with an alphanumeric character \\(e\\.g\\. 'my-name',  or '123-abc', regex used for validation is '\\[a-z0-9\\]\\(\\[-a-z0-9\\]\\*\\[a-z0-9\\]\\)\\?'\\)$"),  # 549
-    ('pod-template/initContainers/image', 'spec.paddleReplicaSpecs[*].template.spec.initContainers[*].image', 'REQUIRED', '^$'),  # 550
-    ('pod-template/initContainers/ports', 'spec.paddleReplicaSpecs[*].template.spec.initContainers[*].ports[*].containerPort', 'REQUIRED', '^$'),  # 551
-    ('pod-template/initContainers/ports', 'spec.paddleReplicaSpecs[*].template.spec.initContainers[*].ports[*].containerPort', 'INVALID', '^must be between 1 and 65535, inclusive$'),  # 552
-    ('pod-template/initContainers/ports', 'spec.paddleReplicaSpecs[*].template.spec.initContainers[*].ports[*].hostPort', 'INVALID', '^must be between 1 and 65535, inclusive$'),  # 553
-    ('pod-template/initContainers/ports', 'spec.paddleReplicaSpecs[*].template.spec.initContainers[*].ports[*].protocol', 'NOT_SUPPORTED', '^supported values: "TCP", "UDP", "SCTP"$'),  # 554
-    ('pod-template/initContainers/ports', 'spec.paddleReplicaSpecs[*].template.spec.initContainers[*].ports[*].name', 'INVALID', '^must be no more than 15 characters$'),  # 555
-    ('pod-template/initContainers/ports', 'spec.paddleReplicaSpecs[*].template.spec.initContainers[*].ports[*].name', 'INVALID', '^must contain only alpha-numeric characters \\(a-z, 0-9\\), and hyphens \\(-\\)$'),  # 556
-    ('pod-template/initContainers/ports', 'spec.paddleReplicaSpecs[*].template.spec.initContainers[*].ports[*].name', 'INVALID', '^must contain at least one letter \\(a-z\\)$'),  # 557
-    ('pod-template/initContainers/ports', 'spec.paddleReplicaSpecs[*].template.spec.initContainers[*].ports[*].name', 'INVALID', '^must not contain consecutive hyphens$'),  # 558
-    ('pod-template/initContainers/ports', 'spec.paddleReplicaSpecs[*].template.spec.initContainers[*].ports[*].name', 'INVALID', '^must not begin or end with a hyphen$'),  # 559
-    ('pod-template/initContainers/port-names-unique', 'spec.paddleReplicaSpecs[*].template.spec.initContainers[*].ports[*].name', 'DUPLICATE', ''),  # 560
-    ('pod-template/initContainers/mounts', 'spec.paddleReplicaSpecs[*].template.spec.initContainers[*].volumeMounts[*].name', 'REQUIRED', '^$'),  # 561
-    ('pod-template/initContainers/mounts', 'spec.paddleReplicaSpecs[*].template.spec.initContainers[*].volumeMounts[*].mountPath', 'REQUIRED', '^$'),  # 562
-    ('pod-template/initContainers/mounted-volumes', 'spec.paddleReplicaSpecs[*].template.spec.initContainers[*].volumeMounts[*].name', 'NOT_FOUND', ''),  # 563
-    ('pod-template/initContainers/env', 'spec.paddleReplicaSpecs[*].template.spec.initContainers[*].env[*].name', 'REQUIRED', '^$'),  # 564
-    ('pod-template/initContainers/env', 'spec.paddleReplicaSpecs[*].template.spec.initContainers[*].env[*].name', 'INVALID', "^a valid environment variable name must consist only of printable ASCII characters other than '='$"),  # 565
-    ('pod-template/initContainers/quantities', 'spec.paddleReplicaSpecs[*].template.spec.initContainers[*].resources.limits[*]', 'INVALID', "^quantities\\ must\\ match\\ the\\ regular\\ expression\\ '\\^\\(\\[\\+\\-\\]\\?\\[0\\-9\\.\\]\\+\\)\\(\\[eEinumkKMGTP\\]\\*\\[\\-\\+\\]\\?\\[0\\-9\\]\\*\\)\\$'$"),  # 566
-    ('pod-template/initContainers/quantities', 'spec.paddleReplicaSpecs[*].template.spec.initContainers[*].resources.limits[*]', 'INVALID', '^must be greater than or equal to 0$'),  # 567
-    ('pod-template/initContainers/quantities', 'spec.paddleReplicaSpecs[*].template.spec.initContainers[*].resources.requests[*]', 'INVALID', "^quantities\\ must\\ match\\ the\\ regular\\ expression\\ '\\^\\(\\[\\+\\-\\]\\?\\[0\\-9\\.\\]\\+\\)\\(\\[eEinumkKMGTP\\]\\*\\[\\-\\+\\]\\?\\[0\\-9\\]\\*\\)\\$'$"),  # 568
-    ('pod-template/initContainers/quantities', 'spec.paddleReplicaSpecs[*].template.spec.initContainers[*].resources.requests[*]', 'INVALID', '^must be greater than or equal to 0$'),  # 569
-    ('pod-template/initContainers/whole-extended-resources', 'spec.paddleReplicaSpecs[*].template.spec.initContainers[*].resources.limits[*]', 'INVALID', '^must be an integer$'),  # 570
-    ('pod-template/initContainers/whole-extended-resources', 'spec.paddleReplicaSpecs[*].template.spec.initContainers[*].resources.requests[*]', 'INVALID', '^must be an integer$'),  # 571
-    ('pod-template/initContainers/extended-resource-limits', 'spec.paddleReplicaSpecs[*].template.spec.initContainers[*].resources.limits[*]', 'REQUIRED', 'Limit\\ must\\ be\\ set\\ for\\ non\\ overcommitable\\ resources$'),  # 572
-    ('pod-template/initContainers/requests-within-limits', 'spec.paddleReplicaSpecs[*].template.spec.initContainers[*].resources.requests[*]', 'INVALID', ' limit of '),  # 573
-    ('pod-template/container-names-unique', 'spec.paddleReplicaSpecs[*].template.spec.containers[*].name', 'DUPLICATE', ''),  # 574
-    ('pod-template/container-names-unique', 'spec.paddleReplicaSpecs[*].template.spec.initContainers[*].name', 'DUPLICATE', ''),  # 575
-    ('pod-template/volumes', 'spec.paddleReplicaSpecs[*].template.spec.volumes[*].name', 'REQUIRED', '^$'),  # 576
-    ('pod-template/volumes', 'spec.paddleReplicaSpecs[*].template.spec.volumes[*].name', 'INVALID', '^must be no more than 63 characters$'),  # 577
-    ('pod-template/volumes', 'spec.paddleReplicaSpecs[*].template.spec.volumes[*].name', 'INVALID', "^a lowercase RFC 1123 label must consist of lower case alphanumeric characters or '-', and must start and end with an alphanumeric character \\(e\\.g\\. 'my-name',  or '123-abc', regex used for validation is '\\[a-z0-9\\]\\(\\[-a-z0-9\\]\\*\\[a-z0-9\\]\\)\\?'\\)$"),  # 578
-    ('pod-template/volume-names-unique', 'spec.paddleReplicaSpecs[*].template.spec.volumes[*].name', 'DUPLICATE', ''),  # 579
-    ('pod-template/restart-policy', 'spec.paddleReplicaSpecs[*].template.spec.restartPolicy', 'NOT_SUPPORTED', '^supported values: "Always", "OnFailure", "Never"$'),  # 580
-    ('pod-template/framework-container', 'spec.paddleReplicaSpecs[*].template.spec.containers', 'REQUIRED', '^must\\ have\\ at\\ least\\ one\\ container\\ with\\ name\\ "paddle"$'),  # 581
-    ('kubeflow/template-containers', 'spec.pytorchReplicaSpecs[*].template.spec.containers', 'REQUIRED', '^must have at least one container$|^must be specified: |containers definition expected'),  # 582
-    ('kubeflow/master-replicas', 'spec.pytorchReplicaSpecs[Master].replicas', 'FORBIDDEN', '^must be 1$'),  # 583
-    ('kubeflow/replicas-at-least-one', 'spec.pytorchReplicaSpecs[*].replicas', 'FORBIDDEN', '^must be at least 1$'),  # 584
-    ('kubeflow/elastic-needs-worker', 'spec.pytorchReplicaSpecs[Worker]', 'REQUIRED', '^must\\ be\\ configured\\ if\\ elastic\\ policy\\ is\\ used$'),  # 585
-    ('kubeflow/nproc-per-node', 'spec.elasticPolicy.nProcPerNode', 'FORBIDDEN', '^must not be used with spec\\.nprocPerNode$'),  # 586
-    ('replicas/types', 'spec.pytorchReplicaSpecs[*]', 'NOT_SUPPORTED', ''),  # 587
-    ('replicas/types', 'spec.pytorchReplicaSpecs[*]', 'DUPLICATE', ''),  # 588
-    ('pod-template/spec', 'spec.pytorchReplicaSpecs[*].template.spec', 'REQUIRED', '^$'),  # 589
-    ('pod-template/containers', 'spec.pytorchReplicaSpecs[*].template.spec.containers', 'REQUIRED', '^must\\ be\\ specified:\\ must\\ have\\ at\\ least\\ one\\ container\\ with\\ name\\ pytorch$'),  # 590
-    ('pod-template/bounds', 'spec.pytorchReplicaSpecs[*].template.spec.**', 'TOO_MANY', ''),  # 591
-    ('pod-template/containers/name', 'spec.pytorchReplicaSpecs[*].template.spec.containers[*].name', 'REQUIRED', '^$'),  # 592
-    ('pod-template/containers/name', 'spec.pytorchReplicaSpecs[*].template.spec.containers[*].name', 'INVALID', '^must be no more than 63 characters$'),  # 593
-    ('pod-template/containers/name', 'spec.pytorchReplicaSpecs[*].template.spec.containers[*].name', 'INVALID', "^a lowercase RFC 1123 label must consist of lower case alphanumeric characters or '-', and must start and end with an alphanumeric character \\(e\\.g\\. 'my-name',  or '123-abc', regex used for validation is '\\[a-z0-9\\]\\(\\[-a-z0-9\\]\\*\\[a-z0-9\\]\\)\\?'\\)$"),  # 594
-    ('pod-template/containers/image', 'spec.pytorchReplicaSpecs[*].template.spec.containers[*].image', 'REQUIRED', '^$'),  # 595
-    ('pod-template/containers/ports', 'spec.pytorchReplicaSpecs[*].template.spec.containers[*].ports[*].containerPort', 'REQUIRED', '^$'),  # 596
-    ('pod-template/containers/ports', 'spec.pytorchReplicaSpecs[*].template.spec.containers[*].ports[*].containerPort', 'INVALID', '^must be between 1 and 65535, inclusive$'),  # 597
-    ('pod-template/containers/ports', 'spec.pytorchReplicaSpecs[*].template.spec.containers[*].ports[*].hostPort', 'INVALID', '^must be between 1 and 65535, inclusive$'),  # 598
-    ('pod-template/containers/ports', 'spec.pytorchReplicaSpecs[*].template.spec.containers[*].ports[*].protocol', 'NOT_SUPPORTED', '^supported values: "TCP", "UDP", "SCTP"$'),  # 599
-    ('pod-template/containers/ports', 'spec.pytorchReplicaSpecs[*].template.spec.containers[*].ports[*].name', 'INVALID', '^must be no more than 15 characters$'),  # 600
-    ('pod-template/containers/ports', 'spec.pytorchReplicaSpecs[*].template.spec.containers[*].ports[*].name', 'INVALID', '^must contain only alpha-numeric characters \\(a-z, 0-9\\), and hyphens \\(-\\)$'),  # 601
-    ('pod-template/containers/ports', 'spec.pytorchReplicaSpecs[*].template.spec.containers[*].ports[*].name', 'INVALID', '^must contain at least one letter \\(a-z\\)$'),  # 602
-    ('pod-template/containers/ports', 'spec.pytorchReplicaSpecs[*].template.spec.containers[*].ports[*].name', 'INVALID', '^must not contain consecutive hyphens$'),  # 603
-    ('pod-template/containers/ports', 'spec.pytorchReplicaSpecs[*].template.spec.containers[*].ports[*].name', 'INVALID', '^must not begin or end with a hyphen$'),  # 604
-    ('pod-template/containers/port-names-unique', 'spec.pytorchReplicaSpecs[*].template.spec.containers[*].ports[*].name', 'DUPLICATE', ''),  # 605
-    ('pod-template/containers/mounts', 'spec.pytorchReplicaSpecs[*].template.spec.containers[*].volumeMounts[*].name', 'REQUIRED', '^$'),  # 606
-    ('pod-template/containers/mounts', 'spec.pytorchReplicaSpecs[*].template.spec.containers[*].volumeMounts[*].mountPath', 'REQUIRED', '^$'),  # 607
-    ('pod-template/containers/mounted-volumes', 'spec.pytorchReplicaSpecs[*].template.spec.containers[*].volumeMounts[*].name', 'NOT_FOUND', ''),  # 608
-    ('pod-template/containers/env', 'spec.pytorchReplicaSpecs[*].template.spec.containers[*].env[*].name', 'REQUIRED', '^$'),  # 609
-    ('pod-template/containers/env', 'spec.pytorchReplicaSpecs[*].template.spec.containers[*].env[*].name', 'INVALID', "^a valid environment variable name must consist only of printable ASCII characters other than '='$"),  # 610
-    ('pod-template/containers/quantities', 'spec.pytorchReplicaSpecs[*].template.spec.containers[*].resources.limits[*]', 'INVALID', "^quantities\\ must\\ match\\ the\\ regular\\ expression\\ '\\^\\(\\[\\+\\-\\]\\?\\[0\\-9\\.\\]\\+\\)\\(\\[eEinumkKMGTP\\]\\*\\[\\-\\+\\]\\?\\[0\\-9\\]\\*\\)\\$'$"),  # 611
-    ('pod-template/containers/quantities', 'spec.pytorchReplicaSpecs[*].template.spec.containers[*].resources.limits[*]', 'INVALID', '^must be greater than or equal to 0$'),  # 612
-    ('pod-template/containers/quantities', 'spec.pytorchReplicaSpecs[*].template.spec.containers[*].resources.requests[*]', 'INVALID', "^quantities\\ must\\ match\\ the\\ regular\\ expression\\ '\\^\\(\\[\\+\\-\\]\\?\\[0\\-9\\.\\]\\+\\)\\(\\[eEinumkKMGTP\\]\\*\\[\\-\\+\\]\\?\\[0\\-9\\]\\*\\)\\$'$"),  # 613
-    ('pod-template/containers/quantities', 'spec.pytorchReplicaSpecs[*].template.spec.containers[*].resources.requests[*]', 'INVALID', '^must be greater than or equal to 0$'),  # 614
-    ('pod-template/containers/whole-extended-resources', 'spec.pytorchReplicaSpecs[*].template.spec.containers[*].resources.limits[*]', 'INVALID', '^must be an integer$'),  # 615
-    ('pod-template/containers/whole-extended-resources', 'spec.pytorchReplicaSpecs[*].template.spec.containers[*].resources.requests[*]', 'INVALID', '^must be an integer$'),  # 616
-    ('pod-template/containers/extended-resource-limits', 'spec.pytorchReplicaSpecs[*].template.spec.containers[*].resources.limits[*]', 'REQUIRED', 'Limit\\ must\\ be\\ set\\ for\\ non\\ overcommitable\\ resources$'),  # 617
-    ('pod-template/containers/requests-within-limits', 'spec.pytorchReplicaSpecs[*].template.spec.containers[*].resources.requests[*]', 'INVALID', ' limit of '),  # 618
-    ('pod-template/initContainers/name', 'spec.pytorchReplicaSpecs[*].template.spec.initContainers[*].name', 'REQUIRED', '^$'),  # 619
-    ('pod-template/initContainers/name', 'spec.pytorchReplicaSpecs[*].template.spec.initContainers[*].name', 'INVALID', '^must be no more than 63 characters$'),  # 620
-    ('pod-template/initContainers/name', 'spec.pytorchReplicaSpecs[*].template.spec.initContainers[*].name', 'INVALID', "^a lowercase RFC 1123 label must consist of lower case alphanumeric characters or '-', and must start and end with an alphanumeric character \\(e\\.g\\. 'my-name',  or '123-abc', regex used for validation is '\\[a-z0-9\\]\\(\\[-a-z0-9\\]\\*\\[a-z0-9\\]\\)\\?'\\)$"),  # 621
-    ('pod-template/initContainers/image', 'spec.pytorchReplicaSpecs[*].template.spec.initContainers[*].image', 'REQUIRED', '^$'),  # 622
-    ('pod-template/initContainers/ports', 'spec.pytorchReplicaSpecs[*].template.spec.initContainers[*].ports[*].containerPort', 'REQUIRED', '^$'),  # 623
-    ('pod-template/initContainers/ports', 'spec.pytorchReplicaSpecs[*].template.spec.initContainers[*].ports[*].containerPort', 'INVALID', '^must be between 1 and 65535, inclusive$'),  # 624
-    ('pod-template/initContainers/ports', 'spec.pytorchReplicaSpecs[*].template.spec.initContainers[*].ports[*].hostPort', 'INVALID', '^must be between 1 and 65535, inclusive$'),  # 625
-    ('pod-template/initContainers/ports', 'spec.pytorchReplicaSpecs[*].template.spec.initContainers[*].ports[*].protocol', 'NOT_SUPPORTED', '^supported values: "TCP", "UDP", "SCTP"$'),  # 626
-    ('pod-template/initContainers/ports', 'spec.pytorchReplicaSpecs[*].template.spec.initContainers[*].ports[*].name', 'INVALID', '^must be no more than 15 characters$'),  # 627
-    ('pod-template/initContainers/ports', 'spec.pytorchReplicaSpecs[*].template.spec.initContainers[*].ports[*].name', 'INVALID', '^must contain only alpha-numeric characters \\(a-z, 0-9\\), and hyphens \\(-\\)$'),  # 628
-    ('pod-template/initContainers/ports', 'spec.pytorchReplicaSpecs[*].template.spec.initContainers[*].ports[*].name', 'INVALID', '^must contain at least one letter \\(a-z\\)$'),  # 629
-    ('pod-template/initContainers/ports', 'spec.pytorchReplicaSpecs[*].template.spec.initContainers[*].ports[*].name', 'INVALID', '^must not contain consecutive hyphens$'),  # 630
-    ('pod-template/initContainers/ports', 'spec.pytorchReplicaSpecs[*].template.spec.initContainers[*].ports[*].name', 'INVALID', '^must not begin or end with a hyphen$'),  # 631
-    ('pod-template/initContainers/port-names-unique', 'spec.pytorchReplicaSpecs[*].template.spec.initContainers[*].ports[*].name', 'DUPLICATE', ''),  # 632
-    ('pod-template/initContainers/mounts', 'spec.pytorchReplicaSpecs[*].template.spec.initContainers[*].volumeMounts[*].name', 'REQUIRED', '^$'),  # 633
-    ('pod-template/initContainers/mounts', 'spec.pytorchReplicaSpecs[*].template.spec.initContainers[*].volumeMounts[*].mountPath', 'REQUIRED', '^$'),  # 634
-    ('pod-template/initContainers/mounted-volumes', 'spec.pytorchReplicaSpecs[*].template.spec.initContainers[*].volumeMounts[*].name', 'NOT_FOUND', ''),  # 635
-    ('pod-template/initContainers/env', 'spec.pytorchReplicaSpecs[*].template.spec.initContainers[*].env[*].name', 'REQUIRED', '^$'),  # 636
-    ('pod-template/initContainers/env', 'spec.pytorchReplicaSpecs[*].template.spec.initContainers[*].env[*].name', 'INVALID', "^a valid environment variable name must consist only of printable ASCII characters other than '='$"),  # 637
-    ('pod-template/initContainers/quantities', 'spec.pytorchReplicaSpecs[*].template.spec.initContainers[*].resources.limits[*]', 'INVALID', "^quantities\\ must\\ match\\ the\\ regular\\ expression\\ '\\^\\(\\[\\+\\-\\]\\?\\[0\\-9\\.\\]\\+\\)\\(\\[eEinumkKMGTP\\]\\*\\[\\-\\+\\]\\?\\[0\\-9\\]\\*\\)\\$'$"),  # 638
-    ('pod-template/initContainers/quantities', 'spec.pytorchReplicaSpecs[*].template.spec.initContainers[*].resources.limits[*]', 'INVALID', '^must be greater than or equal to 0$'),  # 639
-    ('pod-template/initContainers/quantities', 'spec.pytorchReplicaSpecs[*].template.spec.initContainers[*].resources.requests[*]', 'INVALID', "^quantities\\ must\\ match\\ the\\ regular\\ expression\\ '\\^\\(\\[\\+\\-\\]\\?\\[0\\-9\\.\\]\\+\\)\\(\\[eEinumkKMGTP\\]\\*\\[\\-\\+\\]\\?\\[0\\-9\\]\\*\\)\\$'$"),  # 640
-    ('pod-template/initContainers/quantities', 'spec.pytorchReplicaSpecs[*].template.spec.initContainers[*].resources.requests[*]', 'INVALID', '^must be greater than or equal to 0$'),  # 641
-    ('pod-template/initContainers/whole-extended-resources', 'spec.pytorchReplicaSpecs[*].template.spec.initContainers[*].resources.limits[*]', 'INVALID', '^must be an integer$'),  # 642
-    ('pod-template/initContainers/whole-extended-resources', 'spec.pytorchReplicaSpecs[*].template.spec.initContainers[*].resources.requests[*]', 'INVALID', '^must be an integer$'),  # 643
-    ('pod-template/initContainers/extended-resource-limits', 'spec.pytorchReplicaSpecs[*].template.spec.initContainers[*].resources.limits[*]', 'REQUIRED', 'Limit\\ must\\ be\\ set\\ for\\ non\\ overcommitable\\ resources$'),  # 644
-    ('pod-template/initContainers/requests-within-limits', 'spec.pytorchReplicaSpecs[*].template.spec.initContainers[*].resources.requests[*]', 'INVALID', ' limit of '),  # 645
-    ('pod-template/container-names-unique', 'spec.pytorchReplicaSpecs[*].template.spec.containers[*].name', 'DUPLICATE', ''),  # 646
-    ('pod-template/container-names-unique', 'spec.pytorchReplicaSpecs[*].template.spec.initContainers[*].name', 'DUPLICATE', ''),  # 647
-    ('pod-template/volumes', 'spec.pytorchReplicaSpecs[*].template.spec.volumes[*].name', 'REQUIRED', '^$'),  # 648
-    ('pod-template/volumes', 'spec.pytorchReplicaSpecs[*].template.spec.volumes[*].name', 'INVALID', '^must be no more than 63 characters$'),  # 649
-    ('pod-template/volumes', 'spec.pytorchReplicaSpecs[*].template.spec.volumes[*].name', 'INVALID', "^a lowercase RFC 1123 label must consist of lower case alphanumeric characters or '-', and must start and end with an alphanumeric character \\(e\\.g\\. 'my-name',  or '123-abc', regex used for validation is '\\[a-z0-9\\]\\(\\[-a-z0-9\\]\\*\\[a-z0-9\\]\\)\\?'\\)$"),  # 650
-    ('pod-template/volume-names-unique', 'spec.pytorchReplicaSpecs[*].template.spec.volumes[*].name', 'DUPLICATE', ''),  # 651
-    ('pod-template/restart-policy', 'spec.pytorchReplicaSpecs[*].template.spec.restartPolicy', 'NOT_SUPPORTED', '^supported values: "Always", "OnFailure", "Never"$'),  # 652
-    ('pod-template/framework-container', 'spec.pytorchReplicaSpecs[*].template.spec.containers', 'REQUIRED', '^must\\ have\\ at\\ least\\ one\\ container\\ with\\ name\\ pytorch$'),  # 653
-    ('kubeflow/template-containers', 'spec.tfReplicaSpecs[*].template.spec.containers', 'REQUIRED', '^must have at least one container$|^must be specified: |containers definition expected'),  # 654
-    ('kubeflow/tfjob-one-leader', 'spec.tfReplicaSpecs', 'FORBIDDEN', '^must not have more than 1 Chief or Master role$'),  # 655
-    ('replicas/types', 'spec.tfReplicaSpecs[*]', 'NOT_SUPPORTED', ''),  # 656
-    ('replicas/types', 'spec.tfReplicaSpecs[*]', 'DUPLICATE', ''),  # 657
-    ('pod-template/spec', 'spec.tfReplicaSpecs[*].template.spec', 'REQUIRED', '^$'),  # 658
-    ('pod-template/containers', 'spec.tfReplicaSpecs[*].template.spec.containers', 'REQUIRED', '^must\\ be\\ specified:\\ must\\ have\\ at\\ least\\ one\\ container\\ with\\ name\\ tensorflow$'),  # 659
-    ('pod-template/bounds', 'spec.tfReplicaSpecs[*].template.spec.**', 'TOO_MANY', ''),  # 660
-    ('pod-template/containers/name', 'spec.tfReplicaSpecs[*].template.spec.containers[*].name', 'REQUIRED', '^$'),  # 661
-    ('pod-template/containers/name', 'spec.tfReplicaSpecs[*].template.spec.containers[*].name', 'INVALID', '^must be no more than 63 characters$'),  # 662
-    ('pod-template/containers/name', 'spec.tfReplicaSpecs[*].template.spec.containers[*].name', 'INVALID', "^a lowercase RFC 1123 label must consist of lower case alphanumeric characters or '-', and must start and end with an alphanumeric character \\(e\\.g\\. 'my-name',  or '123-abc', regex used for validation is '\\[a-z0-9\\]\\(\\[-a-z0-9\\]\\*\\[a-z0-9\\]\\)\\?'\\)$"),  # 663
-    ('pod-template/containers/image', 'spec.tfReplicaSpecs[*].template.spec.containers[*].image', 'REQUIRED', '^$'),  # 664
-    ('pod-template/containers/ports', 'spec.tfReplicaSpecs[*].template.spec.containers[*].ports[*].containerPort', 'REQUIRED', '^$'),  # 665
-    ('pod-template/containers/ports', 'spec.tfReplicaSpecs[*].template.spec.containers[*].ports[*].containerPort', 'INVALID', '^must be between 1 and 65535, inclusive$'),  # 666
-    ('pod-template/containers/ports', 'spec.tfReplicaSpecs[*].template.spec.containers[*].ports[*].hostPort', 'INVALID', '^must be between 1 and 65535, inclusive$'),  # 667
-    ('pod-template/containers/ports', 'spec.tfReplicaSpecs[*].template.spec.containers[*].ports[*].protocol', 'NOT_SUPPORTED', '^supported values: "TCP", "UDP", "SCTP"$'),  # 668
-    ('pod-template/containers/ports', 'spec.tfReplicaSpecs[*].template.spec.containers[*].ports[*].name', 'INVALID', '^must be no more than 15 characters$'),  # 669
-    ('pod-template/containers/ports', 'spec.tfReplicaSpecs[*].template.spec.containers[*].ports[*].name', 'INVALID', '^must contain only alpha-numeric characters \\(a-z, 0-9\\), and hyphens \\(-\\)$'),  # 670
-    ('pod-template/containers/ports', 'spec.tfReplicaSpecs[*].template.spec.containers[*].ports[*].name', 'INVALID', '^must contain at least one letter \\(a-z\\)$'),  # 671
-    ('pod-template/containers/ports', 'spec.tfReplicaSpecs[*].template.spec.containers[*].ports[*].name', 'INVALID', '^must not contain consecutive hyphens$'),  # 672
-    ('pod-template/containers/ports', 'spec.tfReplicaSpecs[*].template.spec.containers[*].ports[*].name', 'INVALID', '^must not begin or end with a hyphen$'),  # 673
-    ('pod-template/containers/port-names-unique', 'spec.tfReplicaSpecs[*].template.spec.containers[*].ports[*].name', 'DUPLICATE', ''),  # 674
-    ('pod-template/containers/mounts', 'spec.tfReplicaSpecs[*].template.spec.containers[*].volumeMounts[*].name', 'REQUIRED', '^$'),  # 675
-    ('pod-template/containers/mounts', 'spec.tfReplicaSpecs[*].template.spec.containers[*].volumeMounts[*].mountPath', 'REQUIRED', '^$'),  # 676
-    ('pod-template/containers/mounted-volumes', 'spec.tfReplicaSpecs[*].template.spec.containers[*].volumeMounts[*].name', 'NOT_FOUND', ''),  # 677
-    ('pod-template/containers/env', 'spec.tfReplicaSpecs[*].template.spec.containers[*].env[*].name', 'REQUIRED', '^$'),  # 678
-    ('pod-template/containers/env', 'spec.tfReplicaSpecs[*].template.spec.containers[*].env[*].name', 'INVALID', "^a valid environment variable name must consist only of printable ASCII characters other than '='$"),  # 679
-    ('pod-template/containers/quantities', 'spec.tfReplicaSpecs[*].template.spec.containers[*].resources.limits[*]', 'INVALID', "^quantities\\ must\\ match\\ the\\ regular\\ expression\\ '\\^\\(\\[\\+\\-\\]\\?\\[0\\-9\\.\\]\\+\\)\\(\\[eEinumkKMGTP\\]\\*\\[\\-\\+\\]\\?\\[0\\-9\\]\\*\\)\\$'$"),  # 680
-    ('pod-template/containers/quantities', 'spec.tfReplicaSpecs[*].template.spec.containers[*].resources.limits[*]', 'INVALID', '^must be greater than or equal to 0$'),  # 681
-    ('pod-template/containers/quantities', 'spec.tfReplicaSpecs[*].template.spec.containers[*].resources.requests[*]', 'INVALID', "^quantities\\ must\\ match\\ the\\ regular\\ expression\\ '\\^\\(\\[\\+\\-\\]\\?\\[0\\-9\\.\\]\\+\\)\\(\\[eEinumkKMGTP\\]\\*\\[\\-\\+\\]\\?\\[0\\-9\\]\\*\\)\\$'$"),  # 682
-    ('pod-template/containers/quantities', 'spec.tfReplicaSpecs[*].template.spec.containers[*].resources.requests[*]', 'INVALID', '^must be greater than or equal to 0$'),  # 683
-    ('pod-template/containers/whole-extended-resources', 'spec.tfReplicaSpecs[*].template.spec.containers[*].resources.limits[*]', 'INVALID', '^must be an integer$'),  # 684
-    ('pod-template/containers/whole-extended-resources', 'spec.tfReplicaSpecs[*].template.spec.containers[*].resources.requests[*]', 'INVALID', '^must be an integer$'),  # 685
-    ('pod-template/containers/extended-resource-limits', 'spec.tfReplicaSpecs[*].template.spec.containers[*].resources.limits[*]', 'REQUIRED', 'Limit\\ must\\ be\\ set\\ for\\ non\\ overcommitable\\ resources$'),  # 686
-    ('pod-template/containers/requests-within-limits', 'spec.tfReplicaSpecs[*].template.spec.containers[*].resources.requests[*]', 'INVALID', ' limit of '),  # 687
-    ('pod-template/initContainers/name', 'spec.tfReplicaSpecs[*].template.spec.initContainers[*].name', 'REQUIRED', '^$'),  # 688
-    ('pod-template/initContainers/name', 'spec.tfReplicaSpecs[*].template.spec.initContainers[*].name', 'INVALID', '^must be no more than 63 characters$'),  # 689
-    ('pod-template/initContainers/name', 'spec.tfReplicaSpecs[*].template.spec.initContainers[*].name', 'INVALID', "^a lowercase RFC 1123 label must consist of lower case alphanumeric characters or '-', and must start and end with an alphanumeric character \\(e\\.g\\. 'my-name',  or '123-abc', regex used for validation is '\\[a-z0-9\\]\\(\\[-a-z0-9\\]\\*\\[a-z0-9\\]\\)\\?'\\)$"),  # 690
-    ('pod-template/initContainers/image', 'spec.tfReplicaSpecs[*].template.spec.initContainers[*].image', 'REQUIRED', '^$'),  # 691
-    ('pod-template/initContainers/ports', 'spec.tfReplicaSpecs[*].template.spec.initContainers[*].ports[*].containerPort', 'REQUIRED', '^$'),  # 692
-    ('pod-template/initContainers/ports', 'spec.tfReplicaSpecs[*].template.spec.initContainers[*].ports[*].containerPort', 'INVALID', '^must be between 1 and 65535, inclusive$'),  # 693
-    ('pod-template/initContainers/ports', 'spec.tfReplicaSpecs[*].template.spec.initContainers[*].ports[*].hostPort', 'INVALID', '^must be between 1 and 65535, inclusive$'),  # 694
-    ('pod-template/initContainers/ports', 'spec.tfReplicaSpecs[*].template.spec.initContainers[*].ports[*].protocol', 'NOT_SUPPORTED', '^supported values: "TCP", "UDP", "SCTP"$'),  # 695
-    ('pod-template/initContainers/ports', 'spec.tfReplicaSpecs[*].template.spec.initContainers[*].ports[*].name', 'INVALID', '^must be no more than 15 characters$'),  # 696
-    ('pod-template/initContainers/ports', 'spec.tfReplicaSpecs[*].template.spec.initContainers[*].ports[*].name', 'INVALID', '^must contain only alpha-numeric characters \\(a-z, 0-9\\), and hyphens \\(-\\)$'),  # 697
-    ('pod-template/initContainers/ports', 'spec.tfReplicaSpecs[*].template.spec.initContainers[*].ports[*].name', 'INVALID', '^must contain at least one letter \\(a-z\\)$'),  # 698
-    ('pod-template/initContainers/ports', 'spec.tfReplicaSpecs[*].template.spec.initContainers[*].ports[*].name', 'INVALID', '^must not contain consecutive hyphens$'),  # 699
-    ('pod-template/initContainers/ports', 'spec.tfReplicaSpecs[*].template.spec.initContainers[*].ports[*].name', 'INVALID', '^must not begin or end with a hyphen$'),  # 700
-    ('pod-template/initContainers/port-names-unique', 'spec.tfReplicaSpecs[*].template.spec.initContainers[*].ports[*].name', 'DUPLICATE', ''),  # 701
-    ('pod-template/initContainers/mounts', 'spec.tfReplicaSpecs[*].template.spec.initContainers[*].volumeMounts[*].name', 'REQUIRED', '^$'),  # 702
-    ('pod-template/initContainers/mounts', 'spec.tfReplicaSpecs[*].template.spec.initContainers[*].volumeMounts[*].mountPath', 'REQUIRED', '^$'),  # 703
-    ('pod-template/initContainers/mounted-volumes', 'spec.tfReplicaSpecs[*].template.spec.initContainers[*].volumeMounts[*].name', 'NOT_FOUND', ''),  # 704
-    ('pod-template/initContainers/env', 'spec.tfReplicaSpecs[*].template.spec.initContainers[*].env[*].name', 'REQUIRED', '^$'),  # 705
-    ('pod-template/initContainers/env', 'spec.tfReplicaSpecs[*].template.spec.initContainers[*].env[*].name', 'INVALID', "^a valid environment variable name must consist only of printable ASCII characters other than '='$"),  # 706
-    ('pod-template/initContainers/quantities', 'spec.tfReplicaSpecs[*].template.spec.initContainers[*].resources.limits[*]', 'INVALID', "^quantities\\ must\\ match\\ the\\ regular\\ expression\\ '\\^\\(\\[\\+\\-\\]\\?\\[0\\-9\\.\\]\\+\\)\\(\\[eEinumkKMGTP\\]\\*\\[\\-\\+\\]\\?\\[0\\-9\\]\\*\\)\\$'$"),  # 707
-    ('pod-template/initContainers/quantities', 'spec.tfReplicaSpecs[*].template.spec.initContainers[*].resources.limits[*]', 'INVALID', '^must be greater than or equal to 0$'),  # 708
-    ('pod-template/initContainers/quantities', 'spec.tfReplicaSpecs[*].template.spec.initContainers[*].resources.requests[*]', 'INVALID', "^quantities\\ must\\ match\\ the\\ regular\\ expression\\ '\\^\\(\\[\\+\\-\\]\\?\\[0\\-9\\.\\]\\+\\)\\(\\[eEinumkKMGTP\\]\\*\\[\\-\\+\\]\\?\\[0\\-9\\]\\*\\)\\$'$"),  # 709
-    ('pod-template/initContainers/quantities', 'spec.tfReplicaSpecs[*].template.spec.initContainers[*].resources.requests[*]', 'INVALID', '^must be greater than or equal to 0$'),  # 710
-    ('pod-template/initContainers/whole-extended-resources', 'spec.tfReplicaSpecs[*].template.spec.initContainers[*].resources.limits[*]', 'INVALID', '^must be an integer$'),  # 711
-    ('pod-template/initContainers/whole-extended-resources', 'spec.tfReplicaSpecs[*].template.spec.initContainers[*].resources.requests[*]', 'INVALID', '^must be an integer$'),  # 712
-    ('pod-template/initContainers/extended-resource-limits', 'spec.tfReplicaSpecs[*].template.spec.initContainers[*].resources.limits[*]', 'REQUIRED', 'Limit\\ must\\ be\\ set\\ for\\ non\\ overcommitable\\ resources$'),  # 713
-    ('pod-template/initContainers/requests-within-limits', 'spec.tfReplicaSpecs[*].template.spec.initContainers[*].resources.requests[*]', 'INVALID', ' limit of '),  # 714
-    ('pod-template/container-names-unique', 'spec.tfReplicaSpecs[*].template.spec.containers[*].name', 'DUPLICATE', ''),  # 715
-    ('pod-template/container-names-unique', 'spec.tfReplicaSpecs[*].template.spec.initContainers[*].name', 'DUPLICATE', ''),  # 716
-    ('pod-template/volumes', 'spec.tfReplicaSpecs[*].template.spec.volumes[*].name', 'REQUIRED', '^$'),  # 717
-    ('pod-template/volumes', 'spec.tfReplicaSpecs[*].template.spec.volumes[*].name', 'INVALID', '^must be no more than 63 characters$'),  # 718
-    ('pod-template/volumes', 'spec.tfReplicaSpecs[*].template.spec.volumes[*].name', 'INVALID', "^a lowercase RFC 1123 label must consist of lower case alphanumeric characters or '-', and must start and end with an alphanumeric character \\(e\\.g\\. 'my-name',  or '123-abc', regex used for validation is '\\[a-z0-9\\]\\(\\[-a-z0-9\\]\\*\\[a-z0-9\\]\\)\\?'\\)$"),  # 719
-    ('pod-template/volume-names-unique', 'spec.tfReplicaSpecs[*].template.spec.volumes[*].name', 'DUPLICATE', ''),  # 720
-    ('pod-template/restart-policy', 'spec.tfReplicaSpecs[*].template.spec.restartPolicy', 'NOT_SUPPORTED', '^supported values: "Always", "OnFailure", "Never"$'),  # 721
-    ('pod-template/framework-container', 'spec.tfReplicaSpecs[*].template.spec.containers', 'REQUIRED', '^must\\ have\\ at\\ least\\ one\\ container\\ with\\ name\\ tensorflow$'),  # 722
-    ('kubeflow/template-containers', 'spec.xgbReplicaSpecs[*].template.spec.containers', 'REQUIRED', '^must have at least one container$|^must be specified: |containers definition expected'),  # 723
-    ('kubeflow/master-replicas', 'spec.xgbReplicaSpecs[Master].replicas', 'FORBIDDEN', '^must be 1$'),  # 724
-    ('kubeflow/master-required', 'spec.xgbReplicaSpecs[Master]', 'REQUIRED', '^must be present$'),  # 725
-    ('replicas/types', 'spec.xgbReplicaSpecs[*]', 'NOT_SUPPORTED', ''),  # 726
-    ('replicas/types', 'spec.xgbReplicaSpecs[*]', 'DUPLICATE', ''),  # 727
-    ('pod-template/spec', 'spec.xgbReplicaSpecs[*].template.spec', 'REQUIRED', '^$'),  # 728
-    ('pod-template/containers', 'spec.xgbReplicaSpecs[*].template.spec.containers', 'REQUIRED', '^must\\ be\\ specified:\\ must\\ have\\ at\\ least\\ one\\ container\\ with\\ name\\ xgboost$'),  # 729
-    ('pod-template/bounds', 'spec.xgbReplicaSpecs[*].template.spec.**', 'TOO_MANY', ''),  # 730
-    ('pod-template/containers/name', 'spec.xgbReplicaSpecs[*].template.spec.containers[*].name', 'REQUIRED', '^$'),  # 731
-    ('pod-template/containers/name', 'spec.xgbReplicaSpecs[*].template.spec.containers[*].name', 'INVALID', '^must be no more than 63 characters$'),  # 732
-    ('pod-template/containers/name', 'spec.xgbReplicaSpecs[*].template.spec.containers[*].name', 'INVALID', "^a lowercase RFC 1123 label must consist of lower case alphanumeric characters or '-', and must start and end with an alphanumeric character \\(e\\.g\\. 'my-name',  or '123-abc', regex used for validation is '\\[a-z0-9\\]\\(\\[-a-z0-9\\]\\*\\[a-z0-9\\]\\)\\?'\\)$"),  # 733
-    ('pod-template/containers/image', 'spec.xgbReplicaSpecs[*].template.spec.containers[*].image', 'REQUIRED', '^$'),  # 734
-    ('pod-template/containers/ports', 'spec.xgbReplicaSpecs[*].template.spec.containers[*].ports[*].containerPort', 'REQUIRED', '^$'),  # 735
-    ('pod-template/containers/ports', 'spec.xgbReplicaSpecs[*].template.spec.containers[*].ports[*].containerPort', 'INVALID', '^must be between 1 and 65535, inclusive$'),  # 736
-    ('pod-template/containers/ports', 'spec.xgbReplicaSpecs[*].template.spec.containers[*].ports[*].hostPort', 'INVALID', '^must be between 1 and 65535, inclusive$'),  # 737
-    ('pod-template/containers/ports', 'spec.xgbReplicaSpecs[*].template.spec.containers[*].ports[*].protocol', 'NOT_SUPPORTED', '^supported values: "TCP", "UDP", "SCTP"$'),  # 738
-    ('pod-template/containers/ports', 'spec.xgbReplicaSpecs[*].template.spec.containers[*].ports[*].name', 'INVALID', '^must be no more than 15 characters$'),  # 739
-    ('pod-template/containers/ports', 'spec.xgbReplicaSpecs[*].template.spec.containers[*].ports[*].name', 'INVALID', '^must contain only alpha-numeric characters \\(a-z, 0-9\\), and hyphens \\(-\\)$'),  # 740
-    ('pod-template/containers/ports', 'spec.xgbReplicaSpecs[*].template.spec.containers[*].ports[*].name', 'INVALID', '^must contain at least one letter \\(a-z\\)$'),  # 741
-    ('pod-template/containers/ports', 'spec.xgbReplicaSpecs[*].template.spec.containers[*].ports[*].name', 'INVALID', '^must not contain consecutive hyphens$'),  # 742
-    ('pod-template/containers/ports', 'spec.xgbReplicaSpecs[*].template.spec.containers[*].ports[*].name', 'INVALID', '^must not begin or end with a hyphen$'),  # 743
-    ('pod-template/containers/port-names-unique', 'spec.xgbReplicaSpecs[*].template.spec.containers[*].ports[*].name', 'DUPLICATE', ''),  # 744
-    ('pod-template/containers/mounts', 'spec.xgbReplicaSpecs[*].template.spec.containers[*].volumeMounts[*].name', 'REQUIRED', '^$'),  # 745
-    ('pod-template/containers/mounts', 'spec.xgbReplicaSpecs[*].template.spec.containers[*].volumeMounts[*].mountPath', 'REQUIRED', '^$'),  # 746
-    ('pod-template/containers/mounted-volumes', 'spec.xgbReplicaSpecs[*].template.spec.containers[*].volumeMounts[*].name', 'NOT_FOUND', ''),  # 747
-    ('pod-template/containers/env', 'spec.xgbReplicaSpecs[*].template.spec.containers[*].env[*].name', 'REQUIRED', '^$'),  # 748
-    ('pod-template/containers/env', 'spec.xgbReplicaSpecs[*].template.spec.containers[*].env[*].name', 'INVALID', "^a valid environment variable name must consist only of printable ASCII characters other than '='$"),  # 749
-    ('pod-template/containers/quantities', 'spec.xgbReplicaSpecs[*].template.spec.containers[*].resources.limits[*]', 'INVALID', "^quantities\\ must\\ match\\ the\\ regular\\ expression\\ '\\^\\(\\[\\+\\-\\]\\?\\[0\\-9\\.\\]\\+\\)\\(\\[eEinumkKMGTP\\]\\*\\[\\-\\+\\]\\?\\[0\\-9\\]\\*\\)\\$'$"),  # 750
-    ('pod-template/containers/quantities', 'spec.xgbReplicaSpecs[*].template.spec.containers[*].resources.limits[*]', 'INVALID', '^must be greater than or equal to 0$'),  # 751
-    ('pod-template/containers/quantities', 'spec.xgbReplicaSpecs[*].template.spec.containers[*].resources.requests[*]', 'INVALID', "^quantities\\ must\\ match\\ the\\ regular\\ expression\\ '\\^\\(\\[\\+\\-\\]\\?\\[0\\-9\\.\\]\\+\\)\\(\\[eEinumkKMGTP\\]\\*\\[\\-\\+\\]\\?\\[0\\-9\\]\\*\\)\\$'$"),  # 752
-    ('pod-template/containers/quantities', 'spec.xgbReplicaSpecs[*].template.spec.containers[*].resources.requests[*]', 'INVALID', '^must be greater than or equal to 0$'),  # 753
-    ('pod-template/containers/whole-extended-resources', 'spec.xgbReplicaSpecs[*].template.spec.containers[*].resources.limits[*]', 'INVALID', '^must be an integer$'),  # 754
-    ('pod-template/containers/whole-extended-resources', 'spec.xgbReplicaSpecs[*].template.spec.containers[*].resources.requests[*]', 'INVALID', '^must be an integer$'),  # 755
-    ('pod-template/containers/extended-resource-limits', 'spec.xgbReplicaSpecs[*].template.spec.containers[*].resources.limits[*]', 'REQUIRED', 'Limit\\ must\\ be\\ set\\ for\\ non\\ overcommitable\\ resources$'),  # 756
-    ('pod-template/containers/requests-within-limits', 'spec.xgbReplicaSpecs[*].template.spec.containers[*].resources.requests[*]', 'INVALID', ' limit of '),  # 757
-    ('pod-template/initContainers/name', 'spec.xgbReplicaSpecs[*].template.spec.initContainers[*].name', 'REQUIRED', '^$'),  # 758
-    ('pod-template/initContainers/name', 'spec.xgbReplicaSpecs[*].template.spec.initContainers[*].name', 'INVALID', '^must be no more than 63 characters$'),  # 759
-    ('pod-template/initContainers/name', 'spec.xgbReplicaSpecs[*].template.spec.initContainers[*].name', 'INVALID', "^a lowercase RFC 1123 label must consist of lower case alphanumeric characters or '-', and must start and end with an alphanumeric character \\(e\\.g\\. 'my-name',  or '123-abc', regex used for validation is '\\[a-z0-9\\]\\(\\[-a-z0-9\\]\\*\\[a-z0-9\\]\\)\\?'\\)$"),  # 760
-    ('pod-template/initContainers/image', 'spec.xgbReplicaSpecs[*].template.spec.initContainers[*].image', 'REQUIRED', '^$'),  # 761
-    ('pod-template/initContainers/ports', 'spec.xgbReplicaSpecs[*].template.spec.initContainers[*].ports[*].containerPort', 'REQUIRED', '^$'),  # 762
-    ('pod-template/initContainers/ports', 'spec.xgbReplicaSpecs[*].template.spec.initContainers[*].ports[*].containerPort', 'INVALID', '^must be between 1 and 65535, inclusive$'),  # 763
-    ('pod-template/initContainers/ports', 'spec.xgbReplicaSpecs[*].template.spec.initContainers[*].ports[*].hostPort', 'INVALID', '^must be between 1 and 65535, inclusive$'),  # 764
-    ('pod-template/initContainers/ports', 'spec.xgbReplicaSpecs[*].template.spec.initContainers[*].ports[*].protocol', 'NOT_SUPPORTED', '^supported values: "TCP", "UDP", "SCTP"$'),  # 765
-    ('pod-template/initContainers/ports', 'spec.xgbReplicaSpecs[*].template.spec.initContainers[*].ports[*].name', 'INVALID', '^must be no more than 15 characters$'),  # 766
-    ('pod-template/initContainers/ports', 'spec.xgbReplicaSpecs[*].template.spec.initContainers[*].ports[*].name', 'INVALID', '^must contain only alpha-numeric characters \\(a-z, 0-9\\), and hyphens \\(-\\)$'),  # 767
-    ('pod-template/initContainers/ports', 'spec.xgbReplicaSpecs[*].template.spec.initContainers[*].ports[*].name', 'INVALID', '^must contain at least one letter \\(a-z\\)$'),  # 768
-    ('pod-template/initContainers/ports', 'spec.xgbReplicaSpecs[*].template.spec.initContainers[*].ports[*].name', 'INVALID', '^must not contain consecutive hyphens$'),  # 769
-    ('pod-template/initContainers/ports', 'spec.xgbReplicaSpecs[*].template.spec.initContainers[*].ports[*].name', 'INVALID', '^must not begin or end with a hyphen$'),  # 770
-    ('pod-template/initContainers/port-names-unique', 'spec.xgbReplicaSpecs[*].template.spec.initContainers[*].ports[*].name', 'DUPLICATE', ''),  # 771
-    ('pod-template/initContainers/mounts', 'spec.xgbReplicaSpecs[*].template.spec.initContainers[*].volumeMounts[*].name', 'REQUIRED', '^$'),  # 772
-    ('pod-template/initContainers/mounts', 'spec.xgbReplicaSpecs[*].template.spec.initContainers[*].volumeMounts[*].mountPath', 'REQUIRED', '^$'),  # 773
-    ('pod-template/initContainers/mounted-volumes', 'spec.xgbReplicaSpecs[*].template.spec.initContainers[*].volumeMounts[*].name', 'NOT_FOUND', ''),  # 774
-    ('pod-template/initContainers/env', 'spec.xgbReplicaSpecs[*].template.spec.initContainers[*].env[*].name', 'REQUIRED', '^$'),  # 775
-    ('pod-template/initContainers/env', 'spec.xgbReplicaSpecs[*].template.spec.initContainers[*].env[*].name', 'INVALID', "^a valid environment variable name must consist only of printable ASCII characters other than '='$"),  # 776
-    ('pod-template/initContainers/quantities', 'spec.xgbReplicaSpecs[*].template.spec.initContainers[*].resources.limits[*]', 'INVALID', "^quantities\\ must\\ match\\ the\\ regular\\ expression\\ '\\^\\(\\[\\+\\-\\]\\?\\[0\\-9\\.\\]\\+\\)\\(\\[eEinumkKMGTP\\]\\*\\[\\-\\+\\]\\?\\[0\\-9\\]\\*\\)\\$'$"),  # 777
-    ('pod-template/initContainers/quantities', 'spec.xgbReplicaSpecs[*].template.spec.initContainers[*].resources.limits[*]', 'INVALID', '^must be greater than or equal to 0$'),  # 778
-    ('pod-template/initContainers/quantities', 'spec.xgbReplicaSpecs[*].template.spec.initContainers[*].resources.requests[*]', 'INVALID', "^quantities\\ must\\ match\\ the\\ regular\\ expression\\ '\\^\\(\\[\\+\\-\\]\\?\\[0\\-9\\.\\]\\+\\)\\(\\[eEinumkKMGTP\\]\\*\\[\\-\\+\\]\\?\\[0\\-9\\]\\*\\)\\$'$"),  # 779
-    ('pod-template/initContainers/quantities', 'spec.xgbReplicaSpecs[*].template.spec.initContainers[*].resources.requests[*]', 'INVALID', '^must be greater than or equal to 0$'),  # 780
-    ('pod-template/initContainers/whole-extended-resources', 'spec.xgbReplicaSpecs[*].template.spec.initContainers[*].resources.limits[*]', 'INVALID', '^must be an integer$'),  # 781
-    ('pod-template/initContainers/whole-extended-resources', 'spec.xgbReplicaSpecs[*].template.spec.initContainers[*].resources.requests[*]', 'INVALID', '^must be an integer$'),  # 782
-    ('pod-template/initContainers/extended-resource-limits', 'spec.xgbReplicaSpecs[*].template.spec.initContainers[*].resources.limits[*]', 'REQUIRED', 'Limit\\ must\\ be\\ set\\ for\\ non\\ overcommitable\\ resources$'),  # 783
-    ('pod-template/initContainers/requests-within-limits', 'spec.xgbReplicaSpecs[*].template.spec.initContainers[*].resources.requests[*]', 'INVALID', ' limit of '),  # 784
-    ('pod-template/container-names-unique', 'spec.xgbReplicaSpecs[*].template.spec.containers[*].name', 'DUPLICATE', ''),  # 785
-    ('pod-template/container-names-unique', 'spec.xgbReplicaSpecs[*].template.spec.initContainers[*].name', 'DUPLICATE', ''),  # 786
-    ('pod-template/volumes', 'spec.xgbReplicaSpecs[*].template.spec.volumes[*].name', 'REQUIRED', '^$'),  # 787
-    ('pod-template/volumes', 'spec.xgbReplicaSpecs[*].template.spec.volumes[*].name', 'INVALID', '^must be no more than 63 characters$'),  # 788
-    ('pod-template/volumes', 'spec.xgbReplicaSpecs[*].template.spec.volumes[*].name', 'INVALID', "^a lowercase RFC 1123 label must consist of lower case alphanumeric characters or '-', and must start and end with an alphanumeric character \\(e\\.g\\. 'my-name',  or '123-abc', regex used for validation is '\\[a-z0-9\\]\\(\\[-a-z0-9\\]\\*\\[a-z0-9\\]\\)\\?'\\)$"),  # 789
-    ('pod-template/volume-names-unique', 'spec.xgbReplicaSpecs[*].template.spec.volumes[*].name', 'DUPLICATE', ''),  # 790
-    ('pod-template/restart-policy', 'spec.xgbReplicaSpecs[*].template.spec.restartPolicy', 'NOT_SUPPORTED', '^supported values: "Always", "OnFailure", "Never"$'),  # 791
-    ('pod-template/framework-container', 'spec.xgbReplicaSpecs[*].template.spec.containers', 'REQUIRED', '^must\\ have\\ at\\ least\\ one\\ container\\ with\\ name\\ xgboost$'),  # 792
-    ('pod-template/framework-container', 'spec.replicaSpecs[*].template.spec.containers', 'REQUIRED', '^Replica type .* is missing a container for mxnet$'),  # 793
-    ('mxjob/scheduler-replicas', 'spec.replicaSpecs[*].replicas', 'INVALID', '^The SCHEDULER must have Replicas = 1$'),  # 794
-    ('mxjob/types-unique', 'spec.replicaSpecs[*].mxReplicaType', 'DUPLICATE', ''),  # 795
-    ('mxjob/local-mode-workers-only', 'spec.replicaSpecs[*].mxReplicaType', 'INVALID', '^job mode is local, but its replicas set have replicas type other than worker$'),  # 796
-    ('mxjob/local-mode-one-worker', 'spec.replicaSpecs[*].replicas', 'INVALID', '^job mode is local, but it has more than 1 worker$'),  # 797
-    ('mxjob/dist-mode-roles', 'spec.replicaSpecs', 'REQUIRED', '^dist job mode without replica type (SCHEDULER|SERVER|WORKER)$'),  # 798
-    ('trainer/lengths', 'spec.**', 'TOO_LONG', ''),  # 799
-    ('trainer/lengths', 'spec.**', 'INVALID', ' in body should be at least '),  # 800
-    ('trainer/list-bounds', 'spec.**', 'TOO_MANY', ''),  # 801
-    ('trainer/runtime-template', 'spec', 'INVALID', '^must have at least 1 properties$'),  # 802
-    ('trainer/runtime-template', 'spec.template', 'INVALID', '^must have at least 1 properties$'),  # 803
-    ('trainer/ml-policy-one', 'spec.mlPolicy', 'INVALID', '^Only one of the policy can be configured$'),  # 804
-    ('trainer/num-proc-per-node', 'spec.mlPolicy.*.numProcPerNode', 'INVALID', '^NumProcPerNode in '),  # 805
-    ('trainer/env-injection-node', 'spec.mlPolicy.torch.envInjection.targets[*].containerNames', 'INVALID', '^containerNames must not'),  # 806
-    ('trainer/jobset-rules', 'spec.template.spec', 'INVALID', 'mutually exclusive$'),  # 807
-    ('trainer/jobset-rules', 'spec.template.spec.volumeClaimPolicies[*]', 'INVALID', '^namespace cannot be set'),  # 808
-    ('trainer/jobset-immutable', 'spec.template.spec.**', 'INVALID', '^Value is immutable$'),  # 809
-    ('trainer/runtime-ancestor-replicas', 'spec.template.spec.replicatedJobs[*].replicas', 'INVALID', '^always must be 1$'),  # 810
-    ('trainer/runtime-ancestor-container', 'spec.template.spec.replicatedJobs[*].template.spec.template.spec.containers', 'INVALID', '^must contain the required container for the ancestor: '),  # 811
-    ('trainer/name', 'metadata.name', 'INVALID', '^metadata\\.name must '),  # 812
-    ('trainer/managed-by', 'spec.managedBy', 'INVALID', '^ManagedBy must be '),  # 813
-    ('trainer/storage-uri', 'spec.initializer.*.storageUri', 'INVALID', '^storageUri may be empty'),  # 814
-    ('trainer/num-nodes', 'spec.trainer.numNodes', 'INVALID', '^must be greater than or equal to 0$'),  # 815
-    ('trainer/num-proc-per-node', 'spec.trainer.numProcPerNode', 'INVALID', '^numProcPerNode must be greater than or equal to 1$'),  # 816
-    ('trainer/immutable', 'spec.*', 'INVALID', '^field is immutable$'),  # 817
-    ('trainer/patch-immutable', 'spec.runtimePatches[*].**', 'INVALID', '^field is immutable$'),  # 818
-    ('trainer/runtime-supported', 'spec.runtimeRef', 'INVALID', '^unsupported runtime: '),  # 819
-    ('trainer/runtime-exists', 'spec.runtimeRef', 'INVALID', 'must be created before the TrainJob is created'),  # 820
-    ('trainer/runtime-exists', 'spec.RuntimeRef', 'INVALID', 'must be created before the TrainJob is created'),  # 821
-    ('trainer/initializer-jobs', 'spec.runtimeRef', 'INVALID', '^must have (dataset|model)-initializer job|^must have container with name - |^must have volumeMount with name - '),  # 822
-    ('trainer/runtime-patches-suspended', 'spec.runtimePatches', 'FORBIDDEN', '^RuntimePatches can'),  # 823
-    ('trainer/patch-manager', 'spec.runtimePatches.manager', 'INVALID', ''),  # 824
-    ('trainer/patch-manager', 'spec.runtimePatches.manager', 'REQUIRED', ''),  # 825
-    ('trainer/patch-targets', 'spec.runtimePatches', 'INVALID', "^must not have (replicated job|initContainer|container) that doesn't exist"),  # 826
-    ('trainer/patch-env', 'spec.runtimePatches', 'INVALID', '^must not have envs for the '),  # 827
-    ('trainer/torch-env-injection', 'spec.runtimeRef', 'INVALID', '^envInjection target podSet '),  # 828
-    ('trainer/reserved-env', 'spec.trainer.env', 'INVALID', '^must not have reserved envs'),  # 829
-    ('trainer/reserved-env', 'spec.trainer.env[*]', 'FORBIDDEN', 'is reserved for the XGBoost runtime$'),  # 830
-    ('trainer/torchtune', 'spec.runtimeRef.name', 'INVALID', ''),  # 831
-    ('trainer/torchtune', 'spec.trainer.numNodes', 'INVALID', 'model$|TorchTune$'),  # 832
-    ('trainer/torchtune', 'spec.trainer.numProcPerNode', 'INVALID', 'QLoRA$'),  # 833
-    ('trainer/torchtune', 'spec.trainer.resourcesPerNode', 'INVALID', 'QLoRA$'),  # 834
-    ('trainer/torchtune', 'spec.trainer.args[*]', 'INVALID', '^must not set immutable config '),  # 835
-    ('trainer/mpi-launcher-as-node', 'spec.trainer.numNodes', 'INVALID', 'runLauncherAsNode'),  # 836
-    ('trainer/flux', 'spec.trainer.numProcPerNode', 'INVALID', 'for Flux TrainJob$'),  # 837
-    ('trainer/flux', 'spec.trainer.initContainers', 'INVALID', 'is reserved$'),  # 838
-    ('trainer/volcano-queue', 'spec.annotations[*]', 'INVALID', '^Volcano queue name must not be empty$'),  # 839
-    ('trainer/volcano-priority-class', 'spec.templateSpec.priorityClassName', 'INVALID', "^PriorityClass .* doesn't exist: "),  # 840
-    ('run-policy/min-available', 'spec.runPolicy.schedulingPolicy.minAvailable', 'INVALID', '^must be less than or equal to the total number of replicas( \\(\\d+\\))?$'),  # 841
-    ('run-policy/min-available', 'spec.schedulingPolicy.minAvailable', 'INVALID', '^must be less than or equal to the total number of replicas( \\(\\d+\\))?$'),  # 842
-    ('run-policy/queue-immutable', 'spec.runPolicy.schedulingPolicy.queue', 'INVALID', '^field is immutable$'),  # 843
-    ('pod-template/containers', 'spec.mpiReplicaSpecs[*].template.spec.containers', 'REQUIRED', '^must\\ have\\ at\\ least\\ one\\ container$'),  # 844
-    ('roles/launcher', 'spec.mpiReplicaSpecs[Launcher]', 'REQUIRED', '^must be present$'),  # 845
-    ('roles/launcher', 'spec.mpiReplicaSpecs[Launcher].replicas', 'INVALID', '^must be 1$'),  # 846
-    ('replicas/types', 'spec.marsReplicaSpecs[*]', 'NOT_SUPPORTED', ''),  # 847
-    ('replicas/types', 'spec.marsReplicaSpecs[*]', 'DUPLICATE', ''),  # 848
-    ('pod-template/spec', 'spec.marsReplicaSpecs[*].template.spec', 'REQUIRED', '^$'),  # 849
-    ('pod-template/containers', 'spec.marsReplicaSpecs[*].template.spec.containers', 'REQUIRED', '^must\\ have\\ at\\ least\\ one\\ container$'),  # 850
-    ('pod-template/bounds', 'spec.marsReplicaSpecs[*].template.spec.**', 'TOO_MANY', ''),  # 851
-    ('pod-template/containers/name', 'spec.marsReplicaSpecs[*].template.spec.containers[*].name', 'REQUIRED', '^$'),  # 852
-    ('pod-template/containers/name', 'spec.marsReplicaSpecs[*].template.spec.containers[*].name', 'INVALID', '^must be no more than 63 characters$'),  # 853
-    ('pod-template/containers/name', 'spec.marsReplicaSpecs[*].template.spec.containers[*].name', 'INVALID', "^a lowercase RFC 1123 label must consist of lower case alphanumeric characters or '-', and must start and end with an alphanumeric character \\(e\\.g\\. 'my-name',  or '123-abc', regex used for validation is '\\[a-z0-9\\]\\(\\[-a-z0-9\\]\\*\\[a-z0-9\\]\\)\\?'\\)$"),  # 854
-    ('pod-template/containers/image', 'spec.marsReplicaSpecs[*].template.spec.containers[*].image', 'REQUIRED', '^$'),  # 855
-    ('pod-template/containers/ports', 'spec.marsReplicaSpecs[*].template.spec.containers[*].ports[*].containerPort', 'REQUIRED', '^$'),  # 856
-    ('pod-template/containers/ports', 'spec.marsReplicaSpecs[*].template.spec.containers[*].ports[*].containerPort', 'INVALID', '^must be between 1 and 65535, inclusive$'),  # 857
-    ('pod-template/containers/ports', 'spec.marsReplicaSpecs[*].template.spec.containers[*].ports[*].hostPort', 'INVALID', '^must be between 1 and 65535, inclusive$'),  # 858
-    ('pod-template/containers/ports', 'spec.marsReplicaSpecs[*].template.spec.containers[*].ports[*].protocol', 'NOT_SUPPORTED', '^supported values: "TCP", "UDP", "SCTP"$'),  # 859
-    ('pod-template/containers/ports', 'spec.marsReplicaSpecs[*].template.spec.containers[*].ports[*].name', 'INVALID', '^must be no more than 15 characters$'),  # 860
-    ('pod-template/containers/ports', 'spec.marsReplicaSpecs[*].template.spec.containers[*].ports[*].name', 'INVALID', '^must contain only alpha-numeric characters \\(a-z, 0-9\\), and hyphens \\(-\\)$'),  # 861
-    ('pod-template/containers/ports', 'spec.marsReplicaSpecs[*].template.spec.containers[*].ports[*].name', 'INVALID', '^must contain at least one letter \\(a-z\\)$'),  # 862
-    ('pod-template/containers/ports', 'spec.marsReplicaSpecs[*].template.spec.containers[*].ports[*].name', 'INVALID', '^must not contain consecutive hyphens$'),  # 863
-    ('pod-template/containers/ports', 'spec.marsReplicaSpecs[*].template.spec.containers[*].ports[*].name', 'INVALID', '^must not begin or end with a hyphen$'),  # 864
-    ('pod-template/containers/port-names-unique', 'spec.marsReplicaSpecs[*].template.spec.containers[*].ports[*].name', 'DUPLICATE', ''),  # 865
-    ('pod-template/containers/mounts', 'spec.marsReplicaSpecs[*].template.spec.containers[*].volumeMounts[*].name', 'REQUIRED', '^$'),  # 866
-    ('pod-template/containers/mounts', 'spec.marsReplicaSpecs[*].template.spec.containers[*].volumeMounts[*].mountPath', 'REQUIRED', '^$'),  # 867
-    ('pod-template/containers/mounted-volumes', 'spec.marsReplicaSpecs[*].template.spec.containers[*].volumeMounts[*].name', 'NOT_FOUND', ''),  # 868
-    ('pod-template/containers/env', 'spec.marsReplicaSpecs[*].template.spec.containers[*].env[*].name', 'REQUIRED', '^$'),  # 869
-    ('pod-template/containers/env', 'spec.marsReplicaSpecs[*].template.spec.containers[*].env[*].name', 'INVALID', "^a valid environment variable name must consist only of printable ASCII characters other than '='$"),  # 870
-    ('pod-template/containers/quantities', 'spec.marsReplicaSpecs[*].template.spec.containers[*].resources.limits[*]', 'INVALID', "^quantities\\ must\\ match\\ the\\ regular\\ expression\\ '\\^\\(\\[\\+\\-\\]\\?\\[0\\-9\\.\\]\\+\\)\\(\\[eEinumkKMGTP\\]\\*\\[\\-\\+\\]\\?\\[0\\-9\\]\\*\\)\\$'$"),  # 871
-    ('pod-template/containers/quantities', 'spec.marsReplicaSpecs[*].template.spec.containers[*].resources.limits[*]', 'INVALID', '^must be greater than or equal to 0$'),  # 872
-    ('pod-template/containers/quantities', 'spec.marsReplicaSpecs[*].template.spec.containers[*].resources.requests[*]', 'INVALID', "^quantities\\ must\\ match\\ the\\ regular\\ expression\\ '\\^\\(\\[\\+\\-\\]\\?\\[0\\-9\\.\\]\\+\\)\\(\\[eEinumkKMGTP\\]\\*\\[\\-\\+\\]\\?\\[0\\-9\\]\\*\\)\\$'$"),  # 873
-    ('pod-template/containers/quantities', 'spec.marsReplicaSpecs[*].template.spec.containers[*].resources.requests[*]', 'INVALID', '^must be greater than or equal to 0$'),  # 874
-    ('pod-template/containers/whole-extended-resources', 'spec.marsReplicaSpecs[*].template.spec.containers[*].resources.limits[*]', 'INVALID', '^must be an integer$'),  # 875
-    ('pod-template/containers/whole-extended-resources', 'spec.marsReplicaSpecs[*].template.spec.containers[*].resources.requests[*]', 'INVALID', '^must be an integer$'),  # 876
-    ('pod-template/containers/extended-resource-limits', 'spec.marsReplicaSpecs[*].template.spec.containers[*].resources.limits[*]', 'REQUIRED', 'Limit\\ must\\ be\\ set\\ for\\ non\\ overcommitable\\ resources$'),  # 877
-    ('pod-template/containers/requests-within-limits', 'spec.marsReplicaSpecs[*].template.spec.containers[*].resources.requests[*]', 'INVALID', ' limit of '),  # 878
-    ('pod-template/initContainers/name', 'spec.marsReplicaSpecs[*].template.spec.initContainers[*].name', 'REQUIRED', '^$'),  # 879
-    ('pod-template/initContainers/name', 'spec.marsReplicaSpecs[*].template.spec.initContainers[*].name', 'INVALID', '^must be no more than 63 characters$'),  # 880
-    ('pod-template/initContainers/name', 'spec.marsReplicaSpecs[*].template.spec.initContainers[*].name', 'INVALID', "^a lowercase RFC 1123 label must consist of lower case alphanumeric characters or '-', and must start and end with an alphanumeric character \\(e\\.g\\. 'my-name',  or '123-abc', regex used for validation is '\\[a-z0-9\\]\\(\\[-a-z0-9\\]\\*\\[a-z0-9\\]\\)\\?'\\)$"),  # 881
-    ('pod-template/initContainers/image', 'spec.marsReplicaSpecs[*].template.spec.initContainers[*].image', 'REQUIRED', '^$'),  # 882
-    ('pod-template/initContainers/ports', 'spec.marsReplicaSpecs[*].template.spec.initContainers[*].ports[*].containerPort', 'REQUIRED', '^$'),  # 883
-    ('pod-template/initContainers/ports', 'spec.marsReplicaSpecs[*].template.spec.initContainers[*].ports[*].containerPort', 'INVALID', '^must be between 1 and 65535, inclusive$'),  # 884
-    ('pod-template/initContainers/ports', 'spec.marsReplicaSpecs[*].template.spec.initContainers[*].ports[*].hostPort', 'INVALID', '^must be between 1 and 65535, inclusive$'),  # 885
-    ('pod-template/initContainers/ports', 'spec.marsReplicaSpecs[*].template.spec.initContainers[*].ports[*].protocol', 'NOT_SUPPORTED', '^supported values: "TCP", "UDP", "SCTP"$'),  # 886
-    ('pod-template/initContainers/ports', 'spec.marsReplicaSpecs[*].template.spec.initContainers[*].ports[*].name', 'INVALID', '^must be no more than 15 characters$'),  # 887
-    ('pod-template/initContainers/ports', 'spec.marsReplicaSpecs[*].template.spec.initContainers[*].ports[*].name', 'INVALID', '^must contain only alpha-numeric characters \\(a-z, 0-9\\), and hyphens \\(-\\)$'),  # 888
-    ('pod-template/initContainers/ports', 'spec.marsReplicaSpecs[*].template.spec.initContainers[*].ports[*].name', 'INVALID', '^must contain at least one letter \\(a-z\\)$'),  # 889
-    ('pod-template/initContainers/ports', 'spec.marsReplicaSpecs[*].template.spec.initContainers[*].ports[*].name', 'INVALID', '^must not contain consecutive hyphens$'),  # 890
-    ('pod-template/initContainers/ports', 'spec.marsReplicaSpecs[*].template.spec.initContainers[*].ports[*].name', 'INVALID', '^must not begin or end with a hyphen$'),  # 891
-    ('pod-template/initContainers/port-names-unique', 'spec.marsReplicaSpecs[*].template.spec.initContainers[*].ports[*].name', 'DUPLICATE', ''),  # 892
-    ('pod-template/initContainers/mounts', 'spec.marsReplicaSpecs[*].template.spec.initContainers[*].volumeMounts[*].name', 'REQUIRED', '^$'),  # 893
-    ('pod-template/initContainers/mounts', 'spec.marsReplicaSpecs[*].template.spec.initContainers[*].volumeMounts[*].mountPath', 'REQUIRED', '^$'),  # 894
-    ('pod-template/initContainers/mounted-volumes', 'spec.marsReplicaSpecs[*].template.spec.initContainers[*].volumeMounts[*].name', 'NOT_FOUND', ''),  # 895
-    ('pod-template/initContainers/env', 'spec.marsReplicaSpecs[*].template.spec.initContainers[*].env[*].name', 'REQUIRED', '^$'),  # 896
-    ('pod-template/initContainers/env', 'spec.marsReplicaSpecs[*].template.spec.initContainers[*].env[*].name', 'INVALID', "^a valid environment variable name must consist only of printable ASCII characters other than '='$"),  # 897
-    ('pod-template/initContainers/quantities', 'spec.marsReplicaSpecs[*].template.spec.initContainers[*].resources.limits[*]', 'INVALID', "^quantities\\ must\\ match\\ the\\ regular\\ expression\\ '\\^\\(\\[\\+\\-\\]\\?\\[0\\-9\\.\\]\\+\\)\\(\\[eEinumkKMGTP\\]\\*\\[\\-\\+\\]\\?\\[0\\-9\\]\\*\\)\\$'$"),  # 898
-    ('pod-template/initContainers/quantities', 'spec.marsReplicaSpecs[*].template.spec.initContainers[*].resources.limits[*]', 'INVALID', '^must be greater than or equal to 0$'),  # 899
-    ('pod-template/initContainers/quantities', 'spec.marsReplicaSpecs[*].template.spec.initContainers[*].resources.requests[*]', 'INVALID', "^quantities\\ must\\ match\\ the\\ regular\\ expression\\ '\\^\\(\\[\\+\\-\\]\\?\\[0\\-9\\.\\]\\+\\)\\(\\[eEinumkKMGTP\\]\\*\\[\\-\\+\\]\\?\\[0\\-9\\]\\*\\)\\$'$"),  # 900
-    ('pod-template/initContainers/quantities', 'spec.marsReplicaSpecs[*].template.spec.initContainers[*].resources.requests[*]', 'INVALID', '^must be greater than or equal to 0$'),  # 901
-    ('pod-template/initContainers/whole-extended-resources', 'spec.marsReplicaSpecs[*].template.spec.initContainers[*].resources.limits[*]', 'INVALID', '^must be an integer$'),  # 902
-    ('pod-template/initContainers/whole-extended-resources', 'spec.marsReplicaSpecs[*].template.spec.initContainers[*].resources.requests[*]', 'INVALID', '^must be an integer$'),  # 903
-    ('pod-template/initContainers/extended-resource-limits', 'spec.marsReplicaSpecs[*].template.spec.initContainers[*].resources.limits[*]', 'REQUIRED', 'Limit\\ must\\ be\\ set\\ for\\ non\\ overcommitable\\ resources$'),  # 904
-    ('pod-template/initContainers/requests-within-limits', 'spec.marsReplicaSpecs[*].template.spec.initContainers[*].resources.requests[*]', 'INVALID', ' limit of '),  # 905
-    ('pod-template/container-names-unique', 'spec.marsReplicaSpecs[*].template.spec.containers[*].name', 'DUPLICATE', ''),  # 906
-    ('pod-template/container-names-unique', 'spec.marsReplicaSpecs[*].template.spec.initContainers[*].name', 'DUPLICATE', ''),  # 907
-    ('pod-template/volumes', 'spec.marsReplicaSpecs[*].template.spec.volumes[*].name', 'REQUIRED', '^$'),  # 908
-    ('pod-template/volumes', 'spec.marsReplicaSpecs[*].template.spec.volumes[*].name', 'INVALID', '^must be no more than 63 characters$'),  # 909
-    ('pod-template/volumes', 'spec.marsReplicaSpecs[*].template.spec.volumes[*].name', 'INVALID', "^a lowercase RFC 1123 label must consist of lower case alphanumeric characters or '-', and must start and end with an alphanumeric character \\(e\\.g\\. 'my-name',  or '123-abc', regex used for validation is '\\[a-z0-9\\]\\(\\[-a-z0-9\\]\\*\\[a-z0-9\\]\\)\\?'\\)$"),  # 910
-    ('pod-template/volume-names-unique', 'spec.marsReplicaSpecs[*].template.spec.volumes[*].name', 'DUPLICATE', ''),  # 911
-    ('pod-template/restart-policy', 'spec.marsReplicaSpecs[*].template.spec.restartPolicy', 'NOT_SUPPORTED', '^supported values: "Always", "OnFailure", "Never"$'),  # 912
-    ('pod-template/framework-container', 'spec.marsReplicaSpecs[*].template.spec.containers', 'REQUIRED', '^must\\ have\\ at\\ least\\ one\\ container\\ with\\ name\\ mars$'),  # 913
-    ('pod-template/containers', 'spec.pytorchReplicaSpecs[*].template.spec.containers', 'REQUIRED', '^must\\ have\\ at\\ least\\ one\\ container$'),  # 914
-    ('roles/master', 'spec.pytorchReplicaSpecs[Master]', 'REQUIRED', '^must be present$'),  # 915
-    ('roles/master', 'spec.pytorchReplicaSpecs[Master].replicas', 'INVALID', '^must be 1$'),  # 916
-    ('pod-template/containers', 'spec.tfReplicaSpecs[*].template.spec.containers', 'REQUIRED', '^must\\ have\\ at\\ least\\ one\\ container$'),  # 917
-    ('roles/one-leader', 'spec.tfReplicaSpecs', 'FORBIDDEN', '^must not have more than 1 Chief or Master role$'),  # 918
-    ('roles/one-leader', 'spec.tfReplicaSpecs[Chief].replicas', 'INVALID', '^must be less than or equal to 1$'),  # 919
-    ('roles/one-leader', 'spec.tfReplicaSpecs[Master].replicas', 'INVALID', '^must be less than or equal to 1$'),  # 920
-    ('replicas/types', 'spec.xdlReplicaSpecs[*]', 'NOT_SUPPORTED', ''),  # 921
-    ('replicas/types', 'spec.xdlReplicaSpecs[*]', 'DUPLICATE', ''),  # 922
-    ('pod-template/spec', 'spec.xdlReplicaSpecs[*].template.spec', 'REQUIRED', '^$'),  # 923
-    ('pod-template/containers', 'spec.xdlReplicaSpecs[*].template.spec.containers', 'REQUIRED', '^must\\ have\\ at\\ least\\ one\\ container$'),  # 924
-    ('pod-template/bounds', 'spec.xdlReplicaSpecs[*].template.spec.**', 'TOO_MANY', ''),  # 925
-    ('pod-template/containers/name', 'spec.xdlReplicaSpecs[*].template.spec.containers[*].name', 'REQUIRED', '^$'),  # 926
-    ('pod-template/containers/name', 'spec.xdlReplicaSpecs[*].template.spec.containers[*].name', 'INVALID', '^must be no more than 63 characters$'),  # 927
-    ('pod-template/containers/name', 'spec.xdlReplicaSpecs[*].template.spec.containers[*].name', 'INVALID', "^a lowercase RFC 1123 label must consist of lower case alphanumeric characters or '-', and must start and end with an alphanumeric character \\(e\\.g\\. 'my-name',  or '123-abc', regex used for validation is '\\[a-z0-9\\]\\(\\[-a-z0-9\\]\\*\\[a-z0-9\\]\\)\\?'\\)$"),  # 928
-    ('pod-template/containers/image', 'spec.xdlReplicaSpecs[*].template.spec.containers[*].image', 'REQUIRED', '^$'),  # 929
-    ('pod-template/containers/ports', 'spec.xdlReplicaSpecs[*].template.spec.containers[*].ports[*].containerPort', 'REQUIRED', '^$'),  # 930
-    ('pod-template/containers/ports', 'spec.xdlReplicaSpecs[*].template.spec.containers[*].ports[*].containerPort', 'INVALID', '^must be between 1 and 65535, inclusive$'),  # 931
-    ('pod-template/containers/ports', 'spec.xdlReplicaSpecs[*].template.spec.containers[*].ports[*].hostPort', 'INVALID', '^must be between 1 and 65535, inclusive$'),  # 932
-    ('pod-template/containers/ports', 'spec.xdlReplicaSpecs[*].template.spec.containers[*].ports[*].protocol', 'NOT_SUPPORTED', '^supported values: "TCP", "UDP", "SCTP"$'),  # 933
-    ('pod-template/containers/ports', 'spec.xdlReplicaSpecs[*].template.spec.containers[*].ports[*].name', 'INVALID', '^must be no more than 15 characters$'),  # 934
-    ('pod-template/containers/ports', 'spec.xdlReplicaSpecs[*].template.spec.containers[*].ports[*].name', 'INVALID', '^must contain only alpha-numeric characters \\(a-z, 0-9\\), and hyphens \\(-\\)$'),  # 935
-    ('pod-template/containers/ports', 'spec.xdlReplicaSpecs[*].template.spec.containers[*].ports[*].name', 'INVALID', '^must contain at least one letter \\(a-z\\)$'),  # 936
-    ('pod-template/containers/ports', 'spec.xdlReplicaSpecs[*].template.spec.containers[*].ports[*].name', 'INVALID', '^must not contain consecutive hyphens$'),  # 937
-    ('pod-template/containers/ports', 'spec.xdlReplicaSpecs[*].template.spec.containers[*].ports[*].name', 'INVALID', '^must not begin or end with a hyphen$'),  # 938
-    ('pod-template/containers/port-names-unique', 'spec.xdlReplicaSpecs[*].template.spec.containers[*].ports[*].name', 'DUPLICATE', ''),  # 939
-    ('pod-template/containers/mounts', 'spec.xdlReplicaSpecs[*].template.spec.containers[*].volumeMounts[*].name', 'REQUIRED', '^$'),  # 940
-    ('pod-template/containers/mounts', 'spec.xdlReplicaSpecs[*].template.spec.containers[*].volumeMounts[*].mountPath', 'REQUIRED', '^$'),  # 941
-    ('pod-template/containers/mounted-volumes', 'spec.xdlReplicaSpecs[*].template.spec.containers[*].volumeMounts[*].name', 'NOT_FOUND', ''),  # 942
-    ('pod-template/containers/env', 'spec.xdlReplicaSpecs[*].template.spec.containers[*].env[*].name', 'REQUIRED', '^$'),  # 943
-    ('pod-template/containers/env', 'spec.xdlReplicaSpecs[*].template.spec.containers[*].env[*].name', 'INVALID', "^a valid environment variable name must consist only of printable ASCII characters other than '='$"),  # 944
-    ('pod-template/containers/quantities', 'spec.xdlReplicaSpecs[*].template.spec.containers[*].resources.limits[*]', 'INVALID', "^quantities\\ must\\ match\\ the\\ regular\\ expression\\ '\\^\\(\\[\\+\\-\\]\\?\\[0\\-9\\.\\]\\+\\)\\(\\[eEinumkKMGTP\\]\\*\\[\\-\\+\\]\\?\\[0\\-9\\]\\*\\)\\$'$"),  # 945
-    ('pod-template/containers/quantities', 'spec.xdlReplicaSpecs[*].template.spec.containers[*].resources.limits[*]', 'INVALID', '^must be greater than or equal to 0$'),  # 946
-    ('pod-template/containers/quantities', 'spec.xdlReplicaSpecs[*].template.spec.containers[*].resources.requests[*]', 'INVALID', "^quantities\\ must\\ match\\ the\\ regular\\ expression\\ '\\^\\(\\[\\+\\-\\]\\?\\[0\\-9\\.\\]\\+\\)\\(\\[eEinumkKMGTP\\]\\*\\[\\-\\+\\]\\?\\[0\\-9\\]\\*\\)\\$'$"),  # 947
-    ('pod-template/containers/quantities', 'spec.xdlReplicaSpecs[*].template.spec.containers[*].resources.requests[*]', 'INVALID', '^must be greater than or equal to 0$'),  # 948
-    ('pod-template/containers/whole-extended-resources', 'spec.xdlReplicaSpecs[*].template.spec.containers[*].resources.limits[*]', 'INVALID', '^must be an integer$'),  # 949
-    ('pod-template/containers/whole-extended-resources', 'spec.xdlReplicaSpecs[*].template.spec.containers[*].resources.requests[*]', 'INVALID', '^must be an integer$'),  # 950
-    ('pod-template/containers/extended-resource-limits', 'spec.xdlReplicaSpecs[*].template.spec.containers[*].resources.limits[*]', 'REQUIRED', 'Limit\\ must\\ be\\ set\\ for\\ non\\ overcommitable\\ resources$'),  # 951
-    ('pod-template/containers/requests-within-limits', 'spec.xdlReplicaSpecs[*].template.spec.containers[*].resources.requests[*]', 'INVALID', ' limit of '),  # 952
-    ('pod-template/initContainers/name', 'spec.xdlReplicaSpecs[*].template.spec.initContainers[*].name', 'REQUIRED', '^$'),  # 953
-    ('pod-template/initContainers/name', 'spec.xdlReplicaSpecs[*].template.spec.initContainers[*].name', 'INVALID', '^must be no more than 63 characters$'),  # 954
-    ('pod-template/initContainers/name', 'spec.xdlReplicaSpecs[*].template.spec.initContainers[*].name', 'INVALID', "^a lowercase RFC 1123 label must consist of lower case alphanumeric characters or '-', and must start and end with an alphanumeric character \\(e\\.g\\. 'my-name',  or '123-abc', regex used for validation is '\\[a-z0-9\\]\\(\\[-a-z0-9\\]\\*\\[a-z0-9\\]\\)\\?'\\)$"),  # 955
-    ('pod-template/initContainers/image', 'spec.xdlReplicaSpecs[*].template.spec.initContainers[*].image', 'REQUIRED', '^$'),  # 956
-    ('pod-template/initContainers/ports', 'spec.xdlReplicaSpecs[*].template.spec.initContainers[*].ports[*].containerPort', 'REQUIRED', '^$'),  # 957
-    ('pod-template/initContainers/ports', 'spec.xdlReplicaSpecs[*].template.spec.initContainers[*].ports[*].containerPort', 'INVALID', '^must be between 1 and 65535, inclusive$'),  # 958
-    ('pod-template/initContainers/ports', 'spec.xdlReplicaSpecs[*].template.spec.initContainers[*].ports[*].hostPort', 'INVALID', '^must be between 1 and 65535, inclusive$'),  # 959
-    ('pod-template/initContainers/ports', 'spec.xdlReplicaSpecs[*].template.spec.initContainers[*].ports[*].protocol', 'NOT_SUPPORTED', '^supported values: "TCP", "UDP", "SCTP"$'),  # 960
-    ('pod-template/initContainers/ports', 'spec.xdlReplicaSpecs[*].template.spec.initContainers[*].ports[*].name', 'INVALID', '^must be no more than 15 characters$'),  # 961
-    ('pod-template/initContainers/ports', 'spec.xdlReplicaSpecs[*].template.spec.initContainers[*].ports[*].name', 'INVALID', '^must contain only alpha-numeric characters \\(a-z, 0-9\\), and hyphens \\(-\\)$'),  # 962
-    ('pod-template/initContainers/ports', 'spec.xdlReplicaSpecs[*].template.spec.initContainers[*].ports[*].name', 'INVALID', '^must contain at least one letter \\(a-z\\)$'),  # 963
-    ('pod-template/initContainers/ports', 'spec.xdlReplicaSpecs[*].template.spec.initContainers[*].ports[*].name', 'INVALID', '^must not contain consecutive hyphens$'),  # 964
-    ('pod-template/initContainers/ports', 'spec.xdlReplicaSpecs[*].template.spec.initContainers[*].ports[*].name', 'INVALID', '^must not begin or end with a hyphen$'),  # 965
-    ('pod-template/initContainers/port-names-unique', 'spec.xdlReplicaSpecs[*].template.spec.initContainers[*].ports[*].name', 'DUPLICATE', ''),  # 966
-    ('pod-template/initContainers/mounts', 'spec.xdlReplicaSpecs[*].template.spec.initContainers[*].volumeMounts[*].name', 'REQUIRED', '^$'),  # 967
-    ('pod-template/initContainers/mounts', 'spec.xdlReplicaSpecs[*].template.spec.initContainers[*].volumeMounts[*].mountPath', 'REQUIRED', '^$'),  # 968
-    ('pod-template/initContainers/mounted-volumes', 'spec.xdlReplicaSpecs[*].template.spec.initContainers[*].volumeMounts[*].name', 'NOT_FOUND', ''),  # 969
-    ('pod-template/initContainers/env', 'spec.xdlReplicaSpecs[*].template.spec.initContainers[*].env[*].name', 'REQUIRED', '^$'),  # 970
-    ('pod-template/initContainers/env', 'spec.xdlReplicaSpecs[*].template.spec.initContainers[*].env[*].name', 'INVALID', "^a valid environment variable name must consist only of printable ASCII characters other than '='$"),  # 971
-    ('pod-template/initContainers/quantities', 'spec.xdlReplicaSpecs[*].template.spec.initContainers[*].resources.limits[*]', 'INVALID', "^quantities\\ must\\ match\\ the\\ regular\\ expression\\ '\\^\\(\\[\\+\\-\\]\\?\\[0\\-9\\.\\]\\+\\)\\(\\[eEinumkKMGTP\\]\\*\\[\\-\\+\\]\\?\\[0\\-9\\]\\*\\)\\$'$"),  # 972
-    ('pod-template/initContainers/quantities', 'spec.xdlReplicaSpecs[*].template.spec.initContainers[*].resources.limits[*]', 'INVALID', '^must be greater than or equal to 0$'),  # 973
-    ('pod-template/initContainers/quantities', 'spec.xdlReplicaSpecs[*].template.spec.initContainers[*].resources.requests[*]', 'INVALID', "^quantities\\ must\\ match\\ the\\ regular\\ expression\\ '\\^\\(\\[\\+\\-\\]\\?\\[0\\-9\\.\\]\\+\\)\\(\\[eEinumkKMGTP\\]\\*\\[\\-\\+\\]\\?\\[0\\-9\\]\\*\\)\\$'$"),  # 974
-    ('pod-template/initContainers/quantities', 'spec.xdlReplicaSpecs[*].template.spec.initContainers[*].resources.requests[*]', 'INVALID', '^must be greater than or equal to 0$'),  # 975
-    ('pod-template/initContainers/whole-extended-resources', 'spec.xdlReplicaSpecs[*].template.spec.initContainers[*].resources.limits[*]', 'INVALID', '^must be an integer$'),  # 976
-    ('pod-template/initContainers/whole-extended-resources', 'spec.xdlReplicaSpecs[*].template.spec.initContainers[*].resources.requests[*]', 'INVALID', '^must be an integer$'),  # 977
-    ('pod-template/initContainers/extended-resource-limits', 'spec.xdlReplicaSpecs[*].template.spec.initContainers[*].resources.limits[*]', 'REQUIRED', 'Limit\\ must\\ be\\ set\\ for\\ non\\ overcommitable\\ resources$'),  # 978
-    ('pod-template/initContainers/requests-within-limits', 'spec.xdlReplicaSpecs[*].template.spec.initContainers[*].resources.requests[*]', 'INVALID', ' limit of '),  # 979
-    ('pod-template/container-names-unique', 'spec.xdlReplicaSpecs[*].template.spec.containers[*].name', 'DUPLICATE', ''),  # 980
-    ('pod-template/container-names-unique', 'spec.xdlReplicaSpecs[*].template.spec.initContainers[*].name', 'DUPLICATE', ''),  # 981
-    ('pod-template/volumes', 'spec.xdlReplicaSpecs[*].template.spec.volumes[*].name', 'REQUIRED', '^$'),  # 982
-    ('pod-template/volumes', 'spec.xdlReplicaSpecs[*].template.spec.volumes[*].name', 'INVALID', '^must be no more than 63 characters$'),  # 983
-    ('pod-template/volumes', 'spec.xdlReplicaSpecs[*].template.spec.volumes[*].name', 'INVALID', "^a lowercase RFC 1123 label must consist of lower case alphanumeric characters or '-', and must start and end with an alphanumeric character \\(e\\.g\\. 'my-name',  or '123-abc', regex used for validation is '\\[a-z0-9\\]\\(\\[-a-z0-9\\]\\*\\[a-z0-9\\]\\)\\?'\\)$"),  # 984
-    ('pod-template/volume-names-unique', 'spec.xdlReplicaSpecs[*].template.spec.volumes[*].name', 'DUPLICATE', ''),  # 985
-    ('pod-template/restart-policy', 'spec.xdlReplicaSpecs[*].template.spec.restartPolicy', 'NOT_SUPPORTED', '^supported values: "Always", "OnFailure", "Never"$'),  # 986
-    ('pod-template/framework-container', 'spec.xdlReplicaSpecs[*].template.spec.containers', 'REQUIRED', '^must\\ have\\ at\\ least\\ one\\ container\\ with\\ name\\ xdl$'),  # 987
-    ('pod-template/containers', 'spec.xgbReplicaSpecs[*].template.spec.containers', 'REQUIRED', '^must\\ have\\ at\\ least\\ one\\ container$'),  # 988
-    ('pod-template/framework-container', 'spec.xgbReplicaSpecs[*].template.spec.containers', 'REQUIRED', '^must\\ have\\ at\\ least\\ one\\ container\\ with\\ name\\ xgboostjob$'),  # 989
-    ('roles/master', 'spec.xgbReplicaSpecs[Master]', 'REQUIRED', '^must be present$'),  # 990
-    ('roles/master', 'spec.xgbReplicaSpecs[Master].replicas', 'INVALID', '^must be 1$'),  # 991
+    ('jobset/existing-claims', 'spec.volumeClaimPolicies[*].template[*].spec', 'INVALID', '^spec does not match existing PVC '),  # 299
+    ('jobset/existing-claims', 'spec.volumeClaimPolicies[*].retentionPolicy.whenDeleted', 'INVALID', '^retentionPolicy must be '),  # 300
+    ('jobset/existing-claims', 'spec.volumeClaimPolicies[*].template[*]', 'INTERNAL', '^failed to check for existing PVC '),  # 301
+    ('jobset/replicated-jobs-immutable', 'spec.replicatedJobs', 'INVALID', '^field is immutable$'),  # 302
+    ('jobset/elastic-scaling', 'spec.replicatedJobs[*].template.spec', 'FORBIDDEN', '^Cannot mutate parallelism or completions'),  # 303
+    ('jobset/elastic-scaling', 'spec.replicatedJobs[*].template.spec.parallelism', 'INVALID', '^parallelism must be >= 1$'),  # 304
+    ('jobset/elastic-scaling', 'spec.replicatedJobs[*].template.spec.completions', 'INVALID', '^completions must be'),  # 305
+    ('jobset/managed-by-immutable', 'spec.managedBy', 'INVALID', '^field is immutable$'),  # 306
+    ('jobset/job-template', 'spec.replicatedJobs[*].template.spec.*', 'INVALID', ''),  # 307
+    ('jobset/job-template', 'spec.replicatedJobs[*].template.spec.completions', 'REQUIRED', '^when completion mode is Indexed$'),  # 308
+    ('jobset/job-template', 'spec.replicatedJobs[*].template.spec.template.spec.restartPolicy', 'NOT_SUPPORTED', '^supported values: "OnFailure", "Never"$'),  # 309
+    ('pod-template/spec', 'spec.replicatedJobs[*].template.spec.template.spec', 'REQUIRED', '^$'),  # 310
+    ('pod-template/containers', 'spec.replicatedJobs[*].template.spec.template.spec.containers', 'REQUIRED', '^must\\ have\\ at\\ least\\ one\\ container$'),  # 311
+    ('pod-template/bounds', 'spec.replicatedJobs[*].template.spec.template.spec.**', 'TOO_MANY', ''),  # 312
+    ('pod-template/containers/name', 'spec.replicatedJobs[*].template.spec.template.spec.containers[*].name', 'REQUIRED', '^$'),  # 313
+    ('pod-template/containers/name', 'spec.replicatedJobs[*].template.spec.template.spec.containers[*].name', 'INVALID', '^must be no more than 63 characters$'),  # 314
+    ('pod-template/containers/name', 'spec.replicatedJobs[*].template.spec.template.spec.containers[*].name', 'INVALID', "^a lowercase RFC 1123 label must consist of lower case alphanumeric characters or '-', and must start and end with an alphanumeric character \\(e\\.g\\. 'my-name',  or '123-abc', regex used for validation is '\\[a-z0-9\\]\\(\\[-a-z0-9\\]\\*\\[a-z0-9\\]\\)\\?'\\)$"),  # 315
+    ('pod-template/containers/image', 'spec.replicatedJobs[*].template.spec.template.spec.containers[*].image', 'REQUIRED', '^$'),  # 316
+    ('pod-template/containers/ports', 'spec.replicatedJobs[*].template.spec.template.spec.containers[*].ports[*].containerPort', 'REQUIRED', '^$'),  # 317
+    ('pod-template/containers/ports', 'spec.replicatedJobs[*].template.spec.template.spec.containers[*].ports[*].containerPort', 'INVALID', '^must be between 1 and 65535, inclusive$'),  # 318
+    ('pod-template/containers/ports', 'spec.replicatedJobs[*].template.spec.template.spec.containers[*].ports[*].hostPort', 'INVALID', '^must be between 1 and 65535, inclusive$'),  # 319
+    ('pod-template/containers/ports', 'spec.replicatedJobs[*].template.spec.template.spec.containers[*].ports[*].protocol', 'NOT_SUPPORTED', '^supported values: "TCP", "UDP", "SCTP"$'),  # 320
+    ('pod-template/containers/ports', 'spec.replicatedJobs[*].template.spec.template.spec.containers[*].ports[*].name', 'INVALID', '^must be no more than 15 characters$'),  # 321
+    ('pod-template/containers/ports', 'spec.replicatedJobs[*].template.spec.template.spec.containers[*].ports[*].name', 'INVALID', '^must contain only alpha-numeric characters \\(a-z, 0-9\\), and hyphens \\(-\\)$'),  # 322
+    ('pod-template/containers/ports', 'spec.replicatedJobs[*].template.spec.template.spec.containers[*].ports[*].name', 'INVALID', '^must contain at least one letter \\(a-z\\)$'),  # 323
+    ('pod-template/containers/ports', 'spec.replicatedJobs[*].template.spec.template.spec.containers[*].ports[*].name', 'INVALID', '^must not contain consecutive hyphens$'),  # 324
+    ('pod-template/containers/ports', 'spec.replicatedJobs[*].template.spec.template.spec.containers[*].ports[*].name', 'INVALID', '^must not begin or end with a hyphen$'),  # 325
+    ('pod-template/containers/port-names-unique', 'spec.replicatedJobs[*].template.spec.template.spec.containers[*].ports[*].name', 'DUPLICATE', ''),  # 326
+    ('pod-template/containers/mounts', 'spec.replicatedJobs[*].template.spec.template.spec.containers[*].volumeMounts[*].name', 'REQUIRED', '^$'),  # 327
+    ('pod-template/containers/mounts', 'spec.replicatedJobs[*].template.spec.template.spec.containers[*].volumeMounts[*].mountPath', 'REQUIRED', '^$'),  # 328
+    ('pod-template/containers/mounted-volumes', 'spec.replicatedJobs[*].template.spec.template.spec.containers[*].volumeMounts[*].name', 'NOT_FOUND', ''),  # 329
+    ('pod-template/containers/env', 'spec.replicatedJobs[*].template.spec.template.spec.containers[*].env[*].name', 'REQUIRED', '^$'),  # 330
+    ('pod-template/containers/env', 'spec.replicatedJobs[*].template.spec.template.spec.containers[*].env[*].name', 'INVALID', "^a valid environment variable name must consist only of printable ASCII characters other than '='$"),  # 331
+    ('pod-template/containers/quantities', 'spec.replicatedJobs[*].template.spec.template.spec.containers[*].resources.limits[*]', 'INVALID', "^quantities\\ must\\ match\\ the\\ regular\\ expression\\ '\\^\\(\\[\\+\\-\\]\\?\\[0\\-9\\.\\]\\+\\)\\(\\[eEinumkKMGTP\\]\\*\\[\\-\\+\\]\\?\\[0\\-9\\]\\*\\)\\$'$"),  # 332
+    ('pod-template/containers/quantities', 'spec.replicatedJobs[*].template.spec.template.spec.containers[*].resources.limits[*]', 'INVALID', '^must be greater than or equal to 0$'),  # 333
+    ('pod-template/containers/quantities', 'spec.replicatedJobs[*].template.spec.template.spec.containers[*].resources.requests[*]', 'INVALID', "^quantities\\ must\\ match\\ the\\ regular\\ expression\\ '\\^\\(\\[\\+\\-\\]\\?\\[0\\-9\\.\\]\\+\\)\\(\\[eEinumkKMGTP\\]\\*\\[\\-\\+\\]\\?\\[0\\-9\\]\\*\\)\\$'$"),  # 334
+    ('pod-template/containers/quantities', 'spec.replicatedJobs[*].template.spec.template.spec.containers[*].resources.requests[*]', 'INVALID', '^must be greater than or equal to 0$'),  # 335
+    ('pod-template/containers/whole-extended-resources', 'spec.replicatedJobs[*].template.spec.template.spec.containers[*].resources.limits[*]', 'INVALID', '^must be an integer$'),  # 336
+    ('pod-template/containers/whole-extended-resources', 'spec.replicatedJobs[*].template.spec.template.spec.containers[*].resources.requests[*]', 'INVALID', '^must be an integer$'),  # 337
+    ('pod-template/containers/extended-resource-limits', 'spec.replicatedJobs[*].template.spec.template.spec.containers[*].resources.limits[*]', 'REQUIRED', 'Limit\\ must\\ be\\ set\\ for\\ non\\ overcommitable\\ resources$'),  # 338
+    ('pod-template/containers/requests-within-limits', 'spec.replicatedJobs[*].template.spec.template.spec.containers[*].resources.requests[*]', 'INVALID', ' limit of '),  # 339
+    ('pod-template/initContainers/name', 'spec.replicatedJobs[*].template.spec.template.spec.initContainers[*].name', 'REQUIRED', '^$'),  # 340
+    ('pod-template/initContainers/name', 'spec.replicatedJobs[*].template.spec.template.spec.initContainers[*].name', 'INVALID', '^must be no more than 63 characters$'),  # 341
+    ('pod-template/initContainers/name', 'spec.replicatedJobs[*].template.spec.template.spec.initContainers[*].name', 'INVALID', "^a lowercase RFC 1123 label must consist of lower case alphanumeric characters or '-', and must start and end with an alphanumeric character \\(e\\.g\\. 'my-name',  or '123-abc', regex used for validation is '\\[a-z0-9\\]\\(\\[-a-z0-9\\]\\*\\[a-z0-9\\]\\)\\?'\\)$"),  # 342
+    ('pod-template/initContainers/image', 'spec.replicatedJobs[*].template.spec.template.spec.initContainers[*].image', 'REQUIRED', '^$'),  # 343
+    ('pod-template/initContainers/ports', 'spec.replicatedJobs[*].template.spec.template.spec.initContainers[*].ports[*].containerPort', 'REQUIRED', '^$'),  # 344
+    ('pod-template/initContainers/ports', 'spec.replicatedJobs[*].template.spec.template.spec.initContainers[*].ports[*].containerPort', 'INVALID', '^must be between 1 and 65535, inclusive$'),  # 345
+    ('pod-template/initContainers/ports', 'spec.replicatedJobs[*].template.spec.template.spec.initContainers[*].ports[*].hostPort', 'INVALID', '^must be between 1 and 65535, inclusive$'),  # 346
+    ('pod-template/initContainers/ports', 'spec.replicatedJobs[*].template.spec.template.spec.initContainers[*].ports[*].protocol', 'NOT_SUPPORTED', '^supported values: "TCP", "UDP", "SCTP"$'),  # 347
+    ('pod-template/initContainers/ports', 'spec.replicatedJobs[*].template.spec.template.spec.initContainers[*].ports[*].name', 'INVALID', '^must be no more than 15 characters$'),  # 348
+    ('pod-template/initContainers/ports', 'spec.replicatedJobs[*].template.spec.template.spec.initContainers[*].ports[*].name', 'INVALID', '^must contain only alpha-numeric characters \\(a-z, 0-9\\), and hyphens \\(-\\)$'),  # 349
+    ('pod-template/initContainers/ports', 'spec.replicatedJobs[*].template.spec.template.spec.initContainers[*].ports[*].name', 'INVALID', '^must contain at least one letter \\(a-z\\)$'),  # 350
+    ('pod-template/initContainers/ports', 'spec.replicatedJobs[*].template.spec.template.spec.initContainers[*].ports[*].name', 'INVALID', '^must not contain consecutive hyphens$'),  # 351
+    ('pod-template/initContainers/ports', 'spec.replicatedJobs[*].template.spec.template.spec.initContainers[*].ports[*].name', 'INVALID', '^must not begin or end with a hyphen$'),  # 352
+    ('pod-template/initContainers/port-names-unique', 'spec.replicatedJobs[*].template.spec.template.spec.initContainers[*].ports[*].name', 'DUPLICATE', ''),  # 353
+    ('pod-template/initContainers/mounts', 'spec.replicatedJobs[*].template.spec.template.spec.initContainers[*].volumeMounts[*].name', 'REQUIRED', '^$'),  # 354
+    ('pod-template/initContainers/mounts', 'spec.replicatedJobs[*].template.spec.template.spec.initContainers[*].volumeMounts[*].mountPath', 'REQUIRED', '^$'),  # 355
+    ('pod-template/initContainers/mounted-volumes', 'spec.replicatedJobs[*].template.spec.template.spec.initContainers[*].volumeMounts[*].name', 'NOT_FOUND', ''),  # 356
+    ('pod-template/initContainers/env', 'spec.replicatedJobs[*].template.spec.template.spec.initContainers[*].env[*].name', 'REQUIRED', '^$'),  # 357
+    ('pod-template/initContainers/env', 'spec.replicatedJobs[*].template.spec.template.spec.initContainers[*].env[*].name', 'INVALID', "^a valid environment variable name must consist only of printable ASCII characters other than '='$"),  # 358
+    ('pod-template/initContainers/quantities', 'spec.replicatedJobs[*].template.spec.template.spec.initContainers[*].resources.limits[*]', 'INVALID', "^quantities\\ must\\ match\\ the\\ regular\\ expression\\ '\\^\\(\\[\\+\\-\\]\\?\\[0\\-9\\.\\]\\+\\)\\(\\[eEinumkKMGTP\\]\\*\\[\\-\\+\\]\\?\\[0\\-9\\]\\*\\)\\$'$"),  # 359
+    ('pod-template/initContainers/quantities', 'spec.replicatedJobs[*].template.spec.template.spec.initContainers[*].resources.limits[*]', 'INVALID', '^must be greater than or equal to 0$'),  # 360
+    ('pod-template/initContainers/quantities', 'spec.replicatedJobs[*].template.spec.template.spec.initContainers[*].resources.requests[*]', 'INVALID', "^quantities\\ must\\ match\\ the\\ regular\\ expression\\ '\\^\\(\\[\\+\\-\\]\\?\\[0\\-9\\.\\]\\+\\)\\(\\[eEinumkKMGTP\\]\\*\\[\\-\\+\\]\\?\\[0\\-9\\]\\*\\)\\$'$"),  # 361
+    ('pod-template/initContainers/quantities', 'spec.replicatedJobs[*].template.spec.template.spec.initContainers[*].resources.requests[*]', 'INVALID', '^must be greater than or equal to 0$'),  # 362
+    ('pod-template/initContainers/whole-extended-resources', 'spec.replicatedJobs[*].template.spec.template.spec.initContainers[*].resources.limits[*]', 'INVALID', '^must be an integer$'),  # 363
+    ('pod-template/initContainers/whole-extended-resources', 'spec.replicatedJobs[*].template.spec.template.spec.initContainers[*].resources.requests[*]', 'INVALID', '^must be an integer$'),  # 364
+    ('pod-template/initContainers/extended-resource-limits', 'spec.replicatedJobs[*].template.spec.template.spec.initContainers[*].resources.limits[*]', 'REQUIRED', 'Limit\\ must\\ be\\ set\\ for\\ non\\ overcommitable\\ resources$'),  # 365
+    ('pod-template/initContainers/requests-within-limits', 'spec.replicatedJobs[*].template.spec.template.spec.initContainers[*].resources.requests[*]', 'INVALID', ' limit of '),  # 366
+    ('pod-template/container-names-unique', 'spec.replicatedJobs[*].template.spec.template.spec.containers[*].name', 'DUPLICATE', ''),  # 367
+    ('pod-template/container-names-unique', 'spec.replicatedJobs[*].template.spec.template.spec.initContainers[*].name', 'DUPLICATE', ''),  # 368
+    ('pod-template/volumes', 'spec.replicatedJobs[*].template.spec.template.spec.volumes[*].name', 'REQUIRED', '^$'),  # 369
+    ('pod-template/volumes', 'spec.replicatedJobs[*].template.spec.template.spec.volumes[*].name', 'INVALID', '^must be no more than 63 characters$'),  # 370
+    ('pod-template/volumes', 'spec.replicatedJobs[*].template.spec.template.spec.volumes[*].name', 'INVALID', "^a lowercase RFC 1123 label must consist of lower case alphanumeric characters or '-', and must start and end with an alphanumeric character \\(e\\.g\\. 'my-name',  or '123-abc', regex used for validation is '\\[a-z0-9\\]\\(\\[-a-z0-9\\]\\*\\[a-z0-9\\]\\)\\?'\\)$"),  # 371
+    ('pod-template/volume-names-unique', 'spec.replicatedJobs[*].template.spec.template.spec.volumes[*].name', 'DUPLICATE', ''),  # 372
+    ('pod-template/restart-policy', 'spec.replicatedJobs[*].template.spec.template.spec.restartPolicy', 'NOT_SUPPORTED', '^supported values: "Always", "OnFailure", "Never"$'),  # 373
+    ('kubeflow/name', 'metadata.name', 'INVALID', '^should match: '),  # 374
+    ('kubeflow/managed-by', 'spec.runPolicy.managedBy', 'NOT_SUPPORTED', ''),  # 375
+    ('kubeflow/managed-by', 'spec.runPolicy.managedBy', 'INVALID', '^field is immutable$'),  # 376
+    ('kubeflow/queue-immutable', 'spec.runPolicy.schedulingPolicy.queue', 'INVALID', '^spec\\.runPolicy\\.schedulingPolicy\\.queue\\ is\\ immutable$'),  # 377
+    ('kubeflow/template-containers', 'spec.jaxReplicaSpecs[*].template.spec.containers', 'REQUIRED', '^must have at least one container$|^must be specified: |containers definition expected'),  # 378
+    ('replicas/types', 'spec.jaxReplicaSpecs[*]', 'NOT_SUPPORTED', ''),  # 379
+    ('replicas/types', 'spec.jaxReplicaSpecs[*]', 'DUPLICATE', ''),  # 380
+    ('run-policy/min-available', 'spec.runPolicy.schedulingPolicy.minAvailable', 'INVALID', 'total number of replicas'),  # 381
+    ('run-policy/queue-immutable', 'spec.schedulingPolicy.queue', 'INVALID', '^field is immutable$'),  # 382
+    ('pod-template/spec', 'spec.jaxReplicaSpecs[*].template.spec', 'REQUIRED', '^$'),  # 383
+    ('pod-template/containers', 'spec.jaxReplicaSpecs[*].template.spec.containers', 'REQUIRED', '^must\\ be\\ specified:\\ must\\ have\\ at\\ least\\ one\\ container\\ with\\ name\\ jax$'),  # 384
+    ('pod-template/bounds', 'spec.jaxReplicaSpecs[*].template.spec.**', 'TOO_MANY', ''),  # 385
+    ('pod-template/containers/name', 'spec.jaxReplicaSpecs[*].template.spec.containers[*].name', 'REQUIRED', '^$'),  # 386
+    ('pod-template/containers/name', 'spec.jaxReplicaSpecs[*].template.spec.containers[*].name', 'INVALID', '^must be no more than 63 characters$'),  # 387
+    ('pod-template/containers/name', 'spec.jaxReplicaSpecs[*].template.spec.containers[*].name', 'INVALID', "^a lowercase RFC 1123 label must consist of lower case alphanumeric characters or '-', and must start and end with an alphanumeric character \\(e\\.g\\. 'my-name',  or '123-abc', regex used for validation is '\\[a-z0-9\\]\\(\\[-a-z0-9\\]\\*\\[a-z0-9\\]\\)\\?'\\)$"),  # 388
+    ('pod-template/containers/image', 'spec.jaxReplicaSpecs[*].template.spec.containers[*].image', 'REQUIRED', '^$'),  # 389
+    ('pod-template/containers/ports', 'spec.jaxReplicaSpecs[*].template.spec.containers[*].ports[*].containerPort', 'REQUIRED', '^$'),  # 390
+    ('pod-template/containers/ports', 'spec.jaxReplicaSpecs[*].template.spec.containers[*].ports[*].containerPort', 'INVALID', '^must be between 1 and 65535, inclusive$'),  # 391
+    ('pod-template/containers/ports', 'spec.jaxReplicaSpecs[*].template.spec.containers[*].ports[*].hostPort', 'INVALID', '^must be between 1 and 65535, inclusive$'),  # 392
+    ('pod-template/containers/ports', 'spec.jaxReplicaSpecs[*].template.spec.containers[*].ports[*].protocol', 'NOT_SUPPORTED', '^supported values: "TCP", "UDP", "SCTP"$'),  # 393
+    ('pod-template/containers/ports', 'spec.jaxReplicaSpecs[*].template.spec.containers[*].ports[*].name', 'INVALID', '^must be no more than 15 characters$'),  # 394
+    ('pod-template/containers/ports', 'spec.jaxReplicaSpecs[*].template.spec.containers[*].ports[*].name', 'INVALID', '^must contain only alpha-numeric characters \\(a-z, 0-9\\), and hyphens \\(-\\)$'),  # 395
+    ('pod-template/containers/ports', 'spec.jaxReplicaSpecs[*].template.spec.containers[*].ports[*].name', 'INVALID', '^must contain at least one letter \\(a-z\\)$'),  # 396
+    ('pod-template/containers/ports', 'spec.jaxReplicaSpecs[*].template.spec.containers[*].ports[*].name', 'INVALID', '^must not contain consecutive hyphens$'),  # 397
+    ('pod-template/containers/ports', 'spec.jaxReplicaSpecs[*].template.spec.containers[*].ports[*].name', 'INVALID', '^must not begin or end with a hyphen$'),  # 398
+    ('pod-template/containers/port-names-unique', 'spec.jaxReplicaSpecs[*].template.spec.containers[*].ports[*].name', 'DUPLICATE', ''),  # 399
+    ('pod-template/containers/mounts', 'spec.jaxReplicaSpecs[*].template.spec.containers[*].volumeMounts[*].name', 'REQUIRED', '^$'),  # 400
+    ('pod-template/containers/mounts', 'spec.jaxReplicaSpecs[*].template.spec.containers[*].volumeMounts[*].mountPath', 'REQUIRED', '^$'),  # 401
+    ('pod-template/containers/mounted-volumes', 'spec.jaxReplicaSpecs[*].template.spec.containers[*].volumeMounts[*].name', 'NOT_FOUND', ''),  # 402
+    ('pod-template/containers/env', 'spec.jaxReplicaSpecs[*].template.spec.containers[*].env[*].name', 'REQUIRED', '^$'),  # 403
+    ('pod-template/containers/env', 'spec.jaxReplicaSpecs[*].template.spec.containers[*].env[*].name', 'INVALID', "^a valid environment variable name must consist only of printable ASCII characters other than '='$"),  # 404
+    ('pod-template/containers/quantities', 'spec.jaxReplicaSpecs[*].template.spec.containers[*].resources.limits[*]', 'INVALID', "^quantities\\ must\\ match\\ the\\ regular\\ expression\\ '\\^\\(\\[\\+\\-\\]\\?\\[0\\-9\\.\\]\\+\\)\\(\\[eEinumkKMGTP\\]\\*\\[\\-\\+\\]\\?\\[0\\-9\\]\\*\\)\\$'$"),  # 405
+    ('pod-template/containers/quantities', 'spec.jaxReplicaSpecs[*].template.spec.containers[*].resources.limits[*]', 'INVALID', '^must be greater than or equal to 0$'),  # 406
+    ('pod-template/containers/quantities', 'spec.jaxReplicaSpecs[*].template.spec.containers[*].resources.requests[*]', 'INVALID', "^quantities\\ must\\ match\\ the\\ regular\\ expression\\ '\\^\\(\\[\\+\\-\\]\\?\\[0\\-9\\.\\]\\+\\)\\(\\[eEinumkKMGTP\\]\\*\\[\\-\\+\\]\\?\\[0\\-9\\]\\*\\)\\$'$"),  # 407
+    ('pod-template/containers/quantities', 'spec.jaxReplicaSpecs[*].template.spec.containers[*].resources.requests[*]', 'INVALID', '^must be greater than or equal to 0$'),  # 408
+    ('pod-template/containers/whole-extended-resources', 'spec.jaxReplicaSpecs[*].template.spec.containers[*].resources.limits[*]', 'INVALID', '^must be an integer$'),  # 409
+    ('pod-template/containers/whole-extended-resources', 'spec.jaxReplicaSpecs[*].template.spec.containers[*].resources.requests[*]', 'INVALID', '^must be an integer$'),  # 410
+    ('pod-template/containers/extended-resource-limits', 'spec.jaxReplicaSpecs[*].template.spec.containers[*].resources.limits[*]', 'REQUIRED', 'Limit\\ must\\ be\\ set\\ for\\ non\\ overcommitable\\ resources$'),  # 411
+    ('pod-template/containers/requests-within-limits', 'spec.jaxReplicaSpecs[*].template.spec.containers[*].resources.requests[*]', 'INVALID', ' limit of '),  # 412
+    ('pod-template/initContainers/name', 'spec.jaxReplicaSpecs[*].template.spec.initContainers[*].name', 'REQUIRED', '^$'),  # 413
+    ('pod-template/initContainers/name', 'spec.jaxReplicaSpecs[*].template.spec.initContainers[*].name', 'INVALID', '^must be no more than 63 characters$'),  # 414
+    ('pod-template/initContainers/name', 'spec.jaxReplicaSpecs[*].template.spec.initContainers[*].name', 'INVALID', "^a lowercase RFC 1123 label must consist of lower case alphanumeric characters or '-', and must start and end with an alphanumeric character \\(e\\.g\\. 'my-name',  or '123-abc', regex used for validation is '\\[a-z0-9\\]\\(\\[-a-z0-9\\]\\*\\[a-z0-9\\]\\)\\?'\\)$"),  # 415
+    ('pod-template/initContainers/image', 'spec.jaxReplicaSpecs[*].template.spec.initContainers[*].image', 'REQUIRED', '^$'),  # 416
+    ('pod-template/initContainers/ports', 'spec.jaxReplicaSpecs[*].template.spec.initContainers[*].ports[*].containerPort', 'REQUIRED', '^$'),  # 417
+    ('pod-template/initContainers/ports', 'spec.jaxReplicaSpecs[*].template.spec.initContainers[*].ports[*].containerPort', 'INVALID', '^must be between 1 and 65535, inclusive$'),  # 418
+    ('pod-template/initContainers/ports', 'spec.jaxReplicaSpecs[*].template.spec.initContainers[*].ports[*].hostPort', 'INVALID', '^must be between 1 and 65535, inclusive$'),  # 419
+    ('pod-template/initContainers/ports', 'spec.jaxReplicaSpecs[*].template.spec.initContainers[*].ports[*].protocol', 'NOT_SUPPORTED', '^supported values: "TCP", "UDP", "SCTP"$'),  # 420
+    ('pod-template/initContainers/ports', 'spec.jaxReplicaSpecs[*].template.spec.initContainers[*].ports[*].name', 'INVALID', '^must be no more than 15 characters$'),  # 421
+    ('pod-template/initContainers/ports', 'spec.jaxReplicaSpecs[*].template.spec.initContainers[*].ports[*].name', 'INVALID', '^must contain only alpha-numeric characters \\(a-z, 0-9\\), and hyphens \\(-\\)$'),  # 422
+    ('pod-template/initContainers/ports', 'spec.jaxReplicaSpecs[*].template.spec.initContainers[*].ports[*].name', 'INVALID', '^must contain at least one letter \\(a-z\\)$'),  # 423
+    ('pod-template/initContainers/ports', 'spec.jaxReplicaSpecs[*].template.spec.initContainers[*].ports[*].name', 'INVALID', '^must not contain consecutive hyphens$'),  # 424
+    ('pod-template/initContainers/ports', 'spec.jaxReplicaSpecs[*].template.spec.initContainers[*].ports[*].name', 'INVALID', '^must not begin or end with a hyphen$'),  # 425
+    ('pod-template/initContainers/port-names-unique', 'spec.jaxReplicaSpecs[*].template.spec.initContainers[*].ports[*].name', 'DUPLICATE', ''),  # 426
+    ('pod-template/initContainers/mounts', 'spec.jaxReplicaSpecs[*].template.spec.initContainers[*].volumeMounts[*].name', 'REQUIRED', '^$'),  # 427
+    ('pod-template/initContainers/mounts', 'spec.jaxReplicaSpecs[*].template.spec.initContainers[*].volumeMounts[*].mountPath', 'REQUIRED', '^$'),  # 428
+    ('pod-template/initContainers/mounted-volumes', 'spec.jaxReplicaSpecs[*].template.spec.initContainers[*].volumeMounts[*].name', 'NOT_FOUND', ''),  # 429
+    ('pod-template/initContainers/env', 'spec.jaxReplicaSpecs[*].template.spec.initContainers[*].env[*].name', 'REQUIRED', '^$'),  # 430
+    ('pod-template/initContainers/env', 'spec.jaxReplicaSpecs[*].template.spec.initContainers[*].env[*].name', 'INVALID', "^a valid environment variable name must consist only of printable ASCII characters other than '='$"),  # 431
+    ('pod-template/initContainers/quantities', 'spec.jaxReplicaSpecs[*].template.spec.initContainers[*].resources.limits[*]', 'INVALID', "^quantities\\ must\\ match\\ the\\ regular\\ expression\\ '\\^\\(\\[\\+\\-\\]\\?\\[0\\-9\\.\\]\\+\\)\\(\\[eEinumkKMGTP\\]\\*\\[\\-\\+\\]\\?\\[0\\-9\\]\\*\\)\\$'$"),  # 432
+    ('pod-template/initContainers/quantities', 'spec.jaxReplicaSpecs[*].template.spec.initContainers[*].resources.limits[*]', 'INVALID', '^must be greater than or equal to 0$'),  # 433
+    ('pod-template/initContainers/quantities', 'spec.jaxReplicaSpecs[*].template.spec.initContainers[*].resources.requests[*]', 'INVALID', "^quantities\\ must\\ match\\ the\\ regular\\ expression\\ '\\^\\(\\[\\+\\-\\]\\?\\[0\\-9\\.\\]\\+\\)\\(\\[eEinumkKMGTP\\]\\*\\[\\-\\+\\]\\?\\[0\\-9\\]\\*\\)\\$'$"),  # 434
+    ('pod-template/initContainers/quantities', 'spec.jaxReplicaSpecs[*].template.spec.initContainers[*].resources.requests[*]', 'INVALID', '^must be greater than or equal to 0$'),  # 435
+    ('pod-template/initContainers/whole-extended-resources', 'spec.jaxReplicaSpecs[*].template.spec.initContainers[*].resources.limits[*]', 'INVALID', '^must be an integer$'),  # 436
+    ('pod-template/initContainers/whole-extended-resources', 'spec.jaxReplicaSpecs[*].template.spec.initContainers[*].resources.requests[*]', 'INVALID', '^must be an integer$'),  # 437
+    ('pod-template/initContainers/extended-resource-limits', 'spec.jaxReplicaSpecs[*].template.spec.initContainers[*].resources.limits[*]', 'REQUIRED', 'Limit\\ must\\ be\\ set\\ for\\ non\\ overcommitable\\ resources$'),  # 438
+    ('pod-template/initContainers/requests-within-limits', 'spec.jaxReplicaSpecs[*].template.spec.initContainers[*].resources.requests[*]', 'INVALID', ' limit of '),  # 439
+    ('pod-template/container-names-unique', 'spec.jaxReplicaSpecs[*].template.spec.containers[*].name', 'DUPLICATE', ''),  # 440
+    ('pod-template/container-names-unique', 'spec.jaxReplicaSpecs[*].template.spec.initContainers[*].name', 'DUPLICATE', ''),  # 441
+    ('pod-template/volumes', 'spec.jaxReplicaSpecs[*].template.spec.volumes[*].name', 'REQUIRED', '^$'),  # 442
+    ('pod-template/volumes', 'spec.jaxReplicaSpecs[*].template.spec.volumes[*].name', 'INVALID', '^must be no more than 63 characters$'),  # 443
+    ('pod-template/volumes', 'spec.jaxReplicaSpecs[*].template.spec.volumes[*].name', 'INVALID', "^a lowercase RFC 1123 label must consist of lower case alphanumeric characters or '-', and must start and end with an alphanumeric character \\(e\\.g\\. 'my-name',  or '123-abc', regex used for validation is '\\[a-z0-9\\]\\(\\[-a-z0-9\\]\\*\\[a-z0-9\\]\\)\\?'\\)$"),  # 444
+    ('pod-template/volume-names-unique', 'spec.jaxReplicaSpecs[*].template.spec.volumes[*].name', 'DUPLICATE', ''),  # 445
+    ('pod-template/restart-policy', 'spec.jaxReplicaSpecs[*].template.spec.restartPolicy', 'NOT_SUPPORTED', '^supported values: "Always", "OnFailure", "Never"$'),  # 446
+    ('pod-template/framework-container', 'spec.jaxReplicaSpecs[*].template.spec.containers', 'REQUIRED', '^must\\ have\\ at\\ least\\ one\\ container\\ with\\ name\\ jax$'),  # 447
+    ('kubeflow/template-containers', 'spec.mpiReplicaSpecs[*].template.spec.containers', 'REQUIRED', '^must have at least one container$|^must be specified: |containers definition expected'),  # 448
+    ('kubeflow/one-launcher', 'spec.mpiReplicaSpecs[Launcher]', 'REQUIRED', '^must be present '),  # 449
+    ('kubeflow/one-launcher', 'spec.mpiReplicaSpecs[Launcher].replicas', 'FORBIDDEN', '^must be 1 '),  # 450
+    ('replicas/types', 'spec.mpiReplicaSpecs[*]', 'NOT_SUPPORTED', ''),  # 451
+    ('pod-template/spec', 'spec.mpiReplicaSpecs[*].template.spec', 'REQUIRED', '^$'),  # 452
+    ('pod-template/containers', 'spec.mpiReplicaSpecs[*].template.spec.containers', 'REQUIRED', '^must\\ have\\ at\\ least\\ one\\ container\\ \\(MPIReplicaSpecs\\ is\\ not\\ valid:\\ containers\\ definition\\ expected\\)$'),  # 453
+    ('pod-template/bounds', 'spec.mpiReplicaSpecs[*].template.spec.**', 'TOO_MANY', ''),  # 454
+    ('pod-template/containers/name', 'spec.mpiReplicaSpecs[*].template.spec.containers[*].name', 'REQUIRED', '^$'),  # 455
+    ('pod-template/containers/name', 'spec.mpiReplicaSpecs[*].template.spec.containers[*].name', 'INVALID', '^must be no more than 63 characters$'),  # 456
+    ('pod-template/containers/name', 'spec.mpiReplicaSpecs[*].template.spec.containers[*].name', 'INVALID', "^a lowercase RFC 1123 label must consist of lower case alphanumeric characters or '-', and must start and end with an alphanumeric character \\(e\\.g\\. 'my-name',  or '123-abc', regex used for validation is '\\[a-z0-9\\]\\(\\[-a-z0-9\\]\\*\\[a-z0-9\\]\\)\\?'\\)$"),  # 457
+    ('pod-template/containers/image', 'spec.mpiReplicaSpecs[*].template.spec.containers[*].image', 'REQUIRED', '^$'),  # 458
+    ('pod-template/containers/ports', 'spec.mpiReplicaSpecs[*].template.spec.containers[*].ports[*].containerPort', 'REQUIRED', '^$'),  # 459
+    ('pod-template/containers/ports', 'spec.mpiReplicaSpecs[*].template.spec.containers[*].ports[*].containerPort', 'INVALID', '^must be between 1 and 65535, inclusive$'),  # 460
+    ('pod-template/containers/ports', 'spec.mpiReplicaSpecs[*].template.spec.containers[*].ports[*].hostPort', 'INVALID', '^must be between 1 and 65535, inclusive$'),  # 461
+    ('pod-template/containers/ports', 'spec.mpiReplicaSpecs[*].template.spec.containers[*].ports[*].protocol', 'NOT_SUPPORTED', '^supported values: "TCP", "UDP", "SCTP"$'),  # 462
+    ('pod-template/containers/ports', 'spec.mpiReplicaSpecs[*].template.spec.containers[*].ports[*].name', 'INVALID', '^must be no more than 15 characters$'),  # 463
+    ('pod-template/containers/ports', 'spec.mpiReplicaSpecs[*].template.spec.containers[*].ports[*].name', 'INVALID', '^must contain only alpha-numeric characters \\(a-z, 0-9\\), and hyphens \\(-\\)$'),  # 464
+    ('pod-template/containers/ports', 'spec.mpiReplicaSpecs[*].template.spec.containers[*].ports[*].name', 'INVALID', '^must contain at least one letter \\(a-z\\)$'),  # 465
+    ('pod-template/containers/ports', 'spec.mpiReplicaSpecs[*].template.spec.containers[*].ports[*].name', 'INVALID', '^must not contain consecutive hyphens$'),  # 466
+    ('pod-template/containers/ports', 'spec.mpiReplicaSpecs[*].template.spec.containers[*].ports[*].name', 'INVALID', '^must not begin or end with a hyphen$'),  # 467
+    ('pod-template/containers/port-names-unique', 'spec.mpiReplicaSpecs[*].template.spec.containers[*].ports[*].name', 'DUPLICATE', ''),  # 468
+    ('pod-template/containers/mounts', 'spec.mpiReplicaSpecs[*].template.spec.containers[*].volumeMounts[*].name', 'REQUIRED', '^$'),  # 469
+    ('pod-template/containers/mounts', 'spec.mpiReplicaSpecs[*].template.spec.containers[*].volumeMounts[*].mountPath', 'REQUIRED', '^$'),  # 470
+    ('pod-template/containers/mounted-volumes', 'spec.mpiReplicaSpecs[*].template.spec.containers[*].volumeMounts[*].name', 'NOT_FOUND', ''),  # 471
+    ('pod-template/containers/env', 'spec.mpiReplicaSpecs[*].template.spec.containers[*].env[*].name', 'REQUIRED', '^$'),  # 472
+    ('pod-template/containers/env', 'spec.mpiReplicaSpecs[*].template.spec.containers[*].env[*].name', 'INVALID', "^a valid environment variable name must consist only of printable ASCII characters other than '='$"),  # 473
+    ('pod-template/containers/quantities', 'spec.mpiReplicaSpecs[*].template.spec.containers[*].resources.limits[*]', 'INVALID', "^quantities\\ must\\ match\\ the\\ regular\\ expression\\ '\\^\\(\\[\\+\\-\\]\\?\\[0\\-9\\.\\]\\+\\)\\(\\[eEinumkKMGTP\\]\\*\\[\\-\\+\\]\\?\\[0\\-9\\]\\*\\)\\$'$"),  # 474
+    ('pod-template/containers/quantities', 'spec.mpiReplicaSpecs[*].template.spec.containers[*].resources.limits[*]', 'INVALID', '^must be greater than or equal to 0$'),  # 475
+    ('pod-template/containers/quantities', 'spec.mpiReplicaSpecs[*].template.spec.containers[*].resources.requests[*]', 'INVALID', "^quantities\\ must\\ match\\ the\\ regular\\ expression\\ '\\^\\(\\[\\+\\-\\]\\?\\[0\\-9\\.\\]\\+\\)\\(\\[eEinumkKMGTP\\]\\*\\[\\-\\+\\]\\?\\[0\\-9\\]\\*\\)\\$'$"),  # 476
+    ('pod-template/containers/quantities', 'spec.mpiReplicaSpecs[*].template.spec.containers[*].resources.requests[*]', 'INVALID', '^must be greater than or equal to 0$'),  # 477
+    ('pod-template/containers/whole-extended-resources', 'spec.mpiReplicaSpecs[*].template.spec.containers[*].resources.limits[*]', 'INVALID', '^must be an integer$'),  # 478
+    ('pod-template/containers/whole-extended-resources', 'spec.mpiReplicaSpecs[*].template.spec.containers[*].resources.requests[*]', 'INVALID', '^must be an integer$'),  # 479
+    ('pod-template/containers/extended-resource-limits', 'spec.mpiReplicaSpecs[*].template.spec.containers[*].resources.limits[*]', 'REQUIRED', 'Limit\\ must\\ be\\ set\\ for\\ non\\ overcommitable\\ resources$'),  # 480
+    ('pod-template/containers/requests-within-limits', 'spec.mpiReplicaSpecs[*].template.spec.containers[*].resources.requests[*]', 'INVALID', ' limit of '),  # 481
+    ('pod-template/initContainers/name', 'spec.mpiReplicaSpecs[*].template.spec.initContainers[*].name', 'REQUIRED', '^$'),  # 482
+    ('pod-template/initContainers/name', 'spec.mpiReplicaSpecs[*].template.spec.initContainers[*].name', 'INVALID', '^must be no more than 63 characters$'),  # 483
+    ('pod-template/initContainers/name', 'spec.mpiReplicaSpecs[*].template.spec.initContainers[*].name', 'INVALID', "^a lowercase RFC 1123 label must consist of lower case alphanumeric characters or '-', and must start and end with an alphanumeric character \\(e\\.g\\. 'my-name',  or '123-abc', regex used for validation is '\\[a-z0-9\\]\\(\\[-a-z0-9\\]\\*\\[a-z0-9\\]\\)\\?'\\)$"),  # 484
+    ('pod-template/initContainers/image', 'spec.mpiReplicaSpecs[*].template.spec.initContainers[*].image', 'REQUIRED', '^$'),  # 485
+    ('pod-template/initContainers/ports', 'spec.mpiReplicaSpecs[*].template.spec.initContainers[*].ports[*].containerPort', 'REQUIRED', '^$'),  # 486
+    ('pod-template/initContainers/ports', 'spec.mpiReplicaSpecs[*].template.spec.initContainers[*].ports[*].containerPort', 'INVALID', '^must be between 1 and 65535, inclusive$'),  # 487
+    ('pod-template/initContainers/ports', 'spec.mpiReplicaSpecs[*].template.spec.initContainers[*].ports[*].hostPort', 'INVALID', '^must be between 1 and 65535, inclusive$'),  # 488
+    ('pod-template/initContainers/ports', 'spec.mpiReplicaSpecs[*].template.spec.initContainers[*].ports[*].protocol', 'NOT_SUPPORTED', '^supported values: "TCP", "UDP", "SCTP"$'),  # 489
+    ('pod-template/initContainers/ports', 'spec.mpiReplicaSpecs[*].template.spec.initContainers[*].ports[*].name', 'INVALID', '^must be no more than 15 characters$'),  # 490
+    ('pod-template/initContainers/ports', 'spec.mpiReplicaSpecs[*].template.spec.initContainers[*].ports[*].name', 'INVALID', '^must contain only alpha-numeric characters \\(a-z, 0-9\\), and hyphens \\(-\\)$'),  # 491
+    ('pod-template/initContainers/ports', 'spec.mpiReplicaSpecs[*].template.spec.initContainers[*].ports[*].name', 'INVALID', '^must contain at least one letter \\(a-z\\)$'),  # 492
+    ('pod-template/initContainers/ports', 'spec.mpiReplicaSpecs[*].template.spec.initContainers[*].ports[*].name', 'INVALID', '^must not contain consecutive hyphens$'),  # 493
+    ('pod-template/initContainers/ports', 'spec.mpiReplicaSpecs[*].template.spec.initContainers[*].ports[*].name', 'INVALID', '^must not begin or end with a hyphen$'),  # 494
+    ('pod-template/initContainers/port-names-unique', 'spec.mpiReplicaSpecs[*].template.spec.initContainers[*].ports[*].name', 'DUPLICATE', ''),  # 495
+    ('pod-template/initContainers/mounts', 'spec.mpiReplicaSpecs[*].template.spec.initContainers[*].volumeMounts[*].name', 'REQUIRED', '^$'),  # 496
+    ('pod-template/initContainers/mounts', 'spec.mpiReplicaSpecs[*].template.spec.initContainers[*].volumeMounts[*].mountPath', 'REQUIRED', '^$'),  # 497
+    ('pod-template/initContainers/mounted-volumes', 'spec.mpiReplicaSpecs[*].template.spec.initContainers[*].volumeMounts[*].name', 'NOT_FOUND', ''),  # 498
+    ('pod-template/initContainers/env', 'spec.mpiReplicaSpecs[*].template.spec.initContainers[*].env[*].name', 'REQUIRED', '^$'),  # 499
+    ('pod-template/initContainers/env', 'spec.mpiReplicaSpecs[*].template.spec.initContainers[*].env[*].name', 'INVALID', "^a valid environment variable name must consist only of printable ASCII characters other than '='$"),  # 500
+    ('pod-template/initContainers/quantities', 'spec.mpiReplicaSpecs[*].template.spec.initContainers[*].resources.limits[*]', 'INVALID', "^quantities\\ must\\ match\\ the\\ regular\\ expression\\ '\\^\\(\\[\\+\\-\\]\\?\\[0\\-9\\.\\]\\+\\)\\(\\[eEinumkKMGTP\\]\\*\\[\\-\\+\\]\\?\\[0\\-9\\]\\*\\)\\$'$"),  # 501
+    ('pod-template/initContainers/quantities', 'spec.mpiReplicaSpecs[*].template.spec.initContainers[*].resources.limits[*]', 'INVALID', '^must be greater than or equal to 0$'),  # 502
+    ('pod-template/initContainers/quantities', 'spec.mpiReplicaSpecs[*].template.spec.initContainers[*].resources.requests[*]', 'INVALID', "^quantities\\ must\\ match\\ the\\ regular\\ expression\\ '\\^\\(\\[\\+\\-\\]\\?\\[0\\-9\\.\\]\\+\\)\\(\\[eEinumkKMGTP\\]\\*\\[\\-\\+\\]\\?\\[0\\-9\\]\\*\\)\\$'$"),  # 503
+    ('pod-template/initContainers/quantities', 'spec.mpiReplicaSpecs[*].template.spec.initContainers[*].resources.requests[*]', 'INVALID', '^must be greater than or equal to 0$'),  # 504
+    ('pod-template/initContainers/whole-extended-resources', 'spec.mpiReplicaSpecs[*].template.spec.initContainers[*].resources.limits[*]', 'INVALID', '^must be an integer$'),  # 505
+    ('pod-template/initContainers/whole-extended-resources', 'spec.mpiReplicaSpecs[*].template.spec.initContainers[*].resources.requests[*]', 'INVALID', '^must be an integer$'),  # 506
+    ('pod-template/initContainers/extended-resource-limits', 'spec.mpiReplicaSpecs[*].template.spec.initContainers[*].resources.limits[*]', 'REQUIRED', 'Limit\\ must\\ be\\ set\\ for\\ non\\ overcommitable\\ resources$'),  # 507
+    ('pod-template/initContainers/requests-within-limits', 'spec.mpiReplicaSpecs[*].template.spec.initContainers[*].resources.requests[*]', 'INVALID', ' limit of '),  # 508
+    ('pod-template/container-names-unique', 'spec.mpiReplicaSpecs[*].template.spec.containers[*].name', 'DUPLICATE', ''),  # 509
+    ('pod-template/container-names-unique', 'spec.mpiReplicaSpecs[*].template.spec.initContainers[*].name', 'DUPLICATE', ''),  # 510
+    ('pod-template/volumes', 'spec.mpiReplicaSpecs[*].template.spec.volumes[*].name', 'REQUIRED', '^$'),  # 511
+    ('pod-template/volumes', 'spec.mpiReplicaSpecs[*].template.spec.volumes[*].name', 'INVALID', '^must be no more than 63 characters$'),  # 512
+    ('pod-template/volumes', 'spec.mpiReplicaSpecs[*].template.spec.volumes[*].name', 'INVALID', "^a lowercase RFC 1123 label must consist of lower case alphanumeric characters or '-', and must start and end with an alphanumeric character \\(e\\.g\\. 'my-name',  or '123-abc', regex used for validation is '\\[a-z0-9\\]\\(\\[-a-z0-9\\]\\*\\[a-z0-9\\]\\)\\?'\\)$"),  # 513
+    ('pod-template/volume-names-unique', 'spec.mpiReplicaSpecs[*].template.spec.volumes[*].name', 'DUPLICATE', ''),  # 514
+    ('pod-template/restart-policy', 'spec.mpiReplicaSpecs[*].template.spec.restartPolicy', 'NOT_SUPPORTED', '^supported values: "Always", "OnFailure", "Never"$'),  # 515
+    ('kubeflow/template-containers', 'spec.paddleReplicaSpecs[*].template.spec.containers', 'REQUIRED', '^must have at least one container$|^must be specified: |containers definition expected'),  # 516
+    ('kubeflow/elastic-needs-worker', 'spec.paddleReplicaSpecs[Worker]', 'REQUIRED', '^must\\ be\\ configured\\ if\\ elastic\\ policy\\ is\\ used$'),  # 517
+    ('replicas/types', 'spec.paddleReplicaSpecs[*]', 'NOT_SUPPORTED', ''),  # 518
+    ('replicas/types', 'spec.paddleReplicaSpecs[*]', 'DUPLICATE', ''),  # 519
+    ('pod-template/spec', 'spec.paddleReplicaSpecs[*].template.spec', 'REQUIRED', '^$'),  # 520
+    ('pod-template/containers', 'spec.paddleReplicaSpecs[*].template.spec.containers', 'REQUIRED', '^must\\ be\\ specified:\\ must\\ have\\ at\\ least\\ one\\ container\\ with\\ name\\ "paddle"$'),  # 521
+    ('pod-template/bounds', 'spec.paddleReplicaSpecs[*].template.spec.**', 'TOO_MANY', ''),  # 522
+    ('pod-template/containers/name', 'spec.paddleReplicaSpecs[*].template.spec.containers[*].name', 'REQUIRED', '^$'),  # 523
+    ('pod-template/containers/name', 'spec.paddleReplicaSpecs[*].template.spec.containers[*].name', 'INVALID', '^must be no more than 63 characters$'),  # 524
+    ('pod-template/containers/name', 'spec.paddleReplicaSpecs[*].template.spec.containers[*].name', 'INVALID', "^a lowercase RFC 1123 label must consist of lower case alphanumeric characters or '-', and must start and end with an alphanumeric character \\(e\\.g\\. 'my-name',  or '123-abc', regex used for validation is '\\[a-z0-9\\]\\(\\[-a-z0-9\\]\\*\\[a-z0-9\\]\\)\\?'\\)$"),  # 525
+    ('pod-template/containers/image', 'spec.paddleReplicaSpecs[*].template.spec.containers[*].image', 'REQUIRED', '^$'),  # 526
+    ('pod-template/containers/ports', 'spec.paddleReplicaSpecs[*].template.spec.containers[*].ports[*].containerPort', 'REQUIRED', '^$'),  # 527
+    ('pod-template/containers/ports', 'spec.paddleReplicaSpecs[*].template.spec.containers[*].ports[*].containerPort', 'INVALID', '^must be between 1 and 65535, inclusive$'),  # 528
+    ('pod-template/containers/ports', 'spec.paddleReplicaSpecs[*].template.spec.containers[*].ports[*].hostPort', 'INVALID', '^must be between 1 and 65535, inclusive$'),  # 529
+    ('pod-template/containers/ports', 'spec.paddleReplicaSpecs[*].template.spec.containers[*].ports[*].protocol', 'NOT_SUPPORTED', '^supported values: "TCP", "UDP", "SCTP"$'),  # 530
+    ('pod-template/containers/ports', 'spec.paddleReplicaSpecs[*].template.spec.containers[*].ports[*].name', 'INVALID', '^must be no more than 15 characters$'),  # 531
+    ('pod-template/containers/ports', 'spec.paddleReplicaSpecs[*].template.spec.containers[*].ports[*].name', 'INVALID', '^must contain only alpha-numeric characters \\(a-z, 0-9\\), and hyphens \\(-\\)$'),  # 532
+    ('pod-template/containers/ports', 'spec.paddleReplicaSpecs[*].template.spec.containers[*].ports[*].name', 'INVALID', '^must contain at least one letter \\(a-z\\)$'),  # 533
+    ('pod-template/containers/ports', 'spec.paddleReplicaSpecs[*].template.spec.containers[*].ports[*].name', 'INVALID', '^must not contain consecutive hyphens$'),  # 534
+    ('pod-template/containers/ports', 'spec.paddleReplicaSpecs[*].template.spec.containers[*].ports[*].name', 'INVALID', '^must not begin or end with a hyphen$'),  # 535
+    ('pod-template/containers/port-names-unique', 'spec.paddleReplicaSpecs[*].template.spec.containers[*].ports[*].name', 'DUPLICATE', ''),  # 536
+    ('pod-template/containers/mounts', 'spec.paddleReplicaSpecs[*].template.spec.containers[*].volumeMounts[*].name', 'REQUIRED', '^$'),  # 537
+    ('pod-template/containers/mounts', 'spec.paddleReplicaSpecs[*].template.spec.containers[*].volumeMounts[*].mountPath', 'REQUIRED', '^$'),  # 538
+    ('pod-template/containers/mounted-volumes', 'spec.paddleReplicaSpecs[*].template.spec.containers[*].volumeMounts[*].name', 'NOT_FOUND', ''),  # 539
+    ('pod-template/containers/env', 'spec.paddleReplicaSpecs[*].template.spec.containers[*].env[*].name', 'REQUIRED', '^$'),  # 540
+    ('pod-template/containers/env', 'spec.paddleReplicaSpecs[*].template.spec.containers[*].env[*].name', 'INVALID', "^a valid environment variable name must consist only of printable ASCII characters other than '='$"),  # 541
+    ('pod-template/containers/quantities', 'spec.paddleReplicaSpecs[*].template.spec.containers[*].resources.limits[*]', 'INVALID', "^quantities\\ must\\ match\\ the\\ regular\\ expression\\ '\\^\\(\\[\\+\\-\\]\\?\\[0\\-9\\.\\]\\+\\)\\(\\[eEinumkKMGTP\\]\\*\\[\\-\\+\\]\\?\\[0\\-9\\]\\*\\)\\$'$"),  # 542
+    ('pod-template/containers/quantities', 'spec.paddleReplicaSpecs[*].template.spec.containers[*].resources.limits[*]', 'INVALID', '^must be greater than or equal to 0$'),  # 543
+    ('pod-template/containers/quantities', 'spec.paddleReplicaSpecs[*].template.spec.containers[*].resources.requests[*]', 'INVALID', "^quantities\\ must\\ match\\ the\\ regular\\ expression\\ '\\^\\(\\[\\+\\-\\]\\?\\[0\\-9\\.\\]\\+\\)\\(\\[eEinumkKMGTP\\]\\*\\[\\-\\+\\]\\?\\[0\\-9\\]\\*\\)\\$'$"),  # 544
+    ('pod-template/containers/quantities', 'spec.paddleReplicaSpecs[*].template.spec.containers[*].resources.requests[*]', 'INVALID', '^must be greater than or equal to 0$'),  # 545
+    ('pod-template/containers/whole-extended-resources', 'spec.paddleReplicaSpecs[*].template.spec.containers[*].resources.limits[*]', 'INVALID', '^must be an integer$'),  # 546
+    ('pod-template/containers/whole-extended-resources', 'spec.paddleReplicaSpecs[*].template.spec.containers[*].resources.requests[*]', 'INVALID', '^must be an integer$'),  # 547
+    ('pod-template/containers/extended-resource-limits', 'spec.paddleReplicaSpecs[*].template.spec.containers[*].resources.limits[*]', 'REQUIRED', 'Limit\\ must\\ be\\ set\\ for\\ non\\ overcommitable\\ resources$'),  # 548
+    ('pod-template/containers/requests-within-limits', 'spec.paddleReplicaSpecs[*].template.spec.containers[*].resources.requests[*]', 'INVALID', ' limit of '),  # 549
+    ('pod-template/initContainers/name', 'spec.paddleReplicaSpecs[*].template.spec.initContainers[*].name', 'REQUIRED', '^$'),  # 550
+    ('pod-template/initContainers/name', 'spec.paddleReplicaSpecs[*].template.spec.initContainers[*].name', 'INVALID', '^must be no more than 63 characters$'),  # 551
+    ('pod-template/initContainers/name', 'spec.paddleReplicaSpecs[*].template.spec.initContainers[*].name', 'INVALID', "^a lowercase RFC 1123 label must consist of lower case alphanumeric characters or '-', and must start and end with an alphanumeric character \\(e\\.g\\. 'my-name',  or '123-abc', regex used for validation is '\\[a-z0-9\\]\\(\\[-a-z0-9\\]\\*\\[a-z0-9\\]\\)\\?'\\)$"),  # 552
+    ('pod-template/initContainers/image', 'spec.paddleReplicaSpecs[*].template.spec.initContainers[*].image', 'REQUIRED', '^$'),  # 553
+    ('pod-template/initContainers/ports', 'spec.paddleReplicaSpecs[*].template.spec.initContainers[*].ports[*].containerPort', 'REQUIRED', '^$'),  # 554
+    ('pod-template/initContainers/ports', 'spec.paddleReplicaSpecs[*].template.spec.initContainers[*].ports[*].containerPort', 'INVALID', '^must be between 1 and 65535, inclusive$'),  # 555
+    ('pod-template/initContainers/ports', 'spec.paddleReplicaSpecs[*].template.spec.initContainers[*].ports[*].hostPort', 'INVALID', '^must be between 1 and 65535, inclusive$'),  # 556
+    ('pod-template/initContainers/ports', 'spec.paddleReplicaSpecs[*].template.spec.initContainers[*].ports[*].protocol', 'NOT_SUPPORTED', '^supported values: "TCP", "UDP", "SCTP"$'),  # 557
+    ('pod-template/initContainers/ports', 'spec.paddleReplicaSpecs[*].template.spec.initContainers[*].ports[*].name', 'INVALID', '^must be no more than 15 characters$'),  # 558
+    ('pod-template/initContainers/ports', 'spec.paddleReplicaSpecs[*].template.spec.initContainers[*].ports[*].name', 'INVALID', '^must contain only alpha-numeric characters \\(a-z, 0-9\\), and hyphens \\(-\\)$'),  # 559
+    ('pod-template/initContainers/ports', 'spec.paddleReplicaSpecs[*].template.spec.initContainers[*].ports[*].name', 'INVALID', '^must contain at least one letter \\(a-z\\)$'),  # 560
+    ('pod-template/initContainers/ports', 'spec.paddleReplicaSpecs[*].template.spec.initContainers[*].ports[*].name', 'INVALID', '^must not contain consecutive hyphens$'),  # 561
+    ('pod-template/initContainers/ports', 'spec.paddleReplicaSpecs[*].template.spec.initContainers[*].ports[*].name', 'INVALID', '^must not begin or end with a hyphen$'),  # 562
+    ('pod-template/initContainers/port-names-unique', 'spec.paddleReplicaSpecs[*].template.spec.initContainers[*].ports[*].name', 'DUPLICATE', ''),  # 563
+    ('pod-template/initContainers/mounts', 'spec.paddleReplicaSpecs[*].template.spec.initContainers[*].volumeMounts[*].name', 'REQUIRED', '^$'),  # 564
+    ('pod-template/initContainers/mounts', 'spec.paddleReplicaSpecs[*].template.spec.initContainers[*].volumeMounts[*].mountPath', 'REQUIRED', '^$'),  # 565
+    ('pod-template/initContainers/mounted-volumes', 'spec.paddleReplicaSpecs[*].template.spec.initContainers[*].volumeMounts[*].name', 'NOT_FOUND', ''),  # 566
+    ('pod-template/initContainers/env', 'spec.paddleReplicaSpecs[*].template.spec.initContainers[*].env[*].name', 'REQUIRED', '^$'),  # 567
+    ('pod-template/initContainers/env', 'spec.paddleReplicaSpecs[*].template.spec.initContainers[*].env[*].name', 'INVALID', "^a valid environment variable name must consist only of printable ASCII characters other than '='$"),  # 568
+    ('pod-template/initContainers/quantities', 'spec.paddleReplicaSpecs[*].template.spec.initContainers[*].resources.limits[*]', 'INVALID', "^quantities\\ must\\ match\\ the\\ regular\\ expression\\ '\\^\\(\\[\\+\\-\\]\\?\\[0\\-9\\.\\]\\+\\)\\(\\[eEinumkKMGTP\\]\\*\\[\\-\\+\\]\\?\\[0\\-9\\]\\*\\)\\$'$"),  # 569
+    ('pod-template/initContainers/quantities', 'spec.paddleReplicaSpecs[*].template.spec.initContainers[*].resources.limits[*]', 'INVALID', '^must be greater than or equal to 0$'),  # 570
+    ('pod-template/initContainers/quantities', 'spec.paddleReplicaSpecs[*].template.spec.initContainers[*].resources.requests[*]', 'INVALID', "^quantities\\ must\\ match\\ the\\ regular\\ expression\\ '\\^\\(\\[\\+\\-\\]\\?\\[0\\-9\\.\\]\\+\\)\\(\\[eEinumkKMGTP\\]\\*\\[\\-\\+\\]\\?\\[0\\-9\\]\\*\\)\\$'$"),  # 571
+    ('pod-template/initContainers/quantities', 'spec.paddleReplicaSpecs[*].template.spec.initContainers[*].resources.requests[*]', 'INVALID', '^must be greater than or equal to 0$'),  # 572
+    ('pod-template/initContainers/whole-extended-resources', 'spec.paddleReplicaSpecs[*].template.spec.initContainers[*].resources.limits[*]', 'INVALID', '^must be an integer$'),  # 573
+    ('pod-template/initContainers/whole-extended-resources', 'spec.paddleReplicaSpecs[*].template.spec.initContainers[*].resources.requests[*]', 'INVALID', '^must be an integer$'),  # 574
+    ('pod-template/initContainers/extended-resource-limits', 'spec.paddleReplicaSpecs[*].template.spec.initContainers[*].resources.limits[*]', 'REQUIRED', 'Limit\\ must\\ be\\ set\\ for\\ non\\ overcommitable\\ resources$'),  # 575
+    ('pod-template/initContainers/requests-within-limits', 'spec.paddleReplicaSpecs[*].template.spec.initContainers[*].resources.requests[*]', 'INVALID', ' limit of '),  # 576
+    ('pod-template/container-names-unique', 'spec.paddleReplicaSpecs[*].template.spec.containers[*].name', 'DUPLICATE', ''),  # 577
+    ('pod-template/container-names-unique', 'spec.paddleReplicaSpecs[*].template.spec.initContainers[*].name', 'DUPLICATE', ''),  # 578
+    ('pod-template/volumes', 'spec.paddleReplicaSpecs[*].template.spec.volumes[*].name', 'REQUIRED', '^$'),  # 579
+    ('pod-template/volumes', 'spec.paddleReplicaSpecs[*].template.spec.volumes[*].name', 'INVALID', '^must be no more than 63 characters$'),  # 580
+    ('pod-template/volumes', 'spec.paddleReplicaSpecs[*].template.spec.volumes[*].name', 'INVALID', "^a lowercase RFC 1123 label must consist of lower case alphanumeric characters or '-', and must start and end with an alphanumeric character \\(e\\.g\\. 'my-name',  or '123-abc', regex used for validation is '\\[a-z0-9\\]\\(\\[-a-z0-9\\]\\*\\[a-z0-9\\]\\)\\?'\\)$"),  # 581
+    ('pod-template/volume-names-unique', 'spec.paddleReplicaSpecs[*].template.spec.volumes[*].name', 'DUPLICATE', ''),  # 582
+    ('pod-template/restart-policy', 'spec.paddleReplicaSpecs[*].template.spec.restartPolicy', 'NOT_SUPPORTED', '^supported values: "Always", "OnFailure", "Never"$'),  # 583
+    ('pod-template/framework-container', 'spec.paddleReplicaSpecs[*].template.spec.containers', 'REQUIRED', '^must\\ have\\ at\\ least\\ one\\ container\\ with\\ name\\ "paddle"$'),  # 584
+    ('kubeflow/template-containers', 'spec.pytorchReplicaSpecs[*].template.spec.containers', 'REQUIRED', '^must have at least one container$|^must be specified: |containers definition expected'),  # 585
+    ('kubeflow/master-replicas', 'spec.pytorchReplicaSpecs[Master].replicas', 'FORBIDDEN', '^must be 1$'),  # 586
+    ('kubeflow/replicas-at-least-one', 'spec.pytorchReplicaSpecs[*].replicas', 'FORBIDDEN', '^must be at least 1$'),  # 587
+    ('kubeflow/elastic-needs-worker', 'spec.pytorchReplicaSpecs[Worker]', 'REQUIRED', '^must\\ be\\ configured\\ if\\ elastic\\ policy\\ is\\ used$'),  # 588
+    ('kubeflow/nproc-per-node', 'spec.elasticPolicy.nProcPerNode', 'FORBIDDEN', '^must not be used with spec\\.nprocPerNode$'),  # 589
+    ('replicas/types', 'spec.pytorchReplicaSpecs[*]', 'NOT_SUPPORTED', ''),  # 590
+    ('replicas/types', 'spec.pytorchReplicaSpecs[*]', 'DUPLICATE', ''),  # 591
+    ('pod-template/spec', 'spec.pytorchReplicaSpecs[*].template.spec', 'REQUIRED', '^$'),  # 592
+    ('pod-template/containers', 'spec.pytorchReplicaSpecs[*].template.spec.containers', 'REQUIRED', '^must\\ be\\ specified:\\ must\\ have\\ at\\ least\\ one\\ container\\ with\\ name\\ pytorch$'),  # 593
+    ('pod-template/bounds', 'spec.pytorchReplicaSpecs[*].template.spec.**', 'TOO_MANY', ''),  # 594
+    ('pod-template/containers/name', 'spec.pytorchReplicaSpecs[*].template.spec.containers[*].name', 'REQUIRED', '^$'),  # 595
+    ('pod-template/containers/name', 'spec.pytorchReplicaSpecs[*].template.spec.containers[*].name', 'INVALID', '^must be no more than 63 characters$'),  # 596
+    ('pod-template/containers/name', 'spec.pytorchReplicaSpecs[*].template.spec.containers[*].name', 'INVALID', "^a lowercase RFC 1123 label must consist of lower case alphanumeric characters or '-', and must start and end with an alphanumeric character \\(e\\.g\\. 'my-name',  or '123-abc', regex used for validation is '\\[a-z0-9\\]\\(\\[-a-z0-9\\]\\*\\[a-z0-9\\]\\)\\?'\\)$"),  # 597
+    ('pod-template/containers/image', 'spec.pytorchReplicaSpecs[*].template.spec.containers[*].image', 'REQUIRED', '^$'),  # 598
+    ('pod-template/containers/ports', 'spec.pytorchReplicaSpecs[*].template.spec.containers[*].ports[*].containerPort', 'REQUIRED', '^$'),  # 599
+    ('pod-template/containers/ports', 'spec.pytorchReplicaSpecs[*].template.spec.containers[*].ports[*].containerPort', 'INVALID', '^must be between 1 and 65535, inclusive$'),  # 600
+    ('pod-template/containers/ports', 'spec.pytorchReplicaSpecs[*].template.spec.containers[*].ports[*].hostPort', 'INVALID', '^must be between 1 and 65535, inclusive$'),  # 601
+    ('pod-template/containers/ports', 'spec.pytorchReplicaSpecs[*].template.spec.containers[*].ports[*].protocol', 'NOT_SUPPORTED', '^supported values: "TCP", "UDP", "SCTP"$'),  # 602
+    ('pod-template/containers/ports', 'spec.pytorchReplicaSpecs[*].template.spec.containers[*].ports[*].name', 'INVALID', '^must be no more than 15 characters$'),  # 603
+    ('pod-template/containers/ports', 'spec.pytorchReplicaSpecs[*].template.spec.containers[*].ports[*].name', 'INVALID', '^must contain only alpha-numeric characters \\(a-z, 0-9\\), and hyphens \\(-\\)$'),  # 604
+    ('pod-template/containers/ports', 'spec.pytorchReplicaSpecs[*].template.spec.containers[*].ports[*].name', 'INVALID', '^must contain at least one letter \\(a-z\\)$'),  # 605
+    ('pod-template/containers/ports', 'spec.pytorchReplicaSpecs[*].template.spec.containers[*].ports[*].name', 'INVALID', '^must not contain consecutive hyphens$'),  # 606
+    ('pod-template/containers/ports', 'spec.pytorchReplicaSpecs[*].template.spec.containers[*].ports[*].name', 'INVALID', '^must not begin or end with a hyphen$'),  # 607
+    ('pod-template/containers/port-names-unique', 'spec.pytorchReplicaSpecs[*].template.spec.containers[*].ports[*].name', 'DUPLICATE', ''),  # 608
+    ('pod-template/containers/mounts', 'spec.pytorchReplicaSpecs[*].template.spec.containers[*].volumeMounts[*].name', 'REQUIRED', '^$'),  # 609
+    ('pod-template/containers/mounts', 'spec.pytorchReplicaSpecs[*].template.spec.containers[*].volumeMounts[*].mountPath', 'REQUIRED', '^$'),  # 610
+    ('pod-template/containers/mounted-volumes', 'spec.pytorchReplicaSpecs[*].template.spec.containers[*].volumeMounts[*].name', 'NOT_FOUND', ''),  # 611
+    ('pod-template/containers/env', 'spec.pytorchReplicaSpecs[*].template.spec.containers[*].env[*].name', 'REQUIRED', '^$'),  # 612
+    ('pod-template/containers/env', 'spec.pytorchReplicaSpecs[*].template.spec.containers[*].env[*].name', 'INVALID', "^a valid environment variable name must consist only of printable ASCII characters other than '='$"),  # 613
+    ('pod-template/containers/quantities', 'spec.pytorchReplicaSpecs[*].template.spec.containers[*].resources.limits[*]', 'INVALID', "^quantities\\ must\\ match\\ the\\ regular\\ expression\\ '\\^\\(\\[\\+\\-\\]\\?\\[0\\-9\\.\\]\\+\\)\\(\\[eEinumkKMGTP\\]\\*\\[\\-\\+\\]\\?\\[0\\-9\\]\\*\\)\\$'$"),  # 614
+    ('pod-template/containers/quantities', 'spec.pytorchReplicaSpecs[*].template.spec.containers[*].resources.limits[*]', 'INVALID', '^must be greater than or equal to 0$'),  # 615
+    ('pod-template/containers/quantities', 'spec.pytorchReplicaSpecs[*].template.spec.containers[*].resources.requests[*]', 'INVALID', "^quantities\\ must\\ match\\ the\\ regular\\ expression\\ '\\^\\(\\[\\+\\-\\]\\?\\[0\\-9\\.\\]\\+\\)\\(\\[eEinumkKMGTP\\]\\*\\[\\-\\+\\]\\?\\[0\\-9\\]\\*\\)\\$'$"),  # 616
+    ('pod-template/containers/quantities', 'spec.pytorchReplicaSpecs[*].template.spec.containers[*].resources.requests[*]', 'INVALID', '^must be greater than or equal to 0$'),  # 617
+    ('pod-template/containers/whole-extended-resources', 'spec.pytorchReplicaSpecs[*].template.spec.containers[*].resources.limits[*]', 'INVALID', '^must be an integer$'),  # 618
+    ('pod-template/containers/whole-extended-resources', 'spec.pytorchReplicaSpecs[*].template.spec.containers[*].resources.requests[*]', 'INVALID', '^must be an integer$'),  # 619
+    ('pod-template/containers/extended-resource-limits', 'spec.pytorchReplicaSpecs[*].template.spec.containers[*].resources.limits[*]', 'REQUIRED', 'Limit\\ must\\ be\\ set\\ for\\ non\\ overcommitable\\ resources$'),  # 620
+    ('pod-template/containers/requests-within-limits', 'spec.pytorchReplicaSpecs[*].template.spec.containers[*].resources.requests[*]', 'INVALID', ' limit of '),  # 621
+    ('pod-template/initContainers/name', 'spec.pytorchReplicaSpecs[*].template.spec.initContainers[*].name', 'REQUIRED', '^$'),  # 622
+    ('pod-template/initContainers/name', 'spec.pytorchReplicaSpecs[*].template.spec.initContainers[*].name', 'INVALID', '^must be no more than 63 characters$'),  # 623
+    ('pod-template/initContainers/name', 'spec.pytorchReplicaSpecs[*].template.spec.initContainers[*].name', 'INVALID', "^a lowercase RFC 1123 label must consist of lower case alphanumeric characters or '-', and must start and end with an alphanumeric character \\(e\\.g\\. 'my-name',  or '123-abc', regex used for validation is '\\[a-z0-9\\]\\(\\[-a-z0-9\\]\\*\\[a-z0-9\\]\\)\\?'\\)$"),  # 624
+    ('pod-template/initContainers/image', 'spec.pytorchReplicaSpecs[*].template.spec.initContainers[*].image', 'REQUIRED', '^$'),  # 625
+    ('pod-template/initContainers/ports', 'spec.pytorchReplicaSpecs[*].template.spec.initContainers[*].ports[*].containerPort', 'REQUIRED', '^$'),  # 626
+    ('pod-template/initContainers/ports', 'spec.pytorchReplicaSpecs[*].template.spec.initContainers[*].ports[*].containerPort', 'INVALID', '^must be between 1 and 65535, inclusive$'),  # 627
+    ('pod-template/initContainers/ports', 'spec.pytorchReplicaSpecs[*].template.spec.initContainers[*].ports[*].hostPort', 'INVALID', '^must be between 1 and 65535, inclusive$'),  # 628
+    ('pod-template/initContainers/ports', 'spec.pytorchReplicaSpecs[*].template.spec.initContainers[*].ports[*].protocol', 'NOT_SUPPORTED', '^supported values: "TCP", "UDP", "SCTP"$'),  # 629
+    ('pod-template/initContainers/ports', 'spec.pytorchReplicaSpecs[*].template.spec.initContainers[*].ports[*].name', 'INVALID', '^must be no more than 15 characters$'),  # 630
+    ('pod-template/initContainers/ports', 'spec.pytorchReplicaSpecs[*].template.spec.initContainers[*].ports[*].name', 'INVALID', '^must contain only alpha-numeric characters \\(a-z, 0-9\\), and hyphens \\(-\\)$'),  # 631
+    ('pod-template/initContainers/ports', 'spec.pytorchReplicaSpecs[*].template.spec.initContainers[*].ports[*].name', 'INVALID', '^must contain at least one letter \\(a-z\\)$'),  # 632
+    ('pod-template/initContainers/ports', 'spec.pytorchReplicaSpecs[*].template.spec.initContainers[*].ports[*].name', 'INVALID', '^must not contain consecutive hyphens$'),  # 633
+    ('pod-template/initContainers/ports', 'spec.pytorchReplicaSpecs[*].template.spec.initContainers[*].ports[*].name', 'INVALID', '^must not begin or end with a hyphen$'),  # 634
+    ('pod-template/initContainers/port-names-unique', 'spec.pytorchReplicaSpecs[*].template.spec.initContainers[*].ports[*].name', 'DUPLICATE', ''),  # 635
+    ('pod-template/initContainers/mounts', 'spec.pytorchReplicaSpecs[*].template.spec.initContainers[*].volumeMounts[*].name', 'REQUIRED', '^$'),  # 636
+    ('pod-template/initContainers/mounts', 'spec.pytorchReplicaSpecs[*].template.spec.initContainers[*].volumeMounts[*].mountPath', 'REQUIRED', '^$'),  # 637
+    ('pod-template/initContainers/mounted-volumes', 'spec.pytorchReplicaSpecs[*].template.spec.initContainers[*].volumeMounts[*].name', 'NOT_FOUND', ''),  # 638
+    ('pod-template/initContainers/env', 'spec.pytorchReplicaSpecs[*].template.spec.initContainers[*].env[*].name', 'REQUIRED', '^$'),  # 639
+    ('pod-template/initContainers/env', 'spec.pytorchReplicaSpecs[*].template.spec.initContainers[*].env[*].name', 'INVALID', "^a valid environment variable name must consist only of printable ASCII characters other than '='$"),  # 640
+    ('pod-template/initContainers/quantities', 'spec.pytorchReplicaSpecs[*].template.spec.initContainers[*].resources.limits[*]', 'INVALID', "^quantities\\ must\\ match\\ the\\ regular\\ expression\\ '\\^\\(\\[\\+\\-\\]\\?\\[0\\-9\\.\\]\\+\\)\\(\\[eEinumkKMGTP\\]\\*\\[\\-\\+\\]\\?\\[0\\-9\\]\\*\\)\\$'$"),  # 641
+    ('pod-template/initContainers/quantities', 'spec.pytorchReplicaSpecs[*].template.spec.initContainers[*].resources.limits[*]', 'INVALID', '^must be greater than or equal to 0$'),  # 642
+    ('pod-template/initContainers/quantities', 'spec.pytorchReplicaSpecs[*].template.spec.initContainers[*].resources.requests[*]', 'INVALID', "^quantities\\ must\\ match\\ the\\ regular\\ expression\\ '\\^\\(\\[\\+\\-\\]\\?\\[0\\-9\\.\\]\\+\\)\\(\\[eEinumkKMGTP\\]\\*\\[\\-\\+\\]\\?\\[0\\-9\\]\\*\\)\\$'$"),  # 643
+    ('pod-template/initContainers/quantities', 'spec.pytorchReplicaSpecs[*].template.spec.initContainers[*].resources.requests[*]', 'INVALID', '^must be greater than or equal to 0$'),  # 644
+    ('pod-template/initContainers/whole-extended-resources', 'spec.pytorchReplicaSpecs[*].template.spec.initContainers[*].resources.limits[*]', 'INVALID', '^must be an integer$'),  # 645
+    ('pod-template/initContainers/whole-extended-resources', 'spec.pytorchReplicaSpecs[*].template.spec.initContainers[*].resources.requests[*]', 'INVALID', '^must be an integer$'),  # 646
+    ('pod-template/initContainers/extended-resource-limits', 'spec.pytorchReplicaSpecs[*].template.spec.initContainers[*].resources.limits[*]', 'REQUIRED', 'Limit\\ must\\ be\\ set\\ for\\ non\\ overcommitable\\ resources$'),  # 647
+    ('pod-template/initContainers/requests-within-limits', 'spec.pytorchReplicaSpecs[*].template.spec.initContainers[*].resources.requests[*]', 'INVALID', ' limit of '),  # 648
+    ('pod-template/container-names-unique', 'spec.pytorchReplicaSpecs[*].template.spec.containers[*].name', 'DUPLICATE', ''),  # 649
+    ('pod-template/container-names-unique', 'spec.pytorchReplicaSpecs[*].template.spec.initContainers[*].name', 'DUPLICATE', ''),  # 650
+    ('pod-template/volumes', 'spec.pytorchReplicaSpecs[*].template.spec.volumes[*].name', 'REQUIRED', '^$'),  # 651
+    ('pod-template/volumes', 'spec.pytorchReplicaSpecs[*].template.spec.volumes[*].name', 'INVALID', '^must be no more than 63 characters$'),  # 652
+    ('pod-template/volumes', 'spec.pytorchReplicaSpecs[*].template.spec.volumes[*].name', 'INVALID', "^a lowercase RFC 1123 label must consist of lower case alphanumeric characters or '-', and must start and end with an alphanumeric character \\(e\\.g\\. 'my-name',  or '123-abc', regex used for validation is '\\[a-z0-9\\]\\(\\[-a-z0-9\\]\\*\\[a-z0-9\\]\\)\\?'\\)$"),  # 653
+    ('pod-template/volume-names-unique', 'spec.pytorchReplicaSpecs[*].template.spec.volumes[*].name', 'DUPLICATE', ''),  # 654
+    ('pod-template/restart-policy', 'spec.pytorchReplicaSpecs[*].template.spec.restartPolicy', 'NOT_SUPPORTED', '^supported values: "Always", "OnFailure", "Never"$'),  # 655
+    ('pod-template/framework-container', 'spec.pytorchReplicaSpecs[*].template.spec.containers', 'REQUIRED', '^must\\ have\\ at\\ least\\ one\\ container\\ with\\ name\\ pytorch$'),  # 656
+    ('kubeflow/template-containers', 'spec.tfReplicaSpecs[*].template.spec.containers', 'REQUIRED', '^must have at least one container$|^must be specified: |containers definition expected'),  # 657
+    ('kubeflow/tfjob-one-leader', 'spec.tfReplicaSpecs', 'FORBIDDEN', '^must not have more than 1 Chief or Master role$'),  # 658
+    ('replicas/types', 'spec.tfReplicaSpecs[*]', 'NOT_SUPPORTED', ''),  # 659
+    ('replicas/types', 'spec.tfReplicaSpecs[*]', 'DUPLICATE', ''),  # 660
+    ('pod-template/spec', 'spec.tfReplicaSpecs[*].template.spec', 'REQUIRED', '^$'),  # 661
+    ('pod-template/containers', 'spec.tfReplicaSpecs[*].template.spec.containers', 'REQUIRED', '^must\\ be\\ specified:\\ must\\ have\\ at\\ least\\ one\\ container\\ with\\ name\\ tensorflow$'),  # 662
+    ('pod-template/bounds', 'spec.tfReplicaSpecs[*].template.spec.**', 'TOO_MANY', ''),  # 663
+    ('pod-template/containers/name', 'spec.tfReplicaSpecs[*].template.spec.containers[*].name', 'REQUIRED', '^$'),  # 664
+    ('pod-template/containers/name', 'spec.tfReplicaSpecs[*].template.spec.containers[*].name', 'INVALID', '^must be no more than 63 characters$'),  # 665
+    ('pod-template/containers/name', 'spec.tfReplicaSpecs[*].template.spec.containers[*].name', 'INVALID', "^a lowercase RFC 1123 label must consist of lower case alphanumeric characters or '-', and must start and end with an alphanumeric character \\(e\\.g\\. 'my-name',  or '123-abc', regex used for validation is '\\[a-z0-9\\]\\(\\[-a-z0-9\\]\\*\\[a-z0-9\\]\\)\\?'\\)$"),  # 666
+    ('pod-template/containers/image', 'spec.tfReplicaSpecs[*].template.spec.containers[*].image', 'REQUIRED', '^$'),  # 667
+    ('pod-template/containers/ports', 'spec.tfReplicaSpecs[*].template.spec.containers[*].ports[*].containerPort', 'REQUIRED', '^$'),  # 668
+    ('pod-template/containers/ports', 'spec.tfReplicaSpecs[*].template.spec.containers[*].ports[*].containerPort', 'INVALID', '^must be between 1 and 65535, inclusive$'),  # 669
+    ('pod-template/containers/ports', 'spec.tfReplicaSpecs[*].template.spec.containers[*].ports[*].hostPort', 'INVALID', '^must be between 1 and 65535, inclusive$'),  # 670
+    ('pod-template/containers/ports', 'spec.tfReplicaSpecs[*].template.spec.containers[*].ports[*].protocol', 'NOT_SUPPORTED', '^supported values: "TCP", "UDP", "SCTP"$'),  # 671
+    ('pod-template/containers/ports', 'spec.tfReplicaSpecs[*].template.spec.containers[*].ports[*].name', 'INVALID', '^must be no more than 15 characters$'),  # 672
+    ('pod-template/containers/ports', 'spec.tfReplicaSpecs[*].template.spec.containers[*].ports[*].name', 'INVALID', '^must contain only alpha-numeric characters \\(a-z, 0-9\\), and hyphens \\(-\\)$'),  # 673
+    ('pod-template/containers/ports', 'spec.tfReplicaSpecs[*].template.spec.containers[*].ports[*].name', 'INVALID', '^must contain at least one letter \\(a-z\\)$'),  # 674
+    ('pod-template/containers/ports', 'spec.tfReplicaSpecs[*].template.spec.containers[*].ports[*].name', 'INVALID', '^must not contain consecutive hyphens$'),  # 675
+    ('pod-template/containers/ports', 'spec.tfReplicaSpecs[*].template.spec.containers[*].ports[*].name', 'INVALID', '^must not begin or end with a hyphen$'),  # 676
+    ('pod-template/containers/port-names-unique', 'spec.tfReplicaSpecs[*].template.spec.containers[*].ports[*].name', 'DUPLICATE', ''),  # 677
+    ('pod-template/containers/mounts', 'spec.tfReplicaSpecs[*].template.spec.containers[*].volumeMounts[*].name', 'REQUIRED', '^$'),  # 678
+    ('pod-template/containers/mounts', 'spec.tfReplicaSpecs[*].template.spec.containers[*].volumeMounts[*].mountPath', 'REQUIRED', '^$'),  # 679
+    ('pod-template/containers/mounted-volumes', 'spec.tfReplicaSpecs[*].template.spec.containers[*].volumeMounts[*].name', 'NOT_FOUND', ''),  # 680
+    ('pod-template/containers/env', 'spec.tfReplicaSpecs[*].template.spec.containers[*].env[*].name', 'REQUIRED', '^$'),  # 681
+    ('pod-template/containers/env', 'spec.tfReplicaSpecs[*].template.spec.containers[*].env[*].name', 'INVALID', "^a valid environment variable name must consist only of printable ASCII characters other than '='$"),  # 682
+    ('pod-template/containers/quantities', 'spec.tfReplicaSpecs[*].template.spec.containers[*].resources.limits[*]', 'INVALID', "^quantities\\ must\\ match\\ the\\ regular\\ expression\\ '\\^\\(\\[\\+\\-\\]\\?\\[0\\-9\\.\\]\\+\\)\\(\\[eEinumkKMGTP\\]\\*\\[\\-\\+\\]\\?\\[0\\-9\\]\\*\\)\\$'$"),  # 683
+    ('pod-template/containers/quantities', 'spec.tfReplicaSpecs[*].template.spec.containers[*].resources.limits[*]', 'INVALID', '^must be greater than or equal to 0$'),  # 684
+    ('pod-template/containers/quantities', 'spec.tfReplicaSpecs[*].template.spec.containers[*].resources.requests[*]', 'INVALID', "^quantities\\ must\\ match\\ the\\ regular\\ expression\\ '\\^\\(\\[\\+\\-\\]\\?\\[0\\-9\\.\\]\\+\\)\\(\\[eEinumkKMGTP\\]\\*\\[\\-\\+\\]\\?\\[0\\-9\\]\\*\\)\\$'$"),  # 685
+    ('pod-template/containers/quantities', 'spec.tfReplicaSpecs[*].template.spec.containers[*].resources.requests[*]', 'INVALID', '^must be greater than or equal to 0$'),  # 686
+    ('pod-template/containers/whole-extended-resources', 'spec.tfReplicaSpecs[*].template.spec.containers[*].resources.limits[*]', 'INVALID', '^must be an integer$'),  # 687
+    ('pod-template/containers/whole-extended-resources', 'spec.tfReplicaSpecs[*].template.spec.containers[*].resources.requests[*]', 'INVALID', '^must be an integer$'),  # 688
+    ('pod-template/containers/extended-resource-limits', 'spec.tfReplicaSpecs[*].template.spec.containers[*].resources.limits[*]', 'REQUIRED', 'Limit\\ must\\ be\\ set\\ for\\ non\\ overcommitable\\ resources$'),  # 689
+    ('pod-template/containers/requests-within-limits', 'spec.tfReplicaSpecs[*].template.spec.containers[*].resources.requests[*]', 'INVALID', ' limit of '),  # 690
+    ('pod-template/initContainers/name', 'spec.tfReplicaSpecs[*].template.spec.initContainers[*].name', 'REQUIRED', '^$'),  # 691
+    ('pod-template/initContainers/name', 'spec.tfReplicaSpecs[*].template.spec.initContainers[*].name', 'INVALID', '^must be no more than 63 characters$'),  # 692
+    ('pod-template/initContainers/name', 'spec.tfReplicaSpecs[*].template.spec.initContainers[*].name', 'INVALID', "^a lowercase RFC 1123 label must consist of lower case alphanumeric characters or '-', and must start and end with an alphanumeric character \\(e\\.g\\. 'my-name',  or '123-abc', regex used for validation is '\\[a-z0-9\\]\\(\\[-a-z0-9\\]\\*\\[a-z0-9\\]\\)\\?'\\)$"),  # 693
+    ('pod-template/initContainers/image', 'spec.tfReplicaSpecs[*].template.spec.initContainers[*].image', 'REQUIRED', '^$'),  # 694
+    ('pod-template/initContainers/ports', 'spec.tfReplicaSpecs[*].template.spec.initContainers[*].ports[*].containerPort', 'REQUIRED', '^$'),  # 695
+    ('pod-template/initContainers/ports', 'spec.tfReplicaSpecs[*].template.spec.initContainers[*].ports[*].containerPort', 'INVALID', '^must be between 1 and 65535, inclusive$'),  # 696
+    ('pod-template/initContainers/ports', 'spec.tfReplicaSpecs[*].template.spec.initContainers[*].ports[*].hostPort', 'INVALID', '^must be between 1 and 65535, inclusive$'),  # 697
+    ('pod-template/initContainers/ports', 'spec.tfReplicaSpecs[*].template.spec.initContainers[*].ports[*].protocol', 'NOT_SUPPORTED', '^supported values: "TCP", "UDP", "SCTP"$'),  # 698
+    ('pod-template/initContainers/ports', 'spec.tfReplicaSpecs[*].template.spec.initContainers[*].ports[*].name', 'INVALID', '^must be no more than 15 characters$'),  # 699
+    ('pod-template/initContainers/ports', 'spec.tfReplicaSpecs[*].template.spec.initContainers[*].ports[*].name', 'INVALID', '^must contain only alpha-numeric characters \\(a-z, 0-9\\), and hyphens \\(-\\)$'),  # 700
+    ('pod-template/initContainers/ports', 'spec.tfReplicaSpecs[*].template.spec.initContainers[*].ports[*].name', 'INVALID', '^must contain at least one letter \\(a-z\\)$'),  # 701
+    ('pod-template/initContainers/ports', 'spec.tfReplicaSpecs[*].template.spec.initContainers[*].ports[*].name', 'INVALID', '^must not contain consecutive hyphens$'),  # 702
+    ('pod-template/initContainers/ports', 'spec.tfReplicaSpecs[*].template.spec.initContainers[*].ports[*].name', 'INVALID', '^must not begin or end with a hyphen$'),  # 703
+    ('pod-template/initContainers/port-names-unique', 'spec.tfReplicaSpecs[*].template.spec.initContainers[*].ports[*].name', 'DUPLICATE', ''),  # 704
+    ('pod-template/initContainers/mounts', 'spec.tfReplicaSpecs[*].template.spec.initContainers[*].volumeMounts[*].name', 'REQUIRED', '^$'),  # 705
+    ('pod-template/initContainers/mounts', 'spec.tfReplicaSpecs[*].template.spec.initContainers[*].volumeMounts[*].mountPath', 'REQUIRED', '^$'),  # 706
+    ('pod-template/initContainers/mounted-volumes', 'spec.tfReplicaSpecs[*].template.spec.initContainers[*].volumeMounts[*].name', 'NOT_FOUND', ''),  # 707
+    ('pod-template/initContainers/env', 'spec.tfReplicaSpecs[*].template.spec.initContainers[*].env[*].name', 'REQUIRED', '^$'),  # 708
+    ('pod-template/initContainers/env', 'spec.tfReplicaSpecs[*].template.spec.initContainers[*].env[*].name', 'INVALID', "^a valid environment variable name must consist only of printable ASCII characters other than '='$"),  # 709
+    ('pod-template/initContainers/quantities', 'spec.tfReplicaSpecs[*].template.spec.initContainers[*].resources.limits[*]', 'INVALID', "^quantities\\ must\\ match\\ the\\ regular\\ expression\\ '\\^\\(\\[\\+\\-\\]\\?\\[0\\-9\\.\\]\\+\\)\\(\\[eEinumkKMGTP\\]\\*\\[\\-\\+\\]\\?\\[0\\-9\\]\\*\\)\\$'$"),  # 710
+    ('pod-template/initContainers/quantities', 'spec.tfReplicaSpecs[*].template.spec.initContainers[*].resources.limits[*]', 'INVALID', '^must be greater than or equal to 0$'),  # 711
+    ('pod-template/initContainers/quantities', 'spec.tfReplicaSpecs[*].template.spec.initContainers[*].resources.requests[*]', 'INVALID', "^quantities\\ must\\ match\\ the\\ regular\\ expression\\ '\\^\\(\\[\\+\\-\\]\\?\\[0\\-9\\.\\]\\+\\)\\(\\[eEinumkKMGTP\\]\\*\\[\\-\\+\\]\\?\\[0\\-9\\]\\*\\)\\$'$"),  # 712
+    ('pod-template/initContainers/quantities', 'spec.tfReplicaSpecs[*].template.spec.initContainers[*].resources.requests[*]', 'INVALID', '^must be greater than or equal to 0$'),  # 713
+    ('pod-template/initContainers/whole-extended-resources', 'spec.tfReplicaSpecs[*].template.spec.initContainers[*].resources.limits[*]', 'INVALID', '^must be an integer$'),  # 714
+    ('pod-template/initContainers/whole-extended-resources', 'spec.tfReplicaSpecs[*].template.spec.initContainers[*].resources.requests[*]', 'INVALID', '^must be an integer$'),  # 715
+    ('pod-template/initContainers/extended-resource-limits', 'spec.tfReplicaSpecs[*].template.spec.initContainers[*].resources.limits[*]', 'REQUIRED', 'Limit\\ must\\ be\\ set\\ for\\ non\\ overcommitable\\ resources$'),  # 716
+    ('pod-template/initContainers/requests-within-limits', 'spec.tfReplicaSpecs[*].template.spec.initContainers[*].resources.requests[*]', 'INVALID', ' limit of '),  # 717
+    ('pod-template/container-names-unique', 'spec.tfReplicaSpecs[*].template.spec.containers[*].name', 'DUPLICATE', ''),  # 718
+    ('pod-template/container-names-unique', 'spec.tfReplicaSpecs[*].template.spec.initContainers[*].name', 'DUPLICATE', ''),  # 719
+    ('pod-template/volumes', 'spec.tfReplicaSpecs[*].template.spec.volumes[*].name', 'REQUIRED', '^$'),  # 720
+    ('pod-template/volumes', 'spec.tfReplicaSpecs[*].template.spec.volumes[*].name', 'INVALID', '^must be no more than 63 characters$'),  # 721
+    ('pod-template/volumes', 'spec.tfReplicaSpecs[*].template.spec.volumes[*].name', 'INVALID', "^a lowercase RFC 1123 label must consist of lower case alphanumeric characters or '-', and must start and end with an alphanumeric character \\(e\\.g\\. 'my-name',  or '123-abc', regex used for validation is '\\[a-z0-9\\]\\(\\[-a-z0-9\\]\\*\\[a-z0-9\\]\\)\\?'\\)$"),  # 722
+    ('pod-template/volume-names-unique', 'spec.tfReplicaSpecs[*].template.spec.volumes[*].name', 'DUPLICATE', ''),  # 723
+    ('pod-template/restart-policy', 'spec.tfReplicaSpecs[*].template.spec.restartPolicy', 'NOT_SUPPORTED', '^supported values: "Always", "OnFailure", "Never"$'),  # 724
+    ('pod-template/framework-container', 'spec.tfReplicaSpecs[*].template.spec.containers', 'REQUIRED', '^must\\ have\\ at\\ least\\ one\\ container\\ with\\ name\\ tensorflow$'),  # 725
+    ('kubeflow/template-containers', 'spec.xgbReplicaSpecs[*].template.spec.containers', 'REQUIRED', '^must have at least one container$|^must be specified: |containers definition expected'),  # 726
+    ('kubeflow/master-replicas', 'spec.xgbReplicaSpecs[Master].replicas', 'FORBIDDEN', '^must be 1$'),  # 727
+    ('kubeflow/master-required', 'spec.xgbReplicaSpecs[Master]', 'REQUIRED', '^must be present$'),  # 728
+    ('replicas/types', 'spec.xgbReplicaSpecs[*]', 'NOT_SUPPORTED', ''),  # 729
+    ('replicas/types', 'spec.xgbReplicaSpecs[*]', 'DUPLICATE', ''),  # 730
+    ('pod-template/spec', 'spec.xgbReplicaSpecs[*].template.spec', 'REQUIRED', '^$'),  # 731
+    ('pod-template/containers', 'spec.xgbReplicaSpecs[*].template.spec.containers', 'REQUIRED', '^must\\ be\\ specified:\\ must\\ have\\ at\\ least\\ one\\ container\\ with\\ name\\ xgboost$'),  # 732
+    ('pod-template/bounds', 'spec.xgbReplicaSpecs[*].template.spec.**', 'TOO_MANY', ''),  # 733
+    ('pod-template/containers/name', 'spec.xgbReplicaSpecs[*].template.spec.containers[*].name', 'REQUIRED', '^$'),  # 734
+    ('pod-template/containers/name', 'spec.xgbReplicaSpecs[*].template.spec.containers[*].name', 'INVALID', '^must be no more than 63 characters$'),  # 735
+    ('pod-template/containers/name', 'spec.xgbReplicaSpecs[*].template.spec.containers[*].name', 'INVALID', "^a lowercase RFC 1123 label must consist of lower case alphanumeric characters or '-', and must start and end with an alphanumeric character \\(e\\.g\\. 'my-name',  or '123-abc', regex used for validation is '\\[a-z0-9\\]\\(\\[-a-z0-9\\]\\*\\[a-z0-9\\]\\)\\?'\\)$"),  # 736
+    ('pod-template/containers/image', 'spec.xgbReplicaSpecs[*].template.spec.containers[*].image', 'REQUIRED', '^$'),  # 737
+    ('pod-template/containers/ports', 'spec.xgbReplicaSpecs[*].template.spec.containers[*].ports[*].containerPort', 'REQUIRED', '^$'),  # 738
+    ('pod-template/containers/ports', 'spec.xgbReplicaSpecs[*].template.spec.containers[*].ports[*].containerPort', 'INVALID', '^must be between 1 and 65535, inclusive$'),  # 739
+    ('pod-template/containers/ports', 'spec.xgbReplicaSpecs[*].template.spec.containers[*].ports[*].hostPort', 'INVALID', '^must be between 1 and 65535, inclusive$'),  # 740
+    ('pod-template/containers/ports', 'spec.xgbReplicaSpecs[*].template.spec.containers[*].ports[*].protocol', 'NOT_SUPPORTED', '^supported values: "TCP", "UDP", "SCTP"$'),  # 741
+    ('pod-template/containers/ports', 'spec.xgbReplicaSpecs[*].template.spec.containers[*].ports[*].name', 'INVALID', '^must be no more than 15 characters$'),  # 742
+    ('pod-template/containers/ports', 'spec.xgbReplicaSpecs[*].template.spec.containers[*].ports[*].name', 'INVALID', '^must contain only alpha-numeric characters \\(a-z, 0-9\\), and hyphens \\(-\\)$'),  # 743
+    ('pod-template/containers/ports', 'spec.xgbReplicaSpecs[*].template.spec.containers[*].ports[*].name', 'INVALID', '^must contain at least one letter \\(a-z\\)$'),  # 744
+    ('pod-template/containers/ports', 'spec.xgbReplicaSpecs[*].template.spec.containers[*].ports[*].name', 'INVALID', '^must not contain consecutive hyphens$'),  # 745
+    ('pod-template/containers/ports', 'spec.xgbReplicaSpecs[*].template.spec.containers[*].ports[*].name', 'INVALID', '^must not begin or end with a hyphen$'),  # 746
+    ('pod-template/containers/port-names-unique', 'spec.xgbReplicaSpecs[*].template.spec.containers[*].ports[*].name', 'DUPLICATE', ''),  # 747
+    ('pod-template/containers/mounts', 'spec.xgbReplicaSpecs[*].template.spec.containers[*].volumeMounts[*].name', 'REQUIRED', '^$'),  # 748
+    ('pod-template/containers/mounts', 'spec.xgbReplicaSpecs[*].template.spec.containers[*].volumeMounts[*].mountPath', 'REQUIRED', '^$'),  # 749
+    ('pod-template/containers/mounted-volumes', 'spec.xgbReplicaSpecs[*].template.spec.containers[*].volumeMounts[*].name', 'NOT_FOUND', ''),  # 750
+    ('pod-template/containers/env', 'spec.xgbReplicaSpecs[*].template.spec.containers[*].env[*].name', 'REQUIRED', '^$'),  # 751
+    ('pod-template/containers/env', 'spec.xgbReplicaSpecs[*].template.spec.containers[*].env[*].name', 'INVALID', "^a valid environment variable name must consist only of printable ASCII characters other than '='$"),  # 752
+    ('pod-template/containers/quantities', 'spec.xgbReplicaSpecs[*].template.spec.containers[*].resources.limits[*]', 'INVALID', "^quantities\\ must\\ match\\ the\\ regular\\ expression\\ '\\^\\(\\[\\+\\-\\]\\?\\[0\\-9\\.\\]\\+\\)\\(\\[eEinumkKMGTP\\]\\*\\[\\-\\+\\]\\?\\[0\\-9\\]\\*\\)\\$'$"),  # 753
+    ('pod-template/containers/quantities', 'spec.xgbReplicaSpecs[*].template.spec.containers[*].resources.limits[*]', 'INVALID', '^must be greater than or equal to 0$'),  # 754
+    ('pod-template/containers/quantities', 'spec.xgbReplicaSpecs[*].template.spec.containers[*].resources.requests[*]', 'INVALID', "^quantities\\ must\\ match\\ the\\ regular\\ expression\\ '\\^\\(\\[\\+\\-\\]\\?\\[0\\-9\\.\\]\\+\\)\\(\\[eEinumkKMGTP\\]\\*\\[\\-\\+\\]\\?\\[0\\-9\\]\\*\\)\\$'$"),  # 755
+    ('pod-template/containers/quantities', 'spec.xgbReplicaSpecs[*].template.spec.containers[*].resources.requests[*]', 'INVALID', '^must be greater than or equal to 0$'),  # 756
+    ('pod-template/containers/whole-extended-resources', 'spec.xgbReplicaSpecs[*].template.spec.containers[*].resources.limits[*]', 'INVALID', '^must be an integer$'),  # 757
+    ('pod-template/containers/whole-extended-resources', 'spec.xgbReplicaSpecs[*].template.spec.containers[*].resources.requests[*]', 'INVALID', '^must be an integer$'),  # 758
+    ('pod-template/containers/extended-resource-limits', 'spec.xgbReplicaSpecs[*].template.spec.containers[*].resources.limits[*]', 'REQUIRED', 'Limit\\ must\\ be\\ set\\ for\\ non\\ overcommitable\\ resources$'),  # 759
+    ('pod-template/containers/requests-within-limits', 'spec.xgbReplicaSpecs[*].template.spec.containers[*].resources.requests[*]', 'INVALID', ' limit of '),  # 760
+    ('pod-template/initContainers/name', 'spec.xgbReplicaSpecs[*].template.spec.initContainers[*].name', 'REQUIRED', '^$'),  # 761
+    ('pod-template/initContainers/name', 'spec.xgbReplicaSpecs[*].template.spec.initContainers[*].name', 'INVALID', '^must be no more than 63 characters$'),  # 762
+    ('pod-template/initContainers/name', 'spec.xgbReplicaSpecs[*].template.spec.initContainers[*].name', 'INVALID', "^a lowercase RFC 1123 label must consist of lower case alphanumeric characters or '-', and must start and end with an alphanumeric character \\(e\\.g\\. 'my-name',  or '123-abc', regex used for validation is '\\[a-z0-9\\]\\(\\[-a-z0-9\\]\\*\\[a-z0-9\\]\\)\\?'\\)$"),  # 763
+    ('pod-template/initContainers/image', 'spec.xgbReplicaSpecs[*].template.spec.initContainers[*].image', 'REQUIRED', '^$'),  # 764
+    ('pod-template/initContainers/ports', 'spec.xgbReplicaSpecs[*].template.spec.initContainers[*].ports[*].containerPort', 'REQUIRED', '^$'),  # 765
+    ('pod-template/initContainers/ports', 'spec.xgbReplicaSpecs[*].template.spec.initContainers[*].ports[*].containerPort', 'INVALID', '^must be between 1 and 65535, inclusive$'),  # 766
+    ('pod-template/initContainers/ports', 'spec.xgbReplicaSpecs[*].template.spec.initContainers[*].ports[*].hostPort', 'INVALID', '^must be between 1 and 65535, inclusive$'),  # 767
+    ('pod-template/initContainers/ports', 'spec.xgbReplicaSpecs[*].template.spec.initContainers[*].ports[*].protocol', 'NOT_SUPPORTED', '^supported values: "TCP", "UDP", "SCTP"$'),  # 768
+    ('pod-template/initContainers/ports', 'spec.xgbReplicaSpecs[*].template.spec.initContainers[*].ports[*].name', 'INVALID', '^must be no more than 15 characters$'),  # 769
+    ('pod-template/initContainers/ports', 'spec.xgbReplicaSpecs[*].template.spec.initContainers[*].ports[*].name', 'INVALID', '^must contain only alpha-numeric characters \\(a-z, 0-9\\), and hyphens \\(-\\)$'),  # 770
+    ('pod-template/initContainers/ports', 'spec.xgbReplicaSpecs[*].template.spec.initContainers[*].ports[*].name', 'INVALID', '^must contain at least one letter \\(a-z\\)$'),  # 771
+    ('pod-template/initContainers/ports', 'spec.xgbReplicaSpecs[*].template.spec.initContainers[*].ports[*].name', 'INVALID', '^must not contain consecutive hyphens$'),  # 772
+    ('pod-template/initContainers/ports', 'spec.xgbReplicaSpecs[*].template.spec.initContainers[*].ports[*].name', 'INVALID', '^must not begin or end with a hyphen$'),  # 773
+    ('pod-template/initContainers/port-names-unique', 'spec.xgbReplicaSpecs[*].template.spec.initContainers[*].ports[*].name', 'DUPLICATE', ''),  # 774
+    ('pod-template/initContainers/mounts', 'spec.xgbReplicaSpecs[*].template.spec.initContainers[*].volumeMounts[*].name', 'REQUIRED', '^$'),  # 775
+    ('pod-template/initContainers/mounts', 'spec.xgbReplicaSpecs[*].template.spec.initContainers[*].volumeMounts[*].mountPath', 'REQUIRED', '^$'),  # 776
+    ('pod-template/initContainers/mounted-volumes', 'spec.xgbReplicaSpecs[*].template.spec.initContainers[*].volumeMounts[*].name', 'NOT_FOUND', ''),  # 777
+    ('pod-template/initContainers/env', 'spec.xgbReplicaSpecs[*].template.spec.initContainers[*].env[*].name', 'REQUIRED', '^$'),  # 778
+    ('pod-template/initContainers/env', 'spec.xgbReplicaSpecs[*].template.spec.initContainers[*].env[*].name', 'INVALID', "^a valid environment variable name must consist only of printable ASCII characters other than '='$"),  # 779
+    ('pod-template/initContainers/quantities', 'spec.xgbReplicaSpecs[*].template.spec.initContainers[*].resources.limits[*]', 'INVALID', "^quantities\\ must\\ match\\ the\\ regular\\ expression\\ '\\^\\(\\[\\+\\-\\]\\?\\[0\\-9\\.\\]\\+\\)\\(\\[eEinumkKMGTP\\]\\*\\[\\-\\+\\]\\?\\[0\\-9\\]\\*\\)\\$'$"),  # 780
+    ('pod-template/initContainers/quantities', 'spec.xgbReplicaSpecs[*].template.spec.initContainers[*].resources.limits[*]', 'INVALID', '^must be greater than or equal to 0$'),  # 781
+    ('pod-template/initContainers/quantities', 'spec.xgbReplicaSpecs[*].template.spec.initContainers[*].resources.requests[*]', 'INVALID', "^quantities\\ must\\ match\\ the\\ regular\\ expression\\ '\\^\\(\\[\\+\\-\\]\\?\\[0\\-9\\.\\]\\+\\)\\(\\[eEinumkKMGTP\\]\\*\\[\\-\\+\\]\\?\\[0\\-9\\]\\*\\)\\$'$"),  # 782
+    ('pod-template/initContainers/quantities', 'spec.xgbReplicaSpecs[*].template.spec.initContainers[*].resources.requests[*]', 'INVALID', '^must be greater than or equal to 0$'),  # 783
+    ('pod-template/initContainers/whole-extended-resources', 'spec.xgbReplicaSpecs[*].template.spec.initContainers[*].resources.limits[*]', 'INVALID', '^must be an integer$'),  # 784
+    ('pod-template/initContainers/whole-extended-resources', 'spec.xgbReplicaSpecs[*].template.spec.initContainers[*].resources.requests[*]', 'INVALID', '^must be an integer$'),  # 785
+    ('pod-template/initContainers/extended-resource-limits', 'spec.xgbReplicaSpecs[*].template.spec.initContainers[*].resources.limits[*]', 'REQUIRED', 'Limit\\ must\\ be\\ set\\ for\\ non\\ overcommitable\\ resources$'),  # 786
+    ('pod-template/initContainers/requests-within-limits', 'spec.xgbReplicaSpecs[*].template.spec.initContainers[*].resources.requests[*]', 'INVALID', ' limit of '),  # 787
+    ('pod-template/container-names-unique', 'spec.xgbReplicaSpecs[*].template.spec.containers[*].name', 'DUPLICATE', ''),  # 788
+    ('pod-template/container-names-unique', 'spec.xgbReplicaSpecs[*].template.spec.initContainers[*].name', 'DUPLICATE', ''),  # 789
+    ('pod-template/volumes', 'spec.xgbReplicaSpecs[*].template.spec.volumes[*].name', 'REQUIRED', '^$'),  # 790
+    ('pod-template/volumes', 'spec.xgbReplicaSpecs[*].template.spec.volumes[*].name', 'INVALID', '^must be no more than 63 characters$'),  # 791
+    ('pod-template/volumes', 'spec.xgbReplicaSpecs[*].template.spec.volumes[*].name', 'INVALID', "^a lowercase RFC 1123 label must consist of lower case alphanumeric characters or '-', and must start and end with an alphanumeric character \\(e\\.g\\. 'my-name',  or '123-abc', regex used for validation is '\\[a-z0-9\\]\\(\\[-a-z0-9\\]\\*\\[a-z0-9\\]\\)\\?'\\)$"),  # 792
+    ('pod-template/volume-names-unique', 'spec.xgbReplicaSpecs[*].template.spec.volumes[*].name', 'DUPLICATE', ''),  # 793
+    ('pod-template/restart-policy', 'spec.xgbReplicaSpecs[*].template.spec.restartPolicy', 'NOT_SUPPORTED', '^supported values: "Always", "OnFailure", "Never"$'),  # 794
+    ('pod-template/framework-container', 'spec.xgbReplicaSpecs[*].template.spec.containers', 'REQUIRED', '^must\\ have\\ at\\ least\\ one\\ container\\ with\\ name\\ xgboost$'),  # 795
+    ('pod-template/framework-container', 'spec.replicaSpecs[*].template.spec.containers', 'REQUIRED', '^Replica type .* is missing a container for mxnet$'),  # 796
+    ('mxjob/scheduler-replicas', 'spec.replicaSpecs[*].replicas', 'INVALID', '^The SCHEDULER must have Replicas = 1$'),  # 797
+    ('mxjob/types-unique', 'spec.replicaSpecs[*].mxReplicaType', 'DUPLICATE', ''),  # 798
+    ('mxjob/local-mode-workers-only', 'spec.replicaSpecs[*].mxReplicaType', 'INVALID', '^job mode is local, but its replicas set have replicas type other than worker$'),  # 799
+    ('mxjob/local-mode-one-worker', 'spec.replicaSpecs[*].replicas', 'INVALID', '^job mode is local, but it has more than 1 worker$'),  # 800
+    ('mxjob/dist-mode-roles', 'spec.replicaSpecs', 'REQUIRED', '^dist job mode without replica type (SCHEDULER|SERVER|WORKER)$'),  # 801
+    ('trainer/lengths', 'spec.**', 'TOO_LONG', ''),  # 802
+    ('trainer/lengths', 'spec.**', 'INVALID', ' in body should be at least '),  # 803
+    ('trainer/list-bounds', 'spec.**', 'TOO_MANY', ''),  # 804
+    ('trainer/runtime-template', 'spec', 'INVALID', '^must have at least 1 properties$'),  # 805
+    ('trainer/runtime-template', 'spec.template', 'INVALID', '^must have at least 1 properties$'),  # 806
+    ('trainer/ml-policy-one', 'spec.mlPolicy', 'INVALID', '^Only one of the policy can be configured$'),  # 807
+    ('trainer/num-proc-per-node', 'spec.mlPolicy.*.numProcPerNode', 'INVALID', '^NumProcPerNode in '),  # 808
+    ('trainer/env-injection-node', 'spec.mlPolicy.torch.envInjection.targets[*].containerNames', 'INVALID', '^containerNames must not'),  # 809
+    ('trainer/jobset-rules', 'spec.template.spec', 'INVALID', 'mutually exclusive$'),  # 810
+    ('trainer/jobset-rules', 'spec.template.spec.volumeClaimPolicies[*]', 'INVALID', '^namespace cannot be set'),  # 811
+    ('trainer/jobset-immutable', 'spec.template.spec.**', 'INVALID', '^Value is immutable$'),  # 812
+    ('trainer/runtime-ancestor-replicas', 'spec.template.spec.replicatedJobs[*].replicas', 'INVALID', '^always must be 1$'),  # 813
+    ('trainer/runtime-ancestor-container', 'spec.template.spec.replicatedJobs[*].template.spec.template.spec.containers', 'INVALID', '^must contain the required container for the ancestor: '),  # 814
+    ('trainer/name', 'metadata.name', 'INVALID', '^metadata\\.name must '),  # 815
+    ('trainer/managed-by', 'spec.managedBy', 'INVALID', '^ManagedBy must be '),  # 816
+    ('trainer/storage-uri', 'spec.initializer.*.storageUri', 'INVALID', '^storageUri may be empty'),  # 817
+    ('trainer/num-nodes', 'spec.trainer.numNodes', 'INVALID', '^must be greater than or equal to 0$'),  # 818
+    ('trainer/num-proc-per-node', 'spec.trainer.numProcPerNode', 'INVALID', '^numProcPerNode must be greater than or equal to 1$'),  # 819
+    ('trainer/immutable', 'spec.*', 'INVALID', '^field is immutable$'),  # 820
+    ('trainer/patch-immutable', 'spec.runtimePatches[*].**', 'INVALID', '^field is immutable$'),  # 821
+    ('trainer/runtime-supported', 'spec.runtimeRef', 'INVALID', '^unsupported runtime: '),  # 822
+    ('trainer/runtime-exists', 'spec.runtimeRef', 'INVALID', 'must be created before the TrainJob is created'),  # 823
+    ('trainer/runtime-exists', 'spec.RuntimeRef', 'INVALID', 'must be created before the TrainJob is created'),  # 824
+    ('trainer/initializer-jobs', 'spec.runtimeRef', 'INVALID', '^must have (dataset|model)-initializer job|^must have container with name - |^must have volumeMount with name - '),  # 825
+    ('trainer/runtime-patches-suspended', 'spec.runtimePatches', 'FORBIDDEN', '^RuntimePatches can'),  # 826
+    ('trainer/patch-manager', 'spec.runtimePatches.manager', 'INVALID', ''),  # 827
+    ('trainer/patch-manager', 'spec.runtimePatches.manager', 'REQUIRED', ''),  # 828
+    ('trainer/patch-targets', 'spec.runtimePatches', 'INVALID', "^must not have (replicated job|initContainer|container) that doesn't exist"),  # 829
+    ('trainer/patch-env', 'spec.runtimePatches', 'INVALID', '^must not have envs for the '),  # 830
+    ('trainer/torch-env-injection', 'spec.runtimeRef', 'INVALID', '^envInjection target podSet '),  # 831
+    ('trainer/reserved-env', 'spec.trainer.env', 'INVALID', '^must not have reserved envs'),  # 832
+    ('trainer/reserved-env', 'spec.trainer.env[*]', 'FORBIDDEN', 'is reserved for the XGBoost runtime$'),  # 833
+    ('trainer/torchtune', 'spec.runtimeRef.name', 'INVALID', ''),  # 834
+    ('trainer/torchtune', 'spec.trainer.numNodes', 'INVALID', 'model$|TorchTune$'),  # 835
+    ('trainer/torchtune', 'spec.trainer.numProcPerNode', 'INVALID', 'QLoRA$'),  # 836
+    ('trainer/torchtune', 'spec.trainer.resourcesPerNode', 'INVALID', 'QLoRA$'),  # 837
+    ('trainer/torchtune', 'spec.trainer.args[*]', 'INVALID', '^must not set immutable config '),  # 838
+    ('trainer/mpi-launcher-as-node', 'spec.trainer.numNodes', 'INVALID', 'runLauncherAsNode'),  # 839
+    ('trainer/flux', 'spec.trainer.numProcPerNode', 'INVALID', 'for Flux TrainJob$'),  # 840
+    ('trainer/flux', 'spec.trainer.initContainers', 'INVALID', 'is reserved$'),  # 841
+    ('trainer/volcano-queue', 'spec.annotations[*]', 'INVALID', '^Volcano queue name must not be empty$'),  # 842
+    ('trainer/volcano-priority-class', 'spec.templateSpec.priorityClassName', 'INVALID', "^PriorityClass .* doesn't exist: "),  # 843
+    ('run-policy/min-available', 'spec.runPolicy.schedulingPolicy.minAvailable', 'INVALID', '^must be less than or equal to the total number of replicas( \\(\\d+\\))?$'),  # 844
+    ('run-policy/min-available', 'spec.schedulingPolicy.minAvailable', 'INVALID', '^must be less than or equal to the total number of replicas( \\(\\d+\\))?$'),  # 845
+    ('run-policy/queue-immutable', 'spec.runPolicy.schedulingPolicy.queue', 'INVALID', '^field is immutable$'),  # 846
+    ('pod-template/containers', 'spec.mpiReplicaSpecs[*].template.spec.containers', 'REQUIRED', '^must\\ have\\ at\\ least\\ one\\ container$'),  # 847
+    ('roles/launcher', 'spec.mpiReplicaSpecs[Launcher]', 'REQUIRED', '^must be present$'),  # 848
+    ('roles/launcher', 'spec.mpiReplicaSpecs[Launcher].replicas', 'INVALID', '^must be 1$'),  # 849
+    ('replicas/types', 'spec.marsReplicaSpecs[*]', 'NOT_SUPPORTED', ''),  # 850
+    ('replicas/types', 'spec.marsReplicaSpecs[*]', 'DUPLICATE', ''),  # 851
+    ('pod-template/spec', 'spec.marsReplicaSpecs[*].template.spec', 'REQUIRED', '^$'),  # 852
+    ('pod-template/containers', 'spec.marsReplicaSpecs[*].template.spec.containers', 'REQUIRED', '^must\\ have\\ at\\ least\\ one\\ container$'),  # 853
+    ('pod-template/bounds', 'spec.marsReplicaSpecs[*].template.spec.**', 'TOO_MANY', ''),  # 854
+    ('pod-template/containers/name', 'spec.marsReplicaSpecs[*].template.spec.containers[*].name', 'REQUIRED', '^$'),  # 855
+    ('pod-template/containers/name', 'spec.marsReplicaSpecs[*].template.spec.containers[*].name', 'INVALID', '^must be no more than 63 characters$'),  # 856
+    ('pod-template/containers/name', 'spec.marsReplicaSpecs[*].template.spec.containers[*].name', 'INVALID', "^a lowercase RFC 1123 label must consist of lower case alphanumeric characters or '-', and must start and end with an alphanumeric character \\(e\\.g\\. 'my-name',  or '123-abc', regex used for validation is '\\[a-z0-9\\]\\(\\[-a-z0-9\\]\\*\\[a-z0-9\\]\\)\\?'\\)$"),  # 857
+    ('pod-template/containers/image', 'spec.marsReplicaSpecs[*].template.spec.containers[*].image', 'REQUIRED', '^$'),  # 858
+    ('pod-template/containers/ports', 'spec.marsReplicaSpecs[*].template.spec.containers[*].ports[*].containerPort', 'REQUIRED', '^$'),  # 859
+    ('pod-template/containers/ports', 'spec.marsReplicaSpecs[*].template.spec.containers[*].ports[*].containerPort', 'INVALID', '^must be between 1 and 65535, inclusive$'),  # 860
+    ('pod-template/containers/ports', 'spec.marsReplicaSpecs[*].template.spec.containers[*].ports[*].hostPort', 'INVALID', '^must be between 1 and 65535, inclusive$'),  # 861
+    ('pod-template/containers/ports', 'spec.marsReplicaSpecs[*].template.spec.containers[*].ports[*].protocol', 'NOT_SUPPORTED', '^supported values: "TCP", "UDP", "SCTP"$'),  # 862
+    ('pod-template/containers/ports', 'spec.marsReplicaSpecs[*].template.spec.containers[*].ports[*].name', 'INVALID', '^must be no more than 15 characters$'),  # 863
+    ('pod-template/containers/ports', 'spec.marsReplicaSpecs[*].template.spec.containers[*].ports[*].name', 'INVALID', '^must contain only alpha-numeric characters \\(a-z, 0-9\\), and hyphens \\(-\\)$'),  # 864
+    ('pod-template/containers/ports', 'spec.marsReplicaSpecs[*].template.spec.containers[*].ports[*].name', 'INVALID', '^must contain at least one letter \\(a-z\\)$'),  # 865
+    ('pod-template/containers/ports', 'spec.marsReplicaSpecs[*].template.spec.containers[*].ports[*].name', 'INVALID', '^must not contain consecutive hyphens$'),  # 866
+    ('pod-template/containers/ports', 'spec.marsReplicaSpecs[*].template.spec.containers[*].ports[*].name', 'INVALID', '^must not begin or end with a hyphen$'),  # 867
+    ('pod-template/containers/port-names-unique', 'spec.marsReplicaSpecs[*].template.spec.containers[*].ports[*].name', 'DUPLICATE', ''),  # 868
+    ('pod-template/containers/mounts', 'spec.marsReplicaSpecs[*].template.spec.containers[*].volumeMounts[*].name', 'REQUIRED', '^$'),  # 869
+    ('pod-template/containers/mounts', 'spec.marsReplicaSpecs[*].template.spec.containers[*].volumeMounts[*].mountPath', 'REQUIRED', '^$'),  # 870
+    ('pod-template/containers/mounted-volumes', 'spec.marsReplicaSpecs[*].template.spec.containers[*].volumeMounts[*].name', 'NOT_FOUND', ''),  # 871
+    ('pod-template/containers/env', 'spec.marsReplicaSpecs[*].template.spec.containers[*].env[*].name', 'REQUIRED', '^$'),  # 872
+    ('pod-template/containers/env', 'spec.marsReplicaSpecs[*].template.spec.containers[*].env[*].name', 'INVALID', "^a valid environment variable name must consist only of printable ASCII characters other than '='$"),  # 873
+    ('pod-template/containers/quantities', 'spec.marsReplicaSpecs[*].template.spec.containers[*].resources.limits[*]', 'INVALID', "^quantities\\ must\\ match\\ the\\ regular\\ expression\\ '\\^\\(\\[\\+\\-\\]\\?\\[0\\-9\\.\\]\\+\\)\\(\\[eEinumkKMGTP\\]\\*\\[\\-\\+\\]\\?\\[0\\-9\\]\\*\\)\\$'$"),  # 874
+    ('pod-template/containers/quantities', 'spec.marsReplicaSpecs[*].template.spec.containers[*].resources.limits[*]', 'INVALID', '^must be greater than or equal to 0$'),  # 875
+    ('pod-template/containers/quantities', 'spec.marsReplicaSpecs[*].template.spec.containers[*].resources.requests[*]', 'INVALID', "^quantities\\ must\\ match\\ the\\ regular\\ expression\\ '\\^\\(\\[\\+\\-\\]\\?\\[0\\-9\\.\\]\\+\\)\\(\\[eEinumkKMGTP\\]\\*\\[\\-\\+\\]\\?\\[0\\-9\\]\\*\\)\\$'$"),  # 876
+    ('pod-template/containers/quantities', 'spec.marsReplicaSpecs[*].template.spec.containers[*].resources.requests[*]', 'INVALID', '^must be greater than or equal to 0$'),  # 877
+    ('pod-template/containers/whole-extended-resources', 'spec.marsReplicaSpecs[*].template.spec.containers[*].resources.limits[*]', 'INVALID', '^must be an integer$'),  # 878
+    ('pod-template/containers/whole-extended-resources', 'spec.marsReplicaSpecs[*].template.spec.containers[*].resources.requests[*]', 'INVALID', '^must be an integer$'),  # 879
+    ('pod-template/containers/extended-resource-limits', 'spec.marsReplicaSpecs[*].template.spec.containers[*].resources.limits[*]', 'REQUIRED', 'Limit\\ must\\ be\\ set\\ for\\ non\\ overcommitable\\ resources$'),  # 880
+    ('pod-template/containers/requests-within-limits', 'spec.marsReplicaSpecs[*].template.spec.containers[*].resources.requests[*]', 'INVALID', ' limit of '),  # 881
+    ('pod-template/initContainers/name', 'spec.marsReplicaSpecs[*].template.spec.initContainers[*].name', 'REQUIRED', '^$'),  # 882
+    ('pod-template/initContainers/name', 'spec.marsReplicaSpecs[*].template.spec.initContainers[*].name', 'INVALID', '^must be no more than 63 characters$'),  # 883
+    ('pod-template/initContainers/name', 'spec.marsReplicaSpecs[*].template.spec.initContainers[*].name', 'INVALID', "^a lowercase RFC 1123 label must consist of lower case alphanumeric characters or '-', and must start and end with an alphanumeric character \\(e\\.g\\. 'my-name',  or '123-abc', regex used for validation is '\\[a-z0-9\\]\\(\\[-a-z0-9\\]\\*\\[a-z0-9\\]\\)\\?'\\)$"),  # 884
+    ('pod-template/initContainers/image', 'spec.marsReplicaSpecs[*].template.spec.initContainers[*].image', 'REQUIRED', '^$'),  # 885
+    ('pod-template/initContainers/ports', 'spec.marsReplicaSpecs[*].template.spec.initContainers[*].ports[*].containerPort', 'REQUIRED', '^$'),  # 886
+    ('pod-template/initContainers/ports', 'spec.marsReplicaSpecs[*].template.spec.initContainers[*].ports[*].containerPort', 'INVALID', '^must be between 1 and 65535, inclusive$'),  # 887
+    ('pod-template/initContainers/ports', 'spec.marsReplicaSpecs[*].template.spec.initContainers[*].ports[*].hostPort', 'INVALID', '^must be between 1 and 65535, inclusive$'),  # 888
+    ('pod-template/initContainers/ports', 'spec.marsReplicaSpecs[*].template.spec.initContainers[*].ports[*].protocol', 'NOT_SUPPORTED', '^supported values: "TCP", "UDP", "SCTP"$'),  # 889
+    ('pod-template/initContainers/ports', 'spec.marsReplicaSpecs[*].template.spec.initContainers[*].ports[*].name', 'INVALID', '^must be no more than 15 characters$'),  # 890
+    ('pod-template/initContainers/ports', 'spec.marsReplicaSpecs[*].template.spec.initContainers[*].ports[*].name', 'INVALID', '^must contain only alpha-numeric characters \\(a-z, 0-9\\), and hyphens \\(-\\)$'),  # 891
+    ('pod-template/initContainers/ports', 'spec.marsReplicaSpecs[*].template.spec.initContainers[*].ports[*].name', 'INVALID', '^must contain at least one letter \\(a-z\\)$'),  # 892
+    ('pod-template/initContainers/ports', 'spec.marsReplicaSpecs[*].template.spec.initContainers[*].ports[*].name', 'INVALID', '^must not contain consecutive hyphens$'),  # 893
+    ('pod-template/initContainers/ports', 'spec.marsReplicaSpecs[*].template.spec.initContainers[*].ports[*].name', 'INVALID', '^must not begin or end with a hyphen$'),  # 894
+    ('pod-template/initContainers/port-names-unique', 'spec.marsReplicaSpecs[*].template.spec.initContainers[*].ports[*].name', 'DUPLICATE', ''),  # 895
+    ('pod-template/initContainers/mounts', 'spec.marsReplicaSpecs[*].template.spec.initContainers[*].volumeMounts[*].name', 'REQUIRED', '^$'),  # 896
+    ('pod-template/initContainers/mounts', 'spec.marsReplicaSpecs[*].template.spec.initContainers[*].volumeMounts[*].mountPath', 'REQUIRED', '^$'),  # 897
+    ('pod-template/initContainers/mounted-volumes', 'spec.marsReplicaSpecs[*].template.spec.initContainers[*].volumeMounts[*].name', 'NOT_FOUND', ''),  # 898
+    ('pod-template/initContainers/env', 'spec.marsReplicaSpecs[*].template.spec.initContainers[*].env[*].name', 'REQUIRED', '^$'),  # 899
+    ('pod-template/initContainers/env', 'spec.marsReplicaSpecs[*].template.spec.initContainers[*].env[*].name', 'INVALID', "^a valid environment variable name must consist only of printable ASCII characters other than '='$"),  # 900
+    ('pod-template/initContainers/quantities', 'spec.marsReplicaSpecs[*].template.spec.initContainers[*].resources.limits[*]', 'INVALID', "^quantities\\ must\\ match\\ the\\ regular\\ expression\\ '\\^\\(\\[\\+\\-\\]\\?\\[0\\-9\\.\\]\\+\\)\\(\\[eEinumkKMGTP\\]\\*\\[\\-\\+\\]\\?\\[0\\-9\\]\\*\\)\\$'$"),  # 901
+    ('pod-template/initContainers/quantities', 'spec.marsReplicaSpecs[*].template.spec.initContainers[*].resources.limits[*]', 'INVALID', '^must be greater than or equal to 0$'),  # 902
+    ('pod-template/initContainers/quantities', 'spec.marsReplicaSpecs[*].template.spec.initContainers[*].resources.requests[*]', 'INVALID', "^quantities\\ must\\ match\\ the\\ regular\\ expression\\ '\\^\\(\\[\\+\\-\\]\\?\\[0\\-9\\.\\]\\+\\)\\(\\[eEinumkKMGTP\\]\\*\\[\\-\\+\\]\\?\\[0\\-9\\]\\*\\)\\$'$"),  # 903
+    ('pod-template/initContainers/quantities', 'spec.marsReplicaSpecs[*].template.spec.initContainers[*].resources.requests[*]', 'INVALID', '^must be greater than or equal to 0$'),  # 904
+    ('pod-template/initContainers/whole-extended-resources', 'spec.marsReplicaSpecs[*].template.spec.initContainers[*].resources.limits[*]', 'INVALID', '^must be an integer$'),  # 905
+    ('pod-template/initContainers/whole-extended-resources', 'spec.marsReplicaSpecs[*].template.spec.initContainers[*].resources.requests[*]', 'INVALID', '^must be an integer$'),  # 906
+    ('pod-template/initContainers/extended-resource-limits', 'spec.marsReplicaSpecs[*].template.spec.initContainers[*].resources.limits[*]', 'REQUIRED', 'Limit\\ must\\ be\\ set\\ for\\ non\\ overcommitable\\ resources$'),  # 907
+    ('pod-template/initContainers/requests-within-limits', 'spec.marsReplicaSpecs[*].template.spec.initContainers[*].resources.requests[*]', 'INVALID', ' limit of '),  # 908
+    ('pod-template/container-names-unique', 'spec.marsReplicaSpecs[*].template.spec.containers[*].name', 'DUPLICATE', ''),  # 909
+    ('pod-template/container-names-unique', 'spec.marsReplicaSpecs[*].template.spec.initContainers[*].name', 'DUPLICATE', ''),  # 910
+    ('pod-template/volumes', 'spec.marsReplicaSpecs[*].template.spec.volumes[*].name', 'REQUIRED', '^$'),  # 911
+    ('pod-template/volumes', 'spec.marsReplicaSpecs[*].template.spec.volumes[*].name', 'INVALID', '^must be no more than 63 characters$'),  # 912
+    ('pod-template/volumes', 'spec.marsReplicaSpecs[*].template.spec.volumes[*].name', 'INVALID', "^a lowercase RFC 1123 label must consist of lower case alphanumeric characters or '-', and must start and end with an alphanumeric character \\(e\\.g\\. 'my-name',  or '123-abc', regex used for validation is '\\[a-z0-9\\]\\(\\[-a-z0-9\\]\\*\\[a-z0-9\\]\\)\\?'\\)$"),  # 913
+    ('pod-template/volume-names-unique', 'spec.marsReplicaSpecs[*].template.spec.volumes[*].name', 'DUPLICATE', ''),  # 914
+    ('pod-template/restart-policy', 'spec.marsReplicaSpecs[*].template.spec.restartPolicy', 'NOT_SUPPORTED', '^supported values: "Always", "OnFailure", "Never"$'),  # 915
+    ('pod-template/framework-container', 'spec.marsReplicaSpecs[*].template.spec.containers', 'REQUIRED', '^must\\ have\\ at\\ least\\ one\\ container\\ with\\ name\\ mars$'),  # 916
+    ('pod-template/containers', 'spec.pytorchReplicaSpecs[*].template.spec.containers', 'REQUIRED', '^must\\ have\\ at\\ least\\ one\\ container$'),  # 917
+    ('roles/master', 'spec.pytorchReplicaSpecs[Master]', 'REQUIRED', '^must be present$'),  # 918
+    ('roles/master', 'spec.pytorchReplicaSpecs[Master].replicas', 'INVALID', '^must be 1$'),  # 919
+    ('pod-template/containers', 'spec.tfReplicaSpecs[*].template.spec.containers', 'REQUIRED', '^must\\ have\\ at\\ least\\ one\\ container$'),  # 920
+    ('roles/one-leader', 'spec.tfReplicaSpecs', 'FORBIDDEN', '^must not have more than 1 Chief or Master role$'),  # 921
+    ('roles/one-leader', 'spec.tfReplicaSpecs[Chief].replicas', 'INVALID', '^must be less than or equal to 1$'),  # 922
+    ('roles/one-leader', 'spec.tfReplicaSpecs[Master].replicas', 'INVALID', '^must be less than or equal to 1$'),  # 923
+    ('replicas/types', 'spec.xdlReplicaSpecs[*]', 'NOT_SUPPORTED', ''),  # 924
+    ('replicas/types', 'spec.xdlReplicaSpecs[*]', 'DUPLICATE', ''),  # 925
+    ('pod-template/spec', 'spec.xdlReplicaSpecs[*].template.spec', 'REQUIRED', '^$'),  # 926
+    ('pod-template/containers', 'spec.xdlReplicaSpecs[*].template.spec.containers', 'REQUIRED', '^must\\ have\\ at\\ least\\ one\\ container$'),  # 927
+    ('pod-template/bounds', 'spec.xdlReplicaSpecs[*].template.spec.**', 'TOO_MANY', ''),  # 928
+    ('pod-template/containers/name', 'spec.xdlReplicaSpecs[*].template.spec.containers[*].name', 'REQUIRED', '^$'),  # 929
+    ('pod-template/containers/name', 'spec.xdlReplicaSpecs[*].template.spec.containers[*].name', 'INVALID', '^must be no more than 63 characters$'),  # 930
+    ('pod-template/containers/name', 'spec.xdlReplicaSpecs[*].template.spec.containers[*].name', 'INVALID', "^a lowercase RFC 1123 label must consist of lower case alphanumeric characters or '-', and must start and end with an alphanumeric character \\(e\\.g\\. 'my-name',  or '123-abc', regex used for validation is '\\[a-z0-9\\]\\(\\[-a-z0-9\\]\\*\\[a-z0-9\\]\\)\\?'\\)$"),  # 931
+    ('pod-template/containers/image', 'spec.xdlReplicaSpecs[*].template.spec.containers[*].image', 'REQUIRED', '^$'),  # 932
+    ('pod-template/containers/ports', 'spec.xdlReplicaSpecs[*].template.spec.containers[*].ports[*].containerPort', 'REQUIRED', '^$'),  # 933
+    ('pod-template/containers/ports', 'spec.xdlReplicaSpecs[*].template.spec.containers[*].ports[*].containerPort', 'INVALID', '^must be between 1 and 65535, inclusive$'),  # 934
+    ('pod-template/containers/ports', 'spec.xdlReplicaSpecs[*].template.spec.containers[*].ports[*].hostPort', 'INVALID', '^must be between 1 and 65535, inclusive$'),  # 935
+    ('pod-template/containers/ports', 'spec.xdlReplicaSpecs[*].template.spec.containers[*].ports[*].protocol', 'NOT_SUPPORTED', '^supported values: "TCP", "UDP", "SCTP"$'),  # 936
+    ('pod-template/containers/ports', 'spec.xdlReplicaSpecs[*].template.spec.containers[*].ports[*].name', 'INVALID', '^must be no more than 15 characters$'),  # 937
+    ('pod-template/containers/ports', 'spec.xdlReplicaSpecs[*].template.spec.containers[*].ports[*].name', 'INVALID', '^must contain only alpha-numeric characters \\(a-z, 0-9\\), and hyphens \\(-\\)$'),  # 938
+    ('pod-template/containers/ports', 'spec.xdlReplicaSpecs[*].template.spec.containers[*].ports[*].name', 'INVALID', '^must contain at least one letter \\(a-z\\)$'),  # 939
+    ('pod-template/containers/ports', 'spec.xdlReplicaSpecs[*].template.spec.containers[*].ports[*].name', 'INVALID', '^must not contain consecutive hyphens$'),  # 940
+    ('pod-template/containers/ports', 'spec.xdlReplicaSpecs[*].template.spec.containers[*].ports[*].name', 'INVALID', '^must not begin or end with a hyphen$'),  # 941
+    ('pod-template/containers/port-names-unique', 'spec.xdlReplicaSpecs[*].template.spec.containers[*].ports[*].name', 'DUPLICATE', ''),  # 942
+    ('pod-template/containers/mounts', 'spec.xdlReplicaSpecs[*].template.spec.containers[*].volumeMounts[*].name', 'REQUIRED', '^$'),  # 943
+    ('pod-template/containers/mounts', 'spec.xdlReplicaSpecs[*].template.spec.containers[*].volumeMounts[*].mountPath', 'REQUIRED', '^$'),  # 944
+    ('pod-template/containers/mounted-volumes', 'spec.xdlReplicaSpecs[*].template.spec.containers[*].volumeMounts[*].name', 'NOT_FOUND', ''),  # 945
+    ('pod-template/containers/env', 'spec.xdlReplicaSpecs[*].template.spec.containers[*].env[*].name', 'REQUIRED', '^$'),  # 946
+    ('pod-template/containers/env', 'spec.xdlReplicaSpecs[*].template.spec.containers[*].env[*].name', 'INVALID', "^a valid environment variable name must consist only of printable ASCII characters other than '='$"),  # 947
+    ('pod-template/containers/quantities', 'spec.xdlReplicaSpecs[*].template.spec.containers[*].resources.limits[*]', 'INVALID', "^quantities\\ must\\ match\\ the\\ regular\\ expression\\ '\\^\\(\\[\\+\\-\\]\\?\\[0\\-9\\.\\]\\+\\)\\(\\[eEinumkKMGTP\\]\\*\\[\\-\\+\\]\\?\\[0\\-9\\]\\*\\)\\$'$"),  # 948
+    ('pod-template/containers/quantities', 'spec.xdlReplicaSpecs[*].template.spec.containers[*].resources.limits[*]', 'INVALID', '^must be greater than or equal to 0$'),  # 949
+    ('pod-template/containers/quantities', 'spec.xdlReplicaSpecs[*].template.spec.containers[*].resources.requests[*]', 'INVALID', "^quantities\\ must\\ match\\ the\\ regular\\ expression\\ '\\^\\(\\[\\+\\-\\]\\?\\[0\\-9\\.\\]\\+\\)\\(\\[eEinumkKMGTP\\]\\*\\[\\-\\+\\]\\?\\[0\\-9\\]\\*\\)\\$'$"),  # 950
+    ('pod-template/containers/quantities', 'spec.xdlReplicaSpecs[*].template.spec.containers[*].resources.requests[*]', 'INVALID', '^must be greater than or equal to 0$'),  # 951
+    ('pod-template/containers/whole-extended-resources', 'spec.xdlReplicaSpecs[*].template.spec.containers[*].resources.limits[*]', 'INVALID', '^must be an integer$'),  # 952
+    ('pod-template/containers/whole-extended-resources', 'spec.xdlReplicaSpecs[*].template.spec.containers[*].resources.requests[*]', 'INVALID', '^must be an integer$'),  # 953
+    ('pod-template/containers/extended-resource-limits', 'spec.xdlReplicaSpecs[*].template.spec.containers[*].resources.limits[*]', 'REQUIRED', 'Limit\\ must\\ be\\ set\\ for\\ non\\ overcommitable\\ resources$'),  # 954
+    ('pod-template/containers/requests-within-limits', 'spec.xdlReplicaSpecs[*].template.spec.containers[*].resources.requests[*]', 'INVALID', ' limit of '),  # 955
+    ('pod-template/initContainers/name', 'spec.xdlReplicaSpecs[*].template.spec.initContainers[*].name', 'REQUIRED', '^$'),  # 956
+    ('pod-template/initContainers/name', 'spec.xdlReplicaSpecs[*].template.spec.initContainers[*].name', 'INVALID', '^must be no more than 63 characters$'),  # 957
+    ('pod-template/initContainers/name', 'spec.xdlReplicaSpecs[*].template.spec.initContainers[*].name', 'INVALID', "^a lowercase RFC 1123 label must consist of lower case alphanumeric characters or '-', and must start and end with an alphanumeric character \\(e\\.g\\. 'my-name',  or '123-abc', regex used for validation is '\\[a-z0-9\\]\\(\\[-a-z0-9\\]\\*\\[a-z0-9\\]\\)\\?'\\)$"),  # 958
+    ('pod-template/initContainers/image', 'spec.xdlReplicaSpecs[*].template.spec.initContainers[*].image', 'REQUIRED', '^$'),  # 959
+    ('pod-template/initContainers/ports', 'spec.xdlReplicaSpecs[*].template.spec.initContainers[*].ports[*].containerPort', 'REQUIRED', '^$'),  # 960
+    ('pod-template/initContainers/ports', 'spec.xdlReplicaSpecs[*].template.spec.initContainers[*].ports[*].containerPort', 'INVALID', '^must be between 1 and 65535, inclusive$'),  # 961
+    ('pod-template/initContainers/ports', 'spec.xdlReplicaSpecs[*].template.spec.initContainers[*].ports[*].hostPort', 'INVALID', '^must be between 1 and 65535, inclusive$'),  # 962
+    ('pod-template/initContainers/ports', 'spec.xdlReplicaSpecs[*].template.spec.initContainers[*].ports[*].protocol', 'NOT_SUPPORTED', '^supported values: "TCP", "UDP", "SCTP"$'),  # 963
+    ('pod-template/initContainers/ports', 'spec.xdlReplicaSpecs[*].template.spec.initContainers[*].ports[*].name', 'INVALID', '^must be no more than 15 characters$'),  # 964
+    ('pod-template/initContainers/ports', 'spec.xdlReplicaSpecs[*].template.spec.initContainers[*].ports[*].name', 'INVALID', '^must contain only alpha-numeric characters \\(a-z, 0-9\\), and hyphens \\(-\\)$'),  # 965
+    ('pod-template/initContainers/ports', 'spec.xdlReplicaSpecs[*].template.spec.initContainers[*].ports[*].name', 'INVALID', '^must contain at least one letter \\(a-z\\)$'),  # 966
+    ('pod-template/initContainers/ports', 'spec.xdlReplicaSpecs[*].template.spec.initContainers[*].ports[*].name', 'INVALID', '^must not contain consecutive hyphens$'),  # 967
+    ('pod-template/initContainers/ports', 'spec.xdlReplicaSpecs[*].template.spec.initContainers[*].ports[*].name', 'INVALID', '^must not begin or end with a hyphen$'),  # 968
+    ('pod-template/initContainers/port-names-unique', 'spec.xdlReplicaSpecs[*].template.spec.initContainers[*].ports[*].name', 'DUPLICATE', ''),  # 969
+    ('pod-template/initContainers/mounts', 'spec.xdlReplicaSpecs[*].template.spec.initContainers[*].volumeMounts[*].name', 'REQUIRED', '^$'),  # 970
+    ('pod-template/initContainers/mounts', 'spec.xdlReplicaSpecs[*].template.spec.initContainers[*].volumeMounts[*].mountPath', 'REQUIRED', '^$'),  # 971
+    ('pod-template/initContainers/mounted-volumes', 'spec.xdlReplicaSpecs[*].template.spec.initContainers[*].volumeMounts[*].name', 'NOT_FOUND', ''),  # 972
+    ('pod-template/initContainers/env', 'spec.xdlReplicaSpecs[*].template.spec.initContainers[*].env[*].name', 'REQUIRED', '^$'),  # 973
+    ('pod-template/initContainers/env', 'spec.xdlReplicaSpecs[*].template.spec.initContainers[*].env[*].name', 'INVALID', "^a valid environment variable name must consist only of printable ASCII characters other than '='$"),  # 974
+    ('pod-template/initContainers/quantities', 'spec.xdlReplicaSpecs[*].template.spec.initContainers[*].resources.limits[*]', 'INVALID', "^quantities\\ must\\ match\\ the\\ regular\\ expression\\ '\\^\\(\\[\\+\\-\\]\\?\\[0\\-9\\.\\]\\+\\)\\(\\[eEinumkKMGTP\\]\\*\\[\\-\\+\\]\\?\\[0\\-9\\]\\*\\)\\$'$"),  # 975
+    ('pod-template/initContainers/quantities', 'spec.xdlReplicaSpecs[*].template.spec.initContainers[*].resources.limits[*]', 'INVALID', '^must be greater than or equal to 0$'),  # 976
+    ('pod-template/initContainers/quantities', 'spec.xdlReplicaSpecs[*].template.spec.initContainers[*].resources.requests[*]', 'INVALID', "^quantities\\ must\\ match\\ the\\ regular\\ expression\\ '\\^\\(\\[\\+\\-\\]\\?\\[0\\-9\\.\\]\\+\\)\\(\\[eEinumkKMGTP\\]\\*\\[\\-\\+\\]\\?\\[0\\-9\\]\\*\\)\\$'$"),  # 977
+    ('pod-template/initContainers/quantities', 'spec.xdlReplicaSpecs[*].template.spec.initContainers[*].resources.requests[*]', 'INVALID', '^must be greater than or equal to 0$'),  # 978
+    ('pod-template/initContainers/whole-extended-resources', 'spec.xdlReplicaSpecs[*].template.spec.initContainers[*].resources.limits[*]', 'INVALID', '^must be an integer$'),  # 979
+    ('pod-template/initContainers/whole-extended-resources', 'spec.xdlReplicaSpecs[*].template.spec.initContainers[*].resources.requests[*]', 'INVALID', '^must be an integer$'),  # 980
+    ('pod-template/initContainers/extended-resource-limits', 'spec.xdlReplicaSpecs[*].template.spec.initContainers[*].resources.limits[*]', 'REQUIRED', 'Limit\\ must\\ be\\ set\\ for\\ non\\ overcommitable\\ resources$'),  # 981
+    ('pod-template/initContainers/requests-within-limits', 'spec.xdlReplicaSpecs[*].template.spec.initContainers[*].resources.requests[*]', 'INVALID', ' limit of '),  # 982
+    ('pod-template/container-names-unique', 'spec.xdlReplicaSpecs[*].template.spec.containers[*].name', 'DUPLICATE', ''),  # 983
+    ('pod-template/container-names-unique', 'spec.xdlReplicaSpecs[*].template.spec.initContainers[*].name', 'DUPLICATE', ''),  # 984
+    ('pod-template/volumes', 'spec.xdlReplicaSpecs[*].template.spec.volumes[*].name', 'REQUIRED', '^$'),  # 985
+    ('pod-template/volumes', 'spec.xdlReplicaSpecs[*].template.spec.volumes[*].name', 'INVALID', '^must be no more than 63 characters$'),  # 986
+    ('pod-template/volumes', 'spec.xdlReplicaSpecs[*].template.spec.volumes[*].name', 'INVALID', "^a lowercase RFC 1123 label must consist of lower case alphanumeric characters or '-', and must start and end with an alphanumeric character \\(e\\.g\\. 'my-name',  or '123-abc', regex used for validation is '\\[a-z0-9\\]\\(\\[-a-z0-9\\]\\*\\[a-z0-9\\]\\)\\?'\\)$"),  # 987
+    ('pod-template/volume-names-unique', 'spec.xdlReplicaSpecs[*].template.spec.volumes[*].name', 'DUPLICATE', ''),  # 988
+    ('pod-template/restart-policy', 'spec.xdlReplicaSpecs[*].template.spec.restartPolicy', 'NOT_SUPPORTED', '^supported values: "Always", "OnFailure", "Never"$'),  # 989
+    ('pod-template/framework-container', 'spec.xdlReplicaSpecs[*].template.spec.containers', 'REQUIRED', '^must\\ have\\ at\\ least\\ one\\ container\\ with\\ name\\ xdl$'),  # 990
+    ('pod-template/containers', 'spec.xgbReplicaSpecs[*].template.spec.containers', 'REQUIRED', '^must\\ have\\ at\\ least\\ one\\ container$'),  # 991
+    ('pod-template/framework-container', 'spec.xgbReplicaSpecs[*].template.spec.containers', 'REQUIRED', '^must\\ have\\ at\\ least\\ one\\ container\\ with\\ name\\ xgboostjob$'),  # 992
+    ('roles/master', 'spec.xgbReplicaSpecs[Master]', 'REQUIRED', '^must be present$'),  # 993
+    ('roles/master', 'spec.xgbReplicaSpecs[Master].replicas', 'INVALID', '^must be 1$'),  # 994
 )
 
 KIND_PRODUCES: dict[tuple[str, str, str], tuple[int, ...]] = {
     ('batch.tensorstack.dev', 'v1beta1', 'GenericJob'): (0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 20, 21, 22, 23, 24, 25, 26, 27, 28, 29, 30, 31, 32, 33, 34, 35, 36, 37, 38, 39, 40, 41, 42, 43, 44, 45, 46, 47, 48, 49, 50, 51, 52, 53, 54, 55, 56, 57, 58, 59, 60, 61, 62, 63, 64, 65, 66, 67, 68, 69, 70, 71, 72, 73, 74, 75, 76, 77, 78, 79, 80, 81, 82, 83, 84, 85, 86, 87, 88, 89, 90, 91, 92, 93, 94, 95, 96, 97, 98, 99, 100, 101, 102, 103, 104, 105, 106),
     ('batch.volcano.sh', 'v1alpha1', 'Job'): (0, 107, 108, 109, 110, 111, 112, 113, 114, 115, 116, 117, 118, 119, 120, 121, 122, 123, 124, 125, 126, 127, 128, 129, 130, 131, 132, 133, 134, 135, 136, 137, 138, 139, 140, 141, 142, 143, 144, 145, 146, 147, 148, 149, 150, 151, 152, 153, 154, 155, 156, 157, 158, 159, 160, 161, 162, 163, 164, 165, 166, 167, 168, 169, 170, 171, 172, 173, 174, 175, 176, 177, 178, 179, 180, 181, 182, 183, 184, 185, 186, 187, 188, 189, 190, 191, 192, 193, 194, 195, 196, 197, 198, 199, 200, 201, 202, 203, 204, 205, 206, 207, 208, 209, 210, 211, 212, 213, 214, 215, 216, 217, 218, 219, 220, 221, 222, 223, 224, 225, 226, 227, 228, 229, 230, 231, 232, 233, 234, 235, 236, 237, 238, 239, 240, 241, 242, 243, 244, 245, 246, 247, 248, 249, 250, 251, 252, 253, 254, 255, 256, 257, 258, 259, 98, 99, 100, 101, 102, 103, 104, 105, 106),
     ('diengine.opendilab.org', 'v2alpha1', 'DIJob'): (0, 1, 2, 3, 4, 260, 261, 262, 263, 264, 265, 266, 267, 268, 269, 215, 242, 196, 197, 198, 199, 200, 201, 202, 203, 204, 205, 206, 207, 208, 209, 210, 211, 212, 213, 214, 216, 217, 218, 219, 220, 221, 222, 223, 224, 225, 226, 227, 228, 229, 230, 231, 232, 233, 234, 235, 236, 237, 238, 239, 240, 241, 243, 244, 245, 246, 247, 248, 249, 250, 251, 252, 253, 254, 255, 256, 257, 258, 259, 98, 99, 100, 101, 102, 103, 104, 105, 106),
-    ('jobset.x-k8s.io', 'v1alpha2', 'JobSet'): (270, 271, 272, 273, 274, 275, 276, 277, 278, 279, 280, 281, 282, 283, 284, 285, 286, 287, 288, 289, 290, 291, 292, 293, 294, 295, 296, 297, 298, 299, 300, 301, 302, 303, 304, 305, 306, 307, 308, 309, 310, 311, 312, 313, 314, 315, 316, 317, 318, 319, 320, 321, 322, 323, 324, 325, 326, 327, 328, 329, 330, 331, 332, 333, 334, 335, 336, 337, 338, 339, 340, 341, 342, 343, 344, 345, 346, 347, 348, 349, 350, 351, 352, 353, 354, 355, 356, 357, 358, 359, 360, 361, 362, 363, 364, 365, 366, 367, 368, 369, 370, 98, 99, 100, 101, 102, 103, 104, 105, 106),
-    ('kubeflow.org', 'v1', 'JAXJob'): (371, 372, 373, 374, 375, 0, 1, 2, 376, 377, 378, 379, 3, 4, 380, 381, 382, 383, 384, 385, 386, 387, 388, 389, 390, 391, 392, 393, 394, 395, 396, 397, 398, 399, 400, 401, 402, 403, 404, 405, 406, 407, 408, 409, 410, 411, 412, 413, 414, 415, 416, 417, 418, 419, 420, 421, 422, 423, 424, 425, 426, 427, 428, 429, 430, 431, 432, 433, 434, 435, 436, 437, 438, 439, 440, 441, 442, 443, 444, 98, 99, 100, 101, 102, 103, 104, 105, 106),
-    ('kubeflow.org', 'v1', 'MPIJob'): (371, 372, 373, 374, 445, 446, 447, 0, 1, 2, 448, 378, 379, 3, 4, 449, 450, 451, 452, 453, 454, 455, 456, 457, 458, 459, 460, 461, 462, 463, 464, 465, 466, 467, 468, 469, 470, 471, 472, 473, 474, 475, 476, 477, 478, 479, 480, 481, 482, 483, 484, 485, 486, 487, 488, 489, 490, 491, 492, 493, 494, 495, 496, 497, 498, 499, 500, 501, 502, 503, 504, 505, 506, 507, 508, 509, 510, 511, 512, 98, 99, 100, 101, 102, 103, 104, 105, 106),
-    ('kubeflow.org', 'v1', 'PaddleJob'): (371, 372, 373, 374, 513, 514, 0, 1, 2, 515, 516, 378, 379, 3, 4, 517, 518, 519, 520, 521, 522, 523, 524, 525, 526, 527, 528, 529, 530, 531, 532, 533, 534, 535, 536, 537, 538, 539, 540, 541, 542, 543, 544, 545, 546, 547, 548, 549, 550, 551, 552, 553, 554, 555, 556, 557, 558, 559, 560, 561, 562, 563, 564, 565, 566, 567, 568, 569, 570, 571, 572, 573, 574, 575, 576, 577, 578, 579, 580, 581, 98, 99, 100, 101, 102, 103, 104, 105, 106),
-    ('kubeflow.org', 'v1', 'PyTorchJob'): (371, 372, 373, 374, 582, 583, 584, 585, 586, 0, 1, 2, 587, 588, 378, 379, 3, 4, 589, 590, 591, 592, 593, 594, 595, 596, 597, 598, 599, 600, 601, 602, 603, 604, 605, 606, 607, 608, 609, 610, 611, 612, 613, 614, 615, 616, 617, 618, 619, 620, 621, 622, 623, 624, 625, 626, 627, 628, 629, 630, 631, 632, 633, 634, 635, 636, 637, 638, 639, 640, 641, 642, 643, 644, 645, 646, 647, 648, 649, 650, 651, 652, 653, 98, 99, 100, 101, 102, 103, 104, 105, 106),
-    ('kubeflow.org', 'v1', 'TFJob'): (371, 372, 373, 374, 654, 655, 0, 1, 2, 656, 657, 378, 379, 3, 4, 658, 659, 660, 661, 662, 663, 664, 665, 666, 667, 668, 669, 670, 671, 672, 673, 674, 675, 676, 677, 678, 679, 680, 681, 682, 683, 684, 685, 686, 687, 688, 689, 690, 691, 692, 693, 694, 695, 696, 697, 698, 699, 700, 701, 702, 703, 704, 705, 706, 707, 708, 709, 710, 711, 712, 713, 714, 715, 716, 717, 718, 719, 720, 721, 722, 98, 99, 100, 101, 102, 103, 104, 105, 106),
-    ('kubeflow.org', 'v1', 'XGBoostJob'): (371, 372, 373, 374, 723, 724, 725, 0, 1, 2, 726, 727, 378, 379, 3, 4, 728, 729, 730, 731, 732, 733, 734, 735, 736, 737, 738, 739, 740, 741, 742, 743, 744, 745, 746, 747, 748, 749, 750, 751, 752, 753, 754, 755, 756, 757, 758, 759, 760, 761, 762, 763, 764, 765, 766, 767, 768, 769, 770, 771, 772, 773, 774, 775, 776, 777, 778, 779, 780, 781, 782, 783, 784, 785, 786, 787, 788, 789, 790, 791, 792, 98, 99, 100, 101, 102, 103, 104, 105, 106),
-    ('mxnet.mlkube.io', 'v1beta1', 'MxJob'): (0, 1, 2, 3, 4, 793, 794, 795, 796, 797, 798, 34, 35, 36, 37, 38, 39, 40, 41, 42, 43, 44, 45, 46, 47, 48, 49, 50, 51, 52, 53, 54, 55, 56, 57, 58, 59, 60, 61, 62, 63, 64, 65, 66, 67, 68, 69, 70, 71, 72, 73, 74, 75, 76, 77, 78, 79, 80, 81, 82, 83, 84, 85, 86, 87, 88, 89, 90, 91, 92, 93, 94, 95, 96, 97, 98, 99, 100, 101, 102, 103, 104, 105, 106),
-    ('trainer.kubeflow.org', 'v1alpha1', 'ClusterTrainingRuntime'): (799, 800, 801, 802, 803, 804, 805, 806, 807, 808, 809, 810, 811, 98, 99, 100, 101, 102, 103, 104, 105, 106),
-    ('trainer.kubeflow.org', 'v1alpha1', 'TrainJob'): (799, 800, 801, 812, 813, 814, 815, 816, 817, 818, 819, 820, 821, 822, 823, 824, 825, 826, 827, 828, 829, 830, 831, 832, 833, 834, 835, 836, 837, 838, 839, 840, 98, 99, 100, 101, 102, 103, 104, 105, 106),
-    ('trainer.kubeflow.org', 'v1alpha1', 'TrainingRuntime'): (799, 800, 801, 802, 803, 804, 805, 806, 807, 808, 809, 810, 811, 98, 99, 100, 101, 102, 103, 104, 105, 106),
-    ('training.kubedl.io', 'v1alpha1', 'MPIJob'): (0, 1, 2, 448, 841, 842, 843, 379, 3, 4, 449, 844, 451, 452, 453, 454, 455, 456, 457, 458, 459, 460, 461, 462, 463, 464, 465, 466, 467, 468, 469, 470, 471, 472, 473, 474, 475, 476, 477, 478, 479, 480, 481, 482, 483, 484, 485, 486, 487, 488, 489, 490, 491, 492, 493, 494, 495, 496, 497, 498, 499, 500, 501, 502, 503, 504, 505, 506, 507, 508, 509, 510, 511, 512, 845, 846, 98, 99, 100, 101, 102, 103, 104, 105, 106),
-    ('training.kubedl.io', 'v1alpha1', 'MarsJob'): (0, 1, 2, 847, 848, 842, 379, 3, 4, 849, 850, 851, 852, 853, 854, 855, 856, 857, 858, 859, 860, 861, 862, 863, 864, 865, 866, 867, 868, 869, 870, 871, 872, 873, 874, 875, 876, 877, 878, 879, 880, 881, 882, 883, 884, 885, 886, 887, 888, 889, 890, 891, 892, 893, 894, 895, 896, 897, 898, 899, 900, 901, 902, 903, 904, 905, 906, 907, 908, 909, 910, 911, 912, 913, 98, 99, 100, 101, 102, 103, 104, 105, 106),
-    ('training.kubedl.io', 'v1alpha1', 'PyTorchJob'): (0, 1, 2, 587, 588, 842, 379, 3, 4, 589, 914, 591, 592, 593, 594, 595, 596, 597, 598, 599, 600, 601, 602, 603, 604, 605, 606, 607, 608, 609, 610, 611, 612, 613, 614, 615, 616, 617, 618, 619, 620, 621, 622, 623, 624, 625, 626, 627, 628, 629, 630, 631, 632, 633, 634, 635, 636, 637, 638, 639, 640, 641, 642, 643, 644, 645, 646, 647, 648, 649, 650, 651, 652, 653, 915, 916, 98, 99, 100, 101, 102, 103, 104, 105, 106),
-    ('training.kubedl.io', 'v1alpha1', 'TFJob'): (0, 1, 2, 656, 657, 842, 379, 3, 4, 658, 917, 660, 661, 662, 663, 664, 665, 666, 667, 668, 669, 670, 671, 672, 673, 674, 675, 676, 677, 678, 679, 680, 681, 682, 683, 684, 685, 686, 687, 688, 689, 690, 691, 692, 693, 694, 695, 696, 697, 698, 699, 700, 701, 702, 703, 704, 705, 706, 707, 708, 709, 710, 711, 712, 713, 714, 715, 716, 717, 718, 719, 720, 721, 722, 918, 919, 920, 98, 99, 100, 101, 102, 103, 104, 105, 106),
-    ('training.kubedl.io', 'v1alpha1', 'XDLJob'): (0, 1, 2, 921, 922, 842, 379, 3, 4, 923, 924, 925, 926, 927, 928, 929, 930, 931, 932, 933, 934, 935, 936, 937, 938, 939, 940, 941, 942, 943, 944, 945, 946, 947, 948, 949, 950, 951, 952, 953, 954, 955, 956, 957, 958, 959, 960, 961, 962, 963, 964, 965, 966, 967, 968, 969, 970, 971, 972, 973, 974, 975, 976, 977, 978, 979, 980, 981, 982, 983, 984, 985, 986, 987, 98, 99, 100, 101, 102, 103, 104, 105, 106),
-    ('training.kubedl.io', 'v1alpha1', 'XGBoostJob'): (0, 1, 2, 726, 727, 842, 379, 3, 4, 728, 988, 730, 731, 732, 733, 734, 735, 736, 737, 738, 739, 740, 741, 742, 743, 744, 745, 746, 747, 748, 749, 750, 751, 752, 753, 754, 755, 756, 757, 758, 759, 760, 761, 762, 763, 764, 765, 766, 767, 768, 769, 770, 771, 772, 773, 774, 775, 776, 777, 778, 779, 780, 781, 782, 783, 784, 785, 786, 787, 788, 789, 790, 791, 989, 990, 991, 98, 99, 100, 101, 102, 103, 104, 105, 106),
+    ('jobset.x-k8s.io', 'v1alpha2', 'JobSet'): (270, 271, 272, 273, 274, 275, 276, 277, 278, 279, 280, 281, 282, 283, 284, 285, 286, 287, 288, 289, 290, 291, 292, 293, 294, 295, 296, 297, 298, 299, 300, 301, 302, 303, 304, 305, 306, 307, 308, 309, 310, 311, 312, 313, 314, 315, 316, 317, 318, 319, 320, 321, 322, 323, 324, 325, 326, 327, 328, 329, 330, 331, 332, 333, 334, 335, 336, 337, 338, 339, 340, 341, 342, 343, 344, 345, 346, 347, 348, 349, 350, 351, 352, 353, 354, 355, 356, 357, 358, 359, 360, 361, 362, 363, 364, 365, 366, 367, 368, 369, 370, 371, 372, 373, 98, 99, 100, 101, 102, 103, 104, 105, 106),
+    ('kubeflow.org', 'v1', 'JAXJob'): (374, 375, 376, 377, 378, 0, 1, 2, 379, 380, 381, 382, 3, 4, 383, 384, 385, 386, 387, 388, 389, 390, 391, 392, 393, 394, 395, 396, 397, 398, 399, 400, 401, 402, 403, 404, 405, 406, 407, 408, 409, 410, 411, 412, 413, 414, 415, 416, 417, 418, 419, 420, 421, 422, 423, 424, 425, 426, 427, 428, 429, 430, 431, 432, 433, 434, 435, 436, 437, 438, 439, 440, 441, 442, 443, 444, 445, 446, 447, 98, 99, 100, 101, 102, 103, 104, 105, 106),
+    ('kubeflow.org', 'v1', 'MPIJob'): (374, 375, 376, 377, 448, 449, 450, 0, 1, 2, 451, 381, 382, 3, 4, 452, 453, 454, 455, 456, 457, 458, 459, 460, 461, 462, 463, 464, 465, 466, 467, 468, 469, 470, 471, 472, 473, 474, 475, 476, 477, 478, 479, 480, 481, 482, 483, 484, 485, 486, 487, 488, 489, 490, 491, 492, 493, 494, 495, 496, 497, 498, 499, 500, 501, 502, 503, 504, 505, 506, 507, 508, 509, 510, 511, 512, 513, 514, 515, 98, 99, 100, 101, 102, 103, 104, 105, 106),
+    ('kubeflow.org', 'v1', 'PaddleJob'): (374, 375, 376, 377, 516, 517, 0, 1, 2, 518, 519, 381, 382, 3, 4, 520, 521, 522, 523, 524, 525, 526, 527, 528, 529, 530, 531, 532, 533, 534, 535, 536, 537, 538, 539, 540, 541, 542, 543, 544, 545, 546, 547, 548, 549, 550, 551, 552, 553, 554, 555, 556, 557, 558, 559, 560, 561, 562, 563, 564, 565, 566, 567, 568, 569, 570, 571, 572, 573, 574, 575, 576, 577, 578, 579, 580, 581, 582, 583, 584, 98, 99, 100, 101, 102, 103, 104, 105, 106),
+    ('kubeflow.org', 'v1', 'PyTorchJob'): (374, 375, 376, 377, 585, 586, 587, 588, 589, 0, 1, 2, 590, 591, 381, 382, 3, 4, 592, 593, 594, 595, 596, 597, 598, 599, 600, 601, 602, 603, 604, 605, 606, 607, 608, 609, 610, 611, 612, 613, 614, 615, 616, 617, 618, 619, 620, 621, 622, 623, 624, 625, 626, 627, 628, 629, 630, 631, 632, 633, 634, 635, 636, 637, 638, 639, 640, 641, 642, 643, 644, 645, 646, 647, 648, 649, 650, 651, 652, 653, 654, 655, 656, 98, 99, 100, 101, 102, 103, 104, 105, 106),
+    ('kubeflow.org', 'v1', 'TFJob'): (374, 375, 376, 377, 657, 658, 0, 1, 2, 659, 660, 381, 382, 3, 4, 661, 662, 663, 664, 665, 666, 667, 668, 669, 670, 671, 672, 673, 674, 675, 676, 677, 678, 679, 680, 681, 682, 683, 684, 685, 686, 687, 688, 689, 690, 691, 692, 693, 694, 695, 696, 697, 698, 699, 700, 701, 702, 703, 704, 705, 706, 707, 708, 709, 710, 711, 712, 713, 714, 715, 716, 717, 718, 719, 720, 721, 722, 723, 724, 725, 98, 99, 100, 101, 102, 103, 104, 105, 106),
+    ('kubeflow.org', 'v1', 'XGBoostJob'): (374, 375, 376, 377, 726, 727, 728, 0, 1, 2, 729, 730, 381, 382, 3, 4, 731, 732, 733, 734, 735, 736, 737, 738, 739, 740, 741, 742, 743, 744, 745, 746, 747, 748, 749, 750, 751, 752, 753, 754, 755, 756, 757, 758, 759, 760, 761, 762, 763, 764, 765, 766, 767, 768, 769, 770, 771, 772, 773, 774, 775, 776, 777, 778, 779, 780, 781, 782, 783, 784, 785, 786, 787, 788, 789, 790, 791, 792, 793, 794, 795, 98, 99, 100, 101, 102, 103, 104, 105, 106),
+    ('mxnet.mlkube.io', 'v1beta1', 'MxJob'): (0, 1, 2, 3, 4, 796, 797, 798, 799, 800, 801, 34, 35, 36, 37, 38, 39, 40, 41, 42, 43, 44, 45, 46, 47, 48, 49, 50, 51, 52, 53, 54, 55, 56, 57, 58, 59, 60, 61, 62, 63, 64, 65, 66, 67, 68, 69, 70, 71, 72, 73, 74, 75, 76, 77, 78, 79, 80, 81, 82, 83, 84, 85, 86, 87, 88, 89, 90, 91, 92, 93, 94, 95, 96, 97, 98, 99, 100, 101, 102, 103, 104, 105, 106),
+    ('trainer.kubeflow.org', 'v1alpha1', 'ClusterTrainingRuntime'): (802, 803, 804, 805, 806, 807, 808, 809, 810, 811, 812, 813, 814, 98, 99, 100, 101, 102, 103, 104, 105, 106),
+    ('trainer.kubeflow.org', 'v1alpha1', 'TrainJob'): (802, 803, 804, 815, 816, 817, 818, 819, 820, 821, 822, 823, 824, 825, 826, 827, 828, 829, 830, 831, 832, 833, 834, 835, 836, 837, 838, 839, 840, 841, 842, 843, 98, 99, 100, 101, 102, 103, 104, 105, 106),
+    ('trainer.kubeflow.org', 'v1alpha1', 'TrainingRuntime'): (802, 803, 804, 805, 806, 807, 808, 809, 810, 811, 812, 813, 814, 98, 99, 100, 101, 102, 103, 104, 105, 106),
+    ('training.kubedl.io', 'v1alpha1', 'MPIJob'): (0, 1, 2, 451, 844, 845, 846, 382, 3, 4, 452, 847, 454, 455, 456, 457, 458, 459, 460, 461, 462, 463, 464, 465, 466, 467, 468, 469, 470, 471, 472, 473, 474, 475, 476, 477, 478, 479, 480, 481, 482, 483, 484, 485, 486, 487, 488, 489, 490, 491, 492, 493, 494, 495, 496, 497, 498, 499, 500, 501, 502, 503, 504, 505, 506, 507, 508, 509, 510, 511, 512, 513, 514, 515, 848, 849, 98, 99, 100, 101, 102, 103, 104, 105, 106),
+    ('training.kubedl.io', 'v1alpha1', 'MarsJob'): (0, 1, 2, 850, 851, 845, 382, 3, 4, 852, 853, 854, 855, 856, 857, 858, 859, 860, 861, 862, 863, 864, 865, 866, 867, 868, 869, 870, 871, 872, 873, 874, 875, 876, 877, 878, 879, 880, 881, 882, 883, 884, 885, 886, 887, 888, 889, 890, 891, 892, 893, 894, 895, 896, 897, 898, 899, 900, 901, 902, 903, 904, 905, 906, 907, 908, 909, 910, 911, 912, 913, 914, 915, 916, 98, 99, 100, 101, 102, 103, 104, 105, 106),
+    ('training.kubedl.io', 'v1alpha1', 'PyTorchJob'): (0, 1, 2, 590, 591, 845, 382, 3, 4, 592, 917, 594, 595, 596, 597, 598, 599, 600, 601, 602, 603, 604, 605, 606, 607, 608, 609, 610, 611, 612, 613, 614, 615, 616, 617, 618, 619, 620, 621, 622, 623, 624, 625, 626, 627, 628, 629, 630, 631, 632, 633, 634, 635, 636, 637, 638, 639, 640, 641, 642, 643, 644, 645, 646, 647, 648, 649, 650, 651, 652, 653, 654, 655, 656, 918, 919, 98, 99, 100, 101, 102, 103, 104, 105, 106),
+    ('training.kubedl.io', 'v1alpha1', 'TFJob'): (0, 1, 2, 659, 660, 845, 382, 3, 4, 661, 920, 663, 664, 665, 666, 667, 668, 669, 670, 671, 672, 673, 674, 675, 676, 677, 678, 679, 680, 681, 682, 683, 684, 685, 686, 687, 688, 689, 690, 691, 692, 693, 694, 695, 696, 697, 698, 699, 700, 701, 702, 703, 704, 705, 706, 707, 708, 709, 710, 711, 712, 713, 714, 715, 716, 717, 718, 719, 720, 721, 722, 723, 724, 725, 921, 922, 923, 98, 99, 100, 101, 102, 103, 104, 105, 106),
+    ('training.kubedl.io', 'v1alpha1', 'XDLJob'): (0, 1, 2, 924, 925, 845, 382, 3, 4, 926, 927, 928, 929, 930, 931, 932, 933, 934, 935, 936, 937, 938, 939, 940, 941, 942, 943, 944, 945, 946, 947, 948, 949, 950, 951, 952, 953, 954, 955, 956, 957, 958, 959, 960, 961, 962, 963, 964, 965, 966, 967, 968, 969, 970, 971, 972, 973, 974, 975, 976, 977, 978, 979, 980, 981, 982, 983, 984, 985, 986, 987, 988, 989, 990, 98, 99, 100, 101, 102, 103, 104, 105, 106),
+    ('training.kubedl.io', 'v1alpha1', 'XGBoostJob'): (0, 1, 2, 729, 730, 845, 382, 3, 4, 731, 991, 733, 734, 735, 736, 737, 738, 739, 740, 741, 742, 743, 744, 745, 746, 747, 748, 749, 750, 751, 752, 753, 754, 755, 756, 757, 758, 759, 760, 761, 762, 763, 764, 765, 766, 767, 768, 769, 770, 771, 772, 773, 774, 775, 776, 777, 778, 779, 780, 781, 782, 783, 784, 785, 786, 787, 788, 789, 790, 791, 792, 793, 794, 992, 993, 994, 98, 99, 100, 101, 102, 103, 104, 105, 106),
 }

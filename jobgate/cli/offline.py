@@ -219,6 +219,11 @@ def _cluster_views(args: argparse.Namespace | QuickArguments) -> tuple[ClusterVi
 
         # Given a cluster's export, a runtime missing from it is missing from the cluster (the hint says how to add it).
         views.runtimes = RuntimeSnapshot(routed.runtimes, views.default_namespace, OFFLINE_HINT)
+    if routed is not None and routed.claims:
+        from jobgate.families.jobset.rules.claims import ClaimSnapshot
+
+        # Given PVCs, one missing from them does not exist; given none, the check is not run (warned).
+        views.claims = ClaimSnapshot(routed.claims, views.default_namespace)
     if policy_paths or namespaces_path or (routed is not None and (routed.policies or routed.namespaces)):
         exceptions: list[dict[str, Any]] = []  # TrainingJobPolicyExceptions among the policies' objects
         views.policies = _load_policies(policy_paths or [], namespaces_path, routed, exceptions)

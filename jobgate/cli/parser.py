@@ -64,7 +64,8 @@ def _add_cluster_flags(parser: argparse.ArgumentParser, default: object = None) 
         default=default,
         help="exported cluster objects, routed by apiVersion and kind (Namespaces, the policies, Volcano "
         "Queues, Kueue LocalQueues, ClusterQueues, ResourceFlavors and Cohorts, resource.k8s.io/v1 "
-        "ResourceClaimTemplates, ResourceClaims, DeviceClasses; other kinds are ignored): one `kubectl get "
+        "ResourceClaimTemplates, ResourceClaims, DeviceClasses, Trainer's runtimes, PersistentVolumeClaims "
+        "for JobSet's existing-PVC check; other kinds are ignored): one `kubectl get "
         "namespaces,queues,localqueues,clusterqueues,resourceflavors,cohorts,resourceclaimtemplates,resourceclaims,"
         "deviceclasses,clustertrainingjobpolicies,trainingjobpolicies -A -o yaml` is all a check needs; may be "
         "given again",

@@ -43,6 +43,7 @@ def _webhook(args: argparse.Namespace) -> int:
     runtimes = _trainer_runtimes(args.kubeconfig, in_cluster(), server.state.views)
     if runtimes is not None:
         server.state.caches_synced = lambda: policies.ready() and runtimes.synced()
+    _jobset_claims(args.kubeconfig, in_cluster(), server.state.views)
     server.state.unready_while_draining = "readiness" not in args.drain_omit
     server.state.close_while_draining = "connection-close" not in args.drain_omit
     return run(server, args.event_loop)
@@ -64,6 +65,24 @@ def _trainer_runtimes(kubeconfig: str | None, in_cluster: bool, views: Any) -> A
         except Exception:  # an unreachable cluster must not stop admission: TrainJobs are refused as unknown
             kube = None
     return start_runtime_cache(kube, views)
+
+
+def _jobset_claims(kubeconfig: str | None, in_cluster: bool, views: Any) -> None:
+    """The PVC reads of JobSet's check of existing PVCs (webhook/jobset_claims.py), when JobSet is served."""
+    from jobgate.engine.registry import known_families, served_kinds
+
+    if "jobset" not in known_families() or not any(k.family == "jobset" for k in served_kinds()):
+        return
+    from jobgate.kube.client import Kube
+    from jobgate.webhook.jobset_claims import start_claim_reader
+
+    kube = None
+    if kubeconfig is not None or in_cluster:
+        try:
+            kube = Kube(kubeconfig)
+        except Exception:  # an unreachable cluster must not stop admission: PVCs are then not checked
+            kube = None
+    start_claim_reader(kube, views)
 
 
 def _serve_families(args: argparse.Namespace) -> bool:

@@ -32,6 +32,7 @@ class ReviewContext:
     """
 
     __slots__ = (
+        "claims",
         "devices",
         "dry_run",
         "exceptions",
@@ -66,6 +67,7 @@ class ReviewContext:
         exceptions: Any = None,
         feature_gates: frozenset[str] = frozenset(),
         runtimes: Any = None,
+        claims: Any = None,
     ) -> None:
         self.operation = operation
         self.namespace = namespace
@@ -97,6 +99,9 @@ class ReviewContext:
         # Kubeflow Trainer's runtimes a TrainJob is judged against (jobgate.families.trainer.views.RuntimeView);
         # None: no view (offline without --cluster-objects), so a TrainJob is refused with how to give one.
         self.runtimes = runtimes
+        # The cluster's PersistentVolumeClaims, read by name (jobgate.families.jobset.rules.claims.ClaimView)
+        # for JobSet's check of existing PVCs; None: no view, the check is not run (with a warning).
+        self.claims = claims
         self.skipped: set[str] = set()
 
     def __repr__(self) -> str:
@@ -133,4 +138,5 @@ def context_for(
         exceptions=views.exceptions,
         feature_gates=views.feature_gates,
         runtimes=views.runtimes,
+        claims=views.claims,
     )

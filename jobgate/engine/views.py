@@ -164,6 +164,7 @@ class ClusterViews:
     """
 
     __slots__ = (
+        "claims",
         "default_namespace",
         "devices",
         "exceptions",
@@ -191,6 +192,8 @@ class ClusterViews:
         self.exceptions: Any = None
         # Kubeflow Trainer's runtimes (jobgate.families.trainer.views.RuntimeView) TrainJobs are judged against.
         self.runtimes: Any = None
+        # PersistentVolumeClaims JobSet's check of existing PVCs reads (jobgate.families.jobset.rules.claims).
+        self.claims: Any = None
         # The namespace of a job that names none (offline: kubectl's, ``--namespace``).
         self.default_namespace = default_namespace
         # The enabled feature gates of the peers' webhooks (``--jobset-feature-gates``).

@@ -314,7 +314,7 @@ WEBHOOK_ACCOUNT = "jobgate-webhook"  # manifests/base/rbac.yaml
 def webhook_queue_reader() -> list[dict[str, Any]]:
     """The webhook's reads of the API for its rules: the watch behind Volcano's queue check and the
     watches of Kubeflow Trainer's runtimes (no call per review, but a runtime's miss and a TrainJob's
-    JobSet on a suspended job's patch change).
+    JobSet on a suspended job's patch change), and the GET of an existing PVC for a JobSet's claim template.
 
     Harmless where Volcano or Trainer is absent: the webhook then finds no CRD and leaves the check off.
     """
@@ -341,6 +341,9 @@ def webhook_queue_reader() -> list[dict[str, Any]]:
                     "resources": ["priorityclasses"],
                     "verbs": ["get", "list", "watch"],
                 },
+                # The PVC <template>-<jobset> of a JobSet's claim template (JobSet's check of existing PVCs):
+                # read by name for a JobSet with claim templates, never listed or watched.
+                {"apiGroups": [""], "resources": ["persistentvolumeclaims"], "verbs": ["get"]},
             ],
         },
         {

@@ -32,6 +32,8 @@ Order: the apiserver applies JobSet's CRD defaults and runs every mutating webho
 JobSet's defaults, on CREATE) before any validating webhook; jobgate's /validate and JobSet's run in
 parallel and agree (docs/families.md, JobSet). Rules behind JobSet's feature gates follow the webhook's
 --jobset-feature-gates (add it to the Deployment's args as JobSet's controller has --feature-gates).
+For a JobSet with claim templates the webhook reads each PVC <template>-<jobset> by name, as JobSet's
+does (RBAC get persistentvolumeclaims in base/webhook/queue-reader.yaml; no PVC is listed or watched).
 Certificates as in the self-signed overlay.""",
 }
 

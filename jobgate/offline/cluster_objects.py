@@ -2,7 +2,8 @@
 each check reads: Namespaces (their labels, for the policies' ``namespaceSelector``), the platform
 policies, Volcano Queues, Kueue's queues (LocalQueues, ClusterQueues, ResourceFlavors, Cohorts, for
 ``require.fitsQueue``), the DRA objects GPU counting reads, and Kubeflow Trainer's TrainingRuntimes and
-ClusterTrainingRuntimes, which a TrainJob is judged against.
+ClusterTrainingRuntimes, which a TrainJob is judged against, and PersistentVolumeClaims (JobSet's check
+of existing PVCs).
 
 One ``kubectl get namespaces,queues,resourceclaimtemplates,resourceclaims,deviceclasses,
 clustertrainingjobpolicies,trainingjobpolicies -A -o yaml`` is all an offline check needs: a
@@ -102,7 +103,17 @@ def namespace_labels_of(obj: dict[str, Any]) -> tuple[str, dict[str, str]] | Non
 class Routed:
     """The cluster objects of a run, by what reads them."""
 
-    __slots__ = ("devices", "ignored", "kueue", "namespaces", "policies", "queues", "runtimes", "unread_devices")
+    __slots__ = (
+        "claims",
+        "devices",
+        "ignored",
+        "kueue",
+        "namespaces",
+        "policies",
+        "queues",
+        "runtimes",
+        "unread_devices",
+    )
 
     def __init__(self) -> None:
         self.namespaces: dict[str, dict[str, str]] = {}  # name -> labels
@@ -111,6 +122,7 @@ class Routed:
         self.devices: list[dict[str, Any]] = []  # resource.k8s.io claim templates, claims, device classes
         self.kueue: list[dict[str, Any]] = []  # LocalQueues, ClusterQueues, ResourceFlavors, Cohorts (fitsQueue)
         self.runtimes: list[dict[str, Any]] = []  # Kubeflow Trainer's (Cluster)TrainingRuntimes, for TrainJobs
+        self.claims: list[dict[str, Any]] = []  # PersistentVolumeClaims, for JobSet's check of existing PVCs
         # "apiVersion kind" -> count, of the objects no check reads.
         self.ignored: dict[str, int] = {}
         # "apiVersion kind" -> count, of DRA objects of a version other than the one read.
@@ -143,6 +155,9 @@ class Routed:
             # A JobSet: a TrainJob's child, whose active jobs freeze its patches; a PriorityClass: named by
             # a Volcano runtime's pods.
             self.runtimes.append(obj)
+            return
+        elif kind == "PersistentVolumeClaim" and obj.get("apiVersion") == "v1":
+            self.claims.append(obj)
             return
         elif group == DRA_GROUP and kind in DRA_KINDS:
             if version in DRA_VERSIONS:

@@ -363,6 +363,7 @@ def _unreadable(text: str, source: str, exc: SourceError, skip_non_objects: bool
 
 
 TRAINER_GROUP = "trainer.kubeflow.org/"
+JOBSET_GROUP = "jobset.x-k8s.io/"
 
 
 def check_text(
@@ -383,6 +384,10 @@ def check_text(
         from jobgate.offline.trainer_runtimes import with_runtimes_beside
 
         views = with_runtimes_beside(text, source, views)
+    if "PersistentVolumeClaim" in text and JOBSET_GROUP in text:
+        from jobgate.offline.jobset_claims import with_claims_beside
+
+        views = with_claims_beside(text, source, views)
     try:
         for document in iter_documents(text, source):
             if document.data is None:

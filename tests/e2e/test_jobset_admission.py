@@ -71,7 +71,8 @@ def jobset_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Setup]:
         wait_established(cluster)
 
     work = tmp_path_factory.mktemp("jobset")
-    with admission_only_cluster(work, OVERLAY, install, "--families=jobset") as (cluster, webhook):
+    # The plane's kubeconfig: the webhook reads a JobSet's existing PVCs from the API.
+    with admission_only_cluster(work, OVERLAY, install, "--families=jobset", kubeconfig=True) as (cluster, webhook):
         cluster.kubectl("create", "namespace", NAMESPACE, check=True)
         setup = Setup(cluster, webhook.log)
         wait_for_webhook(setup)
@@ -170,6 +171,63 @@ def test_jobsets_webhook_rules_refuse_as_jobset_does(jobset_cluster: Setup):
         "invalid replicatedJob name 'driver' in failure policy does not appear in .spec.ReplicatedJobs",
     ):
         assert line in result.stderr
+
+
+def with_claim(name: str, claim_spec: dict, when_deleted: str) -> dict:
+    """A JobSet whose replicated job mounts the volume claim template ``data`` (its PVC: data-<name>)."""
+    job = replicated("workers")
+    job["template"]["spec"]["template"]["spec"]["containers"][0]["volumeMounts"] = [
+        {"name": "data", "mountPath": "/data"}
+    ]
+    policy = {
+        "templates": [{"metadata": {"name": "data"}, "spec": claim_spec}],
+        "retentionPolicy": {"whenDeleted": when_deleted},
+    }
+    return jobset(name, job, volumeClaimPolicies=[policy])
+
+
+def test_an_existing_pvc_is_checked_as_jobset_checks_it(jobset_cluster: Setup):
+    """J18: a stored PVC <template>-<jobset> must have the template's spec and be retained. The stored
+    PVC carries the apiserver's default volumeMode, so the template names it to match."""
+    claim_spec = {
+        "accessModes": ["ReadWriteOnce"],
+        "volumeMode": "Filesystem",
+        "resources": {"requests": {"storage": "1Gi"}},
+    }
+    other_spec = {**claim_spec, "resources": {"requests": {"storage": "2Gi"}}}
+    for pvc_name, spec in (("data-pvc-other", other_spec), ("data-pvc-same", claim_spec)):
+        pvc = {
+            "apiVersion": "v1",
+            "kind": "PersistentVolumeClaim",
+            "metadata": {"name": pvc_name, "namespace": NAMESPACE},
+            "spec": spec,
+        }
+        jobset_cluster.cluster.kubectl("create", "-f", "-", input=json.dumps(pvc), check=True)
+
+    refused = apply(jobset_cluster, with_claim("pvc-other", claim_spec, "Retain"))
+    assert refused.returncode != 0
+    assert "spec.volumeClaimPolicies[0].template[0].spec: Invalid value: " in refused.stderr
+    assert f"spec does not match existing PVC data-pvc-other in namespace {NAMESPACE}" in refused.stderr
+
+    deleted = apply(jobset_cluster, with_claim("pvc-same", claim_spec, "Delete"))
+    assert deleted.returncode != 0
+    assert (
+        'spec.volumeClaimPolicies[0].retentionPolicy.whenDeleted: Invalid value: "Delete": '
+        "retentionPolicy must be retain when PVC exists"
+    ) in deleted.stderr
+
+    admitted = apply(jobset_cluster, with_claim("pvc-same", claim_spec, "Retain"))
+    assert admitted.returncode == 0, admitted.stderr
+    assert "not checked" not in admitted.stderr  # the webhook had a view of the PVCs: no warning
+
+    # No PVC data-pvc-new: admitted, even with the defaulted retention (Delete).
+    fresh = with_claim("pvc-new", claim_spec, "Delete")
+    del fresh["spec"]["volumeClaimPolicies"][0]["retentionPolicy"]
+    created = apply(jobset_cluster, fresh)
+    assert created.returncode == 0, created.stderr
+    assert stored(jobset_cluster, "pvc-new")["spec"]["volumeClaimPolicies"][0]["retentionPolicy"] == {
+        "whenDeleted": "Delete"
+    }
 
 
 def test_a_template_jobset_would_fail_at_job_creation_is_refused_at_admission(jobset_cluster: Setup):

@@ -38,6 +38,12 @@ MATRIX = [
         for verb in ("get", "create", "update", "patch", "delete", "deletecollection")
     ],
     (WEBHOOK, "list", "podgroups.scheduling.volcano.sh", None, False),
+    # JobSet's check of existing PVCs: one PVC read by name, never listed, watched or changed.
+    (WEBHOOK, "get", "persistentvolumeclaims", "team-a", True),
+    *[
+        (WEBHOOK, verb, "persistentvolumeclaims", "team-a", False)
+        for verb in ("list", "watch", "create", "update", "delete")
+    ],
     (CERTS, "list", "queues.scheduling.volcano.sh", None, False),
     (CONTROLLER, "list", "queues.scheduling.volcano.sh", None, False),
     (CERTS, "create", "secrets", "jobgate-system", True),

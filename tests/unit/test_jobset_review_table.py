@@ -8,8 +8,8 @@ message is contained in the error, as here), ``TestValidateUpdate`` (the causes'
 Each case is reviewed as the apiserver would send it (an AdmissionReview, through ``jobgate review``),
 so jobgate defaults it first, as JobSet's defaulting webhook runs before its validator. Where jobgate
 reports more than JobSet, the case says so (``EXTRA``): a template whose Jobs the apiserver would
-refuse when JobSet's controller creates them (jobset PR #1211). The look-up of existing PVCs (three
-volume-claim cases) needs cluster state jobgate has no view of and is not ported.
+refuse when JobSet's controller creates them (jobset PR #1211). The three cases that look up existing PVCs
+(the Go test's ``existingObjs``) pass their PVCs by ``--cluster-objects``.
 """
 
 from __future__ import annotations
@@ -80,10 +80,16 @@ def js(*jobs: dict[str, Any], name: str = "js", labels: dict[str, str] | None = 
 ALL = {"successPolicy": {"operator": "All"}}
 
 
-def _review(tmp_path, capsys, command: str, obj, old=None, *, gates: str | None = None) -> dict[str, Any]:
+def _review(
+    tmp_path, capsys, command: str, obj, old=None, *, gates: str | None = None, cluster_objects: Any = None
+) -> dict[str, Any]:
     path = tmp_path / "review.json"
     path.write_text(json.dumps(admission_review(obj, operation="UPDATE" if old else "CREATE", old=old)))
     flags = ["--jobset-feature-gates", gates] if gates else []
+    if cluster_objects is not None:
+        objects = tmp_path / "cluster-objects.json"
+        objects.write_text(json.dumps({"apiVersion": "v1", "kind": "List", "items": cluster_objects}))
+        flags += ["--cluster-objects", str(objects)]
     assert main(["review", *flags, command, str(path)]) == 0
     return json.loads(capsys.readouterr().out)["response"]
 
@@ -532,6 +538,59 @@ CREATE += [
 @pytest.mark.parametrize(("obj", "wanted", "gates"), [c[1:] for c in CREATE], ids=[c[0] for c in CREATE])
 def test_jobset_validate_create_table(tmp_path, capsys, obj, wanted, gates):
     response = _review(tmp_path, capsys, "validate", obj, gates=gates)
+    text = message(response)
+    if not wanted:
+        assert response["allowed"], text
+        return
+    assert not response["allowed"]
+    assert response["status"]["code"] == 422 and response["status"]["reason"] == "Invalid"
+    for line in wanted:
+        assert line in text, text
+
+
+# The three cases with an existing PVC (the Go test's existingObjs, its fake client's objects).
+PVC_SPEC = {"accessModes": ["ReadWriteMany"], "resources": {"requests": {"storage": "1Gi"}}}
+
+
+def _pvc(spec: dict[str, Any], name: str = "test-volume-js") -> dict[str, Any]:
+    return {
+        "apiVersion": "v1",
+        "kind": "PersistentVolumeClaim",
+        "metadata": {"name": name, "namespace": "default"},
+        "spec": spec,
+    }
+
+
+def _retained(when_deleted: str) -> dict[str, Any]:
+    template = {"metadata": {"name": "test-volume"}, "spec": PVC_SPEC}
+    return {"volumeClaimPolicies": [{"templates": [template], "retentionPolicy": {"whenDeleted": when_deleted}}]}
+
+
+EXISTING_PVC: list[tuple[str, dict[str, Any], list[dict[str, Any]], list[str]]] = [
+    (
+        "volumeClaimPolicy is valid when existing PVC matches template spec",
+        js(rj("job-1", pod=_mounting()), **_retained("Retain")),
+        [_pvc(PVC_SPEC)],
+        [],
+    ),
+    (
+        "volumeClaimPolicy retention policy must be retain for existing PVC",
+        js(rj("job-1", pod=_mounting()), **_retained("Delete")),
+        [_pvc(PVC_SPEC)],
+        ["retentionPolicy must be retain when PVC exist"],
+    ),
+    (
+        "volumeClaimPolicy is invalid when existing PVC does not match template spec",
+        js(rj("job-1", pod=_mounting()), **_retained("Retain")),
+        [_pvc({"accessModes": ["ReadWriteOnce"], "resources": {"requests": {"storage": "2Gi"}}})],
+        ["spec does not match existing PVC"],
+    ),
+]
+
+
+@pytest.mark.parametrize(("obj", "objects", "wanted"), [c[1:] for c in EXISTING_PVC], ids=[c[0] for c in EXISTING_PVC])
+def test_jobset_validate_create_existing_pvc_table(tmp_path, capsys, obj, objects, wanted):
+    response = _review(tmp_path, capsys, "validate", obj, cluster_objects=objects)
     text = message(response)
     if not wanted:
         assert response["allowed"], text

@@ -256,6 +256,8 @@ def test_the_webhook_account_may_only_read_volcano_queues_and_trainer_runtimes()
         },
         {"apiGroups": ["jobset.x-k8s.io"], "resources": ["jobsets"], "verbs": ["get"]},
         {"apiGroups": ["scheduling.k8s.io"], "resources": ["priorityclasses"], "verbs": ["get", "list", "watch"]},
+        # JobSet's check of existing PVCs: one read by name, no list, no watch.
+        {"apiGroups": [""], "resources": ["persistentvolumeclaims"], "verbs": ["get"]},
     ]
     assert binding["subjects"] == [{"kind": "ServiceAccount", "name": "jobgate-webhook", "namespace": "jobgate-system"}]
     assert binding["roleRef"]["name"] == role["metadata"]["name"]

@@ -13,7 +13,7 @@ import re
 
 from jobgate.engine.registry import JobKind
 from jobgate.families import jobset as record
-from jobgate.families.jobset.rules import checks
+from jobgate.families.jobset.rules import checks, claims
 from jobgate.forms.catalogue import LIST_ITEMS, Produces, Rule, Where
 from jobgate.generate.cel.podtemplate import TemplateSite, pod_template_rules
 
@@ -172,6 +172,15 @@ def _own() -> list[Rule]:
             "each volume claim template is mounted by some container and shadowed by no pod volume",
             Produces(f"{jobs}.template.spec.template.spec.volumes[*].name", "INVALID", "^volume name conflicts "),
             Produces("spec.replicatedJobs", "INVALID", "^replicatedJob containers don't have a matching volumeMount"),
+        ),
+        _rule(
+            claims.R_EXISTING_CLAIMS,
+            "an existing PVC <template>-<jobset> in the JobSet's namespace has the template's spec, and the policy "
+            "retains it (whenDeleted Retain)",
+            Produces("spec.volumeClaimPolicies[*].template[*].spec", "INVALID", "^spec does not match existing PVC "),
+            Produces("spec.volumeClaimPolicies[*].retentionPolicy.whenDeleted", "INVALID", "^retentionPolicy must be "),
+            Produces("spec.volumeClaimPolicies[*].template[*]", "INTERNAL", "^failed to check for existing PVC "),
+            why=f"{PEER}'s rule; it reads the cluster's PVCs (offline: --cluster-objects); {REASON}",
         ),
         _rule(
             checks.R_REPLICATED_JOBS_IMMUTABLE,

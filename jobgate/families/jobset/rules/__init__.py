@@ -24,6 +24,7 @@ from jobgate.families.jobset.rules.checks import (
     validate_create,
     validate_update,
 )
+from jobgate.families.jobset.rules.claims import check_for as claims_check_for
 from jobgate.rules.jobmeta import check_spec_schema
 from jobgate.rules.podtemplate import check_pod_template
 
@@ -149,7 +150,8 @@ class JobSetKind:
             found.errors += validate_update(new, stored, new_spec, gates)
             return found
         found.errors += crd_rules(spec, None)
-        found.errors += validate_create(obj, spec, gates)
+        existing_claims = claims_check_for(obj, spec, context, found.warnings)
+        found.errors += validate_create(obj, spec, gates, existing_claims)
         jobs = list(enumerate(replicated_jobs(spec)))
         found.errors += job_template_errors(jobs)
         claims = claim_template_names(spec)

@@ -21,8 +21,11 @@ from jobgate.rules.names import (
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from collections.abc import Iterable
+    from collections.abc import Callable, Iterable, Mapping
     from typing import Any
+
+    # (policy index, policy, template index, template) -> errors: the check of an existing PVC.
+    ClaimCheck = Callable[[int, Mapping[str, Any], int, Mapping[str, Any]], list[FieldError]]
 
 INT32_MAX = 2**31 - 1
 # The field of a plain error: apimachinery's (*field.Path)(nil).String().
@@ -149,8 +152,11 @@ def domain_prefixed_path_errors(path: FieldPath, value: str, rule: str) -> list[
 # --- CREATE -------------------------------------------------------------------------------------------
 
 
-def validate_create(obj: dict[str, Any], spec: dict[str, Any], enabled: frozenset[str]) -> list[FieldError]:
-    """JobSet's ValidateCreate, in its order (without the look-up of existing PVCs: cluster state)."""
+def validate_create(
+    obj: dict[str, Any], spec: dict[str, Any], enabled: frozenset[str], existing_claims: ClaimCheck | None = None
+) -> list[FieldError]:
+    """JobSet's ValidateCreate, in its order; the look-up of existing PVCs (cluster state) only with
+    ``existing_claims`` (``claims.claim_lookup``)."""
     errors: list[FieldError] = []
     name = jobset_name(obj)
     failure_policy = spec.get("failurePolicy")
@@ -204,7 +210,7 @@ def validate_create(obj: dict[str, Any], spec: dict[str, Any], enabled: frozense
         errors += _coordinator_label(name, coordinator, network)
     policies = _list(spec.get("volumeClaimPolicies"))
     if policies:
-        errors += _volume_claim_policies(name, policies, jobs)
+        errors += _volume_claim_policies(name, policies, jobs, existing_claims)
     return errors
 
 
@@ -385,7 +391,9 @@ def _coordinator_label(name: str, coordinator: dict[str, Any], network: dict[str
     ]
 
 
-def _volume_claim_policies(name: str, policies: list[Any], jobs: list[dict[str, Any]]) -> list[FieldError]:
+def _volume_claim_policies(
+    name: str, policies: list[Any], jobs: list[dict[str, Any]], existing_claims: ClaimCheck | None
+) -> list[FieldError]:
     errors: list[FieldError] = []
     seen: set[str] = set()
     for p, policy in enumerate(policies):
@@ -402,6 +410,8 @@ def _volume_claim_policies(name: str, policies: list[Any], jobs: list[dict[str, 
             if len(f"{claim}-{name}") > MAX_VOLUME_CLAIM_LENGTH:
                 errors.append(invalid(path, claim, "VolumeClaimPolicies template name is too long", R_CLAIM_TEMPLATES))
             errors += _claim_mounts(jobs, claim)
+            if existing_claims is not None and type(template) is dict:
+                errors += existing_claims(p, _dict(policy), t, template)
             seen.add(claim)
     return errors
 
