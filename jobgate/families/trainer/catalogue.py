@@ -47,6 +47,15 @@ LIST_BOUNDS = _rule(
     Produces("spec.**", "TOO_MANY"),
 )
 
+# The CRDs' list-maps (x-kubernetes-list-type: map) in a runtime's JobSet template.
+LIST_MAP_KEYS = _rule(
+    "trainer/list-map-keys",
+    "no two items of a list-map in a runtime's template share their keys (replicated jobs and their dependsOn "
+    "by name; the pod templates' containers, volumes, env, ports, mounts, ... as core/v1 keys them)",
+    CEL.replace("(x-kubernetes-validations)", "(x-kubernetes-list-type: map, inherited from JobSet's)"),
+    Produces("spec.template.spec.**", "DUPLICATE"),
+)
+
 TRAINJOB_RULES = (
     LENGTHS,
     LIST_BOUNDS,
@@ -202,6 +211,7 @@ TRAINJOB_RULES = (
 RUNTIME_RULES = (
     LENGTHS,
     LIST_BOUNDS,
+    LIST_MAP_KEYS,
     _rule(
         "trainer/runtime-template",
         "spec and spec.template are not empty",
