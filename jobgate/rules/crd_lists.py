@@ -17,11 +17,10 @@ carry JobSet's schema): offline there is no CRD, so ``jobgate validate`` checks 
 from __future__ import annotations
 
 from functools import cache
+from typing import Any
 
 from jobgate.engine.fielderrors import FieldError, FieldPath, duplicate, too_many
 from jobgate.engine.schema import schema_of
-
-from typing import Any
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:

@@ -2,10 +2,11 @@
 
 Defaults are JobSet's defaulting webhook's (CREATE only) and its CRD's structural defaults (which the
 apiserver applies to every request; written here so that ``jobgate default`` shows the stored object).
-Checks are JobSet's CRD rules (schema, list bounds and list-map keys (lists.py), and CEL, which the apiserver enforces before any webhook), its
-validating webhook's (CREATE, and UPDATE's immutability with Kueue's and ElasticJobSet's relaxations),
-then what the apiserver would refuse only when JobSet's controller creates the Jobs and their pods
-(jobset PR #1211's intent): each replicated job's Job template and pod template. See docs/families.md.
+Checks are JobSet's CRD rules (schema, list bounds and list-map keys (lists.py), and CEL, which the
+apiserver enforces before any webhook), its validating webhook's (CREATE, and UPDATE's immutability with
+Kueue's and ElasticJobSet's relaxations), then what the apiserver would refuse only when JobSet's
+controller creates the Jobs and their pods (jobset PR #1211's intent): each replicated job's Job template
+and pod template. See docs/families.md.
 """
 
 from __future__ import annotations
