@@ -138,6 +138,13 @@ RUNTIME_CASES: list[tuple[str, dict[str, Any], str | None]] = [
     ("metadata-label-type",
      changed(runtime(), lambda o: o["spec"]["template"].update(metadata={"labels": {"team": 7}})),
      "spec.template.metadata.labels.team"),
+    ("replicated-jobs-duplicate-name",
+     changed(runtime(), lambda o: o["spec"]["template"]["spec"]["replicatedJobs"].append(copy.deepcopy(node_job(o)))),
+     "spec.template.spec.replicatedJobs[1]"),
+    ("pod-volumes-duplicate-name",
+     changed(runtime(), lambda o: node_job(o)["template"]["spec"]["template"]["spec"].update(
+         volumes=[{"name": "v", "emptyDir": {}}, {"name": "v", "emptyDir": {}}])),
+     "spec.template.spec.replicatedJobs[0].template.spec.template.spec.volumes[1]"),
     ("startup-order-and-depends-on",
      changed(runtime(startupPolicy={"startupPolicyOrder": "InOrder"}), lambda o: node_job(o).update(dependsOn=[])),
      "spec.template.spec"),
