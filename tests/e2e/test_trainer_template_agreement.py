@@ -145,6 +145,12 @@ RUNTIME_CASES: list[tuple[str, dict[str, Any], str | None]] = [
      changed(runtime(), lambda o: node_job(o)["template"]["spec"]["template"]["spec"].update(
          volumes=[{"name": "v", "emptyDir": {}}, {"name": "v", "emptyDir": {}}])),
      "spec.template.spec.replicatedJobs[0].template.spec.template.spec.volumes[1]"),
+    ("pod-containers-type",
+     changed(runtime(), lambda o: node_job(o)["template"]["spec"]["template"]["spec"].update(containers="x")),
+     "spec.template.spec.replicatedJobs[0].template.spec.template.spec.containers"),
+    ("pod-image-type",
+     changed(runtime(), lambda o: node_job(o)["template"]["spec"]["template"]["spec"]["containers"][0].update(image=5)),
+     "spec.template.spec.replicatedJobs[0].template.spec.template.spec.containers[0].image"),
     ("startup-order-and-depends-on",
      changed(runtime(startupPolicy={"startupPolicyOrder": "InOrder"}), lambda o: node_job(o).update(dependsOn=[])),
      "spec.template.spec"),

@@ -195,3 +195,37 @@ def test_duplicate_keys_are_not_checked_on_update_when_the_stored_object_has_som
     new_runtime["spec"]["mlPolicy"]["numNodes"] = 2
     assert not [e for e in errors(new_runtime, old_runtime) if e[1] == "trainer/list-map-keys"]
     assert [e for e in errors(new_runtime, runtime(job("other"))) if e[1] == "trainer/list-map-keys"]
+
+
+# --- a runtime's pod templates' core/v1 types -------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("change", "field", "wanted"),
+    [
+        (lambda p: p.update(containers="x"), "containers", 'Invalid value: "x": must be of type array'),
+        (lambda p: p["containers"][0].update(image=5), "containers[0].image", "Invalid value: 5: must be of type"),
+    ],
+)
+def test_a_runtime_pod_templates_core_v1_types_are_checked(change, field, wanted):
+    obj = runtime()
+    change(pod_spec(obj))
+    line = f"{render_path(prefix(obj))}.{field}: {wanted}"
+    assert any(e[0].startswith(line) and e[1] == "schema/types" for e in errors(obj)), errors(obj)
+
+
+def test_only_the_pod_template_checks_type_errors_hold_for_a_runtime():
+    """A runtime's container without an image is Trainer's to allow (a TrainJob's trainer.image fills it)."""
+    obj = runtime()
+    del pod_spec(obj)["containers"][0]["image"]
+    pod_spec(obj)["containers"][0]["ports"] = [{"containerPort": 70000}]
+    assert errors(obj) == []
+
+
+def test_a_stored_runtimes_unchanged_pod_type_error_is_ratcheted():
+    old = runtime()
+    pod_spec(old)["containers"][0]["image"] = 5
+    new = copy.deepcopy(old)
+    new["spec"]["mlPolicy"]["numNodes"] = 2
+    assert not [e for e in errors(new, old) if e[1] == "schema/types"]
+    assert [e for e in errors(new, runtime()) if e[1] == "schema/types"]

@@ -2,13 +2,15 @@
 
 The engine's check (``check_spec_schema``) reads types, enums, ranges and required fields from the
 models; a runtime's ``spec.template.spec`` is JobSet v0.12.0's ``JobSetSpec`` there, taken from the jobset
-family's models, and a TrainJob's ``runtimePatches`` are Trainer's patch types. Three things the apiserver
+family's models, and a TrainJob's ``runtimePatches`` are Trainer's patch types. Four things the apiserver
 does with Trainer's CRDs are added here:
 
 - ``maxItems`` (the engine reads no list bound): ``runtimePatches`` ≤ 16, a template's ``dependsOn`` ≤ 5,
   ``volumeClaimPolicies`` ≤ 50, a patch's containers ≤ 64, ...; read from the same structural schema.
 - list-map keys (``x-kubernetes-list-type: map``): a runtime's replicated jobs, their ``dependsOn`` and
   their pod templates' containers, volumes, ... are refused with a key an earlier item has.
+- the core/v1 types of a runtime's pod templates, which jobgate's models keep whole: the type errors
+  of jobgate's pod-template check.
 - ratcheting on UPDATE (CRDValidationRatcheting, on by default since Kubernetes 1.30): an error of the
   CRD's schema or of a CEL rule without ``oldSelf`` is dropped when the value it is found in is unchanged
   from the stored object, reached from the root through object fields and the keys of list-maps (an
@@ -82,6 +84,27 @@ def runtime_duplicate_keys(spec: Any, old_spec: Any) -> list[FieldError]:
     if errors and old_spec is not None:
         stored = crd_lists.duplicate_key_errors(old_spec, RUNTIME_LIST_MAPS, ("spec",), LIST_MAP_KEYS_RULE)
         errors = crd_lists.duplicate_keys_ratcheted(errors, LIST_MAP_KEYS_RULE, bool(stored))
+    return errors
+
+
+def pod_template_type_errors(spec: Any) -> list[FieldError]:
+    """The core/v1 values of a runtime's pod templates (``spec.template.spec.replicatedJobs[*].template.spec
+    .template``) of the wrong type, as the CRD types them (it carries JobSet's schema, core/v1 included):
+    jobgate's pod-template check (the JobSet family's), its type errors only. Its other rules are what the
+    apiserver refuses when a Job creates the pods, which Trainer's CRDs do not check of a runtime."""
+    from jobgate.engine.findings import Findings
+    from jobgate.families.jobset.shape import as_dict, job_spec, replicated_jobs
+    from jobgate.rules.podtemplate import check_pod_template
+
+    template_spec = as_dict(as_dict(as_dict(spec).get("template")).get("spec"))
+    errors: list[FieldError] = []
+    for index, job in enumerate(replicated_jobs(template_spec)):
+        pod = job_spec(job).get("template")
+        if pod is None:
+            continue
+        path = ("spec", "template", "spec", "replicatedJobs", index, "template", "spec", "template")
+        found = check_pod_template(pod, path, where="", replica_restart_policy=None, found=Findings())
+        errors += [e for e in found.errors if e.rule == SCHEMA_TYPES]
     return errors
 
 

@@ -264,6 +264,7 @@ class RuntimeKind:
         found.errors += crd_schema.list_bound_errors(spec, self.spec_model, ("spec",))
         old_spec = old.get("spec") if isinstance(old, dict) and isinstance(old.get("spec"), dict) else None
         found.errors += crd_schema.runtime_duplicate_keys(spec, old_spec)
+        found.errors += crd_schema.pod_template_type_errors(spec)
         found.errors += cel_rules.runtime_rules(spec, old_spec)
         if old is not None and found.errors:
             # What the CRDs check is ratcheted against the stored runtime (the engine gives it defaulted).
