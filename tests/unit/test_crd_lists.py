@@ -229,3 +229,67 @@ def test_a_stored_runtimes_unchanged_pod_type_error_is_ratcheted():
     new["spec"]["mlPolicy"]["numNodes"] = 2
     assert not [e for e in errors(new, old) if e[1] == "schema/types"]
     assert [e for e in errors(new, runtime()) if e[1] == "schema/types"]
+
+
+# --- a TrainJob's list-maps ------------------------------------------------------------------------
+
+
+def trainjob_errors(spec: dict[str, Any], old_spec: dict[str, Any] | None = None) -> list[tuple[str, str]]:
+    from jobgate.engine.context import ReviewContext
+    from jobgate.families.trainer.rules.runtimes import RuntimeSnapshot
+
+    def obj(spec: dict[str, Any]) -> dict[str, Any]:
+        return {
+            "apiVersion": "trainer.kubeflow.org/v1alpha1",
+            "kind": "TrainJob",
+            "metadata": {"name": "job", "namespace": "default"},
+            "spec": {"runtimeRef": {"name": "torch"}, **spec},
+        }
+
+    operation = "UPDATE" if old_spec is not None else "CREATE"
+    context = ReviewContext(operation=operation, runtimes=RuntimeSnapshot([runtime()]))
+    kind = kind_of(obj(spec))
+    assert kind is not None
+    old = obj(old_spec) if old_spec is not None else None
+    found = review_job(kind, obj(spec), old, context=context).errors
+    return [(str(e), e.rule) for e in found if e.rule == "trainer/list-map-keys"]
+
+
+def patch(manager: str, *pod_specs: dict[str, Any], names: tuple[str, ...] = ("node",)) -> dict[str, Any]:
+    jobs = [
+        {"name": name, "template": {"spec": {"template": {"spec": pod}}}}
+        for name, pod in zip(names, pod_specs or [{"nodeSelector": {"a": "b"}}] * len(names), strict=True)
+    ]
+    return {"manager": manager, "trainingRuntimeSpec": {"template": {"spec": {"replicatedJobs": jobs}}}}
+
+
+def test_a_trainjobs_patches_of_one_manager_are_refused():
+    spec = {"runtimePatches": [patch("example.com/a"), patch("example.com/a")]}
+    assert trainjob_errors(spec) == [
+        ('spec.runtimePatches[1]: Duplicate value: {"manager":"example.com/a"}', "trainer/list-map-keys")
+    ]
+    assert trainjob_errors({"runtimePatches": [patch("example.com/a"), patch("example.com/b")]}) == []
+
+
+def test_a_patchs_lists_are_keyed_as_trainers_crd_keys_them():
+    spec = {"runtimePatches": [patch("example.com/a", names=("node", "node"))]}
+    assert trainjob_errors(spec) == [
+        (
+            "spec.runtimePatches[0].trainingRuntimeSpec.template.spec.replicatedJobs[1]: "
+            'Duplicate value: {"name":"node"}',
+            "trainer/list-map-keys",
+        )
+    ]
+    # A patch's volume mounts are keyed by name (Trainer's type), not by mountPath (core/v1's).
+    mounts = [{"name": "v", "mountPath": "/a"}, {"name": "v", "mountPath": "/b"}]
+    spec = {"runtimePatches": [patch("example.com/a", {"containers": [{"name": "node", "volumeMounts": mounts}]})]}
+    assert [line for line, _ in trainjob_errors(spec)] == [
+        "spec.runtimePatches[0].trainingRuntimeSpec.template.spec.replicatedJobs[0].template.spec.template.spec"
+        '.containers[0].volumeMounts[1]: Duplicate value: {"name":"v"}'
+    ]
+
+
+def test_a_trainers_env_of_one_name_twice_is_refused_but_not_when_stored_so():
+    spec = {"trainer": {"env": [{"name": "A", "value": "1"}, {"name": "A", "value": "2"}]}}
+    assert trainjob_errors(spec) == [('spec.trainer.env[1]: Duplicate value: {"name":"A"}', "trainer/list-map-keys")]
+    assert trainjob_errors(spec, old_spec=spec) == []

@@ -8,7 +8,8 @@ does with Trainer's CRDs are added here:
 - ``maxItems`` (the engine reads no list bound): ``runtimePatches`` ≤ 16, a template's ``dependsOn`` ≤ 5,
   ``volumeClaimPolicies`` ≤ 50, a patch's containers ≤ 64, ...; read from the same structural schema.
 - list-map keys (``x-kubernetes-list-type: map``): a runtime's replicated jobs, their ``dependsOn`` and
-  their pod templates' containers, volumes, ... are refused with a key an earlier item has.
+  their pod templates' containers, volumes, ...; a TrainJob's runtimePatches (by manager), their
+  replicated jobs, containers, ..., and env: an item with the keys of an earlier one is refused.
 - the core/v1 types of a runtime's pod templates, which jobgate's models keep whole: the type errors
   of jobgate's pod-template check.
 - ratcheting on UPDATE (CRDValidationRatcheting, on by default since Kubernetes 1.30): an error of the
@@ -36,6 +37,24 @@ LIST_MAP_KEYS_RULE = "trainer/list-map-keys"
 # Where a runtime's spec holds list-maps whose items may repeat keys: its JobSet template (pod templates
 # included); mlPolicy's targets are checked by the envInjection rules.
 RUNTIME_LIST_MAPS: crd_lists.ListMaps = {"template": {"spec": crd_lists.JOBSET_SPEC_LIST_MAPS}}
+_BY_NAME = ("name",)
+_PATCH_CONTAINER: crd_lists.ListMaps = {"env": crd_lists.ListMap(_BY_NAME), "volumeMounts": crd_lists.ListMap(_BY_NAME)}
+# A patch's pod spec is Trainer's own type, keyed by Trainer's CRD (volume mounts by name, not mountPath).
+_PATCH_POD_SPEC: crd_lists.ListMaps = {
+    "containers": crd_lists.ListMap(_BY_NAME, _PATCH_CONTAINER),
+    "initContainers": crd_lists.ListMap(_BY_NAME, _PATCH_CONTAINER),
+    "imagePullSecrets": crd_lists.ListMap(_BY_NAME),
+    "schedulingGates": crd_lists.ListMap(_BY_NAME),
+    "volumes": crd_lists.ListMap(_BY_NAME),
+}
+_PATCH_JOBS = crd_lists.ListMap(_BY_NAME, {"template": {"spec": {"template": {"spec": _PATCH_POD_SPEC}}}})
+TRAINJOB_LIST_MAPS: crd_lists.ListMaps = {
+    "runtimePatches": crd_lists.ListMap(
+        ("manager",), {"trainingRuntimeSpec": {"template": {"spec": {"replicatedJobs": _PATCH_JOBS}}}}
+    ),
+    "trainer": {"env": crd_lists.ListMap(_BY_NAME), "resourcesPerNode": {"claims": crd_lists.ListMap(_BY_NAME)}},
+    "initializer": {"dataset": {"env": crd_lists.ListMap(_BY_NAME)}, "model": {"env": crd_lists.ListMap(_BY_NAME)}},
+}
 
 # The rules whose errors the apiserver ratchets: the CRDs' structural schema (types, enums, ranges,
 # required fields, lengths, list bounds) and the CEL rules that do not read oldSelf. Webhook errors
@@ -80,9 +99,18 @@ def list_bound_errors(value: Any, model: ModelRef, path: FieldPath) -> list[Fiel
 def runtime_duplicate_keys(spec: Any, old_spec: Any) -> list[FieldError]:
     """A runtime's list-map items whose keys an earlier item has (``Duplicate value: {"name":"node"}``); on
     UPDATE only when the stored runtime has none, as the apiserver checks them."""
-    errors = crd_lists.duplicate_key_errors(spec, RUNTIME_LIST_MAPS, ("spec",), LIST_MAP_KEYS_RULE)
+    return _duplicate_keys(RUNTIME_LIST_MAPS, spec, old_spec)
+
+
+def trainjob_duplicate_keys(spec: Any, old_spec: Any) -> list[FieldError]:
+    """A TrainJob's list-map items whose keys an earlier item has (two runtimePatches of one manager, ...)."""
+    return _duplicate_keys(TRAINJOB_LIST_MAPS, spec, old_spec)
+
+
+def _duplicate_keys(tree: crd_lists.ListMaps, spec: Any, old_spec: Any) -> list[FieldError]:
+    errors = crd_lists.duplicate_key_errors(spec, tree, ("spec",), LIST_MAP_KEYS_RULE)
     if errors and old_spec is not None:
-        stored = crd_lists.duplicate_key_errors(old_spec, RUNTIME_LIST_MAPS, ("spec",), LIST_MAP_KEYS_RULE)
+        stored = crd_lists.duplicate_key_errors(old_spec, tree, ("spec",), LIST_MAP_KEYS_RULE)
         errors = crd_lists.duplicate_keys_ratcheted(errors, LIST_MAP_KEYS_RULE, bool(stored))
     return errors
 
