@@ -164,6 +164,18 @@ TRAINJOB_CASES: list[tuple[str, dict[str, Any], str | None]] = [
     ("patch-grace-period-below-zero", trainjob(runtimePatches=[pod_patch(terminationGracePeriodSeconds=-1)]),
      "spec.runtimePatches[0].trainingRuntimeSpec.template.spec.replicatedJobs[0].template.spec.template.spec"
      ".terminationGracePeriodSeconds"),
+    ("patches-of-one-manager", trainjob(runtimePatches=[pod_patch(nodeSelector={"pool": "a"})] * 2),
+     "spec.runtimePatches[1]"),
+    ("patch-jobs-of-one-name",
+     trainjob(runtimePatches=[{**pod_patch(), "trainingRuntimeSpec": {"template": {"spec": {"replicatedJobs": [
+         {"name": "node", "template": {"spec": {"template": {"spec": {"nodeSelector": {"pool": "a"}}}}}}] * 2}}}}]),
+     "spec.runtimePatches[0].trainingRuntimeSpec.template.spec.replicatedJobs[1]"),
+    ("patch-mounts-of-one-name", trainjob(runtimePatches=[pod_patch(containers=[{"name": "node", "volumeMounts": [
+        {"name": "v", "mountPath": "/a"}, {"name": "v", "mountPath": "/b"}]}])]),
+     "spec.runtimePatches[0].trainingRuntimeSpec.template.spec.replicatedJobs[0].template.spec.template.spec"
+     ".containers[0].volumeMounts[1]"),
+    ("trainer-env-of-one-name",
+     trainjob(trainer={"env": [{"name": "A", "value": "1"}, {"name": "A", "value": "2"}]}), "spec.trainer.env[1]"),
     ("patch-scheduling-gates-too-many",
      trainjob(runtimePatches=[pod_patch(schedulingGates=[{"name": f"g{i}"} for i in range(17)])]),
      "spec.runtimePatches[0].trainingRuntimeSpec.template.spec.replicatedJobs[0].template.spec.template.spec"
