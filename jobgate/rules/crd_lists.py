@@ -17,14 +17,17 @@ carry JobSet's schema): offline there is no CRD, so ``jobgate validate`` checks 
 from __future__ import annotations
 
 from functools import cache
-from typing import Any
 
 from jobgate.engine.fielderrors import FieldError, FieldPath, duplicate, too_many
 from jobgate.engine.schema import schema_of
 
-TYPE_CHECKING = False
+TYPE_CHECKING = False  # typing.TYPE_CHECKING, without importing typing at run time (start-up)
 if TYPE_CHECKING:
     from collections.abc import Iterable, Mapping
+    from typing import Any
+
+    # An object's fields that are (or lead to) list-maps: to a ListMap, or to the tree of a nested object.
+    ListMaps = dict[str, Any]
 
     from jobgate.engine.modelref import ModelRef
 
@@ -105,9 +108,6 @@ class ListMap:
         self.items: ListMaps = items or {}
         self.defaults: Mapping[str, Any] = defaults or {}
 
-
-# An object's fields that are (or lead to) list-maps: to a ListMap, or to the tree of a nested object.
-ListMaps = dict[str, Any]
 
 _BY_NAME = ("name",)
 _CONTAINER: ListMaps = {
