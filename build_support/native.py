@@ -50,6 +50,7 @@ SHARED_COMPILED_MODULES = (
     "jobgate.rules.jobmeta",
     "jobgate.rules.podtemplate",
     "jobgate.rules.replicajobs",
+    "jobgate.rules.crd_lists",
     "jobgate.review",
     # What a review knows: compiled, the rules read its attributes directly, not by attribute lookup.
     "jobgate.engine.context",

@@ -138,6 +138,19 @@ RUNTIME_CASES: list[tuple[str, dict[str, Any], str | None]] = [
     ("metadata-label-type",
      changed(runtime(), lambda o: o["spec"]["template"].update(metadata={"labels": {"team": 7}})),
      "spec.template.metadata.labels.team"),
+    ("replicated-jobs-duplicate-name",
+     changed(runtime(), lambda o: o["spec"]["template"]["spec"]["replicatedJobs"].append(copy.deepcopy(node_job(o)))),
+     "spec.template.spec.replicatedJobs[1]"),
+    ("pod-volumes-duplicate-name",
+     changed(runtime(), lambda o: node_job(o)["template"]["spec"]["template"]["spec"].update(
+         volumes=[{"name": "v", "emptyDir": {}}, {"name": "v", "emptyDir": {}}])),
+     "spec.template.spec.replicatedJobs[0].template.spec.template.spec.volumes[1]"),
+    ("pod-containers-type",
+     changed(runtime(), lambda o: node_job(o)["template"]["spec"]["template"]["spec"].update(containers="x")),
+     "spec.template.spec.replicatedJobs[0].template.spec.template.spec.containers"),
+    ("pod-image-type",
+     changed(runtime(), lambda o: node_job(o)["template"]["spec"]["template"]["spec"]["containers"][0].update(image=5)),
+     "spec.template.spec.replicatedJobs[0].template.spec.template.spec.containers[0].image"),
     ("startup-order-and-depends-on",
      changed(runtime(startupPolicy={"startupPolicyOrder": "InOrder"}), lambda o: node_job(o).update(dependsOn=[])),
      "spec.template.spec"),
@@ -151,6 +164,18 @@ TRAINJOB_CASES: list[tuple[str, dict[str, Any], str | None]] = [
     ("patch-grace-period-below-zero", trainjob(runtimePatches=[pod_patch(terminationGracePeriodSeconds=-1)]),
      "spec.runtimePatches[0].trainingRuntimeSpec.template.spec.replicatedJobs[0].template.spec.template.spec"
      ".terminationGracePeriodSeconds"),
+    ("patches-of-one-manager", trainjob(runtimePatches=[pod_patch(nodeSelector={"pool": "a"})] * 2),
+     "spec.runtimePatches[1]"),
+    ("patch-jobs-of-one-name",
+     trainjob(runtimePatches=[{**pod_patch(), "trainingRuntimeSpec": {"template": {"spec": {"replicatedJobs": [
+         {"name": "node", "template": {"spec": {"template": {"spec": {"nodeSelector": {"pool": "a"}}}}}}] * 2}}}}]),
+     "spec.runtimePatches[0].trainingRuntimeSpec.template.spec.replicatedJobs[1]"),
+    ("patch-mounts-of-one-name", trainjob(runtimePatches=[pod_patch(containers=[{"name": "node", "volumeMounts": [
+        {"name": "v", "mountPath": "/a"}, {"name": "v", "mountPath": "/b"}]}])]),
+     "spec.runtimePatches[0].trainingRuntimeSpec.template.spec.replicatedJobs[0].template.spec.template.spec"
+     ".containers[0].volumeMounts[1]"),
+    ("trainer-env-of-one-name",
+     trainjob(trainer={"env": [{"name": "A", "value": "1"}, {"name": "A", "value": "2"}]}), "spec.trainer.env[1]"),
     ("patch-scheduling-gates-too-many",
      trainjob(runtimePatches=[pod_patch(schedulingGates=[{"name": f"g{i}"} for i in range(17)])]),
      "spec.runtimePatches[0].trainingRuntimeSpec.template.spec.replicatedJobs[0].template.spec.template.spec"

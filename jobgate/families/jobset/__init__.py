@@ -35,6 +35,7 @@ FAMILY = Family(
     compiled_modules=(
         "jobgate.families.jobset.rules.checks",
         "jobgate.families.jobset.rules.gates",
+        "jobgate.families.jobset.rules.lists",
         "jobgate.families.jobset.shape",
     ),
 )

@@ -24,6 +24,12 @@ CEL_WHY = (
     "webhook; jobgate checks it too, so that `jobgate validate` (no CRD offline) refuses what the cluster refuses"
 )
 
+CRD_SCHEMA_WHY = (
+    f"enforced in the cluster by JobSet {record.PEER_VERSION}'s own CRD (its structural schema), before any "
+    "webhook and ratcheted on UPDATE; jobgate checks it too, so that `jobgate validate` (no CRD offline) refuses "
+    "what the cluster refuses"
+)
+
 
 def _gated(gate: str) -> str:
     """The why of a rule JobSet puts behind a feature gate."""
@@ -69,6 +75,23 @@ def _own() -> list[Rule]:
             "JobSet's CRD (CEL): a volume claim policy's templates name no namespace",
             Produces("spec.volumeClaimPolicies[*]", "INVALID", "^" + re.escape(checks.CEL_CLAIM_NAMESPACE) + "$"),
             why=CEL_WHY,
+        ),
+        _rule(
+            checks.R_LIST_BOUNDS,
+            "JobSet's CRD (maxItems): a replicated job's dependsOn has at most 5 items, volumeClaimPolicies and "
+            "each policy's templates at most 50",
+            Produces(f"{jobs}.dependsOn", "TOO_MANY"),
+            Produces("spec.volumeClaimPolicies", "TOO_MANY"),
+            Produces("spec.volumeClaimPolicies[*].templates", "TOO_MANY"),
+            why=CRD_SCHEMA_WHY,
+        ),
+        _rule(
+            checks.R_LIST_MAP_KEYS,
+            "JobSet's CRD (x-kubernetes-list-type: map): no two replicated jobs, nor two dependsOn items of one, "
+            "share a name; no two items of a pod template's containers, volumes, env, ports, mounts, ... share "
+            "their keys (as core/v1 keys them)",
+            Produces("spec.**", "DUPLICATE"),
+            why=CRD_SCHEMA_WHY,
         ),
         _rule(
             checks.R_INPLACE_GATE,
@@ -235,6 +258,8 @@ def enforced_by(rule: Rule) -> str:
     """Where the rule holds, for the rule reference (docs/rules/jobset.md)."""
     if rule.why == CEL_WHY:
         return f"JobSet {record.PEER_VERSION}'s CRD (CEL) in the cluster; the webhook and `jobgate validate`"
+    if rule.why == CRD_SCHEMA_WHY:
+        return f"JobSet {record.PEER_VERSION}'s CRD (schema) in the cluster; the webhook and `jobgate validate`"
     if "feature gate" in rule.why:
         return "the webhook and `jobgate validate`, " + rule.why.split(", ", 1)[1].split(";")[0]
     return "the webhook and `jobgate validate`"

@@ -47,9 +47,20 @@ LIST_BOUNDS = _rule(
     Produces("spec.**", "TOO_MANY"),
 )
 
+# The CRDs' list-maps (x-kubernetes-list-type: map), one rule of every kind.
+LIST_MAP_KEYS = _rule(
+    "trainer/list-map-keys",
+    "no two items of a list-map share their keys: a runtime template's replicated jobs and their dependsOn by "
+    "name, its pod templates' containers, volumes, env, ports, mounts, ... as core/v1 keys them; a TrainJob's "
+    "runtimePatches by manager, their replicated jobs, containers, volumes, ... and env by name",
+    CEL.replace("(x-kubernetes-validations)", "(x-kubernetes-list-type: map)"),
+    Produces("spec.**", "DUPLICATE"),
+)
+
 TRAINJOB_RULES = (
     LENGTHS,
     LIST_BOUNDS,
+    LIST_MAP_KEYS,
     _rule(
         "trainer/name",
         "metadata.name is an RFC 1035 DNS label of at most 63 characters",
@@ -202,6 +213,7 @@ TRAINJOB_RULES = (
 RUNTIME_RULES = (
     LENGTHS,
     LIST_BOUNDS,
+    LIST_MAP_KEYS,
     _rule(
         "trainer/runtime-template",
         "spec and spec.template are not empty",

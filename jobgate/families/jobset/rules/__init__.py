@@ -2,10 +2,11 @@
 
 Defaults are JobSet's defaulting webhook's (CREATE only) and its CRD's structural defaults (which the
 apiserver applies to every request; written here so that ``jobgate default`` shows the stored object).
-Checks are JobSet's CRD rules (schema and CEL, which the apiserver enforces before any webhook), its
-validating webhook's (CREATE, and UPDATE's immutability with Kueue's and ElasticJobSet's relaxations),
-then what the apiserver would refuse only when JobSet's controller creates the Jobs and their pods
-(jobset PR #1211's intent): each replicated job's Job template and pod template. See docs/families.md.
+Checks are JobSet's CRD rules (schema, list bounds and list-map keys (lists.py), and CEL, which the
+apiserver enforces before any webhook), its validating webhook's (CREATE, and UPDATE's immutability with
+Kueue's and ElasticJobSet's relaxations), then what the apiserver would refuse only when JobSet's
+controller creates the Jobs and their pods (jobset PR #1211's intent): each replicated job's Job template
+and pod template. See docs/families.md.
 """
 
 from __future__ import annotations
@@ -25,6 +26,7 @@ from jobgate.families.jobset.rules.checks import (
     validate_update,
 )
 from jobgate.families.jobset.rules.claims import check_for as claims_check_for
+from jobgate.families.jobset.rules.lists import crd_list_errors, ratcheted
 from jobgate.rules.jobmeta import check_spec_schema
 from jobgate.rules.podtemplate import check_pod_template
 
@@ -146,9 +148,12 @@ class JobSetKind:
             new, stored = self.default(obj), self.default(old)
             new_spec, stored_spec = new.get("spec"), stored.get("spec")
             new_spec = new_spec if type(new_spec) is dict else {}
-            found.errors += crd_rules(new_spec, stored_spec if type(stored_spec) is dict else {})
+            stored_spec = stored_spec if type(stored_spec) is dict else {}
+            found.errors += ratcheted(crd_list_errors(spec, stored_spec), obj, stored)
+            found.errors += crd_rules(new_spec, stored_spec)
             found.errors += validate_update(new, stored, new_spec, gates)
             return found
+        found.errors += crd_list_errors(spec, None)
         found.errors += crd_rules(spec, None)
         existing_claims = claims_check_for(obj, spec, context, found.warnings)
         found.errors += validate_create(obj, spec, gates, existing_claims)

@@ -81,6 +81,8 @@ R_CEL_STARTUP_DEPENDS_ON = "jobset/crd-startup-policy-depends-on"
 R_CEL_IMMUTABLE = "jobset/crd-immutable"
 R_CEL_CLAIM_NAMESPACE = "jobset/crd-claim-namespace"
 R_JOB_TEMPLATE = "jobset/job-template"
+R_LIST_BOUNDS = "jobset/list-bounds"
+R_LIST_MAP_KEYS = "jobset/list-map-keys"
 
 
 def internal(detail: str, rule: str) -> FieldError:

@@ -155,6 +155,7 @@ class TrainJobKind:
             return found
         found.errors += crd_schema.list_bound_errors(spec, self.spec_model, ("spec",))
         old_spec = old.get("spec") if isinstance(old, dict) and isinstance(old.get("spec"), dict) else None
+        found.errors += crd_schema.trainjob_duplicate_keys(spec, old_spec)
         found.errors += cel_rules.trainjob_rules(obj, spec, old_spec)
         if spec.get("trainer", {}).get("numNodes") == 0 if isinstance(spec.get("trainer"), dict) else False:
             found.warnings.append("spec.trainer.numNodes is 0: the trainer job runs no pods")
@@ -263,6 +264,8 @@ class RuntimeKind:
             return found
         found.errors += crd_schema.list_bound_errors(spec, self.spec_model, ("spec",))
         old_spec = old.get("spec") if isinstance(old, dict) and isinstance(old.get("spec"), dict) else None
+        found.errors += crd_schema.runtime_duplicate_keys(spec, old_spec)
+        found.errors += crd_schema.pod_template_type_errors(spec)
         found.errors += cel_rules.runtime_rules(spec, old_spec)
         if old is not None and found.errors:
             # What the CRDs check is ratcheted against the stored runtime (the engine gives it defaulted).
