@@ -470,6 +470,11 @@ def server(request: pytest.FixtureRequest) -> Iterator[tuple[Server, Callable[..
         except Exception as exc:  # the apiserver's own account of it, where CI shows it
             raise AssertionError(f"{exc!r}; kube-apiserver {release}:\n{plane.log_tail('kube-apiserver')}") from exc
         yield apiserver, kubectl
+        # A kube-apiserver that died under the module (1.30 in CI, once) fails its tests with refused
+        # connections only: its own last words, where CI shows them.
+        code = plane.processes["kube-apiserver"].poll() if "kube-apiserver" in plane.processes else None
+        if code is not None:
+            raise AssertionError(f"kube-apiserver {release} exited ({code}):\n{plane.log_tail('kube-apiserver', 80)}")
 
 
 def _warm_up(apiserver: Server, kubectl: Callable[..., subprocess.CompletedProcess[str]]) -> None:
