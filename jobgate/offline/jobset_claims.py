@@ -11,25 +11,12 @@ if TYPE_CHECKING:
 
 def with_claims_beside(text: str, source: str, views: ClusterViews | None) -> ClusterViews | None:
     """``views`` with the PVCs of this file's documents added; ``views`` itself when it has none."""
-    from jobgate.engine.views import ClusterViews
     from jobgate.families.jobset.rules.claims import ClaimSnapshot, LayeredClaims, is_claim
-    from jobgate.offline.cluster_objects import unwrap
-    from jobgate.offline.sources import SourceError, iter_documents
+    from jobgate.offline.beside import objects_beside, with_view
 
-    default_namespace = views.default_namespace if views is not None else "default"
-    beside = ClaimSnapshot((), default_namespace)
-    try:
-        for document in iter_documents(text, source):
-            for obj, _ in unwrap(document.data):
-                if is_claim(obj):
-                    beside.add(obj)
-    except (SourceError, RecursionError):
-        pass  # the check proper reports the file's problem
+    beside = ClaimSnapshot((), views.default_namespace if views is not None else "default")
+    for obj in objects_beside(text, source, is_claim):
+        beside.add(obj)
     if not len(beside):
         return views
-    layered = ClusterViews(default_namespace=default_namespace)
-    if views is not None:
-        for slot in ClusterViews.__slots__:
-            setattr(layered, slot, getattr(views, slot))
-    layered.claims = LayeredClaims(beside, views.claims if views is not None else None)
-    return layered
+    return with_view(views, "claims", LayeredClaims(beside, views.claims if views is not None else None))

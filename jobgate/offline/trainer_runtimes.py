@@ -50,24 +50,11 @@ class LayeredRuntimes:
 
 def with_runtimes_beside(text: str, source: str, views: ClusterViews | None) -> ClusterViews | None:
     """``views`` with the runtimes of this file's documents added; ``views`` itself when it has none."""
-    from jobgate.engine.views import ClusterViews
-    from jobgate.offline.cluster_objects import unwrap
-    from jobgate.offline.sources import SourceError, iter_documents
+    from jobgate.offline.beside import objects_beside, with_view
 
-    default_namespace = views.default_namespace if views is not None else "default"
-    beside = RuntimeSnapshot((), default_namespace, OFFLINE_HINT)
-    try:
-        for document in iter_documents(text, source):
-            for obj, _ in unwrap(document.data):
-                if is_runtime(obj) or is_jobset(obj) or is_priority_class(obj):
-                    beside.add(obj)
-    except (SourceError, RecursionError):
-        pass  # the check proper reports the file's problem
+    beside = RuntimeSnapshot((), views.default_namespace if views is not None else "default", OFFLINE_HINT)
+    for obj in objects_beside(text, source, lambda obj: is_runtime(obj) or is_jobset(obj) or is_priority_class(obj)):
+        beside.add(obj)
     if not len(beside):
         return views
-    layered = ClusterViews(default_namespace=default_namespace)
-    if views is not None:
-        for slot in ClusterViews.__slots__:
-            setattr(layered, slot, getattr(views, slot))
-    layered.runtimes = LayeredRuntimes(beside, views.runtimes if views is not None else None)
-    return layered
+    return with_view(views, "runtimes", LayeredRuntimes(beside, views.runtimes if views is not None else None))
