@@ -17,7 +17,6 @@ configuration points the apiserver at it: jobgate is the admission in front of J
 
 from __future__ import annotations
 
-import json
 import shutil
 import sys
 from pathlib import Path
@@ -26,7 +25,7 @@ import yaml
 
 from envtest.harness import free_port
 from envtest.peer_process import PeerProcess, spawn
-from envtest.peers import Peer, build
+from envtest.peers import Peer, build_command
 from jobgate.families.jobset import PEER_MODULE, PEER_VERSION
 
 JOBSET = Peer("jobset", PEER_MODULE, PEER_VERSION, PEER_MODULE, "config/components/crd/bases")
@@ -78,14 +77,7 @@ def run(kubeconfig: Path, serving_cert: Path, serving_key: Path, work: Path) -> 
 
 
 def main() -> int:
-    try:
-        binary = build(JOBSET)
-    except RuntimeError as exc:
-        print(f"building jobset {PEER_VERSION} failed: {exc}", file=sys.stderr)
-        return 1
-    stamp = json.loads((JOBSET.directory / "build-info.json").read_text())
-    print(f"jobset {PEER_VERSION}: {binary} (built with {stamp['go']} in {stamp['build_seconds']} s)")
-    return 0
+    return build_command(JOBSET)
 
 
 if __name__ == "__main__":

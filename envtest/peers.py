@@ -234,6 +234,18 @@ rules:
 TRAINING_OPERATOR_NAMESPACE = "kubeflow"
 
 
+def build_command(peer: Peer) -> int:
+    """``python -m envtest.<peer>``: build the peer (or find it in the cache) and say where and how."""
+    try:
+        binary = build(peer)
+    except RuntimeError as exc:
+        print(f"building {peer.name} {peer.version} failed: {exc}", file=sys.stderr)
+        return 1
+    stamp = json.loads((peer.directory / _STAMP).read_text())
+    print(f"{peer.name} {peer.version}: {binary} (built with {stamp['go']} in {stamp['build_seconds']} s)")
+    return 0
+
+
 def audit_requests(lines: Iterable[str], user: str = CONTROLLER_USER) -> dict[str, int]:
     """API requests of ``user`` by verb, from the apiserver's JSON audit log: one per audit ID (a
     watch logs ResponseStarted and ResponseComplete), verbs upper-cased as in the controller's

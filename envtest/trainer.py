@@ -21,7 +21,6 @@ and nowhere on the machine, while the rest of ``/tmp`` (the plane's kubeconfig) 
 
 from __future__ import annotations
 
-import json
 import os
 import shutil
 import sys
@@ -32,7 +31,7 @@ import yaml
 from envtest.harness import free_port
 from envtest.jobset import serving_certificate
 from envtest.peer_process import PeerProcess, spawn
-from envtest.peers import Peer, build
+from envtest.peers import Peer, build_command
 from envtest.upstream import TRAINER_CRD_DIRECTORY, TRAINER_MODULE
 from envtest.versions import TRAINER_VERSION
 
@@ -102,14 +101,7 @@ def run(kubeconfig: Path, serving_cert: Path, serving_key: Path, work: Path) -> 
 
 
 def main() -> int:
-    try:
-        binary = build(TRAINER)
-    except RuntimeError as exc:
-        print(f"building trainer {TRAINER_VERSION} failed: {exc}", file=sys.stderr)
-        return 1
-    stamp = json.loads((TRAINER.directory / "build-info.json").read_text())
-    print(f"trainer {TRAINER_VERSION}: {binary} (built with {stamp['go']} in {stamp['build_seconds']} s)")
-    return 0
+    return build_command(TRAINER)
 
 
 if __name__ == "__main__":
