@@ -197,6 +197,42 @@ def admission_only_cluster(
         plane.stop()
 
 
+@contextlib.contextmanager
+def crds_only_cluster(crds: Callable[[], list[Path]], what: str, namespace: str) -> Iterator[Cluster]:
+    """A control plane of its own with a peer's CRDs only (``crds`` reads them from the peer's Go
+    module) and ``namespace``: what the apiserver alone says, for offline agreement tests."""
+    from envtest.build import cached_binaries
+    from envtest.upstream import UpstreamUnavailable
+
+    if cached_binaries() is None and not IN_CI:
+        pytest.skip("no cached etcd/kube-apiserver (run the e2e suite once to build them)")
+    try:
+        paths = crds()
+    except UpstreamUnavailable as exc:
+        if IN_CI:
+            raise
+        pytest.skip(f"{what} not available: {exc}")
+    with started(ControlPlane()) as plane:
+        cluster = Cluster(plane)
+        for path in paths:
+            cluster.kubectl("apply", "--server-side", "-f", str(path), check=True)
+        wait_established(cluster)
+        cluster.kubectl("create", "namespace", namespace, check=True)
+        yield cluster
+
+
+def wait_established(cluster: Cluster, timeout: float = 60) -> None:
+    """Until every CRD is Established (``kubectl wait`` fails on a CRD whose status is not written yet)."""
+    deadline = time.monotonic() + timeout
+    while True:
+        result = cluster.kubectl("wait", "--for=condition=Established", "crd", "--all", "--timeout=10s")
+        if result.returncode == 0:
+            return
+        if time.monotonic() > deadline:
+            raise AssertionError(result.stdout + result.stderr)
+        time.sleep(0.5)
+
+
 def by_url(configurations: list[dict], port: int, ca: bytes) -> str:
     """Webhook configurations as an overlay renders them, pointed at a webhook on 127.0.0.1:``port``
     trusted through ``ca`` and asked for every namespace: a kubectl List."""

@@ -19,31 +19,17 @@ from typing import Any
 import pytest
 import yaml
 
-from tests.e2e.conftest import IN_CI, Cluster, started
-from tests.e2e.test_trainer_template_agreement import offline_verdict, server_verdict, wait_established
+from tests.e2e.conftest import Cluster, crds_only_cluster, wait_established
+from tests.e2e.test_trainer_template_agreement import offline_verdict, server_verdict
 
 pytestmark = pytest.mark.e2e
 
 
 @pytest.fixture(scope="module")
 def jobset_crd_only() -> Iterator[Cluster]:
-    from envtest.build import cached_binaries
-    from envtest.harness import ControlPlane
-    from envtest.upstream import UpstreamUnavailable, jobset_crd
+    from envtest.upstream import jobset_crd
 
-    if cached_binaries() is None and not IN_CI:
-        pytest.skip("no cached etcd/kube-apiserver (run the e2e suite once to build them)")
-    try:
-        crd = jobset_crd()
-    except UpstreamUnavailable as exc:
-        if IN_CI:
-            raise
-        pytest.skip(f"JobSet's CRD is not available: {exc}")
-    with started(ControlPlane()) as plane:
-        cluster = Cluster(plane)
-        cluster.kubectl("apply", "--server-side", "-f", str(crd), check=True)
-        wait_established(cluster)
-        cluster.kubectl("create", "namespace", "team-js", check=True)
+    with crds_only_cluster(lambda: [jobset_crd()], "JobSet's CRD", "team-js") as cluster:
         yield cluster
 
 

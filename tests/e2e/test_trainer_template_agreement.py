@@ -20,7 +20,7 @@ from typing import Any
 import pytest
 import yaml
 
-from tests.e2e.conftest import IN_CI, Cluster, jobgate, started
+from tests.e2e.conftest import Cluster, crds_only_cluster, jobgate, wait_established
 
 pytestmark = pytest.mark.e2e
 
@@ -31,37 +31,10 @@ RUNTIME_NAME = "torch-agreement"
 
 @pytest.fixture(scope="module")
 def trainer_crds_only() -> Iterator[Cluster]:
-    from envtest.build import cached_binaries
-    from envtest.harness import ControlPlane
-    from envtest.upstream import UpstreamUnavailable, trainer_crds
+    from envtest.upstream import trainer_crds
 
-    if cached_binaries() is None and not IN_CI:
-        pytest.skip("no cached etcd/kube-apiserver (run the e2e suite once to build them)")
-    try:
-        crds = trainer_crds()
-    except UpstreamUnavailable as exc:
-        if IN_CI:
-            raise
-        pytest.skip(f"Kubeflow Trainer's CRDs not available: {exc}")
-    with started(ControlPlane()) as plane:
-        cluster = Cluster(plane)
-        for crd in crds:
-            cluster.kubectl("apply", "--server-side", "-f", str(crd), check=True)
-        wait_established(cluster)
-        cluster.kubectl("create", "namespace", "team-tr", check=True)
+    with crds_only_cluster(trainer_crds, "Kubeflow Trainer's CRDs", "team-tr") as cluster:
         yield cluster
-
-
-def wait_established(cluster: Cluster, timeout: float = 60) -> None:
-    """Until every CRD is Established (``kubectl wait`` fails on a CRD whose status is not written yet)."""
-    deadline = time.monotonic() + timeout
-    while True:
-        result = cluster.kubectl("wait", "--for=condition=Established", "crd", "--all", "--timeout=10s")
-        if result.returncode == 0:
-            return
-        if time.monotonic() > deadline:
-            raise AssertionError(result.stdout + result.stderr)
-        time.sleep(0.5)
 
 
 def runtime(**template_spec: Any) -> dict[str, Any]:
