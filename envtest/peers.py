@@ -349,14 +349,8 @@ def main(argv: list[str] | None = None) -> int:
         print(f"unknown peer(s) {unknown}; known: {sorted(PEERS)}", file=sys.stderr)
         return 2
     for name in names or list(PEERS):
-        peer = PEERS[name]
-        try:
-            binary = build(peer)
-        except RuntimeError as exc:
-            print(f"building {name} failed: {exc}", file=sys.stderr)
+        if build_command(PEERS[name]):
             return 1
-        stamp = json.loads((peer.directory / _STAMP).read_text())
-        print(f"{name} {peer.version}: {binary} (built with {stamp['go']} in {stamp['build_seconds']} s)")
     return 0
 
 

@@ -233,6 +233,18 @@ def wait_established(cluster: Cluster, timeout: float = 60) -> None:
         time.sleep(0.5)
 
 
+def store_under_loosened_crd(cluster: Cluster, loose: dict, real: Path, obj: dict) -> None:
+    """Store ``obj`` while the CRD is ``loose`` (a schema that admits it), then put the ``real`` CRD
+    back: a stored object the real schema refuses, for ratcheting cases."""
+    try:
+        cluster.kubectl("apply", "--server-side", "--force-conflicts", "-f", "-", input=json.dumps(loose), check=True)
+        wait_established(cluster)
+        cluster.kubectl("create", "-f", "-", input=json.dumps(obj), check=True)
+    finally:
+        cluster.kubectl("apply", "--server-side", "--force-conflicts", "-f", str(real), check=True)
+        wait_established(cluster)
+
+
 def by_url(configurations: list[dict], port: int, ca: bytes) -> str:
     """Webhook configurations as an overlay renders them, pointed at a webhook on 127.0.0.1:``port``
     trusted through ``ca`` and asked for every namespace: a kubectl List."""

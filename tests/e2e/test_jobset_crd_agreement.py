@@ -19,7 +19,7 @@ from typing import Any
 import pytest
 import yaml
 
-from tests.e2e.conftest import Cluster, crds_only_cluster, wait_established
+from tests.e2e.conftest import Cluster, crds_only_cluster, store_under_loosened_crd
 from tests.e2e.test_trainer_template_agreement import offline_verdict, server_verdict
 
 pytestmark = pytest.mark.e2e
@@ -124,13 +124,7 @@ def test_stored_duplicate_keys_are_not_checked_on_update_by_either(jobset_crd_on
     stored = in_pod(lambda p: p["containers"].append({"name": "main", "image": "busybox"}))
     stored["spec"]["suspend"] = True
     stored["metadata"]["name"] = "keys-ratcheted"
-    try:
-        cluster.kubectl("apply", "--server-side", "--force-conflicts", "-f", "-", input=json.dumps(loose), check=True)
-        wait_established(cluster)
-        cluster.kubectl("create", "-f", "-", input=json.dumps(stored), check=True)
-    finally:
-        cluster.kubectl("apply", "--server-side", "--force-conflicts", "-f", str(jobset_crd()), check=True)
-        wait_established(cluster)
+    store_under_loosened_crd(cluster, loose, jobset_crd(), stored)
     old = cluster.get_json("jobsets.jobset.x-k8s.io", "keys-ratcheted", "-n", "team-js")
     new = copy.deepcopy(old)
     new["metadata"].setdefault("labels", {})["team"] = "a"

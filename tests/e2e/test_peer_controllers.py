@@ -16,8 +16,9 @@ Volcano agreement tests do; on a machine that has them, they run.
 
 from __future__ import annotations
 
+import contextlib
 import json
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -26,6 +27,7 @@ import yaml
 
 from envtest.harness import free_port
 from envtest.node import JOB_IMAGE
+from envtest.peer_process import PeerProcess
 from tests.e2e.conftest import IN_CI, REPO, Cluster, WebhookProcess, by_url, running_node, wait_until
 
 pytestmark = [pytest.mark.e2e, pytest.mark.node]
@@ -127,6 +129,19 @@ def wait_for_webhook(cluster: Cluster, timeout: float = 60) -> None:
     wait_until(answered, timeout, interval=0.5, message="jobgate's webhook answering for TrainJobs")
 
 
+@contextlib.contextmanager
+def running(run: Callable[..., PeerProcess], plane: PeerPlane, name: str) -> Iterator[None]:
+    """A peer's controller (``run``: ``envtest.jobset.run`` or ``envtest.trainer.run``) on the plane, ready."""
+    process = run(
+        plane.cluster.plane.kubeconfig, plane.pki / "apiserver.crt", plane.pki / "apiserver.key", plane.work / name
+    )
+    try:
+        process.wait_ready()
+        yield
+    finally:
+        process.stop()
+
+
 @pytest.fixture(scope="module")
 def jobset_controller(request: pytest.FixtureRequest) -> Iterator[PeerPlane]:
     """The plane with JobSet's controller running; a skip before any node starts when it is not built."""
@@ -137,14 +152,8 @@ def jobset_controller(request: pytest.FixtureRequest) -> Iterator[PeerPlane]:
         # The peers' builds are what CI does not make (see the module's docstring): a skip there too.
         pytest.skip(reason)
     plane: PeerPlane = request.getfixturevalue("peer_plane")
-    process = jobset.run(
-        plane.cluster.plane.kubeconfig, plane.pki / "apiserver.crt", plane.pki / "apiserver.key", plane.work / "jobset"
-    )
-    try:
-        process.wait_ready()
+    with running(jobset.run, plane, "jobset"):
         yield plane
-    finally:
-        process.stop()
 
 
 @pytest.fixture(scope="module")
@@ -156,14 +165,8 @@ def trainer_controller(request: pytest.FixtureRequest) -> Iterator[PeerPlane]:
     if reason:
         pytest.skip(reason)
     plane: PeerPlane = request.getfixturevalue("jobset_controller")
-    process = trainer.run(
-        plane.cluster.plane.kubeconfig, plane.pki / "apiserver.crt", plane.pki / "apiserver.key", plane.work / "trainer"
-    )
-    try:
-        process.wait_ready()
+    with running(trainer.run, plane, "trainer"):
         yield plane
-    finally:
-        process.stop()
 
 
 def python(code: str) -> list[str]:

@@ -20,7 +20,7 @@ from typing import Any
 import pytest
 import yaml
 
-from tests.e2e.conftest import Cluster, crds_only_cluster, jobgate, wait_established
+from tests.e2e.conftest import Cluster, crds_only_cluster, jobgate, store_under_loosened_crd
 
 pytestmark = pytest.mark.e2e
 
@@ -209,13 +209,7 @@ def test_an_unchanged_stored_defect_is_ratcheted_on_update_by_both(trainer_crds_
     spec_schema["template"] = {"type": "object", "x-kubernetes-preserve-unknown-fields": True}
     stored = changed(runtime(), lambda o: node_job(o).update(replicas="2"))
     stored["metadata"]["name"] = "ratcheted"
-    try:
-        cluster.kubectl("apply", "--server-side", "--force-conflicts", "-f", "-", input=json.dumps(loose), check=True)
-        wait_established(cluster)
-        cluster.kubectl("create", "-f", "-", input=json.dumps(stored), check=True)
-    finally:
-        cluster.kubectl("apply", "--server-side", "--force-conflicts", "-f", str(crd_path), check=True)
-        wait_established(cluster)
+    store_under_loosened_crd(cluster, loose, crd_path, stored)
     old = cluster.get_json("clustertrainingruntimes.trainer.kubeflow.org", "ratcheted")
     assert node_job(old)["replicas"] == "2"
 
