@@ -34,6 +34,7 @@ FAMILY = Family(
     admission_only=True,
     compiled_modules=(
         "jobgate.families.jobset.rules.checks",
+        "jobgate.families.jobset.rules.claims",
         "jobgate.families.jobset.rules.gates",
         "jobgate.families.jobset.rules.lists",
         "jobgate.families.jobset.shape",

@@ -22,13 +22,12 @@ from jobgate.rules.quantity import parse_quantity
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from collections.abc import Callable, Iterable, Mapping
-    from typing import Any, Protocol
+    from typing import Any
 
-    class ClaimView(Protocol):
-        """The cluster's PersistentVolumeClaims, read by namespace and name (None: none such).
-        Raises :class:`ClaimLookupError` when the read fails for another reason than "not found"."""
-
-        def claim(self, namespace: str, name: str) -> Mapping[str, Any] | None: ...
+    # The cluster's PersistentVolumeClaims: ``claim(namespace, name)`` gives the PVC, or None when there
+    # is none such, and raises ClaimLookupError when the read fails for another reason. Not a Protocol
+    # class: mypyc, which compiles this module, refuses a class nested in this block.
+    ClaimView = Any
 
 
 R_EXISTING_CLAIMS = "jobset/existing-claims"
