@@ -291,7 +291,7 @@ def rules_markdown(family: str) -> str:
         out.append("")
         out += ["| field | error | detail (a regular expression) |", "|---|---|---|"]
         for produced in rule.produces:
-            text = ErrorType[produced.type].text
+            text = ErrorType.named(produced.type).text
             detail = f"`{_cell(produced.detail)}`" if produced.detail else "(any)"
             out.append(f"| `{_cell(produced.path)}` | {text} | {detail} |")
         out.append("")

@@ -65,39 +65,9 @@ SHARED_COMPILED_MODULES = (
     "jobgate.policy.kinds",
     "jobgate.policy.review",
     "jobgate.policy.memo",
-    # The declared rules' generated calls (docs/rule-forms.md), run by the families' compiled rules
-    # for every review; the forms' runtime modules they call are added by compiled_modules().
-    "jobgate._generated.declared_rules",
     # The per-entry scopes' checks, called by the pod template's loops for every container.
     "jobgate._generated.scoped_rules",
 )
-
-
-def compiled_modules() -> tuple[str, ...]:
-    """Every module the compiled build compiles: the shared ones, the forms' runtime modules (the shared
-    twins, then each family's record's ``form_checks``), then each family's (its record's)."""
-    sys.path.insert(0, str(REPO))
-    try:
-        from jobgate.families import every_family
-        from jobgate.forms.runtime_modules import RUNTIME_MODULES
-    finally:
-        sys.path.remove(str(REPO))
-    families = tuple(m for record in every_family() for m in record.compiled_modules)
-    return SHARED_COMPILED_MODULES + RUNTIME_MODULES + families
-
-
-COMPILED_MODULES = compiled_modules()
-# mypyc's shared library (every compiled module's code) lives inside the package, not beside it
-# in site-packages under a hash of the module names.
-SHARED_LIBRARY_GROUP = "jobgate.rules_native"
-SWITCH = "JOBGATE_COMPILE"
-_IGNORED = shutil.ignore_patterns("__pycache__", "*.so", ".hypothesis", ".pytest_cache")
-
-
-def compile_requirements() -> list[str]:
-    """The ``compile`` extra of pyproject.toml: what compiling needs beyond setuptools."""
-    project = tomllib.loads((REPO / "pyproject.toml").read_text())
-    return list(project["project"]["optional-dependencies"]["compile"])
 
 
 def module_path(module: str) -> str:
@@ -112,6 +82,41 @@ def source_path(module: str) -> Path:
         if relative.startswith(installed + "/"):
             return REPO / repository / relative.removeprefix(installed + "/")
     raise ValueError(f"{module} is not in the jobgate package")
+
+
+def compiled_modules() -> tuple[str, ...]:
+    """Every module the compiled build compiles: the shared ones, the forms' runtime modules (the shared
+    twins, then each family's record's ``form_checks``), the families' generated declared rules, then
+    each family's (its record's)."""
+    sys.path.insert(0, str(REPO))
+    try:
+        from jobgate.families import every_family
+        from jobgate.forms.runtime_modules import RUNTIME_MODULES
+    finally:
+        sys.path.remove(str(REPO))
+    families = tuple(m for record in every_family() for m in record.compiled_modules)
+    # The declared rules' generated calls (docs/rule-forms.md), one module per family that declares
+    # any, run by the families' compiled rules for every review.
+    declared = tuple(
+        module
+        for module in (f"jobgate._generated.declared.{record.name}" for record in every_family())
+        if source_path(module).exists()
+    )
+    return SHARED_COMPILED_MODULES + RUNTIME_MODULES + declared + families
+
+
+COMPILED_MODULES = compiled_modules()
+# mypyc's shared library (every compiled module's code) lives inside the package, not beside it
+# in site-packages under a hash of the module names.
+SHARED_LIBRARY_GROUP = "jobgate.rules_native"
+SWITCH = "JOBGATE_COMPILE"
+_IGNORED = shutil.ignore_patterns("__pycache__", "*.so", ".hypothesis", ".pytest_cache")
+
+
+def compile_requirements() -> list[str]:
+    """The ``compile`` extra of pyproject.toml: what compiling needs beyond setuptools."""
+    project = tomllib.loads((REPO / "pyproject.toml").read_text())
+    return list(project["project"]["optional-dependencies"]["compile"])
 
 
 def stage_package(destination: Path) -> Path:

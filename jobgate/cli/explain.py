@@ -101,7 +101,7 @@ def describe(entry: Entry) -> str:
     for path, type_name, detail in produced:
         readable = detail.replace("\\ ", " ").replace("\\-", "-")
         shown = f"  (detail matching /{readable}/)" if detail else ""
-        lines.append(f"    {path}: {ErrorType[type_name].text}{shown}")
+        lines.append(f"    {path}: {ErrorType.named(type_name).text}{shown}")
     lines.append(f"  enforced:  {first.where.value}" + (f": {first.why}" if first.why else ""))
     refused, admitted = examples(entry)
     if refused is not None:

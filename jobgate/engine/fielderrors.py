@@ -8,15 +8,12 @@ other apiserver validation error.
 
 from __future__ import annotations
 
-from enum import Enum
-from functools import lru_cache
-
 from jobgate.engine.values import FrozenValue
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING, without importing typing at run time (start-up)
 if TYPE_CHECKING:
     from collections.abc import Callable, Iterable, Sequence
-    from typing import Any
+    from typing import Any, ClassVar
 
 
 class Key(str):
@@ -41,28 +38,66 @@ def render_path(path: FieldPath) -> str:
     return "".join(parts)
 
 
-class ErrorType(Enum):
-    """(text shown in messages, cause type in ``status.details.causes``)."""
+class ErrorType:
+    """The apiserver's field error types: each member's ``name``, its ``text`` shown in messages and its
+    ``cause``, the type in ``status.details.causes``.
 
-    REQUIRED = ("Required value", "FieldValueRequired")
-    INVALID = ("Invalid value", "FieldValueInvalid")
-    NOT_SUPPORTED = ("Unsupported value", "FieldValueNotSupported")
-    FORBIDDEN = ("Forbidden", "FieldValueForbidden")
-    DUPLICATE = ("Duplicate value", "FieldValueDuplicate")
-    NOT_FOUND = ("Not found", "FieldValueNotFound")
-    TOO_LONG = ("Too long", "FieldValueTooLong")
-    TOO_MANY = ("Too many", "FieldValueTooMany")
-    # A plain error of a peer's webhook that controller-runtime wraps as field.InternalError(nil, err)
-    # (JobSet's): no field, shown as the apiserver shows it (``<nil>: Internal error: ...``).
-    INTERNAL = ("Internal error", "InternalError")
+    An Enum's fixed members, written out: importing ``enum`` (and the ``functools`` and ``collections``
+    it imports) costs a one-file ``jobgate validate`` a quarter of its instructions. Members are the
+    only instances (compared by identity, pickled by name); ``members()`` lists them, ``named()``
+    finds one by name."""
 
-    @property
-    def text(self) -> str:
-        return self.value[0]
+    __slots__ = ("cause", "name", "text")
+    REQUIRED: ClassVar[ErrorType]
+    INVALID: ClassVar[ErrorType]
+    NOT_SUPPORTED: ClassVar[ErrorType]
+    FORBIDDEN: ClassVar[ErrorType]
+    DUPLICATE: ClassVar[ErrorType]
+    NOT_FOUND: ClassVar[ErrorType]
+    TOO_LONG: ClassVar[ErrorType]
+    TOO_MANY: ClassVar[ErrorType]
+    INTERNAL: ClassVar[ErrorType]
 
-    @property
-    def cause(self) -> str:
-        return self.value[1]
+    def __init__(self, name: str, text: str, cause: str) -> None:
+        self.name = name
+        self.text = text
+        self.cause = cause
+
+    def __repr__(self) -> str:
+        return f"<ErrorType.{self.name}>"
+
+    def __reduce__(self) -> tuple[Callable[..., ErrorType], tuple[str]]:
+        return ErrorType.named, (self.name,)
+
+    @staticmethod
+    def members() -> tuple[ErrorType, ...]:
+        return _ERROR_TYPES
+
+    @staticmethod
+    def named(name: str) -> ErrorType:
+        """The member called ``name`` (KeyError when none is)."""
+        return _ERROR_TYPES_BY_NAME[name]
+
+
+_ERROR_TYPES = tuple(
+    ErrorType(*fields)
+    for fields in (
+        ("REQUIRED", "Required value", "FieldValueRequired"),
+        ("INVALID", "Invalid value", "FieldValueInvalid"),
+        ("NOT_SUPPORTED", "Unsupported value", "FieldValueNotSupported"),
+        ("FORBIDDEN", "Forbidden", "FieldValueForbidden"),
+        ("DUPLICATE", "Duplicate value", "FieldValueDuplicate"),
+        ("NOT_FOUND", "Not found", "FieldValueNotFound"),
+        ("TOO_LONG", "Too long", "FieldValueTooLong"),
+        ("TOO_MANY", "Too many", "FieldValueTooMany"),
+        # A plain error of a peer's webhook that controller-runtime wraps as field.InternalError(nil, err)
+        # (JobSet's): no field, shown as the apiserver shows it (``<nil>: Internal error: ...``).
+        ("INTERNAL", "Internal error", "InternalError"),
+    )
+)
+_ERROR_TYPES_BY_NAME = {member.name: member for member in _ERROR_TYPES}
+for _member in _ERROR_TYPES:
+    setattr(ErrorType, _member.name, _member)
 
 
 _OMITTED: Any = object()
@@ -151,12 +186,22 @@ def not_supported(path: FieldPath, value: Any, supported: Iterable[str], rule: s
     return FieldError(ErrorType.NOT_SUPPORTED, path, value, _supported_values(tuple(supported)), rule)
 
 
-@lru_cache(maxsize=256)
-def _supported_values(supported: tuple[str, ...]) -> str:
-    # The same few lists are rendered for every bad entry of a big map: once each is enough.
-    import json  # see format_value
+# The same few lists are rendered for every bad entry of a big map: once each is enough. A dict
+# emptied when full, not functools.lru_cache: functools is not imported for a one-file check.
+_SUPPORTED_VALUES_MAX = 256
+_supported_texts: dict[tuple[str, ...], str] = {}
 
-    return "supported values: " + ", ".join(json.dumps(s) for s in supported)
+
+def _supported_values(supported: tuple[str, ...]) -> str:
+    text = _supported_texts.get(supported)
+    if text is None:
+        import json  # see format_value
+
+        text = "supported values: " + ", ".join(json.dumps(s) for s in supported)
+        if len(_supported_texts) >= _SUPPORTED_VALUES_MAX:
+            _supported_texts.clear()
+        _supported_texts[supported] = text
+    return text
 
 
 def forbidden(path: FieldPath, detail: str, rule: str = "") -> FieldError:

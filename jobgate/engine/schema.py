@@ -17,8 +17,6 @@ it from there first, so the models are neither imported nor built at start-up.
 
 from __future__ import annotations
 
-from functools import cache
-
 from jobgate.engine.fielderrors import FieldError, FieldPath, invalid, not_supported, render_path, required
 from jobgate.engine.modelref import model_class, model_key
 
@@ -65,10 +63,17 @@ def structural_schema(model: Any) -> Schema:
     return _built_schema(model_class(model))
 
 
-@cache
+# Each model's schema, built once (a dict, not functools.cache: functools is not imported for a
+# one-file check).
+_BUILT_SCHEMAS: dict[type[BaseModel], Schema] = {}
+
+
 def _built_schema(model: type[BaseModel]) -> Schema:
-    raw = model.model_json_schema(by_alias=True, mode="validation")
-    return _to_structural(raw, raw.get("$defs", {}))
+    schema = _BUILT_SCHEMAS.get(model)
+    if schema is None:
+        raw = model.model_json_schema(by_alias=True, mode="validation")
+        schema = _BUILT_SCHEMAS[model] = _to_structural(raw, raw.get("$defs", {}))
+    return schema
 
 
 def _schema_builders() -> dict[str, Callable[[], Schema]]:
@@ -81,10 +86,14 @@ def _schema_builders() -> dict[str, Callable[[], Schema]]:
     return SCHEMAS
 
 
-@cache
+_SCHEMA_TABLE: dict[str, Schema] = {}
+
+
 def schema_table() -> dict[str, Schema]:
-    """The schemas written ahead of time by ``jobgate manifests generate``, by model key."""
-    return {key: build() for key, build in _schema_builders().items()}
+    """The schemas written ahead of time by ``jobgate manifests generate``, by model key (built once)."""
+    if not _SCHEMA_TABLE:
+        _SCHEMA_TABLE.update((key, build()) for key, build in _schema_builders().items())
+    return _SCHEMA_TABLE
 
 
 def schema_of(model: Any) -> Schema:

@@ -5,7 +5,7 @@
 modules and the generators (``jobgate/generate/``) build on them.
 
 ``checks/`` holds each group of forms' runtime twin, the Python the generated checks call
-(``jobgate/_generated/declared_rules.py``, ``scoped_rules.py``); it imports no declaration and
+(``jobgate/_generated/declared/<family>.py``, ``scoped_rules.py``); it imports no declaration and
 no ``dataclasses``, so a review imports none either. ``checks/volcano.py`` and ``checks/t9k.py``
 hold the forms only one family uses; they stay here while one generated module holds every
 kind's calls (importing a family's package from it would load every family for one job).

@@ -13,8 +13,6 @@ Every input is bounded (the limits are in docs/offline.md): a document over
 
 from __future__ import annotations
 
-import re
-
 MAX_FILE_BYTES = 32 * 1024 * 1024
 # The apiserver refuses request bodies over 3 MiB; a manifest larger than that cannot be applied.
 MAX_DOCUMENT_BYTES = 3 * 1024 * 1024
@@ -76,6 +74,8 @@ def split_documents(text: str) -> list[Chunk]:
         text = text[1:]
     if "\n---" not in text and not text.startswith("---"):
         return [Chunk(text, 1)]
+    import re  # here, not at the top: a file of one document never imports re
+
     chunks: list[Chunk] = []
     start, line = 0, 1
     for match in re.finditer(_DOCUMENT_START, text):

@@ -25,9 +25,7 @@ A file's documents, the limits on reading them and ``LoadError`` are ``offline.d
 
 from __future__ import annotations
 
-import re
 import sys
-from functools import partial
 
 from jobgate.offline.documents import (
     INT64_MAX,
@@ -59,10 +57,11 @@ if TYPE_CHECKING:
 _YAML11_WORDS = frozenset(
     ("y", "Y", "yes", "Yes", "YES", "n", "N", "no", "No", "NO", "on", "On", "ON", "off", "Off", "OFF")
 )
-# Patterns with a literal first character: the regular-expression engine skips to them at C speed.
-# Kept as text: re compiles (and caches) each the first time it is used, so that a run whose
-# documents never need one does not compile it at start-up.
+# Kept as text: re compiles (and caches) each the first time it is used, and re itself is imported
+# by the first document that needs it (with enum and functools, a third of a one-file check's
+# instructions): most documents never do. _ZERO_HINT is found without re (``_zero_hints``).
 _ZERO_HINT = r"0[0-9_xXoObB]"
+_ZERO_HINT_NEXT = frozenset("0123456789_xXoObB")
 _YAML11_NUMBER = (
     r"[-+]?(?:0[0-9_][0-9a-zA-Z_.+-]*|_[0-9a-zA-Z_.+-]*|[0-9][0-9.eE+-]*_[0-9a-zA-Z_.+-]*|0[XOB][0-9a-fA-F_]*)"
     r"|[-+]0[xXoObB][0-9a-fA-F_]*"
@@ -81,6 +80,8 @@ def _starts_scalar(text: str, position: int) -> bool:
     """Whether ``position`` begins a scalar: after indentation and block indicators, ``: `` or ``[ { ,``."""
     line_start = text.rfind("\n", 0, position) + 1
     prefix = text[line_start:position]
+    import re
+
     if re.fullmatch(_SCALAR_PREFIX, prefix):
         return True
     return prefix.rstrip(" \t").endswith((":", "[", "{", ","))
@@ -113,13 +114,27 @@ def _yaml11_number(token: str) -> bool:
     body = token[1:] if token.startswith(("+", "-")) else token
     if not body.startswith(("0", "_")) and "_" not in body:
         return False
+    import re
+
     return re.fullmatch(_YAML11_NUMBER, token) is not None
+
+
+def _zero_hints(text: str) -> Iterator[int]:
+    """Where ``re.finditer(_ZERO_HINT, text)`` matches: each 0 followed by a digit, _ or a radix letter,
+    a match's two characters never the start of the next one."""
+    position = text.find("0")
+    while position >= 0:
+        if text[position + 1 : position + 2] in _ZERO_HINT_NEXT:
+            yield position
+            position = text.find("0", position + 2)
+        else:
+            position = text.find("0", position + 1)
 
 
 def has_yaml11_numbers(text: str) -> bool:
     """Whether a plain scalar of ``text`` is a number YAML 1.1 reads differently (0777, 1_000, -0x1F)."""
-    for match in re.finditer(_ZERO_HINT, text):
-        start, token = _token_at(text, match.start())
+    for hint in _zero_hints(text):
+        start, token = _token_at(text, hint)
         if _yaml11_number(token) and _starts_scalar(text, start):
             return True
     # Each _ found with str.find (no pattern to compile for one character).
@@ -179,6 +194,8 @@ def _has_control_characters(text: str) -> bool:
         # The common case: whatever is left once the allowed bytes are deleted. One pass in C, about a
         # quarter of the instructions of three replace() copies and isprintable() (54 k fewer per 1.2 KB file).
         return bool(text.encode("ascii").translate(None, _YAML_ASCII))
+    import re
+
     return re.search(_NOT_YAML_CHARACTERS, text) is not None
 
 
@@ -229,6 +246,8 @@ def _yaml_rs_parser() -> Callable[[str], Any]:
         parse("a: [1]\n")  # the private signature, checked once
         _YAML_RS_PARSE = parse
     except Exception:
+        from functools import partial
+
         import yaml_rs
 
         _YAML_RS_PARSE = partial(yaml_rs.loads, parse_datetime=False)

@@ -6,7 +6,7 @@ files there are); json and junit need the whole run and are written at the end.
 
 from __future__ import annotations
 
-from jobgate.offline.results import DocumentResult, Finding, Outcome, Run
+from jobgate.offline.results import OUTCOMES, DocumentResult, Finding, Outcome, Run
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING, without importing typing at run time (start-up)
 if TYPE_CHECKING:
@@ -54,7 +54,7 @@ def _summary(run: Run) -> str:
     total = run.total
     parts = [
         f"{run.count(o)} {o.value}{'s' if o is Outcome.ERROR and run.count(o) != 1 else ''}"
-        for o in Outcome
+        for o in OUTCOMES
         if run.count(o) or o in (Outcome.ADMITTED, Outcome.DENIED)
     ]
     return f"{total} document{'s' if total != 1 else ''}: {', '.join(parts)}"
@@ -103,7 +103,7 @@ def _as_dict(result: DocumentResult) -> dict[str, object]:
 def render_json(run: Run) -> str:
     import json  # only -o json needs it
 
-    summary = {o.value: run.count(o) for o in Outcome}
+    summary = {o.value: run.count(o) for o in OUTCOMES}
     document = {"documents": [_as_dict(r) for r in run.results], "summary": summary, "exitCode": run.exit_code}
     return json.dumps(document, indent=2) + "\n"
 

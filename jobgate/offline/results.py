@@ -7,7 +7,6 @@ streamed in input order, so memory follows the largest file, not the number of f
 from __future__ import annotations
 
 import os
-from enum import StrEnum
 
 from jobgate.engine.context import context_for
 from jobgate.engine.registry import GroupVersionKind, lookup
@@ -27,32 +26,69 @@ from jobgate.review import Verdict, review_job
 TYPE_CHECKING = False  # typing.TYPE_CHECKING, without importing typing at run time (start-up)
 if TYPE_CHECKING:
     from collections.abc import Iterable, Iterator
-    from typing import Any
+    from typing import Any, ClassVar
 
     from jobgate.engine.views import ClusterViews
 
 
-class Outcome(StrEnum):
-    ADMITTED = "admitted"
-    DENIED = "denied"
-    SKIPPED = "skipped"
-    ERROR = "error"
+class TextMember(str):
+    """One of a class's fixed set of texts: a ``StrEnum``'s members, written out (importing ``enum``
+    costs a one-file check a quarter of its instructions; ``jobgate.engine.fielderrors.ErrorType``).
+    Each member is a str, equal to its text; its name is its text in capitals. Pickled as that member,
+    so that ``is`` holds for the results ``-j`` workers send back."""
+
+    __slots__ = ()
+
+    @property
+    def value(self) -> str:
+        return str.__str__(self)
+
+    @property
+    def name(self) -> str:
+        return self.upper()
+
+    def __repr__(self) -> str:
+        return f"<{self.__class__.__name__}.{self.name}: {str.__repr__(self)}>"
+
+    def __reduce__(self) -> tuple[Any, tuple[Any, ...]]:
+        return getattr, (self.__class__, self.name)
 
 
-class FieldValidation(StrEnum):
+class Outcome(TextMember):
+    """What became of a document (``OUTCOMES`` lists them)."""
+
+    __slots__ = ()
+    ADMITTED: ClassVar[Outcome]
+    DENIED: ClassVar[Outcome]
+    SKIPPED: ClassVar[Outcome]
+    ERROR: ClassVar[Outcome]
+
+
+class FieldValidation(TextMember):
     """kubectl's ``--validate``: what an unknown field does (strict: kubectl's default)."""
 
-    STRICT = "strict"
-    WARN = "warn"
-    IGNORE = "ignore"
+    __slots__ = ()
+    STRICT: ClassVar[FieldValidation]
+    WARN: ClassVar[FieldValidation]
+    IGNORE: ClassVar[FieldValidation]
 
     @classmethod
     def parse(cls, text: str) -> FieldValidation:
-        # kubectl also takes the older booleans.
+        """The member ``text`` names; kubectl also takes the older booleans. ValueError for another text."""
         aliases = {"true": cls.STRICT, "false": cls.IGNORE}
         if text in aliases:
             return aliases[text]
-        return cls(text)
+        member = getattr(cls, text.upper(), None) if text.islower() else None
+        if not isinstance(member, cls):
+            raise ValueError(f"{text!r} is not a valid FieldValidation")
+        return member
+
+
+OUTCOMES = (Outcome("admitted"), Outcome("denied"), Outcome("skipped"), Outcome("error"))
+for _outcome in OUTCOMES:
+    setattr(Outcome, _outcome.name, _outcome)
+for _validation in (FieldValidation("strict"), FieldValidation("warn"), FieldValidation("ignore")):
+    setattr(FieldValidation, _validation.name, _validation)
 
 
 # The fields of every custom resource's top level (the CRD schema knows nothing else).
@@ -143,7 +179,7 @@ class Run:
         keep_results: bool = True,
     ) -> None:
         self.results: list[DocumentResult] = [] if results is None else results
-        self.counts: dict[Outcome, int] = dict.fromkeys(Outcome, 0) if counts is None else counts
+        self.counts: dict[Outcome, int] = dict.fromkeys(OUTCOMES, 0) if counts is None else counts
         self.keep_results = keep_results
 
     def add(self, result: DocumentResult) -> None:

@@ -35,7 +35,7 @@ if TYPE_CHECKING:
     from jobgate.engine.fielderrors import FieldPath
     from jobgate.engine.views import DeviceView
 
-_ERROR_TYPES = {error_type.text: error_type for error_type in ErrorType}
+_ERROR_TYPES = {error_type.text: error_type for error_type in ErrorType.members()}
 
 
 def resolution_for(job: dict[str, Any], context: ReviewContext) -> Resolution | None:

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import re
-
 # Patterns, not compiled ones: re compiles (and caches) each when a name first needs it, so that
 # start-up does not compile the patterns a run never uses (up to a million instructions each).
 _DNS1123_LABEL = r"[a-z0-9]([-a-z0-9]*[a-z0-9])?"
@@ -224,6 +222,8 @@ def dns1035_label_problems(value: str) -> list[str]:
 
 def port_name_problems(value: str) -> list[str]:
     """IANA service name rules, which Kubernetes applies to container port names."""
+    import re  # here, not at the top: a one-file check that never meets a bad port name never imports re
+
     problems = []
     if len(value) > PORT_NAME_MAX_LENGTH:
         problems.append(max_length_message(PORT_NAME_MAX_LENGTH))

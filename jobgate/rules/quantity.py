@@ -11,8 +11,6 @@ below 1n rounds up to 1n, and an exponent that does not fit a 64-bit integer is 
 
 from __future__ import annotations
 
-from functools import lru_cache
-
 QUANTITY_MESSAGE = "quantities must match the regular expression '^([+-]?[0-9.]+)([eEinumkKMGTP]*[-+]?[0-9]*)$'"
 NANO = 10**9
 MAX_UNITS = 2**63 - 1  # apimachinery's maxAllowed: larger magnitudes are capped to it
@@ -34,8 +32,12 @@ def parse_quantity(value: object) -> int | None:
     """The quantity in nano-units (1 == 1n, 10**9 == 1), rounded up; None when not a valid quantity."""
     if isinstance(value, str):
         return parse_text_cached(value)
-    if isinstance(value, int | float):
-        return _parse_number_cached(value)
+    if isinstance(value, bool):
+        return None
+    if isinstance(value, int):
+        return max(-MAX_NANOS, min(MAX_NANOS, value * NANO))
+    if isinstance(value, float):
+        return _parse_float_cached(value)
     return None
 
 
@@ -61,16 +63,22 @@ def parse_text_cached(value: str) -> int | None:
     return nanos
 
 
-@lru_cache(maxsize=4096, typed=True)  # typed: True, 1 and 1.0 are equal keys but not equal quantities
-def _parse_number_cached(value: int | float) -> int | None:
-    """``parse_quantity`` of a JSON number (a bool is none)."""
-    if isinstance(value, bool):
-        return None
-    if isinstance(value, int):
-        return max(-MAX_NANOS, min(MAX_NANOS, value * NANO))
+_parsed_floats: dict[float, int | None] = {}
+
+
+def _parse_float_cached(value: float) -> int | None:
+    """``parse_quantity`` of a JSON number with a fraction or an exponent (a dict as for texts)."""
+    try:
+        return _parsed_floats[value]
+    except KeyError:
+        pass
     # A JSON number is parsed from its text by the apiserver; repr gives that text back.
     # -inf < value < inf: math.isfinite, without loading the math module (a shared library) at start-up.
-    return _parse_text(repr(value)) if -_INFINITY < value < _INFINITY else None
+    nanos = _parse_text(repr(value)) if -_INFINITY < value < _INFINITY else None
+    if len(_parsed_floats) >= TEXT_CACHE_MAX:
+        _parsed_floats.clear()
+    _parsed_floats[value] = nanos
+    return nanos
 
 
 def _split(text: str) -> tuple[str, str] | None:

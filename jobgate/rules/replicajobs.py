@@ -11,7 +11,8 @@ module subclasses it with its own hooks (``families/kubedl.py``, ``families/kube
 
 from __future__ import annotations
 
-from jobgate._generated import declared_rules
+import sys
+
 from jobgate.api.constants import RESTART_POLICIES
 from jobgate.engine.fielderrors import (
     FieldError,
@@ -40,8 +41,10 @@ if TYPE_CHECKING:
 JOB_STATUS_MODEL = ModelRef("jobgate.api.common:JobStatus")
 
 # The replica map's declared rules and defaults (jobgate/generate/cel/replicajobs.replica_declarations)
-# are generated under the kind's group with this prefix (jobgate/_generated/declared_rules.py).
+# are generated under the kind's group with this prefix (jobgate/_generated/declared/<family>.py).
 REPLICA_MAP_GROUP = "replicamap."
+# The package of the families' generated modules of declared rules and defaults.
+DECLARED_PACKAGE = "jobgate._generated.declared."
 # The ids of the declared replica map's rules and defaults.
 TYPES = "replicas/types"
 TYPE_SPELLING = "replicas/type-spelling"
@@ -308,12 +311,16 @@ class ReplicaJobKind:
         return function
 
     def _generated_function(self, prefix: str, group: str) -> Any:
-        """``<prefix>_<kind>_<group>`` of jobgate/_generated/declared_rules.py (``function_name``)."""
+        """``<prefix>_<kind>_<group>`` (``function_name``) of the family's generated module,
+        ``jobgate/_generated/declared/<family>.py``, imported with the first kind that asks."""
         name = (self.kind + "_" + group).replace(".", "_").replace("-", "_").lower()
-        return getattr(declared_rules, f"{prefix}_{name}")
+        module = DECLARED_PACKAGE + self.family
+        # __import__ rather than importlib: one builtin call, nothing more imported at start-up.
+        __import__(module)
+        return getattr(sys.modules[module], f"{prefix}_{name}")
 
     def declared_defaults(self, obj: dict[str, Any], recorder: PatchRecorder) -> dict[str, Any]:
-        """The kind's declared defaults (``jobgate/_generated/declared_rules.py``); none here."""
+        """The kind's declared defaults (``jobgate/_generated/declared/<family>.py``); none here."""
         return obj
 
     def declared_rules(self, obj: dict[str, Any], old: dict[str, Any] | None) -> list[FieldError]:

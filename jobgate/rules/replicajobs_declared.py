@@ -37,7 +37,7 @@ def replica_declarations(kind: ReplicaJobKind) -> tuple[Declaration, ...]:
     """The replica map's rules and defaults that forms say, from the kind's roles: its keys (the
     types and their spelling), the gang's size and the run policy's queue, each replica's count and
     restart policy. ``jobgate manifests generate`` compiles them to the functions
-    ``rules/replicajobs.py`` calls (``jobgate/_generated/declared_rules.py``, under the kind's group
+    ``rules/replicajobs.py`` calls (``jobgate/_generated/declared/<family>.py``, under the kind's group
     prefixed ``REPLICA_MAP_GROUP``; the spelling's function it calls itself, with the stored job)."""
     field = kind.replicas_field
     path = f"spec.{field}"

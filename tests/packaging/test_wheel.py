@@ -112,12 +112,15 @@ ONE_FILE_EXAMPLES = (
 # What `jobgate validate FILE` does not import, the command run as users run it (pip's console
 # script): each of these costs a one-file check about as much as its rules, or more. argparse
 # with gettext and locale (the command line is read by hand), typing and collections.abc
-# (annotations only), json (messages only), importlib and warnings, math, dataclasses, and
+# (annotations only), json (messages only), importlib and warnings, math, dataclasses,
 # threading (whose absence lets the command skip the interpreter's teardown: console_main in
-# jobgate/cli/__init__.py); a module named here stands for its submodules too.
+# jobgate/cli/__init__.py), and re, enum, functools and collections (together more than a third
+# of a one-file check's instructions: a valid document never needs a pattern, and the enums and
+# caches are written out); a module named here stands for its submodules too.
 NOT_IMPORTED_BY_ONE_FILE = (
-    "argparse", "gettext", "locale", "typing", "collections.abc", "json", "importlib", "warnings", "math",
+    "argparse", "gettext", "locale", "typing", "collections", "json", "importlib", "warnings", "math",
     "dataclasses", "threading", "pydantic", "ruamel", "yaml", "aiohttp", "kubernetes",
+    "re", "enum", "functools",
 )  # fmt: skip
 NOT_IMPORTED_DOTTED = tuple(f"{name}." for name in NOT_IMPORTED_BY_ONE_FILE)
 

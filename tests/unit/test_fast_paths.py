@@ -91,6 +91,11 @@ def test_the_yaml11_number_check_asks_the_pattern_only_when_it_can_match(token: 
     assert loader._yaml11_number(token) == (re.fullmatch(loader._YAML11_NUMBER, token) is not None)
 
 
+@given(text=st.text(st.sampled_from("0123456789_xXoObBz: \n"), max_size=40))
+def test_the_zero_hints_are_where_the_pattern_matches(text: str) -> None:
+    assert list(loader._zero_hints(text)) == [match.start() for match in re.finditer(loader._ZERO_HINT, text)]
+
+
 # Text with every ASCII control character and the odd other character (non-ASCII among them).
 stream_like = st.text(st.characters(max_codepoint=0x7F) | st.sampled_from("a: \n\t\r\x85é\x9f\ufeff"), max_size=40)
 

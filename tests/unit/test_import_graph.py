@@ -52,7 +52,7 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
             # A family's runtime twins of the forms only it uses (Volcano's, T9k's): rule language the
             # generated calls import, whatever package holds them.
             "jobgate.families.*.form_checks",
-            "jobgate._generated.declared_rules",
+            "jobgate._generated.declared",
             "jobgate._generated.scoped_rules",
             # Helpers of the rule language and the rules alike (names, quantities, dict walks).
             "jobgate.rules.names",
@@ -211,7 +211,7 @@ def test_the_layer_table_places_modules_by_their_most_specific_pattern():
     assert layer_of("jobgate.families.kubedl.models") == _layer("models and shared helpers")
     assert layer_of("jobgate.families.kubedl") == _layer("models and shared helpers")
     assert layer_of("jobgate._generated.family_index") == _layer("engine")
-    assert layer_of("jobgate._generated.declared_rules") == _layer("rule language")
+    assert layer_of("jobgate._generated.declared.kubedl") == _layer("rule language")
     assert layer_of("jobgate.families.volcano.form_checks") == _layer("rule language")
     assert layer_of("jobgate.families.volcano.forms.bounds") == _layer("families")
     assert layer_of("jobgate.rules.jobmeta") == _layer("rules and policy")
@@ -256,7 +256,7 @@ def test_every_known_exception_is_still_an_arrow():
 def test_the_engine_imports_nothing_of_rules_policy_families_or_generated_rule_code():
     graph = import_graph()
     above = ("jobgate.rules", "jobgate.policy", "jobgate.families", "jobgate.review")
-    generated_code = ("jobgate._generated.declared_rules", "jobgate._generated.scoped_rules")
+    generated_code = ("jobgate._generated.declared", "jobgate._generated.scoped_rules")
     found = [
         f"{a} imports {b}"
         for a, targets in sorted(graph.items())

@@ -265,9 +265,9 @@ def test_the_webhook_account_may_only_read_volcano_queues_and_trainer_runtimes()
 
 
 def test_the_family_index_names_every_kind_and_loads_only_the_family_met(tmp_path):
-    """The index is generated from the family modules; one document loads one family: its models and
-    rules, and of the others at most their records and the runtime twins of their own forms, which the
-    generated calls of every kind import (jobgate/_generated/declared_rules.py)."""
+    """The index is generated from the family modules; one document loads one family: its models, its
+    rules and its generated declared rules, and of the others nothing (their records are data in
+    ``jobgate.families``, never imported for a review)."""
     from jobgate._generated.family_index import KIND_FAMILIES
     from jobgate.generate.manifests import every_family_kind
 
@@ -277,9 +277,13 @@ def test_the_family_index_names_every_kind_and_loads_only_the_family_met(tmp_pat
         "from jobgate.engine.registry import lookup_names\n"
         "assert lookup_names('mxnet.mlkube.io', 'v1beta1', 'MxJob').family == 'mlkube'\n"
         "assert lookup_names('example.com', 'v1', 'MxJob') is None\n"
-        "parts = [m.split('.') for m in sys.modules if m.startswith('jobgate.families.')]\n"
-        "print(sorted({p[2] for p in parts if p[3:] and p[3] != 'form_checks'}))\n"
+        "from jobgate.review import review_job\n"
+        "job = {'apiVersion': 'mxnet.mlkube.io/v1beta1', 'kind': 'MxJob', 'metadata': {'name': 'a'}, 'spec': {}}\n"
+        "review_job(lookup_names('mxnet.mlkube.io', 'v1beta1', 'MxJob'), job)\n"
+        "families = {m.split('.')[2] for m in sys.modules if m.startswith('jobgate.families.')}\n"
+        "declared = {m.split('.')[3] for m in sys.modules if m.startswith('jobgate._generated.declared.')}\n"
+        "print(sorted(families), sorted(declared))\n"
     )
     result = subprocess.run([sys.executable, "-c", script], cwd=tmp_path, capture_output=True, text=True, check=False)
     assert result.returncode == 0, result.stderr
-    assert result.stdout.strip() == "['mlkube']"
+    assert result.stdout.strip() == "['mlkube'] ['mlkube']"

@@ -6,11 +6,11 @@ the errors the Python check gives."""
 from __future__ import annotations
 
 import dataclasses
+import importlib
 from pathlib import Path
 
 import pytest
 
-from jobgate._generated import declared_rules
 from jobgate.engine.fielderrors import FieldError, Key, required
 from jobgate.engine.jsonpatch import PatchRecorder
 from jobgate.families.t9k.forms import DefaultFinishRules, EntriesUnchanged, IndexMaps, RefersTo
@@ -39,7 +39,7 @@ from jobgate.forms.catalogue import LIST_ITEMS, MAP_VALUES, Where
 from jobgate.forms.defaults import DefaultField, DefaultItemField
 from jobgate.forms.entries import NamedEntries
 from jobgate.forms.fields import AtMostOneOf, FieldBound, ForbiddenField, RequiredField, StringField
-from jobgate.forms.python_text import DECLARED_TABLE, cost_report, declared_module_text
+from jobgate.forms.python_text import cost_report, declared_module_path, declared_module_text
 from jobgate.forms.replica_maps import (
     DefaultTemplatePort,
     DefaultTypeField,
@@ -51,7 +51,7 @@ from jobgate.forms.replica_maps import (
 from jobgate.forms.roles import AtMostSum, ForbiddenRoles, Immutable, MaxItems, RequiredRoles, RoleFieldBound, UniqueBy
 from jobgate.forms.scopes import SCOPED_TABLE, Scope, ScopeDeclarations, ScopeSite, scoped_module_text
 from jobgate.generate.cel.podtemplate import TemplateSite, pod_template_rules
-from jobgate.generate.manifests import declared_kinds, every_family_kind, package_tables
+from jobgate.generate.manifests import declared_families, declared_kinds, every_family_kind, package_tables
 from jobgate.rules.names import DNS1123_SUBDOMAIN_MESSAGE, dns1123_label_problems
 from jobgate.rules.podtemplate import check_pod_template
 from jobgate.rules.podtemplate_declared import CONTAINER
@@ -260,16 +260,24 @@ def test_the_cost_report_names_each_generated_rule():
     assert "ToyJob (toy.example.com) toy/roles-unique: quadratic, bounded by 3 entries" in report
 
 
-def test_the_generated_module_is_the_declarations():
-    """`jobgate manifests generate` writes it; --check (and test_cli_offline) fail when it is stale."""
+def test_the_generated_modules_are_the_declarations():
+    """`jobgate manifests generate` writes one per family; --check (and test_cli_offline) fail when one is
+    stale. Each holds its family's kinds' functions, and imports only what they call."""
     tables = {str(path): text for path, text in package_tables().items()}
-    assert tables[DECLARED_TABLE] == Path(DECLARED_TABLE).read_text()
+    families = declared_families(every_family_kind())
+    assert {"kubedl", "kubeflow", "mlkube", "volcano", "t9k", "diengine"} <= {family for family, _ in families}
     declared = {(group, kind) for group, kind, _ in declared_kinds(every_family_kind())}
     assert ("mxnet.mlkube.io", "MxJob") in declared
-    for group, kind, _ in declared_kinds(every_family_kind()):
-        name = f"{kind}_{group}".replace(".", "_").lower()
-        assert callable(getattr(declared_rules, f"validate_{name}"))
-        assert callable(getattr(declared_rules, f"default_{name}"))
+    for family, kinds in families:
+        path = declared_module_path(family)
+        assert tables[path] == Path(path).read_text()
+        module = importlib.import_module(f"jobgate._generated.declared.{family}")
+        for group, kind, _ in kinds:
+            name = f"{kind}_{group}".replace(".", "_").replace("-", "_").lower()
+            assert callable(getattr(module, f"validate_{name}"))
+            assert callable(getattr(module, f"default_{name}"))
+    # KubeDL's calls import none of Volcano's or T9k's runtime twins.
+    assert "form_checks" not in Path(declared_module_path("kubedl")).read_text()
 
 
 # --- generic field forms ---------------------------------------------------------------------------

@@ -2,7 +2,7 @@
 defaults, the task names DI-orchestrator writes back, and the bounds of its lists.
 
 ``jobgate manifests generate`` compiles them to the calls ``rules.py`` makes
-(``jobgate/_generated/declared_rules.py``), to the CRD's schema keywords and defaults and the
+(``jobgate/_generated/declared/diengine.py``), to the CRD's schema keywords and defaults and the
 MutatingAdmissionPolicy (``cel.py`` lists them), and to the catalogue's records.
 """
 

@@ -9,7 +9,7 @@ violation at once. Validation runs on the defaulted task names and types.
 
 from __future__ import annotations
 
-from jobgate._generated import declared_rules
+from jobgate._generated.declared import diengine as declared_rules
 from jobgate.api.constants import DIENGINE_GROUP, DIENGINE_VERSION
 from jobgate.engine.fielderrors import FieldError, FieldPath
 from jobgate.engine.findings import Findings

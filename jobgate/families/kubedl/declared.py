@@ -3,7 +3,7 @@ what KubeDL's controllers assume of the roles (one PyTorch Master, one MPI Launc
 TFJob Chief or Master) and the per-kind defaults of its ``*_defaults.go`` that a form says.
 
 ``jobgate manifests generate`` compiles them to the calls ``rules.py`` makes
-(``jobgate/_generated/declared_rules.py``), to the CRDs' rules and schema defaults, the
+(``jobgate/_generated/declared/kubedl.py``), to the CRDs' rules and schema defaults, the
 MutatingAdmissionPolicy (``cel.py`` lists them) and the catalogue's records.
 """
 

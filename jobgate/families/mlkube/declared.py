@@ -2,7 +2,7 @@
 and its job-mode rules, with the operator's own sentences.
 
 ``jobgate manifests generate`` compiles them to the check ``rules.py`` calls
-(``jobgate/_generated/declared_rules.py``), to the CRD's schema defaults and rules and the
+(``jobgate/_generated/declared/mlkube.py``), to the CRD's schema defaults and rules and the
 MutatingAdmissionPolicy (``cel.py`` lists them), and to the catalogue's records.
 """
 

@@ -8,7 +8,7 @@ nothing panics on a half-written spec.
 
 from __future__ import annotations
 
-from jobgate._generated import declared_rules
+from jobgate._generated.declared import mlkube as declared_rules
 from jobgate.api.constants import MLKUBE_GROUP, MLKUBE_VERSION, MX_REPLICA_TYPES
 from jobgate.engine.findings import Findings
 from jobgate.engine.jsonpatch import NO_PATCH, PatchRecorder

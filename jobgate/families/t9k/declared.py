@@ -1,6 +1,6 @@
 """GenericJob's defaults and rules as declarations (``jobgate/forms/``), as far as a form
 says them; ``jobgate manifests generate`` compiles them to the calls ``rules.py`` makes
-(``jobgate/_generated/declared_rules.py``), to the CRD's schema defaults and rules, the
+(``jobgate/_generated/declared/t9k.py``), to the CRD's schema defaults and rules, the
 MutatingAdmissionPolicy (``cel.py`` lists them) and the catalogue's records.
 """
 

@@ -1,7 +1,7 @@
 """The Python meaning of the forms only T9k's rules use (``RefersTo``, ``IndexMaps``,
 ``EntriesUnchanged``, ``DefaultFinishRules``).
 
-Generated calls of these functions are in ``jobgate/_generated/declared_rules.py``; see
+Generated calls of these functions are in ``jobgate/_generated/declared/<family>.py``; see
 ``docs/rule-forms.md``.
 """
 

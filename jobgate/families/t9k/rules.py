@@ -9,7 +9,8 @@ when any replica failed beyond its restart limit).
 
 from __future__ import annotations
 
-from jobgate._generated import declared_rules, scoped_rules
+from jobgate._generated import scoped_rules
+from jobgate._generated.declared import t9k as declared_rules
 from jobgate.api.constants import T9K_GROUP, T9K_VERSION
 from jobgate.engine.fielderrors import (
     FieldPath,

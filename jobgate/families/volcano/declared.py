@@ -1,6 +1,6 @@
 """Volcano Job's rules as declarations (``jobgate/forms/``), as far as a form says them;
 ``jobgate manifests generate`` compiles them to the calls ``rules/`` makes
-(``jobgate/_generated/declared_rules.py``), to the CRD's rules (``cel/`` lists them) and to the
+(``jobgate/_generated/declared/volcano.py``), to the CRD's rules (``cel/`` lists them) and to the
 catalogue's records.
 """
 

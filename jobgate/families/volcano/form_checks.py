@@ -2,7 +2,7 @@
 ``ClaimVolumes``, ``Acyclic``, ``Unchanged``, its defaults and the rest of
 ``jobgate/families/volcano/forms/``).
 
-Generated calls of these functions are in ``jobgate/_generated/declared_rules.py``; see
+Generated calls of these functions are in ``jobgate/_generated/declared/<family>.py``; see
 ``docs/rule-forms.md``.
 """
 

@@ -1,7 +1,7 @@
 """Shared steps of the forms' runtime checks: reading a field by its path, a rule's condition, a list's
 object items and the first entry of each role.
 
-Generated calls of these functions are in ``jobgate/_generated/declared_rules.py``; see
+Generated calls of these functions are in ``jobgate/_generated/declared/<family>.py``; see
 ``docs/rule-forms.md``.
 """
 

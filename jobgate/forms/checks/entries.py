@@ -1,6 +1,6 @@
 """The Python meaning of ``NamedEntries``: named entries of lists, which T9k's and DI-engine's rules use.
 
-Generated calls of these functions are in ``jobgate/_generated/declared_rules.py``; see
+Generated calls of these functions are in ``jobgate/_generated/declared/<family>.py``; see
 ``docs/rule-forms.md``.
 """
 

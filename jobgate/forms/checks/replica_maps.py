@@ -1,7 +1,7 @@
 """The Python meaning of the forms of the kinds with a map of replica types (KubeDL's, Kubeflow's:
 ``jobgate/rules/replicajobs.py``): known types, ports, run policy and the types' spelling.
 
-Generated calls of these functions are in ``jobgate/_generated/declared_rules.py``; see
+Generated calls of these functions are in ``jobgate/_generated/declared/<family>.py``; see
 ``docs/rule-forms.md``.
 """
 

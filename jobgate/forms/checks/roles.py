@@ -1,7 +1,7 @@
 """The Python meaning of the role and list forms (``UniqueBy``, ``RequiredRoles``, ``ForbiddenRoles``,
 ``RoleFieldBound``, ``AtMostSum``, ``MaxItems``, ``Immutable``).
 
-Generated calls of these functions are in ``jobgate/_generated/declared_rules.py``; see
+Generated calls of these functions are in ``jobgate/_generated/declared/<family>.py``; see
 ``docs/rule-forms.md``.
 """
 

@@ -9,7 +9,7 @@ CREATE and on UPDATE as the apiserver does, so that both agree.
 
 from __future__ import annotations
 
-from jobgate._generated import declared_rules
+from jobgate._generated.declared import volcano as declared_rules
 from jobgate.families.volcano.rules.resources import typed_template_errors
 from jobgate.rules.names import LABEL_MAX_LENGTH
 

@@ -7,7 +7,7 @@ absent); task ``minAvailable: 0`` is kept, as it is a pointer there.
 
 from __future__ import annotations
 
-from jobgate._generated import declared_rules
+from jobgate._generated.declared import volcano as declared_rules
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING, without importing typing at run time (start-up)
 if TYPE_CHECKING:

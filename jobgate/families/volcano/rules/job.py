@@ -10,9 +10,7 @@ policies, plugins, resources and queue check in modules of their own.
 
 from __future__ import annotations
 
-import re
-
-from jobgate._generated import declared_rules
+from jobgate._generated.declared import volcano as declared_rules
 from jobgate.engine.fielderrors import FieldError, FieldPath, invalid, required
 from jobgate.engine.findings import Findings, clip_warning
 from jobgate.engine.modelref import ModelRef
@@ -68,6 +66,12 @@ QUALIFIED_NAME_MESSAGE = f"name part {QUALIFIED_NAME_REGEX_MESSAGE}"
 _GENERATED_SUFFIX_LENGTH = 5
 _RFC1123_LABEL = "a lowercase RFC 1123 label"
 _DNS1123_LABEL = "a DNS-1123 label"
+
+
+def _fullmatch(pattern: str, text: str) -> bool:
+    import re  # here, not at the top: only a bad name needs it, and a one-file check need not import re
+
+    return re.fullmatch(pattern, text) is not None
 
 
 def qualified_name_problems(value: str) -> list[str]:
@@ -141,7 +145,7 @@ def _create_errors(obj: dict[str, Any], spec: dict[str, Any] | None, found: Find
         yield from names_twice.get(index, ())
         if name:
             problems = dns1123_label_problems(name)
-            if problems and not re.fullmatch(DNS1123_LABEL_PATTERN, name):
+            if problems and not _fullmatch(DNS1123_LABEL_PATTERN, name):
                 # What Volcano's CRD (1.14+) makes the apiserver say before its webhook runs.
                 yield invalid(
                     (*path, "name"),

@@ -8,7 +8,7 @@ topologies on both operations (``util.go``); the other rules are in ``job`` (CRE
 
 from __future__ import annotations
 
-from jobgate._generated import declared_rules
+from jobgate._generated.declared import volcano as declared_rules
 from jobgate.engine.fielderrors import FieldError, FieldPath, invalid
 from jobgate.rules.dicts import as_int
 

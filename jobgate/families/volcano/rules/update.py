@@ -7,7 +7,7 @@ topologies still hold. Every changed field is reported, not only the first.
 
 from __future__ import annotations
 
-from jobgate._generated import declared_rules
+from jobgate._generated.declared import volcano as declared_rules
 from jobgate.engine.fielderrors import FieldError, FieldPath, invalid
 from jobgate.families.volcano.rules.tasks import (
     COUNTS,
