@@ -191,7 +191,7 @@ def names_used(source: str) -> set[str]:
     tokens = [t for t in tokenize.generate_tokens(io.StringIO(source).readline) if t.type != tokenize.NL]
     return {
         token.string
-        for before, token, after in zip([None, *tokens], tokens, [*tokens[1:], None], strict=False)
+        for before, token, after in zip([None, *tokens[:-1]], tokens, [*tokens[1:], None], strict=True)
         if token.type == tokenize.NAME
         and not (before is not None and before.string == ".")
         and not (after is not None and after.string == "=")
