@@ -16,8 +16,6 @@ carry JobSet's schema): offline there is no CRD, so ``jobgate validate`` checks 
 
 from __future__ import annotations
 
-from functools import cache
-
 from jobgate.engine.fielderrors import FieldError, FieldPath, duplicate, too_many
 from jobgate.engine.schema import schema_of
 
@@ -34,10 +32,15 @@ if TYPE_CHECKING:
 # --- maxItems --------------------------------------------------------------------------------------
 
 
-@cache
+# Each model's pruned schema, found once (a dict, not functools.cache: a one-file check imports no functools).
+_BOUNDED: dict[ModelRef, dict[str, Any] | None] = {}
+
+
 def _bounded(model: ModelRef) -> dict[str, Any] | None:
     """The model's structural schema pruned to the branches that hold a maxItems (None: no bound)."""
-    return _prune(schema_of(model))
+    if model not in _BOUNDED:
+        _BOUNDED[model] = _prune(schema_of(model))
+    return _BOUNDED[model]
 
 
 def _prune(node: dict[str, Any]) -> dict[str, Any] | None:

@@ -220,6 +220,16 @@ def dns1035_label_problems(value: str) -> list[str]:
     return problems
 
 
+# apimachinery's httpPathFmt, which IsDomainPrefixedPath holds the path after the domain to.
+HTTP_PATH = r"[A-Za-z0-9/\-._~%!$&'()*+,;=:]+"
+_HTTP_PATH_CHARACTERS = _MIXED_CASE_ALPHANUMERIC | frozenset("/-._~%!$&'()*+,;=:")
+
+
+def is_http_path(value: str) -> bool:
+    """``re.fullmatch(HTTP_PATH, value) is not None``."""
+    return value != "" and _HTTP_PATH_CHARACTERS.issuperset(value)
+
+
 def port_name_problems(value: str) -> list[str]:
     """IANA service name rules, which Kubernetes applies to container port names."""
     import re  # here, not at the top: a one-file check that never meets a bad port name never imports re

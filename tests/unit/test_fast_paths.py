@@ -96,6 +96,26 @@ def test_the_zero_hints_are_where_the_pattern_matches(text: str) -> None:
     assert list(loader._zero_hints(text)) == [match.start() for match in re.finditer(loader._ZERO_HINT, text)]
 
 
+@given(text=st.text(st.sampled_from("-- \t\r\na#"), max_size=40))
+def test_the_document_starts_are_where_the_pattern_matches(text: str) -> None:
+    from jobgate.offline import documents
+
+    expected = [match.start() for match in re.finditer(documents._DOCUMENT_START, text)]
+    assert list(documents.document_starts(text)) == expected
+
+
+@given(path=st.text(st.sampled_from("aZ09/-._~%!$&'()*+,;=: #?\\é"), max_size=12))
+def test_the_http_path_check_without_re_answers_as_the_pattern(path: str) -> None:
+    assert names.is_http_path(path) == (re.fullmatch(names.HTTP_PATH, path) is not None)
+
+
+@given(name=st.text(st.sampled_from("aZ09_,:-é. "), max_size=12))
+def test_the_jobset_rule_name_check_without_re_answers_as_the_pattern(name: str) -> None:
+    from jobgate.families.jobset.rules.checks import RULE_NAME_PATTERN, is_rule_name
+
+    assert is_rule_name(name) == (re.fullmatch(RULE_NAME_PATTERN, name) is not None)
+
+
 # Text with every ASCII control character and the odd other character (non-ASCII among them).
 stream_like = st.text(st.characters(max_codepoint=0x7F) | st.sampled_from("a: \n\t\r\x85é\x9f\ufeff"), max_size=40)
 

@@ -14,8 +14,10 @@ from jobgate.engine.fielderrors import ErrorType, FieldError, FieldPath, forbidd
 from jobgate.families.jobset.rules.gates import ELASTIC_JOBSET, IN_PLACE_RESTART, RESTART_JOB
 from jobgate.families.jobset.shape import job_spec, pod_spec, replicas, replicated_jobs
 from jobgate.rules.names import (
+    HTTP_PATH,
     dns1035_label_problems,
     dns1123_subdomain_problems,
+    is_http_path,
     label_value_problems,
 )
 
@@ -53,7 +55,6 @@ IMMUTABLE = "field is immutable"
 CEL_IMMUTABLE = "Value is immutable"
 CEL_STARTUP_DEPENDS_ON = "StartupPolicy and DependsOn APIs are mutually exclusive"
 CEL_CLAIM_NAMESPACE = "namespace cannot be set for VolumeClaimPolicies templates"
-HTTP_PATH = r"[A-Za-z0-9/\-._~%!$&'()*+,;=:]+"
 
 # Rule ids (catalogue.py).
 R_INPLACE_GATE = "jobset/in-place-restart-gate"
@@ -138,15 +139,13 @@ def _dns1035(value: str, path: FieldPath, shown: str, too_long: str, rule: str) 
 
 def domain_prefixed_path_errors(path: FieldPath, value: str, rule: str) -> list[FieldError]:
     """apimachinery's IsDomainPrefixedPath."""
-    import re
-
     if not value:
         return [required(path, "", rule)]
     host, sep, rest = value.partition("/")
     if not sep or not host or not rest:
         return [invalid(path, value, 'must be a domain-prefixed path (such as "acme.io/foo")', rule)]
     errors = [invalid(path, host, problem, rule) for problem in dns1123_subdomain_problems(host)]
-    if not re.fullmatch(HTTP_PATH, rest):
+    if not is_http_path(rest):
         errors.append(invalid(path, rest, f"Invalid path (regex used for validation is '{HTTP_PATH}')", rule))
     return errors
 
@@ -281,11 +280,25 @@ def _replicated_job(name: str, index: int, job: dict[str, Any], names: set[str],
     return errors
 
 
+# What a failure policy rule's name must match (JobSet's ``ruleNameFmt``), answered by is_rule_name
+# without re (a test holds it to the pattern).
+RULE_NAME_PATTERN = r"[A-Za-z]([A-Za-z0-9_,:]*[A-Za-z0-9_])?"
+_RULE_NAME_CHARACTERS = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_,:")
+
+
+def is_rule_name(name: str) -> bool:
+    """``re.fullmatch(RULE_NAME_PATTERN, name) is not None``."""
+    if not name or not name[0].isascii() or not name[0].isalpha():
+        return False
+    last = name[-1]
+    if len(name) > 1 and (last in ",:" or last not in _RULE_NAME_CHARACTERS):
+        return False
+    return _RULE_NAME_CHARACTERS.issuperset(name)
+
+
 def _failure_policy(
     policy: dict[str, Any], jobs: list[dict[str, Any]], names: set[str], enabled: frozenset[str]
 ) -> list[FieldError]:
-    import re
-
     errors: list[FieldError] = []
     rules = [rule if type(rule) is dict else {} for rule in _list(policy.get("rules"))]
     if any(rule.get("action") in RESTART_JOB_ACTIONS for rule in rules):
@@ -317,7 +330,7 @@ def _failure_policy(
                 )
             )
         by_name.setdefault(name, []).append(index)
-        if not re.fullmatch(r"[A-Za-z]([A-Za-z0-9_,:]*[A-Za-z0-9_])?", name):
+        if not is_rule_name(name):
             errors.append(
                 internal(
                     f"invalid failure policy rule name '{name}', a failure policy rule name must start with an "

@@ -9,10 +9,9 @@ template's replicated jobs), which the apiserver applies on storing.
 
 from __future__ import annotations
 
-import re
-
 import jobgate.families.trainer.rules.runtimes as rt
 from jobgate.engine.fielderrors import FieldError, FieldPath, invalid, render_path, too_long
+from jobgate.rules.names import matches_dns1035_label
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -21,8 +20,10 @@ if TYPE_CHECKING:
     from jobgate.engine.jsonpatch import PatchRecorder
 
 IMMUTABLE = "field is immutable"
-NAME_PATTERN = re.compile(r"^[a-z]([-a-z0-9]*[a-z0-9])?$")
-STORAGE_URI = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]*://.+$")
+# The CRD's patterns as text: re is imported by the first storageUri to check (a one-file check of a
+# TrainJob without one imports no re); the name's pattern is answered by matches_dns1035_label.
+NAME_PATTERN = r"^[a-z]([-a-z0-9]*[a-z0-9])?$"
+STORAGE_URI = r"^[A-Za-z][A-Za-z0-9+.-]*://.+$"
 MANAGERS = ("trainer.kubeflow.org/trainjob-controller", "kueue.x-k8s.io/multikueue")
 # The patch's pod-spec fields whose CEL says ``self == oldSelf``.
 PATCH_IMMUTABLE = (
@@ -83,12 +84,18 @@ def _transition(path: FieldPath, new: Any, old: Any, rule: str, message: str = I
 # --- TrainJob ------------------------------------------------------------------------------------
 
 
+def _is_storage_uri(uri: str) -> bool:
+    import re  # here: only a TrainJob with a storageUri needs it
+
+    return re.match(STORAGE_URI, uri) is not None
+
+
 def trainjob_rules(obj: dict[str, Any], spec: dict[str, Any], old_spec: dict[str, Any] | None) -> list[FieldError]:
     errors: list[FieldError] = []
     name = _dict(obj.get("metadata")).get("name")
     if isinstance(name, str) and name:
         # On the object's root: the apiserver names no field; jobgate names the one the rule reads.
-        if not NAME_PATTERN.match(name):
+        if not matches_dns1035_label(name):
             errors.append(
                 invalid(
                     ("metadata", "name"),
@@ -116,7 +123,7 @@ def trainjob_rules(obj: dict[str, Any], spec: dict[str, Any], old_spec: dict[str
     initializer = _dict(spec.get("initializer"))
     for key in ("dataset", "model"):
         uri = _dict(initializer.get(key)).get("storageUri")
-        if isinstance(uri, str) and uri and not STORAGE_URI.match(uri):
+        if isinstance(uri, str) and uri and not _is_storage_uri(uri):
             errors.append(
                 cel_error(
                     ("spec", "initializer", key, "storageUri"),

@@ -8,11 +8,9 @@ runtime comes in as a plain object.
 
 from __future__ import annotations
 
-import re
-
 import jobgate.families.trainer.rules.runtimes as rt
 from jobgate.engine.fielderrors import FieldError, FieldPath, forbidden, invalid, required
-from jobgate.rules.names import dns1123_subdomain_problems
+from jobgate.rules.names import HTTP_PATH, dns1123_subdomain_problems, is_http_path
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -51,8 +49,6 @@ TORCHTUNE_MODELS = frozenset(("llama3_2/1B", "llama3_2/3B", "llama3_3/70B", "qwe
 TORCHTUNE_IMMUTABLE_CONFIGS = frozenset(
     ("output_dir", "tokenizer.path", "checkpointer.checkpoint_dir", "tokenizer.merges_file")
 )
-HTTP_PATH_FORMAT = r"[A-Za-z0-9/\-._~%!$&'()*+,;=:]+"
-_HTTP_PATH = re.compile(HTTP_PATH_FORMAT)
 
 
 def _dict(value: Any) -> dict[str, Any]:
@@ -212,10 +208,8 @@ def domain_prefixed_path(path: FieldPath, value: Any) -> list[FieldError]:
     if not slash or not host or not rest:
         return [invalid(path, value, 'must be a domain-prefixed path (such as "acme.io/foo")', rule=rule)]
     errors = [invalid(path, host, problem, rule=rule) for problem in dns1123_subdomain_problems(host)]
-    if _HTTP_PATH.fullmatch(rest) is None:
-        errors.append(
-            invalid(path, rest, f"Invalid path (regex used for validation is '{HTTP_PATH_FORMAT}')", rule=rule)
-        )
+    if not is_http_path(rest):
+        errors.append(invalid(path, rest, f"Invalid path (regex used for validation is '{HTTP_PATH}')", rule=rule))
     return errors
 
 
