@@ -29,6 +29,8 @@ INFINITY = float("inf")
 
 # What document_starts finds (a test holds it to the pattern).
 _DOCUMENT_START = r"(?m)^---(?=[ \t\r]|$)"
+# What may follow a separator's ---: a blank, a line's end, the text's end ("").
+_AFTER_SEPARATOR = ("", " ", "\t", "\r", "\n")
 
 
 class LoadError(Exception):
@@ -78,13 +80,7 @@ def document_starts(text: str) -> Iterator[int]:
     more than its rules."""
     position = text.find("---")
     while position >= 0:
-        if (position == 0 or text[position - 1] == "\n") and text[position + 3 : position + 4] in (
-            "",
-            " ",
-            "\t",
-            "\r",
-            "\n",
-        ):
+        if (position == 0 or text[position - 1] == "\n") and text[position + 3 : position + 4] in _AFTER_SEPARATOR:
             yield position
             position = text.find("---", position + 3)
         else:

@@ -20,9 +20,9 @@ if TYPE_CHECKING:
     from jobgate.engine.jsonpatch import PatchRecorder
 
 IMMUTABLE = "field is immutable"
-# The CRD's patterns as text: re is imported by the first storageUri to check (a one-file check of a
-# TrainJob without one imports no re); the name's pattern is answered by matches_dns1035_label.
-NAME_PATTERN = r"^[a-z]([-a-z0-9]*[a-z0-9])?$"
+# The CRD's storageUri pattern, as text: re is imported by the first storageUri to check (a one-file
+# check of a TrainJob without one imports no re). Its name's pattern, ``^[a-z]([-a-z0-9]*[a-z0-9])?$``,
+# is answered by matches_dns1035_label.
 STORAGE_URI = r"^[A-Za-z][A-Za-z0-9+.-]*://.+$"
 MANAGERS = ("trainer.kubeflow.org/trainjob-controller", "kueue.x-k8s.io/multikueue")
 # The patch's pod-spec fields whose CEL says ``self == oldSelf``.
