@@ -287,6 +287,19 @@ def jobgate(*args: str, input: str | None = None) -> subprocess.CompletedProcess
     )
 
 
+def jobgate_update_response(new: dict, old: dict) -> dict:
+    """``jobgate review validate``'s response (the webhook's own answer, no server) to the UPDATE from
+    ``old`` to ``new``."""
+    from testkit.builders import admission_review
+
+    review = admission_review(new, operation="UPDATE", old=old, uid="ratchet")
+    if "namespace" not in new.get("metadata", {}):
+        del review["request"]["namespace"]  # a cluster-scoped object's request names none
+    answered = jobgate("review", "validate", "-", input=json.dumps(review))
+    assert answered.returncode == 0, answered.stderr
+    return json.loads(answered.stdout)["response"]
+
+
 def volcano_scheduling_crd(kind: str, short_name: str, scope: str, status_subresource: bool) -> str:
     """A ``scheduling.volcano.sh`` CRD reduced to an open spec and status: what jobgate reads of them."""
     plural = kind.lower() + "s"

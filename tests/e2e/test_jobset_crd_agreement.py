@@ -111,7 +111,7 @@ def test_stored_duplicate_keys_are_not_checked_on_update_by_either(jobset_crd_on
     the apiserver checks list-map keys on UPDATE only when the stored object passes that check, and so
     does jobgate."""
     from envtest.upstream import jobset_crd
-    from tests.e2e.conftest import jobgate
+    from tests.e2e.conftest import jobgate_update_response
 
     cluster = jobset_crd_only
     real = yaml.safe_load(jobset_crd().read_text())
@@ -135,20 +135,5 @@ def test_stored_duplicate_keys_are_not_checked_on_update_by_either(jobset_crd_on
         time.sleep(0.5)
     result = cluster.kubectl("replace", "--dry-run=server", "-f", "-", input=json.dumps(new))
     assert result.returncode == 0, result.stderr
-    review = {
-        "apiVersion": "admission.k8s.io/v1",
-        "kind": "AdmissionReview",
-        "request": {
-            "uid": "ratchet",
-            "kind": {"group": "jobset.x-k8s.io", "version": "v1alpha2", "kind": "JobSet"},
-            "resource": {"group": "jobset.x-k8s.io", "version": "v1alpha2", "resource": "jobsets"},
-            "name": "keys-ratcheted",
-            "namespace": "team-js",
-            "operation": "UPDATE",
-            "object": new,
-            "oldObject": old,
-        },
-    }
-    answered = jobgate("review", "validate", "-", input=json.dumps(review))
-    assert answered.returncode == 0, answered.stderr
-    assert json.loads(answered.stdout)["response"]["allowed"] is True, answered.stdout
+    response = jobgate_update_response(new, old)
+    assert response["allowed"] is True, response

@@ -20,7 +20,7 @@ from typing import Any
 import pytest
 import yaml
 
-from tests.e2e.conftest import Cluster, crds_only_cluster, jobgate, store_under_loosened_crd
+from tests.e2e.conftest import Cluster, crds_only_cluster, jobgate, jobgate_update_response, store_under_loosened_crd
 
 pytestmark = pytest.mark.e2e
 
@@ -223,20 +223,5 @@ def test_an_unchanged_stored_defect_is_ratcheted_on_update_by_both(trainer_crds_
     for new, admitted in ((unchanged_defect, True), (new_defect, False)):
         result = cluster.kubectl("replace", "--dry-run=server", "-f", "-", input=json.dumps(new))
         assert (result.returncode == 0) is admitted, result.stderr
-        review = {
-            "apiVersion": "admission.k8s.io/v1",
-            "kind": "AdmissionReview",
-            "request": {
-                "uid": "ratchet",
-                "kind": {"group": "trainer.kubeflow.org", "version": "v1alpha1", "kind": "ClusterTrainingRuntime"},
-                "resource": {"group": "trainer.kubeflow.org", "version": "v1alpha1",
-                             "resource": "clustertrainingruntimes"},
-                "name": "ratcheted",
-                "operation": "UPDATE",
-                "object": new,
-                "oldObject": old,
-            },
-        }  # fmt: skip
-        answered = jobgate("review", "validate", "-", input=json.dumps(review))
-        assert answered.returncode == 0, answered.stderr
-        assert json.loads(answered.stdout)["response"]["allowed"] is admitted, answered.stdout
+        response = jobgate_update_response(new, old)
+        assert response["allowed"] is admitted, response
