@@ -8,7 +8,7 @@ other apiserver validation error.
 
 from __future__ import annotations
 
-from jobgate.engine.values import FrozenValue
+from jobgate.engine.values import FrozenValue, Member, set_members
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING, without importing typing at run time (start-up)
 if TYPE_CHECKING:
@@ -38,14 +38,10 @@ def render_path(path: FieldPath) -> str:
     return "".join(parts)
 
 
-class ErrorType:
+class ErrorType(Member):
     """The apiserver's field error types: each member's ``name``, its ``text`` shown in messages and its
-    ``cause``, the type in ``status.details.causes``.
-
-    An Enum's fixed members, written out: importing ``enum`` (and the ``functools`` and ``collections``
-    it imports) costs a one-file ``jobgate validate`` a quarter of its instructions. Members are the
-    only instances (compared by identity, pickled by name); ``members()`` lists them, ``named()``
-    finds one by name."""
+    ``cause``, the type in ``status.details.causes``. An Enum's members, written out (``Member``):
+    ``members()`` lists them, ``named()`` finds one by name."""
 
     __slots__ = ("cause", "name", "text")
     REQUIRED: ClassVar[ErrorType]
@@ -63,41 +59,27 @@ class ErrorType:
         self.text = text
         self.cause = cause
 
-    def __repr__(self) -> str:
-        return f"<ErrorType.{self.name}>"
-
-    def __reduce__(self) -> tuple[Callable[..., ErrorType], tuple[str]]:
-        return ErrorType.named, (self.name,)
-
     @staticmethod
     def members() -> tuple[ErrorType, ...]:
         return _ERROR_TYPES
 
-    @staticmethod
-    def named(name: str) -> ErrorType:
-        """The member called ``name`` (KeyError when none is)."""
-        return _ERROR_TYPES_BY_NAME[name]
 
-
-_ERROR_TYPES = tuple(
-    ErrorType(*fields)
-    for fields in (
-        ("REQUIRED", "Required value", "FieldValueRequired"),
-        ("INVALID", "Invalid value", "FieldValueInvalid"),
-        ("NOT_SUPPORTED", "Unsupported value", "FieldValueNotSupported"),
-        ("FORBIDDEN", "Forbidden", "FieldValueForbidden"),
-        ("DUPLICATE", "Duplicate value", "FieldValueDuplicate"),
-        ("NOT_FOUND", "Not found", "FieldValueNotFound"),
-        ("TOO_LONG", "Too long", "FieldValueTooLong"),
-        ("TOO_MANY", "Too many", "FieldValueTooMany"),
+_ERROR_TYPES = set_members(
+    ErrorType,
+    (
+        ErrorType("REQUIRED", "Required value", "FieldValueRequired"),
+        ErrorType("INVALID", "Invalid value", "FieldValueInvalid"),
+        ErrorType("NOT_SUPPORTED", "Unsupported value", "FieldValueNotSupported"),
+        ErrorType("FORBIDDEN", "Forbidden", "FieldValueForbidden"),
+        ErrorType("DUPLICATE", "Duplicate value", "FieldValueDuplicate"),
+        ErrorType("NOT_FOUND", "Not found", "FieldValueNotFound"),
+        ErrorType("TOO_LONG", "Too long", "FieldValueTooLong"),
+        ErrorType("TOO_MANY", "Too many", "FieldValueTooMany"),
         # A plain error of a peer's webhook that controller-runtime wraps as field.InternalError(nil, err)
         # (JobSet's): no field, shown as the apiserver shows it (``<nil>: Internal error: ...``).
-        ("INTERNAL", "Internal error", "InternalError"),
-    )
+        ErrorType("INTERNAL", "Internal error", "InternalError"),
+    ),
 )
-_ERROR_TYPES_BY_NAME = {member.name: member for member in _ERROR_TYPES}
-for _member in _ERROR_TYPES:
-    setattr(ErrorType, _member.name, _member)
 
 
 _OMITTED: Any = object()

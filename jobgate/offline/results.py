@@ -10,7 +10,7 @@ import os
 
 from jobgate.engine.context import context_for
 from jobgate.engine.registry import GroupVersionKind, lookup
-from jobgate.engine.values import FrozenValue, Value
+from jobgate.engine.values import FrozenValue, Member, Value, set_members
 from jobgate.offline.sources import (
     STDIN,
     Document,
@@ -31,11 +31,9 @@ if TYPE_CHECKING:
     from jobgate.engine.views import ClusterViews
 
 
-class TextMember(str):
-    """One of a class's fixed set of texts: a ``StrEnum``'s members, written out (importing ``enum``
-    costs a one-file check a quarter of its instructions; ``jobgate.engine.fielderrors.ErrorType``).
-    Each member is a str, equal to its text; its name is its text in capitals. Pickled as that member,
-    so that ``is`` holds for the results ``-j`` workers send back."""
+class TextMember(str, Member):
+    """One of a class's fixed set of texts: a ``StrEnum``'s members, written out (``Member``). Each
+    member is a str, equal to its text; its name is its text in capitals."""
 
     __slots__ = ()
 
@@ -44,14 +42,11 @@ class TextMember(str):
         return str.__str__(self)
 
     @property
-    def name(self) -> str:
+    def name(self) -> str:  # type: ignore[override]
         return self.upper()
 
     def __repr__(self) -> str:
         return f"<{self.__class__.__name__}.{self.name}: {str.__repr__(self)}>"
-
-    def __reduce__(self) -> tuple[Any, tuple[Any, ...]]:
-        return getattr, (self.__class__, self.name)
 
 
 class Outcome(TextMember):
@@ -78,17 +73,16 @@ class FieldValidation(TextMember):
         aliases = {"true": cls.STRICT, "false": cls.IGNORE}
         if text in aliases:
             return aliases[text]
-        member = getattr(cls, text.upper(), None) if text.islower() else None
-        if not isinstance(member, cls):
-            raise ValueError(f"{text!r} is not a valid FieldValidation")
-        return member
+        if text.islower():
+            try:
+                return cls.named(text.upper())
+            except KeyError:
+                pass
+        raise ValueError(f"{text!r} is not a valid FieldValidation")
 
 
-OUTCOMES = (Outcome("admitted"), Outcome("denied"), Outcome("skipped"), Outcome("error"))
-for _outcome in OUTCOMES:
-    setattr(Outcome, _outcome.name, _outcome)
-for _validation in (FieldValidation("strict"), FieldValidation("warn"), FieldValidation("ignore")):
-    setattr(FieldValidation, _validation.name, _validation)
+OUTCOMES = set_members(Outcome, (Outcome("admitted"), Outcome("denied"), Outcome("skipped"), Outcome("error")))
+set_members(FieldValidation, (FieldValidation("strict"), FieldValidation("warn"), FieldValidation("ignore")))
 
 
 # The fields of every custom resource's top level (the CRD schema knows nothing else).
