@@ -63,22 +63,12 @@ def parse_text_cached(value: str) -> int | None:
     return nanos
 
 
-_parsed_floats: dict[float, int | None] = {}
-
-
 def _parse_float_cached(value: float) -> int | None:
-    """``parse_quantity`` of a JSON number with a fraction or an exponent (a dict as for texts)."""
-    try:
-        return _parsed_floats[value]
-    except KeyError:
-        pass
-    # A JSON number is parsed from its text by the apiserver; repr gives that text back.
-    # -inf < value < inf: math.isfinite, without loading the math module (a shared library) at start-up.
-    nanos = _parse_text(repr(value)) if -_INFINITY < value < _INFINITY else None
-    if len(_parsed_floats) >= TEXT_CACHE_MAX:
-        _parsed_floats.clear()
-    _parsed_floats[value] = nanos
-    return nanos
+    """``parse_quantity`` of a JSON number with a fraction or an exponent."""
+    # A JSON number is parsed from its text by the apiserver; repr gives that text back, which is then
+    # remembered as a text is. -inf < value < inf: math.isfinite, without loading the math module (a
+    # shared library) at start-up.
+    return parse_text_cached(repr(value)) if -_INFINITY < value < _INFINITY else None
 
 
 def _split(text: str) -> tuple[str, str] | None:
