@@ -137,7 +137,7 @@ def extensions(staged: Path) -> list[Any]:
     here = Path.cwd()
     os.chdir(staged)
     try:
-        return list(
+        built = list(
             mypycify(
                 [module_path(m) for m in COMPILED_MODULES],
                 opt_level="3",
@@ -147,6 +147,17 @@ def extensions(staged: Path) -> list[Any]:
         )
     finally:
         os.chdir(here)
+    for extension in built:
+        extension.extra_compile_args = [*extension.extra_compile_args, *LOCAL_CALLS]
+    return built
+
+
+# The compiled functions call one another inside one shared library. As -fPIC code with default
+# visibility, each such call goes through the PLT and may be interposed, so the C compiler may
+# neither inline it nor jump to it directly. Hidden symbols make them local calls; the modules'
+# PyInit_ functions stay exported (Python's PyMODINIT_FUNC marks them visible). Measured:
+# docs/performance.md, "Issue 48: local calls in the compiled engine".
+LOCAL_CALLS = ("-fvisibility=hidden", "-fno-semantic-interposition")
 
 
 def copied_tree(destination: Path) -> Path:

@@ -12,12 +12,12 @@ from __future__ import annotations
 TYPE_CHECKING = False  # typing.TYPE_CHECKING, without importing typing at run time (start-up)
 if TYPE_CHECKING:
     from collections.abc import Mapping, Sequence
-    from typing import Any
+    from typing import Any, Final
 
     from jobgate.engine.views import ClusterViews, DeviceView, QueueView
 
-CREATE = "CREATE"
-UPDATE = "UPDATE"
+CREATE: Final = "CREATE"
+UPDATE: Final = "UPDATE"
 
 
 class ReviewContext:

@@ -13,13 +13,13 @@ from __future__ import annotations
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING, without importing typing at run time (start-up)
 if TYPE_CHECKING:
-    from typing import Any
+    from typing import Any, Final
 
 # "Any" quoted: the alias is evaluated at run time, where typing is not imported.
 Patch = list[dict[str, "Any"]]
 
 
-_MISSING: Any = object()
+_MISSING: Final[Any] = object()
 
 
 def escape_pointer_token(token: str) -> str:
@@ -84,7 +84,7 @@ class NoPatch(PatchRecorder):
         return None
 
 
-NO_PATCH = NoPatch()
+NO_PATCH: Final = NoPatch()
 
 
 def json_patch(before: Any, after: Any) -> Patch:

@@ -23,24 +23,24 @@ from jobgate.engine.modelref import model_class, model_key
 TYPE_CHECKING = False  # typing.TYPE_CHECKING, without importing typing at run time (start-up)
 if TYPE_CHECKING:
     from collections.abc import Callable
-    from typing import Any, TypeAlias
+    from typing import Any, Final, TypeAlias
 
     from pydantic import BaseModel
 
 # The ids of the catalogue's records of the structural schema's checks (jobgate/generate/cel/jobmeta.py),
 # which its errors carry. A family whose own rule claims some of them (a field its rule types) relabels
 # those where it runs the check.
-SCHEMA_TYPES = "schema/types"
-SCHEMA_ENUMS = "schema/enums"
-SCHEMA_RANGES = "schema/ranges"
-SCHEMA_REQUIRED = "schema/required"
+SCHEMA_TYPES: Final = "schema/types"
+SCHEMA_ENUMS: Final = "schema/enums"
+SCHEMA_RANGES: Final = "schema/ranges"
+SCHEMA_REQUIRED: Final = "schema/required"
 
-INFINITY = float("inf")  # math.inf, without loading the math module (a shared library) at start-up
+INFINITY: Final = float("inf")  # math.inf, without loading the math module (a shared library) at start-up
 
 # "Any" quoted: aliases are evaluated at run time, where typing is not imported.
 Schema = dict[str, "Any"]
 
-_KEPT_KEYWORDS = (
+_KEPT_KEYWORDS: Final = (
     "description",
     "type",
     "format",
@@ -65,7 +65,7 @@ def structural_schema(model: Any) -> Schema:
 
 # Each model's schema, built once (a dict, not functools.cache: functools is not imported for a
 # one-file check).
-_BUILT_SCHEMAS: dict[type[BaseModel], Schema] = {}
+_BUILT_SCHEMAS: Final[dict[type[BaseModel], Schema]] = {}
 
 
 def _built_schema(model: type[BaseModel]) -> Schema:
@@ -86,7 +86,7 @@ def _schema_builders() -> dict[str, Callable[[], Schema]]:
     return SCHEMAS
 
 
-_SCHEMA_TABLE: dict[str, Schema] = {}
+_SCHEMA_TABLE: Final[dict[str, Schema]] = {}
 
 
 def schema_table() -> dict[str, Schema]:
@@ -136,15 +136,15 @@ def _to_structural(node: Schema, defs: dict[str, Schema]) -> Schema:
 Checker: TypeAlias = "Callable[[Any, FieldPath, list[FieldError], list[FieldPath]], None]"
 
 
-_CHECKERS: dict[str, Checker] = {}
+_CHECKERS: Final[dict[str, Checker]] = {}
 
 
 # The checker of each model object a kind holds, found by identity: model_key and the hash of a
 # ModelRef cost more than the look-up itself, and schema_checker runs once per review. The
 # entry keeps its model alive, so that no later object can be given the same id; kinds hold a
 # few dozen models, and objects beyond the bound are simply found by key.
-_CHECKERS_BY_ID: dict[int, tuple[Any, Checker]] = {}
-_CHECKERS_BY_ID_MAX = 256
+_CHECKERS_BY_ID: Final[dict[int, tuple[Any, Checker]]] = {}
+_CHECKERS_BY_ID_MAX: Final = 256
 
 
 def schema_checker(model: Any) -> Checker:

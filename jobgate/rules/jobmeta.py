@@ -16,22 +16,22 @@ from jobgate.rules.names import (
 TYPE_CHECKING = False  # typing.TYPE_CHECKING, without importing typing at run time (start-up)
 if TYPE_CHECKING:
     from collections.abc import Iterable
-    from typing import Any
+    from typing import Any, Final
 
     from pydantic import BaseModel
 
     from jobgate.engine.modelref import ModelRef
 
 # generateName gets five random characters appended by the apiserver.
-_GENERATED_SUFFIX_LENGTH = 5
+_GENERATED_SUFFIX_LENGTH: Final = 5
 
 
 # The ids of the rules below (their catalogue records: jobgate/generate/cel/jobmeta.py), which their
 # errors carry (FieldError.rule).
-JOB_NAME = "job/name"
-OBJECT_NAMES = "schema/object-names"
-LABELS = "schema/labels"
-DERIVED_NAMES = "job/derived-names"
+JOB_NAME: Final = "job/name"
+OBJECT_NAMES: Final = "schema/object-names"
+LABELS: Final = "schema/labels"
+DERIVED_NAMES: Final = "job/derived-names"
 
 
 def job_name(obj: dict[str, Any]) -> str:
@@ -64,8 +64,8 @@ def generate_name_errors(metadata: Any, *, creating: bool) -> list[FieldError]:
 
 # Labels found valid, remembered: a cluster's jobs carry the same few (team, cost-center, ...), and
 # checking one pair costs more than the rest of the job's metadata checks.
-_VALID_LABELS: set[tuple[str, str]] = set()
-_VALID_LABELS_LIMIT = 4096
+_VALID_LABELS: Final[set[tuple[str, str]]] = set()
+_VALID_LABELS_LIMIT: Final = 4096
 
 
 def label_errors(metadata: Any) -> list[FieldError]:

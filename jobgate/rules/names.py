@@ -2,59 +2,63 @@
 
 from __future__ import annotations
 
+TYPE_CHECKING = False  # typing.TYPE_CHECKING, without importing typing at run time (start-up)
+if TYPE_CHECKING:
+    from typing import Final
+
 # Patterns, not compiled ones: re compiles (and caches) each when a name first needs it, so that
 # start-up does not compile the patterns a run never uses (up to a million instructions each).
-_DNS1123_LABEL = r"[a-z0-9]([-a-z0-9]*[a-z0-9])?"
-_DNS1035_LABEL = r"[a-z]([-a-z0-9]*[a-z0-9])?"
-_PORT_NAME_CHARSET = r"[-a-z0-9]+"
-_HAS_LETTER = r"[a-z]"
-_RELAXED_ENV_VAR_NAME = r"[\x20-\x3c\x3e-\x7e]+"  # printable ASCII except '='
-QUALIFIED_NAME = r"([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]"
-DNS1123_SUBDOMAIN = r"[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*"
+_DNS1123_LABEL: Final = r"[a-z0-9]([-a-z0-9]*[a-z0-9])?"
+_DNS1035_LABEL: Final = r"[a-z]([-a-z0-9]*[a-z0-9])?"
+_PORT_NAME_CHARSET: Final = r"[-a-z0-9]+"
+_HAS_LETTER: Final = r"[a-z]"
+_RELAXED_ENV_VAR_NAME: Final = r"[\x20-\x3c\x3e-\x7e]+"  # printable ASCII except '='
+QUALIFIED_NAME: Final = r"([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]"
+DNS1123_SUBDOMAIN: Final = r"[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*"
 # The whole-string form a CRD schema's "pattern" and its message quote.
-DNS1123_LABEL_PATTERN = f"^{_DNS1123_LABEL}$"
+DNS1123_LABEL_PATTERN: Final = f"^{_DNS1123_LABEL}$"
 
-LABEL_MAX_LENGTH = 63
-PORT_NAME_MAX_LENGTH = 15
-SUBDOMAIN_MAX_LENGTH = 253
-DNS1123_SUBDOMAIN_MESSAGE = (
+LABEL_MAX_LENGTH: Final = 63
+PORT_NAME_MAX_LENGTH: Final = 15
+SUBDOMAIN_MAX_LENGTH: Final = 253
+DNS1123_SUBDOMAIN_MESSAGE: Final = (
     "a lowercase RFC 1123 subdomain must consist of lower case alphanumeric characters, '-' or '.', and must "
     "start and end with an alphanumeric character (e.g. 'example.com', regex used for validation is "
     f"'{DNS1123_SUBDOMAIN}')"
 )
 
-DNS1123_LABEL_MESSAGE = (
+DNS1123_LABEL_MESSAGE: Final = (
     "a lowercase RFC 1123 label must consist of lower case alphanumeric characters or '-', and must start "
     "and end with an alphanumeric character (e.g. 'my-name',  or '123-abc', regex used for validation is "
     "'[a-z0-9]([-a-z0-9]*[a-z0-9])?')"
 )
-DNS1035_LABEL_MESSAGE = (
+DNS1035_LABEL_MESSAGE: Final = (
     "a DNS-1035 label must consist of lower case alphanumeric characters or '-', start with an alphabetic "
     "character, and end with an alphanumeric character (e.g. 'my-name',  or 'abc-123', regex used for "
     "validation is '[a-z]([-a-z0-9]*[a-z0-9])?')"
 )
 # What port_name_problems says of a name that is no IANA service name (besides its length).
-PORT_NAME_PROBLEMS = (
+PORT_NAME_PROBLEMS: Final = (
     "must contain only alpha-numeric characters (a-z, 0-9), and hyphens (-)",
     "must contain at least one letter (a-z)",
     "must not contain consecutive hyphens",
     "must not begin or end with a hyphen",
 )
-ENV_VAR_NAME_MESSAGE = (
+ENV_VAR_NAME_MESSAGE: Final = (
     "a valid environment variable name must consist only of printable ASCII characters other than '='"
 )
 
 
-_PORT_NAME = r"(?=[-a-z0-9]*[a-z])(?![-a-z0-9]*--)[a-z0-9](?:[-a-z0-9]{0,13}[a-z0-9])?"
+_PORT_NAME: Final = r"(?=[-a-z0-9]*[a-z])(?![-a-z0-9]*--)[a-z0-9](?:[-a-z0-9]{0,13}[a-z0-9])?"
 
 # The patterns every job's names meet are matched without re: compiling one costs a one-file
 # check from a third to a half of a million instructions, more than its rules. Each function
 # below answers as re.fullmatch of its pattern (tests/unit/test_fast_paths.py holds them to it).
-_LETTERS = frozenset("abcdefghijklmnopqrstuvwxyz")
-_ALPHANUMERIC = _LETTERS | frozenset("0123456789")
-_LABEL_CHARACTERS = _ALPHANUMERIC | {"-"}
-_MIXED_CASE_ALPHANUMERIC = _ALPHANUMERIC | frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZ")
-_QUALIFIED_NAME_CHARACTERS = _MIXED_CASE_ALPHANUMERIC | {"-", "_", "."}
+_LETTERS: Final = frozenset("abcdefghijklmnopqrstuvwxyz")
+_ALPHANUMERIC: Final = _LETTERS | frozenset("0123456789")
+_LABEL_CHARACTERS: Final = _ALPHANUMERIC | {"-"}
+_MIXED_CASE_ALPHANUMERIC: Final = _ALPHANUMERIC | frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZ")
+_QUALIFIED_NAME_CHARACTERS: Final = _MIXED_CASE_ALPHANUMERIC | {"-", "_", "."}
 
 
 def matches_dns1123_label(value: str) -> bool:
@@ -102,8 +106,8 @@ def matches_relaxed_env_var_name(value: str) -> bool:
 # replica and every review: a set lookup answers the ones already seen valid without the
 # regex. Only valid names are kept, none longer than a short limit, and no more than a fixed
 # count, so hostile input can neither grow the memory nor change an answer.
-_KNOWN_NAMES_MAX = 4096
-_KNOWN_ENV_VAR_NAME_MAX_LENGTH = 256
+_KNOWN_NAMES_MAX: Final = 4096
+_KNOWN_ENV_VAR_NAME_MAX_LENGTH: Final = 256
 _known_labels: set[str] = set()
 _known_port_names: set[str] = set()
 _known_env_var_names: set[str] = set()
@@ -155,12 +159,12 @@ def max_length_message(limit: int) -> str:
 
 # apimachinery's IsQualifiedName and IsValidLabelValue, word for word: the apiserver's check of every
 # object's metadata.labels (ValidateLabels), which refuses a job before any admission webhook is asked.
-QUALIFIED_NAME_REGEX_MESSAGE = (
+QUALIFIED_NAME_REGEX_MESSAGE: Final = (
     "must consist of alphanumeric characters, '-', '_' or '.', and must start and end with an alphanumeric "
     "character (e.g. 'MyName',  or 'my.name',  or '123-abc', regex used for validation is "
     f"'{QUALIFIED_NAME}')"
 )
-LABEL_VALUE_MESSAGE = (
+LABEL_VALUE_MESSAGE: Final = (
     "a valid label must be an empty string or consist of alphanumeric characters, '-', '_' or '.', and must "
     "start and end with an alphanumeric character (e.g. 'MyValue',  or 'my_value',  or '12345', regex used for "
     f"validation is '({QUALIFIED_NAME})?')"
@@ -221,8 +225,8 @@ def dns1035_label_problems(value: str) -> list[str]:
 
 
 # apimachinery's httpPathFmt, which IsDomainPrefixedPath holds the path after the domain to.
-HTTP_PATH = r"[A-Za-z0-9/\-._~%!$&'()*+,;=:]+"
-_HTTP_PATH_CHARACTERS = _MIXED_CASE_ALPHANUMERIC | frozenset("/-._~%!$&'()*+,;=:")
+HTTP_PATH: Final = r"[A-Za-z0-9/\-._~%!$&'()*+,;=:]+"
+_HTTP_PATH_CHARACTERS: Final = _MIXED_CASE_ALPHANUMERIC | frozenset("/-._~%!$&'()*+,;=:")
 
 
 def is_http_path(value: str) -> bool:

@@ -29,15 +29,15 @@ from jobgate.rules.quantity import (
 TYPE_CHECKING = False  # typing.TYPE_CHECKING, without importing typing at run time (start-up)
 if TYPE_CHECKING:
     from collections.abc import Set as AbstractSet
-    from typing import Any
+    from typing import Any, Final
 
-FALLBACK_TO_LOGS = "FallbackToLogsOnError"
-POD_RESTART_POLICIES = ("Always", "OnFailure", "Never")
-PORT_PROTOCOLS = ("TCP", "UDP", "SCTP")
+FALLBACK_TO_LOGS: Final = "FallbackToLogsOnError"
+POD_RESTART_POLICIES: Final = ("Always", "OnFailure", "Never")
+PORT_PROTOCOLS: Final = ("TCP", "UDP", "SCTP")
 # The longest lists a pod template may hold. Kubernetes sets none, but the CRDs' CEL rules
 # (jobgate/generate/cel/podtemplate.py) need bounds for the apiserver's cost estimate; no real pod comes
 # near these, and the webhook refuses a longer list as the apiserver does, so that both agree.
-POD_TEMPLATE_BOUNDS = {
+POD_TEMPLATE_BOUNDS: Final = {
     "containers": 16,
     "initContainers": 16,
     "volumes": 64,
@@ -46,12 +46,12 @@ POD_TEMPLATE_BOUNDS = {
 }
 # The ids of the rules below (the catalogue's records: jobgate/generate/cel/podtemplate.py), which
 # their errors carry.
-CONTAINERS_REQUIRED = "pod-template/containers"
-FRAMEWORK_CONTAINER = "pod-template/framework-container"
-BOUNDS = "pod-template/bounds"
-VOLUMES = "pod-template/volumes"
-VOLUME_NAMES_UNIQUE = "pod-template/volume-names-unique"
-CONTAINER_NAMES_UNIQUE = "pod-template/container-names-unique"
+CONTAINERS_REQUIRED: Final = "pod-template/containers"
+FRAMEWORK_CONTAINER: Final = "pod-template/framework-container"
+BOUNDS: Final = "pod-template/bounds"
+VOLUMES: Final = "pod-template/volumes"
+VOLUME_NAMES_UNIQUE: Final = "pod-template/volume-names-unique"
+CONTAINER_NAMES_UNIQUE: Final = "pod-template/container-names-unique"
 
 
 class ContainerRules:
@@ -74,7 +74,7 @@ class ContainerRules:
         self.requests_within_limits = prefix + "requests-within-limits"
 
 
-CONTAINER_RULES = {key: ContainerRules(key) for key in ("containers", "initContainers")}
+CONTAINER_RULES: Final = {key: ContainerRules(key) for key in ("containers", "initContainers")}
 
 
 def _rules(container_path: FieldPath) -> ContainerRules:
@@ -183,7 +183,7 @@ def check_pod_template(
 
 
 # The names of no volume or container (read only).
-_NO_NAMES: frozenset[str] = frozenset()
+_NO_NAMES: Final[frozenset[str]] = frozenset()
 
 
 def volume_errors(volumes: Any, path: FieldPath) -> list[FieldError]:
@@ -278,7 +278,7 @@ def _check_container(
 
 # (native, overcommittable) by resource name: extended resources (``vendor/name``) and hugepages
 # are neither. A dict, emptied when full: resource names come from the objects under review.
-_RESOURCE_CLASS_MAX = 1024
+_RESOURCE_CLASS_MAX: Final = 1024
 _resource_classes: dict[str, tuple[bool, bool]] = {}
 
 
@@ -375,7 +375,7 @@ def _check_resources(
 
 
 # No quantities (a container without limits; read only).
-_NO_QUANTITIES: dict[str, tuple[Any, int]] = {}
+_NO_QUANTITIES: Final[dict[str, tuple[Any, int]]] = {}
 
 
 def _owner(container_name: str | None) -> str:
@@ -384,7 +384,7 @@ def _owner(container_name: str | None) -> str:
 
 
 # The apiserver's own words for a request of a resource that cannot be overcommitted with no limit.
-LIMIT_REQUIRED = "Limit must be set for non overcommitable resources"
+LIMIT_REQUIRED: Final = "Limit must be set for non overcommitable resources"
 
 
 def limit_required_detail(resource: str, owner: str) -> str:

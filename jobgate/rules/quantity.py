@@ -11,21 +11,25 @@ below 1n rounds up to 1n, and an exponent that does not fit a 64-bit integer is 
 
 from __future__ import annotations
 
-QUANTITY_MESSAGE = "quantities must match the regular expression '^([+-]?[0-9.]+)([eEinumkKMGTP]*[-+]?[0-9]*)$'"
-NANO = 10**9
-MAX_UNITS = 2**63 - 1  # apimachinery's maxAllowed: larger magnitudes are capped to it
-MAX_NANOS = MAX_UNITS * NANO
-_INFINITY = float("inf")
+TYPE_CHECKING = False  # typing.TYPE_CHECKING, without importing typing at run time (start-up)
+if TYPE_CHECKING:
+    from typing import Final
+
+QUANTITY_MESSAGE: Final = "quantities must match the regular expression '^([+-]?[0-9.]+)([eEinumkKMGTP]*[-+]?[0-9]*)$'"
+NANO: Final = 10**9
+MAX_UNITS: Final = 2**63 - 1  # apimachinery's maxAllowed: larger magnitudes are capped to it
+MAX_NANOS: Final = MAX_UNITS * NANO
+_INFINITY: Final = float("inf")
 
 # What a quantity's text must match (number, suffix): read by _split, without re (compiling this
 # pattern costs a one-file check more than its rules; a test holds _split to re.fullmatch).
-_QUANTITY = r"([+-]?(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+))(Ki|Mi|Gi|Ti|Pi|Ei|[eE][+-]?[0-9]+|[numkMGTPE]?)"
-_DIGITS = frozenset("0123456789")
-_SUFFIXES = frozenset(("Ki", "Mi", "Gi", "Ti", "Pi", "Ei", "n", "u", "m", "k", "M", "G", "T", "P", "E", ""))
-_BINARY = {"Ki": 2**10, "Mi": 2**20, "Gi": 2**30, "Ti": 2**40, "Pi": 2**50, "Ei": 2**60}
-_DECIMAL_EXPONENT = {"n": -9, "u": -6, "m": -3, "": 0, "k": 3, "M": 6, "G": 9, "T": 12, "P": 15, "E": 18}
-_MAX_EXPONENT_DIGITS = 18  # strconv.ParseInt(..., 64) fails beyond; apimachinery then reports a bad suffix
-_KEPT_DIGITS = 64  # more significant digits than a capped result has (28) plus the largest multiplier (19)
+_QUANTITY: Final = r"([+-]?(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+))(Ki|Mi|Gi|Ti|Pi|Ei|[eE][+-]?[0-9]+|[numkMGTPE]?)"
+_DIGITS: Final = frozenset("0123456789")
+_SUFFIXES: Final = frozenset(("Ki", "Mi", "Gi", "Ti", "Pi", "Ei", "n", "u", "m", "k", "M", "G", "T", "P", "E", ""))
+_BINARY: Final = {"Ki": 2**10, "Mi": 2**20, "Gi": 2**30, "Ti": 2**40, "Pi": 2**50, "Ei": 2**60}
+_DECIMAL_EXPONENT: Final = {"n": -9, "u": -6, "m": -3, "": 0, "k": 3, "M": 6, "G": 9, "T": 12, "P": 15, "E": 18}
+_MAX_EXPONENT_DIGITS: Final = 18  # strconv.ParseInt(..., 64) fails beyond; apimachinery then reports a bad suffix
+_KEPT_DIGITS: Final = 64  # more significant digits than a capped result has (28) plus the largest multiplier (19)
 
 
 def parse_quantity(value: object) -> int | None:
@@ -44,8 +48,8 @@ def parse_quantity(value: object) -> int | None:
 # Pod templates repeat the same few quantities ("4", "16Gi"): each text is parsed once. A plain
 # dict, emptied when full, costs a third of an lru_cache look-up (typed=True builds a key tuple).
 # Only short texts are kept: real quantities are, and hostile long ones must not pile up.
-TEXT_CACHE_MAX = 4096
-TEXT_CACHE_MAX_LENGTH = 64
+TEXT_CACHE_MAX: Final = 4096
+TEXT_CACHE_MAX_LENGTH: Final = 64
 _parsed_texts: dict[str, int | None] = {}
 
 

@@ -33,28 +33,28 @@ from jobgate.rules.podtemplate import check_pod_template
 TYPE_CHECKING = False  # typing.TYPE_CHECKING, without importing typing at run time (start-up)
 if TYPE_CHECKING:
     from collections.abc import Callable
-    from typing import Any, TypeAlias
+    from typing import Any, Final, TypeAlias
 
     from jobgate.engine.context import ReviewContext
 
 # Models are named, not imported: see jobgate/engine/modelref.py.
-JOB_STATUS_MODEL = ModelRef("jobgate.api.common:JobStatus")
+JOB_STATUS_MODEL: Final = ModelRef("jobgate.api.common:JobStatus")
 
 # The replica map's declared rules and defaults (jobgate/generate/cel/replicajobs.replica_declarations)
 # are generated under the kind's group with this prefix (jobgate/_generated/declared/<family>.py).
-REPLICA_MAP_GROUP = "replicamap."
+REPLICA_MAP_GROUP: Final = "replicamap."
 # The package of the families' generated modules of declared rules and defaults.
-DECLARED_PACKAGE = "jobgate._generated.declared."
+DECLARED_PACKAGE: Final = "jobgate._generated.declared."
 # The ids of the declared replica map's rules and defaults.
-TYPES = "replicas/types"
-TYPE_SPELLING = "replicas/type-spelling"
-QUEUE_IMMUTABLE = "run-policy/queue-immutable"
-MIN_AVAILABLE = "run-policy/min-available"
-REPLICA_DEFAULTS = ("replicas/count", "replicas/restart-policy")
+TYPES: Final = "replicas/types"
+TYPE_SPELLING: Final = "replicas/type-spelling"
+QUEUE_IMMUTABLE: Final = "run-policy/queue-immutable"
+MIN_AVAILABLE: Final = "run-policy/min-available"
+REPLICA_DEFAULTS: Final = ("replicas/count", "replicas/restart-policy")
 # Each container's terminationMessagePolicy (declared for the kinds that default it).
-TERMINATION_MESSAGE_POLICY = "pod-template/termination-message-policy"
+TERMINATION_MESSAGE_POLICY: Final = "pod-template/termination-message-policy"
 # The framework's port on a container of each replica's template (rules/replicajobs_declared.py).
-FRAMEWORK_PORT = "pod-template/framework-port"
+FRAMEWORK_PORT: Final = "pod-template/framework-port"
 
 
 # The classes here are written out, not dataclasses: importing ``dataclasses`` costs a

@@ -22,12 +22,12 @@ from jobgate.rules.replicajobs import (
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING, without importing typing at run time (start-up)
 if TYPE_CHECKING:
-    from typing import Any
+    from typing import Any, Final
 
-DEFAULT_CLEAN_POD_POLICY = "Running"
-CLEAN_POD_POLICY = "run-policy/clean-pod-policy"  # the declared default's id (declared.py)
+DEFAULT_CLEAN_POD_POLICY: Final = "Running"
+CLEAN_POD_POLICY: Final = "run-policy/clean-pod-policy"  # the declared default's id (declared.py)
 # The fields of KubeDL's RunPolicy (inlined into spec, or under spec.runPolicy for MPIJob).
-RUN_POLICY_FIELDS = (
+RUN_POLICY_FIELDS: Final = (
     "cleanPodPolicy",
     "ttlSecondsAfterFinished",
     "activeDeadlineSeconds",
@@ -78,7 +78,7 @@ class KubeDLKind(ReplicaJobKind):
 
 # The class through an untyped reference: compiled by mypyc, a native call of a constructor with
 # ``**fields`` (or ``super().__init__(**fields)`` in a subclass) passes the dict as a positional argument.
-_KUBEDL_KIND: Any = KubeDLKind
+_KUBEDL_KIND: Final[Any] = KubeDLKind
 
 
 def kubedl_kind(**fields: Any) -> KubeDLKind:
@@ -88,18 +88,18 @@ def kubedl_kind(**fields: Any) -> KubeDLKind:
 
 # --- per-kind extra defaults ---------------------------------------------------------------------
 
-XGBOOST_DEFAULT_TTL_SECONDS = 100
-TFJOB_DEFAULT_SUCCESS_POLICY = ""  # KubeDL's SuccessPolicyDefault: Chief/Master, else worker 0
-XDL_DEFAULT_BACKOFF_LIMIT = 20
-XDL_DEFAULT_MIN_FINISH_WORK_RATE = 90
+XGBOOST_DEFAULT_TTL_SECONDS: Final = 100
+TFJOB_DEFAULT_SUCCESS_POLICY: Final = ""  # KubeDL's SuccessPolicyDefault: Chief/Master, else worker 0
+XDL_DEFAULT_BACKOFF_LIMIT: Final = 20
+XDL_DEFAULT_MIN_FINISH_WORK_RATE: Final = 90
 
 
-MARS_MEMORY_DEFAULTS = (("plasmaStore", "/dev/shm"), ("lockFreeFileIO", True))
+MARS_MEMORY_DEFAULTS: Final = (("plasmaStore", "/dev/shm"), ("lockFreeFileIO", True))
 
 
 # --- the kinds -----------------------------------------------------------------------------------
 
-TFJOB = register(
+TFJOB: Final = register(
     kubedl_kind(
         kind="TFJob",
         plural="tfjobs",
@@ -119,7 +119,7 @@ TFJOB = register(
     )
 )
 
-PYTORCHJOB = register(
+PYTORCHJOB: Final = register(
     kubedl_kind(
         kind="PyTorchJob",
         plural="pytorchjobs",
@@ -134,7 +134,7 @@ PYTORCHJOB = register(
     )
 )
 
-XGBOOSTJOB = register(
+XGBOOSTJOB: Final = register(
     kubedl_kind(
         kind="XGBoostJob",
         plural="xgboostjobs",
@@ -148,7 +148,7 @@ XGBOOSTJOB = register(
     )
 )
 
-MPIJOB = register(
+MPIJOB: Final = register(
     kubedl_kind(
         kind="MPIJob",
         plural="mpijobs",
@@ -165,7 +165,7 @@ MPIJOB = register(
     )
 )
 
-XDLJOB = register(
+XDLJOB: Final = register(
     kubedl_kind(
         kind="XDLJob",
         plural="xdljobs",
@@ -179,7 +179,7 @@ XDLJOB = register(
     )
 )
 
-MARSJOB = register(
+MARSJOB: Final = register(
     kubedl_kind(
         kind="MarsJob",
         plural="marsjobs",
@@ -193,4 +193,4 @@ MARSJOB = register(
     )
 )
 
-KINDS = (TFJOB, PYTORCHJOB, XGBOOSTJOB, MPIJOB, XDLJOB, MARSJOB)
+KINDS: Final = (TFJOB, PYTORCHJOB, XGBOOSTJOB, MPIJOB, XDLJOB, MARSJOB)

@@ -30,7 +30,7 @@ from jobgate.rules.names import (
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING, without importing typing at run time (start-up)
 if TYPE_CHECKING:
-    from typing import Any
+    from typing import Any, Final
 
     from jobgate.engine.fielderrors import FieldPath
 
@@ -214,7 +214,7 @@ def string_field(
 
 # The names of Kubernetes' validation a StringField's ``syntax`` (or ``label``) checks: (whether a value
 # is one, its problems in Kubernetes' words).
-_SYNTAXES = {
+_SYNTAXES: Final = {
     "label": (is_dns1123_label, dns1123_label_problems),
     "port-name": (is_port_name, port_name_problems),
     "env-var-name": (is_env_var_name, env_var_name_problems),
