@@ -8,6 +8,7 @@ from pathlib import Path
 from setuptools import setup
 
 from build_support.native import extensions, requested, stage_package
+from build_support.profile_guided import ProfileGuidedBuildExt
 
 ext_modules = []
 if requested():
@@ -16,4 +17,4 @@ if requested():
     shutil.rmtree(staged, ignore_errors=True)
     ext_modules = extensions(stage_package(staged))
 
-setup(ext_modules=ext_modules)
+setup(ext_modules=ext_modules, cmdclass={"build_ext": ProfileGuidedBuildExt})

@@ -156,7 +156,7 @@ def extensions(staged: Path) -> list[Any]:
 # visibility, each such call goes through the PLT and may be interposed, so the C compiler may
 # neither inline it nor jump to it directly. Hidden symbols make them local calls; the modules'
 # PyInit_ functions stay exported (Python's PyMODINIT_FUNC marks them visible). Measured:
-# docs/performance.md, "Issue 48: local calls in the compiled engine".
+# docs/performance.md, "Issue 48: local calls and a profile-guided build".
 LOCAL_CALLS = ("-fvisibility=hidden", "-fno-semantic-interposition")
 
 
@@ -193,11 +193,18 @@ def compiled_tree(destination: Path) -> Path:
 def _build_in_place(staged: Path) -> None:
     from setuptools import setup
 
+    from build_support.profile_guided import ProfileGuidedBuildExt
+
     os.chdir(staged)
     # The extensions go beside their sources by module name (build-lib = the staged root), not by
     # ``--inplace``: that places them by the staged pyproject.toml's package-dir (webhook/…, absent here).
     script_args = ["--quiet", "build_ext", "--build-lib", str(staged)]
-    setup(name="jobgate-native", ext_modules=extensions(staged), script_args=script_args)
+    setup(
+        name="jobgate-native",
+        ext_modules=extensions(staged),
+        script_args=script_args,
+        cmdclass={"build_ext": ProfileGuidedBuildExt},
+    )
 
 
 def is_compiled(module: str) -> bool:

@@ -62,3 +62,41 @@ def test_every_family_module_is_compiled():
             continue
         modules |= {f"{record.rules}.{path.stem}" for path in package.glob("*.py") if path.name != "__init__.py"}
     assert sorted(modules - set(COMPILED_MODULES)) == []
+
+
+def test_the_profile_training_jobs_are_the_examples():
+    """The image's build context has no examples and no YAML parser: the profile-guided build
+    trains on their copy in build_support/profile_jobs.json, written by
+    ``python -m build_support.profile_guided``."""
+    if EXPECT_COMPILED:
+        pytest.skip("compiled tree: the source's examples are not beside build_support")
+    from build_support.profile_guided import TRAINING_JOBS, example_jobs, training_text
+
+    jobs = example_jobs()
+    assert {job["apiVersion"] for job in jobs} >= {"training.kubedl.io/v1alpha1", "batch.volcano.sh/v1alpha1"}
+    assert TRAINING_JOBS.read_text() == training_text(jobs), "run: python -m build_support.profile_guided"
+
+
+def test_the_profile_training_reviews_every_family():
+    """The training the profile-guided build runs succeeds, and reaches every family: a failure
+    there would silently give a build without a profile (said only on the build's stderr)."""
+    import json
+    import subprocess
+    import sys
+
+    from build_support.profile_guided import TRAINING, TRAINING_JOBS
+    from jobgate.engine.registry import lookup_names
+
+    done = subprocess.run(
+        [sys.executable, "-c", TRAINING, str(TRAINING_JOBS), "1"], capture_output=True, text=True, check=False
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    served = set()
+    for job in json.loads(TRAINING_JOBS.read_text()):
+        group, _, version = job["apiVersion"].rpartition("/")
+        kind = lookup_names(group, version, job["kind"])
+        if kind is not None:
+            served.add(kind.family)
+    from jobgate.families import every_family
+
+    assert served == {record.name for record in every_family()}
