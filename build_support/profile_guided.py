@@ -138,5 +138,6 @@ class ProfileGuidedBuildExt(build_ext):
 
 
 if __name__ == "__main__":
-    TRAINING_JOBS.write_text(training_text(example_jobs()))
-    print(f"{TRAINING_JOBS.relative_to(HERE.parent)}: {len(example_jobs())} jobs")
+    written = example_jobs()
+    TRAINING_JOBS.write_text(training_text(written))
+    print(f"{TRAINING_JOBS.relative_to(HERE.parent)}: {len(written)} jobs")
