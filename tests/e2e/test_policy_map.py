@@ -36,7 +36,15 @@ from jobgate.policy.fieldmap import KUEUE_LABEL, field_locations
 from jobgate.policy.kinds import kind_map
 from jobgate.review import kind_of, review_job
 from tests.e2e.conftest import KUBEFLOW_TEST_CRDS, started
-from tests.e2e.test_policy_vap import _cluster, _examples, _first_group, _gpus, _namespaced
+from tests.e2e.test_policy_vap import (
+    _cluster,
+    _examples,
+    _first_group,
+    _gpus,
+    _install,
+    _kubectl_of,
+    _namespaced,
+)
 
 REPO = Path(__file__).resolve().parents[2]
 NAMESPACES = {"pm-research": {"tier": "research"}, "pm-team": {"tier": "prod", "team": "a"}}
@@ -190,24 +198,14 @@ class Server(Apiserver):
 @pytest.fixture(scope="module")
 def server() -> Iterator[tuple[Server, Callable[..., subprocess.CompletedProcess[str]]]]:
     with started(ControlPlane()) as plane:
-
-        def kubectl(*args: str, input: str | None = None) -> subprocess.CompletedProcess[str]:
-            return subprocess.run(
-                plane.kubectl_command(*args), input=input, capture_output=True, text=True, timeout=600, check=False
-            )
-
-        for path in (
+        kubectl = _kubectl_of(plane)
+        paths = (
             REPO / "manifests/overlays/cel-only",
             KUBEFLOW_TEST_CRDS,
             REPO / "manifests/policy-vaps",
             REPO / "manifests/policy-maps",
-        ):
-            result = kubectl("apply", "--server-side", "-k", str(path))
-            assert result.returncode == 0, result.stderr[-2000:]
-        kubectl("wait", "--for=condition=Established", "crd", "-l", "app.kubernetes.io/part-of=jobgate", "--timeout=2m")
-        for namespace, labels in NAMESPACES.items():
-            kubectl("create", "namespace", namespace).check_returncode()
-            kubectl("label", "namespace", namespace, *(f"{k}={v}" for k, v in labels.items())).check_returncode()
+        )
+        _install(kubectl, paths, NAMESPACES)
         assert KUBERNETES_VERSION in kubectl("version", "-o", "json").stdout
         apiserver = Server(str(plane.kubeconfig))
         _warm_up(apiserver, kubectl)

@@ -483,16 +483,25 @@ def _kubectl_of(plane: ControlPlane) -> Callable[..., subprocess.CompletedProces
     return kubectl
 
 
-def _set_up(plane: ControlPlane, kubectl: Callable[..., subprocess.CompletedProcess[str]], release: str) -> Server:
-    # Kubeflow's kinds through the tests' stand-ins of its CRDs (jobgate installs none): an elastic
-    # PyTorchJob and an MPIJob, whose policies the apiserver must compile and apply too.
-    for path in (REPO / "manifests/base/crds", KUBEFLOW_TEST_CRDS, REPO / "manifests/policy-vaps"):
+def _install(
+    kubectl: Callable[..., subprocess.CompletedProcess[str]],
+    paths: tuple[Path, ...],
+    namespaces: dict[str, dict[str, str]],
+) -> None:
+    """Apply the kustomizations at ``paths``, wait for jobgate's CRDs, make the labelled namespaces."""
+    for path in paths:
         result = kubectl("apply", "--server-side", "-k", str(path))
         assert result.returncode == 0, result.stderr[-2000:]
     kubectl("wait", "--for=condition=Established", "crd", "-l", "app.kubernetes.io/part-of=jobgate", "--timeout=2m")
-    for namespace, labels in NAMESPACES.items():
+    for namespace, labels in namespaces.items():
         kubectl("create", "namespace", namespace).check_returncode()
         kubectl("label", "namespace", namespace, *(f"{k}={v}" for k, v in labels.items())).check_returncode()
+
+
+def _set_up(plane: ControlPlane, kubectl: Callable[..., subprocess.CompletedProcess[str]], release: str) -> Server:
+    # Kubeflow's kinds through the tests' stand-ins of its CRDs (jobgate installs none): an elastic
+    # PyTorchJob and an MPIJob, whose policies the apiserver must compile and apply too.
+    _install(kubectl, (REPO / "manifests/base/crds", KUBEFLOW_TEST_CRDS, REPO / "manifests/policy-vaps"), NAMESPACES)
     assert release in kubectl("version", "-o", "json").stdout
     apiserver = Server(str(plane.kubeconfig))
     apiserver.release = release
