@@ -49,14 +49,12 @@ def profiled(profiles: Path) -> list[str]:
 # standard library (a review of a served kind needs nothing else).
 TRAINING = """
 import json, sys
-from jobgate.engine.registry import lookup_names
-from jobgate.review import defaulting_patch, review_job
+from jobgate.review import defaulting_patch, kind_of, review_job
 jobs, rounds = json.load(open(sys.argv[1])), int(sys.argv[2])
 reviewed = 0
 for _ in range(rounds):
     for job in jobs:
-        group, _, version = job["apiVersion"].rpartition("/")
-        kind = lookup_names(group, version, job["kind"])
+        kind = kind_of(job)
         if kind is None:
             continue
         defaulting_patch(kind, job)

@@ -85,7 +85,7 @@ def test_the_profile_training_reviews_every_family():
     import sys
 
     from build_support.profile_guided import TRAINING, TRAINING_JOBS
-    from jobgate.engine.registry import lookup_names
+    from jobgate.review import kind_of
 
     done = subprocess.run(
         [sys.executable, "-c", TRAINING, str(TRAINING_JOBS), "1"], capture_output=True, text=True, check=False
@@ -93,8 +93,7 @@ def test_the_profile_training_reviews_every_family():
     assert done.returncode == 0, done.stderr[-3000:]
     served = set()
     for job in json.loads(TRAINING_JOBS.read_text()):
-        group, _, version = job["apiVersion"].rpartition("/")
-        kind = lookup_names(group, version, job["kind"])
+        kind = kind_of(job)
         if kind is not None:
             served.add(kind.family)
     from jobgate.families import every_family
